@@ -1,0 +1,50 @@
+/* cli/cmd-status.c - poolctl status: who poold is and how it runs. */
+#include "config.h"
+
+#include "cli/poolctl.h"
+
+static int cmd_status_exec(struct cmd_ctx *ctx)
+{
+	Pool__StatusRequest req = POOL__STATUS_REQUEST__INIT;
+	Pool__StatusReply *st;
+	char up[32], lend[32];
+	int rc;
+
+	rc = cmd_call(ctx, WIRE_STATUS, &req.base, WIRE_STATUS_REPLY, (ProtobufCMessage **)&st);
+	if (rc != EXIT_OK)
+		return rc;
+	if (ctx->json) {
+		struct json *j = json_new(stdout);
+
+		json_str(j, "version", st->version);
+		json_u64(j, "uptime_ms", st->uptime_ms);
+		json_u64(j, "node_id", st->node_id);
+		json_str(j, "role", st->role);
+		json_u64(j, "pid", st->pid);
+		json_u64(j, "clients", st->clients);
+		json_str(j, "config_file", st->config_file);
+		json_str(j, "socket", st->socket);
+		json_u64(j, "lend_size", st->lend_size);
+		json_u64(j, "reloads", st->reloads);
+		json_u64(j, "requests", st->requests);
+		json_finish(j);
+	} else {
+		units_fmt_duration(st->uptime_ms / 1000 * 1000, up, sizeof(up));
+		units_fmt_size(st->lend_size, lend, sizeof(lend));
+		printf("poold %s, pid %u, up %s\n", st->version, st->pid, up);
+		printf("  node id     %u\n", st->node_id);
+		printf("  role        %s\n", st->role);
+		printf("  config      %s\n", st->config_file[0] ? st->config_file : "(built-in defaults)");
+		printf("  socket      %s\n", st->socket);
+		printf("  lend size   %s\n", lend);
+		printf("  clients     %u\n", st->clients);
+		printf("  requests    %llu\n", (unsigned long long)st->requests);
+		printf("  reloads     %llu\n", (unsigned long long)st->reloads);
+	}
+	wire_msg_free(&st->base);
+	return EXIT_OK;
+}
+
+const struct cmd_entry cmd_status_entry = {
+	"status", "", 0, 0, true, cmd_status_exec, "show poold's version, role and uptime",
+};

@@ -1,0 +1,163 @@
+/*
+ * cli/poolctl.c - poolctl: option parsing, the command table, and the
+ * connection to poold. Each command lives in its own cmd-*.c file.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/poolctl.h"
+#include "libpool/libpool.h"
+
+#define POOLCTL_TIMEOUT_MS 30000
+
+static const struct cmd_entry *const cmd_table[] = {
+	&cmd_status_entry,	    &cmd_config_show_entry, &cmd_config_check_entry,
+	&cmd_reload_entry,	    &cmd_version_entry,
+};
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: poolctl [-s socket] [--json] command [args]\n\ncommands:\n");
+	for (i = 0; i < ARRAY_SIZE(cmd_table); i++) {
+		char words[64];
+
+		snprintf(words, sizeof(words), "%s %s", cmd_table[i]->name, cmd_table[i]->args);
+		fprintf(f, "  %-28s %s\n", words, cmd_table[i]->help);
+	}
+}
+
+/* Count how many of argv's leading words match the entry's name words; 0 if not all. */
+static int cmd_match(const struct cmd_entry *e, int argc, char **argv)
+{
+	char words[64], *save, *w;
+	int n = 0;
+
+	snprintf(words, sizeof(words), "%s", e->name);
+	for (w = strtok_r(words, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save)) {
+		if (n >= argc || strcmp(argv[n], w) != 0)
+			return 0;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Send a request to poold and wait for its reply. An error reply is printed
+ * and yields EXIT_ERROR; a broken connection EXIT_UNREACHABLE.
+ */
+int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req,
+	     uint16_t reply_type, ProtobufCMessage **ret_reply)
+{
+	char msg[512];
+	int rc;
+
+	rc = wire_client_call(ctx->wc, type, req, reply_type, ret_reply, msg, sizeof(msg));
+	if (rc == 0)
+		return EXIT_OK;
+	if (msg[0] != '\0') {
+		fprintf(stderr, "poolctl: %s\n", msg);
+		return EXIT_ERROR;
+	}
+	fprintf(stderr, "poolctl: lost the connection to poold at %s: %s\n", ctx->socket,
+		err_str(rc));
+	return EXIT_UNREACHABLE;
+}
+
+static int poolctl_connect(struct cmd_ctx *ctx)
+{
+	int rc = wire_client_connect(ctx->socket, "poolctl", POOLCTL_TIMEOUT_MS, &ctx->wc);
+
+	if (rc == 0)
+		return EXIT_OK;
+	switch (rc) {
+	case -ENOENT:
+	case -ECONNREFUSED:
+		fprintf(stderr, "poolctl: poold is not running (no server at %s)\n", ctx->socket);
+		break;
+	case -EACCES:
+	case -EPERM:
+		fprintf(stderr, "poolctl: permission denied on %s: are you in the control group?\n",
+			ctx->socket);
+		break;
+	case POOL_EVERSION:
+		fprintf(stderr, "poolctl: poold at %s speaks another protocol version\n",
+			ctx->socket);
+		return EXIT_ERROR;
+	default:
+		fprintf(stderr, "poolctl: cannot reach poold at %s: %s\n", ctx->socket,
+			err_str(rc));
+		break;
+	}
+	return EXIT_UNREACHABLE;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"socket", required_argument, NULL, 's'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct cmd_ctx ctx = {0};
+	const struct cmd_entry *e = NULL;
+	int ch, n = 0, rc;
+	size_t i;
+
+	ctx.socket = getenv("POOL_SOCKET");
+	if (ctx.socket == NULL || *ctx.socket == '\0')
+		ctx.socket = RUNSTATEDIR "/poold/poold.sock";
+	while ((ch = getopt_long(argc, argv, "+hjs:", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'j':
+			ctx.json = true;
+			break;
+		case 's':
+			ctx.socket = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc == 0) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	for (i = 0; i < ARRAY_SIZE(cmd_table) && e == NULL; i++) {
+		n = cmd_match(cmd_table[i], argc, argv);
+		if (n > 0)
+			e = cmd_table[i];
+	}
+	if (e == NULL) {
+		fprintf(stderr, "poolctl: unknown command '%s'\n", argv[0]);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	ctx.argc = argc - n;
+	ctx.argv = argv + n;
+	if (ctx.argc < e->min_args || ctx.argc > e->max_args) {
+		fprintf(stderr, "usage: poolctl %s %s\n", e->name, e->args);
+		return EXIT_USAGE;
+	}
+	if (e->needs_daemon) {
+		rc = poolctl_connect(&ctx);
+		if (rc != EXIT_OK)
+			return rc;
+	}
+	rc = e->exec(&ctx);
+	wire_client_close(ctx.wc);
+	return rc;
+}

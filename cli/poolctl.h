@@ -1,0 +1,66 @@
+/*
+ * cli/poolctl.h - poolctl internals: the command table and output helpers.
+ */
+#ifndef POOLCTL_H
+#define POOLCTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/common.h"
+#include "proto/wire.h"
+
+/* Exit codes, as documented in poolctl(8). */
+#define EXIT_OK 0
+#define EXIT_ERROR 1
+#define EXIT_USAGE 2
+#define EXIT_UNREACHABLE 3
+
+struct cmd_ctx {
+	const char *socket;
+	bool json;
+	struct wire_client *wc; /* connected when the command needs poold */
+	int argc;		/* arguments after the command words */
+	char **argv;
+};
+
+struct cmd_entry {
+	const char *name; /* one or two words, e.g. "config show" */
+	const char *args; /* usage of the arguments */
+	int min_args, max_args;
+	bool needs_daemon;
+	int (*exec)(struct cmd_ctx *ctx);
+	const char *help;
+};
+
+extern const struct cmd_entry cmd_status_entry;
+extern const struct cmd_entry cmd_version_entry;
+extern const struct cmd_entry cmd_config_show_entry;
+extern const struct cmd_entry cmd_config_check_entry;
+extern const struct cmd_entry cmd_reload_entry;
+
+/* poolctl.c */
+int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req,
+	     uint16_t reply_type, ProtobufCMessage **ret_reply);
+
+/* out.c: JSON writer */
+struct json;
+struct json *json_new(FILE *f);
+void json_finish(struct json *j);
+void json_object(struct json *j, const char *key);
+void json_array(struct json *j, const char *key);
+void json_end(struct json *j);
+void json_str(struct json *j, const char *key, const char *value);
+void json_u64(struct json *j, const char *key, uint64_t value);
+void json_i64(struct json *j, const char *key, int64_t value);
+void json_bool(struct json *j, const char *key, bool value);
+
+/* out.c: aligned text tables */
+struct table;
+struct table *table_new(int ncols, const char *const *headers);
+void table_row(struct table *t, ...);
+void table_print(struct table *t, FILE *f);
+void table_free(struct table *t);
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * common/common.h - pieces shared by poold and poolctl: logging, units,
+ * error strings and the configuration option table.
+ */
+#ifndef POOL_COMMON_H
+#define POOL_COMMON_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* log.c */
+enum log_level { LOG_LVL_ERROR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
+void log_init(const char *ident, bool to_stderr, int level);
+void log_set_level(int level);
+void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* units.c */
+int units_parse_size(const char *s, uint64_t *ret_bytes);
+int units_parse_duration(const char *s, uint64_t *ret_ms);
+void units_fmt_size(uint64_t bytes, char *buf, size_t len);
+void units_fmt_duration(uint64_t ms, char *buf, size_t len);
+uint64_t units_now_ms(void);
+
+/* err.c */
+const char *err_str(int code);
+
+/* conf.c: the option table engine */
+enum conf_type { CONF_BOOL, CONF_INT, CONF_SIZE, CONF_DURATION, CONF_STRING, CONF_ENUM, CONF_MODE };
+
+#define CONF_F_RESTART 0x1 /* a change takes effect only after a restart */
+
+struct conf_option {
+	const char *name;
+	enum conf_type type;
+	size_t offset;       /* of the value in struct poold_conf */
+	int64_t min, max;    /* numeric bounds; for strings, max is the length limit */
+	const char *def;     /* default, as it would be written in the file */
+	const char *choices; /* CONF_ENUM: "a|b|c", stored as the index */
+	unsigned flags;
+	const char *help;
+};
+
+struct conf_error {
+	char file[256];
+	int line;
+	char msg[256];
+};
+
+/*
+ * The daemon's configuration. Numbers of every type are int64_t (sizes in
+ * bytes, durations in milliseconds, enums as the index of their choice),
+ * strings are owned char *. Fields are listed in options.c's table.
+ */
+struct poold_conf {
+	char *runtime_dir;
+	char *socket;
+	char *pidfile;
+	int64_t control_mode;
+	char *control_group;
+	char *admin_group;
+	int64_t max_clients;
+	int64_t max_clients_per_uid;
+	int64_t max_frame;
+	int64_t log_level;
+	int64_t node_id;
+	int64_t role;
+	int64_t lend_size;
+};
+
+enum conf_role { ROLE_COORDINATOR, ROLE_NODE };
+
+extern const struct conf_option conf_options[];
+extern const size_t conf_noptions;
+
+const struct conf_option *conf_find(const char *name);
+const char *conf_type_name(enum conf_type type);
+int conf_defaults(struct poold_conf **ret_conf);
+int conf_parse_file(const char *path, struct poold_conf **ret_conf, struct conf_error *err);
+int conf_parse_text(const char *name, const char *text, struct poold_conf **ret_conf,
+		    struct conf_error *err);
+int conf_load(const char *path, char *const *overrides, size_t noverrides,
+	      struct poold_conf **ret_conf, struct conf_error *err);
+int conf_set(struct poold_conf *conf, const char *name, const char *value, char *errbuf,
+	     size_t errlen);
+void conf_format(const struct poold_conf *conf, const struct conf_option *opt, char *buf,
+		 size_t len);
+bool conf_is_default(const struct poold_conf *conf, const struct conf_option *opt);
+int conf_finish(struct poold_conf *conf, struct conf_error *err);
+void conf_free(struct poold_conf *conf);
+
+#endif

@@ -1,0 +1,519 @@
+/*
+ * common/conf.c - parse poold.conf against the option table.
+ *
+ * Syntax: one `name = value` per line; `#` starts a comment outside quotes;
+ * a value may be double-quoted (with \" and \\ escapes) to keep `#` or
+ * leading spaces. Every error carries file:line and stops the parse: a config
+ * is used whole or not at all.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/common.h"
+
+#define CONF_MAX_FILE (1 << 20)
+#define CONF_MAX_LINE 4096
+
+#define CONF_FIELD(conf, opt, type) ((type *)((char *)(conf) + (opt)->offset))
+
+/* The option called name, or NULL. */
+const struct conf_option *conf_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < conf_noptions; i++)
+		if (strcmp(conf_options[i].name, name) == 0)
+			return &conf_options[i];
+	return NULL;
+}
+
+/* A word for an option type, as shown by `poolctl config show`. */
+const char *conf_type_name(enum conf_type type)
+{
+	static const char *const names[] = {
+		[CONF_BOOL] = "bool",	  [CONF_INT] = "int",	    [CONF_SIZE] = "size",
+		[CONF_DURATION] = "duration", [CONF_STRING] = "string", [CONF_ENUM] = "enum",
+		[CONF_MODE] = "mode",
+	};
+	return names[type];
+}
+
+static int conf_enum_index(const char *choices, const char *value)
+{
+	size_t vlen = strlen(value);
+	const char *p = choices;
+	int i = 0;
+
+	while (*p != '\0') {
+		const char *bar = strchr(p, '|');
+		size_t len = bar ? (size_t)(bar - p) : strlen(p);
+
+		if (len == vlen && strncmp(p, value, len) == 0)
+			return i;
+		if (bar == NULL)
+			break;
+		p = bar + 1;
+		i++;
+	}
+	return -1;
+}
+
+static void conf_enum_name(const char *choices, int64_t index, char *buf, size_t len)
+{
+	const char *p = choices;
+
+	while (index-- > 0 && p != NULL) {
+		p = strchr(p, '|');
+		if (p != NULL)
+			p++;
+	}
+	if (p == NULL) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	snprintf(buf, len, "%.*s", (int)strcspn(p, "|"), p);
+}
+
+/*
+ * Set one option from its textual value, checking type and bounds.
+ * On error, errbuf says why (without file:line).
+ */
+int conf_set(struct poold_conf *conf, const char *name, const char *value, char *errbuf,
+	     size_t errlen)
+{
+	const struct conf_option *opt = conf_find(name);
+	int64_t v = 0;
+	uint64_t u;
+	char *end, *copy;
+	int rc;
+
+	if (opt == NULL) {
+		snprintf(errbuf, errlen, "unknown option '%s'", name);
+		return -ENOENT;
+	}
+	switch (opt->type) {
+	case CONF_BOOL:
+		if (strcmp(value, "yes") == 0 || strcmp(value, "true") == 0 || strcmp(value, "on") == 0)
+			v = 1;
+		else if (strcmp(value, "no") == 0 || strcmp(value, "false") == 0 ||
+			 strcmp(value, "off") == 0)
+			v = 0;
+		else
+			goto bad_value;
+		break;
+	case CONF_INT:
+	case CONF_MODE:
+		errno = 0;
+		v = strtoll(value, &end, opt->type == CONF_MODE ? 8 : 10);
+		if (errno != 0 || end == value || *end != '\0')
+			goto bad_value;
+		break;
+	case CONF_SIZE:
+		rc = units_parse_size(value, &u);
+		if (rc < 0 || u > INT64_MAX)
+			goto bad_value;
+		v = (int64_t)u;
+		break;
+	case CONF_DURATION:
+		rc = units_parse_duration(value, &u);
+		if (rc < 0 || u > INT64_MAX)
+			goto bad_value;
+		v = (int64_t)u;
+		break;
+	case CONF_ENUM:
+		v = conf_enum_index(opt->choices, value);
+		if (v < 0) {
+			snprintf(errbuf, errlen, "%s: '%s' is not one of %s", name, value, opt->choices);
+			return -EINVAL;
+		}
+		*CONF_FIELD(conf, opt, int64_t) = v;
+		return 0;
+	case CONF_STRING:
+		if ((int64_t)strlen(value) > opt->max) {
+			snprintf(errbuf, errlen, "%s: value longer than %lld characters", name,
+				 (long long)opt->max);
+			return -ERANGE;
+		}
+		copy = strdup(value);
+		if (copy == NULL) {
+			snprintf(errbuf, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		free(*CONF_FIELD(conf, opt, char *));
+		*CONF_FIELD(conf, opt, char *) = copy;
+		return 0;
+	}
+	if (v < opt->min || v > opt->max) {
+		char lo[32], hi[32];
+
+		if (opt->type == CONF_SIZE) {
+			units_fmt_size((uint64_t)opt->min, lo, sizeof(lo));
+			units_fmt_size((uint64_t)opt->max, hi, sizeof(hi));
+		} else if (opt->type == CONF_DURATION) {
+			units_fmt_duration((uint64_t)opt->min, lo, sizeof(lo));
+			units_fmt_duration((uint64_t)opt->max, hi, sizeof(hi));
+		} else if (opt->type == CONF_MODE) {
+			snprintf(lo, sizeof(lo), "%04llo", (long long)opt->min);
+			snprintf(hi, sizeof(hi), "%04llo", (long long)opt->max);
+		} else {
+			snprintf(lo, sizeof(lo), "%lld", (long long)opt->min);
+			snprintf(hi, sizeof(hi), "%lld", (long long)opt->max);
+		}
+		snprintf(errbuf, errlen, "%s: %s is out of range [%s, %s]", name, value, lo, hi);
+		return -ERANGE;
+	}
+	*CONF_FIELD(conf, opt, int64_t) = v;
+	return 0;
+
+bad_value:
+	snprintf(errbuf, errlen, "%s: '%s' is not a valid %s%s", name, value,
+		 conf_type_name(opt->type),
+		 opt->type == CONF_SIZE	      ? " (use e.g. 4096, 64M, 2G)"
+		 : opt->type == CONF_DURATION ? " (use e.g. 500ms, 2s, 1m)"
+		 : opt->type == CONF_BOOL     ? " (use yes or no)"
+		 : opt->type == CONF_MODE     ? " (use octal, e.g. 0660)"
+					      : "");
+	return -EINVAL;
+}
+
+/* Format an option's current value as it would be written in the file. */
+void conf_format(const struct poold_conf *conf, const struct conf_option *opt, char *buf,
+		 size_t len)
+{
+	int64_t v;
+
+	if (opt->type == CONF_STRING) {
+		const char *s = *CONF_FIELD(conf, opt, char *const);
+
+		snprintf(buf, len, "%s", s ? s : "");
+		return;
+	}
+	v = *CONF_FIELD(conf, opt, const int64_t);
+	switch (opt->type) {
+	case CONF_BOOL:
+		snprintf(buf, len, "%s", v ? "yes" : "no");
+		break;
+	case CONF_SIZE:
+		units_fmt_size((uint64_t)v, buf, len);
+		break;
+	case CONF_DURATION:
+		units_fmt_duration((uint64_t)v, buf, len);
+		break;
+	case CONF_ENUM:
+		conf_enum_name(opt->choices, v, buf, len);
+		break;
+	case CONF_MODE:
+		snprintf(buf, len, "%04llo", (long long)v);
+		break;
+	default:
+		snprintf(buf, len, "%lld", (long long)v);
+		break;
+	}
+}
+
+/* Whether an option still has its default value. */
+bool conf_is_default(const struct poold_conf *conf, const struct conf_option *opt)
+{
+	struct poold_conf *def;
+	char a[512], b[512];
+
+	if (conf_defaults(&def) < 0)
+		return false;
+	conf_format(conf, opt, a, sizeof(a));
+	conf_format(def, opt, b, sizeof(b));
+	conf_free(def);
+	return strcmp(a, b) == 0;
+}
+
+/* Free a configuration; NULL is a no-op. */
+void conf_free(struct poold_conf *conf)
+{
+	size_t i;
+
+	if (conf == NULL)
+		return;
+	for (i = 0; i < conf_noptions; i++)
+		if (conf_options[i].type == CONF_STRING)
+			free(*CONF_FIELD(conf, &conf_options[i], char *));
+	free(conf);
+}
+
+/* A configuration holding every option's default. */
+int conf_defaults(struct poold_conf **ret_conf)
+{
+	struct poold_conf *conf = calloc(1, sizeof(*conf));
+	char err[256];
+	size_t i;
+
+	if (conf == NULL)
+		return -ENOMEM;
+	for (i = 0; i < conf_noptions; i++) {
+		int rc = conf_set(conf, conf_options[i].name, conf_options[i].def, err, sizeof(err));
+
+		if (rc < 0)
+			fatalx("default of %s is invalid: %s", conf_options[i].name, err);
+	}
+	*ret_conf = conf;
+	return 0;
+}
+
+static int conf_derive_path(char **field, const char *dir, const char *file)
+{
+	char *path;
+
+	if (**field != '\0')
+		return 0;
+	if (asprintf(&path, "%s/%s", dir, file) < 0)
+		return -ENOMEM;
+	free(*field);
+	*field = path;
+	return 0;
+}
+
+/*
+ * Check what single options cannot (relations between options) and fill in
+ * derived values. Called once all options are set.
+ */
+int conf_finish(struct poold_conf *conf, struct conf_error *err)
+{
+	int rc;
+
+	if (conf->runtime_dir[0] != '/') {
+		snprintf(err->msg, sizeof(err->msg), "runtime_dir: '%s' is not an absolute path",
+			 conf->runtime_dir);
+		return -EINVAL;
+	}
+	rc = conf_derive_path(&conf->socket, conf->runtime_dir, "poold.sock");
+	if (rc == 0)
+		rc = conf_derive_path(&conf->pidfile, conf->runtime_dir, "poold.pid");
+	if (rc < 0) {
+		snprintf(err->msg, sizeof(err->msg), "out of memory");
+		return rc;
+	}
+	if (strlen(conf->socket) > 107) {
+		snprintf(err->msg, sizeof(err->msg), "control.socket: path '%s' is too long",
+			 conf->socket);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+static char *conf_trim(char *s)
+{
+	char *end;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	end = s + strlen(s);
+	while (end > s && isspace((unsigned char)end[-1]))
+		*--end = '\0';
+	return s;
+}
+
+/* Parse the value part of a line in place: quotes, escapes, trailing comment. */
+static int conf_parse_value(char *s, char **ret_value)
+{
+	char *out, *in;
+
+	s = conf_trim(s);
+	if (*s != '"') {
+		char *hash = strchr(s, '#');
+
+		if (hash != NULL)
+			*hash = '\0';
+		*ret_value = conf_trim(s);
+		return 0;
+	}
+	out = in = s + 1;
+	for (; *in != '"'; in++) {
+		if (*in == '\0')
+			return -EINVAL;
+		if (*in == '\\' && (in[1] == '"' || in[1] == '\\'))
+			in++;
+		*out++ = *in;
+	}
+	*out = '\0';
+	in = conf_trim(in + 1);
+	if (*in != '\0' && *in != '#')
+		return -EINVAL;
+	*ret_value = s + 1;
+	return 0;
+}
+
+static int conf_parse_line(struct poold_conf *conf, char *line, int *seen_at, int lineno,
+			   struct conf_error *err)
+{
+	char *eq, *name, *value;
+	const struct conf_option *opt;
+	int rc;
+
+	name = conf_trim(line);
+	if (*name == '\0' || *name == '#')
+		return 0;
+	eq = strchr(name, '=');
+	if (eq == NULL) {
+		snprintf(err->msg, sizeof(err->msg), "expected 'name = value'");
+		return -EINVAL;
+	}
+	*eq = '\0';
+	name = conf_trim(name);
+	if (conf_parse_value(eq + 1, &value) < 0) {
+		snprintf(err->msg, sizeof(err->msg), "%s: unterminated or malformed quoted value",
+			 name);
+		return -EINVAL;
+	}
+	opt = conf_find(name);
+	if (opt != NULL && seen_at[opt - conf_options] != 0) {
+		snprintf(err->msg, sizeof(err->msg), "%s: set twice (first at line %d)", name,
+			 seen_at[opt - conf_options]);
+		return -EINVAL;
+	}
+	rc = conf_set(conf, name, value, err->msg, sizeof(err->msg));
+	if (rc < 0)
+		return rc;
+	seen_at[opt - conf_options] = lineno;
+	return 0;
+}
+
+/*
+ * Parse configuration text; name is used in error messages as the file name.
+ * The result still needs conf_finish() (conf_load() does both).
+ */
+int conf_parse_text(const char *name, const char *text, struct poold_conf **ret_conf,
+		    struct conf_error *err)
+{
+	struct poold_conf *conf;
+	const char *p = text;
+	char line[CONF_MAX_LINE];
+	int *seen_at; /* line where each option was set, 0 if not yet */
+	int rc, lineno = 0;
+
+	snprintf(err->file, sizeof(err->file), "%s", name);
+	err->line = 0;
+	snprintf(err->msg, sizeof(err->msg), "out of memory");
+	seen_at = calloc(conf_noptions, sizeof(*seen_at));
+	if (seen_at == NULL)
+		return -ENOMEM;
+	rc = conf_defaults(&conf);
+	if (rc < 0)
+		goto out_seen;
+	while (*p != '\0') {
+		size_t len = strcspn(p, "\n");
+
+		lineno++;
+		err->line = lineno;
+		if (len >= sizeof(line)) {
+			snprintf(err->msg, sizeof(err->msg), "line longer than %d bytes",
+				 CONF_MAX_LINE - 1);
+			rc = -EINVAL;
+			goto out_free;
+		}
+		memcpy(line, p, len);
+		line[len] = '\0';
+		rc = conf_parse_line(conf, line, seen_at, lineno, err);
+		if (rc < 0)
+			goto out_free;
+		p += len;
+		if (*p == '\n')
+			p++;
+	}
+	err->line = 0;
+	*ret_conf = conf;
+	free(seen_at);
+	return 0;
+out_free:
+	conf_free(conf);
+out_seen:
+	free(seen_at);
+	return rc;
+}
+
+/* Parse a configuration file; on error err holds file, line and reason. */
+int conf_parse_file(const char *path, struct poold_conf **ret_conf, struct conf_error *err)
+{
+	struct stat st;
+	char *text;
+	size_t len;
+	FILE *f;
+	int rc;
+
+	snprintf(err->file, sizeof(err->file), "%s", path);
+	err->line = 0;
+	f = fopen(path, "re");
+	if (f == NULL) {
+		rc = -errno;
+		snprintf(err->msg, sizeof(err->msg), "cannot open: %s", strerror(errno));
+		return rc;
+	}
+	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > CONF_MAX_FILE) {
+		snprintf(err->msg, sizeof(err->msg), "not a regular file of at most %d bytes",
+			 CONF_MAX_FILE);
+		fclose(f);
+		return -EINVAL;
+	}
+	text = malloc((size_t)st.st_size + 1);
+	if (text == NULL) {
+		fclose(f);
+		snprintf(err->msg, sizeof(err->msg), "out of memory");
+		return -ENOMEM;
+	}
+	len = fread(text, 1, (size_t)st.st_size, f);
+	text[len] = '\0';
+	fclose(f);
+	if (strlen(text) != len) {
+		snprintf(err->msg, sizeof(err->msg), "file contains a NUL byte");
+		free(text);
+		return -EINVAL;
+	}
+	rc = conf_parse_text(path, text, ret_conf, err);
+	free(text);
+	return rc;
+}
+
+/*
+ * Load the configuration poold runs on: the file (or the embedded defaults
+ * when path is NULL), then `name=value` overrides from the command line, then
+ * conf_finish(). On error err says where and why.
+ */
+int conf_load(const char *path, char *const *overrides, size_t noverrides,
+	      struct poold_conf **ret_conf, struct conf_error *err)
+{
+	struct poold_conf *conf;
+	size_t i;
+	int rc;
+
+	memset(err, 0, sizeof(*err));
+	rc = path ? conf_parse_file(path, &conf, err) : conf_defaults(&conf);
+	if (rc < 0)
+		return rc;
+	for (i = 0; i < noverrides; i++) {
+		char name[128];
+		const char *eq = strchr(overrides[i], '=');
+
+		snprintf(err->file, sizeof(err->file), "command line");
+		err->line = 0;
+		if (eq == NULL || (size_t)(eq - overrides[i]) >= sizeof(name)) {
+			snprintf(err->msg, sizeof(err->msg), "'%s' is not name=value", overrides[i]);
+			rc = -EINVAL;
+			goto out_free;
+		}
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - overrides[i]), overrides[i]);
+		rc = conf_set(conf, name, eq + 1, err->msg, sizeof(err->msg));
+		if (rc < 0)
+			goto out_free;
+	}
+	snprintf(err->file, sizeof(err->file), "%s", path ? path : "built-in defaults");
+	rc = conf_finish(conf, err);
+	if (rc < 0)
+		goto out_free;
+	*ret_conf = conf;
+	return 0;
+out_free:
+	conf_free(conf);
+	return rc;
+}

@@ -1,0 +1,6 @@
+# common/: libcommon (units, error strings) goes into every binary and
+# libpool; libconf (logging, the option table and its parser) into poold and
+# poolctl only, since libpool never prints.
+noinst_LTLIBRARIES += common/libcommon.la common/libconf.la
+common_libcommon_la_SOURCES = common/common.h common/units.c common/err.c
+common_libconf_la_SOURCES = common/log.c common/conf.c common/options.c

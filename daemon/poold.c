@@ -1,0 +1,273 @@
+/*
+ * daemon/poold.c - poold: start-up, signals, reload and shutdown.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "daemon/poold.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: poold [-dnhV] [-f file] [-o name=value]...\n"
+		   "  -f file        configuration file (default: built-in defaults)\n"
+		   "  -o name=value  set an option over the file's value (repeatable)\n"
+		   "  -d             stay in the foreground and log to stderr\n"
+		   "  -n             check the configuration and exit\n"
+		   "  -V             print the version and exit\n"
+		   "  -h             print this help and exit\n");
+}
+
+static int poold_resolve_admin(struct poold_conf *conf, gid_t *ret_gid, char *errbuf,
+			       size_t errlen)
+{
+	struct group *gr;
+
+	if (conf->admin_group[0] == '\0') {
+		*ret_gid = (gid_t)-1;
+		return 0;
+	}
+	gr = getgrnam(conf->admin_group);
+	if (gr == NULL) {
+		snprintf(errbuf, errlen, "control.admin_group: no group '%s'", conf->admin_group);
+		return -EINVAL;
+	}
+	*ret_gid = gr->gr_gid;
+	return 0;
+}
+
+/*
+ * Re-read the configuration into a fresh struct and switch to it; on any
+ * error the running configuration stays. Options that need a restart keep
+ * their running value (with a warning in errbuf and the log).
+ */
+int poold_reload(struct poold *pd, char *errbuf, size_t errlen)
+{
+	struct poold_conf *next;
+	struct conf_error err;
+	size_t i, off = 0;
+	gid_t admin;
+	int rc;
+
+	errbuf[0] = '\0';
+	rc = conf_load(pd->conf_path, pd->overrides, pd->noverrides, &next, &err);
+	if (rc < 0) {
+		if (err.line > 0)
+			snprintf(errbuf, errlen, "%s:%d: %s", err.file, err.line, err.msg);
+		else
+			snprintf(errbuf, errlen, "%s: %s", err.file, err.msg);
+		log_warnx("reload failed, keeping the running configuration: %s", errbuf);
+		return rc;
+	}
+	rc = poold_resolve_admin(next, &admin, errbuf, errlen);
+	if (rc < 0) {
+		log_warnx("reload failed, keeping the running configuration: %s", errbuf);
+		conf_free(next);
+		return rc;
+	}
+	for (i = 0; i < conf_noptions; i++) {
+		const struct conf_option *o = &conf_options[i];
+		char a[512], b[512];
+
+		if (!(o->flags & CONF_F_RESTART))
+			continue;
+		conf_format(pd->conf, o, a, sizeof(a));
+		conf_format(next, o, b, sizeof(b));
+		if (strcmp(a, b) == 0)
+			continue;
+		log_warnx("reload: %s changed from '%s' to '%s'; it takes effect after a restart",
+			  o->name, a, b);
+		if (off < errlen)
+			off += (size_t)snprintf(errbuf + off, errlen - off, "%s%s needs a restart",
+						off ? "; " : "", o->name);
+		conf_set(next, o->name, a, b, sizeof(b));
+	}
+	conf_free(pd->conf);
+	pd->conf = next;
+	pd->admin_gid = admin;
+	pd->reloads++;
+	log_set_level((int)next->log_level);
+	log_info("configuration reloaded from %s", pd->conf_path ? pd->conf_path : "defaults");
+	return 0;
+}
+
+static void poold_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct poold *pd = arg;
+	char err[512];
+
+	switch (sig) {
+	case SIGHUP:
+		poold_reload(pd, err, sizeof(err));
+		break;
+	case SIGTERM:
+	case SIGINT:
+		log_info("signal %d: stopping", (int)sig);
+		event_base_loopbreak(pd->base);
+		break;
+	}
+}
+
+static int poold_check(const char *path, char *const *overrides, size_t n)
+{
+	struct poold_conf *conf;
+	struct conf_error err;
+	gid_t gid;
+	char msg[256];
+
+	if (conf_load(path, overrides, n, &conf, &err) < 0) {
+		if (err.line > 0)
+			fprintf(stderr, "%s:%d: %s\n", err.file, err.line, err.msg);
+		else
+			fprintf(stderr, "%s: %s\n", err.file, err.msg);
+		return 1;
+	}
+	if (poold_resolve_admin(conf, &gid, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "%s: %s\n", path ? path : "built-in defaults", msg);
+		conf_free(conf);
+		return 1;
+	}
+	conf_free(conf);
+	printf("%s: configuration OK\n", path ? path : "built-in defaults");
+	return 0;
+}
+
+static void poold_free(struct poold *pd)
+{
+	size_t i;
+
+	control_close(pd->control);
+	for (i = 0; i < ARRAY_SIZE(pd->sig_ev); i++)
+		if (pd->sig_ev[i] != NULL)
+			event_free(pd->sig_ev[i]);
+	if (pd->conf != NULL)
+		pidfile_close(pd->conf->pidfile, pd->pid_fd);
+	if (pd->base != NULL)
+		event_base_free(pd->base);
+	conf_free(pd->conf);
+	free(pd->overrides);
+}
+
+int main(int argc, char **argv)
+{
+	static const int signals[] = {SIGTERM, SIGINT, SIGHUP};
+	struct poold pd = {.pid_fd = -1};
+	struct conf_error err;
+	bool foreground = false, check = false;
+	char msg[256];
+	size_t i;
+	int ch, rc;
+
+	while ((ch = getopt(argc, argv, "df:hno:V")) != -1) {
+		switch (ch) {
+		case 'd':
+			foreground = true;
+			break;
+		case 'f':
+			pd.conf_path = optarg;
+			break;
+		case 'n':
+			check = true;
+			break;
+		case 'o': {
+			char **o = realloc(pd.overrides, (pd.noverrides + 1) * sizeof(*o));
+
+			if (o == NULL)
+				fatalx("out of memory");
+			pd.overrides = o;
+			o[pd.noverrides++] = optarg;
+			break;
+		}
+		case 'V':
+			printf("poold %s (protocol %d)\n", PACKAGE_VERSION, WIRE_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "poold: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (check) {
+		rc = poold_check(pd.conf_path, pd.overrides, pd.noverrides);
+		free(pd.overrides);
+		return rc;
+	}
+
+	log_init("poold", true, LOG_LVL_INFO);
+	if (conf_load(pd.conf_path, pd.overrides, pd.noverrides, &pd.conf, &err) < 0) {
+		if (err.line > 0)
+			log_warnx("%s:%d: %s", err.file, err.line, err.msg);
+		else
+			log_warnx("%s: %s", err.file, err.msg);
+		rc = 1;
+		goto out;
+	}
+	if (poold_resolve_admin(pd.conf, &pd.admin_gid, msg, sizeof(msg)) < 0) {
+		log_warnx("%s", msg);
+		rc = 1;
+		goto out;
+	}
+	log_set_level((int)pd.conf->log_level);
+	if (mkdir(pd.conf->runtime_dir, 0755) < 0 && errno != EEXIST) {
+		log_warn("runtime_dir %s", pd.conf->runtime_dir);
+		rc = 1;
+		goto out;
+	}
+	rc = 1;
+	if (pidfile_open(pd.conf->pidfile, &pd.pid_fd) < 0)
+		goto out;
+	pd.base = event_base_new();
+	if (pd.base == NULL) {
+		log_warnx("cannot create the event loop");
+		goto out;
+	}
+	pd.node_id = (uint32_t)(pd.conf->node_id ? pd.conf->node_id : 1);
+	pd.start_ms = units_now_ms();
+	if (control_open(&pd, &pd.control) < 0) {
+		log_warnx("cannot open the control socket %s", pd.conf->socket);
+		goto out;
+	}
+	for (i = 0; i < ARRAY_SIZE(signals); i++) {
+		pd.sig_ev[i] = evsignal_new(pd.base, signals[i], poold_signal, &pd);
+		if (pd.sig_ev[i] == NULL || evsignal_add(pd.sig_ev[i], NULL) < 0)
+			fatalx("cannot install the handler of signal %d", signals[i]);
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (!foreground) {
+		if (daemon(0, 0) < 0) {
+			log_warn("daemon");
+			goto out;
+		}
+		log_init("poold", false, (int)pd.conf->log_level);
+		/* The lock came along with the fd; only the pid changed. */
+		if (pidfile_write(pd.conf->pidfile, pd.pid_fd) < 0)
+			goto out;
+		event_reinit(pd.base);
+	}
+	log_info("poold %s started: node %u, role %s, socket %s, config %s", PACKAGE_VERSION,
+		 pd.node_id, "coordinator", pd.conf->socket,
+		 pd.conf_path ? pd.conf_path : "built-in defaults");
+	event_base_dispatch(pd.base);
+	rc = 0;
+	log_info("poold stopped");
+out:
+	poold_free(&pd);
+	return rc;
+}

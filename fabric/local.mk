@@ -1,0 +1,1 @@
+# fabric/: the UCX layer (filled in by the fabric work)

@@ -1,0 +1,57 @@
+/* proto/msg.c - the table of message types and their protobuf-c descriptors. */
+#include "config.h"
+
+#include <errno.h>
+
+#include "proto/wire.h"
+
+static const struct {
+	const char *name;
+	const ProtobufCMessageDescriptor *desc;
+} wire_types[WIRE_TYPE_MAX] = {
+	[WIRE_HELLO] = {"hello", &pool__hello__descriptor},
+	[WIRE_HELLO_REPLY] = {"hello-reply", &pool__hello_reply__descriptor},
+	[WIRE_ERROR] = {"error", &pool__error__descriptor},
+	[WIRE_OK] = {"ok", &pool__ok__descriptor},
+	[WIRE_STATUS] = {"status", &pool__status_request__descriptor},
+	[WIRE_STATUS_REPLY] = {"status-reply", &pool__status_reply__descriptor},
+	[WIRE_CONFIG_SHOW] = {"config-show", &pool__config_show_request__descriptor},
+	[WIRE_CONFIG_SHOW_REPLY] = {"config-show-reply", &pool__config_show_reply__descriptor},
+	[WIRE_RELOAD] = {"reload", &pool__reload_request__descriptor},
+};
+
+/* The descriptor of a message type, or NULL for an unknown type. */
+const ProtobufCMessageDescriptor *wire_type_descriptor(uint16_t type)
+{
+	return type < WIRE_TYPE_MAX ? wire_types[type].desc : NULL;
+}
+
+/* A short name for a message type, for logs. */
+const char *wire_type_name(uint16_t type)
+{
+	if (type < WIRE_TYPE_MAX && wire_types[type].name != NULL)
+		return wire_types[type].name;
+	return "unknown";
+}
+
+/* Unpack a payload of the given type; -EBADMSG if it is not a valid message. */
+int wire_msg_unpack(uint16_t type, const uint8_t *payload, size_t len, ProtobufCMessage **ret_msg)
+{
+	const ProtobufCMessageDescriptor *desc = wire_type_descriptor(type);
+	ProtobufCMessage *msg;
+
+	if (desc == NULL)
+		return -ENOMSG;
+	msg = protobuf_c_message_unpack(desc, NULL, len, payload);
+	if (msg == NULL)
+		return -EBADMSG;
+	*ret_msg = msg;
+	return 0;
+}
+
+/* Free a message returned by wire_msg_unpack(); NULL is a no-op. */
+void wire_msg_free(ProtobufCMessage *msg)
+{
+	if (msg != NULL)
+		protobuf_c_message_free_unpacked(msg, NULL);
+}

@@ -1,0 +1,248 @@
+/*
+ * proto/rpc.c - blocking request/reply over a control socket.
+ *
+ * Used by poolctl and libpool. A wire_client is one connection that has
+ * completed the Hello handshake; calls on it are serialised by its caller.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "libpool/libpool.h"
+#include "proto/wire.h"
+
+struct wire_client {
+	int fd;
+	int timeout_ms;
+	uint64_t next_id;
+	uint32_t node_id;
+	char server_version[64];
+};
+
+static int wire_wait(int fd, short events, int timeout_ms)
+{
+	struct pollfd pfd = {.fd = fd, .events = events};
+	int n;
+
+	do
+		n = poll(&pfd, 1, timeout_ms);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -ETIMEDOUT;
+	return 0;
+}
+
+static int wire_write_all(int fd, const uint8_t *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int wire_read_all(int fd, uint8_t *buf, size_t len, int timeout_ms)
+{
+	while (len > 0) {
+		ssize_t n;
+		int rc = wire_wait(fd, POLLIN, timeout_ms);
+
+		if (rc < 0)
+			return rc;
+		n = read(fd, buf, len);
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -ECONNRESET;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Send one frame on a blocking socket. */
+int wire_send_frame(int fd, uint16_t type, uint64_t req_id, const ProtobufCMessage *msg)
+{
+	uint8_t *buf;
+	size_t len;
+	int rc;
+
+	rc = wire_frame_pack(type, req_id, msg, &buf, &len);
+	if (rc < 0)
+		return rc;
+	rc = wire_write_all(fd, buf, len);
+	free(buf);
+	return rc;
+}
+
+/*
+ * Receive one frame: header checked against max_payload before the payload
+ * is read. The payload (possibly NULL when empty) is the caller's to free().
+ */
+int wire_recv_frame(int fd, size_t max_payload, int timeout_ms, struct wire_hdr *ret_hdr,
+		    uint8_t **ret_payload)
+{
+	uint8_t hbuf[WIRE_HDR_LEN];
+	struct wire_hdr hdr;
+	uint8_t *payload = NULL;
+	int rc;
+
+	rc = wire_read_all(fd, hbuf, sizeof(hbuf), timeout_ms);
+	if (rc < 0)
+		return rc;
+	rc = wire_hdr_decode(hbuf, sizeof(hbuf), max_payload, &hdr);
+	if (rc < 0)
+		return rc;
+	if (hdr.len > 0) {
+		payload = malloc(hdr.len);
+		if (payload == NULL)
+			return -ENOMEM;
+		rc = wire_read_all(fd, payload, hdr.len, timeout_ms);
+		if (rc < 0) {
+			free(payload);
+			return rc;
+		}
+	}
+	*ret_hdr = hdr;
+	*ret_payload = payload;
+	return 0;
+}
+
+/*
+ * Send req and wait for its reply. Returns 0 and the reply when the peer
+ * answered with reply_type; the peer's error code (message in errbuf) when it
+ * answered WIRE_ERROR; a local -errno when the exchange itself failed.
+ */
+int wire_client_call(struct wire_client *c, uint16_t type, const ProtobufCMessage *req,
+		     uint16_t reply_type, ProtobufCMessage **ret_reply, char *errbuf, size_t errlen)
+{
+	uint64_t id = c->next_id++;
+	struct wire_hdr hdr;
+	ProtobufCMessage *msg = NULL;
+	uint8_t *payload;
+	int rc;
+
+	if (errbuf != NULL && errlen > 0)
+		errbuf[0] = '\0';
+	rc = wire_send_frame(c->fd, type, id, req);
+	if (rc < 0)
+		return rc;
+	rc = wire_recv_frame(c->fd, WIRE_MAX_FRAME_LIMIT, c->timeout_ms, &hdr, &payload);
+	if (rc < 0)
+		return rc;
+	if (hdr.req_id != id || (hdr.type != reply_type && hdr.type != WIRE_ERROR)) {
+		rc = -EPROTO;
+		goto out;
+	}
+	rc = wire_msg_unpack(hdr.type, payload, hdr.len, &msg);
+	if (rc < 0)
+		goto out;
+	if (hdr.type == WIRE_ERROR) {
+		Pool__Error *err = (Pool__Error *)msg;
+
+		if (errbuf != NULL)
+			snprintf(errbuf, errlen, "%s", err->message);
+		rc = err->code < 0 ? err->code : -EPROTO;
+		wire_msg_free(msg);
+		goto out;
+	}
+	*ret_reply = msg;
+out:
+	free(payload);
+	return rc;
+}
+
+/*
+ * Connect to a control socket and complete the Hello handshake.
+ * A server that speaks another protocol version yields POOL_EVERSION.
+ */
+int wire_client_connect(const char *path, const char *name, int timeout_ms,
+			struct wire_client **ret_client)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	Pool__Hello hello = POOL__HELLO__INIT;
+	Pool__HelloReply *reply = NULL;
+	struct wire_client *c;
+	int rc;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sun.sun_path, path);
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -ENOMEM;
+	c->timeout_ms = timeout_ms;
+	c->next_id = 1;
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0) {
+		rc = -errno;
+		goto out_free;
+	}
+	if (connect(c->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		rc = -errno;
+		goto out_close;
+	}
+	hello.version = WIRE_VERSION;
+	hello.name = (char *)name;
+	rc = wire_client_call(c, WIRE_HELLO, &hello.base, WIRE_HELLO_REPLY,
+			      (ProtobufCMessage **)&reply, NULL, 0);
+	if (rc < 0)
+		goto out_close;
+	c->node_id = reply->node_id;
+	snprintf(c->server_version, sizeof(c->server_version), "%s", reply->server_version);
+	wire_msg_free(&reply->base);
+	*ret_client = c;
+	return 0;
+out_close:
+	close(c->fd);
+out_free:
+	free(c);
+	return rc;
+}
+
+/* Close a client connection; NULL is a no-op. */
+void wire_client_close(struct wire_client *c)
+{
+	if (c == NULL)
+		return;
+	close(c->fd);
+	free(c);
+}
+
+/* The connected socket, for callers that pass file descriptors over it. */
+int wire_client_fd(const struct wire_client *c)
+{
+	return c->fd;
+}
+
+/* The node id the server announced in its HelloReply. */
+uint32_t wire_client_node_id(const struct wire_client *c)
+{
+	return c->node_id;
+}
+
+/* The software version the server announced in its HelloReply. */
+const char *wire_client_server_version(const struct wire_client *c)
+{
+	return c->server_version;
+}

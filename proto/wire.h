@@ -1,0 +1,81 @@
+/*
+ * proto/wire.h - frames and messages of the control protocol.
+ *
+ * A frame is a 16-byte header followed by one packed protobuf-c message:
+ *
+ *	offset	size	field
+ *	0	4	payload length in bytes (big-endian)
+ *	4	2	message type (big-endian, enum wire_type)
+ *	6	2	protocol version (big-endian)
+ *	8	8	request id (big-endian), echoed in the reply
+ *
+ * The length is checked against the receiver's cap before any byte of the
+ * payload is buffered or unpacked. Every request gets exactly one reply with
+ * the same request id: the reply type of that request, or WIRE_ERROR.
+ * The first frame on a connection is WIRE_HELLO; a peer whose header or
+ * Hello carries another protocol version gets WIRE_ERROR with
+ * POOL_EVERSION and is disconnected.
+ *
+ * This is the only code that packs or unpacks control messages; poold,
+ * poolctl and libpool all go through it.
+ */
+#ifndef POOL_WIRE_H
+#define POOL_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/pool.pb-c.h"
+
+#define WIRE_HDR_LEN 16
+#define WIRE_VERSION POOL_PROTO_VERSION
+#define WIRE_MAX_FRAME_DEFAULT (1u << 20)
+#define WIRE_MAX_FRAME_LIMIT (64u << 20)
+
+enum wire_type {
+	WIRE_HELLO = 1,
+	WIRE_HELLO_REPLY = 2,
+	WIRE_ERROR = 3,
+	WIRE_OK = 4,
+	WIRE_STATUS = 5,
+	WIRE_STATUS_REPLY = 6,
+	WIRE_CONFIG_SHOW = 7,
+	WIRE_CONFIG_SHOW_REPLY = 8,
+	WIRE_RELOAD = 9,
+	WIRE_TYPE_MAX
+};
+
+struct wire_hdr {
+	uint32_t len;
+	uint16_t type;
+	uint16_t version;
+	uint64_t req_id;
+};
+
+/* frame.c */
+void wire_hdr_encode(const struct wire_hdr *hdr, uint8_t out[WIRE_HDR_LEN]);
+int wire_hdr_decode(const uint8_t *buf, size_t len, size_t max_payload, struct wire_hdr *ret_hdr);
+int wire_frame_pack(uint16_t type, uint64_t req_id, const ProtobufCMessage *msg, uint8_t **ret_buf,
+		    size_t *ret_len);
+
+/* msg.c */
+const ProtobufCMessageDescriptor *wire_type_descriptor(uint16_t type);
+const char *wire_type_name(uint16_t type);
+int wire_msg_unpack(uint16_t type, const uint8_t *payload, size_t len, ProtobufCMessage **ret_msg);
+void wire_msg_free(ProtobufCMessage *msg);
+
+/* rpc.c: blocking client side, used by poolctl and libpool */
+struct wire_client;
+int wire_client_connect(const char *path, const char *name, int timeout_ms,
+			struct wire_client **ret_client);
+void wire_client_close(struct wire_client *c);
+int wire_client_fd(const struct wire_client *c);
+uint32_t wire_client_node_id(const struct wire_client *c);
+const char *wire_client_server_version(const struct wire_client *c);
+int wire_client_call(struct wire_client *c, uint16_t type, const ProtobufCMessage *req,
+		     uint16_t reply_type, ProtobufCMessage **ret_reply, char *errbuf, size_t errlen);
+int wire_send_frame(int fd, uint16_t type, uint64_t req_id, const ProtobufCMessage *msg);
+int wire_recv_frame(int fd, size_t max_payload, int timeout_ms, struct wire_hdr *ret_hdr,
+		    uint8_t **ret_payload);
+
+#endif
