@@ -46,5 +46,5 @@ static int cmd_status_exec(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_status_entry = {
-	"status", "", 0, 0, true, cmd_status_exec, "show poold's version, role and uptime",
+	"status", "", 0, 0, DAEMON_NEEDED, cmd_status_exec, "show poold's version, role and uptime",
 };

@@ -5,7 +5,7 @@
 
 static int cmd_version_exec(struct cmd_ctx *ctx)
 {
-	const char *server = ctx->wc ? wire_client_server_version(ctx->wc) : "";
+	const char *server = ctx->wc ? wire_client_server_version(ctx->wc) : "not reachable";
 
 	if (ctx->json) {
 		struct json *j = json_new(stdout);
@@ -22,5 +22,5 @@ static int cmd_version_exec(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_version_entry = {
-	"version", "", 0, 0, true, cmd_version_exec, "show poolctl's and poold's versions",
+	"version", "", 0, 0, DAEMON_OPTIONAL, cmd_version_exec, "show poolctl's and poold's versions",
 };

@@ -72,10 +72,17 @@ int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req,
 
 static int poolctl_connect(struct cmd_ctx *ctx)
 {
-	int rc = wire_client_connect(ctx->socket, "poolctl", POOLCTL_TIMEOUT_MS, &ctx->wc);
+	char msg[512];
+	int rc = wire_client_connect(ctx->socket, "poolctl", POOLCTL_TIMEOUT_MS, &ctx->wc, msg,
+				     sizeof(msg));
 
 	if (rc == 0)
 		return EXIT_OK;
+	if (msg[0] != '\0') {
+		/* poold answered: it refused us, and said why. */
+		fprintf(stderr, "poolctl: %s\n", msg);
+		return EXIT_ERROR;
+	}
 	switch (rc) {
 	case -ENOENT:
 	case -ECONNREFUSED:
@@ -113,7 +120,7 @@ int main(int argc, char **argv)
 
 	ctx.socket = getenv("POOL_SOCKET");
 	if (ctx.socket == NULL || *ctx.socket == '\0')
-		ctx.socket = RUNSTATEDIR "/poold/poold.sock";
+		ctx.socket = "/run/poold/poold.sock";
 	while ((ch = getopt_long(argc, argv, "+hjs:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'j':
@@ -152,10 +159,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: poolctl %s %s\n", e->name, e->args);
 		return EXIT_USAGE;
 	}
-	if (e->needs_daemon) {
+	if (e->daemon == DAEMON_NEEDED) {
 		rc = poolctl_connect(&ctx);
 		if (rc != EXIT_OK)
 			return rc;
+	} else if (e->daemon == DAEMON_OPTIONAL) {
+		wire_client_connect(ctx.socket, "poolctl", POOLCTL_TIMEOUT_MS, &ctx.wc, NULL, 0);
 	}
 	rc = e->exec(&ctx);
 	wire_client_close(ctx.wc);

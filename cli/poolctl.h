@@ -29,7 +29,7 @@ struct cmd_entry {
 	const char *name; /* one or two words, e.g. "config show" */
 	const char *args; /* usage of the arguments */
 	int min_args, max_args;
-	bool needs_daemon;
+	enum { DAEMON_NONE, DAEMON_NEEDED, DAEMON_OPTIONAL } daemon;
 	int (*exec)(struct cmd_ctx *ctx);
 	const char *help;
 };

@@ -39,6 +39,7 @@ const char *err_str(int code);
 /* conf.c: the option table engine */
 enum conf_type { CONF_BOOL, CONF_INT, CONF_SIZE, CONF_DURATION, CONF_STRING, CONF_ENUM, CONF_MODE };
 
+#define CONF_MAX_OPTIONS 128
 #define CONF_F_RESTART 0x1 /* a change takes effect only after a restart */
 
 struct conf_option {
@@ -77,6 +78,7 @@ struct poold_conf {
 	int64_t node_id;
 	int64_t role;
 	int64_t lend_size;
+	bool set[CONF_MAX_OPTIONS]; /* set by the file or the command line */
 };
 
 enum conf_role { ROLE_COORDINATOR, ROLE_NODE };

@@ -132,6 +132,7 @@ int conf_set(struct poold_conf *conf, const char *name, const char *value, char 
 			return -EINVAL;
 		}
 		*CONF_FIELD(conf, opt, int64_t) = v;
+		conf->set[opt - conf_options] = true;
 		return 0;
 	case CONF_STRING:
 		if ((int64_t)strlen(value) > opt->max) {
@@ -146,6 +147,7 @@ int conf_set(struct poold_conf *conf, const char *name, const char *value, char 
 		}
 		free(*CONF_FIELD(conf, opt, char *));
 		*CONF_FIELD(conf, opt, char *) = copy;
+		conf->set[opt - conf_options] = true;
 		return 0;
 	}
 	if (v < opt->min || v > opt->max) {
@@ -168,6 +170,7 @@ int conf_set(struct poold_conf *conf, const char *name, const char *value, char 
 		return -ERANGE;
 	}
 	*CONF_FIELD(conf, opt, int64_t) = v;
+	conf->set[opt - conf_options] = true;
 	return 0;
 
 bad_value:
@@ -216,18 +219,10 @@ void conf_format(const struct poold_conf *conf, const struct conf_option *opt, c
 	}
 }
 
-/* Whether an option still has its default value. */
+/* Whether an option was left at its default (not set by the file or the command line). */
 bool conf_is_default(const struct poold_conf *conf, const struct conf_option *opt)
 {
-	struct poold_conf *def;
-	char a[512], b[512];
-
-	if (conf_defaults(&def) < 0)
-		return false;
-	conf_format(conf, opt, a, sizeof(a));
-	conf_format(def, opt, b, sizeof(b));
-	conf_free(def);
-	return strcmp(a, b) == 0;
+	return !conf->set[opt - conf_options];
 }
 
 /* Free a configuration; NULL is a no-op. */
@@ -252,11 +247,14 @@ int conf_defaults(struct poold_conf **ret_conf)
 
 	if (conf == NULL)
 		return -ENOMEM;
+	if (conf_noptions > CONF_MAX_OPTIONS)
+		fatalx("option table larger than CONF_MAX_OPTIONS");
 	for (i = 0; i < conf_noptions; i++) {
 		int rc = conf_set(conf, conf_options[i].name, conf_options[i].def, err, sizeof(err));
 
 		if (rc < 0)
 			fatalx("default of %s is invalid: %s", conf_options[i].name, err);
+		conf->set[i] = false;
 	}
 	*ret_conf = conf;
 	return 0;

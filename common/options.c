@@ -14,7 +14,7 @@
 #define GiB (1024LL * 1024 * 1024)
 
 const struct conf_option conf_options[] = {
-	{"runtime_dir", CONF_STRING, OFF(runtime_dir), 0, 200, RUNSTATEDIR "/poold", NULL,
+	{"runtime_dir", CONF_STRING, OFF(runtime_dir), 0, 200, "/run/poold", NULL,
 	 CONF_F_RESTART, "directory for the control socket and the pid file"},
 	{"control.socket", CONF_STRING, OFF(socket), 0, 107, "", NULL, CONF_F_RESTART,
 	 "control socket path; empty means runtime_dir/poold.sock"},

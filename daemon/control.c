@@ -1,14 +1,10 @@
 /*
  * daemon/control.c - the local control socket.
  *
- * Each connection is a bufferevent. Frames are parsed as they arrive: the
- * header is checked (version, length cap) before the payload is buffered,
- * the first message must be Hello, and every request gets exactly one reply.
- * Framing errors (oversize length, wrong version, no Hello) are answered
- * and the connection is closed once the reply is written; a malformed
- * payload in a well-formed frame is answered and the connection kept.
- * Caller credentials come from SO_PEERCRED and SO_PEERGROUPS and are
- * checked per message type against the handler table.
+ * Each client is a framed connection (conn.c). The first message must be
+ * Hello and every request gets exactly one reply. Caller credentials come
+ * from SO_PEERCRED and SO_PEERGROUPS and are checked per message type
+ * against the handler table.
  */
 #include "config.h"
 
@@ -22,8 +18,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 
@@ -31,8 +25,6 @@
 #include "libpool/libpool.h"
 
 #define CTL_MAX_GROUPS 64
-/* Stop reading from a client whose unread replies exceed this many frames. */
-#define CTL_OUTPUT_FRAMES 4
 
 struct ctl_uid {
 	LIST_ENTRY(ctl_uid) entry;
@@ -43,7 +35,7 @@ struct ctl_uid {
 struct ctl_conn {
 	TAILQ_ENTRY(ctl_conn) entry;
 	struct control *ctl;
-	struct bufferevent *bev;
+	struct conn *conn;
 	struct ctl_uid *u;
 	uid_t uid;
 	gid_t gid;
@@ -51,7 +43,6 @@ struct ctl_conn {
 	gid_t groups[CTL_MAX_GROUPS];
 	int ngroups;
 	bool hello_done;
-	bool closing;
 	char errmsg[256];
 };
 
@@ -87,43 +78,31 @@ unsigned control_nclients(const struct control *ctl)
 	return ctl->nconns;
 }
 
-static void ctl_conn_free(struct ctl_conn *c)
+static void ctl_uid_put(struct control *ctl, struct ctl_uid *u)
 {
+	if (--u->count == 0) {
+		LIST_REMOVE(u, entry);
+		free(u);
+	}
+}
+
+/* The connection ended: forget the client. */
+static void ctl_closed(struct conn *conn, void *arg)
+{
+	struct ctl_conn *c = arg;
 	struct control *ctl = c->ctl;
 
 	TAILQ_REMOVE(&ctl->conns, c, entry);
 	ctl->nconns--;
-	if (c->u != NULL && --c->u->count == 0) {
-		LIST_REMOVE(c->u, entry);
-		free(c->u);
-	}
-	bufferevent_free(c->bev);
-	log_debug("client pid %d uid %u disconnected", (int)c->pid, (unsigned)c->uid);
+	ctl_uid_put(ctl, c->u);
+	log_debug("%s disconnected", conn_desc(conn));
 	free(c);
-}
-
-/* Close after the pending replies are written. */
-static void ctl_conn_close_later(struct ctl_conn *c)
-{
-	c->closing = true;
-	bufferevent_disable(c->bev, EV_READ);
 }
 
 /* Queue one reply frame. */
 int ctl_reply(struct ctl_conn *c, uint64_t req_id, uint16_t type, const ProtobufCMessage *msg)
 {
-	uint8_t *buf;
-	size_t len;
-	int rc;
-
-	rc = wire_frame_pack(type, req_id, msg, &buf, &len);
-	if (rc < 0) {
-		log_warnx("cannot pack %s reply: %s", wire_type_name(type), err_str(rc));
-		return rc;
-	}
-	rc = bufferevent_write(c->bev, buf, len) == 0 ? 0 : -ENOMEM;
-	free(buf);
-	return rc;
+	return conn_send(c->conn, type, req_id, msg);
 }
 
 /*
@@ -138,15 +117,6 @@ int ctl_errorf(struct ctl_conn *c, int code, const char *fmt, ...)
 	vsnprintf(c->errmsg, sizeof(c->errmsg), fmt, ap);
 	va_end(ap);
 	return code;
-}
-
-static void ctl_reply_error(struct ctl_conn *c, uint64_t req_id, int code, const char *msg)
-{
-	Pool__Error err = POOL__ERROR__INIT;
-
-	err.code = code;
-	err.message = (char *)(msg && *msg ? msg : err_str(code));
-	ctl_reply(c, req_id, WIRE_ERROR, &err.base);
 }
 
 static bool ctl_is_admin(const struct ctl_conn *c)
@@ -172,7 +142,7 @@ static int control_hello(struct ctl_conn *c, uint64_t req_id, const ProtobufCMes
 	Pool__HelloReply reply = POOL__HELLO_REPLY__INIT;
 
 	if (hello->version != WIRE_VERSION) {
-		ctl_conn_close_later(c);
+		conn_close_later(c->conn);
 		return ctl_errorf(c, POOL_EVERSION,
 				  "protocol version %u is not supported: this poold speaks version %u",
 				  hello->version, WIRE_VERSION);
@@ -181,14 +151,19 @@ static int control_hello(struct ctl_conn *c, uint64_t req_id, const ProtobufCMes
 	reply.version = WIRE_VERSION;
 	reply.server_version = PACKAGE_VERSION;
 	reply.node_id = c->ctl->pd->node_id;
-	log_debug("client pid %d uid %u hello (%s)", (int)c->pid, (unsigned)c->uid,
-		  hello->name ? hello->name : "");
+	log_debug("%s: hello (%s)", conn_desc(c->conn), hello->name ? hello->name : "");
 	return ctl_reply(c, req_id, WIRE_HELLO_REPLY, &reply.base);
 }
 
-/* Handle one complete frame whose header passed the checks. */
-static void ctl_handle(struct ctl_conn *c, const struct wire_hdr *hdr, const uint8_t *payload)
+/*
+ * One complete frame from a client: the first must be Hello; the caller's
+ * permission is checked against the handler table; a malformed payload in
+ * a well-formed frame is answered and the connection kept.
+ */
+static void ctl_frame(struct conn *conn, const struct wire_hdr *hdr, const uint8_t *payload,
+		      void *arg)
 {
+	struct ctl_conn *c = arg;
 	const struct ctl_handler *h;
 	ProtobufCMessage *msg = NULL;
 	int rc;
@@ -197,7 +172,7 @@ static void ctl_handle(struct ctl_conn *c, const struct wire_hdr *hdr, const uin
 	c->errmsg[0] = '\0';
 	h = hdr->type < WIRE_TYPE_MAX ? c->ctl->handlers[hdr->type] : NULL;
 	if (!c->hello_done && hdr->type != WIRE_HELLO) {
-		ctl_conn_close_later(c);
+		conn_close_later(conn);
 		rc = ctl_errorf(c, POOL_EPROTOCOL, "the first message must be hello, not %s",
 				wire_type_name(hdr->type));
 		goto out_error;
@@ -222,90 +197,15 @@ static void ctl_handle(struct ctl_conn *c, const struct wire_hdr *hdr, const uin
 	if (rc >= 0)
 		return;
 out_error:
-	log_debug("client pid %d: %s: %s", (int)c->pid, wire_type_name(hdr->type),
+	log_debug("%s: %s: %s", conn_desc(conn), wire_type_name(hdr->type),
 		  c->errmsg[0] ? c->errmsg : err_str(rc));
-	ctl_reply_error(c, hdr->req_id, rc, c->errmsg);
+	conn_send_error(conn, hdr->req_id, rc, c->errmsg);
 }
 
-static void ctl_read_cb(struct bufferevent *bev, void *arg)
-{
-	struct ctl_conn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	size_t max_frame = (size_t)c->ctl->pd->conf->max_frame;
-	uint8_t hbuf[WIRE_HDR_LEN];
-	struct wire_hdr hdr;
-
-	while (!c->closing) {
-		size_t avail = evbuffer_get_length(in);
-		const uint8_t *frame;
-		int rc;
-
-		if (avail < WIRE_HDR_LEN)
-			break;
-		evbuffer_copyout(in, hbuf, WIRE_HDR_LEN);
-		rc = wire_hdr_decode(hbuf, WIRE_HDR_LEN, max_frame, &hdr);
-		if (rc == POOL_EVERSION) {
-			log_warnx("client pid %d uid %u speaks protocol version %u, not %u",
-				  (int)c->pid, (unsigned)c->uid, hdr.version, WIRE_VERSION);
-			ctl_errorf(c, rc, "protocol version %u is not supported: this poold speaks "
-				   "version %u", hdr.version, WIRE_VERSION);
-		} else if (rc == -EMSGSIZE) {
-			log_warnx("client pid %d uid %u sent a %u-byte frame, over the %zu limit",
-				  (int)c->pid, (unsigned)c->uid, hdr.len, max_frame);
-			ctl_errorf(c, rc, "frame of %u bytes exceeds control.max_frame (%zu)",
-				   hdr.len, max_frame);
-		}
-		if (rc < 0) {
-			ctl_reply_error(c, hdr.req_id, rc, c->errmsg);
-			ctl_conn_close_later(c);
-			break;
-		}
-		if (avail < WIRE_HDR_LEN + (size_t)hdr.len) {
-			/* Wake only when the whole frame is here. */
-			bufferevent_setwatermark(bev, EV_READ, WIRE_HDR_LEN + (size_t)hdr.len, 0);
-			return;
-		}
-		frame = evbuffer_pullup(in, (ssize_t)(WIRE_HDR_LEN + hdr.len));
-		if (frame == NULL) {
-			log_warnx("out of memory reading from client pid %d", (int)c->pid);
-			ctl_conn_close_later(c);
-			break;
-		}
-		ctl_handle(c, &hdr, frame + WIRE_HDR_LEN);
-		evbuffer_drain(in, WIRE_HDR_LEN + hdr.len);
-	}
-	bufferevent_setwatermark(bev, EV_READ, 0, 0);
-	/* Back-pressure: a client that does not read its replies stops being read. */
-	if (!c->closing &&
-	    evbuffer_get_length(bufferevent_get_output(bev)) > CTL_OUTPUT_FRAMES * max_frame)
-		bufferevent_disable(bev, EV_READ);
-	if (c->closing && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-		ctl_conn_free(c);
-}
-
-static void ctl_write_cb(struct bufferevent *bev, void *arg)
-{
-	struct ctl_conn *c = arg;
-
-	if (c->closing) {
-		ctl_conn_free(c);
-		return;
-	}
-	if (!(bufferevent_get_enabled(bev) & EV_READ)) {
-		bufferevent_enable(bev, EV_READ);
-		ctl_read_cb(bev, c);
-	}
-}
-
-static void ctl_event_cb(struct bufferevent *bev, short what, void *arg)
-{
-	struct ctl_conn *c = arg;
-
-	if (what & BEV_EVENT_ERROR)
-		log_debug("client pid %d: connection error", (int)c->pid);
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
-		ctl_conn_free(c);
-}
+static const struct conn_ops ctl_conn_ops = {
+	.frame = ctl_frame,
+	.closed = ctl_closed,
+};
 
 static struct ctl_uid *ctl_uid_get(struct control *ctl, uid_t uid)
 {
@@ -374,36 +274,34 @@ static void ctl_accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct
 		ctl_refuse(fd, -EUSERS, msg);
 		return;
 	}
+	u->count++;
 	c = calloc(1, sizeof(*c));
-	if (c == NULL)
-		goto out_close;
-	c->bev = bufferevent_socket_new(ctl->pd->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (c->bev == NULL) {
-		free(c);
-		goto out_close;
+	if (c == NULL) {
+		close(fd);
+		goto out_uid;
 	}
 	c->ctl = ctl;
 	c->uid = cred.uid;
 	c->gid = cred.gid;
 	c->pid = cred.pid;
+	c->u = u;
 	len = sizeof(c->groups);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, c->groups, &len) == 0)
 		c->ngroups = (int)(len / sizeof(gid_t));
-	c->u = u;
-	u->count++;
+	snprintf(msg, sizeof(msg), "client pid %d uid %u", (int)cred.pid, (unsigned)cred.uid);
+	if (conn_new(ctl->pd->base, fd, (size_t)conf->max_frame, &ctl_conn_ops, c, msg,
+		     &c->conn) < 0) {
+		free(c);
+		goto out_uid;
+	}
+	conn_set_limit_name(c->conn, "control.max_frame");
 	TAILQ_INSERT_TAIL(&ctl->conns, c, entry);
 	ctl->nconns++;
-	bufferevent_setcb(c->bev, ctl_read_cb, ctl_write_cb, ctl_event_cb, c);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-	log_debug("client pid %d uid %u connected", (int)c->pid, (unsigned)c->uid);
+	log_debug("%s connected", msg);
 	return;
-out_close:
-	if (u->count == 0) {
-		LIST_REMOVE(u, entry);
-		free(u);
-	}
+out_uid:
+	ctl_uid_put(ctl, u);
 	log_warnx("out of memory accepting a client");
-	close(fd);
 }
 
 static void ctl_error_cb(struct evconnlistener *lis, void *arg)
@@ -411,7 +309,6 @@ static void ctl_error_cb(struct evconnlistener *lis, void *arg)
 	/* EMFILE and the like: log, keep listening; the next accept may work. */
 	log_warn("control socket accept");
 }
-
 /* Refuse to replace a socket that another live poold is listening on. */
 static int control_check_stale(const char *path)
 {
@@ -529,8 +426,10 @@ void control_close(struct control *ctl)
 
 	if (ctl == NULL)
 		return;
-	while ((c = TAILQ_FIRST(&ctl->conns)) != NULL)
-		ctl_conn_free(c);
+	while ((c = TAILQ_FIRST(&ctl->conns)) != NULL) {
+		conn_free(c->conn);
+		ctl_closed(c->conn, c);
+	}
 	evconnlistener_free(ctl->listener);
 	unlink(ctl->path);
 	free(ctl->path);

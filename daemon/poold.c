@@ -91,6 +91,7 @@ int poold_reload(struct poold *pd, char *errbuf, size_t errlen)
 			off += (size_t)snprintf(errbuf + off, errlen - off, "%s%s needs a restart",
 						off ? "; " : "", o->name);
 		conf_set(next, o->name, a, b, sizeof(b));
+		next->set[i] = pd->conf->set[i];
 	}
 	conf_free(pd->conf);
 	pd->conf = next;
@@ -261,8 +262,9 @@ int main(int argc, char **argv)
 			goto out;
 		event_reinit(pd.base);
 	}
+	conf_format(pd.conf, conf_find("role"), msg, sizeof(msg));
 	log_info("poold %s started: node %u, role %s, socket %s, config %s", PACKAGE_VERSION,
-		 pd.node_id, "coordinator", pd.conf->socket,
+		 pd.node_id, msg, pd.conf->socket,
 		 pd.conf_path ? pd.conf_path : "built-in defaults");
 	event_base_dispatch(pd.base);
 	rc = 0;

@@ -41,6 +41,33 @@ int pidfile_open(const char *path, int *ret_fd);
 int pidfile_write(const char *path, int fd);
 void pidfile_close(const char *path, int fd);
 
+/* conn.c: a framed connection over a bufferevent */
+struct conn;
+struct sockaddr;
+struct conn_ops {
+	/* One complete frame whose header passed the checks. */
+	void (*frame)(struct conn *c, const struct wire_hdr *hdr, const uint8_t *payload,
+		      void *arg);
+	/* An outgoing connection is established (optional). */
+	void (*connected)(struct conn *c, void *arg);
+	/* The connection ended; it is freed when this returns. */
+	void (*closed)(struct conn *c, void *arg);
+};
+
+int conn_new(struct event_base *base, int fd, size_t max_frame, const struct conn_ops *ops,
+	     void *arg, const char *desc, struct conn **ret_conn);
+int conn_connect(struct event_base *base, const struct sockaddr *sa, unsigned salen,
+		 size_t max_frame, const struct conn_ops *ops, void *arg, const char *desc,
+		 struct conn **ret_conn);
+void conn_free(struct conn *c);
+void conn_close_later(struct conn *c);
+int conn_send(struct conn *c, uint16_t type, uint64_t req_id, const ProtobufCMessage *msg);
+int conn_send_error(struct conn *c, uint64_t req_id, int code, const char *msg);
+const char *conn_desc(const struct conn *c);
+void conn_set_desc(struct conn *c, const char *desc);
+void conn_set_limit_name(struct conn *c, const char *name);
+void conn_set_read_timeout(struct conn *c, unsigned timeout_ms);
+
 /* control.c: the local control socket */
 enum ctl_perm { CTL_ANY, CTL_ADMIN };
 

@@ -9,7 +9,7 @@
 #include "libpool/libpool.h"
 #include "proto/wire.h"
 
-#define POOL_DEFAULT_SOCKET RUNSTATEDIR "/poold/poold.sock"
+#define POOL_DEFAULT_SOCKET "/run/poold/poold.sock"
 #define POOL_CALL_TIMEOUT_MS 30000
 
 struct pool {

@@ -15,6 +15,7 @@ struct pool_status {
 POOL_EXPORT int pool_open(const char *socket, unsigned flags, struct pool **ret_pool)
 {
 	struct pool *pool;
+	char msg[256];
 	int rc;
 
 	if (ret_pool == NULL || flags != 0)
@@ -26,10 +27,12 @@ POOL_EXPORT int pool_open(const char *socket, unsigned flags, struct pool **ret_
 	pool = calloc(1, sizeof(*pool));
 	if (pool == NULL)
 		return pool_err(-ENOMEM, "pool_open: out of memory");
-	rc = wire_client_connect(socket, "libpool", POOL_CALL_TIMEOUT_MS, &pool->wc);
+	rc = wire_client_connect(socket, "libpool", POOL_CALL_TIMEOUT_MS, &pool->wc, msg,
+				 sizeof(msg));
 	if (rc < 0) {
 		free(pool);
-		return pool_err(rc, "cannot connect to poold at %s: %s", socket, err_str(rc));
+		return pool_err(rc, "cannot connect to poold at %s: %s", socket,
+				msg[0] ? msg : err_str(rc));
 	}
 	pthread_mutex_init(&pool->lock, NULL);
 	*ret_pool = pool;

@@ -1,0 +1,15 @@
+# man/: the manual pages, installed with `make install` and shipped in the
+# tarball. tests/integration/man.sh lints them and checks that poold.conf(5)
+# lists exactly the options of common/options.c.
+#
+# Pages that document several functions list all of them in NAME, which
+# man-db indexes, instead of .so alias pages (mandoc -T lint warns about .so).
+dist_man_MANS += \
+	man/poold.8 \
+	man/poolctl.8 \
+	man/poold.conf.5 \
+	man/libpool.3 \
+	man/pool_open.3 \
+	man/pool_status.3 \
+	man/pool_strerror.3 \
+	man/pool-protocol.7

@@ -3,7 +3,7 @@
 PROTO_GEN = proto/pool.pb-c.c proto/pool.pb-c.h
 BUILT_SOURCES += $(PROTO_GEN)
 CLEANFILES += $(PROTO_GEN)
-EXTRA_DIST += proto/pool.proto
+dist_pkgdata_DATA = proto/pool.proto
 
 proto/pool.pb-c.c proto/pool.pb-c.h: $(srcdir)/proto/pool.proto
 	$(AM_V_GEN)$(MKDIR_P) proto && \

@@ -22,6 +22,7 @@
 struct wire_client {
 	int fd;
 	int timeout_ms;
+	int broken; /* transport error that desynchronised the stream, or 0 */
 	uint64_t next_id;
 	uint32_t node_id;
 	char server_version[64];
@@ -144,16 +145,30 @@ int wire_client_call(struct wire_client *c, uint16_t type, const ProtobufCMessag
 
 	if (errbuf != NULL && errlen > 0)
 		errbuf[0] = '\0';
+	if (c->broken)
+		return c->broken;
 	rc = wire_send_frame(c->fd, type, id, req);
-	if (rc < 0)
+	if (rc == -EPIPE || rc == -ECONNRESET) {
+		/* The server may have refused us (a limit) before reading: its reason is queued. */
+		if (wire_recv_frame(c->fd, WIRE_MAX_FRAME_LIMIT, 1000, &hdr, &payload) == 0 &&
+		    hdr.type == WIRE_ERROR)
+			goto unpack;
+		c->broken = rc;
 		return rc;
+	}
+	if (rc < 0)
+		return c->broken = rc;
 	rc = wire_recv_frame(c->fd, WIRE_MAX_FRAME_LIMIT, c->timeout_ms, &hdr, &payload);
 	if (rc < 0)
-		return rc;
-	if (hdr.req_id != id || (hdr.type != reply_type && hdr.type != WIRE_ERROR)) {
-		rc = -EPROTO;
+		/* A late reply would be taken for the next call's: the connection is done. */
+		return c->broken = rc;
+	/* Request id 0 is a connection-level error, such as a refusal over a limit. */
+	if ((hdr.req_id != id && !(hdr.req_id == 0 && hdr.type == WIRE_ERROR)) ||
+	    (hdr.type != reply_type && hdr.type != WIRE_ERROR)) {
+		rc = c->broken = -EPROTO;
 		goto out;
 	}
+unpack:
 	rc = wire_msg_unpack(hdr.type, payload, hdr.len, &msg);
 	if (rc < 0)
 		goto out;
@@ -174,10 +189,11 @@ out:
 
 /*
  * Connect to a control socket and complete the Hello handshake.
- * A server that speaks another protocol version yields POOL_EVERSION.
+ * A server that speaks another protocol version yields POOL_EVERSION; a
+ * server that refuses us puts its reason in errbuf.
  */
 int wire_client_connect(const char *path, const char *name, int timeout_ms,
-			struct wire_client **ret_client)
+			struct wire_client **ret_client, char *errbuf, size_t errlen)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	Pool__Hello hello = POOL__HELLO__INIT;
@@ -185,6 +201,8 @@ int wire_client_connect(const char *path, const char *name, int timeout_ms,
 	struct wire_client *c;
 	int rc;
 
+	if (errbuf != NULL && errlen > 0)
+		errbuf[0] = '\0';
 	if (strlen(path) >= sizeof(sun.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(sun.sun_path, path);
@@ -205,7 +223,7 @@ int wire_client_connect(const char *path, const char *name, int timeout_ms,
 	hello.version = WIRE_VERSION;
 	hello.name = (char *)name;
 	rc = wire_client_call(c, WIRE_HELLO, &hello.base, WIRE_HELLO_REPLY,
-			      (ProtobufCMessage **)&reply, NULL, 0);
+			      (ProtobufCMessage **)&reply, errbuf, errlen);
 	if (rc < 0)
 		goto out_close;
 	c->node_id = reply->node_id;

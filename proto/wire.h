@@ -14,7 +14,9 @@
  * the same request id: the reply type of that request, or WIRE_ERROR.
  * The first frame on a connection is WIRE_HELLO; a peer whose header or
  * Hello carries another protocol version gets WIRE_ERROR with
- * POOL_EVERSION and is disconnected.
+ * POOL_EVERSION and is disconnected. Request id 0 is never used by a client:
+ * an error frame with id 0 concerns the whole connection (e.g. a refusal
+ * over a connection limit) and is followed by a close.
  *
  * This is the only code that packs or unpacks control messages; poold,
  * poolctl and libpool all go through it.
@@ -67,7 +69,7 @@ void wire_msg_free(ProtobufCMessage *msg);
 /* rpc.c: blocking client side, used by poolctl and libpool */
 struct wire_client;
 int wire_client_connect(const char *path, const char *name, int timeout_ms,
-			struct wire_client **ret_client);
+			struct wire_client **ret_client, char *errbuf, size_t errlen);
 void wire_client_close(struct wire_client *c);
 int wire_client_fd(const struct wire_client *c);
 uint32_t wire_client_node_id(const struct wire_client *c);

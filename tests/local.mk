@@ -1,0 +1,56 @@
+# tests/: CUnit unit tests, shell integration tests, fuzz targets.
+noinst_LTLIBRARIES += tests/unit/libunit.la
+tests_unit_libunit_la_SOURCES = tests/unit/unit.h tests/unit/unit.c
+tests_unit_libunit_la_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_unit_libunit_la_LIBADD = $(CUNIT_LIBS)
+
+UNIT_LDADD = tests/unit/libunit.la proto/libwire.la common/libconf.la common/libcommon.la \
+	$(PROTOBUF_C_LIBS) $(CUNIT_LIBS)
+
+check_PROGRAMS += tests/unit/test_frame tests/unit/test_conf
+tests_unit_test_frame_SOURCES = tests/unit/test_frame.c
+tests_unit_test_frame_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(CUNIT_CFLAGS)
+tests_unit_test_frame_LDADD = $(UNIT_LDADD)
+tests_unit_test_conf_SOURCES = tests/unit/test_conf.c
+tests_unit_test_conf_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_unit_test_conf_LDADD = $(UNIT_LDADD)
+
+TESTS += tests/unit/test_frame tests/unit/test_conf
+
+# The smallest libpool client, used by the demo and the tests.
+noinst_PROGRAMS += examples/pool-demo
+examples_pool_demo_SOURCES = examples/pool-demo.c
+examples_pool_demo_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/libpool
+examples_pool_demo_LDADD = libpool/libpool.la
+
+# Shell integration tests: each starts its own poold in a private directory.
+INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
+	tests/integration/garbage.sh tests/integration/limits.sh tests/integration/libpool.sh \
+	tests/integration/man.sh tests/cluster/selftest.sh
+TESTS += $(INTEGRATION_TESTS)
+EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/wire.py \
+	tests/cluster/lib.sh
+AM_TESTS_ENVIRONMENT = top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top_srcdir)'; \
+	export top_builddir top_srcdir;
+
+# Fuzz targets: libFuzzer binaries with --enable-fuzzing (CC=clang); in every
+# build, the same targets replay their seed corpus under make check.
+FUZZ_LIBS = proto/libwire.la common/libconf.la common/libcommon.la $(PROTOBUF_C_LIBS)
+EXTRA_DIST += tests/fuzz/corpus tests/fuzz/run.sh
+check_PROGRAMS += tests/fuzz/replay_frame tests/fuzz/replay_conf
+tests_fuzz_replay_frame_SOURCES = tests/fuzz/fuzz_frame.c tests/fuzz/standalone.c
+tests_fuzz_replay_frame_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_fuzz_replay_frame_LDADD = $(FUZZ_LIBS)
+tests_fuzz_replay_conf_SOURCES = tests/fuzz/fuzz_conf.c tests/fuzz/standalone.c
+tests_fuzz_replay_conf_LDADD = $(FUZZ_LIBS)
+TESTS += tests/fuzz/run.sh
+if ENABLE_FUZZING
+noinst_PROGRAMS += tests/fuzz/fuzz_frame tests/fuzz/fuzz_conf
+tests_fuzz_fuzz_frame_SOURCES = tests/fuzz/fuzz_frame.c
+tests_fuzz_fuzz_frame_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_fuzz_fuzz_frame_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
+tests_fuzz_fuzz_frame_LDADD = $(FUZZ_LIBS)
+tests_fuzz_fuzz_conf_SOURCES = tests/fuzz/fuzz_conf.c
+tests_fuzz_fuzz_conf_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
+tests_fuzz_fuzz_conf_LDADD = $(FUZZ_LIBS)
+endif

@@ -1,0 +1,313 @@
+/*
+ * daemon/conn.c - a framed connection over a bufferevent: the control
+ * socket's clients and the TCP links between poolds both use it.
+ *
+ * Frames are parsed as they arrive: the header is checked (version, length
+ * cap) before the payload is buffered. A frame with another protocol
+ * version or an oversize length is answered with an error and the
+ * connection is closed once the reply is written. A peer that does not read
+ * its replies stops being read (back-pressure). The owner sees complete
+ * frames and, once, the end of the connection.
+ *
+ * Lifetime: the owner may call conn_free() at any time, even from inside
+ * one of the connection's callbacks; the memory goes when no callback of
+ * this connection is running any more.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "daemon/poold.h"
+#include "libpool/libpool.h"
+
+/* Stop reading from a peer whose unread replies exceed this many frames. */
+#define CONN_OUTPUT_FRAMES 4
+
+struct conn {
+	struct bufferevent *bev;
+	const struct conn_ops *ops;
+	void *arg;
+	size_t max_frame;
+	const char *limit_name; /* the option that sets max_frame, for error messages */
+	char desc[64];
+	int busy;     /* callbacks of this connection running */
+	bool closing; /* close once the output is written */
+	bool dead;    /* conn_free() called: free when not busy */
+	bool ended;   /* ops->closed already called */
+};
+
+static void conn_release(struct conn *c)
+{
+	bufferevent_free(c->bev);
+	free(c);
+}
+
+/* Tell the owner the connection ended (once), then free it. */
+static void conn_end(struct conn *c)
+{
+	if (!c->ended && !c->dead) {
+		c->ended = true;
+		c->busy++;
+		if (c->ops->closed != NULL)
+			c->ops->closed(c, c->arg);
+		c->busy--;
+	}
+	c->dead = true;
+	if (c->busy == 0)
+		conn_release(c);
+}
+
+/* Free a connection without calling its closed callback. */
+void conn_free(struct conn *c)
+{
+	if (c == NULL)
+		return;
+	c->dead = true;
+	c->ended = true;
+	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+	if (c->busy == 0)
+		conn_release(c);
+}
+
+/* Close after the queued frames are written; the closed callback follows. */
+void conn_close_later(struct conn *c)
+{
+	c->closing = true;
+	bufferevent_disable(c->bev, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0 && c->busy == 0)
+		conn_end(c);
+}
+
+/* Queue one frame. */
+int conn_send(struct conn *c, uint16_t type, uint64_t req_id, const ProtobufCMessage *msg)
+{
+	uint8_t *buf;
+	size_t len;
+	int rc;
+
+	if (c->dead)
+		return -ENOTCONN;
+	rc = wire_frame_pack(type, req_id, msg, &buf, &len);
+	if (rc < 0) {
+		log_warnx("%s: cannot pack %s: %s", c->desc, wire_type_name(type), err_str(rc));
+		return rc;
+	}
+	rc = bufferevent_write(c->bev, buf, len) == 0 ? 0 : -ENOMEM;
+	free(buf);
+	return rc;
+}
+
+/* Queue an error reply; a NULL or empty msg means the code's own text. */
+int conn_send_error(struct conn *c, uint64_t req_id, int code, const char *msg)
+{
+	Pool__Error err = POOL__ERROR__INIT;
+
+	err.code = code;
+	err.message = (char *)(msg && *msg ? msg : err_str(code));
+	return conn_send(c, WIRE_ERROR, req_id, &err.base);
+}
+
+/* Name the option that sets the frame limit, for the error sent to peers over it. */
+void conn_set_limit_name(struct conn *c, const char *name)
+{
+	c->limit_name = name;
+}
+
+/* A short description for logs ("client pid 42 uid 0", "node 3 10.0.0.3:7400"). */
+const char *conn_desc(const struct conn *c)
+{
+	return c->desc;
+}
+
+/* Change the description used in logs. */
+void conn_set_desc(struct conn *c, const char *desc)
+{
+	snprintf(c->desc, sizeof(c->desc), "%s", desc);
+}
+
+static bool conn_check_header(struct conn *c, const struct wire_hdr *hdr, int rc)
+{
+	char msg[128];
+
+	if (rc == 0)
+		return true;
+	if (rc == POOL_EVERSION) {
+		log_warnx("%s speaks protocol version %u, not %u", c->desc, hdr->version,
+			  WIRE_VERSION);
+		snprintf(msg, sizeof(msg),
+			 "protocol version %u is not supported: this poold speaks version %u",
+			 hdr->version, WIRE_VERSION);
+	} else {
+		log_warnx("%s sent a %u-byte frame, over the %zu limit", c->desc, hdr->len,
+			  c->max_frame);
+		snprintf(msg, sizeof(msg), "frame of %u bytes exceeds %s (%zu)", hdr->len,
+			 c->limit_name, c->max_frame);
+	}
+	conn_send_error(c, hdr->req_id, rc, msg);
+	conn_close_later(c);
+	return false;
+}
+
+static void conn_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	uint8_t hbuf[WIRE_HDR_LEN];
+	struct wire_hdr hdr;
+
+	c->busy++;
+	while (!c->closing && !c->dead) {
+		size_t avail = evbuffer_get_length(in);
+		const uint8_t *frame;
+
+		if (avail < WIRE_HDR_LEN)
+			break;
+		evbuffer_copyout(in, hbuf, WIRE_HDR_LEN);
+		if (!conn_check_header(c, &hdr,
+				       wire_hdr_decode(hbuf, WIRE_HDR_LEN, c->max_frame, &hdr)))
+			break;
+		if (avail < WIRE_HDR_LEN + (size_t)hdr.len) {
+			/* Wake only when the whole frame is here. */
+			bufferevent_setwatermark(bev, EV_READ, WIRE_HDR_LEN + (size_t)hdr.len, 0);
+			c->busy--;
+			return;
+		}
+		frame = evbuffer_pullup(in, (ssize_t)(WIRE_HDR_LEN + hdr.len));
+		if (frame == NULL) {
+			log_warnx("%s: out of memory", c->desc);
+			conn_close_later(c);
+			break;
+		}
+		c->ops->frame(c, &hdr, frame + WIRE_HDR_LEN, c->arg);
+		evbuffer_drain(in, WIRE_HDR_LEN + hdr.len);
+	}
+	c->busy--;
+	if (c->dead) {
+		if (c->busy == 0)
+			conn_release(c);
+		return;
+	}
+	bufferevent_setwatermark(bev, EV_READ, 0, 0);
+	if (!c->closing &&
+	    evbuffer_get_length(bufferevent_get_output(bev)) > CONN_OUTPUT_FRAMES * c->max_frame)
+		bufferevent_disable(bev, EV_READ);
+	if (c->closing && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		conn_end(c);
+}
+
+static void conn_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->closing) {
+		conn_end(c);
+		return;
+	}
+	if (!(bufferevent_get_enabled(bev) & EV_READ)) {
+		bufferevent_enable(bev, EV_READ);
+		conn_read_cb(bev, c);
+	}
+}
+
+static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		int one = 1;
+
+		setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		c->busy++;
+		if (c->ops->connected != NULL)
+			c->ops->connected(c, c->arg);
+		c->busy--;
+		if (c->dead && c->busy == 0)
+			conn_release(c);
+		return;
+	}
+	if (what & BEV_EVENT_ERROR)
+		log_debug("%s: %s", c->desc, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+		conn_end(c);
+}
+
+static struct conn *conn_alloc(struct bufferevent *bev, size_t max_frame,
+			       const struct conn_ops *ops, void *arg, const char *desc)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		return NULL;
+	c->bev = bev;
+	c->ops = ops;
+	c->arg = arg;
+	c->max_frame = max_frame;
+	c->limit_name = "the frame limit";
+	conn_set_desc(c, desc);
+	bufferevent_setcb(bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+	return c;
+}
+
+/* Wrap an accepted socket; the connection owns fd from now on. */
+int conn_new(struct event_base *base, int fd, size_t max_frame, const struct conn_ops *ops,
+	     void *arg, const char *desc, struct conn **ret_conn)
+{
+	struct bufferevent *bev;
+	struct conn *c;
+
+	bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (bev == NULL) {
+		evutil_closesocket(fd);
+		return -ENOMEM;
+	}
+	c = conn_alloc(bev, max_frame, ops, arg, desc);
+	if (c == NULL) {
+		bufferevent_free(bev);
+		return -ENOMEM;
+	}
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	*ret_conn = c;
+	return 0;
+}
+
+/* Start connecting to a TCP peer; ops->connected or ops->closed tells how it went. */
+int conn_connect(struct event_base *base, const struct sockaddr *sa, unsigned salen,
+		 size_t max_frame, const struct conn_ops *ops, void *arg, const char *desc,
+		 struct conn **ret_conn)
+{
+	struct bufferevent *bev;
+	struct conn *c;
+
+	bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (bev == NULL)
+		return -ENOMEM;
+	c = conn_alloc(bev, max_frame, ops, arg, desc);
+	if (c == NULL) {
+		bufferevent_free(bev);
+		return -ENOMEM;
+	}
+	if (bufferevent_socket_connect(bev, sa, (int)salen) < 0) {
+		conn_release(c);
+		return -ECONNREFUSED;
+	}
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	*ret_conn = c;
+	return 0;
+}
+
+/* Time out the connection if nothing arrives for timeout_ms (0: never). */
+void conn_set_read_timeout(struct conn *c, unsigned timeout_ms)
+{
+	struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+
+	bufferevent_set_timeouts(c->bev, timeout_ms ? &tv : NULL, NULL);
+}

@@ -1,0 +1,47 @@
+#!/bin/bash
+# poold -n and poolctl config check on good and bad configurations.
+. "${top_srcdir:-.}/tests/integration/lib.sh"
+
+good="$TEST_DIR/good.conf"
+bad="$TEST_DIR/bad.conf"
+cat >"$good" <<CONF
+# a valid configuration
+runtime_dir = /tmp/poold-check
+lend.size = 1G
+control.max_frame = 2M
+log.level = warn
+CONF
+
+check_exit 0 "poold -n accepts a good config" "$POOLD" -n -f "$good"
+check_out "configuration OK" "poold -n says OK"
+check_exit 0 "poold -n with no file checks the built-in defaults" "$POOLD" -n
+check_exit 0 "poolctl config check accepts it" "$POOLCTL" config check "$good"
+check_exit 0 "example config is valid" "$POOLD" -n -f "$top_srcdir/etc/poold.conf.example"
+
+try_bad() { # LINE-CONTENT EXPECTED-MESSAGE
+	printf 'control.max_frame = 2M\n\n%s\n' "$1" >"$bad"
+	check_exit 1 "poold -n refuses: $1" "$POOLD" -n -f "$bad"
+	check_out "^$bad:3: $2" "error has file:line: reason for: $1"
+	check_exit 1 "poolctl config check refuses: $1" "$POOLCTL" config check "$bad"
+	check_out "^$bad:3: $2" "poolctl gives the same error for: $1"
+}
+try_bad "no.such.option = 1" "unknown option 'no.such.option'"
+try_bad "control.max_clients = many" "control.max_clients: 'many' is not a valid int"
+try_bad "control.max_clients = 100000" "control.max_clients: 100000 is out of range \[1, 65536\]"
+try_bad "lend.size = 5Q" "lend.size: '5Q' is not a valid size"
+try_bad "log.level = chatty" "log.level: 'chatty' is not one of"
+try_bad "control.max_frame = 4M" "control.max_frame: set twice \(first at line 1\)"
+try_bad "garbage line" "expected 'name = value'"
+
+check_exit 1 "missing file" "$POOLD" -n -f "$TEST_DIR/none.conf"
+check_out "none.conf: cannot open" "missing file is named"
+check_exit 1 "bad -o override" "$POOLD" -n -o lend.size=huge
+check_out "command line: lend.size: 'huge'" "override error says command line"
+check_exit 2 "bad poold option" "$POOLD" -Z
+check_exit 2 "stray poold argument" "$POOLD" extra
+"$POOLD" -V >"$TEST_DIR/out" 2>&1
+check_out "^poold [0-9.]+ \(protocol 1\)" "poold -V prints the version"
+check_exit 0 "poold -h" "$POOLD" -h
+check "poolctl config check --json" "$POOLCTL" --json config check "$good"
+check_out '"valid":true' "json check result"
+pool_done

@@ -1,0 +1,71 @@
+#!/bin/bash
+# poold life cycle: start, status, reload (good and bad), refuse a second
+# instance, stop cleanly.
+. "${top_srcdir:-.}/tests/integration/lib.sh"
+
+conf="$TEST_DIR/poold.conf"
+cat >"$conf" <<CONF
+lend.size = 64M
+log.level = debug
+CONF
+pool_start -f "$conf" || exit 1
+
+check "status answers" "$POOLCTL" status
+check_out "role +coordinator" "status shows the role"
+check_out "lend size +64M" "status shows the configured lend size"
+check "status --json" "$POOLCTL" --json status
+check_out '"uptime_ms":[0-9]+' "json status has uptime"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["role"]=="coordinator" and d["lend_size"]==64<<20' "$TEST_DIR/out" \
+	&& ok "json status parses" || not_ok "json status parses"
+
+check "config show" "$POOLCTL" config show
+check_out "^lend.size +64M +256M +size" "config show marks changed options with their default"
+check "config show --json" "$POOLCTL" --json config show
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); o={x["name"]:x for x in d["options"]}; assert o["lend.size"]["value"]=="64M" and not o["lend.size"]["is_default"] and o["log.level"]["value"]=="debug"' "$TEST_DIR/out" \
+	&& ok "json config parses" || not_ok "json config parses"
+
+# A good reload through poolctl.
+sed -i 's/64M/128M/' "$conf"
+check "reload" "$POOLCTL" reload
+"$POOLCTL" status >"$TEST_DIR/out"
+check_out "lend size +128M" "reload applied the new lend size"
+check_out "reloads +1" "reload counted"
+
+# A bad config is refused and the running one kept.
+echo "control.max_clients = lots" >>"$conf"
+check_exit 1 "reload of an invalid config fails" "$POOLCTL" reload
+check_out "poold.conf:3: control.max_clients: 'lots' is not a valid int" "reload error names file, line, reason"
+"$POOLCTL" status >"$TEST_DIR/out"
+check_out "lend size +128M" "running config kept after a bad reload"
+
+# SIGHUP reloads too, and a restart-only option keeps its running value.
+cat >"$conf" <<CONF
+lend.size = 32M
+node.id = 9
+CONF
+kill -HUP "$POOLD_PID"
+sleep 0.3
+"$POOLCTL" status >"$TEST_DIR/out"
+check_out "lend size +32M" "SIGHUP reloads"
+check_out "node id +1$" "restart-only option not applied by reload"
+grep -q "node.id changed .* after a restart" "$TEST_DIR/poold.log" && ok "restart-only change logged" || not_ok "restart-only change logged"
+
+# A second poold on the same runtime dir refuses to start.
+check_exit 1 "second poold refuses" "$POOLD" -d -o runtime_dir="$TEST_DIR/run"
+check_out "another poold \(pid [0-9]+\) already runs" "second poold says why"
+check "first poold still serves" "$POOLCTL" status
+
+check "poold stops on SIGTERM" pool_stop
+[ ! -e "$TEST_DIR/run/poold.sock" ] && ok "socket removed" || not_ok "socket removed"
+[ ! -e "$TEST_DIR/run/poold.pid" ] && ok "pid file removed" || not_ok "pid file removed"
+
+# Daemon mode: backgrounds itself, writes its own pid, stops on SIGTERM.
+"$POOLD" -o runtime_dir="$TEST_DIR/run" && ok "poold daemonizes" || not_ok "poold daemonizes"
+for _ in $(seq 50); do [ -s "$TEST_DIR/run/poold.pid" ] && "$POOLCTL" status >/dev/null 2>&1 && break; sleep 0.1; done
+POOLD_PID=$(cat "$TEST_DIR/run/poold.pid")
+"$POOLCTL" --json status >"$TEST_DIR/out"
+check_out "\"pid\":$POOLD_PID," "pid file holds the daemon's pid"
+kill -TERM "$POOLD_PID"
+for _ in $(seq 50); do kill -0 "$POOLD_PID" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$POOLD_PID" 2>/dev/null && not_ok "daemon stops" || ok "daemon stops"
+pool_done

@@ -1,0 +1,88 @@
+# tests/integration/lib.sh - helpers for the shell integration tests.
+#
+# Each test sources this, calls pool_start to run its own poold in a private
+# directory, and gets the daemon stopped and the directory removed on exit.
+
+set -u
+: "${top_builddir:=.}"
+: "${top_srcdir:=.}"
+POOLD="$top_builddir/daemon/poold"
+POOLCTL="$top_builddir/cli/poolctl"
+TEST_NAME=$(basename "$0" .sh)
+TEST_DIR=$(mktemp -d "/tmp/pool-$TEST_NAME.XXXXXX")
+POOL_SOCKET="$TEST_DIR/run/poold.sock"
+export POOL_SOCKET
+POOLD_PID=
+FAILS=0
+PASSES=0
+
+pool_cleanup() {
+	if [ -n "$POOLD_PID" ] && kill -0 "$POOLD_PID" 2>/dev/null; then
+		kill -TERM "$POOLD_PID" 2>/dev/null
+		for _ in $(seq 50); do kill -0 "$POOLD_PID" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$POOLD_PID" 2>/dev/null
+	fi
+	if [ "$FAILS" -gt 0 ] && [ -f "$TEST_DIR/poold.log" ]; then
+		echo "--- poold.log"; tail -n 40 "$TEST_DIR/poold.log"
+	fi
+	rm -rf "$TEST_DIR"
+}
+trap pool_cleanup EXIT
+trap 'exit 130' INT TERM
+
+ok() { PASSES=$((PASSES + 1)); echo "ok - $*"; }
+not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
+
+# check DESCRIPTION COMMAND...: the command must succeed.
+check() {
+	local what=$1; shift
+	if "$@" >"$TEST_DIR/out" 2>&1; then ok "$what"; else not_ok "$what"; sed 's/^/  | /' "$TEST_DIR/out"; fi
+}
+
+# check_exit CODE DESCRIPTION COMMAND...: the command must exit with CODE.
+check_exit() {
+	local want=$1 what=$2 rc; shift 2
+	"$@" >"$TEST_DIR/out" 2>&1; rc=$?
+	if [ "$rc" -eq "$want" ]; then ok "$what"; else
+		not_ok "$what (exit $rc, wanted $want)"; sed 's/^/  | /' "$TEST_DIR/out"; fi
+}
+
+# check_out PATTERN DESCRIPTION: the last command's output must match PATTERN (grep -E).
+check_out() {
+	if grep -Eq -- "$1" "$TEST_DIR/out"; then ok "$2"; else
+		not_ok "$2 (no /$1/ in output)"; sed 's/^/  | /' "$TEST_DIR/out"; fi
+}
+
+# pool_start [poold args...]: start poold in the foreground with a private runtime dir.
+pool_start() {
+	mkdir -p "$TEST_DIR/run"
+	"$POOLD" -d -o runtime_dir="$TEST_DIR/run" "$@" >>"$TEST_DIR/poold.log" 2>&1 &
+	POOLD_PID=$!
+	pool_wait_socket
+}
+
+pool_wait_socket() {
+	for _ in $(seq 100); do
+		[ -S "$POOL_SOCKET" ] && "$POOLCTL" status >/dev/null 2>&1 && return 0
+		kill -0 "$POOLD_PID" 2>/dev/null || { echo "poold exited:"; cat "$TEST_DIR/poold.log"; return 1; }
+		sleep 0.05
+	done
+	echo "poold did not come up"; return 1
+}
+
+# pool_stop: SIGTERM poold and wait for it; fails if it does not exit cleanly.
+pool_stop() {
+	local rc
+	kill -TERM "$POOLD_PID" || return 1
+	wait "$POOLD_PID"; rc=$?
+	POOLD_PID=
+	return $rc
+}
+
+pool_alive() { kill -0 "$POOLD_PID" 2>/dev/null; }
+
+# Finish: print a summary line and exit non-zero on any failure.
+pool_done() {
+	echo "$TEST_NAME: $PASSES passed, $FAILS failed"
+	[ "$FAILS" -eq 0 ]
+}

@@ -1,0 +1,47 @@
+#!/bin/bash
+# Connection limits, admin permissions and socket access.
+. "${top_srcdir:-.}/tests/integration/lib.sh"
+
+chmod 0755 "$TEST_DIR"
+pool_start -o control.max_clients_per_uid=3 -o control.mode=0666 || exit 1
+
+# Hold three connections; the fourth from the same uid is refused clearly.
+holders=()
+for i in 1 2 3; do
+	exec {fd}> >(python3 "$top_srcdir/tests/integration/wire.py" "$POOL_SOCKET" hold >/dev/null)
+	holders+=("$fd")
+done
+sleep 0.5
+check_exit 1 "fourth connection from one uid refused" "$POOLCTL" status
+check_out "too many connections from uid 0 \(control.max_clients_per_uid = 3\)" "refusal names the limit"
+for fd in "${holders[@]}"; do exec {fd}>&-; done
+sleep 0.5
+check "served again once connections close" "$POOLCTL" status
+
+# Admin requests need root, poold's uid or the admin group.
+if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
+	asnobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+	check "status allowed for any uid" asnobody "$POOLCTL" status
+	check_exit 1 "reload refused for an unprivileged uid" asnobody "$POOLCTL" reload
+	check_out "reload needs root or the admin group" "refusal says what is needed"
+	pool_stop
+	pool_start || exit 1
+	chmod 0755 "$TEST_DIR/run"
+	check_exit 3 "socket mode 0660 keeps other users out" asnobody "$POOLCTL" status
+	check_out "permission denied" "poolctl says permission denied"
+else
+	echo "skip: no nobody user or setpriv"
+fi
+
+# poolctl against a stopped daemon.
+pool_stop
+check_exit 3 "poolctl with poold stopped exits 3" "$POOLCTL" status
+check_out "poold is not running" "poolctl says poold is not running"
+check_exit 3 "missing socket directory" "$POOLCTL" -s /nonexistent/poold.sock status
+check_exit 2 "unknown command exits 2" "$POOLCTL" frobnicate
+check_exit 2 "bad option exits 2" "$POOLCTL" --bogus status
+check_exit 2 "extra argument exits 2" "$POOLCTL" status extra
+check_exit 0 "help exits 0" "$POOLCTL" --help
+check_exit 0 "version works without poold" "$POOLCTL" version
+check_out "poold not reachable" "version says poold is not reachable"
+pool_done
