@@ -131,6 +131,8 @@ void json_bool(struct json *j, const char *key, bool value)
 	fputs(value ? "true" : "false", j->f);
 }
 
+#define TABLE_MAX_COLS 72
+
 struct table {
 	int ncols;
 	size_t nrows, cap;
@@ -157,38 +159,46 @@ struct table *table_new(int ncols, const char *const *headers)
 	return t;
 }
 
-/* Append a row of ncols strings. */
-void table_row(struct table *t, ...)
+/* Append a row from an array of ncols strings. */
+void table_row_v(struct table *t, const char *const *cells)
 {
-	va_list ap;
 	int i;
 
 	if (t->nrows == t->cap) {
-		char **cells = realloc(t->cells, t->cap * 2 * (size_t)t->ncols * sizeof(char *));
+		char **grown = realloc(t->cells, t->cap * 2 * (size_t)t->ncols * sizeof(char *));
 
-		if (cells == NULL)
+		if (grown == NULL)
 			return;
-		t->cells = cells;
+		t->cells = grown;
 		t->cap *= 2;
 	}
-	va_start(ap, t);
-	for (i = 0; i < t->ncols; i++) {
-		const char *s = va_arg(ap, const char *);
-
-		t->cells[t->nrows * (size_t)t->ncols + (size_t)i] = strdup(s ? s : "");
-	}
-	va_end(ap);
+	for (i = 0; i < t->ncols; i++)
+		t->cells[t->nrows * (size_t)t->ncols + (size_t)i] = strdup(cells[i] ? cells[i] : "");
 	t->nrows++;
+}
+
+/* Append a row of ncols strings. */
+void table_row(struct table *t, ...)
+{
+	const char *cells[TABLE_MAX_COLS];
+	va_list ap;
+	int i;
+
+	va_start(ap, t);
+	for (i = 0; i < t->ncols && i < TABLE_MAX_COLS; i++)
+		cells[i] = va_arg(ap, const char *);
+	va_end(ap);
+	table_row_v(t, cells);
 }
 
 /* Print the table with columns padded to their widest cell. */
 void table_print(struct table *t, FILE *f)
 {
-	size_t r, width[32] = {0};
+	size_t r, width[TABLE_MAX_COLS] = {0};
 	int c;
 
 	for (r = 0; r < t->nrows; r++)
-		for (c = 0; c < t->ncols && c < 32; c++) {
+		for (c = 0; c < t->ncols && c < TABLE_MAX_COLS; c++) {
 			const char *s = t->cells[r * (size_t)t->ncols + (size_t)c];
 			size_t len = s ? strlen(s) : 0;
 
@@ -201,7 +211,8 @@ void table_print(struct table *t, FILE *f)
 			if (c == t->ncols - 1)
 				fprintf(f, "%s\n", s ? s : "");
 			else
-				fprintf(f, "%-*s  ", (int)width[c < 32 ? c : 31], s ? s : "");
+				fprintf(f, "%-*s  ", (int)width[MIN(c, TABLE_MAX_COLS - 1)],
+					s ? s : "");
 		}
 	}
 }

@@ -17,7 +17,8 @@
 
 static const struct cmd_entry *const cmd_table[] = {
 	&cmd_status_entry,	    &cmd_config_show_entry, &cmd_config_check_entry,
-	&cmd_reload_entry,	    &cmd_version_entry,
+	&cmd_reload_entry,	    &cmd_version_entry,	    &cmd_nodes_entry,
+	&cmd_fabric_probe_entry, &cmd_fabric_entry,
 };
 
 static void usage(FILE *f)

@@ -39,10 +39,17 @@ extern const struct cmd_entry cmd_version_entry;
 extern const struct cmd_entry cmd_config_show_entry;
 extern const struct cmd_entry cmd_config_check_entry;
 extern const struct cmd_entry cmd_reload_entry;
+extern const struct cmd_entry cmd_nodes_entry;
+extern const struct cmd_entry cmd_fabric_entry;
+extern const struct cmd_entry cmd_fabric_probe_entry;
 
 /* poolctl.c */
 int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req,
 	     uint16_t reply_type, ProtobufCMessage **ret_reply);
+
+/* cmd-nodes.c */
+struct json;
+void nodes_print(struct cmd_ctx *ctx, struct json *j, Pool__Member **members, size_t n);
 
 /* out.c: JSON writer */
 struct json;
@@ -60,6 +67,7 @@ void json_bool(struct json *j, const char *key, bool value);
 struct table;
 struct table *table_new(int ncols, const char *const *headers);
 void table_row(struct table *t, ...);
+void table_row_v(struct table *t, const char *const *cells);
 void table_print(struct table *t, FILE *f);
 void table_free(struct table *t);
 

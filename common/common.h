@@ -26,6 +26,12 @@ void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
+/* addr.c */
+struct sockaddr_storage;
+int addr_parse(const char *s, struct sockaddr_storage *ret_sa, unsigned *ret_len);
+int addr_check(const char *s, char *errbuf, size_t errlen);
+void addr_format(const void *sa, char *buf, size_t len);
+
 /* units.c */
 int units_parse_size(const char *s, uint64_t *ret_bytes);
 int units_parse_duration(const char *s, uint64_t *ret_ms);
@@ -41,6 +47,7 @@ enum conf_type { CONF_BOOL, CONF_INT, CONF_SIZE, CONF_DURATION, CONF_STRING, CON
 
 #define CONF_MAX_OPTIONS 128
 #define CONF_F_RESTART 0x1 /* a change takes effect only after a restart */
+#define CONF_F_SECRET 0x2  /* never shown: config show prints whether it is set */
 
 struct conf_option {
 	const char *name;
@@ -78,6 +85,18 @@ struct poold_conf {
 	int64_t node_id;
 	int64_t role;
 	int64_t lend_size;
+	char *node_name;
+	char *coordinator;
+	char *peer_listen;
+	char *peer_secret;
+	char *peer_secret_file;
+	int64_t max_nodes;
+	int64_t heartbeat_ms;
+	int64_t heartbeat_misses;
+	char *fabric_transports;
+	char *fabric_devices;
+	int64_t probe_interval_ms;
+	char *secret; /* derived: peer.secret, or the contents of peer.secret_file */
 	bool set[CONF_MAX_OPTIONS]; /* set by the file or the command line */
 };
 

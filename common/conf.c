@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/common.h"
 
@@ -235,6 +236,7 @@ void conf_free(struct poold_conf *conf)
 	for (i = 0; i < conf_noptions; i++)
 		if (conf_options[i].type == CONF_STRING)
 			free(*CONF_FIELD(conf, &conf_options[i], char *));
+	free(conf->secret);
 	free(conf);
 }
 
@@ -273,6 +275,46 @@ static int conf_derive_path(char **field, const char *dir, const char *file)
 	return 0;
 }
 
+/* The peer secret: peer.secret, or the first line of peer.secret_file. */
+static int conf_load_secret(struct poold_conf *conf, struct conf_error *err)
+{
+	char buf[1025];
+	size_t n = 0;
+	FILE *f;
+
+	if (conf->peer_secret[0] != '\0' && conf->peer_secret_file[0] != '\0') {
+		snprintf(err->msg, sizeof(err->msg), "set peer.secret or peer.secret_file, not both");
+		return -EINVAL;
+	}
+	buf[0] = '\0';
+	if (conf->peer_secret_file[0] != '\0' && conf->peer_secret_file[0] != '/') {
+		snprintf(err->msg, sizeof(err->msg), "peer.secret_file: '%s' is not an absolute path",
+			 conf->peer_secret_file);
+		return -EINVAL;
+	}
+	if (conf->peer_secret_file[0] != '\0') {
+		f = fopen(conf->peer_secret_file, "re");
+		if (f == NULL) {
+			snprintf(err->msg, sizeof(err->msg), "peer.secret_file: cannot read %s: %s",
+				 conf->peer_secret_file, strerror(errno));
+			return -errno;
+		}
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		buf[strcspn(buf, "\r\n")] = '\0';
+		if (buf[0] == '\0') {
+			snprintf(err->msg, sizeof(err->msg), "peer.secret_file: %s is empty",
+				 conf->peer_secret_file);
+			return -EINVAL;
+		}
+	}
+	free(conf->secret);
+	conf->secret = strdup(conf->peer_secret_file[0] ? buf : conf->peer_secret);
+	explicit_bzero(buf, sizeof(buf));
+	return conf->secret ? 0 : -ENOMEM;
+}
+
 /*
  * Check what single options cannot (relations between options) and fill in
  * derived values. Called once all options are set.
@@ -298,7 +340,28 @@ int conf_finish(struct poold_conf *conf, struct conf_error *err)
 			 conf->socket);
 		return -ENAMETOOLONG;
 	}
-	return 0;
+	if (conf->node_name[0] == '\0') {
+		char host[64];
+
+		if (gethostname(host, sizeof(host)) < 0)
+			snprintf(host, sizeof(host), "localhost");
+		host[sizeof(host) - 1] = '\0';
+		free(conf->node_name);
+		conf->node_name = strdup(host);
+		if (conf->node_name == NULL)
+			return -ENOMEM;
+	}
+	if (conf->role == ROLE_NODE && conf->coordinator[0] == '\0') {
+		snprintf(err->msg, sizeof(err->msg), "role = node needs coordinator = host:port");
+		return -EINVAL;
+	}
+	if (conf->coordinator[0] != '\0' &&
+	    addr_check(conf->coordinator, err->msg, sizeof(err->msg)) < 0)
+		return -EINVAL;
+	if (conf->peer_listen[0] != '\0' &&
+	    addr_check(conf->peer_listen, err->msg, sizeof(err->msg)) < 0)
+		return -EINVAL;
+	return conf_load_secret(conf, err);
 }
 
 static char *conf_trim(char *s)

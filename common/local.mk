@@ -2,5 +2,5 @@
 # libpool; libconf (logging, the option table and its parser) into poold and
 # poolctl only, since libpool never prints.
 noinst_LTLIBRARIES += common/libcommon.la common/libconf.la
-common_libcommon_la_SOURCES = common/common.h common/units.c common/err.c
+common_libcommon_la_SOURCES = common/common.h common/units.c common/err.c common/addr.c
 common_libconf_la_SOURCES = common/log.c common/conf.c common/options.c

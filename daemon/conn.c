@@ -11,7 +11,9 @@
  *
  * Lifetime: the owner may call conn_free() at any time, even from inside
  * one of the connection's callbacks; the memory goes when no callback of
- * this connection is running any more.
+ * this connection is running any more and nobody holds a reference
+ * (conn_ref(), taken by requests answered later). Sending on a connection
+ * that has ended does nothing and returns -ENOTCONN.
  */
 #include "config.h"
 
@@ -40,6 +42,7 @@ struct conn {
 	const char *limit_name; /* the option that sets max_frame, for error messages */
 	char desc[64];
 	int busy;     /* callbacks of this connection running */
+	int refs;     /* conn_ref() holders */
 	bool closing; /* close once the output is written */
 	bool dead;    /* conn_free() called: free when not busy */
 	bool ended;   /* ops->closed already called */
@@ -47,8 +50,26 @@ struct conn {
 
 static void conn_release(struct conn *c)
 {
-	bufferevent_free(c->bev);
-	free(c);
+	if (c->bev != NULL) {
+		bufferevent_free(c->bev);
+		c->bev = NULL;
+	}
+	if (c->refs == 0)
+		free(c);
+}
+
+/* Keep the struct alive (not the link) for a reply sent later. */
+struct conn *conn_ref(struct conn *c)
+{
+	c->refs++;
+	return c;
+}
+
+/* Drop a reference taken with conn_ref(). */
+void conn_unref(struct conn *c)
+{
+	if (--c->refs == 0 && c->bev == NULL)
+		free(c);
 }
 
 /* Tell the owner the connection ended (once), then free it. */
@@ -73,7 +94,8 @@ void conn_free(struct conn *c)
 		return;
 	c->dead = true;
 	c->ended = true;
-	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+	if (c->bev != NULL)
+		bufferevent_disable(c->bev, EV_READ | EV_WRITE);
 	if (c->busy == 0)
 		conn_release(c);
 }
@@ -94,7 +116,7 @@ int conn_send(struct conn *c, uint16_t type, uint64_t req_id, const ProtobufCMes
 	size_t len;
 	int rc;
 
-	if (c->dead)
+	if (c->dead || c->closing)
 		return -ENOTCONN;
 	rc = wire_frame_pack(type, req_id, msg, &buf, &len);
 	if (rc < 0) {
@@ -104,6 +126,29 @@ int conn_send(struct conn *c, uint16_t type, uint64_t req_id, const ProtobufCMes
 	rc = bufferevent_write(c->bev, buf, len) == 0 ? 0 : -ENOMEM;
 	free(buf);
 	return rc;
+}
+
+/* Queue a frame whose payload is already packed (relaying a peer's reply). */
+int conn_send_raw(struct conn *c, uint16_t type, uint64_t req_id, const uint8_t *payload,
+		  size_t len)
+{
+	struct wire_hdr hdr = {.len = (uint32_t)len, .type = type, .version = WIRE_VERSION,
+			       .req_id = req_id};
+	uint8_t hbuf[WIRE_HDR_LEN];
+
+	if (c->dead || c->closing)
+		return -ENOTCONN;
+	wire_hdr_encode(&hdr, hbuf);
+	if (bufferevent_write(c->bev, hbuf, sizeof(hbuf)) < 0 ||
+	    bufferevent_write(c->bev, payload, len) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Whether the connection can still carry frames. */
+bool conn_alive(const struct conn *c)
+{
+	return !c->dead && !c->closing;
 }
 
 /* Queue an error reply; a NULL or empty msg means the code's own text. */

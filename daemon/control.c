@@ -43,7 +43,6 @@ struct ctl_conn {
 	gid_t groups[CTL_MAX_GROUPS];
 	int ngroups;
 	bool hello_done;
-	char errmsg[256];
 };
 
 struct control {
@@ -53,24 +52,16 @@ struct control {
 	TAILQ_HEAD(, ctl_conn) conns;
 	LIST_HEAD(, ctl_uid) uids;
 	unsigned nconns;
-	const struct ctl_handler *handlers[WIRE_TYPE_MAX];
 };
 
 /* Every file's handler table, each ended by an entry with fn == NULL. */
 static const struct ctl_handler *const handler_tables[] = {
 	status_handlers,
 	reload_handlers,
+	cluster_handlers,
 };
 
-static int control_hello(struct ctl_conn *c, uint64_t req_id, const ProtobufCMessage *msg);
-
-static const struct ctl_handler hello_handler = {WIRE_HELLO, CTL_ANY, control_hello};
-
-/* The daemon a connection belongs to. */
-struct poold *ctl_poold(const struct ctl_conn *c)
-{
-	return c->ctl->pd;
-}
+static const struct ctl_handler *handlers[WIRE_TYPE_MAX];
 
 /* Number of connected clients. */
 unsigned control_nclients(const struct control *ctl)
@@ -99,24 +90,97 @@ static void ctl_closed(struct conn *conn, void *arg)
 	free(c);
 }
 
-/* Queue one reply frame. */
-int ctl_reply(struct ctl_conn *c, uint64_t req_id, uint16_t type, const ProtobufCMessage *msg)
+/* The handler of a request type, or NULL. */
+const struct ctl_handler *control_handler(uint16_t type)
 {
-	return conn_send(c->conn, type, req_id, msg);
+	return type < WIRE_TYPE_MAX ? handlers[type] : NULL;
+}
+
+/* Reply to a request. */
+int req_reply(struct req *r, uint16_t type, const ProtobufCMessage *msg)
+{
+	return conn_send(r->conn, type, r->id, msg);
 }
 
 /*
- * Record the message for the error reply of the current request and
- * return code, so handlers can `return ctl_errorf(c, -EINVAL, ...)`.
+ * Record the message for the error reply of a request and return code, so
+ * handlers can `return req_errorf(r, -EINVAL, ...)`.
  */
-int ctl_errorf(struct ctl_conn *c, int code, const char *fmt, ...)
+int req_errorf(struct req *r, int code, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(c->errmsg, sizeof(c->errmsg), fmt, ap);
+	vsnprintf(r->errmsg, sizeof(r->errmsg), fmt, ap);
 	va_end(ap);
 	return code;
+}
+
+/* A copy of r that outlives the handler, for a reply sent later by req_finish(). */
+struct req *req_hold(const struct req *r)
+{
+	struct req *held = malloc(sizeof(*held));
+
+	if (held == NULL)
+		return NULL;
+	*held = *r;
+	conn_ref(held->conn);
+	return held;
+}
+
+/*
+ * End a held request: rc < 0 sends the error reply (rc >= 0 means the reply
+ * was sent already), then frees it.
+ */
+void req_finish(struct req *r, int rc)
+{
+	if (rc < 0)
+		conn_send_error(r->conn, r->id, rc, r->errmsg);
+	conn_unref(r->conn);
+	free(r);
+}
+
+/*
+ * Serve one request from a client or, at the coordinator, one forwarded by
+ * a node: check the caller's permission, unpack, run the handler here or
+ * forward it to the coordinator, and make sure an error gets its reply.
+ */
+void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size_t len)
+{
+	const struct ctl_handler *h = control_handler(type);
+	ProtobufCMessage *msg = NULL;
+	int rc;
+
+	r->pd->requests++;
+	r->errmsg[0] = '\0';
+	if (h == NULL) {
+		rc = req_errorf(r, -EOPNOTSUPP, "message type %u is not a request poold serves",
+				type);
+		goto out_error;
+	}
+	if (h->perm == CTL_ADMIN && !r->admin) {
+		rc = req_errorf(r, -EPERM, "%s needs root or the admin group", wire_type_name(type));
+		goto out_error;
+	}
+	if (h->where == AT_COORD && r->pd->conf->role == ROLE_NODE) {
+		rc = peer_forward(r, type, payload, len);
+		if (rc >= 0)
+			return;
+		goto out_error;
+	}
+	rc = wire_msg_unpack(type, payload, len, &msg);
+	if (rc < 0) {
+		rc = req_errorf(r, -EBADMSG, "malformed %s message", wire_type_name(type));
+		goto out_error;
+	}
+	rc = h->fn(r, msg);
+	wire_msg_free(msg);
+	if (rc >= 0)
+		return;
+out_error:
+	log_debug("%s: %s: %s", conn_desc(r->conn), wire_type_name(type),
+		  r->errmsg[0] ? r->errmsg : err_str(rc));
+	conn_send_error(r->conn, r->id, rc, r->errmsg);
 }
 
 static bool ctl_is_admin(const struct ctl_conn *c)
@@ -136,70 +200,59 @@ static bool ctl_is_admin(const struct ctl_conn *c)
 	return false;
 }
 
-static int control_hello(struct ctl_conn *c, uint64_t req_id, const ProtobufCMessage *msg)
+/* The first frame from a client: Hello with our protocol version, or a refusal and a close. */
+static void ctl_hello(struct ctl_conn *c, const struct wire_hdr *hdr, const uint8_t *payload)
 {
-	const Pool__Hello *hello = (const Pool__Hello *)msg;
 	Pool__HelloReply reply = POOL__HELLO_REPLY__INIT;
+	Pool__Hello *hello = NULL;
+	char msg[128];
+	int rc = POOL_EPROTOCOL;
 
+	if (hdr->type != WIRE_HELLO) {
+		snprintf(msg, sizeof(msg), "the first message must be hello, not %s",
+			 wire_type_name(hdr->type));
+		goto out_refuse;
+	}
+	if (wire_msg_unpack(WIRE_HELLO, payload, hdr->len, (ProtobufCMessage **)&hello) < 0) {
+		snprintf(msg, sizeof(msg), "malformed hello message");
+		goto out_refuse;
+	}
 	if (hello->version != WIRE_VERSION) {
-		conn_close_later(c->conn);
-		return ctl_errorf(c, POOL_EVERSION,
-				  "protocol version %u is not supported: this poold speaks version %u",
-				  hello->version, WIRE_VERSION);
+		rc = POOL_EVERSION;
+		snprintf(msg, sizeof(msg),
+			 "protocol version %u is not supported: this poold speaks version %u",
+			 hello->version, WIRE_VERSION);
+		goto out_refuse;
 	}
 	c->hello_done = true;
 	reply.version = WIRE_VERSION;
 	reply.server_version = PACKAGE_VERSION;
 	reply.node_id = c->ctl->pd->node_id;
 	log_debug("%s: hello (%s)", conn_desc(c->conn), hello->name ? hello->name : "");
-	return ctl_reply(c, req_id, WIRE_HELLO_REPLY, &reply.base);
+	wire_msg_free(&hello->base);
+	conn_send(c->conn, WIRE_HELLO_REPLY, hdr->req_id, &reply.base);
+	return;
+out_refuse:
+	wire_msg_free(hello ? &hello->base : NULL);
+	log_debug("%s: %s", conn_desc(c->conn), msg);
+	conn_send_error(c->conn, hdr->req_id, rc, msg);
+	conn_close_later(c->conn);
 }
 
-/*
- * One complete frame from a client: the first must be Hello; the caller's
- * permission is checked against the handler table; a malformed payload in
- * a well-formed frame is answered and the connection kept.
- */
+/* One complete frame from a client. */
 static void ctl_frame(struct conn *conn, const struct wire_hdr *hdr, const uint8_t *payload,
 		      void *arg)
 {
 	struct ctl_conn *c = arg;
-	const struct ctl_handler *h;
-	ProtobufCMessage *msg = NULL;
-	int rc;
+	struct req r = {.pd = c->ctl->pd, .conn = conn, .id = hdr->req_id, .uid = c->uid,
+			.gid = c->gid, .pid = c->pid};
 
-	c->ctl->pd->requests++;
-	c->errmsg[0] = '\0';
-	h = hdr->type < WIRE_TYPE_MAX ? c->ctl->handlers[hdr->type] : NULL;
-	if (!c->hello_done && hdr->type != WIRE_HELLO) {
-		conn_close_later(conn);
-		rc = ctl_errorf(c, POOL_EPROTOCOL, "the first message must be hello, not %s",
-				wire_type_name(hdr->type));
-		goto out_error;
-	}
-	if (h == NULL) {
-		rc = ctl_errorf(c, -EOPNOTSUPP, "message type %u is not a request poold serves",
-				hdr->type);
-		goto out_error;
-	}
-	if (h->perm == CTL_ADMIN && !ctl_is_admin(c)) {
-		rc = ctl_errorf(c, -EPERM, "%s needs root or the admin group",
-				wire_type_name(hdr->type));
-		goto out_error;
-	}
-	rc = wire_msg_unpack(hdr->type, payload, hdr->len, &msg);
-	if (rc < 0) {
-		rc = ctl_errorf(c, -EBADMSG, "malformed %s message", wire_type_name(hdr->type));
-		goto out_error;
-	}
-	rc = h->fn(c, hdr->req_id, msg);
-	wire_msg_free(msg);
-	if (rc >= 0)
+	if (!c->hello_done) {
+		ctl_hello(c, hdr, payload);
 		return;
-out_error:
-	log_debug("%s: %s: %s", conn_desc(conn), wire_type_name(hdr->type),
-		  c->errmsg[0] ? c->errmsg : err_str(rc));
-	conn_send_error(conn, hdr->req_id, rc, c->errmsg);
+	}
+	r.admin = ctl_is_admin(c);
+	control_dispatch(&r, hdr->type, payload, hdr->len);
 }
 
 static const struct conn_ops ctl_conn_ops = {
@@ -330,21 +383,19 @@ static int control_check_stale(const char *path)
 	return 0;
 }
 
-static int control_register(struct control *ctl)
+static void control_register(void)
 {
 	size_t i;
 
-	ctl->handlers[WIRE_HELLO] = &hello_handler;
 	for (i = 0; i < ARRAY_SIZE(handler_tables); i++) {
 		const struct ctl_handler *h;
 
 		for (h = handler_tables[i]; h->fn != NULL; h++) {
-			if (h->type >= WIRE_TYPE_MAX || ctl->handlers[h->type] != NULL)
+			if (h->type >= WIRE_TYPE_MAX || handlers[h->type] != NULL)
 				fatalx("handler table: type %u registered twice", h->type);
-			ctl->handlers[h->type] = h;
+			handlers[h->type] = h;
 		}
 	}
-	return 0;
 }
 
 /* Create the control socket with the configured mode and group, and listen. */
@@ -362,7 +413,8 @@ int control_open(struct poold *pd, struct control **ret_ctl)
 	ctl->pd = pd;
 	TAILQ_INIT(&ctl->conns);
 	LIST_INIT(&ctl->uids);
-	control_register(ctl);
+	if (handlers[WIRE_STATUS] == NULL)
+		control_register();
 	ctl->path = strdup(conf->socket);
 	if (ctl->path == NULL) {
 		rc = -ENOMEM;

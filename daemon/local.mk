@@ -1,7 +1,8 @@
 # daemon/: poold
 sbin_PROGRAMS += daemon/poold
 daemon_poold_SOURCES = daemon/poold.h daemon/poold.c daemon/pidfile.c daemon/conn.c daemon/control.c \
-	daemon/status.c daemon/reload.c
+	daemon/status.c daemon/reload.c daemon/cluster.c daemon/numa.c daemon/coord.c \
+	daemon/peer.c daemon/probe.c daemon/nodes.c
 daemon_poold_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
-daemon_poold_LDADD = proto/libwire.la common/libconf.la common/libcommon.la $(EVENT_LIBS) \
-	$(PROTOBUF_C_LIBS)
+daemon_poold_LDADD = fabric/libfabric.la proto/libwire.la common/libconf.la \
+	common/libcommon.la $(EVENT_LIBS) $(PROTOBUF_C_LIBS) $(NUMA_LIBS)

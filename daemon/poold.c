@@ -10,12 +10,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
 #include "daemon/poold.h"
+#include "fabric/fabric.h"
+
+/* Size of the buffer peers read in link probes. */
+#define POOLD_PROBE_LEN (1u << 20)
 
 static void usage(FILE *f)
 {
@@ -143,10 +148,69 @@ static int poold_check(const char *path, char *const *overrides, size_t n)
 	return 0;
 }
 
+/*
+ * Start the fabric: one UCX context and worker driven by the event loop,
+ * and the registered buffer peers read to probe links to this node.
+ */
+static int poold_fabric_open(struct poold *pd)
+{
+	struct poold_conf *conf = pd->conf;
+	struct fab_config cfg = {0};
+	char tl[128];
+	int rc;
+
+	cfg.transports = conf->fabric_transports[0] ? conf->fabric_transports : NULL;
+	cfg.devices = conf->fabric_devices[0] ? conf->fabric_devices : NULL;
+	rc = fab_ctx_create(&cfg, &pd->fab);
+	if (rc < 0) {
+		log_warnx("cannot start the fabric (fabric.transports '%s', fabric.devices '%s'): %s",
+			  conf->fabric_transports, conf->fabric_devices, err_str(rc));
+		return rc;
+	}
+	rc = fab_ctx_attach(pd->fab, pd->base);
+	if (rc == 0)
+		rc = fab_ctx_address(pd->fab, &pd->worker_addr, &pd->worker_addr_len);
+	if (rc < 0)
+		goto out_err;
+	pd->probe_len = POOLD_PROBE_LEN;
+	if (posix_memalign(&pd->probe_buf, 4096, pd->probe_len) != 0) {
+		rc = -ENOMEM;
+		goto out_err;
+	}
+	memset(pd->probe_buf, 0xa5, pd->probe_len);
+	rc = fab_mem_register(pd->fab, pd->probe_buf, pd->probe_len, &pd->probe_mem);
+	if (rc == 0)
+		rc = fab_mem_rkey_pack(pd->probe_mem, &pd->probe_rkey, &pd->probe_rkey_len);
+	if (rc < 0)
+		goto out_err;
+	if (fab_ctx_transports(pd->fab, tl, sizeof(tl)) == 0)
+		log_info("fabric up: transports %s", tl);
+	return 0;
+out_err:
+	log_warnx("cannot start the fabric: %s", err_str(rc));
+	return rc;
+}
+
+static void poold_fabric_close(struct poold *pd)
+{
+	free(pd->probe_rkey);
+	if (pd->probe_mem != NULL)
+		fab_mem_deregister(pd->probe_mem);
+	free(pd->probe_buf);
+	free(pd->worker_addr);
+	if (pd->fab != NULL)
+		fab_ctx_destroy(pd->fab);
+}
+
 static void poold_free(struct poold *pd)
 {
 	size_t i;
 
+	coord_close(pd);
+	peer_close(pd);
+	cluster_clear(pd);
+	probe_results_free(pd->probes, pd->nprobes);
+	poold_fabric_close(pd);
 	control_close(pd->control);
 	for (i = 0; i < ARRAY_SIZE(pd->sig_ev); i++)
 		if (pd->sig_ev[i] != NULL)
@@ -239,12 +303,19 @@ int main(int argc, char **argv)
 		log_warnx("cannot create the event loop");
 		goto out;
 	}
-	pd.node_id = (uint32_t)(pd.conf->node_id ? pd.conf->node_id : 1);
+	/* A coordinator numbers itself; a node learns its id when it registers. */
+	pd.node_id = (uint32_t)pd.conf->node_id;
+	if (pd.node_id == 0 && pd.conf->role == ROLE_COORDINATOR)
+		pd.node_id = 1;
 	pd.start_ms = units_now_ms();
+	if (getrandom(&pd.incarnation, sizeof(pd.incarnation), 0) != sizeof(pd.incarnation))
+		pd.incarnation = pd.start_ms ^ ((uint64_t)getpid() << 32);
+	TAILQ_INIT(&pd.members);
 	if (control_open(&pd, &pd.control) < 0) {
 		log_warnx("cannot open the control socket %s", pd.conf->socket);
 		goto out;
 	}
+
 	for (i = 0; i < ARRAY_SIZE(signals); i++) {
 		pd.sig_ev[i] = evsignal_new(pd.base, signals[i], poold_signal, &pd);
 		if (pd.sig_ev[i] == NULL || evsignal_add(pd.sig_ev[i], NULL) < 0)
@@ -262,9 +333,17 @@ int main(int argc, char **argv)
 			goto out;
 		event_reinit(pd.base);
 	}
+	/* UCX after the fork: its threads and fds belong to the daemon process. */
+	if (poold_fabric_open(&pd) < 0)
+		goto out;
+	if (pd.conf->role == ROLE_COORDINATOR ? coord_open(&pd) < 0 : peer_open(&pd) < 0) {
+		log_warnx("cannot start the %s role", pd.conf->role == ROLE_COORDINATOR
+							      ? "coordinator" : "node");
+		goto out;
+	}
 	conf_format(pd.conf, conf_find("role"), msg, sizeof(msg));
-	log_info("poold %s started: node %u, role %s, socket %s, config %s", PACKAGE_VERSION,
-		 pd.node_id, msg, pd.conf->socket,
+	log_info("poold %s started: %s %s, socket %s, config %s", PACKAGE_VERSION, msg,
+		 pd.conf->node_name, pd.conf->socket,
 		 pd.conf_path ? pd.conf_path : "built-in defaults");
 	event_base_dispatch(pd.base);
 	rc = 0;

@@ -16,6 +16,31 @@ struct event_base;
 struct event;
 struct ctl_conn;
 struct control;
+struct coord;
+struct peer;
+struct fab_ctx;
+struct fab_mem;
+struct fab_ep;
+struct fab_rkey;
+
+enum member_state { MEMBER_UP, MEMBER_SUSPECT, MEMBER_DEAD };
+
+/*
+ * A node of the cluster as this poold knows it. At the coordinator the
+ * table is the truth; at a node it mirrors the coordinator's member events.
+ */
+struct member {
+	TAILQ_ENTRY(member) entry;
+	Pool__NodeInfo *info;	   /* owned deep copy */
+	enum member_state state;
+	uint64_t last_heartbeat;   /* units_now_ms() of the last heartbeat seen */
+	uint64_t heartbeat_age_ms; /* at a node: age the coordinator reported */
+	struct conn *conn;	   /* at the coordinator: the node's link, if connected */
+	struct fab_ep *ep;	   /* fabric endpoint to it, made on first use */
+	struct fab_rkey *probe_rkey;
+	uint64_t ep_incarnation;   /* incarnation the endpoint was made for */
+};
+TAILQ_HEAD(member_list, member);
 
 struct poold {
 	struct event_base *base;
@@ -28,9 +53,24 @@ struct poold {
 	uint64_t requests;
 	uint32_t node_id;
 	gid_t admin_gid;	/* (gid_t)-1: no admin group */
+	uint64_t incarnation;	/* new at every start */
 	struct control *control;
 	struct event *sig_ev[3];
 	int pid_fd;
+	/* cluster */
+	struct member_list members;
+	struct coord *coord;	/* role = coordinator */
+	struct peer *peer;	/* role = node: the link to the coordinator */
+	struct fab_ctx *fab;
+	struct fab_mem *probe_mem;
+	void *probe_buf;
+	size_t probe_len;
+	void *probe_rkey;
+	size_t probe_rkey_len;
+	void *worker_addr;
+	size_t worker_addr_len;
+	Pool__ProbeResult **probes; /* at the coordinator: the latest result of each link */
+	size_t nprobes;
 };
 
 /* poold.c */
@@ -61,6 +101,11 @@ int conn_connect(struct event_base *base, const struct sockaddr *sa, unsigned sa
 		 struct conn **ret_conn);
 void conn_free(struct conn *c);
 void conn_close_later(struct conn *c);
+struct conn *conn_ref(struct conn *c);
+void conn_unref(struct conn *c);
+bool conn_alive(const struct conn *c);
+int conn_send_raw(struct conn *c, uint16_t type, uint64_t req_id, const uint8_t *payload,
+		  size_t len);
 int conn_send(struct conn *c, uint16_t type, uint64_t req_id, const ProtobufCMessage *msg);
 int conn_send_error(struct conn *c, uint64_t req_id, int code, const char *msg);
 const char *conn_desc(const struct conn *c);
@@ -68,25 +113,88 @@ void conn_set_desc(struct conn *c, const char *desc);
 void conn_set_limit_name(struct conn *c, const char *name);
 void conn_set_read_timeout(struct conn *c, unsigned timeout_ms);
 
-/* control.c: the local control socket */
+/*
+ * A request being served: where to reply and who asked. Handlers reply with
+ * req_reply() and return 0, return a negative code (the dispatcher sends the
+ * error reply, with req_errorf()'s message), or return REQ_LATER after
+ * req_hold() to reply from a later callback.
+ */
+struct req {
+	struct poold *pd;
+	struct conn *conn;
+	uint64_t id;
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	bool admin;
+	char errmsg[256];
+};
+
+#define REQ_LATER 1
+
 enum ctl_perm { CTL_ANY, CTL_ADMIN };
+enum ctl_where { AT_HERE, AT_COORD };
 
 struct ctl_handler {
 	uint16_t type;
 	enum ctl_perm perm;
-	int (*fn)(struct ctl_conn *c, uint64_t req_id, const ProtobufCMessage *msg);
+	enum ctl_where where; /* AT_COORD: a node forwards it to the coordinator */
+	int (*fn)(struct req *r, const ProtobufCMessage *msg);
 };
 
+/* control.c: the local control socket and request dispatch */
 int control_open(struct poold *pd, struct control **ret_ctl);
 void control_close(struct control *ctl);
 unsigned control_nclients(const struct control *ctl);
-int ctl_reply(struct ctl_conn *c, uint64_t req_id, uint16_t type, const ProtobufCMessage *msg);
-int ctl_errorf(struct ctl_conn *c, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-struct poold *ctl_poold(const struct ctl_conn *c);
+void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size_t len);
+const struct ctl_handler *control_handler(uint16_t type);
+int req_reply(struct req *r, uint16_t type, const ProtobufCMessage *msg);
+int req_errorf(struct req *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+struct req *req_hold(const struct req *r);
+void req_finish(struct req *r, int rc);
+
+/* cluster.c: the member table */
+const char *member_state_name(enum member_state state);
+struct member *cluster_find(struct poold *pd, uint32_t id);
+struct member *cluster_find_name(struct poold *pd, const char *name);
+int cluster_update(struct poold *pd, const Pool__NodeInfo *info, struct member **ret_member);
+void cluster_set_state(struct poold *pd, struct member *m, enum member_state state);
+void cluster_remove(struct poold *pd, struct member *m);
+void cluster_drop_ep(struct member *m);
+void cluster_clear(struct poold *pd);
+int cluster_self_info(struct poold *pd, Pool__NodeInfo *info);
+void cluster_self_info_free(Pool__NodeInfo *info);
+int cluster_members_msg(struct poold *pd, Pool__Member ***ret_members, size_t *ret_n);
+void cluster_members_msg_free(Pool__Member **members, size_t n);
+int cluster_ep(struct poold *pd, struct member *m, struct fab_ep **ret_ep,
+	       struct fab_rkey **ret_rkey);
+
+/* numa.c */
+int numa_layout(uint64_t lend_size, Pool__NumaNode ***ret_nodes, size_t *ret_n);
+void numa_layout_free(Pool__NumaNode **nodes, size_t n);
+
+/* coord.c: the coordinator role */
+int coord_open(struct poold *pd);
+void coord_close(struct poold *pd);
+void coord_member_changed(struct poold *pd, struct member *m);
+int coord_probe_all(struct poold *pd, struct req *r);
+
+/* peer.c: a node's link to the coordinator */
+int peer_open(struct poold *pd);
+void peer_close(struct poold *pd);
+int peer_forward(struct req *r, uint16_t type, const uint8_t *payload, size_t len);
+
+/* probe.c: link probes over the fabric */
+typedef void (*probe_done_cb)(struct poold *pd, Pool__ProbeResult **results, size_t n, void *arg);
+int probe_run(struct poold *pd, const uint32_t *targets, size_t ntargets, probe_done_cb cb,
+	      void *arg);
+void probe_results_free(Pool__ProbeResult **results, size_t n);
+void probe_result_free(Pool__ProbeResult *res);
+Pool__ProbeResult *probe_result_dup(const Pool__ProbeResult *res);
 
 /* handlers, one file per concept */
 extern const struct ctl_handler status_handlers[];
 extern const struct ctl_handler reload_handlers[];
+extern const struct ctl_handler cluster_handlers[];
 
 #endif

@@ -6,9 +6,9 @@
 
 #include "daemon/poold.h"
 
-static int reload_show(struct ctl_conn *c, uint64_t req_id, const ProtobufCMessage *msg)
+static int reload_show(struct req *r, const ProtobufCMessage *msg)
 {
-	struct poold *pd = ctl_poold(c);
+	struct poold *pd = r->pd;
 	Pool__ConfigShowReply reply = POOL__CONFIG_SHOW_REPLY__INIT;
 	Pool__ConfigOption *opts, **ptrs;
 	char (*values)[512];
@@ -27,6 +27,8 @@ static int reload_show(struct ctl_conn *c, uint64_t req_id, const ProtobufCMessa
 
 		pool__config_option__init(&opts[i]);
 		conf_format(pd->conf, o, values[i], sizeof(values[i]));
+		if ((o->flags & CONF_F_SECRET) && values[i][0] != '\0')
+			snprintf(values[i], sizeof(values[i]), "(set)");
 		opts[i].name = (char *)o->name;
 		opts[i].type = (char *)conf_type_name(o->type);
 		opts[i].value = values[i];
@@ -38,7 +40,7 @@ static int reload_show(struct ctl_conn *c, uint64_t req_id, const ProtobufCMessa
 	reply.config_file = (char *)(pd->conf_path ? pd->conf_path : "");
 	reply.n_options = conf_noptions;
 	reply.options = ptrs;
-	rc = ctl_reply(c, req_id, WIRE_CONFIG_SHOW_REPLY, &reply.base);
+	rc = req_reply(r, WIRE_CONFIG_SHOW_REPLY, &reply.base);
 out:
 	free(values);
 	free(ptrs);
@@ -46,21 +48,21 @@ out:
 	return rc;
 }
 
-static int reload_request(struct ctl_conn *c, uint64_t req_id, const ProtobufCMessage *msg)
+static int reload_request(struct req *r, const ProtobufCMessage *msg)
 {
 	Pool__Ok ok = POOL__OK__INIT;
 	char err[512];
 	int rc;
 
-	rc = poold_reload(ctl_poold(c), err, sizeof(err));
+	rc = poold_reload(r->pd, err, sizeof(err));
 	if (rc < 0)
-		return ctl_errorf(c, rc, "%s", err);
+		return req_errorf(r, rc, "%s", err);
 	ok.message = err;
-	return ctl_reply(c, req_id, WIRE_OK, &ok.base);
+	return req_reply(r, WIRE_OK, &ok.base);
 }
 
 const struct ctl_handler reload_handlers[] = {
-	{WIRE_CONFIG_SHOW, CTL_ANY, reload_show},
-	{WIRE_RELOAD, CTL_ADMIN, reload_request},
-	{0, 0, NULL},
+	{WIRE_CONFIG_SHOW, CTL_ANY, AT_HERE, reload_show},
+	{WIRE_RELOAD, CTL_ADMIN, AT_HERE, reload_request},
+	{0, 0, 0, NULL},
 };

@@ -5,9 +5,9 @@
 
 #include "daemon/poold.h"
 
-static int status_request(struct ctl_conn *c, uint64_t req_id, const ProtobufCMessage *msg)
+static int status_request(struct req *r, const ProtobufCMessage *msg)
 {
-	struct poold *pd = ctl_poold(c);
+	struct poold *pd = r->pd;
 	Pool__StatusReply reply = POOL__STATUS_REPLY__INIT;
 	char role[32];
 
@@ -23,10 +23,10 @@ static int status_request(struct ctl_conn *c, uint64_t req_id, const ProtobufCMe
 	reply.socket = pd->conf->socket;
 	reply.reloads = pd->reloads;
 	reply.requests = pd->requests;
-	return ctl_reply(c, req_id, WIRE_STATUS_REPLY, &reply.base);
+	return req_reply(r, WIRE_STATUS_REPLY, &reply.base);
 }
 
 const struct ctl_handler status_handlers[] = {
-	{WIRE_STATUS, CTL_ANY, status_request},
-	{0, 0, NULL},
+	{WIRE_STATUS, CTL_ANY, AT_HERE, status_request},
+	{0, 0, 0, NULL},
 };

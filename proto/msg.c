@@ -18,6 +18,17 @@ static const struct {
 	[WIRE_CONFIG_SHOW] = {"config-show", &pool__config_show_request__descriptor},
 	[WIRE_CONFIG_SHOW_REPLY] = {"config-show-reply", &pool__config_show_reply__descriptor},
 	[WIRE_RELOAD] = {"reload", &pool__reload_request__descriptor},
+	[WIRE_REGISTER] = {"register", &pool__register__descriptor},
+	[WIRE_REGISTER_REPLY] = {"register-reply", &pool__register_reply__descriptor},
+	[WIRE_HEARTBEAT] = {"heartbeat", &pool__heartbeat__descriptor},
+	[WIRE_MEMBER_EVENT] = {"member-event", &pool__member_event__descriptor},
+	[WIRE_NODES] = {"nodes", &pool__nodes_request__descriptor},
+	[WIRE_NODES_REPLY] = {"nodes-reply", &pool__nodes_reply__descriptor},
+	[WIRE_PROBE] = {"probe", &pool__probe_request__descriptor},
+	[WIRE_PROBE_REPORT] = {"probe-report", &pool__probe_report__descriptor},
+	[WIRE_FABRIC] = {"fabric", &pool__fabric_request__descriptor},
+	[WIRE_FABRIC_REPLY] = {"fabric-reply", &pool__fabric_reply__descriptor},
+	[WIRE_FORWARD] = {"forward", &pool__forward__descriptor},
 };
 
 /* The descriptor of a message type, or NULL for an unknown type. */

@@ -26,10 +26,10 @@ examples_pool_demo_LDADD = libpool/libpool.la
 # Shell integration tests: each starts its own poold in a private directory.
 INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/garbage.sh tests/integration/limits.sh tests/integration/libpool.sh \
-	tests/integration/man.sh tests/cluster/selftest.sh
+	tests/integration/man.sh tests/cluster/selftest.sh tests/cluster/membership.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/wire.py \
-	tests/cluster/lib.sh
+	tests/cluster/lib.sh tests/cluster/pool.sh
 AM_TESTS_ENVIRONMENT = top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top_srcdir)'; \
 	export top_builddir top_srcdir;
 

@@ -7,6 +7,7 @@ conf="$TEST_DIR/poold.conf"
 cat >"$conf" <<CONF
 lend.size = 64M
 log.level = debug
+control.max_clients = 100
 CONF
 pool_start -f "$conf" || exit 1
 
@@ -25,29 +26,33 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); o={x["name"]:x for 
 	&& ok "json config parses" || not_ok "json config parses"
 
 # A good reload through poolctl.
-sed -i 's/64M/128M/' "$conf"
+sed -i 's/max_clients = 100/max_clients = 200/' "$conf"
 check "reload" "$POOLCTL" reload
+"$POOLCTL" config show >"$TEST_DIR/out"
+check_out "^control.max_clients +200 " "reload applied the new value"
 "$POOLCTL" status >"$TEST_DIR/out"
-check_out "lend size +128M" "reload applied the new lend size"
 check_out "reloads +1" "reload counted"
 
 # A bad config is refused and the running one kept.
-echo "control.max_clients = lots" >>"$conf"
+echo "control.max_clients_per_uid = lots" >>"$conf"
 check_exit 1 "reload of an invalid config fails" "$POOLCTL" reload
-check_out "poold.conf:3: control.max_clients: 'lots' is not a valid int" "reload error names file, line, reason"
-"$POOLCTL" status >"$TEST_DIR/out"
-check_out "lend size +128M" "running config kept after a bad reload"
+check_out "poold.conf:4: control.max_clients_per_uid: 'lots' is not a valid int" "reload error names file, line, reason"
+"$POOLCTL" config show >"$TEST_DIR/out"
+check_out "^control.max_clients +200 " "running config kept after a bad reload"
 
 # SIGHUP reloads too, and a restart-only option keeps its running value.
 cat >"$conf" <<CONF
 lend.size = 32M
+control.max_clients = 300
 node.id = 9
 CONF
 kill -HUP "$POOLD_PID"
 sleep 0.3
+"$POOLCTL" config show >"$TEST_DIR/out"
+check_out "^control.max_clients +300 " "SIGHUP reloads"
 "$POOLCTL" status >"$TEST_DIR/out"
-check_out "lend size +32M" "SIGHUP reloads"
 check_out "node id +1$" "restart-only option not applied by reload"
+check_out "lend size +64M" "restart-only lend.size kept its running value"
 grep -q "node.id changed .* after a restart" "$TEST_DIR/poold.log" && ok "restart-only change logged" || not_ok "restart-only change logged"
 
 # A second poold on the same runtime dir refuses to start.

@@ -18,7 +18,7 @@ check "wrong hello version" $WIRE hello-version
 check "request before hello" $WIRE no-hello
 check_out "first message must be hello" "no-hello error is clear"
 check "malformed payload answered, connection kept" $WIRE bad-payload
-check_out "malformed hello message" "malformed payload error is clear"
+check_out "malformed status message" "malformed payload error is clear"
 check "unknown message type answered" $WIRE unknown-type
 check "pipelined requests answered in order" $WIRE pipeline
 

@@ -33,9 +33,14 @@ def frame(mtype, payload=b"", req_id=1, version=VERSION, length=None):
 
 
 def connect(path):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(5)
-    s.connect(path)
+    """A unix socket path, or tcp:HOST:PORT for a coordinator's peer listener."""
+    if path.startswith("tcp:"):
+        _, host, port = path.split(":")
+        s = socket.create_connection((host, int(port)), timeout=5)
+    else:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        s.connect(path)
     return s
 
 
@@ -129,7 +134,7 @@ def main():
     elif case == "bad-payload":
         s.sendall(frame(HELLO, hello_payload()))
         assert read_frame(s)[0] == HELLO_REPLY
-        s.sendall(frame(HELLO, b"\xff\xff\xff", req_id=2))
+        s.sendall(frame(STATUS, b"\xff\xff\xff", req_id=2))
         r = read_frame(s)
         assert r and r[0] == ERROR and r[1] == 2, r
         print("reply:", error_text(r[2]))

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <CUnit/Basic.h>
@@ -24,6 +25,9 @@
 #define SRV_SIZE (4u << 20)
 #define TLS_SHM "posix,cma,self"
 #define TLS_TCP "tcp"
+
+/* Target memory: fab_mem_register() of our own buffer (0) or fab_mem_alloc() (1). */
+static int g_alloc;
 
 struct cmd {
 	uint8_t op; /* 'V' verify pattern, 'Q' quit */
@@ -149,13 +153,22 @@ static void child_main(int sock, const char *tls)
 	size_t alen, rlen;
 	uint64_t base, size = SRV_SIZE;
 
-	c.buf = aligned_alloc(4096, SRV_SIZE);
-	if (c.buf == NULL)
+	if (fab_ctx_create(&cfg, &ctx))
 		_exit(2);
+	if (g_alloc) {
+		void *p;
+
+		if (fab_mem_alloc(ctx, SRV_SIZE, &mem, &p))
+			_exit(2);
+		c.buf = p;
+	} else {
+		c.buf = aligned_alloc(4096, SRV_SIZE);
+		if (c.buf == NULL || fab_mem_register(ctx, c.buf, SRV_SIZE, &mem))
+			_exit(2);
+	}
 	fill(c.buf, SRV_SIZE, 1, 0);
 	memset(c.buf, 0, 64); /* words 0..7 for atomics */
-	if (fab_ctx_create(&cfg, &ctx) || fab_mem_register(ctx, c.buf, SRV_SIZE, &mem) ||
-	    fab_ctx_address(ctx, &addr, &alen) || fab_mem_rkey_pack(mem, &rkey, &rlen))
+	if (fab_ctx_address(ctx, &addr, &alen) || fab_mem_rkey_pack(mem, &rkey, &rlen))
 		_exit(3);
 	base = (uint64_t)(uintptr_t)c.buf;
 	if (send_blob(sock, addr, alen) || send_blob(sock, rkey, rlen) ||
@@ -252,6 +265,9 @@ static void server_stop(struct server *s)
 	close(s->sock);
 }
 
+static void nb_ops(const char *tls, struct event_base *base);
+static void atomics(const char *tls);
+
 /* put/get/flush of patterned buffers, several sizes and offsets, byte exact. */
 static void rma_roundtrip(const char *tls)
 {
@@ -288,6 +304,17 @@ static void test_rma_shm(void)
 static void test_rma_tcp(void)
 {
 	rma_roundtrip(TLS_TCP);
+}
+
+/* Same over fab_mem_alloc() memory (direct shared-memory mapping on shm). */
+static void test_rma_alloc(void)
+{
+	g_alloc = 1;
+	rma_roundtrip(TLS_SHM);
+	rma_roundtrip(TLS_TCP);
+	nb_ops(TLS_SHM, NULL);
+	atomics(TLS_SHM);
+	g_alloc = 0;
 }
 
 /* Non-blocking ops: each callback runs exactly once, from progress, never inline. */
@@ -339,7 +366,7 @@ static void nb_ops(const char *tls, struct event_base *base)
 		CU_ASSERT_EQUAL(rc, 0);
 	}
 	CU_ASSERT_EQUAL(st.total, 0); /* never inline */
-	for (int spins = 0; st.total < NB_OPS && spins < 100000; spins++) {
+	for (time_t end = time(NULL) + 15; st.total < NB_OPS && time(NULL) < end;) {
 		if (base != NULL)
 			event_base_loop(base, EVLOOP_ONCE);
 		else
@@ -455,6 +482,26 @@ static void test_dead_peer_tcp(void)
 	server_stop(&s);
 }
 
+/* A stopped (hung) peer: blocking get gives -ETIMEDOUT after op_timeout_ms, then fails fast. */
+static void test_hung_peer_tcp(void)
+{
+	struct server s;
+	uint8_t buf[4096];
+	int status;
+
+	CU_ASSERT_FATAL(server_start(&s, TLS_TCP, 300) == 0);
+	CU_ASSERT_EQUAL(fab_get(s.ep, buf, sizeof(buf), s.base, s.rkey), 0);
+	kill(s.pid, SIGSTOP);
+	CU_ASSERT_EQUAL(fab_get(s.ep, buf, sizeof(buf), s.base, s.rkey), -ETIMEDOUT);
+	CU_ASSERT_EQUAL(fab_ep_error(s.ep), -ETIMEDOUT);
+	CU_ASSERT_EQUAL(fab_get(s.ep, buf, sizeof(buf), s.base, s.rkey), -ETIMEDOUT);
+	kill(s.pid, SIGKILL);
+	kill(s.pid, SIGCONT);
+	waitpid(s.pid, &status, 0);
+	s.pid = 0;
+	server_stop(&s); /* force-closes the ep, cancelling the abandoned get */
+}
+
 /* Argument checks and an rkey used on the wrong endpoint. */
 static void test_args(void)
 {
@@ -492,7 +539,9 @@ int main(void)
 	    !CU_add_test(suite, "evloop_shm", test_evloop_shm) ||
 	    !CU_add_test(suite, "evloop_tcp", test_evloop_tcp) ||
 	    !CU_add_test(suite, "amo_shm", test_amo_shm) || !CU_add_test(suite, "amo_tcp", test_amo_tcp) ||
-	    !CU_add_test(suite, "dead_peer_tcp", test_dead_peer_tcp)) {
+	    !CU_add_test(suite, "dead_peer_tcp", test_dead_peer_tcp) ||
+	    !CU_add_test(suite, "hung_peer_tcp", test_hung_peer_tcp) ||
+	    !CU_add_test(suite, "rma_alloc", test_rma_alloc)) {
 		CU_cleanup_registry();
 		return 1;
 	}

@@ -1,0 +1,755 @@
+/*
+ * daemon/coord.c - the coordinator role: accepts nodes on the peer
+ * listener, keeps the member table, watches heartbeats, tells members about
+ * each other, gathers link probes, and serves requests nodes forward.
+ *
+ * A node's link: Hello (protocol version) then Register (with the shared
+ * secret) before anything else. Node ids are tied to node names for the
+ * coordinator's lifetime: a name keeps its id and an id is never handed to
+ * another name. A node is suspect once a heartbeat is late (or its link
+ * drops) and dead after heartbeat.misses intervals without one.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "daemon/poold.h"
+#include "libpool/libpool.h"
+
+#define COORD_PEER_MAX_FRAME (16u << 20)
+#define COORD_REGISTER_TIMEOUT_MS 10000
+#define COORD_PROBE_TIMEOUT_MS 60000
+
+struct coord_peer {
+	TAILQ_ENTRY(coord_peer) entry;
+	struct coord *co;
+	struct conn *conn;
+	struct member *m; /* once registered */
+	bool hello_done;
+	char addr[64];
+};
+
+/* One round of link probes: the coordinator's own and one call per node. */
+struct gather {
+	TAILQ_ENTRY(gather) entry;
+	struct coord *co;
+	struct req *r; /* the admin request waiting for the round, or NULL */
+	unsigned outstanding;
+	Pool__ProbeResult **results;
+	size_t nresults;
+	struct event *timeout;
+};
+
+/* A probe request sent to a node, waiting for its report. */
+struct coord_call {
+	TAILQ_ENTRY(coord_call) entry;
+	uint64_t id;
+	uint32_t node;
+	struct gather *g;
+};
+
+struct coord {
+	struct poold *pd;
+	struct evconnlistener *listener;
+	TAILQ_HEAD(, coord_peer) peers;
+	TAILQ_HEAD(, gather) gathers;
+	TAILQ_HEAD(, coord_call) calls;
+	unsigned npeers;
+	uint32_t next_id;
+	uint64_t next_req;
+	struct event *check_ev;
+	struct event *probe_ev;
+};
+
+static void coord_send_event(struct coord *co, struct member *m)
+{
+	Pool__MemberEvent ev = POOL__MEMBER_EVENT__INIT;
+	Pool__Member mm = POOL__MEMBER__INIT;
+	struct coord_peer *p;
+
+	mm.node = m->info;
+	mm.state = (char *)member_state_name(m->state);
+	mm.heartbeat_age_ms = units_now_ms() - m->last_heartbeat;
+	ev.member = &mm;
+	TAILQ_FOREACH(p, &co->peers, entry)
+		if (p->m != NULL)
+			conn_send(p->conn, WIRE_MEMBER_EVENT, 0, &ev.base);
+}
+
+/* Tell every registered node that a member joined or changed state. */
+void coord_member_changed(struct poold *pd, struct member *m)
+{
+	if (pd->coord != NULL)
+		coord_send_event(pd->coord, m);
+}
+
+static void coord_set_state(struct coord *co, struct member *m, enum member_state state)
+{
+	if (m->state == state)
+		return;
+	cluster_set_state(co->pd, m, state);
+	coord_send_event(co, m);
+}
+
+/* Keep the latest result of each link. */
+static void coord_store_probe(struct poold *pd, const Pool__ProbeResult *res)
+{
+	Pool__ProbeResult *copy = probe_result_dup(res), **grown;
+	size_t i;
+
+	if (copy == NULL)
+		return;
+	copy->when_ms = units_now_ms() - pd->start_ms;
+	for (i = 0; i < pd->nprobes; i++) {
+		if (pd->probes[i]->src == res->src && pd->probes[i]->dst == res->dst) {
+			probe_result_free(pd->probes[i]);
+			pd->probes[i] = copy;
+			return;
+		}
+	}
+	grown = realloc(pd->probes, (pd->nprobes + 1) * sizeof(*grown));
+	if (grown == NULL) {
+		probe_result_free(copy);
+		return;
+	}
+	pd->probes = grown;
+	pd->probes[pd->nprobes++] = copy;
+}
+
+static void gather_add(struct gather *g, Pool__ProbeResult *const *results, size_t n)
+{
+	Pool__ProbeResult **grown;
+	size_t i;
+
+	grown = realloc(g->results, (g->nresults + n) * sizeof(*grown));
+	if (grown == NULL)
+		return;
+	g->results = grown;
+	for (i = 0; i < n; i++) {
+		g->results[g->nresults] = probe_result_dup(results[i]);
+		if (g->results[g->nresults] != NULL)
+			g->nresults++;
+	}
+}
+
+/* Record a failed link (a node that could not probe, or did not answer). */
+static void gather_add_error(struct gather *g, uint32_t src, uint32_t dst, int err)
+{
+	Pool__ProbeResult res = POOL__PROBE_RESULT__INIT, *p = &res;
+
+	res.src = src;
+	res.dst = dst;
+	res.error = err;
+	res.transport = "";
+	gather_add(g, &p, 1);
+}
+
+static int coord_fabric_reply(struct poold *pd, struct req *r, Pool__ProbeResult **results,
+			      size_t n)
+{
+	Pool__FabricReply reply = POOL__FABRIC_REPLY__INIT;
+	Pool__Member **members;
+	size_t nmembers;
+	int rc;
+
+	rc = cluster_members_msg(pd, &members, &nmembers);
+	if (rc < 0)
+		return rc;
+	reply.results = results;
+	reply.n_results = n;
+	reply.members = members;
+	reply.n_members = nmembers;
+	rc = req_reply(r, WIRE_FABRIC_REPLY, &reply.base);
+	cluster_members_msg_free(members, nmembers);
+	return rc;
+}
+
+static void gather_done(struct gather *g)
+{
+	struct coord *co = g->co;
+	struct coord_call *call, *next;
+	size_t i;
+
+	for (call = TAILQ_FIRST(&co->calls); call != NULL; call = next) {
+		next = TAILQ_NEXT(call, entry);
+		if (call->g == g) {
+			gather_add_error(g, call->node, 0, -ETIMEDOUT);
+			TAILQ_REMOVE(&co->calls, call, entry);
+			free(call);
+		}
+	}
+	for (i = 0; i < g->nresults; i++)
+		coord_store_probe(co->pd, g->results[i]);
+	if (g->r != NULL)
+		req_finish(g->r, coord_fabric_reply(co->pd, g->r, g->results, g->nresults));
+	TAILQ_REMOVE(&co->gathers, g, entry);
+	event_free(g->timeout);
+	probe_results_free(g->results, g->nresults);
+	free(g);
+}
+
+static void gather_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct gather *g = arg;
+
+	log_warnx("link probe round timed out with %u answers missing", g->outstanding);
+	gather_done(g);
+}
+
+static void gather_self_done(struct poold *pd, Pool__ProbeResult **results, size_t n, void *arg)
+{
+	struct gather *g = arg;
+
+	gather_add(g, results, n);
+	probe_results_free(results, n);
+	if (--g->outstanding == 0)
+		gather_done(g);
+}
+
+/* Up members other than src, as probe targets. */
+static size_t coord_targets(struct poold *pd, uint32_t src, uint32_t *targets, size_t max)
+{
+	struct member *m;
+	size_t n = 0;
+
+	TAILQ_FOREACH(m, &pd->members, entry)
+		if (m->info->id != src && m->state == MEMBER_UP && n < max)
+			targets[n++] = m->info->id;
+	return n;
+}
+
+/*
+ * Start a round of link probes: every up member measures every other.
+ * With r, the round's results answer it (REQ_LATER); without, they are
+ * only kept.
+ */
+int coord_probe_all(struct poold *pd, struct req *r)
+{
+	struct coord *co = pd->coord;
+	struct timeval tv = {.tv_sec = COORD_PROBE_TIMEOUT_MS / 1000};
+	uint32_t *targets;
+	struct gather *g;
+	struct member *m;
+	size_t n, max = 0;
+	int rc = -ENOMEM;
+
+	TAILQ_FOREACH(m, &pd->members, entry)
+		max++;
+	targets = calloc(max, sizeof(*targets));
+	g = calloc(1, sizeof(*g));
+	if (targets == NULL || g == NULL)
+		goto out_free;
+	g->co = co;
+	g->timeout = evtimer_new(pd->base, gather_timeout, g);
+	if (g->timeout == NULL)
+		goto out_free;
+	if (r != NULL && (g->r = req_hold(r)) == NULL) {
+		event_free(g->timeout);
+		goto out_free;
+	}
+	TAILQ_INSERT_TAIL(&co->gathers, g, entry);
+	g->outstanding = 1; /* held until every call is out */
+	TAILQ_FOREACH(m, &pd->members, entry) {
+		Pool__ProbeRequest pr = POOL__PROBE_REQUEST__INIT;
+		struct coord_call *call;
+
+		if (m->state != MEMBER_UP)
+			continue;
+		n = coord_targets(pd, m->info->id, targets, max);
+		if (n == 0)
+			continue;
+		if (m->info->id == pd->node_id) {
+			g->outstanding++;
+			if (probe_run(pd, targets, n, gather_self_done, g) < 0) {
+				gather_add_error(g, pd->node_id, 0, -ENOMEM);
+				g->outstanding--;
+			}
+			continue;
+		}
+		if (m->conn == NULL || (call = calloc(1, sizeof(*call))) == NULL) {
+			gather_add_error(g, m->info->id, 0, -ENOTCONN);
+			continue;
+		}
+		call->id = ++co->next_req;
+		call->node = m->info->id;
+		call->g = g;
+		pr.targets = targets;
+		pr.n_targets = n;
+		if (conn_send(m->conn, WIRE_PROBE, call->id, &pr.base) < 0) {
+			gather_add_error(g, m->info->id, 0, -ENOTCONN);
+			free(call);
+			continue;
+		}
+		TAILQ_INSERT_TAIL(&co->calls, call, entry);
+		g->outstanding++;
+	}
+	free(targets);
+	evtimer_add(g->timeout, &tv);
+	if (--g->outstanding == 0)
+		gather_done(g);
+	return r != NULL ? REQ_LATER : 0;
+out_free:
+	free(targets);
+	free(g);
+	return r ? req_errorf(r, rc, "out of memory") : rc;
+}
+
+/* A node's probe report (or its error) for one of our calls. */
+static void coord_call_answer(struct coord *co, const struct wire_hdr *hdr,
+			      const uint8_t *payload)
+{
+	Pool__ProbeReport *rep = NULL;
+	struct coord_call *call;
+	struct gather *g;
+
+	TAILQ_FOREACH(call, &co->calls, entry)
+		if (call->id == hdr->req_id)
+			break;
+	if (call == NULL)
+		return; /* the round ended without it */
+	g = call->g;
+	if (hdr->type == WIRE_PROBE_REPORT &&
+	    wire_msg_unpack(hdr->type, payload, hdr->len, (ProtobufCMessage **)&rep) == 0) {
+		gather_add(g, rep->results, rep->n_results);
+		wire_msg_free(&rep->base);
+	} else {
+		gather_add_error(g, call->node, 0, -EPROTO);
+	}
+	TAILQ_REMOVE(&co->calls, call, entry);
+	free(call);
+	if (--g->outstanding == 0)
+		gather_done(g);
+}
+
+/* A node's link dropped: fail the calls it will never answer. */
+static void coord_fail_calls(struct coord *co, uint32_t node)
+{
+	struct coord_call *call, *next;
+
+	for (call = TAILQ_FIRST(&co->calls); call != NULL; call = next) {
+		struct gather *g = call->g;
+
+		next = TAILQ_NEXT(call, entry);
+		if (call->node != node)
+			continue;
+		gather_add_error(g, node, 0, -ECONNRESET);
+		TAILQ_REMOVE(&co->calls, call, entry);
+		free(call);
+		if (--g->outstanding == 0) {
+			gather_done(g);
+			/* gather_done may have removed further calls: start over. */
+			next = TAILQ_FIRST(&co->calls);
+		}
+	}
+}
+
+static int coord_refuse(struct coord_peer *p, uint64_t req_id, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Refuse a peer with a logged reason, and close its link. */
+static int coord_refuse(struct coord_peer *p, uint64_t req_id, int code, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_warnx("refused peer %s: %s", p->addr, msg);
+	conn_send_error(p->conn, req_id, code, msg);
+	conn_close_later(p->conn);
+	return code;
+}
+
+static bool coord_secret_ok(const char *want, const char *got)
+{
+	size_t lw = strlen(want), lg = strlen(got), i;
+	unsigned char diff = lw != lg;
+
+	for (i = 0; i < lw; i++)
+		diff |= (unsigned char)(want[i] ^ (i < lg ? got[i] : 0));
+	return diff == 0;
+}
+
+static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Register *reg)
+{
+	struct coord *co = p->co;
+	struct poold *pd = co->pd;
+	Pool__RegisterReply reply = POOL__REGISTER_REPLY__INIT;
+	Pool__NodeInfo *info = reg->node;
+	struct member *m, *by_id;
+	struct coord_peer *old;
+	char desc[96], *addr;
+	uint32_t id;
+	size_t n = 0;
+	int rc;
+
+	if (pd->conf->secret[0] != '\0' && !coord_secret_ok(pd->conf->secret, reg->secret))
+		return coord_refuse(p, req_id, -EACCES, "node '%s' presented a wrong peer secret",
+				    info->name);
+	if (info->name[0] == '\0' || strlen(info->name) > 63)
+		return coord_refuse(p, req_id, -EINVAL, "invalid node name");
+	m = cluster_find_name(pd, info->name);
+	by_id = info->id ? cluster_find(pd, info->id) : NULL;
+	if ((m != NULL && m->info->id == pd->node_id) || info->id == pd->node_id)
+		return coord_refuse(p, req_id, -EEXIST,
+				    "node '%s' (id %u) clashes with the coordinator '%s' (id %u): set "
+				    "another node.name or node.id",
+				    info->name, info->id, pd->conf->node_name, pd->node_id);
+	if (m != NULL && info->id != 0 && info->id != m->info->id)
+		return coord_refuse(p, req_id, -EEXIST,
+				    "host '%s' is node %u: set node.id = %u or 0, not %u", info->name,
+				    m->info->id, m->info->id, info->id);
+	if (m == NULL && by_id != NULL)
+		return coord_refuse(p, req_id, -EEXIST, "node id %u belongs to host '%s'",
+				    info->id, by_id->info->name);
+	if (m == NULL) {
+		TAILQ_FOREACH(m, &pd->members, entry)
+			n++;
+		if (n >= (size_t)pd->conf->max_nodes)
+			return coord_refuse(p, req_id, -EUSERS, "cluster full (peer.max_nodes = %lld)",
+					    (long long)pd->conf->max_nodes);
+		id = info->id;
+		if (id == 0) {
+			while (cluster_find(pd, co->next_id) != NULL)
+				co->next_id++;
+			id = co->next_id++;
+		}
+	} else {
+		id = m->info->id;
+	}
+	if (m != NULL && m->conn != NULL && m->conn != p->conn) {
+		/* The node restarted or reconnected: its old link is stale. */
+		TAILQ_FOREACH(old, &co->peers, entry)
+			if (old->conn == m->conn)
+				break;
+		coord_fail_calls(co, id);
+		if (old != NULL) {
+			conn_free(old->conn);
+			TAILQ_REMOVE(&co->peers, old, entry);
+			co->npeers--;
+			free(old);
+		}
+		m->conn = NULL;
+	}
+	info->id = id;
+	addr = info->addr;
+	if (addr[0] == '\0')
+		info->addr = p->addr; /* a node without a listener: where its link came from */
+	rc = cluster_update(pd, info, &m);
+	info->addr = addr; /* the message owns its strings: give it back its own */
+	if (rc < 0)
+		return coord_refuse(p, req_id, rc, "out of memory");
+	m->conn = p->conn;
+	m->last_heartbeat = units_now_ms();
+	p->m = m;
+	snprintf(desc, sizeof(desc), "node %u (%s) at %s", id, info->name, p->addr);
+	conn_set_desc(p->conn, desc);
+	conn_set_read_timeout(p->conn, 0);
+	log_info("%s registered (%s, incarnation %llx)", desc, info->version,
+		 (unsigned long long)info->incarnation);
+	m->state = MEMBER_DEAD; /* so that the change to up is announced */
+	coord_set_state(co, m, MEMBER_UP);
+
+	reply.node_id = id;
+	reply.heartbeat_ms = (uint32_t)pd->conf->heartbeat_ms;
+	reply.heartbeat_misses = (uint32_t)pd->conf->heartbeat_misses;
+	rc = cluster_members_msg(pd, &reply.members, &reply.n_members);
+	if (rc < 0)
+		return coord_refuse(p, req_id, rc, "out of memory");
+	conn_send(p->conn, WIRE_REGISTER_REPLY, req_id, &reply.base);
+	cluster_members_msg_free(reply.members, reply.n_members);
+	return 0;
+}
+
+static void coord_heartbeat(struct coord_peer *p, uint64_t req_id, const Pool__Heartbeat *hb)
+{
+	Pool__Ok ok = POOL__OK__INIT;
+	struct member *m = p->m;
+
+	if (hb->node_id != m->info->id || hb->incarnation != m->info->incarnation) {
+		coord_refuse(p, req_id, -ESTALE, "heartbeat for node %u incarnation %llx on the "
+			     "link of node %u", hb->node_id, (unsigned long long)hb->incarnation,
+			     m->info->id);
+		return;
+	}
+	m->last_heartbeat = units_now_ms();
+	if (m->state != MEMBER_UP)
+		coord_set_state(p->co, m, MEMBER_UP);
+	conn_send(p->conn, WIRE_OK, req_id, &ok.base);
+}
+
+/* A request a node forwarded on behalf of one of its clients. */
+static void coord_forwarded(struct coord_peer *p, uint64_t req_id, const Pool__Forward *fw)
+{
+	struct req r = {.pd = p->co->pd, .conn = p->conn, .id = req_id, .uid = fw->uid,
+			.gid = fw->gid, .pid = (pid_t)fw->pid, .admin = fw->admin};
+	const struct ctl_handler *h = control_handler((uint16_t)fw->type);
+
+	/* Only what a node would forward: the node's local requests are its own. */
+	if (h == NULL || h->where != AT_COORD) {
+		conn_send_error(p->conn, req_id, -EOPNOTSUPP, "not a request nodes forward");
+		return;
+	}
+	control_dispatch(&r, (uint16_t)fw->type, fw->payload.data, fw->payload.len);
+}
+
+static void coord_hello(struct coord_peer *p, const struct wire_hdr *hdr, const uint8_t *payload)
+{
+	Pool__HelloReply reply = POOL__HELLO_REPLY__INIT;
+	Pool__Hello *hello = NULL;
+
+	if (hdr->type != WIRE_HELLO ||
+	    wire_msg_unpack(WIRE_HELLO, payload, hdr->len, (ProtobufCMessage **)&hello) < 0) {
+		coord_refuse(p, hdr->req_id, POOL_EPROTOCOL, "expected hello, got %s",
+			     wire_type_name(hdr->type));
+		return;
+	}
+	if (hello->version != WIRE_VERSION) {
+		coord_refuse(p, hdr->req_id, POOL_EVERSION,
+			     "protocol version %u is not supported: this coordinator speaks "
+			     "version %u", hello->version, WIRE_VERSION);
+		wire_msg_free(&hello->base);
+		return;
+	}
+	wire_msg_free(&hello->base);
+	p->hello_done = true;
+	reply.version = WIRE_VERSION;
+	reply.server_version = PACKAGE_VERSION;
+	reply.node_id = p->co->pd->node_id;
+	conn_send(p->conn, WIRE_HELLO_REPLY, hdr->req_id, &reply.base);
+}
+
+static void coord_peer_frame(struct conn *conn, const struct wire_hdr *hdr,
+			     const uint8_t *payload, void *arg)
+{
+	struct coord_peer *p = arg;
+	ProtobufCMessage *msg = NULL;
+
+	if (!p->hello_done) {
+		coord_hello(p, hdr, payload);
+		return;
+	}
+	if (hdr->type == WIRE_PROBE_REPORT || hdr->type == WIRE_ERROR) {
+		if (p->m != NULL)
+			coord_call_answer(p->co, hdr, payload);
+		return;
+	}
+	if (hdr->type != WIRE_REGISTER && hdr->type != WIRE_HEARTBEAT &&
+	    hdr->type != WIRE_FORWARD) {
+		coord_refuse(p, hdr->req_id, -EOPNOTSUPP, "%s is not a peer request",
+			     wire_type_name(hdr->type));
+		return;
+	}
+	if (wire_msg_unpack(hdr->type, payload, hdr->len, &msg) < 0) {
+		coord_refuse(p, hdr->req_id, -EBADMSG, "malformed %s", wire_type_name(hdr->type));
+		return;
+	}
+	if (hdr->type == WIRE_REGISTER)
+		coord_register(p, hdr->req_id, (Pool__Register *)msg);
+	else if (p->m == NULL)
+		coord_refuse(p, hdr->req_id, -EACCES, "%s before register",
+			     wire_type_name(hdr->type));
+	else if (hdr->type == WIRE_HEARTBEAT)
+		coord_heartbeat(p, hdr->req_id, (Pool__Heartbeat *)msg);
+	else
+		coord_forwarded(p, hdr->req_id, (Pool__Forward *)msg);
+	wire_msg_free(msg);
+}
+
+static void coord_peer_closed(struct conn *conn, void *arg)
+{
+	struct coord_peer *p = arg;
+	struct coord *co = p->co;
+
+	if (p->m != NULL && p->m->conn == conn) {
+		log_info("link to node %u (%s) closed", p->m->info->id, p->m->info->name);
+		p->m->conn = NULL;
+		coord_fail_calls(co, p->m->info->id);
+		if (p->m->state == MEMBER_UP)
+			coord_set_state(co, p->m, MEMBER_SUSPECT);
+	}
+	TAILQ_REMOVE(&co->peers, p, entry);
+	co->npeers--;
+	free(p);
+}
+
+static const struct conn_ops coord_peer_ops = {
+	.frame = coord_peer_frame,
+	.closed = coord_peer_closed,
+};
+
+static void coord_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
+			 int salen, void *arg)
+{
+	struct coord *co = arg;
+	struct coord_peer *p;
+	char desc[96];
+
+	if (co->npeers >= 2 * (unsigned)co->pd->conf->max_nodes) {
+		log_warnx("refusing a peer link: %u links open", co->npeers);
+		evutil_closesocket(fd);
+		return;
+	}
+	p = calloc(1, sizeof(*p));
+	if (p == NULL) {
+		evutil_closesocket(fd);
+		return;
+	}
+	p->co = co;
+	addr_format(sa, p->addr, sizeof(p->addr));
+	snprintf(desc, sizeof(desc), "peer %s", p->addr);
+	if (conn_new(co->pd->base, fd, COORD_PEER_MAX_FRAME, &coord_peer_ops, p, desc,
+		     &p->conn) < 0) {
+		free(p);
+		return;
+	}
+	/* An unregistered link that says nothing is dropped. */
+	conn_set_read_timeout(p->conn, COORD_REGISTER_TIMEOUT_MS);
+	TAILQ_INSERT_TAIL(&co->peers, p, entry);
+	co->npeers++;
+	log_debug("peer link from %s", p->addr);
+}
+
+/* Watch heartbeats: late is suspect, heartbeat.misses intervals late is dead. */
+static void coord_check(evutil_socket_t fd, short what, void *arg)
+{
+	struct coord *co = arg;
+	struct poold *pd = co->pd;
+	uint64_t now = units_now_ms(), hb = (uint64_t)pd->conf->heartbeat_ms;
+	struct member *m;
+
+	TAILQ_FOREACH(m, &pd->members, entry) {
+		uint64_t age = now - m->last_heartbeat;
+
+		if (m->info->id == pd->node_id) {
+			m->last_heartbeat = now;
+			continue;
+		}
+		if (m->state != MEMBER_DEAD && age > hb * (uint64_t)pd->conf->heartbeat_misses) {
+			coord_set_state(co, m, MEMBER_DEAD);
+			if (m->conn != NULL)
+				conn_close_later(m->conn); /* fenced: it must register again */
+		} else if (m->state == MEMBER_UP && age > hb + hb / 2) {
+			coord_set_state(co, m, MEMBER_SUSPECT);
+		}
+	}
+}
+
+static void coord_periodic_probe(evutil_socket_t fd, short what, void *arg)
+{
+	struct coord *co = arg;
+
+	coord_probe_all(co->pd, NULL);
+}
+
+static int coord_listen(struct coord *co)
+{
+	struct poold *pd = co->pd;
+	struct sockaddr_storage ss;
+	unsigned len;
+	int rc;
+
+	rc = addr_parse(pd->conf->peer_listen, &ss, &len);
+	if (rc < 0) {
+		log_warnx("peer.listen: cannot resolve '%s'", pd->conf->peer_listen);
+		return rc;
+	}
+	co->listener = evconnlistener_new_bind(pd->base, coord_accept, co,
+					       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+						       LEV_OPT_CLOSE_ON_EXEC,
+					       128, (struct sockaddr *)&ss, (int)len);
+	if (co->listener == NULL) {
+		log_warn("peer.listen: cannot listen on %s", pd->conf->peer_listen);
+		return -EADDRINUSE;
+	}
+	log_info("coordinator accepting nodes on %s", pd->conf->peer_listen);
+	return 0;
+}
+
+/* Start the coordinator role: this poold is the first member, then listen for nodes. */
+int coord_open(struct poold *pd)
+{
+	struct timeval tv;
+	Pool__NodeInfo self;
+	struct member *m;
+	struct coord *co;
+	int rc;
+
+	co = calloc(1, sizeof(*co));
+	if (co == NULL)
+		return -ENOMEM;
+	co->pd = pd;
+	co->next_id = 1;
+	TAILQ_INIT(&co->peers);
+	TAILQ_INIT(&co->gathers);
+	TAILQ_INIT(&co->calls);
+	pd->coord = co;
+	rc = cluster_self_info(pd, &self);
+	if (rc < 0)
+		goto out_free;
+	rc = cluster_update(pd, &self, &m);
+	cluster_self_info_free(&self);
+	if (rc < 0)
+		goto out_free;
+	m->state = MEMBER_UP;
+	m->last_heartbeat = units_now_ms();
+	if (pd->conf->peer_listen[0] != '\0' && (rc = coord_listen(co)) < 0)
+		goto out_free;
+	co->check_ev = event_new(pd->base, -1, EV_PERSIST, coord_check, co);
+	co->probe_ev = event_new(pd->base, -1, EV_PERSIST, coord_periodic_probe, co);
+	if (co->check_ev == NULL || co->probe_ev == NULL) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	tv.tv_sec = pd->conf->heartbeat_ms / 2000;
+	tv.tv_usec = (pd->conf->heartbeat_ms / 2 % 1000) * 1000;
+	event_add(co->check_ev, &tv);
+	if (pd->conf->probe_interval_ms > 0) {
+		tv.tv_sec = pd->conf->probe_interval_ms / 1000;
+		tv.tv_usec = pd->conf->probe_interval_ms % 1000 * 1000;
+		event_add(co->probe_ev, &tv);
+	}
+	return 0;
+out_free:
+	coord_close(pd);
+	return rc;
+}
+
+/* Stop the coordinator role: close every node link and pending round. */
+void coord_close(struct poold *pd)
+{
+	struct coord *co = pd->coord;
+	struct coord_peer *p;
+	struct gather *g;
+
+	if (co == NULL)
+		return;
+	while ((g = TAILQ_FIRST(&co->gathers)) != NULL) {
+		if (g->r != NULL) {
+			req_finish(g->r, req_errorf(g->r, -ESHUTDOWN, "poold is stopping"));
+			g->r = NULL;
+		}
+		gather_done(g);
+	}
+	while ((p = TAILQ_FIRST(&co->peers)) != NULL) {
+		conn_free(p->conn);
+		TAILQ_REMOVE(&co->peers, p, entry);
+		free(p);
+	}
+	if (co->listener != NULL)
+		evconnlistener_free(co->listener);
+	if (co->check_ev != NULL)
+		event_free(co->check_ev);
+	if (co->probe_ev != NULL)
+		event_free(co->probe_ev);
+	free(co);
+	pd->coord = NULL;
+}

@@ -1,0 +1,63 @@
+/* daemon/numa.c - the NUMA layout this node lends memory from, via libnuma. */
+#include "config.h"
+
+#include <errno.h>
+#include <numa.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "daemon/poold.h"
+
+/*
+ * Fill one NumaNode per NUMA node with memory: its size and its share of
+ * lend.size (split evenly for now). Without NUMA support, one node 0.
+ */
+int numa_layout(uint64_t lend_size, Pool__NumaNode ***ret_nodes, size_t *ret_n)
+{
+	Pool__NumaNode **nodes;
+	size_t n = 0, i, count;
+	int max = 0, id;
+
+	if (numa_available() >= 0)
+		max = numa_max_node();
+	nodes = calloc((size_t)max + 1, sizeof(*nodes));
+	if (nodes == NULL)
+		return -ENOMEM;
+	for (id = 0; id <= max; id++) {
+		long long size = 0;
+
+		if (numa_available() >= 0) {
+			size = numa_node_size64(id, NULL);
+			if (size <= 0)
+				continue;
+		} else {
+			size = (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
+		}
+		nodes[n] = calloc(1, sizeof(**nodes));
+		if (nodes[n] == NULL)
+			goto out_free;
+		pool__numa_node__init(nodes[n]);
+		nodes[n]->id = (uint32_t)id;
+		nodes[n]->mem_total = (uint64_t)size;
+		n++;
+	}
+	count = n ? n : 1;
+	for (i = 0; i < n; i++)
+		nodes[i]->lend_capacity = lend_size / count + (i == 0 ? lend_size % count : 0);
+	*ret_nodes = nodes;
+	*ret_n = n;
+	return 0;
+out_free:
+	numa_layout_free(nodes, n);
+	return -ENOMEM;
+}
+
+/* Free what numa_layout() returned. */
+void numa_layout_free(Pool__NumaNode **nodes, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(nodes[i]);
+	free(nodes);
+}

@@ -1,0 +1,401 @@
+/*
+ * daemon/peer.c - a node's link to its coordinator.
+ *
+ * The node connects, says Hello, registers (with the shared secret) and
+ * then sends a heartbeat every heartbeat.interval. It mirrors the member
+ * table from the coordinator's replies and member events, runs the link
+ * probes the coordinator asks for, and forwards its clients' cluster-wide
+ * requests. When the coordinator stops answering for heartbeat.misses
+ * intervals, or declares this node dead, the node drops the link and
+ * registers again; meanwhile forwarded requests fail with POOL_ECOORD.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/event.h>
+
+#include "daemon/poold.h"
+#include "libpool/libpool.h"
+
+#define PEER_MAX_FRAME (16u << 20)
+#define PEER_MAX_FORWARDS 4096
+#define PEER_RETRY_MAX_MS 10000
+
+enum peer_state { PEER_IDLE, PEER_CONNECTING, PEER_HELLO, PEER_REGISTERING, PEER_UP };
+
+/* A client request forwarded to the coordinator, waiting for its reply. */
+struct forward {
+	TAILQ_ENTRY(forward) entry;
+	uint64_t id;
+	struct req *r;
+};
+
+struct peer {
+	struct poold *pd;
+	struct conn *conn;
+	enum peer_state state;
+	struct event *timer;
+	uint64_t next_id;
+	uint64_t last_ack;
+	uint64_t retry_ms;
+	uint64_t hb_ms;	    /* the coordinator's heartbeat settings, once registered */
+	uint64_t hb_misses;
+	TAILQ_HEAD(, forward) forwards;
+	unsigned nforwards;
+};
+
+static void peer_schedule(struct peer *pe, uint64_t ms)
+{
+	struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+
+	evtimer_add(pe->timer, &tv);
+}
+
+static void peer_fail_forwards(struct peer *pe)
+{
+	struct forward *f;
+
+	while ((f = TAILQ_FIRST(&pe->forwards)) != NULL) {
+		TAILQ_REMOVE(&pe->forwards, f, entry);
+		req_finish(f->r, req_errorf(f->r, POOL_ECOORD,
+					    "coordinator unavailable: the link to %s dropped",
+					    pe->pd->conf->coordinator));
+		free(f);
+	}
+	pe->nforwards = 0;
+}
+
+/* Drop the link and try again after a back-off. */
+static void peer_reset(struct peer *pe, const char *why)
+{
+	if (pe->conn != NULL) {
+		conn_free(pe->conn);
+		pe->conn = NULL;
+	}
+	if (pe->state == PEER_UP)
+		log_warnx("lost the coordinator %s: %s", pe->pd->conf->coordinator, why);
+	else
+		log_debug("coordinator %s: %s", pe->pd->conf->coordinator, why);
+	pe->state = PEER_IDLE;
+	peer_fail_forwards(pe);
+	pe->retry_ms = MIN(MAX(pe->retry_ms * 2, 200),
+			   MIN(PEER_RETRY_MAX_MS, (uint64_t)pe->pd->conf->heartbeat_ms * 2));
+	peer_schedule(pe, pe->retry_ms);
+}
+
+static void peer_register(struct peer *pe)
+{
+	Pool__Register reg = POOL__REGISTER__INIT;
+	Pool__NodeInfo self;
+
+	if (cluster_self_info(pe->pd, &self) < 0) {
+		peer_reset(pe, "out of memory");
+		return;
+	}
+	self.id = (uint32_t)pe->pd->conf->node_id;
+	reg.node = &self;
+	reg.secret = pe->pd->conf->secret;
+	conn_send(pe->conn, WIRE_REGISTER, ++pe->next_id, &reg.base);
+	cluster_self_info_free(&self);
+	pe->state = PEER_REGISTERING;
+}
+
+static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
+{
+	struct poold *pd = pe->pd;
+	size_t i;
+
+	pd->node_id = rep->node_id;
+	cluster_clear(pd);
+	for (i = 0; i < rep->n_members; i++) {
+		struct member *m;
+
+		if (cluster_update(pd, rep->members[i]->node, &m) < 0)
+			continue;
+		m->state = strcmp(rep->members[i]->state, "up") == 0	    ? MEMBER_UP
+			   : strcmp(rep->members[i]->state, "suspect") == 0 ? MEMBER_SUSPECT
+									    : MEMBER_DEAD;
+		m->heartbeat_age_ms = rep->members[i]->heartbeat_age_ms;
+	}
+	pe->hb_ms = rep->heartbeat_ms ? rep->heartbeat_ms : (uint64_t)pd->conf->heartbeat_ms;
+	pe->hb_misses = rep->heartbeat_misses ? rep->heartbeat_misses
+					      : (uint64_t)pd->conf->heartbeat_misses;
+	pe->state = PEER_UP;
+	pe->last_ack = units_now_ms();
+	pe->retry_ms = 0;
+	log_info("joined the coordinator %s as node %u (%zu members)", pd->conf->coordinator,
+		 pd->node_id, rep->n_members);
+}
+
+static void peer_member_event(struct peer *pe, const Pool__MemberEvent *ev)
+{
+	struct poold *pd = pe->pd;
+	const Pool__Member *mm = ev->member;
+	enum member_state state = strcmp(mm->state, "up") == 0	     ? MEMBER_UP
+				  : strcmp(mm->state, "suspect") == 0 ? MEMBER_SUSPECT
+								      : MEMBER_DEAD;
+	struct member *m;
+
+	if (mm->node->id == pd->node_id && state == MEMBER_DEAD) {
+		/* Declared dead while we were away: our old standing is void. */
+		peer_reset(pe, "the coordinator declared this node dead; registering again");
+		return;
+	}
+	if (cluster_update(pd, mm->node, &m) < 0)
+		return;
+	m->heartbeat_age_ms = mm->heartbeat_age_ms;
+	cluster_set_state(pd, m, state);
+}
+
+struct peer_probe {
+	struct peer *pe;
+	struct conn *conn;
+	uint64_t id;
+};
+
+static void peer_probe_done(struct poold *pd, Pool__ProbeResult **results, size_t n, void *arg)
+{
+	struct peer_probe *pp = arg;
+	Pool__ProbeReport rep = POOL__PROBE_REPORT__INIT;
+
+	rep.results = results;
+	rep.n_results = n;
+	conn_send(pp->conn, WIRE_PROBE_REPORT, pp->id, &rep.base); /* no-op if the link is gone */
+	conn_unref(pp->conn);
+	probe_results_free(results, n);
+	free(pp);
+}
+
+static void peer_probe(struct peer *pe, uint64_t id, const Pool__ProbeRequest *req)
+{
+	struct peer_probe *pp = malloc(sizeof(*pp));
+
+	if (pp == NULL) {
+		conn_send_error(pe->conn, id, -ENOMEM, NULL);
+		return;
+	}
+	pp->pe = pe;
+	pp->conn = conn_ref(pe->conn);
+	pp->id = id;
+	if (probe_run(pe->pd, req->targets, req->n_targets, peer_probe_done, pp) < 0) {
+		conn_send_error(pe->conn, id, -ENOMEM, NULL);
+		conn_unref(pp->conn);
+		free(pp);
+	}
+}
+
+/* A reply for a forwarded request: relay it, as it is, to the client. */
+static bool peer_relay(struct peer *pe, const struct wire_hdr *hdr, const uint8_t *payload)
+{
+	struct forward *f;
+
+	TAILQ_FOREACH(f, &pe->forwards, entry)
+		if (f->id == hdr->req_id)
+			break;
+	if (f == NULL)
+		return false;
+	TAILQ_REMOVE(&pe->forwards, f, entry);
+	pe->nforwards--;
+	conn_send_raw(f->r->conn, hdr->type, f->r->id, payload, hdr->len);
+	req_finish(f->r, 0);
+	free(f);
+	return true;
+}
+
+static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint8_t *payload,
+		       void *arg)
+{
+	struct peer *pe = arg;
+	ProtobufCMessage *msg = NULL;
+
+	/* Requests from the coordinator have ids of its own: only replies are relayed. */
+	if (hdr->req_id != 0 && hdr->type != WIRE_PROBE && peer_relay(pe, hdr, payload))
+		return;
+	if (wire_msg_unpack(hdr->type, payload, hdr->len, &msg) < 0) {
+		log_warnx("coordinator sent a malformed %s", wire_type_name(hdr->type));
+		peer_reset(pe, "malformed message");
+		return;
+	}
+	switch (hdr->type) {
+	case WIRE_HELLO_REPLY:
+		if (pe->state == PEER_HELLO)
+			peer_register(pe);
+		break;
+	case WIRE_REGISTER_REPLY:
+		if (pe->state == PEER_REGISTERING)
+			peer_registered(pe, (Pool__RegisterReply *)msg);
+		break;
+	case WIRE_OK:
+		pe->last_ack = units_now_ms();
+		break;
+	case WIRE_MEMBER_EVENT:
+		if (pe->state == PEER_UP)
+			peer_member_event(pe, (Pool__MemberEvent *)msg);
+		break;
+	case WIRE_PROBE:
+		peer_probe(pe, hdr->req_id, (Pool__ProbeRequest *)msg);
+		break;
+	case WIRE_ERROR: {
+		const Pool__Error *err = (const Pool__Error *)msg;
+
+		log_warnx("coordinator %s refused: %s", pe->pd->conf->coordinator, err->message);
+		peer_reset(pe, err->message);
+		break;
+	}
+	default:
+		log_debug("ignoring %s from the coordinator", wire_type_name(hdr->type));
+		break;
+	}
+	wire_msg_free(msg);
+}
+
+static void peer_connected(struct conn *conn, void *arg)
+{
+	struct peer *pe = arg;
+	Pool__Hello hello = POOL__HELLO__INIT;
+
+	hello.version = WIRE_VERSION;
+	hello.name = pe->pd->conf->node_name;
+	pe->state = PEER_HELLO;
+	conn_send(conn, WIRE_HELLO, ++pe->next_id, &hello.base);
+}
+
+static void peer_closed(struct conn *conn, void *arg)
+{
+	struct peer *pe = arg;
+
+	pe->conn = NULL;
+	peer_reset(pe, "link closed");
+}
+
+static const struct conn_ops peer_ops = {
+	.frame = peer_frame,
+	.connected = peer_connected,
+	.closed = peer_closed,
+};
+
+static void peer_connect(struct peer *pe)
+{
+	struct sockaddr_storage ss;
+	unsigned len;
+	char desc[96];
+	int rc;
+
+	rc = addr_parse(pe->pd->conf->coordinator, &ss, &len);
+	if (rc == 0) {
+		snprintf(desc, sizeof(desc), "coordinator %s", pe->pd->conf->coordinator);
+		rc = conn_connect(pe->pd->base, (struct sockaddr *)&ss, len, PEER_MAX_FRAME,
+				  &peer_ops, pe, desc, &pe->conn);
+	}
+	if (rc < 0) {
+		peer_reset(pe, err_str(rc));
+		return;
+	}
+	pe->state = PEER_CONNECTING;
+	pe->last_ack = units_now_ms();
+}
+
+/* Every heartbeat interval: beat, notice a silent coordinator, or reconnect. */
+static void peer_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *pe = arg;
+	struct poold *pd = pe->pd;
+	uint64_t hb = pe->hb_ms, misses = pe->hb_misses;
+
+	if (pe->state == PEER_IDLE) {
+		peer_connect(pe);
+	} else if (units_now_ms() - pe->last_ack > hb * misses) {
+		peer_reset(pe, "no answer within heartbeat.misses intervals");
+		return;
+	} else if (pe->state == PEER_UP) {
+		Pool__Heartbeat beat = POOL__HEARTBEAT__INIT;
+
+		beat.node_id = pd->node_id;
+		beat.incarnation = pd->incarnation;
+		conn_send(pe->conn, WIRE_HEARTBEAT, ++pe->next_id, &beat.base);
+	}
+	if (pe->state != PEER_IDLE)
+		peer_schedule(pe, hb);
+}
+
+/*
+ * Forward a client's request to the coordinator; the reply is relayed when
+ * it comes. Fails at once with POOL_ECOORD while the coordinator is away.
+ */
+int peer_forward(struct req *r, uint16_t type, const uint8_t *payload, size_t len)
+{
+	struct peer *pe = r->pd->peer;
+	Pool__Forward fw = POOL__FORWARD__INIT;
+	struct forward *f;
+
+	if (pe == NULL || pe->state != PEER_UP)
+		return req_errorf(r, POOL_ECOORD, "coordinator unavailable (%s)",
+				  r->pd->conf->coordinator);
+	if (pe->nforwards >= PEER_MAX_FORWARDS)
+		return req_errorf(r, -EAGAIN, "too many requests waiting for the coordinator");
+	f = calloc(1, sizeof(*f));
+	if (f == NULL || (f->r = req_hold(r)) == NULL) {
+		free(f);
+		return req_errorf(r, -ENOMEM, "out of memory");
+	}
+	f->id = ++pe->next_id;
+	fw.uid = r->uid;
+	fw.gid = r->gid;
+	fw.pid = (uint32_t)r->pid;
+	fw.admin = r->admin;
+	fw.type = type;
+	fw.payload.data = (uint8_t *)payload;
+	fw.payload.len = len;
+	if (conn_send(pe->conn, WIRE_FORWARD, f->id, &fw.base) < 0) {
+		req_finish(f->r, 0);
+		free(f);
+		return req_errorf(r, POOL_ECOORD, "coordinator unavailable (%s)",
+				  r->pd->conf->coordinator);
+	}
+	TAILQ_INSERT_TAIL(&pe->forwards, f, entry);
+	pe->nforwards++;
+	return 0;
+}
+
+/* Start joining the coordinator. */
+int peer_open(struct poold *pd)
+{
+	struct peer *pe = calloc(1, sizeof(*pe));
+
+	if (pe == NULL)
+		return -ENOMEM;
+	pe->pd = pd;
+	pe->hb_ms = (uint64_t)pd->conf->heartbeat_ms;
+	pe->hb_misses = (uint64_t)pd->conf->heartbeat_misses;
+	TAILQ_INIT(&pe->forwards);
+	pe->timer = evtimer_new(pd->base, peer_tick, pe);
+	if (pe->timer == NULL) {
+		free(pe);
+		return -ENOMEM;
+	}
+	pd->peer = pe;
+	peer_connect(pe);
+	if (pe->state != PEER_IDLE)
+		peer_schedule(pe, pe->hb_ms);
+	return 0;
+}
+
+/* Leave the coordinator. */
+void peer_close(struct poold *pd)
+{
+	struct peer *pe = pd->peer;
+
+	if (pe == NULL)
+		return;
+	if (pe->conn != NULL)
+		conn_free(pe->conn);
+	pe->conn = NULL;
+	peer_fail_forwards(pe);
+	event_free(pe->timer);
+	free(pe);
+	pd->peer = NULL;
+}

@@ -1,0 +1,94 @@
+#!/bin/bash
+# A 4-node cluster in network namespaces: it forms, every node sees every
+# other, links are probed over UCX/TCP, a killed or cut-off node is dead
+# within the heartbeat window and comes back, a wrong secret or another
+# protocol version is refused.
+. "${top_srcdir:-.}/tests/cluster/pool.sh"
+FAILS=0 PASSES=0
+ok() { PASSES=$((PASSES + 1)); echo "ok - $*"; }
+not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
+finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "membership: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
+
+# heartbeat 500ms, dead after 3 misses: the window is 1.5s.
+pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
+ok "4-node cluster formed ($CLUSTER_MODE)"
+
+for i in 1 3; do
+	pctl "$i" --json nodes >"$CLUSTER_TMP/nodes.json"
+	python3 - "$CLUSTER_TMP/nodes.json" <<'PY' && ok "host $i sees 4 nodes up with distinct ids" || not_ok "host $i sees 4 nodes up"
+import json, sys
+nodes = json.load(open(sys.argv[1]))["nodes"]
+assert sorted(n["name"] for n in nodes) == ["h1", "h2", "h3", "h4"], nodes
+assert all(n["state"] == "up" for n in nodes), nodes
+assert len({n["id"] for n in nodes}) == 4
+assert all(n["dram_capacity"] > 0 and n["numa"] for n in nodes)
+PY
+done
+pctl 2 nodes | grep -q "h4 .* up " && ok "table output lists h4 up" || not_ok "table output lists h4 up"
+
+pctl 2 --json fabric probe >"$CLUSTER_TMP/fabric.json" && ok "fabric probe from a node" || not_ok "fabric probe from a node"
+python3 - "$CLUSTER_TMP/fabric.json" <<'PY' && ok "12 links measured over tcp" || not_ok "12 links measured over tcp"
+import json, sys
+links = json.load(open(sys.argv[1]))["links"]
+assert len(links) == 12, links
+for l in links:
+    assert l["error"] == 0, l
+    assert l["latency_ns"] > 0 and l["bandwidth_bps"] > 0, l
+    assert "tcp" in l["transport"], l
+PY
+pctl 4 fabric >"$CLUSTER_TMP/fabric.txt" && grep -q "GB/s" "$CLUSTER_TMP/fabric.txt" && ok "fabric matrix kept at the coordinator" || not_ok "fabric matrix kept"
+
+# SIGKILL: dead within the window (1.5s, checked every 0.25s), back after a restart.
+id4=$(python3 -c 'import json,sys; print([n["id"] for n in json.load(open(sys.argv[1]))["nodes"] if n["name"]=="h4"][0])' "$CLUSTER_TMP/nodes.json")
+pool_node_kill 4
+start=$SECONDS
+pool_wait_state 1 h4 suspect 5 && ok "killed node suspect at once" || not_ok "killed node suspect"
+pool_wait_state 1 h4 dead 5 && ok "killed node dead after $((SECONDS - start))s" || not_ok "killed node dead"
+pool_wait_state 2 h4 dead 2 && ok "other nodes learn it is dead" || not_ok "other nodes learn it is dead"
+pool_node_start 4
+pool_wait_state 1 h4 up 10 && ok "restarted node is up again" || not_ok "restarted node up"
+pctl 1 --json nodes | python3 -c 'import json,sys; assert [n["id"] for n in json.load(sys.stdin)["nodes"] if n["name"]=="h4"] == [int(sys.argv[1])]' "$id4" \
+	&& ok "restarted node keeps its id" || not_ok "restarted node keeps its id"
+
+# Link down: detected the same way; healed after link up.
+rc=0; cluster_link_down 3 || rc=$?
+if [ "$rc" -eq 0 ]; then
+	pool_wait_state 1 h3 dead 6 && ok "cut-off node dead" || not_ok "cut-off node dead"
+	pool_wait_state 2 h3 dead 2 && ok "others learn the cut-off node is dead" || not_ok "others learn cut-off"
+	cluster_link_up 3
+	pool_wait_state 1 h3 up 20 && ok "healed node up again" || not_ok "healed node up again"
+	pool_wait_state 3 h4 up 5 && ok "healed node sees the others" || not_ok "healed node sees the others"
+else
+	echo "skip - link cut needs network namespaces"
+fi
+
+# A node with a wrong secret is refused, with the reason logged on both sides.
+pool_node_kill 4
+pool_wait_state 1 h4 dead 5
+POOL_SECRET=wrong pool_node_start 4
+sleep 1.5
+grep -q "node 'h4' presented a wrong peer secret" "$(cluster_dir 1)/poold.log" && ok "coordinator logs the wrong secret" || not_ok "coordinator logs the wrong secret"
+grep -q "refused: node 'h4' presented a wrong peer secret" "$(cluster_dir 4)/poold.log" && ok "node logs why it was refused" || not_ok "node logs refusal"
+pool_wait_state 1 h4 dead 1 && ok "refused node stays out" || not_ok "refused node stays out"
+pool_node_kill 4
+
+# A peer speaking another protocol version is refused with a clear message.
+out=$(cluster_exec 2 python3 "$top_srcdir/tests/integration/wire.py" "tcp:$(pool_coord_addr)" version 2>&1)
+echo "$out" | grep -q "protocol version 6 is not supported: this poold speaks version 1" \
+	&& ok "other protocol version refused clearly" || { not_ok "other protocol version refused"; echo "$out"; }
+out=$(cluster_exec 2 python3 "$top_srcdir/tests/integration/wire.py" "tcp:$(pool_coord_addr)" hello-version 2>&1)
+echo "$out" | grep -q "protocol version 2 is not supported: this coordinator speaks version 1" \
+	&& ok "hello with another version refused clearly" || { not_ok "hello version refused"; echo "$out"; }
+
+# Coordinator gone: a node's cluster requests fail fast, then work once it is back.
+pool_node_kill 1
+sleep 0.5
+t0=$(date +%s%N)
+out=$(pctl 2 nodes 2>&1); rc=$?
+t1=$(date +%s%N)
+[ $rc -eq 1 ] && echo "$out" | grep -q "coordinator unavailable" && ok "coordinator down: clear error in $(( (t1 - t0) / 1000000 ))ms" \
+	|| { not_ok "coordinator down error"; echo "$out"; }
+pctl 2 status >/dev/null && ok "node still serves local requests" || not_ok "node serves local requests"
+pool_node_start 1
+pool_wait_state 2 h2 up 20 && ok "nodes rejoin a restarted coordinator" || not_ok "nodes rejoin a restarted coordinator"
+finish

@@ -1,0 +1,69 @@
+# tests/cluster/pool.sh - run poolds on a cluster made by lib.sh.
+#
+# Host 1 runs the coordinator (peer listener on its address, port 7400);
+# the others join it. Each poold has its own runtime directory and log in
+# the host's scratch directory and speaks UCX over TCP only.
+
+. "${top_srcdir:-.}/tests/cluster/lib.sh"
+: "${top_builddir:=.}"
+POOLD="$top_builddir/daemon/poold"
+POOLCTL="$top_builddir/cli/poolctl"
+POOL_HB=${POOL_HB:-500ms}
+POOL_SECRET=${POOL_SECRET:-cluster-test-secret}
+POOL_PIDS=()
+
+pool_coord_addr() { echo "$(cluster_addr 1):$(cluster_port 1 7400)"; }
+pool_sock() { echo "$(cluster_dir "$1")/run/poold.sock"; }
+
+# pool_node_start I [poold -o options...]: start poold on host I.
+pool_node_start() {
+	local i=$1 dir role; shift
+	dir=$(cluster_dir "$i")
+	mkdir -p "$dir/run"
+	if [ "$i" -eq 1 ]; then
+		role=(-o role=coordinator -o "peer.listen=$(pool_coord_addr)")
+	else
+		role=(-o role=node -o "coordinator=$(pool_coord_addr)")
+	fi
+	POOL_PIDS[$i]=$(cluster_spawn "$i" "$dir/poold.log" "$POOLD" -d \
+		-o "runtime_dir=$dir/run" -o "node.name=h$i" -o "heartbeat.interval=$POOL_HB" \
+		-o "peer.secret=$POOL_SECRET" -o fabric.transports=tcp "${role[@]}" "$@")
+}
+
+# pool_node_kill I [SIGNAL]
+pool_node_kill() { cluster_kill "${POOL_PIDS[$1]}" "${2:-KILL}"; }
+
+# pctl I ARGS...: poolctl against host I's poold, run inside host I.
+pctl() { local i=$1; shift; cluster_exec "$i" "$POOLCTL" -s "$(pool_sock "$i")" "$@"; }
+
+# pool_wait_state I NODE-NAME STATE SECONDS: poll host I's view until NODE is in STATE.
+pool_wait_state() {
+	local i=$1 name=$2 state=$3 deadline=$((SECONDS + $4))
+	while [ $SECONDS -le $deadline ]; do
+		pctl "$i" --json nodes 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+sys.exit(0 if any(n["name"] == sys.argv[1] and n["state"] == sys.argv[2] for n in d["nodes"]) else 1)
+' "$name" "$state" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# pool_cluster_start N: a cluster of N poolds, all up.
+pool_cluster_start() {
+	local n=$1 i
+	cluster_create "$n" || return 1
+	pool_node_start 1 || return 1
+	for _ in $(seq 100); do [ -S "$(pool_sock 1)" ] && break; sleep 0.05; done
+	for i in $(seq 2 "$n"); do pool_node_start "$i" || return 1; done
+	for i in $(seq 2 "$n"); do pool_wait_state 1 "h$i" up 20 || { echo "h$i did not join"; return 1; }; done
+}
+
+# Show the poolds' logs of a failed test.
+pool_cluster_logs() {
+	local i
+	for i in $(seq "$CLUSTER_N"); do
+		echo "--- h$i poold.log"; tail -n 30 "$(cluster_dir "$i")/poold.log"
+	done
+}
