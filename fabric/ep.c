@@ -86,6 +86,11 @@ static void fab_ep_closed(void *request, ucs_status_t status, void *arg)
 {
 	struct fab_ep *ep = arg;
 
+	if (ep->in_close) { /* completed inside ucp_ep_close_nbx(): fab_ep_destroy() frees */
+		ep->close_done = 1;
+		ucp_request_free(request);
+		return;
+	}
 	fab_ep_unlink_closing(ep);
 	if (ep->close_req != NULL) /* else fab_ep_reap_closing() released it */
 		ucp_request_free(request);
@@ -111,8 +116,10 @@ void fab_ep_destroy(struct fab_ep *ep)
 	param.flags = ep->err ? UCP_EP_CLOSE_FLAG_FORCE : 0;
 	param.cb.send = fab_ep_closed;
 	param.user_data = ep;
+	ep->in_close = 1;
 	sp = ucp_ep_close_nbx(ep->ep, &param);
-	if (!UCS_PTR_IS_PTR(sp)) {
+	ep->in_close = 0;
+	if (!UCS_PTR_IS_PTR(sp) || ep->close_done) {
 		free(ep);
 		return;
 	}

@@ -46,8 +46,9 @@ struct fab_config {
 	size_t tcp_seg_size;	 /* UCX TCP TX/RX segment size; 0 = our tuned default */
 	unsigned op_timeout_ms;	 /* bound on blocking calls; 0 = 10000 */
 	size_t rma_chunk;	 /* split put/get above this size into chunks in flight together;
-				    0 = never (measured fastest on TCP loopback, see pool-bench-fabric -C) */
-	const char *const *ucx_opts; /* extra "KEY=VALUE" UCX settings (no UCX_ prefix), NULL-terminated; may be NULL */
+				    0 = never (chunking gave no consistent gain on TCP loopback; pool-bench-fabric -C) */
+	const char *const *ucx_opts; /* extra "KEY=VALUE" UCX settings, NULL-terminated, may be NULL; no UCX_
+					prefix, and transport keys without theirs ("SNDBUF=4M", not "TCP_SNDBUF") */
 };
 
 /* Completion callback of a non-blocking operation: status 0 or -errno. */

@@ -39,6 +39,8 @@ struct fab_ep {
 	fab_ep_err_cb err_cb;
 	void *err_arg;
 	void *close_req;	   /* the close in progress, until UCX completes it */
+	int in_close;		   /* inside ucp_ep_close_nbx() */
+	int close_done;		   /* its callback ran inside that call */
 	struct fab_ep *close_next; /* on ctx->closing */
 	struct fab_ep *close_prev;
 };
