@@ -18,7 +18,8 @@
 static const struct cmd_entry *const cmd_table[] = {
 	&cmd_status_entry,	    &cmd_config_show_entry, &cmd_config_check_entry,
 	&cmd_reload_entry,	    &cmd_version_entry,	    &cmd_nodes_entry,
-	&cmd_fabric_probe_entry, &cmd_fabric_entry,
+	&cmd_fabric_probe_entry, &cmd_fabric_entry,	    &cmd_regions_entry,
+	&cmd_region_create_entry, &cmd_region_info_entry, &cmd_region_destroy_entry,
 };
 
 static void usage(FILE *f)

@@ -42,6 +42,10 @@ extern const struct cmd_entry cmd_reload_entry;
 extern const struct cmd_entry cmd_nodes_entry;
 extern const struct cmd_entry cmd_fabric_entry;
 extern const struct cmd_entry cmd_fabric_probe_entry;
+extern const struct cmd_entry cmd_regions_entry;
+extern const struct cmd_entry cmd_region_create_entry;
+extern const struct cmd_entry cmd_region_info_entry;
+extern const struct cmd_entry cmd_region_destroy_entry;
 
 /* poolctl.c */
 int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req,

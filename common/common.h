@@ -85,6 +85,9 @@ struct poold_conf {
 	int64_t node_id;
 	int64_t role;
 	int64_t lend_size;
+	int64_t lend_hugepages;
+	char *pmem_path;
+	int64_t pmem_size;
 	char *node_name;
 	char *coordinator;
 	char *peer_listen;

@@ -62,7 +62,13 @@ const struct conf_option conf_options[] = {
 	{"fabric.probe_interval", CONF_DURATION, OFF(probe_interval_ms), 0, 24 * 3600000LL, "0",
 	 NULL, CONF_F_RESTART, "how often to measure every link; 0 means only on request"},
 	{"lend.size", CONF_SIZE, OFF(lend_size), 0, 1024 * GiB, "256M", NULL, CONF_F_RESTART,
-	 "DRAM this node lends to the pool"},
+	 "DRAM this node lends to the pool, split over its NUMA nodes"},
+	{"lend.hugepages", CONF_BOOL, OFF(lend_hugepages), 0, 1, "no", NULL, CONF_F_RESTART,
+	 "back lent DRAM with huge pages (they must be reserved in the kernel)"},
+	{"pmem.path", CONF_STRING, OFF(pmem_path), 0, 200, "", NULL, CONF_F_RESTART,
+	 "file or DAX device of the persistent tier; empty: no persistent tier"},
+	{"pmem.size", CONF_SIZE, OFF(pmem_size), 0, 16384 * GiB, "0", NULL, CONF_F_RESTART,
+	 "size of the persistent tier; 0 uses the size of an existing file"},
 };
 
 const size_t conf_noptions = sizeof(conf_options) / sizeof(conf_options[0]);

@@ -135,6 +135,11 @@ int cluster_self_info(struct poold *pd, Pool__NodeInfo *info)
 	if (rc < 0)
 		return rc;
 	pool__node_info__init(info);
+	rc = lend_arenas_msg(pd, &info->arenas, &info->n_arenas);
+	if (rc < 0) {
+		numa_layout_free(numa, n);
+		return rc;
+	}
 	info->id = pd->node_id;
 	info->name = pd->conf->node_name;
 	info->addr = pd->conf->peer_listen;
@@ -149,6 +154,9 @@ int cluster_self_info(struct poold *pd, Pool__NodeInfo *info)
 	info->probe_rkey.data = pd->probe_rkey;
 	info->probe_rkey.len = pd->probe_rkey_len;
 	info->incarnation = pd->incarnation;
+	for (size_t i = 0; i < pd->narenas; i++)
+		if (pd->arenas[i].tier == TIER_PMEM)
+			info->pmem_capacity += pd->arenas[i].size;
 	return 0;
 }
 
@@ -156,8 +164,11 @@ int cluster_self_info(struct poold *pd, Pool__NodeInfo *info)
 void cluster_self_info_free(Pool__NodeInfo *info)
 {
 	numa_layout_free(info->numa, info->n_numa);
+	lend_arenas_msg_free(info->arenas, info->n_arenas);
 	info->numa = NULL;
 	info->n_numa = 0;
+	info->arenas = NULL;
+	info->n_arenas = 0;
 }
 
 /* The member table as Member messages (borrowing each member's info). */

@@ -145,6 +145,54 @@ int conn_send_raw(struct conn *c, uint16_t type, uint64_t req_id, const uint8_t 
 	return 0;
 }
 
+/*
+ * Send a frame with a file descriptor attached (SCM_RIGHTS). The descriptor
+ * travels with the first byte of the frame, so the frame is written
+ * directly, and only when nothing else is queued (-EAGAIN otherwise; a
+ * client waiting for this reply has read everything before it).
+ */
+int conn_send_fd(struct conn *c, uint16_t type, uint64_t req_id, const ProtobufCMessage *msg,
+		 int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	struct msghdr mh = {0};
+	struct cmsghdr *cm;
+	struct iovec iov;
+	uint8_t *buf;
+	size_t len;
+	ssize_t n;
+	int rc;
+
+	if (c->dead || c->closing)
+		return -ENOTCONN;
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) != 0)
+		return -EAGAIN;
+	rc = wire_frame_pack(type, req_id, msg, &buf, &len);
+	if (rc < 0)
+		return rc;
+	iov.iov_base = buf;
+	iov.iov_len = len;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf;
+	mh.msg_controllen = sizeof(cbuf);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	n = sendmsg(bufferevent_getfd(c->bev), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n < 0) {
+		rc = -errno;
+	} else {
+		/* The rest of a partly written frame follows through the buffer. */
+		if ((size_t)n < len && bufferevent_write(c->bev, buf + n, len - (size_t)n) < 0)
+			rc = -ENOMEM;
+	}
+	free(buf);
+	return rc;
+}
+
 /* Whether the connection can still carry frames. */
 bool conn_alive(const struct conn *c)
 {

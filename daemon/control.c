@@ -59,6 +59,8 @@ static const struct ctl_handler *const handler_tables[] = {
 	status_handlers,
 	reload_handlers,
 	cluster_handlers,
+	region_handlers,
+	arena_handlers,
 };
 
 static const struct ctl_handler *handlers[WIRE_TYPE_MAX];
@@ -228,6 +230,7 @@ static void ctl_hello(struct ctl_conn *c, const struct wire_hdr *hdr, const uint
 	reply.version = WIRE_VERSION;
 	reply.server_version = PACKAGE_VERSION;
 	reply.node_id = c->ctl->pd->node_id;
+	reply.transports = c->ctl->pd->conf->fabric_transports;
 	log_debug("%s: hello (%s)", conn_desc(c->conn), hello->name ? hello->name : "");
 	wire_msg_free(&hello->base);
 	conn_send(c->conn, WIRE_HELLO_REPLY, hdr->req_id, &reply.base);

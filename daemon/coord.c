@@ -83,6 +83,20 @@ static void coord_send_event(struct coord *co, struct member *m)
 			conn_send(p->conn, WIRE_MEMBER_EVENT, 0, &ev.base);
 }
 
+/* Ask a lender to zero a freed extent (it is gone with the lender if it is down). */
+void coord_scrub(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len)
+{
+	Pool__Scrub sc = POOL__SCRUB__INIT;
+	struct member *m = cluster_find(pd, node);
+
+	if (m == NULL || m->conn == NULL)
+		return;
+	sc.arena = arena;
+	sc.off = off;
+	sc.len = len;
+	conn_send(m->conn, WIRE_SCRUB, 0, &sc.base);
+}
+
 /* Tell every registered node that a member joined or changed state. */
 void coord_member_changed(struct poold *pd, struct member *m)
 {
@@ -450,6 +464,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	m->conn = p->conn;
 	m->last_heartbeat = units_now_ms();
 	p->m = m;
+	region_lender_update(pd, m->info);
 	snprintf(desc, sizeof(desc), "node %u (%s) at %s", id, info->name, p->addr);
 	conn_set_desc(p->conn, desc);
 	conn_set_read_timeout(p->conn, 0);
@@ -701,6 +716,10 @@ int coord_open(struct poold *pd)
 		goto out_free;
 	m->state = MEMBER_UP;
 	m->last_heartbeat = units_now_ms();
+	rc = region_open_space(pd);
+	if (rc < 0)
+		goto out_free;
+	region_lender_update(pd, m->info);
 	if (pd->conf->peer_listen[0] != '\0' && (rc = coord_listen(co)) < 0)
 		goto out_free;
 	co->check_ev = event_new(pd->base, -1, EV_PERSIST, coord_check, co);
@@ -750,6 +769,7 @@ void coord_close(struct poold *pd)
 		event_free(co->check_ev);
 	if (co->probe_ev != NULL)
 		event_free(co->probe_ev);
+	region_close_space(pd);
 	free(co);
 	pd->coord = NULL;
 }

@@ -49,6 +49,7 @@ struct ext {
 		uint64_t len;  /* free runs, allocated extents */
 		uint64_t used; /* small units: bytes lent out of the unit */
 	};
+	struct ext *unit; /* small runs and small extents: their unit, saving a lookup */
 };
 
 struct pool {
@@ -273,7 +274,7 @@ static int spare_fill(struct extent_arena *a)
 		e = malloc(sizeof(*e));
 		if (e == NULL)
 			return -ENOMEM;
-		e->by_off.l = &a->spare->by_off;
+		e->by_off.l = a->spare ? &a->spare->by_off : NULL;
 		a->spare = e;
 		a->nspare++;
 	}
@@ -350,6 +351,7 @@ static void pool_take(struct extent_arena *a, struct pool *p, struct ext *r, uin
 	}
 	if (right) {
 		n = left ? spare_get(a) : r;
+		n->unit = r->unit;
 		n->off = off + len;
 		n->len = right;
 		pool_add(p, n);
@@ -413,20 +415,23 @@ static struct ext *unit_open(struct extent_arena *a, uint64_t off)
 
 	u->off = off;
 	u->used = 0;
+	u->unit = NULL;
 	a->units = avl_insert(a->units, &u->by_off, cmp_off);
 	a->nunits++;
 	r->off = off;
 	r->len = a->unit;
+	r->unit = u;
 	pool_add(&a->small, r);
 	return u;
 }
 
-static void ext_record(struct extent_arena *a, uint64_t off, uint64_t len)
+static void ext_record(struct extent_arena *a, uint64_t off, uint64_t len, struct ext *u)
 {
 	struct ext *e = spare_get(a);
 
 	e->off = off;
 	e->len = len;
+	e->unit = u;
 	a->used = avl_insert(a->used, &e->by_off, cmp_off);
 	a->used_bytes += len;
 	a->nextents++;
@@ -465,6 +470,7 @@ int extent_arena_new(uint64_t size, uint64_t unit, uint64_t grain, struct extent
 		e = spare_get(a);
 		e->off = 0;
 		e->len = size;
+		e->unit = NULL;
 		pool_add(&a->big, e);
 	}
 	*ret = a;
@@ -492,7 +498,7 @@ void extent_arena_free(struct extent_arena *a)
 /* Allocate len bytes, rounded as described above: -ENOSPC when nothing fits. */
 int extent_alloc(struct extent_arena *a, uint64_t len, uint64_t *ret_off, uint64_t *ret_len)
 {
-	struct ext *r, *u;
+	struct ext *r, *u = NULL;
 	uint64_t rlen, off;
 	int rc;
 
@@ -522,11 +528,11 @@ int extent_alloc(struct extent_arena *a, uint64_t len, uint64_t *ret_off, uint64
 			r = pool_holding(&a->small, off, rlen);
 		}
 		off = r->off;
+		u = r->unit;
 		pool_take(a, &a->small, r, off, rlen);
-		u = unit_find(a, off);
 		u->used += rlen;
 	}
-	ext_record(a, off, rlen);
+	ext_record(a, off, rlen, u);
 	*ret_off = off;
 	if (ret_len != NULL)
 		*ret_len = rlen;
@@ -536,7 +542,7 @@ int extent_alloc(struct extent_arena *a, uint64_t len, uint64_t *ret_off, uint64
 /* Mark exactly [off, off + rounded len) allocated (ledger replay): -EBUSY if any part is taken. */
 int extent_reserve(struct extent_arena *a, uint64_t off, uint64_t len)
 {
-	struct ext *r, *u;
+	struct ext *r, *u = NULL;
 	uint64_t rlen, base;
 	int rc;
 
@@ -571,7 +577,7 @@ int extent_reserve(struct extent_arena *a, uint64_t off, uint64_t len)
 		pool_take(a, &a->small, r, off, rlen);
 		u->used += rlen;
 	}
-	ext_record(a, off, rlen);
+	ext_record(a, off, rlen, u);
 	return 0;
 }
 
@@ -590,7 +596,7 @@ int extent_release(struct extent_arena *a, uint64_t off, uint64_t len)
 		pool_give(a, &a->big, e, 0, a->size);
 		return 0;
 	}
-	u = unit_find(a, off);
+	u = e->unit;
 	u->used -= e->len;
 	pool_give(a, &a->small, e, u->off, u->off + a->unit);
 	if (u->used)
@@ -602,6 +608,7 @@ int extent_release(struct extent_arena *a, uint64_t off, uint64_t len)
 	a->units = avl_remove(a->units, &u->by_off, cmp_off);
 	a->nunits--;
 	u->len = a->unit;
+	u->unit = NULL;
 	pool_give(a, &a->big, u, 0, a->size);
 	return 0;
 }
@@ -622,6 +629,7 @@ int extent_arena_grow(struct extent_arena *a, uint64_t new_size)
 	e = spare_get(a);
 	e->off = a->size;
 	e->len = new_size - a->size;
+	e->unit = NULL;
 	a->size = new_size;
 	pool_give(a, &a->big, e, 0, new_size);
 	return 0;
@@ -682,8 +690,7 @@ void extent_stats(const struct extent_arena *a, struct extent_stats *ret)
 	ret->nfree_runs = a->big.nruns + a->small.nruns;
 	ret->nextents = a->nextents;
 	ret->nsmall_units = a->nunits;
-	ret->fragmentation =
-	    ret->free ? 1.0 - (double)ret->largest_free / (double)ret->free : 0.0;
+	ret->fragmentation = ret->free ? 1.0 - (double)ret->largest_free / (double)ret->free : 0.0;
 }
 
 static int ext_walk(const struct avl *n, int (*cb)(uint64_t off, uint64_t len, void *arg),
@@ -717,6 +724,7 @@ enum { K_BIG, K_SMALL, K_USED };
 
 struct check_item {
 	uint64_t off, len;
+	const struct ext *unit;
 	int kind;
 };
 
@@ -761,7 +769,8 @@ static int check_collect(const struct avl *n, struct check *c, int kind)
 		c->cap = cap;
 	}
 	e = CEXT_OF(n, by_off);
-	c->items[c->n++] = (struct check_item){.off = e->off, .len = e->len, .kind = kind};
+	c->items[c->n++] =
+	    (struct check_item){.off = e->off, .len = e->len, .unit = e->unit, .kind = kind};
 	return check_collect(n->r, c, kind);
 }
 
@@ -827,7 +836,7 @@ static int check_tiling(const struct extent_arena *a, const struct check *c)
 			nused++;
 		}
 		if (!small) {
-			if (it->off % a->unit || it->len % a->unit || u != NULL)
+			if (it->off % a->unit || it->len % a->unit || u != NULL || it->unit != NULL)
 				return -1;
 			if (prev && prev->kind == K_BIG && it->kind == K_BIG)
 				return -1; /* not coalesced */
@@ -845,6 +854,8 @@ static int check_tiling(const struct extent_arena *a, const struct check *c)
 		} else if (prev->kind == K_SMALL && it->kind == K_SMALL) {
 			return -1; /* not coalesced */
 		}
+		if (it->unit != u)
+			return -1;
 		if (it->kind == K_SMALL)
 			ufree += it->len;
 		else
@@ -898,7 +909,8 @@ int extent_arena_check(const struct extent_arena *a)
 	}
 	if (check_sorted(&c, n) < 0)
 		goto out_items;
-	qsort(c.items, c.n, sizeof(*c.items), check_item_cmp);
+	if (c.n)
+		qsort(c.items, c.n, sizeof(*c.items), check_item_cmp);
 	if (check_tiling(a, &c) == 0)
 		rc = 0;
 out_items:

@@ -239,6 +239,12 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 	case WIRE_PROBE:
 		peer_probe(pe, hdr->req_id, (Pool__ProbeRequest *)msg);
 		break;
+	case WIRE_SCRUB: {
+		const Pool__Scrub *sc = (const Pool__Scrub *)msg;
+
+		lend_scrub(pe->pd, sc->arena, sc->off, sc->len);
+		break;
+	}
 	case WIRE_ERROR: {
 		const Pool__Error *err = (const Pool__Error *)msg;
 

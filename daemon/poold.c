@@ -210,6 +210,7 @@ static void poold_free(struct poold *pd)
 	peer_close(pd);
 	cluster_clear(pd);
 	probe_results_free(pd->probes, pd->nprobes);
+	lend_close(pd);
 	poold_fabric_close(pd);
 	control_close(pd->control);
 	for (i = 0; i < ARRAY_SIZE(pd->sig_ev); i++)
@@ -334,7 +335,7 @@ int main(int argc, char **argv)
 		event_reinit(pd.base);
 	}
 	/* UCX after the fork: its threads and fds belong to the daemon process. */
-	if (poold_fabric_open(&pd) < 0)
+	if (poold_fabric_open(&pd) < 0 || lend_open(&pd) < 0)
 		goto out;
 	if (pd.conf->role == ROLE_COORDINATOR ? coord_open(&pd) < 0 : peer_open(&pd) < 0) {
 		log_warnx("cannot start the %s role", pd.conf->role == ROLE_COORDINATOR

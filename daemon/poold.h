@@ -22,8 +22,28 @@ struct fab_ctx;
 struct fab_mem;
 struct fab_ep;
 struct fab_rkey;
+struct pmem2_map;
+struct pmem2_source;
+struct regions;
 
 enum member_state { MEMBER_UP, MEMBER_SUSPECT, MEMBER_DEAD };
+enum tier { TIER_DRAM, TIER_PMEM };
+
+/* One arena of this node's lend pool (lend.c). */
+struct arena {
+	uint32_t id;
+	enum tier tier;
+	int numa; /* -1 for pmem */
+	int fd;	  /* memfd, or the pmem file */
+	void *base;
+	uint64_t size;
+	struct fab_mem *mem;
+	void *rkey;
+	size_t rkey_len;
+	struct pmem2_map *map;
+	struct pmem2_source *src;
+	void (*persist)(const void *ptr, size_t len);
+};
 
 /*
  * A node of the cluster as this poold knows it. At the coordinator the
@@ -71,6 +91,9 @@ struct poold {
 	size_t worker_addr_len;
 	Pool__ProbeResult **probes; /* at the coordinator: the latest result of each link */
 	size_t nprobes;
+	struct arena *arenas;	    /* this node's lend pool */
+	size_t narenas;
+	struct regions *regions;    /* at the coordinator: the global address space */
 };
 
 /* poold.c */
@@ -106,6 +129,8 @@ void conn_unref(struct conn *c);
 bool conn_alive(const struct conn *c);
 int conn_send_raw(struct conn *c, uint16_t type, uint64_t req_id, const uint8_t *payload,
 		  size_t len);
+int conn_send_fd(struct conn *c, uint16_t type, uint64_t req_id, const ProtobufCMessage *msg,
+		 int fd);
 int conn_send(struct conn *c, uint16_t type, uint64_t req_id, const ProtobufCMessage *msg);
 int conn_send_error(struct conn *c, uint64_t req_id, int code, const char *msg);
 const char *conn_desc(const struct conn *c);
@@ -173,11 +198,25 @@ int cluster_ep(struct poold *pd, struct member *m, struct fab_ep **ret_ep,
 int numa_layout(uint64_t lend_size, Pool__NumaNode ***ret_nodes, size_t *ret_n);
 void numa_layout_free(Pool__NumaNode **nodes, size_t n);
 
+/* lend.c: this node's lend pool */
+int lend_open(struct poold *pd);
+void lend_close(struct poold *pd);
+void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
+int lend_arenas_msg(struct poold *pd, Pool__Arena ***ret_arenas, size_t *ret_n);
+void lend_arenas_msg_free(Pool__Arena **arenas, size_t n);
+
+/* region.c: the global address space (coordinator) */
+int region_open_space(struct poold *pd);
+void region_close_space(struct poold *pd);
+void region_lender_update(struct poold *pd, const Pool__NodeInfo *info);
+uint64_t region_arena_used(struct poold *pd, uint32_t node, uint32_t arena);
+
 /* coord.c: the coordinator role */
 int coord_open(struct poold *pd);
 void coord_close(struct poold *pd);
 void coord_member_changed(struct poold *pd, struct member *m);
 int coord_probe_all(struct poold *pd, struct req *r);
+void coord_scrub(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len);
 
 /* peer.c: a node's link to the coordinator */
 int peer_open(struct poold *pd);
@@ -196,5 +235,7 @@ Pool__ProbeResult *probe_result_dup(const Pool__ProbeResult *res);
 extern const struct ctl_handler status_handlers[];
 extern const struct ctl_handler reload_handlers[];
 extern const struct ctl_handler cluster_handlers[];
+extern const struct ctl_handler region_handlers[];
+extern const struct ctl_handler arena_handlers[];
 
 #endif

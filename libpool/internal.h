@@ -12,16 +12,27 @@
 #define POOL_DEFAULT_SOCKET "/run/poold/poold.sock"
 #define POOL_CALL_TIMEOUT_MS 30000
 
+struct fab_ctx;
+struct pool_node;
+
 struct pool {
 	pthread_mutex_t lock; /* serialises calls on the control connection */
 	struct wire_client *wc;
+	pthread_mutex_t data_lock; /* serialises the fabric data path */
+	struct fab_ctx *fab;	   /* made on the first remote access */
+	struct pool_node *nodes;   /* endpoints to lenders, by node id */
 };
 
 /* error.c */
 int pool_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* region.c */
+void pool_nodes_free(struct pool *pool);
+
 /* pool.c */
 int pool_call(struct pool *pool, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,
 	      ProtobufCMessage **ret_reply);
+int pool_call_fd(struct pool *pool, uint16_t type, const ProtobufCMessage *req,
+		 uint16_t reply_type, ProtobufCMessage **ret_reply, int *ret_fd);
 
 #endif

@@ -33,6 +33,13 @@ extern "C" {
 
 struct pool;
 struct pool_status;
+struct pool_region;
+struct pool_region_opts;
+
+/* pool_region_create() flags */
+#define POOL_REGION_ANONYMOUS 0x1 /* freed when its last lease ends */
+/* pool_region_open() flags */
+#define POOL_REGION_WRITE 0x1 /* open for reading and writing (default: reading) */
 
 /* Connect to the local poold; socket NULL means $POOL_SOCKET or the default. */
 POOL_EXPORT int pool_open(const char *socket, unsigned flags, struct pool **ret_pool);
@@ -47,6 +54,41 @@ POOL_EXPORT const char *pool_status_role(const struct pool_status *status);
 POOL_EXPORT uint32_t pool_status_node_id(const struct pool_status *status);
 POOL_EXPORT uint64_t pool_status_uptime_ms(const struct pool_status *status);
 POOL_EXPORT uint32_t pool_status_clients(const struct pool_status *status);
+
+/* Options of a new region; free with pool_region_opts_free(). */
+POOL_EXPORT int pool_region_opts_new(struct pool_region_opts **ret_opts);
+POOL_EXPORT void pool_region_opts_free(struct pool_region_opts *opts);
+POOL_EXPORT int pool_region_opts_set_size(struct pool_region_opts *opts, uint64_t size);
+/* "pinned" (default), "cache" or "persistent" */
+POOL_EXPORT int pool_region_opts_set_class(struct pool_region_opts *opts, const char *cls);
+/* "any" (default), "local", "node=N", "numa=M", "spread", "spread=N" */
+POOL_EXPORT int pool_region_opts_set_placement(struct pool_region_opts *opts,
+					       const char *placement);
+POOL_EXPORT int pool_region_opts_set_mode(struct pool_region_opts *opts, unsigned mode);
+POOL_EXPORT int pool_region_opts_set_stripe(struct pool_region_opts *opts, uint64_t stripe);
+
+/* Create a region and open it for reading and writing. */
+POOL_EXPORT int pool_region_create(struct pool *pool, const char *name,
+				   const struct pool_region_opts *opts, unsigned flags,
+				   struct pool_region **ret_region);
+/* Open an existing region. */
+POOL_EXPORT int pool_region_open(struct pool *pool, const char *name, unsigned flags,
+				 struct pool_region **ret_region);
+/* Close a region: unmap it and end its lease. */
+POOL_EXPORT int pool_region_close(struct pool_region *region);
+/* Destroy a region by name (its owner or an admin). */
+POOL_EXPORT int pool_region_destroy(struct pool *pool, const char *name);
+POOL_EXPORT uint64_t pool_region_size(const struct pool_region *region);
+/* The region's global virtual address. */
+POOL_EXPORT uint64_t pool_region_gva(const struct pool_region *region);
+/* Copy len bytes at offset of the region into buf. */
+POOL_EXPORT int pool_region_read(struct pool_region *region, uint64_t offset, void *buf,
+				 size_t len);
+/* Copy len bytes from buf to offset of the region; visible to others on return. */
+POOL_EXPORT int pool_region_write(struct pool_region *region, uint64_t offset, const void *buf,
+				  size_t len);
+/* A pointer to the whole region for load/store; -EREMOTE unless it lives on this node. */
+POOL_EXPORT int pool_region_map(struct pool_region *region, void **ret_addr);
 
 /* Describe an error code returned by any libpool function. */
 POOL_EXPORT const char *pool_strerror(int code);

@@ -1,10 +1,12 @@
 # libpool/: the client library, its public header and pkg-config file.
 lib_LTLIBRARIES += libpool/libpool.la
 include_HEADERS += libpool/libpool.h
-libpool_libpool_la_SOURCES = libpool/libpool.h libpool/internal.h libpool/pool.c libpool/error.c
+libpool_libpool_la_SOURCES = libpool/libpool.h libpool/internal.h libpool/pool.c libpool/error.c \
+	libpool/region.c
 libpool_libpool_la_CPPFLAGS = $(AM_CPPFLAGS) -DPOOL_BUILDING_LIB
 libpool_libpool_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
-libpool_libpool_la_LIBADD = proto/libwire.la common/libcommon.la $(PROTOBUF_C_LIBS)
+libpool_libpool_la_LIBADD = proto/libwire.la common/libcommon.la fabric/libfabric.la \
+	$(PROTOBUF_C_LIBS) $(UCX_LIBS)
 libpool_libpool_la_LDFLAGS = $(AM_LDFLAGS) -version-info $(LIBPOOL_LT_VERSION) \
 	-Wl,--version-script=$(srcdir)/libpool/libpool.map
 EXTRA_libpool_libpool_la_DEPENDENCIES = $(srcdir)/libpool/libpool.map

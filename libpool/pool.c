@@ -35,6 +35,7 @@ POOL_EXPORT int pool_open(const char *socket, unsigned flags, struct pool **ret_
 				msg[0] ? msg : err_str(rc));
 	}
 	pthread_mutex_init(&pool->lock, NULL);
+	pthread_mutex_init(&pool->data_lock, NULL);
 	*ret_pool = pool;
 	return 0;
 }
@@ -43,8 +44,10 @@ POOL_EXPORT int pool_close(struct pool *pool)
 {
 	if (pool == NULL)
 		return 0;
+	pool_nodes_free(pool);
 	wire_client_close(pool->wc);
 	pthread_mutex_destroy(&pool->lock);
+	pthread_mutex_destroy(&pool->data_lock);
 	free(pool);
 	return 0;
 }
@@ -53,11 +56,19 @@ POOL_EXPORT int pool_close(struct pool *pool)
 int pool_call(struct pool *pool, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,
 	      ProtobufCMessage **ret_reply)
 {
+	return pool_call_fd(pool, type, req, reply_type, ret_reply, NULL);
+}
+
+/* pool_call() for a reply that carries a file descriptor. */
+int pool_call_fd(struct pool *pool, uint16_t type, const ProtobufCMessage *req,
+		 uint16_t reply_type, ProtobufCMessage **ret_reply, int *ret_fd)
+{
 	char msg[256];
 	int rc;
 
 	pthread_mutex_lock(&pool->lock);
-	rc = wire_client_call(pool->wc, type, req, reply_type, ret_reply, msg, sizeof(msg));
+	rc = wire_client_call_fd(pool->wc, type, req, reply_type, ret_reply, ret_fd, msg,
+				 sizeof(msg));
 	pthread_mutex_unlock(&pool->lock);
 	if (rc < 0)
 		return pool_err(rc, "%s: %s", wire_type_name(type), msg[0] ? msg : err_str(rc));

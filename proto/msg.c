@@ -29,6 +29,15 @@ static const struct {
 	[WIRE_FABRIC] = {"fabric", &pool__fabric_request__descriptor},
 	[WIRE_FABRIC_REPLY] = {"fabric-reply", &pool__fabric_reply__descriptor},
 	[WIRE_FORWARD] = {"forward", &pool__forward__descriptor},
+	[WIRE_REGION_CREATE] = {"region-create", &pool__region_create__descriptor},
+	[WIRE_REGION_OPEN] = {"region-open", &pool__region_name__descriptor},
+	[WIRE_REGION_STAT] = {"region-stat", &pool__region_name__descriptor},
+	[WIRE_REGION_DESTROY] = {"region-destroy", &pool__region_name__descriptor},
+	[WIRE_REGION_REPLY] = {"region-reply", &pool__region_reply__descriptor},
+	[WIRE_REGION_LIST] = {"region-list", &pool__region_list_request__descriptor},
+	[WIRE_REGION_LIST_REPLY] = {"region-list-reply", &pool__region_list__descriptor},
+	[WIRE_ARENA_FD] = {"arena-fd", &pool__arena_fd__descriptor},
+	[WIRE_SCRUB] = {"scrub", &pool__scrub__descriptor},
 };
 
 /* The descriptor of a message type, or NULL for an unknown type. */

@@ -26,6 +26,7 @@ struct wire_client {
 	uint64_t next_id;
 	uint32_t node_id;
 	char server_version[64];
+	char transports[128];
 };
 
 static int wire_wait(int fd, short events, int timeout_ms)
@@ -59,15 +60,28 @@ static int wire_write_all(int fd, const uint8_t *buf, size_t len)
 	return 0;
 }
 
-static int wire_read_all(int fd, uint8_t *buf, size_t len, int timeout_ms)
+/* Read exactly len bytes; with ret_fd, also take a descriptor passed with them. */
+static int wire_read_all(int fd, uint8_t *buf, size_t len, int timeout_ms, int *ret_fd)
 {
 	while (len > 0) {
+		char cbuf[CMSG_SPACE(sizeof(int))];
+		struct iovec iov = {.iov_base = buf, .iov_len = len};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+		struct cmsghdr *cm;
 		ssize_t n;
 		int rc = wire_wait(fd, POLLIN, timeout_ms);
 
 		if (rc < 0)
 			return rc;
-		n = read(fd, buf, len);
+		if (ret_fd != NULL) {
+			mh.msg_control = cbuf;
+			mh.msg_controllen = sizeof(cbuf);
+		}
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+		for (cm = ret_fd ? CMSG_FIRSTHDR(&mh) : NULL; n > 0 && cm != NULL;
+		     cm = CMSG_NXTHDR(&mh, cm))
+			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+				memcpy(ret_fd, CMSG_DATA(cm), sizeof(int));
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
@@ -103,12 +117,19 @@ int wire_send_frame(int fd, uint16_t type, uint64_t req_id, const ProtobufCMessa
 int wire_recv_frame(int fd, size_t max_payload, int timeout_ms, struct wire_hdr *ret_hdr,
 		    uint8_t **ret_payload)
 {
+	return wire_recv_frame_fd(fd, max_payload, timeout_ms, ret_hdr, ret_payload, NULL);
+}
+
+/* wire_recv_frame(), also taking a descriptor sent with the frame (-1 if none). */
+int wire_recv_frame_fd(int fd, size_t max_payload, int timeout_ms, struct wire_hdr *ret_hdr,
+		       uint8_t **ret_payload, int *ret_fd)
+{
 	uint8_t hbuf[WIRE_HDR_LEN];
 	struct wire_hdr hdr;
 	uint8_t *payload = NULL;
 	int rc;
 
-	rc = wire_read_all(fd, hbuf, sizeof(hbuf), timeout_ms);
+	rc = wire_read_all(fd, hbuf, sizeof(hbuf), timeout_ms, ret_fd);
 	if (rc < 0)
 		return rc;
 	rc = wire_hdr_decode(hbuf, sizeof(hbuf), max_payload, &hdr);
@@ -118,7 +139,7 @@ int wire_recv_frame(int fd, size_t max_payload, int timeout_ms, struct wire_hdr 
 		payload = malloc(hdr.len);
 		if (payload == NULL)
 			return -ENOMEM;
-		rc = wire_read_all(fd, payload, hdr.len, timeout_ms);
+		rc = wire_read_all(fd, payload, hdr.len, timeout_ms, NULL);
 		if (rc < 0) {
 			free(payload);
 			return rc;
@@ -136,6 +157,14 @@ int wire_recv_frame(int fd, size_t max_payload, int timeout_ms, struct wire_hdr 
  */
 int wire_client_call(struct wire_client *c, uint16_t type, const ProtobufCMessage *req,
 		     uint16_t reply_type, ProtobufCMessage **ret_reply, char *errbuf, size_t errlen)
+{
+	return wire_client_call_fd(c, type, req, reply_type, ret_reply, NULL, errbuf, errlen);
+}
+
+/* wire_client_call() for a reply that carries a file descriptor (*ret_fd, -1 if none). */
+int wire_client_call_fd(struct wire_client *c, uint16_t type, const ProtobufCMessage *req,
+			uint16_t reply_type, ProtobufCMessage **ret_reply, int *ret_fd,
+			char *errbuf, size_t errlen)
 {
 	uint64_t id = c->next_id++;
 	struct wire_hdr hdr;
@@ -158,7 +187,9 @@ int wire_client_call(struct wire_client *c, uint16_t type, const ProtobufCMessag
 	}
 	if (rc < 0)
 		return c->broken = rc;
-	rc = wire_recv_frame(c->fd, WIRE_MAX_FRAME_LIMIT, c->timeout_ms, &hdr, &payload);
+	if (ret_fd != NULL)
+		*ret_fd = -1;
+	rc = wire_recv_frame_fd(c->fd, WIRE_MAX_FRAME_LIMIT, c->timeout_ms, &hdr, &payload, ret_fd);
 	if (rc < 0)
 		/* A late reply would be taken for the next call's: the connection is done. */
 		return c->broken = rc;
@@ -228,6 +259,8 @@ int wire_client_connect(const char *path, const char *name, int timeout_ms,
 		goto out_close;
 	c->node_id = reply->node_id;
 	snprintf(c->server_version, sizeof(c->server_version), "%s", reply->server_version);
+	snprintf(c->transports, sizeof(c->transports), "%s",
+		 reply->transports ? reply->transports : "");
 	wire_msg_free(&reply->base);
 	*ret_client = c;
 	return 0;
@@ -257,6 +290,12 @@ int wire_client_fd(const struct wire_client *c)
 uint32_t wire_client_node_id(const struct wire_client *c)
 {
 	return c->node_id;
+}
+
+/* The fabric transports the server uses ("" when UCX chooses). */
+const char *wire_client_transports(const struct wire_client *c)
+{
+	return c->transports;
 }
 
 /* The software version the server announced in its HelloReply. */

@@ -55,6 +55,15 @@ enum wire_type {
 	WIRE_FABRIC = 18,
 	WIRE_FABRIC_REPLY = 19,
 	WIRE_FORWARD = 20,
+	WIRE_REGION_CREATE = 21,
+	WIRE_REGION_OPEN = 22,
+	WIRE_REGION_STAT = 23,
+	WIRE_REGION_DESTROY = 24,
+	WIRE_REGION_REPLY = 25,
+	WIRE_REGION_LIST = 26,
+	WIRE_REGION_LIST_REPLY = 27,
+	WIRE_ARENA_FD = 28,
+	WIRE_SCRUB = 29,
 	WIRE_TYPE_MAX
 };
 
@@ -85,9 +94,15 @@ void wire_client_close(struct wire_client *c);
 int wire_client_fd(const struct wire_client *c);
 uint32_t wire_client_node_id(const struct wire_client *c);
 const char *wire_client_server_version(const struct wire_client *c);
+const char *wire_client_transports(const struct wire_client *c);
 int wire_client_call(struct wire_client *c, uint16_t type, const ProtobufCMessage *req,
 		     uint16_t reply_type, ProtobufCMessage **ret_reply, char *errbuf, size_t errlen);
+int wire_client_call_fd(struct wire_client *c, uint16_t type, const ProtobufCMessage *req,
+			uint16_t reply_type, ProtobufCMessage **ret_reply, int *ret_fd,
+			char *errbuf, size_t errlen);
 int wire_send_frame(int fd, uint16_t type, uint64_t req_id, const ProtobufCMessage *msg);
+int wire_recv_frame_fd(int fd, size_t max_payload, int timeout_ms, struct wire_hdr *ret_hdr,
+		       uint8_t **ret_payload, int *ret_fd);
 int wire_recv_frame(int fd, size_t max_payload, int timeout_ms, struct wire_hdr *ret_hdr,
 		    uint8_t **ret_payload);
 

@@ -26,7 +26,8 @@ examples_pool_demo_LDADD = libpool/libpool.la
 # Shell integration tests: each starts its own poold in a private directory.
 INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/garbage.sh tests/integration/limits.sh tests/integration/libpool.sh \
-	tests/integration/man.sh tests/cluster/selftest.sh tests/cluster/membership.sh
+	tests/integration/man.sh tests/integration/regions.sh tests/cluster/selftest.sh \
+	tests/cluster/membership.sh tests/cluster/regions.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/wire.py \
 	tests/cluster/lib.sh tests/cluster/pool.sh
@@ -54,3 +55,11 @@ tests_fuzz_fuzz_conf_SOURCES = tests/fuzz/fuzz_conf.c
 tests_fuzz_fuzz_conf_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
 tests_fuzz_fuzz_conf_LDADD = $(FUZZ_LIBS)
 endif
+
+include tests/unit/extent.mk
+
+# pool-io: regions through libpool, for the region tests.
+noinst_PROGRAMS += tests/tools/pool-io
+tests_tools_pool_io_SOURCES = tests/tools/pool-io.c
+tests_tools_pool_io_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
+tests_tools_pool_io_LDADD = libpool/libpool.la $(XXHASH_LIBS)

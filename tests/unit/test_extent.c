@@ -214,14 +214,14 @@ static void test_bad_release(void)
 	CU_ASSERT_EQUAL_FATAL(extent_alloc(a, 8 * KiB, &small, &len), 0);
 	stats(a, &before);
 
-	CU_ASSERT_EQUAL(extent_release(a, big + unit, unit), -EINVAL);	   /* inside */
-	CU_ASSERT_EQUAL(extent_release(a, big, unit), -EINVAL);	   /* short */
-	CU_ASSERT_EQUAL(extent_release(a, big, 3 * unit), -EINVAL);	   /* long */
+	CU_ASSERT_EQUAL(extent_release(a, big + unit, unit), -EINVAL); /* inside */
+	CU_ASSERT_EQUAL(extent_release(a, big, unit), -EINVAL);	       /* short */
+	CU_ASSERT_EQUAL(extent_release(a, big, 3 * unit), -EINVAL);    /* long */
 	CU_ASSERT_EQUAL(extent_release(a, big, 0), -EINVAL);
 	CU_ASSERT_EQUAL(extent_release(a, small + 4 * KiB, 4 * KiB), -EINVAL);
 	CU_ASSERT_EQUAL(extent_release(a, small, 4 * KiB), -EINVAL);
-	CU_ASSERT_EQUAL(extent_release(a, 5 * unit, unit), -EINVAL);	   /* free space */
-	CU_ASSERT_EQUAL(extent_release(a, 100 * unit, unit), -EINVAL);	   /* outside */
+	CU_ASSERT_EQUAL(extent_release(a, 5 * unit, unit), -EINVAL);   /* free space */
+	CU_ASSERT_EQUAL(extent_release(a, 100 * unit, unit), -EINVAL); /* outside */
 	CU_ASSERT_EQUAL(extent_release(a, big, UINT64_MAX), -EINVAL);
 	stats(a, &after);
 	CU_ASSERT_EQUAL(memcmp(&before, &after, sizeof(before)), 0);
@@ -513,8 +513,8 @@ static void sh_del(int id)
 		sh.owner[g] = 0;
 	if (id != last) {
 		sh.live[id] = sh.live[last];
-		for (g = sh.live[id].off / S_GRAIN; g < (sh.live[id].off + sh.live[id].len) / S_GRAIN;
-		     g++)
+		for (g = sh.live[id].off / S_GRAIN;
+		     g < (sh.live[id].off + sh.live[id].len) / S_GRAIN; g++)
 			sh.owner[g] = id + 1;
 	}
 	sh.nlive--;

@@ -1,0 +1,235 @@
+/* cli/cmd-region.c - poolctl regions | region create | region info | region destroy. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/poolctl.h"
+
+static void region_json(struct json *j, const Pool__RegionInfo *r)
+{
+	size_t i;
+
+	json_object(j, NULL);
+	json_str(j, "name", r->name);
+	json_u64(j, "id", r->id);
+	json_u64(j, "size", r->size);
+	json_str(j, "class", r->class_);
+	json_str(j, "placement", r->placement);
+	json_u64(j, "mode", r->mode);
+	json_u64(j, "uid", r->uid);
+	json_u64(j, "gid", r->gid);
+	json_u64(j, "gva", r->gva);
+	json_u64(j, "stripe", r->stripe);
+	json_u64(j, "leases", r->leases);
+	json_bool(j, "anonymous", r->anonymous);
+	json_array(j, "extents");
+	for (i = 0; i < r->n_extents; i++) {
+		json_object(j, NULL);
+		json_u64(j, "node", r->extents[i]->node);
+		json_u64(j, "arena", r->extents[i]->arena);
+		json_u64(j, "offset", r->extents[i]->off);
+		json_u64(j, "length", r->extents[i]->len);
+		json_end(j);
+	}
+	json_end(j);
+	json_end(j);
+}
+
+/* The distinct lender nodes of a region, as "2,3,4". */
+static void region_nodes(const Pool__RegionInfo *r, char *buf, size_t len)
+{
+	size_t i, k, off = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < r->n_extents && off < len; i++) {
+		for (k = 0; k < i && r->extents[k]->node != r->extents[i]->node; k++)
+			;
+		if (k == i)
+			off += (size_t)snprintf(buf + off, len - off, "%s%u", off ? "," : "",
+						r->extents[i]->node);
+	}
+}
+
+static int cmd_regions_exec(struct cmd_ctx *ctx)
+{
+	static const char *const headers[] = {"NAME",  "SIZE",	 "CLASS", "PLACEMENT",
+					      "NODES", "LEASES", "OWNER", "MODE"};
+	Pool__RegionListRequest req = POOL__REGION_LIST_REQUEST__INIT;
+	Pool__RegionList *rep;
+	size_t i;
+	int rc;
+
+	rc = cmd_call(ctx, WIRE_REGION_LIST, &req.base, WIRE_REGION_LIST_REPLY,
+		      (ProtobufCMessage **)&rep);
+	if (rc != EXIT_OK)
+		return rc;
+	if (ctx->json) {
+		struct json *j = json_new(stdout);
+
+		json_array(j, "regions");
+		for (i = 0; i < rep->n_regions; i++)
+			region_json(j, rep->regions[i]);
+		json_finish(j);
+	} else {
+		struct table *t = table_new(8, headers);
+
+		for (i = 0; i < rep->n_regions; i++) {
+			const Pool__RegionInfo *r = rep->regions[i];
+			char size[24], nodes[128], leases[16], owner[32], mode[8];
+
+			units_fmt_size(r->size, size, sizeof(size));
+			region_nodes(r, nodes, sizeof(nodes));
+			snprintf(leases, sizeof(leases), "%u", r->leases);
+			snprintf(owner, sizeof(owner), "%u:%u", r->uid, r->gid);
+			snprintf(mode, sizeof(mode), "%03o", r->mode);
+			table_row(t, r->name, size, r->class_, r->placement, nodes, leases, owner,
+				  mode);
+		}
+		table_print(t, stdout);
+		table_free(t);
+	}
+	wire_msg_free(&rep->base);
+	return EXIT_OK;
+}
+
+static int region_print_reply(struct cmd_ctx *ctx, Pool__RegionReply *rep)
+{
+	const Pool__RegionInfo *r = rep->region;
+	char size[24], nodes[128];
+	size_t i;
+
+	if (ctx->json) {
+		struct json *j = json_new(stdout);
+
+		json_array(j, "region");
+		region_json(j, r);
+		json_end(j);
+		json_finish(j);
+		return EXIT_OK;
+	}
+	units_fmt_size(r->size, size, sizeof(size));
+	region_nodes(r, nodes, sizeof(nodes));
+	printf("region %s (id %llu)\n", r->name, (unsigned long long)r->id);
+	printf("  size        %s (%llu bytes)\n", size, (unsigned long long)r->size);
+	printf("  class       %s%s\n", r->class_, r->anonymous ? ", anonymous" : "");
+	printf("  placement   %s, nodes %s\n", r->placement, nodes);
+	printf("  owner       uid %u gid %u, mode %03o\n", r->uid, r->gid, r->mode);
+	printf("  gva         0x%llx\n", (unsigned long long)r->gva);
+	if (r->stripe)
+		printf("  stripe      %llu bytes\n", (unsigned long long)r->stripe);
+	printf("  leases      %u\n", r->leases);
+	for (i = 0; i < r->n_extents; i++)
+		printf("  extent %zu    node %u arena %u offset %llu length %llu\n", i,
+		       r->extents[i]->node, r->extents[i]->arena,
+		       (unsigned long long)r->extents[i]->off, (unsigned long long)r->extents[i]->len);
+	return EXIT_OK;
+}
+
+static int cmd_region_create_exec(struct cmd_ctx *ctx)
+{
+	Pool__RegionCreate req = POOL__REGION_CREATE__INIT;
+	Pool__RegionReply *rep;
+	uint64_t size = 0, stripe = 0;
+	int i, rc;
+
+	req.name = ctx->argv[0];
+	req.class_ = "pinned";
+	req.placement = "any";
+	req.mode = 0600;
+	if (units_parse_size(ctx->argv[1], &size) < 0 || size == 0) {
+		fprintf(stderr, "poolctl: '%s' is not a size (use e.g. 64M, 2G)\n", ctx->argv[1]);
+		return EXIT_USAGE;
+	}
+	req.size = size;
+	for (i = 2; i < ctx->argc; i++) {
+		const char *a = ctx->argv[i];
+		char *end;
+
+		if (strncmp(a, "class=", 6) == 0) {
+			req.class_ = (char *)a + 6;
+		} else if (strncmp(a, "placement=", 10) == 0) {
+			req.placement = (char *)a + 10;
+		} else if (strncmp(a, "mode=", 5) == 0) {
+			unsigned long m = strtoul(a + 5, &end, 8);
+
+			if (a[5] == '\0' || *end != '\0' || m > 0777) {
+				fprintf(stderr, "poolctl: '%s' is not an octal mode\n", a + 5);
+				return EXIT_USAGE;
+			}
+			req.mode = (uint32_t)m;
+		} else if (strncmp(a, "stripe=", 7) == 0) {
+			if (units_parse_size(a + 7, &stripe) < 0) {
+				fprintf(stderr, "poolctl: '%s' is not a size\n", a + 7);
+				return EXIT_USAGE;
+			}
+			req.stripe = stripe;
+		} else if (strcmp(a, "anonymous") == 0) {
+			req.anonymous = true;
+		} else {
+			fprintf(stderr, "poolctl: unknown region option '%s'\n", a);
+			return EXIT_USAGE;
+		}
+	}
+	req.from_node = wire_client_node_id(ctx->wc);
+	rc = cmd_call(ctx, WIRE_REGION_CREATE, &req.base, WIRE_REGION_REPLY,
+		      (ProtobufCMessage **)&rep);
+	if (rc != EXIT_OK)
+		return rc;
+	rc = region_print_reply(ctx, rep);
+	wire_msg_free(&rep->base);
+	return rc;
+}
+
+static int cmd_region_info_exec(struct cmd_ctx *ctx)
+{
+	Pool__RegionName req = POOL__REGION_NAME__INIT;
+	Pool__RegionReply *rep;
+	int rc;
+
+	req.name = ctx->argv[0];
+	rc = cmd_call(ctx, WIRE_REGION_STAT, &req.base, WIRE_REGION_REPLY,
+		      (ProtobufCMessage **)&rep);
+	if (rc != EXIT_OK)
+		return rc;
+	rc = region_print_reply(ctx, rep);
+	wire_msg_free(&rep->base);
+	return rc;
+}
+
+static int cmd_region_destroy_exec(struct cmd_ctx *ctx)
+{
+	Pool__RegionName req = POOL__REGION_NAME__INIT;
+	Pool__Ok *ok;
+	int rc;
+
+	req.name = ctx->argv[0];
+	rc = cmd_call(ctx, WIRE_REGION_DESTROY, &req.base, WIRE_OK, (ProtobufCMessage **)&ok);
+	if (rc != EXIT_OK)
+		return rc;
+	wire_msg_free(&ok->base);
+	if (!ctx->json)
+		printf("region %s destroyed\n", ctx->argv[0]);
+	else
+		printf("{\"destroyed\":true}\n");
+	return EXIT_OK;
+}
+
+const struct cmd_entry cmd_regions_entry = {
+	"regions", "", 0, 0, DAEMON_NEEDED, cmd_regions_exec, "list the regions of the pool",
+};
+
+const struct cmd_entry cmd_region_create_entry = {
+	"region create", "NAME SIZE [class=C] [placement=P] [mode=M] [stripe=S] [anonymous]", 2, 7,
+	DAEMON_NEEDED, cmd_region_create_exec, "create a region",
+};
+
+const struct cmd_entry cmd_region_info_entry = {
+	"region info", "NAME", 1, 1, DAEMON_NEEDED, cmd_region_info_exec,
+	"show a region and where it lives",
+};
+
+const struct cmd_entry cmd_region_destroy_entry = {
+	"region destroy", "NAME", 1, 1, DAEMON_NEEDED, cmd_region_destroy_exec,
+	"destroy a region",
+};

@@ -1,0 +1,33 @@
+/*
+ * daemon/arena.c - local zero-copy access: hand a client the memfd of one of
+ * this node's arenas (SCM_RIGHTS), so it can map the extents of its regions
+ * that live here and load/store at memory speed.
+ *
+ * The fd grants the whole arena, so only trusted callers (root, poold's own
+ * uid, control.admin_group) get it; others use one-sided reads and writes.
+ */
+#include "config.h"
+
+#include <errno.h>
+
+#include "daemon/poold.h"
+
+static int arena_fd(struct req *q, const ProtobufCMessage *msg)
+{
+	const Pool__ArenaFd *a = (const Pool__ArenaFd *)msg;
+	Pool__Ok ok = POOL__OK__INIT;
+	int rc;
+
+	if (a->arena >= q->pd->narenas || q->pd->arenas[a->arena].tier != TIER_DRAM)
+		return req_errorf(q, -ENOENT, "node %u has no DRAM arena %u", q->pd->node_id,
+				  a->arena);
+	rc = conn_send_fd(q->conn, WIRE_OK, q->id, &ok.base, q->pd->arenas[a->arena].fd);
+	if (rc < 0)
+		return req_errorf(q, rc, "cannot pass the arena: %s", err_str(rc));
+	return 0;
+}
+
+const struct ctl_handler arena_handlers[] = {
+	{WIRE_ARENA_FD, CTL_ADMIN, AT_HERE, arena_fd},
+	{0, 0, 0, NULL},
+};

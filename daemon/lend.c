@@ -1,0 +1,256 @@
+/*
+ * daemon/lend.c - the lend pool: the memory this node offers to the pool.
+ *
+ * One DRAM arena per NUMA node with memory: a memfd (so local clients can
+ * map it zero-copy), bound to its NUMA node with mbind() before any page
+ * exists, then allocated with fallocate() so start-up fails now, not later,
+ * when the memory cannot be had. Fresh memfd pages are zero; freed extents
+ * are scrubbed. Optionally a persistent arena: a file or DAX device mapped
+ * with libpmem2. Every arena is registered once with UCX; its rkey is in
+ * this node's registration record.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libpmem2.h>
+#include <numa.h>
+#include <numaif.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/poold.h"
+#include "fabric/fabric.h"
+
+#define LEND_ALIGN (2ull << 20)
+
+static int lend_register(struct poold *pd, struct arena *a)
+{
+	int rc = fab_mem_register(pd->fab, a->base, a->size, &a->mem);
+
+	if (rc == 0)
+		rc = fab_mem_rkey_pack(a->mem, &a->rkey, &a->rkey_len);
+	if (rc < 0)
+		log_warnx("cannot register arena %u (%s) with the fabric: %s", a->id,
+			  a->tier == TIER_DRAM ? "dram" : "pmem", err_str(rc));
+	return rc;
+}
+
+static int lend_dram(struct poold *pd, struct arena *a, int numa, uint64_t size)
+{
+	unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
+	char name[32];
+	int rc;
+
+	if (pd->conf->lend_hugepages)
+		flags |= MFD_HUGETLB;
+	snprintf(name, sizeof(name), "poold-lend-numa%d", numa);
+	a->tier = TIER_DRAM;
+	a->numa = numa;
+	a->size = size;
+	a->fd = memfd_create(name, flags);
+	if (a->fd < 0) {
+		log_warn("lend.size: memfd for NUMA node %d", numa);
+		return -errno;
+	}
+	if (ftruncate(a->fd, (off_t)size) < 0) {
+		log_warn("lend.size: cannot size the arena of NUMA node %d to %llu bytes", numa,
+			 (unsigned long long)size);
+		return -errno;
+	}
+	a->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
+	if (a->base == MAP_FAILED) {
+		a->base = NULL;
+		log_warn("lend.size: cannot map the arena of NUMA node %d", numa);
+		return -errno;
+	}
+	if (numa_available() >= 0) {
+		struct bitmask *mask = numa_allocate_nodemask();
+
+		numa_bitmask_setbit(mask, (unsigned)numa);
+		/* The memfd's shared policy: every page of it comes from this node. */
+		if (mbind(a->base, size, MPOL_BIND, mask->maskp, mask->size + 1, 0) < 0)
+			log_warn("lend: mbind to NUMA node %d (memory not pinned to it)", numa);
+		numa_free_nodemask(mask);
+	}
+	if ((rc = posix_fallocate(a->fd, 0, (off_t)size)) != 0) {
+		errno = rc;
+		log_warn("lend.size: cannot reserve %llu bytes on NUMA node %d%s",
+			 (unsigned long long)size, numa,
+			 pd->conf->lend_hugepages ? " (are enough huge pages reserved?)" : "");
+		return -rc;
+	}
+	return lend_register(pd, a);
+}
+
+static int lend_pmem(struct poold *pd, struct arena *a)
+{
+	struct poold_conf *conf = pd->conf;
+	struct pmem2_config *cfg = NULL;
+	struct stat st;
+	int rc;
+
+	a->tier = TIER_PMEM;
+	a->numa = -1;
+	a->fd = open(conf->pmem_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (a->fd < 0) {
+		log_warn("pmem.path %s", conf->pmem_path);
+		return -errno;
+	}
+	if (fstat(a->fd, &st) < 0)
+		return -errno;
+	if (S_ISREG(st.st_mode) && conf->pmem_size > 0 && st.st_size < conf->pmem_size &&
+	    (rc = posix_fallocate(a->fd, 0, (off_t)conf->pmem_size)) != 0) {
+		errno = rc;
+		log_warn("pmem.size: cannot make %s %lld bytes", conf->pmem_path,
+			 (long long)conf->pmem_size);
+		return -rc;
+	}
+	if (pmem2_config_new(&cfg) != 0 || pmem2_source_from_fd(&a->src, a->fd) != 0 ||
+	    pmem2_config_set_required_store_granularity(cfg, PMEM2_GRANULARITY_PAGE) != 0 ||
+	    (conf->pmem_size > 0 && pmem2_config_set_length(cfg, (size_t)conf->pmem_size) != 0) ||
+	    pmem2_map_new(&a->map, cfg, a->src) != 0) {
+		log_warnx("pmem.path %s: %s", conf->pmem_path, pmem2_errormsg());
+		pmem2_config_delete(&cfg);
+		return -EIO;
+	}
+	pmem2_config_delete(&cfg);
+	a->base = pmem2_map_get_address(a->map);
+	a->size = pmem2_map_get_size(a->map) / LEND_ALIGN * LEND_ALIGN;
+	a->persist = pmem2_get_persist_fn(a->map);
+	if (a->size == 0) {
+		log_warnx("pmem.path %s: smaller than one 2 MiB lend unit", conf->pmem_path);
+		return -EINVAL;
+	}
+	return lend_register(pd, a);
+}
+
+static void lend_arena_close(struct arena *a)
+{
+	free(a->rkey);
+	if (a->mem != NULL)
+		fab_mem_deregister(a->mem);
+	if (a->map != NULL)
+		pmem2_map_delete(&a->map);
+	else if (a->base != NULL)
+		munmap(a->base, a->size);
+	if (a->src != NULL)
+		pmem2_source_delete(&a->src);
+	if (a->fd >= 0)
+		close(a->fd);
+}
+
+/* Create the arenas this node lends: DRAM per NUMA node, and the pmem tier if set. */
+int lend_open(struct poold *pd)
+{
+	Pool__NumaNode **numa;
+	size_t n, i;
+	int rc;
+
+	rc = numa_layout((uint64_t)pd->conf->lend_size, &numa, &n);
+	if (rc < 0)
+		return rc;
+	pd->arenas = calloc(n + 1, sizeof(*pd->arenas));
+	if (pd->arenas == NULL) {
+		numa_layout_free(numa, n);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n && rc == 0; i++) {
+		uint64_t size = numa[i]->lend_capacity / LEND_ALIGN * LEND_ALIGN;
+		struct arena *a = &pd->arenas[pd->narenas];
+
+		if (size == 0)
+			continue;
+		a->id = (uint32_t)pd->narenas;
+		a->fd = -1;
+		pd->narenas++;
+		rc = lend_dram(pd, a, (int)numa[i]->id, size);
+	}
+	numa_layout_free(numa, n);
+	if (rc == 0 && pd->conf->pmem_path[0] != '\0') {
+		struct arena *a = &pd->arenas[pd->narenas];
+
+		a->id = (uint32_t)pd->narenas;
+		a->fd = -1;
+		pd->narenas++;
+		rc = lend_pmem(pd, a);
+	}
+	if (rc < 0)
+		return rc;
+	for (i = 0; i < pd->narenas; i++)
+		log_info("lending arena %zu: %s%s%d, %llu MiB", i,
+			 pd->arenas[i].tier == TIER_DRAM ? "dram" : "pmem",
+			 pd->arenas[i].tier == TIER_DRAM ? " NUMA node " : "", pd->arenas[i].numa,
+			 (unsigned long long)(pd->arenas[i].size >> 20));
+	return 0;
+}
+
+/* Release every arena. */
+void lend_close(struct poold *pd)
+{
+	size_t i;
+
+	for (i = 0; i < pd->narenas; i++)
+		lend_arena_close(&pd->arenas[i]);
+	free(pd->arenas);
+	pd->arenas = NULL;
+	pd->narenas = 0;
+}
+
+/* Zero [off, off+len) of an arena before its memory is lent again. */
+void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
+{
+	struct arena *a;
+
+	if (arena >= pd->narenas)
+		return;
+	a = &pd->arenas[arena];
+	if (off > a->size || len > a->size - off)
+		return;
+	memset((char *)a->base + off, 0, len);
+	if (a->persist != NULL)
+		a->persist((char *)a->base + off, len);
+}
+
+/* This node's arenas as Arena messages (borrowing the rkeys); free the array. */
+int lend_arenas_msg(struct poold *pd, Pool__Arena ***ret_arenas, size_t *ret_n)
+{
+	Pool__Arena **out = calloc(pd->narenas ? pd->narenas : 1, sizeof(*out));
+	size_t i;
+
+	if (out == NULL)
+		return -ENOMEM;
+	for (i = 0; i < pd->narenas; i++) {
+		struct arena *a = &pd->arenas[i];
+
+		out[i] = malloc(sizeof(**out));
+		if (out[i] == NULL) {
+			lend_arenas_msg_free(out, i);
+			return -ENOMEM;
+		}
+		pool__arena__init(out[i]);
+		out[i]->id = a->id;
+		out[i]->tier = a->tier == TIER_DRAM ? "dram" : "pmem";
+		out[i]->numa = a->numa;
+		out[i]->size = a->size;
+		out[i]->addr = (uint64_t)(uintptr_t)a->base;
+		out[i]->rkey.data = a->rkey;
+		out[i]->rkey.len = a->rkey_len;
+	}
+	*ret_arenas = out;
+	*ret_n = pd->narenas;
+	return 0;
+}
+
+/* Free what lend_arenas_msg() returned. */
+void lend_arenas_msg_free(Pool__Arena **arenas, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(arenas[i]);
+	free(arenas);
+}

@@ -1,0 +1,535 @@
+/*
+ * libpool/region.c - regions: create, open, read, write, map, close.
+ *
+ * The coordinator (through the local poold) says where a region's extents
+ * live; the data path is this process's own UCX worker reading and writing
+ * the lenders' registered memory directly, or plain loads and stores when
+ * the region lives on this node and is mapped. A striped region maps stripe
+ * s to extent s % N at offset (s / N) * stripe of that extent; transfers
+ * that span stripes or lenders are issued together and waited for once.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "fabric/fabric.h"
+#include "libpool/internal.h"
+
+#define REGION_IO_TIMEOUT_MS 30000
+
+struct pool_region_opts {
+	uint64_t size;
+	uint64_t stripe;
+	char cls[16];
+	char placement[32];
+	unsigned mode;
+};
+
+/* A lender this process talks to: its endpoint and the rkeys of its arenas. */
+struct pool_node {
+	struct pool_node *next;
+	uint32_t id;
+	uint64_t incarnation;
+	struct fab_ep *ep;
+	size_t narenas;
+	struct pool_node_arena {
+		uint32_t id;
+		uint64_t addr;
+		struct fab_rkey *rkey;
+	} *arenas;
+};
+
+struct pool_region_extent {
+	struct pool_node *node;
+	struct fab_rkey *rkey;
+	uint64_t raddr;
+	uint64_t len;
+	uint32_t node_id, arena;
+	uint64_t off;
+};
+
+struct pool_region {
+	struct pool *pool;
+	char name[64];
+	uint64_t size, gva, stripe;
+	unsigned flags;
+	size_t n;
+	struct pool_region_extent *ext;
+	void *map; /* local mapping of the whole region, or NULL */
+	size_t map_len;
+	void *map_base;
+};
+
+POOL_EXPORT int pool_region_opts_new(struct pool_region_opts **ret_opts)
+{
+	struct pool_region_opts *o;
+
+	if (ret_opts == NULL)
+		return pool_err(-EINVAL, "pool_region_opts_new: invalid argument");
+	o = calloc(1, sizeof(*o));
+	if (o == NULL)
+		return pool_err(-ENOMEM, "out of memory");
+	snprintf(o->cls, sizeof(o->cls), "pinned");
+	snprintf(o->placement, sizeof(o->placement), "any");
+	o->mode = 0600;
+	*ret_opts = o;
+	return 0;
+}
+
+POOL_EXPORT void pool_region_opts_free(struct pool_region_opts *opts)
+{
+	free(opts);
+}
+
+POOL_EXPORT int pool_region_opts_set_size(struct pool_region_opts *opts, uint64_t size)
+{
+	if (opts == NULL || size == 0)
+		return pool_err(-EINVAL, "region size must be positive");
+	opts->size = size;
+	return 0;
+}
+
+POOL_EXPORT int pool_region_opts_set_class(struct pool_region_opts *opts, const char *cls)
+{
+	if (opts == NULL || cls == NULL || strlen(cls) >= sizeof(opts->cls))
+		return pool_err(-EINVAL, "invalid region class");
+	snprintf(opts->cls, sizeof(opts->cls), "%s", cls);
+	return 0;
+}
+
+POOL_EXPORT int pool_region_opts_set_placement(struct pool_region_opts *opts,
+					       const char *placement)
+{
+	if (opts == NULL || placement == NULL || strlen(placement) >= sizeof(opts->placement))
+		return pool_err(-EINVAL, "invalid placement");
+	snprintf(opts->placement, sizeof(opts->placement), "%s", placement);
+	return 0;
+}
+
+POOL_EXPORT int pool_region_opts_set_mode(struct pool_region_opts *opts, unsigned mode)
+{
+	if (opts == NULL || mode > 0777)
+		return pool_err(-EINVAL, "mode %o is not a permission mode", mode);
+	opts->mode = mode;
+	return 0;
+}
+
+POOL_EXPORT int pool_region_opts_set_stripe(struct pool_region_opts *opts, uint64_t stripe)
+{
+	if (opts == NULL)
+		return pool_err(-EINVAL, "invalid argument");
+	opts->stripe = stripe;
+	return 0;
+}
+
+static void pool_node_free(struct pool_node *pn)
+{
+	size_t i;
+
+	for (i = 0; i < pn->narenas; i++)
+		if (pn->arenas[i].rkey != NULL)
+			fab_rkey_destroy(pn->arenas[i].rkey);
+	free(pn->arenas);
+	fab_ep_abort(pn->ep);
+	free(pn);
+}
+
+/* Forget every lender endpoint and the fabric context. */
+void pool_nodes_free(struct pool *pool)
+{
+	while (pool->nodes != NULL) {
+		struct pool_node *pn = pool->nodes;
+
+		pool->nodes = pn->next;
+		pool_node_free(pn);
+	}
+	if (pool->fab != NULL)
+		fab_ctx_destroy(pool->fab);
+	pool->fab = NULL;
+}
+
+/* The endpoint to a lender (made or refreshed from its record); data_lock held. */
+static int pool_node_get(struct pool *pool, const Pool__NodeInfo *info, struct pool_node **ret)
+{
+	struct pool_node **pp, *pn;
+	size_t i;
+	int rc;
+
+	if (pool->fab == NULL) {
+		const char *tl = wire_client_transports(pool->wc);
+		struct fab_config cfg = {.transports = tl[0] ? tl : NULL,
+					 .op_timeout_ms = REGION_IO_TIMEOUT_MS};
+
+		rc = fab_ctx_create(&cfg, &pool->fab);
+		if (rc < 0)
+			return pool_err(rc, "cannot start the fabric: %s", err_str(rc));
+	}
+	for (pp = &pool->nodes; (pn = *pp) != NULL; pp = &pn->next) {
+		if (pn->id != info->id)
+			continue;
+		if (pn->incarnation == info->incarnation && fab_ep_error(pn->ep) == 0) {
+			*ret = pn;
+			return 0;
+		}
+		*pp = pn->next; /* the lender restarted or failed: start over */
+		pool_node_free(pn);
+		break;
+	}
+	pn = calloc(1, sizeof(*pn));
+	if (pn == NULL || (pn->arenas = calloc(info->n_arenas + 1, sizeof(*pn->arenas))) == NULL) {
+		free(pn);
+		return pool_err(-ENOMEM, "out of memory");
+	}
+	pn->id = info->id;
+	pn->incarnation = info->incarnation;
+	rc = fab_ep_create(pool->fab, info->worker_addr.data, info->worker_addr.len, NULL, NULL,
+			   &pn->ep);
+	if (rc < 0) {
+		free(pn->arenas);
+		free(pn);
+		return pool_err(rc, "cannot reach node %u: %s", info->id, err_str(rc));
+	}
+	for (i = 0; i < info->n_arenas; i++) {
+		pn->arenas[i].id = info->arenas[i]->id;
+		pn->arenas[i].addr = info->arenas[i]->addr;
+		rc = fab_rkey_unpack(pn->ep, info->arenas[i]->rkey.data, info->arenas[i]->rkey.len,
+				     &pn->arenas[i].rkey);
+		pn->narenas = i + 1;
+		if (rc < 0) {
+			pool_node_free(pn);
+			return pool_err(rc, "bad key for node %u arena %u", info->id,
+					info->arenas[i]->id);
+		}
+	}
+	pn->next = pool->nodes;
+	pool->nodes = pn;
+	*ret = pn;
+	return 0;
+}
+
+/* Resolve every extent of a RegionReply to an endpoint, rkey and remote address. */
+static int region_resolve(struct pool_region *r, const Pool__RegionReply *rep)
+{
+	const Pool__RegionInfo *ri = rep->region;
+	size_t i, k;
+	int rc = 0;
+
+	r->ext = calloc(ri->n_extents ? ri->n_extents : 1, sizeof(*r->ext));
+	if (r->ext == NULL)
+		return pool_err(-ENOMEM, "out of memory");
+	r->n = ri->n_extents;
+	for (i = 0; i < ri->n_extents; i++) {
+		const Pool__Extent *e = ri->extents[i];
+		size_t slot = ri->stripe ? e->region_off : i;
+
+		if (slot >= r->n)
+			return pool_err(POOL_EPROTOCOL, "bad extent list for '%s'", r->name);
+		r->ext[slot].node_id = e->node;
+		r->ext[slot].arena = e->arena;
+		r->ext[slot].off = e->off;
+		r->ext[slot].len = e->len;
+	}
+	if (r->n == 0 || (ri->stripe == 0 && r->ext[0].len < r->size))
+		return pool_err(POOL_EPROTOCOL, "region '%s' has no room for its size", r->name);
+	pthread_mutex_lock(&r->pool->data_lock);
+	for (i = 0; i < r->n && rc == 0; i++) {
+		struct pool_region_extent *x = &r->ext[i];
+		const Pool__NodeInfo *info = NULL;
+
+		for (k = 0; k < rep->n_nodes; k++)
+			if (rep->nodes[k]->node->id == x->node_id)
+				info = rep->nodes[k]->node;
+		if (info == NULL) {
+			rc = pool_err(POOL_ELOST, "region '%s': node %u is unknown", r->name,
+				      x->node_id);
+			break;
+		}
+		rc = pool_node_get(r->pool, info, &x->node);
+		for (k = 0; rc == 0 && k < x->node->narenas; k++)
+			if (x->node->arenas[k].id == x->arena) {
+				x->rkey = x->node->arenas[k].rkey;
+				x->raddr = x->node->arenas[k].addr + x->off;
+			}
+		if (rc == 0 && x->rkey == NULL)
+			rc = pool_err(POOL_EPROTOCOL, "node %u has no arena %u", x->node_id, x->arena);
+	}
+	pthread_mutex_unlock(&r->pool->data_lock);
+	return rc;
+}
+
+/* Map a region that lives in one extent of a DRAM arena of this node. */
+static int region_map_local(struct pool_region *r)
+{
+	Pool__ArenaFd req = POOL__ARENA_FD__INIT;
+	Pool__Ok *ok = NULL;
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t start, end;
+	void *base;
+	int fd = -1, rc;
+
+	if (r->n != 1 || r->stripe != 0 || r->ext[0].node_id != wire_client_node_id(r->pool->wc))
+		return -EREMOTE;
+	req.arena = r->ext[0].arena;
+	rc = pool_call_fd(r->pool, WIRE_ARENA_FD, &req.base, WIRE_OK, (ProtobufCMessage **)&ok, &fd);
+	if (rc < 0)
+		return rc;
+	wire_msg_free(&ok->base);
+	if (fd < 0)
+		return pool_err(POOL_EPROTOCOL, "poold sent no arena descriptor");
+	start = r->ext[0].off / (uint64_t)page * (uint64_t)page;
+	end = r->ext[0].off + r->size;
+	base = mmap(NULL, end - start, PROT_READ | ((r->flags & POOL_REGION_WRITE) ? PROT_WRITE : 0),
+		    MAP_SHARED, fd, (off_t)start);
+	close(fd);
+	if (base == MAP_FAILED)
+		return pool_err(-errno, "cannot map region '%s': %s", r->name, strerror(errno));
+	r->map_base = base;
+	r->map_len = end - start;
+	r->map = (char *)base + (r->ext[0].off - start);
+	return 0;
+}
+
+static int region_from_reply(struct pool *pool, const char *name, unsigned flags,
+			     Pool__RegionReply *rep, struct pool_region **ret)
+{
+	struct pool_region *r = calloc(1, sizeof(*r));
+	int rc;
+
+	if (r == NULL) {
+		wire_msg_free(&rep->base);
+		return pool_err(-ENOMEM, "out of memory");
+	}
+	r->pool = pool;
+	r->flags = flags;
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->size = rep->region->size;
+	r->gva = rep->region->gva;
+	r->stripe = rep->region->stripe;
+	rc = region_resolve(r, rep);
+	wire_msg_free(&rep->base);
+	if (rc < 0) {
+		pool_region_close(r);
+		return rc;
+	}
+	/*
+	 * Local and mappable: loads and stores. Otherwise (remote, striped, or a
+	 * caller not trusted with the arena) one-sided access, which needs no map.
+	 */
+	region_map_local(r);
+	*ret = r;
+	return 0;
+}
+
+POOL_EXPORT int pool_region_create(struct pool *pool, const char *name,
+				   const struct pool_region_opts *opts, unsigned flags,
+				   struct pool_region **ret_region)
+{
+	Pool__RegionCreate req = POOL__REGION_CREATE__INIT;
+	Pool__RegionReply *rep;
+	int rc;
+
+	if (pool == NULL || name == NULL || opts == NULL || ret_region == NULL ||
+	    (flags & ~POOL_REGION_ANONYMOUS))
+		return pool_err(-EINVAL, "pool_region_create: invalid argument");
+	if (opts->size == 0)
+		return pool_err(-EINVAL, "pool_region_create: no size set");
+	req.name = (char *)name;
+	req.size = opts->size;
+	req.class_ = (char *)opts->cls;
+	req.placement = (char *)opts->placement;
+	req.mode = opts->mode;
+	req.stripe = opts->stripe;
+	req.anonymous = (flags & POOL_REGION_ANONYMOUS) != 0;
+	req.from_node = wire_client_node_id(pool->wc);
+	rc = pool_call(pool, WIRE_REGION_CREATE, &req.base, WIRE_REGION_REPLY,
+		       (ProtobufCMessage **)&rep);
+	if (rc < 0)
+		return rc;
+	return region_from_reply(pool, name, POOL_REGION_WRITE, rep, ret_region);
+}
+
+POOL_EXPORT int pool_region_open(struct pool *pool, const char *name, unsigned flags,
+				 struct pool_region **ret_region)
+{
+	Pool__RegionName req = POOL__REGION_NAME__INIT;
+	Pool__RegionReply *rep;
+	int rc;
+
+	if (pool == NULL || name == NULL || ret_region == NULL || (flags & ~POOL_REGION_WRITE))
+		return pool_err(-EINVAL, "pool_region_open: invalid argument");
+	req.name = (char *)name;
+	req.has_access = 1;
+	req.access = (flags & POOL_REGION_WRITE) ? 6 : 4;
+	rc = pool_call(pool, WIRE_REGION_OPEN, &req.base, WIRE_REGION_REPLY,
+		       (ProtobufCMessage **)&rep);
+	if (rc < 0)
+		return rc;
+	return region_from_reply(pool, name, flags, rep, ret_region);
+}
+
+POOL_EXPORT int pool_region_close(struct pool_region *region)
+{
+	if (region == NULL)
+		return 0;
+	if (region->map_base != NULL)
+		munmap(region->map_base, region->map_len);
+	free(region->ext);
+	free(region);
+	return 0;
+}
+
+POOL_EXPORT int pool_region_destroy(struct pool *pool, const char *name)
+{
+	Pool__RegionName req = POOL__REGION_NAME__INIT;
+	Pool__Ok *ok;
+	int rc;
+
+	if (pool == NULL || name == NULL)
+		return pool_err(-EINVAL, "pool_region_destroy: invalid argument");
+	req.name = (char *)name;
+	rc = pool_call(pool, WIRE_REGION_DESTROY, &req.base, WIRE_OK, (ProtobufCMessage **)&ok);
+	if (rc < 0)
+		return rc;
+	wire_msg_free(&ok->base);
+	return 0;
+}
+
+POOL_EXPORT uint64_t pool_region_size(const struct pool_region *region)
+{
+	return region->size;
+}
+
+POOL_EXPORT uint64_t pool_region_gva(const struct pool_region *region)
+{
+	return region->gva;
+}
+
+POOL_EXPORT int pool_region_map(struct pool_region *region, void **ret_addr)
+{
+	if (region == NULL || ret_addr == NULL)
+		return pool_err(-EINVAL, "pool_region_map: invalid argument");
+	if (region->map == NULL)
+		return pool_err(-EREMOTE, "region '%s' does not live (wholly) on this node, or this "
+				"caller may not map it", region->name);
+	*ret_addr = region->map;
+	return 0;
+}
+
+/* Transfers in flight for one read or write. */
+struct region_io {
+	volatile int done;
+	int outstanding;
+	int status;
+};
+
+static void region_io_done(void *arg, int status)
+{
+	struct region_io *io = arg;
+
+	if (status < 0 && io->status == 0)
+		io->status = status;
+	if (--io->outstanding == 0)
+		io->done = 1;
+}
+
+/* Issue one get or put per piece of [off, off+len); wait for all; flush puts. */
+static int region_rma(struct pool_region *r, uint64_t off, void *buf, size_t len, bool write)
+{
+	struct region_io io = {0};
+	uint64_t pos = 0;
+	size_t i;
+	int rc = 0;
+
+	pthread_mutex_lock(&r->pool->data_lock);
+	io.outstanding = 1; /* held until every piece is issued */
+	while (pos < len && rc == 0) {
+		uint64_t o = off + pos, step, loc;
+		struct pool_region_extent *x;
+
+		if (r->stripe == 0) {
+			x = &r->ext[0];
+			loc = o;
+			step = len - pos;
+		} else {
+			uint64_t s = o / r->stripe;
+
+			x = &r->ext[s % r->n];
+			loc = (s / r->n) * r->stripe + o % r->stripe;
+			step = MIN(len - pos, r->stripe - o % r->stripe);
+		}
+		io.outstanding++;
+		rc = write ? fab_put_nb(x->node->ep, (char *)buf + pos, step, x->raddr + loc, x->rkey,
+					region_io_done, &io)
+			   : fab_get_nb(x->node->ep, (char *)buf + pos, step, x->raddr + loc, x->rkey,
+					region_io_done, &io);
+		if (rc < 0)
+			io.outstanding--;
+		pos += step;
+	}
+	if (--io.outstanding == 0)
+		io.done = 1;
+	if (!io.done) {
+		int wrc = fab_ctx_wait(r->pool->fab, &io.done, REGION_IO_TIMEOUT_MS);
+
+		if (wrc < 0 && rc == 0)
+			rc = wrc;
+	}
+	if (rc == 0)
+		rc = io.status;
+	for (i = 0; write && rc == 0 && i < r->n; i++)
+		rc = fab_flush(r->ext[i].node->ep);
+	pthread_mutex_unlock(&r->pool->data_lock);
+	if (rc < 0)
+		return pool_err(rc == -ECONNRESET || rc == -EHOSTUNREACH || rc == -ETIMEDOUT
+					? POOL_ELOST : rc,
+				"region '%s': %s failed: %s", r->name, write ? "write" : "read",
+				err_str(rc));
+	return 0;
+}
+
+static int region_check(struct pool_region *r, uint64_t off, const void *buf, size_t len,
+			const char *what)
+{
+	if (r == NULL || (buf == NULL && len > 0))
+		return pool_err(-EINVAL, "%s: invalid argument", what);
+	if (off > r->size || len > r->size - off)
+		return pool_err(-ERANGE, "%s: [%llu, +%zu) is outside region '%s' of %llu bytes",
+				what, (unsigned long long)off, len, r->name,
+				(unsigned long long)r->size);
+	return 0;
+}
+
+POOL_EXPORT int pool_region_read(struct pool_region *region, uint64_t offset, void *buf,
+				 size_t len)
+{
+	int rc = region_check(region, offset, buf, len, "pool_region_read");
+
+	if (rc < 0 || len == 0)
+		return rc;
+	if (region->map != NULL) {
+		memcpy(buf, (char *)region->map + offset, len);
+		return 0;
+	}
+	return region_rma(region, offset, buf, len, false);
+}
+
+POOL_EXPORT int pool_region_write(struct pool_region *region, uint64_t offset, const void *buf,
+				  size_t len)
+{
+	int rc = region_check(region, offset, buf, len, "pool_region_write");
+
+	if (rc < 0 || len == 0)
+		return rc;
+	if (!(region->flags & POOL_REGION_WRITE))
+		return pool_err(-EBADF, "region '%s' is open for reading only", region->name);
+	if (region->map != NULL) {
+		memcpy((char *)region->map + offset, buf, len);
+		return 0;
+	}
+	return region_rma(region, offset, (void *)buf, len, true);
+}

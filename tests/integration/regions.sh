@@ -1,0 +1,75 @@
+#!/bin/bash
+# Regions on one node: create, write from one process and read from
+# another, zero-copy map, permissions of other uids, bounds, no room, bad
+# names, freed memory comes back zeroed.
+. "${top_srcdir:-.}/tests/integration/lib.sh"
+IO="$top_builddir/tests/tools/pool-io"
+
+chmod 0755 "$TEST_DIR"
+pool_start -o lend.size=64M -o control.mode=0666 || exit 1
+chmod 0755 "$TEST_DIR/run"
+
+check "create a region" "$IO" create r1 $((8 << 20)) local
+check "write it from one process" "$IO" write r1 42
+sum=$(awk '{print $NF}' "$TEST_DIR/out")
+check "read it from another" "$IO" read r1 42
+check_out "$sum" "same checksum"
+check "map it zero-copy and verify with loads" "$IO" map r1 42
+check "out-of-range access refused" "$IO" bounds r1
+check_out "outside region 'r1' of 8388608 bytes" "bounds error names the region and its size"
+
+"$POOLCTL" regions >"$TEST_DIR/out"
+check_out "^r1 +8M +pinned +local +1 " "poolctl regions lists it"
+"$POOLCTL" --json region info r1 >"$TEST_DIR/out"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["region"][0]; assert r["size"]==8<<20 and r["mode"]==0o644 and len(r["extents"])==1' "$TEST_DIR/out" \
+	&& ok "region info --json" || not_ok "region info --json"
+"$POOLCTL" nodes >"$TEST_DIR/out"
+check_out " 8M/64M " "poolctl nodes shows the lent memory in use"
+
+if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
+	asnobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+	"$POOLCTL" region create private 1M mode=0600 >/dev/null
+	check_exit 1 "another uid cannot open a 0600 region" asnobody "$IO" read private 1
+	check_out "access denied" "the refusal says access denied"
+	check "another uid may read a 0644 region" asnobody "$IO" read r1 42
+	check_exit 1 "but not write it" asnobody "$IO" write r1 1
+	check_exit 1 "nor destroy it" asnobody "$IO" destroy r1
+	check_out "belongs to uid 0" "destroy refusal names the owner"
+	check_exit 3 "an untrusted uid does not get the arena to map" asnobody "$IO" map r1 42
+	check_exit 1 "nor the arena descriptor by asking" asnobody /usr/bin/python3 - "$top_srcdir" <<'PY'
+import os, sys
+sys.path.insert(0, sys.argv[1] + "/tests/integration")
+import wire
+s = wire.connect(os.environ["POOL_SOCKET"])
+s.sendall(wire.frame(wire.HELLO, wire.hello_payload()))
+wire.read_frame(s)
+s.sendall(wire.frame(28, b"\x08\x00", req_id=2))
+t, _, p = wire.read_frame(s)
+print(wire.error_text(p))
+sys.exit(1 if t == wire.ERROR else 0)
+PY
+else
+	echo "skip: no nobody user or setpriv"
+fi
+
+check_exit 1 "no room: clear error" "$POOLCTL" region create huge 1G
+check_out "no room for 1G" "ENOSPC message"
+check_exit 1 "bad name refused" "$POOLCTL" region create 'bad name!' 1M
+check_out "1-63 characters" "name rule explained"
+check_exit 1 "duplicate name refused" "$POOLCTL" region create r1 1M
+check_exit 1 "bad class refused" "$POOLCTL" region create x 1M class=gold
+check_exit 1 "bad placement refused" "$POOLCTL" region create x 1M placement=moon
+check_exit 2 "bad size is a usage error" "$POOLCTL" region create x lots
+
+# Freed memory is scrubbed before it is lent again.
+check "destroy" "$IO" destroy r1
+check "a new region over the same memory" "$IO" create r2 $((8 << 20)) local
+check "reads only zeros" "$IO" zero r2
+
+# Many create/destroy cycles leave nothing behind.
+for i in $(seq 50); do "$POOLCTL" region create "c$i" 64K >/dev/null || break; done
+for i in $(seq 50); do "$POOLCTL" region destroy "c$i" >/dev/null || break; done
+"$POOLCTL" --json regions | python3 -c 'import json,sys; n=[r["name"] for r in json.load(sys.stdin)["regions"]]; assert sorted(n)==["private","r2"] or sorted(n)==["r2"], n' \
+	&& ok "50 create/destroy cycles" || not_ok "50 create/destroy cycles"
+pool_alive && ok "poold still running" || not_ok "poold still running"
+pool_done

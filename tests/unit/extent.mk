@@ -1,0 +1,6 @@
+# The extent allocator of daemon/: included from tests/local.mk.
+check_PROGRAMS += tests/unit/test_extent
+TESTS += tests/unit/test_extent
+tests_unit_test_extent_SOURCES = tests/unit/test_extent.c daemon/extent.c daemon/extent.h
+tests_unit_test_extent_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_unit_test_extent_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
