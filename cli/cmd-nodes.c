@@ -17,6 +17,42 @@ static void nodes_dram(const Pool__NodeInfo *n, uint64_t *cap, uint64_t *used)
 	}
 }
 
+/* poolctl nodes -v: each member's arenas as the coordinator's allocators see them. */
+static void nodes_print_arenas(Pool__Member **members, size_t n)
+{
+	static const char *const headers[] = {"NODE", "ARENA", "TIER", "NUMA", "SIZE", "LENT",
+					      "USED", "FREE", "LARGEST", "RUNS", "FRAG"};
+	struct table *t = table_new(11, headers);
+	size_t i, k;
+
+	for (i = 0; i < n; i++) {
+		const Pool__NodeInfo *ni = members[i]->node;
+
+		for (k = 0; k < ni->n_arenas; k++) {
+			const Pool__Arena *a = ni->arenas[k];
+			char node[16], id[16], numa[16], size[24], lent[24], used[24], fr[24], lg[24];
+			char runs[16], frag[16];
+			uint64_t free = a->lent > a->used ? a->lent - a->used : 0;
+
+			snprintf(node, sizeof(node), "%u", ni->id);
+			snprintf(id, sizeof(id), "%u", a->id);
+			snprintf(numa, sizeof(numa), a->numa < 0 ? "-" : "%d", a->numa);
+			units_fmt_size(a->size, size, sizeof(size));
+			units_fmt_size(a->lent, lent, sizeof(lent));
+			units_fmt_size(a->used, used, sizeof(used));
+			units_fmt_size(free, fr, sizeof(fr));
+			units_fmt_size(a->largest_free, lg, sizeof(lg));
+			snprintf(runs, sizeof(runs), "%llu", (unsigned long long)a->free_runs);
+			snprintf(frag, sizeof(frag), "%.1f%%",
+				 free ? 100.0 * (1.0 - (double)a->largest_free / (double)free) : 0.0);
+			table_row(t, node, id, a->tier, numa, size, lent, used, fr, lg, runs, frag);
+		}
+	}
+	printf("\n");
+	table_print(t, stdout);
+	table_free(t);
+}
+
 /* Print the members as a table, or as a JSON array named key. */
 void nodes_print(struct cmd_ctx *ctx, struct json *j, Pool__Member **members, size_t n)
 {
@@ -55,6 +91,23 @@ void nodes_print(struct cmd_ctx *ctx, struct json *j, Pool__Member **members, si
 				json_end(j);
 			}
 			json_end(j);
+			json_array(j, "arenas");
+			for (k = 0; k < ni->n_arenas; k++) {
+				const Pool__Arena *a = ni->arenas[k];
+
+				json_object(j, NULL);
+				json_u64(j, "id", a->id);
+				json_str(j, "tier", a->tier);
+				json_i64(j, "numa", a->numa);
+				json_u64(j, "size", a->size);
+				json_u64(j, "lent", a->lent);
+				json_u64(j, "used", a->used);
+				json_u64(j, "largest_free", a->largest_free);
+				json_u64(j, "free_runs", a->free_runs);
+				json_u64(j, "extents", a->extents);
+				json_end(j);
+			}
+			json_end(j);
 			json_end(j);
 		}
 		json_end(j);
@@ -80,7 +133,8 @@ void nodes_print(struct cmd_ctx *ctx, struct json *j, Pool__Member **members, si
 	}
 	table_print(t, stdout);
 	table_free(t);
-	(void)ctx;
+	if (ctx->argc > 0)
+		nodes_print_arenas(members, n);
 }
 
 static int cmd_nodes_exec(struct cmd_ctx *ctx)
@@ -89,6 +143,10 @@ static int cmd_nodes_exec(struct cmd_ctx *ctx)
 	Pool__NodesReply *rep;
 	int rc;
 
+	if (ctx->argc > 0 && strcmp(ctx->argv[0], "-v") != 0) {
+		fprintf(stderr, "usage: poolctl nodes [-v]\n");
+		return EXIT_USAGE;
+	}
 	rc = cmd_call(ctx, WIRE_NODES, &req.base, WIRE_NODES_REPLY, (ProtobufCMessage **)&rep);
 	if (rc != EXIT_OK)
 		return rc;
@@ -105,6 +163,6 @@ static int cmd_nodes_exec(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_nodes_entry = {
-	"nodes", "", 0, 0, DAEMON_NEEDED, cmd_nodes_exec,
-	"list the nodes of the cluster and their state",
+	"nodes", "[-v]", 0, 1, DAEMON_NEEDED, cmd_nodes_exec,
+	"list the nodes of the cluster and their state; -v: their arenas",
 };

@@ -20,6 +20,8 @@ static const struct cmd_entry *const cmd_table[] = {
 	&cmd_reload_entry,	    &cmd_version_entry,	    &cmd_nodes_entry,
 	&cmd_fabric_probe_entry, &cmd_fabric_entry,	    &cmd_regions_entry,
 	&cmd_region_create_entry, &cmd_region_info_entry, &cmd_region_destroy_entry,
+	&cmd_lend_entry,	  &cmd_reclaim_entry,	  &cmd_drain_entry,
+	&cmd_ledger_entry,
 };
 
 static void usage(FILE *f)

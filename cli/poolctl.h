@@ -46,6 +46,10 @@ extern const struct cmd_entry cmd_regions_entry;
 extern const struct cmd_entry cmd_region_create_entry;
 extern const struct cmd_entry cmd_region_info_entry;
 extern const struct cmd_entry cmd_region_destroy_entry;
+extern const struct cmd_entry cmd_lend_entry;
+extern const struct cmd_entry cmd_reclaim_entry;
+extern const struct cmd_entry cmd_drain_entry;
+extern const struct cmd_entry cmd_ledger_entry;
 
 /* poolctl.c */
 int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req,

@@ -86,8 +86,16 @@ struct poold_conf {
 	int64_t role;
 	int64_t lend_size;
 	int64_t lend_hugepages;
+	char *lend_numa;
+	int64_t lend_max;
+	int64_t reclaim_grace_ms;
+	int64_t ledger_interval_ms;
 	char *pmem_path;
 	int64_t pmem_size;
+	int64_t lease_grace_ms;
+	int64_t quota_bytes;
+	int64_t quota_regions;
+	int64_t max_regions;
 	char *node_name;
 	char *coordinator;
 	char *peer_listen;
@@ -123,5 +131,6 @@ void conf_format(const struct poold_conf *conf, const struct conf_option *opt, c
 bool conf_is_default(const struct poold_conf *conf, const struct conf_option *opt);
 int conf_finish(struct poold_conf *conf, struct conf_error *err);
 void conf_free(struct poold_conf *conf);
+int conf_numa_share(const char *spec, int node, uint64_t *ret_bytes, uint64_t *ret_sum);
 
 #endif

@@ -275,6 +275,48 @@ static int conf_derive_path(char **field, const char *dir, const char *file)
 	return 0;
 }
 
+/*
+ * Look up a NUMA node in a lend.numa spec ("0:1G,1:512M"). Returns 1 and its
+ * share when listed, 0 when not, -EINVAL on a malformed spec; *ret_sum (may
+ * be NULL) gets the sum of all listed shares.
+ */
+int conf_numa_share(const char *spec, int node, uint64_t *ret_bytes, uint64_t *ret_sum)
+{
+	const char *p = spec;
+	uint64_t sum = 0;
+	int found = 0;
+
+	while (*p != '\0') {
+		char item[64], *colon, *end;
+		size_t len = strcspn(p, ",");
+		uint64_t bytes;
+		long id;
+
+		if (len == 0 || len >= sizeof(item))
+			return -EINVAL;
+		snprintf(item, sizeof(item), "%.*s", (int)len, p);
+		colon = strchr(item, ':');
+		if (colon == NULL)
+			return -EINVAL;
+		*colon = '\0';
+		id = strtol(item, &end, 10);
+		if (item[0] == '\0' || *end != '\0' || id < 0 || id > 1023 ||
+		    units_parse_size(colon + 1, &bytes) < 0)
+			return -EINVAL;
+		sum += bytes;
+		if (id == node) {
+			*ret_bytes = bytes;
+			found = 1;
+		}
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	if (ret_sum != NULL)
+		*ret_sum = sum;
+	return found;
+}
+
 /* The peer secret: peer.secret, or the first line of peer.secret_file. */
 static int conf_load_secret(struct poold_conf *conf, struct conf_error *err)
 {
@@ -350,6 +392,28 @@ int conf_finish(struct poold_conf *conf, struct conf_error *err)
 		conf->node_name = strdup(host);
 		if (conf->node_name == NULL)
 			return -ENOMEM;
+	}
+	if (conf->lend_numa[0] != '\0') {
+		uint64_t b, sum = 0;
+
+		if (conf_numa_share(conf->lend_numa, -1, &b, &sum) < 0) {
+			snprintf(err->msg, sizeof(err->msg),
+				 "lend.numa: '%s' is not NODE:SIZE[,NODE:SIZE]...", conf->lend_numa);
+			return -EINVAL;
+		}
+		if (sum > (uint64_t)conf->lend_size) {
+			snprintf(err->msg, sizeof(err->msg), "lend.numa: the shares add up to more "
+				 "than lend.size");
+			return -EINVAL;
+		}
+		if (conf->lend_max != 0) {
+			snprintf(err->msg, sizeof(err->msg), "lend.numa and lend.max cannot be combined");
+			return -EINVAL;
+		}
+	}
+	if (conf->lend_max != 0 && conf->lend_max < conf->lend_size) {
+		snprintf(err->msg, sizeof(err->msg), "lend.max must be 0 or at least lend.size");
+		return -EINVAL;
 	}
 	if (conf->role == ROLE_NODE && conf->coordinator[0] == '\0') {
 		snprintf(err->msg, sizeof(err->msg), "role = node needs coordinator = host:port");

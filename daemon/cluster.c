@@ -131,7 +131,7 @@ int cluster_self_info(struct poold *pd, Pool__NodeInfo *info)
 	size_t n;
 	int rc;
 
-	rc = numa_layout((uint64_t)pd->conf->lend_size, &numa, &n);
+	rc = numa_layout(pd->conf->lend_numa, (uint64_t)pd->conf->lend_size, &numa, &n);
 	if (rc < 0)
 		return rc;
 	pool__node_info__init(info);

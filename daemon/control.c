@@ -42,6 +42,7 @@ struct ctl_conn {
 	pid_t pid;
 	gid_t groups[CTL_MAX_GROUPS];
 	int ngroups;
+	uint64_t session;
 	bool hello_done;
 };
 
@@ -60,10 +61,40 @@ static const struct ctl_handler *const handler_tables[] = {
 	reload_handlers,
 	cluster_handlers,
 	region_handlers,
+	reclaim_handlers,
 	arena_handlers,
 };
 
 static const struct ctl_handler *handlers[WIRE_TYPE_MAX];
+
+/* Send an unsolicited frame (request id 0) to the client of a session, if it is still here. */
+void control_notify(struct poold *pd, uint64_t session, uint16_t type, const ProtobufCMessage *msg)
+{
+	struct ctl_conn *c;
+
+	TAILQ_FOREACH(c, &pd->control->conns, entry)
+		if (c->session == session) {
+			conn_send(c->conn, type, 0, msg);
+			return;
+		}
+}
+
+/* The sessions of the connected clients; free() the array. */
+int control_sessions(struct poold *pd, uint64_t **ret_sessions, size_t *ret_n)
+{
+	struct ctl_conn *c;
+	uint64_t *s;
+	size_t n = 0;
+
+	s = calloc(pd->control->nconns ? pd->control->nconns : 1, sizeof(*s));
+	if (s == NULL)
+		return -ENOMEM;
+	TAILQ_FOREACH(c, &pd->control->conns, entry)
+		s[n++] = c->session;
+	*ret_sessions = s;
+	*ret_n = n;
+	return 0;
+}
 
 /* Number of connected clients. */
 unsigned control_nclients(const struct control *ctl)
@@ -85,6 +116,11 @@ static void ctl_closed(struct conn *conn, void *arg)
 	struct ctl_conn *c = arg;
 	struct control *ctl = c->ctl;
 
+	/* The client's leases end (after lease.grace) wherever the coordinator is. */
+	if (ctl->pd->conf->role == ROLE_NODE)
+		peer_session_end(ctl->pd, c->session);
+	else
+		region_session_end(ctl->pd, ctl->pd->node_id, c->session);
 	TAILQ_REMOVE(&ctl->conns, c, entry);
 	ctl->nconns--;
 	ctl_uid_put(ctl, c->u);
@@ -248,7 +284,8 @@ static void ctl_frame(struct conn *conn, const struct wire_hdr *hdr, const uint8
 {
 	struct ctl_conn *c = arg;
 	struct req r = {.pd = c->ctl->pd, .conn = conn, .id = hdr->req_id, .uid = c->uid,
-			.gid = c->gid, .pid = c->pid};
+			.gid = c->gid, .pid = c->pid, .node = c->ctl->pd->node_id,
+			.session = c->session};
 
 	if (!c->hello_done) {
 		ctl_hello(c, hdr, payload);
@@ -337,6 +374,7 @@ static void ctl_accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct
 		goto out_uid;
 	}
 	c->ctl = ctl;
+	c->session = ++ctl->pd->next_session;
 	c->uid = cred.uid;
 	c->gid = cred.gid;
 	c->pid = cred.pid;

@@ -20,6 +20,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "daemon/ledger.h"
 #include "daemon/poold.h"
 #include "libpool/libpool.h"
 
@@ -47,12 +48,14 @@ struct gather {
 	struct event *timeout;
 };
 
-/* A probe request sent to a node, waiting for its report. */
+/* A request sent to a node, waiting for its answer: a probe report, or an Ok. */
 struct coord_call {
 	TAILQ_ENTRY(coord_call) entry;
 	uint64_t id;
 	uint32_t node;
-	struct gather *g;
+	struct gather *g;   /* a probe of this round, or */
+	coord_done_cb cb;   /* a request of coord_request() */
+	void *arg;
 };
 
 struct coord {
@@ -66,6 +69,7 @@ struct coord {
 	uint64_t next_req;
 	struct event *check_ev;
 	struct event *probe_ev;
+	struct event *ledger_ev;
 };
 
 static void coord_send_event(struct coord *co, struct member *m)
@@ -83,18 +87,41 @@ static void coord_send_event(struct coord *co, struct member *m)
 			conn_send(p->conn, WIRE_MEMBER_EVENT, 0, &ev.base);
 }
 
-/* Ask a lender to zero a freed extent (it is gone with the lender if it is down). */
-void coord_scrub(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len)
+/*
+ * Send a request to a node; cb gets 0 when it answers Ok, or the error (also
+ * -ECONNRESET when its link drops first). -ENOTCONN: not sent, no callback.
+ */
+int coord_request(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
+		  coord_done_cb cb, void *arg)
 {
-	Pool__Scrub sc = POOL__SCRUB__INIT;
+	struct coord *co = pd->coord;
+	struct member *m = cluster_find(pd, node);
+	struct coord_call *call;
+
+	if (co == NULL || m == NULL || m->conn == NULL)
+		return -ENOTCONN;
+	call = calloc(1, sizeof(*call));
+	if (call == NULL)
+		return -ENOMEM;
+	call->id = ++co->next_req;
+	call->node = node;
+	call->cb = cb;
+	call->arg = arg;
+	if (conn_send(m->conn, type, call->id, msg) < 0) {
+		free(call);
+		return -ENOTCONN;
+	}
+	TAILQ_INSERT_TAIL(&co->calls, call, entry);
+	return 0;
+}
+
+/* Send a notice (request id 0) to a node, if it is connected. */
+void coord_notice(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg)
+{
 	struct member *m = cluster_find(pd, node);
 
-	if (m == NULL || m->conn == NULL)
-		return;
-	sc.arena = arena;
-	sc.off = off;
-	sc.len = len;
-	conn_send(m->conn, WIRE_SCRUB, 0, &sc.base);
+	if (m != NULL && m->conn != NULL)
+		conn_send(m->conn, type, 0, msg);
 }
 
 /* Tell every registered node that a member joined or changed state. */
@@ -110,6 +137,8 @@ static void coord_set_state(struct coord *co, struct member *m, enum member_stat
 		return;
 	cluster_set_state(co->pd, m, state);
 	coord_send_event(co, m);
+	if (state == MEMBER_DEAD)
+		region_node_gone(co->pd, m->info->id); /* its clients' leases end */
 }
 
 /* Keep the latest result of each link. */
@@ -193,7 +222,7 @@ static void gather_done(struct gather *g)
 
 	for (call = TAILQ_FIRST(&co->calls); call != NULL; call = next) {
 		next = TAILQ_NEXT(call, entry);
-		if (call->g == g) {
+		if (call->g == g && g != NULL) {
 			gather_add_error(g, call->node, 0, -ETIMEDOUT);
 			TAILQ_REMOVE(&co->calls, call, entry);
 			free(call);
@@ -328,6 +357,22 @@ static void coord_call_answer(struct coord *co, const struct wire_hdr *hdr,
 			break;
 	if (call == NULL)
 		return; /* the round ended without it */
+	if (call->cb != NULL) {
+		Pool__Error *err = NULL;
+		int rc = 0;
+
+		if (hdr->type == WIRE_ERROR &&
+		    wire_msg_unpack(hdr->type, payload, hdr->len, (ProtobufCMessage **)&err) == 0) {
+			rc = err->code < 0 ? err->code : -EPROTO;
+			wire_msg_free(&err->base);
+		} else if (hdr->type == WIRE_ERROR) {
+			rc = -EPROTO;
+		}
+		TAILQ_REMOVE(&co->calls, call, entry);
+		call->cb(co->pd, call->arg, rc);
+		free(call);
+		return;
+	}
 	g = call->g;
 	if (hdr->type == WIRE_PROBE_REPORT &&
 	    wire_msg_unpack(hdr->type, payload, hdr->len, (ProtobufCMessage **)&rep) == 0) {
@@ -353,6 +398,13 @@ static void coord_fail_calls(struct coord *co, uint32_t node)
 		next = TAILQ_NEXT(call, entry);
 		if (call->node != node)
 			continue;
+		if (call->cb != NULL) {
+			TAILQ_REMOVE(&co->calls, call, entry);
+			call->cb(co->pd, call->arg, -ECONNRESET);
+			free(call);
+			next = TAILQ_FIRST(&co->calls);
+			continue;
+		}
 		gather_add_error(g, node, 0, -ECONNRESET);
 		TAILQ_REMOVE(&co->calls, call, entry);
 		free(call);
@@ -439,6 +491,10 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	} else {
 		id = m->info->id;
 	}
+	if (m != NULL && m->info->incarnation != info->incarnation)
+		region_node_gone(pd, m->info->id); /* restarted: its old clients are gone */
+	else if (m != NULL)
+		region_node_sessions(pd, m->info->id, reg->sessions, reg->n_sessions);
 	if (m != NULL && m->conn != NULL && m->conn != p->conn) {
 		/* The node restarted or reconnected: its old link is stale. */
 		TAILQ_FOREACH(old, &co->peers, entry)
@@ -481,6 +537,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 		return coord_refuse(p, req_id, rc, "out of memory");
 	conn_send(p->conn, WIRE_REGISTER_REPLY, req_id, &reply.base);
 	cluster_members_msg_free(reply.members, reply.n_members);
+	hold_ask(pd, id); /* reconcile its record with the map */
 	return 0;
 }
 
@@ -501,11 +558,27 @@ static void coord_heartbeat(struct coord_peer *p, uint64_t req_id, const Pool__H
 	conn_send(p->conn, WIRE_OK, req_id, &ok.base);
 }
 
+/* A lender's record of what it holds: compare with the map. */
+static void coord_holdings(struct coord_peer *p, const Pool__Holdings *hs)
+{
+	struct ledger_extent *have = calloc(hs->n_holdings ? hs->n_holdings : 1, sizeof(*have));
+	size_t i;
+
+	if (have == NULL)
+		return;
+	for (i = 0; i < hs->n_holdings; i++)
+		have[i] = (struct ledger_extent){hs->holdings[i]->arena, hs->holdings[i]->off,
+						 hs->holdings[i]->len, hs->holdings[i]->region};
+	hold_reconcile(p->co->pd, p->m->info->id, have, hs->n_holdings);
+	free(have);
+}
+
 /* A request a node forwarded on behalf of one of its clients. */
 static void coord_forwarded(struct coord_peer *p, uint64_t req_id, const Pool__Forward *fw)
 {
 	struct req r = {.pd = p->co->pd, .conn = p->conn, .id = req_id, .uid = fw->uid,
-			.gid = fw->gid, .pid = (pid_t)fw->pid, .admin = fw->admin};
+			.gid = fw->gid, .pid = (pid_t)fw->pid, .admin = fw->admin,
+			.node = p->m->info->id, .session = fw->session};
 	const struct ctl_handler *h = control_handler((uint16_t)fw->type);
 
 	/* Only what a node would forward: the node's local requests are its own. */
@@ -552,13 +625,14 @@ static void coord_peer_frame(struct conn *conn, const struct wire_hdr *hdr,
 		coord_hello(p, hdr, payload);
 		return;
 	}
-	if (hdr->type == WIRE_PROBE_REPORT || hdr->type == WIRE_ERROR) {
+	if (hdr->type == WIRE_PROBE_REPORT || hdr->type == WIRE_ERROR || hdr->type == WIRE_OK) {
 		if (p->m != NULL)
 			coord_call_answer(p->co, hdr, payload);
 		return;
 	}
 	if (hdr->type != WIRE_REGISTER && hdr->type != WIRE_HEARTBEAT &&
-	    hdr->type != WIRE_FORWARD) {
+	    hdr->type != WIRE_FORWARD && hdr->type != WIRE_SESSION_END &&
+	    hdr->type != WIRE_HOLDINGS_REPLY) {
 		coord_refuse(p, hdr->req_id, -EOPNOTSUPP, "%s is not a peer request",
 			     wire_type_name(hdr->type));
 		return;
@@ -574,6 +648,10 @@ static void coord_peer_frame(struct conn *conn, const struct wire_hdr *hdr,
 			     wire_type_name(hdr->type));
 	else if (hdr->type == WIRE_HEARTBEAT)
 		coord_heartbeat(p, hdr->req_id, (Pool__Heartbeat *)msg);
+	else if (hdr->type == WIRE_HOLDINGS_REPLY)
+		coord_holdings(p, (Pool__Holdings *)msg);
+	else if (hdr->type == WIRE_SESSION_END)
+		region_session_end(p->co->pd, p->m->info->id, ((Pool__SessionEnd *)msg)->session);
 	else
 		coord_forwarded(p, hdr->req_id, (Pool__Forward *)msg);
 	wire_msg_free(msg);
@@ -658,6 +736,17 @@ static void coord_check(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* Every ledger.interval: ask each lender that is up for its record. */
+static void coord_ledger(evutil_socket_t fd, short what, void *arg)
+{
+	struct coord *co = arg;
+	struct member *m;
+
+	TAILQ_FOREACH(m, &co->pd->members, entry)
+		if (m->state == MEMBER_UP)
+			hold_ask(co->pd, m->info->id);
+}
+
 static void coord_periodic_probe(evutil_socket_t fd, short what, void *arg)
 {
 	struct coord *co = arg;
@@ -724,13 +813,19 @@ int coord_open(struct poold *pd)
 		goto out_free;
 	co->check_ev = event_new(pd->base, -1, EV_PERSIST, coord_check, co);
 	co->probe_ev = event_new(pd->base, -1, EV_PERSIST, coord_periodic_probe, co);
-	if (co->check_ev == NULL || co->probe_ev == NULL) {
+	co->ledger_ev = event_new(pd->base, -1, EV_PERSIST, coord_ledger, co);
+	if (co->check_ev == NULL || co->probe_ev == NULL || co->ledger_ev == NULL) {
 		rc = -ENOMEM;
 		goto out_free;
 	}
 	tv.tv_sec = pd->conf->heartbeat_ms / 2000;
 	tv.tv_usec = (pd->conf->heartbeat_ms / 2 % 1000) * 1000;
 	event_add(co->check_ev, &tv);
+	if (pd->conf->ledger_interval_ms > 0) {
+		tv.tv_sec = pd->conf->ledger_interval_ms / 1000;
+		tv.tv_usec = pd->conf->ledger_interval_ms % 1000 * 1000;
+		event_add(co->ledger_ev, &tv);
+	}
 	if (pd->conf->probe_interval_ms > 0) {
 		tv.tv_sec = pd->conf->probe_interval_ms / 1000;
 		tv.tv_usec = pd->conf->probe_interval_ms % 1000 * 1000;
@@ -746,6 +841,7 @@ out_free:
 void coord_close(struct poold *pd)
 {
 	struct coord *co = pd->coord;
+	struct coord_call *call;
 	struct coord_peer *p;
 	struct gather *g;
 
@@ -763,13 +859,19 @@ void coord_close(struct poold *pd)
 		TAILQ_REMOVE(&co->peers, p, entry);
 		free(p);
 	}
+	region_close_space(pd); /* before the calls go: it owns their arguments */
+	while ((call = TAILQ_FIRST(&co->calls)) != NULL) {
+		TAILQ_REMOVE(&co->calls, call, entry);
+		free(call);
+	}
 	if (co->listener != NULL)
 		evconnlistener_free(co->listener);
 	if (co->check_ev != NULL)
 		event_free(co->check_ev);
 	if (co->probe_ev != NULL)
 		event_free(co->probe_ev);
-	region_close_space(pd);
+	if (co->ledger_ev != NULL)
+		event_free(co->ledger_ev);
 	free(co);
 	pd->coord = NULL;
 }

@@ -39,7 +39,7 @@ static int lend_register(struct poold *pd, struct arena *a)
 	return rc;
 }
 
-static int lend_dram(struct poold *pd, struct arena *a, int numa, uint64_t size)
+static int lend_dram(struct poold *pd, struct arena *a, int numa, uint64_t size, uint64_t lent)
 {
 	unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
 	char name[32];
@@ -51,6 +51,7 @@ static int lend_dram(struct poold *pd, struct arena *a, int numa, uint64_t size)
 	a->tier = TIER_DRAM;
 	a->numa = numa;
 	a->size = size;
+	a->lent = lent;
 	a->fd = memfd_create(name, flags);
 	if (a->fd < 0) {
 		log_warn("lend.size: memfd for NUMA node %d", numa);
@@ -76,10 +77,10 @@ static int lend_dram(struct poold *pd, struct arena *a, int numa, uint64_t size)
 			log_warn("lend: mbind to NUMA node %d (memory not pinned to it)", numa);
 		numa_free_nodemask(mask);
 	}
-	if ((rc = posix_fallocate(a->fd, 0, (off_t)size)) != 0) {
+	if (lent > 0 && (rc = posix_fallocate(a->fd, 0, (off_t)lent)) != 0) {
 		errno = rc;
 		log_warn("lend.size: cannot reserve %llu bytes on NUMA node %d%s",
-			 (unsigned long long)size, numa,
+			 (unsigned long long)lent, numa,
 			 pd->conf->lend_hugepages ? " (are enough huge pages reserved?)" : "");
 		return -rc;
 	}
@@ -121,6 +122,7 @@ static int lend_pmem(struct poold *pd, struct arena *a)
 	a->base = pmem2_map_get_address(a->map);
 	a->size = pmem2_map_get_size(a->map) / LEND_ALIGN * LEND_ALIGN;
 	a->persist = pmem2_get_persist_fn(a->map);
+	a->lent = a->size;
 	if (a->size == 0) {
 		log_warnx("pmem.path %s: smaller than one 2 MiB lend unit", conf->pmem_path);
 		return -EINVAL;
@@ -150,9 +152,19 @@ int lend_open(struct poold *pd)
 	size_t n, i;
 	int rc;
 
-	rc = numa_layout((uint64_t)pd->conf->lend_size, &numa, &n);
+	uint64_t max = (uint64_t)(pd->conf->lend_max ? pd->conf->lend_max : pd->conf->lend_size);
+	Pool__NumaNode **lent;
+	size_t nlent;
+
+	/* What each NUMA node may lend (lend.max) and what it lends now (lend.size). */
+	rc = numa_layout(pd->conf->lend_numa, max, &numa, &n);
 	if (rc < 0)
 		return rc;
+	rc = numa_layout(pd->conf->lend_numa, (uint64_t)pd->conf->lend_size, &lent, &nlent);
+	if (rc < 0) {
+		numa_layout_free(numa, n);
+		return rc;
+	}
 	pd->arenas = calloc(n + 1, sizeof(*pd->arenas));
 	if (pd->arenas == NULL) {
 		numa_layout_free(numa, n);
@@ -160,6 +172,7 @@ int lend_open(struct poold *pd)
 	}
 	for (i = 0; i < n && rc == 0; i++) {
 		uint64_t size = numa[i]->lend_capacity / LEND_ALIGN * LEND_ALIGN;
+		uint64_t now = lent[i]->lend_capacity / LEND_ALIGN * LEND_ALIGN;
 		struct arena *a = &pd->arenas[pd->narenas];
 
 		if (size == 0)
@@ -167,9 +180,10 @@ int lend_open(struct poold *pd)
 		a->id = (uint32_t)pd->narenas;
 		a->fd = -1;
 		pd->narenas++;
-		rc = lend_dram(pd, a, (int)numa[i]->id, size);
+		rc = lend_dram(pd, a, (int)numa[i]->id, size, MIN(now, size));
 	}
 	numa_layout_free(numa, n);
+	numa_layout_free(lent, nlent);
 	if (rc == 0 && pd->conf->pmem_path[0] != '\0') {
 		struct arena *a = &pd->arenas[pd->narenas];
 
@@ -213,6 +227,35 @@ void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 	memset((char *)a->base + off, 0, len);
 	if (a->persist != NULL)
 		a->persist((char *)a->base + off, len);
+	hold_drop(pd, arena, off);
+}
+
+/*
+ * The coordinator changed how much of an arena is lent: back a grown range
+ * with memory now, give a withdrawn (free, scrubbed) range back to the kernel.
+ */
+void lend_set_limit(struct poold *pd, uint32_t arena, uint64_t limit)
+{
+	struct arena *a;
+	int rc;
+
+	if (arena >= pd->narenas || limit > pd->arenas[arena].size)
+		return;
+	a = &pd->arenas[arena];
+	if (a->tier == TIER_DRAM && limit > a->lent &&
+	    (rc = posix_fallocate(a->fd, (off_t)a->lent, (off_t)(limit - a->lent))) != 0) {
+		errno = rc;
+		log_warn("lend: cannot back arena %u up to %llu bytes", arena,
+			 (unsigned long long)limit);
+		return;
+	}
+	if (a->tier == TIER_DRAM && limit < a->lent &&
+	    fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)limit,
+		      (off_t)(a->lent - limit)) < 0)
+		log_warn("lend: cannot release the tail of arena %u", arena);
+	log_info("arena %u now lends %llu MiB (was %llu MiB)", arena,
+		 (unsigned long long)(limit >> 20), (unsigned long long)(a->lent >> 20));
+	a->lent = limit;
 }
 
 /* This node's arenas as Arena messages (borrowing the rkeys); free the array. */
@@ -236,6 +279,7 @@ int lend_arenas_msg(struct poold *pd, Pool__Arena ***ret_arenas, size_t *ret_n)
 		out[i]->tier = a->tier == TIER_DRAM ? "dram" : "pmem";
 		out[i]->numa = a->numa;
 		out[i]->size = a->size;
+		out[i]->lent = a->lent;
 		out[i]->addr = (uint64_t)(uintptr_t)a->base;
 		out[i]->rkey.data = a->rkey;
 		out[i]->rkey.len = a->rkey_len;

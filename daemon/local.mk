@@ -3,7 +3,8 @@ sbin_PROGRAMS += daemon/poold
 daemon_poold_SOURCES = daemon/poold.h daemon/poold.c daemon/pidfile.c daemon/conn.c daemon/control.c \
 	daemon/status.c daemon/reload.c daemon/cluster.c daemon/numa.c daemon/coord.c \
 	daemon/peer.c daemon/probe.c daemon/nodes.c daemon/lend.c daemon/extent.h daemon/extent.c \
-	daemon/region.c daemon/arena.c
+	daemon/region.c daemon/reclaim.c daemon/arena.c daemon/ledger.h daemon/ledger.c \
+	daemon/hold.c
 daemon_poold_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(PMEM2_CFLAGS)
 daemon_poold_LDADD = fabric/libfabric.la proto/libwire.la common/libconf.la \
 	common/libcommon.la $(EVENT_LIBS) $(PROTOBUF_C_LIBS) $(NUMA_LIBS) $(PMEM2_LIBS)

@@ -10,9 +10,10 @@
 
 /*
  * Fill one NumaNode per NUMA node with memory: its size and its share of
- * lend.size (split evenly for now). Without NUMA support, one node 0.
+ * total: the share lend.numa gives it, else an even part of what lend.numa
+ * leaves. Without NUMA support, one node 0.
  */
-int numa_layout(uint64_t lend_size, Pool__NumaNode ***ret_nodes, size_t *ret_n)
+int numa_layout(const char *spec, uint64_t total, Pool__NumaNode ***ret_nodes, size_t *ret_n)
 {
 	Pool__NumaNode **nodes;
 	size_t n = 0, i, count;
@@ -41,9 +42,22 @@ int numa_layout(uint64_t lend_size, Pool__NumaNode ***ret_nodes, size_t *ret_n)
 		nodes[n]->mem_total = (uint64_t)size;
 		n++;
 	}
-	count = n ? n : 1;
-	for (i = 0; i < n; i++)
-		nodes[i]->lend_capacity = lend_size / count + (i == 0 ? lend_size % count : 0);
+	{
+		uint64_t sum = 0, share, rest;
+		size_t unlisted = 0;
+
+		for (i = 0; i < n; i++)
+			if (conf_numa_share(spec, (int)nodes[i]->id, &share, &sum) <= 0)
+				unlisted++;
+		rest = total > sum ? total - sum : 0;
+		count = unlisted ? unlisted : 1;
+		for (i = 0; i < n; i++) {
+			if (conf_numa_share(spec, (int)nodes[i]->id, &share, NULL) > 0)
+				nodes[i]->lend_capacity = share;
+			else
+				nodes[i]->lend_capacity = rest / count;
+		}
+	}
 	*ret_nodes = nodes;
 	*ret_n = n;
 	return 0;

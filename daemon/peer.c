@@ -99,7 +99,11 @@ static void peer_register(struct peer *pe)
 	self.id = (uint32_t)pe->pd->conf->node_id;
 	reg.node = &self;
 	reg.secret = pe->pd->conf->secret;
+	/* Sessions that ended while the link was down are those not listed. */
+	if (control_sessions(pe->pd, &reg.sessions, &reg.n_sessions) < 0)
+		reg.n_sessions = 0;
 	conn_send(pe->conn, WIRE_REGISTER, ++pe->next_id, &reg.base);
+	free(reg.sessions);
 	cluster_self_info_free(&self);
 	pe->state = PEER_REGISTERING;
 }
@@ -213,7 +217,8 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 	ProtobufCMessage *msg = NULL;
 
 	/* Requests from the coordinator have ids of its own: only replies are relayed. */
-	if (hdr->req_id != 0 && hdr->type != WIRE_PROBE && peer_relay(pe, hdr, payload))
+	if (hdr->req_id != 0 && hdr->type != WIRE_PROBE && hdr->type != WIRE_SCRUB &&
+	    peer_relay(pe, hdr, payload))
 		return;
 	if (wire_msg_unpack(hdr->type, payload, hdr->len, &msg) < 0) {
 		log_warnx("coordinator sent a malformed %s", wire_type_name(hdr->type));
@@ -239,10 +244,37 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 	case WIRE_PROBE:
 		peer_probe(pe, hdr->req_id, (Pool__ProbeRequest *)msg);
 		break;
+	case WIRE_REGION_NOTICE: {
+		Pool__RegionNotice *rn = (Pool__RegionNotice *)msg;
+		size_t i, n = rn->n_sessions;
+
+		rn->n_sessions = 0; /* clients get the notice without the node's session list */
+		for (i = 0; i < n; i++)
+			control_notify(pe->pd, rn->sessions[i], WIRE_REGION_NOTICE, msg);
+		rn->n_sessions = n;
+		break;
+	}
+	case WIRE_ARENA_LIMIT: {
+		const Pool__ArenaLimit *al = (const Pool__ArenaLimit *)msg;
+
+		lend_set_limit(pe->pd, al->arena, al->limit);
+		break;
+	}
+	case WIRE_HOLD:
+		hold_add(pe->pd, (Pool__Holdings *)msg);
+		break;
+	case WIRE_HOLDINGS:
+		hold_report(pe->pd, pe->conn, hdr->req_id);
+		break;
 	case WIRE_SCRUB: {
 		const Pool__Scrub *sc = (const Pool__Scrub *)msg;
 
 		lend_scrub(pe->pd, sc->arena, sc->off, sc->len);
+		if (hdr->req_id != 0) {
+			Pool__Ok ok = POOL__OK__INIT;
+
+			conn_send(pe->conn, WIRE_OK, hdr->req_id, &ok.base);
+		}
 		break;
 	}
 	case WIRE_ERROR: {
@@ -354,6 +386,8 @@ int peer_forward(struct req *r, uint16_t type, const uint8_t *payload, size_t le
 	fw.pid = (uint32_t)r->pid;
 	fw.admin = r->admin;
 	fw.type = type;
+	fw.has_session = 1;
+	fw.session = r->session;
 	fw.payload.data = (uint8_t *)payload;
 	fw.payload.len = len;
 	if (conn_send(pe->conn, WIRE_FORWARD, f->id, &fw.base) < 0) {
@@ -365,6 +399,21 @@ int peer_forward(struct req *r, uint16_t type, const uint8_t *payload, size_t le
 	TAILQ_INSERT_TAIL(&pe->forwards, f, entry);
 	pe->nforwards++;
 	return 0;
+}
+
+/*
+ * Tell the coordinator a client session ended. Lost if the link is down; the
+ * coordinator then ends the node's sessions when the node is declared dead.
+ */
+void peer_session_end(struct poold *pd, uint64_t session)
+{
+	Pool__SessionEnd se = POOL__SESSION_END__INIT;
+	struct peer *pe = pd->peer;
+
+	if (pe == NULL || pe->state != PEER_UP)
+		return;
+	se.session = session;
+	conn_send(pe->conn, WIRE_SESSION_END, 0, &se.base);
 }
 
 /* Start joining the coordinator. */

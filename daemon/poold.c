@@ -209,6 +209,7 @@ static void poold_free(struct poold *pd)
 	coord_close(pd);
 	peer_close(pd);
 	cluster_clear(pd);
+	hold_clear(pd);
 	probe_results_free(pd->probes, pd->nprobes);
 	lend_close(pd);
 	poold_fabric_close(pd);
@@ -312,6 +313,7 @@ int main(int argc, char **argv)
 	if (getrandom(&pd.incarnation, sizeof(pd.incarnation), 0) != sizeof(pd.incarnation))
 		pd.incarnation = pd.start_ms ^ ((uint64_t)getpid() << 32);
 	TAILQ_INIT(&pd.members);
+	TAILQ_INIT(&pd.holds);
 	if (control_open(&pd, &pd.control) < 0) {
 		log_warnx("cannot open the control socket %s", pd.conf->socket);
 		goto out;

@@ -25,6 +25,8 @@ struct fab_rkey;
 struct pmem2_map;
 struct pmem2_source;
 struct regions;
+struct hold;
+struct ledger_extent;
 
 enum member_state { MEMBER_UP, MEMBER_SUSPECT, MEMBER_DEAD };
 enum tier { TIER_DRAM, TIER_PMEM };
@@ -36,7 +38,8 @@ struct arena {
 	int numa; /* -1 for pmem */
 	int fd;	  /* memfd, or the pmem file */
 	void *base;
-	uint64_t size;
+	uint64_t size; /* mapped and registered: the most it may lend */
+	uint64_t lent; /* offered now: [0, lent) is backed by memory */
 	struct fab_mem *mem;
 	void *rkey;
 	size_t rkey_len;
@@ -74,6 +77,7 @@ struct poold {
 	uint32_t node_id;
 	gid_t admin_gid;	/* (gid_t)-1: no admin group */
 	uint64_t incarnation;	/* new at every start */
+	uint64_t next_session;	/* client connections, numbered */
 	struct control *control;
 	struct event *sig_ev[3];
 	int pid_fd;
@@ -94,6 +98,8 @@ struct poold {
 	struct arena *arenas;	    /* this node's lend pool */
 	size_t narenas;
 	struct regions *regions;    /* at the coordinator: the global address space */
+	TAILQ_HEAD(, hold) holds;   /* as a lender: the extents it holds (hold.c) */
+	struct event *ledger_ev;    /* at the coordinator: periodic reconciliation */
 };
 
 /* poold.c */
@@ -152,6 +158,8 @@ struct req {
 	gid_t gid;
 	pid_t pid;
 	bool admin;
+	uint32_t node;	  /* node holding the client's session */
+	uint64_t session; /* the client's connection there */
 	char errmsg[256];
 };
 
@@ -171,6 +179,8 @@ struct ctl_handler {
 int control_open(struct poold *pd, struct control **ret_ctl);
 void control_close(struct control *ctl);
 unsigned control_nclients(const struct control *ctl);
+int control_sessions(struct poold *pd, uint64_t **ret_sessions, size_t *ret_n);
+void control_notify(struct poold *pd, uint64_t session, uint16_t type, const ProtobufCMessage *msg);
 void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size_t len);
 const struct ctl_handler *control_handler(uint16_t type);
 int req_reply(struct req *r, uint16_t type, const ProtobufCMessage *msg);
@@ -195,33 +205,138 @@ int cluster_ep(struct poold *pd, struct member *m, struct fab_ep **ret_ep,
 	       struct fab_rkey **ret_rkey);
 
 /* numa.c */
-int numa_layout(uint64_t lend_size, Pool__NumaNode ***ret_nodes, size_t *ret_n);
+int numa_layout(const char *spec, uint64_t total, Pool__NumaNode ***ret_nodes, size_t *ret_n);
 void numa_layout_free(Pool__NumaNode **nodes, size_t n);
 
 /* lend.c: this node's lend pool */
 int lend_open(struct poold *pd);
 void lend_close(struct poold *pd);
 void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
+void lend_set_limit(struct poold *pd, uint32_t arena, uint64_t limit);
 int lend_arenas_msg(struct poold *pd, Pool__Arena ***ret_arenas, size_t *ret_n);
 void lend_arenas_msg_free(Pool__Arena **arenas, size_t n);
 
-/* region.c: the global address space (coordinator) */
+/* region.c, reclaim.c: the global address space (coordinator) */
+enum region_class { CLASS_PINNED, CLASS_CACHE, CLASS_PERSISTENT };
+
+
+/* The allocator of one arena of one lender. */
+struct lender_pool {
+	TAILQ_ENTRY(lender_pool) entry;
+	uint32_t node;
+	uint32_t arena;
+	enum tier tier;
+	int numa;
+	uint64_t incarnation;
+	uint64_t size;	    /* the arena: the most it may lend */
+	uint64_t lent;	    /* what it offers now: the allocator's size */
+	bool draining;	    /* poolctl drain: no new extents here */
+	struct extent_arena *alloc;
+	uint64_t addr;	    /* remote address of byte 0, and its key */
+	void *rkey;
+	size_t rkey_len;
+};
+
+struct region_extent {
+	uint32_t node, arena;
+	uint64_t off, len, region_off;
+};
+
+/* An extent no region uses any more, kept readable for reclaim.grace. */
+struct retired {
+	TAILQ_ENTRY(retired) entry;
+	uint32_t node, arena;
+	uint64_t off, len;
+	uint64_t release_at;
+	struct reclaim *rc; /* the reclaim waiting for it, or NULL */
+	uint64_t incarnation; /* of the lender when it was retired */
+	bool scrub_sent;
+	bool scrubbed;	    /* its lender zeroed it: it may be lent again */
+};
+
+/* A client session's hold on a region; ends_at != 0 once the session is gone. */
+struct lease {
+	TAILQ_ENTRY(lease) entry;
+	uint32_t node;
+	uint64_t session;
+	uint64_t ends_at;
+};
+
+struct region {
+	TAILQ_ENTRY(region) entry;
+	TAILQ_HEAD(, lease) lease_list;
+	char name[64];
+	uint64_t id, size, base, stripe;
+	enum region_class cls;
+	char placement[32];
+	uint32_t mode, uid, gid, creator_node;
+	bool anonymous;
+	bool lost;	/* a lender of it restarted or died: its data is gone */
+	bool moving;	/* reclaim is copying it */
+	uint32_t leases;
+	struct region_extent *ext;
+	size_t next;
+};
+
+struct reclaim;
+
+struct regions {
+	TAILQ_HEAD(, region) list;
+	TAILQ_HEAD(, lender_pool) pools;
+	uint64_t next_id;
+	uint64_t next_base;
+	size_t count;
+	struct event *sweep_ev;
+	TAILQ_HEAD(, retired) retired; /* moved or evicted extents, readable until released */
+	TAILQ_HEAD(, reclaim) reclaims;
+};
+
+
 int region_open_space(struct poold *pd);
 void region_close_space(struct poold *pd);
 void region_lender_update(struct poold *pd, const Pool__NodeInfo *info);
 uint64_t region_arena_used(struct poold *pd, uint32_t node, uint32_t arena);
+void region_session_end(struct poold *pd, uint32_t node, uint64_t session);
+struct region *region_find(struct regions *rs, const char *name);
+struct lender_pool *region_pool(struct regions *rs, uint32_t node, uint32_t arena);
+struct lender_pool *region_pick_avoid(struct poold *pd, enum tier tier, uint64_t len,
+				      uint32_t avoid);
+void region_free(struct poold *pd, struct region *r);
+void region_account(struct poold *pd);
+void region_notify(struct poold *pd, struct region *r, const char *event);
+void region_retire(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
+		   struct reclaim *rc);
+void reclaim_sweep(struct poold *pd);
+void reclaim_close(struct poold *pd);
+extern const struct ctl_handler reclaim_handlers[];
+void region_node_gone(struct poold *pd, uint32_t node);
+void region_node_sessions(struct poold *pd, uint32_t node, const uint64_t *live, size_t n);
+
+/* hold.c: the ledger between the coordinator and its lenders */
+void hold_add(struct poold *pd, const Pool__Holdings *hs);
+void hold_drop(struct poold *pd, uint32_t arena, uint64_t off);
+void hold_clear(struct poold *pd);
+int hold_report(struct poold *pd, struct conn *c, uint64_t req_id);
+void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
+	       uint64_t region);
+void hold_ask(struct poold *pd, uint32_t node);
+void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have, size_t nhave);
 
 /* coord.c: the coordinator role */
 int coord_open(struct poold *pd);
 void coord_close(struct poold *pd);
 void coord_member_changed(struct poold *pd, struct member *m);
 int coord_probe_all(struct poold *pd, struct req *r);
-void coord_scrub(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len);
+typedef void (*coord_done_cb)(struct poold *pd, void *arg, int rc);
+int coord_request(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
+		  coord_done_cb cb, void *arg);
+void coord_notice(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg);
 
 /* peer.c: a node's link to the coordinator */
 int peer_open(struct poold *pd);
 void peer_close(struct poold *pd);
 int peer_forward(struct req *r, uint16_t type, const uint8_t *payload, size_t len);
+void peer_session_end(struct poold *pd, uint64_t session);
 
 /* probe.c: link probes over the fabric */
 typedef void (*probe_done_cb)(struct poold *pd, Pool__ProbeResult **results, size_t n, void *arg);

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/event.h>
+
 #include "daemon/extent.h"
 #include "daemon/poold.h"
 #include "libpool/libpool.h"
@@ -26,45 +28,7 @@
 #define REGION_STRIPE_DEFAULT (UINT64_C(1) << 20)
 #define REGION_MAX_SIZE (UINT64_C(1) << 44)
 
-enum region_class { CLASS_PINNED, CLASS_CACHE, CLASS_PERSISTENT };
-
 static const char *const class_names[] = {"pinned", "cache", "persistent"};
-
-/* The allocator of one arena of one lender. */
-struct lender_pool {
-	TAILQ_ENTRY(lender_pool) entry;
-	uint32_t node;
-	uint32_t arena;
-	enum tier tier;
-	int numa;
-	uint64_t incarnation;
-	struct extent_arena *alloc;
-};
-
-struct region_extent {
-	uint32_t node, arena;
-	uint64_t off, len, region_off;
-};
-
-struct region {
-	TAILQ_ENTRY(region) entry;
-	char name[64];
-	uint64_t id, size, base, stripe;
-	enum region_class cls;
-	char placement[32];
-	uint32_t mode, uid, gid, creator_node;
-	bool anonymous;
-	uint32_t leases;
-	struct region_extent *ext;
-	size_t next;
-};
-
-struct regions {
-	TAILQ_HEAD(, region) list;
-	TAILQ_HEAD(, lender_pool) pools;
-	uint64_t next_id;
-	uint64_t next_base;
-};
 
 static bool region_name_ok(const char *name)
 {
@@ -79,7 +43,7 @@ static bool region_name_ok(const char *name)
 	return true;
 }
 
-static struct region *region_find(struct regions *rs, const char *name)
+struct region *region_find(struct regions *rs, const char *name)
 {
 	struct region *r;
 
@@ -89,7 +53,14 @@ static struct region *region_find(struct regions *rs, const char *name)
 	return NULL;
 }
 
-static struct lender_pool *region_pool(struct regions *rs, uint32_t node, uint32_t arena)
+static void region_pool_free(struct lender_pool *lp)
+{
+	extent_arena_free(lp->alloc);
+	free(lp->rkey);
+	free(lp);
+}
+
+struct lender_pool *region_pool(struct regions *rs, uint32_t node, uint32_t arena)
 {
 	struct lender_pool *lp;
 
@@ -97,6 +68,40 @@ static struct lender_pool *region_pool(struct regions *rs, uint32_t node, uint32
 		if (lp->node == node && lp->arena == arena)
 			return lp;
 	return NULL;
+}
+
+/*
+ * A lender's memory is gone (it restarted): regions with extents there lose
+ * their data. Cache regions are dropped; the others stay, marked lost, so
+ * their holders and poolctl see POOL_ELOST until someone destroys them.
+ * Their extents on that lender are forgotten, not released: the lender's
+ * allocator starts afresh.
+ */
+static void region_lender_lost(struct poold *pd, uint32_t node)
+{
+	struct region *r, *next;
+	size_t i, k;
+
+	for (r = TAILQ_FIRST(&pd->regions->list); r != NULL; r = next) {
+		bool hit = false;
+
+		next = TAILQ_NEXT(r, entry);
+		for (i = k = 0; i < r->next; i++) {
+			if (r->ext[i].node == node)
+				hit = true;
+			else
+				r->ext[k++] = r->ext[i];
+		}
+		if (!hit)
+			continue;
+		r->next = k;
+		log_warnx("region '%s' lost its data on node %u", r->name, node);
+		region_notify(pd, r, "gone");
+		if (r->cls == CLASS_CACHE)
+			region_free(pd, r);
+		else
+			r->lost = true;
+	}
 }
 
 /*
@@ -120,9 +125,9 @@ void region_lender_update(struct poold *pd, const Pool__NodeInfo *info)
 			continue;
 		if (lp != NULL) {
 			log_warnx("node %u restarted: its arena %u lost what it held", info->id, a->id);
+			region_lender_lost(pd, info->id);
 			TAILQ_REMOVE(&rs->pools, lp, entry);
-			extent_arena_free(lp->alloc);
-			free(lp);
+			region_pool_free(lp);
 		}
 		if (size == 0 || (lp = calloc(1, sizeof(*lp))) == NULL)
 			continue;
@@ -135,6 +140,14 @@ void region_lender_update(struct poold *pd, const Pool__NodeInfo *info)
 		lp->tier = strcmp(a->tier, "pmem") == 0 ? TIER_PMEM : TIER_DRAM;
 		lp->numa = a->numa;
 		lp->incarnation = info->incarnation;
+		lp->size = size;
+		lp->lent = MIN(a->lent / EXTENT_UNIT_DEFAULT * EXTENT_UNIT_DEFAULT, size);
+		lp->addr = a->addr;
+		lp->rkey = malloc(a->rkey.len ? a->rkey.len : 1);
+		if (lp->rkey != NULL)
+			memcpy(lp->rkey, a->rkey.data, a->rkey.len);
+		lp->rkey_len = a->rkey.len;
+		extent_arena_shrink(lp->alloc, lp->lent, NULL);
 		TAILQ_INSERT_TAIL(&rs->pools, lp, entry);
 	}
 }
@@ -173,8 +186,30 @@ static struct lender_pool *region_pick(struct poold *pd, uint32_t node, enum tie
 
 		for (i = 0; i < nskip; i++)
 			skipped |= skip[i]->node == lp->node;
-		if (skipped || lp->tier != tier || (node != 0 && lp->node != node) ||
+		if (skipped || lp->draining || lp->tier != tier || (node != 0 && lp->node != node) ||
 		    (numa >= 0 && lp->numa != numa) || !region_lender_usable(pd, lp))
+			continue;
+		extent_stats(lp->alloc, &st);
+		if (st.largest_free >= len && st.free > best_free) {
+			best = lp;
+			best_free = st.free;
+		}
+	}
+	return best;
+}
+
+/* The best lender for len bytes of tier on any node but avoid (for moves). */
+struct lender_pool *region_pick_avoid(struct poold *pd, enum tier tier, uint64_t len,
+				      uint32_t avoid)
+{
+	struct lender_pool *lp, *best = NULL;
+	uint64_t best_free = 0;
+
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
+		struct extent_stats st;
+
+		if (lp->node == avoid || lp->draining || lp->tier != tier ||
+		    !region_lender_usable(pd, lp))
 			continue;
 		extent_stats(lp->alloc, &st);
 		if (st.largest_free >= len && st.free > best_free) {
@@ -207,7 +242,7 @@ static void region_free_text(struct poold *pd, enum tier tier, char *buf, size_t
 }
 
 /* Keep the members' records of lent and used bytes in step with the allocators. */
-static void region_account(struct poold *pd)
+void region_account(struct poold *pd)
 {
 	struct lender_pool *lp;
 	struct member *m;
@@ -217,6 +252,27 @@ static void region_account(struct poold *pd)
 		for (i = 0; i < m->info->n_numa; i++)
 			m->info->numa[i]->lend_used = 0;
 		m->info->pmem_used = 0;
+	}
+	/* Keep each member's arena records in step too, for poolctl nodes -v. */
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
+		struct extent_stats st;
+
+		m = cluster_find(pd, lp->node);
+		if (m == NULL || m->info->incarnation != lp->incarnation)
+			continue;
+		extent_stats(lp->alloc, &st);
+		for (i = 0; i < m->info->n_arenas; i++) {
+			Pool__Arena *a = m->info->arenas[i];
+
+			if (a->id != lp->arena)
+				continue;
+			a->used = st.used;
+			a->lent = lp->lent;
+			a->has_largest_free = a->has_free_runs = a->has_extents = 1;
+			a->largest_free = st.largest_free;
+			a->free_runs = st.nfree_runs;
+			a->extents = st.nextents;
+		}
 	}
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 		struct extent_stats st;
@@ -235,27 +291,154 @@ static void region_account(struct poold *pd)
 	}
 }
 
+static void region_scrubbed(struct poold *pd, void *arg, int rc)
+{
+	struct retired *rt = arg;
+
+	rt->scrub_sent = false;
+	if (rc == 0)
+		rt->scrubbed = true; /* else try again at the next sweep */
+}
+
+/*
+ * Ask the lender to zero a retired extent; it is released to the allocator
+ * only once the lender confirmed, so nothing written to its next user can be
+ * wiped by a late scrub.
+ */
+static void region_scrub(struct poold *pd, struct retired *rt)
+{
+	Pool__Scrub sc = POOL__SCRUB__INIT;
+
+	if (rt->scrubbed || rt->scrub_sent)
+		return;
+	if (rt->node == pd->node_id) {
+		lend_scrub(pd, rt->arena, rt->off, rt->len);
+		rt->scrubbed = true;
+		return;
+	}
+	sc.arena = rt->arena;
+	sc.off = rt->off;
+	sc.len = rt->len;
+	if (coord_request(pd, rt->node, WIRE_SCRUB, &sc.base, region_scrubbed, rt) == 0)
+		rt->scrub_sent = true;
+}
+
+/*
+ * Take an extent out of use. It stays readable until reclaim.grace has
+ * passed (0 for plain frees: holders were told the region is gone), then
+ * it is scrubbed and released.
+ */
+void region_retire(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
+		   struct reclaim *rc)
+{
+	struct retired *rt = calloc(1, sizeof(*rt));
+	struct lender_pool *lp;
+
+	if (rt == NULL) {
+		log_warnx("out of memory: extent %llu+%llu of node %u arena %u leaks",
+			  (unsigned long long)off, (unsigned long long)len, node, arena);
+		return;
+	}
+	rt->node = node;
+	rt->arena = arena;
+	rt->off = off;
+	rt->len = len;
+	rt->rc = rc;
+	lp = region_pool(pd->regions, node, arena);
+	rt->incarnation = lp ? lp->incarnation : 0;
+	rt->release_at = units_now_ms() + (rc ? (uint64_t)pd->conf->reclaim_grace_ms : 0);
+	TAILQ_INSERT_TAIL(&pd->regions->retired, rt, entry);
+	if (rc == NULL)
+		region_scrub(pd, rt);
+}
+
+/* Release the retired extents that are due and scrubbed. */
+static void region_sweep_retired(struct poold *pd)
+{
+	struct retired *rt, *next;
+	uint64_t now = units_now_ms();
+
+	for (rt = TAILQ_FIRST(&pd->regions->retired); rt != NULL; rt = next) {
+		struct lender_pool *lp = region_pool(pd->regions, rt->node, rt->arena);
+
+		next = TAILQ_NEXT(rt, entry);
+		if (lp != NULL && lp->incarnation != rt->incarnation)
+			lp = NULL; /* retired under an earlier life of the lender: nothing to do */
+		if (rt->scrub_sent)
+			continue;
+		if (lp != NULL && rt->release_at > now)
+			continue;
+		if (lp != NULL && !rt->scrubbed) {
+			region_scrub(pd, rt);
+			if (!rt->scrubbed)
+				continue;
+		}
+		/* lp == NULL: the lender restarted, its allocator started afresh. */
+		if (lp != NULL)
+			extent_release(lp->alloc, rt->off, rt->len);
+		TAILQ_REMOVE(&pd->regions->retired, rt, entry);
+		free(rt);
+	}
+	region_account(pd);
+}
+
 static void region_release_extents(struct poold *pd, struct region *r)
 {
 	size_t i;
 
-	for (i = 0; i < r->next; i++) {
-		struct region_extent *e = &r->ext[i];
-		struct lender_pool *lp = region_pool(pd->regions, e->node, e->arena);
-
-		if (lp == NULL)
-			continue;
-		/* Scrub before the memory can be lent again. */
-		if (e->node == pd->node_id)
-			lend_scrub(pd, e->arena, e->off, e->len);
-		else
-			coord_scrub(pd, e->node, e->arena, e->off, e->len);
-		extent_release(lp->alloc, e->off, e->len);
-	}
+	for (i = 0; i < r->next; i++)
+		region_retire(pd, r->ext[i].node, r->ext[i].arena, r->ext[i].off, r->ext[i].len,
+			      NULL);
 	free(r->ext);
 	r->ext = NULL;
 	r->next = 0;
-	region_account(pd);
+	region_sweep_retired(pd);
+}
+
+/*
+ * Tell the holders of a region's leases that it moved or is gone: directly
+ * for sessions on this node, through their poold for the others.
+ */
+void region_notify(struct poold *pd, struct region *r, const char *event)
+{
+	Pool__RegionNotice rn = POOL__REGION_NOTICE__INIT;
+	uint64_t *sessions;
+	struct lease *l, *k;
+
+	rn.name = r->name;
+	rn.event = (char *)event;
+	sessions = calloc(r->leases ? r->leases : 1, sizeof(*sessions));
+	if (sessions == NULL)
+		return;
+	TAILQ_FOREACH(l, &r->lease_list, entry) {
+		size_t n = 0;
+
+		/* Once per node: the first lease of each node gathers its sessions. */
+		TAILQ_FOREACH(k, &r->lease_list, entry) {
+			if (k == l)
+				break;
+			if (k->node == l->node)
+				break;
+		}
+		if (k != l)
+			continue;
+		TAILQ_FOREACH(k, &r->lease_list, entry)
+			if (k->node == l->node && k->ends_at == 0)
+				sessions[n++] = k->session;
+		if (l->node == pd->node_id) {
+			size_t i;
+
+			for (i = 0; i < n; i++)
+				control_notify(pd, sessions[i], WIRE_REGION_NOTICE, &rn.base);
+		} else {
+			rn.sessions = sessions;
+			rn.n_sessions = n;
+			coord_notice(pd, l->node, WIRE_REGION_NOTICE, &rn.base);
+			rn.sessions = NULL;
+			rn.n_sessions = 0;
+		}
+	}
+	free(sessions);
 }
 
 /* Parse a placement: local, any, node=N, numa=M, spread, spread=N. */
@@ -307,8 +490,9 @@ static int region_place(struct poold *pd, struct region *r, const Pool__RegionCr
 			 "spread=N", rc->placement);
 		return -EINVAL;
 	}
+	/* "local" is the node of the caller's session, whatever the client claims. */
 	if (strcmp(rc->placement, "local") == 0 || numa >= 0)
-		node = rc->from_node;
+		node = r->creator_node;
 	if (spread == 0) {
 		struct lender_pool *lp = region_pick(pd, node, tier, numa, r->size, NULL, 0);
 		uint64_t off, len;
@@ -333,8 +517,13 @@ static int region_place(struct poold *pd, struct region *r, const Pool__RegionCr
 		TAILQ_FOREACH(m, &pd->members, entry)
 			n += m->state == MEMBER_UP;
 	}
-	r->stripe = rc->stripe ? rc->stripe : REGION_STRIPE_DEFAULT;
-	if (r->stripe % EXTENT_GRAIN_DEFAULT != 0 || r->stripe > r->size) {
+	r->stripe = rc->stripe ? rc->stripe
+			       : MIN(REGION_STRIPE_DEFAULT,
+				     (r->size + EXTENT_GRAIN_DEFAULT - 1) / EXTENT_GRAIN_DEFAULT *
+					     EXTENT_GRAIN_DEFAULT);
+	if (r->stripe % EXTENT_GRAIN_DEFAULT != 0 || r->stripe == 0 ||
+	    r->stripe > (r->size + EXTENT_GRAIN_DEFAULT - 1) / EXTENT_GRAIN_DEFAULT *
+				EXTENT_GRAIN_DEFAULT) {
 		snprintf(err, errlen, "stripe size must be a multiple of 4K, at most the region size");
 		return -EINVAL;
 	}
@@ -374,6 +563,115 @@ out_nospc: {
 		 spread ? ", striped" : "", where);
 	return -ENOSPC;
 }
+}
+
+static int region_lease_add(struct region *r, uint32_t node, uint64_t session)
+{
+	struct lease *l = calloc(1, sizeof(*l));
+
+	if (l == NULL)
+		return -ENOMEM;
+	l->node = node;
+	l->session = session;
+	TAILQ_INSERT_TAIL(&r->lease_list, l, entry);
+	r->leases++;
+	return 0;
+}
+
+static void region_lease_drop(struct region *r, struct lease *l)
+{
+	TAILQ_REMOVE(&r->lease_list, l, entry);
+	r->leases--;
+	free(l);
+}
+
+/* Forget a region: its leases, its extents (scrubbed by their lenders). */
+void region_free(struct poold *pd, struct region *r)
+{
+	struct lease *l;
+
+	TAILQ_REMOVE(&pd->regions->list, r, entry);
+	pd->regions->count--;
+	while ((l = TAILQ_FIRST(&r->lease_list)) != NULL)
+		region_lease_drop(r, l);
+	region_release_extents(pd, r);
+	free(r);
+}
+
+/* Leases of sessions gone for lease.grace end; anonymous regions without leases go. */
+static void region_sweep(evutil_socket_t fd, short what, void *arg)
+{
+	struct poold *pd = arg;
+	struct region *r, *rnext;
+	uint64_t now = units_now_ms();
+
+	for (r = TAILQ_FIRST(&pd->regions->list); r != NULL; r = rnext) {
+		struct lease *l, *lnext;
+
+		rnext = TAILQ_NEXT(r, entry);
+		for (l = TAILQ_FIRST(&r->lease_list); l != NULL; l = lnext) {
+			lnext = TAILQ_NEXT(l, entry);
+			if (l->ends_at != 0 && l->ends_at <= now)
+				region_lease_drop(r, l);
+		}
+		if (r->anonymous && r->leases == 0 && !r->moving) {
+			log_info("anonymous region '%s' freed: its last lease ended", r->name);
+			region_free(pd, r);
+		}
+	}
+	region_sweep_retired(pd);
+	reclaim_sweep(pd);
+}
+
+/* A client session ended: its leases end after lease.grace. */
+void region_session_end(struct poold *pd, uint32_t node, uint64_t session)
+{
+	uint64_t ends = units_now_ms() + (uint64_t)pd->conf->lease_grace_ms;
+	struct region *r;
+	struct lease *l;
+
+	if (pd->regions == NULL)
+		return;
+	TAILQ_FOREACH(r, &pd->regions->list, entry)
+		TAILQ_FOREACH(l, &r->lease_list, entry)
+			if (l->node == node && l->session == session && l->ends_at == 0)
+				l->ends_at = ends;
+}
+
+/* A node died or restarted: every session it held ends after lease.grace. */
+void region_node_gone(struct poold *pd, uint32_t node)
+{
+	uint64_t ends = units_now_ms() + (uint64_t)pd->conf->lease_grace_ms;
+	struct region *r;
+	struct lease *l;
+
+	if (pd->regions == NULL)
+		return;
+	TAILQ_FOREACH(r, &pd->regions->list, entry)
+		TAILQ_FOREACH(l, &r->lease_list, entry)
+			if (l->node == node && l->ends_at == 0)
+				l->ends_at = ends;
+}
+
+/* A node came back: leases of its sessions that are not live any more end after lease.grace. */
+void region_node_sessions(struct poold *pd, uint32_t node, const uint64_t *live, size_t n)
+{
+	uint64_t ends = units_now_ms() + (uint64_t)pd->conf->lease_grace_ms;
+	struct region *r;
+	struct lease *l;
+	size_t i;
+
+	if (pd->regions == NULL)
+		return;
+	TAILQ_FOREACH(r, &pd->regions->list, entry)
+		TAILQ_FOREACH(l, &r->lease_list, entry) {
+			if (l->node != node || l->ends_at != 0)
+				continue;
+			for (i = 0; i < n && live[i] != l->session; i++)
+				;
+			if (i == n)
+				l->ends_at = ends;
+		}
 }
 
 /* A region as a message, with the storage its pointers refer to. */
@@ -489,6 +787,34 @@ out:
 	return rc;
 }
 
+/* Check the caller's uid against quota.bytes and quota.regions. */
+static int region_quota(struct req *q, uint64_t size)
+{
+	struct poold_conf *conf = q->pd->conf;
+	uint64_t bytes = 0, count = 0;
+	struct region *r;
+
+	TAILQ_FOREACH(r, &q->pd->regions->list, entry)
+		if (r->uid == q->uid) {
+			bytes += r->size;
+			count++;
+		}
+	if (conf->quota_regions > 0 && count + 1 > (uint64_t)conf->quota_regions)
+		return req_errorf(q, -EDQUOT, "uid %u owns %llu regions: quota.regions is %lld",
+				  (unsigned)q->uid, (unsigned long long)count,
+				  (long long)conf->quota_regions);
+	if (conf->quota_bytes > 0 && bytes + size > (uint64_t)conf->quota_bytes) {
+		char have[24], want[24], lim[24];
+
+		units_fmt_size(bytes, have, sizeof(have));
+		units_fmt_size(size, want, sizeof(want));
+		units_fmt_size((uint64_t)conf->quota_bytes, lim, sizeof(lim));
+		return req_errorf(q, -EDQUOT, "uid %u owns %s of regions; %s more is over quota.bytes "
+				  "(%s)", (unsigned)q->uid, have, want, lim);
+	}
+	return 0;
+}
+
 static int region_create(struct req *q, const ProtobufCMessage *msg)
 {
 	const Pool__RegionCreate *c = (const Pool__RegionCreate *)msg;
@@ -508,9 +834,16 @@ static int region_create(struct req *q, const ProtobufCMessage *msg)
 		return req_errorf(q, -EINVAL, "mode %o is not a permission mode", c->mode);
 	if (region_find(rs, c->name) != NULL)
 		return req_errorf(q, -EEXIST, "region '%s' exists", c->name);
+	if (rs->count >= (size_t)pd->conf->max_regions)
+		return req_errorf(q, -EUSERS, "the pool holds regions.max = %lld regions",
+				  (long long)pd->conf->max_regions);
+	rc = region_quota(q, c->size);
+	if (rc < 0)
+		return rc;
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		return req_errorf(q, -ENOMEM, "out of memory");
+	TAILQ_INIT(&r->lease_list);
 	for (i = 0; i < ARRAY_SIZE(class_names); i++)
 		if (strcmp(c->class_, class_names[i]) == 0)
 			break;
@@ -527,16 +860,23 @@ static int region_create(struct req *q, const ProtobufCMessage *msg)
 	r->uid = q->uid;
 	r->gid = q->gid;
 	r->anonymous = c->anonymous;
-	r->creator_node = c->from_node ? c->from_node : pd->node_id;
+	r->creator_node = q->node;
 	rc = region_place(pd, r, c, err, sizeof(err));
 	if (rc < 0) {
 		free(r);
 		return req_errorf(q, rc, "%s", err[0] ? err : err_str(rc));
 	}
 	r->id = ++rs->next_id;
+	for (i = 0; i < r->next; i++)
+		hold_tell(pd, r->ext[i].node, r->ext[i].arena, r->ext[i].off, r->ext[i].len, r->id);
 	r->base = rs->next_base;
 	rs->next_base += (r->size + REGION_GVA_ALIGN - 1) / REGION_GVA_ALIGN * REGION_GVA_ALIGN;
 	TAILQ_INSERT_TAIL(&rs->list, r, entry);
+	rs->count++;
+	if (c->open && region_lease_add(r, q->node, q->session) < 0) {
+		region_free(pd, r);
+		return req_errorf(q, -ENOMEM, "out of memory");
+	}
 	region_account(pd);
 	log_info("region '%s' created: %llu bytes, %s, %s, %zu extent(s), uid %u",
 		 r->name, (unsigned long long)r->size, class_names[r->cls], r->placement, r->next,
@@ -566,6 +906,9 @@ static int region_open(struct req *q, const ProtobufCMessage *msg)
 	rc = region_lookup(q, msg, &r);
 	if (rc < 0)
 		return rc;
+	if (r->lost)
+		return req_errorf(q, POOL_ELOST, "region '%s' lost its data when a lender restarted",
+				  r->name);
 	if (!region_allowed(r, q, want))
 		return req_errorf(q, -EACCES, "region '%s' (mode %03o, uid %u): %s access denied",
 				  r->name, r->mode, r->uid, want & 2 ? "read-write" : "read");
@@ -576,8 +919,33 @@ static int region_open(struct req *q, const ProtobufCMessage *msg)
 			return req_errorf(q, POOL_ELOST, "region '%s': its lender node %u is dead",
 					  r->name, r->ext[i].node);
 	}
-	r->leases++;
+	if (region_lease_add(r, q->node, q->session) < 0)
+		return req_errorf(q, -ENOMEM, "out of memory");
 	return region_reply(q, r, true);
+}
+
+/* End one lease of the caller's session on a region. */
+static int region_close_lease(struct req *q, const ProtobufCMessage *msg)
+{
+	Pool__Ok ok = POOL__OK__INIT;
+	struct region *r;
+	struct lease *l;
+	int rc = region_lookup(q, msg, &r);
+
+	if (rc < 0)
+		return rc;
+	TAILQ_FOREACH(l, &r->lease_list, entry)
+		if (l->node == q->node && l->session == q->session && l->ends_at == 0)
+			break;
+	if (l == NULL)
+		return req_errorf(q, -ENOENT, "this session holds no lease on '%s'", r->name);
+	region_lease_drop(r, l);
+	/* While a reclaim moves it, the sweep frees it once the move is over. */
+	if (r->anonymous && r->leases == 0 && !r->moving) {
+		log_info("anonymous region '%s' freed: its last lease ended", r->name);
+		region_free(q->pd, r);
+	}
+	return req_reply(q, WIRE_OK, &ok.base);
 }
 
 static int region_stat(struct req *q, const ProtobufCMessage *msg)
@@ -585,7 +953,10 @@ static int region_stat(struct req *q, const ProtobufCMessage *msg)
 	struct region *r;
 	int rc = region_lookup(q, msg, &r);
 
-	return rc < 0 ? rc : region_reply(q, r, true);
+	if (rc < 0)
+		return rc;
+	/* Where the data lives is for those who may read it. */
+	return region_reply(q, r, region_allowed(r, q, 4));
 }
 
 static int region_destroy(struct req *q, const ProtobufCMessage *msg)
@@ -598,10 +969,11 @@ static int region_destroy(struct req *q, const ProtobufCMessage *msg)
 		return rc;
 	if (q->uid != 0 && q->uid != r->uid && !q->admin)
 		return req_errorf(q, -EPERM, "region '%s' belongs to uid %u", r->name, r->uid);
-	TAILQ_REMOVE(&q->pd->regions->list, r, entry);
-	region_release_extents(q->pd, r);
+	if (r->moving)
+		return req_errorf(q, -EBUSY, "region '%s' is being moved by a reclaim", r->name);
+	region_notify(q->pd, r, "gone");
 	log_info("region '%s' destroyed", r->name);
-	free(r);
+	region_free(q->pd, r);
 	return req_reply(q, WIRE_OK, &ok.base);
 }
 
@@ -623,7 +995,7 @@ static int region_list(struct req *q, const ProtobufCMessage *msg)
 	}
 	i = 0;
 	TAILQ_FOREACH(r, &q->pd->regions->list, entry) {
-		if (region_msg_build(r, true, &ms[i]) < 0) {
+		if (region_msg_build(r, region_allowed(r, q, 4), &ms[i]) < 0) {
 			rc = req_errorf(q, -ENOMEM, "out of memory");
 			goto out;
 		}
@@ -648,7 +1020,15 @@ int region_open_space(struct poold *pd)
 		return -ENOMEM;
 	TAILQ_INIT(&rs->list);
 	TAILQ_INIT(&rs->pools);
+	TAILQ_INIT(&rs->retired);
+	TAILQ_INIT(&rs->reclaims);
 	rs->next_base = REGION_BASE0;
+	rs->sweep_ev = event_new(pd->base, -1, EV_PERSIST, region_sweep, pd);
+	if (rs->sweep_ev == NULL) {
+		free(rs);
+		return -ENOMEM;
+	}
+	event_add(rs->sweep_ev, &(struct timeval){.tv_sec = 0, .tv_usec = 250000});
 	pd->regions = rs;
 	return 0;
 }
@@ -658,19 +1038,29 @@ void region_close_space(struct poold *pd)
 {
 	struct regions *rs = pd->regions;
 	struct lender_pool *lp;
+	struct retired *rt;
 	struct region *r;
 
 	if (rs == NULL)
 		return;
+	reclaim_close(pd);
+	while ((rt = TAILQ_FIRST(&rs->retired)) != NULL) {
+		TAILQ_REMOVE(&rs->retired, rt, entry);
+		free(rt);
+	}
 	while ((r = TAILQ_FIRST(&rs->list)) != NULL) {
+		struct lease *l;
+
 		TAILQ_REMOVE(&rs->list, r, entry);
+		while ((l = TAILQ_FIRST(&r->lease_list)) != NULL)
+			region_lease_drop(r, l);
 		free(r->ext);
 		free(r);
 	}
+	event_free(rs->sweep_ev);
 	while ((lp = TAILQ_FIRST(&rs->pools)) != NULL) {
 		TAILQ_REMOVE(&rs->pools, lp, entry);
-		extent_arena_free(lp->alloc);
-		free(lp);
+		region_pool_free(lp);
 	}
 	free(rs);
 	pd->regions = NULL;
@@ -682,5 +1072,6 @@ const struct ctl_handler region_handlers[] = {
 	{WIRE_REGION_STAT, CTL_ANY, AT_COORD, region_stat},
 	{WIRE_REGION_DESTROY, CTL_ANY, AT_COORD, region_destroy},
 	{WIRE_REGION_LIST, CTL_ANY, AT_COORD, region_list},
+	{WIRE_REGION_CLOSE, CTL_ANY, AT_COORD, region_close_lease},
 	{0, 0, 0, NULL},
 };

@@ -131,6 +131,8 @@ int fab_get_nb(struct fab_ep *ep, void *buf, size_t len, uint64_t raddr,
 int fab_put(struct fab_ep *ep, const void *buf, size_t len, uint64_t raddr, struct fab_rkey *rkey);
 /* Blocking get: returns when the data is in buf. */
 int fab_get(struct fab_ep *ep, void *buf, size_t len, uint64_t raddr, struct fab_rkey *rkey);
+/* Non-blocking flush: cb once, from progress, when all issued on ep is complete at the target. */
+int fab_flush_nb(struct fab_ep *ep, fab_done_cb cb, void *arg);
 /* Blocking flush: every put/get/atomic issued on ep so far is complete at the target. */
 int fab_flush(struct fab_ep *ep);
 

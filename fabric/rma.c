@@ -138,6 +138,25 @@ int fab_get(struct fab_ep *ep, void *buf, size_t len, uint64_t raddr, struct fab
 	return fab_rma(ep, 0, buf, len, raddr, rkey);
 }
 
+/*
+ * Non-blocking flush: cb is called once, from progress, when every put, get
+ * and atomic issued on ep so far is complete at the target.
+ */
+int fab_flush_nb(struct fab_ep *ep, fab_done_cb cb, void *arg)
+{
+	ucp_request_param_t param;
+	struct fab_op *op;
+	int rc;
+
+	if ((rc = fab_op_check(ep, NULL)) < 0)
+		return rc;
+	op = fab_op_new(ep, cb, arg);
+	if (op == NULL)
+		return -ENOMEM;
+	fab_op_param(op, &param);
+	return fab_op_issued(op, ucp_ep_flush_nbx(ep->ep, &param));
+}
+
 /* Blocking flush: every put/get/atomic issued on ep so far is complete at the target. */
 int fab_flush(struct fab_ep *ep)
 {

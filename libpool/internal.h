@@ -21,6 +21,7 @@ struct pool {
 	pthread_mutex_t data_lock; /* serialises the fabric data path */
 	struct fab_ctx *fab;	   /* made on the first remote access */
 	struct pool_node *nodes;   /* endpoints to lenders, by node id */
+	struct pool_region *regions; /* open regions, for notices (under lock) */
 };
 
 /* error.c */
@@ -28,6 +29,7 @@ int pool_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 
 /* region.c */
 void pool_nodes_free(struct pool *pool);
+void pool_region_notice(void *arg, uint16_t type, const uint8_t *payload, size_t len);
 
 /* pool.c */
 int pool_call(struct pool *pool, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,

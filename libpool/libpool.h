@@ -35,6 +35,8 @@ struct pool;
 struct pool_status;
 struct pool_region;
 struct pool_region_opts;
+struct pool_batch;
+struct pool_region_info;
 
 /* pool_region_create() flags */
 #define POOL_REGION_ANONYMOUS 0x1 /* freed when its last lease ends */
@@ -78,6 +80,19 @@ POOL_EXPORT int pool_region_open(struct pool *pool, const char *name, unsigned f
 POOL_EXPORT int pool_region_close(struct pool_region *region);
 /* Destroy a region by name (its owner or an admin). */
 POOL_EXPORT int pool_region_destroy(struct pool *pool, const char *name);
+/* What a region is, by name; free with pool_region_info_free(). */
+POOL_EXPORT int pool_region_stat(struct pool *pool, const char *name,
+				 struct pool_region_info **ret_info);
+POOL_EXPORT void pool_region_info_free(struct pool_region_info *info);
+POOL_EXPORT uint64_t pool_region_info_size(const struct pool_region_info *info);
+POOL_EXPORT const char *pool_region_info_class(const struct pool_region_info *info);
+POOL_EXPORT const char *pool_region_info_placement(const struct pool_region_info *info);
+POOL_EXPORT unsigned pool_region_info_mode(const struct pool_region_info *info);
+POOL_EXPORT uint32_t pool_region_info_uid(const struct pool_region_info *info);
+POOL_EXPORT uint32_t pool_region_info_gid(const struct pool_region_info *info);
+POOL_EXPORT uint32_t pool_region_info_leases(const struct pool_region_info *info);
+/* Number of distinct lender nodes (0 when the caller may not read the region). */
+POOL_EXPORT uint32_t pool_region_info_nodes(const struct pool_region_info *info);
 POOL_EXPORT uint64_t pool_region_size(const struct pool_region *region);
 /* The region's global virtual address. */
 POOL_EXPORT uint64_t pool_region_gva(const struct pool_region *region);
@@ -89,6 +104,26 @@ POOL_EXPORT int pool_region_write(struct pool_region *region, uint64_t offset, c
 				  size_t len);
 /* A pointer to the whole region for load/store; -EREMOTE unless it lives on this node. */
 POOL_EXPORT int pool_region_map(struct pool_region *region, void **ret_addr);
+
+/*
+ * Batches: many reads and writes in flight, one wait. Each call starts its
+ * transfer at once; pool_batch_wait() returns when all are complete (writes
+ * visible to others) with the first error, and the batch can be used again.
+ * Buffers must stay valid until then. A batch belongs to one thread.
+ */
+POOL_EXPORT int pool_batch_new(struct pool *pool, struct pool_batch **ret_batch);
+POOL_EXPORT void pool_batch_free(struct pool_batch *batch);
+POOL_EXPORT int pool_batch_read(struct pool_batch *batch, struct pool_region *region,
+				uint64_t offset, void *buf, size_t len);
+POOL_EXPORT int pool_batch_write(struct pool_batch *batch, struct pool_region *region,
+				 uint64_t offset, const void *buf, size_t len);
+POOL_EXPORT int pool_batch_wait(struct pool_batch *batch);
+
+/* 64-bit atomics on an 8-byte aligned offset; *ret_old gets the previous value. */
+POOL_EXPORT int pool_region_fetch_add(struct pool_region *region, uint64_t offset, uint64_t add,
+				      uint64_t *ret_old);
+POOL_EXPORT int pool_region_compare_swap(struct pool_region *region, uint64_t offset,
+					 uint64_t expect, uint64_t desired, uint64_t *ret_old);
 
 /* Describe an error code returned by any libpool function. */
 POOL_EXPORT const char *pool_strerror(int code);

@@ -36,6 +36,7 @@ POOL_EXPORT int pool_open(const char *socket, unsigned flags, struct pool **ret_
 	}
 	pthread_mutex_init(&pool->lock, NULL);
 	pthread_mutex_init(&pool->data_lock, NULL);
+	wire_client_set_notice(pool->wc, pool_region_notice, pool);
 	*ret_pool = pool;
 	return 0;
 }

@@ -63,7 +63,83 @@ struct pool_region {
 	void *map; /* local mapping of the whole region, or NULL */
 	size_t map_len;
 	void *map_base;
+	bool leased; /* open or create took a lease */
+	bool moved;  /* notice: fetch the layout again before the next access */
+	bool gone;   /* notice: evicted or destroyed */
+	struct pool_region *next; /* on pool->regions */
 };
+
+static int region_resolve(struct pool_region *r, const Pool__RegionReply *rep);
+static int region_map_local(struct pool_region *r);
+
+/*
+ * A notice from poold about a region this process holds. Called under
+ * pool->lock, from inside a control call or wire_client_poll().
+ */
+void pool_region_notice(void *arg, uint16_t type, const uint8_t *payload, size_t len)
+{
+	struct pool *pool = arg;
+	Pool__RegionNotice *rn = NULL;
+	struct pool_region *r;
+
+	if (type != WIRE_REGION_NOTICE ||
+	    wire_msg_unpack(type, payload, len, (ProtobufCMessage **)&rn) < 0)
+		return;
+	for (r = pool->regions; r != NULL; r = r->next) {
+		if (strcmp(r->name, rn->name) != 0)
+			continue;
+		if (strcmp(rn->event, "gone") == 0)
+			r->gone = true;
+		else
+			r->moved = true;
+	}
+	wire_msg_free(&rn->base);
+}
+
+/*
+ * Before an access: take in waiting notices; a region that moved gets its
+ * new layout, one that is gone fails with -ESTALE.
+ */
+static int region_refresh(struct pool_region *r)
+{
+	Pool__RegionName req = POOL__REGION_NAME__INIT;
+	Pool__RegionReply *rep;
+	struct pool_region_extent *old = r->ext;
+	size_t oldn = r->n;
+	int rc;
+
+	pthread_mutex_lock(&r->pool->lock);
+	wire_client_poll(r->pool->wc);
+	pthread_mutex_unlock(&r->pool->lock);
+	if (r->gone)
+		return pool_err(-ESTALE, "region '%s' was evicted or destroyed", r->name);
+	if (!r->moved)
+		return 0;
+	req.name = r->name;
+	rc = pool_call(r->pool, WIRE_REGION_STAT, &req.base, WIRE_REGION_REPLY,
+		       (ProtobufCMessage **)&rep);
+	if (rc < 0)
+		return rc;
+	r->moved = false;
+	r->ext = NULL;
+	rc = region_resolve(r, rep);
+	wire_msg_free(&rep->base);
+	if (rc < 0) {
+		free(r->ext);
+		r->ext = old;
+		r->n = oldn;
+		return rc;
+	}
+	free(old);
+	/* The old mapping shows the old place: map the new one, if it is local. */
+	if (r->map_base != NULL) {
+		munmap(r->map_base, r->map_len);
+		r->map = r->map_base = NULL;
+		r->map_len = 0;
+	}
+	region_map_local(r);
+	return 0;
+}
 
 POOL_EXPORT int pool_region_opts_new(struct pool_region_opts **ret_opts)
 {
@@ -310,6 +386,7 @@ static int region_from_reply(struct pool *pool, const char *name, unsigned flags
 	r->size = rep->region->size;
 	r->gva = rep->region->gva;
 	r->stripe = rep->region->stripe;
+	r->leased = true;
 	rc = region_resolve(r, rep);
 	wire_msg_free(&rep->base);
 	if (rc < 0) {
@@ -321,6 +398,10 @@ static int region_from_reply(struct pool *pool, const char *name, unsigned flags
 	 * caller not trusted with the arena) one-sided access, which needs no map.
 	 */
 	region_map_local(r);
+	pthread_mutex_lock(&pool->lock);
+	r->next = pool->regions;
+	pool->regions = r;
+	pthread_mutex_unlock(&pool->lock);
 	*ret = r;
 	return 0;
 }
@@ -345,6 +426,8 @@ POOL_EXPORT int pool_region_create(struct pool *pool, const char *name,
 	req.mode = opts->mode;
 	req.stripe = opts->stripe;
 	req.anonymous = (flags & POOL_REGION_ANONYMOUS) != 0;
+	req.has_open = 1;
+	req.open = 1;
 	req.from_node = wire_client_node_id(pool->wc);
 	rc = pool_call(pool, WIRE_REGION_CREATE, &req.base, WIRE_REGION_REPLY,
 		       (ProtobufCMessage **)&rep);
@@ -374,8 +457,24 @@ POOL_EXPORT int pool_region_open(struct pool *pool, const char *name, unsigned f
 
 POOL_EXPORT int pool_region_close(struct pool_region *region)
 {
+	Pool__RegionName req = POOL__REGION_NAME__INIT;
+	Pool__Ok *ok;
+
 	if (region == NULL)
 		return 0;
+	/* End the lease; a broken connection ends it anyway (after lease.grace). */
+	req.name = region->name;
+	if (region->leased &&
+	    pool_call(region->pool, WIRE_REGION_CLOSE, &req.base, WIRE_OK,
+		      (ProtobufCMessage **)&ok) == 0)
+		wire_msg_free(&ok->base);
+	pthread_mutex_lock(&region->pool->lock);
+	for (struct pool_region **pp = &region->pool->regions; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == region) {
+			*pp = region->next;
+			break;
+		}
+	pthread_mutex_unlock(&region->pool->lock);
 	if (region->map_base != NULL)
 		munmap(region->map_base, region->map_len);
 	free(region->ext);
@@ -420,33 +519,35 @@ POOL_EXPORT int pool_region_map(struct pool_region *region, void **ret_addr)
 	return 0;
 }
 
-/* Transfers in flight for one read or write. */
-struct region_io {
+/* Transfers in flight: one read or write, or a batch. */
+struct pool_batch {
+	struct pool *pool;
 	volatile int done;
 	int outstanding;
 	int status;
+	bool wrote;
+	char name[64]; /* a region the batch touched, for messages */
 };
 
 static void region_io_done(void *arg, int status)
 {
-	struct region_io *io = arg;
+	struct pool_batch *b = arg;
 
-	if (status < 0 && io->status == 0)
-		io->status = status;
-	if (--io->outstanding == 0)
-		io->done = 1;
+	if (status < 0 && b->status == 0)
+		b->status = status;
+	if (--b->outstanding == 0)
+		b->done = 1;
 }
 
-/* Issue one get or put per piece of [off, off+len); wait for all; flush puts. */
-static int region_rma(struct pool_region *r, uint64_t off, void *buf, size_t len, bool write)
+/* Start one get or put per piece of [off, off+len); data_lock held. */
+static int region_issue(struct pool_batch *b, struct pool_region *r, uint64_t off, void *buf,
+			size_t len, bool write)
 {
-	struct region_io io = {0};
 	uint64_t pos = 0;
-	size_t i;
 	int rc = 0;
 
-	pthread_mutex_lock(&r->pool->data_lock);
-	io.outstanding = 1; /* held until every piece is issued */
+	snprintf(b->name, sizeof(b->name), "%s", r->name);
+	b->wrote |= write;
 	while (pos < len && rc == 0) {
 		uint64_t o = off + pos, step, loc;
 		struct pool_region_extent *x;
@@ -462,34 +563,56 @@ static int region_rma(struct pool_region *r, uint64_t off, void *buf, size_t len
 			loc = (s / r->n) * r->stripe + o % r->stripe;
 			step = MIN(len - pos, r->stripe - o % r->stripe);
 		}
-		io.outstanding++;
+		b->outstanding++;
+		b->done = 0;
 		rc = write ? fab_put_nb(x->node->ep, (char *)buf + pos, step, x->raddr + loc, x->rkey,
-					region_io_done, &io)
+					region_io_done, b)
 			   : fab_get_nb(x->node->ep, (char *)buf + pos, step, x->raddr + loc, x->rkey,
-					region_io_done, &io);
-		if (rc < 0)
-			io.outstanding--;
+					region_io_done, b);
+		if (rc < 0 && --b->outstanding == 0)
+			b->done = 1;
 		pos += step;
 	}
-	if (--io.outstanding == 0)
-		io.done = 1;
-	if (!io.done) {
-		int wrc = fab_ctx_wait(r->pool->fab, &io.done, REGION_IO_TIMEOUT_MS);
+	if (rc < 0 && b->status == 0)
+		b->status = rc;
+	return rc;
+}
 
-		if (wrc < 0 && rc == 0)
-			rc = wrc;
+/* Wait for every transfer of the batch, then make its writes visible; data_lock held. */
+static int region_complete(struct pool_batch *b)
+{
+	struct pool_node *pn;
+	int rc;
+
+	if (b->outstanding > 0) {
+		rc = fab_ctx_wait(b->pool->fab, &b->done, REGION_IO_TIMEOUT_MS);
+		if (rc < 0 && b->status == 0)
+			b->status = rc;
 	}
-	if (rc == 0)
-		rc = io.status;
-	for (i = 0; write && rc == 0 && i < r->n; i++)
-		rc = fab_flush(r->ext[i].node->ep);
-	pthread_mutex_unlock(&r->pool->data_lock);
+	for (pn = b->pool->nodes; b->wrote && b->status == 0 && pn != NULL; pn = pn->next)
+		b->status = fab_flush(pn->ep);
+	rc = b->status;
+	b->status = 0;
+	b->wrote = false;
+	if (b->outstanding == 0)
+		b->done = 1;
 	if (rc < 0)
 		return pool_err(rc == -ECONNRESET || rc == -EHOSTUNREACH || rc == -ETIMEDOUT
 					? POOL_ELOST : rc,
-				"region '%s': %s failed: %s", r->name, write ? "write" : "read",
-				err_str(rc));
+				"region '%s': transfer failed: %s", b->name, err_str(rc));
 	return 0;
+}
+
+static int region_rma(struct pool_region *r, uint64_t off, void *buf, size_t len, bool write)
+{
+	struct pool_batch b = {.pool = r->pool, .done = 1};
+	int rc;
+
+	pthread_mutex_lock(&r->pool->data_lock);
+	region_issue(&b, r, off, buf, len, write);
+	rc = region_complete(&b);
+	pthread_mutex_unlock(&r->pool->data_lock);
+	return rc;
 }
 
 static int region_check(struct pool_region *r, uint64_t off, const void *buf, size_t len,
@@ -511,6 +634,9 @@ POOL_EXPORT int pool_region_read(struct pool_region *region, uint64_t offset, vo
 
 	if (rc < 0 || len == 0)
 		return rc;
+	rc = region_refresh(region);
+	if (rc < 0)
+		return rc;
 	if (region->map != NULL) {
 		memcpy(buf, (char *)region->map + offset, len);
 		return 0;
@@ -527,9 +653,241 @@ POOL_EXPORT int pool_region_write(struct pool_region *region, uint64_t offset, c
 		return rc;
 	if (!(region->flags & POOL_REGION_WRITE))
 		return pool_err(-EBADF, "region '%s' is open for reading only", region->name);
+	rc = region_refresh(region);
+	if (rc < 0)
+		return rc;
 	if (region->map != NULL) {
 		memcpy((char *)region->map + offset, buf, len);
 		return 0;
 	}
 	return region_rma(region, offset, (void *)buf, len, true);
+}
+
+POOL_EXPORT int pool_batch_new(struct pool *pool, struct pool_batch **ret_batch)
+{
+	struct pool_batch *b;
+
+	if (pool == NULL || ret_batch == NULL)
+		return pool_err(-EINVAL, "pool_batch_new: invalid argument");
+	b = calloc(1, sizeof(*b));
+	if (b == NULL)
+		return pool_err(-ENOMEM, "out of memory");
+	b->pool = pool;
+	b->done = 1;
+	*ret_batch = b;
+	return 0;
+}
+
+POOL_EXPORT void pool_batch_free(struct pool_batch *batch)
+{
+	if (batch == NULL)
+		return;
+	if (batch->outstanding > 0)
+		pool_batch_wait(batch);
+	free(batch);
+}
+
+static int batch_add(struct pool_batch *b, struct pool_region *r, uint64_t off, void *buf,
+		     size_t len, bool write)
+{
+	const char *what = write ? "pool_batch_write" : "pool_batch_read";
+	int rc = region_check(r, off, buf, len, what);
+
+	if (rc < 0)
+		return rc;
+	if (b == NULL || r->pool != b->pool)
+		return pool_err(-EINVAL, "%s: the batch and the region belong to different pools",
+				what);
+	if (write && !(r->flags & POOL_REGION_WRITE))
+		return pool_err(-EBADF, "region '%s' is open for reading only", r->name);
+	if (len == 0)
+		return 0;
+	rc = region_refresh(r);
+	if (rc < 0)
+		return rc;
+	if (r->map != NULL) {
+		if (write)
+			memcpy((char *)r->map + off, buf, len);
+		else
+			memcpy(buf, (char *)r->map + off, len);
+		return 0;
+	}
+	pthread_mutex_lock(&r->pool->data_lock);
+	rc = region_issue(b, r, off, buf, len, write);
+	pthread_mutex_unlock(&r->pool->data_lock);
+	return rc < 0 ? pool_err(rc, "%s: %s", what, err_str(rc)) : 0;
+}
+
+POOL_EXPORT int pool_batch_read(struct pool_batch *batch, struct pool_region *region,
+				uint64_t offset, void *buf, size_t len)
+{
+	return batch_add(batch, region, offset, buf, len, false);
+}
+
+POOL_EXPORT int pool_batch_write(struct pool_batch *batch, struct pool_region *region,
+				 uint64_t offset, const void *buf, size_t len)
+{
+	return batch_add(batch, region, offset, (void *)buf, len, true);
+}
+
+POOL_EXPORT int pool_batch_wait(struct pool_batch *batch)
+{
+	int rc;
+
+	if (batch == NULL)
+		return pool_err(-EINVAL, "pool_batch_wait: invalid argument");
+	pthread_mutex_lock(&batch->pool->data_lock);
+	rc = region_complete(batch);
+	pthread_mutex_unlock(&batch->pool->data_lock);
+	return rc;
+}
+
+/* The extent, endpoint and remote address of the 8-byte word at offset. */
+static int region_word(struct pool_region *r, uint64_t off, struct pool_region_extent **ret_x,
+		       uint64_t *ret_raddr)
+{
+	struct pool_region_extent *x;
+	uint64_t loc;
+
+	if (r == NULL || off % 8 != 0)
+		return pool_err(-EINVAL, "atomics need an 8-byte aligned offset");
+	if (off > r->size || r->size - off < 8)
+		return pool_err(-ERANGE, "offset %llu is outside region '%s'", (unsigned long long)off,
+				r->name);
+	if (!(r->flags & POOL_REGION_WRITE))
+		return pool_err(-EBADF, "region '%s' is open for reading only", r->name);
+	if (r->stripe == 0) {
+		x = &r->ext[0];
+		loc = off;
+	} else {
+		uint64_t s = off / r->stripe;
+
+		x = &r->ext[s % r->n];
+		loc = (s / r->n) * r->stripe + off % r->stripe;
+	}
+	*ret_x = x;
+	*ret_raddr = x->raddr + loc;
+	return 0;
+}
+
+/*
+ * Atomics always go through the fabric, even for a mapped region, so that
+ * local and remote users of the same word agree (UCX software atomics are
+ * applied by the lender's worker).
+ */
+POOL_EXPORT int pool_region_fetch_add(struct pool_region *region, uint64_t offset, uint64_t add,
+				      uint64_t *ret_old)
+{
+	struct pool_region_extent *x;
+	uint64_t raddr, old;
+	int rc = region ? region_refresh(region) : pool_err(-EINVAL, "invalid argument");
+
+	if (rc == 0)
+		rc = region_word(region, offset, &x, &raddr);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&region->pool->data_lock);
+	rc = fab_atomic_fadd64(x->node->ep, raddr, x->rkey, add, &old);
+	pthread_mutex_unlock(&region->pool->data_lock);
+	if (rc < 0)
+		return pool_err(rc, "region '%s': fetch-add: %s", region->name, err_str(rc));
+	if (ret_old != NULL)
+		*ret_old = old;
+	return 0;
+}
+
+POOL_EXPORT int pool_region_compare_swap(struct pool_region *region, uint64_t offset,
+					 uint64_t expect, uint64_t desired, uint64_t *ret_old)
+{
+	struct pool_region_extent *x;
+	uint64_t raddr, old;
+	int rc = region ? region_refresh(region) : pool_err(-EINVAL, "invalid argument");
+
+	if (rc == 0)
+		rc = region_word(region, offset, &x, &raddr);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&region->pool->data_lock);
+	rc = fab_atomic_cswap64(x->node->ep, raddr, x->rkey, expect, desired, &old);
+	pthread_mutex_unlock(&region->pool->data_lock);
+	if (rc < 0)
+		return pool_err(rc, "region '%s': compare-swap: %s", region->name, err_str(rc));
+	if (ret_old != NULL)
+		*ret_old = old;
+	return 0;
+}
+
+struct pool_region_info {
+	Pool__RegionReply *rep;
+};
+
+POOL_EXPORT int pool_region_stat(struct pool *pool, const char *name,
+				 struct pool_region_info **ret_info)
+{
+	Pool__RegionName req = POOL__REGION_NAME__INIT;
+	struct pool_region_info *info;
+	int rc;
+
+	if (pool == NULL || name == NULL || ret_info == NULL)
+		return pool_err(-EINVAL, "pool_region_stat: invalid argument");
+	info = calloc(1, sizeof(*info));
+	if (info == NULL)
+		return pool_err(-ENOMEM, "out of memory");
+	req.name = (char *)name;
+	rc = pool_call(pool, WIRE_REGION_STAT, &req.base, WIRE_REGION_REPLY,
+		       (ProtobufCMessage **)&info->rep);
+	if (rc < 0) {
+		free(info);
+		return rc;
+	}
+	*ret_info = info;
+	return 0;
+}
+
+POOL_EXPORT void pool_region_info_free(struct pool_region_info *info)
+{
+	if (info == NULL)
+		return;
+	wire_msg_free(&info->rep->base);
+	free(info);
+}
+
+POOL_EXPORT uint64_t pool_region_info_size(const struct pool_region_info *info)
+{
+	return info->rep->region->size;
+}
+
+POOL_EXPORT const char *pool_region_info_class(const struct pool_region_info *info)
+{
+	return info->rep->region->class_;
+}
+
+POOL_EXPORT const char *pool_region_info_placement(const struct pool_region_info *info)
+{
+	return info->rep->region->placement;
+}
+
+POOL_EXPORT unsigned pool_region_info_mode(const struct pool_region_info *info)
+{
+	return info->rep->region->mode;
+}
+
+POOL_EXPORT uint32_t pool_region_info_uid(const struct pool_region_info *info)
+{
+	return info->rep->region->uid;
+}
+
+POOL_EXPORT uint32_t pool_region_info_gid(const struct pool_region_info *info)
+{
+	return info->rep->region->gid;
+}
+
+POOL_EXPORT uint32_t pool_region_info_leases(const struct pool_region_info *info)
+{
+	return info->rep->region->leases;
+}
+
+POOL_EXPORT uint32_t pool_region_info_nodes(const struct pool_region_info *info)
+{
+	return (uint32_t)info->rep->n_nodes;
 }

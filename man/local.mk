@@ -11,5 +11,8 @@ dist_man_MANS += \
 	man/libpool.3 \
 	man/pool_open.3 \
 	man/pool_status.3 \
+	man/pool_region_create.3 \
+	man/pool_region_read.3 \
+	man/pool_batch_new.3 \
 	man/pool_strerror.3 \
 	man/pool-protocol.7

@@ -38,6 +38,16 @@ static const struct {
 	[WIRE_REGION_LIST_REPLY] = {"region-list-reply", &pool__region_list__descriptor},
 	[WIRE_ARENA_FD] = {"arena-fd", &pool__arena_fd__descriptor},
 	[WIRE_SCRUB] = {"scrub", &pool__scrub__descriptor},
+	[WIRE_REGION_CLOSE] = {"region-close", &pool__region_name__descriptor},
+	[WIRE_SESSION_END] = {"session-end", &pool__session_end__descriptor},
+	[WIRE_REGION_NOTICE] = {"region-notice", &pool__region_notice__descriptor},
+	[WIRE_LEND] = {"lend", &pool__lend_request__descriptor},
+	[WIRE_ARENA_LIMIT] = {"arena-limit", &pool__arena_limit__descriptor},
+	[WIRE_LEDGER] = {"ledger", &pool__ledger_request__descriptor},
+	[WIRE_LEDGER_REPLY] = {"ledger-reply", &pool__ledger__descriptor},
+	[WIRE_HOLD] = {"hold", &pool__holdings__descriptor},
+	[WIRE_HOLDINGS] = {"holdings", &pool__holdings_request__descriptor},
+	[WIRE_HOLDINGS_REPLY] = {"holdings-reply", &pool__holdings__descriptor},
 };
 
 /* The descriptor of a message type, or NULL for an unknown type. */

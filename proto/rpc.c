@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,8 @@ struct wire_client {
 	uint32_t node_id;
 	char server_version[64];
 	char transports[128];
+	wire_notice_cb notice; /* unsolicited frames (request id 0) */
+	void *notice_arg;
 };
 
 static int wire_wait(int fd, short events, int timeout_ms)
@@ -150,6 +153,50 @@ int wire_recv_frame_fd(int fd, size_t max_payload, int timeout_ms, struct wire_h
 	return 0;
 }
 
+/* Hand an unsolicited frame to the notice callback; false if it is not one. */
+static bool wire_client_notice(struct wire_client *c, const struct wire_hdr *hdr,
+			       const uint8_t *payload)
+{
+	if (hdr->req_id != 0 || hdr->type == WIRE_ERROR)
+		return false;
+	if (c->notice != NULL)
+		c->notice(c->notice_arg, hdr->type, payload, hdr->len);
+	return true;
+}
+
+/* Receive unsolicited frames (request id 0) through cb, during calls and wire_client_poll(). */
+void wire_client_set_notice(struct wire_client *c, wire_notice_cb cb, void *arg)
+{
+	c->notice = cb;
+	c->notice_arg = arg;
+}
+
+/*
+ * Deliver the notices already waiting on the socket, without blocking when
+ * there are none. Callers serialise it with their calls.
+ */
+int wire_client_poll(struct wire_client *c)
+{
+	uint8_t peek[WIRE_HDR_LEN];
+	struct wire_hdr hdr;
+	uint8_t *payload;
+	int rc;
+
+	if (c->broken)
+		return c->broken;
+	while (recv(c->fd, peek, sizeof(peek), MSG_PEEK | MSG_DONTWAIT) == (ssize_t)sizeof(peek)) {
+		rc = wire_recv_frame(c->fd, WIRE_MAX_FRAME_LIMIT, c->timeout_ms, &hdr, &payload);
+		if (rc < 0)
+			return c->broken = rc;
+		if (!wire_client_notice(c, &hdr, payload)) {
+			free(payload);
+			return c->broken = -EPROTO;
+		}
+		free(payload);
+	}
+	return 0;
+}
+
 /*
  * Send req and wait for its reply. Returns 0 and the reply when the peer
  * answered with reply_type; the peer's error code (message in errbuf) when it
@@ -189,10 +236,16 @@ int wire_client_call_fd(struct wire_client *c, uint16_t type, const ProtobufCMes
 		return c->broken = rc;
 	if (ret_fd != NULL)
 		*ret_fd = -1;
-	rc = wire_recv_frame_fd(c->fd, WIRE_MAX_FRAME_LIMIT, c->timeout_ms, &hdr, &payload, ret_fd);
-	if (rc < 0)
-		/* A late reply would be taken for the next call's: the connection is done. */
-		return c->broken = rc;
+	for (;;) {
+		rc = wire_recv_frame_fd(c->fd, WIRE_MAX_FRAME_LIMIT, c->timeout_ms, &hdr, &payload,
+					ret_fd);
+		if (rc < 0)
+			/* A late reply would be taken for the next call's: the connection is done. */
+			return c->broken = rc;
+		if (!wire_client_notice(c, &hdr, payload))
+			break;
+		free(payload);
+	}
 	/* Request id 0 is a connection-level error, such as a refusal over a limit. */
 	if ((hdr.req_id != id && !(hdr.req_id == 0 && hdr.type == WIRE_ERROR)) ||
 	    (hdr.type != reply_type && hdr.type != WIRE_ERROR)) {

@@ -64,6 +64,16 @@ enum wire_type {
 	WIRE_REGION_LIST_REPLY = 27,
 	WIRE_ARENA_FD = 28,
 	WIRE_SCRUB = 29,
+	WIRE_REGION_CLOSE = 30,
+	WIRE_SESSION_END = 31,
+	WIRE_REGION_NOTICE = 32,
+	WIRE_LEND = 33,
+	WIRE_ARENA_LIMIT = 34,
+	WIRE_LEDGER = 35,
+	WIRE_LEDGER_REPLY = 36,
+	WIRE_HOLD = 37,
+	WIRE_HOLDINGS = 38,
+	WIRE_HOLDINGS_REPLY = 39,
 	WIRE_TYPE_MAX
 };
 
@@ -88,6 +98,9 @@ void wire_msg_free(ProtobufCMessage *msg);
 
 /* rpc.c: blocking client side, used by poolctl and libpool */
 struct wire_client;
+typedef void (*wire_notice_cb)(void *arg, uint16_t type, const uint8_t *payload, size_t len);
+void wire_client_set_notice(struct wire_client *c, wire_notice_cb cb, void *arg);
+int wire_client_poll(struct wire_client *c);
 int wire_client_connect(const char *path, const char *name, int timeout_ms,
 			struct wire_client **ret_client, char *errbuf, size_t errlen);
 void wire_client_close(struct wire_client *c);

@@ -35,6 +35,23 @@ step "poolctl reload"
 "$TOP/cli/poolctl" reload
 step "libpool client (examples/pool-demo)"
 "$TOP/examples/pool-demo"
+step "regions: create one, write it from one process, read it back from another"
+"$TOP/cli/poolctl" region create demo 16M mode=0644
+"$TOP/tests/tools/pool-io" write demo 7
+"$TOP/tests/tools/pool-io" read demo 7
+"$TOP/tests/tools/pool-io" map demo 7
+step "poolctl regions, nodes -v and ledger"
+"$TOP/cli/poolctl" regions
+"$TOP/cli/poolctl" nodes -v
+"$TOP/cli/poolctl" ledger
+step "an anonymous region lives as long as its holder"
+"$TOP/tests/tools/pool-io" anon scratch 1048576 & holder=$!
+sleep 0.5
+"$TOP/cli/poolctl" regions
+kill $holder; wait $holder 2>/dev/null || true
+echo "(holder gone; the region is freed after lease.grace)"
+"$TOP/cli/poolctl" region destroy demo
+
 step "poolctl config check on a broken file"
 printf 'lend.size = 12 parsecs\n' >"$RUN/broken.conf"
 "$TOP/cli/poolctl" config check "$RUN/broken.conf" || echo "(exit $? as expected)"

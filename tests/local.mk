@@ -27,7 +27,7 @@ examples_pool_demo_LDADD = libpool/libpool.la
 INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/garbage.sh tests/integration/limits.sh tests/integration/libpool.sh \
 	tests/integration/man.sh tests/integration/regions.sh tests/cluster/selftest.sh \
-	tests/cluster/membership.sh tests/cluster/regions.sh
+	tests/cluster/membership.sh tests/cluster/regions.sh tests/cluster/reclaim.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/wire.py \
 	tests/cluster/lib.sh tests/cluster/pool.sh
@@ -63,3 +63,5 @@ noinst_PROGRAMS += tests/tools/pool-io
 tests_tools_pool_io_SOURCES = tests/tools/pool-io.c
 tests_tools_pool_io_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
 tests_tools_pool_io_LDADD = libpool/libpool.la $(XXHASH_LIBS)
+
+include tests/bench/regions.mk

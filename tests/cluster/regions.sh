@@ -28,10 +28,27 @@ r4=$(io 4 read onb 11 | awk '{print $NF}')
 w1=$(io 1 write spread 12 | awk '{print $NF}')
 r4=$(io 4 read spread 12 | awk '{print $NF}')
 [ -n "$w1" ] && [ "$w1" = "$r4" ] && ok "256M striped region bit-exact on node 4 ($r4)" || not_ok "striped read back ($w1 vs $r4)"
+r4=$(io 4 bread spread 12 | awk '{print $NF}')
+[ -n "$w1" ] && [ "$w1" = "$r4" ] && ok "batched read of 4096 pieces bit-exact" || not_ok "batched read ($w1 vs $r4)"
+io 1 create counter 4096 node=3 >/dev/null
+io 2 count counter 500 >"$CLUSTER_TMP/c2" & c2=$!
+io 4 count counter 500 >"$CLUSTER_TMP/c4"
+wait $c2
+io 1 count counter 0 | grep -q "counter counter: 1000$" && ok "1000 fetch-adds from two nodes add up" || { not_ok "remote atomics"; cat "$CLUSTER_TMP"/c2 "$CLUSTER_TMP"/c4; }
 io 2 map onb 11 >"$CLUSTER_TMP/out" && ok "the lender maps its local region zero-copy" || { not_ok "local map on the lender"; cat "$CLUSTER_TMP/out"; }
 rc=0; io 3 map onb 11 >"$CLUSTER_TMP/out" || rc=$?
 [ $rc -eq 3 ] && ok "a remote node cannot map it (EREMOTE)" || not_ok "remote map refused (rc $rc)"
 io 3 bounds onb >/dev/null && ok "out-of-range access is refused" || not_ok "bounds"
+
+# A client on node 3 holding an anonymous region dies: the region goes after lease.grace (5s).
+io 3 anon tmp 1048576 >"$CLUSTER_TMP/anon" & anon=$!
+for _ in $(seq 50); do grep -q created "$CLUSTER_TMP/anon" && break; sleep 0.1; done
+pctl 1 regions | grep -q "^tmp " && ok "anonymous region held from node 3" || not_ok "anonymous region created"
+pkill -KILL -f "pool-io anon tmp"; wait $anon 2>/dev/null
+gone=0
+for _ in $(seq 100); do pctl 1 regions | grep -q "^tmp " || { gone=1; break; }; sleep 0.1; done
+[ $gone -eq 1 ] && ok "freed once its holder on node 3 died" || not_ok "anonymous region freed after holder death"
+pctl 1 regions | grep -q "^onb " && ok "named regions stay" || not_ok "named regions stay"
 
 # Placement that cannot be satisfied: a clear ENOSPC naming free space per node.
 out=$(pctl 1 region create huge 100G 2>&1); rc=$?

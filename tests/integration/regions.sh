@@ -6,7 +6,9 @@
 IO="$top_builddir/tests/tools/pool-io"
 
 chmod 0755 "$TEST_DIR"
-pool_start -o lend.size=64M -o control.mode=0666 || exit 1
+conf="$TEST_DIR/poold.conf"
+printf 'lend.size = 64M\ncontrol.mode = 0666\nlease.grace = 1s\n' >"$conf"
+pool_start -f "$conf" || exit 1
 chmod 0755 "$TEST_DIR/run"
 
 check "create a region" "$IO" create r1 $((8 << 20)) local
@@ -15,6 +17,8 @@ sum=$(awk '{print $NF}' "$TEST_DIR/out")
 check "read it from another" "$IO" read r1 42
 check_out "$sum" "same checksum"
 check "map it zero-copy and verify with loads" "$IO" map r1 42
+check "pool_region_stat" "$IO" stat r1
+check_out "size 8388608 class pinned placement local mode 644 uid 0 gid 0 leases 0 nodes 1" "stat reports the region"
 check "out-of-range access refused" "$IO" bounds r1
 check_out "outside region 'r1' of 8388608 bytes" "bounds error names the region and its size"
 
@@ -65,6 +69,37 @@ check_exit 2 "bad size is a usage error" "$POOLCTL" region create x lots
 check "destroy" "$IO" destroy r1
 check "a new region over the same memory" "$IO" create r2 $((8 << 20)) local
 check "reads only zeros" "$IO" zero r2
+
+# Leases: a closed region holds none; an anonymous region goes with its last lease.
+"$POOLCTL" --json regions | python3 -c 'import json,sys; r={x["name"]:x for x in json.load(sys.stdin)["regions"]}; assert r["r2"]["leases"]==0, r' \
+	&& ok "a closed region keeps no lease" || not_ok "a closed region keeps no lease"
+"$IO" anon scratch 1048576 >"$TEST_DIR/anon.out" & anon=$!
+for _ in $(seq 50); do grep -q created "$TEST_DIR/anon.out" && break; sleep 0.1; done
+"$POOLCTL" regions >"$TEST_DIR/out"
+check_out "^scratch +1M +pinned .* 1 +0:0" "the anonymous region is leased by its holder"
+kill -KILL $anon; wait $anon 2>/dev/null
+sleep 0.5
+"$POOLCTL" regions >"$TEST_DIR/out"
+check_out "^scratch " "it outlives its killed holder during lease.grace"
+sleep 1.5
+"$POOLCTL" regions >"$TEST_DIR/out"
+grep -q "^scratch " "$TEST_DIR/out" && not_ok "freed after the grace period" || ok "freed after the grace period"
+check_out "^r2 " "other regions are untouched"
+check "and keep their data" "$IO" zero r2
+
+# Quotas per uid, applied on reload.
+# uid 0 owns r2 (8M) and, where another uid was tried, private (1M).
+n=$("$POOLCTL" --json regions | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["regions"]))')
+printf 'quota.regions = %d\nquota.bytes = 12M\n' $((n + 1)) >>"$conf"
+check "reload with quotas" "$POOLCTL" reload
+check_exit 1 "over quota.bytes" "$POOLCTL" region create q1 8M
+check_out "over quota.bytes \(12M\)" "quota.bytes error is clear"
+check "within quota" "$POOLCTL" region create q1 1M
+check_exit 1 "over quota.regions" "$POOLCTL" region create q2 1M
+check_out "quota.regions is $((n + 1))" "quota.regions error is clear"
+"$POOLCTL" region destroy q1 >/dev/null
+sed -i '/^quota/d' "$conf"
+check "reload without quotas" "$POOLCTL" reload
 
 # Many create/destroy cycles leave nothing behind.
 for i in $(seq 50); do "$POOLCTL" region create "c$i" 64K >/dev/null || break; done

@@ -7,8 +7,13 @@
  *	pool-io read NAME SEED         (verify; exit 1 on any wrong byte)
  *	pool-io zero NAME              (verify the region reads as zeros)
  *	pool-io map NAME SEED          (map and verify with loads; exit 3 if not mappable)
+ *	pool-io anon NAME SIZE         (create an anonymous region, hold it until killed)
+ *	pool-io stat NAME              (print what pool_region_stat() says)
  *	pool-io destroy NAME
  *	pool-io bounds NAME            (out-of-range access must fail with ERANGE)
+ *	pool-io bread NAME SEED        (read and verify through a batch of 64 KiB pieces)
+ *	pool-io count NAME N           (N fetch-adds of 1 on the word at offset 0; print it)
+ *	pool-io watch NAME SEED SECS   (read and verify again and again for SECS seconds)
  * The socket is $POOL_SOCKET.
  */
 #include "config.h"
@@ -18,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "libpool/libpool.h"
@@ -71,7 +78,7 @@ int main(int argc, char **argv)
 	rc = pool_open(NULL, 0, &pool);
 	if (rc < 0)
 		return fail("open pool", rc);
-	if (strcmp(cmd, "create") == 0) {
+	if (strcmp(cmd, "create") == 0 || strcmp(cmd, "anon") == 0) {
 		struct pool_region_opts *o;
 
 		pool_region_opts_new(&o);
@@ -83,12 +90,31 @@ int main(int argc, char **argv)
 		if (argc > 6)
 			pool_region_opts_set_stripe(o, strtoull(argv[6], NULL, 0));
 		pool_region_opts_set_mode(o, 0644);
-		rc = pool_region_create(pool, name, o, 0, &r);
+		rc = pool_region_create(pool, name, o, cmd[0] == 'a' ? POOL_REGION_ANONYMOUS : 0, &r);
 		pool_region_opts_free(o);
 		if (rc < 0)
 			return fail("create", rc);
 		printf("created %s: %" PRIu64 " bytes at gva 0x%" PRIx64 "\n", name,
 		       pool_region_size(r), pool_region_gva(r));
+		fflush(stdout);
+		if (cmd[0] == 'a')
+			for (;;)
+				pause();
+		goto out;
+	}
+	if (strcmp(cmd, "stat") == 0) {
+		struct pool_region_info *info;
+
+		rc = pool_region_stat(pool, name, &info);
+		if (rc < 0)
+			return fail("stat", rc);
+		printf("stat %s: size %" PRIu64 " class %s placement %s mode %03o uid %u gid %u "
+		       "leases %u nodes %u\n",
+		       name, pool_region_info_size(info), pool_region_info_class(info),
+		       pool_region_info_placement(info), pool_region_info_mode(info),
+		       pool_region_info_uid(info), pool_region_info_gid(info),
+		       pool_region_info_leases(info), pool_region_info_nodes(info));
+		pool_region_info_free(info);
 		goto out;
 	}
 	if (strcmp(cmd, "destroy") == 0) {
@@ -97,7 +123,10 @@ int main(int argc, char **argv)
 			return fail("destroy", rc);
 		goto out;
 	}
-	rc = pool_region_open(pool, name, strcmp(cmd, "write") == 0 ? POOL_REGION_WRITE : 0, &r);
+	rc = pool_region_open(pool, name,
+			      strcmp(cmd, "write") == 0 || strcmp(cmd, "count") == 0 ? POOL_REGION_WRITE
+										  : 0,
+			      &r);
 	if (rc < 0)
 		return fail("open region", rc);
 	size = pool_region_size(r);
@@ -112,6 +141,70 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		printf("out of range: %s\n", pool_errormsg());
+		goto out;
+	}
+	if (strcmp(cmd, "watch") == 0) {
+		time_t end = time(NULL) + (argc > 4 ? atoi(argv[4]) : 5);
+		unsigned passes = 0;
+
+		while (time(NULL) < end) {
+			for (off = 0; off < size; off += CHUNK) {
+				size_t n = size - off < CHUNK ? size - off : CHUNK;
+
+				rc = pool_region_read(r, off, buf, n);
+				if (rc < 0)
+					return fail("read", rc);
+				fill(want, n, seed, off);
+				if (memcmp(buf, want, n) != 0) {
+					fprintf(stderr, "pool-io: pass %u: wrong bytes near offset %"
+						PRIu64 "\n", passes, off);
+					return 1;
+				}
+			}
+			passes++;
+		}
+		printf("watch %s: %u passes, every byte right\n", name, passes);
+		goto out;
+	}
+	if (strcmp(cmd, "count") == 0) {
+		uint64_t i, old = 0;
+
+		for (i = 0; i < seed; i++) {
+			rc = pool_region_fetch_add(r, 0, 1, &old);
+			if (rc < 0)
+				return fail("fetch-add", rc);
+		}
+		rc = pool_region_compare_swap(r, 0, old + 1, old + 1, &old);
+		if (rc < 0)
+			return fail("compare-swap", rc);
+		printf("counter %s: %" PRIu64 "\n", name, old);
+		goto out;
+	}
+	if (strcmp(cmd, "bread") == 0) {
+		struct pool_batch *b;
+		uint8_t *all = malloc(size), *exp = malloc(size);
+
+		if (all == NULL || exp == NULL || pool_batch_new(pool, &b) < 0)
+			return 1;
+		for (off = 0; off < size; off += 65536) {
+			rc = pool_batch_read(b, r, off, all + off, size - off < 65536 ? size - off : 65536);
+			if (rc < 0)
+				return fail("batch read", rc);
+		}
+		rc = pool_batch_wait(b);
+		if (rc < 0)
+			return fail("batch wait", rc);
+		fill(exp, size, seed, 0);
+		if (memcmp(all, exp, size) != 0) {
+			fprintf(stderr, "pool-io: batch read wrong bytes\n");
+			return 1;
+		}
+		XXH64_update(h, all, size);
+		printf("bread %s: %" PRIu64 " bytes, xxh64 %016" PRIx64 "\n", name, size,
+		       (uint64_t)XXH64_digest(h));
+		pool_batch_free(b);
+		free(all);
+		free(exp);
 		goto out;
 	}
 	if (strcmp(cmd, "map") == 0) {

@@ -4,3 +4,10 @@ TESTS += tests/unit/test_extent
 tests_unit_test_extent_SOURCES = tests/unit/test_extent.c daemon/extent.c daemon/extent.h
 tests_unit_test_extent_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_extent_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
+
+# The ledger comparison of daemon/.
+check_PROGRAMS += tests/unit/test_ledger
+TESTS += tests/unit/test_ledger
+tests_unit_test_ledger_SOURCES = tests/unit/test_ledger.c daemon/ledger.c daemon/ledger.h
+tests_unit_test_ledger_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_unit_test_ledger_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)

@@ -1,0 +1,241 @@
+/*
+ * daemon/hold.c - the ledger between the coordinator and its lenders.
+ *
+ * Every lender keeps its own record of the extents it holds and for which
+ * region: the coordinator tells it on each allocation (Hold), a scrub ends
+ * the holding. The coordinator asks each lender for its record when it
+ * registers and every ledger.interval, compares it with its own map
+ * (ledger.c) and repairs differences: an extent the lender does not know
+ * is told again; an extent only the lender knows, and that no region uses,
+ * is scrubbed. Both are logged.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/ledger.h"
+#include "daemon/poold.h"
+
+struct hold {
+	TAILQ_ENTRY(hold) entry;
+	struct ledger_extent e;
+};
+
+/* Lender: record extents held for regions (replacing any other record at the same place). */
+void hold_add(struct poold *pd, const Pool__Holdings *hs)
+{
+	size_t i;
+
+	for (i = 0; i < hs->n_holdings; i++) {
+		const Pool__Holding *h = hs->holdings[i];
+		struct hold *hd;
+
+		TAILQ_FOREACH(hd, &pd->holds, entry)
+			if (hd->e.arena == h->arena && hd->e.off == h->off)
+				break;
+		if (hd == NULL) {
+			hd = calloc(1, sizeof(*hd));
+			if (hd == NULL) {
+				log_warnx("out of memory recording a holding");
+				return;
+			}
+			TAILQ_INSERT_TAIL(&pd->holds, hd, entry);
+		}
+		hd->e = (struct ledger_extent){h->arena, h->off, h->len, h->region};
+	}
+}
+
+/* Lender: the extent at (arena, off) is scrubbed: no longer held. */
+void hold_drop(struct poold *pd, uint32_t arena, uint64_t off)
+{
+	struct hold *hd;
+
+	TAILQ_FOREACH(hd, &pd->holds, entry)
+		if (hd->e.arena == arena && hd->e.off == off) {
+			TAILQ_REMOVE(&pd->holds, hd, entry);
+			free(hd);
+			return;
+		}
+}
+
+/* Lender: forget every holding. */
+void hold_clear(struct poold *pd)
+{
+	struct hold *hd;
+
+	while ((hd = TAILQ_FIRST(&pd->holds)) != NULL) {
+		TAILQ_REMOVE(&pd->holds, hd, entry);
+		free(hd);
+	}
+}
+
+/* Lender: answer the coordinator's HoldingsRequest with its record. */
+int hold_report(struct poold *pd, struct conn *c, uint64_t req_id)
+{
+	Pool__Holdings hs = POOL__HOLDINGS__INIT;
+	Pool__Holding *h, **ptrs;
+	struct hold *hd;
+	size_t n = 0;
+	int rc;
+
+	TAILQ_FOREACH(hd, &pd->holds, entry)
+		n++;
+	h = calloc(n ? n : 1, sizeof(*h));
+	ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+	if (h == NULL || ptrs == NULL) {
+		free(h);
+		free(ptrs);
+		return conn_send_error(c, req_id, -ENOMEM, NULL);
+	}
+	n = 0;
+	TAILQ_FOREACH(hd, &pd->holds, entry) {
+		pool__holding__init(&h[n]);
+		h[n].arena = hd->e.arena;
+		h[n].off = hd->e.off;
+		h[n].len = hd->e.len;
+		h[n].region = hd->e.region;
+		ptrs[n] = &h[n];
+		n++;
+	}
+	hs.holdings = ptrs;
+	hs.n_holdings = n;
+	rc = conn_send(c, WIRE_HOLDINGS_REPLY, req_id, &hs.base);
+	free(ptrs);
+	free(h);
+	return rc;
+}
+
+static void hold_send(struct poold *pd, uint32_t node, const struct ledger_extent *e, size_t n)
+{
+	Pool__Holdings hs = POOL__HOLDINGS__INIT;
+	Pool__Holding *h = calloc(n ? n : 1, sizeof(*h)), **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+	size_t i;
+
+	if (h == NULL || ptrs == NULL)
+		goto out;
+	for (i = 0; i < n; i++) {
+		pool__holding__init(&h[i]);
+		h[i].arena = e[i].arena;
+		h[i].off = e[i].off;
+		h[i].len = e[i].len;
+		h[i].region = e[i].region;
+		ptrs[i] = &h[i];
+	}
+	hs.holdings = ptrs;
+	hs.n_holdings = n;
+	if (node == pd->node_id)
+		hold_add(pd, &hs);
+	else
+		coord_notice(pd, node, WIRE_HOLD, &hs.base);
+out:
+	free(ptrs);
+	free(h);
+}
+
+/* Coordinator: tell a lender it now holds an extent for a region. */
+void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
+	       uint64_t region)
+{
+	struct ledger_extent e = {arena, off, len, region};
+
+	hold_send(pd, node, &e, 1);
+}
+
+static bool hold_overlaps(const struct ledger_extent *e, const struct ledger_extent *set, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (set[i].arena == e->arena && set[i].off < e->off + e->len &&
+		    e->off < set[i].off + set[i].len)
+			return true;
+	return false;
+}
+
+/*
+ * Coordinator: compare a lender's record with the map and repair. have is
+ * what the lender reported (for this poold itself, its own record).
+ */
+void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have, size_t nhave)
+{
+	struct ledger_extent *want = NULL, *missing = NULL, *orphans = NULL;
+	size_t nwant = 0, cap = 0, nm = 0, no = 0, i;
+	struct region *r;
+	struct retired *rt;
+
+	if (pd->regions == NULL)
+		return;
+	TAILQ_FOREACH(r, &pd->regions->list, entry)
+		for (i = 0; i < r->next; i++) {
+			if (r->ext[i].node != node)
+				continue;
+			if (nwant == cap) {
+				struct ledger_extent *g;
+
+				cap = cap ? cap * 2 : 64;
+				g = realloc(want, cap * sizeof(*want));
+				if (g == NULL)
+					goto out;
+				want = g;
+			}
+			want[nwant++] = (struct ledger_extent){r->ext[i].arena, r->ext[i].off,
+							       r->ext[i].len, r->id};
+		}
+	if (ledger_diff(want, nwant, have, nhave, &missing, &nm, &orphans, &no) < 0)
+		goto out;
+	if (nm > 0) {
+		log_warnx("ledger: node %u does not record %zu extent(s) of the map; told again", node,
+			  nm);
+		hold_send(pd, node, missing, nm);
+	}
+	for (i = 0; i < no; i++) {
+		bool retired = false;
+
+		TAILQ_FOREACH(rt, &pd->regions->retired, entry)
+			retired |= rt->node == node && rt->arena == orphans[i].arena &&
+				   rt->off == orphans[i].off;
+		if (retired || hold_overlaps(&orphans[i], want, nwant))
+			continue; /* on its way out, or replaced by the repair above */
+		log_warnx("ledger: node %u holds arena %u extent %llu+%llu for region %llu, which "
+			  "the map does not have: scrubbing it", node, orphans[i].arena,
+			  (unsigned long long)orphans[i].off, (unsigned long long)orphans[i].len,
+			  (unsigned long long)orphans[i].region);
+		region_retire(pd, node, orphans[i].arena, orphans[i].off, orphans[i].len, NULL);
+	}
+out:
+	free(want);
+	free(missing);
+	free(orphans);
+}
+
+/* Coordinator: reconcile this poold's own record as a lender. */
+static void hold_reconcile_self(struct poold *pd)
+{
+	struct ledger_extent *have;
+	struct hold *hd;
+	size_t n = 0;
+
+	TAILQ_FOREACH(hd, &pd->holds, entry)
+		n++;
+	have = calloc(n ? n : 1, sizeof(*have));
+	if (have == NULL)
+		return;
+	n = 0;
+	TAILQ_FOREACH(hd, &pd->holds, entry)
+		have[n++] = hd->e;
+	hold_reconcile(pd, pd->node_id, have, n);
+	free(have);
+}
+
+/* Coordinator: ask a lender for its record (the reply comes to hold_reconcile()). */
+void hold_ask(struct poold *pd, uint32_t node)
+{
+	Pool__HoldingsRequest req = POOL__HOLDINGS_REQUEST__INIT;
+
+	if (node == pd->node_id)
+		hold_reconcile_self(pd);
+	else
+		coord_notice(pd, node, WIRE_HOLDINGS, &req.base);
+}

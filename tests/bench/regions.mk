@@ -1,0 +1,7 @@
+# pool-bench-regions: regions through libpool, next to memcpy, the fabric
+# layer's raw figures and iperf3 (tests/bench/regions.sh; pool-bench regions).
+noinst_PROGRAMS += tests/bench/pool-bench-regions
+tests_bench_pool_bench_regions_SOURCES = tests/bench/bench_regions.c
+tests_bench_pool_bench_regions_CFLAGS = $(AM_CFLAGS)
+tests_bench_pool_bench_regions_LDADD = libpool/libpool.la
+EXTRA_DIST += tests/bench/regions.sh

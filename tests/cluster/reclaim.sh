@@ -1,0 +1,70 @@
+#!/bin/bash
+# Lend, reclaim and drain on a 4-node cluster in network namespaces: a
+# reclaim moves a pinned region to other lenders while a reader on another
+# node keeps reading correct bytes, evicts a cache region (its holder sees
+# ESTALE), and the node then lends less; drain empties a node; lend gives
+# memory back.
+. "${top_srcdir:-.}/tests/cluster/pool.sh"
+IO="$top_builddir/tests/tools/pool-io"
+FAILS=0 PASSES=0
+ok() { PASSES=$((PASSES + 1)); echo "ok - $*"; }
+not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
+finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "reclaim: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
+io() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_sock "$i")" "$IO" "$@"; }
+nodes_of() { pctl 1 --json region info "$1" | python3 -c 'import json,sys; print(",".join(sorted({str(e["node"]) for e in json.load(sys.stdin)["region"][0]["extents"]})))'; }
+lent() { pctl 1 --json ledger | python3 -c 'import json,sys; print(sum(e["lent"] for e in json.load(sys.stdin)["ledger"] if e["node"]==int(sys.argv[1]) and "uid" not in e and e["tier"]=="dram"))' "$1"; }
+
+pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
+
+io 1 create pin $((32 << 20)) node=2 >/dev/null && io 1 create cache $((16 << 20)) node=2 cache >/dev/null \
+	&& ok "a pinned and a cache region on node 2" || not_ok "create regions on node 2"
+sum=$(io 1 write pin 21 | awk '{print $NF}')
+io 1 write cache 22 >/dev/null
+pctl 1 ledger >"$CLUSTER_TMP/ledger"
+grep -Eq "^2 +0 +dram +uid 0 .* 48M +2 " "$CLUSTER_TMP/ledger" && ok "the ledger shows uid 0 borrowing 48M of node 2" || { not_ok "ledger"; cat "$CLUSTER_TMP/ledger"; }
+
+# A reader on node 4 and a holder of the cache region on node 3, during the reclaim.
+io 4 watch pin 21 6 >"$CLUSTER_TMP/watch" 2>&1 & watch=$!
+io 3 watch cache 22 6 >"$CLUSTER_TMP/cwatch" 2>&1 & cwatch=$!
+sleep 1
+before=$(lent 2)
+pctl 1 reclaim 2 256M >"$CLUSTER_TMP/out" 2>&1 && ok "reclaim of node 2: $(cat "$CLUSTER_TMP/out")" || { not_ok "reclaim node 2"; cat "$CLUSTER_TMP/out"; }
+grep -q "1 region(s) migrated, 1 evicted" "$CLUSTER_TMP/out" && ok "the pinned region moved, the cache region was evicted" || not_ok "reclaim summary"
+wait $watch && ok "the reader on node 4 read correct bytes throughout: $(cat "$CLUSTER_TMP/watch")" || { not_ok "reader during reclaim"; cat "$CLUSTER_TMP/watch"; }
+wait $cwatch; rc=$?
+[ $rc -eq 1 ] && grep -q "evicted or destroyed" "$CLUSTER_TMP/cwatch" && ok "the cache holder sees ESTALE" || { not_ok "cache holder after eviction (rc $rc)"; cat "$CLUSTER_TMP/cwatch"; }
+case ",$(nodes_of pin)," in *,2,*) not_ok "pin left node 2";; *) ok "pin now lives on node $(nodes_of pin)";; esac
+r=$(io 3 read pin 21 | awk '{print $NF}')
+[ "$r" = "$sum" ] && ok "pin is bit-exact after the move ($r)" || not_ok "pin after the move ($sum vs $r)"
+pctl 1 regions | grep -q "^cache " && not_ok "cache region gone" || ok "cache region gone"
+after=$(lent 2)
+[ "$before" -gt 0 ] && [ "$after" -eq 0 ] && ok "node 2 lends nothing now (was $((before >> 20))M)" || not_ok "node 2 lent $before -> $after"
+
+out=$(pctl 1 region create x 8M placement=node=2 2>&1) && not_ok "nothing lands on node 2" || ok "nothing lands on node 2: $(echo "$out" | head -c 120)"
+pctl 1 lend 2 128M >/dev/null && [ "$(lent 2)" -eq $((128 << 20)) ] && ok "lend gives node 2 128M again" || not_ok "lend 128M"
+io 1 create back $((8 << 20)) node=2 >/dev/null && io 2 write back 3 >/dev/null && io 4 read back 3 >/dev/null && ok "node 2 lends and serves again" || not_ok "node 2 serves again"
+out=$(pctl 1 lend 2 64G 2>&1) && not_ok "lend beyond lend.max refused" || ok "lend beyond lend.max refused: $out"
+out=$(pctl 1 lend 2 2M 2>&1) && { not_ok "shrinking over used memory refused"; echo "$out"; pctl 1 ledger; pctl 1 region info back; } || ok "shrinking over used memory refused: $out"
+
+# Drain node 3 for maintenance.
+io 1 create d3 $((8 << 20)) node=3 >/dev/null && s3=$(io 1 write d3 9 | awk '{print $NF}')
+pctl 1 drain 3 >"$CLUSTER_TMP/out" 2>&1 && ok "drain node 3: $(cat "$CLUSTER_TMP/out")" || { not_ok "drain node 3"; cat "$CLUSTER_TMP/out"; }
+[ "$(lent 3)" -eq 0 ] && ok "node 3 lends nothing" || not_ok "node 3 drained"
+r=$(io 4 read d3 9 | awk '{print $NF}')
+[ "$r" = "$s3" ] && ok "its region moved intact" || not_ok "drained region intact"
+out=$(pctl 2 reclaim 3 1M 2>&1); rc=$?
+[ $rc -ne 0 ] || ok "reclaim from a node is forwarded"
+out=$(cluster_exec 2 env POOL_SOCKET="$(pool_sock 2)" "$POOLCTL" -s "$(pool_sock 2)" lend 9 1M 2>&1)
+echo "$out" | grep -q "no node 9" && ok "unknown node refused" || { not_ok "unknown node"; echo "$out"; }
+# Ledger: a Hold lost while node 4's link is cut is noticed and repaired when it is back.
+rc=0; cluster_link_down 4 || rc=$?
+if [ "$rc" -eq 0 ]; then
+	pctl 1 region create lost-hold 4M placement=node=4 >/dev/null && ok "region placed on node 4 just as its link is cut" || not_ok "create on cut node"
+	pool_wait_state 1 h4 dead 10
+	cluster_link_up 4
+	pool_wait_state 1 h4 up 20 && ok "node 4 is back" || not_ok "node 4 back"
+	sleep 0.5
+	grep -q "ledger: node 4 does not record 1 extent(s) of the map; told again" "$(cluster_dir 1)/poold.log" \
+		&& ok "the coordinator found and repaired node 4's record" || not_ok "ledger repair"
+fi
+finish
