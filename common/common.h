@@ -90,6 +90,7 @@ struct poold_conf {
 	int64_t lend_max;
 	int64_t reclaim_grace_ms;
 	int64_t ledger_interval_ms;
+	int64_t watermark;
 	char *pmem_path;
 	int64_t pmem_size;
 	int64_t lease_grace_ms;

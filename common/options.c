@@ -80,6 +80,8 @@ const struct conf_option conf_options[] = {
 	 "bytes of regions one uid may own; 0 means no limit"},
 	{"quota.regions", CONF_INT, OFF(quota_regions), 0, 1000000, "0", NULL, 0,
 	 "regions one uid may own; 0 means no limit"},
+	{"lend.watermark", CONF_INT, OFF(watermark), 1, 100, "90", NULL, 0,
+	 "percent of a lender's memory in use above which placement prefers other lenders"},
 	{"regions.max", CONF_INT, OFF(max_regions), 1, 1000000, "65536", NULL, 0,
 	 "most regions in the pool"},
 	{"pmem.path", CONF_STRING, OFF(pmem_path), 0, 200, "", NULL, CONF_F_RESTART,

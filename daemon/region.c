@@ -20,6 +20,7 @@
 #include <event2/event.h>
 
 #include "daemon/extent.h"
+#include "daemon/placement.h"
 #include "daemon/poold.h"
 #include "libpool/libpool.h"
 
@@ -172,29 +173,47 @@ static bool region_lender_usable(struct poold *pd, const struct lender_pool *lp)
 }
 
 /* The pool with the most free space on node (any node if node is 0) in tier. */
+/*
+ * The lender for len bytes in tier on node (any node if 0) and NUMA node
+ * (any if -1), skipping the nodes of skip[]: placement_choose() decides
+ * from what the allocators and the member table say.
+ */
 static struct lender_pool *region_pick(struct poold *pd, uint32_t node, enum tier tier, int numa,
 				       uint64_t len, const struct lender_pool *const *skip,
 				       size_t nskip)
 {
-	struct lender_pool *lp, *best = NULL;
-	uint64_t best_free = 0;
-	size_t i;
+	struct placement_candidate *c;
+	struct lender_pool *lp, **pools, *best = NULL;
+	size_t n = 0, i;
+	long k;
 
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
+		n++;
+	c = calloc(n ? n : 1, sizeof(*c));
+	pools = calloc(n ? n : 1, sizeof(*pools));
+	if (c == NULL || pools == NULL)
+		goto out;
+	n = 0;
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 		struct extent_stats st;
 		bool skipped = false;
 
 		for (i = 0; i < nskip; i++)
 			skipped |= skip[i]->node == lp->node;
-		if (skipped || lp->draining || lp->tier != tier || (node != 0 && lp->node != node) ||
-		    (numa >= 0 && lp->numa != numa) || !region_lender_usable(pd, lp))
-			continue;
 		extent_stats(lp->alloc, &st);
-		if (st.largest_free >= len && st.free > best_free) {
-			best = lp;
-			best_free = st.free;
-		}
+		c[n] = (struct placement_candidate){st.size, st.used, st.largest_free,
+						    !skipped && !lp->draining && lp->tier == tier &&
+							    (node == 0 || lp->node == node) &&
+							    (numa < 0 || lp->numa == numa) &&
+							    region_lender_usable(pd, lp)};
+		pools[n++] = lp;
 	}
+	k = placement_choose(c, n, len, (unsigned)pd->conf->watermark);
+	if (k >= 0)
+		best = pools[k];
+out:
+	free(c);
+	free(pools);
 	return best;
 }
 
@@ -202,22 +221,14 @@ static struct lender_pool *region_pick(struct poold *pd, uint32_t node, enum tie
 struct lender_pool *region_pick_avoid(struct poold *pd, enum tier tier, uint64_t len,
 				      uint32_t avoid)
 {
-	struct lender_pool *lp, *best = NULL;
-	uint64_t best_free = 0;
+	struct lender_pool *lp;
 
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
-		struct extent_stats st;
-
-		if (lp->node == avoid || lp->draining || lp->tier != tier ||
-		    !region_lender_usable(pd, lp))
-			continue;
-		extent_stats(lp->alloc, &st);
-		if (st.largest_free >= len && st.free > best_free) {
-			best = lp;
-			best_free = st.free;
-		}
-	}
-	return best;
+	/* Skip every pool of the avoided node through region_pick()'s skip list. */
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
+		if (lp->node == avoid)
+			return region_pick(pd, 0, tier, -1, len,
+					   (const struct lender_pool *const[]){lp}, 1);
+	return region_pick(pd, 0, tier, -1, len, NULL, 0);
 }
 
 /* Describe the free space per lender for a -ENOSPC message. */
@@ -878,7 +889,7 @@ static int region_create(struct req *q, const ProtobufCMessage *msg)
 		return req_errorf(q, -ENOMEM, "out of memory");
 	}
 	region_account(pd);
-	log_info("region '%s' created: %llu bytes, %s, %s, %zu extent(s), uid %u",
+	log_debug("region '%s' created: %llu bytes, %s, %s, %zu extent(s), uid %u",
 		 r->name, (unsigned long long)r->size, class_names[r->cls], r->placement, r->next,
 		 (unsigned)r->uid);
 	return region_reply(q, r, true);
@@ -972,7 +983,7 @@ static int region_destroy(struct req *q, const ProtobufCMessage *msg)
 	if (r->moving)
 		return req_errorf(q, -EBUSY, "region '%s' is being moved by a reclaim", r->name);
 	region_notify(q->pd, r, "gone");
-	log_info("region '%s' destroyed", r->name);
+	log_debug("region '%s' destroyed", r->name);
 	region_free(q->pd, r);
 	return req_reply(q, WIRE_OK, &ok.base);
 }

@@ -5,6 +5,7 @@
 #define LIBPOOL_INTERNAL_H
 
 #include <pthread.h>
+#include <stdbool.h>
 
 #include "libpool/libpool.h"
 #include "proto/wire.h"
@@ -22,6 +23,17 @@ struct pool {
 	struct fab_ctx *fab;	   /* made on the first remote access */
 	struct pool_node *nodes;   /* endpoints to lenders, by node id */
 	struct pool_region *regions; /* open regions, for notices (under lock) */
+	/*
+	 * Local arenas mapped once, whole, for the regions that live in them
+	 * (under lock). refused: poold would not pass them to this caller.
+	 */
+	struct pool_arena_map {
+		uint32_t arena;
+		void *base;
+		size_t len;
+	} amaps[8];
+	size_t namaps;
+	bool amap_refused;
 };
 
 /* error.c */
@@ -30,6 +42,7 @@ int pool_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 /* region.c */
 void pool_nodes_free(struct pool *pool);
 void pool_region_notice(void *arg, uint16_t type, const uint8_t *payload, size_t len);
+void pool_arenas_unmap(struct pool *pool);
 
 /* pool.c */
 int pool_call(struct pool *pool, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,

@@ -46,6 +46,7 @@ POOL_EXPORT int pool_close(struct pool *pool)
 	if (pool == NULL)
 		return 0;
 	pool_nodes_free(pool);
+	pool_arenas_unmap(pool);
 	wire_client_close(pool->wc);
 	pthread_mutex_destroy(&pool->lock);
 	pthread_mutex_destroy(&pool->data_lock);

@@ -40,6 +40,7 @@ struct pool_node {
 	struct pool_node_arena {
 		uint32_t id;
 		uint64_t addr;
+		uint64_t size;
 		struct fab_rkey *rkey;
 	} *arenas;
 };
@@ -60,9 +61,7 @@ struct pool_region {
 	unsigned flags;
 	size_t n;
 	struct pool_region_extent *ext;
-	void *map; /* local mapping of the whole region, or NULL */
-	size_t map_len;
-	void *map_base;
+	void *map; /* the region in a local arena mapping, or NULL */
 	bool leased; /* open or create took a lease */
 	bool moved;  /* notice: fetch the layout again before the next access */
 	bool gone;   /* notice: evicted or destroyed */
@@ -131,12 +130,8 @@ static int region_refresh(struct pool_region *r)
 		return rc;
 	}
 	free(old);
-	/* The old mapping shows the old place: map the new one, if it is local. */
-	if (r->map_base != NULL) {
-		munmap(r->map_base, r->map_len);
-		r->map = r->map_base = NULL;
-		r->map_len = 0;
-	}
+	/* The old window shows the old place: the new one, if it is local. */
+	r->map = NULL;
 	region_map_local(r);
 	return 0;
 }
@@ -273,6 +268,7 @@ static int pool_node_get(struct pool *pool, const Pool__NodeInfo *info, struct p
 	for (i = 0; i < info->n_arenas; i++) {
 		pn->arenas[i].id = info->arenas[i]->id;
 		pn->arenas[i].addr = info->arenas[i]->addr;
+		pn->arenas[i].size = info->arenas[i]->size;
 		rc = fab_rkey_unpack(pn->ep, info->arenas[i]->rkey.data, info->arenas[i]->rkey.len,
 				     &pn->arenas[i].rkey);
 		pn->narenas = i + 1;
@@ -339,34 +335,78 @@ static int region_resolve(struct pool_region *r, const Pool__RegionReply *rep)
 }
 
 /* Map a region that lives in one extent of a DRAM arena of this node. */
-static int region_map_local(struct pool_region *r)
+/* The whole of a local arena, mapped on first use; pool->lock held. */
+static int pool_arena_map(struct pool *pool, uint32_t arena, uint64_t size, void **ret_base)
 {
 	Pool__ArenaFd req = POOL__ARENA_FD__INIT;
 	Pool__Ok *ok = NULL;
-	long page = sysconf(_SC_PAGESIZE);
-	uint64_t start, end;
+	char msg[256];
 	void *base;
+	size_t i;
 	int fd = -1, rc;
 
-	if (r->n != 1 || r->stripe != 0 || r->ext[0].node_id != wire_client_node_id(r->pool->wc))
-		return -EREMOTE;
-	req.arena = r->ext[0].arena;
-	rc = pool_call_fd(r->pool, WIRE_ARENA_FD, &req.base, WIRE_OK, (ProtobufCMessage **)&ok, &fd);
+	for (i = 0; i < pool->namaps; i++)
+		if (pool->amaps[i].arena == arena) {
+			*ret_base = pool->amaps[i].base;
+			return 0;
+		}
+	if (pool->amap_refused || pool->namaps == ARRAY_SIZE(pool->amaps) || size == 0)
+		return -EACCES;
+	req.arena = arena;
+	rc = wire_client_call_fd(pool->wc, WIRE_ARENA_FD, &req.base, WIRE_OK,
+				 (ProtobufCMessage **)&ok, &fd, msg, sizeof(msg));
+	if (rc == -EPERM) /* not a trusted caller: do not ask again */
+		pool->amap_refused = true;
 	if (rc < 0)
 		return rc;
 	wire_msg_free(&ok->base);
 	if (fd < 0)
-		return pool_err(POOL_EPROTOCOL, "poold sent no arena descriptor");
-	start = r->ext[0].off / (uint64_t)page * (uint64_t)page;
-	end = r->ext[0].off + r->size;
-	base = mmap(NULL, end - start, PROT_READ | ((r->flags & POOL_REGION_WRITE) ? PROT_WRITE : 0),
-		    MAP_SHARED, fd, (off_t)start);
+		return POOL_EPROTOCOL;
+	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (base == MAP_FAILED)
-		return pool_err(-errno, "cannot map region '%s': %s", r->name, strerror(errno));
-	r->map_base = base;
-	r->map_len = end - start;
-	r->map = (char *)base + (r->ext[0].off - start);
+		return -errno;
+	pool->amaps[pool->namaps++] = (struct pool_arena_map){arena, base, size};
+	*ret_base = base;
+	return 0;
+}
+
+/* Forget the local arena mappings (at pool_close()). */
+void pool_arenas_unmap(struct pool *pool)
+{
+	size_t i;
+
+	for (i = 0; i < pool->namaps; i++)
+		munmap(pool->amaps[i].base, pool->amaps[i].len);
+	pool->namaps = 0;
+}
+
+/*
+ * A region that is one extent of a DRAM arena of this node is accessed by
+ * loads and stores: the arena is mapped once per process (for trusted
+ * callers, to whom poold passes its memfd) and the region is a window of it.
+ */
+static int region_map_local(struct pool_region *r)
+{
+	struct pool_region_extent *x = &r->ext[0];
+	uint64_t size = 0;
+	void *base;
+	size_t k;
+	int rc;
+
+	if (r->n != 1 || r->stripe != 0 || x->node_id != wire_client_node_id(r->pool->wc))
+		return -EREMOTE;
+	for (k = 0; x->node != NULL && k < x->node->narenas; k++)
+		if (x->node->arenas[k].id == x->arena)
+			size = x->node->arenas[k].size;
+	pthread_mutex_lock(&r->pool->lock);
+	rc = pool_arena_map(r->pool, x->arena, size, &base);
+	pthread_mutex_unlock(&r->pool->lock);
+	if (rc < 0)
+		return rc;
+	if (x->off + r->size > size)
+		return -ERANGE;
+	r->map = (char *)base + x->off;
 	return 0;
 }
 
@@ -475,8 +515,6 @@ POOL_EXPORT int pool_region_close(struct pool_region *region)
 			break;
 		}
 	pthread_mutex_unlock(&region->pool->lock);
-	if (region->map_base != NULL)
-		munmap(region->map_base, region->map_len);
 	free(region->ext);
 	free(region);
 	return 0;

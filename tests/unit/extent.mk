@@ -11,3 +11,11 @@ TESTS += tests/unit/test_ledger
 tests_unit_test_ledger_SOURCES = tests/unit/test_ledger.c daemon/ledger.c daemon/ledger.h
 tests_unit_test_ledger_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_ledger_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
+
+# The placement policy of daemon/.
+check_PROGRAMS += tests/unit/test_placement
+TESTS += tests/unit/test_placement
+tests_unit_test_placement_SOURCES = tests/unit/test_placement.c daemon/placement.c \
+	daemon/placement.h
+tests_unit_test_placement_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_unit_test_placement_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
