@@ -126,12 +126,25 @@ static int region_print_reply(struct cmd_ctx *ctx, Pool__RegionReply *rep)
 	return EXIT_OK;
 }
 
+/* Send a request answered by a RegionReply, and print the region. */
+static int region_call_print(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req)
+{
+	Pool__RegionReply *rep;
+	int rc;
+
+	rc = cmd_call(ctx, type, req, WIRE_REGION_REPLY, (ProtobufCMessage **)&rep);
+	if (rc != EXIT_OK)
+		return rc;
+	rc = region_print_reply(ctx, rep);
+	wire_msg_free(&rep->base);
+	return rc;
+}
+
 static int cmd_region_create_exec(struct cmd_ctx *ctx)
 {
 	Pool__RegionCreate req = POOL__REGION_CREATE__INIT;
-	Pool__RegionReply *rep;
 	uint64_t size = 0, stripe = 0;
-	int i, rc;
+	int i;
 
 	req.name = ctx->argv[0];
 	req.class_ = "pinned";
@@ -172,29 +185,15 @@ static int cmd_region_create_exec(struct cmd_ctx *ctx)
 		}
 	}
 	req.from_node = wire_client_node_id(ctx->wc);
-	rc = cmd_call(ctx, WIRE_REGION_CREATE, &req.base, WIRE_REGION_REPLY,
-		      (ProtobufCMessage **)&rep);
-	if (rc != EXIT_OK)
-		return rc;
-	rc = region_print_reply(ctx, rep);
-	wire_msg_free(&rep->base);
-	return rc;
+	return region_call_print(ctx, WIRE_REGION_CREATE, &req.base);
 }
 
 static int cmd_region_info_exec(struct cmd_ctx *ctx)
 {
 	Pool__RegionName req = POOL__REGION_NAME__INIT;
-	Pool__RegionReply *rep;
-	int rc;
 
 	req.name = ctx->argv[0];
-	rc = cmd_call(ctx, WIRE_REGION_STAT, &req.base, WIRE_REGION_REPLY,
-		      (ProtobufCMessage **)&rep);
-	if (rc != EXIT_OK)
-		return rc;
-	rc = region_print_reply(ctx, rep);
-	wire_msg_free(&rep->base);
-	return rc;
+	return region_call_print(ctx, WIRE_REGION_STAT, &req.base);
 }
 
 static int cmd_region_destroy_exec(struct cmd_ctx *ctx)

@@ -634,8 +634,11 @@ static void region_sweep(evutil_socket_t fd, short what, void *arg)
 	reclaim_sweep(pd);
 }
 
-/* A client session ended: its leases end after lease.grace. */
-void region_session_end(struct poold *pd, uint32_t node, uint64_t session)
+/*
+ * End, after lease.grace, the leases of one session of a node, or with
+ * all set, of every session of the node.
+ */
+static void region_end_leases(struct poold *pd, uint32_t node, uint64_t session, bool all)
 {
 	uint64_t ends = units_now_ms() + (uint64_t)pd->conf->lease_grace_ms;
 	struct region *r;
@@ -645,23 +648,20 @@ void region_session_end(struct poold *pd, uint32_t node, uint64_t session)
 		return;
 	TAILQ_FOREACH(r, &pd->regions->list, entry)
 		TAILQ_FOREACH(l, &r->lease_list, entry)
-			if (l->node == node && l->session == session && l->ends_at == 0)
+			if (l->node == node && (all || l->session == session) && l->ends_at == 0)
 				l->ends_at = ends;
+}
+
+/* A client session ended: its leases end after lease.grace. */
+void region_session_end(struct poold *pd, uint32_t node, uint64_t session)
+{
+	region_end_leases(pd, node, session, false);
 }
 
 /* A node died or restarted: every session it held ends after lease.grace. */
 void region_node_gone(struct poold *pd, uint32_t node)
 {
-	uint64_t ends = units_now_ms() + (uint64_t)pd->conf->lease_grace_ms;
-	struct region *r;
-	struct lease *l;
-
-	if (pd->regions == NULL)
-		return;
-	TAILQ_FOREACH(r, &pd->regions->list, entry)
-		TAILQ_FOREACH(l, &r->lease_list, entry)
-			if (l->node == node && l->ends_at == 0)
-				l->ends_at = ends;
+	region_end_leases(pd, node, 0, true);
 }
 
 /* A node came back: leases of its sessions that are not live any more end after lease.grace. */

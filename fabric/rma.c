@@ -160,23 +160,12 @@ int fab_flush_nb(struct fab_ep *ep, fab_done_cb cb, void *arg)
 /* Blocking flush: every put/get/atomic issued on ep so far is complete at the target. */
 int fab_flush(struct fab_ep *ep)
 {
-	ucp_request_param_t param;
-	struct fab_waiter *w;
-	struct fab_op *op;
+	struct fab_waiter *w = fab_waiter_new();
 	int rc;
 
-	if ((rc = fab_op_check(ep, NULL)) < 0)
-		return rc;
-	w = fab_waiter_new();
 	if (w == NULL)
 		return -ENOMEM;
-	op = fab_op_new(ep, fab_waiter_cb, w);
-	if (op == NULL) {
-		free(w);
-		return -ENOMEM;
-	}
-	fab_op_param(op, &param);
-	rc = fab_op_issued(op, ucp_ep_flush_nbx(ep->ep, &param));
+	rc = fab_flush_nb(ep, fab_waiter_cb, w);
 	if (rc < 0) {
 		free(w);
 		return rc;

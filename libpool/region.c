@@ -557,6 +557,12 @@ POOL_EXPORT int pool_region_map(struct pool_region *region, void **ret_addr)
 	return 0;
 }
 
+/* A transfer that failed because its lender is unreachable means the data is lost to us. */
+static int region_lost(int rc)
+{
+	return rc == -ECONNRESET || rc == -EHOSTUNREACH || rc == -ETIMEDOUT ? POOL_ELOST : rc;
+}
+
 /* Transfers in flight: one read or write, or a batch. */
 struct pool_batch {
 	struct pool *pool;
@@ -635,9 +641,8 @@ static int region_complete(struct pool_batch *b)
 	if (b->outstanding == 0)
 		b->done = 1;
 	if (rc < 0)
-		return pool_err(rc == -ECONNRESET || rc == -EHOSTUNREACH || rc == -ETIMEDOUT
-					? POOL_ELOST : rc,
-				"region '%s': transfer failed: %s", b->name, err_str(rc));
+		return pool_err(region_lost(rc), "region '%s': transfer failed: %s", b->name,
+				err_str(rc));
 	return 0;
 }
 
@@ -811,50 +816,43 @@ static int region_word(struct pool_region *r, uint64_t off, struct pool_region_e
 /*
  * Atomics always go through the fabric, even for a mapped region, so that
  * local and remote users of the same word agree (UCX software atomics are
- * applied by the lender's worker).
+ * applied by the lender's worker). cswap: compare with a, swap in b;
+ * otherwise add a.
  */
-POOL_EXPORT int pool_region_fetch_add(struct pool_region *region, uint64_t offset, uint64_t add,
-				      uint64_t *ret_old)
+static int region_atomic(struct pool_region *r, uint64_t off, bool cswap, uint64_t a,
+			 uint64_t b, uint64_t *ret_old)
 {
-	struct pool_region_extent *x;
-	uint64_t raddr, old;
-	int rc = region ? region_refresh(region) : pool_err(-EINVAL, "invalid argument");
+	struct pool_region_extent *x = NULL;
+	uint64_t raddr = 0, old;
+	int rc = r ? region_refresh(r) : pool_err(-EINVAL, "invalid argument");
 
 	if (rc == 0)
-		rc = region_word(region, offset, &x, &raddr);
+		rc = region_word(r, off, &x, &raddr);
 	if (rc < 0)
 		return rc;
-	pthread_mutex_lock(&region->pool->data_lock);
-	rc = fab_atomic_fadd64(x->node->ep, raddr, x->rkey, add, &old);
-	pthread_mutex_unlock(&region->pool->data_lock);
+	pthread_mutex_lock(&r->pool->data_lock);
+	rc = cswap ? fab_atomic_cswap64(x->node->ep, raddr, x->rkey, a, b, &old)
+		   : fab_atomic_fadd64(x->node->ep, raddr, x->rkey, a, &old);
+	pthread_mutex_unlock(&r->pool->data_lock);
 	if (rc < 0)
-		return pool_err(rc, "region '%s': fetch-add: %s", region->name, err_str(rc));
+		return pool_err(region_lost(rc), "region '%s': %s: %s", r->name,
+				cswap ? "compare-swap" : "fetch-add", err_str(rc));
 	if (ret_old != NULL)
 		*ret_old = old;
 	return 0;
+}
+
+POOL_EXPORT int pool_region_fetch_add(struct pool_region *region, uint64_t offset, uint64_t add,
+				      uint64_t *ret_old)
+{
+	return region_atomic(region, offset, false, add, 0, ret_old);
 }
 
 POOL_EXPORT int pool_region_compare_swap(struct pool_region *region, uint64_t offset,
 					 uint64_t expect, uint64_t desired, uint64_t *ret_old)
 {
-	struct pool_region_extent *x;
-	uint64_t raddr, old;
-	int rc = region ? region_refresh(region) : pool_err(-EINVAL, "invalid argument");
-
-	if (rc == 0)
-		rc = region_word(region, offset, &x, &raddr);
-	if (rc < 0)
-		return rc;
-	pthread_mutex_lock(&region->pool->data_lock);
-	rc = fab_atomic_cswap64(x->node->ep, raddr, x->rkey, expect, desired, &old);
-	pthread_mutex_unlock(&region->pool->data_lock);
-	if (rc < 0)
-		return pool_err(rc, "region '%s': compare-swap: %s", region->name, err_str(rc));
-	if (ret_old != NULL)
-		*ret_old = old;
-	return 0;
+	return region_atomic(region, offset, true, expect, desired, ret_old);
 }
-
 struct pool_region_info {
 	Pool__RegionReply *rep;
 };
