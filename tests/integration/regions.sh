@@ -7,7 +7,8 @@ IO="$top_builddir/tests/tools/pool-io"
 
 chmod 0755 "$TEST_DIR"
 conf="$TEST_DIR/poold.conf"
-printf 'lend.size = 64M\ncontrol.mode = 0666\nlease.grace = 1s\n' >"$conf"
+printf 'lend.size = 64M\ncontrol.mode = 0666\nlease.grace = 1s\npmem.path = %s\npmem.size = 32M\n' \
+	"$TEST_DIR/pmem" >"$conf"
 pool_start -f "$conf" || exit 1
 chmod 0755 "$TEST_DIR/run"
 
@@ -100,6 +101,19 @@ check_out "quota.regions is $((n + 1))" "quota.regions error is clear"
 "$POOLCTL" region destroy q1 >/dev/null
 sed -i '/^quota/d' "$conf"
 check "reload without quotas" "$POOLCTL" reload
+
+# The persistent tier: a libpmem2-mapped file lent like DRAM.
+"$POOLCTL" --json nodes >"$TEST_DIR/out"
+python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["nodes"][0]; a=[x for x in n["arenas"] if x["tier"]=="pmem"]; assert n["pmem_capacity"]==32<<20 and len(a)==1, n' "$TEST_DIR/out" \
+	&& ok "the pmem file is lent as a persistent arena" || not_ok "pmem arena"
+check "a persistent region lives in it" "$IO" create p1 $((4 << 20)) any persistent
+"$POOLCTL" --json region info p1 | python3 -c 'import json,sys; r=json.load(sys.stdin)["region"][0]; assert r["class"]=="persistent" and r["extents"][0]["arena"]==1, r' \
+	&& ok "placed in the pmem arena" || not_ok "placed in the pmem arena"
+check "write it" "$IO" write p1 5
+check "read it back" "$IO" read p1 5
+check_exit 1 "persistent regions need room in the pmem tier" "$POOLCTL" region create p2 64M class=persistent
+check_out "largest free pmem extent" "its no-room message names the pmem tier"
+"$IO" destroy p1 >/dev/null
 
 # Many create/destroy cycles leave nothing behind.
 for i in $(seq 50); do "$POOLCTL" region create "c$i" 64K >/dev/null || break; done
