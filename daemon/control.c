@@ -520,8 +520,10 @@ void control_close(struct control *ctl)
 	if (ctl == NULL)
 		return;
 	while ((c = TAILQ_FIRST(&ctl->conns)) != NULL) {
-		conn_free(c->conn);
-		ctl_closed(c->conn, c);
+		struct conn *conn = c->conn;
+
+		ctl_closed(conn, c); /* frees c, reads conn */
+		conn_free(conn);
 	}
 	evconnlistener_free(ctl->listener);
 	unlink(ctl->path);

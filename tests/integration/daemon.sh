@@ -60,7 +60,11 @@ check_exit 1 "second poold refuses" "$POOLD" -d -o runtime_dir="$TEST_DIR/run"
 check_out "another poold \(pid [0-9]+\) already runs" "second poold says why"
 check "first poold still serves" "$POOLCTL" status
 
-check "poold stops on SIGTERM" pool_stop
+# Stopping with clients still connected is clean too.
+exec {holder}> >(python3 "$top_srcdir/tests/integration/wire.py" "$POOL_SOCKET" hold >/dev/null)
+sleep 0.3
+check "poold stops on SIGTERM with a client connected" pool_stop
+exec {holder}>&-
 [ ! -e "$TEST_DIR/run/poold.sock" ] && ok "socket removed" || not_ok "socket removed"
 [ ! -e "$TEST_DIR/run/poold.pid" ] && ok "pid file removed" || not_ok "pid file removed"
 
