@@ -37,8 +37,10 @@ int ledger_diff(struct ledger_extent *want, size_t nwant, struct ledger_extent *
 		free(orphans);
 		return -ENOMEM;
 	}
-	qsort(want, nwant, sizeof(*want), ledger_cmp);
-	qsort(have, nhave, sizeof(*have), ledger_cmp);
+	if (nwant > 0) /* qsort() must not see NULL, even for no elements */
+		qsort(want, nwant, sizeof(*want), ledger_cmp);
+	if (nhave > 0)
+		qsort(have, nhave, sizeof(*have), ledger_cmp);
 	while (i < nwant || k < nhave) {
 		int c = i == nwant ? 1 : k == nhave ? -1 : ledger_cmp(&want[i], &have[k]);
 

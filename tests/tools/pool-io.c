@@ -62,9 +62,10 @@ int main(int argc, char **argv)
 	struct pool_region *r = NULL;
 	struct pool *pool;
 	const char *cmd, *name;
-	uint8_t *buf, *want;
+	uint8_t *buf = NULL, *want = NULL;
 	uint64_t size, off, seed = 0;
-	XXH64_state_t *h;
+	XXH64_state_t *h = NULL;
+	int status = 0;
 	int rc;
 
 	if (argc < 3) {
@@ -213,7 +214,8 @@ int main(int argc, char **argv)
 		rc = pool_region_map(r, &p);
 		if (rc < 0) {
 			printf("not mappable: %s\n", pool_errormsg());
-			return 3;
+			status = 3;
+			goto out;
 		}
 		for (off = 0; off < size; off += CHUNK) {
 			size_t n = size - off < CHUNK ? size - off : CHUNK;
@@ -254,7 +256,11 @@ int main(int argc, char **argv)
 	printf("%s %s: %" PRIu64 " bytes, xxh64 %016" PRIx64 "\n", cmd, name, size,
 	       (uint64_t)XXH64_digest(h));
 out:
+	free(buf);
+	free(want);
+	if (h != NULL)
+		XXH64_freeState(h);
 	pool_region_close(r);
 	pool_close(pool);
-	return 0;
+	return status;
 }
