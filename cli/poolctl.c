@@ -21,7 +21,8 @@ static const struct cmd_entry *const cmd_table[] = {
 	&cmd_fabric_probe_entry, &cmd_fabric_entry,	    &cmd_regions_entry,
 	&cmd_region_create_entry, &cmd_region_info_entry, &cmd_region_destroy_entry,
 	&cmd_lend_entry,	  &cmd_reclaim_entry,	  &cmd_drain_entry,
-	&cmd_ledger_entry,
+	&cmd_ledger_entry,	  &cmd_kv_ls_entry,	  &cmd_kv_stats_entry,
+	&cmd_kv_create_entry,	  &cmd_kv_drop_entry,	  &cmd_kv_flush_entry,
 };
 
 static void usage(FILE *f)

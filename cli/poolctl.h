@@ -50,6 +50,11 @@ extern const struct cmd_entry cmd_lend_entry;
 extern const struct cmd_entry cmd_reclaim_entry;
 extern const struct cmd_entry cmd_drain_entry;
 extern const struct cmd_entry cmd_ledger_entry;
+extern const struct cmd_entry cmd_kv_ls_entry;
+extern const struct cmd_entry cmd_kv_stats_entry;
+extern const struct cmd_entry cmd_kv_create_entry;
+extern const struct cmd_entry cmd_kv_drop_entry;
+extern const struct cmd_entry cmd_kv_flush_entry;
 
 /* poolctl.c */
 int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req,

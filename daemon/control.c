@@ -63,6 +63,7 @@ static const struct ctl_handler *const handler_tables[] = {
 	region_handlers,
 	reclaim_handlers,
 	arena_handlers,
+	kv_handlers,
 };
 
 static const struct ctl_handler *handlers[WIRE_TYPE_MAX];

@@ -137,8 +137,21 @@ static void coord_set_state(struct coord *co, struct member *m, enum member_stat
 		return;
 	cluster_set_state(co->pd, m, state);
 	coord_send_event(co, m);
-	if (state == MEMBER_DEAD)
+	if (state == MEMBER_DEAD) {
 		region_node_gone(co->pd, m->info->id); /* its clients' leases end */
+		kv_node_lost(co->pd, m->info->id);     /* its values: gets are misses */
+	}
+}
+
+/* A client could not reach a node: suspect it at once, not after heartbeats. */
+void coord_suspect(struct poold *pd, uint32_t node)
+{
+	struct member *m = cluster_find(pd, node);
+
+	if (pd->coord == NULL || m == NULL || m->state != MEMBER_UP || node == pd->node_id)
+		return;
+	log_warnx("node %u (%s): a client's transfer failed", node, m->info->name);
+	coord_set_state(pd->coord, m, MEMBER_SUSPECT);
 }
 
 /* Keep the latest result of each link. */
@@ -806,6 +819,8 @@ int coord_open(struct poold *pd)
 	m->state = MEMBER_UP;
 	m->last_heartbeat = units_now_ms();
 	rc = region_open_space(pd);
+	if (rc == 0)
+		rc = kv_open(pd);
 	if (rc < 0)
 		goto out_free;
 	region_lender_update(pd, m->info);
@@ -859,6 +874,7 @@ void coord_close(struct poold *pd)
 		TAILQ_REMOVE(&co->peers, p, entry);
 		free(p);
 	}
+	kv_close(pd);
 	region_close_space(pd); /* before the calls go: it owns their arguments */
 	while ((call = TAILQ_FIRST(&co->calls)) != NULL) {
 		TAILQ_REMOVE(&co->calls, call, entry);

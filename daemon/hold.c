@@ -168,21 +168,13 @@ void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have,
 	if (pd->regions == NULL)
 		return;
 	TAILQ_FOREACH(r, &pd->regions->list, entry)
-		for (i = 0; i < r->next; i++) {
-			if (r->ext[i].node != node)
-				continue;
-			if (nwant == cap) {
-				struct ledger_extent *g;
-
-				cap = cap ? cap * 2 : 64;
-				g = realloc(want, cap * sizeof(*want));
-				if (g == NULL)
-					goto out;
-				want = g;
-			}
-			want[nwant++] = (struct ledger_extent){r->ext[i].arena, r->ext[i].off,
-							       r->ext[i].len, r->id};
-		}
+		for (i = 0; i < r->next; i++)
+			if (r->ext[i].node == node &&
+			    ledger_append(&want, &nwant, &cap, r->ext[i].arena, r->ext[i].off,
+					  r->ext[i].len, r->id) < 0)
+				goto out;
+	if (kv_extents(pd, node, &want, &nwant, &cap) < 0)
+		goto out;
 	if (ledger_diff(want, nwant, have, nhave, &missing, &nm, &orphans, &no) < 0)
 		goto out;
 	if (nm > 0) {

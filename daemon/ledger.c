@@ -22,6 +22,23 @@ static int ledger_cmp(const void *a, const void *b)
 	return 0;
 }
 
+/* Append one extent to a growable array; see ledger.h. */
+int ledger_append(struct ledger_extent **arr, size_t *n, size_t *cap, uint32_t arena,
+		  uint64_t off, uint64_t len, uint64_t region)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		struct ledger_extent *g = realloc(*arr, c * sizeof(*g));
+
+		if (g == NULL)
+			return -ENOMEM;
+		*arr = g;
+		*cap = c;
+	}
+	(*arr)[(*n)++] = (struct ledger_extent){arena, off, len, region};
+	return 0;
+}
+
 /* Compare want (the coordinator's) with have (the lender's); see ledger.h. */
 int ledger_diff(struct ledger_extent *want, size_t nwant, struct ledger_extent *have,
 		size_t nhave, struct ledger_extent **ret_missing, size_t *ret_nmissing,

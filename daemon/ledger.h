@@ -18,6 +18,10 @@ struct ledger_extent {
 	uint64_t region;
 };
 
+/* Append one extent to a growable array (*cap grows as needed); -ENOMEM. */
+int ledger_append(struct ledger_extent **arr, size_t *n, size_t *cap, uint32_t arena,
+		  uint64_t off, uint64_t len, uint64_t region);
+
 /*
  * Compare the coordinator's extents of one lender (want) with the lender's
  * record (have). missing: in want, not (identically) in have; orphans: in

@@ -25,6 +25,7 @@ struct fab_rkey;
 struct pmem2_map;
 struct pmem2_source;
 struct regions;
+struct kv_space;
 struct hold;
 struct ledger_extent;
 
@@ -99,6 +100,7 @@ struct poold {
 	size_t narenas;
 	struct regions *regions;    /* at the coordinator: the global address space */
 	TAILQ_HEAD(, hold) holds;   /* as a lender: the extents it holds (hold.c) */
+	struct kv_space *kv;	    /* at the coordinator: the KV cache index */
 	struct event *ledger_ev;    /* at the coordinator: periodic reconciliation */
 };
 
@@ -298,6 +300,7 @@ void region_lender_update(struct poold *pd, const Pool__NodeInfo *info);
 uint64_t region_arena_used(struct poold *pd, uint32_t node, uint32_t arena);
 void region_session_end(struct poold *pd, uint32_t node, uint64_t session);
 struct region *region_find(struct regions *rs, const char *name);
+bool region_pool_usable(struct poold *pd, const struct lender_pool *lp);
 struct lender_pool *region_pool(struct regions *rs, uint32_t node, uint32_t arena);
 struct lender_pool *region_pick_avoid(struct poold *pd, enum tier tier, uint64_t len,
 				      uint32_t avoid);
@@ -331,6 +334,17 @@ typedef void (*coord_done_cb)(struct poold *pd, void *arg, int rc);
 int coord_request(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
 		  coord_done_cb cb, void *arg);
 void coord_notice(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg);
+void coord_suspect(struct poold *pd, uint32_t node);
+
+/* kv.c: the KV cache index (coordinator) */
+int kv_open(struct poold *pd);
+void kv_close(struct poold *pd);
+void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all);
+void kv_node_lost(struct poold *pd, uint32_t node);
+void kv_sweep(struct poold *pd);
+int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size_t *n,
+	       size_t *cap);
+extern const struct ctl_handler kv_handlers[];
 
 /* peer.c: a node's link to the coordinator */
 int peer_open(struct poold *pd);

@@ -83,6 +83,7 @@ static void region_lender_lost(struct poold *pd, uint32_t node)
 	struct region *r, *next;
 	size_t i, k;
 
+	kv_node_lost(pd, node);
 	for (r = TAILQ_FIRST(&pd->regions->list); r != NULL; r = next) {
 		bool hit = false;
 
@@ -165,7 +166,8 @@ uint64_t region_arena_used(struct poold *pd, uint32_t node, uint32_t arena)
 	return st.used;
 }
 
-static bool region_lender_usable(struct poold *pd, const struct lender_pool *lp)
+/* Whether a lender pool's node is up in the incarnation the pool was made for. */
+bool region_pool_usable(struct poold *pd, const struct lender_pool *lp)
 {
 	struct member *m = cluster_find(pd, lp->node);
 
@@ -205,7 +207,7 @@ static struct lender_pool *region_pick(struct poold *pd, uint32_t node, enum tie
 						    !skipped && !lp->draining && lp->tier == tier &&
 							    (node == 0 || lp->node == node) &&
 							    (numa < 0 || lp->numa == numa) &&
-							    region_lender_usable(pd, lp)};
+							    region_pool_usable(pd, lp)};
 		pools[n++] = lp;
 	}
 	k = placement_choose(c, n, len, (unsigned)pd->conf->watermark);
@@ -248,7 +250,7 @@ static void region_free_text(struct poold *pd, enum tier tier, char *buf, size_t
 		extent_stats(lp->alloc, &st);
 		units_fmt_size(st.largest_free, sz, sizeof(sz));
 		off += (size_t)snprintf(buf + off, len - off, " %u:%s%s", lp->node, sz,
-					region_lender_usable(pd, lp) ? "" : "(down)");
+					region_pool_usable(pd, lp) ? "" : "(down)");
 	}
 }
 
@@ -358,9 +360,15 @@ void region_retire(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off
 	lp = region_pool(pd->regions, node, arena);
 	rt->incarnation = lp ? lp->incarnation : 0;
 	rt->release_at = units_now_ms() + (rc ? (uint64_t)pd->conf->reclaim_grace_ms : 0);
-	TAILQ_INSERT_TAIL(&pd->regions->retired, rt, entry);
 	if (rc == NULL)
 		region_scrub(pd, rt);
+	if (rt->scrubbed && lp != NULL) {
+		/* Scrubbed here and due now: back to the allocator at once. */
+		extent_release(lp->alloc, off, len);
+		free(rt);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&pd->regions->retired, rt, entry);
 }
 
 /* Release the retired extents that are due and scrubbed. */
@@ -630,6 +638,7 @@ static void region_sweep(evutil_socket_t fd, short what, void *arg)
 			region_free(pd, r);
 		}
 	}
+	kv_sweep(pd);
 	region_sweep_retired(pd);
 	reclaim_sweep(pd);
 }
@@ -650,6 +659,7 @@ static void region_end_leases(struct poold *pd, uint32_t node, uint64_t session,
 		TAILQ_FOREACH(l, &r->lease_list, entry)
 			if (l->node == node && (all || l->session == session) && l->ends_at == 0)
 				l->ends_at = ends;
+	kv_session_end(pd, node, session, all);
 }
 
 /* A client session ended: its leases end after lease.grace. */

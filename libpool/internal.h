@@ -12,6 +12,7 @@
 
 #define POOL_DEFAULT_SOCKET "/run/poold/poold.sock"
 #define POOL_CALL_TIMEOUT_MS 30000
+#define REGION_IO_TIMEOUT_MS 30000
 
 struct fab_ctx;
 struct pool_node;
@@ -43,6 +44,22 @@ int pool_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 void pool_nodes_free(struct pool *pool);
 void pool_region_notice(void *arg, uint16_t type, const uint8_t *payload, size_t len);
 void pool_arenas_unmap(struct pool *pool);
+int pool_node_get(struct pool *pool, const Pool__NodeInfo *info, struct pool_node **ret);
+
+/* A lender this process talks to: its endpoint and the rkeys of its arenas. */
+struct pool_node {
+	struct pool_node *next;
+	uint32_t id;
+	uint64_t incarnation;
+	struct fab_ep *ep;
+	size_t narenas;
+	struct pool_node_arena {
+		uint32_t id;
+		uint64_t addr;
+		uint64_t size;
+		struct fab_rkey *rkey;
+	} *arenas;
+};
 
 /* pool.c */
 int pool_call(struct pool *pool, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,

@@ -37,6 +37,7 @@ struct pool_region;
 struct pool_region_opts;
 struct pool_batch;
 struct pool_region_info;
+struct pool_kv;
 
 /* pool_region_create() flags */
 #define POOL_REGION_ANONYMOUS 0x1 /* freed when its last lease ends */
@@ -124,6 +125,56 @@ POOL_EXPORT int pool_region_fetch_add(struct pool_region *region, uint64_t offse
 				      uint64_t *ret_old);
 POOL_EXPORT int pool_region_compare_swap(struct pool_region *region, uint64_t offset,
 					 uint64_t expect, uint64_t desired, uint64_t *ret_old);
+
+/*
+ * KV cache: namespaces of keys (byte strings up to 256 bytes, e.g. block
+ * hashes) to values (bytes, up to 64 MiB) stored in pool memory. A put is
+ * reserve, one-sided write, commit: a reader never sees a partial value.
+ * A get pins the value while it is read. pool_kv_get() returns 0 and the
+ * value's length, or -ENOENT for a miss (evicted values and values on a lost
+ * lender are misses too).
+ */
+#define POOL_KV_KEY_MAX 256
+#define POOL_KV_VALUE_MAX (64u << 20)
+/* Open a namespace (created with pool_kv_create() or poolctl kv create). */
+POOL_EXPORT int pool_kv_open(struct pool *pool, const char *ns, struct pool_kv **ret_kv);
+POOL_EXPORT void pool_kv_close(struct pool_kv *kv);
+/* Create a namespace holding at most capacity bytes of values (LRU eviction). */
+POOL_EXPORT int pool_kv_create(struct pool *pool, const char *ns, uint64_t capacity,
+			       unsigned flags);
+POOL_EXPORT int pool_kv_drop(struct pool *pool, const char *ns);
+POOL_EXPORT int pool_kv_put(struct pool_kv *kv, const void *key, size_t klen, const void *value,
+			    size_t vlen);
+/* Copy the value into buf (up to buflen); *ret_vlen gets its full length. */
+POOL_EXPORT int pool_kv_get(struct pool_kv *kv, const void *key, size_t klen, void *buf,
+			    size_t buflen, size_t *ret_vlen);
+/* 1 if the key is present, 0 if not. */
+POOL_EXPORT int pool_kv_exists(struct pool_kv *kv, const void *key, size_t klen);
+POOL_EXPORT int pool_kv_remove(struct pool_kv *kv, const void *key, size_t klen);
+/*
+ * Batches: n keys at once, one round trip to the coordinator each way.
+ * ret_status[i] gets 0 or -errno (-ENOENT: miss) per key; the call returns
+ * the number of keys that succeeded.
+ */
+POOL_EXPORT int pool_kv_put_batch(struct pool_kv *kv, size_t n, const void *const *keys,
+				  const size_t *klens, const void *const *values,
+				  const size_t *vlens, int *ret_status);
+POOL_EXPORT int pool_kv_get_batch(struct pool_kv *kv, size_t n, const void *const *keys,
+				  const size_t *klens, void *const *bufs, const size_t *buflens,
+				  size_t *ret_vlens, int *ret_status);
+/* How many leading keys of an ordered list (a prompt's block hashes) are present. */
+POOL_EXPORT int pool_kv_match(struct pool_kv *kv, size_t n, const void *const *keys,
+			      const size_t *klens, size_t *ret_count);
+/*
+ * Chained block hashes of token ids, as inference engines key KV blocks:
+ * block i's 16-byte hash is XXH3-128 (seed 0) over parent[16] || salt ||
+ * the block's tokens as little-endian uint32, parent being block i-1's hash
+ * (the given parent, or 16 zero bytes, for block 0). Only whole blocks are
+ * hashed; the number written to ret_hashes (16 bytes each) is returned.
+ */
+POOL_EXPORT int pool_kv_hash_chain(const uint32_t *tokens, size_t ntokens, size_t block_tokens,
+				   const uint8_t *parent, const void *salt, size_t salt_len,
+				   uint8_t *ret_hashes, size_t max_hashes);
 
 /* Describe an error code returned by any libpool function. */
 POOL_EXPORT const char *pool_strerror(int code);

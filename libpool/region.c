@@ -20,7 +20,6 @@
 #include "fabric/fabric.h"
 #include "libpool/internal.h"
 
-#define REGION_IO_TIMEOUT_MS 30000
 
 struct pool_region_opts {
 	uint64_t size;
@@ -30,20 +29,6 @@ struct pool_region_opts {
 	unsigned mode;
 };
 
-/* A lender this process talks to: its endpoint and the rkeys of its arenas. */
-struct pool_node {
-	struct pool_node *next;
-	uint32_t id;
-	uint64_t incarnation;
-	struct fab_ep *ep;
-	size_t narenas;
-	struct pool_node_arena {
-		uint32_t id;
-		uint64_t addr;
-		uint64_t size;
-		struct fab_rkey *rkey;
-	} *arenas;
-};
 
 struct pool_region_extent {
 	struct pool_node *node;
@@ -225,7 +210,7 @@ void pool_nodes_free(struct pool *pool)
 }
 
 /* The endpoint to a lender (made or refreshed from its record); data_lock held. */
-static int pool_node_get(struct pool *pool, const Pool__NodeInfo *info, struct pool_node **ret)
+int pool_node_get(struct pool *pool, const Pool__NodeInfo *info, struct pool_node **ret)
 {
 	struct pool_node **pp, *pn;
 	size_t i;

@@ -48,6 +48,10 @@ static const struct {
 	[WIRE_HOLD] = {"hold", &pool__holdings__descriptor},
 	[WIRE_HOLDINGS] = {"holdings", &pool__holdings_request__descriptor},
 	[WIRE_HOLDINGS_REPLY] = {"holdings-reply", &pool__holdings__descriptor},
+	[WIRE_KV_NS] = {"kv-ns", &pool__kv_ns_request__descriptor},
+	[WIRE_KV_NS_REPLY] = {"kv-ns-reply", &pool__kv_ns_reply__descriptor},
+	[WIRE_KV] = {"kv", &pool__kv_request__descriptor},
+	[WIRE_KV_REPLY] = {"kv-reply", &pool__kv_reply__descriptor},
 };
 
 /* The descriptor of a message type, or NULL for an unknown type. */

@@ -26,7 +26,8 @@ examples_pool_demo_LDADD = libpool/libpool.la
 # Shell integration tests: each starts its own poold in a private directory.
 INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/garbage.sh tests/integration/limits.sh tests/integration/libpool.sh \
-	tests/integration/man.sh tests/integration/regions.sh tests/cluster/selftest.sh \
+	tests/integration/man.sh tests/integration/regions.sh tests/integration/kv.sh \
+	tests/cluster/selftest.sh tests/cluster/kv.sh \
 	tests/cluster/membership.sh tests/cluster/regions.sh tests/cluster/reclaim.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/wire.py \
@@ -56,7 +57,7 @@ tests_fuzz_fuzz_conf_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
 tests_fuzz_fuzz_conf_LDADD = $(FUZZ_LIBS)
 endif
 
-include tests/unit/extent.mk
+include tests/unit/daemon.mk
 
 # pool-io: regions through libpool, for the region tests.
 noinst_PROGRAMS += tests/tools/pool-io
@@ -65,3 +66,8 @@ tests_tools_pool_io_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
 tests_tools_pool_io_LDADD = libpool/libpool.la $(XXHASH_LIBS)
 
 include tests/bench/regions.mk
+
+# pool-kv: the KV cache through libpool, for the KV tests.
+noinst_PROGRAMS += tests/tools/pool-kv
+tests_tools_pool_kv_SOURCES = tests/tools/pool-kv.c
+tests_tools_pool_kv_LDADD = libpool/libpool.la

@@ -3,6 +3,7 @@
 Builds frames by hand (header per proto/wire.h, protobuf fields encoded here)
 so tests can send what no well-behaved client would.
 """
+import os
 import socket
 import struct
 import sys
@@ -20,6 +21,11 @@ def varint(n):
             out += bytes([b | 0x80])
         else:
             return out + bytes([b])
+
+
+def field(num, data):
+    """A length-delimited protobuf field."""
+    return varint(num << 3 | 2) + varint(len(data)) + data
 
 
 def hello_payload(version=VERSION):
@@ -156,6 +162,18 @@ def main():
         ids = [read_frame(s)[1] for _ in range(50)]
         assert ids == list(range(10, 60)), ids
         print("50 pipelined requests answered in order")
+    elif case == "kv-reserve-die":
+        # Reserve room for a value, then vanish without writing or committing.
+        ns, key, size = sys.argv[3], sys.argv[4].encode(), int(sys.argv[5])
+        s.sendall(frame(HELLO, hello_payload()))
+        assert read_frame(s)[0] == HELLO_REPLY
+        req = field(1, b"reserve") + field(2, ns.encode()) + field(3, key) + \
+            varint(4 << 3) + varint(size)
+        s.sendall(frame(42, req, req_id=2))
+        r = read_frame(s)
+        assert r and r[0] == 43, r
+        print("reserved, now dying", flush=True)
+        os._exit(0)
     elif case == "hold":
         # Hold a handshaken connection open until stdin closes.
         s.sendall(frame(HELLO, hello_payload()))

@@ -1,4 +1,4 @@
-# The extent allocator of daemon/: included from tests/local.mk.
+# Unit tests of daemon/ pieces and of libpool functions without a daemon: included from tests/local.mk.
 check_PROGRAMS += tests/unit/test_extent
 TESTS += tests/unit/test_extent
 tests_unit_test_extent_SOURCES = tests/unit/test_extent.c daemon/extent.c daemon/extent.h
@@ -19,3 +19,10 @@ tests_unit_test_placement_SOURCES = tests/unit/test_placement.c daemon/placement
 	daemon/placement.h
 tests_unit_test_placement_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_placement_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
+
+# The KV block-hash chain of libpool, against fixed vectors.
+check_PROGRAMS += tests/unit/test_kvhash
+TESTS += tests/unit/test_kvhash
+tests_unit_test_kvhash_SOURCES = tests/unit/test_kvhash.c
+tests_unit_test_kvhash_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_unit_test_kvhash_LDADD = tests/unit/libunit.la libpool/libpool.la $(CUNIT_LIBS)

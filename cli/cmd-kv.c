@@ -1,0 +1,130 @@
+/* cli/cmd-kv.c - poolctl kv ls | stats [NS] | create NS CAPACITY | drop NS | flush NS. */
+#include "config.h"
+
+#include <string.h>
+
+#include "cli/poolctl.h"
+
+static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64_t capacity,
+		   bool stats)
+{
+	static const char *const short_h[] = {"NAMESPACE", "CAPACITY", "USED", "ENTRIES"};
+	static const char *const long_h[] = {"NAMESPACE", "CAPACITY", "USED",	 "ENTRIES",
+					     "HITS",	  "MISSES",   "HIT RATE", "EVICTIONS",
+					     "PUTS"};
+	Pool__KvNsRequest req = POOL__KV_NS_REQUEST__INIT;
+	Pool__KvNsReply *rep;
+	struct table *t;
+	size_t i;
+	int rc;
+
+	req.op = (char *)op;
+	req.name = (char *)name;
+	if (capacity) {
+		req.has_capacity = 1;
+		req.capacity = capacity;
+	}
+	rc = cmd_call(ctx, WIRE_KV_NS, &req.base, WIRE_KV_NS_REPLY, (ProtobufCMessage **)&rep);
+	if (rc != EXIT_OK)
+		return rc;
+	if (ctx->json) {
+		struct json *j = json_new(stdout);
+
+		json_array(j, "namespaces");
+		for (i = 0; i < rep->n_namespaces; i++) {
+			const Pool__KvNamespace *n = rep->namespaces[i];
+
+			json_object(j, NULL);
+			json_str(j, "name", n->name);
+			json_u64(j, "capacity", n->capacity);
+			json_u64(j, "used", n->used);
+			json_u64(j, "entries", n->entries);
+			json_u64(j, "hits", n->hits);
+			json_u64(j, "misses", n->misses);
+			json_u64(j, "evictions", n->evictions);
+			json_u64(j, "puts", n->puts);
+			json_end(j);
+		}
+		json_finish(j);
+		wire_msg_free(&rep->base);
+		return EXIT_OK;
+	}
+	if (strcmp(op, "drop") == 0) {
+		printf("KV namespace %s dropped\n", name);
+		wire_msg_free(&rep->base);
+		return EXIT_OK;
+	}
+	t = stats ? table_new(9, long_h) : table_new(4, short_h);
+	for (i = 0; i < rep->n_namespaces; i++) {
+		const Pool__KvNamespace *n = rep->namespaces[i];
+		char cap[24], used[24], ent[24], hits[24], miss[24], rate[16], ev[24], puts[24];
+		uint64_t total = n->hits + n->misses;
+
+		units_fmt_size(n->capacity, cap, sizeof(cap));
+		units_fmt_size(n->used, used, sizeof(used));
+		snprintf(ent, sizeof(ent), "%llu", (unsigned long long)n->entries);
+		snprintf(hits, sizeof(hits), "%llu", (unsigned long long)n->hits);
+		snprintf(miss, sizeof(miss), "%llu", (unsigned long long)n->misses);
+		snprintf(rate, sizeof(rate), total ? "%.1f%%" : "-",
+			 total ? 100.0 * (double)n->hits / (double)total : 0.0);
+		snprintf(ev, sizeof(ev), "%llu", (unsigned long long)n->evictions);
+		snprintf(puts, sizeof(puts), "%llu", (unsigned long long)n->puts);
+		if (stats)
+			table_row(t, n->name, cap, used, ent, hits, miss, rate, ev, puts);
+		else
+			table_row(t, n->name, cap, used, ent);
+	}
+	table_print(t, stdout);
+	table_free(t);
+	wire_msg_free(&rep->base);
+	return EXIT_OK;
+}
+
+static int cmd_kv_ls_exec(struct cmd_ctx *ctx)
+{
+	return kv_exec(ctx, "stats", "", 0, false);
+}
+
+static int cmd_kv_stats_exec(struct cmd_ctx *ctx)
+{
+	return kv_exec(ctx, "stats", ctx->argc ? ctx->argv[0] : "", 0, true);
+}
+
+static int cmd_kv_create_exec(struct cmd_ctx *ctx)
+{
+	uint64_t cap;
+
+	if (units_parse_size(ctx->argv[1], &cap) < 0) {
+		fprintf(stderr, "poolctl: '%s' is not a size (use e.g. 64M, 2G)\n", ctx->argv[1]);
+		return EXIT_USAGE;
+	}
+	return kv_exec(ctx, "create", ctx->argv[0], cap, true);
+}
+
+static int cmd_kv_drop_exec(struct cmd_ctx *ctx)
+{
+	return kv_exec(ctx, "drop", ctx->argv[0], 0, false);
+}
+
+static int cmd_kv_flush_exec(struct cmd_ctx *ctx)
+{
+	return kv_exec(ctx, "flush", ctx->argv[0], 0, true);
+}
+
+const struct cmd_entry cmd_kv_ls_entry = {
+	"kv ls", "", 0, 0, DAEMON_NEEDED, cmd_kv_ls_exec, "list the KV cache namespaces",
+};
+const struct cmd_entry cmd_kv_stats_entry = {
+	"kv stats", "[NS]", 0, 1, DAEMON_NEEDED, cmd_kv_stats_exec,
+	"entries, bytes, hits, misses, hit rate, evictions, puts",
+};
+const struct cmd_entry cmd_kv_create_entry = {
+	"kv create", "NS CAPACITY", 2, 2, DAEMON_NEEDED, cmd_kv_create_exec,
+	"create a KV namespace of CAPACITY bytes (LRU eviction)",
+};
+const struct cmd_entry cmd_kv_drop_entry = {
+	"kv drop", "NS", 1, 1, DAEMON_NEEDED, cmd_kv_drop_exec, "drop a namespace and its values",
+};
+const struct cmd_entry cmd_kv_flush_entry = {
+	"kv flush", "NS", 1, 1, DAEMON_NEEDED, cmd_kv_flush_exec, "remove every value of a namespace",
+};

@@ -1,0 +1,869 @@
+/*
+ * daemon/kv.c - the KV cache index, kept by the coordinator.
+ *
+ * Namespaces map keys (block hashes, up to 256 bytes) to values stored in
+ * cache-class extents of the lend pools; clients move the bytes themselves,
+ * one-sided. A put is reserve (an extent is allocated and a version taken),
+ * the client's write, then commit (the version becomes the value). A
+ * reader's lookup pins the version it gets until it releases it: a value
+ * replaced, removed or evicted while pinned lives on, out of the index, until
+ * its last pin goes. A reservation superseded by a later writer, or whose
+ * namespace is flushed, is kept the same way, pinned by its writer, until
+ * that writer commits (the commit succeeds and changes nothing) or goes
+ * away: memory a writer may still be writing into is never lent again.
+ * Reservations not committed within KV_RESERVE_TTL_MS, and pins of clients
+ * that go away, are dropped.
+ *
+ * Each namespace has a capacity in bytes; beyond it the least recently used
+ * unpinned values are evicted. Values are placed by key hash over two
+ * candidate lenders, the one with more room winning (power of two choices),
+ * so keys spread over lenders and an empty, freshly restarted lender is not
+ * flooded. Values on a lender that dies are dropped: gets become misses.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "daemon/extent.h"
+#include "daemon/ledger.h"
+#include "daemon/placement.h"
+#include "daemon/poold.h"
+#include "libpool/libpool.h"
+
+#define KV_MAX_NAMESPACES 256
+#define KV_MAX_KEYS 4096 /* per request */
+#define KV_RESERVE_TTL_MS 30000
+#define KV_BUCKETS0 1024
+
+/* One stored version of a value. */
+struct kv_val {
+	uint32_t node, arena;
+	uint64_t off, alen, vlen, version;
+};
+
+/* Readers of one version: a session of a node. */
+struct kv_pin {
+	struct kv_pin *next;
+	uint32_t node;
+	uint64_t session;
+	uint64_t version;
+	uint32_t count;
+};
+
+struct kv_entry {
+	struct kv_entry *hnext;
+	TAILQ_ENTRY(kv_entry) lru; /* while it has a committed value */
+	uint64_t hash;
+	uint16_t klen;
+	uint8_t *key;
+	bool has_val, has_pending;
+	struct kv_val val, pending;
+	uint32_t pnode; /* the writer of the pending version */
+	uint64_t psession;
+	uint64_t preserved_at;
+	struct kv_pin *pins;
+};
+
+/* A value out of the index that readers still hold. */
+struct kv_zombie {
+	TAILQ_ENTRY(kv_zombie) entry;
+	struct kv_val val;
+	struct kv_pin *pins;
+};
+
+struct kv_ns {
+	TAILQ_ENTRY(kv_ns) entry;
+	char name[64];
+	uint64_t id, capacity, used;
+	uint64_t hits, misses, evictions, puts;
+	struct kv_entry **buckets;
+	size_t nbuckets, nentries;
+	TAILQ_HEAD(, kv_entry) lru;
+	TAILQ_HEAD(, kv_zombie) zombies;
+	uint64_t next_version;
+};
+
+struct kv_space {
+	TAILQ_HEAD(, kv_ns) list;
+	uint64_t next_id;
+};
+
+/* The ledger's region id of a namespace's extents: kept apart from region ids. */
+#define KV_HOLD_ID(ns) ((UINT64_C(1) << 63) | (ns)->id)
+
+static struct kv_ns *kv_ns_find(struct poold *pd, const char *name)
+{
+	struct kv_ns *ns;
+
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		if (strcmp(ns->name, name) == 0)
+			return ns;
+	return NULL;
+}
+
+static uint64_t kv_hash(const uint8_t *key, size_t klen)
+{
+	return XXH3_64bits(key, klen);
+}
+
+static struct kv_entry **kv_slot(struct kv_ns *ns, const uint8_t *key, size_t klen, uint64_t h)
+{
+	struct kv_entry **pp = &ns->buckets[h & (ns->nbuckets - 1)];
+
+	for (; *pp != NULL; pp = &(*pp)->hnext)
+		if ((*pp)->hash == h && (*pp)->klen == klen && memcmp((*pp)->key, key, klen) == 0)
+			break;
+	return pp;
+}
+
+static void kv_grow(struct kv_ns *ns)
+{
+	size_t n = ns->nbuckets * 2, i;
+	struct kv_entry **b = calloc(n, sizeof(*b));
+
+	if (b == NULL)
+		return; /* longer chains, still correct */
+	for (i = 0; i < ns->nbuckets; i++) {
+		struct kv_entry *e = ns->buckets[i], *next;
+
+		for (; e != NULL; e = next) {
+			next = e->hnext;
+			e->hnext = b[e->hash & (n - 1)];
+			b[e->hash & (n - 1)] = e;
+		}
+	}
+	free(ns->buckets);
+	ns->buckets = b;
+	ns->nbuckets = n;
+}
+
+/* Give a value's extent back (scrubbed by its lender first). */
+static void kv_val_free(struct poold *pd, struct kv_ns *ns, const struct kv_val *v)
+{
+	region_retire(pd, v->node, v->arena, v->off, v->alen, NULL);
+	ns->used -= v->alen;
+}
+
+static void kv_pins_free(struct kv_pin *p)
+{
+	while (p != NULL) {
+		struct kv_pin *next = p->next;
+
+		free(p);
+		p = next;
+	}
+}
+
+/* Take a committed value out of the index: freed, or a zombie while pinned. */
+static void kv_retire_val(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
+{
+	struct kv_zombie *z;
+
+	TAILQ_REMOVE(&ns->lru, e, lru);
+	e->has_val = false;
+	if (e->pins == NULL || (z = calloc(1, sizeof(*z))) == NULL) {
+		kv_pins_free(e->pins);
+		e->pins = NULL;
+		kv_val_free(pd, ns, &e->val);
+		return;
+	}
+	z->val = e->val;
+	z->pins = e->pins;
+	e->pins = NULL;
+	TAILQ_INSERT_TAIL(&ns->zombies, z, entry);
+}
+
+/* Take a pending value out of the index, kept (pinned by its writer) until the writer is done. */
+static void kv_pending_retire(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
+{
+	struct kv_zombie *z = calloc(1, sizeof(*z));
+	struct kv_pin *p = calloc(1, sizeof(*p));
+
+	e->has_pending = false;
+	if (z == NULL || p == NULL) {
+		/* Without memory to wait, leak the extent rather than lend it while written. */
+		log_warnx("KV: out of memory: a superseded reservation leaks %llu bytes",
+			  (unsigned long long)e->pending.alen);
+		free(z);
+		free(p);
+		return;
+	}
+	*p = (struct kv_pin){NULL, e->pnode, e->psession, e->pending.version, 1};
+	z->val = e->pending;
+	z->pins = p;
+	TAILQ_INSERT_TAIL(&ns->zombies, z, entry);
+}
+
+/* Unlink and free an entry that has neither a value nor a pending one. */
+static void kv_entry_drop(struct kv_ns *ns, struct kv_entry *e)
+{
+	struct kv_entry **pp = kv_slot(ns, e->key, e->klen, e->hash);
+
+	*pp = e->hnext;
+	ns->nentries--;
+	free(e->key);
+	free(e);
+}
+
+static void kv_entry_clear(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
+{
+	if (e->has_val)
+		kv_retire_val(pd, ns, e);
+	if (e->has_pending)
+		kv_pending_retire(pd, ns, e);
+	kv_entry_drop(ns, e);
+}
+
+/* Evict least recently used unpinned values until need more bytes fit. */
+static int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need)
+{
+	struct kv_entry *e, *next;
+
+	for (e = TAILQ_FIRST(&ns->lru); e != NULL && ns->used + need > ns->capacity; e = next) {
+		next = TAILQ_NEXT(e, lru);
+		if (e->pins != NULL)
+			continue;
+		ns->evictions++;
+		if (e->has_pending) {
+			kv_retire_val(pd, ns, e); /* keep the entry for its pending write */
+			continue;
+		}
+		kv_entry_clear(pd, ns, e);
+	}
+	return ns->used + need > ns->capacity ? -ENOSPC : 0;
+}
+
+/* Two candidate lenders from the key hash; the one with more room wins. */
+static int kv_place(struct poold *pd, uint64_t hash, uint64_t len, struct kv_val *v)
+{
+	struct lender_pool *pools[2], *lp;
+	struct placement_candidate c[2];
+	size_t n = 0, i = 0, k;
+	uint64_t off, alen;
+	long pick;
+
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
+		n += lp->tier == TIER_DRAM && !lp->draining && region_pool_usable(pd, lp);
+	if (n == 0)
+		return -ENOSPC;
+	for (k = 0; k < 2; k++) {
+		size_t want = (size_t)((k ? hash >> 32 : hash) % n);
+		struct extent_stats st;
+
+		i = 0;
+		TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
+			if (lp->tier != TIER_DRAM || lp->draining || !region_pool_usable(pd, lp))
+				continue;
+			if (i++ == want)
+				break;
+		}
+		pools[k] = lp;
+		extent_stats(lp->alloc, &st);
+		c[k] = (struct placement_candidate){st.size, st.used, st.largest_free, true};
+	}
+	pick = placement_choose(c, 2, len, (unsigned)pd->conf->watermark);
+	if (pick < 0) {
+		/* Neither candidate has room: any lender that does. */
+		lp = region_pick_avoid(pd, TIER_DRAM, len, 0);
+		if (lp == NULL)
+			return -ENOSPC;
+	} else {
+		lp = pools[pick];
+	}
+	if (extent_alloc(lp->alloc, len, &off, &alen) < 0)
+		return -ENOSPC;
+	*v = (struct kv_val){lp->node, lp->arena, off, alen, len, 0};
+	return 0;
+}
+
+static bool kv_val_usable(struct poold *pd, const struct kv_val *v)
+{
+	struct member *m = cluster_find(pd, v->node);
+
+	return m != NULL && m->state == MEMBER_UP;
+}
+
+static int kv_pin(struct kv_entry *e, uint32_t node, uint64_t session)
+{
+	struct kv_pin *p;
+
+	for (p = e->pins; p != NULL; p = p->next)
+		if (p->node == node && p->session == session && p->version == e->val.version) {
+			p->count++;
+			return 0;
+		}
+	p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return -ENOMEM;
+	*p = (struct kv_pin){e->pins, node, session, e->val.version, 1};
+	e->pins = p;
+	return 0;
+}
+
+/* Drop one pin (count) of a session on version from a list; true if it was there. */
+static bool kv_unpin(struct kv_pin **pp, uint32_t node, uint64_t session, uint64_t version)
+{
+	for (; *pp != NULL; pp = &(*pp)->next) {
+		struct kv_pin *p = *pp;
+
+		if (p->node != node || p->session != session || p->version != version)
+			continue;
+		if (--p->count == 0) {
+			*pp = p->next;
+			free(p);
+		}
+		return true;
+	}
+	return false;
+}
+
+/* Drop every pin of a session (or, with all, of a node) from a list. */
+static void kv_unpin_all(struct kv_pin **pp, uint32_t node, uint64_t session, bool all)
+{
+	while (*pp != NULL) {
+		struct kv_pin *p = *pp;
+
+		if (p->node == node && (all || p->session == session)) {
+			*pp = p->next;
+			free(p);
+		} else {
+			pp = &p->next;
+		}
+	}
+}
+
+static void kv_zombies_sweep(struct poold *pd, struct kv_ns *ns)
+{
+	struct kv_zombie *z, *next;
+
+	for (z = TAILQ_FIRST(&ns->zombies); z != NULL; z = next) {
+		next = TAILQ_NEXT(z, entry);
+		if (z->pins != NULL)
+			continue;
+		TAILQ_REMOVE(&ns->zombies, z, entry);
+		kv_val_free(pd, ns, &z->val);
+		free(z);
+	}
+}
+
+static void kv_loc(Pool__KvLocation *loc, int status, const struct kv_val *v)
+{
+	pool__kv_location__init(loc);
+	loc->status = status;
+	if (status != 0 || v == NULL)
+		return;
+	loc->has_node = loc->has_arena = loc->has_off = loc->has_len = loc->has_version = 1;
+	loc->node = v->node;
+	loc->arena = v->arena;
+	loc->off = v->off;
+	loc->len = v->vlen;
+	loc->version = v->version;
+}
+
+/* One key of a request. */
+static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, size_t i,
+		  Pool__KvLocation *loc)
+{
+	struct poold *pd = q->pd;
+	const uint8_t *key = kr->keys[i].data;
+	size_t klen = kr->keys[i].len;
+	uint64_t h = kv_hash(key, klen);
+	struct kv_entry **pp = kv_slot(ns, key, klen, h), *e = *pp;
+	const char *op = kr->op;
+	int rc;
+
+	if (klen == 0 || klen > POOL_KV_KEY_MAX) {
+		kv_loc(loc, -EINVAL, NULL);
+		return 0;
+	}
+	if (strcmp(op, "lookup") == 0 || strcmp(op, "exists") == 0) {
+		if (e == NULL || !e->has_val || !kv_val_usable(pd, &e->val)) {
+			ns->misses += op[0] == 'l';
+			kv_loc(loc, -ENOENT, NULL);
+			return 0;
+		}
+		if (op[0] == 'l') {
+			if (kv_pin(e, q->node, q->session) < 0) {
+				kv_loc(loc, -ENOMEM, NULL);
+				return 0;
+			}
+			ns->hits++;
+			TAILQ_REMOVE(&ns->lru, e, lru);
+			TAILQ_INSERT_TAIL(&ns->lru, e, lru);
+		}
+		kv_loc(loc, 0, &e->val);
+		return 1;
+	}
+	if (strcmp(op, "reserve") == 0) {
+		uint64_t size = kr->sizes[i];
+		struct kv_val v;
+
+		if (size == 0 || size > POOL_KV_VALUE_MAX) {
+			kv_loc(loc, -EINVAL, NULL);
+			return 0;
+		}
+		if (e != NULL && e->has_pending) /* the last writer wins */
+			kv_pending_retire(pd, ns, e);
+		rc = kv_make_room(pd, ns, size);
+		if (rc == 0)
+			rc = kv_place(pd, h, size, &v);
+		if (rc < 0) {
+			kv_loc(loc, rc, NULL);
+			return 0;
+		}
+		e = *kv_slot(ns, key, klen, h); /* eviction may have dropped it */
+		if (e == NULL) {
+			e = calloc(1, sizeof(*e));
+			if (e == NULL || (e->key = malloc(klen)) == NULL) {
+				free(e);
+				region_retire(pd, v.node, v.arena, v.off, v.alen, NULL);
+				kv_loc(loc, -ENOMEM, NULL);
+				return 0;
+			}
+			memcpy(e->key, key, klen);
+			e->klen = (uint16_t)klen;
+			e->hash = h;
+			e->hnext = ns->buckets[h & (ns->nbuckets - 1)];
+			ns->buckets[h & (ns->nbuckets - 1)] = e;
+			if (++ns->nentries > 2 * ns->nbuckets)
+				kv_grow(ns);
+		}
+		v.version = ++ns->next_version;
+		e->pending = v;
+		e->has_pending = true;
+		e->pnode = q->node;
+		e->psession = q->session;
+		e->preserved_at = units_now_ms();
+		ns->used += v.alen;
+		hold_tell(pd, v.node, v.arena, v.off, v.alen, KV_HOLD_ID(ns));
+		kv_loc(loc, 0, &v);
+		return 1;
+	}
+	if (e == NULL) {
+		kv_loc(loc, -ENOENT, NULL);
+		return 0;
+	}
+	if (strcmp(op, "commit") == 0) {
+		if (!e->has_pending || e->pending.version != kr->versions[i]) {
+			struct kv_zombie *z;
+
+			/* Superseded by a later writer: as if overwritten at once. */
+			TAILQ_FOREACH(z, &ns->zombies, entry)
+				if (z->val.version == kr->versions[i] &&
+				    kv_unpin(&z->pins, q->node, q->session, kr->versions[i])) {
+					kv_zombies_sweep(pd, ns);
+					kv_loc(loc, 0, NULL);
+					return 1;
+				}
+			kv_loc(loc, -ESTALE, NULL); /* expired or flushed */
+			return 0;
+		}
+		if (e->has_val)
+			kv_retire_val(pd, ns, e);
+		e->val = e->pending;
+		e->has_val = true;
+		e->has_pending = false;
+		TAILQ_INSERT_TAIL(&ns->lru, e, lru);
+		ns->puts++;
+		kv_loc(loc, 0, &e->val);
+		return 1;
+	}
+	if (strcmp(op, "release") == 0) {
+		struct kv_zombie *z;
+		bool found = kv_unpin(&e->pins, q->node, q->session, kr->versions[i]);
+
+		TAILQ_FOREACH(z, &ns->zombies, entry)
+			if (!found && z->val.version == kr->versions[i])
+				found = kv_unpin(&z->pins, q->node, q->session, kr->versions[i]);
+		kv_zombies_sweep(pd, ns);
+		kv_loc(loc, found ? 0 : -ENOENT, NULL);
+		return found;
+	}
+	if (strcmp(op, "remove") == 0) {
+		kv_entry_clear(pd, ns, e);
+		kv_loc(loc, 0, NULL);
+		return 1;
+	}
+	kv_loc(loc, -EINVAL, NULL);
+	return 0;
+}
+
+/* Reply with the locations and the members they are on (for endpoints and keys). */
+static int kv_reply(struct req *q, Pool__KvLocation *locs, size_t n, uint64_t count,
+		    bool with_nodes)
+{
+	Pool__KvReply reply = POOL__KV_REPLY__INIT;
+	Pool__KvLocation **lp = calloc(n ? n : 1, sizeof(*lp));
+	Pool__Member *mm = NULL, **mp = NULL;
+	size_t i, k, nm = 0;
+	int rc;
+
+	if (lp == NULL)
+		return req_errorf(q, -ENOMEM, "out of memory");
+	for (i = 0; i < n; i++)
+		lp[i] = &locs[i];
+	if (with_nodes) {
+		mm = calloc(n ? n : 1, sizeof(*mm));
+		mp = calloc(n ? n : 1, sizeof(*mp));
+		if (mm == NULL || mp == NULL) {
+			rc = req_errorf(q, -ENOMEM, "out of memory");
+			goto out;
+		}
+		for (i = 0; i < n; i++) {
+			struct member *m;
+
+			if (locs[i].status != 0 || !locs[i].has_node)
+				continue;
+			for (k = 0; k < nm && mm[k].node->id != locs[i].node; k++)
+				;
+			if (k < nm || (m = cluster_find(q->pd, locs[i].node)) == NULL)
+				continue;
+			pool__member__init(&mm[nm]);
+			mm[nm].node = m->info;
+			mm[nm].state = (char *)member_state_name(m->state);
+			mp[nm] = &mm[nm];
+			nm++;
+		}
+	}
+	reply.locations = lp;
+	reply.n_locations = n;
+	reply.has_count = 1;
+	reply.count = count;
+	reply.nodes = mp;
+	reply.n_nodes = nm;
+	rc = req_reply(q, WIRE_KV_REPLY, &reply.base);
+out:
+	free(mm);
+	free(mp);
+	free(lp);
+	return rc;
+}
+
+static int kv_request(struct req *q, const ProtobufCMessage *msg)
+{
+	const Pool__KvRequest *kr = (const Pool__KvRequest *)msg;
+	struct poold *pd = q->pd;
+	Pool__KvLocation *locs;
+	struct kv_ns *ns = kv_ns_find(pd, kr->ns);
+	uint64_t count = 0;
+	size_t i;
+	int rc;
+
+	if (ns == NULL)
+		return req_errorf(q, -ENOENT, "no KV namespace '%s'", kr->ns);
+	if (strcmp(kr->op, "failed") == 0) {
+		/* A client could not reach a lender: suspect it now, not after heartbeats. */
+		if (kr->has_node)
+			coord_suspect(pd, kr->node);
+		return kv_reply(q, NULL, 0, 0, false);
+	}
+	if (kr->n_keys > KV_MAX_KEYS)
+		return req_errorf(q, -E2BIG, "at most %d keys per request", KV_MAX_KEYS);
+	if ((strcmp(kr->op, "reserve") == 0 && kr->n_sizes != kr->n_keys) ||
+	    ((strcmp(kr->op, "commit") == 0 || strcmp(kr->op, "release") == 0) &&
+	     kr->n_versions != kr->n_keys))
+		return req_errorf(q, -EINVAL, "%s needs one %s per key", kr->op,
+				  kr->op[0] == 'r' && kr->op[2] == 's' ? "size" : "version");
+	if (strcmp(kr->op, "match") == 0) {
+		for (i = 0; i < kr->n_keys; i++) {
+			struct kv_entry *e = *kv_slot(ns, kr->keys[i].data, kr->keys[i].len,
+						      kv_hash(kr->keys[i].data, kr->keys[i].len));
+
+			if (e == NULL || !e->has_val || !kv_val_usable(pd, &e->val))
+				break;
+		}
+		return kv_reply(q, NULL, 0, i, false);
+	}
+	locs = calloc(kr->n_keys ? kr->n_keys : 1, sizeof(*locs));
+	if (locs == NULL)
+		return req_errorf(q, -ENOMEM, "out of memory");
+	for (i = 0; i < kr->n_keys; i++)
+		count += (uint64_t)kv_one(q, ns, kr, i, &locs[i]);
+	if (strcmp(kr->op, "reserve") == 0 || strcmp(kr->op, "remove") == 0)
+		region_account(pd);
+	rc = kv_reply(q, locs, kr->n_keys, count,
+		      strcmp(kr->op, "lookup") == 0 || strcmp(kr->op, "reserve") == 0);
+	free(locs);
+	return rc;
+}
+
+static void kv_ns_msg(const struct kv_ns *ns, Pool__KvNamespace *m)
+{
+	pool__kv_namespace__init(m);
+	m->name = (char *)ns->name;
+	m->capacity = ns->capacity;
+	m->has_used = m->has_entries = m->has_hits = m->has_misses = 1;
+	m->has_evictions = m->has_puts = m->has_id = 1;
+	m->used = ns->used;
+	m->entries = ns->nentries;
+	m->hits = ns->hits;
+	m->misses = ns->misses;
+	m->evictions = ns->evictions;
+	m->puts = ns->puts;
+	m->id = ns->id;
+}
+
+static void kv_ns_flush(struct poold *pd, struct kv_ns *ns)
+{
+	size_t i;
+
+	for (i = 0; i < ns->nbuckets; i++)
+		while (ns->buckets[i] != NULL)
+			kv_entry_clear(pd, ns, ns->buckets[i]);
+	kv_zombies_sweep(pd, ns);
+	region_account(pd);
+}
+
+static void kv_ns_free(struct poold *pd, struct kv_ns *ns)
+{
+	struct kv_zombie *z;
+
+	kv_ns_flush(pd, ns);
+	/* Pinned values go too: their readers see a miss or a scrubbed value. */
+	while ((z = TAILQ_FIRST(&ns->zombies)) != NULL) {
+		TAILQ_REMOVE(&ns->zombies, z, entry);
+		kv_pins_free(z->pins);
+		kv_val_free(pd, ns, &z->val);
+		free(z);
+	}
+	TAILQ_REMOVE(&pd->kv->list, ns, entry);
+	free(ns->buckets);
+	free(ns);
+}
+
+static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
+{
+	const Pool__KvNsRequest *r = (const Pool__KvNsRequest *)msg;
+	Pool__KvNsReply reply = POOL__KV_NS_REPLY__INIT;
+	struct poold *pd = q->pd;
+	Pool__KvNamespace *m = NULL, **mp = NULL;
+	struct kv_ns *ns = kv_ns_find(pd, r->name);
+	size_t n = 0;
+	int rc;
+
+	if (strcmp(r->op, "create") == 0) {
+		size_t count = 0;
+
+		if (!q->admin)
+			return req_errorf(q, -EPERM, "creating a KV namespace needs root or the admin "
+					  "group");
+		if (r->name[0] == '\0' || strlen(r->name) > 63 ||
+		    strspn(r->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+				    "._:/-") != strlen(r->name))
+			return req_errorf(q, -EINVAL, "namespace name '%s': 1-63 characters of "
+					  "[A-Za-z0-9._:/-]", r->name);
+		if (ns != NULL)
+			return req_errorf(q, -EEXIST, "KV namespace '%s' exists", r->name);
+		TAILQ_FOREACH(ns, &pd->kv->list, entry)
+			count++;
+		if (count >= KV_MAX_NAMESPACES)
+			return req_errorf(q, -EUSERS, "at most %d KV namespaces", KV_MAX_NAMESPACES);
+		if (!r->has_capacity || r->capacity < (1u << 20))
+			return req_errorf(q, -EINVAL, "a namespace needs a capacity of at least 1M");
+		ns = calloc(1, sizeof(*ns));
+		if (ns == NULL || (ns->buckets = calloc(KV_BUCKETS0, sizeof(*ns->buckets))) == NULL) {
+			free(ns);
+			return req_errorf(q, -ENOMEM, "out of memory");
+		}
+		snprintf(ns->name, sizeof(ns->name), "%s", r->name);
+		ns->id = ++pd->kv->next_id;
+		ns->capacity = r->capacity;
+		ns->nbuckets = KV_BUCKETS0;
+		TAILQ_INIT(&ns->lru);
+		TAILQ_INIT(&ns->zombies);
+		TAILQ_INSERT_TAIL(&pd->kv->list, ns, entry);
+		log_info("KV namespace '%s' created, capacity %llu", ns->name,
+			 (unsigned long long)ns->capacity);
+	} else if (strcmp(r->op, "drop") == 0 || strcmp(r->op, "flush") == 0) {
+		if (!q->admin)
+			return req_errorf(q, -EPERM, "%s needs root or the admin group", r->op);
+		if (ns == NULL)
+			return req_errorf(q, -ENOENT, "no KV namespace '%s'", r->name);
+		log_info("KV namespace '%s' %s", ns->name, r->op[0] == 'd' ? "dropped" : "flushed");
+		if (r->op[0] == 'd') {
+			kv_ns_free(pd, ns);
+			return req_reply(q, WIRE_KV_NS_REPLY, &reply.base);
+		}
+		kv_ns_flush(pd, ns);
+	} else if (strcmp(r->op, "stats") != 0) {
+		return req_errorf(q, -EINVAL, "unknown namespace operation '%s'", r->op);
+	} else if (r->name[0] != '\0' && ns == NULL) {
+		return req_errorf(q, -ENOENT, "no KV namespace '%s'", r->name);
+	}
+	/* Reply with the namespace, or all of them for stats of "". */
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		n++;
+	m = calloc(n ? n : 1, sizeof(*m));
+	mp = calloc(n ? n : 1, sizeof(*mp));
+	if (m == NULL || mp == NULL) {
+		rc = req_errorf(q, -ENOMEM, "out of memory");
+		goto out;
+	}
+	n = 0;
+	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
+		if (r->name[0] != '\0' && strcmp(ns->name, r->name) != 0)
+			continue;
+		kv_ns_msg(ns, &m[n]);
+		mp[n] = &m[n];
+		n++;
+	}
+	reply.namespaces = mp;
+	reply.n_namespaces = n;
+	rc = req_reply(q, WIRE_KV_NS_REPLY, &reply.base);
+out:
+	free(m);
+	free(mp);
+	return rc;
+}
+
+/* A client session or a whole node went away: its reservations and pins go. */
+void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all)
+{
+	struct kv_ns *ns;
+	size_t i;
+
+	if (pd->kv == NULL)
+		return;
+	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
+		struct kv_zombie *z;
+
+		for (i = 0; i < ns->nbuckets; i++) {
+			struct kv_entry *e, *next;
+
+			for (e = ns->buckets[i]; e != NULL; e = next) {
+				next = e->hnext;
+				kv_unpin_all(&e->pins, node, session, all);
+				if (e->has_pending && e->pnode == node &&
+				    (all || e->psession == session)) {
+					kv_val_free(pd, ns, &e->pending);
+					e->has_pending = false;
+					if (!e->has_val)
+						kv_entry_drop(ns, e);
+				}
+			}
+		}
+		TAILQ_FOREACH(z, &ns->zombies, entry)
+			kv_unpin_all(&z->pins, node, session, all);
+		kv_zombies_sweep(pd, ns);
+	}
+}
+
+/* A lender died or restarted: its values are gone, gets of them are misses. */
+void kv_node_lost(struct poold *pd, uint32_t node)
+{
+	struct kv_ns *ns;
+	size_t i, dropped = 0;
+
+	if (pd->kv == NULL)
+		return;
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		for (i = 0; i < ns->nbuckets; i++) {
+			struct kv_entry *e, *next;
+
+			for (e = ns->buckets[i]; e != NULL; e = next) {
+				next = e->hnext;
+				if ((e->has_val && e->val.node == node) ||
+				    (e->has_pending && e->pending.node == node)) {
+					kv_entry_clear(pd, ns, e);
+					dropped++;
+				}
+			}
+		}
+	if (dropped > 0)
+		log_warnx("KV: %zu value(s) on node %u dropped", dropped, node);
+}
+
+/* Drop reservations that were never committed. */
+void kv_sweep(struct poold *pd)
+{
+	uint64_t now = units_now_ms();
+	struct kv_ns *ns;
+	size_t i;
+
+	if (pd->kv == NULL)
+		return;
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		for (i = 0; i < ns->nbuckets; i++) {
+			struct kv_entry *e, *next;
+
+			for (e = ns->buckets[i]; e != NULL; e = next) {
+				next = e->hnext;
+				if (!e->has_pending || now - e->preserved_at < KV_RESERVE_TTL_MS)
+					continue;
+				kv_pending_retire(pd, ns, e); /* out of the index; freed with its writer */
+				if (!e->has_val)
+					kv_entry_drop(ns, e);
+			}
+		}
+}
+
+/* The KV extents on a node, for the ledger. */
+int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size_t *n,
+	       size_t *cap)
+{
+	struct kv_ns *ns;
+	size_t i;
+
+	if (pd->kv == NULL)
+		return 0;
+	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
+		struct kv_zombie *z;
+		const struct kv_val *vals[2];
+
+		for (i = 0; i < ns->nbuckets; i++) {
+			struct kv_entry *e;
+
+			for (e = ns->buckets[i]; e != NULL; e = e->hnext) {
+				size_t k, nv = 0;
+
+				if (e->has_val)
+					vals[nv++] = &e->val;
+				if (e->has_pending)
+					vals[nv++] = &e->pending;
+				for (k = 0; k < nv; k++)
+					if (vals[k]->node == node &&
+					    ledger_append(ext, n, cap, vals[k]->arena, vals[k]->off,
+							  vals[k]->alen, KV_HOLD_ID(ns)) < 0)
+						return -ENOMEM;
+			}
+		}
+		TAILQ_FOREACH(z, &ns->zombies, entry)
+			if (z->val.node == node &&
+			    ledger_append(ext, n, cap, z->val.arena, z->val.off, z->val.alen,
+					  KV_HOLD_ID(ns)) < 0)
+				return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Start the KV index (coordinator). */
+int kv_open(struct poold *pd)
+{
+	pd->kv = calloc(1, sizeof(*pd->kv));
+	if (pd->kv == NULL)
+		return -ENOMEM;
+	TAILQ_INIT(&pd->kv->list);
+	return 0;
+}
+
+/* Drop the KV index. */
+void kv_close(struct poold *pd)
+{
+	struct kv_ns *ns;
+
+	if (pd->kv == NULL)
+		return;
+	while ((ns = TAILQ_FIRST(&pd->kv->list)) != NULL)
+		kv_ns_free(pd, ns);
+	free(pd->kv);
+	pd->kv = NULL;
+}
+
+const struct ctl_handler kv_handlers[] = {
+	{WIRE_KV_NS, CTL_ANY, AT_COORD, kv_ns_request},
+	{WIRE_KV, CTL_ANY, AT_COORD, kv_request},
+	{0, 0, 0, NULL},
+};

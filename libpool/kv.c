@@ -1,0 +1,477 @@
+/*
+ * libpool/kv.c - the KV cache client: puts and gets move values one-sided
+ * between the caller's buffers and the lenders' memory; the coordinator
+ * (through the local poold) only says where.
+ *
+ *	put:  reserve (where, and a version) -> put + flush -> commit
+ *	get:  lookup (where, pinned) -> get -> release
+ *
+ * Batches do each step for all their keys at once. A transfer that fails
+ * makes the key a miss (-ENOENT) and tells the coordinator that its lender
+ * is suspect.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "common/common.h"
+#include "fabric/fabric.h"
+#include "libpool/internal.h"
+
+struct pool_kv {
+	struct pool *pool;
+	char ns[64];
+};
+
+static int kv_ns_call(struct pool *pool, const char *op, const char *ns, uint64_t capacity,
+		      Pool__KvNsReply **ret)
+{
+	Pool__KvNsRequest req = POOL__KV_NS_REQUEST__INIT;
+
+	req.op = (char *)op;
+	req.name = (char *)ns;
+	if (capacity) {
+		req.has_capacity = 1;
+		req.capacity = capacity;
+	}
+	return pool_call(pool, WIRE_KV_NS, &req.base, WIRE_KV_NS_REPLY, (ProtobufCMessage **)ret);
+}
+
+POOL_EXPORT int pool_kv_create(struct pool *pool, const char *ns, uint64_t capacity,
+			       unsigned flags)
+{
+	Pool__KvNsReply *rep;
+	int rc;
+
+	if (pool == NULL || ns == NULL || flags != 0)
+		return pool_err(-EINVAL, "pool_kv_create: invalid argument");
+	rc = kv_ns_call(pool, "create", ns, capacity, &rep);
+	if (rc == 0)
+		wire_msg_free(&rep->base);
+	return rc;
+}
+
+POOL_EXPORT int pool_kv_drop(struct pool *pool, const char *ns)
+{
+	Pool__KvNsReply *rep;
+	int rc;
+
+	if (pool == NULL || ns == NULL)
+		return pool_err(-EINVAL, "pool_kv_drop: invalid argument");
+	rc = kv_ns_call(pool, "drop", ns, 0, &rep);
+	if (rc == 0)
+		wire_msg_free(&rep->base);
+	return rc;
+}
+
+POOL_EXPORT int pool_kv_open(struct pool *pool, const char *ns, struct pool_kv **ret_kv)
+{
+	Pool__KvNsReply *rep;
+	struct pool_kv *kv;
+	int rc;
+
+	if (pool == NULL || ns == NULL || ret_kv == NULL || *ns == '\0' || strlen(ns) > 63)
+		return pool_err(-EINVAL, "pool_kv_open: invalid argument");
+	rc = kv_ns_call(pool, "stats", ns, 0, &rep);
+	if (rc < 0)
+		return rc;
+	wire_msg_free(&rep->base);
+	kv = calloc(1, sizeof(*kv));
+	if (kv == NULL)
+		return pool_err(-ENOMEM, "out of memory");
+	kv->pool = pool;
+	snprintf(kv->ns, sizeof(kv->ns), "%s", ns);
+	*ret_kv = kv;
+	return 0;
+}
+
+POOL_EXPORT void pool_kv_close(struct pool_kv *kv)
+{
+	free(kv);
+}
+
+static int kv_call(struct pool_kv *kv, const char *op, size_t n, const void *const *keys,
+		   const size_t *klens, uint64_t *sizes, uint64_t *versions, Pool__KvReply **ret)
+{
+	Pool__KvRequest req = POOL__KV_REQUEST__INIT;
+	ProtobufCBinaryData *k;
+	size_t i;
+	int rc;
+
+	k = calloc(n ? n : 1, sizeof(*k));
+	if (k == NULL)
+		return pool_err(-ENOMEM, "out of memory");
+	for (i = 0; i < n; i++) {
+		if (keys[i] == NULL || klens[i] == 0 || klens[i] > POOL_KV_KEY_MAX) {
+			free(k);
+			return pool_err(-EINVAL, "key %zu: 1 to %d bytes", i, POOL_KV_KEY_MAX);
+		}
+		k[i].data = (uint8_t *)keys[i];
+		k[i].len = klens[i];
+	}
+	req.op = (char *)op;
+	req.ns = kv->ns;
+	req.keys = k;
+	req.n_keys = n;
+	req.sizes = sizes;
+	req.n_sizes = sizes ? n : 0;
+	req.versions = versions;
+	req.n_versions = versions ? n : 0;
+	rc = pool_call(kv->pool, WIRE_KV, &req.base, WIRE_KV_REPLY, (ProtobufCMessage **)ret);
+	free(k);
+	if (rc == 0 && strcmp(op, "match") != 0 && (*ret)->n_locations != n) {
+		wire_msg_free(&(*ret)->base);
+		return pool_err(POOL_EPROTOCOL, "the coordinator answered %zu keys of %zu",
+				(*ret)->n_locations, n);
+	}
+	return rc;
+}
+
+/* Tell the coordinator a lender failed a transfer (best effort). */
+static void kv_report(struct pool_kv *kv, uint32_t node)
+{
+	Pool__KvRequest req = POOL__KV_REQUEST__INIT;
+	Pool__KvReply *rep;
+
+	req.op = "failed";
+	req.ns = kv->ns;
+	req.has_node = 1;
+	req.node = node;
+	if (pool_call(kv->pool, WIRE_KV, &req.base, WIRE_KV_REPLY, (ProtobufCMessage **)&rep) == 0)
+		wire_msg_free(&rep->base);
+}
+
+/* Transfers of a batch in flight, and the status of each. */
+struct kv_io {
+	volatile int done;
+	int outstanding;
+	int *status;
+};
+
+struct kv_io_op {
+	struct kv_io *io;
+	size_t i;
+};
+
+static void kv_io_done(void *arg, int status)
+{
+	struct kv_io_op *op = arg;
+
+	if (status < 0)
+		op->io->status[op->i] = status;
+	if (--op->io->outstanding == 0)
+		op->io->done = 1;
+}
+
+/*
+ * One get or put per located key (status[i] == 0), all in flight, then one
+ * wait; puts are flushed so they are complete at the lenders. A key whose
+ * transfer fails gets that error in status[] and its lender is reported.
+ */
+static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, void *const *bufs,
+		       const size_t *lens, bool write, int *status)
+{
+	struct pool *pool = kv->pool;
+	struct kv_io io = {.done = 1, .status = status};
+	struct kv_io_op *ops = calloc(n ? n : 1, sizeof(*ops));
+	struct pool_node **nodes = calloc(n ? n : 1, sizeof(*nodes));
+	size_t i, k;
+	int rc = 0;
+
+	if (ops == NULL || nodes == NULL) {
+		free(ops);
+		free(nodes);
+		return pool_err(-ENOMEM, "out of memory");
+	}
+	pthread_mutex_lock(&pool->data_lock);
+	io.outstanding = 1;
+	io.done = 0;
+	for (i = 0; i < n; i++) {
+		const Pool__KvLocation *loc = rep->locations[i];
+		const Pool__NodeInfo *info = NULL;
+		struct fab_rkey *rkey = NULL;
+		uint64_t raddr = 0;
+
+		if (status[i] != 0)
+			continue;
+		for (k = 0; k < rep->n_nodes; k++)
+			if (rep->nodes[k]->node->id == loc->node)
+				info = rep->nodes[k]->node;
+		if (info == NULL || pool_node_get(pool, info, &nodes[i]) < 0) {
+			status[i] = POOL_ELOST;
+			continue;
+		}
+		for (k = 0; k < nodes[i]->narenas; k++)
+			if (nodes[i]->arenas[k].id == loc->arena) {
+				rkey = nodes[i]->arenas[k].rkey;
+				raddr = nodes[i]->arenas[k].addr + loc->off;
+			}
+		if (rkey == NULL) {
+			status[i] = POOL_EPROTOCOL;
+			continue;
+		}
+		ops[i] = (struct kv_io_op){&io, i};
+		io.outstanding++;
+		rc = write ? fab_put_nb(nodes[i]->ep, bufs[i], lens[i], raddr, rkey, kv_io_done,
+					&ops[i])
+			   : fab_get_nb(nodes[i]->ep, bufs[i], lens[i], raddr, rkey, kv_io_done,
+					&ops[i]);
+		if (rc < 0) {
+			status[i] = rc;
+			io.outstanding--;
+		}
+	}
+	if (--io.outstanding == 0)
+		io.done = 1;
+	rc = io.done ? 0 : fab_ctx_wait(pool->fab, &io.done, REGION_IO_TIMEOUT_MS);
+	for (i = 0; write && rc == 0 && i < n; i++) {
+		for (k = 0; k < i && nodes[k] != nodes[i]; k++)
+			;
+		if (nodes[i] != NULL && status[i] == 0 && k == i && fab_flush(nodes[i]->ep) < 0)
+			status[i] = POOL_ELOST;
+	}
+	pthread_mutex_unlock(&pool->data_lock);
+	for (i = 0; i < n; i++)
+		if (status[i] < 0 && status[i] != -ENOENT && rep->locations[i]->has_node)
+			kv_report(kv, rep->locations[i]->node);
+	free(ops);
+	free(nodes);
+	return rc < 0 ? pool_err(rc, "KV transfer: %s", err_str(rc)) : 0;
+}
+
+POOL_EXPORT int pool_kv_put_batch(struct pool_kv *kv, size_t n, const void *const *keys,
+				  const size_t *klens, const void *const *values,
+				  const size_t *vlens, int *ret_status)
+{
+	uint64_t *sizes = NULL, *versions = NULL;
+	Pool__KvReply *rep = NULL, *crep = NULL;
+	int *status = ret_status, rc;
+	size_t i, good = 0;
+
+	if (kv == NULL || (n > 0 && (keys == NULL || klens == NULL || values == NULL ||
+				     vlens == NULL || ret_status == NULL)))
+		return pool_err(-EINVAL, "pool_kv_put_batch: invalid argument");
+	sizes = calloc(n ? n : 1, sizeof(*sizes));
+	versions = calloc(n ? n : 1, sizeof(*versions));
+	if (sizes == NULL || versions == NULL) {
+		rc = pool_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		if (values[i] == NULL || vlens[i] == 0 || vlens[i] > POOL_KV_VALUE_MAX) {
+			rc = pool_err(-EINVAL, "value %zu: 1 byte to 64 MiB", i);
+			goto out;
+		}
+		sizes[i] = vlens[i];
+	}
+	rc = kv_call(kv, "reserve", n, keys, klens, sizes, NULL, &rep);
+	if (rc < 0)
+		goto out;
+	for (i = 0; i < n; i++)
+		status[i] = rep->locations[i]->status;
+	rc = kv_transfer(kv, rep, n, (void *const *)values, vlens, true, status);
+	if (rc < 0)
+		goto out;
+	for (i = 0; i < n; i++)
+		versions[i] = status[i] == 0 ? rep->locations[i]->version : 0;
+	/* Commit what was written; failed keys commit nothing (their version is 0). */
+	rc = kv_call(kv, "commit", n, keys, klens, NULL, versions, &crep);
+	if (rc < 0)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (status[i] == 0)
+			status[i] = crep->locations[i]->status;
+		good += status[i] == 0;
+	}
+	rc = (int)good;
+out:
+	if (rep != NULL)
+		wire_msg_free(&rep->base);
+	if (crep != NULL)
+		wire_msg_free(&crep->base);
+	free(sizes);
+	free(versions);
+	return rc;
+}
+
+POOL_EXPORT int pool_kv_get_batch(struct pool_kv *kv, size_t n, const void *const *keys,
+				  const size_t *klens, void *const *bufs, const size_t *buflens,
+				  size_t *ret_vlens, int *ret_status)
+{
+	Pool__KvReply *rep = NULL, *rrep = NULL;
+	uint64_t *versions = NULL;
+	size_t *lens = NULL, i, good = 0, pinned = 0;
+	int *status = ret_status, rc;
+
+	if (kv == NULL || (n > 0 && (keys == NULL || klens == NULL || bufs == NULL ||
+				     buflens == NULL || ret_vlens == NULL || ret_status == NULL)))
+		return pool_err(-EINVAL, "pool_kv_get_batch: invalid argument");
+	versions = calloc(n ? n : 1, sizeof(*versions));
+	lens = calloc(n ? n : 1, sizeof(*lens));
+	if (versions == NULL || lens == NULL) {
+		rc = pool_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = kv_call(kv, "lookup", n, keys, klens, NULL, NULL, &rep);
+	if (rc < 0)
+		goto out;
+	for (i = 0; i < n; i++) {
+		status[i] = rep->locations[i]->status;
+		if (status[i] != 0)
+			continue;
+		versions[i] = rep->locations[i]->version;
+		ret_vlens[i] = rep->locations[i]->len;
+		lens[i] = MIN(ret_vlens[i], buflens[i]);
+		pinned++;
+	}
+	rc = kv_transfer(kv, rep, n, bufs, lens, false, status);
+	/* Unpin what lookup pinned, whatever the transfers did. */
+	if (pinned > 0) {
+		const void **rkeys = calloc(pinned, sizeof(*rkeys));
+		size_t *rklens = calloc(pinned, sizeof(*rklens)), k = 0;
+		uint64_t *rv = calloc(pinned, sizeof(*rv));
+
+		for (i = 0; rkeys && rklens && rv && i < n; i++)
+			if (versions[i] != 0) {
+				rkeys[k] = keys[i];
+				rklens[k] = klens[i];
+				rv[k++] = versions[i];
+			}
+		if (k == pinned && kv_call(kv, "release", k, rkeys, rklens, NULL, rv, &rrep) == 0)
+			wire_msg_free(&rrep->base);
+		free(rkeys);
+		free(rklens);
+		free(rv);
+	}
+	if (rc < 0)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (status[i] < 0 && status[i] != -ENOENT && status[i] != -EINVAL)
+			status[i] = -ENOENT; /* a lost value is a miss: the engine recomputes */
+		good += status[i] == 0;
+	}
+	rc = (int)good;
+out:
+	if (rep != NULL)
+		wire_msg_free(&rep->base);
+	free(versions);
+	free(lens);
+	return rc;
+}
+
+POOL_EXPORT int pool_kv_put(struct pool_kv *kv, const void *key, size_t klen, const void *value,
+			    size_t vlen)
+{
+	int status = 0, rc;
+
+	rc = pool_kv_put_batch(kv, 1, &key, &klen, &value, &vlen, &status);
+	if (rc < 0)
+		return rc;
+	return status < 0 ? pool_err(status, "put: %s", err_str(status)) : 0;
+}
+
+POOL_EXPORT int pool_kv_get(struct pool_kv *kv, const void *key, size_t klen, void *buf,
+			    size_t buflen, size_t *ret_vlen)
+{
+	size_t vlen = 0;
+	int status = 0, rc;
+
+	rc = pool_kv_get_batch(kv, 1, &key, &klen, &buf, &buflen, &vlen, &status);
+	if (rc < 0)
+		return rc;
+	if (status < 0)
+		return pool_err(status, "get: %s", status == -ENOENT ? "not found" : err_str(status));
+	if (ret_vlen != NULL)
+		*ret_vlen = vlen;
+	return 0;
+}
+
+POOL_EXPORT int pool_kv_exists(struct pool_kv *kv, const void *key, size_t klen)
+{
+	Pool__KvReply *rep;
+	int rc;
+
+	if (kv == NULL)
+		return pool_err(-EINVAL, "pool_kv_exists: invalid argument");
+	rc = kv_call(kv, "exists", 1, &key, &klen, NULL, NULL, &rep);
+	if (rc < 0)
+		return rc;
+	rc = rep->locations[0]->status == 0;
+	wire_msg_free(&rep->base);
+	return rc;
+}
+
+POOL_EXPORT int pool_kv_remove(struct pool_kv *kv, const void *key, size_t klen)
+{
+	Pool__KvReply *rep;
+	int rc;
+
+	if (kv == NULL)
+		return pool_err(-EINVAL, "pool_kv_remove: invalid argument");
+	rc = kv_call(kv, "remove", 1, &key, &klen, NULL, NULL, &rep);
+	if (rc < 0)
+		return rc;
+	rc = rep->locations[0]->status;
+	wire_msg_free(&rep->base);
+	return rc < 0 ? pool_err(rc, "remove: %s", err_str(rc)) : 0;
+}
+
+POOL_EXPORT int pool_kv_match(struct pool_kv *kv, size_t n, const void *const *keys,
+			      const size_t *klens, size_t *ret_count)
+{
+	Pool__KvReply *rep;
+	int rc;
+
+	if (kv == NULL || ret_count == NULL || (n > 0 && (keys == NULL || klens == NULL)))
+		return pool_err(-EINVAL, "pool_kv_match: invalid argument");
+	rc = kv_call(kv, "match", n, keys, klens, NULL, NULL, &rep);
+	if (rc < 0)
+		return rc;
+	*ret_count = (size_t)rep->count;
+	wire_msg_free(&rep->base);
+	return 0;
+}
+
+POOL_EXPORT int pool_kv_hash_chain(const uint32_t *tokens, size_t ntokens, size_t block_tokens,
+				   const uint8_t *parent, const void *salt, size_t salt_len,
+				   uint8_t *ret_hashes, size_t max_hashes)
+{
+	uint8_t prev[16] = {0}, le[4];
+	size_t b, t, nblocks;
+
+	if ((tokens == NULL && ntokens > 0) || block_tokens == 0 || ret_hashes == NULL ||
+	    (salt == NULL && salt_len > 0))
+		return pool_err(-EINVAL, "pool_kv_hash_chain: invalid argument");
+	if (parent != NULL)
+		memcpy(prev, parent, sizeof(prev));
+	nblocks = MIN(ntokens / block_tokens, max_hashes);
+	for (b = 0; b < nblocks; b++) {
+		XXH3_state_t *st = XXH3_createState();
+		XXH128_canonical_t out;
+
+		if (st == NULL || XXH3_128bits_reset(st) != XXH_OK) {
+			XXH3_freeState(st);
+			return pool_err(-ENOMEM, "out of memory");
+		}
+		XXH3_128bits_update(st, prev, sizeof(prev));
+		if (salt_len > 0)
+			XXH3_128bits_update(st, salt, salt_len);
+		for (t = 0; t < block_tokens; t++) {
+			uint32_t v = tokens[b * block_tokens + t];
+
+			le[0] = (uint8_t)v;
+			le[1] = (uint8_t)(v >> 8);
+			le[2] = (uint8_t)(v >> 16);
+			le[3] = (uint8_t)(v >> 24);
+			XXH3_128bits_update(st, le, sizeof(le));
+		}
+		XXH128_canonicalFromHash(&out, XXH3_128bits_digest(st));
+		XXH3_freeState(st);
+		memcpy(ret_hashes + b * 16, out.digest, 16);
+		memcpy(prev, out.digest, 16);
+	}
+	return (int)nblocks;
+}

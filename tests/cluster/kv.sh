@@ -1,0 +1,38 @@
+#!/bin/bash
+# The KV cache on a 4-node cluster in network namespaces: values put from
+# node 1 are read bit-exact from node 4, spread over the lenders by key; a
+# killed lender turns gets of its values into misses (no error, no hang).
+. "${top_srcdir:-.}/tests/cluster/pool.sh"
+KV="$top_builddir/tests/tools/pool-kv"
+FAILS=0 PASSES=0
+ok() { PASSES=$((PASSES + 1)); echo "ok - $*"; }
+not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
+finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "kv: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
+kv() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_sock "$i")" "$KV" "$@"; }
+
+pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
+
+pctl 2 kv create model-a 512M >/dev/null && ok "namespace created from node 2" || not_ok "create namespace"
+kv 1 model-a mput blk 200 262144 7 >"$CLUSTER_TMP/out" && grep -q "200 of 200" "$CLUSTER_TMP/out" && ok "node 1 puts 200 blocks of 256K" || { not_ok "mput"; cat "$CLUSTER_TMP/out"; }
+kv 4 model-a mget blk 200 7 >"$CLUSTER_TMP/out" && grep -q "200 hits of 200, all correct" "$CLUSTER_TMP/out" && ok "node 4 gets all 200 bit-exact" || { not_ok "mget from node 4"; cat "$CLUSTER_TMP/out"; }
+kv 3 model-a match blk 250 | grep -q "200 of 250" && ok "prefix match from node 3" || not_ok "match"
+pctl 1 --json ledger | python3 -c '
+import json, sys
+rows = [e for e in json.load(sys.stdin)["ledger"] if "uid" not in e and e["used"] > 0]
+assert len({r["node"] for r in rows}) >= 3, rows' && ok "the values spread over at least 3 lenders" || not_ok "values spread"
+
+kv 1 model-a put single 1048576 3 >/dev/null && kv 4 model-a get single 3 >/dev/null && ok "1M value put on node 1, read on node 4" || not_ok "single value"
+
+# A lender dies: its values become misses, the others still hit, nothing hangs.
+pool_node_kill 3
+t0=$SECONDS
+kv 4 model-a mget blk 200 7 >"$CLUSTER_TMP/out" 2>&1; rc=$?
+hits=$(sed -n 's/.*: \([0-9]*\) hits of 200.*/\1/p' "$CLUSTER_TMP/out")
+[ $rc -eq 0 ] && [ -n "$hits" ] && [ "$hits" -lt 200 ] && [ "$hits" -gt 0 ] \
+	&& ok "with node 3 killed: $hits hits of 200, the rest misses, in $((SECONDS - t0))s" \
+	|| { not_ok "gets with a dead lender (rc $rc)"; cat "$CLUSTER_TMP/out"; }
+pool_wait_state 1 h3 dead 10
+kv 4 model-a mget blk 200 7 >"$CLUSTER_TMP/out" 2>&1
+grep -q "all correct" "$CLUSTER_TMP/out" && ok "after it is dead: $(cat "$CLUSTER_TMP/out")" || not_ok "gets after death"
+kv 2 model-a mput new 50 65536 1 | grep -q "50 of 50" && ok "new values go to the live lenders" || not_ok "puts after death"
+finish
