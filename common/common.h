@@ -91,6 +91,10 @@ struct poold_conf {
 	int64_t reclaim_grace_ms;
 	int64_t ledger_interval_ms;
 	int64_t watermark;
+	char *resp_listen;
+	char *resp_password;
+	int64_t resp_capacity;
+	int64_t resp_max_clients;
 	char *pmem_path;
 	int64_t pmem_size;
 	int64_t lease_grace_ms;

@@ -425,6 +425,13 @@ int conf_finish(struct poold_conf *conf, struct conf_error *err)
 	if (conf->peer_listen[0] != '\0' &&
 	    addr_check(conf->peer_listen, err->msg, sizeof(err->msg)) < 0)
 		return -EINVAL;
+	if (conf->resp_listen[0] != '\0' &&
+	    addr_check(conf->resp_listen, err->msg, sizeof(err->msg)) < 0)
+		return -EINVAL;
+	if (conf->resp_listen[0] != '\0' && conf->role != ROLE_COORDINATOR) {
+		snprintf(err->msg, sizeof(err->msg), "resp.listen: only the coordinator serves RESP");
+		return -EINVAL;
+	}
 	return conf_load_secret(conf, err);
 }
 

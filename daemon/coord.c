@@ -821,6 +821,8 @@ int coord_open(struct poold *pd)
 	rc = region_open_space(pd);
 	if (rc == 0)
 		rc = kv_open(pd);
+	if (rc == 0)
+		rc = resp_open(pd);
 	if (rc < 0)
 		goto out_free;
 	region_lender_update(pd, m->info);
@@ -874,6 +876,7 @@ void coord_close(struct poold *pd)
 		TAILQ_REMOVE(&co->peers, p, entry);
 		free(p);
 	}
+	resp_close(pd);
 	kv_close(pd);
 	region_close_space(pd); /* before the calls go: it owns their arguments */
 	while ((call = TAILQ_FIRST(&co->calls)) != NULL) {

@@ -84,11 +84,13 @@ struct kv_ns {
 	TAILQ_HEAD(, kv_entry) lru;
 	TAILQ_HEAD(, kv_zombie) zombies;
 	uint64_t next_version;
+	uint32_t local_node; /* values only on this node's arenas (RESP databases), or 0 */
 };
 
 struct kv_space {
 	TAILQ_HEAD(, kv_ns) list;
 	uint64_t next_id;
+	struct kv_ns *orphans; /* what dropped namespaces' readers and writers still hold */
 };
 
 /* The ledger's region id of a namespace's extents: kept apart from region ids. */
@@ -236,8 +238,15 @@ static int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need)
 	return ns->used + need > ns->capacity ? -ENOSPC : 0;
 }
 
+static bool kv_pool_ok(struct poold *pd, const struct kv_ns *ns, const struct lender_pool *lp)
+{
+	return lp->tier == TIER_DRAM && !lp->draining && region_pool_usable(pd, lp) &&
+	       (ns->local_node == 0 || lp->node == ns->local_node);
+}
+
 /* Two candidate lenders from the key hash; the one with more room wins. */
-static int kv_place(struct poold *pd, uint64_t hash, uint64_t len, struct kv_val *v)
+static int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len,
+		    struct kv_val *v)
 {
 	struct lender_pool *pools[2], *lp;
 	struct placement_candidate c[2];
@@ -246,7 +255,7 @@ static int kv_place(struct poold *pd, uint64_t hash, uint64_t len, struct kv_val
 	long pick;
 
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-		n += lp->tier == TIER_DRAM && !lp->draining && region_pool_usable(pd, lp);
+		n += kv_pool_ok(pd, ns, lp);
 	if (n == 0)
 		return -ENOSPC;
 	for (k = 0; k < 2; k++) {
@@ -255,7 +264,7 @@ static int kv_place(struct poold *pd, uint64_t hash, uint64_t len, struct kv_val
 
 		i = 0;
 		TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
-			if (lp->tier != TIER_DRAM || lp->draining || !region_pool_usable(pd, lp))
+			if (!kv_pool_ok(pd, ns, lp))
 				continue;
 			if (i++ == want)
 				break;
@@ -267,7 +276,7 @@ static int kv_place(struct poold *pd, uint64_t hash, uint64_t len, struct kv_val
 	pick = placement_choose(c, 2, len, (unsigned)pd->conf->watermark);
 	if (pick < 0) {
 		/* Neither candidate has room: any lender that does. */
-		lp = region_pick_avoid(pd, TIER_DRAM, len, 0);
+		lp = ns->local_node ? NULL : region_pick_avoid(pd, TIER_DRAM, len, 0);
 		if (lp == NULL)
 			return -ENOSPC;
 	} else {
@@ -405,12 +414,19 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			kv_loc(loc, -EINVAL, NULL);
 			return 0;
 		}
+		if (size > ns->capacity) { /* would evict everything and still not fit */
+			kv_loc(loc, -ENOSPC, NULL);
+			return 0;
+		}
 		if (e != NULL && e->has_pending) /* the last writer wins */
 			kv_pending_retire(pd, ns, e);
 		rc = kv_make_room(pd, ns, size);
 		if (rc == 0)
-			rc = kv_place(pd, h, size, &v);
+			rc = kv_place(pd, ns, h, size, &v);
 		if (rc < 0) {
+			e = *kv_slot(ns, key, klen, h);
+			if (e != NULL && !e->has_val && !e->has_pending)
+				kv_entry_drop(ns, e);
 			kv_loc(loc, rc, NULL);
 			return 0;
 		}
@@ -442,45 +458,53 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 		kv_loc(loc, 0, &v);
 		return 1;
 	}
+	/*
+	 * commit, abort, release: first the version kept out of the index (a
+	 * superseded or flushed write, a value removed while read), then the entry.
+	 */
+	if (strcmp(op, "commit") == 0 || strcmp(op, "abort") == 0 ||
+	    strcmp(op, "release") == 0) {
+		uint64_t version = kr->versions[i];
+		struct kv_zombie *z;
+
+		if (e != NULL && strcmp(op, "release") == 0 &&
+		    kv_unpin(&e->pins, q->node, q->session, version)) {
+			kv_loc(loc, 0, NULL);
+			return 1;
+		}
+		if (e != NULL && op[0] != 'r' && e->has_pending && e->pending.version == version) {
+			if (op[0] == 'a') { /* the writer gave up: nobody writes there any more */
+				kv_val_free(pd, ns, &e->pending);
+				e->has_pending = false;
+				if (!e->has_val)
+					kv_entry_drop(ns, e);
+				kv_loc(loc, 0, NULL);
+				return 1;
+			}
+			if (e->has_val)
+				kv_retire_val(pd, ns, e);
+			e->val = e->pending;
+			e->has_val = true;
+			e->has_pending = false;
+			TAILQ_INSERT_TAIL(&ns->lru, e, lru);
+			ns->puts++;
+			kv_loc(loc, 0, &e->val);
+			return 1;
+		}
+		TAILQ_FOREACH(z, &ns->zombies, entry)
+			if (z->val.version == version &&
+			    kv_unpin(&z->pins, q->node, q->session, version)) {
+				/* Superseded, flushed or removed: as if overwritten at once. */
+				kv_zombies_sweep(pd, ns);
+				kv_loc(loc, 0, NULL);
+				return 1;
+			}
+		kv_loc(loc, op[0] == 'c' ? -ESTALE : -ENOENT, NULL);
+		return 0;
+	}
 	if (e == NULL) {
 		kv_loc(loc, -ENOENT, NULL);
 		return 0;
-	}
-	if (strcmp(op, "commit") == 0) {
-		if (!e->has_pending || e->pending.version != kr->versions[i]) {
-			struct kv_zombie *z;
-
-			/* Superseded by a later writer: as if overwritten at once. */
-			TAILQ_FOREACH(z, &ns->zombies, entry)
-				if (z->val.version == kr->versions[i] &&
-				    kv_unpin(&z->pins, q->node, q->session, kr->versions[i])) {
-					kv_zombies_sweep(pd, ns);
-					kv_loc(loc, 0, NULL);
-					return 1;
-				}
-			kv_loc(loc, -ESTALE, NULL); /* expired or flushed */
-			return 0;
-		}
-		if (e->has_val)
-			kv_retire_val(pd, ns, e);
-		e->val = e->pending;
-		e->has_val = true;
-		e->has_pending = false;
-		TAILQ_INSERT_TAIL(&ns->lru, e, lru);
-		ns->puts++;
-		kv_loc(loc, 0, &e->val);
-		return 1;
-	}
-	if (strcmp(op, "release") == 0) {
-		struct kv_zombie *z;
-		bool found = kv_unpin(&e->pins, q->node, q->session, kr->versions[i]);
-
-		TAILQ_FOREACH(z, &ns->zombies, entry)
-			if (!found && z->val.version == kr->versions[i])
-				found = kv_unpin(&z->pins, q->node, q->session, kr->versions[i]);
-		kv_zombies_sweep(pd, ns);
-		kv_loc(loc, found ? 0 : -ENOENT, NULL);
-		return found;
 	}
 	if (strcmp(op, "remove") == 0) {
 		kv_entry_clear(pd, ns, e);
@@ -563,7 +587,8 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 	if (kr->n_keys > KV_MAX_KEYS)
 		return req_errorf(q, -E2BIG, "at most %d keys per request", KV_MAX_KEYS);
 	if ((strcmp(kr->op, "reserve") == 0 && kr->n_sizes != kr->n_keys) ||
-	    ((strcmp(kr->op, "commit") == 0 || strcmp(kr->op, "release") == 0) &&
+	    ((strcmp(kr->op, "commit") == 0 || strcmp(kr->op, "release") == 0 ||
+	      strcmp(kr->op, "abort") == 0) &&
 	     kr->n_versions != kr->n_keys))
 		return req_errorf(q, -EINVAL, "%s needs one %s per key", kr->op,
 				  kr->op[0] == 'r' && kr->op[2] == 's' ? "size" : "version");
@@ -619,15 +644,30 @@ static void kv_ns_flush(struct poold *pd, struct kv_ns *ns)
 
 static void kv_ns_free(struct poold *pd, struct kv_ns *ns)
 {
+	struct kv_ns *orphans = pd->kv->orphans;
 	struct kv_zombie *z;
 
 	kv_ns_flush(pd, ns);
-	/* Pinned values go too: their readers see a miss or a scrubbed value. */
+	/*
+	 * Values still read or written outlive the namespace in the orphan list
+	 * until their sessions end (at shutdown, when nothing is in flight any
+	 * more, they simply go).
+	 */
 	while ((z = TAILQ_FIRST(&ns->zombies)) != NULL) {
 		TAILQ_REMOVE(&ns->zombies, z, entry);
+		if (orphans != NULL && ns != orphans) {
+			TAILQ_INSERT_TAIL(&orphans->zombies, z, entry);
+			orphans->used += z->val.alen;
+			continue;
+		}
 		kv_pins_free(z->pins);
 		kv_val_free(pd, ns, &z->val);
 		free(z);
+	}
+	if (ns == orphans) {
+		free(ns->buckets);
+		free(ns);
+		return;
 	}
 	TAILQ_REMOVE(&pd->kv->list, ns, entry);
 	free(ns->buckets);
@@ -749,6 +789,13 @@ void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all)
 			kv_unpin_all(&z->pins, node, session, all);
 		kv_zombies_sweep(pd, ns);
 	}
+	if (pd->kv->orphans != NULL) {
+		struct kv_zombie *z;
+
+		TAILQ_FOREACH(z, &pd->kv->orphans->zombies, entry)
+			kv_unpin_all(&z->pins, node, session, all);
+		kv_zombies_sweep(pd, pd->kv->orphans);
+	}
 }
 
 /* A lender died or restarted: its values are gone, gets of them are misses. */
@@ -839,6 +886,114 @@ int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size
 	return 0;
 }
 
+/*
+ * One key, for servers inside poold (the RESP endpoint): op as in a
+ * KvRequest, arg the size (reserve) or version (commit, release). The
+ * caller is session of this node. Returns the key's status; on 0 *ret
+ * tells where the value lives.
+ */
+int kv_local_op(struct poold *pd, uint64_t session, const char *nsname, const char *op,
+		const uint8_t *key, size_t klen, uint64_t arg, struct kv_where *ret)
+{
+	Pool__KvRequest kr = POOL__KV_REQUEST__INIT;
+	ProtobufCBinaryData k = {.len = klen, .data = (uint8_t *)key};
+	struct req q = {.pd = pd, .node = pd->node_id, .session = session, .admin = true};
+	Pool__KvLocation loc;
+	struct kv_ns *ns = pd->kv ? kv_ns_find(pd, nsname) : NULL;
+
+	if (ns == NULL)
+		return -ENOENT;
+	kr.op = (char *)op;
+	kr.ns = (char *)nsname;
+	kr.keys = &k;
+	kr.n_keys = 1;
+	kr.sizes = &arg;
+	kr.n_sizes = 1;
+	kr.versions = &arg;
+	kr.n_versions = 1;
+	kv_one(&q, ns, &kr, 0, &loc);
+	if (loc.status == 0 && ret != NULL)
+		*ret = (struct kv_where){loc.node, loc.arena, loc.off, loc.len, loc.version};
+	if (strcmp(op, "reserve") == 0 || strcmp(op, "remove") == 0)
+		region_account(pd);
+	return loc.status;
+}
+
+/* Make sure a namespace exists (the RESP endpoint's databases); 0 or -errno. */
+int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity)
+{
+	struct kv_ns *ns;
+
+	if (pd->kv == NULL)
+		return -ENOTSUP;
+	if (kv_ns_find(pd, nsname) != NULL)
+		return 0;
+	ns = calloc(1, sizeof(*ns));
+	if (ns == NULL || (ns->buckets = calloc(KV_BUCKETS0, sizeof(*ns->buckets))) == NULL) {
+		free(ns);
+		return -ENOMEM;
+	}
+	snprintf(ns->name, sizeof(ns->name), "%s", nsname);
+	ns->id = ++pd->kv->next_id;
+	ns->capacity = capacity;
+	ns->local_node = pd->node_id; /* served by this poold's RESP endpoint: values here */
+	ns->nbuckets = KV_BUCKETS0;
+	TAILQ_INIT(&ns->lru);
+	TAILQ_INIT(&ns->zombies);
+	TAILQ_INSERT_TAIL(&pd->kv->list, ns, entry);
+	return 0;
+}
+
+/* Keys of a namespace from a cursor on, for SCAN: up to max, *ret_next 0 at the end. */
+size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size_t max,
+		     void (*cb)(void *arg, const uint8_t *key, size_t klen), void *arg,
+		     uint64_t *ret_next)
+{
+	struct kv_ns *ns = pd->kv ? kv_ns_find(pd, nsname) : NULL;
+	size_t n = 0, b;
+
+	*ret_next = 0;
+	if (ns == NULL)
+		return 0;
+	for (b = cursor; b < ns->nbuckets; b++) {
+		struct kv_entry *e;
+
+		if (n >= max) {
+			*ret_next = b;
+			break;
+		}
+		for (e = ns->buckets[b]; e != NULL; e = e->hnext)
+			if (e->has_val) {
+				cb(arg, e->key, e->klen);
+				n++;
+			}
+	}
+	return n;
+}
+
+/* Entries of a namespace with a value (DBSIZE), or 0. */
+uint64_t kv_local_size(struct poold *pd, const char *nsname)
+{
+	struct kv_ns *ns = pd->kv ? kv_ns_find(pd, nsname) : NULL;
+	struct kv_entry *e;
+	uint64_t n = 0;
+
+	if (ns == NULL)
+		return 0;
+	TAILQ_FOREACH(e, &ns->lru, lru)
+		n++;
+	return n;
+}
+
+/* Flush a namespace (FLUSHDB). */
+void kv_local_flush(struct poold *pd, const char *nsname)
+{
+	struct kv_ns *ns = pd->kv ? kv_ns_find(pd, nsname) : NULL;
+
+	if (ns != NULL)
+		kv_ns_flush(pd, ns);
+}
+
 /* Start the KV index (coordinator). */
 int kv_open(struct poold *pd)
 {
@@ -846,6 +1001,16 @@ int kv_open(struct poold *pd)
 	if (pd->kv == NULL)
 		return -ENOMEM;
 	TAILQ_INIT(&pd->kv->list);
+	pd->kv->orphans = calloc(1, sizeof(*pd->kv->orphans));
+	if (pd->kv->orphans == NULL || (pd->kv->orphans->buckets = calloc(1, sizeof(void *))) == NULL) {
+		free(pd->kv->orphans);
+		free(pd->kv);
+		pd->kv = NULL;
+		return -ENOMEM;
+	}
+	pd->kv->orphans->nbuckets = 1;
+	TAILQ_INIT(&pd->kv->orphans->lru);
+	TAILQ_INIT(&pd->kv->orphans->zombies);
 	return 0;
 }
 
@@ -858,6 +1023,7 @@ void kv_close(struct poold *pd)
 		return;
 	while ((ns = TAILQ_FIRST(&pd->kv->list)) != NULL)
 		kv_ns_free(pd, ns);
+	kv_ns_free(pd, pd->kv->orphans);
 	free(pd->kv);
 	pd->kv = NULL;
 }

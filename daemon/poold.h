@@ -26,6 +26,7 @@ struct pmem2_map;
 struct pmem2_source;
 struct regions;
 struct kv_space;
+struct resp;
 struct hold;
 struct ledger_extent;
 
@@ -101,6 +102,7 @@ struct poold {
 	struct regions *regions;    /* at the coordinator: the global address space */
 	TAILQ_HEAD(, hold) holds;   /* as a lender: the extents it holds (hold.c) */
 	struct kv_space *kv;	    /* at the coordinator: the KV cache index */
+	struct resp *resp;	    /* at the coordinator: the Redis-protocol endpoint */
 	struct event *ledger_ev;    /* at the coordinator: periodic reconciliation */
 };
 
@@ -345,6 +347,22 @@ void kv_sweep(struct poold *pd);
 int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size_t *n,
 	       size_t *cap);
 extern const struct ctl_handler kv_handlers[];
+struct kv_where {
+	uint32_t node, arena;
+	uint64_t off, len, version;
+};
+int kv_local_op(struct poold *pd, uint64_t session, const char *nsname, const char *op,
+		const uint8_t *key, size_t klen, uint64_t arg, struct kv_where *ret);
+int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity);
+size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size_t max,
+		     void (*cb)(void *arg, const uint8_t *key, size_t klen), void *arg,
+		     uint64_t *ret_next);
+uint64_t kv_local_size(struct poold *pd, const char *nsname);
+void kv_local_flush(struct poold *pd, const char *nsname);
+
+/* resp.c: the Redis-protocol endpoint to the KV cache (coordinator) */
+int resp_open(struct poold *pd);
+void resp_close(struct poold *pd);
 
 /* peer.c: a node's link to the coordinator */
 int peer_open(struct poold *pd);

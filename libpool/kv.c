@@ -248,15 +248,19 @@ POOL_EXPORT int pool_kv_put_batch(struct pool_kv *kv, size_t n, const void *cons
 {
 	uint64_t *sizes = NULL, *versions = NULL;
 	Pool__KvReply *rep = NULL, *crep = NULL;
+	const void **akeys = NULL;
+	size_t *aklens = NULL;
 	int *status = ret_status, rc;
-	size_t i, good = 0;
+	size_t i, k, good = 0;
 
 	if (kv == NULL || (n > 0 && (keys == NULL || klens == NULL || values == NULL ||
 				     vlens == NULL || ret_status == NULL)))
 		return pool_err(-EINVAL, "pool_kv_put_batch: invalid argument");
 	sizes = calloc(n ? n : 1, sizeof(*sizes));
 	versions = calloc(n ? n : 1, sizeof(*versions));
-	if (sizes == NULL || versions == NULL) {
+	akeys = calloc(n ? n : 1, sizeof(*akeys));
+	aklens = calloc(n ? n : 1, sizeof(*aklens));
+	if (sizes == NULL || versions == NULL || akeys == NULL || aklens == NULL) {
 		rc = pool_err(-ENOMEM, "out of memory");
 		goto out;
 	}
@@ -275,6 +279,17 @@ POOL_EXPORT int pool_kv_put_batch(struct pool_kv *kv, size_t n, const void *cons
 	rc = kv_transfer(kv, rep, n, (void *const *)values, vlens, true, status);
 	if (rc < 0)
 		goto out;
+	/* Writes that failed give their reservation back at once. */
+	for (i = 0, k = 0; i < n; i++)
+		if (status[i] < 0 && rep->locations[i]->status == 0) {
+			versions[k] = rep->locations[i]->version;
+			akeys[k] = keys[i];
+			aklens[k++] = klens[i];
+		}
+	if (k > 0 && kv_call(kv, "abort", k, akeys, aklens, NULL, versions, &crep) == 0) {
+		wire_msg_free(&crep->base);
+		crep = NULL;
+	}
 	for (i = 0; i < n; i++)
 		versions[i] = status[i] == 0 ? rep->locations[i]->version : 0;
 	/* Commit what was written; failed keys commit nothing (their version is 0). */
@@ -294,6 +309,8 @@ out:
 		wire_msg_free(&crep->base);
 	free(sizes);
 	free(versions);
+	free(akeys);
+	free(aklens);
 	return rc;
 }
 

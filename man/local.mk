@@ -15,4 +15,6 @@ dist_man_MANS += \
 	man/pool_region_read.3 \
 	man/pool_batch_new.3 \
 	man/pool_strerror.3 \
+	man/pool_kv_open.3 \
+	man/pool_kv_put.3 \
 	man/pool-protocol.7

@@ -9,7 +9,7 @@ PACKAGES=(
 	build-essential autoconf automake libtool pkg-config
 	libucx-dev ucx-utils libevent-dev libprotobuf-c-dev protobuf-c-compiler
 	libnuma-dev libpmem2-dev libcunit1-dev libxxhash-dev
-	mandoc groff-base iproute2 python3 procps util-linux
+	mandoc groff-base iproute2 python3 procps util-linux redis-tools
 )
 
 deps_install() {

@@ -24,6 +24,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -435,6 +436,7 @@ int main(int argc, char **argv)
 	}
 	free(s);
 	run_id = (uint64_t)getpid() << 40 ^ (uint64_t)time(NULL);
+	signal(SIGPIPE, SIG_IGN); /* a server that closes the connection is an error, not a silent death */
 
 	memset(t, 0, sizeof(t));
 	if (ns != NULL) {
