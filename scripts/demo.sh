@@ -52,6 +52,13 @@ kill $holder; wait $holder 2>/dev/null || true
 echo "(holder gone; the region is freed after lease.grace)"
 "$TOP/cli/poolctl" region destroy demo
 
+step "KV cache: 64 blocks of 256K put, matched and read back"
+"$TOP/cli/poolctl" kv create demo-model 64M
+"$TOP/tests/tools/pool-kv" demo-model mput blk 64 262144 1
+"$TOP/tests/tools/pool-kv" demo-model match blk 80
+"$TOP/tests/tools/pool-kv" demo-model mget blk 64 1
+"$TOP/cli/poolctl" kv stats
+
 step "poolctl config check on a broken file"
 printf 'lend.size = 12 parsecs\n' >"$RUN/broken.conf"
 "$TOP/cli/poolctl" config check "$RUN/broken.conf" || echo "(exit $? as expected)"
