@@ -872,6 +872,8 @@ void coord_close(struct poold *pd)
 		gather_done(g);
 	}
 	while ((p = TAILQ_FIRST(&co->peers)) != NULL) {
+		if (p->m != NULL && p->m->conn == p->conn)
+			p->m->conn = NULL; /* nothing below may send on it any more */
 		conn_free(p->conn);
 		TAILQ_REMOVE(&co->peers, p, entry);
 		free(p);

@@ -44,6 +44,7 @@ int pool_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 void pool_nodes_free(struct pool *pool);
 void pool_region_notice(void *arg, uint16_t type, const uint8_t *payload, size_t len);
 void pool_arenas_unmap(struct pool *pool);
+int pool_arena_map(struct pool *pool, uint32_t arena, uint64_t size, void **ret_base);
 int pool_node_get(struct pool *pool, const Pool__NodeInfo *info, struct pool_node **ret);
 
 /* A lender this process talks to: its endpoint and the rkeys of its arenas. */

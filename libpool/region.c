@@ -321,7 +321,7 @@ static int region_resolve(struct pool_region *r, const Pool__RegionReply *rep)
 
 /* Map a region that lives in one extent of a DRAM arena of this node. */
 /* The whole of a local arena, mapped on first use; pool->lock held. */
-static int pool_arena_map(struct pool *pool, uint32_t arena, uint64_t size, void **ret_base)
+int pool_arena_map(struct pool *pool, uint32_t arena, uint64_t size, void **ret_base)
 {
 	Pool__ArenaFd req = POOL__ARENA_FD__INIT;
 	Pool__Ok *ok = NULL;

@@ -72,3 +72,5 @@ include tests/bench/regions.mk
 noinst_PROGRAMS += tests/tools/pool-kv
 tests_tools_pool_kv_SOURCES = tests/tools/pool-kv.c
 tests_tools_pool_kv_LDADD = libpool/libpool.la
+
+include tests/bench/kv.mk

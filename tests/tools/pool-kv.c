@@ -88,7 +88,7 @@ int main(int argc, char **argv)
 	struct pool *pool;
 	const char *ns, *cmd, *key;
 	size_t vlen;
-	int rc;
+	int rc, status = 0;
 
 	if (argc < 4) {
 		fprintf(stderr, "usage: pool-kv NS put|get|exists|remove|mput|mget|match|hammer ...\n");
@@ -118,7 +118,9 @@ int main(int argc, char **argv)
 			rc = pool_kv_get(kv, key, strlen(key), buf, size, &vlen);
 			if (rc == -ENOENT) {
 				printf("get %s: miss\n", key);
-				return 4;
+				free(buf);
+				status = 4;
+				goto out;
 			}
 			if (rc < 0)
 				return fail("get", rc);
@@ -137,7 +139,7 @@ int main(int argc, char **argv)
 		if (rc < 0)
 			return fail("exists", rc);
 		printf("%s %s\n", key, rc ? "exists" : "does not exist");
-		return rc ? 0 : 4;
+		status = rc ? 0 : 4;
 	} else if (strcmp(cmd, "remove") == 0) {
 		rc = pool_kv_remove(kv, key, strlen(key));
 		if (rc < 0)
@@ -150,7 +152,7 @@ int main(int argc, char **argv)
 		size_t *klens = calloc(n, sizeof(*klens)), *lens = calloc(n, sizeof(*lens));
 		size_t *vlens = calloc(n, sizeof(*vlens));
 		void **bufs = calloc(n, sizeof(*bufs));
-		int *status = calloc(n, sizeof(*status));
+		int *st = calloc(n, sizeof(*st));
 
 		if (cmd[1] == 'p') {
 			size = strtoull(argv[5], NULL, 0);
@@ -174,19 +176,19 @@ int main(int argc, char **argv)
 			printf("match %s: %zu of %zu\n", key, count, n);
 		} else if (cmd[1] == 'p') {
 			rc = pool_kv_put_batch(kv, n, (const void *const *)keys, klens,
-					       (const void *const *)bufs, lens, status);
+					       (const void *const *)bufs, lens, st);
 			if (rc < 0)
 				return fail("mput", rc);
 			printf("mput %s: %d of %zu stored\n", key, rc, n);
 		} else {
 			rc = pool_kv_get_batch(kv, n, (const void *const *)keys, klens, bufs, lens,
-					       vlens, status);
+					       vlens, st);
 			if (rc < 0)
 				return fail("mget", rc);
 			for (i = 0; i < n; i++) {
 				uint8_t *want;
 
-				if (status[i] != 0)
+				if (st[i] != 0)
 					continue;
 				want = malloc(vlens[i]);
 				fill(want, vlens[i], seed + i);
@@ -208,17 +210,18 @@ int main(int argc, char **argv)
 		free(lens);
 		free(vlens);
 		free(bufs);
-		free(status);
+		free(st);
 	} else if (strcmp(cmd, "hammer") == 0) {
 		rc = hammer(kv, key, strtoull(argv[4], NULL, 0), atoi(argv[5]),
 			    strtoull(argv[6], NULL, 0));
 		if (rc != 0)
-			return rc;
+			status = rc;
 	} else {
 		fprintf(stderr, "pool-kv: unknown command %s\n", cmd);
-		return 2;
+		status = 2;
 	}
+out:
 	pool_kv_close(kv);
 	pool_close(pool);
-	return 0;
+	return status;
 }
