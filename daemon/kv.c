@@ -759,92 +759,105 @@ out:
 	return rc;
 }
 
-/* A client session or a whole node went away: its reservations and pins go. */
-void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all)
+/* Call fn on every entry of every namespace; fn may drop the entry it is given. */
+static void kv_foreach(struct poold *pd,
+		       void (*fn)(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg),
+		       void *arg)
 {
 	struct kv_ns *ns;
 	size_t i;
 
 	if (pd->kv == NULL)
 		return;
-	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
-		struct kv_zombie *z;
-
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
 		for (i = 0; i < ns->nbuckets; i++) {
 			struct kv_entry *e, *next;
 
 			for (e = ns->buckets[i]; e != NULL; e = next) {
 				next = e->hnext;
-				kv_unpin_all(&e->pins, node, session, all);
-				if (e->has_pending && e->pnode == node &&
-				    (all || e->psession == session)) {
-					kv_val_free(pd, ns, &e->pending);
-					e->has_pending = false;
-					if (!e->has_val)
-						kv_entry_drop(ns, e);
-				}
+				fn(pd, ns, e, arg);
 			}
 		}
+}
+
+struct kv_who {
+	uint32_t node;
+	uint64_t session;
+	bool all;
+	size_t count;
+};
+
+static void kv_session_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg)
+{
+	struct kv_who *w = arg;
+
+	kv_unpin_all(&e->pins, w->node, w->session, w->all);
+	if (e->has_pending && e->pnode == w->node && (w->all || e->psession == w->session)) {
+		kv_val_free(pd, ns, &e->pending);
+		e->has_pending = false;
+		if (!e->has_val)
+			kv_entry_drop(ns, e);
+	}
+}
+
+/* A client session or a whole node went away: its reservations and pins go. */
+void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all)
+{
+	struct kv_who w = {node, session, all, 0};
+	struct kv_zombie *z;
+	struct kv_ns *ns;
+
+	if (pd->kv == NULL)
+		return;
+	kv_foreach(pd, kv_session_entry, &w);
+	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
 		TAILQ_FOREACH(z, &ns->zombies, entry)
 			kv_unpin_all(&z->pins, node, session, all);
 		kv_zombies_sweep(pd, ns);
 	}
-	if (pd->kv->orphans != NULL) {
-		struct kv_zombie *z;
+	TAILQ_FOREACH(z, &pd->kv->orphans->zombies, entry)
+		kv_unpin_all(&z->pins, node, session, all);
+	kv_zombies_sweep(pd, pd->kv->orphans);
+}
 
-		TAILQ_FOREACH(z, &pd->kv->orphans->zombies, entry)
-			kv_unpin_all(&z->pins, node, session, all);
-		kv_zombies_sweep(pd, pd->kv->orphans);
+static void kv_lost_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg)
+{
+	struct kv_who *w = arg;
+
+	if ((e->has_val && e->val.node == w->node) ||
+	    (e->has_pending && e->pending.node == w->node)) {
+		kv_entry_clear(pd, ns, e);
+		w->count++;
 	}
 }
 
 /* A lender died or restarted: its values are gone, gets of them are misses. */
 void kv_node_lost(struct poold *pd, uint32_t node)
 {
-	struct kv_ns *ns;
-	size_t i, dropped = 0;
+	struct kv_who w = {.node = node};
 
-	if (pd->kv == NULL)
+	kv_foreach(pd, kv_lost_entry, &w);
+	if (w.count > 0)
+		log_warnx("KV: %zu value(s) on node %u dropped", w.count, node);
+}
+
+static void kv_expire_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg)
+{
+	uint64_t now = *(const uint64_t *)arg;
+
+	if (!e->has_pending || now - e->preserved_at < KV_RESERVE_TTL_MS)
 		return;
-	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-		for (i = 0; i < ns->nbuckets; i++) {
-			struct kv_entry *e, *next;
-
-			for (e = ns->buckets[i]; e != NULL; e = next) {
-				next = e->hnext;
-				if ((e->has_val && e->val.node == node) ||
-				    (e->has_pending && e->pending.node == node)) {
-					kv_entry_clear(pd, ns, e);
-					dropped++;
-				}
-			}
-		}
-	if (dropped > 0)
-		log_warnx("KV: %zu value(s) on node %u dropped", dropped, node);
+	kv_pending_retire(pd, ns, e); /* out of the index; freed with its writer */
+	if (!e->has_val)
+		kv_entry_drop(ns, e);
 }
 
 /* Drop reservations that were never committed. */
 void kv_sweep(struct poold *pd)
 {
 	uint64_t now = units_now_ms();
-	struct kv_ns *ns;
-	size_t i;
 
-	if (pd->kv == NULL)
-		return;
-	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-		for (i = 0; i < ns->nbuckets; i++) {
-			struct kv_entry *e, *next;
-
-			for (e = ns->buckets[i]; e != NULL; e = next) {
-				next = e->hnext;
-				if (!e->has_pending || now - e->preserved_at < KV_RESERVE_TTL_MS)
-					continue;
-				kv_pending_retire(pd, ns, e); /* out of the index; freed with its writer */
-				if (!e->has_val)
-					kv_entry_drop(ns, e);
-			}
-		}
+	kv_foreach(pd, kv_expire_entry, &now);
 }
 
 /* The KV extents on a node, for the ledger. */

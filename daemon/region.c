@@ -266,7 +266,6 @@ void region_account(struct poold *pd)
 			m->info->numa[i]->lend_used = 0;
 		m->info->pmem_used = 0;
 	}
-	/* Keep each member's arena records in step too, for poolctl nodes -v. */
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 		struct extent_stats st;
 
@@ -274,6 +273,7 @@ void region_account(struct poold *pd)
 		if (m == NULL || m->info->incarnation != lp->incarnation)
 			continue;
 		extent_stats(lp->alloc, &st);
+		/* The member's arena record, for poolctl nodes -v. */
 		for (i = 0; i < m->info->n_arenas; i++) {
 			Pool__Arena *a = m->info->arenas[i];
 
@@ -286,14 +286,6 @@ void region_account(struct poold *pd)
 			a->free_runs = st.nfree_runs;
 			a->extents = st.nextents;
 		}
-	}
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
-		struct extent_stats st;
-
-		m = cluster_find(pd, lp->node);
-		if (m == NULL || m->info->incarnation != lp->incarnation)
-			continue;
-		extent_stats(lp->alloc, &st);
 		if (lp->tier == TIER_PMEM) {
 			m->info->pmem_used += st.used;
 			continue;
