@@ -582,7 +582,7 @@ static void coord_holdings(struct coord_peer *p, const Pool__Holdings *hs)
 	for (i = 0; i < hs->n_holdings; i++)
 		have[i] = (struct ledger_extent){hs->holdings[i]->arena, hs->holdings[i]->off,
 						 hs->holdings[i]->len, hs->holdings[i]->region};
-	hold_reconcile(p->co->pd, p->m->info->id, have, hs->n_holdings);
+	hold_reconcile(p->co->pd, p->m->info->id, have, hs->n_holdings, hs);
 	free(have);
 }
 
@@ -826,6 +826,7 @@ int coord_open(struct poold *pd)
 	if (rc < 0)
 		goto out_free;
 	region_lender_update(pd, m->info);
+	hold_ask(pd, pd->node_id); /* this poold's own arenas: nothing held yet */
 	if (pd->conf->peer_listen[0] != '\0' && (rc = coord_listen(co)) < 0)
 		goto out_free;
 	co->check_ev = event_new(pd->base, -1, EV_PERSIST, coord_check, co);

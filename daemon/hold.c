@@ -15,13 +15,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/extent.h"
 #include "daemon/ledger.h"
 #include "daemon/poold.h"
 
 struct hold {
 	TAILQ_ENTRY(hold) entry;
 	struct ledger_extent e;
+	/* a committed KV value's identity, or ns[0] == 0 */
+	char ns[64];
+	uint8_t *key;
+	size_t klen;
+	uint64_t vlen, version, ns_capacity;
 };
+
+static void hold_free(struct hold *hd)
+{
+	free(hd->key);
+	free(hd);
+}
 
 /* Lender: record extents held for regions (replacing any other record at the same place). */
 void hold_add(struct poold *pd, const Pool__Holdings *hs)
@@ -44,6 +56,19 @@ void hold_add(struct poold *pd, const Pool__Holdings *hs)
 			TAILQ_INSERT_TAIL(&pd->holds, hd, entry);
 		}
 		hd->e = (struct ledger_extent){h->arena, h->off, h->len, h->region};
+		free(hd->key);
+		hd->key = NULL;
+		hd->klen = 0;
+		hd->ns[0] = '\0';
+		if (h->ns != NULL && h->ns[0] != '\0' && h->has_key && h->key.len > 0 &&
+		    (hd->key = malloc(h->key.len)) != NULL) {
+			snprintf(hd->ns, sizeof(hd->ns), "%s", h->ns);
+			memcpy(hd->key, h->key.data, h->key.len);
+			hd->klen = h->key.len;
+			hd->vlen = h->vlen;
+			hd->version = h->version;
+			hd->ns_capacity = h->ns_capacity;
+		}
 	}
 }
 
@@ -55,7 +80,7 @@ void hold_drop(struct poold *pd, uint32_t arena, uint64_t off)
 	TAILQ_FOREACH(hd, &pd->holds, entry)
 		if (hd->e.arena == arena && hd->e.off == off) {
 			TAILQ_REMOVE(&pd->holds, hd, entry);
-			free(hd);
+			hold_free(hd);
 			return;
 		}
 }
@@ -67,7 +92,7 @@ void hold_clear(struct poold *pd)
 
 	while ((hd = TAILQ_FIRST(&pd->holds)) != NULL) {
 		TAILQ_REMOVE(&pd->holds, hd, entry);
-		free(hd);
+		hold_free(hd);
 	}
 }
 
@@ -96,6 +121,15 @@ int hold_report(struct poold *pd, struct conn *c, uint64_t req_id)
 		h[n].off = hd->e.off;
 		h[n].len = hd->e.len;
 		h[n].region = hd->e.region;
+		if (hd->ns[0] != '\0') {
+			h[n].ns = hd->ns;
+			h[n].has_key = h[n].has_vlen = h[n].has_version = h[n].has_ns_capacity = 1;
+			h[n].key.data = hd->key;
+			h[n].key.len = hd->klen;
+			h[n].vlen = hd->vlen;
+			h[n].version = hd->version;
+			h[n].ns_capacity = hd->ns_capacity;
+		}
 		ptrs[n] = &h[n];
 		n++;
 	}
@@ -134,6 +168,33 @@ out:
 	free(h);
 }
 
+/* Coordinator: tell a lender the committed KV value it holds, so it can be rebuilt. */
+void hold_tell_kv(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
+		  uint64_t region, const char *ns, const uint8_t *key, size_t klen, uint64_t vlen,
+		  uint64_t version, uint64_t capacity)
+{
+	Pool__Holdings hs = POOL__HOLDINGS__INIT;
+	Pool__Holding h = POOL__HOLDING__INIT, *ph = &h;
+
+	h.arena = arena;
+	h.off = off;
+	h.len = len;
+	h.region = region;
+	h.ns = (char *)ns;
+	h.has_key = h.has_vlen = h.has_version = h.has_ns_capacity = 1;
+	h.key.data = (uint8_t *)key;
+	h.key.len = klen;
+	h.vlen = vlen;
+	h.version = version;
+	h.ns_capacity = capacity;
+	hs.holdings = &ph;
+	hs.n_holdings = 1;
+	if (node == pd->node_id)
+		hold_add(pd, &hs);
+	else
+		coord_notice(pd, node, WIRE_HOLD, &hs.base);
+}
+
 /* Coordinator: tell a lender it now holds an extent for a region. */
 void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
 	       uint64_t region)
@@ -141,6 +202,45 @@ void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, ui
 	struct ledger_extent e = {arena, off, len, region};
 
 	hold_send(pd, node, &e, 1);
+}
+
+/* The lender's full record of an orphan extent, if it sent one. */
+static const Pool__Holding *hold_find(const Pool__Holdings *hs, const struct ledger_extent *e)
+{
+	size_t i;
+
+	for (i = 0; hs != NULL && i < hs->n_holdings; i++)
+		if (hs->holdings[i]->arena == e->arena && hs->holdings[i]->off == e->off)
+			return hs->holdings[i];
+	return NULL;
+}
+
+/*
+ * An extent the lender holds that the map does not know, typically after
+ * this coordinator restarted. A committed KV value comes back into the
+ * index (the lenders are the truth for the cache); a region's extent is
+ * kept, unclaimed, so its memory is not lent twice; a KV reservation nobody
+ * committed is scrubbed.
+ */
+static void hold_adopt(struct poold *pd, uint32_t node, const struct ledger_extent *e,
+		       const Pool__Holding *h)
+{
+	struct lender_pool *lp = region_pool(pd->regions, node, e->arena);
+
+	if (h != NULL && h->ns != NULL && h->ns[0] != '\0' && h->has_key) {
+		if (kv_adopt(pd, node, e->arena, e->off, e->len, h) == 0)
+			return;
+	} else if (!(e->region >> 63) && lp != NULL &&
+		   extent_reserve(lp->alloc, e->off, e->len) == 0) {
+		log_warnx("ledger: node %u holds arena %u extent %llu+%llu of region %llu, unknown "
+			  "to the map: kept unclaimed", node, e->arena, (unsigned long long)e->off,
+			  (unsigned long long)e->len, (unsigned long long)e->region);
+		region_account(pd);
+		return;
+	}
+	log_warnx("ledger: node %u holds arena %u extent %llu+%llu nobody can claim: scrubbing it",
+		  node, e->arena, (unsigned long long)e->off, (unsigned long long)e->len);
+	region_retire(pd, node, e->arena, e->off, e->len, NULL);
 }
 
 static bool hold_overlaps(const struct ledger_extent *e, const struct ledger_extent *set, size_t n)
@@ -158,7 +258,8 @@ static bool hold_overlaps(const struct ledger_extent *e, const struct ledger_ext
  * Coordinator: compare a lender's record with the map and repair. have is
  * what the lender reported (for this poold itself, its own record).
  */
-void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have, size_t nhave)
+void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have, size_t nhave,
+		    const Pool__Holdings *hs)
 {
 	struct ledger_extent *want = NULL, *missing = NULL, *orphans = NULL;
 	size_t nwant = 0, cap = 0, nm = 0, no = 0, i;
@@ -177,12 +278,21 @@ void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have,
 		goto out;
 	if (ledger_diff(want, nwant, have, nhave, &missing, &nm, &orphans, &no) < 0)
 		goto out;
+	{
+		struct lender_pool *lp;
+
+		/* Whatever the lender held is now accounted for: it may take new extents. */
+		TAILQ_FOREACH(lp, &pd->regions->pools, entry)
+			if (lp->node == node)
+				lp->reconciled = true;
+	}
 	if (nm > 0) {
 		log_warnx("ledger: node %u does not record %zu extent(s) of the map; told again", node,
 			  nm);
 		hold_send(pd, node, missing, nm);
 	}
 	for (i = 0; i < no; i++) {
+		const Pool__Holding *h = hold_find(hs, &orphans[i]);
 		bool retired = false;
 
 		TAILQ_FOREACH(rt, &pd->regions->retired, entry)
@@ -190,11 +300,7 @@ void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have,
 				   rt->off == orphans[i].off;
 		if (retired || hold_overlaps(&orphans[i], want, nwant))
 			continue; /* on its way out, or replaced by the repair above */
-		log_warnx("ledger: node %u holds arena %u extent %llu+%llu for region %llu, which "
-			  "the map does not have: scrubbing it", node, orphans[i].arena,
-			  (unsigned long long)orphans[i].off, (unsigned long long)orphans[i].len,
-			  (unsigned long long)orphans[i].region);
-		region_retire(pd, node, orphans[i].arena, orphans[i].off, orphans[i].len, NULL);
+		hold_adopt(pd, node, &orphans[i], h);
 	}
 out:
 	free(want);
@@ -217,7 +323,7 @@ static void hold_reconcile_self(struct poold *pd)
 	n = 0;
 	TAILQ_FOREACH(hd, &pd->holds, entry)
 		have[n++] = hd->e;
-	hold_reconcile(pd, pd->node_id, have, n);
+	hold_reconcile(pd, pd->node_id, have, n, NULL);
 	free(have);
 }
 

@@ -142,6 +142,45 @@ static void kv_grow(struct kv_ns *ns)
 	ns->nbuckets = n;
 }
 
+/* A new entry for a key, linked into the namespace; NULL without memory. */
+static struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_t klen,
+				     uint64_t h)
+{
+	struct kv_entry *e = calloc(1, sizeof(*e));
+
+	if (e == NULL || (e->key = malloc(klen)) == NULL) {
+		free(e);
+		return NULL;
+	}
+	memcpy(e->key, key, klen);
+	e->klen = (uint16_t)klen;
+	e->hash = h;
+	e->hnext = ns->buckets[h & (ns->nbuckets - 1)];
+	ns->buckets[h & (ns->nbuckets - 1)] = e;
+	if (++ns->nentries > 2 * ns->nbuckets)
+		kv_grow(ns);
+	return e;
+}
+
+/* A new namespace; NULL without memory. */
+static struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capacity)
+{
+	struct kv_ns *ns = calloc(1, sizeof(*ns));
+
+	if (ns == NULL || (ns->buckets = calloc(KV_BUCKETS0, sizeof(*ns->buckets))) == NULL) {
+		free(ns);
+		return NULL;
+	}
+	snprintf(ns->name, sizeof(ns->name), "%s", name);
+	ns->id = ++pd->kv->next_id;
+	ns->capacity = capacity;
+	ns->nbuckets = KV_BUCKETS0;
+	TAILQ_INIT(&ns->lru);
+	TAILQ_INIT(&ns->zombies);
+	TAILQ_INSERT_TAIL(&pd->kv->list, ns, entry);
+	return ns;
+}
+
 /* Give a value's extent back (scrubbed by its lender first). */
 static void kv_val_free(struct poold *pd, struct kv_ns *ns, const struct kv_val *v)
 {
@@ -431,21 +470,10 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			return 0;
 		}
 		e = *kv_slot(ns, key, klen, h); /* eviction may have dropped it */
-		if (e == NULL) {
-			e = calloc(1, sizeof(*e));
-			if (e == NULL || (e->key = malloc(klen)) == NULL) {
-				free(e);
-				region_retire(pd, v.node, v.arena, v.off, v.alen, NULL);
-				kv_loc(loc, -ENOMEM, NULL);
-				return 0;
-			}
-			memcpy(e->key, key, klen);
-			e->klen = (uint16_t)klen;
-			e->hash = h;
-			e->hnext = ns->buckets[h & (ns->nbuckets - 1)];
-			ns->buckets[h & (ns->nbuckets - 1)] = e;
-			if (++ns->nentries > 2 * ns->nbuckets)
-				kv_grow(ns);
+		if (e == NULL && (e = kv_entry_new(ns, key, klen, h)) == NULL) {
+			region_retire(pd, v.node, v.arena, v.off, v.alen, NULL);
+			kv_loc(loc, -ENOMEM, NULL);
+			return 0;
 		}
 		v.version = ++ns->next_version;
 		e->pending = v;
@@ -488,6 +516,10 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			e->has_pending = false;
 			TAILQ_INSERT_TAIL(&ns->lru, e, lru);
 			ns->puts++;
+			/* The lender's record now names the value: a restarted coordinator rebuilds it. */
+			hold_tell_kv(pd, e->val.node, e->val.arena, e->val.off, e->val.alen,
+				     KV_HOLD_ID(ns), ns->name, e->key, e->klen, e->val.vlen,
+				     e->val.version, ns->capacity);
 			kv_loc(loc, 0, &e->val);
 			return 1;
 		}
@@ -703,18 +735,9 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 			return req_errorf(q, -EUSERS, "at most %d KV namespaces", KV_MAX_NAMESPACES);
 		if (!r->has_capacity || r->capacity < (1u << 20))
 			return req_errorf(q, -EINVAL, "a namespace needs a capacity of at least 1M");
-		ns = calloc(1, sizeof(*ns));
-		if (ns == NULL || (ns->buckets = calloc(KV_BUCKETS0, sizeof(*ns->buckets))) == NULL) {
-			free(ns);
+		ns = kv_ns_new(pd, r->name, r->capacity);
+		if (ns == NULL)
 			return req_errorf(q, -ENOMEM, "out of memory");
-		}
-		snprintf(ns->name, sizeof(ns->name), "%s", r->name);
-		ns->id = ++pd->kv->next_id;
-		ns->capacity = r->capacity;
-		ns->nbuckets = KV_BUCKETS0;
-		TAILQ_INIT(&ns->lru);
-		TAILQ_INIT(&ns->zombies);
-		TAILQ_INSERT_TAIL(&pd->kv->list, ns, entry);
 		log_info("KV namespace '%s' created, capacity %llu", ns->name,
 			 (unsigned long long)ns->capacity);
 	} else if (strcmp(r->op, "drop") == 0 || strcmp(r->op, "flush") == 0) {
@@ -941,19 +964,10 @@ int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity)
 		return -ENOTSUP;
 	if (kv_ns_find(pd, nsname) != NULL)
 		return 0;
-	ns = calloc(1, sizeof(*ns));
-	if (ns == NULL || (ns->buckets = calloc(KV_BUCKETS0, sizeof(*ns->buckets))) == NULL) {
-		free(ns);
+	ns = kv_ns_new(pd, nsname, capacity);
+	if (ns == NULL)
 		return -ENOMEM;
-	}
-	snprintf(ns->name, sizeof(ns->name), "%s", nsname);
-	ns->id = ++pd->kv->next_id;
-	ns->capacity = capacity;
 	ns->local_node = pd->node_id; /* served by this poold's RESP endpoint: values here */
-	ns->nbuckets = KV_BUCKETS0;
-	TAILQ_INIT(&ns->lru);
-	TAILQ_INIT(&ns->zombies);
-	TAILQ_INSERT_TAIL(&pd->kv->list, ns, entry);
 	return 0;
 }
 
@@ -1005,6 +1019,52 @@ void kv_local_flush(struct poold *pd, const char *nsname)
 
 	if (ns != NULL)
 		kv_ns_flush(pd, ns);
+}
+
+/*
+ * A committed value a lender holds and the index does not know (this
+ * coordinator restarted): take it back, with its namespace if need be. The
+ * newer version of a key wins. 0, or -errno when it cannot be taken (the
+ * caller scrubs it).
+ */
+int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t alen,
+	     const Pool__Holding *h)
+{
+	struct lender_pool *lp = region_pool(pd->regions, node, arena);
+	const uint8_t *key = h->key.data;
+	size_t klen = h->key.len;
+	struct kv_entry *e;
+	struct kv_ns *ns;
+	uint64_t hash;
+
+	if (pd->kv == NULL || lp == NULL || klen == 0 || klen > POOL_KV_KEY_MAX || h->vlen == 0 ||
+	    h->vlen > alen)
+		return -EINVAL;
+	ns = kv_ns_find(pd, h->ns);
+	if (ns == NULL) {
+		ns = kv_ns_new(pd, h->ns, h->ns_capacity ? h->ns_capacity : UINT64_C(1) << 30);
+		if (ns == NULL)
+			return -ENOMEM;
+		log_info("KV namespace '%s' rebuilt from its lenders", ns->name);
+	}
+	hash = kv_hash(key, klen);
+	e = *kv_slot(ns, key, klen, hash);
+	if (e != NULL && e->has_val && e->val.version >= h->version)
+		return -EEXIST;
+	if (extent_reserve(lp->alloc, off, alen) < 0)
+		return -EBUSY;
+	if (e != NULL && e->has_val)
+		kv_retire_val(pd, ns, e);
+	if (e == NULL && (e = kv_entry_new(ns, key, klen, hash)) == NULL) {
+		extent_release(lp->alloc, off, alen);
+		return -ENOMEM;
+	}
+	e->val = (struct kv_val){node, arena, off, alen, h->vlen, h->version};
+	e->has_val = true;
+	TAILQ_INSERT_TAIL(&ns->lru, e, lru);
+	ns->used += alen;
+	ns->next_version = MAX(ns->next_version, h->version);
+	return 0;
 }
 
 /* Start the KV index (coordinator). */

@@ -235,6 +235,7 @@ struct lender_pool {
 	uint64_t size;	    /* the arena: the most it may lend */
 	uint64_t lent;	    /* what it offers now: the allocator's size */
 	bool draining;	    /* poolctl drain: no new extents here */
+	bool reconciled;    /* the lender's record was compared with the map: usable */
 	struct extent_arena *alloc;
 	uint64_t addr;	    /* remote address of byte 0, and its key */
 	void *rkey;
@@ -325,7 +326,11 @@ int hold_report(struct poold *pd, struct conn *c, uint64_t req_id);
 void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
 	       uint64_t region);
 void hold_ask(struct poold *pd, uint32_t node);
-void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have, size_t nhave);
+void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have, size_t nhave,
+		    const Pool__Holdings *hs);
+void hold_tell_kv(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
+		  uint64_t region, const char *ns, const uint8_t *key, size_t klen, uint64_t vlen,
+		  uint64_t version, uint64_t capacity);
 
 /* coord.c: the coordinator role */
 int coord_open(struct poold *pd);
@@ -344,6 +349,8 @@ void kv_close(struct poold *pd);
 void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all);
 void kv_node_lost(struct poold *pd, uint32_t node);
 void kv_sweep(struct poold *pd);
+int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t alen,
+	     const Pool__Holding *h);
 int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size_t *n,
 	       size_t *cap);
 extern const struct ctl_handler kv_handlers[];

@@ -166,9 +166,15 @@ uint64_t region_arena_used(struct poold *pd, uint32_t node, uint32_t arena)
 	return st.used;
 }
 
-/* Whether a lender pool's node is up in the incarnation the pool was made for. */
+/*
+ * Whether a lender pool can take new extents: its node is up in the
+ * incarnation the pool was made for, and the lender's own record has been
+ * reconciled with the map (until then, what it already holds is unknown).
+ */
 bool region_pool_usable(struct poold *pd, const struct lender_pool *lp)
 {
+	if (!lp->reconciled)
+		return false;
 	struct member *m = cluster_find(pd, lp->node);
 
 	return m != NULL && m->state == MEMBER_UP && m->info->incarnation == lp->incarnation;
