@@ -45,6 +45,22 @@ check_exit 4 "the least recently used one was evicted" "$KV" llama get lru1 1
 python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["namespaces"][0]; assert n["used"]<=n["capacity"] and n["evictions"]>=1, n' "$TEST_DIR/out" \
 	&& ok "used stays within the capacity, evictions counted" || not_ok "capacity and evictions"
 
+# Pinning vs eviction: a value being read is not freed when it is evicted.
+"$POOLCTL" kv flush llama >/dev/null
+"$KV" llama put pinned 1048576 7 >/dev/null
+exec {pin}> >(python3 "$top_srcdir/tests/integration/wire.py" "$POOL_SOCKET" kv-pin llama pinned >"$TEST_DIR/pin.out")
+for _ in $(seq 50); do grep -q pinned "$TEST_DIR/pin.out" && break; sleep 0.1; done
+for i in $(seq 10); do "$KV" llama put fill$i 1048576 $i >/dev/null; done
+"$POOLCTL" --json kv stats llama >"$TEST_DIR/out"
+python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["namespaces"][0]; assert n["used"] <= n["capacity"], n' "$TEST_DIR/out" \
+	&& ok "the cache stays within its capacity while a value is pinned" || not_ok "capacity with a pin"
+check "the pinned value, the oldest, was not evicted" "$KV" llama exists pinned
+check_exit 4 "while unpinned ones were" "$KV" llama exists fill1
+exec {pin}>&-
+sleep 0.5
+for i in $(seq 11 20); do "$KV" llama put fill$i 1048576 $i >/dev/null; done
+check_exit 4 "once its reader let go, it could be evicted" "$KV" llama exists pinned
+
 # Concurrent writers and readers of one key: never a torn value.
 pids=()
 for w in 1 2 3; do "$KV" llama hammer hot 262144 3 $w >"$TEST_DIR/h$w" 2>&1 & pids+=($!); done

@@ -174,6 +174,16 @@ def main():
         assert r and r[0] == 43, r
         print("reserved, now dying", flush=True)
         os._exit(0)
+    elif case == "kv-pin":
+        # Look a key up (which pins its value) and hold the pin until stdin closes.
+        ns, key = sys.argv[3], sys.argv[4].encode()
+        s.sendall(frame(HELLO, hello_payload()))
+        assert read_frame(s)[0] == HELLO_REPLY
+        s.sendall(frame(42, field(1, b"lookup") + field(2, ns.encode()) + field(3, key), req_id=2))
+        r = read_frame(s)
+        assert r and r[0] == 43, r
+        print("pinned", flush=True)
+        sys.stdin.read()
     elif case == "hold":
         # Hold a handshaken connection open until stdin closes.
         s.sendall(frame(HELLO, hello_payload()))
