@@ -9,8 +9,9 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 		   bool stats)
 {
 	static const char *const short_h[] = {"NAMESPACE", "CAPACITY", "USED", "ENTRIES"};
-	static const char *const long_h[] = {"NAMESPACE", "CAPACITY", "USED",	 "ENTRIES",
-					     "HITS",	  "MISSES",   "HIT RATE", "EVICTIONS",
+	static const char *const long_h[] = {"NAMESPACE", "CAPACITY",  "DRAM",	 "PMEM",
+					     "ENTRIES",	  "HITS",      "MISSES", "HIT RATE",
+					     "PMEM HITS", "EVICTIONS", "SPILLS", "PROMOTIONS",
 					     "PUTS"};
 	Pool__KvNsRequest req = POOL__KV_NS_REQUEST__INIT;
 	Pool__KvNsReply *rep;
@@ -43,6 +44,10 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 			json_u64(j, "misses", n->misses);
 			json_u64(j, "evictions", n->evictions);
 			json_u64(j, "puts", n->puts);
+			json_u64(j, "pmem_used", n->pmem_used);
+			json_u64(j, "spills", n->spills);
+			json_u64(j, "promotions", n->promotions);
+			json_u64(j, "pmem_hits", n->pmem_hits);
 			json_end(j);
 		}
 		json_finish(j);
@@ -54,10 +59,11 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 		wire_msg_free(&rep->base);
 		return EXIT_OK;
 	}
-	t = stats ? table_new(9, long_h) : table_new(4, short_h);
+	t = stats ? table_new(13, long_h) : table_new(4, short_h);
 	for (i = 0; i < rep->n_namespaces; i++) {
 		const Pool__KvNamespace *n = rep->namespaces[i];
 		char cap[24], used[24], ent[24], hits[24], miss[24], rate[16], ev[24], puts[24];
+		char pmem[24], phits[24], spills[24], proms[24];
 		uint64_t total = n->hits + n->misses;
 
 		units_fmt_size(n->capacity, cap, sizeof(cap));
@@ -69,8 +75,13 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 			 total ? 100.0 * (double)n->hits / (double)total : 0.0);
 		snprintf(ev, sizeof(ev), "%llu", (unsigned long long)n->evictions);
 		snprintf(puts, sizeof(puts), "%llu", (unsigned long long)n->puts);
+		units_fmt_size(n->pmem_used, pmem, sizeof(pmem));
+		snprintf(phits, sizeof(phits), "%llu", (unsigned long long)n->pmem_hits);
+		snprintf(spills, sizeof(spills), "%llu", (unsigned long long)n->spills);
+		snprintf(proms, sizeof(proms), "%llu", (unsigned long long)n->promotions);
 		if (stats)
-			table_row(t, n->name, cap, used, ent, hits, miss, rate, ev, puts);
+			table_row(t, n->name, cap, used, pmem, ent, hits, miss, rate, phits, ev, spills,
+				  proms, puts);
 		else
 			table_row(t, n->name, cap, used, ent);
 	}

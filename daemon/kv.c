@@ -19,6 +19,12 @@
  * candidate lenders, the one with more room winning (power of two choices),
  * so keys spread over lenders and an empty, freshly restarted lender is not
  * flooded. Values on a lender that dies are dropped: gets become misses.
+ *
+ * Under pressure a value is not dropped if its lender has a pmem tier with
+ * room: it spills there (the lender copies it between its own arenas), and
+ * a hit on a spilled value promotes it back to DRAM when the namespace has
+ * room. The capacity bounds DRAM; spilled values are bounded by the pmem
+ * tier, beyond which the least recently used ones are dropped.
  */
 #include "config.h"
 
@@ -42,6 +48,7 @@
 struct kv_val {
 	uint32_t node, arena;
 	uint64_t off, alen, vlen, version;
+	bool pmem; /* in the lender's pmem tier (spilled) */
 };
 
 /* Readers of one version: a session of a node. */
@@ -65,6 +72,7 @@ struct kv_entry {
 	uint64_t psession;
 	uint64_t preserved_at;
 	struct kv_pin *pins;
+	bool moving; /* a spill or a promotion is copying its value */
 };
 
 /* A value out of the index that readers still hold. */
@@ -78,7 +86,9 @@ struct kv_ns {
 	TAILQ_ENTRY(kv_ns) entry;
 	char name[64];
 	uint64_t id, capacity, used;
-	uint64_t hits, misses, evictions, puts;
+	uint64_t pmem_used; /* bytes spilled to the pmem tier */
+	uint64_t leaving;   /* DRAM bytes whose spill is in flight: counted as gone */
+	uint64_t hits, misses, evictions, puts, spills, promotions, pmem_hits;
 	struct kv_entry **buckets;
 	size_t nbuckets, nentries;
 	TAILQ_HEAD(, kv_entry) lru;
@@ -185,7 +195,10 @@ static struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capa
 static void kv_val_free(struct poold *pd, struct kv_ns *ns, const struct kv_val *v)
 {
 	region_retire(pd, v->node, v->arena, v->off, v->alen, NULL);
-	ns->used -= v->alen;
+	if (v->pmem)
+		ns->pmem_used -= v->alen;
+	else
+		ns->used -= v->alen;
 }
 
 static void kv_pins_free(struct kv_pin *p)
@@ -259,13 +272,33 @@ static void kv_entry_clear(struct poold *pd, struct kv_ns *ns, struct kv_entry *
 }
 
 /* Evict least recently used unpinned values until need more bytes fit. */
-static int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need)
+static int kv_spill(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool may_evict);
+
+/* Whether need more DRAM bytes fit the namespace (spills in flight count as done). */
+static bool kv_fits(const struct kv_ns *ns, uint64_t need)
+{
+	return ns->used - ns->leaving + need <= ns->capacity;
+}
+
+/*
+ * Make need bytes of DRAM room: the least recently used unpinned values
+ * spill to their lender's pmem tier where it has room, else are evicted
+ * (when may_evict).
+ */
+static int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need, bool may_evict)
 {
 	struct kv_entry *e, *next;
+	int rc;
 
-	for (e = TAILQ_FIRST(&ns->lru); e != NULL && ns->used + need > ns->capacity; e = next) {
+	for (e = TAILQ_FIRST(&ns->lru); e != NULL && !kv_fits(ns, need); e = next) {
+		if (e->pins != NULL || e->moving || e->val.pmem) {
+			next = TAILQ_NEXT(e, lru);
+			continue;
+		}
+		/* A spill may drop other (spilled) entries, never e: take next after it. */
+		rc = kv_spill(pd, ns, e, may_evict);
 		next = TAILQ_NEXT(e, lru);
-		if (e->pins != NULL)
+		if (rc == 0 || !may_evict)
 			continue;
 		ns->evictions++;
 		if (e->has_pending) {
@@ -274,7 +307,7 @@ static int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need)
 		}
 		kv_entry_clear(pd, ns, e);
 	}
-	return ns->used + need > ns->capacity ? -ENOSPC : 0;
+	return kv_fits(ns, need) ? 0 : -ENOSPC;
 }
 
 static bool kv_pool_ok(struct poold *pd, const struct kv_ns *ns, const struct lender_pool *lp)
@@ -323,7 +356,7 @@ static int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t 
 	}
 	if (extent_alloc(lp->alloc, len, &off, &alen) < 0)
 		return -ENOSPC;
-	*v = (struct kv_val){lp->node, lp->arena, off, alen, len, 0};
+	*v = (struct kv_val){lp->node, lp->arena, off, alen, len, 0, false};
 	return 0;
 }
 
@@ -411,6 +444,166 @@ static void kv_loc(Pool__KvLocation *loc, int status, const struct kv_val *v)
 	loc->version = v->version;
 }
 
+/* A spill or a promotion in flight: the value copied from one tier to the other. */
+struct kv_move {
+	uint64_t ns_id;
+	uint8_t *key;
+	size_t klen;
+	struct kv_val from, to;
+};
+
+static struct kv_ns *kv_ns_by_id(struct poold *pd, uint64_t id)
+{
+	struct kv_ns *ns;
+
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		if (ns->id == id)
+			return ns;
+	return NULL;
+}
+
+/*
+ * The copy is done (or failed): if the entry still holds the version that
+ * was copied, it now lives in the new place; the old place is freed, or kept
+ * for its readers. Otherwise the copy is thrown away.
+ */
+static void kv_moved(struct poold *pd, void *arg, int rc)
+{
+	struct kv_move *mv = arg;
+	struct kv_ns *ns = pd->kv ? kv_ns_by_id(pd, mv->ns_id) : NULL;
+	struct kv_entry *e = NULL;
+
+	if (ns != NULL)
+		e = *kv_slot(ns, mv->key, mv->klen, kv_hash(mv->key, mv->klen));
+	if (ns != NULL && !mv->from.pmem)
+		ns->leaving -= mv->from.alen;
+	if (e != NULL && e->moving && e->has_val && e->val.version == mv->from.version &&
+	    e->val.off == mv->from.off && e->val.arena == mv->from.arena) {
+		e->moving = false;
+		if (rc == 0) {
+			struct kv_zombie *z = e->pins ? calloc(1, sizeof(*z)) : NULL;
+
+			if (z != NULL) { /* its readers keep the old place until they are done */
+				z->val = mv->from;
+				z->pins = e->pins;
+				e->pins = NULL;
+				TAILQ_INSERT_TAIL(&ns->zombies, z, entry);
+			} else {
+				kv_pins_free(e->pins);
+				e->pins = NULL;
+				kv_val_free(pd, ns, &mv->from);
+			}
+			e->val = mv->to;
+			if (mv->to.pmem)
+				ns->spills++;
+			else
+				ns->promotions++;
+			hold_tell_kv(pd, e->val.node, e->val.arena, e->val.off, e->val.alen,
+				     KV_HOLD_ID(ns), ns->name, e->key, e->klen, e->val.vlen,
+				     e->val.version, ns->capacity);
+			goto out;
+		}
+	}
+	if (ns != NULL)
+		kv_val_free(pd, ns, &mv->to); /* not used: the value changed, or the copy failed */
+	else
+		region_retire(pd, mv->to.node, mv->to.arena, mv->to.off, mv->to.alen, NULL);
+	if (e != NULL && rc < 0)
+		e->moving = false;
+out:
+	if (ns != NULL)
+		region_account(pd);
+	free(mv->key);
+	free(mv);
+}
+
+/* Copy a value to an extent of another tier on the same lender, then kv_moved(). */
+static int kv_move(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool to_pmem)
+{
+	struct lender_pool *lp, *dst = NULL;
+	Pool__Copy cp = POOL__COPY__INIT;
+	struct kv_move *mv;
+	uint64_t off, alen;
+	int rc;
+
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
+		if (lp->node == e->val.node && lp->tier == (to_pmem ? TIER_PMEM : TIER_DRAM) &&
+		    region_pool_usable(pd, lp) && !lp->draining) {
+			dst = lp;
+			break;
+		}
+	if (dst == NULL || extent_alloc(dst->alloc, e->val.vlen, &off, &alen) < 0)
+		return -ENOSPC;
+	mv = calloc(1, sizeof(*mv));
+	if (mv == NULL || (mv->key = malloc(e->klen)) == NULL) {
+		free(mv);
+		extent_release(dst->alloc, off, alen);
+		return -ENOMEM;
+	}
+	memcpy(mv->key, e->key, e->klen);
+	mv->klen = e->klen;
+	mv->ns_id = ns->id;
+	mv->from = e->val;
+	mv->to = (struct kv_val){dst->node, dst->arena, off, alen, e->val.vlen, e->val.version,
+				 to_pmem};
+	if (to_pmem) {
+		ns->pmem_used += alen;
+		ns->leaving += e->val.alen;
+	} else {
+		ns->used += alen;
+	}
+	e->moving = true;
+	hold_tell(pd, dst->node, dst->arena, off, alen, KV_HOLD_ID(ns));
+	if (e->val.node == pd->node_id) {
+		kv_moved(pd, mv, lend_copy(pd, e->val.arena, e->val.off, dst->arena, off,
+					   e->val.vlen));
+		return 0;
+	}
+	cp.src_arena = e->val.arena;
+	cp.src_off = e->val.off;
+	cp.dst_arena = dst->arena;
+	cp.dst_off = off;
+	cp.len = e->val.vlen;
+	rc = coord_request(pd, e->val.node, WIRE_COPY, &cp.base, kv_moved, mv);
+	if (rc < 0)
+		kv_moved(pd, mv, rc);
+	return 0;
+}
+
+/*
+ * Spill a DRAM value to its lender's pmem tier. When the tier is full and
+ * may_evict, the least recently used spilled value of that lender is dropped
+ * to make room, once; -ENOSPC when there is no pmem tier or still no room.
+ */
+static int kv_spill(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool may_evict)
+{
+	struct kv_entry *old;
+
+	if (kv_move(pd, ns, e, true) == 0)
+		return 0;
+	if (!may_evict)
+		return -ENOSPC;
+	TAILQ_FOREACH(old, &ns->lru, lru)
+		if (old != e && old->val.pmem && old->val.node == e->val.node && old->pins == NULL &&
+		    !old->moving && !old->has_pending)
+			break;
+	if (old == NULL)
+		return -ENOSPC;
+	ns->evictions++;
+	kv_entry_clear(pd, ns, old);
+	return kv_move(pd, ns, e, true);
+}
+
+/*
+ * A hit on a spilled value: back to DRAM, swapping colder DRAM values out to
+ * pmem when the namespace is full. Nothing is evicted for a promotion.
+ */
+static void kv_promote(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
+{
+	if (!e->moving && kv_make_room(pd, ns, e->val.alen, false) == 0)
+		kv_move(pd, ns, e, false);
+}
+
 /* One key of a request. */
 static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, size_t i,
 		  Pool__KvLocation *loc)
@@ -441,6 +634,12 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			ns->hits++;
 			TAILQ_REMOVE(&ns->lru, e, lru);
 			TAILQ_INSERT_TAIL(&ns->lru, e, lru);
+			kv_loc(loc, 0, &e->val); /* where it is now; a promotion moves it later */
+			if (e->val.pmem) {
+				ns->pmem_hits++;
+				kv_promote(pd, ns, e);
+			}
+			return 1;
 		}
 		kv_loc(loc, 0, &e->val);
 		return 1;
@@ -453,13 +652,13 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			kv_loc(loc, -EINVAL, NULL);
 			return 0;
 		}
-		if (size > ns->capacity) { /* would evict everything and still not fit */
+		if (size > ns->capacity) { /* would spill everything and still not fit */
 			kv_loc(loc, -ENOSPC, NULL);
 			return 0;
 		}
 		if (e != NULL && e->has_pending) /* the last writer wins */
 			kv_pending_retire(pd, ns, e);
-		rc = kv_make_room(pd, ns, size);
+		rc = kv_make_room(pd, ns, size, true);
 		if (rc == 0)
 			rc = kv_place(pd, ns, h, size, &v);
 		if (rc < 0) {
@@ -661,6 +860,11 @@ static void kv_ns_msg(const struct kv_ns *ns, Pool__KvNamespace *m)
 	m->evictions = ns->evictions;
 	m->puts = ns->puts;
 	m->id = ns->id;
+	m->has_pmem_used = m->has_spills = m->has_promotions = m->has_pmem_hits = 1;
+	m->pmem_used = ns->pmem_used;
+	m->spills = ns->spills;
+	m->promotions = ns->promotions;
+	m->pmem_hits = ns->pmem_hits;
 }
 
 static void kv_ns_flush(struct poold *pd, struct kv_ns *ns)
@@ -1059,10 +1263,14 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 		extent_release(lp->alloc, off, alen);
 		return -ENOMEM;
 	}
-	e->val = (struct kv_val){node, arena, off, alen, h->vlen, h->version};
+	e->val = (struct kv_val){node, arena, off, alen, h->vlen, h->version,
+				 lp->tier == TIER_PMEM};
 	e->has_val = true;
 	TAILQ_INSERT_TAIL(&ns->lru, e, lru);
-	ns->used += alen;
+	if (e->val.pmem)
+		ns->pmem_used += alen;
+	else
+		ns->used += alen;
 	ns->next_version = MAX(ns->next_version, h->version);
 	return 0;
 }

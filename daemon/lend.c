@@ -258,6 +258,25 @@ void lend_set_limit(struct poold *pd, uint32_t arena, uint64_t limit)
 	a->lent = limit;
 }
 
+/* Copy between two of this node's arenas (KV spill and promotion); 0 or -errno. */
+int lend_copy(struct poold *pd, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t dst_off,
+	      uint64_t len)
+{
+	struct arena *s, *d;
+
+	if (src >= pd->narenas || dst >= pd->narenas)
+		return -EINVAL;
+	s = &pd->arenas[src];
+	d = &pd->arenas[dst];
+	if (src_off > s->size || len > s->size - src_off || dst_off > d->size ||
+	    len > d->size - dst_off)
+		return -ERANGE;
+	memcpy((char *)d->base + dst_off, (char *)s->base + src_off, len);
+	if (d->persist != NULL)
+		d->persist((char *)d->base + dst_off, len);
+	return 0;
+}
+
 /* This node's arenas as Arena messages (borrowing the rkeys); free the array. */
 int lend_arenas_msg(struct poold *pd, Pool__Arena ***ret_arenas, size_t *ret_n)
 {

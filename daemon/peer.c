@@ -218,7 +218,7 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 
 	/* Requests from the coordinator have ids of its own: only replies are relayed. */
 	if (hdr->req_id != 0 && hdr->type != WIRE_PROBE && hdr->type != WIRE_SCRUB &&
-	    peer_relay(pe, hdr, payload))
+	    hdr->type != WIRE_COPY && peer_relay(pe, hdr, payload))
 		return;
 	if (wire_msg_unpack(hdr->type, payload, hdr->len, &msg) < 0) {
 		log_warnx("coordinator sent a malformed %s", wire_type_name(hdr->type));
@@ -258,6 +258,20 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 		const Pool__ArenaLimit *al = (const Pool__ArenaLimit *)msg;
 
 		lend_set_limit(pe->pd, al->arena, al->limit);
+		break;
+	}
+	case WIRE_COPY: {
+		const Pool__Copy *cp = (const Pool__Copy *)msg;
+		int rc = lend_copy(pe->pd, cp->src_arena, cp->src_off, cp->dst_arena, cp->dst_off,
+				   cp->len);
+
+		if (rc < 0) {
+			conn_send_error(pe->conn, hdr->req_id, rc, NULL);
+		} else {
+			Pool__Ok ok = POOL__OK__INIT;
+
+			conn_send(pe->conn, WIRE_OK, hdr->req_id, &ok.base);
+		}
 		break;
 	}
 	case WIRE_HOLD:

@@ -217,6 +217,8 @@ int lend_open(struct poold *pd);
 void lend_close(struct poold *pd);
 void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 void lend_set_limit(struct poold *pd, uint32_t arena, uint64_t limit);
+int lend_copy(struct poold *pd, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t dst_off,
+	      uint64_t len);
 int lend_arenas_msg(struct poold *pd, Pool__Arena ***ret_arenas, size_t *ret_n);
 void lend_arenas_msg_free(Pool__Arena **arenas, size_t n);
 

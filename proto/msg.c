@@ -52,6 +52,7 @@ static const struct {
 	[WIRE_KV_NS_REPLY] = {"kv-ns-reply", &pool__kv_ns_reply__descriptor},
 	[WIRE_KV] = {"kv", &pool__kv_request__descriptor},
 	[WIRE_KV_REPLY] = {"kv-reply", &pool__kv_reply__descriptor},
+	[WIRE_COPY] = {"copy", &pool__copy__descriptor},
 };
 
 /* The descriptor of a message type, or NULL for an unknown type. */

@@ -78,6 +78,7 @@ enum wire_type {
 	WIRE_KV_NS_REPLY = 41,
 	WIRE_KV = 42,
 	WIRE_KV_REPLY = 43,
+	WIRE_COPY = 44,
 	WIRE_TYPE_MAX
 };
 

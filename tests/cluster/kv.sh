@@ -1,7 +1,9 @@
 #!/bin/bash
 # The KV cache on a 4-node cluster in network namespaces: values put from
-# node 1 are read bit-exact from node 4, spread over the lenders by key; a
-# killed lender turns gets of its values into misses (no error, no hang).
+# node 1 are read bit-exact from node 4, spread over the lenders by key;
+# values over a namespace's DRAM capacity spill to the lenders' pmem tiers;
+# the index comes back after a coordinator restart; a killed lender turns
+# gets of its values into misses (no error, no hang).
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 KV="$top_builddir/tests/tools/pool-kv"
 FAILS=0 PASSES=0
@@ -10,7 +12,7 @@ not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
 finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "kv: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 kv() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_sock "$i")" "$KV" "$@"; }
 
-pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
+POOL_PMEM=32M pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
 
 pctl 2 kv create model-a 512M >/dev/null && ok "namespace created from node 2" || not_ok "create namespace"
 kv 1 model-a mput blk 200 262144 7 >"$CLUSTER_TMP/out" && grep -q "200 of 200" "$CLUSTER_TMP/out" && ok "node 1 puts 200 blocks of 256K" || { not_ok "mput"; cat "$CLUSTER_TMP/out"; }
@@ -22,6 +24,26 @@ rows = [e for e in json.load(sys.stdin)["ledger"] if "uid" not in e and e["used"
 assert len({r["node"] for r in rows}) >= 3, rows' && ok "the values spread over at least 3 lenders" || not_ok "values spread"
 
 kv 1 model-a put single 1048576 3 >/dev/null && kv 4 model-a get single 3 >/dev/null && ok "1M value put on node 1, read on node 4" || not_ok "single value"
+
+# Over its DRAM capacity, a namespace spills to the lenders' pmem tiers.
+pctl 1 kv create spill 2M >/dev/null
+bad=0
+for b in a b c; do kv 1 spill mput sp$b 8 262144 9 | grep -q "8 of 8" || bad=1; done
+[ $bad -eq 0 ] && ok "3 batches of 8 blocks of 256K put into a 2M namespace" || not_ok "mput over capacity"
+settled=0
+for _ in $(seq 100); do  # spills to remote lenders finish asynchronously
+	pctl 1 --json kv stats spill >"$CLUSTER_TMP/out"
+	python3 -c '
+import json, sys
+n = json.load(open(sys.argv[1]))["namespaces"][0]
+assert n["entries"] == 24 and n["evictions"] == 0 and n["spills"] >= 16 and n["used"] <= n["capacity"], n' "$CLUSTER_TMP/out" 2>/dev/null && { settled=1; break; }
+	sleep 0.1
+done
+[ $settled -eq 1 ] \
+	&& ok "the overflow spilled to pmem, nothing evicted" || { not_ok "spill stats"; cat "$CLUSTER_TMP/out"; }
+bad=0
+for b in a b c; do kv 4 spill mget sp$b 8 9 | grep -q "8 hits of 8, all correct" || bad=1; done
+[ $bad -eq 0 ] && ok "node 4 reads all 24 bit-exact, from either tier" || not_ok "mget across tiers"
 
 # The coordinator restarts: the lenders are the truth, the index comes back from them.
 kv 2 model-a mput keep 60 65536 5 >/dev/null

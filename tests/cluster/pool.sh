@@ -15,9 +15,10 @@ POOL_PIDS=()
 pool_coord_addr() { echo "$(cluster_addr 1):$(cluster_port 1 7400)"; }
 pool_sock() { echo "$(cluster_dir "$1")/run/poold.sock"; }
 
-# pool_node_start I [poold -o options...]: start poold on host I.
+# pool_node_start I [poold -o options...]: start poold on host I; with
+# POOL_PMEM=SIZE set, it lends a pmem tier of that size too.
 pool_node_start() {
-	local i=$1 dir role; shift
+	local i=$1 dir role pmem=(); shift
 	dir=$(cluster_dir "$i")
 	mkdir -p "$dir/run"
 	if [ "$i" -eq 1 ]; then
@@ -25,9 +26,10 @@ pool_node_start() {
 	else
 		role=(-o role=node -o "coordinator=$(pool_coord_addr)")
 	fi
+	[ -n "$POOL_PMEM" ] && pmem=(-o "pmem.path=$dir/pmem" -o "pmem.size=$POOL_PMEM")
 	POOL_PIDS[$i]=$(cluster_spawn "$i" "$dir/poold.log" "$POOLD" -d \
 		-o "runtime_dir=$dir/run" -o "node.name=h$i" -o "node.id=$i" -o "heartbeat.interval=$POOL_HB" \
-		-o "peer.secret=$POOL_SECRET" -o fabric.transports=tcp "${role[@]}" "$@")
+		-o "peer.secret=$POOL_SECRET" -o fabric.transports=tcp "${role[@]}" "${pmem[@]}" "$@")
 }
 
 # pool_node_kill I [SIGNAL]

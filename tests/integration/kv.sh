@@ -88,4 +88,27 @@ check_out "^llama +8M" "kv ls lists the namespace"
 check "drop" "$POOLCTL" kv drop llama
 check_exit 1 "dropped" "$KV" llama get k 1
 pool_alive && ok "poold still running" || not_ok "poold still running"
+
+check "poold stops cleanly" pool_stop
+pool_start -o lend.size=128M -o pmem.path="$TEST_DIR/pmem" -o pmem.size=16M || exit 1
+
+# Spill to the pmem tier and promotion back on hit.
+"$POOLCTL" kv create spilly 4M >/dev/null
+for i in 0 1 2 3 4 5 6 7; do "$KV" spilly put s$i 1048576 $i >/dev/null; done
+"$POOLCTL" --json kv stats spilly >"$TEST_DIR/out"
+python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["namespaces"][0]; assert n["entries"]==8 and n["spills"]==4 and n["pmem_used"]==4<<20 and n["evictions"]==0, n' "$TEST_DIR/out" \
+	&& ok "over the DRAM capacity, 4 values spilled to pmem, none dropped" || { not_ok "spill"; cat "$TEST_DIR/out"; }
+bad=0
+for i in 0 1 2 3 4 5 6 7; do "$KV" spilly get s$i $i >/dev/null || bad=1; done
+[ $bad -eq 0 ] && ok "all 8 values read back bit-exact, from either tier" || not_ok "reads across tiers"
+"$POOLCTL" --json kv stats spilly >"$TEST_DIR/out"
+python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["namespaces"][0]; assert n["pmem_hits"]>=4 and n["promotions"]>=1, n' "$TEST_DIR/out" \
+	&& ok "hits on spilled values promote them back to DRAM" || { not_ok "promotion"; cat "$TEST_DIR/out"; }
+for i in $(seq 8 40); do "$KV" spilly put s$i 1048576 $i >/dev/null; done
+"$POOLCTL" --json kv stats spilly >"$TEST_DIR/out"
+python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["namespaces"][0]; assert n["used"]<=n["capacity"] and n["pmem_used"]<=16<<20 and n["evictions"]>0, n' "$TEST_DIR/out" \
+	&& ok "with both tiers full, the least recently used values go" || { not_ok "both tiers full"; cat "$TEST_DIR/out"; }
+check "the newest value is there" "$KV" spilly get s40 40
+"$POOLCTL" kv drop spilly >/dev/null
+pool_alive && ok "poold still running" || not_ok "poold still running"
 pool_done
