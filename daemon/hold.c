@@ -21,6 +21,7 @@
 
 struct hold {
 	TAILQ_ENTRY(hold) entry;
+	struct hold *hnext; /* the chain of its hash bucket */
 	struct ledger_extent e;
 	/* a committed KV value's identity, or ns[0] == 0 */
 	char ns[64];
@@ -35,6 +36,39 @@ static void hold_free(struct hold *hd)
 	free(hd);
 }
 
+static struct hold **hold_slot(struct poold *pd, uint32_t arena, uint64_t off)
+{
+	uint64_t h = (off ^ (uint64_t)arena << 56) * UINT64_C(0x9e3779b97f4a7c15);
+	struct hold **pp = &pd->hold_tab[(h >> 32) & (pd->hold_tab_size - 1)];
+
+	while (*pp != NULL && ((*pp)->e.arena != arena || (*pp)->e.off != off))
+		pp = &(*pp)->hnext;
+	return pp;
+}
+
+/* Keep the table at least as large as the number of holdings: 0 or -ENOMEM. */
+static int hold_grow(struct poold *pd)
+{
+	size_t size = pd->hold_tab_size ? pd->hold_tab_size * 2 : 256;
+	struct hold **tab, *hd;
+
+	if (pd->nholds < pd->hold_tab_size)
+		return 0;
+	tab = calloc(size, sizeof(*tab));
+	if (tab == NULL)
+		return -ENOMEM;
+	free(pd->hold_tab);
+	pd->hold_tab = tab;
+	pd->hold_tab_size = size;
+	TAILQ_FOREACH(hd, &pd->holds, entry) {
+		struct hold **pp = hold_slot(pd, hd->e.arena, hd->e.off);
+
+		hd->hnext = NULL;
+		*pp = hd;
+	}
+	return 0;
+}
+
 /* Lender: record extents held for regions (replacing any other record at the same place). */
 void hold_add(struct poold *pd, const Pool__Holdings *hs)
 {
@@ -42,11 +76,14 @@ void hold_add(struct poold *pd, const Pool__Holdings *hs)
 
 	for (i = 0; i < hs->n_holdings; i++) {
 		const Pool__Holding *h = hs->holdings[i];
-		struct hold *hd;
+		struct hold **pp, *hd;
 
-		TAILQ_FOREACH(hd, &pd->holds, entry)
-			if (hd->e.arena == h->arena && hd->e.off == h->off)
-				break;
+		if (hold_grow(pd) < 0) {
+			log_warnx("out of memory recording a holding");
+			return;
+		}
+		pp = hold_slot(pd, h->arena, h->off);
+		hd = *pp;
 		if (hd == NULL) {
 			hd = calloc(1, sizeof(*hd));
 			if (hd == NULL) {
@@ -54,6 +91,8 @@ void hold_add(struct poold *pd, const Pool__Holdings *hs)
 				return;
 			}
 			TAILQ_INSERT_TAIL(&pd->holds, hd, entry);
+			*pp = hd;
+			pd->nholds++;
 		}
 		hd->e = (struct ledger_extent){h->arena, h->off, h->len, h->region};
 		free(hd->key);
@@ -75,14 +114,14 @@ void hold_add(struct poold *pd, const Pool__Holdings *hs)
 /* Lender: the extent at (arena, off) is scrubbed: no longer held. */
 void hold_drop(struct poold *pd, uint32_t arena, uint64_t off)
 {
-	struct hold *hd;
+	struct hold **pp, *hd;
 
-	TAILQ_FOREACH(hd, &pd->holds, entry)
-		if (hd->e.arena == arena && hd->e.off == off) {
-			TAILQ_REMOVE(&pd->holds, hd, entry);
-			hold_free(hd);
-			return;
-		}
+	if (pd->hold_tab_size == 0 || (hd = *(pp = hold_slot(pd, arena, off))) == NULL)
+		return;
+	*pp = hd->hnext;
+	TAILQ_REMOVE(&pd->holds, hd, entry);
+	pd->nholds--;
+	hold_free(hd);
 }
 
 /* Lender: forget every holding. */
@@ -94,6 +133,9 @@ void hold_clear(struct poold *pd)
 		TAILQ_REMOVE(&pd->holds, hd, entry);
 		hold_free(hd);
 	}
+	free(pd->hold_tab);
+	pd->hold_tab = NULL;
+	pd->hold_tab_size = pd->nholds = 0;
 }
 
 /* Lender: answer the coordinator's HoldingsRequest with its record. */

@@ -62,7 +62,7 @@ struct kv_pin {
 
 struct kv_entry {
 	struct kv_entry *hnext;
-	TAILQ_ENTRY(kv_entry) lru; /* while it has a committed value */
+	TAILQ_ENTRY(kv_entry) lru; /* while it has a committed value: its tier's list */
 	uint64_t hash;
 	uint16_t klen;
 	uint8_t *key;
@@ -91,7 +91,8 @@ struct kv_ns {
 	uint64_t hits, misses, evictions, puts, spills, promotions, pmem_hits;
 	struct kv_entry **buckets;
 	size_t nbuckets, nentries;
-	TAILQ_HEAD(, kv_entry) lru;
+	TAILQ_HEAD(kv_lru, kv_entry) lru; /* DRAM values, least recently used first */
+	struct kv_lru plru;		   /* spilled values, likewise */
 	TAILQ_HEAD(, kv_zombie) zombies;
 	uint64_t next_version;
 	uint32_t local_node; /* values only on this node's arenas (RESP databases), or 0 */
@@ -186,6 +187,7 @@ static struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capa
 	ns->capacity = capacity;
 	ns->nbuckets = KV_BUCKETS0;
 	TAILQ_INIT(&ns->lru);
+	TAILQ_INIT(&ns->plru);
 	TAILQ_INIT(&ns->zombies);
 	TAILQ_INSERT_TAIL(&pd->kv->list, ns, entry);
 	return ns;
@@ -211,12 +213,18 @@ static void kv_pins_free(struct kv_pin *p)
 	}
 }
 
+/* The recency list of the tier of an entry's committed value. */
+static struct kv_lru *kv_lru(struct kv_ns *ns, const struct kv_entry *e)
+{
+	return e->val.pmem ? &ns->plru : &ns->lru;
+}
+
 /* Take a committed value out of the index: freed, or a zombie while pinned. */
 static void kv_retire_val(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 {
 	struct kv_zombie *z;
 
-	TAILQ_REMOVE(&ns->lru, e, lru);
+	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
 	e->has_val = false;
 	if (e->pins == NULL || (z = calloc(1, sizeof(*z))) == NULL) {
 		kv_pins_free(e->pins);
@@ -291,13 +299,11 @@ static int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need, bool 
 	int rc;
 
 	for (e = TAILQ_FIRST(&ns->lru); e != NULL && !kv_fits(ns, need); e = next) {
-		if (e->pins != NULL || e->moving || e->val.pmem) {
-			next = TAILQ_NEXT(e, lru);
-			continue;
-		}
-		/* A spill may drop other (spilled) entries, never e: take next after it. */
-		rc = kv_spill(pd, ns, e, may_evict);
+		/* A spill moves e to the pmem list, and may drop spilled values: none of this one. */
 		next = TAILQ_NEXT(e, lru);
+		if (e->pins != NULL || e->moving)
+			continue;
+		rc = kv_spill(pd, ns, e, may_evict);
 		if (rc == 0 || !may_evict)
 			continue;
 		ns->evictions++;
@@ -493,7 +499,9 @@ static void kv_moved(struct poold *pd, void *arg, int rc)
 				e->pins = NULL;
 				kv_val_free(pd, ns, &mv->from);
 			}
+			TAILQ_REMOVE(kv_lru(ns, e), e, lru);
 			e->val = mv->to;
+			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 			if (mv->to.pmem)
 				ns->spills++;
 			else
@@ -583,8 +591,8 @@ static int kv_spill(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool
 		return 0;
 	if (!may_evict)
 		return -ENOSPC;
-	TAILQ_FOREACH(old, &ns->lru, lru)
-		if (old != e && old->val.pmem && old->val.node == e->val.node && old->pins == NULL &&
+	TAILQ_FOREACH(old, &ns->plru, lru)
+		if (old->val.node == e->val.node && old->pins == NULL &&
 		    !old->moving && !old->has_pending)
 			break;
 	if (old == NULL)
@@ -632,8 +640,8 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 				return 0;
 			}
 			ns->hits++;
-			TAILQ_REMOVE(&ns->lru, e, lru);
-			TAILQ_INSERT_TAIL(&ns->lru, e, lru);
+			TAILQ_REMOVE(kv_lru(ns, e), e, lru);
+			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 			kv_loc(loc, 0, &e->val); /* where it is now; a promotion moves it later */
 			if (e->val.pmem) {
 				ns->pmem_hits++;
@@ -713,7 +721,7 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			e->val = e->pending;
 			e->has_val = true;
 			e->has_pending = false;
-			TAILQ_INSERT_TAIL(&ns->lru, e, lru);
+			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 			ns->puts++;
 			/* The lender's record now names the value: a restarted coordinator rebuilds it. */
 			hold_tell_kv(pd, e->val.node, e->val.arena, e->val.off, e->val.alen,
@@ -1213,6 +1221,8 @@ uint64_t kv_local_size(struct poold *pd, const char *nsname)
 		return 0;
 	TAILQ_FOREACH(e, &ns->lru, lru)
 		n++;
+	TAILQ_FOREACH(e, &ns->plru, lru)
+		n++;
 	return n;
 }
 
@@ -1266,7 +1276,7 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 	e->val = (struct kv_val){node, arena, off, alen, h->vlen, h->version,
 				 lp->tier == TIER_PMEM};
 	e->has_val = true;
-	TAILQ_INSERT_TAIL(&ns->lru, e, lru);
+	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 	if (e->val.pmem)
 		ns->pmem_used += alen;
 	else
@@ -1291,6 +1301,7 @@ int kv_open(struct poold *pd)
 	}
 	pd->kv->orphans->nbuckets = 1;
 	TAILQ_INIT(&pd->kv->orphans->lru);
+	TAILQ_INIT(&pd->kv->orphans->plru);
 	TAILQ_INIT(&pd->kv->orphans->zombies);
 	return 0;
 }

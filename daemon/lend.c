@@ -258,7 +258,12 @@ void lend_set_limit(struct poold *pd, uint32_t arena, uint64_t limit)
 	a->lent = limit;
 }
 
-/* Copy between two of this node's arenas (KV spill and promotion); 0 or -errno. */
+/*
+ * Copy between two of this node's arenas (KV spill and promotion); 0 or
+ * -errno. Not flushed to persistence: a lender that restarts forgets what
+ * it held, so a spilled value could not be found again anyway, and on a
+ * file-backed tier each flush is an msync.
+ */
 int lend_copy(struct poold *pd, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t dst_off,
 	      uint64_t len)
 {
@@ -272,8 +277,6 @@ int lend_copy(struct poold *pd, uint32_t src, uint64_t src_off, uint32_t dst, ui
 	    len > d->size - dst_off)
 		return -ERANGE;
 	memcpy((char *)d->base + dst_off, (char *)s->base + src_off, len);
-	if (d->persist != NULL)
-		d->persist((char *)d->base + dst_off, len);
 	return 0;
 }
 

@@ -101,6 +101,8 @@ struct poold {
 	size_t narenas;
 	struct regions *regions;    /* at the coordinator: the global address space */
 	TAILQ_HEAD(, hold) holds;   /* as a lender: the extents it holds (hold.c) */
+	struct hold **hold_tab;	    /* ... hashed by place; a power of two of chains */
+	size_t hold_tab_size, nholds;
 	struct kv_space *kv;	    /* at the coordinator: the KV cache index */
 	struct resp *resp;	    /* at the coordinator: the Redis-protocol endpoint */
 	struct event *ledger_ev;    /* at the coordinator: periodic reconciliation */
