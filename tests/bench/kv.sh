@@ -11,8 +11,10 @@
 #     redis-server inside host 1 on its address, the hiredis client on host
 #     2: the KV cache vs Redis over TCP between namespaces.
 #  3. pool-kv-replay of the Mooncake synthetic trace (64 KiB blocks) on the
-#     one-node poold, with capacity 100%, 25% and 10% of its unique blocks,
-#     next to the unbounded cache's hit rate.
+#     one-node poold, with a DRAM capacity of 100%, 25% and 10% of its unique
+#     blocks and a 1 GiB pmem tier (a file under TMPDIR) for the spills, the
+#     hit blocks read back; block hit rate per tier next to the unbounded
+#     cache's.
 #
 #   tests/bench/kv.sh [BUILDDIR]
 # env: KV_BENCH_TIME (s/point, 0.5), KV_TRACE (the trace; default
@@ -61,7 +63,8 @@ trap 'exit 130' INT TERM HUP
 echo "# pool-bench kv, $(date -u +%FT%TZ), $(uname -n), $(nproc) CPUs"
 echo
 # 3G: the replay at 100% keeps 2.68 GiB of 64 KiB blocks.
-"$POOLD" -d -o "runtime_dir=$sn" -o lend.size=3G >"$sn/poold.log" 2>&1 &
+"$POOLD" -d -o "runtime_dir=$sn" -o lend.size=3G -o "pmem.path=$sn/pmem" -o pmem.size=1G \
+	>"$sn/poold.log" 2>&1 &
 spid=$!
 for _ in $(seq 200); do [ -S "$sn/poold.sock" ] && break; sleep 0.05; done
 [ -S "$sn/poold.sock" ] || { echo "kv.sh: poold did not start"; cat "$sn/poold.log"; exit 1; }
@@ -82,11 +85,16 @@ echo "## one node: KV cache (poold, lend 3G, namespace of 1G) vs redis-server $(
 echo
 
 if [ -n "$trace" ]; then
-	echo "## trace replay: $trace, 64 KiB blocks, match then put the missing blocks (batches of 64)"
+	echo "## trace replay: $trace, 64 KiB blocks, match, get the hit blocks, put the missing ones (batches of 64); 1 GiB pmem tier"
 	for pct in 100 25 10; do
-		echo "### capacity $pct% of the unique blocks"
-		"$replay" -n "replay$pct" -K -c "$pct" -b 64K "$trace" | tee -a "$sn/replay.out" | grep -v '^RESULT'
+		echo "### DRAM capacity $pct% of the unique blocks"
+		"$replay" -n "replay$pct" -K -g -c "$pct" -b 64K "$trace" | tee -a "$sn/replay.out" | grep -v '^RESULT'
 		"$POOLCTL" kv stats "replay$pct" | sed 's/^/    /'
+		# Per tier: the gets of the hit blocks count hits, and those served from pmem.
+		"$POOLCTL" --json kv stats "replay$pct" | python3 -c '
+import json, sys
+n = json.load(sys.stdin)["namespaces"][0]
+print("TIERS pct=%s dram=%d pmem=%d" % (sys.argv[1], n["hits"] - n["pmem_hits"], n["pmem_hits"]))' "$pct" >>"$sn/replay.out"
 		"$POOLCTL" kv drop "replay$pct" >/dev/null
 	done
 	echo
@@ -155,6 +163,15 @@ m=$(awk '$1 ~ /^match/ { print $3 }' <<<"$single_out")
 mc=$(awk '$1 ~ /^match/ { print $3 }' <<<"$cluster_out")
 echo "prefix match of 1,000 keys: ${m:--} us on one node, ${mc:--} us from host 2 (target < 1000 us)"
 if [ -n "$replay_out" ]; then
-	echo "trace replay hit rate (64 KiB blocks): $(awk '/^RESULT/ { split($2, p, "="); split($3, h, "="); split($4, u, "="); printf "%s%%: %s%%, ", p[2], h[2]; ub = u[2] } END { printf "unbounded: %s%%", ub }' <<<"$replay_out")"
+	blocks=$(awk '/^blocks / { print $2; exit }' <<<"$replay_out")
+	echo "trace replay block hit rate (64 KiB blocks, DRAM capacity as % of the unique blocks, 1 GiB pmem tier):"
+	awk -v blocks="$blocks" '
+/^RESULT/ { split($2, p, "="); split($3, h, "="); split($4, u, "="); split($5, r, "="); hit[p[2]] = h[2]; rps[p[2]] = r[2]; ub = u[2]; order[++n] = p[2] }
+/^TIERS/ { split($2, p, "="); split($3, d, "="); split($4, m, "="); dram[p[2]] = d[2]; pmem[p[2]] = m[2] }
+END {
+	for (i = 1; i <= n; i++) { c = order[i]
+		printf "  %3s%%: %s%% (DRAM %.2f%%, pmem %.2f%%), %s requests/s\n", c, hit[c], 100 * dram[c] / blocks, 100 * pmem[c] / blocks, rps[c] }
+	printf "  unbounded cache: %s%%\n", ub
+}' <<<"$replay_out"
 fi
 exit $cstatus

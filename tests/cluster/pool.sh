@@ -26,7 +26,7 @@ pool_node_start() {
 	else
 		role=(-o role=node -o "coordinator=$(pool_coord_addr)")
 	fi
-	[ -n "$POOL_PMEM" ] && pmem=(-o "pmem.path=$dir/pmem" -o "pmem.size=$POOL_PMEM")
+	[ -n "${POOL_PMEM:-}" ] && pmem=(-o "pmem.path=$dir/pmem" -o "pmem.size=$POOL_PMEM")
 	POOL_PIDS[$i]=$(cluster_spawn "$i" "$dir/poold.log" "$POOLD" -d \
 		-o "runtime_dir=$dir/run" -o "node.name=h$i" -o "node.id=$i" -o "heartbeat.interval=$POOL_HB" \
 		-o "peer.secret=$POOL_SECRET" -o fabric.transports=tcp "${role[@]}" "${pmem[@]}" "$@")
