@@ -144,11 +144,9 @@ int hold_report(struct poold *pd, struct conn *c, uint64_t req_id)
 	Pool__Holdings hs = POOL__HOLDINGS__INIT;
 	Pool__Holding *h, **ptrs;
 	struct hold *hd;
-	size_t n = 0;
+	size_t n = pd->nholds;
 	int rc;
 
-	TAILQ_FOREACH(hd, &pd->holds, entry)
-		n++;
 	h = calloc(n ? n : 1, sizeof(*h));
 	ptrs = calloc(n ? n : 1, sizeof(*ptrs));
 	if (h == NULL || ptrs == NULL) {
@@ -353,16 +351,12 @@ out:
 /* Coordinator: reconcile this poold's own record as a lender. */
 static void hold_reconcile_self(struct poold *pd)
 {
-	struct ledger_extent *have;
+	struct ledger_extent *have = calloc(pd->nholds ? pd->nholds : 1, sizeof(*have));
 	struct hold *hd;
 	size_t n = 0;
 
-	TAILQ_FOREACH(hd, &pd->holds, entry)
-		n++;
-	have = calloc(n ? n : 1, sizeof(*have));
 	if (have == NULL)
 		return;
-	n = 0;
 	TAILQ_FOREACH(hd, &pd->holds, entry)
 		have[n++] = hd->e;
 	hold_reconcile(pd, pd->node_id, have, n, NULL);

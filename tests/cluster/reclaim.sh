@@ -63,8 +63,12 @@ if [ "$rc" -eq 0 ]; then
 	pool_wait_state 1 h4 dead 10
 	cluster_link_up 4
 	pool_wait_state 1 h4 up 20 && ok "node 4 is back" || not_ok "node 4 back"
-	sleep 0.5
-	grep -q "ledger: node 4 does not record 1 extent(s) of the map; told again" "$(cluster_dir 1)/poold.log" \
-		&& ok "the coordinator found and repaired node 4's record" || not_ok "ledger repair"
+	repaired=1
+	for _ in $(seq 100); do  # the reconciliation follows the registration
+		grep -q "ledger: node 4 does not record 1 extent(s) of the map; told again" "$(cluster_dir 1)/poold.log" \
+			&& { repaired=0; break; }
+		sleep 0.1
+	done
+	[ $repaired -eq 0 ] && ok "the coordinator found and repaired node 4's record" || not_ok "ledger repair"
 fi
 finish

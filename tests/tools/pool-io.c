@@ -93,8 +93,10 @@ int main(int argc, char **argv)
 		pool_region_opts_set_mode(o, 0644);
 		rc = pool_region_create(pool, name, o, cmd[0] == 'a' ? POOL_REGION_ANONYMOUS : 0, &r);
 		pool_region_opts_free(o);
-		if (rc < 0)
-			return fail("create", rc);
+		if (rc < 0) {
+			status = fail("create", rc);
+			goto out;
+		}
 		printf("created %s: %" PRIu64 " bytes at gva 0x%" PRIx64 "\n", name,
 		       pool_region_size(r), pool_region_gva(r));
 		fflush(stdout);
@@ -107,8 +109,10 @@ int main(int argc, char **argv)
 		struct pool_region_info *info;
 
 		rc = pool_region_stat(pool, name, &info);
-		if (rc < 0)
-			return fail("stat", rc);
+		if (rc < 0) {
+			status = fail("stat", rc);
+			goto out;
+		}
 		printf("stat %s: size %" PRIu64 " class %s placement %s mode %03o uid %u gid %u "
 		       "leases %u nodes %u\n",
 		       name, pool_region_info_size(info), pool_region_info_class(info),
@@ -121,15 +125,17 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "destroy") == 0) {
 		rc = pool_region_destroy(pool, name);
 		if (rc < 0)
-			return fail("destroy", rc);
+			status = fail("destroy", rc);
 		goto out;
 	}
 	rc = pool_region_open(pool, name,
 			      strcmp(cmd, "write") == 0 || strcmp(cmd, "count") == 0 ? POOL_REGION_WRITE
 										  : 0,
 			      &r);
-	if (rc < 0)
-		return fail("open region", rc);
+	if (rc < 0) {
+		status = fail("open region", rc);
+		goto out;
+	}
 	size = pool_region_size(r);
 	buf = malloc(CHUNK);
 	want = malloc(CHUNK);
@@ -139,7 +145,8 @@ int main(int argc, char **argv)
 		rc = pool_region_read(r, size - 1, buf, 2);
 		if (rc != -ERANGE) {
 			fprintf(stderr, "pool-io: read past the end gave %d\n", rc);
-			return 1;
+			status = 1;
+			goto out;
 		}
 		printf("out of range: %s\n", pool_errormsg());
 		goto out;
@@ -153,13 +160,16 @@ int main(int argc, char **argv)
 				size_t n = size - off < CHUNK ? size - off : CHUNK;
 
 				rc = pool_region_read(r, off, buf, n);
-				if (rc < 0)
-					return fail("read", rc);
+				if (rc < 0) {
+					status = fail("read", rc);
+					goto out;
+				}
 				fill(want, n, seed, off);
 				if (memcmp(buf, want, n) != 0) {
 					fprintf(stderr, "pool-io: pass %u: wrong bytes near offset %"
 						PRIu64 "\n", passes, off);
-					return 1;
+					status = 1;
+					goto out;
 				}
 			}
 			passes++;
@@ -172,12 +182,16 @@ int main(int argc, char **argv)
 
 		for (i = 0; i < seed; i++) {
 			rc = pool_region_fetch_add(r, 0, 1, &old);
-			if (rc < 0)
-				return fail("fetch-add", rc);
+			if (rc < 0) {
+				status = fail("fetch-add", rc);
+				goto out;
+			}
 		}
 		rc = pool_region_compare_swap(r, 0, old + 1, old + 1, &old);
-		if (rc < 0)
-			return fail("compare-swap", rc);
+		if (rc < 0) {
+			status = fail("compare-swap", rc);
+			goto out;
+		}
 		printf("counter %s: %" PRIu64 "\n", name, old);
 		goto out;
 	}
@@ -185,20 +199,27 @@ int main(int argc, char **argv)
 		struct pool_batch *b;
 		uint8_t *all = malloc(size), *exp = malloc(size);
 
-		if (all == NULL || exp == NULL || pool_batch_new(pool, &b) < 0)
-			return 1;
+		if (all == NULL || exp == NULL || pool_batch_new(pool, &b) < 0) {
+			status = 1;
+			goto out;
+		}
 		for (off = 0; off < size; off += 65536) {
 			rc = pool_batch_read(b, r, off, all + off, size - off < 65536 ? size - off : 65536);
-			if (rc < 0)
-				return fail("batch read", rc);
+			if (rc < 0) {
+				status = fail("batch read", rc);
+				goto out;
+			}
 		}
 		rc = pool_batch_wait(b);
-		if (rc < 0)
-			return fail("batch wait", rc);
+		if (rc < 0) {
+			status = fail("batch wait", rc);
+			goto out;
+		}
 		fill(exp, size, seed, 0);
 		if (memcmp(all, exp, size) != 0) {
 			fprintf(stderr, "pool-io: batch read wrong bytes\n");
-			return 1;
+			status = 1;
+			goto out;
 		}
 		XXH64_update(h, all, size);
 		printf("bread %s: %" PRIu64 " bytes, xxh64 %016" PRIx64 "\n", name, size,
@@ -224,7 +245,8 @@ int main(int argc, char **argv)
 			if (memcmp((uint8_t *)p + off, want, n) != 0) {
 				fprintf(stderr, "pool-io: mapped bytes differ near offset %" PRIu64 "\n",
 					off);
-				return 1;
+				status = 1;
+				goto out;
 			}
 			XXH64_update(h, (uint8_t *)p + off, n);
 		}
@@ -246,11 +268,14 @@ int main(int argc, char **argv)
 				fill(want, n, seed, off);
 			if (rc == 0 && memcmp(buf, want, n) != 0) {
 				fprintf(stderr, "pool-io: wrong bytes near offset %" PRIu64 "\n", off);
-				return 1;
+				status = 1;
+				goto out;
 			}
 		}
-		if (rc < 0)
-			return fail(cmd, rc);
+		if (rc < 0) {
+			status = fail(cmd, rc);
+			goto out;
+		}
 		XXH64_update(h, buf, n);
 	}
 	printf("%s %s: %" PRIu64 " bytes, xxh64 %016" PRIx64 "\n", cmd, name, size,
