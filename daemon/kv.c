@@ -225,6 +225,9 @@ static void kv_retire_val(struct poold *pd, struct kv_ns *ns, struct kv_entry *e
 	struct kv_zombie *z;
 
 	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
+	if (e->moving && !e->val.pmem) /* its spill is moot: no longer leaving */
+		ns->leaving -= e->val.alen;
+	e->moving = false;
 	e->has_val = false;
 	if (e->pins == NULL || (z = calloc(1, sizeof(*z))) == NULL) {
 		kv_pins_free(e->pins);
@@ -481,11 +484,11 @@ static void kv_moved(struct poold *pd, void *arg, int rc)
 
 	if (ns != NULL)
 		e = *kv_slot(ns, mv->key, mv->klen, kv_hash(mv->key, mv->klen));
-	if (ns != NULL && !mv->from.pmem)
-		ns->leaving -= mv->from.alen;
 	if (e != NULL && e->moving && e->has_val && e->val.version == mv->from.version &&
 	    e->val.off == mv->from.off && e->val.arena == mv->from.arena) {
 		e->moving = false;
+		if (!mv->from.pmem)
+			ns->leaving -= mv->from.alen;
 		if (rc == 0) {
 			struct kv_zombie *z = e->pins ? calloc(1, sizeof(*z)) : NULL;
 
@@ -516,8 +519,6 @@ static void kv_moved(struct poold *pd, void *arg, int rc)
 		kv_val_free(pd, ns, &mv->to); /* not used: the value changed, or the copy failed */
 	else
 		region_retire(pd, mv->to.node, mv->to.arena, mv->to.off, mv->to.alen, NULL);
-	if (e != NULL && rc < 0)
-		e->moving = false;
 out:
 	if (ns != NULL)
 		region_account(pd);
@@ -664,8 +665,6 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			kv_loc(loc, -ENOSPC, NULL);
 			return 0;
 		}
-		if (e != NULL && e->has_pending) /* the last writer wins */
-			kv_pending_retire(pd, ns, e);
 		rc = kv_make_room(pd, ns, size, true);
 		if (rc == 0)
 			rc = kv_place(pd, ns, h, size, &v);
@@ -682,6 +681,9 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			kv_loc(loc, -ENOMEM, NULL);
 			return 0;
 		}
+		/* The last writer wins, once its reservation is made: a failed one changes nothing. */
+		if (e->has_pending)
+			kv_pending_retire(pd, ns, e);
 		v.version = ++ns->next_version;
 		e->pending = v;
 		e->has_pending = true;
