@@ -96,6 +96,7 @@ struct kv_ns {
 	TAILQ_HEAD(, kv_zombie) zombies;
 	uint64_t next_version;
 	uint32_t local_node; /* values only on this node's arenas (RESP databases), or 0 */
+	bool dram_only;	     /* evict beyond the capacity, never spill */
 };
 
 struct kv_space {
@@ -588,6 +589,8 @@ static int kv_spill(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool
 {
 	struct kv_entry *old;
 
+	if (ns->dram_only)
+		return -ENOSPC;
 	if (kv_move(pd, ns, e, true) == 0)
 		return 0;
 	if (!may_evict)
@@ -875,6 +878,7 @@ static void kv_ns_msg(const struct kv_ns *ns, Pool__KvNamespace *m)
 	m->spills = ns->spills;
 	m->promotions = ns->promotions;
 	m->pmem_hits = ns->pmem_hits;
+	m->tier = (char *)(ns->dram_only ? "dram" : "dram+pmem");
 }
 
 static void kv_ns_flush(struct poold *pd, struct kv_ns *ns)
@@ -949,11 +953,15 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 			return req_errorf(q, -EUSERS, "at most %d KV namespaces", KV_MAX_NAMESPACES);
 		if (!r->has_capacity || r->capacity < (1u << 20))
 			return req_errorf(q, -EINVAL, "a namespace needs a capacity of at least 1M");
+		if (r->tier != NULL && strcmp(r->tier, "dram") != 0 &&
+		    strcmp(r->tier, "dram+pmem") != 0)
+			return req_errorf(q, -EINVAL, "tier '%s': dram or dram+pmem", r->tier);
 		ns = kv_ns_new(pd, r->name, r->capacity);
 		if (ns == NULL)
 			return req_errorf(q, -ENOMEM, "out of memory");
-		log_info("KV namespace '%s' created, capacity %llu", ns->name,
-			 (unsigned long long)ns->capacity);
+		ns->dram_only = r->tier != NULL && strcmp(r->tier, "dram") == 0;
+		log_info("KV namespace '%s' created, capacity %llu, tier %s", ns->name,
+			 (unsigned long long)ns->capacity, ns->dram_only ? "dram" : "dram+pmem");
 	} else if (strcmp(r->op, "drop") == 0 || strcmp(r->op, "flush") == 0) {
 		if (!q->admin)
 			return req_errorf(q, -EPERM, "%s needs root or the admin group", r->op);

@@ -27,12 +27,13 @@ struct pool_kv {
 };
 
 static int kv_ns_call(struct pool *pool, const char *op, const char *ns, uint64_t capacity,
-		      Pool__KvNsReply **ret)
+		      const char *tier, Pool__KvNsReply **ret)
 {
 	Pool__KvNsRequest req = POOL__KV_NS_REQUEST__INIT;
 
 	req.op = (char *)op;
 	req.name = (char *)ns;
+	req.tier = (char *)tier;
 	if (capacity) {
 		req.has_capacity = 1;
 		req.capacity = capacity;
@@ -46,9 +47,10 @@ POOL_EXPORT int pool_kv_create(struct pool *pool, const char *ns, uint64_t capac
 	Pool__KvNsReply *rep;
 	int rc;
 
-	if (pool == NULL || ns == NULL || flags != 0)
+	if (pool == NULL || ns == NULL || (flags & ~POOL_KV_DRAM_ONLY) != 0)
 		return pool_err(-EINVAL, "pool_kv_create: invalid argument");
-	rc = kv_ns_call(pool, "create", ns, capacity, &rep);
+	rc = kv_ns_call(pool, "create", ns, capacity,
+			flags & POOL_KV_DRAM_ONLY ? "dram" : NULL, &rep);
 	if (rc == 0)
 		wire_msg_free(&rep->base);
 	return rc;
@@ -61,7 +63,7 @@ POOL_EXPORT int pool_kv_drop(struct pool *pool, const char *ns)
 
 	if (pool == NULL || ns == NULL)
 		return pool_err(-EINVAL, "pool_kv_drop: invalid argument");
-	rc = kv_ns_call(pool, "drop", ns, 0, &rep);
+	rc = kv_ns_call(pool, "drop", ns, 0, NULL, &rep);
 	if (rc == 0)
 		wire_msg_free(&rep->base);
 	return rc;
@@ -75,7 +77,7 @@ POOL_EXPORT int pool_kv_open(struct pool *pool, const char *ns, struct pool_kv *
 
 	if (pool == NULL || ns == NULL || ret_kv == NULL || *ns == '\0' || strlen(ns) > 63)
 		return pool_err(-EINVAL, "pool_kv_open: invalid argument");
-	rc = kv_ns_call(pool, "stats", ns, 0, &rep);
+	rc = kv_ns_call(pool, "stats", ns, 0, NULL, &rep);
 	if (rc < 0)
 		return rc;
 	wire_msg_free(&rep->base);

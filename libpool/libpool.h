@@ -139,7 +139,12 @@ POOL_EXPORT int pool_region_compare_swap(struct pool_region *region, uint64_t of
 /* Open a namespace (created with pool_kv_create() or poolctl kv create). */
 POOL_EXPORT int pool_kv_open(struct pool *pool, const char *ns, struct pool_kv **ret_kv);
 POOL_EXPORT void pool_kv_close(struct pool_kv *kv);
-/* Create a namespace holding at most capacity bytes of values (LRU eviction). */
+/*
+ * Create a namespace holding at most capacity bytes of values in DRAM; the
+ * least recently used beyond it spill to the lenders' pmem tier, or with
+ * POOL_KV_DRAM_ONLY are evicted.
+ */
+#define POOL_KV_DRAM_ONLY 0x1u
 POOL_EXPORT int pool_kv_create(struct pool *pool, const char *ns, uint64_t capacity,
 			       unsigned flags);
 POOL_EXPORT int pool_kv_drop(struct pool *pool, const char *ns);

@@ -110,5 +110,16 @@ python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["namespaces"][0]; as
 	&& ok "with both tiers full, the least recently used values go" || { not_ok "both tiers full"; cat "$TEST_DIR/out"; }
 check "the newest value is there" "$KV" spilly get s40 40
 "$POOLCTL" kv drop spilly >/dev/null
+
+# tier=dram: the same pressure evicts instead.
+check "a DRAM-only namespace" "$POOLCTL" kv create dramonly 4M tier=dram
+for i in 0 1 2 3 4 5 6 7; do "$KV" dramonly put d$i 1048576 $i >/dev/null; done
+"$POOLCTL" --json kv stats dramonly >"$TEST_DIR/out"
+python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["namespaces"][0]; assert n["tier"]=="dram" and n["entries"]==4 and n["evictions"]==4 and n["spills"]==0 and n["pmem_used"]==0, n' "$TEST_DIR/out" \
+	&& ok "with tier=dram, values beyond the capacity are evicted, never spilled" || { not_ok "tier=dram"; cat "$TEST_DIR/out"; }
+check "the newest of them is there" "$KV" dramonly get d7 7
+check_exit 1 "an unknown tier is refused" "$POOLCTL" kv create badtier 4M tier=ssd
+check_out "tier 'ssd': dram or dram\+pmem" "with a message naming the choices"
+check_exit 2 "an unknown option is a usage error" "$POOLCTL" kv create badopt 4M spill=yes
 pool_alive && ok "poold still running" || not_ok "poold still running"
 pool_done
