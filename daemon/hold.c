@@ -28,6 +28,7 @@ struct hold {
 	uint8_t *key;
 	size_t klen;
 	uint64_t vlen, version, ns_capacity;
+	uint32_t ns_flags;
 };
 
 static void hold_free(struct hold *hd)
@@ -107,6 +108,7 @@ void hold_add(struct poold *pd, const Pool__Holdings *hs)
 			hd->vlen = h->vlen;
 			hd->version = h->version;
 			hd->ns_capacity = h->ns_capacity;
+			hd->ns_flags = h->ns_flags;
 		}
 	}
 }
@@ -164,6 +166,8 @@ int hold_report(struct poold *pd, struct conn *c, uint64_t req_id)
 		if (hd->ns[0] != '\0') {
 			h[n].ns = hd->ns;
 			h[n].has_key = h[n].has_vlen = h[n].has_version = h[n].has_ns_capacity = 1;
+			h[n].has_ns_flags = 1;
+			h[n].ns_flags = hd->ns_flags;
 			h[n].key.data = hd->key;
 			h[n].key.len = hd->klen;
 			h[n].vlen = hd->vlen;
@@ -209,24 +213,11 @@ out:
 }
 
 /* Coordinator: tell a lender the committed KV value it holds, so it can be rebuilt. */
-void hold_tell_kv(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
-		  uint64_t region, const char *ns, const uint8_t *key, size_t klen, uint64_t vlen,
-		  uint64_t version, uint64_t capacity)
+void hold_tell_kv(struct poold *pd, uint32_t node, const Pool__Holding *h)
 {
 	Pool__Holdings hs = POOL__HOLDINGS__INIT;
-	Pool__Holding h = POOL__HOLDING__INIT, *ph = &h;
+	Pool__Holding *ph = (Pool__Holding *)h;
 
-	h.arena = arena;
-	h.off = off;
-	h.len = len;
-	h.region = region;
-	h.ns = (char *)ns;
-	h.has_key = h.has_vlen = h.has_version = h.has_ns_capacity = 1;
-	h.key.data = (uint8_t *)key;
-	h.key.len = klen;
-	h.vlen = vlen;
-	h.version = version;
-	h.ns_capacity = capacity;
 	hs.holdings = &ph;
 	hs.n_holdings = 1;
 	if (node == pd->node_id)

@@ -107,6 +107,7 @@ struct kv_space {
 
 /* The ledger's region id of a namespace's extents: kept apart from region ids. */
 #define KV_HOLD_ID(ns) ((UINT64_C(1) << 63) | (ns)->id)
+#define KV_NS_DRAM_ONLY 0x1u /* Holding.ns_flags */
 
 static struct kv_ns *kv_ns_find(struct poold *pd, const char *name)
 {
@@ -454,6 +455,26 @@ static void kv_loc(Pool__KvLocation *loc, int status, const struct kv_val *v)
 	loc->version = v->version;
 }
 
+/* Tell a value's lender what it holds, so that a restarted coordinator can rebuild it. */
+static void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e)
+{
+	Pool__Holding h = POOL__HOLDING__INIT;
+
+	h.arena = e->val.arena;
+	h.off = e->val.off;
+	h.len = e->val.alen;
+	h.region = KV_HOLD_ID(ns);
+	h.ns = (char *)ns->name;
+	h.has_key = h.has_vlen = h.has_version = h.has_ns_capacity = h.has_ns_flags = 1;
+	h.key.data = e->key;
+	h.key.len = e->klen;
+	h.vlen = e->val.vlen;
+	h.version = e->val.version;
+	h.ns_capacity = ns->capacity;
+	h.ns_flags = ns->dram_only ? KV_NS_DRAM_ONLY : 0;
+	hold_tell_kv(pd, e->val.node, &h);
+}
+
 /* A spill or a promotion in flight: the value copied from one tier to the other. */
 struct kv_move {
 	uint64_t ns_id;
@@ -510,9 +531,7 @@ static void kv_moved(struct poold *pd, void *arg, int rc)
 				ns->spills++;
 			else
 				ns->promotions++;
-			hold_tell_kv(pd, e->val.node, e->val.arena, e->val.off, e->val.alen,
-				     KV_HOLD_ID(ns), ns->name, e->key, e->klen, e->val.vlen,
-				     e->val.version, ns->capacity);
+			kv_tell(pd, ns, e);
 			goto out;
 		}
 	}
@@ -729,9 +748,7 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 			ns->puts++;
 			/* The lender's record now names the value: a restarted coordinator rebuilds it. */
-			hold_tell_kv(pd, e->val.node, e->val.arena, e->val.off, e->val.alen,
-				     KV_HOLD_ID(ns), ns->name, e->key, e->klen, e->val.vlen,
-				     e->val.version, ns->capacity);
+			kv_tell(pd, ns, e);
 			kv_loc(loc, 0, &e->val);
 			return 1;
 		}
@@ -1269,6 +1286,7 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 		ns = kv_ns_new(pd, h->ns, h->ns_capacity ? h->ns_capacity : UINT64_C(1) << 30);
 		if (ns == NULL)
 			return -ENOMEM;
+		ns->dram_only = (h->ns_flags & KV_NS_DRAM_ONLY) != 0;
 		log_info("KV namespace '%s' rebuilt from its lenders", ns->name);
 	}
 	hash = kv_hash(key, klen);

@@ -332,9 +332,7 @@ void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, ui
 void hold_ask(struct poold *pd, uint32_t node);
 void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have, size_t nhave,
 		    const Pool__Holdings *hs);
-void hold_tell_kv(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
-		  uint64_t region, const char *ns, const uint8_t *key, size_t klen, uint64_t vlen,
-		  uint64_t version, uint64_t capacity);
+void hold_tell_kv(struct poold *pd, uint32_t node, const Pool__Holding *h);
 
 /* coord.c: the coordinator role */
 int coord_open(struct poold *pd);

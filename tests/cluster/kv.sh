@@ -65,6 +65,7 @@ done
 
 # The coordinator restarts: the lenders are the truth, the index comes back from them.
 kv 2 model-a mput keep 60 65536 5 >/dev/null
+pctl 1 kv create dram-ns 4M tier=dram >/dev/null && kv 2 dram-ns mput dd 16 65536 1 >/dev/null
 pool_node_kill 1
 sleep 0.5
 pool_node_start 1
@@ -72,6 +73,11 @@ for h in 2 3 4; do pool_wait_state 1 h$h up 20 || not_ok "h$h rejoins the restar
 sleep 0.5
 pctl 1 kv ls >"$CLUSTER_TMP/out" 2>&1
 grep -q "^model-a " "$CLUSTER_TMP/out" && ok "the namespace is rebuilt from the lenders" || { not_ok "namespace rebuilt"; cat "$CLUSTER_TMP/out"; }
+pctl 1 --json kv stats dram-ns | python3 -c '
+import json, sys
+n = json.load(sys.stdin)["namespaces"][0]
+assert n["tier"] == "dram" and n["capacity"] == 4 << 20 and n["entries"] > 0, n' \
+	&& ok "a tier=dram namespace comes back with its tier and capacity" || not_ok "tier after rebuild"
 kv 4 model-a mget keep 60 5 >"$CLUSTER_TMP/out" 2>&1
 hits=$(sed -n 's/.*: \([0-9]*\) hits of 60.*/\1/p' "$CLUSTER_TMP/out")
 # Values that lived on the coordinator itself went with it; the rest must be back.
