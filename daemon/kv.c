@@ -21,10 +21,11 @@
  * flooded. Values on a lender that dies are dropped: gets become misses.
  *
  * Under pressure a value is not dropped if its lender has a pmem tier with
- * room: it spills there (the lender copies it between its own arenas), and
- * a hit on a spilled value promotes it back to DRAM when the namespace has
- * room. The capacity bounds DRAM; spilled values are bounded by the pmem
- * tier, beyond which the least recently used ones are dropped.
+ * room (and the namespace is not DRAM only): it spills there (the lender
+ * copies it between its own arenas), and a hit on a spilled value promotes
+ * it back to DRAM, spilling colder values to make room but evicting none.
+ * The capacity bounds DRAM; spilled values are bounded by the pmem tier,
+ * beyond which the least recently used ones are dropped.
  */
 #include "config.h"
 
@@ -284,7 +285,6 @@ static void kv_entry_clear(struct poold *pd, struct kv_ns *ns, struct kv_entry *
 	kv_entry_drop(ns, e);
 }
 
-/* Evict least recently used unpinned values until need more bytes fit. */
 static int kv_spill(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool may_evict);
 
 /* Whether need more DRAM bytes fit the namespace (spills in flight count as done). */
