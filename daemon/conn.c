@@ -100,19 +100,29 @@ void conn_free(struct conn *c)
 		conn_release(c);
 }
 
-/*
- * End at once for a fenced peer: what is queued, here and in the kernel, is
- * thrown away (the socket is reset) so that nothing sent before the fence
- * reaches the peer after its link comes back. The closed callback follows.
- */
-void conn_abort(struct conn *c)
+/* Make the coming close a reset: what the kernel still holds to send is dropped. */
+static void conn_set_reset(struct conn *c)
 {
 	struct linger lg = {.l_onoff = 1, .l_linger = 0};
 	evutil_socket_t fd = c->bev != NULL ? bufferevent_getfd(c->bev) : -1;
 
 	if (fd >= 0)
 		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	conn_end(c);
+}
+
+/*
+ * End at once for a fenced peer: what is queued, here and in the kernel, is
+ * thrown away (the socket is reset) so that nothing sent before the fence
+ * reaches the peer after its link comes back. With closed, the closed
+ * callback follows; without, it does not (as conn_free()).
+ */
+void conn_abort(struct conn *c, bool closed)
+{
+	conn_set_reset(c);
+	if (closed)
+		conn_end(c);
+	else
+		conn_free(c);
 }
 
 /* Close after the queued frames are written; the closed callback follows. */

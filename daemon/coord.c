@@ -742,7 +742,7 @@ static void coord_check(evutil_socket_t fd, short what, void *arg)
 		if (m->state != MEMBER_DEAD && age > hb * (uint64_t)pd->conf->heartbeat_misses) {
 			coord_set_state(co, m, MEMBER_DEAD);
 			if (m->conn != NULL) /* fenced: it must register again, and hears nothing more */
-				conn_abort(m->conn);
+				conn_abort(m->conn, true);
 		} else if (m->state == MEMBER_UP && age > hb + hb / 2) {
 			coord_set_state(co, m, MEMBER_SUSPECT);
 		}

@@ -69,11 +69,15 @@ static void peer_fail_forwards(struct peer *pe)
 	pe->nforwards = 0;
 }
 
-/* Drop the link and try again after a back-off. */
+/*
+ * Drop the link (reset: the coordinator must not get, late, what it was
+ * sent before; its forwards are failed here) and try again after a
+ * back-off.
+ */
 static void peer_reset(struct peer *pe, const char *why)
 {
 	if (pe->conn != NULL) {
-		conn_free(pe->conn);
+		conn_abort(pe->conn, false);
 		pe->conn = NULL;
 	}
 	if (pe->state == PEER_UP)

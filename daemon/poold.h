@@ -136,7 +136,7 @@ int conn_connect(struct event_base *base, const struct sockaddr *sa, unsigned sa
 		 struct conn **ret_conn);
 void conn_free(struct conn *c);
 void conn_close_later(struct conn *c);
-void conn_abort(struct conn *c);
+void conn_abort(struct conn *c, bool closed);
 struct conn *conn_ref(struct conn *c);
 void conn_unref(struct conn *c);
 bool conn_alive(const struct conn *c);
