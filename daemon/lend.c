@@ -214,15 +214,20 @@ void lend_close(struct poold *pd)
 	pd->narenas = 0;
 }
 
+/* The arena holding [off, off+len), or NULL when there is none or the range is outside it. */
+static struct arena *lend_range(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
+{
+	struct arena *a = arena < pd->narenas ? &pd->arenas[arena] : NULL;
+
+	return a != NULL && off <= a->size && len <= a->size - off ? a : NULL;
+}
+
 /* Zero [off, off+len) of an arena before its memory is lent again. */
 void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 {
-	struct arena *a;
+	struct arena *a = lend_range(pd, arena, off, len);
 
-	if (arena >= pd->narenas)
-		return;
-	a = &pd->arenas[arena];
-	if (off > a->size || len > a->size - off)
+	if (a == NULL)
 		return;
 	memset((char *)a->base + off, 0, len);
 	if (a->persist != NULL)
@@ -267,14 +272,11 @@ void lend_set_limit(struct poold *pd, uint32_t arena, uint64_t limit)
 int lend_copy(struct poold *pd, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t dst_off,
 	      uint64_t len)
 {
-	struct arena *s, *d;
+	struct arena *s = lend_range(pd, src, src_off, len), *d = lend_range(pd, dst, dst_off, len);
 
 	if (src >= pd->narenas || dst >= pd->narenas)
 		return -EINVAL;
-	s = &pd->arenas[src];
-	d = &pd->arenas[dst];
-	if (src_off > s->size || len > s->size - src_off || dst_off > d->size ||
-	    len > d->size - dst_off)
+	if (s == NULL || d == NULL)
 		return -ERANGE;
 	memcpy((char *)d->base + dst_off, (char *)s->base + src_off, len);
 	return 0;

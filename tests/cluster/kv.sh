@@ -11,6 +11,18 @@ ok() { PASSES=$((PASSES + 1)); echo "ok - $*"; }
 not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
 finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "kv: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 kv() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_sock "$i")" "$KV" "$@"; }
+# ns_wait I NS EXPR: poll host I's `kv stats --json` of NS (as n) until the Python expression
+# EXPR holds, for up to 10 s (spills to remote lenders finish asynchronously).
+ns_wait() {
+	for _ in $(seq 100); do
+		pctl "$1" --json kv stats "$2" >"$CLUSTER_TMP/out"
+		python3 -c 'import json, sys
+n = json.load(open(sys.argv[1]))["namespaces"][0]
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$CLUSTER_TMP/out" "$3" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 POOL_PMEM=32M pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
 
@@ -30,16 +42,7 @@ pctl 1 kv create spill 2M >/dev/null
 bad=0
 for b in a b c; do kv 1 spill mput sp$b 8 262144 9 | grep -q "8 of 8" || bad=1; done
 [ $bad -eq 0 ] && ok "3 batches of 8 blocks of 256K put into a 2M namespace" || not_ok "mput over capacity"
-settled=0
-for _ in $(seq 100); do  # spills to remote lenders finish asynchronously
-	pctl 1 --json kv stats spill >"$CLUSTER_TMP/out"
-	python3 -c '
-import json, sys
-n = json.load(open(sys.argv[1]))["namespaces"][0]
-assert n["entries"] == 24 and n["evictions"] == 0 and n["spills"] >= 16 and n["used"] <= n["capacity"], n' "$CLUSTER_TMP/out" 2>/dev/null && { settled=1; break; }
-	sleep 0.1
-done
-[ $settled -eq 1 ] \
+ns_wait 1 spill 'n["entries"] == 24 and n["evictions"] == 0 and n["spills"] >= 16 and n["used"] <= n["capacity"]' \
 	&& ok "the overflow spilled to pmem, nothing evicted" || { not_ok "spill stats"; cat "$CLUSTER_TMP/out"; }
 bad=0
 for b in a b c; do kv 4 spill mget sp$b 8 9 | grep -q "8 hits of 8, all correct" || bad=1; done
@@ -58,16 +61,7 @@ for b in a b c; do
 	grep -q "8 hits of 8, all correct" "$CLUSTER_TMP/out" || { bad=1; cat "$CLUSTER_TMP/w2$b" "$CLUSTER_TMP/w3$b" "$CLUSTER_TMP/out"; }
 done
 [ $bad -eq 0 ] && [ $stored -gt 0 ] && ok "values rewritten by two nodes during spills read back as the new ones ($stored of 3 batches stored)" || not_ok "rewrites during spills"
-settled=0
-for _ in $(seq 100); do
-	pctl 1 --json kv stats spill >"$CLUSTER_TMP/out"
-	python3 -c '
-import json, sys
-n = json.load(open(sys.argv[1]))["namespaces"][0]
-assert n["entries"] == 24 and n["used"] <= n["capacity"], n' "$CLUSTER_TMP/out" 2>/dev/null && { settled=1; break; }
-	sleep 0.1
-done
-[ $settled -eq 1 ] && kv 1 spill mput more 8 262144 11 | grep -q "8 of 8" \
+ns_wait 1 spill 'n["entries"] == 24 and n["used"] <= n["capacity"]' && kv 1 spill mput more 8 262144 11 | grep -q "8 of 8" \
 	&& ok "the namespace stays within its DRAM capacity and takes new values" || { not_ok "accounting after rewrites"; cat "$CLUSTER_TMP/out"; }
 
 # The coordinator restarts: the lenders are the truth, the index comes back from them.

@@ -5,6 +5,14 @@
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 KV="$top_builddir/tests/tools/pool-kv"
 
+# ns_holds NS EXPR: the namespace's `kv stats --json` (as n) satisfy the Python expression EXPR.
+ns_holds() {
+	"$POOLCTL" --json kv stats "$1" >"$TEST_DIR/out" &&
+		python3 -c 'import json, sys
+n = json.load(open(sys.argv[1]))["namespaces"][0]
+assert eval(sys.argv[2]), n' "$TEST_DIR/out" "$2"
+}
+
 pool_start -o lend.size=128M || exit 1
 
 check "create a namespace" "$POOLCTL" kv create llama 8M
@@ -41,8 +49,7 @@ for i in 0 1 2 3 4 5 6 7; do "$KV" llama put lru$i 1048576 $i >/dev/null; done
 "$KV" llama put lru8 1048576 8 >/dev/null
 check "the recently read value stays" "$KV" llama get lru0 0
 check_exit 4 "the least recently used one was evicted" "$KV" llama get lru1 1
-"$POOLCTL" --json kv stats llama >"$TEST_DIR/out"
-python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["namespaces"][0]; assert n["used"]<=n["capacity"] and n["evictions"]>=1, n' "$TEST_DIR/out" \
+ns_holds llama 'n["used"]<=n["capacity"] and n["evictions"]>=1' \
 	&& ok "used stays within the capacity, evictions counted" || not_ok "capacity and evictions"
 
 # Pinning vs eviction: a value being read is not freed when it is evicted.
@@ -51,8 +58,7 @@ python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["namespaces"][0]; as
 exec {pin}> >(python3 "$top_srcdir/tests/integration/wire.py" "$POOL_SOCKET" kv-pin llama pinned >"$TEST_DIR/pin.out")
 for _ in $(seq 50); do grep -q pinned "$TEST_DIR/pin.out" && break; sleep 0.1; done
 for i in $(seq 10); do "$KV" llama put fill$i 1048576 $i >/dev/null; done
-"$POOLCTL" --json kv stats llama >"$TEST_DIR/out"
-python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["namespaces"][0]; assert n["used"] <= n["capacity"], n' "$TEST_DIR/out" \
+ns_holds llama 'n["used"] <= n["capacity"]' \
 	&& ok "the cache stays within its capacity while a value is pinned" || not_ok "capacity with a pin"
 check "the pinned value, the oldest, was not evicted" "$KV" llama exists pinned
 check_exit 4 "while unpinned ones were" "$KV" llama exists fill1
@@ -73,8 +79,7 @@ for p in "${pids[@]}"; do wait "$p" || bad=1; done
 "$POOLCTL" kv flush llama >/dev/null
 check "a writer reserves and dies" python3 "$top_srcdir/tests/integration/wire.py" "$POOL_SOCKET" kv-reserve-die llama dead 1048576
 sleep 0.3
-"$POOLCTL" --json kv stats llama >"$TEST_DIR/out"
-python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["namespaces"][0]; assert n["used"]==0 and n["entries"]==0, n' "$TEST_DIR/out" \
+ns_holds llama 'n["used"]==0 and n["entries"]==0' \
 	&& ok "its reservation was reclaimed" || { not_ok "reservation reclaimed"; cat "$TEST_DIR/out"; }
 check_exit 4 "and no half-written key shows" "$KV" llama get dead 1
 
@@ -95,18 +100,15 @@ pool_start -o lend.size=128M -o pmem.path="$TEST_DIR/pmem" -o pmem.size=16M || e
 # Spill to the pmem tier and promotion back on hit.
 "$POOLCTL" kv create spilly 4M >/dev/null
 for i in 0 1 2 3 4 5 6 7; do "$KV" spilly put s$i 1048576 $i >/dev/null; done
-"$POOLCTL" --json kv stats spilly >"$TEST_DIR/out"
-python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["namespaces"][0]; assert n["entries"]==8 and n["spills"]==4 and n["pmem_used"]==4<<20 and n["evictions"]==0, n' "$TEST_DIR/out" \
+ns_holds spilly 'n["entries"]==8 and n["spills"]==4 and n["pmem_used"]==4<<20 and n["evictions"]==0' \
 	&& ok "over the DRAM capacity, 4 values spilled to pmem, none dropped" || { not_ok "spill"; cat "$TEST_DIR/out"; }
 bad=0
 for i in 0 1 2 3 4 5 6 7; do "$KV" spilly get s$i $i >/dev/null || bad=1; done
 [ $bad -eq 0 ] && ok "all 8 values read back bit-exact, from either tier" || not_ok "reads across tiers"
-"$POOLCTL" --json kv stats spilly >"$TEST_DIR/out"
-python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["namespaces"][0]; assert n["pmem_hits"]>=4 and n["promotions"]>=1, n' "$TEST_DIR/out" \
+ns_holds spilly 'n["pmem_hits"]>=4 and n["promotions"]>=1' \
 	&& ok "hits on spilled values promote them back to DRAM" || { not_ok "promotion"; cat "$TEST_DIR/out"; }
 for i in $(seq 8 40); do "$KV" spilly put s$i 1048576 $i >/dev/null; done
-"$POOLCTL" --json kv stats spilly >"$TEST_DIR/out"
-python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["namespaces"][0]; assert n["used"]<=n["capacity"] and n["pmem_used"]<=16<<20 and n["evictions"]>0, n' "$TEST_DIR/out" \
+ns_holds spilly 'n["used"]<=n["capacity"] and n["pmem_used"]<=16<<20 and n["evictions"]>0' \
 	&& ok "with both tiers full, the least recently used values go" || { not_ok "both tiers full"; cat "$TEST_DIR/out"; }
 check "the newest value is there" "$KV" spilly get s40 40
 "$POOLCTL" kv drop spilly >/dev/null
@@ -114,8 +116,7 @@ check "the newest value is there" "$KV" spilly get s40 40
 # tier=dram: the same pressure evicts instead.
 check "a DRAM-only namespace" "$POOLCTL" kv create dramonly 4M tier=dram
 for i in 0 1 2 3 4 5 6 7; do "$KV" dramonly put d$i 1048576 $i >/dev/null; done
-"$POOLCTL" --json kv stats dramonly >"$TEST_DIR/out"
-python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["namespaces"][0]; assert n["tier"]=="dram" and n["entries"]==4 and n["evictions"]==4 and n["spills"]==0 and n["pmem_used"]==0, n' "$TEST_DIR/out" \
+ns_holds dramonly 'n["tier"]=="dram" and n["entries"]==4 and n["evictions"]==4 and n["spills"]==0 and n["pmem_used"]==0' \
 	&& ok "with tier=dram, values beyond the capacity are evicted, never spilled" || { not_ok "tier=dram"; cat "$TEST_DIR/out"; }
 check "the newest of them is there" "$KV" dramonly get d7 7
 check_exit 1 "an unknown tier is refused" "$POOLCTL" kv create badtier 4M tier=ssd
