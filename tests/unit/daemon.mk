@@ -26,3 +26,10 @@ TESTS += tests/unit/test_kvhash
 tests_unit_test_kvhash_SOURCES = tests/unit/test_kvhash.c
 tests_unit_test_kvhash_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_kvhash_LDADD = tests/unit/libunit.la libpool/libpool.la $(CUNIT_LIBS)
+
+# The persistent record log of daemon/.
+check_PROGRAMS += tests/unit/test_journal
+TESTS += tests/unit/test_journal
+tests_unit_test_journal_SOURCES = tests/unit/test_journal.c daemon/journal.c daemon/journal.h
+tests_unit_test_journal_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(XXHASH_CFLAGS)
+tests_unit_test_journal_LDADD = tests/unit/libunit.la $(CUNIT_LIBS) $(XXHASH_LIBS)
