@@ -1,4 +1,7 @@
-/* cli/cmd-kv.c - poolctl kv ls | stats [NS] | create NS CAPACITY [tier=T] | drop NS | flush NS. */
+/*
+ * cli/cmd-kv.c - poolctl kv ls | stats [NS] | create NS CAPACITY [tier=T] [evict=E] |
+ * drop NS | flush NS.
+ */
 #include "config.h"
 
 #include <string.h>
@@ -6,13 +9,13 @@
 #include "cli/poolctl.h"
 
 static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64_t capacity,
-		   const char *tier, bool stats)
+		   const char *tier, const char *evict, bool stats)
 {
 	static const char *const short_h[] = {"NAMESPACE", "CAPACITY", "USED", "ENTRIES"};
-	static const char *const long_h[] = {"NAMESPACE", "CAPACITY",  "TIER",	    "DRAM",
-					     "PMEM",	  "ENTRIES",   "HITS",	    "MISSES",
-					     "HIT RATE",  "PMEM HITS", "EVICTIONS", "SPILLS",
-					     "PROMOTIONS", "PUTS"};
+	static const char *const long_h[] = {"NAMESPACE", "CAPACITY",  "TIER",	    "EVICT",
+					     "DRAM",	  "PMEM",      "ENTRIES",   "HITS",
+					     "MISSES",	  "HIT RATE",  "PMEM HITS", "EVICTIONS",
+					     "SPILLS",	  "PROMOTIONS", "PUTS"};
 	Pool__KvNsRequest req = POOL__KV_NS_REQUEST__INIT;
 	Pool__KvNsReply *rep;
 	struct table *t;
@@ -22,6 +25,7 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 	req.op = (char *)op;
 	req.name = (char *)name;
 	req.tier = (char *)tier;
+	req.evict = (char *)evict;
 	if (capacity) {
 		req.has_capacity = 1;
 		req.capacity = capacity;
@@ -50,6 +54,7 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 			json_u64(j, "promotions", n->promotions);
 			json_u64(j, "pmem_hits", n->pmem_hits);
 			json_str(j, "tier", n->tier ? n->tier : "");
+			json_str(j, "evict", n->evict ? n->evict : "");
 			json_end(j);
 		}
 		json_finish(j);
@@ -61,7 +66,7 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 		wire_msg_free(&rep->base);
 		return EXIT_OK;
 	}
-	t = stats ? table_new(14, long_h) : table_new(4, short_h);
+	t = stats ? table_new(15, long_h) : table_new(4, short_h);
 	for (i = 0; i < rep->n_namespaces; i++) {
 		const Pool__KvNamespace *n = rep->namespaces[i];
 		char cap[24], used[24], ent[24], hits[24], miss[24], rate[16], ev[24], puts[24];
@@ -69,7 +74,8 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 		uint64_t total = n->hits + n->misses;
 
 		units_fmt_size(n->capacity, cap, sizeof(cap));
-		units_fmt_size(n->used, used, sizeof(used));
+		/* ls: bytes in any tier; stats: per tier */
+		units_fmt_size(stats ? n->used : n->used + n->pmem_used, used, sizeof(used));
 		snprintf(ent, sizeof(ent), "%llu", (unsigned long long)n->entries);
 		snprintf(hits, sizeof(hits), "%llu", (unsigned long long)n->hits);
 		snprintf(miss, sizeof(miss), "%llu", (unsigned long long)n->misses);
@@ -82,8 +88,8 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 		snprintf(spills, sizeof(spills), "%llu", (unsigned long long)n->spills);
 		snprintf(proms, sizeof(proms), "%llu", (unsigned long long)n->promotions);
 		if (stats)
-			table_row(t, n->name, cap, n->tier ? n->tier : "-", used, pmem, ent, hits, miss,
-				  rate, phits, ev, spills, proms, puts);
+			table_row(t, n->name, cap, n->tier ? n->tier : "-", n->evict ? n->evict : "-",
+				  used, pmem, ent, hits, miss, rate, phits, ev, spills, proms, puts);
 		else
 			table_row(t, n->name, cap, used, ent);
 	}
@@ -95,42 +101,46 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 
 static int cmd_kv_ls_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "stats", "", 0, NULL, false);
+	return kv_exec(ctx, "stats", "", 0, NULL, NULL, false);
 }
 
 static int cmd_kv_stats_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "stats", ctx->argc ? ctx->argv[0] : "", 0, NULL, true);
+	return kv_exec(ctx, "stats", ctx->argc ? ctx->argv[0] : "", 0, NULL, NULL, true);
 }
 
 static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 {
-	const char *tier = NULL;
+	const char *tier = NULL, *evict = NULL;
 	uint64_t cap;
+	int i;
 
 	if (units_parse_size(ctx->argv[1], &cap) < 0) {
 		fprintf(stderr, "poolctl: '%s' is not a size (use e.g. 64M, 2G)\n", ctx->argv[1]);
 		return EXIT_USAGE;
 	}
-	if (ctx->argc > 2) {
-		if (strncmp(ctx->argv[2], "tier=", 5) != 0) {
-			fprintf(stderr, "poolctl: unknown option '%s' (tier=dram|dram+pmem)\n",
-				ctx->argv[2]);
+	for (i = 2; i < ctx->argc; i++) {
+		if (strncmp(ctx->argv[i], "tier=", 5) == 0) {
+			tier = ctx->argv[i] + 5;
+		} else if (strncmp(ctx->argv[i], "evict=", 6) == 0) {
+			evict = ctx->argv[i] + 6;
+		} else {
+			fprintf(stderr, "poolctl: unknown option '%s' (tier=dram|dram+pmem|pmem, "
+				"evict=lru|none)\n", ctx->argv[i]);
 			return EXIT_USAGE;
 		}
-		tier = ctx->argv[2] + 5;
 	}
-	return kv_exec(ctx, "create", ctx->argv[0], cap, tier, true);
+	return kv_exec(ctx, "create", ctx->argv[0], cap, tier, evict, true);
 }
 
 static int cmd_kv_drop_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "drop", ctx->argv[0], 0, NULL, false);
+	return kv_exec(ctx, "drop", ctx->argv[0], 0, NULL, NULL, false);
 }
 
 static int cmd_kv_flush_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "flush", ctx->argv[0], 0, NULL, true);
+	return kv_exec(ctx, "flush", ctx->argv[0], 0, NULL, NULL, true);
 }
 
 const struct cmd_entry cmd_kv_ls_entry = {
@@ -141,8 +151,10 @@ const struct cmd_entry cmd_kv_stats_entry = {
 	"entries, bytes per tier, hits, misses, hit rate, evictions, spills, promotions, puts",
 };
 const struct cmd_entry cmd_kv_create_entry = {
-	"kv create", "NS CAPACITY [tier=dram|dram+pmem]", 2, 3, DAEMON_NEEDED, cmd_kv_create_exec,
-	"create a KV namespace of CAPACITY bytes of DRAM (LRU; spills to pmem unless tier=dram)",
+	"kv create", "NS CAPACITY [tier=dram|dram+pmem|pmem] [evict=lru|none]", 2, 4, DAEMON_NEEDED,
+	cmd_kv_create_exec,
+	"create a KV namespace of CAPACITY bytes (DRAM spilling to pmem; dram: evicts; pmem: "
+	"persistent)",
 };
 const struct cmd_entry cmd_kv_drop_entry = {
 	"kv drop", "NS", 1, 1, DAEMON_NEEDED, cmd_kv_drop_exec, "drop a namespace and its values",

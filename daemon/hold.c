@@ -8,6 +8,11 @@
  * (ledger.c) and repairs differences: an extent the lender does not know
  * is told again; an extent only the lender knows, and that no region uses,
  * is scrubbed. Both are logged.
+ *
+ * The record lives in memory, except for the values of persistent KV
+ * namespaces in this node's pmem tier: those are also journaled in the
+ * tier (journal.c), after the value itself is made durable, so that a
+ * restarted poold still holds them and the coordinator takes them back.
  */
 #include "config.h"
 
@@ -16,6 +21,7 @@
 #include <string.h>
 
 #include "daemon/extent.h"
+#include "daemon/journal.h"
 #include "daemon/ledger.h"
 #include "daemon/poold.h"
 
@@ -29,6 +35,7 @@ struct hold {
 	size_t klen;
 	uint64_t vlen, version, ns_capacity;
 	uint32_t ns_flags;
+	bool durable; /* journaled in the pmem tier */
 };
 
 static void hold_free(struct hold *hd)
@@ -70,47 +77,160 @@ static int hold_grow(struct poold *pd)
 	return 0;
 }
 
-/* Lender: record extents held for regions (replacing any other record at the same place). */
+/* The wire (and journal) form of a holding; h points into hd. */
+static void hold_msg(const struct hold *hd, Pool__Holding *h)
+{
+	pool__holding__init(h);
+	h->arena = hd->e.arena;
+	h->off = hd->e.off;
+	h->len = hd->e.len;
+	h->region = hd->e.region;
+	if (hd->ns[0] == '\0')
+		return;
+	h->ns = (char *)hd->ns;
+	h->has_key = h->has_vlen = h->has_version = h->has_ns_capacity = h->has_ns_flags = 1;
+	h->key.data = hd->key;
+	h->key.len = hd->klen;
+	h->vlen = hd->vlen;
+	h->version = hd->version;
+	h->ns_capacity = hd->ns_capacity;
+	h->ns_flags = hd->ns_flags;
+}
+
+static int hold_journal_write(struct journal *j, const Pool__Holding *h)
+{
+	uint8_t buf[1024];
+	size_t len = pool__holding__get_packed_size(h);
+
+	if (len > sizeof(buf))
+		return -E2BIG;
+	pool__holding__pack(h, buf);
+	return journal_append(j, buf, len);
+}
+
+/* A journal rewrite: what is durable now. */
+static int hold_journal_fill(void *arg, struct journal *j)
+{
+	struct poold *pd = arg;
+	struct hold *hd;
+	int rc;
+
+	TAILQ_FOREACH(hd, &pd->holds, entry) {
+		Pool__Holding h;
+
+		if (!hd->durable)
+			continue;
+		hold_msg(hd, &h);
+		if ((rc = hold_journal_write(j, &h)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * Journal a holding, or the end of one (len 0), rewriting the journal to
+ * what is durable once when it is full (which records an end by itself).
+ */
+static int hold_journal(struct poold *pd, const Pool__Holding *h)
+{
+	int rc = hold_journal_write(pd->journal, h);
+
+	if (rc == -ENOSPC && (rc = journal_rewrite(pd->journal, hold_journal_fill, pd)) == 0 &&
+	    h->len > 0)
+		rc = hold_journal_write(pd->journal, h);
+	return rc;
+}
+
+static void hold_unjournal(struct poold *pd, struct hold *hd)
+{
+	Pool__Holding h = POOL__HOLDING__INIT;
+	int rc;
+
+	if (!hd->durable)
+		return;
+	hd->durable = false;
+	h.arena = hd->e.arena;
+	h.off = hd->e.off;
+	if ((rc = hold_journal(pd, &h)) < 0)
+		log_warnx("pmem journal: cannot record the end of extent %llu: %s",
+			  (unsigned long long)hd->e.off, err_str(rc));
+}
+
+/* A value of a persistent namespace in this node's pmem tier: journaled. */
+static bool hold_is_durable(struct poold *pd, const Pool__Holding *h)
+{
+	return pd->journal != NULL && h->arena == pd->journal_arena && h->ns != NULL &&
+	       h->ns[0] != '\0' && h->has_key && (h->ns_flags & HOLD_NS_PERSISTENT);
+}
+
+/* Record one holding (replacing any other at its place); journal it if it is durable. */
+static struct hold *hold_set(struct poold *pd, const Pool__Holding *h, bool journal)
+{
+	struct hold **pp, *hd;
+	int rc;
+
+	if (hold_grow(pd) < 0)
+		return NULL;
+	pp = hold_slot(pd, h->arena, h->off);
+	hd = *pp;
+	if (hd == NULL) {
+		hd = calloc(1, sizeof(*hd));
+		if (hd == NULL)
+			return NULL;
+		TAILQ_INSERT_TAIL(&pd->holds, hd, entry);
+		*pp = hd;
+		pd->nholds++;
+	} else if (journal && !hold_is_durable(pd, h)) {
+		hold_unjournal(pd, hd);
+	}
+	hd->e = (struct ledger_extent){h->arena, h->off, h->len, h->region};
+	free(hd->key);
+	hd->key = NULL;
+	hd->klen = 0;
+	hd->ns[0] = '\0';
+	if (h->ns != NULL && h->ns[0] != '\0' && h->has_key && h->key.len > 0 &&
+	    (hd->key = malloc(h->key.len)) != NULL) {
+		snprintf(hd->ns, sizeof(hd->ns), "%s", h->ns);
+		memcpy(hd->key, h->key.data, h->key.len);
+		hd->klen = h->key.len;
+		hd->vlen = h->vlen;
+		hd->version = h->version;
+		hd->ns_capacity = h->ns_capacity;
+		hd->ns_flags = h->ns_flags;
+	}
+	if (!journal || hd->key == NULL || !hold_is_durable(pd, h))
+		return hd;
+	/* The value first, then the record that names it. */
+	hd->durable = false;
+	rc = lend_persist(pd, h->arena, h->off, h->vlen);
+	if (rc == 0)
+		rc = hold_journal(pd, h);
+	if (rc < 0)
+		log_warnx("pmem journal: a value of KV namespace '%s' is not durable: %s", hd->ns,
+			  err_str(rc));
+	hd->durable = rc == 0;
+	return hd;
+}
+
+/* Lender: record extents held for regions and KV values. */
 void hold_add(struct poold *pd, const Pool__Holdings *hs)
 {
 	size_t i;
 
-	for (i = 0; i < hs->n_holdings; i++) {
-		const Pool__Holding *h = hs->holdings[i];
-		struct hold **pp, *hd;
-
-		if (hold_grow(pd) < 0) {
+	for (i = 0; i < hs->n_holdings; i++)
+		if (hold_set(pd, hs->holdings[i], true) == NULL) {
 			log_warnx("out of memory recording a holding");
 			return;
 		}
-		pp = hold_slot(pd, h->arena, h->off);
-		hd = *pp;
-		if (hd == NULL) {
-			hd = calloc(1, sizeof(*hd));
-			if (hd == NULL) {
-				log_warnx("out of memory recording a holding");
-				return;
-			}
-			TAILQ_INSERT_TAIL(&pd->holds, hd, entry);
-			*pp = hd;
-			pd->nholds++;
-		}
-		hd->e = (struct ledger_extent){h->arena, h->off, h->len, h->region};
-		free(hd->key);
-		hd->key = NULL;
-		hd->klen = 0;
-		hd->ns[0] = '\0';
-		if (h->ns != NULL && h->ns[0] != '\0' && h->has_key && h->key.len > 0 &&
-		    (hd->key = malloc(h->key.len)) != NULL) {
-			snprintf(hd->ns, sizeof(hd->ns), "%s", h->ns);
-			memcpy(hd->key, h->key.data, h->key.len);
-			hd->klen = h->key.len;
-			hd->vlen = h->vlen;
-			hd->version = h->version;
-			hd->ns_capacity = h->ns_capacity;
-			hd->ns_flags = h->ns_flags;
-		}
-	}
+}
+
+static void hold_unlink(struct poold *pd, struct hold **pp)
+{
+	struct hold *hd = *pp;
+
+	*pp = hd->hnext;
+	TAILQ_REMOVE(&pd->holds, hd, entry);
+	pd->nholds--;
 }
 
 /* Lender: the extent at (arena, off) is scrubbed: no longer held. */
@@ -120,13 +240,12 @@ void hold_drop(struct poold *pd, uint32_t arena, uint64_t off)
 
 	if (pd->hold_tab_size == 0 || (hd = *(pp = hold_slot(pd, arena, off))) == NULL)
 		return;
-	*pp = hd->hnext;
-	TAILQ_REMOVE(&pd->holds, hd, entry);
-	pd->nholds--;
+	hold_unlink(pd, pp);
+	hold_unjournal(pd, hd);
 	hold_free(hd);
 }
 
-/* Lender: forget every holding. */
+/* Lender: forget every holding (the journal keeps the durable ones). */
 void hold_clear(struct poold *pd)
 {
 	struct hold *hd;
@@ -138,50 +257,137 @@ void hold_clear(struct poold *pd)
 	free(pd->hold_tab);
 	pd->hold_tab = NULL;
 	pd->hold_tab_size = pd->nholds = 0;
+	if (pd->journal != NULL)
+		journal_close(pd->journal);
+	pd->journal = NULL;
+}
+
+/* A journal record at start-up: a durable holding, or the end of one (len 0). */
+static int hold_replay(void *arg, const uint8_t *rec, size_t len)
+{
+	struct poold *pd = arg;
+	Pool__Holding *h = pool__holding__unpack(NULL, len, rec);
+	struct hold **pp, *hd = NULL;
+	int rc = 0;
+
+	if (h == NULL) {
+		log_warnx("pmem journal: a record does not decode: skipped");
+		return 0;
+	}
+	h->arena = pd->journal_arena; /* the tier's arena id in this run */
+	if (h->len == 0) {
+		if (pd->hold_tab_size > 0 && *(pp = hold_slot(pd, h->arena, h->off)) != NULL) {
+			hd = *pp;
+			hold_unlink(pd, pp);
+			hold_free(hd);
+		}
+	} else if (!lend_in_range(pd, h->arena, h->off, h->len) || h->vlen > h->len) {
+		log_warnx("pmem journal: extent %llu+%llu is outside the tier: dropped",
+			  (unsigned long long)h->off, (unsigned long long)h->len);
+	} else if ((hd = hold_set(pd, h, false)) != NULL) {
+		hd->durable = true;
+	} else {
+		rc = -ENOMEM;
+	}
+	pool__holding__free_unpacked(h, NULL);
+	return rc;
+}
+
+static int hold_cmp_off(const void *a, const void *b)
+{
+	const struct ledger_extent *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/*
+ * Lender, at start-up: open the journal of the pmem tier and hold again
+ * what it records. Whatever else the tier contains is left from an earlier
+ * run: it is zeroed before it is lent again.
+ */
+int hold_open(struct poold *pd)
+{
+	struct ledger_extent *keep;
+	struct journal_stats st;
+	struct arena *a = NULL;
+	struct hold *hd;
+	uint64_t at = 0;
+	size_t i, n = 0;
+	int rc;
+
+	for (i = 0; i < pd->narenas; i++)
+		if (pd->arenas[i].journal != NULL)
+			a = &pd->arenas[i];
+	if (a == NULL)
+		return 0;
+	pd->journal_arena = a->id;
+	rc = journal_open(a->journal, a->journal_len, a->persist, hold_replay, pd, &pd->journal);
+	if (rc < 0) {
+		log_warnx("pmem journal: %s", err_str(rc));
+		return rc;
+	}
+	journal_stats(pd->journal, &st);
+	if (st.dropped > 0)
+		log_warnx("pmem journal: a torn or corrupt record ends it: used up to the %llu "
+			  "record(s) before it", (unsigned long long)st.records);
+	keep = calloc(pd->nholds + 1, sizeof(*keep));
+	if (keep == NULL)
+		return -ENOMEM;
+	TAILQ_FOREACH(hd, &pd->holds, entry)
+		keep[n++] = hd->e;
+	qsort(keep, n, sizeof(*keep), hold_cmp_off);
+	keep[n].off = a->size; /* the end of the tier, as a last boundary */
+	for (i = 0; i <= n; i++) {
+		if (keep[i].off > at)
+			lend_zero(pd, a->id, at, keep[i].off - at);
+		at = MAX(at, keep[i].off + keep[i].len);
+	}
+	free(keep);
+	if (n > 0)
+		log_info("pmem tier: %zu value(s) of persistent KV namespaces kept", n);
+	return 0;
+}
+
+/* This lender's record as a message, pointing into it; hold_msgs_free() it. */
+static int hold_msgs(struct poold *pd, Pool__Holdings *hs)
+{
+	Pool__Holding *h = calloc(pd->nholds ? pd->nholds : 1, sizeof(*h));
+	struct hold *hd;
+	size_t n = 0;
+
+	pool__holdings__init(hs);
+	hs->holdings = calloc(pd->nholds ? pd->nholds : 1, sizeof(*hs->holdings));
+	if (h == NULL || hs->holdings == NULL) {
+		free(h);
+		free(hs->holdings);
+		return -ENOMEM;
+	}
+	TAILQ_FOREACH(hd, &pd->holds, entry) {
+		hold_msg(hd, &h[n]);
+		hs->holdings[n] = &h[n];
+		n++;
+	}
+	hs->n_holdings = n;
+	return 0;
+}
+
+static void hold_msgs_free(Pool__Holdings *hs)
+{
+	if (hs->n_holdings > 0)
+		free(hs->holdings[0]);
+	free(hs->holdings);
 }
 
 /* Lender: answer the coordinator's HoldingsRequest with its record. */
 int hold_report(struct poold *pd, struct conn *c, uint64_t req_id)
 {
-	Pool__Holdings hs = POOL__HOLDINGS__INIT;
-	Pool__Holding *h, **ptrs;
-	struct hold *hd;
-	size_t n = pd->nholds;
+	Pool__Holdings hs;
 	int rc;
 
-	h = calloc(n ? n : 1, sizeof(*h));
-	ptrs = calloc(n ? n : 1, sizeof(*ptrs));
-	if (h == NULL || ptrs == NULL) {
-		free(h);
-		free(ptrs);
+	if (hold_msgs(pd, &hs) < 0)
 		return conn_send_error(c, req_id, -ENOMEM, NULL);
-	}
-	n = 0;
-	TAILQ_FOREACH(hd, &pd->holds, entry) {
-		pool__holding__init(&h[n]);
-		h[n].arena = hd->e.arena;
-		h[n].off = hd->e.off;
-		h[n].len = hd->e.len;
-		h[n].region = hd->e.region;
-		if (hd->ns[0] != '\0') {
-			h[n].ns = hd->ns;
-			h[n].has_key = h[n].has_vlen = h[n].has_version = h[n].has_ns_capacity = 1;
-			h[n].has_ns_flags = 1;
-			h[n].ns_flags = hd->ns_flags;
-			h[n].key.data = hd->key;
-			h[n].key.len = hd->klen;
-			h[n].vlen = hd->vlen;
-			h[n].version = hd->version;
-			h[n].ns_capacity = hd->ns_capacity;
-		}
-		ptrs[n] = &h[n];
-		n++;
-	}
-	hs.holdings = ptrs;
-	hs.n_holdings = n;
 	rc = conn_send(c, WIRE_HOLDINGS_REPLY, req_id, &hs.base);
-	free(ptrs);
-	free(h);
+	hold_msgs_free(&hs);
 	return rc;
 }
 
@@ -294,6 +500,8 @@ void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have,
 {
 	struct ledger_extent *want = NULL, *missing = NULL, *orphans = NULL;
 	size_t nwant = 0, cap = 0, nm = 0, no = 0, i;
+	struct member *m = cluster_find(pd, node);
+	uint64_t incarnation = m != NULL ? m->info->incarnation : 0;
 	struct region *r;
 	struct retired *rt;
 
@@ -326,9 +534,10 @@ void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have,
 		const Pool__Holding *h = hold_find(hs, &orphans[i]);
 		bool retired = false;
 
+		/* (Extents retired under an earlier life of the lender are not on their way out.) */
 		TAILQ_FOREACH(rt, &pd->regions->retired, entry)
-			retired |= rt->node == node && rt->arena == orphans[i].arena &&
-				   rt->off == orphans[i].off;
+			retired |= rt->node == node && rt->incarnation == incarnation &&
+				   rt->arena == orphans[i].arena && rt->off == orphans[i].off;
 		if (retired || hold_overlaps(&orphans[i], want, nwant))
 			continue; /* on its way out, or replaced by the repair above */
 		hold_adopt(pd, node, &orphans[i], h);
@@ -343,14 +552,18 @@ out:
 static void hold_reconcile_self(struct poold *pd)
 {
 	struct ledger_extent *have = calloc(pd->nholds ? pd->nholds : 1, sizeof(*have));
+	Pool__Holdings hs;
 	struct hold *hd;
 	size_t n = 0;
 
-	if (have == NULL)
+	if (have == NULL || hold_msgs(pd, &hs) < 0) {
+		free(have);
 		return;
+	}
 	TAILQ_FOREACH(hd, &pd->holds, entry)
 		have[n++] = hd->e;
-	hold_reconcile(pd, pd->node_id, have, n, NULL);
+	hold_reconcile(pd, pd->node_id, have, n, &hs);
+	hold_msgs_free(&hs);
 	free(have);
 }
 

@@ -26,6 +26,12 @@
  * it back to DRAM, spilling colder values to make room but evicting none.
  * The capacity bounds DRAM; spilled values are bounded by the pmem tier,
  * beyond which the least recently used ones are dropped.
+ *
+ * A persistent namespace (tier pmem) keeps its values in the lenders' pmem
+ * tiers instead, bounded by its capacity, never spilled: each lender
+ * journals the values it holds for it (hold.c), so they survive a restart
+ * of the lender or of the coordinator. A namespace created with evict none
+ * refuses puts when full instead of evicting.
  */
 #include "config.h"
 
@@ -49,7 +55,7 @@
 struct kv_val {
 	uint32_t node, arena;
 	uint64_t off, alen, vlen, version;
-	bool pmem; /* in the lender's pmem tier (spilled) */
+	bool pmem; /* spilled to the lender's pmem tier, below a DRAM namespace */
 };
 
 /* Readers of one version: a session of a node. */
@@ -97,7 +103,7 @@ struct kv_ns {
 	TAILQ_HEAD(, kv_zombie) zombies;
 	uint64_t next_version;
 	uint32_t local_node; /* values only on this node's arenas (RESP databases), or 0 */
-	bool dram_only;	     /* evict beyond the capacity, never spill */
+	uint32_t flags;	     /* HOLD_NS_*: never spill, persistent, never evict */
 };
 
 struct kv_space {
@@ -108,7 +114,19 @@ struct kv_space {
 
 /* The ledger's region id of a namespace's extents: kept apart from region ids. */
 #define KV_HOLD_ID(ns) ((UINT64_C(1) << 63) | (ns)->id)
-#define KV_NS_DRAM_ONLY 0x1u /* Holding.ns_flags */
+#define KV_NS_FLAGS (HOLD_NS_DRAM_ONLY | HOLD_NS_PERSISTENT | HOLD_NS_NO_EVICT)
+
+/* The tier a namespace's values live in (before any spill). */
+static enum tier kv_tier(const struct kv_ns *ns)
+{
+	return ns->flags & HOLD_NS_PERSISTENT ? TIER_PMEM : TIER_DRAM;
+}
+
+static const char *kv_tier_name(const struct kv_ns *ns)
+{
+	return ns->flags & HOLD_NS_PERSISTENT ? "pmem" :
+	       ns->flags & HOLD_NS_DRAM_ONLY ? "dram" : "dram+pmem";
+}
 
 static struct kv_ns *kv_ns_find(struct poold *pd, const char *name)
 {
@@ -323,7 +341,7 @@ static int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need, bool 
 
 static bool kv_pool_ok(struct poold *pd, const struct kv_ns *ns, const struct lender_pool *lp)
 {
-	return lp->tier == TIER_DRAM && !lp->draining && region_pool_usable(pd, lp) &&
+	return lp->tier == kv_tier(ns) && !lp->draining && region_pool_usable(pd, lp) &&
 	       (ns->local_node == 0 || lp->node == ns->local_node);
 }
 
@@ -359,7 +377,7 @@ static int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t 
 	pick = placement_choose(c, 2, len, (unsigned)pd->conf->watermark);
 	if (pick < 0) {
 		/* Neither candidate has room: any lender that does. */
-		lp = ns->local_node ? NULL : region_pick_avoid(pd, TIER_DRAM, len, 0);
+		lp = ns->local_node ? NULL : region_pick_avoid(pd, kv_tier(ns), len, 0);
 		if (lp == NULL)
 			return -ENOSPC;
 	} else {
@@ -471,7 +489,7 @@ static void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_en
 	h.vlen = e->val.vlen;
 	h.version = e->val.version;
 	h.ns_capacity = ns->capacity;
-	h.ns_flags = ns->dram_only ? KV_NS_DRAM_ONLY : 0;
+	h.ns_flags = ns->flags;
 	hold_tell_kv(pd, e->val.node, &h);
 }
 
@@ -608,8 +626,8 @@ static int kv_spill(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool
 {
 	struct kv_entry *old;
 
-	if (ns->dram_only)
-		return -ENOSPC;
+	if (ns->flags & (HOLD_NS_DRAM_ONLY | HOLD_NS_PERSISTENT))
+		return -ENOSPC; /* a persistent namespace's values are in pmem already */
 	if (kv_move(pd, ns, e, true) == 0)
 		return 0;
 	if (!may_evict)
@@ -687,7 +705,7 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			kv_loc(loc, -ENOSPC, NULL);
 			return 0;
 		}
-		rc = kv_make_room(pd, ns, size, true);
+		rc = kv_make_room(pd, ns, size, !(ns->flags & HOLD_NS_NO_EVICT));
 		if (rc == 0)
 			rc = kv_place(pd, ns, h, size, &v);
 		if (rc < 0) {
@@ -892,10 +910,15 @@ static void kv_ns_msg(const struct kv_ns *ns, Pool__KvNamespace *m)
 	m->id = ns->id;
 	m->has_pmem_used = m->has_spills = m->has_promotions = m->has_pmem_hits = 1;
 	m->pmem_used = ns->pmem_used;
+	if (kv_tier(ns) == TIER_PMEM) { /* used counts the namespace's own tier */
+		m->pmem_used += ns->used;
+		m->used = 0;
+	}
 	m->spills = ns->spills;
 	m->promotions = ns->promotions;
 	m->pmem_hits = ns->pmem_hits;
-	m->tier = (char *)(ns->dram_only ? "dram" : "dram+pmem");
+	m->tier = (char *)kv_tier_name(ns);
+	m->evict = (char *)(ns->flags & HOLD_NS_NO_EVICT ? "none" : "lru");
 }
 
 static void kv_ns_flush(struct poold *pd, struct kv_ns *ns)
@@ -952,6 +975,7 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 	int rc;
 
 	if (strcmp(r->op, "create") == 0) {
+		uint32_t flags = 0;
 		size_t count = 0;
 
 		if (!q->admin)
@@ -970,15 +994,23 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 			return req_errorf(q, -EUSERS, "at most %d KV namespaces", KV_MAX_NAMESPACES);
 		if (!r->has_capacity || r->capacity < (1u << 20))
 			return req_errorf(q, -EINVAL, "a namespace needs a capacity of at least 1M");
-		if (r->tier != NULL && strcmp(r->tier, "dram") != 0 &&
-		    strcmp(r->tier, "dram+pmem") != 0)
-			return req_errorf(q, -EINVAL, "tier '%s': dram or dram+pmem", r->tier);
+		if (r->tier != NULL && strcmp(r->tier, "dram") == 0)
+			flags |= HOLD_NS_DRAM_ONLY;
+		else if (r->tier != NULL && strcmp(r->tier, "pmem") == 0)
+			flags |= HOLD_NS_PERSISTENT;
+		else if (r->tier != NULL && strcmp(r->tier, "dram+pmem") != 0)
+			return req_errorf(q, -EINVAL, "tier '%s': dram, dram+pmem or pmem", r->tier);
+		if (r->evict != NULL && strcmp(r->evict, "none") == 0)
+			flags |= HOLD_NS_NO_EVICT;
+		else if (r->evict != NULL && strcmp(r->evict, "lru") != 0)
+			return req_errorf(q, -EINVAL, "evict '%s': lru or none", r->evict);
 		ns = kv_ns_new(pd, r->name, r->capacity);
 		if (ns == NULL)
 			return req_errorf(q, -ENOMEM, "out of memory");
-		ns->dram_only = r->tier != NULL && strcmp(r->tier, "dram") == 0;
-		log_info("KV namespace '%s' created, capacity %llu, tier %s", ns->name,
-			 (unsigned long long)ns->capacity, ns->dram_only ? "dram" : "dram+pmem");
+		ns->flags = flags;
+		log_info("KV namespace '%s' created, capacity %llu, tier %s, evict %s", ns->name,
+			 (unsigned long long)ns->capacity, kv_tier_name(ns),
+			 flags & HOLD_NS_NO_EVICT ? "none" : "lru");
 	} else if (strcmp(r->op, "drop") == 0 || strcmp(r->op, "flush") == 0) {
 		if (!q->admin)
 			return req_errorf(q, -EPERM, "%s needs root or the admin group", r->op);
@@ -1286,7 +1318,7 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 		ns = kv_ns_new(pd, h->ns, h->ns_capacity ? h->ns_capacity : UINT64_C(1) << 30);
 		if (ns == NULL)
 			return -ENOMEM;
-		ns->dram_only = (h->ns_flags & KV_NS_DRAM_ONLY) != 0;
+		ns->flags = h->ns_flags & KV_NS_FLAGS;
 		log_info("KV namespace '%s' rebuilt from its lenders", ns->name);
 	}
 	hash = kv_hash(key, klen);
@@ -1302,7 +1334,7 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 		return -ENOMEM;
 	}
 	e->val = (struct kv_val){node, arena, off, alen, h->vlen, h->version,
-				 lp->tier == TIER_PMEM};
+				 lp->tier != kv_tier(ns)};
 	e->has_val = true;
 	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 	if (e->val.pmem)

@@ -91,6 +91,7 @@ static int lend_pmem(struct poold *pd, struct arena *a)
 {
 	struct poold_conf *conf = pd->conf;
 	struct pmem2_config *cfg = NULL;
+	uint64_t total;
 	struct stat st;
 	int rc;
 
@@ -120,13 +121,22 @@ static int lend_pmem(struct poold *pd, struct arena *a)
 	}
 	pmem2_config_delete(&cfg);
 	a->base = pmem2_map_get_address(a->map);
-	a->size = pmem2_map_get_size(a->map) / LEND_ALIGN * LEND_ALIGN;
 	a->persist = pmem2_get_persist_fn(a->map);
-	a->lent = a->size;
-	if (a->size == 0) {
-		log_warnx("pmem.path %s: smaller than one 2 MiB lend unit", conf->pmem_path);
+	/*
+	 * The end of the tier keeps the record of what it holds for persistent
+	 * namespaces (hold.c): a 64th of it, 2 MiB to 256 MiB; the rest is lent.
+	 */
+	total = pmem2_map_get_size(a->map) / LEND_ALIGN * LEND_ALIGN;
+	a->journal_len = MIN(MAX(total / 64, LEND_ALIGN), 128 * LEND_ALIGN);
+	a->journal_len = (a->journal_len + LEND_ALIGN - 1) / LEND_ALIGN * LEND_ALIGN;
+	if (total <= a->journal_len) {
+		log_warnx("pmem.path %s: smaller than 4 MiB (2 MiB to lend, 2 MiB for its "
+			  "record)", conf->pmem_path);
 		return -EINVAL;
 	}
+	a->size = total - a->journal_len;
+	a->journal = (char *)a->base + a->size;
+	a->lent = a->size;
 	return lend_register(pd, a);
 }
 
@@ -222,6 +232,38 @@ static struct arena *lend_range(struct poold *pd, uint32_t arena, uint64_t off, 
 	return a != NULL && off <= a->size && len <= a->size - off ? a : NULL;
 }
 
+bool lend_in_range(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
+{
+	return lend_range(pd, arena, off, len) != NULL;
+}
+
+/* Make [off, off+len) of an arena durable (nothing to do for DRAM). */
+int lend_persist(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
+{
+	struct arena *a = lend_range(pd, arena, off, len);
+
+	if (a == NULL)
+		return -ERANGE;
+	if (a->persist != NULL && len > 0)
+		a->persist((char *)a->base + off, len);
+	return 0;
+}
+
+/*
+ * Zero [off, off+len) of an arena nobody holds, cheaply: a hole punched in
+ * its file (which also gives the space back), else zeroes written.
+ */
+void lend_zero(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
+{
+	struct arena *a = lend_range(pd, arena, off, len);
+
+	if (a == NULL || len == 0 ||
+	    fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
+		return;
+	memset((char *)a->base + off, 0, len);
+	lend_persist(pd, arena, off, len);
+}
+
 /* Zero [off, off+len) of an arena before its memory is lent again. */
 void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 {
@@ -230,8 +272,7 @@ void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 	if (a == NULL)
 		return;
 	memset((char *)a->base + off, 0, len);
-	if (a->persist != NULL)
-		a->persist((char *)a->base + off, len);
+	lend_persist(pd, arena, off, len);
 	hold_drop(pd, arena, off);
 }
 

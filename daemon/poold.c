@@ -206,6 +206,12 @@ static void poold_free(struct poold *pd)
 {
 	size_t i;
 
+	/*
+	 * What lenders hold outlives this poold: a coordinator that stops
+	 * scrubs nothing (its lenders keep the cache for the next one, and
+	 * persistent values stay in its own pmem tier).
+	 */
+	pd->stopping = true;
 	coord_close(pd);
 	peer_close(pd);
 	cluster_clear(pd);
@@ -337,7 +343,7 @@ int main(int argc, char **argv)
 		event_reinit(pd.base);
 	}
 	/* UCX after the fork: its threads and fds belong to the daemon process. */
-	if (poold_fabric_open(&pd) < 0 || lend_open(&pd) < 0)
+	if (poold_fabric_open(&pd) < 0 || lend_open(&pd) < 0 || hold_open(&pd) < 0)
 		goto out;
 	if (pd.conf->role == ROLE_COORDINATOR ? coord_open(&pd) < 0 : peer_open(&pd) < 0) {
 		log_warnx("cannot start the %s role", pd.conf->role == ROLE_COORDINATOR

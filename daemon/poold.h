@@ -29,6 +29,7 @@ struct kv_space;
 struct resp;
 struct hold;
 struct ledger_extent;
+struct journal;
 
 enum member_state { MEMBER_UP, MEMBER_SUSPECT, MEMBER_DEAD };
 enum tier { TIER_DRAM, TIER_PMEM };
@@ -48,6 +49,8 @@ struct arena {
 	struct pmem2_map *map;
 	struct pmem2_source *src;
 	void (*persist)(const void *ptr, size_t len);
+	void *journal;	    /* pmem: the record of what it holds, after the lent part */
+	size_t journal_len;
 };
 
 /*
@@ -103,9 +106,12 @@ struct poold {
 	TAILQ_HEAD(, hold) holds;   /* as a lender: the extents it holds (hold.c) */
 	struct hold **hold_tab;	    /* ... hashed by place; a power of two of chains */
 	size_t hold_tab_size, nholds;
+	struct journal *journal;    /* as a lender: the durable part of that record, in pmem */
+	uint32_t journal_arena;	    /* ... of this arena */
 	struct kv_space *kv;	    /* at the coordinator: the KV cache index */
 	struct resp *resp;	    /* at the coordinator: the Redis-protocol endpoint */
 	struct event *ledger_ev;    /* at the coordinator: periodic reconciliation */
+	bool stopping;		    /* shutting down: lent memory is left as it is */
 };
 
 /* poold.c */
@@ -222,6 +228,9 @@ void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 void lend_set_limit(struct poold *pd, uint32_t arena, uint64_t limit);
 int lend_copy(struct poold *pd, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t dst_off,
 	      uint64_t len);
+bool lend_in_range(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
+int lend_persist(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
+void lend_zero(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 int lend_arenas_msg(struct poold *pd, Pool__Arena ***ret_arenas, size_t *ret_n);
 void lend_arenas_msg_free(Pool__Arena **arenas, size_t n);
 
@@ -324,6 +333,10 @@ void region_node_gone(struct poold *pd, uint32_t node);
 void region_node_sessions(struct poold *pd, uint32_t node, const uint64_t *live, size_t n);
 
 /* hold.c: the ledger between the coordinator and its lenders */
+#define HOLD_NS_DRAM_ONLY 0x1u	/* Holding.ns_flags: the namespace never spills */
+#define HOLD_NS_PERSISTENT 0x2u /* ... its values live in pmem and are journaled */
+#define HOLD_NS_NO_EVICT 0x4u	/* ... a full namespace refuses puts */
+int hold_open(struct poold *pd);
 void hold_add(struct poold *pd, const Pool__Holdings *hs);
 void hold_drop(struct poold *pd, uint32_t arena, uint64_t off);
 void hold_clear(struct poold *pd);

@@ -319,9 +319,19 @@ static void region_scrubbed(struct poold *pd, void *arg, int rc)
 static void region_scrub(struct poold *pd, struct retired *rt)
 {
 	Pool__Scrub sc = POOL__SCRUB__INIT;
+	struct member *m = cluster_find(pd, rt->node);
 
-	if (rt->scrubbed || rt->scrub_sent)
+	if (rt->scrubbed || rt->scrub_sent || pd->stopping)
 		return;
+	if (m != NULL && m->info->incarnation != rt->incarnation) {
+		/*
+		 * Retired under an earlier life of the lender: that memory is gone,
+		 * or (pmem) kept by the lender's journal or zeroed when it started.
+		 * A scrub now would hit the new life's memory.
+		 */
+		rt->scrubbed = true;
+		return;
+	}
 	if (rt->node == pd->node_id) {
 		lend_scrub(pd, rt->arena, rt->off, rt->len);
 		rt->scrubbed = true;

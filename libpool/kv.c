@@ -27,13 +27,14 @@ struct pool_kv {
 };
 
 static int kv_ns_call(struct pool *pool, const char *op, const char *ns, uint64_t capacity,
-		      const char *tier, Pool__KvNsReply **ret)
+		      unsigned flags, Pool__KvNsReply **ret)
 {
 	Pool__KvNsRequest req = POOL__KV_NS_REQUEST__INIT;
 
 	req.op = (char *)op;
 	req.name = (char *)ns;
-	req.tier = (char *)tier;
+	req.tier = flags & POOL_KV_DRAM_ONLY ? "dram" : flags & POOL_KV_PERSISTENT ? "pmem" : NULL;
+	req.evict = flags & POOL_KV_NO_EVICT ? "none" : NULL;
 	if (capacity) {
 		req.has_capacity = 1;
 		req.capacity = capacity;
@@ -47,10 +48,11 @@ POOL_EXPORT int pool_kv_create(struct pool *pool, const char *ns, uint64_t capac
 	Pool__KvNsReply *rep;
 	int rc;
 
-	if (pool == NULL || ns == NULL || (flags & ~POOL_KV_DRAM_ONLY) != 0)
+	if (pool == NULL || ns == NULL ||
+	    (flags & ~(POOL_KV_DRAM_ONLY | POOL_KV_PERSISTENT | POOL_KV_NO_EVICT)) != 0 ||
+	    (flags & POOL_KV_DRAM_ONLY && flags & POOL_KV_PERSISTENT))
 		return pool_err(-EINVAL, "pool_kv_create: invalid argument");
-	rc = kv_ns_call(pool, "create", ns, capacity,
-			flags & POOL_KV_DRAM_ONLY ? "dram" : NULL, &rep);
+	rc = kv_ns_call(pool, "create", ns, capacity, flags, &rep);
 	if (rc == 0)
 		wire_msg_free(&rep->base);
 	return rc;
@@ -63,7 +65,7 @@ POOL_EXPORT int pool_kv_drop(struct pool *pool, const char *ns)
 
 	if (pool == NULL || ns == NULL)
 		return pool_err(-EINVAL, "pool_kv_drop: invalid argument");
-	rc = kv_ns_call(pool, "drop", ns, 0, NULL, &rep);
+	rc = kv_ns_call(pool, "drop", ns, 0, 0, &rep);
 	if (rc == 0)
 		wire_msg_free(&rep->base);
 	return rc;
@@ -77,7 +79,7 @@ POOL_EXPORT int pool_kv_open(struct pool *pool, const char *ns, struct pool_kv *
 
 	if (pool == NULL || ns == NULL || ret_kv == NULL || *ns == '\0' || strlen(ns) > 63)
 		return pool_err(-EINVAL, "pool_kv_open: invalid argument");
-	rc = kv_ns_call(pool, "stats", ns, 0, NULL, &rep);
+	rc = kv_ns_call(pool, "stats", ns, 0, 0, &rep);
 	if (rc < 0)
 		return rc;
 	wire_msg_free(&rep->base);

@@ -3,7 +3,8 @@
 # node 1 are read bit-exact from node 4, spread over the lenders by key;
 # values over a namespace's DRAM capacity spill to the lenders' pmem tiers;
 # the index comes back after a coordinator restart; a killed lender turns
-# gets of its values into misses (no error, no hang).
+# gets of its values into misses (no error, no hang); a persistent
+# namespace's values survive restarts of the coordinator and of a lender.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 KV="$top_builddir/tests/tools/pool-kv"
 FAILS=0 PASSES=0
@@ -64,12 +65,20 @@ done
 ns_wait 1 spill 'n["entries"] == 24 and n["used"] <= n["capacity"]' && kv 1 spill mput more 8 262144 11 | grep -q "8 of 8" \
 	&& ok "the namespace stays within its DRAM capacity and takes new values" || { not_ok "accounting after rewrites"; cat "$CLUSTER_TMP/out"; }
 
+# A persistent namespace keeps its values in the lenders' pmem tiers, journaled there.
+pctl 3 kv create durable 16M tier=pmem >/dev/null && kv 2 durable mput pk 40 65536 4 | grep -q "40 of 40" \
+	&& ok "40 values put into a persistent namespace" || not_ok "persistent namespace"
+pctl 1 --json ledger | python3 -c '
+import json, sys
+rows = [e for e in json.load(sys.stdin)["ledger"] if e.get("tier") == "pmem" and e["used"] > 0]
+assert len({r["node"] for r in rows}) >= 3, rows' && ok "its values are in the pmem tiers of at least 3 lenders" || not_ok "persistent values spread"
+
 # The coordinator restarts: the lenders are the truth, the index comes back from them.
 kv 2 model-a mput keep 60 65536 5 >/dev/null
 pctl 1 kv create dram-ns 4M tier=dram >/dev/null && kv 2 dram-ns mput dd 16 65536 1 >/dev/null
 pool_node_kill 1
 sleep 0.5
-pool_node_start 1
+POOL_PMEM=32M pool_node_start 1
 for h in 2 3 4; do pool_wait_state 1 h$h up 20 || not_ok "h$h rejoins the restarted coordinator"; done
 sleep 0.5
 pctl 1 kv ls >"$CLUSTER_TMP/out" 2>&1
@@ -84,6 +93,8 @@ hits=$(sed -n 's/.*: \([0-9]*\) hits of 60.*/\1/p' "$CLUSTER_TMP/out")
 # Values that lived on the coordinator itself went with it; the rest must be back.
 [ -n "$hits" ] && [ "$hits" -ge 30 ] && grep -q "all correct" "$CLUSTER_TMP/out" \
 	&& ok "after the coordinator restart: $hits of 60 values back, bit-exact" || { not_ok "values after coordinator restart"; cat "$CLUSTER_TMP/out"; }
+kv 4 durable mget pk 40 4 | grep -q "40 hits of 40, all correct" \
+	&& ok "all 40 persistent values are back, those on the coordinator's own pmem too" || not_ok "persistent values after the coordinator restart"
 kv 3 model-a mput after 20 65536 2 | grep -q "20 of 20" && kv 4 model-a mget after 20 2 | grep -q "20 hits of 20" \
 	&& ok "new puts and gets work after the restart" || not_ok "puts after the restart"
 
@@ -99,4 +110,10 @@ pool_wait_state 1 h3 dead 10
 kv 4 model-a mget blk 200 7 >"$CLUSTER_TMP/out" 2>&1
 grep -q "all correct" "$CLUSTER_TMP/out" && ok "after it is dead: $(cat "$CLUSTER_TMP/out")" || not_ok "gets after death"
 kv 2 model-a mput new 50 65536 1 | grep -q "50 of 50" && ok "new values go to the live lenders" || not_ok "puts after death"
+
+# The lender comes back: its persistent values are still in its pmem tier and are taken back.
+POOL_PMEM=32M pool_node_start 3
+pool_wait_state 1 h3 up 20 || not_ok "h3 rejoins"
+ns_wait 1 durable 'n["entries"] == 40' && kv 4 durable mget pk 40 4 | grep -q "40 hits of 40, all correct" \
+	&& ok "after node 3 restarts, all 40 persistent values read back bit-exact" || { not_ok "persistent values after a lender restart"; cat "$CLUSTER_TMP/out"; }
 finish

@@ -81,6 +81,14 @@ pool_stop() {
 
 pool_alive() { kill -0 "$POOLD_PID" 2>/dev/null; }
 
+# ns_holds NS EXPR: the KV namespace's `kv stats --json` (as n) satisfy the Python expression EXPR.
+ns_holds() {
+	"$POOLCTL" --json kv stats "$1" >"$TEST_DIR/out" &&
+		python3 -c 'import json, sys
+n = json.load(open(sys.argv[1]))["namespaces"][0]
+assert eval(sys.argv[2]), n' "$TEST_DIR/out" "$2"
+}
+
 # Finish: print a summary line and exit non-zero on any failure.
 pool_done() {
 	echo "$TEST_NAME: $PASSES passed, $FAILS failed"

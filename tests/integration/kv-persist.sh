@@ -1,0 +1,89 @@
+#!/bin/bash
+# Persistent KV namespaces on one node: values kept in the pmem tier survive
+# a clean stop, a SIGKILL and a torn journal tail; values of other
+# namespaces do not, and the pmem left from them reads as zeros when lent
+# again; a namespace with evict=none refuses puts when full.
+. "${top_srcdir:-.}/tests/integration/lib.sh"
+KV="$top_builddir/tests/tools/pool-kv"
+IO="$top_builddir/tests/tools/pool-io"
+PMEM="$TEST_DIR/pmem"
+
+start() { pool_start -o lend.size=64M -o pmem.path="$PMEM" -o pmem.size=16M; }
+
+# get_all NS PREFIX FIRST LAST: every value PREFIXi (seed i) reads back bit-exact.
+get_all() {
+	local i
+	for i in $(seq "$3" "$4"); do "$KV" "$1" get "$2$i" "$i" >/dev/null || return 1; done
+}
+
+start || exit 1
+check "create a persistent namespace" "$POOLCTL" kv create pers 8M tier=pmem
+ns_holds pers 'n["tier"] == "pmem" and n["evict"] == "lru"' && ok "its tier is pmem" || not_ok "tier pmem"
+for i in 1 2 3 4 5 6; do "$KV" pers put p$i 500000 $i >/dev/null; done
+check "remove one" "$KV" pers remove p6
+ns_holds pers 'n["entries"] == 5 and n["pmem_used"] >= 5 * 500000 and n["used"] == 0' \
+	&& ok "5 values, all in pmem" || { not_ok "values in pmem"; cat "$TEST_DIR/out"; }
+"$POOLCTL" kv create cache 8M >/dev/null && "$KV" cache put c1 100000 1 >/dev/null
+# A persistent region's data does not survive a restart: its pmem is zeroed before reuse.
+check "a region in the pmem tier" "$IO" create old $((4 << 20)) any persistent
+check "filled with a pattern" "$IO" write old 77
+
+check "poold stops cleanly" pool_stop
+start || exit 1
+ns_holds pers 'n["tier"] == "pmem" and n["capacity"] == 8 << 20 and n["entries"] == 5' \
+	&& ok "after a restart the namespace is back with its tier, capacity and values" || { not_ok "namespace after restart"; cat "$TEST_DIR/out"; }
+get_all pers p 1 5 && ok "all 5 values read back bit-exact" || not_ok "values after restart"
+check_exit 4 "the removed value stays removed" "$KV" pers get p6 6
+check_exit 1 "a DRAM namespace did not survive" "$KV" cache get c1 1
+check "a new region in the pmem tier" "$IO" create fresh $((8 << 20)) any persistent
+check "reads as zeros, not the old region's data" "$IO" zero fresh
+"$IO" destroy fresh >/dev/null
+
+# SIGKILL: what was committed is there.
+check "put after the restart" "$KV" pers put p7 200000 7
+kill -KILL "$POOLD_PID"; wait "$POOLD_PID" 2>/dev/null; POOLD_PID=
+start || exit 1
+get_all pers p 1 5 && "$KV" pers get p7 7 >/dev/null && ok "after SIGKILL, all 6 values read back bit-exact" || not_ok "values after SIGKILL"
+check "poold stops cleanly" pool_stop
+
+# A torn last record (p7's): the journal is used up to the record before it.
+python3 - "$PMEM" <<'EOF' || not_ok "corrupt the journal's last record"
+import struct, sys
+f = open(sys.argv[1], "r+b")
+size = f.seek(0, 2)
+j = size - (2 << 20)                      # the record area: the last 2 MiB of a 16 MiB tier
+f.seek(j)
+magic, version, active, gen, first, half = struct.unpack("<QIIQQQ", f.read(40))
+f.seek(j + 2048)
+s1 = struct.unpack("<QIIQQQ", f.read(40))
+if s1[0] == magic and s1[3] > gen:
+    active = s1[2]
+pos, last = j + 4096 + active * half, None
+while True:
+    f.seek(pos)
+    n, = struct.unpack("<I", f.read(4))
+    if n == 0:
+        break
+    last = pos
+    pos += 24 + (n + 7) // 8 * 8
+f.seek(last + 24)
+b = f.read(1)
+f.seek(last + 24)
+f.write(bytes([b[0] ^ 0xff]))
+EOF
+start || exit 1
+grep -q "torn or corrupt record" "$TEST_DIR/poold.log" && ok "the torn record is detected and logged" || not_ok "torn record logged"
+get_all pers p 1 5 && ok "the values before it are all there" || not_ok "values before the torn record"
+check_exit 4 "the value of the torn record is a miss" "$KV" pers get p7 7
+check "and can be put again" "$KV" pers put p7 200000 7
+
+# evict=none: a full namespace refuses puts instead of evicting.
+check "a namespace that never evicts (nor spills)" "$POOLCTL" kv create fixed 2M tier=dram evict=none
+"$KV" fixed put f1 1048576 1 >/dev/null && "$KV" fixed put f2 1048576 2 >/dev/null
+check_exit 1 "a put beyond its capacity is refused" "$KV" fixed put f3 1048576 3
+check_out "No space|space" "with a no-space error"
+get_all fixed f 1 2 && ok "nothing was evicted for it" || not_ok "evict=none kept its values"
+check_exit 1 "an unknown eviction policy is refused" "$POOLCTL" kv create badev 2M evict=lfu
+check_out "evict 'lfu': lru or none" "with a message naming the choices"
+pool_alive && ok "poold still running" || not_ok "poold still running"
+pool_done
