@@ -67,5 +67,6 @@ int pool_call(struct pool *pool, uint16_t type, const ProtobufCMessage *req, uin
 	      ProtobufCMessage **ret_reply);
 int pool_call_fd(struct pool *pool, uint16_t type, const ProtobufCMessage *req,
 		 uint16_t reply_type, ProtobufCMessage **ret_reply, int *ret_fd);
+int pool_send(struct pool *pool, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type);
 
 #endif

@@ -124,6 +124,11 @@ static int kv_call(struct pool_kv *kv, const char *op, size_t n, const void *con
 	req.n_sizes = sizes ? n : 0;
 	req.versions = versions;
 	req.n_versions = versions ? n : 0;
+	if (ret == NULL) { /* the outcome does not matter: no round trip */
+		rc = pool_send(kv->pool, WIRE_KV, &req.base, WIRE_KV_REPLY);
+		free(k);
+		return rc;
+	}
 	rc = pool_call(kv->pool, WIRE_KV, &req.base, WIRE_KV_REPLY, (ProtobufCMessage **)ret);
 	free(k);
 	if (rc == 0 && strcmp(op, "match") != 0 && (*ret)->n_locations != n) {
@@ -343,7 +348,7 @@ POOL_EXPORT int pool_kv_get_batch(struct pool_kv *kv, size_t n, const void *cons
 				  const size_t *klens, void *const *bufs, const size_t *buflens,
 				  size_t *ret_vlens, int *ret_status)
 {
-	Pool__KvReply *rep = NULL, *rrep = NULL;
+	Pool__KvReply *rep = NULL;
 	uint64_t *versions = NULL;
 	size_t *lens = NULL, i, good = 0, pinned = 0;
 	int *status = ret_status, rc;
@@ -382,8 +387,8 @@ POOL_EXPORT int pool_kv_get_batch(struct pool_kv *kv, size_t n, const void *cons
 				rklens[k] = klens[i];
 				rv[k++] = versions[i];
 			}
-		if (k == pinned && kv_call(kv, "release", k, rkeys, rklens, NULL, rv, &rrep) == 0)
-			wire_msg_free(&rrep->base);
+		if (k == pinned)
+			kv_call(kv, "release", k, rkeys, rklens, NULL, rv, NULL);
 		free(rkeys);
 		free(rklens);
 		free(rv);

@@ -61,6 +61,23 @@ int pool_call(struct pool *pool, uint16_t type, const ProtobufCMessage *req, uin
 	return pool_call_fd(pool, type, req, reply_type, ret_reply, NULL);
 }
 
+/* Send a request whose reply does not matter (see wire_client_send()); a call when that fails. */
+int pool_send(struct pool *pool, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type)
+{
+	ProtobufCMessage *reply;
+	int rc;
+
+	pthread_mutex_lock(&pool->lock);
+	rc = wire_client_send(pool->wc, type, req);
+	pthread_mutex_unlock(&pool->lock);
+	if (rc != -EBUSY)
+		return rc;
+	rc = pool_call(pool, type, req, reply_type, &reply);
+	if (rc == 0)
+		wire_msg_free(reply);
+	return rc;
+}
+
 /* pool_call() for a reply that carries a file descriptor. */
 int pool_call_fd(struct pool *pool, uint16_t type, const ProtobufCMessage *req,
 		 uint16_t reply_type, ProtobufCMessage **ret_reply, int *ret_fd)

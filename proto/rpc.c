@@ -25,6 +25,8 @@ struct wire_client {
 	int timeout_ms;
 	int broken; /* transport error that desynchronised the stream, or 0 */
 	uint64_t next_id;
+	uint64_t unanswered[32]; /* ids sent with wire_client_send(): replies to drop */
+	unsigned nunanswered;
 	uint32_t node_id;
 	char server_version[64];
 	char transports[128];
@@ -153,10 +155,20 @@ int wire_recv_frame_fd(int fd, size_t max_payload, int timeout_ms, struct wire_h
 	return 0;
 }
 
-/* Hand an unsolicited frame to the notice callback; false if it is not one. */
+/*
+ * Hand an unsolicited frame to the notice callback, or drop the reply to a
+ * request sent with wire_client_send(); false if it is neither.
+ */
 static bool wire_client_notice(struct wire_client *c, const struct wire_hdr *hdr,
 			       const uint8_t *payload)
 {
+	unsigned i;
+
+	for (i = 0; hdr->req_id != 0 && i < c->nunanswered; i++)
+		if (c->unanswered[i] == hdr->req_id) {
+			c->unanswered[i] = c->unanswered[--c->nunanswered];
+			return true;
+		}
 	if (hdr->req_id != 0 || hdr->type == WIRE_ERROR)
 		return false;
 	if (c->notice != NULL)
@@ -194,6 +206,27 @@ int wire_client_poll(struct wire_client *c)
 		}
 		free(payload);
 	}
+	return 0;
+}
+
+/*
+ * Send req without waiting for its reply, which a later call or poll drops,
+ * error or not: for requests whose outcome the caller does not need, such
+ * as releases, so they cost no round trip. -EBUSY when too many replies are
+ * due already (make a call instead).
+ */
+int wire_client_send(struct wire_client *c, uint16_t type, const ProtobufCMessage *req)
+{
+	int rc;
+
+	if (c->broken)
+		return c->broken;
+	if (c->nunanswered == sizeof(c->unanswered) / sizeof(c->unanswered[0]))
+		return -EBUSY;
+	rc = wire_send_frame(c->fd, type, c->next_id, req);
+	if (rc < 0)
+		return c->broken = rc;
+	c->unanswered[c->nunanswered++] = c->next_id++;
 	return 0;
 }
 

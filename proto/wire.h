@@ -113,6 +113,7 @@ int wire_client_fd(const struct wire_client *c);
 uint32_t wire_client_node_id(const struct wire_client *c);
 const char *wire_client_server_version(const struct wire_client *c);
 const char *wire_client_transports(const struct wire_client *c);
+int wire_client_send(struct wire_client *c, uint16_t type, const ProtobufCMessage *req);
 int wire_client_call(struct wire_client *c, uint16_t type, const ProtobufCMessage *req,
 		     uint16_t reply_type, ProtobufCMessage **ret_reply, char *errbuf, size_t errlen);
 int wire_client_call_fd(struct wire_client *c, uint16_t type, const ProtobufCMessage *req,

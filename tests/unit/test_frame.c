@@ -4,7 +4,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/unit/unit.h"
@@ -163,6 +166,82 @@ static void test_stream_timeout(void)
 	close(sv[1]);
 }
 
+/* A server that answers a client's requests out of order (a child process). */
+static void fake_server(int lfd)
+{
+	Pool__HelloReply hr = POOL__HELLO_REPLY__INIT;
+	Pool__Error err = POOL__ERROR__INIT;
+	Pool__Ok ok = POOL__OK__INIT;
+	struct wire_hdr hdr, send_only, call;
+	uint8_t *payload;
+	int fd = accept(lfd, NULL, NULL);
+
+	if (fd < 0 || wire_recv_frame(fd, 1 << 20, 5000, &hdr, &payload) < 0)
+		_exit(1);
+	free(payload);
+	hr.version = WIRE_VERSION;
+	hr.server_version = "test";
+	wire_send_frame(fd, WIRE_HELLO_REPLY, hdr.req_id, &hr.base);
+	/* A request sent without waiting, then a call: the call is answered first. */
+	if (wire_recv_frame(fd, 1 << 20, 5000, &send_only, &payload) < 0)
+		_exit(1);
+	free(payload);
+	if (wire_recv_frame(fd, 1 << 20, 5000, &call, &payload) < 0)
+		_exit(1);
+	free(payload);
+	wire_send_frame(fd, WIRE_OK, call.req_id, &ok.base);
+	err.code = -EINVAL;
+	err.message = "refused";
+	wire_send_frame(fd, WIRE_ERROR, send_only.req_id, &err.base);
+	/* Then another call, answered in turn. */
+	if (wire_recv_frame(fd, 1 << 20, 5000, &call, &payload) < 0)
+		_exit(1);
+	free(payload);
+	wire_send_frame(fd, WIRE_OK, call.req_id, &ok.base);
+	/* Wait for the client to go. */
+	while (wire_recv_frame(fd, 1 << 20, 5000, &hdr, &payload) == 0)
+		free(payload);
+	_exit(0);
+}
+
+static void test_send_without_reply(void)
+{
+	Pool__StatusRequest st = POOL__STATUS_REQUEST__INIT;
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct wire_client *c;
+	ProtobufCMessage *reply;
+	int lfd, status, i, rc = 0;
+	pid_t pid;
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "/tmp/test_frame.%d.sock", (int)getpid());
+	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	CU_ASSERT_FATAL(lfd >= 0);
+	CU_ASSERT_FATAL(bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) == 0 && listen(lfd, 1) == 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0)
+		fake_server(lfd);
+	close(lfd);
+	CU_ASSERT_EQUAL_FATAL(wire_client_connect(sun.sun_path, "test", 5000, &c, NULL, 0), 0);
+	unlink(sun.sun_path);
+	CU_ASSERT_EQUAL(wire_client_send(c, WIRE_STATUS, &st.base), 0);
+	/* The call gets its own reply although it comes first ... */
+	CU_ASSERT_EQUAL(wire_client_call(c, WIRE_STATUS, &st.base, WIRE_OK, &reply, NULL, 0), 0);
+	wire_msg_free(reply);
+	/* ... the other reply (an error) is dropped, and the next call gets its own. */
+	CU_ASSERT_EQUAL(wire_client_call(c, WIRE_STATUS, &st.base, WIRE_OK, &reply, NULL, 0), 0);
+	wire_msg_free(reply);
+	CU_ASSERT_EQUAL(wire_client_poll(c), 0);
+	/* Replies due are bounded: then the caller must wait for one. */
+	for (i = 0; i < 64 && rc == 0; i++)
+		rc = wire_client_send(c, WIRE_STATUS, &st.base);
+	CU_ASSERT_EQUAL(rc, -EBUSY);
+	CU_ASSERT_EQUAL(i, 33);
+	wire_client_close(c);
+	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -173,6 +252,7 @@ int main(void)
 		{"frame round trip", test_frame_round_trip},
 		{"type mismatch", test_frame_type_mismatch},
 		{"malformed payload", test_msg_malformed},
+		{"requests sent without waiting for the reply", test_send_without_reply},
 		{"stream round trip", test_stream_round_trip},
 		{"stream timeout", test_stream_timeout},
 		{NULL, NULL},
