@@ -169,8 +169,39 @@ static void kv_io_done(void *arg, int status)
 }
 
 /*
+ * The value at loc in this process's mapping of its arena, when its lender
+ * is this node and poold passes the arena to this caller (a trusted one);
+ * NULL otherwise, and the value is then moved over the fabric.
+ */
+static void *kv_map(struct pool *pool, const Pool__KvReply *rep, const Pool__KvLocation *loc,
+		    size_t len)
+{
+	const Pool__NodeInfo *info = NULL;
+	uint64_t size = 0;
+	void *base;
+	size_t k;
+	int rc;
+
+	if (!loc->has_node || loc->node != wire_client_node_id(pool->wc))
+		return NULL;
+	for (k = 0; k < rep->n_nodes; k++)
+		if (rep->nodes[k]->node->id == loc->node)
+			info = rep->nodes[k]->node;
+	for (k = 0; info != NULL && k < info->n_arenas; k++)
+		if (info->arenas[k]->id == loc->arena)
+			size = info->arenas[k]->size;
+	if (size == 0 || loc->off > size || len > size - loc->off)
+		return NULL;
+	pthread_mutex_lock(&pool->lock);
+	rc = pool_arena_map(pool, loc->arena, size, &base);
+	pthread_mutex_unlock(&pool->lock);
+	return rc == 0 ? (char *)base + loc->off : NULL;
+}
+
+/*
  * One get or put per located key (status[i] == 0), all in flight, then one
- * wait; puts are flushed so they are complete at the lenders. A key whose
+ * wait; puts are flushed so they are complete at the lenders. A value on
+ * this node that kv_map() reaches is a plain copy instead. A key whose
  * transfer fails gets that error in status[] and its lender is reported.
  */
 static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, void *const *bufs,
@@ -180,14 +211,12 @@ static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, void *c
 	struct kv_io io = {.done = 1, .status = status};
 	struct kv_io_op *ops = calloc(n ? n : 1, sizeof(*ops));
 	struct pool_node **nodes = calloc(n ? n : 1, sizeof(*nodes));
-	bool *local = calloc(n ? n : 1, sizeof(*local));
 	size_t i, k;
 	int rc = 0;
 
-	if (ops == NULL || nodes == NULL || local == NULL) {
+	if (ops == NULL || nodes == NULL) {
 		free(ops);
 		free(nodes);
-		free(local);
 		return pool_err(-ENOMEM, "out of memory");
 	}
 	pthread_mutex_lock(&pool->data_lock);
@@ -197,10 +226,19 @@ static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, void *c
 		const Pool__KvLocation *loc = rep->locations[i];
 		const Pool__NodeInfo *info = NULL;
 		struct fab_rkey *rkey = NULL;
-		uint64_t raddr = 0, size = 0;
+		uint64_t raddr = 0;
+		void *local;
 
 		if (status[i] != 0)
 			continue;
+		local = kv_map(pool, rep, loc, lens[i]);
+		if (local != NULL) {
+			if (write)
+				memcpy(local, bufs[i], lens[i]);
+			else
+				memcpy(bufs[i], local, lens[i]);
+			continue;
+		}
 		for (k = 0; k < rep->n_nodes; k++)
 			if (rep->nodes[k]->node->id == loc->node)
 				info = rep->nodes[k]->node;
@@ -212,27 +250,10 @@ static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, void *c
 			if (nodes[i]->arenas[k].id == loc->arena) {
 				rkey = nodes[i]->arenas[k].rkey;
 				raddr = nodes[i]->arenas[k].addr + loc->off;
-				size = nodes[i]->arenas[k].size;
 			}
 		if (rkey == NULL) {
 			status[i] = POOL_EPROTOCOL;
 			continue;
-		}
-		/* A value on this node, for a caller trusted with the arena: a plain copy. */
-		if (loc->node == wire_client_node_id(pool->wc) && loc->off + lens[i] <= size) {
-			void *base;
-
-			pthread_mutex_lock(&pool->lock);
-			k = pool_arena_map(pool, loc->arena, size, &base) == 0;
-			pthread_mutex_unlock(&pool->lock);
-			if (k) {
-				if (write)
-					memcpy((char *)base + loc->off, bufs[i], lens[i]);
-				else
-					memcpy(bufs[i], (char *)base + loc->off, lens[i]);
-				local[i] = true;
-				continue;
-			}
 		}
 		ops[i] = (struct kv_io_op){&io, i};
 		io.outstanding++;
@@ -248,11 +269,11 @@ static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, void *c
 	if (--io.outstanding == 0)
 		io.done = 1;
 	rc = io.done ? 0 : fab_ctx_wait(pool->fab, &io.done, REGION_IO_TIMEOUT_MS);
+	/* Local copies have no node here: only the fabric's puts are flushed. */
 	for (i = 0; write && rc == 0 && i < n; i++) {
 		for (k = 0; k < i && nodes[k] != nodes[i]; k++)
 			;
-		if (nodes[i] != NULL && status[i] == 0 && !local[i] && k == i &&
-		    fab_flush(nodes[i]->ep) < 0)
+		if (nodes[i] != NULL && status[i] == 0 && k == i && fab_flush(nodes[i]->ep) < 0)
 			status[i] = POOL_ELOST;
 	}
 	pthread_mutex_unlock(&pool->data_lock);
@@ -261,7 +282,6 @@ static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, void *c
 			kv_report(kv, rep->locations[i]->node);
 	free(ops);
 	free(nodes);
-	free(local);
 	return rc < 0 ? pool_err(rc, "KV transfer: %s", err_str(rc)) : 0;
 }
 
