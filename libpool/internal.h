@@ -46,6 +46,8 @@ void pool_region_notice(void *arg, uint16_t type, const uint8_t *payload, size_t
 void pool_arenas_unmap(struct pool *pool);
 int pool_arena_map(struct pool *pool, uint32_t arena, uint64_t size, void **ret_base);
 int pool_node_get(struct pool *pool, const Pool__NodeInfo *info, struct pool_node **ret);
+int pool_region_window(struct pool_region *r, uint64_t off, size_t len, bool store,
+		       const char *what, void **ret_addr);
 
 /* A lender this process talks to: its endpoint and the rkeys of its arenas. */
 struct pool_node {

@@ -176,8 +176,39 @@ static void kv_io_done(void *arg, int status)
 }
 
 /*
+ * The value at loc in this process's mapping of its arena, when its lender
+ * is this node and poold passes the arena to this caller (a trusted one);
+ * NULL otherwise, and the value is then moved over the fabric.
+ */
+static void *kv_map(struct pool *pool, const Pool__KvReply *rep, const Pool__KvLocation *loc,
+		    size_t len)
+{
+	const Pool__NodeInfo *info = NULL;
+	uint64_t size = 0;
+	void *base;
+	size_t k;
+	int rc;
+
+	if (!loc->has_node || loc->node != wire_client_node_id(pool->wc))
+		return NULL;
+	for (k = 0; k < rep->n_nodes; k++)
+		if (rep->nodes[k]->node->id == loc->node)
+			info = rep->nodes[k]->node;
+	for (k = 0; info != NULL && k < info->n_arenas; k++)
+		if (info->arenas[k]->id == loc->arena)
+			size = info->arenas[k]->size;
+	if (size == 0 || loc->off > size || len > size - loc->off)
+		return NULL;
+	pthread_mutex_lock(&pool->lock);
+	rc = pool_arena_map(pool, loc->arena, size, &base);
+	pthread_mutex_unlock(&pool->lock);
+	return rc == 0 ? (char *)base + loc->off : NULL;
+}
+
+/*
  * One get or put per located key (status[i] == 0), all in flight, then one
- * wait; puts are flushed so they are complete at the lenders. A key whose
+ * wait; puts are flushed so they are complete at the lenders. A value on
+ * this node that kv_map() reaches is a plain copy instead. A key whose
  * transfer fails gets that error in status[] and its lender is reported.
  */
 static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, void *const *bufs,
@@ -187,14 +218,12 @@ static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, void *c
 	struct kv_io io = {.done = 1, .status = status};
 	struct kv_io_op *ops = calloc(n ? n : 1, sizeof(*ops));
 	struct pool_node **nodes = calloc(n ? n : 1, sizeof(*nodes));
-	bool *local = calloc(n ? n : 1, sizeof(*local));
 	size_t i, k;
 	int rc = 0;
 
-	if (ops == NULL || nodes == NULL || local == NULL) {
+	if (ops == NULL || nodes == NULL) {
 		free(ops);
 		free(nodes);
-		free(local);
 		return pool_err(-ENOMEM, "out of memory");
 	}
 	pthread_mutex_lock(&pool->data_lock);
@@ -204,10 +233,19 @@ static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, void *c
 		const Pool__KvLocation *loc = rep->locations[i];
 		const Pool__NodeInfo *info = NULL;
 		struct fab_rkey *rkey = NULL;
-		uint64_t raddr = 0, size = 0;
+		uint64_t raddr = 0;
+		void *local;
 
 		if (status[i] != 0)
 			continue;
+		local = kv_map(pool, rep, loc, lens[i]);
+		if (local != NULL) {
+			if (write)
+				memcpy(local, bufs[i], lens[i]);
+			else
+				memcpy(bufs[i], local, lens[i]);
+			continue;
+		}
 		for (k = 0; k < rep->n_nodes; k++)
 			if (rep->nodes[k]->node->id == loc->node)
 				info = rep->nodes[k]->node;
@@ -219,27 +257,10 @@ static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, void *c
 			if (nodes[i]->arenas[k].id == loc->arena) {
 				rkey = nodes[i]->arenas[k].rkey;
 				raddr = nodes[i]->arenas[k].addr + loc->off;
-				size = nodes[i]->arenas[k].size;
 			}
 		if (rkey == NULL) {
 			status[i] = POOL_EPROTOCOL;
 			continue;
-		}
-		/* A value on this node, for a caller trusted with the arena: a plain copy. */
-		if (loc->node == wire_client_node_id(pool->wc) && loc->off + lens[i] <= size) {
-			void *base;
-
-			pthread_mutex_lock(&pool->lock);
-			k = pool_arena_map(pool, loc->arena, size, &base) == 0;
-			pthread_mutex_unlock(&pool->lock);
-			if (k) {
-				if (write)
-					memcpy((char *)base + loc->off, bufs[i], lens[i]);
-				else
-					memcpy(bufs[i], (char *)base + loc->off, lens[i]);
-				local[i] = true;
-				continue;
-			}
 		}
 		ops[i] = (struct kv_io_op){&io, i};
 		io.outstanding++;
@@ -255,11 +276,11 @@ static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, void *c
 	if (--io.outstanding == 0)
 		io.done = 1;
 	rc = io.done ? 0 : fab_ctx_wait(pool->fab, &io.done, REGION_IO_TIMEOUT_MS);
+	/* Local copies have no node here: only the fabric's puts are flushed. */
 	for (i = 0; write && rc == 0 && i < n; i++) {
 		for (k = 0; k < i && nodes[k] != nodes[i]; k++)
 			;
-		if (nodes[i] != NULL && status[i] == 0 && !local[i] && k == i &&
-		    fab_flush(nodes[i]->ep) < 0)
+		if (nodes[i] != NULL && status[i] == 0 && k == i && fab_flush(nodes[i]->ep) < 0)
 			status[i] = POOL_ELOST;
 	}
 	pthread_mutex_unlock(&pool->data_lock);
@@ -268,7 +289,6 @@ static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, void *c
 			kv_report(kv, rep->locations[i]->node);
 	free(ops);
 	free(nodes);
-	free(local);
 	return rc < 0 ? pool_err(rc, "KV transfer: %s", err_str(rc)) : 0;
 }
 
@@ -434,6 +454,342 @@ POOL_EXPORT int pool_kv_get(struct pool_kv *kv, const void *key, size_t klen, vo
 	if (ret_vlen != NULL)
 		*ret_vlen = vlen;
 	return 0;
+}
+
+/*
+ * Zero-copy access. A ref holds a value for its caller: an acquired one
+ * pinned in place in the arena mapping (version != 0) or copied into buf;
+ * a reserved one's reservation (version), written in place or in buf
+ * (staging, put at commit). The server keeps a pinned or reserved version's
+ * memory out of reuse until the ref ends, or the session does.
+ */
+struct pool_kv_ref {
+	struct pool_kv *kv;
+	void *data; /* the value: in the arena mapping, or buf */
+	void *buf;  /* a copy or a staging buffer, when not in place */
+	size_t len;
+	uint64_t version;   /* pinned or reserved; 0: nothing held at the server */
+	Pool__KvReply *rep; /* a staged reservation: where the value goes */
+	bool reserved;	    /* from pool_kv_reserve(): ends with commit or abort */
+	bool local;	    /* data is in place */
+	size_t klen;
+	uint8_t key[];
+};
+
+static int kv_check(struct pool_kv *kv, const void *key, size_t klen, const char *what)
+{
+	if (kv == NULL || key == NULL)
+		return pool_err(-EINVAL, "%s: invalid argument", what);
+	if (klen == 0 || klen > POOL_KV_KEY_MAX)
+		return pool_err(-EINVAL, "%s: a key is 1 to %d bytes, not %zu", what,
+				POOL_KV_KEY_MAX, klen);
+	return 0;
+}
+
+static int kv_check_vlen(size_t vlen, const char *what)
+{
+	if (vlen == 0 || vlen > POOL_KV_VALUE_MAX)
+		return pool_err(-EINVAL, "%s: a value is 1 byte to 64 MiB, not %zu", what, vlen);
+	return 0;
+}
+
+static struct pool_kv_ref *kv_ref_new(struct pool_kv *kv, const void *key, size_t klen)
+{
+	struct pool_kv_ref *ref = calloc(1, sizeof(*ref) + klen);
+
+	if (ref == NULL)
+		return NULL;
+	ref->kv = kv;
+	ref->klen = klen;
+	memcpy(ref->key, key, klen);
+	return ref;
+}
+
+static void kv_ref_free(struct pool_kv_ref *ref)
+{
+	if (ref->rep != NULL)
+		wire_msg_free(&ref->rep->base);
+	free(ref->buf);
+	free(ref);
+}
+
+/*
+ * Release a ref's pin, or commit or abort its reservation: the key's status
+ * at the server (0, or a negative code without a message).
+ */
+static int kv_ref_end(struct pool_kv_ref *ref, const char *op)
+{
+	const void *key = ref->key;
+	Pool__KvReply *rep;
+	int rc;
+
+	if (strcmp(op, "release") == 0) { /* nothing to learn from its reply */
+		rc = kv_call(ref->kv, op, 1, &key, &ref->klen, NULL, &ref->version, NULL);
+		ref->version = 0;
+		return rc;
+	}
+	rc = kv_call(ref->kv, op, 1, &key, &ref->klen, NULL, &ref->version, &rep);
+	if (rc < 0)
+		return rc;
+	rc = rep->locations[0]->status;
+	wire_msg_free(&rep->base);
+	ref->version = 0;
+	return rc;
+}
+
+/* A value that is not in place: one get into a buffer of the ref's own, then unpin. */
+static int kv_acquire_copy(struct pool_kv_ref *ref, Pool__KvReply *rep)
+{
+	int status = 0, rc;
+
+	ref->buf = malloc(ref->len);
+	if (ref->buf == NULL)
+		rc = pool_err(-ENOMEM, "out of memory");
+	else
+		rc = kv_transfer(ref->kv, rep, 1, &ref->buf, &ref->len, false, &status);
+	kv_ref_end(ref, "release");
+	if (rc < 0)
+		return rc;
+	if (status < 0) /* a lost value is a miss, as for pool_kv_get() */
+		return pool_err(-ENOENT, "acquire: the value could not be read: %s",
+				err_str(status));
+	ref->data = ref->buf;
+	return 0;
+}
+
+POOL_EXPORT int pool_kv_acquire(struct pool_kv *kv, const void *key, size_t klen,
+				const void **ret_data, size_t *ret_len,
+				struct pool_kv_ref **ret_ref)
+{
+	struct pool_kv_ref *ref;
+	Pool__KvReply *rep;
+	int rc;
+
+	rc = kv_check(kv, key, klen, "pool_kv_acquire");
+	if (rc == 0 && (ret_data == NULL || ret_len == NULL || ret_ref == NULL))
+		rc = pool_err(-EINVAL, "pool_kv_acquire: invalid argument");
+	if (rc < 0)
+		return rc;
+	ref = kv_ref_new(kv, key, klen);
+	if (ref == NULL)
+		return pool_err(-ENOMEM, "out of memory");
+	rc = kv_call(kv, "lookup", 1, &key, &klen, NULL, NULL, &rep);
+	if (rc < 0)
+		goto out_ref;
+	rc = rep->locations[0]->status;
+	if (rc < 0) {
+		rc = pool_err(rc, "acquire: %s", rc == -ENOENT ? "not found" : err_str(rc));
+		goto out_rep;
+	}
+	ref->version = rep->locations[0]->version;
+	ref->len = rep->locations[0]->len;
+	/* In place, the pin stays until pool_kv_release(): nobody reuses the memory. */
+	ref->data = kv_map(kv->pool, rep, rep->locations[0], ref->len);
+	ref->local = ref->data != NULL;
+	if (!ref->local)
+		rc = kv_acquire_copy(ref, rep);
+	if (rc < 0)
+		goto out_rep;
+	wire_msg_free(&rep->base);
+	*ret_data = ref->data;
+	*ret_len = ref->len;
+	*ret_ref = ref;
+	return 0;
+out_rep:
+	wire_msg_free(&rep->base);
+out_ref:
+	kv_ref_free(ref);
+	return rc;
+}
+
+POOL_EXPORT int pool_kv_release(struct pool_kv_ref *ref)
+{
+	int rc = 0;
+
+	if (ref == NULL)
+		return pool_err(-EINVAL, "pool_kv_release: invalid argument");
+	if (ref->reserved)
+		return pool_err(-EINVAL, "pool_kv_release: a reserved value ends with "
+					 "pool_kv_commit() or pool_kv_abort()");
+	if (ref->version != 0)
+		rc = kv_ref_end(ref, "release");
+	kv_ref_free(ref);
+	return rc < 0 ? pool_err(rc, "release: %s", err_str(rc)) : 0;
+}
+
+POOL_EXPORT int pool_kv_ref_local(const struct pool_kv_ref *ref)
+{
+	if (ref == NULL)
+		return pool_err(-EINVAL, "pool_kv_ref_local: invalid argument");
+	return ref->local;
+}
+
+POOL_EXPORT int pool_kv_reserve(struct pool_kv *kv, const void *key, size_t klen, size_t vlen,
+				void **ret_data, struct pool_kv_ref **ret_ref)
+{
+	struct pool_kv_ref *ref;
+	uint64_t size = vlen;
+	Pool__KvReply *rep;
+	int rc;
+
+	rc = kv_check(kv, key, klen, "pool_kv_reserve");
+	if (rc == 0)
+		rc = kv_check_vlen(vlen, "pool_kv_reserve");
+	if (rc == 0 && (ret_data == NULL || ret_ref == NULL))
+		rc = pool_err(-EINVAL, "pool_kv_reserve: invalid argument");
+	if (rc < 0)
+		return rc;
+	ref = kv_ref_new(kv, key, klen);
+	if (ref == NULL)
+		return pool_err(-ENOMEM, "out of memory");
+	ref->reserved = true;
+	ref->len = vlen;
+	rc = kv_call(kv, "reserve", 1, &key, &klen, &size, NULL, &rep);
+	if (rc < 0)
+		goto out_ref;
+	rc = rep->locations[0]->status;
+	if (rc < 0) {
+		rc = pool_err(rc, "reserve: %s", err_str(rc));
+		goto out_rep;
+	}
+	ref->version = rep->locations[0]->version;
+	ref->data = kv_map(kv->pool, rep, rep->locations[0], vlen);
+	ref->local = ref->data != NULL;
+	if (!ref->local) { /* staged here, put at commit: keep where it goes */
+		ref->data = ref->buf = malloc(vlen);
+		if (ref->buf == NULL) {
+			kv_ref_end(ref, "abort");
+			rc = pool_err(-ENOMEM, "out of memory");
+			goto out_rep;
+		}
+		ref->rep = rep;
+		rep = NULL;
+	}
+	if (rep != NULL)
+		wire_msg_free(&rep->base);
+	*ret_data = ref->data;
+	*ret_ref = ref;
+	return 0;
+out_rep:
+	wire_msg_free(&rep->base);
+out_ref:
+	kv_ref_free(ref);
+	return rc;
+}
+
+/* Check a ref given to commit or abort. */
+static int kv_check_reserved(struct pool_kv_ref *ref, const char *what)
+{
+	if (ref == NULL)
+		return pool_err(-EINVAL, "%s: invalid argument", what);
+	if (!ref->reserved)
+		return pool_err(-EINVAL, "%s: an acquired value ends with pool_kv_release()", what);
+	return 0;
+}
+
+POOL_EXPORT int pool_kv_commit(struct pool_kv_ref *ref)
+{
+	int status = 0, rc;
+
+	rc = kv_check_reserved(ref, "pool_kv_commit");
+	if (rc < 0)
+		return rc;
+	if (!ref->local) {
+		rc = kv_transfer(ref->kv, ref->rep, 1, &ref->buf, &ref->len, true, &status);
+		if (rc == 0)
+			rc = status;
+		if (rc < 0) { /* nothing to commit: the reservation goes back at once */
+			kv_ref_end(ref, "abort");
+			kv_ref_free(ref);
+			return pool_err(rc, "commit: the value could not be written: %s",
+					err_str(rc));
+		}
+	}
+	rc = kv_ref_end(ref, "commit");
+	kv_ref_free(ref);
+	if (rc == -ESTALE)
+		return pool_err(rc, "commit: the reservation is no longer there");
+	return rc < 0 ? pool_err(rc, "commit: %s", err_str(rc)) : 0;
+}
+
+POOL_EXPORT int pool_kv_abort(struct pool_kv_ref *ref)
+{
+	int rc;
+
+	rc = kv_check_reserved(ref, "pool_kv_abort");
+	if (rc < 0)
+		return rc;
+	rc = kv_ref_end(ref, "abort");
+	kv_ref_free(ref);
+	return rc < 0 ? pool_err(rc, "abort: %s", err_str(rc)) : 0;
+}
+
+/*
+ * A region mapped here is the buffer of a plain get or put: one transfer
+ * between it and the lender, or one copy. Otherwise the value is acquired
+ * or reserved (in place when it is on this node, else a buffer) and moved
+ * with one region write or read.
+ */
+POOL_EXPORT int pool_kv_get_region(struct pool_kv *kv, const void *key, size_t klen,
+				   struct pool_region *region, uint64_t offset, size_t maxlen,
+				   size_t *ret_vlen)
+{
+	struct pool_kv_ref *ref;
+	const void *data;
+	size_t vlen;
+	void *win;
+	int rc;
+
+	rc = kv_check(kv, key, klen, "pool_kv_get_region");
+	if (rc == 0 && (region == NULL || maxlen == 0))
+		rc = pool_err(-EINVAL, "pool_kv_get_region: %s",
+			      region == NULL ? "no region" : "maxlen is 0");
+	if (rc == 0)
+		rc = pool_region_window(region, offset, maxlen, true, "pool_kv_get_region", &win);
+	if (rc < 0)
+		return rc;
+	if (rc == 1)
+		return pool_kv_get(kv, key, klen, win, maxlen, ret_vlen);
+	rc = pool_kv_acquire(kv, key, klen, &data, &vlen, &ref);
+	if (rc < 0)
+		return rc;
+	rc = pool_region_write(region, offset, data, MIN(vlen, maxlen));
+	if (ref->version != 0) /* quietly: a failed write keeps its message */
+		kv_ref_end(ref, "release");
+	kv_ref_free(ref);
+	if (rc == 0 && ret_vlen != NULL)
+		*ret_vlen = vlen;
+	return rc;
+}
+
+POOL_EXPORT int pool_kv_put_region(struct pool_kv *kv, const void *key, size_t klen,
+				   struct pool_region *region, uint64_t offset, size_t len)
+{
+	struct pool_kv_ref *ref;
+	void *data, *win;
+	int rc;
+
+	rc = kv_check(kv, key, klen, "pool_kv_put_region");
+	if (rc == 0)
+		rc = kv_check_vlen(len, "pool_kv_put_region");
+	if (rc == 0 && region == NULL)
+		rc = pool_err(-EINVAL, "pool_kv_put_region: no region");
+	if (rc == 0)
+		rc = pool_region_window(region, offset, len, false, "pool_kv_put_region", &win);
+	if (rc < 0)
+		return rc;
+	if (rc == 1)
+		return pool_kv_put(kv, key, klen, win, len);
+	rc = pool_kv_reserve(kv, key, klen, len, &data, &ref);
+	if (rc < 0)
+		return rc;
+	rc = pool_region_read(region, offset, data, len);
+	if (rc < 0) {
+		kv_ref_end(ref, "abort");
+		kv_ref_free(ref);
+		return rc;
+	}
+	return pool_kv_commit(ref);
 }
 
 POOL_EXPORT int pool_kv_exists(struct pool_kv *kv, const void *key, size_t klen)

@@ -38,6 +38,7 @@ struct pool_region_opts;
 struct pool_batch;
 struct pool_region_info;
 struct pool_kv;
+struct pool_kv_ref;
 
 /* pool_region_create() flags */
 #define POOL_REGION_ANONYMOUS 0x1 /* freed when its last lease ends */
@@ -171,6 +172,28 @@ POOL_EXPORT int pool_kv_put_batch(struct pool_kv *kv, size_t n, const void *cons
 POOL_EXPORT int pool_kv_get_batch(struct pool_kv *kv, size_t n, const void *const *keys,
 				  const size_t *klens, void *const *bufs, const size_t *buflens,
 				  size_t *ret_vlens, int *ret_status);
+/*
+ * Zero-copy: a value read in place, pinned until released, when it lives
+ * in an arena this process maps (else a copy the ref owns); a value written
+ * in place (else staged), visible at commit. A ref ends with exactly one
+ * of release (acquired), commit or abort (reserved).
+ */
+POOL_EXPORT int pool_kv_acquire(struct pool_kv *kv, const void *key, size_t klen,
+				const void **ret_data, size_t *ret_len,
+				struct pool_kv_ref **ret_ref);
+POOL_EXPORT int pool_kv_release(struct pool_kv_ref *ref);
+POOL_EXPORT int pool_kv_reserve(struct pool_kv *kv, const void *key, size_t klen, size_t vlen,
+				void **ret_data, struct pool_kv_ref **ret_ref);
+POOL_EXPORT int pool_kv_commit(struct pool_kv_ref *ref);
+POOL_EXPORT int pool_kv_abort(struct pool_kv_ref *ref);
+/* 1 if the ref's data is in place in pool memory, 0 if it is a copy or staging buffer. */
+POOL_EXPORT int pool_kv_ref_local(const struct pool_kv_ref *ref);
+/* Get a value into, or put one from, [offset, offset + len) of a region. */
+POOL_EXPORT int pool_kv_get_region(struct pool_kv *kv, const void *key, size_t klen,
+				   struct pool_region *region, uint64_t offset, size_t maxlen,
+				   size_t *ret_vlen);
+POOL_EXPORT int pool_kv_put_region(struct pool_kv *kv, const void *key, size_t klen,
+				   struct pool_region *region, uint64_t offset, size_t len);
 /* How many leading keys of an ordered list (a prompt's block hashes) are present. */
 POOL_EXPORT int pool_kv_match(struct pool_kv *kv, size_t n, const void *const *keys,
 			      const size_t *klens, size_t *ret_count);

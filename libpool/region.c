@@ -691,6 +691,30 @@ POOL_EXPORT int pool_region_write(struct pool_region *region, uint64_t offset, c
 	return region_rma(region, offset, (void *)buf, len, true);
 }
 
+/*
+ * For the KV cache: check [off, off+len) of a region for an access (store:
+ * the region is written) and, when the region is mapped here, give its
+ * address there. 1 and *ret_addr when mapped, 0 when not (the caller goes
+ * through pool_region_read() or pool_region_write()), or an error.
+ */
+int pool_region_window(struct pool_region *r, uint64_t off, size_t len, bool store,
+		       const char *what, void **ret_addr)
+{
+	int rc = region_check(r, off, r, len, what); /* r: there is no buffer to check */
+
+	if (rc < 0)
+		return rc;
+	if (store && !(r->flags & POOL_REGION_WRITE))
+		return pool_err(-EBADF, "region '%s' is open for reading only", r->name);
+	rc = region_refresh(r);
+	if (rc < 0)
+		return rc;
+	if (r->map == NULL)
+		return 0;
+	*ret_addr = (char *)r->map + off;
+	return 1;
+}
+
 POOL_EXPORT int pool_batch_new(struct pool *pool, struct pool_batch **ret_batch)
 {
 	struct pool_batch *b;

@@ -17,4 +17,5 @@ dist_man_MANS += \
 	man/pool_strerror.3 \
 	man/pool_kv_open.3 \
 	man/pool_kv_put.3 \
+	man/pool_kv_acquire.3 \
 	man/pool-protocol.7

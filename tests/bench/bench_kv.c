@@ -10,6 +10,8 @@
  * client, one call in flight:
  *	put     pool_kv_put           / SET
  *	get     pool_kv_get           / GET (value copied to the caller's buffer)
+ *	acq     pool_kv_acquire + pool_kv_release (pool only): the value in place,
+ *	        not read; a copy the library makes when it is not local
  *	mput    pool_kv_put_batch     / BATCH SETs pipelined (redisAppendCommand)
  *	mget    pool_kv_get_batch     / BATCH GETs pipelined
  * over a working set of W bytes (default 128 MiB) of keys, each for T
@@ -18,8 +20,9 @@
  * pipelined EXISTS, microseconds per call.
  *
  * Prints one row per size and operation: ops/s (values per second) and
- * GB/s (10^9 bytes) of each target, then pool/target ratios. Every get is
- * checked once for the right bytes before timing.
+ * GB/s (10^9 bytes) of each target, then pool/target ratios. Every get, and
+ * every acquire, is checked once for the right bytes before timing; a
+ * comment after each size says how many acquires were in place.
  */
 #include "config.h"
 
@@ -40,8 +43,8 @@
 #define KLEN 16
 #define MAXT 5
 
-enum op { OP_PUT, OP_GET, OP_MPUT, OP_MGET, OP_N };
-static const char *op_name[OP_N] = {"put", "get", "mput", "mget"};
+enum op { OP_PUT, OP_GET, OP_ACQ, OP_MPUT, OP_MGET, OP_N };
+static const char *op_name[OP_N] = {"put", "get", "acq", "mput", "mget"};
 
 struct target {
 	char name[32];
@@ -51,6 +54,7 @@ struct target {
 	struct pool_kv *kv;
 	double ops[OP_N], gbs[OP_N];
 	double match_us;
+	size_t acquired, in_place; /* the checked acquires of a size, and those in place */
 };
 
 static double secs = 0.5;
@@ -261,6 +265,31 @@ static size_t do_get(struct target *t, size_t first, size_t n, size_t nkeys, siz
 	return hits;
 }
 
+/* Acquire key i and release it: 1 on a hit; with check, verify it is value i. */
+static size_t do_acquire(struct target *t, size_t i, size_t size, bool check_it)
+{
+	struct pool_kv_ref *ref;
+	const void *data;
+	size_t len;
+	int rc;
+
+	rc = pool_kv_acquire(t->kv, keys[i], KLEN, &data, &len, &ref);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0)
+		pdie("pool_kv_acquire", rc);
+	if (check_it) {
+		if (len != size || !check(data, size, i))
+			die(t->name, "an acquire returned the wrong bytes");
+		t->acquired++;
+		t->in_place += pool_kv_ref_local(ref) == 1;
+	}
+	rc = pool_kv_release(ref);
+	if (rc < 0)
+		pdie("pool_kv_release", rc);
+	return 1;
+}
+
 static void bench_size(struct target *t, size_t size)
 {
 	size_t nkeys = wset / size, i, n, done, misses = 0;
@@ -294,14 +323,22 @@ static void bench_size(struct target *t, size_t size)
 			if (rvlens[k] != size || !check(bufs[k], size, i + k))
 				die(t->name, "a get returned the wrong bytes");
 	}
+	t->acquired = t->in_place = 0;
+	for (i = 0; !t->redis && i < nkeys; i++)
+		if (do_acquire(t, i, size, true) != 1)
+			die(t->name, "a value just stored is missing (namespace too small?)");
 	for (op = 0; op < OP_N; op++) {
-		n = op == OP_PUT || op == OP_GET ? 1 : batch;
+		if (op == OP_ACQ && t->redis)
+			continue;
+		n = op == OP_MPUT || op == OP_MGET ? batch : 1;
 		done = 0;
 		i = 0;
 		t0 = now();
 		do {
 			if (op == OP_PUT || op == OP_MPUT)
 				do_put(t, i, n, nkeys, size);
+			else if (op == OP_ACQ)
+				misses += 1 - do_acquire(t, i, size, false);
 			else
 				misses += n - do_get(t, i, n, nkeys, size);
 			i = (i + n) % nkeys;
@@ -498,14 +535,24 @@ int main(int argc, char **argv)
 			bench_size(&t[k], sizes[i]);
 		for (op = 0; op < OP_N; op++) {
 			printf("%-8zu %-5s", sizes[i], op_name[op]);
-			for (k = 0; k < nt; k++)
-				printf(" %12.0f %9.2f", t[k].ops[op], t[k].gbs[op]);
-			if (ns != NULL)
-				for (k = 1; k < nt; k++)
+			for (k = 0; k < nt; k++) {
+				if (op == OP_ACQ && t[k].redis) /* Redis has no such call */
+					printf(" %12s %9s", "-", "-");
+				else
+					printf(" %12.0f %9.2f", t[k].ops[op], t[k].gbs[op]);
+			}
+			for (k = 1; ns != NULL && k < nt; k++) {
+				if (op == OP_ACQ)
+					printf(" %*s", (int)strlen(t[k].name) + 3, "-");
+				else
 					printf(" %*.2f", (int)strlen(t[k].name) + 3,
 					       t[0].ops[op] / t[k].ops[op]);
+			}
 			printf("\n");
 		}
+		if (ns != NULL)
+			printf("# acq %zu: %zu of %zu in place, the rest copied\n", sizes[i],
+			       t[0].in_place, t[0].acquired);
 		fflush(stdout);
 	}
 	for (k = 0; k < nt; k++)

@@ -4,8 +4,8 @@
 #
 #  1. One node: a private poold and a redis-server (unix socket and TCP on
 #     127.0.0.1); pool-bench-kv against the pool, redis-unix and redis-tcp:
-#     put/get/batched put/get of 16 KiB, 256 KiB and 2 MiB values, prefix
-#     match of 1,000 keys.
+#     put/get/batched put/get of 16 KiB, 256 KiB and 2 MiB values, the
+#     zero-copy get (pool_kv_acquire, in place), prefix match of 1,000 keys.
 #  2. Two hosts in network namespaces (UCX tcp over veth + bridge): the
 #     client on host 2, which lends nothing, so every value lives on host 1;
 #     redis-server inside host 1 on its address, the hiredis client on host

@@ -1,11 +1,16 @@
 #!/bin/bash
 # The KV cache on one node: namespaces, put/get/exists/remove, batches,
 # prefix match, LRU eviction, concurrent writers never showing a torn value,
-# a writer that dies between reserve and commit, bad input.
+# zero-copy access (in place, staged, regions), a writer that dies between
+# reserve and commit, bad input.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 KV="$top_builddir/tests/tools/pool-kv"
 
-pool_start -o lend.size=128M || exit 1
+# Other uids may connect: they are not trusted with the arenas, so their
+# zero-copy calls take the copying paths.
+chmod 0755 "$TEST_DIR"
+pool_start -o lend.size=128M -o control.mode=0666 || exit 1
+chmod 0755 "$TEST_DIR/run"
 
 check "create a namespace" "$POOLCTL" kv create llama 8M
 check_exit 1 "a second one with the same name is refused" "$POOLCTL" kv create llama 8M
@@ -67,6 +72,100 @@ for p in "${pids[@]}"; do wait "$p" || bad=1; done
 [ $bad -eq 0 ] && grep -q "no torn value" "$TEST_DIR/h1" && ok "3 writers+readers of one key: no torn value ($(cat "$TEST_DIR/h1"))" \
 	|| { not_ok "concurrent writers"; cat "$TEST_DIR"/h*; }
 
+# Zero-copy reads: in place on this node, the exact bytes put.
+"$POOLCTL" kv flush llama >/dev/null
+check "put a value to acquire" "$KV" llama put zc 262144 11
+sum=$(sed -n 's/.*checksum //p' "$TEST_DIR/out")
+check "acquire it" "$KV" llama view zc 11
+check_out "in place, checksum ${sum:-none}$" "read in place, not copied, with the checksum of the bytes put"
+
+# A value acquired in place stays intact while its key is overwritten,
+# removed and the namespace evicts (its memory would be scrubbed and lent
+# again if the pin did not hold it), and is freed once released.
+"$KV" llama put held 1048576 12 >/dev/null
+mkfifo "$TEST_DIR/hold"
+"$KV" llama view held 12 hold <"$TEST_DIR/hold" >"$TEST_DIR/view.out" 2>&1 &
+vpid=$!
+exec {hold}>"$TEST_DIR/hold"
+for _ in $(seq 50); do grep -q "in place" "$TEST_DIR/view.out" && break; sleep 0.1; done
+check "overwrite the acquired key" "$KV" llama put held 1048576 13
+check "remove it" "$KV" llama remove held
+for i in $(seq 12); do "$KV" llama put zfill$i 1048576 $i >/dev/null; done
+ns_holds llama 'n["used"]<=n["capacity"] and n["evictions"]>=4' \
+	&& ok "capacity pressure evicts around the acquired value" || { not_ok "eviction with an acquired value"; cat "$TEST_DIR/out"; }
+used=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["namespaces"][0]["used"])' "$TEST_DIR/out")
+exec {hold}>&-
+wait "$vpid"; rc=$?
+cp "$TEST_DIR/view.out" "$TEST_DIR/out"
+[ $rc -eq 0 ] && grep -q "still correct after the hold" "$TEST_DIR/out" \
+	&& ok "the acquired value stayed intact until released" || { not_ok "acquired value intact (exit $rc)"; cat "$TEST_DIR/out"; }
+ns_holds llama "n['used'] == ${used:-0} - (1 << 20)" \
+	&& ok "its memory was freed at the release" || { not_ok "freed at release (used was ${used:-?})"; cat "$TEST_DIR/out"; }
+check_exit 4 "and the removed key stays a miss" "$KV" llama view held 12
+
+# Zero-copy writes: in place, visible only at the commit; an abort leaves nothing.
+"$KV" llama put fresh 262144 16 >/dev/null
+mkfifo "$TEST_DIR/write"
+"$KV" llama vput fresh 262144 17 hold <"$TEST_DIR/write" >"$TEST_DIR/vput.out" 2>&1 &
+wpid=$!
+"$KV" llama vput brandnew 4096 18 hold <"$TEST_DIR/write" >"$TEST_DIR/vput2.out" 2>&1 &
+wpid2=$!
+exec {write}>"$TEST_DIR/write"
+for _ in $(seq 50); do grep -q "not committed" "$TEST_DIR/vput.out" && grep -q "not committed" "$TEST_DIR/vput2.out" && break; sleep 0.1; done
+cp "$TEST_DIR/vput.out" "$TEST_DIR/out"
+check_out "262144 bytes in place" "a reservation on this node is written in place"
+check "before the commit, readers get the previous value" "$KV" llama get fresh 16
+check_exit 4 "and a new key is not there" "$KV" llama exists brandnew
+exec {write}>&-
+bad=0
+wait "$wpid" || bad=1
+wait "$wpid2" || bad=1
+[ $bad -eq 0 ] && ok "both commit" || { not_ok "commit"; cat "$TEST_DIR"/vput*.out; }
+check "after the commit, the new value, bit-exact" "$KV" llama get fresh 17
+check "and the new key" "$KV" llama view brandnew 18
+check "reserve, then abort" "$KV" llama vput aborted 262144 19 abort
+check_exit 4 "an aborted reservation leaves no key" "$KV" llama exists aborted
+
+# Regions: a mapped one is the buffer itself; a striped one is never mapped.
+check "put from a mapped region" "$KV" llama rput reg 300000 20 4096
+check_out "from a mapped region" "the region was mapped"
+sum=$(sed -n 's/.*checksum //p' "$TEST_DIR/out")
+check "a get reads it bit-exact" "$KV" llama get reg 20
+check "get it into a mapped region" "$KV" llama rget reg 20 8192 1048576
+check_out "300000 of 300000 bytes into a mapped region at 8192, correct, checksum ${sum:-none}, the rest untouched" \
+	"bit-exact at the offset, nothing else written"
+check "a value longer than maxlen is cut short" "$KV" llama rget reg 20 100 1000
+check_out "1000 of 300000 bytes" "to maxlen, with the full length returned"
+check "put from an unmapped region" "$KV" llama rput sreg 300000 21 4096 striped
+check_out "from an unmapped region" "the striped region was not mapped"
+sum=$(sed -n 's/.*checksum //p' "$TEST_DIR/out")
+check "get it into an unmapped region" "$KV" llama rget sreg 21 8192 1048576 striped
+check_out "300000 of 300000 bytes into an unmapped region at 8192, correct, checksum ${sum:-none}," "bit-exact through the unmapped paths"
+check_exit 4 "a get into a region of a missing key is a miss" "$KV" llama rget nosuch 1 0 4096
+
+# A caller poold does not trust with its arenas gets copies and staging buffers.
+"$KV" llama put zc 262144 11 >/dev/null
+if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
+	asnobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+	check "an untrusted uid acquires" asnobody "$KV" llama view zc 11
+	check_out "copied" "a copy, not the arena"
+	check "reserves and commits" asnobody "$KV" llama vput staged 262144 22
+	check_out "262144 bytes staged" "through a staging buffer"
+	check "what it staged is stored bit-exact" "$KV" llama get staged 22
+	check "puts from a region it cannot map" asnobody "$KV" llama rput nreg 300000 23 4096
+	check "and gets into one" asnobody "$KV" llama rget nreg 23 8192 1048576
+	check_out "300000 of 300000 bytes into an unmapped region at 8192, correct" "bit-exact through bounce buffers"
+else
+	echo "skip: no nobody user or setpriv"
+fi
+
+check "bad arguments to the zero-copy calls are refused" "$KV" llama zbad zc
+check_out "every bad call refused" "each with the code expected"
+check_out "a key is 1 to 256 bytes, not 257" "a long key is named as such"
+check_out "a value is 1 byte to 64 MiB, not 67108865" "so is a long value"
+check_out "is outside region 'pool-kv-[0-9]+' of 65536 bytes" "and a range outside the region"
+check_out "ends with pool_kv_release\(\)" "a ref given to the wrong call says which one it needs"
+
 # A writer that dies between reserve and commit leaves nothing behind.
 "$POOLCTL" kv flush llama >/dev/null
 check "a writer reserves and dies" python3 "$top_srcdir/tests/integration/wire.py" "$POOL_SOCKET" kv-reserve-die llama dead 1048576
@@ -104,6 +203,15 @@ ns_holds spilly 'n["used"]<=n["capacity"] and n["pmem_used"]<=16<<20 and n["evic
 	&& ok "with both tiers full, the least recently used values go" || { not_ok "both tiers full"; cat "$TEST_DIR/out"; }
 check "the newest value is there" "$KV" spilly get s40 40
 "$POOLCTL" kv drop spilly >/dev/null
+
+# A spilled value is in the pmem tier, an arena poold does not pass: acquired as a copy.
+"$POOLCTL" kv create zsp 1M >/dev/null
+"$KV" zsp put z0 1048576 30 >/dev/null
+"$KV" zsp put z1 1048576 31 >/dev/null
+ns_holds zsp 'n["spills"]==1 and n["pmem_used"]==1<<20' || { not_ok "zsp spill"; cat "$TEST_DIR/out"; }
+check "a spilled value is acquired" "$KV" zsp view z0 30
+check_out "1048576 bytes, correct, copied" "as a bit-exact copy"
+"$POOLCTL" kv drop zsp >/dev/null
 
 # tier=dram: the same pressure evicts instead.
 check "a DRAM-only namespace" "$POOLCTL" kv create dramonly 4M tier=dram

@@ -10,16 +10,30 @@
  *	pool-kv NS match PREFIX N            leading keys present
  *	pool-kv NS hammer KEY SIZE SECS ID   put and get the same key again and again,
  *	                                     checking that no value is ever torn
+ *	pool-kv NS view KEY SEED [hold]   acquire in place (or a copy) and verify;
+ *	                                  hold: verify again at EOF on stdin, then release
+ *	pool-kv NS vput KEY SIZE SEED [commit|abort|hold]
+ *	                                  reserve, fill in place (or staged), then commit or
+ *	                                  abort; hold: commit at EOF on stdin
+ *	pool-kv NS rput KEY SIZE SEED OFF [striped]   put from a region at OFF
+ *	pool-kv NS rget KEY SEED OFF MAXLEN [striped] get into a region at OFF, checking
+ *	                                              the bytes around it are untouched
+ *	pool-kv NS zbad KEY               the zero-copy calls refuse bad arguments (KEY is
+ *	                                  present)
+ * put, view and vput print an FNV-1a checksum of the value. A striped region
+ * is never mapped, so the region calls take their unmapped path.
  * The socket is $POOL_SOCKET.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "libpool/libpool.h"
 
@@ -40,6 +54,291 @@ static int fail(const char *what, int rc)
 {
 	fprintf(stderr, "pool-kv: %s: %s (%s)\n", what, pool_errormsg(), pool_strerror(rc));
 	return 1;
+}
+
+static uint64_t checksum(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* Whether buf holds the first len bytes of seed's value. */
+static bool same(const void *buf, size_t len, uint64_t seed)
+{
+	uint8_t *want = malloc(len);
+	bool eq;
+
+	fill(want, len, seed);
+	eq = memcmp(buf, want, len) == 0;
+	free(want);
+	return eq;
+}
+
+/* Wait for the test to close our stdin. */
+static void wait_eof(void)
+{
+	char line[64];
+
+	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin) != NULL)
+		;
+}
+
+static int view(struct pool_kv *kv, const char *key, uint64_t seed, bool hold)
+{
+	struct pool_kv_ref *ref;
+	const void *data;
+	size_t len;
+	int rc;
+
+	rc = pool_kv_acquire(kv, key, strlen(key), &data, &len, &ref);
+	if (rc == -ENOENT) {
+		printf("view %s: miss\n", key);
+		return 4;
+	}
+	if (rc < 0)
+		return fail("acquire", rc);
+	if (!same(data, len, seed)) {
+		fprintf(stderr, "pool-kv: view %s: wrong bytes\n", key);
+		return 1;
+	}
+	printf("view %s: %zu bytes, correct, %s, checksum %016" PRIx64 "\n", key, len,
+	       pool_kv_ref_local(ref) == 1 ? "in place" : "copied", checksum(data, len));
+	if (hold) {
+		wait_eof();
+		if (!same(data, len, seed)) {
+			fprintf(stderr, "pool-kv: view %s: the value changed while held\n", key);
+			return 1;
+		}
+		printf("view %s: still correct after the hold\n", key);
+	}
+	rc = pool_kv_release(ref);
+	return rc < 0 ? fail("release", rc) : 0;
+}
+
+static int vput(struct pool_kv *kv, const char *key, size_t size, uint64_t seed, const char *how)
+{
+	struct pool_kv_ref *ref;
+	void *data;
+	int rc;
+
+	rc = pool_kv_reserve(kv, key, strlen(key), size, &data, &ref);
+	if (rc < 0)
+		return fail("reserve", rc);
+	fill(data, size, seed);
+	printf("vput %s: %zu bytes %s, checksum %016" PRIx64 "\n", key, size,
+	       pool_kv_ref_local(ref) == 1 ? "in place" : "staged", checksum(data, size));
+	if (strcmp(how, "hold") == 0) {
+		printf("vput %s: reserved, not committed\n", key);
+		wait_eof();
+	}
+	if (strcmp(how, "abort") == 0) {
+		rc = pool_kv_abort(ref);
+		if (rc < 0)
+			return fail("abort", rc);
+		printf("vput %s: aborted\n", key);
+		return 0;
+	}
+	rc = pool_kv_commit(ref);
+	if (rc < 0)
+		return fail("commit", rc);
+	printf("vput %s: committed\n", key);
+	return 0;
+}
+
+/* An anonymous region of size bytes, striped (never mapped) or not. */
+static int region_new(struct pool *pool, uint64_t size, bool striped, struct pool_region **ret)
+{
+	struct pool_region_opts *o;
+	char name[64];
+	int rc;
+
+	snprintf(name, sizeof(name), "pool-kv-%d", (int)getpid());
+	rc = pool_region_opts_new(&o);
+	if (rc == 0)
+		rc = pool_region_opts_set_size(o, size);
+	if (rc == 0 && striped)
+		rc = pool_region_opts_set_placement(o, "spread");
+	if (rc == 0 && striped)
+		rc = pool_region_opts_set_stripe(o, 4096);
+	if (rc == 0)
+		rc = pool_region_create(pool, name, o, POOL_REGION_ANONYMOUS, ret);
+	pool_region_opts_free(o);
+	return rc < 0 ? fail("region", rc) : 0;
+}
+
+static const char *region_kind(struct pool_region *r)
+{
+	void *addr;
+
+	return pool_region_map(r, &addr) == 0 ? "a mapped" : "an unmapped";
+}
+
+static int rput(struct pool *pool, struct pool_kv *kv, const char *key, size_t size, uint64_t seed,
+		uint64_t off, bool striped)
+{
+	struct pool_region *r;
+	uint8_t *buf = malloc(size);
+	int rc;
+
+	if (region_new(pool, off + size, striped, &r) != 0)
+		return 1;
+	fill(buf, size, seed);
+	rc = pool_region_write(r, off, buf, size);
+	if (rc < 0)
+		return fail("region write", rc);
+	rc = pool_kv_put_region(kv, key, strlen(key), r, off, size);
+	if (rc < 0)
+		return fail("put_region", rc);
+	printf("rput %s: %zu bytes from %s region at %" PRIu64 ", checksum %016" PRIx64 "\n", key,
+	       size, region_kind(r), off, checksum(buf, size));
+	free(buf);
+	pool_region_close(r);
+	return 0;
+}
+
+/* Get into a region filled with 0xa5: the value lands at off, nothing else changes. */
+static int rget(struct pool *pool, struct pool_kv *kv, const char *key, uint64_t seed, uint64_t off,
+		size_t maxlen, bool striped)
+{
+	size_t size = off + maxlen + 4096, vlen = 0, n, i;
+	uint8_t *buf = malloc(size);
+	struct pool_region *r;
+	int rc;
+
+	if (region_new(pool, size, striped, &r) != 0)
+		return 1;
+	memset(buf, 0xa5, size);
+	rc = pool_region_write(r, 0, buf, size);
+	if (rc < 0)
+		return fail("region write", rc);
+	rc = pool_kv_get_region(kv, key, strlen(key), r, off, maxlen, &vlen);
+	if (rc == -ENOENT) {
+		printf("rget %s: miss\n", key);
+		return 4;
+	}
+	if (rc < 0)
+		return fail("get_region", rc);
+	n = vlen < maxlen ? vlen : maxlen;
+	rc = pool_region_read(r, 0, buf, size);
+	if (rc < 0)
+		return fail("region read", rc);
+	if (!same(buf + off, n, seed)) {
+		fprintf(stderr, "pool-kv: rget %s: wrong bytes\n", key);
+		return 1;
+	}
+	for (i = 0; i < size; i++)
+		if ((i < off || i >= off + n) && buf[i] != 0xa5) {
+			fprintf(stderr, "pool-kv: rget %s: byte %zu outside the value changed\n",
+				key, i);
+			return 1;
+		}
+	printf("rget %s: %zu of %zu bytes into %s region at %" PRIu64 ", correct, checksum "
+	       "%016" PRIx64 ", the rest untouched\n",
+	       key, n, vlen, region_kind(r), off, checksum(buf + off, n));
+	free(buf);
+	pool_region_close(r);
+	return 0;
+}
+
+static int nbad; /* bad calls that were not refused as they should be */
+
+/* One bad call: it must fail with want, and say why. */
+static void bad(const char *what, int got, int want)
+{
+	if (got != want) {
+		printf("FAIL: %s: returned %d (%s), wanted %d (%s)\n", what, got,
+		       pool_strerror(got), want, pool_strerror(want));
+		nbad++;
+		return;
+	}
+	printf("ok: %s: %s\n", what, pool_errormsg());
+}
+
+static int zbad(struct pool *pool, struct pool_kv *kv, const char *key)
+{
+	size_t klen = strlen(key), len;
+	struct pool_region *r, *ro;
+	struct pool_kv_ref *ref;
+	char longkey[300], name[64];
+	const void *cdata;
+	void *data;
+	int rc;
+
+	memset(longkey, 'k', sizeof(longkey));
+	bad("acquire, no namespace", pool_kv_acquire(NULL, key, klen, &cdata, &len, &ref), -EINVAL);
+	bad("acquire, no key", pool_kv_acquire(kv, NULL, 1, &cdata, &len, &ref), -EINVAL);
+	bad("acquire, empty key", pool_kv_acquire(kv, key, 0, &cdata, &len, &ref), -EINVAL);
+	bad("acquire, 257-byte key",
+	    pool_kv_acquire(kv, longkey, POOL_KV_KEY_MAX + 1, &cdata, &len, &ref), -EINVAL);
+	bad("acquire, no ret_data", pool_kv_acquire(kv, key, klen, NULL, &len, &ref), -EINVAL);
+	bad("acquire, missing key", pool_kv_acquire(kv, "no-such-key", 11, &cdata, &len, &ref),
+	    -ENOENT);
+	bad("reserve, empty value", pool_kv_reserve(kv, key, klen, 0, &data, &ref), -EINVAL);
+	bad("reserve, value over 64M",
+	    pool_kv_reserve(kv, key, klen, POOL_KV_VALUE_MAX + 1, &data, &ref), -EINVAL);
+	bad("reserve, no ret_ref", pool_kv_reserve(kv, key, klen, 8, &data, NULL), -EINVAL);
+	bad("release NULL", pool_kv_release(NULL), -EINVAL);
+	bad("commit NULL", pool_kv_commit(NULL), -EINVAL);
+	bad("abort NULL", pool_kv_abort(NULL), -EINVAL);
+	bad("ref_local NULL", pool_kv_ref_local(NULL), -EINVAL);
+
+	/* A ref given to the wrong end is refused and stays usable. */
+	rc = pool_kv_reserve(kv, "zbad-reserved", 13, 4096, &data, &ref);
+	if (rc < 0)
+		return fail("reserve", rc);
+	bad("release of a reservation", pool_kv_release(ref), -EINVAL);
+	rc = pool_kv_abort(ref);
+	if (rc < 0)
+		return fail("abort", rc);
+	rc = pool_kv_acquire(kv, key, klen, &cdata, &len, &ref);
+	if (rc < 0)
+		return fail("acquire", rc);
+	bad("commit of an acquired value", pool_kv_commit(ref), -EINVAL);
+	bad("abort of an acquired value", pool_kv_abort(ref), -EINVAL);
+	rc = pool_kv_release(ref);
+	if (rc < 0)
+		return fail("release", rc);
+
+	if (region_new(pool, 65536, false, &r) != 0)
+		return 1;
+	bad("get_region past the end", pool_kv_get_region(kv, key, klen, r, 61440, 8192, &len),
+	    -ERANGE);
+	bad("get_region at an offset past the end",
+	    pool_kv_get_region(kv, key, klen, r, 65537, 1, &len), -ERANGE);
+	bad("put_region past the end", pool_kv_put_region(kv, key, klen, r, 65535, 2), -ERANGE);
+	bad("get_region, maxlen 0", pool_kv_get_region(kv, key, klen, r, 0, 0, &len), -EINVAL);
+	bad("put_region, length 0", pool_kv_put_region(kv, key, klen, r, 0, 0), -EINVAL);
+	bad("put_region, no region", pool_kv_put_region(kv, key, klen, NULL, 0, 8), -EINVAL);
+	bad("get_region, 257-byte key",
+	    pool_kv_get_region(kv, longkey, POOL_KV_KEY_MAX + 1, r, 0, 8, &len), -EINVAL);
+	snprintf(name, sizeof(name), "pool-kv-%d", (int)getpid()); /* r, read-only */
+	rc = pool_region_open(pool, name, 0, &ro);
+	if (rc < 0)
+		return fail("region open", rc);
+	bad("get_region into a read-only region", pool_kv_get_region(kv, key, klen, ro, 0, 8, &len),
+	    -EBADF);
+	bad("get_region, missing key", pool_kv_get_region(kv, "no-such-key", 11, r, 0, 8, &len),
+	    -ENOENT);
+	pool_region_close(ro);
+	pool_region_close(r);
+	printf("zbad: %s\n",
+	       nbad == 0 ? "every bad call refused" : "some bad calls were not refused");
+	return nbad == 0 ? 0 : 1;
+}
+
+/* The command needs argc to be at least n. */
+static void need(int argc, int n)
+{
+	if (argc >= n)
+		return;
+	fprintf(stderr, "pool-kv: too few arguments (see tests/tools/pool-kv.c)\n");
+	exit(2);
 }
 
 /* A torn value would mix writers: every value starts with its writer's seed, repeated. */
@@ -91,7 +390,8 @@ int main(int argc, char **argv)
 	int rc, status = 0;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: pool-kv NS put|get|exists|remove|mput|mget|match|hammer ...\n");
+		fprintf(stderr, "usage: pool-kv NS put|get|exists|remove|mput|mget|match|hammer|"
+				"view|vput|rput|rget|zbad ...\n");
 		return 2;
 	}
 	ns = argv[1];
@@ -113,7 +413,8 @@ int main(int argc, char **argv)
 			rc = pool_kv_put(kv, key, strlen(key), buf, size);
 			if (rc < 0)
 				return fail("put", rc);
-			printf("put %s: %zu bytes\n", key, size);
+			printf("put %s: %zu bytes, checksum %016" PRIx64 "\n", key, size,
+			       checksum(buf, size));
 		} else {
 			rc = pool_kv_get(kv, key, strlen(key), buf, size, &vlen);
 			if (rc == -ENOENT) {
@@ -216,6 +517,26 @@ int main(int argc, char **argv)
 			    strtoull(argv[6], NULL, 0));
 		if (rc != 0)
 			status = rc;
+	} else if (strcmp(cmd, "view") == 0) {
+		need(argc, 5);
+		status = view(kv, key, strtoull(argv[4], NULL, 0),
+			      argc > 5 && strcmp(argv[5], "hold") == 0);
+	} else if (strcmp(cmd, "vput") == 0) {
+		need(argc, 6);
+		status = vput(kv, key, strtoull(argv[4], NULL, 0), strtoull(argv[5], NULL, 0),
+			      argc > 6 ? argv[6] : "commit");
+	} else if (strcmp(cmd, "rput") == 0) {
+		need(argc, 7);
+		status =
+		    rput(pool, kv, key, strtoull(argv[4], NULL, 0), strtoull(argv[5], NULL, 0),
+			 strtoull(argv[6], NULL, 0), argc > 7 && strcmp(argv[7], "striped") == 0);
+	} else if (strcmp(cmd, "rget") == 0) {
+		need(argc, 7);
+		status =
+		    rget(pool, kv, key, strtoull(argv[4], NULL, 0), strtoull(argv[5], NULL, 0),
+			 strtoull(argv[6], NULL, 0), argc > 7 && strcmp(argv[7], "striped") == 0);
+	} else if (strcmp(cmd, "zbad") == 0) {
+		status = zbad(pool, kv, key);
 	} else {
 		fprintf(stderr, "pool-kv: unknown command %s\n", cmd);
 		status = 2;
