@@ -1,21 +1,22 @@
 /*
- * cli/cmd-kv.c - poolctl kv ls | stats [NS] | create NS CAPACITY [tier=T] [evict=E] |
+ * cli/cmd-kv.c - poolctl kv ls | stats [NS] | create NS CAPACITY [tier=T] [evict=E] [replicas=N] |
  * drop NS | flush NS.
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/poolctl.h"
 
 static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64_t capacity,
-		   const char *tier, const char *evict, bool stats)
+		   const char *tier, const char *evict, unsigned replicas, bool stats)
 {
 	static const char *const short_h[] = {"NAMESPACE", "CAPACITY", "USED", "ENTRIES"};
 	static const char *const long_h[] = {"NAMESPACE", "CAPACITY",  "TIER",	    "EVICT",
-					     "DRAM",	  "PMEM",      "ENTRIES",   "HITS",
-					     "MISSES",	  "HIT RATE",  "PMEM HITS", "EVICTIONS",
-					     "SPILLS",	  "PROMOTIONS", "PUTS"};
+					     "REPLICAS",  "DRAM",      "PMEM",	    "ENTRIES",
+					     "HITS",	  "MISSES",    "HIT RATE",  "PMEM HITS",
+					     "EVICTIONS", "SPILLS",    "PROMOTIONS", "PUTS"};
 	Pool__KvNsRequest req = POOL__KV_NS_REQUEST__INIT;
 	Pool__KvNsReply *rep;
 	struct table *t;
@@ -26,6 +27,8 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 	req.name = (char *)name;
 	req.tier = (char *)tier;
 	req.evict = (char *)evict;
+	req.has_replicas = replicas > 0;
+	req.replicas = replicas;
 	if (capacity) {
 		req.has_capacity = 1;
 		req.capacity = capacity;
@@ -55,6 +58,7 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 			json_u64(j, "pmem_hits", n->pmem_hits);
 			json_str(j, "tier", n->tier ? n->tier : "");
 			json_str(j, "evict", n->evict ? n->evict : "");
+			json_u64(j, "replicas", n->replicas);
 			json_end(j);
 		}
 		json_finish(j);
@@ -66,11 +70,11 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 		wire_msg_free(&rep->base);
 		return EXIT_OK;
 	}
-	t = stats ? table_new(15, long_h) : table_new(4, short_h);
+	t = stats ? table_new(16, long_h) : table_new(4, short_h);
 	for (i = 0; i < rep->n_namespaces; i++) {
 		const Pool__KvNamespace *n = rep->namespaces[i];
 		char cap[24], used[24], ent[24], hits[24], miss[24], rate[16], ev[24], puts[24];
-		char pmem[24], phits[24], spills[24], proms[24];
+		char pmem[24], phits[24], spills[24], proms[24], reps[16];
 		uint64_t total = n->hits + n->misses;
 
 		units_fmt_size(n->capacity, cap, sizeof(cap));
@@ -87,9 +91,10 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 		snprintf(phits, sizeof(phits), "%llu", (unsigned long long)n->pmem_hits);
 		snprintf(spills, sizeof(spills), "%llu", (unsigned long long)n->spills);
 		snprintf(proms, sizeof(proms), "%llu", (unsigned long long)n->promotions);
+		snprintf(reps, sizeof(reps), "%u", n->has_replicas ? n->replicas : 1);
 		if (stats)
 			table_row(t, n->name, cap, n->tier ? n->tier : "-", n->evict ? n->evict : "-",
-				  used, pmem, ent, hits, miss, rate, phits, ev, spills, proms, puts);
+				  reps, used, pmem, ent, hits, miss, rate, phits, ev, spills, proms, puts);
 		else
 			table_row(t, n->name, cap, used, ent);
 	}
@@ -101,17 +106,18 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 
 static int cmd_kv_ls_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "stats", "", 0, NULL, NULL, false);
+	return kv_exec(ctx, "stats", "", 0, NULL, NULL, 0, false);
 }
 
 static int cmd_kv_stats_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "stats", ctx->argc ? ctx->argv[0] : "", 0, NULL, NULL, true);
+	return kv_exec(ctx, "stats", ctx->argc ? ctx->argv[0] : "", 0, NULL, NULL, 0, true);
 }
 
 static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 {
 	const char *tier = NULL, *evict = NULL;
+	unsigned replicas = 0;
 	uint64_t cap;
 	int i;
 
@@ -124,23 +130,33 @@ static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 			tier = ctx->argv[i] + 5;
 		} else if (strncmp(ctx->argv[i], "evict=", 6) == 0) {
 			evict = ctx->argv[i] + 6;
+		} else if (strncmp(ctx->argv[i], "replicas=", 9) == 0) {
+			char *end;
+			unsigned long r = strtoul(ctx->argv[i] + 9, &end, 10);
+
+			if (end == ctx->argv[i] + 9 || *end != '\0' || r == 0 || r > 64) {
+				fprintf(stderr, "poolctl: '%s': replicas is a count, such as 2\n",
+					ctx->argv[i]);
+				return EXIT_USAGE;
+			}
+			replicas = (unsigned)r;
 		} else {
 			fprintf(stderr, "poolctl: unknown option '%s' (tier=dram|dram+pmem|pmem, "
-				"evict=lru|none)\n", ctx->argv[i]);
+				"evict=lru|none, replicas=N)\n", ctx->argv[i]);
 			return EXIT_USAGE;
 		}
 	}
-	return kv_exec(ctx, "create", ctx->argv[0], cap, tier, evict, true);
+	return kv_exec(ctx, "create", ctx->argv[0], cap, tier, evict, replicas, true);
 }
 
 static int cmd_kv_drop_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "drop", ctx->argv[0], 0, NULL, NULL, false);
+	return kv_exec(ctx, "drop", ctx->argv[0], 0, NULL, NULL, 0, false);
 }
 
 static int cmd_kv_flush_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "flush", ctx->argv[0], 0, NULL, NULL, true);
+	return kv_exec(ctx, "flush", ctx->argv[0], 0, NULL, NULL, 0, true);
 }
 
 const struct cmd_entry cmd_kv_ls_entry = {
@@ -151,7 +167,8 @@ const struct cmd_entry cmd_kv_stats_entry = {
 	"entries, bytes per tier, hits, misses, hit rate, evictions, spills, promotions, puts",
 };
 const struct cmd_entry cmd_kv_create_entry = {
-	"kv create", "NS CAPACITY [tier=dram|dram+pmem|pmem] [evict=lru|none]", 2, 4, DAEMON_NEEDED,
+	"kv create", "NS CAPACITY [tier=dram|dram+pmem|pmem] [evict=lru|none] [replicas=N]", 2, 5,
+	DAEMON_NEEDED,
 	cmd_kv_create_exec,
 	"create a KV namespace of CAPACITY bytes (DRAM spilling to pmem; dram: evicts; pmem: "
 	"persistent)",

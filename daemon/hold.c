@@ -34,7 +34,7 @@ struct hold {
 	uint8_t *key;
 	size_t klen;
 	uint64_t vlen, version, ns_capacity;
-	uint32_t ns_flags;
+	uint32_t ns_flags, ns_replicas;
 	bool durable; /* journaled in the pmem tier */
 };
 
@@ -95,6 +95,8 @@ static void hold_msg(const struct hold *hd, Pool__Holding *h)
 	h->version = hd->version;
 	h->ns_capacity = hd->ns_capacity;
 	h->ns_flags = hd->ns_flags;
+	h->has_ns_replicas = hd->ns_replicas != 0;
+	h->ns_replicas = hd->ns_replicas;
 }
 
 static int hold_journal_write(struct journal *j, const Pool__Holding *h)
@@ -197,6 +199,7 @@ static struct hold *hold_set(struct poold *pd, const Pool__Holding *h, bool jour
 		hd->version = h->version;
 		hd->ns_capacity = h->ns_capacity;
 		hd->ns_flags = h->ns_flags;
+		hd->ns_replicas = h->has_ns_replicas ? h->ns_replicas : 0;
 	}
 	if (!journal || hd->key == NULL || !hold_is_durable(pd, h))
 		return hd;

@@ -50,12 +50,30 @@
 #define KV_MAX_KEYS 4096 /* per request */
 #define KV_RESERVE_TTL_MS 30000
 #define KV_BUCKETS0 1024
+#define KV_MAX_REPLICAS 4
 
-/* One stored version of a value. */
+/* A place a value is stored at. */
+struct kv_place {
+	uint32_t node, arena;
+	uint64_t off, alen;
+};
+
+/*
+ * One stored version of a value: its place and, in a replicated namespace,
+ * copies of the same bytes on other lenders.
+ */
 struct kv_val {
 	uint32_t node, arena;
 	uint64_t off, alen, vlen, version;
 	bool pmem; /* spilled to the lender's pmem tier, below a DRAM namespace */
+	uint8_t ncopies;
+	struct kv_place copy[KV_MAX_REPLICAS - 1];
+};
+
+/* Storage for the places of one reply location. */
+struct kv_locplaces {
+	Pool__KvPlace place[KV_MAX_REPLICAS];
+	Pool__KvPlace *ptr[KV_MAX_REPLICAS];
 };
 
 /* Readers of one version: a session of a node. */
@@ -104,6 +122,7 @@ struct kv_ns {
 	uint64_t next_version;
 	uint32_t local_node; /* values only on this node's arenas (RESP databases), or 0 */
 	uint32_t flags;	     /* HOLD_NS_*: never spill, persistent, never evict */
+	uint32_t replicas;   /* places of each value, on as many lenders (1: no copies) */
 };
 
 struct kv_space {
@@ -206,6 +225,7 @@ static struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capa
 	snprintf(ns->name, sizeof(ns->name), "%s", name);
 	ns->id = ++pd->kv->next_id;
 	ns->capacity = capacity;
+	ns->replicas = 1;
 	ns->nbuckets = KV_BUCKETS0;
 	TAILQ_INIT(&ns->lru);
 	TAILQ_INIT(&ns->plru);
@@ -214,14 +234,57 @@ static struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capa
 	return ns;
 }
 
-/* Give a value's extent back (scrubbed by its lender first). */
+/* A value's places, its own first: their number. */
+static size_t kv_places(const struct kv_val *v, struct kv_place *out)
+{
+	size_t i;
+
+	out[0] = (struct kv_place){v->node, v->arena, v->off, v->alen};
+	for (i = 0; i < v->ncopies; i++)
+		out[i + 1] = v->copy[i];
+	return i + 1;
+}
+
+/* Bytes of memory a value takes, copies included. */
+static uint64_t kv_val_bytes(const struct kv_val *v)
+{
+	uint64_t n = v->alen;
+	size_t i;
+
+	for (i = 0; i < v->ncopies; i++)
+		n += v->copy[i].alen;
+	return n;
+}
+
+static bool kv_val_on(const struct kv_val *v, uint32_t node)
+{
+	struct kv_place all[KV_MAX_REPLICAS];
+	size_t n = kv_places(v, all), i;
+
+	for (i = 0; i < n; i++)
+		if (all[i].node == node)
+			return true;
+	return false;
+}
+
+/* Give a value's places back, without accounting (each scrubbed by its lender first). */
+static void kv_val_retire(struct poold *pd, const struct kv_val *v)
+{
+	struct kv_place all[KV_MAX_REPLICAS];
+	size_t n = kv_places(v, all), i;
+
+	for (i = 0; i < n; i++)
+		region_retire(pd, all[i].node, all[i].arena, all[i].off, all[i].alen, NULL);
+}
+
+/* Give a value's places back. */
 static void kv_val_free(struct poold *pd, struct kv_ns *ns, const struct kv_val *v)
 {
-	region_retire(pd, v->node, v->arena, v->off, v->alen, NULL);
+	kv_val_retire(pd, v);
 	if (v->pmem)
-		ns->pmem_used -= v->alen;
+		ns->pmem_used -= kv_val_bytes(v);
 	else
-		ns->used -= v->alen;
+		ns->used -= kv_val_bytes(v);
 }
 
 static void kv_pins_free(struct kv_pin *p)
@@ -345,27 +408,42 @@ static bool kv_pool_ok(struct poold *pd, const struct kv_ns *ns, const struct le
 	       (ns->local_node == 0 || lp->node == ns->local_node);
 }
 
-/* Two candidate lenders from the key hash; the one with more room wins. */
-static int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len,
-		    struct kv_val *v)
+/* A pool that may take a value, on none of the nodes in avoid. */
+static bool kv_pool_free(struct poold *pd, const struct kv_ns *ns, const struct lender_pool *lp,
+			 const uint32_t *avoid, size_t navoid)
+{
+	size_t i;
+
+	for (i = 0; i < navoid; i++)
+		if (lp->node == avoid[i])
+			return false;
+	return kv_pool_ok(pd, ns, lp);
+}
+
+/*
+ * A lender for a value (or one more copy of it, on a node not in avoid):
+ * two candidates from the key hash, the one with more room wins; when
+ * neither has room, any that does.
+ */
+static struct lender_pool *kv_pick(struct poold *pd, struct kv_ns *ns, uint64_t hash,
+				   uint64_t len, const uint32_t *avoid, size_t navoid)
 {
 	struct lender_pool *pools[2], *lp;
 	struct placement_candidate c[2];
 	size_t n = 0, i = 0, k;
-	uint64_t off, alen;
 	long pick;
 
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-		n += kv_pool_ok(pd, ns, lp);
+		n += kv_pool_free(pd, ns, lp, avoid, navoid);
 	if (n == 0)
-		return -ENOSPC;
+		return NULL;
 	for (k = 0; k < 2; k++) {
 		size_t want = (size_t)((k ? hash >> 32 : hash) % n);
 		struct extent_stats st;
 
 		i = 0;
 		TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
-			if (!kv_pool_ok(pd, ns, lp))
+			if (!kv_pool_free(pd, ns, lp, avoid, navoid))
 				continue;
 			if (i++ == want)
 				break;
@@ -375,25 +453,64 @@ static int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t 
 		c[k] = (struct placement_candidate){st.size, st.used, st.largest_free, true};
 	}
 	pick = placement_choose(c, 2, len, (unsigned)pd->conf->watermark);
-	if (pick < 0) {
-		/* Neither candidate has room: any lender that does. */
-		lp = ns->local_node ? NULL : region_pick_avoid(pd, kv_tier(ns), len, 0);
-		if (lp == NULL)
-			return -ENOSPC;
-	} else {
-		lp = pools[pick];
+	if (pick >= 0)
+		return pools[pick];
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
+		struct extent_stats st;
+
+		if (!kv_pool_free(pd, ns, lp, avoid, navoid))
+			continue;
+		extent_stats(lp->alloc, &st);
+		if (st.largest_free >= len)
+			return lp;
 	}
-	if (extent_alloc(lp->alloc, len, &off, &alen) < 0)
-		return -ENOSPC;
-	*v = (struct kv_val){lp->node, lp->arena, off, alen, len, 0, false};
-	return 0;
+	return NULL;
 }
 
-static bool kv_val_usable(struct poold *pd, const struct kv_val *v)
+/*
+ * Places for a value of len bytes: one per replica, each on another
+ * lender; fewer when fewer lenders can take it, -ENOSPC when none can.
+ */
+static int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len,
+		    struct kv_val *v)
 {
-	struct member *m = cluster_find(pd, v->node);
+	uint32_t nodes[KV_MAX_REPLICAS];
+	struct lender_pool *lp;
+	uint64_t off, alen;
+	size_t k;
+
+	memset(v, 0, sizeof(*v));
+	for (k = 0; k < ns->replicas; k++) {
+		/* Each copy's candidates from another mix of the hash. */
+		lp = kv_pick(pd, ns, hash ^ (k * UINT64_C(0x9e3779b97f4a7c15)), len, nodes, k);
+		if (lp == NULL || extent_alloc(lp->alloc, len, &off, &alen) < 0)
+			break;
+		nodes[k] = lp->node;
+		if (k == 0)
+			*v = (struct kv_val){lp->node, lp->arena, off, alen, len, 0, false, 0, {{0}}};
+		else
+			v->copy[v->ncopies++] = (struct kv_place){lp->node, lp->arena, off, alen};
+	}
+	return k == 0 ? -ENOSPC : 0;
+}
+
+static bool kv_node_up(struct poold *pd, uint32_t node)
+{
+	struct member *m = cluster_find(pd, node);
 
 	return m != NULL && m->state == MEMBER_UP;
+}
+
+/* Whether a value can be read: one of its places is on a lender that is up. */
+static bool kv_val_usable(struct poold *pd, const struct kv_val *v)
+{
+	struct kv_place all[KV_MAX_REPLICAS];
+	size_t n = kv_places(v, all), i;
+
+	for (i = 0; i < n; i++)
+		if (kv_node_up(pd, all[i].node))
+			return true;
+	return false;
 }
 
 static int kv_pin(struct kv_entry *e, uint32_t node, uint64_t session)
@@ -459,28 +576,60 @@ static void kv_zombies_sweep(struct poold *pd, struct kv_ns *ns)
 	}
 }
 
-static void kv_loc(Pool__KvLocation *loc, int status, const struct kv_val *v)
+/*
+ * Where a value is. For a writer (pd NULL), every place, its own first:
+ * the writer fills each. For a reader, the place to read first (on the
+ * reader's node, else on a lender that is up) and the other live places
+ * to fall back on. pl holds the places (NULL: none but the first).
+ */
+static void kv_loc(struct poold *pd, Pool__KvLocation *loc, struct kv_locplaces *pl, int status,
+		   const struct kv_val *v, uint32_t near)
 {
+	struct kv_place all[KV_MAX_REPLICAS], first;
+	size_t n, i, best = 0;
+
 	pool__kv_location__init(loc);
 	loc->status = status;
 	if (status != 0 || v == NULL)
 		return;
+	n = kv_places(v, all);
+	for (i = 0; pd != NULL && i < n; i++)
+		if (all[i].node == near)
+			break;
+	if (pd != NULL && i == n)
+		for (i = 0; i < n && !kv_node_up(pd, all[i].node); i++)
+			;
+	best = pd != NULL && i < n ? i : 0;
+	first = all[best];
+	all[best] = all[0];
+	all[0] = first;
 	loc->has_node = loc->has_arena = loc->has_off = loc->has_len = loc->has_version = 1;
-	loc->node = v->node;
-	loc->arena = v->arena;
-	loc->off = v->off;
+	loc->node = first.node;
+	loc->arena = first.arena;
+	loc->off = first.off;
 	loc->len = v->vlen;
 	loc->version = v->version;
+	for (i = 1; pl != NULL && i < n; i++) {
+		Pool__KvPlace *p = &pl->place[loc->n_copies];
+
+		if (pd != NULL && !kv_node_up(pd, all[i].node))
+			continue;
+		pool__kv_place__init(p);
+		p->node = all[i].node;
+		p->arena = all[i].arena;
+		p->off = all[i].off;
+		pl->ptr[loc->n_copies++] = p;
+	}
+	loc->copies = pl != NULL ? pl->ptr : NULL;
 }
 
-/* Tell a value's lender what it holds, so that a restarted coordinator can rebuild it. */
+/* Tell a value's lenders what they hold, so that a restarted coordinator can rebuild it. */
 static void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e)
 {
 	Pool__Holding h = POOL__HOLDING__INIT;
+	struct kv_place all[KV_MAX_REPLICAS];
+	size_t n = kv_places(&e->val, all), i;
 
-	h.arena = e->val.arena;
-	h.off = e->val.off;
-	h.len = e->val.alen;
 	h.region = KV_HOLD_ID(ns);
 	h.ns = (char *)ns->name;
 	h.has_key = h.has_vlen = h.has_version = h.has_ns_capacity = h.has_ns_flags = 1;
@@ -490,7 +639,14 @@ static void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_en
 	h.version = e->val.version;
 	h.ns_capacity = ns->capacity;
 	h.ns_flags = ns->flags;
-	hold_tell_kv(pd, e->val.node, &h);
+	h.has_ns_replicas = 1;
+	h.ns_replicas = ns->replicas;
+	for (i = 0; i < n; i++) {
+		h.arena = all[i].arena;
+		h.off = all[i].off;
+		h.len = all[i].alen;
+		hold_tell_kv(pd, all[i].node, &h);
+	}
 }
 
 /* A spill or a promotion in flight: the value copied from one tier to the other. */
@@ -592,7 +748,7 @@ static int kv_move(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool 
 	mv->ns_id = ns->id;
 	mv->from = e->val;
 	mv->to = (struct kv_val){dst->node, dst->arena, off, alen, e->val.vlen, e->val.version,
-				 to_pmem};
+				 to_pmem, 0, {{0}}};
 	if (to_pmem) {
 		ns->pmem_used += alen;
 		ns->leaving += e->val.alen;
@@ -626,8 +782,8 @@ static int kv_spill(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool
 {
 	struct kv_entry *old;
 
-	if (ns->flags & (HOLD_NS_DRAM_ONLY | HOLD_NS_PERSISTENT))
-		return -ENOSPC; /* a persistent namespace's values are in pmem already */
+	if (ns->flags & (HOLD_NS_DRAM_ONLY | HOLD_NS_PERSISTENT) || ns->replicas > 1)
+		return -ENOSPC; /* persistent values are in pmem already; copies are not moved */
 	if (kv_move(pd, ns, e, true) == 0)
 		return 0;
 	if (!may_evict)
@@ -655,7 +811,7 @@ static void kv_promote(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 
 /* One key of a request. */
 static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, size_t i,
-		  Pool__KvLocation *loc)
+		  Pool__KvLocation *loc, struct kv_locplaces *pl)
 {
 	struct poold *pd = q->pd;
 	const uint8_t *key = kr->keys[i].data;
@@ -666,31 +822,32 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 	int rc;
 
 	if (klen == 0 || klen > POOL_KV_KEY_MAX) {
-		kv_loc(loc, -EINVAL, NULL);
+		kv_loc(NULL, loc, NULL, -EINVAL, NULL, 0);
 		return 0;
 	}
 	if (strcmp(op, "lookup") == 0 || strcmp(op, "exists") == 0) {
 		if (e == NULL || !e->has_val || !kv_val_usable(pd, &e->val)) {
 			ns->misses += op[0] == 'l';
-			kv_loc(loc, -ENOENT, NULL);
+			kv_loc(NULL, loc, NULL, -ENOENT, NULL, 0);
 			return 0;
 		}
 		if (op[0] == 'l') {
 			if (kv_pin(e, q->node, q->session) < 0) {
-				kv_loc(loc, -ENOMEM, NULL);
+				kv_loc(NULL, loc, NULL, -ENOMEM, NULL, 0);
 				return 0;
 			}
 			ns->hits++;
 			TAILQ_REMOVE(kv_lru(ns, e), e, lru);
 			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
-			kv_loc(loc, 0, &e->val); /* where it is now; a promotion moves it later */
+			/* where it is now (a promotion moves it later), nearest first */
+			kv_loc(pd, loc, pl, 0, &e->val, q->node);
 			if (e->val.pmem) {
 				ns->pmem_hits++;
 				kv_promote(pd, ns, e);
 			}
 			return 1;
 		}
-		kv_loc(loc, 0, &e->val);
+		kv_loc(pd, loc, NULL, 0, &e->val, q->node);
 		return 1;
 	}
 	if (strcmp(op, "reserve") == 0) {
@@ -698,11 +855,11 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 		struct kv_val v;
 
 		if (size == 0 || size > POOL_KV_VALUE_MAX) {
-			kv_loc(loc, -EINVAL, NULL);
+			kv_loc(NULL, loc, NULL, -EINVAL, NULL, 0);
 			return 0;
 		}
 		if (size > ns->capacity) { /* would spill everything and still not fit */
-			kv_loc(loc, -ENOSPC, NULL);
+			kv_loc(NULL, loc, NULL, -ENOSPC, NULL, 0);
 			return 0;
 		}
 		rc = kv_make_room(pd, ns, size, !(ns->flags & HOLD_NS_NO_EVICT));
@@ -712,13 +869,13 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			e = *kv_slot(ns, key, klen, h);
 			if (e != NULL && !e->has_val && !e->has_pending)
 				kv_entry_drop(ns, e);
-			kv_loc(loc, rc, NULL);
+			kv_loc(NULL, loc, NULL, rc, NULL, 0);
 			return 0;
 		}
 		e = *kv_slot(ns, key, klen, h); /* eviction may have dropped it */
 		if (e == NULL && (e = kv_entry_new(ns, key, klen, h)) == NULL) {
-			region_retire(pd, v.node, v.arena, v.off, v.alen, NULL);
-			kv_loc(loc, -ENOMEM, NULL);
+			kv_val_retire(pd, &v);
+			kv_loc(NULL, loc, NULL, -ENOMEM, NULL, 0);
 			return 0;
 		}
 		/* The last writer wins, once its reservation is made: a failed one changes nothing. */
@@ -730,9 +887,16 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 		e->pnode = q->node;
 		e->psession = q->session;
 		e->preserved_at = units_now_ms();
-		ns->used += v.alen;
-		hold_tell(pd, v.node, v.arena, v.off, v.alen, KV_HOLD_ID(ns));
-		kv_loc(loc, 0, &v);
+		ns->used += kv_val_bytes(&v);
+		{
+			struct kv_place all[KV_MAX_REPLICAS];
+			size_t n = kv_places(&v, all), k;
+
+			for (k = 0; k < n; k++)
+				hold_tell(pd, all[k].node, all[k].arena, all[k].off, all[k].alen,
+					  KV_HOLD_ID(ns));
+		}
+		kv_loc(NULL, loc, pl, 0, &v, 0); /* every place: the writer fills each */
 		return 1;
 	}
 	/*
@@ -746,7 +910,7 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 
 		if (e != NULL && strcmp(op, "release") == 0 &&
 		    kv_unpin(&e->pins, q->node, q->session, version)) {
-			kv_loc(loc, 0, NULL);
+			kv_loc(NULL, loc, NULL, 0, NULL, 0);
 			return 1;
 		}
 		if (e != NULL && op[0] != 'r' && e->has_pending && e->pending.version == version) {
@@ -755,7 +919,7 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 				e->has_pending = false;
 				if (!e->has_val)
 					kv_entry_drop(ns, e);
-				kv_loc(loc, 0, NULL);
+				kv_loc(NULL, loc, NULL, 0, NULL, 0);
 				return 1;
 			}
 			if (e->has_val)
@@ -767,7 +931,7 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			ns->puts++;
 			/* The lender's record now names the value: a restarted coordinator rebuilds it. */
 			kv_tell(pd, ns, e);
-			kv_loc(loc, 0, &e->val);
+			kv_loc(NULL, loc, NULL, 0, &e->val, 0);
 			return 1;
 		}
 		TAILQ_FOREACH(z, &ns->zombies, entry)
@@ -775,22 +939,22 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			    kv_unpin(&z->pins, q->node, q->session, version)) {
 				/* Superseded, flushed or removed: as if overwritten at once. */
 				kv_zombies_sweep(pd, ns);
-				kv_loc(loc, 0, NULL);
+				kv_loc(NULL, loc, NULL, 0, NULL, 0);
 				return 1;
 			}
-		kv_loc(loc, op[0] == 'c' ? -ESTALE : -ENOENT, NULL);
+		kv_loc(NULL, loc, NULL, op[0] == 'c' ? -ESTALE : -ENOENT, NULL, 0);
 		return 0;
 	}
 	if (e == NULL) {
-		kv_loc(loc, -ENOENT, NULL);
+		kv_loc(NULL, loc, NULL, -ENOENT, NULL, 0);
 		return 0;
 	}
 	if (strcmp(op, "remove") == 0) {
 		kv_entry_clear(pd, ns, e);
-		kv_loc(loc, 0, NULL);
+		kv_loc(NULL, loc, NULL, 0, NULL, 0);
 		return 1;
 	}
-	kv_loc(loc, -EINVAL, NULL);
+	kv_loc(NULL, loc, NULL, -EINVAL, NULL, 0);
 	return 0;
 }
 
@@ -801,7 +965,7 @@ static int kv_reply(struct req *q, Pool__KvLocation *locs, size_t n, uint64_t co
 	Pool__KvReply reply = POOL__KV_REPLY__INIT;
 	Pool__KvLocation **lp = calloc(n ? n : 1, sizeof(*lp));
 	Pool__Member *mm = NULL, **mp = NULL;
-	size_t i, k, nm = 0;
+	size_t i, k, nm = 0, cap = 0;
 	int rc;
 
 	if (lp == NULL)
@@ -809,27 +973,48 @@ static int kv_reply(struct req *q, Pool__KvLocation *locs, size_t n, uint64_t co
 	for (i = 0; i < n; i++)
 		lp[i] = &locs[i];
 	if (with_nodes) {
-		mm = calloc(n ? n : 1, sizeof(*mm));
-		mp = calloc(n ? n : 1, sizeof(*mp));
-		if (mm == NULL || mp == NULL) {
+		cap = n ? n : 1;
+		mm = calloc(cap, sizeof(*mm));
+		if (mm == NULL) {
 			rc = req_errorf(q, -ENOMEM, "out of memory");
 			goto out;
 		}
 		for (i = 0; i < n; i++) {
-			struct member *m;
+			size_t c;
 
 			if (locs[i].status != 0 || !locs[i].has_node)
 				continue;
-			for (k = 0; k < nm && mm[k].node->id != locs[i].node; k++)
-				;
-			if (k < nm || (m = cluster_find(q->pd, locs[i].node)) == NULL)
-				continue;
-			pool__member__init(&mm[nm]);
-			mm[nm].node = m->info;
-			mm[nm].state = (char *)member_state_name(m->state);
-			mp[nm] = &mm[nm];
-			nm++;
+			for (c = 0; c <= locs[i].n_copies; c++) {
+				uint32_t node = c ? locs[i].copies[c - 1]->node : locs[i].node;
+				struct member *m;
+
+				for (k = 0; k < nm && mm[k].node->id != node; k++)
+					;
+				if (k < nm || (m = cluster_find(q->pd, node)) == NULL)
+					continue;
+				if (nm == cap) {
+					Pool__Member *more = realloc(mm, 2 * cap * sizeof(*mm));
+
+					if (more == NULL) {
+						rc = req_errorf(q, -ENOMEM, "out of memory");
+						goto out;
+					}
+					mm = more;
+					cap *= 2;
+				}
+				pool__member__init(&mm[nm]);
+				mm[nm].node = m->info;
+				mm[nm].state = (char *)member_state_name(m->state);
+				nm++;
+			}
 		}
+		mp = calloc(nm ? nm : 1, sizeof(*mp));
+		if (mp == NULL) {
+			rc = req_errorf(q, -ENOMEM, "out of memory");
+			goto out;
+		}
+		for (k = 0; k < nm; k++)
+			mp[k] = &mm[k];
 	}
 	reply.locations = lp;
 	reply.n_locations = n;
@@ -849,6 +1034,7 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 {
 	const Pool__KvRequest *kr = (const Pool__KvRequest *)msg;
 	struct poold *pd = q->pd;
+	struct kv_locplaces *pl;
 	Pool__KvLocation *locs;
 	struct kv_ns *ns = kv_ns_find(pd, kr->ns);
 	uint64_t count = 0;
@@ -882,15 +1068,19 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 		return kv_reply(q, NULL, 0, i, false);
 	}
 	locs = calloc(kr->n_keys ? kr->n_keys : 1, sizeof(*locs));
-	if (locs == NULL)
+	pl = ns->replicas > 1 ? calloc(kr->n_keys ? kr->n_keys : 1, sizeof(*pl)) : NULL;
+	if (locs == NULL || (ns->replicas > 1 && pl == NULL)) {
+		free(locs);
 		return req_errorf(q, -ENOMEM, "out of memory");
+	}
 	for (i = 0; i < kr->n_keys; i++)
-		count += (uint64_t)kv_one(q, ns, kr, i, &locs[i]);
+		count += (uint64_t)kv_one(q, ns, kr, i, &locs[i], pl ? &pl[i] : NULL);
 	if (strcmp(kr->op, "reserve") == 0 || strcmp(kr->op, "remove") == 0)
 		region_account(pd);
 	rc = kv_reply(q, locs, kr->n_keys, count,
 		      strcmp(kr->op, "lookup") == 0 || strcmp(kr->op, "reserve") == 0);
 	free(locs);
+	free(pl);
 	return rc;
 }
 
@@ -918,6 +1108,8 @@ static void kv_ns_msg(const struct kv_ns *ns, Pool__KvNamespace *m)
 	m->promotions = ns->promotions;
 	m->pmem_hits = ns->pmem_hits;
 	m->tier = (char *)kv_tier_name(ns);
+	m->has_replicas = 1;
+	m->replicas = ns->replicas;
 	m->evict = (char *)(ns->flags & HOLD_NS_NO_EVICT ? "none" : "lru");
 }
 
@@ -947,7 +1139,7 @@ static void kv_ns_free(struct poold *pd, struct kv_ns *ns)
 		TAILQ_REMOVE(&ns->zombies, z, entry);
 		if (orphans != NULL && ns != orphans) {
 			TAILQ_INSERT_TAIL(&orphans->zombies, z, entry);
-			orphans->used += z->val.alen;
+			orphans->used += kv_val_bytes(&z->val);
 			continue;
 		}
 		kv_pins_free(z->pins);
@@ -1004,13 +1196,17 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 			flags |= HOLD_NS_NO_EVICT;
 		else if (r->evict != NULL && strcmp(r->evict, "lru") != 0)
 			return req_errorf(q, -EINVAL, "evict '%s': lru or none", r->evict);
+		if (r->has_replicas && (r->replicas < 1 || r->replicas > KV_MAX_REPLICAS))
+			return req_errorf(q, -EINVAL, "replicas %u: 1 to %d", r->replicas,
+					  KV_MAX_REPLICAS);
 		ns = kv_ns_new(pd, r->name, r->capacity);
 		if (ns == NULL)
 			return req_errorf(q, -ENOMEM, "out of memory");
 		ns->flags = flags;
-		log_info("KV namespace '%s' created, capacity %llu, tier %s, evict %s", ns->name,
-			 (unsigned long long)ns->capacity, kv_tier_name(ns),
-			 flags & HOLD_NS_NO_EVICT ? "none" : "lru");
+		ns->replicas = r->has_replicas ? r->replicas : 1;
+		log_info("KV namespace '%s' created, capacity %llu, tier %s, evict %s, replicas %u",
+			 ns->name, (unsigned long long)ns->capacity, kv_tier_name(ns),
+			 flags & HOLD_NS_NO_EVICT ? "none" : "lru", ns->replicas);
 	} else if (strcmp(r->op, "drop") == 0 || strcmp(r->op, "flush") == 0) {
 		if (!q->admin)
 			return req_errorf(q, -EPERM, "%s needs root or the admin group", r->op);
@@ -1114,15 +1310,55 @@ void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all)
 	kv_zombies_sweep(pd, pd->kv->orphans);
 }
 
+/* Forget a value's places on node (retired); false when it had no other. */
+static bool kv_val_drop_node(struct poold *pd, struct kv_ns *ns, struct kv_val *v, uint32_t node)
+{
+	struct kv_place all[KV_MAX_REPLICAS];
+	size_t n = kv_places(v, all), i, k = 0;
+
+	for (i = 0; i < n; i++)
+		if (all[i].node != node)
+			all[k++] = all[i];
+	if (k == 0)
+		return false;
+	for (i = 0; i < n; i++) {
+		struct kv_place *p = i ? &v->copy[i - 1] : NULL;
+		uint32_t pn = p ? p->node : v->node;
+
+		if (pn != node)
+			continue;
+		region_retire(pd, pn, p ? p->arena : v->arena, p ? p->off : v->off,
+			      p ? p->alen : v->alen, NULL);
+		ns->used -= p ? p->alen : v->alen;
+	}
+	v->node = all[0].node;
+	v->arena = all[0].arena;
+	v->off = all[0].off;
+	v->alen = all[0].alen;
+	v->ncopies = (uint8_t)(k - 1);
+	for (i = 1; i < k; i++)
+		v->copy[i - 1] = all[i];
+	return true;
+}
+
 static void kv_lost_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg)
 {
 	struct kv_who *w = arg;
+	bool hit = false;
 
-	if ((e->has_val && e->val.node == w->node) ||
-	    (e->has_pending && e->pending.node == w->node)) {
-		kv_entry_clear(pd, ns, e);
-		w->count++;
+	if (e->has_pending && kv_val_on(&e->pending, w->node)) {
+		kv_pending_retire(pd, ns, e); /* its writer's commit will change nothing */
+		hit = true;
 	}
+	if (e->has_val && kv_val_on(&e->val, w->node)) {
+		/* Copies elsewhere keep the value; without any, it is gone. */
+		if (!kv_val_drop_node(pd, ns, &e->val, w->node))
+			kv_retire_val(pd, ns, e);
+		hit = true;
+	}
+	w->count += hit;
+	if (!e->has_val && !e->has_pending)
+		kv_entry_drop(ns, e);
 }
 
 /* A lender died or restarted: its values are gone, gets of them are misses. */
@@ -1154,6 +1390,20 @@ void kv_sweep(struct poold *pd)
 	kv_foreach(pd, kv_expire_entry, &now);
 }
 
+static int kv_val_extents(const struct kv_ns *ns, const struct kv_val *v, uint32_t node,
+			  struct ledger_extent **ext, size_t *n, size_t *cap)
+{
+	struct kv_place all[KV_MAX_REPLICAS];
+	size_t np = kv_places(v, all), i;
+
+	for (i = 0; i < np; i++)
+		if (all[i].node == node &&
+		    ledger_append(ext, n, cap, all[i].arena, all[i].off, all[i].alen,
+				  KV_HOLD_ID(ns)) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
 /* The KV extents on a node, for the ledger. */
 int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size_t *n,
 	       size_t *cap)
@@ -1178,16 +1428,12 @@ int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size
 				if (e->has_pending)
 					vals[nv++] = &e->pending;
 				for (k = 0; k < nv; k++)
-					if (vals[k]->node == node &&
-					    ledger_append(ext, n, cap, vals[k]->arena, vals[k]->off,
-							  vals[k]->alen, KV_HOLD_ID(ns)) < 0)
+					if (kv_val_extents(ns, vals[k], node, ext, n, cap) < 0)
 						return -ENOMEM;
 			}
 		}
 		TAILQ_FOREACH(z, &ns->zombies, entry)
-			if (z->val.node == node &&
-			    ledger_append(ext, n, cap, z->val.arena, z->val.off, z->val.alen,
-					  KV_HOLD_ID(ns)) < 0)
+			if (kv_val_extents(ns, &z->val, node, ext, n, cap) < 0)
 				return -ENOMEM;
 	}
 	return 0;
@@ -1218,7 +1464,7 @@ int kv_local_op(struct poold *pd, uint64_t session, const char *nsname, const ch
 	kr.n_sizes = 1;
 	kr.versions = &arg;
 	kr.n_versions = 1;
-	kv_one(&q, ns, &kr, 0, &loc);
+	kv_one(&q, ns, &kr, 0, &loc, NULL);
 	if (loc.status == 0 && ret != NULL)
 		*ret = (struct kv_where){loc.node, loc.arena, loc.off, loc.len, loc.version};
 	if (strcmp(op, "reserve") == 0 || strcmp(op, "remove") == 0)
@@ -1319,10 +1565,22 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 		if (ns == NULL)
 			return -ENOMEM;
 		ns->flags = h->ns_flags & KV_NS_FLAGS;
+		if (h->has_ns_replicas && h->ns_replicas >= 1 && h->ns_replicas <= KV_MAX_REPLICAS)
+			ns->replicas = h->ns_replicas;
 		log_info("KV namespace '%s' rebuilt from its lenders", ns->name);
 	}
 	hash = kv_hash(key, klen);
 	e = *kv_slot(ns, key, klen, hash);
+	if (e != NULL && e->has_val && e->val.version == h->version && e->val.vlen == h->vlen &&
+	    !e->val.pmem && lp->tier == kv_tier(ns) && 1u + e->val.ncopies < ns->replicas &&
+	    !kv_val_on(&e->val, node)) {
+		/* Another copy of a replicated value. */
+		if (extent_reserve(lp->alloc, off, alen) < 0)
+			return -EBUSY;
+		e->val.copy[e->val.ncopies++] = (struct kv_place){node, arena, off, alen};
+		ns->used += alen;
+		return 0;
+	}
 	if (e != NULL && e->has_val && e->val.version >= h->version)
 		return -EEXIST;
 	if (extent_reserve(lp->alloc, off, alen) < 0)
@@ -1334,7 +1592,7 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 		return -ENOMEM;
 	}
 	e->val = (struct kv_val){node, arena, off, alen, h->vlen, h->version,
-				 lp->tier != kv_tier(ns)};
+				 lp->tier != kv_tier(ns), 0, {{0}}};
 	e->has_val = true;
 	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 	if (e->val.pmem)

@@ -35,6 +35,8 @@ static int kv_ns_call(struct pool *pool, const char *op, const char *ns, uint64_
 	req.name = (char *)ns;
 	req.tier = flags & POOL_KV_DRAM_ONLY ? "dram" : flags & POOL_KV_PERSISTENT ? "pmem" : NULL;
 	req.evict = flags & POOL_KV_NO_EVICT ? "none" : NULL;
+	req.replicas = (flags >> 8) & 0xfu;
+	req.has_replicas = req.replicas != 0;
 	if (capacity) {
 		req.has_capacity = 1;
 		req.capacity = capacity;
@@ -49,7 +51,8 @@ POOL_EXPORT int pool_kv_create(struct pool *pool, const char *ns, uint64_t capac
 	int rc;
 
 	if (pool == NULL || ns == NULL ||
-	    (flags & ~(POOL_KV_DRAM_ONLY | POOL_KV_PERSISTENT | POOL_KV_NO_EVICT)) != 0 ||
+	    (flags & ~(POOL_KV_DRAM_ONLY | POOL_KV_PERSISTENT | POOL_KV_NO_EVICT |
+		       POOL_KV_REPLICAS(0xf))) != 0 || ((flags >> 8) & 0xfu) > 4 ||
 	    (flags & POOL_KV_DRAM_ONLY && flags & POOL_KV_PERSISTENT))
 		return pool_err(-EINVAL, "pool_kv_create: invalid argument");
 	rc = kv_ns_call(pool, "create", ns, capacity, flags, &rep);
@@ -160,9 +163,13 @@ struct kv_io {
 	int *status;
 };
 
+/* One transfer: key i to or from one place on node_id (node: its endpoint). */
 struct kv_io_op {
 	struct kv_io *io;
 	size_t i;
+	struct pool_node *node;
+	uint32_t node_id;
+	int rc;
 };
 
 static void kv_io_done(void *arg, int status)
@@ -170,7 +177,7 @@ static void kv_io_done(void *arg, int status)
 	struct kv_io_op *op = arg;
 
 	if (status < 0)
-		op->io->status[op->i] = status;
+		op->io->status[op->i] = op->rc = status;
 	if (--op->io->outstanding == 0)
 		op->io->done = 1;
 }
@@ -206,89 +213,140 @@ static void *kv_map(struct pool *pool, const Pool__KvReply *rep, const Pool__KvL
 }
 
 /*
- * One get or put per located key (status[i] == 0), all in flight, then one
- * wait; puts are flushed so they are complete at the lenders. A value on
- * this node that kv_map() reaches is a plain copy instead. A key whose
- * transfer fails gets that error in status[] and its lender is reported.
+ * Move one value between buf and one place: a plain copy when kv_map()
+ * reaches it, else a transfer put in flight (op records it). 0, or the
+ * error that makes the place unusable.
+ */
+static int kv_place_io(struct pool *pool, const Pool__KvReply *rep, const Pool__KvLocation *where,
+		       void *buf, size_t len, bool write, struct kv_io_op *op)
+{
+	const Pool__NodeInfo *info = NULL;
+	struct fab_rkey *rkey = NULL;
+	uint64_t raddr = 0;
+	void *local;
+	size_t k;
+	int rc;
+
+	local = kv_map(pool, rep, where, len);
+	if (local != NULL) {
+		if (write)
+			memcpy(local, buf, len);
+		else
+			memcpy(buf, local, len);
+		return 0;
+	}
+	for (k = 0; k < rep->n_nodes; k++)
+		if (rep->nodes[k]->node->id == where->node)
+			info = rep->nodes[k]->node;
+	if (info == NULL || pool_node_get(pool, info, &op->node) < 0)
+		return POOL_ELOST;
+	for (k = 0; k < op->node->narenas; k++)
+		if (op->node->arenas[k].id == where->arena) {
+			rkey = op->node->arenas[k].rkey;
+			raddr = op->node->arenas[k].addr + where->off;
+		}
+	if (rkey == NULL)
+		return POOL_EPROTOCOL;
+	op->io->outstanding++;
+	rc = write ? fab_put_nb(op->node->ep, buf, len, raddr, rkey, kv_io_done, op)
+		   : fab_get_nb(op->node->ep, buf, len, raddr, rkey, kv_io_done, op);
+	if (rc < 0)
+		op->io->outstanding--;
+	return rc;
+}
+
+/* Place p of a location: 0 is its own, 1.. its copies (as a location of its own). */
+static void kv_place_of(const Pool__KvLocation *loc, size_t p, Pool__KvLocation *where)
+{
+	*where = *loc;
+	if (p == 0)
+		return;
+	where->node = loc->copies[p - 1]->node;
+	where->arena = loc->copies[p - 1]->arena;
+	where->off = loc->copies[p - 1]->off;
+}
+
+/*
+ * Move the located keys' values (status[i] == 0): a put goes to every place
+ * of its key, a get reads its key's first place and, when that transfer
+ * fails, the next one. All of a round's transfers are in flight at once,
+ * then one wait; puts are flushed so they are complete at the lenders. A
+ * key whose transfers fail gets the error in status[], and the lenders
+ * that failed are reported.
  */
 static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, void *const *bufs,
 		       const size_t *lens, bool write, int *status)
 {
 	struct pool *pool = kv->pool;
-	struct kv_io io = {.done = 1, .status = status};
-	struct kv_io_op *ops = calloc(n ? n : 1, sizeof(*ops));
-	struct pool_node **nodes = calloc(n ? n : 1, sizeof(*nodes));
-	size_t i, k;
+	struct kv_io io = {.status = status};
+	struct kv_io_op *ops;
+	size_t i, k, p, nops = 0, round, places = 1;
+	uint32_t *failed = NULL;
+	size_t nfailed = 0;
 	int rc = 0;
 
-	if (ops == NULL || nodes == NULL) {
+	for (i = 0; i < n; i++)
+		places = MAX(places, 1 + rep->locations[i]->n_copies);
+	ops = calloc(n * places + 1, sizeof(*ops));
+	failed = calloc(n * places + 1, sizeof(*failed));
+	if (ops == NULL || failed == NULL) {
 		free(ops);
-		free(nodes);
+		free(failed);
 		return pool_err(-ENOMEM, "out of memory");
 	}
 	pthread_mutex_lock(&pool->data_lock);
-	io.outstanding = 1;
-	io.done = 0;
-	for (i = 0; i < n; i++) {
-		const Pool__KvLocation *loc = rep->locations[i];
-		const Pool__NodeInfo *info = NULL;
-		struct fab_rkey *rkey = NULL;
-		uint64_t raddr = 0;
-		void *local;
+	for (round = 0; round < (write ? 1 : places) && rc == 0; round++) {
+		size_t first = nops;
 
-		if (status[i] != 0)
-			continue;
-		local = kv_map(pool, rep, loc, lens[i]);
-		if (local != NULL) {
-			if (write)
-				memcpy(local, bufs[i], lens[i]);
-			else
-				memcpy(bufs[i], local, lens[i]);
-			continue;
-		}
-		for (k = 0; k < rep->n_nodes; k++)
-			if (rep->nodes[k]->node->id == loc->node)
-				info = rep->nodes[k]->node;
-		if (info == NULL || pool_node_get(pool, info, &nodes[i]) < 0) {
-			status[i] = POOL_ELOST;
-			continue;
-		}
-		for (k = 0; k < nodes[i]->narenas; k++)
-			if (nodes[i]->arenas[k].id == loc->arena) {
-				rkey = nodes[i]->arenas[k].rkey;
-				raddr = nodes[i]->arenas[k].addr + loc->off;
+		io.outstanding = 1;
+		io.done = 0;
+		for (i = 0; i < n; i++) {
+			const Pool__KvLocation *loc = rep->locations[i];
+
+			/* Located keys only; a get tries a next place when the last one failed. */
+			if (loc->status != 0 || (round == 0 && status[i] != 0) ||
+			    (round > 0 && (status[i] == 0 || loc->n_copies < round)))
+				continue;
+			status[i] = 0;
+			for (p = write ? 0 : round; p <= (write ? loc->n_copies : round); p++) {
+				Pool__KvLocation where;
+				struct kv_io_op *op = &ops[nops++];
+
+				kv_place_of(loc, p, &where);
+				*op = (struct kv_io_op){&io, i, NULL, where.node, 0};
+				op->rc = kv_place_io(pool, rep, &where, bufs[i], lens[i], write, op);
+				if (op->rc < 0)
+					status[i] = op->rc;
 			}
-		if (rkey == NULL) {
-			status[i] = POOL_EPROTOCOL;
-			continue;
 		}
-		ops[i] = (struct kv_io_op){&io, i};
-		io.outstanding++;
-		rc = write ? fab_put_nb(nodes[i]->ep, bufs[i], lens[i], raddr, rkey, kv_io_done,
-					&ops[i])
-			   : fab_get_nb(nodes[i]->ep, bufs[i], lens[i], raddr, rkey, kv_io_done,
-					&ops[i]);
-		if (rc < 0) {
-			status[i] = rc;
-			io.outstanding--;
+		if (--io.outstanding == 0)
+			io.done = 1;
+		rc = io.done ? 0 : fab_ctx_wait(pool->fab, &io.done, REGION_IO_TIMEOUT_MS);
+		/* Puts are flushed once per lender; one that fails fails its keys. */
+		for (k = first; write && rc == 0 && k < nops; k++) {
+			size_t j;
+
+			for (j = first; j < k && ops[j].node != ops[k].node; j++)
+				;
+			if (ops[k].node == NULL || j < k || fab_flush(ops[k].node->ep) == 0)
+				continue;
+			for (j = k; j < nops; j++)
+				if (ops[j].node == ops[k].node)
+					status[ops[j].i] = ops[j].rc = POOL_ELOST;
 		}
-	}
-	if (--io.outstanding == 0)
-		io.done = 1;
-	rc = io.done ? 0 : fab_ctx_wait(pool->fab, &io.done, REGION_IO_TIMEOUT_MS);
-	/* Local copies have no node here: only the fabric's puts are flushed. */
-	for (i = 0; write && rc == 0 && i < n; i++) {
-		for (k = 0; k < i && nodes[k] != nodes[i]; k++)
-			;
-		if (nodes[i] != NULL && status[i] == 0 && k == i && fab_flush(nodes[i]->ep) < 0)
-			status[i] = POOL_ELOST;
+		for (k = first; k < nops; k++)
+			if (ops[k].rc < 0)
+				failed[nfailed++] = ops[k].node_id;
 	}
 	pthread_mutex_unlock(&pool->data_lock);
-	for (i = 0; i < n; i++)
-		if (status[i] < 0 && status[i] != -ENOENT && rep->locations[i]->has_node)
-			kv_report(kv, rep->locations[i]->node);
+	for (k = 0; k < nfailed; k++) {
+		for (i = 0; i < k && failed[i] != failed[k]; i++)
+			;
+		if (i == k)
+			kv_report(kv, failed[k]);
+	}
 	free(ops);
-	free(nodes);
+	free(failed);
 	return rc < 0 ? pool_err(rc, "KV transfer: %s", err_str(rc)) : 0;
 }
 
@@ -653,7 +711,9 @@ POOL_EXPORT int pool_kv_reserve(struct pool_kv *kv, const void *key, size_t klen
 		goto out_rep;
 	}
 	ref->version = rep->locations[0]->version;
-	ref->data = kv_map(kv->pool, rep, rep->locations[0], vlen);
+	/* In place when it is here, unless copies elsewhere are to be written too. */
+	if (rep->locations[0]->n_copies == 0)
+		ref->data = kv_map(kv->pool, rep, rep->locations[0], vlen);
 	ref->local = ref->data != NULL;
 	if (!ref->local) { /* staged here, put at commit: keep where it goes */
 		ref->data = ref->buf = malloc(vlen);

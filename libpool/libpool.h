@@ -145,11 +145,13 @@ POOL_EXPORT void pool_kv_close(struct pool_kv *kv);
  * least recently used beyond it spill to the lenders' pmem tier, or with
  * POOL_KV_DRAM_ONLY are evicted. With POOL_KV_PERSISTENT the values live in
  * the lenders' pmem tier and survive restarts. With POOL_KV_NO_EVICT a full
- * namespace refuses puts (-ENOSPC) instead of evicting.
+ * namespace refuses puts (-ENOSPC) instead of evicting. POOL_KV_REPLICAS(n)
+ * keeps each value on n lenders (1 to 4): gets still hit when one dies.
  */
 #define POOL_KV_DRAM_ONLY 0x1u
 #define POOL_KV_PERSISTENT 0x2u
 #define POOL_KV_NO_EVICT 0x4u
+#define POOL_KV_REPLICAS(n) (((unsigned)(n) & 0xfu) << 8)
 POOL_EXPORT int pool_kv_create(struct pool *pool, const char *ns, uint64_t capacity,
 			       unsigned flags);
 POOL_EXPORT int pool_kv_drop(struct pool *pool, const char *ns);

@@ -4,7 +4,8 @@
 # values over a namespace's DRAM capacity spill to the lenders' pmem tiers;
 # the index comes back after a coordinator restart; a killed lender turns
 # gets of its values into misses (no error, no hang); a persistent
-# namespace's values survive restarts of the coordinator and of a lender.
+# namespace's values survive restarts of the coordinator and of a lender;
+# a namespace with 2 replicas loses nothing when a lender dies.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 KV="$top_builddir/tests/tools/pool-kv"
 FAILS=0 PASSES=0
@@ -98,8 +99,20 @@ kv 4 durable mget pk 40 4 | grep -q "40 hits of 40, all correct" \
 kv 3 model-a mput after 20 65536 2 | grep -q "20 of 20" && kv 4 model-a mget after 20 2 | grep -q "20 hits of 20" \
 	&& ok "new puts and gets work after the restart" || not_ok "puts after the restart"
 
+# A replicated namespace: every value on two lenders.
+pctl 2 kv create twice 64M replicas=2 >/dev/null && kv 2 twice mput tw 40 65536 6 | grep -q "40 of 40" \
+	&& ok "40 values put into a namespace with 2 replicas" || not_ok "replicated namespace"
+pctl 1 --json kv stats twice | python3 -c '
+import json, sys
+n = json.load(sys.stdin)["namespaces"][0]
+assert n["replicas"] == 2 and n["entries"] == 40 and n["used"] >= 2 * 40 * 65536, n' \
+	&& ok "each value takes room on two lenders" || not_ok "replica accounting"
+
 # A lender dies: its values become misses, the others still hit, nothing hangs.
 pool_node_kill 3
+kv 4 twice mget tw 40 6 >"$CLUSTER_TMP/out" 2>&1
+grep -q "40 hits of 40, all correct" "$CLUSTER_TMP/out" \
+	&& ok "with node 3 just killed, every replicated value still reads bit-exact" || { not_ok "replicated gets after a kill"; cat "$CLUSTER_TMP/out"; }
 t0=$SECONDS
 kv 4 model-a mget blk 200 7 >"$CLUSTER_TMP/out" 2>&1; rc=$?
 hits=$(sed -n 's/.*: \([0-9]*\) hits of 200.*/\1/p' "$CLUSTER_TMP/out")
@@ -110,6 +123,8 @@ pool_wait_state 1 h3 dead 10
 kv 4 model-a mget blk 200 7 >"$CLUSTER_TMP/out" 2>&1
 grep -q "all correct" "$CLUSTER_TMP/out" && ok "after it is dead: $(cat "$CLUSTER_TMP/out")" || not_ok "gets after death"
 kv 2 model-a mput new 50 65536 1 | grep -q "50 of 50" && ok "new values go to the live lenders" || not_ok "puts after death"
+ns_wait 1 twice 'n["entries"] == 40' && kv 4 twice mget tw 40 6 | grep -q "40 hits of 40, all correct" \
+	&& ok "once node 3 is dead, no replicated value is lost" || { not_ok "replicated values after death"; cat "$CLUSTER_TMP/out"; }
 
 # The lender comes back: its persistent values are still in its pmem tier and are taken back.
 POOL_PMEM=32M pool_node_start 3

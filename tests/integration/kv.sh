@@ -222,5 +222,14 @@ check "the newest of them is there" "$KV" dramonly get d7 7
 check_exit 1 "an unknown tier is refused" "$POOLCTL" kv create badtier 4M tier=ssd
 check_out "tier 'ssd': dram, dram\+pmem or pmem" "with a message naming the choices"
 check_exit 2 "an unknown option is a usage error" "$POOLCTL" kv create badopt 4M spill=yes
+# replicas=N: on one node there is one lender, so one place per value.
+check "a namespace with 2 replicas" "$POOLCTL" kv create twice 8M replicas=2
+check "on one lender, a put still works" "$KV" twice put r1 300000 3
+check "and reads back bit-exact" "$KV" twice get r1 3
+ns_holds twice 'n["replicas"] == 2 and n["entries"] == 1 and n["used"] < 2 * 300000' \
+	&& ok "with a single place (fewer lenders than replicas)" || { not_ok "replicas on one node"; cat "$TEST_DIR/out"; }
+check_exit 1 "replicas above 4 are refused" "$POOLCTL" kv create many 8M replicas=5
+check_out "replicas 5: 1 to 4" "with a message naming the range"
+check_exit 2 "replicas=0 is a usage error" "$POOLCTL" kv create none 8M replicas=0
 pool_alive && ok "poold still running" || not_ok "poold still running"
 pool_done
