@@ -336,14 +336,24 @@ static void conn_write_cb(struct bufferevent *bev, void *arg)
 	}
 }
 
+/*
+ * Replies and requests are small frames, often two back to back (a send-only
+ * release, then the next lookup): on TCP, Nagle would hold the second until
+ * the first is acknowledged. (A unix socket refuses the option: no matter.)
+ */
+static void conn_nodelay(struct bufferevent *bev)
+{
+	int one = 1;
+
+	setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
 static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn *c = arg;
 
 	if (what & BEV_EVENT_CONNECTED) {
-		int one = 1;
-
-		setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		conn_nodelay(bev);
 		c->busy++;
 		if (c->ops->connected != NULL)
 			c->ops->connected(c, c->arg);
@@ -393,6 +403,7 @@ int conn_new(struct event_base *base, int fd, size_t max_frame, const struct con
 		return -ENOMEM;
 	}
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	conn_nodelay(bev);
 	*ret_conn = c;
 	return 0;
 }
