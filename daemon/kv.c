@@ -593,13 +593,14 @@ static void kv_loc(struct poold *pd, Pool__KvLocation *loc, struct kv_locplaces 
 	if (status != 0 || v == NULL)
 		return;
 	n = kv_places(v, all);
-	for (i = 0; pd != NULL && i < n; i++)
-		if (all[i].node == near)
-			break;
-	if (pd != NULL && i == n)
-		for (i = 0; i < n && !kv_node_up(pd, all[i].node); i++)
+	if (pd != NULL) { /* a reader's own node, else the first lender up */
+		for (best = 0; best < n && all[best].node != near; best++)
 			;
-	best = pd != NULL && i < n ? i : 0;
+		for (i = 0; best == n && i < n; i++)
+			if (kv_node_up(pd, all[i].node))
+				best = i;
+		best = best < n ? best : 0;
+	}
 	first = all[best];
 	all[best] = all[0];
 	all[0] = first;
