@@ -371,6 +371,8 @@ static int hold_msgs(struct poold *pd, Pool__Holdings *hs)
 		n++;
 	}
 	hs->n_holdings = n;
+	if (n == 0)
+		free(h); /* else hold_msgs_free() finds it as the first holding */
 	return 0;
 }
 

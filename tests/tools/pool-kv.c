@@ -220,6 +220,8 @@ static int rget(struct pool *pool, struct pool_kv *kv, const char *key, uint64_t
 	rc = pool_kv_get_region(kv, key, strlen(key), r, off, maxlen, &vlen);
 	if (rc == -ENOENT) {
 		printf("rget %s: miss\n", key);
+		free(buf);
+		pool_region_close(r);
 		return 4;
 	}
 	if (rc < 0)
