@@ -1,4 +1,18 @@
 # libpool/: the client library, its public header and pkg-config file.
+#
+# libvecindex: the vector index on a plain memory range. A convenience
+# library of its own, since it depends on nothing else here: libpool links
+# it, the unit tests use it on malloc'd memory, poold will search with it.
+# The distance kernels are one file per instruction-set family.
+noinst_LTLIBRARIES += libpool/libvecindex.la
+libpool_libvecindex_la_SOURCES = libpool/vecindex.h libpool/vecindex.c libpool/vecdist.h
+if HOST_X86_64
+libpool_libvecindex_la_SOURCES += libpool/vecdist_x86.c
+else
+libpool_libvecindex_la_SOURCES += libpool/vecdist_generic.c
+endif
+libpool_libvecindex_la_LIBADD = $(LIBM)
+
 lib_LTLIBRARIES += libpool/libpool.la
 include_HEADERS += libpool/libpool.h
 libpool_libpool_la_SOURCES = libpool/libpool.h libpool/internal.h libpool/pool.c libpool/error.c \
