@@ -41,3 +41,12 @@ tests_unit_test_vecindex_SOURCES = tests/unit/test_vecindex.c tests/tools/vecdat
 	tests/tools/vecdata.h
 tests_unit_test_vecindex_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_vecindex_LDADD = tests/unit/libunit.la libpool/libvecindex.la $(CUNIT_LIBS) $(LIBM)
+
+# One writer and several readers on one vector index (also under --enable-tsan).
+check_PROGRAMS += tests/unit/test_vecstress
+TESTS += tests/unit/test_vecstress
+tests_unit_test_vecstress_SOURCES = tests/unit/test_vecstress.c tests/tools/vecdata.c \
+	tests/tools/vecdata.h
+tests_unit_test_vecstress_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_unit_test_vecstress_LDADD = tests/unit/libunit.la libpool/libvecindex.la $(CUNIT_LIBS) \
+	$(LIBM)
