@@ -210,6 +210,83 @@ POOL_EXPORT int pool_kv_hash_chain(const uint32_t *tokens, size_t ntokens, size_
 				   const uint8_t *parent, const void *salt, size_t salt_len,
 				   uint8_t *ret_hashes, size_t max_hashes);
 
+/*
+ * Vector indexes: flat (exact) or HNSW, over float vectors of 1 to 4096
+ * dimensions with 64-bit labels, laid out with offsets inside one region
+ * that processes on its node map and search in place, while one writer
+ * adds. Searches return the k nearest labels, nearest first, and their
+ * distances (squared L2; 1 - dot for ip; 1 - cosine for cosine). A region
+ * this process cannot map gives -EREMOTE for now.
+ */
+#define POOL_VEC_FLAT 1u
+#define POOL_VEC_HNSW 2u
+#define POOL_VEC_L2 1u
+#define POOL_VEC_IP 2u
+#define POOL_VEC_COSINE 3u
+#define POOL_VEC_DIM_MAX 4096
+#define POOL_VEC_K_MAX 1024
+#define POOL_VEC_NONE UINT64_MAX /* label of an unused result slot */
+/* pool_vec_open() flags */
+#define POOL_VEC_WRITE 0x1u /* become the index's writer */
+struct pool_vec;
+struct pool_vec_opts;
+struct pool_vec_info;
+/* Options of a new index (HNSW M 16, ef_construction 200, ef_search 64; mode 0600; local). */
+POOL_EXPORT int pool_vec_opts_new(struct pool_vec_opts **ret_opts);
+POOL_EXPORT void pool_vec_opts_free(struct pool_vec_opts *opts);
+/* 0 keeps a parameter's default. */
+POOL_EXPORT int pool_vec_opts_set_hnsw(struct pool_vec_opts *opts, unsigned m,
+				       unsigned ef_construction, unsigned ef_search);
+POOL_EXPORT int pool_vec_opts_set_mode(struct pool_vec_opts *opts, unsigned mode);
+POOL_EXPORT int pool_vec_opts_set_placement(struct pool_vec_opts *opts, const char *placement);
+/* Bytes of region an index needs for n vectors (opts may be NULL). */
+POOL_EXPORT int pool_vec_size(unsigned kind, unsigned dim, uint64_t n,
+			      const struct pool_vec_opts *opts, uint64_t *ret_size);
+/* Create an index in a new region of size bytes; the handle is its writer. */
+POOL_EXPORT int pool_vec_create(struct pool *pool, const char *name, unsigned kind,
+				unsigned metric, unsigned dim, uint64_t size,
+				const struct pool_vec_opts *opts, unsigned flags,
+				struct pool_vec **ret_vec);
+/* Open an index to search it, and with POOL_VEC_WRITE to add to it. */
+POOL_EXPORT int pool_vec_open(struct pool *pool, const char *name, unsigned flags,
+			      struct pool_vec **ret_vec);
+/* Close an index: give up the writer token, unmap and end the region's lease. */
+POOL_EXPORT int pool_vec_close(struct pool_vec *vec);
+POOL_EXPORT int pool_vec_add(struct pool_vec *vec, uint64_t label, const float *vector);
+/* n vectors of dim floats each: the number added, fewer than n only if the next one failed. */
+POOL_EXPORT int pool_vec_add_batch(struct pool_vec *vec, size_t n, const uint64_t *labels,
+				   const float *vectors);
+/* Tombstone the vectors under a label: how many, or -ENOENT. */
+POOL_EXPORT int pool_vec_remove(struct pool_vec *vec, uint64_t label);
+/* The k nearest: the number found; ret_dists may be NULL. */
+POOL_EXPORT int pool_vec_search(struct pool_vec *vec, const float *query, unsigned k,
+				uint64_t *ret_labels, float *ret_dists);
+/* n queries: query i's results at [i * k, (i + 1) * k), its count in ret_counts[i]. */
+POOL_EXPORT int pool_vec_search_batch(struct pool_vec *vec, size_t n, const float *queries,
+				      unsigned k, uint64_t *ret_labels, float *ret_dists,
+				      unsigned *ret_counts);
+/* This handle's HNSW search breadth (0: the index's ef_search). */
+POOL_EXPORT int pool_vec_set_ef(struct pool_vec *vec, unsigned ef);
+/* What an open index is now; free with pool_vec_info_free(). */
+POOL_EXPORT int pool_vec_stat(struct pool_vec *vec, struct pool_vec_info **ret_info);
+POOL_EXPORT void pool_vec_info_free(struct pool_vec_info *info);
+POOL_EXPORT unsigned pool_vec_info_kind(const struct pool_vec_info *info);
+POOL_EXPORT unsigned pool_vec_info_metric(const struct pool_vec_info *info);
+POOL_EXPORT unsigned pool_vec_info_dim(const struct pool_vec_info *info);
+POOL_EXPORT unsigned pool_vec_info_m(const struct pool_vec_info *info);
+POOL_EXPORT unsigned pool_vec_info_ef_construction(const struct pool_vec_info *info);
+POOL_EXPORT unsigned pool_vec_info_ef_search(const struct pool_vec_info *info);
+/* Vectors added (removed ones included), and removed. */
+POOL_EXPORT uint64_t pool_vec_info_count(const struct pool_vec_info *info);
+POOL_EXPORT uint64_t pool_vec_info_deleted(const struct pool_vec_info *info);
+/* At most this many vectors fit (HNSW: fewer, as upper levels take room too). */
+POOL_EXPORT uint64_t pool_vec_info_capacity(const struct pool_vec_info *info);
+/* Bytes of the region in use, and in all. */
+POOL_EXPORT uint64_t pool_vec_info_used(const struct pool_vec_info *info);
+POOL_EXPORT uint64_t pool_vec_info_size(const struct pool_vec_info *info);
+/* The pid of the process holding the writer token (0: none). */
+POOL_EXPORT uint32_t pool_vec_info_writer(const struct pool_vec_info *info);
+
 /* Describe an error code returned by any libpool function. */
 POOL_EXPORT const char *pool_strerror(int code);
 /* The calling thread's message for its last failed libpool call. */

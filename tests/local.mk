@@ -27,7 +27,7 @@ examples_pool_demo_LDADD = libpool/libpool.la
 INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/garbage.sh tests/integration/limits.sh tests/integration/libpool.sh \
 	tests/integration/man.sh tests/integration/regions.sh tests/integration/kv.sh \
-	tests/integration/kv-persist.sh tests/integration/resp.sh \
+	tests/integration/kv-persist.sh tests/integration/resp.sh tests/integration/vec.sh \
 	tests/cluster/selftest.sh tests/cluster/kv.sh \
 	tests/cluster/membership.sh tests/cluster/regions.sh tests/cluster/reclaim.sh
 TESTS += $(INTEGRATION_TESTS)
@@ -74,3 +74,8 @@ tests_tools_pool_kv_SOURCES = tests/tools/pool-kv.c
 tests_tools_pool_kv_LDADD = libpool/libpool.la
 
 include tests/bench/kv.mk
+
+# pool-vec: vector indexes through libpool, for the vector index tests.
+noinst_PROGRAMS += tests/tools/pool-vec
+tests_tools_pool_vec_SOURCES = tests/tools/pool-vec.c tests/tools/vecdata.c tests/tools/vecdata.h
+tests_tools_pool_vec_LDADD = libpool/libpool.la $(LIBM)
