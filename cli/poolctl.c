@@ -23,6 +23,8 @@ static const struct cmd_entry *const cmd_table[] = {
 	&cmd_lend_entry,	  &cmd_reclaim_entry,	  &cmd_drain_entry,
 	&cmd_ledger_entry,	  &cmd_kv_ls_entry,	  &cmd_kv_stats_entry,
 	&cmd_kv_create_entry,	  &cmd_kv_drop_entry,	  &cmd_kv_flush_entry,
+	&cmd_vec_ls_entry,	  &cmd_vec_info_entry,	  &cmd_vec_create_entry,
+	&cmd_vec_drop_entry,
 };
 
 static void usage(FILE *f)

@@ -64,6 +64,7 @@ static const struct ctl_handler *const handler_tables[] = {
 	reclaim_handlers,
 	arena_handlers,
 	kv_handlers,
+	vec_handlers,
 };
 
 static const struct ctl_handler *handlers[WIRE_TYPE_MAX];

@@ -54,7 +54,8 @@ struct coord_call {
 	uint64_t id;
 	uint32_t node;
 	struct gather *g;   /* a probe of this round, or */
-	coord_done_cb cb;   /* a request of coord_request() */
+	coord_done_cb cb;   /* a request of coord_request(), or */
+	coord_reply_cb reply; /* one of coord_call() */
 	void *arg;
 };
 
@@ -63,7 +64,7 @@ struct coord {
 	struct evconnlistener *listener;
 	TAILQ_HEAD(, coord_peer) peers;
 	TAILQ_HEAD(, gather) gathers;
-	TAILQ_HEAD(, coord_call) calls;
+	TAILQ_HEAD(coord_calls, coord_call) calls;
 	unsigned npeers;
 	uint32_t next_id;
 	uint64_t next_req;
@@ -112,6 +113,25 @@ int coord_request(struct poold *pd, uint32_t node, uint16_t type, const Protobuf
 		return -ENOTCONN;
 	}
 	TAILQ_INSERT_TAIL(&co->calls, call, entry);
+	return 0;
+}
+
+/*
+ * Send a request to a node; reply gets its answer frame, whatever its type
+ * (hdr NULL and rc < 0 when the link drops first or poold stops). -ENOTCONN:
+ * not sent, no callback.
+ */
+int coord_call(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
+	       coord_reply_cb reply, void *arg)
+{
+	struct coord *co = pd->coord;
+	struct coord_call *call;
+	int rc = coord_request(pd, node, type, msg, NULL, arg);
+
+	if (rc < 0)
+		return rc;
+	call = TAILQ_LAST(&co->calls, coord_calls);
+	call->reply = reply;
 	return 0;
 }
 
@@ -370,6 +390,12 @@ static void coord_call_answer(struct coord *co, const struct wire_hdr *hdr,
 			break;
 	if (call == NULL)
 		return; /* the round ended without it */
+	if (call->reply != NULL) {
+		TAILQ_REMOVE(&co->calls, call, entry);
+		call->reply(co->pd, call->arg, 0, hdr, payload);
+		free(call);
+		return;
+	}
 	if (call->cb != NULL) {
 		Pool__Error *err = NULL;
 		int rc = 0;
@@ -411,9 +437,12 @@ static void coord_fail_calls(struct coord *co, uint32_t node)
 		next = TAILQ_NEXT(call, entry);
 		if (call->node != node)
 			continue;
-		if (call->cb != NULL) {
+		if (call->cb != NULL || call->reply != NULL) {
 			TAILQ_REMOVE(&co->calls, call, entry);
-			call->cb(co->pd, call->arg, -ECONNRESET);
+			if (call->reply != NULL)
+				call->reply(co->pd, call->arg, -ECONNRESET, NULL, NULL);
+			else
+				call->cb(co->pd, call->arg, -ECONNRESET);
 			free(call);
 			next = TAILQ_FIRST(&co->calls);
 			continue;
@@ -638,7 +667,8 @@ static void coord_peer_frame(struct conn *conn, const struct wire_hdr *hdr,
 		coord_hello(p, hdr, payload);
 		return;
 	}
-	if (hdr->type == WIRE_PROBE_REPORT || hdr->type == WIRE_ERROR || hdr->type == WIRE_OK) {
+	if (hdr->type == WIRE_PROBE_REPORT || hdr->type == WIRE_ERROR || hdr->type == WIRE_OK ||
+	    hdr->type == WIRE_VEC_REPLY) {
 		if (p->m != NULL)
 			coord_call_answer(p->co, hdr, payload);
 		return;
@@ -884,6 +914,8 @@ void coord_close(struct poold *pd)
 	region_close_space(pd); /* before the calls go: it owns their arguments */
 	while ((call = TAILQ_FIRST(&co->calls)) != NULL) {
 		TAILQ_REMOVE(&co->calls, call, entry);
+		if (call->reply != NULL)
+			call->reply(pd, call->arg, -ESHUTDOWN, NULL, NULL);
 		free(call);
 	}
 	if (co->listener != NULL)

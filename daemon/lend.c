@@ -237,6 +237,14 @@ bool lend_in_range(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 	return lend_range(pd, arena, off, len) != NULL;
 }
 
+/* This node's mapping of [off, off+len) of an arena, or NULL when it is not all there. */
+void *lend_ptr(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
+{
+	struct arena *a = lend_range(pd, arena, off, len);
+
+	return a != NULL ? (char *)a->base + off : NULL;
+}
+
 /* Make [off, off+len) of an arena durable (nothing to do for DRAM). */
 int lend_persist(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 {

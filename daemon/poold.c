@@ -18,6 +18,7 @@
 
 #include "daemon/poold.h"
 #include "fabric/fabric.h"
+#include "libpool/vecindex.h"
 
 /* Size of the buffer peers read in link probes. */
 #define POOLD_PROBE_LEN (1u << 20)
@@ -217,6 +218,7 @@ static void poold_free(struct poold *pd)
 	cluster_clear(pd);
 	hold_clear(pd);
 	probe_results_free(pd->probes, pd->nprobes);
+	vecindex_ctx_free(pd->vec_ctx);
 	lend_close(pd);
 	poold_fabric_close(pd);
 	control_close(pd->control);

@@ -30,6 +30,7 @@ struct resp;
 struct hold;
 struct ledger_extent;
 struct journal;
+struct vecindex_ctx;
 
 enum member_state { MEMBER_UP, MEMBER_SUSPECT, MEMBER_DEAD };
 enum tier { TIER_DRAM, TIER_PMEM };
@@ -112,6 +113,7 @@ struct poold {
 	struct resp *resp;	    /* at the coordinator: the Redis-protocol endpoint */
 	struct event *ledger_ev;    /* at the coordinator: periodic reconciliation */
 	bool stopping;		    /* shutting down: lent memory is left as it is */
+	struct vecindex_ctx *vec_ctx; /* scratch of the searches served here (vec.c) */
 };
 
 /* poold.c */
@@ -229,6 +231,7 @@ void lend_set_limit(struct poold *pd, uint32_t arena, uint64_t limit);
 int lend_copy(struct poold *pd, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t dst_off,
 	      uint64_t len);
 bool lend_in_range(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
+void *lend_ptr(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 int lend_persist(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 void lend_zero(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 int lend_arenas_msg(struct poold *pd, Pool__Arena ***ret_arenas, size_t *ret_n);
@@ -317,6 +320,7 @@ void region_lender_update(struct poold *pd, const Pool__NodeInfo *info);
 uint64_t region_arena_used(struct poold *pd, uint32_t node, uint32_t arena);
 void region_session_end(struct poold *pd, uint32_t node, uint64_t session);
 struct region *region_find(struct regions *rs, const char *name);
+bool region_allowed(const struct region *r, const struct req *q, unsigned want);
 bool region_pool_usable(struct poold *pd, const struct lender_pool *lp);
 struct lender_pool *region_pool(struct regions *rs, uint32_t node, uint32_t arena);
 struct lender_pool *region_pick_avoid(struct poold *pd, enum tier tier, uint64_t len,
@@ -356,6 +360,10 @@ int coord_probe_all(struct poold *pd, struct req *r);
 typedef void (*coord_done_cb)(struct poold *pd, void *arg, int rc);
 int coord_request(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
 		  coord_done_cb cb, void *arg);
+typedef void (*coord_reply_cb)(struct poold *pd, void *arg, int rc, const struct wire_hdr *hdr,
+			       const uint8_t *payload);
+int coord_call(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
+	       coord_reply_cb reply, void *arg);
 void coord_notice(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg);
 void coord_suspect(struct poold *pd, uint32_t node);
 
@@ -382,6 +390,11 @@ size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size
 		     uint64_t *ret_next);
 uint64_t kv_local_size(struct poold *pd, const char *nsname);
 void kv_local_flush(struct poold *pd, const char *nsname);
+
+/* vec.c: vector indexes searched near their data */
+void vec_serve(struct poold *pd, struct conn *conn, uint64_t req_id,
+	       const Pool__VecRequest *vr);
+extern const struct ctl_handler vec_handlers[];
 
 /* resp.c: the Redis-protocol endpoint to the KV cache (coordinator) */
 int resp_open(struct poold *pd);

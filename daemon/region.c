@@ -757,7 +757,7 @@ static void region_msg_release(struct region_msg *m)
 }
 
 /* Whether uid/gid may access r with the given rwx bits (4 read, 2 write). */
-static bool region_allowed(const struct region *r, const struct req *q, unsigned want)
+bool region_allowed(const struct region *r, const struct req *q, unsigned want)
 {
 	unsigned bits;
 

@@ -5,8 +5,10 @@
  * the layout of vecindex.c. This process maps the region and searches it
  * in place; so does any other process on the node that opens it, at
  * whatever address its mapping gets. A region that is not mappable here
- * (on another node, striped, or a caller poold will not pass the arena
- * to) gives -EREMOTE: searching near the data through its poold is to come.
+ * (on another node, or a caller poold will not pass the arena to) is
+ * searched near its data: the queries go to its lender's poold through
+ * the coordinator (daemon/vec.c), the results come back. Adds and removes
+ * need the mapping: they run on the lender's node.
  *
  * The writer token in the index header names the writing process by pid.
  * pool_vec_open(POOL_VEC_WRITE) takes it over only from a pid that no
@@ -35,8 +37,10 @@ struct pool_vec_opts {
 };
 
 struct pool_vec {
+	struct pool *pool;
 	struct pool_region *region;
-	struct vecindex *ix;
+	struct vecindex *ix;   /* NULL: remote, searched through poold */
+	unsigned dim;	       /* remote: the index's dimension */
 	char name[64];
 	_Atomic unsigned ef;   /* search breadth; 0: the index's */
 	pthread_mutex_t wlock; /* adds and removes through this handle, one at a time */
@@ -173,27 +177,69 @@ static void vec_free(struct pool_vec *v)
 	free(v);
 }
 
-/* A handle on an open region: map it (-EREMOTE if it cannot be mapped here). */
-static int vec_handle(struct pool_region *r, const char *name, struct pool_vec **ret)
+/* One request on the index named in vr, served near its data; the reply in *ret. */
+static int vec_call(struct pool *pool, Pool__VecRequest *vr, Pool__VecReply **ret)
 {
-	struct pool_vec *v;
-	void *base;
+	return pool_call(pool, WIRE_VEC, &vr->base, WIRE_VEC_REPLY, (ProtobufCMessage **)ret);
+}
+
+/* A remote index's state, from its lender. */
+static int vec_remote_stat(struct pool_vec *v, struct vecindex_stat *st)
+{
+	Pool__VecRequest vr = POOL__VEC_REQUEST__INIT;
+	Pool__VecReply *rep;
 	int rc;
 
-	rc = pool_region_map(r, &base);
+	vr.op = "stat";
+	vr.name = v->name;
+	rc = vec_call(v->pool, &vr, &rep);
 	if (rc < 0)
-		return pool_err(-EREMOTE,
-				"vector index '%s' cannot be mapped by this process (it "
-				"lives on another node, is striped, or poold does not pass this "
-				"caller its memory); remote search is not there yet",
-				name);
+		return rc;
+	*st = (struct vecindex_stat){
+		.params = {rep->kind, rep->metric, rep->dim, rep->m, rep->ef_construction,
+			   rep->ef_search, 0},
+		.count = rep->count,
+		.deleted = rep->deleted,
+		.capacity = rep->capacity,
+		.used = rep->used,
+		.size = rep->size,
+		.writer = rep->writer,
+		.levels = rep->levels,
+	};
+	wire_msg_free(&rep->base);
+	return 0;
+}
+
+/*
+ * A handle on an open region: mapped, or (when it cannot be mapped here)
+ * remote, after its lender said it holds an index.
+ */
+static int vec_handle(struct pool *pool, struct pool_region *r, const char *name,
+		      struct pool_vec **ret)
+{
+	struct vecindex_stat st;
+	struct pool_vec *v;
+	void *base = NULL;
+	int rc;
+
 	v = calloc(1, sizeof(*v));
 	if (v == NULL)
 		return pool_err(-ENOMEM, "out of memory");
 	pthread_mutex_init(&v->wlock, NULL);
 	pthread_mutex_init(&v->clock, NULL);
+	v->pool = pool;
 	v->region = r;
 	snprintf(v->name, sizeof(v->name), "%s", name);
+	if (pool_region_map(r, &base) < 0) {
+		rc = vec_remote_stat(v, &st);
+		if (rc < 0) {
+			vec_free(v);
+			return rc;
+		}
+		v->dim = st.params.dim;
+		*ret = v;
+		return 0;
+	}
 	rc = vecindex_open(base, pool_region_size(r), NULL, &v->ix);
 	if (rc < 0) {
 		rc = pool_err(rc, "region '%s': %s", name, vecindex_errmsg());
@@ -203,6 +249,13 @@ static int vec_handle(struct pool_region *r, const char *name, struct pool_vec *
 	}
 	*ret = v;
 	return 0;
+}
+
+/* Adds and removes need the index mapped: on its lender's node. */
+static int vec_remote_error(struct pool_vec *v)
+{
+	return pool_err(-EREMOTE, "vector index '%s' is on another node (or not mappable by "
+			"this caller): it is searched from here, written from its node", v->name);
 }
 
 /*
@@ -248,21 +301,33 @@ POOL_EXPORT int pool_vec_create(struct pool *pool, const char *name, unsigned ki
 	rc = pool_region_create(pool, name, ro, 0, &r);
 	if (rc < 0)
 		goto out;
-	if (pool_region_map(r, &base) < 0) {
-		rc = pool_err(-EREMOTE,
-			      "vector index '%s': its region is not mappable by this "
-			      "process (placement '%s'); remote indexes are not there yet",
-			      name, opts ? opts->placement : "local");
-		goto out_destroy;
+	if (pool_region_map(r, &base) == 0) {
+		rc = vecindex_create(base, pool_region_size(r), &p);
+		if (rc < 0)
+			rc = pool_err(rc, "vector index '%s': %s", name, vecindex_errmsg());
+	} else { /* laid out by its lender */
+		Pool__VecRequest vr = POOL__VEC_REQUEST__INIT;
+		Pool__VecReply *rep;
+
+		vr.op = "create";
+		vr.name = (char *)name;
+		vr.has_kind = vr.has_metric = vr.has_dim = vr.has_m = 1;
+		vr.has_ef_construction = vr.has_ef_search = 1;
+		vr.kind = p.kind;
+		vr.metric = p.metric;
+		vr.dim = p.dim;
+		vr.m = p.m;
+		vr.ef_construction = p.ef_construction;
+		vr.ef_search = p.ef_search;
+		rc = vec_call(pool, &vr, &rep);
+		if (rc == 0)
+			wire_msg_free(&rep->base);
 	}
-	rc = vecindex_create(base, pool_region_size(r), &p);
-	if (rc < 0) {
-		rc = pool_err(rc, "vector index '%s': %s", name, vecindex_errmsg());
+	if (rc < 0)
 		goto out_destroy;
-	}
-	if ((rc = vec_handle(r, name, &v)) < 0)
+	if ((rc = vec_handle(pool, r, name, &v)) < 0)
 		goto out_destroy;
-	if ((rc = vec_writer(v)) < 0) {
+	if (v->ix != NULL && (rc = vec_writer(v)) < 0) {
 		vec_free(v);
 		goto out_destroy;
 	}
@@ -289,9 +354,13 @@ POOL_EXPORT int pool_vec_open(struct pool *pool, const char *name, unsigned flag
 	rc = pool_region_open(pool, name, flags & POOL_VEC_WRITE ? POOL_REGION_WRITE : 0, &r);
 	if (rc < 0)
 		return rc;
-	rc = vec_handle(r, name, &v);
-	if (rc == 0 && (flags & POOL_VEC_WRITE) && (rc = vec_writer(v)) < 0)
+	rc = vec_handle(pool, r, name, &v);
+	if (rc == 0 && (flags & POOL_VEC_WRITE) && v->ix == NULL) {
+		rc = vec_remote_error(v);
 		vec_free(v);
+	} else if (rc == 0 && (flags & POOL_VEC_WRITE) && (rc = vec_writer(v)) < 0) {
+		vec_free(v);
+	}
 	if (rc < 0) {
 		pool_region_close(r);
 		return rc;
@@ -325,6 +394,8 @@ POOL_EXPORT int pool_vec_add_batch(struct pool_vec *vec, size_t n, const uint64_
 
 	if (vec == NULL || (n > 0 && (labels == NULL || vectors == NULL)))
 		return pool_err(-EINVAL, "pool_vec_add: invalid argument");
+	if (vec->ix == NULL)
+		return vec_remote_error(vec);
 	pthread_mutex_lock(&vec->wlock);
 	rc = vecindex_add_batch(vec->ix, n, labels, vectors);
 	pthread_mutex_unlock(&vec->wlock);
@@ -342,6 +413,8 @@ POOL_EXPORT int pool_vec_remove(struct pool_vec *vec, uint64_t label)
 
 	if (vec == NULL)
 		return pool_err(-EINVAL, "pool_vec_remove: invalid argument");
+	if (vec->ix == NULL)
+		return vec_remote_error(vec);
 	pthread_mutex_lock(&vec->wlock);
 	rc = vecindex_remove(vec->ix, label);
 	pthread_mutex_unlock(&vec->wlock);
@@ -350,14 +423,68 @@ POOL_EXPORT int pool_vec_remove(struct pool_vec *vec, uint64_t label)
 	return rc;
 }
 
+/*
+ * Queries to a remote index, in requests of at most VEC_REMOTE_RESULTS
+ * results and VEC_REMOTE_BYTES of queries (a reply and a request fit a
+ * frame); results laid out as vecindex_search_batch() does.
+ */
+#define VEC_REMOTE_RESULTS 65536
+#define VEC_REMOTE_BYTES (256u << 10)
+
+static int vec_remote_search(struct pool_vec *v, size_t n, const float *q, unsigned k,
+			     uint64_t *labels, float *dists, unsigned *counts)
+{
+	size_t per = (size_t)v->dim * sizeof(float), step, i, j;
+	int rc = 0;
+
+	if (q == NULL || labels == NULL || k == 0 || k > VECINDEX_K_MAX)
+		return pool_err(-EINVAL, "k: 1 to %d, and queries and labels are needed",
+				VECINDEX_K_MAX);
+	step = MIN(VEC_REMOTE_RESULTS / k, VEC_REMOTE_BYTES / per);
+	step = MAX(step, 1);
+	for (i = 0; i < n && rc == 0; i += step) {
+		Pool__VecRequest vr = POOL__VEC_REQUEST__INIT;
+		size_t nq = MIN(step, n - i);
+		Pool__VecReply *rep;
+
+		vr.op = "search";
+		vr.name = v->name;
+		vr.has_queries = vr.has_k = vr.has_ef = 1;
+		vr.queries.data = (uint8_t *)(q + i * v->dim);
+		vr.queries.len = nq * per;
+		vr.k = k;
+		vr.ef = v->ef;
+		rc = vec_call(v->pool, &vr, &rep);
+		if (rc < 0)
+			break;
+		if (rep->n_counts != nq || rep->n_labels != nq * k || rep->n_dists != nq * k) {
+			wire_msg_free(&rep->base);
+			return pool_err(POOL_EPROTOCOL, "vector search: the reply does not match");
+		}
+		for (j = 0; j < nq; j++)
+			if (counts != NULL)
+				counts[i + j] = rep->counts[j];
+		memcpy(labels + i * k, rep->labels, nq * k * sizeof(*labels));
+		if (dists != NULL)
+			memcpy(dists + i * k, rep->dists, nq * k * sizeof(*dists));
+		wire_msg_free(&rep->base);
+	}
+	return rc;
+}
+
 POOL_EXPORT int pool_vec_search(struct pool_vec *vec, const float *query, unsigned k,
 				uint64_t *ret_labels, float *ret_dists)
 {
 	struct vecindex_ctx *c;
+	unsigned count = 0;
 	int rc;
 
 	if (vec == NULL)
 		return pool_err(-EINVAL, "pool_vec_search: invalid argument");
+	if (vec->ix == NULL) {
+		rc = vec_remote_search(vec, 1, query, k, ret_labels, ret_dists, &count);
+		return rc < 0 ? rc : (int)count;
+	}
 	if ((c = vec_ctx_get(vec)) == NULL)
 		return pool_err(-ENOMEM, "out of memory");
 	rc = vecindex_search(vec->ix, c, query, k, vec->ef, ret_labels, ret_dists);
@@ -376,6 +503,8 @@ POOL_EXPORT int pool_vec_search_batch(struct pool_vec *vec, size_t n, const floa
 
 	if (vec == NULL)
 		return pool_err(-EINVAL, "pool_vec_search_batch: invalid argument");
+	if (vec->ix == NULL)
+		return vec_remote_search(vec, n, queries, k, ret_labels, ret_dists, ret_counts);
 	if ((c = vec_ctx_get(vec)) == NULL)
 		return pool_err(-ENOMEM, "out of memory");
 	rc = vecindex_search_batch(vec->ix, c, n, queries, k, vec->ef, ret_labels, ret_dists,
@@ -403,6 +532,16 @@ POOL_EXPORT int pool_vec_stat(struct pool_vec *vec, struct pool_vec_info **ret_i
 	info = calloc(1, sizeof(*info));
 	if (info == NULL)
 		return pool_err(-ENOMEM, "out of memory");
+	if (vec->ix == NULL) {
+		int rc = vec_remote_stat(vec, &info->st);
+
+		if (rc < 0) {
+			free(info);
+			return rc;
+		}
+		*ret_info = info;
+		return 0;
+	}
 	vecindex_stat(vec->ix, &info->st);
 	*ret_info = info;
 	return 0;

@@ -53,6 +53,8 @@ static const struct {
 	[WIRE_KV] = {"kv", &pool__kv_request__descriptor},
 	[WIRE_KV_REPLY] = {"kv-reply", &pool__kv_reply__descriptor},
 	[WIRE_COPY] = {"copy", &pool__copy__descriptor},
+	[WIRE_VEC] = {"vec", &pool__vec_request__descriptor},
+	[WIRE_VEC_REPLY] = {"vec-reply", &pool__vec_reply__descriptor},
 };
 
 /* The descriptor of a message type, or NULL for an unknown type. */

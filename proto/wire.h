@@ -79,6 +79,8 @@ enum wire_type {
 	WIRE_KV = 42,
 	WIRE_KV_REPLY = 43,
 	WIRE_COPY = 44,
+	WIRE_VEC = 45,
+	WIRE_VEC_REPLY = 46,
 	WIRE_TYPE_MAX
 };
 

@@ -1,0 +1,287 @@
+/*
+ * cli/cmd-vec.c - poolctl vec ls | info NAME | create NAME KIND METRIC DIM SIZE [options] |
+ * drop NAME.
+ *
+ * An index is a region of one extent that its lender's poold can open as
+ * one (daemon/vec.c): create makes the region, then has the lender lay the
+ * index out in it; ls asks every such region.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/poolctl.h"
+
+static const char *const vec_kinds[] = {"", "flat", "hnsw"};
+static const char *const vec_metrics[] = {"", "l2", "ip", "cosine"};
+
+static const char *vec_name(const char *const *names, size_t n, uint32_t v)
+{
+	return v > 0 && v < n ? names[v] : "?";
+}
+
+static uint32_t vec_lookup(const char *const *names, size_t n, const char *s)
+{
+	size_t i;
+
+	for (i = 1; i < n; i++)
+		if (strcmp(names[i], s) == 0)
+			return (uint32_t)i;
+	return 0;
+}
+
+/* The index's state, quietly (-errno and its message in msg when it is not one). */
+static int vec_stat(struct cmd_ctx *ctx, const char *name, Pool__VecReply **ret, char *msg,
+		    size_t msglen)
+{
+	Pool__VecRequest req = POOL__VEC_REQUEST__INIT;
+
+	req.op = "stat";
+	req.name = (char *)name;
+	return wire_client_call(ctx->wc, WIRE_VEC, &req.base, WIRE_VEC_REPLY,
+				(ProtobufCMessage **)ret, msg, msglen);
+}
+
+static void vec_json(struct json *j, const char *name, const Pool__VecReply *v)
+{
+	json_object(j, NULL);
+	json_str(j, "name", name);
+	json_str(j, "kind", vec_name(vec_kinds, ARRAY_SIZE(vec_kinds), v->kind));
+	json_str(j, "metric", vec_name(vec_metrics, ARRAY_SIZE(vec_metrics), v->metric));
+	json_u64(j, "dim", v->dim);
+	json_u64(j, "m", v->m);
+	json_u64(j, "ef_construction", v->ef_construction);
+	json_u64(j, "ef_search", v->ef_search);
+	json_u64(j, "count", v->count);
+	json_u64(j, "deleted", v->deleted);
+	json_u64(j, "capacity", v->capacity);
+	json_u64(j, "used", v->used);
+	json_u64(j, "size", v->size);
+	json_u64(j, "levels", v->levels);
+	json_u64(j, "writer_pid", v->writer >> 32);
+	json_u64(j, "node", v->node);
+	json_end(j);
+}
+
+static void vec_row(struct table *t, const char *name, const Pool__VecReply *v)
+{
+	char dim[16], count[24], deleted[24], size[24], used[24], node[16];
+
+	snprintf(dim, sizeof(dim), "%u", v->dim);
+	snprintf(count, sizeof(count), "%llu", (unsigned long long)v->count);
+	snprintf(deleted, sizeof(deleted), "%llu", (unsigned long long)v->deleted);
+	units_fmt_size(v->size, size, sizeof(size));
+	units_fmt_size(v->used, used, sizeof(used));
+	snprintf(node, sizeof(node), "%u", v->node);
+	table_row(t, name, vec_name(vec_kinds, ARRAY_SIZE(vec_kinds), v->kind),
+		  vec_name(vec_metrics, ARRAY_SIZE(vec_metrics), v->metric), dim, count, deleted,
+		  size, used, node);
+}
+
+static const char *const vec_headers[] = {"NAME",    "KIND", "METRIC", "DIM", "VECTORS",
+					  "DELETED", "SIZE", "USED",   "NODE"};
+
+/* Print indexes: names[i] with replies[i]. */
+static void vec_print(struct cmd_ctx *ctx, char **names, Pool__VecReply **replies, size_t n)
+{
+	size_t i;
+
+	if (ctx->json) {
+		struct json *j = json_new(stdout);
+
+		json_array(j, "indexes");
+		for (i = 0; i < n; i++)
+			vec_json(j, names[i], replies[i]);
+		json_finish(j);
+	} else {
+		struct table *t = table_new(ARRAY_SIZE(vec_headers), vec_headers);
+
+		for (i = 0; i < n; i++)
+			vec_row(t, names[i], replies[i]);
+		table_print(t, stdout);
+		table_free(t);
+	}
+}
+
+static int cmd_vec_ls_exec(struct cmd_ctx *ctx)
+{
+	Pool__RegionListRequest req = POOL__REGION_LIST_REQUEST__INIT;
+	Pool__VecReply **replies;
+	Pool__RegionList *rep;
+	char **names, msg[256];
+	size_t i, n = 0;
+	int rc;
+
+	rc = cmd_call(ctx, WIRE_REGION_LIST, &req.base, WIRE_REGION_LIST_REPLY,
+		      (ProtobufCMessage **)&rep);
+	if (rc != EXIT_OK)
+		return rc;
+	replies = calloc(rep->n_regions + 1, sizeof(*replies));
+	names = calloc(rep->n_regions + 1, sizeof(*names));
+	if (replies == NULL || names == NULL) {
+		fprintf(stderr, "poolctl: out of memory\n");
+		rc = EXIT_ERROR;
+		goto out;
+	}
+	/* Regions of one extent whose lender opens them as an index. */
+	for (i = 0; i < rep->n_regions; i++)
+		if (rep->regions[i]->n_extents == 1 &&
+		    vec_stat(ctx, rep->regions[i]->name, &replies[n], msg, sizeof(msg)) == 0)
+			names[n++] = rep->regions[i]->name;
+	vec_print(ctx, names, replies, n);
+out:
+	for (i = 0; i < n; i++)
+		wire_msg_free(&replies[i]->base);
+	free(replies);
+	free(names);
+	wire_msg_free(&rep->base);
+	return rc;
+}
+
+static int cmd_vec_info_exec(struct cmd_ctx *ctx)
+{
+	Pool__VecReply *rep;
+	char msg[256];
+	int rc = vec_stat(ctx, ctx->argv[0], &rep, msg, sizeof(msg));
+
+	if (rc < 0) {
+		fprintf(stderr, "poolctl: %s\n", msg[0] ? msg : err_str(rc));
+		return msg[0] ? EXIT_ERROR : EXIT_UNREACHABLE;
+	}
+	vec_print(ctx, &ctx->argv[0], &rep, 1);
+	wire_msg_free(&rep->base);
+	return EXIT_OK;
+}
+
+/* A count option (name=N) into *v: 0, or a usage error. */
+static int vec_count_opt(const char *a, const char *name, uint32_t *v)
+{
+	size_t len = strlen(name);
+	unsigned long n;
+	char *end;
+
+	if (strncmp(a, name, len) != 0 || a[len] != '=')
+		return 1;
+	n = strtoul(a + len + 1, &end, 10);
+	if (a[len + 1] == '\0' || *end != '\0' || n == 0 || n > 100000) {
+		fprintf(stderr, "poolctl: '%s': %s is a count\n", a, name);
+		return -1;
+	}
+	*v = (uint32_t)n;
+	return 0;
+}
+
+static int cmd_vec_create_exec(struct cmd_ctx *ctx)
+{
+	Pool__RegionCreate rc_req = POOL__REGION_CREATE__INIT;
+	Pool__VecRequest req = POOL__VEC_REQUEST__INIT;
+	Pool__RegionName rn = POOL__REGION_NAME__INIT;
+	Pool__RegionReply *region;
+	Pool__VecReply *rep;
+	ProtobufCMessage *ok;
+	uint64_t size;
+	char *end;
+	int i, rc;
+
+	req.op = "create";
+	req.name = rc_req.name = ctx->argv[0];
+	req.has_kind = req.has_metric = req.has_dim = 1;
+	req.kind = vec_lookup(vec_kinds, ARRAY_SIZE(vec_kinds), ctx->argv[1]);
+	req.metric = vec_lookup(vec_metrics, ARRAY_SIZE(vec_metrics), ctx->argv[2]);
+	req.dim = (uint32_t)strtoul(ctx->argv[3], &end, 10);
+	if (req.kind == 0 || req.metric == 0 || *end != '\0' || req.dim == 0) {
+		fprintf(stderr, "poolctl: vec create NAME flat|hnsw l2|ip|cosine DIM SIZE\n");
+		return EXIT_USAGE;
+	}
+	if (units_parse_size(ctx->argv[4], &size) < 0 || size == 0) {
+		fprintf(stderr, "poolctl: '%s' is not a size (use e.g. 64M, 2G)\n", ctx->argv[4]);
+		return EXIT_USAGE;
+	}
+	rc_req.size = size;
+	rc_req.class_ = "pinned";
+	rc_req.placement = "any";
+	rc_req.mode = 0644;
+	for (i = 5; i < ctx->argc; i++) {
+		const char *a = ctx->argv[i];
+
+		if ((rc = vec_count_opt(a, "m", &req.m)) <= 0 ||
+		    (rc = vec_count_opt(a, "efc", &req.ef_construction)) <= 0 ||
+		    (rc = vec_count_opt(a, "efs", &req.ef_search)) <= 0) {
+			if (rc < 0)
+				return EXIT_USAGE;
+		} else if (strncmp(a, "placement=", 10) == 0) {
+			rc_req.placement = (char *)a + 10;
+		} else if (strncmp(a, "class=", 6) == 0) {
+			rc_req.class_ = (char *)a + 6;
+		} else {
+			fprintf(stderr, "poolctl: unknown option '%s' (m=, efc=, efs=, placement=, "
+				"class=)\n", a);
+			return EXIT_USAGE;
+		}
+	}
+	req.has_m = req.m != 0;
+	req.has_ef_construction = req.ef_construction != 0;
+	req.has_ef_search = req.ef_search != 0;
+	rc_req.from_node = wire_client_node_id(ctx->wc);
+	rc = cmd_call(ctx, WIRE_REGION_CREATE, &rc_req.base, WIRE_REGION_REPLY,
+		      (ProtobufCMessage **)&region);
+	if (rc != EXIT_OK)
+		return rc;
+	wire_msg_free(&region->base);
+	rc = cmd_call(ctx, WIRE_VEC, &req.base, WIRE_VEC_REPLY, (ProtobufCMessage **)&rep);
+	if (rc != EXIT_OK) {
+		/* No index in it: the region goes again. */
+		rn.name = ctx->argv[0];
+		if (wire_client_call(ctx->wc, WIRE_REGION_DESTROY, &rn.base, WIRE_OK, &ok, NULL,
+				     0) == 0)
+			wire_msg_free(ok);
+		return rc;
+	}
+	vec_print(ctx, &ctx->argv[0], &rep, 1);
+	wire_msg_free(&rep->base);
+	return EXIT_OK;
+}
+
+static int cmd_vec_drop_exec(struct cmd_ctx *ctx)
+{
+	Pool__RegionName rn = POOL__REGION_NAME__INIT;
+	Pool__VecReply *rep;
+	Pool__Ok *ok;
+	char msg[256];
+	int rc = vec_stat(ctx, ctx->argv[0], &rep, msg, sizeof(msg));
+
+	if (rc < 0) {
+		fprintf(stderr, "poolctl: %s\n", msg[0] ? msg : err_str(rc));
+		return msg[0] ? EXIT_ERROR : EXIT_UNREACHABLE;
+	}
+	wire_msg_free(&rep->base);
+	rn.name = ctx->argv[0];
+	rc = cmd_call(ctx, WIRE_REGION_DESTROY, &rn.base, WIRE_OK, (ProtobufCMessage **)&ok);
+	if (rc != EXIT_OK)
+		return rc;
+	wire_msg_free(&ok->base);
+	if (ctx->json)
+		printf("{\"dropped\":true}\n");
+	else
+		printf("vector index %s dropped\n", ctx->argv[0]);
+	return EXIT_OK;
+}
+
+const struct cmd_entry cmd_vec_ls_entry = {
+	"vec ls", "", 0, 0, DAEMON_NEEDED, cmd_vec_ls_exec,
+	"list the vector indexes: kind, metric, dimension, vectors, size, lender",
+};
+const struct cmd_entry cmd_vec_info_entry = {
+	"vec info", "NAME", 1, 1, DAEMON_NEEDED, cmd_vec_info_exec,
+	"what a vector index holds, from its lender",
+};
+const struct cmd_entry cmd_vec_create_entry = {
+	"vec create", "NAME flat|hnsw l2|ip|cosine DIM SIZE [m=M] [efc=N] [efs=N] [placement=P] "
+	"[class=C]", 5, 10, DAEMON_NEEDED, cmd_vec_create_exec,
+	"create an empty vector index in a new region of SIZE bytes",
+};
+const struct cmd_entry cmd_vec_drop_entry = {
+	"vec drop", "NAME", 1, 1, DAEMON_NEEDED, cmd_vec_drop_exec,
+	"destroy a vector index and its region",
+};
