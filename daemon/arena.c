@@ -1,7 +1,9 @@
 /*
  * daemon/arena.c - local zero-copy access: hand a client the memfd of one of
- * this node's arenas (SCM_RIGHTS), so it can map the extents of its regions
- * that live here and load/store at memory speed.
+ * this node's arenas, or the file of its pmem tier (SCM_RIGHTS), so it can
+ * map the extents of its regions that live here and load/store at memory
+ * speed. The arena is the start of the file: the pmem journal after it is
+ * not part of what a client maps.
  *
  * The fd grants the whole arena, so only trusted callers (root, poold's own
  * uid, control.admin_group) get it; others use one-sided reads and writes.
@@ -18,9 +20,8 @@ static int arena_fd(struct req *q, const ProtobufCMessage *msg)
 	Pool__Ok ok = POOL__OK__INIT;
 	int rc;
 
-	if (a->arena >= q->pd->narenas || q->pd->arenas[a->arena].tier != TIER_DRAM)
-		return req_errorf(q, -ENOENT, "node %u has no DRAM arena %u", q->pd->node_id,
-				  a->arena);
+	if (a->arena >= q->pd->narenas)
+		return req_errorf(q, -ENOENT, "node %u has no arena %u", q->pd->node_id, a->arena);
 	rc = conn_send_fd(q->conn, WIRE_OK, q->id, &ok.base, q->pd->arenas[a->arena].fd);
 	if (rc < 0)
 		return req_errorf(q, rc, "cannot pass the arena: %s", err_str(rc));

@@ -35,6 +35,10 @@ struct hold {
 	size_t klen;
 	uint64_t vlen, version, ns_capacity;
 	uint32_t ns_flags, ns_replicas;
+	/* an extent of a persistent region: the region, or rname[0] == 0 */
+	char rname[64], rplacement[32];
+	uint64_t rsize, rstripe;
+	uint32_t rindex, rextents, rmode, ruid, rgid;
 	bool durable; /* journaled in the pmem tier */
 };
 
@@ -85,6 +89,19 @@ static void hold_msg(const struct hold *hd, Pool__Holding *h)
 	h->off = hd->e.off;
 	h->len = hd->e.len;
 	h->region = hd->e.region;
+	if (hd->rname[0] != '\0') {
+		h->rname = (char *)hd->rname;
+		h->rplacement = (char *)hd->rplacement;
+		h->has_rsize = h->has_rindex = h->has_rextents = h->has_rmode = 1;
+		h->has_ruid = h->has_rgid = h->has_rstripe = 1;
+		h->rsize = hd->rsize;
+		h->rindex = hd->rindex;
+		h->rextents = hd->rextents;
+		h->rmode = hd->rmode;
+		h->ruid = hd->ruid;
+		h->rgid = hd->rgid;
+		h->rstripe = hd->rstripe;
+	}
 	if (hd->ns[0] == '\0')
 		return;
 	h->ns = (char *)hd->ns;
@@ -158,11 +175,18 @@ static void hold_unjournal(struct poold *pd, struct hold *hd)
 			  (unsigned long long)hd->e.off, err_str(rc));
 }
 
-/* A value of a persistent namespace in this node's pmem tier: journaled. */
+/*
+ * A value of a persistent namespace, or an extent of a persistent region,
+ * in this node's pmem tier: journaled.
+ */
 static bool hold_is_durable(struct poold *pd, const Pool__Holding *h)
 {
-	return pd->journal != NULL && h->arena == pd->journal_arena && h->ns != NULL &&
-	       h->ns[0] != '\0' && h->has_key && (h->ns_flags & HOLD_NS_PERSISTENT);
+	if (pd->journal == NULL || h->arena != pd->journal_arena)
+		return false;
+	if (h->rname != NULL && h->rname[0] != '\0')
+		return true;
+	return h->ns != NULL && h->ns[0] != '\0' && h->has_key &&
+	       (h->ns_flags & HOLD_NS_PERSISTENT);
 }
 
 /* Record one holding (replacing any other at its place); journal it if it is durable. */
@@ -186,6 +210,19 @@ static struct hold *hold_set(struct poold *pd, const Pool__Holding *h, bool jour
 		hold_unjournal(pd, hd);
 	}
 	hd->e = (struct ledger_extent){h->arena, h->off, h->len, h->region};
+	hd->rname[0] = '\0';
+	if (h->rname != NULL && h->rname[0] != '\0') {
+		snprintf(hd->rname, sizeof(hd->rname), "%s", h->rname);
+		snprintf(hd->rplacement, sizeof(hd->rplacement), "%s",
+			 h->rplacement ? h->rplacement : "");
+		hd->rsize = h->rsize;
+		hd->rindex = h->rindex;
+		hd->rextents = h->rextents;
+		hd->rmode = h->rmode;
+		hd->ruid = h->ruid;
+		hd->rgid = h->rgid;
+		hd->rstripe = h->rstripe;
+	}
 	free(hd->key);
 	hd->key = NULL;
 	hd->klen = 0;
@@ -201,16 +238,17 @@ static struct hold *hold_set(struct poold *pd, const Pool__Holding *h, bool jour
 		hd->ns_flags = h->ns_flags;
 		hd->ns_replicas = h->has_ns_replicas ? h->ns_replicas : 0;
 	}
-	if (!journal || hd->key == NULL || !hold_is_durable(pd, h))
+	if (!journal || !hold_is_durable(pd, h) || (hd->rname[0] == '\0' && hd->key == NULL))
 		return hd;
-	/* The value first, then the record that names it. */
+	/* A value first, then the record that names it (a region's bytes are its users' to persist). */
 	hd->durable = false;
-	rc = lend_persist(pd, h->arena, h->off, h->vlen);
+	rc = hd->rname[0] != '\0' ? 0 : lend_persist(pd, h->arena, h->off, h->vlen);
 	if (rc == 0)
 		rc = hold_journal(pd, h);
 	if (rc < 0)
-		log_warnx("pmem journal: a value of KV namespace '%s' is not durable: %s", hd->ns,
-			  err_str(rc));
+		log_warnx("pmem journal: %s '%s' is not durable: %s",
+			  hd->rname[0] ? "an extent of region" : "a value of KV namespace",
+			  hd->rname[0] ? hd->rname : hd->ns, err_str(rc));
 	hd->durable = rc == 0;
 	return hd;
 }
@@ -410,6 +448,7 @@ static void hold_send(struct poold *pd, uint32_t node, const struct ledger_exten
 		h[i].off = e[i].off;
 		h[i].len = e[i].len;
 		h[i].region = e[i].region;
+		region_holding(pd, &h[i]); /* a persistent region's extent names its region */
 		ptrs[i] = &h[i];
 	}
 	hs.holdings = ptrs;
@@ -469,6 +508,9 @@ static void hold_adopt(struct poold *pd, uint32_t node, const struct ledger_exte
 {
 	struct lender_pool *lp = region_pool(pd->regions, node, e->arena);
 
+	if (h != NULL && h->rname != NULL && h->rname[0] != '\0' &&
+	    region_adopt(pd, node, e->arena, e->off, e->len, h) == 0)
+		return;
 	if (h != NULL && h->ns != NULL && h->ns[0] != '\0' && h->has_key) {
 		if (kv_adopt(pd, node, e->arena, e->off, e->len, h) == 0)
 			return;

@@ -295,6 +295,7 @@ struct region {
 	bool anonymous;
 	bool lost;	/* a lender of it restarted or died: its data is gone */
 	bool moving;	/* reclaim is copying it */
+	size_t want_ext; /* persistent and lost: the extents it is whole with, to come back */
 	uint32_t leases;
 	struct region_extent *ext;
 	size_t next;
@@ -335,11 +336,15 @@ void reclaim_close(struct poold *pd);
 extern const struct ctl_handler reclaim_handlers[];
 void region_node_gone(struct poold *pd, uint32_t node);
 void region_node_sessions(struct poold *pd, uint32_t node, const uint64_t *live, size_t n);
+void region_holding(struct poold *pd, Pool__Holding *h);
+int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
+		 const Pool__Holding *h);
 
 /* hold.c: the ledger between the coordinator and its lenders */
 #define HOLD_NS_DRAM_ONLY 0x1u	/* Holding.ns_flags: the namespace never spills */
 #define HOLD_NS_PERSISTENT 0x2u /* ... its values live in pmem and are journaled */
 #define HOLD_NS_NO_EVICT 0x4u	/* ... a full namespace refuses puts */
+#define HOLD_REGION_ID(id) (!((id) >> 63)) /* Holding.region: a region's, not a KV namespace's */
 int hold_open(struct poold *pd);
 void hold_add(struct poold *pd, const Pool__Holdings *hs);
 void hold_drop(struct poold *pd, uint32_t arena, uint64_t off);

@@ -96,6 +96,8 @@ static void region_lender_lost(struct poold *pd, uint32_t node)
 		}
 		if (!hit)
 			continue;
+		if (r->cls == CLASS_PERSISTENT && r->want_ext == 0)
+			r->want_ext = r->next; /* its lender's journal may bring them back */
 		r->next = k;
 		log_warnx("region '%s' lost its data on node %u", r->name, node);
 		region_notify(pd, r, "gone");
@@ -756,6 +758,120 @@ static void region_msg_release(struct region_msg *m)
 	free(m->ptrs);
 }
 
+/*
+ * What a lender records of an extent of a persistent region, for its
+ * journal: the region, so that it can be rebuilt (h->region names it).
+ */
+void region_holding(struct poold *pd, Pool__Holding *h)
+{
+	struct region *r;
+	size_t i;
+
+	if (pd->regions == NULL || !HOLD_REGION_ID(h->region))
+		return;
+	TAILQ_FOREACH(r, &pd->regions->list, entry)
+		if (r->id == h->region)
+			break;
+	if (r == NULL || r->cls != CLASS_PERSISTENT)
+		return;
+	for (i = 0; i < r->next; i++)
+		if (r->ext[i].arena == h->arena && r->ext[i].off == h->off)
+			break;
+	if (i == r->next)
+		return;
+	h->rname = r->name;
+	h->rplacement = r->placement;
+	h->has_rsize = h->has_rindex = h->has_rextents = h->has_rmode = 1;
+	h->has_ruid = h->has_rgid = h->has_rstripe = 1;
+	h->rsize = r->size;
+	h->rindex = (uint32_t)r->ext[i].region_off;
+	h->rextents = (uint32_t)(r->want_ext ? r->want_ext : r->next);
+	h->rmode = r->mode;
+	h->ruid = r->uid;
+	h->rgid = r->gid;
+	h->rstripe = r->stripe;
+}
+
+static int region_ext_cmp(const void *a, const void *b)
+{
+	const struct region_extent *x = a, *y = b;
+
+	return x->region_off < y->region_off ? -1 : x->region_off > y->region_off;
+}
+
+/*
+ * An extent of a persistent region that a lender holds and the map does
+ * not (the coordinator restarted, or the lender did): the region comes
+ * back, lost until every extent of it is back. 0, or -errno when it cannot
+ * be taken (another region has the name, the record does not hold up).
+ */
+int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
+		 const Pool__Holding *h)
+{
+	struct regions *rs = pd->regions;
+	struct lender_pool *lp = region_pool(rs, node, arena);
+	struct region_extent *ext;
+	struct region *r;
+	bool fresh = false;
+	size_t i;
+
+	if (lp == NULL || lp->tier != TIER_PMEM || h->rname == NULL || !region_name_ok(h->rname) ||
+	    h->rsize == 0 || h->rsize > REGION_MAX_SIZE || h->rextents == 0 ||
+	    h->rextents > 4096 || h->rindex >= h->rextents || h->rmode > 0777)
+		return -EINVAL;
+	r = region_find(rs, h->rname);
+	if (r == NULL) {
+		if (rs->count >= (size_t)pd->conf->max_regions || (r = calloc(1, sizeof(*r))) == NULL)
+			return -ENOMEM;
+		TAILQ_INIT(&r->lease_list);
+		r->cls = CLASS_PERSISTENT;
+		snprintf(r->name, sizeof(r->name), "%s", h->rname);
+		snprintf(r->placement, sizeof(r->placement), "%s",
+			 h->rplacement != NULL && h->rplacement[0] ? h->rplacement : "any");
+		r->size = h->rsize;
+		r->mode = h->rmode;
+		r->uid = h->ruid;
+		r->gid = h->rgid;
+		r->stripe = h->rstripe;
+		r->creator_node = node;
+		r->lost = true;
+		r->want_ext = h->rextents;
+		r->id = ++rs->next_id;
+		r->base = rs->next_base;
+		rs->next_base += (r->size + REGION_GVA_ALIGN - 1) / REGION_GVA_ALIGN *
+				 REGION_GVA_ALIGN;
+		TAILQ_INSERT_TAIL(&rs->list, r, entry);
+		rs->count++;
+		fresh = true;
+	} else if (r->cls != CLASS_PERSISTENT || !r->lost || r->want_ext != h->rextents ||
+		   r->size != h->rsize || r->uid != h->ruid) {
+		return -EEXIST;
+	}
+	for (i = 0; i < r->next; i++)
+		if (r->ext[i].region_off == h->rindex)
+			return r->ext[i].node == node && r->ext[i].arena == arena &&
+			       r->ext[i].off == off ? 0 : -EEXIST;
+	if (extent_reserve(lp->alloc, off, len) < 0 ||
+	    (ext = realloc(r->ext, (r->next + 1) * sizeof(*ext))) == NULL) {
+		if (fresh)
+			region_free(pd, r);
+		return -EBUSY;
+	}
+	r->ext = ext;
+	r->ext[r->next++] = (struct region_extent){node, arena, off, len, h->rindex};
+	if (r->next == r->want_ext) {
+		qsort(r->ext, r->next, sizeof(*r->ext), region_ext_cmp);
+		r->lost = false;
+		r->want_ext = 0;
+		log_info("region '%s' is back whole from its lender(s)", r->name);
+	} else if (fresh) {
+		log_info("region '%s' comes back from its lenders: %zu of %zu extent(s)", r->name,
+			 r->next, r->want_ext);
+	}
+	region_account(pd);
+	return 0;
+}
+
 /* Whether uid/gid may access r with the given rwx bits (4 read, 2 write). */
 bool region_allowed(const struct region *r, const struct req *q, unsigned want)
 {
@@ -896,12 +1012,13 @@ static int region_create(struct req *q, const ProtobufCMessage *msg)
 		return req_errorf(q, rc, "%s", err[0] ? err : err_str(rc));
 	}
 	r->id = ++rs->next_id;
-	for (i = 0; i < r->next; i++)
-		hold_tell(pd, r->ext[i].node, r->ext[i].arena, r->ext[i].off, r->ext[i].len, r->id);
 	r->base = rs->next_base;
 	rs->next_base += (r->size + REGION_GVA_ALIGN - 1) / REGION_GVA_ALIGN * REGION_GVA_ALIGN;
 	TAILQ_INSERT_TAIL(&rs->list, r, entry);
 	rs->count++;
+	/* In the map first: a persistent region's lenders are told what it is. */
+	for (i = 0; i < r->next; i++)
+		hold_tell(pd, r->ext[i].node, r->ext[i].arena, r->ext[i].off, r->ext[i].len, r->id);
 	if (c->open && region_lease_add(r, q->node, q->session) < 0) {
 		region_free(pd, r);
 		return req_errorf(q, -ENOMEM, "out of memory");

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Persistent KV namespaces on one node: values kept in the pmem tier survive
 # a clean stop, a SIGKILL and a torn journal tail; values of other
-# namespaces do not, and the pmem left from them reads as zeros when lent
-# again; a namespace with evict=none refuses puts when full.
+# namespaces do not (not even those spilled to pmem), and the pmem left from
+# them reads as zeros when lent again; a namespace with evict=none refuses
+# puts when full.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 KV="$top_builddir/tests/tools/pool-kv"
 IO="$top_builddir/tests/tools/pool-io"
@@ -24,9 +25,10 @@ check "remove one" "$KV" pers remove p6
 ns_holds pers 'n["entries"] == 5 and n["pmem_used"] >= 5 * 500000 and n["used"] == 0' \
 	&& ok "5 values, all in pmem" || { not_ok "values in pmem"; cat "$TEST_DIR/out"; }
 "$POOLCTL" kv create cache 8M >/dev/null && "$KV" cache put c1 100000 1 >/dev/null
-# A persistent region's data does not survive a restart: its pmem is zeroed before reuse.
-check "a region in the pmem tier" "$IO" create old $((4 << 20)) any persistent
-check "filled with a pattern" "$IO" write old 77
+# A 1M namespace: of 6 values of 1M, 5 spill to pmem, where nothing journals them.
+"$POOLCTL" kv create spilly 1M >/dev/null
+for i in 1 2 3 4 5 6; do "$KV" spilly put s$i 1048576 $i >/dev/null; done
+ns_holds spilly 'n["pmem_used"] >= 5 << 20' && ok "5M spilled to the pmem tier" || { not_ok "spills"; cat "$TEST_DIR/out"; }
 
 check "poold stops cleanly" pool_stop
 start || exit 1
@@ -35,8 +37,9 @@ ns_holds pers 'n["tier"] == "pmem" and n["capacity"] == 8 << 20 and n["entries"]
 get_all pers p 1 5 && ok "all 5 values read back bit-exact" || not_ok "values after restart"
 check_exit 4 "the removed value stays removed" "$KV" pers get p6 6
 check_exit 1 "a DRAM namespace did not survive" "$KV" cache get c1 1
+check_exit 1 "nor did the one that spilled to pmem" "$KV" spilly get s1 1
 check "a new region in the pmem tier" "$IO" create fresh $((8 << 20)) any persistent
-check "reads as zeros, not the old region's data" "$IO" zero fresh
+check "reads as zeros, not the spilled values' bytes" "$IO" zero fresh
 "$IO" destroy fresh >/dev/null
 
 # SIGKILL: what was committed is there.

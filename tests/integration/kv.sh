@@ -204,13 +204,13 @@ ns_holds spilly 'n["used"]<=n["capacity"] and n["pmem_used"]<=16<<20 and n["evic
 check "the newest value is there" "$KV" spilly get s40 40
 "$POOLCTL" kv drop spilly >/dev/null
 
-# A spilled value is in the pmem tier, an arena poold does not pass: acquired as a copy.
+# A spilled value is in this node's pmem tier, which poold passes to trusted callers too.
 "$POOLCTL" kv create zsp 1M >/dev/null
 "$KV" zsp put z0 1048576 30 >/dev/null
 "$KV" zsp put z1 1048576 31 >/dev/null
 ns_holds zsp 'n["spills"]==1 and n["pmem_used"]==1<<20' || { not_ok "zsp spill"; cat "$TEST_DIR/out"; }
 check "a spilled value is acquired" "$KV" zsp view z0 30
-check_out "1048576 bytes, correct, copied" "as a bit-exact copy"
+check_out "1048576 bytes, correct, in place" "in place in the pmem tier, bit-exact"
 "$POOLCTL" kv drop zsp >/dev/null
 
 # tier=dram: the same pressure evicts instead.
