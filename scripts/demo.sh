@@ -59,6 +59,13 @@ step "KV cache: 64 blocks of 256K put, matched and read back"
 "$TOP/tests/tools/pool-kv" demo-model mget blk 64 1
 "$TOP/cli/poolctl" kv stats
 
+step "vector index: HNSW over 2,000 clustered vectors, searched in place"
+"$TOP/cli/poolctl" vec create demo-vec hnsw l2 32 16M
+"$TOP/tests/tools/pool-vec" add demo-vec 0 2000 7
+"$TOP/tests/tools/pool-vec" search demo-vec 2 9 5
+"$TOP/cli/poolctl" vec ls
+"$TOP/cli/poolctl" vec drop demo-vec
+
 step "poolctl config check on a broken file"
 printf 'lend.size = 12 parsecs\n' >"$RUN/broken.conf"
 "$TOP/cli/poolctl" config check "$RUN/broken.conf" || echo "(exit $? as expected)"

@@ -304,7 +304,8 @@ int main(int argc, char **argv)
 		status = fail("open", rc);
 		goto out;
 	}
-	show_map(pool, argv[2]);
+	if (strcmp(cmd, "search") == 0)
+		show_map(pool, argv[2]);
 	if (strcmp(cmd, "add") == 0)
 		status = cmd_add(v, argc, argv);
 	else if (strcmp(cmd, "search") == 0)
