@@ -15,7 +15,8 @@
  *	RESULT impl=NAME kind=KIND build_s=S bytes=B qps1=Q qps2=Q batch=Q recall=R
  *
  * (bytes: per vector; batch: queries per second through one call for all
- * queries, or - when there is no such call). Queries per second are
+ * queries, or - when there is no such call; build_s - when nothing was
+ * built). Queries per second are
  * measured the same way by all (bench_vec_qps()).
  */
 #ifndef POOL_BENCH_VEC_H
@@ -168,13 +169,15 @@ static inline void bench_vec_result(const char *impl, const char *kind, double b
 				    double bytes, double qps1, double qps2, double batch,
 				    double recall)
 {
-	char b[32] = "-";
+	char b[32] = "-", t[32] = "-";
 
 	if (batch > 0)
 		snprintf(b, sizeof(b), "%.0f", batch);
-	printf("RESULT impl=%s kind=%s build_s=%.2f bytes=%.0f qps1=%.0f qps2=%.0f batch=%s "
+	if (build_s >= 0)
+		snprintf(t, sizeof(t), "%.2f", build_s);
+	printf("RESULT impl=%s kind=%s build_s=%s bytes=%.0f qps1=%.0f qps2=%.0f batch=%s "
 	       "recall=%.4f\n",
-	       impl, kind, build_s, bytes, qps1, qps2, b, recall);
+	       impl, kind, t, bytes, qps1, qps2, b, recall);
 	fflush(stdout);
 }
 
