@@ -239,6 +239,8 @@ POOL_EXPORT int pool_vec_opts_set_hnsw(struct pool_vec_opts *opts, unsigned m,
 				       unsigned ef_construction, unsigned ef_search);
 POOL_EXPORT int pool_vec_opts_set_mode(struct pool_vec_opts *opts, unsigned mode);
 POOL_EXPORT int pool_vec_opts_set_placement(struct pool_vec_opts *opts, const char *placement);
+/* The region's class: "pinned" (the default) or "persistent" (the pmem tier: survives restarts). */
+POOL_EXPORT int pool_vec_opts_set_class(struct pool_vec_opts *opts, const char *cls);
 /* Bytes of region an index needs for n vectors (opts may be NULL). */
 POOL_EXPORT int pool_vec_size(unsigned kind, unsigned dim, uint64_t n,
 			      const struct pool_vec_opts *opts, uint64_t *ret_size);

@@ -34,6 +34,7 @@ struct pool_vec_opts {
 	unsigned m, ef_construction, ef_search;
 	unsigned mode;
 	char placement[32];
+	char cls[16];
 };
 
 struct pool_vec {
@@ -94,6 +95,14 @@ POOL_EXPORT int pool_vec_opts_set_mode(struct pool_vec_opts *opts, unsigned mode
 	if (opts == NULL || mode > 0777)
 		return pool_err(-EINVAL, "mode %o is not a permission mode", mode);
 	opts->mode = mode;
+	return 0;
+}
+
+POOL_EXPORT int pool_vec_opts_set_class(struct pool_vec_opts *opts, const char *cls)
+{
+	if (opts == NULL || cls == NULL || strlen(cls) >= sizeof(opts->cls))
+		return pool_err(-EINVAL, "invalid class");
+	snprintf(opts->cls, sizeof(opts->cls), "%s", cls);
 	return 0;
 }
 
@@ -296,7 +305,9 @@ POOL_EXPORT int pool_vec_create(struct pool *pool, const char *name, unsigned ki
 	if ((rc = pool_region_opts_new(&ro)) < 0 ||
 	    (rc = pool_region_opts_set_size(ro, size)) < 0 ||
 	    (rc = pool_region_opts_set_mode(ro, opts ? opts->mode : 0600)) < 0 ||
-	    (rc = pool_region_opts_set_placement(ro, opts ? opts->placement : "local")) < 0)
+	    (rc = pool_region_opts_set_placement(ro, opts ? opts->placement : "local")) < 0 ||
+	    (opts != NULL && opts->cls[0] != '\0' &&
+	     (rc = pool_region_opts_set_class(ro, opts->cls)) < 0))
 		goto out;
 	rc = pool_region_create(pool, name, ro, 0, &r);
 	if (rc < 0)

@@ -95,6 +95,7 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2,
 #define VX_LEVEL(st) ((st) >> 8)
 
 #define VX_ENTRY_VALID (UINT64_C(1) << 63)
+#define VX_PREFETCH_AHEAD 3 /* records, when computing a node's neighbours' distances */
 
 struct vecindex_hdr {
 	/* Immutable after vecindex_create(); sum covers them. */
@@ -554,55 +555,72 @@ static inline bool vx_less(struct vx_cand a, struct vx_cand b)
 	return a.d < b.d || (a.d == b.d && a.id < b.id);
 }
 
-/* Push onto a heap: max-heap if max, else min-heap. */
-static void vx_heap_push(struct vx_cand *h, size_t *n, struct vx_cand c, bool max)
-{
-	size_t i = (*n)++;
-
-	while (i > 0) {
-		size_t parent = (i - 1) / 2;
-
-		if (max ? !vx_less(h[parent], c) : !vx_less(c, h[parent]))
-			break;
-		h[i] = h[parent];
-		i = parent;
+/*
+ * Binary heaps of candidates: a min-heap of those to expand, a max-heap of
+ * the best found. One function per kind so that the comparisons inline.
+ */
+#define VX_HEAP_FUNCS(kind, before)                                                                \
+	static inline void vx_##kind##_push(struct vx_cand *h, size_t *n, struct vx_cand c)        \
+	{                                                                                          \
+		size_t i = (*n)++;                                                                 \
+                                                                                                   \
+		while (i > 0 && before(c, h[(i - 1) / 2])) {                                       \
+			h[i] = h[(i - 1) / 2];                                                     \
+			i = (i - 1) / 2;                                                           \
+		}                                                                                  \
+		h[i] = c;                                                                          \
+	}                                                                                          \
+	/* Replace the root by c and restore the heap. */                                          \
+	static inline void vx_##kind##_sift(struct vx_cand *h, size_t n, struct vx_cand c)         \
+	{                                                                                          \
+		size_t i = 0, child;                                                               \
+                                                                                                   \
+		while ((child = 2 * i + 1) < n) {                                                  \
+			if (child + 1 < n && before(h[child + 1], h[child]))                       \
+				child++;                                                           \
+			if (!before(h[child], c))                                                  \
+				break;                                                             \
+			h[i] = h[child];                                                           \
+			i = child;                                                                 \
+		}                                                                                  \
+		h[i] = c;                                                                          \
+	}                                                                                          \
+	static inline void vx_##kind##_pop(struct vx_cand *h, size_t *n)                           \
+	{                                                                                          \
+		if (*n > 0) {                                                                      \
+			(*n)--;                                                                    \
+			vx_##kind##_sift(h, *n, h[*n]);                                            \
+		}                                                                                  \
 	}
-	h[i] = c;
+
+#define VX_NEARER(a, b) vx_less(a, b)
+#define VX_FARTHER(a, b) vx_less(b, a)
+VX_HEAP_FUNCS(min, VX_NEARER)
+VX_HEAP_FUNCS(max, VX_FARTHER)
+
+/* Empty a max-heap into ascending order in place. */
+static void vx_max_sort(struct vx_cand *h, size_t n)
+{
+	while (n > 1) {
+		struct vx_cand top = h[0];
+
+		vx_max_sift(h, n - 1, h[n - 1]);
+		h[--n] = top;
+	}
 }
 
-/* Remove the root of a heap. */
-static void vx_heap_pop(struct vx_cand *h, size_t *n, bool max)
+/* Sort a few candidates, nearest first. */
+static void vx_sort(struct vx_cand *a, size_t n)
 {
-	struct vx_cand last;
-	size_t i = 0, cnt;
+	size_t i, j;
 
-	if (*n == 0)
-		return;
-	cnt = --(*n);
-	last = h[cnt];
-	for (;;) {
-		size_t child = 2 * i + 1;
+	for (i = 1; i < n; i++) {
+		struct vx_cand x = a[i];
 
-		if (child >= cnt)
-			break;
-		if (child + 1 < cnt &&
-		    (max ? vx_less(h[child], h[child + 1]) : vx_less(h[child + 1], h[child])))
-			child++;
-		if (max ? !vx_less(last, h[child]) : !vx_less(h[child], last))
-			break;
-		h[i] = h[child];
-		i = child;
+		for (j = i; j > 0 && vx_less(x, a[j - 1]); j--)
+			a[j] = a[j - 1];
+		a[j] = x;
 	}
-	h[i] = last;
-}
-
-static int vx_cmp_cand(const void *a, const void *b)
-{
-	struct vx_cand x = *(const struct vx_cand *)a, y = *(const struct vx_cand *)b;
-
-	if (vx_less(x, y))
-		return -1;
-	return vx_less(y, x) ? 1 : 0;
 }
 
 /* Grow an array of candidates to hold at least want. */
@@ -712,9 +730,9 @@ static int vx_search_level(const struct vecindex *ix, struct vecindex_ctx *c, co
 		return rc;
 	if (est == 0)
 		return 0;
-	vx_heap_push(c->cand, &c->ncand, (struct vx_cand){dep, ep}, false);
+	vx_min_push(c->cand, &c->ncand, (struct vx_cand){dep, ep});
 	if (!(skip_deleted && (est & VX_DELETED)))
-		vx_heap_push(c->top, &c->ntop, (struct vx_cand){dep, ep}, true);
+		vx_max_push(c->top, &c->ntop, (struct vx_cand){dep, ep});
 	lower = c->ntop ? c->top[0].d : INFINITY;
 	while (c->ncand > 0) {
 		struct vx_cand cur = c->cand[0];
@@ -726,44 +744,53 @@ static int vx_search_level(const struct vecindex *ix, struct vecindex_ctx *c, co
 			break;
 		if (hops++ >= cap_hops)
 			break;
-		vx_heap_pop(c->cand, &c->ncand, false);
+		vx_min_pop(c->cand, &c->ncand);
 		rec = vx_rec(ix, cur.id);
 		st = rec ? vx_ready(ix, rec) : 0;
 		list = st ? vx_links(ix, rec, st, level, &cap) : NULL;
 		if (list == NULL)
 			continue;
 		n = vx_list_len(list, cap);
-		/* First the ids and their records, prefetched; then the distances. */
+		/* The ids not seen yet, and their records. */
 		for (j = 0; j < n; j++) {
 			uint32_t id = atomic_load_explicit(&list[1 + j], memory_order_acquire);
 			uint8_t *r;
 
 			if (id >= limit || vx_visited(c, id) || (r = vx_rec(ix, id)) == NULL)
 				continue;
-			__builtin_prefetch(r + ix->l.off_state);
-			__builtin_prefetch(r + ix->l.vec_off + 64);
 			nid[nn] = id;
 			nrec[nn++] = r;
 		}
 		if ((rc = vx_reserve(&c->cand, &c->cand_cap, c->ncand + nn)) < 0)
 			return rc;
+		/*
+		 * Then the distances, each record prefetched a few ahead: all at
+		 * once would fill the line-fill buffers and stall, one ahead is
+		 * too late to hide a miss behind one distance.
+		 */
+		for (j = 0; j < nn && j < VX_PREFETCH_AHEAD; j++)
+			__builtin_prefetch(nrec[j] + ix->l.off_state);
 		for (j = 0; j < nn; j++) {
-			uint32_t nst = vx_ready(ix, nrec[j]);
+			uint32_t nst;
 			float d;
 
+			if (j + VX_PREFETCH_AHEAD < nn)
+				__builtin_prefetch(nrec[j + VX_PREFETCH_AHEAD] + ix->l.off_state);
+			nst = vx_ready(ix, nrec[j]);
 			if (nst == 0 || (level > 0 && VX_LEVEL(nst) < level))
 				continue;
-			if (j + 1 < nn)
-				__builtin_prefetch(nrec[j + 1] + ix->l.vec_off + 128);
 			d = vx_dist(ix, q, vx_vec(ix, nrec[j]));
 			if (c->ntop >= ef && !(d < lower))
 				continue;
-			vx_heap_push(c->cand, &c->ncand, (struct vx_cand){d, nid[j]}, false);
+			/* A candidate's links are read when it is expanded: fetch them now. */
+			__builtin_prefetch(nrec[j]);
+			vx_min_push(c->cand, &c->ncand, (struct vx_cand){d, nid[j]});
 			if (skip_deleted && (nst & VX_DELETED))
 				continue;
-			vx_heap_push(c->top, &c->ntop, (struct vx_cand){d, nid[j]}, true);
-			if (c->ntop > ef)
-				vx_heap_pop(c->top, &c->ntop, true);
+			if (c->ntop < ef)
+				vx_max_push(c->top, &c->ntop, (struct vx_cand){d, nid[j]});
+			else
+				vx_max_sift(c->top, c->ntop, (struct vx_cand){d, nid[j]});
 			lower = c->top[0].d;
 		}
 	}
@@ -815,7 +842,7 @@ static int vx_results(const struct vecindex *ix, struct vx_cand *res, size_t n, 
 {
 	size_t i, out = 0;
 
-	qsort(res, n, sizeof(*res), vx_cmp_cand);
+	vx_max_sort(res, n);
 	for (i = 0; i < n && out < k; i++) {
 		uint8_t *rec = vx_rec(ix, res[i].id);
 
@@ -905,12 +932,10 @@ static int vx_scan(const struct vecindex *ix, struct vecindex_ctx *c, const floa
 				struct vx_cand *h = c->heaps + qi * k;
 				float d = vx_dist(ix, qs[qi], v);
 
-				if (nh[qi] < k) {
-					vx_heap_push(h, &nh[qi], (struct vx_cand){d, id}, true);
-				} else if (vx_less((struct vx_cand){d, id}, h[0])) {
-					vx_heap_pop(h, &nh[qi], true);
-					vx_heap_push(h, &nh[qi], (struct vx_cand){d, id}, true);
-				}
+				if (nh[qi] < k)
+					vx_max_push(h, &nh[qi], (struct vx_cand){d, id});
+				else if (vx_less((struct vx_cand){d, id}, h[0]))
+					vx_max_sift(h, k, (struct vx_cand){d, id});
 			}
 		}
 	}
@@ -1154,7 +1179,7 @@ static int vx_backlink(struct vecindex *ix, uint32_t s, uint32_t id, unsigned le
 		if ((r = vx_rec(ix, o)) != NULL)
 			c->cand[m++] = (struct vx_cand){vx_dist(ix, sv, vx_vec(ix, r)), o};
 	}
-	qsort(c->cand, m, sizeof(*c->cand), vx_cmp_cand);
+	vx_sort(c->cand, m);
 	kept = vx_select(ix, c->cand, m, cap, ids);
 	vx_list_store(ix, list, ids, kept);
 	return 0;
@@ -1195,7 +1220,7 @@ static int vx_add_hnsw(struct vecindex *ix, uint64_t id, uint8_t *rec, const flo
 					     id);
 			if (rc < 0)
 				return rc;
-			qsort(c->top, c->ntop, sizeof(*c->top), vx_cmp_cand);
+			vx_max_sort(c->top, c->ntop);
 			ix->nsel[l] = vx_select(ix, c->top, c->ntop, ix->p.m, ix->sel[l]);
 			list = vx_links(ix, rec, st, l, &cap);
 			vx_list_store(ix, list, ix->sel[l], ix->nsel[l]);

@@ -18,4 +18,5 @@ dist_man_MANS += \
 	man/pool_kv_open.3 \
 	man/pool_kv_put.3 \
 	man/pool_kv_acquire.3 \
+	man/pool_vec_create.3 \
 	man/pool-protocol.7

@@ -80,3 +80,5 @@ include tests/bench/kv.mk
 noinst_PROGRAMS += tests/tools/pool-vec
 tests_tools_pool_vec_SOURCES = tests/tools/pool-vec.c tests/tools/vecdata.c tests/tools/vecdata.h
 tests_tools_pool_vec_LDADD = libpool/libpool.la $(LIBM)
+
+include tests/bench/vec.mk

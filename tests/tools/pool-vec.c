@@ -90,14 +90,14 @@ static int cmd_create(struct pool *pool, int argc, char **argv)
 	size = strtoull(argv[6], &end, 0);
 	pool_vec_opts_new(&o);
 	pool_vec_opts_set_mode(o, 0644);
-	if (argc >= 10 &&
-	    (rc = pool_vec_opts_set_hnsw(o, (unsigned)atoi(argv[7]), (unsigned)atoi(argv[8]),
-					 (unsigned)atoi(argv[9]))) < 0)
-		return fail("options", rc);
-	if (*end == 'v' && (rc = pool_vec_size(kind, dim, size, o, &size)) < 0)
-		return fail("size", rc);
-	rc = pool_vec_create(pool, argv[2], kind, parse_enum(argv[4], metrics, 3), dim, size, o, 0,
-			     &v);
+	rc = argc < 10 ? 0
+		       : pool_vec_opts_set_hnsw(o, (unsigned)atoi(argv[7]), (unsigned)atoi(argv[8]),
+						(unsigned)atoi(argv[9]));
+	if (rc == 0 && *end == 'v')
+		rc = pool_vec_size(kind, dim, size, o, &size);
+	if (rc == 0)
+		rc = pool_vec_create(pool, argv[2], kind, parse_enum(argv[4], metrics, 3), dim,
+				     size, o, 0, &v);
 	pool_vec_opts_free(o);
 	if (rc < 0)
 		return fail("create", rc);
@@ -112,7 +112,7 @@ static int cmd_add(struct pool_vec *v, int argc, char **argv)
 	unsigned dim;
 	uint64_t *labels;
 	float *x;
-	int rc;
+	int rc = 0;
 
 	if (argc < 6)
 		return 2;
@@ -135,8 +135,13 @@ static int cmd_add(struct pool_vec *v, int argc, char **argv)
 		if (rc >= 0 && (uint64_t)rc < m) /* the rest says why */
 			rc = pool_vec_add_batch(v, m - rc, labels + rc, x + (size_t)rc * dim);
 		if (rc < 0)
-			return fail("add", rc);
+			break;
 	}
+	free(x);
+	free(labels);
+	vecdata_free(d);
+	if (rc < 0)
+		return fail("add", rc);
 	printf("added %" PRIu64 "\n", n);
 	return 0;
 }
@@ -183,6 +188,9 @@ static int cmd_search(struct pool_vec *v, int argc, char **argv)
 			printf(" %" PRIu64 ":%.6g", labels[i * k + j], dists[i * k + j]);
 		printf("\n");
 	}
+	free(labels);
+	free(dists);
+	free(counts);
 	return 0;
 }
 
@@ -209,6 +217,12 @@ static int cmd_recall(struct pool *pool, struct pool_vec *v, int argc, char **ar
 			for (b = 0; b < cw[i]; b++)
 				hit += got[i * k + a] == want[i * k + b];
 	printf("recall@%u %.4f\n", k, (double)hit / (double)(nq * k));
+	free(got);
+	free(dg);
+	free(cg);
+	free(want);
+	free(dw);
+	free(cw);
 	return pool_vec_close(t) < 0;
 }
 
@@ -249,6 +263,8 @@ static int cmd_watch(struct pool_vec *v, int argc, char **argv)
 		searches++;
 	}
 	printf("watched: %" PRIu64 " searches\n", searches);
+	free(q);
+	vecdata_free(d);
 	return 0;
 }
 
