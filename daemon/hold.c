@@ -189,6 +189,13 @@ static bool hold_is_durable(struct poold *pd, const Pool__Holding *h)
 	       (h->ns_flags & HOLD_NS_PERSISTENT);
 }
 
+/* Whether a holding says what it holds: a KV value, or an extent of a persistent region. */
+static bool hold_named(const Pool__Holding *h)
+{
+	return (h->ns != NULL && h->ns[0] != '\0' && h->has_key) ||
+	       (h->rname != NULL && h->rname[0] != '\0');
+}
+
 /* Record one holding (replacing any other at its place); journal it if it is durable. */
 static struct hold *hold_set(struct poold *pd, const Pool__Holding *h, bool journal)
 {
@@ -199,6 +206,17 @@ static struct hold *hold_set(struct poold *pd, const Pool__Holding *h, bool jour
 		return NULL;
 	pp = hold_slot(pd, h->arena, h->off);
 	hd = *pp;
+	if (hd != NULL && hd->e.len == h->len && !hold_named(h) &&
+	    (hd->ns[0] != '\0' || hd->rname[0] != '\0')) {
+		/*
+		 * A repair after the coordinator restarted and numbered the value's
+		 * namespace (or the region) anew: the same extent, the same contents.
+		 * Only the number changes; what the record names, and the journal,
+		 * stay.
+		 */
+		hd->e.region = h->region;
+		return hd;
+	}
 	if (hd == NULL) {
 		hd = calloc(1, sizeof(*hd));
 		if (hd == NULL)

@@ -79,7 +79,7 @@ kv 2 model-a mput keep 60 65536 5 >/dev/null
 pctl 1 kv create dram-ns 4M tier=dram >/dev/null && kv 2 dram-ns mput dd 16 65536 1 >/dev/null
 pool_node_kill 1
 sleep 0.5
-POOL_PMEM=32M pool_node_start 1
+POOL_PMEM=32M pool_node_start 1 -o ledger.interval=1s # reconciled often: renumbered holdings repaired
 for h in 2 3 4; do pool_wait_state 1 h$h up 20 || not_ok "h$h rejoins the restarted coordinator"; done
 sleep 0.5
 pctl 1 kv ls >"$CLUSTER_TMP/out" 2>&1
