@@ -23,7 +23,8 @@
 # VEC_BENCH_QFLAT (queries for the flat indexes one at a time, 200),
 # VEC_BENCH_M (16), VEC_BENCH_EFC (200), VEC_BENCH_EF (64); VEC_BENCH_TIME
 # (seconds a QPS run lasts at least, 0.3) and VEC_BENCH_REPEAT (the best of
-# so many runs counts, 3): this is meant for shared 2-CPU VMs.
+# so many runs counts, 3): this is meant for shared 2-CPU VMs; VEC_BENCH_POOLD
+# (more poold options, such as "-o lend.hugepages=yes" with huge pages reserved).
 set -u -o pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/../.." && pwd)
@@ -54,7 +55,8 @@ trap 'exit 130' INT TERM HUP
 
 # Room for both indexes at once: vectors, links and slack.
 lend=$(((n * (dim * 4 + 160) * 5 / 2) / 1048576 + 64))
-"$POOLD" -d -o "runtime_dir=$dir" -o "lend.size=${lend}M" >"$dir/poold.log" 2>&1 &
+# shellcheck disable=SC2086 # VEC_BENCH_POOLD is words
+"$POOLD" -d -o "runtime_dir=$dir" -o "lend.size=${lend}M" ${VEC_BENCH_POOLD:-} >"$dir/poold.log" 2>&1 &
 spid=$!
 for _ in $(seq 200); do [ -S "$dir/poold.sock" ] && break; sleep 0.05; done
 [ -S "$dir/poold.sock" ] || { echo "vec.sh: poold did not start"; cat "$dir/poold.log"; exit 1; }
