@@ -167,11 +167,8 @@ const struct cmd_entry cmd_kv_stats_entry = {
 	"entries, bytes per tier, hits, misses, hit rate, evictions, spills, promotions, puts",
 };
 const struct cmd_entry cmd_kv_create_entry = {
-	"kv create", "NS CAPACITY [tier=dram|dram+pmem|pmem] [evict=lru|none] [replicas=N]", 2, 5,
-	DAEMON_NEEDED,
-	cmd_kv_create_exec,
-	"create a KV namespace of CAPACITY bytes (DRAM spilling to pmem; dram: evicts; pmem: "
-	"persistent)",
+	"kv create", "NS CAPACITY [OPT]", 2, 5, DAEMON_NEEDED, cmd_kv_create_exec,
+	"a namespace of CAPACITY bytes (tier=dram|dram+pmem|pmem evict=lru|none replicas=N)",
 };
 const struct cmd_entry cmd_kv_drop_entry = {
 	"kv drop", "NS", 1, 1, DAEMON_NEEDED, cmd_kv_drop_exec, "drop a namespace and its values",

@@ -277,9 +277,8 @@ const struct cmd_entry cmd_vec_info_entry = {
 	"what a vector index holds, from its lender",
 };
 const struct cmd_entry cmd_vec_create_entry = {
-	"vec create", "NAME flat|hnsw l2|ip|cosine DIM SIZE [m=M] [efc=N] [efs=N] [placement=P] "
-	"[class=C]", 5, 10, DAEMON_NEEDED, cmd_vec_create_exec,
-	"create an empty vector index in a new region of SIZE bytes",
+	"vec create", "NAME KIND METRIC DIM SIZE [OPT]", 5, 10, DAEMON_NEEDED, cmd_vec_create_exec,
+	"an empty index (flat|hnsw, l2|ip|cosine; m= efc= efs= placement= class=) in a new region",
 };
 const struct cmd_entry cmd_vec_drop_entry = {
 	"vec drop", "NAME", 1, 1, DAEMON_NEEDED, cmd_vec_drop_exec,
