@@ -40,13 +40,13 @@ static int addr_split(const char *s, char *host, size_t hostlen, char *port, siz
 	return 0;
 }
 
-/* Check the syntax of host:port without resolving it. */
-int addr_check(const char *s, char *errbuf, size_t errlen)
+/* Check the syntax of host:port (the value of option name) without resolving it. */
+int addr_check(const char *name, const char *s, char *errbuf, size_t errlen)
 {
 	char host[256], port[8];
 
 	if (addr_split(s, host, sizeof(host), port, sizeof(port)) < 0) {
-		snprintf(errbuf, errlen, "'%s' is not host:port (port 1-65535)", s);
+		snprintf(errbuf, errlen, "%s: '%s' is not host:port (port 1-65535)", name, s);
 		return -EINVAL;
 	}
 	return 0;

@@ -29,7 +29,7 @@ void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn)
 /* addr.c */
 struct sockaddr_storage;
 int addr_parse(const char *s, struct sockaddr_storage *ret_sa, unsigned *ret_len);
-int addr_check(const char *s, char *errbuf, size_t errlen);
+int addr_check(const char *name, const char *s, char *errbuf, size_t errlen);
 void addr_format(const void *sa, char *buf, size_t len);
 
 /* units.c */
@@ -92,6 +92,7 @@ struct poold_conf {
 	int64_t ledger_interval_ms;
 	int64_t watermark;
 	char *resp_listen;
+	char *metrics_listen;
 	char *resp_password;
 	int64_t resp_capacity;
 	int64_t resp_max_clients;

@@ -420,13 +420,16 @@ int conf_finish(struct poold_conf *conf, struct conf_error *err)
 		return -EINVAL;
 	}
 	if (conf->coordinator[0] != '\0' &&
-	    addr_check(conf->coordinator, err->msg, sizeof(err->msg)) < 0)
+	    addr_check("coordinator", conf->coordinator, err->msg, sizeof(err->msg)) < 0)
 		return -EINVAL;
 	if (conf->peer_listen[0] != '\0' &&
-	    addr_check(conf->peer_listen, err->msg, sizeof(err->msg)) < 0)
+	    addr_check("peer.listen", conf->peer_listen, err->msg, sizeof(err->msg)) < 0)
 		return -EINVAL;
 	if (conf->resp_listen[0] != '\0' &&
-	    addr_check(conf->resp_listen, err->msg, sizeof(err->msg)) < 0)
+	    addr_check("resp.listen", conf->resp_listen, err->msg, sizeof(err->msg)) < 0)
+		return -EINVAL;
+	if (conf->metrics_listen[0] != '\0' &&
+	    addr_check("metrics.listen", conf->metrics_listen, err->msg, sizeof(err->msg)) < 0)
 		return -EINVAL;
 	if (conf->resp_listen[0] != '\0' && conf->role != ROLE_COORDINATOR) {
 		snprintf(err->msg, sizeof(err->msg), "resp.listen: only the coordinator serves RESP");

@@ -84,6 +84,8 @@ const struct conf_option conf_options[] = {
 	 "percent of a lender's memory in use above which placement prefers other lenders"},
 	{"regions.max", CONF_INT, OFF(max_regions), 1, 1000000, "65536", NULL, 0,
 	 "most regions in the pool"},
+	{"metrics.listen", CONF_STRING, OFF(metrics_listen), 0, 255, "", NULL, CONF_F_RESTART,
+	 "address:port of the Prometheus endpoint (GET /metrics); empty: off"},
 	{"resp.listen", CONF_STRING, OFF(resp_listen), 0, 255, "", NULL, CONF_F_RESTART,
 	 "address:port of the Redis-protocol endpoint (coordinator only); empty: off"},
 	{"resp.password", CONF_STRING, OFF(resp_password), 0, 1024, "", NULL, CONF_F_SECRET,

@@ -1532,6 +1532,21 @@ uint64_t kv_local_size(struct poold *pd, const char *nsname)
 	return n;
 }
 
+/* Every namespace's stats, as kv stats shows them (the metrics endpoint). */
+void kv_stats_each(struct poold *pd, void (*cb)(void *arg, const Pool__KvNamespace *m),
+		   void *arg)
+{
+	Pool__KvNamespace m;
+	struct kv_ns *ns;
+
+	if (pd->kv == NULL)
+		return;
+	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
+		kv_ns_msg(ns, &m);
+		cb(arg, &m);
+	}
+}
+
 /* Flush a namespace (FLUSHDB). */
 void kv_local_flush(struct poold *pd, const char *nsname)
 {

@@ -213,6 +213,7 @@ static void poold_free(struct poold *pd)
 	 * persistent values stay in its own pmem tier).
 	 */
 	pd->stopping = true;
+	metrics_close(pd);
 	coord_close(pd);
 	peer_close(pd);
 	cluster_clear(pd);
@@ -352,6 +353,8 @@ int main(int argc, char **argv)
 							      ? "coordinator" : "node");
 		goto out;
 	}
+	if (metrics_open(&pd) < 0)
+		goto out;
 	conf_format(pd.conf, conf_find("role"), msg, sizeof(msg));
 	log_info("poold %s started: %s %s, socket %s, config %s", PACKAGE_VERSION, msg,
 		 pd.conf->node_name, pd.conf->socket,

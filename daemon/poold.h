@@ -31,6 +31,7 @@ struct hold;
 struct ledger_extent;
 struct journal;
 struct vecindex_ctx;
+struct metrics;
 
 enum member_state { MEMBER_UP, MEMBER_SUSPECT, MEMBER_DEAD };
 enum tier { TIER_DRAM, TIER_PMEM };
@@ -114,6 +115,9 @@ struct poold {
 	struct event *ledger_ev;    /* at the coordinator: periodic reconciliation */
 	bool stopping;		    /* shutting down: lent memory is left as it is */
 	struct vecindex_ctx *vec_ctx; /* scratch of the searches served here (vec.c) */
+	uint64_t vec_searches, vec_queries; /* ... and how many, for the metrics */
+	uint64_t member_changes;    /* member state changes seen (cluster.c) */
+	struct metrics *metrics;    /* the Prometheus endpoint, if metrics.listen is set */
 };
 
 /* poold.c */
@@ -394,12 +398,18 @@ size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size
 		     void (*cb)(void *arg, const uint8_t *key, size_t klen), void *arg,
 		     uint64_t *ret_next);
 uint64_t kv_local_size(struct poold *pd, const char *nsname);
+void kv_stats_each(struct poold *pd, void (*cb)(void *arg, const Pool__KvNamespace *m),
+		   void *arg);
 void kv_local_flush(struct poold *pd, const char *nsname);
 
 /* vec.c: vector indexes searched near their data */
 void vec_serve(struct poold *pd, struct conn *conn, uint64_t req_id,
 	       const Pool__VecRequest *vr);
 extern const struct ctl_handler vec_handlers[];
+
+/* metrics.c: the Prometheus endpoint */
+int metrics_open(struct poold *pd);
+void metrics_close(struct poold *pd);
 
 /* resp.c: the Redis-protocol endpoint to the KV cache (coordinator) */
 int resp_open(struct poold *pd);

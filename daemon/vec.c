@@ -122,6 +122,8 @@ static int vec_search(struct poold *pd, const struct vecindex *ix, const Pool__V
 		snprintf(err, errlen, "%s", vecindex_errmsg());
 		return rc;
 	}
+	pd->vec_searches++;
+	pd->vec_queries += nq;
 	rep->n_labels = rep->n_dists = nq * k;
 	rep->n_counts = nq;
 	return 0;

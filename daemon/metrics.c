@@ -1,0 +1,267 @@
+/*
+ * daemon/metrics.c - a Prometheus endpoint (libevent's evhttp), off unless
+ * metrics.listen names an address.
+ *
+ * GET /metrics answers in the Prometheus text format (version 0.0.4). Every
+ * poold tells what it is and what it lends; the coordinator also tells the
+ * pool's map: what each lender has in use, the regions and the KV
+ * namespaces. Counters are since poold started. Nothing here changes
+ * state, so a scrape can never disturb the pool.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+
+#include "daemon/extent.h"
+#include "daemon/poold.h"
+
+#define METRICS_TIMEOUT_S 10
+
+struct metrics {
+	struct evhttp *http;
+	uint64_t scrapes;
+};
+
+/* A label value with ", \ and newlines escaped, as the format wants. */
+static void metrics_label(struct evbuffer *b, const char *v)
+{
+	for (; *v != '\0'; v++) {
+		if (*v == '"' || *v == '\\')
+			evbuffer_add_printf(b, "\\%c", *v);
+		else if (*v == '\n')
+			evbuffer_add(b, "\\n", 2);
+		else
+			evbuffer_add(b, v, 1);
+	}
+}
+
+/* The # HELP and # TYPE lines of a metric. */
+static void metrics_head(struct evbuffer *b, const char *name, const char *type, const char *help)
+{
+	evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* One sample without labels. */
+static void metrics_one(struct evbuffer *b, const char *name, const char *type, const char *help,
+			uint64_t v)
+{
+	metrics_head(b, name, type, help);
+	evbuffer_add_printf(b, "%s %llu\n", name, (unsigned long long)v);
+}
+
+static const char *metrics_tier(enum tier t)
+{
+	return t == TIER_DRAM ? "dram" : "pmem";
+}
+
+/* What this poold is and lends. */
+static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *b)
+{
+	static const char *const states[] = {"up", "suspect", "dead"};
+	unsigned count[3] = {0, 0, 0};
+	struct member *m;
+	size_t i;
+
+	metrics_head(b, "pool_info", "gauge", "this poold: version, role, node");
+	evbuffer_add_printf(b, "pool_info{version=\"%s\",role=\"%s\",node=\"%u\",name=\"",
+			    PACKAGE_VERSION, pd->coord != NULL ? "coordinator" : "node",
+			    pd->node_id);
+	metrics_label(b, pd->conf->node_name);
+	evbuffer_add(b, "\"} 1\n", 5);
+	metrics_one(b, "pool_uptime_seconds", "gauge", "seconds since poold started",
+		    (units_now_ms() - pd->start_ms) / 1000);
+	metrics_one(b, "pool_requests_total", "counter", "control requests served",
+		    pd->requests);
+	metrics_one(b, "pool_reloads_total", "counter", "configuration reloads", pd->reloads);
+	metrics_one(b, "pool_clients", "gauge", "clients connected to the control socket",
+		    control_nclients(pd->control));
+	metrics_one(b, "pool_scrapes_total", "counter", "requests to this endpoint", mt->scrapes);
+	metrics_head(b, "pool_arena_bytes", "gauge", "bytes of each arena this node lends");
+	for (i = 0; i < pd->narenas; i++)
+		evbuffer_add_printf(b, "pool_arena_bytes{arena=\"%u\",tier=\"%s\",numa=\"%d\"} "
+				    "%llu\n", pd->arenas[i].id, metrics_tier(pd->arenas[i].tier),
+				    pd->arenas[i].numa, (unsigned long long)pd->arenas[i].lent);
+	metrics_one(b, "pool_holdings", "gauge", "extents this node holds for the pool",
+		    pd->nholds);
+	TAILQ_FOREACH(m, &pd->members, entry)
+		count[m->state]++;
+	metrics_head(b, "pool_members", "gauge", "members of the cluster as this poold sees them");
+	for (i = 0; i < 3; i++)
+		evbuffer_add_printf(b, "pool_members{state=\"%s\"} %u\n", states[i], count[i]);
+	metrics_one(b, "pool_member_changes_total", "counter",
+		    "changes of a member's state (up, suspect, dead) seen here", pd->member_changes);
+	metrics_one(b, "pool_vec_searches_total", "counter",
+		    "vector searches served here for other processes", pd->vec_searches);
+	metrics_one(b, "pool_vec_queries_total", "counter",
+		    "vector queries in those searches", pd->vec_queries);
+}
+
+/* The KV families: each one's samples come together, one per namespace (and tier). */
+static const struct metrics_kv {
+	const char *name, *type, *help;
+	size_t off;	    /* of the value in Pool__KvNamespace */
+	const char *tier; /* a tier label, or NULL */
+} metrics_kv[] = {
+	{"pool_kv_hits_total", "counter", "KV gets that found a value",
+	 offsetof(Pool__KvNamespace, hits), NULL},
+	{"pool_kv_misses_total", "counter", "KV gets that found none",
+	 offsetof(Pool__KvNamespace, misses), NULL},
+	{"pool_kv_puts_total", "counter", "KV puts committed",
+	 offsetof(Pool__KvNamespace, puts), NULL},
+	{"pool_kv_evictions_total", "counter", "KV values dropped to make room",
+	 offsetof(Pool__KvNamespace, evictions), NULL},
+	{"pool_kv_spills_total", "counter", "KV values moved to the pmem tier",
+	 offsetof(Pool__KvNamespace, spills), NULL},
+	{"pool_kv_promotions_total", "counter", "KV values moved back to DRAM",
+	 offsetof(Pool__KvNamespace, promotions), NULL},
+	{"pool_kv_pmem_hits_total", "counter", "KV hits served from the pmem tier",
+	 offsetof(Pool__KvNamespace, pmem_hits), NULL},
+	{"pool_kv_entries", "gauge", "keys of a KV namespace",
+	 offsetof(Pool__KvNamespace, entries), NULL},
+	{"pool_kv_bytes", "gauge", "bytes of a KV namespace's values per tier",
+	 offsetof(Pool__KvNamespace, used), "dram"},
+	{"pool_kv_bytes", NULL, NULL, offsetof(Pool__KvNamespace, pmem_used), "pmem"},
+	{"pool_kv_capacity_bytes", "gauge", "a KV namespace's capacity",
+	 offsetof(Pool__KvNamespace, capacity), NULL},
+};
+
+struct metrics_kv_arg {
+	struct evbuffer *b;
+	const struct metrics_kv *f;
+};
+
+/* One namespace's sample of a family, for kv_stats_each(). */
+static void metrics_kv_ns(void *arg, const Pool__KvNamespace *n)
+{
+	const struct metrics_kv_arg *a = arg;
+
+	evbuffer_add_printf(a->b, "%s{ns=\"", a->f->name);
+	metrics_label(a->b, n->name);
+	if (a->f->tier != NULL)
+		evbuffer_add_printf(a->b, "\",tier=\"%s", a->f->tier);
+	evbuffer_add_printf(a->b, "\"} %llu\n",
+			    (unsigned long long)*(const uint64_t *)((const char *)n + a->f->off));
+}
+
+/* The pool's map (coordinator): lenders, regions, KV namespaces. */
+static void metrics_pool(struct poold *pd, struct evbuffer *b)
+{
+	struct lender_pool *lp;
+	struct region *r;
+	uint64_t bytes = 0, leases = 0;
+	size_t i;
+
+	metrics_head(b, "pool_lender_bytes", "gauge", "what each lender's arena offers the pool");
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
+		evbuffer_add_printf(b, "pool_lender_bytes{node=\"%u\",arena=\"%u\",tier=\"%s\"} "
+				    "%llu\n", lp->node, lp->arena, metrics_tier(lp->tier),
+				    (unsigned long long)lp->lent);
+	metrics_head(b, "pool_lender_used_bytes", "gauge", "bytes in use in each lender's arena");
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
+		struct extent_stats st;
+
+		extent_stats(lp->alloc, &st);
+		evbuffer_add_printf(b, "pool_lender_used_bytes{node=\"%u\",arena=\"%u\","
+				    "tier=\"%s\"} %llu\n", lp->node, lp->arena,
+				    metrics_tier(lp->tier), (unsigned long long)st.used);
+	}
+	TAILQ_FOREACH(r, &pd->regions->list, entry) {
+		bytes += r->size;
+		leases += r->leases;
+	}
+	metrics_one(b, "pool_regions", "gauge", "regions in the pool", pd->regions->count);
+	metrics_one(b, "pool_region_bytes", "gauge", "bytes of all regions", bytes);
+	metrics_one(b, "pool_leases", "gauge", "leases of clients on regions", leases);
+	for (i = 0; i < ARRAY_SIZE(metrics_kv); i++) {
+		struct metrics_kv_arg a = {b, &metrics_kv[i]};
+
+		if (metrics_kv[i].type != NULL) /* else more of the family above */
+			metrics_head(b, metrics_kv[i].name, metrics_kv[i].type, metrics_kv[i].help);
+		kv_stats_each(pd, metrics_kv_ns, &a);
+	}
+}
+
+static void metrics_request(struct evhttp_request *req, void *arg)
+{
+	struct poold *pd = arg;
+	struct metrics *mt = pd->metrics;
+	struct evbuffer *b;
+
+	if (strcmp(evhttp_request_get_uri(req), "/metrics") != 0) {
+		evhttp_send_error(req, HTTP_NOTFOUND, "the metrics are at /metrics");
+		return;
+	}
+	b = evbuffer_new();
+	if (b == NULL) {
+		evhttp_send_error(req, HTTP_INTERNAL, "out of memory");
+		return;
+	}
+	mt->scrapes++;
+	metrics_node(pd, mt, b);
+	if (pd->coord != NULL && pd->regions != NULL)
+		metrics_pool(pd, b);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+			  "text/plain; version=0.0.4; charset=utf-8");
+	evhttp_send_reply(req, HTTP_OK, "OK", b);
+	evbuffer_free(b);
+}
+
+/* Start the endpoint if metrics.listen is set. */
+int metrics_open(struct poold *pd)
+{
+	struct sockaddr_storage ss;
+	struct evconnlistener *l;
+	struct metrics *mt;
+	unsigned len;
+	int rc;
+
+	if (pd->conf->metrics_listen[0] == '\0')
+		return 0;
+	rc = addr_parse(pd->conf->metrics_listen, &ss, &len);
+	if (rc < 0) {
+		log_warnx("metrics.listen: cannot resolve '%s'", pd->conf->metrics_listen);
+		return rc;
+	}
+	mt = calloc(1, sizeof(*mt));
+	if (mt == NULL || (mt->http = evhttp_new(pd->base)) == NULL) {
+		free(mt);
+		return -ENOMEM;
+	}
+	l = evconnlistener_new_bind(pd->base, NULL, NULL,
+				    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+				    16, (struct sockaddr *)&ss, (int)len);
+	if (l == NULL || evhttp_bind_listener(mt->http, l) == NULL) {
+		log_warn("metrics.listen: cannot listen on %s", pd->conf->metrics_listen);
+		if (l != NULL)
+			evconnlistener_free(l);
+		evhttp_free(mt->http);
+		free(mt);
+		return -EADDRINUSE;
+	}
+	/* Small and bounded: a scraper sends a GET and little else. */
+	evhttp_set_allowed_methods(mt->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+	evhttp_set_max_headers_size(mt->http, 8192);
+	evhttp_set_max_body_size(mt->http, 0);
+	evhttp_set_timeout(mt->http, METRICS_TIMEOUT_S);
+	evhttp_set_gencb(mt->http, metrics_request, pd);
+	pd->metrics = mt;
+	log_info("metrics on http://%s/metrics", pd->conf->metrics_listen);
+	return 0;
+}
+
+void metrics_close(struct poold *pd)
+{
+	if (pd->metrics == NULL)
+		return;
+	evhttp_free(pd->metrics->http);
+	free(pd->metrics);
+	pd->metrics = NULL;
+}

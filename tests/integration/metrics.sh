@@ -1,0 +1,85 @@
+#!/bin/bash
+# The Prometheus endpoint: off by default; with metrics.listen, GET /metrics
+# answers in the text format (every family typed once, its samples
+# together) with what the pool does; other paths and methods get HTTP
+# errors; a bad address is a config error; garbage does not hurt poold.
+. "${top_srcdir:-.}/tests/integration/lib.sh"
+KV="$top_builddir/tests/tools/pool-kv"
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+URL="http://127.0.0.1:$PORT"
+
+# scrape: GET /metrics, checked against the text format; the samples go to $TEST_DIR/m.
+scrape() {
+	python3 - "$URL/metrics" "$TEST_DIR/m" <<'EOF'
+import re, sys, urllib.request
+r = urllib.request.urlopen(sys.argv[1], timeout=10)
+assert r.status == 200 and r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), r.headers
+typed, done, cur, samples = set(), set(), None, {}
+sample = re.compile(r'^([a-z_:][a-z0-9_:]*)(\{([a-z_]+="([^"\\]|\\.)*",?)*\})? ([0-9]+(\.[0-9]+)?)$')
+for line in r.read().decode().splitlines():
+    if line.startswith("# HELP "):
+        continue
+    if line.startswith("# TYPE "):
+        name, kind = line.split()[2:4]
+        assert name not in typed and kind in ("counter", "gauge"), line
+        if cur is not None:
+            done.add(cur)
+        typed.add(name)
+        cur = name
+        continue
+    m = sample.match(line)
+    assert m, "not a sample: " + line
+    assert m.group(1) == cur and m.group(1) not in done, "out of its family: " + line
+    samples[line.rsplit(" ", 1)[0]] = float(m.group(5))
+with open(sys.argv[2], "w") as f:
+    for k, v in samples.items():
+        f.write("%s %s\n" % (k, int(v) if v == int(v) else v))
+EOF
+}
+
+# has 'SAMPLE' VALUE: the last scrape had that sample with that value.
+has() { grep -qxF "$1 $2" "$TEST_DIR/m"; }
+
+pool_start -o lend.size=64M || exit 1
+python3 -c 'import socket, sys; s = socket.socket(); sys.exit(s.connect_ex(("127.0.0.1", int(sys.argv[1]))) == 0)' "$PORT" \
+	&& ok "no endpoint unless metrics.listen is set" || not_ok "endpoint off by default"
+check "stops" pool_stop
+
+check_exit 1 "a bad metrics.listen is a config error" "$POOLD" -n -o metrics.listen=localhost
+check_out "metrics.listen: 'localhost' is not host:port" "naming the option"
+
+pool_start -o lend.size=64M -o metrics.listen="127.0.0.1:$PORT" || exit 1
+check "a scrape in the text format" scrape
+has 'pool_info{version="'"$("$POOLD" -V | awk '{print $2}')"'",role="coordinator",node="1",name="'"$(hostname)"'"}' 1 \
+	&& ok "pool_info names the version, role and node" || { not_ok "pool_info"; grep pool_info "$TEST_DIR/m"; }
+has 'pool_arena_bytes{arena="0",tier="dram",numa="0"}' 67108864 && ok "the arena lent" || not_ok "pool_arena_bytes"
+has 'pool_members{state="up"}' 1 && ok "one member up" || not_ok "pool_members"
+
+"$POOLCTL" kv create m 8M >/dev/null
+"$KV" m put a 1000 1 >/dev/null && "$KV" m get a 1 >/dev/null && "$KV" m get a 1 >/dev/null
+"$KV" m get nope 1 >/dev/null
+check "another scrape" scrape
+has 'pool_kv_hits_total{ns="m"}' 2 && has 'pool_kv_misses_total{ns="m"}' 1 && has 'pool_kv_puts_total{ns="m"}' 1 \
+	&& has 'pool_kv_entries{ns="m"}' 1 && has 'pool_kv_capacity_bytes{ns="m"}' 8388608 \
+	&& ok "the namespace's hits, misses, puts, entries and capacity" || { not_ok "KV metrics"; grep kv_ "$TEST_DIR/m"; }
+has 'pool_lender_used_bytes{node="1",arena="0",tier="dram"}' 4096 && ok "what the lender has in use" || { not_ok "lender used"; grep lender "$TEST_DIR/m"; }
+has 'pool_scrapes_total' 2 && ok "the scrapes counted" || not_ok "scrapes"
+
+python3 - "$URL" <<'EOF' && ok "other paths get 404, other methods an error, garbage a 400" || not_ok "HTTP errors"
+import socket, sys, urllib.error, urllib.request
+def code(req):
+    try:
+        return urllib.request.urlopen(req, timeout=10).status
+    except urllib.error.HTTPError as e:
+        return e.code
+assert code(sys.argv[1] + "/other") == 404
+assert code(urllib.request.Request(sys.argv[1] + "/metrics", data=b"x", method="POST")) >= 400
+host, port = sys.argv[1][7:].split(":")
+s = socket.create_connection((host, int(port)), timeout=10)
+s.sendall(b"\x00\xff garbage\r\n\r\n")
+assert s.recv(100).startswith(b"HTTP/1.1 400"), "garbage"
+EOF
+check "poold answers on its socket" "$POOLCTL" status
+check "and on /metrics" scrape
+pool_alive && ok "poold still running" || not_ok "poold still running"
+pool_done
