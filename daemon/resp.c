@@ -28,11 +28,10 @@
 #include <event2/listener.h>
 
 #include "daemon/poold.h"
+#include "daemon/respparse.h"
 #include "libpool/libpool.h"
 
-#define RESP_MAX_ARGS 4096
 #define RESP_MAX_BULK (POOL_KV_VALUE_MAX + 1024)
-#define RESP_MAX_LINE 64
 #define RESP_DBS 16
 
 struct resp_conn {
@@ -42,11 +41,8 @@ struct resp_conn {
 	uint64_t session;
 	int db;
 	bool authed;
-	/* the command being parsed */
-	long nargs, have;
-	long bulk; /* length of the bulk being read, -1 between bulks */
-	char **argv;
-	size_t *argl;
+	bool closing; /* after a protocol error or QUIT: ends once the output is out */
+	struct resp_parser p; /* the command being read */
 };
 
 struct resp {
@@ -58,20 +54,6 @@ struct resp {
 	uint64_t commands;
 };
 
-static void resp_args_free(struct resp_conn *c)
-{
-	long i;
-
-	for (i = 0; i < c->have; i++)
-		free(c->argv[i]);
-	free(c->argv);
-	free(c->argl);
-	c->argv = NULL;
-	c->argl = NULL;
-	c->nargs = c->have = 0;
-	c->bulk = -1;
-}
-
 static void resp_conn_free(struct resp_conn *c)
 {
 	struct poold *pd = c->rs->pd;
@@ -79,7 +61,7 @@ static void resp_conn_free(struct resp_conn *c)
 	TAILQ_REMOVE(&c->rs->conns, c, entry);
 	c->rs->nconns--;
 	kv_session_end(pd, pd->node_id, c->session, false); /* its pins and reservations */
-	resp_args_free(c);
+	resp_parser_reset(&c->p);
 	bufferevent_free(c->bev);
 	free(c);
 }
@@ -114,7 +96,7 @@ static void resp_fatal(struct resp_conn *c, const char *msg)
 	log_debug("RESP client: %s", msg);
 	resp_out(c, "-ERR Protocol error: %s\r\n", msg);
 	bufferevent_disable(c->bev, EV_READ);
-	c->bulk = -2; /* closing */
+	c->closing = true;
 }
 
 static void resp_db(const struct resp_conn *c, char *ns, size_t len)
@@ -195,8 +177,8 @@ static void resp_command(struct resp_conn *c)
 {
 	struct resp *rs = c->rs;
 	struct poold *pd = rs->pd;
-	char **a = c->argv, ns[16];
-	long n = c->nargs, i;
+	char **a = c->p.argv, ns[16];
+	long n = c->p.nargs, i;
 	int rc;
 
 	rs->commands++;
@@ -218,7 +200,7 @@ static void resp_command(struct resp_conn *c)
 	if (strcasecmp(a[0], "QUIT") == 0) {
 		resp_out(c, "+OK\r\n");
 		bufferevent_disable(c->bev, EV_READ);
-		c->bulk = -2;
+		c->closing = true;
 		return;
 	}
 	if (!c->authed) {
@@ -227,7 +209,7 @@ static void resp_command(struct resp_conn *c)
 	}
 	if (strcasecmp(a[0], "PING") == 0) {
 		if (n > 1)
-			resp_bulk(c, a[1], c->argl[1]);
+			resp_bulk(c, a[1], c->p.argl[1]);
 		else
 			resp_out(c, "+PONG\r\n");
 		return;
@@ -259,15 +241,15 @@ static void resp_command(struct resp_conn *c)
 		return;
 	}
 	if (strcasecmp(a[0], "GET") == 0 && n == 2) {
-		resp_get_one(c, ns, a[1], c->argl[1]);
+		resp_get_one(c, ns, a[1], c->p.argl[1]);
 	} else if (strcasecmp(a[0], "MGET") == 0 && n >= 2) {
 		resp_out(c, "*%ld\r\n", n - 1);
 		for (i = 1; i < n; i++)
-			resp_get_one(c, ns, a[i], c->argl[i]);
+			resp_get_one(c, ns, a[i], c->p.argl[i]);
 	} else if ((strcasecmp(a[0], "SET") == 0 && n == 3) ||
 		   (strcasecmp(a[0], "MSET") == 0 && n >= 3 && n % 2 == 1)) {
 		for (i = 1; i + 1 < n; i += 2) {
-			rc = resp_set_one(c, ns, a[i], c->argl[i], a[i + 1], c->argl[i + 1]);
+			rc = resp_set_one(c, ns, a[i], c->p.argl[i], a[i + 1], c->p.argl[i + 1]);
 			if (rc < 0)
 				break;
 		}
@@ -282,7 +264,7 @@ static void resp_command(struct resp_conn *c)
 		for (i = 1; i < n; i++)
 			count += kv_local_op(pd, c->session, ns,
 					     a[0][0] == 'D' || a[0][0] == 'd' ? "remove" : "exists",
-					     (const uint8_t *)a[i], c->argl[i], 0, NULL) == 0;
+					     (const uint8_t *)a[i], c->p.argl[i], 0, NULL) == 0;
 		resp_out(c, ":%ld\r\n", count);
 	} else if (strcasecmp(a[0], "DBSIZE") == 0 && n == 1) {
 		resp_out(c, ":%llu\r\n", (unsigned long long)kv_local_size(pd, ns));
@@ -319,87 +301,22 @@ static void resp_command(struct resp_conn *c)
 	}
 }
 
-/* Read a CRLF-terminated header line ("*3", "$5"); 0 if not complete yet, -1 on error. */
-static int resp_line(struct resp_conn *c, char want, long max, long *ret)
-{
-	struct evbuffer *in = bufferevent_get_input(c->bev);
-	struct evbuffer_ptr p = evbuffer_search(in, "\r\n", 2, NULL);
-	char line[RESP_MAX_LINE + 1], *end;
-	long v;
-
-	if (p.pos < 0) {
-		if (evbuffer_get_length(in) > RESP_MAX_LINE) {
-			resp_fatal(c, "header line too long");
-			return -1;
-		}
-		return 0;
-	}
-	if (p.pos > RESP_MAX_LINE || p.pos < 2) {
-		resp_fatal(c, "bad header line");
-		return -1;
-	}
-	evbuffer_remove(in, line, (size_t)p.pos + 2);
-	line[p.pos] = '\0';
-	if (line[0] != want) {
-		resp_fatal(c, want == '*' ? "expected '*' (RESP arrays of bulk strings only)"
-					  : "expected '$'");
-		return -1;
-	}
-	v = strtol(line + 1, &end, 10);
-	if (*end != '\0' || v < 1 || v > max) {
-		resp_fatal(c, want == '*' ? "invalid multibulk length" : "invalid bulk length");
-		return -1;
-	}
-	*ret = v;
-	return 1;
-}
-
 static void resp_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct resp_conn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
+	const char *err;
 	int rc;
 
-	while (c->bulk != -2) {
-		if (c->nargs == 0) {
-			rc = resp_line(c, '*', RESP_MAX_ARGS, &c->nargs);
-			if (rc <= 0)
-				break;
-			c->argv = calloc((size_t)c->nargs, sizeof(*c->argv));
-			c->argl = calloc((size_t)c->nargs, sizeof(*c->argl));
-			if (c->argv == NULL || c->argl == NULL) {
-				resp_fatal(c, "out of memory");
-				break;
-			}
-			c->have = 0;
-			c->bulk = -1;
-		}
-		if (c->bulk < 0) {
-			rc = resp_line(c, '$', RESP_MAX_BULK, &c->bulk);
-			if (rc <= 0)
-				break;
-		}
-		if (evbuffer_get_length(in) < (size_t)c->bulk + 2)
+	while (!c->closing) {
+		rc = resp_parse(&c->p, bufferevent_get_input(bev), &err);
+		if (rc < 0)
+			resp_fatal(c, err);
+		if (rc <= 0)
 			break;
-		c->argv[c->have] = malloc((size_t)c->bulk + 1);
-		if (c->argv[c->have] == NULL) {
-			resp_fatal(c, "out of memory");
-			break;
-		}
-		evbuffer_remove(in, c->argv[c->have], (size_t)c->bulk);
-		c->argv[c->have][c->bulk] = '\0';
-		c->argl[c->have] = (size_t)c->bulk;
-		c->have++;
-		evbuffer_drain(in, 2);
-		c->bulk = -1;
-		if (c->have == c->nargs) {
-			resp_command(c);
-			if (c->bulk == -2)
-				break;
-			resp_args_free(c);
-		}
+		resp_command(c);
+		resp_parser_reset(&c->p);
 	}
-	if (c->bulk == -2 && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+	if (c->closing && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
 		resp_conn_free(c);
 }
 
@@ -407,7 +324,7 @@ static void resp_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct resp_conn *c = arg;
 
-	if (c->bulk == -2)
+	if (c->closing)
 		resp_conn_free(c);
 }
 
@@ -444,7 +361,7 @@ static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	}
 	c->rs = rs;
-	c->bulk = -1;
+	resp_parser_init(&c->p, RESP_MAX_BULK);
 	/* RESP sessions are numbered apart from control sessions. */
 	c->session = (UINT64_C(1) << 62) | ++rs->next_session;
 	c->authed = rs->pd->conf->resp_password[0] == '\0';

@@ -1,0 +1,35 @@
+/*
+ * daemon/respparse.h - the request side of the Redis protocol: arrays of
+ * bulk strings ("*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"), parsed incrementally
+ * from an evbuffer. It depends only on libevent's buffers, so a fuzz target
+ * drives it on its own.
+ */
+#ifndef POOLD_RESPPARSE_H
+#define POOLD_RESPPARSE_H
+
+#include <stddef.h>
+
+struct evbuffer;
+
+#define RESP_MAX_ARGS 4096
+#define RESP_MAX_LINE 64
+
+struct resp_parser {
+	long max_bulk; /* the longest argument accepted */
+	long nargs, have;
+	long bulk;     /* length of the bulk being read, -1 between bulks */
+	char **argv;   /* the command's arguments, NUL-terminated (they may hold NULs) */
+	size_t *argl;
+};
+
+void resp_parser_init(struct resp_parser *p, long max_bulk);
+/*
+ * Take what in holds of a command: 1 when argv/argc hold a whole command
+ * (call resp_parser_reset() once it is served), 0 when more is needed,
+ * -1 on a protocol error (*err says what; the connection should end).
+ */
+int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err);
+/* Forget the current command (and free its arguments). */
+void resp_parser_reset(struct resp_parser *p);
+
+#endif

@@ -1,0 +1,52 @@
+/*
+ * tests/fuzz/fuzz_resp.c - libFuzzer target: a byte stream as the RESP
+ * endpoint would read it, in two pieces (a command split anywhere), parsed
+ * into commands until it errs or needs more.
+ */
+#include "config.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "daemon/respparse.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Parse what in holds; 0 while the stream is well-formed so far. */
+static int feed(struct resp_parser *p, struct evbuffer *in)
+{
+	const char *err;
+	long i;
+	int rc;
+
+	while ((rc = resp_parse(p, in, &err)) == 1) {
+		/* A whole command: every argument is as long as it says, NUL-terminated. */
+		for (i = 0; i < p->nargs; i++)
+			if (p->argv[i][p->argl[i]] != '\0' || p->argl[i] < 1)
+				__builtin_trap();
+		resp_parser_reset(p);
+	}
+	return rc < 0 ? -1 : 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct evbuffer *in = evbuffer_new();
+	struct resp_parser p;
+	size_t cut = size ? data[0] % (size + 1) : 0;
+
+	if (in == NULL)
+		return 0;
+	resp_parser_init(&p, 1 << 16);
+	evbuffer_add(in, data, cut);
+	if (feed(&p, in) == 0) {
+		evbuffer_add(in, data + cut, size - cut);
+		feed(&p, in);
+	}
+	resp_parser_reset(&p);
+	evbuffer_free(in);
+	return 0;
+}
