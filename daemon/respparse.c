@@ -40,7 +40,7 @@ void resp_parser_reset(struct resp_parser *p)
 static int resp_line(struct evbuffer *in, char want, long max, long *ret, const char **err)
 {
 	struct evbuffer_ptr p = evbuffer_search(in, "\r\n", 2, NULL);
-	char line[RESP_MAX_LINE + 1], *end;
+	char line[RESP_MAX_LINE + 2], *end; /* the line and its CRLF */
 	long v;
 
 	if (p.pos < 0) {
