@@ -59,6 +59,7 @@ extern const struct cmd_entry cmd_vec_ls_entry;
 extern const struct cmd_entry cmd_vec_info_entry;
 extern const struct cmd_entry cmd_vec_create_entry;
 extern const struct cmd_entry cmd_vec_drop_entry;
+extern const struct cmd_entry cmd_events_entry;
 
 /* poolctl.c */
 int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req,

@@ -101,6 +101,8 @@ void cluster_set_state(struct poold *pd, struct member *m, enum member_state sta
 	if (m->state == state)
 		return;
 	log_info("node %u (%s) is %s", m->info->id, m->info->name, member_state_name(state));
+	events_add(pd, "member", "node %u (%s) is %s", m->info->id, m->info->name,
+		   member_state_name(state));
 	m->state = state;
 	pd->member_changes++;
 	if (state == MEMBER_DEAD)

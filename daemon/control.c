@@ -65,6 +65,7 @@ static const struct ctl_handler *const handler_tables[] = {
 	arena_handlers,
 	kv_handlers,
 	vec_handlers,
+	events_handlers,
 };
 
 static const struct ctl_handler *handlers[WIRE_TYPE_MAX];

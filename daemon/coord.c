@@ -171,6 +171,7 @@ void coord_suspect(struct poold *pd, uint32_t node)
 	if (pd->coord == NULL || m == NULL || m->state != MEMBER_UP || node == pd->node_id)
 		return;
 	log_warnx("node %u (%s): a client's transfer failed", node, m->info->name);
+	events_add(pd, "member", "node %u (%s): a client's transfer failed", node, m->info->name);
 	coord_set_state(pd->coord, m, MEMBER_SUSPECT);
 }
 
@@ -568,6 +569,8 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	conn_set_read_timeout(p->conn, 0);
 	log_info("%s registered (%s, incarnation %llx)", desc, info->version,
 		 (unsigned long long)info->incarnation);
+	events_add(pd, "member", "%s registered (%s, incarnation %llx)", desc, info->version,
+		   (unsigned long long)info->incarnation);
 	m->state = MEMBER_DEAD; /* so that the change to up is announced */
 	coord_set_state(co, m, MEMBER_UP);
 

@@ -386,9 +386,12 @@ int hold_open(struct poold *pd)
 		return rc;
 	}
 	journal_stats(pd->journal, &st);
-	if (st.dropped > 0)
+	if (st.dropped > 0) {
 		log_warnx("pmem journal: a torn or corrupt record ends it: used up to the %llu "
 			  "record(s) before it", (unsigned long long)st.records);
+		events_add(pd, "journal", "a torn or corrupt record ends the pmem journal: used up "
+			   "to the %llu record(s) before it", (unsigned long long)st.records);
+	}
 	keep = calloc(pd->nholds + 1, sizeof(*keep));
 	if (keep == NULL)
 		return -ENOMEM;
@@ -402,8 +405,10 @@ int hold_open(struct poold *pd)
 		at = MAX(at, keep[i].off + keep[i].len);
 	}
 	free(keep);
-	if (n > 0)
-		log_info("pmem tier: %zu value(s) of persistent KV namespaces kept", n);
+	if (n > 0) {
+		log_info("pmem tier: %zu extent(s) of persistent values and regions kept", n);
+		events_add(pd, "journal", "%zu extent(s) of persistent values and regions kept", n);
+	}
 	return 0;
 }
 

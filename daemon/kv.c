@@ -1368,8 +1368,11 @@ void kv_node_lost(struct poold *pd, uint32_t node)
 	struct kv_who w = {.node = node};
 
 	kv_foreach(pd, kv_lost_entry, &w);
-	if (w.count > 0)
+	if (w.count > 0) {
 		log_warnx("KV: %zu value(s) on node %u dropped", w.count, node);
+		events_add(pd, "kv", "%zu value(s) on node %u dropped or down to their copies",
+			   w.count, node);
+	}
 }
 
 static void kv_expire_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg)
@@ -1584,6 +1587,7 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 		if (h->has_ns_replicas && h->ns_replicas >= 1 && h->ns_replicas <= KV_MAX_REPLICAS)
 			ns->replicas = h->ns_replicas;
 		log_info("KV namespace '%s' rebuilt from its lenders", ns->name);
+		events_add(pd, "kv", "namespace '%s' rebuilt from its lenders", ns->name);
 	}
 	hash = kv_hash(key, klen);
 	e = *kv_slot(ns, key, klen, hash);

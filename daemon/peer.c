@@ -80,8 +80,11 @@ static void peer_reset(struct peer *pe, const char *why)
 		conn_abort(pe->conn, false);
 		pe->conn = NULL;
 	}
-	if (pe->state == PEER_UP)
+	if (pe->state == PEER_UP) {
 		log_warnx("lost the coordinator %s: %s", pe->pd->conf->coordinator, why);
+		events_add(pe->pd, "coordinator", "lost the coordinator %s: %s",
+			   pe->pd->conf->coordinator, why);
+	}
 	else
 		log_debug("coordinator %s: %s", pe->pd->conf->coordinator, why);
 	pe->state = PEER_IDLE;
@@ -137,6 +140,8 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 	pe->retry_ms = 0;
 	log_info("joined the coordinator %s as node %u (%zu members)", pd->conf->coordinator,
 		 pd->node_id, rep->n_members);
+	events_add(pd, "coordinator", "joined the coordinator %s as node %u", pd->conf->coordinator,
+		   pd->node_id);
 }
 
 static void peer_member_event(struct peer *pe, const Pool__MemberEvent *ev)

@@ -32,6 +32,7 @@ struct ledger_extent;
 struct journal;
 struct vecindex_ctx;
 struct metrics;
+struct events;
 
 enum member_state { MEMBER_UP, MEMBER_SUSPECT, MEMBER_DEAD };
 enum tier { TIER_DRAM, TIER_PMEM };
@@ -118,6 +119,7 @@ struct poold {
 	uint64_t vec_searches, vec_queries; /* ... and how many, for the metrics */
 	uint64_t member_changes;    /* member state changes seen (cluster.c) */
 	struct metrics *metrics;    /* the Prometheus endpoint, if metrics.listen is set */
+	struct events *events;	    /* the recent events (events.c) */
 };
 
 /* poold.c */
@@ -406,6 +408,12 @@ void kv_local_flush(struct poold *pd, const char *nsname);
 void vec_serve(struct poold *pd, struct conn *conn, uint64_t req_id,
 	       const Pool__VecRequest *vr);
 extern const struct ctl_handler vec_handlers[];
+
+/* events.c: the recent events, for poolctl events */
+void events_add(struct poold *pd, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void events_free(struct poold *pd);
+extern const struct ctl_handler events_handlers[];
 
 /* metrics.c: the Prometheus endpoint */
 int metrics_open(struct poold *pd);

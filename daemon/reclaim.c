@@ -299,6 +299,7 @@ void reclaim_sweep(struct poold *pd)
 			 "evicted)%s%s", rc->node, rc->drain ? "drained" : "reclaimed", a, b,
 			 rc->migrated, rc->evicted, rc->failed ? "; " : "", rc->failed ? rc->err : "");
 		log_info("%s", msg);
+		events_add(pd, "reclaim", "%s", msg);
 		if (busy > 0 || rc->failed > 0) {
 			units_fmt_size(busy, a, sizeof(a));
 			req_finish(rc->q, req_errorf(rc->q, -EBUSY, "%s; %s still in use", msg, a));
@@ -460,6 +461,7 @@ static int reclaim_lend(struct req *q, uint32_t node, uint64_t size)
 	units_fmt_size(size, a, sizeof(a));
 	snprintf(msg, sizeof(msg), "node %u now lends %s", node, a);
 	log_info("%s", msg);
+	events_add(pd, "reclaim", "%s", msg);
 	ok.message = msg;
 	return req_reply(q, WIRE_OK, &ok.base);
 }

@@ -100,6 +100,7 @@ static void region_lender_lost(struct poold *pd, uint32_t node)
 			r->want_ext = r->next; /* its lender's journal may bring them back */
 		r->next = k;
 		log_warnx("region '%s' lost its data on node %u", r->name, node);
+		events_add(pd, "region", "region '%s' lost its data on node %u", r->name, node);
 		region_notify(pd, r, "gone");
 		if (r->cls == CLASS_CACHE)
 			region_free(pd, r);
@@ -864,6 +865,7 @@ int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, 
 		r->lost = false;
 		r->want_ext = 0;
 		log_info("region '%s' is back whole from its lender(s)", r->name);
+		events_add(pd, "region", "region '%s' is back whole from its lender(s)", r->name);
 	} else if (fresh) {
 		log_info("region '%s' comes back from its lenders: %zu of %zu extent(s)", r->name,
 			 r->next, r->want_ext);

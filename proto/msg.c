@@ -55,6 +55,8 @@ static const struct {
 	[WIRE_COPY] = {"copy", &pool__copy__descriptor},
 	[WIRE_VEC] = {"vec", &pool__vec_request__descriptor},
 	[WIRE_VEC_REPLY] = {"vec-reply", &pool__vec_reply__descriptor},
+	[WIRE_EVENTS] = {"events", &pool__events_request__descriptor},
+	[WIRE_EVENTS_REPLY] = {"events-reply", &pool__events_reply__descriptor},
 };
 
 /* The descriptor of a message type, or NULL for an unknown type. */

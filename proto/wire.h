@@ -81,6 +81,8 @@ enum wire_type {
 	WIRE_COPY = 44,
 	WIRE_VEC = 45,
 	WIRE_VEC_REPLY = 46,
+	WIRE_EVENTS = 47,
+	WIRE_EVENTS_REPLY = 48,
 	WIRE_TYPE_MAX
 };
 

@@ -49,6 +49,12 @@ pool_node_start 4
 pool_wait_state 1 h4 up 10 && ok "restarted node is up again" || not_ok "restarted node up"
 pctl 1 --json nodes | python3 -c 'import json,sys; assert [n["id"] for n in json.load(sys.stdin)["nodes"] if n["name"]=="h4"] == [int(sys.argv[1])]' "$id4" \
 	&& ok "restarted node keeps its id" || not_ok "restarted node keeps its id"
+pctl 1 --json events | python3 -c '
+import json, sys
+t = [e["text"] for e in json.load(sys.stdin)["events"]]
+first = lambda p, after=-1: next(i for i, x in enumerate(t) if i > after and x.startswith(p))
+first("node 4 (h4) at ", first("node 4 (h4) is dead", first("node 4 (h4) is suspect")))' && ok "poolctl events: h4 suspect, dead, registered again, in order" || { not_ok "events at the coordinator"; pctl 1 events; }
+pctl 2 events 3 | grep -q "node 4 (h4) is up" && ok "a node shows the events it saw (last 3)" || { not_ok "events at a node"; pctl 2 events; }
 
 # Link down: detected the same way; healed after link up.
 rc=0; cluster_link_down 3 || rc=$?
@@ -91,4 +97,10 @@ t1=$(date +%s%N)
 pctl 2 status >/dev/null && ok "node still serves local requests" || not_ok "node serves local requests"
 pool_node_start 1
 pool_wait_state 2 h2 up 20 && ok "nodes rejoin a restarted coordinator" || not_ok "nodes rejoin a restarted coordinator"
+pctl 2 --json events | python3 -c '
+import json, sys
+t = [e["kind"] + ": " + e["text"] for e in json.load(sys.stdin)["events"]]
+lost = [i for i, x in enumerate(t) if x.startswith("coordinator: lost the coordinator")]
+joined = [i for i, x in enumerate(t) if x.startswith("coordinator: joined the coordinator")]
+assert lost and joined and joined[-1] > lost[-1], t' && ok "the node logged losing and rejoining the coordinator" || { not_ok "coordinator events"; pctl 2 events; }
 finish
