@@ -74,6 +74,12 @@ for _ in $(seq 50); do [ -s "$TEST_DIR/run/poold.pid" ] && "$POOLCTL" status >/d
 POOLD_PID=$(cat "$TEST_DIR/run/poold.pid")
 "$POOLCTL" --json status >"$TEST_DIR/out"
 check_out "\"pid\":$POOLD_PID," "pid file holds the daemon's pid"
+# poolctl top: the same parts again and again.
+check "poolctl top, twice" "$POOLCTL" top 0.1 2
+[ "$(grep -c '^poolctl top: ' "$TEST_DIR/out")" -eq 2 ] && [ "$(grep -c '^ID  NAME' "$TEST_DIR/out")" -eq 2 ] \
+	&& ok "two frames, each with the nodes" || { not_ok "top frames"; cat "$TEST_DIR/out"; }
+check_exit 2 "a bad interval is a usage error" "$POOLCTL" top 0
+check_exit 2 "top has no --json" "$POOLCTL" --json top 1 1
 kill -TERM "$POOLD_PID"
 for _ in $(seq 50); do kill -0 "$POOLD_PID" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$POOLD_PID" 2>/dev/null && not_ok "daemon stops" || ok "daemon stops"
