@@ -18,5 +18,6 @@ dist_man_MANS += \
 	man/pool_kv_open.3 \
 	man/pool_kv_put.3 \
 	man/pool_kv_acquire.3 \
+	man/pool-failures.7 \
 	man/pool_vec_create.3 \
 	man/pool-protocol.7
