@@ -1031,6 +1031,35 @@ out:
 	return rc;
 }
 
+/*
+ * Whether the caller's session holds a transfer of key to node: a pin of a
+ * value with a place there, or its own reservation there.
+ */
+static bool kv_was_given(struct kv_ns *ns, const struct req *q, const ProtobufCBinaryData *key,
+			 uint32_t node)
+{
+	struct kv_entry *e;
+	struct kv_zombie *z;
+	struct kv_pin *p;
+
+	if (key->len == 0 || key->len > POOL_KV_KEY_MAX)
+		return false;
+	e = *kv_slot(ns, key->data, key->len, kv_hash(key->data, key->len));
+	if (e != NULL && e->has_pending && e->pnode == q->node && e->psession == q->session &&
+	    kv_val_on(&e->pending, node))
+		return true;
+	for (p = e != NULL ? e->pins : NULL; p != NULL; p = p->next)
+		if (p->node == q->node && p->session == q->session && e->has_val &&
+		    kv_val_on(&e->val, node))
+			return true;
+	TAILQ_FOREACH(z, &ns->zombies, entry) /* replaced or spilled while it was read */
+		for (p = z->pins; p != NULL; p = p->next)
+			if (p->node == q->node && p->session == q->session &&
+			    kv_val_on(&z->val, node))
+				return true;
+	return false;
+}
+
 static int kv_request(struct req *q, const ProtobufCMessage *msg)
 {
 	const Pool__KvRequest *kr = (const Pool__KvRequest *)msg;
@@ -1046,8 +1075,10 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 		return req_errorf(q, -ENOENT, "no KV namespace '%s'", kr->ns);
 	if (strcmp(kr->op, "failed") == 0) {
 		/* A client could not reach a lender: suspect it now, not after heartbeats. */
-		if (kr->has_node)
-			coord_suspect(pd, kr->node);
+		if (!kr->has_node || kr->n_keys != 1 || !kv_was_given(ns, q, &kr->keys[0], kr->node))
+			return req_errorf(q, -EPERM, "a lender is reported only with a key whose "
+					  "transfer to it the caller was given");
+		coord_suspect(pd, kr->node);
 		return kv_reply(q, NULL, 0, 0, false);
 	}
 	if (kr->n_keys > KV_MAX_KEYS)

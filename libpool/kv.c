@@ -142,16 +142,22 @@ static int kv_call(struct pool_kv *kv, const char *op, size_t n, const void *con
 	return rc;
 }
 
-/* Tell the coordinator a lender failed a transfer (best effort). */
-static void kv_report(struct pool_kv *kv, uint32_t node)
+/*
+ * Tell the coordinator a lender failed a transfer of key (best effort); the
+ * key shows it is a transfer this caller was given.
+ */
+static void kv_report(struct pool_kv *kv, uint32_t node, const void *key, size_t klen)
 {
 	Pool__KvRequest req = POOL__KV_REQUEST__INIT;
+	ProtobufCBinaryData k = {.len = klen, .data = (uint8_t *)key};
 	Pool__KvReply *rep;
 
 	req.op = "failed";
 	req.ns = kv->ns;
 	req.has_node = 1;
 	req.node = node;
+	req.keys = &k;
+	req.n_keys = 1;
 	if (pool_call(kv->pool, WIRE_KV, &req.base, WIRE_KV_REPLY, (ProtobufCMessage **)&rep) == 0)
 		wire_msg_free(&rep->base);
 }
@@ -274,14 +280,15 @@ static void kv_place_of(const Pool__KvLocation *loc, size_t p, Pool__KvLocation 
  * key whose transfers fail gets the error in status[], and the lenders
  * that failed are reported.
  */
-static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, void *const *bufs,
-		       const size_t *lens, bool write, int *status)
+static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, const void *const *keys,
+		       const size_t *klens, void *const *bufs, const size_t *lens, bool write,
+		       int *status)
 {
 	struct pool *pool = kv->pool;
 	struct kv_io io = {.status = status};
 	struct kv_io_op *ops;
 	size_t i, k, p, nops = 0, round, places = 1;
-	uint32_t *failed = NULL;
+	size_t *failed = NULL; /* the ops that failed */
 	size_t nfailed = 0;
 	int rc = 0;
 
@@ -336,14 +343,16 @@ static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, void *c
 		}
 		for (k = first; k < nops; k++)
 			if (ops[k].rc < 0)
-				failed[nfailed++] = ops[k].node_id;
+				failed[nfailed++] = k;
 	}
 	pthread_mutex_unlock(&pool->data_lock);
 	for (k = 0; k < nfailed; k++) {
-		for (i = 0; i < k && failed[i] != failed[k]; i++)
+		const struct kv_io_op *op = &ops[failed[k]];
+
+		for (i = 0; i < k && ops[failed[i]].node_id != op->node_id; i++)
 			;
-		if (i == k)
-			kv_report(kv, failed[k]);
+		if (i == k) /* once per lender, with a key it failed */
+			kv_report(kv, op->node_id, keys[op->i], klens[op->i]);
 	}
 	free(ops);
 	free(failed);
@@ -384,7 +393,7 @@ POOL_EXPORT int pool_kv_put_batch(struct pool_kv *kv, size_t n, const void *cons
 		goto out;
 	for (i = 0; i < n; i++)
 		status[i] = rep->locations[i]->status;
-	rc = kv_transfer(kv, rep, n, (void *const *)values, vlens, true, status);
+	rc = kv_transfer(kv, rep, n, keys, klens, (void *const *)values, vlens, true, status);
 	if (rc < 0)
 		goto out;
 	/* Writes that failed give their reservation back at once. */
@@ -452,7 +461,7 @@ POOL_EXPORT int pool_kv_get_batch(struct pool_kv *kv, size_t n, const void *cons
 		lens[i] = MIN(ret_vlens[i], buflens[i]);
 		pinned++;
 	}
-	rc = kv_transfer(kv, rep, n, bufs, lens, false, status);
+	rc = kv_transfer(kv, rep, n, keys, klens, bufs, lens, false, status);
 	/* Unpin what lookup pinned, whatever the transfers did. */
 	if (pinned > 0) {
 		const void **rkeys = calloc(pinned, sizeof(*rkeys));
@@ -598,13 +607,15 @@ static int kv_ref_end(struct pool_kv_ref *ref, const char *op)
 /* A value that is not in place: one get into a buffer of the ref's own, then unpin. */
 static int kv_acquire_copy(struct pool_kv_ref *ref, Pool__KvReply *rep)
 {
+	const void *key = ref->key;
 	int status = 0, rc;
 
 	ref->buf = malloc(ref->len);
 	if (ref->buf == NULL)
 		rc = pool_err(-ENOMEM, "out of memory");
 	else
-		rc = kv_transfer(ref->kv, rep, 1, &ref->buf, &ref->len, false, &status);
+		rc = kv_transfer(ref->kv, rep, 1, &key, &ref->klen, &ref->buf, &ref->len, false,
+				 &status);
 	kv_ref_end(ref, "release");
 	if (rc < 0)
 		return rc;
@@ -755,7 +766,10 @@ POOL_EXPORT int pool_kv_commit(struct pool_kv_ref *ref)
 	if (rc < 0)
 		return rc;
 	if (!ref->local) {
-		rc = kv_transfer(ref->kv, ref->rep, 1, &ref->buf, &ref->len, true, &status);
+		const void *key = ref->key;
+
+		rc = kv_transfer(ref->kv, ref->rep, 1, &key, &ref->klen, &ref->buf, &ref->len,
+				 true, &status);
 		if (rc == 0)
 			rc = status;
 		if (rc < 0) { /* nothing to commit: the reservation goes back at once */

@@ -222,6 +222,25 @@ check "the newest of them is there" "$KV" dramonly get d7 7
 check_exit 1 "an unknown tier is refused" "$POOLCTL" kv create badtier 4M tier=ssd
 check_out "tier 'ssd': dram, dram\+pmem or pmem" "with a message naming the choices"
 check_exit 2 "an unknown option is a usage error" "$POOLCTL" kv create badopt 4M spill=yes
+# A lender is reported as failing only with a transfer the reporter was given.
+python3 - "$POOL_SOCKET" "$top_srcdir/tests/integration" >"$TEST_DIR/out" 2>&1 <<'EOF2'
+import sys
+sys.path.insert(0, sys.argv[2])
+import wire
+s = wire.connect(sys.argv[1])
+s.sendall(wire.frame(wire.HELLO, wire.hello_payload(), req_id=1))
+assert wire.read_frame(s)[0] == wire.HELLO_REPLY
+# KvRequest: op "failed", ns "dramonly", node 1, key "d7" (a key it holds no pin of)
+req = wire.field(1, b"failed") + wire.field(2, b"dramonly") + wire.field(3, b"d7") + b"\x30\x01"
+s.sendall(wire.frame(42, req, req_id=2))
+mtype, _, payload = wire.read_frame(s)
+assert mtype == wire.ERROR, mtype
+print(wire.error_text(payload))
+EOF2
+[ $? -eq 0 ] && grep -q "a lender is reported only with a key whose transfer" "$TEST_DIR/out" \
+	&& ok "a failure report without a transfer is refused" || { not_ok "failure report refused"; cat "$TEST_DIR/out"; }
+"$POOLCTL" --json nodes | python3 -c 'import json, sys; assert json.load(sys.stdin)["nodes"][0]["state"] == "up"' \
+	&& ok "and the lender stays up" || not_ok "lender state after a refused report"
 # replicas=N: on one node there is one lender, so one place per value.
 check "a namespace with 2 replicas" "$POOLCTL" kv create twice 8M replicas=2
 check "on one lender, a put still works" "$KV" twice put r1 300000 3
