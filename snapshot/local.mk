@@ -4,4 +4,4 @@
 # depends on nothing else here: the unit tests drive it directly, poold
 # will link it.
 noinst_LTLIBRARIES += snapshot/libsnapshot.la
-snapshot_libsnapshot_la_SOURCES = snapshot/fc.h snapshot/fc.c
+snapshot_libsnapshot_la_SOURCES = snapshot/fc.h snapshot/fc.c snapshot/uffd.h snapshot/uffd.c
