@@ -57,3 +57,10 @@ TESTS += tests/unit/test_fc
 tests_unit_test_fc_SOURCES = tests/unit/test_fc.c
 tests_unit_test_fc_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_fc_LDADD = tests/unit/libunit.la snapshot/libsnapshot.la $(CUNIT_LIBS)
+
+# The userfaultfd page server of snapshot/, against a Firecracker-like client.
+check_PROGRAMS += tests/unit/test_uffd
+TESTS += tests/unit/test_uffd
+tests_unit_test_uffd_SOURCES = tests/unit/test_uffd.c
+tests_unit_test_uffd_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_unit_test_uffd_LDADD = tests/unit/libunit.la snapshot/libsnapshot.la $(CUNIT_LIBS)
