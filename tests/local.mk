@@ -41,15 +41,17 @@ AM_TESTS_ENVIRONMENT = top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top
 # build, the same targets replay their seed corpus under make check.
 FUZZ_LIBS = proto/libwire.la common/libconf.la common/libcommon.la $(PROTOBUF_C_LIBS)
 EXTRA_DIST += tests/fuzz/corpus tests/fuzz/run.sh
-check_PROGRAMS += tests/fuzz/replay_frame tests/fuzz/replay_conf
+check_PROGRAMS += tests/fuzz/replay_frame tests/fuzz/replay_conf tests/fuzz/replay_fc
 tests_fuzz_replay_frame_SOURCES = tests/fuzz/fuzz_frame.c tests/fuzz/standalone.c
 tests_fuzz_replay_frame_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_fuzz_replay_frame_LDADD = $(FUZZ_LIBS)
 tests_fuzz_replay_conf_SOURCES = tests/fuzz/fuzz_conf.c tests/fuzz/standalone.c
 tests_fuzz_replay_conf_LDADD = $(FUZZ_LIBS)
+tests_fuzz_replay_fc_SOURCES = tests/fuzz/fuzz_fc.c tests/fuzz/standalone.c
+tests_fuzz_replay_fc_LDADD = snapshot/libsnapshot.la
 TESTS += tests/fuzz/run.sh
 if ENABLE_FUZZING
-noinst_PROGRAMS += tests/fuzz/fuzz_frame tests/fuzz/fuzz_conf
+noinst_PROGRAMS += tests/fuzz/fuzz_frame tests/fuzz/fuzz_conf tests/fuzz/fuzz_fc
 tests_fuzz_fuzz_frame_SOURCES = tests/fuzz/fuzz_frame.c
 tests_fuzz_fuzz_frame_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_fuzz_fuzz_frame_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
@@ -57,6 +59,9 @@ tests_fuzz_fuzz_frame_LDADD = $(FUZZ_LIBS)
 tests_fuzz_fuzz_conf_SOURCES = tests/fuzz/fuzz_conf.c
 tests_fuzz_fuzz_conf_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
 tests_fuzz_fuzz_conf_LDADD = $(FUZZ_LIBS)
+tests_fuzz_fuzz_fc_SOURCES = tests/fuzz/fuzz_fc.c
+tests_fuzz_fuzz_fc_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
+tests_fuzz_fuzz_fc_LDADD = snapshot/libsnapshot.la
 endif
 
 include tests/unit/daemon.mk
