@@ -56,7 +56,7 @@ struct json {
 };
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 {
@@ -83,8 +83,7 @@ static int json_fail(struct json *j, const char *what)
 
 static void json_ws(struct json *j)
 {
-	while (j->p < j->end &&
-	       (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
 		j->p++;
 }
 
@@ -246,8 +245,8 @@ static int json_skip_container(struct json *j, char close, int depth)
 		return 0;
 	}
 	for (;;) {
-		if (close == '}' && (json_string(j, &s, &len) < 0 ||
-				     json_expect(j, ':', "expected ':'") < 0))
+		if (close == '}' &&
+		    (json_string(j, &s, &len) < 0 || json_expect(j, ':', "expected ':'") < 0))
 			return -EINVAL;
 		if (json_skip_value(j, depth) < 0)
 			return -EINVAL;
@@ -255,8 +254,8 @@ static int json_skip_container(struct json *j, char close, int depth)
 			j->p++;
 			continue;
 		}
-		return json_expect(j, close, close == '}' ? "expected ',' or '}'" :
-							     "expected ',' or ']'");
+		return json_expect(j, close,
+				   close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
 	}
 }
 
@@ -290,7 +289,7 @@ static int json_skip_value(struct json *j, int depth)
 
 enum { K_BASE, K_SIZE, K_OFFSET, K_PAGE, K_PAGE_KIB, K_COUNT };
 static const char *const fc_keys[K_COUNT] = {
-	"base_host_virt_addr", "size", "offset", "page_size", "page_size_kib",
+    "base_host_virt_addr", "size", "offset", "page_size", "page_size_kib",
 };
 
 static int fc_key(const char *s, size_t len)
@@ -325,8 +324,8 @@ static int fc_parse_region(struct json *j, unsigned idx, struct fc_region *r)
 				return -EINVAL;
 		} else {
 			if (seen[k])
-				return fail(j->err, j->errlen, -EINVAL, "region %u: duplicate key %s",
-					    idx, fc_keys[k]);
+				return fail(j->err, j->errlen, -EINVAL,
+					    "region %u: duplicate key %s", idx, fc_keys[k]);
 			if (json_u64(j, &v[k]) < 0)
 				return -EINVAL;
 			seen[k] = true;
@@ -357,8 +356,8 @@ static int fc_parse_region(struct json *j, unsigned idx, struct fc_region *r)
 	if (seen[K_PAGE]) {
 		if (seen[K_PAGE_KIB] && v[K_PAGE] != r->page_size)
 			return fail(j->err, j->errlen, -EINVAL,
-				    "region %u: page_size %llu and page_size_kib %llu disagree", idx,
-				    (unsigned long long)v[K_PAGE],
+				    "region %u: page_size %llu and page_size_kib %llu disagree",
+				    idx, (unsigned long long)v[K_PAGE],
 				    (unsigned long long)v[K_PAGE_KIB]);
 		r->page_size = v[K_PAGE];
 	}
@@ -371,21 +370,23 @@ static int fc_check_region(const struct fc_region *r, unsigned idx, char *err, s
 	uint64_t ps = r->page_size;
 
 	if (ps < FC_PAGE_MIN || ps > FC_PAGE_MAX || (ps & (ps - 1)) != 0)
-		return fail(err, errlen, -EINVAL, "region %u: page size %llu not a power of two in [4 KiB, 1 GiB]",
-			    idx, (unsigned long long)ps);
+		return fail(err, errlen, -EINVAL,
+			    "region %u: page size %llu not a power of two in [4 KiB, 1 GiB]", idx,
+			    (unsigned long long)ps);
 	if (r->size == 0)
 		return fail(err, errlen, -EINVAL, "region %u: size 0", idx);
 	if ((r->base | r->size | r->offset) & (ps - 1))
 		return fail(err, errlen, -EINVAL,
-			    "region %u: base 0x%llx, size %llu or offset %llu not aligned to %llu-byte pages",
+			    "region %u: base 0x%llx, size %llu or offset %llu not aligned to "
+			    "%llu-byte pages",
 			    idx, (unsigned long long)r->base, (unsigned long long)r->size,
 			    (unsigned long long)r->offset, (unsigned long long)ps);
 	if (r->base + r->size < r->base || r->base == 0)
-		return fail(err, errlen, -EINVAL, "region %u: address range 0x%llx+%llu invalid", idx,
-			    (unsigned long long)r->base, (unsigned long long)r->size);
+		return fail(err, errlen, -EINVAL, "region %u: address range 0x%llx+%llu invalid",
+			    idx, (unsigned long long)r->base, (unsigned long long)r->size);
 	if (r->offset + r->size < r->offset)
-		return fail(err, errlen, -EINVAL, "region %u: offset %llu + size %llu overflows", idx,
-			    (unsigned long long)r->offset, (unsigned long long)r->size);
+		return fail(err, errlen, -EINVAL, "region %u: offset %llu + size %llu overflows",
+			    idx, (unsigned long long)r->offset, (unsigned long long)r->size);
 	return 0;
 }
 
@@ -512,16 +513,16 @@ int fc_validate(const struct fc_mappings *m, uint64_t image_size, char *err, siz
 		const struct fc_region *r = &m->r[i];
 
 		if (r->offset > image_size || r->size > image_size - r->offset)
-			return fail(err, errlen, -EINVAL,
-				    "region %u (offset %llu, size %llu) outside the %llu-byte image", i,
-				    (unsigned long long)r->offset, (unsigned long long)r->size,
-				    (unsigned long long)image_size);
+			return fail(
+			    err, errlen, -EINVAL,
+			    "region %u (offset %llu, size %llu) outside the %llu-byte image", i,
+			    (unsigned long long)r->offset, (unsigned long long)r->size,
+			    (unsigned long long)image_size);
 		total += r->size; /* no overflow: disjoint ranges inside the image */
 	}
 	if (total != image_size)
-		return fail(err, errlen, -EINVAL,
-			    "guest regions hold %llu bytes, the image %llu", (unsigned long long)total,
-			    (unsigned long long)image_size);
+		return fail(err, errlen, -EINVAL, "guest regions hold %llu bytes, the image %llu",
+			    (unsigned long long)total, (unsigned long long)image_size);
 	return 0;
 }
 
@@ -629,8 +630,8 @@ int fc_handshake_recv(struct fc_handshake *h, int sock, struct fc_mappings *ret_
 		return rc;
 	if (n == 0)
 		return fail(err, errlen, h->len == 0 ? -ECONNRESET : -EINVAL,
-			    h->len == 0 ? "peer closed without sending a handshake" :
-					  "truncated message: peer closed after %zu bytes",
+			    h->len == 0 ? "peer closed without sending a handshake"
+					: "truncated message: peer closed after %zu bytes",
 			    h->len);
 	h->len += (size_t)n;
 	if (h->len > FC_MSG_MAX)
@@ -642,7 +643,8 @@ int fc_handshake_recv(struct fc_handshake *h, int sock, struct fc_mappings *ret_
 	if (h->uffd < 0)
 		return fail(err, errlen, -EPROTO, "no userfaultfd passed with the handshake");
 	if (!fc_is_uffd(h->uffd))
-		return fail(err, errlen, -EPROTO, "the file descriptor passed is not a userfaultfd");
+		return fail(err, errlen, -EPROTO,
+			    "the file descriptor passed is not a userfaultfd");
 	return 0;
 }
 
@@ -655,8 +657,8 @@ static int64_t now_ms(void)
 }
 
 /* The whole handshake, waiting for it at most timeout_ms (see fc.h). */
-int fc_receive(int sock, int timeout_ms, struct fc_mappings *ret_map, int *ret_uffd,
-	       pid_t *ret_pid, char *err, size_t errlen)
+int fc_receive(int sock, int timeout_ms, struct fc_mappings *ret_map, int *ret_uffd, pid_t *ret_pid,
+	       char *err, size_t errlen)
 {
 	struct fc_handshake *h;
 	int64_t deadline = now_ms() + timeout_ms;
@@ -675,8 +677,8 @@ int fc_receive(int sock, int timeout_ms, struct fc_mappings *ret_map, int *ret_u
 			break;
 		if (left <= 0) {
 			rc = fail(err, errlen, -ETIMEDOUT,
-				  "no complete handshake within %d ms (%zu bytes so far)", timeout_ms,
-				  h->len);
+				  "no complete handshake within %d ms (%zu bytes so far)",
+				  timeout_ms, h->len);
 			break;
 		}
 		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR) {

@@ -12,12 +12,12 @@
 
 #define FC_MSG_MAX 65536  /* bytes of JSON a handshake may carry */
 #define FC_REGIONS_MAX 64 /* guest regions in one handshake */
-#define FC_ERR_MAX 160    /* room for an error message */
+#define FC_ERR_MAX 160	  /* room for an error message */
 
 /* One guest memory region: where the VMM mapped it and where it lives in the image. */
 struct fc_region {
-	uint64_t base;      /* base_host_virt_addr, in the VMM's address space */
-	uint64_t size;      /* bytes */
+	uint64_t base;	    /* base_host_virt_addr, in the VMM's address space */
+	uint64_t size;	    /* bytes */
 	uint64_t offset;    /* of the region's contents in the memory image */
 	uint64_t page_size; /* bytes: page_size, or page_size_kib * 1024 */
 };
@@ -62,7 +62,7 @@ void fc_handshake_clear(struct fc_handshake *h);
  * The whole handshake on a connected socket, waiting at most timeout_ms:
  * 0 with *ret_uffd owned by the caller, or -errno (-ETIMEDOUT) with err.
  */
-int fc_receive(int sock, int timeout_ms, struct fc_mappings *ret_map, int *ret_uffd,
-	       pid_t *ret_pid, char *err, size_t errlen);
+int fc_receive(int sock, int timeout_ms, struct fc_mappings *ret_map, int *ret_uffd, pid_t *ret_pid,
+	       char *err, size_t errlen);
 
 #endif

@@ -69,9 +69,9 @@
 #include "snapshot/uffd.h"
 
 #define UFFD_BATCH_BYTES (4u << 20) /* one prefetch UFFDIO_COPY at most */
-#define UFFD_MSGS 64                /* events read at once */
-#define UFFD_DEFER_MAX 256          /* faults set aside on EAGAIN */
-#define UFFD_RETRY_MS 2000          /* how long EAGAIN may last */
+#define UFFD_MSGS 64		    /* events read at once */
+#define UFFD_DEFER_MAX 256	    /* faults set aside on EAGAIN */
+#define UFFD_RETRY_MS 2000	    /* how long EAGAIN may last */
 #define UFFD_FLAGS (UFFD_SERVER_RECORD | UFFD_SERVER_ZEROPAGE)
 
 enum { PG_MISSING, PG_PRESENT, PG_REMOVED };
@@ -87,8 +87,8 @@ struct uffd_server {
 	uint64_t page_size, npages;
 	bool small_pages; /* page_size is the base page: UFFDIO_ZEROPAGE works */
 	const uint8_t *image;
-	uint8_t *state;    /* per image page */
-	uint8_t *zero;     /* a zero huge page, when one is needed */
+	uint8_t *state;	   /* per image page */
+	uint8_t *zero;	   /* a zero huge page, when one is needed */
 	uint64_t *touched; /* UFFD_SERVER_RECORD */
 	size_t ntouched;
 	uint64_t defer[UFFD_DEFER_MAX]; /* fault addresses to retry */
@@ -98,7 +98,7 @@ struct uffd_server {
 };
 
 static int uffd_fail(struct uffd_server *s, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* Stop the server with code and its reason; the first failure wins. */
 static int uffd_fail(struct uffd_server *s, int code, const char *fmt, ...)
@@ -132,7 +132,7 @@ static int64_t now_ms(void)
 }
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -444,10 +444,11 @@ static int uffd_remap(struct uffd_server *s, uint64_t from, uint64_t to, uint64_
 			return 0;
 		}
 		if (from < r->base + r->size && r->base < from + len)
-			return uffd_fail(s, -ENOTSUP,
-					 "partial mremap of guest region %u (0x%llx+%llu to 0x%llx)", i,
-					 (unsigned long long)from, (unsigned long long)len,
-					 (unsigned long long)to);
+			return uffd_fail(
+			    s, -ENOTSUP,
+			    "partial mremap of guest region %u (0x%llx+%llu to 0x%llx)", i,
+			    (unsigned long long)from, (unsigned long long)len,
+			    (unsigned long long)to);
 	}
 	return 0;
 }
@@ -510,7 +511,8 @@ static int uffd_read_events(struct uffd_server *s)
 		if (n < 0)
 			return uffd_fail(s, -errno, "reading the userfaultfd: %s", strerror(errno));
 		if (n == 0 || n % (ssize_t)sizeof(msgs[0]) != 0)
-			return uffd_fail(s, -EPROTO, "short read of %zd bytes from the userfaultfd", n);
+			return uffd_fail(s, -EPROTO, "short read of %zd bytes from the userfaultfd",
+					 n);
 		for (i = 0; i < (size_t)n / sizeof(msgs[0]); i++) {
 			rc = uffd_event(s, &msgs[i]);
 			if (rc != 0)
@@ -650,7 +652,8 @@ static uint64_t uffd_run(struct uffd_server *s, const uint64_t *sorted, size_t n
 		if (next == pg + len - 1)
 			continue; /* a duplicate */
 		if (len == max || next != pg + len || next >= end ||
-		    (s->state[next] & PG_STATE) != PG_MISSING || (uffd_source(s, next) == NULL) != zero)
+		    (s->state[next] & PG_STATE) != PG_MISSING ||
+		    (uffd_source(s, next) == NULL) != zero)
 			break;
 		len++;
 	}
@@ -696,7 +699,8 @@ int uffd_server_prefetch(struct uffd_server *s, const uint64_t *pages, size_t n)
 			if (deadline == 0)
 				deadline = now_ms() + UFFD_RETRY_MS;
 			if (now_ms() > deadline) {
-				rc = uffd_fail(s, -ETIMEDOUT, "prefetch still refused (EAGAIN) after %d ms",
+				rc = uffd_fail(s, -ETIMEDOUT,
+					       "prefetch still refused (EAGAIN) after %d ms",
 					       UFFD_RETRY_MS);
 				break;
 			}

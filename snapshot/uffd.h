@@ -11,7 +11,7 @@
 
 #include "snapshot/fc.h"
 
-#define UFFD_SERVER_RECORD 0x1   /* record the order of first-touched pages */
+#define UFFD_SERVER_RECORD 0x1	 /* record the order of first-touched pages */
 #define UFFD_SERVER_ZEROPAGE 0x2 /* map all-zero pages with UFFDIO_ZEROPAGE */
 
 #define UFFD_SERVER_EXITED 1 /* uffd_server_handle(): the VMM is gone */

@@ -1,4 +1,5 @@
-/* tests/fuzz/fuzz_fc.c - libFuzzer target: a Firecracker UFFD handshake message through the parser. */
+/* tests/fuzz/fuzz_fc.c - libFuzzer target: a Firecracker UFFD handshake message through the parser.
+ */
 #include "config.h"
 
 #include <stdint.h>
@@ -24,8 +25,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint64_t total = 0;
 
 		for (i = 0; i < m.n; i++) {
-			if (m.r[i].size == 0 || m.r[i].base % m.page_size || m.r[i].size % m.page_size ||
-			    m.r[i].offset % m.page_size || m.r[i].base + m.r[i].size < m.r[i].base)
+			if (m.r[i].size == 0 || m.r[i].base % m.page_size ||
+			    m.r[i].size % m.page_size || m.r[i].offset % m.page_size ||
+			    m.r[i].base + m.r[i].size < m.r[i].base)
 				abort();
 			total += m.r[i].size;
 		}

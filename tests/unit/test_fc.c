@@ -1,4 +1,5 @@
-/* tests/unit/test_fc.c - Firecracker's UFFD handshake: the parser and the receive over a socketpair. */
+/* tests/unit/test_fc.c - Firecracker's UFFD handshake: the parser and the receive over a
+ * socketpair. */
 #include "config.h"
 
 #include <errno.h>
@@ -70,9 +71,8 @@ static void test_valid(void)
 	CU_ASSERT_EQUAL(m.r[0].size, 4 * MiB);
 
 	/* Oldest: no page size at all means 4 KiB. */
-	CU_ASSERT_EQUAL(parse("[{\"base_host_virt_addr\":4096,\"size\":8192,\"offset\":0}]", &m,
-			      err),
-			0);
+	CU_ASSERT_EQUAL(
+	    parse("[{\"base_host_virt_addr\":4096,\"size\":8192,\"offset\":0}]", &m, err), 0);
 	CU_ASSERT_EQUAL(m.r[0].page_size, 4096);
 	CU_ASSERT_EQUAL(fc_validate(&m, 8192, err, sizeof(err)), 0);
 }
@@ -114,10 +114,10 @@ static void test_refused_syntax(void)
 	refused("[{\"size\":4096,\"offset\":0}]", -EINVAL, "missing base_host_virt_addr");
 	refused("[{\"s\\u0069ze\":4096,\"base_host_virt_addr\":4096,\"offset\":0}]", -EINVAL,
 		"missing size");
-	refused("[{\"x\":\"a\nb\",\"size\":4096,\"base_host_virt_addr\":4096,\"offset\":0}]", -EINVAL,
-		"control character");
-	refused("[{\"x\":\"\\q\",\"size\":4096,\"base_host_virt_addr\":4096,\"offset\":0}]", -EINVAL,
-		"bad escape");
+	refused("[{\"x\":\"a\nb\",\"size\":4096,\"base_host_virt_addr\":4096,\"offset\":0}]",
+		-EINVAL, "control character");
+	refused("[{\"x\":\"\\q\",\"size\":4096,\"base_host_virt_addr\":4096,\"offset\":0}]",
+		-EINVAL, "bad escape");
 	refused("[{\"x\":[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]],\"size\":4096}]", -EINVAL,
 		"nested too deeply");
 	refused("[{\"x\":01,\"size\":4096}]", -EINVAL, "expected ',' or '}'");
@@ -143,8 +143,8 @@ static void test_refused_values(void)
 		"18014398509481984}]",
 		-EINVAL, "out of range");
 	refused("[{\"base_host_virt_addr\":4096,\"size\":0,\"offset\":0}]", -EINVAL, "size 0");
-	refused("[{\"base_host_virt_addr\":18446744073709547520,\"size\":8192,\"offset\":0}]", -EINVAL,
-		"invalid");
+	refused("[{\"base_host_virt_addr\":18446744073709547520,\"size\":8192,\"offset\":0}]",
+		-EINVAL, "invalid");
 	refused("[{\"base_host_virt_addr\":4096,\"size\":8192,\"offset\":18446744073709547520}]",
 		-EINVAL, "overflows");
 	refused("[{\"base_host_virt_addr\":4096,\"size\":8192,\"offset\":0},"
@@ -168,9 +168,10 @@ static char *regions(unsigned n)
 	CU_ASSERT_FATAL(s != NULL);
 	s[len++] = '[';
 	for (i = 0; i < n; i++)
-		len += (size_t)snprintf(s + len, cap - len,
-					"%s{\"base_host_virt_addr\":%u,\"size\":4096,\"offset\":%u}",
-					i ? "," : "", (i + 1) * 4096, i * 4096);
+		len +=
+		    (size_t)snprintf(s + len, cap - len,
+				     "%s{\"base_host_virt_addr\":%u,\"size\":4096,\"offset\":%u}",
+				     i ? "," : "", (i + 1) * 4096, i * 4096);
 	s[len++] = ']';
 	s[len] = '\0';
 	return s;
@@ -262,7 +263,8 @@ static int new_uffd(void)
 	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 
 	if (fd < 0)
-		fd = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC); /* then the ioctl route is needed */
+		fd = open("/dev/userfaultfd",
+			  O_RDWR | O_CLOEXEC); /* then the ioctl route is needed */
 	CU_ASSERT_FATAL(fd >= 0);
 	return fd;
 }
@@ -379,14 +381,14 @@ static void test_handshake_pieces(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{"valid messages", test_valid},
-		{"refused: syntax", test_refused_syntax},
-		{"refused: values", test_refused_values},
-		{"limits", test_limits},
-		{"validate against the image", test_validate},
-		{"handshake over a socketpair", test_handshake},
-		{"handshake in pieces", test_handshake_pieces},
-		{NULL, NULL},
+	    {"valid messages", test_valid},
+	    {"refused: syntax", test_refused_syntax},
+	    {"refused: values", test_refused_values},
+	    {"limits", test_limits},
+	    {"validate against the image", test_validate},
+	    {"handshake over a socketpair", test_handshake},
+	    {"handshake in pieces", test_handshake_pieces},
+	    {NULL, NULL},
 	};
 
 	return unit_run("fc", tests);

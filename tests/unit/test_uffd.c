@@ -113,9 +113,9 @@ enum mode { M_FULL, M_REMOVE, M_RECORD, M_DISCONNECT, M_OUTSIDE };
 
 struct client {
 	enum mode mode;
-	uint8_t *mem[2];   /* guest regions */
+	uint8_t *mem[2]; /* guest regions */
 	uint64_t size[2];
-	uint64_t *order;   /* pages to touch */
+	uint64_t *order; /* pages to touch */
 	size_t n;
 	int threads;
 	volatile int bad;
@@ -222,8 +222,8 @@ static int client_main(enum mode mode)
 		return 3;
 	for (r = 0; r < 2; r++) {
 		struct uffdio_register reg = {
-			.range = {(uint64_t)(uintptr_t)c.mem[r], c.size[r] + extra},
-			.mode = UFFDIO_REGISTER_MODE_MISSING,
+		    .range = {(uint64_t)(uintptr_t)c.mem[r], c.size[r] + extra},
+		    .mode = UFFDIO_REGISTER_MODE_MISSING,
 		};
 
 		if (ioctl(uffd, UFFDIO_REGISTER, &reg) < 0)
@@ -268,7 +268,8 @@ static int client_main(enum mode mode)
 	}
 	c.n = mode == M_DISCONNECT ? NPAGES / 3 : NPAGES;
 	if (mode == M_REMOVE) {
-		/* Pages [1000, 3000): touch, drop, read again as zeros; [5000, 5500) dropped untouched. */
+		/* Pages [1000, 3000): touch, drop, read again as zeros; [5000, 5500) dropped
+		 * untouched. */
 		for (pg = 1000; pg < 3000; pg++)
 			if (!check_page(&c, pg, false))
 				return 1;
@@ -300,11 +301,11 @@ struct run {
 	unsigned flags;
 	const uint64_t *prefetch;
 	size_t nprefetch;
-	int status;          /* the child's wait status */
-	int result;          /* uffd_server_handle()'s final answer */
+	int status; /* the child's wait status */
+	int result; /* uffd_server_handle()'s final answer */
 	char err[256];
 	struct uffd_stats st;
-	uint64_t *touched;   /* UFFD_SERVER_RECORD: a copy */
+	uint64_t *touched; /* UFFD_SERVER_RECORD: a copy */
 	size_t ntouched;
 };
 
@@ -508,14 +509,14 @@ static void test_wrong_image(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{"Firecracker-like restore, 2 threads, zero pages", test_full},
-		{"restore without zero-page detection", test_no_zeropage},
-		{"MADV_DONTNEED mid-restore (REMOVE)", test_remove},
-		{"record a working set, prefetch it", test_record_prefetch},
-		{"client gone mid-restore", test_disconnect},
-		{"fault outside every region fails the restore", test_outside},
-		{"regions not matching the image", test_wrong_image},
-		{NULL, NULL},
+	    {"Firecracker-like restore, 2 threads, zero pages", test_full},
+	    {"restore without zero-page detection", test_no_zeropage},
+	    {"MADV_DONTNEED mid-restore (REMOVE)", test_remove},
+	    {"record a working set, prefetch it", test_record_prefetch},
+	    {"client gone mid-restore", test_disconnect},
+	    {"fault outside every region fails the restore", test_outside},
+	    {"regions not matching the image", test_wrong_image},
+	    {NULL, NULL},
 	};
 	char dir[] = "/tmp/test_uffd.XXXXXX";
 	uint64_t pg;
