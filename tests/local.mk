@@ -41,7 +41,8 @@ AM_TESTS_ENVIRONMENT = top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top
 # build, the same targets replay their seed corpus under make check.
 FUZZ_LIBS = proto/libwire.la common/libconf.la common/libcommon.la $(PROTOBUF_C_LIBS)
 EXTRA_DIST += tests/fuzz/corpus tests/fuzz/run.sh
-check_PROGRAMS += tests/fuzz/replay_frame tests/fuzz/replay_conf tests/fuzz/replay_resp
+check_PROGRAMS += tests/fuzz/replay_frame tests/fuzz/replay_conf tests/fuzz/replay_resp \
+	tests/fuzz/replay_fc
 tests_fuzz_replay_frame_SOURCES = tests/fuzz/fuzz_frame.c tests/fuzz/standalone.c
 tests_fuzz_replay_frame_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_fuzz_replay_frame_LDADD = $(FUZZ_LIBS)
@@ -51,9 +52,12 @@ tests_fuzz_replay_resp_SOURCES = tests/fuzz/fuzz_resp.c tests/fuzz/standalone.c 
 	daemon/respparse.c daemon/respparse.h
 tests_fuzz_replay_resp_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS)
 tests_fuzz_replay_resp_LDADD = $(EVENT_LIBS)
+tests_fuzz_replay_fc_SOURCES = tests/fuzz/fuzz_fc.c tests/fuzz/standalone.c
+tests_fuzz_replay_fc_LDADD = snapshot/libsnapshot.la
 TESTS += tests/fuzz/run.sh
 if ENABLE_FUZZING
-noinst_PROGRAMS += tests/fuzz/fuzz_frame tests/fuzz/fuzz_conf tests/fuzz/fuzz_resp
+noinst_PROGRAMS += tests/fuzz/fuzz_frame tests/fuzz/fuzz_conf tests/fuzz/fuzz_resp \
+	tests/fuzz/fuzz_fc
 tests_fuzz_fuzz_frame_SOURCES = tests/fuzz/fuzz_frame.c
 tests_fuzz_fuzz_frame_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_fuzz_fuzz_frame_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
@@ -65,6 +69,9 @@ tests_fuzz_fuzz_resp_SOURCES = tests/fuzz/fuzz_resp.c daemon/respparse.c daemon/
 tests_fuzz_fuzz_resp_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS)
 tests_fuzz_fuzz_resp_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
 tests_fuzz_fuzz_resp_LDADD = $(EVENT_LIBS)
+tests_fuzz_fuzz_fc_SOURCES = tests/fuzz/fuzz_fc.c
+tests_fuzz_fuzz_fc_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
+tests_fuzz_fuzz_fc_LDADD = snapshot/libsnapshot.la
 endif
 
 include tests/unit/daemon.mk

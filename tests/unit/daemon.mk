@@ -1,4 +1,4 @@
-# Unit tests of daemon/ pieces and of libpool functions without a daemon: included from tests/local.mk.
+# Unit tests of daemon/ and snapshot/ pieces and of libpool functions without a daemon: included from tests/local.mk.
 check_PROGRAMS += tests/unit/test_extent
 TESTS += tests/unit/test_extent
 tests_unit_test_extent_SOURCES = tests/unit/test_extent.c daemon/extent.c daemon/extent.h
@@ -50,3 +50,17 @@ tests_unit_test_vecstress_SOURCES = tests/unit/test_vecstress.c tests/tools/vecd
 tests_unit_test_vecstress_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_vecstress_LDADD = tests/unit/libunit.la libpool/libvecindex.la $(CUNIT_LIBS) \
 	$(LIBM)
+
+# Firecracker's UFFD handshake of snapshot/: the parser and the receive.
+check_PROGRAMS += tests/unit/test_fc
+TESTS += tests/unit/test_fc
+tests_unit_test_fc_SOURCES = tests/unit/test_fc.c
+tests_unit_test_fc_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_unit_test_fc_LDADD = tests/unit/libunit.la snapshot/libsnapshot.la $(CUNIT_LIBS)
+
+# The userfaultfd page server of snapshot/, against a Firecracker-like client.
+check_PROGRAMS += tests/unit/test_uffd
+TESTS += tests/unit/test_uffd
+tests_unit_test_uffd_SOURCES = tests/unit/test_uffd.c
+tests_unit_test_uffd_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_unit_test_uffd_LDADD = tests/unit/libunit.la snapshot/libsnapshot.la $(CUNIT_LIBS)

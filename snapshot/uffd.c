@@ -1,0 +1,718 @@
+/*
+ * snapshot/uffd.c - a userfaultfd page server for one lazy restore.
+ *
+ * The VMM (Firecracker, after the handshake in fc.c) has mapped guest
+ * memory anonymously and registered it for MISSING faults; we hold the
+ * userfaultfd and the memory image. A fault on a guest page is answered
+ * with UFFDIO_COPY of that page from the image (or UFFDIO_ZEROPAGE when the
+ * image page is all zero and the caller asked for it), which also wakes
+ * the faulting thread. Everything runs in the caller's thread: one server
+ * has no lock and no global state, and uffd_server_fd() is one fd (an
+ * epoll set of the userfaultfd and the VMM's pidfd) for an event loop or a
+ * thread to wait on.
+ *
+ * Page states. Each page of the image is missing, present (placed by us),
+ * or removed: a REMOVE event (MADV_DONTNEED, e.g. a balloon inflating) or
+ * an UNMAP dropped it, so a later fault there is answered with zeros,
+ * never with the image (what the guest would see from plain anonymous
+ * memory). A REMAP of a whole region moves the region; a partial one is
+ * refused, as we could no longer say which image page an address means.
+ *
+ * The kernel answers UFFDIO_COPY with EEXIST when the page is already
+ * there (a prefetch or an earlier copy won the race): success, and we wake
+ * the range ourselves since a failed copy wakes nobody. EAGAIN means the
+ * address space is changing under a non-cooperative event (REMOVE, UNMAP,
+ * REMAP) that is queued for us: the fault is set aside, the events are
+ * read and applied, then the fault is retried (for at most
+ * UFFD_RETRY_MS). ESRCH means the VMM's address space is gone.
+ *
+ * Failure. A fault outside every region, an event we cannot apply, or an
+ * ioctl error stops the server for good: uffd_server_handle() returns the
+ * error and uffd_server_error() says what happened. The guest sees this:
+ * its faulting vCPU (or VMM thread) stays blocked in the kernel, never
+ * resumed on wrong memory, and the owner must end the VMM (poold kills the
+ * peer from the handshake's SO_PEERCRED and reports the restore failed).
+ * We do not unregister the range or close the fd to "unblock" it: the
+ * kernel would then satisfy the fault with a fresh zero page and the guest
+ * would run on corrupt memory; Firecracker also keeps its own copy of the
+ * fd, so closing ours would not wake it anyway.
+ *
+ * The end. When the VMM exits its pidfd becomes readable (or a copy gets
+ * ESRCH) and the server reports UFFD_SERVER_EXITED; a Firecracker socket
+ * closing says nothing, since Firecracker closes it right after the
+ * handshake.
+ *
+ * Working set. With UFFD_SERVER_RECORD the image page index of every first
+ * fault is appended to a list (prefetched pages are not faults and are not
+ * in it; merging the lists of several restores is the store's business).
+ * uffd_server_prefetch() places a list of pages in runs of up to
+ * UFFD_BATCH_BYTES with one ioctl each.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/userfaultfd.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+
+#include "snapshot/uffd.h"
+
+#define UFFD_BATCH_BYTES (4u << 20) /* one prefetch UFFDIO_COPY at most */
+#define UFFD_MSGS 64		    /* events read at once */
+#define UFFD_DEFER_MAX 256	    /* faults set aside on EAGAIN */
+#define UFFD_RETRY_MS 2000	    /* how long EAGAIN may last */
+#define UFFD_FLAGS (UFFD_SERVER_RECORD | UFFD_SERVER_ZEROPAGE)
+
+enum { PG_MISSING, PG_PRESENT, PG_REMOVED };
+#define PG_STATE 0x3
+#define PG_TOUCHED 0x80
+
+struct uffd_server {
+	int uffd, pidfd, epfd;
+	unsigned flags;
+	int status; /* 0, UFFD_SERVER_EXITED or -errno */
+	unsigned n;
+	struct fc_region r[FC_REGIONS_MAX];
+	uint64_t page_size, npages;
+	bool small_pages; /* page_size is the base page: UFFDIO_ZEROPAGE works */
+	const uint8_t *image;
+	uint8_t *state;	   /* per image page */
+	uint8_t *zero;	   /* a zero huge page, when one is needed */
+	uint64_t *touched; /* UFFD_SERVER_RECORD */
+	size_t ntouched;
+	uint64_t defer[UFFD_DEFER_MAX]; /* fault addresses to retry */
+	unsigned ndefer;
+	struct uffd_stats st;
+	char err[256];
+};
+
+static int uffd_fail(struct uffd_server *s, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Stop the server with code and its reason; the first failure wins. */
+static int uffd_fail(struct uffd_server *s, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->status != 0)
+		return s->status;
+	va_start(ap, fmt);
+	vsnprintf(s->err, sizeof(s->err), fmt, ap);
+	va_end(ap);
+	s->status = code;
+	return code;
+}
+
+static int uffd_exited(struct uffd_server *s, const char *why)
+{
+	if (s->status == 0) {
+		snprintf(s->err, sizeof(s->err), "%s", why);
+		s->status = UFFD_SERVER_EXITED;
+	}
+	return s->status;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Create a server (see uffd.h). */
+int uffd_server_new(int uffd, pid_t peer, const struct fc_mappings *m, const void *image,
+		    uint64_t image_len, unsigned flags, char *err, size_t errlen,
+		    struct uffd_server **ret)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	struct uffd_server *s;
+	int fl, rc;
+
+	if (uffd < 0 || m == NULL || image == NULL || ret == NULL || (flags & ~UFFD_FLAGS)) {
+		seterr(err, errlen, "invalid arguments");
+		rc = -EINVAL;
+		goto out_uffd;
+	}
+	rc = fc_validate(m, image_len, err, errlen);
+	if (rc < 0)
+		goto out_uffd;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		seterr(err, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto out_uffd;
+	}
+	s->uffd = uffd;
+	s->pidfd = -1;
+	s->flags = flags;
+	s->n = m->n;
+	memcpy(s->r, m->r, m->n * sizeof(m->r[0]));
+	s->page_size = m->page_size;
+	s->npages = image_len / m->page_size;
+	s->small_pages = m->page_size == (uint64_t)sysconf(_SC_PAGESIZE);
+	s->image = image;
+	s->state = calloc(s->npages, 1);
+	if (flags & UFFD_SERVER_RECORD)
+		s->touched = malloc(s->npages * sizeof(*s->touched));
+	if (s->state == NULL || ((flags & UFFD_SERVER_RECORD) && s->touched == NULL)) {
+		seterr(err, errlen, "out of memory for %llu page states",
+		       (unsigned long long)s->npages);
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	/* The VMM never reads the fd, so making its file non-blocking is ours to do. */
+	fl = fcntl(uffd, F_GETFL);
+	if (fl < 0 || fcntl(uffd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		rc = -errno;
+		seterr(err, errlen, "userfaultfd: fcntl: %s", strerror(errno));
+		goto out_free;
+	}
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epfd < 0) {
+		rc = -errno;
+		seterr(err, errlen, "epoll_create1: %s", strerror(errno));
+		goto out_free;
+	}
+	ev.data.fd = uffd;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, uffd, &ev) < 0) {
+		rc = -errno;
+		seterr(err, errlen, "userfaultfd: epoll_ctl: %s", strerror(errno));
+		goto out_epoll;
+	}
+	if (peer > 0) {
+		s->pidfd = (int)syscall(SYS_pidfd_open, peer, 0);
+		if (s->pidfd < 0) {
+			rc = -errno;
+			seterr(err, errlen, "pidfd_open(%d): %s", (int)peer, strerror(errno));
+			goto out_epoll;
+		}
+		ev.data.fd = s->pidfd;
+		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->pidfd, &ev) < 0) {
+			rc = -errno;
+			seterr(err, errlen, "pidfd: epoll_ctl: %s", strerror(errno));
+			goto out_pidfd;
+		}
+	}
+	*ret = s;
+	return 0;
+
+out_pidfd:
+	close(s->pidfd);
+out_epoll:
+	close(s->epfd);
+out_free:
+	free(s->touched);
+	free(s->state);
+	free(s);
+out_uffd:
+	if (uffd >= 0)
+		close(uffd);
+	return rc;
+}
+
+void uffd_server_free(struct uffd_server *s)
+{
+	if (s == NULL)
+		return;
+	if (s->pidfd >= 0)
+		close(s->pidfd);
+	close(s->epfd);
+	close(s->uffd);
+	free(s->zero);
+	free(s->touched);
+	free(s->state);
+	free(s);
+}
+
+int uffd_server_fd(const struct uffd_server *s)
+{
+	return s->epfd;
+}
+
+const char *uffd_server_error(const struct uffd_server *s)
+{
+	return s->err;
+}
+
+void uffd_server_stats(const struct uffd_server *s, struct uffd_stats *ret)
+{
+	*ret = s->st;
+}
+
+size_t uffd_server_touched(const struct uffd_server *s, const uint64_t **ret_pages)
+{
+	*ret_pages = s->touched;
+	return s->ntouched;
+}
+
+/* The region holding guest address addr, or NULL. */
+static struct fc_region *uffd_region_at(struct uffd_server *s, uint64_t addr)
+{
+	unsigned i;
+
+	for (i = 0; i < s->n; i++)
+		if (addr >= s->r[i].base && addr - s->r[i].base < s->r[i].size)
+			return &s->r[i];
+	return NULL;
+}
+
+/* The region holding image page pg (the regions tile the image). */
+static struct fc_region *uffd_region_of(struct uffd_server *s, uint64_t pg)
+{
+	uint64_t off = pg * s->page_size;
+	unsigned i;
+
+	for (i = 0; i < s->n; i++)
+		if (off >= s->r[i].offset && off - s->r[i].offset < s->r[i].size)
+			return &s->r[i];
+	return NULL;
+}
+
+static bool uffd_is_zero(const uint8_t *p, size_t len)
+{
+	return p[0] == 0 && memcmp(p, p + 1, len - 1) == 0;
+}
+
+/*
+ * Place len bytes at guest address dst: from src, or zeros when src is
+ * NULL. 0, or -errno with *ret_done the bytes placed before it.
+ */
+static int uffd_place(struct uffd_server *s, uint64_t dst, const uint8_t *src, uint64_t len,
+		      uint64_t *ret_done)
+{
+	struct uffdio_copy c = {.dst = dst, .src = (uint64_t)(uintptr_t)src, .len = len};
+
+	*ret_done = 0;
+	if (src == NULL && s->small_pages) {
+		struct uffdio_zeropage z = {.range = {dst, len}, .mode = 0};
+
+		if (ioctl(s->uffd, UFFDIO_ZEROPAGE, &z) == 0) {
+			*ret_done = len;
+			return 0;
+		}
+		if (z.zeropage > 0)
+			*ret_done = (uint64_t)z.zeropage;
+		return -errno;
+	}
+	if (src == NULL) {
+		/* Huge pages have no UFFDIO_ZEROPAGE: copy zeros a page at a time. */
+		if (s->zero == NULL && (s->zero = calloc(1, s->page_size)) == NULL)
+			return -ENOMEM;
+		for (; *ret_done < len; *ret_done += s->page_size) {
+			uint64_t done;
+			int rc = uffd_place(s, dst + *ret_done, s->zero, s->page_size, &done);
+
+			if (rc < 0)
+				return rc;
+		}
+		return 0;
+	}
+	if (ioctl(s->uffd, UFFDIO_COPY, &c) == 0) {
+		*ret_done = len;
+		return 0;
+	}
+	if (c.copy > 0)
+		*ret_done = (uint64_t)c.copy;
+	return -errno;
+}
+
+static void uffd_wake(struct uffd_server *s, uint64_t addr, uint64_t len)
+{
+	struct uffdio_range r = {addr, len};
+
+	(void)ioctl(s->uffd, UFFDIO_WAKE, &r);
+}
+
+static void uffd_record(struct uffd_server *s, uint64_t pg)
+{
+	if (!(s->flags & UFFD_SERVER_RECORD) || (s->state[pg] & PG_TOUCHED))
+		return;
+	s->state[pg] |= PG_TOUCHED;
+	s->touched[s->ntouched++] = pg; /* at most npages: once per page */
+}
+
+static void uffd_set(struct uffd_server *s, uint64_t pg, int st)
+{
+	s->state[pg] = (uint8_t)((s->state[pg] & ~PG_STATE) | st);
+}
+
+/* The source of image page pg: NULL for zeros. */
+static const uint8_t *uffd_source(struct uffd_server *s, uint64_t pg)
+{
+	const uint8_t *src = s->image + pg * s->page_size;
+
+	if ((s->state[pg] & PG_STATE) == PG_REMOVED)
+		return NULL;
+	if ((s->flags & UFFD_SERVER_ZEROPAGE) && s->small_pages && uffd_is_zero(src, s->page_size))
+		return NULL;
+	return src;
+}
+
+/* Serve one fault: 0, -EAGAIN (retry it later) or the server's final status. */
+static int uffd_fault(struct uffd_server *s, uint64_t addr)
+{
+	struct fc_region *r = uffd_region_at(s, addr);
+	const uint8_t *src;
+	uint64_t page, pg, done;
+	int rc;
+
+	if (r == NULL)
+		return uffd_fail(s, -EFAULT, "fault at 0x%llx outside every guest region",
+				 (unsigned long long)addr);
+	page = addr & ~(s->page_size - 1);
+	pg = (r->offset + (page - r->base)) / s->page_size;
+	uffd_record(s, pg);
+	src = uffd_source(s, pg);
+	rc = uffd_place(s, page, src, s->page_size, &done);
+	switch (rc) {
+	case 0:
+		if (src == NULL)
+			s->st.zeroed++;
+		else
+			s->st.copied++;
+		uffd_set(s, pg, PG_PRESENT);
+		return 0;
+	case -EEXIST:
+		s->st.existed++;
+		uffd_set(s, pg, PG_PRESENT);
+		uffd_wake(s, page, s->page_size);
+		return 0;
+	case -EAGAIN:
+		s->st.retries++;
+		return -EAGAIN;
+	case -ESRCH:
+		return uffd_exited(s, "the VMM's address space is gone");
+	default:
+		return uffd_fail(s, rc, "placing page 0x%llx (image page %llu): %s",
+				 (unsigned long long)page, (unsigned long long)pg, strerror(-rc));
+	}
+}
+
+/* Mark the whole pages of guest range [start, end) as removed. */
+static void uffd_remove(struct uffd_server *s, uint64_t start, uint64_t end)
+{
+	unsigned i;
+
+	for (i = 0; i < s->n; i++) {
+		const struct fc_region *r = &s->r[i];
+		uint64_t a = start > r->base ? start : r->base;
+		uint64_t b = end < r->base + r->size ? end : r->base + r->size;
+
+		a = (a + s->page_size - 1) & ~(s->page_size - 1);
+		b &= ~(s->page_size - 1);
+		for (; a < b; a += s->page_size)
+			uffd_set(s, (r->offset + (a - r->base)) / s->page_size, PG_REMOVED);
+	}
+}
+
+/* A whole region moved; anything else we cannot follow. */
+static int uffd_remap(struct uffd_server *s, uint64_t from, uint64_t to, uint64_t len)
+{
+	unsigned i;
+
+	for (i = 0; i < s->n; i++) {
+		struct fc_region *r = &s->r[i];
+
+		if (r->base == from && r->size == len) {
+			r->base = to;
+			return 0;
+		}
+		if (from < r->base + r->size && r->base < from + len)
+			return uffd_fail(
+			    s, -ENOTSUP,
+			    "partial mremap of guest region %u (0x%llx+%llu to 0x%llx)", i,
+			    (unsigned long long)from, (unsigned long long)len,
+			    (unsigned long long)to);
+	}
+	return 0;
+}
+
+/* Set a fault aside for a retry; the list is full only if events never end. */
+static int uffd_defer(struct uffd_server *s, uint64_t addr)
+{
+	if (s->ndefer == UFFD_DEFER_MAX)
+		return uffd_fail(s, -EAGAIN, "more than %d faults waiting on address space changes",
+				 UFFD_DEFER_MAX);
+	s->defer[s->ndefer++] = addr;
+	return 0;
+}
+
+static int uffd_event(struct uffd_server *s, const struct uffd_msg *msg)
+{
+	int rc;
+
+	switch (msg->event) {
+	case UFFD_EVENT_PAGEFAULT:
+		s->st.faults++;
+		rc = uffd_fault(s, msg->arg.pagefault.address);
+		if (rc == -EAGAIN)
+			return uffd_defer(s, msg->arg.pagefault.address);
+		return rc;
+	case UFFD_EVENT_REMOVE:
+		s->st.removes++;
+		uffd_remove(s, msg->arg.remove.start, msg->arg.remove.end);
+		return 0;
+	case UFFD_EVENT_UNMAP:
+		s->st.unmaps++;
+		uffd_remove(s, msg->arg.remove.start, msg->arg.remove.end);
+		return 0;
+	case UFFD_EVENT_REMAP:
+		s->st.remaps++;
+		return uffd_remap(s, msg->arg.remap.from, msg->arg.remap.to, msg->arg.remap.len);
+	case UFFD_EVENT_FORK:
+		/* We serve the VMM, not its children: close the child's uffd, unserved. */
+		close((int)msg->arg.fork.ufd);
+		return 0;
+	default:
+		return uffd_fail(s, -EPROTO, "unknown userfaultfd event %u", msg->event);
+	}
+}
+
+/* Read and apply every event queued now. */
+static int uffd_read_events(struct uffd_server *s)
+{
+	struct uffd_msg msgs[UFFD_MSGS];
+	ssize_t n;
+	size_t i;
+	int rc;
+
+	while (s->status == 0) {
+		n = read(s->uffd, msgs, sizeof(msgs));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n < 0)
+			return uffd_fail(s, -errno, "reading the userfaultfd: %s", strerror(errno));
+		if (n == 0 || n % (ssize_t)sizeof(msgs[0]) != 0)
+			return uffd_fail(s, -EPROTO, "short read of %zd bytes from the userfaultfd",
+					 n);
+		for (i = 0; i < (size_t)n / sizeof(msgs[0]); i++) {
+			rc = uffd_event(s, &msgs[i]);
+			if (rc != 0)
+				return rc;
+		}
+	}
+	return s->status;
+}
+
+/* Retry the faults set aside: 0 when none is left, -EAGAIN when some are. */
+static int uffd_retry(struct uffd_server *s)
+{
+	unsigned i, kept = 0;
+	int rc;
+
+	for (i = 0; i < s->ndefer; i++) {
+		rc = uffd_fault(s, s->defer[i]);
+		if (rc == -EAGAIN)
+			s->defer[kept++] = s->defer[i];
+		else if (rc != 0)
+			return rc;
+	}
+	s->ndefer = kept;
+	return kept ? -EAGAIN : 0;
+}
+
+/*
+ * Events, then the faults they held up, until nothing is set aside. The
+ * loop spins only while the kernel finishes an address space change we
+ * have already read; UFFD_RETRY_MS bounds it.
+ */
+static int uffd_service(struct uffd_server *s)
+{
+	int64_t deadline = 0;
+	int rc;
+
+	for (;;) {
+		rc = uffd_read_events(s);
+		if (rc != 0)
+			return rc;
+		rc = uffd_retry(s);
+		if (rc != -EAGAIN)
+			return rc;
+		if (deadline == 0)
+			deadline = now_ms() + UFFD_RETRY_MS;
+		else if (now_ms() > deadline)
+			return uffd_fail(s, -ETIMEDOUT,
+					 "fault at 0x%llx still refused (EAGAIN) after %d ms",
+					 (unsigned long long)s->defer[0], UFFD_RETRY_MS);
+		sched_yield();
+	}
+}
+
+/* Serve what is pending (see uffd.h). */
+int uffd_server_handle(struct uffd_server *s)
+{
+	struct pollfd pfd;
+	int rc;
+
+	if (s->status != 0)
+		return s->status;
+	rc = uffd_service(s);
+	if (rc != 0)
+		return rc;
+	if (s->pidfd >= 0) {
+		pfd.fd = s->pidfd;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, 0) > 0)
+			return uffd_exited(s, "the VMM exited");
+	}
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Place the run of n image pages from pg (missing, one region, all zero or
+ * all not). 0; 1: a page was there already, look at the pages again;
+ * -EAGAIN: the address space was changing, the events are applied, try
+ * again; or the final status.
+ */
+static int uffd_place_run(struct uffd_server *s, uint64_t pg, uint64_t n, bool zero)
+{
+	struct fc_region *r = uffd_region_of(s, pg);
+	uint64_t dst = r->base + (pg * s->page_size - r->offset);
+	uint64_t done = 0, len = n * s->page_size, i;
+	int rc;
+
+	rc = uffd_place(s, dst, zero ? NULL : s->image + pg * s->page_size, len, &done);
+	done /= s->page_size;
+	for (i = 0; i < done; i++)
+		uffd_set(s, pg + i, PG_PRESENT);
+	if (zero)
+		s->st.zeroed += done;
+	else
+		s->st.copied += done;
+	s->st.prefetched += done;
+	switch (rc) {
+	case 0:
+		return 0;
+	case -EEXIST:
+		/* Page pg+done is there already: skip it, the caller goes on after it. */
+		uffd_set(s, pg + done, PG_PRESENT);
+		return 1;
+	case -EAGAIN:
+		s->st.retries++;
+		rc = uffd_service(s);
+		return rc != 0 ? rc : -EAGAIN;
+	case -ESRCH:
+		return uffd_exited(s, "the VMM's address space is gone");
+	default:
+		return uffd_fail(s, rc, "prefetching %llu pages at 0x%llx: %s",
+				 (unsigned long long)n, (unsigned long long)dst, strerror(-rc));
+	}
+}
+
+/* Length of the run of placeable pages at sorted[*i]; advances *i past it. */
+static uint64_t uffd_run(struct uffd_server *s, const uint64_t *sorted, size_t n, size_t *i,
+			 bool *ret_zero)
+{
+	uint64_t pg = sorted[*i], len = 1, max = UFFD_BATCH_BYTES / s->page_size;
+	struct fc_region *r = uffd_region_of(s, pg);
+	uint64_t end = (r->offset + r->size) / s->page_size;
+	bool zero = uffd_source(s, pg) == NULL;
+
+	if (max == 0)
+		max = 1;
+	for ((*i)++; *i < n; (*i)++) {
+		uint64_t next = sorted[*i];
+
+		if (next == pg + len - 1)
+			continue; /* a duplicate */
+		if (len == max || next != pg + len || next >= end ||
+		    (s->state[next] & PG_STATE) != PG_MISSING ||
+		    (uffd_source(s, next) == NULL) != zero)
+			break;
+		len++;
+	}
+	*ret_zero = zero;
+	return len;
+}
+
+/* Prefetch a working set (see uffd.h). */
+int uffd_server_prefetch(struct uffd_server *s, const uint64_t *pages, size_t n)
+{
+	int64_t deadline = 0;
+	uint64_t *sorted;
+	size_t i;
+	int rc = 0;
+
+	if (s->status != 0)
+		return s->status;
+	for (i = 0; i < n; i++)
+		if (pages[i] >= s->npages)
+			return -ERANGE; /* the caller's list is wrong, the restore is not */
+	sorted = malloc(n * sizeof(*sorted) + 1);
+	if (sorted == NULL)
+		return -ENOMEM;
+	memcpy(sorted, pages, n * sizeof(*sorted));
+	qsort(sorted, n, sizeof(*sorted), cmp_u64);
+	i = 0;
+	while (i < n) {
+		size_t at = i;
+		uint64_t len;
+		bool zero;
+
+		if ((s->state[sorted[i]] & PG_STATE) != PG_MISSING) {
+			i++;
+			continue;
+		}
+		len = uffd_run(s, sorted, n, &i, &zero);
+		rc = uffd_place_run(s, sorted[at], len, zero);
+		if (rc == 1 || rc == -EAGAIN) {
+			/* Look at the pages from the run's start again. */
+			i = at;
+			if (rc == 1)
+				continue;
+			if (deadline == 0)
+				deadline = now_ms() + UFFD_RETRY_MS;
+			if (now_ms() > deadline) {
+				rc = uffd_fail(s, -ETIMEDOUT,
+					       "prefetch still refused (EAGAIN) after %d ms",
+					       UFFD_RETRY_MS);
+				break;
+			}
+			sched_yield();
+			continue;
+		}
+		deadline = 0;
+		if (rc == 0)
+			rc = uffd_service(s); /* faults wait no longer than one batch */
+		if (rc != 0)
+			break;
+	}
+	free(sorted);
+	return rc;
+}

@@ -1,0 +1,65 @@
+/*
+ * snapshot/uffd.h - a userfaultfd page server for one lazy restore: serves
+ * a VMM's guest memory faults from a memory image.
+ */
+#ifndef POOL_SNAPSHOT_UFFD_H
+#define POOL_SNAPSHOT_UFFD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "snapshot/fc.h"
+
+#define UFFD_SERVER_RECORD 0x1	 /* record the order of first-touched pages */
+#define UFFD_SERVER_ZEROPAGE 0x2 /* map all-zero pages with UFFDIO_ZEROPAGE */
+
+#define UFFD_SERVER_EXITED 1 /* uffd_server_handle(): the VMM is gone */
+
+struct uffd_server;
+
+struct uffd_stats {
+	uint64_t faults;     /* page fault events read */
+	uint64_t copied;     /* pages placed with UFFDIO_COPY */
+	uint64_t zeroed;     /* pages placed with UFFDIO_ZEROPAGE */
+	uint64_t prefetched; /* of those, pages placed by uffd_server_prefetch() */
+	uint64_t existed;    /* faults on pages already there (EEXIST) */
+	uint64_t removes;    /* REMOVE events */
+	uint64_t unmaps;     /* UNMAP events */
+	uint64_t remaps;     /* REMAP events */
+	uint64_t retries;    /* UFFDIO_COPY answered EAGAIN and retried */
+};
+
+/*
+ * A server for the userfaultfd uffd (taken over: closed by
+ * uffd_server_free(), also on failure here) of the VMM peer (its pid, 0 if
+ * unknown), whose regions m lie in the image [image, image+image_len),
+ * which must stay mapped until the server is freed. flags: UFFD_SERVER_*.
+ * 0 or -errno, with a message in err.
+ */
+int uffd_server_new(int uffd, pid_t peer, const struct fc_mappings *m, const void *image,
+		    uint64_t image_len, unsigned flags, char *err, size_t errlen,
+		    struct uffd_server **ret);
+void uffd_server_free(struct uffd_server *s);
+/* The fd to wait on (readable: call uffd_server_handle()). */
+int uffd_server_fd(const struct uffd_server *s);
+/*
+ * Serve everything pending now, without blocking. 0: the restore goes on;
+ * UFFD_SERVER_EXITED: the VMM is gone, free the server; -errno: the
+ * restore failed (uffd_server_error() says why) and the server has
+ * stopped: the VMM must be ended (see uffd.c). Repeats its final answer.
+ */
+int uffd_server_handle(struct uffd_server *s);
+/* Why the restore failed or ended ("" while it goes on). */
+const char *uffd_server_error(const struct uffd_server *s);
+/*
+ * Place the listed pages (indexes of page_size pages of the image) now,
+ * contiguous runs in large UFFDIO_COPYs, serving faults between batches.
+ * Pages already there or removed are skipped. 0 or as uffd_server_handle().
+ */
+int uffd_server_prefetch(struct uffd_server *s, const uint64_t *pages, size_t n);
+/* The pages faulted so far, in order of first touch (UFFD_SERVER_RECORD). */
+size_t uffd_server_touched(const struct uffd_server *s, const uint64_t **ret_pages);
+void uffd_server_stats(const struct uffd_server *s, struct uffd_stats *ret);
+
+#endif
