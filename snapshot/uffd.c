@@ -30,8 +30,8 @@
  * ioctl error stops the server for good: uffd_server_handle() returns the
  * error and uffd_server_error() says what happened. The guest sees this:
  * its faulting vCPU (or VMM thread) stays blocked in the kernel, never
- * resumed on wrong memory, and the owner must end the VMM (poold kills the
- * peer from the handshake's SO_PEERCRED and reports the restore failed).
+ * resumed on wrong memory, and the owner must end the VMM (the peer pid
+ * from the handshake's SO_PEERCRED) and report the restore failed.
  * We do not unregister the range or close the fd to "unblock" it: the
  * kernel would then satisfy the fault with a fresh zero page and the guest
  * would run on corrupt memory; Firecracker also keeps its own copy of the
