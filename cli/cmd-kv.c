@@ -10,7 +10,8 @@
 #include "cli/poolctl.h"
 
 static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64_t capacity,
-		   const char *tier, const char *evict, unsigned replicas, bool stats)
+		   const char *tier, const char *evict, unsigned replicas, uint64_t hint,
+		   bool stats)
 {
 	static const char *const short_h[] = {"NAMESPACE", "CAPACITY", "USED", "ENTRIES"};
 	static const char *const long_h[] = {"NAMESPACE", "CAPACITY",  "TIER",	    "EVICT",
@@ -29,6 +30,8 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 	req.evict = (char *)evict;
 	req.has_replicas = replicas > 0;
 	req.replicas = replicas;
+	req.has_size_hint = hint > 0;
+	req.size_hint = hint;
 	if (capacity) {
 		req.has_capacity = 1;
 		req.capacity = capacity;
@@ -59,6 +62,7 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 			json_str(j, "tier", n->tier ? n->tier : "");
 			json_str(j, "evict", n->evict ? n->evict : "");
 			json_u64(j, "replicas", n->replicas);
+			json_u64(j, "size_hint", n->size_hint);
 			json_end(j);
 		}
 		json_finish(j);
@@ -106,19 +110,19 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 
 static int cmd_kv_ls_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "stats", "", 0, NULL, NULL, 0, false);
+	return kv_exec(ctx, "stats", "", 0, NULL, NULL, 0, 0, false);
 }
 
 static int cmd_kv_stats_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "stats", ctx->argc ? ctx->argv[0] : "", 0, NULL, NULL, 0, true);
+	return kv_exec(ctx, "stats", ctx->argc ? ctx->argv[0] : "", 0, NULL, NULL, 0, 0, true);
 }
 
 static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 {
 	const char *tier = NULL, *evict = NULL;
 	unsigned replicas = 0;
-	uint64_t cap;
+	uint64_t cap, hint = 0;
 	int i;
 
 	if (units_parse_size(ctx->argv[1], &cap) < 0) {
@@ -130,6 +134,12 @@ static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 			tier = ctx->argv[i] + 5;
 		} else if (strncmp(ctx->argv[i], "evict=", 6) == 0) {
 			evict = ctx->argv[i] + 6;
+		} else if (strncmp(ctx->argv[i], "hint=", 5) == 0) {
+			if (units_parse_size(ctx->argv[i] + 5, &hint) < 0 || hint == 0) {
+				fprintf(stderr, "poolctl: '%s': hint is a size, such as 64K\n",
+					ctx->argv[i]);
+				return EXIT_USAGE;
+			}
 		} else if (strncmp(ctx->argv[i], "replicas=", 9) == 0) {
 			char *end;
 			unsigned long r = strtoul(ctx->argv[i] + 9, &end, 10);
@@ -142,21 +152,21 @@ static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 			replicas = (unsigned)r;
 		} else {
 			fprintf(stderr, "poolctl: unknown option '%s' (tier=dram|dram+pmem|pmem, "
-				"evict=lru|none, replicas=N)\n", ctx->argv[i]);
+				"evict=lru|none, replicas=N, hint=SIZE)\n", ctx->argv[i]);
 			return EXIT_USAGE;
 		}
 	}
-	return kv_exec(ctx, "create", ctx->argv[0], cap, tier, evict, replicas, true);
+	return kv_exec(ctx, "create", ctx->argv[0], cap, tier, evict, replicas, hint, true);
 }
 
 static int cmd_kv_drop_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "drop", ctx->argv[0], 0, NULL, NULL, 0, false);
+	return kv_exec(ctx, "drop", ctx->argv[0], 0, NULL, NULL, 0, 0, false);
 }
 
 static int cmd_kv_flush_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "flush", ctx->argv[0], 0, NULL, NULL, 0, true);
+	return kv_exec(ctx, "flush", ctx->argv[0], 0, NULL, NULL, 0, 0, true);
 }
 
 const struct cmd_entry cmd_kv_ls_entry = {
@@ -167,8 +177,8 @@ const struct cmd_entry cmd_kv_stats_entry = {
 	"entries, bytes per tier, hits, misses, hit rate, evictions, spills, promotions, puts",
 };
 const struct cmd_entry cmd_kv_create_entry = {
-	"kv create", "NS CAPACITY [OPT]", 2, 5, DAEMON_NEEDED, cmd_kv_create_exec,
-	"a namespace of CAPACITY bytes (tier=dram|dram+pmem|pmem evict=lru|none replicas=N)",
+	"kv create", "NS CAPACITY [OPT]", 2, 6, DAEMON_NEEDED, cmd_kv_create_exec,
+	"a namespace of CAPACITY bytes (tier= evict= replicas=N hint=SIZE)",
 };
 const struct cmd_entry cmd_kv_drop_entry = {
 	"kv drop", "NS", 1, 1, DAEMON_NEEDED, cmd_kv_drop_exec, "drop a namespace and its values",

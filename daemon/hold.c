@@ -35,6 +35,7 @@ struct hold {
 	size_t klen;
 	uint64_t vlen, version, ns_capacity;
 	uint32_t ns_flags, ns_replicas;
+	uint64_t ns_size_hint;
 	/* an extent of a persistent region: the region, or rname[0] == 0 */
 	char rname[64], rplacement[32];
 	uint64_t rsize, rstripe;
@@ -114,6 +115,8 @@ static void hold_msg(const struct hold *hd, Pool__Holding *h)
 	h->ns_flags = hd->ns_flags;
 	h->has_ns_replicas = hd->ns_replicas != 0;
 	h->ns_replicas = hd->ns_replicas;
+	h->has_ns_size_hint = hd->ns_size_hint != 0;
+	h->ns_size_hint = hd->ns_size_hint;
 }
 
 static int hold_journal_write(struct journal *j, const Pool__Holding *h)
@@ -255,6 +258,7 @@ static struct hold *hold_set(struct poold *pd, const Pool__Holding *h, bool jour
 		hd->ns_capacity = h->ns_capacity;
 		hd->ns_flags = h->ns_flags;
 		hd->ns_replicas = h->has_ns_replicas ? h->ns_replicas : 0;
+		hd->ns_size_hint = h->has_ns_size_hint ? h->ns_size_hint : 0;
 	}
 	if (!journal || !hold_is_durable(pd, h) || (hd->rname[0] == '\0' && hd->key == NULL))
 		return hd;

@@ -123,6 +123,7 @@ struct kv_ns {
 	uint32_t local_node; /* values only on this node's arenas (RESP databases), or 0 */
 	uint32_t flags;	     /* HOLD_NS_*: never spill, persistent, never evict */
 	uint32_t replicas;   /* places of each value, on as many lenders (1: no copies) */
+	uint64_t size_hint;  /* values up to it take an extent of that size, or 0 */
 };
 
 struct kv_space {
@@ -468,6 +469,15 @@ static struct lender_pool *kv_pick(struct poold *pd, struct kv_ns *ns, uint64_t 
 }
 
 /*
+ * The extent a value of len bytes takes: with a size hint, values up to it
+ * all take the same size, so a freed one leaves a hole the next one fits.
+ */
+static uint64_t kv_alloc_len(const struct kv_ns *ns, uint64_t len)
+{
+	return ns->size_hint != 0 && len <= ns->size_hint ? ns->size_hint : len;
+}
+
+/*
  * Places for a value of len bytes: one per replica, each on another
  * lender; fewer when fewer lenders can take it, -ENOSPC when none can.
  */
@@ -482,8 +492,9 @@ static int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t 
 	memset(v, 0, sizeof(*v));
 	for (k = 0; k < ns->replicas; k++) {
 		/* Each copy's candidates from another mix of the hash. */
-		lp = kv_pick(pd, ns, hash ^ (k * UINT64_C(0x9e3779b97f4a7c15)), len, nodes, k);
-		if (lp == NULL || extent_alloc(lp->alloc, len, &off, &alen) < 0)
+		lp = kv_pick(pd, ns, hash ^ (k * UINT64_C(0x9e3779b97f4a7c15)),
+			     kv_alloc_len(ns, len), nodes, k);
+		if (lp == NULL || extent_alloc(lp->alloc, kv_alloc_len(ns, len), &off, &alen) < 0)
 			break;
 		nodes[k] = lp->node;
 		if (k == 0)
@@ -642,6 +653,8 @@ static void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_en
 	h.ns_flags = ns->flags;
 	h.has_ns_replicas = 1;
 	h.ns_replicas = ns->replicas;
+	h.has_ns_size_hint = ns->size_hint != 0;
+	h.ns_size_hint = ns->size_hint;
 	for (i = 0; i < n; i++) {
 		h.arena = all[i].arena;
 		h.off = all[i].off;
@@ -852,18 +865,20 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 		return 1;
 	}
 	if (strcmp(op, "reserve") == 0) {
-		uint64_t size = kr->sizes[i];
+		uint64_t size = kr->sizes[i], need;
 		struct kv_val v;
 
 		if (size == 0 || size > POOL_KV_VALUE_MAX) {
 			kv_loc(NULL, loc, NULL, -EINVAL, NULL, 0);
 			return 0;
 		}
-		if (size > ns->capacity) { /* would spill everything and still not fit */
+		/* Room for every copy, each of the size it will take. */
+		need = kv_alloc_len(ns, size) * ns->replicas;
+		if (need > ns->capacity) { /* would spill everything and still not fit */
 			kv_loc(NULL, loc, NULL, -ENOSPC, NULL, 0);
 			return 0;
 		}
-		rc = kv_make_room(pd, ns, size, !(ns->flags & HOLD_NS_NO_EVICT));
+		rc = kv_make_room(pd, ns, need, !(ns->flags & HOLD_NS_NO_EVICT));
 		if (rc == 0)
 			rc = kv_place(pd, ns, h, size, &v);
 		if (rc < 0) {
@@ -1142,6 +1157,8 @@ static void kv_ns_msg(const struct kv_ns *ns, Pool__KvNamespace *m)
 	m->tier = (char *)kv_tier_name(ns);
 	m->has_replicas = 1;
 	m->replicas = ns->replicas;
+	m->has_size_hint = 1;
+	m->size_hint = ns->size_hint;
 	m->evict = (char *)(ns->flags & HOLD_NS_NO_EVICT ? "none" : "lru");
 }
 
@@ -1231,11 +1248,16 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 		if (r->has_replicas && (r->replicas < 1 || r->replicas > KV_MAX_REPLICAS))
 			return req_errorf(q, -EINVAL, "replicas %u: 1 to %d", r->replicas,
 					  KV_MAX_REPLICAS);
+		if (r->has_size_hint && (r->size_hint > POOL_KV_VALUE_MAX ||
+					 r->size_hint > r->capacity))
+			return req_errorf(q, -EINVAL, "size hint %llu: at most 64M and the capacity",
+					  (unsigned long long)r->size_hint);
 		ns = kv_ns_new(pd, r->name, r->capacity);
 		if (ns == NULL)
 			return req_errorf(q, -ENOMEM, "out of memory");
 		ns->flags = flags;
 		ns->replicas = r->has_replicas ? r->replicas : 1;
+		ns->size_hint = r->has_size_hint ? r->size_hint : 0;
 		log_info("KV namespace '%s' created, capacity %llu, tier %s, evict %s, replicas %u",
 			 ns->name, (unsigned long long)ns->capacity, kv_tier_name(ns),
 			 flags & HOLD_NS_NO_EVICT ? "none" : "lru", ns->replicas);
@@ -1617,6 +1639,8 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 		ns->flags = h->ns_flags & KV_NS_FLAGS;
 		if (h->has_ns_replicas && h->ns_replicas >= 1 && h->ns_replicas <= KV_MAX_REPLICAS)
 			ns->replicas = h->ns_replicas;
+		if (h->has_ns_size_hint && h->ns_size_hint <= POOL_KV_VALUE_MAX)
+			ns->size_hint = h->ns_size_hint;
 		log_info("KV namespace '%s' rebuilt from its lenders", ns->name);
 		events_add(pd, "kv", "namespace '%s' rebuilt from its lenders", ns->name);
 	}

@@ -250,5 +250,15 @@ ns_holds twice 'n["replicas"] == 2 and n["entries"] == 1 and n["used"] < 2 * 300
 check_exit 1 "replicas above 4 are refused" "$POOLCTL" kv create many 8M replicas=5
 check_out "replicas 5: 1 to 4" "with a message naming the range"
 check_exit 2 "replicas=0 is a usage error" "$POOLCTL" kv create none 8M replicas=0
+# hint=SIZE: values up to it take an extent of exactly that size.
+check "a namespace with a 64K size hint" "$POOLCTL" kv create hinted 8M hint=64K
+"$KV" hinted put h1 40000 1 >/dev/null && "$KV" hinted put h2 65536 2 >/dev/null
+ns_holds hinted 'n["size_hint"] == 65536 and n["used"] == 2 * 65536' \
+	&& ok "a 40000-byte and a 64K value take 64K each" || { not_ok "size hint"; cat "$TEST_DIR/out"; }
+"$KV" hinted put h3 70000 3 >/dev/null
+ns_holds hinted 'n["used"] == 2 * 65536 + 73728' && ok "a bigger value takes its own size" || { not_ok "over the hint"; cat "$TEST_DIR/out"; }
+check "and reads back bit-exact" "$KV" hinted get h1 1
+check_exit 1 "a hint over 64M is refused" "$POOLCTL" kv create badhint 128M hint=100M
+check_out "size hint 104857600: at most 64M and the capacity" "with a message naming the limit"
 pool_alive && ok "poold still running" || not_ok "poold still running"
 pool_done
