@@ -275,16 +275,26 @@ static struct hold *hold_set(struct poold *pd, const Pool__Holding *h, bool jour
 	return hd;
 }
 
-/* Lender: record extents held for regions and KV values. */
-void hold_add(struct poold *pd, const Pool__Holdings *hs)
+/*
+ * Lender: record extents held for regions and KV values. 0, or -errno when
+ * one that should be durable is not (or there was no memory to record it).
+ */
+int hold_add(struct poold *pd, const Pool__Holdings *hs)
 {
+	struct hold *hd;
 	size_t i;
+	int rc = 0;
 
-	for (i = 0; i < hs->n_holdings; i++)
-		if (hold_set(pd, hs->holdings[i], true) == NULL) {
+	for (i = 0; i < hs->n_holdings; i++) {
+		hd = hold_set(pd, hs->holdings[i], true);
+		if (hd == NULL) {
 			log_warnx("out of memory recording a holding");
-			return;
+			return -ENOMEM;
 		}
+		if (rc == 0 && hold_is_durable(pd, hs->holdings[i]) && !hd->durable)
+			rc = -EIO;
+	}
+	return rc;
 }
 
 static void hold_unlink(struct poold *pd, struct hold **pp)
@@ -489,18 +499,37 @@ out:
 	free(h);
 }
 
-/* Coordinator: tell a lender the committed KV value it holds, so it can be rebuilt. */
-void hold_tell_kv(struct poold *pd, uint32_t node, const Pool__Holding *h)
+/*
+ * Coordinator: tell a lender the committed KV value it holds, so it can be
+ * rebuilt. With done, the lender answers once the holding is recorded (and
+ * journaled, for a persistent value): done gets 0 or the error, then or
+ * later (1 is returned when it will be later).
+ */
+int hold_tell_kv(struct poold *pd, uint32_t node, const Pool__Holding *h, coord_done_cb done,
+		 void *arg)
 {
 	Pool__Holdings hs = POOL__HOLDINGS__INIT;
 	Pool__Holding *ph = (Pool__Holding *)h;
+	int rc;
 
 	hs.holdings = &ph;
 	hs.n_holdings = 1;
-	if (node == pd->node_id)
-		hold_add(pd, &hs);
-	else
+	if (node == pd->node_id) {
+		rc = hold_add(pd, &hs);
+		if (done != NULL)
+			done(pd, arg, rc);
+		return 0;
+	}
+	if (done == NULL) {
 		coord_notice(pd, node, WIRE_HOLD, &hs.base);
+		return 0;
+	}
+	rc = coord_request(pd, node, WIRE_HOLD, &hs.base, done, arg);
+	if (rc < 0) {
+		done(pd, arg, rc);
+		return 0;
+	}
+	return 1;
 }
 
 /* Coordinator: tell a lender it now holds an extent for a region. */

@@ -126,10 +126,29 @@ struct kv_ns {
 	uint64_t size_hint;  /* values up to it take an extent of that size, or 0 */
 };
 
+/*
+ * A commit of persistent values: its reply waits until every lender has
+ * journaled the value it holds; a key whose lender cannot gets -EIO.
+ */
+struct kv_durable {
+	struct req *q;		/* held, once the request is through */
+	Pool__KvLocation *locs; /* the reply's, one per key */
+	size_t n;
+	uint64_t count, lost;	/* keys committed, and of those, not made durable */
+	unsigned pending;	/* lenders yet to answer */
+};
+
+struct kv_durable_key {
+	struct kv_durable *d;
+	size_t i;
+};
+
 struct kv_space {
 	TAILQ_HEAD(, kv_ns) list;
 	uint64_t next_id;
 	struct kv_ns *orphans; /* what dropped namespaces' readers and writers still hold */
+	struct kv_durable *durable; /* the commit being served, and its key */
+	size_t durable_i;
 };
 
 /* The ledger's region id of a namespace's extents: kept apart from region ids. */
@@ -635,6 +654,39 @@ static void kv_loc(struct poold *pd, Pool__KvLocation *loc, struct kv_locplaces 
 	loc->copies = pl != NULL ? pl->ptr : NULL;
 }
 
+static int kv_reply(struct req *q, Pool__KvLocation *locs, size_t n, uint64_t count,
+		    bool with_nodes);
+
+/* Reply to a commit whose lenders have all answered. */
+static void kv_durable_finish(struct kv_durable *d)
+{
+	int rc = kv_reply(d->q, d->locs, d->n, d->count - d->lost, false);
+
+	req_finish(d->q, rc < 0 ? rc : 0);
+	free(d->locs);
+	free(d);
+}
+
+/* A lender journaled a committed persistent value (or could not: the key fails). */
+static void kv_durable_done(struct poold *pd, void *arg, int rc)
+{
+	struct kv_durable_key *k = arg;
+	struct kv_durable *d = k->d;
+
+	(void)pd;
+	if (rc < 0 && d->locs != NULL && d->locs[k->i].status == 0) {
+		d->locs[k->i].status = -EIO;
+		d->lost++;
+	}
+	free(k);
+	if (--d->pending > 0)
+		return;
+	if (d->q != NULL)
+		kv_durable_finish(d);
+	else if (d->locs == NULL) /* answered already, for want of memory to wait */
+		free(d);
+}
+
 /* Tell a value's lenders what they hold, so that a restarted coordinator can rebuild it. */
 static void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e)
 {
@@ -656,10 +708,20 @@ static void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_en
 	h.has_ns_size_hint = ns->size_hint != 0;
 	h.ns_size_hint = ns->size_hint;
 	for (i = 0; i < n; i++) {
+		struct kv_durable *d = pd->kv->durable;
+		struct kv_durable_key *k;
+
 		h.arena = all[i].arena;
 		h.off = all[i].off;
 		h.len = all[i].alen;
-		hold_tell_kv(pd, all[i].node, &h);
+		if (d != NULL && (ns->flags & HOLD_NS_PERSISTENT) &&
+		    (k = calloc(1, sizeof(*k))) != NULL) {
+			*k = (struct kv_durable_key){d, pd->kv->durable_i};
+			d->pending++;
+			hold_tell_kv(pd, all[i].node, &h, kv_durable_done, k);
+		} else {
+			hold_tell_kv(pd, all[i].node, &h, NULL, NULL);
+		}
 	}
 }
 
@@ -1079,6 +1141,7 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 {
 	const Pool__KvRequest *kr = (const Pool__KvRequest *)msg;
 	struct poold *pd = q->pd;
+	struct kv_durable *d = NULL;
 	struct kv_locplaces *pl;
 	Pool__KvLocation *locs;
 	struct kv_ns *ns = kv_ns_find(pd, kr->ns);
@@ -1120,8 +1183,30 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 		free(locs);
 		return req_errorf(q, -ENOMEM, "out of memory");
 	}
-	for (i = 0; i < kr->n_keys; i++)
+	/* Commits of persistent values are answered once their lenders made them durable. */
+	if (strcmp(kr->op, "commit") == 0 && (ns->flags & HOLD_NS_PERSISTENT) &&
+	    (d = calloc(1, sizeof(*d))) != NULL) {
+		d->locs = locs;
+		d->n = kr->n_keys;
+		pd->kv->durable = d;
+	}
+	for (i = 0; i < kr->n_keys; i++) {
+		pd->kv->durable_i = i;
 		count += (uint64_t)kv_one(q, ns, kr, i, &locs[i], pl ? &pl[i] : NULL);
+	}
+	pd->kv->durable = NULL;
+	if (d != NULL) { /* (a commit's locations name no copies: pl is not theirs) */
+		free(pl);
+		pl = NULL;
+		d->count = count;
+		if (d->pending > 0 && (d->q = req_hold(q)) != NULL)
+			return REQ_LATER; /* the last lender's answer replies */
+		count -= d->lost;
+		if (d->pending > 0)
+			d->locs = NULL; /* without memory to wait: the reply goes now */
+		else
+			free(d);
+	}
 	if (strcmp(kr->op, "reserve") == 0 || strcmp(kr->op, "remove") == 0)
 		region_account(pd);
 	rc = kv_reply(q, locs, kr->n_keys, count,

@@ -227,7 +227,8 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 
 	/* Requests from the coordinator have ids of its own: only replies are relayed. */
 	if (hdr->req_id != 0 && hdr->type != WIRE_PROBE && hdr->type != WIRE_SCRUB &&
-	    hdr->type != WIRE_COPY && hdr->type != WIRE_VEC && peer_relay(pe, hdr, payload))
+	    hdr->type != WIRE_COPY && hdr->type != WIRE_VEC && hdr->type != WIRE_HOLD &&
+	    peer_relay(pe, hdr, payload))
 		return;
 	if (wire_msg_unpack(hdr->type, payload, hdr->len, &msg) < 0) {
 		log_warnx("coordinator sent a malformed %s", wire_type_name(hdr->type));
@@ -283,9 +284,18 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 		}
 		break;
 	}
-	case WIRE_HOLD:
-		hold_add(pe->pd, (Pool__Holdings *)msg);
+	case WIRE_HOLD: {
+		int rc = hold_add(pe->pd, (Pool__Holdings *)msg);
+
+		if (hdr->req_id != 0 && rc < 0) { /* the coordinator waits for it to be durable */
+			conn_send_error(pe->conn, hdr->req_id, rc, "not made durable");
+		} else if (hdr->req_id != 0) {
+			Pool__Ok ok = POOL__OK__INIT;
+
+			conn_send(pe->conn, WIRE_OK, hdr->req_id, &ok.base);
+		}
 		break;
+	}
 	case WIRE_VEC:
 		vec_serve(pe->pd, pe->conn, hdr->req_id, (const Pool__VecRequest *)msg);
 		break;

@@ -346,13 +346,15 @@ void region_holding(struct poold *pd, Pool__Holding *h);
 int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
 		 const Pool__Holding *h);
 
+typedef void (*coord_done_cb)(struct poold *pd, void *arg, int rc);
+
 /* hold.c: the ledger between the coordinator and its lenders */
 #define HOLD_NS_DRAM_ONLY 0x1u	/* Holding.ns_flags: the namespace never spills */
 #define HOLD_NS_PERSISTENT 0x2u /* ... its values live in pmem and are journaled */
 #define HOLD_NS_NO_EVICT 0x4u	/* ... a full namespace refuses puts */
 #define HOLD_REGION_ID(id) (!((id) >> 63)) /* Holding.region: a region's, not a KV namespace's */
 int hold_open(struct poold *pd);
-void hold_add(struct poold *pd, const Pool__Holdings *hs);
+int hold_add(struct poold *pd, const Pool__Holdings *hs);
 void hold_drop(struct poold *pd, uint32_t arena, uint64_t off);
 void hold_clear(struct poold *pd);
 int hold_report(struct poold *pd, struct conn *c, uint64_t req_id);
@@ -361,14 +363,14 @@ void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, ui
 void hold_ask(struct poold *pd, uint32_t node);
 void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have, size_t nhave,
 		    const Pool__Holdings *hs);
-void hold_tell_kv(struct poold *pd, uint32_t node, const Pool__Holding *h);
+int hold_tell_kv(struct poold *pd, uint32_t node, const Pool__Holding *h, coord_done_cb done,
+		 void *arg);
 
 /* coord.c: the coordinator role */
 int coord_open(struct poold *pd);
 void coord_close(struct poold *pd);
 void coord_member_changed(struct poold *pd, struct member *m);
 int coord_probe_all(struct poold *pd, struct req *r);
-typedef void (*coord_done_cb)(struct poold *pd, void *arg, int rc);
 int coord_request(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
 		  coord_done_cb cb, void *arg);
 typedef void (*coord_reply_cb)(struct poold *pd, void *arg, int rc, const struct wire_hdr *hdr,
