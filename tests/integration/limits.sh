@@ -33,6 +33,45 @@ else
 	echo "skip: no nobody user or setpriv"
 fi
 
+# A client that pipelines requests without reading the replies: poold stops
+# reading it once a few frames of replies wait (so its memory for that client
+# stays bounded), serves the others meanwhile, and answers every request
+# once the client reads.
+python3 - "$POOL_SOCKET" "$top_srcdir/tests/integration" "$POOLCTL" "/proc/$POOLD_PID/status" \
+	>"$TEST_DIR/out" 2>&1 <<'EOF2'
+import socket, subprocess, sys, threading
+sys.path.insert(0, sys.argv[2])
+import wire
+def rss():
+    return int(next(l for l in open(sys.argv[4]) if l.startswith("VmRSS:")).split()[1])
+s = wire.connect(sys.argv[1])
+s.settimeout(30)
+s.sendall(wire.frame(wire.HELLO, wire.hello_payload(), req_id=1))
+assert wire.read_frame(s)[0] == wire.HELLO_REPLY
+before = rss()
+n = 400000
+data = b"".join(wire.frame(wire.STATUS, req_id=i) for i in range(2, n + 2))
+sent = [0]
+def send():
+    s.sendall(data)
+    sent[0] = 1
+t = threading.Thread(target=send)
+t.start()
+t.join(3)  # the kernel buffers fill, then poold stops reading
+assert subprocess.run([sys.argv[3], "status"], capture_output=True).returncode == 0, "others served"
+grown = rss() - before
+got = 0
+while got < n:
+    r = wire.read_frame(s)
+    assert r and r[0] == wire.STATUS_REPLY, r
+    got += 1
+t.join()
+print("blocked %s, %d replies, poold grew %d KiB while the client did not read" % (not sent[0], got, grown))
+assert grown < 16 * 1024, grown  # replies of 400,000 requests take ~40 MiB
+EOF2
+[ $? -eq 0 ] && ok "a client pipelining 400,000 requests unread: bounded, others served ($(cat "$TEST_DIR/out"))" \
+	|| { not_ok "pipelining without reading"; cat "$TEST_DIR/out"; }
+
 # poolctl against a stopped daemon.
 pool_stop
 check_exit 3 "poolctl with poold stopped exits 3" "$POOLCTL" status
