@@ -51,6 +51,7 @@
 #define KV_RESERVE_TTL_MS 30000
 #define KV_BUCKETS0 1024
 #define KV_MAX_REPLICAS 4
+#define KV_RECOPY_MAX 16 /* copies made again at once, over the fabric */
 
 /* A place a value is stored at. */
 struct kv_place {
@@ -98,6 +99,7 @@ struct kv_entry {
 	uint64_t preserved_at;
 	struct kv_pin *pins;
 	bool moving; /* a spill or a promotion is copying its value */
+	bool recopying; /* a lost copy of its value is being made again */
 };
 
 /* A value out of the index that readers still hold. */
@@ -149,6 +151,7 @@ struct kv_space {
 	struct kv_ns *orphans; /* what dropped namespaces' readers and writers still hold */
 	struct kv_durable *durable; /* the commit being served, and its key */
 	size_t durable_i;
+	unsigned recopies;	    /* copies being made again */
 };
 
 /* The ledger's region id of a namespace's extents: kept apart from region ids. */
@@ -1524,12 +1527,101 @@ static void kv_expire_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry 
 		kv_entry_drop(ns, e);
 }
 
-/* Drop reservations that were never committed. */
+/* A lost copy being made again. */
+struct kv_recopy {
+	uint64_t ns_id, version;
+	uint8_t *key;
+	size_t klen;
+	struct kv_place to;
+};
+
+/* The copy is at its new lender (or failed): the value has one more place, or not. */
+static void kv_recopied(struct poold *pd, void *arg, int rc)
+{
+	struct kv_recopy *rk = arg;
+	struct kv_ns *ns = pd->kv ? kv_ns_by_id(pd, rk->ns_id) : NULL;
+	struct kv_entry *e = NULL;
+
+	if (pd->kv != NULL)
+		pd->kv->recopies--;
+	if (ns != NULL && (e = *kv_slot(ns, rk->key, rk->klen, kv_hash(rk->key, rk->klen))) != NULL)
+		e->recopying = false;
+	if (rc == 0 && e != NULL && e->has_val && e->val.version == rk->version && !e->val.pmem &&
+	    1u + e->val.ncopies < ns->replicas && !kv_val_on(&e->val, rk->to.node)) {
+		e->val.copy[e->val.ncopies++] = rk->to;
+		kv_tell(pd, ns, e);
+	} else {
+		region_retire(pd, rk->to.node, rk->to.arena, rk->to.off, rk->to.alen, NULL);
+		if (ns != NULL)
+			ns->used -= rk->to.alen;
+	}
+	region_account(pd);
+	free(rk->key);
+	free(rk);
+}
+
+/*
+ * A value with fewer places than its namespace's replicas (a lender of it
+ * died, or too few were up when it was put): one more, on another lender,
+ * copied from a place that is up.
+ */
+static void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg)
+{
+	struct kv_place all[KV_MAX_REPLICAS];
+	uint32_t nodes[KV_MAX_REPLICAS];
+	struct lender_pool *src = NULL, *dst;
+	size_t n, i;
+	struct kv_recopy *rk;
+	uint64_t len, off, alen, src_off = 0;
+
+	(void)arg;
+	if (pd->kv->recopies >= KV_RECOPY_MAX || !e->has_val || e->recopying || e->moving ||
+	    e->val.pmem || ns->local_node != 0 || 1u + e->val.ncopies >= ns->replicas)
+		return;
+	n = kv_places(&e->val, all);
+	for (i = 0; i < n; i++) {
+		nodes[i] = all[i].node;
+		if (src == NULL && kv_node_up(pd, all[i].node)) {
+			src = region_pool(pd->regions, all[i].node, all[i].arena);
+			src_off = all[i].off;
+		}
+	}
+	len = kv_alloc_len(ns, e->val.vlen);
+	dst = kv_pick(pd, ns, e->hash ^ (n * UINT64_C(0x9e3779b97f4a7c15)), len, nodes, n);
+	if (src == NULL || dst == NULL || extent_alloc(dst->alloc, len, &off, &alen) < 0)
+		return;
+	rk = calloc(1, sizeof(*rk));
+	if (rk == NULL || (rk->key = malloc(e->klen)) == NULL) {
+		free(rk);
+		extent_release(dst->alloc, off, alen);
+		return;
+	}
+	memcpy(rk->key, e->key, e->klen);
+	rk->klen = e->klen;
+	rk->ns_id = ns->id;
+	rk->version = e->val.version;
+	rk->to = (struct kv_place){dst->node, dst->arena, off, alen};
+	ns->used += alen;
+	hold_tell(pd, dst->node, dst->arena, off, alen, KV_HOLD_ID(ns));
+	if (copy_start(pd, src, src_off, dst, off, e->val.vlen, kv_recopied, rk) < 0) {
+		region_retire(pd, dst->node, dst->arena, off, alen, NULL);
+		ns->used -= alen;
+		free(rk->key);
+		free(rk);
+		return;
+	}
+	e->recopying = true;
+	pd->kv->recopies++;
+}
+
+/* Drop reservations that were never committed; make lost copies again. */
 void kv_sweep(struct poold *pd)
 {
 	uint64_t now = units_now_ms();
 
 	kv_foreach(pd, kv_expire_entry, &now);
+	if (pd->kv != NULL && pd->regions != NULL)
+		kv_foreach(pd, kv_recopy, NULL);
 }
 
 static int kv_val_extents(const struct kv_ns *ns, const struct kv_val *v, uint32_t node,

@@ -417,6 +417,12 @@ void events_add(struct poold *pd, const char *kind, const char *fmt, ...)
 void events_free(struct poold *pd);
 extern const struct ctl_handler events_handlers[];
 
+/* copy.c: an extent copied between lenders over the fabric */
+typedef void (*copy_done_cb)(struct poold *pd, void *arg, int rc);
+int copy_start(struct poold *pd, const struct lender_pool *src, uint64_t src_off,
+	       const struct lender_pool *dst, uint64_t dst_off, uint64_t len, copy_done_cb cb,
+	       void *arg);
+
 /* metrics.c: the Prometheus endpoint */
 int metrics_open(struct poold *pd);
 void metrics_close(struct poold *pd);

@@ -27,7 +27,6 @@
 #include "fabric/fabric.h"
 #include "libpool/libpool.h"
 
-#define MOVE_CHUNK (4u << 20)
 
 struct reclaim_target {
 	struct lender_pool *lp;
@@ -52,42 +51,14 @@ struct move {
 	struct region *r;
 	size_t idx;
 	struct region_extent to;
-	struct fab_ep *src_ep, *dst_ep;
-	struct fab_rkey *src_rkey, *dst_rkey;
-	uint64_t src_addr, dst_addr;
-	uint64_t pos, chunk;
-	uint8_t *buf;
-	int error;
 };
 
-static void move_step(struct move *mv);
-static void move_free(struct move *mv);
-
-static void move_free_cb(evutil_socket_t fd, short what, void *arg)
-{
-	move_free(arg);
-}
-
-static void move_free(struct move *mv)
-{
-	if (mv->src_rkey != NULL)
-		fab_rkey_destroy(mv->src_rkey);
-	if (mv->dst_rkey != NULL)
-		fab_rkey_destroy(mv->dst_rkey);
-	fab_ep_abort(mv->src_ep);
-	fab_ep_abort(mv->dst_ep);
-	free(mv->buf);
-	free(mv);
-}
-
 /* The copy is complete at the new lender (or failed): switch the region over, or undo. */
-static void move_flushed(void *arg, int status)
+static void move_done(struct poold *pd, void *arg, int err)
 {
 	struct move *mv = arg;
 	struct reclaim *rc = mv->rc;
-	struct poold *pd = rc->pd;
 	struct region *r = mv->r;
-	int err = mv->error ? mv->error : status;
 
 	if (err == 0) {
 		struct region_extent old = r->ext[mv->idx];
@@ -110,89 +81,8 @@ static void move_flushed(void *arg, int status)
 	}
 	r->moving = false;
 	rc->moving--;
-	/* Not from inside this completion: its endpoint must outlive the callback. */
-	event_base_once(pd->base, -1, EV_TIMEOUT, move_free_cb, mv, &(struct timeval){0, 0});
+	free(mv);
 	region_account(pd);
-}
-
-/* Copying ended: make sure the puts are complete at the new lender before switching. */
-static void move_finish(struct move *mv)
-{
-	int rc = mv->error;
-
-	if (rc == 0)
-		rc = fab_flush_nb(mv->dst_ep, move_flushed, mv);
-	if (rc < 0) {
-		if (mv->error == 0)
-			mv->error = rc;
-		move_flushed(mv, rc);
-	}
-}
-
-static void move_put_done(void *arg, int status)
-{
-	struct move *mv = arg;
-
-	if (status < 0) {
-		mv->error = status;
-		move_finish(mv);
-		return;
-	}
-	mv->pos += mv->chunk;
-	move_step(mv);
-}
-
-static void move_get_done(void *arg, int status)
-{
-	struct move *mv = arg;
-	int rc = status;
-
-	if (rc == 0)
-		rc = fab_put_nb(mv->dst_ep, mv->buf, mv->chunk, mv->dst_addr + mv->pos, mv->dst_rkey,
-				move_put_done, mv);
-	if (rc < 0) {
-		mv->error = rc;
-		move_finish(mv);
-	}
-}
-
-/* Copy the next chunk: get from the old lender, then put to the new one. */
-static void move_step(struct move *mv)
-{
-	int rc;
-
-	if (mv->pos >= mv->to.len) {
-		move_finish(mv);
-		return;
-	}
-	mv->chunk = MIN((uint64_t)MOVE_CHUNK, mv->to.len - mv->pos);
-	rc = fab_get_nb(mv->src_ep, mv->buf, mv->chunk, mv->src_addr + mv->pos, mv->src_rkey,
-			move_get_done, mv);
-	if (rc < 0) {
-		mv->error = rc;
-		move_finish(mv);
-	}
-}
-
-/* An endpoint of its own to a lender's arena (not the member's shared one). */
-static int move_endpoint(struct poold *pd, const struct lender_pool *lp, struct fab_ep **ret_ep,
-			 struct fab_rkey **ret_rkey)
-{
-	struct member *m = cluster_find(pd, lp->node);
-	int rc;
-
-	if (m == NULL)
-		return -EHOSTUNREACH;
-	rc = fab_ep_create(pd->fab, m->info->worker_addr.data, m->info->worker_addr.len, NULL, NULL,
-			   ret_ep);
-	if (rc < 0)
-		return rc;
-	rc = fab_rkey_unpack(*ret_ep, lp->rkey, lp->rkey_len, ret_rkey);
-	if (rc < 0) {
-		fab_ep_abort(*ret_ep);
-		*ret_ep = NULL;
-	}
-	return rc;
 }
 
 /* Start copying extent idx of r to another lender. */
@@ -212,8 +102,7 @@ static int reclaim_move(struct reclaim *rc, struct region *r, size_t idx)
 		return -ENOSPC;
 	}
 	mv = calloc(1, sizeof(*mv));
-	if (mv == NULL || (mv->buf = malloc(MOVE_CHUNK)) == NULL) {
-		free(mv);
+	if (mv == NULL) {
 		extent_release(dst->alloc, off, len);
 		return -ENOMEM;
 	}
@@ -221,14 +110,10 @@ static int reclaim_move(struct reclaim *rc, struct region *r, size_t idx)
 	mv->r = r;
 	mv->idx = idx;
 	mv->to = (struct region_extent){dst->node, dst->arena, off, from->len, from->region_off};
-	mv->src_addr = src->addr + from->off;
-	mv->dst_addr = dst->addr + off;
-	err = move_endpoint(pd, src, &mv->src_ep, &mv->src_rkey);
-	if (err == 0)
-		err = move_endpoint(pd, dst, &mv->dst_ep, &mv->dst_rkey);
+	err = copy_start(pd, src, from->off, dst, off, from->len, move_done, mv);
 	if (err < 0) {
 		extent_release(dst->alloc, off, len);
-		move_free(mv);
+		free(mv);
 		snprintf(rc->err, sizeof(rc->err), "cannot reach the lenders of '%s': %s", r->name,
 			 err_str(err));
 		return err;
@@ -236,7 +121,6 @@ static int reclaim_move(struct reclaim *rc, struct region *r, size_t idx)
 	r->moving = true;
 	rc->moving++;
 	hold_tell(pd, dst->node, dst->arena, off, from->len, r->id);
-	move_step(mv);
 	return 0;
 }
 

@@ -5,7 +5,8 @@
 # the index comes back after a coordinator restart; a killed lender turns
 # gets of its values into misses (no error, no hang); a persistent
 # namespace's values survive restarts of the coordinator and of a lender;
-# a namespace with 2 replicas loses nothing when a lender dies.
+# a namespace with 2 replicas loses nothing when a lender dies, makes the
+# lost copies again, and so survives a second death.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 KV="$top_builddir/tests/tools/pool-kv"
 FAILS=0 PASSES=0
@@ -131,4 +132,13 @@ POOL_PMEM=32M pool_node_start 3
 pool_wait_state 1 h3 up 20 || not_ok "h3 rejoins"
 ns_wait 1 durable 'n["entries"] == 40' && kv 4 durable mget pk 40 4 | grep -q "40 hits of 40, all correct" \
 	&& ok "after node 3 restarts, all 40 persistent values read back bit-exact" || { not_ok "persistent values after a lender restart"; cat "$CLUSTER_TMP/out"; }
+
+# The copies lost with node 3 were made again on the other lenders: a second lender may die.
+ns_wait 1 twice 'n["entries"] == 40 and n["used"] == 2 * 40 * 65536' \
+	&& ok "every replicated value has two copies again" || { not_ok "copies made again"; cat "$CLUSTER_TMP/out"; }
+pool_node_kill 2
+pool_wait_state 1 h2 dead 10
+kv 4 twice mget tw 40 6 >"$CLUSTER_TMP/out" 2>&1
+grep -q "40 hits of 40, all correct" "$CLUSTER_TMP/out" \
+	&& ok "with node 2 dead too, every replicated value still reads bit-exact" || { not_ok "replicated values after a second death"; cat "$CLUSTER_TMP/out"; }
 finish
