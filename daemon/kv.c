@@ -51,7 +51,8 @@
 #define KV_RESERVE_TTL_MS 30000
 #define KV_BUCKETS0 1024
 #define KV_MAX_REPLICAS 4
-#define KV_RECOPY_MAX 16 /* copies made again at once, over the fabric */
+#define KV_RECOPY_MAX 16	     /* copies started again per sweep */
+#define KV_RECOPY_TIMEOUT_MS 5000 /* a copy not done by then is tried again */
 
 /* A place a value is stored at. */
 struct kv_place {
@@ -99,7 +100,7 @@ struct kv_entry {
 	uint64_t preserved_at;
 	struct kv_pin *pins;
 	bool moving; /* a spill or a promotion is copying its value */
-	bool recopying; /* a lost copy of its value is being made again */
+	uint64_t recopy_at; /* a lost copy of its value is being made again since, or 0 */
 };
 
 /* A value out of the index that readers still hold. */
@@ -151,7 +152,7 @@ struct kv_space {
 	struct kv_ns *orphans; /* what dropped namespaces' readers and writers still hold */
 	struct kv_durable *durable; /* the commit being served, and its key */
 	size_t durable_i;
-	unsigned recopies;	    /* copies being made again */
+	unsigned recopies;	    /* copies started again in this sweep */
 };
 
 /* The ledger's region id of a namespace's extents: kept apart from region ids. */
@@ -1542,10 +1543,8 @@ static void kv_recopied(struct poold *pd, void *arg, int rc)
 	struct kv_ns *ns = pd->kv ? kv_ns_by_id(pd, rk->ns_id) : NULL;
 	struct kv_entry *e = NULL;
 
-	if (pd->kv != NULL)
-		pd->kv->recopies--;
 	if (ns != NULL && (e = *kv_slot(ns, rk->key, rk->klen, kv_hash(rk->key, rk->klen))) != NULL)
-		e->recopying = false;
+		e->recopy_at = 0;
 	if (rc == 0 && e != NULL && e->has_val && e->val.version == rk->version && !e->val.pmem &&
 	    1u + e->val.ncopies < ns->replicas && !kv_val_on(&e->val, rk->to.node)) {
 		e->val.copy[e->val.ncopies++] = rk->to;
@@ -1575,8 +1574,10 @@ static void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, vo
 	uint64_t len, off, alen, src_off = 0;
 
 	(void)arg;
-	if (pd->kv->recopies >= KV_RECOPY_MAX || !e->has_val || e->recopying || e->moving ||
-	    e->val.pmem || ns->local_node != 0 || 1u + e->val.ncopies >= ns->replicas)
+	/* (a copy whose lender went away may never answer: after a while, try again) */
+	if (pd->kv->recopies >= KV_RECOPY_MAX || !e->has_val || e->moving || e->val.pmem ||
+	    ns->local_node != 0 || 1u + e->val.ncopies >= ns->replicas ||
+	    (e->recopy_at != 0 && units_now_ms() - e->recopy_at < KV_RECOPY_TIMEOUT_MS))
 		return;
 	n = kv_places(&e->val, all);
 	for (i = 0; i < n; i++) {
@@ -1610,7 +1611,7 @@ static void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, vo
 		free(rk);
 		return;
 	}
-	e->recopying = true;
+	e->recopy_at = units_now_ms();
 	pd->kv->recopies++;
 }
 
@@ -1620,8 +1621,10 @@ void kv_sweep(struct poold *pd)
 	uint64_t now = units_now_ms();
 
 	kv_foreach(pd, kv_expire_entry, &now);
-	if (pd->kv != NULL && pd->regions != NULL)
+	if (pd->kv != NULL && pd->regions != NULL) {
+		pd->kv->recopies = 0;
 		kv_foreach(pd, kv_recopy, NULL);
+	}
 }
 
 static int kv_val_extents(const struct kv_ns *ns, const struct kv_val *v, uint32_t node,
