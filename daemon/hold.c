@@ -354,7 +354,7 @@ static int hold_replay(void *arg, const uint8_t *rec, size_t len)
 			hold_unlink(pd, pp);
 			hold_free(hd);
 		}
-	} else if (!lend_in_range(pd, h->arena, h->off, h->len) || h->vlen > h->len) {
+	} else if (lend_ptr(pd, h->arena, h->off, h->len) == NULL || h->vlen > h->len) {
 		log_warnx("pmem journal: extent %llu+%llu is outside the tier: dropped",
 			  (unsigned long long)h->off, (unsigned long long)h->len);
 	} else if ((hd = hold_set(pd, h, false)) != NULL) {
@@ -502,11 +502,11 @@ out:
 /*
  * Coordinator: tell a lender the committed KV value it holds, so it can be
  * rebuilt. With done, the lender answers once the holding is recorded (and
- * journaled, for a persistent value): done gets 0 or the error, then or
- * later (1 is returned when it will be later).
+ * journaled, for a persistent value): done gets 0 or the error, at once or
+ * later.
  */
-int hold_tell_kv(struct poold *pd, uint32_t node, const Pool__Holding *h, coord_done_cb done,
-		 void *arg)
+void hold_tell_kv(struct poold *pd, uint32_t node, const Pool__Holding *h, coord_done_cb done,
+		  void *arg)
 {
 	Pool__Holdings hs = POOL__HOLDINGS__INIT;
 	Pool__Holding *ph = (Pool__Holding *)h;
@@ -518,18 +518,11 @@ int hold_tell_kv(struct poold *pd, uint32_t node, const Pool__Holding *h, coord_
 		rc = hold_add(pd, &hs);
 		if (done != NULL)
 			done(pd, arg, rc);
-		return 0;
-	}
-	if (done == NULL) {
+	} else if (done == NULL) {
 		coord_notice(pd, node, WIRE_HOLD, &hs.base);
-		return 0;
-	}
-	rc = coord_request(pd, node, WIRE_HOLD, &hs.base, done, arg);
-	if (rc < 0) {
+	} else if ((rc = coord_request(pd, node, WIRE_HOLD, &hs.base, done, arg)) < 0) {
 		done(pd, arg, rc);
-		return 0;
 	}
-	return 1;
 }
 
 /* Coordinator: tell a lender it now holds an extent for a region. */

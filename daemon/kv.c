@@ -1456,31 +1456,26 @@ void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all)
 /* Forget a value's places on node (retired); false when it had no other. */
 static bool kv_val_drop_node(struct poold *pd, struct kv_ns *ns, struct kv_val *v, uint32_t node)
 {
-	struct kv_place all[KV_MAX_REPLICAS];
+	struct kv_place all[KV_MAX_REPLICAS], keep[KV_MAX_REPLICAS];
 	size_t n = kv_places(v, all), i, k = 0;
 
 	for (i = 0; i < n; i++)
 		if (all[i].node != node)
-			all[k++] = all[i];
+			keep[k++] = all[i];
 	if (k == 0)
 		return false;
-	for (i = 0; i < n; i++) {
-		struct kv_place *p = i ? &v->copy[i - 1] : NULL;
-		uint32_t pn = p ? p->node : v->node;
-
-		if (pn != node)
-			continue;
-		region_retire(pd, pn, p ? p->arena : v->arena, p ? p->off : v->off,
-			      p ? p->alen : v->alen, NULL);
-		ns->used -= p ? p->alen : v->alen;
-	}
-	v->node = all[0].node;
-	v->arena = all[0].arena;
-	v->off = all[0].off;
-	v->alen = all[0].alen;
+	for (i = 0; i < n; i++)
+		if (all[i].node == node) {
+			region_retire(pd, node, all[i].arena, all[i].off, all[i].alen, NULL);
+			ns->used -= all[i].alen;
+		}
+	v->node = keep[0].node;
+	v->arena = keep[0].arena;
+	v->off = keep[0].off;
+	v->alen = keep[0].alen;
 	v->ncopies = (uint8_t)(k - 1);
 	for (i = 1; i < k; i++)
-		v->copy[i - 1] = all[i];
+		v->copy[i - 1] = keep[i];
 	return true;
 }
 

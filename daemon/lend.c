@@ -35,7 +35,7 @@ static int lend_register(struct poold *pd, struct arena *a)
 		rc = fab_mem_rkey_pack(a->mem, &a->rkey, &a->rkey_len);
 	if (rc < 0)
 		log_warnx("cannot register arena %u (%s) with the fabric: %s", a->id,
-			  a->tier == TIER_DRAM ? "dram" : "pmem", err_str(rc));
+			  tier_name(a->tier), err_str(rc));
 	return rc;
 }
 
@@ -206,7 +206,7 @@ int lend_open(struct poold *pd)
 		return rc;
 	for (i = 0; i < pd->narenas; i++)
 		log_info("lending arena %zu: %s%s%d, %llu MiB", i,
-			 pd->arenas[i].tier == TIER_DRAM ? "dram" : "pmem",
+			 tier_name(pd->arenas[i].tier),
 			 pd->arenas[i].tier == TIER_DRAM ? " NUMA node " : "", pd->arenas[i].numa,
 			 (unsigned long long)(pd->arenas[i].size >> 20));
 	return 0;
@@ -232,9 +232,9 @@ static struct arena *lend_range(struct poold *pd, uint32_t arena, uint64_t off, 
 	return a != NULL && off <= a->size && len <= a->size - off ? a : NULL;
 }
 
-bool lend_in_range(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
+const char *tier_name(enum tier tier)
 {
-	return lend_range(pd, arena, off, len) != NULL;
+	return tier == TIER_DRAM ? "dram" : "pmem";
 }
 
 /* This node's mapping of [off, off+len) of an arena, or NULL when it is not all there. */
@@ -349,7 +349,7 @@ int lend_arenas_msg(struct poold *pd, Pool__Arena ***ret_arenas, size_t *ret_n)
 		}
 		pool__arena__init(out[i]);
 		out[i]->id = a->id;
-		out[i]->tier = a->tier == TIER_DRAM ? "dram" : "pmem";
+		out[i]->tier = (char *)tier_name(a->tier);
 		out[i]->numa = a->numa;
 		out[i]->size = a->size;
 		out[i]->lent = a->lent;

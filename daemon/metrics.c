@@ -57,11 +57,6 @@ static void metrics_one(struct evbuffer *b, const char *name, const char *type, 
 	evbuffer_add_printf(b, "%s %llu\n", name, (unsigned long long)v);
 }
 
-static const char *metrics_tier(enum tier t)
-{
-	return t == TIER_DRAM ? "dram" : "pmem";
-}
-
 /* What this poold is and lends. */
 static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *b)
 {
@@ -87,7 +82,7 @@ static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *
 	metrics_head(b, "pool_arena_bytes", "gauge", "bytes of each arena this node lends");
 	for (i = 0; i < pd->narenas; i++)
 		evbuffer_add_printf(b, "pool_arena_bytes{arena=\"%u\",tier=\"%s\",numa=\"%d\"} "
-				    "%llu\n", pd->arenas[i].id, metrics_tier(pd->arenas[i].tier),
+				    "%llu\n", pd->arenas[i].id, tier_name(pd->arenas[i].tier),
 				    pd->arenas[i].numa, (unsigned long long)pd->arenas[i].lent);
 	metrics_one(b, "pool_holdings", "gauge", "extents this node holds for the pool",
 		    pd->nholds);
@@ -162,7 +157,7 @@ static void metrics_pool(struct poold *pd, struct evbuffer *b)
 	metrics_head(b, "pool_lender_bytes", "gauge", "what each lender's arena offers the pool");
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
 		evbuffer_add_printf(b, "pool_lender_bytes{node=\"%u\",arena=\"%u\",tier=\"%s\"} "
-				    "%llu\n", lp->node, lp->arena, metrics_tier(lp->tier),
+				    "%llu\n", lp->node, lp->arena, tier_name(lp->tier),
 				    (unsigned long long)lp->lent);
 	metrics_head(b, "pool_lender_used_bytes", "gauge", "bytes in use in each lender's arena");
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
@@ -171,7 +166,7 @@ static void metrics_pool(struct poold *pd, struct evbuffer *b)
 		extent_stats(lp->alloc, &st);
 		evbuffer_add_printf(b, "pool_lender_used_bytes{node=\"%u\",arena=\"%u\","
 				    "tier=\"%s\"} %llu\n", lp->node, lp->arena,
-				    metrics_tier(lp->tier), (unsigned long long)st.used);
+				    tier_name(lp->tier), (unsigned long long)st.used);
 	}
 	TAILQ_FOREACH(r, &pd->regions->list, entry) {
 		bytes += r->size;

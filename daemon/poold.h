@@ -236,7 +236,7 @@ void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 void lend_set_limit(struct poold *pd, uint32_t arena, uint64_t limit);
 int lend_copy(struct poold *pd, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t dst_off,
 	      uint64_t len);
-bool lend_in_range(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
+const char *tier_name(enum tier tier);
 void *lend_ptr(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 int lend_persist(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 void lend_zero(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
@@ -363,8 +363,8 @@ void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, ui
 void hold_ask(struct poold *pd, uint32_t node);
 void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have, size_t nhave,
 		    const Pool__Holdings *hs);
-int hold_tell_kv(struct poold *pd, uint32_t node, const Pool__Holding *h, coord_done_cb done,
-		 void *arg);
+void hold_tell_kv(struct poold *pd, uint32_t node, const Pool__Holding *h, coord_done_cb done,
+		  void *arg);
 
 /* coord.c: the coordinator role */
 int coord_open(struct poold *pd);

@@ -412,7 +412,7 @@ static int reclaim_ledger(struct req *q, const ProtobufCMessage *msg)
 		extent_stats(lp->alloc, &st);
 		l.rows[first].node = lp->node;
 		l.rows[first].arena = lp->arena;
-		l.rows[first].tier = lp->tier == TIER_DRAM ? "dram" : "pmem";
+		l.rows[first].tier = (char *)tier_name(lp->tier);
 		l.rows[first].size = lp->size;
 		l.rows[first].lent = lp->lent;
 		l.rows[first].used = st.used;

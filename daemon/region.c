@@ -249,7 +249,7 @@ static void region_free_text(struct poold *pd, enum tier tier, char *buf, size_t
 	size_t off = 0;
 
 	off += (size_t)snprintf(buf, len, "largest free %s extent per node:",
-				tier == TIER_DRAM ? "dram" : "pmem");
+				tier_name(tier));
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 		struct extent_stats st;
 		char sz[24];

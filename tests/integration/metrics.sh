@@ -41,8 +41,18 @@ EOF
 has() { grep -qxF "$1 $2" "$TEST_DIR/m"; }
 
 pool_start -o lend.size=64M || exit 1
-python3 -c 'import socket, sys; s = socket.socket(); sys.exit(s.connect_ex(("127.0.0.1", int(sys.argv[1]))) == 0)' "$PORT" \
-	&& ok "no endpoint unless metrics.listen is set" || not_ok "endpoint off by default"
+# None of poold's TCP listeners (the fabric has its own) answers HTTP.
+ss -Hltnp | grep "pid=$POOLD_PID," | awk '{print $4}' | python3 -c '
+import socket, sys
+for addr in sys.stdin.read().split():
+    host, port = addr.rsplit(":", 1)
+    try:
+        s = socket.create_connection((host.strip("[]"), int(port)), timeout=2)
+        s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+        s.settimeout(2)
+        assert not s.recv(16).startswith(b"HTTP/"), addr
+    except OSError:
+        pass' && ok "no endpoint unless metrics.listen is set" || not_ok "endpoint off by default"
 check "stops" pool_stop
 
 check_exit 1 "a bad metrics.listen is a config error" "$POOLD" -n -o metrics.listen=localhost
