@@ -289,6 +289,109 @@ POOL_EXPORT uint64_t pool_vec_info_size(const struct pool_vec_info *info);
 /* The pid of the process holding the writer token (0: none). */
 POOL_EXPORT uint32_t pool_vec_info_writer(const struct pool_vec_info *info);
 
+/*
+ * Snapshots: immutable named memory images (a VMM's guest memory) with an
+ * optional state blob, stored once for the whole pool as pages addressed by
+ * content (identical pages kept once across all snapshots, zero pages not
+ * kept). Restored as a copy-on-write clone of the node's shared copy, or
+ * lazily through userfaultfd (Firecracker's UFFD handshake).
+ */
+#define POOL_SNAP_NAME_MAX 58	       /* bytes of a snapshot name */
+#define POOL_SNAP_STATE_MAX (64u << 20) /* bytes of a state blob */
+struct pool_snap;
+struct pool_snap_opts;
+struct pool_snap_info;
+/* Options of a new snapshot: page size 4096, class "pinned", mode 0600, no parent, no state. */
+POOL_EXPORT int pool_snap_opts_new(struct pool_snap_opts **ret_opts);
+POOL_EXPORT void pool_snap_opts_free(struct pool_snap_opts *opts);
+/* 4096 or 2 MiB; the image length must be a multiple of it. */
+POOL_EXPORT int pool_snap_opts_set_page_size(struct pool_snap_opts *opts, uint64_t page_size);
+/* "pinned" (DRAM) or "persistent" (the pmem tier: survives restarts). */
+POOL_EXPORT int pool_snap_opts_set_class(struct pool_snap_opts *opts, const char *cls);
+POOL_EXPORT int pool_snap_opts_set_mode(struct pool_snap_opts *opts, unsigned mode);
+/* The snapshot this one was taken on top of (recorded; pages are shared by content anyway). */
+POOL_EXPORT int pool_snap_opts_set_parent(struct pool_snap_opts *opts, const char *parent);
+/* The VMM's device/vCPU state, stored with the image (copied). */
+POOL_EXPORT int pool_snap_opts_set_state(struct pool_snap_opts *opts, const void *state,
+					 size_t len);
+/* Store an image from memory, a file (read from offset 0 to its end), or a region. */
+POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *image,
+			      uint64_t len, const struct pool_snap_opts *opts);
+POOL_EXPORT int pool_snap_put_fd(struct pool *pool, const char *name, int fd,
+				 const struct pool_snap_opts *opts);
+POOL_EXPORT int pool_snap_put_region(struct pool *pool, const char *name,
+				     struct pool_region *region, const struct pool_snap_opts *opts);
+/* Delete a snapshot: its pages nobody else uses are freed. */
+POOL_EXPORT int pool_snap_remove(struct pool *pool, const char *name);
+/* The names of all snapshots, as one malloc'd array of n strings; free with free(). */
+POOL_EXPORT int pool_snap_list(struct pool *pool, char ***ret_names, size_t *ret_n);
+POOL_EXPORT int pool_snap_open(struct pool *pool, const char *name, struct pool_snap **ret_snap);
+POOL_EXPORT void pool_snap_close(struct pool_snap *snap);
+POOL_EXPORT uint64_t pool_snap_size(const struct pool_snap *snap);
+POOL_EXPORT uint64_t pool_snap_page_size(const struct pool_snap *snap);
+/* Copy bytes of the image (any offset and length inside it). */
+POOL_EXPORT int pool_snap_read(struct pool_snap *snap, uint64_t offset, void *buf, size_t len);
+/* Copy the state blob into buf (up to buflen); *ret_len gets its full length. */
+POOL_EXPORT int pool_snap_state(struct pool_snap *snap, void *buf, size_t buflen,
+				size_t *ret_len);
+/*
+ * A copy-on-write clone: a private mapping of the node's shared copy of the
+ * image (made by the first clone on the node, or by poolctl snap place).
+ * Unmap it with munmap(addr, pool_snap_size()).
+ */
+POOL_EXPORT int pool_snap_clone(struct pool_snap *snap, void **ret_addr);
+/* The node's shared copy as a sealed, read-only memfd, for a VMM to map MAP_PRIVATE. */
+POOL_EXPORT int pool_snap_clone_fd(struct pool_snap *snap, int *ret_fd);
+/* Make the node's shared copy now (what poolctl snap place runs on each node). */
+POOL_EXPORT int pool_snap_place(struct pool_snap *snap);
+/*
+ * Lazy restore into [addr, addr + size) of this process (page aligned,
+ * anonymous, private, not yet touched): pages arrive through userfaultfd
+ * when first touched, the recorded working set first. Ends with
+ * pool_snap_restore_end(), which waits for nothing and keeps the pages.
+ */
+#define POOL_SNAP_PREFETCH 0x1u /* place the recorded working set first */
+#define POOL_SNAP_RECORD 0x2u	/* add this restore's first touches to the working set */
+#define POOL_SNAP_FILL 0x4u	/* fill the rest in the background */
+#define POOL_SNAP_REMOTE 0x8u	/* fetch pages from the lenders, not the node's copy */
+struct pool_snap_restore;
+POOL_EXPORT int pool_snap_restore_lazy(struct pool_snap *snap, void *addr, unsigned flags,
+				       struct pool_snap_restore **ret_restore);
+POOL_EXPORT int pool_snap_restore_end(struct pool_snap_restore *restore);
+/*
+ * Serve Firecracker-style UFFD restores of the snapshot: accept on the
+ * listening unix socket listen_fd, take each VMM's handshake (guest region
+ * mappings as JSON, the userfaultfd as SCM_RIGHTS) and serve its faults;
+ * flags as pool_snap_restore_lazy(). Runs until stop is set (checked at
+ * least every 100 ms) or max_restores VMMs have come and gone (0: no limit).
+ * Returns the number of restores that failed, or -errno.
+ */
+POOL_EXPORT int pool_snap_serve(struct pool_snap *snap, int listen_fd, unsigned flags,
+				unsigned max_restores, volatile int *stop);
+/* What a snapshot is; free with pool_snap_info_free(). */
+POOL_EXPORT int pool_snap_stat(struct pool *pool, const char *name,
+			       struct pool_snap_info **ret_info);
+POOL_EXPORT void pool_snap_info_free(struct pool_snap_info *info);
+POOL_EXPORT uint64_t pool_snap_info_size(const struct pool_snap_info *info);
+POOL_EXPORT uint64_t pool_snap_info_page_size(const struct pool_snap_info *info);
+/* Pages of the image that are all zero (not stored). */
+POOL_EXPORT uint64_t pool_snap_info_zero_pages(const struct pool_snap_info *info);
+/* Distinct non-zero pages of the image (the pages it needs stored). */
+POOL_EXPORT uint64_t pool_snap_info_distinct_pages(const struct pool_snap_info *info);
+/* Of those, pages this snapshot's put stored (the rest were in the store already). */
+POOL_EXPORT uint64_t pool_snap_info_new_pages(const struct pool_snap_info *info);
+POOL_EXPORT uint64_t pool_snap_info_state_len(const struct pool_snap_info *info);
+POOL_EXPORT uint64_t pool_snap_info_created_ms(const struct pool_snap_info *info);
+POOL_EXPORT uint32_t pool_snap_info_uid(const struct pool_snap_info *info);
+POOL_EXPORT const char *pool_snap_info_class(const struct pool_snap_info *info);
+POOL_EXPORT const char *pool_snap_info_parent(const struct pool_snap_info *info);
+/* Pages in the recorded working set, and restores merged into it. */
+POOL_EXPORT uint64_t pool_snap_info_ws_pages(const struct pool_snap_info *info);
+POOL_EXPORT uint64_t pool_snap_info_ws_runs(const struct pool_snap_info *info);
+/* Bytes the whole store keeps for all snapshots' pages, per class ("pinned" or "persistent"). */
+POOL_EXPORT int pool_snap_store_bytes(struct pool *pool, const char *cls, uint64_t *ret_bytes,
+				      uint64_t *ret_pages);
+
 /* Describe an error code returned by any libpool function. */
 POOL_EXPORT const char *pool_strerror(int code);
 /* The calling thread's message for its last failed libpool call. */

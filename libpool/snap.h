@@ -1,0 +1,81 @@
+/*
+ * libpool/snap.h - what the snapshot files of libpool share (snap.c: the
+ * store and the manifest; snapcopy.c: the node's shared copy and clones;
+ * snapuffd.c: lazy restores through userfaultfd). Nothing here is exported.
+ *
+ * A snapshot NAME is a manifest region "snap/NAME" (class pinned, or
+ * persistent for persistent snapshots) laid out as:
+ *
+ *   [0, 4096)            struct snap_header
+ *   [hashes_off, ...)    npages page hashes, 16 bytes each (XXH3-128 of
+ *                        the page); all zero for a zero page
+ *   [ws_off, ...)        the recorded working set: ws_len page indexes
+ *                        (uint32_t), room for npages
+ *   [state_off, ...)     the state blob, state_len bytes
+ *
+ * The pages live in a KV namespace with reference counts (SNAP_NS_PINNED
+ * or SNAP_NS_PERSISTENT), the hash being the key: a put of a page already
+ * there only counts one more reference, a remove one less, and the value
+ * is freed at none. Each snapshot holds one reference per distinct page.
+ */
+#ifndef LIBPOOL_SNAP_H
+#define LIBPOOL_SNAP_H
+
+#include <stdint.h>
+
+#include "libpool/internal.h"
+
+#define SNAP_MAGIC UINT64_C(0x50414e534c4f4f50) /* "POOLSNAP" */
+#define SNAP_VERSION 1
+#define SNAP_HDR_LEN 4096
+#define SNAP_HASH_LEN 16
+#define SNAP_PREFIX "snap/"
+#define SNAP_NS_PINNED "snap.pages"
+#define SNAP_NS_PERSISTENT "snap.ppages"
+
+enum { SNAP_WRITING = 1, SNAP_SEALED = 2 };
+#define SNAP_F_PERSISTENT 0x1u
+
+struct snap_header {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t state; /* SNAP_WRITING until every page is stored */
+	uint64_t id;	/* random, per put: names this image among node copies */
+	uint64_t image_len;
+	uint64_t page_size;
+	uint64_t npages;
+	uint64_t zero_pages, distinct, new_pages;
+	uint64_t created_ms;
+	uint32_t uid, flags;
+	uint64_t hashes_off, ws_off, ws_len, ws_runs, state_off, state_len;
+	char parent[64];
+};
+
+/* An open snapshot: its manifest read once (a snapshot never changes but for its working set). */
+struct pool_snap {
+	struct pool *pool;
+	char name[POOL_SNAP_NAME_MAX + 1];
+	struct pool_region *manifest;
+	struct snap_header hdr;
+	uint8_t *hashes; /* npages * SNAP_HASH_LEN */
+	struct pool_kv *pages;
+};
+
+/* snap.c */
+bool snap_zero_hash(const uint8_t *hash);
+/*
+ * Fetch n pages (indexes into the image) from the store into bufs[i]
+ * (page_size bytes each), in batches: zero pages are zeroed here.
+ */
+int snap_fetch(struct pool_snap *snap, size_t n, const uint64_t *pages, void *const *bufs);
+/* The whole image into dst (image_len bytes). */
+int snap_fill(struct pool_snap *snap, void *dst);
+/* The recorded working set (malloc'd, *ret_n entries), and adding a restore's first touches to it. */
+int snap_ws_load(struct pool_snap *snap, uint32_t **ret_pages, size_t *ret_n);
+int snap_ws_merge(struct pool_snap *snap, const uint64_t *pages, size_t n);
+
+/* snapcopy.c */
+/* The node's shared copy: a sealed memfd of the image, made here if the node has none. */
+int snap_copy_fd(struct pool_snap *snap, int *ret_fd);
+
+#endif
