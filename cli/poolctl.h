@@ -61,6 +61,11 @@ extern const struct cmd_entry cmd_vec_create_entry;
 extern const struct cmd_entry cmd_vec_drop_entry;
 extern const struct cmd_entry cmd_events_entry;
 extern const struct cmd_entry cmd_top_entry;
+extern const struct cmd_entry cmd_snap_put_entry;
+extern const struct cmd_entry cmd_snap_ls_entry;
+extern const struct cmd_entry cmd_snap_info_entry;
+extern const struct cmd_entry cmd_snap_rm_entry;
+extern const struct cmd_entry cmd_snap_get_entry;
 
 /* poolctl.c */
 int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req,

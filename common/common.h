@@ -95,6 +95,7 @@ struct poold_conf {
 	char *metrics_listen;
 	char *resp_password;
 	int64_t resp_capacity;
+	int64_t snap_capacity;
 	int64_t resp_max_clients;
 	char *pmem_path;
 	int64_t pmem_size;

@@ -94,6 +94,8 @@ const struct conf_option conf_options[] = {
 	 "capacity of each RESP database (namespace redisN, in this node's lend pool)"},
 	{"resp.max_clients", CONF_INT, OFF(resp_max_clients), 1, 65536, "1024", NULL, 0,
 	 "most RESP connections at once"},
+	{"snap.capacity", CONF_SIZE, OFF(snap_capacity), 1 << 20, 1024 * 1024 * GiB, "1T", NULL,
+	 CONF_F_RESTART, "most bytes of snapshot pages each store (DRAM, persistent) keeps"},
 	{"pmem.path", CONF_STRING, OFF(pmem_path), 0, 200, "", NULL, CONF_F_RESTART,
 	 "file or DAX device of the persistent tier; empty: no persistent tier"},
 	{"pmem.size", CONF_SIZE, OFF(pmem_size), 0, 16384 * GiB, "0", NULL, CONF_F_RESTART,

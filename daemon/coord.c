@@ -855,6 +855,8 @@ int coord_open(struct poold *pd)
 	if (rc == 0)
 		rc = kv_open(pd);
 	if (rc == 0)
+		rc = kv_snap_open(pd);
+	if (rc == 0)
 		rc = resp_open(pd);
 	if (rc < 0)
 		goto out_free;

@@ -101,6 +101,7 @@ struct kv_entry {
 	struct kv_pin *pins;
 	bool moving; /* a spill or a promotion is copying its value */
 	uint64_t recopy_at; /* a lost copy of its value is being made again since, or 0 */
+	uint32_t refs;	    /* dedup namespaces: holders of the value, or KV_REFS_UNKNOWN */
 };
 
 /* A value out of the index that readers still hold. */
@@ -157,7 +158,9 @@ struct kv_space {
 
 /* The ledger's region id of a namespace's extents: kept apart from region ids. */
 #define KV_HOLD_ID(ns) ((UINT64_C(1) << 63) | (ns)->id)
-#define KV_NS_FLAGS (HOLD_NS_DRAM_ONLY | HOLD_NS_PERSISTENT | HOLD_NS_NO_EVICT)
+#define KV_NS_FLAGS (HOLD_NS_DRAM_ONLY | HOLD_NS_PERSISTENT | HOLD_NS_NO_EVICT | HOLD_NS_DEDUP)
+/* References of a value taken back after a restart: not known, so never dropped. */
+#define KV_REFS_UNKNOWN UINT32_MAX
 
 /* The tier a namespace's values live in (before any spill). */
 static enum tier kv_tier(const struct kv_ns *ns)
@@ -890,6 +893,24 @@ static void kv_promote(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 }
 
 /* One key of a request. */
+/*
+ * A put to a dedup namespace of a key it has: the key names the content,
+ * so the value is there already and the writer only takes a reference
+ * (-EEXIST: nothing to write). While another writer still writes the same
+ * content, -EAGAIN: try again once that one commits.
+ */
+static int kv_dedup_reserve(struct poold *pd, struct kv_entry *e, Pool__KvLocation *loc)
+{
+	if (e->has_val && kv_val_usable(pd, &e->val)) { /* else: being written */
+		if (e->refs != KV_REFS_UNKNOWN)
+			e->refs++;
+		kv_loc(NULL, loc, NULL, -EEXIST, NULL, 0);
+		return 0;
+	}
+	kv_loc(NULL, loc, NULL, -EAGAIN, NULL, 0);
+	return 0;
+}
+
 static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, size_t i,
 		  Pool__KvLocation *loc, struct kv_locplaces *pl)
 {
@@ -930,6 +951,9 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 		kv_loc(pd, loc, NULL, 0, &e->val, q->node);
 		return 1;
 	}
+	if (strcmp(op, "reserve") == 0 && (ns->flags & HOLD_NS_DEDUP) && e != NULL &&
+	    ((e->has_val && kv_val_usable(pd, &e->val)) || e->has_pending))
+		return kv_dedup_reserve(pd, e, loc);
 	if (strcmp(op, "reserve") == 0) {
 		uint64_t size = kr->sizes[i], need;
 		struct kv_val v;
@@ -1004,6 +1028,8 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 				kv_loc(NULL, loc, NULL, 0, NULL, 0);
 				return 1;
 			}
+			/* In a dedup namespace, the same content again: its holders stay. */
+			e->refs = !e->has_val ? 1 : e->refs == KV_REFS_UNKNOWN ? e->refs : e->refs + 1;
 			if (e->has_val)
 				kv_retire_val(pd, ns, e);
 			e->val = e->pending;
@@ -1032,7 +1058,10 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 		return 0;
 	}
 	if (strcmp(op, "remove") == 0) {
-		kv_entry_clear(pd, ns, e);
+		if (!(ns->flags & HOLD_NS_DEDUP) || !e->has_val || e->refs == 1)
+			kv_entry_clear(pd, ns, e);
+		else if (e->refs != KV_REFS_UNKNOWN)
+			e->refs--;
 		kv_loc(NULL, loc, NULL, 0, NULL, 0);
 		return 1;
 	}
@@ -1249,6 +1278,8 @@ static void kv_ns_msg(const struct kv_ns *ns, Pool__KvNamespace *m)
 	m->has_size_hint = 1;
 	m->size_hint = ns->size_hint;
 	m->evict = (char *)(ns->flags & HOLD_NS_NO_EVICT ? "none" : "lru");
+	m->has_dedup = 1;
+	m->dedup = (ns->flags & HOLD_NS_DEDUP) != 0;
 }
 
 static void kv_ns_flush(struct poold *pd, struct kv_ns *ns)
@@ -1720,6 +1751,34 @@ int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity)
 	return 0;
 }
 
+/*
+ * The snapshot page stores (libpool/snap.h): dedup namespaces that never
+ * evict, one in DRAM, one in the pmem tier. Made at the coordinator's
+ * start; the persistent one may come back from its lenders instead.
+ */
+int kv_snap_open(struct poold *pd)
+{
+	static const struct {
+		const char *name;
+		uint32_t flags;
+	} stores[] = {
+		{"snap.pages", HOLD_NS_DRAM_ONLY},
+		{"snap.ppages", HOLD_NS_PERSISTENT},
+	};
+	struct kv_ns *ns;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(stores); i++) {
+		if (kv_ns_find(pd, stores[i].name) != NULL)
+			continue;
+		ns = kv_ns_new(pd, stores[i].name, (uint64_t)pd->conf->snap_capacity);
+		if (ns == NULL)
+			return -ENOMEM;
+		ns->flags = stores[i].flags | HOLD_NS_NO_EVICT | HOLD_NS_DEDUP;
+	}
+	return 0;
+}
+
 /* Keys of a namespace from a cursor on, for SCAN: up to max, *ret_next 0 at the end. */
 size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size_t max,
 		     void (*cb)(void *arg, const uint8_t *key, size_t klen), void *arg,
@@ -1844,6 +1903,7 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 	e->val = (struct kv_val){node, arena, off, alen, h->vlen, h->version,
 				 lp->tier != kv_tier(ns), 0, {{0}}};
 	e->has_val = true;
+	e->refs = KV_REFS_UNKNOWN;
 	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 	if (e->val.pmem)
 		ns->pmem_used += alen;

@@ -352,6 +352,7 @@ typedef void (*coord_done_cb)(struct poold *pd, void *arg, int rc);
 #define HOLD_NS_DRAM_ONLY 0x1u	/* Holding.ns_flags: the namespace never spills */
 #define HOLD_NS_PERSISTENT 0x2u /* ... its values live in pmem and are journaled */
 #define HOLD_NS_NO_EVICT 0x4u	/* ... a full namespace refuses puts */
+#define HOLD_NS_DEDUP 0x8u	/* ... keys name their content: puts count references */
 #define HOLD_REGION_ID(id) (!((id) >> 63)) /* Holding.region: a region's, not a KV namespace's */
 int hold_open(struct poold *pd);
 int hold_add(struct poold *pd, const Pool__Holdings *hs);
@@ -398,6 +399,7 @@ struct kv_where {
 int kv_local_op(struct poold *pd, uint64_t session, const char *nsname, const char *op,
 		const uint8_t *key, size_t klen, uint64_t arg, struct kv_where *ret);
 int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity);
+int kv_snap_open(struct poold *pd);
 size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size_t max,
 		     void (*cb)(void *arg, const uint8_t *key, size_t klen), void *arg,
 		     uint64_t *ret_next);

@@ -64,6 +64,10 @@ struct pool_node {
 	} *arenas;
 };
 
+/* kv.c */
+int kv_remove_batch(struct pool_kv *kv, size_t n, const void *const *keys, const size_t *klens);
+int kv_ns_usage(struct pool *pool, const char *ns, uint64_t *ret_bytes, uint64_t *ret_values);
+
 /* pool.c */
 int pool_call(struct pool *pool, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,
 	      ProtobufCMessage **ret_reply);

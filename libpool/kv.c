@@ -952,3 +952,39 @@ POOL_EXPORT int pool_kv_hash_chain(const uint32_t *tokens, size_t ntokens, size_
 	}
 	return (int)nblocks;
 }
+
+/* Remove n keys in one request (snap.c: references to pages): the number removed. */
+int kv_remove_batch(struct pool_kv *kv, size_t n, const void *const *keys, const size_t *klens)
+{
+	Pool__KvReply *rep;
+	size_t i, good = 0;
+	int rc;
+
+	rc = kv_call(kv, "remove", n, keys, klens, NULL, NULL, &rep);
+	if (rc < 0)
+		return rc;
+	for (i = 0; i < n; i++)
+		good += rep->locations[i]->status == 0;
+	wire_msg_free(&rep->base);
+	return (int)good;
+}
+
+/* Bytes (in either tier) and values a namespace holds now. */
+int kv_ns_usage(struct pool *pool, const char *ns, uint64_t *ret_bytes, uint64_t *ret_values)
+{
+	Pool__KvNsReply *rep;
+	int rc;
+
+	rc = kv_ns_call(pool, "stats", ns, 0, 0, &rep);
+	if (rc < 0)
+		return rc;
+	if (rep->n_namespaces != 1) {
+		wire_msg_free(&rep->base);
+		return pool_err(POOL_EPROTOCOL, "stats of namespace '%s': %zu answers", ns,
+				rep->n_namespaces);
+	}
+	*ret_bytes = rep->namespaces[0]->used + rep->namespaces[0]->pmem_used;
+	*ret_values = rep->namespaces[0]->entries;
+	wire_msg_free(&rep->base);
+	return 0;
+}

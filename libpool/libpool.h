@@ -388,6 +388,8 @@ POOL_EXPORT const char *pool_snap_info_parent(const struct pool_snap_info *info)
 /* Pages in the recorded working set, and restores merged into it. */
 POOL_EXPORT uint64_t pool_snap_info_ws_pages(const struct pool_snap_info *info);
 POOL_EXPORT uint64_t pool_snap_info_ws_runs(const struct pool_snap_info *info);
+/* "sealed", or "writing" while its put runs (or after the put failed: remove it). */
+POOL_EXPORT const char *pool_snap_info_state(const struct pool_snap_info *info);
 /* Bytes the whole store keeps for all snapshots' pages, per class ("pinned" or "persistent"). */
 POOL_EXPORT int pool_snap_store_bytes(struct pool *pool, const char *cls, uint64_t *ret_bytes,
 				      uint64_t *ret_pages);

@@ -49,6 +49,11 @@ struct snap_header {
 	uint32_t uid, flags;
 	uint64_t hashes_off, ws_off, ws_len, ws_runs, state_off, state_len;
 	char parent[64];
+	/*
+	 * Distinct pages (in order of first use in the image) the put holds a
+	 * reference to: all of them once sealed. A remove drops just these.
+	 */
+	uint64_t refs_done;
 };
 
 /* An open snapshot: its manifest read once (a snapshot never changes but for its working set). */
@@ -62,6 +67,7 @@ struct pool_snap {
 };
 
 /* snap.c */
+#define SNAP_BATCH 512 /* pages per request to the store */
 bool snap_zero_hash(const uint8_t *hash);
 /*
  * Fetch n pages (indexes into the image) from the store into bufs[i]

@@ -1,0 +1,372 @@
+/*
+ * cli/cmd-snap.c - poolctl snap put NAME FILE [options] | ls | info NAME | rm NAME |
+ * get NAME FILE: snapshots, through libpool (a put hashes the image here).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/poolctl.h"
+#include "libpool/libpool.h"
+
+static int snap_fail(const char *what, int rc)
+{
+	const char *msg = pool_errormsg();
+
+	fprintf(stderr, "poolctl: %s: %s\n", what, msg[0] != '\0' ? msg : pool_strerror(rc));
+	return EXIT_ERROR;
+}
+
+static int snap_connect(struct cmd_ctx *ctx, struct pool **ret)
+{
+	int rc = pool_open(ctx->socket, 0, ret);
+
+	if (rc < 0) {
+		fprintf(stderr, "poolctl: cannot reach poold: %s\n", pool_errormsg());
+		return EXIT_UNREACHABLE;
+	}
+	return EXIT_OK;
+}
+
+/* Read a whole (small) file: the state blob. */
+static int read_file(const char *path, void **ret, size_t *ret_len)
+{
+	FILE *f = fopen(path, "rb");
+	size_t cap = 65536, len = 0, n;
+	char *buf = malloc(cap), *nb;
+
+	while (f != NULL && buf != NULL && (n = fread(buf + len, 1, cap - len, f)) > 0) {
+		len += n;
+		if (len == cap && (cap > POOL_SNAP_STATE_MAX ||
+				   (nb = realloc(buf, cap *= 2)) == NULL || !(buf = nb)))
+			break;
+	}
+	if (f == NULL || buf == NULL || ferror(f) || len > POOL_SNAP_STATE_MAX) {
+		fprintf(stderr, "poolctl: state file '%s': %s\n", path,
+			f == NULL ? strerror(errno) : "unreadable or over 64M");
+		if (f != NULL)
+			fclose(f);
+		free(buf);
+		return -1;
+	}
+	fclose(f);
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+}
+
+static int snap_put_opt(struct pool_snap_opts *o, const char *arg)
+{
+	const char *v = strchr(arg, '=');
+	uint64_t size;
+	char *end;
+	int rc = -EINVAL;
+
+	if (v == NULL)
+		goto bad;
+	v++;
+	if (strncmp(arg, "class=", 6) == 0) {
+		rc = pool_snap_opts_set_class(o, v);
+	} else if (strncmp(arg, "page=", 5) == 0) {
+		if (units_parse_size(v, &size) == 0)
+			rc = pool_snap_opts_set_page_size(o, size);
+	} else if (strncmp(arg, "parent=", 7) == 0) {
+		rc = pool_snap_opts_set_parent(o, v);
+	} else if (strncmp(arg, "mode=", 5) == 0) {
+		unsigned long m = strtoul(v, &end, 8);
+
+		if (*v != '\0' && *end == '\0')
+			rc = pool_snap_opts_set_mode(o, (unsigned)m);
+	} else if (strncmp(arg, "state=", 6) == 0) {
+		void *state;
+		size_t len;
+
+		if (read_file(v, &state, &len) < 0)
+			return -1;
+		rc = pool_snap_opts_set_state(o, state, len);
+		free(state);
+	}
+	if (rc == 0)
+		return 0;
+bad:
+	fprintf(stderr, "poolctl: bad option '%s' (class=pinned|persistent, page=4K|2M, "
+		"parent=NAME, mode=OCTAL, state=FILE)\n", arg);
+	return -1;
+}
+
+static int cmd_snap_put_exec(struct cmd_ctx *ctx)
+{
+	struct pool_snap_opts *o;
+	struct pool_snap_info *info;
+	struct pool *pool = NULL;
+	int fd, i, rc = EXIT_USAGE;
+
+	if (pool_snap_opts_new(&o) < 0)
+		return EXIT_ERROR;
+	for (i = 2; i < ctx->argc; i++)
+		if (snap_put_opt(o, ctx->argv[i]) < 0)
+			goto out;
+	fd = open(ctx->argv[1], O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "poolctl: %s: %s\n", ctx->argv[1], strerror(errno));
+		rc = EXIT_ERROR;
+		goto out;
+	}
+	rc = snap_connect(ctx, &pool);
+	if (rc == EXIT_OK && (rc = pool_snap_put_fd(pool, ctx->argv[0], fd, o)) < 0)
+		rc = snap_fail("snap put", rc);
+	close(fd);
+	if (rc == EXIT_OK && pool_snap_stat(pool, ctx->argv[0], &info) == 0) {
+		uint64_t ps = pool_snap_info_page_size(info);
+
+		printf("%s: %llu pages, %llu zero, %llu distinct, %llu new (%llu bytes stored)\n",
+		       ctx->argv[0], (unsigned long long)(pool_snap_info_size(info) / ps),
+		       (unsigned long long)pool_snap_info_zero_pages(info),
+		       (unsigned long long)pool_snap_info_distinct_pages(info),
+		       (unsigned long long)pool_snap_info_new_pages(info),
+		       (unsigned long long)(pool_snap_info_new_pages(info) * ps));
+		pool_snap_info_free(info);
+	}
+out:
+	if (pool != NULL)
+		pool_close(pool);
+	pool_snap_opts_free(o);
+	return rc;
+}
+
+static void fmt_time(uint64_t ms, char *out, size_t len)
+{
+	time_t sec = (time_t)(ms / 1000);
+	struct tm tm;
+
+	strftime(out, len, "%F %T", localtime_r(&sec, &tm));
+}
+
+static void snap_info_json(struct json *j, const char *name, const struct pool_snap_info *in)
+{
+	uint64_t ps = pool_snap_info_page_size(in);
+
+	json_object(j, NULL);
+	json_str(j, "name", name);
+	json_str(j, "state", pool_snap_info_state(in));
+	json_str(j, "class", pool_snap_info_class(in));
+	json_u64(j, "size", pool_snap_info_size(in));
+	json_u64(j, "page_size", ps);
+	json_u64(j, "pages", pool_snap_info_size(in) / ps);
+	json_u64(j, "zero_pages", pool_snap_info_zero_pages(in));
+	json_u64(j, "distinct_pages", pool_snap_info_distinct_pages(in));
+	json_u64(j, "new_pages", pool_snap_info_new_pages(in));
+	json_u64(j, "stored_bytes", pool_snap_info_distinct_pages(in) * ps);
+	json_u64(j, "state_bytes", pool_snap_info_state_len(in));
+	json_str(j, "parent", pool_snap_info_parent(in));
+	json_u64(j, "created_ms", pool_snap_info_created_ms(in));
+	json_u64(j, "uid", pool_snap_info_uid(in));
+	json_u64(j, "working_set_pages", pool_snap_info_ws_pages(in));
+	json_u64(j, "working_set_runs", pool_snap_info_ws_runs(in));
+	json_end(j);
+}
+
+static int cmd_snap_ls_exec(struct cmd_ctx *ctx)
+{
+	static const char *const headers[] = {"NAME",  "SIZE",	"STORED", "ZERO",
+					      "CLASS", "STATE", "CREATED"};
+	struct table *t = NULL;
+	struct json *j = NULL;
+	struct pool *pool;
+	char **names;
+	size_t n, i;
+	int rc;
+
+	rc = snap_connect(ctx, &pool);
+	if (rc != EXIT_OK)
+		return rc;
+	rc = pool_snap_list(pool, &names, &n);
+	if (rc < 0) {
+		pool_close(pool);
+		return snap_fail("snap ls", rc);
+	}
+	if (ctx->json) {
+		j = json_new(stdout);
+		json_array(j, "snapshots");
+	} else {
+		t = table_new(7, headers);
+	}
+	for (i = 0; i < n; i++) {
+		struct pool_snap_info *in;
+		char size[24], stored[24], zero[24], created[32];
+		uint64_t ps;
+
+		if (pool_snap_stat(pool, names[i], &in) < 0)
+			continue; /* not readable by this caller, or just removed */
+		ps = pool_snap_info_page_size(in);
+		if (j != NULL) {
+			snap_info_json(j, names[i], in);
+		} else {
+			units_fmt_size(pool_snap_info_size(in), size, sizeof(size));
+			units_fmt_size(pool_snap_info_distinct_pages(in) * ps, stored,
+				       sizeof(stored));
+			units_fmt_size(pool_snap_info_zero_pages(in) * ps, zero, sizeof(zero));
+			fmt_time(pool_snap_info_created_ms(in), created, sizeof(created));
+			table_row(t, names[i], size, stored, zero, pool_snap_info_class(in),
+				  pool_snap_info_state(in), created);
+		}
+		pool_snap_info_free(in);
+	}
+	if (j != NULL) {
+		json_finish(j);
+	} else {
+		table_print(t, stdout);
+		table_free(t);
+	}
+	free(names);
+	pool_close(pool);
+	return EXIT_OK;
+}
+
+static int cmd_snap_info_exec(struct cmd_ctx *ctx)
+{
+	struct pool_snap_info *in;
+	uint64_t ps, bytes[2] = {0}, pages[2] = {0};
+	struct pool *pool;
+	char created[32];
+	int rc;
+
+	rc = snap_connect(ctx, &pool);
+	if (rc != EXIT_OK)
+		return rc;
+	rc = pool_snap_stat(pool, ctx->argv[0], &in);
+	if (rc < 0) {
+		pool_close(pool);
+		return snap_fail("snap info", rc);
+	}
+	pool_snap_store_bytes(pool, "pinned", &bytes[0], &pages[0]);
+	pool_snap_store_bytes(pool, "persistent", &bytes[1], &pages[1]);
+	ps = pool_snap_info_page_size(in);
+	if (ctx->json) {
+		struct json *j = json_new(stdout);
+
+		json_array(j, "snapshots");
+		snap_info_json(j, ctx->argv[0], in);
+		json_end(j);
+		json_object(j, "store");
+		json_u64(j, "pinned_bytes", bytes[0]);
+		json_u64(j, "pinned_pages", pages[0]);
+		json_u64(j, "persistent_bytes", bytes[1]);
+		json_u64(j, "persistent_pages", pages[1]);
+		json_end(j);
+		json_finish(j);
+	} else {
+		fmt_time(pool_snap_info_created_ms(in), created, sizeof(created));
+		printf("name:           %s\n", ctx->argv[0]);
+		printf("state:          %s\n", pool_snap_info_state(in));
+		printf("class:          %s\n", pool_snap_info_class(in));
+		printf("logical bytes:  %llu\n", (unsigned long long)pool_snap_info_size(in));
+		printf("page size:      %llu\n", (unsigned long long)ps);
+		printf("pages:          %llu\n", (unsigned long long)(pool_snap_info_size(in) / ps));
+		printf("zero pages:     %llu (not stored)\n",
+		       (unsigned long long)pool_snap_info_zero_pages(in));
+		printf("distinct pages: %llu\n",
+		       (unsigned long long)pool_snap_info_distinct_pages(in));
+		printf("stored bytes:   %llu (its distinct pages, shared with other snapshots)\n",
+		       (unsigned long long)(pool_snap_info_distinct_pages(in) * ps));
+		printf("new pages:      %llu (stored by its put; the rest were in the store)\n",
+		       (unsigned long long)pool_snap_info_new_pages(in));
+		printf("state bytes:    %llu\n", (unsigned long long)pool_snap_info_state_len(in));
+		printf("parent:         %s\n", pool_snap_info_parent(in)[0] != '\0' ?
+						     pool_snap_info_parent(in) : "-");
+		printf("created:        %s by uid %u\n", created, pool_snap_info_uid(in));
+		printf("working set:    %llu pages from %llu restores\n",
+		       (unsigned long long)pool_snap_info_ws_pages(in),
+		       (unsigned long long)pool_snap_info_ws_runs(in));
+		printf("store:          %llu bytes in %llu pages (pinned), %llu bytes in %llu "
+		       "pages (persistent), all snapshots\n", (unsigned long long)bytes[0],
+		       (unsigned long long)pages[0], (unsigned long long)bytes[1],
+		       (unsigned long long)pages[1]);
+	}
+	pool_snap_info_free(in);
+	pool_close(pool);
+	return EXIT_OK;
+}
+
+static int cmd_snap_rm_exec(struct cmd_ctx *ctx)
+{
+	struct pool *pool;
+	int rc;
+
+	rc = snap_connect(ctx, &pool);
+	if (rc != EXIT_OK)
+		return rc;
+	rc = pool_snap_remove(pool, ctx->argv[0]);
+	pool_close(pool);
+	return rc < 0 ? snap_fail("snap rm", rc) : EXIT_OK;
+}
+
+/* The image into FILE, in pieces of 4 MiB (a check that a restore is bit-exact). */
+static int cmd_snap_get_exec(struct cmd_ctx *ctx)
+{
+	size_t chunk = 4u << 20;
+	struct pool_snap *s = NULL;
+	struct pool *pool;
+	uint64_t off, size;
+	char *buf = malloc(chunk);
+	int fd = -1, rc;
+
+	rc = buf != NULL ? snap_connect(ctx, &pool) : EXIT_ERROR;
+	if (rc != EXIT_OK) {
+		free(buf);
+		return rc;
+	}
+	rc = pool_snap_open(pool, ctx->argv[0], &s);
+	if (rc < 0) {
+		rc = snap_fail("snap get", rc);
+		goto out;
+	}
+	fd = open(ctx->argv[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "poolctl: %s: %s\n", ctx->argv[1], strerror(errno));
+		rc = EXIT_ERROR;
+		goto out;
+	}
+	size = pool_snap_size(s);
+	for (off = 0; off < size && rc == 0; off += chunk) {
+		size_t n = (size_t)MIN(chunk, size - off);
+
+		rc = pool_snap_read(s, off, buf, n);
+		if (rc == 0 && write(fd, buf, n) != (ssize_t)n)
+			rc = -errno;
+	}
+	if (rc < 0)
+		rc = snap_fail("snap get", rc);
+out:
+	if (fd >= 0)
+		close(fd);
+	pool_snap_close(s);
+	pool_close(pool);
+	free(buf);
+	return rc;
+}
+
+const struct cmd_entry cmd_snap_put_entry = {
+	"snap put", "NAME FILE [opts]", 2, 7, DAEMON_NONE, cmd_snap_put_exec,
+	"store a memory image (class= page= parent= mode= state=FILE)",
+};
+const struct cmd_entry cmd_snap_ls_entry = {
+	"snap ls", "", 0, 0, DAEMON_NONE, cmd_snap_ls_exec, "the snapshots this caller can read",
+};
+const struct cmd_entry cmd_snap_info_entry = {
+	"snap info", "NAME", 1, 1, DAEMON_NONE, cmd_snap_info_exec,
+	"a snapshot: logical vs stored bytes, pages, working set",
+};
+const struct cmd_entry cmd_snap_rm_entry = {
+	"snap rm", "NAME", 1, 1, DAEMON_NONE, cmd_snap_rm_exec,
+	"delete a snapshot (pages other snapshots use stay)",
+};
+const struct cmd_entry cmd_snap_get_entry = {
+	"snap get", "NAME FILE", 2, 2, DAEMON_NONE, cmd_snap_get_exec,
+	"write a snapshot's image to FILE",
+};
