@@ -29,6 +29,7 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/man.sh tests/integration/regions.sh tests/integration/kv.sh \
 	tests/integration/kv-persist.sh tests/integration/persist.sh tests/integration/resp.sh \
 	tests/integration/vec.sh tests/integration/metrics.sh tests/integration/leaks.sh \
+	tests/integration/snap.sh \
 	tests/cluster/selftest.sh tests/cluster/kv.sh tests/cluster/vec.sh tests/cluster/soak.sh \
 	tests/cluster/membership.sh tests/cluster/regions.sh tests/cluster/reclaim.sh
 TESTS += $(INTEGRATION_TESTS)
@@ -97,3 +98,9 @@ tests_tools_pool_vec_SOURCES = tests/tools/pool-vec.c tests/tools/vecdata.c test
 tests_tools_pool_vec_LDADD = libpool/libpool.la $(LIBM)
 
 include tests/bench/vec.mk
+
+# pool-snap: snapshot images and restores through libpool, for the snapshot tests.
+noinst_PROGRAMS += tests/tools/pool-snap
+tests_tools_pool_snap_SOURCES = tests/tools/pool-snap.c
+tests_tools_pool_snap_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
+tests_tools_pool_snap_LDADD = libpool/libpool.la $(XXHASH_LIBS)

@@ -1,0 +1,122 @@
+#!/bin/bash
+# Snapshots on one node: two 256 MiB images sharing 80% of their pages (30%
+# zero) are stored in the bytes their distinct pages take; both read back
+# bit-exact; removing one keeps the pages the other uses and frees its own;
+# a put that dies midway gives back what it took once removed; persistent
+# snapshots survive a restart (pinned ones do not); bad input is refused.
+. "${top_srcdir:-.}/tests/integration/lib.sh"
+SNAP="$top_builddir/tests/tools/pool-snap"
+PMEM="$TEST_DIR/pmem"
+
+chmod 0755 "$TEST_DIR"
+start() {
+	pool_start -o lend.size=1G -o control.mode=0666 -o pmem.path="$PMEM" -o pmem.size=320M
+}
+# store_pages CLASS: pages the store keeps for all snapshots of a class.
+store_pages() {
+	"$POOLCTL" --json snap info "$1" | python3 -c \
+		'import json,sys; print(json.load(sys.stdin)["store"][sys.argv[1] + "_pages"])' "$2"
+}
+# field NAME KEY: a number from poolctl snap info --json.
+field() {
+	"$POOLCTL" --json snap info "$1" | python3 -c \
+		'import json,sys; print(json.load(sys.stdin)["snapshots"][0][sys.argv[1]])' "$2"
+}
+
+start || exit 1
+chmod 0755 "$TEST_DIR/run"
+# 30% zero, 50% shared, 20% each image's own: 80% of the pages of b are in a.
+"$SNAP" mkimg "$TEST_DIR/a.img" 256 1 99 50 30 && "$SNAP" mkimg "$TEST_DIR/b.img" 256 2 99 50 30
+suma=$("$SNAP" sum "$TEST_DIR/a.img")
+sumb=$("$SNAP" sum "$TEST_DIR/b.img")
+check "put a 256 MiB image" "$POOLCTL" snap put a "$TEST_DIR/a.img"
+check "put a second one sharing 80% of its pages" "$POOLCTL" snap put b "$TEST_DIR/b.img" parent=a
+check_out "65536 pages, 19661 zero, 45875 distinct, 13107 new" "b: only its own pages were new"
+check "list them" "$POOLCTL" snap ls
+check_out "^b +256M +183500K +78644K +pinned +sealed" "ls shows logical, stored and zero bytes"
+"$POOLCTL" snap info b >"$TEST_DIR/out"
+check_out "^parent: +a$" "the parent is recorded"
+pages=$(store_pages b pinned)
+# 512 MiB logical: 70% of a (its zero pages are not kept) and b's own 20%.
+if [ "$pages" -eq $((45875 + 13107)) ]; then
+	ok "the store keeps $pages pages ($((pages * 4096 >> 20)) MiB) for 512 MiB of images"
+else
+	not_ok "store pages $pages, expected $((45875 + 13107))"
+fi
+[ "$("$SNAP" read a)" = "$suma" ] && ok "a reads back bit-exact" || not_ok "a reads back"
+check "write b to a file" "$POOLCTL" snap get b "$TEST_DIR/b.out"
+cmp -s "$TEST_DIR/b.out" "$TEST_DIR/b.img" && ok "b is bit-exact" || not_ok "b bit-exact"
+rm -f "$TEST_DIR/b.out"
+check "remove a" "$POOLCTL" snap rm a
+[ "$(store_pages b pinned)" -eq 45875 ] && ok "a's own pages are freed, the shared ones kept" ||
+	not_ok "store after rm a: $(store_pages b pinned)"
+[ "$("$SNAP" read b)" = "$sumb" ] && ok "b still reads back bit-exact" || not_ok "b after rm a"
+check_exit 1 "a is gone" "$POOLCTL" snap info a
+check_out "no snapshot 'a'" "the error names it"
+check "put a again" "$POOLCTL" snap put a "$TEST_DIR/a.img"
+check_out "45875 distinct, 13107 new" "only a's own pages are stored again"
+
+# A put killed midway: its snapshot stays "writing" and cannot be opened;
+# removing it gives back the references it recorded, all but those of the
+# batch (512 pages) it was storing: pages kept too long, never too short.
+"$SNAP" mkimg "$TEST_DIR/c.img" 256 3 99 50 30
+before=$(store_pages b pinned)
+"$POOLCTL" snap put c "$TEST_DIR/c.img" >/dev/null 2>&1 &
+sleep 0.15
+kill -9 $! 2>/dev/null
+wait $! 2>/dev/null
+if [ "$(field c state 2>/dev/null)" = writing ]; then
+	check_exit 1 "a half-put snapshot cannot be read" "$SNAP" read c
+	check_out "still being put" "and says why"
+else
+	ok "# the put finished before the kill"
+fi
+check "remove it" "$POOLCTL" snap rm c
+after=$(store_pages b pinned)
+[ "$after" -ge "$before" ] && [ "$after" -le $((before + 512)) ] &&
+	ok "the store is back to $before pages (+$((after - before)) of the batch in flight)" ||
+	not_ok "store after rm of a dead put: $after, was $before"
+[ "$("$SNAP" read b)" = "$sumb" ] && ok "b still reads back bit-exact" || not_ok "b after rm c"
+
+# A state blob and a persistent snapshot (every value journaled by its lender: a smaller one).
+head -c 100000 /dev/urandom >"$TEST_DIR/state"
+"$SNAP" mkimg "$TEST_DIR/p.img" 32 4 99 50 30
+sump=$("$SNAP" sum "$TEST_DIR/p.img")
+check "put a persistent snapshot with a state blob" "$POOLCTL" snap put p "$TEST_DIR/p.img" \
+	class=persistent state="$TEST_DIR/state" mode=0644
+[ "$(field p state_bytes)" -eq 100000 ] && ok "its state blob is kept" || not_ok "state bytes"
+[ "$(store_pages p persistent)" -eq 5734 ] && ok "its pages are in the persistent store" ||
+	not_ok "persistent store pages $(store_pages p persistent)"
+check "another uid reads a 0644 snapshot" \
+	setpriv --reuid=nobody --regid=nogroup --clear-groups "$SNAP" read p
+check_exit 1 "but not a 0600 one" setpriv --reuid=nobody --regid=nogroup --clear-groups \
+	"$SNAP" read b
+check_exit 1 "nor removes it" setpriv --reuid=nobody --regid=nogroup --clear-groups \
+	"$POOLCTL" snap rm p
+
+# Bad input.
+head -c 5000 /dev/zero >"$TEST_DIR/odd.img"
+check_exit 1 "an image that is not whole pages" "$POOLCTL" snap put odd "$TEST_DIR/odd.img"
+check_out "multiple of the page size" "says so"
+check_exit 1 "an existing name" "$POOLCTL" snap put b "$TEST_DIR/b.img"
+check_exit 1 "a bad name" "$POOLCTL" snap put 'no/slash' "$TEST_DIR/b.img"
+check_out "snapshot name" "says what a name may be"
+check_exit 2 "a bad page size" "$POOLCTL" snap put x "$TEST_DIR/b.img" page=3K
+check_exit 2 "a bad class" "$POOLCTL" snap put x "$TEST_DIR/b.img" class=cache
+check_exit 1 "a file that is not there" "$POOLCTL" snap put x "$TEST_DIR/nothing"
+check_exit 1 "removing a snapshot that is not there" "$POOLCTL" snap rm nothing
+check "a region that is not a snapshot is not listed" "$POOLCTL" region create snapx 1M
+"$POOLCTL" snap ls >"$TEST_DIR/out"
+check_out "^b " "ls still works"
+
+# A restart: the persistent snapshot comes back whole, the pinned ones do not.
+pool_stop
+start || exit 1
+check "after a restart" "$POOLCTL" snap ls
+check_out "^p +32M" "the persistent snapshot is back"
+[ "$("$SNAP" read p)" = "$sump" ] && ok "bit-exact" || not_ok "p after restart"
+check_exit 1 "the pinned ones are gone" "$POOLCTL" snap info b
+check "remove it" "$POOLCTL" snap rm p
+pool_alive && ok "poold still running" || not_ok "poold still running"
+check "stops cleanly" pool_stop
+pool_done
