@@ -61,6 +61,7 @@ extern const struct cmd_entry cmd_vec_create_entry;
 extern const struct cmd_entry cmd_vec_drop_entry;
 extern const struct cmd_entry cmd_events_entry;
 extern const struct cmd_entry cmd_top_entry;
+extern const struct cmd_entry cmd_snap_copies_entry;
 
 /* poolctl.c */
 int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req,
