@@ -221,10 +221,17 @@ static void snapcopy_refill(struct snapcopies *sc, struct snapcopy *c)
 /* Drop least recently used ready copies until size more bytes and one more copy fit. */
 static int snapcopy_room(struct poold *pd, struct snapcopies *sc, uint64_t size)
 {
-	uint64_t budget = snapcopy_budget(pd);
+	uint64_t budget = snapcopy_budget(pd), filling = 0;
 	struct snapcopy *c, *next;
+	size_t nfilling = 0;
 
-	if (size > budget)
+	/* Copies being filled stay: evict nothing when they alone leave no room. */
+	TAILQ_FOREACH(c, &sc->list, entry)
+		if (c->state == COPY_FILLING) {
+			filling += c->size;
+			nfilling++;
+		}
+	if (filling + size > budget || nfilling >= SNAPCOPY_MAX)
 		return -ENOSPC;
 	for (c = TAILQ_FIRST(&sc->list); c != NULL; c = next) {
 		if (sc->bytes + size <= budget && sc->count < SNAPCOPY_MAX)
@@ -237,7 +244,7 @@ static int snapcopy_room(struct poold *pd, struct snapcopies *sc, uint64_t size)
 		sc->evictions++;
 		snapcopy_free(sc, c, -ENOENT, "was evicted");
 	}
-	return sc->bytes + size <= budget && sc->count < SNAPCOPY_MAX ? 0 : -ENOSPC;
+	return 0;
 }
 
 /* get: no copy yet, so this client makes one. */
@@ -249,10 +256,9 @@ static int snapcopy_create(struct req *r, struct snapcopies *sc, const Pool__Sna
 	rc = snapcopy_room(r->pd, sc, m->size);
 	if (rc < 0)
 		return req_errorf(r, rc, "no room for a %llu-byte copy of %s: snap.copies is "
-				  "%llu bytes, %llu in copies being filled",
+				  "%llu bytes, or %d copies, and the copies being filled use them",
 				  (unsigned long long)m->size, m->name,
-				  (unsigned long long)snapcopy_budget(r->pd),
-				  (unsigned long long)sc->bytes);
+				  (unsigned long long)snapcopy_budget(r->pd), SNAPCOPY_MAX);
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return req_errorf(r, -ENOMEM, "out of memory");
