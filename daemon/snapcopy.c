@@ -34,6 +34,7 @@
 
 #define SNAPCOPY_MAX 256		      /* copies on a node: each is an fd */
 #define SNAPCOPY_WAITERS_MAX 1024	      /* gets held while one copy fills */
+#define SNAPCOPY_FILLS_MAX 16		      /* copies one connection fills at once */
 #define SNAPCOPY_SIZE_MAX (UINT64_C(1) << 40) /* bytes of one image */
 #define SNAPCOPY_ALIGN 4096		      /* an image is whole pages */
 #define SNAPCOPY_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
@@ -251,8 +252,14 @@ static int snapcopy_room(struct poold *pd, struct snapcopies *sc, uint64_t size)
 static int snapcopy_create(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
 {
 	struct snapcopy *c;
+	unsigned fills = 0;
 	int rc;
 
+	/* A client that never says done would hold the memory of its copies: only so many. */
+	TAILQ_FOREACH(c, &sc->list, entry)
+		fills += c->state == COPY_FILLING && c->filler == r->session;
+	if (fills >= SNAPCOPY_FILLS_MAX)
+		return req_errorf(r, -EBUSY, "this connection fills %u copies already", fills);
 	rc = snapcopy_room(r->pd, sc, m->size);
 	if (rc < 0)
 		return req_errorf(r, rc, "no room for a %llu-byte copy of %s: snap.copies is "

@@ -214,6 +214,10 @@ def case_bad(path):
     assert st == "fill"
     assert a.error("get", "mine", 1, 4096) == -EBUSY  # the filler itself cannot wait
     os.close(fd)
+    for i in range(15):
+        assert a.status("get", "many%d" % i, 1, 4096)[0] == "fill"
+    assert a.error("get", "many15", 1, 4096) == -EBUSY  # 16 fills at once at most
+    assert Client(path).status("get", "many15", 1, 4096)[0] == "fill"
 
 
 def case_space(path):
