@@ -160,7 +160,8 @@ static void snapcopy_free(struct snapcopies *sc, struct snapcopy *c, int rc, con
 	TAILQ_REMOVE(&sc->list, c, entry);
 	sc->count--;
 	sc->bytes -= c->size;
-	close(c->fd);
+	if (c->fd >= 0) /* not after a refill that could not make a memfd */
+		close(c->fd);
 	free(c);
 }
 
