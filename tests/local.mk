@@ -99,3 +99,10 @@ tests_tools_pool_vec_SOURCES = tests/tools/pool-vec.c tests/tools/vecdata.c test
 tests_tools_pool_vec_LDADD = libpool/libpool.la $(LIBM)
 
 include tests/bench/vec.mk
+
+# pool-copytest: clones through libpool's own code, with a snap_fill() of its own.
+noinst_PROGRAMS += tests/tools/pool-copytest
+tests_tools_pool_copytest_SOURCES = tests/tools/pool-copytest.c $(libpool_libpool_la_SOURCES)
+tests_tools_pool_copytest_CPPFLAGS = $(libpool_libpool_la_CPPFLAGS)
+tests_tools_pool_copytest_CFLAGS = $(libpool_libpool_la_CFLAGS)
+tests_tools_pool_copytest_LDADD = $(libpool_libpool_la_LIBADD)

@@ -237,10 +237,15 @@ def case_space(path):
     os.close(fd)
 
 
+def case_drop(path, name):
+    """Drop the copies of name."""
+    assert Client(path).status("drop", name)[0] == "dropped"
+
+
 def main():
     path, case = sys.argv[1], sys.argv[2]
-    if case == "handoff":
-        case_handoff(path, sys.argv[3])
+    if case in ("handoff", "drop"):
+        globals()["case_" + case](path, sys.argv[3])
     else:
         globals()["case_" + case](path)
 

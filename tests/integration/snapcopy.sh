@@ -39,6 +39,17 @@ check "snap copies" "$POOLCTL" snap copies
 if grep -q "^mine .*filling" "$TEST_DIR/out"; then not_ok "a disconnected filler's copy stays"
 else ok "a disconnected filler's copy with nobody waiting goes"; fi
 
+# libpool's side, with a snap_fill() of the test's own.
+CT="$top_builddir/tests/tools/pool-copytest"
+check "32 processes clone at once: each sees the image, at most one fills" "$CT" clones 32 524288
+check_out "^32 clones, 0 bad, 1 fills$" "exactly one fill"
+check "snap copies" "$POOLCTL" snap copies
+check_out "^copytest +1234567890abcdef +512K +ready +31 " "the other 31 cloned the ready copy"
+check "a clone fd is sealed, read-only, close-on-exec and maps private" "$CT" fd 524288
+check "drop" $PY drop copytest
+check "a failed fill is aborted, the next place fills" "$CT" fail 524288
+check "drop" $PY drop copytest
+
 check "snap.copies: ENOSPC beyond it, LRU eviction within" $PY space
 [ "$(metric pool_snap_copy_evictions_total)" -ge 3 ] && ok "evictions counted" ||
 	not_ok "evictions: $(metric pool_snap_copy_evictions_total)"
