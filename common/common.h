@@ -99,6 +99,7 @@ struct poold_conf {
 	int64_t resp_max_clients;
 	char *pmem_path;
 	int64_t pmem_size;
+	int64_t snap_copies;
 	int64_t lease_grace_ms;
 	int64_t quota_bytes;
 	int64_t quota_regions;

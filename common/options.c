@@ -100,6 +100,8 @@ const struct conf_option conf_options[] = {
 	 "file or DAX device of the persistent tier; empty: no persistent tier"},
 	{"pmem.size", CONF_SIZE, OFF(pmem_size), 0, 16384 * GiB, "0", NULL, CONF_F_RESTART,
 	 "size of the persistent tier; 0 uses the size of an existing file"},
+	{"snap.copies", CONF_SIZE, OFF(snap_copies), 0, 16384 * GiB, "0", NULL, 0,
+	 "bytes of the node's shared copies of snapshot images; 0 means a quarter of its RAM"},
 };
 
 const size_t conf_noptions = sizeof(conf_options) / sizeof(conf_options[0]);

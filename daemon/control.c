@@ -66,6 +66,7 @@ static const struct ctl_handler *const handler_tables[] = {
 	kv_handlers,
 	vec_handlers,
 	events_handlers,
+	snapcopy_handlers,
 };
 
 static const struct ctl_handler *handlers[WIRE_TYPE_MAX];
@@ -124,6 +125,8 @@ static void ctl_closed(struct conn *conn, void *arg)
 		peer_session_end(ctl->pd, c->session);
 	else
 		region_session_end(ctl->pd, ctl->pd->node_id, c->session);
+	/* A copy it was filling goes to the next client waiting for it. */
+	snapcopy_session_end(ctl->pd, c->session);
 	TAILQ_REMOVE(&ctl->conns, c, entry);
 	ctl->nconns--;
 	ctl_uid_put(ctl, c->u);

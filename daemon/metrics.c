@@ -57,6 +57,23 @@ static void metrics_one(struct evbuffer *b, const char *name, const char *type, 
 	evbuffer_add_printf(b, "%s %llu\n", name, (unsigned long long)v);
 }
 
+/* This node's shared copies of snapshot images (snapcopy.c). */
+static void metrics_snap(struct poold *pd, struct evbuffer *b)
+{
+	uint64_t st[5];
+
+	snapcopy_stats(pd, st);
+	metrics_one(b, "pool_snap_copies", "gauge", "shared copies of snapshot images on this node",
+		    st[0]);
+	metrics_one(b, "pool_snap_copy_bytes", "gauge", "bytes of those copies", st[1]);
+	metrics_one(b, "pool_snap_clones_total", "counter",
+		    "clones served here: gets answered with a ready copy", st[2]);
+	metrics_one(b, "pool_snap_fills_total", "counter",
+		    "copies a client was asked to fill (first fills and refills)", st[3]);
+	metrics_one(b, "pool_snap_copy_evictions_total", "counter",
+		    "ready copies dropped to make room (snap.copies)", st[4]);
+}
+
 /* What this poold is and lends. */
 static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *b)
 {
@@ -97,6 +114,7 @@ static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *
 		    "vector searches served here for other processes", pd->vec_searches);
 	metrics_one(b, "pool_vec_queries_total", "counter",
 		    "vector queries in those searches", pd->vec_queries);
+	metrics_snap(pd, b);
 }
 
 /* The KV families: each one's samples come together, one per namespace (and tier). */

@@ -221,6 +221,7 @@ static void poold_free(struct poold *pd)
 	probe_results_free(pd->probes, pd->nprobes);
 	vecindex_ctx_free(pd->vec_ctx);
 	events_free(pd);
+	snapcopy_close(pd);
 	lend_close(pd);
 	poold_fabric_close(pd);
 	control_close(pd->control);

@@ -33,6 +33,7 @@ struct journal;
 struct vecindex_ctx;
 struct metrics;
 struct events;
+struct snapcopies;
 
 enum member_state { MEMBER_UP, MEMBER_SUSPECT, MEMBER_DEAD };
 enum tier { TIER_DRAM, TIER_PMEM };
@@ -120,6 +121,7 @@ struct poold {
 	uint64_t member_changes;    /* member state changes seen (cluster.c) */
 	struct metrics *metrics;    /* the Prometheus endpoint, if metrics.listen is set */
 	struct events *events;	    /* the recent events (events.c) */
+	struct snapcopies *snapcopies; /* the node's copies of snapshot images (snapcopy.c) */
 };
 
 /* poold.c */
@@ -418,6 +420,12 @@ void events_add(struct poold *pd, const char *kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void events_free(struct poold *pd);
 extern const struct ctl_handler events_handlers[];
+
+/* snapcopy.c: the node's shared copies of snapshot images */
+void snapcopy_session_end(struct poold *pd, uint64_t session);
+void snapcopy_stats(struct poold *pd, uint64_t ret[5]);
+void snapcopy_close(struct poold *pd);
+extern const struct ctl_handler snapcopy_handlers[];
 
 /* copy.c: an extent copied between lenders over the fabric */
 typedef void (*copy_done_cb)(struct poold *pd, void *arg, int rc);

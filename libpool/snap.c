@@ -783,6 +783,8 @@ POOL_EXPORT int pool_snap_remove(struct pool *pool, const char *name)
 		rc = pool_region_destroy(pool, rname);
 	if (rc == 0)
 		rc = snap_unref(kv, refs, MIN(h.refs_done, n));
+	if (rc == 0) /* this node's copy now; others' go when replaced or evicted */
+		snap_copy_drop(pool, name);
 	pool_kv_close(kv);
 	free(refs);
 	free(hashes);

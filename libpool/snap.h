@@ -83,5 +83,7 @@ int snap_ws_merge(struct pool_snap *snap, const uint64_t *pages, size_t n);
 /* snapcopy.c */
 /* The node's shared copy: a sealed memfd of the image, made here if the node has none. */
 int snap_copy_fd(struct pool_snap *snap, int *ret_fd);
+/* Drop the node's copies of a snapshot (pool_snap_remove); what clients mapped stays. */
+int snap_copy_drop(struct pool *pool, const char *name);
 
 #endif

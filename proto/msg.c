@@ -57,6 +57,8 @@ static const struct {
 	[WIRE_VEC_REPLY] = {"vec-reply", &pool__vec_reply__descriptor},
 	[WIRE_EVENTS] = {"events", &pool__events_request__descriptor},
 	[WIRE_EVENTS_REPLY] = {"events-reply", &pool__events_reply__descriptor},
+	[WIRE_SNAP_COPY] = {"snap-copy", &pool__snap_copy__descriptor},
+	[WIRE_SNAP_COPY_REPLY] = {"snap-copy-reply", &pool__snap_copy_reply__descriptor},
 };
 
 /* The descriptor of a message type, or NULL for an unknown type. */

@@ -2,7 +2,8 @@
 # Snapshots on one node: two 256 MiB images sharing 80% of their pages (30%
 # zero) are stored in the bytes their distinct pages take; both read back
 # bit-exact; removing one keeps the pages the other uses and frees its own;
-# a put that dies midway gives back what it took once removed; persistent
+# a put that dies midway gives back what it took once removed; 1,000
+# copy-on-write clones cost one copy and the pages they write; persistent
 # snapshots survive a restart (pinned ones do not); bad input is refused.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 SNAP="$top_builddir/tests/tools/pool-snap"
@@ -93,6 +94,30 @@ check_exit 1 "but not a 0600 one" setpriv --reuid=nobody --regid=nogroup --clear
 	"$SNAP" read b
 check_exit 1 "nor removes it" setpriv --reuid=nobody --regid=nogroup --clear-groups \
 	"$POOLCTL" snap rm p
+
+# 1,000 copy-on-write clones of a 64 MiB snapshot: the node keeps one copy
+# (the first clone makes it), each clone costs only the pages it writes.
+"$SNAP" mkimg "$TEST_DIR/c.img" 64 5 99 50 30
+sumc=$("$SNAP" sum "$TEST_DIR/c.img")
+check "put a 64 MiB snapshot" "$POOLCTL" snap put c "$TEST_DIR/c.img"
+check "the first clone makes the node's copy" "$SNAP" clones c 1 1 "$sumc"
+shmem=$(sed -n 's/.*shmem +\([0-9]*\) KiB.*/\1/p' "$TEST_DIR/out")
+[ -n "$shmem" ] && [ "$shmem" -ge 60000 ] && [ "$shmem" -le 100000 ] &&
+	ok "one copy: shared memory grew by $shmem KiB" || not_ok "shmem after the first clone: $shmem"
+check "1,000 clones by 10 processes, all right, writes private" "$SNAP" clones c 1000 10 "$sumc"
+cat "$TEST_DIR/out"
+shmem=$(sed -n 's/.*shmem \([-+][0-9]*\) KiB.*/\1/p' "$TEST_DIR/out")
+priv=$(sed -n 's/.*private \([0-9]*\) KiB.*/\1/p' "$TEST_DIR/out")
+[ -n "$shmem" ] && [ "$shmem" -le 16384 ] && ok "no second copy (shmem ${shmem} KiB)" ||
+	not_ok "shmem grew by $shmem KiB for 1,000 clones"
+[ -n "$priv" ] && [ "$priv" -ge 4000 ] && [ "$priv" -le $((4000 + 10 * 4096)) ] &&
+	ok "private memory: $priv KiB for 1,000 written pages" || not_ok "private $priv KiB"
+check "the copy's fd is sealed, read-only and maps only private" "$SNAP" clonefd c "$sumc"
+check "the node's copy is listed" "$POOLCTL" snap copies
+check_out "^c +[0-9a-f]+ +64M +ready +1001 " "with its clones counted (the first made it)"
+check "remove the snapshot" "$POOLCTL" snap rm c
+check "its copy goes with it" "$POOLCTL" snap copies
+[ "$(wc -l <"$TEST_DIR/out")" -eq 1 ] && ok "no copies left" || not_ok "copies after rm"
 
 # Bad input.
 head -c 5000 /dev/zero >"$TEST_DIR/odd.img"

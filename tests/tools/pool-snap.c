@@ -6,10 +6,19 @@
  *       image made with SHARED_SEED, the rest unique to SEED
  *   pool-snap sum FILE           XXH3-64 of a file
  *   pool-snap read NAME          XXH3-64 of a snapshot's image, read through libpool
+ *   pool-snap clones NAME N PROCS SUM
+ *       PROCS processes make N copy-on-write clones in all; each writes a page
+ *       of its own; checks every 100th clone whole against SUM (XXH3-64 of
+ *       the image) and every clone's own page and a page it did not write;
+ *       prints the time, the node's shared memory growth (the node copy) and
+ *       the private pages the clones made
+ *   pool-snap clonefd NAME SUM   the fd of the node copy is sealed, read-only
+ *                                and close-on-exec, and maps only private
  */
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +26,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <xxhash.h>
@@ -29,7 +40,9 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: pool-snap mkimg FILE MIB SEED SHARED_SEED SHARED%% ZERO%%\n"
 			"       pool-snap sum FILE\n"
-			"       pool-snap read NAME\n");
+			"       pool-snap read NAME\n"
+			"       pool-snap clones NAME N PROCS SUM\n"
+			"       pool-snap clonefd NAME SUM\n");
 	return 2;
 }
 
@@ -126,6 +139,160 @@ static int snap_read(struct pool *pool, const char *name)
 	return rc < 0 ? fail(name, rc) : 0;
 }
 
+/* A field of /proc/meminfo or /proc/self/smaps_rollup, in KiB. */
+static long kib(const char *file, const char *field)
+{
+	char line[256];
+	size_t n = strlen(field);
+	long v = -1;
+	FILE *f = fopen(file, "r");
+
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, field, n) == 0 && line[n] == ':')
+			v = strtol(line + n + 1, NULL, 10);
+	if (f != NULL)
+		fclose(f);
+	return v;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/*
+ * One process's share of the clones: the time they took (ms) and the
+ * private KiB they made, through a pipe; exit status 0 when all were right.
+ */
+static int clone_some(const char *name, int first, int n, uint64_t sum, int out)
+{
+	struct pool_snap *s;
+	struct pool *pool;
+	uint8_t **addr = calloc((size_t)n, sizeof(*addr));
+	uint64_t size, ps, pages, mark;
+	long dirty0;
+	double t0, t;
+	int i, bad = 0, rc;
+
+	if (addr == NULL || pool_open(NULL, 0, &pool) < 0 || pool_snap_open(pool, name, &s) < 0)
+		return fail(name, -EIO);
+	size = pool_snap_size(s);
+	ps = pool_snap_page_size(s);
+	pages = size / ps;
+	dirty0 = kib("/proc/self/smaps_rollup", "Private_Dirty");
+	t0 = now_ms();
+	for (i = 0; i < n; i++) {
+		rc = pool_snap_clone(s, (void **)&addr[i]);
+		if (rc < 0)
+			return fail("pool_snap_clone", rc);
+	}
+	t = now_ms() - t0;
+	for (i = 0; i < n; i++) {
+		uint64_t pg = (uint64_t)(first + i) % pages, other = (pg + 1) % pages;
+
+		if ((first + i) % 100 == 0 && XXH3_64bits(addr[i], size) != sum)
+			bad++;
+		/* a page nobody wrote reads the same in two clones */
+		if (i > 0 && memcmp(addr[i] + other * ps, addr[i - 1] + other * ps, 8) != 0)
+			bad++;
+		mark = UINT64_C(0xc10e000000000000) | (uint64_t)(first + i);
+		memcpy(addr[i] + pg * ps, &mark, 8);
+	}
+	for (i = 0; i < n; i++) {
+		uint64_t pg = (uint64_t)(first + i) % pages, got;
+
+		memcpy(&got, addr[i] + pg * ps, 8);
+		if (got != (UINT64_C(0xc10e000000000000) | (uint64_t)(first + i)))
+			bad++;
+	}
+	/* Each clone's writes stayed its own: the clone before it still has the image there. */
+	for (i = 1; i < n; i++) {
+		uint64_t pg = (uint64_t)(first + i) % pages, got;
+
+		memcpy(&got, addr[i - 1] + pg * ps, 8);
+		if (got == (UINT64_C(0xc10e000000000000) | (uint64_t)(first + i)))
+			bad++;
+	}
+	dprintf(out, "%.3f %ld %d\n", t, kib("/proc/self/smaps_rollup", "Private_Dirty") - dirty0,
+		bad);
+	for (i = 0; i < n; i++)
+		munmap(addr[i], size);
+	pool_snap_close(s);
+	pool_close(pool);
+	free(addr);
+	return bad != 0;
+}
+
+static int clones(const char *name, int n, int procs, uint64_t sum)
+{
+	long shmem0 = kib("/proc/meminfo", "Shmem"), priv = 0, p;
+	double wall0 = now_ms(), ms = 0, t;
+	int fds[2], i, status, bad = 0, b, failed = 0;
+	FILE *in;
+
+	if (n < 1 || procs < 1 || procs > n || pipe(fds) < 0)
+		return usage();
+	for (i = 0; i < procs; i++) {
+		int first = (int)((long)n * i / procs), last = (int)((long)n * (i + 1) / procs);
+
+		if (fork() == 0) {
+			close(fds[0]);
+			_exit(clone_some(name, first, last - first, sum, fds[1]));
+		}
+	}
+	close(fds[1]);
+	in = fdopen(fds[0], "r");
+	while (in != NULL && fscanf(in, "%lf %ld %d", &t, &p, &b) == 3) {
+		ms = t > ms ? t : ms;
+		priv += p;
+		bad += b;
+	}
+	while (wait(&status) > 0)
+		failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+	printf("%d clones by %d processes: %.1f ms to map them all (%.1f ms wall), "
+	       "shmem %+ld KiB, private %ld KiB, %d bad, %d failed\n", n, procs, ms,
+	       now_ms() - wall0, kib("/proc/meminfo", "Shmem") - shmem0, priv, bad, failed);
+	if (in != NULL)
+		fclose(in);
+	return bad == 0 && failed == 0 ? 0 : 1;
+}
+
+static int clone_fd(struct pool *pool, const char *name, uint64_t sum)
+{
+	struct pool_snap *s;
+	uint64_t size;
+	void *p;
+	int rc, fd;
+
+	rc = pool_snap_open(pool, name, &s);
+	if (rc == 0)
+		rc = pool_snap_clone_fd(s, &fd);
+	if (rc < 0)
+		return fail(name, rc);
+	size = pool_snap_size(s);
+	pool_snap_close(s);
+	if ((fcntl(fd, F_GETFL) & O_ACCMODE) != O_RDONLY || !(fcntl(fd, F_GETFD) & FD_CLOEXEC) ||
+	    fcntl(fd, F_GET_SEALS) != (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)) {
+		fprintf(stderr, "pool-snap: the fd is not read-only, close-on-exec and sealed\n");
+		return 1;
+	}
+	if (mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) != MAP_FAILED) {
+		fprintf(stderr, "pool-snap: the fd maps shared and writable\n");
+		return 1;
+	}
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED || XXH3_64bits(p, size) != sum) {
+		fprintf(stderr, "pool-snap: the private mapping is not the image\n");
+		return 1;
+	}
+	munmap(p, size);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct pool *pool;
@@ -135,6 +302,8 @@ int main(int argc, char **argv)
 		return mkimg(argv + 2);
 	if (argc == 3 && strcmp(argv[1], "sum") == 0)
 		return sum(argv[2]);
+	if (argc == 6 && strcmp(argv[1], "clones") == 0)
+		return clones(argv[2], atoi(argv[3]), atoi(argv[4]), strtoull(argv[5], NULL, 16));
 	if (argc < 3)
 		return usage();
 	rc = pool_open(NULL, 0, &pool);
@@ -142,6 +311,8 @@ int main(int argc, char **argv)
 		return fail("pool_open", rc);
 	if (strcmp(argv[1], "read") == 0 && argc == 3)
 		rc = snap_read(pool, argv[2]);
+	else if (strcmp(argv[1], "clonefd") == 0 && argc == 4)
+		rc = clone_fd(pool, argv[2], strtoull(argv[3], NULL, 16));
 	else
 		rc = usage();
 	pool_close(pool);

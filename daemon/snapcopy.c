@@ -1,0 +1,558 @@
+/*
+ * daemon/snapcopy.c - the node's shared copies of snapshot images.
+ *
+ * A copy is a memfd holding a whole image, kept per (name, id) and handed
+ * to the clients of this node (SCM_RIGHTS), which map it copy-on-write:
+ * a thousand clones of one image share its pages and own only the pages
+ * they write. poold never reads the store: the first client to ask gets an
+ * empty memfd and fills it (it already holds the snapshot open), then says
+ * done; poold seals the memfd so that nobody can change a byte of it any
+ * more, and answers the clients that asked in the meantime. A filler that
+ * aborts or goes away hands the fill to the next of them, on a fresh memfd.
+ *
+ * The id is the random identity a put writes into the snapshot's manifest.
+ * Only clients that could read the manifest know it, so it is the
+ * capability to a copy: a get must name it, and list shows it only to
+ * admins and to the uid that made the copy. A different id under the same
+ * name is a newer image: it replaces the older copy.
+ *
+ * The bytes of all copies are bounded by snap.copies; to make room, the
+ * least recently used ready copies are dropped (clients keep what they
+ * have mapped: the kernel frees a memfd with its last mapping).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "daemon/poold.h"
+#include "libpool/libpool.h"
+
+#define SNAPCOPY_MAX 256		      /* copies on a node: each is an fd */
+#define SNAPCOPY_WAITERS_MAX 1024	      /* gets held while one copy fills */
+#define SNAPCOPY_FILLS_MAX 16		      /* copies one connection fills at once */
+#define SNAPCOPY_SIZE_MAX (UINT64_C(1) << 40) /* bytes of one image */
+#define SNAPCOPY_ALIGN 4096		      /* an image is whole pages */
+#define SNAPCOPY_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
+
+enum snapcopy_state { COPY_FILLING, COPY_READY };
+
+struct snapcopy {
+	TAILQ_ENTRY(snapcopy) entry; /* least recently used first */
+	char name[POOL_SNAP_NAME_MAX + 1];
+	uint64_t id, size;
+	int fd;
+	enum snapcopy_state state;
+	uid_t uid;	   /* of the client that asked first */
+	uint64_t filler;   /* filling: the session of the client filling it */
+	uint64_t clones;   /* gets answered with it ready */
+	struct req **waiters; /* filling: the gets held until it is ready */
+	size_t nwaiters;
+};
+
+struct snapcopies {
+	TAILQ_HEAD(, snapcopy) list;
+	size_t count;
+	uint64_t bytes;
+	uint64_t clones, fills, evictions; /* for the metrics */
+};
+
+static struct snapcopies *snapcopy_space(struct poold *pd)
+{
+	if (pd->snapcopies == NULL) {
+		pd->snapcopies = calloc(1, sizeof(*pd->snapcopies));
+		if (pd->snapcopies != NULL)
+			TAILQ_INIT(&pd->snapcopies->list);
+	}
+	return pd->snapcopies;
+}
+
+/* snap.copies, or a quarter of the node's RAM when it is 0. */
+static uint64_t snapcopy_budget(const struct poold *pd)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+
+	if (pd->conf->snap_copies > 0)
+		return (uint64_t)pd->conf->snap_copies;
+	if (pages <= 0 || psize <= 0)
+		return 0;
+	return (uint64_t)pages * (uint64_t)psize / 4;
+}
+
+static bool snapcopy_name_ok(const char *name)
+{
+	size_t n = strlen(name), i;
+
+	if (n == 0 || n > POOL_SNAP_NAME_MAX)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:/-",
+			    name[i]))
+			return false;
+	return true;
+}
+
+static struct snapcopy *snapcopy_find(struct snapcopies *sc, const char *name)
+{
+	struct snapcopy *c;
+
+	TAILQ_FOREACH(c, &sc->list, entry)
+		if (strcmp(c->name, name) == 0)
+			return c;
+	return NULL;
+}
+
+/* An empty memfd of size bytes that can be sealed. */
+static int snapcopy_memfd(const struct snapcopy *c, int *ret_fd)
+{
+	char label[16 + POOL_SNAP_NAME_MAX];
+	int fd;
+
+	snprintf(label, sizeof(label), "poold-snap:%s", c->name);
+	fd = memfd_create(label, MFD_ALLOW_SEALING | MFD_CLOEXEC);
+	if (fd < 0) {
+		log_warn("memfd_create for snapshot copy %s", c->name);
+		return -errno;
+	}
+	if (ftruncate(fd, (off_t)c->size) < 0) {
+		int rc = -errno;
+
+		log_warn("ftruncate of snapshot copy %s to %llu bytes", c->name,
+			 (unsigned long long)c->size);
+		close(fd);
+		return rc;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+/* Answer a get with the copy's fd: "ready" (and count a clone) or "fill". */
+static int snapcopy_send(struct snapcopies *sc, struct snapcopy *c, struct req *r)
+{
+	Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
+	int rc;
+
+	rep.status = c->state == COPY_READY ? "ready" : "fill";
+	rc = conn_send_fd(r->conn, WIRE_SNAP_COPY_REPLY, r->id, &rep.base, c->fd);
+	if (rc < 0)
+		return req_errorf(r, rc, "cannot pass the copy of %s: %s", c->name, err_str(rc));
+	if (c->state == COPY_READY) {
+		c->clones++;
+		sc->clones++;
+	}
+	return 0;
+}
+
+/* Forget a copy, failing the gets it holds with rc. */
+static void snapcopy_free(struct snapcopies *sc, struct snapcopy *c, int rc, const char *why)
+{
+	size_t i;
+
+	for (i = 0; i < c->nwaiters; i++) {
+		req_errorf(c->waiters[i], rc, "copy of snapshot %s %s", c->name, why);
+		req_finish(c->waiters[i], rc);
+	}
+	free(c->waiters);
+	TAILQ_REMOVE(&sc->list, c, entry);
+	sc->count--;
+	sc->bytes -= c->size;
+	if (c->fd >= 0) /* not after a refill that could not make a memfd */
+		close(c->fd);
+	free(c);
+}
+
+/* Answer the held gets of a copy just sealed. */
+static void snapcopy_wake(struct snapcopies *sc, struct snapcopy *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nwaiters; i++) {
+		struct req *w = c->waiters[i];
+
+		req_finish(w, conn_alive(w->conn) ? snapcopy_send(sc, c, w) : -ENOTCONN);
+	}
+	free(c->waiters);
+	c->waiters = NULL;
+	c->nwaiters = 0;
+}
+
+/*
+ * The filler gave up (or went away): the next waiter still connected fills
+ * it instead, on a fresh memfd, since nobody knows how much of the old one
+ * was written. With nobody waiting the copy goes.
+ */
+static void snapcopy_refill(struct snapcopies *sc, struct snapcopy *c)
+{
+	struct req *w;
+	int fd, rc;
+
+	close(c->fd);
+	c->fd = -1;
+	while (c->nwaiters > 0) {
+		w = c->waiters[0];
+		memmove(c->waiters, c->waiters + 1, --c->nwaiters * sizeof(*c->waiters));
+		if (!conn_alive(w->conn)) {
+			req_finish(w, -ENOTCONN);
+			continue;
+		}
+		rc = snapcopy_memfd(c, &fd);
+		if (rc < 0) {
+			req_errorf(w, rc, "cannot make a copy of %s: %s", c->name, err_str(rc));
+			req_finish(w, rc);
+			break;
+		}
+		c->fd = fd;
+		c->filler = w->session;
+		c->uid = w->uid;
+		rc = snapcopy_send(sc, c, w);
+		req_finish(w, rc);
+		if (rc == 0) {
+			sc->fills++;
+			return;
+		}
+		close(c->fd);
+		c->fd = -1;
+	}
+	snapcopy_free(sc, c, -ECANCELED, "was given up by the client filling it");
+}
+
+/* Drop least recently used ready copies until size more bytes and one more copy fit. */
+static int snapcopy_room(struct poold *pd, struct snapcopies *sc, uint64_t size)
+{
+	uint64_t budget = snapcopy_budget(pd), filling = 0;
+	struct snapcopy *c, *next;
+	size_t nfilling = 0;
+
+	/* Copies being filled stay: evict nothing when they alone leave no room. */
+	TAILQ_FOREACH(c, &sc->list, entry)
+		if (c->state == COPY_FILLING) {
+			filling += c->size;
+			nfilling++;
+		}
+	if (filling + size > budget || nfilling >= SNAPCOPY_MAX)
+		return -ENOSPC;
+	for (c = TAILQ_FIRST(&sc->list); c != NULL; c = next) {
+		if (sc->bytes + size <= budget && sc->count < SNAPCOPY_MAX)
+			return 0;
+		next = TAILQ_NEXT(c, entry);
+		if (c->state != COPY_READY)
+			continue;
+		log_debug("snapshot copy %s (%llu bytes) evicted", c->name,
+			  (unsigned long long)c->size);
+		sc->evictions++;
+		snapcopy_free(sc, c, -ENOENT, "was evicted");
+	}
+	return 0;
+}
+
+/* get: no copy yet, so this client makes one. */
+static int snapcopy_create(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
+{
+	struct snapcopy *c;
+	unsigned fills = 0;
+	int rc;
+
+	/* A client that never says done would hold the memory of its copies: only so many. */
+	TAILQ_FOREACH(c, &sc->list, entry)
+		fills += c->state == COPY_FILLING && c->filler == r->session;
+	if (fills >= SNAPCOPY_FILLS_MAX)
+		return req_errorf(r, -EBUSY, "this connection fills %u copies already", fills);
+	rc = snapcopy_room(r->pd, sc, m->size);
+	if (rc < 0)
+		return req_errorf(r, rc, "no room for a %llu-byte copy of %s: snap.copies is "
+				  "%llu bytes, or %d copies, and the copies being filled use them",
+				  (unsigned long long)m->size, m->name,
+				  (unsigned long long)snapcopy_budget(r->pd), SNAPCOPY_MAX);
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return req_errorf(r, -ENOMEM, "out of memory");
+	snprintf(c->name, sizeof(c->name), "%s", m->name);
+	c->id = m->id;
+	c->size = m->size;
+	c->state = COPY_FILLING;
+	c->uid = r->uid;
+	c->filler = r->session;
+	rc = snapcopy_memfd(c, &c->fd);
+	if (rc < 0) {
+		free(c);
+		return req_errorf(r, rc, "cannot make a copy of %s: %s", m->name, err_str(rc));
+	}
+	TAILQ_INSERT_TAIL(&sc->list, c, entry);
+	sc->count++;
+	sc->bytes += c->size;
+	rc = snapcopy_send(sc, c, r);
+	if (rc < 0) {
+		snapcopy_free(sc, c, rc, "could not be passed");
+		return rc;
+	}
+	sc->fills++;
+	return 0;
+}
+
+/* get: wait for the client filling the copy. */
+static int snapcopy_wait(struct req *r, struct snapcopy *c)
+{
+	struct req **w;
+
+	if (c->filler == r->session)
+		return req_errorf(r, -EBUSY, "this connection is filling the copy of %s", c->name);
+	if (c->nwaiters >= SNAPCOPY_WAITERS_MAX)
+		return req_errorf(r, -EAGAIN, "%d clients wait for the copy of %s already",
+				  SNAPCOPY_WAITERS_MAX, c->name);
+	w = realloc(c->waiters, (c->nwaiters + 1) * sizeof(*w));
+	if (w == NULL)
+		return req_errorf(r, -ENOMEM, "out of memory");
+	c->waiters = w;
+	w[c->nwaiters] = req_hold(r);
+	if (w[c->nwaiters] == NULL)
+		return req_errorf(r, -ENOMEM, "out of memory");
+	c->nwaiters++;
+	return REQ_LATER;
+}
+
+static int snapcopy_get(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
+{
+	struct snapcopy *c;
+
+	if (!m->has_id || !m->has_size)
+		return req_errorf(r, -EINVAL, "get needs a name, an id and a size");
+	if (m->size == 0 || m->size > SNAPCOPY_SIZE_MAX || m->size % SNAPCOPY_ALIGN != 0)
+		return req_errorf(r, -EINVAL, "size %llu: a multiple of %d bytes, at most 1T",
+				  (unsigned long long)m->size, SNAPCOPY_ALIGN);
+	c = snapcopy_find(sc, m->name);
+	if (c != NULL && c->id != m->id) {
+		/* A newer image under that name: the old one is not used from now on. */
+		snapcopy_free(sc, c, -ESTALE, "was replaced by a newer image");
+		c = NULL;
+	}
+	if (c == NULL)
+		return snapcopy_create(r, sc, m);
+	if (c->size != m->size)
+		return req_errorf(r, -EINVAL, "the copy of %s has %llu bytes, not %llu", c->name,
+				  (unsigned long long)c->size, (unsigned long long)m->size);
+	TAILQ_REMOVE(&sc->list, c, entry);
+	TAILQ_INSERT_TAIL(&sc->list, c, entry);
+	if (c->state == COPY_FILLING)
+		return snapcopy_wait(r, c);
+	return snapcopy_send(sc, c, r);
+}
+
+/* The copy a done or abort is about, if this client is filling it. */
+static int snapcopy_filling(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m,
+			    struct snapcopy **ret_c)
+{
+	struct snapcopy *c;
+
+	if (!m->has_id)
+		return req_errorf(r, -EINVAL, "%s needs a name and an id", m->op);
+	c = snapcopy_find(sc, m->name);
+	if (c == NULL || c->id != m->id)
+		return req_errorf(r, -ENOENT, "no copy of %s with that id here", m->name);
+	if (c->state != COPY_FILLING || c->filler != r->session)
+		return req_errorf(r, -EPERM, "this connection is not filling the copy of %s",
+				  m->name);
+	*ret_c = c;
+	return 0;
+}
+
+static int snapcopy_reply(struct req *r, const char *status)
+{
+	Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
+
+	rep.status = (char *)status;
+	return req_reply(r, WIRE_SNAP_COPY_REPLY, &rep.base);
+}
+
+/*
+ * done: seal the copy. F_SEAL_WRITE fails with EBUSY while a shared
+ * writable mapping exists: the filler must munmap first, and may retry.
+ */
+static int snapcopy_done(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
+{
+	struct snapcopy *c;
+	int rc;
+
+	rc = snapcopy_filling(r, sc, m, &c);
+	if (rc < 0)
+		return rc;
+	if (fcntl(c->fd, F_ADD_SEALS, SNAPCOPY_SEALS) < 0) {
+		rc = -errno;
+		return req_errorf(r, rc, rc == -EBUSY ? "the copy of %s is still mapped writable: "
+				  "unmap it first" : "cannot seal the copy of %s", c->name);
+	}
+	c->state = COPY_READY;
+	c->filler = 0;
+	rc = snapcopy_reply(r, "done");
+	snapcopy_wake(sc, c);
+	return rc;
+}
+
+static int snapcopy_abort(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
+{
+	struct snapcopy *c;
+	int rc;
+
+	rc = snapcopy_filling(r, sc, m, &c);
+	if (rc < 0)
+		return rc;
+	rc = snapcopy_reply(r, "aborted");
+	snapcopy_refill(sc, c);
+	return rc;
+}
+
+static void snapcopy_entry(const struct req *r, const struct snapcopy *c, Pool__SnapCopyEntry *e)
+{
+	pool__snap_copy_entry__init(e);
+	e->name = (char *)c->name;
+	/* The id is the capability: only for admins and the uid that made the copy. */
+	if (r->admin || r->uid == c->uid) {
+		e->has_id = 1;
+		e->id = c->id;
+	}
+	e->size = c->size;
+	e->state = c->state == COPY_READY ? "ready" : "filling";
+	e->clones = c->clones;
+	e->uid = (uint32_t)c->uid;
+	e->waiters = (uint32_t)c->nwaiters;
+}
+
+/* list (name NULL: all copies) or drop (the copies of name the caller may drop). */
+static int snapcopy_list(struct req *r, struct snapcopies *sc, const char *name, bool drop)
+{
+	Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
+	Pool__SnapCopyEntry *e, **ep;
+	struct snapcopy *c, *next;
+	size_t n = 0, denied = 0;
+	int rc;
+
+	e = calloc(sc->count + 1, sizeof(*e));
+	ep = calloc(sc->count + 1, sizeof(*ep));
+	if (e == NULL || ep == NULL) {
+		free(e);
+		free(ep);
+		return req_errorf(r, -ENOMEM, "out of memory");
+	}
+	TAILQ_FOREACH(c, &sc->list, entry) {
+		if (name != NULL && strcmp(c->name, name) != 0)
+			continue;
+		if (drop && !r->admin && r->uid != c->uid) {
+			denied++;
+			continue;
+		}
+		snapcopy_entry(r, c, &e[n]);
+		ep[n] = &e[n];
+		n++;
+	}
+	if (drop && n == 0 && denied > 0) {
+		rc = req_errorf(r, -EPERM, "the copies of %s belong to other users", name);
+		goto out;
+	}
+	rep.status = drop ? "dropped" : "list";
+	rep.copies = ep;
+	rep.n_copies = n;
+	rc = req_reply(r, WIRE_SNAP_COPY_REPLY, &rep.base);
+	/* The entries point into the copies: free those only once the reply is out. */
+	for (c = TAILQ_FIRST(&sc->list); drop && c != NULL; c = next) {
+		next = TAILQ_NEXT(c, entry);
+		if (strcmp(c->name, name) == 0 && (r->admin || r->uid == c->uid))
+			snapcopy_free(sc, c, -ENOENT, "was dropped");
+	}
+out:
+	free(e);
+	free(ep);
+	return rc;
+}
+
+static int snapcopy_request(struct req *r, const ProtobufCMessage *msg)
+{
+	const Pool__SnapCopy *m = (const Pool__SnapCopy *)msg;
+	struct snapcopies *sc;
+	bool named;
+
+	/* The fd must reach a process on this node: never a request relayed by a peer. */
+	if (r->node != r->pd->node_id)
+		return req_errorf(r, -EOPNOTSUPP, "snapshot copies serve local clients only");
+	sc = snapcopy_space(r->pd);
+	if (sc == NULL)
+		return req_errorf(r, -ENOMEM, "out of memory");
+	if (strcmp(m->op, "list") == 0)
+		return snapcopy_list(r, sc, NULL, false);
+	named = m->name != NULL && snapcopy_name_ok(m->name);
+	if (!named && (strcmp(m->op, "get") == 0 || strcmp(m->op, "done") == 0 ||
+		       strcmp(m->op, "abort") == 0 || strcmp(m->op, "drop") == 0))
+		return req_errorf(r, -EINVAL, "snapshot name: 1-%d characters of [A-Za-z0-9._:/-]",
+				  POOL_SNAP_NAME_MAX);
+	if (strcmp(m->op, "get") == 0)
+		return snapcopy_get(r, sc, m);
+	if (strcmp(m->op, "done") == 0)
+		return snapcopy_done(r, sc, m);
+	if (strcmp(m->op, "abort") == 0)
+		return snapcopy_abort(r, sc, m);
+	if (strcmp(m->op, "drop") == 0)
+		return snapcopy_list(r, sc, m->name, true);
+	return req_errorf(r, -EINVAL, "snapshot copy op: get, done, abort, drop or list");
+}
+
+/*
+ * A client connection ended: what it was filling goes to the next waiter,
+ * and its own held gets are answered (into the void) now, not at the fill.
+ */
+void snapcopy_session_end(struct poold *pd, uint64_t session)
+{
+	struct snapcopies *sc = pd->snapcopies;
+	struct snapcopy *c, *next;
+	size_t i, j;
+
+	if (sc == NULL)
+		return;
+	for (c = TAILQ_FIRST(&sc->list); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, entry);
+		if (c->state != COPY_FILLING)
+			continue;
+		for (i = j = 0; i < c->nwaiters; i++) {
+			if (c->waiters[i]->session == session)
+				req_finish(c->waiters[i], -ENOTCONN);
+			else
+				c->waiters[j++] = c->waiters[i];
+		}
+		c->nwaiters = j;
+		if (c->filler == session) {
+			log_debug("the client filling the copy of %s went away", c->name);
+			snapcopy_refill(sc, c);
+		}
+	}
+}
+
+/* What the metrics tell: copies, their bytes, clones served, fills started, evictions. */
+void snapcopy_stats(struct poold *pd, uint64_t ret[5])
+{
+	struct snapcopies *sc = pd->snapcopies;
+
+	ret[0] = sc ? sc->count : 0;
+	ret[1] = sc ? sc->bytes : 0;
+	ret[2] = sc ? sc->clones : 0;
+	ret[3] = sc ? sc->fills : 0;
+	ret[4] = sc ? sc->evictions : 0;
+}
+
+/* Drop every copy (poold stops): held gets get an error. */
+void snapcopy_close(struct poold *pd)
+{
+	struct snapcopies *sc = pd->snapcopies;
+
+	if (sc == NULL)
+		return;
+	while (!TAILQ_EMPTY(&sc->list))
+		snapcopy_free(sc, TAILQ_FIRST(&sc->list), -ESHUTDOWN, "is gone: poold stops");
+	free(sc);
+	pd->snapcopies = NULL;
+}
+
+const struct ctl_handler snapcopy_handlers[] = {
+	{WIRE_SNAP_COPY, CTL_ANY, AT_HERE, snapcopy_request},
+	{0, 0, 0, NULL},
+};

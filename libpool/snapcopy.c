@@ -1,0 +1,187 @@
+/*
+ * libpool/snapcopy.c - copy-on-write clones of a snapshot from the node's
+ * shared copy.
+ *
+ * The local poold keeps one sealed memfd per image (daemon/snapcopy.c).
+ * The first client on the node to ask is told to fill it: it maps the
+ * memfd shared, writes the image from the store, unmaps it and says done;
+ * poold seals it and hands it to every later client, which maps it
+ * private. The clients asking while it fills wait in poold; if the filler
+ * fails or dies, one of them fills it instead.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "libpool/snap.h"
+
+/* A ready copy passes with the first byte of its reply, which poold can only send on an idle link. */
+#define SNAPCOPY_TRIES 5
+
+/* One SnapCopy request; ret_fd (if not NULL) gets the fd that came with the reply, or -1. */
+static int snap_copy_call(struct pool *pool, const Pool__SnapCopy *req, char *ret_status,
+			  size_t status_len, int *ret_fd)
+{
+	Pool__SnapCopyReply *rep;
+	int rc, fd = -1;
+
+	rc = pool_call_fd(pool, WIRE_SNAP_COPY, &req->base, WIRE_SNAP_COPY_REPLY,
+			  (ProtobufCMessage **)&rep, ret_fd ? &fd : NULL);
+	if (rc < 0)
+		return rc;
+	if (ret_status != NULL)
+		snprintf(ret_status, status_len, "%s", rep->status);
+	wire_msg_free(&rep->base);
+	if (ret_fd != NULL)
+		*ret_fd = fd;
+	return 0;
+}
+
+/* done or abort of the copy this client fills. */
+static int snap_copy_end(struct pool_snap *snap, const char *op)
+{
+	Pool__SnapCopy req = POOL__SNAP_COPY__INIT;
+
+	req.op = (char *)op;
+	req.name = snap->name;
+	req.has_id = 1;
+	req.id = snap->hdr.id;
+	return snap_copy_call(snap->pool, &req, NULL, 0, NULL);
+}
+
+/*
+ * Fill the empty copy poold handed us. The shared mapping must be gone
+ * before done: poold cannot seal a memfd that is mapped writable.
+ */
+static int snap_copy_fill(struct pool_snap *snap, int fd)
+{
+	size_t len = (size_t)snap->hdr.image_len;
+	void *addr;
+	int rc;
+
+	addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (addr == MAP_FAILED) {
+		rc = pool_err(-errno, "snapshot %s: cannot map the node's copy: %s", snap->name,
+			      strerror(errno));
+		snap_copy_end(snap, "abort");
+		return rc;
+	}
+	rc = snap_fill(snap, addr);
+	munmap(addr, len);
+	if (rc < 0) {
+		/* snap_fill's message tells why, unless the abort fails too (then that tells). */
+		snap_copy_end(snap, "abort");
+		return rc;
+	}
+	return snap_copy_end(snap, "done");
+}
+
+/* The node's shared copy: a sealed memfd of the image, made here if the node has none. */
+int snap_copy_fd(struct pool_snap *snap, int *ret_fd)
+{
+	Pool__SnapCopy req = POOL__SNAP_COPY__INIT;
+	char status[16];
+	int rc = 0, fd, i;
+
+	req.op = "get";
+	req.name = snap->name;
+	req.has_id = req.has_size = 1;
+	req.id = snap->hdr.id;
+	req.size = snap->hdr.image_len;
+	for (i = 0; i < SNAPCOPY_TRIES; i++) {
+		if (i > 0)
+			usleep(1000u << i);
+		rc = snap_copy_call(snap->pool, &req, status, sizeof(status), &fd);
+		if (rc != -EAGAIN)
+			break;
+	}
+	if (rc < 0)
+		return rc;
+	if (fd < 0)
+		return pool_err(-EPROTO, "snapshot %s: poold sent no copy", snap->name);
+	if (strcmp(status, "fill") == 0)
+		rc = snap_copy_fill(snap, fd);
+	else if (strcmp(status, "ready") != 0)
+		rc = pool_err(-EPROTO, "snapshot %s: unknown copy status '%s'", snap->name, status);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+/* Drop the node's copies of a snapshot (pool_snap_remove): clients keep what they mapped. */
+int snap_copy_drop(struct pool *pool, const char *name)
+{
+	Pool__SnapCopy req = POOL__SNAP_COPY__INIT;
+
+	req.op = "drop";
+	req.name = (char *)name;
+	return snap_copy_call(pool, &req, NULL, 0, NULL);
+}
+
+POOL_EXPORT int pool_snap_clone(struct pool_snap *snap, void **ret_addr)
+{
+	void *addr;
+	int rc, fd;
+
+	if (snap == NULL || ret_addr == NULL)
+		return pool_err(-EINVAL, "pool_snap_clone: invalid argument");
+	rc = snap_copy_fd(snap, &fd);
+	if (rc < 0)
+		return rc;
+	/* Private and writable: the writes of this clone are its own pages. */
+	addr = mmap(NULL, (size_t)snap->hdr.image_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	rc = addr == MAP_FAILED ? -errno : 0;
+	close(fd);
+	if (rc < 0)
+		return pool_err(rc, "pool_snap_clone: cannot map the copy of %s: %s", snap->name,
+				strerror(-rc));
+	*ret_addr = addr;
+	return 0;
+}
+
+POOL_EXPORT int pool_snap_clone_fd(struct pool_snap *snap, int *ret_fd)
+{
+	char path[64];
+	int rc, fd, ro;
+
+	if (snap == NULL || ret_fd == NULL)
+		return pool_err(-EINVAL, "pool_snap_clone_fd: invalid argument");
+	rc = snap_copy_fd(snap, &fd);
+	if (rc < 0)
+		return rc;
+	/*
+	 * The seals already forbid writing the memfd; a read-only open of it
+	 * also keeps a VMM from mapping it shared and writable at all.
+	 */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	ro = open(path, O_RDONLY | O_CLOEXEC);
+	rc = ro < 0 ? -errno : 0;
+	close(fd);
+	if (rc < 0)
+		return pool_err(rc, "pool_snap_clone_fd: cannot reopen the copy of %s read-only: %s",
+				snap->name, strerror(-rc));
+	*ret_fd = ro;
+	return 0;
+}
+
+POOL_EXPORT int pool_snap_place(struct pool_snap *snap)
+{
+	int rc, fd;
+
+	if (snap == NULL)
+		return pool_err(-EINVAL, "pool_snap_place: invalid argument");
+	rc = snap_copy_fd(snap, &fd);
+	if (rc < 0)
+		return rc;
+	close(fd);
+	return 0;
+}

@@ -1,0 +1,254 @@
+"""tests/integration/snapcopy.py - SnapCopy requests by hand, for snapcopy.sh.
+
+usage: snapcopy.py SOCKET CASE [ARGS]: runs one case and exits 0 when it
+holds; an AssertionError (exit 1) says what did not.
+"""
+import array
+import fcntl
+import mmap
+import os
+import socket
+import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wire  # noqa: E402
+
+SNAP_COPY, SNAP_COPY_REPLY = 49, 50
+F_ADD_SEALS, F_GET_SEALS = 1033, 1034
+SEALS = 0x1 | 0x2 | 0x4 | 0x8  # seal, shrink, grow, write
+EPERM, ENOENT, EBUSY, EINVAL, ENOSPC = 1, 2, 16, 22, 28
+MiB = 1 << 20
+
+
+def fields(payload):
+    """The fields of a protobuf message: {number: [values]} (varints as int, the rest as bytes)."""
+    out, i = {}, 0
+    while i < len(payload):
+        key, i = varint(payload, i)
+        if key & 7 == 0:
+            v, i = varint(payload, i)
+        elif key & 7 == 2:
+            n, i = varint(payload, i)
+            v, i = payload[i:i + n], i + n
+        else:
+            raise AssertionError("wire type %d" % (key & 7))
+        out.setdefault(key >> 3, []).append(v)
+    return out
+
+
+def varint(buf, i):
+    n = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return n, i
+
+
+class Client:
+    def __init__(self, path):
+        self.s = wire.connect(path)
+        self.next_id = 1
+        self.s.sendall(wire.frame(wire.HELLO, wire.hello_payload(), req_id=self.id()))
+        assert self.recv()[0] == wire.HELLO_REPLY
+
+    def id(self):
+        self.next_id += 1
+        return self.next_id - 1
+
+    def send(self, op, name=None, ident=None, size=None):
+        p = wire.field(1, op.encode())
+        if name is not None:
+            p += wire.field(2, name.encode())
+        if ident is not None:
+            p += b"\x18" + wire.varint(ident)
+        if size is not None:
+            p += b"\x20" + wire.varint(size)
+        self.s.sendall(wire.frame(SNAP_COPY, p, req_id=self.id()))
+
+    def recv(self, timeout=5):
+        """(type, fields or (code, message), fd or None) of the next frame."""
+        self.s.settimeout(timeout)
+        hdr, fds, _flags, _addr = socket.recv_fds(self.s, 16, 1)
+        assert len(hdr) == 16, "connection closed"
+        length, mtype, _v, _id = struct.unpack(">IHHQ", hdr)
+        payload = b""
+        while len(payload) < length:
+            payload += self.s.recv(length - len(payload))
+        f = fields(payload)
+        if mtype == wire.ERROR:
+            code = f[1][0]
+            return mtype, (-((code + 1) >> 1) if code & 1 else code >> 1, f[2][0].decode()), None
+        return mtype, f, fds[0] if fds else None
+
+    def call(self, op, name=None, ident=None, size=None):
+        self.send(op, name, ident, size)
+        return self.recv()
+
+    def status(self, op, name=None, ident=None, size=None):
+        """The status of a successful reply, and its fd."""
+        t, f, fd = self.call(op, name, ident, size)
+        assert t == SNAP_COPY_REPLY, (op, t, f)
+        return f[1][0].decode(), fd
+
+    def error(self, op, name=None, ident=None, size=None):
+        """The -errno of an error reply."""
+        t, f, fd = self.call(op, name, ident, size)
+        assert t == wire.ERROR and fd is None, (op, t, f)
+        return f[0]
+
+    def close(self):
+        self.s.close()
+
+
+def fill(c, name, ident, size, byte):
+    """Get a copy this client must fill, fill it with byte and say done."""
+    st, fd = c.status("get", name, ident, size)
+    assert st == "fill" and fd is not None, st
+    assert os.fstat(fd).st_size == size
+    with mmap.mmap(fd, size, mmap.MAP_SHARED) as m:
+        m.write(bytes([byte]) * size)
+    os.close(fd)
+    assert c.status("done", name, ident)[0] == "done"
+
+
+def ready(c, name, ident, size, byte):
+    """Get a ready copy: sealed, holding byte everywhere, not mappable shared and writable."""
+    st, fd = c.status("get", name, ident, size)
+    assert st == "ready" and fd is not None, st
+    check_ready(fd, size, byte)
+
+
+def check_ready(fd, size, byte):
+    assert fcntl.fcntl(fd, F_GET_SEALS) == SEALS, fcntl.fcntl(fd, F_GET_SEALS)
+    with mmap.mmap(fd, size, mmap.MAP_PRIVATE) as m:
+        assert m[:] == bytes([byte]) * size
+        m[0] = byte ^ 0xFF  # a private write is the clone's own
+    try:
+        mmap.mmap(fd, size, mmap.MAP_SHARED)
+        raise AssertionError("a sealed copy mapped shared and writable")
+    except PermissionError:
+        pass
+    os.close(fd)
+
+
+def held(c):
+    """The client's get is held: no reply within a while."""
+    try:
+        c.recv(timeout=0.3)
+    except (socket.timeout, TimeoutError):
+        return
+    raise AssertionError("a get was answered while the copy fills")
+
+
+def case_fill(path):
+    """One fills, another waits and gets the sealed copy at done; a third gets it at once."""
+    a, b, c = Client(path), Client(path), Client(path)
+    st, fd = a.status("get", "img", 7, MiB // 4)
+    assert st == "fill"
+    b.send("get", "img", 7, MiB // 4)
+    held(b)
+    assert b.error("done", "img", 7) == -EPERM  # only the filler says done
+    with mmap.mmap(fd, MiB // 4, mmap.MAP_SHARED) as m:
+        m.write(b"\x5a" * (MiB // 4))
+        assert a.error("done", "img", 7) == -EBUSY  # still mapped writable
+    assert a.status("done", "img", 7)[0] == "done"
+    os.close(fd)
+    t, f, fd = b.recv()
+    assert t == SNAP_COPY_REPLY and f[1][0] == b"ready", (t, f)
+    check_ready(fd, MiB // 4, 0x5A)
+    ready(c, "img", 7, MiB // 4, 0x5A)
+    assert c.error("get", "img", 7, MiB // 2) == -EINVAL  # not its size
+    assert a.error("done", "img", 8) == -ENOENT
+
+
+def case_handoff(path, how):
+    """The filler aborts or goes away: a waiter fills instead, on a fresh memfd."""
+    a, b = Client(path), Client(path)
+    st, fd = a.status("get", "hand", 1, 65536)
+    assert st == "fill"
+    with mmap.mmap(fd, 65536, mmap.MAP_SHARED) as m:
+        m.write(b"\x01" * 65536)
+    os.close(fd)
+    b.send("get", "hand", 1, 65536)
+    held(b)
+    if how == "abort":
+        assert a.status("abort", "hand", 1)[0] == "aborted"
+    else:
+        a.close()
+    t, f, fd = b.recv()
+    assert t == SNAP_COPY_REPLY and f[1][0] == b"fill", (t, f)
+    with mmap.mmap(fd, 65536, mmap.MAP_SHARED) as m:
+        assert m[:] == bytes(65536), "the new filler got the old memfd"
+        m.write(b"\x02" * 65536)
+    os.close(fd)
+    assert b.status("done", "hand", 1)[0] == "done"
+    ready(Client(path), "hand", 1, 65536, 2)
+    assert b.status("drop", "hand")[0] == "dropped"
+
+
+def case_replace(path):
+    """Another id under a name is a newer image: it replaces the copy."""
+    a = Client(path)
+    fill(a, "rep", 1, 65536, 3)
+    fill(a, "rep", 2, 65536, 4)
+    ready(a, "rep", 2, 65536, 4)
+    fill(a, "rep", 1, 65536, 5)
+
+
+def case_bad(path):
+    """Bad requests get clear errors and poold goes on."""
+    a = Client(path)
+    for args in [("bogus", "x", 1, 4096), ("get", "a" * 59, 1, 4096), ("get", "bad name", 1, 4096),
+                 ("get", "", 1, 4096), ("get", None, 1, 4096), ("get", "x", 1, 0),
+                 ("get", "x", 1, 4097), ("get", "x", 1, 1 << 41), ("get", "x", None, 4096),
+                 ("get", "x", 1, None), ("done", "x", None), ("abort", None, 1),
+                 ("drop", "a/../" + "b" * 60)]:
+        assert a.error(*args) == -EINVAL, args
+    assert a.error("done", "nothing", 1) == -ENOENT
+    fill(a, "a" * 58, 1, 4096, 6)
+    st, fd = a.status("get", "mine", 1, 4096)
+    assert st == "fill"
+    assert a.error("get", "mine", 1, 4096) == -EBUSY  # the filler itself cannot wait
+    os.close(fd)
+    for i in range(15):
+        assert a.status("get", "many%d" % i, 1, 4096)[0] == "fill"
+    assert a.error("get", "many15", 1, 4096) == -EBUSY  # 16 fills at once at most
+    assert Client(path).status("get", "many15", 1, 4096)[0] == "fill"
+
+
+def case_space(path):
+    """snap.copies (1M here): too big is ENOSPC; least recently used ready copies make room."""
+    a = Client(path)
+    assert a.error("get", "huge", 1, 2 * MiB) == -ENOSPC
+    for i, name in enumerate(["e1", "e2", "e3", "e4"]):
+        fill(a, name, 1, MiB // 4, i)
+    ready(a, "e1", 1, MiB // 4, 0)  # e2 is the least recently used now
+    fill(a, "e5", 1, MiB // 4, 9)
+    ready(a, "e1", 1, MiB // 4, 0)
+    st, fd = a.status("get", "e2", 1, MiB // 4)
+    assert st == "fill", "e2 was not evicted"
+    # The copy filling is not evicted: the rest of the budget is too small for 1M.
+    b = Client(path)
+    assert b.error("get", "big", 1, MiB) == -ENOSPC
+    os.close(fd)
+
+
+def case_drop(path, name):
+    """Drop the copies of name."""
+    assert Client(path).status("drop", name)[0] == "dropped"
+
+
+def main():
+    path, case = sys.argv[1], sys.argv[2]
+    if case in ("handoff", "drop"):
+        globals()["case_" + case](path, sys.argv[3])
+    else:
+        globals()["case_" + case](path)
+
+
+if __name__ == "__main__":
+    main()
