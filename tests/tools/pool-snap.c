@@ -173,7 +173,7 @@ static int clone_some(const char *name, int first, int n, uint64_t sum, int out)
 	struct pool *pool;
 	uint8_t **addr = calloc((size_t)n, sizeof(*addr));
 	uint64_t size, ps, pages, mark;
-	long dirty0;
+	long anon0;
 	double t0, t;
 	int i, bad = 0, rc;
 
@@ -182,7 +182,7 @@ static int clone_some(const char *name, int first, int n, uint64_t sum, int out)
 	size = pool_snap_size(s);
 	ps = pool_snap_page_size(s);
 	pages = size / ps;
-	dirty0 = kib("/proc/self/smaps_rollup", "Private_Dirty");
+	anon0 = kib("/proc/self/smaps_rollup", "Anonymous");
 	t0 = now_ms();
 	for (i = 0; i < n; i++) {
 		rc = pool_snap_clone(s, (void **)&addr[i]);
@@ -216,7 +216,7 @@ static int clone_some(const char *name, int first, int n, uint64_t sum, int out)
 		if (got == (UINT64_C(0xc10e000000000000) | (uint64_t)(first + i)))
 			bad++;
 	}
-	dprintf(out, "%.3f %ld %d\n", t, kib("/proc/self/smaps_rollup", "Private_Dirty") - dirty0,
+	dprintf(out, "%.3f %ld %d\n", t, kib("/proc/self/smaps_rollup", "Anonymous") - anon0,
 		bad);
 	for (i = 0; i < n; i++)
 		munmap(addr[i], size);
