@@ -30,7 +30,8 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/kv-persist.sh tests/integration/persist.sh tests/integration/resp.sh \
 	tests/integration/vec.sh tests/integration/metrics.sh tests/integration/leaks.sh \
 	tests/integration/snap.sh tests/integration/snapcopy.sh \
-	tests/cluster/selftest.sh tests/cluster/kv.sh tests/cluster/vec.sh tests/cluster/soak.sh \
+	tests/cluster/selftest.sh tests/cluster/kv.sh tests/cluster/vec.sh tests/cluster/snap.sh \
+	tests/cluster/soak.sh \
 	tests/cluster/membership.sh tests/cluster/regions.sh tests/cluster/reclaim.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/wire.py \
