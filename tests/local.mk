@@ -84,6 +84,12 @@ tests_tools_pool_io_LDADD = libpool/libpool.la $(XXHASH_LIBS)
 
 include tests/bench/regions.mk
 
+# fc-client: a Firecracker-like VMM restoring through a UFFD page server, for the snapshot tests.
+noinst_PROGRAMS += tests/tools/fc-client
+tests_tools_fc_client_SOURCES = tests/tools/fc-client.c
+tests_tools_fc_client_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
+tests_tools_fc_client_LDADD = $(XXHASH_LIBS)
+
 # pool-kv: the KV cache through libpool, for the KV tests.
 noinst_PROGRAMS += tests/tools/pool-kv
 tests_tools_pool_kv_SOURCES = tests/tools/pool-kv.c
