@@ -25,6 +25,7 @@ static const struct cmd_entry *const cmd_table[] = {
 	&cmd_kv_create_entry,	  &cmd_kv_drop_entry,	  &cmd_kv_flush_entry,
 	&cmd_vec_ls_entry,	  &cmd_vec_info_entry,	  &cmd_vec_create_entry,
 	&cmd_vec_drop_entry,	  &cmd_events_entry,	  &cmd_top_entry,
+	&cmd_snap_serve_entry,
 };
 
 static void usage(FILE *f)

@@ -61,10 +61,14 @@ extern const struct cmd_entry cmd_vec_create_entry;
 extern const struct cmd_entry cmd_vec_drop_entry;
 extern const struct cmd_entry cmd_events_entry;
 extern const struct cmd_entry cmd_top_entry;
+extern const struct cmd_entry cmd_snap_serve_entry;
 
 /* poolctl.c */
 int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req,
 	     uint16_t reply_type, ProtobufCMessage **ret_reply);
+
+/* cmd-snap-serve.c */
+int cmd_snap_serve(struct cmd_ctx *ctx);
 
 /* cmd-nodes.c */
 struct json;
