@@ -767,7 +767,7 @@ static int cmp_u64(const void *a, const void *b)
 
 /*
  * Place the run of n image pages from pg (missing, one region, all zero or
- * all not). 0; 1: a page was there already, look at the pages again;
+ * all not). 0; -EEXIST: a page was there already, look at the pages again;
  * -EAGAIN: the address space was changing, the events are applied, try
  * again; or the final status.
  */
@@ -796,7 +796,7 @@ static int uffd_place_run(struct uffd_server *s, uint64_t pg, uint64_t n, bool z
 	case -EEXIST:
 		/* Page pg+done is there already: skip it, the caller goes on after it. */
 		uffd_set(s, pg + done, PG_PRESENT);
-		return 1;
+		return -EEXIST;
 	case -EAGAIN:
 		s->st.retries++;
 		rc = uffd_service(s);
@@ -853,10 +853,10 @@ static int uffd_place_sorted(struct uffd_server *s, const uint64_t *sorted, size
 		}
 		len = uffd_run(s, sorted, n, &i, &zero);
 		rc = uffd_place_run(s, sorted[at], len, zero);
-		if (rc == 1 || rc == -EAGAIN) {
+		if (rc == -EEXIST || rc == -EAGAIN) {
 			/* Look at the pages from the run's start again. */
 			i = at;
-			if (rc == 1)
+			if (rc == -EEXIST)
 				continue;
 			if (deadline == 0)
 				deadline = now_ms() + UFFD_RETRY_MS;

@@ -344,7 +344,10 @@ static int client_main(enum mode mode)
 struct fake {
 	uint64_t calls, pages, max_n;
 	uint64_t fail_at; /* fail this call (1-based), 0 never */
+	uint64_t kill_at; /* kill the client (and let it die) before this call */
 };
+
+static pid_t client_pid;
 
 static int fake_fetch(void *arg, size_t n, const uint64_t *pages, void *const *bufs)
 {
@@ -353,6 +356,12 @@ static int fake_fetch(void *arg, size_t n, const uint64_t *pages, void *const *b
 
 	if (++f->calls == f->fail_at)
 		return -EIO;
+	if (f->calls == f->kill_at) {
+		siginfo_t si;
+
+		kill(client_pid, SIGKILL);
+		waitid(P_PID, (id_t)client_pid, &si, WEXITED | WNOWAIT);
+	}
 	if (n > f->max_n)
 		f->max_n = n;
 	f->pages += n;
@@ -406,6 +415,7 @@ static void restore(struct run *run)
 	CU_ASSERT_FATAL(pid >= 0);
 	if (pid == 0)
 		_exit(client_main(run->mode));
+	client_pid = pid;
 	CU_ASSERT_FATAL(poll(&pfd, 1, 10000) == 1);
 	conn = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
 	CU_ASSERT_FATAL(conn >= 0);
@@ -698,6 +708,24 @@ static void test_fetch_fill(void)
 	fill_run(&f);
 }
 
+/*
+ * The VMM dies in the middle of a fill batch (after its 16 faults): the
+ * fill sees it (ESRCH) and ends the restore, instead of trying the batch
+ * for ever.
+ */
+static void test_fill_exit(void)
+{
+	struct fake f = {.kill_at = 18};
+	struct run run = {.mode = M_WAITFILL, .flags = UFFD_SERVER_ZEROPAGE, .fetch = &f,
+			  .fill = 3000};
+
+	restore(&run);
+	CU_ASSERT_EQUAL(run.result, UFFD_SERVER_EXITED);
+	CU_ASSERT_PTR_NOT_NULL(strstr(run.err, "address space is gone"));
+	CU_ASSERT(WIFSIGNALED(run.status) && WTERMSIG(run.status) == SIGKILL);
+	CU_ASSERT(run.st.copied + run.st.zeroed < NPAGES);
+}
+
 static void test_fetch_args(void)
 {
 	struct fc_mappings m = {.n = 1, .page_size = PAGE, .r = {{MiB, IMAGE, 0, PAGE}}};
@@ -729,6 +757,7 @@ int main(void)
 	    {"fetch source: a failing prefetch batch", test_fetch_prefetch_fails},
 	    {"fill while idle, from the image", test_fill},
 	    {"fill while idle, through the fetch source", test_fetch_fill},
+	    {"VMM gone during the fill", test_fill_exit},
 	    {"fetch source: no callback", test_fetch_args},
 	    {NULL, NULL},
 	};
