@@ -634,7 +634,8 @@ static void test_fetch_prefetch(void)
 	CU_ASSERT(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
 	CU_ASSERT_EQUAL(run.st.copied + run.st.zeroed, NPAGES);
 	CU_ASSERT(run.st.prefetched > 0 && run.st.prefetched <= run.nprefetch);
-	CU_ASSERT_EQUAL(f.max_n, (4 * MiB) / PAGE);
+	/* Batches of several pages, never more than 4 MiB (the set is 6 MiB). */
+	CU_ASSERT(f.max_n > 1 && f.max_n <= (4 * MiB) / PAGE);
 	/* The batch calls, plus one per fault at most. */
 	batches = (run.nprefetch + (4 * MiB) / PAGE - 1) / ((4 * MiB) / PAGE);
 	CU_ASSERT(f.calls <= batches + run.st.faults);
