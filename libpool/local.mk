@@ -16,11 +16,11 @@ libpool_libvecindex_la_LIBADD = $(LIBM)
 lib_LTLIBRARIES += libpool/libpool.la
 include_HEADERS += libpool/libpool.h
 libpool_libpool_la_SOURCES = libpool/libpool.h libpool/internal.h libpool/pool.c libpool/error.c \
-	libpool/region.c libpool/kv.c libpool/vec.c libpool/snap.h libpool/snap.c libpool/snapcopy.c
+	libpool/region.c libpool/kv.c libpool/vec.c libpool/snap.h libpool/snap.c libpool/snapcopy.c libpool/snapuffd.c
 libpool_libpool_la_CPPFLAGS = $(AM_CPPFLAGS) -DPOOL_BUILDING_LIB
 libpool_libpool_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(XXHASH_CFLAGS)
 libpool_libpool_la_LIBADD = proto/libwire.la common/libcommon.la fabric/libfabric.la \
-	libpool/libvecindex.la $(PROTOBUF_C_LIBS) $(UCX_LIBS) $(XXHASH_LIBS)
+	libpool/libvecindex.la snapshot/libsnapshot.la $(PROTOBUF_C_LIBS) $(UCX_LIBS) $(XXHASH_LIBS)
 libpool_libpool_la_LDFLAGS = $(AM_LDFLAGS) -version-info $(LIBPOOL_LT_VERSION) \
 	-Wl,--version-script=$(srcdir)/libpool/libpool.map
 EXTRA_libpool_libpool_la_DEPENDENCIES = $(srcdir)/libpool/libpool.map

@@ -46,7 +46,20 @@
  * fault is appended to a list (prefetched pages are not faults and are not
  * in it; merging the lists of several restores is the store's business).
  * uffd_server_prefetch() places a list of pages in runs of up to
- * UFFD_BATCH_BYTES with one ioctl each.
+ * UFFD_BATCH_BYTES with one ioctl each; uffd_server_fill() does the same
+ * for the pages still missing, in image order, when the owner is idle.
+ *
+ * Sources. The image is either in memory (uffd_server_new()) or read
+ * through a fetch callback (uffd_server_new_fetch()), which may be slow per
+ * call. A fault fetches its one page into a page buffer of its own: a
+ * blocked vCPU waits for exactly one fetch, and with UFFD_SERVER_RECORD
+ * every first touch stays a fault (placing the neighbours too would hide
+ * them from the working set). Reading ahead is the business of prefetch
+ * and fill, which stage the missing pages of each batch of up to
+ * UFFD_BATCH_BYTES with one fetch call, then place them as from an image;
+ * a fault during a batch on a staged page is served from the stage. A
+ * fetch error stops the server like an ioctl error: the faulting thread is
+ * never woken on memory we could not fill.
  */
 #include "config.h"
 
@@ -86,7 +99,17 @@ struct uffd_server {
 	struct fc_region r[FC_REGIONS_MAX];
 	uint64_t page_size, npages;
 	bool small_pages; /* page_size is the base page: UFFDIO_ZEROPAGE works */
-	const uint8_t *image;
+	const uint8_t *image;	 /* the in-memory source, or NULL */
+	uffd_fetch_fn fetch;	 /* else this one */
+	void *arg;
+	uint64_t *stage;	 /* sorted image pages of the staged batch */
+	void **bufs;		 /* where each staged page is, in buf */
+	size_t nstage, stage_max;
+	uint8_t *buf;		 /* stage_max pages */
+	uint8_t *fbuf;		 /* the page fetched for a fault */
+	uint64_t fbuf_pg;	 /* which page is in fbuf (UINT64_MAX: none) */
+	uint64_t fill_next;	 /* pages before it are not missing */
+	bool filling;		 /* placing for uffd_server_fill() */
 	uint8_t *state;	   /* per image page */
 	uint8_t *zero;	   /* a zero huge page, when one is needed */
 	uint64_t *touched; /* UFFD_SERVER_RECORD */
@@ -145,16 +168,49 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Create a server (see uffd.h). */
-int uffd_server_new(int uffd, pid_t peer, const struct fc_mappings *m, const void *image,
-		    uint64_t image_len, unsigned flags, char *err, size_t errlen,
-		    struct uffd_server **ret)
+/* The buffers of a fetch source: a batch stage and a page for faults. */
+static int uffd_alloc_stage(struct uffd_server *s)
+{
+	size_t i;
+
+	s->stage_max = UFFD_BATCH_BYTES / s->page_size;
+	if (s->stage_max == 0)
+		s->stage_max = 1;
+	s->stage = malloc(s->stage_max * sizeof(*s->stage));
+	s->bufs = malloc(s->stage_max * sizeof(*s->bufs));
+	s->buf = malloc(s->stage_max * s->page_size);
+	s->fbuf = malloc(s->page_size);
+	s->fbuf_pg = UINT64_MAX;
+	if (s->stage == NULL || s->bufs == NULL || s->buf == NULL || s->fbuf == NULL)
+		return -ENOMEM;
+	for (i = 0; i < s->stage_max; i++)
+		s->bufs[i] = s->buf + i * s->page_size;
+	return 0;
+}
+
+static void uffd_free_bufs(struct uffd_server *s)
+{
+	free(s->stage);
+	free(s->bufs);
+	free(s->buf);
+	free(s->fbuf);
+	free(s->zero);
+	free(s->touched);
+	free(s->state);
+}
+
+/* Create a server reading from image, or else through fetch. */
+static int uffd_server_create(int uffd, pid_t peer, const struct fc_mappings *m,
+			      const void *image, uffd_fetch_fn fetch, void *arg,
+			      uint64_t image_len, unsigned flags, char *err, size_t errlen,
+			      struct uffd_server **ret)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
 	struct uffd_server *s;
 	int fl, rc;
 
-	if (uffd < 0 || m == NULL || image == NULL || ret == NULL || (flags & ~UFFD_FLAGS)) {
+	if (uffd < 0 || m == NULL || (image == NULL && fetch == NULL) || ret == NULL ||
+	    (flags & ~UFFD_FLAGS)) {
 		seterr(err, errlen, "invalid arguments");
 		rc = -EINVAL;
 		goto out_uffd;
@@ -177,10 +233,13 @@ int uffd_server_new(int uffd, pid_t peer, const struct fc_mappings *m, const voi
 	s->npages = image_len / m->page_size;
 	s->small_pages = m->page_size == (uint64_t)sysconf(_SC_PAGESIZE);
 	s->image = image;
+	s->fetch = fetch;
+	s->arg = arg;
 	s->state = calloc(s->npages, 1);
 	if (flags & UFFD_SERVER_RECORD)
 		s->touched = malloc(s->npages * sizeof(*s->touched));
-	if (s->state == NULL || ((flags & UFFD_SERVER_RECORD) && s->touched == NULL)) {
+	if (s->state == NULL || ((flags & UFFD_SERVER_RECORD) && s->touched == NULL) ||
+	    (image == NULL && uffd_alloc_stage(s) < 0)) {
 		seterr(err, errlen, "out of memory for %llu page states",
 		       (unsigned long long)s->npages);
 		rc = -ENOMEM;
@@ -227,13 +286,42 @@ out_pidfd:
 out_epoll:
 	close(s->epfd);
 out_free:
-	free(s->touched);
-	free(s->state);
+	uffd_free_bufs(s);
 	free(s);
 out_uffd:
 	if (uffd >= 0)
 		close(uffd);
 	return rc;
+}
+
+/* Create a server over an image in memory (see uffd.h). */
+int uffd_server_new(int uffd, pid_t peer, const struct fc_mappings *m, const void *image,
+		    uint64_t image_len, unsigned flags, char *err, size_t errlen,
+		    struct uffd_server **ret)
+{
+	if (image == NULL) {
+		seterr(err, errlen, "invalid arguments");
+		if (uffd >= 0)
+			close(uffd);
+		return -EINVAL;
+	}
+	return uffd_server_create(uffd, peer, m, image, NULL, NULL, image_len, flags, err, errlen,
+				  ret);
+}
+
+/* Create a server over a fetch source (see uffd.h). */
+int uffd_server_new_fetch(int uffd, pid_t peer, const struct fc_mappings *m, uffd_fetch_fn fetch,
+			  void *arg, uint64_t image_len, unsigned flags, char *err, size_t errlen,
+			  struct uffd_server **ret)
+{
+	if (fetch == NULL) {
+		seterr(err, errlen, "invalid arguments");
+		if (uffd >= 0)
+			close(uffd);
+		return -EINVAL;
+	}
+	return uffd_server_create(uffd, peer, m, NULL, fetch, arg, image_len, flags, err, errlen,
+				  ret);
 }
 
 void uffd_server_free(struct uffd_server *s)
@@ -244,9 +332,7 @@ void uffd_server_free(struct uffd_server *s)
 		close(s->pidfd);
 	close(s->epfd);
 	close(s->uffd);
-	free(s->zero);
-	free(s->touched);
-	free(s->state);
+	uffd_free_bufs(s);
 	free(s);
 }
 
@@ -362,13 +448,95 @@ static void uffd_set(struct uffd_server *s, uint64_t pg, int st)
 	s->state[pg] = (uint8_t)((s->state[pg] & ~PG_STATE) | st);
 }
 
-/* The source of image page pg: NULL for zeros. */
+/* Where the bytes of image page pg are now: the image, the stage, the fault page, or NULL. */
+static const uint8_t *uffd_data(struct uffd_server *s, uint64_t pg)
+{
+	size_t lo = 0, hi = s->nstage;
+
+	if (s->image != NULL)
+		return s->image + pg * s->page_size;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->stage[mid] == pg)
+			return s->bufs[mid];
+		if (s->stage[mid] < pg)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return s->fbuf_pg == pg ? s->fbuf : NULL;
+}
+
+/* Call the fetch source; its failure is the restore's. */
+static int uffd_fetch(struct uffd_server *s, size_t n, const uint64_t *pages, void *const *bufs)
+{
+	int rc = s->fetch(s->arg, n, pages, bufs);
+
+	s->st.fetches++;
+	if (rc == 0) {
+		s->st.fetched += n;
+		return 0;
+	}
+	if (rc > 0)
+		rc = -EIO;
+	return uffd_fail(s, rc, "fetching %zu page%s from image page %llu: %s", n,
+			 n == 1 ? "" : "s", (unsigned long long)pages[0], strerror(-rc));
+}
+
+/* Make image page pg's bytes available for a fault on it. */
+static int uffd_fetch_fault(struct uffd_server *s, uint64_t pg)
+{
+	int rc;
+
+	if ((s->state[pg] & PG_STATE) == PG_REMOVED || uffd_data(s, pg) != NULL)
+		return 0;
+	s->fbuf_pg = UINT64_MAX;
+	rc = uffd_fetch(s, 1, &pg, (void *const *)&s->fbuf);
+	if (rc == 0)
+		s->fbuf_pg = pg;
+	return rc;
+}
+
+/*
+ * Fetch the missing pages among sorted[0, n) into the stage with one call,
+ * as many as it holds; *ret_covered is how many entries of sorted that
+ * took (every missing page among them is staged).
+ */
+static int uffd_stage(struct uffd_server *s, const uint64_t *sorted, size_t n,
+		      size_t *ret_covered)
+{
+	size_t i;
+	int rc;
+
+	s->nstage = 0;
+	for (i = 0; i < n; i++) {
+		uint64_t pg = sorted[i];
+
+		if ((s->state[pg] & PG_STATE) != PG_MISSING ||
+		    (s->nstage > 0 && s->stage[s->nstage - 1] == pg))
+			continue;
+		if (s->nstage == s->stage_max)
+			break;
+		s->stage[s->nstage++] = pg;
+	}
+	*ret_covered = i;
+	if (s->nstage == 0)
+		return 0;
+	rc = uffd_fetch(s, s->nstage, s->stage, s->bufs);
+	if (rc < 0)
+		s->nstage = 0;
+	return rc;
+}
+
+/* The source of image page pg (its bytes available): NULL for zeros. */
 static const uint8_t *uffd_source(struct uffd_server *s, uint64_t pg)
 {
-	const uint8_t *src = s->image + pg * s->page_size;
+	const uint8_t *src;
 
 	if ((s->state[pg] & PG_STATE) == PG_REMOVED)
 		return NULL;
+	src = uffd_data(s, pg);
 	if ((s->flags & UFFD_SERVER_ZEROPAGE) && s->small_pages && uffd_is_zero(src, s->page_size))
 		return NULL;
 	return src;
@@ -388,6 +556,9 @@ static int uffd_fault(struct uffd_server *s, uint64_t addr)
 	page = addr & ~(s->page_size - 1);
 	pg = (r->offset + (page - r->base)) / s->page_size;
 	uffd_record(s, pg);
+	rc = uffd_fetch_fault(s, pg);
+	if (rc < 0)
+		return rc;
 	src = uffd_source(s, pg);
 	rc = uffd_place(s, page, src, s->page_size, &done);
 	switch (rc) {
@@ -596,7 +767,7 @@ static int cmp_u64(const void *a, const void *b)
 
 /*
  * Place the run of n image pages from pg (missing, one region, all zero or
- * all not). 0; 1: a page was there already, look at the pages again;
+ * all not). 0; -EEXIST: a page was there already, look at the pages again;
  * -EAGAIN: the address space was changing, the events are applied, try
  * again; or the final status.
  */
@@ -607,7 +778,7 @@ static int uffd_place_run(struct uffd_server *s, uint64_t pg, uint64_t n, bool z
 	uint64_t done = 0, len = n * s->page_size, i;
 	int rc;
 
-	rc = uffd_place(s, dst, zero ? NULL : s->image + pg * s->page_size, len, &done);
+	rc = uffd_place(s, dst, zero ? NULL : uffd_data(s, pg), len, &done);
 	done /= s->page_size;
 	for (i = 0; i < done; i++)
 		uffd_set(s, pg + i, PG_PRESENT);
@@ -615,14 +786,17 @@ static int uffd_place_run(struct uffd_server *s, uint64_t pg, uint64_t n, bool z
 		s->st.zeroed += done;
 	else
 		s->st.copied += done;
-	s->st.prefetched += done;
+	if (s->filling)
+		s->st.filled += done;
+	else
+		s->st.prefetched += done;
 	switch (rc) {
 	case 0:
 		return 0;
 	case -EEXIST:
 		/* Page pg+done is there already: skip it, the caller goes on after it. */
 		uffd_set(s, pg + done, PG_PRESENT);
-		return 1;
+		return -EEXIST;
 	case -EAGAIN:
 		s->st.retries++;
 		rc = uffd_service(s);
@@ -661,25 +835,13 @@ static uint64_t uffd_run(struct uffd_server *s, const uint64_t *sorted, size_t n
 	return len;
 }
 
-/* Prefetch a working set (see uffd.h). */
-int uffd_server_prefetch(struct uffd_server *s, const uint64_t *pages, size_t n)
+/* Place the pages of sorted[0, n) whose bytes are available, in runs. */
+static int uffd_place_sorted(struct uffd_server *s, const uint64_t *sorted, size_t n)
 {
 	int64_t deadline = 0;
-	uint64_t *sorted;
-	size_t i;
+	size_t i = 0;
 	int rc = 0;
 
-	if (s->status != 0)
-		return s->status;
-	for (i = 0; i < n; i++)
-		if (pages[i] >= s->npages)
-			return -ERANGE; /* the caller's list is wrong, the restore is not */
-	sorted = malloc(n * sizeof(*sorted) + 1);
-	if (sorted == NULL)
-		return -ENOMEM;
-	memcpy(sorted, pages, n * sizeof(*sorted));
-	qsort(sorted, n, sizeof(*sorted), cmp_u64);
-	i = 0;
 	while (i < n) {
 		size_t at = i;
 		uint64_t len;
@@ -691,10 +853,10 @@ int uffd_server_prefetch(struct uffd_server *s, const uint64_t *pages, size_t n)
 		}
 		len = uffd_run(s, sorted, n, &i, &zero);
 		rc = uffd_place_run(s, sorted[at], len, zero);
-		if (rc == 1 || rc == -EAGAIN) {
+		if (rc == -EEXIST || rc == -EAGAIN) {
 			/* Look at the pages from the run's start again. */
 			i = at;
-			if (rc == 1)
+			if (rc == -EEXIST)
 				continue;
 			if (deadline == 0)
 				deadline = now_ms() + UFFD_RETRY_MS;
@@ -713,6 +875,75 @@ int uffd_server_prefetch(struct uffd_server *s, const uint64_t *pages, size_t n)
 		if (rc != 0)
 			break;
 	}
+	return rc;
+}
+
+/* Place sorted[0, n): from the image, or fetched a stage at a time. */
+static int uffd_prefetch_sorted(struct uffd_server *s, const uint64_t *sorted, size_t n)
+{
+	size_t done = 0, covered;
+	int rc = 0;
+
+	if (s->image != NULL)
+		return uffd_place_sorted(s, sorted, n);
+	while (rc == 0 && done < n) {
+		rc = uffd_stage(s, sorted + done, n - done, &covered);
+		if (rc == 0)
+			rc = uffd_place_sorted(s, sorted + done, covered);
+		s->nstage = 0;
+		done += covered;
+	}
+	return rc;
+}
+
+/* Prefetch a working set (see uffd.h). */
+int uffd_server_prefetch(struct uffd_server *s, const uint64_t *pages, size_t n)
+{
+	uint64_t *sorted;
+	size_t i;
+	int rc;
+
+	if (s->status != 0)
+		return s->status;
+	for (i = 0; i < n; i++)
+		if (pages[i] >= s->npages)
+			return -ERANGE; /* the caller's list is wrong, the restore is not */
+	sorted = malloc(n * sizeof(*sorted) + 1);
+	if (sorted == NULL)
+		return -ENOMEM;
+	memcpy(sorted, pages, n * sizeof(*sorted));
+	qsort(sorted, n, sizeof(*sorted), cmp_u64);
+	rc = uffd_prefetch_sorted(s, sorted, n);
 	free(sorted);
+	return rc;
+}
+
+/* Fill the next missing pages (see uffd.h). */
+int uffd_server_fill(struct uffd_server *s, size_t max_pages)
+{
+	uint64_t *pages, pg;
+	size_t n = 0;
+	int rc;
+
+	if (s->status != 0)
+		return s->status;
+	while (s->fill_next < s->npages && (s->state[s->fill_next] & PG_STATE) != PG_MISSING)
+		s->fill_next++;
+	if (s->fill_next == s->npages)
+		return UFFD_SERVER_FILLED;
+	if (max_pages > s->npages - s->fill_next)
+		max_pages = s->npages - s->fill_next;
+	pages = malloc(max_pages * sizeof(*pages) + 1);
+	if (pages == NULL)
+		return -ENOMEM; /* the restore goes on without filling */
+	for (pg = s->fill_next; pg < s->npages && n < max_pages; pg++)
+		if ((s->state[pg] & PG_STATE) == PG_MISSING)
+			pages[n++] = pg;
+	s->filling = true;
+	rc = uffd_prefetch_sorted(s, pages, n);
+	s->filling = false;
+	free(pages);
+	if (rc == 0)
+		s->fill_next = pg;
 	return rc;
 }

@@ -15,6 +15,15 @@
 #define UFFD_SERVER_ZEROPAGE 0x2 /* map all-zero pages with UFFDIO_ZEROPAGE */
 
 #define UFFD_SERVER_EXITED 1 /* uffd_server_handle(): the VMM is gone */
+#define UFFD_SERVER_FILLED 2 /* uffd_server_fill(): no page is missing any more */
+
+/*
+ * A page source for an image not in memory: fill bufs[i] (page_size bytes
+ * each) with image page pages[i], for i < n. 0 or -errno. Slow per call
+ * (it may cross the network), so the server calls it with large batches
+ * where it can.
+ */
+typedef int (*uffd_fetch_fn)(void *arg, size_t n, const uint64_t *pages, void *const *bufs);
 
 struct uffd_server;
 
@@ -23,6 +32,9 @@ struct uffd_stats {
 	uint64_t copied;     /* pages placed with UFFDIO_COPY */
 	uint64_t zeroed;     /* pages placed with UFFDIO_ZEROPAGE */
 	uint64_t prefetched; /* of those, pages placed by uffd_server_prefetch() */
+	uint64_t filled;     /* of those, pages placed by uffd_server_fill() */
+	uint64_t fetches;    /* calls of the fetch source */
+	uint64_t fetched;    /* pages it gave */
 	uint64_t existed;    /* faults on pages already there (EEXIST) */
 	uint64_t removes;    /* REMOVE events */
 	uint64_t unmaps;     /* UNMAP events */
@@ -40,6 +52,14 @@ struct uffd_stats {
 int uffd_server_new(int uffd, pid_t peer, const struct fc_mappings *m, const void *image,
 		    uint64_t image_len, unsigned flags, char *err, size_t errlen,
 		    struct uffd_server **ret);
+/*
+ * The same, with the image (image_len bytes) read through fetch(arg, ...)
+ * instead: one page per fault, one call per prefetch or fill batch. A fetch
+ * error fails the restore like any other (see uffd_server_handle()).
+ */
+int uffd_server_new_fetch(int uffd, pid_t peer, const struct fc_mappings *m, uffd_fetch_fn fetch,
+			  void *arg, uint64_t image_len, unsigned flags, char *err, size_t errlen,
+			  struct uffd_server **ret);
 void uffd_server_free(struct uffd_server *s);
 /* The fd to wait on (readable: call uffd_server_handle()). */
 int uffd_server_fd(const struct uffd_server *s);
@@ -58,6 +78,13 @@ const char *uffd_server_error(const struct uffd_server *s);
  * Pages already there or removed are skipped. 0 or as uffd_server_handle().
  */
 int uffd_server_prefetch(struct uffd_server *s, const uint64_t *pages, size_t n);
+/*
+ * Place up to max_pages of the next missing pages, in image order and in
+ * batches as uffd_server_prefetch(), serving faults between batches: what
+ * to do while no fault is pending. 0: more to fill; UFFD_SERVER_FILLED:
+ * every page is there (or removed); else as uffd_server_handle().
+ */
+int uffd_server_fill(struct uffd_server *s, size_t max_pages);
 /* The pages faulted so far, in order of first touch (UFFD_SERVER_RECORD). */
 size_t uffd_server_touched(const struct uffd_server *s, const uint64_t **ret_pages);
 void uffd_server_stats(const struct uffd_server *s, struct uffd_stats *ret);

@@ -29,7 +29,7 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/man.sh tests/integration/regions.sh tests/integration/kv.sh \
 	tests/integration/kv-persist.sh tests/integration/persist.sh tests/integration/resp.sh \
 	tests/integration/vec.sh tests/integration/metrics.sh tests/integration/leaks.sh \
-	tests/integration/snap.sh tests/integration/snapcopy.sh \
+	tests/integration/snap.sh tests/integration/snapcopy.sh tests/integration/snap-uffd.sh \
 	tests/cluster/selftest.sh tests/cluster/kv.sh tests/cluster/vec.sh tests/cluster/snap.sh \
 	tests/cluster/soak.sh \
 	tests/cluster/membership.sh tests/cluster/regions.sh tests/cluster/reclaim.sh
@@ -86,6 +86,12 @@ tests_tools_pool_io_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
 tests_tools_pool_io_LDADD = libpool/libpool.la $(XXHASH_LIBS)
 
 include tests/bench/regions.mk
+
+# fc-client: a Firecracker-like VMM restoring through a UFFD page server, for the snapshot tests.
+noinst_PROGRAMS += tests/tools/fc-client
+tests_tools_fc_client_SOURCES = tests/tools/fc-client.c
+tests_tools_fc_client_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
+tests_tools_fc_client_LDADD = $(XXHASH_LIBS)
 
 # pool-kv: the KV cache through libpool, for the KV tests.
 noinst_PROGRAMS += tests/tools/pool-kv

@@ -109,7 +109,7 @@ static size_t working_set(uint64_t *pages)
 
 /* ---- the client: a child process behaving like Firecracker ---- */
 
-enum mode { M_FULL, M_REMOVE, M_RECORD, M_DISCONNECT, M_OUTSIDE };
+enum mode { M_FULL, M_REMOVE, M_RECORD, M_DISCONNECT, M_OUTSIDE, M_WAITFILL };
 
 struct client {
 	enum mode mode;
@@ -174,6 +174,48 @@ static void touch_all(struct client *c)
 	}
 	for (i = 0; i < c->threads; i++)
 		pthread_join(t[i], NULL);
+}
+
+/* Every page of both regions resident (placed by someone), within 30 s? */
+static bool all_resident(struct client *c)
+{
+	static unsigned char vec[NPAGES];
+	int r, tries;
+	uint64_t i;
+
+	for (tries = 0; tries < 3000; tries++) {
+		bool all = true;
+
+		for (r = 0; r < 2 && all; r++) {
+			if (mincore(c->mem[r], c->size[r], vec) < 0)
+				_exit(12);
+			for (i = 0; i < c->size[r] / PAGE && all; i++)
+				all = vec[i] & 1;
+		}
+		if (all)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * Touch a few pages, then wait without faulting until the server's
+ * background fill has placed everything, then check every page.
+ */
+static int wait_filled(struct client *c)
+{
+	uint64_t pg;
+
+	for (pg = 0; pg < NPAGES; pg += NPAGES / 16)
+		if (!check_page(c, pg, false))
+			return 1;
+	if (!all_resident(c))
+		return 13;
+	for (pg = 0; pg < NPAGES; pg++)
+		if (!check_page(c, pg, false))
+			return 1;
+	return 0;
 }
 
 static void send_handshake(int sock, const char *msg, int uffd)
@@ -253,6 +295,8 @@ static int client_main(enum mode mode)
 		touch_all(&c);
 		return c.bad ? 1 : 0;
 	}
+	if (mode == M_WAITFILL)
+		return wait_filled(&c);
 	if (mode == M_OUTSIDE) {
 		/* Touch the page registered but not in the handshake: never served. */
 		return c.mem[1][c.size[1]] == 0 ? 7 : 8;
@@ -296,11 +340,44 @@ static int client_main(enum mode mode)
 
 /* ---- the server side: this process ---- */
 
+/* A fetch source over the image, as the store would be, counting its calls. */
+struct fake {
+	uint64_t calls, pages, max_n;
+	uint64_t fail_at; /* fail this call (1-based), 0 never */
+	uint64_t kill_at; /* kill the client (and let it die) before this call */
+};
+
+static pid_t client_pid;
+
+static int fake_fetch(void *arg, size_t n, const uint64_t *pages, void *const *bufs)
+{
+	struct fake *f = arg;
+	size_t i;
+
+	if (++f->calls == f->fail_at)
+		return -EIO;
+	if (f->calls == f->kill_at) {
+		siginfo_t si;
+
+		kill(client_pid, SIGKILL);
+		waitid(P_PID, (id_t)client_pid, &si, WEXITED | WNOWAIT);
+	}
+	if (n > f->max_n)
+		f->max_n = n;
+	f->pages += n;
+	for (i = 0; i < n; i++)
+		memcpy(bufs[i], image + pages[i] * PAGE, PAGE);
+	return 0;
+}
+
 struct run {
 	enum mode mode;
 	unsigned flags;
+	struct fake *fetch; /* the source, else the image */
+	size_t fill;	    /* uffd_server_fill() this many pages at a time when idle */
 	const uint64_t *prefetch;
 	size_t nprefetch;
+	int prefetch_rc;
 	int status; /* the child's wait status */
 	int result; /* uffd_server_handle()'s final answer */
 	char err[256];
@@ -338,6 +415,7 @@ static void restore(struct run *run)
 	CU_ASSERT_FATAL(pid >= 0);
 	if (pid == 0)
 		_exit(client_main(run->mode));
+	client_pid = pid;
 	CU_ASSERT_FATAL(poll(&pfd, 1, 10000) == 1);
 	conn = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
 	CU_ASSERT_FATAL(conn >= 0);
@@ -349,19 +427,36 @@ static void restore(struct run *run)
 	close(conn);
 	close(ls);
 	unlink(sockpath);
-	rc = uffd_server_new(uffd, peer, &m, image, IMAGE, run->flags, err, sizeof(err), &s);
+	if (run->fetch != NULL)
+		rc = uffd_server_new_fetch(uffd, peer, &m, fake_fetch, run->fetch, IMAGE, run->flags,
+					   err, sizeof(err), &s);
+	else
+		rc = uffd_server_new(uffd, peer, &m, image, IMAGE, run->flags, err, sizeof(err),
+				     &s);
 	if (rc != 0)
 		fprintf(stderr, "\n  server: %s\n", err);
 	CU_ASSERT_FATAL(rc == 0);
 	if (run->nprefetch > 0) {
 		rc = uffd_server_prefetch(s, run->prefetch, run->nprefetch);
-		CU_ASSERT_EQUAL(rc, 0);
+		run->prefetch_rc = rc;
+		if (run->fetch == NULL || run->fetch->fail_at == 0)
+			CU_ASSERT_EQUAL(rc, 0);
 	}
 	for (rc = 0; rc == 0 && time(NULL) < deadline;) {
+		int ready;
+
 		pfd.fd = uffd_server_fd(s);
 		pfd.events = POLLIN;
-		if (poll(&pfd, 1, 1000) < 0 && errno != EINTR)
+		ready = poll(&pfd, 1, run->fill ? 10 : 1000);
+		if (ready < 0 && errno != EINTR)
 			break;
+		if (ready == 0 && run->fill) {
+			rc = uffd_server_fill(s, run->fill);
+			if (rc == UFFD_SERVER_FILLED)
+				run->fill = 0;
+			else if (rc != 0)
+				break;
+		}
 		rc = uffd_server_handle(s);
 	}
 	run->result = rc;
@@ -506,6 +601,147 @@ static void test_wrong_image(void)
 	CU_ASSERT_EQUAL(count_fds(), before);
 }
 
+/* Every page through the fetch source, one fetch per fault. */
+static void test_fetch_full(void)
+{
+	struct fake f = {0};
+	struct run run = {.mode = M_FULL, .flags = UFFD_SERVER_ZEROPAGE, .fetch = &f};
+	int before = count_fds();
+
+	restore(&run);
+	CU_ASSERT_EQUAL(run.result, UFFD_SERVER_EXITED);
+	CU_ASSERT(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CU_ASSERT_EQUAL(run.st.copied + run.st.zeroed, NPAGES);
+	CU_ASSERT(run.st.zeroed > NPAGES / 5 && run.st.zeroed < NPAGES * 2 / 5);
+	CU_ASSERT_EQUAL(f.max_n, 1);
+	CU_ASSERT_EQUAL(f.calls, run.st.fetches);
+	CU_ASSERT(f.calls >= NPAGES && f.calls <= run.st.faults);
+	CU_ASSERT_EQUAL(count_fds(), before);
+}
+
+/* A prefetch through the fetch source: one call per batch of UFFD_BATCH_BYTES (4 MiB). */
+static void test_fetch_prefetch(void)
+{
+	struct fake f = {0};
+	struct run run = {.mode = M_FULL, .flags = UFFD_SERVER_ZEROPAGE, .fetch = &f};
+	uint64_t *set = malloc(NPAGES * sizeof(*set)), batches;
+
+	CU_ASSERT_FATAL(set != NULL);
+	run.nprefetch = working_set(set);
+	run.prefetch = set;
+	restore(&run);
+	CU_ASSERT_EQUAL(run.result, UFFD_SERVER_EXITED);
+	CU_ASSERT(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CU_ASSERT_EQUAL(run.st.copied + run.st.zeroed, NPAGES);
+	CU_ASSERT(run.st.prefetched > 0 && run.st.prefetched <= run.nprefetch);
+	/* Batches of several pages, never more than 4 MiB (the set is 6 MiB). */
+	CU_ASSERT(f.max_n > 1 && f.max_n <= (4 * MiB) / PAGE);
+	/* The batch calls, plus one per fault at most. */
+	batches = (run.nprefetch + (4 * MiB) / PAGE - 1) / ((4 * MiB) / PAGE);
+	CU_ASSERT(f.calls <= batches + run.st.faults);
+	CU_ASSERT(f.pages <= NPAGES + run.st.existed);
+	fprintf(stderr, " [set %zu, prefetched %llu, fetch calls %llu, faults %llu] ",
+		run.nprefetch, (unsigned long long)run.st.prefetched, (unsigned long long)f.calls,
+		(unsigned long long)run.st.faults);
+	free(set);
+}
+
+/* A fetch failing mid-restore: the restore fails, the faulting thread is never resumed. */
+static void test_fetch_fails(void)
+{
+	struct fake f = {.fail_at = 100};
+	struct run run = {.mode = M_FULL, .flags = UFFD_SERVER_ZEROPAGE, .fetch = &f};
+	int before = count_fds();
+
+	restore(&run);
+	CU_ASSERT_EQUAL(run.result, -EIO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(run.err, "fetching 1 page from image page"));
+	CU_ASSERT(WIFSIGNALED(run.status) && WTERMSIG(run.status) == SIGKILL);
+	CU_ASSERT(run.st.copied + run.st.zeroed < 100);
+	CU_ASSERT_EQUAL(count_fds(), before);
+}
+
+/* A prefetch batch failing: the prefetch returns the error, and so does the server after. */
+static void test_fetch_prefetch_fails(void)
+{
+	struct fake f = {.fail_at = 1};
+	struct run run = {.mode = M_FULL, .flags = 0, .fetch = &f};
+	uint64_t pages[3] = {7, 8, 4000};
+
+	run.prefetch = pages;
+	run.nprefetch = 3;
+	restore(&run);
+	/* The client may have faulted first: the failed call is a fault's or the batch's. */
+	CU_ASSERT_EQUAL(run.prefetch_rc, -EIO);
+	CU_ASSERT_EQUAL(run.result, -EIO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(run.err, "fetching"));
+	CU_ASSERT(WIFSIGNALED(run.status) && WTERMSIG(run.status) == SIGKILL);
+}
+
+/* Fill while idle, from an image or a fetch source: the client ends up faulting almost nothing. */
+static void fill_run(struct fake *f)
+{
+	struct run run = {.mode = M_WAITFILL, .flags = 0, .fetch = f, .fill = 3000};
+
+	restore(&run);
+	CU_ASSERT_EQUAL(run.result, UFFD_SERVER_EXITED);
+	CU_ASSERT(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	if (!WIFEXITED(run.status) || WEXITSTATUS(run.status) != 0)
+		fprintf(stderr, "\n  client status 0x%x\n", run.status);
+	CU_ASSERT_EQUAL(run.st.copied, NPAGES);
+	CU_ASSERT(run.st.filled >= NPAGES - 16 && run.st.faults <= 16);
+	if (f != NULL) /* one call per fill batch (3000 pages, at most 1024 a call) and per fault */
+		CU_ASSERT(f->calls <= run.st.faults + 3 * ((NPAGES + 2999) / 3000));
+	fprintf(stderr, " [filled %llu, faults %llu, fetch calls %llu] ",
+		(unsigned long long)run.st.filled, (unsigned long long)run.st.faults,
+		f != NULL ? (unsigned long long)f->calls : 0ULL);
+}
+
+static void test_fill(void)
+{
+	fill_run(NULL);
+}
+
+static void test_fetch_fill(void)
+{
+	struct fake f = {0};
+
+	fill_run(&f);
+}
+
+/*
+ * The VMM dies in the middle of a fill batch (after its 16 faults): the
+ * fill sees it (ESRCH) and ends the restore, instead of trying the batch
+ * for ever.
+ */
+static void test_fill_exit(void)
+{
+	struct fake f = {.kill_at = 18};
+	struct run run = {.mode = M_WAITFILL, .flags = UFFD_SERVER_ZEROPAGE, .fetch = &f,
+			  .fill = 3000};
+
+	restore(&run);
+	CU_ASSERT_EQUAL(run.result, UFFD_SERVER_EXITED);
+	CU_ASSERT_PTR_NOT_NULL(strstr(run.err, "address space is gone"));
+	CU_ASSERT(WIFSIGNALED(run.status) && WTERMSIG(run.status) == SIGKILL);
+	CU_ASSERT(run.st.copied + run.st.zeroed < NPAGES);
+}
+
+static void test_fetch_args(void)
+{
+	struct fc_mappings m = {.n = 1, .page_size = PAGE, .r = {{MiB, IMAGE, 0, PAGE}}};
+	struct uffd_server *s = NULL;
+	char err[FC_ERR_MAX];
+	int before = count_fds();
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(uffd_server_new_fetch(fd, 0, &m, NULL, NULL, IMAGE, 0, err, sizeof(err), &s),
+			-EINVAL);
+	CU_ASSERT_PTR_NULL(s);
+	CU_ASSERT_EQUAL(count_fds(), before);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -516,6 +752,14 @@ int main(void)
 	    {"client gone mid-restore", test_disconnect},
 	    {"fault outside every region fails the restore", test_outside},
 	    {"regions not matching the image", test_wrong_image},
+	    {"fetch source: a fetch per fault", test_fetch_full},
+	    {"fetch source: prefetch in 4 MiB fetches", test_fetch_prefetch},
+	    {"fetch source: a failing fetch fails the restore", test_fetch_fails},
+	    {"fetch source: a failing prefetch batch", test_fetch_prefetch_fails},
+	    {"fill while idle, from the image", test_fill},
+	    {"fill while idle, through the fetch source", test_fetch_fill},
+	    {"VMM gone during the fill", test_fill_exit},
+	    {"fetch source: no callback", test_fetch_args},
 	    {NULL, NULL},
 	};
 	char dir[] = "/tmp/test_uffd.XXXXXX";

@@ -1,0 +1,163 @@
+/*
+ * cli/cmd-snap-serve.c - poolctl snap serve NAME SOCKET [--prefetch]
+ * [--record] [--remote] [--fill] [--max N]: serve Firecracker UFFD
+ * restores of snapshot NAME on the unix socket SOCKET (pool_snap_serve()),
+ * until SIGINT or SIGTERM, or until N restores have ended.
+ *
+ * libpool talks to poold itself here: the command needs a struct pool,
+ * not poolctl's own control connection. libpool reports each refused or
+ * failed restore on stderr; we print the total at the end.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "cli/poolctl.h"
+#include "libpool/libpool.h"
+
+static volatile int serve_stop;
+
+static void serve_signal(int sig)
+{
+	(void)sig;
+	serve_stop = 1;
+}
+
+struct serve_args {
+	const char *name, *socket;
+	unsigned flags, max;
+};
+
+static int serve_parse(struct cmd_ctx *ctx, struct serve_args *a)
+{
+	int i;
+
+	a->name = ctx->argv[0];
+	a->socket = ctx->argv[1];
+	for (i = 2; i < ctx->argc; i++) {
+		const char *o = ctx->argv[i];
+
+		if (strcmp(o, "--prefetch") == 0)
+			a->flags |= POOL_SNAP_PREFETCH;
+		else if (strcmp(o, "--record") == 0)
+			a->flags |= POOL_SNAP_RECORD;
+		else if (strcmp(o, "--remote") == 0)
+			a->flags |= POOL_SNAP_REMOTE;
+		else if (strcmp(o, "--fill") == 0)
+			a->flags |= POOL_SNAP_FILL;
+		else if (strcmp(o, "--max") == 0 && i + 1 < ctx->argc)
+			a->max = (unsigned)strtoul(ctx->argv[++i], NULL, 10);
+		else
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* Bind and listen on path, mode 0600; a socket nobody listens on any more is replaced. */
+static int serve_listen(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct stat st;
+	mode_t old;
+	int fd, rc;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "poolctl: socket path too long: %s\n", path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			fprintf(stderr, "poolctl: %s: a server is listening there already\n", path);
+			close(fd);
+			return -EADDRINUSE;
+		}
+		unlink(path);
+	}
+	old = umask(0177);
+	rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (rc == 0)
+		rc = listen(fd, 16);
+	if (rc < 0) {
+		rc = -errno;
+		fprintf(stderr, "poolctl: %s: %s\n", path, strerror(errno));
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+static int serve_run(struct pool *pool, const struct serve_args *a, int fd)
+{
+	struct sigaction sa = {.sa_handler = serve_signal};
+	struct pool_snap *snap;
+	int rc;
+
+	rc = pool_snap_open(pool, a->name, &snap);
+	if (rc < 0) {
+		fprintf(stderr, "poolctl: snapshot %s: %s\n", a->name, pool_errormsg());
+		return EXIT_ERROR;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	printf("serving snapshot %s on %s\n", a->name, a->socket);
+	fflush(stdout);
+	rc = pool_snap_serve(snap, fd, a->flags, a->max, &serve_stop);
+	pool_snap_close(snap);
+	if (rc < 0) {
+		fprintf(stderr, "poolctl: snap serve %s: %s\n", a->name, pool_errormsg());
+		return EXIT_ERROR;
+	}
+	printf("stopped: %d restore%s failed\n", rc, rc == 1 ? "" : "s");
+	return rc == 0 ? EXIT_OK : EXIT_ERROR;
+}
+
+/* poolctl snap serve: see the top of the file. */
+int cmd_snap_serve(struct cmd_ctx *ctx)
+{
+	struct serve_args a = {0};
+	struct pool *pool;
+	int fd, rc;
+
+	if (serve_parse(ctx, &a) < 0) {
+		fprintf(stderr, "usage: poolctl snap serve NAME SOCKET [--prefetch] [--record] "
+				"[--remote] [--fill] [--max N]\n");
+		return EXIT_USAGE;
+	}
+	rc = pool_open(ctx->socket, 0, &pool);
+	if (rc < 0) {
+		fprintf(stderr, "poolctl: %s\n", pool_errormsg());
+		return EXIT_UNREACHABLE;
+	}
+	fd = serve_listen(a.socket);
+	if (fd < 0) {
+		pool_close(pool);
+		return EXIT_ERROR;
+	}
+	rc = serve_run(pool, &a, fd);
+	close(fd);
+	unlink(a.socket);
+	pool_close(pool);
+	return rc;
+}
+
+const struct cmd_entry cmd_snap_serve_entry = {
+	"snap serve",
+	"NAME SOCKET [...]",
+	2,
+	9,
+	DAEMON_NONE,
+	cmd_snap_serve,
+	"serve Firecracker UFFD restores of a snapshot",
+};

@@ -1,0 +1,616 @@
+/*
+ * libpool/snapuffd.c - lazy restores of a snapshot through userfaultfd:
+ * into a range of this process (pool_snap_restore_lazy()), or for
+ * Firecracker VMMs that connect to a unix socket (pool_snap_serve()).
+ * snapshot/uffd.c serves the faults; this file picks the page source, runs
+ * the loops and looks after the working set.
+ *
+ * Sources. By default the pages come from the node's shared copy of the
+ * image (snap_copy_fd()), mapped read-only: a fault costs one copy. With
+ * POOL_SNAP_REMOTE they are fetched from the store (snap_fetch(), possibly
+ * from remote lenders): one page per fault, the working set and the
+ * background fill in batches of 4 MiB.
+ *
+ * pool_snap_serve() is one thread and one poll loop over the listening
+ * socket, the handshakes under way and the VMMs being served. Between
+ * rounds it does one batch of background work for one VMM (round robin):
+ * a piece of its working set, then, on a round that found nothing to do,
+ * a piece of the fill. So no VMM waits behind another's prefetch for
+ * longer than one batch.
+ *
+ * Failures. libpool does not print, but a serve loop has no caller to
+ * hand a per-restore error to: a refused handshake or a failed restore is
+ * written to stderr, counted, and the loop goes on. A failed restore kills
+ * nothing: the VMM's faulting thread stays blocked (see snapshot/uffd.c)
+ * and its owner decides; we close our copy of its userfaultfd.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/userfaultfd.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+#include "libpool/snap.h"
+#include "snapshot/fc.h"
+#include "snapshot/uffd.h"
+
+#define SNAPUFFD_FLAGS (POOL_SNAP_PREFETCH | POOL_SNAP_RECORD | POOL_SNAP_FILL | POOL_SNAP_REMOTE)
+#define SNAPUFFD_BATCH_BYTES (4u << 20) /* background work done at once */
+#define SNAPUFFD_HANDSHAKE_MS 5000	/* for a VMM to send its whole handshake */
+#define SNAPUFFD_TICK_MS 100		/* stop is looked at this often */
+#define SNAPUFFD_CONNS_MAX 64		/* handshakes and VMMs served at once */
+
+/* Where the pages come from. */
+struct snapuffd_src {
+	struct pool_snap *snap;
+	void *image; /* the node's copy, mapped; NULL: fetched */
+	uint64_t len, page_size;
+	size_t batch; /* pages of background work at once */
+};
+
+static int snapuffd_fetch(void *arg, size_t n, const uint64_t *pages, void *const *bufs)
+{
+	return snap_fetch(arg, n, pages, bufs);
+}
+
+static int snapuffd_src_open(struct snapuffd_src *src, struct pool_snap *snap, unsigned flags)
+{
+	int fd, rc;
+
+	src->snap = snap;
+	src->image = NULL;
+	src->len = pool_snap_size(snap);
+	src->page_size = pool_snap_page_size(snap);
+	src->batch = SNAPUFFD_BATCH_BYTES / src->page_size;
+	if (src->batch == 0)
+		src->batch = 1;
+	if (flags & POOL_SNAP_REMOTE)
+		return 0;
+	rc = snap_copy_fd(snap, &fd);
+	if (rc < 0)
+		return rc;
+	src->image = mmap(NULL, src->len, PROT_READ, MAP_SHARED, fd, 0);
+	rc = -errno;
+	close(fd);
+	if (src->image == MAP_FAILED) {
+		src->image = NULL;
+		return pool_err(rc, "snapshot %s: mapping the node's copy: %s", snap->name,
+				strerror(-rc));
+	}
+	return 0;
+}
+
+static void snapuffd_src_close(struct snapuffd_src *src)
+{
+	if (src->image != NULL)
+		munmap(src->image, src->len);
+	src->image = NULL;
+}
+
+/* A page server for one restore, taking uffd (closed on failure too). */
+static int snapuffd_server(const struct snapuffd_src *src, int uffd, pid_t peer,
+			   const struct fc_mappings *m, unsigned flags, char *err, size_t errlen,
+			   struct uffd_server **ret)
+{
+	unsigned uflags = UFFD_SERVER_ZEROPAGE;
+
+	if (flags & POOL_SNAP_RECORD)
+		uflags |= UFFD_SERVER_RECORD;
+	if (src->image != NULL)
+		return uffd_server_new(uffd, peer, m, src->image, src->len, uflags, err, errlen,
+				       ret);
+	return uffd_server_new_fetch(uffd, peer, m, snapuffd_fetch, src->snap, src->len, uflags,
+				     err, errlen, ret);
+}
+
+/* The recorded working set, in order of first touch; none when it cannot be read. */
+static size_t snapuffd_ws(struct pool_snap *snap, uint64_t **ret_pages)
+{
+	uint32_t *ws = NULL;
+	uint64_t *pages;
+	size_t n = 0, i;
+
+	*ret_pages = NULL;
+	/* Without the set the restore is only slower: not a reason to fail it. */
+	if (snap_ws_load(snap, &ws, &n) < 0 || n == 0) {
+		free(ws);
+		return 0;
+	}
+	pages = malloc(n * sizeof(*pages));
+	for (i = 0; pages != NULL && i < n; i++)
+		pages[i] = ws[i];
+	free(ws);
+	*ret_pages = pages;
+	return pages != NULL ? n : 0;
+}
+
+/* A restore ended well: add its first touches to the working set. */
+static int snapuffd_record(struct pool_snap *snap, const struct uffd_server *s, unsigned flags)
+{
+	const uint64_t *pages;
+	size_t n;
+
+	if (!(flags & POOL_SNAP_RECORD))
+		return 0;
+	n = uffd_server_touched(s, &pages);
+	return n > 0 ? snap_ws_merge(snap, pages, n) : 0;
+}
+
+static int64_t snapuffd_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- a lazy restore into this process ---- */
+
+struct pool_snap_restore {
+	struct snapuffd_src src;
+	unsigned flags;
+	void *addr;
+	int uffd;   /* our own copy: closed only once every page is in place */
+	int stopfd; /* eventfd: pool_snap_restore_end() is waiting */
+	struct uffd_server *s;
+	pthread_t thread;
+	int result; /* the thread's: 0 or -errno */
+};
+
+/*
+ * A userfaultfd for this process. A full one first: with user-mode-only
+ * faults (Linux 5.11) a system call touching a missing page, read(2) into
+ * the range say, would fail with EFAULT instead of waiting for the page.
+ * It is what an unprivileged caller gets where vm.unprivileged_userfaultfd
+ * is 0, though.
+ */
+static int snapuffd_uffd_open(void)
+{
+	struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_EVENT_REMOVE};
+	int fd, rc;
+
+	fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 && errno == EPERM)
+		fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	if (fd < 0)
+		return pool_err(-errno, "userfaultfd: %s", strerror(errno));
+	if (ioctl(fd, UFFDIO_API, &api) < 0) {
+		rc = -errno;
+		close(fd);
+		return pool_err(rc, "userfaultfd: UFFDIO_API: %s", strerror(-rc));
+	}
+	return fd;
+}
+
+/* Serve faults (and fill when idle) until told to stop, then place the rest. */
+static void *snapuffd_thread(void *arg)
+{
+	struct pool_snap_restore *r = arg;
+	bool fill = r->flags & POOL_SNAP_FILL;
+	int rc = 0;
+
+	while (rc == 0) {
+		struct pollfd pfd[2] = {{uffd_server_fd(r->s), POLLIN, 0}, {r->stopfd, POLLIN, 0}};
+		int ready = poll(pfd, 2, fill ? 0 : -1);
+
+		if (ready < 0 && errno != EINTR)
+			rc = -errno;
+		if (ready < 0 || (pfd[1].revents & POLLIN))
+			break;
+		rc = uffd_server_handle(r->s);
+		if (rc == 0 && ready == 0 && fill) {
+			rc = uffd_server_fill(r->s, r->src.batch);
+			fill = rc == 0;
+			if (rc == UFFD_SERVER_FILLED)
+				rc = 0;
+		}
+	}
+	/* Nothing may be left to fault once our userfaultfd is closed. */
+	while (rc == 0)
+		rc = uffd_server_fill(r->s, r->src.batch);
+	r->result = rc == UFFD_SERVER_FILLED ? 0 : rc < 0 ? rc : -EIO;
+	return NULL;
+}
+
+/* Open and register the userfaultfd, and make the server on a copy of it. */
+static int snapuffd_restore_server(struct pool_snap_restore *r)
+{
+	struct uffdio_register reg = {
+	    .range = {(uint64_t)(uintptr_t)r->addr, r->src.len},
+	    .mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	struct fc_mappings m = {.n = 1, .page_size = r->src.page_size};
+	char err[FC_ERR_MAX];
+	int dup_fd, rc;
+
+	m.r[0] = (struct fc_region){reg.range.start, r->src.len, 0, r->src.page_size};
+	r->uffd = snapuffd_uffd_open();
+	if (r->uffd < 0)
+		return r->uffd;
+	if (ioctl(r->uffd, UFFDIO_REGISTER, &reg) < 0)
+		return pool_err(-errno, "userfaultfd: registering %p+%llu: %s", r->addr,
+				(unsigned long long)r->src.len, strerror(errno));
+	dup_fd = fcntl(r->uffd, F_DUPFD_CLOEXEC, 0);
+	if (dup_fd < 0)
+		return pool_err(-errno, "userfaultfd: dup: %s", strerror(errno));
+	rc = snapuffd_server(&r->src, dup_fd, 0, &m, r->flags, err, sizeof(err), &r->s);
+	if (rc < 0)
+		return pool_err(rc, "snapshot %s: %s", r->src.snap->name, err);
+	return 0;
+}
+
+static void snapuffd_prefetch_all(struct pool_snap_restore *r)
+{
+	uint64_t *pages;
+	size_t n = snapuffd_ws(r->src.snap, &pages);
+
+	if (n > 0)
+		(void)uffd_server_prefetch(r->s, pages, n); /* a failure shows in the thread */
+	free(pages);
+}
+
+/* Start a lazy restore into [addr, addr + size) of this process. */
+POOL_EXPORT int pool_snap_restore_lazy(struct pool_snap *snap, void *addr, unsigned flags,
+				       struct pool_snap_restore **ret_restore)
+{
+	struct pool_snap_restore *r;
+	int rc;
+
+	if (snap == NULL || addr == NULL || ret_restore == NULL || (flags & ~SNAPUFFD_FLAGS) ||
+	    (uintptr_t)addr % pool_snap_page_size(snap) != 0)
+		return pool_err(-EINVAL, "pool_snap_restore_lazy: invalid arguments");
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return pool_err(-ENOMEM, "out of memory");
+	r->flags = flags;
+	r->addr = addr;
+	r->uffd = -1;
+	rc = snapuffd_src_open(&r->src, snap, flags);
+	if (rc < 0)
+		goto out_free;
+	r->stopfd = eventfd(0, EFD_CLOEXEC);
+	if (r->stopfd < 0) {
+		rc = pool_err(-errno, "eventfd: %s", strerror(errno));
+		goto out_src;
+	}
+	rc = snapuffd_restore_server(r);
+	if (rc < 0)
+		goto out_uffd;
+	if (flags & POOL_SNAP_PREFETCH)
+		snapuffd_prefetch_all(r);
+	rc = -pthread_create(&r->thread, NULL, snapuffd_thread, r);
+	if (rc < 0) {
+		pool_err(rc, "pthread_create: %s", strerror(-rc));
+		goto out_server;
+	}
+	*ret_restore = r;
+	return 0;
+
+out_server:
+	uffd_server_free(r->s);
+out_uffd:
+	/* Nothing touched the range yet (the caller's promise): closing is safe. */
+	if (r->uffd >= 0)
+		close(r->uffd);
+	close(r->stopfd);
+out_src:
+	snapuffd_src_close(&r->src);
+out_free:
+	free(r);
+	return rc;
+}
+
+/* Stop the restore: the rest of the image is placed first, the pages are kept. */
+POOL_EXPORT int pool_snap_restore_end(struct pool_snap_restore *r)
+{
+	uint64_t one = 1;
+	ssize_t n;
+	int rc;
+
+	if (r == NULL)
+		return pool_err(-EINVAL, "pool_snap_restore_end: no restore");
+	n = write(r->stopfd, &one, sizeof(one));
+	(void)n; /* an eventfd write fails only on overflow */
+	pthread_join(r->thread, NULL);
+	rc = r->result;
+	if (rc < 0) {
+		/*
+		 * Our copy of the userfaultfd stays open for good: closing it
+		 * would resume a thread blocked on a page we never placed, on
+		 * a zero page.
+		 */
+		pool_err(rc, "snapshot %s: lazy restore failed: %s", r->src.snap->name,
+			 uffd_server_error(r->s));
+	} else {
+		rc = snapuffd_record(r->src.snap, r->s, r->flags);
+		close(r->uffd);
+	}
+	uffd_server_free(r->s);
+	close(r->stopfd);
+	snapuffd_src_close(&r->src);
+	free(r);
+	return rc;
+}
+
+/* ---- Firecracker restores served on a socket ---- */
+
+/* One connection: its handshake under way, then its VMM being served. */
+struct snapuffd_conn {
+	int sock; /* during the handshake, else -1 */
+	int64_t deadline;
+	struct fc_handshake *h;
+	struct uffd_server *s; /* after it */
+	pid_t peer;
+	uint64_t *ws; /* working set still to place, from ws_at */
+	size_t nws, ws_at;
+	bool filled;
+};
+
+struct snapuffd_serve {
+	struct snapuffd_src src;
+	unsigned flags;
+	struct snapuffd_conn conns[SNAPUFFD_CONNS_MAX];
+	unsigned nconns, next; /* next: whose turn of background work */
+	unsigned ended, failed;
+};
+
+static void snapuffd_conn_free(struct snapuffd_conn *c)
+{
+	if (c->sock >= 0)
+		close(c->sock);
+	if (c->h != NULL)
+		fc_handshake_clear(c->h);
+	free(c->h);
+	uffd_server_free(c->s);
+	free(c->ws);
+}
+
+static void snapuffd_conn_remove(struct snapuffd_serve *sv, unsigned i)
+{
+	snapuffd_conn_free(&sv->conns[i]);
+	sv->conns[i] = sv->conns[--sv->nconns];
+}
+
+static void snapuffd_log(struct snapuffd_serve *sv, pid_t peer, const char *what, const char *why)
+{
+	fprintf(stderr, "libpool: snapshot %s: restore for pid %d %s: %s\n", sv->src.snap->name,
+		(int)peer, what, why);
+}
+
+/* A restore is over, well (UFFD_SERVER_EXITED) or not (-errno). */
+static void snapuffd_vm_end(struct snapuffd_serve *sv, struct snapuffd_conn *c, int rc)
+{
+	sv->ended++;
+	if (rc != UFFD_SERVER_EXITED) {
+		sv->failed++;
+		snapuffd_log(sv, c->peer, "failed", uffd_server_error(c->s));
+		return;
+	}
+	if (snapuffd_record(sv->src.snap, c->s, sv->flags) < 0)
+		snapuffd_log(sv, c->peer, "ended, its working set not merged", pool_errormsg());
+}
+
+/* The handshake is complete: check it against the image and start serving. */
+static int snapuffd_start(struct snapuffd_serve *sv, struct snapuffd_conn *c,
+			  const struct fc_mappings *m, char *err, size_t errlen)
+{
+	int uffd, rc;
+
+	rc = fc_validate(m, sv->src.len, err, errlen);
+	if (rc < 0)
+		return rc;
+	uffd = c->h->uffd;
+	c->h->uffd = -1;
+	rc = snapuffd_server(&sv->src, uffd, c->peer, m, sv->flags, err, errlen, &c->s);
+	if (rc == 0 && (sv->flags & POOL_SNAP_PREFETCH))
+		c->nws = snapuffd_ws(sv->src.snap, &c->ws);
+	return rc;
+}
+
+/* Read what the VMM sent; true when the connection is done with (refused). */
+static bool snapuffd_handshake(struct snapuffd_serve *sv, struct snapuffd_conn *c, short revents)
+{
+	struct fc_mappings m;
+	char err[FC_ERR_MAX];
+	int rc = -EAGAIN;
+
+	if (revents != 0)
+		rc = fc_handshake_recv(c->h, c->sock, &m, err, sizeof(err));
+	if (rc == -EAGAIN && snapuffd_now_ms() < c->deadline)
+		return false;
+	if (rc == -EAGAIN) {
+		snprintf(err, sizeof(err), "no complete handshake within %d ms (%zu bytes)",
+			 SNAPUFFD_HANDSHAKE_MS, c->h->len);
+		rc = -ETIMEDOUT;
+	}
+	c->peer = c->h->peer_pid;
+	if (rc == 0)
+		rc = snapuffd_start(sv, c, &m, err, sizeof(err));
+	/* Firecracker closes its end right after the handshake: so do we. */
+	close(c->sock);
+	c->sock = -1;
+	if (rc == 0)
+		return false;
+	sv->ended++;
+	sv->failed++;
+	snapuffd_log(sv, c->peer, "refused", err);
+	return true;
+}
+
+/* Whatever poll said about connection c; true when it is over. */
+static bool snapuffd_conn_step(struct snapuffd_serve *sv, struct snapuffd_conn *c, short revents)
+{
+	int rc;
+
+	if (c->sock >= 0)
+		return snapuffd_handshake(sv, c, revents);
+	if (revents == 0)
+		return false;
+	rc = uffd_server_handle(c->s);
+	if (rc == 0)
+		return false;
+	snapuffd_vm_end(sv, c, rc);
+	return true;
+}
+
+static void snapuffd_accept(struct snapuffd_serve *sv, int listen_fd)
+{
+	struct snapuffd_conn *c = &sv->conns[sv->nconns];
+	int sock = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (sock < 0)
+		return; /* gone already, or out of fds: the next round tries again */
+	memset(c, 0, sizeof(*c));
+	c->h = malloc(sizeof(*c->h));
+	if (c->h == NULL) {
+		close(sock);
+		return;
+	}
+	fc_handshake_init(c->h);
+	c->sock = sock;
+	c->deadline = snapuffd_now_ms() + SNAPUFFD_HANDSHAKE_MS;
+	sv->nconns++;
+}
+
+/* Connection c has background work: its working set, or (idle) the fill. */
+static bool snapuffd_has_work(const struct snapuffd_serve *sv, const struct snapuffd_conn *c,
+			      bool idle)
+{
+	if (c->s == NULL)
+		return false;
+	return c->ws_at < c->nws || (idle && (sv->flags & POOL_SNAP_FILL) && !c->filled);
+}
+
+/* One batch of background work on connection c: 0, or its server's end. */
+static int snapuffd_work(struct snapuffd_serve *sv, struct snapuffd_conn *c)
+{
+	size_t n = c->nws - c->ws_at;
+	int rc;
+
+	if (n > 0) {
+		if (n > sv->src.batch)
+			n = sv->src.batch;
+		rc = uffd_server_prefetch(c->s, c->ws + c->ws_at, n);
+		c->ws_at += n;
+		return rc == -ERANGE ? 0 : rc; /* a stale set: the restore goes on */
+	}
+	rc = uffd_server_fill(c->s, sv->src.batch);
+	if (rc == UFFD_SERVER_FILLED) {
+		c->filled = true;
+		rc = 0;
+	}
+	return rc;
+}
+
+/* One batch for the next connection, in turn, that has some. */
+static void snapuffd_background(struct snapuffd_serve *sv, bool idle)
+{
+	unsigned k, i;
+	int rc;
+
+	for (k = 0; k < sv->nconns; k++) {
+		i = (sv->next + k) % sv->nconns;
+		if (!snapuffd_has_work(sv, &sv->conns[i], idle))
+			continue;
+		sv->next = i + 1;
+		rc = snapuffd_work(sv, &sv->conns[i]);
+		if (rc != 0) {
+			snapuffd_vm_end(sv, &sv->conns[i], rc);
+			snapuffd_conn_remove(sv, i);
+		}
+		return;
+	}
+}
+
+static bool snapuffd_busy(const struct snapuffd_serve *sv)
+{
+	unsigned i;
+
+	for (i = 0; i < sv->nconns; i++)
+		if (snapuffd_has_work(sv, &sv->conns[i], true))
+			return true;
+	return false;
+}
+
+/* One round of the loop: wait (at most a tick), then serve what is ready. */
+static int snapuffd_round(struct snapuffd_serve *sv, int listen_fd)
+{
+	struct pollfd pfd[1 + SNAPUFFD_CONNS_MAX];
+	unsigned i;
+	int ready;
+
+	pfd[0] = (struct pollfd){listen_fd, sv->nconns < SNAPUFFD_CONNS_MAX ? POLLIN : 0, 0};
+	for (i = 0; i < sv->nconns; i++) {
+		struct snapuffd_conn *c = &sv->conns[i];
+
+		pfd[1 + i] = (struct pollfd){c->sock >= 0 ? c->sock : uffd_server_fd(c->s), POLLIN, 0};
+	}
+	ready = poll(pfd, 1 + sv->nconns, snapuffd_busy(sv) ? 0 : SNAPUFFD_TICK_MS);
+	if (ready < 0 && errno != EINTR)
+		return pool_err(-errno, "poll: %s", strerror(errno));
+	if (ready < 0)
+		return 0;
+	/* Backwards, so that the last connection moved into a removed one's place is done. */
+	for (i = sv->nconns; i-- > 0;)
+		if (snapuffd_conn_step(sv, &sv->conns[i], pfd[1 + i].revents))
+			snapuffd_conn_remove(sv, i);
+	if (pfd[0].revents & POLLIN)
+		snapuffd_accept(sv, listen_fd);
+	snapuffd_background(sv, ready == 0);
+	return 0;
+}
+
+/* VMMs still served when the loop stops lose their page server: say so. */
+static void snapuffd_abandon(struct snapuffd_serve *sv)
+{
+	while (sv->nconns > 0) {
+		struct snapuffd_conn *c = &sv->conns[sv->nconns - 1];
+
+		if (c->s != NULL) {
+			sv->failed++;
+			snapuffd_log(sv, c->peer, "abandoned",
+				     "the server stopped before the VMM exited");
+		}
+		snapuffd_conn_remove(sv, sv->nconns - 1);
+	}
+}
+
+/* Serve Firecracker restores of snap on listen_fd (see libpool.h). */
+POOL_EXPORT int pool_snap_serve(struct pool_snap *snap, int listen_fd, unsigned flags,
+				unsigned max_restores, volatile int *stop)
+{
+	struct snapuffd_serve *sv;
+	int fl, rc = 0;
+
+	if (snap == NULL || listen_fd < 0 || (flags & ~SNAPUFFD_FLAGS))
+		return pool_err(-EINVAL, "pool_snap_serve: invalid arguments");
+	fl = fcntl(listen_fd, F_GETFL);
+	if (fl < 0 || fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return pool_err(-errno, "listening socket: %s", strerror(errno));
+	sv = calloc(1, sizeof(*sv));
+	if (sv == NULL)
+		return pool_err(-ENOMEM, "out of memory");
+	sv->flags = flags;
+	rc = snapuffd_src_open(&sv->src, snap, flags);
+	while (rc == 0 && !(stop != NULL && *stop) &&
+	       (max_restores == 0 || sv->ended < max_restores))
+		rc = snapuffd_round(sv, listen_fd);
+	snapuffd_abandon(sv);
+	snapuffd_src_close(&sv->src);
+	if (rc == 0)
+		rc = (int)sv->failed;
+	free(sv);
+	return rc;
+}

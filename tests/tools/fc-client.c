@@ -1,0 +1,323 @@
+/*
+ * tests/tools/fc-client.c - a VMM restoring its guest memory the way
+ * Firecracker's UFFD backend does, for the snapshot tests.
+ *
+ *   fc-client [options] SOCKET SIZE   restore SIZE bytes from the page server
+ *                                     at SOCKET, touch the pages, print
+ *                                     "xxh3 HEX" of the memory
+ *   fc-client --sum [--touch N] FILE  the same checksum of a plain file
+ *
+ * Like Firecracker: anonymous private guest memory (--regions 2: two
+ * mappings), a userfaultfd (O_CLOEXEC | O_NONBLOCK, EVENT_REMOVE for the
+ * balloon) registered for MISSING faults, one message on the socket (a JSON
+ * array of the regions, the userfaultfd as SCM_RIGHTS), the socket closed.
+ * Then the pages are read in order, from one thread.
+ *
+ * Bad handshakes for the error paths: --bad-json, --no-fd, --wrong-size
+ * (one page more than the memory), --disconnect (half the message, then
+ * close). A refused restore serves nothing, so the first touch blocks: the
+ * alarm (--timeout, 30 s) ends the client with exit status 3.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <xxhash.h>
+
+#define PAGE 4096u
+#define EXIT_TIMEOUT 3
+
+enum bad { BAD_NONE, BAD_JSON, BAD_NO_FD, BAD_SIZE, BAD_DISCONNECT };
+
+struct opts {
+	enum bad bad;
+	unsigned regions, timeout;
+	uint64_t touch; /* pages to touch from the start; 0: all */
+	const char *order; /* a file of page indexes to touch, one a line */
+	const char *sum;   /* --sum FILE */
+};
+
+static void on_alarm(int sig)
+{
+	static const char msg[] = "fc-client: timed out waiting for pages (restore refused?)\n";
+	ssize_t n = write(2, msg, sizeof(msg) - 1);
+
+	(void)sig, (void)n;
+	_exit(EXIT_TIMEOUT);
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "fc-client: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+/* The checksum of the first len bytes of a file, as of guest memory. */
+static int sum_file(const char *path, uint64_t len)
+{
+	static char buf[1 << 16];
+	XXH3_state_t *st = XXH3_createState();
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = 0;
+
+	if (fd < 0)
+		die(path);
+	XXH3_64bits_reset(st);
+	while (len > 0 && (n = read(fd, buf, len < sizeof(buf) ? len : sizeof(buf))) > 0) {
+		XXH3_64bits_update(st, buf, (size_t)n);
+		len -= (uint64_t)n;
+	}
+	if (n < 0)
+		die(path);
+	printf("xxh3 %016llx\n", (unsigned long long)XXH3_64bits_digest(st));
+	XXH3_freeState(st);
+	close(fd);
+	return 0;
+}
+
+static void send_msg(int sock, const char *msg, size_t len, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = {(void *)msg, len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *cm;
+
+	if (fd >= 0) {
+		mh.msg_control = cbuf.buf;
+		mh.msg_controllen = sizeof(cbuf.buf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	if (sendmsg(sock, &mh, MSG_NOSIGNAL) != (ssize_t)len)
+		die("sendmsg");
+}
+
+/* The JSON Firecracker sends: one object per region. */
+static void make_msg(char *msg, size_t len, uint8_t *const *mem, const uint64_t *size,
+		     unsigned n, enum bad bad)
+{
+	uint64_t off = 0;
+	size_t at;
+	unsigned i;
+
+	at = (size_t)snprintf(msg, len, "[");
+	for (i = 0; i < n; i++) {
+		uint64_t sz = size[i] + (bad == BAD_SIZE && i == n - 1 ? PAGE : 0);
+
+		at += (size_t)snprintf(msg + at, len - at,
+				       "%s{\"base_host_virt_addr\":%llu,\"size\":%llu,\"offset\":%llu,"
+				       "\"page_size\":%u,\"page_size_kib\":%u}",
+				       i ? "," : "", (unsigned long long)(uintptr_t)mem[i],
+				       (unsigned long long)sz, (unsigned long long)off, PAGE,
+				       PAGE / 1024);
+		off += size[i];
+	}
+	snprintf(msg + at, len - at, "]");
+	if (bad == BAD_JSON)
+		snprintf(msg, len, "[{\"base_host_virt_addr\":,\"size\":}");
+}
+
+static int uffd_create(uint8_t *const *mem, const uint64_t *size, unsigned n)
+{
+	struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_EVENT_REMOVE};
+	int uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	unsigned i;
+
+	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api) < 0)
+		die("userfaultfd");
+	for (i = 0; i < n; i++) {
+		struct uffdio_register reg = {
+		    .range = {(uint64_t)(uintptr_t)mem[i], size[i]},
+		    .mode = UFFDIO_REGISTER_MODE_MISSING,
+		};
+
+		if (ioctl(uffd, UFFDIO_REGISTER, &reg) < 0)
+			die("UFFDIO_REGISTER");
+	}
+	return uffd;
+}
+
+static void handshake(const char *path, const struct opts *o, uint8_t *const *mem,
+		      const uint64_t *size, int uffd)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	static char msg[8192];
+	size_t len;
+	int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (sock < 0 || connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die(path);
+	make_msg(msg, sizeof(msg), mem, size, o->regions, o->bad);
+	len = strlen(msg);
+	if (o->bad == BAD_DISCONNECT)
+		len /= 2;
+	send_msg(sock, msg, len, o->bad == BAD_NO_FD ? -1 : uffd);
+	close(sock); /* as Firecracker does; it keeps its uffd */
+}
+
+/* Guest page pg, wherever its region is. */
+static volatile uint8_t *page_at(uint8_t *const *mem, const uint64_t *size, unsigned n,
+				 uint64_t pg)
+{
+	uint64_t off = pg * PAGE;
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		if (off < size[i])
+			return mem[i] + off;
+		off -= size[i];
+	}
+	return NULL;
+}
+
+/* Touch the pages listed in a file, in its order. */
+static uint64_t touch_order(const char *path, uint8_t *const *mem, const uint64_t *size,
+			    unsigned n)
+{
+	FILE *f = fopen(path, "re");
+	unsigned long long pg;
+	uint64_t count = 0;
+
+	if (f == NULL)
+		die(path);
+	while (fscanf(f, "%llu", &pg) == 1) {
+		volatile uint8_t *p = page_at(mem, size, n, pg);
+
+		if (p == NULL) {
+			fprintf(stderr, "fc-client: page %llu outside the memory\n", pg);
+			exit(1);
+		}
+		(void)*p;
+		count++;
+	}
+	fclose(f);
+	return count;
+}
+
+/* Read the first len bytes of guest memory in order, and checksum them. */
+static uint64_t touch_sum(uint8_t *const *mem, const uint64_t *size, unsigned n, uint64_t len)
+{
+	XXH3_state_t *st = XXH3_createState();
+	uint64_t h;
+	unsigned i;
+
+	XXH3_64bits_reset(st);
+	for (i = 0; i < n && len > 0; i++) {
+		uint64_t l = len < size[i] ? len : size[i];
+
+		XXH3_64bits_update(st, mem[i], l);
+		len -= l;
+	}
+	h = XXH3_64bits_digest(st);
+	XXH3_freeState(st);
+	return h;
+}
+
+static int restore(const char *path, uint64_t total, const struct opts *o)
+{
+	uint8_t *mem[2];
+	uint64_t size[2];
+	unsigned i;
+	int uffd;
+
+	size[0] = o->regions == 2 ? (total / 2) & ~(uint64_t)(PAGE - 1) : total;
+	size[1] = total - size[0];
+	for (i = 0; i < o->regions; i++) {
+		mem[i] = mmap(NULL, size[i], PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (mem[i] == MAP_FAILED)
+			die("mmap");
+	}
+	uffd = uffd_create(mem, size, o->regions);
+	handshake(path, o, mem, size, uffd);
+	if (o->order != NULL) {
+		printf("touched %llu pages\n",
+		       (unsigned long long)touch_order(o->order, mem, size, o->regions));
+		return 0;
+	}
+	printf("xxh3 %016llx\n",
+	       (unsigned long long)touch_sum(mem, size, o->regions,
+					     o->touch ? o->touch * PAGE : total));
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: fc-client [--regions 1|2] [--touch N | --touch-order FILE] [--timeout S]\n"
+		"                 [--bad-json | --no-fd | --wrong-size | --disconnect] SOCKET SIZE\n"
+		"       fc-client --sum [--touch N] FILE\n");
+	exit(2);
+}
+
+static void parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+	    {"sum", no_argument, NULL, 's'},	       {"regions", required_argument, NULL, 'r'},
+	    {"touch", required_argument, NULL, 't'},   {"touch-order", required_argument, NULL, 'o'},
+	    {"timeout", required_argument, NULL, 'T'}, {"bad-json", no_argument, NULL, 'J'},
+	    {"no-fd", no_argument, NULL, 'F'},	       {"wrong-size", no_argument, NULL, 'W'},
+	    {"disconnect", no_argument, NULL, 'D'},    {NULL, 0, NULL, 0},
+	};
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 's': o->sum = ""; break;
+		case 'r': o->regions = (unsigned)atoi(optarg); break;
+		case 't': o->touch = strtoull(optarg, NULL, 0); break;
+		case 'o': o->order = optarg; break;
+		case 'T': o->timeout = (unsigned)atoi(optarg); break;
+		case 'J': o->bad = BAD_JSON; break;
+		case 'F': o->bad = BAD_NO_FD; break;
+		case 'W': o->bad = BAD_SIZE; break;
+		case 'D': o->bad = BAD_DISCONNECT; break;
+		default: usage();
+		}
+	}
+	if (o->regions != 1 && o->regions != 2)
+		usage();
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {.regions = 1, .timeout = 30};
+	uint64_t size;
+
+	parse(argc, argv, &o);
+	if (o.sum != NULL) {
+		if (optind + 1 != argc)
+			usage();
+		return sum_file(argv[optind], o.touch ? o.touch * PAGE : UINT64_MAX);
+	}
+	if (optind + 2 != argc)
+		usage();
+	size = strtoull(argv[optind + 1], NULL, 0);
+	if (size == 0 || size % PAGE != 0 || (o.touch && o.touch * PAGE > size)) {
+		fprintf(stderr, "fc-client: SIZE must be a positive multiple of %u\n", PAGE);
+		return 2;
+	}
+	signal(SIGALRM, on_alarm);
+	alarm(o.timeout);
+	return restore(argv[optind], size, &o);
+}
