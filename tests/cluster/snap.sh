@@ -1,8 +1,8 @@
 #!/bin/bash
 # Snapshots on a 4-node cluster in network namespaces: an image put on node
 # 2 has its pages spread over the lenders; it reads back bit-exact on node 3
-# and clones on node 4 (whose copy is filled over the fabric) while node 2
-# still dedups against it; a lost lender turns reads into a clear error,
+# and clones on node 4 (whose copy is filled over the fabric), restores
+# lazily there through userfaultfd; node 3 dedups against it; a lost lender turns reads into a clear error,
 # not a hang, and other snapshots stay whole.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 SNAP="$top_builddir/tests/tools/pool-snap"
@@ -34,6 +34,19 @@ pctl 3 snap put b "$CLUSTER_TMP/b.img" >"$CLUSTER_TMP/out" 2>&1 &&
 [ "$(snap 1 read b)" = "$sumb" ] && ok "the coordinator's clients read it bit-exact" || not_ok "read b on node 1"
 pctl 2 snap ls >"$CLUSTER_TMP/out" 2>&1 && grep -q "^a " "$CLUSTER_TMP/out" && grep -q "^b " "$CLUSTER_TMP/out" &&
 	ok "snap ls from any node lists both" || { not_ok "snap ls on node 2"; cat "$CLUSTER_TMP/out"; }
+
+# A Firecracker-style restore on node 4 through userfaultfd, every fault
+# fetched from the lenders over the fabric.
+FC="$top_builddir/tests/tools/fc-client"
+sock="$(cluster_dir 4)/uffd.sock"
+cluster_exec 4 "$POOLCTL" -s "$(pool_sock 4)" snap serve b "$sock" --remote --max 1 \
+	>"$CLUSTER_TMP/serve" 2>&1 &
+serve=$!
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
+got=$(cluster_exec 4 "$FC" --timeout 60 "$sock" $((64 << 20)))
+[ -n "$got" ] && [ "$got" = "$("$FC" --sum "$CLUSTER_TMP/b.img")" ] &&
+	ok "node 4 restores b lazily through userfaultfd, bit-exact" || { not_ok "uffd restore on node 4: $got"; cat "$CLUSTER_TMP/serve"; }
+wait $serve && ok "the page server ends with its restore" || { not_ok "snap serve on node 4"; cat "$CLUSTER_TMP/serve"; }
 
 # A lender dies: reads that need its pages fail clearly and at once.
 pool_node_kill 3

@@ -71,6 +71,8 @@ check "a restore touching 500 pages, recorded" "$FC" --touch 500 "$SOCK" $SIZE
 want500=$("$FC" --sum --touch 500 "$TEST_DIR/img")
 check_out "^$want500\$" "the 500 pages are the image's"
 served 0 "the recording restore ended well"
+check "the working set is kept with the snapshot" "$POOLCTL" snap info vm1
+check_out "^working set: +500 pages from 1 restores" "500 pages from 1 restore"
 
 for mode in --local --remote; do
 	serve --max 1 --prefetch ${mode#--local} || exit 1
