@@ -106,6 +106,7 @@ tests_tools_pool_vec_SOURCES = tests/tools/pool-vec.c tests/tools/vecdata.c test
 tests_tools_pool_vec_LDADD = libpool/libpool.la $(LIBM)
 
 include tests/bench/vec.mk
+include tests/bench/snap.mk
 
 # pool-snap: snapshot images and restores through libpool, for the snapshot tests.
 noinst_PROGRAMS += tests/tools/pool-snap

@@ -1,0 +1,271 @@
+/*
+ * tests/bench/bench_snap.c - pool-bench-snap: restoring a snapshot, next to
+ * the same image read from a file in the page cache.
+ *
+ *   pool-bench-snap NAME FILE [WS_PCT]
+ *
+ * NAME is a snapshot of FILE's bytes (poolctl snap put NAME FILE). For each
+ * way of getting the image into a process it prints the time until the
+ * memory is usable (the call returned) and until every page is resident
+ * (each page touched once), in ms:
+ *
+ *   file read         read() of the whole file into anonymous memory
+ *   file mmap         mmap(MAP_PRIVATE) of the file (the kernel's COW)
+ *   clone, first      pool_snap_clone() when the node has no copy: the copy
+ *                     is filled from the store, then mapped
+ *   clone             pool_snap_clone() of the node's copy
+ *   lazy, copy        pool_snap_restore_lazy() served from the node's copy
+ *   lazy, store       ... each fault fetched from the store (POOL_SNAP_REMOTE)
+ *
+ * Then a working set: WS_PCT% of the pages (default 10), scattered, touched
+ * in a fixed random order by a recording restore; then the time to have
+ * touched them all, from the start of a restore, without and with the
+ * recorded set prefetched (from the store, and from the node's copy).
+ * Last, 1,000 clones of the node's copy in this process.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libpool/libpool.h"
+
+#define CLONES 1000
+
+static uint64_t size, page, npages;
+static uint64_t *ws; /* the working set, in touch order */
+static size_t nws;
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "pool-bench-snap: %s: %s (%s)\n", what, pool_strerror(rc),
+		pool_errormsg());
+	exit(1);
+}
+
+/* Touch one byte of every page (or of the working set): the sum keeps the reads. */
+static volatile uint64_t sink;
+
+static void touch_all(const uint8_t *p)
+{
+	uint64_t i, s = 0;
+
+	for (i = 0; i < npages; i++)
+		s += p[i * page];
+	sink += s;
+}
+
+static void touch_ws(const uint8_t *p)
+{
+	uint64_t s = 0;
+	size_t i;
+
+	for (i = 0; i < nws; i++)
+		s += p[ws[i] * page];
+	sink += s;
+}
+
+static void row(const char *what, double usable, double resident)
+{
+	printf("  %-34s %10.2f %10.2f\n", what, usable, resident);
+}
+
+static void *anon(void)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
+	return p;
+}
+
+static void file_read(const char *path)
+{
+	uint8_t *p = anon();
+	double t0 = now_ms(), t;
+	uint64_t off = 0;
+	ssize_t n;
+	int fd = open(path, O_RDONLY);
+
+	while (fd >= 0 && off < size && (n = read(fd, p + off, size - off)) > 0)
+		off += (uint64_t)n;
+	t = now_ms() - t0;
+	if (fd < 0 || off != size) {
+		perror(path);
+		exit(1);
+	}
+	close(fd);
+	row("file read() (page cache)", t, t);
+	munmap(p, size);
+}
+
+static void file_mmap(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	double t0 = now_ms(), t1;
+	uint8_t *p = fd < 0 ? MAP_FAILED
+			    : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+
+	if (p == MAP_FAILED) {
+		perror(path);
+		exit(1);
+	}
+	t1 = now_ms() - t0;
+	touch_all(p);
+	row("file mmap(MAP_PRIVATE)", t1, now_ms() - t0);
+	munmap(p, size);
+	close(fd);
+}
+
+static void clone_row(struct pool_snap *s, const char *what)
+{
+	double t0 = now_ms(), t1;
+	void *p;
+	int rc = pool_snap_clone(s, &p);
+
+	if (rc < 0)
+		die("pool_snap_clone", rc);
+	t1 = now_ms() - t0;
+	touch_all(p);
+	row(what, t1, now_ms() - t0);
+	munmap(p, size);
+}
+
+/* A lazy restore: until it returns, until all pages (or the working set) are touched. */
+static double lazy(struct pool_snap *s, unsigned flags, bool only_ws, double *ret_usable)
+{
+	struct pool_snap_restore *r;
+	uint8_t *p = anon();
+	double t0 = now_ms(), t;
+	int rc = pool_snap_restore_lazy(s, p, flags, &r);
+
+	if (rc < 0)
+		die("pool_snap_restore_lazy", rc);
+	if (ret_usable != NULL)
+		*ret_usable = now_ms() - t0;
+	if (only_ws)
+		touch_ws(p);
+	else
+		touch_all(p);
+	t = now_ms() - t0;
+	rc = pool_snap_restore_end(r);
+	if (rc < 0)
+		die("pool_snap_restore_end", rc);
+	munmap(p, size);
+	return t;
+}
+
+static void lazy_row(struct pool_snap *s, unsigned flags, const char *what)
+{
+	double usable, resident = lazy(s, flags, false, &usable);
+
+	row(what, usable, resident);
+}
+
+/* A scattered working set in a fixed random order (xorshift, seed 1). */
+static void make_ws(unsigned pct)
+{
+	uint8_t *seen = calloc(npages, 1);
+	uint64_t x = 88172645463325252ull;
+
+	nws = npages * pct / 100;
+	ws = malloc((nws ? nws : 1) * sizeof(*ws));
+	for (size_t i = 0; seen != NULL && ws != NULL && i < nws;) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		if (!seen[x % npages]) {
+			seen[x % npages] = 1;
+			ws[i++] = x % npages;
+		}
+	}
+	free(seen);
+}
+
+static void clones(struct pool_snap *s)
+{
+	void **addr = calloc(CLONES, sizeof(*addr));
+	double t0 = now_ms(), t;
+	int i, rc;
+
+	for (i = 0; i < CLONES; i++)
+		if ((rc = pool_snap_clone(s, &addr[i])) < 0)
+			die("pool_snap_clone", rc);
+	t = now_ms() - t0;
+	for (i = 0; i < CLONES; i++)
+		munmap(addr[i], size);
+	free(addr);
+	printf("  %d clones of the node's copy:     %10.2f ms (%.1f us each)\n", CLONES, t,
+	       t * 1e3 / CLONES);
+}
+
+int main(int argc, char **argv)
+{
+	struct pool_snap *s;
+	struct pool *pool;
+	struct stat st;
+	double with, without, wcopy, u;
+	int rc;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: pool-bench-snap NAME FILE [WS_PCT]\n");
+		return 2;
+	}
+	rc = pool_open(NULL, 0, &pool);
+	if (rc == 0)
+		rc = pool_snap_open(pool, argv[1], &s);
+	if (rc < 0)
+		die(argv[1], rc);
+	size = pool_snap_size(s);
+	page = pool_snap_page_size(s);
+	npages = size / page;
+	if (stat(argv[2], &st) < 0 || (uint64_t)st.st_size != size) {
+		fprintf(stderr, "pool-bench-snap: %s is not the snapshot's image\n", argv[2]);
+		return 1;
+	}
+	make_ws(argc > 3 ? (unsigned)atoi(argv[3]) : 10);
+	printf("%s: %llu MiB, %llu pages\n", argv[1], (unsigned long long)(size >> 20),
+	       (unsigned long long)npages);
+	printf("  %-34s %10s %10s\n", "ms", "usable", "resident");
+	file_read(argv[2]); /* also brings it into the page cache */
+	file_read(argv[2]);
+	file_mmap(argv[2]);
+	clone_row(s, "clone, first on the node (fill)");
+	clone_row(s, "clone of the node's copy");
+	lazy_row(s, 0, "lazy uffd, from the node's copy");
+	lazy_row(s, POOL_SNAP_REMOTE, "lazy uffd, from the store");
+	/* Record the working set, then restore it without and with the prefetch. */
+	lazy(s, POOL_SNAP_REMOTE | POOL_SNAP_RECORD, true, NULL);
+	without = lazy(s, POOL_SNAP_REMOTE, true, NULL);
+	with = lazy(s, POOL_SNAP_REMOTE | POOL_SNAP_PREFETCH, true, &u);
+	wcopy = lazy(s, POOL_SNAP_PREFETCH, true, NULL);
+	printf("  working set of %zu pages (%zu MiB), touched from the restore's start:\n", nws,
+	       (size_t)(nws * page >> 20));
+	printf("  %-34s %10.2f ms\n", "from the store, on demand", without);
+	printf("  %-34s %10.2f ms (%.2f ms prefetching): %.1fx\n", "from the store, prefetched",
+	       with, u, without / with);
+	printf("  %-34s %10.2f ms\n", "from the node's copy, prefetched", wcopy);
+	clones(s);
+	pool_snap_close(s);
+	pool_close(pool);
+	return 0;
+}

@@ -1,0 +1,84 @@
+#!/bin/bash
+# snap.sh - pool-bench snap: restoring 256 MiB and 1 GiB snapshots through
+# the pool, next to reading and mapping the same image file from the page
+# cache in the same run (tests/bench/bench_snap.c says what each row is).
+#
+#  1. One node: a private poold lending 3G; the snapshot's pages are in its
+#     own arena, so "from the store" is a memcpy out of the lender's memory.
+#  2. Two hosts in network namespaces (UCX tcp over veth + bridge): the
+#     snapshot put from host 2, which lends nothing, so its pages live on
+#     host 1; the benchmark on host 2: its first clone and its lazy
+#     restores "from the store" fetch every page over the fabric.
+#
+#   tests/bench/snap.sh [BUILDDIR]
+# env: SNAP_BENCH_SIZES (MiB, default "256 1024"), SNAP_BENCH_WS (percent of
+# the pages in the working set, 10). Needs root for part 2.
+set -u -o pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top_srcdir=$(cd "$here/../.." && pwd)
+top_builddir=$(cd "${1:-$top_srcdir}" && pwd)
+export top_srcdir top_builddir
+bench=$top_builddir/tests/bench/pool-bench-snap
+mkimg=$top_builddir/tests/tools/pool-snap
+POOLD=$top_builddir/daemon/poold
+POOLCTL=$top_builddir/cli/poolctl
+sizes=${SNAP_BENCH_SIZES:-256 1024}
+wspct=${SNAP_BENCH_WS:-10}
+for b in "$bench" "$mkimg" "$POOLD" "$POOLCTL"; do
+	[ -x "$b" ] || { echo "snap.sh: $b not built (make)" >&2; exit 1; }
+done
+
+sn=$(mktemp -d "${TMPDIR:-/tmp}/pool-bench-snap.XXXXXX")
+spid=''
+single_stop() {
+	[ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null
+	spid=''
+}
+trap 'single_stop; rm -rf -- "$sn"' EXIT
+trap 'exit 130' INT TERM HUP
+
+echo "# pool-bench snap, $(date -u +%FT%TZ), $(uname -n), $(nproc) CPUs"
+echo
+# Images: 30% zero pages, the rest random.
+for mib in $sizes; do
+	"$mkimg" mkimg "$sn/img$mib" "$mib" "$mib" 0 0 30 || exit 1
+done
+
+"$POOLD" -d -o "runtime_dir=$sn/run" -o lend.size=3G >"$sn/poold.log" 2>&1 &
+spid=$!
+for _ in $(seq 200); do [ -S "$sn/run/poold.sock" ] && break; sleep 0.05; done
+[ -S "$sn/run/poold.sock" ] || { echo "snap.sh: poold did not start"; cat "$sn/poold.log"; exit 1; }
+export POOL_SOCKET=$sn/run/poold.sock
+echo "## one node (poold lending 3G): the snapshot's pages in this node's arena"
+for mib in $sizes; do
+	t0=$(date +%s%N)
+	"$POOLCTL" snap put "img$mib" "$sn/img$mib" >/dev/null || { cat "$sn/poold.log"; exit 1; }
+	echo "put: $((($(date +%s%N) - t0) / 1000000)) ms"
+	"$bench" "img$mib" "$sn/img$mib" "$wspct" || { cat "$sn/poold.log"; exit 1; }
+	"$POOLCTL" snap rm "img$mib" >/dev/null
+	echo
+done
+unset POOL_SOCKET
+single_stop
+
+cluster_part() {
+	. "$top_srcdir/tests/cluster/pool.sh"
+	CLUSTER_QUIET=1 cluster_create 2 || return 1
+	if [ "$CLUSTER_MODE" != netns ]; then
+		echo "snap.sh: network namespaces unavailable (not root?): cluster part skipped"
+		return 0
+	fi
+	pool_node_start 1 -o lend.size=3G
+	for _ in $(seq 100); do [ -S "$(pool_sock 1)" ] && break; sleep 0.05; done
+	pool_node_start 2 -o lend.size=0
+	pool_wait_state 1 h2 up 20 || { echo "h2 did not join"; pool_cluster_logs; return 1; }
+	echo "## 2 hosts in network namespaces (veth + bridge, UCX tcp): the benchmark on host 2 (lends 0), the pages on host 1"
+	for mib in $sizes; do
+		pctl 2 snap put "img$mib" "$sn/img$mib" >/dev/null || { pool_cluster_logs; return 1; }
+		cluster_exec 2 timeout 600 env POOL_SOCKET="$(pool_sock 2)" "$bench" "img$mib" \
+			"$sn/img$mib" "$wspct" || { pool_cluster_logs; return 1; }
+		pctl 2 snap rm "img$mib" >/dev/null
+		echo
+	done
+}
+cluster_part
