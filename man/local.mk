@@ -20,5 +20,6 @@ dist_man_MANS += \
 	man/pool_kv_acquire.3 \
 	man/pool-failures.7 \
 	man/pool_vec_create.3 \
+	man/pool_snap_put.3 \
 	man/pool_snap_restore_lazy.3 \
 	man/pool-protocol.7
