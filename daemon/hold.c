@@ -39,6 +39,7 @@ struct hold {
 	/* an extent of a persistent region: the region, or rname[0] == 0 */
 	char rname[64], rplacement[32];
 	uint64_t rsize, rstripe;
+	uint32_t rclass;
 	uint32_t rindex, rextents, rmode, ruid, rgid;
 	bool durable; /* journaled in the pmem tier */
 };
@@ -102,6 +103,8 @@ static void hold_msg(const struct hold *hd, Pool__Holding *h)
 		h->ruid = hd->ruid;
 		h->rgid = hd->rgid;
 		h->rstripe = hd->rstripe;
+		h->has_rclass = 1;
+		h->rclass = hd->rclass;
 	}
 	if (hd->ns[0] == '\0')
 		return;
@@ -243,6 +246,7 @@ static struct hold *hold_set(struct poold *pd, const Pool__Holding *h, bool jour
 		hd->ruid = h->ruid;
 		hd->rgid = h->rgid;
 		hd->rstripe = h->rstripe;
+		hd->rclass = h->has_rclass ? h->rclass : CLASS_PERSISTENT;
 	}
 	free(hd->key);
 	hd->key = NULL;
@@ -485,7 +489,7 @@ static void hold_send(struct poold *pd, uint32_t node, const struct ledger_exten
 		h[i].off = e[i].off;
 		h[i].len = e[i].len;
 		h[i].region = e[i].region;
-		region_holding(pd, &h[i]); /* a persistent region's extent names its region */
+		region_holding(pd, &h[i]); /* a region's extent names its region */
 		ptrs[i] = &h[i];
 	}
 	hs.holdings = ptrs;

@@ -760,8 +760,11 @@ static void region_msg_release(struct region_msg *m)
 }
 
 /*
- * What a lender records of an extent of a persistent region, for its
- * journal: the region, so that it can be rebuilt (h->region names it).
+ * What a lender records of an extent of a region: the region, so that it
+ * can be rebuilt (h->region names it) by a restarted coordinator from the
+ * lenders' memory, and for a persistent region from the lender's journal
+ * after the lender restarts too. Anonymous regions are not named: they
+ * end with their leases, which a restarted coordinator does not have.
  */
 void region_holding(struct poold *pd, Pool__Holding *h)
 {
@@ -773,7 +776,7 @@ void region_holding(struct poold *pd, Pool__Holding *h)
 	TAILQ_FOREACH(r, &pd->regions->list, entry)
 		if (r->id == h->region)
 			break;
-	if (r == NULL || r->cls != CLASS_PERSISTENT)
+	if (r == NULL || r->anonymous)
 		return;
 	for (i = 0; i < r->next; i++)
 		if (r->ext[i].arena == h->arena && r->ext[i].off == h->off)
@@ -791,6 +794,8 @@ void region_holding(struct poold *pd, Pool__Holding *h)
 	h->ruid = r->uid;
 	h->rgid = r->gid;
 	h->rstripe = r->stripe;
+	h->has_rclass = 1;
+	h->rclass = r->cls;
 }
 
 static int region_ext_cmp(const void *a, const void *b)
@@ -801,22 +806,26 @@ static int region_ext_cmp(const void *a, const void *b)
 }
 
 /*
- * An extent of a persistent region that a lender holds and the map does
- * not (the coordinator restarted, or the lender did): the region comes
- * back, lost until every extent of it is back. 0, or -errno when it cannot
- * be taken (another region has the name, the record does not hold up).
+ * An extent of a region that a lender holds and the map does not (the
+ * coordinator restarted, or for a persistent region the lender did): the
+ * region comes back, lost until every extent of it is back. 0, or -errno
+ * when it cannot be taken (another region has the name, the record does
+ * not hold up).
  */
 int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
 		 const Pool__Holding *h)
 {
 	struct regions *rs = pd->regions;
 	struct lender_pool *lp = region_pool(rs, node, arena);
+	enum region_class cls = h->has_rclass ? (enum region_class)h->rclass : CLASS_PERSISTENT;
 	struct region_extent *ext;
 	struct region *r;
 	bool fresh = false;
 	size_t i;
 
-	if (lp == NULL || lp->tier != TIER_PMEM || h->rname == NULL || !region_name_ok(h->rname) ||
+	if (lp == NULL || cls > CLASS_PERSISTENT ||
+	    lp->tier != (cls == CLASS_PERSISTENT ? TIER_PMEM : TIER_DRAM) || h->rname == NULL ||
+	    !region_name_ok(h->rname) ||
 	    h->rsize == 0 || h->rsize > REGION_MAX_SIZE || h->rextents == 0 ||
 	    h->rextents > 4096 || h->rindex >= h->rextents || h->rmode > 0777)
 		return -EINVAL;
@@ -825,7 +834,7 @@ int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, 
 		if (rs->count >= (size_t)pd->conf->max_regions || (r = calloc(1, sizeof(*r))) == NULL)
 			return -ENOMEM;
 		TAILQ_INIT(&r->lease_list);
-		r->cls = CLASS_PERSISTENT;
+		r->cls = cls;
 		snprintf(r->name, sizeof(r->name), "%s", h->rname);
 		snprintf(r->placement, sizeof(r->placement), "%s",
 			 h->rplacement != NULL && h->rplacement[0] ? h->rplacement : "any");
@@ -844,7 +853,7 @@ int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, 
 		TAILQ_INSERT_TAIL(&rs->list, r, entry);
 		rs->count++;
 		fresh = true;
-	} else if (r->cls != CLASS_PERSISTENT || !r->lost || r->want_ext != h->rextents ||
+	} else if (r->cls != cls || !r->lost || r->want_ext != h->rextents ||
 		   r->size != h->rsize || r->uid != h->ruid) {
 		return -EEXIST;
 	}
