@@ -6,8 +6,9 @@
  * pages it does not have yet: the page store is a dedup KV namespace kept
  * by the coordinator, and putting a page it has costs one reference and
  * no transfer. The manifest region is made first and says how far the put
- * got (refs_done), so a put that dies midway leaves a manifest whose
- * remove gives back exactly the references it took; such a snapshot stays
+ * got (refs_done, after each batch), so a put that dies midway leaves a
+ * manifest whose remove gives back the references it recorded (those of
+ * the batch in flight stay: pages kept too long); such a snapshot stays
  * SNAP_WRITING and cannot be opened.
  *
  * A remove reads the manifest, destroys its region, then drops the
@@ -303,9 +304,13 @@ static int snap_hdr_write(struct pool_region *r, const struct snap_header *h)
 	return pool_region_write(r, 0, h, sizeof(*h));
 }
 
-/* Store the pages and seal the manifest; on failure give back what was taken. */
-static int snap_store(struct pool *pool, struct pool_region *r, struct snap_header *h,
-		      const uint8_t *image, const uint8_t *hashes)
+/*
+ * Store the pages and seal the manifest. On failure the manifest goes, and
+ * then what it records is given back, by this put only if the manifest was
+ * still there to destroy: a remove run meanwhile gave it back already.
+ */
+static int snap_store(struct pool *pool, struct pool_region *r, const char *rname,
+		      struct snap_header *h, const uint8_t *image, const uint8_t *hashes)
 {
 	struct snap_ref *refs;
 	struct pool_kv *kv;
@@ -334,7 +339,7 @@ static int snap_store(struct pool *pool, struct pool_region *r, struct snap_head
 		h->state = SNAP_SEALED;
 		rc = snap_hdr_write(r, h);
 	}
-	if (rc < 0)
+	if (rc < 0 && pool_region_destroy(pool, rname) == 0)
 		snap_unref(kv, refs, h->refs_done);
 	pool_kv_close(kv);
 	free(refs);
@@ -413,10 +418,10 @@ POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *i
 	if (rc == 0 && h.state_len > 0)
 		rc = pool_region_write(r, h.state_off, opts->state, h.state_len);
 	if (rc == 0)
-		rc = snap_store(pool, r, &h, image, hashes);
-	pool_region_close(r);
-	if (rc < 0)
+		rc = snap_store(pool, r, rname, &h, image, hashes);
+	else
 		pool_region_destroy(pool, rname);
+	pool_region_close(r);
 out:
 	free(hashes);
 	return rc;
