@@ -1,7 +1,7 @@
 /*
  * cli/cmd-snap.c - poolctl snap put NAME FILE [options] | ls | info NAME | rm NAME |
- * get NAME FILE | copies: snapshots, through libpool (a put hashes the image here),
- * and the node's shared copies of their images.
+ * get NAME FILE | copies | place NAME [NODE...]: snapshots, through libpool (a put
+ * hashes the image here), and the node's shared copies of their images.
  */
 #include "config.h"
 
@@ -412,6 +412,126 @@ out:
 	wire_msg_free(&rep->base);
 	return EXIT_OK;
 }
+
+/* One node's result of a place, as a line or as JSON. */
+static void snap_place_print(struct json *j, uint32_t node, int code, const char *msg)
+{
+	if (j != NULL) {
+		json_object(j, NULL);
+		json_u64(j, "node", node);
+		json_str(j, "status", code < 0 ? "error" : "placed");
+		if (code < 0)
+			json_str(j, "message", msg);
+		json_end(j);
+	} else if (code < 0) {
+		printf("node %u: error: %s\n", node, msg);
+	} else {
+		printf("node %u: placed\n", node);
+	}
+}
+
+/*
+ * snap place NAME: this node's copy, through libpool, as a clone would
+ * make it. It is also what poold runs on each node for the form with
+ * nodes, and its first line on stderr is then the node's error.
+ */
+static int snap_place_here(struct cmd_ctx *ctx)
+{
+	struct pool_status *st = NULL;
+	struct pool_snap *s = NULL;
+	struct pool *pool;
+	struct json *j = NULL;
+	int rc;
+
+	rc = snap_connect(ctx, &pool);
+	if (rc != EXIT_OK)
+		return rc;
+	rc = pool_snap_open(pool, ctx->argv[0], &s);
+	if (rc == 0)
+		rc = pool_snap_place(s);
+	if (rc == 0)
+		rc = pool_status(pool, &st);
+	if (rc < 0) {
+		rc = snap_fail("snap place", rc);
+		goto out;
+	}
+	if (ctx->json) {
+		j = json_new(stdout);
+		json_array(j, "results");
+	}
+	snap_place_print(j, pool_status_node_id(st), 0, NULL);
+	if (j != NULL)
+		json_finish(j);
+	rc = EXIT_OK;
+out:
+	pool_status_free(st);
+	pool_snap_close(s);
+	pool_close(pool);
+	return rc;
+}
+
+/* Helpers may fill for minutes (poold stops one at 5): wait for the nodes past that. */
+#define SNAP_PLACE_TIMEOUT_MS (6 * 60 * 1000)
+
+/* snap place NAME NODE...: the coordinator has each node's poold place it. */
+static int snap_place_nodes(struct cmd_ctx *ctx)
+{
+	Pool__SnapPlace req = POOL__SNAP_PLACE__INIT;
+	Pool__SnapPlaceReply *rep;
+	uint32_t nodes[64];
+	struct json *j = NULL;
+	bool failed = false;
+	unsigned long n;
+	char *end;
+	size_t i;
+	int rc;
+
+	for (i = 0; i + 1 < (size_t)ctx->argc; i++) {
+		errno = 0;
+		n = strtoul(ctx->argv[i + 1], &end, 10);
+		if (ctx->argv[i + 1][0] < '0' || ctx->argv[i + 1][0] > '9' || *end != '\0' ||
+		    errno != 0 || n > UINT32_MAX) {
+			fprintf(stderr, "poolctl: '%s' is not a node id (see poolctl nodes)\n",
+				ctx->argv[i + 1]);
+			return EXIT_USAGE;
+		}
+		nodes[i] = (uint32_t)n;
+	}
+	req.name = ctx->argv[0];
+	req.nodes = nodes;
+	req.n_nodes = i;
+	rc = cmd_connect(ctx, SNAP_PLACE_TIMEOUT_MS);
+	if (rc == EXIT_OK)
+		rc = cmd_call(ctx, WIRE_SNAP_PLACE, &req.base, WIRE_SNAP_PLACE_REPLY,
+			      (ProtobufCMessage **)&rep);
+	if (rc != EXIT_OK)
+		return rc;
+	if (ctx->json) {
+		j = json_new(stdout);
+		json_array(j, "results");
+	}
+	for (i = 0; i < rep->n_results; i++) {
+		const Pool__SnapPlaceResult *r = rep->results[i];
+
+		snap_place_print(j, r->node, r->code, r->message ? r->message : err_str(r->code));
+		failed |= r->code < 0;
+	}
+	if (j != NULL)
+		json_finish(j);
+	wire_msg_free(&rep->base);
+	return failed ? EXIT_ERROR : EXIT_OK;
+}
+
+/* poolctl snap place NAME [NODE...]: make the node copy ahead of the first clone. */
+static int cmd_snap_place(struct cmd_ctx *ctx)
+{
+	return ctx->argc == 1 ? snap_place_here(ctx) : snap_place_nodes(ctx);
+}
+
+const struct cmd_entry cmd_snap_place_entry = {
+	"snap place", "NAME [NODE...]", 1, 65, DAEMON_NONE, cmd_snap_place,
+	"make a snapshot's node copy now, here or on the nodes named (admin)",
+};
 
 const struct cmd_entry cmd_snap_copies_entry = {
 	"snap copies", "", 0, 0, DAEMON_NEEDED, cmd_snap_copies,

@@ -27,7 +27,7 @@ static const struct cmd_entry *const cmd_table[] = {
 	&cmd_vec_drop_entry,	  &cmd_events_entry,	  &cmd_top_entry,
 	&cmd_snap_put_entry,	  &cmd_snap_ls_entry,	  &cmd_snap_info_entry,
 	&cmd_snap_rm_entry,	  &cmd_snap_get_entry,	  &cmd_snap_copies_entry,
-	&cmd_snap_serve_entry,
+	&cmd_snap_serve_entry,	  &cmd_snap_place_entry,
 };
 
 static void usage(FILE *f)
@@ -80,11 +80,12 @@ int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req,
 	return EXIT_UNREACHABLE;
 }
 
-static int poolctl_connect(struct cmd_ctx *ctx)
+/* Connect to poold, waiting up to timeout_ms for each reply (0: the default). */
+int cmd_connect(struct cmd_ctx *ctx, int timeout_ms)
 {
 	char msg[512];
-	int rc = wire_client_connect(ctx->socket, "poolctl", POOLCTL_TIMEOUT_MS, &ctx->wc, msg,
-				     sizeof(msg));
+	int rc = wire_client_connect(ctx->socket, "poolctl", timeout_ms > 0 ? timeout_ms :
+				     POOLCTL_TIMEOUT_MS, &ctx->wc, msg, sizeof(msg));
 
 	if (rc == 0)
 		return EXIT_OK;
@@ -170,7 +171,7 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (e->daemon == DAEMON_NEEDED) {
-		rc = poolctl_connect(&ctx);
+		rc = cmd_connect(&ctx, 0);
 		if (rc != EXIT_OK)
 			return rc;
 	} else if (e->daemon == DAEMON_OPTIONAL) {

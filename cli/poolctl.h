@@ -68,10 +68,12 @@ extern const struct cmd_entry cmd_snap_rm_entry;
 extern const struct cmd_entry cmd_snap_get_entry;
 extern const struct cmd_entry cmd_snap_copies_entry;
 extern const struct cmd_entry cmd_snap_serve_entry;
+extern const struct cmd_entry cmd_snap_place_entry;
 
 /* poolctl.c */
 int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req,
 	     uint16_t reply_type, ProtobufCMessage **ret_reply);
+int cmd_connect(struct cmd_ctx *ctx, int timeout_ms);
 
 /* cmd-snap-serve.c */
 int cmd_snap_serve(struct cmd_ctx *ctx);

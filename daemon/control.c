@@ -67,6 +67,7 @@ static const struct ctl_handler *const handler_tables[] = {
 	vec_handlers,
 	events_handlers,
 	snapcopy_handlers,
+	snapplace_handlers,
 };
 
 static const struct ctl_handler *handlers[WIRE_TYPE_MAX];

@@ -671,7 +671,7 @@ static void coord_peer_frame(struct conn *conn, const struct wire_hdr *hdr,
 		return;
 	}
 	if (hdr->type == WIRE_PROBE_REPORT || hdr->type == WIRE_ERROR || hdr->type == WIRE_OK ||
-	    hdr->type == WIRE_VEC_REPLY) {
+	    hdr->type == WIRE_VEC_REPLY || hdr->type == WIRE_SNAP_PLACE_REPLY) {
 		if (p->m != NULL)
 			coord_call_answer(p->co, hdr, payload);
 		return;

@@ -6,7 +6,9 @@ daemon_poold_SOURCES = daemon/poold.h daemon/poold.c daemon/pidfile.c daemon/con
 	daemon/region.c daemon/reclaim.c daemon/arena.c daemon/ledger.h daemon/ledger.c \
 	daemon/placement.h daemon/placement.c \
 	daemon/hold.c daemon/kv.c daemon/resp.c daemon/journal.h daemon/journal.c daemon/vec.c daemon/respparse.h daemon/respparse.c \
-	daemon/metrics.c daemon/events.c daemon/copy.c daemon/snapcopy.c
+	daemon/metrics.c daemon/events.c daemon/copy.c daemon/snapcopy.c \
+	daemon/snapplace.c
+daemon_poold_CPPFLAGS = $(AM_CPPFLAGS) -DPOOL_BINDIR='"$(bindir)"'
 daemon_poold_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(PMEM2_CFLAGS) \
 	$(XXHASH_CFLAGS)
 daemon_poold_LDADD = fabric/libfabric.la proto/libwire.la libpool/libvecindex.la common/libconf.la \

@@ -228,6 +228,7 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 	/* Requests from the coordinator have ids of its own: only replies are relayed. */
 	if (hdr->req_id != 0 && hdr->type != WIRE_PROBE && hdr->type != WIRE_SCRUB &&
 	    hdr->type != WIRE_COPY && hdr->type != WIRE_VEC && hdr->type != WIRE_HOLD &&
+	    hdr->type != WIRE_SNAP_PLACE &&
 	    peer_relay(pe, hdr, payload))
 		return;
 	if (wire_msg_unpack(hdr->type, payload, hdr->len, &msg) < 0) {
@@ -298,6 +299,9 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 	}
 	case WIRE_VEC:
 		vec_serve(pe->pd, pe->conn, hdr->req_id, (const Pool__VecRequest *)msg);
+		break;
+	case WIRE_SNAP_PLACE:
+		snapplace_serve(pe->pd, pe->conn, hdr->req_id, (const Pool__SnapPlace *)msg);
 		break;
 	case WIRE_HOLDINGS:
 		hold_report(pe->pd, pe->conn, hdr->req_id);

@@ -214,6 +214,7 @@ static void poold_free(struct poold *pd)
 	 */
 	pd->stopping = true;
 	metrics_close(pd);
+	snapplace_close(pd); /* before the links its helpers answer on */
 	coord_close(pd);
 	peer_close(pd);
 	cluster_clear(pd);

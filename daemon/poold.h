@@ -34,6 +34,7 @@ struct vecindex_ctx;
 struct metrics;
 struct events;
 struct snapcopies;
+struct snapplaces;
 
 enum member_state { MEMBER_UP, MEMBER_SUSPECT, MEMBER_DEAD };
 enum tier { TIER_DRAM, TIER_PMEM };
@@ -122,6 +123,7 @@ struct poold {
 	struct metrics *metrics;    /* the Prometheus endpoint, if metrics.listen is set */
 	struct events *events;	    /* the recent events (events.c) */
 	struct snapcopies *snapcopies; /* the node's copies of snapshot images (snapcopy.c) */
+	struct snapplaces *snapplaces; /* the helpers filling them for snap place (snapplace.c) */
 };
 
 /* poold.c */
@@ -426,6 +428,12 @@ void snapcopy_session_end(struct poold *pd, uint64_t session);
 void snapcopy_stats(struct poold *pd, uint64_t ret[5]);
 void snapcopy_close(struct poold *pd);
 extern const struct ctl_handler snapcopy_handlers[];
+
+/* snapplace.c: node copies made ahead of use, on the nodes an admin names */
+void snapplace_serve(struct poold *pd, struct conn *conn, uint64_t req_id,
+		     const Pool__SnapPlace *m);
+void snapplace_close(struct poold *pd);
+extern const struct ctl_handler snapplace_handlers[];
 
 /* copy.c: an extent copied between lenders over the fabric */
 typedef void (*copy_done_cb)(struct poold *pd, void *arg, int rc);

@@ -2,8 +2,9 @@
 # Snapshots on a 4-node cluster in network namespaces: an image put on node
 # 2 has its pages spread over the lenders; it reads back bit-exact on node 3
 # and clones on node 4 (whose copy is filled over the fabric), restores
-# lazily there through userfaultfd; node 3 dedups against it; a lost lender turns reads into a clear error,
-# not a hang, and other snapshots stay whole.
+# lazily there through userfaultfd; node 3 dedups against it; snap place
+# has nodes make their copies ahead of use (admins only); a lost lender
+# turns reads into a clear error, not a hang, and other snapshots stay whole.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 SNAP="$top_builddir/tests/tools/pool-snap"
 FAILS=0 PASSES=0
@@ -48,12 +49,48 @@ got=$(cluster_exec 4 "$FC" --timeout 60 "$sock" $((64 << 20)))
 	ok "node 4 restores b lazily through userfaultfd, bit-exact" || { not_ok "uffd restore on node 4: $got"; cat "$CLUSTER_TMP/serve"; }
 wait $serve && ok "the page server ends with its restore" || { not_ok "snap serve on node 4"; cat "$CLUSTER_TMP/serve"; }
 
+# snap place: the admin has nodes 3 and 4 make their copies of p (put on
+# node 2) ahead of use, so that a clone on node 3 fills nothing.
+pctl 2 snap put p "$CLUSTER_TMP/a.img" mode=0644 >/dev/null 2>&1 || not_ok "put p on node 2"
+pctl 1 snap place p 3 4 >"$CLUSTER_TMP/out" 2>&1 &&
+	[ "$(cat "$CLUSTER_TMP/out")" = "$(printf 'node 3: placed\nnode 4: placed')" ] &&
+	ok "the coordinator has nodes 3 and 4 place p" || { not_ok "place p on 3 4"; cat "$CLUSTER_TMP/out"; }
+for i in 3 4; do
+	pctl $i snap copies | grep -Eq "^p +[0-9a-f]+ +64M +ready +0 " &&
+		ok "node $i has its copy ready, and no clone yet" || not_ok "copy of p on node $i"
+done
+snap 3 clones p 5 1 "$suma" >"$CLUSTER_TMP/out" 2>&1 && grep -q "0 bad, 0 failed" "$CLUSTER_TMP/out" &&
+	pctl 3 snap copies | grep -Eq "^p +[0-9a-f]+ +64M +ready +5 " &&
+	ok "5 clones on node 3 come from the placed copy: none fills" || { not_ok "clones of p on node 3"; cat "$CLUSTER_TMP/out"; }
+pctl 2 --json snap place p 1 >"$CLUSTER_TMP/out" 2>&1 && grep -q '"node": *1' "$CLUSTER_TMP/out" &&
+	pctl 1 snap copies | grep -Eq "^p +[0-9a-f]+ +64M +ready" &&
+	ok "asked from node 2, the coordinator places p on itself" || { not_ok "place p on node 1"; cat "$CLUSTER_TMP/out"; }
+pctl 1 snap place p 3 9 >"$CLUSTER_TMP/out" 2>&1
+[ $? -eq 1 ] && grep -q "no node 9" "$CLUSTER_TMP/out" && ok "an unknown node id is refused, by id" ||
+	{ not_ok "place on node 9"; cat "$CLUSTER_TMP/out"; }
+pctl 1 snap place p 3 3 >"$CLUSTER_TMP/out" 2>&1
+[ $? -eq 1 ] && grep -q "named twice" "$CLUSTER_TMP/out" && ok "so is a node named twice" ||
+	{ not_ok "place on 3 3"; cat "$CLUSTER_TMP/out"; }
+pctl 1 snap place nothing 3 >"$CLUSTER_TMP/out" 2>&1
+[ $? -eq 1 ] && grep -q "^node 3: error: .*nothing" "$CLUSTER_TMP/out" &&
+	ok "a snapshot that is not there: the node says why" || { not_ok "place nothing"; cat "$CLUSTER_TMP/out"; }
+if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
+	chmod 0755 "$CLUSTER_TMP" "$(cluster_dir 1)" "$(cluster_dir 1)/run" && chmod 0666 "$(pool_sock 1)"
+	cluster_exec 1 setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		"$POOLCTL" -s "$(pool_sock 1)" snap place p 3 >"$CLUSTER_TMP/out" 2>&1
+	[ $? -eq 1 ] && grep -q "needs root or the admin group" "$CLUSTER_TMP/out" &&
+		ok "a caller that is not an admin gets EPERM" || { not_ok "place as nobody"; cat "$CLUSTER_TMP/out"; }
+else
+	echo "skip: no nobody user or setpriv"
+fi
+
 # A lender dies: reads that need its pages fail clearly and at once.
 pool_node_kill 3
 pool_wait_state 1 h3 dead 10
 start=$SECONDS
 snap 2 read b >"$CLUSTER_TMP/out" 2>&1; rc=$?
-if [ $rc -ne 0 ] && grep -q "lost" "$CLUSTER_TMP/out" && [ $((SECONDS - start)) -lt 30 ]; then
+# (ELOST either way: "lost" for a page, "is dead" when b's manifest was on node 3)
+if [ $rc -ne 0 ] && grep -Eq "lost|lender node 3 is dead" "$CLUSTER_TMP/out" && [ $((SECONDS - start)) -lt 30 ]; then
 	ok "a read of b after node 3 died fails, saying a page is lost ($((SECONDS - start)) s)"
 elif [ $rc -eq 0 ]; then
 	not_ok "b read whole without node 3"
@@ -63,4 +100,7 @@ fi
 pctl 4 snap copies | grep -Eq "^a +[0-9a-f]+ +64M +ready" &&
 	snap 4 clones a 10 1 "$suma" >"$CLUSTER_TMP/out" 2>&1 &&
 	ok "node 4 still clones a from its copy" || { not_ok "clones from the copy after node 3 died"; cat "$CLUSTER_TMP/out"; }
+pctl 1 snap place p 3 >"$CLUSTER_TMP/out" 2>&1
+[ $? -eq 1 ] && grep -q "^node 3: error: the node is not up" "$CLUSTER_TMP/out" &&
+	ok "placing on the dead node 3 fails for it at once" || { not_ok "place on dead node 3"; cat "$CLUSTER_TMP/out"; }
 finish
