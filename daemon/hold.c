@@ -489,7 +489,7 @@ static void hold_send(struct poold *pd, uint32_t node, const struct ledger_exten
 		h[i].off = e[i].off;
 		h[i].len = e[i].len;
 		h[i].region = e[i].region;
-		region_holding(pd, &h[i]); /* a region's extent names its region */
+		region_holding(pd, node, &h[i]); /* a region's extent names its region */
 		ptrs[i] = &h[i];
 	}
 	hs.holdings = ptrs;

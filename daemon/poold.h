@@ -346,7 +346,7 @@ void reclaim_close(struct poold *pd);
 extern const struct ctl_handler reclaim_handlers[];
 void region_node_gone(struct poold *pd, uint32_t node);
 void region_node_sessions(struct poold *pd, uint32_t node, const uint64_t *live, size_t n);
-void region_holding(struct poold *pd, Pool__Holding *h);
+void region_holding(struct poold *pd, uint32_t node, Pool__Holding *h);
 int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
 		 const Pool__Holding *h);
 

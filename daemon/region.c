@@ -766,7 +766,7 @@ static void region_msg_release(struct region_msg *m)
  * after the lender restarts too. Anonymous regions are not named: they
  * end with their leases, which a restarted coordinator does not have.
  */
-void region_holding(struct poold *pd, Pool__Holding *h)
+void region_holding(struct poold *pd, uint32_t node, Pool__Holding *h)
 {
 	struct region *r;
 	size_t i;
@@ -779,7 +779,8 @@ void region_holding(struct poold *pd, Pool__Holding *h)
 	if (r == NULL || r->anonymous)
 		return;
 	for (i = 0; i < r->next; i++)
-		if (r->ext[i].arena == h->arena && r->ext[i].off == h->off)
+		if (r->ext[i].node == node && r->ext[i].arena == h->arena &&
+		    r->ext[i].off == h->off)
 			break;
 	if (i == r->next)
 		return;

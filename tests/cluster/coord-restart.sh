@@ -27,11 +27,11 @@ for i in 2 3 4; do POOL_PMEM=32M pool_node_start "$i" -o lend.size=192M || exit 
 for i in 2 3 4; do pool_wait_state 1 "h$i" up 20 || { not_ok "h$i joins"; finish; exit 1; }; done
 
 # What must come back.
-on 2 "$IO" create spread 48M spread >/dev/null && on 2 "$IO" write spread 7 >/dev/null &&
+on 2 "$IO" create spread $((48 << 20)) spread=3 pinned $((1 << 20)) >/dev/null && on 2 "$IO" write spread 7 >/dev/null &&
 	ok "a 48 MiB region spread over the lenders" || not_ok "spread region"
-on 3 "$IO" create pers 8M any persistent >/dev/null && on 3 "$IO" write pers 9 >/dev/null &&
+on 3 "$IO" create pers $((8 << 20)) any persistent >/dev/null && on 3 "$IO" write pers 9 >/dev/null &&
 	ok "a persistent region" || not_ok "persistent region"
-on 4 "$IO" create mine 4M node=4 >/dev/null && on 4 "$IO" write mine 3 >/dev/null &&
+on 4 "$IO" create mine $((4 << 20)) node=4 >/dev/null && on 4 "$IO" write mine 3 >/dev/null &&
 	ok "a region on node 4 alone" || not_ok "node-4 region"
 pctl 2 kv create cache 32M >/dev/null && on 2 "$KV" cache mput k 40 65536 5 | grep -q "40 of 40" &&
 	ok "40 KV values" || not_ok "KV values"
@@ -97,7 +97,7 @@ on 4 "$VEC" search idx 20 5 10 >"$CLUSTER_TMP/search.after" &&
 	not_ok "vector index after the restart"
 [ "$(on 4 "$SNAP" read s1)" = "$sums" ] && ok "the snapshot reads back bit-exact" ||
 	not_ok "snapshot after the restart"
-on 2 "$IO" create fresh 4M >/dev/null && on 2 "$IO" write fresh 1 >/dev/null &&
+on 2 "$IO" create fresh $((4 << 20)) >/dev/null && on 2 "$IO" write fresh 1 >/dev/null &&
 	on 3 "$IO" read fresh 1 >/dev/null && ok "new regions work after the restart" ||
 	not_ok "new region after the restart"
 

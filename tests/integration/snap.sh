@@ -132,6 +132,14 @@ check "remove the snapshot" "$POOLCTL" snap rm c
 check "its copy goes with it" "$POOLCTL" snap copies
 [ "$(wc -l <"$TEST_DIR/out")" -eq 1 ] && ok "no copies left" || not_ok "copies after rm"
 
+# A snapshot of a region's bytes.
+check "a region of 8 MiB" "$top_builddir/tests/tools/pool-io" create img 8388608
+check "filled" "$top_builddir/tests/tools/pool-io" write img 5
+check "put a snapshot of it" "$SNAP" putregion fromregion img
+sumr=$(cat "$TEST_DIR/out")
+[ "$("$SNAP" read fromregion)" = "$sumr" ] && ok "it reads back as the region's bytes" ||
+	not_ok "snapshot of a region"
+
 # Bad input.
 head -c 5000 /dev/zero >"$TEST_DIR/odd.img"
 check_exit 1 "an image that is not whole pages" "$POOLCTL" snap put odd "$TEST_DIR/odd.img"

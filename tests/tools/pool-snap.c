@@ -6,6 +6,8 @@
  *       image made with SHARED_SEED, the rest unique to SEED
  *   pool-snap sum FILE           XXH3-64 of a file
  *   pool-snap read NAME          XXH3-64 of a snapshot's image, read through libpool
+ *   pool-snap putregion NAME REGION
+ *       put a snapshot of a region's bytes; print the XXH3-64 of the region
  *   pool-snap clones NAME N PROCS SUM
  *       PROCS processes make N copy-on-write clones in all; each writes a page
  *       of its own; checks every 100th clone whole against SUM (XXH3-64 of
@@ -41,6 +43,7 @@ static int usage(void)
 	fprintf(stderr, "usage: pool-snap mkimg FILE MIB SEED SHARED_SEED SHARED%% ZERO%%\n"
 			"       pool-snap sum FILE\n"
 			"       pool-snap read NAME\n"
+			"       pool-snap putregion NAME REGION\n"
 			"       pool-snap clones NAME N PROCS SUM\n"
 			"       pool-snap clonefd NAME SUM\n");
 	return 2;
@@ -136,6 +139,28 @@ static int snap_read(struct pool *pool, const char *name)
 		printf("%016llx\n", (unsigned long long)XXH3_64bits(buf, size));
 	munmap(buf, size);
 	pool_snap_close(s);
+	return rc < 0 ? fail(name, rc) : 0;
+}
+
+static int put_region(struct pool *pool, const char *name, const char *rname)
+{
+	struct pool_region *r;
+	uint64_t size;
+	void *buf;
+	int rc;
+
+	rc = pool_region_open(pool, rname, 0, &r);
+	if (rc < 0)
+		return fail(rname, rc);
+	size = pool_region_size(r);
+	buf = malloc(size);
+	rc = buf == NULL ? -ENOMEM : pool_region_read(r, 0, buf, size);
+	if (rc == 0)
+		rc = pool_snap_put_region(pool, name, r, NULL);
+	if (rc == 0)
+		printf("%016llx\n", (unsigned long long)XXH3_64bits(buf, size));
+	free(buf);
+	pool_region_close(r);
 	return rc < 0 ? fail(name, rc) : 0;
 }
 
@@ -311,6 +336,8 @@ int main(int argc, char **argv)
 		return fail("pool_open", rc);
 	if (strcmp(argv[1], "read") == 0 && argc == 3)
 		rc = snap_read(pool, argv[2]);
+	else if (strcmp(argv[1], "putregion") == 0 && argc == 4)
+		rc = put_region(pool, argv[2], argv[3]);
 	else if (strcmp(argv[1], "clonefd") == 0 && argc == 4)
 		rc = clone_fd(pool, argv[2], strtoull(argv[3], NULL, 16));
 	else
