@@ -38,6 +38,7 @@ int units_parse_duration(const char *s, uint64_t *ret_ms);
 void units_fmt_size(uint64_t bytes, char *buf, size_t len);
 void units_fmt_duration(uint64_t ms, char *buf, size_t len);
 uint64_t units_now_ms(void);
+uint64_t units_now_us(void);
 
 /* err.c */
 const char *err_str(int code);

@@ -87,6 +87,15 @@ void units_fmt_duration(uint64_t ms, char *buf, size_t len)
 		snprintf(buf, len, "%llums", (unsigned long long)ms);
 }
 
+/* Microseconds on the monotonic clock. */
+uint64_t units_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
 /* Milliseconds on the monotonic clock. */
 uint64_t units_now_ms(void)
 {

@@ -141,9 +141,29 @@ const struct ctl_handler *control_handler(uint16_t type)
 	return type < WIRE_TYPE_MAX ? handlers[type] : NULL;
 }
 
+/* Count how long a request took, now that it is answered. */
+static void req_timed(struct req *r)
+{
+	static const uint64_t bounds[] = REQ_LATENCY_BOUNDS_US;
+	uint64_t us = units_now_us() - r->start_us;
+	struct req_latency *l;
+	size_t i;
+
+	if (r->pd->latency == NULL || r->type >= WIRE_TYPE_MAX || r->start_us == 0)
+		return;
+	l = &r->pd->latency[r->type];
+	for (i = 0; i < ARRAY_SIZE(bounds) && us > bounds[i]; i++)
+		;
+	l->bucket[i]++;
+	l->count++;
+	l->sum_us += us;
+	r->start_us = 0; /* once */
+}
+
 /* Reply to a request. */
 int req_reply(struct req *r, uint16_t type, const ProtobufCMessage *msg)
 {
+	req_timed(r);
 	return conn_send(r->conn, type, r->id, msg);
 }
 
@@ -179,8 +199,10 @@ struct req *req_hold(const struct req *r)
  */
 void req_finish(struct req *r, int rc)
 {
-	if (rc < 0)
+	if (rc < 0) {
+		req_timed(r);
 		conn_send_error(r->conn, r->id, rc, r->errmsg);
+	}
 	conn_unref(r->conn);
 	free(r);
 }
@@ -198,6 +220,8 @@ void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size
 
 	r->pd->requests++;
 	r->errmsg[0] = '\0';
+	r->type = type;
+	r->start_us = units_now_us();
 	if (h == NULL) {
 		rc = req_errorf(r, -EOPNOTSUPP, "message type %u is not a request poold serves",
 				type);
@@ -225,6 +249,7 @@ void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size
 out_error:
 	log_debug("%s: %s: %s", conn_desc(r->conn), wire_type_name(type),
 		  r->errmsg[0] ? r->errmsg : err_str(rc));
+	req_timed(r);
 	conn_send_error(r->conn, r->id, rc, r->errmsg);
 }
 

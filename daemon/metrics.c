@@ -74,6 +74,40 @@ static void metrics_snap(struct poold *pd, struct evbuffer *b)
 		    "ready copies dropped to make room (snap.copies)", st[4]);
 }
 
+/* How long control requests took here, per type, as Prometheus histograms. */
+static void metrics_latency(struct poold *pd, struct evbuffer *b)
+{
+	static const uint64_t bounds[] = REQ_LATENCY_BOUNDS_US;
+	unsigned t;
+	size_t i;
+
+	metrics_head(b, "pool_request_duration_seconds", "histogram",
+		     "control requests served here, from arrival to reply, by type");
+	for (t = 0; pd->latency != NULL && t < WIRE_TYPE_MAX; t++) {
+		const struct req_latency *l = &pd->latency[t];
+		const char *name = wire_type_name((uint16_t)t);
+		uint64_t cum = 0;
+
+		if (l->count == 0)
+			continue;
+		for (i = 0; i < REQ_LATENCY_BUCKETS; i++) {
+			cum += l->bucket[i];
+			if (i < ARRAY_SIZE(bounds))
+				evbuffer_add_printf(b, "pool_request_duration_seconds_bucket{type=\"%s\","
+						    "le=\"%g\"} %llu\n", name, bounds[i] / 1e6,
+						    (unsigned long long)cum);
+			else
+				evbuffer_add_printf(b, "pool_request_duration_seconds_bucket{type=\"%s\","
+						    "le=\"+Inf\"} %llu\n", name,
+						    (unsigned long long)cum);
+		}
+		evbuffer_add_printf(b, "pool_request_duration_seconds_sum{type=\"%s\"} %.6f\n", name,
+				    l->sum_us / 1e6);
+		evbuffer_add_printf(b, "pool_request_duration_seconds_count{type=\"%s\"} %llu\n",
+				    name, (unsigned long long)l->count);
+	}
+}
+
 /* What this poold is and lends. */
 static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *b)
 {
@@ -219,6 +253,7 @@ static void metrics_request(struct evhttp_request *req, void *arg)
 	}
 	mt->scrapes++;
 	metrics_node(pd, mt, b);
+	metrics_latency(pd, b);
 	if (pd->coord != NULL && pd->regions != NULL)
 		metrics_pool(pd, b);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",

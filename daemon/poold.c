@@ -226,6 +226,7 @@ static void poold_free(struct poold *pd)
 	lend_close(pd);
 	poold_fabric_close(pd);
 	control_close(pd->control);
+	free(pd->latency);
 	for (i = 0; i < ARRAY_SIZE(pd->sig_ev); i++)
 		if (pd->sig_ev[i] != NULL)
 			event_free(pd->sig_ev[i]);
@@ -322,6 +323,7 @@ int main(int argc, char **argv)
 	if (pd.node_id == 0 && pd.conf->role == ROLE_COORDINATOR)
 		pd.node_id = 1;
 	pd.start_ms = units_now_ms();
+	pd.latency = calloc(WIRE_TYPE_MAX, sizeof(*pd.latency)); /* without: not measured */
 	if (getrandom(&pd.incarnation, sizeof(pd.incarnation), 0) != sizeof(pd.incarnation))
 		pd.incarnation = pd.start_ms ^ ((uint64_t)getpid() << 32);
 	TAILQ_INIT(&pd.members);

@@ -84,6 +84,7 @@ struct poold {
 	uint64_t start_ms;
 	uint64_t reloads;
 	uint64_t requests;
+	struct req_latency *latency; /* per request type, for the metrics */
 	uint32_t node_id;
 	gid_t admin_gid;	/* (gid_t)-1: no admin group */
 	uint64_t incarnation;	/* new at every start */
@@ -185,7 +186,22 @@ struct req {
 	bool admin;
 	uint32_t node;	  /* node holding the client's session */
 	uint64_t session; /* the client's connection there */
+	uint16_t type;	  /* of the request */
+	uint64_t start_us; /* when it came */
 	char errmsg[256];
+};
+
+/*
+ * How long the requests of one type took, from their arrival to their
+ * reply: a histogram with upper bounds REQ_LATENCY_BOUNDS_US (the last
+ * bucket has none), their sum and count.
+ */
+#define REQ_LATENCY_BUCKETS 12
+#define REQ_LATENCY_BOUNDS_US \
+	{50, 100, 250, 500, 1000, 2500, 5000, 10000, 50000, 250000, 1000000}
+struct req_latency {
+	uint64_t count, sum_us;
+	uint64_t bucket[REQ_LATENCY_BUCKETS];
 };
 
 #define REQ_LATER 1

@@ -16,20 +16,24 @@ r = urllib.request.urlopen(sys.argv[1], timeout=10)
 assert r.status == 200 and r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), r.headers
 typed, done, cur, samples = set(), set(), None, {}
 sample = re.compile(r'^([a-z_:][a-z0-9_:]*)(\{([a-z_]+="([^"\\]|\\.)*",?)*\})? ([0-9]+(\.[0-9]+)?)$')
+curkind = None
 for line in r.read().decode().splitlines():
     if line.startswith("# HELP "):
         continue
     if line.startswith("# TYPE "):
         name, kind = line.split()[2:4]
-        assert name not in typed and kind in ("counter", "gauge"), line
+        assert name not in typed and kind in ("counter", "gauge", "histogram"), line
         if cur is not None:
             done.add(cur)
         typed.add(name)
-        cur = name
+        cur, curkind = name, kind
         continue
     m = sample.match(line)
     assert m, "not a sample: " + line
-    assert m.group(1) == cur and m.group(1) not in done, "out of its family: " + line
+    family = m.group(1)
+    if curkind == "histogram":
+        family = re.sub(r"_(bucket|sum|count)$", "", family)
+    assert family == cur and family not in done, "out of its family: " + line
     samples[line.rsplit(" ", 1)[0]] = float(m.group(5))
 with open(sys.argv[2], "w") as f:
     for k, v in samples.items():
@@ -74,6 +78,16 @@ has 'pool_kv_hits_total{ns="m"}' 2 && has 'pool_kv_misses_total{ns="m"}' 1 && ha
 	&& ok "the namespace's hits, misses, puts, entries and capacity" || { not_ok "KV metrics"; grep kv_ "$TEST_DIR/m"; }
 has 'pool_lender_used_bytes{node="1",arena="0",tier="dram"}' 4096 && ok "what the lender has in use" || { not_ok "lender used"; grep lender "$TEST_DIR/m"; }
 has 'pool_scrapes_total' 2 && ok "the scrapes counted" || not_ok "scrapes"
+python3 - "$TEST_DIR/m" <<'EOF' && ok "control request latencies: a histogram per type" || { not_ok "latency histogram"; grep duration "$TEST_DIR/m"; }
+import sys
+m = dict(l.rsplit(" ", 1) for l in open(sys.argv[1]).read().splitlines())
+n = int(m['pool_request_duration_seconds_count{type="kv"}'])
+assert n >= 4, n  # the put's reserve and commit, two gets' lookups, the miss
+assert int(m['pool_request_duration_seconds_bucket{type="kv",le="+Inf"}']) == n
+buckets = [int(v) for k, v in m.items() if k.startswith('pool_request_duration_seconds_bucket{type="kv"')]
+assert buckets == sorted(buckets), buckets
+assert float(m['pool_request_duration_seconds_sum{type="kv"}']) > 0
+EOF
 
 python3 - "$URL" <<'EOF' && ok "other paths get 404, other methods an error, garbage a 400" || not_ok "HTTP errors"
 import socket, sys, urllib.error, urllib.request
