@@ -373,6 +373,17 @@ static void kv_pending_retire(struct poold *pd, struct kv_ns *ns, struct kv_entr
 	TAILQ_INSERT_TAIL(&ns->zombies, z, entry);
 }
 
+/*
+ * Whether an entry is of no more use: neither a value nor a pending one,
+ * and in a dedup namespace nobody holding a reference (a value lost with
+ * its lender keeps its entry and references, for the lender's journal to
+ * bring the value back to, or for the holders to drop).
+ */
+static bool kv_entry_unused(const struct kv_entry *e)
+{
+	return !e->has_val && !e->has_pending && e->refs == 0;
+}
+
 /* Unlink and free an entry that has neither a value nor a pending one. */
 static void kv_entry_drop(struct kv_ns *ns, struct kv_entry *e)
 {
@@ -973,7 +984,7 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			rc = kv_place(pd, ns, h, size, &v);
 		if (rc < 0) {
 			e = *kv_slot(ns, key, klen, h);
-			if (e != NULL && !e->has_val && !e->has_pending)
+			if (e != NULL && kv_entry_unused(e))
 				kv_entry_drop(ns, e);
 			kv_loc(NULL, loc, NULL, rc, NULL, 0);
 			return 0;
@@ -1023,13 +1034,14 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			if (op[0] == 'a') { /* the writer gave up: nobody writes there any more */
 				kv_val_free(pd, ns, &e->pending);
 				e->has_pending = false;
-				if (!e->has_val)
+				if (kv_entry_unused(e))
 					kv_entry_drop(ns, e);
 				kv_loc(NULL, loc, NULL, 0, NULL, 0);
 				return 1;
 			}
-			/* In a dedup namespace, the same content again: its holders stay. */
-			e->refs = !e->has_val ? 1 : e->refs == KV_REFS_UNKNOWN ? e->refs : e->refs + 1;
+			/* In a dedup namespace the writer holds one more reference. */
+			if ((ns->flags & HOLD_NS_DEDUP) && e->refs != KV_REFS_UNKNOWN)
+				e->refs++;
 			if (e->has_val)
 				kv_retire_val(pd, ns, e);
 			e->val = e->pending;
@@ -1058,7 +1070,8 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 		return 0;
 	}
 	if (strcmp(op, "remove") == 0) {
-		if (!(ns->flags & HOLD_NS_DEDUP) || !e->has_val || e->refs == 1)
+		/* In a dedup namespace: one reference less, the value with the last. */
+		if (!(ns->flags & HOLD_NS_DEDUP) || e->refs <= 1)
 			kv_entry_clear(pd, ns, e);
 		else if (e->refs != KV_REFS_UNKNOWN)
 			e->refs--;
@@ -1459,7 +1472,7 @@ static void kv_session_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry
 	if (e->has_pending && e->pnode == w->node && (w->all || e->psession == w->session)) {
 		kv_val_free(pd, ns, &e->pending);
 		e->has_pending = false;
-		if (!e->has_val)
+		if (kv_entry_unused(e))
 			kv_entry_drop(ns, e);
 	}
 }
@@ -1526,7 +1539,7 @@ static void kv_lost_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e
 		hit = true;
 	}
 	w->count += hit;
-	if (!e->has_val && !e->has_pending)
+	if (kv_entry_unused(e))
 		kv_entry_drop(ns, e);
 }
 
@@ -1550,7 +1563,7 @@ static void kv_expire_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry 
 	if (!e->has_pending || now - e->preserved_at < KV_RESERVE_TTL_MS)
 		return;
 	kv_pending_retire(pd, ns, e); /* out of the index; freed with its writer */
-	if (!e->has_val)
+	if (kv_entry_unused(e))
 		kv_entry_drop(ns, e);
 }
 
@@ -1903,7 +1916,9 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 	e->val = (struct kv_val){node, arena, off, alen, h->vlen, h->version,
 				 lp->tier != kv_tier(ns), 0, {{0}}};
 	e->has_val = true;
-	e->refs = KV_REFS_UNKNOWN;
+	/* References kept while its lender was away stay; after our own restart, unknown. */
+	if ((ns->flags & HOLD_NS_DEDUP) && e->refs == 0)
+		e->refs = KV_REFS_UNKNOWN;
 	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 	if (e->val.pmem)
 		ns->pmem_used += alen;

@@ -13,7 +13,7 @@ not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
 finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "snap: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 snap() { local i=$1; shift; cluster_exec "$i" timeout 120 env POOL_SOCKET="$(pool_sock "$i")" "$SNAP" "$@"; }
 
-pool_cluster_start 4 -o lend.size=256M || { pool_cluster_logs; exit 1; }
+POOL_PMEM=64M pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
 "$SNAP" mkimg "$CLUSTER_TMP/a.img" 64 1 99 50 30 && "$SNAP" mkimg "$CLUSTER_TMP/b.img" 64 2 99 50 30
 suma=$("$SNAP" sum "$CLUSTER_TMP/a.img")
 sumb=$("$SNAP" sum "$CLUSTER_TMP/b.img")
@@ -84,6 +84,13 @@ else
 	echo "skip: no nobody user or setpriv"
 fi
 
+# A persistent snapshot, its pages in the lenders' pmem tiers.
+"$SNAP" mkimg "$CLUSTER_TMP/ps.img" 16 7 0 0 30
+sumps=$("$SNAP" sum "$CLUSTER_TMP/ps.img")
+pctl 2 snap put ps "$CLUSTER_TMP/ps.img" class=persistent mode=0644 >/dev/null 2>&1 &&
+	ok "a persistent snapshot put on node 2" || not_ok "persistent snapshot"
+ppages() { pctl 1 --json kv stats snap.ppages | python3 -c 'import json,sys; print(json.load(sys.stdin)["namespaces"][0]["entries"])'; }
+
 # A lender dies: reads that need its pages fail clearly and at once.
 pool_node_kill 3
 pool_wait_state 1 h3 dead 10
@@ -103,4 +110,15 @@ pctl 4 snap copies | grep -Eq "^a +[0-9a-f]+ +64M +ready" &&
 pctl 1 snap place p 3 >"$CLUSTER_TMP/out" 2>&1
 [ $? -eq 1 ] && grep -q "^node 3: error: the node is not up" "$CLUSTER_TMP/out" &&
 	ok "placing on the dead node 3 fails for it at once" || { not_ok "place on dead node 3"; cat "$CLUSTER_TMP/out"; }
+
+# Node 3 comes back: its journal brings the persistent pages back, and the
+# references held on them while it was away still count.
+POOL_PMEM=64M pool_node_start 3
+pool_wait_state 1 h3 up 20 || not_ok "node 3 rejoins"
+for _ in $(seq 50); do [ "$(snap 4 read ps 2>/dev/null)" = "$sumps" ] && break; sleep 0.2; done
+[ "$(snap 4 read ps)" = "$sumps" ] && ok "the persistent snapshot reads bit-exact once node 3 is back" ||
+	not_ok "persistent snapshot after node 3 restarted"
+pctl 2 snap rm ps >/dev/null && [ "$(ppages)" -eq 0 ] &&
+	ok "removing it frees every one of its pages, node 3's too" ||
+	not_ok "persistent pages after rm: $(ppages)"
 finish
