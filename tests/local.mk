@@ -31,7 +31,7 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/vec.sh tests/integration/metrics.sh tests/integration/leaks.sh \
 	tests/integration/snap.sh tests/integration/snapcopy.sh tests/integration/snap-uffd.sh \
 	tests/cluster/selftest.sh tests/cluster/kv.sh tests/cluster/vec.sh tests/cluster/snap.sh \
-	tests/cluster/coord-restart.sh \
+	tests/cluster/coord-restart.sh tests/cluster/client-crash.sh \
 	tests/cluster/soak.sh \
 	tests/cluster/membership.sh tests/cluster/regions.sh tests/cluster/reclaim.sh
 TESTS += $(INTEGRATION_TESTS)
