@@ -153,6 +153,7 @@ struct kv_space {
 	struct kv_ns *orphans; /* what dropped namespaces' readers and writers still hold */
 	struct kv_durable *durable; /* the commit being served, and its key */
 	size_t durable_i;
+	struct region *holder;	    /* dedup: the region taking the references served */
 	unsigned recopies;	    /* copies started again in this sweep */
 };
 
@@ -905,17 +906,73 @@ static void kv_promote(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 
 /* One key of a request. */
 /*
- * A put to a dedup namespace of a key it has: the key names the content,
- * so the value is there already and the writer only takes a reference
- * (-EEXIST: nothing to write). While another writer still writes the same
- * content, -EAGAIN: try again once that one commits.
+ * The holder of a request to a dedup namespace takes a reference to a
+ * value: counted, and its key recorded with the holder, so that the
+ * reference goes when the holder does. A holder records at most as many
+ * bytes of keys as it is large (a manifest lists each page in more).
  */
-static int kv_dedup_reserve(struct poold *pd, struct kv_entry *e, Pool__KvLocation *loc)
+static int kv_holder_add(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
+{
+	struct region *r = pd->kv->holder;
+	size_t need = 1 + (size_t)e->klen;
+	uint8_t *p;
+
+	if (r->refs_len + need > r->size)
+		return -ENOSPC;
+	if (r->refs_len + need > r->refs_cap) {
+		size_t cap = MAX(r->refs_cap * 2, (size_t)4096);
+
+		while (cap < r->refs_len + need)
+			cap *= 2;
+		if ((p = realloc(r->refs, cap)) == NULL)
+			return -ENOMEM;
+		r->refs = p;
+		r->refs_cap = cap;
+	}
+	r->refs[r->refs_len] = (uint8_t)e->klen;
+	memcpy(r->refs + r->refs_len + 1, e->key, e->klen);
+	r->refs_len += need;
+	r->refs_ns = ns->id;
+	if (e->refs != KV_REFS_UNKNOWN)
+		e->refs++;
+	return 0;
+}
+
+/* A region goes: the references it holds go with it, and values nobody else holds. */
+void kv_holder_drop(struct poold *pd, struct region *r)
+{
+	struct kv_ns *ns = pd->kv != NULL && !pd->stopping ? kv_ns_by_id(pd, r->refs_ns) : NULL;
+	size_t off = 0;
+
+	while (ns != NULL && off < r->refs_len) {
+		const uint8_t *key = r->refs + off + 1;
+		size_t klen = r->refs[off];
+		struct kv_entry *e = *kv_slot(ns, key, klen, kv_hash(key, klen));
+
+		if (e != NULL && e->refs != KV_REFS_UNKNOWN && e->refs > 0 && --e->refs == 0)
+			kv_entry_clear(pd, ns, e);
+		off += 1 + klen;
+	}
+	if (ns != NULL && r->refs_len > 0)
+		region_account(pd);
+	free(r->refs);
+	r->refs = NULL;
+	r->refs_len = r->refs_cap = 0;
+}
+
+/*
+ * A put to a dedup namespace of a key it has: the key names the content,
+ * so the value is there already and the writer's holder only takes a
+ * reference (-EEXIST: nothing to write). While another writer still
+ * writes the same content, -EAGAIN: try again once that one commits.
+ */
+static int kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry *e,
+			    Pool__KvLocation *loc)
 {
 	if (e->has_val && kv_val_usable(pd, &e->val)) { /* else: being written */
-		if (e->refs != KV_REFS_UNKNOWN)
-			e->refs++;
-		kv_loc(NULL, loc, NULL, -EEXIST, NULL, 0);
+		int rc = kv_holder_add(pd, ns, e);
+
+		kv_loc(NULL, loc, NULL, rc < 0 ? rc : -EEXIST, NULL, 0);
 		return 0;
 	}
 	kv_loc(NULL, loc, NULL, -EAGAIN, NULL, 0);
@@ -964,7 +1021,7 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 	}
 	if (strcmp(op, "reserve") == 0 && (ns->flags & HOLD_NS_DEDUP) && e != NULL &&
 	    ((e->has_val && kv_val_usable(pd, &e->val)) || e->has_pending))
-		return kv_dedup_reserve(pd, e, loc);
+		return kv_dedup_reserve(pd, ns, e, loc);
 	if (strcmp(op, "reserve") == 0) {
 		uint64_t size = kr->sizes[i], need;
 		struct kv_val v;
@@ -1039,9 +1096,11 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 				kv_loc(NULL, loc, NULL, 0, NULL, 0);
 				return 1;
 			}
-			/* In a dedup namespace the writer holds one more reference. */
-			if ((ns->flags & HOLD_NS_DEDUP) && e->refs != KV_REFS_UNKNOWN)
-				e->refs++;
+			/* In a dedup namespace the writer's holder takes a reference. */
+			if ((ns->flags & HOLD_NS_DEDUP) && (rc = kv_holder_add(pd, ns, e)) < 0) {
+				kv_loc(NULL, loc, NULL, rc, NULL, 0);
+				return 0;
+			}
 			if (e->has_val)
 				kv_retire_val(pd, ns, e);
 			e->val = e->pending;
@@ -1070,11 +1129,7 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 		return 0;
 	}
 	if (strcmp(op, "remove") == 0) {
-		/* In a dedup namespace: one reference less, the value with the last. */
-		if (!(ns->flags & HOLD_NS_DEDUP) || e->refs <= 1)
-			kv_entry_clear(pd, ns, e);
-		else if (e->refs != KV_REFS_UNKNOWN)
-			e->refs--;
+		kv_entry_clear(pd, ns, e);
 		kv_loc(NULL, loc, NULL, 0, NULL, 0);
 		return 1;
 	}
@@ -1183,6 +1238,34 @@ static bool kv_was_given(struct kv_ns *ns, const struct req *q, const ProtobufCB
 	return false;
 }
 
+/*
+ * Requests to a dedup namespace: values are taken and let go by their
+ * holders, regions the caller may write (a snapshot's manifest); a
+ * reference goes with its holder only, never by a remove.
+ */
+static int kv_dedup_holder(struct req *q, const struct kv_ns *ns, const Pool__KvRequest *kr)
+{
+	struct region *r;
+
+	q->pd->kv->holder = NULL;
+	if (strcmp(kr->op, "remove") == 0)
+		return req_errorf(q, -EPERM, "values of '%s' go with the regions holding them",
+				  ns->name);
+	if (strcmp(kr->op, "reserve") != 0 && strcmp(kr->op, "commit") != 0)
+		return 0;
+	if (kr->holder == NULL || (r = region_find(q->pd->regions, kr->holder)) == NULL)
+		return req_errorf(q, -EINVAL, "a put to '%s' names the region holding it",
+				  ns->name);
+	if (!region_allowed(r, q, 2))
+		return req_errorf(q, -EACCES, "region '%s' is not the caller's to write",
+				  r->name);
+	if (r->refs_ns != 0 && r->refs_ns != ns->id)
+		return req_errorf(q, -EINVAL, "region '%s' holds values of another namespace",
+				  r->name);
+	q->pd->kv->holder = r;
+	return 0;
+}
+
 static int kv_request(struct req *q, const ProtobufCMessage *msg)
 {
 	const Pool__KvRequest *kr = (const Pool__KvRequest *)msg;
@@ -1197,6 +1280,8 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 
 	if (ns == NULL)
 		return req_errorf(q, -ENOENT, "no KV namespace '%s'", kr->ns);
+	if ((ns->flags & HOLD_NS_DEDUP) && (rc = kv_dedup_holder(q, ns, kr)) < 0)
+		return rc;
 	if (strcmp(kr->op, "failed") == 0) {
 		/* A client could not reach a lender: suspect it now, not after heartbeats. */
 		if (!kr->has_node || kr->n_keys != 1 || !kv_was_given(ns, q, &kr->keys[0], kr->node))

@@ -325,6 +325,14 @@ struct region {
 	uint32_t leases;
 	struct region_extent *ext;
 	size_t next;
+	/*
+	 * References to values of a dedup KV namespace this region holds (a
+	 * snapshot manifest's pages): the keys, each after a length byte,
+	 * dropped when the region goes.
+	 */
+	uint64_t refs_ns;
+	uint8_t *refs;
+	size_t refs_len, refs_cap;
 };
 
 struct reclaim;
@@ -420,6 +428,7 @@ int kv_local_op(struct poold *pd, uint64_t session, const char *nsname, const ch
 		const uint8_t *key, size_t klen, uint64_t arg, struct kv_where *ret);
 int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity);
 int kv_snap_open(struct poold *pd);
+void kv_holder_drop(struct poold *pd, struct region *r);
 size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size_t max,
 		     void (*cb)(void *arg, const uint8_t *key, size_t klen), void *arg,
 		     uint64_t *ret_next);

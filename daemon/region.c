@@ -624,6 +624,7 @@ void region_free(struct poold *pd, struct region *r)
 	pd->regions->count--;
 	while ((l = TAILQ_FIRST(&r->lease_list)) != NULL)
 		region_lease_drop(r, l);
+	kv_holder_drop(pd, r);
 	region_release_extents(pd, r);
 	free(r);
 }

@@ -65,7 +65,7 @@ struct pool_node {
 };
 
 /* kv.c */
-int kv_remove_batch(struct pool_kv *kv, size_t n, const void *const *keys, const size_t *klens);
+void kv_set_holder(struct pool_kv *kv, const char *region);
 int kv_ns_usage(struct pool *pool, const char *ns, uint64_t *ret_bytes, uint64_t *ret_values);
 
 /* pool.c */

@@ -24,6 +24,7 @@
 struct pool_kv {
 	struct pool *pool;
 	char ns[64];
+	char holder[64]; /* dedup namespaces: the region holding what this handle puts */
 };
 
 static int kv_ns_call(struct pool *pool, const char *op, const char *ns, uint64_t capacity,
@@ -127,6 +128,7 @@ static int kv_call(struct pool_kv *kv, const char *op, size_t n, const void *con
 	req.n_sizes = sizes ? n : 0;
 	req.versions = versions;
 	req.n_versions = versions ? n : 0;
+	req.holder = kv->holder[0] != '\0' ? kv->holder : NULL;
 	if (ret == NULL) { /* the outcome does not matter: no round trip */
 		rc = pool_send(kv->pool, WIRE_KV, &req.base, WIRE_KV_REPLY);
 		free(k);
@@ -953,20 +955,10 @@ POOL_EXPORT int pool_kv_hash_chain(const uint32_t *tokens, size_t ntokens, size_
 	return (int)nblocks;
 }
 
-/* Remove n keys in one request (snap.c: references to pages): the number removed. */
-int kv_remove_batch(struct pool_kv *kv, size_t n, const void *const *keys, const size_t *klens)
+/* Name the region that holds the references this handle's puts take (a dedup namespace). */
+void kv_set_holder(struct pool_kv *kv, const char *region)
 {
-	Pool__KvReply *rep;
-	size_t i, good = 0;
-	int rc;
-
-	rc = kv_call(kv, "remove", n, keys, klens, NULL, NULL, &rep);
-	if (rc < 0)
-		return rc;
-	for (i = 0; i < n; i++)
-		good += rep->locations[i]->status == 0;
-	wire_msg_free(&rep->base);
-	return (int)good;
+	snprintf(kv->holder, sizeof(kv->holder), "%s", region);
 }
 
 /* Bytes (in either tier) and values a namespace holds now. */

@@ -5,16 +5,12 @@
  * A put hashes every page here (XXH3-128), so the pool sees only the
  * pages it does not have yet: the page store is a dedup KV namespace kept
  * by the coordinator, and putting a page it has costs one reference and
- * no transfer. The manifest region is made first and says how far the put
- * got (refs_done, after each batch), so a put that dies midway leaves a
- * manifest whose remove gives back the references it recorded (those of
- * the batch in flight stay: pages kept too long); such a snapshot stays
- * SNAP_WRITING and cannot be opened.
- *
- * A remove reads the manifest, destroys its region, then drops the
- * references. In that order a remove that dies midway leaves references
- * nobody will drop (pages kept too long), never a dropped reference a
- * manifest still counts on (pages freed under another snapshot).
+ * no transfer. The references are the manifest region's: the coordinator
+ * records them with the region and drops them when the region goes. So a
+ * remove is the destruction of the manifest, whoever runs it and whatever
+ * state the put was in (one that died midway leaves a SNAP_WRITING
+ * manifest, which cannot be opened), and nobody can drop a reference to a
+ * page but by destroying a manifest they may destroy.
  */
 #include "config.h"
 
@@ -206,7 +202,7 @@ static int ref_cmp_page(const void *a, const void *b)
 
 /*
  * The distinct non-zero pages of an image, each by its first use, in image
- * order: what a snapshot holds a reference to, the same order every time.
+ * order: what a snapshot holds a reference to.
  */
 static int snap_distinct(const uint8_t *hashes, uint64_t npages, struct snap_ref **ret,
 			 size_t *ret_n)
@@ -227,23 +223,6 @@ static int snap_distinct(const uint8_t *hashes, uint64_t npages, struct snap_ref
 	*ret = r;
 	*ret_n = k;
 	return 0;
-}
-
-/* Drop the references of the first n distinct pages. */
-static int snap_unref(struct pool_kv *kv, const struct snap_ref *refs, size_t n)
-{
-	const void *keys[SNAP_BATCH];
-	size_t klens[SNAP_BATCH], i, k;
-	int rc = 0;
-
-	for (i = 0; i < n && rc >= 0; i += k) {
-		for (k = 0; k < SNAP_BATCH && i + k < n; k++) {
-			keys[k] = refs[i + k].hash;
-			klens[k] = SNAP_HASH_LEN;
-		}
-		rc = kv_remove_batch(kv, k, keys, klens);
-	}
-	return rc < 0 ? rc : 0;
 }
 
 static int64_t snap_now_ms(void)
@@ -304,17 +283,13 @@ static int snap_hdr_write(struct pool_region *r, const struct snap_header *h)
 	return pool_region_write(r, 0, h, sizeof(*h));
 }
 
-/*
- * Store the pages and seal the manifest. On failure the manifest goes, and
- * then what it records is given back, by this put only if the manifest was
- * still there to destroy: a remove run meanwhile gave it back already.
- */
+/* Store the pages, their references the manifest's, and seal it. */
 static int snap_store(struct pool *pool, struct pool_region *r, const char *rname,
 		      struct snap_header *h, const uint8_t *image, const uint8_t *hashes)
 {
-	struct snap_ref *refs;
+	struct snap_ref *refs = NULL;
 	struct pool_kv *kv;
-	size_t n, i, k;
+	size_t n = 0, i, k;
 	int rc;
 
 	rc = snap_distinct(hashes, h->npages, &refs, &n);
@@ -325,22 +300,18 @@ static int snap_store(struct pool *pool, struct pool_region *r, const char *rnam
 		free(refs);
 		return rc;
 	}
+	kv_set_holder(kv, rname);
 	h->distinct = n;
 	for (i = 0; i < n && rc >= 0; i += k) {
 		k = MIN((size_t)SNAP_BATCH, n - i);
 		rc = snap_put_batch(kv, image, h->page_size, refs + i, k);
-		if (rc >= 0) {
+		if (rc >= 0)
 			h->new_pages += (uint64_t)rc;
-			h->refs_done = i + k;
-			rc = snap_hdr_write(r, h);
-		}
 	}
 	if (rc >= 0) {
 		h->state = SNAP_SEALED;
 		rc = snap_hdr_write(r, h);
 	}
-	if (rc < 0 && pool_region_destroy(pool, rname) == 0)
-		snap_unref(kv, refs, h->refs_done);
 	pool_kv_close(kv);
 	free(refs);
 	return rc < 0 ? rc : 0;
@@ -419,9 +390,9 @@ POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *i
 		rc = pool_region_write(r, h.state_off, opts->state, h.state_len);
 	if (rc == 0)
 		rc = snap_store(pool, r, rname, &h, image, hashes);
-	else
-		pool_region_destroy(pool, rname);
 	pool_region_close(r);
+	if (rc < 0) /* its references go with it */
+		pool_region_destroy(pool, rname);
 out:
 	free(hashes);
 	return rc;
@@ -487,7 +458,7 @@ static int snap_hdr_read(struct pool_region *r, const char *name, struct snap_he
 	    h->npages != h->image_len / h->page_size || h->image_len % h->page_size != 0 ||
 	    h->npages > UINT32_MAX || h->state_len > POOL_SNAP_STATE_MAX ||
 	    snap_layout(&t) > size || t.hashes_off != h->hashes_off || t.ws_off != h->ws_off ||
-	    t.state_off != h->state_off || h->ws_len > h->npages || h->refs_done > h->npages)
+	    t.state_off != h->state_off || h->ws_len > h->npages)
 		return pool_err(-EINVAL, "snapshot '%s': its manifest is not valid", name);
 	h->parent[sizeof(h->parent) - 1] = '\0';
 	return 0;
@@ -757,13 +728,7 @@ int snap_ws_merge(struct pool_snap *snap, const uint64_t *pages, size_t n)
 
 POOL_EXPORT int pool_snap_remove(struct pool *pool, const char *name)
 {
-	struct snap_ref *refs = NULL;
-	struct pool_region *r;
-	struct snap_header h;
-	struct pool_kv *kv = NULL;
-	uint8_t *hashes = NULL;
 	char rname[64];
-	size_t n;
 	int rc;
 
 	if (pool == NULL)
@@ -771,28 +736,11 @@ POOL_EXPORT int pool_snap_remove(struct pool *pool, const char *name)
 	rc = snap_region_name(name, rname);
 	if (rc < 0)
 		return rc;
-	rc = pool_region_open(pool, rname, 0, &r);
-	if (rc < 0)
-		return rc == -ENOENT ? pool_err(rc, "no snapshot '%s'", name) : rc;
-	rc = snap_hdr_read(r, name, &h);
-	if (rc == 0 && (hashes = malloc(h.npages * SNAP_HASH_LEN)) == NULL)
-		rc = pool_err(-ENOMEM, "out of memory");
-	if (rc == 0)
-		rc = pool_region_read(r, h.hashes_off, hashes, h.npages * SNAP_HASH_LEN);
-	if (rc == 0)
-		rc = snap_distinct(hashes, h.npages, &refs, &n);
-	if (rc == 0)
-		rc = pool_kv_open(pool, snap_ns(&h), &kv);
-	pool_region_close(r);
-	if (rc == 0)
-		rc = pool_region_destroy(pool, rname);
-	if (rc == 0)
-		rc = snap_unref(kv, refs, MIN(h.refs_done, n));
+	rc = pool_region_destroy(pool, rname); /* its pages' references go with it */
+	if (rc == -ENOENT)
+		return pool_err(rc, "no snapshot '%s'", name);
 	if (rc == 0) /* this node's copy now; others' go when replaced or evicted */
 		snap_copy_drop(pool, name);
-	pool_kv_close(kv);
-	free(refs);
-	free(hashes);
 	return rc;
 }
 

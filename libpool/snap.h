@@ -15,8 +15,10 @@
  *
  * The pages live in a KV namespace with reference counts (SNAP_NS_PINNED
  * or SNAP_NS_PERSISTENT), the hash being the key: a put of a page already
- * there only counts one more reference, a remove one less, and the value
- * is freed at none. Each snapshot holds one reference per distinct page.
+ * there only counts one more reference, held by the manifest region the
+ * put names; the coordinator drops the region's references when the
+ * region goes, and frees a value nobody holds. Each snapshot holds one
+ * reference per distinct page.
  */
 #ifndef LIBPOOL_SNAP_H
 #define LIBPOOL_SNAP_H
@@ -49,11 +51,6 @@ struct snap_header {
 	uint32_t uid, flags;
 	uint64_t hashes_off, ws_off, ws_len, ws_runs, state_off, state_len;
 	char parent[64];
-	/*
-	 * Distinct pages (in order of first use in the image) the put holds a
-	 * reference to: all of them once sealed. A remove drops just these.
-	 */
-	uint64_t refs_done;
 };
 
 /* An open snapshot: its manifest read once (a snapshot never changes but for its working set). */

@@ -29,7 +29,7 @@ for i in 2 3 4; do pool_wait_state 1 "h$i" up 20 || { not_ok "h$i joins"; finish
 # What must come back.
 on 2 "$IO" create spread $((48 << 20)) spread=3 pinned $((1 << 20)) >/dev/null && on 2 "$IO" write spread 7 >/dev/null &&
 	ok "a 48 MiB region spread over the lenders" || not_ok "spread region"
-on 3 "$IO" create pers $((8 << 20)) any persistent >/dev/null && on 3 "$IO" write pers 9 >/dev/null &&
+on 3 "$IO" create pers $((8 << 20)) node=3 persistent >/dev/null && on 3 "$IO" write pers 9 >/dev/null &&
 	ok "a persistent region" || not_ok "persistent region"
 on 4 "$IO" create mine $((4 << 20)) node=4 >/dev/null && on 4 "$IO" write mine 3 >/dev/null &&
 	ok "a region on node 4 alone" || not_ok "node-4 region"
