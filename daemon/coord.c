@@ -492,6 +492,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	struct coord *co = p->co;
 	struct poold *pd = co->pd;
 	Pool__RegisterReply reply = POOL__REGISTER_REPLY__INIT;
+	Pool__KvNamespace *defs = NULL;
 	Pool__NodeInfo *info = reg->node;
 	struct member *m, *by_id;
 	struct coord_peer *old;
@@ -574,14 +575,19 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	m->state = MEMBER_DEAD; /* so that the change to up is announced */
 	coord_set_state(co, m, MEMBER_UP);
 
+	kv_defs_adopt(pd, reg->namespaces, reg->n_namespaces);
 	reply.node_id = id;
 	reply.heartbeat_ms = (uint32_t)pd->conf->heartbeat_ms;
 	reply.heartbeat_misses = (uint32_t)pd->conf->heartbeat_misses;
 	rc = cluster_members_msg(pd, &reply.members, &reply.n_members);
+	if (rc == 0 && (rc = kv_defs(pd, &defs, &reply.namespaces, &reply.n_namespaces)) < 0)
+		cluster_members_msg_free(reply.members, reply.n_members);
 	if (rc < 0)
 		return coord_refuse(p, req_id, rc, "out of memory");
 	conn_send(p->conn, WIRE_REGISTER_REPLY, req_id, &reply.base);
 	cluster_members_msg_free(reply.members, reply.n_members);
+	free(defs);
+	free(reply.namespaces);
 	hold_ask(pd, id); /* reconcile its record with the map */
 	return 0;
 }

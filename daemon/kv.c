@@ -1347,6 +1347,9 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 	return rc;
 }
 
+static void kv_ns_msg(const struct kv_ns *ns, Pool__KvNamespace *m);
+static void kv_defs_send(struct poold *pd);
+
 static void kv_ns_msg(const struct kv_ns *ns, Pool__KvNamespace *m)
 {
 	pool__kv_namespace__init(m);
@@ -1479,6 +1482,7 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 		log_info("KV namespace '%s' created, capacity %llu, tier %s, evict %s, replicas %u",
 			 ns->name, (unsigned long long)ns->capacity, kv_tier_name(ns),
 			 flags & HOLD_NS_NO_EVICT ? "none" : "lru", ns->replicas);
+		kv_defs_send(pd);
 	} else if (strcmp(r->op, "drop") == 0 || strcmp(r->op, "flush") == 0) {
 		if (!q->admin)
 			return req_errorf(q, -EPERM, "%s needs root or the admin group", r->op);
@@ -1487,6 +1491,7 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 		log_info("KV namespace '%s' %s", ns->name, r->op[0] == 'd' ? "dropped" : "flushed");
 		if (r->op[0] == 'd') {
 			kv_ns_free(pd, ns);
+			kv_defs_send(pd);
 			return req_reply(q, WIRE_KV_NS_REPLY, &reply.base);
 		}
 		kv_ns_flush(pd, ns);
@@ -1847,6 +1852,92 @@ int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity)
 		return -ENOMEM;
 	ns->local_node = pd->node_id; /* served by this poold's RESP endpoint: values here */
 	return 0;
+}
+
+/*
+ * The namespaces' definitions, which every node keeps for a restarted
+ * coordinator: so that a namespace comes back even when it holds no value
+ * to be rebuilt from. (A namespace dropped while a node was away and the
+ * coordinator restarted before the node came back comes back too.)
+ * *ret_m (n entries) and *ret_mp point into the namespaces: free both.
+ */
+int kv_defs(struct poold *pd, Pool__KvNamespace **ret_m, Pool__KvNamespace ***ret_mp,
+	    size_t *ret_n)
+{
+	Pool__KvNamespace *m, **mp;
+	struct kv_ns *ns;
+	size_t n = 0;
+
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		n++;
+	m = calloc(n ? n : 1, sizeof(*m));
+	mp = calloc(n ? n : 1, sizeof(*mp));
+	if (m == NULL || mp == NULL) {
+		free(m);
+		free(mp);
+		return -ENOMEM;
+	}
+	n = 0;
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		if (ns->local_node == 0) { /* RESP databases are made again on use */
+			kv_ns_msg(ns, &m[n]);
+			mp[n] = &m[n];
+			n++;
+		}
+	*ret_m = m;
+	*ret_mp = mp;
+	*ret_n = n;
+	return 0;
+}
+
+/* Tell every node the namespaces as they are now. */
+static void kv_defs_send(struct poold *pd)
+{
+	Pool__KvNsReply defs = POOL__KV_NS_REPLY__INIT;
+	Pool__KvNamespace *m;
+	struct member *mem;
+
+	if (kv_defs(pd, &m, &defs.namespaces, &defs.n_namespaces) < 0)
+		return; /* they learn them when they register again */
+	TAILQ_FOREACH(mem, &pd->members, entry)
+		if (mem->info->id != pd->node_id && mem->state == MEMBER_UP)
+			coord_notice(pd, mem->info->id, WIRE_KV_NS_DEFS, &defs.base);
+	free(m);
+	free(defs.namespaces);
+}
+
+/* A node's definitions, after this coordinator restarted: make the namespaces it lacks. */
+void kv_defs_adopt(struct poold *pd, Pool__KvNamespace *const *defs, size_t n)
+{
+	size_t i, count = 0;
+	struct kv_ns *ns;
+
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		count++;
+	for (i = 0; i < n && count < KV_MAX_NAMESPACES; i++) {
+		const Pool__KvNamespace *d = defs[i];
+		uint32_t flags;
+
+		if (kv_ns_find(pd, d->name) != NULL || d->name[0] == '\0' || strlen(d->name) > 63 ||
+		    d->capacity < (1u << 20) || (d->has_replicas && (d->replicas < 1 ||
+								     d->replicas > KV_MAX_REPLICAS)) ||
+		    (d->has_size_hint && d->size_hint > POOL_KV_VALUE_MAX))
+			continue;
+		flags = d->tier != NULL && strcmp(d->tier, "dram") == 0	  ? HOLD_NS_DRAM_ONLY
+			: d->tier != NULL && strcmp(d->tier, "pmem") == 0 ? HOLD_NS_PERSISTENT
+									  : 0;
+		if (d->evict != NULL && strcmp(d->evict, "none") == 0)
+			flags |= HOLD_NS_NO_EVICT;
+		if (d->has_dedup && d->dedup)
+			flags |= HOLD_NS_DEDUP;
+		if ((ns = kv_ns_new(pd, d->name, d->capacity)) == NULL)
+			return;
+		ns->flags = flags;
+		ns->replicas = d->has_replicas ? d->replicas : 1;
+		ns->size_hint = d->has_size_hint ? d->size_hint : 0;
+		count++;
+		log_info("KV namespace '%s' defined again from a node's record", ns->name);
+	}
 }
 
 /*

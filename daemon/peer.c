@@ -46,7 +46,24 @@ struct peer {
 	uint64_t hb_misses;
 	TAILQ_HEAD(, forward) forwards;
 	unsigned nforwards;
+	/* The KV namespaces the coordinator last told of (a packed KvNsReply), for a restarted one. */
+	uint8_t *nsdefs;
+	size_t nsdefs_len;
 };
+
+/* Keep the coordinator's KV namespace definitions: a packed KvNsReply. */
+static void peer_keep_nsdefs(struct peer *pe, const Pool__KvNsReply *defs)
+{
+	size_t len = protobuf_c_message_get_packed_size(&defs->base);
+	uint8_t *buf = malloc(len ? len : 1);
+
+	if (buf == NULL)
+		return; /* the older ones stay */
+	protobuf_c_message_pack(&defs->base, buf);
+	free(pe->nsdefs);
+	pe->nsdefs = buf;
+	pe->nsdefs_len = len;
+}
 
 static void peer_schedule(struct peer *pe, uint64_t ms)
 {
@@ -97,6 +114,7 @@ static void peer_reset(struct peer *pe, const char *why)
 static void peer_register(struct peer *pe)
 {
 	Pool__Register reg = POOL__REGISTER__INIT;
+	ProtobufCMessage *defs = NULL;
 	Pool__NodeInfo self;
 
 	if (cluster_self_info(pe->pd, &self) < 0) {
@@ -109,7 +127,13 @@ static void peer_register(struct peer *pe)
 	/* Sessions that ended while the link was down are those not listed. */
 	if (control_sessions(pe->pd, &reg.sessions, &reg.n_sessions) < 0)
 		reg.n_sessions = 0;
+	if (pe->nsdefs != NULL &&
+	    wire_msg_unpack(WIRE_KV_NS_DEFS, pe->nsdefs, pe->nsdefs_len, &defs) == 0) {
+		reg.namespaces = ((Pool__KvNsReply *)defs)->namespaces;
+		reg.n_namespaces = ((Pool__KvNsReply *)defs)->n_namespaces;
+	}
 	conn_send(pe->conn, WIRE_REGISTER, ++pe->next_id, &reg.base);
+	wire_msg_free(defs);
 	free(reg.sessions);
 	cluster_self_info_free(&self);
 	pe->state = PEER_REGISTERING;
@@ -135,6 +159,13 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 	pe->hb_ms = rep->heartbeat_ms ? rep->heartbeat_ms : (uint64_t)pd->conf->heartbeat_ms;
 	pe->hb_misses = rep->heartbeat_misses ? rep->heartbeat_misses
 					      : (uint64_t)pd->conf->heartbeat_misses;
+	{
+		Pool__KvNsReply defs = POOL__KV_NS_REPLY__INIT;
+
+		defs.namespaces = rep->namespaces;
+		defs.n_namespaces = rep->n_namespaces;
+		peer_keep_nsdefs(pe, &defs);
+	}
 	pe->state = PEER_UP;
 	pe->last_ack = units_now_ms();
 	pe->retry_ms = 0;
@@ -251,6 +282,9 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 	case WIRE_MEMBER_EVENT:
 		if (pe->state == PEER_UP)
 			peer_member_event(pe, (Pool__MemberEvent *)msg);
+		break;
+	case WIRE_KV_NS_DEFS:
+		peer_keep_nsdefs(pe, (Pool__KvNsReply *)msg);
 		break;
 	case WIRE_PROBE:
 		peer_probe(pe, hdr->req_id, (Pool__ProbeRequest *)msg);
@@ -491,6 +525,7 @@ void peer_close(struct poold *pd)
 	pe->conn = NULL;
 	peer_fail_forwards(pe);
 	event_free(pe->timer);
+	free(pe->nsdefs);
 	free(pe);
 	pd->peer = NULL;
 }

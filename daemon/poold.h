@@ -429,6 +429,9 @@ int kv_local_op(struct poold *pd, uint64_t session, const char *nsname, const ch
 int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity);
 int kv_snap_open(struct poold *pd);
 void kv_holder_drop(struct poold *pd, struct region *r);
+int kv_defs(struct poold *pd, Pool__KvNamespace **ret_m, Pool__KvNamespace ***ret_mp,
+	    size_t *ret_n);
+void kv_defs_adopt(struct poold *pd, Pool__KvNamespace *const *defs, size_t n);
 size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size_t max,
 		     void (*cb)(void *arg, const uint8_t *key, size_t klen), void *arg,
 		     uint64_t *ret_next);

@@ -61,6 +61,7 @@ static const struct {
 	[WIRE_SNAP_COPY_REPLY] = {"snap-copy-reply", &pool__snap_copy_reply__descriptor},
 	[WIRE_SNAP_PLACE] = {"snap-place", &pool__snap_place__descriptor},
 	[WIRE_SNAP_PLACE_REPLY] = {"snap-place-reply", &pool__snap_place_reply__descriptor},
+	[WIRE_KV_NS_DEFS] = {"kv-ns-defs", &pool__kv_ns_reply__descriptor},
 };
 
 /* The descriptor of a message type, or NULL for an unknown type. */

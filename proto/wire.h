@@ -87,6 +87,7 @@ enum wire_type {
 	WIRE_SNAP_COPY_REPLY = 50,
 	WIRE_SNAP_PLACE = 51,
 	WIRE_SNAP_PLACE_REPLY = 52,
+	WIRE_KV_NS_DEFS = 53, /* coordinator -> nodes: the KV namespaces (KvNsReply) */
 	WIRE_TYPE_MAX
 };
 

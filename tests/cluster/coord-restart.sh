@@ -35,6 +35,8 @@ on 4 "$IO" create mine $((4 << 20)) node=4 >/dev/null && on 4 "$IO" write mine 3
 	ok "a region on node 4 alone" || not_ok "node-4 region"
 pctl 2 kv create cache 32M >/dev/null && on 2 "$KV" cache mput k 40 65536 5 | grep -q "40 of 40" &&
 	ok "40 KV values" || not_ok "KV values"
+pctl 3 kv create empty 4M tier=dram replicas=2 >/dev/null && ok "an empty KV namespace" ||
+	not_ok "empty namespace"
 pctl 2 kv create durable 8M tier=pmem >/dev/null && on 3 "$KV" durable mput d 20 65536 6 |
 	grep -q "20 of 20" && ok "20 persistent KV values" || not_ok "persistent KV values"
 pctl 2 vec create idx hnsw l2 32 16M placement=local >/dev/null &&
@@ -91,6 +93,14 @@ on 4 "$KV" cache mget k 40 5 | grep -q "40 hits of 40, all correct" &&
 	ok "all 40 KV values are back" || not_ok "KV values after the restart"
 on 4 "$KV" durable mget d 20 6 | grep -q "20 hits of 20, all correct" &&
 	ok "all 20 persistent KV values are back" || not_ok "persistent KV values after the restart"
+pctl 4 --json kv stats empty | python3 -c '
+import json, sys
+n = json.load(sys.stdin)["namespaces"][0]
+assert n["tier"] == "dram" and n["capacity"] == 4 << 20 and n["replicas"] == 2 and n["entries"] == 0, n' &&
+	ok "the empty namespace is back, with its tier, capacity and replicas" ||
+	not_ok "the empty namespace after the restart"
+on 4 "$KV" empty put e 65536 1 >/dev/null && on 2 "$KV" empty get e 1 >/dev/null &&
+	ok "and takes values" || not_ok "put into the empty namespace after the restart"
 on 4 "$VEC" search idx 20 5 10 >"$CLUSTER_TMP/search.after" &&
 	cmp -s "$CLUSTER_TMP/search.before" "$CLUSTER_TMP/search.after" &&
 	ok "the vector index answers the same 20 queries the same, searched from node 4" ||
