@@ -904,7 +904,6 @@ static void kv_promote(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 		kv_move(pd, ns, e, false);
 }
 
-/* One key of a request. */
 /*
  * The holder of a request to a dedup namespace takes a reference to a
  * value: counted, and its key recorded with the holder, so that the
@@ -979,6 +978,7 @@ static int kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry 
 	return 0;
 }
 
+/* One key of a request. */
 static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, size_t i,
 		  Pool__KvLocation *loc, struct kv_locplaces *pl)
 {
