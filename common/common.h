@@ -39,6 +39,8 @@ void units_fmt_size(uint64_t bytes, char *buf, size_t len);
 void units_fmt_duration(uint64_t ms, char *buf, size_t len);
 uint64_t units_now_ms(void);
 uint64_t units_now_us(void);
+#define NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-"
+bool name_ok(const char *name, size_t max, bool slash);
 
 /* err.c */
 const char *err_str(int code);

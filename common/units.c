@@ -87,6 +87,18 @@ void units_fmt_duration(uint64_t ms, char *buf, size_t len)
 		snprintf(buf, len, "%llums", (unsigned long long)ms);
 }
 
+/*
+ * Whether name is a name of the pool's (a region, a KV namespace, a
+ * snapshot): 1 to max characters of [A-Za-z0-9._:-], and '/' too with slash.
+ */
+bool name_ok(const char *name, size_t max, bool slash)
+{
+	size_t n = name != NULL ? strlen(name) : 0;
+
+	return n > 0 && n <= max &&
+	       strspn(name, slash ? NAME_CHARS "/" : NAME_CHARS) == n;
+}
+
 /* Microseconds on the monotonic clock. */
 uint64_t units_now_us(void)
 {

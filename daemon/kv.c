@@ -1443,9 +1443,7 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 		if (!q->admin)
 			return req_errorf(q, -EPERM, "creating a KV namespace needs root or the admin "
 					  "group");
-		if (r->name[0] == '\0' || strlen(r->name) > 63 ||
-		    strspn(r->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-				    "._:/-") != strlen(r->name))
+		if (!name_ok(r->name, 63, true))
 			return req_errorf(q, -EINVAL, "namespace name '%s': 1-63 characters of "
 					  "[A-Za-z0-9._:/-]", r->name);
 		if (ns != NULL)

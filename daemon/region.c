@@ -33,15 +33,7 @@ static const char *const class_names[] = {"pinned", "cache", "persistent"};
 
 static bool region_name_ok(const char *name)
 {
-	size_t n = strlen(name), i;
-
-	if (n == 0 || n > 63)
-		return false;
-	for (i = 0; i < n; i++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:/-",
-			    name[i]))
-			return false;
-	return true;
+	return name_ok(name, 63, true);
 }
 
 struct region *region_find(struct regions *rs, const char *name)

@@ -83,19 +83,6 @@ static uint64_t snapcopy_budget(const struct poold *pd)
 	return (uint64_t)pages * (uint64_t)psize / 4;
 }
 
-static bool snapcopy_name_ok(const char *name)
-{
-	size_t n = strlen(name), i;
-
-	if (n == 0 || n > POOL_SNAP_NAME_MAX)
-		return false;
-	for (i = 0; i < n; i++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:/-",
-			    name[i]))
-			return false;
-	return true;
-}
-
 static struct snapcopy *snapcopy_find(struct snapcopies *sc, const char *name)
 {
 	struct snapcopy *c;
@@ -481,7 +468,7 @@ static int snapcopy_request(struct req *r, const ProtobufCMessage *msg)
 		return req_errorf(r, -ENOMEM, "out of memory");
 	if (strcmp(m->op, "list") == 0)
 		return snapcopy_list(r, sc, NULL, false);
-	named = m->name != NULL && snapcopy_name_ok(m->name);
+	named = m->name != NULL && name_ok(m->name, POOL_SNAP_NAME_MAX, false);
 	if (!named && (strcmp(m->op, "get") == 0 || strcmp(m->op, "done") == 0 ||
 		       strcmp(m->op, "abort") == 0 || strcmp(m->op, "drop") == 0))
 		return req_errorf(r, -EINVAL, "snapshot name: 1-%d characters of [A-Za-z0-9._:/-]",

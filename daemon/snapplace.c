@@ -79,14 +79,6 @@ struct place_asker {
 	uint64_t req_id;
 };
 
-static bool place_name_ok(const char *name)
-{
-	size_t n = strlen(name);
-
-	return n > 0 && n <= POOL_SNAP_NAME_MAX &&
-	       strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-") == n;
-}
-
 /*
  * The poolctl to run: $POOL_POOLCTL, else the one of the build tree this
  * poold runs from (tests), else the installed one.
@@ -323,7 +315,7 @@ void snapplace_serve(struct poold *pd, struct conn *conn, uint64_t req_id,
 	char err[PLACE_MSG_MAX] = "";
 	int rc;
 
-	if (!place_name_ok(m->name)) {
+	if (!name_ok(m->name, POOL_SNAP_NAME_MAX, false)) {
 		conn_send_error(conn, req_id, -EINVAL, "bad snapshot name");
 		return;
 	}
@@ -463,7 +455,7 @@ static int place_request(struct req *q, const ProtobufCMessage *msg)
 	size_t i;
 	int rc;
 
-	if (!place_name_ok(m->name))
+	if (!name_ok(m->name, POOL_SNAP_NAME_MAX, false))
 		return req_errorf(q, -EINVAL, "snapshot name: 1-%d characters of [A-Za-z0-9._:-]",
 				  POOL_SNAP_NAME_MAX);
 	rc = place_check_nodes(q, m);

@@ -148,18 +148,9 @@ static void page_hash(const uint8_t *p, size_t len, uint8_t *out)
 		out[SNAP_HASH_LEN - 1] = 1;
 }
 
-static bool snap_name_ok(const char *name)
-{
-	size_t n = name != NULL ? strlen(name) : 0;
-
-	return n > 0 && n <= POOL_SNAP_NAME_MAX &&
-	       strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-") ==
-		       n;
-}
-
 static int snap_region_name(const char *name, char *out)
 {
-	if (!snap_name_ok(name))
+	if (!name_ok(name, POOL_SNAP_NAME_MAX, false))
 		return pool_err(-EINVAL, "snapshot name '%s': 1-%d characters of [A-Za-z0-9._:-]",
 				name != NULL ? name : "", POOL_SNAP_NAME_MAX);
 	snprintf(out, 64, SNAP_PREFIX "%s", name);
