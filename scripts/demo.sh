@@ -66,6 +66,18 @@ step "vector index: HNSW over 2,000 clustered vectors, searched in place"
 "$TOP/cli/poolctl" vec ls
 "$TOP/cli/poolctl" vec drop demo-vec
 
+step "snapshots: two 64 MiB images sharing 80% of their pages, stored once, cloned 1,000 times"
+"$TOP/tests/tools/pool-snap" mkimg "$RUN/vm-a.img" 64 1 99 50 30
+"$TOP/tests/tools/pool-snap" mkimg "$RUN/vm-b.img" 64 2 99 50 30
+"$TOP/cli/poolctl" snap put vm-a "$RUN/vm-a.img"
+"$TOP/cli/poolctl" snap put vm-b "$RUN/vm-b.img" parent=vm-a
+"$TOP/cli/poolctl" snap ls
+"$TOP/tests/tools/pool-snap" clones vm-b 1000 4 "$("$TOP/tests/tools/pool-snap" sum "$RUN/vm-b.img")"
+"$TOP/cli/poolctl" snap copies
+"$TOP/cli/poolctl" snap rm vm-a
+"$TOP/cli/poolctl" snap rm vm-b
+rm -f "$RUN"/vm-?.img
+
 step "poolctl config check on a broken file"
 printf 'lend.size = 12 parsecs\n' >"$RUN/broken.conf"
 "$TOP/cli/poolctl" config check "$RUN/broken.conf" || echo "(exit $? as expected)"

@@ -1,0 +1,49 @@
+#!/bin/bash
+# scripts/ci-extra.sh - the CI stages after the test suite: the whole suite
+# again under AddressSanitizer and UndefinedBehaviorSanitizer (LeakSanitizer
+# on), then each libFuzzer target for FUZZ_SECONDS (60) from its seed
+# corpus. Each builds a copy of the tracked sources in its own directory
+# under CI_WORK (default: a temporary one), so the main build is left as it
+# is. Stages: CI_STAGES="asan fuzz" (the default) or either one.
+. "$(dirname "$0")/deps.sh"
+
+deps_install "${PACKAGES[@]}" clang libclang-rt-14-dev
+work=${CI_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/pool-ci.XXXXXX")}
+stages=${CI_STAGES:-asan fuzz}
+
+# copy_tree DIR: the tracked files of the source tree, into DIR.
+copy_tree() {
+	rm -rf "$1" && mkdir -p "$1"
+	git -C "$TOP" ls-files -z | (cd "$TOP" && xargs -0 tar -cf - --) | tar -xf - -C "$1"
+}
+
+for stage in $stages; do
+	case $stage in
+	asan)
+		echo "==> make check under --enable-asan"
+		copy_tree "$work/asan"
+		(cd "$work/asan" && ./autogen.sh >/dev/null && ./configure --enable-asan >/dev/null &&
+			make -j"$(nproc)" >/dev/null) || exit 1
+		if ! (cd "$work/asan" && make check); then
+			find "$work/asan/tests" -name '*.trs' -exec grep -l '^:test-result: FAIL' {} + |
+				while read -r t; do echo "--- ${t%.trs}.log"; tail -n 60 "${t%.trs}.log"; done
+			exit 1
+		fi
+		;;
+	fuzz)
+		echo "==> fuzzing each target for ${FUZZ_SECONDS:-60} s"
+		copy_tree "$work/fuzz"
+		(cd "$work/fuzz" && ./autogen.sh >/dev/null &&
+			./configure CC=clang CXX=clang++ --enable-fuzzing >/dev/null &&
+			make -j"$(nproc)" >/dev/null) || exit 1
+		(cd "$work/fuzz" && FUZZ_SECONDS=${FUZZ_SECONDS:-60} make check TESTS=tests/fuzz/run.sh) ||
+			{ cat "$work/fuzz/tests/fuzz/run.sh.log"; exit 1; }
+		cat "$work/fuzz/tests/fuzz/run.sh.log"
+		;;
+	*)
+		echo "ci-extra.sh: unknown stage '$stage'" >&2
+		exit 2
+		;;
+	esac
+done
+[ -n "${CI_WORK:-}" ] || rm -rf "$work"
