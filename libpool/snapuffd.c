@@ -104,7 +104,8 @@ static int snapuffd_server(const struct snapuffd_src *src, int uffd, pid_t peer,
 			   const struct fc_mappings *m, unsigned flags, char *err, size_t errlen,
 			   struct uffd_server **ret)
 {
-	unsigned uflags = UFFD_SERVER_ZEROPAGE;
+	/* Pages after a fault's come with it, unless first touches are being recorded. */
+	unsigned uflags = UFFD_SERVER_ZEROPAGE | UFFD_SERVER_AROUND;
 
 	if (flags & POOL_SNAP_RECORD)
 		uflags |= UFFD_SERVER_RECORD;

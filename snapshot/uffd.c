@@ -82,10 +82,11 @@
 #include "snapshot/uffd.h"
 
 #define UFFD_BATCH_BYTES (4u << 20) /* one prefetch UFFDIO_COPY at most */
+#define UFFD_AROUND 16		    /* pages placed for one fault (in-memory image) */
 #define UFFD_MSGS 64		    /* events read at once */
 #define UFFD_DEFER_MAX 256	    /* faults set aside on EAGAIN */
 #define UFFD_RETRY_MS 2000	    /* how long EAGAIN may last */
-#define UFFD_FLAGS (UFFD_SERVER_RECORD | UFFD_SERVER_ZEROPAGE)
+#define UFFD_FLAGS (UFFD_SERVER_RECORD | UFFD_SERVER_ZEROPAGE | UFFD_SERVER_AROUND)
 
 enum { PG_MISSING, PG_PRESENT, PG_REMOVED };
 #define PG_STATE 0x3
@@ -542,6 +543,43 @@ static const uint8_t *uffd_source(struct uffd_server *s, uint64_t pg)
 	return src;
 }
 
+/*
+ * With UFFD_SERVER_AROUND, after a fault on page (image page pg) of region
+ * r, place the missing pages that follow it in the region too, up to
+ * UFFD_AROUND in all, a run of data or of zeros at a time: a guest that
+ * touches its memory in order then faults once per UFFD_AROUND pages. Only
+ * from an in-memory image (a fetch would make the faulting thread wait for
+ * pages it did not ask for), and not while recording (the pages placed
+ * ahead would never fault, and the working set would miss them). Best
+ * effort: what is not placed here faults later.
+ */
+static int uffd_fault_around(struct uffd_server *s, const struct fc_region *r, uint64_t page,
+			     uint64_t pg)
+{
+	uint64_t n = 0, i = 1, k, done;
+	int rc = 0;
+
+	if (!(s->flags & UFFD_SERVER_AROUND) || s->image == NULL ||
+	    (s->flags & UFFD_SERVER_RECORD))
+		return 0;
+	while (n + 1 < UFFD_AROUND && page + (n + 1) * s->page_size < r->base + r->size &&
+	       (s->state[pg + n + 1] & PG_STATE) == PG_MISSING)
+		n++;
+	while (i <= n && rc == 0) {
+		const uint8_t *src = uffd_source(s, pg + i);
+
+		for (k = 1; i + k <= n && (uffd_source(s, pg + i + k) == NULL) == (src == NULL); k++)
+			;
+		rc = uffd_place(s, page + i * s->page_size, src, k * s->page_size, &done);
+		for (k = 0; k < done / s->page_size; k++)
+			uffd_set(s, pg + i + k, PG_PRESENT);
+		*(src == NULL ? &s->st.zeroed : &s->st.copied) += done / s->page_size;
+		s->st.around += done / s->page_size;
+		i += done / s->page_size;
+	}
+	return rc == -ESRCH ? uffd_exited(s, "the VMM's address space is gone") : 0;
+}
+
 /* Serve one fault: 0, -EAGAIN (retry it later) or the server's final status. */
 static int uffd_fault(struct uffd_server *s, uint64_t addr)
 {
@@ -568,7 +606,7 @@ static int uffd_fault(struct uffd_server *s, uint64_t addr)
 		else
 			s->st.copied++;
 		uffd_set(s, pg, PG_PRESENT);
-		return 0;
+		return uffd_fault_around(s, r, page, pg);
 	case -EEXIST:
 		s->st.existed++;
 		uffd_set(s, pg, PG_PRESENT);

@@ -13,6 +13,7 @@
 
 #define UFFD_SERVER_RECORD 0x1	 /* record the order of first-touched pages */
 #define UFFD_SERVER_ZEROPAGE 0x2 /* map all-zero pages with UFFDIO_ZEROPAGE */
+#define UFFD_SERVER_AROUND 0x4	 /* a fault places the missing pages after it too */
 
 #define UFFD_SERVER_EXITED 1 /* uffd_server_handle(): the VMM is gone */
 #define UFFD_SERVER_FILLED 2 /* uffd_server_fill(): no page is missing any more */
@@ -32,6 +33,7 @@ struct uffd_stats {
 	uint64_t copied;     /* pages placed with UFFDIO_COPY */
 	uint64_t zeroed;     /* pages placed with UFFDIO_ZEROPAGE */
 	uint64_t prefetched; /* of those, pages placed by uffd_server_prefetch() */
+	uint64_t around;     /* of those, pages placed after a fault's page, ahead of faults */
 	uint64_t filled;     /* of those, pages placed by uffd_server_fill() */
 	uint64_t fetches;    /* calls of the fetch source */
 	uint64_t fetched;    /* pages it gave */

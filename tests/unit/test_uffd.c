@@ -493,6 +493,23 @@ static void test_full(void)
 		(unsigned long long)run.st.zeroed, (unsigned long long)run.st.existed);
 }
 
+/* With UFFD_SERVER_AROUND a fault places the missing pages after it: far fewer faults. */
+static void test_around(void)
+{
+	struct run run = {.mode = M_FULL, .flags = UFFD_SERVER_ZEROPAGE | UFFD_SERVER_AROUND};
+
+	restore(&run);
+	CU_ASSERT_EQUAL(run.result, UFFD_SERVER_EXITED);
+	CU_ASSERT(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CU_ASSERT_EQUAL(run.st.copied + run.st.zeroed, NPAGES);
+	CU_ASSERT(run.st.zeroed > NPAGES / 5 && run.st.zeroed < NPAGES * 2 / 5);
+	CU_ASSERT(run.st.around > NPAGES / 2);
+	CU_ASSERT(run.st.faults < NPAGES / 4);
+	fprintf(stderr, " [faults %llu, around %llu, zero %llu] ",
+		(unsigned long long)run.st.faults, (unsigned long long)run.st.around,
+		(unsigned long long)run.st.zeroed);
+}
+
 static void test_no_zeropage(void)
 {
 	struct run run = {.mode = M_FULL, .flags = 0};
@@ -747,6 +764,7 @@ int main(void)
 	static const struct unit_test tests[] = {
 	    {"Firecracker-like restore, 2 threads, zero pages", test_full},
 	    {"restore without zero-page detection", test_no_zeropage},
+	    {"a fault places the pages after it (AROUND)", test_around},
 	    {"MADV_DONTNEED mid-restore (REMOVE)", test_remove},
 	    {"record a working set, prefetch it", test_record_prefetch},
 	    {"client gone mid-restore", test_disconnect},
