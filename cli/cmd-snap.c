@@ -538,6 +538,30 @@ const struct cmd_entry cmd_snap_copies_entry = {
 	"the shared copies of snapshot images this node keeps for clones",
 };
 
+/* After a coordinator restart: the snapshots' pages counted again. */
+static int cmd_snap_gc_exec(struct cmd_ctx *ctx)
+{
+	struct pool *pool;
+	uint64_t freed;
+	int rc;
+
+	rc = snap_connect(ctx, &pool);
+	if (rc != EXIT_OK)
+		return rc;
+	rc = pool_snap_recount(pool, &freed);
+	pool_close(pool);
+	if (rc < 0)
+		return snap_fail("snap gc", rc);
+	printf("references counted again: %llu page(s) nobody holds freed\n",
+	       (unsigned long long)freed);
+	return EXIT_OK;
+}
+
+const struct cmd_entry cmd_snap_gc_entry = {
+	"snap gc", "", 0, 0, DAEMON_NONE, cmd_snap_gc_exec,
+	"after a coordinator restart: count snapshot pages again (admin)",
+};
+
 const struct cmd_entry cmd_snap_put_entry = {
 	"snap put", "NAME FILE [opts]", 2, 7, DAEMON_NONE, cmd_snap_put_exec,
 	"store a memory image (class= page= parent= mode= state=FILE)",

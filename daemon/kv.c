@@ -100,6 +100,7 @@ struct kv_entry {
 	uint64_t preserved_at;
 	struct kv_pin *pins;
 	bool moving; /* a spill or a promotion is copying its value */
+	bool recount; /* its references are being counted again */
 	uint64_t recopy_at; /* a lost copy of its value is being made again since, or 0 */
 	uint32_t refs;	    /* dedup namespaces: holders of the value, or KV_REFS_UNKNOWN */
 };
@@ -910,10 +911,11 @@ static void kv_promote(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
  * reference goes when the holder does. A holder records at most as many
  * bytes of keys as it is large (a manifest lists each page in more).
  */
-static int kv_holder_add(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
+static int kv_holder_add(struct poold *pd, struct kv_ns *ns, const uint8_t *key, size_t klen,
+			 struct kv_entry *e)
 {
 	struct region *r = pd->kv->holder;
-	size_t need = 1 + (size_t)e->klen;
+	size_t need = 1 + klen;
 	uint8_t *p;
 
 	if (r->refs_len + need > r->size)
@@ -928,11 +930,11 @@ static int kv_holder_add(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 		r->refs = p;
 		r->refs_cap = cap;
 	}
-	r->refs[r->refs_len] = (uint8_t)e->klen;
-	memcpy(r->refs + r->refs_len + 1, e->key, e->klen);
+	r->refs[r->refs_len] = (uint8_t)klen;
+	memcpy(r->refs + r->refs_len + 1, key, klen);
 	r->refs_len += need;
 	r->refs_ns = ns->id;
-	if (e->refs != KV_REFS_UNKNOWN)
+	if (e != NULL && e->refs != KV_REFS_UNKNOWN)
 		e->refs++;
 	return 0;
 }
@@ -969,7 +971,7 @@ static int kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry 
 			    Pool__KvLocation *loc)
 {
 	if (e->has_val && kv_val_usable(pd, &e->val)) { /* else: being written */
-		int rc = kv_holder_add(pd, ns, e);
+		int rc = kv_holder_add(pd, ns, e->key, e->klen, e);
 
 		kv_loc(NULL, loc, NULL, rc < 0 ? rc : -EEXIST, NULL, 0);
 		return 0;
@@ -1097,7 +1099,8 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 				return 1;
 			}
 			/* In a dedup namespace the writer's holder takes a reference. */
-			if ((ns->flags & HOLD_NS_DEDUP) && (rc = kv_holder_add(pd, ns, e)) < 0) {
+			if ((ns->flags & HOLD_NS_DEDUP) &&
+			    (rc = kv_holder_add(pd, ns, e->key, e->klen, e)) < 0) {
 				kv_loc(NULL, loc, NULL, rc, NULL, 0);
 				return 0;
 			}
@@ -1238,6 +1241,105 @@ static bool kv_was_given(struct kv_ns *ns, const struct req *q, const ProtobufCB
 	return false;
 }
 
+/* Call fn on every entry of a namespace; fn may drop the entry it is given. */
+static void kv_foreach_ns(struct poold *pd, struct kv_ns *ns,
+			  void (*fn)(struct poold *pd, struct kv_ns *ns, struct kv_entry *e,
+				     void *arg),
+			  void *arg)
+{
+	size_t i;
+
+	for (i = 0; i < ns->nbuckets; i++) {
+		struct kv_entry *e, *next;
+
+		for (e = ns->buckets[i]; e != NULL; e = next) {
+			next = e->hnext;
+			fn(pd, ns, e, arg);
+		}
+	}
+}
+
+static void kv_recount_begin(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg)
+{
+	(void)pd;
+	(void)ns;
+	(void)arg;
+	if (e->refs == KV_REFS_UNKNOWN) {
+		e->refs = 0;
+		e->recount = true;
+	}
+}
+
+static void kv_recount_end(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg)
+{
+	if (!e->recount)
+		return;
+	e->recount = false;
+	if (e->refs == 0) {
+		kv_entry_clear(pd, ns, e);
+		(*(uint64_t *)arg)++;
+	}
+}
+
+/*
+ * After a restart of this coordinator, the references of a dedup
+ * namespace are not known (KV_REFS_UNKNOWN: never freed) and the regions
+ * that held them hold nothing. An admin's client reads each holder (a
+ * snapshot manifest) and tells its keys again: "adopt" (in batches) then
+ * "adopted" for a region rebuilt after the restart. "recount" then counts
+ * every unknown value's references from all holders and frees the values
+ * nobody holds; it is refused while a rebuilt snapshot manifest (a region
+ * "snap/...") has not been adopted, since its pages would be freed under
+ * it.
+ */
+static int kv_recount_request(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr)
+{
+	struct poold *pd = q->pd;
+	struct region *r = pd->kv->holder;
+	uint64_t count = 0;
+	size_t i;
+	int rc;
+
+	if (strcmp(kr->op, "recount") != 0) {
+		if (!r->refs_unknown) /* adopted already, or never lost its references */
+			return kv_reply(q, NULL, 0, 0, false);
+		for (i = 0; strcmp(kr->op, "adopt") == 0 && i < kr->n_keys; i++) {
+			if (kr->keys[i].len == 0 || kr->keys[i].len > POOL_KV_KEY_MAX)
+				return req_errorf(q, -EINVAL, "key %zu: 1 to %d bytes", i,
+						  POOL_KV_KEY_MAX);
+			rc = kv_holder_add(pd, ns, kr->keys[i].data, kr->keys[i].len, NULL);
+			if (rc < 0)
+				return req_errorf(q, rc, "region '%s': %s", r->name, err_str(rc));
+		}
+		if (strcmp(kr->op, "adopted") == 0)
+			r->refs_unknown = false;
+		return kv_reply(q, NULL, 0, kr->n_keys, false);
+	}
+	TAILQ_FOREACH(r, &pd->regions->list, entry)
+		if (r->refs_unknown && strncmp(r->name, "snap/", 5) == 0)
+			return req_errorf(q, -EBUSY, "snapshot manifest '%s' is not adopted yet",
+					  r->name);
+	kv_foreach_ns(pd, ns, kv_recount_begin, NULL);
+	TAILQ_FOREACH(r, &pd->regions->list, entry) {
+		size_t off = 0;
+
+		while (r->refs_ns == ns->id && off < r->refs_len) {
+			const uint8_t *key = r->refs + off + 1;
+			size_t klen = r->refs[off];
+			struct kv_entry *e = *kv_slot(ns, key, klen, kv_hash(key, klen));
+
+			if (e != NULL && e->recount)
+				e->refs++;
+			off += 1 + klen;
+		}
+	}
+	kv_foreach_ns(pd, ns, kv_recount_end, &count);
+	region_account(pd);
+	log_info("KV namespace '%s': references counted again, %llu value(s) nobody holds freed",
+		 ns->name, (unsigned long long)count);
+	return kv_reply(q, NULL, 0, count, false);
+}
+
 /*
  * Requests to a dedup namespace: values are taken and let go by their
  * holders, regions the caller may write (a snapshot's manifest); a
@@ -1247,11 +1349,15 @@ static int kv_dedup_holder(struct req *q, const struct kv_ns *ns, const Pool__Kv
 {
 	struct region *r;
 
+	bool adopt = strcmp(kr->op, "adopt") == 0 || strcmp(kr->op, "adopted") == 0;
+
 	q->pd->kv->holder = NULL;
 	if (strcmp(kr->op, "remove") == 0)
 		return req_errorf(q, -EPERM, "values of '%s' go with the regions holding them",
 				  ns->name);
-	if (strcmp(kr->op, "reserve") != 0 && strcmp(kr->op, "commit") != 0)
+	if ((adopt || strcmp(kr->op, "recount") == 0) && !q->admin)
+		return req_errorf(q, -EPERM, "%s needs root or the admin group", kr->op);
+	if (strcmp(kr->op, "reserve") != 0 && strcmp(kr->op, "commit") != 0 && !adopt)
 		return 0;
 	if (kr->holder == NULL || (r = region_find(q->pd->regions, kr->holder)) == NULL)
 		return req_errorf(q, -EINVAL, "a put to '%s' names the region holding it",
@@ -1282,6 +1388,10 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 		return req_errorf(q, -ENOENT, "no KV namespace '%s'", kr->ns);
 	if ((ns->flags & HOLD_NS_DEDUP) && (rc = kv_dedup_holder(q, ns, kr)) < 0)
 		return rc;
+	if ((ns->flags & HOLD_NS_DEDUP) && (strcmp(kr->op, "adopt") == 0 ||
+					    strcmp(kr->op, "adopted") == 0 ||
+					    strcmp(kr->op, "recount") == 0))
+		return kv_recount_request(q, ns, kr);
 	if (strcmp(kr->op, "failed") == 0) {
 		/* A client could not reach a lender: suspect it now, not after heartbeats. */
 		if (!kr->has_node || kr->n_keys != 1 || !kv_was_given(ns, q, &kr->keys[0], kr->node))
@@ -1530,19 +1640,11 @@ static void kv_foreach(struct poold *pd,
 		       void *arg)
 {
 	struct kv_ns *ns;
-	size_t i;
 
 	if (pd->kv == NULL)
 		return;
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-		for (i = 0; i < ns->nbuckets; i++) {
-			struct kv_entry *e, *next;
-
-			for (e = ns->buckets[i]; e != NULL; e = next) {
-				next = e->hnext;
-				fn(pd, ns, e, arg);
-			}
-		}
+		kv_foreach_ns(pd, ns, fn, arg);
 }
 
 struct kv_who {

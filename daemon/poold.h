@@ -333,6 +333,7 @@ struct region {
 	uint64_t refs_ns;
 	uint8_t *refs;
 	size_t refs_len, refs_cap;
+	bool refs_unknown; /* rebuilt after a restart: what it holds is to be told again */
 };
 
 struct reclaim;

@@ -839,6 +839,7 @@ int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, 
 		r->stripe = h->rstripe;
 		r->creator_node = node;
 		r->lost = true;
+		r->refs_unknown = true;
 		r->want_ext = h->rextents;
 		r->id = ++rs->next_id;
 		r->base = rs->next_base;

@@ -66,6 +66,8 @@ struct pool_node {
 
 /* kv.c */
 void kv_set_holder(struct pool_kv *kv, const char *region);
+int kv_count_op(struct pool_kv *kv, const char *op, size_t n, const void *const *keys,
+		const size_t *klens, uint64_t *ret_count);
 int kv_ns_usage(struct pool *pool, const char *ns, uint64_t *ret_bytes, uint64_t *ret_values);
 
 /* pool.c */

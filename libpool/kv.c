@@ -136,7 +136,9 @@ static int kv_call(struct pool_kv *kv, const char *op, size_t n, const void *con
 	}
 	rc = pool_call(kv->pool, WIRE_KV, &req.base, WIRE_KV_REPLY, (ProtobufCMessage **)ret);
 	free(k);
-	if (rc == 0 && strcmp(op, "match") != 0 && (*ret)->n_locations != n) {
+	/* match, and the dedup namespaces' adopt, adopted and recount, answer with a count */
+	if (rc == 0 && strcmp(op, "match") != 0 && strncmp(op, "adopt", 5) != 0 &&
+	    strcmp(op, "recount") != 0 && (*ret)->n_locations != n) {
 		wire_msg_free(&(*ret)->base);
 		return pool_err(POOL_EPROTOCOL, "the coordinator answered %zu keys of %zu",
 				(*ret)->n_locations, n);
@@ -959,6 +961,22 @@ POOL_EXPORT int pool_kv_hash_chain(const uint32_t *tokens, size_t ntokens, size_
 void kv_set_holder(struct pool_kv *kv, const char *region)
 {
 	snprintf(kv->holder, sizeof(kv->holder), "%s", region);
+}
+
+/* An operation that answers with a count (snap.c: adopt, adopted, recount). */
+int kv_count_op(struct pool_kv *kv, const char *op, size_t n, const void *const *keys,
+		const size_t *klens, uint64_t *ret_count)
+{
+	Pool__KvReply *rep;
+	int rc;
+
+	rc = kv_call(kv, op, n, keys, klens, NULL, NULL, &rep);
+	if (rc < 0)
+		return rc;
+	if (ret_count != NULL)
+		*ret_count = rep->count;
+	wire_msg_free(&rep->base);
+	return 0;
 }
 
 /* Bytes (in either tier) and values a namespace holds now. */

@@ -390,6 +390,12 @@ POOL_EXPORT uint64_t pool_snap_info_ws_pages(const struct pool_snap_info *info);
 POOL_EXPORT uint64_t pool_snap_info_ws_runs(const struct pool_snap_info *info);
 /* "sealed", or "writing" while its put runs (or after the put failed: remove it). */
 POOL_EXPORT const char *pool_snap_info_state(const struct pool_snap_info *info);
+/*
+ * After a coordinator restart (admin): tell it again which pages every
+ * snapshot holds, so that removes free pages again; pages no snapshot holds
+ * are freed (*ret_freed). Fails while a snapshot cannot be read.
+ */
+POOL_EXPORT int pool_snap_recount(struct pool *pool, uint64_t *ret_freed);
 /* Bytes the whole store keeps for all snapshots' pages, per class ("pinned" or "persistent"). */
 POOL_EXPORT int pool_snap_store_bytes(struct pool *pool, const char *cls, uint64_t *ret_bytes,
 				      uint64_t *ret_pages);

@@ -735,6 +735,83 @@ POOL_EXPORT int pool_snap_remove(struct pool *pool, const char *name)
 	return rc;
 }
 
+/* Tell the coordinator again which pages one snapshot holds (adopt). */
+static int snap_adopt(struct pool *pool, const char *name)
+{
+	const void *keys[SNAP_BATCH];
+	size_t klens[SNAP_BATCH], n = 0, i, k;
+	struct snap_ref *refs = NULL;
+	struct pool_region *r;
+	struct snap_header h;
+	struct pool_kv *kv = NULL;
+	uint8_t *hashes = NULL;
+	char rname[64];
+	int rc;
+
+	snprintf(rname, sizeof(rname), SNAP_PREFIX "%s", name);
+	rc = pool_region_open(pool, rname, 0, &r);
+	if (rc < 0)
+		return rc;
+	rc = snap_hdr_read(r, name, &h);
+	if (rc == 0 && (hashes = malloc(h.npages * SNAP_HASH_LEN)) == NULL)
+		rc = pool_err(-ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = pool_region_read(r, h.hashes_off, hashes, h.npages * SNAP_HASH_LEN);
+	pool_region_close(r);
+	if (rc == 0)
+		rc = snap_distinct(hashes, h.npages, &refs, &n);
+	if (rc == 0 && (rc = pool_kv_open(pool, snap_ns(&h), &kv)) == 0)
+		kv_set_holder(kv, rname);
+	for (i = 0; rc == 0 && i < n; i += k) {
+		for (k = 0; k < SNAP_BATCH && i + k < n; k++) {
+			keys[k] = refs[i + k].hash;
+			klens[k] = SNAP_HASH_LEN;
+		}
+		rc = kv_count_op(kv, "adopt", k, keys, klens, NULL);
+	}
+	if (rc == 0)
+		rc = kv_count_op(kv, "adopted", 0, NULL, NULL, NULL);
+	pool_kv_close(kv);
+	free(refs);
+	free(hashes);
+	return rc;
+}
+
+POOL_EXPORT int pool_snap_recount(struct pool *pool, uint64_t *ret_freed)
+{
+	static const char *const stores[] = {SNAP_NS_PINNED, SNAP_NS_PERSISTENT};
+	uint64_t freed = 0, f;
+	struct pool_kv *kv;
+	char **names;
+	size_t n, i;
+	int rc, failed = 0;
+
+	if (pool == NULL)
+		return pool_err(-EINVAL, "pool_snap_recount: invalid argument");
+	rc = pool_snap_list(pool, &names, &n);
+	if (rc < 0)
+		return rc;
+	for (i = 0; i < n; i++)
+		if (snap_adopt(pool, names[i]) < 0 && failed++ == 0) {
+			char msg[200];
+
+			snprintf(msg, sizeof(msg), "%s", pool_errormsg());
+			rc = pool_err(-EIO, "snapshot '%s': %s", names[i], msg);
+		}
+	free(names);
+	for (i = 0; rc == 0 && i < ARRAY_SIZE(stores); i++) {
+		rc = pool_kv_open(pool, stores[i], &kv);
+		if (rc == 0) {
+			rc = kv_count_op(kv, "recount", 0, NULL, NULL, &f);
+			freed += f;
+			pool_kv_close(kv);
+		}
+	}
+	if (ret_freed != NULL)
+		*ret_freed = freed;
+	return rc;
+}
+
 POOL_EXPORT int pool_snap_list(struct pool *pool, char ***ret_names, size_t *ret_n)
 {
 	Pool__RegionListRequest req = POOL__REGION_LIST_REQUEST__INIT;
