@@ -41,7 +41,8 @@ struct hold {
 	uint64_t rsize, rstripe;
 	uint32_t rclass;
 	uint32_t rindex, rextents, rmode, ruid, rgid;
-	bool durable; /* journaled in the pmem tier */
+	bool durable;	  /* journaled in the pmem tier */
+	bool journal_now; /* its value made durable: its record is to be journaled */
 };
 
 static void hold_free(struct hold *hd)
@@ -159,10 +160,17 @@ static int hold_journal_fill(void *arg, struct journal *j)
 static int hold_journal(struct poold *pd, const Pool__Holding *h)
 {
 	int rc = hold_journal_write(pd->journal, h);
+	bool grouped;
 
-	if (rc == -ENOSPC && (rc = journal_rewrite(pd->journal, hold_journal_fill, pd)) == 0 &&
-	    h->len > 0)
+	if (rc != -ENOSPC)
+		return rc;
+	/* A rewrite orders its own flushes (records, then the header that names them). */
+	grouped = lend_group_end();
+	rc = journal_rewrite(pd->journal, hold_journal_fill, pd);
+	if (rc == 0 && h->len > 0)
 		rc = hold_journal_write(pd->journal, h);
+	if (grouped)
+		lend_group_begin();
 	return rc;
 }
 
@@ -202,11 +210,13 @@ static bool hold_named(const Pool__Holding *h)
 	       (h->rname != NULL && h->rname[0] != '\0');
 }
 
-/* Record one holding (replacing any other at its place); journal it if it is durable. */
+/*
+ * Record one holding (replacing any other at its place). With journal, a
+ * durable one has its value made durable and is marked for hold_record().
+ */
 static struct hold *hold_set(struct poold *pd, const Pool__Holding *h, bool journal)
 {
 	struct hold **pp, *hd;
-	int rc;
 
 	if (hold_grow(pd) < 0)
 		return NULL;
@@ -264,19 +274,27 @@ static struct hold *hold_set(struct poold *pd, const Pool__Holding *h, bool jour
 		hd->ns_replicas = h->has_ns_replicas ? h->ns_replicas : 0;
 		hd->ns_size_hint = h->has_ns_size_hint ? h->ns_size_hint : 0;
 	}
-	if (!journal || !hold_is_durable(pd, h) || (hd->rname[0] == '\0' && hd->key == NULL))
-		return hd;
-	/* A value first, then the record that names it (a region's bytes are its users' to persist). */
-	hd->durable = false;
-	rc = hd->rname[0] != '\0' ? 0 : lend_persist(pd, h->arena, h->off, h->vlen);
-	if (rc == 0)
-		rc = hold_journal(pd, h);
+	if (journal && hold_is_durable(pd, h) && (hd->rname[0] != '\0' || hd->key != NULL)) {
+		/* A value first (a region's bytes are its users' to persist); hold_add() records it. */
+		hd->durable = false;
+		hd->journal_now = true;
+		if (hd->rname[0] == '\0')
+			lend_persist(pd, h->arena, h->off, h->vlen);
+	}
+	return hd;
+}
+
+/* Journal the record of a holding whose value is durable (hold_set()). */
+static void hold_record(struct poold *pd, struct hold *hd, const Pool__Holding *h)
+{
+	int rc = hold_journal(pd, h);
+
 	if (rc < 0)
 		log_warnx("pmem journal: %s '%s' is not durable: %s",
 			  hd->rname[0] ? "an extent of region" : "a value of KV namespace",
 			  hd->rname[0] ? hd->rname : hd->ns, err_str(rc));
 	hd->durable = rc == 0;
-	return hd;
+	hd->journal_now = false;
 }
 
 /*
@@ -289,15 +307,25 @@ int hold_add(struct poold *pd, const Pool__Holdings *hs)
 	size_t i;
 	int rc = 0;
 
-	for (i = 0; i < hs->n_holdings; i++) {
-		hd = hold_set(pd, hs->holdings[i], true);
-		if (hd == NULL) {
+	/*
+	 * All the values made durable, then all their records written and made
+	 * durable: two flushes for the batch on a file-backed tier (lend.c).
+	 */
+	lend_group_begin();
+	for (i = 0; i < hs->n_holdings; i++)
+		if (hold_set(pd, hs->holdings[i], true) == NULL) {
 			log_warnx("out of memory recording a holding");
-			return -ENOMEM;
+			rc = -ENOMEM;
 		}
-		if (rc == 0 && hold_is_durable(pd, hs->holdings[i]) && !hd->durable)
+	lend_group_values();
+	for (i = 0; i < hs->n_holdings; i++) {
+		hd = *hold_slot(pd, hs->holdings[i]->arena, hs->holdings[i]->off);
+		if (hd != NULL && hd->journal_now)
+			hold_record(pd, hd, hs->holdings[i]);
+		if (rc == 0 && hold_is_durable(pd, hs->holdings[i]) && (hd == NULL || !hd->durable))
 			rc = -EIO;
 	}
+	lend_group_end();
 	return rc;
 }
 
@@ -504,20 +532,19 @@ out:
 }
 
 /*
- * Coordinator: tell a lender the committed KV value it holds, so it can be
- * rebuilt. With done, the lender answers once the holding is recorded (and
+ * Coordinator: tell a lender the committed KV values it holds (n, in one
+ * message), so they can be rebuilt. With done, the lender answers once the holding is recorded (and
  * journaled, for a persistent value): done gets 0 or the error, at once or
  * later.
  */
-void hold_tell_kv(struct poold *pd, uint32_t node, const Pool__Holding *h, coord_done_cb done,
-		  void *arg)
+void hold_tell_kv(struct poold *pd, uint32_t node, Pool__Holding *const *h, size_t n,
+		  coord_done_cb done, void *arg)
 {
 	Pool__Holdings hs = POOL__HOLDINGS__INIT;
-	Pool__Holding *ph = (Pool__Holding *)h;
 	int rc;
 
-	hs.holdings = &ph;
-	hs.n_holdings = 1;
+	hs.holdings = (Pool__Holding **)h;
+	hs.n_holdings = n;
 	if (node == pd->node_id) {
 		rc = hold_add(pd, &hs);
 		if (done != NULL)

@@ -141,11 +141,20 @@ struct kv_durable {
 	size_t n;
 	uint64_t count, lost;	/* keys committed, and of those, not made durable */
 	unsigned pending;	/* lenders yet to answer */
+	/* what each lender is told, sent as one message per lender once all keys are through */
+	struct kv_durable_tell {
+		uint32_t node;
+		size_t i; /* the key */
+		Pool__Holding h;
+	} *tells;
+	size_t ntells, cap;
 };
 
-struct kv_durable_key {
+/* The keys of one message to a lender. */
+struct kv_durable_batch {
 	struct kv_durable *d;
-	size_t i;
+	size_t n;
+	size_t i[];
 };
 
 struct kv_space {
@@ -690,15 +699,17 @@ static void kv_durable_finish(struct kv_durable *d)
 /* A lender journaled a committed persistent value (or could not: the key fails). */
 static void kv_durable_done(struct poold *pd, void *arg, int rc)
 {
-	struct kv_durable_key *k = arg;
-	struct kv_durable *d = k->d;
+	struct kv_durable_batch *b = arg;
+	struct kv_durable *d = b->d;
+	size_t k;
 
 	(void)pd;
-	if (rc < 0 && d->locs != NULL && d->locs[k->i].status == 0) {
-		d->locs[k->i].status = -EIO;
-		d->lost++;
-	}
-	free(k);
+	for (k = 0; rc < 0 && d->locs != NULL && k < b->n; k++)
+		if (d->locs[b->i[k]].status == 0) {
+			d->locs[b->i[k]].status = -EIO;
+			d->lost++;
+		}
+	free(b);
 	if (--d->pending > 0)
 		return;
 	if (d->q != NULL)
@@ -707,7 +718,69 @@ static void kv_durable_done(struct poold *pd, void *arg, int rc)
 		free(d);
 }
 
+/*
+ * Tell each lender the values of a commit it holds, in one message, so
+ * that it journals them together (one flush for the lot, lend.c); the
+ * keys of a lender that cannot get -EIO.
+ */
+static void kv_durable_send(struct poold *pd, struct kv_durable *d)
+{
+	Pool__Holding **hs = calloc(d->ntells ? d->ntells : 1, sizeof(*hs));
+	size_t t, k, n;
+
+	for (t = 0; t < d->ntells; t++) {
+		struct kv_durable_batch *b;
+		uint32_t node = d->tells[t].node;
+
+		if (node == UINT32_MAX) /* sent with an earlier one */
+			continue;
+		for (k = t, n = 0; k < d->ntells; k++)
+			n += d->tells[k].node == node;
+		b = malloc(sizeof(*b) + n * sizeof(b->i[0]));
+		if (hs == NULL || b == NULL) { /* without memory: these are not durable */
+			free(b);
+			for (k = t; k < d->ntells; k++)
+				if (d->tells[k].node == node) {
+					d->locs[d->tells[k].i].status = -EIO;
+					d->lost++;
+					d->tells[k].node = UINT32_MAX;
+				}
+			continue;
+		}
+		b->d = d;
+		b->n = 0;
+		for (k = t; k < d->ntells; k++)
+			if (d->tells[k].node == node) {
+				hs[b->n] = &d->tells[k].h;
+				b->i[b->n++] = d->tells[k].i;
+				d->tells[k].node = UINT32_MAX;
+			}
+		d->pending++;
+		hold_tell_kv(pd, node, hs, b->n, kv_durable_done, b);
+	}
+	free(hs);
+	free(d->tells);
+	d->tells = NULL;
+	d->ntells = d->cap = 0;
+}
+
 /* Tell a value's lenders what they hold, so that a restarted coordinator can rebuild it. */
+/* Queue a holding for kv_durable_send(): 0, or -ENOMEM. */
+static int kv_durable_add(struct kv_durable *d, const Pool__Holding *h, uint32_t node, size_t i)
+{
+	if (d->ntells == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 64;
+		struct kv_durable_tell *t = realloc(d->tells, cap * sizeof(*t));
+
+		if (t == NULL)
+			return -ENOMEM;
+		d->tells = t;
+		d->cap = cap;
+	}
+	d->tells[d->ntells++] = (struct kv_durable_tell){node, i, *h};
+	return 0;
+}
+
 static void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e)
 {
 	Pool__Holding h = POOL__HOLDING__INIT;
@@ -728,20 +801,20 @@ static void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_en
 	h.has_ns_size_hint = ns->size_hint != 0;
 	h.ns_size_hint = ns->size_hint;
 	for (i = 0; i < n; i++) {
-		struct kv_durable *d = pd->kv->durable;
-		struct kv_durable_key *k;
+		struct kv_durable *d = (ns->flags & HOLD_NS_PERSISTENT) ? pd->kv->durable : NULL;
+		size_t key = pd->kv->durable_i;
+		Pool__Holding *hp = &h;
 
 		h.arena = all[i].arena;
 		h.off = all[i].off;
 		h.len = all[i].alen;
-		if (d != NULL && (ns->flags & HOLD_NS_PERSISTENT) &&
-		    (k = calloc(1, sizeof(*k))) != NULL) {
-			*k = (struct kv_durable_key){d, pd->kv->durable_i};
-			d->pending++;
-			hold_tell_kv(pd, all[i].node, &h, kv_durable_done, k);
-		} else {
-			hold_tell_kv(pd, all[i].node, &h, NULL, NULL);
+		if (d != NULL && kv_durable_add(d, &h, all[i].node, key) == 0)
+			continue; /* told with the commit's other values (kv_durable_send) */
+		if (d != NULL && d->locs[key].status == 0) { /* no memory to wait for it */
+			d->locs[key].status = -EIO;
+			d->lost++;
 		}
+		hold_tell_kv(pd, all[i].node, &hp, 1, NULL, NULL);
 	}
 }
 
@@ -1436,6 +1509,8 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 		count += (uint64_t)kv_one(q, ns, kr, i, &locs[i], pl ? &pl[i] : NULL);
 	}
 	pd->kv->durable = NULL;
+	if (d != NULL)
+		kv_durable_send(pd, d);
 	if (d != NULL) { /* (a commit's locations name no copies: pl is not theirs) */
 		free(pl);
 		pl = NULL;

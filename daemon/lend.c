@@ -87,6 +87,58 @@ static int lend_dram(struct poold *pd, struct arena *a, int numa, uint64_t size,
 	return lend_register(pd, a);
 }
 
+/*
+ * Group commit on a tier whose persistence is msync(2) (a file: store
+ * granularity PAGE; a DAX device flushes cache lines and gains nothing):
+ * while a batch of holdings is recorded (hold_add()), persists are only
+ * noted, by part of the tier, and each part is then made durable with one
+ * persist of the whole part, which writes back just its dirty pages: the
+ * values (the lent part) first, then the records that name them (the
+ * journal part), so that a record never reaches the media before its
+ * value. One pmem tier per poold: its real persist function is kept here.
+ */
+static struct {
+	void (*persist)(const void *ptr, size_t len); /* the tier's, when it groups */
+	const char *base, *journal;		      /* the lent part, the journal part */
+	size_t len, journal_len;
+	bool on, values, records; /* grouping; and which parts have pages to write */
+} lend_group;
+
+static void lend_group_persist(const void *ptr, size_t len)
+{
+	if (!lend_group.on)
+		lend_group.persist(ptr, len);
+	else if ((const char *)ptr >= lend_group.journal)
+		lend_group.records = true;
+	else
+		lend_group.values = true;
+}
+
+void lend_group_begin(void)
+{
+	lend_group.on = lend_group.persist != NULL;
+}
+
+/* Make the values noted so far durable (before the records that name them are written). */
+void lend_group_values(void)
+{
+	if (lend_group.on && lend_group.values)
+		lend_group.persist(lend_group.base, lend_group.len);
+	lend_group.values = false;
+}
+
+/* Make everything noted durable and stop grouping; whether it was grouping. */
+bool lend_group_end(void)
+{
+	bool was = lend_group.on;
+
+	lend_group_values();
+	if (lend_group.on && lend_group.records)
+		lend_group.persist(lend_group.journal, lend_group.journal_len);
+	lend_group.on = lend_group.records = false;
+	return was;
+}
+
 static int lend_pmem(struct poold *pd, struct arena *a)
 {
 	struct poold_conf *conf = pd->conf;
@@ -122,6 +174,7 @@ static int lend_pmem(struct poold *pd, struct arena *a)
 	pmem2_config_delete(&cfg);
 	a->base = pmem2_map_get_address(a->map);
 	a->persist = pmem2_get_persist_fn(a->map);
+
 	/*
 	 * The end of the tier keeps the record of what it holds for persistent
 	 * namespaces (hold.c): a 64th of it, 2 MiB to 256 MiB; the rest is lent.
@@ -136,6 +189,11 @@ static int lend_pmem(struct poold *pd, struct arena *a)
 	}
 	a->size = total - a->journal_len;
 	a->journal = (char *)a->base + a->size;
+	if (pmem2_map_get_store_granularity(a->map) == PMEM2_GRANULARITY_PAGE) {
+		lend_group = (typeof(lend_group)){a->persist, a->base, a->journal, a->size,
+						  a->journal_len, false, false, false};
+		a->persist = lend_group_persist;
+	}
 	a->lent = a->size;
 	return lend_register(pd, a);
 }
@@ -145,8 +203,10 @@ static void lend_arena_close(struct arena *a)
 	free(a->rkey);
 	if (a->mem != NULL)
 		fab_mem_deregister(a->mem);
-	if (a->map != NULL)
+	if (a->map != NULL) {
 		pmem2_map_delete(&a->map);
+		lend_group.persist = NULL;
+	}
 	else if (a->base != NULL)
 		munmap(a->base, a->size);
 	if (a->src != NULL)

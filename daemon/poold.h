@@ -259,6 +259,9 @@ int lend_copy(struct poold *pd, uint32_t src, uint64_t src_off, uint32_t dst, ui
 const char *tier_name(enum tier tier);
 void *lend_ptr(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 int lend_persist(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
+void lend_group_begin(void);
+void lend_group_values(void);
+bool lend_group_end(void);
 void lend_zero(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 int lend_arenas_msg(struct poold *pd, Pool__Arena ***ret_arenas, size_t *ret_n);
 void lend_arenas_msg_free(Pool__Arena **arenas, size_t n);
@@ -393,8 +396,8 @@ void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, ui
 void hold_ask(struct poold *pd, uint32_t node);
 void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have, size_t nhave,
 		    const Pool__Holdings *hs);
-void hold_tell_kv(struct poold *pd, uint32_t node, const Pool__Holding *h, coord_done_cb done,
-		  void *arg);
+void hold_tell_kv(struct poold *pd, uint32_t node, Pool__Holding *const *h, size_t n,
+		  coord_done_cb done, void *arg);
 
 /* coord.c: the coordinator role */
 int coord_open(struct poold *pd);
