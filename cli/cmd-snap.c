@@ -101,6 +101,30 @@ bad:
 	return -1;
 }
 
+static void snap_info_json(struct json *j, const char *name, const struct pool_snap_info *in)
+{
+	uint64_t ps = pool_snap_info_page_size(in);
+
+	json_object(j, NULL);
+	json_str(j, "name", name);
+	json_str(j, "state", pool_snap_info_state(in));
+	json_str(j, "class", pool_snap_info_class(in));
+	json_u64(j, "size", pool_snap_info_size(in));
+	json_u64(j, "page_size", ps);
+	json_u64(j, "pages", pool_snap_info_size(in) / ps);
+	json_u64(j, "zero_pages", pool_snap_info_zero_pages(in));
+	json_u64(j, "distinct_pages", pool_snap_info_distinct_pages(in));
+	json_u64(j, "new_pages", pool_snap_info_new_pages(in));
+	json_u64(j, "stored_bytes", pool_snap_info_distinct_pages(in) * ps);
+	json_u64(j, "state_bytes", pool_snap_info_state_len(in));
+	json_str(j, "parent", pool_snap_info_parent(in));
+	json_u64(j, "created_ms", pool_snap_info_created_ms(in));
+	json_u64(j, "uid", pool_snap_info_uid(in));
+	json_u64(j, "working_set_pages", pool_snap_info_ws_pages(in));
+	json_u64(j, "working_set_runs", pool_snap_info_ws_runs(in));
+	json_end(j);
+}
+
 static int cmd_snap_put_exec(struct cmd_ctx *ctx)
 {
 	struct pool_snap_opts *o;
@@ -126,12 +150,21 @@ static int cmd_snap_put_exec(struct cmd_ctx *ctx)
 	if (rc == EXIT_OK && pool_snap_stat(pool, ctx->argv[0], &info) == 0) {
 		uint64_t ps = pool_snap_info_page_size(info);
 
-		printf("%s: %llu pages, %llu zero, %llu distinct, %llu new (%llu bytes stored)\n",
-		       ctx->argv[0], (unsigned long long)(pool_snap_info_size(info) / ps),
-		       (unsigned long long)pool_snap_info_zero_pages(info),
-		       (unsigned long long)pool_snap_info_distinct_pages(info),
-		       (unsigned long long)pool_snap_info_new_pages(info),
-		       (unsigned long long)(pool_snap_info_new_pages(info) * ps));
+		if (ctx->json) {
+			struct json *j = json_new(stdout);
+
+			json_array(j, "snapshots");
+			snap_info_json(j, ctx->argv[0], info);
+			json_finish(j);
+		} else {
+			printf("%s: %llu pages, %llu zero, %llu distinct, %llu new (%llu bytes "
+			       "stored)\n", ctx->argv[0],
+			       (unsigned long long)(pool_snap_info_size(info) / ps),
+			       (unsigned long long)pool_snap_info_zero_pages(info),
+			       (unsigned long long)pool_snap_info_distinct_pages(info),
+			       (unsigned long long)pool_snap_info_new_pages(info),
+			       (unsigned long long)(pool_snap_info_new_pages(info) * ps));
+		}
 		pool_snap_info_free(info);
 	}
 out:
@@ -149,29 +182,6 @@ static void fmt_time(uint64_t ms, char *out, size_t len)
 	strftime(out, len, "%F %T", localtime_r(&sec, &tm));
 }
 
-static void snap_info_json(struct json *j, const char *name, const struct pool_snap_info *in)
-{
-	uint64_t ps = pool_snap_info_page_size(in);
-
-	json_object(j, NULL);
-	json_str(j, "name", name);
-	json_str(j, "state", pool_snap_info_state(in));
-	json_str(j, "class", pool_snap_info_class(in));
-	json_u64(j, "size", pool_snap_info_size(in));
-	json_u64(j, "page_size", ps);
-	json_u64(j, "pages", pool_snap_info_size(in) / ps);
-	json_u64(j, "zero_pages", pool_snap_info_zero_pages(in));
-	json_u64(j, "distinct_pages", pool_snap_info_distinct_pages(in));
-	json_u64(j, "new_pages", pool_snap_info_new_pages(in));
-	json_u64(j, "stored_bytes", pool_snap_info_distinct_pages(in) * ps);
-	json_u64(j, "state_bytes", pool_snap_info_state_len(in));
-	json_str(j, "parent", pool_snap_info_parent(in));
-	json_u64(j, "created_ms", pool_snap_info_created_ms(in));
-	json_u64(j, "uid", pool_snap_info_uid(in));
-	json_u64(j, "working_set_pages", pool_snap_info_ws_pages(in));
-	json_u64(j, "working_set_runs", pool_snap_info_ws_runs(in));
-	json_end(j);
-}
 
 static int cmd_snap_ls_exec(struct cmd_ctx *ctx)
 {

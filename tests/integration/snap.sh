@@ -56,6 +56,12 @@ check_exit 1 "a is gone" "$POOLCTL" snap info a
 check_out "no snapshot 'a'" "the error names it"
 check "put a again" "$POOLCTL" snap put a "$TEST_DIR/a.img"
 check_out "45875 distinct, 13107 new" "only a's own pages are stored again"
+"$POOLCTL" --json snap put same "$TEST_DIR/a.img" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["snapshots"][0]
+assert d["name"] == "same" and d["distinct_pages"] == 45875 and d["new_pages"] == 0, d' &&
+	ok "the same image again stores no new page (put --json)" || not_ok "put of the same image"
+check "remove it" "$POOLCTL" snap rm same
 
 # A put killed midway: its snapshot stays "writing" and cannot be opened;
 # removing it gives back every reference it took.
