@@ -107,8 +107,9 @@ struct uffd_server {
 	void **bufs;		 /* where each staged page is, in buf */
 	size_t nstage, stage_max;
 	uint8_t *buf;		 /* stage_max pages */
-	uint8_t *fbuf;		 /* the page fetched for a fault */
-	uint64_t fbuf_pg;	 /* which page is in fbuf (UINT64_MAX: none) */
+	uint8_t *fbuf;		 /* the pages fetched for a fault (UFFD_AROUND at most) */
+	uint64_t fbuf_pg;	 /* the first page in fbuf (UINT64_MAX: none) */
+	uint64_t fbuf_n;	 /* and how many */
 	uint64_t fill_next;	 /* pages before it are not missing */
 	bool filling;		 /* placing for uffd_server_fill() */
 	uint8_t *state;	   /* per image page */
@@ -180,7 +181,7 @@ static int uffd_alloc_stage(struct uffd_server *s)
 	s->stage = malloc(s->stage_max * sizeof(*s->stage));
 	s->bufs = malloc(s->stage_max * sizeof(*s->bufs));
 	s->buf = malloc(s->stage_max * s->page_size);
-	s->fbuf = malloc(s->page_size);
+	s->fbuf = malloc(UFFD_AROUND * s->page_size);
 	s->fbuf_pg = UINT64_MAX;
 	if (s->stage == NULL || s->bufs == NULL || s->buf == NULL || s->fbuf == NULL)
 		return -ENOMEM;
@@ -466,7 +467,9 @@ static const uint8_t *uffd_data(struct uffd_server *s, uint64_t pg)
 		else
 			hi = mid;
 	}
-	return s->fbuf_pg == pg ? s->fbuf : NULL;
+	return pg >= s->fbuf_pg && pg - s->fbuf_pg < s->fbuf_n
+		       ? s->fbuf + (pg - s->fbuf_pg) * s->page_size
+		       : NULL;
 }
 
 /* Call the fetch source; its failure is the restore's. */
@@ -485,17 +488,43 @@ static int uffd_fetch(struct uffd_server *s, size_t n, const uint64_t *pages, vo
 			 n == 1 ? "" : "s", (unsigned long long)pages[0], strerror(-rc));
 }
 
-/* Make image page pg's bytes available for a fault on it. */
-static int uffd_fetch_fault(struct uffd_server *s, uint64_t pg)
+/*
+ * With UFFD_SERVER_AROUND and not recording, how many missing pages follow
+ * a fault's page in its region, up to UFFD_AROUND - 1: placed with it.
+ */
+static uint64_t uffd_around(struct uffd_server *s, const struct fc_region *r, uint64_t page,
+			    uint64_t pg)
 {
+	uint64_t n = 0;
+
+	if ((s->flags & (UFFD_SERVER_AROUND | UFFD_SERVER_RECORD)) != UFFD_SERVER_AROUND)
+		return 0;
+	while (n + 1 < UFFD_AROUND && page + (n + 1) * s->page_size < r->base + r->size &&
+	       (s->state[pg + n + 1] & PG_STATE) == PG_MISSING)
+		n++;
+	return n;
+}
+
+/* Make image page pg's bytes, and those of the n pages after it, available for a fault. */
+static int uffd_fetch_fault(struct uffd_server *s, uint64_t pg, uint64_t n)
+{
+	uint64_t pages[UFFD_AROUND], i;
+	void *bufs[UFFD_AROUND];
 	int rc;
 
 	if ((s->state[pg] & PG_STATE) == PG_REMOVED || uffd_data(s, pg) != NULL)
 		return 0;
+	for (i = 0; i <= n; i++) {
+		pages[i] = pg + i;
+		bufs[i] = s->fbuf + i * s->page_size;
+	}
 	s->fbuf_pg = UINT64_MAX;
-	rc = uffd_fetch(s, 1, &pg, (void *const *)&s->fbuf);
-	if (rc == 0)
+	s->fbuf_n = 0;
+	rc = uffd_fetch(s, n + 1, pages, bufs);
+	if (rc == 0) {
 		s->fbuf_pg = pg;
+		s->fbuf_n = n + 1;
+	}
 	return rc;
 }
 
@@ -546,25 +575,23 @@ static const uint8_t *uffd_source(struct uffd_server *s, uint64_t pg)
 /*
  * With UFFD_SERVER_AROUND, after a fault on page (image page pg) of region
  * r, place the missing pages that follow it in the region too, up to
- * UFFD_AROUND in all, a run of data or of zeros at a time: a guest that
- * touches its memory in order then faults once per UFFD_AROUND pages. Only
- * from an in-memory image (a fetch would make the faulting thread wait for
- * pages it did not ask for), and not while recording (the pages placed
- * ahead would never fault, and the working set would miss them). Best
- * effort: what is not placed here faults later.
+ * UFFD_AROUND in all (uffd_around()), a run of data or of zeros at a
+ * time: a guest that touches its memory in order then faults once per
+ * UFFD_AROUND pages. From a fetch source they came with the fault's page,
+ * in one fetch: a fault costs one round trip either way. Not while
+ * recording (the pages placed ahead would never fault, and the working set
+ * would miss them). Best effort: what is not placed here faults later.
  */
-static int uffd_fault_around(struct uffd_server *s, const struct fc_region *r, uint64_t page,
-			     uint64_t pg)
+static int uffd_fault_around(struct uffd_server *s, uint64_t page, uint64_t pg, uint64_t n)
 {
-	uint64_t n = 0, i = 1, k, done;
+	uint64_t i = 1, k, done;
 	int rc = 0;
 
-	if (!(s->flags & UFFD_SERVER_AROUND) || s->image == NULL ||
-	    (s->flags & UFFD_SERVER_RECORD))
-		return 0;
-	while (n + 1 < UFFD_AROUND && page + (n + 1) * s->page_size < r->base + r->size &&
-	       (s->state[pg + n + 1] & PG_STATE) == PG_MISSING)
-		n++;
+	for (k = 1; s->image == NULL && k <= n; k++)
+		if (uffd_data(s, pg + k) == NULL) { /* not fetched with it: it faults later */
+			n = k - 1;
+			break;
+		}
 	while (i <= n && rc == 0) {
 		const uint8_t *src = uffd_source(s, pg + i);
 
@@ -585,7 +612,7 @@ static int uffd_fault(struct uffd_server *s, uint64_t addr)
 {
 	struct fc_region *r = uffd_region_at(s, addr);
 	const uint8_t *src;
-	uint64_t page, pg, done;
+	uint64_t page, pg, done, around;
 	int rc;
 
 	if (r == NULL)
@@ -594,7 +621,8 @@ static int uffd_fault(struct uffd_server *s, uint64_t addr)
 	page = addr & ~(s->page_size - 1);
 	pg = (r->offset + (page - r->base)) / s->page_size;
 	uffd_record(s, pg);
-	rc = uffd_fetch_fault(s, pg);
+	around = uffd_around(s, r, page, pg);
+	rc = s->image != NULL ? 0 : uffd_fetch_fault(s, pg, around);
 	if (rc < 0)
 		return rc;
 	src = uffd_source(s, pg);
@@ -606,7 +634,7 @@ static int uffd_fault(struct uffd_server *s, uint64_t addr)
 		else
 			s->st.copied++;
 		uffd_set(s, pg, PG_PRESENT);
-		return uffd_fault_around(s, r, page, pg);
+		return uffd_fault_around(s, page, pg, around);
 	case -EEXIST:
 		s->st.existed++;
 		uffd_set(s, pg, PG_PRESENT);

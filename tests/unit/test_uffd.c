@@ -636,6 +636,25 @@ static void test_fetch_full(void)
 	CU_ASSERT_EQUAL(count_fds(), before);
 }
 
+/* AROUND through the fetch source: a fault fetches the pages after it in the same call. */
+static void test_fetch_around(void)
+{
+	struct fake f = {0};
+	struct run run = {.mode = M_FULL, .flags = UFFD_SERVER_ZEROPAGE | UFFD_SERVER_AROUND,
+			  .fetch = &f};
+
+	restore(&run);
+	CU_ASSERT_EQUAL(run.result, UFFD_SERVER_EXITED);
+	CU_ASSERT(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+	CU_ASSERT_EQUAL(run.st.copied + run.st.zeroed, NPAGES);
+	CU_ASSERT(f.max_n > 1 && f.max_n <= 16);
+	CU_ASSERT_EQUAL(f.calls, run.st.fetches);
+	CU_ASSERT(f.calls < NPAGES / 4 && run.st.around > NPAGES / 2);
+	fprintf(stderr, " [faults %llu, fetch calls %llu, around %llu] ",
+		(unsigned long long)run.st.faults, (unsigned long long)f.calls,
+		(unsigned long long)run.st.around);
+}
+
 /* A prefetch through the fetch source: one call per batch of UFFD_BATCH_BYTES (4 MiB). */
 static void test_fetch_prefetch(void)
 {
@@ -771,6 +790,7 @@ int main(void)
 	    {"fault outside every region fails the restore", test_outside},
 	    {"regions not matching the image", test_wrong_image},
 	    {"fetch source: a fetch per fault", test_fetch_full},
+	    {"fetch source: a fault fetches the pages after it (AROUND)", test_fetch_around},
 	    {"fetch source: prefetch in 4 MiB fetches", test_fetch_prefetch},
 	    {"fetch source: a failing fetch fails the restore", test_fetch_fails},
 	    {"fetch source: a failing prefetch batch", test_fetch_prefetch_fails},
