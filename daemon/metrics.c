@@ -60,7 +60,7 @@ static void metrics_one(struct evbuffer *b, const char *name, const char *type, 
 /* This node's shared copies of snapshot images (snapcopy.c). */
 static void metrics_snap(struct poold *pd, struct evbuffer *b)
 {
-	uint64_t st[5];
+	uint64_t st[SNAPCOPY_STATS];
 
 	snapcopy_stats(pd, st);
 	metrics_one(b, "pool_snap_copies", "gauge", "shared copies of snapshot images on this node",
@@ -72,6 +72,16 @@ static void metrics_snap(struct poold *pd, struct evbuffer *b)
 		    "copies a client was asked to fill (first fills and refills)", st[3]);
 	metrics_one(b, "pool_snap_copy_evictions_total", "counter",
 		    "ready copies dropped to make room (snap.copies)", st[4]);
+	metrics_one(b, "pool_snap_restores_total", "counter",
+		    "lazy restores of this node's clients that ended", st[5]);
+	metrics_one(b, "pool_snap_restores_failed_total", "counter",
+		    "of those, restores that failed or were refused", st[6]);
+	metrics_one(b, "pool_snap_faults_total", "counter",
+		    "page faults the lazy restores served", st[7]);
+	metrics_one(b, "pool_snap_restore_pages_total", "counter",
+		    "pages the lazy restores placed", st[8]);
+	metrics_one(b, "pool_snap_restore_prefetched_total", "counter",
+		    "of those, placed ahead of a fault (working set, fill, fault-around)", st[9]);
 }
 
 /* How long control requests took here, per type, as Prometheus histograms. */

@@ -457,7 +457,9 @@ extern const struct ctl_handler events_handlers[];
 
 /* snapcopy.c: the node's shared copies of snapshot images */
 void snapcopy_session_end(struct poold *pd, uint64_t session);
-void snapcopy_stats(struct poold *pd, uint64_t ret[5]);
+/* copies, bytes, clones, fills, evictions, restores, failed, faults, pages, prefetched */
+#define SNAPCOPY_STATS 10
+void snapcopy_stats(struct poold *pd, uint64_t ret[SNAPCOPY_STATS]);
 void snapcopy_close(struct poold *pd);
 extern const struct ctl_handler snapcopy_handlers[];
 

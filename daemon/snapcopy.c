@@ -59,6 +59,8 @@ struct snapcopies {
 	size_t count;
 	uint64_t bytes;
 	uint64_t clones, fills, evictions; /* for the metrics */
+	/* lazy restores of this node's clients, as they report them ("restored") */
+	uint64_t restores, restores_failed, faults, pages, prefetched;
 };
 
 static struct snapcopies *snapcopy_space(struct poold *pd)
@@ -468,6 +470,18 @@ static int snapcopy_request(struct req *r, const ProtobufCMessage *msg)
 		return req_errorf(r, -ENOMEM, "out of memory");
 	if (strcmp(m->op, "list") == 0)
 		return snapcopy_list(r, sc, NULL, false);
+	if (strcmp(m->op, "restored") == 0) {
+		/* Counted as told: a client can only skew this node's metrics. */
+		Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
+
+		sc->restores++;
+		sc->restores_failed += m->has_failed && m->failed;
+		sc->faults += m->faults;
+		sc->pages += m->pages;
+		sc->prefetched += m->prefetched;
+		rep.status = "counted";
+		return req_reply(r, WIRE_SNAP_COPY_REPLY, &rep.base);
+	}
 	named = m->name != NULL && name_ok(m->name, POOL_SNAP_NAME_MAX, false);
 	if (!named && (strcmp(m->op, "get") == 0 || strcmp(m->op, "done") == 0 ||
 		       strcmp(m->op, "abort") == 0 || strcmp(m->op, "drop") == 0))
@@ -481,7 +495,7 @@ static int snapcopy_request(struct req *r, const ProtobufCMessage *msg)
 		return snapcopy_abort(r, sc, m);
 	if (strcmp(m->op, "drop") == 0)
 		return snapcopy_list(r, sc, m->name, true);
-	return req_errorf(r, -EINVAL, "snapshot copy op: get, done, abort, drop or list");
+	return req_errorf(r, -EINVAL, "snapshot copy op: get, done, abort, drop, list or restored");
 }
 
 /*
@@ -515,15 +529,19 @@ void snapcopy_session_end(struct poold *pd, uint64_t session)
 }
 
 /* What the metrics tell: copies, their bytes, clones served, fills started, evictions. */
-void snapcopy_stats(struct poold *pd, uint64_t ret[5])
+void snapcopy_stats(struct poold *pd, uint64_t ret[SNAPCOPY_STATS])
 {
 	struct snapcopies *sc = pd->snapcopies;
+	uint64_t all[SNAPCOPY_STATS] = {0};
 
-	ret[0] = sc ? sc->count : 0;
-	ret[1] = sc ? sc->bytes : 0;
-	ret[2] = sc ? sc->clones : 0;
-	ret[3] = sc ? sc->fills : 0;
-	ret[4] = sc ? sc->evictions : 0;
+	if (sc != NULL) {
+		uint64_t st[SNAPCOPY_STATS] = {sc->count, sc->bytes, sc->clones, sc->fills,
+					       sc->evictions, sc->restores, sc->restores_failed,
+					       sc->faults, sc->pages, sc->prefetched};
+
+		memcpy(all, st, sizeof(all));
+	}
+	memcpy(ret, all, sizeof(all));
 }
 
 /* Drop every copy (poold stops): held gets get an error. */

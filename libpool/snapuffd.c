@@ -314,6 +314,27 @@ out_free:
 }
 
 /* Stop the restore: the rest of the image is placed first, the pages are kept. */
+/*
+ * Tell this node's poold how a restore went (s NULL: refused before it
+ * began), for its metrics; without waiting for its answer.
+ */
+static void snapuffd_report(struct pool_snap *snap, const struct uffd_server *s, bool failed)
+{
+	Pool__SnapCopy req = POOL__SNAP_COPY__INIT;
+	struct uffd_stats st = {0};
+
+	if (s != NULL)
+		uffd_server_stats(s, &st);
+	req.op = "restored";
+	req.name = snap->name;
+	req.has_failed = req.has_faults = req.has_pages = req.has_prefetched = 1;
+	req.failed = failed;
+	req.faults = st.faults;
+	req.pages = st.copied + st.zeroed;
+	req.prefetched = st.prefetched + st.filled + st.around;
+	pool_send(snap->pool, WIRE_SNAP_COPY, &req.base, WIRE_SNAP_COPY_REPLY);
+}
+
 POOL_EXPORT int pool_snap_restore_end(struct pool_snap_restore *r)
 {
 	uint64_t one = 1;
@@ -338,6 +359,7 @@ POOL_EXPORT int pool_snap_restore_end(struct pool_snap_restore *r)
 		rc = snapuffd_record(r->src.snap, r->s, r->flags);
 		close(r->uffd);
 	}
+	snapuffd_report(r->src.snap, r->s, r->result < 0);
 	uffd_server_free(r->s);
 	close(r->stopfd);
 	snapuffd_src_close(&r->src);
@@ -394,6 +416,7 @@ static void snapuffd_log(struct snapuffd_serve *sv, pid_t peer, const char *what
 static void snapuffd_vm_end(struct snapuffd_serve *sv, struct snapuffd_conn *c, int rc)
 {
 	sv->ended++;
+	snapuffd_report(sv->src.snap, c->s, rc != UFFD_SERVER_EXITED);
 	if (rc != UFFD_SERVER_EXITED) {
 		sv->failed++;
 		snapuffd_log(sv, c->peer, "failed", uffd_server_error(c->s));
@@ -446,6 +469,7 @@ static bool snapuffd_handshake(struct snapuffd_serve *sv, struct snapuffd_conn *
 		return false;
 	sv->ended++;
 	sv->failed++;
+	snapuffd_report(sv->src.snap, NULL, true);
 	snapuffd_log(sv, c->peer, "refused", err);
 	return true;
 }

@@ -11,7 +11,8 @@ PAGES=8192
 SIZE=$((PAGES * 4096))
 SERVE_PID=
 
-pool_start -o lend.size=256M || exit 1
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+pool_start -o lend.size=256M -o metrics.listen="127.0.0.1:$PORT" || exit 1
 
 # The image: a third of its pages zero, the rest random.
 python3 -c 'import random, sys
@@ -88,5 +89,18 @@ serve || exit 1
 kill -INT "$SERVE_PID"
 served 0 "SIGINT stops an idle server"
 [ ! -e "$SOCK" ] && ok "and its socket is removed" || not_ok "and its socket is removed"
+
+# The 12 restores (4 refused), as the page servers told poold: in its metrics;
+# 7 of them touched all 8,192 pages.
+python3 - "http://127.0.0.1:$PORT/metrics" <<'EOF' && ok "poold counts the restores, the failed ones, faults and pages" ||
+import sys, urllib.request
+m = dict(l.split(" ", 1) for l in urllib.request.urlopen(sys.argv[1], timeout=10).read().decode().splitlines()
+         if l and not l.startswith("#"))
+n = lambda k: float(m[k])
+assert n("pool_snap_restores_total") == 12 and n("pool_snap_restores_failed_total") == 4, m
+assert n("pool_snap_faults_total") > 0 and n("pool_snap_restore_pages_total") >= 7 * 8192, m
+assert 0 < n("pool_snap_restore_prefetched_total") < n("pool_snap_restore_pages_total"), m
+EOF
+	{ not_ok "restore metrics"; curl -s "http://127.0.0.1:$PORT/metrics" | grep snap_; }
 
 pool_done
