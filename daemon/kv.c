@@ -1039,18 +1039,23 @@ void kv_holder_drop(struct poold *pd, struct region *r)
  * so the value is there already and the writer's holder only takes a
  * reference (-EEXIST: nothing to write). While another writer still
  * writes the same content, -EAGAIN: try again once that one commits.
+ * Whether it answered the key (else the put goes on as any other).
  */
-static int kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry *e,
-			    Pool__KvLocation *loc)
+static bool kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry *e,
+			     Pool__KvLocation *loc)
 {
-	if (e->has_val && kv_val_usable(pd, &e->val)) { /* else: being written */
-		int rc = kv_holder_add(pd, ns, e->key, e->klen, e);
+	int rc;
 
+	if (e->has_val && kv_val_usable(pd, &e->val)) {
+		rc = kv_holder_add(pd, ns, e->key, e->klen, e);
 		kv_loc(NULL, loc, NULL, rc < 0 ? rc : -EEXIST, NULL, 0);
-		return 0;
+		return true;
 	}
-	kv_loc(NULL, loc, NULL, -EAGAIN, NULL, 0);
-	return 0;
+	if (e->has_pending) {
+		kv_loc(NULL, loc, NULL, -EAGAIN, NULL, 0);
+		return true;
+	}
+	return false;
 }
 
 /* One key of a request. */
@@ -1095,8 +1100,8 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 		return 1;
 	}
 	if (strcmp(op, "reserve") == 0 && (ns->flags & HOLD_NS_DEDUP) && e != NULL &&
-	    ((e->has_val && kv_val_usable(pd, &e->val)) || e->has_pending))
-		return kv_dedup_reserve(pd, ns, e, loc);
+	    kv_dedup_reserve(pd, ns, e, loc))
+		return 0;
 	if (strcmp(op, "reserve") == 0) {
 		uint64_t size = kr->sizes[i], need;
 		struct kv_val v;

@@ -532,16 +532,21 @@ void snapcopy_session_end(struct poold *pd, uint64_t session)
 void snapcopy_stats(struct poold *pd, uint64_t ret[SNAPCOPY_STATS])
 {
 	struct snapcopies *sc = pd->snapcopies;
-	uint64_t all[SNAPCOPY_STATS] = {0};
 
-	if (sc != NULL) {
-		uint64_t st[SNAPCOPY_STATS] = {sc->count, sc->bytes, sc->clones, sc->fills,
-					       sc->evictions, sc->restores, sc->restores_failed,
-					       sc->faults, sc->pages, sc->prefetched};
-
-		memcpy(all, st, sizeof(all));
+	if (sc == NULL) {
+		memset(ret, 0, SNAPCOPY_STATS * sizeof(ret[0]));
+		return;
 	}
-	memcpy(ret, all, sizeof(all));
+	ret[0] = sc->count;
+	ret[1] = sc->bytes;
+	ret[2] = sc->clones;
+	ret[3] = sc->fills;
+	ret[4] = sc->evictions;
+	ret[5] = sc->restores;
+	ret[6] = sc->restores_failed;
+	ret[7] = sc->faults;
+	ret[8] = sc->pages;
+	ret[9] = sc->prefetched;
 }
 
 /* Drop every copy (poold stops): held gets get an error. */

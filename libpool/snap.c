@@ -455,6 +455,28 @@ static int snap_hdr_read(struct pool_region *r, const char *name, struct snap_he
 	return 0;
 }
 
+/* A manifest's header and its page hashes (malloc'd, npages * SNAP_HASH_LEN). */
+static int snap_manifest_read(struct pool_region *r, const char *name, struct snap_header *h,
+			      uint8_t **ret_hashes)
+{
+	uint8_t *hashes;
+	int rc;
+
+	rc = snap_hdr_read(r, name, h);
+	if (rc < 0)
+		return rc;
+	hashes = malloc(h->npages * SNAP_HASH_LEN);
+	if (hashes == NULL)
+		return pool_err(-ENOMEM, "out of memory");
+	rc = pool_region_read(r, h->hashes_off, hashes, h->npages * SNAP_HASH_LEN);
+	if (rc < 0) {
+		free(hashes);
+		return rc;
+	}
+	*ret_hashes = hashes;
+	return 0;
+}
+
 POOL_EXPORT int pool_snap_open(struct pool *pool, const char *name, struct pool_snap **ret_snap)
 {
 	struct pool_snap *s;
@@ -476,14 +498,9 @@ POOL_EXPORT int pool_snap_open(struct pool *pool, const char *name, struct pool_
 		free(s);
 		return rc == -ENOENT ? pool_err(rc, "no snapshot '%s'", name) : rc;
 	}
-	rc = snap_hdr_read(s->manifest, name, &s->hdr);
+	rc = snap_manifest_read(s->manifest, name, &s->hdr, &s->hashes);
 	if (rc == 0 && s->hdr.state != SNAP_SEALED)
 		rc = pool_err(-EBUSY, "snapshot '%s' is still being put (or its put failed)", name);
-	if (rc == 0 && (s->hashes = malloc(s->hdr.npages * SNAP_HASH_LEN)) == NULL)
-		rc = pool_err(-ENOMEM, "out of memory");
-	if (rc == 0)
-		rc = pool_region_read(s->manifest, s->hdr.hashes_off, s->hashes,
-				      s->hdr.npages * SNAP_HASH_LEN);
 	if (rc == 0)
 		rc = pool_kv_open(pool, snap_ns(&s->hdr), &s->pages);
 	if (rc < 0) {
@@ -752,11 +769,7 @@ static int snap_adopt(struct pool *pool, const char *name)
 	rc = pool_region_open(pool, rname, 0, &r);
 	if (rc < 0)
 		return rc;
-	rc = snap_hdr_read(r, name, &h);
-	if (rc == 0 && (hashes = malloc(h.npages * SNAP_HASH_LEN)) == NULL)
-		rc = pool_err(-ENOMEM, "out of memory");
-	if (rc == 0)
-		rc = pool_region_read(r, h.hashes_off, hashes, h.npages * SNAP_HASH_LEN);
+	rc = snap_manifest_read(r, name, &h, &hashes);
 	pool_region_close(r);
 	if (rc == 0)
 		rc = snap_distinct(hashes, h.npages, &refs, &n);
