@@ -9,6 +9,8 @@
 
 deps_install "${PACKAGES[@]}" clang libclang-rt-14-dev
 work=${CI_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/pool-ci.XXXXXX")}
+# The suite runs some checks as uid nobody, which must reach the build.
+chmod 0755 "$work"
 stages=${CI_STAGES:-asan fuzz}
 
 # copy_tree DIR: the tracked files of the source tree, into DIR.

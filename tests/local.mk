@@ -37,7 +37,7 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/wire.py \
 	tests/integration/snapcopy.py \
-	tests/cluster/lib.sh tests/cluster/pool.sh
+	tests/cluster/lib.sh tests/cluster/pool.sh tests/tap.sh
 AM_TESTS_ENVIRONMENT = top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top_srcdir)'; \
 	export top_builddir top_srcdir;
 

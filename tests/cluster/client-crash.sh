@@ -8,9 +8,6 @@
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 KV="$top_builddir/tests/tools/pool-kv"
 IO="$top_builddir/tests/tools/pool-io"
-FAILS=0 PASSES=0
-ok() { PASSES=$((PASSES + 1)); echo "ok - $*"; }
-not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
 finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "client-crash: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 on() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_sock "$i")" "$@"; }
 used() { pctl 1 --json kv stats crash | python3 -c 'import json,sys; n=json.load(sys.stdin)["namespaces"][0]; print(n["used"], n["entries"])'; }

@@ -13,9 +13,6 @@ IO="$top_builddir/tests/tools/pool-io"
 KV="$top_builddir/tests/tools/pool-kv"
 VEC="$top_builddir/tests/tools/pool-vec"
 SNAP="$top_builddir/tests/tools/pool-snap"
-FAILS=0 PASSES=0
-ok() { PASSES=$((PASSES + 1)); echo "ok - $*"; }
-not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
 finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "coord-restart: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 on() { local i=$1; shift; cluster_exec "$i" timeout 120 env POOL_SOCKET="$(pool_sock "$i")" "$@"; }
 coord_start() { pool_node_start 1 -o lend.size=0 -o ledger.interval=1s; }

@@ -4,9 +4,6 @@
 # within the heartbeat window and comes back, a wrong secret or another
 # protocol version is refused.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
-FAILS=0 PASSES=0
-ok() { PASSES=$((PASSES + 1)); echo "ok - $*"; }
-not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
 finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "membership: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 
 # heartbeat 500ms, dead after 3 misses: the window is 1.5s.

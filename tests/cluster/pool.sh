@@ -5,6 +5,7 @@
 # the host's scratch directory and speaks UCX over TCP only.
 
 . "${top_srcdir:-.}/tests/cluster/lib.sh"
+. "${top_srcdir:-.}/tests/tap.sh"
 : "${top_builddir:=.}"
 POOLD="$top_builddir/daemon/poold"
 POOLCTL="$top_builddir/cli/poolctl"

@@ -6,9 +6,6 @@
 # memory back.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 IO="$top_builddir/tests/tools/pool-io"
-FAILS=0 PASSES=0
-ok() { PASSES=$((PASSES + 1)); echo "ok - $*"; }
-not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
 finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "reclaim: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 io() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_sock "$i")" "$IO" "$@"; }
 nodes_of() { pctl 1 --json region info "$1" | python3 -c 'import json,sys; print(",".join(sorted({str(e["node"]) for e in json.load(sys.stdin)["region"][0]["extents"]})))'; }

@@ -5,9 +5,6 @@
 # 256 MiB); a killed lender makes reads of its regions fail, not hang.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 IO="$top_builddir/tests/tools/pool-io"
-FAILS=0 PASSES=0
-ok() { PASSES=$((PASSES + 1)); echo "ok - $*"; }
-not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
 finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "regions: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 # io HOST ARGS...: pool-io inside host HOST against its own poold.
 # Every call is bounded: a hang is a failure, not a stuck test.

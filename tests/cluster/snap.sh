@@ -7,9 +7,6 @@
 # turns reads into a clear error, not a hang, and other snapshots stay whole.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 SNAP="$top_builddir/tests/tools/pool-snap"
-FAILS=0 PASSES=0
-ok() { PASSES=$((PASSES + 1)); echo "ok - $*"; }
-not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
 finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "snap: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 snap() { local i=$1; shift; cluster_exec "$i" timeout 120 env POOL_SOCKET="$(pool_sock "$i")" "$SNAP" "$@"; }
 
@@ -74,14 +71,12 @@ pctl 1 snap place p 3 3 >"$CLUSTER_TMP/out" 2>&1
 pctl 1 snap place nothing 3 >"$CLUSTER_TMP/out" 2>&1
 [ $? -eq 1 ] && grep -q "^node 3: error: .*nothing" "$CLUSTER_TMP/out" &&
 	ok "a snapshot that is not there: the node says why" || { not_ok "place nothing"; cat "$CLUSTER_TMP/out"; }
-if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
+if have_nobody "$POOLCTL"; then
 	chmod 0755 "$CLUSTER_TMP" "$(cluster_dir 1)" "$(cluster_dir 1)/run" && chmod 0666 "$(pool_sock 1)"
 	cluster_exec 1 setpriv --reuid=nobody --regid=nogroup --clear-groups \
 		"$POOLCTL" -s "$(pool_sock 1)" snap place p 3 >"$CLUSTER_TMP/out" 2>&1
 	[ $? -eq 1 ] && grep -q "needs root or the admin group" "$CLUSTER_TMP/out" &&
 		ok "a caller that is not an admin gets EPERM" || { not_ok "place as nobody"; cat "$CLUSTER_TMP/out"; }
-else
-	echo "skip: no nobody user or setpriv"
 fi
 
 # A persistent snapshot, its pages in the lenders' pmem tiers.

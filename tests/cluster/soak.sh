@@ -14,9 +14,6 @@ IO="$top_builddir/tests/tools/pool-io"
 VEC="$top_builddir/tests/tools/pool-vec"
 SNAP="$top_builddir/tests/tools/pool-snap"
 ROUNDS=${SOAK_ROUNDS:-6}
-FAILS=0 PASSES=0
-ok() { PASSES=$((PASSES + 1)); echo "ok - $*"; }
-not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
 finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "soak: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 on() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_sock "$i")" "$@"; }
 export POOL_PMEM=32M

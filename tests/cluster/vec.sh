@@ -6,9 +6,6 @@
 # errors, not hangs.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 VEC="$top_builddir/tests/tools/pool-vec"
-FAILS=0 PASSES=0
-ok() { PASSES=$((PASSES + 1)); echo "ok - $*"; }
-not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
 finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "vec: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 vec() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_sock "$i")" "$VEC" "$@"; }
 

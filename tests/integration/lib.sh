@@ -13,8 +13,7 @@ TEST_DIR=$(mktemp -d "/tmp/pool-$TEST_NAME.XXXXXX")
 POOL_SOCKET="$TEST_DIR/run/poold.sock"
 export POOL_SOCKET
 POOLD_PID=
-FAILS=0
-PASSES=0
+. "$top_srcdir/tests/tap.sh"
 
 pool_cleanup() {
 	if [ -n "$POOLD_PID" ] && kill -0 "$POOLD_PID" 2>/dev/null; then
@@ -29,9 +28,6 @@ pool_cleanup() {
 }
 trap pool_cleanup EXIT
 trap 'exit 130' INT TERM
-
-ok() { PASSES=$((PASSES + 1)); echo "ok - $*"; }
-not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
 
 # check DESCRIPTION COMMAND...: the command must succeed.
 check() {

@@ -98,18 +98,16 @@ check_exit 1 "a region too small" "$VEC" create bad flat l2 8 4096
 check_out "cannot hold an index" "says it cannot hold one"
 "$POOLCTL" regions >"$TEST_DIR/out"
 grep -q "^bad " "$TEST_DIR/out" && not_ok "failed creates leave no region" || ok "failed creates leave no region"
-if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
+if have_nobody "$VEC"; then
 	# A caller poold does not pass the arena to: searched through poold, near the data.
 	"$VEC" search v1 5 7 10 >"$TEST_DIR/inplace"
 	check "a caller that may not map the arena searches through poold" \
-		setpriv --reuid=nobody --regid=nogroup --clear-groups "$VEC" search v1 5 7 10
+		as_nobody "$VEC" search v1 5 7 10
 	cmp -s "$TEST_DIR/out" "$TEST_DIR/inplace" && ok "with the same results as in place" \
 		|| { not_ok "same results through poold"; diff "$TEST_DIR/inplace" "$TEST_DIR/out"; }
 	check_exit 1 "its adds are refused (the index is mode 644)" \
-		setpriv --reuid=nobody --regid=nogroup --clear-groups "$VEC" add v1 90000 1 7
+		as_nobody "$VEC" add v1 90000 1 7
 	check_out "read-write access denied" "with a message that says why"
-else
-	echo "skip: no nobody user or setpriv"
 fi
 pool_alive && ok "poold still running" || not_ok "poold still running"
 pool_done
