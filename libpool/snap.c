@@ -541,6 +541,8 @@ static int snap_fetch_batch(struct pool_snap *snap, size_t n, const uint64_t *pa
 	size_t klens[SNAP_BATCH], lens[SNAP_BATCH], vlens[SNAP_BATCH], i;
 	int status[SNAP_BATCH], rc;
 
+	if (n == 0 || n > SNAP_BATCH)
+		return n == 0 ? 0 : -EINVAL;
 	for (i = 0; i < n; i++) {
 		keys[i] = snap->hashes + pages[i] * SNAP_HASH_LEN;
 		klens[i] = SNAP_HASH_LEN;

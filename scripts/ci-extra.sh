@@ -24,7 +24,7 @@ for stage in $stages; do
 	asan)
 		echo "==> make check under --enable-asan"
 		copy_tree "$work/asan"
-		(cd "$work/asan" && ./autogen.sh >/dev/null && ./configure --enable-asan >/dev/null &&
+		(cd "$work/asan" && ./autogen.sh >/dev/null && ./configure --enable-asan --enable-werror >/dev/null &&
 			make -j"$(nproc)" >/dev/null) || exit 1
 		if ! (cd "$work/asan" && make check); then
 			find "$work/asan/tests" -name '*.trs' -exec grep -l '^:test-result: FAIL' {} + |
