@@ -23,6 +23,9 @@ static void region_json(struct json *j, const Pool__RegionInfo *r)
 	json_u64(j, "stripe", r->stripe);
 	json_u64(j, "leases", r->leases);
 	json_bool(j, "anonymous", r->anonymous);
+	json_bool(j, "lost", r->lost);
+	if (r->lost && r->want_extents > 0)
+		json_u64(j, "want_extents", r->want_extents);
 	json_array(j, "extents");
 	for (i = 0; i < r->n_extents; i++) {
 		json_object(j, NULL);
@@ -51,10 +54,21 @@ static void region_nodes(const Pool__RegionInfo *r, char *buf, size_t len)
 	}
 }
 
+/* "whole", "lost", or "lost 1/2" while its extents come back from their lenders. */
+static void region_state(const Pool__RegionInfo *r, char *buf, size_t len)
+{
+	if (!r->lost)
+		snprintf(buf, len, "whole");
+	else if (r->want_extents > 0)
+		snprintf(buf, len, "lost %zu/%u", r->n_extents, r->want_extents);
+	else
+		snprintf(buf, len, "lost");
+}
+
 static int cmd_regions_exec(struct cmd_ctx *ctx)
 {
-	static const char *const headers[] = {"NAME",  "SIZE",	 "CLASS", "PLACEMENT",
-					      "NODES", "LEASES", "OWNER", "MODE"};
+	static const char *const headers[] = {"NAME",	"SIZE",	 "CLASS", "PLACEMENT", "NODES",
+					      "LEASES", "OWNER", "MODE",  "STATE"};
 	Pool__RegionListRequest req = POOL__REGION_LIST_REQUEST__INIT;
 	Pool__RegionList *rep;
 	size_t i;
@@ -72,19 +86,20 @@ static int cmd_regions_exec(struct cmd_ctx *ctx)
 			region_json(j, rep->regions[i]);
 		json_finish(j);
 	} else {
-		struct table *t = table_new(8, headers);
+		struct table *t = table_new(9, headers);
 
 		for (i = 0; i < rep->n_regions; i++) {
 			const Pool__RegionInfo *r = rep->regions[i];
-			char size[24], nodes[128], leases[16], owner[32], mode[8];
+			char size[24], nodes[128], leases[16], owner[32], mode[8], state[32];
 
 			units_fmt_size(r->size, size, sizeof(size));
 			region_nodes(r, nodes, sizeof(nodes));
 			snprintf(leases, sizeof(leases), "%u", r->leases);
 			snprintf(owner, sizeof(owner), "%u:%u", r->uid, r->gid);
 			snprintf(mode, sizeof(mode), "%03o", r->mode);
+			region_state(r, state, sizeof(state));
 			table_row(t, r->name, size, r->class_, r->placement, nodes, leases, owner,
-				  mode);
+				  mode, state);
 		}
 		table_print(t, stdout);
 		table_free(t);
@@ -96,7 +111,7 @@ static int cmd_regions_exec(struct cmd_ctx *ctx)
 static int region_print_reply(struct cmd_ctx *ctx, Pool__RegionReply *rep)
 {
 	const Pool__RegionInfo *r = rep->region;
-	char size[24], nodes[128];
+	char size[24], nodes[128], state[32];
 	size_t i;
 
 	if (ctx->json) {
@@ -119,6 +134,8 @@ static int region_print_reply(struct cmd_ctx *ctx, Pool__RegionReply *rep)
 	if (r->stripe)
 		printf("  stripe      %llu bytes\n", (unsigned long long)r->stripe);
 	printf("  leases      %u\n", r->leases);
+	region_state(r, state, sizeof(state));
+	printf("  state       %s\n", state);
 	for (i = 0; i < r->n_extents; i++)
 		printf("  extent %zu    node %u arena %u offset %llu length %llu\n", i,
 		       r->extents[i]->node, r->extents[i]->arena,

@@ -103,6 +103,8 @@ struct poold_conf {
 	char *pmem_path;
 	int64_t pmem_size;
 	int64_t snap_copies;
+	char *coord_journal;
+	int64_t coord_journal_size;
 	int64_t lease_grace_ms;
 	int64_t quota_bytes;
 	int64_t quota_regions;

@@ -100,6 +100,10 @@ const struct conf_option conf_options[] = {
 	 "file or DAX device of the persistent tier; empty: no persistent tier"},
 	{"pmem.size", CONF_SIZE, OFF(pmem_size), 0, 16384 * GiB, "0", NULL, CONF_F_RESTART,
 	 "size of the persistent tier; 0 uses the size of an existing file"},
+	{"coord.journal", CONF_STRING, OFF(coord_journal), 0, 200, "", NULL, CONF_F_RESTART,
+	 "file of the coordinator's journal (on the pmem tier's file system); empty: none"},
+	{"coord.journal_size", CONF_SIZE, OFF(coord_journal_size), 32768, 1024 * GiB, "16M", NULL,
+	 CONF_F_RESTART, "size of a new coordinator journal (an existing one keeps its size)"},
 	{"snap.copies", CONF_SIZE, OFF(snap_copies), 0, 16384 * GiB, "0", NULL, 0,
 	 "bytes of the node's shared copies of snapshot images; 0 means a quarter of its RAM"},
 };

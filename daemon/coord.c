@@ -575,7 +575,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	m->state = MEMBER_DEAD; /* so that the change to up is announced */
 	coord_set_state(co, m, MEMBER_UP);
 
-	kv_defs_adopt(pd, reg->namespaces, reg->n_namespaces);
+	kv_defs_adopt(pd, reg->namespaces, reg->n_namespaces, "a node's record");
 	reply.node_id = id;
 	reply.heartbeat_ms = (uint32_t)pd->conf->heartbeat_ms;
 	reply.heartbeat_misses = (uint32_t)pd->conf->heartbeat_misses;
@@ -863,6 +863,8 @@ int coord_open(struct poold *pd)
 	if (rc == 0)
 		rc = kv_snap_open(pd);
 	if (rc == 0)
+		rc = coordlog_open(pd);
+	if (rc == 0)
 		rc = resp_open(pd);
 	if (rc < 0)
 		goto out_free;
@@ -922,6 +924,7 @@ void coord_close(struct poold *pd)
 	}
 	resp_close(pd);
 	kv_close(pd);
+	coordlog_close(pd);
 	region_close_space(pd); /* before the calls go: it owns their arguments */
 	while ((call = TAILQ_FIRST(&co->calls)) != NULL) {
 		TAILQ_REMOVE(&co->calls, call, entry);

@@ -587,7 +587,15 @@ static void hold_adopt(struct poold *pd, uint32_t node, const struct ledger_exte
 		       const Pool__Holding *h)
 {
 	struct lender_pool *lp = region_pool(pd->regions, node, e->arena);
+	const struct tombstone *t = HOLD_REGION_ID(e->region) ?
+					    region_tombstone(pd, node, e->region) : NULL;
 
+	if (t != NULL) {
+		log_info("ledger: node %u holds an extent of region '%s', destroyed while it was "
+			 "away: scrubbing it", node, t->name);
+		region_retire(pd, node, e->arena, e->off, e->len, NULL);
+		return;
+	}
 	if (h != NULL && h->rname != NULL && h->rname[0] != '\0' &&
 	    region_adopt(pd, node, e->arena, e->off, e->len, h) == 0)
 		return;
@@ -669,6 +677,7 @@ void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have,
 			continue; /* on its way out, or replaced by the repair above */
 		hold_adopt(pd, node, &orphans[i], h);
 	}
+	region_tombstones_done(pd, node);
 out:
 	free(want);
 	free(missing);

@@ -1670,6 +1670,7 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 		log_info("KV namespace '%s' created, capacity %llu, tier %s, evict %s, replicas %u",
 			 ns->name, (unsigned long long)ns->capacity, kv_tier_name(ns),
 			 flags & HOLD_NS_NO_EVICT ? "none" : "lru", ns->replicas);
+		coordlog_namespaces(pd);
 		kv_defs_send(pd);
 	} else if (strcmp(r->op, "drop") == 0 || strcmp(r->op, "flush") == 0) {
 		if (!q->admin)
@@ -1679,6 +1680,7 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 		log_info("KV namespace '%s' %s", ns->name, r->op[0] == 'd' ? "dropped" : "flushed");
 		if (r->op[0] == 'd') {
 			kv_ns_free(pd, ns);
+			coordlog_namespaces(pd);
 			kv_defs_send(pd);
 			return req_reply(q, WIRE_KV_NS_REPLY, &reply.base);
 		}
@@ -2086,10 +2088,14 @@ static void kv_defs_send(struct poold *pd)
 	free(defs.namespaces);
 }
 
-/* A node's definitions, after this coordinator restarted: make the namespaces it lacks. */
-void kv_defs_adopt(struct poold *pd, Pool__KvNamespace *const *defs, size_t n)
+/*
+ * Definitions from a node's record (after this coordinator restarted) or
+ * from the coordinator's journal: make the namespaces it lacks.
+ */
+void kv_defs_adopt(struct poold *pd, Pool__KvNamespace *const *defs, size_t n,
+		   const char *from)
 {
-	size_t i, count = 0;
+	size_t i, count = 0, made = 0;
 	struct kv_ns *ns;
 
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
@@ -2116,8 +2122,11 @@ void kv_defs_adopt(struct poold *pd, Pool__KvNamespace *const *defs, size_t n)
 		ns->replicas = d->has_replicas ? d->replicas : 1;
 		ns->size_hint = d->has_size_hint ? d->size_hint : 0;
 		count++;
-		log_info("KV namespace '%s' defined again from a node's record", ns->name);
+		made++;
+		log_info("KV namespace '%s' defined again from %s", ns->name, from);
 	}
+	if (made > 0)
+		coordlog_namespaces(pd);
 }
 
 /*

@@ -5,7 +5,7 @@ daemon_poold_SOURCES = daemon/poold.h daemon/poold.c daemon/pidfile.c daemon/con
 	daemon/peer.c daemon/probe.c daemon/nodes.c daemon/lend.c daemon/extent.h daemon/extent.c \
 	daemon/region.c daemon/reclaim.c daemon/arena.c daemon/ledger.h daemon/ledger.c \
 	daemon/placement.h daemon/placement.c \
-	daemon/hold.c daemon/kv.c daemon/resp.c daemon/journal.h daemon/journal.c daemon/vec.c daemon/respparse.h daemon/respparse.c \
+	daemon/hold.c daemon/kv.c daemon/resp.c daemon/journal.h daemon/journal.c daemon/coordlog.c daemon/vec.c daemon/respparse.h daemon/respparse.c \
 	daemon/metrics.c daemon/events.c daemon/copy.c daemon/snapcopy.c \
 	daemon/snapplace.c
 daemon_poold_CPPFLAGS = $(AM_CPPFLAGS) -DPOOL_BINDIR='"$(bindir)"'

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,7 @@
 #include <event2/listener.h>
 
 #include "daemon/extent.h"
+#include "daemon/journal.h"
 #include "daemon/poold.h"
 
 #define METRICS_TIMEOUT_S 10
@@ -82,6 +84,45 @@ static void metrics_snap(struct poold *pd, struct evbuffer *b)
 		    "pages the lazy restores placed", st[8]);
 	metrics_one(b, "pool_snap_restore_prefetched_total", "counter",
 		    "of those, placed ahead of a fault (working set, fill, fault-around)", st[9]);
+}
+
+/* The journals here: the lender's (pmem tier) and the coordinator's (coord.journal). */
+static void metrics_journals(struct poold *pd, struct evbuffer *b)
+{
+	static const struct {
+		const char *name, *type, *help;
+		size_t off;
+	} m[] = {
+		{"pool_journal_records", "gauge", "records in the journal's active half",
+		 offsetof(struct journal_stats, records)},
+		{"pool_journal_used_bytes", "gauge", "bytes of the active half in use",
+		 offsetof(struct journal_stats, used)},
+		{"pool_journal_half_bytes", "gauge", "bytes of a half: more is rewritten to the live set",
+		 offsetof(struct journal_stats, size)},
+		{"pool_journal_rewrites_total", "counter", "rewrites to the live set since poold started",
+		 offsetof(struct journal_stats, rewrites)},
+		{"pool_journal_dropped_bytes", "gauge",
+		 "bytes of a torn or corrupt tail cut off when poold started",
+		 offsetof(struct journal_stats, dropped)},
+	};
+	struct journal_stats st[2];
+	bool have[2];
+	size_t i, k;
+
+	if ((have[0] = pd->journal != NULL))
+		journal_stats(pd->journal, &st[0]);
+	have[1] = coordlog_stats(pd, &st[1]);
+	if (!have[0] && !have[1])
+		return;
+	for (i = 0; i < ARRAY_SIZE(m); i++) {
+		metrics_head(b, m[i].name, m[i].type, m[i].help);
+		for (k = 0; k < 2; k++)
+			if (have[k])
+				evbuffer_add_printf(b, "%s{journal=\"%s\"} %llu\n", m[i].name,
+						    k ? "coordinator" : "lender",
+						    (unsigned long long)*(const uint64_t *)
+							    ((const char *)&st[k] + m[i].off));
+	}
 }
 
 /* How long control requests took here, per type, as Prometheus histograms. */
@@ -264,6 +305,7 @@ static void metrics_request(struct evhttp_request *req, void *arg)
 	mt->scrapes++;
 	metrics_node(pd, mt, b);
 	metrics_latency(pd, b);
+	metrics_journals(pd, b);
 	if (pd->coord != NULL && pd->regions != NULL)
 		metrics_pool(pd, b);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",

@@ -30,6 +30,7 @@ struct resp;
 struct hold;
 struct ledger_extent;
 struct journal;
+struct coordlog;
 struct vecindex_ctx;
 struct metrics;
 struct events;
@@ -113,6 +114,7 @@ struct poold {
 	struct hold **hold_tab;	    /* ... hashed by place; a power of two of chains */
 	size_t hold_tab_size, nholds;
 	struct journal *journal;    /* as a lender: the durable part of that record, in pmem */
+	struct coordlog *coordlog;  /* at the coordinator: its journal, if coord.journal is set */
 	uint32_t journal_arena;	    /* ... of this arena */
 	struct kv_space *kv;	    /* at the coordinator: the KV cache index */
 	struct resp *resp;	    /* at the coordinator: the Redis-protocol endpoint */
@@ -339,6 +341,14 @@ struct region {
 	bool refs_unknown; /* rebuilt after a restart: what it holds is to be told again */
 };
 
+/* A region gone while a lender of it was not up: that lender's extents of it are scrubbed. */
+struct tombstone {
+	TAILQ_ENTRY(tombstone) entry;
+	uint64_t id;
+	uint32_t node;
+	char name[64];
+};
+
 struct reclaim;
 
 struct regions {
@@ -350,6 +360,7 @@ struct regions {
 	struct event *sweep_ev;
 	TAILQ_HEAD(, retired) retired; /* moved or evicted extents, readable until released */
 	TAILQ_HEAD(, reclaim) reclaims;
+	TAILQ_HEAD(, tombstone) tombstones;
 };
 
 
@@ -375,6 +386,25 @@ extern const struct ctl_handler reclaim_handlers[];
 void region_node_gone(struct poold *pd, uint32_t node);
 void region_node_sessions(struct poold *pd, uint32_t node, const uint64_t *live, size_t n);
 void region_holding(struct poold *pd, uint32_t node, Pool__Holding *h);
+void region_describe(const struct region *r, Pool__Holding *h);
+int region_replay(struct poold *pd, const Pool__Holding *h, uint64_t base);
+void region_replay_gone(struct poold *pd, uint64_t id, const char *name, const uint32_t *nodes,
+			size_t n);
+int region_tombstone_add(struct poold *pd, uint64_t id, const char *name, uint32_t node);
+const struct tombstone *region_tombstone(struct poold *pd, uint32_t node, uint64_t id);
+void region_tombstone_drop(struct poold *pd, uint32_t node, uint64_t id);
+void region_tombstones_done(struct poold *pd, uint32_t node);
+
+/* coordlog.c: the coordinator's journal (coord.journal) */
+int coordlog_open(struct poold *pd);
+void coordlog_close(struct poold *pd);
+void coordlog_region(struct poold *pd, const struct region *r);
+void coordlog_region_gone(struct poold *pd, const struct region *r, const uint32_t *nodes,
+			  size_t n);
+void coordlog_tombstone_done(struct poold *pd, uint64_t id, uint32_t node);
+void coordlog_namespaces(struct poold *pd);
+struct journal_stats;
+bool coordlog_stats(struct poold *pd, struct journal_stats *st);
 int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
 		 const Pool__Holding *h);
 
@@ -435,7 +465,8 @@ int kv_snap_open(struct poold *pd);
 void kv_holder_drop(struct poold *pd, struct region *r);
 int kv_defs(struct poold *pd, Pool__KvNamespace **ret_m, Pool__KvNamespace ***ret_mp,
 	    size_t *ret_n);
-void kv_defs_adopt(struct poold *pd, Pool__KvNamespace *const *defs, size_t n);
+void kv_defs_adopt(struct poold *pd, Pool__KvNamespace *const *defs, size_t n,
+		   const char *from);
 size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size_t max,
 		     void (*cb)(void *arg, const uint8_t *key, size_t klen), void *arg,
 		     uint64_t *ret_next);

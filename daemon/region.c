@@ -607,6 +607,91 @@ static void region_lease_drop(struct region *r, struct lease *l)
 	free(l);
 }
 
+/*
+ * Remember that node may hold an extent of region id (named name), which
+ * is gone: when it reports one, it is scrubbed, not adopted.
+ */
+int region_tombstone_add(struct poold *pd, uint64_t id, const char *name, uint32_t node)
+{
+	struct tombstone *t;
+
+	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
+		if (t->id == id && t->node == node)
+			return 0;
+	if ((t = calloc(1, sizeof(*t))) == NULL)
+		return -ENOMEM;
+	t->id = id;
+	t->node = node;
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	TAILQ_INSERT_TAIL(&pd->regions->tombstones, t, entry);
+	return 0;
+}
+
+/* The tombstone of region id for node, if there is one. */
+const struct tombstone *region_tombstone(struct poold *pd, uint32_t node, uint64_t id)
+{
+	struct tombstone *t;
+
+	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
+		if (t->id == id && t->node == node)
+			return t;
+	return NULL;
+}
+
+/* Forget a tombstone: node reconciled, its extents of the region are scrubbed. */
+void region_tombstone_drop(struct poold *pd, uint32_t node, uint64_t id)
+{
+	struct tombstone *t;
+
+	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
+		if (t->id == id && t->node == node) {
+			TAILQ_REMOVE(&pd->regions->tombstones, t, entry);
+			free(t);
+			return;
+		}
+}
+
+/* node's record was reconciled with the map: what it held of destroyed regions is scrubbed. */
+void region_tombstones_done(struct poold *pd, uint32_t node)
+{
+	struct tombstone *t, *next;
+
+	for (t = TAILQ_FIRST(&pd->regions->tombstones); t != NULL; t = next) {
+		next = TAILQ_NEXT(t, entry);
+		if (t->node == node) {
+			uint64_t id = t->id;
+
+			region_tombstone_drop(pd, node, id);
+			coordlog_tombstone_done(pd, id, node);
+		}
+	}
+}
+
+/*
+ * A region goes while lenders of it are not up: they cannot be told, and
+ * their record (for a persistent region, their journal) still names it.
+ * Tombstones make sure it is not adopted back when they return.
+ */
+static void region_bury(struct poold *pd, const struct region *r)
+{
+	uint32_t nodes[64];
+	size_t i, j, n = 0;
+
+	if (r->anonymous)
+		return;
+	for (i = 0; i < r->next && n < ARRAY_SIZE(nodes); i++) {
+		struct member *m = cluster_find(pd, r->ext[i].node);
+
+		if (m != NULL && m->state == MEMBER_UP)
+			continue;
+		for (j = 0; j < n && nodes[j] != r->ext[i].node; j++)
+			;
+		if (j == n && region_tombstone_add(pd, r->id, r->name, r->ext[i].node) == 0)
+			nodes[n++] = r->ext[i].node;
+	}
+	coordlog_region_gone(pd, r, nodes, n);
+}
+
 /* Forget a region: its leases, its extents (scrubbed by their lenders). */
 void region_free(struct poold *pd, struct region *r)
 {
@@ -614,6 +699,7 @@ void region_free(struct poold *pd, struct region *r)
 
 	TAILQ_REMOVE(&pd->regions->list, r, entry);
 	pd->regions->count--;
+	region_bury(pd, r);
 	while ((l = TAILQ_FIRST(&r->lease_list)) != NULL)
 		region_lease_drop(r, l);
 	kv_holder_drop(pd, r);
@@ -732,6 +818,9 @@ static int region_msg_build(const struct region *r, bool with_extents, struct re
 	m->info.leases = r->leases;
 	m->info.anonymous = r->anonymous;
 	m->info.creator_node = r->creator_node;
+	m->info.has_lost = m->info.has_want_extents = 1;
+	m->info.lost = r->lost;
+	m->info.want_extents = (uint32_t)r->want_ext;
 	for (i = 0; i < n; i++) {
 		pool__extent__init(&m->ext[i]);
 		m->ext[i].node = r->ext[i].node;
@@ -750,6 +839,23 @@ static void region_msg_release(struct region_msg *m)
 {
 	free(m->ext);
 	free(m->ptrs);
+}
+
+/* What a region is, as its lenders and the coordinator's journal record it (h->region aside). */
+void region_describe(const struct region *r, Pool__Holding *h)
+{
+	h->rname = (char *)r->name;
+	h->rplacement = (char *)r->placement;
+	h->has_rsize = h->has_rextents = h->has_rmode = 1;
+	h->has_ruid = h->has_rgid = h->has_rstripe = 1;
+	h->rsize = r->size;
+	h->rextents = (uint32_t)(r->want_ext ? r->want_ext : r->next);
+	h->rmode = r->mode;
+	h->ruid = r->uid;
+	h->rgid = r->gid;
+	h->rstripe = r->stripe;
+	h->has_rclass = 1;
+	h->rclass = r->cls;
 }
 
 /*
@@ -777,19 +883,9 @@ void region_holding(struct poold *pd, uint32_t node, Pool__Holding *h)
 			break;
 	if (i == r->next)
 		return;
-	h->rname = r->name;
-	h->rplacement = r->placement;
-	h->has_rsize = h->has_rindex = h->has_rextents = h->has_rmode = 1;
-	h->has_ruid = h->has_rgid = h->has_rstripe = 1;
-	h->rsize = r->size;
+	region_describe(r, h);
+	h->has_rindex = 1;
 	h->rindex = (uint32_t)r->ext[i].region_off;
-	h->rextents = (uint32_t)(r->want_ext ? r->want_ext : r->next);
-	h->rmode = r->mode;
-	h->ruid = r->uid;
-	h->rgid = r->gid;
-	h->rstripe = r->stripe;
-	h->has_rclass = 1;
-	h->rclass = r->cls;
 }
 
 static int region_ext_cmp(const void *a, const void *b)
@@ -797,6 +893,97 @@ static int region_ext_cmp(const void *a, const void *b)
 	const struct region_extent *x = a, *y = b;
 
 	return x->region_off < y->region_off ? -1 : x->region_off > y->region_off;
+}
+
+/* Whether a record of a region (a lender's, or the journal's) holds up. */
+static bool region_record_ok(const Pool__Holding *h)
+{
+	return (!h->has_rclass || h->rclass <= CLASS_PERSISTENT) && h->rname != NULL &&
+	       region_name_ok(h->rname) && h->rsize > 0 && h->rsize <= REGION_MAX_SIZE &&
+	       h->rextents > 0 && h->rextents <= 4096 && h->rindex < h->rextents &&
+	       h->rmode <= 0777;
+}
+
+static uint64_t region_gva_len(uint64_t size)
+{
+	return (size + REGION_GVA_ALIGN - 1) / REGION_GVA_ALIGN * REGION_GVA_ALIGN;
+}
+
+/*
+ * A region known from a record, not yet from its extents: lost until they
+ * are all back. id 0 takes the next id and global address; otherwise the
+ * region keeps those it had (the coordinator's journal).
+ */
+static struct region *region_shell(struct poold *pd, const Pool__Holding *h, uint64_t id,
+				   uint64_t base)
+{
+	struct regions *rs = pd->regions;
+	struct region *r;
+
+	if (rs->count >= (size_t)pd->conf->max_regions || (r = calloc(1, sizeof(*r))) == NULL)
+		return NULL;
+	TAILQ_INIT(&r->lease_list);
+	r->cls = h->has_rclass ? (enum region_class)h->rclass : CLASS_PERSISTENT;
+	snprintf(r->name, sizeof(r->name), "%s", h->rname);
+	snprintf(r->placement, sizeof(r->placement), "%s",
+		 h->rplacement != NULL && h->rplacement[0] ? h->rplacement : "any");
+	r->size = h->rsize;
+	r->mode = h->rmode;
+	r->uid = h->ruid;
+	r->gid = h->rgid;
+	r->stripe = h->rstripe;
+	r->lost = true;
+	r->refs_unknown = true;
+	r->want_ext = h->rextents;
+	if (id == 0) {
+		r->id = ++rs->next_id;
+		r->base = rs->next_base;
+		rs->next_base += region_gva_len(r->size);
+	} else {
+		r->id = id;
+		r->base = base;
+		rs->next_id = MAX(rs->next_id, id);
+		rs->next_base = MAX(rs->next_base, base + region_gva_len(r->size));
+	}
+	TAILQ_INSERT_TAIL(&rs->list, r, entry);
+	rs->count++;
+	return r;
+}
+
+/* Forget a region only the journal's replay has made: no extents, no leases. */
+static void region_unreplay(struct regions *rs, struct region *r)
+{
+	TAILQ_REMOVE(&rs->list, r, entry);
+	rs->count--;
+	free(r);
+}
+
+/* A region of the coordinator's journal: known again, lost until its lenders report its extents. */
+int region_replay(struct poold *pd, const Pool__Holding *h, uint64_t base)
+{
+	struct region *r;
+
+	if (!region_record_ok(h) || h->region == 0 || !HOLD_REGION_ID(h->region))
+		return -EINVAL;
+	if ((r = region_find(pd->regions, h->rname)) != NULL)
+		region_unreplay(pd->regions, r); /* made again: the later record is the region */
+	return region_shell(pd, h, h->region, base) != NULL ? 0 : -ENOMEM;
+}
+
+/* A region of the journal that went, with the lenders that could not be told. */
+void region_replay_gone(struct poold *pd, uint64_t id, const char *name, const uint32_t *nodes,
+			size_t n)
+{
+	struct region *r;
+	size_t i;
+
+	TAILQ_FOREACH(r, &pd->regions->list, entry)
+		if (r->id == id) {
+			region_unreplay(pd->regions, r);
+			break;
+		}
+	for (i = 0; i < n; i++)
+		region_tombstone_add(pd, id, name, nodes[i]);
 }
 
 /*
@@ -817,36 +1004,14 @@ int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, 
 	bool fresh = false;
 	size_t i;
 
-	if (lp == NULL || cls > CLASS_PERSISTENT ||
-	    lp->tier != (cls == CLASS_PERSISTENT ? TIER_PMEM : TIER_DRAM) || h->rname == NULL ||
-	    !region_name_ok(h->rname) ||
-	    h->rsize == 0 || h->rsize > REGION_MAX_SIZE || h->rextents == 0 ||
-	    h->rextents > 4096 || h->rindex >= h->rextents || h->rmode > 0777)
+	if (lp == NULL || !region_record_ok(h) ||
+	    lp->tier != (cls == CLASS_PERSISTENT ? TIER_PMEM : TIER_DRAM))
 		return -EINVAL;
 	r = region_find(rs, h->rname);
 	if (r == NULL) {
-		if (rs->count >= (size_t)pd->conf->max_regions || (r = calloc(1, sizeof(*r))) == NULL)
+		if ((r = region_shell(pd, h, 0, 0)) == NULL)
 			return -ENOMEM;
-		TAILQ_INIT(&r->lease_list);
-		r->cls = cls;
-		snprintf(r->name, sizeof(r->name), "%s", h->rname);
-		snprintf(r->placement, sizeof(r->placement), "%s",
-			 h->rplacement != NULL && h->rplacement[0] ? h->rplacement : "any");
-		r->size = h->rsize;
-		r->mode = h->rmode;
-		r->uid = h->ruid;
-		r->gid = h->rgid;
-		r->stripe = h->rstripe;
 		r->creator_node = node;
-		r->lost = true;
-		r->refs_unknown = true;
-		r->want_ext = h->rextents;
-		r->id = ++rs->next_id;
-		r->base = rs->next_base;
-		rs->next_base += (r->size + REGION_GVA_ALIGN - 1) / REGION_GVA_ALIGN *
-				 REGION_GVA_ALIGN;
-		TAILQ_INSERT_TAIL(&rs->list, r, entry);
-		rs->count++;
 		fresh = true;
 	} else if (r->cls != cls || !r->lost || r->want_ext != h->rextents ||
 		   r->size != h->rsize || r->uid != h->ruid) {
@@ -874,6 +1039,8 @@ int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, 
 		log_info("region '%s' comes back from its lenders: %zu of %zu extent(s)", r->name,
 			 r->next, r->want_ext);
 	}
+	if (fresh)
+		coordlog_region(pd, r);
 	region_account(pd);
 	return 0;
 }
@@ -1019,7 +1186,7 @@ static int region_create(struct req *q, const ProtobufCMessage *msg)
 	}
 	r->id = ++rs->next_id;
 	r->base = rs->next_base;
-	rs->next_base += (r->size + REGION_GVA_ALIGN - 1) / REGION_GVA_ALIGN * REGION_GVA_ALIGN;
+	rs->next_base += region_gva_len(r->size);
 	TAILQ_INSERT_TAIL(&rs->list, r, entry);
 	rs->count++;
 	/* In the map first: a persistent region's lenders are told what it is. */
@@ -1029,6 +1196,8 @@ static int region_create(struct req *q, const ProtobufCMessage *msg)
 		region_free(pd, r);
 		return req_errorf(q, -ENOMEM, "out of memory");
 	}
+	if (!r->anonymous)
+		coordlog_region(pd, r);
 	region_account(pd);
 	log_debug("region '%s' created: %llu bytes, %s, %s, %zu extent(s), uid %u",
 		 r->name, (unsigned long long)r->size, class_names[r->cls], r->placement, r->next,
@@ -1058,6 +1227,10 @@ static int region_open(struct req *q, const ProtobufCMessage *msg)
 	rc = region_lookup(q, msg, &r);
 	if (rc < 0)
 		return rc;
+	if (r->lost && r->want_ext > 0)
+		return req_errorf(q, POOL_ELOST, "region '%s' is not back whole: %zu of %zu "
+				  "extent(s) are back from their lenders", r->name, r->next,
+				  r->want_ext);
 	if (r->lost)
 		return req_errorf(q, POOL_ELOST, "region '%s' lost its data when a lender restarted",
 				  r->name);
@@ -1174,6 +1347,7 @@ int region_open_space(struct poold *pd)
 	TAILQ_INIT(&rs->pools);
 	TAILQ_INIT(&rs->retired);
 	TAILQ_INIT(&rs->reclaims);
+	TAILQ_INIT(&rs->tombstones);
 	rs->next_base = REGION_BASE0;
 	rs->sweep_ev = event_new(pd->base, -1, EV_PERSIST, region_sweep, pd);
 	if (rs->sweep_ev == NULL) {
@@ -1190,6 +1364,7 @@ void region_close_space(struct poold *pd)
 {
 	struct regions *rs = pd->regions;
 	struct lender_pool *lp;
+	struct tombstone *t;
 	struct retired *rt;
 	struct region *r;
 
@@ -1199,6 +1374,10 @@ void region_close_space(struct poold *pd)
 	while ((rt = TAILQ_FIRST(&rs->retired)) != NULL) {
 		TAILQ_REMOVE(&rs->retired, rt, entry);
 		free(rt);
+	}
+	while ((t = TAILQ_FIRST(&rs->tombstones)) != NULL) {
+		TAILQ_REMOVE(&rs->tombstones, t, entry);
+		free(t);
 	}
 	while ((r = TAILQ_FIRST(&rs->list)) != NULL) {
 		struct lease *l;

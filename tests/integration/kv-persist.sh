@@ -50,30 +50,9 @@ get_all pers p 1 5 && "$KV" pers get p7 7 >/dev/null && ok "after SIGKILL, all 6
 check "poold stops cleanly" pool_stop
 
 # A torn last record (p7's): the journal is used up to the record before it.
-python3 - "$PMEM" <<'EOF' || not_ok "corrupt the journal's last record"
-import struct, sys
-f = open(sys.argv[1], "r+b")
-size = f.seek(0, 2)
-j = size - (2 << 20)                      # the record area: the last 2 MiB of a 16 MiB tier
-f.seek(j)
-magic, version, active, gen, first, half = struct.unpack("<QIIQQQ", f.read(40))
-f.seek(j + 2048)
-s1 = struct.unpack("<QIIQQQ", f.read(40))
-if s1[0] == magic and s1[3] > gen:
-    active = s1[2]
-pos, last = j + 4096 + active * half, None
-while True:
-    f.seek(pos)
-    n, = struct.unpack("<I", f.read(4))
-    if n == 0:
-        break
-    last = pos
-    pos += 24 + (n + 7) // 8 * 8
-f.seek(last + 24)
-b = f.read(1)
-f.seek(last + 24)
-f.write(bytes([b[0] ^ 0xff]))
-EOF
+# (the record area: the last 2 MiB of a 16 MiB tier)
+python3 "$top_srcdir/tests/tools/journal-tear.py" "$PMEM" $(((16 - 2) << 20)) ||
+	not_ok "corrupt the journal's last record"
 start || exit 1
 grep -q "torn or corrupt record" "$TEST_DIR/poold.log" && ok "the torn record is detected and logged" || not_ok "torn record logged"
 get_all pers p 1 5 && ok "the values before it are all there" || not_ok "values before the torn record"

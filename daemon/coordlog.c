@@ -1,0 +1,361 @@
+/*
+ * daemon/coordlog.c - the coordinator's journal.
+ *
+ * With coord.journal set, the coordinator records what it alone knows of
+ * the map in a journal (journal.c: checksummed, sequenced records) in a
+ * file mapped with libpmem2: each region it makes or adopts (name, size,
+ * class, owner, mode, id, global address, how many extents), each region
+ * that goes (with the lenders that could not be told), the KV namespaces'
+ * definitions, and its counters. When a half is full the journal is
+ * rewritten to what is live: that rewrite is the checkpoint.
+ *
+ * A restarted coordinator replays it before any node registers: regions
+ * are known at once with their ids and addresses, lost until their lenders
+ * report their extents (where the data is, the lenders say, as without a
+ * journal); a region whose lenders never return stays listed as lost
+ * instead of vanishing; a lender that returns with an extent of a region
+ * destroyed while it was away has it scrubbed instead of bringing the
+ * region back; empty namespaces are back before any node is. A torn or
+ * corrupt tail is cut off at the last good record, and said so.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libpmem2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/journal.h"
+#include "daemon/poold.h"
+
+enum {
+	CL_REGION = 1,
+	CL_REGION_GONE = 2,
+	CL_NAMESPACES = 3,
+	CL_COUNTERS = 4,
+	CL_TOMBSTONE_DONE = 5,
+};
+
+struct coordlog {
+	int fd;
+	struct pmem2_source *src;
+	struct pmem2_map *map;
+	struct journal *j;
+	Pool__CoordRecord *defs; /* replay: the last namespaces record */
+	bool full;		 /* the live set did not fit: said once */
+};
+
+static int coordlog_write(struct journal *j, const Pool__CoordRecord *rec)
+{
+	size_t len = pool__coord_record__get_packed_size(rec);
+	uint8_t *buf = malloc(len ? len : 1);
+	int rc;
+
+	if (buf == NULL)
+		return -ENOMEM;
+	pool__coord_record__pack(rec, buf);
+	rc = journal_append(j, buf, len);
+	free(buf);
+	return rc;
+}
+
+static int coordlog_write_region(struct journal *j, const struct region *r)
+{
+	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
+	Pool__Holding h = POOL__HOLDING__INIT;
+
+	region_describe(r, &h);
+	h.region = r->id;
+	rec.kind = CL_REGION;
+	rec.region = &h;
+	rec.has_gva = 1;
+	rec.gva = r->base;
+	return coordlog_write(j, &rec);
+}
+
+static int coordlog_write_gone(struct journal *j, uint64_t id, const char *name, int kind,
+			       uint32_t *nodes, size_t n)
+{
+	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
+	Pool__Holding h = POOL__HOLDING__INIT;
+
+	h.region = id;
+	h.rname = (char *)name;
+	rec.kind = (uint32_t)kind;
+	rec.region = &h;
+	rec.nodes = nodes;
+	rec.n_nodes = n;
+	return coordlog_write(j, &rec);
+}
+
+static int coordlog_write_namespaces(struct poold *pd, struct journal *j)
+{
+	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
+	Pool__KvNamespace *m;
+	int rc;
+
+	rc = kv_defs(pd, &m, &rec.namespaces, &rec.n_namespaces);
+	if (rc < 0)
+		return rc;
+	rec.kind = CL_NAMESPACES;
+	rc = coordlog_write(j, &rec);
+	free(m);
+	free(rec.namespaces);
+	return rc;
+}
+
+/* The checkpoint: what is live now. */
+static int coordlog_fill(void *arg, struct journal *j)
+{
+	struct poold *pd = arg;
+	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
+	struct tombstone *t;
+	struct region *r;
+	int rc;
+
+	rec.kind = CL_COUNTERS;
+	rec.has_next_id = rec.has_next_base = 1;
+	rec.next_id = pd->regions->next_id;
+	rec.next_base = pd->regions->next_base;
+	if ((rc = coordlog_write(j, &rec)) < 0)
+		return rc;
+	TAILQ_FOREACH(r, &pd->regions->list, entry)
+		if (!r->anonymous && (rc = coordlog_write_region(j, r)) < 0)
+			return rc;
+	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
+		if ((rc = coordlog_write_gone(j, t->id, t->name, CL_REGION_GONE, &t->node, 1)) < 0)
+			return rc;
+	return coordlog_write_namespaces(pd, j);
+}
+
+/*
+ * Record a change that the map already shows: when the half is full, the
+ * journal is rewritten to the live set, which holds the change too.
+ */
+static void coordlog_commit(struct poold *pd, int rc)
+{
+	struct coordlog *cl = pd->coordlog;
+
+	if (rc == -ENOSPC)
+		rc = journal_rewrite(cl->j, coordlog_fill, pd);
+	if (rc == 0) {
+		cl->full = false;
+		return;
+	}
+	if (!cl->full) {
+		log_warnx("coordinator journal %s: %s: changes of the map are not recorded until it "
+			  "has room", pd->conf->coord_journal, err_str(rc));
+		events_add(pd, "journal", "the coordinator journal cannot record changes: %s",
+			   err_str(rc));
+	}
+	cl->full = true;
+}
+
+/* Whether changes are recorded (not while the journal is replayed). */
+static bool coordlog_on(const struct poold *pd)
+{
+	return pd->coordlog != NULL && pd->coordlog->j != NULL;
+}
+
+void coordlog_region(struct poold *pd, const struct region *r)
+{
+	if (coordlog_on(pd))
+		coordlog_commit(pd, coordlog_write_region(pd->coordlog->j, r));
+}
+
+void coordlog_region_gone(struct poold *pd, const struct region *r, const uint32_t *nodes,
+			  size_t n)
+{
+	if (coordlog_on(pd))
+		coordlog_commit(pd, coordlog_write_gone(pd->coordlog->j, r->id, r->name,
+							CL_REGION_GONE, (uint32_t *)nodes, n));
+}
+
+void coordlog_tombstone_done(struct poold *pd, uint64_t id, uint32_t node)
+{
+	if (coordlog_on(pd))
+		coordlog_commit(pd, coordlog_write_gone(pd->coordlog->j, id, "", CL_TOMBSTONE_DONE,
+							&node, 1));
+}
+
+void coordlog_namespaces(struct poold *pd)
+{
+	if (coordlog_on(pd))
+		coordlog_commit(pd, coordlog_write_namespaces(pd, pd->coordlog->j));
+}
+
+bool coordlog_stats(struct poold *pd, struct journal_stats *st)
+{
+	if (!coordlog_on(pd))
+		return false;
+	journal_stats(pd->coordlog->j, st);
+	return true;
+}
+
+/* One record of the journal at open. A record that does not decode is skipped. */
+static int coordlog_replay(void *arg, const uint8_t *buf, size_t len)
+{
+	struct poold *pd = arg;
+	struct coordlog *cl = pd->coordlog;
+	Pool__CoordRecord *rec = pool__coord_record__unpack(NULL, len, buf);
+	const Pool__Holding *h;
+	size_t i;
+
+	if (rec == NULL) {
+		log_warnx("coordinator journal: a record of %zu bytes does not decode: skipped", len);
+		return 0;
+	}
+	h = rec->region;
+	switch (rec->kind) {
+	case CL_REGION:
+		if (h == NULL || !rec->has_gva || region_replay(pd, h, rec->gva) < 0)
+			log_warnx("coordinator journal: a region record does not hold up: skipped");
+		break;
+	case CL_REGION_GONE:
+		if (h != NULL && h->rname != NULL)
+			region_replay_gone(pd, h->region, h->rname, rec->nodes, rec->n_nodes);
+		break;
+	case CL_TOMBSTONE_DONE:
+		for (i = 0; h != NULL && i < rec->n_nodes; i++)
+			region_tombstone_drop(pd, rec->nodes[i], h->region);
+		break;
+	case CL_NAMESPACES:
+		if (cl->defs != NULL)
+			pool__coord_record__free_unpacked(cl->defs, NULL);
+		cl->defs = rec;
+		return 0;
+	case CL_COUNTERS:
+		pd->regions->next_id = MAX(pd->regions->next_id, rec->next_id);
+		pd->regions->next_base = MAX(pd->regions->next_base, rec->next_base);
+		break;
+	default:
+		log_warnx("coordinator journal: a record of unknown kind %u: skipped", rec->kind);
+	}
+	pool__coord_record__free_unpacked(rec, NULL);
+	return 0;
+}
+
+static void coordlog_free(struct coordlog *cl)
+{
+	if (cl->j != NULL)
+		journal_close(cl->j);
+	if (cl->defs != NULL)
+		pool__coord_record__free_unpacked(cl->defs, NULL);
+	if (cl->map != NULL)
+		pmem2_map_delete(&cl->map);
+	if (cl->src != NULL)
+		pmem2_source_delete(&cl->src);
+	if (cl->fd >= 0)
+		close(cl->fd);
+	free(cl);
+}
+
+/* Map the journal's file, making it coord.journal_size bytes when it is new. */
+static int coordlog_map(struct poold *pd, struct coordlog *cl)
+{
+	const char *path = pd->conf->coord_journal;
+	struct pmem2_config *cfg = NULL;
+	struct stat st;
+	int rc;
+
+	cl->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (cl->fd < 0 || fstat(cl->fd, &st) < 0) {
+		rc = -errno;
+		log_warn("coord.journal %s", path);
+		return rc;
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
+		log_warnx("coord.journal %s: not a file or a DAX device", path);
+		return -EINVAL;
+	}
+	if (S_ISREG(st.st_mode) && st.st_size == 0 &&
+	    (rc = posix_fallocate(cl->fd, 0, (off_t)pd->conf->coord_journal_size)) != 0) {
+		errno = rc;
+		log_warn("coord.journal %s: cannot make it %lld bytes", path,
+			 (long long)pd->conf->coord_journal_size);
+		return -rc;
+	}
+	if (pmem2_config_new(&cfg) != 0 || pmem2_source_from_fd(&cl->src, cl->fd) != 0 ||
+	    pmem2_config_set_required_store_granularity(cfg, PMEM2_GRANULARITY_PAGE) != 0 ||
+	    pmem2_map_new(&cl->map, cfg, cl->src) != 0) {
+		log_warnx("coord.journal %s: %s", path, pmem2_errormsg());
+		pmem2_config_delete(&cfg);
+		return -EIO;
+	}
+	pmem2_config_delete(&cfg);
+	if (pmem2_map_get_size(cl->map) < JOURNAL_MIN_SIZE) {
+		log_warnx("coord.journal %s: smaller than %d bytes", path, JOURNAL_MIN_SIZE);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Open the coordinator's journal, if there is one, and replay it into the
+ * map (before any node registers). 0 or -errno: a journal that is set and
+ * cannot be opened stops poold rather than running without it.
+ */
+int coordlog_open(struct poold *pd)
+{
+	struct journal_stats st;
+	struct coordlog *cl;
+	struct tombstone *t;
+	struct journal *j;
+	size_t ntomb = 0;
+	int rc;
+
+	if (pd->conf->coord_journal[0] == '\0')
+		return 0;
+	if ((cl = calloc(1, sizeof(*cl))) == NULL)
+		return -ENOMEM;
+	cl->fd = -1;
+	if ((rc = coordlog_map(pd, cl)) < 0) {
+		coordlog_free(cl);
+		return rc;
+	}
+	pd->coordlog = cl; /* for the replay; it records nothing without its journal */
+	rc = journal_open(pmem2_map_get_address(cl->map), pmem2_map_get_size(cl->map),
+			  pmem2_get_persist_fn(cl->map), coordlog_replay, pd, &j);
+	if (rc < 0) {
+		log_warnx("coord.journal %s: %s", pd->conf->coord_journal, err_str(rc));
+		pd->coordlog = NULL;
+		coordlog_free(cl);
+		return rc;
+	}
+	if (cl->defs != NULL) {
+		kv_defs_adopt(pd, cl->defs->namespaces, cl->defs->n_namespaces,
+			      "the coordinator journal");
+		pool__coord_record__free_unpacked(cl->defs, NULL);
+		cl->defs = NULL;
+	}
+	cl->j = j;
+	journal_stats(j, &st);
+	if (st.dropped > 0) {
+		log_warnx("coordinator journal: a torn or corrupt record ends it: used up to the "
+			  "%llu record(s) before it", (unsigned long long)st.records);
+		events_add(pd, "journal", "a torn or corrupt record ends the coordinator journal: "
+			   "used up to the %llu record(s) before it",
+			   (unsigned long long)st.records);
+	}
+	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
+		ntomb++;
+	log_info("coordinator journal %s: %zu region(s) back, %zu extent(s) of destroyed regions "
+		 "to scrub; %llu record(s) in a half of %llu KiB", pd->conf->coord_journal,
+		 pd->regions->count, ntomb, (unsigned long long)st.records,
+		 (unsigned long long)(st.size >> 10));
+	if (pd->regions->count > 0)
+		events_add(pd, "journal", "%zu region(s) back from the coordinator journal, lost "
+			   "until their lenders report them", pd->regions->count);
+	return 0;
+}
+
+void coordlog_close(struct poold *pd)
+{
+	if (pd->coordlog == NULL)
+		return;
+	coordlog_free(pd->coordlog);
+	pd->coordlog = NULL;
+}
