@@ -68,6 +68,7 @@ static const struct ctl_handler *const handler_tables[] = {
 	events_handlers,
 	snapcopy_handlers,
 	snapplace_handlers,
+	metrics_handlers,
 };
 
 static const struct ctl_handler *handlers[WIRE_TYPE_MAX];

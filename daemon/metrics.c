@@ -24,6 +24,7 @@
 #include "daemon/extent.h"
 #include "daemon/journal.h"
 #include "daemon/poold.h"
+#include "fabric/fabric.h"
 
 #define METRICS_TIMEOUT_S 10
 
@@ -85,6 +86,59 @@ static void metrics_snap(struct poold *pd, struct evbuffer *b)
 	metrics_one(b, "pool_snap_restore_prefetched_total", "counter",
 		    "of those, placed ahead of a fault (working set, fill, fault-around)", st[9]);
 }
+
+/* One-sided transfers: this poold's own, and its local clients' as they tell them. */
+static void metrics_rma(struct poold *pd, struct evbuffer *b)
+{
+	static const char *const by[] = {"poold", "clients"};
+	struct fab_rma_stats own = {0};
+	uint64_t v[2][4];
+	size_t k;
+
+	if (pd->fab != NULL)
+		fab_ctx_rma_stats(pd->fab, &own);
+	v[0][0] = own.get_ops;
+	v[0][1] = own.get_bytes;
+	v[0][2] = own.put_ops;
+	v[0][3] = own.put_bytes;
+	memcpy(v[1], pd->client_rma, sizeof(v[1]));
+	metrics_head(b, "pool_rma_ops_total", "counter",
+		     "one-sided gets and puts issued on this node, by poold itself (copies for "
+		     "clients, spills, moves) or by its clients (as they report them)");
+	for (k = 0; k < 2; k++)
+		evbuffer_add_printf(b, "pool_rma_ops_total{by=\"%s\",op=\"get\"} %llu\n"
+				    "pool_rma_ops_total{by=\"%s\",op=\"put\"} %llu\n", by[k],
+				    (unsigned long long)v[k][0], by[k], (unsigned long long)v[k][2]);
+	metrics_head(b, "pool_rma_bytes_total", "counter", "bytes of those gets and puts");
+	for (k = 0; k < 2; k++)
+		evbuffer_add_printf(b, "pool_rma_bytes_total{by=\"%s\",op=\"get\"} %llu\n"
+				    "pool_rma_bytes_total{by=\"%s\",op=\"put\"} %llu\n", by[k],
+				    (unsigned long long)v[k][1], by[k], (unsigned long long)v[k][3]);
+}
+
+/*
+ * A local client's one-sided transfers since it last told (ClientStats).
+ * Counted as told: a client can only skew this node's metrics, by at most
+ * 2^48 a report.
+ */
+static int metrics_client_stats(struct req *r, const ProtobufCMessage *msg)
+{
+	const Pool__ClientStats *m = (const Pool__ClientStats *)msg;
+	const uint64_t d[4] = {m->get_ops, m->get_bytes, m->put_ops, m->put_bytes};
+	Pool__Ok ok = POOL__OK__INIT;
+	size_t i;
+
+	if (r->node != r->pd->node_id)
+		return req_errorf(r, -EOPNOTSUPP, "client stats come from local clients only");
+	for (i = 0; i < 4; i++)
+		r->pd->client_rma[i] += MIN(d[i], UINT64_C(1) << 48);
+	return req_reply(r, WIRE_OK, &ok.base);
+}
+
+const struct ctl_handler metrics_handlers[] = {
+	{WIRE_CLIENT_STATS, CTL_ANY, AT_HERE, metrics_client_stats},
+	{0, 0, 0, NULL},
+};
 
 /* The journals here: the lender's (pmem tier) and the coordinator's (coord.journal). */
 static void metrics_journals(struct poold *pd, struct evbuffer *b)
@@ -305,6 +359,7 @@ static void metrics_request(struct evhttp_request *req, void *arg)
 	mt->scrapes++;
 	metrics_node(pd, mt, b);
 	metrics_latency(pd, b);
+	metrics_rma(pd, b);
 	metrics_journals(pd, b);
 	if (pd->coord != NULL && pd->regions != NULL)
 		metrics_pool(pd, b);

@@ -125,6 +125,8 @@ struct poold {
 	uint64_t member_changes;    /* member state changes seen (cluster.c) */
 	struct metrics *metrics;    /* the Prometheus endpoint, if metrics.listen is set */
 	struct events *events;	    /* the recent events (events.c) */
+	uint64_t client_rma[4];	    /* local clients' one-sided transfers, as they tell them:
+				       get ops, get bytes, put ops, put bytes */
 	struct snapcopies *snapcopies; /* the node's copies of snapshot images (snapcopy.c) */
 	struct snapplaces *snapplaces; /* the helpers filling them for snap place (snapplace.c) */
 };
@@ -507,6 +509,7 @@ int copy_start(struct poold *pd, const struct lender_pool *src, uint64_t src_off
 	       void *arg);
 
 /* metrics.c: the Prometheus endpoint */
+extern const struct ctl_handler metrics_handlers[];
 int metrics_open(struct poold *pd);
 void metrics_close(struct poold *pd);
 

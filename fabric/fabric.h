@@ -76,6 +76,13 @@ unsigned fab_ctx_progress(struct fab_ctx *ctx);
 /* Human readable list of the transports the context was configured with. */
 int fab_ctx_transports(struct fab_ctx *ctx, char *buf, size_t len);
 
+/* The one-sided transfers a context issued (put and get, each counted once however split). */
+struct fab_rma_stats {
+	uint64_t get_ops, get_bytes;
+	uint64_t put_ops, put_bytes;
+};
+void fab_ctx_rma_stats(struct fab_ctx *ctx, struct fab_rma_stats *st);
+
 /* wait.c */
 /* Progress until *done becomes nonzero, sleeping on the wake-up fd; -ETIMEDOUT after timeout_ms. */
 int fab_ctx_wait(struct fab_ctx *ctx, const volatile int *done, unsigned timeout_ms);

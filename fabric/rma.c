@@ -56,8 +56,8 @@ static void fab_multi_done(void *arg, int status)
  * k while we are still receiving chunk k-1) instead of one long train
  * serialised behind a single request.
  */
-static int fab_rma_nb(struct fab_ep *ep, int is_put, void *buf, size_t len, uint64_t raddr,
-		      struct fab_rkey *rkey, fab_done_cb cb, void *arg)
+static int fab_rma_split(struct fab_ep *ep, int is_put, void *buf, size_t len, uint64_t raddr,
+			 struct fab_rkey *rkey, fab_done_cb cb, void *arg)
 {
 	size_t chunk = ep->ctx->rma_chunk, n, i;
 	struct fab_multi *m;
@@ -96,6 +96,20 @@ static int fab_rma_nb(struct fab_ep *ep, int is_put, void *buf, size_t len, uint
 	return 0;
 }
 
+/* A transfer issued, and counted once it is. */
+static int fab_rma_nb(struct fab_ep *ep, int is_put, void *buf, size_t len, uint64_t raddr,
+		      struct fab_rkey *rkey, fab_done_cb cb, void *arg)
+{
+	int rc = fab_rma_split(ep, is_put, buf, len, raddr, rkey, cb, arg);
+	struct fab_rma_stats *st = &ep->ctx->rma;
+
+	if (rc == 0) {
+		__atomic_fetch_add(is_put ? &st->put_ops : &st->get_ops, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(is_put ? &st->put_bytes : &st->get_bytes, len, __ATOMIC_RELAXED);
+	}
+	return rc;
+}
+
 /* Write len bytes from buf to raddr at the peer. */
 int fab_put_nb(struct fab_ep *ep, const void *buf, size_t len, uint64_t raddr,
 	       struct fab_rkey *rkey, fab_done_cb cb, void *arg)
@@ -108,6 +122,14 @@ int fab_get_nb(struct fab_ep *ep, void *buf, size_t len, uint64_t raddr,
 	       struct fab_rkey *rkey, fab_done_cb cb, void *arg)
 {
 	return fab_rma_nb(ep, 0, buf, len, raddr, rkey, cb, arg);
+}
+
+void fab_ctx_rma_stats(struct fab_ctx *ctx, struct fab_rma_stats *st)
+{
+	st->get_ops = __atomic_load_n(&ctx->rma.get_ops, __ATOMIC_RELAXED);
+	st->get_bytes = __atomic_load_n(&ctx->rma.get_bytes, __ATOMIC_RELAXED);
+	st->put_ops = __atomic_load_n(&ctx->rma.put_ops, __ATOMIC_RELAXED);
+	st->put_bytes = __atomic_load_n(&ctx->rma.put_bytes, __ATOMIC_RELAXED);
 }
 
 static int fab_rma(struct fab_ep *ep, int is_put, void *buf, size_t len, uint64_t raddr,

@@ -28,6 +28,7 @@ struct fab_ctx {
 	struct fab_ep *closing;	       /* endpoints whose close is still in progress */
 	int mt;			       /* thread_multi: deferred list under lock */
 	pthread_mutex_t lock;
+	struct fab_rma_stats rma;      /* updated atomically: any thread may issue */
 };
 
 struct fab_ep {

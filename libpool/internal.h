@@ -35,10 +35,18 @@ struct pool {
 	} amaps[8];
 	size_t namaps;
 	bool amap_refused;
+	/* The one-sided transfers told to poold, and when (under lock). */
+	struct pool_rma_told {
+		uint64_t ops[2], bytes[2]; /* get, put */
+		uint64_t at_ms;
+	} rma_told;
 };
 
 /* error.c */
 int pool_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* pool.c */
+void pool_rma_report(struct pool *pool, bool closing);
 
 /* region.c */
 void pool_nodes_free(struct pool *pool);

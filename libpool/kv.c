@@ -350,6 +350,7 @@ static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, const v
 				failed[nfailed++] = k;
 	}
 	pthread_mutex_unlock(&pool->data_lock);
+	pool_rma_report(pool, false);
 	for (k = 0; k < nfailed; k++) {
 		const struct kv_io_op *op = &ops[failed[k]];
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/common.h"
+#include "fabric/fabric.h"
 #include "libpool/internal.h"
 
 struct pool_status {
@@ -45,6 +46,7 @@ POOL_EXPORT int pool_close(struct pool *pool)
 {
 	if (pool == NULL)
 		return 0;
+	pool_rma_report(pool, true);
 	pool_nodes_free(pool);
 	pool_arenas_unmap(pool);
 	wire_client_close(pool->wc);
@@ -76,6 +78,36 @@ int pool_send(struct pool *pool, uint16_t type, const ProtobufCMessage *req, uin
 	if (rc == 0)
 		wire_msg_free(reply);
 	return rc;
+}
+
+/*
+ * Tell poold what this process moved with one-sided transfers since it last
+ * told, for the node's metrics: from the data paths at most once a second,
+ * and when the pool is closed. Best effort: nothing waits for the reply.
+ */
+void pool_rma_report(struct pool *pool, bool closing)
+{
+	Pool__ClientStats m = POOL__CLIENT_STATS__INIT;
+	struct pool_rma_told *t = &pool->rma_told;
+	struct fab_rma_stats st;
+	uint64_t now = units_now_ms();
+
+	if (pool->fab == NULL)
+		return;
+	pthread_mutex_lock(&pool->lock);
+	if (closing || now - t->at_ms >= 1000) {
+		fab_ctx_rma_stats(pool->fab, &st);
+		m.get_ops = st.get_ops - t->ops[0];
+		m.get_bytes = st.get_bytes - t->bytes[0];
+		m.put_ops = st.put_ops - t->ops[1];
+		m.put_bytes = st.put_bytes - t->bytes[1];
+		t->at_ms = now;
+		if ((m.get_ops > 0 || m.put_ops > 0) &&
+		    wire_client_send(pool->wc, WIRE_CLIENT_STATS, &m.base) == 0)
+			*t = (struct pool_rma_told){{st.get_ops, st.put_ops},
+						    {st.get_bytes, st.put_bytes}, now};
+	}
+	pthread_mutex_unlock(&pool->lock);
 }
 
 /* pool_call() for a reply that carries a file descriptor. */

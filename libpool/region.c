@@ -640,6 +640,7 @@ static int region_rma(struct pool_region *r, uint64_t off, void *buf, size_t len
 	region_issue(&b, r, off, buf, len, write);
 	rc = region_complete(&b);
 	pthread_mutex_unlock(&r->pool->data_lock);
+	pool_rma_report(r->pool, false);
 	return rc;
 }
 
@@ -791,6 +792,7 @@ POOL_EXPORT int pool_batch_wait(struct pool_batch *batch)
 	pthread_mutex_lock(&batch->pool->data_lock);
 	rc = region_complete(batch);
 	pthread_mutex_unlock(&batch->pool->data_lock);
+	pool_rma_report(batch->pool, false);
 	return rc;
 }
 

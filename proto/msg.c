@@ -62,6 +62,7 @@ static const struct {
 	[WIRE_SNAP_PLACE] = {"snap-place", &pool__snap_place__descriptor},
 	[WIRE_SNAP_PLACE_REPLY] = {"snap-place-reply", &pool__snap_place_reply__descriptor},
 	[WIRE_KV_NS_DEFS] = {"kv-ns-defs", &pool__kv_ns_reply__descriptor},
+	[WIRE_CLIENT_STATS] = {"client-stats", &pool__client_stats__descriptor},
 };
 
 /* The descriptor of a message type, or NULL for an unknown type. */

@@ -88,6 +88,7 @@ enum wire_type {
 	WIRE_SNAP_PLACE = 51,
 	WIRE_SNAP_PLACE_REPLY = 52,
 	WIRE_KV_NS_DEFS = 53, /* coordinator -> nodes: the KV namespaces (KvNsReply) */
+	WIRE_CLIENT_STATS = 54, /* client -> poold: its one-sided transfers (answered Ok) */
 	WIRE_TYPE_MAX
 };
 

@@ -5,6 +5,7 @@
 # errors; a bad address is a config error; garbage does not hurt poold.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 KV="$top_builddir/tests/tools/pool-kv"
+IO="$top_builddir/tests/tools/pool-io"
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 URL="http://127.0.0.1:$PORT"
 
@@ -62,7 +63,8 @@ check "stops" pool_stop
 check_exit 1 "a bad metrics.listen is a config error" "$POOLD" -n -o metrics.listen=localhost
 check_out "metrics.listen: 'localhost' is not host:port" "naming the option"
 
-pool_start -o lend.size=64M -o metrics.listen="127.0.0.1:$PORT" || exit 1
+pool_start -o lend.size=64M -o metrics.listen="127.0.0.1:$PORT" -o pmem.path="$TEST_DIR/pmem" \
+	-o pmem.size=16M -o coord.journal="$TEST_DIR/coord.journal" -o control.mode=0666 || exit 1
 check "a scrape in the text format" scrape
 has 'pool_info{version="'"$("$POOLD" -V | awk '{print $2}')"'",role="coordinator",node="1",name="'"$(hostname)"'"}' 1 \
 	&& ok "pool_info names the version, role and node" || { not_ok "pool_info"; grep pool_info "$TEST_DIR/m"; }
@@ -78,6 +80,32 @@ has 'pool_kv_hits_total{ns="m"}' 2 && has 'pool_kv_misses_total{ns="m"}' 1 && ha
 	&& ok "the namespace's hits, misses, puts, entries and capacity" || { not_ok "KV metrics"; grep kv_ "$TEST_DIR/m"; }
 has 'pool_lender_used_bytes{node="1",arena="0",tier="dram"}' 4096 && ok "what the lender has in use" || { not_ok "lender used"; grep lender "$TEST_DIR/m"; }
 has 'pool_scrapes_total' 2 && ok "the scrapes counted" || not_ok "scrapes"
+has 'pool_journal_half_bytes{journal="lender"}' 1046528 &&
+	has 'pool_journal_half_bytes{journal="coordinator"}' 8386560 &&
+	has 'pool_journal_dropped_bytes{journal="coordinator"}' 0 &&
+	ok "the pmem tier's journal and the coordinator's, with the size of a half" ||
+	{ not_ok "journal metrics"; grep journal "$TEST_DIR/m"; }
+"$POOLCTL" region create jr 1M >/dev/null
+before=$(sed -n 's/^pool_journal_records{journal="coordinator"} //p' "$TEST_DIR/m")
+scrape
+[ "$(sed -n 's/^pool_journal_records{journal="coordinator"} //p' "$TEST_DIR/m")" = $((before + 1)) ] &&
+	ok "a region made is one more record in the coordinator's journal" ||
+	{ not_ok "coordinator journal records"; grep journal_records "$TEST_DIR/m"; }
+# A client that may not map the arena reads a region with one-sided gets: it tells its poold.
+"$IO" create rma 2097152 any pinned >/dev/null && "$IO" write rma 5 >/dev/null
+if have_nobody "$IO"; then
+	chmod 0755 "$TEST_DIR" "$TEST_DIR/run"
+	check "another uid reads a 0644 region through the fabric" as_nobody "$IO" read rma 5
+	for _ in $(seq 20); do
+		scrape && has 'pool_rma_bytes_total{by="clients",op="get"}' 2097152 && break
+		sleep 0.1
+	done
+	has 'pool_rma_bytes_total{by="clients",op="get"}' 2097152 &&
+		has 'pool_rma_ops_total{by="clients",op="get"}' 2 &&
+		has 'pool_rma_bytes_total{by="clients",op="put"}' 0 &&
+		ok "its one-sided gets are counted: 2 of 1 MiB" ||
+		{ not_ok "client RMA metrics"; grep rma "$TEST_DIR/m"; }
+fi
 python3 - "$TEST_DIR/m" <<'EOF' && ok "control request latencies: a histogram per type" || { not_ok "latency histogram"; grep duration "$TEST_DIR/m"; }
 import sys
 m = dict(l.rsplit(" ", 1) for l in open(sys.argv[1]).read().splitlines())
