@@ -2282,8 +2282,10 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 				 lp->tier != kv_tier(ns), 0, {{0}}};
 	e->has_val = true;
 	/* References kept while its lender was away stay; after our own restart, unknown. */
-	if ((ns->flags & HOLD_NS_DEDUP) && e->refs == 0)
+	if ((ns->flags & HOLD_NS_DEDUP) && e->refs == 0) {
 		e->refs = KV_REFS_UNKNOWN;
+		snap_recount_want(pd);
+	}
 	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 	if (e->val.pmem)
 		ns->pmem_used += alen;

@@ -500,6 +500,7 @@ extern const struct ctl_handler snapcopy_handlers[];
 void snapplace_serve(struct poold *pd, struct conn *conn, uint64_t req_id,
 		     const Pool__SnapPlace *m);
 void snapplace_close(struct poold *pd);
+void snap_recount_want(struct poold *pd);
 extern const struct ctl_handler snapplace_handlers[];
 
 /* copy.c: an extent copied between lenders over the fabric */

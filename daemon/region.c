@@ -1033,6 +1033,8 @@ int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, 
 		qsort(r->ext, r->next, sizeof(*r->ext), region_ext_cmp);
 		r->lost = false;
 		r->want_ext = 0;
+		if (r->refs_unknown && strncmp(r->name, "snap/", 5) == 0)
+			snap_recount_want(pd); /* a snapshot manifest to read again */
 		log_info("region '%s' is back whole from its lender(s)", r->name);
 		events_add(pd, "region", "region '%s' is back whole from its lender(s)", r->name);
 	} else if (fresh) {

@@ -15,6 +15,11 @@
  * gives the admin nothing: place only makes the node's memory copy of an
  * image, and poold hands a copy's fd only to clients that name the
  * snapshot's id, which only the readers of its manifest know (snapcopy.c).
+ *
+ * The same helpers count snapshot pages' references again after this
+ * coordinator restarted (`poolctl snap gc`, which reads every manifest):
+ * a few seconds after the last manifest or page came back from a lender,
+ * and again, later and later, while a manifest cannot be read yet.
  */
 #include "config.h"
 
@@ -38,6 +43,8 @@
 #define PLACE_TIMEOUT_S (5 * 60)      /* then the helper is killed */
 #define PLACE_NODES_MAX 64	      /* nodes in one request */
 #define PLACE_MSG_MAX 200	      /* bytes of a node's error message */
+#define RECOUNT_QUIET_MS 3000	      /* after the last page or manifest came back */
+#define RECOUNT_RETRY_MAX_MS (5 * 60 * 1000)
 
 extern char **environ;
 
@@ -53,12 +60,16 @@ struct place_helper {
 	bool timed_out;
 	place_done_cb done;
 	void *arg;
-	char name[POOL_SNAP_NAME_MAX + 1];
+	char name[POOL_SNAP_NAME_MAX + 1]; /* the snapshot placed; empty: a snap gc */
 };
 
 struct snapplaces {
 	TAILQ_HEAD(, place_helper) helpers;
 	unsigned count;
+	/* Coordinator: counting the references again after a restart. */
+	struct event *recount_ev;
+	bool recount_running, recount_failed;
+	uint64_t recount_retry_ms; /* the wait after a failed count */
 };
 
 /* Coordinator: one request, waiting for its nodes. */
@@ -179,17 +190,18 @@ static void place_helper_timeout(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	log_warnx("snap place %s: helper %d runs over %d s: killing it", h->name, (int)h->pid,
-		  PLACE_TIMEOUT_S);
+	log_warnx("snap %s%s: helper %d runs over %d s: killing it", h->name[0] ? "place " : "gc",
+		  h->name, (int)h->pid, PLACE_TIMEOUT_S);
 	h->timed_out = true;
 	kill(h->pid, SIGKILL); /* its pidfd becomes readable when it is gone */
 }
 
-/* Start `poolctl -s SOCKET snap place NAME` with stdin and stdout on /dev/null. */
+/* Start `poolctl -s SOCKET snap place NAME` (or snap gc) with stdin and stdout on /dev/null. */
 static int place_spawn(struct poold *pd, struct place_helper *h, int errpipe[2])
 {
 	char poolctl[PATH_MAX];
-	char *argv[] = {poolctl, "-s", pd->conf->socket, "snap", "place", h->name, NULL};
+	char *argv[] = {poolctl, "-s", pd->conf->socket, "snap", h->name[0] ? "place" : "gc",
+			h->name[0] ? h->name : NULL, NULL};
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none, dfl;
@@ -211,13 +223,15 @@ static int place_spawn(struct poold *pd, struct place_helper *h, int errpipe[2])
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
 	if (rc < 0)
-		log_warnx("snap place %s: cannot run %s: %s", h->name, poolctl, err_str(rc));
+		log_warnx("snap %s%s: cannot run %s: %s", h->name[0] ? "place " : "gc", h->name,
+			  poolctl, err_str(rc));
 	return rc;
 }
 
 /*
- * Fill this node's copy of snapshot name with a helper; done gets the
- * result later (not when this fails: the caller answers then).
+ * Fill this node's copy of snapshot name with a helper (name "": count the
+ * snapshot pages' references again); done gets the result later (not when
+ * this fails: the caller answers then).
  */
 static int place_here(struct poold *pd, const char *name, place_done_cb done, void *arg,
 		      char *errbuf, size_t errlen)
@@ -270,7 +284,7 @@ static int place_here(struct poold *pd, const char *name, place_done_cb done, vo
 	}
 	TAILQ_INSERT_TAIL(&sp->helpers, h, entry);
 	sp->count++;
-	log_debug("snap place %s: helper %d started", name, (int)h->pid);
+	log_debug("snap %s%s: helper %d started", name[0] ? "place " : "gc", name, (int)h->pid);
 	return 0;
 
 out_events:
@@ -479,6 +493,77 @@ static int place_request(struct req *q, const ProtobufCMessage *msg)
 	return REQ_LATER;
 }
 
+static void recount_arm(struct snapplaces *sp, uint64_t ms)
+{
+	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000)};
+
+	evtimer_add(sp->recount_ev, &tv);
+}
+
+/* The helper's snap gc ended: done, or again later. */
+static void recount_done(struct poold *pd, void *arg, int rc, const char *msg)
+{
+	struct snapplaces *sp = pd->snapplaces;
+
+	(void)arg;
+	sp->recount_running = false;
+	if (rc == -ESHUTDOWN)
+		return;
+	if (rc == 0) {
+		log_info("snapshot pages' references counted again after the restart (snap gc)");
+		events_add(pd, "kv", "snapshot pages' references counted again after the restart");
+		sp->recount_failed = false;
+		sp->recount_retry_ms = 0;
+		return;
+	}
+	sp->recount_retry_ms = MIN(MAX(sp->recount_retry_ms * 2, UINT64_C(10000)),
+				   (uint64_t)RECOUNT_RETRY_MAX_MS);
+	if (!sp->recount_failed)
+		log_warnx("snap gc after the restart: %s; again in %llu s and later, until it "
+			  "succeeds", msg != NULL && *msg ? msg : err_str(rc),
+			  (unsigned long long)sp->recount_retry_ms / 1000);
+	sp->recount_failed = true;
+	recount_arm(sp, sp->recount_retry_ms);
+}
+
+static void recount_fire(evutil_socket_t fd, short what, void *arg)
+{
+	struct poold *pd = arg;
+	struct snapplaces *sp = pd->snapplaces;
+	char err[PLACE_MSG_MAX] = "";
+	int rc;
+
+	(void)fd;
+	(void)what;
+	if (sp->recount_running) {
+		recount_arm(sp, RECOUNT_QUIET_MS);
+		return;
+	}
+	rc = place_here(pd, "", recount_done, NULL, err, sizeof(err));
+	if (rc < 0)
+		recount_done(pd, NULL, rc, err);
+	else
+		sp->recount_running = true;
+}
+
+/*
+ * Coordinator: a snapshot manifest or page came back from a lender with
+ * its references unknown (this coordinator restarted): count them again
+ * once they stop coming.
+ */
+void snap_recount_want(struct poold *pd)
+{
+	struct snapplaces *sp = place_space(pd);
+
+	if (sp == NULL)
+		return;
+	if (sp->recount_ev == NULL &&
+	    (sp->recount_ev = evtimer_new(pd->base, recount_fire, pd)) == NULL)
+		return;
+	sp->recount_retry_ms = 0;
+	recount_arm(sp, RECOUNT_QUIET_MS);
+}
+
 /* poold stops: kill the helpers and tell their callers. */
 void snapplace_close(struct poold *pd)
 {
@@ -491,6 +576,8 @@ void snapplace_close(struct poold *pd)
 		kill(h->pid, SIGKILL);
 		place_helper_end(h, -ESHUTDOWN, "poold stopped");
 	}
+	if (sp->recount_ev != NULL)
+		event_free(sp->recount_ev);
 	free(sp);
 	pd->snapplaces = NULL;
 }

@@ -4,7 +4,8 @@
 #
 #  1. One node (a private poold): a local region mapped and copied into/out
 #     of, vs memcpy between two malloc'd buffers in the same process; region
-#     create+close+destroy through the daemon, ops/s.
+#     create+close+destroy through the daemon, ops/s, without and with the
+#     coordinator's journal.
 #  2. Four hosts in network namespaces (UCX tcp over veth + bridge): from
 #     host 4, pool_region_read/write of a region on node 2, of one striped
 #     over 3 lenders (1 MiB and 256 KiB stripes), sync and batched, 4 KiB to
@@ -52,6 +53,17 @@ echo "## ops/s = wall clock incl. connect; loop_op/s = per-client loop rate x cl
 for p in local any; do "$bench" ops 20000 64K $p; done
 "$bench" -j 2 ops 20000 64K local
 "$bench" ops 20000 64K local | tee "$sn/ops.out" >/dev/null # rerun for the verdict
+echo
+echo "## the same with the coordinator's journal (coord.journal, a file next to the socket):"
+echo "## each create and destroy is a durable record before its reply; without, then with"
+"$bench" ops-header
+"$bench" ops 20000 64K local
+kill "$spid" && wait "$spid" 2>/dev/null
+"$POOLD" -d -o "runtime_dir=$sn" -o lend.size=512M -o "coord.journal=$sn/coord.journal" \
+	>"$sn/poold.log" 2>&1 &
+spid=$!
+for _ in $(seq 100); do [ -S "$sn/poold.sock" ] && break; sleep 0.05; done
+"$bench" ops 20000 64K local
 echo
 unset POOL_SOCKET
 local_out=$(cat "$sn/local.out")
