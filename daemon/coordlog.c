@@ -316,6 +316,13 @@ int coordlog_open(struct poold *pd)
 		coordlog_free(cl);
 		return rc;
 	}
+	if (journal_probe(pmem2_map_get_address(cl->map), pmem2_map_get_size(cl->map)) < 0) {
+		log_warnx("coord.journal %s holds something that is not a coordinator journal (or "
+			  "both of its headers are damaged): not overwriting it; remove it to start "
+			  "a new journal", pd->conf->coord_journal);
+		coordlog_free(cl);
+		return -EINVAL;
+	}
 	pd->coordlog = cl; /* for the replay; it records nothing without its journal */
 	rc = journal_open(pmem2_map_get_address(cl->map), pmem2_map_get_size(cl->map),
 			  pmem2_get_persist_fn(cl->map), coordlog_replay, pd, &j);

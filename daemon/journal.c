@@ -193,6 +193,24 @@ void journal_close(struct journal *j)
 	free(j);
 }
 
+int journal_probe(const void *base, size_t size)
+{
+	const uint8_t *p = base;
+	struct journal_slot s[2];
+	size_t i;
+
+	if (size < JOURNAL_MIN_SIZE)
+		return -1;
+	memcpy(&s[0], p, sizeof(s[0]));
+	memcpy(&s[1], p + JOURNAL_SLOT, sizeof(s[1]));
+	if (journal_slot_ok(&s[0], size) || journal_slot_ok(&s[1], size))
+		return 1;
+	for (i = 0; i < JOURNAL_HDR; i++)
+		if (p[i] != 0)
+			return -1;
+	return 0;
+}
+
 int journal_append(struct journal *j, const void *rec, size_t len)
 {
 	struct journal_rec r = {(uint32_t)len, 0, j->next_seq, 0};

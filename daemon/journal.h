@@ -41,6 +41,11 @@ struct journal_stats {
 int journal_open(void *base, size_t size, journal_persist_fn persist, journal_record_fn fn,
 		 void *arg, struct journal **ret);
 void journal_close(struct journal *j);
+/*
+ * What [base, base+size) holds: 1 a journal, 0 nothing (its header is all
+ * zeros), -1 something else, which journal_open() would overwrite.
+ */
+int journal_probe(const void *base, size_t size);
 /* Append one record, durable on return: 0, or -ENOSPC when the half is full. */
 int journal_append(struct journal *j, const void *rec, size_t len);
 /*

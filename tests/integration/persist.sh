@@ -44,4 +44,14 @@ check_exit 1 "the destroyed region stays destroyed" "$POOLCTL" region info gone
 check "a region of the same name can be made again" "$IO" create gone $((2 << 20)) any persistent
 check "and reads as zeros" "$IO" zero gone
 pool_alive && ok "poold still running" || not_ok "poold still running"
+
+# A coordinator journal file that holds something else is never overwritten.
+check "poold stops" pool_stop
+head -c 100000 /dev/urandom >"$TEST_DIR/notajournal"
+sum=$(md5sum <"$TEST_DIR/notajournal")
+check_exit 1 "a coord.journal that holds something else stops poold" "$POOLD" -d \
+	-o runtime_dir="$TEST_DIR/run" -o coord.journal="$TEST_DIR/notajournal"
+check_out "holds something that is not a coordinator journal" "saying why"
+[ "$(md5sum <"$TEST_DIR/notajournal")" = "$sum" ] && ok "and leaves the file as it was" ||
+	not_ok "the file was overwritten"
 pool_done

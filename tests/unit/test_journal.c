@@ -189,6 +189,29 @@ static void test_torn_header(void)
 	free(area);
 }
 
+/* Nothing (zeros), a journal, and something else are told apart before an open. */
+static void test_probe(void)
+{
+	uint8_t *area = calloc(1, AREA);
+	struct seen *s = calloc(1, sizeof(*s));
+	struct journal *j;
+
+	CU_ASSERT_EQUAL(journal_probe(area, AREA), 0);
+	j = reopen(area, NULL, s);
+	CU_ASSERT_EQUAL(journal_probe(area, AREA), 1);
+	journal_close(j);
+	area[2048 + 20] ^= 1; /* one slot torn: still a journal */
+	CU_ASSERT_EQUAL(journal_probe(area, AREA), 1);
+	area[20] ^= 1;	      /* both: not one any more */
+	CU_ASSERT_EQUAL(journal_probe(area, AREA), -1);
+	memset(area, 0, AREA);
+	area[4000] = 1;	      /* garbage in the header area */
+	CU_ASSERT_EQUAL(journal_probe(area, AREA), -1);
+	CU_ASSERT_EQUAL(journal_probe(area, JOURNAL_MIN_SIZE - 1), -1);
+	free(s);
+	free(area);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -196,6 +219,7 @@ int main(void)
 		{"a torn tail is cut off", test_torn_tail},
 		{"full, then rewritten", test_full_and_rewrite},
 		{"a torn header slot falls back", test_torn_header},
+		{"a journal, nothing, or something else", test_probe},
 		{NULL, NULL},
 	};
 	return unit_run("journal", tests);
