@@ -36,10 +36,15 @@ static void usage(FILE *f)
 
 	fprintf(f, "usage: poolctl [-s socket] [--json] command [args]\n\ncommands:\n");
 	for (i = 0; i < ARRAY_SIZE(cmd_table); i++) {
-		char words[64];
+		char words[256];
+		int n = snprintf(words, sizeof(words), "%s %s", cmd_table[i]->name,
+				 cmd_table[i]->args);
 
-		snprintf(words, sizeof(words), "%s %s", cmd_table[i]->name, cmd_table[i]->args);
-		fprintf(f, "  %-28s %s\n", words, cmd_table[i]->help);
+		/* A long synopsis gets a line of its own, the help under it. */
+		if (n > 28)
+			fprintf(f, "  %s\n  %-28s %s\n", words, "", cmd_table[i]->help);
+		else
+			fprintf(f, "  %-28s %s\n", words, cmd_table[i]->help);
 	}
 }
 
