@@ -34,7 +34,8 @@ void log_set_level(int level)
 	log_level = level;
 }
 
-static void log_vwrite(int level, int errnum, const char *fmt, va_list ap)
+static void __attribute__((format(printf, 3, 0)))
+log_vwrite(int level, int errnum, const char *fmt, va_list ap)
 {
 	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
 	static const char *const name[] = {"error", "warning", "info", "debug"};

@@ -584,19 +584,21 @@ static inline bool vx_less(struct vx_cand a, struct vx_cand b)
 			i = child;                                                                 \
 		}                                                                                  \
 		h[i] = c;                                                                          \
-	}                                                                                          \
-	static inline void vx_##kind##_pop(struct vx_cand *h, size_t *n)                           \
-	{                                                                                          \
-		if (*n > 0) {                                                                      \
-			(*n)--;                                                                    \
-			vx_##kind##_sift(h, *n, h[*n]);                                            \
-		}                                                                                  \
 	}
 
 #define VX_NEARER(a, b) vx_less(a, b)
 #define VX_FARTHER(a, b) vx_less(b, a)
 VX_HEAP_FUNCS(min, VX_NEARER)
 VX_HEAP_FUNCS(max, VX_FARTHER)
+
+/* Drop the top (the nearest) of a min-heap. */
+static inline void vx_min_pop(struct vx_cand *h, size_t *n)
+{
+	if (*n > 0) {
+		(*n)--;
+		vx_min_sift(h, *n, h[*n]);
+	}
+}
 
 /* Empty a max-heap into ascending order in place. */
 static void vx_max_sort(struct vx_cand *h, size_t n)
