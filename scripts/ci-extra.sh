@@ -36,7 +36,7 @@ for stage in $stages; do
 		echo "==> fuzzing each target for ${FUZZ_SECONDS:-60} s"
 		copy_tree "$work/fuzz"
 		(cd "$work/fuzz" && ./autogen.sh >/dev/null &&
-			./configure CC=clang CXX=clang++ --enable-fuzzing >/dev/null &&
+			./configure CC=clang CXX=clang++ --enable-fuzzing --enable-werror >/dev/null &&
 			make -j"$(nproc)" >/dev/null) || exit 1
 		(cd "$work/fuzz" && FUZZ_SECONDS=${FUZZ_SECONDS:-60} make check TESTS=tests/fuzz/run.sh) ||
 			{ cat "$work/fuzz/tests/fuzz/run.sh.log"; exit 1; }

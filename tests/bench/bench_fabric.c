@@ -72,7 +72,7 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void die(const char *what, int rc)
+static void __attribute__((noreturn)) die(const char *what, int rc)
 {
 	fprintf(stderr, "pool-bench-fabric: %s: %s\n", what, strerror(rc < 0 ? -rc : rc));
 	exit(1);
@@ -128,8 +128,6 @@ static struct fab_config make_config(const struct opts *o)
 }
 
 /* --- server --- */
-
-static volatile int srv_stop;
 
 static void srv_quit(evutil_socket_t fd, short what, void *arg)
 {

@@ -75,7 +75,7 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void die(const char *what, const char *msg)
+static void __attribute__((noreturn)) die(const char *what, const char *msg)
 {
 	fprintf(stderr, "pool-bench-kv: %s: %s\n", what, msg);
 	exit(1);

@@ -51,7 +51,7 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void die(const char *what, int rc)
+static void __attribute__((noreturn)) die(const char *what, int rc)
 {
 	fprintf(stderr, "pool-bench-regions: %s: %s (%s)\n", what, pool_errormsg(),
 		pool_strerror(rc));

@@ -53,7 +53,7 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static void die(const char *what, int rc)
+static void __attribute__((noreturn)) die(const char *what, int rc)
 {
 	fprintf(stderr, "pool-bench-snap: %s: %s (%s)\n", what, pool_strerror(rc),
 		pool_errormsg());

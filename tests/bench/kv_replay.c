@@ -184,7 +184,7 @@ oom:
 	exit(1);
 }
 
-static void die(const char *what, int rc)
+static void __attribute__((noreturn)) die(const char *what, int rc)
 {
 	fprintf(stderr, "pool-kv-replay: %s: %s (%s)\n", what, pool_errormsg(), pool_strerror(rc));
 	exit(1);

@@ -59,7 +59,7 @@ static void on_alarm(int sig)
 	_exit(EXIT_TIMEOUT);
 }
 
-static void die(const char *what)
+static void __attribute__((noreturn)) die(const char *what)
 {
 	fprintf(stderr, "fc-client: %s: %s\n", what, strerror(errno));
 	exit(1);
