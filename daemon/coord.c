@@ -537,8 +537,8 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	}
 	if (m != NULL && m->info->incarnation != info->incarnation)
 		region_node_gone(pd, m->info->id); /* restarted: its old clients are gone */
-	else if (m != NULL)
-		region_node_sessions(pd, m->info->id, reg->sessions, reg->n_sessions);
+	else /* (new to this coordinator: leases from its journal, if any, are confirmed) */
+		region_node_sessions(pd, id, info->incarnation, reg->sessions, reg->n_sessions);
 	if (m != NULL && m->conn != NULL && m->conn != p->conn) {
 		/* The node restarted or reconnected: its old link is stale. */
 		TAILQ_FOREACH(old, &co->peers, entry)

@@ -5,8 +5,9 @@
  * the map in a journal (journal.c: checksummed, sequenced records) in a
  * file mapped with libpmem2: each region it makes or adopts (name, size,
  * class, owner, mode, id, global address, how many extents), each region
- * that goes (with the lenders that could not be told), the KV namespaces'
- * definitions, and its counters. When a half is full the journal is
+ * that goes (with the lenders that could not be told), the leases on
+ * anonymous regions (which end with them), the KV namespaces' definitions,
+ * and its counters. When a half is full the journal is
  * rewritten to what is live: that rewrite is the checkpoint.
  *
  * A restarted coordinator replays it before any node registers: regions
@@ -15,7 +16,9 @@
  * journal); a region whose lenders never return stays listed as lost
  * instead of vanishing; a lender that returns with an extent of a region
  * destroyed while it was away has it scrubbed instead of bringing the
- * region back; empty namespaces are back before any node is. A torn or
+ * region back; an anonymous region comes back with its leases, each kept
+ * if its node says the session is live in the same life of the node;
+ * empty namespaces are back before any node is. A torn or
  * corrupt tail is cut off at the last good record, and said so.
  */
 #include "config.h"
@@ -37,6 +40,8 @@ enum {
 	CL_NAMESPACES = 3,
 	CL_COUNTERS = 4,
 	CL_TOMBSTONE_DONE = 5,
+	CL_LEASE = 6,
+	CL_LEASE_END = 7,
 };
 
 struct coordlog {
@@ -91,6 +96,25 @@ static int coordlog_write_gone(struct journal *j, uint64_t id, const char *name,
 	return coordlog_write(j, &rec);
 }
 
+static int coordlog_write_lease(struct journal *j, const struct region *r, const struct lease *l,
+				bool taken)
+{
+	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
+	Pool__Holding h = POOL__HOLDING__INIT;
+	uint32_t node = l->node;
+
+	h.region = r->id;
+	rec.kind = taken ? CL_LEASE : CL_LEASE_END;
+	rec.region = &h;
+	rec.nodes = &node;
+	rec.n_nodes = 1;
+	rec.has_session = 1;
+	rec.session = l->session;
+	rec.has_incarnation = taken;
+	rec.incarnation = l->incarnation;
+	return coordlog_write(j, &rec);
+}
+
 static int coordlog_write_namespaces(struct poold *pd, struct journal *j)
 {
 	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
@@ -122,9 +146,15 @@ static int coordlog_fill(void *arg, struct journal *j)
 	rec.next_base = pd->regions->next_base;
 	if ((rc = coordlog_write(j, &rec)) < 0)
 		return rc;
-	TAILQ_FOREACH(r, &pd->regions->list, entry)
-		if (!r->anonymous && (rc = coordlog_write_region(j, r)) < 0)
+	TAILQ_FOREACH(r, &pd->regions->list, entry) {
+		struct lease *l;
+
+		if ((rc = coordlog_write_region(j, r)) < 0)
 			return rc;
+		TAILQ_FOREACH(l, &r->lease_list, entry)
+			if (r->anonymous && (rc = coordlog_write_lease(j, r, l, true)) < 0)
+				return rc;
+	}
 	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
 		if ((rc = coordlog_write_gone(j, t->id, t->name, CL_REGION_GONE, &t->node, 1)) < 0)
 			return rc;
@@ -187,6 +217,12 @@ void coordlog_namespaces(struct poold *pd)
 		coordlog_commit(pd, coordlog_write_namespaces(pd, pd->coordlog->j));
 }
 
+void coordlog_lease(struct poold *pd, const struct region *r, const struct lease *l, bool taken)
+{
+	if (coordlog_on(pd))
+		coordlog_commit(pd, coordlog_write_lease(pd->coordlog->j, r, l, taken));
+}
+
 bool coordlog_stats(struct poold *pd, struct journal_stats *st)
 {
 	if (!coordlog_on(pd))
@@ -221,6 +257,12 @@ static int coordlog_replay(void *arg, const uint8_t *buf, size_t len)
 	case CL_TOMBSTONE_DONE:
 		for (i = 0; h != NULL && i < rec->n_nodes; i++)
 			region_tombstone_drop(pd, rec->nodes[i], h->region);
+		break;
+	case CL_LEASE:
+	case CL_LEASE_END:
+		if (h != NULL && rec->n_nodes == 1 && rec->has_session)
+			region_replay_lease(pd, h->region, rec->nodes[0], rec->session,
+					    rec->incarnation, rec->kind == CL_LEASE);
 		break;
 	case CL_NAMESPACES:
 		if (cl->defs != NULL)

@@ -41,6 +41,7 @@ struct hold {
 	uint64_t rsize, rstripe;
 	uint32_t rclass;
 	uint32_t rindex, rextents, rmode, ruid, rgid;
+	bool ranonymous;
 	bool durable;	  /* journaled in the pmem tier */
 	bool journal_now; /* its value made durable: its record is to be journaled */
 };
@@ -106,6 +107,8 @@ static void hold_msg(const struct hold *hd, Pool__Holding *h)
 		h->rstripe = hd->rstripe;
 		h->has_rclass = 1;
 		h->rclass = hd->rclass;
+		h->has_ranonymous = hd->ranonymous;
+		h->ranonymous = hd->ranonymous;
 	}
 	if (hd->ns[0] == '\0')
 		return;
@@ -257,6 +260,7 @@ static struct hold *hold_set(struct poold *pd, const Pool__Holding *h, bool jour
 		hd->rgid = h->rgid;
 		hd->rstripe = h->rstripe;
 		hd->rclass = h->has_rclass ? h->rclass : CLASS_PERSISTENT;
+		hd->ranonymous = h->has_ranonymous && h->ranonymous;
 	}
 	free(hd->key);
 	hd->key = NULL;

@@ -315,6 +315,8 @@ struct lease {
 	uint32_t node;
 	uint64_t session;
 	uint64_t ends_at;
+	uint64_t incarnation; /* of its node, when taken */
+	bool unconfirmed;     /* from the coordinator's journal: its node has not said it is live */
 };
 
 struct region {
@@ -386,12 +388,15 @@ void reclaim_sweep(struct poold *pd);
 void reclaim_close(struct poold *pd);
 extern const struct ctl_handler reclaim_handlers[];
 void region_node_gone(struct poold *pd, uint32_t node);
-void region_node_sessions(struct poold *pd, uint32_t node, const uint64_t *live, size_t n);
+void region_node_sessions(struct poold *pd, uint32_t node, uint64_t incarnation,
+			  const uint64_t *live, size_t n);
 void region_holding(struct poold *pd, uint32_t node, Pool__Holding *h);
 void region_describe(const struct region *r, Pool__Holding *h);
 int region_replay(struct poold *pd, const Pool__Holding *h, uint64_t base);
 void region_replay_gone(struct poold *pd, uint64_t id, const char *name, const uint32_t *nodes,
 			size_t n);
+void region_replay_lease(struct poold *pd, uint64_t id, uint32_t node, uint64_t session,
+			 uint64_t incarnation, bool taken);
 int region_tombstone_add(struct poold *pd, uint64_t id, const char *name, uint32_t node);
 const struct tombstone *region_tombstone(struct poold *pd, uint32_t node, uint64_t id);
 void region_tombstone_drop(struct poold *pd, uint32_t node, uint64_t id);
@@ -405,6 +410,7 @@ void coordlog_region_gone(struct poold *pd, const struct region *r, const uint32
 			  size_t n);
 void coordlog_tombstone_done(struct poold *pd, uint64_t id, uint32_t node);
 void coordlog_namespaces(struct poold *pd);
+void coordlog_lease(struct poold *pd, const struct region *r, const struct lease *l, bool taken);
 struct journal_stats;
 bool coordlog_stats(struct poold *pd, struct journal_stats *st);
 int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,

@@ -28,6 +28,7 @@
 #define REGION_GVA_ALIGN (UINT64_C(2) << 20)
 #define REGION_STRIPE_DEFAULT (UINT64_C(1) << 20)
 #define REGION_MAX_SIZE (UINT64_C(1) << 44)
+#define LEASE_CONFIRM_MS 60000 /* a journal's lease whose node does not register ends then */
 
 static const char *const class_names[] = {"pinned", "cache", "persistent"};
 
@@ -587,21 +588,30 @@ out_nospc: {
 }
 }
 
-static int region_lease_add(struct region *r, uint32_t node, uint64_t session)
+/* A lease of a session of node; the coordinator's journal records those on anonymous regions. */
+static struct lease *region_lease_add(struct poold *pd, struct region *r, uint32_t node,
+				      uint64_t session)
 {
 	struct lease *l = calloc(1, sizeof(*l));
+	struct member *m = cluster_find(pd, node);
 
 	if (l == NULL)
-		return -ENOMEM;
+		return NULL;
 	l->node = node;
 	l->session = session;
+	l->incarnation = m != NULL ? m->info->incarnation : 0;
 	TAILQ_INSERT_TAIL(&r->lease_list, l, entry);
 	r->leases++;
-	return 0;
+	if (r->anonymous)
+		coordlog_lease(pd, r, l, true);
+	return l;
 }
 
-static void region_lease_drop(struct region *r, struct lease *l)
+/* End a lease; pd NULL: the region goes too, which the journal records instead. */
+static void region_lease_drop(struct poold *pd, struct region *r, struct lease *l)
 {
+	if (pd != NULL && r->anonymous)
+		coordlog_lease(pd, r, l, false);
 	TAILQ_REMOVE(&r->lease_list, l, entry);
 	r->leases--;
 	free(l);
@@ -677,8 +687,6 @@ static void region_bury(struct poold *pd, const struct region *r)
 	uint32_t nodes[64];
 	size_t i, j, n = 0;
 
-	if (r->anonymous)
-		return;
 	for (i = 0; i < r->next && n < ARRAY_SIZE(nodes); i++) {
 		struct member *m = cluster_find(pd, r->ext[i].node);
 
@@ -701,7 +709,7 @@ void region_free(struct poold *pd, struct region *r)
 	pd->regions->count--;
 	region_bury(pd, r);
 	while ((l = TAILQ_FIRST(&r->lease_list)) != NULL)
-		region_lease_drop(r, l);
+		region_lease_drop(NULL, r, l);
 	kv_holder_drop(pd, r);
 	region_release_extents(pd, r);
 	free(r);
@@ -721,7 +729,7 @@ static void region_sweep(evutil_socket_t fd, short what, void *arg)
 		for (l = TAILQ_FIRST(&r->lease_list); l != NULL; l = lnext) {
 			lnext = TAILQ_NEXT(l, entry);
 			if (l->ends_at != 0 && l->ends_at <= now)
-				region_lease_drop(r, l);
+				region_lease_drop(pd, r, l);
 		}
 		if (r->anonymous && r->leases == 0 && !r->moving) {
 			log_info("anonymous region '%s' freed: its last lease ended", r->name);
@@ -764,8 +772,14 @@ void region_node_gone(struct poold *pd, uint32_t node)
 	region_end_leases(pd, node, 0, true);
 }
 
-/* A node came back: leases of its sessions that are not live any more end after lease.grace. */
-void region_node_sessions(struct poold *pd, uint32_t node, const uint64_t *live, size_t n)
+/*
+ * A node came back (or registered with this coordinator after its
+ * restart): leases of its sessions that are not live any more end after
+ * lease.grace. A lease from the coordinator's journal holds on only if
+ * its session is live in the same life of the node.
+ */
+void region_node_sessions(struct poold *pd, uint32_t node, uint64_t incarnation,
+			  const uint64_t *live, size_t n)
 {
 	uint64_t ends = units_now_ms() + (uint64_t)pd->conf->lease_grace_ms;
 	struct region *r;
@@ -776,12 +790,14 @@ void region_node_sessions(struct poold *pd, uint32_t node, const uint64_t *live,
 		return;
 	TAILQ_FOREACH(r, &pd->regions->list, entry)
 		TAILQ_FOREACH(l, &r->lease_list, entry) {
-			if (l->node != node || l->ends_at != 0)
+			if (l->node != node || (l->ends_at != 0 && !l->unconfirmed))
 				continue;
 			for (i = 0; i < n && live[i] != l->session; i++)
 				;
-			if (i == n)
-				l->ends_at = ends;
+			if (l->unconfirmed && l->incarnation != incarnation)
+				i = n;
+			l->ends_at = i == n ? ends : 0;
+			l->unconfirmed = false;
 		}
 }
 
@@ -856,14 +872,16 @@ void region_describe(const struct region *r, Pool__Holding *h)
 	h->rstripe = r->stripe;
 	h->has_rclass = 1;
 	h->rclass = r->cls;
+	h->has_ranonymous = r->anonymous;
+	h->ranonymous = r->anonymous;
 }
 
 /*
  * What a lender records of an extent of a region: the region, so that it
  * can be rebuilt (h->region names it) by a restarted coordinator from the
  * lenders' memory, and for a persistent region from the lender's journal
- * after the lender restarts too. Anonymous regions are not named: they
- * end with their leases, which a restarted coordinator does not have.
+ * after the lender restarts too. An anonymous region comes back only
+ * from the coordinator's journal, which has its leases.
  */
 void region_holding(struct poold *pd, uint32_t node, Pool__Holding *h)
 {
@@ -875,7 +893,7 @@ void region_holding(struct poold *pd, uint32_t node, Pool__Holding *h)
 	TAILQ_FOREACH(r, &pd->regions->list, entry)
 		if (r->id == h->region)
 			break;
-	if (r == NULL || r->anonymous)
+	if (r == NULL)
 		return;
 	for (i = 0; i < r->next; i++)
 		if (r->ext[i].node == node && r->ext[i].arena == h->arena &&
@@ -932,6 +950,7 @@ static struct region *region_shell(struct poold *pd, const Pool__Holding *h, uin
 	r->uid = h->ruid;
 	r->gid = h->rgid;
 	r->stripe = h->rstripe;
+	r->anonymous = h->ranonymous;
 	r->lost = true;
 	r->refs_unknown = true;
 	r->want_ext = h->rextents;
@@ -968,6 +987,42 @@ int region_replay(struct poold *pd, const Pool__Holding *h, uint64_t base)
 	if ((r = region_find(pd->regions, h->rname)) != NULL)
 		region_unreplay(pd->regions, r); /* made again: the later record is the region */
 	return region_shell(pd, h, h->region, base) != NULL ? 0 : -ENOMEM;
+}
+
+/*
+ * A lease of the journal taken (or ended) on an anonymous region. It holds
+ * until its node registers and says whether the session is live, for at
+ * most LEASE_CONFIRM_MS; this poold's own sessions died with it.
+ */
+void region_replay_lease(struct poold *pd, uint64_t id, uint32_t node, uint64_t session,
+			 uint64_t incarnation, bool taken)
+{
+	uint64_t now = units_now_ms();
+	struct region *r;
+	struct lease *l;
+
+	TAILQ_FOREACH(r, &pd->regions->list, entry)
+		if (r->id == id)
+			break;
+	if (r == NULL || !r->anonymous)
+		return;
+	TAILQ_FOREACH(l, &r->lease_list, entry)
+		if (l->node == node && l->session == session)
+			break;
+	if (!taken) {
+		if (l != NULL)
+			region_lease_drop(NULL, r, l);
+		return;
+	}
+	if (l == NULL && (l = calloc(1, sizeof(*l))) != NULL) {
+		TAILQ_INSERT_TAIL(&r->lease_list, l, entry);
+		r->leases++;
+	}
+	if (l == NULL)
+		return;
+	*l = (struct lease){l->entry, node, session, 0, incarnation, node != pd->node_id};
+	l->ends_at = now + (node == pd->node_id ? (uint64_t)pd->conf->lease_grace_ms
+						: LEASE_CONFIRM_MS);
 }
 
 /* A region of the journal that went, with the lenders that could not be told. */
@@ -1008,13 +1063,15 @@ int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, 
 	    lp->tier != (cls == CLASS_PERSISTENT ? TIER_PMEM : TIER_DRAM))
 		return -EINVAL;
 	r = region_find(rs, h->rname);
+	if (r == NULL && h->ranonymous)
+		return -ENOENT; /* its leases are not known: kept unclaimed */
 	if (r == NULL) {
 		if ((r = region_shell(pd, h, 0, 0)) == NULL)
 			return -ENOMEM;
 		r->creator_node = node;
 		fresh = true;
 	} else if (r->cls != cls || !r->lost || r->want_ext != h->rextents ||
-		   r->size != h->rsize || r->uid != h->ruid) {
+		   r->size != h->rsize || r->uid != h->ruid || r->anonymous != h->ranonymous) {
 		return -EEXIST;
 	}
 	for (i = 0; i < r->next; i++)
@@ -1194,12 +1251,11 @@ static int region_create(struct req *q, const ProtobufCMessage *msg)
 	/* In the map first: a persistent region's lenders are told what it is. */
 	for (i = 0; i < r->next; i++)
 		hold_tell(pd, r->ext[i].node, r->ext[i].arena, r->ext[i].off, r->ext[i].len, r->id);
-	if (c->open && region_lease_add(r, q->node, q->session) < 0) {
+	coordlog_region(pd, r); /* before its first lease, which the journal names it in */
+	if (c->open && region_lease_add(pd, r, q->node, q->session) == NULL) {
 		region_free(pd, r);
 		return req_errorf(q, -ENOMEM, "out of memory");
 	}
-	if (!r->anonymous)
-		coordlog_region(pd, r);
 	region_account(pd);
 	log_debug("region '%s' created: %llu bytes, %s, %s, %zu extent(s), uid %u",
 		 r->name, (unsigned long long)r->size, class_names[r->cls], r->placement, r->next,
@@ -1246,7 +1302,7 @@ static int region_open(struct req *q, const ProtobufCMessage *msg)
 			return req_errorf(q, POOL_ELOST, "region '%s': its lender node %u is dead",
 					  r->name, r->ext[i].node);
 	}
-	if (region_lease_add(r, q->node, q->session) < 0)
+	if (region_lease_add(q->pd, r, q->node, q->session) == NULL)
 		return req_errorf(q, -ENOMEM, "out of memory");
 	return region_reply(q, r, true);
 }
@@ -1266,7 +1322,7 @@ static int region_close_lease(struct req *q, const ProtobufCMessage *msg)
 			break;
 	if (l == NULL)
 		return req_errorf(q, -ENOENT, "this session holds no lease on '%s'", r->name);
-	region_lease_drop(r, l);
+	region_lease_drop(q->pd, r, l);
 	/* While a reclaim moves it, the sweep frees it once the move is over. */
 	if (r->anonymous && r->leases == 0 && !r->moving) {
 		log_info("anonymous region '%s' freed: its last lease ended", r->name);
@@ -1386,7 +1442,7 @@ void region_close_space(struct poold *pd)
 
 		TAILQ_REMOVE(&rs->list, r, entry);
 		while ((l = TAILQ_FIRST(&r->lease_list)) != NULL)
-			region_lease_drop(r, l);
+			region_lease_drop(NULL, r, l);
 		free(r->ext);
 		free(r);
 	}

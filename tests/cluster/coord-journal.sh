@@ -92,14 +92,26 @@ sleep 2.5 # a ledger round or two
 [ "$(field gone1 id)" = none ] && logged "region 'gone1', destroyed while it was away: scrubbing" && ok "when it returns, its extent is scrubbed, not adopted back" ||
 	{ not_ok "gone1 came back: $(field gone1 id)"; }
 
+# Anonymous regions on node 2: one client holds its region throughout; the
+# other's client dies while the coordinator is down.
+for r in keepme dropme; do
+	cluster_exec 2 sh -c 'echo $$ >"$0"; exec "$@"' "$CLUSTER_TMP/$r.pid" \
+		env POOL_SOCKET="$(pool_sock 2)" "$IO" anon $r 1048576 node=2 >"$CLUSTER_TMP/$r" 2>&1 &
+done
+for _ in $(seq 50); do
+	grep -q created "$CLUSTER_TMP/keepme" && grep -q created "$CLUSTER_TMP/dropme" && break
+	sleep 0.1
+done
+
 # Node 3 and node 4 die, gone2 is destroyed, and the coordinator is SIGKILLed.
 node_kill 3 || not_ok "h3 dead"
 node_kill 4 || not_ok "h4 dead"
 pctl 2 region destroy gone2 >/dev/null || not_ok "destroy gone2"
 pool_node_kill 1
+kill "$(cat "$CLUSTER_TMP/dropme.pid")"
 coord_start || { not_ok "the coordinator restarts"; finish; exit 1; }
-logged "coordinator journal .*: 2 region(s) back, 1 extent(s) of destroyed regions to scrub" &&
-	ok "the restarted coordinator replays its journal: 2 regions, and gone2's extent on node 4 to scrub" ||
+logged "coordinator journal .*: 4 region(s) back, 1 extent(s) of destroyed regions to scrub" &&
+	ok "the restarted coordinator replays its journal: 4 regions, and gone2's extent on node 4 to scrub" ||
 	not_ok "journal replay logged"
 state=$(field p3 lost)/$(field p3 want_extents)
 [ "$state" = "True/1" ] && ok "before node 3 returns, its region is listed, lost (0 of 1 extents back)" ||
@@ -112,6 +124,14 @@ assert n["tier"] == "dram" and n["capacity"] == 4 << 20 and n["replicas"] == 2, 
 pool_wait_state 1 h2 up 20 || not_ok "h2 rejoins"
 wait_field d2 lost False 10 && on 2 "$IO" read d2 5 >/dev/null &&
 	ok "node 2's region is whole again and reads back bit-exact" || not_ok "d2 after the restart"
+wait_field keepme lost False 10 && [ "$(field keepme leases)" = 1 ] &&
+	ok "an anonymous region comes back whole, with the lease of its live client" ||
+	not_ok "keepme after the restart: lost $(field keepme lost), leases $(field keepme leases)"
+wait_field dropme id none 15 &&
+	ok "the one whose client died while the coordinator was down is freed after lease.grace" ||
+	not_ok "dropme is still there: $(field dropme leases) lease(s)"
+kill "$(cat "$CLUSTER_TMP/keepme.pid")"
+wait_field keepme id none 15 && ok "the other goes once its client goes" || not_ok "keepme stays"
 node_start 3 || not_ok "h3 returns"
 node_start 4 || not_ok "h4 returns"
 wait_field p3 lost False 10 && on 2 "$IO" read p3 9 >/dev/null &&

@@ -71,9 +71,8 @@ fi
 # leases its clients held before are not honoured, though the client
 # still runs, so an anonymous region only they held goes.
 pctl 3 region create slowreg 1M placement=local >/dev/null
-cluster_exec 3 env POOL_SOCKET="$(pool_sock 3)" "$top_builddir/tests/tools/pool-io" anon fenced 1048576 \
-	>"$CLUSTER_TMP/anon" 2>&1 &
-holder=$!
+cluster_exec 3 sh -c 'echo $$ >"$0"; exec "$@"' "$CLUSTER_TMP/anon.pid" env POOL_SOCKET="$(pool_sock 3)" \
+	"$top_builddir/tests/tools/pool-io" anon fenced 1048576 >"$CLUSTER_TMP/anon" 2>&1 &
 for _ in $(seq 50); do grep -q "created fenced" "$CLUSTER_TMP/anon" && break; sleep 0.1; done
 pctl 1 region info fenced >/dev/null && ok "a client of node 3 holds an anonymous region" ||
 	not_ok "anonymous region of a client of node 3"
@@ -88,10 +87,11 @@ pctl 3 status >/dev/null && pctl 3 region info slowreg >/dev/null && ok "it serv
 pctl 1 region destroy slowreg >/dev/null
 gone=
 for _ in $(seq 100); do pctl 1 region info fenced >/dev/null 2>&1 || { gone=1; break; }; sleep 0.1; done
-[ -n "$gone" ] && kill -0 $holder 2>/dev/null &&
+holder=$(cat "$CLUSTER_TMP/anon.pid")
+[ -n "$gone" ] && kill -0 "$holder" 2>/dev/null &&
 	ok "fenced: once lease.grace has passed, the old lease of its still-running client is not honoured (its anonymous region is freed)" ||
 	not_ok "the anonymous region of a fenced node's client is still there"
-kill $holder 2>/dev/null; wait $holder 2>/dev/null
+kill "$holder" 2>/dev/null
 
 # A node with a wrong secret is refused, with the reason logged on both sides.
 pool_node_kill 4
