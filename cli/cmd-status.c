@@ -8,6 +8,7 @@ static int cmd_status_exec(struct cmd_ctx *ctx)
 	Pool__StatusRequest req = POOL__STATUS_REQUEST__INIT;
 	Pool__StatusReply *st;
 	char up[32], lend[32];
+	size_t i;
 	int rc;
 
 	rc = cmd_call(ctx, WIRE_STATUS, &req.base, WIRE_STATUS_REPLY, (ProtobufCMessage **)&st);
@@ -27,6 +28,20 @@ static int cmd_status_exec(struct cmd_ctx *ctx)
 		json_u64(j, "lend_size", st->lend_size);
 		json_u64(j, "reloads", st->reloads);
 		json_u64(j, "requests", st->requests);
+		json_array(j, "journals");
+		for (i = 0; i < st->n_journals; i++) {
+			const Pool__JournalInfo *ji = st->journals[i];
+
+			json_object(j, NULL);
+			json_str(j, "name", ji->name);
+			json_u64(j, "records", ji->records);
+			json_u64(j, "used", ji->used);
+			json_u64(j, "half", ji->half);
+			json_u64(j, "rewrites", ji->rewrites);
+			json_u64(j, "dropped", ji->dropped);
+			json_end(j);
+		}
+		json_end(j);
 		json_finish(j);
 	} else {
 		units_fmt_duration(st->uptime_ms / 1000 * 1000, up, sizeof(up));
@@ -40,6 +55,17 @@ static int cmd_status_exec(struct cmd_ctx *ctx)
 		printf("  clients     %u\n", st->clients);
 		printf("  requests    %llu\n", (unsigned long long)st->requests);
 		printf("  reloads     %llu\n", (unsigned long long)st->reloads);
+		for (i = 0; i < st->n_journals; i++) {
+			const Pool__JournalInfo *ji = st->journals[i];
+			char used[32], half[32];
+
+			units_fmt_size(ji->used, used, sizeof(used));
+			units_fmt_size(ji->half, half, sizeof(half));
+			printf("  journal     %s: %llu record(s), %s of a %s half, %llu rewrite(s)%s\n",
+			       ji->name, (unsigned long long)ji->records, used, half,
+			       (unsigned long long)ji->rewrites,
+			       ji->dropped ? ", a torn tail cut at start" : "");
+		}
 	}
 	wire_msg_free(&st->base);
 	return EXIT_OK;

@@ -3,13 +3,17 @@
 
 #include <unistd.h>
 
+#include "daemon/journal.h"
 #include "daemon/poold.h"
 
 static int status_request(struct req *r, const ProtobufCMessage *msg)
 {
 	struct poold *pd = r->pd;
 	Pool__StatusReply reply = POOL__STATUS_REPLY__INIT;
+	Pool__JournalInfo ji[2], *jp[2];
+	struct journal_stats st;
 	char role[32];
+	size_t n = 0, i;
 
 	conf_format(pd->conf, conf_find("role"), role, sizeof(role));
 	reply.version = PACKAGE_VERSION;
@@ -23,6 +27,23 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 	reply.socket = pd->conf->socket;
 	reply.reloads = pd->reloads;
 	reply.requests = pd->requests;
+	for (i = 0; i < 2; i++) {
+		if (i == 0 ? pd->journal == NULL : !coordlog_stats(pd, &st))
+			continue;
+		if (i == 0)
+			journal_stats(pd->journal, &st);
+		pool__journal_info__init(&ji[n]);
+		ji[n].name = i == 0 ? "lender" : "coordinator";
+		ji[n].records = st.records;
+		ji[n].used = st.used;
+		ji[n].half = st.size;
+		ji[n].rewrites = st.rewrites;
+		ji[n].dropped = st.dropped;
+		jp[n] = &ji[n];
+		n++;
+	}
+	reply.journals = jp;
+	reply.n_journals = n;
 	return req_reply(r, WIRE_STATUS_REPLY, &reply.base);
 }
 

@@ -165,6 +165,12 @@ logged "coordinator journal: a torn or corrupt record ends it" &&
 	grep -q "torn or corrupt record ends the coordinator journal" "$CLUSTER_TMP/events" &&
 	ok "a torn last record is detected, logged and shown in the events" ||
 	{ not_ok "torn record not reported"; cat "$CLUSTER_TMP/events"; }
+pctl 1 --json status | python3 -c '
+import json, sys
+j = {x["name"]: x for x in json.load(sys.stdin)["journals"]}["coordinator"]
+assert j["dropped"] > 0 and j["half"] == (32768 - 4096) // 2, j' &&
+	ok "poolctl status shows the coordinator journal and the bytes cut" ||
+	not_ok "coordinator journal in poolctl status"
 pool_wait_state 1 h2 up 20 || not_ok "h2 rejoins"
 wait_field late lost False 10 && on 3 "$IO" read late 4 >/dev/null &&
 	ok "the region it recorded comes back from its lender, bit-exact" || not_ok "late after the tear"
