@@ -6,20 +6,20 @@
  * file mapped with libpmem2: each region it makes or adopts (name, size,
  * class, owner, mode, id, global address, how many extents), each region
  * that goes (with the lenders that could not be told), the leases on
- * anonymous regions (which end with them), the KV namespaces' definitions,
- * and its counters. When a half is full the journal is
- * rewritten to what is live: that rewrite is the checkpoint.
+ * anonymous regions (which end with them), the KV namespaces' definitions
+ * and its counters. When a half is full the journal is rewritten to what
+ * is live: that rewrite is the checkpoint.
  *
- * A restarted coordinator replays it before any node registers: regions
- * are known at once with their ids and addresses, lost until their lenders
- * report their extents (where the data is, the lenders say, as without a
- * journal); a region whose lenders never return stays listed as lost
- * instead of vanishing; a lender that returns with an extent of a region
- * destroyed while it was away has it scrubbed instead of bringing the
- * region back; an anonymous region comes back with its leases, each kept
- * if its node says the session is live in the same life of the node;
- * empty namespaces are back before any node is. A torn or
- * corrupt tail is cut off at the last good record, and said so.
+ * A restarted coordinator replays it before any node registers. Regions
+ * are known at once with their ids and addresses, lost until their
+ * lenders report their extents (where the data is, the lenders say, as
+ * without a journal); a region whose lenders never return stays listed as
+ * lost instead of vanishing; a lender that returns with an extent of a
+ * region destroyed while it was away has it scrubbed instead of bringing
+ * the region back; an anonymous region comes back with its leases, each
+ * kept if its node says the session is live in the same life of the node;
+ * empty namespaces are back before any node is. A torn or corrupt tail is
+ * cut off at the last good record, and said so.
  */
 #include "config.h"
 

@@ -607,13 +607,17 @@ static struct lease *region_lease_add(struct poold *pd, struct region *r, uint32
 	return l;
 }
 
-/* End a lease; pd NULL: the region goes too, which the journal records instead. */
+/*
+ * End a lease; pd NULL: the region goes too, which the journal records
+ * instead. (Recorded once out of the list: a rewrite of the journal then
+ * has it gone.)
+ */
 static void region_lease_drop(struct poold *pd, struct region *r, struct lease *l)
 {
-	if (pd != NULL && r->anonymous)
-		coordlog_lease(pd, r, l, false);
 	TAILQ_REMOVE(&r->lease_list, l, entry);
 	r->leases--;
+	if (pd != NULL && r->anonymous)
+		coordlog_lease(pd, r, l, false);
 	free(l);
 }
 
@@ -1014,15 +1018,17 @@ void region_replay_lease(struct poold *pd, uint64_t id, uint32_t node, uint64_t 
 			region_lease_drop(NULL, r, l);
 		return;
 	}
-	if (l == NULL && (l = calloc(1, sizeof(*l))) != NULL) {
+	if (l == NULL) {
+		if ((l = calloc(1, sizeof(*l))) == NULL)
+			return;
 		TAILQ_INSERT_TAIL(&r->lease_list, l, entry);
 		r->leases++;
 	}
-	if (l == NULL)
-		return;
-	*l = (struct lease){l->entry, node, session, 0, incarnation, node != pd->node_id};
-	l->ends_at = now + (node == pd->node_id ? (uint64_t)pd->conf->lease_grace_ms
-						: LEASE_CONFIRM_MS);
+	l->node = node;
+	l->session = session;
+	l->incarnation = incarnation;
+	l->unconfirmed = node != pd->node_id;
+	l->ends_at = now + (l->unconfirmed ? LEASE_CONFIRM_MS : (uint64_t)pd->conf->lease_grace_ms);
 }
 
 /* A region of the journal that went, with the lenders that could not be told. */

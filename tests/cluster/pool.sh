@@ -63,6 +63,21 @@ pool_cluster_start() {
 	for i in $(seq 2 "$n"); do pool_wait_state 1 "h$i" up 20 || { echo "h$i did not join"; return 1; }; done
 }
 
+# pool_known_abort: print the first host whose poold aborted on the UCX
+# 1.13 wireup assertion (a peer killed while UCX was still setting up an
+# endpoint; fixed upstream by openucx/ucx pull request 8175); false if none.
+pool_known_abort() {
+	local i
+	for i in $(seq "$CLUSTER_N"); do
+		if grep -q "ucp_request.c:[0-9]*  *Assertion .*got RE[PQ] message" \
+			"$(cluster_dir "$i")/poold.log" 2>/dev/null; then
+			echo "h$i"
+			return 0
+		fi
+	done
+	return 1
+}
+
 # Show the poolds' logs of a failed test.
 pool_cluster_logs() {
 	local i

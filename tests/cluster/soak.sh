@@ -9,18 +9,31 @@
 # dropped no extent is left in use. SOAK_ROUNDS (default 6) sets the
 # length; a round takes a few seconds.
 #
-# The lenders killed are nodes 3 and 4; the one-sided reads come from
-# nodes 1 and 2, which are never killed. A reader killed while a lender
-# still has its reply fragments queued makes UCX 1.13 (Debian 12) abort
-# that lender on an internal assertion (fixed upstream, openucx/ucx PR
-# 8175); pool-failures(7) says how poold is kept running through that.
+# The lenders killed are nodes 3 and 4; every client that reads over the
+# fabric runs on node 1 or 2, which are never killed. A process that goes
+# while UCX is still setting up its endpoint to a poold (a client whose own
+# poold was just killed exits at once) can make that poold abort on an
+# assertion of UCX 1.13 (Debian 12), fixed upstream (see pool-failures(7),
+# KNOWN PROBLEMS). When that happened nevertheless and checks failed after
+# it, the soak cannot conclude: it says so and is skipped (exit 77).
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 KV="$top_builddir/tests/tools/pool-kv"
 IO="$top_builddir/tests/tools/pool-io"
 VEC="$top_builddir/tests/tools/pool-vec"
 SNAP="$top_builddir/tests/tools/pool-snap"
 ROUNDS=${SOAK_ROUNDS:-6}
-finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "soak: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
+finish() {
+	local who
+	[ "$FAILS" -gt 0 ] && pool_cluster_logs
+	echo "soak: $PASSES passed, $FAILS failed"
+	if [ "$FAILS" -gt 0 ] && who=$(pool_known_abort); then
+		echo "SKIP: the poold of $who aborted on the UCX 1.13 assertion fixed upstream" \
+			"(openucx/ucx pull request 8175); the checks that failed after it say nothing" \
+			"of this tree"
+		exit 77
+	fi
+	[ "$FAILS" -eq 0 ]
+}
 on() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_sock "$i")" "$@"; }
 export POOL_PMEM=32M
 
@@ -51,7 +64,7 @@ for r in $(seq "$ROUNDS"); do
 			on 2 "$KV" twice mget t$r.$w 16 $r 2>&1
 			on 2 "$IO" read dreg 8 2>&1
 			# (a search from a node that is down fails: only answers are compared)
-			if on 4 "$VEC" search vidx 20 9 5 >"$CLUSTER_TMP/v$r" 2>/dev/null; then
+			if on 2 "$VEC" search vidx 20 9 5 >"$CLUSTER_TMP/v$r" 2>/dev/null; then
 				cmp -s "$CLUSTER_TMP/v$r" "$CLUSTER_TMP/vbase" || echo "vector results differ"
 			fi
 			# (a page on the dead lender fails the read: only what is read is compared)
@@ -86,7 +99,7 @@ done <"$CLUSTER_TMP/stored"
 [ $bad -eq 0 ] && [ $n -gt 0 ] && ok "all $n persistent batches stored whole read back whole" || not_ok "persistent values after the soak ($n batches)"
 on 2 "$IO" read preg 7 >/dev/null 2>&1 && ok "the persistent region reads back bit-exact" || not_ok "persistent region after the soak"
 on 2 "$IO" read dreg 8 >/dev/null 2>&1 && ok "the coordinator's region reads back bit-exact" || not_ok "coordinator region after the soak"
-on 4 "$VEC" search vidx 20 9 5 2>/dev/null | cmp -s - "$CLUSTER_TMP/vbase" && ok "the vector index answers as at the start" || not_ok "vector index after the soak"
+on 2 "$VEC" search vidx 20 9 5 2>/dev/null | cmp -s - "$CLUSTER_TMP/vbase" && ok "the vector index answers as at the start" || not_ok "vector index after the soak"
 [ "$(on 2 "$SNAP" read snap)" = "$sums" ] && ok "the snapshot reads back bit-exact" || not_ok "snapshot after the soak"
 alive=0
 for i in 1 2 3 4; do pctl "$i" status >/dev/null 2>&1 && alive=$((alive + 1)); done
