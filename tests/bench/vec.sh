@@ -16,7 +16,7 @@
 #     measure theirs.
 #  3. A table: build time (one thread), bytes per vector, queries per
 #     second one per call from 1 and 2 threads, one batch call, recall@10;
-#     and a verdict against the targets.
+#     and a verdict against the targets in doc/benchmarks.md.
 #
 #   tests/bench/vec.sh [BUILDDIR]
 # env: VEC_BENCH_N (100000), VEC_BENCH_DIM (128), VEC_BENCH_Q (1000),
