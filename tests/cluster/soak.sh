@@ -10,7 +10,9 @@
 # length; a round takes a few seconds.
 #
 # The lenders killed are nodes 3 and 4; every client that reads over the
-# fabric runs on node 1 or 2, which are never killed. A process that goes
+# fabric runs on node 1 or 2, which are never killed, and the namespaces
+# are large enough that no value spills (a spill is a copy its lender
+# makes, over endpoints of its own). A process that goes
 # while UCX is still setting up its endpoint to a poold (a client whose own
 # poold was just killed exits at once) can make that poold abort on an
 # assertion of UCX 1.13 (Debian 12), fixed upstream (see pool-failures(7),
@@ -39,7 +41,7 @@ export POOL_PMEM=32M
 
 pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
 pctl 1 kv create cache 64M >/dev/null && pctl 1 kv create durable 64M tier=pmem >/dev/null &&
-	pctl 1 kv create twice 32M replicas=2 >/dev/null && ok "three namespaces" || not_ok "namespaces"
+	pctl 1 kv create twice 96M replicas=2 >/dev/null && ok "three namespaces" || not_ok "namespaces"
 on 3 "$IO" create preg $((2 << 20)) local persistent >/dev/null && on 3 "$IO" write preg 7 >/dev/null &&
 	ok "a persistent region on node 3" || not_ok "persistent region"
 on 1 "$IO" create dreg $((4 << 20)) local >/dev/null && on 1 "$IO" write dreg 8 >/dev/null &&
