@@ -223,12 +223,20 @@ void coordlog_lease(struct poold *pd, const struct region *r, const struct lease
 		coordlog_commit(pd, coordlog_write_lease(pd->coordlog->j, r, l, taken));
 }
 
-bool coordlog_stats(struct poold *pd, struct journal_stats *st)
+/* This poold's journals, at most 2: the pmem tier's ("lender"), the coordinator's. */
+size_t journals_stats(struct poold *pd, const char *names[2], struct journal_stats *st)
 {
-	if (!coordlog_on(pd))
-		return false;
-	journal_stats(pd->coordlog->j, st);
-	return true;
+	size_t n = 0;
+
+	if (pd->journal != NULL) {
+		names[n] = "lender";
+		journal_stats(pd->journal, &st[n++]);
+	}
+	if (coordlog_on(pd)) {
+		names[n] = "coordinator";
+		journal_stats(pd->coordlog->j, &st[n++]);
+	}
+	return n;
 }
 
 /* One record of the journal at open. A record that does not decode is skipped. */

@@ -24,7 +24,6 @@
 #include "daemon/extent.h"
 #include "daemon/journal.h"
 #include "daemon/poold.h"
-#include "fabric/fabric.h"
 
 #define METRICS_TIMEOUT_S 10
 
@@ -91,29 +90,25 @@ static void metrics_snap(struct poold *pd, struct evbuffer *b)
 static void metrics_rma(struct poold *pd, struct evbuffer *b)
 {
 	static const char *const by[] = {"poold", "clients"};
-	struct fab_rma_stats own = {0};
-	uint64_t v[2][4];
+	struct fab_rma_stats st[2] = {{0}, pd->client_rma};
 	size_t k;
 
 	if (pd->fab != NULL)
-		fab_ctx_rma_stats(pd->fab, &own);
-	v[0][0] = own.get_ops;
-	v[0][1] = own.get_bytes;
-	v[0][2] = own.put_ops;
-	v[0][3] = own.put_bytes;
-	memcpy(v[1], pd->client_rma, sizeof(v[1]));
+		fab_ctx_rma_stats(pd->fab, &st[0]);
 	metrics_head(b, "pool_rma_ops_total", "counter",
 		     "one-sided gets and puts issued on this node, by poold itself (copies for "
 		     "clients, spills, moves) or by its clients (as they report them)");
 	for (k = 0; k < 2; k++)
 		evbuffer_add_printf(b, "pool_rma_ops_total{by=\"%s\",op=\"get\"} %llu\n"
 				    "pool_rma_ops_total{by=\"%s\",op=\"put\"} %llu\n", by[k],
-				    (unsigned long long)v[k][0], by[k], (unsigned long long)v[k][2]);
+				    (unsigned long long)st[k].get_ops, by[k],
+				    (unsigned long long)st[k].put_ops);
 	metrics_head(b, "pool_rma_bytes_total", "counter", "bytes of those gets and puts");
 	for (k = 0; k < 2; k++)
 		evbuffer_add_printf(b, "pool_rma_bytes_total{by=\"%s\",op=\"get\"} %llu\n"
 				    "pool_rma_bytes_total{by=\"%s\",op=\"put\"} %llu\n", by[k],
-				    (unsigned long long)v[k][1], by[k], (unsigned long long)v[k][3]);
+				    (unsigned long long)st[k].get_bytes, by[k],
+				    (unsigned long long)st[k].put_bytes);
 }
 
 /*
@@ -124,14 +119,16 @@ static void metrics_rma(struct poold *pd, struct evbuffer *b)
 static int metrics_client_stats(struct req *r, const ProtobufCMessage *msg)
 {
 	const Pool__ClientStats *m = (const Pool__ClientStats *)msg;
-	const uint64_t d[4] = {m->get_ops, m->get_bytes, m->put_ops, m->put_bytes};
+	const uint64_t most = UINT64_C(1) << 48;
+	struct fab_rma_stats *st = &r->pd->client_rma;
 	Pool__Ok ok = POOL__OK__INIT;
-	size_t i;
 
 	if (r->node != r->pd->node_id)
 		return req_errorf(r, -EOPNOTSUPP, "client stats come from local clients only");
-	for (i = 0; i < 4; i++)
-		r->pd->client_rma[i] += MIN(d[i], UINT64_C(1) << 48);
+	st->get_ops += MIN(m->get_ops, most);
+	st->get_bytes += MIN(m->get_bytes, most);
+	st->put_ops += MIN(m->put_ops, most);
+	st->put_bytes += MIN(m->put_bytes, most);
 	return req_reply(r, WIRE_OK, &ok.base);
 }
 
@@ -160,22 +157,15 @@ static void metrics_journals(struct poold *pd, struct evbuffer *b)
 		 offsetof(struct journal_stats, dropped)},
 	};
 	struct journal_stats st[2];
-	bool have[2];
-	size_t i, k;
+	const char *names[2];
+	size_t n = journals_stats(pd, names, st), i, k;
 
-	if ((have[0] = pd->journal != NULL))
-		journal_stats(pd->journal, &st[0]);
-	have[1] = coordlog_stats(pd, &st[1]);
-	if (!have[0] && !have[1])
-		return;
-	for (i = 0; i < ARRAY_SIZE(m); i++) {
+	for (i = 0; n > 0 && i < ARRAY_SIZE(m); i++) {
 		metrics_head(b, m[i].name, m[i].type, m[i].help);
-		for (k = 0; k < 2; k++)
-			if (have[k])
-				evbuffer_add_printf(b, "%s{journal=\"%s\"} %llu\n", m[i].name,
-						    k ? "coordinator" : "lender",
-						    (unsigned long long)*(const uint64_t *)
-							    ((const char *)&st[k] + m[i].off));
+		for (k = 0; k < n; k++)
+			evbuffer_add_printf(b, "%s{journal=\"%s\"} %llu\n", m[i].name, names[k],
+					    (unsigned long long)*(const uint64_t *)
+						    ((const char *)&st[k] + m[i].off));
 	}
 }
 

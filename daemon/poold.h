@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "common/common.h"
+#include "fabric/fabric.h"
 #include "proto/wire.h"
 
 struct event_base;
@@ -125,8 +126,7 @@ struct poold {
 	uint64_t member_changes;    /* member state changes seen (cluster.c) */
 	struct metrics *metrics;    /* the Prometheus endpoint, if metrics.listen is set */
 	struct events *events;	    /* the recent events (events.c) */
-	uint64_t client_rma[4];	    /* local clients' one-sided transfers, as they tell them:
-				       get ops, get bytes, put ops, put bytes */
+	struct fab_rma_stats client_rma; /* local clients' one-sided transfers, as they tell them */
 	struct snapcopies *snapcopies; /* the node's copies of snapshot images (snapcopy.c) */
 	struct snapplaces *snapplaces; /* the helpers filling them for snap place (snapplace.c) */
 };
@@ -412,7 +412,7 @@ void coordlog_tombstone_done(struct poold *pd, uint64_t id, uint32_t node);
 void coordlog_namespaces(struct poold *pd);
 void coordlog_lease(struct poold *pd, const struct region *r, const struct lease *l, bool taken);
 struct journal_stats;
-bool coordlog_stats(struct poold *pd, struct journal_stats *st);
+size_t journals_stats(struct poold *pd, const char *names[2], struct journal_stats *st);
 int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
 		 const Pool__Holding *h);
 

@@ -672,12 +672,11 @@ void region_tombstones_done(struct poold *pd, uint32_t node)
 
 	for (t = TAILQ_FIRST(&pd->regions->tombstones); t != NULL; t = next) {
 		next = TAILQ_NEXT(t, entry);
-		if (t->node == node) {
-			uint64_t id = t->id;
-
-			region_tombstone_drop(pd, node, id);
-			coordlog_tombstone_done(pd, id, node);
-		}
+		if (t->node != node)
+			continue;
+		TAILQ_REMOVE(&pd->regions->tombstones, t, entry);
+		coordlog_tombstone_done(pd, t->id, node); /* once out of the list */
+		free(t);
 	}
 }
 

@@ -11,9 +11,10 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 	struct poold *pd = r->pd;
 	Pool__StatusReply reply = POOL__STATUS_REPLY__INIT;
 	Pool__JournalInfo ji[2], *jp[2];
-	struct journal_stats st;
+	struct journal_stats st[2];
+	const char *names[2];
 	char role[32];
-	size_t n = 0, i;
+	size_t n, i;
 
 	conf_format(pd->conf, conf_find("role"), role, sizeof(role));
 	reply.version = PACKAGE_VERSION;
@@ -27,20 +28,16 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 	reply.socket = pd->conf->socket;
 	reply.reloads = pd->reloads;
 	reply.requests = pd->requests;
-	for (i = 0; i < 2; i++) {
-		if (i == 0 ? pd->journal == NULL : !coordlog_stats(pd, &st))
-			continue;
-		if (i == 0)
-			journal_stats(pd->journal, &st);
-		pool__journal_info__init(&ji[n]);
-		ji[n].name = i == 0 ? "lender" : "coordinator";
-		ji[n].records = st.records;
-		ji[n].used = st.used;
-		ji[n].half = st.size;
-		ji[n].rewrites = st.rewrites;
-		ji[n].dropped = st.dropped;
-		jp[n] = &ji[n];
-		n++;
+	n = journals_stats(pd, names, st);
+	for (i = 0; i < n; i++) {
+		pool__journal_info__init(&ji[i]);
+		ji[i].name = (char *)names[i];
+		ji[i].records = st[i].records;
+		ji[i].used = st[i].used;
+		ji[i].half = st[i].size;
+		ji[i].rewrites = st[i].rewrites;
+		ji[i].dropped = st[i].dropped;
+		jp[i] = &ji[i];
 	}
 	reply.journals = jp;
 	reply.n_journals = n;

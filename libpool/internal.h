@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "fabric/fabric.h"
 #include "libpool/libpool.h"
 #include "proto/wire.h"
 
@@ -14,7 +15,6 @@
 #define POOL_CALL_TIMEOUT_MS 30000
 #define REGION_IO_TIMEOUT_MS 30000
 
-struct fab_ctx;
 struct pool_node;
 
 struct pool {
@@ -35,11 +35,9 @@ struct pool {
 	} amaps[8];
 	size_t namaps;
 	bool amap_refused;
-	/* The one-sided transfers told to poold, and when (under lock). */
-	struct pool_rma_told {
-		uint64_t ops[2], bytes[2]; /* get, put */
-		uint64_t at_ms;
-	} rma_told;
+	/* The one-sided transfers told to poold (under lock), and when. */
+	struct fab_rma_stats rma_told;
+	uint64_t rma_told_ms; /* read without the lock too: atomically */
 };
 
 /* error.c */

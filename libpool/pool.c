@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "common/common.h"
-#include "fabric/fabric.h"
 #include "libpool/internal.h"
 
 struct pool_status {
@@ -88,24 +87,24 @@ int pool_send(struct pool *pool, uint16_t type, const ProtobufCMessage *req, uin
 void pool_rma_report(struct pool *pool, bool closing)
 {
 	Pool__ClientStats m = POOL__CLIENT_STATS__INIT;
-	struct pool_rma_told *t = &pool->rma_told;
-	struct fab_rma_stats st;
+	struct fab_rma_stats *t = &pool->rma_told, st;
 	uint64_t now = units_now_ms();
 
-	if (pool->fab == NULL)
+	/* The data paths take the lock only once a second. */
+	if (pool->fab == NULL ||
+	    (!closing && now - __atomic_load_n(&pool->rma_told_ms, __ATOMIC_RELAXED) < 1000))
 		return;
 	pthread_mutex_lock(&pool->lock);
-	if (closing || now - t->at_ms >= 1000) {
+	if (closing || now - pool->rma_told_ms >= 1000) {
+		__atomic_store_n(&pool->rma_told_ms, now, __ATOMIC_RELAXED);
 		fab_ctx_rma_stats(pool->fab, &st);
-		m.get_ops = st.get_ops - t->ops[0];
-		m.get_bytes = st.get_bytes - t->bytes[0];
-		m.put_ops = st.put_ops - t->ops[1];
-		m.put_bytes = st.put_bytes - t->bytes[1];
-		t->at_ms = now;
+		m.get_ops = st.get_ops - t->get_ops;
+		m.get_bytes = st.get_bytes - t->get_bytes;
+		m.put_ops = st.put_ops - t->put_ops;
+		m.put_bytes = st.put_bytes - t->put_bytes;
 		if ((m.get_ops > 0 || m.put_ops > 0) &&
 		    wire_client_send(pool->wc, WIRE_CLIENT_STATS, &m.base) == 0)
-			*t = (struct pool_rma_told){{st.get_ops, st.put_ops},
-						    {st.get_bytes, st.put_bytes}, now};
+			*t = st;
 	}
 	pthread_mutex_unlock(&pool->lock);
 }
