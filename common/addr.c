@@ -52,6 +52,19 @@ int addr_check(const char *name, const char *s, char *errbuf, size_t errlen)
 	return 0;
 }
 
+/* Whether host:port names only this host's loopback (127.0.0.0/8, ::1, localhost). */
+bool addr_is_loopback(const char *s)
+{
+	char host[256], port[8];
+	struct in_addr a4;
+
+	if (addr_split(s, host, sizeof(host), port, sizeof(port)) < 0)
+		return false;
+	if (strcmp(host, "localhost") == 0 || strcmp(host, "::1") == 0)
+		return true;
+	return inet_pton(AF_INET, host, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
+}
+
 /* Resolve host:port (IPv4 or IPv6, numeric or a name) into a socket address. */
 int addr_parse(const char *s, struct sockaddr_storage *ret_sa, unsigned *ret_len)
 {

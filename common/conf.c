@@ -435,7 +435,18 @@ int conf_finish(struct poold_conf *conf, struct conf_error *err)
 		snprintf(err->msg, sizeof(err->msg), "resp.listen: only the coordinator serves RESP");
 		return -EINVAL;
 	}
-	return conf_load_secret(conf, err);
+	rc = conf_load_secret(conf, err);
+	if (rc < 0)
+		return rc;
+	/* Whoever reaches an open peer listener would be a node, trusted with any uid. */
+	if (conf->role == ROLE_COORDINATOR && conf->peer_listen[0] != '\0' &&
+	    conf->secret[0] == '\0' && !addr_is_loopback(conf->peer_listen)) {
+		snprintf(err->msg, sizeof(err->msg), "peer.listen: %s is reachable from other hosts: "
+			 "set peer.secret or peer.secret_file (nodes authenticate with it)",
+			 conf->peer_listen);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static char *conf_trim(char *s)

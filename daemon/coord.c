@@ -34,6 +34,8 @@ struct coord_peer {
 	struct conn *conn;
 	struct member *m; /* once registered */
 	bool hello_done;
+	uint8_t nonce[PEERAUTH_NONCE_LEN];	/* our challenge on this link */
+	uint8_t node_nonce[PEERAUTH_NONCE_LEN]; /* the node's, from its Hello */
 	char addr[64];
 };
 
@@ -477,14 +479,16 @@ static int coord_refuse(struct coord_peer *p, uint64_t req_id, int code, const c
 	return code;
 }
 
-static bool coord_secret_ok(const char *want, const char *got)
+/* With a secret: whether the node proved it knows it, on this link's nonces. */
+static bool coord_node_authentic(const struct coord_peer *p, const Pool__Register *reg)
 {
-	size_t lw = strlen(want), lg = strlen(got), i;
-	unsigned char diff = lw != lg;
+	const char *secret = p->co->pd->conf->secret;
+	uint8_t want[PEERAUTH_PROOF_LEN];
 
-	for (i = 0; i < lw; i++)
-		diff |= (unsigned char)(want[i] ^ (i < lg ? got[i] : 0));
-	return diff == 0;
+	if (secret[0] == '\0')
+		return true;
+	return peerauth_node_proof(secret, p->nonce, p->node_nonce, reg->node->name, want) == 0 &&
+	       peerauth_equal(want, reg->proof.data, reg->has_proof ? reg->proof.len : 0);
 }
 
 static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Register *reg)
@@ -501,9 +505,17 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	size_t n = 0;
 	int rc;
 
-	if (pd->conf->secret[0] != '\0' && !coord_secret_ok(pd->conf->secret, reg->secret))
+	if (reg->secret != NULL && reg->secret[0] != '\0') {
+		events_add(pd, "member", "refused peer %s: it sent a secret in clear", p->addr);
+		return coord_refuse(p, req_id, -EACCES, "node '%s' sent a secret in clear (an older "
+				    "poold?): refused", info->name);
+	}
+	if (!coord_node_authentic(p, reg)) {
+		events_add(pd, "member", "refused peer %s: node '%s' failed authentication", p->addr,
+			   info->name);
 		return coord_refuse(p, req_id, -EACCES, "node '%s' presented a wrong peer secret",
 				    info->name);
+	}
 	if (info->name[0] == '\0' || strlen(info->name) > 63)
 		return coord_refuse(p, req_id, -EINVAL, "invalid node name");
 	m = cluster_find_name(pd, info->name);
@@ -643,6 +655,8 @@ static void coord_forwarded(struct coord_peer *p, uint64_t req_id, const Pool__F
 static void coord_hello(struct coord_peer *p, const struct wire_hdr *hdr, const uint8_t *payload)
 {
 	Pool__HelloReply reply = POOL__HELLO_REPLY__INIT;
+	const char *secret = p->co->pd->conf->secret;
+	uint8_t proof[PEERAUTH_PROOF_LEN];
 	Pool__Hello *hello = NULL;
 
 	if (hdr->type != WIRE_HELLO ||
@@ -657,6 +671,27 @@ static void coord_hello(struct coord_peer *p, const struct wire_hdr *hdr, const 
 			     "version %u", hello->version, WIRE_VERSION);
 		wire_msg_free(&hello->base);
 		return;
+	}
+	if (secret[0] != '\0') {
+		if (!hello->has_nonce || hello->nonce.len != PEERAUTH_NONCE_LEN) {
+			wire_msg_free(&hello->base);
+			events_add(p->co->pd, "member", "refused peer %s: no challenge", p->addr);
+			coord_refuse(p, hdr->req_id, -EACCES, "peer links need authentication: "
+				     "hello without a challenge");
+			return;
+		}
+		memcpy(p->node_nonce, hello->nonce.data, PEERAUTH_NONCE_LEN);
+		if (peerauth_nonce(p->nonce) < 0 ||
+		    peerauth_coord_proof(secret, p->node_nonce, p->nonce, proof) < 0) {
+			wire_msg_free(&hello->base);
+			coord_refuse(p, hdr->req_id, -EIO, "cannot compute the authentication proof");
+			return;
+		}
+		reply.has_nonce = reply.has_proof = 1;
+		reply.nonce.data = p->nonce;
+		reply.nonce.len = sizeof(p->nonce);
+		reply.proof.data = proof;
+		reply.proof.len = sizeof(proof);
 	}
 	wire_msg_free(&hello->base);
 	p->hello_done = true;

@@ -2,7 +2,7 @@
 sbin_PROGRAMS += daemon/poold
 daemon_poold_SOURCES = daemon/poold.h daemon/poold.c daemon/pidfile.c daemon/conn.c daemon/control.c \
 	daemon/status.c daemon/reload.c daemon/cluster.c daemon/numa.c daemon/coord.c \
-	daemon/peer.c daemon/probe.c daemon/nodes.c daemon/lend.c daemon/extent.h daemon/extent.c \
+	daemon/peer.c daemon/peerauth.c daemon/probe.c daemon/nodes.c daemon/lend.c daemon/extent.h daemon/extent.c \
 	daemon/region.c daemon/reclaim.c daemon/arena.c daemon/ledger.h daemon/ledger.c \
 	daemon/placement.h daemon/placement.c \
 	daemon/hold.c daemon/kv.c daemon/resp.c daemon/journal.h daemon/journal.c daemon/coordlog.c daemon/vec.c daemon/respparse.h daemon/respparse.c \
@@ -10,7 +10,7 @@ daemon_poold_SOURCES = daemon/poold.h daemon/poold.c daemon/pidfile.c daemon/con
 	daemon/snapplace.c
 daemon_poold_CPPFLAGS = $(AM_CPPFLAGS) -DPOOL_BINDIR='"$(bindir)"'
 daemon_poold_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(PMEM2_CFLAGS) \
-	$(XXHASH_CFLAGS)
+	$(XXHASH_CFLAGS) $(CRYPTO_CFLAGS)
 daemon_poold_LDADD = fabric/libfabric.la proto/libwire.la libpool/libvecindex.la common/libconf.la \
 	common/libcommon.la $(EVENT_LIBS) $(PROTOBUF_C_LIBS) $(NUMA_LIBS) $(PMEM2_LIBS) \
-	$(XXHASH_LIBS)
+	$(XXHASH_LIBS) $(CRYPTO_LIBS)

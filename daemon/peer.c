@@ -1,8 +1,10 @@
 /*
  * daemon/peer.c - a node's link to its coordinator.
  *
- * The node connects, says Hello, registers (with the shared secret) and
- * then sends a heartbeat every heartbeat.interval. It mirrors the member
+ * The node connects, says Hello, checks that the coordinator knows the
+ * shared secret, registers with its own proof of it (peerauth.c: the secret
+ * never crosses the link) and then sends a heartbeat every
+ * heartbeat.interval. It mirrors the member
  * table from the coordinator's replies and member events, runs the link
  * probes the coordinator asks for, and forwards its clients' cluster-wide
  * requests. When the coordinator stops answering for heartbeat.misses
@@ -44,6 +46,7 @@ struct peer {
 	uint64_t retry_ms;
 	uint64_t hb_ms;	    /* the coordinator's heartbeat settings, once registered */
 	uint64_t hb_misses;
+	uint8_t nonce[PEERAUTH_NONCE_LEN]; /* this link's challenge to the coordinator */
 	TAILQ_HEAD(, forward) forwards;
 	unsigned nforwards;
 	/* The KV namespaces the coordinator last told of (a packed KvNsReply), for a restarted one. */
@@ -111,19 +114,45 @@ static void peer_reset(struct peer *pe, const char *why)
 	peer_schedule(pe, pe->retry_ms);
 }
 
-static void peer_register(struct peer *pe)
+/*
+ * The coordinator's HelloReply: with a secret, it must prove it knows it
+ * (else it is not ours, and learns nothing more); then register, with this
+ * node's own proof.
+ */
+static void peer_register(struct peer *pe, const Pool__HelloReply *hr)
 {
 	Pool__Register reg = POOL__REGISTER__INIT;
+	const char *secret = pe->pd->conf->secret;
+	uint8_t want[PEERAUTH_PROOF_LEN], proof[PEERAUTH_PROOF_LEN];
 	ProtobufCMessage *defs = NULL;
 	Pool__NodeInfo self;
 
+	if (secret[0] != '\0') {
+		if (!hr->has_nonce || hr->nonce.len != PEERAUTH_NONCE_LEN ||
+		    peerauth_coord_proof(secret, pe->nonce, hr->nonce.data, want) < 0 ||
+		    !peerauth_equal(want, hr->proof.data, hr->has_proof ? hr->proof.len : 0)) {
+			log_warnx("coordinator %s did not prove it knows peer.secret: not joining",
+				  pe->pd->conf->coordinator);
+			events_add(pe->pd, "coordinator", "coordinator %s failed authentication",
+				   pe->pd->conf->coordinator);
+			peer_reset(pe, "the coordinator failed authentication");
+			return;
+		}
+		if (peerauth_node_proof(secret, hr->nonce.data, pe->nonce,
+					pe->pd->conf->node_name, proof) < 0) {
+			peer_reset(pe, "cannot compute the authentication proof");
+			return;
+		}
+		reg.has_proof = 1;
+		reg.proof.data = proof;
+		reg.proof.len = sizeof(proof);
+	}
 	if (cluster_self_info(pe->pd, &self) < 0) {
 		peer_reset(pe, "out of memory");
 		return;
 	}
 	self.id = (uint32_t)pe->pd->conf->node_id;
 	reg.node = &self;
-	reg.secret = pe->pd->conf->secret;
 	/* Sessions that ended while the link was down are those not listed. */
 	if (control_sessions(pe->pd, &reg.sessions, &reg.n_sessions) < 0)
 		reg.n_sessions = 0;
@@ -270,7 +299,7 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 	switch (hdr->type) {
 	case WIRE_HELLO_REPLY:
 		if (pe->state == PEER_HELLO)
-			peer_register(pe);
+			peer_register(pe, (Pool__HelloReply *)msg);
 		break;
 	case WIRE_REGISTER_REPLY:
 		if (pe->state == PEER_REGISTERING)
@@ -372,6 +401,13 @@ static void peer_connected(struct conn *conn, void *arg)
 
 	hello.version = WIRE_VERSION;
 	hello.name = pe->pd->conf->node_name;
+	if (peerauth_nonce(pe->nonce) < 0) {
+		peer_reset(pe, "no random bytes for the challenge");
+		return;
+	}
+	hello.has_nonce = 1;
+	hello.nonce.data = pe->nonce;
+	hello.nonce.len = sizeof(pe->nonce);
 	pe->state = PEER_HELLO;
 	conn_send(conn, WIRE_HELLO, ++pe->next_id, &hello.base);
 }

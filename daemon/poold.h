@@ -530,6 +530,16 @@ void peer_close(struct poold *pd);
 int peer_forward(struct req *r, uint16_t type, const uint8_t *payload, size_t len);
 void peer_session_end(struct poold *pd, uint64_t session);
 
+/* peerauth.c: challenge-response on the peer secret */
+#define PEERAUTH_NONCE_LEN 32
+#define PEERAUTH_PROOF_LEN 32
+int peerauth_nonce(uint8_t ret_nonce[PEERAUTH_NONCE_LEN]);
+int peerauth_coord_proof(const char *secret, const uint8_t *nn, const uint8_t *nc,
+			 uint8_t ret_proof[PEERAUTH_PROOF_LEN]);
+int peerauth_node_proof(const char *secret, const uint8_t *nc, const uint8_t *nn,
+			const char *name, uint8_t ret_proof[PEERAUTH_PROOF_LEN]);
+bool peerauth_equal(const uint8_t want[PEERAUTH_PROOF_LEN], const uint8_t *got, size_t len);
+
 /* probe.c: link probes over the fabric */
 typedef void (*probe_done_cb)(struct poold *pd, Pool__ProbeResult **results, size_t n, void *arg);
 int probe_run(struct poold *pd, const uint32_t *targets, size_t ntargets, probe_done_cb cb,

@@ -93,22 +93,53 @@ holder=$(cat "$CLUSTER_TMP/anon.pid")
 	not_ok "the anonymous region of a fenced node's client is still there"
 kill "$holder" 2>/dev/null
 
-# A node with a wrong secret is refused, with the reason logged on both sides.
+# A node with a wrong secret does not join: the coordinator's proof of the
+# secret fails at the node, which never registers nor sends its secret.
 pool_node_kill 4
 pool_wait_state 1 h4 dead 5
 POOL_SECRET=wrong pool_node_start 4
 sleep 1.5
-grep -q "node 'h4' presented a wrong peer secret" "$(cluster_dir 1)/poold.log" && ok "coordinator logs the wrong secret" || not_ok "coordinator logs the wrong secret"
-grep -q "refused: node 'h4' presented a wrong peer secret" "$(cluster_dir 4)/poold.log" && ok "node logs why it was refused" || not_ok "node logs refusal"
+grep -q "coordinator $(pool_coord_addr) did not prove it knows peer.secret: not joining" "$(cluster_dir 4)/poold.log" \
+	&& ok "a node with another secret refuses the coordinator, and logs why" || not_ok "node logs refusal"
 pool_wait_state 1 h4 dead 1 && ok "refused node stays out" || not_ok "refused node stays out"
 pool_node_kill 4
 
+# A rogue coordinator (it does not know the secret) learns nothing: the node
+# sends no secret and does not register.
+fake=$(cluster_port 4 7499)
+cluster_exec 4 python3 "$top_srcdir/tests/integration/wire.py" "$fake" fake-coordinator "$POOL_SECRET" 2 \
+	>"$CLUSTER_TMP/fake.out" 2>&1 &
+fakepid=$!
+sleep 0.3
+pool_node_start 4 -o "coordinator=$(cluster_addr 4):$fake"
+wait $fakepid && ok "$(cat "$CLUSTER_TMP/fake.out")" || { not_ok "a rogue coordinator got the secret or a register"; cat "$CLUSTER_TMP/fake.out"; }
+pool_node_kill 4
+
+# Raw peers: a hello without a challenge, a register with the secret in
+# clear (what an older poold sends) and one with a forged proof are refused
+# and logged; none joins.
+for c in peer-no-challenge "peer-clear-secret $POOL_SECRET" peer-forged-proof; do
+	# shellcheck disable=SC2086
+	out=$(cluster_exec 2 python3 "$top_srcdir/tests/integration/wire.py" "tcp:$(pool_coord_addr)" $c 2>&1)
+	case $c in
+	peer-no-challenge) want="hello without a challenge" ;;
+	peer-clear*) want="node 'rogue' sent a secret in clear" ;;
+	*) want="node 'rogue' presented a wrong peer secret" ;;
+	esac
+	echo "$out" | grep -q "$want" && grep -q "refused peer .*$want" "$(cluster_dir 1)/poold.log" \
+		&& ok "${c%% *}: refused and logged ($want)" || { not_ok "${c%% *} refused"; echo "$out"; }
+done
+pctl 1 --json nodes | python3 -c '
+import json, sys
+sys.exit(any(n["name"] == "rogue" for n in json.load(sys.stdin)["nodes"]))' \
+	&& ok "no rogue node joined" || not_ok "a rogue node joined"
+
 # A peer speaking another protocol version is refused with a clear message.
 out=$(cluster_exec 2 python3 "$top_srcdir/tests/integration/wire.py" "tcp:$(pool_coord_addr)" version 2>&1)
-echo "$out" | grep -q "protocol version 6 is not supported: this poold speaks version 1" \
+echo "$out" | grep -q "protocol version 7 is not supported: this poold speaks version 2" \
 	&& ok "other protocol version refused clearly" || { not_ok "other protocol version refused"; echo "$out"; }
 out=$(cluster_exec 2 python3 "$top_srcdir/tests/integration/wire.py" "tcp:$(pool_coord_addr)" hello-version 2>&1)
-echo "$out" | grep -q "protocol version 2 is not supported: this coordinator speaks version 1" \
+echo "$out" | grep -q "protocol version 3 is not supported: this coordinator speaks version 2" \
 	&& ok "hello with another version refused clearly" || { not_ok "hello version refused"; echo "$out"; }
 
 # Coordinator gone: a node's cluster requests fail fast, then work once it is back.

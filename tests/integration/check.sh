@@ -33,6 +33,12 @@ try_bad "log.level = chatty" "log.level: 'chatty' is not one of"
 try_bad "control.max_frame = 4M" "control.max_frame: set twice \(first at line 1\)"
 try_bad "garbage line" "expected 'name = value'"
 
+# A coordinator that other hosts can reach needs a secret; loopback does not.
+check_exit 1 "peer.listen beyond loopback without a secret is refused" "$POOLD" -n -o peer.listen=0.0.0.0:7400
+check_out "peer.listen: 0.0.0.0:7400 is reachable from other hosts: set peer.secret" "the refusal says why and what to set"
+check_exit 0 "... accepted with a secret" "$POOLD" -n -o peer.listen=0.0.0.0:7400 -o peer.secret=s3cret
+check_exit 0 "... and on loopback without one" "$POOLD" -n -o peer.listen=127.0.0.1:7400
+
 check_exit 1 "missing file" "$POOLD" -n -f "$TEST_DIR/none.conf"
 check_out "none.conf: cannot open" "missing file is named"
 check_exit 1 "bad -o override" "$POOLD" -n -o lend.size=huge
@@ -40,7 +46,7 @@ check_out "command line: lend.size: 'huge'" "override error says command line"
 check_exit 2 "bad poold option" "$POOLD" -Z
 check_exit 2 "stray poold argument" "$POOLD" extra
 "$POOLD" -V >"$TEST_DIR/out" 2>&1
-check_out "^poold [0-9.]+ \(protocol 1\)" "poold -V prints the version"
+check_out "^poold [0-9.]+ \(protocol 2\)" "poold -V prints the version"
 check_exit 0 "poold -h" "$POOLD" -h
 check "poolctl config check --json" "$POOLCTL" --json config check "$good"
 check_out '"valid":true' "json check result"

@@ -8,8 +8,9 @@ import socket
 import struct
 import sys
 
-VERSION = 1
+VERSION = 2
 HELLO, HELLO_REPLY, ERROR, OK, STATUS, STATUS_REPLY = 1, 2, 3, 4, 5, 6
+REGISTER = 10
 
 
 def varint(n):
@@ -36,6 +37,89 @@ def frame(mtype, payload=b"", req_id=1, version=VERSION, length=None):
     if length is None:
         length = len(payload)
     return struct.pack(">IHHQ", length, mtype, version, req_id) + payload
+
+
+def vfield(num, n):
+    """A varint protobuf field."""
+    return varint(num << 3) + varint(n)
+
+
+def parse(payload):
+    """The fields of a protobuf message: {number: [value, ...]} (varints and bytes)."""
+    out, i = {}, 0
+    while i < len(payload):
+        key, i = read_varint(payload, i)
+        if key & 7 == 0:
+            v, i = read_varint(payload, i)
+        elif key & 7 == 2:
+            n, i = read_varint(payload, i)
+            v, i = payload[i:i + n], i + n
+        else:
+            raise ValueError("wire type %d" % (key & 7))
+        out.setdefault(key >> 3, []).append(v)
+    return out
+
+
+def read_varint(b, i):
+    n = shift = 0
+    while True:
+        n |= (b[i] & 0x7F) << shift
+        shift += 7
+        i += 1
+        if not b[i - 1] & 0x80:
+            return n, i
+
+
+def node_info(name):
+    """A NodeInfo with every required field, for a node that lends nothing."""
+    return (vfield(1, 0) + field(2, name.encode()) + field(3, b"") + field(4, b"x") +
+            field(5, b"0") + field(6, b"node") + vfield(8, 0) + vfield(9, 0) +
+            vfield(10, 0) + vfield(11, 0) + field(12, b"") + vfield(13, 1))
+
+
+def peer_join(s, name, secret=None, proof=None):
+    """Hello with a challenge, then Register as a node (the secret in clear, or a proof)."""
+    s.sendall(frame(HELLO, hello_payload() + field(3, os.urandom(32))))
+    r = read_frame(s)
+    assert r and r[0] == HELLO_REPLY, r
+    reg = field(1, node_info(name))
+    if secret is not None:
+        reg += field(2, secret.encode())
+    if proof is not None:
+        reg += field(5, proof)
+    s.sendall(frame(REGISTER, reg, req_id=2))
+    return read_frame(s)
+
+
+def fake_coordinator(port, secret, seconds):
+    """Accept one node, answer its Hello with a forged proof; what did it send?"""
+    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("0.0.0.0", port))
+    ls.listen(1)
+    ls.settimeout(seconds)
+    s, _ = ls.accept()
+    s.settimeout(seconds)
+    got, types = b"", []
+    r = read_frame(s)
+    assert r and r[0] == HELLO, r
+    got += r[2]
+    nonce = parse(r[2]).get(3, [b""])[0]
+    assert len(nonce) == 32, "the node's hello has no challenge"
+    s.sendall(frame(HELLO_REPLY, vfield(1, VERSION) + field(2, b"fake") + vfield(3, 1) +
+                    field(5, os.urandom(32)) + field(6, os.urandom(32)), req_id=r[1]))
+    try:
+        while True:
+            r = read_frame(s)
+            if r is None:
+                break
+            types.append(r[0])
+            got += r[2]
+    except (socket.timeout, ConnectionResetError):
+        pass  # the node drops a link it cannot trust
+    assert secret.encode() not in got, "the node sent its secret"
+    assert REGISTER not in types, "the node registered with a coordinator that proved nothing"
+    print("the node sent no secret and did not register (frames after hello: %s)" % types)
 
 
 def connect(path):
@@ -96,6 +180,9 @@ def closed(s):
 
 def main():
     path, case = sys.argv[1], sys.argv[2]
+    if case == "fake-coordinator":
+        fake_coordinator(int(path), sys.argv[3], float(sys.argv[4]))
+        return
     s = connect(path)
     if case == "garbage":
         s.sendall(bytes(range(256)) * 4)
@@ -128,6 +215,22 @@ def main():
     elif case == "hello-version":
         s.sendall(frame(HELLO, hello_payload(VERSION + 1)))
         r = read_frame(s)
+        assert r and r[0] == ERROR, r
+        print("reply:", error_text(r[2]))
+        assert closed(s)
+    elif case == "peer-no-challenge":
+        s.sendall(frame(HELLO, hello_payload()))
+        r = read_frame(s)
+        assert r and r[0] == ERROR, r
+        print("reply:", error_text(r[2]))
+        assert closed(s)
+    elif case == "peer-clear-secret":
+        r = peer_join(s, "rogue", secret=sys.argv[3])
+        assert r and r[0] == ERROR, r
+        print("reply:", error_text(r[2]))
+        assert closed(s)
+    elif case == "peer-forged-proof":
+        r = peer_join(s, "rogue", proof=os.urandom(32))
         assert r and r[0] == ERROR, r
         print("reply:", error_text(r[2]))
         assert closed(s)
