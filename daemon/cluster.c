@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "daemon/poold.h"
+#include "libpool/libpool.h"
 #include "fabric/fabric.h"
 
 /* The word for a member state, as poolctl shows it. */
@@ -55,13 +56,27 @@ static Pool__NodeInfo *cluster_info_dup(const Pool__NodeInfo *info)
 	return copy;
 }
 
+/* Forget the member's unpacked arena keys (its record changed, or its endpoint went). */
+static void cluster_drop_arena_rkeys(struct member *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->n_arena_rkeys; i++)
+		if (m->arena_rkeys[i] != NULL)
+			fab_rkey_destroy(m->arena_rkeys[i]);
+	free(m->arena_rkeys);
+	m->arena_rkeys = NULL;
+	m->n_arena_rkeys = 0;
+}
+
 /* Close the fabric endpoint to a member; the next cluster_ep() makes a new one. */
 void cluster_drop_ep(struct member *m)
 {
-	if (m->probe_rkey != NULL)
-		fab_rkey_destroy(m->probe_rkey);
 	if (m->ep != NULL)
 		fab_ep_abort(m->ep); /* never wait on a peer that may be gone */
+	cluster_drop_arena_rkeys(m);
+	if (m->probe_rkey != NULL)
+		fab_rkey_destroy(m->probe_rkey);
 	m->probe_rkey = NULL;
 	m->ep = NULL;
 }
@@ -85,6 +100,7 @@ int cluster_update(struct poold *pd, const Pool__NodeInfo *info, struct member *
 		}
 		TAILQ_INSERT_TAIL(&pd->members, m, entry);
 	} else {
+		/* A new incarnation has new keys; the same one keeps its endpoint and keys. */
 		if (m->info->incarnation != info->incarnation)
 			cluster_drop_ep(m);
 		pool__node_info__free_unpacked(m->info, NULL);
@@ -174,13 +190,18 @@ void cluster_self_info_free(Pool__NodeInfo *info)
 	info->n_arenas = 0;
 }
 
-/* The member table as Member messages (borrowing each member's info). */
-int cluster_members_msg(struct poold *pd, Pool__Member ***ret_members, size_t *ret_n)
+/*
+ * The member list as Member messages pointing into the table. For clients
+ * (public) each record is a copy without what reaches a worker: no worker
+ * address, no probe or arena keys; those travel only on peer links.
+ */
+int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_members,
+			size_t *ret_n)
 {
 	uint64_t now = units_now_ms();
 	Pool__Member **out;
 	struct member *m;
-	size_t n = 0;
+	size_t n = 0, k;
 
 	TAILQ_FOREACH(m, &pd->members, entry)
 		n++;
@@ -189,13 +210,36 @@ int cluster_members_msg(struct poold *pd, Pool__Member ***ret_members, size_t *r
 		return -ENOMEM;
 	n = 0;
 	TAILQ_FOREACH(m, &pd->members, entry) {
-		out[n] = malloc(sizeof(**out));
+		size_t na = public ? m->info->n_arenas : 0;
+		Pool__NodeInfo *info;
+		Pool__Arena *arenas, **ap;
+
+		/* One block: the member, and for clients its record's copy and arenas. */
+		out[n] = malloc(sizeof(**out) + (public ? sizeof(*info) : 0) +
+				na * (sizeof(*arenas) + sizeof(*ap)));
 		if (out[n] == NULL) {
 			cluster_members_msg_free(out, n);
 			return -ENOMEM;
 		}
 		pool__member__init(out[n]);
 		out[n]->node = m->info;
+		if (public) {
+			info = (Pool__NodeInfo *)(out[n] + 1);
+			arenas = (Pool__Arena *)(info + 1);
+			ap = (Pool__Arena **)(arenas + na);
+			*info = *m->info;
+			info->worker_addr.len = 0;
+			info->probe_rkey.len = 0;
+			info->probe_addr = 0;
+			for (k = 0; k < na; k++) {
+				arenas[k] = *m->info->arenas[k];
+				arenas[k].rkey.len = 0;
+				arenas[k].addr = 0;
+				ap[k] = &arenas[k];
+			}
+			info->arenas = ap;
+			out[n]->node = info;
+		}
 		out[n]->state = (char *)member_state_name(m->state);
 		out[n]->heartbeat_age_ms = pd->coord ? now - m->last_heartbeat : m->heartbeat_age_ms;
 		n++;
@@ -215,10 +259,14 @@ void cluster_members_msg_free(Pool__Member **members, size_t n)
 	free(members);
 }
 
+/* Endpoints made so far: each gets a number of its own (member.ep_gen). */
+static uint64_t cluster_ep_gens;
+
 static void cluster_ep_failed(struct fab_ep *ep, int err, void *arg)
 {
 	struct member *m = arg;
 
+	m->ep_failed_ms = units_now_ms();
 	log_warnx("fabric endpoint to node %u (%s) failed: %s", m->info->id, m->info->name,
 		  err_str(err));
 }
@@ -241,6 +289,7 @@ int cluster_ep(struct poold *pd, struct member *m, struct fab_ep **ret_ep,
 		if (rc < 0)
 			return rc;
 		m->ep_incarnation = m->info->incarnation;
+		m->ep_gen = ++cluster_ep_gens;
 		rc = fab_rkey_unpack(m->ep, m->info->probe_rkey.data, m->info->probe_rkey.len,
 				     &m->probe_rkey);
 		if (rc < 0) {
@@ -251,4 +300,78 @@ int cluster_ep(struct poold *pd, struct member *m, struct fab_ep **ret_ep,
 	*ret_ep = m->ep;
 	*ret_rkey = m->probe_rkey;
 	return 0;
+}
+
+/*
+ * Where poold reaches [off, off+len) of arena of a node over the fabric:
+ * the member's endpoint (shared by everything this poold sends it: UCX 1.13
+ * over TCP pairs the endpoints two workers make to each other, so closing
+ * one of several can silence the other), the arena's key, the remote address
+ * and the endpoint's generation (cluster_ep_of()). The endpoint and key
+ * belong to the member: use them only while cluster_ep_of() gives it.
+ * -ERANGE when the arena does not hold that range.
+ */
+int cluster_arena(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
+		  struct fab_ep **ret_ep, struct fab_rkey **ret_rkey, uint64_t *ret_raddr,
+		  uint64_t *ret_gen)
+{
+	struct member *m = cluster_find(pd, node);
+	struct fab_rkey *probe;
+	struct fab_ep *ep;
+	size_t k;
+	int rc;
+
+	if (m == NULL || m->state == MEMBER_DEAD)
+		return POOL_ELOST;
+	/*
+	 * An endpoint that failed is not made again at once for the same
+	 * incarnation: its lender most likely died, and a new one announces
+	 * itself. Transfers fail fast meanwhile, for a heartbeat interval.
+	 */
+	if (m->ep != NULL && fab_ep_error(m->ep) != 0 &&
+	    m->ep_incarnation == m->info->incarnation &&
+	    units_now_ms() - m->ep_failed_ms < (uint64_t)pd->conf->heartbeat_ms)
+		return POOL_ELOST;
+	rc = cluster_ep(pd, m, &ep, &probe);
+	if (rc < 0)
+		return rc;
+	for (k = 0; k < m->info->n_arenas && m->info->arenas[k]->id != arena; k++)
+		;
+	if (k == m->info->n_arenas)
+		return -ENOENT;
+	if (off > m->info->arenas[k]->size || len > m->info->arenas[k]->size - off)
+		return -ERANGE;
+	if (m->arena_rkeys == NULL) {
+		m->arena_rkeys = calloc(m->info->n_arenas, sizeof(*m->arena_rkeys));
+		if (m->arena_rkeys == NULL)
+			return -ENOMEM;
+		m->n_arena_rkeys = m->info->n_arenas;
+	}
+	if (k >= m->n_arena_rkeys)
+		return -ENOENT;
+	if (m->arena_rkeys[k] == NULL) {
+		rc = fab_rkey_unpack(ep, m->info->arenas[k]->rkey.data, m->info->arenas[k]->rkey.len,
+				     &m->arena_rkeys[k]);
+		if (rc < 0)
+			return rc;
+	}
+	*ret_ep = ep;
+	*ret_rkey = m->arena_rkeys[k];
+	*ret_raddr = m->info->arenas[k]->addr + off;
+	*ret_gen = m->ep_gen;
+	return 0;
+}
+
+/*
+ * The endpoint to node that cluster_arena() gave as generation gen, if it
+ * is still the member's and has not failed; NULL once it was closed (its
+ * transfers were cancelled) or replaced.
+ */
+struct fab_ep *cluster_ep_of(struct poold *pd, uint32_t node, uint64_t gen)
+{
+	struct member *m = cluster_find(pd, node);
+
+	if (m == NULL || m->ep == NULL || m->ep_gen != gen || fab_ep_error(m->ep) != 0)
+		return NULL;
+	return m->ep;
 }

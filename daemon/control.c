@@ -69,6 +69,7 @@ static const struct ctl_handler *const handler_tables[] = {
 	snapcopy_handlers,
 	snapplace_handlers,
 	metrics_handlers,
+	xfer_handlers,
 };
 
 static const struct ctl_handler *handlers[WIRE_TYPE_MAX];
@@ -80,6 +81,11 @@ void control_notify(struct poold *pd, uint64_t session, uint16_t type, const Pro
 
 	TAILQ_FOREACH(c, &pd->control->conns, entry)
 		if (c->session == session) {
+			if (type == WIRE_REGION_NOTICE) {
+				const Pool__RegionNotice *rn = (const Pool__RegionNotice *)msg;
+
+				grant_notice(pd, session, rn->name, rn->event);
+			}
 			conn_send(c->conn, type, 0, msg);
 			return;
 		}
@@ -129,6 +135,8 @@ static void ctl_closed(struct conn *conn, void *arg)
 		region_session_end(ctl->pd, ctl->pd->node_id, c->session);
 	/* A copy it was filling goes to the next client waiting for it. */
 	snapcopy_session_end(ctl->pd, c->session);
+	grant_session_end(ctl->pd, c->session);
+	xfer_session_end(ctl->pd, c->session);
 	TAILQ_REMOVE(&ctl->conns, c, entry);
 	ctl->nconns--;
 	ctl_uid_put(ctl, c->u);
@@ -161,10 +169,13 @@ static void req_timed(struct req *r)
 	r->start_us = 0; /* once */
 }
 
-/* Reply to a request. */
+/* Reply to a request; a local client's session takes in what the reply grants it. */
 int req_reply(struct req *r, uint16_t type, const ProtobufCMessage *msg)
 {
 	req_timed(r);
+	if ((type == WIRE_REGION_REPLY || type == WIRE_KV_REPLY) && r->session != 0 &&
+	    r->node == r->pd->node_id)
+		grant_reply(r->pd, r->session, type, msg);
 	return conn_send(r->conn, type, r->id, msg);
 }
 
@@ -232,6 +243,9 @@ void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size
 		rc = req_errorf(r, -EPERM, "%s needs root or the admin group", wire_type_name(type));
 		goto out_error;
 	}
+	/* A local session's close or release ends its grants before anything else. */
+	if (r->node == r->pd->node_id && r->session != 0)
+		grant_request(r->pd, r->session, type, payload, len);
 	if (h->where == AT_COORD && r->pd->conf->role == ROLE_NODE) {
 		rc = peer_forward(r, type, payload, len);
 		if (rc >= 0)

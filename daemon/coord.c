@@ -238,7 +238,7 @@ static int coord_fabric_reply(struct poold *pd, struct req *r, Pool__ProbeResult
 	size_t nmembers;
 	int rc;
 
-	rc = cluster_members_msg(pd, &members, &nmembers);
+	rc = cluster_members_msg(pd, true, &members, &nmembers);
 	if (rc < 0)
 		return rc;
 	reply.results = results;
@@ -591,7 +591,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	reply.node_id = id;
 	reply.heartbeat_ms = (uint32_t)pd->conf->heartbeat_ms;
 	reply.heartbeat_misses = (uint32_t)pd->conf->heartbeat_misses;
-	rc = cluster_members_msg(pd, &reply.members, &reply.n_members);
+	rc = cluster_members_msg(pd, false, &reply.members, &reply.n_members);
 	if (rc == 0 && (rc = kv_defs(pd, &defs, &reply.namespaces, &reply.n_namespaces)) < 0)
 		cluster_members_msg_free(reply.members, reply.n_members);
 	if (rc < 0)

@@ -4,8 +4,10 @@
  * This poold reads the source over the fabric into a buffer of its own and
  * writes it to the destination, MOVE_CHUNK at a time, each get then put in
  * flight from the event loop; once the last put is flushed (complete at the
- * destination) the caller's callback runs. Each copy has endpoints of its
- * own to both lenders, so a dead peer fails only its copy.
+ * destination) the caller's callback runs. It uses the members' shared
+ * endpoints (cluster_arena()): closing endpoints of its own after each copy
+ * could silence the shared ones (UCX 1.13 over TCP pairs the endpoints of
+ * two workers), and a copy fails if an endpoint it uses is closed meanwhile.
  */
 #include "config.h"
 
@@ -16,16 +18,23 @@
 
 #include "daemon/poold.h"
 #include "fabric/fabric.h"
+#include "libpool/libpool.h"
 
 #define MOVE_CHUNK (4u << 20)
+
+/* One side of a copy: a lender's arena, at an offset. */
+struct copy_end {
+	uint32_t node, arena;
+	uint64_t off;
+};
 
 struct copy {
 	struct poold *pd;
 	copy_done_cb cb;
 	void *arg;
-	struct fab_ep *src_ep, *dst_ep;
-	struct fab_rkey *src_rkey, *dst_rkey;
-	uint64_t src_addr, dst_addr, len;
+	struct copy_end src, dst;
+	uint64_t src_gen, dst_gen; /* the endpoints used: the copy fails if they change */
+	uint64_t len;
 	uint64_t pos, chunk;
 	uint8_t *buf;
 	int error;
@@ -35,14 +44,28 @@ static void copy_step(struct copy *cp);
 
 static void copy_free(struct copy *cp)
 {
-	if (cp->src_rkey != NULL)
-		fab_rkey_destroy(cp->src_rkey);
-	if (cp->dst_rkey != NULL)
-		fab_rkey_destroy(cp->dst_rkey);
-	fab_ep_abort(cp->src_ep);
-	fab_ep_abort(cp->dst_ep);
 	free(cp->buf);
 	free(cp);
+}
+
+/*
+ * The endpoint, key and address of [pos, pos+len) of one side; the first
+ * call fixes the endpoint's generation, later ones fail if it changed.
+ */
+static int copy_reach(struct copy *cp, const struct copy_end *e, uint64_t *gen, uint64_t pos,
+		      uint64_t len, struct fab_ep **ret_ep, struct fab_rkey **ret_rkey,
+		      uint64_t *ret_raddr)
+{
+	uint64_t g;
+	int rc = cluster_arena(cp->pd, e->node, e->arena, e->off + pos, len, ret_ep, ret_rkey,
+			       ret_raddr, &g);
+
+	if (rc < 0)
+		return rc;
+	if (*gen != 0 && *gen != g)
+		return POOL_ELOST; /* the endpoint the copy used was closed: what it sent may be lost */
+	*gen = g;
+	return 0;
 }
 
 static void copy_free_cb(evutil_socket_t fd, short what, void *arg)
@@ -65,10 +88,11 @@ static void copy_flushed(void *arg, int status)
 /* Copying ended: make sure the puts are complete at the destination first. */
 static void copy_finish(struct copy *cp)
 {
+	struct fab_ep *ep = cluster_ep_of(cp->pd, cp->dst.node, cp->dst_gen);
 	int rc = cp->error;
 
 	if (rc == 0)
-		rc = fab_flush_nb(cp->dst_ep, copy_flushed, cp);
+		rc = ep != NULL ? fab_flush_nb(ep, copy_flushed, cp) : POOL_ELOST;
 	if (rc < 0) {
 		if (cp->error == 0)
 			cp->error = rc;
@@ -92,11 +116,15 @@ static void copy_put_done(void *arg, int status)
 static void copy_get_done(void *arg, int status)
 {
 	struct copy *cp = arg;
+	struct fab_rkey *rkey;
+	struct fab_ep *ep;
+	uint64_t raddr;
 	int rc = status;
 
 	if (rc == 0)
-		rc = fab_put_nb(cp->dst_ep, cp->buf, cp->chunk, cp->dst_addr + cp->pos, cp->dst_rkey,
-				copy_put_done, cp);
+		rc = copy_reach(cp, &cp->dst, &cp->dst_gen, cp->pos, cp->chunk, &ep, &rkey, &raddr);
+	if (rc == 0)
+		rc = fab_put_nb(ep, cp->buf, cp->chunk, raddr, rkey, copy_put_done, cp);
 	if (rc < 0) {
 		cp->error = rc;
 		copy_finish(cp);
@@ -106,6 +134,9 @@ static void copy_get_done(void *arg, int status)
 /* Copy the next chunk: get from the source, then put to the destination. */
 static void copy_step(struct copy *cp)
 {
+	struct fab_rkey *rkey;
+	struct fab_ep *ep;
+	uint64_t raddr;
 	int rc;
 
 	if (cp->pos >= cp->len) {
@@ -113,33 +144,13 @@ static void copy_step(struct copy *cp)
 		return;
 	}
 	cp->chunk = MIN((uint64_t)MOVE_CHUNK, cp->len - cp->pos);
-	rc = fab_get_nb(cp->src_ep, cp->buf, cp->chunk, cp->src_addr + cp->pos, cp->src_rkey,
-			copy_get_done, cp);
+	rc = copy_reach(cp, &cp->src, &cp->src_gen, cp->pos, cp->chunk, &ep, &rkey, &raddr);
+	if (rc == 0)
+		rc = fab_get_nb(ep, cp->buf, cp->chunk, raddr, rkey, copy_get_done, cp);
 	if (rc < 0) {
 		cp->error = rc;
 		copy_finish(cp);
 	}
-}
-
-/* An endpoint of its own to a lender's arena (not the member's shared one). */
-static int copy_endpoint(struct poold *pd, const struct lender_pool *lp, struct fab_ep **ret_ep,
-			 struct fab_rkey **ret_rkey)
-{
-	struct member *m = cluster_find(pd, lp->node);
-	int rc;
-
-	if (m == NULL)
-		return -EHOSTUNREACH;
-	rc = fab_ep_create(pd->fab, m->info->worker_addr.data, m->info->worker_addr.len, NULL, NULL,
-			   ret_ep);
-	if (rc < 0)
-		return rc;
-	rc = fab_rkey_unpack(*ret_ep, lp->rkey, lp->rkey_len, ret_rkey);
-	if (rc < 0) {
-		fab_ep_abort(*ret_ep);
-		*ret_ep = NULL;
-	}
-	return rc;
 }
 
 /*
@@ -152,21 +163,26 @@ int copy_start(struct poold *pd, const struct lender_pool *src, uint64_t src_off
 	       void *arg)
 {
 	struct copy *cp = calloc(1, sizeof(*cp));
+	struct fab_rkey *rkey;
+	struct fab_ep *ep;
+	uint64_t raddr;
 	int rc;
 
 	if (cp == NULL || (cp->buf = malloc(MIN((uint64_t)MOVE_CHUNK, len ? len : 1))) == NULL) {
 		free(cp);
 		return -ENOMEM;
 	}
+
 	cp->pd = pd;
 	cp->cb = cb;
 	cp->arg = arg;
-	cp->src_addr = src->addr + src_off;
-	cp->dst_addr = dst->addr + dst_off;
+	cp->src = (struct copy_end){src->node, src->arena, src_off};
+	cp->dst = (struct copy_end){dst->node, dst->arena, dst_off};
 	cp->len = len;
-	rc = copy_endpoint(pd, src, &cp->src_ep, &cp->src_rkey);
+	/* Both lenders reachable, or the copy does not start. */
+	rc = copy_reach(cp, &cp->src, &cp->src_gen, 0, len, &ep, &rkey, &raddr);
 	if (rc == 0)
-		rc = copy_endpoint(pd, dst, &cp->dst_ep, &cp->dst_rkey);
+		rc = copy_reach(cp, &cp->dst, &cp->dst_gen, 0, len, &ep, &rkey, &raddr);
 	if (rc < 0) {
 		copy_free(cp);
 		return rc;

@@ -684,12 +684,12 @@ static void kv_loc(struct poold *pd, Pool__KvLocation *loc, struct kv_locplaces 
 }
 
 static int kv_reply(struct req *q, Pool__KvLocation *locs, size_t n, uint64_t count,
-		    bool with_nodes);
+		    unsigned access);
 
 /* Reply to a commit whose lenders have all answered. */
 static void kv_durable_finish(struct kv_durable *d)
 {
-	int rc = kv_reply(d->q, d->locs, d->n, d->count - d->lost, false);
+	int rc = kv_reply(d->q, d->locs, d->n, d->count - d->lost, 0);
 
 	req_finish(d->q, rc < 0 ? rc : 0);
 	free(d->locs);
@@ -1218,74 +1218,33 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 	return 0;
 }
 
-/* Reply with the locations and the members they are on (for endpoints and keys). */
+/*
+ * Reply with the locations. access (4 read, 2 write, 0 none) is what the
+ * session may now do with their places: its own poold grants it that and
+ * carries the transfers (grant.c). No lender's address or key goes to a
+ * client.
+ */
 static int kv_reply(struct req *q, Pool__KvLocation *locs, size_t n, uint64_t count,
-		    bool with_nodes)
+		    unsigned access)
 {
 	Pool__KvReply reply = POOL__KV_REPLY__INIT;
 	Pool__KvLocation **lp = calloc(n ? n : 1, sizeof(*lp));
-	Pool__Member *mm = NULL, **mp = NULL;
-	size_t i, k, nm = 0, cap = 0;
+	size_t i;
 	int rc;
 
 	if (lp == NULL)
 		return req_errorf(q, -ENOMEM, "out of memory");
 	for (i = 0; i < n; i++)
 		lp[i] = &locs[i];
-	if (with_nodes) {
-		cap = n ? n : 1;
-		mm = calloc(cap, sizeof(*mm));
-		if (mm == NULL) {
-			rc = req_errorf(q, -ENOMEM, "out of memory");
-			goto out;
-		}
-		for (i = 0; i < n; i++) {
-			size_t c;
-
-			if (locs[i].status != 0 || !locs[i].has_node)
-				continue;
-			for (c = 0; c <= locs[i].n_copies; c++) {
-				uint32_t node = c ? locs[i].copies[c - 1]->node : locs[i].node;
-				struct member *m;
-
-				for (k = 0; k < nm && mm[k].node->id != node; k++)
-					;
-				if (k < nm || (m = cluster_find(q->pd, node)) == NULL)
-					continue;
-				if (nm == cap) {
-					Pool__Member *more = realloc(mm, 2 * cap * sizeof(*mm));
-
-					if (more == NULL) {
-						rc = req_errorf(q, -ENOMEM, "out of memory");
-						goto out;
-					}
-					mm = more;
-					cap *= 2;
-				}
-				pool__member__init(&mm[nm]);
-				mm[nm].node = m->info;
-				mm[nm].state = (char *)member_state_name(m->state);
-				nm++;
-			}
-		}
-		mp = calloc(nm ? nm : 1, sizeof(*mp));
-		if (mp == NULL) {
-			rc = req_errorf(q, -ENOMEM, "out of memory");
-			goto out;
-		}
-		for (k = 0; k < nm; k++)
-			mp[k] = &mm[k];
-	}
 	reply.locations = lp;
 	reply.n_locations = n;
 	reply.has_count = 1;
 	reply.count = count;
-	reply.nodes = mp;
-	reply.n_nodes = nm;
+	if (access != 0) {
+		reply.has_access = 1;
+		reply.access = access;
+	}
 	rc = req_reply(q, WIRE_KV_REPLY, &reply.base);
-out:
-	free(mm);
-	free(mp);
 	free(lp);
 	return rc;
 }
@@ -1380,7 +1339,7 @@ static int kv_recount_request(struct req *q, struct kv_ns *ns, const Pool__KvReq
 
 	if (strcmp(kr->op, "recount") != 0) {
 		if (!r->refs_unknown) /* adopted already, or never lost its references */
-			return kv_reply(q, NULL, 0, 0, false);
+			return kv_reply(q, NULL, 0, 0, 0);
 		for (i = 0; strcmp(kr->op, "adopt") == 0 && i < kr->n_keys; i++) {
 			if (kr->keys[i].len == 0 || kr->keys[i].len > POOL_KV_KEY_MAX)
 				return req_errorf(q, -EINVAL, "key %zu: 1 to %d bytes", i,
@@ -1391,7 +1350,7 @@ static int kv_recount_request(struct req *q, struct kv_ns *ns, const Pool__KvReq
 		}
 		if (strcmp(kr->op, "adopted") == 0)
 			r->refs_unknown = false;
-		return kv_reply(q, NULL, 0, kr->n_keys, false);
+		return kv_reply(q, NULL, 0, kr->n_keys, 0);
 	}
 	TAILQ_FOREACH(r, &pd->regions->list, entry)
 		if (r->refs_unknown && strncmp(r->name, "snap/", 5) == 0)
@@ -1415,7 +1374,7 @@ static int kv_recount_request(struct req *q, struct kv_ns *ns, const Pool__KvReq
 	region_account(pd);
 	log_info("KV namespace '%s': references counted again, %llu value(s) nobody holds freed",
 		 ns->name, (unsigned long long)count);
-	return kv_reply(q, NULL, 0, count, false);
+	return kv_reply(q, NULL, 0, count, 0);
 }
 
 /*
@@ -1476,7 +1435,7 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 			return req_errorf(q, -EPERM, "a lender is reported only with a key whose "
 					  "transfer to it the caller was given");
 		coord_suspect(pd, kr->node);
-		return kv_reply(q, NULL, 0, 0, false);
+		return kv_reply(q, NULL, 0, 0, 0);
 	}
 	if (kr->n_keys > KV_MAX_KEYS)
 		return req_errorf(q, -E2BIG, "at most %d keys per request", KV_MAX_KEYS);
@@ -1494,7 +1453,7 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 			if (e == NULL || !e->has_val || !kv_val_usable(pd, &e->val))
 				break;
 		}
-		return kv_reply(q, NULL, 0, i, false);
+		return kv_reply(q, NULL, 0, i, 0);
 	}
 	locs = calloc(kr->n_keys ? kr->n_keys : 1, sizeof(*locs));
 	pl = ns->replicas > 1 ? calloc(kr->n_keys ? kr->n_keys : 1, sizeof(*pl)) : NULL;
@@ -1531,7 +1490,7 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 	if (strcmp(kr->op, "reserve") == 0 || strcmp(kr->op, "remove") == 0)
 		region_account(pd);
 	rc = kv_reply(q, locs, kr->n_keys, count,
-		      strcmp(kr->op, "lookup") == 0 || strcmp(kr->op, "reserve") == 0);
+		      strcmp(kr->op, "lookup") == 0 ? 4 : strcmp(kr->op, "reserve") == 0 ? 2 : 0);
 	free(locs);
 	free(pl);
 	return rc;

@@ -13,7 +13,7 @@ static int nodes_request(struct req *r, const ProtobufCMessage *msg)
 	Pool__NodesReply reply = POOL__NODES_REPLY__INIT;
 	int rc;
 
-	rc = cluster_members_msg(r->pd, &reply.members, &reply.n_members);
+	rc = cluster_members_msg(r->pd, true, &reply.members, &reply.n_members);
 	if (rc < 0)
 		return req_errorf(r, rc, "out of memory");
 	rc = req_reply(r, WIRE_NODES_REPLY, &reply.base);
@@ -26,7 +26,7 @@ static int nodes_fabric(struct req *r, const ProtobufCMessage *msg)
 	Pool__FabricReply reply = POOL__FABRIC_REPLY__INIT;
 	int rc;
 
-	rc = cluster_members_msg(r->pd, &reply.members, &reply.n_members);
+	rc = cluster_members_msg(r->pd, true, &reply.members, &reply.n_members);
 	if (rc < 0)
 		return req_errorf(r, rc, "out of memory");
 	reply.results = r->pd->probes;

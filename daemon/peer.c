@@ -46,6 +46,7 @@ struct peer {
 	uint64_t retry_ms;
 	uint64_t hb_ms;	    /* the coordinator's heartbeat settings, once registered */
 	uint64_t hb_misses;
+	uint64_t last_tick; /* units_now_ms() of the last peer_tick() */
 	uint8_t nonce[PEERAUTH_NONCE_LEN]; /* this link's challenge to the coordinator */
 	TAILQ_HEAD(, forward) forwards;
 	unsigned nforwards;
@@ -171,13 +172,16 @@ static void peer_register(struct peer *pe, const Pool__HelloReply *hr)
 static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 {
 	struct poold *pd = pe->pd;
+	struct member *m;
 	size_t i;
 
 	pd->node_id = rep->node_id;
-	cluster_clear(pd);
+	/*
+	 * The members are updated in place, and those the coordinator does not
+	 * list (a restarted coordinator before they registered again) are kept:
+	 * transfers this poold carries to them go on meanwhile.
+	 */
 	for (i = 0; i < rep->n_members; i++) {
-		struct member *m;
-
 		if (cluster_update(pd, rep->members[i]->node, &m) < 0)
 			continue;
 		m->state = strcmp(rep->members[i]->state, "up") == 0	    ? MEMBER_UP
@@ -214,7 +218,8 @@ static void peer_member_event(struct peer *pe, const Pool__MemberEvent *ev)
 	struct member *m;
 
 	if (mm->node->id == pd->node_id && state == MEMBER_DEAD) {
-		/* Declared dead while we were away: our old standing is void. */
+		/* Declared dead while we were away: our old standing is void, our grants too. */
+		grant_clear(pd);
 		peer_reset(pe, "the coordinator declared this node dead; registering again");
 		return;
 	}
@@ -273,6 +278,15 @@ static bool peer_relay(struct peer *pe, const struct wire_hdr *hdr, const uint8_
 		return false;
 	TAILQ_REMOVE(&pe->forwards, f, entry);
 	pe->nforwards--;
+	if (hdr->type == WIRE_REGION_REPLY || hdr->type == WIRE_KV_REPLY) {
+		ProtobufCMessage *msg;
+
+		/* What the coordinator granted the client: its transfers go through us. */
+		if (wire_msg_unpack(hdr->type, payload, hdr->len, &msg) == 0) {
+			grant_reply(pe->pd, f->r->session, hdr->type, msg);
+			wire_msg_free(msg);
+		}
+	}
 	conn_send_raw(f->r->conn, hdr->type, f->r->id, payload, hdr->len);
 	req_finish(f->r, 0);
 	free(f);
@@ -452,8 +466,20 @@ static void peer_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct peer *pe = arg;
 	struct poold *pd = pe->pd;
-	uint64_t hb = pe->hb_ms, misses = pe->hb_misses;
+	uint64_t hb = pe->hb_ms, misses = pe->hb_misses, now = units_now_ms();
 
+	/*
+	 * Not run for longer than the heartbeat window (stopped, or starved):
+	 * the coordinator has declared this node dead and ended its clients'
+	 * leases, so what they were granted is void here too, at once.
+	 */
+	if (pe->last_tick != 0 && hb != 0 && now - pe->last_tick > hb * misses &&
+	    pd->grants != NULL) {
+		log_warnx("this poold did not run for %llu ms (more than the heartbeat window): "
+			  "its clients' grants end", (unsigned long long)(now - pe->last_tick));
+		grant_clear(pd);
+	}
+	pe->last_tick = now;
 	if (pe->state == PEER_IDLE) {
 		peer_connect(pe);
 	} else if (units_now_ms() - pe->last_ack > hb * misses) {

@@ -223,6 +223,8 @@ static void poold_free(struct poold *pd)
 	vecindex_ctx_free(pd->vec_ctx);
 	events_free(pd);
 	snapcopy_close(pd);
+	grant_clear(pd);
+	xfer_close(pd);
 	lend_close(pd);
 	poold_fabric_close(pd);
 	control_close(pd->control);

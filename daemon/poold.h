@@ -37,6 +37,7 @@ struct metrics;
 struct events;
 struct snapcopies;
 struct snapplaces;
+struct grants;
 
 enum member_state { MEMBER_UP, MEMBER_SUSPECT, MEMBER_DEAD };
 enum tier { TIER_DRAM, TIER_PMEM };
@@ -73,7 +74,11 @@ struct member {
 	struct conn *conn;	   /* at the coordinator: the node's link, if connected */
 	struct fab_ep *ep;	   /* fabric endpoint to it, made on first use */
 	struct fab_rkey *probe_rkey;
+	struct fab_rkey **arena_rkeys; /* its arenas' keys on ep, unpacked on first use */
+	size_t n_arena_rkeys;
 	uint64_t ep_incarnation;   /* incarnation the endpoint was made for */
+	uint64_t ep_failed_ms;	   /* units_now_ms() when the endpoint last failed */
+	uint64_t ep_gen;	   /* which endpoint ep is (cluster_ep_of()) */
 };
 TAILQ_HEAD(member_list, member);
 
@@ -129,6 +134,7 @@ struct poold {
 	struct fab_rma_stats client_rma; /* local clients' one-sided transfers, as they tell them */
 	struct snapcopies *snapcopies; /* the node's copies of snapshot images (snapcopy.c) */
 	struct snapplaces *snapplaces; /* the helpers filling them for snap place (snapplace.c) */
+	struct grants *grants;	       /* what each local client session may reach (grant.c) */
 };
 
 /* poold.c */
@@ -244,10 +250,15 @@ void cluster_drop_ep(struct member *m);
 void cluster_clear(struct poold *pd);
 int cluster_self_info(struct poold *pd, Pool__NodeInfo *info);
 void cluster_self_info_free(Pool__NodeInfo *info);
-int cluster_members_msg(struct poold *pd, Pool__Member ***ret_members, size_t *ret_n);
+int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_members,
+			size_t *ret_n);
 void cluster_members_msg_free(Pool__Member **members, size_t n);
 int cluster_ep(struct poold *pd, struct member *m, struct fab_ep **ret_ep,
 	       struct fab_rkey **ret_rkey);
+int cluster_arena(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
+		  struct fab_ep **ret_ep, struct fab_rkey **ret_rkey, uint64_t *ret_raddr,
+		  uint64_t *ret_gen);
+struct fab_ep *cluster_ep_of(struct poold *pd, uint32_t node, uint64_t gen);
 
 /* numa.c */
 int numa_layout(const char *spec, uint64_t total, Pool__NumaNode ***ret_nodes, size_t *ret_n);
@@ -508,6 +519,28 @@ void snapplace_serve(struct poold *pd, struct conn *conn, uint64_t req_id,
 void snapplace_close(struct poold *pd);
 void snap_recount_want(struct poold *pd);
 extern const struct ctl_handler snapplace_handlers[];
+
+/* grant.c: what each local session may reach, from the coordinator's replies */
+struct grant_piece {
+	uint32_t node, arena;
+	uint64_t off, len;
+	uint64_t pos; /* where in the op it starts */
+};
+void grant_reply(struct poold *pd, uint64_t session, uint16_t type, const ProtobufCMessage *msg);
+void grant_request(struct poold *pd, uint64_t session, uint16_t type, const uint8_t *payload,
+		   size_t len);
+void grant_notice(struct poold *pd, uint64_t session, const char *name, const char *event);
+void grant_session_end(struct poold *pd, uint64_t session);
+void grant_clear(struct poold *pd);
+int grant_region_pieces(struct poold *pd, uint64_t session, uint64_t region, uint64_t off,
+			uint64_t len, bool write, struct grant_piece *pieces, size_t max);
+int grant_place_check(struct poold *pd, uint64_t session, uint32_t node, uint32_t arena,
+		      uint64_t off, uint64_t within, uint64_t len, bool write);
+
+/* xfer.c: transfers carried for local clients, between their windows and granted memory */
+void xfer_session_end(struct poold *pd, uint64_t session);
+void xfer_close(struct poold *pd);
+extern const struct ctl_handler xfer_handlers[];
 
 /* copy.c: an extent copied between lenders over the fabric */
 typedef void (*copy_done_cb)(struct poold *pd, void *arg, int rc);

@@ -1126,45 +1126,23 @@ bool region_allowed(const struct region *r, const struct req *q, unsigned want)
 }
 
 /* Reply with the region and the members that hold its extents. */
-static int region_reply(struct req *q, const struct region *r, bool with_extents)
+static int region_reply(struct req *q, const struct region *r, bool with_extents,
+			unsigned access)
 {
 	Pool__RegionReply reply = POOL__REGION_REPLY__INIT;
-	Pool__Member **members = NULL, *mm = NULL;
 	struct region_msg m;
-	size_t i, k, n = 0;
 	int rc;
 
 	rc = region_msg_build(r, with_extents, &m);
 	if (rc < 0)
 		return req_errorf(q, rc, "out of memory");
-	if (with_extents) {
-		members = calloc(r->next ? r->next : 1, sizeof(*members));
-		mm = calloc(r->next ? r->next : 1, sizeof(*mm));
-		if (members == NULL || mm == NULL) {
-			rc = req_errorf(q, -ENOMEM, "out of memory");
-			goto out;
-		}
-		for (i = 0; i < r->next; i++) {
-			struct member *mem = cluster_find(q->pd, r->ext[i].node);
-
-			for (k = 0; k < n && mm[k].node->id != r->ext[i].node; k++)
-				;
-			if (mem == NULL || k < n)
-				continue;
-			pool__member__init(&mm[n]);
-			mm[n].node = mem->info;
-			mm[n].state = (char *)member_state_name(mem->state);
-			members[n] = &mm[n];
-			n++;
-		}
-	}
 	reply.region = &m.info;
-	reply.nodes = members;
-	reply.n_nodes = n;
+	/* The session's own poold grants it this and carries its transfers (grant.c). */
+	if (access != 0) {
+		reply.has_access = 1;
+		reply.access = access;
+	}
 	rc = req_reply(q, WIRE_REGION_REPLY, &reply.base);
-out:
-	free(members);
-	free(mm);
 	region_msg_release(&m);
 	return rc;
 }
@@ -1265,7 +1243,7 @@ static int region_create(struct req *q, const ProtobufCMessage *msg)
 	log_debug("region '%s' created: %llu bytes, %s, %s, %zu extent(s), uid %u",
 		 r->name, (unsigned long long)r->size, class_names[r->cls], r->placement, r->next,
 		 (unsigned)r->uid);
-	return region_reply(q, r, true);
+	return region_reply(q, r, true, c->open ? 6 : 0);
 }
 
 static int region_lookup(struct req *q, const ProtobufCMessage *msg, struct region **ret)
@@ -1309,7 +1287,7 @@ static int region_open(struct req *q, const ProtobufCMessage *msg)
 	}
 	if (region_lease_add(q->pd, r, q->node, q->session) == NULL)
 		return req_errorf(q, -ENOMEM, "out of memory");
-	return region_reply(q, r, true);
+	return region_reply(q, r, true, want | 4);
 }
 
 /* End one lease of the caller's session on a region. */
@@ -1344,7 +1322,7 @@ static int region_stat(struct req *q, const ProtobufCMessage *msg)
 	if (rc < 0)
 		return rc;
 	/* Where the data lives is for those who may read it. */
-	return region_reply(q, r, region_allowed(r, q, 4));
+	return region_reply(q, r, region_allowed(r, q, 4), 0);
 }
 
 static int region_destroy(struct req *q, const ProtobufCMessage *msg)

@@ -157,4 +157,11 @@ int fab_atomic_fadd64(struct fab_ep *ep, uint64_t raddr, struct fab_rkey *rkey, 
 int fab_atomic_cswap64(struct fab_ep *ep, uint64_t raddr, struct fab_rkey *rkey, uint64_t expect,
 		       uint64_t desired, uint64_t *ret_old);
 
+/* The same without waiting: 0, then cb once from progress (*ret_old written first), or -errno. */
+int fab_atomic_fadd64_nb(struct fab_ep *ep, uint64_t raddr, struct fab_rkey *rkey, uint64_t add,
+			 uint64_t *ret_old, fab_done_cb cb, void *arg);
+int fab_atomic_cswap64_nb(struct fab_ep *ep, uint64_t raddr, struct fab_rkey *rkey,
+			  uint64_t expect, uint64_t desired, uint64_t *ret_old, fab_done_cb cb,
+			  void *arg);
+
 #endif /* POOL_FABRIC_H */

@@ -15,14 +15,13 @@
 #define POOL_CALL_TIMEOUT_MS 30000
 #define REGION_IO_TIMEOUT_MS 30000
 
-struct pool_node;
-
 struct pool {
 	pthread_mutex_t lock; /* serialises calls on the control connection */
 	struct wire_client *wc;
-	pthread_mutex_t data_lock; /* serialises the fabric data path */
-	struct fab_ctx *fab;	   /* made on the first remote access */
-	struct pool_node *nodes;   /* endpoints to lenders, by node id */
+	pthread_mutex_t data_lock; /* serialises the transfer window */
+	char *win;		   /* the window shared with poold (xfer.c), made on first use */
+	uint64_t win_size;
+	uint32_t win_id;
 	struct pool_region *regions; /* open regions, for notices (under lock) */
 	/*
 	 * Local arenas mapped once, whole, for the regions that live in them
@@ -35,40 +34,35 @@ struct pool {
 	} amaps[8];
 	size_t namaps;
 	bool amap_refused;
-	/* The one-sided transfers told to poold (under lock), and when. */
-	struct fab_rma_stats rma_told;
-	uint64_t rma_told_ms; /* read without the lock too: atomically */
 };
 
 /* error.c */
 int pool_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* pool.c */
-void pool_rma_report(struct pool *pool, bool closing);
-
 /* region.c */
-void pool_nodes_free(struct pool *pool);
 void pool_region_notice(void *arg, uint16_t type, const uint8_t *payload, size_t len);
 void pool_arenas_unmap(struct pool *pool);
-int pool_arena_map(struct pool *pool, uint32_t arena, uint64_t size, void **ret_base);
-int pool_node_get(struct pool *pool, const Pool__NodeInfo *info, struct pool_node **ret);
+int pool_arena_map(struct pool *pool, uint32_t arena, void **ret_base, uint64_t *ret_size);
 int pool_region_window(struct pool_region *r, uint64_t off, size_t len, bool store,
 		       const char *what, void **ret_addr);
 
-/* A lender this process talks to: its endpoint and the rkeys of its arenas. */
-struct pool_node {
-	struct pool_node *next;
-	uint32_t id;
-	uint64_t incarnation;
-	struct fab_ep *ep;
-	size_t narenas;
-	struct pool_node_arena {
-		uint32_t id;
-		uint64_t addr;
-		uint64_t size;
-		struct fab_rkey *rkey;
-	} *arenas;
+/* xfer.c: transfers poold carries, through the window */
+enum { POOL_XFER_READ = 1, POOL_XFER_WRITE = 2, POOL_XFER_FADD = 3, POOL_XFER_CSWAP = 4 };
+struct pool_xfer_item {
+	unsigned op;
+	bool place;		/* a KV place (node, arena, off), else a region (by id, at off) */
+	uint64_t region;
+	uint32_t node, arena;
+	uint64_t off;
+	void *buf;		/* read or write: the caller's bytes */
+	uint64_t len;		/* 0 for atomics */
+	uint64_t max_op;	/* the most one op may carry (striped regions: pieces poold splits), 0: any */
+	uint64_t a, b;		/* atomics' operands */
+	int status;		/* out: 0 or -errno */
+	uint64_t old;		/* out: an atomic's old value */
 };
+int pool_xfer_run(struct pool *pool, struct pool_xfer_item *items, size_t n);
+void pool_xfer_close(struct pool *pool);
 
 /* kv.c */
 void kv_set_holder(struct pool_kv *kv, const char *region);

@@ -1,7 +1,8 @@
 /*
- * libpool/kv.c - the KV cache client: puts and gets move values one-sided
- * between the caller's buffers and the lenders' memory; the coordinator
- * (through the local poold) only says where.
+ * libpool/kv.c - the KV cache client: puts and gets move values between
+ * the caller's buffers and the lenders' memory, carried by this process's
+ * poold within what the coordinator granted (xfer.c); the coordinator only
+ * says where.
  *
  *	put:  reserve (where, and a version) -> put + flush -> commit
  *	get:  lookup (where, pinned) -> get -> release
@@ -18,7 +19,6 @@
 #include <xxhash.h>
 
 #include "common/common.h"
-#include "fabric/fabric.h"
 #include "libpool/internal.h"
 
 struct pool_kv {
@@ -166,103 +166,27 @@ static void kv_report(struct pool_kv *kv, uint32_t node, const void *key, size_t
 		wire_msg_free(&rep->base);
 }
 
-/* Transfers of a batch in flight, and the status of each. */
-struct kv_io {
-	volatile int done;
-	int outstanding;
-	int *status;
-};
-
-/* One transfer: key i to or from one place on node_id (node: its endpoint). */
-struct kv_io_op {
-	struct kv_io *io;
-	size_t i;
-	struct pool_node *node;
-	uint32_t node_id;
-	int rc;
-};
-
-static void kv_io_done(void *arg, int status)
-{
-	struct kv_io_op *op = arg;
-
-	if (status < 0)
-		op->io->status[op->i] = op->rc = status;
-	if (--op->io->outstanding == 0)
-		op->io->done = 1;
-}
-
 /*
  * The value at loc in this process's mapping of its arena, when its lender
- * is this node and poold passes the arena to this caller (a trusted one);
- * NULL otherwise, and the value is then moved over the fabric.
+ * is this node and poold passes the arena to this caller (root); NULL
+ * otherwise, and poold carries the value.
  */
 static void *kv_map(struct pool *pool, const Pool__KvReply *rep, const Pool__KvLocation *loc,
 		    size_t len)
 {
-	const Pool__NodeInfo *info = NULL;
 	uint64_t size = 0;
 	void *base;
-	size_t k;
 	int rc;
 
+	(void)rep;
 	if (!loc->has_node || loc->node != wire_client_node_id(pool->wc))
 		return NULL;
-	for (k = 0; k < rep->n_nodes; k++)
-		if (rep->nodes[k]->node->id == loc->node)
-			info = rep->nodes[k]->node;
-	for (k = 0; info != NULL && k < info->n_arenas; k++)
-		if (info->arenas[k]->id == loc->arena)
-			size = info->arenas[k]->size;
-	if (size == 0 || loc->off > size || len > size - loc->off)
-		return NULL;
 	pthread_mutex_lock(&pool->lock);
-	rc = pool_arena_map(pool, loc->arena, size, &base);
+	rc = pool_arena_map(pool, loc->arena, &base, &size);
 	pthread_mutex_unlock(&pool->lock);
-	return rc == 0 ? (char *)base + loc->off : NULL;
-}
-
-/*
- * Move one value between buf and one place: a plain copy when kv_map()
- * reaches it, else a transfer put in flight (op records it). 0, or the
- * error that makes the place unusable.
- */
-static int kv_place_io(struct pool *pool, const Pool__KvReply *rep, const Pool__KvLocation *where,
-		       void *buf, size_t len, bool write, struct kv_io_op *op)
-{
-	const Pool__NodeInfo *info = NULL;
-	struct fab_rkey *rkey = NULL;
-	uint64_t raddr = 0;
-	void *local;
-	size_t k;
-	int rc;
-
-	local = kv_map(pool, rep, where, len);
-	if (local != NULL) {
-		if (write)
-			memcpy(local, buf, len);
-		else
-			memcpy(buf, local, len);
-		return 0;
-	}
-	for (k = 0; k < rep->n_nodes; k++)
-		if (rep->nodes[k]->node->id == where->node)
-			info = rep->nodes[k]->node;
-	if (info == NULL || pool_node_get(pool, info, &op->node) < 0)
-		return POOL_ELOST;
-	for (k = 0; k < op->node->narenas; k++)
-		if (op->node->arenas[k].id == where->arena) {
-			rkey = op->node->arenas[k].rkey;
-			raddr = op->node->arenas[k].addr + where->off;
-		}
-	if (rkey == NULL)
-		return POOL_EPROTOCOL;
-	op->io->outstanding++;
-	rc = write ? fab_put_nb(op->node->ep, buf, len, raddr, rkey, kv_io_done, op)
-		   : fab_get_nb(op->node->ep, buf, len, raddr, rkey, kv_io_done, op);
-	if (rc < 0)
-		op->io->outstanding--;
-	return rc;
+	if (rc < 0 || loc->off > size || len > size - loc->off)
+		return NULL;
+	return (char *)base + loc->off;
 }
 
 /* Place p of a location: 0 is its own, 1.. its copies (as a location of its own). */
@@ -276,41 +200,44 @@ static void kv_place_of(const Pool__KvLocation *loc, size_t p, Pool__KvLocation 
 	where->off = loc->copies[p - 1]->off;
 }
 
+/* A transfer that failed because its lender is unreachable means the value is lost to us. */
+static int kv_lost(int rc)
+{
+	return rc == -ECONNRESET || rc == -EHOSTUNREACH || rc == -ETIMEDOUT || rc == -ECANCELED
+		       ? POOL_ELOST
+		       : rc;
+}
+
 /*
  * Move the located keys' values (status[i] == 0): a put goes to every place
  * of its key, a get reads its key's first place and, when that transfer
- * fails, the next one. All of a round's transfers are in flight at once,
- * then one wait; puts are flushed so they are complete at the lenders. A
- * key whose transfers fail gets the error in status[], and the lenders
- * that failed are reported.
+ * fails, the next one. A round's transfers are carried together by poold
+ * (values in this process's mapping of a local arena are copied here); a
+ * key whose transfers fail gets the error in status[], and the lenders that
+ * failed are reported.
  */
 static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, const void *const *keys,
 		       const size_t *klens, void *const *bufs, const size_t *lens, bool write,
 		       int *status)
 {
 	struct pool *pool = kv->pool;
-	struct kv_io io = {.status = status};
-	struct kv_io_op *ops;
-	size_t i, k, p, nops = 0, round, places = 1;
-	size_t *failed = NULL; /* the ops that failed */
-	size_t nfailed = 0;
+	struct pool_xfer_item *items;
+	size_t *key_of, *failed;
+	size_t i, k, p, nitems = 0, round, places = 1, nfailed = 0;
 	int rc = 0;
 
 	for (i = 0; i < n; i++)
 		places = MAX(places, 1 + rep->locations[i]->n_copies);
-	ops = calloc(n * places + 1, sizeof(*ops));
+	items = calloc(n * places + 1, sizeof(*items));
+	key_of = calloc(n * places + 1, sizeof(*key_of));
 	failed = calloc(n * places + 1, sizeof(*failed));
-	if (ops == NULL || failed == NULL) {
-		free(ops);
-		free(failed);
-		return pool_err(-ENOMEM, "out of memory");
+	if (items == NULL || key_of == NULL || failed == NULL) {
+		rc = pool_err(-ENOMEM, "out of memory");
+		goto out;
 	}
-	pthread_mutex_lock(&pool->data_lock);
 	for (round = 0; round < (write ? 1 : places) && rc == 0; round++) {
-		size_t first = nops;
+		size_t first = nitems;
 
-		io.outstanding = 1;
-		io.done = 0;
 		for (i = 0; i < n; i++) {
 			const Pool__KvLocation *loc = rep->locations[i];
 
@@ -321,47 +248,44 @@ static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, const v
 			status[i] = 0;
 			for (p = write ? 0 : round; p <= (write ? loc->n_copies : round); p++) {
 				Pool__KvLocation where;
-				struct kv_io_op *op = &ops[nops++];
+				void *local;
 
 				kv_place_of(loc, p, &where);
-				*op = (struct kv_io_op){&io, i, NULL, where.node, 0};
-				op->rc = kv_place_io(pool, rep, &where, bufs[i], lens[i], write, op);
-				if (op->rc < 0)
-					status[i] = op->rc;
+				local = kv_map(pool, rep, &where, lens[i]);
+				if (local != NULL) {
+					if (write)
+						memcpy(local, bufs[i], lens[i]);
+					else
+						memcpy(bufs[i], local, lens[i]);
+					continue;
+				}
+				key_of[nitems] = i;
+				items[nitems++] = (struct pool_xfer_item){
+					.op = write ? POOL_XFER_WRITE : POOL_XFER_READ, .place = true,
+					.node = where.node, .arena = where.arena, .off = where.off,
+					.buf = bufs[i], .len = lens[i]};
 			}
 		}
-		if (--io.outstanding == 0)
-			io.done = 1;
-		rc = io.done ? 0 : fab_ctx_wait(pool->fab, &io.done, REGION_IO_TIMEOUT_MS);
-		/* Puts are flushed once per lender; one that fails fails its keys. */
-		for (k = first; write && rc == 0 && k < nops; k++) {
-			size_t j;
-
-			for (j = first; j < k && ops[j].node != ops[k].node; j++)
-				;
-			if (ops[k].node == NULL || j < k || fab_flush(ops[k].node->ep) == 0)
-				continue;
-			for (j = k; j < nops; j++)
-				if (ops[j].node == ops[k].node)
-					status[ops[j].i] = ops[j].rc = POOL_ELOST;
-		}
-		for (k = first; k < nops; k++)
-			if (ops[k].rc < 0)
+		rc = pool_xfer_run(pool, items + first, nitems - first);
+		for (k = first; rc == 0 && k < nitems; k++)
+			if (items[k].status < 0) {
+				status[key_of[k]] = kv_lost(items[k].status);
 				failed[nfailed++] = k;
+			}
 	}
-	pthread_mutex_unlock(&pool->data_lock);
-	pool_rma_report(pool, false);
 	for (k = 0; k < nfailed; k++) {
-		const struct kv_io_op *op = &ops[failed[k]];
+		const struct pool_xfer_item *it = &items[failed[k]];
 
-		for (i = 0; i < k && ops[failed[i]].node_id != op->node_id; i++)
+		for (i = 0; i < k && items[failed[i]].node != it->node; i++)
 			;
-		if (i == k) /* once per lender, with a key it failed */
-			kv_report(kv, op->node_id, keys[op->i], klens[op->i]);
+		if (i == k && status[key_of[failed[k]]] == POOL_ELOST) /* once per lender */
+			kv_report(kv, it->node, keys[key_of[failed[k]]], klens[key_of[failed[k]]]);
 	}
-	free(ops);
+out:
+	free(items);
+	free(key_of);
 	free(failed);
-	return rc < 0 ? pool_err(rc, "KV transfer: %s", err_str(rc)) : 0;
+	return rc;
 }
 
 POOL_EXPORT int pool_kv_put_batch(struct pool_kv *kv, size_t n, const void *const *keys,

@@ -45,8 +45,7 @@ POOL_EXPORT int pool_close(struct pool *pool)
 {
 	if (pool == NULL)
 		return 0;
-	pool_rma_report(pool, true);
-	pool_nodes_free(pool);
+	pool_xfer_close(pool);
 	pool_arenas_unmap(pool);
 	wire_client_close(pool->wc);
 	pthread_mutex_destroy(&pool->lock);
@@ -77,36 +76,6 @@ int pool_send(struct pool *pool, uint16_t type, const ProtobufCMessage *req, uin
 	if (rc == 0)
 		wire_msg_free(reply);
 	return rc;
-}
-
-/*
- * Tell poold what this process moved with one-sided transfers since it last
- * told, for the node's metrics: from the data paths at most once a second,
- * and when the pool is closed. Best effort: nothing waits for the reply.
- */
-void pool_rma_report(struct pool *pool, bool closing)
-{
-	Pool__ClientStats m = POOL__CLIENT_STATS__INIT;
-	struct fab_rma_stats *t = &pool->rma_told, st;
-	uint64_t now = units_now_ms();
-
-	/* The data paths take the lock only once a second. */
-	if (pool->fab == NULL ||
-	    (!closing && now - __atomic_load_n(&pool->rma_told_ms, __ATOMIC_RELAXED) < 1000))
-		return;
-	pthread_mutex_lock(&pool->lock);
-	if (closing || now - pool->rma_told_ms >= 1000) {
-		__atomic_store_n(&pool->rma_told_ms, now, __ATOMIC_RELAXED);
-		fab_ctx_rma_stats(pool->fab, &st);
-		m.get_ops = st.get_ops - t->get_ops;
-		m.get_bytes = st.get_bytes - t->get_bytes;
-		m.put_ops = st.put_ops - t->put_ops;
-		m.put_bytes = st.put_bytes - t->put_bytes;
-		if ((m.get_ops > 0 || m.put_ops > 0) &&
-		    wire_client_send(pool->wc, WIRE_CLIENT_STATS, &m.base) == 0)
-			*t = st;
-	}
-	pthread_mutex_unlock(&pool->lock);
 }
 
 /* pool_call() for a reply that carries a file descriptor. */

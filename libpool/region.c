@@ -2,11 +2,11 @@
  * libpool/region.c - regions: create, open, read, write, map, close.
  *
  * The coordinator (through the local poold) says where a region's extents
- * live; the data path is this process's own UCX worker reading and writing
- * the lenders' registered memory directly, or plain loads and stores when
- * the region lives on this node and is mapped. A striped region maps stripe
- * s to extent s % N at offset (s / N) * stripe of that extent; transfers
- * that span stripes or lenders are issued together and waited for once.
+ * live and grants the session access; the data path is this process's own
+ * poold, which carries each transfer after checking it against that grant
+ * (xfer.c), or plain loads and stores when the region lives on this node and
+ * the caller may map its arena (root). Batches are carried in as few
+ * requests as the window allows.
  */
 #include "config.h"
 
@@ -14,12 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/common.h"
-#include "fabric/fabric.h"
 #include "libpool/internal.h"
 
+
+/* Stripes one carried op spans at most (poold takes up to 256 pieces an op). */
+#define REGION_STRIPES_PER_OP 128
 
 struct pool_region_opts {
 	uint64_t size;
@@ -31,9 +34,6 @@ struct pool_region_opts {
 
 
 struct pool_region_extent {
-	struct pool_node *node;
-	struct fab_rkey *rkey;
-	uint64_t raddr;
 	uint64_t len;
 	uint32_t node_id, arena;
 	uint64_t off;
@@ -42,7 +42,7 @@ struct pool_region_extent {
 struct pool_region {
 	struct pool *pool;
 	char name[64];
-	uint64_t size, gva, stripe;
+	uint64_t id, size, gva, stripe;
 	unsigned flags;
 	size_t n;
 	struct pool_region_extent *ext;
@@ -183,98 +183,11 @@ POOL_EXPORT int pool_region_opts_set_stripe(struct pool_region_opts *opts, uint6
 	return 0;
 }
 
-static void pool_node_free(struct pool_node *pn)
-{
-	size_t i;
-
-	for (i = 0; i < pn->narenas; i++)
-		if (pn->arenas[i].rkey != NULL)
-			fab_rkey_destroy(pn->arenas[i].rkey);
-	free(pn->arenas);
-	fab_ep_abort(pn->ep);
-	free(pn);
-}
-
-/* Forget every lender endpoint and the fabric context. */
-void pool_nodes_free(struct pool *pool)
-{
-	while (pool->nodes != NULL) {
-		struct pool_node *pn = pool->nodes;
-
-		pool->nodes = pn->next;
-		pool_node_free(pn);
-	}
-	if (pool->fab != NULL)
-		fab_ctx_destroy(pool->fab);
-	pool->fab = NULL;
-}
-
-/* The endpoint to a lender (made or refreshed from its record); data_lock held. */
-int pool_node_get(struct pool *pool, const Pool__NodeInfo *info, struct pool_node **ret)
-{
-	struct pool_node **pp, *pn;
-	size_t i;
-	int rc;
-
-	if (pool->fab == NULL) {
-		const char *tl = wire_client_transports(pool->wc);
-		struct fab_config cfg = {.transports = tl[0] ? tl : NULL,
-					 .op_timeout_ms = REGION_IO_TIMEOUT_MS};
-
-		rc = fab_ctx_create(&cfg, &pool->fab);
-		if (rc < 0)
-			return pool_err(rc, "cannot start the fabric: %s", err_str(rc));
-	}
-	for (pp = &pool->nodes; (pn = *pp) != NULL; pp = &pn->next) {
-		if (pn->id != info->id)
-			continue;
-		if (pn->incarnation == info->incarnation && fab_ep_error(pn->ep) == 0) {
-			*ret = pn;
-			return 0;
-		}
-		*pp = pn->next; /* the lender restarted or failed: start over */
-		pool_node_free(pn);
-		break;
-	}
-	pn = calloc(1, sizeof(*pn));
-	if (pn == NULL || (pn->arenas = calloc(info->n_arenas + 1, sizeof(*pn->arenas))) == NULL) {
-		free(pn);
-		return pool_err(-ENOMEM, "out of memory");
-	}
-	pn->id = info->id;
-	pn->incarnation = info->incarnation;
-	rc = fab_ep_create(pool->fab, info->worker_addr.data, info->worker_addr.len, NULL, NULL,
-			   &pn->ep);
-	if (rc < 0) {
-		free(pn->arenas);
-		free(pn);
-		return pool_err(rc, "cannot reach node %u: %s", info->id, err_str(rc));
-	}
-	for (i = 0; i < info->n_arenas; i++) {
-		pn->arenas[i].id = info->arenas[i]->id;
-		pn->arenas[i].addr = info->arenas[i]->addr;
-		pn->arenas[i].size = info->arenas[i]->size;
-		rc = fab_rkey_unpack(pn->ep, info->arenas[i]->rkey.data, info->arenas[i]->rkey.len,
-				     &pn->arenas[i].rkey);
-		pn->narenas = i + 1;
-		if (rc < 0) {
-			pool_node_free(pn);
-			return pool_err(rc, "bad key for node %u arena %u", info->id,
-					info->arenas[i]->id);
-		}
-	}
-	pn->next = pool->nodes;
-	pool->nodes = pn;
-	*ret = pn;
-	return 0;
-}
-
-/* Resolve every extent of a RegionReply to an endpoint, rkey and remote address. */
+/* The extents of a RegionReply, in region order. */
 static int region_resolve(struct pool_region *r, const Pool__RegionReply *rep)
 {
 	const Pool__RegionInfo *ri = rep->region;
-	size_t i, k;
-	int rc = 0;
+	size_t i;
 
 	r->ext = calloc(ri->n_extents ? ri->n_extents : 1, sizeof(*r->ext));
 	if (r->ext == NULL)
@@ -293,39 +206,17 @@ static int region_resolve(struct pool_region *r, const Pool__RegionReply *rep)
 	}
 	if (r->n == 0 || (ri->stripe == 0 && r->ext[0].len < r->size))
 		return pool_err(POOL_EPROTOCOL, "region '%s' has no room for its size", r->name);
-	pthread_mutex_lock(&r->pool->data_lock);
-	for (i = 0; i < r->n && rc == 0; i++) {
-		struct pool_region_extent *x = &r->ext[i];
-		const Pool__NodeInfo *info = NULL;
-
-		for (k = 0; k < rep->n_nodes; k++)
-			if (rep->nodes[k]->node->id == x->node_id)
-				info = rep->nodes[k]->node;
-		if (info == NULL) {
-			rc = pool_err(POOL_ELOST, "region '%s': node %u is unknown", r->name,
-				      x->node_id);
-			break;
-		}
-		rc = pool_node_get(r->pool, info, &x->node);
-		for (k = 0; rc == 0 && k < x->node->narenas; k++)
-			if (x->node->arenas[k].id == x->arena) {
-				x->rkey = x->node->arenas[k].rkey;
-				x->raddr = x->node->arenas[k].addr + x->off;
-			}
-		if (rc == 0 && x->rkey == NULL)
-			rc = pool_err(POOL_EPROTOCOL, "node %u has no arena %u", x->node_id, x->arena);
-	}
-	pthread_mutex_unlock(&r->pool->data_lock);
-	return rc;
+	return 0;
 }
 
-/* Map a region that lives in one extent of a DRAM arena of this node. */
-/* The whole of a local arena, mapped on first use; pool->lock held. */
-int pool_arena_map(struct pool *pool, uint32_t arena, uint64_t size, void **ret_base)
+/* The whole of a local arena, mapped on first use (for root only); pool->lock held. */
+int pool_arena_map(struct pool *pool, uint32_t arena, void **ret_base, uint64_t *ret_size)
 {
 	Pool__ArenaFd req = POOL__ARENA_FD__INIT;
 	Pool__Ok *ok = NULL;
 	char msg[256];
+	struct stat st;
+	uint64_t size;
 	void *base;
 	size_t i;
 	int fd = -1, rc;
@@ -333,9 +224,10 @@ int pool_arena_map(struct pool *pool, uint32_t arena, uint64_t size, void **ret_
 	for (i = 0; i < pool->namaps; i++)
 		if (pool->amaps[i].arena == arena) {
 			*ret_base = pool->amaps[i].base;
+			*ret_size = pool->amaps[i].len;
 			return 0;
 		}
-	if (pool->amap_refused || pool->namaps == ARRAY_SIZE(pool->amaps) || size == 0)
+	if (pool->amap_refused || pool->namaps == ARRAY_SIZE(pool->amaps))
 		return -EACCES;
 	req.arena = arena;
 	rc = wire_client_call_fd(pool->wc, WIRE_ARENA_FD, &req.base, WIRE_OK,
@@ -347,12 +239,18 @@ int pool_arena_map(struct pool *pool, uint32_t arena, uint64_t size, void **ret_
 	wire_msg_free(&ok->base);
 	if (fd < 0)
 		return POOL_EPROTOCOL;
+	if (fstat(fd, &st) < 0 || st.st_size <= 0) {
+		close(fd);
+		return POOL_EPROTOCOL;
+	}
+	size = (uint64_t)st.st_size;
 	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (base == MAP_FAILED)
 		return -errno;
 	pool->amaps[pool->namaps++] = (struct pool_arena_map){arena, base, size};
 	*ret_base = base;
+	*ret_size = size;
 	return 0;
 }
 
@@ -376,16 +274,12 @@ static int region_map_local(struct pool_region *r)
 	struct pool_region_extent *x = &r->ext[0];
 	uint64_t size = 0;
 	void *base;
-	size_t k;
 	int rc;
 
 	if (r->n != 1 || r->stripe != 0 || x->node_id != wire_client_node_id(r->pool->wc))
 		return -EREMOTE;
-	for (k = 0; x->node != NULL && k < x->node->narenas; k++)
-		if (x->node->arenas[k].id == x->arena)
-			size = x->node->arenas[k].size;
 	pthread_mutex_lock(&r->pool->lock);
-	rc = pool_arena_map(r->pool, x->arena, size, &base);
+	rc = pool_arena_map(r->pool, x->arena, &base, &size);
 	pthread_mutex_unlock(&r->pool->lock);
 	if (rc < 0)
 		return rc;
@@ -408,6 +302,7 @@ static int region_from_reply(struct pool *pool, const char *name, unsigned flags
 	r->pool = pool;
 	r->flags = flags;
 	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->id = rep->region->id;
 	r->size = rep->region->size;
 	r->gva = rep->region->gva;
 	r->stripe = rep->region->stripe;
@@ -542,106 +437,56 @@ POOL_EXPORT int pool_region_map(struct pool_region *region, void **ret_addr)
 	return 0;
 }
 
-/* A transfer that failed because its lender is unreachable means the data is lost to us. */
-static int region_lost(int rc)
+/* The message of a carried transfer that failed. */
+static int region_xfer_err(const char *name, const char *what, int rc)
 {
-	return rc == -ECONNRESET || rc == -EHOSTUNREACH || rc == -ETIMEDOUT ? POOL_ELOST : rc;
+	if (rc == -EPERM)
+		return pool_err(rc, "region '%s': %s: this session holds no grant of it (closed, "
+				"destroyed, or its node was fenced)", name, what);
+	return pool_err(rc, "region '%s': %s failed: %s", name, what, err_str(rc));
 }
 
-/* Transfers in flight: one read or write, or a batch. */
+/* Carry one item of region r; a region that moved meanwhile is looked up again once. */
+static int region_carry(struct pool_region *r, struct pool_xfer_item *it, const char *what)
+{
+	int rc, tries;
+
+	for (tries = 0; tries < 2; tries++) {
+		it->region = r->id;
+		it->max_op = r->stripe * REGION_STRIPES_PER_OP;
+		rc = pool_xfer_run(r->pool, it, 1);
+		if (rc < 0)
+			return rc;
+		if (it->status == -EPERM) {
+			/* Refused: if a notice says why (evicted, destroyed), say that. */
+			rc = region_refresh(r);
+			if (rc < 0)
+				return rc;
+		}
+		if (it->status != -ESTALE || tries > 0)
+			break;
+		r->moved = true;
+		rc = region_refresh(r);
+		if (rc < 0)
+			return rc;
+	}
+	return it->status < 0 ? region_xfer_err(r->name, what, it->status) : 0;
+}
+
+/* Transfers queued until pool_batch_wait(). */
 struct pool_batch {
 	struct pool *pool;
-	volatile int done;
-	int outstanding;
-	int status;
-	bool wrote;
+	struct pool_xfer_item *items;
+	size_t n, cap;
 	char name[64]; /* a region the batch touched, for messages */
 };
 
-static void region_io_done(void *arg, int status)
-{
-	struct pool_batch *b = arg;
-
-	if (status < 0 && b->status == 0)
-		b->status = status;
-	if (--b->outstanding == 0)
-		b->done = 1;
-}
-
-/* Start one get or put per piece of [off, off+len); data_lock held. */
-static int region_issue(struct pool_batch *b, struct pool_region *r, uint64_t off, void *buf,
-			size_t len, bool write)
-{
-	uint64_t pos = 0;
-	int rc = 0;
-
-	snprintf(b->name, sizeof(b->name), "%s", r->name);
-	b->wrote |= write;
-	while (pos < len && rc == 0) {
-		uint64_t o = off + pos, step, loc;
-		struct pool_region_extent *x;
-
-		if (r->stripe == 0) {
-			x = &r->ext[0];
-			loc = o;
-			step = len - pos;
-		} else {
-			uint64_t s = o / r->stripe;
-
-			x = &r->ext[s % r->n];
-			loc = (s / r->n) * r->stripe + o % r->stripe;
-			step = MIN(len - pos, r->stripe - o % r->stripe);
-		}
-		b->outstanding++;
-		b->done = 0;
-		rc = write ? fab_put_nb(x->node->ep, (char *)buf + pos, step, x->raddr + loc, x->rkey,
-					region_io_done, b)
-			   : fab_get_nb(x->node->ep, (char *)buf + pos, step, x->raddr + loc, x->rkey,
-					region_io_done, b);
-		if (rc < 0 && --b->outstanding == 0)
-			b->done = 1;
-		pos += step;
-	}
-	if (rc < 0 && b->status == 0)
-		b->status = rc;
-	return rc;
-}
-
-/* Wait for every transfer of the batch, then make its writes visible; data_lock held. */
-static int region_complete(struct pool_batch *b)
-{
-	struct pool_node *pn;
-	int rc;
-
-	if (b->outstanding > 0) {
-		rc = fab_ctx_wait(b->pool->fab, &b->done, REGION_IO_TIMEOUT_MS);
-		if (rc < 0 && b->status == 0)
-			b->status = rc;
-	}
-	for (pn = b->pool->nodes; b->wrote && b->status == 0 && pn != NULL; pn = pn->next)
-		b->status = fab_flush(pn->ep);
-	rc = b->status;
-	b->status = 0;
-	b->wrote = false;
-	if (b->outstanding == 0)
-		b->done = 1;
-	if (rc < 0)
-		return pool_err(region_lost(rc), "region '%s': transfer failed: %s", b->name,
-				err_str(rc));
-	return 0;
-}
-
 static int region_rma(struct pool_region *r, uint64_t off, void *buf, size_t len, bool write)
 {
-	struct pool_batch b = {.pool = r->pool, .done = 1};
-	int rc;
+	struct pool_xfer_item it = {.op = write ? POOL_XFER_WRITE : POOL_XFER_READ, .off = off,
+				    .buf = buf, .len = len};
 
-	pthread_mutex_lock(&r->pool->data_lock);
-	region_issue(&b, r, off, buf, len, write);
-	rc = region_complete(&b);
-	pthread_mutex_unlock(&r->pool->data_lock);
-	pool_rma_report(r->pool, false);
-	return rc;
+	return region_carry(r, &it, write ? "write" : "read");
 }
 
 static int region_check(struct pool_region *r, uint64_t off, const void *buf, size_t len,
@@ -726,7 +571,6 @@ POOL_EXPORT int pool_batch_new(struct pool *pool, struct pool_batch **ret_batch)
 	if (b == NULL)
 		return pool_err(-ENOMEM, "out of memory");
 	b->pool = pool;
-	b->done = 1;
 	*ret_batch = b;
 	return 0;
 }
@@ -735,8 +579,7 @@ POOL_EXPORT void pool_batch_free(struct pool_batch *batch)
 {
 	if (batch == NULL)
 		return;
-	if (batch->outstanding > 0)
-		pool_batch_wait(batch);
+	free(batch->items);
 	free(batch);
 }
 
@@ -765,10 +608,21 @@ static int batch_add(struct pool_batch *b, struct pool_region *r, uint64_t off, 
 			memcpy(buf, (char *)r->map + off, len);
 		return 0;
 	}
-	pthread_mutex_lock(&r->pool->data_lock);
-	rc = region_issue(b, r, off, buf, len, write);
-	pthread_mutex_unlock(&r->pool->data_lock);
-	return rc < 0 ? pool_err(rc, "%s: %s", what, err_str(rc)) : 0;
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? 2 * b->cap : 16;
+		struct pool_xfer_item *more = realloc(b->items, cap * sizeof(*more));
+
+		if (more == NULL)
+			return pool_err(-ENOMEM, "out of memory");
+		b->items = more;
+		b->cap = cap;
+	}
+	b->items[b->n++] = (struct pool_xfer_item){.op = write ? POOL_XFER_WRITE : POOL_XFER_READ,
+						   .region = r->id, .off = off, .buf = buf,
+						   .len = len,
+						   .max_op = r->stripe * REGION_STRIPES_PER_OP};
+	snprintf(b->name, sizeof(b->name), "%s", r->name);
+	return 0;
 }
 
 POOL_EXPORT int pool_batch_read(struct pool_batch *batch, struct pool_region *region,
@@ -785,72 +639,45 @@ POOL_EXPORT int pool_batch_write(struct pool_batch *batch, struct pool_region *r
 
 POOL_EXPORT int pool_batch_wait(struct pool_batch *batch)
 {
+	size_t i;
 	int rc;
 
 	if (batch == NULL)
 		return pool_err(-EINVAL, "pool_batch_wait: invalid argument");
-	pthread_mutex_lock(&batch->pool->data_lock);
-	rc = region_complete(batch);
-	pthread_mutex_unlock(&batch->pool->data_lock);
-	pool_rma_report(batch->pool, false);
+	rc = pool_xfer_run(batch->pool, batch->items, batch->n);
+	for (i = 0; rc == 0 && i < batch->n; i++)
+		if (batch->items[i].status < 0)
+			rc = region_xfer_err(batch->name, "batch", batch->items[i].status);
+	batch->n = 0;
 	return rc;
 }
 
-/* The extent, endpoint and remote address of the 8-byte word at offset. */
-static int region_word(struct pool_region *r, uint64_t off, struct pool_region_extent **ret_x,
-		       uint64_t *ret_raddr)
+/*
+ * Atomics always go through poold, even for a mapped region, so that local
+ * and remote users of the same word agree (poold applies them, and UCX's
+ * software atomics from other nodes, in its one thread). cswap: compare
+ * with a, swap in b; otherwise add a.
+ */
+static int region_atomic(struct pool_region *r, uint64_t off, bool cswap, uint64_t a,
+			 uint64_t b, uint64_t *ret_old)
 {
-	struct pool_region_extent *x;
-	uint64_t loc;
+	struct pool_xfer_item it = {.op = cswap ? POOL_XFER_CSWAP : POOL_XFER_FADD, .off = off,
+				    .a = a, .b = b};
+	int rc = r ? region_refresh(r) : pool_err(-EINVAL, "invalid argument");
 
-	if (r == NULL || off % 8 != 0)
+	if (rc < 0)
+		return rc;
+	if (off % 8 != 0)
 		return pool_err(-EINVAL, "atomics need an 8-byte aligned offset");
 	if (off > r->size || r->size - off < 8)
 		return pool_err(-ERANGE, "offset %llu is outside region '%s'", (unsigned long long)off,
 				r->name);
 	if (!(r->flags & POOL_REGION_WRITE))
 		return pool_err(-EBADF, "region '%s' is open for reading only", r->name);
-	if (r->stripe == 0) {
-		x = &r->ext[0];
-		loc = off;
-	} else {
-		uint64_t s = off / r->stripe;
-
-		x = &r->ext[s % r->n];
-		loc = (s / r->n) * r->stripe + off % r->stripe;
-	}
-	*ret_x = x;
-	*ret_raddr = x->raddr + loc;
-	return 0;
-}
-
-/*
- * Atomics always go through the fabric, even for a mapped region, so that
- * local and remote users of the same word agree (UCX software atomics are
- * applied by the lender's worker). cswap: compare with a, swap in b;
- * otherwise add a.
- */
-static int region_atomic(struct pool_region *r, uint64_t off, bool cswap, uint64_t a,
-			 uint64_t b, uint64_t *ret_old)
-{
-	struct pool_region_extent *x = NULL;
-	uint64_t raddr = 0, old;
-	int rc = r ? region_refresh(r) : pool_err(-EINVAL, "invalid argument");
-
-	if (rc == 0)
-		rc = region_word(r, off, &x, &raddr);
-	if (rc < 0)
-		return rc;
-	pthread_mutex_lock(&r->pool->data_lock);
-	rc = cswap ? fab_atomic_cswap64(x->node->ep, raddr, x->rkey, a, b, &old)
-		   : fab_atomic_fadd64(x->node->ep, raddr, x->rkey, a, &old);
-	pthread_mutex_unlock(&r->pool->data_lock);
-	if (rc < 0)
-		return pool_err(region_lost(rc), "region '%s': %s: %s", r->name,
-				cswap ? "compare-swap" : "fetch-add", err_str(rc));
-	if (ret_old != NULL)
-		*ret_old = old;
-	return 0;
+	rc = region_carry(r, &it, cswap ? "compare-swap" : "fetch-add");
+	if (rc == 0 && ret_old != NULL)
+		*ret_old = it.old;
+	return rc;
 }
 
 POOL_EXPORT int pool_region_fetch_add(struct pool_region *region, uint64_t offset, uint64_t add,
@@ -936,5 +763,14 @@ POOL_EXPORT uint32_t pool_region_info_leases(const struct pool_region_info *info
 
 POOL_EXPORT uint32_t pool_region_info_nodes(const struct pool_region_info *info)
 {
-	return (uint32_t)info->rep->n_nodes;
+	const Pool__RegionInfo *ri = info->rep->region;
+	uint32_t n = 0;
+	size_t i, k;
+
+	for (i = 0; i < ri->n_extents; i++) {
+		for (k = 0; k < i && ri->extents[k]->node != ri->extents[i]->node; k++)
+			;
+		n += k == i;
+	}
+	return n;
 }

@@ -63,6 +63,10 @@ static const struct {
 	[WIRE_SNAP_PLACE_REPLY] = {"snap-place-reply", &pool__snap_place_reply__descriptor},
 	[WIRE_KV_NS_DEFS] = {"kv-ns-defs", &pool__kv_ns_reply__descriptor},
 	[WIRE_CLIENT_STATS] = {"client-stats", &pool__client_stats__descriptor},
+	[WIRE_XFER_WINDOW] = {"xfer-window", &pool__xfer_window__descriptor},
+	[WIRE_XFER_WINDOW_REPLY] = {"xfer-window-reply", &pool__xfer_window_reply__descriptor},
+	[WIRE_XFER] = {"xfer", &pool__xfer__descriptor},
+	[WIRE_XFER_REPLY] = {"xfer-reply", &pool__xfer_reply__descriptor},
 };
 
 /* The descriptor of a message type, or NULL for an unknown type. */

@@ -89,6 +89,10 @@ enum wire_type {
 	WIRE_SNAP_PLACE_REPLY = 52,
 	WIRE_KV_NS_DEFS = 53, /* coordinator -> nodes: the KV namespaces (KvNsReply) */
 	WIRE_CLIENT_STATS = 54, /* client -> poold: its one-sided transfers (answered Ok) */
+	WIRE_XFER_WINDOW = 55,	/* client -> its poold: a shared window (reply with its memfd) */
+	WIRE_XFER_WINDOW_REPLY = 56,
+	WIRE_XFER = 57,		/* client -> its poold: transfers it carries, checked against grants */
+	WIRE_XFER_REPLY = 58,
 	WIRE_TYPE_MAX
 };
 

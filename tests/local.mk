@@ -30,6 +30,7 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/kv-persist.sh tests/integration/persist.sh tests/integration/resp.sh \
 	tests/integration/vec.sh tests/integration/metrics.sh tests/integration/leaks.sh \
 	tests/integration/snap.sh tests/integration/snapcopy.sh tests/integration/snap-uffd.sh \
+	tests/integration/hostile.sh \
 	tests/cluster/selftest.sh tests/cluster/kv.sh tests/cluster/vec.sh tests/cluster/snap.sh \
 	tests/cluster/coord-restart.sh tests/cluster/coord-journal.sh tests/cluster/client-crash.sh \
 	tests/cluster/soak.sh \
@@ -93,6 +94,12 @@ noinst_PROGRAMS += tests/tools/fc-client
 tests_tools_fc_client_SOURCES = tests/tools/fc-client.c
 tests_tools_fc_client_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
 tests_tools_fc_client_LDADD = $(XXHASH_LIBS)
+
+# pool-hostile: a tenant sending raw frames for what it was not granted.
+noinst_PROGRAMS += tests/tools/pool-hostile
+tests_tools_pool_hostile_SOURCES = tests/tools/pool-hostile.c
+tests_tools_pool_hostile_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_tools_pool_hostile_LDADD = proto/libwire.la common/libcommon.la $(PROTOBUF_C_LIBS)
 
 # pool-kv: the KV cache through libpool, for the KV tests.
 noinst_PROGRAMS += tests/tools/pool-kv

@@ -30,7 +30,7 @@ pool_node_start() {
 	[ -n "${POOL_PMEM:-}" ] && pmem=(-o "pmem.path=$dir/pmem" -o "pmem.size=$POOL_PMEM")
 	POOL_PIDS[$i]=$(cluster_spawn "$i" "$dir/poold.log" "$POOLD" -d \
 		-o "runtime_dir=$dir/run" -o "node.name=h$i" -o "node.id=$i" -o "heartbeat.interval=$POOL_HB" \
-		-o "peer.secret=$POOL_SECRET" -o fabric.transports=tcp "${role[@]}" "${pmem[@]}" "$@")
+		-o "peer.secret=$POOL_SECRET" -o fabric.transports=tcp -o log.level=${POOL_LOG_LEVEL:-info} "${role[@]}" "${pmem[@]}" "$@")
 }
 
 # pool_node_kill I [SIGNAL]

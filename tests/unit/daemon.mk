@@ -64,3 +64,11 @@ TESTS += tests/unit/test_uffd
 tests_unit_test_uffd_SOURCES = tests/unit/test_uffd.c
 tests_unit_test_uffd_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_uffd_LDADD = tests/unit/libunit.la snapshot/libsnapshot.la $(CUNIT_LIBS)
+
+# The grant checks of daemon/: what a session may reach, from the coordinator's replies.
+check_PROGRAMS += tests/unit/test_grant
+TESTS += tests/unit/test_grant
+tests_unit_test_grant_SOURCES = tests/unit/test_grant.c daemon/grant.c
+tests_unit_test_grant_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_unit_test_grant_LDADD = tests/unit/libunit.la proto/libwire.la common/libconf.la common/libcommon.la \
+	$(CUNIT_LIBS) $(PROTOBUF_C_LIBS)

@@ -1,0 +1,259 @@
+/*
+ * tests/tools/pool-hostile.c - a hostile tenant: raw protobuf frames on the
+ * control socket (no libpool), trying to reach what it was not granted.
+ *
+ *	pool-hostile SOCKET PUBLIC PRIVATE
+ *
+ * PUBLIC is a region others may read (mode 0644) but not write; PRIVATE one
+ * they may not touch (0600). Each attack prints "refused: WHAT (error)" when
+ * poold refuses it and "NOT REFUSED: WHAT" when it does not; the exit
+ * status is the number of attacks that were not refused (0: all refused).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "proto/wire.h"
+
+static struct wire_client *wc;
+static int failures;
+
+static void verdict(const char *what, int refused, const char *why)
+{
+	if (refused)
+		printf("refused: %s (%s)\n", what, why);
+	else
+		printf("NOT REFUSED: %s\n", what);
+	failures += !refused;
+}
+
+/* A call that must fail: refused if it does. */
+static void must_fail(const char *what, uint16_t type, const ProtobufCMessage *req,
+		      uint16_t reply_type)
+{
+	ProtobufCMessage *rep = NULL;
+	char msg[256] = "";
+	int fd = -1;
+	int rc = wire_client_call_fd(wc, type, req, reply_type, &rep, &fd, msg, sizeof(msg));
+
+	if (rc == 0)
+		wire_msg_free(rep);
+	if (fd >= 0)
+		close(fd);
+	verdict(what, rc < 0, msg);
+}
+
+/* One carried transfer; its status (or the call's error). */
+static int xfer(Pool__XferOp *op)
+{
+	Pool__Xfer req = POOL__XFER__INIT;
+	Pool__XferReply *rep;
+	char msg[256];
+	int rc;
+
+	req.ops = &op;
+	req.n_ops = 1;
+	rc = wire_client_call(wc, WIRE_XFER, &req.base, WIRE_XFER_REPLY, (ProtobufCMessage **)&rep,
+			      msg, sizeof(msg));
+	if (rc < 0)
+		return rc;
+	rc = rep->n_status == 1 ? rep->status[0] : -EPROTO;
+	wire_msg_free(&rep->base);
+	return rc;
+}
+
+/* A transfer that must be refused with one of the given codes. */
+static void xfer_refused(const char *what, Pool__XferOp *op, int want)
+{
+	int rc = xfer(op);
+
+	verdict(what, rc == want, rc < 0 ? strerror(-rc) : "it succeeded");
+}
+
+static Pool__XferOp op_region(unsigned kind, uint64_t region, uint64_t off, uint64_t len,
+			      uint32_t window, uint64_t win_off)
+{
+	Pool__XferOp op = POOL__XFER_OP__INIT;
+
+	op.op = kind;
+	op.has_region = 1;
+	op.region = region;
+	op.off = off;
+	op.len = len;
+	op.has_window = op.has_win_off = window != 0;
+	op.window = window;
+	op.win_off = win_off;
+	return op;
+}
+
+static int region_call(uint16_t type, const char *name, unsigned access, Pool__RegionReply **ret)
+{
+	Pool__RegionName req = POOL__REGION_NAME__INIT;
+	char msg[256];
+
+	req.name = (char *)name;
+	req.has_access = access != 0;
+	req.access = access;
+	return wire_client_call(wc, type, &req.base, WIRE_REGION_REPLY, (ProtobufCMessage **)ret,
+				msg, sizeof(msg));
+}
+
+int main(int argc, char **argv)
+{
+	Pool__NodesRequest nr = POOL__NODES_REQUEST__INIT;
+	Pool__XferWindow wreq = POOL__XFER_WINDOW__INIT;
+	Pool__ArenaFd af = POOL__ARENA_FD__INIT;
+	Pool__NodesReply *nodes;
+	Pool__XferWindowReply *win;
+	Pool__RegionReply *pub, *priv;
+	Pool__XferOp op, *many[4097];
+	Pool__Xfer big = POOL__XFER__INIT;
+	Pool__RegionName close_req = POOL__REGION_NAME__INIT;
+	Pool__Ok *ok;
+	char msg[256];
+	size_t i, k, leaks = 0;
+	uint64_t pub_size;
+	void *map;
+	int fd = -1, rc;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: pool-hostile SOCKET PUBLIC PRIVATE\n");
+		return 2;
+	}
+	rc = wire_client_connect(argv[1], "hostile", 10000, &wc, msg, sizeof(msg));
+	if (rc < 0) {
+		fprintf(stderr, "pool-hostile: connect: %s\n", msg);
+		return 2;
+	}
+
+	/* What poold publishes names no worker and holds no key. */
+	rc = wire_client_call(wc, WIRE_NODES, &nr.base, WIRE_NODES_REPLY,
+			      (ProtobufCMessage **)&nodes, msg, sizeof(msg));
+	if (rc < 0) {
+		fprintf(stderr, "pool-hostile: nodes: %s\n", msg);
+		return 2;
+	}
+	for (i = 0; i < nodes->n_members; i++) {
+		const Pool__NodeInfo *n = nodes->members[i]->node;
+
+		leaks += n->worker_addr.len + n->probe_rkey.len + n->probe_addr;
+		for (k = 0; k < n->n_arenas; k++)
+			leaks += n->arenas[k]->rkey.len + n->arenas[k]->addr;
+	}
+	verdict("the node list gives worker addresses, keys or remote addresses", leaks == 0,
+		"none in it");
+	wire_msg_free(&nodes->base);
+
+	/* A local arena's memfd is not for tenants. */
+	af.arena = 0;
+	must_fail("the memfd of arena 0", WIRE_ARENA_FD, &af.base, WIRE_OK);
+
+	/* A window: sealed, so the tenant cannot make poold's mapping fault. */
+	wreq.size = 1 << 20;
+	rc = wire_client_call_fd(wc, WIRE_XFER_WINDOW, &wreq.base, WIRE_XFER_WINDOW_REPLY,
+				 (ProtobufCMessage **)&win, &fd, msg, sizeof(msg));
+	if (rc < 0 || fd < 0) {
+		fprintf(stderr, "pool-hostile: window: %s\n", msg);
+		return 2;
+	}
+	rc = ftruncate(fd, 0);
+	verdict("shrinking the window under poold", rc < 0, strerror(errno));
+	rc = ftruncate(fd, 2 << 20);
+	verdict("growing the window", rc < 0, strerror(errno));
+	map = mmap(NULL, win->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		perror("pool-hostile: mmap window");
+		return 2;
+	}
+
+	/* The private region: known by name and id, granted nothing. */
+	rc = region_call(WIRE_REGION_STAT, argv[3], 0, &priv);
+	if (rc < 0) {
+		fprintf(stderr, "pool-hostile: stat %s failed\n", argv[3]);
+		return 2;
+	}
+	verdict("the private region's extents through stat", priv->region->n_extents == 0,
+		"none shown");
+	op = op_region(1, priv->region->id, 0, 4096, win->window, 0);
+	xfer_refused("reading the private region by id", &op, -EPERM);
+	op = op_region(2, priv->region->id, 0, 4096, win->window, 0);
+	xfer_refused("writing the private region by id", &op, -EPERM);
+	op = op_region(3, priv->region->id, 0, 0, 0, 0);
+	op.has_a = 1;
+	op.a = 1;
+	xfer_refused("an atomic on the private region", &op, -EPERM);
+	close_req.name = argv[3];
+	must_fail("opening the private region", WIRE_REGION_OPEN, &close_req.base,
+		  WIRE_REGION_REPLY);
+
+	/* The public region, opened for reading: no writes, nothing past its end. */
+	rc = region_call(WIRE_REGION_OPEN, argv[2], 4, &pub);
+	if (rc < 0) {
+		fprintf(stderr, "pool-hostile: open %s failed\n", argv[2]);
+		return 2;
+	}
+	pub_size = pub->region->size;
+	op = op_region(1, pub->region->id, 0, 4096, win->window, 0);
+	rc = xfer(&op);
+	printf("%s: reading the public region it opened (%s)\n", rc == 0 ? "allowed" : "FAILED",
+	       rc == 0 ? "granted" : strerror(-rc));
+	failures += rc != 0;
+	op = op_region(2, pub->region->id, 0, 4096, win->window, 0);
+	xfer_refused("writing the region it may only read", &op, -EBADF);
+	op = op_region(1, pub->region->id, pub_size - 8, 16, win->window, 0);
+	xfer_refused("reading past the region's end", &op, -ERANGE);
+	op = op_region(1, pub->region->id, UINT64_MAX - 4095, 8192, win->window, 0);
+	xfer_refused("an offset that wraps around", &op, -ERANGE);
+	op = op_region(1, pub->region->id, 0, 4096, win->window + 1000, 0);
+	xfer_refused("a window that is not its own", &op, -EBADF);
+	op = op_region(1, pub->region->id, 0, 4096, win->window, win->size - 100);
+	xfer_refused("past the end of its window", &op, -ERANGE);
+	op = op_region(1, pub->region->id, 0, 4096, 0, 0);
+	xfer_refused("no window at all", &op, -EBADF);
+
+	/* KV places and raw arena offsets it was never given. */
+	op = (Pool__XferOp)POOL__XFER_OP__INIT;
+	op.op = 1;
+	op.has_node = op.has_arena = op.has_window = op.has_win_off = 1;
+	op.node = wire_client_node_id(wc);
+	op.len = 8;
+	op.window = win->window;
+	xfer_refused("reading arena 0 at offset 0 as a KV place", &op, -EPERM);
+	op.op = 2;
+	xfer_refused("writing arena 0 at offset 0 as a KV place", &op, -EPERM);
+
+	/* Too many ops in one request: an error reply, the connection stays. */
+	for (i = 0; i < 4097; i++) {
+		static Pool__XferOp same;
+
+		same = op_region(1, pub->region->id, 0, 8, win->window, 0);
+		many[i] = &same;
+	}
+	big.ops = many;
+	big.n_ops = 4097;
+	must_fail("4097 ops in one request", WIRE_XFER, &big.base, WIRE_XFER_REPLY);
+
+	/* Closed: the grant is gone with its lease. */
+	close_req.name = argv[2];
+	rc = wire_client_call(wc, WIRE_REGION_CLOSE, &close_req.base, WIRE_OK,
+			      (ProtobufCMessage **)&ok, msg, sizeof(msg));
+	if (rc == 0)
+		wire_msg_free(&ok->base);
+	op = op_region(1, pub->region->id, 0, 4096, win->window, 0);
+	xfer_refused("reading the public region after closing it", &op, -EPERM);
+
+	wire_msg_free(&pub->base);
+	wire_msg_free(&priv->base);
+	wire_msg_free(&win->base);
+	munmap(map, 1 << 20);
+	close(fd);
+	wire_client_close(wc);
+	printf("%d attack(s) not refused\n", failures);
+	return failures;
+}
