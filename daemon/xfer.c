@@ -31,7 +31,7 @@
 
 #define XFER_WINDOW_MIN (64u << 10)
 #define XFER_WINDOW_MAX (1ull << 30)
-#define XFER_WINDOWS_PER_SESSION 8
+#define XFER_WINDOWS_PER_SESSION 16
 #define XFER_BYTES_PER_SESSION (1ull << 30)
 #define XFER_MAX_OPS 4096
 #define XFER_MAX_PIECES 256 /* extents one op may span */
@@ -68,7 +68,7 @@ struct xfer {
 		uint32_t node;
 		uint64_t gen;
 	} *flush;		   /* endpoints written to: flushed before the reply */
-	size_t nflush;
+	size_t nflush, flush_cap;
 	unsigned outstanding;
 	bool flushing, replied;
 	struct event *timer;	/* no progress for a heartbeat window: the lender is gone */
@@ -112,6 +112,17 @@ static int xfer_window_request(struct req *r, const ProtobufCMessage *msg)
 	unsigned count = 0;
 	int fd, rc;
 
+	if (m->size == 0 && m->has_window) {
+		Pool__Ok ok = POOL__OK__INIT;
+
+		w = xfer_window_find(r->session, m->window);
+		if (w == NULL)
+			return req_errorf(r, -ENOENT, "no window %u in this session", m->window);
+		w->closed = true; /* transfers into it are refused from now on */
+		if (w->busy == 0)
+			xfer_window_free(w);
+		return req_reply(r, WIRE_OK, &ok.base);
+	}
 	if (m->size < XFER_WINDOW_MIN || m->size > XFER_WINDOW_MAX)
 		return req_errorf(r, -EINVAL, "a window is 64K to 1G, not %llu bytes",
 				  (unsigned long long)m->size);
@@ -121,7 +132,7 @@ static int xfer_window_request(struct req *r, const ProtobufCMessage *msg)
 			held += w->size;
 		}
 	if (count >= XFER_WINDOWS_PER_SESSION || held + size > XFER_BYTES_PER_SESSION)
-		return req_errorf(r, -EUSERS, "a session holds at most %d windows of 1G in all",
+		return req_errorf(r, -EUSERS, "a session holds at most %d windows, of 1G in all",
 				  XFER_WINDOWS_PER_SESSION);
 	w = calloc(1, sizeof(*w));
 	if (w == NULL)
@@ -321,14 +332,26 @@ static void xfer_timeout(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-static void xfer_flush_add(struct xfer *x, uint32_t node, uint64_t gen)
+/* Note an endpoint written to (once); -ENOMEM when it cannot be noted. */
+static int xfer_flush_add(struct xfer *x, uint32_t node, uint64_t gen)
 {
 	size_t i;
 
 	for (i = 0; i < x->nflush && (x->flush[i].node != node || x->flush[i].gen != gen); i++)
 		;
-	if (i == x->nflush)
-		x->flush[x->nflush++] = (struct xfer_flush){node, gen};
+	if (i < x->nflush)
+		return 0;
+	if (x->nflush == x->flush_cap) {
+		size_t cap = x->flush_cap ? 2 * x->flush_cap : 4;
+		struct xfer_flush *more = realloc(x->flush, cap * sizeof(*more));
+
+		if (more == NULL)
+			return -ENOMEM;
+		x->flush = more;
+		x->flush_cap = cap;
+	}
+	x->flush[x->nflush++] = (struct xfer_flush){node, gen};
+	return 0;
 }
 
 /* One piece of an op at memory of this node: done here and now. */
@@ -396,8 +419,9 @@ static int xfer_remote(struct xfer *x, const Pool__XferOp *op, const struct gran
 	}
 	x->pending[i]++;
 	x->node[i] = p->node;
-	if (op->op != XFER_READ)
-		xfer_flush_add(x, p->node, gen);
+	/* (Unflushed, a write would not be known complete: fail it rather.) */
+	if (op->op != XFER_READ && xfer_flush_add(x, p->node, gen) < 0)
+		return -ENOMEM;
 	return 0;
 }
 
@@ -480,13 +504,12 @@ static int xfer_request(struct req *r, const ProtobufCMessage *msg)
 	x->old = calloc(x->n, sizeof(*x->old));
 	x->ctx = calloc(x->n, sizeof(*x->ctx));
 	x->wins = calloc(x->n, sizeof(*x->wins));
-	x->flush = calloc(x->n, sizeof(*x->flush));
 	x->writes = calloc(x->n, sizeof(*x->writes));
 	x->pending = calloc(x->n, sizeof(*x->pending));
 	x->node = calloc(x->n, sizeof(*x->node));
 	x->timer = evtimer_new(pd->base, xfer_timeout, x);
 	if (x->status == NULL || x->old == NULL || x->ctx == NULL || x->wins == NULL ||
-	    x->flush == NULL || x->writes == NULL || x->pending == NULL || x->node == NULL || x->timer == NULL || (x->r = req_hold(r)) == NULL) {
+	    x->writes == NULL || x->pending == NULL || x->node == NULL || x->timer == NULL || (x->r = req_hold(r)) == NULL) {
 		xfer_free(x);
 		return req_errorf(r, -ENOMEM, "out of memory");
 	}

@@ -22,6 +22,7 @@ struct pool {
 	char *win;		   /* the window shared with poold (xfer.c), made on first use */
 	uint64_t win_size;
 	uint32_t win_id;
+	struct pool_buf *bufs;	   /* the windows of pool_buf_alloc() (under data_lock) */
 	struct pool_region *regions; /* open regions, for notices (under lock) */
 	/*
 	 * Local arenas mapped once, whole, for the regions that live in them

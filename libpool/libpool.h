@@ -59,6 +59,14 @@ POOL_EXPORT uint32_t pool_status_node_id(const struct pool_status *status);
 POOL_EXPORT uint64_t pool_status_uptime_ms(const struct pool_status *status);
 POOL_EXPORT uint32_t pool_status_clients(const struct pool_status *status);
 
+/*
+ * Transfer buffers: memory this process shares with its poold. Reads and
+ * writes of regions and KV values into or from such a buffer move no byte
+ * through a staging copy. Free with pool_buf_free() (or pool_close()).
+ */
+POOL_EXPORT int pool_buf_alloc(struct pool *pool, size_t len, void **ret_buf);
+POOL_EXPORT int pool_buf_free(struct pool *pool, void *buf);
+
 /* Options of a new region; free with pool_region_opts_free(). */
 POOL_EXPORT int pool_region_opts_new(struct pool_region_opts **ret_opts);
 POOL_EXPORT void pool_region_opts_free(struct pool_region_opts *opts);

@@ -10,7 +10,8 @@
  * between the window and the lender's memory without a copy of its own.
  * Items are cut to fit the window and sent as few Xfer requests as fit;
  * a caller's buffer is copied into the window before a write and out of it
- * after a read.
+ * after a read, unless it is one pool_buf_alloc() gave: a window of its
+ * own, which poold moves the bytes into and out of directly.
  */
 #include "config.h"
 
@@ -26,22 +27,29 @@
 #define XFER_WINDOW_SIZE (64u << 20)
 #define XFER_MAX_OPS 4096
 
-/* The window, made on first use; data_lock held. */
-static int xfer_window(struct pool *pool)
+/* A buffer window of pool_buf_alloc(). */
+struct pool_buf {
+	struct pool_buf *next;
+	char *base;
+	uint64_t size;
+	uint32_t window;
+};
+
+/* A new window of at least size bytes, mapped here. */
+static int xfer_window_new(struct pool *pool, uint64_t size, char **ret_base,
+			   uint64_t *ret_size, uint32_t *ret_id)
 {
 	Pool__XferWindow req = POOL__XFER_WINDOW__INIT;
 	Pool__XferWindowReply *rep;
 	void *base;
 	int fd = -1, rc;
 
-	if (pool->win != NULL)
-		return 0;
-	req.size = XFER_WINDOW_SIZE;
+	req.size = size;
 	rc = pool_call_fd(pool, WIRE_XFER_WINDOW, &req.base, WIRE_XFER_WINDOW_REPLY,
 			  (ProtobufCMessage **)&rep, &fd);
 	if (rc < 0)
 		return rc;
-	if (fd < 0 || rep->size < (64u << 10)) {
+	if (fd < 0 || rep->size < size) {
 		wire_msg_free(&rep->base);
 		if (fd >= 0)
 			close(fd);
@@ -53,19 +61,100 @@ static int xfer_window(struct pool *pool)
 		wire_msg_free(&rep->base);
 		return pool_err(-errno, "cannot map the transfer window: %s", err_str(-errno));
 	}
-	pool->win = base;
-	pool->win_size = rep->size;
-	pool->win_id = rep->window;
+	*ret_base = base;
+	*ret_size = rep->size;
+	*ret_id = rep->window;
 	wire_msg_free(&rep->base);
 	return 0;
 }
 
-/* Forget the window (at pool_close()). */
+/* The staging window, made on first use; data_lock held. */
+static int xfer_window(struct pool *pool)
+{
+	if (pool->win != NULL)
+		return 0;
+	return xfer_window_new(pool, XFER_WINDOW_SIZE, &pool->win, &pool->win_size, &pool->win_id);
+}
+
+/* The buffer window holding all of [buf, buf+len), if any; data_lock held. */
+static const struct pool_buf *xfer_buf_of(const struct pool *pool, const void *buf, uint64_t len)
+{
+	const struct pool_buf *b;
+
+	for (b = pool->bufs; b != NULL; b = b->next)
+		if ((const char *)buf >= b->base && len <= b->size &&
+		    (uint64_t)((const char *)buf - b->base) <= b->size - len)
+			return b;
+	return NULL;
+}
+
+/* Forget the windows (at pool_close()). */
 void pool_xfer_close(struct pool *pool)
 {
+	while (pool->bufs != NULL) {
+		struct pool_buf *b = pool->bufs;
+
+		pool->bufs = b->next;
+		munmap(b->base, b->size);
+		free(b);
+	}
 	if (pool->win != NULL)
 		munmap(pool->win, pool->win_size);
 	pool->win = NULL;
+}
+
+POOL_EXPORT int pool_buf_alloc(struct pool *pool, size_t len, void **ret_buf)
+{
+	struct pool_buf *b;
+	int rc;
+
+	if (pool == NULL || ret_buf == NULL || len == 0)
+		return pool_err(-EINVAL, "pool_buf_alloc: invalid argument");
+	b = calloc(1, sizeof(*b));
+	if (b == NULL)
+		return pool_err(-ENOMEM, "out of memory");
+	pthread_mutex_lock(&pool->data_lock);
+	rc = xfer_window_new(pool, MAX((uint64_t)len, 64u << 10), &b->base, &b->size, &b->window);
+	if (rc == 0) {
+		b->next = pool->bufs;
+		pool->bufs = b;
+	}
+	pthread_mutex_unlock(&pool->data_lock);
+	if (rc < 0) {
+		free(b);
+		return rc;
+	}
+	*ret_buf = b->base;
+	return 0;
+}
+
+POOL_EXPORT int pool_buf_free(struct pool *pool, void *buf)
+{
+	Pool__XferWindow req = POOL__XFER_WINDOW__INIT;
+	struct pool_buf **pp, *b;
+	ProtobufCMessage *rep;
+	int rc;
+
+	if (pool == NULL || buf == NULL)
+		return pool_err(-EINVAL, "pool_buf_free: invalid argument");
+	pthread_mutex_lock(&pool->data_lock);
+	for (pp = &pool->bufs; (b = *pp) != NULL && b->base != buf; pp = &b->next)
+		;
+	if (b != NULL)
+		*pp = b->next;
+	pthread_mutex_unlock(&pool->data_lock);
+	if (b == NULL)
+		return pool_err(-EINVAL, "pool_buf_free: %p is not a buffer of pool_buf_alloc()", buf);
+	/* Size 0 closes the window at poold; it frees it once nothing moves into it. */
+	req.size = 0;
+	req.has_window = 1;
+	req.window = b->window;
+	rc = pool_call(pool, WIRE_XFER_WINDOW, &req.base, WIRE_OK, &rep);
+	if (rc == 0)
+		wire_msg_free(rep);
+	munmap(b->base, b->size);
+	free(b);
+	return rc;
 }
 
 /* Send ops[0..n) (their data already in the window), and take in the statuses. */
@@ -109,21 +198,30 @@ int pool_xfer_run(struct pool *pool, struct pool_xfer_item *items, size_t n)
 	} *cut = NULL;
 	int32_t *status = NULL;
 	uint64_t *old = NULL;
-	size_t i = 0, k, nops;
+	size_t i = 0, k, nops, cap;
 	uint64_t pos = 0;
 	int rc;
 
-	for (k = 0; k < n; k++)
-		items[k].status = 0;
 	pthread_mutex_lock(&pool->data_lock);
 	rc = xfer_window(pool);
 	if (rc < 0)
 		goto out;
-	ops = calloc(XFER_MAX_OPS, sizeof(*ops));
-	opp = calloc(XFER_MAX_OPS, sizeof(*opp));
-	cut = calloc(XFER_MAX_OPS, sizeof(*cut));
-	status = calloc(XFER_MAX_OPS, sizeof(*status));
-	old = calloc(XFER_MAX_OPS, sizeof(*old));
+	/* The ops one request may need: an item's pieces, and one more at each full window. */
+	for (k = 0, cap = 1; k < n && cap < XFER_MAX_OPS; k++) {
+		uint64_t step = items[k].max_op ? MIN(items[k].max_op, pool->win_size)
+						: pool->win_size;
+
+		items[k].status = 0;
+		cap += 1 + items[k].len / step + items[k].len / pool->win_size;
+	}
+	for (; k < n; k++)
+		items[k].status = 0;
+	cap = MIN(cap, XFER_MAX_OPS);
+	ops = calloc(cap, sizeof(*ops));
+	opp = calloc(cap, sizeof(*opp));
+	cut = calloc(cap, sizeof(*cut));
+	status = calloc(cap, sizeof(*status));
+	old = calloc(cap, sizeof(*old));
 	if (ops == NULL || opp == NULL || cut == NULL || status == NULL || old == NULL) {
 		rc = pool_err(-ENOMEM, "out of memory");
 		goto out;
@@ -132,7 +230,7 @@ int pool_xfer_run(struct pool *pool, struct pool_xfer_item *items, size_t n)
 		uint64_t used = 0;
 
 		/* One request: as many pieces as fit the window. */
-		for (nops = 0; i < n && nops < XFER_MAX_OPS; nops++) {
+		for (nops = 0; i < n && nops < cap; nops++) {
 			struct pool_xfer_item *it = &items[i];
 			Pool__XferOp *op = &ops[nops];
 			uint64_t len = it->op >= POOL_XFER_FADD ? 0 : MIN(it->len - pos,
@@ -158,11 +256,22 @@ int pool_xfer_run(struct pool *pool, struct pool_xfer_item *items, size_t n)
 				op->region = it->region;
 			}
 			if (it->op < POOL_XFER_FADD) {
+				const struct pool_buf *b = xfer_buf_of(pool, it->buf, it->len);
+
 				op->has_window = op->has_win_off = 1;
-				op->window = pool->win_id;
-				op->win_off = used;
-				if (it->op == POOL_XFER_WRITE)
-					memcpy(pool->win + used, (const char *)it->buf + pos, len);
+				if (b != NULL) { /* in place: nothing to copy, no room taken */
+					len = MIN(it->len - pos, it->max_op ? it->max_op : UINT64_MAX);
+					op->len = len;
+					op->window = b->window;
+					op->win_off = (uint64_t)((const char *)it->buf - b->base) + pos;
+				} else {
+					op->window = pool->win_id;
+					op->win_off = used;
+					if (it->op == POOL_XFER_WRITE)
+						memcpy(pool->win + used, (const char *)it->buf + pos,
+						       len);
+					used += len;
+				}
 			}
 			op->has_a = op->has_b = it->op >= POOL_XFER_FADD;
 			op->a = it->a;
@@ -170,8 +279,7 @@ int pool_xfer_run(struct pool *pool, struct pool_xfer_item *items, size_t n)
 			opp[nops] = op;
 			cut[nops].item = i;
 			cut[nops].pos = pos;
-			cut[nops].len = len;
-			used += len;
+			cut[nops].len = op->window == pool->win_id ? len : 0; /* what to copy out */
 			pos += len;
 			if (pos >= it->len) {
 				i++;
@@ -187,7 +295,7 @@ int pool_xfer_run(struct pool *pool, struct pool_xfer_item *items, size_t n)
 			if (status[k] < 0 && it->status == 0)
 				it->status = status[k];
 			it->old = old[k];
-			if (it->op == POOL_XFER_READ && status[k] == 0)
+			if (it->op == POOL_XFER_READ && status[k] == 0 && cut[k].len > 0)
 				memcpy((char *)it->buf + cut[k].pos, pool->win + ops[k].win_off,
 				       cut[k].len);
 		}

@@ -6,10 +6,12 @@
  *       create a region placed "local", map it, and copy into and out of the
  *       mapping (plain memcpy on the pointer, and pool_region_write/read)
  *       next to memcpy between two malloc'd buffers of the same footprint.
- *   pool-bench-regions [-T SECONDS] [-W WINDOW] remote NAME
+ *   pool-bench-regions [-T SECONDS] [-W WINDOW] [-B] remote NAME
  *       open an existing region for writing; pool_region_read/write MiB/s
  *       one call at a time (sync) and WINDOW transfers per pool_batch_wait
- *       (batched) for 4 KiB..4 MiB; then 8-byte and 4 KiB latency.
+ *       (batched) for 4 KiB..4 MiB; then 8-byte and 4 KiB latency. The
+ *       buffers are plain memory (poold's window is staged through), or
+ *       with -B from pool_buf_alloc() (moved in place).
  *   pool-bench-regions [-j CLIENTS] ops N [SIZE [PLACEMENT]]
  *       N x (pool_region_create + pool_region_close + pool_region_destroy)
  *       through the daemon; with -j, CLIENTS processes each do N/CLIENTS.
@@ -42,6 +44,7 @@ static const size_t lat_sizes[] = {8, 4096};
 
 static double secs = 0.3;
 static int window = 8;
+static int use_buf; /* -B: transfer buffers from pool_buf_alloc() */
 
 static double now(void)
 {
@@ -278,10 +281,18 @@ static int cmd_remote(struct pool *pool, const char *name)
 		die("open region", rc);
 	if (pool_region_map(r, &map) == 0)
 		printf("# note: region %s is mapped here: reads and writes are memcpy\n", name);
-	buf = xmap(bufsz, 5);
+	if (!use_buf) {
+		buf = xmap(bufsz, 5);
+	} else {
+		rc = pool_buf_alloc(pool, bufsz, (void **)&buf);
+		if (rc < 0)
+			die("pool_buf_alloc", rc);
+		memset(buf, 5, bufsz);
+	}
 	printf("# region %s: %" PRIu64 " MiB; sync = one call at a time; b%d = %d transfers per "
-	       "pool_batch_wait; best of %d rounds of %.2fs\n",
-	       name, pool_region_size(r) >> 20, window, window, ROUNDS, secs);
+	       "pool_batch_wait; best of %d rounds of %.2fs; buffers %s\n",
+	       name, pool_region_size(r) >> 20, window, window, ROUNDS, secs,
+	       use_buf ? "from pool_buf_alloc (in place)" : "plain memory (staged)");
 	printf("%-9s %10s %10s %10s %10s\n", "size", "read_sync", "write_sync", "read_batch",
 	       "write_batch");
 	for (size_t i = 0; i < sizeof(bw_sizes) / sizeof(bw_sizes[0]); i++) {
@@ -310,7 +321,10 @@ static int cmd_remote(struct pool *pool, const char *name)
 		fflush(stdout);
 	}
 	pool_region_close(r);
-	munmap(buf, bufsz);
+	if (use_buf)
+		pool_buf_free(pool, buf);
+	else
+		munmap(buf, bufsz);
 	return 0;
 }
 
@@ -419,10 +433,11 @@ int main(int argc, char **argv)
 	int c, clients = 1, rc;
 	const char *cmd;
 
-	while ((c = getopt(argc, argv, "T:W:j:h")) != -1) {
+	while ((c = getopt(argc, argv, "T:W:j:Bh")) != -1) {
 		switch (c) {
 		case 'T': secs = atof(optarg); break;
 		case 'W': window = atoi(optarg); break;
+		case 'B': use_buf = 1; break;
 		case 'j': clients = atoi(optarg); break;
 		default: usage();
 		}

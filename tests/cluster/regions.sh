@@ -27,6 +27,11 @@ r4=$(io 4 read spread 12 | awk '{print $NF}')
 [ -n "$w1" ] && [ "$w1" = "$r4" ] && ok "256M striped region bit-exact on node 4 ($r4)" || not_ok "striped read back ($w1 vs $r4)"
 r4=$(io 4 bread spread 12 | awk '{print $NF}')
 [ -n "$w1" ] && [ "$w1" = "$r4" ] && ok "batched read of 4096 pieces bit-exact" || not_ok "batched read ($w1 vs $r4)"
+# Through buffers shared with poold (pool_buf_alloc), moved in place, on the striped region.
+w1=$(cluster_exec 1 env POOL_IO_BUF=1 POOL_SOCKET="$(pool_sock 1)" "$IO" write spread 13 | awk '{print $NF}')
+r4=$(cluster_exec 4 env POOL_IO_BUF=1 POOL_SOCKET="$(pool_sock 4)" "$IO" read spread 13 | awk '{print $NF}')
+[ -n "$w1" ] && [ "$w1" = "$r4" ] && ok "in place through pool_buf_alloc buffers: bit-exact on node 4 ($r4)" ||
+	not_ok "pool_buf_alloc path ($w1 vs $r4)"
 io 1 create counter 4096 node=3 >/dev/null
 io 2 count counter 500 >"$CLUSTER_TMP/c2" & c2=$!
 io 4 count counter 500 >"$CLUSTER_TMP/c4"

@@ -39,6 +39,10 @@ done
 grep -q "^allowed: reading the public region it opened" "$TEST_DIR/out" &&
 	ok "what it was granted it may read" || not_ok "a granted read"
 
+# What it was granted moves in place through buffers it shares with poold.
+check "reading a public region into a pool_buf_alloc() buffer" as_nobody env POOL_IO_BUF=1 "$IO" read pub 11
+check_out "$sum_pub" "... gives root's bytes"
+
 kill -0 "$POOLD_PID" && "$POOLCTL" status >/dev/null && ok "poold keeps running" || not_ok "poold died"
 [ "$("$IO" read pub 11 | awk '{print $NF}')" = "$sum_pub" ] &&
 	[ "$("$IO" read priv 12 | awk '{print $NF}')" = "$sum_priv" ] &&

@@ -14,7 +14,9 @@
  *	pool-io bread NAME SEED        (read and verify through a batch of 64 KiB pieces)
  *	pool-io count NAME N           (N fetch-adds of 1 on the word at offset 0; print it)
  *	pool-io watch NAME SEED SECS   (read and verify again and again for SECS seconds)
- * The socket is $POOL_SOCKET.
+ * The socket is $POOL_SOCKET. With POOL_IO_BUF=1 in the environment, the
+ * 1 MiB transfer buffer of write, read, zero and watch comes from
+ * pool_buf_alloc() (moved in place by poold) instead of malloc().
  */
 #include "config.h"
 
@@ -62,7 +64,7 @@ int main(int argc, char **argv)
 	struct pool_region *r = NULL;
 	struct pool *pool;
 	const char *cmd, *name;
-	uint8_t *buf = NULL, *want = NULL;
+	uint8_t *buf = NULL, *want = NULL, *poolbuf = NULL;
 	uint64_t size, off, seed = 0;
 	XXH64_state_t *h = NULL;
 	int status = 0;
@@ -137,7 +139,18 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	size = pool_region_size(r);
-	buf = malloc(CHUNK);
+	if (getenv("POOL_IO_BUF") != NULL && strcmp(getenv("POOL_IO_BUF"), "1") == 0) {
+		void *pb;
+
+		rc = pool_buf_alloc(pool, CHUNK, &pb);
+		if (rc < 0) {
+			status = fail("pool_buf_alloc", rc);
+			goto out;
+		}
+		poolbuf = buf = pb;
+	} else {
+		buf = malloc(CHUNK);
+	}
 	want = malloc(CHUNK);
 	h = XXH64_createState();
 	XXH64_reset(h, 0);
@@ -281,7 +294,10 @@ int main(int argc, char **argv)
 	printf("%s %s: %" PRIu64 " bytes, xxh64 %016" PRIx64 "\n", cmd, name, size,
 	       (uint64_t)XXH64_digest(h));
 out:
-	free(buf);
+	if (poolbuf != NULL)
+		pool_buf_free(pool, poolbuf);
+	else
+		free(buf);
 	free(want);
 	if (h != NULL)
 		XXH64_freeState(h);
