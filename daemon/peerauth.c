@@ -61,7 +61,8 @@ static int peerauth_mac(const char *secret, const char *label, const uint8_t *a,
 	memcpy(msg + len, a, PEERAUTH_NONCE_LEN);
 	memcpy(msg + len + PEERAUTH_NONCE_LEN, b, PEERAUTH_NONCE_LEN);
 	len += 2 * PEERAUTH_NONCE_LEN;
-	memcpy(msg + len, name, nlen);
+	if (nlen > 0)
+		memcpy(msg + len, name, nlen);
 	len += nlen;
 	if (HMAC(EVP_sha256(), secret, (int)strlen(secret), msg, len, out, &outlen) == NULL ||
 	    outlen != PEERAUTH_PROOF_LEN)

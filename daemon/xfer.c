@@ -70,7 +70,7 @@ struct xfer {
 	} *flush;		   /* endpoints written to: flushed before the reply */
 	size_t nflush, flush_cap;
 	unsigned outstanding;
-	bool flushing, replied;
+	bool flushing, replied, timed_out;
 	struct event *timer;	/* no progress for a heartbeat window: the lender is gone */
 	struct timeval window;
 };
@@ -296,7 +296,7 @@ static void xfer_op_done(void *arg, int status)
 				  ? POOL_ELOST
 				  : status;
 	x->outstanding--;
-	if (!x->replied && x->outstanding > 0)
+	if (!x->replied && !x->timed_out && x->outstanding > 0)
 		evtimer_add(x->timer, &x->window); /* it moves: wait again */
 	xfer_settle(x);
 }
@@ -308,10 +308,13 @@ static void xfer_op_done(void *arg, int status)
  * bytes into or out of a window the client uses again once answered. The
  * next transfer to those lenders starts on a new endpoint. (UCX 1.13 over
  * TCP can leave an endpoint to a live peer silent after another peer died.)
+ * Should the cancelled transfers not come back within a heartbeat interval
+ * (UCX can hold them while the peer is stopped), the reply goes all the same.
  */
 static void xfer_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct xfer *x = arg;
+	struct timeval interval;
 	struct member *m;
 	size_t i;
 
@@ -320,6 +323,20 @@ static void xfer_timeout(evutil_socket_t fd, short what, void *arg)
 	for (i = 0; i < x->n; i++)
 		if (x->status[i] == 0 && (x->pending[i] > 0 || (x->flushing && x->writes[i])))
 			x->status[i] = POOL_ELOST;
+	if (x->timed_out) {
+		/*
+		 * An interval more and the cancelled transfers are not back (UCX
+		 * can hold them while the peer is stopped): answer anyway. The
+		 * endpoints are closed, so nothing moves into the window.
+		 */
+		if (!x->replied)
+			xfer_reply(x);
+		return;
+	}
+	x->timed_out = true;
+	interval.tv_sec = (time_t)(x->pd->conf->heartbeat_ms / 1000);
+	interval.tv_usec = (suseconds_t)(x->pd->conf->heartbeat_ms % 1000) * 1000;
+	evtimer_add(x->timer, &interval);
 	for (i = 0; i < x->n + x->nflush; i++) {
 		uint32_t node = i < x->n ? x->node[i] : x->flush[i - x->n].node;
 
@@ -487,7 +504,8 @@ static int xfer_request(struct req *r, const ProtobufCMessage *msg)
 {
 	const Pool__Xfer *m = (const Pool__Xfer *)msg;
 	struct poold *pd = r->pd;
-	uint64_t window_ms = (uint64_t)pd->conf->heartbeat_ms * (uint64_t)(pd->conf->heartbeat_misses + 1);
+	/* What the coordinator waits before it declares a silent node dead. */
+	uint64_t window_ms = (uint64_t)pd->conf->heartbeat_ms * (uint64_t)pd->conf->heartbeat_misses;
 	struct xfer *x;
 	size_t i;
 

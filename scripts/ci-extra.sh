@@ -2,16 +2,18 @@
 # scripts/ci-extra.sh - the CI stages after the test suite: the whole suite
 # again under AddressSanitizer and UndefinedBehaviorSanitizer (LeakSanitizer
 # on), then each libFuzzer target for FUZZ_SECONDS (60) from its seed
-# corpus. Each builds a copy of the tracked sources in its own directory
-# under CI_WORK (default: a temporary one), so the main build is left as it
-# is. Stages: CI_STAGES="asan fuzz" (the default) or either one.
+# corpus, then the long trust runs (1,000 clients killed mid-transfer, a
+# lender stopped for 60 s: tests/cluster/trust.sh) on the main build. The
+# sanitizer and fuzz stages build a copy of the tracked sources in its own
+# directory under CI_WORK (default: a temporary one), so the main build is
+# left as it is. Stages: CI_STAGES="asan fuzz trust" (the default) or some.
 . "$(dirname "$0")/deps.sh"
 
 deps_install "${PACKAGES[@]}" clang libclang-rt-14-dev
 work=${CI_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/pool-ci.XXXXXX")}
 # The suite runs some checks as uid nobody, which must reach the build.
 chmod 0755 "$work"
-stages=${CI_STAGES:-asan fuzz}
+stages=${CI_STAGES:-asan fuzz trust}
 
 # copy_tree DIR: the tracked files of the source tree, into DIR.
 copy_tree() {
@@ -41,6 +43,12 @@ for stage in $stages; do
 		(cd "$work/fuzz" && FUZZ_SECONDS=${FUZZ_SECONDS:-60} make check TESTS=tests/fuzz/run.sh) ||
 			{ cat "$work/fuzz/tests/fuzz/run.sh.log"; exit 1; }
 		cat "$work/fuzz/tests/fuzz/run.sh.log"
+		;;
+	trust)
+		echo "==> tests/cluster/trust.sh with 1000 kills and a 60 s stall"
+		(cd "$TOP" && TRUST_KILLS=1000 TRUST_STALL_S=60 make check TESTS=tests/cluster/trust.sh) ||
+			{ tail -n 80 "$TOP/tests/cluster/trust.sh.log"; exit 1; }
+		grep -E '^(ok|not ok)' "$TOP/tests/cluster/trust.sh.log"
 		;;
 	*)
 		echo "ci-extra.sh: unknown stage '$stage'" >&2

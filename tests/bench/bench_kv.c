@@ -3,7 +3,7 @@
  * next to Redis (hiredis) doing the same operations in the same run.
  *
  *	pool-bench-kv [-s SOCKET] [-n NS] [-r redis-unix:PATH | -r redis-tcp:HOST:PORT]...
- *	              [-T SECS] [-b BATCH] [-W BYTES] [-S SIZES] [-m KEYS]
+ *	              [-T SECS] [-b BATCH] [-W BYTES] [-S SIZES] [-m KEYS] [-B]
  *
  * For each value size (default 16K, 256K, 2M) and each target (the pool
  * namespace NS through the local poold, then every -r Redis server), one
@@ -17,7 +17,9 @@
  * over a working set of W bytes (default 128 MiB) of keys, each for T
  * seconds (default 0.5). Keys are 16 bytes, like block hashes. Then the
  * prefix match of M keys (default 1000), all present: pool_kv_match vs M
- * pipelined EXISTS, microseconds per call.
+ * pipelined EXISTS, microseconds per call. With -B the value buffers are
+ * one pool_buf_alloc() buffer of the pool's, which its poold moves values
+ * into and out of in place (the Redis targets use the same memory).
  *
  * Prints one row per size and operation: ops/s (values per second) and
  * GB/s (10^9 bytes) of each target, then pool/target ratios. Every get, and
@@ -59,6 +61,8 @@ struct target {
 
 static double secs = 0.5;
 static size_t batch = 32, wset = 128u << 20, match_n = 1000;
+static int use_buf;   /* -B: buffers from pool_buf_alloc() */
+static void *shared;  /* ... that buffer */
 static uint8_t **keys;	 /* the working set's keys */
 static size_t *klens;	 /* all KLEN */
 static uint8_t **vals;	 /* batch value buffers (puts) */
@@ -443,7 +447,7 @@ int main(int argc, char **argv)
 	int nt = 0, nr = 0, opt, k, op;
 	char *s, *tok, *save;
 
-	while ((opt = getopt(argc, argv, "s:n:r:T:b:W:S:m:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:r:T:b:W:S:m:B")) != -1) {
 		switch (opt) {
 		case 's': sock = optarg; break;
 		case 'n': ns = optarg; break;
@@ -457,6 +461,7 @@ int main(int argc, char **argv)
 		case 'W': wset = parse_size(optarg); break;
 		case 'S': sizes_arg = optarg; break;
 		case 'm': match_n = strtoul(optarg, NULL, 0); break;
+		case 'B': use_buf = 1; break;
 		default: usage();
 		}
 	}
@@ -512,9 +517,21 @@ int main(int argc, char **argv)
 	vlens = calloc(batch, sizeof(*vlens));
 	rvlens = calloc(batch, sizeof(*rvlens));
 	status = calloc(batch, sizeof(*status));
+	/* -B: the values come from and go to one pool_buf_alloc() buffer (moved in place). */
+	if (use_buf && nt > 0 && t[0].pool != NULL) {
+		int rc = pool_buf_alloc(t[0].pool, 2 * batch * maxsize, &shared);
+
+		if (rc < 0)
+			pdie("pool_buf_alloc", rc);
+	}
 	for (i = 0; i < batch; i++) {
-		vals[i] = malloc(maxsize);
-		bufs[i] = malloc(maxsize);
+		if (shared != NULL) {
+			vals[i] = (uint8_t *)shared + 2 * i * maxsize;
+			bufs[i] = vals[i] + maxsize;
+		} else {
+			vals[i] = malloc(maxsize);
+			bufs[i] = malloc(maxsize);
+		}
 		memset(bufs[i], 1, maxsize); /* fault the pages in before timing */
 	}
 
@@ -575,7 +592,7 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < maxkeys; i++)
 		free(keys[i]);
-	for (i = 0; i < batch; i++) {
+	for (i = 0; shared == NULL && i < batch; i++) {
 		free(vals[i]);
 		free(bufs[i]);
 	}
