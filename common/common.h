@@ -120,6 +120,8 @@ struct poold_conf {
 	int64_t heartbeat_misses;
 	char *fabric_transports;
 	char *fabric_devices;
+	char *fabric_ports;
+	int64_t fabric_firewall;
 	int64_t probe_interval_ms;
 	char *secret; /* derived: peer.secret, or the contents of peer.secret_file */
 	bool set[CONF_MAX_OPTIONS]; /* set by the file or the command line */
@@ -131,6 +133,7 @@ extern const struct conf_option conf_options[];
 extern const size_t conf_noptions;
 
 const struct conf_option *conf_find(const char *name);
+int conf_port_range(const char *s, unsigned *ret_lo, unsigned *ret_hi);
 const char *conf_type_name(enum conf_type type);
 int conf_defaults(struct poold_conf **ret_conf);
 int conf_parse_file(const char *path, struct poold_conf **ret_conf, struct conf_error *err);

@@ -431,6 +431,16 @@ int conf_finish(struct poold_conf *conf, struct conf_error *err)
 	if (conf->metrics_listen[0] != '\0' &&
 	    addr_check("metrics.listen", conf->metrics_listen, err->msg, sizeof(err->msg)) < 0)
 		return -EINVAL;
+	if (conf->fabric_ports[0] != '\0' && conf_port_range(conf->fabric_ports, NULL, NULL) < 0) {
+		snprintf(err->msg, sizeof(err->msg), "fabric.ports: '%s' is not LO-HI (1024-65535, "
+			 "LO <= HI)", conf->fabric_ports);
+		return -EINVAL;
+	}
+	if (conf->fabric_firewall && conf->fabric_ports[0] == '\0') {
+		snprintf(err->msg, sizeof(err->msg), "fabric.firewall needs fabric.ports (the ports "
+			 "it admits only poold to)");
+		return -EINVAL;
+	}
 	if (conf->resp_listen[0] != '\0' && conf->role != ROLE_COORDINATOR) {
 		snprintf(err->msg, sizeof(err->msg), "resp.listen: only the coordinator serves RESP");
 		return -EINVAL;
@@ -446,6 +456,22 @@ int conf_finish(struct poold_conf *conf, struct conf_error *err)
 			 conf->peer_listen);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* Parse "LO-HI", 1024 <= LO <= HI <= 65535; either out-parameter may be NULL. */
+int conf_port_range(const char *s, unsigned *ret_lo, unsigned *ret_hi)
+{
+	unsigned lo, hi;
+	int n = 0;
+
+	if (sscanf(s, "%u-%u%n", &lo, &hi, &n) != 2 || s[n] != '\0' || lo < 1024 || lo > hi ||
+	    hi > 65535)
+		return -EINVAL;
+	if (ret_lo != NULL)
+		*ret_lo = lo;
+	if (ret_hi != NULL)
+		*ret_hi = hi;
 	return 0;
 }
 

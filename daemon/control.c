@@ -243,6 +243,10 @@ void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size
 		rc = req_errorf(r, -EPERM, "%s needs root or the admin group", wire_type_name(type));
 		goto out_error;
 	}
+	if (h->perm == CTL_ROOT && !r->root) {
+		rc = req_errorf(r, -EPERM, "%s needs root or poold's own user", wire_type_name(type));
+		goto out_error;
+	}
 	/* A local session's close or release ends its grants before anything else. */
 	if (r->node == r->pd->node_id && r->session != 0)
 		grant_request(r->pd, r->session, type, payload, len);
@@ -339,6 +343,7 @@ static void ctl_frame(struct conn *conn, const struct wire_hdr *hdr, const uint8
 		return;
 	}
 	r.admin = ctl_is_admin(c);
+	r.root = c->uid == 0 || c->uid == geteuid();
 	control_dispatch(&r, hdr->type, payload, hdr->len);
 }
 

@@ -364,7 +364,7 @@ void grant_clear(struct poold *pd)
 /*
  * Resolve [off, off+len) of a region the session opened into pieces of
  * extents (at most max), checking the access (write: read-write). The
- * number of pieces, or -EPERM (not granted), -EBADF (read-only), -ESTALE
+ * number of pieces, or -EPERM (not granted), -EACCES (read-only), -ESTALE
  * (moved: stat it again), -ERANGE (outside it), -E2BIG (too many pieces).
  */
 int grant_region_pieces(struct poold *pd, uint64_t session, uint64_t region, uint64_t off,
@@ -378,7 +378,7 @@ int grant_region_pieces(struct poold *pd, uint64_t session, uint64_t region, uin
 	if (g == NULL)
 		return -EPERM;
 	if (write && !(g->access & 2))
-		return -EBADF;
+		return -EACCES;
 	if (g->stale)
 		return -ESTALE;
 	if (off > g->size || len > g->size - off || g->n == 0)
@@ -424,7 +424,7 @@ int grant_place_check(struct poold *pd, uint64_t session, uint32_t node, uint32_
 			continue;
 		if (within > p->len || len > p->len - within)
 			return -ERANGE;
-		return write && !p->write ? -EBADF : 0;
+		return write && !p->write ? -EACCES : 0;
 	}
 	return -EPERM;
 }

@@ -162,6 +162,7 @@ static int poold_fabric_open(struct poold *pd)
 
 	cfg.transports = conf->fabric_transports[0] ? conf->fabric_transports : NULL;
 	cfg.devices = conf->fabric_devices[0] ? conf->fabric_devices : NULL;
+	cfg.tcp_ports = conf->fabric_ports[0] ? conf->fabric_ports : NULL;
 	rc = fab_ctx_create(&cfg, &pd->fab);
 	if (rc < 0) {
 		log_warnx("cannot start the fabric (fabric.transports '%s', fabric.devices '%s'): %s",
@@ -227,6 +228,7 @@ static void poold_free(struct poold *pd)
 	xfer_close(pd);
 	lend_close(pd);
 	poold_fabric_close(pd);
+	firewall_close(pd);
 	control_close(pd->control);
 	free(pd->latency);
 	for (i = 0; i < ARRAY_SIZE(pd->sig_ev); i++)
@@ -353,7 +355,9 @@ int main(int argc, char **argv)
 		event_reinit(pd.base);
 	}
 	/* UCX after the fork: its threads and fds belong to the daemon process. */
-	if (poold_fabric_open(&pd) < 0 || lend_open(&pd) < 0 || hold_open(&pd) < 0)
+	/* The rule first: the fabric's listener is never open to other uids. */
+	if (firewall_open(&pd) < 0 || poold_fabric_open(&pd) < 0 || lend_open(&pd) < 0 ||
+	    hold_open(&pd) < 0)
 		goto out;
 	if (pd.conf->role == ROLE_COORDINATOR ? coord_open(&pd) < 0 : peer_open(&pd) < 0) {
 		log_warnx("cannot start the %s role", pd.conf->role == ROLE_COORDINATOR

@@ -135,6 +135,7 @@ struct poold {
 	struct snapcopies *snapcopies; /* the node's copies of snapshot images (snapcopy.c) */
 	struct snapplaces *snapplaces; /* the helpers filling them for snap place (snapplace.c) */
 	struct grants *grants;	       /* what each local client session may reach (grant.c) */
+	bool firewall_on;	       /* firewall.c installed its rule */
 };
 
 /* poold.c */
@@ -194,6 +195,7 @@ struct req {
 	gid_t gid;
 	pid_t pid;
 	bool admin;
+	bool root;	  /* root or poold's own uid (a local client only) */
 	uint32_t node;	  /* node holding the client's session */
 	uint64_t session; /* the client's connection there */
 	uint16_t type;	  /* of the request */
@@ -216,7 +218,8 @@ struct req_latency {
 
 #define REQ_LATER 1
 
-enum ctl_perm { CTL_ANY, CTL_ADMIN };
+/* CTL_ROOT: root or poold's own uid, who could read poold's memory anyway. */
+enum ctl_perm { CTL_ANY, CTL_ADMIN, CTL_ROOT };
 enum ctl_where { AT_HERE, AT_COORD };
 
 struct ctl_handler {
@@ -519,6 +522,10 @@ void snapplace_serve(struct poold *pd, struct conn *conn, uint64_t req_id,
 void snapplace_close(struct poold *pd);
 void snap_recount_want(struct poold *pd);
 extern const struct ctl_handler snapplace_handlers[];
+
+/* firewall.c: fabric.ports admitted to poold's uid only (nftables) */
+int firewall_open(struct poold *pd);
+void firewall_close(struct poold *pd);
 
 /* grant.c: what each local session may reach, from the coordinator's replies */
 struct grant_piece {

@@ -102,6 +102,17 @@ static struct xfer_window *xfer_window_find(uint64_t session, uint32_t id)
 	return NULL;
 }
 
+/* Whether the session's window id was retired (closed while transfers were still out). */
+static bool xfer_window_retired(uint64_t session, uint32_t id)
+{
+	struct xfer_window *w;
+
+	LIST_FOREACH(w, &xfer_windows, entry)
+		if (w->session == session && w->id == id && w->closed)
+			return true;
+	return false;
+}
+
 /* A new window for the caller's session: its memfd goes with the reply. */
 static int xfer_window_request(struct req *r, const ProtobufCMessage *msg)
 {
@@ -326,9 +337,16 @@ static void xfer_timeout(evutil_socket_t fd, short what, void *arg)
 	if (x->timed_out) {
 		/*
 		 * An interval more and the cancelled transfers are not back (UCX
-		 * can hold them while the peer is stopped): answer anyway. The
-		 * endpoints are closed, so nothing moves into the window.
+		 * can hold them while the peer is stopped): answer anyway, and
+		 * retire the windows they move into, so that what may still land
+		 * there reaches no later transfer (the client gets a new one).
 		 */
+		for (i = 0; i < x->n; i++)
+			if (x->pending[i] > 0 && x->wins[i] != NULL && !x->wins[i]->closed) {
+				log_warnx("%s: transfers into window %u still out: the window is "
+					  "retired", conn_desc(x->r->conn), x->wins[i]->id);
+				x->wins[i]->closed = true;
+			}
 		if (!x->replied)
 			xfer_reply(x);
 		return;
@@ -459,7 +477,9 @@ static int xfer_start(struct xfer *x, const Pool__XferOp *op, size_t i)
 	if (op->op <= XFER_WRITE) {
 		w = op->has_window ? xfer_window_find(x->r->session, op->window) : NULL;
 		if (w == NULL)
-			return -EBADF;
+			return op->has_window && xfer_window_retired(x->r->session, op->window)
+				       ? -EBADFD /* retired: the client takes a new one */
+				       : -EBADF;
 		if (op->win_off > w->size || len > w->size - op->win_off)
 			return -ERANGE;
 		w->busy++;

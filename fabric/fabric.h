@@ -42,6 +42,7 @@ struct fab_rkey; /* unpacked remote key, tied to one endpoint */
 struct fab_config {
 	const char *transports;	 /* UCX_TLS style list ("tcp", "shm", "posix,cma,self"); NULL = UCX default */
 	const char *devices;	 /* UCX_NET_DEVICES style list ("lo", "eth0"); NULL = all */
+	const char *tcp_ports;	 /* "LO-HI": the TCP listener's port range; NULL = any */
 	int thread_multi;	 /* nonzero: the ctx may be used from several threads */
 	size_t tcp_seg_size;	 /* UCX TCP TX/RX segment size; 0 = our tuned default */
 	unsigned op_timeout_ms;	 /* bound on blocking calls; 0 = 10000 */

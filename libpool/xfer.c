@@ -184,6 +184,19 @@ static int xfer_send(struct pool *pool, Pool__XferOp **ops, size_t n, int32_t *s
 	return 0;
 }
 
+/* Whether poold refused ops of the staging window as a window it retired. */
+static bool xfer_staging_retired(const struct pool *pool, Pool__XferOp **ops, size_t n,
+				 const int32_t *status)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++)
+		if ((status[k] == -EBADFD || status[k] == -EBADF) && ops[k]->has_window &&
+		    ops[k]->window == pool->win_id)
+			return true;
+	return false;
+}
+
 /*
  * Carry items[0..n): each item's status (0 or -errno) goes to its status
  * field, an atomic's old value to its old field. Returns 0, or the error
@@ -199,6 +212,7 @@ int pool_xfer_run(struct pool *pool, struct pool_xfer_item *items, size_t n)
 	int32_t *status = NULL;
 	uint64_t *old = NULL;
 	size_t i = 0, k, nops, cap;
+	bool retried = false;
 	uint64_t pos = 0;
 	int rc;
 
@@ -289,6 +303,23 @@ int pool_xfer_run(struct pool *pool, struct pool_xfer_item *items, size_t n)
 		rc = xfer_send(pool, opp, nops, status, old);
 		if (rc < 0)
 			goto out;
+		/*
+		 * poold retires a window that a transfer it gave up on may still
+		 * write into (-EBADFD on it, or -EBADF once it is freed): take a
+		 * new staging window and send
+		 * these ops again, once.
+		 */
+		if (!retried && xfer_staging_retired(pool, opp, nops, status)) {
+			retried = true;
+			munmap(pool->win, pool->win_size);
+			pool->win = NULL;
+			rc = xfer_window(pool);
+			if (rc < 0)
+				goto out;
+			i = cut[0].item;
+			pos = cut[0].pos;
+			continue;
+		}
 		for (k = 0; k < nops; k++) {
 			struct pool_xfer_item *it = &items[cut[k].item];
 

@@ -17,6 +17,9 @@ alive() { local i; for i in 1 2 3 4; do kill -0 "${POOL_PIDS[$i]}" 2>/dev/null |
 aborted() { grep -l "Assertion\|Endpoint timeout\|SIGSEGV\|munmap_chunk\|double free" "$CLUSTER_TMP"/*/poold.log 2>/dev/null; }
 
 have_nobody "$HOSTILE" || exit 77
+command -v nft >/dev/null || { echo "1..0 # SKIP: no nft (nftables)"; exit 77; }
+# Every poold listens for the fabric on ports 17400-17499, admitted to its uid only.
+export POOL_OPTS="-o fabric.ports=17400-17499 -o fabric.firewall=yes"
 pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
 chmod 0755 "$CLUSTER_TMP"
 for i in 1 2 3 4; do chmod 0755 "$(cluster_dir $i)" "$(cluster_dir $i)/run"; chmod 0666 "$(pool_sock $i)"; done
@@ -34,6 +37,33 @@ cluster_exec 4 setpriv --reuid=nobody --regid=nogroup --clear-groups "$HOSTILE" 
 	{ not_ok "node 4: $rc attack(s) not refused"; cat "$CLUSTER_TMP/hostile"; }
 [ "$(io 3 read pub 31 | awk '{print $NF}')" = "$sum_pub" ] && [ "$(io 3 read priv 32 | awk '{print $NF}')" = "$sum_priv" ] &&
 	ok "root's data unchanged" || not_ok "root's data changed"
+
+# Knowing the port of node 2's fabric listener, another uid cannot connect to
+# it, from node 4 or from node 2 itself; poold's own uid (root) can.
+port=$(cluster_exec 2 ss -ltnH | awk -v ip="$(cluster_addr 2)" '{ n = split($4, a, ":"); p = a[n] }
+	index($4, ip ":") == 1 && p >= 17400 && p <= 17499 { print p; exit }')
+conn() { # HOST AS-NOBODY(0/1) -> 0 when the connect succeeds
+	local pre=(); [ "$2" = 1 ] && pre=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+	cluster_exec "$1" "${pre[@]}" /usr/bin/python3 -c 'import socket, sys
+s = socket.socket(); s.settimeout(3)
+try:
+    s.connect((sys.argv[1], int(sys.argv[2])))
+except OSError as e:
+    print("refused:", e); sys.exit(1)
+print("connected")' "$(cluster_addr 2)" "$port"
+}
+if [ -n "$port" ]; then
+	for h in 4 2; do
+		out=$(conn $h 1 2>&1)
+		case $out in
+		*"Connection refused"*) ok "uid nobody on node $h cannot connect to node 2's fabric port $port ($out)" ;;
+		*) not_ok "uid nobody on node $h and node 2's fabric port $port: $out" ;;
+		esac
+	done
+	conn 4 0 >/dev/null 2>&1 && ok "poold's uid can (the rule admits only it)" || not_ok "root cannot connect to $port"
+else
+	not_ok "no fabric listener in 17400-17499 on node 2"; cluster_exec 2 ss -ltn
+fi
 
 # Clients killed mid-transfer, reading node 2 and the coordinator, writing node 3.
 io 1 create onc $((16 << 20)) node=1 >/dev/null && io 1 write onc 33 >/dev/null

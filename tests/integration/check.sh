@@ -39,6 +39,13 @@ check_out "peer.listen: 0.0.0.0:7400 is reachable from other hosts: set peer.sec
 check_exit 0 "... accepted with a secret" "$POOLD" -n -o peer.listen=0.0.0.0:7400 -o peer.secret=s3cret
 check_exit 0 "... and on loopback without one" "$POOLD" -n -o peer.listen=127.0.0.1:7400
 
+# The fabric's ports, and the rule that admits only poold to them.
+check_exit 1 "fabric.ports must be LO-HI" "$POOLD" -n -o fabric.ports=80-90
+check_out "fabric.ports: '80-90' is not LO-HI" "the refusal names the range"
+check_exit 1 "fabric.firewall needs fabric.ports" "$POOLD" -n -o fabric.firewall=yes
+check_out "fabric.firewall needs fabric.ports" "and says so"
+check_exit 0 "both together are valid" "$POOLD" -n -o fabric.ports=17400-17499 -o fabric.firewall=yes
+
 check_exit 1 "missing file" "$POOLD" -n -f "$TEST_DIR/none.conf"
 check_out "none.conf: cannot open" "missing file is named"
 check_exit 1 "bad -o override" "$POOLD" -n -o lend.size=huge

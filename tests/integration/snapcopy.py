@@ -21,31 +21,8 @@ EPERM, ENOENT, EBUSY, EINVAL, ENOSPC = 1, 2, 16, 22, 28
 MiB = 1 << 20
 
 
-def fields(payload):
-    """The fields of a protobuf message: {number: [values]} (varints as int, the rest as bytes)."""
-    out, i = {}, 0
-    while i < len(payload):
-        key, i = varint(payload, i)
-        if key & 7 == 0:
-            v, i = varint(payload, i)
-        elif key & 7 == 2:
-            n, i = varint(payload, i)
-            v, i = payload[i:i + n], i + n
-        else:
-            raise AssertionError("wire type %d" % (key & 7))
-        out.setdefault(key >> 3, []).append(v)
-    return out
+fields = wire.parse
 
-
-def varint(buf, i):
-    n = shift = 0
-    while True:
-        b = buf[i]
-        i += 1
-        n |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return n, i
 
 
 class Client:

@@ -496,7 +496,14 @@ int main(int argc, char **argv)
 				want = malloc(vlens[i]);
 				fill(want, vlens[i], seed + i);
 				if (memcmp(bufs[i], want, vlens[i]) != 0) {
-					fprintf(stderr, "pool-kv: %s: wrong bytes\n", keys[i]);
+					size_t at = 0, zeros = 0, j;
+
+					while (at < vlens[i] && ((uint8_t *)bufs[i])[at] == want[at])
+						at++;
+					for (j = 0; j < vlens[i]; j++)
+						zeros += ((uint8_t *)bufs[i])[j] == 0;
+					fprintf(stderr, "pool-kv: %s: wrong bytes from offset %zu of %zu "
+						"(%zu zero bytes)\n", keys[i], at, vlens[i], zeros);
 					return 1;
 				}
 				free(want);

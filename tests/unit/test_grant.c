@@ -72,7 +72,7 @@ static void test_region(void)
 	CU_ASSERT_EQUAL(p[0].node, 1);
 	CU_ASSERT_EQUAL(p[0].off, 4096);
 	CU_ASSERT_EQUAL(p[0].len, 100);
-	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 1, 7, 0, 8, true, p, 4), -EBADF);
+	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 1, 7, 0, 8, true, p, 4), -EACCES);
 	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 1, 7, (1 << 20) - 4, 8, false, p, 4), -ERANGE);
 	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 1, 7, UINT64_MAX - 3, 8, false, p, 4), -ERANGE);
 	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 2, 7, 0, 8, false, p, 4), -EPERM);
@@ -167,7 +167,7 @@ static void test_kv(void)
 	kv_reply(9, 4, 3, 0); /* a lookup */
 	CU_ASSERT_EQUAL(grant_place_check(&pd, 9, 1, 0, 0, 0, 1000, false), 0);
 	CU_ASSERT_EQUAL(grant_place_check(&pd, 9, 2, 0, 0, 0, 1000, false), 0); /* its copy */
-	CU_ASSERT_EQUAL(grant_place_check(&pd, 9, 1, 0, 0, 0, 1000, true), -EBADF);
+	CU_ASSERT_EQUAL(grant_place_check(&pd, 9, 1, 0, 0, 0, 1000, true), -EACCES);
 	CU_ASSERT_EQUAL(grant_place_check(&pd, 9, 1, 0, 0, 0, 1001, false), -ERANGE);
 	CU_ASSERT_EQUAL(grant_place_check(&pd, 9, 1, 0, 0, 996, 8, false), -ERANGE);
 	CU_ASSERT_EQUAL(grant_place_check(&pd, 9, 1, 0, 0, 500, 500, false), 0);
