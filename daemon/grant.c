@@ -37,7 +37,8 @@ struct grant_region {
 	char name[64];
 	uint64_t size, stripe;
 	unsigned access, opens;
-	bool stale;
+	bool stale;	/* moved: refused until its new layout passes */
+	bool expired;	/* its lease may be gone: refused until the session opens it again */
 	size_t n;
 	struct region_extent *ext;
 };
@@ -244,7 +245,11 @@ void grant_reply(struct poold *pd, uint64_t session, uint16_t type, const Protob
 		}
 		if (ri->n_extents > 0 && grant_region_layout(g, ri) < 0)
 			g->stale = true;
-		if (access != 0) {
+		if (access != 0 && g->expired) { /* opened again: the old opens are void */
+			g->expired = false;
+			g->access = access;
+			g->opens = 1;
+		} else if (access != 0) {
 			g->access |= access;
 			g->opens++;
 		}
@@ -349,6 +354,28 @@ void grant_session_end(struct poold *pd, uint64_t session)
 	free(gs);
 }
 
+/*
+ * This node registered again with its coordinator (which may have
+ * restarted, and lost the leases and pins behind the grants): KV grants
+ * end, and region grants are refused (-EKEYEXPIRED) until their session
+ * opens the region again, which takes a new lease.
+ */
+void grant_expire_all(struct poold *pd)
+{
+	struct grant_session *gs;
+	struct grant_region *g;
+	size_t b;
+
+	for (b = 0; pd->grants != NULL && b < GRANT_BUCKETS; b++)
+		for (gs = pd->grants->bucket[b]; gs != NULL; gs = gs->next) {
+			LIST_FOREACH(g, &gs->regions, entry)
+				g->expired = true;
+			free(gs->places);
+			gs->places = NULL;
+			gs->cap = gs->nplaces = 0;
+		}
+}
+
 /* Every session's grants end (poold stops, or this node was fenced). */
 void grant_clear(struct poold *pd)
 {
@@ -364,7 +391,8 @@ void grant_clear(struct poold *pd)
 /*
  * Resolve [off, off+len) of a region the session opened into pieces of
  * extents (at most max), checking the access (write: read-write). The
- * number of pieces, or -EPERM (not granted), -EACCES (read-only), -ESTALE
+ * number of pieces, or -EPERM (not granted), -EKEYEXPIRED (open it again),
+ * -EACCES (read-only), -ESTALE
  * (moved: stat it again), -ERANGE (outside it), -E2BIG (too many pieces).
  */
 int grant_region_pieces(struct poold *pd, uint64_t session, uint64_t region, uint64_t off,
@@ -377,6 +405,8 @@ int grant_region_pieces(struct poold *pd, uint64_t session, uint64_t region, uin
 
 	if (g == NULL)
 		return -EPERM;
+	if (g->expired)
+		return -EKEYEXPIRED;
 	if (write && !(g->access & 2))
 		return -EACCES;
 	if (g->stale)

@@ -165,6 +165,7 @@ struct kv_space {
 	size_t durable_i;
 	struct region *holder;	    /* dedup: the region taking the references served */
 	unsigned recopies;	    /* copies started again in this sweep */
+	TAILQ_HEAD(, kv_recopy) copying; /* copies in flight: their extents are claimed */
 };
 
 /* The ledger's region id of a namespace's extents: kept apart from region ids. */
@@ -1800,6 +1801,7 @@ static void kv_expire_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry 
 
 /* A lost copy being made again. */
 struct kv_recopy {
+	TAILQ_ENTRY(kv_recopy) entry; /* on kv_space.copying */
 	uint64_t ns_id, version;
 	uint8_t *key;
 	size_t klen;
@@ -1813,6 +1815,8 @@ static void kv_recopied(struct poold *pd, void *arg, int rc)
 	struct kv_ns *ns = pd->kv ? kv_ns_by_id(pd, rk->ns_id) : NULL;
 	struct kv_entry *e = NULL;
 
+	if (pd->kv != NULL)
+		TAILQ_REMOVE(&pd->kv->copying, rk, entry);
 	if (ns != NULL && (e = *kv_slot(ns, rk->key, rk->klen, kv_hash(rk->key, rk->klen))) != NULL)
 		e->recopy_at = 0;
 	if (rc == 0 && e != NULL && e->has_val && e->val.version == rk->version && !e->val.pmem &&
@@ -1881,6 +1885,11 @@ static void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, vo
 		free(rk);
 		return;
 	}
+	/*
+	 * Until the copy is done, its extent is in no value's places: the
+	 * ledger must still see it claimed, or it would scrub the copy.
+	 */
+	TAILQ_INSERT_TAIL(&pd->kv->copying, rk, entry);
 	e->recopy_at = units_now_ms();
 	pd->kv->recopies++;
 }
@@ -1915,6 +1924,7 @@ static int kv_val_extents(const struct kv_ns *ns, const struct kv_val *v, uint32
 int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size_t *n,
 	       size_t *cap)
 {
+	struct kv_recopy *rk;
 	struct kv_ns *ns;
 	size_t i;
 
@@ -1942,6 +1952,13 @@ int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size
 		TAILQ_FOREACH(z, &ns->zombies, entry)
 			if (kv_val_extents(ns, &z->val, node, ext, n, cap) < 0)
 				return -ENOMEM;
+	}
+	TAILQ_FOREACH(rk, &pd->kv->copying, entry) {
+		ns = kv_ns_by_id(pd, rk->ns_id);
+		if (ns != NULL && rk->to.node == node &&
+		    ledger_append(ext, n, cap, rk->to.arena, rk->to.off, rk->to.alen,
+				  KV_HOLD_ID(ns)) < 0)
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -2261,6 +2278,7 @@ int kv_open(struct poold *pd)
 	if (pd->kv == NULL)
 		return -ENOMEM;
 	TAILQ_INIT(&pd->kv->list);
+	TAILQ_INIT(&pd->kv->copying);
 	pd->kv->orphans = calloc(1, sizeof(*pd->kv->orphans));
 	if (pd->kv->orphans == NULL || (pd->kv->orphans->buckets = calloc(1, sizeof(void *))) == NULL) {
 		free(pd->kv->orphans);

@@ -176,6 +176,7 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 	size_t i;
 
 	pd->node_id = rep->node_id;
+	grant_expire_all(pd);
 	/*
 	 * The members are updated in place, and those the coordinator does not
 	 * list (a restarted coordinator before they registered again) are kept:

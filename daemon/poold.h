@@ -539,6 +539,7 @@ void grant_request(struct poold *pd, uint64_t session, uint16_t type, const uint
 void grant_notice(struct poold *pd, uint64_t session, const char *name, const char *event);
 void grant_session_end(struct poold *pd, uint64_t session);
 void grant_clear(struct poold *pd);
+void grant_expire_all(struct poold *pd);
 int grant_region_pieces(struct poold *pd, uint64_t session, uint64_t region, uint64_t off,
 			uint64_t len, bool write, struct grant_piece *pieces, size_t max);
 int grant_place_check(struct poold *pd, uint64_t session, uint32_t node, uint32_t arena,

@@ -21,6 +21,9 @@
 #include "libpool/internal.h"
 
 
+/* How long opening a region again waits for its lenders to be back (region_reopen()). */
+#define REGION_REOPEN_WAIT_MS 10000
+
 /* Stripes one carried op spans at most (poold takes up to 256 pieces an op). */
 #define REGION_STRIPES_PER_OP 128
 
@@ -446,6 +449,55 @@ static int region_xfer_err(const char *name, const char *what, int rc)
 	return pool_err(rc, "region '%s': %s failed: %s", name, what, err_str(rc));
 }
 
+/*
+ * poold no longer honours the handle's grant (its node registered again
+ * with the coordinator, which may have lost the lease): open the region
+ * again, which takes a new lease, if it is still the same region.
+ */
+static int region_reopen(struct pool_region *r)
+{
+	Pool__RegionName req = POOL__REGION_NAME__INIT;
+	Pool__RegionReply *rep;
+	struct pool_region_extent *old = r->ext;
+	size_t oldn = r->n;
+	int rc;
+
+	req.name = r->name;
+	req.has_access = 1;
+	req.access = (r->flags & POOL_REGION_WRITE) ? 6 : 4;
+	/*
+	 * A coordinator that just restarted may not have all the extents back
+	 * from their lenders yet (POOL_ELOST): wait for them a while.
+	 */
+	for (int waited = 0;; waited += 100) {
+		rc = pool_call(r->pool, WIRE_REGION_OPEN, &req.base, WIRE_REGION_REPLY,
+			       (ProtobufCMessage **)&rep);
+		if (rc != POOL_ELOST && rc != POOL_ECOORD)
+			break;
+		if (waited >= REGION_REOPEN_WAIT_MS)
+			return rc;
+		usleep(100000);
+	}
+	if (rc < 0)
+		return rc;
+	if (rep->region->id != r->id) {
+		wire_msg_free(&rep->base);
+		r->gone = true; /* (the new region's lease ends with the session) */
+		return pool_err(-ESTALE, "region '%s' was destroyed and made again", r->name);
+	}
+	r->ext = NULL;
+	rc = region_resolve(r, rep);
+	wire_msg_free(&rep->base);
+	if (rc < 0) {
+		free(r->ext);
+		r->ext = old;
+		r->n = oldn;
+		return rc;
+	}
+	free(old);
+	return 0;
+}
+
 /* Carry one item of region r; a region that moved meanwhile is looked up again once. */
 static int region_carry(struct pool_region *r, struct pool_xfer_item *it, const char *what)
 {
@@ -463,6 +515,12 @@ static int region_carry(struct pool_region *r, struct pool_xfer_item *it, const 
 			if (rc < 0)
 				return rc;
 		}
+		if (it->status == -EKEYEXPIRED && tries == 0) {
+			rc = region_reopen(r);
+			if (rc < 0)
+				return rc;
+			continue;
+		}
 		if (it->status != -ESTALE || tries > 0)
 			break;
 		r->moved = true;
@@ -477,6 +535,7 @@ static int region_carry(struct pool_region *r, struct pool_xfer_item *it, const 
 struct pool_batch {
 	struct pool *pool;
 	struct pool_xfer_item *items;
+	struct pool_region **regs; /* each item's region */
 	size_t n, cap;
 	char name[64]; /* a region the batch touched, for messages */
 };
@@ -580,6 +639,7 @@ POOL_EXPORT void pool_batch_free(struct pool_batch *batch)
 	if (batch == NULL)
 		return;
 	free(batch->items);
+	free(batch->regs);
 	free(batch);
 }
 
@@ -611,12 +671,18 @@ static int batch_add(struct pool_batch *b, struct pool_region *r, uint64_t off, 
 	if (b->n == b->cap) {
 		size_t cap = b->cap ? 2 * b->cap : 16;
 		struct pool_xfer_item *more = realloc(b->items, cap * sizeof(*more));
+		struct pool_region **mregs;
 
 		if (more == NULL)
 			return pool_err(-ENOMEM, "out of memory");
 		b->items = more;
+		mregs = realloc(b->regs, cap * sizeof(*mregs));
+		if (mregs == NULL)
+			return pool_err(-ENOMEM, "out of memory");
+		b->regs = mregs;
 		b->cap = cap;
 	}
+	b->regs[b->n] = r;
 	b->items[b->n++] = (struct pool_xfer_item){.op = write ? POOL_XFER_WRITE : POOL_XFER_READ,
 						   .region = r->id, .off = off, .buf = buf,
 						   .len = len,
@@ -639,17 +705,41 @@ POOL_EXPORT int pool_batch_write(struct pool_batch *batch, struct pool_region *r
 
 POOL_EXPORT int pool_batch_wait(struct pool_batch *batch)
 {
-	size_t i;
-	int rc;
+	size_t i, again;
+	int rc, err = 0;
 
 	if (batch == NULL)
 		return pool_err(-EINVAL, "pool_batch_wait: invalid argument");
 	rc = pool_xfer_run(batch->pool, batch->items, batch->n);
-	for (i = 0; rc == 0 && i < batch->n; i++)
-		if (batch->items[i].status < 0)
-			rc = region_xfer_err(batch->name, "batch", batch->items[i].status);
+	/*
+	 * The first error wins; items whose region's grant expired are carried
+	 * once more after the region was opened again.
+	 */
+	for (i = 0, again = 0; rc == 0 && i < batch->n; i++) {
+		int st = batch->items[i].status;
+
+		if (st == -EKEYEXPIRED) {
+			size_t j;
+
+			/* Once per region: the items moved before it name the regions opened again. */
+			for (j = 0; j < again && batch->regs[j] != batch->regs[i]; j++)
+				;
+			st = j < again ? 0 : region_reopen(batch->regs[i]);
+		}
+		if (batch->items[i].status == -EKEYEXPIRED && st == 0) {
+			batch->items[again] = batch->items[i];
+			batch->regs[again++] = batch->regs[i];
+		} else if (st < 0 && err == 0) {
+			err = region_xfer_err(batch->name, "batch", st);
+		}
+	}
+	if (rc == 0 && again > 0)
+		rc = pool_xfer_run(batch->pool, batch->items, again);
+	for (i = 0; rc == 0 && i < again; i++)
+		if (batch->items[i].status < 0 && err == 0)
+			err = region_xfer_err(batch->name, "batch", batch->items[i].status);
 	batch->n = 0;
-	return rc;
+	return rc < 0 ? rc : err;
 }
 
 /*

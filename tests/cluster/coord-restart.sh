@@ -48,6 +48,11 @@ pctl 1 --json regions >"$CLUSTER_TMP/regions.before"
 # The coordinator dies while a reader reads and a writer puts.
 cluster_exec 4 env POOL_SOCKET="$(pool_sock 4)" "$IO" watch spread 7 6 >"$CLUSTER_TMP/watch" 2>&1 &
 watcher=$!
+# A second reader, reading on for a while after the restart: once its node
+# registered again, its poold asks it to open the region again (the new
+# coordinator has no lease of it), which libpool does by itself.
+cluster_exec 3 env POOL_SOCKET="$(pool_sock 3)" "$IO" watch spread 7 12 >"$CLUSTER_TMP/watch2" 2>&1 &
+watcher2=$!
 cluster_exec 3 env POOL_SOCKET="$(pool_sock 3)" "$KV" cache hammer hk 65536 4 1 \
 	>"$CLUSTER_TMP/hammer" 2>&1 &
 hammer=$!
@@ -65,6 +70,17 @@ for i in 2 3 4; do pool_wait_state 1 "h$i" up 20 || not_ok "h$i rejoins the rest
 wait $watcher && grep -q "every byte right" "$CLUSTER_TMP/watch" &&
 	ok "the reader of the open region read on through the restart: $(cat "$CLUSTER_TMP/watch")" ||
 	{ not_ok "reader across the restart"; cat "$CLUSTER_TMP/watch"; }
+leases=
+for _ in $(seq 50); do
+	leases=$(pctl 1 --json region info spread | python3 -c 'import json, sys; print(json.load(sys.stdin)["region"][0]["leases"])')
+	[ "${leases:-0}" -ge 1 ] && break
+	sleep 0.1
+done
+[ "${leases:-0}" -ge 1 ] && ok "the second reader opened the region again by itself: the new coordinator lists its lease" ||
+	not_ok "no lease of the second reader after the restart (${leases:-none})"
+wait $watcher2 && grep -q "every byte right" "$CLUSTER_TMP/watch2" &&
+	ok "and read on, every byte right: $(cat "$CLUSTER_TMP/watch2")" ||
+	{ not_ok "second reader across the restart"; cat "$CLUSTER_TMP/watch2"; }
 wait $hammer
 grep -q "torn" "$CLUSTER_TMP/hammer" && { not_ok "a torn KV value"; cat "$CLUSTER_TMP/hammer"; } ||
 	ok "the KV writer saw no torn value: $(tail -1 "$CLUSTER_TMP/hammer")"
