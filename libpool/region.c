@@ -83,6 +83,26 @@ void pool_region_notice(void *arg, uint16_t type, const uint8_t *payload, size_t
 	wire_msg_free(&rn->base);
 }
 
+/* Take the layout of a reply, which is freed; a bad one leaves the old layout. */
+static int region_relayout(struct pool_region *r, Pool__RegionReply *rep)
+{
+	struct pool_region_extent *old = r->ext;
+	size_t oldn = r->n;
+	int rc;
+
+	r->ext = NULL;
+	rc = region_resolve(r, rep);
+	wire_msg_free(&rep->base);
+	if (rc < 0) {
+		free(r->ext);
+		r->ext = old;
+		r->n = oldn;
+		return rc;
+	}
+	free(old);
+	return 0;
+}
+
 /*
  * Before an access: take in waiting notices; a region that moved gets its
  * new layout, one that is gone fails with -ESTALE.
@@ -91,8 +111,6 @@ static int region_refresh(struct pool_region *r)
 {
 	Pool__RegionName req = POOL__REGION_NAME__INIT;
 	Pool__RegionReply *rep;
-	struct pool_region_extent *old = r->ext;
-	size_t oldn = r->n;
 	int rc;
 
 	pthread_mutex_lock(&r->pool->lock);
@@ -108,16 +126,9 @@ static int region_refresh(struct pool_region *r)
 	if (rc < 0)
 		return rc;
 	r->moved = false;
-	r->ext = NULL;
-	rc = region_resolve(r, rep);
-	wire_msg_free(&rep->base);
-	if (rc < 0) {
-		free(r->ext);
-		r->ext = old;
-		r->n = oldn;
+	rc = region_relayout(r, rep);
+	if (rc < 0)
 		return rc;
-	}
-	free(old);
 	/* The old window shows the old place: the new one, if it is local. */
 	r->map = NULL;
 	region_map_local(r);
@@ -458,8 +469,6 @@ static int region_reopen(struct pool_region *r)
 {
 	Pool__RegionName req = POOL__REGION_NAME__INIT;
 	Pool__RegionReply *rep;
-	struct pool_region_extent *old = r->ext;
-	size_t oldn = r->n;
 	int rc;
 
 	req.name = r->name;
@@ -485,17 +494,7 @@ static int region_reopen(struct pool_region *r)
 		r->gone = true; /* (the new region's lease ends with the session) */
 		return pool_err(-ESTALE, "region '%s' was destroyed and made again", r->name);
 	}
-	r->ext = NULL;
-	rc = region_resolve(r, rep);
-	wire_msg_free(&rep->base);
-	if (rc < 0) {
-		free(r->ext);
-		r->ext = old;
-		r->n = oldn;
-		return rc;
-	}
-	free(old);
-	return 0;
+	return region_relayout(r, rep);
 }
 
 /* Carry one item of region r; a region that moved meanwhile is looked up again once. */
