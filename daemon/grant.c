@@ -294,7 +294,9 @@ void grant_request(struct poold *pd, uint64_t session, uint16_t type, const uint
 	struct grant_session *gs = grant_session(pd, session, false);
 	ProtobufCMessage *msg = NULL;
 
-	if (gs == NULL || (type != WIRE_REGION_CLOSE && type != WIRE_KV) ||
+	/* (unpacked only when the session holds what the request could end) */
+	if (gs == NULL || !((type == WIRE_REGION_CLOSE && gs->nregions > 0) ||
+			    (type == WIRE_KV && gs->nplaces > 0)) ||
 	    wire_msg_unpack(type, payload, len, &msg) < 0)
 		return;
 	if (type == WIRE_REGION_CLOSE) {
@@ -306,7 +308,7 @@ void grant_request(struct poold *pd, uint64_t session, uint16_t type, const uint
 		const Pool__KvRequest *kr = (const Pool__KvRequest *)msg;
 
 		if ((strcmp(kr->op, "release") == 0 || strcmp(kr->op, "commit") == 0 ||
-		     strcmp(kr->op, "abort") == 0) && kr->n_versions > 0 && gs->nplaces > 0) {
+		     strcmp(kr->op, "abort") == 0) && kr->n_versions > 0) {
 			uint64_t *v = malloc(kr->n_versions * sizeof(*v));
 
 			if (v != NULL) {

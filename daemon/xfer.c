@@ -56,14 +56,15 @@ struct xfer {
 	size_t n;
 	int32_t *status;
 	uint64_t *old;
-	struct xfer_opctx {
+	/* Each op's state; an op's completions get its own as their argument. */
+	struct xfer_op {
 		struct xfer *x;
 		size_t i;
-	} *ctx;
-	struct xfer_window **wins; /* per op, held busy */
-	bool *writes;		   /* per op: it writes (a failed flush fails it) */
-	unsigned *pending;	   /* per op: its pieces in flight */
-	uint32_t *node;		   /* per op: the node of its last piece in flight */
+		struct xfer_window *win; /* held busy */
+		bool write;		 /* a failed flush fails it */
+		unsigned pending;	 /* its pieces in flight */
+		uint32_t node;		 /* the node of its last piece in flight */
+	} *ops;
 	struct xfer_flush {
 		uint32_t node;
 		uint64_t gen;
@@ -215,17 +216,13 @@ static void xfer_free(struct xfer *x)
 {
 	size_t i;
 
-	for (i = 0; i < x->n; i++)
-		xfer_window_put(x->wins[i]);
+	for (i = 0; x->ops != NULL && i < x->n; i++)
+		xfer_window_put(x->ops[i].win);
 	if (x->timer != NULL)
 		event_free(x->timer);
 	free(x->status);
 	free(x->old);
-	free(x->ctx);
-	free(x->wins);
-	free(x->writes);
-	free(x->pending);
-	free(x->node);
+	free(x->ops);
 	free(x->flush);
 	free(x);
 }
@@ -270,7 +267,7 @@ static void xfer_settle(struct xfer *x)
 			}
 			/* Closed meanwhile (its transfers were cancelled): the writes are lost. */
 			for (size_t k = 0; k < x->n; k++)
-				if (x->status[k] == 0 && x->writes[k])
+				if (x->status[k] == 0 && x->ops[k].write)
 					x->status[k] = POOL_ELOST;
 		}
 		if (x->outstanding > 0)
@@ -289,7 +286,7 @@ static void xfer_flush_done(void *arg, int status)
 	/* A write is complete only once flushed: a failed flush fails every write. */
 	if (status < 0)
 		for (i = 0; i < x->n; i++)
-			if (x->status[i] == 0 && x->writes[i])
+			if (x->status[i] == 0 && x->ops[i].write)
 				x->status[i] = POOL_ELOST;
 	x->outstanding--;
 	xfer_settle(x);
@@ -297,10 +294,10 @@ static void xfer_flush_done(void *arg, int status)
 
 static void xfer_op_done(void *arg, int status)
 {
-	struct xfer_opctx *c = arg;
+	struct xfer_op *c = arg;
 	struct xfer *x = c->x;
 
-	x->pending[c->i]--;
+	c->pending--;
 	if (status < 0 && x->status[c->i] == 0)
 		x->status[c->i] = status == -ECONNRESET || status == -ETIMEDOUT ||
 					  status == -EHOSTUNREACH || status == -ECANCELED
@@ -332,7 +329,7 @@ static void xfer_timeout(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	for (i = 0; i < x->n; i++)
-		if (x->status[i] == 0 && (x->pending[i] > 0 || (x->flushing && x->writes[i])))
+		if (x->status[i] == 0 && (x->ops[i].pending > 0 || (x->flushing && x->ops[i].write)))
 			x->status[i] = POOL_ELOST;
 	if (x->timed_out) {
 		/*
@@ -342,10 +339,10 @@ static void xfer_timeout(evutil_socket_t fd, short what, void *arg)
 		 * there reaches no later transfer (the client gets a new one).
 		 */
 		for (i = 0; i < x->n; i++)
-			if (x->pending[i] > 0 && x->wins[i] != NULL && !x->wins[i]->closed) {
+			if (x->ops[i].pending > 0 && x->ops[i].win != NULL && !x->ops[i].win->closed) {
 				log_warnx("%s: transfers into window %u still out: the window is "
-					  "retired", conn_desc(x->r->conn), x->wins[i]->id);
-				x->wins[i]->closed = true;
+					  "retired", conn_desc(x->r->conn), x->ops[i].win->id);
+				x->ops[i].win->closed = true;
 			}
 		if (!x->replied)
 			xfer_reply(x);
@@ -356,9 +353,9 @@ static void xfer_timeout(evutil_socket_t fd, short what, void *arg)
 	interval.tv_usec = (suseconds_t)(x->pd->conf->heartbeat_ms % 1000) * 1000;
 	evtimer_add(x->timer, &interval);
 	for (i = 0; i < x->n + x->nflush; i++) {
-		uint32_t node = i < x->n ? x->node[i] : x->flush[i - x->n].node;
+		uint32_t node = i < x->n ? x->ops[i].node : x->flush[i - x->n].node;
 
-		if ((i < x->n ? x->pending[i] == 0 : !x->flushing) ||
+		if ((i < x->n ? x->ops[i].pending == 0 : !x->flushing) ||
 		    (m = cluster_find(x->pd, node)) == NULL || m->ep == NULL)
 			continue;
 		log_warnx("node %u (%s) did not answer transfers for a heartbeat window: "
@@ -434,26 +431,26 @@ static int xfer_remote(struct xfer *x, const Pool__XferOp *op, const struct gran
 	x->outstanding++;
 	switch (op->op) {
 	case XFER_READ:
-		rc = fab_get_nb(ep, buf, p->len, raddr, rkey, xfer_op_done, &x->ctx[i]);
+		rc = fab_get_nb(ep, buf, p->len, raddr, rkey, xfer_op_done, &x->ops[i]);
 		break;
 	case XFER_WRITE:
-		rc = fab_put_nb(ep, buf, p->len, raddr, rkey, xfer_op_done, &x->ctx[i]);
+		rc = fab_put_nb(ep, buf, p->len, raddr, rkey, xfer_op_done, &x->ops[i]);
 		break;
 	case XFER_FADD:
 		rc = fab_atomic_fadd64_nb(ep, raddr, rkey, op->a, &x->old[i], xfer_op_done,
-					  &x->ctx[i]);
+					  &x->ops[i]);
 		break;
 	default:
 		rc = fab_atomic_cswap64_nb(ep, raddr, rkey, op->a, op->b, &x->old[i],
-					   xfer_op_done, &x->ctx[i]);
+					   xfer_op_done, &x->ops[i]);
 		break;
 	}
 	if (rc < 0) {
 		x->outstanding--;
 		return POOL_ELOST;
 	}
-	x->pending[i]++;
-	x->node[i] = p->node;
+	x->ops[i].pending++;
+	x->ops[i].node = p->node;
 	/* (Unflushed, a write would not be known complete: fail it rather.) */
 	if (op->op != XFER_READ && xfer_flush_add(x, p->node, gen) < 0)
 		return -ENOMEM;
@@ -483,7 +480,7 @@ static int xfer_start(struct xfer *x, const Pool__XferOp *op, size_t i)
 		if (op->win_off > w->size || len > w->size - op->win_off)
 			return -ERANGE;
 		w->busy++;
-		x->wins[i] = w;
+		x->ops[i].win = w;
 	}
 	if (len == 0)
 		return 0;
@@ -503,7 +500,7 @@ static int xfer_start(struct xfer *x, const Pool__XferOp *op, size_t i)
 	if (n < 0)
 		return n;
 	for (k = 0; k < (size_t)n; k++) {
-		char *buf = x->wins[i] ? x->wins[i]->base + op->win_off + pieces[k].pos : NULL;
+		char *buf = x->ops[i].win ? x->ops[i].win->base + op->win_off + pieces[k].pos : NULL;
 
 		rc = pieces[k].node == x->pd->node_id ? xfer_local(x, op, &pieces[k], buf, i)
 						      : xfer_remote(x, op, &pieces[k], buf, i);
@@ -540,21 +537,16 @@ static int xfer_request(struct req *r, const ProtobufCMessage *msg)
 	x->n = m->n_ops;
 	x->status = calloc(x->n, sizeof(*x->status));
 	x->old = calloc(x->n, sizeof(*x->old));
-	x->ctx = calloc(x->n, sizeof(*x->ctx));
-	x->wins = calloc(x->n, sizeof(*x->wins));
-	x->writes = calloc(x->n, sizeof(*x->writes));
-	x->pending = calloc(x->n, sizeof(*x->pending));
-	x->node = calloc(x->n, sizeof(*x->node));
+	x->ops = calloc(x->n, sizeof(*x->ops));
 	x->timer = evtimer_new(pd->base, xfer_timeout, x);
-	if (x->status == NULL || x->old == NULL || x->ctx == NULL || x->wins == NULL ||
-	    x->writes == NULL || x->pending == NULL || x->node == NULL || x->timer == NULL || (x->r = req_hold(r)) == NULL) {
+	if (x->status == NULL || x->old == NULL || x->ops == NULL || x->timer == NULL ||
+	    (x->r = req_hold(r)) == NULL) {
 		xfer_free(x);
 		return req_errorf(r, -ENOMEM, "out of memory");
 	}
 	x->outstanding = 1; /* until every op is started */
 	for (i = 0; i < x->n; i++) {
-		x->ctx[i] = (struct xfer_opctx){x, i};
-		x->writes[i] = m->ops[i]->op != XFER_READ;
+		x->ops[i] = (struct xfer_op){.x = x, .i = i, .write = m->ops[i]->op != XFER_READ};
 		x->status[i] = xfer_start(x, m->ops[i], i);
 		if (x->status[i] < 0)
 			log_debug("%s: xfer op %zu refused: %s", conn_desc(r->conn), i,

@@ -171,14 +171,12 @@ static void kv_report(struct pool_kv *kv, uint32_t node, const void *key, size_t
  * is this node and poold passes the arena to this caller (root); NULL
  * otherwise, and poold carries the value.
  */
-static void *kv_map(struct pool *pool, const Pool__KvReply *rep, const Pool__KvLocation *loc,
-		    size_t len)
+static void *kv_map(struct pool *pool, const Pool__KvLocation *loc, size_t len)
 {
 	uint64_t size = 0;
 	void *base;
 	int rc;
 
-	(void)rep;
 	if (!loc->has_node || loc->node != wire_client_node_id(pool->wc))
 		return NULL;
 	pthread_mutex_lock(&pool->lock);
@@ -251,7 +249,7 @@ static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, const v
 				void *local;
 
 				kv_place_of(loc, p, &where);
-				local = kv_map(pool, rep, &where, lens[i]);
+				local = kv_map(pool, &where, lens[i]);
 				if (local != NULL) {
 					if (write)
 						memcpy(local, bufs[i], lens[i]);
@@ -582,7 +580,7 @@ POOL_EXPORT int pool_kv_acquire(struct pool_kv *kv, const void *key, size_t klen
 	ref->version = rep->locations[0]->version;
 	ref->len = rep->locations[0]->len;
 	/* In place, the pin stays until pool_kv_release(): nobody reuses the memory. */
-	ref->data = kv_map(kv->pool, rep, rep->locations[0], ref->len);
+	ref->data = kv_map(kv->pool, rep->locations[0], ref->len);
 	ref->local = ref->data != NULL;
 	if (!ref->local)
 		rc = kv_acquire_copy(ref, rep);
@@ -653,7 +651,7 @@ POOL_EXPORT int pool_kv_reserve(struct pool_kv *kv, const void *key, size_t klen
 	ref->version = rep->locations[0]->version;
 	/* In place when it is here, unless copies elsewhere are to be written too. */
 	if (rep->locations[0]->n_copies == 0)
-		ref->data = kv_map(kv->pool, rep, rep->locations[0], vlen);
+		ref->data = kv_map(kv->pool, rep->locations[0], vlen);
 	ref->local = ref->data != NULL;
 	if (!ref->local) { /* staged here, put at commit: keep where it goes */
 		ref->data = ref->buf = malloc(vlen);

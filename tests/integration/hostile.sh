@@ -33,7 +33,8 @@ for want in "node list gives worker addresses" "memfd of arena 0" "shrinking the
 	"reading past the region's end" "an offset that wraps around" \
 	"a window that is not its own" "past the end of its window" \
 	"reading arena 0 at offset 0 as a KV place" "writing arena 0 at offset 0 as a KV place" \
-	"4097 ops in one request" "after closing it"; do
+	"4097 ops in one request" "after closing it" "a 17th window" "a 2 GiB window" \
+	"closing a window that is not its own"; do
 	grep -q "^refused: .*$want" "$TEST_DIR/out" && ok "refused: $want" || not_ok "refused: $want"
 done
 grep -q "^allowed: reading the public region it opened" "$TEST_DIR/out" &&

@@ -166,6 +166,27 @@ int main(int argc, char **argv)
 	verdict("shrinking the window under poold", rc < 0, strerror(errno));
 	rc = ftruncate(fd, 2 << 20);
 	verdict("growing the window", rc < 0, strerror(errno));
+	/* Windows are bounded per session: 16 in all, 1 GiB each at most. */
+	for (i = 1, k = 0; i < 17; i++) {
+		Pool__XferWindowReply *more;
+		int mfd = -1;
+
+		wreq.size = 64 << 10;
+		if (wire_client_call_fd(wc, WIRE_XFER_WINDOW, &wreq.base, WIRE_XFER_WINDOW_REPLY,
+					(ProtobufCMessage **)&more, &mfd, msg, sizeof(msg)) == 0) {
+			wire_msg_free(&more->base);
+			k++;
+		}
+		if (mfd >= 0)
+			close(mfd);
+	}
+	verdict("a 17th window", k == 15, k == 15 ? "15 more given, the 17th refused" : "more given");
+	wreq.size = 2ull << 30;
+	must_fail("a 2 GiB window", WIRE_XFER_WINDOW, &wreq.base, WIRE_XFER_WINDOW_REPLY);
+	wreq.size = 0;
+	wreq.has_window = 1;
+	wreq.window = win->window + 1000;
+	must_fail("closing a window that is not its own", WIRE_XFER_WINDOW, &wreq.base, WIRE_OK);
 	map = mmap(NULL, win->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED) {
 		perror("pool-hostile: mmap window");
