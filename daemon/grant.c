@@ -440,6 +440,30 @@ int grant_region_pieces(struct poold *pd, uint64_t session, uint64_t region, uin
 	return (int)n;
 }
 
+/*
+ * The extent of a region the session holds open, when the region is one
+ * extent (not striped), and whether the session may write it: 0, or the
+ * errors of grant_region_pieces(), or -EREMOTE (in pieces).
+ */
+int grant_region_extent(struct poold *pd, uint64_t session, uint64_t region,
+			struct region_extent *ret_extent, bool *ret_write)
+{
+	struct grant_session *gs = grant_session(pd, session, false);
+	struct grant_region *g = gs ? grant_region_find(gs, region, NULL) : NULL;
+
+	if (g == NULL)
+		return -EPERM;
+	if (g->expired)
+		return -EKEYEXPIRED;
+	if (g->stale)
+		return -ESTALE;
+	if (g->stripe != 0 || g->n != 1 || g->ext[0].len < g->size)
+		return -EREMOTE;
+	*ret_extent = g->ext[0];
+	*ret_write = (g->access & 2) != 0;
+	return 0;
+}
+
 /* Whether the session holds [within, within+len) of the KV place at (node, arena, off) for this access. */
 int grant_place_check(struct poold *pd, uint64_t session, uint32_t node, uint32_t arena,
 		      uint64_t off, uint64_t within, uint64_t len, bool write)

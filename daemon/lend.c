@@ -39,6 +39,24 @@ static int lend_register(struct poold *pd, struct arena *a)
 	return rc;
 }
 
+/*
+ * Bind the pages of a memfd mapped at [base, base+len) to a NUMA node,
+ * before any exists: the memfd's shared policy, which every later mapping
+ * of it keeps.
+ */
+void lend_numa_bind(void *base, size_t len, int numa)
+{
+	struct bitmask *mask;
+
+	if (numa < 0 || numa_available() < 0)
+		return;
+	mask = numa_allocate_nodemask();
+	numa_bitmask_setbit(mask, (unsigned)numa);
+	if (mbind(base, len, MPOL_BIND, mask->maskp, mask->size + 1, 0) < 0)
+		log_warn("lend: mbind to NUMA node %d (memory not pinned to it)", numa);
+	numa_free_nodemask(mask);
+}
+
 static int lend_dram(struct poold *pd, struct arena *a, int numa, uint64_t size, uint64_t lent)
 {
 	unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
@@ -68,15 +86,7 @@ static int lend_dram(struct poold *pd, struct arena *a, int numa, uint64_t size,
 		log_warn("lend.size: cannot map the arena of NUMA node %d", numa);
 		return -errno;
 	}
-	if (numa_available() >= 0) {
-		struct bitmask *mask = numa_allocate_nodemask();
-
-		numa_bitmask_setbit(mask, (unsigned)numa);
-		/* The memfd's shared policy: every page of it comes from this node. */
-		if (mbind(a->base, size, MPOL_BIND, mask->maskp, mask->size + 1, 0) < 0)
-			log_warn("lend: mbind to NUMA node %d (memory not pinned to it)", numa);
-		numa_free_nodemask(mask);
-	}
+	lend_numa_bind(a->base, size, numa);
 	if (lent > 0 && (rc = posix_fallocate(a->fd, 0, (off_t)lent)) != 0) {
 		errno = rc;
 		log_warn("lend.size: cannot reserve %llu bytes on NUMA node %d%s",
@@ -325,6 +335,7 @@ void lend_zero(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 {
 	struct arena *a = lend_range(pd, arena, off, len);
 
+	carve_release(pd, arena, off, len);
 	if (a == NULL || len == 0 ||
 	    fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
 		return;
@@ -337,6 +348,7 @@ void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 {
 	struct arena *a = lend_range(pd, arena, off, len);
 
+	carve_release(pd, arena, off, len);
 	if (a == NULL)
 		return;
 	memset((char *)a->base + off, 0, len);

@@ -86,6 +86,19 @@ static void metrics_snap(struct poold *pd, struct evbuffer *b)
 		    "of those, placed ahead of a fault (working set, fill, fault-around)", st[9]);
 }
 
+/* Regions of this node that local clients map (carve.c). */
+static void metrics_carves(struct poold *pd, struct evbuffer *b)
+{
+	size_t carved, windows;
+
+	carve_count(pd, &carved, &windows);
+	metrics_one(b, "pool_region_files", "gauge",
+		    "extents of this node with a memory file of their own, for local mappings",
+		    carved);
+	metrics_one(b, "pool_region_arena_windows", "gauge",
+		    "extents root maps as a window of the arena's file instead", windows);
+}
+
 /* One-sided transfers: this poold's own, and its local clients' as they tell them. */
 static void metrics_rma(struct poold *pd, struct evbuffer *b)
 {
@@ -244,6 +257,7 @@ static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *
 	metrics_one(b, "pool_vec_queries_total", "counter",
 		    "vector queries in those searches", pd->vec_queries);
 	metrics_snap(pd, b);
+	metrics_carves(pd, b);
 }
 
 /* The KV families: each one's samples come together, one per namespace (and tier). */

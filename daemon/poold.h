@@ -134,6 +134,7 @@ struct poold {
 	struct fab_rma_stats client_rma; /* local clients' one-sided transfers, as they tell them */
 	struct snapcopies *snapcopies; /* the node's copies of snapshot images (snapcopy.c) */
 	struct snapplaces *snapplaces; /* the helpers filling them for snap place (snapplace.c) */
+	struct carves *carves;	       /* extents with a memory file of their own (carve.c) */
 	struct grants *grants;	       /* what each local client session may reach (grant.c) */
 	bool firewall_on;	       /* firewall.c installed its rule */
 };
@@ -267,10 +268,17 @@ struct fab_ep *cluster_ep_of(struct poold *pd, uint32_t node, uint64_t gen);
 int numa_layout(const char *spec, uint64_t total, Pool__NumaNode ***ret_nodes, size_t *ret_n);
 void numa_layout_free(Pool__NumaNode **nodes, size_t n);
 
+/* carve.c: extents with a memory file of their own, for local mappings */
+int carve_fd(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len, bool may_share,
+	     int *ret_fd, uint64_t *ret_off);
+void carve_release(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
+void carve_count(const struct poold *pd, size_t *ret_carved, size_t *ret_windows);
+
 /* lend.c: this node's lend pool */
 int lend_open(struct poold *pd);
 void lend_close(struct poold *pd);
 void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
+void lend_numa_bind(void *base, size_t len, int numa);
 void lend_set_limit(struct poold *pd, uint32_t arena, uint64_t limit);
 int lend_copy(struct poold *pd, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t dst_off,
 	      uint64_t len);
@@ -542,6 +550,8 @@ void grant_clear(struct poold *pd);
 void grant_expire_all(struct poold *pd);
 int grant_region_pieces(struct poold *pd, uint64_t session, uint64_t region, uint64_t off,
 			uint64_t len, bool write, struct grant_piece *pieces, size_t max);
+int grant_region_extent(struct poold *pd, uint64_t session, uint64_t region,
+			struct region_extent *ret_extent, bool *ret_write);
 int grant_place_check(struct poold *pd, uint64_t session, uint32_t node, uint32_t arena,
 		      uint64_t off, uint64_t within, uint64_t len, bool write);
 

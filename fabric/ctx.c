@@ -227,6 +227,38 @@ unsigned fab_ctx_progress(struct fab_ctx *ctx)
 	return n;
 }
 
+/*
+ * Whether every remote write into this context's registered memory is
+ * applied by its own worker's progress: true only for a transport list made
+ * of UCX's software transports (tcp, self, and the shared-memory FIFOs posix
+ * and sysv, which carry messages, not RMA). cma, knem and xpmem let another
+ * process write our pages, and RDMA a device, at any moment; UCX's default
+ * ("all", or a list with "sm", "shm" or an exclusion) may pick them. Only
+ * when this holds may a caller swap the pages behind a registered range
+ * without losing a write that lands meanwhile.
+ */
+bool fab_ctx_writes_in_progress(const struct fab_ctx *ctx)
+{
+	static const char *const software[] = {"tcp", "self", "posix", "sysv", "mm"};
+	const size_t nsoftware = sizeof(software) / sizeof(software[0]);
+	const char *p = ctx->tls;
+
+	if (strcmp(p, "default") == 0 || *p == '\0' || *p == '^')
+		return false;
+	while (*p != '\0') {
+		size_t n = strcspn(p, ","), i;
+
+		for (i = 0; i < nsoftware; i++)
+			if (strlen(software[i]) == n && strncmp(p, software[i], n) == 0)
+				break;
+		if (i == nsoftware)
+			return false;
+		p += n;
+		p += *p == ',';
+	}
+	return true;
+}
+
 /* Human readable list of the transports the context was configured with. */
 int fab_ctx_transports(struct fab_ctx *ctx, char *buf, size_t len)
 {

@@ -28,6 +28,7 @@
 #ifndef POOL_FABRIC_H
 #define POOL_FABRIC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -76,6 +77,12 @@ int fab_ctx_arm(struct fab_ctx *ctx);
 unsigned fab_ctx_progress(struct fab_ctx *ctx);
 /* Human readable list of the transports the context was configured with. */
 int fab_ctx_transports(struct fab_ctx *ctx, char *buf, size_t len);
+/*
+ * Whether every remote write into this context's registered memory is
+ * applied by its own worker's progress, never by another process or a
+ * device while this process runs other code.
+ */
+bool fab_ctx_writes_in_progress(const struct fab_ctx *ctx);
 
 /* The one-sided transfers a context issued (put and get, each counted once however split). */
 struct fab_rma_stats {

@@ -4,8 +4,9 @@
  * The coordinator (through the local poold) says where a region's extents
  * live and grants the session access; the data path is this process's own
  * poold, which carries each transfer after checking it against that grant
- * (xfer.c), or plain loads and stores when the region lives on this node and
- * the caller may map its arena (root). Batches are carried in as few
+ * (xfer.c), or plain loads and stores when the region is one extent on this
+ * node, through a file poold hands the session that holds just the region's
+ * memory (region_map_local()). Batches are carried in as few
  * requests as the window allows.
  */
 #include "config.h"
@@ -49,7 +50,8 @@ struct pool_region {
 	unsigned flags;
 	size_t n;
 	struct pool_region_extent *ext;
-	void *map; /* the region in a local arena mapping, or NULL */
+	void *map; /* the region mapped here (region_map_local()), or NULL */
+	size_t map_len;
 	bool leased; /* open or create took a lease */
 	bool moved;  /* notice: fetch the layout again before the next access */
 	bool gone;   /* notice: evicted or destroyed */
@@ -58,6 +60,7 @@ struct pool_region {
 
 static int region_resolve(struct pool_region *r, const Pool__RegionReply *rep);
 static int region_map_local(struct pool_region *r);
+static void region_unmap(struct pool_region *r);
 
 /*
  * A notice from poold about a region this process holds. Called under
@@ -129,8 +132,8 @@ static int region_refresh(struct pool_region *r)
 	rc = region_relayout(r, rep);
 	if (rc < 0)
 		return rc;
-	/* The old window shows the old place: the new one, if it is local. */
-	r->map = NULL;
+	/* The old mapping shows the old place: the new one, if it is local. */
+	region_unmap(r);
 	region_map_local(r);
 	return 0;
 }
@@ -278,28 +281,60 @@ void pool_arenas_unmap(struct pool *pool)
 	pool->namaps = 0;
 }
 
+/* Unmap the region's local mapping, if it has one. */
+static void region_unmap(struct pool_region *r)
+{
+	if (r->map != NULL)
+		munmap(r->map, r->map_len);
+	r->map = NULL;
+	r->map_len = 0;
+}
+
 /*
- * A region that is one extent of a DRAM arena of this node is accessed by
- * loads and stores: the arena is mapped once per process (for trusted
- * callers, to whom poold passes its memfd) and the region is a window of it.
+ * A region that is one extent on this node is accessed by loads and
+ * stores: poold hands the session a file holding exactly its memory
+ * (RegionFd), which is mapped here, writable when this handle writes and
+ * the session may. Otherwise (remote, striped, not granted that access,
+ * or a node that cannot give it a file) poold carries each transfer.
  */
 static int region_map_local(struct pool_region *r)
 {
-	struct pool_region_extent *x = &r->ext[0];
-	uint64_t size = 0;
+	Pool__RegionFd req = POOL__REGION_FD__INIT;
+	Pool__RegionFdReply *rep = NULL;
+	bool write = (r->flags & POOL_REGION_WRITE) != 0;
+	char msg[256];
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t off, len;
 	void *base;
-	int rc;
+	int fd = -1, rc;
 
-	if (r->n != 1 || r->stripe != 0 || x->node_id != wire_client_node_id(r->pool->wc))
+	if (r->n != 1 || r->stripe != 0 || r->ext[0].node_id != wire_client_node_id(r->pool->wc))
 		return -EREMOTE;
+	req.region = r->id;
 	pthread_mutex_lock(&r->pool->lock);
-	rc = pool_arena_map(r->pool, x->arena, &base, &size);
+	rc = wire_client_call_fd(r->pool->wc, WIRE_REGION_FD, &req.base, WIRE_REGION_FD_REPLY,
+				 (ProtobufCMessage **)&rep, &fd, msg, sizeof(msg));
 	pthread_mutex_unlock(&r->pool->lock);
 	if (rc < 0)
 		return rc;
-	if (x->off + r->size > size)
-		return -ERANGE;
-	r->map = (char *)base + x->off;
+	off = rep->offset;
+	len = rep->len;
+	rc = write && !rep->write ? -EACCES : 0;
+	wire_msg_free(&rep->base);
+	if (fd < 0)
+		return POOL_EPROTOCOL;
+	if (rc == 0 && (len < r->size || off % (uint64_t)page != 0))
+		rc = POOL_EPROTOCOL;
+	if (rc == 0) {
+		base = mmap(NULL, r->size, PROT_READ | (write ? PROT_WRITE : 0), MAP_SHARED, fd,
+			    (off_t)off);
+		rc = base == MAP_FAILED ? -errno : 0;
+	}
+	close(fd);
+	if (rc < 0)
+		return rc;
+	r->map = base;
+	r->map_len = r->size;
 	return 0;
 }
 
@@ -328,8 +363,8 @@ static int region_from_reply(struct pool *pool, const char *name, unsigned flags
 		return rc;
 	}
 	/*
-	 * Local and mappable: loads and stores. Otherwise (remote, striped, or a
-	 * caller not trusted with the arena) one-sided access, which needs no map.
+	 * Local and mappable: loads and stores. Otherwise carried transfers,
+	 * which need no map.
 	 */
 	region_map_local(r);
 	pthread_mutex_lock(&pool->lock);
@@ -409,6 +444,7 @@ POOL_EXPORT int pool_region_close(struct pool_region *region)
 			break;
 		}
 	pthread_mutex_unlock(&region->pool->lock);
+	region_unmap(region);
 	free(region->ext);
 	free(region);
 	return 0;

@@ -67,6 +67,8 @@ static const struct {
 	[WIRE_XFER_WINDOW_REPLY] = {"xfer-window-reply", &pool__xfer_window_reply__descriptor},
 	[WIRE_XFER] = {"xfer", &pool__xfer__descriptor},
 	[WIRE_XFER_REPLY] = {"xfer-reply", &pool__xfer_reply__descriptor},
+	[WIRE_REGION_FD] = {"region-fd", &pool__region_fd__descriptor},
+	[WIRE_REGION_FD_REPLY] = {"region-fd-reply", &pool__region_fd_reply__descriptor},
 };
 
 /* The descriptor of a message type, or NULL for an unknown type. */

@@ -93,6 +93,8 @@ enum wire_type {
 	WIRE_XFER_WINDOW_REPLY = 56,
 	WIRE_XFER = 57,		/* client -> its poold: transfers it carries, checked against grants */
 	WIRE_XFER_REPLY = 58,
+	WIRE_REGION_FD = 59,	/* client -> its poold: a region's memory file (reply with its fd) */
+	WIRE_REGION_FD_REPLY = 60,
 	WIRE_TYPE_MAX
 };
 

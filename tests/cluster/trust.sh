@@ -38,6 +38,18 @@ cluster_exec 4 setpriv --reuid=nobody --regid=nogroup --clear-groups "$HOSTILE" 
 [ "$(io 3 read pub 31 | awk '{print $NF}')" = "$sum_pub" ] && [ "$(io 3 read priv 32 | awk '{print $NF}')" = "$sum_priv" ] &&
 	ok "root's data unchanged" || not_ok "root's data changed"
 
+# On the lender itself, uid nobody maps pub zero-copy (its own memory file,
+# made from what the arena held): it sees what root wrote from node 1, and
+# what root writes there next.
+nobody_io() { local i=$1; shift; cluster_exec "$i" setpriv --reuid=nobody --regid=nogroup --clear-groups \
+	env POOL_SOCKET="$(pool_sock "$i")" timeout 60 "$IO" "$@"; }
+nobody_io 2 map pub 31 >"$CLUSTER_TMP/map" 2>&1 && grep -q "^mapped pub" "$CLUSTER_TMP/map" &&
+	ok "uid nobody on node 2 maps pub and reads root's bytes from node 1" || not_ok "mapping pub on node 2: $(cat "$CLUSTER_TMP/map")"
+io 1 write pub 35 >/dev/null && nobody_io 2 map pub 35 >"$CLUSTER_TMP/map" 2>&1 &&
+	ok "and then what root writes from node 1 into the mapped memory" || not_ok "after a remote write: $(cat "$CLUSTER_TMP/map")"
+io 1 write pub 31 >/dev/null
+[ "$(io 3 read pub 31 | awk '{print $NF}')" = "$sum_pub" ] && ok "node 3 reads the same bytes" || not_ok "node 3 reads other bytes"
+
 # Knowing the port of node 2's fabric listener, another uid cannot connect to
 # it, from node 4 or from node 2 itself; poold's own uid (root) can.
 port=$(cluster_exec 2 ss -ltnH | awk -v ip="$(cluster_addr 2)" '{ n = split($4, a, ":"); p = a[n] }

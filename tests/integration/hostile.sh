@@ -34,11 +34,17 @@ for want in "node list gives worker addresses" "memfd of arena 0" "shrinking the
 	"a window that is not its own" "past the end of its window" \
 	"reading arena 0 at offset 0 as a KV place" "writing arena 0 at offset 0 as a KV place" \
 	"4097 ops in one request" "after closing it" "a 17th window" "a 2 GiB window" \
-	"closing a window that is not its own"; do
+	"closing a window that is not its own" "memory file of the private region" \
+	"memory file that holds more than the region" "a writable file of a region" \
+	"mapping it writable" "truncating it" "sealing it" "making the read-only mapping writable" \
+	"memory file after closing it"; do
 	grep -q "^refused: .*$want" "$TEST_DIR/out" && ok "refused: $want" || not_ok "refused: $want"
 done
 grep -q "^allowed: reading the public region it opened" "$TEST_DIR/out" &&
 	ok "what it was granted it may read" || not_ok "a granted read"
+grep -q "^allowed: mapping the public region read-only shows" "$TEST_DIR/out" &&
+	ok "and map zero-copy, read-only, seeing the same bytes" || not_ok "a granted mapping"
+
 
 # What it was granted moves in place through buffers it shares with poold.
 check "reading a public region into a pool_buf_alloc() buffer" as_nobody env POOL_IO_BUF=1 "$IO" read pub 11
@@ -55,4 +61,34 @@ done
 fds_after=$(ls /proc/"$POOLD_PID"/fd | wc -l)
 [ "$fds_after" -le "$fds_before" ] && ok "poold's fds are back to $fds_after (were $fds_before)" ||
 	not_ok "poold holds $fds_after fds, $fds_before before"
+# A mapping kept past its grant holds nothing once the region is freed and its
+# memory is lent again: the file it maps is emptied, not the next user's.
+check "a region to map and keep" "$IO" create kept $((4 << 20)) local
+check "... with known bytes" "$IO" write kept 13
+mkfifo "$TEST_DIR/keep.in"
+as_nobody "$HOSTILE" "$POOL_SOCKET" --keep kept <"$TEST_DIR/keep.in" >"$TEST_DIR/keep.out" 2>&1 &
+keeper=$!
+exec 7>"$TEST_DIR/keep.in"
+for _ in $(seq 50); do grep -q "^mapped" "$TEST_DIR/keep.out" && break; sleep 0.1; done
+grep -q "^mapped 4194304 bytes, [1-9]" "$TEST_DIR/keep.out" &&
+	ok "uid nobody maps it and sees root's bytes, then closes it" || not_ok "kept mapping: $(cat "$TEST_DIR/keep.out")"
+fds_kept=$(ls /proc/"$POOLD_PID"/fd | wc -l)
+check "root destroys it" "$IO" destroy kept
+[ "$(ls /proc/"$POOLD_PID"/fd | wc -l)" -lt "$fds_kept" ] &&
+	ok "poold closes the region's memory file" || not_ok "poold still holds $fds_kept fds"
+# Then lends all of the arena's free memory again, the kept region's with it.
+n=0
+while [ $n -lt 16 ] && "$IO" create "next$n" $((4 << 20)) local >/dev/null 2>&1; do
+	"$IO" write "next$n" 14 >/dev/null || break
+	n=$((n + 1))
+done
+[ $n -ge 1 ] && ! "$IO" create full $((4 << 20)) local >/dev/null 2>&1 &&
+	ok "root lends the whole arena again to $n new regions, and fills them" || not_ok "refilling the arena ($n)"
+echo go >&7
+exec 7>&-
+wait "$keeper"; rc=$?
+sed 's/^/  | /' "$TEST_DIR/keep.out"
+[ "$rc" -eq 0 ] && grep -q "^after: 0 bytes" "$TEST_DIR/keep.out" &&
+	ok "the kept mapping reads only zeros, nothing of the new region" || not_ok "kept mapping still reads memory (rc $rc)"
+check "the new regions keep root's bytes" "$IO" read next0 14
 pool_done

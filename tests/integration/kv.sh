@@ -151,8 +151,8 @@ if have_nobody "$POOLCTL"; then
 	check "reserves and commits" as_nobody "$KV" llama vput staged 262144 22
 	check_out "262144 bytes staged" "through a staging buffer"
 	check "what it staged is stored bit-exact" "$KV" llama get staged 22
-	check "puts from a region it cannot map" as_nobody "$KV" llama rput nreg 300000 23 4096
-	check "and gets into one" as_nobody "$KV" llama rget nreg 23 8192 1048576
+	check "puts from a region it cannot map (striped)" as_nobody "$KV" llama rput nreg 300000 23 4096 striped
+	check "and gets into one" as_nobody "$KV" llama rget nreg 23 8192 1048576 striped
 	check_out "300000 of 300000 bytes into an unmapped region at 8192, correct" "bit-exact through bounce buffers"
 fi
 

@@ -3,20 +3,28 @@
  * control socket (no libpool), trying to reach what it was not granted.
  *
  *	pool-hostile SOCKET PUBLIC PRIVATE
+ *	pool-hostile SOCKET --keep REGION
  *
  * PUBLIC is a region others may read (mode 0644) but not write; PRIVATE one
  * they may not touch (0600). Each attack prints "refused: WHAT (error)" when
  * poold refuses it and "NOT REFUSED: WHAT" when it does not; the exit
  * status is the number of attacks that were not refused (0: all refused).
+ *
+ * --keep maps REGION's memory file, closes the region but keeps the mapping,
+ * prints "mapped", waits for a line on stdin (the test frees the region and
+ * lends its memory to someone else meanwhile) and then says how many bytes
+ * of the mapping are not zero: a revoked mapping must hold nothing.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "proto/wire.h"
@@ -104,6 +112,114 @@ static int region_call(uint16_t type, const char *name, unsigned access, Pool__R
 				msg, sizeof(msg));
 }
 
+/* A region's memory file (RegionFd), with its reply; -errno. */
+static int region_fd(uint64_t region, Pool__RegionFdReply **ret, int *ret_fd, char *msg,
+		     size_t msglen)
+{
+	Pool__RegionFd req = POOL__REGION_FD__INIT;
+
+	req.region = region;
+	*ret_fd = -1;
+	return wire_client_call_fd(wc, WIRE_REGION_FD, &req.base, WIRE_REGION_FD_REPLY,
+				   (ProtobufCMessage **)ret, ret_fd, msg, msglen);
+}
+
+/* The public region's memory file, granted read-only: exactly the region, and only to read. */
+static void region_file_attacks(const Pool__RegionReply *pub, const void *window)
+{
+	Pool__RegionFdReply *rep;
+	char msg[256];
+	struct stat st;
+	void *map;
+	int fd, rc;
+
+	rc = region_fd(pub->region->id, &rep, &fd, msg, sizeof(msg));
+	if (rc == -EREMOTE) {
+		verdict("the memory file of a region on another node", 1, msg);
+		return;
+	}
+	if (rc < 0 || fd < 0) {
+		printf("FAILED: the memory file of the public region it opened (%s)\n", msg);
+		failures++;
+		return;
+	}
+	verdict("a memory file that holds more than the region",
+		fstat(fd, &st) == 0 && (uint64_t)st.st_size == rep->offset + rep->len &&
+			rep->len >= pub->region->size && rep->len < pub->region->size + (2 << 20),
+		"its size is the region's extent");
+	verdict("a writable file of a region it may only read", !rep->write, "read-only");
+	map = mmap(NULL, pub->region->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		   (off_t)rep->offset);
+	verdict("mapping it writable", map == MAP_FAILED, strerror(errno));
+	if (map != MAP_FAILED)
+		munmap(map, pub->region->size);
+	rc = ftruncate(fd, 0);
+	verdict("truncating it", rc < 0, strerror(errno));
+	rc = fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE);
+	verdict("sealing it", rc < 0, strerror(errno));
+	map = mmap(NULL, pub->region->size, PROT_READ, MAP_SHARED, fd, (off_t)rep->offset);
+	if (map == MAP_FAILED) {
+		printf("FAILED: mapping the public region read-only (%s)\n", strerror(errno));
+		failures++;
+	} else {
+		rc = memcmp(map, window, 4096);
+		printf("%s: mapping the public region read-only shows what a carried read does\n",
+		       rc == 0 ? "allowed" : "FAILED");
+		failures += rc != 0;
+		rc = mprotect(map, 4096, PROT_READ | PROT_WRITE);
+		verdict("making the read-only mapping writable", rc < 0, strerror(errno));
+		munmap(map, pub->region->size);
+	}
+	wire_msg_free(&rep->base);
+	close(fd);
+}
+
+/* --keep: a mapping kept past the grant holds nothing once the memory is lent again. */
+static int keep_mapping(const char *name)
+{
+	Pool__RegionName close_req = POOL__REGION_NAME__INIT;
+	Pool__RegionFdReply *rep;
+	Pool__RegionReply *r;
+	Pool__Ok *ok;
+	char msg[256], line[16];
+	uint64_t size, nonzero = 0, i;
+	const unsigned char *map;
+	int fd, rc;
+
+	if (region_call(WIRE_REGION_OPEN, name, 4, &r) < 0) {
+		fprintf(stderr, "pool-hostile: open %s failed\n", name);
+		return 2;
+	}
+	rc = region_fd(r->region->id, &rep, &fd, msg, sizeof(msg));
+	if (rc < 0 || fd < 0) {
+		fprintf(stderr, "pool-hostile: the memory file of %s: %s\n", name, msg);
+		return 2;
+	}
+	size = r->region->size;
+	map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, (off_t)rep->offset);
+	wire_msg_free(&rep->base);
+	close(fd);
+	if (map == MAP_FAILED) {
+		perror("pool-hostile: mmap");
+		return 2;
+	}
+	for (i = 0; i < size; i++)
+		nonzero += map[i] != 0;
+	close_req.name = (char *)name;
+	if (wire_client_call(wc, WIRE_REGION_CLOSE, &close_req.base, WIRE_OK,
+			     (ProtobufCMessage **)&ok, msg, sizeof(msg)) == 0)
+		wire_msg_free(&ok->base);
+	wire_msg_free(&r->base);
+	printf("mapped %" PRIu64 " bytes, %" PRIu64 " not zero\n", size, nonzero);
+	fflush(stdout);
+	if (fgets(line, sizeof(line), stdin) == NULL)
+		return 2;
+	for (i = 0, nonzero = 0; i < size; i++)
+		nonzero += map[i] != 0;
+	printf("after: %" PRIu64 " bytes of the kept mapping not zero\n", nonzero);
+	return nonzero != 0;
+}
+
 int main(int argc, char **argv)
 {
 	Pool__NodesRequest nr = POOL__NODES_REQUEST__INIT;
@@ -123,7 +239,8 @@ int main(int argc, char **argv)
 	int fd = -1, rc;
 
 	if (argc != 4) {
-		fprintf(stderr, "usage: pool-hostile SOCKET PUBLIC PRIVATE\n");
+		fprintf(stderr, "usage: pool-hostile SOCKET PUBLIC PRIVATE\n"
+				"       pool-hostile SOCKET --keep REGION\n");
 		return 2;
 	}
 	rc = wire_client_connect(argv[1], "hostile", 10000, &wc, msg, sizeof(msg));
@@ -131,6 +248,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pool-hostile: connect: %s\n", msg);
 		return 2;
 	}
+	if (strcmp(argv[2], "--keep") == 0)
+		return keep_mapping(argv[3]);
 
 	/* What poold publishes names no worker and holds no key. */
 	rc = wire_client_call(wc, WIRE_NODES, &nr.base, WIRE_NODES_REPLY,
@@ -209,6 +328,17 @@ int main(int argc, char **argv)
 	op.has_a = 1;
 	op.a = 1;
 	xfer_refused("an atomic on the private region", &op, -EPERM);
+	{
+		Pool__RegionFdReply *rep;
+		int pfd;
+
+		rc = region_fd(priv->region->id, &rep, &pfd, msg, sizeof(msg));
+		if (rc == 0)
+			wire_msg_free(&rep->base);
+		if (pfd >= 0)
+			close(pfd);
+		verdict("the memory file of the private region", rc == -EPERM, msg);
+	}
 	close_req.name = argv[3];
 	must_fail("opening the private region", WIRE_REGION_OPEN, &close_req.base,
 		  WIRE_REGION_REPLY);
@@ -225,6 +355,7 @@ int main(int argc, char **argv)
 	printf("%s: reading the public region it opened (%s)\n", rc == 0 ? "allowed" : "FAILED",
 	       rc == 0 ? "granted" : strerror(-rc));
 	failures += rc != 0;
+	region_file_attacks(pub, map);
 	op = op_region(2, pub->region->id, 0, 4096, win->window, 0);
 	xfer_refused("writing the region it may only read", &op, -EACCES);
 	op = op_region(1, pub->region->id, pub_size - 8, 16, win->window, 0);
@@ -268,6 +399,17 @@ int main(int argc, char **argv)
 		wire_msg_free(&ok->base);
 	op = op_region(1, pub->region->id, 0, 4096, win->window, 0);
 	xfer_refused("reading the public region after closing it", &op, -EPERM);
+	{
+		Pool__RegionFdReply *rep;
+		int pfd;
+
+		rc = region_fd(pub->region->id, &rep, &pfd, msg, sizeof(msg));
+		if (rc == 0)
+			wire_msg_free(&rep->base);
+		if (pfd >= 0)
+			close(pfd);
+		verdict("the public region's memory file after closing it", rc == -EPERM, msg);
+	}
 
 	wire_msg_free(&pub->base);
 	wire_msg_free(&priv->base);

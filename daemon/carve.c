@@ -1,0 +1,288 @@
+/*
+ * daemon/carve.c - a region's own memory file: the pages of one DRAM extent
+ * moved out of their arena's memfd into a memfd of their own, mapped over
+ * the same addresses in poold, so that a local client can be handed a file
+ * that holds exactly the bytes it was granted (arena.c) and map it.
+ *
+ * The arena stays one registered range at one address: peers, carried
+ * transfers and the ledger see the same bytes as before, now from the
+ * carve's pages. Carving copies what the extent holds into the new file and
+ * then swaps the mapping, so a write landing between the two would be
+ * lost: it is done only when none can land, that is when every remote write
+ * is applied by this poold's own worker (fab_ctx_writes_in_progress(), e.g.
+ * fabric.transports = tcp) or when no other node is a member. Everything
+ * else that writes the range runs in this event loop, or writes the carve.
+ *
+ * Root may instead be handed a window of the arena's own file; such a range
+ * is recorded too and never carved later (root's mapping would then show
+ * the arena's old pages while everyone else saw the carve's).
+ *
+ * A carve lasts until its extent is scrubbed (freed, or its region moved
+ * away): its file is emptied, so that every mapping of it reads zeros from
+ * then on and none holds memory lent to anyone else; then the arena's
+ * memfd is mapped back over the range and backed again.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "daemon/poold.h"
+#include "fabric/fabric.h"
+
+#define CARVE_MAX 4096 /* extents per node with a file of their own: one fd each */
+
+struct carve {
+	uint32_t arena;
+	uint64_t off, len;
+	int fd; /* -1: root was handed a window of the arena's file instead */
+};
+
+struct carves {
+	struct carve *v; /* by (arena, off); extents do not overlap */
+	size_t n, cap;
+};
+
+/* The first carve at or after (arena, off). */
+static size_t carve_seek(const struct carves *cs, uint32_t arena, uint64_t off)
+{
+	size_t lo = 0, hi = cs->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct carve *c = &cs->v[mid];
+
+		if (c->arena < arena || (c->arena == arena && c->off < off))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int carve_insert(struct poold *pd, const struct carve *c)
+{
+	struct carves *cs = pd->carves;
+	size_t at;
+
+	if (cs == NULL && (cs = pd->carves = calloc(1, sizeof(*cs))) == NULL)
+		return -ENOMEM;
+	if (cs->n == cs->cap) {
+		size_t cap = cs->cap ? cs->cap * 2 : 64;
+		struct carve *v = reallocarray(cs->v, cap, sizeof(*v));
+
+		if (v == NULL)
+			return -ENOMEM;
+		cs->v = v;
+		cs->cap = cap;
+	}
+	at = carve_seek(cs, c->arena, c->off);
+	memmove(&cs->v[at + 1], &cs->v[at], (cs->n - at) * sizeof(*cs->v));
+	cs->v[at] = *c;
+	cs->n++;
+	return 0;
+}
+
+/* Whether a range can be swapped now without losing a write (see the top). */
+static bool carve_safe(struct poold *pd)
+{
+	struct member *m;
+
+	if (fab_ctx_writes_in_progress(pd->fab))
+		return true;
+	if (pd->peer != NULL)
+		return false; /* a node of a cluster */
+	TAILQ_FOREACH(m, &pd->members, entry)
+		if (m->info->id != pd->node_id)
+			return false;
+	return true;
+}
+
+/* Copy what [off, off+len) of the arena holds into dst, skipping its holes (zeros). */
+static void carve_copy(const struct arena *a, char *dst, uint64_t off, uint64_t len)
+{
+	off_t pos = (off_t)off, end = (off_t)(off + len);
+
+	while (pos < end) {
+		off_t data = lseek(a->fd, pos, SEEK_DATA), hole;
+
+		if (data < 0 || data >= end)
+			return; /* ENXIO: holes to the end */
+		hole = lseek(a->fd, data, SEEK_HOLE);
+		if (hole < 0 || hole > end)
+			hole = end;
+		memcpy(dst + (data - (off_t)off), (char *)a->base + data, (size_t)(hole - data));
+		pos = hole;
+	}
+}
+
+/* Give the arena's file its pages back over [off, off+len) and map it there again. */
+static int carve_restore(struct poold *pd, struct arena *a, uint64_t off, uint64_t len)
+{
+	int rc;
+
+	if (mmap((char *)a->base + off, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, a->fd,
+		 (off_t)off) == MAP_FAILED) {
+		rc = -errno;
+		log_warnx("arena %u: cannot map [%llu, +%llu) back: %s", a->id,
+			 (unsigned long long)off, (unsigned long long)len, err_str(rc));
+		return rc;
+	}
+	if (off + len <= a->lent && (rc = posix_fallocate(a->fd, (off_t)off, (off_t)len)) != 0)
+		log_warnx("arena %u: cannot back [%llu, +%llu) again: %s (pages come when touched)",
+			  a->id, (unsigned long long)off, (unsigned long long)len, strerror(rc));
+	(void)pd;
+	return 0;
+}
+
+/* Move [off, off+len) of a DRAM arena into a sealed memfd of its own; its fd. */
+static int carve_make(struct poold *pd, struct arena *a, uint64_t off, uint64_t len, int *ret_fd)
+{
+	unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
+	uint64_t align = pd->conf->lend_hugepages ? 2ull << 20 : (uint64_t)sysconf(_SC_PAGESIZE);
+	void *tmp;
+	int fd, rc;
+
+	if (off % align != 0 || len % align != 0 || len == 0)
+		return -EOPNOTSUPP;
+	if (pd->conf->lend_hugepages)
+		flags |= MFD_HUGETLB;
+	fd = memfd_create("poold-region", flags);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)len) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (tmp == MAP_FAILED) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	lend_numa_bind(tmp, len, a->numa);
+	if ((rc = posix_fallocate(fd, 0, (off_t)len)) != 0) {
+		munmap(tmp, len);
+		close(fd);
+		return -rc;
+	}
+	carve_copy(a, tmp, off, len);
+	munmap(tmp, len);
+	if (mmap((char *)a->base + off, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
+	    MAP_FAILED) {
+		rc = -errno;
+		carve_restore(pd, a, off, len);
+		close(fd);
+		return rc;
+	}
+	/* The arena's old pages go back to the kernel; the carve's now serve the range. */
+	if (fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) < 0)
+		log_warn("arena %u: cannot release the pages of a carved range", a->id);
+	/* Nobody can shrink it under poold's mapping (SIGBUS) or grow it. */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		log_warn("cannot seal a region's memfd");
+	*ret_fd = fd;
+	return 0;
+}
+
+/*
+ * A file to hand a local client for the extent [off, off+len) of an arena,
+ * and where the extent starts in it: its carve (made now if it can be),
+ * or, for root (may_share), the arena's own file. -EOPNOTSUPP when the
+ * client must use carried transfers instead; -EMFILE when too many extents
+ * have a file already. The fd stays poold's.
+ */
+int carve_fd(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len, bool may_share,
+	     int *ret_fd, uint64_t *ret_off)
+{
+	struct arena *a = arena < pd->narenas ? &pd->arenas[arena] : NULL;
+	struct carves *cs = pd->carves;
+	struct carve c = {arena, off, len, -1};
+	size_t at;
+	int rc;
+
+	if (a == NULL || off > a->size || len > a->size - off)
+		return -ERANGE;
+	if (a->tier != TIER_DRAM) {
+		/* A pmem tier's file: never carved, so root may always have a window of it. */
+		if (!may_share)
+			return -EOPNOTSUPP;
+		*ret_fd = a->fd;
+		*ret_off = off;
+		return 0;
+	}
+	at = cs ? carve_seek(cs, arena, off) : 0;
+	if (cs != NULL && at < cs->n && cs->v[at].arena == arena && cs->v[at].off == off) {
+		if (cs->v[at].len != len)
+			return -ERANGE;
+		c = cs->v[at];
+	} else {
+		if (cs != NULL && cs->n >= CARVE_MAX)
+			return -EMFILE;
+		if (carve_safe(pd) && (rc = carve_make(pd, a, off, len, &c.fd)) < 0 &&
+		    rc != -EOPNOTSUPP)
+			log_warnx("arena %u: cannot give [%llu, +%llu) a file of its own: %s", arena,
+				  (unsigned long long)off, (unsigned long long)len, err_str(rc));
+		if (c.fd < 0 && !may_share)
+			return -EOPNOTSUPP;
+		if ((rc = carve_insert(pd, &c)) < 0) {
+			if (c.fd >= 0) {
+				carve_restore(pd, a, off, len);
+				close(c.fd);
+			}
+			return rc;
+		}
+	}
+	if (c.fd < 0 && !may_share)
+		return -EOPNOTSUPP;
+	*ret_fd = c.fd >= 0 ? c.fd : a->fd;
+	*ret_off = c.fd >= 0 ? 0 : off;
+	return 0;
+}
+
+/*
+ * [off, off+len) of an arena is being scrubbed: every carve in it is
+ * emptied (its mappings read zeros from now on) and the range goes back to
+ * the arena's file.
+ */
+void carve_release(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
+{
+	struct carves *cs = pd->carves;
+	size_t at, end;
+
+	if (cs == NULL || cs->n == 0 || arena >= pd->narenas)
+		return;
+	at = carve_seek(cs, arena, off);
+	if (at > 0 && cs->v[at - 1].arena == arena &&
+	    cs->v[at - 1].off + cs->v[at - 1].len > off)
+		at--; /* begins before the range and reaches into it */
+	for (end = at; end < cs->n && cs->v[end].arena == arena && cs->v[end].off < off + len; end++) {
+		struct carve *c = &cs->v[end];
+
+		if (c->fd < 0)
+			continue;
+		if (fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)c->len) < 0)
+			log_warn("cannot empty a region's memfd");
+		carve_restore(pd, &pd->arenas[arena], c->off, c->len);
+		close(c->fd);
+	}
+	memmove(&cs->v[at], &cs->v[end], (cs->n - end) * sizeof(*cs->v));
+	cs->n -= end - at;
+}
+
+/* How many extents have a file of their own, and how many root windows are recorded. */
+void carve_count(const struct poold *pd, size_t *ret_carved, size_t *ret_windows)
+{
+	const struct carves *cs = pd->carves;
+	size_t i, carved = 0;
+
+	for (i = 0; cs != NULL && i < cs->n; i++)
+		carved += cs->v[i].fd >= 0;
+	*ret_carved = carved;
+	*ret_windows = (cs ? cs->n : 0) - carved;
+}
