@@ -83,7 +83,7 @@ static int region_fd(struct req *q, const ProtobufCMessage *msg)
 }
 
 const struct ctl_handler arena_handlers[] = {
-	{WIRE_ARENA_FD, CTL_ROOT, AT_HERE, arena_fd},
-	{WIRE_REGION_FD, CTL_ANY, AT_HERE, region_fd},
-	{0, 0, 0, NULL},
+	{WIRE_ARENA_FD, CTL_ROOT, AT_HERE, arena_fd, NULL},
+	{WIRE_REGION_FD, CTL_ANY, AT_HERE, region_fd, NULL},
+	{0, 0, 0, NULL, NULL},
 };

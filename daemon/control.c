@@ -219,6 +219,37 @@ void req_finish(struct req *r, int rc)
 	free(r);
 }
 
+/* Whether the caller has the permission perm; what: the request, for the error. */
+static int control_permitted(struct req *r, enum ctl_perm perm, const char *what)
+{
+	if (perm == CTL_ADMIN && !r->admin)
+		return req_errorf(r, -EPERM, "%s needs root or the admin group", what);
+	if (perm == CTL_ROOT && !r->root)
+		return req_errorf(r, -EPERM, "%s needs root or poold's own user", what);
+	return 0;
+}
+
+/* The permission of the request's op, when the handler's table names it. */
+static int control_op_permitted(struct req *r, const struct ctl_handler *h,
+				const ProtobufCMessage *msg)
+{
+	const ProtobufCFieldDescriptor *f =
+		protobuf_c_message_descriptor_get_field_by_name(msg->descriptor, "op");
+	const char *op;
+	const struct ctl_op *o;
+	char what[64];
+
+	if (f == NULL || f->type != PROTOBUF_C_TYPE_STRING || f->label == PROTOBUF_C_LABEL_REPEATED)
+		return 0;
+	op = *(const char *const *)((const char *)msg + f->offset);
+	for (o = h->ops; op != NULL && o->op != NULL; o++)
+		if (strcmp(o->op, op) == 0) {
+			snprintf(what, sizeof(what), "%s %s", wire_type_name(h->type), op);
+			return control_permitted(r, o->perm, what);
+		}
+	return 0;
+}
+
 /*
  * Serve one request from a client or, at the coordinator, one forwarded by
  * a node: check the caller's permission, unpack, run the handler here or
@@ -239,14 +270,9 @@ void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size
 				type);
 		goto out_error;
 	}
-	if (h->perm == CTL_ADMIN && !r->admin) {
-		rc = req_errorf(r, -EPERM, "%s needs root or the admin group", wire_type_name(type));
+	rc = control_permitted(r, h->perm, wire_type_name(type));
+	if (rc < 0)
 		goto out_error;
-	}
-	if (h->perm == CTL_ROOT && !r->root) {
-		rc = req_errorf(r, -EPERM, "%s needs root or poold's own user", wire_type_name(type));
-		goto out_error;
-	}
 	/* A local session's close or release ends its grants before anything else. */
 	if (r->node == r->pd->node_id && r->session != 0)
 		grant_request(r->pd, r->session, type, payload, len);
@@ -259,6 +285,10 @@ void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size
 	rc = wire_msg_unpack(type, payload, len, &msg);
 	if (rc < 0) {
 		rc = req_errorf(r, -EBADMSG, "malformed %s message", wire_type_name(type));
+		goto out_error;
+	}
+	if (h->ops != NULL && (rc = control_op_permitted(r, h, msg)) < 0) {
+		wire_msg_free(msg);
 		goto out_error;
 	}
 	rc = h->fn(r, msg);

@@ -1393,8 +1393,6 @@ static int kv_dedup_holder(struct req *q, const struct kv_ns *ns, const Pool__Kv
 	if (strcmp(kr->op, "remove") == 0)
 		return req_errorf(q, -EPERM, "values of '%s' go with the regions holding them",
 				  ns->name);
-	if ((adopt || strcmp(kr->op, "recount") == 0) && !q->admin)
-		return req_errorf(q, -EPERM, "%s needs root or the admin group", kr->op);
 	if (strcmp(kr->op, "reserve") != 0 && strcmp(kr->op, "commit") != 0 && !adopt)
 		return 0;
 	if (kr->holder == NULL || (r = region_find(q->pd->regions, kr->holder)) == NULL)
@@ -1590,9 +1588,6 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 		uint32_t flags = 0;
 		size_t count = 0;
 
-		if (!q->admin)
-			return req_errorf(q, -EPERM, "creating a KV namespace needs root or the admin "
-					  "group");
 		if (!name_ok(r->name, 63, true))
 			return req_errorf(q, -EINVAL, "namespace name '%s': 1-63 characters of "
 					  "[A-Za-z0-9._:/-]", r->name);
@@ -1633,8 +1628,6 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 		coordlog_namespaces(pd);
 		kv_defs_send(pd);
 	} else if (strcmp(r->op, "drop") == 0 || strcmp(r->op, "flush") == 0) {
-		if (!q->admin)
-			return req_errorf(q, -EPERM, "%s needs root or the admin group", r->op);
 		if (ns == NULL)
 			return req_errorf(q, -ENOENT, "no KV namespace '%s'", r->name);
 		log_info("KV namespace '%s' %s", ns->name, r->op[0] == 'd' ? "dropped" : "flushed");
@@ -2307,8 +2300,16 @@ void kv_close(struct poold *pd)
 	pd->kv = NULL;
 }
 
+/* Namespaces are made, dropped and flushed by admins; adopting and recounting holders too. */
+static const struct ctl_op kv_ns_ops[] = {
+	{"create", CTL_ADMIN}, {"drop", CTL_ADMIN}, {"flush", CTL_ADMIN}, {NULL, 0},
+};
+static const struct ctl_op kv_ops[] = {
+	{"adopt", CTL_ADMIN}, {"adopted", CTL_ADMIN}, {"recount", CTL_ADMIN}, {NULL, 0},
+};
+
 const struct ctl_handler kv_handlers[] = {
-	{WIRE_KV_NS, CTL_ANY, AT_COORD, kv_ns_request},
-	{WIRE_KV, CTL_ANY, AT_COORD, kv_request},
-	{0, 0, 0, NULL},
+	{WIRE_KV_NS, CTL_ANY, AT_COORD, kv_ns_request, kv_ns_ops},
+	{WIRE_KV, CTL_ANY, AT_COORD, kv_request, kv_ops},
+	{0, 0, 0, NULL, NULL},
 };

@@ -146,8 +146,8 @@ static int metrics_client_stats(struct req *r, const ProtobufCMessage *msg)
 }
 
 const struct ctl_handler metrics_handlers[] = {
-	{WIRE_CLIENT_STATS, CTL_ANY, AT_HERE, metrics_client_stats},
-	{0, 0, 0, NULL},
+	{WIRE_CLIENT_STATS, CTL_ANY, AT_HERE, metrics_client_stats, NULL},
+	{0, 0, 0, NULL, NULL},
 };
 
 /* The journals here: the lender's (pmem tier) and the coordinator's (coord.journal). */

@@ -223,11 +223,18 @@ struct req_latency {
 enum ctl_perm { CTL_ANY, CTL_ADMIN, CTL_ROOT };
 enum ctl_where { AT_HERE, AT_COORD };
 
+/* The permission of one value of a request's "op" field, where it differs from the type's. */
+struct ctl_op {
+	const char *op;
+	enum ctl_perm perm;
+};
+
 struct ctl_handler {
 	uint16_t type;
 	enum ctl_perm perm;
 	enum ctl_where where; /* AT_COORD: a node forwards it to the coordinator */
 	int (*fn)(struct req *r, const ProtobufCMessage *msg);
+	const struct ctl_op *ops; /* {NULL} ended; checked where the request is unpacked */
 };
 
 /* control.c: the local control socket and request dispatch */

@@ -453,7 +453,7 @@ out:
 }
 
 const struct ctl_handler reclaim_handlers[] = {
-	{WIRE_LEND, CTL_ADMIN, AT_COORD, reclaim_request},
-	{WIRE_LEDGER, CTL_ANY, AT_COORD, reclaim_ledger},
-	{0, 0, 0, NULL},
+	{WIRE_LEND, CTL_ADMIN, AT_COORD, reclaim_request, NULL},
+	{WIRE_LEDGER, CTL_ANY, AT_COORD, reclaim_ledger, NULL},
+	{0, 0, 0, NULL, NULL},
 };

@@ -1439,11 +1439,11 @@ void region_close_space(struct poold *pd)
 }
 
 const struct ctl_handler region_handlers[] = {
-	{WIRE_REGION_CREATE, CTL_ANY, AT_COORD, region_create},
-	{WIRE_REGION_OPEN, CTL_ANY, AT_COORD, region_open},
-	{WIRE_REGION_STAT, CTL_ANY, AT_COORD, region_stat},
-	{WIRE_REGION_DESTROY, CTL_ANY, AT_COORD, region_destroy},
-	{WIRE_REGION_LIST, CTL_ANY, AT_COORD, region_list},
-	{WIRE_REGION_CLOSE, CTL_ANY, AT_COORD, region_close_lease},
-	{0, 0, 0, NULL},
+	{WIRE_REGION_CREATE, CTL_ANY, AT_COORD, region_create, NULL},
+	{WIRE_REGION_OPEN, CTL_ANY, AT_COORD, region_open, NULL},
+	{WIRE_REGION_STAT, CTL_ANY, AT_COORD, region_stat, NULL},
+	{WIRE_REGION_DESTROY, CTL_ANY, AT_COORD, region_destroy, NULL},
+	{WIRE_REGION_LIST, CTL_ANY, AT_COORD, region_list, NULL},
+	{WIRE_REGION_CLOSE, CTL_ANY, AT_COORD, region_close_lease, NULL},
+	{0, 0, 0, NULL, NULL},
 };

@@ -62,7 +62,7 @@ static int reload_request(struct req *r, const ProtobufCMessage *msg)
 }
 
 const struct ctl_handler reload_handlers[] = {
-	{WIRE_CONFIG_SHOW, CTL_ANY, AT_HERE, reload_show},
-	{WIRE_RELOAD, CTL_ADMIN, AT_HERE, reload_request},
-	{0, 0, 0, NULL},
+	{WIRE_CONFIG_SHOW, CTL_ANY, AT_HERE, reload_show, NULL},
+	{WIRE_RELOAD, CTL_ADMIN, AT_HERE, reload_request, NULL},
+	{0, 0, 0, NULL, NULL},
 };

@@ -563,6 +563,6 @@ void snapcopy_close(struct poold *pd)
 }
 
 const struct ctl_handler snapcopy_handlers[] = {
-	{WIRE_SNAP_COPY, CTL_ANY, AT_HERE, snapcopy_request},
-	{0, 0, 0, NULL},
+	{WIRE_SNAP_COPY, CTL_ANY, AT_HERE, snapcopy_request, NULL},
+	{0, 0, 0, NULL, NULL},
 };

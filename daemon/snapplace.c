@@ -583,6 +583,6 @@ void snapplace_close(struct poold *pd)
 }
 
 const struct ctl_handler snapplace_handlers[] = {
-	{WIRE_SNAP_PLACE, CTL_ADMIN, AT_COORD, place_request},
-	{0, 0, 0, NULL},
+	{WIRE_SNAP_PLACE, CTL_ADMIN, AT_COORD, place_request, NULL},
+	{0, 0, 0, NULL, NULL},
 };

@@ -244,6 +244,6 @@ static int vec_request(struct req *q, const ProtobufCMessage *msg)
 }
 
 const struct ctl_handler vec_handlers[] = {
-	{WIRE_VEC, CTL_ANY, AT_COORD, vec_request},
-	{0, 0, 0, NULL},
+	{WIRE_VEC, CTL_ANY, AT_COORD, vec_request, NULL},
+	{0, 0, 0, NULL, NULL},
 };

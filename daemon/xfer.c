@@ -559,7 +559,7 @@ static int xfer_request(struct req *r, const ProtobufCMessage *msg)
 }
 
 const struct ctl_handler xfer_handlers[] = {
-	{WIRE_XFER_WINDOW, CTL_ANY, AT_HERE, xfer_window_request},
-	{WIRE_XFER, CTL_ANY, AT_HERE, xfer_request},
-	{0, 0, 0, NULL},
+	{WIRE_XFER_WINDOW, CTL_ANY, AT_HERE, xfer_window_request, NULL},
+	{WIRE_XFER, CTL_ANY, AT_HERE, xfer_request, NULL},
+	{0, 0, 0, NULL, NULL},
 };

@@ -269,6 +269,25 @@ int main(int argc, char **argv)
 		"none in it");
 	wire_msg_free(&nodes->base);
 
+	/* What only admins may do to the KV cache, checked by the permission table. */
+	{
+		static const char *const ns_ops[] = {"create", "drop", "flush"};
+		static const char *const kv_ops[] = {"adopt", "adopted", "recount"};
+		Pool__KvNsRequest ns = POOL__KV_NS_REQUEST__INIT;
+		Pool__KvRequest kv = POOL__KV_REQUEST__INIT;
+		char what[64];
+
+		ns.name = kv.ns = (char *)"hostile";
+		for (i = 0; i < 3; i++) {
+			ns.op = (char *)ns_ops[i];
+			snprintf(what, sizeof(what), "KV namespace %s", ns_ops[i]);
+			must_fail(what, WIRE_KV_NS, &ns.base, WIRE_KV_NS_REPLY);
+			kv.op = (char *)kv_ops[i];
+			snprintf(what, sizeof(what), "KV %s", kv_ops[i]);
+			must_fail(what, WIRE_KV, &kv.base, WIRE_KV_REPLY);
+		}
+	}
+
 	/* A local arena's memfd is not for tenants. */
 	af.arena = 0;
 	must_fail("the memfd of arena 0", WIRE_ARENA_FD, &af.base, WIRE_OK); /* root only */
