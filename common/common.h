@@ -115,6 +115,10 @@ struct poold_conf {
 	char *peer_listen;
 	char *peer_secret;
 	char *peer_secret_file;
+	int64_t peer_tls;
+	char *peer_tls_cert;
+	char *peer_tls_key;
+	char *peer_tls_ca;
 	int64_t max_nodes;
 	int64_t heartbeat_ms;
 	int64_t heartbeat_misses;

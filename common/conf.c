@@ -317,6 +317,32 @@ int conf_numa_share(const char *spec, int node, uint64_t *ret_bytes, uint64_t *r
 	return found;
 }
 
+/* peer.tls needs its three files, as absolute paths; they are read when poold starts. */
+static int conf_check_tls(const struct poold_conf *conf, struct conf_error *err)
+{
+	const struct {
+		const char *name, *path;
+	} files[] = {{"peer.tls_cert", conf->peer_tls_cert},
+		     {"peer.tls_key", conf->peer_tls_key},
+		     {"peer.tls_ca", conf->peer_tls_ca}};
+	size_t i;
+
+	if (!conf->peer_tls)
+		return 0;
+	for (i = 0; i < ARRAY_SIZE(files); i++) {
+		if (files[i].path[0] == '\0') {
+			snprintf(err->msg, sizeof(err->msg), "peer.tls needs %s", files[i].name);
+			return -EINVAL;
+		}
+		if (files[i].path[0] != '/') {
+			snprintf(err->msg, sizeof(err->msg), "%s: '%s' is not an absolute path",
+				 files[i].name, files[i].path);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 /* The peer secret: peer.secret, or the first line of peer.secret_file. */
 static int conf_load_secret(struct poold_conf *conf, struct conf_error *err)
 {
@@ -445,6 +471,9 @@ int conf_finish(struct poold_conf *conf, struct conf_error *err)
 		snprintf(err->msg, sizeof(err->msg), "resp.listen: only the coordinator serves RESP");
 		return -EINVAL;
 	}
+	rc = conf_check_tls(conf, err);
+	if (rc < 0)
+		return rc;
 	rc = conf_load_secret(conf, err);
 	if (rc < 0)
 		return rc;

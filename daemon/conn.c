@@ -26,6 +26,9 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <event2/event.h>
 
 #include "daemon/poold.h"
@@ -362,8 +365,19 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 			conn_release(c);
 		return;
 	}
-	if (what & BEV_EVENT_ERROR)
-		log_debug("%s: %s", c->desc, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	if (what & BEV_EVENT_ERROR) {
+		unsigned long tls = bufferevent_openssl_get_ssl(bev) != NULL
+					    ? bufferevent_get_openssl_error(bev) : 0;
+		char why[256];
+
+		if (tls != 0) { /* a handshake refused, a bad record: worth a warning */
+			ERR_error_string_n(tls, why, sizeof(why));
+			log_warnx("%s: TLS: %s", c->desc, why);
+		} else {
+			log_debug("%s: %s", c->desc,
+				  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+		}
+	}
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
 		conn_end(c);
 }
@@ -385,18 +399,44 @@ static struct conn *conn_alloc(struct bufferevent *bev, size_t max_frame,
 	return c;
 }
 
-/* Wrap an accepted socket; the connection owns fd from now on. */
-int conn_new(struct event_base *base, int fd, size_t max_frame, const struct conn_ops *ops,
-	     void *arg, const char *desc, struct conn **ret_conn)
+/*
+ * A bufferevent on fd (-1: one to connect), through TLS when ssl is given;
+ * the bufferevent owns fd and ssl from now on, and frees them if it cannot be made.
+ */
+static struct bufferevent *conn_bev(struct event_base *base, int fd, SSL *ssl, bool accepting)
 {
 	struct bufferevent *bev;
+
+	if (ssl == NULL) {
+		bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+		if (bev == NULL && fd >= 0)
+			evutil_closesocket(fd);
+		return bev;
+	}
+	bev = bufferevent_openssl_socket_new(base, fd, ssl,
+					     accepting ? BUFFEREVENT_SSL_ACCEPTING
+						       : BUFFEREVENT_SSL_CONNECTING,
+					     BEV_OPT_CLOSE_ON_FREE);
+	if (bev == NULL) {
+		SSL_free(ssl);
+		if (fd >= 0)
+			evutil_closesocket(fd);
+		return NULL;
+	}
+	/* A peer that goes away without a close_notify is a closed link, not an attack. */
+	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	return bev;
+}
+
+/* Wrap an accepted socket (through TLS when ssl is given); the connection owns fd and ssl. */
+int conn_new(struct event_base *base, int fd, SSL *ssl, size_t max_frame,
+	     const struct conn_ops *ops, void *arg, const char *desc, struct conn **ret_conn)
+{
+	struct bufferevent *bev = conn_bev(base, fd, ssl, true);
 	struct conn *c;
 
-	bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (bev == NULL) {
-		evutil_closesocket(fd);
+	if (bev == NULL)
 		return -ENOMEM;
-	}
 	c = conn_alloc(bev, max_frame, ops, arg, desc);
 	if (c == NULL) {
 		bufferevent_free(bev);
@@ -408,15 +448,18 @@ int conn_new(struct event_base *base, int fd, size_t max_frame, const struct con
 	return 0;
 }
 
-/* Start connecting to a TCP peer; ops->connected or ops->closed tells how it went. */
-int conn_connect(struct event_base *base, const struct sockaddr *sa, unsigned salen,
+/*
+ * Start connecting to a TCP peer (through TLS when ssl is given, which the
+ * connection owns); ops->connected (after the TLS handshake) or
+ * ops->closed tells how it went.
+ */
+int conn_connect(struct event_base *base, const struct sockaddr *sa, unsigned salen, SSL *ssl,
 		 size_t max_frame, const struct conn_ops *ops, void *arg, const char *desc,
 		 struct conn **ret_conn)
 {
-	struct bufferevent *bev;
+	struct bufferevent *bev = conn_bev(base, -1, ssl, false);
 	struct conn *c;
 
-	bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (bev == NULL)
 		return -ENOMEM;
 	c = conn_alloc(bev, max_frame, ops, arg, desc);

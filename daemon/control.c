@@ -465,7 +465,7 @@ static void ctl_accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, c->groups, &len) == 0)
 		c->ngroups = (int)(len / sizeof(gid_t));
 	snprintf(msg, sizeof(msg), "client pid %d uid %u", (int)cred.pid, (unsigned)cred.uid);
-	if (conn_new(ctl->pd->base, fd, (size_t)conf->max_frame, &ctl_conn_ops, c, msg,
+	if (conn_new(ctl->pd->base, fd, NULL, (size_t)conf->max_frame, &ctl_conn_ops, c, msg,
 		     &c->conn) < 0) {
 		free(c);
 		goto out_uid;

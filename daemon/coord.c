@@ -771,6 +771,7 @@ static void coord_accept(struct evconnlistener *lis, evutil_socket_t fd, struct 
 {
 	struct coord *co = arg;
 	struct coord_peer *p;
+	struct ssl_st *ssl;
 	char desc[96];
 
 	if (co->npeers >= 2 * (unsigned)co->pd->conf->max_nodes) {
@@ -786,7 +787,12 @@ static void coord_accept(struct evconnlistener *lis, evutil_socket_t fd, struct 
 	p->co = co;
 	addr_format(sa, p->addr, sizeof(p->addr));
 	snprintf(desc, sizeof(desc), "peer %s", p->addr);
-	if (conn_new(co->pd->base, fd, COORD_PEER_MAX_FRAME, &coord_peer_ops, p, desc,
+	if (peertls_new(co->pd, &ssl) < 0) {
+		evutil_closesocket(fd);
+		free(p);
+		return;
+	}
+	if (conn_new(co->pd->base, fd, ssl, COORD_PEER_MAX_FRAME, &coord_peer_ops, p, desc,
 		     &p->conn) < 0) {
 		free(p);
 		return;

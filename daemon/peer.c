@@ -47,6 +47,7 @@ struct peer {
 	uint64_t hb_ms;	    /* the coordinator's heartbeat settings, once registered */
 	uint64_t hb_misses;
 	uint64_t last_tick; /* units_now_ms() of the last peer_tick() */
+	bool hello_unanswered; /* said once that links close before the coordinator's hello */
 	uint8_t nonce[PEERAUTH_NONCE_LEN]; /* this link's challenge to the coordinator */
 	TAILQ_HEAD(, forward) forwards;
 	unsigned nforwards;
@@ -201,6 +202,7 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 		peer_keep_nsdefs(pe, &defs);
 	}
 	pe->state = PEER_UP;
+	pe->hello_unanswered = false;
 	pe->last_ack = units_now_ms();
 	pe->retry_ms = 0;
 	log_info("joined the coordinator %s as node %u (%zu members)", pd->conf->coordinator,
@@ -431,6 +433,12 @@ static void peer_closed(struct conn *conn, void *arg)
 {
 	struct peer *pe = arg;
 
+	/* Closed before any answer: most often peer.tls set on one side only. Said once. */
+	if (pe->state == PEER_HELLO && !pe->hello_unanswered) {
+		pe->hello_unanswered = true;
+		log_warnx("coordinator %s closed the link before answering hello (is peer.tls %s "
+			  "there too?)", pe->pd->conf->coordinator, pe->pd->tls ? "on" : "off");
+	}
 	pe->conn = NULL;
 	peer_reset(pe, "link closed");
 }
@@ -444,14 +452,17 @@ static const struct conn_ops peer_ops = {
 static void peer_connect(struct peer *pe)
 {
 	struct sockaddr_storage ss;
+	struct ssl_st *ssl = NULL;
 	unsigned len;
 	char desc[96];
 	int rc;
 
 	rc = addr_parse(pe->pd->conf->coordinator, &ss, &len);
+	if (rc == 0)
+		rc = peertls_new(pe->pd, &ssl);
 	if (rc == 0) {
 		snprintf(desc, sizeof(desc), "coordinator %s", pe->pd->conf->coordinator);
-		rc = conn_connect(pe->pd->base, (struct sockaddr *)&ss, len, PEER_MAX_FRAME,
+		rc = conn_connect(pe->pd->base, (struct sockaddr *)&ss, len, ssl, PEER_MAX_FRAME,
 				  &peer_ops, pe, desc, &pe->conn);
 	}
 	if (rc < 0) {

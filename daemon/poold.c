@@ -229,6 +229,7 @@ static void poold_free(struct poold *pd)
 	lend_close(pd);
 	poold_fabric_close(pd);
 	firewall_close(pd);
+	peertls_close(pd);
 	control_close(pd->control);
 	free(pd->latency);
 	for (i = 0; i < ARRAY_SIZE(pd->sig_ev); i++)
@@ -343,6 +344,9 @@ int main(int argc, char **argv)
 			fatalx("cannot install the handler of signal %d", signals[i]);
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* Before detaching: a certificate that cannot be read is said on the terminal. */
+	if (peertls_open(&pd) < 0)
+		goto out;
 	if (!foreground) {
 		if (daemon(0, 0) < 0) {
 			log_warn("daemon");

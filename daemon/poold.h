@@ -134,6 +134,7 @@ struct poold {
 	struct fab_rma_stats client_rma; /* local clients' one-sided transfers, as they tell them */
 	struct snapcopies *snapcopies; /* the node's copies of snapshot images (snapcopy.c) */
 	struct snapplaces *snapplaces; /* the helpers filling them for snap place (snapplace.c) */
+	struct ssl_ctx_st *tls;	       /* peer.tls: what peer links' TLS sessions are made of */
 	struct carves *carves;	       /* extents with a memory file of their own (carve.c) */
 	struct grants *grants;	       /* what each local client session may reach (grant.c) */
 	bool firewall_on;	       /* firewall.c installed its rule */
@@ -160,11 +161,12 @@ struct conn_ops {
 	void (*closed)(struct conn *c, void *arg);
 };
 
-int conn_new(struct event_base *base, int fd, size_t max_frame, const struct conn_ops *ops,
-	     void *arg, const char *desc, struct conn **ret_conn);
+struct ssl_st;
+int conn_new(struct event_base *base, int fd, struct ssl_st *ssl, size_t max_frame,
+	     const struct conn_ops *ops, void *arg, const char *desc, struct conn **ret_conn);
 int conn_connect(struct event_base *base, const struct sockaddr *sa, unsigned salen,
-		 size_t max_frame, const struct conn_ops *ops, void *arg, const char *desc,
-		 struct conn **ret_conn);
+		 struct ssl_st *ssl, size_t max_frame, const struct conn_ops *ops, void *arg,
+		 const char *desc, struct conn **ret_conn);
 void conn_free(struct conn *c);
 void conn_close_later(struct conn *c);
 void conn_abort(struct conn *c, bool closed);
@@ -274,6 +276,11 @@ struct fab_ep *cluster_ep_of(struct poold *pd, uint32_t node, uint64_t gen);
 /* numa.c */
 int numa_layout(const char *spec, uint64_t total, Pool__NumaNode ***ret_nodes, size_t *ret_n);
 void numa_layout_free(Pool__NumaNode **nodes, size_t n);
+
+/* peertls.c: TLS on peer links */
+int peertls_open(struct poold *pd);
+void peertls_close(struct poold *pd);
+int peertls_new(struct poold *pd, struct ssl_st **ret_ssl);
 
 /* carve.c: extents with a memory file of their own, for local mappings */
 int carve_fd(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len, bool may_share,

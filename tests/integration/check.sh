@@ -38,6 +38,16 @@ check_exit 1 "peer.listen beyond loopback without a secret is refused" "$POOLD" 
 check_out "peer.listen: 0.0.0.0:7400 is reachable from other hosts: set peer.secret" "the refusal says why and what to set"
 check_exit 0 "... accepted with a secret" "$POOLD" -n -o peer.listen=0.0.0.0:7400 -o peer.secret=s3cret
 check_exit 0 "... and on loopback without one" "$POOLD" -n -o peer.listen=127.0.0.1:7400
+# TLS on peer links needs its three files, by absolute path, and poold reads them when it starts.
+check_exit 1 "peer.tls without its files is refused" "$POOLD" -n -o peer.tls=yes
+check_out "peer.tls needs peer.tls_cert" "the refusal names the missing option"
+check_exit 1 "a relative peer.tls_ca is refused" "$POOLD" -n -o peer.tls=yes -o peer.tls_cert=/c \
+	-o peer.tls_key=/k -o peer.tls_ca=ca.pem
+check_out "peer.tls_ca: 'ca.pem' is not an absolute path" "the refusal names the path"
+check_exit 1 "poold does not start on a certificate it cannot read" "$POOLD" -o "runtime_dir=$TEST_DIR/tls" \
+	-o peer.tls=yes -o peer.tls_cert=/nonexistent/cert.pem -o peer.tls_key=/nonexistent/key.pem \
+	-o peer.tls_ca=/nonexistent/ca.pem
+check_out "peer.tls_cert: /nonexistent/cert.pem" "and says which file"
 
 # The fabric's ports, and the rule that admits only poold to them.
 check_exit 1 "fabric.ports must be LO-HI" "$POOLD" -n -o fabric.ports=80-90
