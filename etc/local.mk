@@ -9,3 +9,14 @@ etc/poold.service: $(srcdir)/etc/poold.service.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) etc && \
 	sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
 		$(srcdir)/etc/poold.service.in >$@
+
+# The user the unit runs poold as; made at install when systemd-sysusers is there.
+sysusersdir = $(prefix)/lib/sysusers.d
+EXTRA_DIST += etc/poold.sysusers
+install-data-local:
+	$(MKDIR_P) $(DESTDIR)$(sysusersdir)
+	$(INSTALL_DATA) $(srcdir)/etc/poold.sysusers $(DESTDIR)$(sysusersdir)/poold.conf
+	if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then \
+		systemd-sysusers $(sysusersdir)/poold.conf || true; fi
+uninstall-local:
+	rm -f $(DESTDIR)$(sysusersdir)/poold.conf

@@ -49,10 +49,12 @@ check_out() {
 		not_ok "$2 (no /$1/ in output)"; sed 's/^/  | /' "$TEST_DIR/out"; fi
 }
 
-# pool_start [poold args...]: start poold in the foreground with a private runtime dir.
+# pool_start [poold args...]: start poold in the foreground with a private runtime dir;
+# POOLD_WRAP, when set, is a command poold runs under (word-split: setpriv ...).
 pool_start() {
 	mkdir -p "$TEST_DIR/run"
-	"$POOLD" -d -o runtime_dir="$TEST_DIR/run" "$@" >>"$TEST_DIR/poold.log" 2>&1 &
+	# shellcheck disable=SC2086
+	${POOLD_WRAP:-} "$POOLD" -d -o runtime_dir="$TEST_DIR/run" "$@" >>"$TEST_DIR/poold.log" 2>&1 &
 	POOLD_PID=$!
 	pool_wait_socket
 }
