@@ -570,6 +570,7 @@ int grant_place_check(struct poold *pd, uint64_t session, uint32_t node, uint32_
 		      uint64_t off, uint64_t within, uint64_t len, bool write);
 
 /* xfer.c: transfers carried for local clients, between their windows and granted memory */
+bool xfer_busy(void);
 void xfer_session_end(struct poold *pd, uint64_t session);
 void xfer_close(struct poold *pd);
 extern const struct ctl_handler xfer_handlers[];

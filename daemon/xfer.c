@@ -78,6 +78,7 @@ struct xfer {
 
 static LIST_HEAD(, xfer_window) xfer_windows = LIST_HEAD_INITIALIZER(xfer_windows);
 static uint32_t xfer_next_window;
+static size_t xfer_in_flight; /* requests started and not answered yet */
 
 static void xfer_window_free(struct xfer_window *w)
 {
@@ -225,6 +226,7 @@ static void xfer_free(struct xfer *x)
 	free(x->ops);
 	free(x->flush);
 	free(x);
+	xfer_in_flight--;
 }
 
 static void xfer_reply(struct xfer *x)
@@ -531,6 +533,7 @@ static int xfer_request(struct req *r, const ProtobufCMessage *msg)
 	x = calloc(1, sizeof(*x));
 	if (x == NULL)
 		return req_errorf(r, -ENOMEM, "out of memory");
+	xfer_in_flight++;
 	x->pd = pd;
 	x->window.tv_sec = (time_t)(window_ms / 1000);
 	x->window.tv_usec = (suseconds_t)(window_ms % 1000) * 1000;
@@ -556,6 +559,12 @@ static int xfer_request(struct req *r, const ProtobufCMessage *msg)
 	x->outstanding--;
 	xfer_settle(x);
 	return 0;
+}
+
+/* Whether transfers are being carried now: poold then polls the fabric rather than sleep. */
+bool xfer_busy(void)
+{
+	return xfer_in_flight > 0;
 }
 
 const struct ctl_handler xfer_handlers[] = {

@@ -224,7 +224,15 @@ unsigned fab_ctx_progress(struct fab_ctx *ctx)
 
 	if (ctx->deferred != NULL)
 		n += fab_op_run_deferred(ctx);
+	if (n != 0)
+		ctx->busy++;
 	return n;
+}
+
+/* How many calls of progress moved something so far: it changes while traffic flows. */
+uint64_t fab_ctx_busy(const struct fab_ctx *ctx)
+{
+	return ctx->busy;
 }
 
 /*

@@ -75,6 +75,8 @@ int fab_ctx_event_fd(struct fab_ctx *ctx, int *ret_fd);
 int fab_ctx_arm(struct fab_ctx *ctx);
 /* Progress the worker once; returns the number of events handled. */
 unsigned fab_ctx_progress(struct fab_ctx *ctx);
+/* How many calls of progress moved something so far: it changes while traffic flows. */
+uint64_t fab_ctx_busy(const struct fab_ctx *ctx);
 /* Human readable list of the transports the context was configured with. */
 int fab_ctx_transports(struct fab_ctx *ctx, char *buf, size_t len);
 /*

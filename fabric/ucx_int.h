@@ -29,6 +29,7 @@ struct fab_ctx {
 	int mt;			       /* thread_multi: deferred list under lock */
 	pthread_mutex_t lock;
 	struct fab_rma_stats rma;      /* updated atomically: any thread may issue */
+	uint64_t busy;		       /* calls of progress that moved something */
 };
 
 struct fab_ep {

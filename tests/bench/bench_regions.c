@@ -6,7 +6,7 @@
  *       create a region placed "local", map it, and copy into and out of the
  *       mapping (plain memcpy on the pointer, and pool_region_write/read)
  *       next to memcpy between two malloc'd buffers of the same footprint.
- *   pool-bench-regions [-T SECONDS] [-W WINDOW] [-B] remote NAME
+ *   pool-bench-regions [-T SECONDS] [-W WINDOW] [-B] [-S SIZE] remote NAME
  *       open an existing region for writing; pool_region_read/write MiB/s
  *       one call at a time (sync) and WINDOW transfers per pool_batch_wait
  *       (batched) for 4 KiB..4 MiB; then 8-byte and 4 KiB latency. The
@@ -45,6 +45,7 @@ static const size_t lat_sizes[] = {8, 4096};
 static double secs = 0.3;
 static int window = 8;
 static int use_buf; /* -B: transfer buffers from pool_buf_alloc() */
+static size_t only_size; /* -S: only this transfer size (0: all) */
 
 static double now(void)
 {
@@ -299,7 +300,7 @@ static int cmd_remote(struct pool *pool, const char *name)
 		size_t s = bw_sizes[i];
 		double rs = 0, ws = 0, rb = 0, wb = 0;
 
-		if (s > pool_region_size(r))
+		if (s > pool_region_size(r) || (only_size != 0 && s != only_size))
 			continue;
 		for (int round = 0; round < ROUNDS; round++) {
 			rs = max2(rs, run_rw(pool, r, buf, bufsz, s, 0, 0));
@@ -421,7 +422,7 @@ static int cmd_ops(uint64_t n, int clients, uint64_t size, const char *placement
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: pool-bench-regions [-T SECONDS] [-W WINDOW] [-j CLIENTS]\n"
+	fprintf(stderr, "usage: pool-bench-regions [-T SECONDS] [-W WINDOW] [-j CLIENTS] [-B] [-S SIZE]\n"
 			"         local SIZE | remote NAME | ops N [SIZE [PLACEMENT]] | ops-header\n"
 			"         | create NAME SIZE [PLACEMENT [STRIPE]] | destroy NAME\n");
 	exit(2);
@@ -433,8 +434,9 @@ int main(int argc, char **argv)
 	int c, clients = 1, rc;
 	const char *cmd;
 
-	while ((c = getopt(argc, argv, "T:W:j:Bh")) != -1) {
+	while ((c = getopt(argc, argv, "T:W:j:S:Bh")) != -1) {
 		switch (c) {
+		case 'S': only_size = parse_size(optarg); break;
 		case 'T': secs = atof(optarg); break;
 		case 'W': window = atoi(optarg); break;
 		case 'B': use_buf = 1; break;

@@ -80,6 +80,13 @@ check "poolctl top, twice" "$POOLCTL" top 0.1 2
 	&& ok "two frames, each with the nodes" || { not_ok "top frames"; cat "$TEST_DIR/out"; }
 check_exit 2 "a bad interval is a usage error" "$POOLCTL" top 0
 check_exit 2 "top has no --json" "$POOLCTL" --json top 1 1
+# After a burst of requests poold polls briefly for the next, then sleeps: idle, it uses no CPU.
+for _ in $(seq 200); do "$POOLCTL" status >/dev/null; done
+sleep 0.2
+ticks() { awk '{ print $14 + $15 }' /proc/"$POOLD_PID"/stat; }
+t0=$(ticks); sleep 1; t1=$(ticks)
+[ $((t1 - t0)) -le 5 ] && ok "idle after 200 requests: $((t1 - t0)) clock ticks of CPU in 1 s" ||
+	not_ok "idle poold used $((t1 - t0)) clock ticks of CPU in 1 s"
 kill -TERM "$POOLD_PID"
 for _ in $(seq 50); do kill -0 "$POOLD_PID" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$POOLD_PID" 2>/dev/null && not_ok "daemon stops" || ok "daemon stops"
