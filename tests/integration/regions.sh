@@ -40,18 +40,8 @@ if have_nobody "$POOLCTL"; then
 	check_exit 1 "nor destroy it" as_nobody "$IO" destroy r1
 	check_out "belongs to uid 0" "destroy refusal names the owner"
 	check "another uid maps a 0644 region zero-copy, read-only" as_nobody "$IO" map r1 42
-	check_exit 1 "nor the arena descriptor by asking" as_nobody /usr/bin/python3 - "$top_srcdir" <<'PY'
-import os, sys
-sys.path.insert(0, sys.argv[1] + "/tests/integration")
-import wire
-s = wire.connect(os.environ["POOL_SOCKET"])
-s.sendall(wire.frame(wire.HELLO, wire.hello_payload()))
-wire.read_frame(s)
-s.sendall(wire.frame(28, b"\x08\x00", req_id=2))
-t, _, p = wire.read_frame(s)
-print(wire.error_text(p))
-sys.exit(1 if t == wire.ERROR else 0)
-PY
+	check_exit 4 "nor the arena descriptor by asking" as_nobody /usr/bin/python3 \
+		"$top_srcdir/tests/integration/wire.py" "$POOL_SOCKET" arena-fd
 fi
 
 check_exit 1 "no room: clear error" "$POOLCTL" region create huge 1G

@@ -33,17 +33,7 @@ check "... and maps it" "$IO" map pub 3
 check "another uid maps it read-only" as_nobody "$IO" map pub 3
 check_exit 1 "but cannot write it" as_nobody "$IO" write pub 4
 check "poold's own uid is trusted with the arena's memfd" setpriv --reuid="$SVC" --regid="$SVC" --clear-groups \
-	/usr/bin/python3 - "$top_srcdir" <<'PY'
-import os, socket, sys
-sys.path.insert(0, sys.argv[1] + "/tests/integration")
-import wire
-s = wire.connect(os.environ["POOL_SOCKET"])
-s.sendall(wire.frame(wire.HELLO, wire.hello_payload()))
-wire.read_frame(s)
-s.sendall(wire.frame(28, b"\x08\x00", req_id=2))
-t, _, p = wire.read_frame(s)
-sys.exit(0 if t != wire.ERROR else 1)
-PY
+	/usr/bin/python3 "$top_srcdir/tests/integration/wire.py" "$POOL_SOCKET" arena-fd
 as_nobody "$HOSTILE" "$POOL_SOCKET" pub pub >"$TEST_DIR/out" 2>&1
 grep -q "^refused: the memfd of arena 0" "$TEST_DIR/out" && ok "a tenant is not" || not_ok "a tenant got the arena"
 

@@ -178,11 +178,25 @@ def closed(s):
         return False
 
 
+def arena_fd_given(path):
+    """Whether poold at socket path hands this process arena 0's memfd (ArenaFd)."""
+    s = connect(path)
+    s.sendall(frame(HELLO, hello_payload()))
+    read_frame(s)
+    s.sendall(frame(28, b"\x08\x00", req_id=2))
+    t, _, p = read_frame(s)
+    if t == ERROR:
+        print(error_text(p))
+    return t != ERROR
+
+
 def main():
     path, case = sys.argv[1], sys.argv[2]
     if case == "fake-coordinator":
         fake_coordinator(int(path), sys.argv[3], float(sys.argv[4]))
         return
+    if case == "arena-fd":
+        sys.exit(0 if arena_fd_given(path) else 4)  # 4: refused (a crash is 1)
     s = connect(path)
     if case == "garbage":
         s.sendall(bytes(range(256)) * 4)

@@ -124,6 +124,20 @@ static int region_fd(uint64_t region, Pool__RegionFdReply **ret, int *ret_fd, ch
 				   (ProtobufCMessage **)ret, ret_fd, msg, msglen);
 }
 
+/* A region's memory file the session holds no grant of: refused with -EPERM. */
+static void region_fd_refused(const char *what, uint64_t region)
+{
+	Pool__RegionFdReply *rep;
+	char msg[256];
+	int fd, rc = region_fd(region, &rep, &fd, msg, sizeof(msg));
+
+	if (rc == 0)
+		wire_msg_free(&rep->base);
+	if (fd >= 0)
+		close(fd);
+	verdict(what, rc == -EPERM, msg);
+}
+
 /* The public region's memory file, granted read-only: exactly the region, and only to read. */
 static void region_file_attacks(const Pool__RegionReply *pub, const void *window)
 {
@@ -347,17 +361,7 @@ int main(int argc, char **argv)
 	op.has_a = 1;
 	op.a = 1;
 	xfer_refused("an atomic on the private region", &op, -EPERM);
-	{
-		Pool__RegionFdReply *rep;
-		int pfd;
-
-		rc = region_fd(priv->region->id, &rep, &pfd, msg, sizeof(msg));
-		if (rc == 0)
-			wire_msg_free(&rep->base);
-		if (pfd >= 0)
-			close(pfd);
-		verdict("the memory file of the private region", rc == -EPERM, msg);
-	}
+	region_fd_refused("the memory file of the private region", priv->region->id);
 	close_req.name = argv[3];
 	must_fail("opening the private region", WIRE_REGION_OPEN, &close_req.base,
 		  WIRE_REGION_REPLY);
@@ -418,17 +422,7 @@ int main(int argc, char **argv)
 		wire_msg_free(&ok->base);
 	op = op_region(1, pub->region->id, 0, 4096, win->window, 0);
 	xfer_refused("reading the public region after closing it", &op, -EPERM);
-	{
-		Pool__RegionFdReply *rep;
-		int pfd;
-
-		rc = region_fd(pub->region->id, &rep, &pfd, msg, sizeof(msg));
-		if (rc == 0)
-			wire_msg_free(&rep->base);
-		if (pfd >= 0)
-			close(pfd);
-		verdict("the public region's memory file after closing it", rc == -EPERM, msg);
-	}
+	region_fd_refused("the public region's memory file after closing it", pub->region->id);
 
 	wire_msg_free(&pub->base);
 	wire_msg_free(&priv->base);
