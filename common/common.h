@@ -103,6 +103,7 @@ struct poold_conf {
 	int64_t resp_max_clients;
 	char *pmem_path;
 	int64_t pmem_size;
+	int64_t pmem_init;
 	int64_t snap_copies;
 	char *coord_journal;
 	int64_t coord_journal_size;

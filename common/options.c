@@ -110,6 +110,8 @@ const struct conf_option conf_options[] = {
 	 CONF_F_RESTART, "most bytes of snapshot pages each store (DRAM, persistent) keeps"},
 	{"pmem.path", CONF_STRING, OFF(pmem_path), 0, 200, "", NULL, CONF_F_RESTART,
 	 "file or DAX device of the persistent tier; empty: no persistent tier"},
+	{"pmem.init", CONF_BOOL, OFF(pmem_init), 0, 1, "no", NULL, CONF_F_RESTART,
+	 "format pmem.path even when it holds something that is not a pool tier"},
 	{"pmem.size", CONF_SIZE, OFF(pmem_size), 0, 16384 * GiB, "0", NULL, CONF_F_RESTART,
 	 "size of the persistent tier; 0 uses the size of an existing file"},
 	{"coord.journal", CONF_STRING, OFF(coord_journal), 0, 200, "", NULL, CONF_F_RESTART,

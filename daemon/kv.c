@@ -1169,6 +1169,11 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			return 1;
 		}
 		if (e != NULL && op[0] != 'r' && e->has_pending && e->pending.version == version) {
+			/* A reservation is its session's: nobody else may publish or free it. */
+			if (e->pnode != q->node || e->psession != q->session) {
+				kv_loc(NULL, loc, NULL, -EPERM, NULL, 0);
+				return 0;
+			}
 			if (op[0] == 'a') { /* the writer gave up: nobody writes there any more */
 				kv_val_free(pd, ns, &e->pending);
 				e->has_pending = false;

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/journal.h"
 #include "daemon/poold.h"
 #include "fabric/fabric.h"
 
@@ -149,16 +150,74 @@ bool lend_group_end(void)
 	return was;
 }
 
+/*
+ * The end of a tier of bytes keeps the record of what it holds for
+ * persistent namespaces (hold.c): a 64th of it, 2 MiB to 256 MiB; the rest
+ * is lent. -EINVAL when it is too small for both.
+ */
+static int lend_pmem_layout(uint64_t bytes, uint64_t *ret_lent, size_t *ret_journal)
+{
+	uint64_t total = bytes / LEND_ALIGN * LEND_ALIGN, journal;
+
+	journal = MIN(MAX(total / 64, LEND_ALIGN), 128 * LEND_ALIGN);
+	journal = (journal + LEND_ALIGN - 1) / LEND_ALIGN * LEND_ALIGN;
+	if (total <= journal)
+		return -EINVAL;
+	*ret_lent = total - journal;
+	*ret_journal = (size_t)journal;
+	return 0;
+}
+
+/*
+ * Whether the file at path may become (or is) this node's pmem tier: it
+ * does not exist, holds no data (a new or sparse file), or is a pool tier
+ * already (its record at the end is a journal). Anything else would be
+ * overwritten: -EEXIST, with why in err. A device is checked once mapped.
+ */
+int lend_pmem_check(const char *path, char *err, size_t errlen)
+{
+	uint8_t hdr[JOURNAL_MIN_SIZE];
+	uint64_t lent;
+	size_t journal;
+	struct stat st;
+	int fd, probe = -1;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* made at start-up (or it says why it cannot be) */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+		close(fd);
+		return 0;
+	}
+	if (lseek(fd, 0, SEEK_DATA) < 0) { /* ENXIO: all holes */
+		close(fd);
+		return 0;
+	}
+	if (lend_pmem_layout((uint64_t)st.st_size, &lent, &journal) == 0 &&
+	    pread(fd, hdr, sizeof(hdr), (off_t)lent) == (ssize_t)sizeof(hdr))
+		probe = journal_probe(hdr, journal);
+	close(fd);
+	if (probe == 1)
+		return 0;
+	snprintf(err, errlen, "pmem.path %s holds data but no pool tier's record; set pmem.init = "
+		 "yes to format it (what it holds is lost)", path);
+	return -EEXIST;
+}
+
 static int lend_pmem(struct poold *pd, struct arena *a)
 {
 	struct poold_conf *conf = pd->conf;
 	struct pmem2_config *cfg = NULL;
-	uint64_t total;
 	struct stat st;
+	char err[512];
 	int rc;
 
 	a->tier = TIER_PMEM;
 	a->numa = -1;
+	if (!conf->pmem_init && lend_pmem_check(conf->pmem_path, err, sizeof(err)) < 0) {
+		log_warnx("%s", err);
+		return -EEXIST;
+	}
 	a->fd = open(conf->pmem_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (a->fd < 0) {
 		log_warn("pmem.path %s", conf->pmem_path);
@@ -185,20 +244,19 @@ static int lend_pmem(struct poold *pd, struct arena *a)
 	a->base = pmem2_map_get_address(a->map);
 	a->persist = pmem2_get_persist_fn(a->map);
 
-	/*
-	 * The end of the tier keeps the record of what it holds for persistent
-	 * namespaces (hold.c): a 64th of it, 2 MiB to 256 MiB; the rest is lent.
-	 */
-	total = pmem2_map_get_size(a->map) / LEND_ALIGN * LEND_ALIGN;
-	a->journal_len = MIN(MAX(total / 64, LEND_ALIGN), 128 * LEND_ALIGN);
-	a->journal_len = (a->journal_len + LEND_ALIGN - 1) / LEND_ALIGN * LEND_ALIGN;
-	if (total <= a->journal_len) {
+	if (lend_pmem_layout(pmem2_map_get_size(a->map), &a->size, &a->journal_len) < 0) {
 		log_warnx("pmem.path %s: smaller than 4 MiB (2 MiB to lend, 2 MiB for its "
 			  "record)", conf->pmem_path);
 		return -EINVAL;
 	}
-	a->size = total - a->journal_len;
 	a->journal = (char *)a->base + a->size;
+	/* A device cannot be looked at before it is mapped: what it holds must be a tier's. */
+	if (!S_ISREG(st.st_mode) && !conf->pmem_init &&
+	    journal_probe(a->journal, a->journal_len) < 0) {
+		log_warnx("pmem.path %s holds something that is not a pool tier; set pmem.init = "
+			  "yes to format it (what it holds is lost)", conf->pmem_path);
+		return -EEXIST;
+	}
 	if (pmem2_map_get_store_granularity(a->map) == PMEM2_GRANULARITY_PAGE) {
 		lend_group = (typeof(lend_group)){a->persist, a->base, a->journal, a->size,
 						  a->journal_len, false, false, false};

@@ -181,7 +181,9 @@ static int poold_check(const char *path, char *const *overrides, size_t n)
 			fprintf(stderr, "%s: %s\n", err.file, err.msg);
 		return 1;
 	}
-	if (poold_resolve_admin(conf, &gid, msg, sizeof(msg)) < 0) {
+	if (poold_resolve_admin(conf, &gid, msg, sizeof(msg)) < 0 ||
+	    (conf->pmem_path[0] != '\0' && !conf->pmem_init &&
+	     lend_pmem_check(conf->pmem_path, msg, sizeof(msg)) < 0)) {
 		fprintf(stderr, "%s: %s\n", path ? path : "built-in defaults", msg);
 		conf_free(conf);
 		return 1;

@@ -293,6 +293,7 @@ int lend_open(struct poold *pd);
 void lend_close(struct poold *pd);
 void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 void lend_numa_bind(void *base, size_t len, int numa);
+int lend_pmem_check(const char *path, char *err, size_t errlen);
 void lend_set_limit(struct poold *pd, uint32_t arena, uint64_t limit);
 int lend_copy(struct poold *pd, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t dst_off,
 	      uint64_t len);

@@ -38,6 +38,26 @@ check_exit 1 "peer.listen beyond loopback without a secret is refused" "$POOLD" 
 check_out "peer.listen: 0.0.0.0:7400 is reachable from other hosts: set peer.secret" "the refusal says why and what to set"
 check_exit 0 "... accepted with a secret" "$POOLD" -n -o peer.listen=0.0.0.0:7400 -o peer.secret=s3cret
 check_exit 0 "... and on loopback without one" "$POOLD" -n -o peer.listen=127.0.0.1:7400
+# pmem.path: a file that holds data but is no pool tier is refused, unless pmem.init says to format it.
+head -c $((8 << 20)) /dev/urandom >"$TEST_DIR/data.img"
+sum=$(md5sum <"$TEST_DIR/data.img")
+check_exit 1 "poold -n refuses a pmem.path that holds other data" "$POOLD" -n -o "pmem.path=$TEST_DIR/data.img"
+check_out "holds data but no pool tier's record; set pmem.init = yes" "and says what to set"
+check_exit 1 "poold does not start on it" timeout 10 "$POOLD" -d -o "runtime_dir=$TEST_DIR/pm" \
+	-o "pmem.path=$TEST_DIR/data.img"
+check_out "holds data but no pool tier's record" "with the same message"
+[ "$(md5sum <"$TEST_DIR/data.img")" = "$sum" ] && ok "the file is untouched" || not_ok "the file changed"
+check "a new file is fine" "$POOLD" -n -o "pmem.path=$TEST_DIR/new.img" -o pmem.size=8M
+mkdir -p "$TEST_DIR/pm"
+"$POOLD" -d -o "runtime_dir=$TEST_DIR/pm" -o "pmem.path=$TEST_DIR/data.img" -o pmem.init=yes \
+	>"$TEST_DIR/pm.log" 2>&1 &
+pm=$!
+for _ in $(seq 100); do [ -S "$TEST_DIR/pm/poold.sock" ] && break; sleep 0.05; done
+[ -S "$TEST_DIR/pm/poold.sock" ] && ok "with pmem.init = yes poold formats it and starts" ||
+	{ not_ok "pmem.init"; cat "$TEST_DIR/pm.log"; }
+kill "$pm"; wait "$pm"
+check "then the file is a pool tier, accepted without pmem.init" "$POOLD" -n -o "pmem.path=$TEST_DIR/data.img"
+
 # TLS on peer links needs its three files, by absolute path, and poold reads them when it starts.
 check_exit 1 "peer.tls without its files is refused" "$POOLD" -n -o peer.tls=yes
 check_out "peer.tls needs peer.tls_cert" "the refusal names the missing option"

@@ -62,6 +62,24 @@ done
 fds_after=$(ls /proc/"$POOLD_PID"/fd | wc -l)
 [ "$fds_after" -le "$fds_before" ] && ok "poold's fds are back to $fds_after (were $fds_before)" ||
 	not_ok "poold holds $fds_after fds, $fds_before before"
+# A reservation is its session's: another uid trying every version (they are
+# sequential) can neither publish root's half-written value nor free it.
+KV="$top_builddir/tests/tools/pool-kv"
+"$POOLCTL" kv create shared 16M >/dev/null
+mkfifo "$TEST_DIR/hold.in"
+"$KV" shared vput victim 65536 41 hold <"$TEST_DIR/hold.in" >"$TEST_DIR/hold.out" 2>&1 &
+holder=$!
+exec 8>"$TEST_DIR/hold.in"
+for _ in $(seq 50); do grep -q "reserved, not committed" "$TEST_DIR/hold.out" && break; sleep 0.1; done
+as_nobody "$HOSTILE" "$POOL_SOCKET" --steal shared victim >"$TEST_DIR/out" 2>&1; rc=$?
+sed 's/^/  | /' "$TEST_DIR/out"
+[ "$rc" -eq 0 ] && grep -q "^steal: 0 taken, [1-9][0-9]* refused" "$TEST_DIR/out" &&
+	ok "another session can neither commit nor abort root's reservation" || not_ok "a reservation was taken ($rc)"
+exec 8>&-
+wait "$holder" && grep -q "committed" "$TEST_DIR/hold.out" && ok "root then commits it" ||
+	not_ok "root's commit: $(cat "$TEST_DIR/hold.out")"
+check "and its value is bit-exact" "$KV" shared get victim 41
+
 # A mapping kept past its grant holds nothing once the region is freed and its
 # memory is lent again: the file it maps is emptied, not the next user's.
 check "a region to map and keep" "$IO" create kept $((4 << 20)) local
@@ -75,6 +93,7 @@ grep -q "^mapped 4194304 bytes, [1-9]" "$TEST_DIR/keep.out" &&
 	ok "uid nobody maps it and sees root's bytes, then closes it" || not_ok "kept mapping: $(cat "$TEST_DIR/keep.out")"
 fds_kept=$(ls /proc/"$POOLD_PID"/fd | wc -l)
 check "root destroys it" "$IO" destroy kept
+for _ in $(seq 30); do [ "$(ls /proc/"$POOLD_PID"/fd | wc -l)" -lt "$fds_kept" ] && break; sleep 0.1; done
 [ "$(ls /proc/"$POOLD_PID"/fd | wc -l)" -lt "$fds_kept" ] &&
 	ok "poold closes the region's memory file" || not_ok "poold still holds $fds_kept fds"
 # Then lends all of the arena's free memory again, the kept region's with it.

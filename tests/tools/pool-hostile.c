@@ -4,6 +4,7 @@
  *
  *	pool-hostile SOCKET PUBLIC PRIVATE
  *	pool-hostile SOCKET --keep REGION
+ *	pool-hostile SOCKET --steal NS KEY
  *
  * PUBLIC is a region others may read (mode 0644) but not write; PRIVATE one
  * they may not touch (0600). Each attack prints "refused: WHAT (error)" when
@@ -14,6 +15,10 @@
  * prints "mapped", waits for a line on stdin (the test frees the region and
  * lends its memory to someone else meanwhile) and then says how many bytes
  * of the mapping are not zero: a revoked mapping must hold nothing.
+ *
+ * --steal tries to commit and to abort another session's reservation of KEY
+ * in NS, trying every version from 1 to 10,000 (they are sequential); the
+ * exit status is the number of tries poold did not refuse.
  */
 #include "config.h"
 
@@ -234,6 +239,44 @@ static int keep_mapping(const char *name)
 	return nonzero != 0;
 }
 
+/* --steal: another session's reservation can be neither published nor freed. */
+static int steal_reservation(const char *ns, const char *key)
+{
+	static const char *const ops[] = {"commit", "abort"};
+	Pool__KvRequest kr = POOL__KV_REQUEST__INIT;
+	ProtobufCBinaryData k = {strlen(key), (uint8_t *)key};
+	uint64_t version;
+	unsigned taken = 0, refused = 0, other = 0;
+	char msg[256];
+
+	kr.ns = (char *)ns;
+	kr.keys = &k;
+	kr.n_keys = 1;
+	kr.versions = &version;
+	kr.n_versions = 1;
+	for (version = 1; version <= 10000; version++)
+		for (size_t i = 0; i < 2; i++) {
+			Pool__KvReply *rep;
+			int rc;
+
+			kr.op = (char *)ops[i];
+			rc = wire_client_call(wc, WIRE_KV, &kr.base, WIRE_KV_REPLY,
+					      (ProtobufCMessage **)&rep, msg, sizeof(msg));
+			if (rc < 0) {
+				other++;
+				continue;
+			}
+			rc = rep->n_locations == 1 ? rep->locations[0]->status : -EPROTO;
+			taken += rc == 0;
+			refused += rc == -EPERM;
+			other += rc != 0 && rc != -EPERM;
+			wire_msg_free(&rep->base);
+		}
+	printf("steal: %u taken, %u refused as another session's, %u not found\n", taken, refused,
+	       other);
+	return (int)taken;
+}
+
 int main(int argc, char **argv)
 {
 	Pool__NodesRequest nr = POOL__NODES_REQUEST__INIT;
@@ -252,9 +295,10 @@ int main(int argc, char **argv)
 	void *map;
 	int fd = -1, rc;
 
-	if (argc != 4) {
+	if (argc != 4 && !(argc == 5 && strcmp(argv[2], "--steal") == 0)) {
 		fprintf(stderr, "usage: pool-hostile SOCKET PUBLIC PRIVATE\n"
-				"       pool-hostile SOCKET --keep REGION\n");
+				"       pool-hostile SOCKET --keep REGION\n"
+				"       pool-hostile SOCKET --steal NS KEY\n");
 		return 2;
 	}
 	rc = wire_client_connect(argv[1], "hostile", 10000, &wc, msg, sizeof(msg));
@@ -264,6 +308,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[2], "--keep") == 0)
 		return keep_mapping(argv[3]);
+	if (strcmp(argv[2], "--steal") == 0)
+		return steal_reservation(argv[3], argv[4]);
 
 	/* What poold publishes names no worker and holds no key. */
 	rc = wire_client_call(wc, WIRE_NODES, &nr.base, WIRE_NODES_REPLY,
