@@ -101,6 +101,8 @@ struct poold_conf {
 	int64_t resp_capacity;
 	int64_t snap_capacity;
 	int64_t resp_max_clients;
+	int64_t resp_max_request;
+	int64_t resp_max_output;
 	char *pmem_path;
 	int64_t pmem_size;
 	int64_t pmem_init;

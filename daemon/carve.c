@@ -275,6 +275,22 @@ void carve_release(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 	cs->n -= end - at;
 }
 
+/* At exit: close the carves' files (poold's mappings go with the arenas). */
+void carve_close(struct poold *pd)
+{
+	struct carves *cs = pd->carves;
+	size_t i;
+
+	if (cs == NULL)
+		return;
+	for (i = 0; i < cs->n; i++)
+		if (cs->v[i].fd >= 0)
+			close(cs->v[i].fd);
+	free(cs->v);
+	free(cs);
+	pd->carves = NULL;
+}
+
 /* How many extents have a file of their own, and how many root windows are recorded. */
 void carve_count(const struct poold *pd, size_t *ret_carved, size_t *ret_windows)
 {

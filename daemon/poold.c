@@ -270,6 +270,7 @@ static void poold_free(struct poold *pd)
 	snapcopy_close(pd);
 	grant_clear(pd);
 	xfer_close(pd);
+	carve_close(pd);
 	lend_close(pd);
 	poold_fabric_close(pd);
 	firewall_close(pd);

@@ -286,6 +286,7 @@ int peertls_new(struct poold *pd, struct ssl_st **ret_ssl);
 int carve_fd(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len, bool may_share,
 	     int *ret_fd, uint64_t *ret_off);
 void carve_release(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
+void carve_close(struct poold *pd);
 void carve_count(const struct poold *pd, size_t *ret_carved, size_t *ret_windows);
 
 /* lend.c: this node's lend pool */

@@ -33,6 +33,11 @@
 
 #define RESP_MAX_BULK (POOL_KV_VALUE_MAX + 1024)
 #define RESP_DBS 16
+/* What a client that did not AUTH yet may send in one command, as Redis allows it. */
+#define RESP_UNAUTH_ARGS 10
+#define RESP_UNAUTH_BULK 16384
+/* Unread replies past which poold reads no more commands from a client, until it reads. */
+#define RESP_OUTPUT_PAUSE (1u << 20)
 
 struct resp_conn {
 	TAILQ_ENTRY(resp_conn) entry;
@@ -64,6 +69,14 @@ static void resp_conn_free(struct resp_conn *c)
 	resp_parser_reset(&c->p);
 	bufferevent_free(c->bev);
 	free(c);
+}
+
+/* What the client may send in one command: little until it passed AUTH. */
+static void resp_limits(struct resp_conn *c)
+{
+	if (c->authed)
+		resp_parser_limit(&c->p, RESP_MAX_ARGS, RESP_MAX_BULK,
+				  (uint64_t)c->rs->pd->conf->resp_max_request, false);
 }
 
 static void resp_out(struct resp_conn *c, const char *fmt, ...)
@@ -190,6 +203,7 @@ static void resp_command(struct resp_conn *c)
 			resp_out(c, "-ERR AUTH <password> called without any password configured\r\n");
 		else if (n == 2 && strcmp(a[1], pw) == 0) {
 			c->authed = true;
+			resp_limits(c);
 			resp_out(c, "+OK\r\n");
 		} else {
 			log_warnx("RESP client: wrong password");
@@ -301,13 +315,23 @@ static void resp_command(struct resp_conn *c)
 	}
 }
 
+/*
+ * Serve the commands that came. A client that leaves its replies unread is
+ * not read from either (its commands wait in the kernel) until it reads
+ * them; one whose unread replies pass resp.max_output is disconnected.
+ */
 static void resp_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct resp_conn *c = arg;
+	struct evbuffer *out = bufferevent_get_output(bev);
 	const char *err;
 	int rc;
 
 	while (!c->closing) {
+		if (evbuffer_get_length(out) > RESP_OUTPUT_PAUSE) {
+			bufferevent_disable(bev, EV_READ); /* again from resp_write_cb() */
+			break;
+		}
 		rc = resp_parse(&c->p, bufferevent_get_input(bev), &err);
 		if (rc < 0)
 			resp_fatal(c, err);
@@ -315,8 +339,14 @@ static void resp_read_cb(struct bufferevent *bev, void *arg)
 			break;
 		resp_command(c);
 		resp_parser_reset(&c->p);
+		if (evbuffer_get_length(out) > (size_t)c->rs->pd->conf->resp_max_output) {
+			log_warnx("RESP client: %zu bytes of replies unread, over resp.max_output: "
+				  "disconnected", evbuffer_get_length(out));
+			resp_conn_free(c);
+			return;
+		}
 	}
-	if (c->closing && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+	if (c->closing && evbuffer_get_length(out) == 0)
 		resp_conn_free(c);
 }
 
@@ -324,8 +354,15 @@ static void resp_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct resp_conn *c = arg;
 
-	if (c->closing)
+	if (c->closing) {
 		resp_conn_free(c);
+		return;
+	}
+	/* Its replies are out: serve what it sent meanwhile. */
+	if (!(bufferevent_get_enabled(bev) & EV_READ)) {
+		bufferevent_enable(bev, EV_READ);
+		resp_read_cb(bev, c);
+	}
 }
 
 static void resp_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -361,10 +398,12 @@ static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	}
 	c->rs = rs;
-	resp_parser_init(&c->p, RESP_MAX_BULK);
 	/* RESP sessions are numbered apart from control sessions. */
 	c->session = (UINT64_C(1) << 62) | ++rs->next_session;
 	c->authed = rs->pd->conf->resp_password[0] == '\0';
+	resp_parser_init(&c->p, RESP_UNAUTH_ARGS, RESP_UNAUTH_BULK,
+			 RESP_UNAUTH_ARGS * RESP_UNAUTH_BULK, true);
+	resp_limits(c);
 	TAILQ_INSERT_TAIL(&rs->conns, c, entry);
 	rs->nconns++;
 	bufferevent_setcb(c->bev, resp_read_cb, resp_write_cb, resp_event_cb, c);

@@ -2,9 +2,10 @@
  * daemon/respparse.c - the request side of the Redis protocol.
  *
  * Only what clients send: an array of bulk strings. Every length is
- * bounded before anything is allocated (RESP_MAX_ARGS arguments, max_bulk
- * bytes each, RESP_MAX_LINE bytes of a header line), and every bulk must
- * end with CRLF.
+ * bounded before anything is allocated (max_args arguments, max_bulk
+ * bytes each, max_total bytes in all, RESP_MAX_LINE bytes of a header
+ * line), and every bulk must end with CRLF. A client that did not AUTH yet
+ * gets small limits, as Redis gives it (10 arguments of 16 KiB).
  */
 #include "config.h"
 
@@ -13,13 +14,24 @@
 
 #include <event2/buffer.h>
 
+#include "common/common.h"
 #include "daemon/respparse.h"
 
-void resp_parser_init(struct resp_parser *p, long max_bulk)
+void resp_parser_init(struct resp_parser *p, long max_args, long max_bulk, uint64_t max_total,
+		      bool unauth)
 {
 	memset(p, 0, sizeof(*p));
-	p->max_bulk = max_bulk;
 	p->bulk = -1;
+	resp_parser_limit(p, max_args, max_bulk, max_total, unauth);
+}
+
+void resp_parser_limit(struct resp_parser *p, long max_args, long max_bulk, uint64_t max_total,
+		       bool unauth)
+{
+	p->max_args = MIN(max_args, RESP_MAX_ARGS);
+	p->max_bulk = max_bulk;
+	p->max_total = max_total;
+	p->unauth = unauth;
 }
 
 void resp_parser_reset(struct resp_parser *p)
@@ -33,6 +45,7 @@ void resp_parser_reset(struct resp_parser *p)
 	p->argv = NULL;
 	p->argl = NULL;
 	p->nargs = p->have = 0;
+	p->total = 0;
 	p->bulk = -1;
 }
 
@@ -76,7 +89,9 @@ int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err)
 
 	for (;;) {
 		if (p->nargs == 0) {
-			rc = resp_line(in, '*', RESP_MAX_ARGS, &p->nargs, err);
+			rc = resp_line(in, '*', p->max_args, &p->nargs, err);
+			if (rc < 0 && p->unauth)
+				*err = "unauthenticated multibulk length";
 			if (rc <= 0)
 				return rc;
 			p->argv = calloc((size_t)p->nargs, sizeof(*p->argv));
@@ -90,8 +105,15 @@ int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err)
 		}
 		if (p->bulk < 0) {
 			rc = resp_line(in, '$', p->max_bulk, &p->bulk, err);
+			if (rc < 0 && p->unauth)
+				*err = "unauthenticated bulk length";
 			if (rc <= 0)
 				return rc;
+			if ((uint64_t)p->bulk > p->max_total - p->total) {
+				*err = "request too large (resp.max_request)";
+				return -1;
+			}
+			p->total += (uint64_t)p->bulk;
 		}
 		if (evbuffer_get_length(in) < (size_t)p->bulk + 2)
 			return 0;

@@ -7,7 +7,9 @@
 #ifndef POOLD_RESPPARSE_H
 #define POOLD_RESPPARSE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct evbuffer;
 
@@ -15,18 +17,27 @@ struct evbuffer;
 #define RESP_MAX_LINE 64
 
 struct resp_parser {
-	long max_bulk; /* the longest argument accepted */
+	long max_args;	    /* the most arguments a command may have */
+	long max_bulk;	    /* the longest argument accepted */
+	uint64_t max_total; /* the most bytes of arguments a command may have */
+	bool unauth;	    /* the limits are a client's that did not AUTH yet (for the errors) */
+	uint64_t total;	    /* bytes of arguments of the current command so far */
 	long nargs, have;
 	long bulk;     /* length of the bulk being read, -1 between bulks */
 	char **argv;   /* the command's arguments, NUL-terminated (they may hold NULs) */
 	size_t *argl;
 };
 
-void resp_parser_init(struct resp_parser *p, long max_bulk);
+void resp_parser_init(struct resp_parser *p, long max_args, long max_bulk, uint64_t max_total,
+		      bool unauth);
+/* New limits, from the next header line on (a client that just passed AUTH). */
+void resp_parser_limit(struct resp_parser *p, long max_args, long max_bulk, uint64_t max_total,
+		       bool unauth);
 /*
  * Take what in holds of a command: 1 when argv/argc hold a whole command
  * (call resp_parser_reset() once it is served), 0 when more is needed,
  * -1 on a protocol error (*err says what; the connection should end).
+ * Every length is checked against the limits before anything is kept.
  */
 int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err);
 /* Forget the current command (and free its arguments). */

@@ -37,10 +37,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct evbuffer *in = evbuffer_new();
 	struct resp_parser p;
 	size_t cut = size ? data[0] % (size + 1) : 0;
+	bool unauth;
 
 	if (in == NULL)
 		return 0;
-	resp_parser_init(&p, 1 << 16);
+	/* Odd first bytes: the limits of a client that did not AUTH yet. */
+	unauth = size > 0 && (data[0] & 1);
+	resp_parser_init(&p, unauth ? 10 : RESP_MAX_ARGS, unauth ? 16384 : 1 << 16, 1 << 20, unauth);
 	evbuffer_add(in, data, cut);
 	if (feed(&p, in) == 0) {
 		evbuffer_add(in, data + cut, size - cut);

@@ -67,4 +67,83 @@ pool_start -o resp.listen=127.0.0.1:$PORT -o resp.password=s3cret || exit 1
 cli get k >"$TEST_DIR/out" 2>&1; check_out "NOAUTH" "without AUTH: NOAUTH"
 cli -a wrong --no-auth-warning get k >"$TEST_DIR/out" 2>&1; check_out "WRONGPASS|invalid" "a wrong password is refused"
 cli -a s3cret --no-auth-warning set k v >"$TEST_DIR/out" 2>&1; check_out "^OK$" "with the password: OK"
+
+# Before AUTH a client may send only what AUTH needs (10 arguments of 16 KiB, as
+# Redis allows): a bigger header is refused before anything is kept, and poold's
+# memory stays flat under connections that announce 4096 arguments of 64 MiB.
+rss() { awk '/^VmHWM:/ { print $2 }' /proc/"$POOLD_PID"/status; } # the peak: what poold ever held
+raw() { # BYTES-AS-PYTHON-LITERAL -> what comes back before the close
+	python3 -c 'import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+s.sendall(eval(sys.argv[2]))
+d = b""
+try:
+    while True:
+        b = s.recv(4096)
+        if not b: break
+        d += b
+except OSError:
+    pass
+print(d.decode(errors="replace").strip())' "$PORT" "$1"
+}
+raw 'b"*2\r\n$4\r\nAUTH\r\n$100000\r\n"' >"$TEST_DIR/out"
+check_out "^-ERR Protocol error: unauthenticated bulk length$" "before AUTH, a 100000-byte argument is refused, and the link closed"
+raw 'b"*4096\r\n"' >"$TEST_DIR/out"
+check_out "^-ERR Protocol error: unauthenticated multibulk length$" "so are 4096 arguments"
+rss0=$(rss)
+python3 -c 'import socket, sys, time
+conns = []
+for i in range(50):   # each sends 4 MiB of a 64 MiB argument: 200 MiB if poold kept them
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.settimeout(2)
+    try:
+        s.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$67108864\r\n" + b"x" * (4 << 20))
+    except OSError:
+        pass      # refused and closed
+    conns.append(s)
+time.sleep(0.5)' "$PORT"
+rss1=$(rss)
+[ $((rss1 - rss0)) -lt 20480 ] && ok "50 connections sending 4 MiB of a 64 MiB argument before AUTH: peak RSS $rss0 -> $rss1 KiB" ||
+	not_ok "RSS grew from $rss0 to $rss1 KiB"
+
+# After AUTH: a client that pipelines big replies and never reads them is not
+# read from any more; poold's memory stays bounded and it serves others.
+head -c $((1 << 20)) /dev/urandom >"$TEST_DIR/big"
+cli -a s3cret --no-auth-warning -x set big <"$TEST_DIR/big" >"$TEST_DIR/out" 2>&1; check_out "^OK$" "a 1 MiB value"
+rss0=$(rss)
+python3 -c 'import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+s.sendall(b"*2\r\n$4\r\nAUTH\r\n$6\r\ns3cret\r\n")
+cmd = b"*5\r\n$4\r\nMGET\r\n" + b"$3\r\nbig\r\n" * 4
+s.setblocking(False)
+sent = 0
+for i in range(2000):   # 8 GB of replies if they were all made
+    try:
+        s.send(cmd); sent += 1
+    except BlockingIOError:
+        time.sleep(0.01)
+time.sleep(1)
+print(sent)' "$PORT" >"$TEST_DIR/sent" &
+unread=$!
+sleep 1.5
+cli -a s3cret --no-auth-warning ping >"$TEST_DIR/out" 2>&1; check_out "^PONG$" "meanwhile poold serves another client"
+rss1=$(rss)
+wait "$unread"
+[ $((rss1 - rss0)) -lt 65536 ] && ! grep -q "over resp.max_output" "$TEST_DIR/poold.log" &&
+	ok "a client leaving $(cat "$TEST_DIR/sent") MGETs of 4 MiB unread is paused, not cut off: peak RSS $rss0 -> $rss1 KiB" ||
+	not_ok "peak RSS grew from $rss0 to $rss1 KiB with unread replies"
+
+# resp.max_request bounds a command's arguments, resp.max_output its unread replies.
+pool_stop
+pool_start -o resp.listen=127.0.0.1:$PORT -o resp.max_request=1M -o resp.max_output=1M || exit 1
+cli -x set big <"$TEST_DIR/big" >"$TEST_DIR/out" 2>&1
+check_out "request too large \(resp.max_request\)" "a 1 MiB SET over resp.max_request = 1M is refused, naming the option"
+head -c 600000 /dev/urandom >"$TEST_DIR/half"
+cli -x set half <"$TEST_DIR/half" >"$TEST_DIR/out" 2>&1; check_out "^OK$" "600 KB fit"
+cli mget half half half half >"$TEST_DIR/out" 2>&1
+grep -q "over resp.max_output: disconnected" "$TEST_DIR/poold.log" &&
+	ok "a 2.4 MB reply over resp.max_output = 1M ends the connection, and says why" ||
+	not_ok "no resp.max_output line in the log"
+cli ping >"$TEST_DIR/out"; check_out "^PONG$" "poold still serves RESP"
 pool_done
