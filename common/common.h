@@ -23,6 +23,12 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+struct log_limit {
+	uint64_t next_ms; /* when the next line may go out */
+	unsigned held;	  /* lines held back since the last */
+};
+void log_warnx_limited(struct log_limit *l, unsigned interval_ms, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 

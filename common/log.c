@@ -112,3 +112,29 @@ void fatalx(const char *fmt, ...)
 	LOG_BODY(LOG_LVL_ERROR, 0);
 	exit(1);
 }
+
+/*
+ * log_warnx(), at most once per interval_ms for one limit: the lines held
+ * back meanwhile are counted and said with the next one that goes out, so
+ * a flood (a client refused again and again) cannot fill the log.
+ */
+void log_warnx_limited(struct log_limit *l, unsigned interval_ms, const char *fmt, ...)
+{
+	uint64_t now = units_now_ms();
+	char line[512];
+	va_list ap;
+
+	if (now < l->next_ms) {
+		l->held++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (l->held > 0)
+		log_warnx("%s (and %u more like it in the last %u ms)", line, l->held, interval_ms);
+	else
+		log_warnx("%s", line);
+	l->held = 0;
+	l->next_ms = now + interval_ms;
+}

@@ -427,8 +427,10 @@ static void ctl_accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct
 		return;
 	}
 	if (ctl->nconns >= (unsigned)conf->max_clients) {
-		log_warnx("refusing client pid %d: %u connections (control.max_clients)",
-			  (int)cred.pid, ctl->nconns);
+		static struct log_limit said;
+
+		log_warnx_limited(&said, 10000, "refusing client pid %d: %u connections "
+				  "(control.max_clients)", (int)cred.pid, ctl->nconns);
 		snprintf(msg, sizeof(msg), "too many connections to poold (control.max_clients = %lld)",
 			 (long long)conf->max_clients);
 		ctl_refuse(fd, -EMFILE, msg);
@@ -440,9 +442,11 @@ static void ctl_accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct
 		return;
 	}
 	if (u->count >= (unsigned)conf->max_clients_per_uid) {
-		log_warnx("refusing client pid %d: uid %u has %u connections "
-			  "(control.max_clients_per_uid)",
-			  (int)cred.pid, (unsigned)cred.uid, u->count);
+		static struct log_limit said;
+
+		log_warnx_limited(&said, 10000, "refusing client pid %d: uid %u has %u connections "
+				  "(control.max_clients_per_uid)",
+				  (int)cred.pid, (unsigned)cred.uid, u->count);
 		snprintf(msg, sizeof(msg),
 			 "too many connections from uid %u (control.max_clients_per_uid = %lld)",
 			 (unsigned)cred.uid, (long long)conf->max_clients_per_uid);
@@ -480,11 +484,6 @@ out_uid:
 	log_warnx("out of memory accepting a client");
 }
 
-static void ctl_error_cb(struct evconnlistener *lis, void *arg)
-{
-	/* EMFILE and the like: log, keep listening; the next accept may work. */
-	log_warn("control socket accept");
-}
 /* Refuse to replace a socket that another live poold is listening on. */
 static int control_check_stale(const char *path)
 {
@@ -581,7 +580,12 @@ int control_open(struct poold *pd, struct control **ret_ctl)
 		rc = -ENOMEM;
 		goto out_unlink;
 	}
-	evconnlistener_set_error_cb(ctl->listener, ctl_error_cb);
+	if (accept_guard(pd, ctl->listener, "control socket") < 0) {
+		evconnlistener_free(ctl->listener); /* closes fd */
+		unlink(conf->socket);
+		rc = -ENOMEM;
+		goto out_free;
+	}
 	*ret_ctl = ctl;
 	return 0;
 out_unlink:
@@ -607,6 +611,7 @@ void control_close(struct control *ctl)
 		ctl_closed(conn, c); /* frees c, reads conn */
 		conn_free(conn);
 	}
+	accept_unguard(ctl->listener);
 	evconnlistener_free(ctl->listener);
 	unlink(ctl->path);
 	free(ctl->path);

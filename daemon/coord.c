@@ -775,7 +775,9 @@ static void coord_accept(struct evconnlistener *lis, evutil_socket_t fd, struct 
 	char desc[96];
 
 	if (co->npeers >= 2 * (unsigned)co->pd->conf->max_nodes) {
-		log_warnx("refusing a peer link: %u links open", co->npeers);
+		static struct log_limit said;
+
+		log_warnx_limited(&said, 10000, "refusing a peer link: %u links open", co->npeers);
 		evutil_closesocket(fd);
 		return;
 	}
@@ -867,6 +869,8 @@ static int coord_listen(struct coord *co)
 		log_warn("peer.listen: cannot listen on %s", pd->conf->peer_listen);
 		return -EADDRINUSE;
 	}
+	if (accept_guard(pd, co->listener, "peer.listen") < 0)
+		return -ENOMEM;
 	log_info("coordinator accepting nodes on %s", pd->conf->peer_listen);
 	return 0;
 }
@@ -973,8 +977,10 @@ void coord_close(struct poold *pd)
 			call->reply(pd, call->arg, -ESHUTDOWN, NULL, NULL);
 		free(call);
 	}
-	if (co->listener != NULL)
+	if (co->listener != NULL) {
+		accept_unguard(co->listener);
 		evconnlistener_free(co->listener);
+	}
 	if (co->check_ev != NULL)
 		event_free(co->check_ev);
 	if (co->probe_ev != NULL)

@@ -29,6 +29,7 @@
 
 struct metrics {
 	struct evhttp *http;
+	struct evconnlistener *listener; /* bound to http, which frees it */
 	uint64_t scrapes;
 };
 
@@ -405,6 +406,12 @@ int metrics_open(struct poold *pd)
 		free(mt);
 		return -EADDRINUSE;
 	}
+	if (accept_guard(pd, l, "metrics.listen") < 0) {
+		evhttp_free(mt->http);
+		free(mt);
+		return -ENOMEM;
+	}
+	mt->listener = l;
 	/* Small and bounded: a scraper sends a GET and little else. */
 	evhttp_set_allowed_methods(mt->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
 	evhttp_set_max_headers_size(mt->http, 8192);
@@ -420,6 +427,7 @@ void metrics_close(struct poold *pd)
 {
 	if (pd->metrics == NULL)
 		return;
+	accept_unguard(pd->metrics->listener);
 	evhttp_free(pd->metrics->http);
 	free(pd->metrics);
 	pd->metrics = NULL;

@@ -277,6 +277,11 @@ struct fab_ep *cluster_ep_of(struct poold *pd, uint32_t node, uint64_t gen);
 int numa_layout(const char *spec, uint64_t total, Pool__NumaNode ***ret_nodes, size_t *ret_n);
 void numa_layout_free(Pool__NumaNode **nodes, size_t n);
 
+/* accept.c: listeners that outlive running out of fds */
+struct evconnlistener;
+int accept_guard(struct poold *pd, struct evconnlistener *l, const char *what);
+void accept_unguard(struct evconnlistener *l);
+
 /* peertls.c: TLS on peer links */
 int peertls_open(struct poold *pd);
 void peertls_close(struct poold *pd);

@@ -439,6 +439,11 @@ int resp_open(struct poold *pd)
 		free(rs);
 		return -EADDRINUSE;
 	}
+	if (accept_guard(pd, rs->listener, "resp.listen") < 0) {
+		evconnlistener_free(rs->listener);
+		free(rs);
+		return -ENOMEM;
+	}
 	pd->resp = rs;
 	log_info("RESP endpoint on %s%s", pd->conf->resp_listen,
 		 pd->conf->resp_password[0] ? " (AUTH required)" : "");
@@ -455,6 +460,7 @@ void resp_close(struct poold *pd)
 		return;
 	while ((c = TAILQ_FIRST(&rs->conns)) != NULL)
 		resp_conn_free(c);
+	accept_unguard(rs->listener);
 	evconnlistener_free(rs->listener);
 	free(rs);
 	pd->resp = NULL;

@@ -69,6 +69,54 @@ EOF2
 [ $? -eq 0 ] && ok "a client pipelining 600,000 requests unread: bounded, others served ($(cat "$TEST_DIR/out"))" \
 	|| { not_ok "pipelining without reading"; cat "$TEST_DIR/out"; }
 
+# Out of file descriptors: poold stops accepting for a while instead of
+# spinning on accept(), says so a few times, serves its open connections, and
+# accepts again once fds are free.
+pool_stop
+POOLD_WRAP="prlimit --nofile=48" pool_start -o metrics.listen=127.0.0.1:19190 || exit 1
+lines0=$(wc -l <"$TEST_DIR/poold.log")
+python3 - "$POOL_SOCKET" "$POOLCTL" "/proc/$POOLD_PID/stat" >"$TEST_DIR/out" 2>&1 <<'EOF2'
+import socket, subprocess, sys, time
+path, poolctl, stat = sys.argv[1:4]
+ticks = lambda: sum(int(x) for x in open(stat).read().rsplit(")", 1)[1].split()[11:13])
+keep = socket.socket(socket.AF_UNIX)          # a client connected before the flood
+keep.connect(path)
+held = []
+for i in range(200):                           # far past poold's 48 fds
+    s = socket.socket(socket.AF_UNIX)
+    s.setblocking(False)
+    try:
+        s.connect(path)
+    except OSError:
+        pass
+    held.append(s)
+for i in range(100):
+    m = socket.socket()
+    m.setblocking(False)
+    try:
+        m.connect(("127.0.0.1", 19190))
+    except OSError:
+        pass
+    held.append(m)
+time.sleep(0.5)
+t0 = ticks(); time.sleep(2); t1 = ticks()
+print("cpu ticks in 2 s with the backlog full:", t1 - t0)
+for s in held:
+    s.close()
+time.sleep(2.5)
+r = subprocess.run([poolctl, "status"], capture_output=True, text=True)
+print("status after:", r.returncode)
+sys.exit(0 if t1 - t0 < 40 and r.returncode == 0 else 1)
+EOF2
+rc=$?
+sed 's/^/  | /' "$TEST_DIR/out"
+[ "$rc" -eq 0 ] && ok "out of fds: poold does not spin, and accepts again once they are free" ||
+	not_ok "out of fds: poold spun or did not recover"
+n=$(($(wc -l <"$TEST_DIR/poold.log") - lines0))
+grep -q "cannot accept (Too many open files): not accepting for" "$TEST_DIR/poold.log" && [ "$n" -lt 20 ] &&
+	ok "and says so in $n log lines" || not_ok "$n log lines during the flood"
+pool_alive && ok "poold still running" || not_ok "poold died"
+
 # poolctl against a stopped daemon.
 pool_stop
 check_exit 3 "poolctl with poold stopped exits 3" "$POOLCTL" status
