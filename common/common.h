@@ -103,6 +103,8 @@ struct poold_conf {
 	int64_t watermark;
 	char *resp_listen;
 	char *metrics_listen;
+	int64_t metrics_max_clients;
+	int64_t metrics_timeout_ms;
 	char *resp_password;
 	int64_t resp_capacity;
 	int64_t snap_capacity;

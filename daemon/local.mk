@@ -7,7 +7,7 @@ daemon_poold_SOURCES = daemon/poold.h daemon/poold.c daemon/pidfile.c daemon/con
 	daemon/placement.h daemon/placement.c \
 	daemon/hold.c daemon/kv.c daemon/resp.c daemon/journal.h daemon/journal.c daemon/coordlog.c daemon/vec.c daemon/respparse.h daemon/respparse.c \
 	daemon/metrics.c daemon/events.c daemon/copy.c daemon/snapcopy.c \
-	daemon/snapplace.c daemon/grant.c daemon/xfer.c daemon/firewall.c daemon/carve.c daemon/peertls.c daemon/accept.c
+	daemon/snapplace.c daemon/grant.c daemon/xfer.c daemon/firewall.c daemon/carve.c daemon/peertls.c daemon/accept.c daemon/httpd.c
 daemon_poold_CPPFLAGS = $(AM_CPPFLAGS) -DPOOL_BINDIR='"$(bindir)"'
 daemon_poold_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(PMEM2_CFLAGS) \
 	$(XXHASH_CFLAGS) $(CRYPTO_CFLAGS)

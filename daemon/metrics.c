@@ -1,5 +1,5 @@
 /*
- * daemon/metrics.c - a Prometheus endpoint (libevent's evhttp), off unless
+ * daemon/metrics.c - a Prometheus endpoint (served by httpd.c), off unless
  * metrics.listen names an address.
  *
  * GET /metrics answers in the Prometheus text format (version 0.0.4). Every
@@ -17,19 +17,14 @@
 #include <string.h>
 
 #include <event2/buffer.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
-#include <event2/listener.h>
 
 #include "daemon/extent.h"
 #include "daemon/journal.h"
 #include "daemon/poold.h"
 
-#define METRICS_TIMEOUT_S 10
 
 struct metrics {
-	struct evhttp *http;
-	struct evconnlistener *listener; /* bound to http, which frees it */
+	struct httpd *httpd;
 	uint64_t scrapes;
 };
 
@@ -346,21 +341,11 @@ static void metrics_pool(struct poold *pd, struct evbuffer *b)
 	}
 }
 
-static void metrics_request(struct evhttp_request *req, void *arg)
+/* The text of GET /metrics. */
+static int metrics_text(struct poold *pd, struct evbuffer *b)
 {
-	struct poold *pd = arg;
 	struct metrics *mt = pd->metrics;
-	struct evbuffer *b;
 
-	if (strcmp(evhttp_request_get_uri(req), "/metrics") != 0) {
-		evhttp_send_error(req, HTTP_NOTFOUND, "the metrics are at /metrics");
-		return;
-	}
-	b = evbuffer_new();
-	if (b == NULL) {
-		evhttp_send_error(req, HTTP_INTERNAL, "out of memory");
-		return;
-	}
 	mt->scrapes++;
 	metrics_node(pd, mt, b);
 	metrics_latency(pd, b);
@@ -368,58 +353,31 @@ static void metrics_request(struct evhttp_request *req, void *arg)
 	metrics_journals(pd, b);
 	if (pd->coord != NULL && pd->regions != NULL)
 		metrics_pool(pd, b);
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-			  "text/plain; version=0.0.4; charset=utf-8");
-	evhttp_send_reply(req, HTTP_OK, "OK", b);
-	evbuffer_free(b);
+	return 0;
 }
 
 /* Start the endpoint if metrics.listen is set. */
 int metrics_open(struct poold *pd)
 {
-	struct sockaddr_storage ss;
-	struct evconnlistener *l;
+	const struct poold_conf *conf = pd->conf;
 	struct metrics *mt;
-	unsigned len;
 	int rc;
 
-	if (pd->conf->metrics_listen[0] == '\0')
+	if (conf->metrics_listen[0] == '\0')
 		return 0;
-	rc = addr_parse(pd->conf->metrics_listen, &ss, &len);
+	mt = calloc(1, sizeof(*mt));
+	if (mt == NULL)
+		return -ENOMEM;
+	pd->metrics = mt;
+	rc = httpd_open(pd, conf->metrics_listen, "metrics.listen", "/metrics",
+			(unsigned)conf->metrics_max_clients, (unsigned)conf->metrics_timeout_ms,
+			metrics_text, &mt->httpd);
 	if (rc < 0) {
-		log_warnx("metrics.listen: cannot resolve '%s'", pd->conf->metrics_listen);
+		pd->metrics = NULL;
+		free(mt);
 		return rc;
 	}
-	mt = calloc(1, sizeof(*mt));
-	if (mt == NULL || (mt->http = evhttp_new(pd->base)) == NULL) {
-		free(mt);
-		return -ENOMEM;
-	}
-	l = evconnlistener_new_bind(pd->base, NULL, NULL,
-				    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
-				    16, (struct sockaddr *)&ss, (int)len);
-	if (l == NULL || evhttp_bind_listener(mt->http, l) == NULL) {
-		log_warn("metrics.listen: cannot listen on %s", pd->conf->metrics_listen);
-		if (l != NULL)
-			evconnlistener_free(l);
-		evhttp_free(mt->http);
-		free(mt);
-		return -EADDRINUSE;
-	}
-	if (accept_guard(pd, l, "metrics.listen") < 0) {
-		evhttp_free(mt->http);
-		free(mt);
-		return -ENOMEM;
-	}
-	mt->listener = l;
-	/* Small and bounded: a scraper sends a GET and little else. */
-	evhttp_set_allowed_methods(mt->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
-	evhttp_set_max_headers_size(mt->http, 8192);
-	evhttp_set_max_body_size(mt->http, 0);
-	evhttp_set_timeout(mt->http, METRICS_TIMEOUT_S);
-	evhttp_set_gencb(mt->http, metrics_request, pd);
-	pd->metrics = mt;
-	log_info("metrics on http://%s/metrics", pd->conf->metrics_listen);
+	log_info("metrics on http://%s/metrics", conf->metrics_listen);
 	return 0;
 }
 
@@ -427,8 +385,7 @@ void metrics_close(struct poold *pd)
 {
 	if (pd->metrics == NULL)
 		return;
-	accept_unguard(pd->metrics->listener);
-	evhttp_free(pd->metrics->http);
+	httpd_close(pd->metrics->httpd);
 	free(pd->metrics);
 	pd->metrics = NULL;
 }

@@ -282,6 +282,14 @@ struct evconnlistener;
 int accept_guard(struct poold *pd, struct evconnlistener *l, const char *what);
 void accept_unguard(struct evconnlistener *l);
 
+/* httpd.c: a small HTTP server for one resource (the metrics) */
+struct httpd;
+struct evbuffer;
+typedef int (*httpd_get_fn)(struct poold *pd, struct evbuffer *body);
+int httpd_open(struct poold *pd, const char *addr, const char *option, const char *path,
+	       unsigned max_clients, unsigned timeout_ms, httpd_get_fn get, struct httpd **ret);
+void httpd_close(struct httpd *h);
+
 /* peertls.c: TLS on peer links */
 int peertls_open(struct poold *pd);
 void peertls_close(struct poold *pd);

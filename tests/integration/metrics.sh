@@ -134,4 +134,49 @@ EOF
 check "poold answers on its socket" "$POOLCTL" status
 check "and on /metrics" scrape
 pool_alive && ok "poold still running" || not_ok "poold still running"
+
+# Bounded for whoever reaches it: metrics.max_clients connections (one more
+# gets a 503), and a deadline from the accept that trickled bytes do not push.
+pool_stop
+pool_start -o "metrics.listen=127.0.0.1:$PORT" -o metrics.max_clients=8 -o metrics.timeout=2s || exit 1
+fds0=$(ls /proc/"$POOLD_PID"/fd | wc -l)
+python3 - "$PORT" "/proc/$POOLD_PID/fd" >"$TEST_DIR/out" 2>&1 <<'EOF'
+import os, socket, sys, time
+port, fddir = int(sys.argv[1]), sys.argv[2]
+idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(8)]
+time.sleep(0.3)
+extra = socket.create_connection(("127.0.0.1", port), timeout=5)
+busy = extra.recv(200)
+print("ninth:", busy.split(b"\r\n")[0].decode())
+assert busy.startswith(b"HTTP/1.1 503"), busy
+fds = len(os.listdir(fddir))
+for s in idle:
+    s.close()
+time.sleep(0.3)
+slow = socket.create_connection(("127.0.0.1", port), timeout=10)
+t0 = time.time()
+closed = None
+for ch in b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 40:
+    try:
+        slow.send(bytes([ch]))
+        time.sleep(0.25)
+    except OSError:
+        closed = time.time() - t0
+        break
+if closed is None:
+    try:
+        closed = time.time() - t0 if slow.recv(100) == b"" else None
+    except OSError:
+        closed = time.time() - t0
+print("fds with 8 open: %d; a client trickling a byte per 250 ms closed after %.1f s" % (fds, closed or -1))
+assert closed is not None and closed < 4, closed
+EOF
+rc=$?
+sed 's/^/  | /' "$TEST_DIR/out"
+[ "$rc" -eq 0 ] && ok "metrics.max_clients: the ninth connection gets a 503; metrics.timeout closes a trickling client" ||
+	not_ok "metrics endpoint bounds"
+for _ in $(seq 20); do [ "$(ls /proc/"$POOLD_PID"/fd | wc -l)" -le "$fds0" ] && break; sleep 0.1; done
+[ "$(ls /proc/"$POOLD_PID"/fd | wc -l)" -le "$fds0" ] && ok "poold's fds are back to $fds0" ||
+	not_ok "poold holds $(ls /proc/"$POOLD_PID"/fd | wc -l) fds, $fds0 before"
+check "and it serves /metrics" scrape
 pool_done
