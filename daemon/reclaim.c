@@ -422,6 +422,10 @@ static int reclaim_ledger(struct req *q, const ProtobufCMessage *msg)
 			for (i = 0; i < r->next; i++) {
 				if (r->ext[i].node != lp->node || r->ext[i].arena != lp->arena)
 					continue;
+				l.rows[first].regions++;
+				/* A uid sees its own use of each arena; admins see every uid's. */
+				if (!q->admin && r->uid != q->uid)
+					continue;
 				for (k = (size_t)first + 1; k < l.n && l.rows[k].uid != r->uid; k++)
 					;
 				if (k == l.n) {
@@ -434,7 +438,6 @@ static int reclaim_ledger(struct req *q, const ProtobufCMessage *msg)
 				}
 				l.rows[k].used += r->ext[i].len;
 				l.rows[k].regions++;
-				l.rows[first].regions++;
 			}
 		}
 	}

@@ -1353,6 +1353,7 @@ static int region_list(struct req *q, const ProtobufCMessage *msg)
 
 	TAILQ_FOREACH(r, &q->pd->regions->list, entry)
 		n++;
+	/* A uid sees the regions it may open; admins see them all. */
 	ms = calloc(n ? n : 1, sizeof(*ms));
 	reply.regions = calloc(n ? n : 1, sizeof(*reply.regions));
 	if (ms == NULL || reply.regions == NULL) {
@@ -1361,7 +1362,11 @@ static int region_list(struct req *q, const ProtobufCMessage *msg)
 	}
 	i = 0;
 	TAILQ_FOREACH(r, &q->pd->regions->list, entry) {
-		if (region_msg_build(r, region_allowed(r, q, 4), &ms[i]) < 0) {
+		bool may = region_allowed(r, q, 4);
+
+		if (!may && !q->admin)
+			continue;
+		if (region_msg_build(r, may, &ms[i]) < 0) {
 			rc = req_errorf(q, -ENOMEM, "out of memory");
 			goto out;
 		}

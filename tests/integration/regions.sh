@@ -35,6 +35,17 @@ if have_nobody "$POOLCTL"; then
 	"$POOLCTL" region create private 1M mode=0600 >/dev/null
 	check_exit 1 "another uid cannot open a 0600 region" as_nobody "$IO" read private 1
 	check_out "access denied" "the refusal says access denied"
+	as_nobody "$POOLCTL" regions >"$TEST_DIR/out" 2>&1
+	grep -q "^r1 " "$TEST_DIR/out" && ! grep -q "^private " "$TEST_DIR/out" &&
+		ok "another uid lists the regions it may open, not the 0600 one" || not_ok "listing as nobody: $(cat "$TEST_DIR/out")"
+	"$POOLCTL" regions | grep -q "^private " && ok "root lists them all" || not_ok "root's listing"
+	as_nobody "$POOLCTL" --json ledger | python3 -c 'import json, sys
+rows = json.load(sys.stdin)["ledger"]
+assert rows and all(r.get("uid", 65534) == 65534 for r in rows), rows' &&
+		"$POOLCTL" --json ledger | python3 -c 'import json, sys
+assert any(r.get("uid") == 0 for r in json.load(sys.stdin)["ledger"])' &&
+		ok "and the ledger shows it no other uid's use (root's shows uid 0's)" ||
+		{ not_ok "ledger as nobody"; as_nobody "$POOLCTL" --json ledger; }
 	check "another uid may read a 0644 region" as_nobody "$IO" read r1 42
 	check_exit 1 "but not write it" as_nobody "$IO" write r1 1
 	check_exit 1 "nor destroy it" as_nobody "$IO" destroy r1
