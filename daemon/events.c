@@ -53,18 +53,26 @@ void events_free(struct poold *pd)
 	pd->events = NULL;
 }
 
-/* The events, oldest first (the last max of them when max is set). */
+/*
+ * Whether the caller may see an event: admins all of them, others the
+ * cluster's health (members, the coordinator), not the events that name
+ * regions, namespaces or their owners.
+ */
+static bool events_visible(const struct req *r, const struct event_rec *x)
+{
+	return r->admin || strcmp(x->kind, "member") == 0 || strcmp(x->kind, "coordinator") == 0;
+}
+
+/* The events the caller may see, oldest first (the last max of them when max is set). */
 static int events_request(struct req *r, const ProtobufCMessage *msg)
 {
 	const Pool__EventsRequest *er = (const Pool__EventsRequest *)msg;
 	Pool__EventsReply reply = POOL__EVENTS_REPLY__INIT;
 	struct events *ev = r->pd->events;
-	uint64_t n = ev ? MIN(ev->next_seq, EVENTS_MAX) : 0, first, i;
+	uint64_t n = ev ? MIN(ev->next_seq, EVENTS_MAX) : 0, first, i, k = 0;
 	Pool__Event *e = NULL, **ep = NULL;
 	int rc;
 
-	if (er->has_max && er->max > 0 && er->max < n)
-		n = er->max;
 	if (n > 0) {
 		e = calloc(n, sizeof(*e));
 		ep = calloc(n, sizeof(*ep));
@@ -78,15 +86,22 @@ static int events_request(struct req *r, const ProtobufCMessage *msg)
 	for (i = 0; i < n; i++) {
 		const struct event_rec *x = &ev->ring[(first + i) % EVENTS_MAX];
 
-		pool__event__init(&e[i]);
-		e[i].seq = x->seq;
-		e[i].time_ms = x->time_ms;
-		e[i].kind = (char *)x->kind;
-		e[i].text = (char *)x->text;
-		ep[i] = &e[i];
+		if (!events_visible(r, x))
+			continue;
+		pool__event__init(&e[k]);
+		e[k].seq = x->seq;
+		e[k].time_ms = x->time_ms;
+		e[k].kind = (char *)x->kind;
+		e[k].text = (char *)x->text;
+		ep[k] = &e[k];
+		k++;
 	}
 	reply.events = ep;
-	reply.n_events = n;
+	reply.n_events = k;
+	if (er->has_max && er->max > 0 && er->max < k) { /* the last max of them */
+		reply.events = ep + (k - er->max);
+		reply.n_events = er->max;
+	}
 	rc = req_reply(r, WIRE_EVENTS_REPLY, &reply.base);
 	free(e);
 	free(ep);

@@ -25,6 +25,15 @@ r = {x["name"]: x for x in json.load(open(sys.argv[1]))["regions"]}
 assert "keep" in r and r["keep"]["class"] == "persistent" and r["keep"]["size"] == 4 << 20, r
 assert "dram" not in r, r' "$TEST_DIR/out" && ok "after a restart the persistent regions are back, the pinned one is not" || { not_ok "regions after restart"; cat "$TEST_DIR/out"; }
 check "the persistent region reads back bit-exact" "$IO" read keep 5
+"$POOLCTL" events >"$TEST_DIR/out" 2>&1
+grep -q "journal.*extent(s) of persistent values and regions kept" "$TEST_DIR/out" &&
+	ok "root's poolctl events says what the pmem journal kept" || { not_ok "no journal event for root"; cat "$TEST_DIR/out"; }
+if have_nobody "$POOLCTL"; then
+	chmod 0755 "$TEST_DIR" "$TEST_DIR/run"; chmod 0666 "$POOL_SOCKET"
+	as_nobody "$POOLCTL" events >"$TEST_DIR/out" 2>&1 && ! grep -q "journal" "$TEST_DIR/out" &&
+		ok "another uid's does not (those name regions, namespaces or owners)" ||
+		{ not_ok "events as nobody"; cat "$TEST_DIR/out"; }
+fi
 "$VEC" search vidx 10 9 5 >"$TEST_DIR/after" 2>"$TEST_DIR/out"
 cmp -s "$TEST_DIR/before" "$TEST_DIR/after" && ok "the vector index answers as before" || { not_ok "vector index after restart"; cat "$TEST_DIR/out"; }
 "$POOLCTL" --json vec info vidx | python3 -c 'import json, sys
