@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include <grp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +12,7 @@
 
 static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64_t capacity,
 		   const char *tier, const char *evict, unsigned replicas, uint64_t hint,
-		   bool stats)
+		   long mode, long gid, bool stats)
 {
 	static const char *const short_h[] = {"NAMESPACE", "CAPACITY", "USED", "ENTRIES"};
 	static const char *const long_h[] = {"NAMESPACE", "CAPACITY",  "TIER",	    "EVICT",
@@ -32,6 +33,10 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 	req.replicas = replicas;
 	req.has_size_hint = hint > 0;
 	req.size_hint = hint;
+	req.has_mode = mode >= 0;
+	req.mode = mode >= 0 ? (uint32_t)mode : 0;
+	req.has_gid = gid >= 0;
+	req.gid = gid >= 0 ? (uint32_t)gid : 0;
 	if (capacity) {
 		req.has_capacity = 1;
 		req.capacity = capacity;
@@ -49,6 +54,11 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 			json_object(j, NULL);
 			json_str(j, "name", n->name);
 			json_u64(j, "capacity", n->capacity);
+			if (n->has_mode) {
+				json_u64(j, "uid", n->uid);
+				json_u64(j, "gid", n->gid);
+				json_u64(j, "mode", n->mode);
+			}
 			json_u64(j, "used", n->used);
 			json_u64(j, "entries", n->entries);
 			json_u64(j, "hits", n->hits);
@@ -110,12 +120,12 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 
 static int cmd_kv_ls_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "stats", "", 0, NULL, NULL, 0, 0, false);
+	return kv_exec(ctx, "stats", "", 0, NULL, NULL, 0, 0, -1, -1, false);
 }
 
 static int cmd_kv_stats_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "stats", ctx->argc ? ctx->argv[0] : "", 0, NULL, NULL, 0, 0, true);
+	return kv_exec(ctx, "stats", ctx->argc ? ctx->argv[0] : "", 0, NULL, NULL, 0, 0, -1, -1, true);
 }
 
 static int cmd_kv_create_exec(struct cmd_ctx *ctx)
@@ -123,6 +133,7 @@ static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 	const char *tier = NULL, *evict = NULL;
 	unsigned replicas = 0;
 	uint64_t cap, hint = 0;
+	long mode = -1, gid = -1;
 	int i;
 
 	if (units_parse_size(ctx->argv[1], &cap) < 0) {
@@ -140,6 +151,24 @@ static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 					ctx->argv[i]);
 				return EXIT_USAGE;
 			}
+		} else if (strncmp(ctx->argv[i], "mode=", 5) == 0) {
+			char *end;
+
+			mode = strtol(ctx->argv[i] + 5, &end, 8);
+			if (end == ctx->argv[i] + 5 || *end != '\0' || mode < 0 || mode > 0777) {
+				fprintf(stderr, "poolctl: '%s': mode is octal permission bits, such "
+					"as 0660\n", ctx->argv[i]);
+				return EXIT_USAGE;
+			}
+		} else if (strncmp(ctx->argv[i], "group=", 6) == 0) {
+			const struct group *g = getgrnam(ctx->argv[i] + 6);
+			char *end;
+
+			gid = g != NULL ? (long)g->gr_gid : strtol(ctx->argv[i] + 6, &end, 10);
+			if (g == NULL && (end == ctx->argv[i] + 6 || *end != '\0' || gid < 0)) {
+				fprintf(stderr, "poolctl: '%s': no such group\n", ctx->argv[i]);
+				return EXIT_USAGE;
+			}
 		} else if (strncmp(ctx->argv[i], "replicas=", 9) == 0) {
 			char *end;
 			unsigned long r = strtoul(ctx->argv[i] + 9, &end, 10);
@@ -152,21 +181,23 @@ static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 			replicas = (unsigned)r;
 		} else {
 			fprintf(stderr, "poolctl: unknown option '%s' (tier=dram|dram+pmem|pmem, "
-				"evict=lru|none, replicas=N, hint=SIZE)\n", ctx->argv[i]);
+				"evict=lru|none, replicas=N, hint=SIZE, mode=OCTAL, group=NAME)\n",
+				ctx->argv[i]);
 			return EXIT_USAGE;
 		}
 	}
-	return kv_exec(ctx, "create", ctx->argv[0], cap, tier, evict, replicas, hint, true);
+	return kv_exec(ctx, "create", ctx->argv[0], cap, tier, evict, replicas, hint, mode, gid,
+		       true);
 }
 
 static int cmd_kv_drop_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "drop", ctx->argv[0], 0, NULL, NULL, 0, 0, false);
+	return kv_exec(ctx, "drop", ctx->argv[0], 0, NULL, NULL, 0, 0, -1, -1, false);
 }
 
 static int cmd_kv_flush_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "flush", ctx->argv[0], 0, NULL, NULL, 0, 0, true);
+	return kv_exec(ctx, "flush", ctx->argv[0], 0, NULL, NULL, 0, 0, -1, -1, true);
 }
 
 const struct cmd_entry cmd_kv_ls_entry = {
@@ -177,7 +208,7 @@ const struct cmd_entry cmd_kv_stats_entry = {
 	"entries, bytes per tier, hits, misses, hit rate, evictions, spills, promotions, puts",
 };
 const struct cmd_entry cmd_kv_create_entry = {
-	"kv create", "NS CAPACITY [OPT]", 2, 6, DAEMON_NEEDED, cmd_kv_create_exec,
+	"kv create", "NS CAPACITY [OPT]", 2, 8, DAEMON_NEEDED, cmd_kv_create_exec,
 	"a namespace of CAPACITY bytes (tier= evict= replicas=N hint=SIZE)",
 };
 const struct cmd_entry cmd_kv_drop_entry = {

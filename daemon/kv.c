@@ -129,6 +129,9 @@ struct kv_ns {
 	uint32_t flags;	     /* HOLD_NS_*: never spill, persistent, never evict */
 	uint32_t replicas;   /* places of each value, on as many lenders (1: no copies) */
 	uint64_t size_hint;  /* values up to it take an extent of that size, or 0 */
+	uid_t uid;	     /* who may read (4) and write (2) its values: owner, group, mode */
+	gid_t gid;
+	unsigned mode;
 };
 
 /*
@@ -265,6 +268,7 @@ static struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capa
 	ns->id = ++pd->kv->next_id;
 	ns->capacity = capacity;
 	ns->replicas = 1;
+	ns->mode = 0666; /* poold's own (RESP, snapshot pages) and older ones: open to all */
 	ns->nbuckets = KV_BUCKETS0;
 	TAILQ_INIT(&ns->lru);
 	TAILQ_INIT(&ns->plru);
@@ -1413,6 +1417,37 @@ static int kv_dedup_holder(struct req *q, const struct kv_ns *ns, const Pool__Kv
 	return 0;
 }
 
+/*
+ * Whether the caller may access the namespace's values with the given bits
+ * (4 read, 2 write): admins always; the others by its owner, group and mode,
+ * as for regions.
+ */
+static bool kv_ns_allowed(const struct kv_ns *ns, const struct req *q, unsigned want)
+{
+	unsigned bits;
+
+	if (q->admin || q->uid == 0)
+		return true;
+	if (q->uid == ns->uid)
+		bits = ns->mode >> 6;
+	else if (q->gid == ns->gid)
+		bits = ns->mode >> 3;
+	else
+		bits = ns->mode;
+	return (bits & want & 7) == want;
+}
+
+/* The access a KV operation needs: lookups read, writes and their ends write, the rest none. */
+static unsigned kv_op_access(const char *op)
+{
+	if (strcmp(op, "lookup") == 0 || strcmp(op, "match") == 0)
+		return 4;
+	if (strcmp(op, "reserve") == 0 || strcmp(op, "commit") == 0 || strcmp(op, "abort") == 0 ||
+	    strcmp(op, "remove") == 0)
+		return 2;
+	return 0; /* release (of the caller's own pins), failed (of its own transfers) */
+}
+
 static int kv_request(struct req *q, const ProtobufCMessage *msg)
 {
 	const Pool__KvRequest *kr = (const Pool__KvRequest *)msg;
@@ -1427,6 +1462,10 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 
 	if (ns == NULL)
 		return req_errorf(q, -ENOENT, "no KV namespace '%s'", kr->ns);
+	if (!kv_ns_allowed(ns, q, kv_op_access(kr->op)))
+		return req_errorf(q, -EACCES, "KV namespace '%s' (mode %03o, uid %u): %s access "
+				  "denied", ns->name, ns->mode, (unsigned)ns->uid,
+				  kv_op_access(kr->op) & 2 ? "write" : "read");
 	if ((ns->flags & HOLD_NS_DEDUP) && (rc = kv_dedup_holder(q, ns, kr)) < 0)
 		return rc;
 	if ((ns->flags & HOLD_NS_DEDUP) && (strcmp(kr->op, "adopt") == 0 ||
@@ -1534,7 +1573,12 @@ static void kv_ns_msg(const struct kv_ns *ns, Pool__KvNamespace *m)
 	m->evict = (char *)(ns->flags & HOLD_NS_NO_EVICT ? "none" : "lru");
 	m->has_dedup = 1;
 	m->dedup = (ns->flags & HOLD_NS_DEDUP) != 0;
+	m->has_uid = m->has_gid = m->has_mode = 1;
+	m->uid = ns->uid;
+	m->gid = ns->gid;
+	m->mode = ns->mode;
 }
+
 
 static void kv_ns_flush(struct poold *pd, struct kv_ns *ns)
 {
@@ -1627,9 +1671,13 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 		ns->flags = flags;
 		ns->replicas = r->has_replicas ? r->replicas : 1;
 		ns->size_hint = r->has_size_hint ? r->size_hint : 0;
-		log_info("KV namespace '%s' created, capacity %llu, tier %s, evict %s, replicas %u",
-			 ns->name, (unsigned long long)ns->capacity, kv_tier_name(ns),
-			 flags & HOLD_NS_NO_EVICT ? "none" : "lru", ns->replicas);
+		ns->uid = q->uid;
+		ns->gid = r->has_gid ? r->gid : q->gid;
+		ns->mode = r->has_mode ? r->mode & 0777 : 0600;
+		log_info("KV namespace '%s' created, capacity %llu, tier %s, evict %s, replicas %u, "
+			 "uid %u gid %u mode %03o", ns->name, (unsigned long long)ns->capacity,
+			 kv_tier_name(ns), flags & HOLD_NS_NO_EVICT ? "none" : "lru", ns->replicas,
+			 (unsigned)ns->uid, (unsigned)ns->gid, ns->mode);
 		coordlog_namespaces(pd);
 		kv_defs_send(pd);
 	} else if (strcmp(r->op, "drop") == 0 || strcmp(r->op, "flush") == 0) {
@@ -1647,6 +1695,9 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 		return req_errorf(q, -EINVAL, "unknown namespace operation '%s'", r->op);
 	} else if (r->name[0] != '\0' && ns == NULL) {
 		return req_errorf(q, -ENOENT, "no KV namespace '%s'", r->name);
+	} else if (ns != NULL && !kv_ns_allowed(ns, q, 4) && !kv_ns_allowed(ns, q, 2)) {
+		return req_errorf(q, -EACCES, "KV namespace '%s' (mode %03o, uid %u): access denied",
+				  ns->name, ns->mode, (unsigned)ns->uid);
 	}
 	/* Reply with the namespace, or all of them for stats of "". */
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
@@ -1660,6 +1711,9 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 	n = 0;
 	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
 		if (r->name[0] != '\0' && strcmp(ns->name, r->name) != 0)
+			continue;
+		/* A listing shows a uid the namespaces it may use. */
+		if (!kv_ns_allowed(ns, q, 4) && !kv_ns_allowed(ns, q, 2))
 			continue;
 		kv_ns_msg(ns, &m[n]);
 		mp[n] = &m[n];
@@ -2095,6 +2149,11 @@ void kv_defs_adopt(struct poold *pd, Pool__KvNamespace *const *defs, size_t n,
 		ns->flags = flags;
 		ns->replicas = d->has_replicas ? d->replicas : 1;
 		ns->size_hint = d->has_size_hint ? d->size_hint : 0;
+		if (d->has_mode) {
+			ns->uid = d->uid;
+			ns->gid = d->gid;
+			ns->mode = d->mode & 0777;
+		}
 		count++;
 		made++;
 		log_info("KV namespace '%s' defined again from %s", ns->name, from);

@@ -38,6 +38,8 @@ static int kv_ns_call(struct pool *pool, const char *op, const char *ns, uint64_
 	req.evict = flags & POOL_KV_NO_EVICT ? "none" : NULL;
 	req.replicas = (flags >> 8) & 0xfu;
 	req.has_replicas = req.replicas != 0;
+	req.has_mode = (flags >> 16) & 01000u;
+	req.mode = (flags >> 16) & 0777u;
 	if (capacity) {
 		req.has_capacity = 1;
 		req.capacity = capacity;
@@ -53,7 +55,7 @@ POOL_EXPORT int pool_kv_create(struct pool *pool, const char *ns, uint64_t capac
 
 	if (pool == NULL || ns == NULL ||
 	    (flags & ~(POOL_KV_DRAM_ONLY | POOL_KV_PERSISTENT | POOL_KV_NO_EVICT |
-		       POOL_KV_REPLICAS(0xf))) != 0 || ((flags >> 8) & 0xfu) > 4 ||
+		       POOL_KV_REPLICAS(0xf) | POOL_KV_MODE(0777))) != 0 || ((flags >> 8) & 0xfu) > 4 ||
 	    (flags & POOL_KV_DRAM_ONLY && flags & POOL_KV_PERSISTENT))
 		return pool_err(-EINVAL, "pool_kv_create: invalid argument");
 	rc = kv_ns_call(pool, "create", ns, capacity, flags, &rep);

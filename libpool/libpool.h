@@ -160,6 +160,8 @@ POOL_EXPORT void pool_kv_close(struct pool_kv *kv);
 #define POOL_KV_PERSISTENT 0x2u
 #define POOL_KV_NO_EVICT 0x4u
 #define POOL_KV_REPLICAS(n) (((unsigned)(n) & 0xfu) << 8)
+/* Its permission bits (owner: the caller; default 0600), as for regions. */
+#define POOL_KV_MODE(m) (((((unsigned)(m)) & 0777u) | 01000u) << 16)
 POOL_EXPORT int pool_kv_create(struct pool *pool, const char *ns, uint64_t capacity,
 			       unsigned flags);
 POOL_EXPORT int pool_kv_drop(struct pool *pool, const char *ns);

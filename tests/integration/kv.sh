@@ -12,7 +12,7 @@ chmod 0755 "$TEST_DIR"
 pool_start -o lend.size=128M -o control.mode=0666 || exit 1
 chmod 0755 "$TEST_DIR/run"
 
-check "create a namespace" "$POOLCTL" kv create llama 8M
+check "create a namespace" "$POOLCTL" kv create llama 8M mode=0666
 check_exit 1 "a second one with the same name is refused" "$POOLCTL" kv create llama 8M
 check_exit 1 "a capacity under 1M is refused" "$POOLCTL" kv create tiny 64K
 check_exit 1 "a bad name is refused" "$POOLCTL" kv create 'no spaces' 8M
@@ -154,6 +154,28 @@ if have_nobody "$POOLCTL"; then
 	check "puts from a region it cannot map (striped)" as_nobody "$KV" llama rput nreg 300000 23 4096 striped
 	check "and gets into one" as_nobody "$KV" llama rget nreg 23 8192 1048576 striped
 	check_out "300000 of 300000 bytes into an unmapped region at 8192, correct" "bit-exact through bounce buffers"
+
+	# A namespace has an owner, group and mode: another uid reaches only what they let it.
+	check "a private namespace (the default mode, 0600)" "$POOLCTL" kv create priv 8M
+	"$KV" priv put secret 4096 31 >/dev/null
+	check_exit 1 "another uid cannot read it" as_nobody "$KV" priv get secret 31
+	check_out "KV namespace 'priv' \(mode 600, uid 0\): access denied" "the refusal names mode and owner"
+	check_exit 1 "nor write it" as_nobody "$KV" priv put mine 4096 32
+	check_exit 1 "nor flush it" as_nobody "$POOLCTL" kv flush priv
+	as_nobody "$POOLCTL" kv ls >"$TEST_DIR/out" 2>&1
+	grep -q "^llama " "$TEST_DIR/out" && ! grep -q "^priv " "$TEST_DIR/out" &&
+		ok "its listing shows llama (0666), not priv" || not_ok "listing as nobody: $(cat "$TEST_DIR/out")"
+	check "a namespace others may read only (0644)" "$POOLCTL" kv create shared 8M mode=0644
+	"$KV" shared put pub 4096 33 >/dev/null
+	check "another uid reads it" as_nobody "$KV" shared get pub 33
+	check_exit 1 "but cannot put into it" as_nobody "$KV" shared put mine 4096 34
+	check_out "write access denied" "a write refusal"
+	check "and root's value is intact" "$KV" priv get secret 31
+	"$POOLCTL" --json kv ls | python3 -c 'import json, sys
+n = {x["name"]: x for x in json.load(sys.stdin)["namespaces"]}
+assert n["priv"]["mode"] == 0o600 and n["shared"]["mode"] == 0o644 and n["priv"]["uid"] == 0, n' &&
+		ok "kv ls --json gives owner and mode" || not_ok "kv ls json"
+	check_exit 2 "a bad mode is a usage error" "$POOLCTL" kv create bad 8M mode=999
 fi
 
 check "bad arguments to the zero-copy calls are refused" "$KV" llama zbad zc
