@@ -10,6 +10,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -317,6 +318,24 @@ int conf_numa_share(const char *spec, int node, uint64_t *ret_bytes, uint64_t *r
 	return found;
 }
 
+/*
+ * Open a file to read without blocking on what is not one: a FIFO or a
+ * device would hold the event loop until someone wrote to it. The caller
+ * checks that it is a regular file.
+ */
+static FILE *conf_fopen(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	f = fdopen(fd, "r");
+	if (f == NULL)
+		close(fd);
+	return f;
+}
+
 /* peer.tls needs its three files, as absolute paths; they are read when poold starts. */
 static int conf_check_tls(const struct poold_conf *conf, struct conf_error *err)
 {
@@ -347,6 +366,7 @@ static int conf_check_tls(const struct poold_conf *conf, struct conf_error *err)
 static int conf_load_secret(struct poold_conf *conf, struct conf_error *err)
 {
 	char buf[1025];
+	struct stat st;
 	size_t n = 0;
 	FILE *f;
 
@@ -361,7 +381,12 @@ static int conf_load_secret(struct poold_conf *conf, struct conf_error *err)
 		return -EINVAL;
 	}
 	if (conf->peer_secret_file[0] != '\0') {
-		f = fopen(conf->peer_secret_file, "re");
+		f = conf_fopen(conf->peer_secret_file);
+		if (f != NULL && (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode))) {
+			fclose(f);
+			f = NULL;
+			errno = EINVAL; /* "Invalid argument": not a regular file */
+		}
 		if (f == NULL) {
 			snprintf(err->msg, sizeof(err->msg), "peer.secret_file: cannot read %s: %s",
 				 conf->peer_secret_file, strerror(errno));
@@ -645,7 +670,7 @@ int conf_parse_file(const char *path, struct poold_conf **ret_conf, struct conf_
 
 	snprintf(err->file, sizeof(err->file), "%s", path);
 	err->line = 0;
-	f = fopen(path, "re");
+	f = conf_fopen(path);
 	if (f == NULL) {
 		rc = -errno;
 		snprintf(err->msg, sizeof(err->msg), "cannot open: %s", strerror(errno));

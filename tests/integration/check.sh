@@ -52,11 +52,24 @@ mkdir -p "$TEST_DIR/pm"
 "$POOLD" -d -o "runtime_dir=$TEST_DIR/pm" -o "pmem.path=$TEST_DIR/data.img" -o pmem.init=yes \
 	>"$TEST_DIR/pm.log" 2>&1 &
 pm=$!
-for _ in $(seq 100); do [ -S "$TEST_DIR/pm/poold.sock" ] && break; sleep 0.05; done
-[ -S "$TEST_DIR/pm/poold.sock" ] && ok "with pmem.init = yes poold formats it and starts" ||
+# Serving once its tiers are open (the socket comes first).
+for _ in $(seq 100); do "$POOLCTL" -s "$TEST_DIR/pm/poold.sock" status >/dev/null 2>&1 && break; sleep 0.05; done
+"$POOLCTL" -s "$TEST_DIR/pm/poold.sock" status >/dev/null 2>&1 && ok "with pmem.init = yes poold formats it and starts" ||
 	{ not_ok "pmem.init"; cat "$TEST_DIR/pm.log"; }
 kill "$pm"; wait "$pm"
 check "then the file is a pool tier, accepted without pmem.init" "$POOLD" -n -o "pmem.path=$TEST_DIR/data.img"
+
+# A FIFO where the configuration (or the secret) should be: refused at once, never waited on.
+mkfifo "$TEST_DIR/fifo.conf"
+check_exit 1 "poold -n on a FIFO refuses it at once" timeout 10 "$POOLD" -n -f "$TEST_DIR/fifo.conf"
+check_out "not a regular file" "saying it is not a regular file"
+check_exit 1 "so does peer.secret_file on a FIFO" timeout 10 "$POOLD" -n -o "peer.secret_file=$TEST_DIR/fifo.conf"
+printf 'lend.size = 32M\n' >"$TEST_DIR/real.conf"
+pool_start -f "$TEST_DIR/real.conf" || exit 1
+mv "$TEST_DIR/real.conf" "$TEST_DIR/real.conf.old" && mkfifo "$TEST_DIR/real.conf"
+check_exit 1 "a reload whose file became a FIFO fails" timeout 10 "$POOLCTL" reload
+check "and poold keeps serving" timeout 5 "$POOLCTL" status
+pool_stop
 
 # TLS on peer links needs its three files, by absolute path, and poold reads them when it starts.
 check_exit 1 "peer.tls without its files is refused" "$POOLD" -n -o peer.tls=yes
