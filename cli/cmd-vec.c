@@ -201,7 +201,7 @@ static int cmd_vec_create_exec(struct cmd_ctx *ctx)
 	rc_req.size = size;
 	rc_req.class_ = "pinned";
 	rc_req.placement = "any";
-	rc_req.mode = 0644;
+	rc_req.mode = 0600; /* as pool_vec_create()'s */
 	for (i = 5; i < ctx->argc; i++) {
 		const char *a = ctx->argv[i];
 
@@ -214,9 +214,18 @@ static int cmd_vec_create_exec(struct cmd_ctx *ctx)
 			rc_req.placement = (char *)a + 10;
 		} else if (strncmp(a, "class=", 6) == 0) {
 			rc_req.class_ = (char *)a + 6;
+		} else if (strncmp(a, "mode=", 5) == 0) {
+			unsigned long m = strtoul(a + 5, &end, 8);
+
+			if (a[5] == '\0' || *end != '\0' || m > 0777) {
+				fprintf(stderr, "poolctl: '%s': mode is octal permission bits, such as "
+					"0644\n", a);
+				return EXIT_USAGE;
+			}
+			rc_req.mode = (uint32_t)m;
 		} else {
 			fprintf(stderr, "poolctl: unknown option '%s' (m=, efc=, efs=, placement=, "
-				"class=)\n", a);
+				"class=, mode=)\n", a);
 			return EXIT_USAGE;
 		}
 	}
