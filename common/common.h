@@ -90,6 +90,7 @@ struct poold_conf {
 	char *admin_group;
 	int64_t max_clients;
 	int64_t max_clients_per_uid;
+	int64_t max_output_per_uid;
 	int64_t max_frame;
 	int64_t log_level;
 	int64_t node_id;

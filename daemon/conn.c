@@ -284,6 +284,7 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 	struct evbuffer *in = bufferevent_get_input(bev);
 	uint8_t hbuf[WIRE_HDR_LEN];
 	struct wire_hdr hdr;
+	size_t out;
 
 	c->busy++;
 	while (!c->closing && !c->dead) {
@@ -292,6 +293,13 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 
 		if (avail < WIRE_HDR_LEN)
 			break;
+		/* Replies wait unread: take no more requests until they are out. */
+		out = evbuffer_get_length(bufferevent_get_output(bev));
+		if (out > 0 && (out > CONN_OUTPUT_FRAMES * c->max_frame ||
+				(c->ops->may_read != NULL && !c->ops->may_read(c, c->arg)))) {
+			bufferevent_disable(bev, EV_READ); /* again from conn_write_cb() */
+			break;
+		}
 		evbuffer_copyout(in, hbuf, WIRE_HDR_LEN);
 		if (!conn_check_header(c, &hdr,
 				       wire_hdr_decode(hbuf, WIRE_HDR_LEN, c->max_frame, &hdr)))
@@ -323,6 +331,12 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 		bufferevent_disable(bev, EV_READ);
 	if (c->closing && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
 		conn_end(c);
+}
+
+/* Bytes of replies waiting to go out. */
+size_t conn_output_len(const struct conn *c)
+{
+	return evbuffer_get_length(bufferevent_get_output(c->bev));
 }
 
 static void conn_write_cb(struct bufferevent *bev, void *arg)

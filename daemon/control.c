@@ -377,9 +377,29 @@ static void ctl_frame(struct conn *conn, const struct wire_hdr *hdr, const uint8
 	control_dispatch(&r, hdr->type, payload, hdr->len);
 }
 
+/*
+ * One uid's connections share control.max_output_per_uid of unread
+ * replies: past it, a connection of that uid whose replies wait takes no
+ * more requests until they are out (256 connections left unread would
+ * otherwise each hold their own few frames).
+ */
+static bool ctl_may_read(struct conn *conn, void *arg)
+{
+	struct ctl_conn *c = arg, *o;
+	size_t sum = 0;
+
+	(void)conn;
+	TAILQ_FOREACH(o, &c->ctl->conns, entry)
+		if (o->u == c->u && (sum += conn_output_len(o->conn)) >
+					    (size_t)c->ctl->pd->conf->max_output_per_uid)
+			return false;
+	return true;
+}
+
 static const struct conn_ops ctl_conn_ops = {
 	.frame = ctl_frame,
 	.closed = ctl_closed,
+	.may_read = ctl_may_read,
 };
 
 static struct ctl_uid *ctl_uid_get(struct control *ctl, uid_t uid)

@@ -159,6 +159,12 @@ struct conn_ops {
 	void (*connected)(struct conn *c, void *arg);
 	/* The connection ended; it is freed when this returns. */
 	void (*closed)(struct conn *c, void *arg);
+	/*
+	 * Whether to take another frame while replies wait unread (optional: a
+	 * budget shared by several connections); a connection held back goes
+	 * on once its own replies are out.
+	 */
+	bool (*may_read)(struct conn *c, void *arg);
 };
 
 struct ssl_st;
@@ -178,6 +184,7 @@ int conn_send_raw(struct conn *c, uint16_t type, uint64_t req_id, const uint8_t 
 int conn_send_fd(struct conn *c, uint16_t type, uint64_t req_id, const ProtobufCMessage *msg,
 		 int fd);
 int conn_send(struct conn *c, uint16_t type, uint64_t req_id, const ProtobufCMessage *msg);
+size_t conn_output_len(const struct conn *c);
 int conn_send_error(struct conn *c, uint64_t req_id, int code, const char *msg);
 const char *conn_desc(const struct conn *c);
 void conn_set_desc(struct conn *c, const char *desc);

@@ -69,6 +69,49 @@ EOF2
 [ $? -eq 0 ] && ok "a client pipelining 600,000 requests unread: bounded, others served ($(cat "$TEST_DIR/out"))" \
 	|| { not_ok "pipelining without reading"; cat "$TEST_DIR/out"; }
 
+# One uid's many connections share control.max_output_per_uid of unread replies.
+pool_stop
+pool_start -o control.max_output_per_uid=2M || exit 1
+python3 - "$POOL_SOCKET" "$top_srcdir/tests/integration" "$POOLCTL" "/proc/$POOLD_PID/status" \
+	>"$TEST_DIR/out" 2>&1 <<'EOF2'
+import socket, subprocess, sys, threading, time
+sys.path.insert(0, sys.argv[2])
+import wire
+def hwm():
+    return int(next(l for l in open(sys.argv[4]) if l.startswith("VmHWM:")).split()[1])
+conns = []
+for i in range(64):
+    s = wire.connect(sys.argv[1])
+    s.sendall(wire.frame(wire.HELLO, wire.hello_payload(), req_id=1))
+    assert wire.read_frame(s)[0] == wire.HELLO_REPLY
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.setblocking(False)
+    conns.append(s)
+before = hwm()
+data = b"".join(wire.frame(wire.STATUS, req_id=i) for i in range(2, 40002))
+deadline = time.time() + 4
+left = {i: data for i in range(len(conns))}
+while left and time.time() < deadline:  # each connection pushes 40,000 requests, reading nothing
+    for i in list(left):
+        try:
+            n = conns[i].send(left[i])
+            left[i] = left[i][n:]
+            if not left[i]:
+                del left[i]
+        except BlockingIOError:
+            pass
+    time.sleep(0.01)
+assert subprocess.run([sys.argv[3], "status"], capture_output=True).returncode == 0, "others served"
+grown = hwm() - before
+for s in conns:
+    s.close()
+print("64 connections of one uid, none reading: poold's peak grew %d KiB" % grown)
+assert grown < 48 * 1024, grown
+EOF2
+[ $? -eq 0 ] && ok "control.max_output_per_uid bounds a uid's unread replies ($(cat "$TEST_DIR/out"))" \
+	|| { not_ok "per-uid unread replies"; cat "$TEST_DIR/out"; }
+check "served again after" "$POOLCTL" status
+
 # Out of file descriptors: poold stops accepting for a while instead of
 # spinning on accept(), says so a few times, serves its open connections, and
 # accepts again once fds are free.
