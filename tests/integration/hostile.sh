@@ -65,7 +65,7 @@ fds_after=$(ls /proc/"$POOLD_PID"/fd | wc -l)
 # A reservation is its session's: another uid trying every version (they are
 # sequential) can neither publish root's half-written value nor free it.
 KV="$top_builddir/tests/tools/pool-kv"
-"$POOLCTL" kv create shared 16M >/dev/null
+"$POOLCTL" kv create shared 16M mode=0666 >/dev/null
 mkfifo "$TEST_DIR/hold.in"
 "$KV" shared vput victim 65536 41 hold <"$TEST_DIR/hold.in" >"$TEST_DIR/hold.out" 2>&1 &
 holder=$!
