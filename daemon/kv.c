@@ -1404,6 +1404,20 @@ static int kv_dedup_holder(struct req *q, const struct kv_ns *ns, const Pool__Kv
 				  ns->name);
 	if (strcmp(kr->op, "reserve") != 0 && strcmp(kr->op, "commit") != 0 && !adopt)
 		return 0;
+	/*
+	 * A page's key starts with its writer's uid (big-endian): a tenant can
+	 * store a page only under its own keys, never under the key another
+	 * uid's put would find, so no one's snapshot restores someone else's
+	 * bytes. Admins (recounts, adoptions) may name any key.
+	 */
+	for (size_t i = 0; !q->admin && i < kr->n_keys; i++) {
+		const uint8_t *k = kr->keys[i].data;
+
+		if (kr->keys[i].len < 4 || ((uint32_t)k[0] << 24 | (uint32_t)k[1] << 16 |
+					    (uint32_t)k[2] << 8 | k[3]) != (uint32_t)q->uid)
+			return req_errorf(q, -EPERM, "a key of '%s' starts with its writer's uid, "
+					  "%u", ns->name, (unsigned)q->uid);
+	}
 	if (kr->holder == NULL || (r = region_find(q->pd->regions, kr->holder)) == NULL)
 		return req_errorf(q, -EINVAL, "a put to '%s' names the region holding it",
 				  ns->name);

@@ -130,11 +130,14 @@ static bool page_is_zero(const uint8_t *p, size_t len)
 }
 
 /*
- * A page's key: XXH3-128 in its canonical (big-endian) form. A zero page
- * has the all-zero key and is not stored; a page whose hash happens to be
+ * A page's key: the writer's uid (4 bytes, big-endian), then the first 12
+ * bytes of XXH3-128 of the page in its canonical form. poold stores a page
+ * only under its writer's own keys, so dedup stays within one uid and no
+ * one's put can plant the page another uid's snapshot would find. A zero
+ * page has the all-zero key and is not stored; a key that happens to be
  * all zero gets its last bit set, the same every time.
  */
-static void page_hash(const uint8_t *p, size_t len, uint8_t *out)
+static void page_hash(const uint8_t *p, size_t len, uid_t uid, uint8_t *out)
 {
 	XXH128_canonical_t c;
 
@@ -143,7 +146,11 @@ static void page_hash(const uint8_t *p, size_t len, uint8_t *out)
 		return;
 	}
 	XXH128_canonicalFromHash(&c, XXH3_128bits(p, len));
-	memcpy(out, c.digest, SNAP_HASH_LEN);
+	out[0] = (uint8_t)(uid >> 24);
+	out[1] = (uint8_t)(uid >> 16);
+	out[2] = (uint8_t)(uid >> 8);
+	out[3] = (uint8_t)uid;
+	memcpy(out + 4, c.digest, SNAP_HASH_LEN - 4);
 	if (snap_zero_hash(out))
 		out[SNAP_HASH_LEN - 1] = 1;
 }
@@ -359,7 +366,7 @@ POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *i
 	h.page_size = opts->page_size;
 	h.npages = len / opts->page_size;
 	h.created_ms = (uint64_t)snap_now_ms();
-	h.uid = getuid();
+	h.uid = geteuid(); /* as poold sees it (SO_PEERCRED): the pages' keys start with it */
 	h.flags = strcmp(opts->cls, "persistent") == 0 ? SNAP_F_PERSISTENT : 0;
 	h.state_len = opts->state_len;
 	snprintf(h.parent, sizeof(h.parent), "%s", opts->parent);
@@ -367,7 +374,7 @@ POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *i
 	if (hashes == NULL)
 		return pool_err(-ENOMEM, "out of memory");
 	for (i = 0; i < h.npages; i++) {
-		page_hash((const uint8_t *)image + i * h.page_size, h.page_size,
+		page_hash((const uint8_t *)image + i * h.page_size, h.page_size, h.uid,
 			  hashes + i * SNAP_HASH_LEN);
 		h.zero_pages += snap_zero_hash(hashes + i * SNAP_HASH_LEN);
 	}

@@ -80,6 +80,15 @@ wait "$holder" && grep -q "committed" "$TEST_DIR/hold.out" && ok "root then comm
 	not_ok "root's commit: $(cat "$TEST_DIR/hold.out")"
 check "and its value is bit-exact" "$KV" shared get victim 41
 
+# Snapshot pages are keyed by their writer's uid: another uid cannot plant a
+# page under the key root's next put of it would find.
+check "uid nobody makes a region of its own to hold pages" as_nobody "$IO" create nbhold 1048576 local
+as_nobody "$HOSTILE" "$POOL_SOCKET" --poison nbhold >"$TEST_DIR/out" 2>&1; rc=$?
+sed 's/^/  | /' "$TEST_DIR/out"
+[ "$rc" -eq 0 ] && grep -q "^refused: storing a page under a key of root's" "$TEST_DIR/out" &&
+	grep -q "^allowed: storing a page under a key of its own" "$TEST_DIR/out" &&
+	ok "a page under root's key is refused, one under its own taken" || not_ok "snapshot page keys ($rc)"
+
 # A mapping kept past its grant holds nothing once the region is freed and its
 # memory is lent again: the file it maps is emptied, not the next user's.
 check "a region to map and keep" "$IO" create kept $((4 << 20)) local

@@ -5,6 +5,7 @@
  *	pool-hostile SOCKET PUBLIC PRIVATE
  *	pool-hostile SOCKET --keep REGION
  *	pool-hostile SOCKET --steal NS KEY
+ *	pool-hostile SOCKET --poison HOLDER
  *
  * PUBLIC is a region others may read (mode 0644) but not write; PRIVATE one
  * they may not touch (0600). Each attack prints "refused: WHAT (error)" when
@@ -19,6 +20,11 @@
  * --steal tries to commit and to abort another session's reservation of KEY
  * in NS, trying every version from 1 to 10,000 (they are sequential); the
  * exit status is the number of tries poold did not refuse.
+ *
+ * --poison tries to store a snapshot page (in snap.pages, held by HOLDER,
+ * a region of its own) under a key of root's (uid 0), as root's next put of
+ * that page would look it up; it must be refused, while a key of its own
+ * uid is taken (then aborted).
  */
 #include "config.h"
 
@@ -277,6 +283,74 @@ static int steal_reservation(const char *ns, const char *key)
 	return (int)taken;
 }
 
+/* One reserve of a 4 KiB page in snap.pages under key, held by holder: its status, and its version. */
+static int reserve_page(const uint8_t *key, const char *holder, uint64_t *ret_version)
+{
+	Pool__KvRequest kr = POOL__KV_REQUEST__INIT;
+	ProtobufCBinaryData k = {16, (uint8_t *)key};
+	uint64_t size = 4096;
+	Pool__KvReply *rep;
+	char msg[256];
+	int rc;
+
+	kr.op = (char *)"reserve";
+	kr.ns = (char *)"snap.pages";
+	kr.keys = &k;
+	kr.n_keys = 1;
+	kr.sizes = &size;
+	kr.n_sizes = 1;
+	kr.holder = (char *)holder;
+	rc = wire_client_call(wc, WIRE_KV, &kr.base, WIRE_KV_REPLY, (ProtobufCMessage **)&rep, msg,
+			      sizeof(msg));
+	if (rc < 0) {
+		printf("  (%s)\n", msg);
+		return rc;
+	}
+	rc = rep->n_locations == 1 ? rep->locations[0]->status : -EPROTO;
+	*ret_version = rep->n_locations == 1 ? rep->locations[0]->version : 0;
+	wire_msg_free(&rep->base);
+	return rc;
+}
+
+/* --poison: a page planted under another uid's key is refused. */
+static int poison_page(const char *holder)
+{
+	uint8_t key[16];
+	uint64_t version = 0;
+	uid_t me = geteuid();
+	int rc;
+
+	memset(key, 0xab, sizeof(key));
+	key[0] = key[1] = key[2] = key[3] = 0; /* root's */
+	rc = reserve_page(key, holder, &version);
+	verdict("storing a page under a key of root's", rc == -EPERM, strerror(-rc));
+	key[0] = (uint8_t)(me >> 24);
+	key[1] = (uint8_t)(me >> 16);
+	key[2] = (uint8_t)(me >> 8);
+	key[3] = (uint8_t)me;
+	rc = reserve_page(key, holder, &version);
+	printf("%s: storing a page under a key of its own (%s)\n", rc == 0 ? "allowed" : "FAILED",
+	       rc == 0 ? "reserved" : strerror(-rc));
+	failures += rc != 0;
+	if (rc == 0) {
+		Pool__KvRequest kr = POOL__KV_REQUEST__INIT;
+		ProtobufCBinaryData k = {16, key};
+		Pool__KvReply *rep;
+		char msg[256];
+
+		kr.op = (char *)"abort";
+		kr.ns = (char *)"snap.pages";
+		kr.keys = &k;
+		kr.n_keys = 1;
+		kr.versions = &version;
+		kr.n_versions = 1;
+		if (wire_client_call(wc, WIRE_KV, &kr.base, WIRE_KV_REPLY,
+				     (ProtobufCMessage **)&rep, msg, sizeof(msg)) == 0)
+			wire_msg_free(&rep->base);
+	}
+	return failures;
+}
+
 int main(int argc, char **argv)
 {
 	Pool__NodesRequest nr = POOL__NODES_REQUEST__INIT;
@@ -298,7 +372,8 @@ int main(int argc, char **argv)
 	if (argc != 4 && !(argc == 5 && strcmp(argv[2], "--steal") == 0)) {
 		fprintf(stderr, "usage: pool-hostile SOCKET PUBLIC PRIVATE\n"
 				"       pool-hostile SOCKET --keep REGION\n"
-				"       pool-hostile SOCKET --steal NS KEY\n");
+				"       pool-hostile SOCKET --steal NS KEY\n"
+				"       pool-hostile SOCKET --poison HOLDER\n");
 		return 2;
 	}
 	rc = wire_client_connect(argv[1], "hostile", 10000, &wc, msg, sizeof(msg));
@@ -310,6 +385,8 @@ int main(int argc, char **argv)
 		return keep_mapping(argv[3]);
 	if (strcmp(argv[2], "--steal") == 0)
 		return steal_reservation(argv[3], argv[4]);
+	if (strcmp(argv[2], "--poison") == 0)
+		return poison_page(argv[3]);
 
 	/* What poold publishes names no worker and holds no key. */
 	rc = wire_client_call(wc, WIRE_NODES, &nr.base, WIRE_NODES_REPLY,
