@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/socket.h>
+
 #include <event2/event.h>
 #include <event2/listener.h>
 
@@ -90,6 +92,14 @@ int accept_guard(struct poold *pd, struct evconnlistener *l, const char *what)
 	accept_guards = g;
 	evconnlistener_set_error_cb(l, accept_error);
 	return 0;
+}
+
+/* Refuse an accepted connection: say why in one write that never blocks, and close it. */
+void accept_refuse(int fd, const char *why, size_t len)
+{
+	if (send(fd, why, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		log_debug("refusing a connection: %s", strerror(errno));
+	evutil_closesocket(fd);
 }
 
 /* Forget the guard of l, before l is freed. */

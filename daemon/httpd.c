@@ -184,9 +184,7 @@ static void httpd_accept(struct evconnlistener *l, evutil_socket_t fd, struct so
 	if (h->nconns >= h->max_clients) {
 		log_warnx_limited(&h->said, 10000, "%s: refusing a connection: %u open", h->what,
 				  h->nconns);
-		if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-			log_debug("%s: refusing a connection", h->what);
-		evutil_closesocket(fd);
+		accept_refuse(fd, busy, sizeof(busy) - 1);
 		return;
 	}
 	c = calloc(1, sizeof(*c));

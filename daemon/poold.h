@@ -288,6 +288,7 @@ void numa_layout_free(Pool__NumaNode **nodes, size_t n);
 struct evconnlistener;
 int accept_guard(struct poold *pd, struct evconnlistener *l, const char *what);
 void accept_unguard(struct evconnlistener *l);
+void accept_refuse(int fd, const char *why, size_t len);
 
 /* httpd.c: a small HTTP server for one resource (the metrics) */
 struct httpd;

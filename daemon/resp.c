@@ -380,9 +380,7 @@ static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 	if (rs->nconns >= (unsigned)rs->pd->conf->resp_max_clients) {
 		static const char msg[] = "-ERR max number of clients reached\r\n";
 
-		if (send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-			log_debug("RESP: refusing a client");
-		evutil_closesocket(fd);
+		accept_refuse(fd, msg, sizeof(msg) - 1);
 		return;
 	}
 	c = calloc(1, sizeof(*c));

@@ -245,60 +245,31 @@ static int keep_mapping(const char *name)
 	return nonzero != 0;
 }
 
-/* --steal: another session's reservation can be neither published nor freed. */
-static int steal_reservation(const char *ns, const char *key)
-{
-	static const char *const ops[] = {"commit", "abort"};
-	Pool__KvRequest kr = POOL__KV_REQUEST__INIT;
-	ProtobufCBinaryData k = {strlen(key), (uint8_t *)key};
-	uint64_t version;
-	unsigned taken = 0, refused = 0, other = 0;
-	char msg[256];
-
-	kr.ns = (char *)ns;
-	kr.keys = &k;
-	kr.n_keys = 1;
-	kr.versions = &version;
-	kr.n_versions = 1;
-	for (version = 1; version <= 10000; version++)
-		for (size_t i = 0; i < 2; i++) {
-			Pool__KvReply *rep;
-			int rc;
-
-			kr.op = (char *)ops[i];
-			rc = wire_client_call(wc, WIRE_KV, &kr.base, WIRE_KV_REPLY,
-					      (ProtobufCMessage **)&rep, msg, sizeof(msg));
-			if (rc < 0) {
-				other++;
-				continue;
-			}
-			rc = rep->n_locations == 1 ? rep->locations[0]->status : -EPROTO;
-			taken += rc == 0;
-			refused += rc == -EPERM;
-			other += rc != 0 && rc != -EPERM;
-			wire_msg_free(&rep->base);
-		}
-	printf("steal: %u taken, %u refused as another session's, %u not found\n", taken, refused,
-	       other);
-	return (int)taken;
-}
-
-/* One reserve of a 4 KiB page in snap.pages under key, held by holder: its status, and its version. */
-static int reserve_page(const uint8_t *key, const char *holder, uint64_t *ret_version)
+/*
+ * One KV operation on one key: version for commit and abort, size for a
+ * reserve (held by holder); the key's status (or the call's error), and
+ * the version a reserve gave.
+ */
+static int kv_one(const char *op, const char *ns, const void *key, size_t klen, uint64_t arg,
+		  const char *holder, uint64_t *ret_version)
 {
 	Pool__KvRequest kr = POOL__KV_REQUEST__INIT;
-	ProtobufCBinaryData k = {16, (uint8_t *)key};
-	uint64_t size = 4096;
+	ProtobufCBinaryData k = {klen, (uint8_t *)key};
 	Pool__KvReply *rep;
 	char msg[256];
 	int rc;
 
-	kr.op = (char *)"reserve";
-	kr.ns = (char *)"snap.pages";
+	kr.op = (char *)op;
+	kr.ns = (char *)ns;
 	kr.keys = &k;
 	kr.n_keys = 1;
-	kr.sizes = &size;
-	kr.n_sizes = 1;
+	if (strcmp(op, "reserve") == 0) {
+		kr.sizes = &arg;
+		kr.n_sizes = 1;
+	} else {
+		kr.versions = &arg;
+		kr.n_versions = 1;
+	}
 	kr.holder = (char *)holder;
 	rc = wire_client_call(wc, WIRE_KV, &kr.base, WIRE_KV_REPLY, (ProtobufCMessage **)&rep, msg,
 			      sizeof(msg));
@@ -307,9 +278,30 @@ static int reserve_page(const uint8_t *key, const char *holder, uint64_t *ret_ve
 		return rc;
 	}
 	rc = rep->n_locations == 1 ? rep->locations[0]->status : -EPROTO;
-	*ret_version = rep->n_locations == 1 ? rep->locations[0]->version : 0;
+	if (ret_version != NULL)
+		*ret_version = rep->n_locations == 1 ? rep->locations[0]->version : 0;
 	wire_msg_free(&rep->base);
 	return rc;
+}
+
+/* --steal: another session's reservation can be neither published nor freed. */
+static int steal_reservation(const char *ns, const char *key)
+{
+	static const char *const ops[] = {"commit", "abort"};
+	unsigned taken = 0, refused = 0, other = 0;
+	uint64_t version;
+
+	for (version = 1; version <= 10000; version++)
+		for (size_t i = 0; i < 2; i++) {
+			int rc = kv_one(ops[i], ns, key, strlen(key), version, NULL, NULL);
+
+			taken += rc == 0;
+			refused += rc == -EPERM;
+			other += rc != 0 && rc != -EPERM;
+		}
+	printf("steal: %u taken, %u refused as another session's, %u not found\n", taken, refused,
+	       other);
+	return (int)taken;
 }
 
 /* --poison: a page planted under another uid's key is refused. */
@@ -322,32 +314,18 @@ static int poison_page(const char *holder)
 
 	memset(key, 0xab, sizeof(key));
 	key[0] = key[1] = key[2] = key[3] = 0; /* root's */
-	rc = reserve_page(key, holder, &version);
+	rc = kv_one("reserve", "snap.pages", key, sizeof(key), 4096, holder, &version);
 	verdict("storing a page under a key of root's", rc == -EPERM, strerror(-rc));
 	key[0] = (uint8_t)(me >> 24);
 	key[1] = (uint8_t)(me >> 16);
 	key[2] = (uint8_t)(me >> 8);
 	key[3] = (uint8_t)me;
-	rc = reserve_page(key, holder, &version);
+	rc = kv_one("reserve", "snap.pages", key, sizeof(key), 4096, holder, &version);
 	printf("%s: storing a page under a key of its own (%s)\n", rc == 0 ? "allowed" : "FAILED",
 	       rc == 0 ? "reserved" : strerror(-rc));
 	failures += rc != 0;
-	if (rc == 0) {
-		Pool__KvRequest kr = POOL__KV_REQUEST__INIT;
-		ProtobufCBinaryData k = {16, key};
-		Pool__KvReply *rep;
-		char msg[256];
-
-		kr.op = (char *)"abort";
-		kr.ns = (char *)"snap.pages";
-		kr.keys = &k;
-		kr.n_keys = 1;
-		kr.versions = &version;
-		kr.n_versions = 1;
-		if (wire_client_call(wc, WIRE_KV, &kr.base, WIRE_KV_REPLY,
-				     (ProtobufCMessage **)&rep, msg, sizeof(msg)) == 0)
-			wire_msg_free(&rep->base);
-	}
+	if (rc == 0)
+		kv_one("abort", "snap.pages", key, sizeof(key), version, NULL, NULL);
 	return failures;
 }
 
