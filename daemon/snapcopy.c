@@ -14,11 +14,15 @@
  * Only clients that could read the manifest know it, so it is the
  * capability to a copy: a get must name it, and list shows it only to
  * admins and to the uid that made the copy. A different id under the same
- * name is a newer image: it replaces the older copy.
+ * name, from the uid that made the copy, is a newer image: it replaces the
+ * older copy. Another uid's get of that name with another id makes a copy
+ * of its own beside it: nobody evicts another uid's copy by naming it.
  *
  * The bytes of all copies are bounded by snap.copies; to make room, the
  * least recently used ready copies are dropped (clients keep what they
- * have mapped: the kernel frees a memfd with its last mapping).
+ * have mapped: the kernel frees a memfd with its last mapping). The copies
+ * one uid is filling take at most half of it, so that a fill that never
+ * ends leaves the others room.
  */
 #include "config.h"
 
@@ -85,12 +89,14 @@ static uint64_t snapcopy_budget(const struct poold *pd)
 	return (uint64_t)pages * (uint64_t)psize / 4;
 }
 
-static struct snapcopy *snapcopy_find(struct snapcopies *sc, const char *name)
+/* The copy of (name, id); with any_id, a copy of name that uid made, whatever its id. */
+static struct snapcopy *snapcopy_find(struct snapcopies *sc, const char *name, uint64_t id,
+				      bool any_id, uid_t uid)
 {
 	struct snapcopy *c;
 
 	TAILQ_FOREACH(c, &sc->list, entry)
-		if (strcmp(c->name, name) == 0)
+		if (strcmp(c->name, name) == 0 && (any_id ? c->uid == uid : c->id == id))
 			return c;
 	return NULL;
 }
@@ -242,14 +248,24 @@ static int snapcopy_room(struct poold *pd, struct snapcopies *sc, uint64_t size)
 static int snapcopy_create(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
 {
 	struct snapcopy *c;
+	uint64_t uid_filling = 0;
 	unsigned fills = 0;
 	int rc;
 
 	/* A client that never says done would hold the memory of its copies: only so many. */
-	TAILQ_FOREACH(c, &sc->list, entry)
+	TAILQ_FOREACH(c, &sc->list, entry) {
 		fills += c->state == COPY_FILLING && c->filler == r->session;
+		if (c->state == COPY_FILLING && c->uid == r->uid)
+			uid_filling += c->size;
+	}
 	if (fills >= SNAPCOPY_FILLS_MAX)
 		return req_errorf(r, -EBUSY, "this connection fills %u copies already", fills);
+	if (!r->admin && uid_filling + m->size > snapcopy_budget(r->pd) / 2)
+		return req_errorf(r, -ENOSPC, "the copies uid %u fills may take half of snap.copies "
+				  "(%llu bytes); it fills %llu, and this one has %llu",
+				  (unsigned)r->uid,
+				  (unsigned long long)(snapcopy_budget(r->pd) / 2),
+				  (unsigned long long)uid_filling, (unsigned long long)m->size);
 	rc = snapcopy_room(r->pd, sc, m->size);
 	if (rc < 0)
 		return req_errorf(r, rc, "no room for a %llu-byte copy of %s: snap.copies is "
@@ -312,14 +328,15 @@ static int snapcopy_get(struct req *r, struct snapcopies *sc, const Pool__SnapCo
 	if (m->size == 0 || m->size > SNAPCOPY_SIZE_MAX || m->size % SNAPCOPY_ALIGN != 0)
 		return req_errorf(r, -EINVAL, "size %llu: a multiple of %d bytes, at most 1T",
 				  (unsigned long long)m->size, SNAPCOPY_ALIGN);
-	c = snapcopy_find(sc, m->name);
-	if (c != NULL && c->id != m->id) {
-		/* A newer image under that name: the old one is not used from now on. */
-		snapcopy_free(sc, c, -ESTALE, "was replaced by a newer image");
-		c = NULL;
-	}
-	if (c == NULL)
+	c = snapcopy_find(sc, m->name, m->id, false, 0);
+	if (c == NULL) {
+		/* A newer image under that name from its copy's maker: the old one is done with. */
+		struct snapcopy *old = snapcopy_find(sc, m->name, 0, true, r->uid);
+
+		if (old != NULL)
+			snapcopy_free(sc, old, -ESTALE, "was replaced by a newer image");
 		return snapcopy_create(r, sc, m);
+	}
 	if (c->size != m->size)
 		return req_errorf(r, -EINVAL, "the copy of %s has %llu bytes, not %llu", c->name,
 				  (unsigned long long)c->size, (unsigned long long)m->size);
@@ -338,8 +355,8 @@ static int snapcopy_filling(struct req *r, struct snapcopies *sc, const Pool__Sn
 
 	if (!m->has_id)
 		return req_errorf(r, -EINVAL, "%s needs a name and an id", m->op);
-	c = snapcopy_find(sc, m->name);
-	if (c == NULL || c->id != m->id)
+	c = snapcopy_find(sc, m->name, m->id, false, 0);
+	if (c == NULL)
 		return req_errorf(r, -ENOENT, "no copy of %s with that id here", m->name);
 	if (c->state != COPY_FILLING || c->filler != r->session)
 		return req_errorf(r, -EPERM, "this connection is not filling the copy of %s",

@@ -214,6 +214,23 @@ def case_space(path):
     os.close(fd)
 
 
+def case_tenant(path):
+    """Another uid (run as one): its get of root's name with another id makes a copy of its
+    own, root's stays; the copies it fills take at most half of snap.copies (1M here)."""
+    a = Client(path)
+    st, fd = a.status("get", "rep", 99, 65536)
+    assert st == "fill", st
+    os.close(fd)
+    a.status("abort", "rep", 99)
+    assert a.error("get", "half", 1, MiB // 2 + 4096) == -ENOSPC
+    fill(a, "quarter", 1, MiB // 4, 7)
+
+
+def case_kept(path):
+    """Root's copy of rep (id 1, from case_replace) is still there, ready."""
+    ready(Client(path), "rep", 1, 65536, 5)
+
+
 def case_drop(path, name):
     """Drop the copies of name."""
     assert Client(path).status("drop", name)[0] == "dropped"

@@ -18,7 +18,9 @@ for l in urllib.request.urlopen(sys.argv[1], timeout=10).read().decode().splitli
 }
 
 check_exit 1 "snap.copies is a size" "$POOLD" -n -o snap.copies=lots
-pool_start -o lend.size=16M -o snap.copies=1M -o metrics.listen="127.0.0.1:$PORT" || exit 1
+pool_start -o lend.size=16M -o snap.copies=1M -o metrics.listen="127.0.0.1:$PORT" \
+	-o control.mode=0666 || exit 1
+chmod 0755 "$TEST_DIR" "$TEST_DIR/run"
 
 check "no copies at first" "$POOLCTL" snap copies
 check_out "^NAME +ID +SIZE +STATE +CLONES +UID +WAITING$" "snap copies lists a header"
@@ -33,6 +35,11 @@ check_out '"name": ?"img"' "json names it"
 check "a filler that aborts hands the fill to a waiter" $PY handoff abort
 check "a filler that disconnects hands the fill to a waiter" $PY handoff close
 check "a newer id replaces the copy" $PY replace
+if have_nobody /usr/bin/python3; then
+	check "another uid naming it with another id makes its own copy; its fills take half the budget" \
+		as_nobody /usr/bin/python3 "$top_srcdir/tests/integration/snapcopy.py" "$POOL_SOCKET" tenant
+	check "root's copy is still there" $PY kept
+fi
 check "bad requests get errors" $PY bad
 pool_alive && ok "poold is still up" || not_ok "poold died"
 check "snap copies" "$POOLCTL" snap copies
