@@ -70,6 +70,8 @@ struct kv_val {
 	bool pmem; /* spilled to the lender's pmem tier, below a DRAM namespace */
 	uint8_t ncopies;
 	struct kv_place copy[KV_MAX_REPLICAS - 1];
+	bool owned;	/* a dedup page counted against its writer's quota (kv_owner_charge()) */
+	uint32_t owner; /* that writer's uid: the key's first 4 bytes */
 };
 
 /* Storage for the places of one reply location. */
@@ -169,6 +171,11 @@ struct kv_space {
 	struct region *holder;	    /* dedup: the region taking the references served */
 	unsigned recopies;	    /* copies started again in this sweep */
 	TAILQ_HEAD(, kv_recopy) copying; /* copies in flight: their extents are claimed */
+	struct kv_owner {
+		uint32_t uid;
+		uint64_t bytes;
+	} *owners; /* bytes of dedup pages (snapshot pages) per writer */
+	size_t nowners;
 };
 
 /* The ledger's region id of a namespace's extents: kept apart from region ids. */
@@ -320,9 +327,52 @@ static void kv_val_retire(struct poold *pd, const struct kv_val *v)
 		region_retire(pd, all[i].node, all[i].arena, all[i].off, all[i].alen, NULL);
 }
 
+/* The uid a dedup namespace's key belongs to: its first 4 bytes, big-endian. */
+static uint32_t kv_key_owner(const uint8_t *key, size_t klen)
+{
+	return klen < 4 ? UINT32_MAX
+			: (uint32_t)key[0] << 24 | (uint32_t)key[1] << 16 | (uint32_t)key[2] << 8 |
+				  key[3];
+}
+
+/* Count (sign 1) or stop counting (-1) an owned value's bytes against its writer. */
+static void kv_owner_charge(struct poold *pd, const struct kv_val *v, int sign)
+{
+	struct kv_space *ks = pd->kv;
+	struct kv_owner *o;
+	size_t i;
+
+	if (!v->owned)
+		return;
+	for (i = 0; i < ks->nowners && ks->owners[i].uid != v->owner; i++)
+		;
+	if (i == ks->nowners) {
+		if (sign < 0 || (o = reallocarray(ks->owners, i + 1, sizeof(*o))) == NULL)
+			return;
+		ks->owners = o;
+		ks->owners[ks->nowners++] = (struct kv_owner){v->owner, 0};
+	}
+	if (sign > 0)
+		ks->owners[i].bytes += kv_val_bytes(v);
+	else
+		ks->owners[i].bytes -= MIN(ks->owners[i].bytes, kv_val_bytes(v));
+}
+
+/* Bytes of snapshot pages uid wrote that the pool holds (each page once, however shared). */
+uint64_t kv_owner_bytes(struct poold *pd, uid_t uid)
+{
+	size_t i;
+
+	for (i = 0; pd->kv != NULL && i < pd->kv->nowners; i++)
+		if (pd->kv->owners[i].uid == (uint32_t)uid)
+			return pd->kv->owners[i].bytes;
+	return 0;
+}
+
 /* Give a value's places back. */
 static void kv_val_free(struct poold *pd, struct kv_ns *ns, const struct kv_val *v)
 {
+	kv_owner_charge(pd, v, -1);
 	kv_val_retire(pd, v);
 	if (v->pmem)
 		ns->pmem_used -= kv_val_bytes(v);
@@ -551,7 +601,8 @@ static int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t 
 			break;
 		nodes[k] = lp->node;
 		if (k == 0)
-			*v = (struct kv_val){lp->node, lp->arena, off, alen, len, 0, false, 0, {{0}}};
+			*v = (struct kv_val){lp->node, lp->arena, off, alen, len, 0, false, 0, {{0}},
+					     false, 0};
 		else
 			v->copy[v->ncopies++] = (struct kv_place){lp->node, lp->arena, off, alen};
 	}
@@ -862,6 +913,10 @@ static void kv_moved(struct poold *pd, void *arg, int rc)
 		if (rc == 0) {
 			struct kv_zombie *z = e->pins ? calloc(1, sizeof(*z)) : NULL;
 
+			/* The count goes with the value to its new place. */
+			mv->to.owned = mv->from.owned;
+			mv->to.owner = mv->from.owner;
+			mv->from.owned = false;
 			if (z != NULL) { /* its readers keep the old place until they are done */
 				z->val = mv->from;
 				z->pins = e->pins;
@@ -922,7 +977,7 @@ static int kv_move(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool 
 	mv->ns_id = ns->id;
 	mv->from = e->val;
 	mv->to = (struct kv_val){dst->node, dst->arena, off, alen, e->val.vlen, e->val.version,
-				 to_pmem, 0, {{0}}};
+				 to_pmem, 0, {{0}}, false, 0};
 	if (to_pmem) {
 		ns->pmem_used += alen;
 		ns->leaving += e->val.alen;
@@ -1121,6 +1176,13 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			kv_loc(NULL, loc, NULL, -ENOSPC, NULL, 0);
 			return 0;
 		}
+		/* Snapshot pages count against their writer's quota.bytes, with its regions. */
+		if ((ns->flags & HOLD_NS_DEDUP) && pd->conf->quota_bytes > 0 &&
+		    region_uid_bytes(pd, q->uid) + kv_owner_bytes(pd, q->uid) + need >
+			    (uint64_t)pd->conf->quota_bytes) {
+			kv_loc(NULL, loc, NULL, -EDQUOT, NULL, 0);
+			return 0;
+		}
 		rc = kv_make_room(pd, ns, need, !(ns->flags & HOLD_NS_NO_EVICT));
 		if (rc == 0)
 			rc = kv_place(pd, ns, h, size, &v);
@@ -1141,6 +1203,11 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 		if (e->has_pending)
 			kv_pending_retire(pd, ns, e);
 		v.version = ++ns->next_version;
+		if (ns->flags & HOLD_NS_DEDUP) {
+			v.owned = true;
+			v.owner = kv_key_owner(key, klen);
+			kv_owner_charge(pd, &v, 1);
+		}
 		e->pending = v;
 		e->has_pending = true;
 		e->pnode = q->node;
@@ -2326,7 +2393,12 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 		return -ENOMEM;
 	}
 	e->val = (struct kv_val){node, arena, off, alen, h->vlen, h->version,
-				 lp->tier != kv_tier(ns), 0, {{0}}};
+				 lp->tier != kv_tier(ns), 0, {{0}}, false, 0};
+	if (ns->flags & HOLD_NS_DEDUP) {
+		e->val.owned = true;
+		e->val.owner = kv_key_owner(key, klen);
+		kv_owner_charge(pd, &e->val, 1);
+	}
 	e->has_val = true;
 	/* References kept while its lender was away stay; after our own restart, unknown. */
 	if ((ns->flags & HOLD_NS_DEDUP) && e->refs == 0) {
@@ -2374,6 +2446,7 @@ void kv_close(struct poold *pd)
 	while ((ns = TAILQ_FIRST(&pd->kv->list)) != NULL)
 		kv_ns_free(pd, ns);
 	kv_ns_free(pd, pd->kv->orphans);
+	free(pd->kv->owners);
 	free(pd->kv);
 	pd->kv = NULL;
 }

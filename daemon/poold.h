@@ -433,6 +433,8 @@ void region_lender_update(struct poold *pd, const Pool__NodeInfo *info);
 uint64_t region_arena_used(struct poold *pd, uint32_t node, uint32_t arena);
 void region_session_end(struct poold *pd, uint32_t node, uint64_t session);
 struct region *region_find(struct regions *rs, const char *name);
+uint64_t region_uid_bytes(struct poold *pd, uid_t uid);
+uint64_t kv_owner_bytes(struct poold *pd, uid_t uid);
 bool region_allowed(const struct region *r, const struct req *q, unsigned want);
 bool region_pool_usable(struct poold *pd, const struct lender_pool *lp);
 struct lender_pool *region_pool(struct regions *rs, uint32_t node, uint32_t arena);

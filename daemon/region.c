@@ -1147,11 +1147,23 @@ static int region_reply(struct req *q, const struct region *r, bool with_extents
 	return rc;
 }
 
-/* Check the caller's uid against quota.bytes and quota.regions. */
+/* Bytes of the regions uid owns. */
+uint64_t region_uid_bytes(struct poold *pd, uid_t uid)
+{
+	uint64_t bytes = 0;
+	struct region *r;
+
+	TAILQ_FOREACH(r, &pd->regions->list, entry)
+		if (r->uid == uid)
+			bytes += r->size;
+	return bytes;
+}
+
+/* Check the caller's uid against quota.bytes (its regions and snapshot pages) and quota.regions. */
 static int region_quota(struct req *q, uint64_t size)
 {
 	struct poold_conf *conf = q->pd->conf;
-	uint64_t bytes = 0, count = 0;
+	uint64_t bytes = kv_owner_bytes(q->pd, q->uid), count = 0;
 	struct region *r;
 
 	TAILQ_FOREACH(r, &q->pd->regions->list, entry)
@@ -1169,8 +1181,8 @@ static int region_quota(struct req *q, uint64_t size)
 		units_fmt_size(bytes, have, sizeof(have));
 		units_fmt_size(size, want, sizeof(want));
 		units_fmt_size((uint64_t)conf->quota_bytes, lim, sizeof(lim));
-		return req_errorf(q, -EDQUOT, "uid %u owns %s of regions; %s more is over quota.bytes "
-				  "(%s)", (unsigned)q->uid, have, want, lim);
+		return req_errorf(q, -EDQUOT, "uid %u owns %s of regions and snapshot pages; %s more "
+				  "is over quota.bytes (%s)", (unsigned)q->uid, have, want, lim);
 	}
 	return 0;
 }

@@ -7,6 +7,7 @@
 # snapshots survive a restart (pinned ones do not); bad input is refused.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 SNAP="$top_builddir/tests/tools/pool-snap"
+IO="$top_builddir/tests/tools/pool-io"
 PMEM="$TEST_DIR/pmem"
 
 chmod 0755 "$TEST_DIR"
@@ -185,4 +186,24 @@ check_exit 1 "the pinned ones are gone" "$POOLCTL" snap info b
 check "remove it" "$POOLCTL" snap rm p
 pool_alive && ok "poold still running" || not_ok "poold still running"
 check "stops cleanly" pool_stop
+
+# quota.bytes counts a uid's snapshot pages with its regions (each page once,
+# however many of its snapshots share it); another uid's use is its own.
+if have_nobody "$POOLCTL"; then
+	pool_start -o lend.size=64M -o quota.bytes=16M -o control.mode=0666 || exit 1
+	chmod 0755 "$TEST_DIR" "$TEST_DIR/run"
+	"$SNAP" mkimg "$TEST_DIR/q32.img" 32 41 42 0 0 && "$SNAP" mkimg "$TEST_DIR/q8.img" 8 43 44 0 0
+	chmod 0644 "$TEST_DIR"/q*.img
+	check_exit 1 "a uid's 32 MiB snapshot over its 16M quota is refused" as_nobody "$POOLCTL" snap put q32 "$TEST_DIR/q32.img"
+	check_out "quota" "saying it is over quota"
+	check "an 8 MiB one fits" as_nobody "$POOLCTL" snap put q8 "$TEST_DIR/q8.img"
+	check "the same pages again take no more" as_nobody "$POOLCTL" snap put q8b "$TEST_DIR/q8.img"
+	check_exit 1 "then a 12M region of that uid is over its quota" as_nobody "$IO" create qreg $((12 << 20)) local
+	check_out "regions and snapshot pages" "the refusal counts both"
+	check "root's own 12M region is not" "$IO" create rootreg $((12 << 20)) local
+	check "removing its snapshots gives the room back" as_nobody "$POOLCTL" snap rm q8
+	as_nobody "$POOLCTL" snap rm q8b >/dev/null
+	check "and the 12M region fits" as_nobody "$IO" create qreg $((12 << 20)) local
+	check "stops" pool_stop
+fi
 pool_done
