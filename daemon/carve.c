@@ -121,7 +121,7 @@ static void carve_copy(const struct arena *a, char *dst, uint64_t off, uint64_t 
 }
 
 /* Give the arena's file its pages back over [off, off+len) and map it there again. */
-static int carve_restore(struct poold *pd, struct arena *a, uint64_t off, uint64_t len)
+static int carve_restore(struct arena *a, uint64_t off, uint64_t len)
 {
 	int rc;
 
@@ -135,7 +135,6 @@ static int carve_restore(struct poold *pd, struct arena *a, uint64_t off, uint64
 	if (off + len <= a->lent && (rc = posix_fallocate(a->fd, (off_t)off, (off_t)len)) != 0)
 		log_warnx("arena %u: cannot back [%llu, +%llu) again: %s (pages come when touched)",
 			  a->id, (unsigned long long)off, (unsigned long long)len, strerror(rc));
-	(void)pd;
 	return 0;
 }
 
@@ -176,7 +175,7 @@ static int carve_make(struct poold *pd, struct arena *a, uint64_t off, uint64_t 
 	if (mmap((char *)a->base + off, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
 	    MAP_FAILED) {
 		rc = -errno;
-		carve_restore(pd, a, off, len);
+		carve_restore(a, off, len);
 		close(fd);
 		return rc;
 	}
@@ -232,7 +231,7 @@ int carve_fd(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len, bool 
 			return -EOPNOTSUPP;
 		if ((rc = carve_insert(pd, &c)) < 0) {
 			if (c.fd >= 0) {
-				carve_restore(pd, a, off, len);
+				carve_restore(a, off, len);
 				close(c.fd);
 			}
 			return rc;
@@ -268,7 +267,7 @@ void carve_release(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 			continue;
 		if (fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)c->len) < 0)
 			log_warn("cannot empty a region's memfd");
-		carve_restore(pd, &pd->arenas[arena], c->off, c->len);
+		carve_restore(&pd->arenas[arena], c->off, c->len);
 		close(c->fd);
 	}
 	memmove(&cs->v[at], &cs->v[end], (cs->n - end) * sizeof(*cs->v));
