@@ -384,9 +384,19 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 					    ? bufferevent_get_openssl_error(bev) : 0;
 		char why[256];
 
-		if (tls != 0) { /* a handshake refused, a bad record: worth a warning */
+		if (tls != 0) { /* a handshake refused, a bad record: worth a warning, not a flood */
+			/* Said once per 10 s for each reason, so one does not hide another. */
+			static struct {
+				unsigned long reason;
+				struct log_limit said;
+			} said[8];
+			unsigned long reason = ERR_GET_REASON(tls);
+			size_t k = reason % 8;
+
+			if (said[k].reason != reason)
+				said[k] = (typeof(said[k])){reason, {0, 0}};
 			ERR_error_string_n(tls, why, sizeof(why));
-			log_warnx("%s: TLS: %s", c->desc, why);
+			log_warnx_limited(&said[k].said, 10000, "%s: TLS: %s", c->desc, why);
 		} else {
 			log_debug("%s: %s", c->desc,
 				  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));

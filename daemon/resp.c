@@ -206,7 +206,9 @@ static void resp_command(struct resp_conn *c)
 			resp_limits(c);
 			resp_out(c, "+OK\r\n");
 		} else {
-			log_warnx("RESP client: wrong password");
+			static struct log_limit said;
+
+			log_warnx_limited(&said, 10000, "RESP client: wrong password");
 			resp_out(c, "-WRONGPASS invalid username-password pair\r\n");
 		}
 		return;
