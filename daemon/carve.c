@@ -227,6 +227,7 @@ int carve_fd(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len, bool 
 		    rc != -EOPNOTSUPP)
 			log_warnx("arena %u: cannot give [%llu, +%llu) a file of its own: %s", arena,
 				  (unsigned long long)off, (unsigned long long)len, err_str(rc));
+		/* Nothing to record for a tenant refused: it may be carved later. */
 		if (c.fd < 0 && !may_share)
 			return -EOPNOTSUPP;
 		if ((rc = carve_insert(pd, &c)) < 0) {

@@ -397,22 +397,31 @@ void grant_clear(struct poold *pd)
  * -EACCES (read-only), -ESTALE
  * (moved: stat it again), -ERANGE (outside it), -E2BIG (too many pieces).
  */
-int grant_region_pieces(struct poold *pd, uint64_t session, uint64_t region, uint64_t off,
-			uint64_t len, bool write, struct grant_piece *pieces, size_t max)
+/* The session's grant of a region, if it may be used now: else NULL and why in *ret_rc. */
+static const struct grant_region *grant_region_usable(struct poold *pd, uint64_t session,
+						      uint64_t region, bool write, int *ret_rc)
 {
 	struct grant_session *gs = grant_session(pd, session, false);
 	struct grant_region *g = gs ? grant_region_find(gs, region, NULL) : NULL;
+
+	*ret_rc = g == NULL		       ? -EPERM
+		  : g->expired		       ? -EKEYEXPIRED
+		  : write && !(g->access & 2) ? -EACCES
+		  : g->stale		       ? -ESTALE
+					       : 0;
+	return *ret_rc == 0 ? g : NULL;
+}
+
+int grant_region_pieces(struct poold *pd, uint64_t session, uint64_t region, uint64_t off,
+			uint64_t len, bool write, struct grant_piece *pieces, size_t max)
+{
+	int rc;
+	const struct grant_region *g = grant_region_usable(pd, session, region, write, &rc);
 	uint64_t pos = 0;
 	size_t n = 0;
 
 	if (g == NULL)
-		return -EPERM;
-	if (g->expired)
-		return -EKEYEXPIRED;
-	if (write && !(g->access & 2))
-		return -EACCES;
-	if (g->stale)
-		return -ESTALE;
+		return rc;
 	if (off > g->size || len > g->size - off || g->n == 0)
 		return -ERANGE;
 	while (pos < len) {
@@ -448,15 +457,11 @@ int grant_region_pieces(struct poold *pd, uint64_t session, uint64_t region, uin
 int grant_region_extent(struct poold *pd, uint64_t session, uint64_t region,
 			struct region_extent *ret_extent, bool *ret_write)
 {
-	struct grant_session *gs = grant_session(pd, session, false);
-	struct grant_region *g = gs ? grant_region_find(gs, region, NULL) : NULL;
+	int rc;
+	const struct grant_region *g = grant_region_usable(pd, session, region, false, &rc);
 
 	if (g == NULL)
-		return -EPERM;
-	if (g->expired)
-		return -EKEYEXPIRED;
-	if (g->stale)
-		return -ESTALE;
+		return rc;
 	if (g->stripe != 0 || g->n != 1 || g->ext[0].len < g->size)
 		return -EREMOTE;
 	*ret_extent = g->ext[0];

@@ -1477,14 +1477,10 @@ static int kv_dedup_holder(struct req *q, const struct kv_ns *ns, const Pool__Kv
 	 * uid's put would find, so no one's snapshot restores someone else's
 	 * bytes. Admins (recounts, adoptions) may name any key.
 	 */
-	for (size_t i = 0; !q->admin && i < kr->n_keys; i++) {
-		const uint8_t *k = kr->keys[i].data;
-
-		if (kr->keys[i].len < 4 || ((uint32_t)k[0] << 24 | (uint32_t)k[1] << 16 |
-					    (uint32_t)k[2] << 8 | k[3]) != (uint32_t)q->uid)
+	for (size_t i = 0; !q->admin && i < kr->n_keys; i++)
+		if (kv_key_owner(kr->keys[i].data, kr->keys[i].len) != (uint32_t)q->uid)
 			return req_errorf(q, -EPERM, "a key of '%s' starts with its writer's uid, "
 					  "%u", ns->name, (unsigned)q->uid);
-	}
 	if (kr->holder == NULL || (r = region_find(q->pd->regions, kr->holder)) == NULL)
 		return req_errorf(q, -EINVAL, "a put to '%s' names the region holding it",
 				  ns->name);
@@ -1505,17 +1501,7 @@ static int kv_dedup_holder(struct req *q, const struct kv_ns *ns, const Pool__Kv
  */
 static bool kv_ns_allowed(const struct kv_ns *ns, const struct req *q, unsigned want)
 {
-	unsigned bits;
-
-	if (q->admin || q->uid == 0)
-		return true;
-	if (q->uid == ns->uid)
-		bits = ns->mode >> 6;
-	else if (q->gid == ns->gid)
-		bits = ns->mode >> 3;
-	else
-		bits = ns->mode;
-	return (bits & want & 7) == want;
+	return q->admin || req_mode_allows(q, ns->uid, ns->gid, ns->mode, want);
 }
 
 /* The access a KV operation needs: lookups read, writes and their ends write, the rest none. */

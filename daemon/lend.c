@@ -174,7 +174,7 @@ static int lend_pmem_layout(uint64_t bytes, uint64_t *ret_lent, size_t *ret_jour
  * already (its record at the end is a journal). Anything else would be
  * overwritten: -EEXIST, with why in err. A device is checked once mapped.
  */
-int lend_pmem_check(const char *path, char *err, size_t errlen)
+int lend_pmem_check(const char *path, uint64_t size, char *err, size_t errlen)
 {
 	uint8_t hdr[JOURNAL_MIN_SIZE];
 	uint64_t lent;
@@ -182,7 +182,7 @@ int lend_pmem_check(const char *path, char *err, size_t errlen)
 	struct stat st;
 	int fd, probe = -1;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO would block */
 	if (fd < 0)
 		return 0; /* made at start-up (or it says why it cannot be) */
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
@@ -193,7 +193,10 @@ int lend_pmem_check(const char *path, char *err, size_t errlen)
 		close(fd);
 		return 0;
 	}
-	if (lend_pmem_layout((uint64_t)st.st_size, &lent, &journal) == 0 &&
+	/* Its record is at the end of what is mapped: pmem.size, when the file is that long. */
+	if (size == 0 || size > (uint64_t)st.st_size)
+		size = (uint64_t)st.st_size;
+	if (lend_pmem_layout(size, &lent, &journal) == 0 &&
 	    pread(fd, hdr, sizeof(hdr), (off_t)lent) == (ssize_t)sizeof(hdr))
 		probe = journal_probe(hdr, journal);
 	close(fd);
@@ -214,7 +217,8 @@ static int lend_pmem(struct poold *pd, struct arena *a)
 
 	a->tier = TIER_PMEM;
 	a->numa = -1;
-	if (!conf->pmem_init && lend_pmem_check(conf->pmem_path, err, sizeof(err)) < 0) {
+	if (!conf->pmem_init &&
+	    lend_pmem_check(conf->pmem_path, (uint64_t)conf->pmem_size, err, sizeof(err)) < 0) {
 		log_warnx("%s", err);
 		return -EEXIST;
 	}

@@ -108,8 +108,6 @@ int poold_reload(struct poold *pd, char *errbuf, size_t errlen)
 	return 0;
 }
 
-#define POOLD_POLL_US 50 /* how long poold polls for the next request (poold_run()) */
-
 static void poold_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct poold *pd = arg;
@@ -146,6 +144,8 @@ static uint64_t poold_activity(const struct poold *pd)
  * other event is served as before; after POOLD_POLL_US without a request
  * or fabric progress, poold sleeps. Idle, it uses no CPU.
  */
+#define POOLD_POLL_US 50 /* quiet after which poold sleeps again */
+
 static void poold_run(struct poold *pd)
 {
 	uint64_t seen, until;
@@ -183,7 +183,7 @@ static int poold_check(const char *path, char *const *overrides, size_t n)
 	}
 	if (poold_resolve_admin(conf, &gid, msg, sizeof(msg)) < 0 ||
 	    (conf->pmem_path[0] != '\0' && !conf->pmem_init &&
-	     lend_pmem_check(conf->pmem_path, msg, sizeof(msg)) < 0)) {
+	     lend_pmem_check(conf->pmem_path, (uint64_t)conf->pmem_size, msg, sizeof(msg)) < 0)) {
 		fprintf(stderr, "%s: %s\n", path ? path : "built-in defaults", msg);
 		conf_free(conf);
 		return 1;

@@ -315,7 +315,7 @@ int lend_open(struct poold *pd);
 void lend_close(struct poold *pd);
 void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 void lend_numa_bind(void *base, size_t len, int numa);
-int lend_pmem_check(const char *path, char *err, size_t errlen);
+int lend_pmem_check(const char *path, uint64_t size, char *err, size_t errlen);
 void lend_set_limit(struct poold *pd, uint32_t arena, uint64_t limit);
 int lend_copy(struct poold *pd, uint32_t src, uint64_t src_off, uint32_t dst, uint64_t dst_off,
 	      uint64_t len);
@@ -435,6 +435,7 @@ void region_session_end(struct poold *pd, uint32_t node, uint64_t session);
 struct region *region_find(struct regions *rs, const char *name);
 uint64_t region_uid_bytes(struct poold *pd, uid_t uid);
 uint64_t kv_owner_bytes(struct poold *pd, uid_t uid);
+bool req_mode_allows(const struct req *q, uid_t owner, gid_t group, unsigned mode, unsigned want);
 bool region_allowed(const struct region *r, const struct req *q, unsigned want);
 bool region_pool_usable(struct poold *pd, const struct lender_pool *lp);
 struct lender_pool *region_pool(struct regions *rs, uint32_t node, uint32_t arena);

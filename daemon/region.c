@@ -1109,20 +1109,30 @@ int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, 
 	return 0;
 }
 
-/* Whether uid/gid may access r with the given rwx bits (4 read, 2 write). */
-bool region_allowed(const struct region *r, const struct req *q, unsigned want)
+/*
+ * Whether the caller may access an object of owner, group and mode with
+ * the given rwx bits (4 read, 2 write): root always; the others by the
+ * owner's, the group's or the others' bits of mode.
+ */
+bool req_mode_allows(const struct req *q, uid_t owner, gid_t group, unsigned mode, unsigned want)
 {
 	unsigned bits;
 
 	if (q->uid == 0)
 		return true;
-	if (q->uid == r->uid)
-		bits = (r->mode >> 6) & 7;
-	else if (q->gid == r->gid)
-		bits = (r->mode >> 3) & 7;
+	if (q->uid == owner)
+		bits = (mode >> 6) & 7;
+	else if (q->gid == group)
+		bits = (mode >> 3) & 7;
 	else
-		bits = r->mode & 7;
+		bits = mode & 7;
 	return (bits & want) == want;
+}
+
+/* Whether uid/gid may access r with the given rwx bits (4 read, 2 write). */
+bool region_allowed(const struct region *r, const struct req *q, unsigned want)
+{
+	return req_mode_allows(q, r->uid, r->gid, r->mode, want);
 }
 
 /* Reply with the region and the members that hold its extents. */
