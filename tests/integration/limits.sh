@@ -77,8 +77,10 @@ python3 - "$POOL_SOCKET" "$top_srcdir/tests/integration" "$POOLCTL" "/proc/$POOL
 import socket, subprocess, sys, threading, time
 sys.path.insert(0, sys.argv[2])
 import wire
-def hwm():
-    return int(next(l for l in open(sys.argv[4]) if l.startswith("VmHWM:")).split()[1])
+def status(field):
+    return int(next(l for l in open(sys.argv[4]) if l.startswith(field + ":")).split()[1])
+hwm = lambda: status("VmHWM")
+rss0 = status("VmRSS")
 conns = []
 for i in range(64):
     s = wire.connect(sys.argv[1])
@@ -103,10 +105,15 @@ while left and time.time() < deadline:  # each connection pushes 40,000 requests
     time.sleep(0.01)
 assert subprocess.run([sys.argv[3], "status"], capture_output=True).returncode == 0, "others served"
 grown = hwm() - before
+rss1 = status("VmRSS")
 for s in conns:
     s.close()
-print("64 connections of one uid, none reading: poold's peak grew %d KiB" % grown)
+time.sleep(2)  # poold frees their buffers and gives the heap back within a second
+rss2 = status("VmRSS")
+print("64 connections of one uid, none reading: poold's peak grew %d KiB; RSS %d -> %d -> %d KiB after close"
+      % (grown, rss0, rss1, rss2))
 assert grown < 48 * 1024, grown
+assert rss2 - rss0 < max(1024, (rss1 - rss0) // 4), (rss0, rss1, rss2)
 EOF2
 [ $? -eq 0 ] && ok "control.max_output_per_uid bounds a uid's unread replies ($(cat "$TEST_DIR/out"))" \
 	|| { not_ok "per-uid unread replies"; cat "$TEST_DIR/out"; }
