@@ -971,6 +971,7 @@ void coord_close(struct poold *pd)
 	kv_close(pd);
 	coordlog_close(pd);
 	region_close_space(pd); /* before the calls go: it owns their arguments */
+	usage_clear(&pd->usage);
 	while ((call = TAILQ_FIRST(&co->calls)) != NULL) {
 		TAILQ_REMOVE(&co->calls, call, entry);
 		if (call->reply != NULL)

@@ -36,6 +36,8 @@ struct hold {
 	uint64_t vlen, version, ns_capacity;
 	uint32_t ns_flags, ns_replicas;
 	uint64_t ns_size_hint;
+	bool has_writer;
+	uint32_t writer; /* the uid whose quota the value counts against */
 	/* an extent of a persistent region: the region, or rname[0] == 0 */
 	char rname[64], rplacement[32];
 	uint64_t rsize, rstripe;
@@ -124,6 +126,8 @@ static void hold_msg(const struct hold *hd, Pool__Holding *h)
 	h->ns_replicas = hd->ns_replicas;
 	h->has_ns_size_hint = hd->ns_size_hint != 0;
 	h->ns_size_hint = hd->ns_size_hint;
+	h->has_ruid = hd->has_writer;
+	h->ruid = hd->writer;
 }
 
 static int hold_journal_write(struct journal *j, const Pool__Holding *h)
@@ -277,6 +281,8 @@ static struct hold *hold_set(struct poold *pd, const Pool__Holding *h, bool jour
 		hd->ns_flags = h->ns_flags;
 		hd->ns_replicas = h->has_ns_replicas ? h->ns_replicas : 0;
 		hd->ns_size_hint = h->has_ns_size_hint ? h->ns_size_hint : 0;
+		hd->has_writer = h->has_ruid;
+		hd->writer = h->ruid;
 	}
 	if (journal && hold_is_durable(pd, h) && (hd->rname[0] != '\0' || hd->key != NULL)) {
 		/* A value first (a region's bytes are its users' to persist); hold_add() records it. */

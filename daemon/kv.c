@@ -70,8 +70,8 @@ struct kv_val {
 	bool pmem; /* spilled to the lender's pmem tier, below a DRAM namespace */
 	uint8_t ncopies;
 	struct kv_place copy[KV_MAX_REPLICAS - 1];
-	bool owned;	/* a dedup page counted against its writer's quota (kv_owner_charge()) */
-	uint32_t owner; /* that writer's uid: the key's first 4 bytes */
+	uint64_t charged; /* bytes counted against owner's quota.bytes (kv_owner_charge()) */
+	uint32_t owner;	  /* the namespace's owner; a snapshot page's writer (the key's uid) */
 };
 
 /* Storage for the places of one reply location. */
@@ -171,11 +171,6 @@ struct kv_space {
 	struct region *holder;	    /* dedup: the region taking the references served */
 	unsigned recopies;	    /* copies started again in this sweep */
 	TAILQ_HEAD(, kv_recopy) copying; /* copies in flight: their extents are claimed */
-	struct kv_owner {
-		uint32_t uid;
-		uint64_t bytes;
-	} *owners; /* bytes of dedup pages (snapshot pages) per writer */
-	size_t nowners;
 };
 
 /* The ledger's region id of a namespace's extents: kept apart from region ids. */
@@ -335,44 +330,38 @@ static uint32_t kv_key_owner(const uint8_t *key, size_t klen)
 				  key[3];
 }
 
-/* Count (sign 1) or stop counting (-1) an owned value's bytes against its writer. */
-static void kv_owner_charge(struct poold *pd, const struct kv_val *v, int sign)
+/*
+ * The uid a value counts against for quota.bytes: its writer. A snapshot
+ * page is its key's uid (the only uid that may write it), so a page shared
+ * by many snapshots counts once.
+ */
+static uint32_t kv_val_owner(const struct kv_ns *ns, const uint8_t *key, size_t klen,
+			     uint32_t writer)
 {
-	struct kv_space *ks = pd->kv;
-	struct kv_owner *o;
-	size_t i;
-
-	if (!v->owned)
-		return;
-	for (i = 0; i < ks->nowners && ks->owners[i].uid != v->owner; i++)
-		;
-	if (i == ks->nowners) {
-		if (sign < 0 || (o = reallocarray(ks->owners, i + 1, sizeof(*o))) == NULL)
-			return;
-		ks->owners = o;
-		ks->owners[ks->nowners++] = (struct kv_owner){v->owner, 0};
-	}
-	if (sign > 0)
-		ks->owners[i].bytes += kv_val_bytes(v);
-	else
-		ks->owners[i].bytes -= MIN(ks->owners[i].bytes, kv_val_bytes(v));
+	return (ns->flags & HOLD_NS_DEDUP) ? kv_key_owner(key, klen) : writer;
 }
 
-/* Bytes of snapshot pages uid wrote that the pool holds (each page once, however shared). */
-uint64_t kv_owner_bytes(struct poold *pd, uid_t uid)
+/* Count a value's bytes (its copies too) against owner; -ENOMEM. */
+static int kv_owner_charge(struct poold *pd, struct kv_val *v, uint32_t owner)
 {
-	size_t i;
-
-	for (i = 0; pd->kv != NULL && i < pd->kv->nowners; i++)
-		if (pd->kv->owners[i].uid == (uint32_t)uid)
-			return pd->kv->owners[i].bytes;
+	if (usage_charge(&pd->usage, owner, (int64_t)kv_val_bytes(v), 0) < 0)
+		return -ENOMEM;
+	v->owner = owner;
+	v->charged = kv_val_bytes(v);
 	return 0;
 }
 
-/* Give a value's places back. */
-static void kv_val_free(struct poold *pd, struct kv_ns *ns, const struct kv_val *v)
+/* Stop counting what kv_owner_charge() counted. */
+static void kv_owner_uncharge(struct poold *pd, struct kv_val *v)
 {
-	kv_owner_charge(pd, v, -1);
+	usage_charge(&pd->usage, v->owner, -(int64_t)v->charged, 0);
+	v->charged = 0;
+}
+
+/* Give a value's places back. */
+static void kv_val_free(struct poold *pd, struct kv_ns *ns, struct kv_val *v)
+{
+	kv_owner_uncharge(pd, v);
 	kv_val_retire(pd, v);
 	if (v->pmem)
 		ns->pmem_used -= kv_val_bytes(v);
@@ -476,6 +465,44 @@ static int kv_spill(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool
 static bool kv_fits(const struct kv_ns *ns, uint64_t need)
 {
 	return ns->used - ns->leaving + need <= ns->capacity;
+}
+
+static bool kv_over_quota(struct poold *pd, uint32_t owner, uint64_t need)
+{
+	uint64_t quota = (uint64_t)pd->conf->quota_bytes;
+
+	return quota > 0 && usage_of(&pd->usage, owner).bytes + need > quota;
+}
+
+/*
+ * Room for need more bytes under owner's quota.bytes, which counts its
+ * regions and snapshot pages too. A namespace that may evict drops its own
+ * least recently used values, spilled ones first (a spill gives no quota
+ * back); -EDQUOT when that is not enough.
+ */
+static int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t need)
+{
+	struct kv_lru *lists[] = {&ns->plru, &ns->lru};
+	struct kv_entry *e, *next;
+	size_t k;
+
+	if (!kv_over_quota(pd, owner, need))
+		return 0;
+	if (ns->flags & (HOLD_NS_NO_EVICT | HOLD_NS_DEDUP))
+		return -EDQUOT;
+	for (k = 0; k < ARRAY_SIZE(lists); k++)
+		for (e = TAILQ_FIRST(lists[k]); e != NULL && kv_over_quota(pd, owner, need);
+		     e = next) {
+			next = TAILQ_NEXT(e, lru);
+			if (e->pins != NULL || e->moving || e->val.owner != owner)
+				continue;
+			ns->evictions++;
+			if (e->has_pending)
+				kv_retire_val(pd, ns, e); /* keep the entry for its pending write */
+			else
+				kv_entry_clear(pd, ns, e);
+		}
+	return kv_over_quota(pd, owner, need) ? -EDQUOT : 0;
 }
 
 /*
@@ -856,6 +883,8 @@ static void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_en
 	h.ns_replicas = ns->replicas;
 	h.has_ns_size_hint = ns->size_hint != 0;
 	h.ns_size_hint = ns->size_hint;
+	h.has_ruid = 1; /* the writer, whose quota the value counts against */
+	h.ruid = e->val.owner;
 	for (i = 0; i < n; i++) {
 		struct kv_durable *d = (ns->flags & HOLD_NS_PERSISTENT) ? pd->kv->durable : NULL;
 		size_t key = pd->kv->durable_i;
@@ -914,9 +943,9 @@ static void kv_moved(struct poold *pd, void *arg, int rc)
 			struct kv_zombie *z = e->pins ? calloc(1, sizeof(*z)) : NULL;
 
 			/* The count goes with the value to its new place. */
-			mv->to.owned = mv->from.owned;
+			mv->to.charged = mv->from.charged;
 			mv->to.owner = mv->from.owner;
-			mv->from.owned = false;
+			mv->from.charged = 0;
 			if (z != NULL) { /* its readers keep the old place until they are done */
 				z->val = mv->from;
 				z->pins = e->pins;
@@ -977,7 +1006,7 @@ static int kv_move(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool 
 	mv->ns_id = ns->id;
 	mv->from = e->val;
 	mv->to = (struct kv_val){dst->node, dst->arena, off, alen, e->val.vlen, e->val.version,
-				 to_pmem, 0, {{0}}, false, 0};
+				 to_pmem, 0, {{0}}, 0, 0};
 	if (to_pmem) {
 		ns->pmem_used += alen;
 		ns->leaving += e->val.alen;
@@ -1165,6 +1194,7 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 	if (strcmp(op, "reserve") == 0) {
 		uint64_t size = kr->sizes[i], need;
 		struct kv_val v;
+		uint32_t owner;
 
 		if (size == 0 || size > POOL_KV_VALUE_MAX) {
 			kv_loc(NULL, loc, NULL, -EINVAL, NULL, 0);
@@ -1176,14 +1206,10 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			kv_loc(NULL, loc, NULL, -ENOSPC, NULL, 0);
 			return 0;
 		}
-		/* Snapshot pages count against their writer's quota.bytes, with its regions. */
-		if ((ns->flags & HOLD_NS_DEDUP) && pd->conf->quota_bytes > 0 &&
-		    region_uid_bytes(pd, q->uid) + kv_owner_bytes(pd, q->uid) + need >
-			    (uint64_t)pd->conf->quota_bytes) {
-			kv_loc(NULL, loc, NULL, -EDQUOT, NULL, 0);
-			return 0;
-		}
-		rc = kv_make_room(pd, ns, need, !(ns->flags & HOLD_NS_NO_EVICT));
+		owner = kv_val_owner(ns, key, klen, (uint32_t)q->uid);
+		rc = kv_quota_room(pd, ns, owner, need);
+		if (rc == 0)
+			rc = kv_make_room(pd, ns, need, !(ns->flags & HOLD_NS_NO_EVICT));
 		if (rc == 0)
 			rc = kv_place(pd, ns, h, size, &v);
 		if (rc < 0) {
@@ -1202,12 +1228,14 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 		/* The last writer wins, once its reservation is made: a failed one changes nothing. */
 		if (e->has_pending)
 			kv_pending_retire(pd, ns, e);
-		v.version = ++ns->next_version;
-		if (ns->flags & HOLD_NS_DEDUP) {
-			v.owned = true;
-			v.owner = kv_key_owner(key, klen);
-			kv_owner_charge(pd, &v, 1);
+		if (kv_owner_charge(pd, &v, owner) < 0) {
+			kv_val_retire(pd, &v);
+			if (kv_entry_unused(e))
+				kv_entry_drop(ns, e);
+			kv_loc(NULL, loc, NULL, -ENOMEM, NULL, 0);
+			return 0;
 		}
+		v.version = ++ns->next_version;
 		e->pending = v;
 		e->has_pending = true;
 		e->pnode = q->node;
@@ -2379,11 +2407,14 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 		return -ENOMEM;
 	}
 	e->val = (struct kv_val){node, arena, off, alen, h->vlen, h->version,
-				 lp->tier != kv_tier(ns), 0, {{0}}, false, 0};
-	if (ns->flags & HOLD_NS_DEDUP) {
-		e->val.owned = true;
-		e->val.owner = kv_key_owner(key, klen);
-		kv_owner_charge(pd, &e->val, 1);
+				 lp->tier != kv_tier(ns), 0, {{0}}, 0, 0};
+	/* Its writer, as its lender's record names it (else the namespace's owner). */
+	if (kv_owner_charge(pd, &e->val, kv_val_owner(ns, key, klen, h->has_ruid ? h->ruid : (uint32_t)ns->uid)) < 0) {
+		e->has_val = false;
+		if (kv_entry_unused(e))
+			kv_entry_drop(ns, e);
+		extent_release(lp->alloc, off, alen);
+		return -ENOMEM;
 	}
 	e->has_val = true;
 	/* References kept while its lender was away stay; after our own restart, unknown. */
@@ -2432,7 +2463,6 @@ void kv_close(struct poold *pd)
 	while ((ns = TAILQ_FIRST(&pd->kv->list)) != NULL)
 		kv_ns_free(pd, ns);
 	kv_ns_free(pd, pd->kv->orphans);
-	free(pd->kv->owners);
 	free(pd->kv);
 	pd->kv = NULL;
 }

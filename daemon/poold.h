@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "common/common.h"
+#include "daemon/usage.h"
 #include "fabric/fabric.h"
 #include "proto/wire.h"
 
@@ -116,6 +117,7 @@ struct poold {
 	struct arena *arenas;	    /* this node's lend pool */
 	size_t narenas;
 	struct regions *regions;    /* at the coordinator: the global address space */
+	struct usage_table usage;   /* at the coordinator: what each uid holds, for the quotas */
 	TAILQ_HEAD(, hold) holds;   /* as a lender: the extents it holds (hold.c) */
 	struct hold **hold_tab;	    /* ... hashed by place; a power of two of chains */
 	size_t hold_tab_size, nholds;
@@ -433,8 +435,6 @@ void region_lender_update(struct poold *pd, const Pool__NodeInfo *info);
 uint64_t region_arena_used(struct poold *pd, uint32_t node, uint32_t arena);
 void region_session_end(struct poold *pd, uint32_t node, uint64_t session);
 struct region *region_find(struct regions *rs, const char *name);
-uint64_t region_uid_bytes(struct poold *pd, uid_t uid);
-uint64_t kv_owner_bytes(struct poold *pd, uid_t uid);
 bool req_mode_allows(const struct req *q, uid_t owner, gid_t group, unsigned mode, unsigned want);
 bool region_allowed(const struct region *r, const struct req *q, unsigned want);
 bool region_pool_usable(struct poold *pd, const struct lender_pool *lp);

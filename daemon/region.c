@@ -418,6 +418,23 @@ static void region_release_extents(struct poold *pd, struct region *r)
 	region_sweep_retired(pd);
 }
 
+/* Put a region in the address space, charged to its owner for the quotas; -ENOMEM. */
+static int region_link(struct poold *pd, struct region *r)
+{
+	if (usage_charge(&pd->usage, r->uid, (int64_t)r->size, 1) < 0)
+		return -ENOMEM;
+	TAILQ_INSERT_TAIL(&pd->regions->list, r, entry);
+	pd->regions->count++;
+	return 0;
+}
+
+static void region_unlink(struct poold *pd, struct region *r)
+{
+	TAILQ_REMOVE(&pd->regions->list, r, entry);
+	pd->regions->count--;
+	usage_charge(&pd->usage, r->uid, -(int64_t)r->size, -1);
+}
+
 /*
  * Tell the holders of a region's leases that it moved or is gone: directly
  * for sessions on this node, through their poold for the others.
@@ -708,8 +725,7 @@ void region_free(struct poold *pd, struct region *r)
 {
 	struct lease *l;
 
-	TAILQ_REMOVE(&pd->regions->list, r, entry);
-	pd->regions->count--;
+	region_unlink(pd, r);
 	region_bury(pd, r);
 	while ((l = TAILQ_FIRST(&r->lease_list)) != NULL)
 		region_lease_drop(NULL, r, l);
@@ -967,16 +983,17 @@ static struct region *region_shell(struct poold *pd, const Pool__Holding *h, uin
 		rs->next_id = MAX(rs->next_id, id);
 		rs->next_base = MAX(rs->next_base, base + region_gva_len(r->size));
 	}
-	TAILQ_INSERT_TAIL(&rs->list, r, entry);
-	rs->count++;
+	if (region_link(pd, r) < 0) {
+		free(r);
+		return NULL;
+	}
 	return r;
 }
 
 /* Forget a region only the journal's replay has made: no extents, no leases. */
-static void region_unreplay(struct regions *rs, struct region *r)
+static void region_unreplay(struct poold *pd, struct region *r)
 {
-	TAILQ_REMOVE(&rs->list, r, entry);
-	rs->count--;
+	region_unlink(pd, r);
 	free(r);
 }
 
@@ -988,7 +1005,7 @@ int region_replay(struct poold *pd, const Pool__Holding *h, uint64_t base)
 	if (!region_record_ok(h) || h->region == 0 || !HOLD_REGION_ID(h->region))
 		return -EINVAL;
 	if ((r = region_find(pd->regions, h->rname)) != NULL)
-		region_unreplay(pd->regions, r); /* made again: the later record is the region */
+		region_unreplay(pd, r); /* made again: the later record is the region */
 	return region_shell(pd, h, h->region, base) != NULL ? 0 : -ENOMEM;
 }
 
@@ -1039,7 +1056,7 @@ void region_replay_gone(struct poold *pd, uint64_t id, const char *name, const u
 
 	TAILQ_FOREACH(r, &pd->regions->list, entry)
 		if (r->id == id) {
-			region_unreplay(pd->regions, r);
+			region_unreplay(pd, r);
 			break;
 		}
 	for (i = 0; i < n; i++)
@@ -1157,30 +1174,13 @@ static int region_reply(struct req *q, const struct region *r, bool with_extents
 	return rc;
 }
 
-/* Bytes of the regions uid owns. */
-uint64_t region_uid_bytes(struct poold *pd, uid_t uid)
-{
-	uint64_t bytes = 0;
-	struct region *r;
-
-	TAILQ_FOREACH(r, &pd->regions->list, entry)
-		if (r->uid == uid)
-			bytes += r->size;
-	return bytes;
-}
-
-/* Check the caller's uid against quota.bytes (its regions and snapshot pages) and quota.regions. */
+/* Check the caller's uid against quota.bytes (all it holds) and quota.regions. */
 static int region_quota(struct req *q, uint64_t size)
 {
 	struct poold_conf *conf = q->pd->conf;
-	uint64_t bytes = kv_owner_bytes(q->pd, q->uid), count = 0;
-	struct region *r;
+	struct usage u = usage_of(&q->pd->usage, q->uid);
+	uint64_t bytes = u.bytes, count = u.regions;
 
-	TAILQ_FOREACH(r, &q->pd->regions->list, entry)
-		if (r->uid == q->uid) {
-			bytes += r->size;
-			count++;
-		}
 	if (conf->quota_regions > 0 && count + 1 > (uint64_t)conf->quota_regions)
 		return req_errorf(q, -EDQUOT, "uid %u owns %llu regions: quota.regions is %lld",
 				  (unsigned)q->uid, (unsigned long long)count,
@@ -1191,7 +1191,8 @@ static int region_quota(struct req *q, uint64_t size)
 		units_fmt_size(bytes, have, sizeof(have));
 		units_fmt_size(size, want, sizeof(want));
 		units_fmt_size((uint64_t)conf->quota_bytes, lim, sizeof(lim));
-		return req_errorf(q, -EDQUOT, "uid %u owns %s of regions and snapshot pages; %s more "
+		return req_errorf(q, -EDQUOT, "uid %u holds %s of regions, KV values and snapshot "
+				  "pages; %s more "
 				  "is over quota.bytes (%s)", (unsigned)q->uid, have, want, lim);
 	}
 	return 0;
@@ -1251,8 +1252,11 @@ static int region_create(struct req *q, const ProtobufCMessage *msg)
 	r->id = ++rs->next_id;
 	r->base = rs->next_base;
 	rs->next_base += region_gva_len(r->size);
-	TAILQ_INSERT_TAIL(&rs->list, r, entry);
-	rs->count++;
+	if (region_link(pd, r) < 0) {
+		region_release_extents(pd, r);
+		free(r);
+		return req_errorf(q, -ENOMEM, "out of memory");
+	}
 	/* In the map first: a persistent region's lenders are told what it is. */
 	for (i = 0; i < r->next; i++)
 		hold_tell(pd, r->ext[i].node, r->ext[i].arena, r->ext[i].off, r->ext[i].len, r->id);
@@ -1450,7 +1454,7 @@ void region_close_space(struct poold *pd)
 	while ((r = TAILQ_FIRST(&rs->list)) != NULL) {
 		struct lease *l;
 
-		TAILQ_REMOVE(&rs->list, r, entry);
+		region_unlink(pd, r);
 		while ((l = TAILQ_FIRST(&r->lease_list)) != NULL)
 			region_lease_drop(NULL, r, l);
 		free(r->ext);

@@ -9,7 +9,7 @@ KV="$top_builddir/tests/tools/pool-kv"
 IO="$top_builddir/tests/tools/pool-io"
 PMEM="$TEST_DIR/pmem"
 
-start() { pool_start -o lend.size=64M -o pmem.path="$PMEM" -o pmem.size=16M; }
+start() { pool_start -o lend.size=64M -o pmem.path="$PMEM" -o pmem.size=16M "$@"; }
 
 # get_all NS PREFIX FIRST LAST: every value PREFIXi (seed i) reads back bit-exact.
 get_all() {
@@ -68,4 +68,23 @@ get_all fixed f 1 2 && ok "nothing was evicted for it" || not_ok "evict=none kep
 check_exit 1 "an unknown eviction policy is refused" "$POOLCTL" kv create badev 2M evict=lfu
 check_out "evict 'lfu': lru or none" "with a message naming the choices"
 pool_alive && ok "poold still running" || not_ok "poold still running"
+
+# A persistent value counts against its writer's quota.bytes after a restart
+# too: the lender's record names the writer.
+if have_nobody "$KV"; then
+	check "poold stops cleanly" pool_stop
+	chmod 0755 "$TEST_DIR"
+	start -o quota.bytes=4M -o control.mode=0666 || exit 1
+	chmod 0755 "$TEST_DIR/run"
+	"$POOLCTL" kv create quo 8M tier=pmem mode=0666 >/dev/null
+	for i in 1 2 3; do as_nobody "$KV" quo put q$i 1048576 $i >/dev/null; done
+	check_exit 1 "another uid's 3 MiB of values leave no room for a 2M region" as_nobody "$IO" create qreg $((2 << 20)) local
+	check "poold stops cleanly" pool_stop
+	start -o quota.bytes=4M -o control.mode=0666 || exit 1
+	chmod 0755 "$TEST_DIR/run"
+	get_all quo q 1 3 && ok "after a restart its values are there" || not_ok "values after restart"
+	check_exit 1 "and still count against its quota" as_nobody "$IO" create qreg $((2 << 20)) local
+	check_out "holds 3M of regions, KV values" "the refusal counts them"
+	check "a 1M region still fits" as_nobody "$IO" create qreg $((1 << 20)) local
+fi
 pool_done

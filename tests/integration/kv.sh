@@ -5,6 +5,7 @@
 # reserve and commit, bad input.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 KV="$top_builddir/tests/tools/pool-kv"
+IO="$top_builddir/tests/tools/pool-io"
 
 # Other uids may connect: they are not trusted with the arenas, so their
 # zero-copy calls take the copying paths.
@@ -280,4 +281,36 @@ check "and reads back bit-exact" "$KV" hinted get h1 1
 check_exit 1 "a hint over 64M is refused" "$POOLCTL" kv create badhint 128M hint=100M
 check_out "size hint 104857600: at most 64M and the capacity" "with a message naming the limit"
 pool_alive && ok "poold still running" || not_ok "poold still running"
+
+# quota.bytes counts a uid's KV values with its regions: in a namespace that
+# evicts, a uid over its quota pushes out its own least recently used values,
+# not others'; one that never evicts refuses the put.
+if have_nobody "$KV"; then
+	pool_stop
+	pool_start -o lend.size=128M -o quota.bytes=8M -o control.mode=0666 || exit 1
+	chmod 0755 "$TEST_DIR/run"
+	"$POOLCTL" kv create cache 64M mode=0666 >/dev/null
+	"$POOLCTL" kv create keep 64M mode=0666 evict=none >/dev/null
+	for i in 0 1 2 3; do "$KV" cache put root$i 1048576 $i >/dev/null; done
+	bad=0
+	for i in $(seq 0 19); do as_nobody "$KV" cache put n$i 1048576 $i >/dev/null || bad=1; done
+	[ $bad -eq 0 ] && ok "another uid puts 20 MiB into a shared cache under its 8M quota" ||
+		not_ok "puts under quota"
+	ns_holds cache 'n["entries"] == 12 and n["used"] == 12 << 20 and n["evictions"] == 12' &&
+		ok "it keeps 8 MiB of them there: its 12 oldest were evicted" || { not_ok "quota eviction"; cat "$TEST_DIR/out"; }
+	bad=0
+	for i in 0 1 2 3; do "$KV" cache get root$i $i >/dev/null || bad=1; done
+	[ $bad -eq 0 ] && ok "root's 4 values in the same namespace are all there" || not_ok "root's values evicted"
+	check "its newest value reads back" as_nobody "$KV" cache get n19 19
+	check_exit 4 "its oldest is gone" as_nobody "$KV" cache get n0 0
+	check_exit 1 "a put of that uid into a namespace that never evicts is refused" as_nobody "$KV" keep put k0 1048576 1
+	check_out "quota" "as over quota"
+	check_exit 1 "and so is a region of that uid" as_nobody "$IO" create qreg $((1 << 20)) local
+	check_out "holds 8M of regions, KV values and snapshot pages" "the refusal counts its KV values"
+	check "root's own put there is not" "$KV" keep put r0 1048576 1
+	"$POOLCTL" kv flush cache >/dev/null
+	check "once its values are flushed, the put fits" as_nobody "$KV" keep put k0 1048576 1
+	check "and reads back" as_nobody "$KV" keep get k0 1
+	pool_alive && ok "poold still running" || not_ok "poold still running"
+fi
 pool_done

@@ -199,7 +199,7 @@ if have_nobody "$POOLCTL"; then
 	check "an 8 MiB one fits" as_nobody "$POOLCTL" snap put q8 "$TEST_DIR/q8.img"
 	check "the same pages again take no more" as_nobody "$POOLCTL" snap put q8b "$TEST_DIR/q8.img"
 	check_exit 1 "then a 12M region of that uid is over its quota" as_nobody "$IO" create qreg $((12 << 20)) local
-	check_out "regions and snapshot pages" "the refusal counts both"
+	check_out "regions, KV values and snapshot pages" "the refusal counts all it holds"
 	check "root's own 12M region is not" "$IO" create rootreg $((12 << 20)) local
 	check "removing its snapshots gives the room back" as_nobody "$POOLCTL" snap rm q8
 	as_nobody "$POOLCTL" snap rm q8b >/dev/null

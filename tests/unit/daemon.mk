@@ -12,6 +12,13 @@ tests_unit_test_ledger_SOURCES = tests/unit/test_ledger.c daemon/ledger.c daemon
 tests_unit_test_ledger_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_ledger_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
 
+# The per-uid quota charges of daemon/.
+check_PROGRAMS += tests/unit/test_usage
+TESTS += tests/unit/test_usage
+tests_unit_test_usage_SOURCES = tests/unit/test_usage.c daemon/usage.c daemon/usage.h
+tests_unit_test_usage_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_unit_test_usage_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
+
 # The placement policy of daemon/.
 check_PROGRAMS += tests/unit/test_placement
 TESTS += tests/unit/test_placement
