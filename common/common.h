@@ -140,10 +140,22 @@ struct poold_conf {
 	int64_t fabric_firewall;
 	int64_t probe_interval_ms;
 	char *secret; /* derived: peer.secret, or the contents of peer.secret_file */
+	char *resp_users_file;
+	struct resp_user *resp_users; /* derived: the users of resp.users */
+	size_t resp_nusers;
 	bool set[CONF_MAX_OPTIONS]; /* set by the file or the command line */
 };
 
 enum conf_role { ROLE_COORDINATOR, ROLE_NODE };
+
+/* A user of the RESP endpoint: AUTH NAME PASSWORD acts as uid. */
+#define RESP_USERS_MAX 4096
+struct resp_user {
+	char name[64];
+	uint32_t uid;
+	bool hashed;	     /* secret is the SHA-256 of the password, else the password */
+	char secret[257];
+};
 
 extern const struct conf_option conf_options[];
 extern const size_t conf_noptions;
@@ -164,6 +176,8 @@ void conf_format(const struct poold_conf *conf, const struct conf_option *opt, c
 bool conf_is_default(const struct poold_conf *conf, const struct conf_option *opt);
 int conf_finish(struct poold_conf *conf, struct conf_error *err);
 void conf_free(struct poold_conf *conf);
+FILE *conf_fopen(const char *path);
+int conf_load_resp_users(struct poold_conf *conf, struct conf_error *err);
 int conf_numa_share(const char *spec, int node, uint64_t *ret_bytes, uint64_t *ret_sum);
 
 #endif

@@ -238,6 +238,9 @@ void conf_free(struct poold_conf *conf)
 		if (conf_options[i].type == CONF_STRING)
 			free(*CONF_FIELD(conf, &conf_options[i], char *));
 	free(conf->secret);
+	if (conf->resp_users != NULL)
+		explicit_bzero(conf->resp_users, conf->resp_nusers * sizeof(*conf->resp_users));
+	free(conf->resp_users);
 	free(conf);
 }
 
@@ -323,7 +326,7 @@ int conf_numa_share(const char *spec, int node, uint64_t *ret_bytes, uint64_t *r
  * device would hold the event loop until someone wrote to it. The caller
  * checks that it is a regular file.
  */
-static FILE *conf_fopen(const char *path)
+FILE *conf_fopen(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	FILE *f;
@@ -500,6 +503,9 @@ int conf_finish(struct poold_conf *conf, struct conf_error *err)
 	if (rc < 0)
 		return rc;
 	rc = conf_load_secret(conf, err);
+	if (rc < 0)
+		return rc;
+	rc = conf_load_resp_users(conf, err);
 	if (rc < 0)
 		return rc;
 	/* Whoever reaches an open peer listener would be a node, trusted with any uid. */

@@ -3,4 +3,4 @@
 # poolctl only, since libpool never prints.
 noinst_LTLIBRARIES += common/libcommon.la common/libconf.la
 common_libcommon_la_SOURCES = common/common.h common/units.c common/err.c common/addr.c
-common_libconf_la_SOURCES = common/log.c common/conf.c common/options.c
+common_libconf_la_SOURCES = common/log.c common/conf.c common/options.c common/respusers.c

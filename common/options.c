@@ -109,6 +109,8 @@ const struct conf_option conf_options[] = {
 	 "address:port of the Redis-protocol endpoint (coordinator only); empty: off"},
 	{"resp.password", CONF_STRING, OFF(resp_password), 0, 1024, "", NULL, CONF_F_SECRET,
 	 "password RESP clients must give with AUTH; empty: none"},
+	{"resp.users", CONF_STRING, OFF(resp_users_file), 0, 4095, "", NULL, 0,
+	 "file of RESP users (NAME UID >PASSWORD or #SHA256 per line), each acting as its uid"},
 	{"resp.capacity", CONF_SIZE, OFF(resp_capacity), 1 << 20, 1024 * GiB, "256M", NULL, 0,
 	 "capacity of each RESP database (namespace redisN, in this node's lend pool)"},
 	{"resp.max_clients", CONF_INT, OFF(resp_max_clients), 1, 65536, "1024", NULL, 0,

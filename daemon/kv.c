@@ -1532,10 +1532,10 @@ static bool kv_ns_allowed(const struct kv_ns *ns, const struct req *q, unsigned 
 	return q->admin || req_mode_allows(q, ns->uid, ns->gid, ns->mode, want);
 }
 
-/* The access a KV operation needs: lookups read, writes and their ends write, the rest none. */
+/* The access a KV operation needs: lookups (and exists) read, writes and their ends write, the rest none. */
 static unsigned kv_op_access(const char *op)
 {
-	if (strcmp(op, "lookup") == 0 || strcmp(op, "match") == 0)
+	if (strcmp(op, "lookup") == 0 || strcmp(op, "exists") == 0 || strcmp(op, "match") == 0)
 		return 4;
 	if (strcmp(op, "reserve") == 0 || strcmp(op, "commit") == 0 || strcmp(op, "abort") == 0 ||
 	    strcmp(op, "remove") == 0)
@@ -2116,17 +2116,20 @@ int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size
  * caller is session of this node. Returns the key's status; on 0 *ret
  * tells where the value lives.
  */
-int kv_local_op(struct poold *pd, uint64_t session, const char *nsname, const char *op,
-		const uint8_t *key, size_t klen, uint64_t arg, struct kv_where *ret)
+int kv_local_op(struct poold *pd, uint64_t session, uid_t uid, const char *nsname,
+		const char *op, const uint8_t *key, size_t klen, uint64_t arg, struct kv_where *ret)
 {
 	Pool__KvRequest kr = POOL__KV_REQUEST__INIT;
 	ProtobufCBinaryData k = {.len = klen, .data = (uint8_t *)key};
-	struct req q = {.pd = pd, .node = pd->node_id, .session = session, .admin = true};
+	struct req q = {.pd = pd, .node = pd->node_id, .session = session, .uid = uid,
+			.gid = (gid_t)-1, .admin = uid == 0};
 	Pool__KvLocation loc;
 	struct kv_ns *ns = pd->kv ? kv_ns_find(pd, nsname) : NULL;
 
 	if (ns == NULL)
 		return -ENOENT;
+	if (!kv_ns_allowed(ns, &q, kv_op_access(op)))
+		return -EACCES;
 	kr.op = (char *)op;
 	kr.ns = (char *)nsname;
 	kr.keys = &k;
@@ -2143,19 +2146,28 @@ int kv_local_op(struct poold *pd, uint64_t session, const char *nsname, const ch
 	return loc.status;
 }
 
-/* Make sure a namespace exists (the RESP endpoint's databases); 0 or -errno. */
-int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity)
+/*
+ * Make sure a namespace exists (the RESP endpoint's databases); 0 or
+ * -errno. Root's are open to all, as poold's own; another uid's are its
+ * alone (mode 0600), and -EACCES when one of that name is someone else's.
+ */
+int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity, uid_t uid)
 {
 	struct kv_ns *ns;
 
 	if (pd->kv == NULL)
 		return -ENOTSUP;
-	if (kv_ns_find(pd, nsname) != NULL)
-		return 0;
+	if ((ns = kv_ns_find(pd, nsname)) != NULL)
+		return uid == 0 || (ns->uid == uid && (ns->mode & 0600) == 0600) ? 0 : -EACCES;
 	ns = kv_ns_new(pd, nsname, capacity);
 	if (ns == NULL)
 		return -ENOMEM;
 	ns->local_node = pd->node_id; /* served by this poold's RESP endpoint: values here */
+	if (uid != 0) {
+		ns->uid = uid;
+		ns->gid = (gid_t)-1;
+		ns->mode = 0600;
+	}
 	return 0;
 }
 
@@ -2343,12 +2355,12 @@ void kv_stats_each(struct poold *pd, void (*cb)(void *arg, const Pool__KvNamespa
 	}
 }
 
-/* Flush a namespace (FLUSHDB). */
-void kv_local_flush(struct poold *pd, const char *nsname)
+/* Flush a namespace (FLUSHDB) if uid owns it (root: any). */
+void kv_local_flush(struct poold *pd, const char *nsname, uid_t uid)
 {
 	struct kv_ns *ns = pd->kv ? kv_ns_find(pd, nsname) : NULL;
 
-	if (ns != NULL)
+	if (ns != NULL && (uid == 0 || ns->uid == uid))
 		kv_ns_flush(pd, ns);
 }
 

@@ -528,9 +528,11 @@ struct kv_where {
 	uint32_t node, arena;
 	uint64_t off, len, version;
 };
-int kv_local_op(struct poold *pd, uint64_t session, const char *nsname, const char *op,
-		const uint8_t *key, size_t klen, uint64_t arg, struct kv_where *ret);
-int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity);
+int kv_local_op(struct poold *pd, uint64_t session, uid_t uid, const char *nsname,
+		const char *op, const uint8_t *key, size_t klen, uint64_t arg, struct kv_where *ret);
+int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity, uid_t uid);
+int resp_auth(const struct poold_conf *conf, const char *user, const char *password, size_t len,
+	      uint32_t *ret_uid);
 int kv_snap_open(struct poold *pd);
 void kv_holder_drop(struct poold *pd, struct region *r);
 int kv_defs(struct poold *pd, Pool__KvNamespace **ret_m, Pool__KvNamespace ***ret_mp,
@@ -543,7 +545,7 @@ size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size
 uint64_t kv_local_size(struct poold *pd, const char *nsname);
 void kv_stats_each(struct poold *pd, void (*cb)(void *arg, const Pool__KvNamespace *m),
 		   void *arg);
-void kv_local_flush(struct poold *pd, const char *nsname);
+void kv_local_flush(struct poold *pd, const char *nsname, uid_t uid);
 
 /* vec.c: vector indexes searched near their data */
 void vec_serve(struct poold *pd, struct conn *conn, uint64_t req_id,

@@ -9,7 +9,10 @@
  * with plain memory copies; libpool clients on any node reach the same
  * namespace one-sided. Requests are RESP arrays of bulk strings; anything
  * else, or a bulk or array over the limits, gets an error and the
- * connection is closed. With resp.password set, AUTH comes first.
+ * connection is closed. With resp.password or resp.users set, AUTH comes
+ * first; a user of resp.users acts as its uid (respauth.c): its databases
+ * are namespaces "redisN-uUID" of its own, mode 0600, and its values count
+ * against its quota.
  */
 #include "config.h"
 
@@ -45,6 +48,7 @@ struct resp_conn {
 	struct bufferevent *bev;
 	uint64_t session;
 	int db;
+	uint32_t uid; /* who it acts as: root, or the uid of its resp.users user */
 	bool authed;
 	bool closing; /* after a protocol error or QUIT: ends once the output is out */
 	struct resp_parser p; /* the command being read */
@@ -112,9 +116,18 @@ static void resp_fatal(struct resp_conn *c, const char *msg)
 	c->closing = true;
 }
 
+/* The namespace of database db, for the client's uid. */
+static void resp_db_name(const struct resp_conn *c, int db, char *ns, size_t len)
+{
+	if (c->uid == 0)
+		snprintf(ns, len, "redis%d", db);
+	else
+		snprintf(ns, len, "redis%d-u%u", db, (unsigned)c->uid);
+}
+
 static void resp_db(const struct resp_conn *c, char *ns, size_t len)
 {
-	snprintf(ns, len, "redis%d", c->db);
+	resp_db_name(c, c->db, ns, len);
 }
 
 /* GET one key: copy the value out of this node's arena into the reply. */
@@ -124,16 +137,16 @@ static void resp_get_one(struct resp_conn *c, const char *ns, const char *key, s
 	struct kv_where w;
 	int rc;
 
-	rc = kv_local_op(pd, c->session, ns, "lookup", (const uint8_t *)key, klen, 0, &w);
+	rc = kv_local_op(pd, c->session, c->uid, ns, "lookup", (const uint8_t *)key, klen, 0, &w);
 	if (rc != 0 || w.arena >= pd->narenas || w.node != pd->node_id) {
 		if (rc == 0)
-			kv_local_op(pd, c->session, ns, "release", (const uint8_t *)key, klen,
+			kv_local_op(pd, c->session, c->uid, ns, "release", (const uint8_t *)key, klen,
 				    w.version, NULL);
 		resp_out(c, "$-1\r\n");
 		return;
 	}
 	resp_bulk(c, (char *)pd->arenas[w.arena].base + w.off, w.len);
-	kv_local_op(pd, c->session, ns, "release", (const uint8_t *)key, klen, w.version, NULL);
+	kv_local_op(pd, c->session, c->uid, ns, "release", (const uint8_t *)key, klen, w.version, NULL);
 }
 
 /* SET one key: reserve, copy into this node's arena, commit. */
@@ -146,13 +159,13 @@ static int resp_set_one(struct resp_conn *c, const char *ns, const char *key, si
 
 	if (vlen == 0)
 		return -EINVAL;
-	rc = kv_local_op(pd, c->session, ns, "reserve", (const uint8_t *)key, klen, vlen, &w);
+	rc = kv_local_op(pd, c->session, c->uid, ns, "reserve", (const uint8_t *)key, klen, vlen, &w);
 	if (rc < 0)
 		return rc;
 	if (w.node != pd->node_id || w.arena >= pd->narenas)
 		return -EREMOTE;
 	memcpy((char *)pd->arenas[w.arena].base + w.off, val, vlen);
-	return kv_local_op(pd, c->session, ns, "commit", (const uint8_t *)key, klen, w.version,
+	return kv_local_op(pd, c->session, c->uid, ns, "commit", (const uint8_t *)key, klen, w.version,
 			   NULL);
 }
 
@@ -164,7 +177,7 @@ static void resp_scan_key(void *arg, const uint8_t *key, size_t klen)
 static void resp_info(struct resp_conn *c)
 {
 	struct poold *pd = c->rs->pd;
-	char text[1024], ns[16];
+	char text[1024], ns[32];
 	int n, db;
 
 	n = snprintf(text, sizeof(text),
@@ -176,7 +189,7 @@ static void resp_info(struct resp_conn *c)
 	for (db = 0; db < RESP_DBS && n > 0 && (size_t)n < sizeof(text); db++) {
 		uint64_t keys;
 
-		snprintf(ns, sizeof(ns), "redis%d", db);
+		resp_db_name(c, db, ns, sizeof(ns));
 		keys = kv_local_size(pd, ns);
 		if (keys > 0)
 			n += snprintf(text + n, sizeof(text) - (size_t)n, "db%d:keys=%llu\r\n", db,
@@ -190,26 +203,34 @@ static void resp_command(struct resp_conn *c)
 {
 	struct resp *rs = c->rs;
 	struct poold *pd = rs->pd;
-	char **a = c->p.argv, ns[16];
+	char **a = c->p.argv, ns[32];
 	long n = c->p.nargs, i;
 	int rc;
 
 	rs->commands++;
 	resp_db(c, ns, sizeof(ns));
 	if (strcasecmp(a[0], "AUTH") == 0) {
-		const char *pw = pd->conf->resp_password;
+		uint32_t uid;
 
-		if (pw[0] == '\0')
-			resp_out(c, "-ERR AUTH <password> called without any password configured\r\n");
-		else if (n == 2 && strcmp(a[1], pw) == 0) {
+		if (n != 2 && n != 3)
+			resp_out(c, "-ERR wrong number of arguments for 'auth' command\r\n");
+		else if (n == 2 && pd->conf->resp_password[0] == '\0' && pd->conf->resp_nusers == 0)
+			resp_out(c, "-ERR AUTH <password> called without any password configured "
+				    "for the default user. Are you sure your configuration is "
+				    "correct?\r\n");
+		else if (resp_auth(pd->conf, n == 3 ? a[1] : NULL, a[n - 1], c->p.argl[n - 1],
+				   &uid) == 0) {
 			c->authed = true;
+			c->uid = uid;
 			resp_limits(c);
 			resp_out(c, "+OK\r\n");
 		} else {
 			static struct log_limit said;
 
-			log_warnx_limited(&said, 10000, "RESP client: wrong password");
-			resp_out(c, "-WRONGPASS invalid username-password pair\r\n");
+			log_warnx_limited(&said, 10000, "RESP client: wrong password for user '%.64s'",
+					  n == 3 ? a[1] : "default");
+			resp_out(c, "-WRONGPASS invalid username-password pair or user is "
+				    "disabled.\r\n");
 		}
 		return;
 	}
@@ -251,7 +272,7 @@ static void resp_command(struct resp_conn *c)
 		return;
 	}
 	/* The rest works on the selected database. */
-	rc = kv_local_ensure(pd, ns, (uint64_t)pd->conf->resp_capacity);
+	rc = kv_local_ensure(pd, ns, (uint64_t)pd->conf->resp_capacity, c->uid);
 	if (rc < 0) {
 		resp_out(c, "-ERR cannot open database: %s\r\n", err_str(rc));
 		return;
@@ -278,14 +299,22 @@ static void resp_command(struct resp_conn *c)
 		long count = 0;
 
 		for (i = 1; i < n; i++)
-			count += kv_local_op(pd, c->session, ns,
+			count += kv_local_op(pd, c->session, c->uid, ns,
 					     a[0][0] == 'D' || a[0][0] == 'd' ? "remove" : "exists",
 					     (const uint8_t *)a[i], c->p.argl[i], 0, NULL) == 0;
 		resp_out(c, ":%ld\r\n", count);
 	} else if (strcasecmp(a[0], "DBSIZE") == 0 && n == 1) {
 		resp_out(c, ":%llu\r\n", (unsigned long long)kv_local_size(pd, ns));
-	} else if (strcasecmp(a[0], "FLUSHDB") == 0 || strcasecmp(a[0], "FLUSHALL") == 0) {
-		kv_local_flush(pd, ns);
+	} else if (strcasecmp(a[0], "FLUSHDB") == 0) {
+		kv_local_flush(pd, ns, c->uid);
+		resp_out(c, "+OK\r\n");
+	} else if (strcasecmp(a[0], "FLUSHALL") == 0) {
+		int db;
+
+		for (db = 0; db < RESP_DBS; db++) { /* the client's own databases */
+			resp_db_name(c, db, ns, sizeof(ns));
+			kv_local_flush(pd, ns, c->uid);
+		}
 		resp_out(c, "+OK\r\n");
 	} else if (strcasecmp(a[0], "SCAN") == 0 && n >= 2) {
 		unsigned long long cursor = strtoull(a[1], NULL, 10);
@@ -400,7 +429,8 @@ static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 	c->rs = rs;
 	/* RESP sessions are numbered apart from control sessions. */
 	c->session = (UINT64_C(1) << 62) | ++rs->next_session;
-	c->authed = rs->pd->conf->resp_password[0] == '\0';
+	/* Nothing to AUTH with: everyone is the default user, root. */
+	c->authed = rs->pd->conf->resp_password[0] == '\0' && rs->pd->conf->resp_nusers == 0;
 	resp_parser_init(&c->p, RESP_UNAUTH_ARGS, RESP_UNAUTH_BULK,
 			 RESP_UNAUTH_ARGS * RESP_UNAUTH_BULK, true);
 	resp_limits(c);

@@ -67,6 +67,56 @@ pool_start -o resp.listen=127.0.0.1:$PORT -o resp.password=s3cret || exit 1
 cli get k >"$TEST_DIR/out" 2>&1; check_out "NOAUTH" "without AUTH: NOAUTH"
 cli -a wrong --no-auth-warning get k >"$TEST_DIR/out" 2>&1; check_out "WRONGPASS|invalid" "a wrong password is refused"
 cli -a s3cret --no-auth-warning set k v >"$TEST_DIR/out" 2>&1; check_out "^OK$" "with the password: OK"
+cli --user default --pass s3cret --no-auth-warning get k >"$TEST_DIR/out" 2>&1
+check_out "^v$" "AUTH default <password> is the same user"
+redis-cli -u "redis://default:s3cret@127.0.0.1:$PORT/0" get k >"$TEST_DIR/out" 2>&1
+check_out "^v$" "so is a redis://default:password@ URL"
+
+# resp.users: AUTH NAME PASSWORD acts as that user's uid, in databases of its
+# own (namespaces redisN-uUID, mode 0600), under its quota.
+pool_stop
+printf '# name uid password\nalice 65534 >alice-pw\n\nbob 4242 #%s\n' \
+	"$(printf bob-pw | sha256sum | cut -d' ' -f1)" >"$TEST_DIR/users"
+chmod 0600 "$TEST_DIR/users"
+chmod 0755 "$TEST_DIR"
+pool_start -o lend.size=128M -o resp.listen=127.0.0.1:$PORT -o resp.password=s3cret \
+	-o resp.users="$TEST_DIR/users" -o quota.bytes=4M -o control.mode=0666 || exit 1
+chmod 0755 "$TEST_DIR/run"
+ucli() { local u=$1 p=$2; shift 2; redis-cli -p "$PORT" --user "$u" --pass "$p" --no-auth-warning "$@"; }
+cli -a s3cret --no-auth-warning set k v >/dev/null
+ucli alice alice-pw set k alice-value >"$TEST_DIR/out" 2>&1; check_out "^OK$" "user alice (uid 65534) sets k"
+redis-cli -u "redis://bob:bob-pw@127.0.0.1:$PORT/0" set k bob-value >"$TEST_DIR/out" 2>&1
+check_out "^OK$" "user bob (a #sha256 password, in a redis:// URL) sets k"
+ucli alice alice-pw get k >"$TEST_DIR/out" 2>&1; check_out "^alice-value$" "each reads its own k"
+ucli bob bob-pw get k >"$TEST_DIR/out" 2>&1; check_out "^bob-value$" "and bob his"
+cli -a s3cret --no-auth-warning get k >"$TEST_DIR/out" 2>&1; check_out "^v$" "the default user still has its own"
+ucli alice bob-pw get k >"$TEST_DIR/out" 2>&1; check_out "WRONGPASS" "another user's password is refused"
+ucli carol x get k >"$TEST_DIR/out" 2>&1; check_out "WRONGPASS" "so is an unknown user"
+cli -a alice-pw --no-auth-warning get k >"$TEST_DIR/out" 2>&1; check_out "WRONGPASS" "and a user's password as the default's"
+"$POOLCTL" --json kv ls | python3 -c 'import json, sys
+n = {x["name"]: x for x in json.load(sys.stdin)["namespaces"]}
+assert n["redis0-u65534"]["uid"] == 65534 and n["redis0-u65534"]["mode"] == 0o600, n
+assert n["redis0-u4242"]["uid"] == 4242, n' && ok "their databases are namespaces of their uids, mode 0600" ||
+	not_ok "namespaces of RESP users"
+if have_nobody "$KV"; then
+	check "libpool as uid 65534 reads what alice wrote" as_nobody "$KV" redis0-u65534 exists k
+	check_exit 1 "but not what bob wrote" as_nobody "$KV" redis0-u4242 exists k
+fi
+head -c 3000000 /dev/urandom >"$TEST_DIR/3m"
+ucli alice alice-pw -x set big1 <"$TEST_DIR/3m" >"$TEST_DIR/out" 2>&1; check_out "^OK$" "alice stores 3 MB"
+ucli alice alice-pw -x set big2 <"$TEST_DIR/3m" >"$TEST_DIR/out" 2>&1; check_out "^OK$" "and 3 MB more, over her 4M quota"
+ucli alice alice-pw exists big1 k >"$TEST_DIR/out" 2>&1; check_out "^0$" "which evicted her older values"
+ucli bob bob-pw get k >"$TEST_DIR/out" 2>&1; check_out "^bob-value$" "not bob's"
+ucli alice alice-pw flushall >/dev/null 2>&1
+ucli alice alice-pw dbsize >"$TEST_DIR/out" 2>&1; check_out "^0$" "FLUSHALL empties alice's databases"
+ucli bob bob-pw get k >"$TEST_DIR/out" 2>&1; check_out "^bob-value$" "and only hers"
+chmod 0644 "$TEST_DIR/users"
+check_exit 1 "a users file others may read is refused" "$POOLD" -n -o resp.users="$TEST_DIR/users"
+check_out "holds passwords and is mode 0644" "naming its mode"
+printf 'dave x >pw\n' >"$TEST_DIR/users"; chmod 0600 "$TEST_DIR/users"
+check_exit 1 "a bad line is refused" "$POOLD" -n -o resp.users="$TEST_DIR/users"
+check_out "line 1: the uid is not a number" "naming the line"
+pool_alive && ok "poold still running" || not_ok "poold still running"
 
 # Before AUTH a client may send only what AUTH needs (10 arguments of 16 KiB, as
 # Redis allows): a bigger header is refused before anything is kept, and poold's

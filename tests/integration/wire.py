@@ -291,6 +291,15 @@ def main():
         assert r and r[0] == 43, r
         print("reserved, now dying", flush=True)
         os._exit(0)
+    elif case == "kv-op":
+        # One KV operation on one key, sent raw (no namespace open first): print the reply.
+        op, ns, key = sys.argv[3].encode(), sys.argv[4].encode(), sys.argv[5].encode()
+        s.sendall(frame(HELLO, hello_payload()))
+        assert read_frame(s)[0] == HELLO_REPLY
+        s.sendall(frame(42, field(1, op) + field(2, ns) + field(3, key), req_id=2))
+        r = read_frame(s)
+        assert r, "no reply"
+        print(error_text(r[2]) if r[0] == ERROR else "reply %d" % r[0])
     elif case == "kv-pin":
         # Look a key up (which pins its value) and hold the pin until stdin closes.
         ns, key = sys.argv[3], sys.argv[4].encode()
