@@ -265,6 +265,12 @@ int conn_send_error(struct conn *c, uint64_t req_id, int code, const char *msg)
 	return conn_send(c, WIRE_ERROR, req_id, &err.base);
 }
 
+/* Change the largest frame the peer may send (a link that proved who it is may send more). */
+void conn_set_max_frame(struct conn *c, size_t max_frame)
+{
+	c->max_frame = max_frame;
+}
+
 /* Name the option that sets the frame limit, for the error sent to peers over it. */
 void conn_set_limit_name(struct conn *c, const char *name)
 {
@@ -285,19 +291,21 @@ void conn_set_desc(struct conn *c, const char *desc)
 
 static bool conn_check_header(struct conn *c, const struct wire_hdr *hdr, int rc)
 {
+	/* Once per 10 s each: a loop of new connections sending one bad header each. */
+	static struct log_limit version_said, size_said;
 	char msg[128];
 
 	if (rc == 0)
 		return true;
 	if (rc == POOL_EVERSION) {
-		log_warnx("%s speaks protocol version %u, not %u", c->desc, hdr->version,
-			  WIRE_VERSION);
+		log_warnx_limited(&version_said, 10000, "%s speaks protocol version %u, not %u",
+				  c->desc, hdr->version, WIRE_VERSION);
 		snprintf(msg, sizeof(msg),
 			 "protocol version %u is not supported: this poold speaks version %u",
 			 hdr->version, WIRE_VERSION);
 	} else {
-		log_warnx("%s sent a %u-byte frame, over the %zu limit", c->desc, hdr->len,
-			  c->max_frame);
+		log_warnx_limited(&size_said, 10000, "%s sent a %u-byte frame, over the %zu limit",
+				  c->desc, hdr->len, c->max_frame);
 		snprintf(msg, sizeof(msg), "frame of %u bytes exceeds %s (%zu)", hdr->len,
 			 c->limit_name, c->max_frame);
 	}

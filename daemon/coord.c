@@ -26,6 +26,16 @@
 
 #define COORD_PEER_MAX_FRAME (16u << 20)
 #define COORD_REGISTER_TIMEOUT_MS 10000
+/*
+ * What links that have not registered may hold: they have not proved they
+ * know the secret, so each gets a small frame, a few per host, a few in
+ * all (the oldest gives way to a new one), and a deadline from its accept
+ * that no trickle of bytes extends. A flood then neither fills poold's fds
+ * or memory nor keeps a real node, whose handshake takes milliseconds, out.
+ */
+#define COORD_UNREG_MAX_FRAME (256u << 10)
+#define COORD_UNREG_PER_HOST 4
+#define COORD_UNREG_MAX 32
 #define COORD_PROBE_TIMEOUT_MS 60000
 
 struct coord_peer {
@@ -34,6 +44,8 @@ struct coord_peer {
 	struct conn *conn;
 	struct member *m; /* once registered */
 	bool hello_done;
+	uint64_t accepted_at;
+	struct sockaddr_storage from;
 	uint8_t nonce[PEERAUTH_NONCE_LEN];	/* our challenge on this link */
 	uint8_t node_nonce[PEERAUTH_NONCE_LEN]; /* the node's, from its Hello */
 	char addr[64];
@@ -580,6 +592,8 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	snprintf(desc, sizeof(desc), "node %u (%s) at %s", id, info->name, p->addr);
 	conn_set_desc(p->conn, desc);
 	conn_set_read_timeout(p->conn, 0);
+	conn_set_max_frame(p->conn, COORD_PEER_MAX_FRAME);
+	conn_set_limit_name(p->conn, "the frame limit");
 	log_info("%s registered (%s, incarnation %llx)", desc, info->version,
 		 (unsigned long long)info->incarnation);
 	events_add(pd, "member", "%s registered (%s, incarnation %llx)", desc, info->version,
@@ -766,14 +780,60 @@ static const struct conn_ops coord_peer_ops = {
 	.closed = coord_peer_closed,
 };
 
+static bool coord_same_host(const struct sockaddr_storage *a, const struct sockaddr *b)
+{
+	if (a->ss_family != b->sa_family)
+		return false;
+	if (b->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (b->sa_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			      &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
+	return false;
+}
+
+/*
+ * Room for one more unregistered link from sa: false when its host has
+ * COORD_UNREG_PER_HOST already; when COORD_UNREG_MAX are open, the oldest
+ * is closed.
+ */
+static bool coord_unreg_room(struct coord *co, const struct sockaddr *sa, const char *addr)
+{
+	static struct log_limit host_said, all_said;
+	struct coord_peer *p, *oldest = NULL;
+	unsigned all = 0, host = 0;
+
+	TAILQ_FOREACH(p, &co->peers, entry) {
+		if (p->m != NULL)
+			continue;
+		all++;
+		host += coord_same_host(&p->from, sa);
+		if (oldest == NULL)
+			oldest = p; /* the list is in accept order */
+	}
+	if (host >= COORD_UNREG_PER_HOST) {
+		log_warnx_limited(&host_said, 10000, "refusing a peer link from %s: %u links from "
+				  "its host have not registered", addr, host);
+		return false;
+	}
+	if (all >= COORD_UNREG_MAX) {
+		log_warnx_limited(&all_said, 10000, "%u peer links have not registered: closing "
+				  "the oldest, from %s", all, oldest->addr);
+		conn_abort(oldest->conn, true);
+	}
+	return true;
+}
+
 static void coord_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
 			 int salen, void *arg)
 {
 	struct coord *co = arg;
 	struct coord_peer *p;
 	struct ssl_st *ssl;
-	char desc[96];
+	char desc[96], addr[64];
 
+	addr_format(sa, addr, sizeof(addr));
 	if (co->npeers >= 2 * (unsigned)co->pd->conf->max_nodes) {
 		static struct log_limit said;
 
@@ -781,25 +841,27 @@ static void coord_accept(struct evconnlistener *lis, evutil_socket_t fd, struct 
 		evutil_closesocket(fd);
 		return;
 	}
-	p = calloc(1, sizeof(*p));
-	if (p == NULL) {
+	if (!coord_unreg_room(co, sa, addr) || (p = calloc(1, sizeof(*p))) == NULL) {
 		evutil_closesocket(fd);
 		return;
 	}
 	p->co = co;
-	addr_format(sa, p->addr, sizeof(p->addr));
+	p->accepted_at = units_now_ms();
+	memcpy(&p->from, sa, MIN((size_t)salen, sizeof(p->from)));
+	snprintf(p->addr, sizeof(p->addr), "%s", addr);
 	snprintf(desc, sizeof(desc), "peer %s", p->addr);
 	if (peertls_new(co->pd, &ssl) < 0) {
 		evutil_closesocket(fd);
 		free(p);
 		return;
 	}
-	if (conn_new(co->pd->base, fd, ssl, COORD_PEER_MAX_FRAME, &coord_peer_ops, p, desc,
+	if (conn_new(co->pd->base, fd, ssl, COORD_UNREG_MAX_FRAME, &coord_peer_ops, p, desc,
 		     &p->conn) < 0) {
 		free(p);
 		return;
 	}
-	/* An unregistered link that says nothing is dropped. */
+	/* An unregistered link that says nothing is dropped; coord_check() ends the others. */
+	conn_set_limit_name(p->conn, "what a link may send before it registers");
 	conn_set_read_timeout(p->conn, COORD_REGISTER_TIMEOUT_MS);
 	TAILQ_INSERT_TAIL(&co->peers, p, entry);
 	co->npeers++;
@@ -812,8 +874,18 @@ static void coord_check(evutil_socket_t fd, short what, void *arg)
 	struct coord *co = arg;
 	struct poold *pd = co->pd;
 	uint64_t now = units_now_ms(), hb = (uint64_t)pd->conf->heartbeat_ms;
+	struct coord_peer *p, *pnext;
 	struct member *m;
 
+	/* A link that has not registered within the deadline of its accept goes. */
+	for (p = TAILQ_FIRST(&co->peers); p != NULL; p = pnext) {
+		pnext = TAILQ_NEXT(p, entry);
+		if (p->m == NULL && now - p->accepted_at > COORD_REGISTER_TIMEOUT_MS) {
+			log_debug("peer link from %s did not register within %d ms: closed", p->addr,
+				  COORD_REGISTER_TIMEOUT_MS);
+			conn_abort(p->conn, true);
+		}
+	}
 	TAILQ_FOREACH(m, &pd->members, entry) {
 		uint64_t age = now - m->last_heartbeat;
 

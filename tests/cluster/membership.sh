@@ -134,6 +134,31 @@ import json, sys
 sys.exit(any(n["name"] == "rogue" for n in json.load(sys.stdin)["nodes"]))' \
 	&& ok "no rogue node joined" || not_ok "a rogue node joined"
 
+# A flood of links that never register (200 from one host, each trickling a
+# byte a second): the coordinator keeps at most 4 of them from that host,
+# closes those at 10 s from their accept however they trickle, and a real
+# node joins meanwhile.
+fds1() { ls /proc/"${POOL_PIDS[1]}"/fd 2>/dev/null | wc -l; }
+fd0=$(fds1)
+cluster_exec 2 python3 "$top_srcdir/tests/integration/wire.py" "tcp:$(pool_coord_addr)" peer-flood 200 14 \
+	>"$CLUSTER_TMP/flood.out" 2>&1 &
+floodpid=$!
+sleep 2
+fd1=$(fds1)
+pool_node_start 4
+pool_wait_state 1 h4 up 10 && ok "a node joins during the flood" || not_ok "a node kept out by the flood"
+wait $floodpid
+grep -q "200 links: .* 0 still open after 14s" "$CLUSTER_TMP/flood.out" && [ $((fd1 - fd0)) -le 6 ] &&
+	ok "the flood held $((fd1 - fd0)) fds at the coordinator, none past 10 s ($(cat "$CLUSTER_TMP/flood.out"))" ||
+	{ not_ok "flood: fds $fd0 -> $fd1"; cat "$CLUSTER_TMP/flood.out"; }
+grep -q "refusing a peer link from .*: 4 links from its host have not registered" "$(cluster_dir 1)/poold.log" &&
+	[ "$(grep -c "refusing a peer link from" "$(cluster_dir 1)/poold.log")" -le 3 ] &&
+	ok "and said so, in at most 3 log lines" || not_ok "flood log lines: $(grep -c "refusing a peer link" "$(cluster_dir 1)/poold.log")"
+out=$(cluster_exec 2 python3 "$top_srcdir/tests/integration/wire.py" "tcp:$(pool_coord_addr)" big-hello 2>&1)
+echo "$out" | grep -q "frame of 1048576 bytes exceeds what a link may send before it registers (262144)" &&
+	ok "a 1 MiB frame before registering is refused at its header" || { not_ok "big frame before register"; echo "$out"; }
+pool_node_kill 4
+
 # A peer speaking another protocol version is refused with a clear message.
 out=$(cluster_exec 2 python3 "$top_srcdir/tests/integration/wire.py" "tcp:$(pool_coord_addr)" version 2>&1)
 echo "$out" | grep -q "protocol version 7 is not supported: this poold speaks version 2" \

@@ -4,9 +4,11 @@ Builds frames by hand (header per proto/wire.h, protobuf fields encoded here)
 so tests can send what no well-behaved client would.
 """
 import os
+import select
 import socket
 import struct
 import sys
+import time
 
 VERSION = 2
 HELLO, HELLO_REPLY, ERROR, OK, STATUS, STATUS_REPLY = 1, 2, 3, 4, 5, 6
@@ -190,8 +192,44 @@ def arena_fd_given(path):
     return t != ERROR
 
 
+def peer_flood(path, n, seconds):
+    """Open n links to a peer listener that never finish a frame: each sends
+    one byte a second. Report how many the listener took and closed."""
+    _, host, port = path.split(":")
+    socks, refused = [], 0
+    for _ in range(n):
+        try:
+            socks.append(socket.create_connection((host, int(port)), timeout=5))
+        except OSError:
+            refused += 1
+    open_at = {}
+    hdr = frame(HELLO, hello_payload())[:15]  # a header, never its last byte
+    deadline = time.time() + seconds
+    t = 0
+    while time.time() < deadline:
+        for s in socks:
+            if s.fileno() < 0:
+                continue
+            try:
+                s.send(hdr[t % 15:t % 15 + 1])
+                r, _, _ = select.select([s], [], [], 0)
+                if r and not s.recv(1):
+                    raise OSError("closed")
+            except OSError:
+                open_at[s] = time.time()
+                s.close()
+        t += 1
+        time.sleep(1)
+    alive = sum(s.fileno() >= 0 for s in socks)
+    print("%d links: %d refused at connect, %d closed by the listener, %d still open after %ds"
+          % (n, refused, len(open_at), alive, seconds))
+
+
 def main():
     path, case = sys.argv[1], sys.argv[2]
+    if case == "peer-flood":
+        peer_flood(path, int(sys.argv[3]), int(sys.argv[4]))
+        return
     if case == "fake-coordinator":
         fake_coordinator(int(path), sys.argv[3], float(sys.argv[4]))
         return
@@ -200,6 +238,13 @@ def main():
     s = connect(path)
     if case == "garbage":
         s.sendall(bytes(range(256)) * 4)
+        r = read_frame(s)
+        assert r and r[0] == ERROR, r
+        print("reply:", error_text(r[2]))
+        assert closed(s)
+    elif case == "big-hello":
+        # A frame header of 1 MiB on a link that has not said who it is.
+        s.sendall(frame(HELLO, b"", length=1 << 20))
         r = read_frame(s)
         assert r and r[0] == ERROR, r
         print("reply:", error_text(r[2]))
