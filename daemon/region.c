@@ -1369,6 +1369,34 @@ static int region_destroy(struct req *q, const ProtobufCMessage *msg)
 	return req_reply(q, WIRE_OK, &ok.base);
 }
 
+/*
+ * An anonymous region stays once its last lease ends: what a creator does
+ * when the region is complete (a snapshot's manifest once its pages are
+ * stored), so that one that dies first leaves nothing behind. Its lenders'
+ * records and the coordinator's journal are told.
+ */
+static int region_keep(struct req *q, const ProtobufCMessage *msg)
+{
+	Pool__Ok ok = POOL__OK__INIT;
+	struct region *r;
+	size_t i;
+	int rc = region_lookup(q, msg, &r);
+
+	if (rc < 0)
+		return rc;
+	if (q->uid != r->uid && !q->admin)
+		return req_errorf(q, -EPERM, "region '%s' belongs to uid %u", r->name, r->uid);
+	if (r->anonymous) {
+		r->anonymous = false;
+		for (i = 0; i < r->next; i++)
+			hold_tell(q->pd, r->ext[i].node, r->ext[i].arena, r->ext[i].off,
+				  r->ext[i].len, r->id);
+		coordlog_region(q->pd, r);
+		log_debug("region '%s' kept", r->name);
+	}
+	return req_reply(q, WIRE_OK, &ok.base);
+}
+
 static int region_list(struct req *q, const ProtobufCMessage *msg)
 {
 	Pool__RegionList reply = POOL__REGION_LIST__INIT;
@@ -1476,5 +1504,6 @@ const struct ctl_handler region_handlers[] = {
 	{WIRE_REGION_DESTROY, CTL_ANY, AT_COORD, region_destroy, NULL},
 	{WIRE_REGION_LIST, CTL_ANY, AT_COORD, region_list, NULL},
 	{WIRE_REGION_CLOSE, CTL_ANY, AT_COORD, region_close_lease, NULL},
+	{WIRE_REGION_KEEP, CTL_ANY, AT_COORD, region_keep, NULL},
 	{0, 0, 0, NULL, NULL},
 };

@@ -90,6 +90,8 @@ POOL_EXPORT int pool_region_open(struct pool *pool, const char *name, unsigned f
 POOL_EXPORT int pool_region_close(struct pool_region *region);
 /* Destroy a region by name (its owner or an admin). */
 POOL_EXPORT int pool_region_destroy(struct pool *pool, const char *name);
+/* Keep an anonymous region after its last lease ends (its owner or an admin). */
+POOL_EXPORT int pool_region_keep(struct pool *pool, const char *name);
 /* What a region is, by name; free with pool_region_info_free(). */
 POOL_EXPORT int pool_region_stat(struct pool *pool, const char *name,
 				 struct pool_region_info **ret_info);

@@ -450,20 +450,31 @@ POOL_EXPORT int pool_region_close(struct pool_region *region)
 	return 0;
 }
 
-POOL_EXPORT int pool_region_destroy(struct pool *pool, const char *name)
+/* A request on a region by name that is answered Ok. */
+static int region_name_call(struct pool *pool, uint16_t type, const char *name, const char *fn)
 {
 	Pool__RegionName req = POOL__REGION_NAME__INIT;
 	Pool__Ok *ok;
 	int rc;
 
 	if (pool == NULL || name == NULL)
-		return pool_err(-EINVAL, "pool_region_destroy: invalid argument");
+		return pool_err(-EINVAL, "%s: invalid argument", fn);
 	req.name = (char *)name;
-	rc = pool_call(pool, WIRE_REGION_DESTROY, &req.base, WIRE_OK, (ProtobufCMessage **)&ok);
+	rc = pool_call(pool, type, &req.base, WIRE_OK, (ProtobufCMessage **)&ok);
 	if (rc < 0)
 		return rc;
 	wire_msg_free(&ok->base);
 	return 0;
+}
+
+POOL_EXPORT int pool_region_destroy(struct pool *pool, const char *name)
+{
+	return region_name_call(pool, WIRE_REGION_DESTROY, name, "pool_region_destroy");
+}
+
+POOL_EXPORT int pool_region_keep(struct pool *pool, const char *name)
+{
+	return region_name_call(pool, WIRE_REGION_KEEP, name, "pool_region_keep");
 }
 
 POOL_EXPORT uint64_t pool_region_size(const struct pool_region *region)

@@ -329,8 +329,9 @@ static int snap_manifest_create(struct pool *pool, const char *rname, uint64_t s
 		rc = pool_region_opts_set_class(ro, opts->cls);
 	if (rc == 0)
 		rc = pool_region_opts_set_mode(ro, opts->mode);
+	/* Anonymous until its pages are stored: a put that dies leaves nothing behind. */
 	if (rc == 0)
-		rc = pool_region_create(pool, rname, ro, 0, ret);
+		rc = pool_region_create(pool, rname, ro, POOL_REGION_ANONYMOUS, ret);
 	pool_region_opts_free(ro);
 	return rc;
 }
@@ -388,9 +389,9 @@ POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *i
 		rc = pool_region_write(r, h.state_off, opts->state, h.state_len);
 	if (rc == 0)
 		rc = snap_store(pool, r, rname, &h, image, hashes);
-	pool_region_close(r);
-	if (rc < 0) /* its references go with it */
-		pool_region_destroy(pool, rname);
+	if (rc == 0)
+		rc = pool_region_keep(pool, rname); /* sealed: it stays */
+	pool_region_close(r); /* unless kept, the manifest and its references go with its lease */
 out:
 	free(hashes);
 	return rc;

@@ -68,6 +68,7 @@ static const struct {
 	[WIRE_XFER] = {"xfer", &pool__xfer__descriptor},
 	[WIRE_XFER_REPLY] = {"xfer-reply", &pool__xfer_reply__descriptor},
 	[WIRE_REGION_FD] = {"region-fd", &pool__region_fd__descriptor},
+	[WIRE_REGION_KEEP] = {"region-keep", &pool__region_name__descriptor},
 	[WIRE_REGION_FD_REPLY] = {"region-fd-reply", &pool__region_fd_reply__descriptor},
 };
 

@@ -95,6 +95,7 @@ enum wire_type {
 	WIRE_XFER_REPLY = 58,
 	WIRE_REGION_FD = 59,	/* client -> its poold: a region's memory file (reply with its fd) */
 	WIRE_REGION_FD_REPLY = 60,
+	WIRE_REGION_KEEP = 61,	/* client -> coordinator: an anonymous region stays (RegionName, Ok) */
 	WIRE_TYPE_MAX
 };
 
