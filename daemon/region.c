@@ -1485,6 +1485,7 @@ void region_close_space(struct poold *pd)
 		region_unlink(pd, r);
 		while ((l = TAILQ_FIRST(&r->lease_list)) != NULL)
 			region_lease_drop(NULL, r, l);
+		free(r->refs); /* the KV space is gone: nothing to drop them from */
 		free(r->ext);
 		free(r);
 	}

@@ -40,7 +40,7 @@ EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/wi
 	tests/integration/snapcopy.py \
 	tests/cluster/lib.sh tests/cluster/pool.sh tests/tap.sh tests/tools/journal-tear.py
 AM_TESTS_ENVIRONMENT = top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top_srcdir)'; \
-	export top_builddir top_srcdir;
+	pool_sanitizers='$(SAN_CFLAGS)'; export top_builddir top_srcdir pool_sanitizers;
 
 # Fuzz targets: libFuzzer binaries with --enable-fuzzing (CC=clang); in every
 # build, the same targets replay their seed corpus under make check.

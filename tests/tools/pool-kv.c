@@ -383,12 +383,136 @@ static int hammer(struct pool_kv *kv, const char *key, size_t size, int secs, ui
 	return 0;
 }
 
+/* put KEY SIZE SEED, or get KEY SEED: 0, 4 on a miss, 1 on failure. */
+static int put_get(struct pool_kv *kv, const char *cmd, const char *key, char **argv)
+{
+	size_t size = cmd[0] == 'p' ? strtoull(argv[4], NULL, 0) : POOL_KV_VALUE_MAX, vlen;
+	uint64_t seed = strtoull(argv[cmd[0] == 'p' ? 5 : 4], NULL, 0);
+	uint8_t *buf = malloc(size), *want = NULL;
+	int rc, status = 0;
+
+	if (cmd[0] == 'p') {
+		fill(buf, size, seed);
+		rc = pool_kv_put(kv, key, strlen(key), buf, size);
+		if (rc < 0)
+			status = fail("put", rc);
+		else
+			printf("put %s: %zu bytes, checksum %016" PRIx64 "\n", key, size,
+			       checksum(buf, size));
+	} else {
+		rc = pool_kv_get(kv, key, strlen(key), buf, size, &vlen);
+		if (rc == -ENOENT) {
+			printf("get %s: miss\n", key);
+			status = 4;
+		} else if (rc < 0) {
+			status = fail("get", rc);
+		} else {
+			want = malloc(vlen);
+			fill(want, vlen, seed);
+			if (memcmp(buf, want, vlen) != 0) {
+				fprintf(stderr, "pool-kv: get %s: wrong bytes\n", key);
+				status = 1;
+			} else {
+				printf("get %s: %zu bytes, correct\n", key, vlen);
+			}
+		}
+	}
+	free(want);
+	free(buf);
+	return status;
+}
+
+/* mput PREFIX N SIZE SEED, mget PREFIX N SEED, match PREFIX N: 0, or 1 on failure. */
+static int batch(struct pool_kv *kv, const char *cmd, const char *key, char **argv)
+{
+	size_t n = strtoull(argv[4], NULL, 0), i, size = 0, count, hits = 0;
+	uint64_t seed = 0;
+	char **keys = calloc(n, sizeof(*keys));
+	size_t *klens = calloc(n, sizeof(*klens)), *lens = calloc(n, sizeof(*lens));
+	size_t *vlens = calloc(n, sizeof(*vlens));
+	void **bufs = calloc(n, sizeof(*bufs));
+	int *st = calloc(n, sizeof(*st));
+	int rc, status = 0;
+
+	if (cmd[1] == 'p') {
+		size = strtoull(argv[5], NULL, 0);
+		seed = strtoull(argv[6], NULL, 0);
+	} else if (cmd[1] == 'g') {
+		seed = strtoull(argv[5], NULL, 0);
+	}
+	for (i = 0; i < n; i++) {
+		if (asprintf(&keys[i], "%s%zu", key, i) < 0) {
+			keys[i] = NULL;
+			status = 1;
+			goto out;
+		}
+		klens[i] = strlen(keys[i]);
+		lens[i] = cmd[1] == 'p' ? size : 4u << 20;
+		bufs[i] = malloc(lens[i]);
+		if (cmd[1] == 'p')
+			fill(bufs[i], size, seed + i);
+	}
+	if (cmd[1] == 'a') {
+		rc = pool_kv_match(kv, n, (const void *const *)keys, klens, &count);
+		if (rc < 0)
+			status = fail("match", rc);
+		else
+			printf("match %s: %zu of %zu\n", key, count, n);
+	} else if (cmd[1] == 'p') {
+		rc = pool_kv_put_batch(kv, n, (const void *const *)keys, klens,
+				       (const void *const *)bufs, lens, st);
+		if (rc < 0)
+			status = fail("mput", rc);
+		else
+			printf("mput %s: %d of %zu stored\n", key, rc, n);
+	} else {
+		rc = pool_kv_get_batch(kv, n, (const void *const *)keys, klens, bufs, lens, vlens,
+				       st);
+		if (rc < 0)
+			status = fail("mget", rc);
+		for (i = 0; rc >= 0 && status == 0 && i < n; i++) {
+			uint8_t *want;
+
+			if (st[i] != 0)
+				continue;
+			want = malloc(vlens[i]);
+			fill(want, vlens[i], seed + i);
+			if (memcmp(bufs[i], want, vlens[i]) != 0) {
+				size_t at = 0, zeros = 0, j;
+
+				while (at < vlens[i] && ((uint8_t *)bufs[i])[at] == want[at])
+					at++;
+				for (j = 0; j < vlens[i]; j++)
+					zeros += ((uint8_t *)bufs[i])[j] == 0;
+				fprintf(stderr, "pool-kv: %s: wrong bytes from offset %zu of %zu "
+						"(%zu zero bytes)\n", keys[i], at, vlens[i], zeros);
+				status = 1;
+			}
+			free(want);
+			hits++;
+		}
+		if (rc >= 0 && status == 0)
+			printf("mget %s: %zu hits of %zu, all correct\n", key, hits, n);
+	}
+out:
+	for (i = 0; i < n; i++) {
+		free(keys[i]);
+		free(bufs[i]);
+	}
+	free(keys);
+	free(klens);
+	free(lens);
+	free(vlens);
+	free(bufs);
+	free(st);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	struct pool_kv *kv;
 	struct pool *pool;
 	const char *ns, *cmd, *key;
-	size_t vlen;
 	int rc, status = 0;
 
 	if (argc < 4) {
@@ -403,124 +527,30 @@ int main(int argc, char **argv)
 	if (rc < 0)
 		return fail("open pool", rc);
 	rc = pool_kv_open(pool, ns, &kv);
-	if (rc < 0)
-		return fail("open namespace", rc);
+	if (rc < 0) {
+		status = fail("open namespace", rc);
+		pool_close(pool);
+		return status;
+	}
 	if (strcmp(cmd, "put") == 0 || strcmp(cmd, "get") == 0) {
-		size_t size = cmd[0] == 'p' ? strtoull(argv[4], NULL, 0) : POOL_KV_VALUE_MAX;
-		uint64_t seed = strtoull(argv[cmd[0] == 'p' ? 5 : 4], NULL, 0);
-		uint8_t *buf = malloc(size), *want;
-
-		if (cmd[0] == 'p') {
-			fill(buf, size, seed);
-			rc = pool_kv_put(kv, key, strlen(key), buf, size);
-			if (rc < 0)
-				return fail("put", rc);
-			printf("put %s: %zu bytes, checksum %016" PRIx64 "\n", key, size,
-			       checksum(buf, size));
-		} else {
-			rc = pool_kv_get(kv, key, strlen(key), buf, size, &vlen);
-			if (rc == -ENOENT) {
-				printf("get %s: miss\n", key);
-				free(buf);
-				status = 4;
-				goto out;
-			}
-			if (rc < 0)
-				return fail("get", rc);
-			want = malloc(vlen);
-			fill(want, vlen, seed);
-			if (memcmp(buf, want, vlen) != 0) {
-				fprintf(stderr, "pool-kv: get %s: wrong bytes\n", key);
-				return 1;
-			}
-			printf("get %s: %zu bytes, correct\n", key, vlen);
-			free(want);
-		}
-		free(buf);
+		status = put_get(kv, cmd, key, argv);
 	} else if (strcmp(cmd, "exists") == 0) {
 		rc = pool_kv_exists(kv, key, strlen(key));
-		if (rc < 0)
-			return fail("exists", rc);
+		if (rc < 0) {
+			status = fail("exists", rc);
+			goto out;
+		}
 		printf("%s %s\n", key, rc ? "exists" : "does not exist");
 		status = rc ? 0 : 4;
 	} else if (strcmp(cmd, "remove") == 0) {
 		rc = pool_kv_remove(kv, key, strlen(key));
-		if (rc < 0)
-			return fail("remove", rc);
+		if (rc < 0) {
+			status = fail("remove", rc);
+			goto out;
+		}
 	} else if (strcmp(cmd, "mput") == 0 || strcmp(cmd, "mget") == 0 ||
 		   strcmp(cmd, "match") == 0) {
-		size_t n = strtoull(argv[4], NULL, 0), i, size = 0, count, hits = 0;
-		uint64_t seed = 0;
-		char **keys = calloc(n, sizeof(*keys));
-		size_t *klens = calloc(n, sizeof(*klens)), *lens = calloc(n, sizeof(*lens));
-		size_t *vlens = calloc(n, sizeof(*vlens));
-		void **bufs = calloc(n, sizeof(*bufs));
-		int *st = calloc(n, sizeof(*st));
-
-		if (cmd[1] == 'p') {
-			size = strtoull(argv[5], NULL, 0);
-			seed = strtoull(argv[6], NULL, 0);
-		} else if (cmd[1] == 'g') {
-			seed = strtoull(argv[5], NULL, 0);
-		}
-		for (i = 0; i < n; i++) {
-			if (asprintf(&keys[i], "%s%zu", key, i) < 0)
-				return 1;
-			klens[i] = strlen(keys[i]);
-			lens[i] = cmd[1] == 'p' ? size : 4u << 20;
-			bufs[i] = malloc(lens[i]);
-			if (cmd[1] == 'p')
-				fill(bufs[i], size, seed + i);
-		}
-		if (cmd[1] == 'a') {
-			rc = pool_kv_match(kv, n, (const void *const *)keys, klens, &count);
-			if (rc < 0)
-				return fail("match", rc);
-			printf("match %s: %zu of %zu\n", key, count, n);
-		} else if (cmd[1] == 'p') {
-			rc = pool_kv_put_batch(kv, n, (const void *const *)keys, klens,
-					       (const void *const *)bufs, lens, st);
-			if (rc < 0)
-				return fail("mput", rc);
-			printf("mput %s: %d of %zu stored\n", key, rc, n);
-		} else {
-			rc = pool_kv_get_batch(kv, n, (const void *const *)keys, klens, bufs, lens,
-					       vlens, st);
-			if (rc < 0)
-				return fail("mget", rc);
-			for (i = 0; i < n; i++) {
-				uint8_t *want;
-
-				if (st[i] != 0)
-					continue;
-				want = malloc(vlens[i]);
-				fill(want, vlens[i], seed + i);
-				if (memcmp(bufs[i], want, vlens[i]) != 0) {
-					size_t at = 0, zeros = 0, j;
-
-					while (at < vlens[i] && ((uint8_t *)bufs[i])[at] == want[at])
-						at++;
-					for (j = 0; j < vlens[i]; j++)
-						zeros += ((uint8_t *)bufs[i])[j] == 0;
-					fprintf(stderr, "pool-kv: %s: wrong bytes from offset %zu of %zu "
-						"(%zu zero bytes)\n", keys[i], at, vlens[i], zeros);
-					return 1;
-				}
-				free(want);
-				hits++;
-			}
-			printf("mget %s: %zu hits of %zu, all correct\n", key, hits, n);
-		}
-		for (i = 0; i < n; i++) {
-			free(keys[i]);
-			free(bufs[i]);
-		}
-		free(keys);
-		free(klens);
-		free(lens);
-		free(vlens);
-		free(bufs);
-		free(st);
+		status = batch(kv, cmd, key, argv);
 	} else if (strcmp(cmd, "hammer") == 0) {
 		rc = hammer(kv, key, strtoull(argv[4], NULL, 0), atoi(argv[5]),
 			    strtoull(argv[6], NULL, 0));
