@@ -28,9 +28,18 @@ for stage in $stages; do
 		copy_tree "$work/asan"
 		(cd "$work/asan" && ./autogen.sh >/dev/null && ./configure --enable-asan --enable-werror >/dev/null &&
 			make -j"$(nproc)" >/dev/null) || exit 1
-		if ! (cd "$work/asan" && make check); then
+		# Every process's sanitizer report goes to a file of its own, so that
+		# a leak at the exit of a poold the tests stop is seen too.
+		rm -rf "$work/asan-reports" && mkdir -m 1777 "$work/asan-reports"
+		if ! (cd "$work/asan" && ASAN_OPTIONS=log_path="$work/asan-reports/r" make check); then
 			find "$work/asan/tests" -name '*.trs' -exec grep -l '^:test-result: FAIL' {} + |
 				while read -r t; do echo "--- ${t%.trs}.log"; tail -n 60 "${t%.trs}.log"; done
+			cat "$work/asan-reports"/* 2>/dev/null
+			exit 1
+		fi
+		if [ -n "$(ls -A "$work/asan-reports")" ]; then
+			echo "==> sanitizer reports (LeakSanitizer must report nothing):"
+			cat "$work/asan-reports"/*
 			exit 1
 		fi
 		;;

@@ -350,9 +350,10 @@ static int hammer(struct pool_kv *kv, const char *key, size_t size, int secs, ui
 	time_t end = time(NULL) + secs;
 	unsigned puts = 0, gets = 0, misses = 0;
 	uint64_t n = 0;
+	int status = 0;
 	size_t vlen;
 
-	while (time(NULL) < end) {
+	while (status == 0 && time(NULL) < end) {
 		uint64_t seed = id * 1000000 + n++;
 		size_t i;
 		int rc;
@@ -360,27 +361,33 @@ static int hammer(struct pool_kv *kv, const char *key, size_t size, int secs, ui
 		for (i = 0; i + 8 <= size; i += 8)
 			memcpy(buf + i, &seed, 8);
 		rc = pool_kv_put(kv, key, strlen(key), buf, size);
-		if (rc < 0)
-			return fail("put", rc);
+		if (rc < 0) {
+			status = fail("put", rc);
+			break;
+		}
 		puts++;
 		rc = pool_kv_get(kv, key, strlen(key), got, size, &vlen);
 		if (rc == -ENOENT) {
 			misses++;
 			continue;
 		}
-		if (rc < 0)
-			return fail("get", rc);
+		if (rc < 0) {
+			status = fail("get", rc);
+			break;
+		}
 		gets++;
-		for (i = 8; i + 8 <= size; i += 8)
+		for (i = 8; i + 8 <= size && status == 0; i += 8)
 			if (memcmp(got + i, got, 8) != 0) {
 				fprintf(stderr, "pool-kv: torn value at byte %zu\n", i);
-				return 1;
+				status = 1;
 			}
 	}
-	printf("hammer %s: %u puts, %u gets, %u misses, no torn value\n", key, puts, gets, misses);
+	if (status == 0)
+		printf("hammer %s: %u puts, %u gets, %u misses, no torn value\n", key, puts, gets,
+		       misses);
 	free(buf);
 	free(got);
-	return 0;
+	return status;
 }
 
 /* put KEY SIZE SEED, or get KEY SEED: 0, 4 on a miss, 1 on failure. */
