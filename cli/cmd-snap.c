@@ -96,7 +96,7 @@ static int snap_put_opt(struct pool_snap_opts *o, const char *arg)
 	if (rc == 0)
 		return 0;
 bad:
-	fprintf(stderr, "poolctl: bad option '%s' (class=pinned|persistent, page=4K|2M, "
+	fprintf(stderr, "poolctl: bad option '%s' (class=pinned|persistent|shared, page=4K|2M, "
 		"parent=NAME, mode=OCTAL, state=FILE)\n", arg);
 	return -1;
 }
@@ -243,7 +243,7 @@ static int cmd_snap_ls_exec(struct cmd_ctx *ctx)
 static int cmd_snap_info_exec(struct cmd_ctx *ctx)
 {
 	struct pool_snap_info *in;
-	uint64_t ps, bytes[2] = {0}, pages[2] = {0};
+	uint64_t ps, bytes[3] = {0}, pages[3] = {0};
 	struct pool *pool;
 	char created[32];
 	int rc;
@@ -258,6 +258,7 @@ static int cmd_snap_info_exec(struct cmd_ctx *ctx)
 	}
 	pool_snap_store_bytes(pool, "pinned", &bytes[0], &pages[0]);
 	pool_snap_store_bytes(pool, "persistent", &bytes[1], &pages[1]);
+	pool_snap_store_bytes(pool, "shared", &bytes[2], &pages[2]);
 	ps = pool_snap_info_page_size(in);
 	if (ctx->json) {
 		struct json *j = json_new(stdout);
@@ -270,6 +271,8 @@ static int cmd_snap_info_exec(struct cmd_ctx *ctx)
 		json_u64(j, "pinned_pages", pages[0]);
 		json_u64(j, "persistent_bytes", bytes[1]);
 		json_u64(j, "persistent_pages", pages[1]);
+		json_u64(j, "shared_bytes", bytes[2]);
+		json_u64(j, "shared_pages", pages[2]);
 		json_end(j);
 		json_finish(j);
 	} else {
@@ -296,9 +299,10 @@ static int cmd_snap_info_exec(struct cmd_ctx *ctx)
 		       (unsigned long long)pool_snap_info_ws_pages(in),
 		       (unsigned long long)pool_snap_info_ws_runs(in));
 		printf("store:          %llu bytes in %llu pages (pinned), %llu bytes in %llu "
-		       "pages (persistent), all snapshots\n", (unsigned long long)bytes[0],
-		       (unsigned long long)pages[0], (unsigned long long)bytes[1],
-		       (unsigned long long)pages[1]);
+		       "pages (persistent), %llu bytes in %llu pages (shared), all snapshots\n",
+		       (unsigned long long)bytes[0], (unsigned long long)pages[0],
+		       (unsigned long long)bytes[1], (unsigned long long)pages[1],
+		       (unsigned long long)bytes[2], (unsigned long long)pages[2]);
 	}
 	pool_snap_info_free(in);
 	pool_close(pool);

@@ -148,6 +148,10 @@ struct poold_conf {
 
 enum conf_role { ROLE_COORDINATOR, ROLE_NODE };
 
+/* pagekey.c: a snapshot page's key in the store shared across uids; 0 or -EIO. */
+#define PAGE_KEY_LEN 16
+int page_key_shared(const void *page, size_t len, uint8_t out[PAGE_KEY_LEN]);
+
 /* A user of the RESP endpoint: AUTH NAME PASSWORD acts as uid. */
 #define RESP_USERS_MAX 4096
 struct resp_user {

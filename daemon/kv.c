@@ -49,6 +49,7 @@
 #define KV_MAX_NAMESPACES 256
 #define KV_MAX_KEYS 4096 /* per request */
 #define KV_RESERVE_TTL_MS 30000
+#define KV_SHARED_HOLD_MS 1000 /* what another uid's reservation holds a shared key against a put */
 #define KV_BUCKETS0 1024
 #define KV_MAX_REPLICAS 4
 #define KV_RECOPY_MAX 16	     /* copies started again per sweep */
@@ -175,7 +176,9 @@ struct kv_space {
 
 /* The ledger's region id of a namespace's extents: kept apart from region ids. */
 #define KV_HOLD_ID(ns) ((UINT64_C(1) << 63) | (ns)->id)
-#define KV_NS_FLAGS (HOLD_NS_DRAM_ONLY | HOLD_NS_PERSISTENT | HOLD_NS_NO_EVICT | HOLD_NS_DEDUP)
+#define KV_NS_FLAGS                                                                    \
+	(HOLD_NS_DRAM_ONLY | HOLD_NS_PERSISTENT | HOLD_NS_NO_EVICT | HOLD_NS_DEDUP |      \
+	 HOLD_NS_SHARED)
 /* References of a value taken back after a restart: not known, so never dropped. */
 #define KV_REFS_UNKNOWN UINT32_MAX
 
@@ -333,12 +336,15 @@ static uint32_t kv_key_owner(const uint8_t *key, size_t klen)
 /*
  * The uid a value counts against for quota.bytes: its writer. A snapshot
  * page is its key's uid (the only uid that may write it), so a page shared
- * by many snapshots counts once.
+ * by many snapshots counts once; a page of the store shared across uids,
+ * the uid that first stored it.
  */
 static uint32_t kv_val_owner(const struct kv_ns *ns, const uint8_t *key, size_t klen,
 			     uint32_t writer)
 {
-	return (ns->flags & HOLD_NS_DEDUP) ? kv_key_owner(key, klen) : writer;
+	return (ns->flags & (HOLD_NS_DEDUP | HOLD_NS_SHARED)) == HOLD_NS_DEDUP
+		       ? kv_key_owner(key, klen)
+		       : writer;
 }
 
 /* Count a value's bytes (its copies too) against owner; -ENOMEM. */
@@ -1130,7 +1136,7 @@ void kv_holder_drop(struct poold *pd, struct region *r)
  * writes the same content, -EAGAIN: try again once that one commits.
  * Whether it answered the key (else the put goes on as any other).
  */
-static bool kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry *e,
+static bool kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, uid_t uid,
 			     Pool__KvLocation *loc)
 {
 	int rc;
@@ -1140,11 +1146,44 @@ static bool kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry
 		kv_loc(NULL, loc, NULL, rc < 0 ? rc : -EEXIST, NULL, 0);
 		return true;
 	}
+	/*
+	 * In the shared store, another uid that reserved a key cannot hold it
+	 * against the others: past KV_SHARED_HOLD_MS the reservation gives way
+	 * (an honest put commits within milliseconds).
+	 */
+	if (e->has_pending && (ns->flags & HOLD_NS_SHARED) && e->pending.owner != (uint32_t)uid &&
+	    units_now_ms() - e->preserved_at > KV_SHARED_HOLD_MS)
+		return false;
 	if (e->has_pending) {
 		kv_loc(NULL, loc, NULL, -EAGAIN, NULL, 0);
 		return true;
 	}
 	return false;
+}
+
+/*
+ * The shared store's values may be published only if their bytes are what
+ * their key says (page_key_shared()): the store lives on this node (the
+ * coordinator's), so poold hashes them where they lie before any other put
+ * can find them. -EBADMSG when they are not.
+ */
+static int kv_verify(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e,
+		     const struct req *q)
+{
+	static struct log_limit said;
+	const struct kv_val *v = &e->pending;
+	uint8_t want[PAGE_KEY_LEN];
+	int rc;
+
+	if (v->node != pd->node_id || v->arena >= pd->narenas || e->klen != PAGE_KEY_LEN)
+		return -EBADMSG;
+	rc = page_key_shared((const uint8_t *)pd->arenas[v->arena].base + v->off, v->vlen, want);
+	if (rc == 0 && memcmp(want, e->key, PAGE_KEY_LEN) != 0) {
+		log_warnx_limited(&said, 10000, "KV '%s': uid %u wrote a value that is not its "
+				  "key's: dropped", ns->name, (unsigned)q->uid);
+		rc = -EBADMSG;
+	}
+	return rc;
 }
 
 /* One key of a request. */
@@ -1189,7 +1228,7 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 		return 1;
 	}
 	if (strcmp(op, "reserve") == 0 && (ns->flags & HOLD_NS_DEDUP) && e != NULL &&
-	    kv_dedup_reserve(pd, ns, e, loc))
+	    kv_dedup_reserve(pd, ns, e, q->uid, loc))
 		return 0;
 	if (strcmp(op, "reserve") == 0) {
 		uint64_t size = kr->sizes[i], need;
@@ -1273,13 +1312,15 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 				kv_loc(NULL, loc, NULL, -EPERM, NULL, 0);
 				return 0;
 			}
-			if (op[0] == 'a') { /* the writer gave up: nobody writes there any more */
+			/* A value of the shared store whose bytes are not its key's is dropped. */
+			rc = op[0] == 'c' && (ns->flags & HOLD_NS_SHARED) ? kv_verify(pd, ns, e, q) : 0;
+			if (op[0] == 'a' || rc < 0) { /* nobody writes there any more */
 				kv_val_free(pd, ns, &e->pending);
 				e->has_pending = false;
 				if (kv_entry_unused(e))
 					kv_entry_drop(ns, e);
-				kv_loc(NULL, loc, NULL, 0, NULL, 0);
-				return 1;
+				kv_loc(NULL, loc, NULL, rc, NULL, 0);
+				return rc == 0;
 			}
 			/* In a dedup namespace the writer's holder takes a reference. */
 			if ((ns->flags & HOLD_NS_DEDUP) &&
@@ -1505,7 +1546,7 @@ static int kv_dedup_holder(struct req *q, const struct kv_ns *ns, const Pool__Kv
 	 * uid's put would find, so no one's snapshot restores someone else's
 	 * bytes. Admins (recounts, adoptions) may name any key.
 	 */
-	for (size_t i = 0; !q->admin && i < kr->n_keys; i++)
+	for (size_t i = 0; !q->admin && !(ns->flags & HOLD_NS_SHARED) && i < kr->n_keys; i++)
 		if (kv_key_owner(kr->keys[i].data, kr->keys[i].len) != (uint32_t)q->uid)
 			return req_errorf(q, -EPERM, "a key of '%s' starts with its writer's uid, "
 					  "%u", ns->name, (unsigned)q->uid);
@@ -2282,6 +2323,8 @@ int kv_snap_open(struct poold *pd)
 	} stores[] = {
 		{"snap.pages", HOLD_NS_DRAM_ONLY},
 		{"snap.ppages", HOLD_NS_PERSISTENT},
+		/* dedup across uids, checked: on this node, where poold can hash each value */
+		{"snap.shared", HOLD_NS_DRAM_ONLY | HOLD_NS_SHARED},
 	};
 	struct kv_ns *ns;
 	size_t i;
@@ -2293,6 +2336,8 @@ int kv_snap_open(struct poold *pd)
 		if (ns == NULL)
 			return -ENOMEM;
 		ns->flags = stores[i].flags | HOLD_NS_NO_EVICT | HOLD_NS_DEDUP;
+		if (ns->flags & HOLD_NS_SHARED)
+			ns->local_node = pd->node_id;
 	}
 	return 0;
 }

@@ -486,6 +486,7 @@ typedef void (*coord_done_cb)(struct poold *pd, void *arg, int rc);
 #define HOLD_NS_PERSISTENT 0x2u /* ... its values live in pmem and are journaled */
 #define HOLD_NS_NO_EVICT 0x4u	/* ... a full namespace refuses puts */
 #define HOLD_NS_DEDUP 0x8u	/* ... keys name their content: puts count references */
+#define HOLD_NS_SHARED 0x10u	/* ... across uids: a value is checked against its key at commit */
 #define HOLD_REGION_ID(id) (!((id) >> 63)) /* Holding.region: a region's, not a KV namespace's */
 int hold_open(struct poold *pd);
 int hold_add(struct poold *pd, const Pool__Holdings *hs);

@@ -78,8 +78,9 @@ POOL_EXPORT int pool_snap_opts_set_page_size(struct pool_snap_opts *opts, uint64
 POOL_EXPORT int pool_snap_opts_set_class(struct pool_snap_opts *opts, const char *cls)
 {
 	if (opts == NULL || cls == NULL ||
-	    (strcmp(cls, "pinned") != 0 && strcmp(cls, "persistent") != 0))
-		return pool_err(-EINVAL, "snapshot class: pinned or persistent");
+	    (strcmp(cls, "pinned") != 0 && strcmp(cls, "persistent") != 0 &&
+	     strcmp(cls, "shared") != 0))
+		return pool_err(-EINVAL, "snapshot class: pinned, persistent or shared");
 	strcpy(opts->cls, cls);
 	return 0;
 }
@@ -135,16 +136,20 @@ static bool page_is_zero(const uint8_t *p, size_t len)
  * only under its writer's own keys, so dedup stays within one uid and no
  * one's put can plant the page another uid's snapshot would find. A zero
  * page has the all-zero key and is not stored; a key that happens to be
- * all zero gets its last bit set, the same every time.
+ * all zero gets its last bit set, the same every time. In the shared class
+ * the key is the page's SHA-256 (page_key_shared()), which poold checks
+ * against the bytes before another uid's put can find them.
  */
-static void page_hash(const uint8_t *p, size_t len, uid_t uid, uint8_t *out)
+static int page_hash(const uint8_t *p, size_t len, uid_t uid, bool shared, uint8_t *out)
 {
 	XXH128_canonical_t c;
 
 	if (page_is_zero(p, len)) {
 		memset(out, 0, SNAP_HASH_LEN);
-		return;
+		return 0;
 	}
+	if (shared)
+		return page_key_shared(p, len, out) < 0 ? pool_err(-EIO, "SHA-256 failed") : 0;
 	XXH128_canonicalFromHash(&c, XXH3_128bits(p, len));
 	out[0] = (uint8_t)(uid >> 24);
 	out[1] = (uint8_t)(uid >> 16);
@@ -153,6 +158,7 @@ static void page_hash(const uint8_t *p, size_t len, uid_t uid, uint8_t *out)
 	memcpy(out + 4, c.digest, SNAP_HASH_LEN - 4);
 	if (snap_zero_hash(out))
 		out[SNAP_HASH_LEN - 1] = 1;
+	return 0;
 }
 
 static int snap_region_name(const char *name, char *out)
@@ -166,7 +172,9 @@ static int snap_region_name(const char *name, char *out)
 
 static const char *snap_ns(const struct snap_header *h)
 {
-	return h->flags & SNAP_F_PERSISTENT ? SNAP_NS_PERSISTENT : SNAP_NS_PINNED;
+	return h->flags & SNAP_F_PERSISTENT ? SNAP_NS_PERSISTENT
+	       : h->flags & SNAP_F_SHARED   ? SNAP_NS_SHARED
+					    : SNAP_NS_PINNED;
 }
 
 /* Where things go in a manifest of npages, and its size. */
@@ -325,8 +333,9 @@ static int snap_manifest_create(struct pool *pool, const char *rname, uint64_t s
 	if (rc < 0)
 		return rc;
 	rc = pool_region_opts_set_size(ro, size);
-	if (rc == 0)
-		rc = pool_region_opts_set_class(ro, opts->cls);
+	if (rc == 0) /* a shared snapshot's manifest is a pinned region */
+		rc = pool_region_opts_set_class(ro, strcmp(opts->cls, "persistent") == 0 ? "persistent"
+										   : "pinned");
 	if (rc == 0)
 		rc = pool_region_opts_set_mode(ro, opts->mode);
 	/* Anonymous until its pages are stored: a put that dies leaves nothing behind. */
@@ -368,17 +377,21 @@ POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *i
 	h.npages = len / opts->page_size;
 	h.created_ms = (uint64_t)snap_now_ms();
 	h.uid = geteuid(); /* as poold sees it (SO_PEERCRED): the pages' keys start with it */
-	h.flags = strcmp(opts->cls, "persistent") == 0 ? SNAP_F_PERSISTENT : 0;
+	h.flags = strcmp(opts->cls, "persistent") == 0 ? SNAP_F_PERSISTENT
+		  : strcmp(opts->cls, "shared") == 0	 ? SNAP_F_SHARED
+							 : 0;
 	h.state_len = opts->state_len;
 	snprintf(h.parent, sizeof(h.parent), "%s", opts->parent);
 	hashes = malloc(h.npages * SNAP_HASH_LEN);
 	if (hashes == NULL)
 		return pool_err(-ENOMEM, "out of memory");
-	for (i = 0; i < h.npages; i++) {
-		page_hash((const uint8_t *)image + i * h.page_size, h.page_size, h.uid,
-			  hashes + i * SNAP_HASH_LEN);
+	for (i = 0, rc = 0; i < h.npages && rc == 0; i++) {
+		rc = page_hash((const uint8_t *)image + i * h.page_size, h.page_size, h.uid,
+			       h.flags & SNAP_F_SHARED, hashes + i * SNAP_HASH_LEN);
 		h.zero_pages += snap_zero_hash(hashes + i * SNAP_HASH_LEN);
 	}
+	if (rc < 0)
+		goto out;
 	rc = snap_manifest_create(pool, rname, snap_layout(&h), opts, &r);
 	if (rc < 0)
 		goto out;
@@ -802,7 +815,7 @@ static int snap_adopt(struct pool *pool, const char *name)
 
 POOL_EXPORT int pool_snap_recount(struct pool *pool, uint64_t *ret_freed)
 {
-	static const char *const stores[] = {SNAP_NS_PINNED, SNAP_NS_PERSISTENT};
+	static const char *const stores[] = {SNAP_NS_PINNED, SNAP_NS_PERSISTENT, SNAP_NS_SHARED};
 	uint64_t freed = 0, f;
 	struct pool_kv *kv;
 	char **names;
@@ -949,7 +962,9 @@ POOL_EXPORT uint32_t pool_snap_info_uid(const struct pool_snap_info *info)
 
 POOL_EXPORT const char *pool_snap_info_class(const struct pool_snap_info *info)
 {
-	return info->hdr.flags & SNAP_F_PERSISTENT ? "persistent" : "pinned";
+	return info->hdr.flags & SNAP_F_PERSISTENT ? "persistent"
+	       : info->hdr.flags & SNAP_F_SHARED   ? "shared"
+						   : "pinned";
 }
 
 POOL_EXPORT const char *pool_snap_info_parent(const struct pool_snap_info *info)
@@ -977,8 +992,11 @@ POOL_EXPORT int pool_snap_store_bytes(struct pool *pool, const char *cls, uint64
 				      uint64_t *ret_pages)
 {
 	if (pool == NULL || cls == NULL || ret_bytes == NULL || ret_pages == NULL ||
-	    (strcmp(cls, "pinned") != 0 && strcmp(cls, "persistent") != 0))
-		return pool_err(-EINVAL, "pool_snap_store_bytes: class pinned or persistent");
-	return kv_ns_usage(pool, cls[0] == 'p' && cls[1] == 'i' ? SNAP_NS_PINNED :
-			   SNAP_NS_PERSISTENT, ret_bytes, ret_pages);
+	    (strcmp(cls, "pinned") != 0 && strcmp(cls, "persistent") != 0 &&
+	     strcmp(cls, "shared") != 0))
+		return pool_err(-EINVAL, "pool_snap_store_bytes: class pinned, persistent or shared");
+	return kv_ns_usage(pool, cls[1] == 'i' ? SNAP_NS_PINNED
+				 : cls[1] == 'e' ? SNAP_NS_PERSISTENT
+						 : SNAP_NS_SHARED,
+			   ret_bytes, ret_pages);
 }

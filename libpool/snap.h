@@ -34,9 +34,11 @@
 #define SNAP_PREFIX "snap/"
 #define SNAP_NS_PINNED "snap.pages"
 #define SNAP_NS_PERSISTENT "snap.ppages"
+#define SNAP_NS_SHARED "snap.shared"
 
 enum { SNAP_WRITING = 1, SNAP_SEALED = 2 };
 #define SNAP_F_PERSISTENT 0x1u
+#define SNAP_F_SHARED 0x2u /* class shared: its pages dedup across uids (SNAP_NS_SHARED) */
 
 struct snap_header {
 	uint64_t magic;

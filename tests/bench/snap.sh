@@ -12,7 +12,8 @@
 #
 #   tests/bench/snap.sh [BUILDDIR]
 # env: SNAP_BENCH_SIZES (MiB, default "256 1024"), SNAP_BENCH_WS (percent of
-# the pages in the working set, 10). Needs root for part 2.
+# the pages in the working set, 10), SNAP_BENCH_CLASSES (snapshot classes of
+# part 1, "pinned shared"). Needs root for part 2.
 set -u -o pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/../.." && pwd)
@@ -24,6 +25,9 @@ POOLD=$top_builddir/daemon/poold
 POOLCTL=$top_builddir/cli/poolctl
 sizes=${SNAP_BENCH_SIZES:-256 1024}
 wspct=${SNAP_BENCH_WS:-10}
+# pinned: dedup within a uid (XXH3 keys); shared: across uids (SHA-256 keys,
+# each page hashed again by poold at its commit): the cost of the check.
+classes=${SNAP_BENCH_CLASSES:-pinned shared}
 for b in "$bench" "$mkimg" "$POOLD" "$POOLCTL"; do
 	[ -x "$b" ] || { echo "snap.sh: $b not built (make)" >&2; exit 1; }
 done
@@ -51,12 +55,15 @@ for _ in $(seq 200); do [ -S "$sn/run/poold.sock" ] && break; sleep 0.05; done
 export POOL_SOCKET=$sn/run/poold.sock
 echo "## one node (poold lending 3G): the snapshot's pages in this node's arena"
 for mib in $sizes; do
-	t0=$(date +%s%N)
-	"$POOLCTL" snap put "img$mib" "$sn/img$mib" >/dev/null || { cat "$sn/poold.log"; exit 1; }
-	echo "put: $((($(date +%s%N) - t0) / 1000000)) ms"
-	"$bench" "img$mib" "$sn/img$mib" "$wspct" || { cat "$sn/poold.log"; exit 1; }
-	"$POOLCTL" snap rm "img$mib" >/dev/null
-	echo
+	for cls in $classes; do
+		t0=$(date +%s%N)
+		"$POOLCTL" snap put "img$mib" "$sn/img$mib" class="$cls" >/dev/null ||
+			{ cat "$sn/poold.log"; exit 1; }
+		echo "class $cls, put: $((($(date +%s%N) - t0) / 1000000)) ms"
+		"$bench" "img$mib" "$sn/img$mib" "$wspct" || { cat "$sn/poold.log"; exit 1; }
+		"$POOLCTL" snap rm "img$mib" >/dev/null
+		echo
+	done
 done
 unset POOL_SOCKET
 single_stop

@@ -190,6 +190,47 @@ check "remove it" "$POOLCTL" snap rm p
 pool_alive && ok "poold still running" || not_ok "poold still running"
 check "stops cleanly" pool_stop
 
+# The shared class: pages dedup across uids, each checked by poold against
+# its SHA-256 key before another uid's put can find it; bytes planted under
+# the key of a page root puts later are dropped at their commit.
+if have_nobody "$POOLCTL"; then
+	start || exit 1
+	chmod 0755 "$TEST_DIR/run"
+	HOSTILE="$top_builddir/tests/tools/pool-hostile"
+	"$SNAP" mkimg "$TEST_DIR/s1.img" 64 11 97 50 20 && "$SNAP" mkimg "$TEST_DIR/s2.img" 64 12 97 50 20
+	"$SNAP" mkimg "$TEST_DIR/s3.img" 8 13 96 0 0
+	chmod 0644 "$TEST_DIR"/s?.img
+	sums1=$("$SNAP" sum "$TEST_DIR/s1.img")
+	sums2=$("$SNAP" sum "$TEST_DIR/s2.img")
+	check "root puts a shared snapshot" "$POOLCTL" snap put s1 "$TEST_DIR/s1.img" class=shared mode=0644
+	as_nobody "$POOLCTL" --json snap put s2 "$TEST_DIR/s2.img" class=shared >"$TEST_DIR/out" 2>&1
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))["snapshots"][0]
+assert d["class"] == "shared" and d["distinct_pages"] - d["new_pages"] >= 8192, d
+print(d["distinct_pages"], d["new_pages"])' "$TEST_DIR/out" >"$TEST_DIR/n" &&
+		ok "uid nobody's snapshot sharing half its pages with root's stores only its own (distinct, new: $(cat "$TEST_DIR/n"))" ||
+		{ not_ok "dedup across uids"; cat "$TEST_DIR/out"; }
+	[ "$("$SNAP" read s1)" = "$sums1" ] && [ "$(as_nobody "$SNAP" read s2)" = "$sums2" ] &&
+		ok "both read back bit-exact" || not_ok "shared snapshots read back"
+	key=$(python3 -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read(4096)).digest()[:16].hex())' "$TEST_DIR/s3.img")
+	check "uid nobody makes a region of its own to hold shared pages" as_nobody "$IO" create nbshared 1048576 local
+	as_nobody "$HOSTILE" "$POOL_SOCKET" --poison-shared nbshared "$key" >"$TEST_DIR/out" 2>&1; rc=$?
+	[ "$rc" -eq 0 ] && grep -q "^refused: planting" "$TEST_DIR/out" && grep -q "^allowed: " "$TEST_DIR/out" &&
+		ok "bytes planted under the key of root's next page are dropped, a true page is taken" ||
+		{ not_ok "shared poisoning"; cat "$TEST_DIR/out"; }
+	grep -q "wrote a value that is not its key's: dropped" "$TEST_DIR/poold.log" && ok "and poold says so" ||
+		not_ok "no log line for the dropped value"
+	check "root puts the snapshot with that page" "$POOLCTL" snap put s3 "$TEST_DIR/s3.img" class=shared
+	[ "$("$SNAP" read s3)" = "$("$SNAP" sum "$TEST_DIR/s3.img")" ] && ok "and it reads back bit-exact" ||
+		not_ok "s3 restored other bytes"
+	"$POOLCTL" snap rm s1 && as_nobody "$POOLCTL" snap rm s2 && "$POOLCTL" snap rm s3
+	as_nobody "$IO" destroy nbshared >/dev/null
+	"$POOLCTL" snap put any "$TEST_DIR/s3.img" >/dev/null # (snap info needs a snapshot)
+	[ "$(store_pages any shared)" -eq 0 ] && ok "removing them empties the shared store" ||
+		not_ok "shared store after rm: $(store_pages any shared)"
+	check "stops" pool_stop
+fi
+
 # quota.bytes counts a uid's snapshot pages with its regions (each page once,
 # however many of its snapshots share it); another uid's use is its own.
 if have_nobody "$POOLCTL"; then

@@ -6,6 +6,7 @@
  *	pool-hostile SOCKET --keep REGION
  *	pool-hostile SOCKET --steal NS KEY
  *	pool-hostile SOCKET --poison HOLDER
+ *	pool-hostile SOCKET --poison-shared HOLDER HEXKEY
  *
  * PUBLIC is a region others may read (mode 0644) but not write; PRIVATE one
  * they may not touch (0600). Each attack prints "refused: WHAT (error)" when
@@ -25,6 +26,11 @@
  * a region of its own) under a key of root's (uid 0), as root's next put of
  * that page would look it up; it must be refused, while a key of its own
  * uid is taken (then aborted).
+ *
+ * --poison-shared reserves HEXKEY (16 bytes: the SHA-256 key of a page root
+ * will put in the shared class) in snap.shared, writes other bytes there
+ * and commits: poold must drop them (EBADMSG). Then it stores a page of its
+ * own under that page's true key, which must be taken.
  */
 #include "config.h"
 
@@ -38,6 +44,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/common.h"
 #include "proto/wire.h"
 
 static struct wire_client *wc;
@@ -250,8 +257,8 @@ static int keep_mapping(const char *name)
  * reserve (held by holder); the key's status (or the call's error), and
  * the version a reserve gave.
  */
-static int kv_one(const char *op, const char *ns, const void *key, size_t klen, uint64_t arg,
-		  const char *holder, uint64_t *ret_version)
+static int kv_one_at(const char *op, const char *ns, const void *key, size_t klen, uint64_t arg,
+		     const char *holder, uint64_t *ret_version, Pool__KvLocation *ret_loc)
 {
 	Pool__KvRequest kr = POOL__KV_REQUEST__INIT;
 	ProtobufCBinaryData k = {klen, (uint8_t *)key};
@@ -280,8 +287,19 @@ static int kv_one(const char *op, const char *ns, const void *key, size_t klen, 
 	rc = rep->n_locations == 1 ? rep->locations[0]->status : -EPROTO;
 	if (ret_version != NULL)
 		*ret_version = rep->n_locations == 1 ? rep->locations[0]->version : 0;
+	if (ret_loc != NULL && rep->n_locations == 1) {
+		*ret_loc = *rep->locations[0];
+		ret_loc->n_copies = 0;
+		ret_loc->copies = NULL;
+	}
 	wire_msg_free(&rep->base);
 	return rc;
+}
+
+static int kv_one(const char *op, const char *ns, const void *key, size_t klen, uint64_t arg,
+		  const char *holder, uint64_t *ret_version)
+{
+	return kv_one_at(op, ns, key, klen, arg, holder, ret_version, NULL);
 }
 
 /* --steal: another session's reservation can be neither published nor freed. */
@@ -329,6 +347,74 @@ static int poison_page(const char *holder)
 	return failures;
 }
 
+/* Reserve key in snap.shared, write page there (carried), commit: the commit's status. */
+static int shared_put(const char *holder, const uint8_t *key, const uint8_t *page)
+{
+	Pool__XferWindow wreq = POOL__XFER_WINDOW__INIT;
+	Pool__XferOp op = POOL__XFER_OP__INIT;
+	Pool__XferWindowReply *win;
+	Pool__KvLocation loc;
+	uint64_t version = 0;
+	char msg[256];
+	void *map;
+	int fd = -1, rc;
+
+	rc = kv_one_at("reserve", "snap.shared", key, 16, 4096, holder, &version, &loc);
+	if (rc < 0)
+		return rc;
+	wreq.size = 64 << 10;
+	rc = wire_client_call_fd(wc, WIRE_XFER_WINDOW, &wreq.base, WIRE_XFER_WINDOW_REPLY,
+				 (ProtobufCMessage **)&win, &fd, msg, sizeof(msg));
+	if (rc < 0 || fd < 0)
+		return rc < 0 ? rc : -EIO;
+	map = mmap(NULL, win->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		rc = -errno;
+		goto out;
+	}
+	memcpy(map, page, 4096);
+	op.op = 2; /* write */
+	op.has_node = op.has_arena = op.has_window = op.has_win_off = 1;
+	op.node = loc.node;
+	op.arena = loc.arena;
+	op.off = loc.off;
+	op.len = 4096;
+	op.window = win->window;
+	rc = xfer(&op);
+	if (rc == 0)
+		rc = kv_one("commit", "snap.shared", key, 16, version, holder, NULL);
+	munmap(map, win->size);
+out:
+	close(fd);
+	wire_msg_free(&win->base);
+	return rc;
+}
+
+/* --poison-shared: bytes that are not their key's never become the shared page. */
+static int poison_shared(const char *holder, const char *hexkey)
+{
+	uint8_t key[16], page[4096], own[16];
+	unsigned b;
+	int rc;
+
+	for (size_t i = 0; i < sizeof(key); i++) {
+		if (sscanf(hexkey + 2 * i, "%2x", &b) != 1)
+			return 2;
+		key[i] = (uint8_t)b;
+	}
+	memset(page, 0x66, sizeof(page));
+	rc = shared_put(holder, key, page);
+	verdict("planting other bytes under the shared key of root's next page", rc == -EBADMSG,
+		rc < 0 ? strerror(-rc) : "committed");
+	if (page_key_shared(page, sizeof(page), own) < 0)
+		return 2;
+	rc = shared_put(holder, own, page);
+	printf("%s: storing a page under its own SHA-256 key (%s)\n", rc == 0 ? "allowed" : "FAILED",
+	       rc == 0 ? "committed" : strerror(-rc));
+	failures += rc != 0;
+	return failures;
+}
+
 int main(int argc, char **argv)
 {
 	Pool__NodesRequest nr = POOL__NODES_REQUEST__INIT;
@@ -347,11 +433,13 @@ int main(int argc, char **argv)
 	void *map;
 	int fd = -1, rc;
 
-	if (argc != 4 && !(argc == 5 && strcmp(argv[2], "--steal") == 0)) {
+	if (argc != 4 && !(argc == 5 && (strcmp(argv[2], "--steal") == 0 ||
+					 strcmp(argv[2], "--poison-shared") == 0))) {
 		fprintf(stderr, "usage: pool-hostile SOCKET PUBLIC PRIVATE\n"
 				"       pool-hostile SOCKET --keep REGION\n"
 				"       pool-hostile SOCKET --steal NS KEY\n"
-				"       pool-hostile SOCKET --poison HOLDER\n");
+				"       pool-hostile SOCKET --poison HOLDER\n"
+				"       pool-hostile SOCKET --poison-shared HOLDER HEXKEY\n");
 		return 2;
 	}
 	rc = wire_client_connect(argv[1], "hostile", 10000, &wc, msg, sizeof(msg));
@@ -365,6 +453,8 @@ int main(int argc, char **argv)
 		return steal_reservation(argv[3], argv[4]);
 	if (strcmp(argv[2], "--poison") == 0)
 		return poison_page(argv[3]);
+	if (strcmp(argv[2], "--poison-shared") == 0)
+		return poison_shared(argv[3], argv[4]);
 
 	/* What poold publishes names no worker and holds no key. */
 	rc = wire_client_call(wc, WIRE_NODES, &nr.base, WIRE_NODES_REPLY,
