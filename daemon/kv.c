@@ -72,7 +72,7 @@ struct kv_val {
 	uint8_t ncopies;
 	struct kv_place copy[KV_MAX_REPLICAS - 1];
 	uint64_t charged; /* bytes counted against owner's quota.bytes (kv_owner_charge()) */
-	uint32_t owner;	  /* the namespace's owner; a snapshot page's writer (the key's uid) */
+	uint32_t owner;	  /* who it counts against: its writer (kv_val_owner()) */
 };
 
 /* Storage for the places of one reply location. */
