@@ -2,7 +2,8 @@
 # Snapshots on a 4-node cluster in network namespaces: an image put on node
 # 2 has its pages spread over the lenders; it reads back bit-exact on node 3
 # and clones on node 4 (whose copy is filled over the fabric), restores
-# lazily there through userfaultfd; node 3 dedups against it; snap place
+# lazily there through userfaultfd; node 3 dedups against it; shared
+# snapshots put from nodes 2 and 3 dedup and read back; snap place
 # has nodes make their copies ahead of use (admins only); a lost lender
 # turns reads into a clear error, not a hang, and other snapshots stay whole.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
@@ -32,6 +33,21 @@ pctl 3 snap put b "$CLUSTER_TMP/b.img" >"$CLUSTER_TMP/out" 2>&1 &&
 [ "$(snap 1 read b)" = "$sumb" ] && ok "the coordinator's clients read it bit-exact" || not_ok "read b on node 1"
 pctl 2 snap ls >"$CLUSTER_TMP/out" 2>&1 && grep -q "^a " "$CLUSTER_TMP/out" && grep -q "^b " "$CLUSTER_TMP/out" &&
 	ok "snap ls from any node lists both" || { not_ok "snap ls on node 2"; cat "$CLUSTER_TMP/out"; }
+
+# The shared class from other nodes: the pages go to the coordinator's node
+# over the fabric, where it checks each against its SHA-256 key.
+pctl 2 snap put sa "$CLUSTER_TMP/a.img" class=shared mode=0644 >"$CLUSTER_TMP/out" 2>&1 &&
+	grep -q "16384 pages, 4915 zero, 11469 distinct, 11469 new" "$CLUSTER_TMP/out" &&
+	ok "node 2 puts a shared snapshot" || { not_ok "shared put on node 2"; cat "$CLUSTER_TMP/out"; }
+pctl 3 snap put sb "$CLUSTER_TMP/b.img" class=shared >"$CLUSTER_TMP/out" 2>&1 &&
+	grep -q "11469 distinct, 3277 new" "$CLUSTER_TMP/out" &&
+	ok "node 3's shared put stores only its own pages" || { not_ok "shared put on node 3"; cat "$CLUSTER_TMP/out"; }
+[ "$(snap 4 read sa)" = "$suma" ] && [ "$(snap 1 read sb)" = "$sumb" ] &&
+	ok "nodes 4 and 1 read them back bit-exact" || not_ok "shared reads on nodes 4 and 1"
+pctl 2 --json snap info sa | python3 -c 'import json, sys
+assert json.load(sys.stdin)["store"]["shared_pages"] == 11469 + 3277' &&
+	ok "the shared store holds each page once" || not_ok "shared store pages"
+pctl 2 snap rm sa >/dev/null && pctl 3 snap rm sb >/dev/null || not_ok "rm of the shared snapshots"
 
 # A Firecracker-style restore on node 4 through userfaultfd, every fault
 # fetched from the lenders over the fabric.
