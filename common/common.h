@@ -110,6 +110,7 @@ struct poold_conf {
 	int64_t resp_capacity;
 	int64_t snap_capacity;
 	int64_t resp_max_clients;
+	int64_t resp_max_clients_per_user;
 	int64_t resp_max_request;
 	int64_t resp_max_output;
 	char *pmem_path;

@@ -113,6 +113,8 @@ const struct conf_option conf_options[] = {
 	 "file of RESP users (NAME UID >PASSWORD or #SHA256 per line), each acting as its uid"},
 	{"resp.capacity", CONF_SIZE, OFF(resp_capacity), 1 << 20, 1024 * GiB, "256M", NULL, 0,
 	 "capacity of each RESP database (namespace redisN, in this node's lend pool)"},
+	{"resp.max_clients_per_user", CONF_INT, OFF(resp_max_clients_per_user), 1, 65536, "256",
+	 NULL, 0, "most RESP connections one user of resp.users may have authenticated at once"},
 	{"resp.max_clients", CONF_INT, OFF(resp_max_clients), 1, 65536, "1024", NULL, 0,
 	 "most RESP connections at once"},
 	{"resp.max_request", CONF_SIZE, OFF(resp_max_request), 1 << 20, 16 * GiB, "512M", NULL, 0,

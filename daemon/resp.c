@@ -198,6 +198,17 @@ static void resp_info(struct resp_conn *c)
 	resp_bulk(c, text, strlen(text));
 }
 
+/* Connections authenticated as uid. */
+static unsigned resp_user_conns(const struct resp *rs, uint32_t uid)
+{
+	const struct resp_conn *c;
+	unsigned n = 0;
+
+	TAILQ_FOREACH(c, &rs->conns, entry)
+		n += c->authed && c->uid == uid;
+	return n;
+}
+
 /* Run one complete command. */
 static void resp_command(struct resp_conn *c)
 {
@@ -220,6 +231,15 @@ static void resp_command(struct resp_conn *c)
 				    "correct?\r\n");
 		else if (resp_auth(pd->conf, n == 3 ? a[1] : NULL, a[n - 1], c->p.argl[n - 1],
 				   &uid) == 0) {
+			if (uid != 0 && uid != c->uid &&
+			    resp_user_conns(rs, uid) >= (unsigned)pd->conf->resp_max_clients_per_user) {
+				resp_out(c, "-ERR max number of clients reached for user '%.64s' "
+					    "(resp.max_clients_per_user = %lld)\r\n", a[1],
+					 (long long)pd->conf->resp_max_clients_per_user);
+				bufferevent_disable(c->bev, EV_READ);
+				c->closing = true;
+				return;
+			}
 			c->authed = true;
 			c->uid = uid;
 			resp_limits(c);

@@ -80,7 +80,8 @@ printf '# name uid password\nalice 65534 >alice-pw\n\nbob 4242 #%s\n' \
 chmod 0600 "$TEST_DIR/users"
 chmod 0755 "$TEST_DIR"
 pool_start -o lend.size=128M -o resp.listen=127.0.0.1:$PORT -o resp.password=s3cret \
-	-o resp.users="$TEST_DIR/users" -o quota.bytes=4M -o control.mode=0666 || exit 1
+	-o resp.users="$TEST_DIR/users" -o quota.bytes=4M -o control.mode=0666 \
+	-o resp.max_clients_per_user=3 || exit 1
 chmod 0755 "$TEST_DIR/run"
 ucli() { local u=$1 p=$2; shift 2; redis-cli -p "$PORT" --user "$u" --pass "$p" --no-auth-warning "$@"; }
 cli -a s3cret --no-auth-warning set k v >/dev/null
@@ -110,6 +111,25 @@ ucli bob bob-pw get k >"$TEST_DIR/out" 2>&1; check_out "^bob-value$" "not bob's"
 ucli alice alice-pw flushall >/dev/null 2>&1
 ucli alice alice-pw dbsize >"$TEST_DIR/out" 2>&1; check_out "^0$" "FLUSHALL empties alice's databases"
 ucli bob bob-pw get k >"$TEST_DIR/out" 2>&1; check_out "^bob-value$" "and only hers"
+python3 - "$PORT" >"$TEST_DIR/out" 2>&1 <<'PY' && ok "a user's 4th connection is refused, naming resp.max_clients_per_user; others are not" || { not_ok "per-user connections"; cat "$TEST_DIR/out"; }
+import socket, sys
+port = int(sys.argv[1])
+def auth(user, pw):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(b"*3\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(user), user, len(pw), pw))
+    return s, s.recv(200)
+held = [auth(b"alice", b"alice-pw") for _ in range(3)]
+assert all(r == b"+OK\r\n" for _, r in held), held
+s, r = auth(b"alice", b"alice-pw")
+assert r.startswith(b"-ERR max number of clients reached for user 'alice' (resp.max_clients_per_user = 3)"), r
+assert s.recv(10) == b"", "not closed"
+b, r = auth(b"bob", b"bob-pw")
+assert r == b"+OK\r\n", r
+held[0][0].close()
+import time; time.sleep(0.2)
+s, r = auth(b"alice", b"alice-pw")
+assert r == b"+OK\r\n", r
+PY
 chmod 0644 "$TEST_DIR/users"
 check_exit 1 "a users file others may read is refused" "$POOLD" -n -o resp.users="$TEST_DIR/users"
 check_out "holds passwords and is mode 0644" "naming its mode"
