@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/time.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -46,6 +47,7 @@ void units_fmt_size(uint64_t bytes, char *buf, size_t len);
 void units_fmt_duration(uint64_t ms, char *buf, size_t len);
 uint64_t units_now_ms(void);
 uint64_t units_now_us(void);
+struct timeval units_timeval(uint64_t ms);
 #define NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-"
 bool name_ok(const char *name, size_t max, bool slash);
 

@@ -108,6 +108,13 @@ uint64_t units_now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
+/* A duration in milliseconds as a timeval, for libevent's timers. */
+struct timeval units_timeval(uint64_t ms)
+{
+	return (struct timeval){.tv_sec = (time_t)(ms / 1000),
+				.tv_usec = (suseconds_t)(ms % 1000) * 1000};
+}
+
 /* Milliseconds on the monotonic clock. */
 uint64_t units_now_ms(void)
 {

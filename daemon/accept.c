@@ -69,8 +69,7 @@ static void accept_error(struct evconnlistener *l, void *arg)
 	log_warnx_limited(&g->said, 10000, "%s: cannot accept (%s): not accepting for %u ms",
 			  g->what, strerror(err), g->pause_ms);
 	evconnlistener_disable(l);
-	tv.tv_sec = g->pause_ms / 1000;
-	tv.tv_usec = (suseconds_t)(g->pause_ms % 1000) * 1000;
+	tv = units_timeval(g->pause_ms);
 	evtimer_add(g->timer, &tv);
 }
 

@@ -71,7 +71,7 @@ static void conn_trim(evutil_socket_t fd, short what, void *arg)
  */
 static void conn_trim_soon(struct event_base *base)
 {
-	struct timeval tv = {CONN_TRIM_DELAY_MS / 1000, CONN_TRIM_DELAY_MS % 1000 * 1000};
+	struct timeval tv = units_timeval(CONN_TRIM_DELAY_MS);
 
 	if (!conn_trim_pending &&
 	    event_base_once(base, -1, EV_TIMEOUT, conn_trim, NULL, &tv) == 0)
@@ -539,7 +539,7 @@ int conn_connect(struct event_base *base, const struct sockaddr *sa, unsigned sa
 /* Time out the connection if nothing arrives for timeout_ms (0: never). */
 void conn_set_read_timeout(struct conn *c, unsigned timeout_ms)
 {
-	struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+	struct timeval tv = units_timeval(timeout_ms);
 
 	bufferevent_set_timeouts(c->bev, timeout_ms ? &tv : NULL, NULL);
 }

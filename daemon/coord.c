@@ -996,17 +996,14 @@ int coord_open(struct poold *pd)
 		rc = -ENOMEM;
 		goto out_free;
 	}
-	tv.tv_sec = pd->conf->heartbeat_ms / 2000;
-	tv.tv_usec = (pd->conf->heartbeat_ms / 2 % 1000) * 1000;
+	tv = units_timeval((uint64_t)pd->conf->heartbeat_ms / 2);
 	event_add(co->check_ev, &tv);
 	if (pd->conf->ledger_interval_ms > 0) {
-		tv.tv_sec = pd->conf->ledger_interval_ms / 1000;
-		tv.tv_usec = pd->conf->ledger_interval_ms % 1000 * 1000;
+		tv = units_timeval((uint64_t)pd->conf->ledger_interval_ms);
 		event_add(co->ledger_ev, &tv);
 	}
 	if (pd->conf->probe_interval_ms > 0) {
-		tv.tv_sec = pd->conf->probe_interval_ms / 1000;
-		tv.tv_usec = pd->conf->probe_interval_ms % 1000 * 1000;
+		tv = units_timeval((uint64_t)pd->conf->probe_interval_ms);
 		event_add(co->probe_ev, &tv);
 	}
 	return 0;

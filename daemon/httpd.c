@@ -176,7 +176,7 @@ static void httpd_accept(struct evconnlistener *l, evutil_socket_t fd, struct so
 				   "Connection: close\r\n\r\n";
 	struct httpd *h = arg;
 	struct httpd_conn *c;
-	struct timeval tv = {h->timeout_ms / 1000, (suseconds_t)(h->timeout_ms % 1000) * 1000};
+	struct timeval tv = units_timeval(h->timeout_ms);
 
 	(void)l;
 	(void)sa;

@@ -1715,7 +1715,6 @@ static void kv_ns_msg(const struct kv_ns *ns, Pool__KvNamespace *m)
 	m->mode = ns->mode;
 }
 
-
 static void kv_ns_flush(struct poold *pd, struct kv_ns *ns)
 {
 	size_t i;
@@ -2187,6 +2186,12 @@ int kv_local_op(struct poold *pd, uint64_t session, uid_t uid, const char *nsnam
 	return loc.status;
 }
 
+/* Whether a RESP database is uid's: root's are all; another uid's, those it owns (0600). */
+static bool kv_local_owns(const struct kv_ns *ns, uid_t uid)
+{
+	return uid == 0 || (ns->uid == uid && (ns->mode & 0600) == 0600);
+}
+
 /*
  * Make sure a namespace exists (the RESP endpoint's databases); 0 or
  * -errno. Root's are open to all, as poold's own; another uid's are its
@@ -2199,7 +2204,7 @@ int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity, uid
 	if (pd->kv == NULL)
 		return -ENOTSUP;
 	if ((ns = kv_ns_find(pd, nsname)) != NULL)
-		return uid == 0 || (ns->uid == uid && (ns->mode & 0600) == 0600) ? 0 : -EACCES;
+		return kv_local_owns(ns, uid) ? 0 : -EACCES;
 	ns = kv_ns_new(pd, nsname, capacity);
 	if (ns == NULL)
 		return -ENOMEM;
@@ -2400,12 +2405,12 @@ void kv_stats_each(struct poold *pd, void (*cb)(void *arg, const Pool__KvNamespa
 	}
 }
 
-/* Flush a namespace (FLUSHDB) if uid owns it (root: any). */
+/* Flush a namespace (FLUSHDB) if it is uid's (kv_local_owns()). */
 void kv_local_flush(struct poold *pd, const char *nsname, uid_t uid)
 {
 	struct kv_ns *ns = pd->kv ? kv_ns_find(pd, nsname) : NULL;
 
-	if (ns != NULL && (uid == 0 || ns->uid == uid))
+	if (ns != NULL && kv_local_owns(ns, uid))
 		kv_ns_flush(pd, ns);
 }
 
@@ -2423,6 +2428,7 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 	size_t klen = h->key.len;
 	struct kv_entry *e;
 	struct kv_ns *ns;
+	uint32_t owner;
 	uint64_t hash;
 
 	if (pd->kv == NULL || lp == NULL || klen == 0 || klen > POOL_KV_KEY_MAX || h->vlen == 0 ||
@@ -2466,7 +2472,8 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 	e->val = (struct kv_val){node, arena, off, alen, h->vlen, h->version,
 				 lp->tier != kv_tier(ns), 0, {{0}}, 0, 0};
 	/* Its writer, as its lender's record names it (else the namespace's owner). */
-	if (kv_owner_charge(pd, &e->val, kv_val_owner(ns, key, klen, h->has_ruid ? h->ruid : (uint32_t)ns->uid)) < 0) {
+	owner = kv_val_owner(ns, key, klen, h->has_ruid ? h->ruid : (uint32_t)ns->uid);
+	if (kv_owner_charge(pd, &e->val, owner) < 0) {
 		e->has_val = false;
 		if (kv_entry_unused(e))
 			kv_entry_drop(ns, e);

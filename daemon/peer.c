@@ -72,7 +72,7 @@ static void peer_keep_nsdefs(struct peer *pe, const Pool__KvNsReply *defs)
 
 static void peer_schedule(struct peer *pe, uint64_t ms)
 {
-	struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+	struct timeval tv = units_timeval(ms);
 
 	evtimer_add(pe->timer, &tv);
 }

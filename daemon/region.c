@@ -1192,8 +1192,8 @@ static int region_quota(struct req *q, uint64_t size)
 		units_fmt_size(size, want, sizeof(want));
 		units_fmt_size((uint64_t)conf->quota_bytes, lim, sizeof(lim));
 		return req_errorf(q, -EDQUOT, "uid %u holds %s of regions, KV values and snapshot "
-				  "pages; %s more "
-				  "is over quota.bytes (%s)", (unsigned)q->uid, have, want, lim);
+				  "pages; %s more is over quota.bytes (%s)", (unsigned)q->uid, have,
+				  want, lim);
 	}
 	return 0;
 }
@@ -1351,16 +1351,25 @@ static int region_stat(struct req *q, const ProtobufCMessage *msg)
 	return region_reply(q, r, region_allowed(r, q, 4), 0);
 }
 
+/* The region a request names, if the caller owns it (or is root or an admin). */
+static int region_lookup_owned(struct req *q, const ProtobufCMessage *msg, struct region **ret)
+{
+	int rc = region_lookup(q, msg, ret);
+
+	if (rc == 0 && q->uid != 0 && q->uid != (*ret)->uid && !q->admin)
+		rc = req_errorf(q, -EPERM, "region '%s' belongs to uid %u", (*ret)->name,
+				(*ret)->uid);
+	return rc;
+}
+
 static int region_destroy(struct req *q, const ProtobufCMessage *msg)
 {
 	Pool__Ok ok = POOL__OK__INIT;
 	struct region *r;
-	int rc = region_lookup(q, msg, &r);
+	int rc = region_lookup_owned(q, msg, &r);
 
 	if (rc < 0)
 		return rc;
-	if (q->uid != 0 && q->uid != r->uid && !q->admin)
-		return req_errorf(q, -EPERM, "region '%s' belongs to uid %u", r->name, r->uid);
 	if (r->moving)
 		return req_errorf(q, -EBUSY, "region '%s' is being moved by a reclaim", r->name);
 	region_notify(q->pd, r, "gone");
@@ -1380,12 +1389,10 @@ static int region_keep(struct req *q, const ProtobufCMessage *msg)
 	Pool__Ok ok = POOL__OK__INIT;
 	struct region *r;
 	size_t i;
-	int rc = region_lookup(q, msg, &r);
+	int rc = region_lookup_owned(q, msg, &r);
 
 	if (rc < 0)
 		return rc;
-	if (q->uid != r->uid && !q->admin)
-		return req_errorf(q, -EPERM, "region '%s' belongs to uid %u", r->name, r->uid);
 	if (r->anonymous) {
 		r->anonymous = false;
 		for (i = 0; i < r->next; i++)

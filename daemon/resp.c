@@ -391,8 +391,10 @@ static void resp_read_cb(struct bufferevent *bev, void *arg)
 		resp_command(c);
 		resp_parser_reset(&c->p);
 		if (evbuffer_get_length(out) > (size_t)c->rs->pd->conf->resp_max_output) {
-			log_warnx("RESP client: %zu bytes of replies unread, over resp.max_output: "
-				  "disconnected", evbuffer_get_length(out));
+			static struct log_limit said;
+
+			log_warnx_limited(&said, 10000, "RESP client: %zu bytes of replies unread, "
+					  "over resp.max_output: disconnected", evbuffer_get_length(out));
 			resp_conn_free(c);
 			return;
 		}

@@ -495,7 +495,7 @@ static int place_request(struct req *q, const ProtobufCMessage *msg)
 
 static void recount_arm(struct snapplaces *sp, uint64_t ms)
 {
-	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000)};
+	struct timeval tv = units_timeval(ms);
 
 	evtimer_add(sp->recount_ev, &tv);
 }

@@ -351,8 +351,7 @@ static void xfer_timeout(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	x->timed_out = true;
-	interval.tv_sec = (time_t)(x->pd->conf->heartbeat_ms / 1000);
-	interval.tv_usec = (suseconds_t)(x->pd->conf->heartbeat_ms % 1000) * 1000;
+	interval = units_timeval((uint64_t)x->pd->conf->heartbeat_ms);
 	evtimer_add(x->timer, &interval);
 	for (i = 0; i < x->n + x->nflush; i++) {
 		uint32_t node = i < x->n ? x->ops[i].node : x->flush[i - x->n].node;
@@ -535,8 +534,7 @@ static int xfer_request(struct req *r, const ProtobufCMessage *msg)
 		return req_errorf(r, -ENOMEM, "out of memory");
 	xfer_in_flight++;
 	x->pd = pd;
-	x->window.tv_sec = (time_t)(window_ms / 1000);
-	x->window.tv_usec = (suseconds_t)(window_ms % 1000) * 1000;
+	x->window = units_timeval(window_ms);
 	x->n = m->n_ops;
 	x->status = calloc(x->n, sizeof(*x->status));
 	x->old = calloc(x->n, sizeof(*x->old));

@@ -7,6 +7,7 @@
  *	pool-hostile SOCKET --steal NS KEY
  *	pool-hostile SOCKET --poison HOLDER
  *	pool-hostile SOCKET --poison-shared HOLDER HEXKEY
+ *	pool-hostile SOCKET --squat-shared HOLDER HEXKEY
  *
  * PUBLIC is a region others may read (mode 0644) but not write; PRIVATE one
  * they may not touch (0600). Each attack prints "refused: WHAT (error)" when
@@ -31,6 +32,10 @@
  * will put in the shared class) in snap.shared, writes other bytes there
  * and commits: poold must drop them (EBADMSG). Then it stores a page of its
  * own under that page's true key, which must be taken.
+ *
+ * --squat-shared reserves HEXKEY in snap.shared, prints "reserved", and
+ * holds the reservation without writing until stdin closes: another uid's
+ * put of that page must not wait on it for more than a second.
  */
 #include "config.h"
 
@@ -390,18 +395,44 @@ out:
 	return rc;
 }
 
+static int hex_key(const char *hex, uint8_t key[16])
+{
+	unsigned b;
+
+	for (size_t i = 0; i < 16; i++) {
+		if (sscanf(hex + 2 * i, "%2x", &b) != 1)
+			return -EINVAL;
+		key[i] = (uint8_t)b;
+	}
+	return 0;
+}
+
+/* --squat-shared: hold a reservation of a shared key, and never commit. */
+static int squat_shared(const char *holder, const char *hexkey)
+{
+	uint8_t key[16];
+	uint64_t version;
+	char line[8];
+	int rc;
+
+	if (hex_key(hexkey, key) < 0)
+		return 2;
+	rc = kv_one("reserve", "snap.shared", key, sizeof(key), 4096, holder, &version);
+	printf("%s\n", rc == 0 ? "reserved" : strerror(-rc));
+	fflush(stdout);
+	while (rc == 0 && fgets(line, sizeof(line), stdin) != NULL)
+		;
+	return rc != 0;
+}
+
 /* --poison-shared: bytes that are not their key's never become the shared page. */
 static int poison_shared(const char *holder, const char *hexkey)
 {
 	uint8_t key[16], page[4096], own[16];
-	unsigned b;
 	int rc;
 
-	for (size_t i = 0; i < sizeof(key); i++) {
-		if (sscanf(hexkey + 2 * i, "%2x", &b) != 1)
-			return 2;
-		key[i] = (uint8_t)b;
-	}
+	if (hex_key(hexkey, key) < 0)
+		return 2;
 	memset(page, 0x66, sizeof(page));
 	rc = shared_put(holder, key, page);
 	verdict("planting other bytes under the shared key of root's next page", rc == -EBADMSG,
@@ -434,12 +465,14 @@ int main(int argc, char **argv)
 	int fd = -1, rc;
 
 	if (argc != 4 && !(argc == 5 && (strcmp(argv[2], "--steal") == 0 ||
-					 strcmp(argv[2], "--poison-shared") == 0))) {
+					 strcmp(argv[2], "--poison-shared") == 0 ||
+					 strcmp(argv[2], "--squat-shared") == 0))) {
 		fprintf(stderr, "usage: pool-hostile SOCKET PUBLIC PRIVATE\n"
 				"       pool-hostile SOCKET --keep REGION\n"
 				"       pool-hostile SOCKET --steal NS KEY\n"
 				"       pool-hostile SOCKET --poison HOLDER\n"
-				"       pool-hostile SOCKET --poison-shared HOLDER HEXKEY\n");
+				"       pool-hostile SOCKET --poison-shared HOLDER HEXKEY\n"
+				"       pool-hostile SOCKET --squat-shared HOLDER HEXKEY\n");
 		return 2;
 	}
 	rc = wire_client_connect(argv[1], "hostile", 10000, &wc, msg, sizeof(msg));
@@ -455,6 +488,8 @@ int main(int argc, char **argv)
 		return poison_page(argv[3]);
 	if (strcmp(argv[2], "--poison-shared") == 0)
 		return poison_shared(argv[3], argv[4]);
+	if (strcmp(argv[2], "--squat-shared") == 0)
+		return squat_shared(argv[3], argv[4]);
 
 	/* What poold publishes names no worker and holds no key. */
 	rc = wire_client_call(wc, WIRE_NODES, &nr.base, WIRE_NODES_REPLY,
@@ -556,6 +591,11 @@ int main(int argc, char **argv)
 	close_req.name = argv[3];
 	must_fail("opening the private region", WIRE_REGION_OPEN, &close_req.base,
 		  WIRE_REGION_REPLY);
+	must_fail("keeping another uid's region", WIRE_REGION_KEEP, &close_req.base, WIRE_OK);
+	close_req.name = argv[2];
+	must_fail("keeping another uid's region it may read", WIRE_REGION_KEEP, &close_req.base,
+		  WIRE_OK);
+	close_req.name = argv[3];
 
 	/* The public region, opened for reading: no writes, nothing past its end. */
 	rc = region_call(WIRE_REGION_OPEN, argv[2], 4, &pub);
