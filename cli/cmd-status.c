@@ -28,6 +28,7 @@ static int cmd_status_exec(struct cmd_ctx *ctx)
 		json_u64(j, "lend_size", st->lend_size);
 		json_u64(j, "reloads", st->reloads);
 		json_u64(j, "requests", st->requests);
+		json_str(j, "fabric_firewall", st->fabric_firewall ? st->fabric_firewall : "");
 		json_array(j, "journals");
 		for (i = 0; i < st->n_journals; i++) {
 			const Pool__JournalInfo *ji = st->journals[i];
@@ -55,6 +56,8 @@ static int cmd_status_exec(struct cmd_ctx *ctx)
 		printf("  clients     %u\n", st->clients);
 		printf("  requests    %llu\n", (unsigned long long)st->requests);
 		printf("  reloads     %llu\n", (unsigned long long)st->reloads);
+		if (st->fabric_firewall != NULL)
+			printf("  firewall    %s\n", st->fabric_firewall);
 		for (i = 0; i < st->n_journals; i++) {
 			const Pool__JournalInfo *ji = st->journals[i];
 			char used[32], half[32];

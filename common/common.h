@@ -150,6 +150,7 @@ struct poold_conf {
 };
 
 enum conf_role { ROLE_COORDINATOR, ROLE_NODE };
+enum conf_firewall { FIREWALL_AUTO, FIREWALL_YES, FIREWALL_NO }; /* fabric.firewall */
 
 /* pagekey.c: a snapshot page's key in the store shared across uids; 0 or -EIO. */
 #define PAGE_KEY_LEN 16

@@ -72,8 +72,9 @@ const struct conf_option conf_options[] = {
 	 "network devices UCX may use (UCX_NET_DEVICES syntax); empty means all"},
 	{"fabric.ports", CONF_STRING, OFF(fabric_ports), 0, 32, "", NULL, CONF_F_RESTART,
 	 "TCP ports LO-HI of this poold's fabric listener; empty: any the kernel picks"},
-	{"fabric.firewall", CONF_BOOL, OFF(fabric_firewall), 0, 1, "no", NULL, CONF_F_RESTART,
-	 "admit only poold's uid to fabric.ports from this host (an nftables rule)"},
+	{"fabric.firewall", CONF_ENUM, OFF(fabric_firewall), 0, 0, "auto", "auto|yes|no",
+	 CONF_F_RESTART, "admit only poold's uid to the fabric's ports of every node from this "
+	 "host (an nftables rule); auto: where nft may be used"},
 	{"fabric.probe_interval", CONF_DURATION, OFF(probe_interval_ms), 0, 24 * 3600000LL, "0",
 	 NULL, CONF_F_RESTART, "how often to measure every link; 0 means only on request"},
 	{"lend.size", CONF_SIZE, OFF(lend_size), 0, 1024 * GiB, "256M", NULL, CONF_F_RESTART,

@@ -106,6 +106,7 @@ int cluster_update(struct poold *pd, const Pool__NodeInfo *info, struct member *
 		pool__node_info__free_unpacked(m->info, NULL);
 	}
 	m->info = copy;
+	firewall_members_changed(pd);
 	if (ret_member != NULL)
 		*ret_member = m;
 	return 0;
@@ -132,6 +133,7 @@ void cluster_remove(struct poold *pd, struct member *m)
 	cluster_drop_ep(m);
 	pool__node_info__free_unpacked(m->info, NULL);
 	free(m);
+	firewall_members_changed(pd);
 }
 
 /* Forget every member. */
@@ -173,6 +175,7 @@ int cluster_self_info(struct poold *pd, Pool__NodeInfo *info)
 	info->probe_rkey.data = pd->probe_rkey;
 	info->probe_rkey.len = pd->probe_rkey_len;
 	info->incarnation = pd->incarnation;
+	firewall_ports(pd, &info->fabric_ports, &info->n_fabric_ports);
 	for (size_t i = 0; i < pd->narenas; i++)
 		if (pd->arenas[i].tier == TIER_PMEM)
 			info->pmem_capacity += pd->arenas[i].size;
@@ -231,6 +234,7 @@ int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_membe
 			info->worker_addr.len = 0;
 			info->probe_rkey.len = 0;
 			info->probe_addr = 0;
+			info->n_fabric_ports = 0;
 			for (k = 0; k < na; k++) {
 				arenas[k] = *m->info->arenas[k];
 				arenas[k].rkey.len = 0;

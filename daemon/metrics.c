@@ -246,6 +246,9 @@ static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *
 	metrics_head(b, "pool_members", "gauge", "members of the cluster as this poold sees them");
 	for (i = 0; i < 3; i++)
 		evbuffer_add_printf(b, "pool_members{state=\"%s\"} %u\n", states[i], count[i]);
+	metrics_one(b, "pool_fabric_firewall", "gauge",
+		    "1 while fabric.firewall's rule keeps other uids off the fabric's ports",
+		    firewall_is_on(pd));
 	metrics_one(b, "pool_member_changes_total", "counter",
 		    "changes of a member's state (up, suspect, dead) seen here", pd->member_changes);
 	metrics_one(b, "pool_vec_searches_total", "counter",

@@ -405,8 +405,8 @@ int main(int argc, char **argv)
 	}
 	/* UCX after the fork: its threads and fds belong to the daemon process. */
 	/* The rule first: the fabric's listener is never open to other uids. */
-	if (firewall_open(&pd) < 0 || poold_fabric_open(&pd) < 0 || lend_open(&pd) < 0 ||
-	    hold_open(&pd) < 0)
+	if (firewall_open(&pd) < 0 || poold_fabric_open(&pd) < 0 || firewall_cover_fabric(&pd) < 0 ||
+	    lend_open(&pd) < 0 || hold_open(&pd) < 0)
 		goto out;
 	if (pd.conf->role == ROLE_COORDINATOR ? coord_open(&pd) < 0 : peer_open(&pd) < 0) {
 		log_warnx("cannot start the %s role", pd.conf->role == ROLE_COORDINATOR

@@ -139,7 +139,7 @@ struct poold {
 	struct ssl_ctx_st *tls;	       /* peer.tls: what peer links' TLS sessions are made of */
 	struct carves *carves;	       /* extents with a memory file of their own (carve.c) */
 	struct grants *grants;	       /* what each local client session may reach (grant.c) */
-	bool firewall_on;	       /* firewall.c installed its rule */
+	struct firewall *firewall;     /* fabric.firewall's rule (firewall.c) */
 };
 
 /* poold.c */
@@ -575,8 +575,13 @@ void snapplace_close(struct poold *pd);
 void snap_recount_want(struct poold *pd);
 extern const struct ctl_handler snapplace_handlers[];
 
-/* firewall.c: fabric.ports admitted to poold's uid only (nftables) */
+/* firewall.c: the fabric's ports of every node admit poold's uid only (nftables) */
 int firewall_open(struct poold *pd);
+int firewall_cover_fabric(struct poold *pd);
+void firewall_members_changed(struct poold *pd);
+void firewall_ports(const struct poold *pd, uint32_t **ret_ports, size_t *ret_n);
+const char *firewall_state(const struct poold *pd);
+bool firewall_is_on(const struct poold *pd);
 void firewall_close(struct poold *pd);
 
 /* grant.c: what each local session may reach, from the coordinator's replies */

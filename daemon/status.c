@@ -39,6 +39,7 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 		ji[i].dropped = st[i].dropped;
 		jp[i] = &ji[i];
 	}
+	reply.fabric_firewall = (char *)firewall_state(pd);
 	reply.journals = jp;
 	reply.n_journals = n;
 	return req_reply(r, WIRE_STATUS_REPLY, &reply.base);

@@ -18,8 +18,8 @@ aborted() { grep -l "Assertion\|Endpoint timeout\|SIGSEGV\|munmap_chunk\|double 
 
 have_nobody "$HOSTILE" || exit 77
 command -v nft >/dev/null || { echo "1..0 # SKIP: no nft (nftables)"; exit 77; }
-# Every poold listens for the fabric on ports 17400-17499, admitted to its uid only.
-export POOL_OPTS="-o fabric.ports=17400-17499 -o fabric.firewall=yes"
+# The default fabric.firewall (auto), no fabric.ports: each poold admits only
+# its uid to the ports its worker and every member's listen on.
 pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
 chmod 0755 "$CLUSTER_TMP"
 for i in 1 2 3 4; do chmod 0755 "$(cluster_dir $i)" "$(cluster_dir $i)/run"; chmod 0666 "$(pool_sock $i)"; done
@@ -50,10 +50,11 @@ io 1 write pub 35 >/dev/null && nobody_io 2 map pub 35 >"$CLUSTER_TMP/map" 2>&1 
 io 1 write pub 31 >/dev/null
 [ "$(io 3 read pub 31 | awk '{print $NF}')" = "$sum_pub" ] && ok "node 3 reads the same bytes" || not_ok "node 3 reads other bytes"
 
-# Knowing the port of node 2's fabric listener, another uid cannot connect to
-# it, from node 4 or from node 2 itself; poold's own uid (root) can.
-port=$(cluster_exec 2 ss -ltnH | awk -v ip="$(cluster_addr 2)" '{ n = split($4, a, ":"); p = a[n] }
-	index($4, ip ":") == 1 && p >= 17400 && p <= 17499 { print p; exit }')
+# Knowing the port of node 2's fabric listener (which only node 2 and the
+# members it registered with know), another uid cannot connect to it, from
+# node 4 or from node 2 itself; poold's own uid (root) can.
+port=$(cluster_exec 2 ss -ltnpH | awk -v ip="$(cluster_addr 2)" -v pid="pid=${POOL_PIDS[2]}," '
+	$0 ~ pid && index($4, ip ":") == 1 { n = split($4, a, ":"); print a[n]; exit }')
 conn() { # HOST AS-NOBODY(0/1) -> 0 when the connect succeeds
 	local pre=(); [ "$2" = 1 ] && pre=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 	cluster_exec "$1" "${pre[@]}" /usr/bin/python3 -c 'import socket, sys
@@ -74,7 +75,7 @@ if [ -n "$port" ]; then
 	done
 	conn 4 0 >/dev/null 2>&1 && ok "poold's uid can (the rule admits only it)" || not_ok "root cannot connect to $port"
 else
-	not_ok "no fabric listener in 17400-17499 on node 2"; cluster_exec 2 ss -ltn
+	not_ok "no fabric listener of node 2's poold on $(cluster_addr 2)"; cluster_exec 2 ss -ltnp
 fi
 
 # Clients killed mid-transfer, reading node 2 and the coordinator, writing node 3.

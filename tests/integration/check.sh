@@ -85,8 +85,8 @@ check_out "peer.tls_cert: /nonexistent/cert.pem" "and says which file"
 # The fabric's ports, and the rule that admits only poold to them.
 check_exit 1 "fabric.ports must be LO-HI" "$POOLD" -n -o fabric.ports=80-90
 check_out "fabric.ports: '80-90' is not LO-HI" "the refusal names the range"
-check_exit 1 "fabric.firewall needs fabric.ports" "$POOLD" -n -o fabric.firewall=yes
-check_out "fabric.firewall needs fabric.ports" "and says so"
+check_exit 0 "fabric.firewall = yes needs no fabric.ports (it finds the fabric's)" "$POOLD" -n \
+	-o fabric.firewall=yes
 check_exit 0 "both together are valid" "$POOLD" -n -o fabric.ports=17400-17499 -o fabric.firewall=yes
 
 check_exit 1 "missing file" "$POOLD" -n -f "$TEST_DIR/none.conf"

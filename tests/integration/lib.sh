@@ -21,6 +21,12 @@ pool_cleanup() {
 		for _ in $(seq 50); do kill -0 "$POOLD_PID" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$POOLD_PID" 2>/dev/null
 	fi
+	# The fabric rules of poolds killed here (a clean stop removes its own).
+	if [ -f "$TEST_DIR/poold.log" ] && command -v nft >/dev/null; then
+		for t in $(grep -o 'table inet poold_fabric_[0-9a-f]*' "$TEST_DIR/poold.log" | sort -u | cut -d' ' -f3); do
+			nft delete table inet "$t" 2>/dev/null
+		done
+	fi
 	if [ "$FAILS" -gt 0 ] && [ -f "$TEST_DIR/poold.log" ]; then
 		echo "--- poold.log"; tail -n 40 "$TEST_DIR/poold.log"
 	fi

@@ -23,8 +23,9 @@ uid=$(awk '/^Uid:/ { print $2 }' /proc/"$POOLD_PID"/status)
 caps=$(awk '/^CapEff:/ { print $2 }' /proc/"$POOLD_PID"/status)
 [ "$uid" = "$(id -u "$SVC")" ] && [ "$caps" = 0000000000005000 ] &&
 	ok "it runs as uid $uid, effective capabilities $caps (net_admin, ipc_lock)" || not_ok "uid $uid, caps $caps"
-grep -q "fabric.firewall: only uid $(id -u "$SVC") reaches TCP ports 17650-17659" "$TEST_DIR/poold.log" &&
-	nft list table inet poold_fabric_17650_17659 >/dev/null 2>&1 &&
+table=$(grep -o 'table inet poold_fabric_[0-9a-f]*' "$TEST_DIR/poold.log" | head -1 | cut -d' ' -f3)
+grep -q "fabric.firewall: on: fabric.ports 17650-17659 and .* refuse every uid but $(id -u "$SVC")" \
+	"$TEST_DIR/poold.log" && nft list table inet "$table" >/dev/null 2>&1 &&
 	ok "its fabric rule admits its own uid" || not_ok "no fabric rule for uid $uid"
 
 check "root creates, writes and maps a region" "$IO" create pub $((4 << 20)) local
@@ -60,6 +61,6 @@ else
 	not_ok "no fabric listener in 17650-17659"; ss -ltnp
 fi
 pool_stop && ok "it stops cleanly" || not_ok "unclean stop"
-nft list table inet poold_fabric_17650_17659 >/dev/null 2>&1 && not_ok "the rule outlived poold" ||
+nft list table inet "$table" >/dev/null 2>&1 && not_ok "the rule outlived poold" ||
 	ok "and removes its rule"
 pool_done
