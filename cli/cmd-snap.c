@@ -342,7 +342,7 @@ static int cmd_snap_get_exec(struct cmd_ctx *ctx)
 		rc = snap_fail("snap get", rc);
 		goto out;
 	}
-	fd = open(ctx->argv[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(ctx->argv[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		fprintf(stderr, "poolctl: %s: %s\n", ctx->argv[1], strerror(errno));
 		rc = EXIT_ERROR;

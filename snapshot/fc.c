@@ -2,17 +2,23 @@
  * snapshot/fc.c - Firecracker's UFFD handshake.
  *
  * When Firecracker restores a snapshot with the Uffd memory backend it maps
- * guest memory anonymously, registers it with a userfaultfd, connects to
- * the page server's unix socket and sends one message: a JSON array with an
- * object per guest region,
+ * guest memory anonymously, registers it with a userfaultfd (UFFDIO_API
+ * done, EVENT_REMOVE requested, MISSING mode), connects to the page
+ * server's unix socket and sends one message (GuestRegionUffdMapping and
+ * send_uffd_handshake() in its src/vmm/src/persist.rs): serde_json's
+ * compact array of an object per guest region, in this key order,
  *
- *	[{"base_host_virt_addr":140, "size":1048576, "offset":0,
- *	  "page_size":4096, "page_size_kib":4}, ...]
+ *	[{"base_host_virt_addr":139888158572544,"size":3221225472,"offset":0,
+ *	  "page_size":4096,"page_size_kib":4096},...]
  *
- * with the userfaultfd attached as SCM_RIGHTS. Nothing else is said on the
- * socket, and there is no length prefix: the message ends where the array
- * closes. Older versions send page_size_kib only, the oldest neither (then
- * the page is the base page, 4 KiB); keys we do not know are skipped.
+ * with the userfaultfd attached as SCM_RIGHTS to the same sendmsg. Nothing
+ * else is said on the socket, and there is no length prefix: the message
+ * ends where the array closes (from 1.12 the socket then stays open). Both
+ * page-size fields hold bytes (2097152 for 2 MiB hugetlbfs pages):
+ * page_size_kib is misnamed upstream, and the only one that 1.7 to 1.11
+ * send; 1.12 added page_size and deprecated page_size_kib. Versions before
+ * 1.7 send neither (the page is then the base page, 4 KiB); keys we do not
+ * know are skipped.
  *
  * The peer is a VMM we do not trust more than any client, so the parser is
  * strict and bounded: at most FC_MSG_MAX bytes and FC_REGIONS_MAX regions,
@@ -345,22 +351,13 @@ static int fc_parse_region(struct json *j, unsigned idx, struct fc_region *r)
 	r->base = v[K_BASE];
 	r->size = v[K_SIZE];
 	r->offset = v[K_OFFSET];
-	r->page_size = FC_PAGE_MIN;
-	if (seen[K_PAGE_KIB]) {
-		if (v[K_PAGE_KIB] > FC_PAGE_MAX / 1024)
-			return fail(j->err, j->errlen, -EINVAL,
-				    "region %u: page_size_kib %llu out of range", idx,
-				    (unsigned long long)v[K_PAGE_KIB]);
-		r->page_size = v[K_PAGE_KIB] * 1024;
-	}
-	if (seen[K_PAGE]) {
-		if (seen[K_PAGE_KIB] && v[K_PAGE] != r->page_size)
-			return fail(j->err, j->errlen, -EINVAL,
-				    "region %u: page_size %llu and page_size_kib %llu disagree",
-				    idx, (unsigned long long)v[K_PAGE],
-				    (unsigned long long)v[K_PAGE_KIB]);
-		r->page_size = v[K_PAGE];
-	}
+	/* Both in bytes, as Firecracker fills them (page_size_kib's name notwithstanding). */
+	r->page_size = seen[K_PAGE] ? v[K_PAGE] : seen[K_PAGE_KIB] ? v[K_PAGE_KIB] : FC_PAGE_MIN;
+	if (seen[K_PAGE] && seen[K_PAGE_KIB] && v[K_PAGE] != v[K_PAGE_KIB])
+		return fail(j->err, j->errlen, -EINVAL,
+			    "region %u: page_size %llu and page_size_kib %llu disagree (both are "
+			    "bytes)", idx, (unsigned long long)v[K_PAGE],
+			    (unsigned long long)v[K_PAGE_KIB]);
 	return 0;
 }
 
@@ -371,7 +368,7 @@ static int fc_check_region(const struct fc_region *r, unsigned idx, char *err, s
 
 	if (ps < FC_PAGE_MIN || ps > FC_PAGE_MAX || (ps & (ps - 1)) != 0)
 		return fail(err, errlen, -EINVAL,
-			    "region %u: page size %llu not a power of two in [4 KiB, 1 GiB]", idx,
+			    "region %u: page size %llu bytes not a power of two in [4 KiB, 1 GiB]", idx,
 			    (unsigned long long)ps);
 	if (r->size == 0)
 		return fail(err, errlen, -EINVAL, "region %u: size 0", idx);

@@ -19,7 +19,7 @@ struct fc_region {
 	uint64_t base;	    /* base_host_virt_addr, in the VMM's address space */
 	uint64_t size;	    /* bytes */
 	uint64_t offset;    /* of the region's contents in the memory image */
-	uint64_t page_size; /* bytes: page_size, or page_size_kib * 1024 */
+	uint64_t page_size; /* bytes: page_size, else page_size_kib (also bytes), else 4096 */
 };
 
 struct fc_mappings {

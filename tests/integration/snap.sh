@@ -49,6 +49,8 @@ fi
 [ "$("$SNAP" read a)" = "$suma" ] && ok "a reads back bit-exact" || not_ok "a reads back"
 check "write b to a file" "$POOLCTL" snap get b "$TEST_DIR/b.out"
 cmp -s "$TEST_DIR/b.out" "$TEST_DIR/b.img" && ok "b is bit-exact" || not_ok "b bit-exact"
+[ "$(stat -c %a "$TEST_DIR/b.out")" = 600 ] && ok "in a file of mode 0600 (a guest's memory)" ||
+	not_ok "snap get made a file of mode $(stat -c %a "$TEST_DIR/b.out")"
 rm -f "$TEST_DIR/b.out"
 check "remove a" "$POOLCTL" snap rm a
 [ "$(store_pages b pinned)" -eq 45875 ] && ok "a's own pages are freed, the shared ones kept" ||

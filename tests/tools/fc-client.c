@@ -7,11 +7,22 @@
  *                                     "xxh3 HEX" of the memory
  *   fc-client --sum [--touch N] FILE  the same checksum of a plain file
  *
- * Like Firecracker: anonymous private guest memory (--regions 2: two
- * mappings), a userfaultfd (O_CLOEXEC | O_NONBLOCK, EVENT_REMOVE for the
- * balloon) registered for MISSING faults, one message on the socket (a JSON
- * array of the regions, the userfaultfd as SCM_RIGHTS), the socket closed.
- * Then the pages are read in order, from one thread.
+ * As Firecracker does (src/vmm/src/persist.rs; --firecracker picks the
+ * release's behaviour, 1.12 and later by default): anonymous private guest
+ * memory (--regions 2: two mappings; --hugepages: 2 MiB hugetlbfs pages,
+ * MAP_HUGETLB | MAP_HUGE_2MB), a userfaultfd from /dev/userfaultfd where
+ * there is one (O_CLOEXEC | O_NONBLOCK, UFFDIO_API with EVENT_REMOVE: from
+ * 1.12 always, before only with a balloon), registered for MISSING faults,
+ * then one sendmsg on the socket: serde_json's compact array of the
+ * regions, with page_size and page_size_kib (1.12 on) or page_size_kib
+ * alone (1.7 to 1.11), both in bytes, and the userfaultfd as SCM_RIGHTS.
+ * 1.12 on keeps the socket open; earlier releases close it. Then the pages
+ * are read in order, from one thread.
+ *
+ * --balloon N then does what an inflating balloon does to the first N
+ * 4 KiB pages (madvise MADV_DONTNEED: a REMOVE event for the page server)
+ * and reads them again: they must read as zeros, as Firecracker's own
+ * handlers serve them; the rest must still be the image.
  *
  * Bad handshakes for the error paths: --bad-json, --no-fd, --wrong-size
  * (one page more than the memory), --disconnect (half the message, then
@@ -37,14 +48,25 @@
 #include <sys/un.h>
 #include <xxhash.h>
 
-#define PAGE 4096u
+#define PAGE 4096u /* the unit of --touch, --touch-order and --balloon */
+#define HUGE_PAGE (UINT64_C(2) << 20)
 #define EXIT_TIMEOUT 3
+
+#ifndef MAP_HUGE_2MB
+#define MAP_HUGE_2MB (21 << MAP_HUGE_SHIFT)
+#endif
+
+/* The Firecracker releases whose handshake differs. */
+enum fc_release { FC_1_7 = 107, FC_1_12 = 112 };
 
 enum bad { BAD_NONE, BAD_JSON, BAD_NO_FD, BAD_SIZE, BAD_DISCONNECT };
 
 struct opts {
 	enum bad bad;
 	unsigned regions, timeout;
+	enum fc_release fc;
+	uint64_t page;	  /* the guest's page size: 4 KiB, or 2 MiB with --hugepages */
+	uint64_t balloon; /* pages to remove after the restore */
 	uint64_t touch; /* pages to touch from the start; 0: all */
 	const char *order; /* a file of page indexes to touch, one a line */
 	const char *sum;   /* --sum FILE */
@@ -111,36 +133,64 @@ static void send_msg(int sock, const char *msg, size_t len, int fd)
 		die("sendmsg");
 }
 
-/* The JSON Firecracker sends: one object per region. */
+/*
+ * The JSON Firecracker sends: serde_json of its GuestRegionUffdMapping list,
+ * keys in declaration order, no whitespace; offset is the sum of the sizes
+ * before; both page sizes in bytes.
+ */
 static void make_msg(char *msg, size_t len, uint8_t *const *mem, const uint64_t *size,
-		     unsigned n, enum bad bad)
+		     const struct opts *o)
 {
 	uint64_t off = 0;
 	size_t at;
 	unsigned i;
 
 	at = (size_t)snprintf(msg, len, "[");
-	for (i = 0; i < n; i++) {
-		uint64_t sz = size[i] + (bad == BAD_SIZE && i == n - 1 ? PAGE : 0);
+	for (i = 0; i < o->regions; i++) {
+		uint64_t sz = size[i] + (o->bad == BAD_SIZE && i == o->regions - 1 ? o->page : 0);
 
 		at += (size_t)snprintf(msg + at, len - at,
-				       "%s{\"base_host_virt_addr\":%llu,\"size\":%llu,\"offset\":%llu,"
-				       "\"page_size\":%u,\"page_size_kib\":%u}",
+				       "%s{\"base_host_virt_addr\":%llu,\"size\":%llu,\"offset\":%llu,",
 				       i ? "," : "", (unsigned long long)(uintptr_t)mem[i],
-				       (unsigned long long)sz, (unsigned long long)off, PAGE,
-				       PAGE / 1024);
+				       (unsigned long long)sz, (unsigned long long)off);
+		if (o->fc >= FC_1_12)
+			at += (size_t)snprintf(msg + at, len - at, "\"page_size\":%llu,",
+					       (unsigned long long)o->page);
+		at += (size_t)snprintf(msg + at, len - at, "\"page_size_kib\":%llu}",
+				       (unsigned long long)o->page);
 		off += size[i];
 	}
 	snprintf(msg + at, len - at, "]");
-	if (bad == BAD_JSON)
+	if (o->bad == BAD_JSON)
 		snprintf(msg, len, "[{\"base_host_virt_addr\":,\"size\":}");
 }
 
-static int uffd_create(uint8_t *const *mem, const uint64_t *size, unsigned n)
+/* A userfaultfd as the userfaultfd crate makes one: /dev/userfaultfd, else the syscall. */
+static int uffd_open(void)
 {
-	struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_EVENT_REMOVE};
-	int uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	unsigned i;
+	int flags = O_CLOEXEC | O_NONBLOCK, uffd = -1;
+#ifdef USERFAULTFD_IOC_NEW
+	int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+
+	if (dev >= 0) {
+		uffd = ioctl(dev, USERFAULTFD_IOC_NEW, flags);
+		close(dev);
+	}
+#endif
+	if (uffd < 0)
+		uffd = (int)syscall(SYS_userfaultfd, flags);
+	return uffd;
+}
+
+static int uffd_create(uint8_t *const *mem, const uint64_t *size, const struct opts *o)
+{
+	/* 1.12 on always asks for REMOVE events; earlier ones with a balloon only. */
+	struct uffdio_api api = {
+	    .api = UFFD_API,
+	    .features = o->fc >= FC_1_12 || o->balloon ? UFFD_FEATURE_EVENT_REMOVE : 0,
+	};
+	int uffd = uffd_open();
+	unsigned n = o->regions, i;
 
 	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api) < 0)
 		die("userfaultfd");
@@ -167,12 +217,14 @@ static void handshake(const char *path, const struct opts *o, uint8_t *const *me
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	if (sock < 0 || connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		die(path);
-	make_msg(msg, sizeof(msg), mem, size, o->regions, o->bad);
+	make_msg(msg, sizeof(msg), mem, size, o);
 	len = strlen(msg);
 	if (o->bad == BAD_DISCONNECT)
 		len /= 2;
 	send_msg(sock, msg, len, o->bad == BAD_NO_FD ? -1 : uffd);
-	close(sock); /* as Firecracker does; it keeps its uffd */
+	/* It keeps its uffd; 1.12 on also the socket, until it exits. */
+	if (o->fc < FC_1_12 || o->bad == BAD_DISCONNECT)
+		close(sock);
 }
 
 /* Guest page pg, wherever its region is. */
@@ -233,6 +285,35 @@ static uint64_t touch_sum(uint8_t *const *mem, const uint64_t *size, unsigned n,
 	return h;
 }
 
+/*
+ * What an inflating balloon does to the first o->balloon pages: Firecracker
+ * madvises them MADV_DONTNEED, which queues a REMOVE event for the page
+ * server; the guest reading them again must see zeros, not the image. Then
+ * the checksum of the memory after them, which must still be the image's.
+ */
+static int balloon(uint8_t *const *mem, const uint64_t *size, const struct opts *o)
+{
+	uint64_t len = o->balloon * PAGE, pg, i;
+
+	if (len > size[0] || len % o->page != 0) {
+		fprintf(stderr, "fc-client: --balloon must cover whole guest pages of region 0\n");
+		return 2;
+	}
+	if (madvise(mem[0], len, MADV_DONTNEED) < 0)
+		die("madvise MADV_DONTNEED");
+	for (pg = 0; pg < o->balloon; pg++)
+		for (i = 0; i < PAGE; i += 64)
+			if (((volatile uint8_t *)mem[0])[pg * PAGE + i] != 0) {
+				printf("removed page %llu reads the image, not zeros\n",
+				       (unsigned long long)pg);
+				return 1;
+			}
+	printf("removed %llu pages: zeros\n", (unsigned long long)o->balloon);
+	printf("after them xxh3 %016llx\n",
+	       (unsigned long long)XXH3_64bits(mem[0] + len, size[0] - len));
+	return 0;
+}
+
 static int restore(const char *path, uint64_t total, const struct opts *o)
 {
 	uint8_t *mem[2];
@@ -240,15 +321,17 @@ static int restore(const char *path, uint64_t total, const struct opts *o)
 	unsigned i;
 	int uffd;
 
-	size[0] = o->regions == 2 ? (total / 2) & ~(uint64_t)(PAGE - 1) : total;
+	size[0] = o->regions == 2 ? (total / 2) & ~(o->page - 1) : total;
 	size[1] = total - size[0];
 	for (i = 0; i < o->regions; i++) {
 		mem[i] = mmap(NULL, size[i], PROT_READ | PROT_WRITE,
-			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+				  (o->page == HUGE_PAGE ? MAP_HUGETLB | MAP_HUGE_2MB : 0),
+			      -1, 0);
 		if (mem[i] == MAP_FAILED)
 			die("mmap");
 	}
-	uffd = uffd_create(mem, size, o->regions);
+	uffd = uffd_create(mem, size, o);
 	handshake(path, o, mem, size, uffd);
 	if (o->order != NULL) {
 		printf("touched %llu pages\n",
@@ -258,13 +341,16 @@ static int restore(const char *path, uint64_t total, const struct opts *o)
 	printf("xxh3 %016llx\n",
 	       (unsigned long long)touch_sum(mem, size, o->regions,
 					     o->touch ? o->touch * PAGE : total));
+	if (o->balloon)
+		return balloon(mem, size, o);
 	return 0;
 }
 
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: fc-client [--regions 1|2] [--touch N | --touch-order FILE] [--timeout S]\n"
+		"usage: fc-client [--firecracker 1.7|1.11|1.12] [--hugepages] [--regions 1|2]\n"
+		"                 [--touch N | --touch-order FILE] [--balloon N] [--timeout S]\n"
 		"                 [--bad-json | --no-fd | --wrong-size | --disconnect] SOCKET SIZE\n"
 		"       fc-client --sum [--touch N] FILE\n");
 	exit(2);
@@ -277,7 +363,9 @@ static void parse(int argc, char **argv, struct opts *o)
 	    {"touch", required_argument, NULL, 't'},   {"touch-order", required_argument, NULL, 'o'},
 	    {"timeout", required_argument, NULL, 'T'}, {"bad-json", no_argument, NULL, 'J'},
 	    {"no-fd", no_argument, NULL, 'F'},	       {"wrong-size", no_argument, NULL, 'W'},
-	    {"disconnect", no_argument, NULL, 'D'},    {NULL, 0, NULL, 0},
+	    {"disconnect", no_argument, NULL, 'D'},    {"firecracker", required_argument, NULL, 'f'},
+	    {"hugepages", no_argument, NULL, 'H'},     {"balloon", required_argument, NULL, 'b'},
+	    {NULL, 0, NULL, 0},
 	};
 	int ch;
 
@@ -292,6 +380,16 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'F': o->bad = BAD_NO_FD; break;
 		case 'W': o->bad = BAD_SIZE; break;
 		case 'D': o->bad = BAD_DISCONNECT; break;
+		case 'f':
+			if (strcmp(optarg, "1.7") == 0 || strcmp(optarg, "1.11") == 0)
+				o->fc = FC_1_7;
+			else if (strcmp(optarg, "1.12") == 0)
+				o->fc = FC_1_12;
+			else
+				usage();
+			break;
+		case 'H': o->page = HUGE_PAGE; break;
+		case 'b': o->balloon = strtoull(optarg, NULL, 0); break;
 		default: usage();
 		}
 	}
@@ -301,7 +399,7 @@ static void parse(int argc, char **argv, struct opts *o)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {.regions = 1, .timeout = 30};
+	struct opts o = {.regions = 1, .timeout = 30, .fc = FC_1_12, .page = PAGE};
 	uint64_t size;
 
 	parse(argc, argv, &o);
@@ -313,8 +411,9 @@ int main(int argc, char **argv)
 	if (optind + 2 != argc)
 		usage();
 	size = strtoull(argv[optind + 1], NULL, 0);
-	if (size == 0 || size % PAGE != 0 || (o.touch && o.touch * PAGE > size)) {
-		fprintf(stderr, "fc-client: SIZE must be a positive multiple of %u\n", PAGE);
+	if (size == 0 || size % (o.page * o.regions) != 0 || (o.touch && o.touch * PAGE > size)) {
+		fprintf(stderr, "fc-client: SIZE must be a positive multiple of %llu\n",
+			(unsigned long long)(o.page * o.regions));
 		return 2;
 	}
 	signal(SIGALRM, on_alarm);

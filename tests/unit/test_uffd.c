@@ -273,8 +273,8 @@ static int client_main(enum mode mode)
 	}
 	snprintf(msg, sizeof(msg),
 		 "[{\"base_host_virt_addr\":%llu,\"size\":%llu,\"offset\":0,\"page_size\":4096,"
-		 "\"page_size_kib\":4},{\"base_host_virt_addr\":%llu,\"size\":%llu,\"offset\":%llu,"
-		 "\"page_size\":4096,\"page_size_kib\":4}]",
+		 "\"page_size_kib\":4096},{\"base_host_virt_addr\":%llu,\"size\":%llu,\"offset\":%llu,"
+		 "\"page_size\":4096,\"page_size_kib\":4096}]",
 		 (unsigned long long)(uintptr_t)c.mem[0], (unsigned long long)c.size[0],
 		 (unsigned long long)(uintptr_t)c.mem[1], (unsigned long long)c.size[1],
 		 (unsigned long long)SPLIT);
