@@ -79,6 +79,9 @@ static int snap_put_opt(struct pool_snap_opts *o, const char *arg)
 			rc = pool_snap_opts_set_page_size(o, size);
 	} else if (strncmp(arg, "parent=", 7) == 0) {
 		rc = pool_snap_opts_set_parent(o, v);
+	} else if (strncmp(arg, "diff=", 5) == 0) {
+		if (strcmp(v, "yes") == 0 || strcmp(v, "no") == 0)
+			rc = pool_snap_opts_set_diff(o, strcmp(v, "yes") == 0);
 	} else if (strncmp(arg, "mode=", 5) == 0) {
 		unsigned long m = strtoul(v, &end, 8);
 
@@ -97,7 +100,7 @@ static int snap_put_opt(struct pool_snap_opts *o, const char *arg)
 		return 0;
 bad:
 	fprintf(stderr, "poolctl: bad option '%s' (class=pinned|persistent|shared, page=4K|2M, "
-		"parent=NAME, mode=OCTAL, state=FILE)\n", arg);
+		"parent=NAME, diff=yes|no, mode=OCTAL, state=FILE)\n", arg);
 	return -1;
 }
 
@@ -578,7 +581,7 @@ const struct cmd_entry cmd_snap_gc_entry = {
 
 const struct cmd_entry cmd_snap_put_entry = {
 	"snap put", "NAME FILE [opts]", 2, 7, DAEMON_NONE, cmd_snap_put_exec,
-	"store a memory image (class= page= parent= mode= state=FILE)",
+	"store a memory image (class= page= parent= diff= mode= state=FILE)",
 };
 const struct cmd_entry cmd_snap_ls_entry = {
 	"snap ls", "", 0, 0, DAEMON_NONE, cmd_snap_ls_exec, "the snapshots this caller can read",

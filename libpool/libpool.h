@@ -323,6 +323,7 @@ POOL_EXPORT int pool_snap_opts_set_class(struct pool_snap_opts *opts, const char
 POOL_EXPORT int pool_snap_opts_set_mode(struct pool_snap_opts *opts, unsigned mode);
 /* The snapshot this one was taken on top of (recorded; pages are shared by content anyway). */
 POOL_EXPORT int pool_snap_opts_set_parent(struct pool_snap_opts *opts, const char *parent);
+POOL_EXPORT int pool_snap_opts_set_diff(struct pool_snap_opts *opts, int diff);
 /* The VMM's device/vCPU state, stored with the image (copied). */
 POOL_EXPORT int pool_snap_opts_set_state(struct pool_snap_opts *opts, const void *state,
 					 size_t len);

@@ -37,6 +37,7 @@ struct pool_snap_opts {
 	char parent[64];
 	void *state;
 	size_t state_len;
+	bool diff; /* pool_snap_put_fd(): the file holds the pages changed since parent */
 };
 
 struct pool_snap_info {
@@ -98,6 +99,14 @@ POOL_EXPORT int pool_snap_opts_set_parent(struct pool_snap_opts *opts, const cha
 	if (opts == NULL || parent == NULL || strlen(parent) > POOL_SNAP_NAME_MAX)
 		return pool_err(-EINVAL, "snapshot parent: at most %d bytes", POOL_SNAP_NAME_MAX);
 	strcpy(opts->parent, parent);
+	return 0;
+}
+
+POOL_EXPORT int pool_snap_opts_set_diff(struct pool_snap_opts *opts, int diff)
+{
+	if (opts == NULL)
+		return pool_err(-EINVAL, "pool_snap_opts_set_diff: invalid argument");
+	opts->diff = diff != 0;
 	return 0;
 }
 
@@ -348,7 +357,7 @@ static int snap_manifest_create(struct pool *pool, const char *rname, uint64_t s
 POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *image,
 			      uint64_t len, const struct pool_snap_opts *opts)
 {
-	struct pool_snap_opts defaults = {4096, 0600, "pinned", "", NULL, 0};
+	struct pool_snap_opts defaults = {4096, 0600, "pinned", "", NULL, 0, false};
 	struct snap_header h = {0};
 	struct pool_region *r;
 	uint8_t *hashes;
@@ -360,6 +369,9 @@ POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *i
 		opts = &defaults;
 	if (pool == NULL || (image == NULL && len > 0))
 		return pool_err(-EINVAL, "pool_snap_put: invalid argument");
+	if (opts->diff)
+		return pool_err(-EINVAL, "a diff snapshot is put from its sparse file "
+				"(pool_snap_put_fd)");
 	rc = snap_region_name(name, rname);
 	if (rc < 0)
 		return rc;
@@ -410,6 +422,69 @@ out:
 	return rc;
 }
 
+/*
+ * A diff snapshot, as Firecracker writes one (snapshot_type Diff): a sparse
+ * file of the guest's full size whose data are the pages written since the
+ * parent, its holes the pages that stayed. The image is the parent's with
+ * the file's data laid over it (what Firecracker's rebase tool makes of
+ * the two files), put as any image: the unchanged pages are the parent's,
+ * already in the store, so only the changed ones are sent.
+ */
+static int snap_put_diff(struct pool *pool, const char *name, int fd, uint64_t len,
+			 const struct pool_snap_opts *opts)
+{
+	struct pool_snap_opts full = *opts;
+	struct pool_snap *parent;
+	uint8_t *image;
+	off_t data = 0, hole = 0;
+	int rc;
+
+	if (opts->parent[0] == '\0')
+		return pool_err(-EINVAL, "a diff snapshot needs its parent (the snapshot it was "
+				"taken on top of)");
+	rc = pool_snap_open(pool, opts->parent, &parent);
+	if (rc < 0)
+		return rc;
+	if (parent->hdr.image_len != len || parent->hdr.page_size != opts->page_size) {
+		rc = pool_err(-EINVAL, "diff snapshot of %llu bytes in %llu-byte pages: its parent "
+			      "'%s' has %llu bytes in %llu-byte pages", (unsigned long long)len,
+			      (unsigned long long)opts->page_size, opts->parent,
+			      (unsigned long long)parent->hdr.image_len,
+			      (unsigned long long)parent->hdr.page_size);
+		goto out_close;
+	}
+	image = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (image == MAP_FAILED) {
+		rc = pool_err(-errno, "snapshot image: %s", strerror(errno));
+		goto out_close;
+	}
+	rc = pool_snap_read(parent, 0, image, len);
+	while (rc == 0 && (data = lseek(fd, hole, SEEK_DATA)) >= 0) {
+		hole = lseek(fd, data, SEEK_HOLE);
+		if (hole < 0 || (uint64_t)hole > len) {
+			rc = pool_err(-EIO, "diff snapshot: the file changed while read");
+			break;
+		}
+		for (off_t at = data; at < hole && rc == 0;) {
+			ssize_t n = pread(fd, image + at, (size_t)(hole - at), at);
+
+			if (n <= 0)
+				rc = pool_err(n < 0 ? -errno : -EIO, "diff snapshot: read: %s",
+					      n < 0 ? strerror(errno) : "short file");
+			at += n > 0 ? n : 0;
+		}
+	}
+	if (rc == 0 && data < 0 && errno != ENXIO) /* ENXIO: no data past hole */
+		rc = pool_err(-errno, "diff snapshot: lseek: %s", strerror(errno));
+	full.diff = false;
+	if (rc == 0)
+		rc = pool_snap_put(pool, name, image, len, &full);
+	munmap(image, len);
+out_close:
+	pool_snap_close(parent);
+	return rc;
+}
+
 POOL_EXPORT int pool_snap_put_fd(struct pool *pool, const char *name, int fd,
 				 const struct pool_snap_opts *opts)
 {
@@ -421,6 +496,8 @@ POOL_EXPORT int pool_snap_put_fd(struct pool *pool, const char *name, int fd,
 		return pool_err(-errno, "snapshot image: %s", strerror(errno));
 	if (!S_ISREG(st.st_mode) || st.st_size == 0)
 		return pool_err(-EINVAL, "snapshot image: not a regular file, or empty");
+	if (opts != NULL && opts->diff)
+		return snap_put_diff(pool, name, fd, (uint64_t)st.st_size, opts);
 	image = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
 	if (image == MAP_FAILED)
 		return pool_err(-errno, "snapshot image: mmap: %s", strerror(errno));

@@ -27,7 +27,7 @@ check "store the image" "$POOLCTL" snap put vm1 "$TEST_DIR/img"
 
 # serve ARGS...: poolctl snap serve vm1 in the background, until its socket is there.
 serve() {
-	"$POOLCTL" snap serve vm1 "$SOCK" "$@" >"$TEST_DIR/serve.out" 2>"$TEST_DIR/serve.err" &
+	"$POOLCTL" snap serve "${SNAP:-vm1}" "$SOCK" "$@" >"$TEST_DIR/serve.out" 2>"$TEST_DIR/serve.err" &
 	SERVE_PID=$!
 	for _ in $(seq 100); do [ -S "$SOCK" ] && return 0; sleep 0.05; done
 	not_ok "snap serve $* did not come up"; cat "$TEST_DIR/serve.err"; return 1
@@ -137,5 +137,37 @@ else
 	kill -TERM "$SERVE_PID"; wait "$SERVE_PID"; SERVE_PID=
 fi
 restore_hugepages
+
+# A diff snapshot as Firecracker writes one (snapshot_type Diff): a sparse
+# file of the guest's size whose data are the 300 pages written since vm1.
+python3 - "$TEST_DIR" $PAGES <<'EOF'
+import os, random, sys
+d, pages = sys.argv[1], int(sys.argv[2])
+random.seed(12)
+img = bytearray(open(d + "/img", "rb").read())
+with open(d + "/diff", "wb") as f:
+    f.truncate(pages * 4096)
+    for p in sorted(random.sample(range(pages), 300)):
+        page = random.randbytes(4096)
+        f.seek(p * 4096); f.write(page)
+        img[p * 4096:(p + 1) * 4096] = page
+open(d + "/img2", "wb").write(img)
+EOF
+[ "$(du -k "$TEST_DIR/diff" | cut -f1)" -lt 2000 ] && ok "the diff file is sparse ($(du -k "$TEST_DIR/diff" | cut -f1) KiB on disk)" ||
+	not_ok "the diff file is not sparse"
+check "put it on top of vm1" "$POOLCTL" snap put vm2 "$TEST_DIR/diff" parent=vm1 diff=yes
+check_out "^vm2: 8192 pages, [0-9]+ zero, [0-9]+ distinct, 300 new" "only its 300 changed pages were new"
+check "read it back" "$POOLCTL" snap get vm2 "$TEST_DIR/vm2.out"
+cmp -s "$TEST_DIR/vm2.out" "$TEST_DIR/img2" && ok "it is vm1 with the diff's pages laid over" || not_ok "vm2 differs"
+want=$("$FC" --sum "$TEST_DIR/img2")
+SNAP=vm2 serve --max 1 || exit 1
+restore "a lazy restore of the diff snapshot, as one image"
+served 0 "the diff restore ended well"
+check_exit 1 "a diff without its parent is refused" "$POOLCTL" snap put vm3 "$TEST_DIR/diff" diff=yes
+check_out "a diff snapshot needs its parent" "saying so"
+head -c $((SIZE / 2)) "$TEST_DIR/img" >"$TEST_DIR/half"
+check_exit 1 "a diff of another size than its parent is refused" "$POOLCTL" snap put vm3 "$TEST_DIR/half" \
+	parent=vm1 diff=yes
+check_out "its parent 'vm1' has $SIZE bytes" "naming the parent's size"
 
 pool_done
