@@ -102,7 +102,8 @@ static size_t firewall_sort_unique(uint32_t *ports, size_t n)
 {
 	size_t i, k = 0;
 
-	qsort(ports, n, sizeof(*ports), firewall_cmp_port);
+	if (n > 1)
+		qsort(ports, n, sizeof(*ports), firewall_cmp_port);
 	for (i = 0; i < n; i++)
 		if (k == 0 || ports[k - 1] != ports[i])
 			ports[k++] = ports[i];
@@ -277,7 +278,7 @@ static int firewall_sync(struct poold *pd, bool quiet)
 	rc = firewall_wanted(pd, &ports, &n);
 	if (rc < 0)
 		return rc;
-	if (n == fw->napplied && memcmp(ports, fw->applied, n * sizeof(*ports)) == 0) {
+	if (n == fw->napplied && (n == 0 || memcmp(ports, fw->applied, n * sizeof(*ports)) == 0)) {
 		free(ports);
 		return 0;
 	}
