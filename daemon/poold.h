@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "common/common.h"
+#include "daemon/htab.h"
 #include "daemon/usage.h"
 #include "fabric/fabric.h"
 #include "proto/wire.h"
@@ -383,6 +384,7 @@ struct lease {
 
 struct region {
 	TAILQ_ENTRY(region) entry;
+	struct htab_node by_name, by_id; /* in regions.names and .ids while linked */
 	TAILQ_HEAD(, lease) lease_list;
 	char name[64];
 	uint64_t id, size, base, stripe;
@@ -419,6 +421,7 @@ struct reclaim;
 
 struct regions {
 	TAILQ_HEAD(, region) list;
+	struct htab names, ids;	/* the regions of list by name and by id */
 	TAILQ_HEAD(, lender_pool) pools;
 	uint64_t next_id;
 	uint64_t next_base;
@@ -436,6 +439,7 @@ void region_lender_update(struct poold *pd, const Pool__NodeInfo *info);
 uint64_t region_arena_used(struct poold *pd, uint32_t node, uint32_t arena);
 void region_session_end(struct poold *pd, uint32_t node, uint64_t session);
 struct region *region_find(struct regions *rs, const char *name);
+struct region *region_find_id(struct regions *rs, uint64_t id);
 bool req_mode_allows(const struct req *q, uid_t owner, gid_t group, unsigned mode, unsigned want);
 bool region_allowed(const struct region *r, const struct req *q, unsigned want);
 bool region_pool_usable(struct poold *pd, const struct lender_pool *lp);

@@ -39,11 +39,27 @@ static bool region_name_ok(const char *name)
 
 struct region *region_find(struct regions *rs, const char *name)
 {
-	struct region *r;
+	struct htab_node *n;
 
-	TAILQ_FOREACH(r, &rs->list, entry)
+	for (n = htab_first(&rs->names, htab_hash_str(name)); n != NULL; n = htab_next(n)) {
+		struct region *r = htab_entry(n, struct region, by_name);
+
 		if (strcmp(r->name, name) == 0)
 			return r;
+	}
+	return NULL;
+}
+
+struct region *region_find_id(struct regions *rs, uint64_t id)
+{
+	struct htab_node *n;
+
+	for (n = htab_first(&rs->ids, htab_hash_u64(id)); n != NULL; n = htab_next(n)) {
+		struct region *r = htab_entry(n, struct region, by_id);
+
+		if (r->id == id)
+			return r;
+	}
 	return NULL;
 }
 
@@ -424,6 +440,8 @@ static int region_link(struct poold *pd, struct region *r)
 	if (usage_charge(&pd->usage, r->uid, (int64_t)r->size, 1) < 0)
 		return -ENOMEM;
 	TAILQ_INSERT_TAIL(&pd->regions->list, r, entry);
+	htab_add(&pd->regions->names, &r->by_name, htab_hash_str(r->name));
+	htab_add(&pd->regions->ids, &r->by_id, htab_hash_u64(r->id));
 	pd->regions->count++;
 	return 0;
 }
@@ -431,6 +449,8 @@ static int region_link(struct poold *pd, struct region *r)
 static void region_unlink(struct poold *pd, struct region *r)
 {
 	TAILQ_REMOVE(&pd->regions->list, r, entry);
+	htab_del(&pd->regions->names, &r->by_name);
+	htab_del(&pd->regions->ids, &r->by_id);
 	pd->regions->count--;
 	usage_charge(&pd->usage, r->uid, -(int64_t)r->size, -1);
 }
@@ -909,9 +929,7 @@ void region_holding(struct poold *pd, uint32_t node, Pool__Holding *h)
 
 	if (pd->regions == NULL || !HOLD_REGION_ID(h->region))
 		return;
-	TAILQ_FOREACH(r, &pd->regions->list, entry)
-		if (r->id == h->region)
-			break;
+	r = region_find_id(pd->regions, h->region);
 	if (r == NULL)
 		return;
 	for (i = 0; i < r->next; i++)
@@ -1021,9 +1039,7 @@ void region_replay_lease(struct poold *pd, uint64_t id, uint32_t node, uint64_t 
 	struct region *r;
 	struct lease *l;
 
-	TAILQ_FOREACH(r, &pd->regions->list, entry)
-		if (r->id == id)
-			break;
+	r = region_find_id(pd->regions, id);
 	if (r == NULL || !r->anonymous)
 		return;
 	TAILQ_FOREACH(l, &r->lease_list, entry)
@@ -1054,11 +1070,9 @@ void region_replay_gone(struct poold *pd, uint64_t id, const char *name, const u
 	struct region *r;
 	size_t i;
 
-	TAILQ_FOREACH(r, &pd->regions->list, entry)
-		if (r->id == id) {
-			region_unreplay(pd, r);
-			break;
-		}
+	r = region_find_id(pd->regions, id);
+	if (r != NULL)
+		region_unreplay(pd, r);
 	for (i = 0; i < n; i++)
 		region_tombstone_add(pd, id, name, nodes[i]);
 }
@@ -1277,10 +1291,8 @@ static int region_lookup(struct req *q, const ProtobufCMessage *msg, struct regi
 	const Pool__RegionName *n = (const Pool__RegionName *)msg;
 	struct region *r = region_find(q->pd->regions, n->name);
 
-	if (r == NULL)
-		return req_errorf(q, -ENOENT, "no region '%s'", n->name);
 	*ret = r;
-	return 0;
+	return r == NULL ? req_errorf(q, -ENOENT, "no region '%s'", n->name) : 0;
 }
 
 static int region_open(struct req *q, const ProtobufCMessage *msg)
@@ -1501,6 +1513,8 @@ void region_close_space(struct poold *pd)
 		TAILQ_REMOVE(&rs->pools, lp, entry);
 		region_pool_free(lp);
 	}
+	htab_free(&rs->names);
+	htab_free(&rs->ids);
 	free(rs);
 	pd->regions = NULL;
 }

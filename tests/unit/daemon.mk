@@ -19,6 +19,13 @@ tests_unit_test_usage_SOURCES = tests/unit/test_usage.c daemon/usage.c daemon/us
 tests_unit_test_usage_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_usage_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
 
+# The intrusive hash table of daemon/.
+check_PROGRAMS += tests/unit/test_htab
+TESTS += tests/unit/test_htab
+tests_unit_test_htab_SOURCES = tests/unit/test_htab.c daemon/htab.c daemon/htab.h
+tests_unit_test_htab_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_unit_test_htab_LDADD = tests/unit/libunit.la $(XXHASH_LIBS) $(CUNIT_LIBS)
+
 # The placement policy of daemon/.
 check_PROGRAMS += tests/unit/test_placement
 TESTS += tests/unit/test_placement
