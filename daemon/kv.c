@@ -38,6 +38,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <xxhash.h>
 
 #include "daemon/extent.h"
@@ -106,6 +107,8 @@ struct kv_entry {
 	bool recount; /* its references are being counted again */
 	uint64_t recopy_at; /* a lost copy of its value is being made again since, or 0 */
 	uint32_t refs;	    /* dedup namespaces: holders of the value, or KV_REFS_UNKNOWN */
+	int64_t expire_ms;	    /* when its value expires, in Unix ms (RESP EXPIRE), or 0 */
+	TAILQ_ENTRY(kv_entry) vol; /* while expire_ms is set: in its namespace's vol list */
 };
 
 /* A value out of the index that readers still hold. */
@@ -127,6 +130,8 @@ struct kv_ns {
 	TAILQ_HEAD(kv_lru, kv_entry) lru; /* DRAM values, least recently used first */
 	struct kv_lru plru;		   /* spilled values, likewise */
 	TAILQ_HEAD(, kv_zombie) zombies;
+	TAILQ_HEAD(, kv_entry) vol; /* entries with an expiry, checked in turn (kv_expire_cycle()) */
+	uint64_t nvolatile, expired;
 	uint64_t next_version;
 	uint32_t local_node; /* values only on this node's arenas (RESP databases), or 0 */
 	uint32_t flags;	     /* HOLD_NS_*: never spill, persistent, never evict */
@@ -246,7 +251,7 @@ static struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_
 {
 	struct kv_entry *e = calloc(1, sizeof(*e));
 
-	if (e == NULL || (e->key = malloc(klen)) == NULL) {
+	if (e == NULL || (e->key = malloc(klen ? klen : 1)) == NULL) {
 		free(e);
 		return NULL;
 	}
@@ -278,8 +283,36 @@ static struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capa
 	TAILQ_INIT(&ns->lru);
 	TAILQ_INIT(&ns->plru);
 	TAILQ_INIT(&ns->zombies);
+	TAILQ_INIT(&ns->vol);
 	TAILQ_INSERT_TAIL(&pd->kv->list, ns, entry);
 	return ns;
+}
+
+/* Now, in Unix ms: expiry times are wall-clock times, as EXPIREAT's. */
+static int64_t kv_unix_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Give an entry an expiry (Unix ms), or none (0). */
+static void kv_set_expire(struct kv_ns *ns, struct kv_entry *e, int64_t at)
+{
+	if (e->expire_ms != 0 && at == 0) {
+		TAILQ_REMOVE(&ns->vol, e, vol);
+		ns->nvolatile--;
+	} else if (e->expire_ms == 0 && at != 0) {
+		TAILQ_INSERT_TAIL(&ns->vol, e, vol);
+		ns->nvolatile++;
+	}
+	e->expire_ms = at;
+}
+
+static bool kv_expired(const struct kv_entry *e, int64_t now)
+{
+	return e->has_val && e->expire_ms != 0 && e->expire_ms <= now;
 }
 
 /* A value's places, its own first: their number. */
@@ -450,6 +483,7 @@ static void kv_entry_drop(struct kv_ns *ns, struct kv_entry *e)
 {
 	struct kv_entry **pp = kv_slot(ns, e->key, e->klen, e->hash);
 
+	kv_set_expire(ns, e, 0);
 	*pp = e->hnext;
 	ns->nentries--;
 	free(e->key);
@@ -463,6 +497,49 @@ static void kv_entry_clear(struct poold *pd, struct kv_ns *ns, struct kv_entry *
 	if (e->has_pending)
 		kv_pending_retire(pd, ns, e);
 	kv_entry_drop(ns, e);
+}
+
+/* The value's time is up: it goes (a write in flight stays, and becomes a new key). */
+static void kv_expire_now(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
+{
+	if (e->has_val)
+		kv_retire_val(pd, ns, e);
+	kv_set_expire(ns, e, 0);
+	ns->expired++;
+	if (kv_entry_unused(e))
+		kv_entry_drop(ns, e);
+}
+
+/*
+ * Active expiry, from the sweep: in each namespace the entries with an
+ * expiry are looked at 20 at a time in turn, again while more than a
+ * quarter of those were expired (at most 16 rounds), as Redis samples its
+ * expires. An entry whose value went otherwise (evicted) loses its expiry.
+ */
+static void kv_expire_cycle(struct poold *pd)
+{
+	int64_t now = kv_unix_ms();
+	struct kv_entry *e;
+	struct kv_ns *ns;
+
+	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
+		unsigned rounds = 0, seen, expired;
+
+		do {
+			for (seen = expired = 0; seen < 20 && (e = TAILQ_FIRST(&ns->vol)) != NULL;
+			     seen++) {
+				if (kv_expired(e, now)) {
+					kv_expire_now(pd, ns, e);
+					expired++;
+				} else if (!e->has_val) {
+					kv_set_expire(ns, e, 0);
+				} else {
+					TAILQ_REMOVE(&ns->vol, e, vol);
+					TAILQ_INSERT_TAIL(&ns->vol, e, vol);
+				}
+			}
+		} while (expired * 4 > seen && ++rounds < 16);
+	}
 }
 
 static int kv_spill(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool may_evict);
@@ -610,7 +687,7 @@ static struct lender_pool *kv_pick(struct poold *pd, struct kv_ns *ns, uint64_t 
  */
 static uint64_t kv_alloc_len(const struct kv_ns *ns, uint64_t len)
 {
-	return ns->size_hint != 0 && len <= ns->size_hint ? ns->size_hint : len;
+	return ns->size_hint != 0 && len <= ns->size_hint ? ns->size_hint : MAX(len, 1);
 }
 
 /*
@@ -1198,9 +1275,15 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 	const char *op = kr->op;
 	int rc;
 
-	if (klen == 0 || klen > POOL_KV_KEY_MAX) {
+	/* The empty key is RESP's (GET ""): only its databases, this node's, take it. */
+	if ((klen == 0 && ns->local_node == 0) || klen > POOL_KV_KEY_MAX) {
 		kv_loc(NULL, loc, NULL, -EINVAL, NULL, 0);
 		return 0;
+	}
+	/* An expired value is gone for every operation (lazy expiry, as Redis's). */
+	if (e != NULL && e->expire_ms != 0 && kv_expired(e, kv_unix_ms())) {
+		kv_expire_now(pd, ns, e);
+		e = *kv_slot(ns, key, klen, h);
 	}
 	if (strcmp(op, "lookup") == 0 || strcmp(op, "exists") == 0) {
 		if (e == NULL || !e->has_val || !kv_val_usable(pd, &e->val)) {
@@ -1235,7 +1318,7 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 		struct kv_val v;
 		uint32_t owner;
 
-		if (size == 0 || size > POOL_KV_VALUE_MAX) {
+		if (size > POOL_KV_VALUE_MAX) { /* 0 is an empty value (RESP's "") */
 			kv_loc(NULL, loc, NULL, -EINVAL, NULL, 0);
 			return 0;
 		}
@@ -1330,6 +1413,8 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			}
 			if (e->has_val)
 				kv_retire_val(pd, ns, e);
+			else
+				kv_set_expire(ns, e, 0); /* a new key: an old value's expiry went with it */
 			e->val = e->pending;
 			e->has_val = true;
 			e->has_pending = false;
@@ -2087,6 +2172,8 @@ void kv_sweep(struct poold *pd)
 	uint64_t now = units_now_ms();
 
 	kv_foreach(pd, kv_expire_entry, &now);
+	if (pd->kv != NULL)
+		kv_expire_cycle(pd);
 	if (pd->kv != NULL && pd->regions != NULL) {
 		pd->kv->recopies = 0;
 		kv_foreach(pd, kv_recopy, NULL);
@@ -2372,6 +2459,72 @@ size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size
 			}
 	}
 	return n;
+}
+
+/* A RESP database of uid's (kv_local_owns()), or NULL. */
+static struct kv_ns *kv_local_ns(struct poold *pd, const char *nsname, uid_t uid)
+{
+	struct kv_ns *ns = pd->kv ? kv_ns_find(pd, nsname) : NULL;
+
+	return ns != NULL && kv_local_owns(ns, uid) ? ns : NULL;
+}
+
+/* The entry of a key with a live value, expiring it if its time is up; or NULL. */
+static struct kv_entry *kv_local_entry(struct poold *pd, struct kv_ns *ns, const uint8_t *key,
+				       size_t klen)
+{
+	uint64_t h = kv_hash(key, klen);
+	struct kv_entry *e = *kv_slot(ns, key, klen, h);
+
+	if (e != NULL && kv_expired(e, kv_unix_ms())) {
+		kv_expire_now(pd, ns, e);
+		return NULL;
+	}
+	return e != NULL && e->has_val ? e : NULL;
+}
+
+/*
+ * A key's expiry (RESP TTL): 0 with *ret_at in Unix ms, 0 when it has
+ * none; -ENOENT when the key has no value.
+ */
+int kv_local_ttl(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key, size_t klen,
+		 int64_t *ret_at)
+{
+	struct kv_ns *ns = kv_local_ns(pd, nsname, uid);
+	struct kv_entry *e = ns != NULL ? kv_local_entry(pd, ns, key, klen) : NULL;
+
+	if (e == NULL)
+		return -ENOENT;
+	*ret_at = e->expire_ms;
+	return 0;
+}
+
+/*
+ * Give a key's value an expiry in Unix ms (RESP EXPIRE), or take it away
+ * (0); a time already past removes the value. -ENOENT when there is none.
+ */
+int kv_local_expire(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
+		    size_t klen, int64_t at)
+{
+	struct kv_ns *ns = kv_local_ns(pd, nsname, uid);
+	struct kv_entry *e = ns != NULL ? kv_local_entry(pd, ns, key, klen) : NULL;
+
+	if (e == NULL)
+		return -ENOENT;
+	kv_set_expire(ns, e, at);
+	if (at != 0 && at <= kv_unix_ms()) {
+		kv_expire_now(pd, ns, e);
+		region_account(pd);
+	}
+	return 0;
+}
+
+/* Keys with an expiry in a namespace (INFO keyspace), or 0. */
+uint64_t kv_local_volatile(struct poold *pd, const char *nsname)
+{
+	struct kv_ns *ns = pd->kv ? kv_ns_find(pd, nsname) : NULL;
+
+	return ns != NULL ? ns->nvolatile : 0;
 }
 
 /* Entries of a namespace with a value (DBSIZE), or 0. */

@@ -549,6 +549,11 @@ size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size
 		     void (*cb)(void *arg, const uint8_t *key, size_t klen), void *arg,
 		     uint64_t *ret_next);
 uint64_t kv_local_size(struct poold *pd, const char *nsname);
+uint64_t kv_local_volatile(struct poold *pd, const char *nsname);
+int kv_local_ttl(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key, size_t klen,
+		 int64_t *ret_at);
+int kv_local_expire(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
+		    size_t klen, int64_t at);
 void kv_stats_each(struct poold *pd, void (*cb)(void *arg, const Pool__KvNamespace *m),
 		   void *arg);
 void kv_local_flush(struct poold *pd, const char *nsname, uid_t uid);

@@ -1,18 +1,20 @@
 /*
- * daemon/resp.c - a Redis-protocol (RESP2) endpoint to the KV cache, so
- * redis-cli, redis-benchmark, hiredis and tools that take a Redis URL can use
- * the pool unchanged.
+ * daemon/resp.c - a Redis-protocol endpoint to the KV cache, so redis-cli,
+ * redis-benchmark, redis-py, hiredis and tools that take a Redis URL can use
+ * the pool unchanged: the connections, their limits and authentication,
+ * the replies (RESP2, or RESP3 after HELLO 3), MULTI's queue, and the
+ * dispatch to the command tables (respkeys.c, respconn.c).
  *
  * Served by the coordinator on resp.listen. Database N (SELECT N, 0-15) is
  * the KV namespace "redisN", made on first use with resp.capacity and kept
  * in this node's lend pool, so every command completes in the event loop
  * with plain memory copies; libpool clients on any node reach the same
- * namespace one-sided. Requests are RESP arrays of bulk strings; anything
- * else, or a bulk or array over the limits, gets an error and the
- * connection is closed. With resp.password or resp.users set, AUTH comes
- * first; a user of resp.users acts as its uid (respauth.c): its databases
- * are namespaces "redisN-uUID" of its own, mode 0600, and its values count
- * against its quota.
+ * namespace one-sided. Requests are RESP arrays of bulk strings or inline
+ * commands; anything else, or a bulk or array over the limits, gets an
+ * error and the connection is closed. With resp.password or resp.users
+ * set, AUTH comes first; a user of resp.users acts as its uid
+ * (respauth.c): its databases are namespaces "redisN-uUID" of its own,
+ * mode 0600, and its values count against its quota.
  */
 #include "config.h"
 
@@ -21,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -31,37 +34,32 @@
 #include <event2/listener.h>
 
 #include "daemon/poold.h"
-#include "daemon/respparse.h"
+#include "daemon/resp.h"
 #include "libpool/libpool.h"
 
 #define RESP_MAX_BULK (POOL_KV_VALUE_MAX + 1024)
-#define RESP_DBS 16
 /* What a client that did not AUTH yet may send in one command, as Redis allows it. */
 #define RESP_UNAUTH_ARGS 10
 #define RESP_UNAUTH_BULK 16384
 /* Unread replies past which poold reads no more commands from a client, until it reads. */
 #define RESP_OUTPUT_PAUSE (1u << 20)
 
-struct resp_conn {
-	TAILQ_ENTRY(resp_conn) entry;
-	struct resp *rs;
-	struct bufferevent *bev;
-	uint64_t session;
-	int db;
-	uint32_t uid; /* who it acts as: root, or the uid of its resp.users user */
-	bool authed;
-	bool closing; /* after a protocol error or QUIT: ends once the output is out */
-	struct resp_parser p; /* the command being read */
-};
+void resp_queue_clear(struct resp_conn *c)
+{
+	size_t i;
+	long k;
 
-struct resp {
-	struct poold *pd;
-	struct evconnlistener *listener;
-	TAILQ_HEAD(, resp_conn) conns;
-	unsigned nconns;
-	uint64_t next_session;
-	uint64_t commands;
-};
+	for (i = 0; i < c->nqueued; i++) {
+		for (k = 0; k < c->queued[i].argc; k++)
+			free(c->queued[i].argv[k]);
+		free(c->queued[i].argv);
+		free(c->queued[i].argl);
+	}
+	free(c->queued);
+	c->queued = NULL;
+	c->nqueued = 0;
+	c->queued_bytes = 0;
+}
 
 static void resp_conn_free(struct resp_conn *c)
 {
@@ -71,6 +69,7 @@ static void resp_conn_free(struct resp_conn *c)
 	c->rs->nconns--;
 	kv_session_end(pd, pd->node_id, c->session, false); /* its pins and reservations */
 	resp_parser_reset(&c->p);
+	resp_queue_clear(c);
 	bufferevent_free(c->bev);
 	free(c);
 }
@@ -81,30 +80,101 @@ static void resp_limits(struct resp_conn *c)
 	if (c->authed)
 		resp_parser_limit(&c->p, RESP_MAX_ARGS, RESP_MAX_BULK,
 				  (uint64_t)c->rs->pd->conf->resp_max_request, false);
+	else
+		resp_parser_limit(&c->p, RESP_UNAUTH_ARGS, RESP_UNAUTH_BULK,
+				  RESP_UNAUTH_ARGS * RESP_UNAUTH_BULK, true);
 }
 
-static void resp_out(struct resp_conn *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+/* ------------------------------------------------------------ replies */
 
-static void resp_out(struct resp_conn *c, const char *fmt, ...)
+struct evbuffer *resp_output(struct resp_conn *c)
+{
+	return bufferevent_get_output(c->bev);
+}
+
+void resp_out(struct resp_conn *c, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	evbuffer_add_vprintf(bufferevent_get_output(c->bev), fmt, ap);
+	evbuffer_add_vprintf(resp_output(c), fmt, ap);
 	va_end(ap);
 }
 
-static void resp_bulk_to(struct evbuffer *out, const void *data, size_t len)
+/* An error: "-" and the text (which starts with its code, ERR or another), CR and LF in it spaces. */
+void resp_err(struct resp_conn *c, const char *fmt, ...)
 {
+	char text[512];
+	va_list ap;
+	size_t i;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	for (i = 0; text[i] != '\0'; i++)
+		if (text[i] == '\r' || text[i] == '\n')
+			text[i] = ' ';
+	resp_out(c, "-%s\r\n", text);
+}
+
+void resp_ok(struct resp_conn *c)
+{
+	evbuffer_add(resp_output(c), "+OK\r\n", 5);
+}
+
+void resp_bulk(struct resp_conn *c, const void *data, size_t len)
+{
+	struct evbuffer *out = resp_output(c);
+
 	evbuffer_add_printf(out, "$%zu\r\n", len);
 	evbuffer_add(out, data, len);
 	evbuffer_add(out, "\r\n", 2);
 }
 
-static void resp_bulk(struct resp_conn *c, const void *data, size_t len)
+void resp_str(struct resp_conn *c, const char *s)
 {
-	resp_bulk_to(bufferevent_get_output(c->bev), data, len);
+	resp_bulk(c, s, strlen(s));
+}
+
+/* Text for people (INFO, CLIENT INFO): a bulk string, or RESP3's verbatim "txt:". */
+void resp_verbatim(struct resp_conn *c, const char *text, size_t len)
+{
+	struct evbuffer *out = resp_output(c);
+
+	if (c->proto < 3) {
+		resp_bulk(c, text, len);
+		return;
+	}
+	evbuffer_add_printf(out, "=%zu\r\ntxt:", len + 4);
+	evbuffer_add(out, text, len);
+	evbuffer_add(out, "\r\n", 2);
+}
+
+void resp_null(struct resp_conn *c)
+{
+	if (c->proto >= 3)
+		evbuffer_add(resp_output(c), "_\r\n", 3);
+	else
+		evbuffer_add(resp_output(c), "$-1\r\n", 5);
+}
+
+void resp_int(struct resp_conn *c, long long v)
+{
+	resp_out(c, ":%lld\r\n", v);
+}
+
+void resp_array(struct resp_conn *c, size_t n)
+{
+	resp_out(c, "*%zu\r\n", n);
+}
+
+/* A map of n pairs: RESP3's, or an array of 2n elements in RESP2. */
+void resp_map(struct resp_conn *c, size_t n)
+{
+	if (c->proto >= 3)
+		resp_out(c, "%%%zu\r\n", n);
+	else
+		resp_out(c, "*%zu\r\n", 2 * n);
 }
 
 /* An error reply that also ends the connection (protocol errors). */
@@ -112,90 +182,24 @@ static void resp_fatal(struct resp_conn *c, const char *msg)
 {
 	log_debug("RESP client: %s", msg);
 	resp_out(c, "-ERR Protocol error: %s\r\n", msg);
+	resp_close_after_reply(c);
+}
+
+void resp_close_after_reply(struct resp_conn *c)
+{
 	bufferevent_disable(c->bev, EV_READ);
 	c->closing = true;
 }
 
+/* ------------------------------------------------------------ the connection */
+
 /* The namespace of database db, for the client's uid. */
-static void resp_db_name(const struct resp_conn *c, int db, char *ns, size_t len)
+void resp_db_name(const struct resp_conn *c, int db, char *ns, size_t len)
 {
 	if (c->uid == 0)
 		snprintf(ns, len, "redis%d", db);
 	else
 		snprintf(ns, len, "redis%d-u%u", db, (unsigned)c->uid);
-}
-
-static void resp_db(const struct resp_conn *c, char *ns, size_t len)
-{
-	resp_db_name(c, c->db, ns, len);
-}
-
-/* GET one key: copy the value out of this node's arena into the reply. */
-static void resp_get_one(struct resp_conn *c, const char *ns, const char *key, size_t klen)
-{
-	struct poold *pd = c->rs->pd;
-	struct kv_where w;
-	int rc;
-
-	rc = kv_local_op(pd, c->session, c->uid, ns, "lookup", (const uint8_t *)key, klen, 0, &w);
-	if (rc != 0 || w.arena >= pd->narenas || w.node != pd->node_id) {
-		if (rc == 0)
-			kv_local_op(pd, c->session, c->uid, ns, "release", (const uint8_t *)key, klen,
-				    w.version, NULL);
-		resp_out(c, "$-1\r\n");
-		return;
-	}
-	resp_bulk(c, (char *)pd->arenas[w.arena].base + w.off, w.len);
-	kv_local_op(pd, c->session, c->uid, ns, "release", (const uint8_t *)key, klen, w.version, NULL);
-}
-
-/* SET one key: reserve, copy into this node's arena, commit. */
-static int resp_set_one(struct resp_conn *c, const char *ns, const char *key, size_t klen,
-			const char *val, size_t vlen)
-{
-	struct poold *pd = c->rs->pd;
-	struct kv_where w;
-	int rc;
-
-	if (vlen == 0)
-		return -EINVAL;
-	rc = kv_local_op(pd, c->session, c->uid, ns, "reserve", (const uint8_t *)key, klen, vlen, &w);
-	if (rc < 0)
-		return rc;
-	if (w.node != pd->node_id || w.arena >= pd->narenas)
-		return -EREMOTE;
-	memcpy((char *)pd->arenas[w.arena].base + w.off, val, vlen);
-	return kv_local_op(pd, c->session, c->uid, ns, "commit", (const uint8_t *)key, klen, w.version,
-			   NULL);
-}
-
-static void resp_scan_key(void *arg, const uint8_t *key, size_t klen)
-{
-	resp_bulk_to(arg, key, klen);
-}
-
-static void resp_info(struct resp_conn *c)
-{
-	struct poold *pd = c->rs->pd;
-	char text[1024], ns[32];
-	int n, db;
-
-	n = snprintf(text, sizeof(text),
-		     "# Server\r\nredis_version:7.0.0\r\npool_version:%s\r\nuptime_in_seconds:%llu\r\n"
-		     "# Clients\r\nconnected_clients:%u\r\n# Stats\r\ntotal_commands_processed:%llu\r\n"
-		     "# Keyspace\r\n",
-		     PACKAGE_VERSION, (unsigned long long)((units_now_ms() - pd->start_ms) / 1000),
-		     c->rs->nconns, (unsigned long long)c->rs->commands);
-	for (db = 0; db < RESP_DBS && n > 0 && (size_t)n < sizeof(text); db++) {
-		uint64_t keys;
-
-		resp_db_name(c, db, ns, sizeof(ns));
-		keys = kv_local_size(pd, ns);
-		if (keys > 0)
-			n += snprintf(text + n, sizeof(text) - (size_t)n, "db%d:keys=%llu\r\n", db,
-				      (unsigned long long)keys);
-	}
-	resp_bulk(c, text, strlen(text));
 }
 
 /* Connections authenticated as uid. */
@@ -209,161 +213,141 @@ static unsigned resp_user_conns(const struct resp *rs, uint32_t uid)
 	return n;
 }
 
-/* Run one complete command. */
+/*
+ * AUTH [user] password (user NULL: the default user), for AUTH and HELLO:
+ * 0 when the client now acts as that user, else -1 with the error replied
+ * (or, past resp.max_clients_per_user, the connection closing).
+ */
+int resp_auth_as(struct resp_conn *c, const char *user, const char *password, size_t pwlen)
+{
+	struct poold *pd = c->rs->pd;
+	uint32_t uid;
+
+	if (user == NULL && pd->conf->resp_password[0] == '\0' && pd->conf->resp_nusers == 0) {
+		resp_err(c, "ERR AUTH <password> called without any password configured for the "
+			    "default user. Are you sure your configuration is correct?");
+		return -1;
+	}
+	if (resp_auth(pd->conf, user, password, pwlen, &uid) < 0) {
+		static struct log_limit said;
+
+		log_warnx_limited(&said, 10000, "RESP client: wrong password for user '%.64s'",
+				  user ? user : "default");
+		resp_err(c, "WRONGPASS invalid username-password pair or user is disabled.");
+		return -1;
+	}
+	if (uid != 0 && uid != c->uid &&
+	    resp_user_conns(c->rs, uid) >= (unsigned)pd->conf->resp_max_clients_per_user) {
+		resp_err(c, "ERR max number of clients reached for user '%.64s' "
+			    "(resp.max_clients_per_user = %lld)", user ? user : "default",
+			 (long long)pd->conf->resp_max_clients_per_user);
+		resp_close_after_reply(c);
+		return -1;
+	}
+	c->authed = true;
+	c->uid = uid;
+	resp_limits(c);
+	return 0;
+}
+
+/* RESET: as a new connection (database 0, RESP2, no name, no MULTI; AUTH again if needed). */
+void resp_reset(struct resp_conn *c)
+{
+	struct poold_conf *conf = c->rs->pd->conf;
+
+	resp_queue_clear(c);
+	c->multi = c->multi_dirty = false;
+	c->db = 0;
+	c->proto = 2;
+	c->name[0] = '\0';
+	c->authed = conf->resp_password[0] == '\0' && conf->resp_nusers == 0;
+	c->uid = 0;
+	resp_limits(c);
+}
+
+/* A CLIENT INFO / LIST line. */
+void resp_client_line(const struct resp_conn *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "id=%llu addr=%s name=%s db=%d multi=%d resp=%d user=%u\n",
+		 (unsigned long long)c->id, c->addr, c->name, c->db,
+		 c->multi ? (int)c->nqueued : -1, c->proto, (unsigned)c->uid);
+}
+
+/* Keep a command for EXEC: it takes the parser's arguments. 0, or -1 (a limit: refused). */
+static int resp_queue(struct resp_conn *c)
+{
+	uint64_t max = (uint64_t)c->rs->pd->conf->resp_max_request;
+	struct resp_queued *q;
+
+	if (c->queued_bytes + c->p.total > max || c->nqueued >= RESP_MAX_ARGS)
+		return -1;
+	q = reallocarray(c->queued, c->nqueued + 1, sizeof(*q));
+	if (q == NULL)
+		return -1;
+	c->queued = q;
+	q = &c->queued[c->nqueued++];
+	q->argc = c->p.have;
+	q->argv = c->p.argv;
+	q->argl = c->p.argl;
+	c->queued_bytes += c->p.total;
+	c->p.argv = NULL; /* the queue owns them now */
+	c->p.argl = NULL;
+	c->p.have = c->p.cap = 0;
+	return 0;
+}
+
+/* "'a' 'b' " of the arguments after the name, up to 128 bytes, for the unknown command error. */
+static void resp_args_head(const struct resp_conn *c, char *buf, size_t len)
+{
+	size_t used = 0;
+	long i;
+
+	buf[0] = '\0';
+	for (i = 1; i < c->p.have && used < 128 && used + 1 < len; i++) {
+		int room = (int)(128 - used);
+		int n = snprintf(buf + used, len - used, "'%.*s' ", room, c->p.argv[i]);
+
+		if (n < 0)
+			break;
+		used = MIN(used + (size_t)n, len - 1);
+	}
+}
+
+/* Run one complete command: looked up, its arity checked, AUTH, MULTI's queue. */
 static void resp_command(struct resp_conn *c)
 {
-	struct resp *rs = c->rs;
-	struct poold *pd = rs->pd;
-	char **a = c->p.argv, ns[32];
-	long n = c->p.nargs, i;
-	int rc;
+	char **a = c->p.argv, args[192];
+	long n = c->p.have;
+	const struct resp_cmd *cmd;
 
-	rs->commands++;
-	resp_db(c, ns, sizeof(ns));
-	if (strcasecmp(a[0], "AUTH") == 0) {
-		uint32_t uid;
-
-		if (n != 2 && n != 3)
-			resp_out(c, "-ERR wrong number of arguments for 'auth' command\r\n");
-		else if (n == 2 && pd->conf->resp_password[0] == '\0' && pd->conf->resp_nusers == 0)
-			resp_out(c, "-ERR AUTH <password> called without any password configured "
-				    "for the default user. Are you sure your configuration is "
-				    "correct?\r\n");
-		else if (resp_auth(pd->conf, n == 3 ? a[1] : NULL, a[n - 1], c->p.argl[n - 1],
-				   &uid) == 0) {
-			if (uid != 0 && uid != c->uid &&
-			    resp_user_conns(rs, uid) >= (unsigned)pd->conf->resp_max_clients_per_user) {
-				resp_out(c, "-ERR max number of clients reached for user '%.64s' "
-					    "(resp.max_clients_per_user = %lld)\r\n", a[1],
-					 (long long)pd->conf->resp_max_clients_per_user);
-				bufferevent_disable(c->bev, EV_READ);
-				c->closing = true;
-				return;
-			}
-			c->authed = true;
-			c->uid = uid;
-			resp_limits(c);
-			resp_out(c, "+OK\r\n");
-		} else {
-			static struct log_limit said;
-
-			log_warnx_limited(&said, 10000, "RESP client: wrong password for user '%.64s'",
-					  n == 3 ? a[1] : "default");
-			resp_out(c, "-WRONGPASS invalid username-password pair or user is "
-				    "disabled.\r\n");
-		}
+	c->rs->commands++;
+	cmd = resp_cmd_find(a[0]);
+	if (cmd == NULL) {
+		resp_args_head(c, args, sizeof(args));
+		resp_err(c, "ERR unknown command '%.128s', with args beginning with: %s", a[0], args);
+		c->multi_dirty |= c->multi;
 		return;
 	}
-	if (strcasecmp(a[0], "QUIT") == 0) {
-		resp_out(c, "+OK\r\n");
-		bufferevent_disable(c->bev, EV_READ);
-		c->closing = true;
+	if ((cmd->arity > 0 && n != cmd->arity) || (cmd->arity < 0 && n < -cmd->arity)) {
+		resp_err(c, "ERR wrong number of arguments for '%s' command", cmd->name);
+		c->multi_dirty |= c->multi;
 		return;
 	}
-	if (!c->authed) {
-		resp_out(c, "-NOAUTH Authentication required.\r\n");
+	if (!c->authed && !(cmd->flags & RESP_CMD_NOAUTH)) {
+		resp_err(c, "NOAUTH Authentication required.");
+		c->multi_dirty |= c->multi;
 		return;
 	}
-	if (strcasecmp(a[0], "PING") == 0) {
-		if (n > 1)
-			resp_bulk(c, a[1], c->p.argl[1]);
-		else
-			resp_out(c, "+PONG\r\n");
-		return;
-	}
-	if (strcasecmp(a[0], "SELECT") == 0 && n == 2) {
-		char *end;
-		long db = strtol(a[1], &end, 10);
-
-		if (*end != '\0' || db < 0 || db >= RESP_DBS) {
-			resp_out(c, "-ERR DB index is out of range\r\n");
+	if (c->multi && !(cmd->flags & RESP_CMD_TXN)) {
+		if (resp_queue(c) < 0) {
+			resp_err(c, "ERR the commands queued in MULTI would exceed resp.max_request");
+			c->multi_dirty = true;
 			return;
 		}
-		c->db = (int)db;
-		resp_out(c, "+OK\r\n");
+		resp_out(c, "+QUEUED\r\n");
 		return;
 	}
-	if (strcasecmp(a[0], "COMMAND") == 0 || strcasecmp(a[0], "CONFIG") == 0) {
-		resp_out(c, "*0\r\n"); /* what redis-cli and redis-benchmark ask first */
-		return;
-	}
-	if (strcasecmp(a[0], "INFO") == 0) {
-		resp_info(c);
-		return;
-	}
-	/* The rest works on the selected database. */
-	rc = kv_local_ensure(pd, ns, (uint64_t)pd->conf->resp_capacity, c->uid);
-	if (rc < 0) {
-		resp_out(c, "-ERR cannot open database: %s\r\n", err_str(rc));
-		return;
-	}
-	if (strcasecmp(a[0], "GET") == 0 && n == 2) {
-		resp_get_one(c, ns, a[1], c->p.argl[1]);
-	} else if (strcasecmp(a[0], "MGET") == 0 && n >= 2) {
-		resp_out(c, "*%ld\r\n", n - 1);
-		for (i = 1; i < n; i++)
-			resp_get_one(c, ns, a[i], c->p.argl[i]);
-	} else if ((strcasecmp(a[0], "SET") == 0 && n == 3) ||
-		   (strcasecmp(a[0], "MSET") == 0 && n >= 3 && n % 2 == 1)) {
-		for (i = 1; i + 1 < n; i += 2) {
-			rc = resp_set_one(c, ns, a[i], c->p.argl[i], a[i + 1], c->p.argl[i + 1]);
-			if (rc < 0)
-				break;
-		}
-		if (rc < 0)
-			resp_out(c, "-ERR %s\r\n",
-				 rc == -EINVAL ? "empty or oversized value or key" : err_str(rc));
-		else
-			resp_out(c, "+OK\r\n");
-	} else if ((strcasecmp(a[0], "DEL") == 0 || strcasecmp(a[0], "EXISTS") == 0) && n >= 2) {
-		long count = 0;
-
-		for (i = 1; i < n; i++)
-			count += kv_local_op(pd, c->session, c->uid, ns,
-					     a[0][0] == 'D' || a[0][0] == 'd' ? "remove" : "exists",
-					     (const uint8_t *)a[i], c->p.argl[i], 0, NULL) == 0;
-		resp_out(c, ":%ld\r\n", count);
-	} else if (strcasecmp(a[0], "DBSIZE") == 0 && n == 1) {
-		resp_out(c, ":%llu\r\n", (unsigned long long)kv_local_size(pd, ns));
-	} else if (strcasecmp(a[0], "FLUSHDB") == 0) {
-		kv_local_flush(pd, ns, c->uid);
-		resp_out(c, "+OK\r\n");
-	} else if (strcasecmp(a[0], "FLUSHALL") == 0) {
-		int db;
-
-		for (db = 0; db < RESP_DBS; db++) { /* the client's own databases */
-			resp_db_name(c, db, ns, sizeof(ns));
-			kv_local_flush(pd, ns, c->uid);
-		}
-		resp_out(c, "+OK\r\n");
-	} else if (strcasecmp(a[0], "SCAN") == 0 && n >= 2) {
-		unsigned long long cursor = strtoull(a[1], NULL, 10);
-		struct evbuffer *body = evbuffer_new(), *out = bufferevent_get_output(c->bev);
-		size_t count = 10, keys;
-		uint64_t next;
-
-		for (i = 2; i + 1 < n; i += 2) {
-			if (strcasecmp(a[i], "COUNT") == 0)
-				count = (size_t)strtoull(a[i + 1], NULL, 10);
-			else {
-				resp_out(c, "-ERR SCAN supports COUNT only\r\n");
-				evbuffer_free(body);
-				return;
-			}
-		}
-		if (body == NULL)
-			return;
-		/* Keys go to a side buffer first: the array length is known only after. */
-		keys = kv_local_scan(pd, ns, cursor, count ? count : 10, resp_scan_key, body, &next);
-		evbuffer_add_printf(out, "*2\r\n$%d\r\n%llu\r\n*%zu\r\n",
-				    snprintf(NULL, 0, "%llu", (unsigned long long)next),
-				    (unsigned long long)next, keys);
-		evbuffer_add_buffer(out, body);
-		evbuffer_free(body);
-	} else {
-		resp_out(c, "-ERR unknown command or wrong number of arguments for '%.40s'\r\n",
-			 a[0]);
-	}
+	resp_cmd_run(c, cmd, n, a, c->p.argl);
 }
 
 /*
@@ -424,6 +408,27 @@ static void resp_event_cb(struct bufferevent *bev, short what, void *arg)
 		resp_conn_free(arg);
 }
 
+/* "host:port" of a client's address. */
+static void resp_addr(const struct sockaddr *sa, int salen, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+
+	(void)salen;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		port = ntohs(in->sin_port);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		port = ntohs(in6->sin6_port);
+	}
+	snprintf(buf, len, "%s:%u", host, port);
+}
+
 static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
 			int salen, void *arg)
 {
@@ -451,6 +456,9 @@ static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 	c->rs = rs;
 	/* RESP sessions are numbered apart from control sessions. */
 	c->session = (UINT64_C(1) << 62) | ++rs->next_session;
+	c->id = rs->next_session;
+	c->proto = 2;
+	resp_addr(sa, salen, c->addr, sizeof(c->addr));
 	/* Nothing to AUTH with: everyone is the default user, root. */
 	c->authed = rs->pd->conf->resp_password[0] == '\0' && rs->pd->conf->resp_nusers == 0;
 	resp_parser_init(&c->p, RESP_UNAUTH_ARGS, RESP_UNAUTH_BULK,

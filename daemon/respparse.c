@@ -1,14 +1,23 @@
 /*
  * daemon/respparse.c - the request side of the Redis protocol.
  *
- * Only what clients send: an array of bulk strings. Every length is
- * bounded before anything is allocated (max_args arguments, max_bulk
- * bytes each, max_total bytes in all, RESP_MAX_LINE bytes of a header
- * line), and every bulk must end with CRLF. A client that did not AUTH yet
- * gets small limits, as Redis gives it (10 arguments of 16 KiB).
+ * What clients send: an array of bulk strings, or an inline command (a
+ * line of words, as redis-cli and telnet users type them, split as Redis
+ * splits them: "double quotes" with \n \r \t \b \a \\ \" \xHH escapes,
+ * 'single quotes' with \' only). Every length is bounded before anything
+ * is allocated (max_args arguments, max_bulk bytes each, max_total bytes in
+ * all with RESP_ARG_COST more for each argument, RESP_MAX_LINE bytes of a
+ * header line, RESP_INLINE_MAX of an inline command), and every bulk must
+ * end with CRLF. The argument arrays grow as arguments arrive, so a
+ * header announcing many costs nothing until they come. A client that did
+ * not AUTH yet gets small limits, as Redis gives it (10 arguments of
+ * 16 KiB). An array of length 0 or less, and an empty line, are no
+ * command, as in Redis.
  */
 #include "config.h"
 
+#include <ctype.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +25,8 @@
 
 #include "common/common.h"
 #include "daemon/respparse.h"
+
+#define RESP_ARG_COST 16 /* what an argument costs beyond its bytes, against max_total */
 
 void resp_parser_init(struct resp_parser *p, long max_args, long max_bulk, uint64_t max_total,
 		      bool unauth)
@@ -44,37 +55,197 @@ void resp_parser_reset(struct resp_parser *p)
 	free(p->argl);
 	p->argv = NULL;
 	p->argl = NULL;
-	p->nargs = p->have = 0;
+	p->nargs = p->have = p->cap = 0;
 	p->total = 0;
 	p->bulk = -1;
 }
 
-/* A CRLF-terminated header line ("*3", "$5"): 1 and its number, 0 if incomplete, -1. */
-static int resp_line(struct evbuffer *in, char want, long max, long *ret, const char **err)
+/* Room for one more argument of len bytes (counted against max_total); -1 with *err. */
+static int resp_room(struct resp_parser *p, size_t len, const char **err)
 {
+	if (p->have >= p->max_args) {
+		*err = p->unauth ? "unauthenticated multibulk length" : "invalid multibulk length";
+		return -1;
+	}
+	if (len + RESP_ARG_COST > p->max_total - MIN(p->total, p->max_total)) {
+		*err = "request too large (resp.max_request)";
+		return -1;
+	}
+	p->total += len + RESP_ARG_COST;
+	if (p->have == p->cap) {
+		long cap = p->cap ? p->cap * 2 : 8;
+		char **argv = reallocarray(p->argv, (size_t)cap, sizeof(*argv));
+		size_t *argl;
+
+		if (argv == NULL) {
+			*err = "out of memory";
+			return -1;
+		}
+		p->argv = argv;
+		argl = reallocarray(p->argl, (size_t)cap, sizeof(*argl));
+		if (argl == NULL) {
+			*err = "out of memory";
+			return -1;
+		}
+		p->argl = argl;
+		p->cap = cap;
+	}
+	return 0;
+}
+
+/* Append an argument (copied, NUL-terminated); -1 with *err. */
+static int resp_arg(struct resp_parser *p, const char *data, size_t len, const char **err)
+{
+	char *a;
+
+	if (resp_room(p, len, err) < 0)
+		return -1;
+	a = malloc(len + 1);
+	if (a == NULL) {
+		*err = "out of memory";
+		return -1;
+	}
+	memcpy(a, data, len);
+	a[len] = '\0';
+	p->argv[p->have] = a;
+	p->argl[p->have++] = len;
+	return 0;
+}
+
+static int resp_hex(int c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+					     : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/*
+ * Split an inline command into arguments as Redis does (sdssplitargs());
+ * 0, or -1 with *err (unbalanced quotes, or a limit).
+ */
+static int resp_split(struct resp_parser *p, const char *s, size_t n, const char **err)
+{
+	const char *end = s + n;
+	char *word = malloc(n + 1);
+	size_t len;
+
+	if (word == NULL) {
+		*err = "out of memory";
+		return -1;
+	}
+	for (;;) {
+		while (s < end && isspace((unsigned char)*s))
+			s++;
+		if (s == end)
+			break;
+		len = 0;
+		if (*s == '"' || *s == '\'') {
+			char q = *s++;
+
+			for (;; s++) {
+				if (s == end)
+					goto unbalanced;
+				if (q == '"' && *s == '\\' && s + 3 < end && s[1] == 'x' &&
+				    resp_hex(s[2]) >= 0 && resp_hex(s[3]) >= 0) {
+					word[len++] = (char)(resp_hex(s[2]) * 16 + resp_hex(s[3]));
+					s += 3;
+				} else if (*s == '\\' && s + 1 < end && (q == '"' || s[1] == '\'')) {
+					char c = *++s;
+
+					word[len++] = q == '\'' ? c
+						      : c == 'n' ? '\n' : c == 'r' ? '\r'
+						      : c == 't' ? '\t' : c == 'b' ? '\b'
+						      : c == 'a' ? '\a' : c;
+				} else if (*s == q) {
+					/* The closing quote must end the word. */
+					if (s + 1 < end && !isspace((unsigned char)s[1]))
+						goto unbalanced;
+					s++;
+					break;
+				} else {
+					word[len++] = *s;
+				}
+			}
+		} else {
+			while (s < end && !isspace((unsigned char)*s))
+				word[len++] = *s++;
+		}
+		if (resp_arg(p, word, len, err) < 0) {
+			free(word);
+			return -1;
+		}
+	}
+	free(word);
+	return 0;
+unbalanced:
+	free(word);
+	*err = "unbalanced quotes in request";
+	return -1;
+}
+
+/* An inline command line: 1 with its arguments, 2 when it was empty, 0 if incomplete, -1. */
+static int resp_inline(struct resp_parser *p, struct evbuffer *in, const char **err)
+{
+	struct evbuffer_ptr nl = evbuffer_search(in, "\n", 1, NULL);
+	size_t len;
+	char *line;
+	int rc;
+
+	if (nl.pos < 0) {
+		if (evbuffer_get_length(in) > RESP_INLINE_MAX) {
+			*err = "too big inline request";
+			return -1;
+		}
+		return 0;
+	}
+	if ((size_t)nl.pos > RESP_INLINE_MAX) {
+		*err = "too big inline request";
+		return -1;
+	}
+	len = (size_t)nl.pos;
+	line = malloc(len + 1);
+	if (line == NULL) {
+		*err = "out of memory";
+		return -1;
+	}
+	evbuffer_remove(in, line, len + 1);
+	if (len > 0 && line[len - 1] == '\r')
+		len--;
+	rc = resp_split(p, line, len, err);
+	free(line);
+	if (rc < 0)
+		return -1;
+	p->nargs = p->have;
+	return p->have > 0 ? 1 : 2;
+}
+
+/* A CRLF-terminated header line ("*3", "$5"): 1 and its number, 0 if incomplete, -1. */
+static int resp_line(struct evbuffer *in, char want, long *ret, const char **err)
+{
+	static char got[] = "expected '$', got ' '";
 	struct evbuffer_ptr p = evbuffer_search(in, "\r\n", 2, NULL);
 	char line[RESP_MAX_LINE + 2], *end; /* the line and its CRLF */
 	long v;
 
 	if (p.pos < 0) {
 		if (evbuffer_get_length(in) > RESP_MAX_LINE) {
-			*err = "header line too long";
+			*err = want == '*' ? "too big mbulk count string" : "too big bulk count string";
 			return -1;
 		}
 		return 0;
 	}
-	if (p.pos > RESP_MAX_LINE || p.pos < 2) {
-		*err = "bad header line";
+	if (p.pos > RESP_MAX_LINE) {
+		*err = want == '*' ? "invalid multibulk length" : "invalid bulk length";
 		return -1;
 	}
 	evbuffer_remove(in, line, (size_t)p.pos + 2);
 	line[p.pos] = '\0';
-	if (line[0] != want) {
-		*err = want == '*' ? "expected '*' (RESP arrays of bulk strings only)" : "expected '$'";
+	if (line[0] != want) { /* only '$' can be wanted and missed: '*' was seen first */
+		got[sizeof(got) - 3] = p.pos > 0 ? line[0] : '\r';
+		*err = got;
 		return -1;
 	}
 	v = strtol(line + 1, &end, 10);
-	if (*end != '\0' || v < 1 || v > max) {
+	if (*end != '\0' || end == line + 1 || (want == '$' && v < 0)) {
 		*err = want == '*' ? "invalid multibulk length" : "invalid bulk length";
 		return -1;
 	}
@@ -84,36 +255,48 @@ static int resp_line(struct evbuffer *in, char want, long max, long *ret, const 
 
 int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err)
 {
+	unsigned char first;
 	char crlf[2];
+	long n;
 	int rc;
 
 	for (;;) {
 		if (p->nargs == 0) {
-			rc = resp_line(in, '*', p->max_args, &p->nargs, err);
-			if (rc < 0 && p->unauth)
-				*err = "unauthenticated multibulk length";
+			if (evbuffer_copyout(in, &first, 1) < 1)
+				return 0;
+			if (first != '*') {
+				rc = resp_inline(p, in, err);
+				if (rc == 2)
+					continue; /* an empty line: no command */
+				return rc;
+			}
+			rc = resp_line(in, '*', &n, err);
 			if (rc <= 0)
 				return rc;
-			p->argv = calloc((size_t)p->nargs, sizeof(*p->argv));
-			p->argl = calloc((size_t)p->nargs, sizeof(*p->argl));
-			if (p->argv == NULL || p->argl == NULL) {
-				*err = "out of memory";
+			if (n > p->max_args) {
+				*err = p->unauth ? "unauthenticated multibulk length"
+						 : "invalid multibulk length";
 				return -1;
 			}
+			if (n <= 0)
+				continue; /* no command */
+			p->nargs = n;
 			p->have = 0;
 			p->bulk = -1;
 		}
 		if (p->bulk < 0) {
-			rc = resp_line(in, '$', p->max_bulk, &p->bulk, err);
-			if (rc < 0 && p->unauth)
+			rc = resp_line(in, '$', &p->bulk, err);
+			if (rc < 0 && p->unauth && strncmp(*err, "invalid bulk", 12) == 0)
 				*err = "unauthenticated bulk length";
 			if (rc <= 0)
 				return rc;
-			if ((uint64_t)p->bulk > p->max_total - p->total) {
-				*err = "request too large (resp.max_request)";
+			if (p->bulk > p->max_bulk) {
+				*err = p->unauth ? "unauthenticated bulk length" : "invalid bulk length";
 				return -1;
 			}
-			p->total += (uint64_t)p->bulk;
+			/* Counted, and its slot made, before any of it is kept. */
+			if (resp_room(p, (size_t)p->bulk, err) < 0)
+				return -1;
 		}
 		if (evbuffer_get_length(in) < (size_t)p->bulk + 2)
 			return 0;
@@ -135,4 +318,34 @@ int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err)
 		if (p->have == p->nargs)
 			return 1;
 	}
+}
+
+/* Redis's string2ll(): an optional '-', digits, no leading zero, within 64 bits. */
+bool resp_ll(const char *s, size_t len, long long *ret)
+{
+	unsigned long long v = 0, limit;
+	bool neg = false;
+	size_t i = 0;
+
+	if (len == 0 || len > 20)
+		return false;
+	if (len == 1 && s[0] == '0') {
+		*ret = 0;
+		return true;
+	}
+	if (s[0] == '-') {
+		neg = true;
+		if (++i == len)
+			return false;
+	}
+	if (s[i] < '1' || s[i] > '9')
+		return false;
+	limit = neg ? (unsigned long long)LLONG_MAX + 1 : (unsigned long long)LLONG_MAX;
+	for (; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9' || v > (limit - (unsigned)(s[i] - '0')) / 10)
+			return false;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	*ret = neg ? (long long)(0 - v) : (long long)v;
+	return true;
 }

@@ -1,8 +1,8 @@
 /*
  * daemon/respparse.h - the request side of the Redis protocol: arrays of
- * bulk strings ("*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"), parsed incrementally
- * from an evbuffer. It depends only on libevent's buffers, so a fuzz target
- * drives it on its own.
+ * bulk strings ("*2\r\n$3\r\nGET\r\n$1\r\nk\r\n") and inline commands
+ * ("GET k\r\n"), parsed incrementally from an evbuffer. It depends only on
+ * libevent's buffers, so a fuzz target drives it on its own.
  */
 #ifndef POOLD_RESPPARSE_H
 #define POOLD_RESPPARSE_H
@@ -13,8 +13,9 @@
 
 struct evbuffer;
 
-#define RESP_MAX_ARGS 4096
-#define RESP_MAX_LINE 64
+#define RESP_MAX_ARGS (1L << 20) /* as many as MGET of a million keys */
+#define RESP_MAX_LINE 64	 /* of a "*N" or "$N" header */
+#define RESP_INLINE_MAX (64u << 10) /* of an inline command, as in Redis */
 
 struct resp_parser {
 	long max_args;	    /* the most arguments a command may have */
@@ -22,7 +23,7 @@ struct resp_parser {
 	uint64_t max_total; /* the most bytes of arguments a command may have */
 	bool unauth;	    /* the limits are a client's that did not AUTH yet (for the errors) */
 	uint64_t total;	    /* bytes of arguments of the current command so far */
-	long nargs, have;
+	long nargs, have, cap; /* announced, read, room for */
 	long bulk;     /* length of the bulk being read, -1 between bulks */
 	char **argv;   /* the command's arguments, NUL-terminated (they may hold NULs) */
 	size_t *argl;
@@ -42,5 +43,7 @@ void resp_parser_limit(struct resp_parser *p, long max_args, long max_bulk, uint
 int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err);
 /* Forget the current command (and free its arguments). */
 void resp_parser_reset(struct resp_parser *p);
+/* An argument as an integer, as Redis reads one (string2ll()): true, or false if it is not one. */
+bool resp_ll(const char *s, size_t len, long long *ret);
 
 #endif

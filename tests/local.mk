@@ -31,12 +31,14 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/vec.sh tests/integration/metrics.sh tests/integration/leaks.sh \
 	tests/integration/snap.sh tests/integration/snapcopy.sh tests/integration/snap-uffd.sh \
 	tests/integration/hostile.sh tests/integration/user.sh tests/integration/firewall.sh \
+	tests/integration/resp-compat.sh \
 	tests/cluster/selftest.sh tests/cluster/kv.sh tests/cluster/vec.sh tests/cluster/snap.sh \
 	tests/cluster/coord-restart.sh tests/cluster/coord-journal.sh tests/cluster/client-crash.sh \
 	tests/cluster/soak.sh \
 	tests/cluster/membership.sh tests/cluster/regions.sh tests/cluster/reclaim.sh tests/cluster/trust.sh tests/cluster/tls.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/wire.py \
+	tests/integration/resp-compat.py tests/integration/resp-py.py \
 	tests/integration/snapcopy.py \
 	tests/cluster/lib.sh tests/cluster/pool.sh tests/tap.sh tests/tools/journal-tear.py
 AM_TESTS_ENVIRONMENT = top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top_srcdir)'; \

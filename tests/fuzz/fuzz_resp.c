@@ -1,7 +1,8 @@
 /*
  * tests/fuzz/fuzz_resp.c - libFuzzer target: a byte stream as the RESP
- * endpoint would read it, in two pieces (a command split anywhere), parsed
- * into commands until it errs or needs more.
+ * endpoint would read it (arrays of bulk strings, inline commands), in two
+ * pieces (a command split anywhere), parsed into commands until it errs or
+ * needs more.
  */
 #include "config.h"
 
@@ -23,9 +24,11 @@ static int feed(struct resp_parser *p, struct evbuffer *in)
 	int rc;
 
 	while ((rc = resp_parse(p, in, &err)) == 1) {
-		/* A whole command: every argument is as long as it says, NUL-terminated. */
+		/* A whole command: all its arguments, each as long as it says, NUL-terminated. */
+		if (p->nargs < 1 || p->have != p->nargs)
+			__builtin_trap();
 		for (i = 0; i < p->nargs; i++)
-			if (p->argv[i][p->argl[i]] != '\0' || p->argl[i] < 1)
+			if (p->argv[i][p->argl[i]] != '\0')
 				__builtin_trap();
 		resp_parser_reset(p);
 	}

@@ -1,0 +1,102 @@
+/*
+ * daemon/resp.h - what the Redis-protocol endpoint's files share: a
+ * connection, the replies (RESP2, or RESP3 after HELLO 3), and the command
+ * tables (respkeys.c, respconn.c) that resp.c dispatches to.
+ */
+#ifndef POOLD_RESP_H
+#define POOLD_RESP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "daemon/respparse.h"
+
+#define RESP_DBS 16
+#define RESP_ERR_INT "ERR value is not an integer or out of range"
+#define RESP_ERR_SYNTAX "ERR syntax error"
+#define RESP_NAME_MAX 64 /* of a connection's CLIENT SETNAME */
+
+struct poold;
+struct resp;
+
+/* A command held for EXEC: its arguments, taken from the parser. */
+struct resp_queued {
+	long argc;
+	char **argv;
+	size_t *argl;
+};
+
+struct resp_conn {
+	TAILQ_ENTRY(resp_conn) entry;
+	struct resp *rs;
+	struct bufferevent *bev;
+	uint64_t session;
+	uint64_t id; /* CLIENT ID */
+	int db;
+	int proto;    /* 2, or 3 after HELLO 3 */
+	uint32_t uid; /* who it acts as: root, or the uid of its resp.users user */
+	bool authed;
+	bool closing; /* after a protocol error or QUIT: ends once the output is out */
+	bool multi, multi_dirty; /* in MULTI; a command was refused while queueing */
+	struct resp_queued *queued;
+	size_t nqueued;
+	uint64_t queued_bytes;
+	char name[RESP_NAME_MAX + 1];
+	char addr[64];
+	struct resp_parser p; /* the command being read */
+};
+
+struct resp {
+	struct poold *pd;
+	struct evconnlistener *listener;
+	TAILQ_HEAD(, resp_conn) conns;
+	unsigned nconns;
+	uint64_t next_session;
+	uint64_t commands;
+};
+
+/* Replies (resp.c). */
+void resp_out(struct resp_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void resp_err(struct resp_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void resp_ok(struct resp_conn *c);
+void resp_bulk(struct resp_conn *c, const void *data, size_t len);
+void resp_str(struct resp_conn *c, const char *s);
+void resp_verbatim(struct resp_conn *c, const char *text, size_t len);
+void resp_null(struct resp_conn *c);
+void resp_int(struct resp_conn *c, long long v);
+void resp_array(struct resp_conn *c, size_t n);
+void resp_map(struct resp_conn *c, size_t n);
+struct evbuffer *resp_output(struct resp_conn *c);
+
+/* The connection's side of things the commands ask resp.c for. */
+void resp_db_name(const struct resp_conn *c, int db, char *ns, size_t len);
+int resp_auth_as(struct resp_conn *c, const char *user, const char *password, size_t pwlen);
+void resp_reset(struct resp_conn *c);
+void resp_queue_clear(struct resp_conn *c);
+void resp_close_after_reply(struct resp_conn *c);
+void resp_client_line(const struct resp_conn *c, char *buf, size_t len);
+
+/* Commands (respkeys.c, respconn.c). */
+#define RESP_CMD_NOAUTH 0x1 /* may run before AUTH (AUTH, HELLO, QUIT, RESET) */
+#define RESP_CMD_TXN 0x2    /* not queued in MULTI (MULTI, EXEC, DISCARD, QUIT, RESET) */
+#define RESP_CMD_KEYS 0x4   /* works on the selected database: it is made first */
+
+struct resp_cmd {
+	const char *name;
+	int arity; /* argc including the name; -N: at least N */
+	unsigned flags;
+	void (*run)(struct resp_conn *c, long argc, char **argv, const size_t *argl);
+};
+
+extern const struct resp_cmd resp_key_cmds[], resp_conn_cmds[]; /* respkeys.c, respconn.c */
+extern const size_t n_resp_key_cmds, n_resp_conn_cmds;
+
+const struct resp_cmd *resp_cmd_find(const char *name);
+size_t resp_cmd_count(void);
+/* Run one command (checked against its arity already). */
+void resp_cmd_run(struct resp_conn *c, const struct resp_cmd *cmd, long argc, char **argv,
+		  const size_t *argl);
+
+#endif

@@ -1,0 +1,985 @@
+/*
+ * daemon/respkeys.c - the string keyspace of the RESP endpoint: GET, SET
+ * and its options, the expiry, counter and range commands, DEL, EXISTS,
+ * KEYS, SCAN... on the KV namespaces of the client's databases. Replies
+ * and errors are Redis 7's, byte for byte where Redis defines them
+ * (tests/integration/resp-compat.py compares them with a real
+ * redis-server).
+ *
+ * A value lives in this node's arena: GET copies it from there into the
+ * reply, SET reserves a place, copies the bytes in and commits. A command
+ * that changes part of a value (APPEND, SETRANGE, INCR) reads it, builds
+ * the new one and writes it as SET does; its expiry stays. Expiry is the KV
+ * index's (kv_local_expire()): lazy on every access and active in the
+ * sweep, so other clients of the namespace see keys expire too.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+
+#include "daemon/poold.h"
+#include "daemon/resp.h"
+#include "libpool/libpool.h"
+
+static int64_t resp_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void resp_ns(const struct resp_conn *c, char *ns, size_t len)
+{
+	resp_db_name(c, c->db, ns, len);
+}
+
+/* A value, pinned where it lives in this node's arena until resp_put_back(). */
+struct resp_val {
+	const char *data;
+	size_t len;
+	uint64_t version;
+};
+
+/* 0 with the value pinned, or -ENOENT. */
+static int resp_get(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+		    struct resp_val *v)
+{
+	struct poold *pd = c->rs->pd;
+	struct kv_where w;
+	int rc;
+
+	if (klen > POOL_KV_KEY_MAX)
+		return -ENOENT; /* too long to have been stored */
+	rc = kv_local_op(pd, c->session, c->uid, ns, "lookup", (const uint8_t *)key, klen, 0, &w);
+	if (rc != 0)
+		return -ENOENT;
+	if (w.arena >= pd->narenas || w.node != pd->node_id) {
+		kv_local_op(pd, c->session, c->uid, ns, "release", (const uint8_t *)key, klen,
+			    w.version, NULL);
+		return -ENOENT;
+	}
+	*v = (struct resp_val){(const char *)pd->arenas[w.arena].base + w.off, w.len, w.version};
+	return 0;
+}
+
+static void resp_put_back(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+			  const struct resp_val *v)
+{
+	kv_local_op(c->rs->pd, c->session, c->uid, ns, "release", (const uint8_t *)key, klen,
+		    v->version, NULL);
+}
+
+static bool resp_exists(struct resp_conn *c, const char *ns, const char *key, size_t klen)
+{
+	return klen <= POOL_KV_KEY_MAX &&
+	       kv_local_op(c->rs->pd, c->session, c->uid, ns, "exists", (const uint8_t *)key, klen,
+			   0, NULL) == 0;
+}
+
+/*
+ * Store a value made of up to two pieces (a + b, for APPEND): reserve,
+ * copy into this node's arena, commit. 0 or -errno. The key's expiry
+ * stays; SET takes it away itself.
+ */
+static int resp_put(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+		    const void *a, size_t alen, const void *b, size_t blen)
+{
+	struct poold *pd = c->rs->pd;
+	struct kv_where w;
+	char *dst;
+	int rc;
+
+	if (klen > POOL_KV_KEY_MAX || alen + blen > POOL_KV_VALUE_MAX)
+		return -EINVAL;
+	rc = kv_local_op(pd, c->session, c->uid, ns, "reserve", (const uint8_t *)key, klen,
+			 alen + blen, &w);
+	if (rc < 0)
+		return rc;
+	if (w.node != pd->node_id || w.arena >= pd->narenas) {
+		kv_local_op(pd, c->session, c->uid, ns, "abort", (const uint8_t *)key, klen,
+			    w.version, NULL);
+		return -EREMOTE;
+	}
+	dst = (char *)pd->arenas[w.arena].base + w.off;
+	if (alen > 0)
+		memmove(dst, a, alen);
+	if (blen > 0)
+		memmove(dst + alen, b, blen);
+	return kv_local_op(pd, c->session, c->uid, ns, "commit", (const uint8_t *)key, klen,
+			   w.version, NULL);
+}
+
+static bool resp_del(struct resp_conn *c, const char *ns, const char *key, size_t klen)
+{
+	return resp_exists(c, ns, key, klen) &&
+	       kv_local_op(c->rs->pd, c->session, c->uid, ns, "remove", (const uint8_t *)key, klen,
+			   0, NULL) == 0;
+}
+
+static void resp_put_failed(struct resp_conn *c, int rc, const char *key, size_t klen)
+{
+	if (klen > POOL_KV_KEY_MAX)
+		resp_err(c, "ERR key too long: this server stores keys of at most %d bytes",
+			 POOL_KV_KEY_MAX);
+	else if (rc == -EINVAL)
+		resp_err(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+	else if (rc == -EDQUOT)
+		resp_err(c, "OOM command not allowed when used memory > 'maxmemory' (quota.bytes "
+			    "of uid %u).", (unsigned)c->uid);
+	else if (rc == -ENOSPC || rc == -ENOMEM)
+		resp_err(c, "OOM command not allowed when used memory > 'maxmemory'.");
+	else
+		resp_err(c, "ERR %s", err_str(rc));
+}
+
+static void resp_reply_val(struct resp_conn *c, const char *ns, const char *key, size_t klen)
+{
+	struct resp_val v;
+
+	if (resp_get(c, ns, key, klen, &v) < 0) {
+		resp_null(c);
+		return;
+	}
+	resp_bulk(c, v.data, v.len);
+	resp_put_back(c, ns, key, klen, &v);
+}
+
+/* ------------------------------------------------------------ strings */
+
+static void cmd_get(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	char ns[32];
+
+	(void)argc;
+	resp_ns(c, ns, sizeof(ns));
+	resp_reply_val(c, ns, argv[1], argl[1]);
+}
+
+static void cmd_mget(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	char ns[32];
+	long i;
+
+	resp_ns(c, ns, sizeof(ns));
+	resp_array(c, (size_t)(argc - 1));
+	for (i = 1; i < argc; i++)
+		resp_reply_val(c, ns, argv[i], argl[i]);
+}
+
+/* The expiry options of SET and GETEX: EX s, PX ms, EXAT s, PXAT ms (Unix ms in *at). */
+static int resp_expire_arg(struct resp_conn *c, const char *unit, const char *arg, size_t len,
+			   const char *cmd, int64_t *at)
+{
+	long long v;
+
+	if (!resp_ll(arg, len, &v)) {
+		resp_err(c, RESP_ERR_INT);
+		return -1;
+	}
+	if (v <= 0 || (unit[0] == 'E' || unit[0] == 'e' ? v > LLONG_MAX / 1000 : false)) {
+		resp_err(c, "ERR invalid expire time in '%s' command", cmd);
+		return -1;
+	}
+	if (strcasecmp(unit, "EX") == 0)
+		*at = resp_now_ms() + v * 1000;
+	else if (strcasecmp(unit, "PX") == 0)
+		*at = resp_now_ms() + v;
+	else if (strcasecmp(unit, "EXAT") == 0)
+		*at = v * 1000;
+	else
+		*at = v;
+	if (*at <= 0) {
+		resp_err(c, "ERR invalid expire time in '%s' command", cmd);
+		return -1;
+	}
+	return 0;
+}
+
+#define SET_NX 0x1
+#define SET_XX 0x2
+#define SET_GET 0x4
+#define SET_KEEPTTL 0x8
+#define SET_EXPIRE 0x10
+
+/*
+ * The one SET underneath SET, SETNX, SETEX, PSETEX and GETSET: flags as
+ * above, at the expiry (Unix ms) with SET_EXPIRE. What it replies is up to
+ * the caller: 1 when the value was stored, 0 when NX/XX said no, -1 when
+ * it already replied with an error.
+ */
+static int resp_set(struct resp_conn *c, const char *key, size_t klen, const char *val,
+		    size_t vlen, unsigned flags, int64_t at, bool reply_old)
+{
+	struct resp_val v;
+	char ns[32], *old = NULL;
+	size_t oldlen = 0;
+	bool exists;
+	int rc;
+
+	resp_ns(c, ns, sizeof(ns));
+	exists = resp_exists(c, ns, key, klen);
+	/* The old value is kept aside: it is the reply only if the write works. */
+	if (reply_old && resp_get(c, ns, key, klen, &v) == 0) {
+		old = malloc(v.len ? v.len : 1);
+		oldlen = v.len;
+		if (old != NULL)
+			memcpy(old, v.data, v.len);
+		resp_put_back(c, ns, key, klen, &v);
+		if (old == NULL) {
+			resp_err(c, "ERR out of memory");
+			return -1;
+		}
+	}
+	if (((flags & SET_NX) && exists) || ((flags & SET_XX) && !exists)) {
+		rc = 0;
+	} else if ((rc = resp_put(c, ns, key, klen, val, vlen, NULL, 0)) < 0) {
+		free(old);
+		resp_put_failed(c, rc, key, klen);
+		return -1;
+	} else {
+		rc = 1;
+		if (!(flags & SET_KEEPTTL))
+			kv_local_expire(c->rs->pd, c->uid, ns, (const uint8_t *)key, klen,
+					(flags & SET_EXPIRE) ? at : 0);
+	}
+	if (reply_old) {
+		if (exists && old != NULL)
+			resp_bulk(c, old, oldlen);
+		else
+			resp_null(c);
+	}
+	free(old);
+	return rc;
+}
+
+static void cmd_set(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	unsigned flags = 0;
+	int64_t at = 0;
+	long i;
+	int rc;
+
+	for (i = 3; i < argc; i++) {
+		const char *o = argv[i];
+		bool more = i + 1 < argc;
+
+		if (strcasecmp(o, "NX") == 0 && !(flags & SET_XX))
+			flags |= SET_NX;
+		else if (strcasecmp(o, "XX") == 0 && !(flags & SET_NX))
+			flags |= SET_XX;
+		else if (strcasecmp(o, "GET") == 0)
+			flags |= SET_GET;
+		else if (strcasecmp(o, "KEEPTTL") == 0 && !(flags & SET_EXPIRE))
+			flags |= SET_KEEPTTL;
+		else if ((strcasecmp(o, "EX") == 0 || strcasecmp(o, "PX") == 0 ||
+			  strcasecmp(o, "EXAT") == 0 || strcasecmp(o, "PXAT") == 0) &&
+			 !(flags & (SET_KEEPTTL | SET_EXPIRE)) && more) {
+			flags |= SET_EXPIRE;
+			i++;
+		} else {
+			resp_err(c, RESP_ERR_SYNTAX);
+			return;
+		}
+	}
+	/* The expiry is checked once the options are known to be right, as Redis does. */
+	for (i = 3; i < argc; i++)
+		if ((strcasecmp(argv[i], "EX") == 0 || strcasecmp(argv[i], "PX") == 0 ||
+		     strcasecmp(argv[i], "EXAT") == 0 || strcasecmp(argv[i], "PXAT") == 0) &&
+		    i + 1 < argc) {
+			if (resp_expire_arg(c, argv[i], argv[i + 1], argl[i + 1], "set", &at) < 0)
+				return;
+			break;
+		}
+	rc = resp_set(c, argv[1], argl[1], argv[2], argl[2], flags, at, flags & SET_GET);
+	if (rc < 0 || (flags & SET_GET))
+		return;
+	if (rc == 0)
+		resp_null(c);
+	else
+		resp_ok(c);
+}
+
+static void cmd_setnx(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	int rc = resp_set(c, argv[1], argl[1], argv[2], argl[2], SET_NX, 0, false);
+
+	(void)argc;
+	if (rc >= 0)
+		resp_int(c, rc);
+}
+
+static void cmd_setex(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	const char *unit = argv[0][0] == 'p' || argv[0][0] == 'P' ? "PX" : "EX";
+	int64_t at;
+
+	(void)argc;
+	if (resp_expire_arg(c, unit, argv[2], argl[2], unit[0] == 'P' ? "psetex" : "setex",
+			    &at) < 0)
+		return;
+	if (resp_set(c, argv[1], argl[1], argv[3], argl[3], SET_EXPIRE, at, false) > 0)
+		resp_ok(c);
+}
+
+static void cmd_getset(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	(void)argc;
+	resp_set(c, argv[1], argl[1], argv[2], argl[2], 0, 0, true);
+}
+
+static void cmd_mset(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	bool nx = argv[0][4] != '\0'; /* MSETNX */
+	char ns[32];
+	long i;
+	int rc;
+
+	if (argc % 2 == 0) {
+		resp_err(c, "ERR wrong number of arguments for '%s' command", nx ? "msetnx" : "mset");
+		return;
+	}
+	resp_ns(c, ns, sizeof(ns));
+	if (nx)
+		for (i = 1; i < argc; i += 2)
+			if (resp_exists(c, ns, argv[i], argl[i])) {
+				resp_int(c, 0);
+				return;
+			}
+	for (i = 1; i < argc; i += 2) {
+		rc = resp_set(c, argv[i], argl[i], argv[i + 1], argl[i + 1], 0, 0, false);
+		if (rc < 0)
+			return;
+	}
+	if (nx)
+		resp_int(c, 1);
+	else
+		resp_ok(c);
+}
+
+static void cmd_getdel(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	char ns[32];
+
+	(void)argc;
+	resp_ns(c, ns, sizeof(ns));
+	resp_reply_val(c, ns, argv[1], argl[1]);
+	resp_del(c, ns, argv[1], argl[1]);
+}
+
+static void cmd_getex(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	bool persist = false, expire = false;
+	int64_t at = 0;
+	char ns[32];
+	long i;
+
+	for (i = 2; i < argc; i++) {
+		if (strcasecmp(argv[i], "PERSIST") == 0 && !expire && !persist) {
+			persist = true;
+		} else if ((strcasecmp(argv[i], "EX") == 0 || strcasecmp(argv[i], "PX") == 0 ||
+			    strcasecmp(argv[i], "EXAT") == 0 || strcasecmp(argv[i], "PXAT") == 0) &&
+			   !expire && !persist && i + 1 < argc) {
+			expire = true;
+			i++;
+		} else {
+			resp_err(c, RESP_ERR_SYNTAX);
+			return;
+		}
+	}
+	for (i = 2; expire && i + 1 < argc; i++)
+		if (strcasecmp(argv[i], "PERSIST") != 0) {
+			if (resp_expire_arg(c, argv[i], argv[i + 1], argl[i + 1], "getex", &at) < 0)
+				return;
+			break;
+		}
+	resp_ns(c, ns, sizeof(ns));
+	if (!resp_exists(c, ns, argv[1], argl[1])) {
+		resp_null(c);
+		return;
+	}
+	resp_reply_val(c, ns, argv[1], argl[1]);
+	if (expire || persist)
+		kv_local_expire(c->rs->pd, c->uid, ns, (const uint8_t *)argv[1], argl[1], at);
+}
+
+static void cmd_strlen(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	struct resp_val v;
+	char ns[32];
+
+	(void)argc;
+	resp_ns(c, ns, sizeof(ns));
+	if (resp_get(c, ns, argv[1], argl[1], &v) < 0) {
+		resp_int(c, 0);
+		return;
+	}
+	resp_int(c, (long long)v.len);
+	resp_put_back(c, ns, argv[1], argl[1], &v);
+}
+
+static void cmd_getrange(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	long long start, end, len;
+	struct resp_val v;
+	char ns[32];
+
+	(void)argc;
+	if (!resp_ll(argv[2], argl[2], &start) || !resp_ll(argv[3], argl[3], &end)) {
+		resp_err(c, RESP_ERR_INT);
+		return;
+	}
+	resp_ns(c, ns, sizeof(ns));
+	if (resp_get(c, ns, argv[1], argl[1], &v) < 0) {
+		resp_bulk(c, "", 0);
+		return;
+	}
+	len = (long long)v.len;
+	/* Redis's getrangeCommand(): negative from the end, clamped, empty when crossed. */
+	if (start < 0 && end < 0 && start > end) {
+		resp_bulk(c, "", 0);
+	} else {
+		if (start < 0)
+			start = len + start;
+		if (end < 0)
+			end = len + end;
+		if (start < 0)
+			start = 0;
+		if (end < 0)
+			end = 0;
+		if (end >= len)
+			end = len - 1;
+		if (start > end || len == 0)
+			resp_bulk(c, "", 0);
+		else
+			resp_bulk(c, v.data + start, (size_t)(end - start + 1));
+	}
+	resp_put_back(c, ns, argv[1], argl[1], &v);
+}
+
+static void cmd_setrange(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	long long off;
+	struct resp_val v = {0};
+	size_t len = 0, newlen;
+	char ns[32], *buf;
+	bool have;
+	int rc;
+
+	(void)argc;
+	if (!resp_ll(argv[2], argl[2], &off)) {
+		resp_err(c, RESP_ERR_INT);
+		return;
+	}
+	if (off < 0) {
+		resp_err(c, "ERR offset is out of range");
+		return;
+	}
+	resp_ns(c, ns, sizeof(ns));
+	have = resp_get(c, ns, argv[1], argl[1], &v) == 0;
+	len = have ? v.len : 0;
+	if (argl[3] == 0) { /* nothing to write: the length as it is, no key made */
+		if (have)
+			resp_put_back(c, ns, argv[1], argl[1], &v);
+		resp_int(c, (long long)len);
+		return;
+	}
+	if ((unsigned long long)off + argl[3] > POOL_KV_VALUE_MAX) {
+		if (have)
+			resp_put_back(c, ns, argv[1], argl[1], &v);
+		resp_err(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+		return;
+	}
+	newlen = MAX(len, (size_t)off + argl[3]);
+	buf = calloc(1, newlen ? newlen : 1);
+	if (buf == NULL) {
+		if (have)
+			resp_put_back(c, ns, argv[1], argl[1], &v);
+		resp_err(c, "ERR out of memory");
+		return;
+	}
+	if (have) {
+		memcpy(buf, v.data, len);
+		resp_put_back(c, ns, argv[1], argl[1], &v);
+	}
+	memcpy(buf + off, argv[3], argl[3]);
+	rc = resp_put(c, ns, argv[1], argl[1], buf, newlen, NULL, 0);
+	free(buf);
+	if (rc < 0)
+		resp_put_failed(c, rc, argv[1], argl[1]);
+	else
+		resp_int(c, (long long)newlen);
+}
+
+static void cmd_append(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	struct resp_val v;
+	char ns[32], *old = NULL;
+	size_t len = 0;
+	int rc;
+
+	(void)argc;
+	resp_ns(c, ns, sizeof(ns));
+	if (resp_get(c, ns, argv[1], argl[1], &v) == 0) {
+		/* The old bytes are copied out first: the new value may take their place. */
+		len = v.len;
+		old = malloc(len ? len : 1);
+		if (old != NULL)
+			memcpy(old, v.data, len);
+		resp_put_back(c, ns, argv[1], argl[1], &v);
+		if (old == NULL) {
+			resp_err(c, "ERR out of memory");
+			return;
+		}
+	}
+	if (len + argl[2] > POOL_KV_VALUE_MAX) {
+		free(old);
+		resp_err(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+		return;
+	}
+	rc = resp_put(c, ns, argv[1], argl[1], old, len, argv[2], argl[2]);
+	free(old);
+	if (rc < 0)
+		resp_put_failed(c, rc, argv[1], argl[1]);
+	else
+		resp_int(c, (long long)(len + argl[2]));
+}
+
+/* INCR, INCRBY, DECR, DECRBY: by is the increment, already negated for DECR*. */
+static void resp_incr(struct resp_conn *c, const char *key, size_t klen, long long by)
+{
+	struct resp_val v;
+	long long cur = 0;
+	char ns[32], num[24];
+	int rc, n;
+
+	resp_ns(c, ns, sizeof(ns));
+	if (resp_get(c, ns, key, klen, &v) == 0) {
+		bool ok = resp_ll(v.data, v.len, &cur);
+
+		resp_put_back(c, ns, key, klen, &v);
+		if (!ok) {
+			resp_err(c, RESP_ERR_INT);
+			return;
+		}
+	}
+	if ((by < 0 && cur < 0 && by < LLONG_MIN - cur) ||
+	    (by > 0 && cur > 0 && by > LLONG_MAX - cur)) {
+		resp_err(c, "ERR increment or decrement would overflow");
+		return;
+	}
+	cur += by;
+	n = snprintf(num, sizeof(num), "%lld", cur);
+	rc = resp_put(c, ns, key, klen, num, (size_t)n, NULL, 0);
+	if (rc < 0)
+		resp_put_failed(c, rc, key, klen);
+	else
+		resp_int(c, cur);
+}
+
+static void cmd_incr(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	bool decr = argv[0][0] == 'd' || argv[0][0] == 'D';
+	long long by = 1;
+
+	if (argc == 3 && !resp_ll(argv[2], argl[2], &by)) {
+		resp_err(c, RESP_ERR_INT);
+		return;
+	}
+	if (decr && by == LLONG_MIN) {
+		resp_err(c, "ERR decrement would overflow");
+		return;
+	}
+	resp_incr(c, argv[1], argl[1], decr ? -by : by);
+}
+
+/* ------------------------------------------------------------ keys */
+
+static void cmd_del(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	long i, n = 0;
+	char ns[32];
+
+	resp_ns(c, ns, sizeof(ns));
+	for (i = 1; i < argc; i++)
+		n += resp_del(c, ns, argv[i], argl[i]);
+	resp_int(c, n);
+}
+
+static void cmd_exists(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	long i, n = 0;
+	char ns[32];
+
+	resp_ns(c, ns, sizeof(ns));
+	for (i = 1; i < argc; i++)
+		n += resp_exists(c, ns, argv[i], argl[i]);
+	resp_int(c, n);
+}
+
+static void cmd_type(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	char ns[32];
+
+	(void)argc;
+	resp_ns(c, ns, sizeof(ns));
+	resp_out(c, resp_exists(c, ns, argv[1], argl[1]) ? "+string\r\n" : "+none\r\n");
+}
+
+/* EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT [NX | XX | GT | LT]. */
+static void cmd_expire(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	const char *name = argv[0];
+	bool ms = name[0] == 'p' || name[0] == 'P';
+	bool abs = strlen(name) > (ms ? 7u : 6u); /* ...AT */
+	bool nx = false, xx = false, gt = false, lt = false;
+	int64_t now = resp_now_ms(), at, cur;
+	long long v;
+	char ns[32], lname[16];
+	long i;
+
+	for (i = 0; name[i] != '\0' && i < (long)sizeof(lname) - 1; i++)
+		lname[i] = (char)(name[i] | 0x20);
+	lname[i] = '\0';
+	for (i = 3; i < argc; i++) {
+		if (strcasecmp(argv[i], "NX") == 0)
+			nx = true;
+		else if (strcasecmp(argv[i], "XX") == 0)
+			xx = true;
+		else if (strcasecmp(argv[i], "GT") == 0)
+			gt = true;
+		else if (strcasecmp(argv[i], "LT") == 0)
+			lt = true;
+		else {
+			resp_err(c, "ERR Unsupported option %s", argv[i]);
+			return;
+		}
+	}
+	if (nx && (xx || gt || lt)) {
+		resp_err(c, "ERR NX and XX, GT or LT options at the same time are not compatible");
+		return;
+	}
+	if (gt && lt) {
+		resp_err(c, "ERR GT and LT options at the same time are not compatible");
+		return;
+	}
+	if (!resp_ll(argv[2], argl[2], &v)) {
+		resp_err(c, RESP_ERR_INT);
+		return;
+	}
+	if (!ms && (v > LLONG_MAX / 1000 || v < LLONG_MIN / 1000)) {
+		resp_err(c, "ERR invalid expire time in '%s' command", lname);
+		return;
+	}
+	v = ms ? v : v * 1000;
+	if (!abs && ((v > 0 && now > LLONG_MAX - v) || (v < 0 && now < LLONG_MIN - v))) {
+		resp_err(c, "ERR invalid expire time in '%s' command", lname);
+		return;
+	}
+	at = abs ? v : now + v;
+	resp_ns(c, ns, sizeof(ns));
+	if (kv_local_ttl(c->rs->pd, c->uid, ns, (const uint8_t *)argv[1], argl[1], &cur) < 0) {
+		resp_int(c, 0);
+		return;
+	}
+	/* No expiry counts as an infinite one for GT and LT. */
+	if ((nx && cur != 0) || (xx && cur == 0) || (gt && (cur == 0 || at <= cur)) ||
+	    (lt && cur != 0 && at >= cur)) {
+		resp_int(c, 0);
+		return;
+	}
+	kv_local_expire(c->rs->pd, c->uid, ns, (const uint8_t *)argv[1], argl[1], at <= 0 ? 1 : at);
+	resp_int(c, 1);
+}
+
+/* TTL, PTTL, EXPIRETIME, PEXPIRETIME. */
+static void cmd_ttl(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	const char *name = argv[0];
+	bool ms = name[0] == 'p' || name[0] == 'P';
+	bool abs = strlen(name) > (ms ? 4u : 3u); /* ...EXPIRETIME */
+	int64_t at, left;
+	char ns[32];
+
+	(void)argc;
+	resp_ns(c, ns, sizeof(ns));
+	if (kv_local_ttl(c->rs->pd, c->uid, ns, (const uint8_t *)argv[1], argl[1], &at) < 0) {
+		resp_int(c, -2);
+		return;
+	}
+	if (at == 0) {
+		resp_int(c, -1);
+		return;
+	}
+	if (abs) {
+		resp_int(c, ms ? at : at / 1000);
+		return;
+	}
+	left = at - resp_now_ms();
+	if (left < 0)
+		left = 0;
+	resp_int(c, ms ? left : (left + 500) / 1000);
+}
+
+static void cmd_persist(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	char ns[32];
+	int64_t at;
+
+	(void)argc;
+	resp_ns(c, ns, sizeof(ns));
+	if (kv_local_ttl(c->rs->pd, c->uid, ns, (const uint8_t *)argv[1], argl[1], &at) < 0 ||
+	    at == 0) {
+		resp_int(c, 0);
+		return;
+	}
+	kv_local_expire(c->rs->pd, c->uid, ns, (const uint8_t *)argv[1], argl[1], 0);
+	resp_int(c, 1);
+}
+
+/* Redis's stringmatchlen(): *, ?, [set] ([^set], ranges) and \ escapes, on bytes. */
+static bool resp_match(const char *p, size_t plen, const char *s, size_t slen, int depth)
+{
+	if (depth > 1000)
+		return false;
+	while (plen > 0 && slen > 0) {
+		switch (p[0]) {
+		case '*':
+			while (plen > 1 && p[1] == '*')
+				p++, plen--;
+			if (plen == 1)
+				return true;
+			for (; slen > 0; s++, slen--)
+				if (resp_match(p + 1, plen - 1, s, slen, depth + 1))
+					return true;
+			return false;
+		case '?':
+			break;
+		case '[': {
+			bool neg, match = false;
+
+			p++, plen--;
+			neg = plen > 0 && p[0] == '^';
+			if (neg)
+				p++, plen--;
+			for (; plen > 0 && p[0] != ']'; p++, plen--) {
+				if (p[0] == '\\' && plen >= 2) {
+					p++, plen--;
+					match |= p[0] == s[0];
+				} else if (plen >= 3 && p[1] == '-') {
+					unsigned char lo = (unsigned char)p[0], hi = (unsigned char)p[2],
+						      ch = (unsigned char)s[0];
+
+					if (lo > hi) {
+						unsigned char t = lo;
+
+						lo = hi;
+						hi = t;
+					}
+					match |= ch >= lo && ch <= hi;
+					p += 2, plen -= 2;
+				} else {
+					match |= p[0] == s[0];
+				}
+			}
+			if (plen == 0) /* no closing bracket: the pattern ends here */
+				return false;
+			if (match == neg)
+				return false;
+			break;
+		}
+		case '\\':
+			if (plen >= 2)
+				p++, plen--;
+			/* fall through */
+		default:
+			if (p[0] != s[0])
+				return false;
+			break;
+		}
+		p++, plen--;
+		s++, slen--;
+	}
+	while (plen > 0 && p[0] == '*')
+		p++, plen--;
+	return plen == 0 && slen == 0;
+}
+
+struct resp_keys {
+	struct evbuffer *body;
+	const char *pattern;
+	size_t plen, n;
+};
+
+static void resp_key_cb(void *arg, const uint8_t *key, size_t klen)
+{
+	struct resp_keys *k = arg;
+
+	if (k->pattern != NULL && !resp_match(k->pattern, k->plen, (const char *)key, klen, 0))
+		return;
+	evbuffer_add_printf(k->body, "$%zu\r\n", klen);
+	evbuffer_add(k->body, key, klen);
+	evbuffer_add(k->body, "\r\n", 2);
+	k->n++;
+}
+
+static void cmd_keys(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	struct resp_keys k = {evbuffer_new(), argv[1], argl[1], 0};
+	uint64_t cursor = 0, next;
+	char ns[32];
+
+	(void)argc;
+	if (k.body == NULL) {
+		resp_err(c, "ERR out of memory");
+		return;
+	}
+	if (argl[1] == 1 && argv[1][0] == '*')
+		k.pattern = NULL;
+	resp_ns(c, ns, sizeof(ns));
+	do {
+		kv_local_scan(c->rs->pd, ns, cursor, 1024, resp_key_cb, &k, &next);
+		cursor = next;
+	} while (cursor != 0);
+	resp_array(c, k.n);
+	evbuffer_add_buffer(resp_output(c), k.body);
+	evbuffer_free(k.body);
+}
+
+static void cmd_scan(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	struct resp_keys k = {NULL, NULL, 0, 0};
+	unsigned long long cursor;
+	long long count = 10;
+	bool none = false;
+	uint64_t next;
+	char ns[32], *end, num[24];
+	long i;
+
+	cursor = strtoull(argv[1], &end, 10);
+	if (argl[1] == 0 || *end != '\0' || argv[1][0] == '-') {
+		resp_err(c, "ERR invalid cursor");
+		return;
+	}
+	for (i = 2; i < argc; i += 2) {
+		if (i + 1 >= argc) {
+			resp_err(c, RESP_ERR_SYNTAX);
+			return;
+		}
+		if (strcasecmp(argv[i], "COUNT") == 0) {
+			if (!resp_ll(argv[i + 1], argl[i + 1], &count)) {
+				resp_err(c, RESP_ERR_INT);
+				return;
+			}
+			if (count < 1) {
+				resp_err(c, RESP_ERR_SYNTAX);
+				return;
+			}
+		} else if (strcasecmp(argv[i], "MATCH") == 0) {
+			k.pattern = argv[i + 1];
+			k.plen = argl[i + 1];
+		} else if (strcasecmp(argv[i], "TYPE") == 0) {
+			none = strcasecmp(argv[i + 1], "string") != 0; /* the only type here */
+		} else {
+			resp_err(c, RESP_ERR_SYNTAX);
+			return;
+		}
+	}
+	k.body = evbuffer_new();
+	if (k.body == NULL) {
+		resp_err(c, "ERR out of memory");
+		return;
+	}
+	resp_ns(c, ns, sizeof(ns));
+	next = 0;
+	if (!none)
+		kv_local_scan(c->rs->pd, ns, cursor, (size_t)MIN(count, 1 << 20), resp_key_cb, &k,
+			      &next);
+	resp_array(c, 2);
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)next);
+	resp_bulk(c, num, strlen(num));
+	resp_array(c, k.n);
+	evbuffer_add_buffer(resp_output(c), k.body);
+	evbuffer_free(k.body);
+}
+
+static void cmd_dbsize(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	char ns[32];
+
+	(void)argc, (void)argv, (void)argl;
+	resp_ns(c, ns, sizeof(ns));
+	resp_int(c, (long long)kv_local_size(c->rs->pd, ns));
+}
+
+static void cmd_flush(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	bool all = argv[0][5] == 'a' || argv[0][5] == 'A'; /* FLUSHALL */
+	char ns[32];
+	int db;
+
+	(void)argl;
+	if (argc > 2 || (argc == 2 && strcasecmp(argv[1], "ASYNC") != 0 &&
+			 strcasecmp(argv[1], "SYNC") != 0)) {
+		resp_err(c, RESP_ERR_SYNTAX);
+		return;
+	}
+	for (db = all ? 0 : c->db; db < (all ? RESP_DBS : c->db + 1); db++) {
+		resp_db_name(c, db, ns, sizeof(ns));
+		kv_local_flush(c->rs->pd, ns, c->uid); /* the client's own databases only */
+	}
+	resp_ok(c);
+}
+
+/* Sorted by name (resp_cmd_find() searches it); arity as in Redis 7's command table. */
+const struct resp_cmd resp_key_cmds[] = {
+	{"append", 3, RESP_CMD_KEYS, cmd_append},
+	{"dbsize", 1, RESP_CMD_KEYS, cmd_dbsize},
+	{"decr", 2, RESP_CMD_KEYS, cmd_incr},
+	{"decrby", 3, RESP_CMD_KEYS, cmd_incr},
+	{"del", -2, RESP_CMD_KEYS, cmd_del},
+	{"exists", -2, RESP_CMD_KEYS, cmd_exists},
+	{"expire", -3, RESP_CMD_KEYS, cmd_expire},
+	{"expireat", -3, RESP_CMD_KEYS, cmd_expire},
+	{"expiretime", 2, RESP_CMD_KEYS, cmd_ttl},
+	{"flushall", -1, RESP_CMD_KEYS, cmd_flush},
+	{"flushdb", -1, RESP_CMD_KEYS, cmd_flush},
+	{"get", 2, RESP_CMD_KEYS, cmd_get},
+	{"getdel", 2, RESP_CMD_KEYS, cmd_getdel},
+	{"getex", -2, RESP_CMD_KEYS, cmd_getex},
+	{"getrange", 4, RESP_CMD_KEYS, cmd_getrange},
+	{"getset", 3, RESP_CMD_KEYS, cmd_getset},
+	{"incr", 2, RESP_CMD_KEYS, cmd_incr},
+	{"incrby", 3, RESP_CMD_KEYS, cmd_incr},
+	{"keys", 2, RESP_CMD_KEYS, cmd_keys},
+	{"mget", -2, RESP_CMD_KEYS, cmd_mget},
+	{"mset", -3, RESP_CMD_KEYS, cmd_mset},
+	{"msetnx", -3, RESP_CMD_KEYS, cmd_mset},
+	{"persist", 2, RESP_CMD_KEYS, cmd_persist},
+	{"pexpire", -3, RESP_CMD_KEYS, cmd_expire},
+	{"pexpireat", -3, RESP_CMD_KEYS, cmd_expire},
+	{"pexpiretime", 2, RESP_CMD_KEYS, cmd_ttl},
+	{"psetex", 4, RESP_CMD_KEYS, cmd_setex},
+	{"pttl", 2, RESP_CMD_KEYS, cmd_ttl},
+	{"scan", -2, RESP_CMD_KEYS, cmd_scan},
+	{"set", -3, RESP_CMD_KEYS, cmd_set},
+	{"setex", 4, RESP_CMD_KEYS, cmd_setex},
+	{"setnx", 3, RESP_CMD_KEYS, cmd_setnx},
+	{"setrange", 4, RESP_CMD_KEYS, cmd_setrange},
+	{"strlen", 2, RESP_CMD_KEYS, cmd_strlen},
+	{"substr", 4, RESP_CMD_KEYS, cmd_getrange},
+	{"ttl", 2, RESP_CMD_KEYS, cmd_ttl},
+	{"type", 2, RESP_CMD_KEYS, cmd_type},
+	{"unlink", -2, RESP_CMD_KEYS, cmd_del},
+};
+const size_t n_resp_key_cmds = ARRAY_SIZE(resp_key_cmds);

@@ -1,0 +1,229 @@
+#!/usr/bin/python3
+"""Replies of poold's RESP endpoint against a real redis-server's, byte for byte.
+
+    resp-compat.py POOL_PORT REDIS_PORT
+
+Each case is sent, as the same bytes, on a fresh connection to each server
+(both flushed first); the replies are read one by one and compared: exactly,
+or, where a reply differs by nature (a time, an id, an order), by its shape
+(types and lengths of arrays) or as an unordered set. Prints a TAP line per
+case and exits non-zero on any difference.
+"""
+import socket
+import sys
+
+POOL, REDIS = int(sys.argv[1]), int(sys.argv[2])
+
+
+def cmd(*args):
+    """A command as a RESP array of bulk strings."""
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+class Conn:
+    def __init__(self, port):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.buf = b""
+
+    def send(self, data):
+        self.s.sendall(data)
+
+    def _fill(self):
+        chunk = self.s.recv(65536)
+        if not chunk:
+            raise EOFError
+        self.buf += chunk
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            self._fill()
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _take(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        data, self.buf = self.buf[:n], self.buf[n:]
+        return data
+
+    def reply(self):
+        """One reply as (raw bytes, parsed tree)."""
+        line = self._line()
+        t, rest = line[:1], line[1:]
+        raw = line + b"\r\n"
+        if t in (b"+", b"-", b":", b"_", b",", b"#", b"("):
+            return raw, (t, rest)
+        if t in (b"$", b"=", b"!"):
+            n = int(rest)
+            if n < 0:
+                return raw, (t, None)
+            data = self._take(n + 2)
+            return raw + data, (t, data[:-2])
+        if t in (b"*", b"%", b"~", b">"):
+            n = int(rest)
+            items = []
+            for _ in range(n * (2 if t == b"%" else 1) if n > 0 else 0):
+                r, tree = self.reply()
+                raw += r
+                items.append(tree)
+            return raw, (t, items)
+        raise ValueError("bad reply line %r" % line)
+
+    def closed(self):
+        try:
+            self.s.settimeout(2)
+            return self.s.recv(1) == b""
+        except OSError:
+            return True
+
+
+def shape(tree):
+    t, v = tree
+    if isinstance(v, list):
+        return (t, len(v), tuple(shape(x) for x in v))
+    return (t,)
+
+
+def unordered(tree):
+    t, v = tree
+    return (t, sorted(repr(x) for x in v)) if isinstance(v, list) else tree
+
+
+# (name, bytes to send, how many replies, how to compare: exact | shape | set | closes)
+E, S, U = "exact", "shape", "set"
+CASES = [
+    ("PING", cmd("PING"), 1, E),
+    ("PING with a message", cmd("PING", "hello"), 1, E),
+    ("PING with too many", cmd("PING", "a", "b"), 1, E),
+    ("ECHO of the empty string", cmd("ECHO", ""), 1, E),
+    ("SET and GET an empty value", cmd("SET", "k", "") + cmd("GET", "k") + cmd("STRLEN", "k"), 3, E),
+    ("the empty key", cmd("GET", "") + cmd("SET", "", "v") + cmd("GET", "") + cmd("DEL", ""), 4, E),
+    ("SET NX, XX, GET", cmd("SET", "k", "v") + cmd("SET", "k", "w", "NX") + cmd("SET", "k2", "w", "XX") +
+     cmd("SET", "k", "w", "XX", "GET") + cmd("SET", "k3", "x", "NX", "GET") + cmd("GET", "k"), 6, E),
+    ("SET option errors", cmd("SET", "k", "v", "EX", "0") + cmd("SET", "k", "v", "EX", "-1") +
+     cmd("SET", "k", "v", "EX", "abc") + cmd("SET", "k", "v", "EX", "10", "PX", "10") +
+     cmd("SET", "k", "v", "KEEPTTL", "EX", "10") + cmd("SET", "k", "v", "NX", "XX") +
+     cmd("SET", "k", "v", "FOO") + cmd("SET", "k", "v", "EX") + cmd("SET", "k", "v", "PXAT", "0"), 9, E),
+    ("SET EX, KEEPTTL, and a SET that drops the TTL",
+     cmd("SET", "k", "v", "EX", "100") + cmd("TTL", "k") + cmd("SET", "k", "v2", "KEEPTTL") + cmd("TTL", "k") +
+     cmd("SET", "k", "v3") + cmd("TTL", "k") + cmd("SET", "k", "v", "PX", "100000") + cmd("TTL", "k"), 8, E),
+    ("SETNX, SETEX, PSETEX, GETSET",
+     cmd("SETNX", "k", "x") + cmd("SETNX", "n1", "x") + cmd("SETEX", "k", "0", "v") + cmd("SETEX", "k", "100", "v") +
+     cmd("TTL", "k") + cmd("PSETEX", "k", "0", "v") + cmd("SETEX", "k", "x", "v") + cmd("GETSET", "k", "new") +
+     cmd("GETSET", "nokey", "v") + cmd("TTL", "k"), 10, E),
+    ("MSET, MSETNX, MGET",
+     cmd("MSET", "a", "1", "b", "2") + cmd("MSET", "a") + cmd("MSET", "a", "1", "b") + cmd("MSETNX", "a", "1", "z", "2") +
+     cmd("MSETNX", "y", "1", "z", "2") + cmd("MGET", "a", "b", "nokey", "y", "z"), 6, E),
+    ("GETDEL, GETEX",
+     cmd("SET", "a", "1") + cmd("GETDEL", "a") + cmd("GETDEL", "a") + cmd("SET", "b", "2") + cmd("GETEX", "b") +
+     cmd("GETEX", "b", "EX", "100") + cmd("TTL", "b") + cmd("GETEX", "b", "PERSIST") + cmd("TTL", "b") +
+     cmd("GETEX", "b", "FOO") + cmd("GETEX", "nokey", "EX", "10") + cmd("GETEX", "b", "EX", "0"), 12, E),
+    ("APPEND, STRLEN, GETRANGE, SUBSTR",
+     cmd("APPEND", "ap", "hello") + cmd("APPEND", "ap", " world") + cmd("GET", "ap") + cmd("STRLEN", "ap") +
+     cmd("GETRANGE", "ap", "0", "4") + cmd("GETRANGE", "ap", "-5", "-1") + cmd("GETRANGE", "ap", "5", "2") +
+     cmd("GETRANGE", "ap", "0", "100") + cmd("GETRANGE", "nokey", "0", "1") + cmd("GETRANGE", "ap", "a", "b") +
+     cmd("SUBSTR", "ap", "1", "3") + cmd("GETRANGE", "ap", "-100", "-50") + cmd("STRLEN", "nokey"), 13, E),
+    ("SETRANGE",
+     cmd("SETRANGE", "sr", "5", "hi") + cmd("GET", "sr") + cmd("SETRANGE", "sr", "0", "") + cmd("SETRANGE", "no2", "0", "") +
+     cmd("EXISTS", "no2") + cmd("SETRANGE", "sr", "-1", "x") + cmd("SETRANGE", "sr", "1", "ABC") + cmd("GET", "sr"), 8, E),
+    ("INCR and DECR, and their errors",
+     cmd("INCR", "cnt") + cmd("INCRBY", "cnt", "10") + cmd("DECR", "cnt") + cmd("DECRBY", "cnt", "5") +
+     cmd("INCRBY", "cnt", "abc") + cmd("SET", "big", "9223372036854775807") + cmd("INCR", "big") +
+     cmd("SET", "neg", "-9223372036854775808") + cmd("DECR", "neg") + cmd("DECRBY", "cnt", "-9223372036854775808") +
+     cmd("SET", "nn", "abc") + cmd("INCR", "nn") + cmd("SET", "lead", "007") + cmd("INCR", "lead") +
+     cmd("SET", "sp", " 1") + cmd("INCR", "sp") + cmd("SET", "e", "") + cmd("INCR", "e") + cmd("GET", "cnt"), 19, E),
+    ("DEL, UNLINK, EXISTS, TYPE",
+     cmd("MSET", "a", "1", "b", "2", "y", "3") + cmd("DEL", "a", "b", "nokey") + cmd("UNLINK", "y", "z") +
+     cmd("SET", "k", "v") + cmd("EXISTS", "k", "k", "nokey") + cmd("TYPE", "k") + cmd("TYPE", "nokey"), 7, E),
+    ("EXPIRE and its options, TTL, PERSIST",
+     cmd("SET", "k", "v") + cmd("EXPIRE", "k", "100") + cmd("TTL", "k") + cmd("PEXPIRE", "k", "200000") + cmd("TTL", "k") +
+     cmd("PERSIST", "k") + cmd("PERSIST", "k") + cmd("TTL", "k") + cmd("TTL", "nokey") + cmd("PTTL", "nokey") +
+     cmd("PTTL", "k") + cmd("EXPIRE", "k", "100", "XX") + cmd("EXPIRE", "k", "100", "NX") + cmd("EXPIRE", "k", "200", "NX") +
+     cmd("EXPIRE", "k", "50", "GT") + cmd("EXPIRE", "k", "500", "GT") + cmd("EXPIRE", "k", "600", "LT") +
+     cmd("TTL", "k") + cmd("EXPIRE", "k", "10", "NX", "XX") + cmd("EXPIRE", "k", "10", "GT", "LT") +
+     cmd("EXPIRE", "k", "10", "FOO") + cmd("EXPIRE", "k", "abc") + cmd("EXPIRE", "nokey", "10") +
+     cmd("EXPIRETIME", "nokey") + cmd("PERSIST", "nokey") + cmd("EXPIREAT", "k", "1") + cmd("EXISTS", "k") +
+     cmd("SET", "k", "v") + cmd("EXPIRE", "k", "-5") + cmd("EXISTS", "k") + cmd("SET", "k", "v") +
+     cmd("EXPIRE", "k", "9223372036854775807") + cmd("SET", "k", "v") + cmd("EXPIRETIME", "k"), 34, E),
+    ("KEYS, as a set", cmd("MSET", "h1", "a", "h2", "b", "x3", "c", "h[", "d") + cmd("KEYS", "h*") + cmd("KEYS", "h?") +
+     cmd("KEYS", "[hx][0-9]") + cmd("KEYS", "*") + cmd("KEYS", "h\\[") + cmd("KEYS", "nomatch*"), 7, U),
+    ("SCAN, by its shape", cmd("MSET", "s1", "a", "s2", "b") + cmd("SCAN", "0", "COUNT", "1000", "MATCH", "s*") +
+     cmd("SCAN", "0", "TYPE", "hash") + cmd("SCAN", "abc") + cmd("SCAN", "0", "COUNT") + cmd("SCAN", "0", "COUNT", "0"), 6, S),
+    ("DBSIZE, SELECT", cmd("SET", "k", "v") + cmd("DBSIZE") + cmd("SELECT", "1") + cmd("DBSIZE") + cmd("SELECT", "16") +
+     cmd("SELECT", "-1") + cmd("SELECT", "abc") + cmd("SELECT", "0") + cmd("GET", "k"), 9, E),
+    ("FLUSHDB options", cmd("FLUSHDB", "FOO") + cmd("FLUSHDB", "ASYNC") + cmd("DBSIZE"), 3, E),
+    ("unknown commands and arity",
+     cmd("FOO") + cmd("FOO", "a", "b") + cmd("GET") + cmd("GET", "a", "b") + cmd("SET", "a") + cmd("TTL") +
+     cmd("EXPIRE", "k") + cmd("SETRANGE", "k", "1"), 8, E),
+    ("CLIENT names", cmd("CLIENT", "GETNAME") + cmd("CLIENT", "SETNAME", "a b") + cmd("CLIENT", "SETNAME", "myname") +
+     cmd("CLIENT", "GETNAME") + cmd("CLIENT"), 5, E),
+    ("CLIENT ID, INFO, by their shape", cmd("CLIENT", "ID") + cmd("CLIENT", "INFO"), 2, S),
+    ("MULTI and EXEC", cmd("MULTI") + cmd("SET", "m", "1") + cmd("INCR", "m") + cmd("GET", "m") + cmd("EXEC") +
+     cmd("GET", "m"), 6, E),
+    ("MULTI errors", cmd("MULTI") + cmd("MULTI") + cmd("DISCARD") + cmd("DISCARD") + cmd("EXEC") + cmd("MULTI") +
+     cmd("FOO") + cmd("SET", "m", "2") + cmd("EXEC") + cmd("GET", "m") + cmd("MULTI") + cmd("GET") + cmd("EXEC"), 13, E),
+    ("an error inside EXEC", cmd("SET", "t", "abc") + cmd("MULTI") + cmd("INCR", "t") + cmd("SET", "u", "1") +
+     cmd("EXEC") + cmd("GET", "u"), 6, E),
+    ("HELLO errors", cmd("HELLO", "4") + cmd("HELLO", "abc") + cmd("HELLO", "2", "FOO"), 3, E),
+    ("HELLO 2 and 3, by their shape", cmd("HELLO", "2") + cmd("HELLO", "3"), 2, S),
+    ("RESP3 replies after HELLO 3", cmd("HELLO", "3") + cmd("GET", "nokey") + cmd("MGET", "a", "nokey") +
+     cmd("SET", "k", "v") + cmd("GET", "k") + cmd("CLIENT", "GETNAME") + cmd("SET", "k", "v", "NX"), 7, S),
+    ("... their nulls exactly", cmd("HELLO", "3")[:0] + cmd("GET", "nokey"), 1, "resp3"),
+    ("RESET", cmd("SELECT", "2") + cmd("RESET") + cmd("SET", "r", "1") + cmd("SELECT", "0") + cmd("GET", "r"), 5, E),
+    ("COMMAND COUNT and TIME, by their shape", cmd("COMMAND", "COUNT") + cmd("TIME"), 2, S),
+    ("inline commands", b"PING\r\nSET il 'a b'\r\nGET il\r\nECHO \"x\\ny\\x41\"\r\n\r\nGET   il  \n", 5, E),
+    ("no command: empty and negative arrays", b"*0\r\n*-1\r\n" + cmd("PING"), 1, E),
+    ("MGET of 5,000 keys", cmd("MGET", *["k%d" % i for i in range(5000)]), 1, E),
+    ("unbalanced quotes", b"SET a \"b\r\n", 1, "closes"),
+    ("a bulk without its $", b"*2\r\n$3\r\nGET\r\nfoo\r\n", 1, "closes"),
+    ("a negative bulk length", b"*1\r\n$-2\r\n", 1, "closes"),
+]
+
+
+def main():
+    failed = 0
+    for i, (name, data, n, how) in enumerate(CASES, 1):
+        got = {}
+        for port in (POOL, REDIS):
+            c = Conn(port)
+            c.send(cmd("FLUSHALL"))
+            c.reply()
+            if how == "resp3":
+                c.send(cmd("HELLO", "3"))
+                c.reply()
+            c.send(data)
+            try:
+                replies = [c.reply() for _ in range(n)]
+            except (EOFError, OSError) as e:
+                replies = [("EOF", str(e))]
+            closed = c.closed() if how == "closes" else None
+            got[port] = (replies, closed)
+        (pr, pc), (rr, rc) = got[POOL], got[REDIS]
+        if how in (E, "resp3", "closes"):
+            same = [r[0] for r in pr] == [r[0] for r in rr] and pc == rc
+        elif how == S:
+            same = len(pr) == len(rr) and all(
+                not isinstance(a[0], str) and shape(a[1]) == shape(b[1]) for a, b in zip(pr, rr))
+        else:
+            same = len(pr) == len(rr) and all(
+                not isinstance(a[0], str) and unordered(a[1]) == unordered(b[1]) for a, b in zip(pr, rr))
+        if same:
+            print("ok %d - %s" % (i, name))
+        else:
+            failed += 1
+            print("not ok %d - %s" % (i, name))
+            for a, b in zip(pr + [("", "")] * (len(rr) - len(pr)), rr + [("", "")] * (len(pr) - len(rr))):
+                if a[0] != b[0]:
+                    print("#   pool:  %r\n#   redis: %r" % (a[0][:300], b[0][:300]))
+            if pc != rc:
+                print("#   closed: pool %r, redis %r" % (pc, rc))
+    print("1..%d" % len(CASES))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
