@@ -122,10 +122,26 @@ void resp_ok(struct resp_conn *c)
 	evbuffer_add(resp_output(c), "+OK\r\n", 5);
 }
 
+/*
+ * Whether a reply of len more bytes still fits under resp.max_output; once
+ * one does not, the connection is over (resp_read_cb() ends it), so that a
+ * single command (MGET of one big key a million times) cannot make poold
+ * build a reply of any size first.
+ */
+bool resp_room(struct resp_conn *c, size_t len)
+{
+	if (!c->overflow &&
+	    evbuffer_get_length(resp_output(c)) + len > (size_t)c->rs->pd->conf->resp_max_output)
+		c->overflow = true;
+	return !c->overflow;
+}
+
 void resp_bulk(struct resp_conn *c, const void *data, size_t len)
 {
 	struct evbuffer *out = resp_output(c);
 
+	if (!resp_room(c, len))
+		return;
 	evbuffer_add_printf(out, "$%zu\r\n", len);
 	evbuffer_add(out, data, len);
 	evbuffer_add(out, "\r\n", 2);
@@ -374,11 +390,13 @@ static void resp_read_cb(struct bufferevent *bev, void *arg)
 			break;
 		resp_command(c);
 		resp_parser_reset(&c->p);
-		if (evbuffer_get_length(out) > (size_t)c->rs->pd->conf->resp_max_output) {
+		if (c->overflow ||
+		    evbuffer_get_length(out) > (size_t)c->rs->pd->conf->resp_max_output) {
 			static struct log_limit said;
 
-			log_warnx_limited(&said, 10000, "RESP client: %zu bytes of replies unread, "
-					  "over resp.max_output: disconnected", evbuffer_get_length(out));
+			log_warnx_limited(&said, 10000, "RESP client: %zu bytes of replies unread%s, "
+					  "over resp.max_output: disconnected", evbuffer_get_length(out),
+					  c->overflow ? " and a reply that would pass it" : "");
 			resp_conn_free(c);
 			return;
 		}

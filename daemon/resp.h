@@ -40,6 +40,7 @@ struct resp_conn {
 	bool authed;
 	bool closing; /* after a protocol error or QUIT: ends once the output is out */
 	bool multi, multi_dirty; /* in MULTI; a command was refused while queueing */
+	bool overflow; /* a reply would have passed resp.max_output: the connection ends */
 	struct resp_queued *queued;
 	size_t nqueued;
 	uint64_t queued_bytes;
@@ -61,6 +62,7 @@ struct resp {
 void resp_out(struct resp_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void resp_err(struct resp_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void resp_ok(struct resp_conn *c);
+bool resp_room(struct resp_conn *c, size_t len);
 void resp_bulk(struct resp_conn *c, const void *data, size_t len);
 void resp_str(struct resp_conn *c, const char *s);
 void resp_verbatim(struct resp_conn *c, const char *text, size_t len);

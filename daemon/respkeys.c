@@ -816,6 +816,7 @@ static bool resp_match(const char *p, size_t plen, const char *s, size_t slen, i
 }
 
 struct resp_keys {
+	struct resp_conn *c;
 	struct evbuffer *body;
 	const char *pattern;
 	size_t plen, n;
@@ -827,6 +828,9 @@ static void resp_key_cb(void *arg, const uint8_t *key, size_t klen)
 
 	if (k->pattern != NULL && !resp_match(k->pattern, k->plen, (const char *)key, klen, 0))
 		return;
+	/* The keys wait in a side buffer: they count against resp.max_output all the same. */
+	if (!resp_room(k->c, evbuffer_get_length(k->body) + klen + 16))
+		return;
 	evbuffer_add_printf(k->body, "$%zu\r\n", klen);
 	evbuffer_add(k->body, key, klen);
 	evbuffer_add(k->body, "\r\n", 2);
@@ -835,7 +839,7 @@ static void resp_key_cb(void *arg, const uint8_t *key, size_t klen)
 
 static void cmd_keys(struct resp_conn *c, long argc, char **argv, const size_t *argl)
 {
-	struct resp_keys k = {evbuffer_new(), argv[1], argl[1], 0};
+	struct resp_keys k = {c, evbuffer_new(), argv[1], argl[1], 0};
 	uint64_t cursor = 0, next;
 	char ns[32];
 
@@ -850,7 +854,7 @@ static void cmd_keys(struct resp_conn *c, long argc, char **argv, const size_t *
 	do {
 		kv_local_scan(c->rs->pd, ns, cursor, 1024, resp_key_cb, &k, &next);
 		cursor = next;
-	} while (cursor != 0);
+	} while (cursor != 0 && !c->overflow);
 	resp_array(c, k.n);
 	evbuffer_add_buffer(resp_output(c), k.body);
 	evbuffer_free(k.body);
@@ -858,7 +862,7 @@ static void cmd_keys(struct resp_conn *c, long argc, char **argv, const size_t *
 
 static void cmd_scan(struct resp_conn *c, long argc, char **argv, const size_t *argl)
 {
-	struct resp_keys k = {NULL, NULL, 0, 0};
+	struct resp_keys k = {c, NULL, NULL, 0, 0};
 	unsigned long long cursor;
 	long long count = 10;
 	bool none = false;

@@ -221,5 +221,48 @@ cli mget half half half half >"$TEST_DIR/out" 2>&1
 grep -q "over resp.max_output: disconnected" "$TEST_DIR/poold.log" &&
 	ok "a 2.4 MB reply over resp.max_output = 1M ends the connection, and says why" ||
 	not_ok "no resp.max_output line in the log"
+# One command whose reply would be huge: MGET of the 600 KB key 200,000 times
+# (120 GB) and EXEC of 1,000 queued GETs of it stop at resp.max_output, never
+# build the reply first.
+rss0=$(rss)
+python3 - "$PORT" <<'PY' >"$TEST_DIR/out" 2>&1
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
+n = 200000
+s.sendall(b"*%d\r\n$4\r\nMGET\r\n" % (n + 1) + b"$4\r\nhalf\r\n" * n)
+got = 0
+while True:
+    try:
+        chunk = s.recv(1 << 20)
+    except ConnectionResetError:
+        break
+    if not chunk:
+        break
+    got += len(chunk)
+print("closed after", got, "bytes")
+PY
+check_out "^closed after [0-9]+ bytes" "MGET of a 600 KB key 200,000 times: the connection ends"
+printf 'MULTI\r\n%s EXEC\r\n' "$(for i in $(seq 1000); do printf 'GET half\r\n'; done)" |
+	timeout 30 cli >/dev/null 2>&1
+rss1=$(rss)
+[ $((rss1 - rss0)) -lt 65536 ] && ok "... and so does EXEC of 1,000 GETs of it: peak RSS $rss0 -> $rss1 KiB" ||
+	not_ok "peak RSS grew from $rss0 to $rss1 KiB building a huge reply"
+# MULTI's queue is bounded by resp.max_request too: past it, EXEC is refused.
+python3 - "$PORT" <<'PY' >"$TEST_DIR/out" 2>&1
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
+v = b"x" * 1000
+s.sendall(b"MULTI\r\n" + (b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1000\r\n" + v + b"\r\n") * 2000 + b"EXEC\r\n")
+buf = b""
+while not buf.endswith(b"\r\n") or b"EXECABORT" not in buf and b"*" not in buf[-20:]:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+    if b"EXECABORT" in buf:
+        break
+print(buf.count(b"+QUEUED"), "queued;", b"would exceed resp.max_request" in buf, b"EXECABORT" in buf)
+PY
+check_out "^[0-9]+ queued; True True" "2,000 queued SETs of 1 KB pass resp.max_request = 1M: refused, EXEC aborts"
 cli ping >"$TEST_DIR/out"; check_out "^PONG$" "poold still serves RESP"
 pool_done
