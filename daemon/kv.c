@@ -2484,6 +2484,82 @@ static struct kv_entry *kv_local_entry(struct poold *pd, struct kv_ns *ns, const
 }
 
 /*
+ * Whether a value of len bytes may take over a place of alen: when it fits
+ * and would not waste more than half of it (a place of one page takes any
+ * value up to a page: the allocator gives nothing smaller).
+ */
+static bool kv_fits_place(const struct kv_ns *ns, uint64_t len, uint64_t alen)
+{
+	uint64_t want = kv_alloc_len(ns, len);
+
+	return want <= alen && (alen <= 4096 || want > alen / 2);
+}
+
+/*
+ * A key's value where it lives in this node's arena, for a server inside
+ * poold that copies it out at once (RESP GET): no pin, as nothing else
+ * runs before the copy is done. 0, -ENOENT, or -EREMOTE when the value is
+ * on another node (then the caller looks it up with a pin).
+ */
+int kv_local_read(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
+		  size_t klen, const void **ret_data, size_t *ret_len)
+{
+	struct kv_ns *ns = kv_local_ns(pd, nsname, uid);
+	struct kv_entry *e = ns != NULL && klen <= POOL_KV_KEY_MAX
+				     ? kv_local_entry(pd, ns, key, klen) : NULL;
+
+	if (e == NULL || !kv_val_usable(pd, &e->val)) {
+		if (ns != NULL)
+			ns->misses++;
+		return -ENOENT;
+	}
+	if (e->val.node != pd->node_id || e->val.arena >= pd->narenas || e->val.pmem || e->moving)
+		return -EREMOTE;
+	ns->hits++;
+	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
+	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
+	*ret_data = (const char *)pd->arenas[e->val.arena].base + e->val.off;
+	*ret_len = e->val.vlen;
+	return 0;
+}
+
+/*
+ * Overwrite a key's value in place with a + b (RESP SET of a key that has
+ * one): when nobody reads or writes it (no pins, no reservation), it has
+ * one copy, in this node's DRAM arena, in an extent the new value fits
+ * (kv_fits_place()). A new version, as a commit would make; the lender's
+ * record follows. 0, or -EAGAIN when it cannot be done in place (the
+ * caller reserves and commits instead).
+ */
+int kv_local_overwrite(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
+		       size_t klen, const void *a, size_t alen, const void *b, size_t blen)
+{
+	struct kv_ns *ns = kv_local_ns(pd, nsname, uid);
+	struct kv_entry *e = ns != NULL && klen <= POOL_KV_KEY_MAX
+				     ? kv_local_entry(pd, ns, key, klen) : NULL;
+	char *dst;
+
+	if (e == NULL || e->pins != NULL || e->has_pending || e->moving || e->recount ||
+	    e->val.pmem || e->val.ncopies > 0 || e->val.node != pd->node_id ||
+	    e->val.arena >= pd->narenas || (ns->flags & (HOLD_NS_DEDUP | HOLD_NS_PERSISTENT)) ||
+	    !kv_fits_place(ns, alen + blen, e->val.alen) ||
+	    e->val.owner != kv_val_owner(ns, key, klen, (uint32_t)uid))
+		return -EAGAIN;
+	dst = (char *)pd->arenas[e->val.arena].base + e->val.off;
+	if (alen > 0)
+		memmove(dst, a, alen);
+	if (blen > 0)
+		memmove(dst + alen, b, blen);
+	e->val.vlen = alen + blen;
+	e->val.version = ++ns->next_version;
+	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
+	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
+	ns->puts++;
+	kv_tell(pd, ns, e);
+	return 0;
+}
+
+/*
  * A key's expiry (RESP TTL): 0 with *ret_at in Unix ms, 0 when it has
  * none; -ENOENT when the key has no value.
  */

@@ -552,6 +552,10 @@ uint64_t kv_local_size(struct poold *pd, const char *nsname);
 uint64_t kv_local_volatile(struct poold *pd, const char *nsname);
 int kv_local_ttl(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key, size_t klen,
 		 int64_t *ret_at);
+int kv_local_read(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
+		  size_t klen, const void **ret_data, size_t *ret_len);
+int kv_local_overwrite(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
+		       size_t klen, const void *a, size_t alen, const void *b, size_t blen);
 int kv_local_expire(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
 		    size_t klen, int64_t at);
 void kv_stats_each(struct poold *pd, void (*cb)(void *arg, const Pool__KvNamespace *m),

@@ -44,23 +44,37 @@ static void resp_ns(const struct resp_conn *c, char *ns, size_t len)
 	resp_db_name(c, c->db, ns, len);
 }
 
-/* A value, pinned where it lives in this node's arena until resp_put_back(). */
+/*
+ * A value where it lives in this node's arena, valid until the command
+ * returns to the event loop or changes a value; pinned (version) when it
+ * is one the index might move meanwhile, released by resp_put_back().
+ */
 struct resp_val {
 	const char *data;
 	size_t len;
-	uint64_t version;
+	uint64_t version; /* of the pin, or 0 */
 };
 
-/* 0 with the value pinned, or -ENOENT. */
+/* 0 with the value, or -ENOENT. */
 static int resp_get(struct resp_conn *c, const char *ns, const char *key, size_t klen,
 		    struct resp_val *v)
 {
 	struct poold *pd = c->rs->pd;
+	const void *data;
 	struct kv_where w;
+	size_t len;
 	int rc;
 
 	if (klen > POOL_KV_KEY_MAX)
 		return -ENOENT; /* too long to have been stored */
+	/* Copied out before anything else runs: no pin needed (the common case). */
+	rc = kv_local_read(pd, c->uid, ns, (const uint8_t *)key, klen, &data, &len);
+	if (rc == 0) {
+		*v = (struct resp_val){data, len, 0};
+		return 0;
+	}
+	if (rc != -EREMOTE)
+		return -ENOENT;
 	rc = kv_local_op(pd, c->session, c->uid, ns, "lookup", (const uint8_t *)key, klen, 0, &w);
 	if (rc != 0)
 		return -ENOENT;
@@ -76,7 +90,8 @@ static int resp_get(struct resp_conn *c, const char *ns, const char *key, size_t
 static void resp_put_back(struct resp_conn *c, const char *ns, const char *key, size_t klen,
 			  const struct resp_val *v)
 {
-	kv_local_op(c->rs->pd, c->session, c->uid, ns, "release", (const uint8_t *)key, klen,
+	if (v->version != 0)
+		kv_local_op(c->rs->pd, c->session, c->uid, ns, "release", (const uint8_t *)key, klen,
 		    v->version, NULL);
 }
 
@@ -102,6 +117,9 @@ static int resp_put(struct resp_conn *c, const char *ns, const char *key, size_t
 
 	if (klen > POOL_KV_KEY_MAX || alen + blen > POOL_KV_VALUE_MAX)
 		return -EINVAL;
+	/* A key that has a value of this size, that nobody reads: over it, one copy. */
+	if (kv_local_overwrite(pd, c->uid, ns, (const uint8_t *)key, klen, a, alen, b, blen) == 0)
+		return 0;
 	rc = kv_local_op(pd, c->session, c->uid, ns, "reserve", (const uint8_t *)key, klen,
 			 alen + blen, &w);
 	if (rc < 0)
@@ -228,7 +246,7 @@ static int resp_set(struct resp_conn *c, const char *key, size_t klen, const cha
 	int rc;
 
 	resp_ns(c, ns, sizeof(ns));
-	exists = resp_exists(c, ns, key, klen);
+	exists = (flags & (SET_NX | SET_XX)) || reply_old ? resp_exists(c, ns, key, klen) : false;
 	/* The old value is kept aside: it is the reply only if the write works. */
 	if (reply_old && resp_get(c, ns, key, klen, &v) == 0) {
 		old = malloc(v.len ? v.len : 1);

@@ -32,6 +32,23 @@ cli info >"$TEST_DIR/out"; check_out "db0:keys=3" "INFO lists the keyspace"
 check_exit 4 "libpool sees db 0 as namespace redis0" "$KV" redis0 exists nope
 check "libpool reads what redis-cli wrote" "$KV" redis0 exists greeting
 cli frobnicate >"$TEST_DIR/out"; check_out "unknown command" "unknown commands get an error"
+# SET overwrites a value of the same size in place, except one a libpool
+# reader holds: its bytes stay as they were until it releases them.
+"$KV" redis0 put pinned 3000 21 >/dev/null
+mkfifo "$TEST_DIR/hold"
+"$KV" redis0 view pinned 21 hold <"$TEST_DIR/hold" >"$TEST_DIR/view.out" 2>&1 &
+vpid=$!
+exec {hold}>"$TEST_DIR/hold"
+for _ in $(seq 50); do grep -q "correct" "$TEST_DIR/view.out" && break; sleep 0.1; done
+head -c 3000 /dev/zero | tr '\0' 'z' | cli -x set pinned >/dev/null
+exec {hold}>&-
+wait "$vpid"; rc=$?
+[ $rc -eq 0 ] && grep -q "still correct after the hold" "$TEST_DIR/view.out" &&
+	ok "a value a libpool client holds is not overwritten in place by SET" ||
+	{ not_ok "the held value changed (exit $rc)"; cat "$TEST_DIR/view.out"; }
+[ "$(cli get pinned | head -c 5)" = zzzzz ] && ok "and GET then gives the new value" || not_ok "GET after the hold"
+cli set same 1234 >/dev/null; cli set same 5678 >/dev/null
+cli get same >"$TEST_DIR/out"; check_out "^5678$" "a value nobody holds is overwritten (in place)"
 cli flushdb >/dev/null; cli dbsize >"$TEST_DIR/out"; check_out "^0$" "FLUSHDB"
 
 redis-benchmark -p "$PORT" -t set,get -n 2000 -d 16384 -q >"$TEST_DIR/out" 2>&1

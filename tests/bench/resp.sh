@@ -1,0 +1,40 @@
+#!/bin/bash
+# pool-bench resp: the RESP endpoint against redis-server, side by side in
+# one run: redis-benchmark SET and GET, pipelined 16 deep, 50 clients,
+# small (16 B) and 256 KiB values, each target twice, interleaved. Both
+# servers on 127.0.0.1 TCP; poold lends 3G with resp.capacity 2G, Redis
+# keeps everything in memory with no persistence.
+#   tests/bench/pool-bench resp [BUILDDIR]
+set -u
+B=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
+REDIS=$(command -v redis-server) || { echo "resp.sh: redis-server is not installed"; exit 1; }
+command -v redis-benchmark >/dev/null || { echo "resp.sh: redis-benchmark is not installed"; exit 1; }
+dir=$(mktemp -d /tmp/pool-bench-resp.XXXXXX)
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+PP=$(free_port); RP=$(free_port)
+mkdir -p "$dir/run"
+"$B/daemon/poold" -d -o runtime_dir="$dir/run" -o lend.size=3G -o resp.capacity=2G \
+	-o resp.listen=127.0.0.1:$PP >"$dir/poold.log" 2>&1 &
+PPID_=$!
+"$REDIS" --bind 127.0.0.1 --port "$RP" --save "" --appendonly no --dir "$dir" >"$dir/redis.log" 2>&1 &
+RPID=$!
+trap 'kill $PPID_ $RPID 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
+for p in $PP $RP; do
+	for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
+done
+# rate PORT TEST SIZE N: requests per second of one redis-benchmark test.
+rate() {
+	redis-benchmark -p "$1" -t "$2" -d "$3" -n "$4" -P 16 -c 50 -r 100000 -q 2>/dev/null | tr '\r' '\n' |
+		awk -v t="$2" 'toupper($1) == toupper(t) ":" && $2 + 0 > 0 { v = $2 } END { print int(v) }'
+}
+echo "## RESP: poold $(git -C "$B" rev-parse --short HEAD 2>/dev/null) vs redis-server $("$REDIS" --version | sed 's/.*v=\([^ ]*\).*/\1/'), redis-benchmark -P 16 -c 50, 127.0.0.1"
+printf '%-6s %-8s %14s %14s %8s\n' test value "poold ops/s" "redis ops/s" ratio
+for size in 16 262144; do
+	n=$([ "$size" -gt 1024 ] && echo 20000 || echo 400000)
+	for t in set get; do
+		p1=$(rate $PP $t $size $n); r1=$(rate $RP $t $size $n)
+		p2=$(rate $PP $t $size $n); r2=$(rate $RP $t $size $n)
+		printf '%-6s %-8s %14s %14s %8s\n' "$t" "$size" "$p1, $p2" "$r1, $r2" \
+			"$(awk -v a="$p1" -v b="$p2" -v c="$r1" -v d="$r2" 'BEGIN { if (c + d > 0) printf "%.2f", (a + b) / (c + d) }')"
+	done
+done
