@@ -98,6 +98,15 @@ tests_tools_fc_client_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
 tests_tools_fc_client_LDADD = $(XXHASH_LIBS)
 
 # pool-hostile: a tenant sending raw frames for what it was not granted.
+if HAVE_HIREDIS
+# A C cache client through hiredis, for the RESP tests (resp-compat.sh).
+noinst_PROGRAMS += tests/tools/resp-hiredis
+tests_tools_resp_hiredis_SOURCES = tests/tools/resp-hiredis.c
+tests_tools_resp_hiredis_CFLAGS = $(AM_CFLAGS) $(HIREDIS_CFLAGS)
+tests_tools_resp_hiredis_LDADD = $(HIREDIS_LIBS)
+endif
+EXTRA_DIST += tests/tools/resp-hiredis.c
+
 noinst_PROGRAMS += tests/tools/pool-hostile
 tests_tools_pool_hostile_SOURCES = tests/tools/pool-hostile.c
 tests_tools_pool_hostile_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)

@@ -39,6 +39,20 @@ else
 	echo "ok - # SKIP python3-redis is not installed"
 fi
 
+# hiredis as a C cache client: the same replies from both.
+HIREDIS="$top_builddir/tests/tools/resp-hiredis"
+if [ -x "$HIREDIS" ]; then
+	"$HIREDIS" "$PORT" >"$TEST_DIR/hi.pool" 2>&1
+	"$HIREDIS" "$RPORT" >"$TEST_DIR/hi.redis" 2>&1
+	if cmp -s "$TEST_DIR/hi.pool" "$TEST_DIR/hi.redis" && grep -qF 'string 7:a\x00b' "$TEST_DIR/hi.pool"; then
+		ok "hiredis reads the same replies from poold as from redis-server ($(wc -l <"$TEST_DIR/hi.pool") lines)"
+	else
+		not_ok "hiredis: poold and redis-server differ"; diff "$TEST_DIR/hi.pool" "$TEST_DIR/hi.redis" | head -20
+	fi
+else
+	echo "ok - # SKIP built without hiredis"
+fi
+
 # Expiry as time passes, on both: lazy (GET) and active (DBSIZE, with no access).
 for p in "$PORT" "$RPORT"; do
 	redis-cli -p "$p" flushall >/dev/null
