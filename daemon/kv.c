@@ -132,6 +132,7 @@ struct kv_ns {
 	TAILQ_HEAD(, kv_zombie) zombies;
 	TAILQ_HEAD(, kv_entry) vol; /* entries with an expiry, checked in turn (kv_expire_cycle()) */
 	uint64_t nvolatile, expired;
+	uint64_t npending; /* entries with a reservation (the sweep expires them) */
 	uint64_t next_version;
 	uint32_t local_node; /* values only on this node's arenas (RESP databases), or 0 */
 	uint32_t flags;	     /* HOLD_NS_*: never spill, persistent, never evict */
@@ -286,6 +287,14 @@ static struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capa
 	TAILQ_INIT(&ns->vol);
 	TAILQ_INSERT_TAIL(&pd->kv->list, ns, entry);
 	return ns;
+}
+
+/* An entry's reservation made (on) or gone: counted, so the sweep walks only where there are some. */
+static void kv_set_pending(struct kv_ns *ns, struct kv_entry *e, bool on)
+{
+	if (e->has_pending != on)
+		ns->npending += on ? 1 : (uint64_t)-1;
+	e->has_pending = on;
 }
 
 /* Now, in Unix ms: expiry times are wall-clock times, as EXPIREAT's. */
@@ -452,7 +461,7 @@ static void kv_pending_retire(struct poold *pd, struct kv_ns *ns, struct kv_entr
 	struct kv_zombie *z = calloc(1, sizeof(*z));
 	struct kv_pin *p = calloc(1, sizeof(*p));
 
-	e->has_pending = false;
+	kv_set_pending(ns, e, false);
 	if (z == NULL || p == NULL) {
 		/* Without memory to wait, leak the extent rather than lend it while written. */
 		log_warnx("KV: out of memory: a superseded reservation leaks %llu bytes",
@@ -1359,7 +1368,7 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 		}
 		v.version = ++ns->next_version;
 		e->pending = v;
-		e->has_pending = true;
+		kv_set_pending(ns, e, true);
 		e->pnode = q->node;
 		e->psession = q->session;
 		e->preserved_at = units_now_ms();
@@ -1399,7 +1408,7 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			rc = op[0] == 'c' && (ns->flags & HOLD_NS_SHARED) ? kv_verify(pd, ns, e, q) : 0;
 			if (op[0] == 'a' || rc < 0) { /* nobody writes there any more */
 				kv_val_free(pd, ns, &e->pending);
-				e->has_pending = false;
+				kv_set_pending(ns, e, false);
 				if (kv_entry_unused(e))
 					kv_entry_drop(ns, e);
 				kv_loc(NULL, loc, NULL, rc, NULL, 0);
@@ -1417,7 +1426,7 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 				kv_set_expire(ns, e, 0); /* a new key: an old value's expiry went with it */
 			e->val = e->pending;
 			e->has_val = true;
-			e->has_pending = false;
+			kv_set_pending(ns, e, false);
 			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 			ns->puts++;
 			/* The lender's record now names the value: a restarted coordinator rebuilds it. */
@@ -1975,7 +1984,7 @@ static void kv_session_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry
 	kv_unpin_all(&e->pins, w->node, w->session, w->all);
 	if (e->has_pending && e->pnode == w->node && (w->all || e->psession == w->session)) {
 		kv_val_free(pd, ns, &e->pending);
-		e->has_pending = false;
+		kv_set_pending(ns, e, false);
 		if (kv_entry_unused(e))
 			kv_entry_drop(ns, e);
 	}
@@ -2170,13 +2179,20 @@ static void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, vo
 void kv_sweep(struct poold *pd)
 {
 	uint64_t now = units_now_ms();
+	struct kv_ns *ns;
 
-	kv_foreach(pd, kv_expire_entry, &now);
-	if (pd->kv != NULL)
-		kv_expire_cycle(pd);
-	if (pd->kv != NULL && pd->regions != NULL) {
+	if (pd->kv == NULL)
+		return;
+	/* Only where there is something to do: a namespace may hold millions of keys. */
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		if (ns->npending > 0)
+			kv_foreach_ns(pd, ns, kv_expire_entry, &now);
+	kv_expire_cycle(pd);
+	if (pd->regions != NULL) {
 		pd->kv->recopies = 0;
-		kv_foreach(pd, kv_recopy, NULL);
+		TAILQ_FOREACH(ns, &pd->kv->list, entry)
+			if (ns->replicas > 1 && ns->local_node == 0)
+				kv_foreach_ns(pd, ns, kv_recopy, NULL);
 	}
 }
 
@@ -2528,11 +2544,14 @@ int kv_local_read(struct poold *pd, uid_t uid, const char *nsname, const uint8_t
  * one): when nobody reads or writes it (no pins, no reservation), it has
  * one copy, in this node's DRAM arena, in an extent the new value fits
  * (kv_fits_place()). A new version, as a commit would make; the lender's
- * record follows. 0, or -EAGAIN when it cannot be done in place (the
- * caller reserves and commits instead).
+ * record follows when the length changed (the record names the key, its
+ * place and length). expire as for kv_local_expire(), or KV_EXPIRE_KEEP.
+ * 0, or -EAGAIN when it cannot be done in place (the caller reserves and
+ * commits instead).
  */
 int kv_local_overwrite(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
-		       size_t klen, const void *a, size_t alen, const void *b, size_t blen)
+		       size_t klen, const void *a, size_t alen, const void *b, size_t blen,
+		       int64_t expire)
 {
 	struct kv_ns *ns = kv_local_ns(pd, nsname, uid);
 	struct kv_entry *e = ns != NULL && klen <= POOL_KV_KEY_MAX
@@ -2550,12 +2569,16 @@ int kv_local_overwrite(struct poold *pd, uid_t uid, const char *nsname, const ui
 		memmove(dst, a, alen);
 	if (blen > 0)
 		memmove(dst + alen, b, blen);
-	e->val.vlen = alen + blen;
 	e->val.version = ++ns->next_version;
 	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
 	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 	ns->puts++;
-	kv_tell(pd, ns, e);
+	if (expire != KV_EXPIRE_KEEP)
+		kv_set_expire(ns, e, expire); /* one already past: gone at the next access */
+	if (e->val.vlen != alen + blen) {
+		e->val.vlen = alen + blen;
+		kv_tell(pd, ns, e);
+	}
 	return 0;
 }
 

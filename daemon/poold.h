@@ -554,8 +554,10 @@ int kv_local_ttl(struct poold *pd, uid_t uid, const char *nsname, const uint8_t 
 		 int64_t *ret_at);
 int kv_local_read(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
 		  size_t klen, const void **ret_data, size_t *ret_len);
+#define KV_EXPIRE_KEEP INT64_MIN /* kv_local_overwrite(): the expiry stays as it is */
 int kv_local_overwrite(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
-		       size_t klen, const void *a, size_t alen, const void *b, size_t blen);
+		       size_t klen, const void *a, size_t alen, const void *b, size_t blen,
+		       int64_t expire);
 int kv_local_expire(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
 		    size_t klen, int64_t at);
 void kv_stats_each(struct poold *pd, void (*cb)(void *arg, const Pool__KvNamespace *m),

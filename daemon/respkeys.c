@@ -103,12 +103,13 @@ static bool resp_exists(struct resp_conn *c, const char *ns, const char *key, si
 }
 
 /*
- * Store a value made of up to two pieces (a + b, for APPEND): reserve,
- * copy into this node's arena, commit. 0 or -errno. The key's expiry
- * stays; SET takes it away itself.
+ * Store a value made of up to two pieces (a + b, for APPEND): over the old
+ * one where it fits and nobody reads it, else reserve, copy into this
+ * node's arena, commit. expire: the key's expiry after (Unix ms, 0 for
+ * none: SET), or KV_EXPIRE_KEEP (APPEND, INCR...). 0 or -errno.
  */
 static int resp_put(struct resp_conn *c, const char *ns, const char *key, size_t klen,
-		    const void *a, size_t alen, const void *b, size_t blen)
+		    const void *a, size_t alen, const void *b, size_t blen, int64_t expire)
 {
 	struct poold *pd = c->rs->pd;
 	struct kv_where w;
@@ -118,7 +119,8 @@ static int resp_put(struct resp_conn *c, const char *ns, const char *key, size_t
 	if (klen > POOL_KV_KEY_MAX || alen + blen > POOL_KV_VALUE_MAX)
 		return -EINVAL;
 	/* A key that has a value of this size, that nobody reads: over it, one copy. */
-	if (kv_local_overwrite(pd, c->uid, ns, (const uint8_t *)key, klen, a, alen, b, blen) == 0)
+	if (kv_local_overwrite(pd, c->uid, ns, (const uint8_t *)key, klen, a, alen, b, blen,
+			       expire) == 0)
 		return 0;
 	rc = kv_local_op(pd, c->session, c->uid, ns, "reserve", (const uint8_t *)key, klen,
 			 alen + blen, &w);
@@ -134,8 +136,11 @@ static int resp_put(struct resp_conn *c, const char *ns, const char *key, size_t
 		memmove(dst, a, alen);
 	if (blen > 0)
 		memmove(dst + alen, b, blen);
-	return kv_local_op(pd, c->session, c->uid, ns, "commit", (const uint8_t *)key, klen,
-			   w.version, NULL);
+	rc = kv_local_op(pd, c->session, c->uid, ns, "commit", (const uint8_t *)key, klen,
+			 w.version, NULL);
+	if (rc == 0 && expire != KV_EXPIRE_KEEP)
+		kv_local_expire(pd, c->uid, ns, (const uint8_t *)key, klen, expire);
+	return rc;
 }
 
 static bool resp_del(struct resp_conn *c, const char *ns, const char *key, size_t klen)
@@ -261,15 +266,15 @@ static int resp_set(struct resp_conn *c, const char *key, size_t klen, const cha
 	}
 	if (((flags & SET_NX) && exists) || ((flags & SET_XX) && !exists)) {
 		rc = 0;
-	} else if ((rc = resp_put(c, ns, key, klen, val, vlen, NULL, 0)) < 0) {
+	} else if ((rc = resp_put(c, ns, key, klen, val, vlen, NULL, 0,
+				  (flags & SET_KEEPTTL)	  ? KV_EXPIRE_KEEP
+				  : (flags & SET_EXPIRE) ? at
+							 : 0)) < 0) {
 		free(old);
 		resp_put_failed(c, rc, key, klen);
 		return -1;
 	} else {
 		rc = 1;
-		if (!(flags & SET_KEEPTTL))
-			kv_local_expire(c->rs->pd, c->uid, ns, (const uint8_t *)key, klen,
-					(flags & SET_EXPIRE) ? at : 0);
 	}
 	if (reply_old) {
 		if (exists && old != NULL)
@@ -531,7 +536,7 @@ static void cmd_setrange(struct resp_conn *c, long argc, char **argv, const size
 		resp_put_back(c, ns, argv[1], argl[1], &v);
 	}
 	memcpy(buf + off, argv[3], argl[3]);
-	rc = resp_put(c, ns, argv[1], argl[1], buf, newlen, NULL, 0);
+	rc = resp_put(c, ns, argv[1], argl[1], buf, newlen, NULL, 0, KV_EXPIRE_KEEP);
 	free(buf);
 	if (rc < 0)
 		resp_put_failed(c, rc, argv[1], argl[1]);
@@ -565,7 +570,7 @@ static void cmd_append(struct resp_conn *c, long argc, char **argv, const size_t
 		resp_err(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
 		return;
 	}
-	rc = resp_put(c, ns, argv[1], argl[1], old, len, argv[2], argl[2]);
+	rc = resp_put(c, ns, argv[1], argl[1], old, len, argv[2], argl[2], KV_EXPIRE_KEEP);
 	free(old);
 	if (rc < 0)
 		resp_put_failed(c, rc, argv[1], argl[1]);
@@ -598,7 +603,7 @@ static void resp_incr(struct resp_conn *c, const char *key, size_t klen, long lo
 	}
 	cur += by;
 	n = snprintf(num, sizeof(num), "%lld", cur);
-	rc = resp_put(c, ns, key, klen, num, (size_t)n, NULL, 0);
+	rc = resp_put(c, ns, key, klen, num, (size_t)n, NULL, 0, KV_EXPIRE_KEEP);
 	if (rc < 0)
 		resp_put_failed(c, rc, key, klen);
 	else
