@@ -17,6 +17,9 @@
  *       through the daemon; with -j, CLIENTS processes each do N/CLIENTS.
  *   pool-bench-regions create NAME SIZE [PLACEMENT [STRIPE]]
  *   pool-bench-regions destroy NAME
+ *   pool-bench-regions fill N SIZE
+ *       N regions fill0..fillN-1 of SIZE bytes, kept: a pool that holds
+ *       many (ops then measures what they cost); prints the seconds taken.
  *
  * The socket is $POOL_SOCKET. Bandwidth is MiB/s (2^20 bytes per second),
  * latency microseconds. Every bandwidth figure is the best of ROUNDS
@@ -423,7 +426,7 @@ static int cmd_ops(uint64_t n, int clients, uint64_t size, const char *placement
 static void usage(void)
 {
 	fprintf(stderr, "usage: pool-bench-regions [-T SECONDS] [-W WINDOW] [-j CLIENTS] [-B] [-S SIZE]\n"
-			"         local SIZE | remote NAME | ops N [SIZE [PLACEMENT]] | ops-header\n"
+			"         local SIZE | remote NAME | ops N [SIZE [PLACEMENT]] | ops-header | fill N SIZE\n"
 			"         | create NAME SIZE [PLACEMENT [STRIPE]] | destroy NAME\n");
 	exit(2);
 }
@@ -484,6 +487,25 @@ int main(int argc, char **argv)
 		if (rc < 0)
 			die("create", rc);
 		pool_region_close(r);
+	} else if (strcmp(cmd, "fill") == 0 && argc >= 2) {
+		uint64_t n = strtoull(argv[0], NULL, 0), size = parse_size(argv[1]), i;
+		struct pool_region_opts *o;
+		struct pool_region *r;
+		double t0 = now();
+		char name[32];
+
+		pool_region_opts_new(&o);
+		pool_region_opts_set_size(o, size);
+		for (i = 0; i < n; i++) {
+			snprintf(name, sizeof(name), "fill%" PRIu64, i);
+			rc = pool_region_create(pool, name, o, 0, &r);
+			if (rc < 0)
+				die("create", rc);
+			pool_region_close(r);
+		}
+		pool_region_opts_free(o);
+		printf("made %" PRIu64 " regions of %" PRIu64 " bytes in %.1f s\n", n, size,
+		       now() - t0);
 	} else if (strcmp(cmd, "destroy") == 0 && argc >= 1) {
 		rc = pool_region_destroy(pool, argv[0]);
 		if (rc < 0)

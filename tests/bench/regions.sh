@@ -65,6 +65,17 @@ spid=$!
 for _ in $(seq 100); do [ -S "$sn/poold.sock" ] && break; sleep 0.05; done
 "$bench" ops 20000 64K local
 echo
+kill "$spid" && wait "$spid" 2>/dev/null
+echo "## region create + close + destroy with 20,000 regions of 4 KiB held, and with none"
+"$POOLD" -d -o "runtime_dir=$sn" -o lend.size=2G -o regions.max=100000 -o quota.regions=100000 \
+	>"$sn/poold.log" 2>&1 &
+spid=$!
+for _ in $(seq 100); do [ -S "$sn/poold.sock" ] && break; sleep 0.05; done
+"$bench" ops-header
+"$bench" ops 2000 4096 local
+"$bench" fill 20000 4096
+"$bench" ops 2000 4096 local
+echo
 unset POOL_SOCKET
 local_out=$(cat "$sn/local.out")
 ops_out=$(cat "$sn/ops.out")
