@@ -417,12 +417,20 @@ static void kv_val_free(struct poold *pd, struct kv_ns *ns, struct kv_val *v)
 		ns->used -= kv_val_bytes(v);
 }
 
+/*
+ * Pins alive in the index (of entries and of zombies): when there are
+ * none, a session's end need not look at every entry (poold has one KV
+ * index, and one thread).
+ */
+static uint64_t kv_npins;
+
 static void kv_pins_free(struct kv_pin *p)
 {
 	while (p != NULL) {
 		struct kv_pin *next = p->next;
 
 		free(p);
+		kv_npins--;
 		p = next;
 	}
 }
@@ -471,6 +479,7 @@ static void kv_pending_retire(struct poold *pd, struct kv_ns *ns, struct kv_entr
 		return;
 	}
 	*p = (struct kv_pin){NULL, e->pnode, e->psession, e->pending.version, 1};
+	kv_npins++;
 	z->val = e->pending;
 	z->pins = p;
 	TAILQ_INSERT_TAIL(&ns->zombies, z, entry);
@@ -760,6 +769,7 @@ static int kv_pin(struct kv_entry *e, uint32_t node, uint64_t session)
 		return -ENOMEM;
 	*p = (struct kv_pin){e->pins, node, session, e->val.version, 1};
 	e->pins = p;
+	kv_npins++;
 	return 0;
 }
 
@@ -774,6 +784,7 @@ static bool kv_unpin(struct kv_pin **pp, uint32_t node, uint64_t session, uint64
 		if (--p->count == 0) {
 			*pp = p->next;
 			free(p);
+			kv_npins--;
 		}
 		return true;
 	}
@@ -789,6 +800,7 @@ static void kv_unpin_all(struct kv_pin **pp, uint32_t node, uint64_t session, bo
 		if (p->node == node && (all || p->session == session)) {
 			*pp = p->next;
 			free(p);
+			kv_npins--;
 		} else {
 			pp = &p->next;
 		}
@@ -1998,7 +2010,10 @@ void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all)
 
 	if (pd->kv == NULL)
 		return;
-	kv_foreach(pd, kv_session_entry, &w);
+	/* Every entry if some are pinned; else only where reservations are (a close is cheap). */
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		if (kv_npins > 0 || ns->npending > 0)
+			kv_foreach_ns(pd, ns, kv_session_entry, &w);
 	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
 		TAILQ_FOREACH(z, &ns->zombies, entry)
 			kv_unpin_all(&z->pins, node, session, all);

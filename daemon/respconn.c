@@ -217,8 +217,10 @@ static void cmd_client(struct resp_conn *c, long argc, char **argv, const size_t
 static void cmd_command(struct resp_conn *c, long argc, char **argv, const size_t *argl)
 {
 	(void)argl;
-	if (argc == 1 || strcasecmp(argv[1], "DOCS") == 0) {
-		resp_array(c, 0); /* what redis-cli and redis-benchmark ask first; no hints here */
+	if (argc == 1) {
+		resp_array(c, 0); /* no command information to give */
+	} else if (strcasecmp(argv[1], "DOCS") == 0) {
+		resp_map(c, 0); /* what redis-cli asks first, for its hints: none here */
 	} else if (strcasecmp(argv[1], "COUNT") == 0 && argc == 2) {
 		resp_int(c, (long long)resp_cmd_count());
 	} else if (strcasecmp(argv[1], "INFO") == 0) {
