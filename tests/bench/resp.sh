@@ -38,3 +38,19 @@ for size in 16 262144; do
 			"$(awk -v a="$p1" -v b="$p2" -v c="$r1" -v d="$r2" 'BEGIN { if (c + d > 0) printf "%.2f", (a + b) / (c + d) }')"
 	done
 done
+# Connection churn with the keys of the runs above held: 2,000 connections
+# opened, PINGed and closed one after the other (each close ends a session).
+churn() {
+	/usr/bin/python3 - "$1" <<'PY'
+import socket, sys, time
+t = time.time()
+for i in range(2000):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.sendall(b"PING\r\n"); s.recv(16); s.close()
+print("%.0f" % (2000 / (time.time() - t)))
+PY
+}
+echo
+echo "## connection churn, $(redis-cli -p "$PP" dbsize) keys held: connect + PING + close per second"
+printf '%-14s %14s %14s\n' "" "poold" "redis"
+printf '%-14s %14s %14s\n' "churn" "$(churn $PP), $(churn $PP)" "$(churn $RP), $(churn $RP)"
