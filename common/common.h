@@ -152,6 +152,10 @@ struct poold_conf {
 enum conf_role { ROLE_COORDINATOR, ROLE_NODE };
 enum conf_firewall { FIREWALL_AUTO, FIREWALL_YES, FIREWALL_NO }; /* fabric.firewall */
 
+/* sha256.c */
+#define SHA256_LEN 32
+int sha256(const void *data, size_t len, uint8_t out[SHA256_LEN]);
+
 /* pagekey.c: a snapshot page's key in the store shared across uids; 0 or -EIO. */
 #define PAGE_KEY_LEN 16
 int page_key_shared(const void *page, size_t len, uint8_t out[PAGE_KEY_LEN]);

@@ -10,17 +10,14 @@
 #include <errno.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 #include "common/common.h"
 
 int page_key_shared(const void *page, size_t len, uint8_t out[PAGE_KEY_LEN])
 {
 	static const uint8_t zero[PAGE_KEY_LEN];
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
+	uint8_t md[SHA256_LEN];
 
-	if (EVP_Digest(page, len, md, &n, EVP_sha256(), NULL) != 1 || n < PAGE_KEY_LEN)
+	if (sha256(page, len, md) < 0)
 		return -EIO;
 	memcpy(out, md, PAGE_KEY_LEN);
 	/* The all-zero key means a zero page, which is not stored. */

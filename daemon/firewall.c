@@ -42,6 +42,9 @@
 
 extern char **environ;
 
+/* Ports of one member the rule covers: a worker listens on one per network device. */
+#define FIREWALL_MEMBER_PORTS_MAX 64
+
 struct firewall {
 	bool on;		 /* the table is installed and in force */
 	char table[40];		 /* inet TABLE */
@@ -210,14 +213,14 @@ static int firewall_wanted(struct poold *pd, uint32_t **ret_ports, size_t *ret_n
 	uint32_t *ports;
 
 	TAILQ_FOREACH(m, &pd->members, entry)
-		n += m->info->n_fabric_ports;
+		n += MIN(m->info->n_fabric_ports, FIREWALL_MEMBER_PORTS_MAX);
 	ports = calloc(n ? n : 1, sizeof(*ports));
 	if (ports == NULL)
 		return -ENOMEM;
 	for (i = 0; i < fw->nown; i++)
 		ports[k++] = fw->own[i];
 	TAILQ_FOREACH(m, &pd->members, entry)
-		for (i = 0; i < m->info->n_fabric_ports; i++)
+		for (i = 0; i < MIN(m->info->n_fabric_ports, FIREWALL_MEMBER_PORTS_MAX); i++)
 			if (m->info->fabric_ports[i] >= 1 && m->info->fabric_ports[i] <= 65535)
 				ports[k++] = m->info->fabric_ports[i];
 	n = 0;
@@ -229,16 +232,20 @@ static int firewall_wanted(struct poold *pd, uint32_t **ret_ports, size_t *ret_n
 	return 0;
 }
 
-/* Make the table's set hold fabric.ports and ports, in one nft transaction. */
-static int firewall_apply(struct firewall *fw, const uint32_t *ports, size_t n, bool quiet)
+/*
+ * Make the table's set hold fabric.ports and ports, in one nft transaction,
+ * after head (the table's definition at start, or nothing).
+ */
+static int firewall_apply(struct firewall *fw, const char *head, const uint32_t *ports, size_t n,
+			  bool quiet)
 {
-	size_t cap = 256 + 8 * n, used;
+	size_t cap = strlen(head) + 256 + 8 * n, used;
 	char *script = malloc(cap), *sep = "";
 	int rc;
 
 	if (script == NULL)
 		return -ENOMEM;
-	used = (size_t)snprintf(script, cap, "flush set inet %s fabric\n", fw->table);
+	used = (size_t)snprintf(script, cap, "%sflush set inet %s fabric\n", head, fw->table);
 	if (fw->range_lo != 0 || n > 0) {
 		used += (size_t)snprintf(script + used, cap - used, "add element inet %s fabric { ",
 					 fw->table);
@@ -282,7 +289,7 @@ static int firewall_sync(struct poold *pd, bool quiet)
 		free(ports);
 		return 0;
 	}
-	rc = firewall_apply(fw, ports, n, quiet);
+	rc = firewall_apply(fw, "", ports, n, quiet);
 	if (rc < 0) {
 		free(ports);
 		return rc;
@@ -363,9 +370,10 @@ int firewall_open(struct poold *pd)
 		return -ENOMEM;
 	snprintf(fw->table, sizeof(fw->table), "poold_fabric_%08x",
 		 (unsigned)XXH32(pd->conf->socket, strlen(pd->conf->socket), 0));
-	snprintf(script, sizeof(script), "delete table inet %s\n", fw->table);
-	(void)firewall_nft(script, true); /* a crashed poold's, if any */
+	/* One transaction: a crashed poold's table replaced (added first, so there is one to delete). */
 	snprintf(script, sizeof(script),
+		 "add table inet %s\n"
+		 "delete table inet %s\n"
 		 "table inet %s {\n"
 		 "  set fabric { type inet_service; flags interval; }\n"
 		 "  chain out {\n"
@@ -374,12 +382,9 @@ int firewall_open(struct poold *pd)
 		 "reject with tcp reset\n"
 		 "  }\n"
 		 "}\n",
-		 fw->table, (unsigned)geteuid());
-	rc = firewall_nft(script, pd->conf->fabric_firewall == FIREWALL_AUTO);
-	if (rc == 0) {
-		fw->on = true;
-		rc = firewall_apply(fw, NULL, 0, false);
-	}
+		 fw->table, fw->table, fw->table, (unsigned)geteuid());
+	rc = firewall_apply(fw, script, NULL, 0, pd->conf->fabric_firewall == FIREWALL_AUTO);
+	fw->on = rc == 0;
 	if (rc < 0)
 		return firewall_refused(pd, "install the nftables rule", rc);
 	firewall_set_state(fw, 0);

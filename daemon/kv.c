@@ -321,7 +321,7 @@ static void kv_set_expire(struct kv_ns *ns, struct kv_entry *e, int64_t at)
 
 static bool kv_expired(const struct kv_entry *e, int64_t now)
 {
-	return e->has_val && e->expire_ms != 0 && e->expire_ms <= now;
+	return e->expire_ms != 0 && e->expire_ms <= now;
 }
 
 /* A value's places, its own first: their number. */
@@ -451,6 +451,7 @@ static void kv_retire_val(struct poold *pd, struct kv_ns *ns, struct kv_entry *e
 		ns->leaving -= e->val.alen;
 	e->moving = false;
 	e->has_val = false;
+	kv_set_expire(ns, e, 0); /* a key's expiry is its value's: only a value has one */
 	if (e->pins == NULL || (z = calloc(1, sizeof(*z))) == NULL) {
 		kv_pins_free(e->pins);
 		e->pins = NULL;
@@ -516,22 +517,43 @@ static void kv_entry_clear(struct poold *pd, struct kv_ns *ns, struct kv_entry *
 	kv_entry_drop(ns, e);
 }
 
-/* The value's time is up: it goes (a write in flight stays, and becomes a new key). */
-static void kv_expire_now(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
+/*
+ * The entry in *pp, after lazy expiry: an expired value is gone for every
+ * operation, as in Redis (the entry may stay, for a write in flight).
+ */
+static struct kv_entry *kv_expire_now(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
+
+static struct kv_entry *kv_live(struct poold *pd, struct kv_ns *ns, struct kv_entry **pp)
 {
-	if (e->has_val)
-		kv_retire_val(pd, ns, e);
-	kv_set_expire(ns, e, 0);
+	struct kv_entry *e = *pp;
+
+	if (e != NULL && kv_expired(e, e->expire_ms != 0 ? kv_unix_ms() : 0))
+		e = kv_expire_now(pd, ns, e);
+	return e;
+}
+
+/* A RESP database (this node's, not the shared snapshot store): it takes the empty key. */
+static bool kv_is_resp_db(const struct kv_ns *ns)
+{
+	return ns->local_node != 0 && !(ns->flags & HOLD_NS_SHARED);
+}
+
+/* The value's time is up: it goes (a write in flight stays, and becomes a new key). */
+static struct kv_entry *kv_expire_now(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
+{
+	kv_retire_val(pd, ns, e);
 	ns->expired++;
-	if (kv_entry_unused(e))
-		kv_entry_drop(ns, e);
+	if (!kv_entry_unused(e))
+		return e;
+	kv_entry_drop(ns, e);
+	return NULL;
 }
 
 /*
  * Active expiry, from the sweep: in each namespace the entries with an
  * expiry are looked at 20 at a time in turn, again while more than a
  * quarter of those were expired (at most 16 rounds), as Redis samples its
- * expires. An entry whose value went otherwise (evicted) loses its expiry.
+ * expires.
  */
 static void kv_expire_cycle(struct poold *pd)
 {
@@ -548,8 +570,6 @@ static void kv_expire_cycle(struct poold *pd)
 				if (kv_expired(e, now)) {
 					kv_expire_now(pd, ns, e);
 					expired++;
-				} else if (!e->has_val) {
-					kv_set_expire(ns, e, 0);
 				} else {
 					TAILQ_REMOVE(&ns->vol, e, vol);
 					TAILQ_INSERT_TAIL(&ns->vol, e, vol);
@@ -1291,20 +1311,16 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 	const uint8_t *key = kr->keys[i].data;
 	size_t klen = kr->keys[i].len;
 	uint64_t h = kv_hash(key, klen);
-	struct kv_entry **pp = kv_slot(ns, key, klen, h), *e = *pp;
+	struct kv_entry **pp = kv_slot(ns, key, klen, h), *e;
 	const char *op = kr->op;
 	int rc;
 
 	/* The empty key is RESP's (GET ""): only its databases, this node's, take it. */
-	if ((klen == 0 && ns->local_node == 0) || klen > POOL_KV_KEY_MAX) {
+	if ((klen == 0 && !kv_is_resp_db(ns)) || klen > POOL_KV_KEY_MAX) {
 		kv_loc(NULL, loc, NULL, -EINVAL, NULL, 0);
 		return 0;
 	}
-	/* An expired value is gone for every operation (lazy expiry, as Redis's). */
-	if (e != NULL && e->expire_ms != 0 && kv_expired(e, kv_unix_ms())) {
-		kv_expire_now(pd, ns, e);
-		e = *kv_slot(ns, key, klen, h);
-	}
+	e = kv_live(pd, ns, pp);
 	if (strcmp(op, "lookup") == 0 || strcmp(op, "exists") == 0) {
 		if (e == NULL || !e->has_val || !kv_val_usable(pd, &e->val)) {
 			ns->misses += op[0] == 'l';
@@ -1403,6 +1419,7 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 	    strcmp(op, "release") == 0) {
 		uint64_t version = kr->versions[i];
 		struct kv_zombie *z;
+		int64_t ttl;
 
 		if (e != NULL && strcmp(op, "release") == 0 &&
 		    kv_unpin(&e->pins, q->node, q->session, version)) {
@@ -1431,13 +1448,14 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 				kv_loc(NULL, loc, NULL, rc, NULL, 0);
 				return 0;
 			}
+			/* A new version of a key keeps its expiry (APPEND, INCR); SET sets its own. */
+			ttl = e->has_val ? e->expire_ms : 0;
 			if (e->has_val)
 				kv_retire_val(pd, ns, e);
-			else
-				kv_set_expire(ns, e, 0); /* a new key: an old value's expiry went with it */
 			e->val = e->pending;
 			e->has_val = true;
 			kv_set_pending(ns, e, false);
+			kv_set_expire(ns, e, ttl);
 			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 			ns->puts++;
 			/* The lender's record now names the value: a restarted coordinator rebuilds it. */
@@ -2491,38 +2509,33 @@ size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size
 	return n;
 }
 
-/* A RESP database of uid's (kv_local_owns()), or NULL. */
-static struct kv_ns *kv_local_ns(struct poold *pd, const char *nsname, uid_t uid)
+/*
+ * The entry of a key with a live value in a RESP database of uid's
+ * (kv_local_owns()), its namespace in *ret_ns; or NULL.
+ */
+static struct kv_entry *kv_local_key(struct poold *pd, const char *nsname, uid_t uid,
+				     const uint8_t *key, size_t klen, struct kv_ns **ret_ns)
 {
 	struct kv_ns *ns = pd->kv ? kv_ns_find(pd, nsname) : NULL;
+	struct kv_entry *e;
 
-	return ns != NULL && kv_local_owns(ns, uid) ? ns : NULL;
-}
-
-/* The entry of a key with a live value, expiring it if its time is up; or NULL. */
-static struct kv_entry *kv_local_entry(struct poold *pd, struct kv_ns *ns, const uint8_t *key,
-				       size_t klen)
-{
-	uint64_t h = kv_hash(key, klen);
-	struct kv_entry *e = *kv_slot(ns, key, klen, h);
-
-	if (e != NULL && kv_expired(e, kv_unix_ms())) {
-		kv_expire_now(pd, ns, e);
+	if (ns == NULL || !kv_local_owns(ns, uid) || klen > POOL_KV_KEY_MAX)
 		return NULL;
-	}
+	e = kv_live(pd, ns, kv_slot(ns, key, klen, kv_hash(key, klen)));
+	*ret_ns = ns;
 	return e != NULL && e->has_val ? e : NULL;
 }
 
 /*
  * Whether a value of len bytes may take over a place of alen: when it fits
- * and would not waste more than half of it (a place of one page takes any
- * value up to a page: the allocator gives nothing smaller).
+ * and would not waste more than half of it (a place of one grain takes any
+ * value up to a grain: the allocator gives nothing smaller).
  */
 static bool kv_fits_place(const struct kv_ns *ns, uint64_t len, uint64_t alen)
 {
 	uint64_t want = kv_alloc_len(ns, len);
 
-	return want <= alen && (alen <= 4096 || want > alen / 2);
+	return want <= alen && (alen <= EXTENT_GRAIN_DEFAULT || want > alen / 2);
 }
 
 /*
@@ -2534,9 +2547,8 @@ static bool kv_fits_place(const struct kv_ns *ns, uint64_t len, uint64_t alen)
 int kv_local_read(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
 		  size_t klen, const void **ret_data, size_t *ret_len)
 {
-	struct kv_ns *ns = kv_local_ns(pd, nsname, uid);
-	struct kv_entry *e = ns != NULL && klen <= POOL_KV_KEY_MAX
-				     ? kv_local_entry(pd, ns, key, klen) : NULL;
+	struct kv_ns *ns = NULL;
+	struct kv_entry *e = kv_local_key(pd, nsname, uid, key, klen, &ns);
 
 	if (e == NULL || !kv_val_usable(pd, &e->val)) {
 		if (ns != NULL)
@@ -2567,9 +2579,8 @@ int kv_local_overwrite(struct poold *pd, uid_t uid, const char *nsname, const ui
 		       size_t klen, const void *a, size_t alen, const void *b, size_t blen,
 		       int64_t expire)
 {
-	struct kv_ns *ns = kv_local_ns(pd, nsname, uid);
-	struct kv_entry *e = ns != NULL && klen <= POOL_KV_KEY_MAX
-				     ? kv_local_entry(pd, ns, key, klen) : NULL;
+	struct kv_ns *ns = NULL;
+	struct kv_entry *e = kv_local_key(pd, nsname, uid, key, klen, &ns);
 	char *dst;
 
 	if (e == NULL || e->pins != NULL || e->has_pending || e->moving || e->recount ||
@@ -2603,8 +2614,8 @@ int kv_local_overwrite(struct poold *pd, uid_t uid, const char *nsname, const ui
 int kv_local_ttl(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key, size_t klen,
 		 int64_t *ret_at)
 {
-	struct kv_ns *ns = kv_local_ns(pd, nsname, uid);
-	struct kv_entry *e = ns != NULL ? kv_local_entry(pd, ns, key, klen) : NULL;
+	struct kv_ns *ns = NULL;
+	struct kv_entry *e = kv_local_key(pd, nsname, uid, key, klen, &ns);
 
 	if (e == NULL)
 		return -ENOENT;
@@ -2619,8 +2630,8 @@ int kv_local_ttl(struct poold *pd, uid_t uid, const char *nsname, const uint8_t 
 int kv_local_expire(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
 		    size_t klen, int64_t at)
 {
-	struct kv_ns *ns = kv_local_ns(pd, nsname, uid);
-	struct kv_entry *e = ns != NULL ? kv_local_entry(pd, ns, key, klen) : NULL;
+	struct kv_ns *ns = NULL;
+	struct kv_entry *e = kv_local_key(pd, nsname, uid, key, klen, &ns);
 
 	if (e == NULL)
 		return -ENOENT;

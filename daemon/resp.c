@@ -147,11 +147,6 @@ void resp_bulk(struct resp_conn *c, const void *data, size_t len)
 	evbuffer_add(out, "\r\n", 2);
 }
 
-void resp_str(struct resp_conn *c, const char *s)
-{
-	resp_bulk(c, s, strlen(s));
-}
-
 /* Text for people (INFO, CLIENT INFO): a bulk string, or RESP3's verbatim "txt:". */
 void resp_verbatim(struct resp_conn *c, const char *text, size_t len)
 {

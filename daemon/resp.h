@@ -64,7 +64,6 @@ void resp_err(struct resp_conn *c, const char *fmt, ...) __attribute__((format(p
 void resp_ok(struct resp_conn *c);
 bool resp_room(struct resp_conn *c, size_t len);
 void resp_bulk(struct resp_conn *c, const void *data, size_t len);
-void resp_str(struct resp_conn *c, const char *s);
 void resp_verbatim(struct resp_conn *c, const char *text, size_t len);
 void resp_null(struct resp_conn *c);
 void resp_int(struct resp_conn *c, long long v);

@@ -13,20 +13,8 @@
 #include <string.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 
 #include "daemon/poold.h"
-
-#define SHA256_LEN 32
-
-static int resp_sha256(const void *data, size_t len, unsigned char out[SHA256_LEN])
-{
-	unsigned int n = 0;
-
-	return EVP_Digest(data, len, out, &n, EVP_sha256(), NULL) == 1 && n == SHA256_LEN
-		       ? 0
-		       : -EIO;
-}
 
 static int resp_unhex(const char *hex, unsigned char out[SHA256_LEN])
 {
@@ -49,8 +37,8 @@ static bool resp_secret_matches(const char *secret, bool hashed, const char *pas
 	unsigned char want[SHA256_LEN], got[SHA256_LEN];
 	bool same;
 
-	if (resp_sha256(password, len, got) < 0 ||
-	    (hashed ? resp_unhex(secret, want) : resp_sha256(secret, strlen(secret), want)) < 0)
+	if (sha256(password, len, got) < 0 ||
+	    (hashed ? resp_unhex(secret, want) : sha256(secret, strlen(secret), want)) < 0)
 		return false;
 	same = CRYPTO_memcmp(want, got, SHA256_LEN) == 0;
 	OPENSSL_cleanse(want, sizeof(want));

@@ -200,17 +200,25 @@ static void cmd_mget(struct resp_conn *c, long argc, char **argv, const size_t *
 		resp_reply_val(c, ns, argv[i], argl[i]);
 }
 
-/* The expiry options of SET and GETEX: EX s, PX ms, EXAT s, PXAT ms (Unix ms in *at). */
+/* Whether an option of SET or GETEX is one of the expiry's: EX, PX, EXAT, PXAT. */
+static bool resp_is_expire_opt(const char *o)
+{
+	return strcasecmp(o, "EX") == 0 || strcasecmp(o, "PX") == 0 || strcasecmp(o, "EXAT") == 0 ||
+	       strcasecmp(o, "PXAT") == 0;
+}
+
+/* The expiry options' value: EX s, PX ms, EXAT s, PXAT ms (Unix ms in *at). */
 static int resp_expire_arg(struct resp_conn *c, const char *unit, const char *arg, size_t len,
 			   const char *cmd, int64_t *at)
 {
+	bool secs = unit[0] == 'E' || unit[0] == 'e';
 	long long v;
 
 	if (!resp_ll(arg, len, &v)) {
 		resp_err(c, RESP_ERR_INT);
 		return -1;
 	}
-	if (v <= 0 || (unit[0] == 'E' || unit[0] == 'e' ? v > LLONG_MAX / 1000 : false)) {
+	if (v <= 0 || (secs && v > LLONG_MAX / 1000)) {
 		resp_err(c, "ERR invalid expire time in '%s' command", cmd);
 		return -1;
 	}
@@ -251,9 +259,9 @@ static int resp_set(struct resp_conn *c, const char *key, size_t klen, const cha
 	int rc;
 
 	resp_ns(c, ns, sizeof(ns));
-	exists = (flags & (SET_NX | SET_XX)) || reply_old ? resp_exists(c, ns, key, klen) : false;
+	exists = !reply_old && (flags & (SET_NX | SET_XX)) && resp_exists(c, ns, key, klen);
 	/* The old value is kept aside: it is the reply only if the write works. */
-	if (reply_old && resp_get(c, ns, key, klen, &v) == 0) {
+	if (reply_old && (exists = resp_get(c, ns, key, klen, &v) == 0)) {
 		old = malloc(v.len ? v.len : 1);
 		oldlen = v.len;
 		if (old != NULL)
@@ -277,7 +285,7 @@ static int resp_set(struct resp_conn *c, const char *key, size_t klen, const cha
 		rc = 1;
 	}
 	if (reply_old) {
-		if (exists && old != NULL)
+		if (exists)
 			resp_bulk(c, old, oldlen);
 		else
 			resp_null(c);
@@ -290,12 +298,11 @@ static void cmd_set(struct resp_conn *c, long argc, char **argv, const size_t *a
 {
 	unsigned flags = 0;
 	int64_t at = 0;
-	long i;
+	long i, exp = 0; /* the expiry option's index */
 	int rc;
 
 	for (i = 3; i < argc; i++) {
 		const char *o = argv[i];
-		bool more = i + 1 < argc;
 
 		if (strcasecmp(o, "NX") == 0 && !(flags & SET_XX))
 			flags |= SET_NX;
@@ -305,25 +312,18 @@ static void cmd_set(struct resp_conn *c, long argc, char **argv, const size_t *a
 			flags |= SET_GET;
 		else if (strcasecmp(o, "KEEPTTL") == 0 && !(flags & SET_EXPIRE))
 			flags |= SET_KEEPTTL;
-		else if ((strcasecmp(o, "EX") == 0 || strcasecmp(o, "PX") == 0 ||
-			  strcasecmp(o, "EXAT") == 0 || strcasecmp(o, "PXAT") == 0) &&
-			 !(flags & (SET_KEEPTTL | SET_EXPIRE)) && more) {
+		else if (resp_is_expire_opt(o) && !(flags & (SET_KEEPTTL | SET_EXPIRE)) &&
+			 i + 1 < argc) {
 			flags |= SET_EXPIRE;
-			i++;
+			exp = i++;
 		} else {
 			resp_err(c, RESP_ERR_SYNTAX);
 			return;
 		}
 	}
 	/* The expiry is checked once the options are known to be right, as Redis does. */
-	for (i = 3; i < argc; i++)
-		if ((strcasecmp(argv[i], "EX") == 0 || strcasecmp(argv[i], "PX") == 0 ||
-		     strcasecmp(argv[i], "EXAT") == 0 || strcasecmp(argv[i], "PXAT") == 0) &&
-		    i + 1 < argc) {
-			if (resp_expire_arg(c, argv[i], argv[i + 1], argl[i + 1], "set", &at) < 0)
-				return;
-			break;
-		}
+	if (exp != 0 && resp_expire_arg(c, argv[exp], argv[exp + 1], argl[exp + 1], "set", &at) < 0)
+		return;
 	rc = resp_set(c, argv[1], argl[1], argv[2], argl[2], flags, at, flags & SET_GET);
 	if (rc < 0 || (flags & SET_GET))
 		return;
@@ -402,37 +402,30 @@ static void cmd_getdel(struct resp_conn *c, long argc, char **argv, const size_t
 
 static void cmd_getex(struct resp_conn *c, long argc, char **argv, const size_t *argl)
 {
-	bool persist = false, expire = false;
+	bool persist = false;
 	int64_t at = 0;
+	long i, exp = 0; /* the expiry option's index */
 	char ns[32];
-	long i;
 
 	for (i = 2; i < argc; i++) {
-		if (strcasecmp(argv[i], "PERSIST") == 0 && !expire && !persist) {
+		if (strcasecmp(argv[i], "PERSIST") == 0 && exp == 0 && !persist) {
 			persist = true;
-		} else if ((strcasecmp(argv[i], "EX") == 0 || strcasecmp(argv[i], "PX") == 0 ||
-			    strcasecmp(argv[i], "EXAT") == 0 || strcasecmp(argv[i], "PXAT") == 0) &&
-			   !expire && !persist && i + 1 < argc) {
-			expire = true;
-			i++;
+		} else if (resp_is_expire_opt(argv[i]) && exp == 0 && !persist && i + 1 < argc) {
+			exp = i++;
 		} else {
 			resp_err(c, RESP_ERR_SYNTAX);
 			return;
 		}
 	}
-	for (i = 2; expire && i + 1 < argc; i++)
-		if (strcasecmp(argv[i], "PERSIST") != 0) {
-			if (resp_expire_arg(c, argv[i], argv[i + 1], argl[i + 1], "getex", &at) < 0)
-				return;
-			break;
-		}
+	if (exp != 0 && resp_expire_arg(c, argv[exp], argv[exp + 1], argl[exp + 1], "getex", &at) < 0)
+		return;
 	resp_ns(c, ns, sizeof(ns));
 	if (!resp_exists(c, ns, argv[1], argl[1])) {
 		resp_null(c);
 		return;
 	}
 	resp_reply_val(c, ns, argv[1], argl[1]);
-	if (expire || persist)
+	if (exp != 0 || persist)
 		kv_local_expire(c->rs->pd, c->uid, ns, (const uint8_t *)argv[1], argl[1], at);
 }
 
@@ -770,72 +763,87 @@ static void cmd_persist(struct resp_conn *c, long argc, char **argv, const size_
 	resp_int(c, 1);
 }
 
-/* Redis's stringmatchlen(): *, ?, [set] ([^set], ranges) and \ escapes, on bytes. */
-static bool resp_match(const char *p, size_t plen, const char *s, size_t slen, int depth)
+/*
+ * One element of a pattern ('?', a [set] with ^ and ranges, an escaped or a
+ * plain byte) against the byte ch: whether it matches; *pp and *plenp move
+ * past it. An unclosed [set] matches nothing.
+ */
+static bool resp_match_elem(const char **pp, size_t *plenp, unsigned char ch)
 {
-	if (depth > 1000)
-		return false;
-	while (plen > 0 && slen > 0) {
-		switch (p[0]) {
-		case '*':
-			while (plen > 1 && p[1] == '*')
-				p++, plen--;
-			if (plen == 1)
-				return true;
-			for (; slen > 0; s++, slen--)
-				if (resp_match(p + 1, plen - 1, s, slen, depth + 1))
-					return true;
-			return false;
-		case '?':
-			break;
-		case '[': {
-			bool neg, match = false;
+	const char *p = *pp;
+	size_t plen = *plenp;
+	bool match = false, neg;
 
-			p++, plen--;
-			neg = plen > 0 && p[0] == '^';
-			if (neg)
-				p++, plen--;
-			for (; plen > 0 && p[0] != ']'; p++, plen--) {
-				if (p[0] == '\\' && plen >= 2) {
-					p++, plen--;
-					match |= p[0] == s[0];
-				} else if (plen >= 3 && p[1] == '-') {
-					unsigned char lo = (unsigned char)p[0], hi = (unsigned char)p[2],
-						      ch = (unsigned char)s[0];
-
-					if (lo > hi) {
-						unsigned char t = lo;
-
-						lo = hi;
-						hi = t;
-					}
-					match |= ch >= lo && ch <= hi;
-					p += 2, plen -= 2;
-				} else {
-					match |= p[0] == s[0];
-				}
-			}
-			if (plen == 0) /* no closing bracket: the pattern ends here */
-				return false;
-			if (match == neg)
-				return false;
-			break;
-		}
-		case '\\':
-			if (plen >= 2)
-				p++, plen--;
-			/* fall through */
-		default:
-			if (p[0] != s[0])
-				return false;
-			break;
-		}
+	if (p[0] == '?') {
+		match = true;
+	} else if (p[0] == '[') {
 		p++, plen--;
-		s++, slen--;
+		neg = plen > 0 && p[0] == '^';
+		if (neg)
+			p++, plen--;
+		for (; plen > 0 && p[0] != ']'; p++, plen--) {
+			if (p[0] == '\\' && plen >= 2) {
+				p++, plen--;
+				match |= (unsigned char)p[0] == ch;
+			} else if (plen >= 3 && p[1] == '-') {
+				unsigned char lo = (unsigned char)p[0], hi = (unsigned char)p[2];
+
+				match |= lo <= hi ? ch >= lo && ch <= hi : ch >= hi && ch <= lo;
+				p += 2, plen -= 2;
+			} else {
+				match |= (unsigned char)p[0] == ch;
+			}
+		}
+		if (plen == 0) {
+			*pp = p;
+			*plenp = 0;
+			return false;
+		}
+		match = match != neg;
+	} else {
+		if (p[0] == '\\' && plen >= 2)
+			p++, plen--;
+		match = (unsigned char)p[0] == ch;
+	}
+	*pp = p + 1;
+	*plenp = plen - 1;
+	return match;
+}
+
+/*
+ * Redis's pattern syntax (stringmatchlen()) on bytes: *, and the elements
+ * above. Every element but * takes one byte, so a mismatch needs to go
+ * back only to the last star, which then takes one byte more: at most
+ * pattern x key steps, whatever the pattern (a tenant's KEYS "*a*a*a...b"
+ * would otherwise take exponential time in the event loop).
+ */
+static bool resp_match(const char *p, size_t plen, const char *s, size_t slen)
+{
+	const char *star = NULL, *resume = NULL;
+	size_t starlen = 0, resumelen = 0;
+
+	while (slen > 0) {
+		if (plen > 0 && p[0] == '*') {
+			while (plen > 0 && p[0] == '*')
+				p++, plen--;
+			if (plen == 0)
+				return true;
+			star = p, starlen = plen;
+			resume = s, resumelen = slen;
+			continue;
+		}
+		if (plen > 0 && resp_match_elem(&p, &plen, (unsigned char)s[0])) {
+			s++, slen--;
+			continue;
+		}
+		if (star == NULL)
+			return false;
+		p = star, plen = starlen;
+		s = ++resume, slen = --resumelen;
 	}
 	while (plen > 0 && p[0] == '*')
 		p++, plen--;
-	return plen == 0 && slen == 0;
+	return plen == 0;
 }
 
 struct resp_keys {
@@ -849,7 +857,7 @@ static void resp_key_cb(void *arg, const uint8_t *key, size_t klen)
 {
 	struct resp_keys *k = arg;
 
-	if (k->pattern != NULL && !resp_match(k->pattern, k->plen, (const char *)key, klen, 0))
+	if (k->pattern != NULL && !resp_match(k->pattern, k->plen, (const char *)key, klen))
 		return;
 	/* The keys wait in a side buffer: they count against resp.max_output all the same. */
 	if (!resp_room(k->c, evbuffer_get_length(k->body) + klen + 16))

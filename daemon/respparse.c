@@ -61,7 +61,7 @@ void resp_parser_reset(struct resp_parser *p)
 }
 
 /* Room for one more argument of len bytes (counted against max_total); -1 with *err. */
-static int resp_room(struct resp_parser *p, size_t len, const char **err)
+static int resp_arg_room(struct resp_parser *p, size_t len, const char **err)
 {
 	if (p->have >= p->max_args) {
 		*err = p->unauth ? "unauthenticated multibulk length" : "invalid multibulk length";
@@ -98,7 +98,7 @@ static int resp_arg(struct resp_parser *p, const char *data, size_t len, const c
 {
 	char *a;
 
-	if (resp_room(p, len, err) < 0)
+	if (resp_arg_room(p, len, err) < 0)
 		return -1;
 	a = malloc(len + 1);
 	if (a == NULL) {
@@ -295,7 +295,7 @@ int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err)
 				return -1;
 			}
 			/* Counted, and its slot made, before any of it is kept. */
-			if (resp_room(p, (size_t)p->bulk, err) < 0)
+			if (resp_arg_room(p, (size_t)p->bulk, err) < 0)
 				return -1;
 		}
 		if (evbuffer_get_length(in) < (size_t)p->bulk + 2)

@@ -32,6 +32,16 @@ cli info >"$TEST_DIR/out"; check_out "db0:keys=3" "INFO lists the keyspace"
 check_exit 4 "libpool sees db 0 as namespace redis0" "$KV" redis0 exists nope
 check "libpool reads what redis-cli wrote" "$KV" redis0 exists greeting
 cli frobnicate >"$TEST_DIR/out"; check_out "unknown command" "unknown commands get an error"
+# A pattern made to backtrack: 25 stars against keys of 200 a's, which a
+# recursive matcher would try in exponential time, in poold's event loop.
+for i in 1 2 3 4; do cli set "$(printf 'a%.0s' $(seq 200))$i" v >/dev/null; done
+pat="$(printf '*a%.0s' $(seq 25))b"
+timeout 20 redis-cli -p "$PORT" keys "$pat" >"$TEST_DIR/out" 2>&1; rc=$?
+[ $rc -eq 0 ] && ! grep -q . "$TEST_DIR/out" && ok "KEYS with a pattern of 25 stars that cannot match answers (nothing)" ||
+	{ not_ok "KEYS with a backtracking pattern (exit $rc)"; cat "$TEST_DIR/out"; }
+cli keys "$(printf '*a%.0s' $(seq 25))*4" >"$TEST_DIR/out"; check_out "^a{200}4$" "and one that matches finds its key"
+cli del "$(printf 'a%.0s' $(seq 200))1" "$(printf 'a%.0s' $(seq 200))2" "$(printf 'a%.0s' $(seq 200))3" \
+	"$(printf 'a%.0s' $(seq 200))4" >/dev/null
 # SET overwrites a value of the same size in place, except one a libpool
 # reader holds: its bytes stay as they were until it releases them.
 "$KV" redis0 put pinned 3000 21 >/dev/null
