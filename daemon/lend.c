@@ -22,6 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
 #include "daemon/journal.h"
 #include "daemon/poold.h"
 #include "fabric/fabric.h"
@@ -107,18 +109,34 @@ static int lend_dram(struct poold *pd, struct arena *a, int numa, uint64_t size,
  * values (the lent part) first, then the records that name them (the
  * journal part), so that a record never reaches the media before its
  * value. One pmem tier per poold: its real persist function is kept here.
+ *
+ * Scrubs group the same way: frees come in bursts (a snapshot of thousands
+ * of pages removed), and one msync per extent, each a disk write, kept the
+ * event loop from its heartbeats for seconds. A scrub starts a group that
+ * the loop ends (lend_flush()) once it has handled what is ready; the peer
+ * link acknowledges scrubs only after that. A restart zeroes what the
+ * journal does not name, so only the records of the ends need be durable.
  */
 static struct {
 	void (*persist)(const void *ptr, size_t len); /* the tier's, when it groups */
 	const char *base, *journal;		      /* the lent part, the journal part */
 	size_t len, journal_len;
+	bool groups;		  /* a file: persists are msyncs, worth grouping */
 	bool on, values, records; /* grouping; and which parts have pages to write */
+	struct event *flush_ev;	  /* ends a group that scrubs started */
+	uint64_t flushes;	  /* persists that reached the media */
 } lend_group;
+
+static void lend_media_persist(const void *ptr, size_t len)
+{
+	lend_group.flushes++;
+	lend_group.persist(ptr, len);
+}
 
 static void lend_group_persist(const void *ptr, size_t len)
 {
 	if (!lend_group.on)
-		lend_group.persist(ptr, len);
+		lend_media_persist(ptr, len);
 	else if ((const char *)ptr >= lend_group.journal)
 		lend_group.records = true;
 	else
@@ -127,14 +145,14 @@ static void lend_group_persist(const void *ptr, size_t len)
 
 void lend_group_begin(void)
 {
-	lend_group.on = lend_group.persist != NULL;
+	lend_group.on = lend_group.groups;
 }
 
 /* Make the values noted so far durable (before the records that name them are written). */
 void lend_group_values(void)
 {
 	if (lend_group.on && lend_group.values)
-		lend_group.persist(lend_group.base, lend_group.len);
+		lend_media_persist(lend_group.base, lend_group.len);
 	lend_group.values = false;
 }
 
@@ -145,9 +163,38 @@ bool lend_group_end(void)
 
 	lend_group_values();
 	if (lend_group.on && lend_group.records)
-		lend_group.persist(lend_group.journal, lend_group.journal_len);
+		lend_media_persist(lend_group.journal, lend_group.journal_len);
 	lend_group.on = lend_group.records = false;
 	return was;
+}
+
+/* How many persists of the pmem tier reached its media (0 without one). */
+uint64_t lend_flushes(void)
+{
+	return lend_group.flushes;
+}
+
+/* Make durable what scrubs left noted (the peer link, before it acknowledges them). */
+void lend_flush(void)
+{
+	lend_group_end();
+}
+
+static void lend_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd, (void)what, (void)arg;
+	lend_flush();
+}
+
+/* A scrub's writes join a group the event loop ends soon. */
+static void lend_group_scrub(void)
+{
+	static const struct timeval now = {0, 0};
+
+	if (!lend_group.groups || lend_group.on)
+		return;
+	lend_group_begin();
+	evtimer_add(lend_group.flush_ev, &now);
 }
 
 /*
@@ -261,11 +308,13 @@ static int lend_pmem(struct poold *pd, struct arena *a)
 			  "yes to format it (what it holds is lost)", conf->pmem_path);
 		return -EEXIST;
 	}
-	if (pmem2_map_get_store_granularity(a->map) == PMEM2_GRANULARITY_PAGE) {
-		lend_group = (typeof(lend_group)){a->persist, a->base, a->journal, a->size,
-						  a->journal_len, false, false, false};
-		a->persist = lend_group_persist;
-	}
+	lend_group = (typeof(lend_group)){
+		.persist = a->persist, .base = a->base, .journal = a->journal, .len = a->size,
+		.journal_len = a->journal_len,
+		.groups = pmem2_map_get_store_granularity(a->map) == PMEM2_GRANULARITY_PAGE};
+	if ((lend_group.flush_ev = evtimer_new(pd->base, lend_flush_cb, NULL)) == NULL)
+		return -ENOMEM;
+	a->persist = lend_group_persist;
 	a->lent = a->size;
 	return lend_register(pd, a);
 }
@@ -276,8 +325,11 @@ static void lend_arena_close(struct arena *a)
 	if (a->mem != NULL)
 		fab_mem_deregister(a->mem);
 	if (a->map != NULL) {
+		lend_flush();
+		if (lend_group.flush_ev != NULL)
+			event_free(lend_group.flush_ev);
 		pmem2_map_delete(&a->map);
-		lend_group.persist = NULL;
+		lend_group = (typeof(lend_group)){0};
 	}
 	else if (a->base != NULL)
 		munmap(a->base, a->size);
@@ -413,6 +465,7 @@ void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 	carve_release(pd, arena, off, len);
 	if (a == NULL)
 		return;
+	lend_group_scrub();
 	memset((char *)a->base + off, 0, len);
 	lend_persist(pd, arena, off, len);
 	hold_drop(pd, arena, off);

@@ -241,6 +241,9 @@ static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *
 				    pd->arenas[i].numa, (unsigned long long)pd->arenas[i].lent);
 	metrics_one(b, "pool_holdings", "gauge", "extents this node holds for the pool",
 		    pd->nholds);
+	metrics_one(b, "pool_pmem_flushes_total", "counter",
+		    "persists of the pmem tier that reached its media (on a file, each an msync)",
+		    lend_flushes());
 	TAILQ_FOREACH(m, &pd->members, entry)
 		count[m->state]++;
 	metrics_head(b, "pool_members", "gauge", "members of the cluster as this poold sees them");

@@ -54,7 +54,50 @@ struct peer {
 	/* The KV namespaces the coordinator last told of (a packed KvNsReply), for a restarted one. */
 	uint8_t *nsdefs;
 	size_t nsdefs_len;
+	/* Scrubs done, acknowledged once they are durable (lend_flush()), in a burst. */
+	uint64_t *scrub_acks;
+	size_t nscrub_acks, scrub_acks_cap;
+	struct event *scrub_ev;
 };
+
+static void peer_scrubs_durable(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *pe = arg;
+	Pool__Ok ok = POOL__OK__INIT;
+	size_t i;
+
+	(void)fd, (void)what;
+	lend_flush();
+	for (i = 0; pe->conn != NULL && i < pe->nscrub_acks; i++)
+		conn_send(pe->conn, WIRE_OK, pe->scrub_acks[i], &ok.base);
+	pe->nscrub_acks = 0;
+}
+
+/* The coordinator's Scrub: done now, acknowledged when the loop has made the burst durable. */
+static void peer_scrub(struct peer *pe, uint64_t req_id, const Pool__Scrub *sc)
+{
+	static const struct timeval now = {0, 0};
+	size_t cap = pe->scrub_acks_cap ? pe->scrub_acks_cap * 2 : 64;
+	uint64_t *acks;
+
+	lend_scrub(pe->pd, sc->arena, sc->off, sc->len);
+	if (req_id == 0)
+		return;
+	if (pe->nscrub_acks == pe->scrub_acks_cap) {
+		if ((acks = reallocarray(pe->scrub_acks, cap, sizeof(*acks))) == NULL) {
+			/* No room to wait: durable now, acknowledged now. */
+			Pool__Ok ok = POOL__OK__INIT;
+
+			lend_flush();
+			conn_send(pe->conn, WIRE_OK, req_id, &ok.base);
+			return;
+		}
+		pe->scrub_acks = acks;
+		pe->scrub_acks_cap = cap;
+	}
+	pe->scrub_acks[pe->nscrub_acks++] = req_id;
+	evtimer_add(pe->scrub_ev, &now);
+}
 
 /* Keep the coordinator's KV namespace definitions: a packed KvNsReply. */
 static void peer_keep_nsdefs(struct peer *pe, const Pool__KvNsReply *defs)
@@ -110,6 +153,7 @@ static void peer_reset(struct peer *pe, const char *why)
 	else
 		log_debug("coordinator %s: %s", pe->pd->conf->coordinator, why);
 	pe->state = PEER_IDLE;
+	pe->nscrub_acks = 0; /* the old link's: its coordinator retries them on a new one */
 	peer_fail_forwards(pe);
 	pe->retry_ms = MIN(MAX(pe->retry_ms * 2, 200),
 			   MIN(PEER_RETRY_MAX_MS, (uint64_t)pe->pd->conf->heartbeat_ms * 2));
@@ -386,17 +430,9 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 	case WIRE_HOLDINGS:
 		hold_report(pe->pd, pe->conn, hdr->req_id);
 		break;
-	case WIRE_SCRUB: {
-		const Pool__Scrub *sc = (const Pool__Scrub *)msg;
-
-		lend_scrub(pe->pd, sc->arena, sc->off, sc->len);
-		if (hdr->req_id != 0) {
-			Pool__Ok ok = POOL__OK__INIT;
-
-			conn_send(pe->conn, WIRE_OK, hdr->req_id, &ok.base);
-		}
+	case WIRE_SCRUB:
+		peer_scrub(pe, hdr->req_id, (const Pool__Scrub *)msg);
 		break;
-	}
 	case WIRE_ERROR: {
 		const Pool__Error *err = (const Pool__Error *)msg;
 
@@ -576,7 +612,10 @@ int peer_open(struct poold *pd)
 	pe->hb_misses = (uint64_t)pd->conf->heartbeat_misses;
 	TAILQ_INIT(&pe->forwards);
 	pe->timer = evtimer_new(pd->base, peer_tick, pe);
-	if (pe->timer == NULL) {
+	pe->scrub_ev = evtimer_new(pd->base, peer_scrubs_durable, pe);
+	if (pe->timer == NULL || pe->scrub_ev == NULL) {
+		if (pe->timer != NULL)
+			event_free(pe->timer);
 		free(pe);
 		return -ENOMEM;
 	}
@@ -599,6 +638,8 @@ void peer_close(struct poold *pd)
 	pe->conn = NULL;
 	peer_fail_forwards(pe);
 	event_free(pe->timer);
+	event_free(pe->scrub_ev);
+	free(pe->scrub_acks);
 	free(pe->nsdefs);
 	free(pe);
 	pd->peer = NULL;

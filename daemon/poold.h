@@ -329,6 +329,8 @@ int lend_persist(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 void lend_group_begin(void);
 void lend_group_values(void);
 bool lend_group_end(void);
+void lend_flush(void);
+uint64_t lend_flushes(void);
 void lend_zero(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 int lend_arenas_msg(struct poold *pd, Pool__Arena ***ret_arenas, size_t *ret_n);
 void lend_arenas_msg_free(Pool__Arena **arenas, size_t n);

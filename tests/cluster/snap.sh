@@ -11,7 +11,7 @@ SNAP="$top_builddir/tests/tools/pool-snap"
 finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "snap: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 snap() { local i=$1; shift; cluster_exec "$i" timeout 120 env POOL_SOCKET="$(pool_sock "$i")" "$SNAP" "$@"; }
 
-POOL_PMEM=64M pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
+POOL_OPTS="-o metrics.listen=127.0.0.1:9477" POOL_PMEM=64M pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
 "$SNAP" mkimg "$CLUSTER_TMP/a.img" 64 1 99 50 30 && "$SNAP" mkimg "$CLUSTER_TMP/b.img" 64 2 99 50 30
 suma=$("$SNAP" sum "$CLUSTER_TMP/a.img")
 sumb=$("$SNAP" sum "$CLUSTER_TMP/b.img")
@@ -101,6 +101,18 @@ sumps=$("$SNAP" sum "$CLUSTER_TMP/ps.img")
 pctl 2 snap put ps "$CLUSTER_TMP/ps.img" class=persistent mode=0644 >/dev/null 2>&1 &&
 	ok "a persistent snapshot put on node 2" || not_ok "persistent snapshot"
 ppages() { pctl 1 --json kv stats snap.ppages | python3 -c 'import json,sys; print(json.load(sys.stdin)["namespaces"][0]["entries"])'; }
+# flushes: the persists of the pmem tiers that reached their files (msyncs), all nodes.
+flushes() {
+	local i n=0
+	for i in 1 2 3 4; do
+		n=$((n + $(cluster_exec $i python3 -c '
+import urllib.request
+for l in urllib.request.urlopen("http://127.0.0.1:9477/metrics").read().decode().splitlines():
+    if l.startswith("pool_pmem_flushes_total "):
+        print(l.split()[-1])')))
+	done
+	echo $n
+}
 
 # A lender dies: reads that need its pages fail clearly and at once.
 pool_node_kill 3
@@ -124,12 +136,19 @@ pctl 1 snap place p 3 >"$CLUSTER_TMP/out" 2>&1
 
 # Node 3 comes back: its journal brings the persistent pages back, and the
 # references held on them while it was away still count.
-POOL_PMEM=64M pool_node_start 3
+POOL_OPTS="-o metrics.listen=127.0.0.1:9477" POOL_PMEM=64M pool_node_start 3
 pool_wait_state 1 h3 up 20 || not_ok "node 3 rejoins"
 for _ in $(seq 50); do [ "$(snap 4 read ps 2>/dev/null)" = "$sumps" ] && break; sleep 0.2; done
 [ "$(snap 4 read ps)" = "$sumps" ] && ok "the persistent snapshot reads bit-exact once node 3 is back" ||
 	not_ok "persistent snapshot after node 3 restarted"
+# Its pages' scrubs are grouped: a few msyncs per lender, not three per page
+# (which held the coordinator's loop from its heartbeats for seconds).
+pages=$(ppages) before=$(flushes)
 pctl 2 snap rm ps >/dev/null && [ "$(ppages)" -eq 0 ] &&
-	ok "removing it frees every one of its pages, node 3's too" ||
+	ok "removing it frees every one of its $pages pages, node 3's too" ||
 	not_ok "persistent pages after rm: $(ppages)"
+flushed=$(($(flushes) - before))
+[ "$pages" -gt 100 ] && [ "$flushed" -lt $((pages / 4)) ] &&
+	ok "their scrubs took $flushed flushes of the pmem tiers for $pages pages" ||
+	not_ok "$flushed flushes for $pages pages"
 finish
