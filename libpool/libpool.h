@@ -353,6 +353,14 @@ POOL_EXPORT int pool_snap_state(struct pool_snap *snap, void *buf, size_t buflen
  * Unmap it with munmap(addr, pool_snap_size()).
  */
 POOL_EXPORT int pool_snap_clone(struct pool_snap *snap, void **ret_addr);
+/*
+ * The same, usable at once when this call has to make the node's copy: a
+ * thread of this process fills the copy, first serving the pages the clone
+ * touches (userfaultfd). pool_snap_clone_wait() or pool_snap_close() waits
+ * for the fill; do not fork before.
+ */
+POOL_EXPORT int pool_snap_clone_lazy(struct pool_snap *snap, void **ret_addr);
+POOL_EXPORT int pool_snap_clone_wait(struct pool_snap *snap);
 /* The node's shared copy as a sealed, read-only memfd, for a VMM to map MAP_PRIVATE. */
 POOL_EXPORT int pool_snap_clone_fd(struct pool_snap *snap, int *ret_fd);
 /* Make the node's shared copy now (what poolctl snap place runs on each node). */

@@ -613,6 +613,7 @@ POOL_EXPORT void pool_snap_close(struct pool_snap *snap)
 {
 	if (snap == NULL)
 		return;
+	snap_lazy_wait(snap);
 	if (snap->manifest != NULL)
 		pool_region_close(snap->manifest);
 	if (snap->pages != NULL)

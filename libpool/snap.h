@@ -63,6 +63,7 @@ struct pool_snap {
 	struct snap_header hdr;
 	uint8_t *hashes; /* npages * SNAP_HASH_LEN */
 	struct pool_kv *pages;
+	struct snap_lazy *lazy; /* the fill behind a lazy clone, while it runs */
 };
 
 /* snap.c */
@@ -82,6 +83,8 @@ int snap_ws_merge(struct pool_snap *snap, const uint64_t *pages, size_t n);
 /* snapcopy.c */
 /* The node's shared copy: a sealed memfd of the image, made here if the node has none. */
 int snap_copy_fd(struct pool_snap *snap, int *ret_fd);
+/* Wait for the fill behind a lazy clone, if one runs: 0, or why it failed. */
+int snap_lazy_wait(struct pool_snap *snap);
 /* Drop the node's copies of a snapshot (pool_snap_remove); what clients mapped stays. */
 int snap_copy_drop(struct pool *pool, const char *name);
 

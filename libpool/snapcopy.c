@@ -8,18 +8,46 @@
  * poold seals it and hands it to every later client, which maps it
  * private. The clients asking while it fills wait in poold; if the filler
  * fails or dies, one of them fills it instead.
+ *
+ * A lazy clone (pool_snap_clone_lazy()) need not wait for the fill it
+ * makes. It is mapped private over the copy at once, with a userfaultfd
+ * registered on it, and a thread of this process fills the copy through a
+ * shared mapping. The kernel reports a fault of a private mapping of a
+ * memfd only where the memfd has no page yet: the thread fetches that one
+ * page from the store and places it in the clone (UFFDIO_COPY, a private
+ * page of the clone), between batches of the fill. Once the copy is full
+ * the thread closes its userfaultfd, so that faults find the copy's pages,
+ * and says done; the clone is then what pool_snap_clone() would have made.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/common.h"
 #include "libpool/snap.h"
+#include "snapshot/uffd.h"
+
+#define SNAPLAZY_BATCH 128 /* pages of the fill between looks at the clone's faults */
+
+/* The fill behind a lazy clone. */
+struct snap_lazy {
+	struct pool_snap *snap;
+	void *fill;  /* the copy, mapped shared */
+	int uffd;    /* registered on the clone; closed once the copy is full */
+	struct uffd_server *s;
+	pthread_t thread;
+	int result;  /* the thread's: 0 or -errno */
+};
 
 /* A ready copy passes with the first byte of its reply, which poold can only send on an idle link. */
 #define SNAPCOPY_TRIES 5
@@ -82,12 +110,17 @@ static int snap_copy_fill(struct pool_snap *snap, int fd)
 	return snap_copy_end(snap, "done");
 }
 
-/* The node's shared copy: a sealed memfd of the image, made here if the node has none. */
-int snap_copy_fd(struct pool_snap *snap, int *ret_fd)
+/*
+ * The node's copy as poold hands it: *ret_fill tells whether it is empty,
+ * for this client to fill, or ready.
+ */
+static int snap_copy_get(struct pool_snap *snap, int *ret_fd, bool *ret_fill)
 {
 	Pool__SnapCopy req = POOL__SNAP_COPY__INIT;
 	char status[16];
 	int rc = 0, fd, i;
+
+	snap_lazy_wait(snap); /* poold refuses a get while this client fills the copy */
 
 	req.op = "get";
 	req.name = snap->name;
@@ -105,11 +138,26 @@ int snap_copy_fd(struct pool_snap *snap, int *ret_fd)
 		return rc;
 	if (fd < 0)
 		return pool_err(-EPROTO, "snapshot %s: poold sent no copy", snap->name);
-	if (strcmp(status, "fill") == 0)
-		rc = snap_copy_fill(snap, fd);
-	else if (strcmp(status, "ready") != 0)
-		rc = pool_err(-EPROTO, "snapshot %s: unknown copy status '%s'", snap->name, status);
-	if (rc < 0) {
+	if (strcmp(status, "fill") != 0 && strcmp(status, "ready") != 0) {
+		close(fd);
+		return pool_err(-EPROTO, "snapshot %s: unknown copy status '%s'", snap->name,
+				status);
+	}
+	*ret_fill = strcmp(status, "fill") == 0;
+	*ret_fd = fd;
+	return 0;
+}
+
+/* The node's shared copy: a sealed memfd of the image, made here if the node has none. */
+int snap_copy_fd(struct pool_snap *snap, int *ret_fd)
+{
+	bool fill;
+	int rc, fd;
+
+	rc = snap_copy_get(snap, &fd, &fill);
+	if (rc < 0)
+		return rc;
+	if (fill && (rc = snap_copy_fill(snap, fd)) < 0) {
 		close(fd);
 		return rc;
 	}
@@ -127,9 +175,21 @@ int snap_copy_drop(struct pool *pool, const char *name)
 	return snap_copy_call(pool, &req, NULL, 0, NULL);
 }
 
+/* A clone: private and writable, the writes of this clone are its own pages. */
+static int snap_clone_map(struct pool_snap *snap, int fd, void **ret_addr)
+{
+	void *addr = mmap(NULL, (size_t)snap->hdr.image_len, PROT_READ | PROT_WRITE, MAP_PRIVATE,
+			  fd, 0);
+
+	if (addr == MAP_FAILED)
+		return pool_err(-errno, "pool_snap_clone: cannot map the copy of %s: %s",
+				snap->name, strerror(errno));
+	*ret_addr = addr;
+	return 0;
+}
+
 POOL_EXPORT int pool_snap_clone(struct pool_snap *snap, void **ret_addr)
 {
-	void *addr;
 	int rc, fd;
 
 	if (snap == NULL || ret_addr == NULL)
@@ -137,14 +197,172 @@ POOL_EXPORT int pool_snap_clone(struct pool_snap *snap, void **ret_addr)
 	rc = snap_copy_fd(snap, &fd);
 	if (rc < 0)
 		return rc;
-	/* Private and writable: the writes of this clone are its own pages. */
-	addr = mmap(NULL, (size_t)snap->hdr.image_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-	rc = addr == MAP_FAILED ? -errno : 0;
+	rc = snap_clone_map(snap, fd, ret_addr);
 	close(fd);
+	return rc;
+}
+
+static int snap_lazy_fetch(void *arg, size_t n, const uint64_t *pages, void *const *bufs)
+{
+	return snap_fetch(arg, n, pages, bufs);
+}
+
+/* Fill the copy in batches, serving the clone's faults between them; then hand the copy back. */
+static void *snap_lazy_thread(void *arg)
+{
+	struct snap_lazy *l = arg;
+	struct pool_snap *snap = l->snap;
+	uint64_t ps = snap->hdr.page_size, pages[SNAPLAZY_BATCH], next;
+	void *bufs[SNAPLAZY_BATCH];
+	size_t k = 0;
+	int rc = 0;
+
+	for (next = 0; next < snap->hdr.npages && rc == 0; next += k) {
+		rc = uffd_server_handle(l->s); /* what the clone waits for comes first */
+		for (k = 0; k < SNAPLAZY_BATCH && next + k < snap->hdr.npages; k++) {
+			pages[k] = next + k;
+			bufs[k] = (uint8_t *)l->fill + (next + k) * ps;
+		}
+		if (rc == 0)
+			rc = snap_fetch(snap, k, pages, bufs);
+	}
+	munmap(l->fill, (size_t)snap->hdr.image_len);
+	l->fill = NULL;
+	if (rc == 0) {
+		/* Every page is in the copy: faults from now on find them there. */
+		uffd_server_free(l->s);
+		l->s = NULL;
+		close(l->uffd);
+		l->uffd = -1;
+		l->result = snap_copy_end(snap, "done");
+		return NULL;
+	}
+	l->result = rc;
+	snap_copy_end(snap, "abort");
+	/*
+	 * The copy has holes, where a fault would now get a zero page: the
+	 * clone gets the rest of the image as pages of its own first. If even
+	 * that fails, our userfaultfd stays open for good, and a thread that
+	 * touches a missing page stays blocked rather than run on zeros.
+	 */
+	do
+		rc = uffd_server_fill(l->s, SNAPLAZY_BATCH);
+	while (rc == 0);
+	if (rc == UFFD_SERVER_FILLED) {
+		uffd_server_free(l->s);
+		l->s = NULL;
+		close(l->uffd);
+		l->uffd = -1;
+	}
+	return NULL;
+}
+
+/*
+ * Start the fill behind a lazy clone at addr (mapped private over fd, the
+ * empty copy). -errno when it cannot be lazy: then nothing is started and
+ * the caller fills the copy first.
+ */
+static int snap_lazy_start(struct pool_snap *snap, int fd, void *addr)
+{
+	struct uffdio_api api = {.api = UFFD_API};
+	struct uffdio_register reg = {
+	    .range = {(uint64_t)(uintptr_t)addr, snap->hdr.image_len},
+	    .mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	struct fc_mappings m = {.n = 1, .page_size = snap->hdr.page_size};
+	struct snap_lazy *l;
+	char err[FC_ERR_MAX];
+	int rc, dup_fd;
+
+	if ((l = calloc(1, sizeof(*l))) == NULL)
+		return -ENOMEM;
+	l->snap = snap;
+	/*
+	 * Not the user-mode-only kind an unprivileged caller may be limited
+	 * to: a system call or a VMM's guest touching a missing page must wait
+	 * for it, not fail with EFAULT. Without it the clone waits for the fill.
+	 */
+	l->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (l->uffd < 0 || ioctl(l->uffd, UFFDIO_API, &api) < 0 ||
+	    ioctl(l->uffd, UFFDIO_REGISTER, &reg) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	l->fill = mmap(NULL, (size_t)snap->hdr.image_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		       0);
+	if (l->fill == MAP_FAILED) {
+		l->fill = NULL;
+		rc = -errno;
+		goto out;
+	}
+	m.r[0] = (struct fc_region){reg.range.start, snap->hdr.image_len, 0, snap->hdr.page_size};
+	if ((dup_fd = fcntl(l->uffd, F_DUPFD_CLOEXEC, 0)) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	/* One page per fault: the pages after it may be in the copy already. */
+	rc = uffd_server_new_fetch(dup_fd, 0, &m, snap_lazy_fetch, snap, snap->hdr.image_len,
+				   UFFD_SERVER_ZEROPAGE, err, sizeof(err), &l->s);
+	if (rc == 0 && (rc = -pthread_create(&l->thread, NULL, snap_lazy_thread, l)) == 0) {
+		snap->lazy = l;
+		return 0;
+	}
+out:
+	uffd_server_free(l->s);
+	if (l->fill != NULL)
+		munmap(l->fill, (size_t)snap->hdr.image_len);
+	if (l->uffd >= 0)
+		close(l->uffd); /* nothing touched the clone yet */
+	free(l);
+	return rc;
+}
+
+/* Wait for the fill behind a lazy clone, if one runs: 0, or why it failed. */
+int snap_lazy_wait(struct pool_snap *snap)
+{
+	struct snap_lazy *l = snap->lazy;
+	int rc;
+
+	if (l == NULL)
+		return 0;
+	pthread_join(l->thread, NULL);
+	snap->lazy = NULL;
+	rc = l->result;
+	uffd_server_free(l->s); /* left when even the clone's own fill failed: */
+	free(l);		/* its userfaultfd stays open (see snap_lazy_thread()) */
+	return rc;
+}
+
+POOL_EXPORT int pool_snap_clone_lazy(struct pool_snap *snap, void **ret_addr)
+{
+	bool fill;
+	int rc, fd;
+
+	if (snap == NULL || ret_addr == NULL)
+		return pool_err(-EINVAL, "pool_snap_clone_lazy: invalid argument");
+	rc = snap_copy_get(snap, &fd, &fill);
 	if (rc < 0)
-		return pool_err(rc, "pool_snap_clone: cannot map the copy of %s: %s", snap->name,
+		return rc;
+	rc = snap_clone_map(snap, fd, ret_addr);
+	if (rc == 0 && fill && snap_lazy_start(snap, fd, *ret_addr) < 0 &&
+	    (rc = snap_copy_fill(snap, fd)) < 0)
+		munmap(*ret_addr, (size_t)snap->hdr.image_len);
+	else if (rc < 0 && fill)
+		snap_copy_end(snap, "abort");
+	close(fd);
+	return rc;
+}
+
+POOL_EXPORT int pool_snap_clone_wait(struct pool_snap *snap)
+{
+	int rc;
+
+	if (snap == NULL)
+		return pool_err(-EINVAL, "pool_snap_clone_wait: invalid argument");
+	rc = snap_lazy_wait(snap);
+	if (rc < 0)
+		return pool_err(rc, "snapshot %s: filling the node's copy failed: %s", snap->name,
 				strerror(-rc));
-	*ret_addr = addr;
 	return 0;
 }
 

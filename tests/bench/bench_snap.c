@@ -14,6 +14,10 @@
  *   clone, first      pool_snap_clone() when the node has no copy: the copy
  *                     is filled from the store, then mapped
  *   clone             pool_snap_clone() of the node's copy
+ *   clone, first, lazy  pool_snap_clone_lazy() when the node has no copy (of
+ *                     NAME.lazy, the same image put again): usable at once,
+ *                     the pages fetched on fault while this process fills
+ *                     the copy behind it; then when the copy is full
  *   lazy, copy        pool_snap_restore_lazy() served from the node's copy
  *   lazy, store       ... each fault fetched from the store (POOL_SNAP_REMOTE)
  *
@@ -150,6 +154,41 @@ static void clone_row(struct pool_snap *s, const char *what)
 	munmap(p, size);
 }
 
+/* The first clone of a copy nobody made yet (a second snapshot of the image), made lazily. */
+static void lazy_clone_row(struct pool *pool, const char *name, const char *file)
+{
+	struct pool_snap *s;
+	char lname[POOL_SNAP_NAME_MAX + 1];
+	double t0, t1, t2;
+	void *p;
+	int rc, fd;
+
+	snprintf(lname, sizeof(lname), "%.53s.lazy", name);
+	if ((fd = open(file, O_RDONLY)) < 0) {
+		perror(file);
+		exit(1);
+	}
+	rc = pool_snap_put_fd(pool, lname, fd, NULL);
+	close(fd);
+	if (rc == 0)
+		rc = pool_snap_open(pool, lname, &s);
+	if (rc < 0)
+		die(lname, rc);
+	t0 = now_ms();
+	if ((rc = pool_snap_clone_lazy(s, &p)) < 0)
+		die("pool_snap_clone_lazy", rc);
+	t1 = now_ms() - t0;
+	touch_all(p);
+	t2 = now_ms() - t0;
+	if ((rc = pool_snap_clone_wait(s)) < 0)
+		die("pool_snap_clone_wait", rc);
+	row("clone, first on the node, lazy", t1, t2);
+	printf("  %-34s %10s %10.2f\n", "  (the node's copy full)", "", now_ms() - t0);
+	munmap(p, size);
+	pool_snap_close(s);
+	pool_snap_remove(pool, lname);
+}
+
 /* A lazy restore: until it returns, until all pages (or the working set) are touched. */
 static double lazy(struct pool_snap *s, unsigned flags, bool only_ws, double *ret_usable)
 {
@@ -251,6 +290,7 @@ int main(int argc, char **argv)
 	file_mmap(argv[2]);
 	clone_row(s, "clone, first on the node (fill)");
 	clone_row(s, "clone of the node's copy");
+	lazy_clone_row(pool, argv[1], argv[2]);
 	lazy_row(s, 0, "lazy uffd, from the node's copy");
 	lazy_row(s, POOL_SNAP_REMOTE, "lazy uffd, from the store");
 	/* Record the working set, then restore it without and with the prefetch. */

@@ -158,6 +158,21 @@ check "remove the snapshot" "$POOLCTL" snap rm c
 check "its copy goes with it" "$POOLCTL" snap copies
 [ "$(wc -l <"$TEST_DIR/out")" -eq 1 ] && ok "no copies left" || not_ok "copies after rm"
 
+# A lazy clone that makes the node's copy is usable before the copy is full:
+# its pages, touched last to first ahead of the fill, come from the store
+# through userfaultfd, and the copy it leaves is whole.
+check "put the same image as l" "$POOLCTL" snap put l "$TEST_DIR/c.img"
+check "a lazy clone fills the node's copy, bit-exact, its write its own" "$SNAP" lazyclone l "$sumc"
+cat "$TEST_DIR/out"
+check "the copy it filled is listed" "$POOLCTL" snap copies
+check_out "^l +[0-9a-f]+ +64M +ready +1 " "ready, with the plain clone after it counted (a fill is not)"
+check "a second lazy clone maps the ready copy" "$SNAP" lazyclone l "$sumc"
+check "remove l" "$POOLCTL" snap rm l
+if have_nobody "$SNAP"; then
+	check "uid nobody's lazy clone (no full userfaultfd for it: the fill comes first)" \
+		as_nobody "$SNAP" lazyclone p "$sump"
+fi
+
 # A snapshot of a region's bytes.
 check "a region of 8 MiB" "$top_builddir/tests/tools/pool-io" create img 8388608
 check "filled" "$top_builddir/tests/tools/pool-io" write img 5
