@@ -9,6 +9,9 @@
  * done; poold seals the memfd so that nobody can change a byte of it any
  * more, and answers the clients that asked in the meantime. A filler that
  * aborts or goes away hands the fill to the next of them, on a fresh memfd.
+ * A lazy get does not wait: it gets a read-only fd of the copy being filled
+ * ("filling"), and the client fetches what is not there yet itself, asking
+ * "state" until the copy is ready.
  *
  * The id is the random identity a put writes into the snapshot's manifest.
  * Only clients that could read the manifest know it, so it is the
@@ -30,7 +33,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "daemon/poold.h"
@@ -140,6 +145,47 @@ static int snapcopy_send(struct snapcopies *sc, struct snapcopy *c, struct req *
 		sc->clones++;
 	}
 	return 0;
+}
+
+/*
+ * Answer a lazy get while another client fills the copy: "filling", with a
+ * read-only fd of it (a private mapping sees the pages as they are
+ * written; the client fetches the others itself), counted as a clone.
+ */
+static int snapcopy_send_filling(struct snapcopies *sc, struct snapcopy *c, struct req *r)
+{
+	Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
+	char path[64];
+	int rc, ro;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", c->fd);
+	if ((ro = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return req_errorf(r, -errno, "cannot reopen the copy of %s: %s", c->name,
+				  strerror(errno));
+	rep.status = "filling";
+	rc = conn_send_fd(r->conn, WIRE_SNAP_COPY_REPLY, r->id, &rep.base, ro);
+	close(ro);
+	if (rc < 0)
+		return req_errorf(r, rc, "cannot pass the copy of %s: %s", c->name, err_str(rc));
+	c->clones++;
+	sc->clones++;
+	return 0;
+}
+
+/* state: whether the copy of (name, id) is ready, and which memfd it is. */
+static int snapcopy_state(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
+{
+	Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
+	struct snapcopy *c = m->has_id ? snapcopy_find(sc, m->name, m->id, false, 0) : NULL;
+	struct stat st;
+
+	rep.status = "none";
+	if (c != NULL && c->fd >= 0 && fstat(c->fd, &st) == 0) {
+		rep.status = c->state == COPY_READY ? "ready" : "filling";
+		rep.has_ino = 1;
+		rep.ino = st.st_ino;
+	}
+	return req_reply(r, WIRE_SNAP_COPY_REPLY, &rep.base);
 }
 
 /* Forget a copy, failing the gets it holds with rc. */
@@ -342,6 +388,8 @@ static int snapcopy_get(struct req *r, struct snapcopies *sc, const Pool__SnapCo
 				  (unsigned long long)c->size, (unsigned long long)m->size);
 	TAILQ_REMOVE(&sc->list, c, entry);
 	TAILQ_INSERT_TAIL(&sc->list, c, entry);
+	if (c->state == COPY_FILLING && m->has_lazy && m->lazy && c->filler != r->session)
+		return snapcopy_send_filling(sc, c, r);
 	if (c->state == COPY_FILLING)
 		return snapcopy_wait(r, c);
 	return snapcopy_send(sc, c, r);
@@ -501,7 +549,8 @@ static int snapcopy_request(struct req *r, const ProtobufCMessage *msg)
 	}
 	named = m->name != NULL && name_ok(m->name, POOL_SNAP_NAME_MAX, false);
 	if (!named && (strcmp(m->op, "get") == 0 || strcmp(m->op, "done") == 0 ||
-		       strcmp(m->op, "abort") == 0 || strcmp(m->op, "drop") == 0))
+		       strcmp(m->op, "abort") == 0 || strcmp(m->op, "drop") == 0 ||
+		       strcmp(m->op, "state") == 0))
 		return req_errorf(r, -EINVAL, "snapshot name: 1-%d characters of [A-Za-z0-9._:/-]",
 				  POOL_SNAP_NAME_MAX);
 	if (strcmp(m->op, "get") == 0)
@@ -512,7 +561,10 @@ static int snapcopy_request(struct req *r, const ProtobufCMessage *msg)
 		return snapcopy_abort(r, sc, m);
 	if (strcmp(m->op, "drop") == 0)
 		return snapcopy_list(r, sc, m->name, true);
-	return req_errorf(r, -EINVAL, "snapshot copy op: get, done, abort, drop, list or restored");
+	if (strcmp(m->op, "state") == 0)
+		return snapcopy_state(r, sc, m);
+	return req_errorf(r, -EINVAL,
+			  "snapshot copy op: get, state, done, abort, drop, list or restored");
 }
 
 /*

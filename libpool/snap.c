@@ -686,21 +686,25 @@ int snap_fetch(struct pool_snap *snap, size_t n, const uint64_t *pages, void *co
 	return k > 0 ? snap_fetch_batch(snap, k, batch, bb) : 0;
 }
 
-int snap_fill(struct pool_snap *snap, void *dst)
+int snap_fill_fd(struct pool_snap *snap, int fd, uint64_t first, size_t n, void *bounce)
 {
-	uint64_t pages[SNAP_BATCH], i;
+	uint64_t pages[SNAP_BATCH], ps = snap->hdr.page_size;
 	void *bufs[SNAP_BATCH];
 	size_t k;
-	int rc = 0;
+	int rc;
 
-	for (i = 0; i < snap->hdr.npages && rc == 0; i += k) {
-		for (k = 0; k < SNAP_BATCH && i + k < snap->hdr.npages; k++) {
-			pages[k] = i + k;
-			bufs[k] = (uint8_t *)dst + (i + k) * snap->hdr.page_size;
-		}
-		rc = snap_fetch(snap, k, pages, bufs);
+	if (n > SNAP_BATCH || first > snap->hdr.npages || n > snap->hdr.npages - first)
+		return pool_err(-EINVAL, "snap_fill_fd: outside the image");
+	for (k = 0; k < n; k++) {
+		pages[k] = first + k;
+		bufs[k] = (uint8_t *)bounce + k * ps;
 	}
-	return rc;
+	if ((rc = snap_fetch(snap, n, pages, bufs)) < 0)
+		return rc;
+	if (pwrite(fd, bounce, n * ps, (off_t)(first * ps)) != (ssize_t)(n * ps))
+		return pool_err(-EIO, "snapshot %s: writing the node's copy: %s", snap->name,
+				strerror(errno));
+	return 0;
 }
 
 /* Whole pages into out in batches, a partial first or last one through a bounce page. */

@@ -74,8 +74,14 @@ bool snap_zero_hash(const uint8_t *hash);
  * (page_size bytes each), in batches: zero pages are zeroed here.
  */
 int snap_fetch(struct pool_snap *snap, size_t n, const uint64_t *pages, void *const *bufs);
-/* The whole image into dst (image_len bytes). */
-int snap_fill(struct pool_snap *snap, void *dst);
+/*
+ * Pages [first, first + n) of the image (n at most SNAP_BATCH) into the
+ * memfd fd at their offsets, through bounce (n pages). With pwrite(2),
+ * not through a mapping: a page the kernel adds to a memfd for a store
+ * through a mapping is visible to the clones that map it, zeroed, before
+ * its bytes are in; pwrite keeps it locked until it holds them all.
+ */
+int snap_fill_fd(struct pool_snap *snap, int fd, uint64_t first, size_t n, void *bounce);
 /* The recorded working set (malloc'd, *ret_n entries), and adding a restore's first touches to it. */
 int snap_ws_load(struct pool_snap *snap, uint32_t **ret_pages, size_t *ret_n);
 int snap_ws_merge(struct pool_snap *snap, const uint64_t *pages, size_t n);

@@ -11,18 +11,26 @@
  *
  * A lazy clone (pool_snap_clone_lazy()) need not wait for the fill it
  * makes. It is mapped private over the copy at once, with a userfaultfd
- * registered on it, and a thread of this process fills the copy through a
- * shared mapping. The kernel reports a fault of a private mapping of a
- * memfd only where the memfd has no page yet: the thread fetches that one
- * page from the store and places it in the clone (UFFDIO_COPY, a private
- * page of the clone), between batches of the fill. Once the copy is full
- * the thread closes its userfaultfd, so that faults find the copy's pages,
- * and says done; the clone is then what pool_snap_clone() would have made.
+ * registered on it, and a thread of this process fills the copy. The
+ * kernel reports a fault of a private mapping of a memfd only where the
+ * memfd has no page yet: the thread fetches that one page from the store
+ * and places it in the clone (UFFDIO_COPY, a private page of the clone),
+ * between batches of the fill. Once the copy is full the thread closes its
+ * userfaultfd, so that faults find the copy's pages, and says done; the
+ * clone is then what pool_snap_clone() would have made.
+ *
+ * A lazy clone asked for while another client fills the copy does the
+ * same without filling: poold hands it the copy being filled at once
+ * (read-only), its thread serves the faults on what is not written yet
+ * and asks poold every few ms whether the copy is ready. If the copy will
+ * not be (its filler gave up: the fill starts again on a fresh memfd), the
+ * thread places the rest of the image in the clone itself.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +38,9 @@
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/common.h"
@@ -38,12 +48,15 @@
 #include "snapshot/uffd.h"
 
 #define SNAPLAZY_BATCH 128 /* pages of the fill between looks at the clone's faults */
+#define SNAPLAZY_ASK_MS 20 /* how often a clone following another's fill asks if it is done */
 
 /* The fill behind a lazy clone. */
 struct snap_lazy {
 	struct pool_snap *snap;
-	void *fill;  /* the copy, mapped shared */
+	int fd;	     /* the copy, when this thread fills it, */
+	void *bounce; /* through this buffer of SNAPLAZY_BATCH pages */
 	int uffd;    /* registered on the clone; closed once the copy is full */
+	uint64_t ino; /* of the copy's memfd */
 	struct uffd_server *s;
 	pthread_t thread;
 	int result;  /* the thread's: 0 or -errno */
@@ -83,38 +96,37 @@ static int snap_copy_end(struct pool_snap *snap, const char *op)
 	return snap_copy_call(snap->pool, &req, NULL, 0, NULL);
 }
 
-/*
- * Fill the empty copy poold handed us. The shared mapping must be gone
- * before done: poold cannot seal a memfd that is mapped writable.
- */
+/* Fill the empty copy poold handed us, and hand it back. */
 static int snap_copy_fill(struct pool_snap *snap, int fd)
 {
-	size_t len = (size_t)snap->hdr.image_len;
-	void *addr;
-	int rc;
+	void *bounce = malloc(SNAP_BATCH * snap->hdr.page_size);
+	uint64_t next;
+	size_t k;
+	int rc = bounce != NULL ? 0 : pool_err(-ENOMEM, "out of memory");
 
-	addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (addr == MAP_FAILED) {
-		rc = pool_err(-errno, "snapshot %s: cannot map the node's copy: %s", snap->name,
-			      strerror(errno));
-		snap_copy_end(snap, "abort");
-		return rc;
+	for (next = 0; next < snap->hdr.npages && rc == 0; next += k) {
+		k = (size_t)MIN(SNAP_BATCH, snap->hdr.npages - next);
+		rc = snap_fill_fd(snap, fd, next, k, bounce);
 	}
-	rc = snap_fill(snap, addr);
-	munmap(addr, len);
+	free(bounce);
 	if (rc < 0) {
-		/* snap_fill's message tells why, unless the abort fails too (then that tells). */
+		/* The fill's message tells why, unless the abort fails too (then that tells). */
 		snap_copy_end(snap, "abort");
 		return rc;
 	}
 	return snap_copy_end(snap, "done");
 }
 
-/*
- * The node's copy as poold hands it: *ret_fill tells whether it is empty,
- * for this client to fill, or ready.
- */
-static int snap_copy_get(struct pool_snap *snap, int *ret_fd, bool *ret_fill)
+/* What poold's answer to a get makes of this client. */
+enum snap_copy_as {
+	COPY_READY,   /* the copy is ready: map it */
+	COPY_TO_FILL, /* the copy is empty: this client fills it */
+	COPY_FILLING, /* lazy: another client fills it now */
+};
+
+/* The node's copy as poold hands it, and what this client is to do with it. */
+static int snap_copy_get(struct pool_snap *snap, bool lazy, int *ret_fd,
+			 enum snap_copy_as *ret_as)
 {
 	Pool__SnapCopy req = POOL__SNAP_COPY__INIT;
 	char status[16];
@@ -127,6 +139,8 @@ static int snap_copy_get(struct pool_snap *snap, int *ret_fd, bool *ret_fill)
 	req.has_id = req.has_size = 1;
 	req.id = snap->hdr.id;
 	req.size = snap->hdr.image_len;
+	req.has_lazy = lazy;
+	req.lazy = lazy;
 	for (i = 0; i < SNAPCOPY_TRIES; i++) {
 		if (i > 0)
 			usleep(1000u << i);
@@ -138,26 +152,58 @@ static int snap_copy_get(struct pool_snap *snap, int *ret_fd, bool *ret_fill)
 		return rc;
 	if (fd < 0)
 		return pool_err(-EPROTO, "snapshot %s: poold sent no copy", snap->name);
-	if (strcmp(status, "fill") != 0 && strcmp(status, "ready") != 0) {
+	if (strcmp(status, "ready") == 0) {
+		*ret_as = COPY_READY;
+	} else if (strcmp(status, "fill") == 0) {
+		*ret_as = COPY_TO_FILL;
+	} else if (lazy && strcmp(status, "filling") == 0) {
+		*ret_as = COPY_FILLING;
+	} else {
 		close(fd);
 		return pool_err(-EPROTO, "snapshot %s: unknown copy status '%s'", snap->name,
 				status);
 	}
-	*ret_fill = strcmp(status, "fill") == 0;
 	*ret_fd = fd;
 	return 0;
+}
+
+/*
+ * Whether the copy this client maps (the memfd of inode ino) is ready: 1;
+ * 0 while it fills; -ESTALE when it never will be (its filler gave up, or
+ * it was dropped), or -errno.
+ */
+static int snap_copy_state(struct pool_snap *snap, uint64_t ino)
+{
+	Pool__SnapCopy req = POOL__SNAP_COPY__INIT;
+	Pool__SnapCopyReply *rep;
+	int rc;
+
+	req.op = "state";
+	req.name = snap->name;
+	req.has_id = 1;
+	req.id = snap->hdr.id;
+	rc = pool_call(snap->pool, WIRE_SNAP_COPY, &req.base, WIRE_SNAP_COPY_REPLY,
+		       (ProtobufCMessage **)&rep);
+	if (rc < 0)
+		return rc;
+	if (!rep->has_ino || rep->ino != ino || strcmp(rep->status, "none") == 0)
+		rc = -ESTALE;
+	else
+		rc = strcmp(rep->status, "ready") == 0;
+	wire_msg_free(&rep->base);
+	return rc;
 }
 
 /* The node's shared copy: a sealed memfd of the image, made here if the node has none. */
 int snap_copy_fd(struct pool_snap *snap, int *ret_fd)
 {
-	bool fill;
+	enum snap_copy_as as;
 	int rc, fd;
 
-	rc = snap_copy_get(snap, &fd, &fill);
+	rc = snap_copy_get(snap, false, &fd, &as);
 	if (rc < 0)
 		return rc;
-	if (fill && (rc = snap_copy_fill(snap, fd)) < 0) {
+	if (as == COPY_TO_FILL && (rc = snap_copy_fill(snap, fd)) < 0) {
 		close(fd);
 		return rc;
 	}
@@ -207,64 +253,126 @@ static int snap_lazy_fetch(void *arg, size_t n, const uint64_t *pages, void *con
 	return snap_fetch(arg, n, pages, bufs);
 }
 
+static int64_t snap_lazy_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The copy is whole: faults from now on find its pages, the clone needs us no more. */
+static void snap_lazy_release(struct snap_lazy *l)
+{
+	uffd_server_free(l->s);
+	l->s = NULL;
+	close(l->uffd);
+	l->uffd = -1;
+}
+
+/*
+ * The copy will not be whole, and where it has a hole a fault would get a
+ * zero page: the clone gets the rest of the image as pages of its own. If
+ * even that fails, our userfaultfd stays open for good, and a thread that
+ * touches a missing page stays blocked rather than run on zeros.
+ */
+static int snap_lazy_own_rest(struct snap_lazy *l)
+{
+	int rc;
+
+	do
+		rc = uffd_server_fill(l->s, SNAPLAZY_BATCH);
+	while (rc == 0);
+	if (rc != UFFD_SERVER_FILLED)
+		return rc;
+	snap_lazy_release(l);
+	return 0;
+}
+
 /* Fill the copy in batches, serving the clone's faults between them; then hand the copy back. */
-static void *snap_lazy_thread(void *arg)
+static void *snap_lazy_fill(void *arg)
 {
 	struct snap_lazy *l = arg;
 	struct pool_snap *snap = l->snap;
-	uint64_t ps = snap->hdr.page_size, pages[SNAPLAZY_BATCH], next;
-	void *bufs[SNAPLAZY_BATCH];
+	uint64_t next;
 	size_t k = 0;
 	int rc = 0;
 
 	for (next = 0; next < snap->hdr.npages && rc == 0; next += k) {
 		rc = uffd_server_handle(l->s); /* what the clone waits for comes first */
-		for (k = 0; k < SNAPLAZY_BATCH && next + k < snap->hdr.npages; k++) {
-			pages[k] = next + k;
-			bufs[k] = (uint8_t *)l->fill + (next + k) * ps;
-		}
+		k = (size_t)MIN(SNAPLAZY_BATCH, snap->hdr.npages - next);
 		if (rc == 0)
-			rc = snap_fetch(snap, k, pages, bufs);
+			rc = snap_fill_fd(snap, l->fd, next, k, l->bounce);
 	}
-	munmap(l->fill, (size_t)snap->hdr.image_len);
-	l->fill = NULL;
+	close(l->fd); /* poold seals a memfd nobody else holds writable */
+	l->fd = -1;
 	if (rc == 0) {
-		/* Every page is in the copy: faults from now on find them there. */
-		uffd_server_free(l->s);
-		l->s = NULL;
-		close(l->uffd);
-		l->uffd = -1;
+		snap_lazy_release(l);
 		l->result = snap_copy_end(snap, "done");
 		return NULL;
 	}
 	l->result = rc;
 	snap_copy_end(snap, "abort");
-	/*
-	 * The copy has holes, where a fault would now get a zero page: the
-	 * clone gets the rest of the image as pages of its own first. If even
-	 * that fails, our userfaultfd stays open for good, and a thread that
-	 * touches a missing page stays blocked rather than run on zeros.
-	 */
-	do
-		rc = uffd_server_fill(l->s, SNAPLAZY_BATCH);
-	while (rc == 0);
-	if (rc == UFFD_SERVER_FILLED) {
-		uffd_server_free(l->s);
-		l->s = NULL;
-		close(l->uffd);
-		l->uffd = -1;
-	}
+	snap_lazy_own_rest(l);
 	return NULL;
 }
 
 /*
- * Start the fill behind a lazy clone at addr (mapped private over fd, the
- * empty copy). -errno when it cannot be lazy: then nothing is started and
- * the caller fills the copy first.
+ * Another client fills the copy: serve the clone's faults on what it has
+ * not written yet, asking poold every SNAPLAZY_ASK_MS whether it is ready.
  */
-static int snap_lazy_start(struct pool_snap *snap, int fd, void *addr)
+static void *snap_lazy_follow(void *arg)
+{
+	struct snap_lazy *l = arg;
+	int64_t ask_at = 0, now;
+	int rc = 0, ready = 0;
+
+	while (rc == 0 && ready == 0) {
+		struct pollfd pfd = {uffd_server_fd(l->s), POLLIN, 0};
+
+		(void)poll(&pfd, 1, SNAPLAZY_ASK_MS);
+		rc = uffd_server_handle(l->s);
+		if (rc == 0 && (now = snap_lazy_now_ms()) >= ask_at) {
+			ask_at = now + SNAPLAZY_ASK_MS;
+			ready = snap_copy_state(l->snap, l->ino);
+		}
+	}
+	if (rc == 0 && ready == 1)
+		snap_lazy_release(l);
+	else
+		l->result = snap_lazy_own_rest(l);
+	return NULL;
+}
+
+/* A userfaultfd for a lazy clone, or -errno. */
+static int snap_lazy_uffd(void)
 {
 	struct uffdio_api api = {.api = UFFD_API};
+	int fd, rc;
+
+	/*
+	 * Not the user-mode-only kind an unprivileged caller may be limited
+	 * to: a system call or a VMM's guest touching a missing page must wait
+	 * for it, not fail with EFAULT.
+	 */
+	fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, UFFDIO_API, &api) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/*
+ * Start the thread behind a lazy clone at addr, mapped private over fd:
+ * the copy to fill, or one another client fills. Takes uffd. -errno when
+ * it cannot: then nothing is started.
+ */
+static int snap_lazy_start(struct pool_snap *snap, int fd, void *addr, int uffd, bool fill)
+{
 	struct uffdio_register reg = {
 	    .range = {(uint64_t)(uintptr_t)addr, snap->hdr.image_len},
 	    .mode = UFFDIO_REGISTER_MODE_MISSING,
@@ -272,26 +380,23 @@ static int snap_lazy_start(struct pool_snap *snap, int fd, void *addr)
 	struct fc_mappings m = {.n = 1, .page_size = snap->hdr.page_size};
 	struct snap_lazy *l;
 	char err[FC_ERR_MAX];
+	struct stat st;
 	int rc, dup_fd;
 
-	if ((l = calloc(1, sizeof(*l))) == NULL)
+	if ((l = calloc(1, sizeof(*l))) == NULL) {
+		close(uffd);
 		return -ENOMEM;
+	}
 	l->snap = snap;
-	/*
-	 * Not the user-mode-only kind an unprivileged caller may be limited
-	 * to: a system call or a VMM's guest touching a missing page must wait
-	 * for it, not fail with EFAULT. Without it the clone waits for the fill.
-	 */
-	l->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (l->uffd < 0 || ioctl(l->uffd, UFFDIO_API, &api) < 0 ||
-	    ioctl(l->uffd, UFFDIO_REGISTER, &reg) < 0) {
+	l->uffd = uffd;
+	l->fd = -1;
+	if (ioctl(l->uffd, UFFDIO_REGISTER, &reg) < 0 || fstat(fd, &st) < 0) {
 		rc = -errno;
 		goto out;
 	}
-	l->fill = mmap(NULL, (size_t)snap->hdr.image_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		       0);
-	if (l->fill == MAP_FAILED) {
-		l->fill = NULL;
+	l->ino = st.st_ino;
+	if (fill && ((l->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0 ||
+		     (l->bounce = malloc(SNAPLAZY_BATCH * snap->hdr.page_size)) == NULL)) {
 		rc = -errno;
 		goto out;
 	}
@@ -303,21 +408,22 @@ static int snap_lazy_start(struct pool_snap *snap, int fd, void *addr)
 	/* One page per fault: the pages after it may be in the copy already. */
 	rc = uffd_server_new_fetch(dup_fd, 0, &m, snap_lazy_fetch, snap, snap->hdr.image_len,
 				   UFFD_SERVER_ZEROPAGE, err, sizeof(err), &l->s);
-	if (rc == 0 && (rc = -pthread_create(&l->thread, NULL, snap_lazy_thread, l)) == 0) {
+	if (rc == 0 && (rc = -pthread_create(&l->thread, NULL,
+					     fill ? snap_lazy_fill : snap_lazy_follow, l)) == 0) {
 		snap->lazy = l;
 		return 0;
 	}
 out:
 	uffd_server_free(l->s);
-	if (l->fill != NULL)
-		munmap(l->fill, (size_t)snap->hdr.image_len);
-	if (l->uffd >= 0)
-		close(l->uffd); /* nothing touched the clone yet */
+	free(l->bounce);
+	if (l->fd >= 0)
+		close(l->fd);
+	close(l->uffd); /* nothing touched the clone yet */
 	free(l);
 	return rc;
 }
 
-/* Wait for the fill behind a lazy clone, if one runs: 0, or why it failed. */
+/* Wait for the thread behind a lazy clone, if one runs: 0, or why it failed. */
 int snap_lazy_wait(struct pool_snap *snap)
 {
 	struct snap_lazy *l = snap->lazy;
@@ -328,27 +434,39 @@ int snap_lazy_wait(struct pool_snap *snap)
 	pthread_join(l->thread, NULL);
 	snap->lazy = NULL;
 	rc = l->result;
-	uffd_server_free(l->s); /* left when even the clone's own fill failed: */
-	free(l);		/* its userfaultfd stays open (see snap_lazy_thread()) */
+	uffd_server_free(l->s); /* left when even the clone's own pages failed: */
+	free(l->bounce);	/* its userfaultfd stays open (see snap_lazy_own_rest()) */
+	free(l);
 	return rc;
 }
 
 POOL_EXPORT int pool_snap_clone_lazy(struct pool_snap *snap, void **ret_addr)
 {
-	bool fill;
-	int rc, fd;
+	enum snap_copy_as as;
+	int rc, fd, uffd;
 
 	if (snap == NULL || ret_addr == NULL)
 		return pool_err(-EINVAL, "pool_snap_clone_lazy: invalid argument");
-	rc = snap_copy_get(snap, &fd, &fill);
-	if (rc < 0)
+	if ((uffd = snap_lazy_uffd()) < 0)
+		return pool_snap_clone(snap, ret_addr); /* the clone waits for the fill */
+	rc = snap_copy_get(snap, true, &fd, &as);
+	if (rc < 0) {
+		close(uffd);
 		return rc;
+	}
 	rc = snap_clone_map(snap, fd, ret_addr);
-	if (rc == 0 && fill && snap_lazy_start(snap, fd, *ret_addr) < 0 &&
-	    (rc = snap_copy_fill(snap, fd)) < 0)
+	if (rc < 0 || as == COPY_READY) {
+		close(uffd);
+		if (rc < 0 && as == COPY_TO_FILL)
+			snap_copy_end(snap, "abort");
+	} else if (snap_lazy_start(snap, fd, *ret_addr, uffd, as == COPY_TO_FILL) < 0) {
+		/* Without the thread: fill first, or wait for the one who fills. */
 		munmap(*ret_addr, (size_t)snap->hdr.image_len);
-	else if (rc < 0 && fill)
-		snap_copy_end(snap, "abort");
+		if (as == COPY_TO_FILL && (rc = snap_copy_fill(snap, fd)) == 0)
+			rc = snap_clone_map(snap, fd, ret_addr);
+		else if (as == COPY_FILLING)
+			rc = pool_snap_clone(snap, ret_addr);
+	}
 	close(fd);
 	return rc;
 }
@@ -361,8 +479,8 @@ POOL_EXPORT int pool_snap_clone_wait(struct pool_snap *snap)
 		return pool_err(-EINVAL, "pool_snap_clone_wait: invalid argument");
 	rc = snap_lazy_wait(snap);
 	if (rc < 0)
-		return pool_err(rc, "snapshot %s: filling the node's copy failed: %s", snap->name,
-				strerror(-rc));
+		return pool_err(rc, "snapshot %s: the node's copy behind the lazy clone: %s",
+				snap->name, strerror(-rc));
 	return 0;
 }
 

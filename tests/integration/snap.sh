@@ -168,6 +168,13 @@ check "the copy it filled is listed" "$POOLCTL" snap copies
 check_out "^l +[0-9a-f]+ +64M +ready +1 " "ready, with the plain clone after it counted (a fill is not)"
 check "a second lazy clone maps the ready copy" "$SNAP" lazyclone l "$sumc"
 check "remove l" "$POOLCTL" snap rm l
+check "put it again as l2" "$POOLCTL" snap put l2 "$TEST_DIR/c.img"
+check "8 lazy clones at once: one fills the copy, 7 follow its fill, all bit-exact" \
+	"$SNAP" lazyclones l2 8 "$sumc"
+cat "$TEST_DIR/out"
+check "the copy is listed" "$POOLCTL" snap copies
+check_out "^l2 +[0-9a-f]+ +64M +ready +15 " "with 7 followers and 8 plain clones counted"
+check "remove l2" "$POOLCTL" snap rm l2
 if have_nobody "$SNAP"; then
 	check "uid nobody's lazy clone (no full userfaultfd for it: the fill comes first)" \
 		as_nobody "$SNAP" lazyclone p "$sump"

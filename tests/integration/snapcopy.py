@@ -36,7 +36,7 @@ class Client:
         self.next_id += 1
         return self.next_id - 1
 
-    def send(self, op, name=None, ident=None, size=None):
+    def send(self, op, name=None, ident=None, size=None, lazy=False):
         p = wire.field(1, op.encode())
         if name is not None:
             p += wire.field(2, name.encode())
@@ -44,6 +44,8 @@ class Client:
             p += b"\x18" + wire.varint(ident)
         if size is not None:
             p += b"\x20" + wire.varint(size)
+        if lazy:
+            p += b"\x48\x01"  # field 9, lazy = true
         self.s.sendall(wire.frame(SNAP_COPY, p, req_id=self.id()))
 
     def recv(self, timeout=5):
@@ -165,6 +167,58 @@ def case_handoff(path, how):
     assert b.status("done", "hand", 1)[0] == "done"
     ready(Client(path), "hand", 1, 65536, 2)
     assert b.status("drop", "hand")[0] == "dropped"
+
+
+def state(c, name, ident):
+    """(status, inode) of op state."""
+    t, f, fd = c.call("state", name, ident)
+    assert t == SNAP_COPY_REPLY and fd is None, (t, f)
+    return f[1][0].decode(), f[3][0] if 3 in f else None
+
+
+def case_lazy(path):
+    """A lazy get while another fills: at once, read-only, the pages as they are written."""
+    a, b, c = Client(path), Client(path), Client(path)
+    assert state(a, "lz", 3) == ("none", None)
+    st, fd = a.status("get", "lz", 3, 65536)
+    assert st == "fill"
+    ino = os.fstat(fd).st_ino
+    b.send("get", "lz", 3, 65536, lazy=True)
+    t, f, rfd = b.recv(timeout=1)  # not held
+    assert t == SNAP_COPY_REPLY and f[1][0] == b"filling" and rfd is not None, (t, f)
+    assert os.fstat(rfd).st_ino == ino, "a lazy get got another memfd"
+    assert fcntl.fcntl(rfd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY
+    try:
+        mmap.mmap(rfd, 65536, mmap.MAP_SHARED)
+        raise AssertionError("the copy being filled mapped shared and writable")
+    except PermissionError:
+        pass
+    with mmap.mmap(rfd, 65536, mmap.MAP_PRIVATE, mmap.PROT_READ) as r:
+        os.pwrite(fd, b"\x07" * 4096, 0)
+        assert r[:4096] == b"\x07" * 4096, "a follower does not see what is written"
+    assert state(b, "lz", 3) == ("filling", ino)
+    assert a.error("get", "lz", 3, 65536) == -EBUSY  # the filler itself, lazy or not
+    c.send("get", "lz", 3, 65536)  # not lazy: held as before
+    held(c)
+    os.pwrite(fd, b"\x07" * 65536, 0)
+    os.close(fd)
+    assert a.status("done", "lz", 3)[0] == "done"
+    t, f, cfd = c.recv()
+    assert t == SNAP_COPY_REPLY and f[1][0] == b"ready", (t, f)
+    check_ready(cfd, 65536, 7)
+    assert state(b, "lz", 3) == ("ready", ino)
+    os.close(rfd)
+    # A filler that gives up: the next fill is a fresh memfd, which a follower can tell.
+    st, fd = a.status("get", "lz2", 4, 65536)
+    assert st == "fill"
+    b.send("get", "lz2", 4, 65536, lazy=True)
+    t, f, rfd = b.recv(timeout=1)
+    assert f[1][0] == b"filling", f
+    os.close(fd)
+    assert a.status("abort", "lz2", 4)[0] == "aborted"
+    assert state(b, "lz2", 4) == ("none", None)  # nobody waited: the copy went
+    os.close(rfd)
+    assert state(b, "lz", 99) == ("none", None)  # another id: not this copy
 
 
 def case_replace(path):

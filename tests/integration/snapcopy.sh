@@ -35,6 +35,7 @@ check_out '"name": ?"img"' "json names it"
 check "a filler that aborts hands the fill to a waiter" $PY handoff abort
 check "a filler that disconnects hands the fill to a waiter" $PY handoff close
 check "a newer id replaces the copy" $PY replace
+check "a lazy get while another fills: at once, read-only, the same memfd; state tells ready" $PY lazy
 if have_nobody /usr/bin/python3; then
 	check "another uid naming it with another id makes its own copy; its fills take half the budget" \
 		as_nobody /usr/bin/python3 "$top_srcdir/tests/integration/snapcopy.py" "$POOL_SOCKET" tenant

@@ -21,6 +21,9 @@
  *       first (ahead of the fill), checks it whole against SUM, writes a
  *       page; once the copy is full, the write is still the clone's own
  *       and a clone of the copy is the image; prints the times
+ *   pool-snap lazyclones NAME N SUM
+ *       N processes at once each make a lazy clone as lazyclone does: one
+ *       fills the node's copy, the others follow its fill
  */
 #include "config.h"
 
@@ -51,7 +54,8 @@ static int usage(void)
 			"       pool-snap putregion NAME REGION\n"
 			"       pool-snap clones NAME N PROCS SUM\n"
 			"       pool-snap clonefd NAME SUM\n"
-			"       pool-snap lazyclone NAME SUM\n");
+			"       pool-snap lazyclone NAME SUM\n"
+			"       pool-snap lazyclones NAME N SUM\n");
 	return 2;
 }
 
@@ -371,6 +375,30 @@ static int lazy_clone(struct pool *pool, const char *name, uint64_t sum)
 	return 0;
 }
 
+static int lazy_clones(const char *name, int n, uint64_t sum)
+{
+	struct pool *pool;
+	int i, status, bad = 0, rc;
+
+	for (i = 0; i < n; i++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			return fail("fork", -errno);
+		if (pid > 0)
+			continue;
+		rc = pool_open(NULL, 0, &pool);
+		rc = rc < 0 ? fail("pool_open", rc) : lazy_clone(pool, name, sum);
+		fflush(stdout);
+		_exit(rc);
+	}
+	for (i = 0; i < n; i++)
+		if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			bad++;
+	printf("%d lazy clones at once, %d failed\n", n, bad);
+	return bad != 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct pool *pool;
@@ -380,6 +408,8 @@ int main(int argc, char **argv)
 		return mkimg(argv + 2);
 	if (argc == 3 && strcmp(argv[1], "sum") == 0)
 		return sum(argv[2]);
+	if (argc == 5 && strcmp(argv[1], "lazyclones") == 0)
+		return lazy_clones(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 16));
 	if (argc == 6 && strcmp(argv[1], "clones") == 0)
 		return clones(argv[2], atoi(argv[3]), atoi(argv[4]), strtoull(argv[5], NULL, 16));
 	if (argc < 3)
