@@ -63,7 +63,7 @@ struct pool_snap {
 	struct snap_header hdr;
 	uint8_t *hashes; /* npages * SNAP_HASH_LEN */
 	struct pool_kv *pages;
-	struct snap_lazy *lazy; /* the fill behind a lazy clone, while it runs */
+	struct snap_lazy *lazy; /* the thread behind the lazy clones, while it runs */
 };
 
 /* snap.c */
@@ -89,7 +89,27 @@ int snap_ws_merge(struct pool_snap *snap, const uint64_t *pages, size_t n);
 /* snapcopy.c */
 /* The node's shared copy: a sealed memfd of the image, made here if the node has none. */
 int snap_copy_fd(struct pool_snap *snap, int *ret_fd);
-/* Wait for the fill behind a lazy clone, if one runs: 0, or why it failed. */
+/* What poold's answer to a get makes of this client. */
+enum snap_copy_as {
+	COPY_READY,   /* the copy is ready: map it */
+	COPY_TO_FILL, /* the copy is empty: this client fills it */
+	COPY_FILLING, /* lazy: another client fills it now */
+};
+/* The node's copy as poold hands it (lazy: without waiting for another's fill). */
+int snap_copy_get(struct pool_snap *snap, bool lazy, int *ret_fd, enum snap_copy_as *ret_as);
+/*
+ * Whether the copy this client maps (the memfd of inode ino) is ready: 1;
+ * 0 while it fills; -ESTALE when it never will be, or -errno.
+ */
+int snap_copy_state(struct pool_snap *snap, uint64_t ino);
+/* Fill the empty copy poold handed us (fd), and hand it back; done or abort. */
+int snap_copy_fill(struct pool_snap *snap, int fd);
+int snap_copy_end(struct pool_snap *snap, const char *op);
+/* A clone: a private, writable mapping of the copy fd. */
+int snap_clone_map(struct pool_snap *snap, int fd, void **ret_addr);
+
+/* snaplazy.c */
+/* Wait for the thread behind the lazy clones, if one runs: 0, or why it failed. */
 int snap_lazy_wait(struct pool_snap *snap);
 /* Drop the node's copies of a snapshot (pool_snap_remove); what clients mapped stays. */
 int snap_copy_drop(struct pool *pool, const char *name);

@@ -175,6 +175,11 @@ cat "$TEST_DIR/out"
 check "the copy is listed" "$POOLCTL" snap copies
 check_out "^l2 +[0-9a-f]+ +64M +ready +15 " "with 7 followers and 8 plain clones counted"
 check "remove l2" "$POOLCTL" snap rm l2
+check "put it again as l3" "$POOLCTL" snap put l3 "$TEST_DIR/c.img"
+check "16 lazy clones from one handle: its one thread fills and serves them all" \
+	"$SNAP" lazyclone l3 "$sumc" 16
+cat "$TEST_DIR/out"
+check "remove l3" "$POOLCTL" snap rm l3
 if have_nobody "$SNAP"; then
 	check "uid nobody's lazy clone (no full userfaultfd for it: the fill comes first)" \
 		as_nobody "$SNAP" lazyclone p "$sump"

@@ -16,11 +16,12 @@
  *       the private pages the clones made
  *   pool-snap clonefd NAME SUM   the fd of the node copy is sealed, read-only
  *                                and close-on-exec, and maps only private
- *   pool-snap lazyclone NAME SUM
- *       a lazy clone that makes the node's copy: touches its pages last to
- *       first (ahead of the fill), checks it whole against SUM, writes a
- *       page; once the copy is full, the write is still the clone's own
- *       and a clone of the copy is the image; prints the times
+ *   pool-snap lazyclone NAME SUM [N]
+ *       N (1-64) lazy clones from one handle, the first making the node's
+ *       copy: touches the last one's pages last to first (ahead of the
+ *       fill), checks each whole against SUM, writes a page in each; once
+ *       the copy is full, each write is still its clone's own and a clone
+ *       of the copy is the image; prints the times
  *   pool-snap lazyclones NAME N SUM
  *       N processes at once each make a lazy clone as lazyclone does: one
  *       fills the node's copy, the others follow its fill
@@ -54,7 +55,7 @@ static int usage(void)
 			"       pool-snap putregion NAME REGION\n"
 			"       pool-snap clones NAME N PROCS SUM\n"
 			"       pool-snap clonefd NAME SUM\n"
-			"       pool-snap lazyclone NAME SUM\n"
+			"       pool-snap lazyclone NAME SUM [N]\n"
 			"       pool-snap lazyclones NAME N SUM\n");
 	return 2;
 }
@@ -328,50 +329,62 @@ static int clone_fd(struct pool *pool, const char *name, uint64_t sum)
 	return 0;
 }
 
-static int lazy_clone(struct pool *pool, const char *name, uint64_t sum)
+/* Each of n lazy clones, touched last page to first, is the image; a write is its own. */
+static int lazy_clone(struct pool *pool, const char *name, uint64_t sum, int n)
 {
 	struct pool_snap *s;
 	double t0, usable, touched, full;
-	uint8_t *p, *q, mine[PAGE];
+	uint8_t *p[64], *q, mine[PAGE];
 	volatile uint8_t x = 0;
-	uint64_t size, i;
-	int rc;
+	uint64_t size, i, rest;
+	int rc, k;
 
+	if (n < 1 || n > 64)
+		return usage();
 	if ((rc = pool_snap_open(pool, name, &s)) < 0)
 		return fail(name, rc);
 	size = pool_snap_size(s);
 	t0 = now_ms();
-	if ((rc = pool_snap_clone_lazy(s, (void **)&p)) < 0)
-		return fail("pool_snap_clone_lazy", rc);
+	for (k = 0; k < n; k++)
+		if ((rc = pool_snap_clone_lazy(s, (void **)&p[k])) < 0)
+			return fail("pool_snap_clone_lazy", rc);
 	usable = now_ms() - t0;
 	for (i = size / PAGE; i-- > 0;)
-		x += p[i * PAGE];
+		x += p[n - 1][i * PAGE];
 	touched = now_ms() - t0;
-	if (XXH3_64bits(p, size) != sum) {
-		fprintf(stderr, "pool-snap: the lazy clone is not the image\n");
-		return 1;
-	}
 	memset(mine, 0xa5, sizeof(mine));
-	memcpy(p + PAGE, mine, PAGE);
+	for (k = 0; k < n; k++) {
+		if (XXH3_64bits(p[k], size) != sum) {
+			fprintf(stderr, "pool-snap: lazy clone %d is not the image\n", k);
+			return 1;
+		}
+		mine[0] = (uint8_t)k;
+		memcpy(p[k] + PAGE, mine, PAGE);
+	}
 	if ((rc = pool_snap_clone_wait(s)) < 0)
 		return fail("pool_snap_clone_wait", rc);
 	full = now_ms() - t0;
-	if (memcmp(p + PAGE, mine, PAGE) != 0) {
-		fprintf(stderr, "pool-snap: the lazy clone lost its own write\n");
-		return 1;
+	rest = XXH3_64bits(p[0] + 2 * PAGE, size - 2 * PAGE);
+	for (k = 0; k < n; k++) {
+		mine[0] = (uint8_t)k;
+		if (memcmp(p[k] + PAGE, mine, PAGE) != 0 ||
+		    XXH3_64bits(p[k] + 2 * PAGE, size - 2 * PAGE) != rest) {
+			fprintf(stderr, "pool-snap: lazy clone %d lost its own write, or more\n", k);
+			return 1;
+		}
+		munmap(p[k], size);
 	}
 	if ((rc = pool_snap_clone(s, (void **)&q)) < 0)
 		return fail("pool_snap_clone", rc);
 	if (XXH3_64bits(q, size) != sum) {
-		fprintf(stderr, "pool-snap: a clone of the copy the lazy clone filled is not the "
+		fprintf(stderr, "pool-snap: a clone of the copy the lazy clones left is not the "
 				"image\n");
 		return 1;
 	}
 	munmap(q, size);
-	munmap(p, size);
 	pool_snap_close(s);
-	printf("lazy clone usable in %.2f ms, every page touched at %.2f ms, the node's copy full "
-	       "at %.2f ms\n", usable, touched, full);
+	printf("%d lazy clone(s) usable in %.2f ms, every page of the last touched at %.2f ms, the "
+	       "node's copy full at %.2f ms\n", n, usable, touched, full);
 	return 0;
 }
 
@@ -388,7 +401,7 @@ static int lazy_clones(const char *name, int n, uint64_t sum)
 		if (pid > 0)
 			continue;
 		rc = pool_open(NULL, 0, &pool);
-		rc = rc < 0 ? fail("pool_open", rc) : lazy_clone(pool, name, sum);
+		rc = rc < 0 ? fail("pool_open", rc) : lazy_clone(pool, name, sum, 1);
 		fflush(stdout);
 		_exit(rc);
 	}
@@ -423,8 +436,9 @@ int main(int argc, char **argv)
 		rc = put_region(pool, argv[2], argv[3]);
 	else if (strcmp(argv[1], "clonefd") == 0 && argc == 4)
 		rc = clone_fd(pool, argv[2], strtoull(argv[3], NULL, 16));
-	else if (strcmp(argv[1], "lazyclone") == 0 && argc == 4)
-		rc = lazy_clone(pool, argv[2], strtoull(argv[3], NULL, 16));
+	else if (strcmp(argv[1], "lazyclone") == 0 && (argc == 4 || argc == 5))
+		rc = lazy_clone(pool, argv[2], strtoull(argv[3], NULL, 16),
+				argc == 5 ? atoi(argv[4]) : 1);
 	else
 		rc = usage();
 	pool_close(pool);

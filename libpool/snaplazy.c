@@ -1,0 +1,404 @@
+/*
+ * libpool/snaplazy.c - lazy clones: copy-on-write clones of a snapshot
+ * usable before the node's copy is full (pool_snap_clone_lazy()).
+ *
+ * A lazy clone is mapped private over the node's copy at once, with a
+ * userfaultfd registered on it. The kernel reports a fault of a private
+ * mapping of a memfd only where the memfd has no page yet; a thread of
+ * this process fetches that one page from the store and places it in the
+ * clone (UFFDIO_COPY: a private page of that clone). Once the copy is full
+ * the thread closes the userfaultfds, faults find the copy's pages, and
+ * each clone is what pool_snap_clone() would have made.
+ *
+ * One thread per snapshot handle serves all its lazy clones (one epoll
+ * over their userfaultfds), in one of two roles:
+ *   - filling: poold gave this client the empty copy; the thread writes
+ *     the image into it in batches (snap_fill_fd()), serving faults
+ *     between batches, then says done;
+ *   - following: another client fills the copy; poold handed us the copy
+ *     being filled, read-only; the thread serves faults on what is not
+ *     written yet and asks poold every SNAPLAZY_ASK_MS whether the copy is
+ *     ready. If it never will be (its filler gave up: a new fill starts on
+ *     a fresh memfd), the clones get the rest of the image as pages of
+ *     their own.
+ * A clone asked for while the thread runs joins it, without asking poold.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/userfaultfd.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "libpool/snap.h"
+#include "snapshot/uffd.h"
+
+#define SNAPLAZY_BATCH 128 /* pages of the fill between looks at the clones' faults */
+#define SNAPLAZY_ASK_MS 20 /* how often a follower asks whether the copy is ready */
+#define SNAPLAZY_EVENTS 64
+
+/* One lazy clone: its userfaultfd, and the server of its faults. */
+struct snap_lazy_clone {
+	int uffd;
+	struct uffd_server *s; /* on a copy of uffd */
+};
+
+struct snap_lazy {
+	struct pool_snap *snap;
+	bool filling;	/* this thread fills the copy; else another client does */
+	int fd;		/* the copy: writable when filling, else read-only */
+	uint64_t ino;	/* of its memfd */
+	void *bounce;	/* filling: SNAPLAZY_BATCH pages on their way to the copy */
+	int epfd;	/* over the clones' userfaultfds */
+	pthread_mutex_t lock;
+	struct snap_lazy_clone **clones;
+	size_t nclones, cap;
+	bool over;	/* the thread is done with the clones: new ones map the copy as is */
+	pthread_t thread;
+	int result;	/* 0, or why the fill failed */
+};
+
+static int snap_lazy_fetch(void *arg, size_t n, const uint64_t *pages, void *const *bufs)
+{
+	return snap_fetch(arg, n, pages, bufs);
+}
+
+static int64_t snap_lazy_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A userfaultfd for a lazy clone, or -errno. */
+static int snap_lazy_uffd(void)
+{
+	struct uffdio_api api = {.api = UFFD_API};
+	int fd, rc;
+
+	/*
+	 * Not the user-mode-only kind an unprivileged caller may be limited
+	 * to: a system call or a VMM's guest touching a missing page must wait
+	 * for it, not fail with EFAULT.
+	 */
+	fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, UFFDIO_API, &api) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/* The copy is whole: the clone's faults from now on find its pages. */
+static void snap_lazy_release(struct snap_lazy_clone *c)
+{
+	uffd_server_free(c->s);
+	c->s = NULL;
+	close(c->uffd);
+	c->uffd = -1;
+}
+
+/*
+ * The copy will not be whole, and where it has a hole a fault would get a
+ * zero page: the clone gets the rest of the image as pages of its own. If
+ * even that fails, its userfaultfd stays open for good, and a thread that
+ * touches a missing page stays blocked rather than run on zeros.
+ */
+static int snap_lazy_own_rest(struct snap_lazy_clone *c)
+{
+	int rc;
+
+	do
+		rc = uffd_server_fill(c->s, SNAPLAZY_BATCH);
+	while (rc == 0);
+	if (rc != UFFD_SERVER_FILLED)
+		return rc;
+	snap_lazy_release(c);
+	return 0;
+}
+
+/* Serve the faults pending on the clones, waiting up to timeout_ms for some. 0 or -errno. */
+static int snap_lazy_serve(struct snap_lazy *l, int timeout_ms)
+{
+	struct epoll_event ev[SNAPLAZY_EVENTS];
+	int n, i, rc;
+
+	n = epoll_wait(l->epfd, ev, SNAPLAZY_EVENTS, timeout_ms);
+	for (i = 0; i < n; i++) {
+		struct snap_lazy_clone *c = ev[i].data.ptr;
+
+		rc = uffd_server_handle(c->s);
+		if (rc < 0)
+			return rc; /* a page could not be fetched: nor, then, the fill */
+	}
+	return 0;
+}
+
+/* Fill the copy in batches, serving the clones' faults between them. 0 or -errno. */
+static int snap_lazy_fill(struct snap_lazy *l)
+{
+	struct pool_snap *snap = l->snap;
+	uint64_t next;
+	size_t k;
+	int rc = 0;
+
+	for (next = 0; next < snap->hdr.npages && rc == 0; next += k) {
+		rc = snap_lazy_serve(l, 0); /* what the clones wait for comes first */
+		k = (size_t)MIN(SNAPLAZY_BATCH, snap->hdr.npages - next);
+		if (rc == 0)
+			rc = snap_fill_fd(snap, l->fd, next, k, l->bounce);
+	}
+	close(l->fd); /* poold seals a memfd nobody else holds writable */
+	l->fd = -1;
+	if (rc == 0)
+		return snap_copy_end(snap, "done");
+	snap_copy_end(snap, "abort");
+	return rc;
+}
+
+/* Serve the clones' faults until the copy another client fills is ready: 0, or -errno. */
+static int snap_lazy_follow(struct snap_lazy *l)
+{
+	int64_t ask_at = 0, now;
+	int rc = 0, ready = 0;
+
+	while (rc == 0 && ready == 0) {
+		rc = snap_lazy_serve(l, SNAPLAZY_ASK_MS);
+		if (rc == 0 && (now = snap_lazy_now_ms()) >= ask_at) {
+			ask_at = now + SNAPLAZY_ASK_MS;
+			ready = snap_copy_state(l->snap, l->ino);
+		}
+	}
+	return rc < 0 ? rc : ready < 0 ? ready : 0;
+}
+
+static void *snap_lazy_thread(void *arg)
+{
+	struct snap_lazy *l = arg;
+	int rc = l->filling ? snap_lazy_fill(l) : snap_lazy_follow(l);
+	size_t i;
+
+	pthread_mutex_lock(&l->lock);
+	l->over = true;
+	pthread_mutex_unlock(&l->lock);
+	for (i = 0; i < l->nclones; i++) {
+		if (rc == 0)
+			snap_lazy_release(l->clones[i]);
+		else
+			snap_lazy_own_rest(l->clones[i]);
+	}
+	l->result = rc;
+	return NULL;
+}
+
+/*
+ * A lazy clone of l's copy at addr (mapped private over it), served by
+ * l's thread from now on. Takes uffd. 0 or -errno; under l->lock.
+ */
+static int snap_lazy_add(struct snap_lazy *l, void *addr, int uffd)
+{
+	struct pool_snap *snap = l->snap;
+	struct uffdio_register reg = {
+	    .range = {(uint64_t)(uintptr_t)addr, snap->hdr.image_len},
+	    .mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	struct fc_mappings m = {.n = 1, .page_size = snap->hdr.page_size};
+	struct epoll_event ev = {.events = EPOLLIN};
+	struct snap_lazy_clone *c, **cs;
+	char err[FC_ERR_MAX];
+	int rc, dup_fd;
+
+	if (l->nclones == l->cap) {
+		cs = reallocarray(l->clones, l->cap ? l->cap * 2 : 8, sizeof(*cs));
+		if (cs == NULL) {
+			close(uffd);
+			return -ENOMEM;
+		}
+		l->clones = cs;
+		l->cap = l->cap ? l->cap * 2 : 8;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		close(uffd);
+		return -ENOMEM;
+	}
+	c->uffd = uffd;
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg) < 0 ||
+	    (dup_fd = fcntl(uffd, F_DUPFD_CLOEXEC, 0)) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	m.r[0] = (struct fc_region){reg.range.start, snap->hdr.image_len, 0, snap->hdr.page_size};
+	/* One page per fault: the pages after it may be in the copy already. */
+	rc = uffd_server_new_fetch(dup_fd, 0, &m, snap_lazy_fetch, snap, snap->hdr.image_len,
+				   UFFD_SERVER_ZEROPAGE, err, sizeof(err), &c->s);
+	if (rc < 0)
+		goto out;
+	ev.data.ptr = c;
+	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, uffd_server_fd(c->s), &ev) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	l->clones[l->nclones++] = c;
+	return 0;
+out:
+	uffd_server_free(c->s);
+	close(uffd); /* nothing touched the clone yet */
+	free(c);
+	return rc;
+}
+
+/*
+ * Start the thread behind the lazy clone at addr, mapped private over fd
+ * (the copy: to fill, or another client fills it). Takes uffd; keeps fd
+ * open. -errno when it cannot: then nothing is started.
+ */
+static int snap_lazy_start(struct pool_snap *snap, int fd, void *addr, int uffd, bool filling)
+{
+	struct snap_lazy *l = calloc(1, sizeof(*l));
+	struct stat st;
+	int rc = -ENOMEM;
+
+	if (l == NULL) {
+		close(uffd);
+		return rc;
+	}
+	l->snap = snap;
+	l->filling = filling;
+	l->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	pthread_mutex_init(&l->lock, NULL);
+	if (l->fd < 0 || l->epfd < 0 || fstat(fd, &st) < 0 ||
+	    (filling && (l->bounce = malloc(SNAPLAZY_BATCH * snap->hdr.page_size)) == NULL)) {
+		rc = errno ? -errno : -ENOMEM;
+		close(uffd);
+		goto out;
+	}
+	l->ino = st.st_ino;
+	if ((rc = snap_lazy_add(l, addr, uffd)) < 0)
+		goto out;
+	if ((rc = -pthread_create(&l->thread, NULL, snap_lazy_thread, l)) == 0) {
+		snap->lazy = l;
+		return 0;
+	}
+	snap_lazy_release(l->clones[0]); /* nothing touched it yet */
+	free(l->clones[0]);
+out:
+	free(l->clones);
+	free(l->bounce);
+	if (l->epfd >= 0)
+		close(l->epfd);
+	if (l->fd >= 0)
+		close(l->fd);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+	return rc;
+}
+
+/*
+ * Another lazy clone while the thread runs: mapped over its copy and
+ * served by it, without asking poold. 0; 1 when the thread is done with
+ * its clones (then the copy is ready, or will not be: ask poold); -errno.
+ */
+static int snap_lazy_join(struct snap_lazy *l, void **ret_addr)
+{
+	int rc, uffd;
+
+	pthread_mutex_lock(&l->lock);
+	if (l->over) {
+		pthread_mutex_unlock(&l->lock);
+		return 1;
+	}
+	rc = snap_clone_map(l->snap, l->fd, ret_addr);
+	if (rc == 0 && (uffd = snap_lazy_uffd()) < 0)
+		rc = uffd;
+	if (rc == 0 && (rc = snap_lazy_add(l, *ret_addr, uffd)) < 0)
+		munmap(*ret_addr, (size_t)l->snap->hdr.image_len);
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
+int snap_lazy_wait(struct pool_snap *snap)
+{
+	struct snap_lazy *l = snap->lazy;
+	size_t i;
+	int rc;
+
+	if (l == NULL)
+		return 0;
+	pthread_join(l->thread, NULL);
+	snap->lazy = NULL;
+	rc = l->result;
+	for (i = 0; i < l->nclones; i++) {
+		/* Left with a server when even the clone's own pages failed: its uffd stays open. */
+		uffd_server_free(l->clones[i]->s);
+		free(l->clones[i]);
+	}
+	free(l->clones);
+	free(l->bounce);
+	close(l->epfd);
+	if (l->fd >= 0)
+		close(l->fd);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+	return rc;
+}
+
+POOL_EXPORT int pool_snap_clone_lazy(struct pool_snap *snap, void **ret_addr)
+{
+	enum snap_copy_as as;
+	int rc, fd, uffd;
+
+	if (snap == NULL || ret_addr == NULL)
+		return pool_err(-EINVAL, "pool_snap_clone_lazy: invalid argument");
+	if (snap->lazy != NULL && (rc = snap_lazy_join(snap->lazy, ret_addr)) <= 0)
+		return rc < 0 ? pool_err(rc, "pool_snap_clone_lazy: %s", strerror(-rc)) : 0;
+	if ((uffd = snap_lazy_uffd()) < 0)
+		return pool_snap_clone(snap, ret_addr); /* the clone waits for the fill */
+	rc = snap_copy_get(snap, true, &fd, &as); /* after the thread that was done, if any */
+	if (rc < 0) {
+		close(uffd);
+		return rc;
+	}
+	rc = snap_clone_map(snap, fd, ret_addr);
+	if (rc < 0 || as == COPY_READY) {
+		close(uffd);
+		if (rc < 0 && as == COPY_TO_FILL)
+			snap_copy_end(snap, "abort");
+	} else if (snap_lazy_start(snap, fd, *ret_addr, uffd, as == COPY_TO_FILL) < 0) {
+		/* Without the thread: fill first, or wait for the one who fills. */
+		munmap(*ret_addr, (size_t)snap->hdr.image_len);
+		if (as == COPY_TO_FILL && (rc = snap_copy_fill(snap, fd)) == 0)
+			rc = snap_clone_map(snap, fd, ret_addr);
+		else if (as == COPY_FILLING)
+			rc = pool_snap_clone(snap, ret_addr);
+	}
+	close(fd);
+	return rc;
+}
+
+POOL_EXPORT int pool_snap_clone_wait(struct pool_snap *snap)
+{
+	int rc;
+
+	if (snap == NULL)
+		return pool_err(-EINVAL, "pool_snap_clone_wait: invalid argument");
+	rc = snap_lazy_wait(snap);
+	if (rc < 0)
+		return pool_err(rc, "snapshot %s: the node's copy behind the lazy clones: %s",
+				snap->name, strerror(-rc));
+	return 0;
+}
