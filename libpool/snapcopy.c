@@ -87,8 +87,6 @@ int snap_copy_get(struct pool_snap *snap, bool lazy, int *ret_fd,
 	char status[16];
 	int rc = 0, fd, i;
 
-	snap_lazy_wait(snap); /* poold refuses a get while this client fills the copy */
-
 	req.op = "get";
 	req.name = snap->name;
 	req.has_id = req.has_size = 1;
@@ -155,6 +153,7 @@ int snap_copy_fd(struct pool_snap *snap, int *ret_fd)
 	enum snap_copy_as as;
 	int rc, fd;
 
+	snap_lazy_wait(snap); /* poold refuses a get while this client fills the copy */
 	rc = snap_copy_get(snap, false, &fd, &as);
 	if (rc < 0)
 		return rc;

@@ -47,10 +47,9 @@
 #define SNAPLAZY_ASK_MS 20 /* how often a follower asks whether the copy is ready */
 #define SNAPLAZY_EVENTS 64
 
-/* One lazy clone: its userfaultfd, and the server of its faults. */
+/* One lazy clone: the server of its faults, which owns its userfaultfd. */
 struct snap_lazy_clone {
-	int uffd;
-	struct uffd_server *s; /* on a copy of uffd */
+	struct uffd_server *s;
 };
 
 struct snap_lazy {
@@ -108,8 +107,6 @@ static void snap_lazy_release(struct snap_lazy_clone *c)
 {
 	uffd_server_free(c->s);
 	c->s = NULL;
-	close(c->uffd);
-	c->uffd = -1;
 }
 
 /*
@@ -162,8 +159,7 @@ static int snap_lazy_fill(struct snap_lazy *l)
 		if (rc == 0)
 			rc = snap_fill_fd(snap, l->fd, next, k, l->bounce);
 	}
-	close(l->fd); /* poold seals a memfd nobody else holds writable */
-	l->fd = -1;
+	/* l->fd stays open: clones that join map it (a seal checks mappings, not fds). */
 	if (rc == 0)
 		return snap_copy_end(snap, "done");
 	snap_copy_end(snap, "abort");
@@ -220,7 +216,7 @@ static int snap_lazy_add(struct snap_lazy *l, void *addr, int uffd)
 	struct epoll_event ev = {.events = EPOLLIN};
 	struct snap_lazy_clone *c, **cs;
 	char err[FC_ERR_MAX];
-	int rc, dup_fd;
+	int rc;
 
 	if (l->nclones == l->cap) {
 		cs = reallocarray(l->clones, l->cap ? l->cap * 2 : 8, sizeof(*cs));
@@ -235,30 +231,26 @@ static int snap_lazy_add(struct snap_lazy *l, void *addr, int uffd)
 		close(uffd);
 		return -ENOMEM;
 	}
-	c->uffd = uffd;
-	if (ioctl(uffd, UFFDIO_REGISTER, &reg) < 0 ||
-	    (dup_fd = fcntl(uffd, F_DUPFD_CLOEXEC, 0)) < 0) {
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg) < 0) {
 		rc = -errno;
-		goto out;
+		close(uffd);
+		free(c);
+		return rc;
 	}
 	m.r[0] = (struct fc_region){reg.range.start, snap->hdr.image_len, 0, snap->hdr.page_size};
 	/* One page per fault: the pages after it may be in the copy already. */
-	rc = uffd_server_new_fetch(dup_fd, 0, &m, snap_lazy_fetch, snap, snap->hdr.image_len,
+	rc = uffd_server_new_fetch(uffd, 0, &m, snap_lazy_fetch, snap, snap->hdr.image_len,
 				   UFFD_SERVER_ZEROPAGE, err, sizeof(err), &c->s);
-	if (rc < 0)
-		goto out;
 	ev.data.ptr = c;
-	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, uffd_server_fd(c->s), &ev) < 0) {
+	if (rc == 0 && epoll_ctl(l->epfd, EPOLL_CTL_ADD, uffd_server_fd(c->s), &ev) < 0)
 		rc = -errno;
-		goto out;
+	if (rc < 0) {
+		uffd_server_free(c->s); /* closes uffd: nothing touched the clone yet */
+		free(c);
+		return rc;
 	}
 	l->clones[l->nclones++] = c;
 	return 0;
-out:
-	uffd_server_free(c->s);
-	close(uffd); /* nothing touched the clone yet */
-	free(c);
-	return rc;
 }
 
 /*
@@ -342,11 +334,12 @@ int snap_lazy_wait(struct pool_snap *snap)
 	pthread_join(l->thread, NULL);
 	snap->lazy = NULL;
 	rc = l->result;
-	for (i = 0; i < l->nclones; i++) {
-		/* Left with a server when even the clone's own pages failed: its uffd stays open. */
-		uffd_server_free(l->clones[i]->s);
+	/*
+	 * A clone left with its server is one whose own pages failed too: the
+	 * server and its userfaultfd stay, for good (snap_lazy_own_rest()).
+	 */
+	for (i = 0; i < l->nclones; i++)
 		free(l->clones[i]);
-	}
 	free(l->clones);
 	free(l->bounce);
 	close(l->epfd);
@@ -368,7 +361,12 @@ POOL_EXPORT int pool_snap_clone_lazy(struct pool_snap *snap, void **ret_addr)
 		return rc < 0 ? pool_err(rc, "pool_snap_clone_lazy: %s", strerror(-rc)) : 0;
 	if ((uffd = snap_lazy_uffd()) < 0)
 		return pool_snap_clone(snap, ret_addr); /* the clone waits for the fill */
-	rc = snap_copy_get(snap, true, &fd, &as); /* after the thread that was done, if any */
+	/*
+	 * Not waiting for a thread done with its clones (letting go of
+	 * thousands of userfaultfds takes a while): it left the copy ready,
+	 * unless its fill failed; only then, to start another, do we wait.
+	 */
+	rc = snap_copy_get(snap, true, &fd, &as);
 	if (rc < 0) {
 		close(uffd);
 		return rc;
@@ -378,7 +376,11 @@ POOL_EXPORT int pool_snap_clone_lazy(struct pool_snap *snap, void **ret_addr)
 		close(uffd);
 		if (rc < 0 && as == COPY_TO_FILL)
 			snap_copy_end(snap, "abort");
-	} else if (snap_lazy_start(snap, fd, *ret_addr, uffd, as == COPY_TO_FILL) < 0) {
+		close(fd);
+		return rc;
+	}
+	snap_lazy_wait(snap); /* one whose fill failed: a handle has one thread */
+	if (snap_lazy_start(snap, fd, *ret_addr, uffd, as == COPY_TO_FILL) < 0) {
 		/* Without the thread: fill first, or wait for the one who fills. */
 		munmap(*ret_addr, (size_t)snap->hdr.image_len);
 		if (as == COPY_TO_FILL && (rc = snap_copy_fill(snap, fd)) == 0)

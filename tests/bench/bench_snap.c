@@ -26,6 +26,16 @@
  * touched them all, from the start of a restore, without and with the
  * recorded set prefetched (from the store, and from the node's copy).
  * Last, 1,000 clones of the node's copy in this process.
+ *
+ *   pool-bench-snap fleet NAME N RESTORE_EVERY
+ *
+ * N sandboxes from NAME in this process, one after the other as fast as
+ * they come: every RESTORE_EVERY-th a lazy restore from the store
+ * (pool_snap_restore_lazy(), POOL_SNAP_REMOTE) into fresh memory, the
+ * others lazy clones (pool_snap_clone_lazy(): the first on the node fills
+ * its copy behind it). A sandbox is usable once its call returned and it
+ * read one of its pages and wrote another. Prints the wall time for all N
+ * and the time one took (median, 99th percentile, largest).
  */
 #include "config.h"
 
@@ -257,6 +267,74 @@ static void clones(struct pool_snap *s)
 	       t * 1e3 / CLONES);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A page of the image, away from the start: the sandboxes' first read and write. */
+#define FLEET_READ(n) ((n) / 2 * page)
+#define FLEET_WRITE(n) ((n) / 3 * page)
+
+static int fleet(struct pool *pool, const char *name, int n, int restore_every)
+{
+	struct pool_snap_restore **rs = calloc((size_t)n, sizeof(*rs));
+	uint8_t **addr = calloc((size_t)n, sizeof(*addr));
+	double *t = calloc((size_t)n, sizeof(*t)), t0, wall;
+	struct pool_snap *s;
+	int i, rc, nrestores = 0, slowest = 0;
+
+	if (rs == NULL || addr == NULL || t == NULL || n < 1 || restore_every < 1)
+		return 2;
+	if ((rc = pool_snap_open(pool, name, &s)) < 0)
+		die(name, rc);
+	size = pool_snap_size(s);
+	page = pool_snap_page_size(s);
+	npages = size / page;
+	t0 = now_ms();
+	for (i = 0; i < n; i++) {
+		double t1 = now_ms();
+		bool restore = i % restore_every == restore_every - 1;
+
+		if (restore) {
+			addr[i] = anon();
+			rc = pool_snap_restore_lazy(s, addr[i], POOL_SNAP_REMOTE, &rs[i]);
+			nrestores++;
+		} else {
+			rc = pool_snap_clone_lazy(s, (void **)&addr[i]);
+		}
+		if (rc < 0)
+			die(restore ? "pool_snap_restore_lazy" : "pool_snap_clone_lazy", rc);
+		sink += addr[i][FLEET_READ(npages)];
+		addr[i][FLEET_WRITE(npages)] = (uint8_t)i;
+		t[i] = now_ms() - t1;
+	}
+	wall = now_ms() - t0;
+	for (i = 0; i < n; i++)
+		slowest = t[i] > t[slowest] ? i : slowest;
+	qsort(t, (size_t)n, sizeof(*t), cmp_double);
+	printf("fleet: %d sandboxes (%d lazy clones, %d lazy restores) usable in %.1f ms; "
+	       "one took %.3f ms median, %.3f ms at p99, %.3f ms at most (number %d, a %s)\n", n,
+	       n - nrestores, nrestores, wall, t[n / 2], t[(size_t)n * 99 / 100], t[n - 1],
+	       slowest + 1, rs[slowest] != NULL ? "restore" : "clone");
+	fflush(stdout);
+	/* Not timed: the restores place the rest of the image when they end. */
+	for (i = 0; i < n; i++) {
+		if (rs[i] != NULL && (rc = pool_snap_restore_end(rs[i])) < 0)
+			die("pool_snap_restore_end", rc);
+		munmap(addr[i], size);
+	}
+	if ((rc = pool_snap_clone_wait(s)) < 0)
+		die("pool_snap_clone_wait", rc);
+	pool_snap_close(s);
+	free(rs);
+	free(addr);
+	free(t);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct pool_snap *s;
@@ -265,8 +343,16 @@ int main(int argc, char **argv)
 	double with, without, wcopy, u;
 	int rc;
 
+	if (argc == 5 && strcmp(argv[1], "fleet") == 0) {
+		if ((rc = pool_open(NULL, 0, &pool)) < 0)
+			die("pool_open", rc);
+		rc = fleet(pool, argv[2], atoi(argv[3]), atoi(argv[4]));
+		pool_close(pool);
+		return rc;
+	}
 	if (argc < 3) {
-		fprintf(stderr, "usage: pool-bench-snap NAME FILE [WS_PCT]\n");
+		fprintf(stderr, "usage: pool-bench-snap NAME FILE [WS_PCT]\n"
+				"       pool-bench-snap fleet NAME N RESTORE_EVERY\n");
 		return 2;
 	}
 	rc = pool_open(NULL, 0, &pool);
