@@ -34,8 +34,9 @@
  * (pool_snap_restore_lazy(), POOL_SNAP_REMOTE) into fresh memory, the
  * others lazy clones (pool_snap_clone_lazy(): the first on the node fills
  * its copy behind it). A sandbox is usable once its call returned and it
- * read one of its pages and wrote another. Prints the wall time for all N
- * and the time one took (median, 99th percentile, largest).
+ * read one of its pages and wrote another. Prints the wall time for all N,
+ * the time one took (median, 99th percentile, largest) and when the last
+ * was usable (Unix time, for runs on several hosts at once).
  */
 #include "config.h"
 
@@ -284,6 +285,7 @@ static int fleet(struct pool *pool, const char *name, int n, int restore_every)
 	uint8_t **addr = calloc((size_t)n, sizeof(*addr));
 	double *t = calloc((size_t)n, sizeof(*t)), t0, wall;
 	struct pool_snap *s;
+	struct timespec end;
 	int i, rc, nrestores = 0, slowest = 0;
 
 	if (rs == NULL || addr == NULL || t == NULL || n < 1 || restore_every < 1)
@@ -315,10 +317,13 @@ static int fleet(struct pool *pool, const char *name, int n, int restore_every)
 	for (i = 0; i < n; i++)
 		slowest = t[i] > t[slowest] ? i : slowest;
 	qsort(t, (size_t)n, sizeof(*t), cmp_double);
+	clock_gettime(CLOCK_REALTIME, &end);
 	printf("fleet: %d sandboxes (%d lazy clones, %d lazy restores) usable in %.1f ms; "
-	       "one took %.3f ms median, %.3f ms at p99, %.3f ms at most (number %d, a %s)\n", n,
-	       n - nrestores, nrestores, wall, t[n / 2], t[(size_t)n * 99 / 100], t[n - 1],
-	       slowest + 1, rs[slowest] != NULL ? "restore" : "clone");
+	       "one took %.3f ms median, %.3f ms at p99, %.3f ms at most (number %d, a %s); "
+	       "done at %lld.%03ld\n", n, n - nrestores, nrestores, wall, t[n / 2],
+	       t[(size_t)n * 99 / 100], t[n - 1], slowest + 1,
+	       rs[slowest] != NULL ? "restore" : "clone", (long long)end.tv_sec,
+	       end.tv_nsec / 1000000);
 	fflush(stdout);
 	/* Not timed: the restores place the rest of the image when they end. */
 	for (i = 0; i < n; i++) {

@@ -3,4 +3,4 @@
 noinst_PROGRAMS += tests/bench/pool-bench-snap
 tests_bench_pool_bench_snap_SOURCES = tests/bench/bench_snap.c
 tests_bench_pool_bench_snap_LDADD = libpool/libpool.la
-EXTRA_DIST += tests/bench/snap.sh
+EXTRA_DIST += tests/bench/snap.sh tests/bench/snap-fleet.sh

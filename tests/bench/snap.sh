@@ -9,6 +9,7 @@
 #     snapshot put from host 2, which lends nothing, so its pages live on
 #     host 1; the benchmark on host 2: its first clone and its lazy
 #     restores "from the store" fetch every page over the fabric.
+#  3. Four hosts making 7,500 sandboxes each at once (snap-fleet.sh).
 #
 #   tests/bench/snap.sh [BUILDDIR]
 # env: SNAP_BENCH_SIZES (MiB, default "256 1024"), SNAP_BENCH_WS (percent of
@@ -89,3 +90,5 @@ cluster_part() {
 	done
 }
 cluster_part
+echo
+"$here/snap-fleet.sh" "$top_builddir"
