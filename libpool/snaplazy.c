@@ -50,6 +50,7 @@
 /* One lazy clone: the server of its faults, which owns its userfaultfd. */
 struct snap_lazy_clone {
 	struct uffd_server *s;
+	size_t seen; /* filling: of its first touches, those the fill has looked at */
 };
 
 struct snap_lazy {
@@ -128,12 +129,20 @@ static int snap_lazy_own_rest(struct snap_lazy_clone *c)
 	return 0;
 }
 
-/* Serve the faults pending on the clones, waiting up to timeout_ms for some. 0 or -errno. */
-static int snap_lazy_serve(struct snap_lazy *l, int timeout_ms)
+/*
+ * Serve the faults pending on the clones, waiting up to timeout_ms for
+ * some. 0 or -errno; *ret_next (if not NULL) gets the page after the last
+ * one a clone first touched, or UINT64_MAX.
+ */
+static int snap_lazy_serve(struct snap_lazy *l, int timeout_ms, uint64_t *ret_next)
 {
 	struct epoll_event ev[SNAPLAZY_EVENTS];
+	const uint64_t *pages;
 	int n, i, rc;
+	size_t nt;
 
+	if (ret_next != NULL)
+		*ret_next = UINT64_MAX;
 	n = epoll_wait(l->epfd, ev, SNAPLAZY_EVENTS, timeout_ms);
 	for (i = 0; i < n; i++) {
 		struct snap_lazy_clone *c = ev[i].data.ptr;
@@ -141,24 +150,46 @@ static int snap_lazy_serve(struct snap_lazy *l, int timeout_ms)
 		rc = uffd_server_handle(c->s);
 		if (rc < 0)
 			return rc; /* a page could not be fetched: nor, then, the fill */
+		if (ret_next != NULL && (nt = uffd_server_touched(c->s, &pages)) > c->seen) {
+			*ret_next = pages[nt - 1] + 1;
+			c->seen = nt;
+		}
 	}
 	return 0;
 }
 
-/* Fill the copy in batches, serving the clones' faults between them. 0 or -errno. */
+/*
+ * Fill the copy in batches, serving the clones' faults between them. The
+ * fill goes where the clones go: after a fault ahead of it, the next batch
+ * is the one after that page, so that a clone reading on finds the copy's
+ * pages instead of faulting on each; the batches it skipped come last.
+ * 0 or -errno.
+ */
 static int snap_lazy_fill(struct snap_lazy *l)
 {
 	struct pool_snap *snap = l->snap;
+	size_t nbatches = (size_t)((snap->hdr.npages + SNAPLAZY_BATCH - 1) / SNAPLAZY_BATCH);
+	size_t left = nbatches, cursor = 0, b;
+	uint8_t *filled = calloc(nbatches ? nbatches : 1, 1);
 	uint64_t next;
-	size_t k;
-	int rc = 0;
+	int rc = filled != NULL ? 0 : -ENOMEM;
 
-	for (next = 0; next < snap->hdr.npages && rc == 0; next += k) {
-		rc = snap_lazy_serve(l, 0); /* what the clones wait for comes first */
-		k = (size_t)MIN(SNAPLAZY_BATCH, snap->hdr.npages - next);
+	while (left > 0 && rc == 0) {
+		rc = snap_lazy_serve(l, 0, &next); /* what the clones wait for comes first */
+		if (next < snap->hdr.npages && !filled[next / SNAPLAZY_BATCH])
+			cursor = (size_t)(next / SNAPLAZY_BATCH);
+		for (b = cursor; filled[b]; b = (b + 1) % nbatches)
+			;
 		if (rc == 0)
-			rc = snap_fill_fd(snap, l->fd, next, k, l->bounce);
+			rc = snap_fill_fd(snap, l->fd, (uint64_t)b * SNAPLAZY_BATCH,
+					  (size_t)MIN(SNAPLAZY_BATCH,
+						      snap->hdr.npages - (uint64_t)b * SNAPLAZY_BATCH),
+					  l->bounce);
+		filled[b] = 1;
+		left--;
+		cursor = (b + 1) % nbatches;
 	}
+	free(filled);
 	/* l->fd stays open: clones that join map it (a seal checks mappings, not fds). */
 	if (rc == 0)
 		return snap_copy_end(snap, "done");
@@ -173,7 +204,7 @@ static int snap_lazy_follow(struct snap_lazy *l)
 	int rc = 0, ready = 0;
 
 	while (rc == 0 && ready == 0) {
-		rc = snap_lazy_serve(l, SNAPLAZY_ASK_MS);
+		rc = snap_lazy_serve(l, SNAPLAZY_ASK_MS, NULL);
 		if (rc == 0 && (now = snap_lazy_now_ms()) >= ask_at) {
 			ask_at = now + SNAPLAZY_ASK_MS;
 			ready = snap_copy_state(l->snap, l->ino);
@@ -240,7 +271,8 @@ static int snap_lazy_add(struct snap_lazy *l, void *addr, int uffd)
 	m.r[0] = (struct fc_region){reg.range.start, snap->hdr.image_len, 0, snap->hdr.page_size};
 	/* One page per fault: the pages after it may be in the copy already. */
 	rc = uffd_server_new_fetch(uffd, 0, &m, snap_lazy_fetch, snap, snap->hdr.image_len,
-				   UFFD_SERVER_ZEROPAGE, err, sizeof(err), &c->s);
+				   UFFD_SERVER_ZEROPAGE | (l->filling ? UFFD_SERVER_RECORD : 0), err,
+				   sizeof(err), &c->s);
 	ev.data.ptr = c;
 	if (rc == 0 && epoll_ctl(l->epfd, EPOLL_CTL_ADD, uffd_server_fd(c->s), &ev) < 0)
 		rc = -errno;
