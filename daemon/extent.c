@@ -14,8 +14,16 @@
  *
  *   big.by_off, big.by_len      free runs of the big pool, unit-aligned
  *   small.by_off, small.by_len  free runs inside small units, grain-aligned
- *   units                       small units by offset (ext.used: bytes lent)
+ *   fine.by_off, fine.by_len    free runs inside fine units, EXTENT_FINE_GRAIN-aligned
+ *   units                       small and fine units by offset (ext.used: bytes lent)
  *   used                        allocated extents by offset
+ *
+ * Fine units hold only the extents of extent_alloc_fine() (KV values of up
+ * to EXTENT_FINE_MAX bytes), packed at a 64-byte grain: a page-grain extent
+ * per small value would spread a million 16-byte values over 4 GiB, each at
+ * a page boundary, where the CPU caches and TLB hold few of them. Small
+ * units keep the page grain: what is mapped (regions) stays page-aligned
+ * and never shares a page with another tenant's values.
  *
  * A by_off tree finds the neighbours to coalesce with and the run containing
  * a range; a by_len tree, ordered by (len, off), gives best fit (lowest offset
@@ -47,9 +55,10 @@ struct ext {
 	uint64_t off;
 	union {
 		uint64_t len;  /* free runs, allocated extents */
-		uint64_t used; /* small units: bytes lent out of the unit */
+		uint64_t used; /* small and fine units: bytes lent out of the unit */
 	};
 	struct ext *unit; /* small runs and small extents: their unit, saving a lookup */
+	int fine;	  /* units: a fine one */
 };
 
 struct pool {
@@ -64,6 +73,7 @@ struct extent_arena {
 	uint64_t grain;
 	struct pool big;
 	struct pool small;
+	struct pool fine;
 	struct avl *units;
 	uint64_t nunits;
 	struct avl *used;
@@ -393,12 +403,25 @@ static uint64_t round_up(uint64_t x, uint64_t to)
 	return (x + to - 1) & ~(to - 1);
 }
 
-/* The rounded length of a request of len (0 < len <= size). */
-static uint64_t ext_round(const struct extent_arena *a, uint64_t len)
+/* The rounded length of a request of len (0 < len <= size), fine or not. */
+static uint64_t ext_round(const struct extent_arena *a, uint64_t len, int fine)
 {
 	uint64_t r = round_up(len, a->grain);
 
+	if (fine && len <= EXTENT_FINE_MAX)
+		return round_up(len, EXTENT_FINE_GRAIN);
 	return r < a->unit ? r : round_up(len, a->unit);
+}
+
+/* Whether a request of len goes to a fine unit. */
+static int ext_is_fine(uint64_t len, int fine)
+{
+	return fine && len <= EXTENT_FINE_MAX;
+}
+
+static struct pool *unit_pool(struct extent_arena *a, const struct ext *u)
+{
+	return u->fine ? &a->fine : &a->small;
 }
 
 static struct ext *unit_find(const struct extent_arena *a, uint64_t off)
@@ -408,20 +431,22 @@ static struct ext *unit_find(const struct extent_arena *a, uint64_t off)
 	return u != NULL && off - u->off < a->unit ? u : NULL;
 }
 
-/* Make the unit at off, already cut out of the big pool, a small unit. */
-static struct ext *unit_open(struct extent_arena *a, uint64_t off)
+/* Make the unit at off, already cut out of the big pool, a small or a fine unit. */
+static struct ext *unit_open(struct extent_arena *a, uint64_t off, int fine)
 {
 	struct ext *u = spare_get(a), *r = spare_get(a);
 
 	u->off = off;
 	u->used = 0;
 	u->unit = NULL;
+	u->fine = fine;
 	a->units = avl_insert(a->units, &u->by_off, cmp_off);
 	a->nunits++;
 	r->off = off;
 	r->len = a->unit;
 	r->unit = u;
-	pool_add(&a->small, r);
+	r->fine = 0;
+	pool_add(unit_pool(a, u), r);
 	return u;
 }
 
@@ -486,6 +511,7 @@ void extent_arena_free(struct extent_arena *a)
 		return;
 	avl_destroy(a->big.by_off);
 	avl_destroy(a->small.by_off);
+	avl_destroy(a->fine.by_off);
 	avl_destroy(a->units);
 	avl_destroy(a->used);
 	while ((e = a->spare) != NULL) {
@@ -495,9 +521,11 @@ void extent_arena_free(struct extent_arena *a)
 	free(a);
 }
 
-/* Allocate len bytes, rounded as described above: -ENOSPC when nothing fits. */
-int extent_alloc(struct extent_arena *a, uint64_t len, uint64_t *ret_off, uint64_t *ret_len)
+/* Allocate len bytes, rounded as described above (fine: see extent_alloc_fine()): -ENOSPC when nothing fits. */
+static int ext_alloc(struct extent_arena *a, uint64_t len, int fine, uint64_t *ret_off,
+		     uint64_t *ret_len)
 {
+	struct pool *small = ext_is_fine(len, fine) ? &a->fine : &a->small;
 	struct ext *r, *u = NULL;
 	uint64_t rlen, off;
 	int rc;
@@ -506,7 +534,7 @@ int extent_alloc(struct extent_arena *a, uint64_t len, uint64_t *ret_off, uint64
 		return -EINVAL;
 	if (len > a->size)
 		return -ENOSPC;
-	rlen = ext_round(a, len);
+	rlen = ext_round(a, len, fine);
 	rc = spare_fill(a);
 	if (rc < 0)
 		return rc;
@@ -517,19 +545,19 @@ int extent_alloc(struct extent_arena *a, uint64_t len, uint64_t *ret_off, uint64
 		off = r->off;
 		pool_take(a, &a->big, r, off, rlen);
 	} else {
-		r = pool_fit(&a->small, rlen);
+		r = pool_fit(small, rlen);
 		if (r == NULL) {
 			r = pool_fit(&a->big, a->unit);
 			if (r == NULL)
 				return -ENOSPC;
 			off = r->off;
 			pool_take(a, &a->big, r, off, a->unit);
-			unit_open(a, off);
-			r = pool_holding(&a->small, off, rlen);
+			unit_open(a, off, small == &a->fine);
+			r = pool_holding(small, off, rlen);
 		}
 		off = r->off;
 		u = r->unit;
-		pool_take(a, &a->small, r, off, rlen);
+		pool_take(a, small, r, off, rlen);
 		u->used += rlen;
 	}
 	ext_record(a, off, rlen, u);
@@ -539,8 +567,17 @@ int extent_alloc(struct extent_arena *a, uint64_t len, uint64_t *ret_off, uint64
 	return 0;
 }
 
-/* Mark exactly [off, off + rounded len) allocated (ledger replay): -EBUSY if any part is taken. */
-int extent_reserve(struct extent_arena *a, uint64_t off, uint64_t len)
+int extent_alloc(struct extent_arena *a, uint64_t len, uint64_t *ret_off, uint64_t *ret_len)
+{
+	return ext_alloc(a, len, 0, ret_off, ret_len);
+}
+
+int extent_alloc_fine(struct extent_arena *a, uint64_t len, uint64_t *ret_off, uint64_t *ret_len)
+{
+	return ext_alloc(a, len, 1, ret_off, ret_len);
+}
+
+static int ext_reserve(struct extent_arena *a, uint64_t off, uint64_t len, int fine)
 {
 	struct ext *r, *u = NULL;
 	uint64_t rlen, base;
@@ -548,11 +585,13 @@ int extent_reserve(struct extent_arena *a, uint64_t off, uint64_t len)
 
 	if (len == 0 || len > a->size)
 		return -EINVAL;
-	rlen = ext_round(a, len);
+	fine = ext_is_fine(len, fine);
+	rlen = ext_round(a, len, fine);
 	if (off > a->size - rlen)
 		return -EINVAL;
 	base = off & ~(a->unit - 1);
-	if (rlen >= a->unit ? off != base : (off % a->grain || off + rlen > base + a->unit))
+	if (rlen >= a->unit ? off != base
+			    : (off % (fine ? EXTENT_FINE_GRAIN : a->grain) || off + rlen > base + a->unit))
 		return -EINVAL;
 	rc = spare_fill(a);
 	if (rc < 0)
@@ -569,16 +608,28 @@ int extent_reserve(struct extent_arena *a, uint64_t off, uint64_t len)
 			if (r == NULL)
 				return -EBUSY;
 			pool_take(a, &a->big, r, base, a->unit);
-			u = unit_open(a, base);
+			u = unit_open(a, base, fine);
 		}
-		r = pool_holding(&a->small, off, rlen);
+		if (u->fine != fine)
+			return -EBUSY; /* a unit holds extents of one grain */
+		r = pool_holding(unit_pool(a, u), off, rlen);
 		if (r == NULL)
 			return -EBUSY;
-		pool_take(a, &a->small, r, off, rlen);
+		pool_take(a, unit_pool(a, u), r, off, rlen);
 		u->used += rlen;
 	}
 	ext_record(a, off, rlen, u);
 	return 0;
+}
+
+int extent_reserve(struct extent_arena *a, uint64_t off, uint64_t len)
+{
+	return ext_reserve(a, off, len, 0);
+}
+
+int extent_reserve_fine(struct extent_arena *a, uint64_t off, uint64_t len)
+{
+	return ext_reserve(a, off, len, 1);
 }
 
 /* Release the extent at off, allocated or reserved with a len that rounds the same. */
@@ -587,7 +638,8 @@ int extent_release(struct extent_arena *a, uint64_t off, uint64_t len)
 	struct ext *e, *u, *r;
 
 	e = ext_le(a->used, off);
-	if (len == 0 || e == NULL || e->off != off || len > a->size || ext_round(a, len) != e->len)
+	if (len == 0 || e == NULL || e->off != off || len > a->size ||
+	    ext_round(a, len, e->unit != NULL && e->unit->fine) != e->len)
 		return -EINVAL;
 	a->used = avl_remove(a->used, &e->by_off, cmp_off);
 	a->used_bytes -= e->len;
@@ -598,12 +650,12 @@ int extent_release(struct extent_arena *a, uint64_t off, uint64_t len)
 	}
 	u = e->unit;
 	u->used -= e->len;
-	pool_give(a, &a->small, e, u->off, u->off + a->unit);
+	pool_give(a, unit_pool(a, u), e, u->off, u->off + a->unit);
 	if (u->used)
 		return 0;
 	/* The unit is all free again: one run, which goes back to the big pool. */
-	r = pool_holding(&a->small, u->off, a->unit);
-	pool_del(&a->small, r);
+	r = pool_holding(unit_pool(a, u), u->off, a->unit);
+	pool_del(unit_pool(a, u), r);
 	spare_put(a, r);
 	a->units = avl_remove(a->units, &u->by_off, cmp_off);
 	a->nunits--;
@@ -683,11 +735,12 @@ void extent_stats(const struct extent_arena *a, struct extent_stats *ret)
 	struct avl *b = avl_last(a->big.by_len), *s = avl_last(a->small.by_len);
 	uint64_t lb = b ? CEXT_OF(b, by_len)->len : 0, ls = s ? CEXT_OF(s, by_len)->len : 0;
 
+	/* Fine runs are no larger than a unit's free part: they never exceed a small run's. */
 	ret->size = a->size;
 	ret->used = a->used_bytes;
 	ret->free = a->size - a->used_bytes;
 	ret->largest_free = lb > ls ? lb : ls;
-	ret->nfree_runs = a->big.nruns + a->small.nruns;
+	ret->nfree_runs = a->big.nruns + a->small.nruns + a->fine.nruns;
 	ret->nextents = a->nextents;
 	ret->nsmall_units = a->nunits;
 	ret->fragmentation = ret->free ? 1.0 - (double)ret->largest_free / (double)ret->free : 0.0;
@@ -726,6 +779,7 @@ struct check_item {
 	uint64_t off, len;
 	const struct ext *unit;
 	int kind;
+	int fine; /* runs: found in the fine pool; extents: their unit is fine */
 };
 
 struct check {
@@ -750,14 +804,17 @@ static int check_avl(const struct avl *n, avl_cmp_fn cmp, uint64_t *count)
 	return n->h;
 }
 
-/* Append the tree's ranges in order; check_sorted() then proves the whole order. */
-static int check_collect(const struct avl *n, struct check *c, int kind)
+/*
+ * Append the tree's ranges in order; check_sorted() then proves the whole
+ * order. fine: the pool's kind, or -1 for extents (their unit's).
+ */
+static int check_collect(const struct avl *n, struct check *c, int kind, int fine)
 {
 	const struct ext *e;
 
 	if (n == NULL)
 		return 0;
-	if (check_collect(n->l, c, kind) < 0)
+	if (check_collect(n->l, c, kind, fine) < 0)
 		return -1;
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? 2 * c->cap : 64;
@@ -769,9 +826,10 @@ static int check_collect(const struct avl *n, struct check *c, int kind)
 		c->cap = cap;
 	}
 	e = CEXT_OF(n, by_off);
-	c->items[c->n++] =
-	    (struct check_item){.off = e->off, .len = e->len, .unit = e->unit, .kind = kind};
-	return check_collect(n->r, c, kind);
+	c->items[c->n++] = (struct check_item){
+		.off = e->off, .len = e->len, .unit = e->unit, .kind = kind,
+		.fine = fine >= 0 ? fine : e->unit != NULL && e->unit->fine};
+	return check_collect(n->r, c, kind, fine);
 }
 
 static int check_item_cmp(const void *x, const void *y)
@@ -822,6 +880,7 @@ static int check_tiling(const struct extent_arena *a, const struct check *c)
 	uint64_t pos = 0, used = 0, nused = 0, uoff = 0, ufree = 0, uused = 0, nunits = 0;
 	const struct check_item *it, *prev = NULL;
 	const struct ext *u = NULL;
+	uint64_t grain;
 	int small;
 	size_t i;
 
@@ -842,8 +901,6 @@ static int check_tiling(const struct extent_arena *a, const struct check *c)
 				return -1; /* not coalesced */
 			continue;
 		}
-		if (it->off % a->grain || it->len % a->grain)
-			return -1;
 		if (u == NULL) {
 			u = unit_find(a, it->off);
 			if (u == NULL || u->off != it->off)
@@ -854,7 +911,10 @@ static int check_tiling(const struct extent_arena *a, const struct check *c)
 		} else if (prev->kind == K_SMALL && it->kind == K_SMALL) {
 			return -1; /* not coalesced */
 		}
-		if (it->unit != u)
+		if (it->unit != u || it->fine != u->fine)
+			return -1; /* a run or extent in the pool of another grain */
+		grain = u->fine ? EXTENT_FINE_GRAIN : a->grain;
+		if (it->off % grain || it->len % grain)
 			return -1;
 		if (it->kind == K_SMALL)
 			ufree += it->len;
@@ -881,7 +941,7 @@ int extent_arena_check(const struct extent_arena *a)
 	uint64_t n;
 	int rc = -EUCLEAN;
 
-	if (check_pool(&a->big) < 0 || check_pool(&a->small) < 0)
+	if (check_pool(&a->big) < 0 || check_pool(&a->small) < 0 || check_pool(&a->fine) < 0)
 		return rc;
 	n = 0;
 	if (check_avl(a->units, cmp_off, &n) < 0 || n != a->nunits)
@@ -889,21 +949,28 @@ int extent_arena_check(const struct extent_arena *a)
 	n = 0;
 	if (check_avl(a->used, cmp_off, &n) < 0 || n != a->nextents)
 		return rc;
-	if (check_collect(a->big.by_off, &c, K_BIG) < 0) {
+	if (check_collect(a->big.by_off, &c, K_BIG, 0) < 0) {
 		rc = -ENOMEM;
 		goto out_items;
 	}
 	n = c.n;
 	if (check_sorted(&c, 0) < 0)
 		goto out_items;
-	if (check_collect(a->small.by_off, &c, K_SMALL) < 0) {
+	if (check_collect(a->small.by_off, &c, K_SMALL, 0) < 0) {
 		rc = -ENOMEM;
 		goto out_items;
 	}
 	if (check_sorted(&c, n) < 0)
 		goto out_items;
 	n = c.n;
-	if (check_collect(a->used, &c, K_USED) < 0) {
+	if (check_collect(a->fine.by_off, &c, K_SMALL, 1) < 0) {
+		rc = -ENOMEM;
+		goto out_items;
+	}
+	if (check_sorted(&c, n) < 0)
+		goto out_items;
+	n = c.n;
+	if (check_collect(a->used, &c, K_USED, -1) < 0) {
 		rc = -ENOMEM;
 		goto out_items;
 	}

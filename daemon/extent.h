@@ -6,6 +6,9 @@
  * ones are rounded up to the grain and packed into units set aside for small
  * extents, which go back to the big pool once their last extent is released.
  * Unit and grain are powers of two, grain <= unit; sizes are whole units.
+ * extent_alloc_fine() packs requests of up to EXTENT_FINE_MAX bytes tighter,
+ * at EXTENT_FINE_GRAIN, in fine units of their own (for small KV values: an
+ * extent there is never page-aligned, nor alone in its page).
  * Not thread-safe: the caller serialises.
  */
 #ifndef POOLD_EXTENT_H
@@ -15,6 +18,8 @@
 
 #define EXTENT_UNIT_DEFAULT (UINT64_C(2) << 20)
 #define EXTENT_GRAIN_DEFAULT (UINT64_C(4) << 10)
+#define EXTENT_FINE_GRAIN UINT64_C(64) /* a cache line */
+#define EXTENT_FINE_MAX UINT64_C(2048)
 
 struct extent_arena;
 
@@ -43,8 +48,15 @@ void extent_arena_free(struct extent_arena *a);
 /* Allocate len bytes, rounded as described above: -ENOSPC when nothing fits. */
 int extent_alloc(struct extent_arena *a, uint64_t len, uint64_t *ret_off, uint64_t *ret_len);
 
-/* Mark exactly [off, off + rounded len) allocated (ledger replay): -EBUSY if any part is taken. */
+/* The same, in a fine unit when len <= EXTENT_FINE_MAX. */
+int extent_alloc_fine(struct extent_arena *a, uint64_t len, uint64_t *ret_off, uint64_t *ret_len);
+
+/*
+ * Mark exactly [off, off + rounded len) allocated (ledger replay): -EBUSY if
+ * any part is taken, or (_fine) it lies in a unit of the other grain.
+ */
 int extent_reserve(struct extent_arena *a, uint64_t off, uint64_t len);
+int extent_reserve_fine(struct extent_arena *a, uint64_t off, uint64_t len);
 
 /* Release the extent at off, allocated or reserved with a len that rounds the same. */
 int extent_release(struct extent_arena *a, uint64_t off, uint64_t len);

@@ -744,7 +744,7 @@ static int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t 
 		/* Each copy's candidates from another mix of the hash. */
 		lp = kv_pick(pd, ns, hash ^ (k * UINT64_C(0x9e3779b97f4a7c15)),
 			     kv_alloc_len(ns, len), nodes, k);
-		if (lp == NULL || extent_alloc(lp->alloc, kv_alloc_len(ns, len), &off, &alen) < 0)
+		if (lp == NULL || extent_alloc_fine(lp->alloc, kv_alloc_len(ns, len), &off, &alen) < 0)
 			break;
 		nodes[k] = lp->node;
 		if (k == 0)
@@ -1116,7 +1116,7 @@ static int kv_move(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool 
 			dst = lp;
 			break;
 		}
-	if (dst == NULL || extent_alloc(dst->alloc, e->val.vlen, &off, &alen) < 0)
+	if (dst == NULL || extent_alloc_fine(dst->alloc, e->val.vlen, &off, &alen) < 0)
 		return -ENOSPC;
 	mv = calloc(1, sizeof(*mv));
 	if (mv == NULL || (mv->key = malloc(e->klen)) == NULL) {
@@ -2176,7 +2176,7 @@ static void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, vo
 	}
 	len = kv_alloc_len(ns, e->val.vlen);
 	dst = kv_pick(pd, ns, e->hash ^ (n * UINT64_C(0x9e3779b97f4a7c15)), len, nodes, n);
-	if (src == NULL || dst == NULL || extent_alloc(dst->alloc, len, &off, &alen) < 0)
+	if (src == NULL || dst == NULL || extent_alloc_fine(dst->alloc, len, &off, &alen) < 0)
 		return;
 	rk = calloc(1, sizeof(*rk));
 	if (rk == NULL || (rk->key = malloc(e->klen)) == NULL) {
@@ -2730,7 +2730,7 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 	    !e->val.pmem && lp->tier == kv_tier(ns) && 1u + e->val.ncopies < ns->replicas &&
 	    !kv_val_on(&e->val, node)) {
 		/* Another copy of a replicated value. */
-		if (extent_reserve(lp->alloc, off, alen) < 0)
+		if (extent_reserve_fine(lp->alloc, off, alen) < 0)
 			return -EBUSY;
 		e->val.copy[e->val.ncopies++] = (struct kv_place){node, arena, off, alen};
 		ns->used += alen;
@@ -2738,7 +2738,7 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 	}
 	if (e != NULL && e->has_val && e->val.version >= h->version)
 		return -EEXIST;
-	if (extent_reserve(lp->alloc, off, alen) < 0)
+	if (extent_reserve_fine(lp->alloc, off, alen) < 0)
 		return -EBUSY;
 	if (e != NULL && e->has_val)
 		kv_retire_val(pd, ns, e);

@@ -78,7 +78,7 @@ check "another scrape" scrape
 has 'pool_kv_hits_total{ns="m"}' 2 && has 'pool_kv_misses_total{ns="m"}' 1 && has 'pool_kv_puts_total{ns="m"}' 1 \
 	&& has 'pool_kv_entries{ns="m"}' 1 && has 'pool_kv_capacity_bytes{ns="m"}' 8388608 \
 	&& ok "the namespace's hits, misses, puts, entries and capacity" || { not_ok "KV metrics"; grep kv_ "$TEST_DIR/m"; }
-has 'pool_lender_used_bytes{node="1",arena="0",tier="dram"}' 4096 && ok "what the lender has in use" || { not_ok "lender used"; grep lender "$TEST_DIR/m"; }
+has 'pool_lender_used_bytes{node="1",arena="0",tier="dram"}' 1024 && ok "what the lender has in use (the 1,000-byte value in 1 KiB)" || { not_ok "lender used"; grep lender "$TEST_DIR/m"; }
 has 'pool_scrapes_total' 2 && ok "the scrapes counted" || not_ok "scrapes"
 has 'pool_journal_half_bytes{journal="lender"}' 1046528 &&
 	has 'pool_journal_half_bytes{journal="coordinator"}' 8386560 &&

@@ -138,6 +138,64 @@ static void test_small_packing(void)
 	extent_arena_free(a);
 }
 
+/* Fine extents: packed at 64 bytes in units of their own, apart from page-grain ones. */
+static void test_fine(void)
+{
+	uint64_t unit = 64 * KiB, g = 4 * KiB, off[1024], len, pg, big;
+	struct extent_arena *a = arena(4 * unit, unit, g);
+	struct extent_stats st;
+	int i;
+
+	CU_ASSERT_EQUAL_FATAL(extent_alloc(a, 100, &pg, &len), 0); /* page grain */
+	CU_ASSERT_EQUAL(len, g);
+	for (i = 0; i < 1024; i++) {
+		CU_ASSERT_EQUAL_FATAL(extent_alloc_fine(a, 16, &off[i], &len), 0);
+		CU_ASSERT_EQUAL(len, EXTENT_FINE_GRAIN);
+		CU_ASSERT_EQUAL(off[i] % EXTENT_FINE_GRAIN, 0);
+		CU_ASSERT_NOT_EQUAL(off[i] / unit, pg / unit); /* never in a page-grain unit */
+	}
+	CU_ASSERT_EQUAL(off[1] - off[0], EXTENT_FINE_GRAIN); /* packed */
+	stats(a, &st);
+	CU_ASSERT_EQUAL(st.nsmall_units, 2); /* one of each: 1,024 x 64 B fill one 64 KiB unit */
+	CU_ASSERT_EQUAL(st.used, g + 1024 * EXTENT_FINE_GRAIN);
+	/* The fine unit is full: the next fine extent opens another, page-grain ones never go there. */
+	CU_ASSERT_EQUAL(extent_alloc(a, g, &big, &len), 0);
+	CU_ASSERT_EQUAL(big / unit, pg / unit);
+	CU_ASSERT_EQUAL(extent_release(a, big, g), 0);
+	/* Above EXTENT_FINE_MAX a fine request is a page-grain one. */
+	CU_ASSERT_EQUAL(extent_alloc_fine(a, EXTENT_FINE_MAX + 1, &big, &len), 0);
+	CU_ASSERT_EQUAL(len, g);
+	CU_ASSERT_EQUAL(big / unit, pg / unit);
+	CU_ASSERT_EQUAL(extent_release(a, big, EXTENT_FINE_MAX + 1), 0);
+	CU_ASSERT_EQUAL(extent_alloc_fine(a, EXTENT_FINE_MAX, &big, &len), 0);
+	CU_ASSERT_EQUAL(len, EXTENT_FINE_MAX);
+	CU_ASSERT_EQUAL(extent_release(a, big, EXTENT_FINE_MAX), 0);
+	stats(a, &st);
+	/* A release checks the rounding of the extent's own grain. */
+	CU_ASSERT_EQUAL(extent_release(a, off[5], 65), -EINVAL);
+	CU_ASSERT_EQUAL(extent_release(a, off[5], 1), 0);
+	/* Replay: a fine extent where a page-grain unit is open, and the other way, are refused. */
+	CU_ASSERT_EQUAL(extent_reserve_fine(a, pg + g, 64), -EBUSY);
+	CU_ASSERT_EQUAL(extent_reserve(a, off[5] / g * g, g), -EBUSY);
+	CU_ASSERT_EQUAL(extent_reserve_fine(a, off[5] + 1, 64), -EINVAL); /* off the grain */
+	CU_ASSERT_EQUAL(extent_reserve_fine(a, off[5], 64), 0);
+	CU_ASSERT_EQUAL(extent_reserve_fine(a, off[5], 64), -EBUSY);
+	CU_ASSERT_EQUAL(extent_reserve_fine(a, 3 * unit + 128, 100), 0); /* opens a fine unit */
+	CU_ASSERT_EQUAL(extent_alloc(a, g, &big, &len), 0);
+	CU_ASSERT_NOT_EQUAL(big / unit, 3); /* not into it */
+	CU_ASSERT_EQUAL(extent_release(a, big, g), 0);
+	CU_ASSERT_EQUAL(extent_release(a, 3 * unit + 128, 128), 0);
+	stats(a, &st);
+	for (i = 0; i < 1024; i++)
+		CU_ASSERT_EQUAL(extent_release(a, off[i], 64), 0);
+	CU_ASSERT_EQUAL(extent_release(a, pg, 100), 0);
+	stats(a, &st);
+	CU_ASSERT_EQUAL(st.nsmall_units, 0);
+	CU_ASSERT_EQUAL(st.nfree_runs, 1);
+	CU_ASSERT_EQUAL(st.used, 0);
+	extent_arena_free(a);
+}
+
 static void coalesce_one(uint64_t len, const int order[3])
 {
 	uint64_t unit = 64 * KiB;
@@ -832,6 +890,7 @@ int main(void)
 	    {"arena arguments", test_new_args},
 	    {"unit rounding and alignment", test_rounding},
 	    {"small extents packed, units returned", test_small_packing},
+	    {"fine extents packed in units of their own", test_fine},
 	    {"coalescing in every order", test_coalesce},
 	    {"exhaustion, then success after a release", test_enospc},
 	    {"double and bogus release", test_bad_release},
