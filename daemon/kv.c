@@ -2566,6 +2566,23 @@ int kv_local_read(struct poold *pd, uid_t uid, const char *nsname, const uint8_t
 }
 
 /*
+ * Pin the value kv_local_read() just gave, for a server inside poold that
+ * sends it later, by reference (a large RESP GET): nothing overwrites it in
+ * place or frees it until kv_local_op("release") of the version returned,
+ * or the session's end. 0 when it cannot be pinned.
+ */
+uint64_t kv_local_pin(struct poold *pd, uint64_t session, uid_t uid, const char *nsname,
+		      const uint8_t *key, size_t klen)
+{
+	struct kv_ns *ns = NULL;
+	struct kv_entry *e = kv_local_key(pd, nsname, uid, key, klen, &ns);
+
+	if (e == NULL || kv_pin(e, pd->node_id, session) < 0)
+		return 0;
+	return e->val.version;
+}
+
+/*
  * Overwrite a key's value in place with a + b (RESP SET of a key that has
  * one): when nobody reads or writes it (no pins, no reservation), it has
  * one copy, in this node's DRAM arena, in an extent the new value fits

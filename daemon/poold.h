@@ -556,6 +556,8 @@ int kv_local_ttl(struct poold *pd, uid_t uid, const char *nsname, const uint8_t 
 		 int64_t *ret_at);
 int kv_local_read(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
 		  size_t klen, const void **ret_data, size_t *ret_len);
+uint64_t kv_local_pin(struct poold *pd, uint64_t session, uid_t uid, const char *nsname,
+		      const uint8_t *key, size_t klen);
 #define KV_EXPIRE_KEEP INT64_MIN /* kv_local_overwrite(): the expiry stays as it is */
 int kv_local_overwrite(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
 		       size_t klen, const void *a, size_t alen, const void *b, size_t blen,

@@ -55,6 +55,9 @@ struct resp_val {
 	uint64_t version; /* of the pin, or 0 */
 };
 
+/* Values sent by reference (resp_bulk_reference()) rather than copied into the output. */
+#define RESP_BY_REFERENCE (64u << 10)
+
 /* 0 with the value, or -ENOENT. */
 static int resp_get(struct resp_conn *c, const char *ns, const char *key, size_t klen,
 		    struct resp_val *v)
@@ -166,6 +169,60 @@ static void resp_put_failed(struct resp_conn *c, int rc, const char *key, size_t
 		resp_err(c, "ERR %s", err_str(rc));
 }
 
+/* A large value sent by reference, pinned until the socket has taken it. */
+struct resp_sent {
+	struct poold *pd;
+	uint64_t session, version;
+	uint32_t uid;
+	char ns[32];
+	size_t klen;
+	uint8_t key[];
+};
+
+static void resp_sent_cb(const void *data, size_t len, void *arg)
+{
+	struct resp_sent *sv = arg;
+
+	(void)data, (void)len;
+	/* After the session's end (the connection closed first) there is nothing to release. */
+	kv_local_op(sv->pd, sv->session, sv->uid, sv->ns, "release", sv->key, sv->klen,
+		    sv->version, NULL);
+	free(sv);
+}
+
+/*
+ * The bulk of a value of RESP_BY_REFERENCE bytes or more without copying
+ * it: the evbuffer points into the arena, and a pin keeps the value there
+ * (an overwrite goes elsewhere, a delete waits) until the kernel has it.
+ * Takes v's pin, or pins it. false when it cannot (then the caller copies).
+ */
+static bool resp_bulk_reference(struct resp_conn *c, const char *ns, const char *key,
+				size_t klen, struct resp_val *v)
+{
+	struct evbuffer *out = resp_output(c);
+	struct resp_sent *sv;
+
+	if (v->len < RESP_BY_REFERENCE || strlen(ns) >= sizeof(sv->ns) ||
+	    (sv = malloc(sizeof(*sv) + klen)) == NULL)
+		return false;
+	if (v->version == 0 &&
+	    (v->version = kv_local_pin(c->rs->pd, c->session, c->uid, ns, (const uint8_t *)key,
+				       klen)) == 0) {
+		free(sv);
+		return false;
+	}
+	*sv = (struct resp_sent){c->rs->pd, c->session, v->version, c->uid, "", klen};
+	snprintf(sv->ns, sizeof(sv->ns), "%s", ns);
+	memcpy(sv->key, key, klen);
+	evbuffer_add_printf(out, "$%zu\r\n", v->len);
+	if (evbuffer_add_reference(out, v->data, v->len, resp_sent_cb, sv) < 0) {
+		evbuffer_add(out, v->data, v->len);
+		resp_sent_cb(NULL, 0, sv);
+	}
+	evbuffer_add(out, "\r\n", 2);
+	return true;
+}
+
 static void resp_reply_val(struct resp_conn *c, const char *ns, const char *key, size_t klen)
 {
 	struct resp_val v;
@@ -174,6 +231,8 @@ static void resp_reply_val(struct resp_conn *c, const char *ns, const char *key,
 		resp_null(c);
 		return;
 	}
+	if (resp_room(c, v.len) && resp_bulk_reference(c, ns, key, klen, &v))
+		return;
 	resp_bulk(c, v.data, v.len);
 	resp_put_back(c, ns, key, klen, &v);
 }
