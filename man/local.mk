@@ -24,4 +24,5 @@ dist_man_MANS += \
 	man/pool_snap_restore_lazy.3 \
 	man/pool-protocol.7 \
 	man/pool-security.7 \
-	man/pool_buf_alloc.3
+	man/pool_buf_alloc.3 \
+	man/pool-python.3

@@ -1,0 +1,7 @@
+# python/: the Python binding of libpool (package pool, ctypes: nothing to
+# compile), installed where Debian's python3 finds it (configure's
+# PYTHON3_DIST); the tests use it from the source tree.
+pythonpooldir = $(PYTHON3_DIST)/pool
+pythonpool_DATA = python/pool/__init__.py python/pool/_lib.py python/pool/client.py \
+	python/pool/kv.py python/pool/region.py python/pool/snap.py python/pool/vec.py
+EXTRA_DIST += $(pythonpool_DATA) python/tests/test_pool.py

@@ -1,0 +1,34 @@
+#!/bin/bash
+# The Python binding (python/pool): its pytest suite against a real poold,
+# through the build tree's libpool; and as another uid, what it may not do
+# raises PoolError.
+. "${top_srcdir:-.}/tests/integration/lib.sh"
+PY=/usr/bin/python3
+if ! "$PY" -c 'import pytest, numpy' 2>/dev/null; then
+	echo "skip: python3-pytest or python3-numpy is not installed"; exit 77
+fi
+export PYTHONPATH="$top_srcdir/python" POOL_LIBPOOL="$top_builddir/libpool/.libs/libpool.so.0"
+pool_start -o lend.size=256M -o control.mode=0666 || exit 1
+
+check "the pytest suite passes" "$PY" -m pytest -q -p no:cacheprovider "$top_srcdir/python/tests"
+grep -E "passed|failed" "$TEST_DIR/out" | tail -1
+check "import pool names its version" "$PY" -c 'import pool; print(pool.__version__)'
+check_out "^$("$POOLD" -V | awk '{print $2}')$" "the library's"
+if have_nobody "$PY"; then
+	chmod 0755 "$TEST_DIR" "$TEST_DIR/run"
+	"$PY" -c 'import pool; p = pool.Pool(); r = p.create_region("root-only", 4096); r.write(0, b"secret")' \
+		>"$TEST_DIR/out" 2>&1 || not_ok "root makes a 0600 region"
+	check "uid nobody's open of root's 0600 region raises PoolError(-EACCES)" as_nobody env \
+		PYTHONPATH="$PYTHONPATH" POOL_LIBPOOL="$POOL_LIBPOOL" POOL_SOCKET="$POOL_SOCKET" "$PY" -c '
+import errno, pool
+p = pool.Pool()
+try:
+    p.open_region("root-only")
+except pool.PoolError as e:
+    assert e.code == -errno.EACCES, e.code
+    print("refused:", e)
+else:
+    raise SystemExit("opened")'
+	check_out "^refused: " "with poold's message"
+fi
+pool_done
