@@ -286,6 +286,27 @@ static int snap_lazy_add(struct snap_lazy *l, void *addr, int uffd)
 }
 
 /*
+ * Free l, its thread done or never started. A clone left with its server
+ * is one whose own pages failed too: the server and its userfaultfd stay,
+ * for good (snap_lazy_own_rest()).
+ */
+static void snap_lazy_free(struct snap_lazy *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->nclones; i++)
+		free(l->clones[i]);
+	free(l->clones);
+	free(l->bounce);
+	if (l->epfd >= 0)
+		close(l->epfd);
+	if (l->fd >= 0)
+		close(l->fd);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}
+
+/*
  * Start the thread behind the lazy clone at addr, mapped private over fd
  * (the copy: to fill, or another client fills it). Takes uffd; keeps fd
  * open. -errno when it cannot: then nothing is started.
@@ -319,16 +340,8 @@ static int snap_lazy_start(struct pool_snap *snap, int fd, void *addr, int uffd,
 		return 0;
 	}
 	snap_lazy_release(l->clones[0]); /* nothing touched it yet */
-	free(l->clones[0]);
 out:
-	free(l->clones);
-	free(l->bounce);
-	if (l->epfd >= 0)
-		close(l->epfd);
-	if (l->fd >= 0)
-		close(l->fd);
-	pthread_mutex_destroy(&l->lock);
-	free(l);
+	snap_lazy_free(l);
 	return rc;
 }
 
@@ -358,7 +371,6 @@ static int snap_lazy_join(struct snap_lazy *l, void **ret_addr)
 int snap_lazy_wait(struct pool_snap *snap)
 {
 	struct snap_lazy *l = snap->lazy;
-	size_t i;
 	int rc;
 
 	if (l == NULL)
@@ -366,19 +378,7 @@ int snap_lazy_wait(struct pool_snap *snap)
 	pthread_join(l->thread, NULL);
 	snap->lazy = NULL;
 	rc = l->result;
-	/*
-	 * A clone left with its server is one whose own pages failed too: the
-	 * server and its userfaultfd stay, for good (snap_lazy_own_rest()).
-	 */
-	for (i = 0; i < l->nclones; i++)
-		free(l->clones[i]);
-	free(l->clones);
-	free(l->bounce);
-	close(l->epfd);
-	if (l->fd >= 0)
-		close(l->fd);
-	pthread_mutex_destroy(&l->lock);
-	free(l);
+	snap_lazy_free(l);
 	return rc;
 }
 
