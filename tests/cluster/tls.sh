@@ -55,7 +55,11 @@ def pump(a, b):
 srv = socket.create_server((lhost, lport))
 while True:
     c, _ = srv.accept()
-    t = socket.create_connection((thost, tport))
+    try:
+        t = socket.create_connection((thost, tport))
+    except OSError:   # the coordinator not listening yet: this client retries
+        c.close()
+        continue
     threading.Thread(target=pump, args=(c, t), daemon=True).start()
     threading.Thread(target=pump, args=(t, c), daemon=True).start()
 ' "$(cluster_addr 1)" "$relay_port" "$(cluster_addr 1)" "$(cluster_port 1 7400)" "$1"
@@ -69,6 +73,8 @@ start() {
 	# shellcheck disable=SC2086
 	pool_node_start 1 $o1 || return 1
 	for _ in $(seq 100); do [ -S "$(pool_sock 1)" ] && break; sleep 0.05; done
+	# (the control socket can come before the coordinator's port, which the relay connects to)
+	cluster_wait_tcp 1 "$(cluster_addr 1)" "$(cluster_port 1 7400)" 5 || return 1
 	RELAY_PID=$(relay "$CLUSTER_TMP/record.$1")
 	cluster_wait_tcp 1 "$(cluster_addr 1)" "$relay_port" 5 || return 1
 	# shellcheck disable=SC2086
