@@ -253,9 +253,10 @@ static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, const v
 				kv_place_of(loc, p, &where);
 				local = kv_map(pool, &where, lens[i]);
 				if (local != NULL) {
-					if (write)
+					/* (a get of the length alone passes no buffer) */
+					if (lens[i] > 0 && write)
 						memcpy(local, bufs[i], lens[i]);
-					else
+					else if (lens[i] > 0)
 						memcpy(bufs[i], local, lens[i]);
 					continue;
 				}
