@@ -250,13 +250,14 @@ static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, const v
 				Pool__KvLocation where;
 				void *local;
 
+				if (lens[i] == 0)
+					continue; /* a get of the length alone: nothing to move */
 				kv_place_of(loc, p, &where);
 				local = kv_map(pool, &where, lens[i]);
 				if (local != NULL) {
-					/* (a get of the length alone passes no buffer) */
-					if (lens[i] > 0 && write)
+					if (write)
 						memcpy(local, bufs[i], lens[i]);
-					else if (lens[i] > 0)
+					else
 						memcpy(bufs[i], local, lens[i]);
 					continue;
 				}
