@@ -329,13 +329,14 @@ static int clone_fd(struct pool *pool, const char *name, uint64_t sum)
 	return 0;
 }
 
+static volatile uint64_t touched_sum; /* keeps the touches */
+
 /* Each of n lazy clones, touched last page to first, is the image; a write is its own. */
 static int lazy_clone(struct pool *pool, const char *name, uint64_t sum, int n)
 {
 	struct pool_snap *s;
 	double t0, usable, touched, full;
 	uint8_t *p[64], *q, mine[PAGE];
-	volatile uint8_t x = 0;
 	uint64_t size, i, rest;
 	int rc, k;
 
@@ -350,7 +351,7 @@ static int lazy_clone(struct pool *pool, const char *name, uint64_t sum, int n)
 			return fail("pool_snap_clone_lazy", rc);
 	usable = now_ms() - t0;
 	for (i = size / PAGE; i-- > 0;)
-		x += p[n - 1][i * PAGE];
+		touched_sum += p[n - 1][i * PAGE];
 	touched = now_ms() - t0;
 	memset(mine, 0xa5, sizeof(mine));
 	for (k = 0; k < n; k++) {
