@@ -37,7 +37,7 @@ static int arena_fd(struct req *q, const ProtobufCMessage *msg)
 }
 
 /* The same file opened again for reading only: a client cannot map it writable or change it. */
-static int fd_read_only(int fd)
+int fd_read_only(int fd)
 {
 	char path[64];
 

@@ -315,6 +315,8 @@ void carve_close(struct poold *pd);
 void carve_count(const struct poold *pd, size_t *ret_carved, size_t *ret_windows);
 
 /* lend.c: this node's lend pool */
+/* The same file opened again for reading only, or -1 (errno): a client cannot map it writable. */
+int fd_read_only(int fd);
 int lend_open(struct poold *pd);
 void lend_close(struct poold *pd);
 void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);

@@ -155,11 +155,9 @@ static int snapcopy_send(struct snapcopies *sc, struct snapcopy *c, struct req *
 static int snapcopy_send_filling(struct snapcopies *sc, struct snapcopy *c, struct req *r)
 {
 	Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
-	char path[64];
 	int rc, ro;
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", c->fd);
-	if ((ro = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	if ((ro = fd_read_only(c->fd)) < 0)
 		return req_errorf(r, -errno, "cannot reopen the copy of %s: %s", c->name,
 				  strerror(errno));
 	rep.status = "filling";

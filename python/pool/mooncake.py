@@ -16,10 +16,11 @@ accepted per call but the namespace's replica count holds; buffers need
 not be registered (libpool moves the bytes through its own windows).
 """
 import errno
-from ctypes import byref, c_char_p, c_int, c_size_t, c_void_p, cast
+from ctypes import byref, c_int, c_size_t, c_void_p
 
 from pool._lib import POOL_ECOORD, POOL_ELOST, PoolError, lib
 from pool.client import Pool
+from pool.kv import _key, _vector
 
 OK = 0
 INTERNAL_ERROR = -1
@@ -52,10 +53,6 @@ class ReplicateConfig:
         self.preferred_segment = ""
         self.prefer_alloc_in_same_node = ""
         self.group_ids = None
-
-
-def _kb(key):
-    return key.encode() if isinstance(key, str) else bytes(key)
 
 
 class MooncakeDistributedStore:
@@ -112,7 +109,7 @@ class MooncakeDistributedStore:
 
     def put(self, key, value, config=None):
         try:
-            self._kv.put(_kb(key), value)
+            self._kv.put(key, value)
         except PoolError as e:
             return _code(e.code)
         return OK
@@ -122,14 +119,14 @@ class MooncakeDistributedStore:
 
     def get(self, key):
         try:
-            v = self._kv.get(_kb(key))
+            v = self._kv.get(key)
         except PoolError:
             return b""
         return v if v is not None else b""
 
     def put_batch(self, keys, values, config=None):
         try:
-            status = self._kv.put_batch([_kb(k) for k in keys], values)
+            status = self._kv.put_batch(keys, values)
         except PoolError as e:
             return _code(e.code)
         return next((_code(s) for s in status if s < 0), OK)
@@ -138,25 +135,25 @@ class MooncakeDistributedStore:
         return [self.get(k) for k in keys] if keys else []
 
     def remove(self, key, force=False):
-        k = _kb(key)
-        rc = lib.pool_kv_remove(self._h(), k, len(k))
+        kp, kl, _k = _key(key)
+        rc = lib.pool_kv_remove(self._h(), kp, kl)
         return _code(rc)
 
     def batch_remove(self, keys, force=False):
         return [self.remove(k) for k in keys]
 
     def is_exist(self, key):
-        k = _kb(key)
-        rc = lib.pool_kv_exists(self._h(), k, len(k))
+        kp, kl, _k = _key(key)
+        rc = lib.pool_kv_exists(self._h(), kp, kl)
         return rc if rc >= 0 else -1
 
     def batch_is_exist(self, keys):
         return [self.is_exist(k) for k in keys]
 
     def get_size(self, key):
-        k = _kb(key)
+        kp, kl, _k = _key(key)
         vlen = c_size_t()
-        rc = lib.pool_kv_get(self._h(), k, len(k), None, 0, byref(vlen))
+        rc = lib.pool_kv_get(self._h(), kp, kl, None, 0, byref(vlen))
         return vlen.value if rc >= 0 else _code(rc)
 
     # ---- zero-copy: raw addresses, as Mooncake's engines pass them
@@ -168,14 +165,14 @@ class MooncakeDistributedStore:
         return OK
 
     def put_from(self, key, buffer_ptr, size, config=None):
-        k = _kb(key)
-        return _code(lib.pool_kv_put(self._h(), k, len(k), c_void_p(buffer_ptr), size))
+        kp, kl, _k = _key(key)
+        return _code(lib.pool_kv_put(self._h(), kp, kl, c_void_p(buffer_ptr), size))
 
     def get_into(self, key, buffer_ptr, size):
         """Bytes read, or a negative code (BUFFER_OVERFLOW: the buffer is smaller)."""
-        k = _kb(key)
+        kp, kl, _k = _key(key)
         vlen = c_size_t()
-        rc = lib.pool_kv_get(self._h(), k, len(k), c_void_p(buffer_ptr), size, byref(vlen))
+        rc = lib.pool_kv_get(self._h(), kp, kl, c_void_p(buffer_ptr), size, byref(vlen))
         if rc < 0:
             return _code(rc)
         return vlen.value if vlen.value <= size else BUFFER_OVERFLOW
@@ -184,7 +181,7 @@ class MooncakeDistributedStore:
         n = len(keys)
         if len(buffer_ptrs) != n or len(sizes) != n:
             return [INVALID_PARAMS] * n
-        kp, kl, _keep = _keys(keys)
+        kp, kl, _keep = _vector(keys, _key)
         vp = (c_void_p * n)(*buffer_ptrs)
         vl = (c_size_t * n)(*sizes)
         status = (c_int * n)()
@@ -197,7 +194,7 @@ class MooncakeDistributedStore:
         n = len(keys)
         if len(buffer_ptrs) != n or len(sizes) != n:
             return [INVALID_PARAMS] * n
-        kp, kl, _keep = _keys(keys)
+        kp, kl, _keep = _vector(keys, _key)
         bp = (c_void_p * n)(*buffer_ptrs)
         bl = (c_size_t * n)(*sizes)
         vlens, status = (c_size_t * n)(), (c_int * n)()
@@ -208,10 +205,3 @@ class MooncakeDistributedStore:
                 vlens[i] if vlens[i] <= sizes[i] else BUFFER_OVERFLOW for i in range(n)]
 
 
-
-def _keys(keys):
-    """ctypes arrays of the keys' addresses and lengths, and the bytes they point into."""
-    ks = [_kb(k) for k in keys]
-    kp = (c_void_p * len(ks))(*[cast(c_char_p(k), c_void_p).value for k in ks])
-    kl = (c_size_t * len(ks))(*[len(k) for k in ks])
-    return kp, kl, ks
