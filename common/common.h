@@ -119,6 +119,7 @@ struct poold_conf {
 	int64_t pmem_size;
 	int64_t pmem_init;
 	int64_t snap_copies;
+	int64_t snap_copies_per_uid;
 	char *coord_journal;
 	int64_t coord_journal_size;
 	int64_t lease_grace_ms;

@@ -136,6 +136,8 @@ const struct conf_option conf_options[] = {
 	 CONF_F_RESTART, "size of a new coordinator journal (an existing one keeps its size)"},
 	{"snap.copies", CONF_SIZE, OFF(snap_copies), 0, 16384 * GiB, "0", NULL, 0,
 	 "bytes of the node's shared copies of snapshot images; 0 means a quarter of its RAM"},
+	{"snap.copies_per_uid", CONF_SIZE, OFF(snap_copies_per_uid), 0, 16384 * GiB, "0", NULL, 0,
+	 "bytes of the copies one uid's clients fill on this node; 0 means half of snap.copies"},
 };
 
 const size_t conf_noptions = sizeof(conf_options) / sizeof(conf_options[0]);

@@ -16,16 +16,27 @@
  * The id is the random identity a put writes into the snapshot's manifest.
  * Only clients that could read the manifest know it, so it is the
  * capability to a copy: a get must name it, and list shows it only to
- * admins and to the uid that made the copy. A different id under the same
- * name, from the uid that made the copy, is a newer image: it replaces the
- * older copy. Another uid's get of that name with another id makes a copy
- * of its own beside it: nobody evicts another uid's copy by naming it.
+ * admins and to the uid that made the copy.
+ *
+ * Nothing checks the bytes a filler writes against the snapshot's pages,
+ * so a copy is trusted only by those who trust its filler: a copy filled
+ * by an admin (root, poold's own uid, the admin group: `snap place`) is
+ * shared, and serves every client that names its id; a copy filled by any
+ * other uid serves that uid alone. A tenant who may read another uid's
+ * snapshot therefore never decides what that uid's clones hold, and its
+ * own clones never depend on another tenant's fill. A different id under
+ * the same name, from the same maker (the admins for shared copies), is a
+ * newer image: it replaces the older copy; nobody evicts another uid's
+ * copy by naming it.
  *
  * The bytes of all copies are bounded by snap.copies; to make room, the
  * least recently used ready copies are dropped (clients keep what they
  * have mapped: the kernel frees a memfd with its last mapping). The copies
- * one uid is filling take at most half of it, so that a fill that never
- * ends leaves the others room.
+ * of one uid other than the admins, ready or filling, take at most
+ * snap.copies_per_uid (half of snap.copies unless set): past it, that
+ * uid's own least recently used ready copies make room, so a tenant cannot
+ * push the others' copies out, and a fill that never ends leaves the
+ * others room.
  */
 #include "config.h"
 
@@ -56,6 +67,7 @@ struct snapcopy {
 	uint64_t id, size;
 	int fd;
 	enum snapcopy_state state;
+	bool shared;	   /* filled by an admin: every uid that names it uses it */
 	uid_t uid;	   /* of the client that asked first */
 	uint64_t filler;   /* filling: the session of the client filling it */
 	uint64_t clones;   /* gets answered with it ready */
@@ -94,14 +106,42 @@ static uint64_t snapcopy_budget(const struct poold *pd)
 	return (uint64_t)pages * (uint64_t)psize / 4;
 }
 
-/* The copy of (name, id); with any_id, a copy of name that uid made, whatever its id. */
+/* Whether r may use copy c: it trusts the copy's filler (see above). */
+static bool snapcopy_trusts(const struct req *r, const struct snapcopy *c)
+{
+	return c->shared || c->uid == r->uid;
+}
+
+/* Whether r fills copies like c: an admin fills the shared ones, another uid its own. */
+static bool snapcopy_makes(const struct req *r, const struct snapcopy *c)
+{
+	return r->admin ? c->shared : !c->shared && c->uid == r->uid;
+}
+
+/* The copy of (name, id) r may use: a ready one before one filling, a shared one first. */
 static struct snapcopy *snapcopy_find(struct snapcopies *sc, const char *name, uint64_t id,
-				      bool any_id, uid_t uid)
+				      const struct req *r)
+{
+	struct snapcopy *c, *best = NULL;
+
+	TAILQ_FOREACH(c, &sc->list, entry) {
+		if (c->id != id || strcmp(c->name, name) != 0 || !snapcopy_trusts(r, c))
+			continue;
+		if (best == NULL || (c->state == COPY_READY && best->state != COPY_READY) ||
+		    (c->state == best->state && c->shared && !best->shared))
+			best = c;
+	}
+	return best;
+}
+
+/* A copy of name with another id than id, of those r makes: an older image. */
+static struct snapcopy *snapcopy_find_older(struct snapcopies *sc, const char *name, uint64_t id,
+					    const struct req *r)
 {
 	struct snapcopy *c;
 
 	TAILQ_FOREACH(c, &sc->list, entry)
-		if (strcmp(c->name, name) == 0 && (any_id ? c->uid == uid : c->id == id))
+		if (c->id != id && strcmp(c->name, name) == 0 && snapcopy_makes(r, c))
 			return c;
 	return NULL;
 }
@@ -174,7 +214,7 @@ static int snapcopy_send_filling(struct snapcopies *sc, struct snapcopy *c, stru
 static int snapcopy_state(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
 {
 	Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
-	struct snapcopy *c = m->has_id ? snapcopy_find(sc, m->name, m->id, false, 0) : NULL;
+	struct snapcopy *c = m->has_id ? snapcopy_find(sc, m->name, m->id, r) : NULL;
 	struct stat st;
 
 	rep.status = "none";
@@ -219,25 +259,39 @@ static void snapcopy_wake(struct snapcopies *sc, struct snapcopy *c)
 	c->nwaiters = 0;
 }
 
+/* What a get asks for: from its request, or again for a get held on a copy that went. */
+struct snapcopy_ask {
+	const char *name;
+	uint64_t id, size;
+	bool lazy;
+};
+
+static int snapcopy_get(struct req *r, struct snapcopies *sc, const struct snapcopy_ask *a,
+			bool held);
+
 /*
- * The filler gave up (or went away): the next waiter still connected fills
- * it instead, on a fresh memfd, since nobody knows how much of the old one
- * was written. With nobody waiting the copy goes.
+ * The filler gave up (or went away): the next waiter still connected that
+ * may fill it (an admin for a shared copy) fills it instead, on a fresh
+ * memfd, since nobody knows how much of the old one was written. With no
+ * such waiter the copy goes, and the gets it held are asked again: each
+ * finds or makes a copy of its own uid's.
  */
 static void snapcopy_refill(struct snapcopies *sc, struct snapcopy *c)
 {
-	struct req *w;
+	struct snapcopy_ask ask = {.name = NULL, .id = c->id, .size = c->size};
+	char name[sizeof(c->name)];
+	struct req *w, **rest;
+	size_t i, nrest;
 	int fd, rc;
 
 	close(c->fd);
 	c->fd = -1;
-	while (c->nwaiters > 0) {
-		w = c->waiters[0];
-		memmove(c->waiters, c->waiters + 1, --c->nwaiters * sizeof(*c->waiters));
-		if (!conn_alive(w->conn)) {
-			req_finish(w, -ENOTCONN);
+	for (i = 0; i < c->nwaiters; i++) {
+		w = c->waiters[i];
+		if (!conn_alive(w->conn) || (c->shared && !w->admin))
 			continue;
-		}
+		memmove(c->waiters + i, c->waiters + i + 1,
+			(--c->nwaiters - i) * sizeof(*c->waiters));
 		rc = snapcopy_memfd(c, &fd);
 		if (rc < 0) {
 			req_errorf(w, rc, "cannot make a copy of %s: %s", c->name, err_str(rc));
@@ -255,8 +309,22 @@ static void snapcopy_refill(struct snapcopies *sc, struct snapcopy *c)
 		}
 		close(c->fd);
 		c->fd = -1;
+		i--;
 	}
+	rest = c->waiters;
+	nrest = c->nwaiters;
+	c->waiters = NULL;
+	c->nwaiters = 0;
+	snprintf(name, sizeof(name), "%s", c->name);
 	snapcopy_free(sc, c, -ECANCELED, "was given up by the client filling it");
+	ask.name = name;
+	for (i = 0; i < nrest; i++) {
+		w = rest[i];
+		rc = conn_alive(w->conn) ? snapcopy_get(w, sc, &ask, true) : -ENOTCONN;
+		if (rc != REQ_LATER)
+			req_finish(w, rc);
+	}
+	free(rest);
 }
 
 /* Drop least recently used ready copies until size more bytes and one more copy fit. */
@@ -288,47 +356,85 @@ static int snapcopy_room(struct poold *pd, struct snapcopies *sc, uint64_t size)
 	return 0;
 }
 
-/* get: no copy yet, so this client makes one. */
-static int snapcopy_create(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
+/* snap.copies_per_uid, or half of snap.copies when it is 0. */
+static uint64_t snapcopy_uid_budget(const struct poold *pd)
+{
+	if (pd->conf->snap_copies_per_uid > 0)
+		return (uint64_t)pd->conf->snap_copies_per_uid;
+	return snapcopy_budget(pd) / 2;
+}
+
+/*
+ * Room for size more bytes of r's uid's copies under snap.copies_per_uid:
+ * its own least recently used ready copies go first, and only when that
+ * makes room (the copies it is filling cannot go). Admins' copies are the
+ * shared ones, bounded by snap.copies alone.
+ */
+static int snapcopy_uid_room(struct req *r, struct snapcopies *sc, uint64_t size)
+{
+	uint64_t budget = snapcopy_uid_budget(r->pd), held = 0, filling = 0;
+	struct snapcopy *c, *next;
+
+	if (r->admin)
+		return 0;
+	TAILQ_FOREACH(c, &sc->list, entry) {
+		if (c->shared || c->uid != r->uid)
+			continue;
+		held += c->size;
+		if (c->state == COPY_FILLING)
+			filling += c->size;
+	}
+	if (filling + size > budget)
+		return req_errorf(r, -ENOSPC, "the copies of uid %u on this node may take %llu "
+				  "bytes (snap.copies_per_uid); it fills %llu, and this one has %llu",
+				  (unsigned)r->uid, (unsigned long long)budget,
+				  (unsigned long long)filling, (unsigned long long)size);
+	for (c = TAILQ_FIRST(&sc->list); c != NULL && held + size > budget; c = next) {
+		next = TAILQ_NEXT(c, entry);
+		if (c->shared || c->uid != r->uid || c->state != COPY_READY)
+			continue;
+		held -= c->size;
+		sc->evictions++;
+		snapcopy_free(sc, c, -ENOENT, "was evicted");
+	}
+	return 0;
+}
+
+/* get: no copy r may use yet, so this client makes one. */
+static int snapcopy_create(struct req *r, struct snapcopies *sc, const struct snapcopy_ask *a)
 {
 	struct snapcopy *c;
-	uint64_t uid_filling = 0;
 	unsigned fills = 0;
 	int rc;
 
 	/* A client that never says done would hold the memory of its copies: only so many. */
-	TAILQ_FOREACH(c, &sc->list, entry) {
+	TAILQ_FOREACH(c, &sc->list, entry)
 		fills += c->state == COPY_FILLING && c->filler == r->session;
-		if (c->state == COPY_FILLING && c->uid == r->uid)
-			uid_filling += c->size;
-	}
 	if (fills >= SNAPCOPY_FILLS_MAX)
 		return req_errorf(r, -EBUSY, "this connection fills %u copies already", fills);
-	if (!r->admin && uid_filling + m->size > snapcopy_budget(r->pd) / 2)
-		return req_errorf(r, -ENOSPC, "the copies uid %u fills may take half of snap.copies "
-				  "(%llu bytes); it fills %llu, and this one has %llu",
-				  (unsigned)r->uid,
-				  (unsigned long long)(snapcopy_budget(r->pd) / 2),
-				  (unsigned long long)uid_filling, (unsigned long long)m->size);
-	rc = snapcopy_room(r->pd, sc, m->size);
+	rc = snapcopy_uid_room(r, sc, a->size);
+	if (rc < 0)
+		return rc;
+	rc = snapcopy_room(r->pd, sc, a->size);
 	if (rc < 0)
 		return req_errorf(r, rc, "no room for a %llu-byte copy of %s: snap.copies is "
 				  "%llu bytes, or %d copies, and the copies being filled use them",
-				  (unsigned long long)m->size, m->name,
+				  (unsigned long long)a->size, a->name,
 				  (unsigned long long)snapcopy_budget(r->pd), SNAPCOPY_MAX);
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return req_errorf(r, -ENOMEM, "out of memory");
-	snprintf(c->name, sizeof(c->name), "%s", m->name);
-	c->id = m->id;
-	c->size = m->size;
+	snprintf(c->name, sizeof(c->name), "%s", a->name);
+	c->id = a->id;
+	c->size = a->size;
 	c->state = COPY_FILLING;
+	c->shared = r->admin;
 	c->uid = r->uid;
 	c->filler = r->session;
 	rc = snapcopy_memfd(c, &c->fd);
 	if (rc < 0) {
 		free(c);
-		return req_errorf(r, rc, "cannot make a copy of %s: %s", m->name, err_str(rc));
+		return req_errorf(r, rc, "cannot make a copy of %s: %s", a->name, err_str(rc));
 	}
 	TAILQ_INSERT_TAIL(&sc->list, c, entry);
 	sc->count++;
@@ -342,8 +448,8 @@ static int snapcopy_create(struct req *r, struct snapcopies *sc, const Pool__Sna
 	return 0;
 }
 
-/* get: wait for the client filling the copy. */
-static int snapcopy_wait(struct req *r, struct snapcopy *c)
+/* get: wait for the client filling the copy (r is held already when held). */
+static int snapcopy_wait(struct req *r, struct snapcopy *c, bool held)
 {
 	struct req **w;
 
@@ -356,59 +462,77 @@ static int snapcopy_wait(struct req *r, struct snapcopy *c)
 	if (w == NULL)
 		return req_errorf(r, -ENOMEM, "out of memory");
 	c->waiters = w;
-	w[c->nwaiters] = req_hold(r);
+	w[c->nwaiters] = held ? r : req_hold(r);
 	if (w[c->nwaiters] == NULL)
 		return req_errorf(r, -ENOMEM, "out of memory");
 	c->nwaiters++;
 	return REQ_LATER;
 }
 
-static int snapcopy_get(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
+/*
+ * get: the copy r may use, ready (sent), being filled by another client
+ * (held until then, or sent read-only when lazy), or none yet (made, for r
+ * to fill). held: r is a held get asked again (snapcopy_refill()).
+ */
+static int snapcopy_get(struct req *r, struct snapcopies *sc, const struct snapcopy_ask *a,
+			bool held)
 {
-	struct snapcopy *c;
+	struct snapcopy *c = snapcopy_find(sc, a->name, a->id, r);
+
+	if (c == NULL) {
+		/* A newer image under that name from its copy's maker: the old one is done with. */
+		struct snapcopy *old = snapcopy_find_older(sc, a->name, a->id, r);
+
+		if (old != NULL)
+			snapcopy_free(sc, old, -ESTALE, "was replaced by a newer image");
+		return snapcopy_create(r, sc, a);
+	}
+	if (c->size != a->size)
+		return req_errorf(r, -EINVAL, "the copy of %s has %llu bytes, not %llu", c->name,
+				  (unsigned long long)c->size, (unsigned long long)a->size);
+	TAILQ_REMOVE(&sc->list, c, entry);
+	TAILQ_INSERT_TAIL(&sc->list, c, entry);
+	if (c->state == COPY_FILLING && a->lazy && c->filler != r->session)
+		return snapcopy_send_filling(sc, c, r);
+	if (c->state == COPY_FILLING)
+		return snapcopy_wait(r, c, held);
+	return snapcopy_send(sc, c, r);
+}
+
+static int snapcopy_get_request(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
+{
+	struct snapcopy_ask a = {.name = m->name, .id = m->id, .size = m->size,
+				 .lazy = m->has_lazy && m->lazy};
 
 	if (!m->has_id || !m->has_size)
 		return req_errorf(r, -EINVAL, "get needs a name, an id and a size");
 	if (m->size == 0 || m->size > SNAPCOPY_SIZE_MAX || m->size % SNAPCOPY_ALIGN != 0)
 		return req_errorf(r, -EINVAL, "size %llu: a multiple of %d bytes, at most 1T",
 				  (unsigned long long)m->size, SNAPCOPY_ALIGN);
-	c = snapcopy_find(sc, m->name, m->id, false, 0);
-	if (c == NULL) {
-		/* A newer image under that name from its copy's maker: the old one is done with. */
-		struct snapcopy *old = snapcopy_find(sc, m->name, 0, true, r->uid);
-
-		if (old != NULL)
-			snapcopy_free(sc, old, -ESTALE, "was replaced by a newer image");
-		return snapcopy_create(r, sc, m);
-	}
-	if (c->size != m->size)
-		return req_errorf(r, -EINVAL, "the copy of %s has %llu bytes, not %llu", c->name,
-				  (unsigned long long)c->size, (unsigned long long)m->size);
-	TAILQ_REMOVE(&sc->list, c, entry);
-	TAILQ_INSERT_TAIL(&sc->list, c, entry);
-	if (c->state == COPY_FILLING && m->has_lazy && m->lazy && c->filler != r->session)
-		return snapcopy_send_filling(sc, c, r);
-	if (c->state == COPY_FILLING)
-		return snapcopy_wait(r, c);
-	return snapcopy_send(sc, c, r);
+	return snapcopy_get(r, sc, &a, false);
 }
 
-/* The copy a done or abort is about, if this client is filling it. */
+/* The copy a done or abort is about: the one of (name, id) this client is filling. */
 static int snapcopy_filling(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m,
 			    struct snapcopy **ret_c)
 {
 	struct snapcopy *c;
+	bool named = false;
 
 	if (!m->has_id)
 		return req_errorf(r, -EINVAL, "%s needs a name and an id", m->op);
-	c = snapcopy_find(sc, m->name, m->id, false, 0);
-	if (c == NULL)
+	TAILQ_FOREACH(c, &sc->list, entry) {
+		if (c->id != m->id || strcmp(c->name, m->name) != 0)
+			continue;
+		if (c->state == COPY_FILLING && c->filler == r->session) {
+			*ret_c = c;
+			return 0;
+		}
+		named = true;
+	}
+	if (!named)
 		return req_errorf(r, -ENOENT, "no copy of %s with that id here", m->name);
-	if (c->state != COPY_FILLING || c->filler != r->session)
-		return req_errorf(r, -EPERM, "this connection is not filling the copy of %s",
-				  m->name);
-	*ret_c = c;
-	return 0;
+	return req_errorf(r, -EPERM, "this connection is not filling the copy of %s", m->name);
 }
 
 static int snapcopy_reply(struct req *r, const char *status)
@@ -491,7 +615,7 @@ static int snapcopy_list(struct req *r, struct snapcopies *sc, const char *name,
 	TAILQ_FOREACH(c, &sc->list, entry) {
 		if (name != NULL && strcmp(c->name, name) != 0)
 			continue;
-		if (drop && !r->admin && r->uid != c->uid) {
+		if (drop && !r->admin && !snapcopy_makes(r, c)) {
 			denied++;
 			continue;
 		}
@@ -510,7 +634,7 @@ static int snapcopy_list(struct req *r, struct snapcopies *sc, const char *name,
 	/* The entries point into the copies: free those only once the reply is out. */
 	for (c = TAILQ_FIRST(&sc->list); drop && c != NULL; c = next) {
 		next = TAILQ_NEXT(c, entry);
-		if (strcmp(c->name, name) == 0 && (r->admin || r->uid == c->uid))
+		if (strcmp(c->name, name) == 0 && (r->admin || snapcopy_makes(r, c)))
 			snapcopy_free(sc, c, -ENOENT, "was dropped");
 	}
 out:
@@ -552,7 +676,7 @@ static int snapcopy_request(struct req *r, const ProtobufCMessage *msg)
 		return req_errorf(r, -EINVAL, "snapshot name: 1-%d characters of [A-Za-z0-9._:/-]",
 				  POOL_SNAP_NAME_MAX);
 	if (strcmp(m->op, "get") == 0)
-		return snapcopy_get(r, sc, m);
+		return snapcopy_get_request(r, sc, m);
 	if (strcmp(m->op, "done") == 0)
 		return snapcopy_done(r, sc, m);
 	if (strcmp(m->op, "abort") == 0)
@@ -566,21 +690,19 @@ static int snapcopy_request(struct req *r, const ProtobufCMessage *msg)
 }
 
 /*
- * A client connection ended: what it was filling goes to the next waiter,
- * and its own held gets are answered (into the void) now, not at the fill.
+ * A client connection ended: its own held gets are answered (into the
+ * void) now, not at the fill, and what it was filling goes to the next
+ * waiter. A refill may make and drop copies, so each starts a new walk.
  */
 void snapcopy_session_end(struct poold *pd, uint64_t session)
 {
 	struct snapcopies *sc = pd->snapcopies;
-	struct snapcopy *c, *next;
+	struct snapcopy *c;
 	size_t i, j;
 
 	if (sc == NULL)
 		return;
-	for (c = TAILQ_FIRST(&sc->list); c != NULL; c = next) {
-		next = TAILQ_NEXT(c, entry);
-		if (c->state != COPY_FILLING)
-			continue;
+	TAILQ_FOREACH(c, &sc->list, entry) {
 		for (i = j = 0; i < c->nwaiters; i++) {
 			if (c->waiters[i]->session == session)
 				req_finish(c->waiters[i], -ENOTCONN);
@@ -588,10 +710,15 @@ void snapcopy_session_end(struct poold *pd, uint64_t session)
 				c->waiters[j++] = c->waiters[i];
 		}
 		c->nwaiters = j;
-		if (c->filler == session) {
-			log_debug("the client filling the copy of %s went away", c->name);
-			snapcopy_refill(sc, c);
-		}
+	}
+	for (;;) {
+		TAILQ_FOREACH(c, &sc->list, entry)
+			if (c->state == COPY_FILLING && c->filler == session)
+				break;
+		if (c == NULL)
+			return;
+		log_debug("the client filling the copy of %s went away", c->name);
+		snapcopy_refill(sc, c);
 	}
 }
 

@@ -8,14 +8,19 @@ pool_start -o control.max_clients_per_uid=3 -o control.mode=0666 || exit 1
 # Hold three connections; the fourth from the same uid is refused clearly.
 holders=()
 for i in 1 2 3; do
-	exec {fd}> >(python3 "$top_srcdir/tests/integration/wire.py" "$POOL_SOCKET" hold >/dev/null)
+	exec {fd}> >(python3 "$top_srcdir/tests/integration/wire.py" "$POOL_SOCKET" hold \
+		>"$TEST_DIR/hold$i")
 	holders+=("$fd")
 done
-sleep 0.5
+# Each holder says so once its Hello is answered (python starts slowly under load).
+for _ in $(seq 200); do
+	[ "$(cat "$TEST_DIR"/hold? 2>/dev/null | grep -c holding)" = 3 ] && break
+	sleep 0.1
+done
 check_exit 1 "fourth connection from one uid refused" "$POOLCTL" status
 check_out "too many connections from uid 0 \(control.max_clients_per_uid = 3\)" "refusal names the limit"
 for fd in "${holders[@]}"; do exec {fd}>&-; done
-sleep 0.5
+for _ in $(seq 100); do "$POOLCTL" status >/dev/null 2>&1 && break; sleep 0.1; done
 check "served again once connections close" "$POOLCTL" status
 
 # Admin requests need root, poold's uid or the admin group.

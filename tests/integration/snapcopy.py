@@ -25,9 +25,32 @@ fields = wire.parse
 
 
 
+def connect_as(path, uid):
+    """A connection to path made by a child running as uid (poold takes the peer's
+    credentials at connect), handed back over a socketpair."""
+    here, there = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            conn = wire.connect(path)
+            socket.send_fds(there, [b"c"], [conn.fileno()])
+        finally:
+            os._exit(0)
+    there.close()  # so that a child that could not connect ends the wait below
+    _msg, fds, _flags, _addr = socket.recv_fds(here, 1, 1)
+    os.waitpid(pid, 0)
+    assert fds, "the child running as uid %d could not connect" % uid
+    s = socket.socket(fileno=fds[0])
+    s.settimeout(5)
+    return s
+
+
 class Client:
-    def __init__(self, path):
-        self.s = wire.connect(path)
+    def __init__(self, path, uid=None):
+        self.s = wire.connect(path) if uid is None else connect_as(path, uid)
         self.next_id = 1
         self.s.sendall(wire.frame(wire.HELLO, wire.hello_payload(), req_id=self.id()))
         assert self.recv()[0] == wire.HELLO_REPLY
@@ -75,9 +98,13 @@ class Client:
 
     def error(self, op, name=None, ident=None, size=None):
         """The -errno of an error reply."""
+        return self.error_text(op, name, ident, size)[0]
+
+    def error_text(self, op, name=None, ident=None, size=None):
+        """(-errno, message) of an error reply."""
         t, f, fd = self.call(op, name, ident, size)
         assert t == wire.ERROR and fd is None, (op, t, f)
-        return f[0]
+        return f
 
     def close(self):
         self.s.close()
@@ -278,6 +305,100 @@ def case_tenant(path):
     a.status("abort", "rep", 99)
     assert a.error("get", "half", 1, MiB // 2 + 4096) == -ENOSPC
     fill(a, "quarter", 1, MiB // 4, 7)
+
+
+NOBODY = 65534
+
+
+def fresh(fd, size):
+    """A copy to fill that nobody wrote yet."""
+    assert os.fstat(fd).st_size == size
+    with mmap.mmap(fd, size, mmap.MAP_SHARED) as m:
+        assert m[:] == bytes(size), "a fill got a memfd someone wrote"
+
+
+def write_done(c, fd, name, ident, size, byte):
+    """Fill the copy c got as fd with byte and say done."""
+    with mmap.mmap(fd, size, mmap.MAP_SHARED) as m:
+        m.write(bytes([byte]) * size)
+    os.close(fd)
+    assert c.status("done", name, ident)[0] == "done"
+
+
+def case_trust(path):
+    """Root (an admin) and uid nobody name the same copies: nobody's fill never reaches
+    root's clones, root's fill (shared) serves nobody, a handoff never gives root's waiters
+    nobody's fill, and snap.copies_per_uid (512K here) evicts nobody's own copies only."""
+    K = 1024
+    root, root2, nob, nob2 = Client(path), Client(path), Client(path, NOBODY), Client(path, NOBODY)
+    # Poisoning: nobody fills (tr, 5) with its own bytes; root does not take them.
+    fill(nob, "tr", 5, 64 * K, 0xBB)
+    assert state(root, "tr", 5) == ("none", None), "root sees nobody's copy"
+    st, fd = root.status("get", "tr", 5, 64 * K)
+    assert st == "fill", "root was given the copy nobody filled: " + st
+    fresh(fd, 64 * K)
+    write_done(root, fd, "tr", 5, 64 * K, 0xAA)
+    ready(root2, "tr", 5, 64 * K, 0xAA)
+    ready(nob2, "tr", 5, 64 * K, 0xAA)  # the shared copy before its own
+    # A lazy get does not follow another uid's fill either.
+    st, nfd = nob.status("get", "lz", 6, 64 * K)
+    assert st == "fill", st
+    root.send("get", "lz", 6, 64 * K, lazy=True)
+    t, f, rfd = root.recv()
+    assert t == SNAP_COPY_REPLY and f[1][0] == b"fill", ("root followed nobody's fill", t, f)
+    os.close(rfd)
+    assert root.status("abort", "lz", 6)[0] == "aborted"
+    os.close(nfd)
+    assert nob.status("abort", "lz", 6)[0] == "aborted"
+    # Handoff of a shared copy: to the next admin waiting, never to nobody.
+    st, fd = root.status("get", "ho", 7, 64 * K)
+    assert st == "fill", st
+    os.pwrite(fd, b"\x01" * 4096, 0)
+    os.close(fd)
+    nob.send("get", "ho", 7, 64 * K)
+    held(nob)
+    root2.send("get", "ho", 7, 64 * K)
+    held(root2)
+    assert root.status("abort", "ho", 7)[0] == "aborted"
+    t, f, fd = root2.recv()
+    assert t == SNAP_COPY_REPLY and f[1][0] == b"fill", (t, f)
+    held(nob)
+    fresh(fd, 64 * K)
+    write_done(root2, fd, "ho", 7, 64 * K, 0x33)
+    t, f, fd = nob.recv()
+    assert t == SNAP_COPY_REPLY and f[1][0] == b"ready", (t, f)
+    check_ready(fd, 64 * K, 0x33)
+    # With no admin waiting, nobody's held get is asked again: it fills a copy of its own.
+    st, fd = root.status("get", "h2", 8, 64 * K)
+    assert st == "fill", st
+    nob.send("get", "h2", 8, 64 * K)
+    held(nob)
+    assert root.status("abort", "h2", 8)[0] == "aborted"
+    os.close(fd)
+    t, f, fd = nob.recv()
+    assert t == SNAP_COPY_REPLY and f[1][0] == b"fill", (t, f)
+    fresh(fd, 64 * K)
+    write_done(nob, fd, "h2", 8, 64 * K, 0x44)
+    assert state(root, "h2", 8) == ("none", None), "root sees nobody's copy"
+    assert state(nob2, "h2", 8)[0] == "ready"
+    # nobody may drop only its own copies; root drops them all.
+    assert nob.error("drop", "ho") == -EPERM
+    for name in ("tr", "lz", "ho", "h2", "img"):
+        assert root.status("drop", name)[0] == "dropped"
+    # snap.copies_per_uid: nobody's least recently used ready copy makes room, not root's.
+    fill(nob, "b1", 1, 192 * K, 1)
+    fill(nob, "b2", 1, 192 * K, 2)
+    fill(root, "r1", 1, 192 * K, 3)
+    fill(nob, "b3", 1, 192 * K, 4)
+    assert state(nob, "b1", 1) == ("none", None), "nobody's oldest copy was not evicted"
+    assert state(nob, "b2", 1)[0] == "ready"
+    assert state(root, "r1", 1)[0] == "ready", "root's copy was evicted for nobody's"
+    # Past its bound even with its own copies gone: ENOSPC naming it, nothing evicted.
+    code, text = nob.error_text("get", "big", 1, 512 * K + 4096)
+    assert code == -ENOSPC and "snap.copies_per_uid" in text, (code, text)
+    assert state(nob, "b2", 1)[0] == "ready", "a refused get evicted"
+    for name in ("b2", "b3", "r1"):
+        assert root.status("drop", name)[0] == "dropped"
 
 
 def case_kept(path):

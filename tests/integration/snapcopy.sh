@@ -4,7 +4,9 @@
 # fills a copy while others wait for it sealed; a filler that aborts or
 # goes away hands the fill over; a newer id replaces a copy; snap.copies
 # bounds the bytes (least recently used ready copies evicted, ENOSPC
-# beyond); bad requests get errors; the metrics count it all.
+# beyond); a copy another uid filled never serves root, and one uid's
+# copies evict only its own (snap.copies_per_uid); bad requests get
+# errors; the metrics count it all.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 PY="python3 $top_srcdir/tests/integration/snapcopy.py $POOL_SOCKET"
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -31,6 +33,11 @@ check "snap copies shows it" "$POOLCTL" snap copies
 check_out "^img +0000000000000007 +256K +ready +2 +$(id -u) +0$" "ready, 2 clones, its id to its maker"
 check "snap copies --json" "$POOLCTL" --json snap copies
 check_out '"name": ?"img"' "json names it"
+
+if have_nobody /usr/bin/python3; then
+	check "a copy nobody fills never serves root; root's serves nobody; snap.copies_per_uid evicts nobody's own" \
+		$PY trust
+fi
 
 check "a filler that aborts hands the fill to a waiter" $PY handoff abort
 check "a filler that disconnects hands the fill to a waiter" $PY handoff close
