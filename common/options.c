@@ -31,6 +31,9 @@ const struct conf_option conf_options[] = {
 	{"control.max_output_per_uid", CONF_SIZE, OFF(max_output_per_uid), 1 << 20, 64 * GiB, "64M",
 	 NULL, 0, "most bytes of replies one uid's connections may leave unread before poold "
 	 "stops reading their requests"},
+	{"control.max_window_bytes_per_uid", CONF_SIZE, OFF(max_window_bytes_per_uid), 1 << 20,
+	 16384 * GiB, "4G", NULL, 0, "most bytes of transfer windows one uid's connections "
+	 "hold (admins are not bounded)"},
 	{"control.max_frame", CONF_SIZE, OFF(max_frame), 4096, 64LL << 20, "1M", NULL, 0,
 	 "largest request frame accepted from a client"},
 	{"pidfile", CONF_STRING, OFF(pidfile), 0, 200, "", NULL, CONF_F_RESTART,

@@ -13,7 +13,10 @@
  * did not answer within the heartbeat window.
  *
  * The window is sealed against shrinking and growing before the client
- * sees it: a client cannot make poold's mapping of it fault.
+ * sees it: a client cannot make poold's mapping of it fault. Windows are
+ * bounded per session (16, of 1 GiB in all) and per uid
+ * (control.max_window_bytes_per_uid, admins excepted): a uid's many
+ * connections cannot make poold map and register without end.
  */
 #include "config.h"
 
@@ -41,6 +44,7 @@ enum xfer_opcode { XFER_READ = 1, XFER_WRITE = 2, XFER_FADD = 3, XFER_CSWAP = 4 
 struct xfer_window {
 	LIST_ENTRY(xfer_window) entry;
 	uint64_t session;
+	uid_t uid;	  /* of its session: bounded by control.max_window_bytes_per_uid */
 	uint32_t id;
 	char *base;
 	size_t size;
@@ -120,7 +124,8 @@ static int xfer_window_request(struct req *r, const ProtobufCMessage *msg)
 {
 	const Pool__XferWindow *m = (const Pool__XferWindow *)msg;
 	Pool__XferWindowReply reply = POOL__XFER_WINDOW_REPLY__INIT;
-	uint64_t size = (m->size + 4095) & ~4095ull, held = 0;
+	uint64_t uid_max = (uint64_t)r->pd->conf->max_window_bytes_per_uid;
+	uint64_t size = (m->size + 4095) & ~4095ull, held = 0, uid_held = 0;
 	struct xfer_window *w;
 	unsigned count = 0;
 	int fd, rc;
@@ -139,14 +144,23 @@ static int xfer_window_request(struct req *r, const ProtobufCMessage *msg)
 	if (m->size < XFER_WINDOW_MIN || m->size > XFER_WINDOW_MAX)
 		return req_errorf(r, -EINVAL, "a window is 64K to 1G, not %llu bytes",
 				  (unsigned long long)m->size);
-	LIST_FOREACH(w, &xfer_windows, entry)
+	LIST_FOREACH(w, &xfer_windows, entry) {
 		if (w->session == r->session && !w->closed) {
 			count++;
 			held += w->size;
 		}
+		/* Retired windows too: poold holds them until the fabric lets go. */
+		if (w->uid == r->uid)
+			uid_held += w->size;
+	}
 	if (count >= XFER_WINDOWS_PER_SESSION || held + size > XFER_BYTES_PER_SESSION)
 		return req_errorf(r, -EUSERS, "a session holds at most %d windows, of 1G in all",
 				  XFER_WINDOWS_PER_SESSION);
+	if (!r->admin && uid_held + size > uid_max)
+		return req_errorf(r, -EUSERS, "the windows of uid %u may take %llu bytes "
+				  "(control.max_window_bytes_per_uid); it holds %llu, and this "
+				  "one has %llu", (unsigned)r->uid, (unsigned long long)uid_max,
+				  (unsigned long long)uid_held, (unsigned long long)size);
 	w = calloc(1, sizeof(*w));
 	if (w == NULL)
 		return req_errorf(r, -ENOMEM, "out of memory");
@@ -168,6 +182,7 @@ static int xfer_window_request(struct req *r, const ProtobufCMessage *msg)
 		goto out_unmap;
 	}
 	w->session = r->session;
+	w->uid = r->uid;
 	w->id = ++xfer_next_window;
 	reply.window = w->id;
 	reply.size = size;

@@ -125,6 +125,70 @@ EOF2
 	|| { not_ok "per-uid unread replies"; cat "$TEST_DIR/out"; }
 check "served again after" "$POOLCTL" status
 
+# Transfer windows: a uid's connections share control.max_window_bytes_per_uid
+# (admins are not bounded); a refusal names it; closing windows or
+# connections gives the room back, and poold holds no fd for them.
+pool_stop
+pool_start -o control.max_window_bytes_per_uid=64M -o control.mode=0666 || exit 1
+chmod 0755 "$TEST_DIR/run"
+if have_nobody /usr/bin/python3; then
+	fds0=$(ls "/proc/$POOLD_PID/fd" | wc -l)
+	as_nobody /usr/bin/python3 - "$POOL_SOCKET" "$top_srcdir/tests/integration" \
+		>"$TEST_DIR/out" 2>&1 <<'EOF2'
+import sys, time
+sys.path.insert(0, sys.argv[2])
+import wire
+XFER_WINDOW = 55
+M = 1 << 20
+def conn():
+    s = wire.connect(sys.argv[1])
+    s.settimeout(10)
+    s.sendall(wire.frame(wire.HELLO, wire.hello_payload(), req_id=1))
+    assert wire.read_frame(s)[0] == wire.HELLO_REPLY
+    return s
+def window(s, size, close=None):
+    """The window's id, or the error's message."""
+    p = wire.vfield(1, size) + (wire.vfield(2, close) if close is not None else b"")
+    s.sendall(wire.frame(XFER_WINDOW, p, req_id=7))
+    t, _, payload = wire.read_frame(s)
+    f = wire.parse(payload)
+    return f[2][0].decode() if t == wire.ERROR else f[1][0] if t != wire.OK else "ok"
+a, b = conn(), conn()
+ids = [window(a, 16 * M) for _ in range(4)]
+assert all(isinstance(i, int) for i in ids), ids
+refused = window(b, 64 << 10)
+assert "control.max_window_bytes_per_uid" in refused, refused
+print("4 x 16M given; then refused:", refused)
+assert window(a, 0, close=ids[0]) == "ok"
+assert isinstance(window(b, 16 * M), int), "a closed window's room is not given back"
+a.close()
+for _ in range(100):  # poold ends a's session once it reads the close
+    got = window(b, 32 * M)
+    if isinstance(got, int):
+        break
+    time.sleep(0.05)
+assert isinstance(got, int), "a closed connection's windows still count: " + got
+EOF2
+	rc=$?
+	sed 's/^/  | /' "$TEST_DIR/out"
+	[ "$rc" -eq 0 ] && ok "uid nobody's windows stop at control.max_window_bytes_per_uid, and come back" ||
+		not_ok "windows per uid"
+	python3 - "$POOL_SOCKET" "$top_srcdir/tests/integration" <<'EOF2'
+import sys
+sys.path.insert(0, sys.argv[2])
+import wire
+s = wire.connect(sys.argv[1])
+s.sendall(wire.frame(wire.HELLO, wire.hello_payload(), req_id=1))
+assert wire.read_frame(s)[0] == wire.HELLO_REPLY
+s.sendall(wire.frame(55, wire.vfield(1, 1 << 30), req_id=2))
+assert wire.read_frame(s)[0] == 56, "root's 1G window refused"
+EOF2
+	[ $? -eq 0 ] && ok "root's 1G window is given meanwhile" || not_ok "root's window refused"
+	fds1=$(ls "/proc/$POOLD_PID/fd" | wc -l)
+	[ "$fds1" -le "$fds0" ] && ok "poold holds no more fds after ($fds0 -> $fds1)" ||
+		not_ok "fds $fds0 -> $fds1"
+fi
+
 # Out of file descriptors: poold stops accepting for a while instead of
 # spinning on accept(), says so a few times, serves its open connections, and
 # accepts again once fds are free.
