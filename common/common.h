@@ -116,6 +116,8 @@ struct poold_conf {
 	int64_t resp_max_clients_per_user;
 	int64_t resp_max_request;
 	int64_t resp_max_output;
+	int64_t resp_max_buffers_per_user;
+	int64_t resp_max_buffers;
 	char *pmem_path;
 	int64_t pmem_size;
 	int64_t pmem_init;

@@ -125,6 +125,12 @@ const struct conf_option conf_options[] = {
 	 "most bytes of arguments one RESP command may carry"},
 	{"resp.max_output", CONF_SIZE, OFF(resp_max_output), 1 << 20, 16 * GiB, "512M", NULL, 0,
 	 "most bytes of replies a RESP client may leave unread before it is disconnected"},
+	{"resp.max_buffers_per_user", CONF_SIZE, OFF(resp_max_buffers_per_user), 1 << 20,
+	 64 * GiB, "1G", NULL, 0, "most bytes of commands being read, MULTI queues and unread "
+	 "replies one RESP user's connections may make poold hold"},
+	{"resp.max_buffers", CONF_SIZE, OFF(resp_max_buffers), 1 << 20, 256 * GiB, "4G", NULL, 0,
+	 "most bytes of commands being read, MULTI queues and unread replies of all RESP "
+	 "connections"},
 	{"snap.capacity", CONF_SIZE, OFF(snap_capacity), 1 << 20, 1024 * 1024 * GiB, "1T", NULL,
 	 CONF_F_RESTART, "most bytes of snapshot pages each store (DRAM, persistent) keeps"},
 	{"pmem.path", CONF_STRING, OFF(pmem_path), 0, 200, "", NULL, CONF_F_RESTART,

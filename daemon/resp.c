@@ -15,6 +15,14 @@
  * set, AUTH comes first; a user of resp.users acts as its uid
  * (respauth.c): its databases are namespaces "redisN-uUID" of its own,
  * mode 0600, and its values count against its quota.
+ *
+ * What a connection makes poold hold (the command being read, counted at
+ * each argument's header before its bytes come; MULTI's queue; unread
+ * replies) is bounded per connection (resp.max_request, resp.max_output),
+ * per user (resp.max_buffers_per_user) and in all (resp.max_buffers):
+ * past a bound, the biggest connection in it is closed, as Redis's
+ * maxmemory-clients does, and a reply that would pass one ends its
+ * connection before it is built.
  */
 #include "config.h"
 
@@ -61,10 +69,72 @@ void resp_queue_clear(struct resp_conn *c)
 	c->queued_bytes = 0;
 }
 
+/* ------------------------------------------------------------ buffers */
+
+static struct resp_tenant *resp_tenant_find(struct resp *rs, uint32_t uid)
+{
+	struct resp_tenant *u;
+
+	LIST_FOREACH(u, &rs->tenants, entry)
+		if (u->uid == uid)
+			return u;
+	return NULL;
+}
+
+/* What c's buffers hold: the arguments announced so far, MULTI's queue, the unread replies. */
+static uint64_t resp_conn_bytes(struct resp_conn *c)
+{
+	return c->p.total + c->queued_bytes + evbuffer_get_length(resp_output(c));
+}
+
+/* Count c's buffers as they are now, in its user's bytes and in all. */
+static void resp_charge(struct resp_conn *c)
+{
+	uint64_t now = resp_conn_bytes(c);
+
+	if (c->tenant != NULL)
+		c->tenant->bytes = c->tenant->bytes - c->charged + now;
+	c->rs->bytes = c->rs->bytes - c->charged + now;
+	c->charged = now;
+}
+
+/* c now acts as uid (0 with u NULL: not authenticated); -ENOMEM leaves it as it was. */
+static int resp_conn_user(struct resp_conn *c, bool authed, uint32_t uid)
+{
+	struct resp_tenant *u = NULL;
+
+	if (authed && c->tenant != NULL && c->tenant->uid == uid)
+		return 0; /* the same user again */
+	if (authed && (u = resp_tenant_find(c->rs, uid)) == NULL) {
+		u = calloc(1, sizeof(*u));
+		if (u == NULL)
+			return -ENOMEM;
+		u->uid = uid;
+		LIST_INSERT_HEAD(&c->rs->tenants, u, entry);
+	}
+	if (c->tenant != NULL) {
+		c->tenant->bytes -= c->charged;
+		if (--c->tenant->conns == 0) {
+			LIST_REMOVE(c->tenant, entry);
+			free(c->tenant);
+		}
+	}
+	c->tenant = u;
+	if (u != NULL) {
+		u->conns++;
+		u->bytes += c->charged;
+	}
+	c->authed = authed;
+	c->uid = uid;
+	return 0;
+}
+
 static void resp_conn_free(struct resp_conn *c)
 {
 	struct poold *pd = c->rs->pd;
 
+	resp_conn_user(c, false, 0);
+	c->rs->bytes -= c->charged;
 	TAILQ_REMOVE(&c->rs->conns, c, entry);
 	c->rs->nconns--;
 	kv_session_end(pd, pd->node_id, c->session, false); /* its pins and reservations */
@@ -130,10 +200,19 @@ void resp_ok(struct resp_conn *c)
  */
 bool resp_room(struct resp_conn *c, size_t len)
 {
-	if (!c->overflow &&
-	    evbuffer_get_length(resp_output(c)) + len > (size_t)c->rs->pd->conf->resp_max_output)
-		c->overflow = true;
-	return !c->overflow;
+	const struct poold_conf *conf = c->rs->pd->conf;
+	uint64_t mine = resp_conn_bytes(c) + len;
+
+	if (c->overflow != NULL)
+		return false;
+	if (evbuffer_get_length(resp_output(c)) + len > (uint64_t)conf->resp_max_output)
+		c->overflow = "resp.max_output";
+	else if (c->tenant != NULL &&
+		 c->tenant->bytes - c->charged + mine > (uint64_t)conf->resp_max_buffers_per_user)
+		c->overflow = "resp.max_buffers_per_user";
+	else if (c->rs->bytes - c->charged + mine > (uint64_t)conf->resp_max_buffers)
+		c->overflow = "resp.max_buffers";
+	return c->overflow == NULL;
 }
 
 void resp_bulk(struct resp_conn *c, const void *data, size_t len)
@@ -213,17 +292,6 @@ void resp_db_name(const struct resp_conn *c, int db, char *ns, size_t len)
 		snprintf(ns, len, "redis%d-u%u", db, (unsigned)c->uid);
 }
 
-/* Connections authenticated as uid. */
-static unsigned resp_user_conns(const struct resp *rs, uint32_t uid)
-{
-	const struct resp_conn *c;
-	unsigned n = 0;
-
-	TAILQ_FOREACH(c, &rs->conns, entry)
-		n += c->authed && c->uid == uid;
-	return n;
-}
-
 /*
  * AUTH [user] password (user NULL: the default user), for AUTH and HELLO:
  * 0 when the client now acts as that user, else -1 with the error replied
@@ -232,6 +300,7 @@ static unsigned resp_user_conns(const struct resp *rs, uint32_t uid)
 int resp_auth_as(struct resp_conn *c, const char *user, const char *password, size_t pwlen)
 {
 	struct poold *pd = c->rs->pd;
+	struct resp_tenant *u;
 	uint32_t uid;
 
 	if (user == NULL && pd->conf->resp_password[0] == '\0' && pd->conf->resp_nusers == 0) {
@@ -247,16 +316,19 @@ int resp_auth_as(struct resp_conn *c, const char *user, const char *password, si
 		resp_err(c, "WRONGPASS invalid username-password pair or user is disabled.");
 		return -1;
 	}
-	if (uid != 0 && uid != c->uid &&
-	    resp_user_conns(c->rs, uid) >= (unsigned)pd->conf->resp_max_clients_per_user) {
+	u = resp_tenant_find(c->rs, uid);
+	if (uid != 0 && u != NULL && u != c->tenant &&
+	    u->conns >= (unsigned)pd->conf->resp_max_clients_per_user) {
 		resp_err(c, "ERR max number of clients reached for user '%.64s' "
 			    "(resp.max_clients_per_user = %lld)", user ? user : "default",
 			 (long long)pd->conf->resp_max_clients_per_user);
 		resp_close_after_reply(c);
 		return -1;
 	}
-	c->authed = true;
-	c->uid = uid;
+	if (resp_conn_user(c, true, uid) < 0) {
+		resp_err(c, "ERR out of memory");
+		return -1;
+	}
 	resp_limits(c);
 	return 0;
 }
@@ -271,8 +343,9 @@ void resp_reset(struct resp_conn *c)
 	c->db = 0;
 	c->proto = 2;
 	c->name[0] = '\0';
-	c->authed = conf->resp_password[0] == '\0' && conf->resp_nusers == 0;
-	c->uid = 0;
+	/* Back to the default user (out of memory: to a client that must AUTH). */
+	if (resp_conn_user(c, conf->resp_password[0] == '\0' && conf->resp_nusers == 0, 0) < 0)
+		resp_conn_user(c, false, 0);
 	resp_limits(c);
 }
 
@@ -361,10 +434,59 @@ static void resp_command(struct resp_conn *c)
 	resp_cmd_run(c, cmd, n, a, c->p.argl);
 }
 
+/* The biggest connection of u (of all with u NULL); c itself on a tie. */
+static struct resp_conn *resp_biggest(struct resp *rs, struct resp_conn *c,
+				      const struct resp_tenant *u)
+{
+	struct resp_conn *o, *big = c;
+
+	TAILQ_FOREACH(o, &rs->conns, entry)
+		if ((u == NULL || o->tenant == u) && o->charged > big->charged)
+			big = o;
+	return big;
+}
+
+/*
+ * Count c's buffers after they changed; while its user's or all
+ * connections' buffers pass their bound, close the biggest connection in
+ * it. false when that was c.
+ */
+static bool resp_shed(struct resp_conn *c)
+{
+	struct resp *rs = c->rs;
+	const struct poold_conf *conf = rs->pd->conf;
+	struct resp_conn *big;
+	const struct resp_tenant *u;
+	const char *limit;
+
+	resp_charge(c);
+	for (;;) {
+		static struct log_limit said[2]; /* per user, in all */
+
+		u = c->tenant;
+		if (u != NULL && u->bytes > (uint64_t)conf->resp_max_buffers_per_user) {
+			limit = "resp.max_buffers_per_user";
+		} else if (rs->bytes > (uint64_t)conf->resp_max_buffers) {
+			limit = "resp.max_buffers";
+			u = NULL;
+		} else {
+			return true;
+		}
+		big = resp_biggest(rs, c, u);
+		log_warnx_limited(&said[u == NULL], 10000, "RESP client %s (uid %u): its %llu bytes of "
+				  "buffers are the most over %s: disconnected", big->addr,
+				  (unsigned)big->uid, (unsigned long long)big->charged, limit);
+		resp_conn_free(big);
+		if (big == c)
+			return false;
+	}
+}
+
 /*
  * Serve the commands that came. A client that leaves its replies unread is
  * not read from either (its commands wait in the kernel) until it reads
- * them; one whose unread replies pass resp.max_output is disconnected.
+ * them; one whose unread replies pass resp.max_output, or whose reply
+ * would pass a bound, is disconnected.
  */
 static void resp_read_cb(struct bufferevent *bev, void *arg)
 {
@@ -381,20 +503,26 @@ static void resp_read_cb(struct bufferevent *bev, void *arg)
 		rc = resp_parse(&c->p, bufferevent_get_input(bev), &err);
 		if (rc < 0)
 			resp_fatal(c, err);
-		if (rc <= 0)
-			break;
-		resp_command(c);
-		resp_parser_reset(&c->p);
-		if (c->overflow ||
+		if (rc > 0) {
+			resp_command(c);
+			resp_parser_reset(&c->p);
+		}
+		if (c->overflow != NULL ||
 		    evbuffer_get_length(out) > (size_t)c->rs->pd->conf->resp_max_output) {
 			static struct log_limit said;
 
-			log_warnx_limited(&said, 10000, "RESP client: %zu bytes of replies unread%s, "
-					  "over resp.max_output: disconnected", evbuffer_get_length(out),
-					  c->overflow ? " and a reply that would pass it" : "");
+			log_warnx_limited(&said, 10000, "RESP client %s: %zu bytes of replies unread%s, "
+					  "over %s: disconnected", c->addr, evbuffer_get_length(out),
+					  c->overflow ? " and a reply that would pass it" : "",
+					  c->overflow ? c->overflow : "resp.max_output");
 			resp_conn_free(c);
 			return;
 		}
+		/* What it announced counts before its bytes come. */
+		if (!resp_shed(c))
+			return;
+		if (rc <= 0)
+			break;
 	}
 	if (c->closing && evbuffer_get_length(out) == 0)
 		resp_conn_free(c);
@@ -408,6 +536,7 @@ static void resp_write_cb(struct bufferevent *bev, void *arg)
 		resp_conn_free(c);
 		return;
 	}
+	resp_charge(c);
 	/* Its replies are out: serve what it sent meanwhile. */
 	if (!(bufferevent_get_enabled(bev) & EV_READ)) {
 		bufferevent_enable(bev, EV_READ);
@@ -472,10 +601,15 @@ static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 	c->id = rs->next_session;
 	c->proto = 2;
 	resp_addr(sa, salen, c->addr, sizeof(c->addr));
-	/* Nothing to AUTH with: everyone is the default user, root. */
-	c->authed = rs->pd->conf->resp_password[0] == '\0' && rs->pd->conf->resp_nusers == 0;
 	resp_parser_init(&c->p, RESP_UNAUTH_ARGS, RESP_UNAUTH_BULK,
 			 RESP_UNAUTH_ARGS * RESP_UNAUTH_BULK, true);
+	/* Nothing to AUTH with: everyone is the default user, root. */
+	if (resp_conn_user(c, rs->pd->conf->resp_password[0] == '\0' &&
+			      rs->pd->conf->resp_nusers == 0, 0) < 0) {
+		bufferevent_free(c->bev);
+		free(c);
+		return;
+	}
 	resp_limits(c);
 	TAILQ_INSERT_TAIL(&rs->conns, c, entry);
 	rs->nconns++;
@@ -503,6 +637,7 @@ int resp_open(struct poold *pd)
 		return -ENOMEM;
 	rs->pd = pd;
 	TAILQ_INIT(&rs->conns);
+	LIST_INIT(&rs->tenants);
 	rs->listener = evconnlistener_new_bind(pd->base, resp_accept, rs,
 					       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
 						       LEV_OPT_CLOSE_ON_EXEC,

@@ -28,6 +28,18 @@ struct resp_queued {
 	size_t *argl;
 };
 
+/*
+ * The connections authenticated as one uid, and the bytes of their
+ * buffers (commands being read, MULTI queues, unread replies), bounded by
+ * resp.max_buffers_per_user.
+ */
+struct resp_tenant {
+	LIST_ENTRY(resp_tenant) entry;
+	uint32_t uid;
+	unsigned conns;
+	uint64_t bytes;
+};
+
 struct resp_conn {
 	TAILQ_ENTRY(resp_conn) entry;
 	struct resp *rs;
@@ -40,7 +52,9 @@ struct resp_conn {
 	bool authed;
 	bool closing; /* after a protocol error or QUIT: ends once the output is out */
 	bool multi, multi_dirty; /* in MULTI; a command was refused while queueing */
-	bool overflow; /* a reply would have passed resp.max_output: the connection ends */
+	const char *overflow; /* the limit a reply would have passed: the connection ends */
+	struct resp_tenant *tenant; /* NULL until it passed AUTH */
+	uint64_t charged;	/* its buffers' bytes, as counted in its user's and in all */
 	struct resp_queued *queued;
 	size_t nqueued;
 	uint64_t queued_bytes;
@@ -53,7 +67,9 @@ struct resp {
 	struct poold *pd;
 	struct evconnlistener *listener;
 	TAILQ_HEAD(, resp_conn) conns;
+	LIST_HEAD(, resp_tenant) tenants;
 	unsigned nconns;
+	uint64_t bytes; /* of all connections' buffers: resp.max_buffers */
 	uint64_t next_session;
 	uint64_t commands;
 };

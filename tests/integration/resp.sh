@@ -319,4 +319,87 @@ print(buf.count(b"+QUEUED"), "queued;", b"would exceed resp.max_request" in buf,
 PY
 check_out "^[0-9]+ queued; True True" "2,000 queued SETs of 1 KB pass resp.max_request = 1M: refused, EXEC aborts"
 cli ping >"$TEST_DIR/out"; check_out "^PONG$" "poold still serves RESP"
+
+# The buffers of one user's connections share resp.max_buffers_per_user, and
+# all connections resp.max_buffers: an argument counts at its header, before
+# its bytes; past a bound the biggest connection in it is closed, and a reply
+# that would pass one is never built.
+pool_stop
+printf 'alice 65534 >alice-pw\nbob 4242 >bob-pw\n' >"$TEST_DIR/users"
+chmod 0600 "$TEST_DIR/users"
+pool_start -o lend.size=128M -o resp.listen=127.0.0.1:$PORT -o resp.capacity=100M \
+	-o resp.users="$TEST_DIR/users" -o resp.max_buffers_per_user=64M -o resp.max_buffers=112M \
+	-o resp.max_request=48M || exit 1
+python3 - "$PORT" "/proc/$POOLD_PID/status" >"$TEST_DIR/out" 2>&1 <<'PY'
+import socket, subprocess, sys, time
+port, status = int(sys.argv[1]), sys.argv[2]
+M = 1 << 20
+hwm = lambda: int(next(l for l in open(status) if l.startswith("VmHWM:")).split()[1]) // 1024
+def auth(user):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"*3\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n$%d\r\n%s-pw\r\n" % (len(user), user, len(user) + 3, user))
+    assert s.recv(100) == b"+OK\r\n"
+    return s
+def announce(s, key, size, send=0):
+    """A SET of size bytes: its header, and send bytes of its value. False if poold closed it."""
+    try:
+        s.sendall(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n" % (len(key), key, size))
+        s.sendall(b"v" * send)
+    except (BrokenPipeError, ConnectionResetError):
+        return False
+    time.sleep(0.3)
+    return is_open(s)
+def is_open(s):
+    s.setblocking(False)
+    try:
+        return s.recv(1) is None  # a reply or EOF: answered or closed
+    except BlockingIOError:
+        return True
+    except ConnectionResetError:
+        return False
+    finally:
+        s.setblocking(True)
+def redis(*args):
+    return subprocess.run(["redis-cli", "-p", str(port), "--no-auth-warning"] + list(args),
+                          capture_output=True, text=True).stdout.strip()
+before = hwm()
+# Eight connections of alice, each sending a 30 MiB value: two fit in 64M.
+alive = [s for s in (auth(b"alice") for _ in range(8)) if announce(s, b"k", 30 * M, 30 * M)]
+print("alice: %d of 8 connections sending 30 MiB each kept; poold's peak grew %d MiB" % (len(alive), hwm() - before))
+assert len(alive) == 2, len(alive)
+assert hwm() - before < 100, "poold held more than the bound"
+assert redis("--user", "bob", "--pass", "bob-pw", "set", "b", "1") == "OK", "bob not served"
+# bob: 40M fits his 64M and the 112M in all; 16M more passes the 112M: his
+# 40M connection, the biggest, is closed, not the newer one.
+b1, b2 = auth(b"bob"), auth(b"bob")
+assert announce(b1, b"x", 40 * M)
+assert announce(b2, b"y", 16 * M)
+assert not is_open(b1) and is_open(b2), "resp.max_buffers did not close the biggest"
+print("bob: 40M + 16M over resp.max_buffers = 112M: the 40M connection closed")
+# alice finishes a SET; a reply that would pass her bound ends its connection unbuilt.
+alive[0].sendall(b"\r\n")
+assert alive[0].recv(100) == b"+OK\r\n"
+m = auth(b"alice")
+m.sendall(b"*4\r\n$4\r\nMGET\r\n$1\r\nk\r\n$1\r\nk\r\n$1\r\nk\r\n")
+got = 0
+while True:
+    try:
+        chunk = m.recv(1 << 20)
+    except ConnectionResetError:
+        break
+    if not chunk:
+        break
+    got += len(chunk)
+assert got < 90 * M, got
+print("alice: MGET of her 30 MiB value 3 times closed after %d bytes" % got)
+assert redis("--user", "alice", "--pass", "alice-pw", "strlen", "k") == str(30 * M)
+PY
+rc=$?
+sed 's/^/  | /' "$TEST_DIR/out"
+[ $rc -eq 0 ] && ok "resp.max_buffers_per_user and resp.max_buffers bound what connections make poold hold" ||
+	not_ok "RESP buffers per user and in all"
+grep -q "are the most over resp.max_buffers_per_user: disconnected" "$TEST_DIR/poold.log" &&
+	grep -q "are the most over resp.max_buffers: disconnected" "$TEST_DIR/poold.log" &&
+	grep -q "a reply that would pass it, over resp.max_buffers_per_user" "$TEST_DIR/poold.log" &&
+	ok "the log names each bound" || not_ok "the log does not name the bounds"
 pool_done
