@@ -127,6 +127,7 @@ struct poold_conf {
 	int64_t coord_journal_size;
 	int64_t lease_grace_ms;
 	int64_t quota_bytes;
+	int64_t quota_share;
 	int64_t quota_regions;
 	int64_t max_regions;
 	char *node_name;

@@ -97,6 +97,9 @@ const struct conf_option conf_options[] = {
 	 "how long the leases of a client that went away outlive it"},
 	{"quota.bytes", CONF_SIZE, OFF(quota_bytes), 0, 1LL << 50, "0", NULL, 0,
 	 "bytes of regions, KV values and snapshot pages one uid may hold; 0 means no limit"},
+	{"quota.share", CONF_INT, OFF(quota_share), 0, 100, "50", NULL, 0,
+	 "percent of the pool's memory one uid other than root and poold's own may hold; "
+	 "0 means no limit"},
 	{"quota.regions", CONF_INT, OFF(quota_regions), 0, 1000000, "16384", NULL, 0,
 	 "regions one uid may own (a quarter of the default regions.max); 0 means no limit"},
 	{"lend.watermark", CONF_INT, OFF(watermark), 1, 100, "90", NULL, 0,

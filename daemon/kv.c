@@ -587,15 +587,9 @@ static bool kv_fits(const struct kv_ns *ns, uint64_t need)
 	return ns->used - ns->leaving + need <= ns->capacity;
 }
 
-static bool kv_over_quota(struct poold *pd, uint32_t owner, uint64_t need)
-{
-	uint64_t quota = (uint64_t)pd->conf->quota_bytes;
-
-	return quota > 0 && usage_of(&pd->usage, owner).bytes + need > quota;
-}
 
 /*
- * Room for need more bytes under owner's quota.bytes, which counts its
+ * Room for need more bytes under owner's quota (quota.c), which counts its
  * regions and snapshot pages too. A namespace that may evict drops its own
  * least recently used values, spilled ones first (a spill gives no quota
  * back); -EDQUOT when that is not enough.
@@ -606,12 +600,12 @@ static int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uin
 	struct kv_entry *e, *next;
 	size_t k;
 
-	if (!kv_over_quota(pd, owner, need))
+	if (!quota_over(pd, owner, need))
 		return 0;
 	if (ns->flags & (HOLD_NS_NO_EVICT | HOLD_NS_DEDUP))
 		return -EDQUOT;
 	for (k = 0; k < ARRAY_SIZE(lists); k++)
-		for (e = TAILQ_FIRST(lists[k]); e != NULL && kv_over_quota(pd, owner, need);
+		for (e = TAILQ_FIRST(lists[k]); e != NULL && quota_over(pd, owner, need);
 		     e = next) {
 			next = TAILQ_NEXT(e, lru);
 			if (e->pins != NULL || e->moving || e->val.owner != owner)
@@ -622,7 +616,7 @@ static int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uin
 			else
 				kv_entry_clear(pd, ns, e);
 		}
-	return kv_over_quota(pd, owner, need) ? -EDQUOT : 0;
+	return quota_over(pd, owner, need) ? -EDQUOT : 0;
 }
 
 /*

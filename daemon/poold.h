@@ -284,6 +284,12 @@ int cluster_arena(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off,
 		  uint64_t *ret_gen);
 struct fab_ep *cluster_ep_of(struct poold *pd, uint32_t node, uint64_t gen);
 
+/* quota.c: the most bytes uid may hold (UINT64_MAX: no bound), and the option that bounds it */
+uint64_t quota_of(const struct poold *pd, uint32_t uid, const char **ret_option);
+bool quota_over(const struct poold *pd, uint32_t uid, uint64_t need);
+/* "uid U holds ...; N more is over OPTION (...)" */
+void quota_explain(const struct poold *pd, uint32_t uid, uint64_t need, char *buf, size_t len);
+
 /* numa.c */
 int numa_layout(const char *spec, uint64_t total, Pool__NumaNode ***ret_nodes, size_t *ret_n);
 void numa_layout_free(Pool__NumaNode **nodes, size_t n);

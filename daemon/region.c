@@ -1188,26 +1188,21 @@ static int region_reply(struct req *q, const struct region *r, bool with_extents
 	return rc;
 }
 
-/* Check the caller's uid against quota.bytes (all it holds) and quota.regions. */
+/* Check the caller's uid against its quota (quota.c: all it holds) and quota.regions. */
 static int region_quota(struct req *q, uint64_t size)
 {
 	struct poold_conf *conf = q->pd->conf;
-	struct usage u = usage_of(&q->pd->usage, q->uid);
-	uint64_t bytes = u.bytes, count = u.regions;
+	uint64_t count = usage_of(&q->pd->usage, q->uid).regions;
 
 	if (conf->quota_regions > 0 && count + 1 > (uint64_t)conf->quota_regions)
 		return req_errorf(q, -EDQUOT, "uid %u owns %llu regions: quota.regions is %lld",
 				  (unsigned)q->uid, (unsigned long long)count,
 				  (long long)conf->quota_regions);
-	if (conf->quota_bytes > 0 && bytes + size > (uint64_t)conf->quota_bytes) {
-		char have[24], want[24], lim[24];
+	if (quota_over(q->pd, q->uid, size)) {
+		char why[256];
 
-		units_fmt_size(bytes, have, sizeof(have));
-		units_fmt_size(size, want, sizeof(want));
-		units_fmt_size((uint64_t)conf->quota_bytes, lim, sizeof(lim));
-		return req_errorf(q, -EDQUOT, "uid %u holds %s of regions, KV values and snapshot "
-				  "pages; %s more is over quota.bytes (%s)", (unsigned)q->uid, have,
-				  want, lim);
+		quota_explain(q->pd, q->uid, size, why, sizeof(why));
+		return req_errorf(q, -EDQUOT, "%s", why);
 	}
 	return 0;
 }

@@ -162,7 +162,7 @@ static void resp_put_failed(struct resp_conn *c, int rc, const char *key, size_t
 		resp_err(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
 	else if (rc == -EDQUOT)
 		resp_err(c, "OOM command not allowed when used memory > 'maxmemory' (quota.bytes "
-			    "of uid %u).", (unsigned)c->uid);
+			    "or quota.share of uid %u).", (unsigned)c->uid);
 	else if (rc == -ENOSPC || rc == -ENOMEM)
 		resp_err(c, "OOM command not allowed when used memory > 'maxmemory'.");
 	else

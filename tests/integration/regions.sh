@@ -99,6 +99,21 @@ check_out "quota.regions is $((n + 1))" "quota.regions error is clear"
 "$POOLCTL" region destroy q1 >/dev/null
 sed -i '/^quota/d' "$conf"
 check "reload without quotas" "$POOLCTL" reload
+# quota.share (50% by default) bounds every uid but root and poold's own
+# to a share of the pool's memory (64M of DRAM and 30M of pmem here).
+if have_nobody "$POOLCTL"; then
+	check_exit 1 "uid nobody cannot take 60M of the pool's 94M" as_nobody "$POOLCTL" region create big 60M
+	check_out "over quota.share \(50% of the pool: 4[67]M\)" "its error names quota.share"
+	check "16M it may" as_nobody "$POOLCTL" region create big 16M
+	as_nobody "$POOLCTL" region destroy big >/dev/null
+	printf 'quota.share = 10\n' >>"$conf"
+	check "reload with quota.share = 10" "$POOLCTL" reload
+	check_exit 1 "uid nobody's 16M is over it now" as_nobody "$POOLCTL" region create big 16M
+	check "root's is not" "$POOLCTL" region create big 16M
+	"$POOLCTL" region destroy big >/dev/null
+	sed -i '/^quota/d' "$conf"
+	check "reload without it" "$POOLCTL" reload
+fi
 
 # The persistent tier: a libpmem2-mapped file lent like DRAM (but for its last 2 MiB,
 # which record what it holds for persistent KV namespaces).

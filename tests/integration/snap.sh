@@ -13,7 +13,7 @@ PMEM="$TEST_DIR/pmem"
 chmod 0755 "$TEST_DIR"
 start() {
 	pool_start -o lend.size=1G -o control.mode=0666 -o pmem.path="$PMEM" -o pmem.size=320M \
-		-o lease.grace=1s
+		-o lease.grace=3s
 }
 # store_pages CLASS: pages the store keeps for all snapshots of a class.
 store_pages() {
@@ -68,7 +68,8 @@ assert d["name"] == "same" and d["distinct_pages"] == 45875 and d["new_pages"] =
 check "remove it" "$POOLCTL" snap rm same
 
 # A put killed midway: while its session lasts its snapshot is "writing" and
-# cannot be opened; once the session's leases end (lease.grace, 1 s here),
+# cannot be opened; once the session's leases end (lease.grace, 3 s here:
+# time enough to try the read under a loaded machine),
 # the half-put snapshot is gone with every reference it took.
 "$SNAP" mkimg "$TEST_DIR/c.img" 512 5 98 0 0 # every page new: a put long enough to kill
 before=$(store_pages b pinned)
@@ -82,7 +83,7 @@ if [ "$state" = writing ]; then
 	check_exit 1 "a half-put snapshot cannot be read" "$SNAP" read c
 	check_out "still being put" "and says why"
 fi
-sleep 2
+for _ in $(seq 100); do "$POOLCTL" snap info c >/dev/null 2>&1 || break; sleep 0.1; done
 check_exit 1 "after lease.grace the half-put snapshot is gone (it was ${state:-not made yet})" "$POOLCTL" snap info c
 after=$(store_pages b pinned)
 [ "$after" -eq "$before" ] && ok "the store is back to $before pages, with no snap rm" ||
