@@ -601,8 +601,6 @@ static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 	c->id = rs->next_session;
 	c->proto = 2;
 	resp_addr(sa, salen, c->addr, sizeof(c->addr));
-	resp_parser_init(&c->p, RESP_UNAUTH_ARGS, RESP_UNAUTH_BULK,
-			 RESP_UNAUTH_ARGS * RESP_UNAUTH_BULK, true);
 	/* Nothing to AUTH with: everyone is the default user, root. */
 	if (resp_conn_user(c, rs->pd->conf->resp_password[0] == '\0' &&
 			      rs->pd->conf->resp_nusers == 0, 0) < 0) {
@@ -610,6 +608,8 @@ static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 		free(c);
 		return;
 	}
+	resp_parser_init(&c->p, RESP_UNAUTH_ARGS, RESP_UNAUTH_BULK,
+			 RESP_UNAUTH_ARGS * RESP_UNAUTH_BULK, true);
 	resp_limits(c);
 	TAILQ_INSERT_TAIL(&rs->conns, c, entry);
 	rs->nconns++;
