@@ -126,6 +126,7 @@ struct poold_conf {
 	char *coord_journal;
 	int64_t coord_journal_size;
 	int64_t lease_grace_ms;
+	int64_t control_write_timeout_ms;
 	int64_t quota_bytes;
 	int64_t quota_share;
 	int64_t quota_regions;

@@ -34,6 +34,9 @@ const struct conf_option conf_options[] = {
 	{"control.max_window_bytes_per_uid", CONF_SIZE, OFF(max_window_bytes_per_uid), 1 << 20,
 	 16384 * GiB, "4G", NULL, 0, "most bytes of transfer windows one uid's connections "
 	 "hold (admins are not bounded)"},
+	{"control.write_timeout", CONF_DURATION, OFF(control_write_timeout_ms), 0, 3600000, "60s",
+	 NULL, 0, "how long a client may leave its replies unread, none of them taken, before "
+	 "it is disconnected; 0 means never"},
 	{"control.max_frame", CONF_SIZE, OFF(max_frame), 4096, 64LL << 20, "1M", NULL, 0,
 	 "largest request frame accepted from a client"},
 	{"pidfile", CONF_STRING, OFF(pidfile), 0, 200, "", NULL, CONF_F_RESTART,

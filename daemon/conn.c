@@ -50,6 +50,7 @@ struct conn {
 	bool closing; /* close once the output is written */
 	bool dead;    /* conn_free() called: free when not busy */
 	bool ended;   /* ops->closed already called */
+	unsigned read_timeout_ms, write_timeout_ms; /* 0: none */
 };
 
 /* Give freed heap back to the system a while after connections close. */
@@ -438,6 +439,12 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 				  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 		}
 	}
+	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_WRITING)) {
+		static struct log_limit said;
+
+		log_warnx_limited(&said, 10000, "%s: read none of its replies for %u ms: "
+				  "disconnected", c->desc, c->write_timeout_ms);
+	}
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
 		conn_end(c);
 }
@@ -536,10 +543,28 @@ int conn_connect(struct event_base *base, const struct sockaddr *sa, unsigned sa
 	return 0;
 }
 
+static void conn_apply_timeouts(struct conn *c)
+{
+	struct timeval r = units_timeval(c->read_timeout_ms), w = units_timeval(c->write_timeout_ms);
+
+	bufferevent_set_timeouts(c->bev, c->read_timeout_ms ? &r : NULL,
+				 c->write_timeout_ms ? &w : NULL);
+}
+
 /* Time out the connection if nothing arrives for timeout_ms (0: never). */
 void conn_set_read_timeout(struct conn *c, unsigned timeout_ms)
 {
-	struct timeval tv = units_timeval(timeout_ms);
+	c->read_timeout_ms = timeout_ms;
+	conn_apply_timeouts(c);
+}
 
-	bufferevent_set_timeouts(c->bev, timeout_ms ? &tv : NULL, NULL);
+/*
+ * Close the connection when replies wait and none of them can be written
+ * for timeout_ms (0: never): its peer stopped reading. libevent times the
+ * write only while output is pending, so an idle connection is not touched.
+ */
+void conn_set_write_timeout(struct conn *c, unsigned timeout_ms)
+{
+	c->write_timeout_ms = timeout_ms;
+	conn_apply_timeouts(c);
 }

@@ -495,6 +495,7 @@ static void ctl_accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct
 		goto out_uid;
 	}
 	conn_set_limit_name(c->conn, "control.max_frame");
+	conn_set_write_timeout(c->conn, (unsigned)conf->control_write_timeout_ms);
 	TAILQ_INSERT_TAIL(&ctl->conns, c, entry);
 	ctl->nconns++;
 	log_debug("%s connected", msg);

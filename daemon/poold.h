@@ -193,6 +193,7 @@ const char *conn_desc(const struct conn *c);
 void conn_set_desc(struct conn *c, const char *desc);
 void conn_set_limit_name(struct conn *c, const char *name);
 void conn_set_read_timeout(struct conn *c, unsigned timeout_ms);
+void conn_set_write_timeout(struct conn *c, unsigned timeout_ms);
 void conn_set_max_frame(struct conn *c, size_t max_frame);
 
 /*

@@ -74,6 +74,45 @@ EOF2
 [ $? -eq 0 ] && ok "a client pipelining 600,000 requests unread: bounded, others served ($(cat "$TEST_DIR/out"))" \
 	|| { not_ok "pipelining without reading"; cat "$TEST_DIR/out"; }
 
+# A client that stops reading altogether is disconnected after
+# control.write_timeout (2 s here) with none of its replies taken.
+pool_stop
+pool_start -o control.write_timeout=2s || exit 1
+python3 - "$POOL_SOCKET" "$top_srcdir/tests/integration" "$POOLCTL" >"$TEST_DIR/out" 2>&1 <<'EOF2'
+import subprocess, sys, threading, time
+sys.path.insert(0, sys.argv[2])
+import wire
+s = wire.connect(sys.argv[1])
+s.settimeout(30)
+s.sendall(wire.frame(wire.HELLO, wire.hello_payload(), req_id=1))
+assert wire.read_frame(s)[0] == wire.HELLO_REPLY
+data = b"".join(wire.frame(wire.STATUS, req_id=i) for i in range(2, 600002))
+def send():
+    try:
+        s.sendall(data)
+    except OSError:
+        pass
+threading.Thread(target=send, daemon=True).start()
+time.sleep(5)  # reading nothing
+assert subprocess.run([sys.argv[3], "status"], capture_output=True).returncode == 0, "others served"
+got = 0
+while True:
+    try:
+        r = wire.read_frame(s)
+    except ConnectionResetError:
+        break
+    if r is None:
+        break
+    got += 1
+print("closed after %d of 600,000 replies" % got)
+assert got < 600000, got
+EOF2
+rc=$?
+[ $rc -eq 0 ] && ok "a client reading nothing is disconnected after control.write_timeout ($(cat "$TEST_DIR/out"))" ||
+	{ not_ok "control.write_timeout"; cat "$TEST_DIR/out"; }
+grep -q "read none of its replies for 2000 ms: disconnected" "$TEST_DIR/poold.log" &&
+	ok "and the log says why" || not_ok "no control.write_timeout line in the log"
+
 # One uid's many connections share control.max_output_per_uid of unread replies.
 pool_stop
 pool_start -o control.max_output_per_uid=2M || exit 1
