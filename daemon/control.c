@@ -26,14 +26,18 @@
 
 #define CTL_MAX_GROUPS 64
 
+struct ctl_conn;
+
 struct ctl_uid {
 	LIST_ENTRY(ctl_uid) entry;
 	uid_t uid;
 	unsigned count;
+	TAILQ_HEAD(, ctl_conn) conns; /* its connections, for its share of unread replies */
 };
 
 struct ctl_conn {
 	TAILQ_ENTRY(ctl_conn) entry;
+	TAILQ_ENTRY(ctl_conn) uid_entry;
 	struct control *ctl;
 	struct conn *conn;
 	struct ctl_uid *u;
@@ -138,6 +142,7 @@ static void ctl_closed(struct conn *conn, void *arg)
 	grant_session_end(ctl->pd, c->session);
 	xfer_session_end(ctl->pd, c->session);
 	TAILQ_REMOVE(&ctl->conns, c, entry);
+	TAILQ_REMOVE(&c->u->conns, c, uid_entry);
 	ctl->nconns--;
 	ctl_uid_put(ctl, c->u);
 	log_debug("%s disconnected", conn_desc(conn));
@@ -389,9 +394,8 @@ static bool ctl_may_read(struct conn *conn, void *arg)
 	size_t sum = 0;
 
 	(void)conn;
-	TAILQ_FOREACH(o, &c->ctl->conns, entry)
-		if (o->u == c->u && (sum += conn_output_len(o->conn)) >
-					    (size_t)c->ctl->pd->conf->max_output_per_uid)
+	TAILQ_FOREACH(o, &c->u->conns, uid_entry)
+		if ((sum += conn_output_len(o->conn)) > (size_t)c->ctl->pd->conf->max_output_per_uid)
 			return false;
 	return true;
 }
@@ -413,6 +417,7 @@ static struct ctl_uid *ctl_uid_get(struct control *ctl, uid_t uid)
 	if (u == NULL)
 		return NULL;
 	u->uid = uid;
+	TAILQ_INIT(&u->conns);
 	LIST_INSERT_HEAD(&ctl->uids, u, entry);
 	return u;
 }
@@ -497,6 +502,7 @@ static void ctl_accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct
 	conn_set_limit_name(c->conn, "control.max_frame");
 	conn_set_write_timeout(c->conn, (unsigned)conf->control_write_timeout_ms);
 	TAILQ_INSERT_TAIL(&ctl->conns, c, entry);
+	TAILQ_INSERT_TAIL(&u->conns, c, uid_entry);
 	ctl->nconns++;
 	log_debug("%s connected", msg);
 	return;
