@@ -1,11 +1,12 @@
 """A connection to the local poold, and what hangs off it."""
+import errno
 from ctypes import POINTER, byref, c_char_p, c_size_t, c_void_p
 
 from pool import kv as _kv
 from pool import region as _region
 from pool import snap as _snap
 from pool import vec as _vec
-from pool._lib import check, lib, libc
+from pool._lib import PoolError, check, lib, libc
 
 REGION_ANONYMOUS = 0x1
 REGION_WRITE = 0x1
@@ -110,6 +111,21 @@ class Pool:
         h = c_void_p()
         check(lib.pool_kv_open(self._handle(), ns.encode(), byref(h)))
         return _kv.KV(self, h, ns)
+
+    def open_kv(self, ns, capacity, **flags):
+        """Open a namespace, made first with capacity and flags if it is not there
+        (making one needs an admin caller); another client making it meanwhile is fine."""
+        try:
+            return self.kv(ns)
+        except PoolError as e:
+            if e.code != -errno.ENOENT:
+                raise
+        try:
+            self.create_kv(ns, capacity, **flags)
+        except PoolError as e:
+            if e.code != -errno.EEXIST:
+                raise
+        return self.kv(ns)
 
     # ---- vector indexes
 

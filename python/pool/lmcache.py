@@ -57,7 +57,6 @@ Differences from LMCache's own adapters:
  * A failed request to poold is logged and reported as chunks not stored,
    not found or not loaded, never raised.
 """
-import errno
 import logging
 import os
 import queue
@@ -191,7 +190,7 @@ class PoolL2Adapter:
         self.capacity = int(_option(opts, "pool_capacity", default=DEFAULT_CAPACITY))
         self._pool = Pool(_option(opts, "pool_socket"))
         try:
-            self._kv = self._open_namespace()
+            self._kv = self._pool.open_kv(self.namespace, self.capacity)
         except BaseException:
             self._pool.close()
             raise
@@ -212,20 +211,6 @@ class PoolL2Adapter:
         # not hold up a prefetch.
         self._store_worker = _Worker("pool-lmcache-store")
         self._prefetch_worker = _Worker("pool-lmcache-prefetch")
-
-    def _open_namespace(self):
-        """The namespace, made first if it is not there (which needs an admin caller)."""
-        try:
-            return self._pool.kv(self.namespace)
-        except PoolError as e:
-            if e.code != -errno.ENOENT:
-                raise
-        try:
-            self._pool.create_kv(self.namespace, self.capacity)
-        except PoolError as e:
-            if e.code != -errno.EEXIST:  # another worker made it meanwhile
-                raise
-        return self._pool.kv(self.namespace)
 
     def _task_id(self):
         with self._lock:

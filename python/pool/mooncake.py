@@ -75,13 +75,7 @@ class MooncakeDistributedStore:
         try:
             self._pool = Pool()
             ns = "mooncake-" + tenant_id
-            try:
-                self._kv = self._pool.kv(ns)
-            except PoolError as e:
-                if e.code != -errno.ENOENT:
-                    raise
-                self._pool.create_kv(ns, max(int(global_segment_size), 1 << 20))
-                self._kv = self._pool.kv(ns)
+            self._kv = self._pool.open_kv(ns, max(int(global_segment_size), 1 << 20))
         except PoolError as e:
             self.close()
             return _code(e.code)

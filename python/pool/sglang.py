@@ -62,7 +62,6 @@ Differences from SGLang's built-in backends:
    poold, and clears the keys of every model and rank in it.
  * get_stats() returns None (no storage metrics).
 """
-import errno
 import logging
 import os
 import sys
@@ -148,26 +147,12 @@ class PoolHiCacheStorage:
         self.mem_pool_host = None
         self._pool = Pool(_option(opts, "pool_socket"))
         try:
-            self._kv = self._open_namespace()
+            self._kv = self._pool.open_kv(self.namespace, self.capacity)
         except BaseException:
             self._pool.close()
             raise
         if mem_pool_host is not None:
             self.register_mem_pool_host(mem_pool_host)
-
-    def _open_namespace(self):
-        """The namespace, made first if it is not there (which needs an admin caller)."""
-        try:
-            return self._pool.kv(self.namespace)
-        except PoolError as e:
-            if e.code != -errno.ENOENT:
-                raise
-        try:
-            self._pool.create_kv(self.namespace, self.capacity)
-        except PoolError as e:
-            if e.code != -errno.EEXIST:  # another rank made it meanwhile
-                raise
-        return self._pool.kv(self.namespace)
 
     def close(self):
         if self._kv is not None:
