@@ -5,7 +5,9 @@
 #  1. One node: a private poold and a redis-server (unix socket and TCP on
 #     127.0.0.1); pool-bench-kv against the pool, redis-unix and redis-tcp:
 #     put/get/batched put/get of 16 KiB, 256 KiB and 2 MiB values, the
-#     zero-copy get (pool_kv_acquire, in place), prefix match of 1,000 keys.
+#     zero-copy get (pool_kv_acquire, in place), prefix match of 1,000 keys;
+#     then the batched 256 KiB put and get from Python (kv_python.py: the
+#     binding, numpy buffers) next to the C client's.
 #  2. Two hosts in network namespaces (UCX tcp over veth + bridge): the
 #     client on host 2, which lends nothing, so every value lives on host 1;
 #     redis-server inside host 1 on its address, the hiredis client on host
@@ -81,6 +83,17 @@ fi
 "$POOLCTL" kv create kvbench 1G >/dev/null || { cat "$sn/poold.log"; exit 1; }
 echo "## one node: KV cache (poold, lend 3G, namespace of 1G) vs redis-server $("$REDIS" --version 2>/dev/null | sed 's/.*v=\([^ ]*\).*/\1/') (unix socket; TCP on 127.0.0.1)"
 "$bench" -n kvbench -T "$t" "${targets[@]}" | tee "$sn/single.out" || { cat "$sn/poold.log"; exit 1; }
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+	echo "## the same batches of 256 KiB from Python (pool.KV, numpy arrays in and out) vs the C client above"
+	PYTHONPATH="$top_srcdir/python" POOL_LIBPOOL="$top_builddir/libpool/.libs/libpool.so.0" \
+		/usr/bin/python3 "$here/kv_python.py" kvbench "$t" >"$sn/python.out" || { cat "$sn/poold.log"; exit 1; }
+	awk 'NR == FNR { if ($1 == 262144) c[$2] = $4; next }
+	     FNR == 1 { printf "%-5s %9s %9s %7s\n", "op", "C GB/s", "Py GB/s", "Py/C" }
+	     { printf "%-5s %9.2f %9.2f %7.2f\n", $1, c[$1], $3, (c[$1] > 0 ? $3 / c[$1] : 0) }' \
+		"$sn/single.out" "$sn/python.out"
+else
+	echo "kv.sh: /usr/bin/python3 has no numpy: Python column skipped"
+fi
 "$POOLCTL" kv drop kvbench >/dev/null
 echo
 
