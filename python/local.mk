@@ -2,8 +2,8 @@
 # compile), installed where Debian's python3 finds it (configure's
 # PYTHON3_DIST); the tests use it from the source tree.
 pythonpooldir = $(PYTHON3_DIST)/pool
-pythonpool_DATA = python/pool/__init__.py python/pool/_lib.py python/pool/client.py \
+pythonpool_DATA = python/pool/__init__.py python/pool/_adapter.py python/pool/_lib.py python/pool/client.py \
 	python/pool/kv.py python/pool/lmcache.py python/pool/mooncake.py python/pool/region.py \
 	python/pool/sglang.py python/pool/snap.py python/pool/vec.py
 EXTRA_DIST += $(pythonpool_DATA) python/tests/test_pool.py python/tests/test_mooncake.py \
-	python/tests/test_sglang.py python/tests/test_lmcache.py
+	python/tests/test_sglang.py python/tests/test_lmcache.py python/tests/conftest.py

@@ -60,22 +60,17 @@ Differences from LMCache's own adapters:
 import logging
 import os
 import queue
-import sys
 import threading
 import types
 from collections import defaultdict
 
-from pool._lib import PoolError
+from pool import _adapter as adapter
 from pool.client import Pool
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_NAMESPACE = "lmcache"
 NAMESPACE_ENV = "POOL_LMCACHE_NAMESPACE"
-DEFAULT_CAPACITY = 8 << 30
-# Values per request: under libpool's 4096 keys, and small enough that keys of
-# any length LMCache makes fit poold's default 1 MiB control frame.
-REQUEST_KEYS = 1024
 
 
 def object_key_string(key):
@@ -83,21 +78,6 @@ def object_key_string(key):
     text = "%s@%08x@%s" % (key.model_name, key.kv_rank, bytes(key.chunk_hash).hex())
     salt = getattr(key, "cache_salt", None)
     return "%s@%s" % (text, salt) if salt else text
-
-
-def _flat_bytes(obj):
-    """A flat, byte-addressed memoryview of a MemoryObj, torch CPU tensor, array or buffer."""
-    view = getattr(obj, "byte_array", None)
-    if view is None:
-        tensor = getattr(obj, "tensor", None)
-        view = obj if tensor is None else tensor
-        if hasattr(view, "numpy") and hasattr(view, "element_size"):
-            # view(uint8) first: numpy has no bfloat16 (or fp8).
-            view = view.contiguous().view(-1).view(sys.modules["torch"].uint8).numpy()
-    view = memoryview(view)
-    if not view.c_contiguous:
-        raise ValueError("a memory object must be contiguous")
-    return view.cast("B")
 
 
 class _Bitmap:
@@ -173,22 +153,15 @@ class _Worker:
         self._thread.join()
 
 
-def _option(options, name, env=None, default=None):
-    value = options.get(name)
-    if value is None and env is not None:
-        value = os.environ.get(env)
-    return default if value is None else value
-
-
 class PoolL2Adapter:
     """LMCache's L2AdapterInterface on a KV namespace of the pool."""
 
     def __init__(self, adapter_params=None, **framework_args):
         # framework_args: what LMCache's loader adds (l1_memory_desc), unused.
         opts = dict(adapter_params or {})
-        self.namespace = _option(opts, "pool_namespace", NAMESPACE_ENV, DEFAULT_NAMESPACE)
-        self.capacity = int(_option(opts, "pool_capacity", default=DEFAULT_CAPACITY))
-        self._pool = Pool(_option(opts, "pool_socket"))
+        self.namespace = adapter.option(opts, "pool_namespace", NAMESPACE_ENV, DEFAULT_NAMESPACE)
+        self.capacity = int(adapter.option(opts, "pool_capacity", default=adapter.DEFAULT_CAPACITY))
+        self._pool = Pool(adapter.option(opts, "pool_socket"))
         try:
             self._kv = self._pool.open_kv(self.namespace, self.capacity)
         except BaseException:
@@ -235,26 +208,19 @@ class PoolL2Adapter:
         if len(keys) != len(objects):
             raise ValueError("pool.lmcache: as many memory objects as keys")
         # Views taken now: the caller owns the objects, valid until completion.
-        bufs = [_flat_bytes(o) for o in objects]
+        bufs = [adapter.flat_bytes(o, "a memory object") for o in objects]
         task_id = self._task_id()
         self._store_worker.submit(self._store, task_id, [object_key_string(k) for k in keys],
                                   bufs)
         return task_id
 
     def _store(self, task_id, names, bufs):
-        ok = True
-        for i in range(0, len(names), REQUEST_KEYS):
-            try:
-                status = self._kv.put_batch(names[i:i + REQUEST_KEYS], bufs[i:i + REQUEST_KEYS])
-            except PoolError as e:
-                logger.warning("pool.lmcache: write to %s failed: %s", self.namespace, e)
-                ok = False
-                break
-            if any(status):
-                logger.warning("pool.lmcache: %d chunks not stored in %s: %s",
-                               sum(1 for s in status if s), self.namespace,
-                               os.strerror(-next(s for s in status if s)))
-                ok = False
+        status = adapter.put(self._kv, names, bufs)
+        failed = [st for st in status if st]
+        if failed:
+            logger.warning("pool.lmcache: %d chunks not stored in %s: %s", len(failed),
+                           self.namespace, os.strerror(-failed[0]))
+        ok = not failed
         result = StoreResult(ok, sum(len(b) for b in bufs) if ok else 0)
         with self._lock:
             self._completed_stores[task_id] = result
@@ -277,11 +243,9 @@ class PoolL2Adapter:
         present = [False] * len(names)
         start = 0
         while start < len(names):
-            chunk = names[start:start + REQUEST_KEYS]
-            try:
-                found = self._kv.match(chunk)
-            except PoolError as e:
-                logger.warning("pool.lmcache: lookup in %s failed: %s", self.namespace, e)
+            chunk = names[start:start + adapter.REQUEST_KEYS]
+            found = adapter.match(self._kv, chunk)
+            if found is None:
                 break
             present[start:start + found] = [True] * found
             start += found if found == len(chunk) else found + 1
@@ -316,7 +280,7 @@ class PoolL2Adapter:
     def submit_load_task(self, keys, objects):
         if len(keys) != len(objects):
             raise ValueError("pool.lmcache: as many memory objects as keys")
-        bufs = [_flat_bytes(o) for o in objects]
+        bufs = [adapter.flat_bytes(o, "a memory object") for o in objects]
         if any(b.readonly for b in bufs):
             raise ValueError("pool.lmcache: a load needs writable memory objects")
         task_id = self._task_id()
@@ -326,16 +290,9 @@ class PoolL2Adapter:
 
     def _load(self, task_id, names, bufs):
         bitmap = _bitmap(len(names))
-        for i in range(0, len(names), REQUEST_KEYS):
-            b = bufs[i:i + REQUEST_KEYS]
-            try:
-                lens = self._kv.get_batch_into(names[i:i + REQUEST_KEYS], b)
-            except PoolError as e:
-                logger.warning("pool.lmcache: read from %s failed: %s", self.namespace, e)
-                continue
-            for j, (n, buf) in enumerate(zip(lens, b)):
-                if n is not None and n == len(buf):
-                    bitmap.set(i + j)
+        for i, hit in enumerate(adapter.read_into(self._kv, names, bufs)):
+            if hit:
+                bitmap.set(i)
         with self._lock:
             self._completed_loads[task_id] = bitmap
         os.eventfd_write(self._load_efd, 1)
@@ -358,10 +315,8 @@ class PoolL2Adapter:
             return
         self._store_worker.close()
         self._prefetch_worker.close()
-        self._kv.close()
-        self._kv = None
-        self._pool.close()
-        self._pool = None
+        adapter.release(self._kv, self._pool)
+        self._kv = self._pool = None
         for fd in (self._store_efd, self._lookup_efd, self._load_efd):
             os.close(fd)
 

@@ -18,6 +18,7 @@ not be registered (libpool moves the bytes through its own windows).
 import errno
 from ctypes import byref, c_int, c_size_t, c_void_p
 
+from pool import _adapter as adapter
 from pool._lib import POOL_ECOORD, POOL_ELOST, PoolError, lib
 from pool.client import Pool
 from pool.kv import _key, _vector
@@ -83,12 +84,8 @@ class MooncakeDistributedStore:
         return OK
 
     def close(self):
-        if self._kv is not None:
-            self._kv.close()
-            self._kv = None
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        adapter.release(self._kv, self._pool)
+        self._kv = self._pool = None
         return OK
 
     def get_hostname(self):

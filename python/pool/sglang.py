@@ -63,10 +63,9 @@ Differences from SGLang's built-in backends:
  * get_stats() returns None (no storage metrics).
 """
 import logging
-import os
-import sys
 import types
 
+from pool import _adapter as adapter
 from pool._lib import PoolError, memory
 from pool.client import Pool
 
@@ -74,24 +73,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_NAMESPACE = "sglang-hicache"
 NAMESPACE_ENV = "POOL_SGLANG_NAMESPACE"
-DEFAULT_CAPACITY = 8 << 30
-# Values per request: under libpool's 4096 keys, and small enough that keys of
-# any length SGLang makes fit poold's default 1 MiB control frame.
-REQUEST_KEYS = 1024
-
-
-def _flat_bytes(obj):
-    """A flat, byte-addressed memoryview of a torch CPU tensor, numpy array or buffer."""
-    if hasattr(obj, "numpy") and hasattr(obj, "element_size"):
-        try:
-            obj = obj.numpy()
-        except TypeError:
-            # numpy has no bfloat16 (or fp8): view such a tensor's bytes.
-            obj = obj.view(sys.modules["torch"].uint8).numpy()
-    view = memoryview(obj)
-    if not view.c_contiguous:
-        raise ValueError("a page buffer must be contiguous")
-    return view.cast("B")
 
 
 def _split(view, parts):
@@ -101,13 +82,6 @@ def _split(view, parts):
                          (len(view), parts))
     size = len(view) // parts
     return [view[i * size:(i + 1) * size] for i in range(parts)]
-
-
-def _option(options, name, env=None, default=None):
-    value = options.get(name)
-    if value is None and env is not None:
-        value = os.environ.get(env)
-    return default if value is None else value
 
 
 class PoolHiCacheStorage:
@@ -142,10 +116,10 @@ class PoolHiCacheStorage:
             tag += "_cp%d_%d" % (conf("attn_cp_rank", 0), conf("attn_cp_size", 1))
         self._rank_tag = tag
 
-        self.namespace = _option(opts, "pool_namespace", NAMESPACE_ENV, DEFAULT_NAMESPACE)
-        self.capacity = int(_option(opts, "pool_capacity", default=DEFAULT_CAPACITY))
+        self.namespace = adapter.option(opts, "pool_namespace", NAMESPACE_ENV, DEFAULT_NAMESPACE)
+        self.capacity = int(adapter.option(opts, "pool_capacity", default=adapter.DEFAULT_CAPACITY))
         self.mem_pool_host = None
-        self._pool = Pool(_option(opts, "pool_socket"))
+        self._pool = Pool(adapter.option(opts, "pool_socket"))
         try:
             self._kv = self._pool.open_kv(self.namespace, self.capacity)
         except BaseException:
@@ -155,12 +129,8 @@ class PoolHiCacheStorage:
             self.register_mem_pool_host(mem_pool_host)
 
     def close(self):
-        if self._kv is not None:
-            self._kv.close()
-            self._kv = None
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        adapter.release(self._kv, self._pool)
+        self._kv = self._pool = None
 
     def register_mem_pool_host(self, mem_pool_host):
         self.mem_pool_host = mem_pool_host
@@ -184,45 +154,24 @@ class PoolHiCacheStorage:
     def _leading(self, value_keys):
         """How many leading values are stored."""
         found = 0
-        for i in range(0, len(value_keys), REQUEST_KEYS):
-            chunk = value_keys[i:i + REQUEST_KEYS]
-            try:
-                got = self._kv.match(chunk)
-            except PoolError as e:
-                logger.warning("pool.sglang: lookup in %s failed: %s", self.namespace, e)
-                break
-            found += got
-            if got < len(chunk):
+        for i in range(0, len(value_keys), adapter.REQUEST_KEYS):
+            chunk = value_keys[i:i + adapter.REQUEST_KEYS]
+            got = adapter.match(self._kv, chunk)
+            found += got or 0
+            if got != len(chunk):
                 break
         return found
 
     def _read(self, value_keys, bufs):
         """Fill bufs[i] with value i; whether each was there with exactly its length."""
-        ok = []
-        for i in range(0, len(value_keys), REQUEST_KEYS):
-            b = bufs[i:i + REQUEST_KEYS]
-            try:
-                lens = self._kv.get_batch_into(value_keys[i:i + REQUEST_KEYS], b)
-            except PoolError as e:
-                logger.warning("pool.sglang: read from %s failed: %s", self.namespace, e)
-                lens = [None] * len(b)
-            ok += [ln is not None and ln == len(buf) for ln, buf in zip(lens, b)]
-        return ok
+        return adapter.read_into(self._kv, value_keys, bufs)
 
     def _write(self, value_keys, bufs):
         """Store the values not yet stored; whether each is stored now."""
         n = len(self.components)
         skip = self._leading(value_keys) // n * n
-        ok = [True] * skip
-        for i in range(skip, len(value_keys), REQUEST_KEYS):
-            chunk = value_keys[i:i + REQUEST_KEYS]
-            try:
-                status = self._kv.put_batch(chunk, bufs[i:i + REQUEST_KEYS])
-            except PoolError as e:
-                logger.warning("pool.sglang: write to %s failed: %s", self.namespace, e)
-                status = [e.code] * len(chunk)
-            ok += [s == 0 for s in status]
-        return ok
+        status = adapter.put(self._kv, value_keys[skip:], bufs[skip:])
+        return [True] * skip + [s == 0 for s in status]
 
     def _host_buffers(self, keys, host_indices):
         """Views of the host KV pool's memory that hold the pages at host_indices."""
@@ -269,7 +218,7 @@ class PoolHiCacheStorage:
         if target_locations is None or len(target_locations) != len(keys):
             raise ValueError("pool.sglang: batch_get needs one target buffer per key")
         bufs = [part for t in target_locations
-                for part in _split(_flat_bytes(t), len(self.components))]
+                for part in _split(adapter.flat_bytes(t, "a page buffer"), len(self.components))]
         read = self._pages(self._read(self._value_keys(keys), bufs)) if keys else []
         return [t if ok else None for t, ok in zip(target_locations, read)]
 
@@ -282,7 +231,7 @@ class PoolHiCacheStorage:
             raise ValueError("pool.sglang: batch_set needs one value per key")
         if not keys:
             return True
-        bufs = [part for v in values for part in _split(_flat_bytes(v), len(self.components))]
+        bufs = [part for v in values for part in _split(adapter.flat_bytes(v, "a page buffer"), len(self.components))]
         return all(self._write(self._value_keys(keys), bufs))
 
     def set(self, key, value=None, target_location=None, target_sizes=None):

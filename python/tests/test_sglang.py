@@ -196,15 +196,6 @@ def prefetch(storage, host_pool, tokens, zero_copy=True):
 
 # ---- fixtures
 
-@pytest.fixture()
-def namespace():
-    name = "py-sglang-%d" % next(_names)
-    with pool.Pool() as p:
-        p.create_kv(name, 16 << 20)
-        yield name
-        p.drop_kv(name)
-
-
 def config(namespace, tp_rank=0, tp_size=1, mla=False, model="meta-llama/Llama-3-8B", **extra):
     return HiCacheStorageConfig(
         tp_rank=tp_rank, tp_size=tp_size, pp_rank=0, pp_size=1, attn_cp_rank=0, attn_cp_size=1,
@@ -430,7 +421,7 @@ def test_failures_are_answers_not_exceptions(make, namespace):
 
 
 def test_requests_are_cut_to_size(make, monkeypatch):
-    monkeypatch.setattr(sgl, "REQUEST_KEYS", 3)
+    monkeypatch.setattr(pool._adapter, "REQUEST_KEYS", 3)
     host = MHAHostPool()
     s = make(host)
     toks = tokens(7 * PAGE_SIZE)
