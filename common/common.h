@@ -150,12 +150,25 @@ struct poold_conf {
 	int64_t probe_interval_ms;
 	char *secret; /* derived: peer.secret, or the contents of peer.secret_file */
 	char *resp_users_file;
+	char *kv_events_endpoint;
+	char *kv_events_replay_endpoint;
+	char *kv_events_namespace;
+	char *kv_events_topic;
+	int64_t kv_events_format;
+	int64_t kv_events_block_hash;
+	int64_t kv_events_block_size;
+	char *kv_events_medium;
+	int64_t kv_events_buffer_steps;
+	int64_t kv_events_buffer_bytes;
+	int64_t kv_events_hwm;
 	struct resp_user *resp_users; /* derived: the users of resp.users */
 	size_t resp_nusers;
 	bool set[CONF_MAX_OPTIONS]; /* set by the file or the command line */
 };
 
 enum conf_role { ROLE_COORDINATOR, ROLE_NODE };
+enum conf_kv_events_format { KV_EVENTS_MAP, KV_EVENTS_ARRAY };
+enum conf_kv_events_hash { KV_EVENTS_HASH_INT, KV_EVENTS_HASH_BYTES };
 enum conf_firewall { FIREWALL_AUTO, FIREWALL_YES, FIREWALL_NO }; /* fabric.firewall */
 
 /* sha256.c */

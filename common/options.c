@@ -137,6 +137,34 @@ const struct conf_option conf_options[] = {
 	{"resp.max_buffers", CONF_SIZE, OFF(resp_max_buffers), 1 << 20, 256 * GiB, "4G", NULL, 0,
 	 "most bytes of commands being read, MULTI queues and unread replies of all RESP "
 	 "connections"},
+	{"kv_events.endpoint", CONF_STRING, OFF(kv_events_endpoint), 0, 255, "", NULL,
+	 CONF_F_RESTART, "ZMQ address where the coordinator publishes KV events in vLLM's "
+	 "format (bound if it has *, :: or is ipc://, else connected to, as vLLM does); "
+	 "empty: off"},
+	{"kv_events.replay_endpoint", CONF_STRING, OFF(kv_events_replay_endpoint), 0, 255, "",
+	 NULL, CONF_F_RESTART, "ZMQ address bound for replay requests of missed batches; "
+	 "empty: none"},
+	{"kv_events.namespace", CONF_STRING, OFF(kv_events_namespace), 0, 63, "", NULL,
+	 CONF_F_RESTART, "the KV namespace whose events are published"},
+	{"kv_events.topic", CONF_STRING, OFF(kv_events_topic), 0, 255, "", NULL, CONF_F_RESTART,
+	 "topic frame of every message"},
+	{"kv_events.format", CONF_ENUM, OFF(kv_events_format), 0, 0, "map", "map|array",
+	 CONF_F_RESTART, "events as tagged maps (vLLM since its map encoding) or tagged arrays "
+	 "(earlier vLLM)"},
+	{"kv_events.block_hash", CONF_ENUM, OFF(kv_events_block_hash), 0, 0, "int", "int|bytes",
+	 CONF_F_RESTART, "block hashes as the integer of a key's last 8 bytes, big-endian "
+	 "(vLLM's default), or as the key's bytes"},
+	{"kv_events.block_size", CONF_INT, OFF(kv_events_block_size), 1, 1 << 20, "16", NULL,
+	 CONF_F_RESTART, "tokens per block told in BlockStored: the engines' block size"},
+	{"kv_events.medium", CONF_STRING, OFF(kv_events_medium), 0, 31, "CPU", NULL,
+	 CONF_F_RESTART, "medium told in the events; empty: none (nil)"},
+	{"kv_events.buffer_steps", CONF_INT, OFF(kv_events_buffer_steps), 0, 1000000, "10000",
+	 NULL, CONF_F_RESTART, "batches kept for replay"},
+	{"kv_events.buffer_bytes", CONF_SIZE, OFF(kv_events_buffer_bytes), 1 << 20, 16 * GiB,
+	 "64M", NULL, CONF_F_RESTART, "most bytes of batches kept for replay"},
+	{"kv_events.hwm", CONF_INT, OFF(kv_events_hwm), 1, 1000000, "1000", NULL, CONF_F_RESTART,
+	 "batches (of at most 64K) one subscriber may leave unread before it misses the next "
+	 "ones"},
 	{"snap.capacity", CONF_SIZE, OFF(snap_capacity), 1 << 20, 1024 * 1024 * GiB, "1T", NULL,
 	 CONF_F_RESTART, "most bytes of snapshot pages each store (DRAM, persistent) keeps"},
 	{"pmem.path", CONF_STRING, OFF(pmem_path), 0, 200, "", NULL, CONF_F_RESTART,

@@ -983,6 +983,8 @@ int coord_open(struct poold *pd)
 		rc = coordlog_open(pd);
 	if (rc == 0)
 		rc = resp_open(pd);
+	if (rc == 0)
+		rc = kvev_open(pd);
 	if (rc < 0)
 		goto out_free;
 	region_lender_update(pd, m->info);
@@ -1037,6 +1039,7 @@ void coord_close(struct poold *pd)
 		free(p);
 	}
 	resp_close(pd);
+	kvev_close(pd); /* before the index: its last flush is no news to anyone */
 	kv_close(pd);
 	coordlog_close(pd);
 	region_close_space(pd); /* before the calls go: it owns their arguments */

@@ -138,6 +138,7 @@ struct kv_ns {
 	uint32_t flags;	     /* HOLD_NS_*: never spill, persistent, never evict */
 	uint32_t replicas;   /* places of each value, on as many lenders (1: no copies) */
 	uint64_t size_hint;  /* values up to it take an extent of that size, or 0 */
+	bool flushing;	     /* every key is going: one event says so (kv_ns_flush()) */
 	uid_t uid;	     /* who may read (4) and write (2) its values: owner, group, mode */
 	gid_t gid;
 	unsigned mode;
@@ -442,7 +443,7 @@ static struct kv_lru *kv_lru(struct kv_ns *ns, const struct kv_entry *e)
 }
 
 /* Take a committed value out of the index: freed, or a zombie while pinned. */
-static void kv_retire_val(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
+static void kv_val_out(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 {
 	struct kv_zombie *z;
 
@@ -462,6 +463,14 @@ static void kv_retire_val(struct poold *pd, struct kv_ns *ns, struct kv_entry *e
 	z->pins = e->pins;
 	e->pins = NULL;
 	TAILQ_INSERT_TAIL(&ns->zombies, z, entry);
+}
+
+/* A key's value is gone, not replaced: routers are told (in a flush, at once, by kv_ns_flush()). */
+static void kv_retire_val(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
+{
+	kv_val_out(pd, ns, e);
+	if (!ns->flushing)
+		kvev_removed(pd, ns->name, e->key, e->klen);
 }
 
 /* Take a pending value out of the index, kept (pinned by its writer) until the writer is done. */
@@ -1414,6 +1423,7 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 		uint64_t version = kr->versions[i];
 		struct kv_zombie *z;
 		int64_t ttl;
+		bool fresh;
 
 		if (e != NULL && strcmp(op, "release") == 0 &&
 		    kv_unpin(&e->pins, q->node, q->session, version)) {
@@ -1444,8 +1454,9 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			}
 			/* A new version of a key keeps its expiry (APPEND, INCR); SET sets its own. */
 			ttl = e->has_val ? e->expire_ms : 0;
+			fresh = !e->has_val;
 			if (e->has_val)
-				kv_retire_val(pd, ns, e);
+				kv_val_out(pd, ns, e);
 			e->val = e->pending;
 			e->has_val = true;
 			kv_set_pending(ns, e, false);
@@ -1454,6 +1465,8 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 			ns->puts++;
 			/* The lender's record now names the value: a restarted coordinator rebuilds it. */
 			kv_tell(pd, ns, e);
+			if (fresh)
+				kvev_stored(pd, ns->name, e->key, e->klen);
 			kv_loc(NULL, loc, NULL, 0, &e->val, 0);
 			return 1;
 		}
@@ -1768,6 +1781,7 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 		pd->kv->durable_i = i;
 		count += (uint64_t)kv_one(q, ns, kr, i, &locs[i], pl ? &pl[i] : NULL);
 	}
+	kvev_end(pd);
 	pd->kv->durable = NULL;
 	if (d != NULL)
 		kv_durable_send(pd, d);
@@ -1836,9 +1850,12 @@ static void kv_ns_flush(struct poold *pd, struct kv_ns *ns)
 {
 	size_t i;
 
+	kvev_cleared(pd, ns->name);
+	ns->flushing = true;
 	for (i = 0; i < ns->nbuckets; i++)
 		while (ns->buckets[i] != NULL)
 			kv_entry_clear(pd, ns, ns->buckets[i]);
+	ns->flushing = false;
 	kv_zombies_sweep(pd, ns);
 	region_account(pd);
 }
@@ -2718,6 +2735,7 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 	struct kv_ns *ns;
 	uint32_t owner;
 	uint64_t hash;
+	bool fresh;
 
 	if (pd->kv == NULL || lp == NULL || klen == 0 || klen > POOL_KV_KEY_MAX || h->vlen == 0 ||
 	    h->vlen > alen)
@@ -2751,8 +2769,9 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 		return -EEXIST;
 	if (extent_reserve_fine(lp->alloc, off, alen) < 0)
 		return -EBUSY;
+	fresh = e == NULL || !e->has_val;
 	if (e != NULL && e->has_val)
-		kv_retire_val(pd, ns, e);
+		kv_val_out(pd, ns, e);
 	if (e == NULL && (e = kv_entry_new(ns, key, klen, hash)) == NULL) {
 		extent_release(lp->alloc, off, alen);
 		return -ENOMEM;
@@ -2780,6 +2799,10 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 	else
 		ns->used += alen;
 	ns->next_version = MAX(ns->next_version, h->version);
+	if (fresh) { /* a key of its own: no chain is known */
+		kvev_stored(pd, ns->name, key, klen);
+		kvev_end(pd);
+	}
 	return 0;
 }
 

@@ -5,12 +5,12 @@ daemon_poold_SOURCES = daemon/poold.h daemon/poold.c daemon/pidfile.c daemon/con
 	daemon/peer.c daemon/peerauth.c daemon/probe.c daemon/nodes.c daemon/lend.c daemon/extent.h daemon/extent.c \
 	daemon/region.c daemon/reclaim.c daemon/arena.c daemon/ledger.h daemon/ledger.c \
 	daemon/placement.h daemon/placement.c daemon/usage.h daemon/usage.c daemon/quota.c daemon/htab.h daemon/htab.c \
-	daemon/hold.c daemon/kv.c daemon/resp.c daemon/journal.h daemon/journal.c daemon/coordlog.c daemon/vec.c daemon/respparse.h daemon/respparse.c daemon/respauth.c daemon/resp.h daemon/respkeys.c daemon/respconn.c \
+	daemon/hold.c daemon/kv.c daemon/kvevents.c daemon/resp.c daemon/journal.h daemon/journal.c daemon/coordlog.c daemon/vec.c daemon/respparse.h daemon/respparse.c daemon/respauth.c daemon/resp.h daemon/respkeys.c daemon/respconn.c \
 	daemon/metrics.c daemon/events.c daemon/copy.c daemon/snapcopy.c \
 	daemon/snapplace.c daemon/grant.c daemon/xfer.c daemon/firewall.c daemon/carve.c daemon/peertls.c daemon/accept.c daemon/httpd.c
 daemon_poold_CPPFLAGS = $(AM_CPPFLAGS) -DPOOL_BINDIR='"$(bindir)"'
 daemon_poold_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(PMEM2_CFLAGS) \
-	$(XXHASH_CFLAGS) $(CRYPTO_CFLAGS)
+	$(XXHASH_CFLAGS) $(CRYPTO_CFLAGS) $(ZMQ_CFLAGS) $(MSGPACK_CFLAGS)
 daemon_poold_LDADD = fabric/libfabric.la proto/libwire.la libpool/libvecindex.la common/libconf.la \
 	common/libcommon.la $(EVENT_LIBS) $(PROTOBUF_C_LIBS) $(NUMA_LIBS) $(PMEM2_LIBS) \
-	$(XXHASH_LIBS) $(CRYPTO_LIBS)
+	$(XXHASH_LIBS) $(CRYPTO_LIBS) $(ZMQ_LIBS) $(MSGPACK_LIBS)

@@ -347,6 +347,29 @@ static void metrics_pool(struct poold *pd, struct evbuffer *b)
 	}
 }
 
+/* KV events (coordinator, when published). */
+static void metrics_kv_events(struct poold *pd, struct evbuffer *b)
+{
+	struct kvev_stats st;
+
+	if (!kvev_stats(pd, &st))
+		return;
+	metrics_one(b, "pool_kv_events_batches_total", "counter", "KV event batches published",
+		    st.published);
+	metrics_one(b, "pool_kv_events_kept_batches", "gauge", "batches kept for replay",
+		    st.kept);
+	metrics_one(b, "pool_kv_events_kept_bytes", "gauge", "bytes of batches kept for replay",
+		    st.kept_bytes);
+	metrics_one(b, "pool_kv_events_held_bytes", "gauge",
+		    "bytes of batches out of the replay ring that subscribers have yet to take",
+		    st.held_bytes);
+	metrics_one(b, "pool_kv_events_bad_replays_total", "counter",
+		    "malformed replay requests ignored", st.bad_replays);
+	metrics_one(b, "pool_kv_events_refused_replays_total", "counter",
+		    "replay requests refused while too many bytes were still being sent",
+		    st.refused_replays);
+}
+
 /* The text of GET /metrics. */
 static int metrics_text(struct poold *pd, struct evbuffer *b)
 {
@@ -359,6 +382,7 @@ static int metrics_text(struct poold *pd, struct evbuffer *b)
 	metrics_journals(pd, b);
 	if (pd->coord != NULL && pd->regions != NULL)
 		metrics_pool(pd, b);
+	metrics_kv_events(pd, b);
 	return 0;
 }
 

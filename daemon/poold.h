@@ -29,6 +29,7 @@ struct pmem2_map;
 struct pmem2_source;
 struct regions;
 struct kv_space;
+struct kvev;
 struct resp;
 struct hold;
 struct ledger_extent;
@@ -141,6 +142,7 @@ struct poold {
 	struct carves *carves;	       /* extents with a memory file of their own (carve.c) */
 	struct grants *grants;	       /* what each local client session may reach (grant.c) */
 	struct firewall *firewall;     /* fabric.firewall's rule (firewall.c) */
+	struct kvev *kvev;	       /* at the coordinator: KV events, if kv_events.endpoint is set */
 };
 
 /* poold.c */
@@ -529,6 +531,18 @@ int coord_call(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMe
 	       coord_reply_cb reply, void *arg);
 void coord_notice(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg);
 void coord_suspect(struct poold *pd, uint32_t node);
+
+/* kvevents.c: KV events in vLLM's format (coordinator) */
+int kvev_open(struct poold *pd);
+void kvev_close(struct poold *pd);
+void kvev_stored(struct poold *pd, const char *ns, const uint8_t *key, size_t klen);
+void kvev_removed(struct poold *pd, const char *ns, const uint8_t *key, size_t klen);
+void kvev_cleared(struct poold *pd, const char *ns);
+void kvev_end(struct poold *pd);
+struct kvev_stats {
+	uint64_t published, kept, kept_bytes, held_bytes, bad_replays, refused_replays;
+};
+bool kvev_stats(const struct poold *pd, struct kvev_stats *ret);
 
 /* kv.c: the KV cache index (coordinator) */
 int kv_open(struct poold *pd);
