@@ -41,6 +41,17 @@ def _vector(items, conv):
     return ptrs, lens, keep
 
 
+def _keys(keys):
+    """ctypes arrays of pointers and lengths for a list of keys: bytes (the common case)
+    go into a c_char_p array in one step, anything else as _vector() takes it."""
+    keys = [k.encode() if isinstance(k, str) else k for k in keys]
+    if not all(type(k) is bytes for k in keys):
+        return _vector(keys, readable)
+    n = len(keys)
+    ptrs = (c_char_p * n)(*keys)
+    return cast(ptrs, POINTER(c_void_p)), (c_size_t * n)(*map(len, keys)), (keys, ptrs)
+
+
 class KV:
     """An open namespace (Pool.kv()); keys are bytes (str is taken as UTF-8)."""
 
@@ -108,7 +119,7 @@ class KV:
         if len(keys) != len(values):
             raise ValueError("as many values as keys")
         n = len(keys)
-        kp, kl, _k = _vector(keys, _key)
+        kp, kl, _k = _keys(keys)
         vp, vl, _v = _vector(values, readable)
         status = (c_int * n)()
         check(lib.pool_kv_put_batch(self._handle(), n, kp, kl, vp, vl, status))
@@ -119,7 +130,7 @@ class KV:
         if len(keys) != len(bufs):
             raise ValueError("as many buffers as keys")
         n = len(keys)
-        kp, kl, _k = _vector(keys, _key)
+        kp, kl, _k = _keys(keys)
         bp, bl, _b = _vector(bufs, writable)
         vlens, status = (c_size_t * n)(), (c_int * n)()
         check(lib.pool_kv_get_batch(self._handle(), n, kp, kl, bp, bl, vlens, status))
@@ -144,7 +155,7 @@ class KV:
     def match(self, keys):
         """How many leading keys of the list (a prompt's block hashes) are present."""
         n = len(keys)
-        kp, kl, _k = _vector(keys, _key)
+        kp, kl, _k = _keys(keys)
         count = c_size_t()
         check(lib.pool_kv_match(self._handle(), n, kp, kl, byref(count)))
         return count.value

@@ -21,7 +21,7 @@ from ctypes import byref, c_int, c_size_t, c_void_p
 from pool import _adapter as adapter
 from pool._lib import POOL_ECOORD, POOL_ELOST, PoolError, lib
 from pool.client import Pool
-from pool.kv import _key, _vector
+from pool.kv import _key, _keys
 
 OK = 0
 INTERNAL_ERROR = -1
@@ -172,7 +172,7 @@ class MooncakeDistributedStore:
         n = len(keys)
         if len(buffer_ptrs) != n or len(sizes) != n:
             return [INVALID_PARAMS] * n
-        kp, kl, _keep = _vector(keys, _key)
+        kp, kl, _keep = _keys(keys)
         vp = (c_void_p * n)(*buffer_ptrs)
         vl = (c_size_t * n)(*sizes)
         status = (c_int * n)()
@@ -185,7 +185,7 @@ class MooncakeDistributedStore:
         n = len(keys)
         if len(buffer_ptrs) != n or len(sizes) != n:
             return [INVALID_PARAMS] * n
-        kp, kl, _keep = _vector(keys, _key)
+        kp, kl, _keep = _keys(keys)
         bp = (c_void_p * n)(*buffer_ptrs)
         bl = (c_size_t * n)(*sizes)
         vlens, status = (c_size_t * n)(), (c_int * n)()

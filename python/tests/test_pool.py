@@ -122,6 +122,29 @@ def test_kv(p):
     assert e.value.code == -errno.ENOENT
 
 
+def test_kv_numpy_buffers(p):
+    """numpy arrays go by their address (no memoryview): contiguous ones of any dtype and
+    offset in and out, str and bytes keys mixed; a strided array, or a read-only one to
+    write into, is refused before anything is sent."""
+    with p.open_kv("py-kv-np", 16 << 20) as kv:
+        big = np.arange(64 << 10, dtype=np.uint32)        # 256 KiB
+        vals = [big[i * 1024:(i + 1) * 1024] for i in range(4)]  # slices at offsets
+        assert kv.put_batch([b"n0", "n1", b"n2", "n3"], vals) == [0] * 4
+        outs = [np.empty(1024, dtype=np.uint32) for _ in range(4)]
+        assert kv.get_batch_into(["n0", b"n1", "n2", b"n3"], outs) == [4096] * 4
+        assert all(np.array_equal(o, v) for o, v in zip(outs, vals))
+        with pytest.raises(ValueError):
+            kv.put(b"s", big[::2])
+        ro = np.zeros(1024, dtype=np.uint32)
+        ro.setflags(write=False)
+        with pytest.raises(TypeError):
+            kv.get_into(b"n0", ro)
+        with pytest.raises(pool.PoolError) as e:  # as b"": a value is 1 byte or more
+            kv.put(b"empty", np.zeros(0, dtype=np.uint8))
+        assert e.value.code == -errno.EINVAL
+    p.drop_kv("py-kv-np")
+
+
 def test_kv_threads(p):
     """One connection from 8 threads at once (libpool is thread-safe; the GIL is released)."""
     p.create_kv("py-thr", 64 << 20)
