@@ -455,7 +455,8 @@ static void kvev_replay_one(struct poold *pd)
 	 * The batches are sent without copies, so a replay costs references,
 	 * not memory, while they are in the ring. Batches that left it and that
 	 * slow replays and subscribers still hold are bounded: past
-	 * kv_events.buffer_bytes of them, replays wait for those to go.
+	 * kv_events.buffer_bytes of them, a replay gets only the end marker
+	 * (and asks again) until those are sent.
 	 */
 	if (atomic_load(&ev->held_bytes) > pd->conf->kv_events_buffer_bytes) {
 		ev->refused_replays++;
