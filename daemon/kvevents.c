@@ -8,8 +8,9 @@
  * the payload a msgpack EventBatch [ts, [event, ...]] of BlockStored (keys
  * that became present), BlockRemoved (keys gone: removed, evicted, expired,
  * lost with their lender) and AllBlocksCleared (the namespace flushed or
- * dropped). Routers built for those events (Dynamo, llm-d, Mooncake's
- * conductor) index the pool as one more engine.
+ * dropped, and first when this coordinator starts). Routers built for
+ * those events (Dynamo, llm-d, Mooncake's conductor) index the pool as one
+ * more engine.
  *
  * Events are tagged maps {"type": "BlockStored", ...}, as vLLM sends them
  * since its events became maps, or with kv_events.format = array the tagged
@@ -588,6 +589,13 @@ int kvev_open(struct poold *pd)
 			goto out_close;
 		event_active(ev->replay_ev, EV_READ, 0); /* what came before the fd was watched */
 	}
+	/*
+	 * Whatever routers knew of the index of a coordinator before this one
+	 * is void: what the lenders still hold comes back as BlockStored when
+	 * they rejoin. A subscriber that sees the sequence start again at 0
+	 * replays from there to get this first.
+	 */
+	kvev_cleared(pd, conf->kv_events_namespace);
 	log_info("KV events of namespace '%s' on %s%s%s", conf->kv_events_namespace,
 		 conf->kv_events_endpoint, ev->replay != NULL ? ", replay on " : "",
 		 conf->kv_events_replay_endpoint);

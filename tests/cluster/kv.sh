@@ -6,10 +6,12 @@
 # gets of its values into misses (no error, no hang); a persistent
 # namespace's values survive restarts of the coordinator and of a lender;
 # a namespace with 2 replicas loses nothing when a lender dies, makes the
-# lost copies again, and so survives a second death.
+# lost copies again, and so survives a second death. The coordinator
+# publishes model-a's KV events (kv_events.*): a subscriber sees the keys
+# stored, taken back after the coordinator restart, and removed with the
+# lender that died, exactly those that became misses.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 KV="$top_builddir/tests/tools/pool-kv"
-finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "kv: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 kv() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_sock "$i")" "$KV" "$@"; }
 # ns_wait I NS EXPR: poll host I's `kv stats --json` of NS (as n) until the Python expression
 # EXPR holds, for up to 10 s (spills to remote lenders finish asynchronously).
@@ -24,6 +26,54 @@ sys.exit(0 if eval(sys.argv[2]) else 1)' "$CLUSTER_TMP/out" "$3" 2>/dev/null && 
 	return 1
 }
 
+events=ipc://${TMPDIR:-/tmp}/pool-cluster-kvevents-$$
+POOL_OPTS="-o kv_events.endpoint=$events -o kv_events.replay_endpoint=$events-replay -o kv_events.namespace=model-a -o kv_events.block_hash=bytes"
+# The events subscriber, as a router keeps its index: every event of every batch as a
+# JSON line, until told to stop. It follows the publisher across the coordinator's restart
+# (ZMQ reconnects): when the sequence goes back, it replays from 0, as on a gap it replays
+# what it missed.
+/usr/bin/python3 -c '
+import json, os, sys, time, msgpack, zmq
+ctx = zmq.Context()
+sub = ctx.socket(zmq.SUB)
+sub.connect(sys.argv[1])
+sub.subscribe(b"")
+replay = ctx.socket(zmq.DEALER)
+replay.connect(sys.argv[2])
+out = open(sys.argv[3], "w", buffering=1)
+last = -1
+def take(seq, payload):
+    global last
+    for e in msgpack.unpackb(payload)[1]:
+        out.write(json.dumps([e["type"], [h.decode() for h in e.get("block_hashes", [])]]) + "\n")
+    last = seq
+def ask(start):
+    replay.send_multipart([b"", start.to_bytes(8, "big")])
+    while replay.poll(2000):
+        _, _, seq, payload = replay.recv_multipart()
+        if not payload:
+            return
+        if int.from_bytes(seq, "big") >= start:
+            take(int.from_bytes(seq, "big"), payload)
+end = time.time() + 900
+while not os.path.exists(sys.argv[3] + ".stop") and time.time() < end:
+    if sub.poll(200):
+        _, seq, payload = sub.recv_multipart()
+        seq = int.from_bytes(seq, "big")
+        if seq <= last or (last < 0 and seq > 0):
+            last = -1
+            ask(0)          # a new publisher (or one joined late): everything it kept
+        elif seq > last + 1:
+            ask(last + 1)   # a gap
+        if seq > last:
+            take(seq, payload)
+' "$events" "$events-replay" "${TMPDIR:-/tmp}/pool-cluster-kvevents-$$.log" &
+evpid=$!
+evlog=${TMPDIR:-/tmp}/pool-cluster-kvevents-$$.log
+finish() {
+	touch "$evlog.stop"; wait "$evpid"; rm -f "$evlog" "$evlog.stop"
+	[ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "kv: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]
+}
 POOL_PMEM=32M pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
 
 pctl 2 kv create model-a 512M >/dev/null && ok "namespace created from node 2" || not_ok "create namespace"
@@ -120,6 +170,29 @@ hits=$(sed -n 's/.*: \([0-9]*\) hits of 200.*/\1/p' "$CLUSTER_TMP/out")
 pool_wait_state 1 h3 dead 10
 kv 4 model-a mget blk 200 7 >"$CLUSTER_TMP/out" 2>&1
 grep -q "all correct" "$CLUSTER_TMP/out" && ok "after it is dead: $(cat "$CLUSTER_TMP/out")" || not_ok "gets after death"
+hits=$(sed -n 's/.*: \([0-9]*\) hits of 200.*/\1/p' "$CLUSTER_TMP/out")
+sleep 0.5
+python3 -c '
+import json, sys
+index, stored, removed = set(), set(), set()
+for line in open(sys.argv[1]):
+    kind, keys = json.loads(line)
+    keys = {k for k in keys if k.startswith("blk")}
+    if kind == "BlockStored":
+        index |= keys
+        stored |= keys
+    elif kind == "BlockRemoved":
+        index -= keys
+        removed |= keys
+    elif kind == "AllBlocksCleared":
+        index.clear()
+assert stored == {"blk%d" % i for i in range(200)}, sorted(stored)[:5]
+assert removed and removed <= stored, len(removed)
+assert len(index) == int(sys.argv[2]), (len(index), sys.argv[2])
+print("%d keys stored, %d removed with node 3; the index the events build holds the %d that hit" %
+      (len(stored), len(removed), len(index)))' \
+	"$evlog" "${hits:-0}" >"$CLUSTER_TMP/out" 2>&1 \
+	&& ok "KV events: $(cat "$CLUSTER_TMP/out")" || { not_ok "KV events of the lender's death"; cat "$CLUSTER_TMP/out"; }
 kv 2 model-a mput new 50 65536 1 | grep -q "50 of 50" && ok "new values go to the live lenders" || not_ok "puts after death"
 ns_wait 1 twice 'n["entries"] == 40' && kv 4 twice mget tw 40 6 | grep -q "40 hits of 40, all correct" \
 	&& ok "once node 3 is dead, no replicated value is lost" || { not_ok "replicated values after death"; cat "$CLUSTER_TMP/out"; }
