@@ -8,9 +8,9 @@ PY=/usr/bin/python3
 if ! "$PY" -c 'import zmq, msgpack' 2>/dev/null; then
 	echo "skip: python3-zmq or python3-msgpack is not installed"; exit 77
 fi
-export PYTHONPATH="$top_srcdir/python" POOL_LIBPOOL="$top_builddir/libpool/.libs/libpool.so.0"
+pool_pyenv || { echo "skip: a sanitized libpool whose runtime python3 cannot preload"; exit 77; }
 export POOLCTL
-case_py() { "$PY" "$top_srcdir/tests/integration/kvevents.py" "$@"; }
+case_py() { pool_python "$top_srcdir/tests/integration/kvevents.py" "$@"; }
 pub="ipc://$TEST_DIR/kv-events" replay="ipc://$TEST_DIR/kv-replay"
 poold_fds() { ls /proc/"$POOLD_PID"/fd | wc -l; }
 poold_rss() { awk '/^VmRSS:/ { print $2 }' /proc/"$POOLD_PID"/status; }

@@ -7,16 +7,8 @@ PY=/usr/bin/python3
 if ! "$PY" -c 'import pytest, numpy' 2>/dev/null; then
 	echo "skip: python3-pytest or python3-numpy is not installed"; exit 77
 fi
-export PYTHONPATH="$top_srcdir/python" POOL_LIBPOOL="$top_builddir/libpool/.libs/libpool.so.0"
-# A sanitized libpool needs its runtime loaded first: preloaded into python3,
-# whose own leaks at exit are not ours to report (poold's still are).
-pyenv=(env)
-if [ -n "${pool_sanitizers:-}" ]; then
-	rt=$(ldd "$POOL_LIBPOOL" | awk '/lib(asan|tsan)\.so/ { print $3; exit }')
-	[ -n "$rt" ] || { echo "skip: a sanitized libpool whose runtime python3 cannot preload"; exit 77; }
-	pyenv=(env LD_PRELOAD="$rt" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
-fi
-py() { "${pyenv[@]}" "$PY" "$@"; }
+pool_pyenv || { echo "skip: a sanitized libpool whose runtime python3 cannot preload"; exit 77; }
+py() { pool_python "$@"; }
 pool_start -o lend.size=256M -o control.mode=0666 || exit 1
 
 check "the pytest suite passes" py -m pytest -q -p no:cacheprovider "$top_srcdir/python/tests"
@@ -28,7 +20,7 @@ if have_nobody "$PY"; then
 	py -c 'import pool; p = pool.Pool(); r = p.create_region("root-only", 4096); r.write(0, b"secret")' \
 		>"$TEST_DIR/out" 2>&1 || not_ok "root makes a 0600 region"
 	check "uid nobody's open of root's 0600 region raises PoolError(-EACCES)" as_nobody \
-		"${pyenv[@]}" PYTHONPATH="$PYTHONPATH" POOL_LIBPOOL="$POOL_LIBPOOL" POOL_SOCKET="$POOL_SOCKET" "$PY" -c '
+		"${PYENV[@]}" POOL_SOCKET="$POOL_SOCKET" "$PY" -c '
 import errno, pool
 p = pool.Pool()
 try:
