@@ -262,7 +262,7 @@ static struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_
 	e->hash = h;
 	e->hnext = ns->buckets[h & (ns->nbuckets - 1)];
 	ns->buckets[h & (ns->nbuckets - 1)] = e;
-	if (++ns->nentries > 2 * ns->nbuckets)
+	if (++ns->nentries > ns->nbuckets)
 		kv_grow(ns);
 	return e;
 }

@@ -138,7 +138,7 @@ static void resp_conn_free(struct resp_conn *c)
 	TAILQ_REMOVE(&c->rs->conns, c, entry);
 	c->rs->nconns--;
 	kv_session_end(pd, pd->node_id, c->session, false); /* its pins and reservations */
-	resp_parser_reset(&c->p);
+	resp_parser_free(&c->p);
 	resp_queue_clear(c);
 	bufferevent_free(c->bev);
 	free(c);

@@ -27,6 +27,7 @@
 #include "daemon/respparse.h"
 
 #define RESP_ARG_COST 16 /* what an argument costs beyond its bytes, against max_total */
+#define RESP_KEEP_ARGS 16 /* argument arrays up to this many kept from one command to the next */
 
 void resp_parser_init(struct resp_parser *p, long max_args, long max_bulk, uint64_t max_total,
 		      bool unauth)
@@ -45,19 +46,38 @@ void resp_parser_limit(struct resp_parser *p, long max_args, long max_bulk, uint
 	p->unauth = unauth;
 }
 
+/*
+ * Ready for the next command. The argument arrays of a small command are
+ * kept for it (most commands are; a pipeline of them then allocates only
+ * their arguments); a big command's go.
+ */
 void resp_parser_reset(struct resp_parser *p)
 {
 	long i;
 
 	for (i = 0; i < p->have; i++)
 		free(p->argv[i]);
+	if (p->cap > RESP_KEEP_ARGS) {
+		free(p->argv);
+		free(p->argl);
+		p->argv = NULL;
+		p->argl = NULL;
+		p->cap = 0;
+	}
+	p->nargs = p->have = 0;
+	p->total = 0;
+	p->bulk = -1;
+}
+
+/* Free what the parser holds (the connection goes). */
+void resp_parser_free(struct resp_parser *p)
+{
+	resp_parser_reset(p);
 	free(p->argv);
 	free(p->argl);
 	p->argv = NULL;
 	p->argl = NULL;
-	p->nargs = p->have = p->cap = 0;
-	p->total = 0;
-	p->bulk = -1;
+	p->cap = 0;
 }
 
 /* Room for one more argument of len bytes (counted against max_total); -1 with *err. */

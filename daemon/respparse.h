@@ -43,6 +43,8 @@ void resp_parser_limit(struct resp_parser *p, long max_args, long max_bulk, uint
 int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err);
 /* Forget the current command (and free its arguments). */
 void resp_parser_reset(struct resp_parser *p);
+/* Free all it holds. */
+void resp_parser_free(struct resp_parser *p);
 /* An argument as an integer, as Redis reads one (string2ll()): true, or false if it is not one. */
 bool resp_ll(const char *s, size_t len, long long *ret);
 

@@ -71,7 +71,7 @@ wait $watcher && grep -q "every byte right" "$CLUSTER_TMP/watch" &&
 	ok "the reader of the open region read on through the restart: $(cat "$CLUSTER_TMP/watch")" ||
 	{ not_ok "reader across the restart"; cat "$CLUSTER_TMP/watch"; }
 leases=
-for _ in $(seq 50); do
+for _ in $(seq 150); do # libpool waits up to 10 s for the lenders before it opens again
 	leases=$(pctl 1 --json region info spread | python3 -c 'import json, sys; print(json.load(sys.stdin)["region"][0]["leases"])')
 	[ "${leases:-0}" -ge 1 ] && break
 	sleep 0.1

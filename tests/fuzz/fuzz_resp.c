@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		evbuffer_add(in, data + cut, size - cut);
 		feed(&p, in);
 	}
-	resp_parser_reset(&p);
+	resp_parser_free(&p);
 	evbuffer_free(in);
 	return 0;
 }
