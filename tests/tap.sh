@@ -1,6 +1,6 @@
-# tests/tap.sh - what every shell test shares: its pass and fail counts, and
-# running a command as another uid. Sourced by tests/integration/lib.sh and
-# tests/cluster/pool.sh.
+# tests/tap.sh - what every shell test shares: its pass and fail counts,
+# running a command as another uid, and python3 on the build tree's binding.
+# Sourced by tests/integration/lib.sh and tests/cluster/pool.sh.
 
 FAILS=0
 PASSES=0
@@ -22,3 +22,19 @@ have_nobody() {
 	not_ok "uid nobody cannot run $1: a directory above it is closed to other users"
 	return 1
 }
+
+# pool_pyenv: PYENV becomes the env(1) command that runs /usr/bin/python3 with the build
+# tree's binding (python/ and its libpool). A sanitized libpool needs its runtime loaded
+# first: preloaded into python3, whose own leaks at exit are not ours to report (poold's
+# still are). False when that runtime cannot be found.
+pool_pyenv() {
+	local rt
+	PYENV=(env PYTHONPATH="$top_srcdir/python" POOL_LIBPOOL="$top_builddir/libpool/.libs/libpool.so.0")
+	[ -n "${pool_sanitizers:-}" ] || return 0
+	rt=$(ldd "$top_builddir/libpool/.libs/libpool.so.0" | awk '/lib(asan|tsan)\.so/ { print $3; exit }')
+	[ -n "$rt" ] || return 1
+	PYENV+=(LD_PRELOAD="$rt" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
+}
+
+# pool_python ARGS...: that python3 (after pool_pyenv).
+pool_python() { "${PYENV[@]}" /usr/bin/python3 "$@"; }

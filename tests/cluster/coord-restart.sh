@@ -48,10 +48,11 @@ pctl 1 --json regions >"$CLUSTER_TMP/regions.before"
 # The coordinator dies while a reader reads and a writer puts.
 cluster_exec 4 env POOL_SOCKET="$(pool_sock 4)" "$IO" watch spread 7 6 >"$CLUSTER_TMP/watch" 2>&1 &
 watcher=$!
-# A second reader, reading on for a while after the restart: once its node
+# A second reader, reading on for a while after the restart (long enough for
+# the nodes to rejoin on a loaded machine, and the check below): once its node
 # registered again, its poold asks it to open the region again (the new
 # coordinator has no lease of it), which libpool does by itself.
-cluster_exec 3 env POOL_SOCKET="$(pool_sock 3)" "$IO" watch spread 7 12 >"$CLUSTER_TMP/watch2" 2>&1 &
+cluster_exec 3 env POOL_SOCKET="$(pool_sock 3)" "$IO" watch spread 7 24 >"$CLUSTER_TMP/watch2" 2>&1 &
 watcher2=$!
 cluster_exec 3 env POOL_SOCKET="$(pool_sock 3)" "$KV" cache hammer hk 65536 4 1 \
 	>"$CLUSTER_TMP/hammer" 2>&1 &

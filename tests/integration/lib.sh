@@ -93,22 +93,6 @@ n = json.load(open(sys.argv[1]))["namespaces"][0]
 assert eval(sys.argv[2]), n' "$TEST_DIR/out" "$2"
 }
 
-# pool_pyenv: PYENV becomes the env(1) command that runs /usr/bin/python3 with the build
-# tree's binding (python/ and its libpool). A sanitized libpool needs its runtime loaded
-# first: preloaded into python3, whose own leaks at exit are not ours to report (poold's
-# still are). False when that runtime cannot be found.
-pool_pyenv() {
-	local rt
-	PYENV=(env PYTHONPATH="$top_srcdir/python" POOL_LIBPOOL="$top_builddir/libpool/.libs/libpool.so.0")
-	[ -n "${pool_sanitizers:-}" ] || return 0
-	rt=$(ldd "$top_builddir/libpool/.libs/libpool.so.0" | awk '/lib(asan|tsan)\.so/ { print $3; exit }')
-	[ -n "$rt" ] || return 1
-	PYENV+=(LD_PRELOAD="$rt" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
-}
-
-# pool_python ARGS...: that python3 (after pool_pyenv).
-pool_python() { "${PYENV[@]}" /usr/bin/python3 "$@"; }
-
 # Finish: print a summary line and exit non-zero on any failure.
 pool_done() {
 	echo "$TEST_NAME: $PASSES passed, $FAILS failed"
