@@ -5,6 +5,7 @@ engines' I/O threads die on an exception and are not restarted)."""
 import logging
 import os
 import sys
+import types
 
 from pool._lib import PoolError
 
@@ -14,6 +15,18 @@ DEFAULT_CAPACITY = 8 << 30  # of a namespace an adapter makes on first use
 # Values per request: under libpool's 4096 keys, and small enough that keys of
 # any length an engine makes fit poold's default 1 MiB control frame.
 REQUEST_KEYS = 1024
+
+
+def engine_class(module, name, ours, engine_base):
+    """The class an engine's loader is named (module.name): ours, with the engine's
+    base class second, since the loaders accept only subclasses of their interface.
+    Made on first use by the module's __getattr__, as the base cannot be imported
+    without the engine; kept in the module for the next lookups."""
+    cls = types.new_class(name, (ours, engine_base),
+                          exec_body=lambda ns: ns.update(__module__=module,
+                                                         __doc__=ours.__doc__))
+    setattr(sys.modules[module], name, cls)
+    return cls
 
 
 def option(options, name, env=None, default=None):

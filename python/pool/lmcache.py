@@ -61,7 +61,6 @@ import logging
 import os
 import queue
 import threading
-import types
 from collections import defaultdict
 
 from pool import _adapter as adapter
@@ -331,8 +330,4 @@ def __getattr__(name):
         raise AttributeError("module %r has no attribute %r" % (__name__, name))
     from lmcache.v1.distributed.l2_adapters.base import L2AdapterInterface
 
-    cls = types.new_class(name, (PoolL2Adapter, L2AdapterInterface),
-                          exec_body=lambda ns: ns.update(__module__=__name__,
-                                                         __doc__=PoolL2Adapter.__doc__))
-    globals()[name] = cls
-    return cls
+    return adapter.engine_class(__name__, name, PoolL2Adapter, L2AdapterInterface)

@@ -63,7 +63,6 @@ Differences from SGLang's built-in backends:
  * get_stats() returns None (no storage metrics).
 """
 import logging
-import types
 
 from pool import _adapter as adapter
 from pool._lib import PoolError, memory
@@ -271,8 +270,4 @@ def __getattr__(name):
         raise AttributeError("module %r has no attribute %r" % (__name__, name))
     from sglang.srt.mem_cache.hicache_storage import HiCacheStorage
 
-    cls = types.new_class(name, (PoolHiCacheStorage, HiCacheStorage),
-                          exec_body=lambda ns: ns.update(__module__=__name__,
-                                                         __doc__=PoolHiCacheStorage.__doc__))
-    globals()[name] = cls
-    return cls
+    return adapter.engine_class(__name__, name, PoolHiCacheStorage, HiCacheStorage)
