@@ -111,6 +111,7 @@ struct poold_conf {
 	int64_t metrics_timeout_ms;
 	char *resp_password;
 	int64_t resp_capacity;
+	int64_t resp_placement;
 	int64_t snap_capacity;
 	int64_t resp_max_clients;
 	int64_t resp_max_clients_per_user;
@@ -168,6 +169,7 @@ struct poold_conf {
 
 enum conf_role { ROLE_COORDINATOR, ROLE_NODE };
 enum conf_kv_events_format { KV_EVENTS_MAP, KV_EVENTS_ARRAY };
+enum conf_resp_placement { RESP_PLACE_SPREAD, RESP_PLACE_LOCAL };
 enum conf_kv_events_hash { KV_EVENTS_HASH_INT, KV_EVENTS_HASH_BYTES };
 enum conf_firewall { FIREWALL_AUTO, FIREWALL_YES, FIREWALL_NO }; /* fabric.firewall */
 

@@ -122,7 +122,10 @@ const struct conf_option conf_options[] = {
 	{"resp.users", CONF_STRING, OFF(resp_users_file), 0, 4095, "", NULL, 0,
 	 "file of RESP users (NAME UID >PASSWORD or #SHA256 per line), each acting as its uid"},
 	{"resp.capacity", CONF_SIZE, OFF(resp_capacity), 1 << 20, 1024 * GiB, "256M", NULL, 0,
-	 "capacity of each RESP database (namespace redisN, in this node's lend pool)"},
+	 "capacity of each RESP database (namespace redisN)"},
+	{"resp.placement", CONF_ENUM, OFF(resp_placement), 0, 0, "spread", "spread|local", 0,
+	 "where a new RESP database keeps its values: spread over the lenders, as any KV "
+	 "namespace, or in this node's lend pool only"},
 	{"resp.max_clients_per_user", CONF_INT, OFF(resp_max_clients_per_user), 1, 65536, "256",
 	 NULL, 0, "most RESP connections one user of resp.users may have authenticated at once"},
 	{"resp.max_clients", CONF_INT, OFF(resp_max_clients), 1, 65536, "1024", NULL, 0,

@@ -134,7 +134,8 @@ struct kv_ns {
 	uint64_t nvolatile, expired;
 	uint64_t npending; /* entries with a reservation (the sweep expires them) */
 	uint64_t next_version;
-	uint32_t local_node; /* values only on this node's arenas (RESP databases), or 0 */
+	uint32_t local_node; /* values only on this node's arenas, or 0 */
+	bool resp_db;	     /* a database of this node's RESP endpoint (kv_local_ensure()) */
 	uint32_t flags;	     /* HOLD_NS_*: never spill, persistent, never evict */
 	uint32_t replicas;   /* places of each value, on as many lenders (1: no copies) */
 	uint64_t size_hint;  /* values up to it take an extent of that size, or 0 */
@@ -541,10 +542,10 @@ static struct kv_entry *kv_live(struct poold *pd, struct kv_ns *ns, struct kv_en
 	return e;
 }
 
-/* A RESP database (this node's, not the shared snapshot store): it takes the empty key. */
+/* A RESP database: it takes the empty key. */
 static bool kv_is_resp_db(const struct kv_ns *ns)
 {
-	return ns->local_node != 0 && !(ns->flags & HOLD_NS_SHARED);
+	return ns->resp_db;
 }
 
 /* The value's time is up: it goes (a write in flight stays, and becomes a new key). */
@@ -2342,25 +2343,53 @@ static bool kv_local_owns(const struct kv_ns *ns, uid_t uid)
  * Make sure a namespace exists (the RESP endpoint's databases); 0 or
  * -errno. Root's are open to all, as poold's own; another uid's are its
  * alone (mode 0600), and -EACCES when one of that name is someone else's.
+ * A new one keeps its values on this node (here) or spreads them over the
+ * lenders as any namespace does.
  */
-int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity, uid_t uid)
+int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity, uid_t uid, bool here)
 {
 	struct kv_ns *ns;
 
 	if (pd->kv == NULL)
 		return -ENOTSUP;
-	if ((ns = kv_ns_find(pd, nsname)) != NULL)
-		return kv_local_owns(ns, uid) ? 0 : -EACCES;
+	if ((ns = kv_ns_find(pd, nsname)) != NULL) {
+		if (!kv_local_owns(ns, uid))
+			return -EACCES;
+		ns->resp_db = true; /* also one rebuilt from its lenders after a restart */
+		return 0;
+	}
 	ns = kv_ns_new(pd, nsname, capacity);
 	if (ns == NULL)
 		return -ENOMEM;
-	ns->local_node = pd->node_id; /* served by this poold's RESP endpoint: values here */
+	ns->resp_db = true;
+	ns->local_node = here ? pd->node_id : 0;
 	if (uid != 0) {
 		ns->uid = uid;
 		ns->gid = (gid_t)-1;
 		ns->mode = 0600;
 	}
 	return 0;
+}
+
+/*
+ * Reserve a place for a key's value as kv_local_op("reserve") does, on this
+ * node whatever the namespace's placement when here (a RESP transaction's
+ * writes, which must be readable at once).
+ */
+int kv_local_reserve(struct poold *pd, uint64_t session, uid_t uid, const char *nsname,
+		     const uint8_t *key, size_t klen, uint64_t len, bool here, struct kv_where *ret)
+{
+	struct kv_ns *ns = pd->kv ? kv_ns_find(pd, nsname) : NULL;
+	uint32_t placed;
+	int rc;
+
+	if (ns == NULL || !here)
+		return kv_local_op(pd, session, uid, nsname, "reserve", key, klen, len, ret);
+	placed = ns->local_node;
+	ns->local_node = pd->node_id;
+	rc = kv_local_op(pd, session, uid, nsname, "reserve", key, klen, len, ret);
+	ns->local_node = placed;
+	return rc;
 }
 
 /*
@@ -2388,7 +2417,7 @@ int kv_defs(struct poold *pd, Pool__KvNamespace **ret_m, Pool__KvNamespace ***re
 	}
 	n = 0;
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-		if (ns->local_node == 0) { /* RESP databases are made again on use */
+		if (!ns->resp_db) { /* RESP databases are made again on use */
 			kv_ns_msg(ns, &m[n]);
 			mp[n] = &m[n];
 			n++;
@@ -2573,6 +2602,24 @@ int kv_local_read(struct poold *pd, uid_t uid, const char *nsname, const uint8_t
 	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 	*ret_data = (const char *)pd->arenas[e->val.arena].base + e->val.off;
 	*ret_len = e->val.vlen;
+	return 0;
+}
+
+/*
+ * Where a key's live value is (its first place) and its version, without a
+ * pin: for the RESP endpoint, which fetches values of other nodes before a
+ * command runs. 0 or -ENOENT.
+ */
+int kv_local_where(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
+		   size_t klen, struct kv_where *ret)
+{
+	struct kv_ns *ns = NULL;
+	struct kv_entry *e = kv_local_key(pd, nsname, uid, key, klen, &ns);
+
+	if (e == NULL || !kv_val_usable(pd, &e->val))
+		return -ENOENT;
+	*ret = (struct kv_where){e->val.node, e->val.arena, e->val.off, e->val.vlen,
+				 e->val.version};
 	return 0;
 }
 

@@ -126,13 +126,13 @@ static void poold_signal(evutil_socket_t sig, short what, void *arg)
 }
 
 /*
- * Requests served so far and, while it carries transfers for its clients,
- * fabric progress: it changes while poold is busy. (A lender serving other
+ * Requests served so far and, while it carries transfers for its clients
+ * or its RESP endpoint, fabric progress: it changes while poold is busy. (A lender serving other
  * nodes' transfers does not poll for them: UCX wakes it.)
  */
 static uint64_t poold_activity(const struct poold *pd)
 {
-	return pd->requests + (xfer_busy() ? fab_ctx_busy(pd->fab) : 0);
+	return pd->requests + (xfer_busy() || resp_remote_busy() ? fab_ctx_busy(pd->fab) : 0);
 }
 
 /*

@@ -561,7 +561,11 @@ struct kv_where {
 };
 int kv_local_op(struct poold *pd, uint64_t session, uid_t uid, const char *nsname,
 		const char *op, const uint8_t *key, size_t klen, uint64_t arg, struct kv_where *ret);
-int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity, uid_t uid);
+int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity, uid_t uid, bool here);
+int kv_local_reserve(struct poold *pd, uint64_t session, uid_t uid, const char *nsname,
+		     const uint8_t *key, size_t klen, uint64_t len, bool here, struct kv_where *ret);
+int kv_local_where(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
+		   size_t klen, struct kv_where *ret);
 int resp_auth(const struct poold_conf *conf, const char *user, const char *password, size_t len,
 	      uint32_t *ret_uid);
 int kv_snap_open(struct poold *pd);
@@ -648,6 +652,7 @@ int grant_place_check(struct poold *pd, uint64_t session, uint32_t node, uint32_
 
 /* xfer.c: transfers carried for local clients, between their windows and granted memory */
 bool xfer_busy(void);
+bool resp_remote_busy(void); /* the RESP endpoint's transfers (respremote.c) */
 void xfer_session_end(struct poold *pd, uint64_t session);
 void xfer_close(struct poold *pd);
 extern const struct ctl_handler xfer_handlers[];

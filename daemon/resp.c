@@ -6,10 +6,11 @@
  * dispatch to the command tables (respkeys.c, respconn.c).
  *
  * Served by the coordinator on resp.listen. Database N (SELECT N, 0-15) is
- * the KV namespace "redisN", made on first use with resp.capacity and kept
- * in this node's lend pool, so every command completes in the event loop
- * with plain memory copies; libpool clients on any node reach the same
- * namespace one-sided. Requests are RESP arrays of bulk strings or inline
+ * the KV namespace "redisN", made on first use with resp.capacity, its
+ * values spread over the lenders (resp.placement): those of this node are
+ * copied in the event loop, those of others fetched or put one-sided
+ * around the command (respremote.c); libpool clients on any node reach the
+ * same namespace one-sided. Requests are RESP arrays of bulk strings or inline
  * commands; anything else, or a bulk or array over the limits, gets an
  * error and the connection is closed. With resp.password or resp.users
  * set, AUTH comes first; a user of resp.users acts as its uid
@@ -84,7 +85,7 @@ static struct resp_tenant *resp_tenant_find(struct resp *rs, uint32_t uid)
 /* What c's buffers hold: the arguments announced so far, MULTI's queue, the unread replies. */
 static uint64_t resp_conn_bytes(struct resp_conn *c)
 {
-	return c->p.total + c->queued_bytes + evbuffer_get_length(resp_output(c));
+	return c->p.total + c->queued_bytes + c->remote_bytes + evbuffer_get_length(resp_output(c));
 }
 
 /* Count c's buffers as they are now, in its user's bytes and in all. */
@@ -131,13 +132,11 @@ static int resp_conn_user(struct resp_conn *c, bool authed, uint32_t uid)
 
 static void resp_conn_free(struct resp_conn *c)
 {
-	struct poold *pd = c->rs->pd;
-
 	resp_conn_user(c, false, 0);
 	c->rs->bytes -= c->charged;
 	TAILQ_REMOVE(&c->rs->conns, c, entry);
 	c->rs->nconns--;
-	kv_session_end(pd, pd->node_id, c->session, false); /* its pins and reservations */
+	resp_remote_end(c); /* its pins and reservations, once nothing in flight needs them */
 	resp_parser_free(&c->p);
 	resp_queue_clear(c);
 	bufferevent_free(c->bev);
@@ -397,41 +396,121 @@ static void resp_args_head(const struct resp_conn *c, char *buf, size_t len)
 	}
 }
 
-/* Run one complete command: looked up, its arity checked, AUTH, MULTI's queue. */
-static void resp_command(struct resp_conn *c)
+/*
+ * Values of other nodes the command reads (each of EXEC's): 1 when they
+ * are being fetched (the command waits), 0 when it may run, -1 when it
+ * cannot (the error replied).
+ */
+static int resp_fetch_first(struct resp_conn *c, const struct resp_cmd *cmd)
+{
+	int rc = 0, one;
+	size_t i;
+
+	c->reply_from = evbuffer_get_length(resp_output(c));
+	if (strcmp(cmd->name, "exec") == 0 && c->multi && !c->multi_dirty) {
+		for (i = 0; i < c->nqueued && rc >= 0; i++) {
+			one = resp_remote_fetch(c, resp_cmd_find(c->queued[i].argv[0]),
+						c->queued[i].argc, c->queued[i].argv,
+						c->queued[i].argl);
+			rc = one < 0 ? one : rc | one;
+		}
+	} else {
+		rc = resp_remote_fetch(c, cmd, c->p.have, c->p.argv, c->p.argl);
+	}
+	if (rc < 0 && c->remote_err == 0)
+		c->remote_err = rc;
+	if (c->inflight > 0) { /* (a failure too waits for what was started) */
+		c->fetching = true;
+		bufferevent_disable(c->bev, EV_READ); /* again from resp_resume() */
+		return 1;
+	}
+	if (c->remote_err == 0)
+		return 0;
+	resp_remote_failed(c);
+	return -1;
+}
+
+/*
+ * Run one complete command: looked up, its arity checked, AUTH, MULTI's
+ * queue, the values it reads from other nodes. false when it waits for
+ * those (resp_resume() runs it again).
+ */
+static bool resp_command(struct resp_conn *c)
 {
 	char **a = c->p.argv, args[192];
 	long n = c->p.have;
 	const struct resp_cmd *cmd;
+	int rc;
 
-	c->rs->commands++;
 	cmd = resp_cmd_find(a[0]);
 	if (cmd == NULL) {
+		c->rs->commands++;
 		resp_args_head(c, args, sizeof(args));
 		resp_err(c, "ERR unknown command '%.128s', with args beginning with: %s", a[0], args);
 		c->multi_dirty |= c->multi;
-		return;
+		return true;
 	}
 	if ((cmd->arity > 0 && n != cmd->arity) || (cmd->arity < 0 && n < -cmd->arity)) {
+		c->rs->commands++;
 		resp_err(c, "ERR wrong number of arguments for '%s' command", cmd->name);
 		c->multi_dirty |= c->multi;
-		return;
+		return true;
 	}
 	if (!c->authed && !(cmd->flags & RESP_CMD_NOAUTH)) {
+		c->rs->commands++;
 		resp_err(c, "NOAUTH Authentication required.");
 		c->multi_dirty |= c->multi;
-		return;
+		return true;
 	}
 	if (c->multi && !(cmd->flags & RESP_CMD_TXN)) {
+		c->rs->commands++;
 		if (resp_queue(c) < 0) {
 			resp_err(c, "ERR the commands queued in MULTI would exceed resp.max_request");
 			c->multi_dirty = true;
-			return;
+			return true;
 		}
 		resp_out(c, "+QUEUED\r\n");
+		return true;
+	}
+	if ((rc = resp_fetch_first(c, cmd)) > 0)
+		return false;
+	c->rs->commands++;
+	if (rc < 0)
+		return true;
+	c->reply_from = evbuffer_get_length(resp_output(c));
+	resp_cmd_run(c, cmd, n, a, c->p.argl);
+	resp_remote_clear(c);
+	if (c->inflight > 0) {
+		/* Its writes to other nodes: nothing goes out, nothing is read, until they are in. */
+		bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+	}
+	return true;
+}
+
+/*
+ * A command could not have the values of other nodes it needed, or its
+ * writes there failed: its replies so far (a write's) are taken back, and
+ * it gets TRYAGAIN, which Redis clients retry on.
+ */
+void resp_remote_failed(struct resp_conn *c)
+{
+	struct evbuffer *out = resp_output(c), *keep;
+	size_t len = evbuffer_get_length(out);
+
+	if (c->overflow != NULL) { /* the values would not fit the reply: c ends */
+		c->remote_err = 0;
 		return;
 	}
-	resp_cmd_run(c, cmd, n, a, c->p.argl);
+	if (!c->fetching && len > c->reply_from && (keep = evbuffer_new()) != NULL) {
+		evbuffer_remove_buffer(out, keep, c->reply_from);
+		evbuffer_drain(out, len - c->reply_from);
+		evbuffer_add_buffer(out, keep);
+		evbuffer_free(keep);
+	}
+	resp_err(c, "TRYAGAIN the value's lender (node %u) did not answer: %s",
+		 (unsigned)c->remote_node, err_str(c->remote_err));
+	c->remote_err = 0;
+	resp_remote_clear(c);
 }
 
 /* The biggest connection of u (of all with u NULL); c itself on a tie. */
@@ -495,16 +574,19 @@ static void resp_read_cb(struct bufferevent *bev, void *arg)
 	const char *err;
 	int rc;
 
-	while (!c->closing) {
+	while (!c->closing && c->inflight == 0) {
 		if (evbuffer_get_length(out) > RESP_OUTPUT_PAUSE) {
 			bufferevent_disable(bev, EV_READ); /* again from resp_write_cb() */
 			break;
 		}
-		rc = resp_parse(&c->p, bufferevent_get_input(bev), &err);
+		rc = c->ready ? 1 : resp_parse(&c->p, bufferevent_get_input(bev), &err);
 		if (rc < 0)
 			resp_fatal(c, err);
 		if (rc > 0) {
-			resp_command(c);
+			c->ready = true;
+			if (!resp_command(c))
+				return; /* it waits for values of other nodes */
+			c->ready = false;
 			resp_parser_reset(&c->p);
 		}
 		if (c->overflow != NULL ||
@@ -524,21 +606,40 @@ static void resp_read_cb(struct bufferevent *bev, void *arg)
 		if (rc <= 0)
 			break;
 	}
-	if (c->closing && evbuffer_get_length(out) == 0)
+	if (c->closing && c->inflight == 0 && evbuffer_get_length(out) == 0)
 		resp_conn_free(c);
+}
+
+/*
+ * What c waited for is in (resp_remote_settled()): the command that waited
+ * for values runs now, or the replies of one that wrote go out (TRYAGAIN
+ * instead when a value could not be had); then the commands sent meanwhile.
+ */
+void resp_resume(struct resp_conn *c)
+{
+	if (c->remote_err != 0) {
+		resp_remote_failed(c);
+		if (c->fetching) {
+			c->ready = false;
+			resp_parser_reset(&c->p);
+		}
+	}
+	c->fetching = false;
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	resp_read_cb(c->bev, c);
 }
 
 static void resp_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct resp_conn *c = arg;
 
-	if (c->closing) {
+	if (c->closing && c->inflight == 0) {
 		resp_conn_free(c);
 		return;
 	}
 	resp_charge(c);
-	/* Its replies are out: serve what it sent meanwhile. */
-	if (!(bufferevent_get_enabled(bev) & EV_READ)) {
+	/* Its replies are out: serve what it sent meanwhile (unless it waits for another node). */
+	if (!(bufferevent_get_enabled(bev) & EV_READ) && c->inflight == 0) {
 		bufferevent_enable(bev, EV_READ);
 		resp_read_cb(bev, c);
 	}
@@ -600,6 +701,7 @@ static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 	c->session = (UINT64_C(1) << 62) | ++rs->next_session;
 	c->id = rs->next_session;
 	c->proto = 2;
+	LIST_INIT(&c->remote);
 	resp_addr(sa, salen, c->addr, sizeof(c->addr));
 	/* Nothing to AUTH with: everyone is the default user, root. */
 	if (resp_conn_user(c, rs->pd->conf->resp_password[0] == '\0' &&

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
+#include <event2/util.h>
+
 #include "daemon/respparse.h"
 
 #define RESP_DBS 16
@@ -18,6 +20,7 @@
 #define RESP_ERR_SYNTAX "ERR syntax error"
 #define RESP_NAME_MAX 64 /* of a connection's CLIENT SETNAME */
 
+struct evbuffer;
 struct poold;
 struct resp;
 
@@ -61,6 +64,18 @@ struct resp_conn {
 	char name[RESP_NAME_MAX + 1];
 	char addr[64];
 	struct resp_parser p; /* the command being read */
+	/* Values on other nodes (respremote.c): fetched for the command, or written by it. */
+	LIST_HEAD(, resp_remote) remote;
+	unsigned inflight;    /* of them, in flight: the connection waits */
+	bool fetching;	      /* for the command, which runs once they are here */
+	bool in_exec;	      /* its writes go to this node: EXEC reads them at once */
+	int remote_err;	      /* why one failed, and where */
+	uint32_t remote_node;
+	uint64_t remote_bytes; /* fetched or being written */
+	struct event *remote_timer;
+	struct resp_session *rsess; /* its KV session while operations hold it */
+	size_t reply_from; /* where the replies of a command whose writes are in flight start */
+	bool ready;	   /* the parser holds a whole command not run yet */
 };
 
 struct resp {
@@ -95,10 +110,31 @@ void resp_queue_clear(struct resp_conn *c);
 void resp_close_after_reply(struct resp_conn *c);
 void resp_client_line(const struct resp_conn *c, char *buf, size_t len);
 
+/* Values on other nodes (respremote.c). */
+struct resp_cmd;
+int resp_remote_fetch(struct resp_conn *c, const struct resp_cmd *cmd, long argc, char **argv,
+		      const size_t *argl);
+const char *resp_remote_value(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+			      uint64_t version, size_t *ret_len);
+struct kv_where;
+int resp_remote_put(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+		    const void *a, size_t alen, const void *b, size_t blen, int64_t expire,
+		    const struct kv_where *w);
+bool resp_remote_send(struct resp_conn *c, struct evbuffer *out, const char *data, size_t len);
+void resp_remote_clear(struct resp_conn *c);
+void resp_remote_end(struct resp_conn *c);
+void resp_remote_timeout(evutil_socket_t fd, short what, void *arg);
+void resp_resume(struct resp_conn *c);
+void resp_remote_failed(struct resp_conn *c);
+
 /* Commands (respkeys.c, respconn.c). */
 #define RESP_CMD_NOAUTH 0x1 /* may run before AUTH (AUTH, HELLO, QUIT, RESET) */
 #define RESP_CMD_TXN 0x2    /* not queued in MULTI (MULTI, EXEC, DISCARD, QUIT, RESET) */
 #define RESP_CMD_KEYS 0x4   /* works on the selected database: it is made first */
+/* The values it reads, fetched first when they are on other nodes (respremote.c). */
+#define RESP_CMD_READS 0x8	/* its first key's */
+#define RESP_CMD_READS_ALL 0x10 /* every argument's: keys all (MGET) */
+#define RESP_CMD_READS_GET 0x20 /* its first key's, with a GET option (SET) */
 
 struct resp_cmd {
 	const char *name;

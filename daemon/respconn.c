@@ -355,13 +355,19 @@ static void cmd_exec(struct resp_conn *c, long argc, char **argv, const size_t *
 		resp_err(c, "EXECABORT Transaction discarded because of previous errors.");
 		return;
 	}
-	/* One event-loop turn: nothing else runs between the queued commands. */
+	/*
+	 * One event-loop turn: nothing else runs between the queued commands.
+	 * The values they read from other nodes were fetched first; what they
+	 * write goes to this node, so that the next of them reads it at once.
+	 */
 	resp_array(c, c->nqueued);
+	c->in_exec = true;
 	for (i = 0; i < c->nqueued; i++) {
 		struct resp_queued *q = &c->queued[i];
 
 		resp_cmd_run(c, resp_cmd_find(q->argv[0]), q->argc, q->argv, q->argl);
 	}
+	c->in_exec = false;
 	resp_queue_clear(c);
 }
 
@@ -412,7 +418,8 @@ void resp_cmd_run(struct resp_conn *c, const struct resp_cmd *cmd, long argc, ch
 
 	if (cmd->flags & RESP_CMD_KEYS) {
 		resp_db_name(c, c->db, ns, sizeof(ns));
-		rc = kv_local_ensure(c->rs->pd, ns, (uint64_t)c->rs->pd->conf->resp_capacity, c->uid);
+		rc = kv_local_ensure(c->rs->pd, ns, (uint64_t)c->rs->pd->conf->resp_capacity, c->uid,
+				     c->rs->pd->conf->resp_placement == RESP_PLACE_LOCAL);
 		if (rc < 0) {
 			resp_err(c, "ERR cannot open database %d: %s", c->db, err_str(rc));
 			return;

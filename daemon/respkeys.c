@@ -6,8 +6,10 @@
  * (tests/integration/resp-compat.py compares them with a real
  * redis-server).
  *
- * A value lives in this node's arena: GET copies it from there into the
- * reply, SET reserves a place, copies the bytes in and commits. A command
+ * A value in this node's arena is copied from there into the reply (GET)
+ * or into its place (SET: reserve, copy, commit); one on another node was
+ * fetched before the command ran, or is put there and committed once it
+ * landed (respremote.c), with the reply held until then. A command
  * that changes part of a value (APPEND, SETRANGE, INCR) reads it, builds
  * the new one and writes it as SET does; its expiry stays. Expiry is the KV
  * index's (kv_local_expire()): lazy on every access and active in the
@@ -53,6 +55,7 @@ struct resp_val {
 	const char *data;
 	size_t len;
 	uint64_t version; /* of the pin, or 0 */
+	bool fetched;	  /* from another node, for this command (respremote.c) */
 };
 
 /* Values sent by reference (resp_bulk_reference()) rather than copied into the output. */
@@ -73,11 +76,20 @@ static int resp_get(struct resp_conn *c, const char *ns, const char *key, size_t
 	/* Copied out before anything else runs: no pin needed (the common case). */
 	rc = kv_local_read(pd, c->uid, ns, (const uint8_t *)key, klen, &data, &len);
 	if (rc == 0) {
-		*v = (struct resp_val){data, len, 0};
+		*v = (struct resp_val){data, len, 0, false};
 		return 0;
 	}
 	if (rc != -EREMOTE)
 		return -ENOENT;
+	/* Another node's: fetched before the command ran (respremote.c). */
+	if (kv_local_where(pd, c->uid, ns, (const uint8_t *)key, klen, &w) == 0 &&
+	    w.node != pd->node_id) {
+		data = resp_remote_value(c, ns, key, klen, w.version, &len);
+		if (data == NULL)
+			return -ENOENT;
+		*v = (struct resp_val){data, len, 0, true};
+		return 0;
+	}
 	rc = kv_local_op(pd, c->session, c->uid, ns, "lookup", (const uint8_t *)key, klen, 0, &w);
 	if (rc != 0)
 		return -ENOENT;
@@ -86,7 +98,8 @@ static int resp_get(struct resp_conn *c, const char *ns, const char *key, size_t
 			    w.version, NULL);
 		return -ENOENT;
 	}
-	*v = (struct resp_val){(const char *)pd->arenas[w.arena].base + w.off, w.len, w.version};
+	*v = (struct resp_val){(const char *)pd->arenas[w.arena].base + w.off, w.len, w.version,
+			       false};
 	return 0;
 }
 
@@ -125,11 +138,19 @@ static int resp_put(struct resp_conn *c, const char *ns, const char *key, size_t
 	if (kv_local_overwrite(pd, c->uid, ns, (const uint8_t *)key, klen, a, alen, b, blen,
 			       expire) == 0)
 		return 0;
-	rc = kv_local_op(pd, c->session, c->uid, ns, "reserve", (const uint8_t *)key, klen,
-			 alen + blen, &w);
+	rc = kv_local_reserve(pd, c->session, c->uid, ns, (const uint8_t *)key, klen, alen + blen,
+			      c->in_exec, &w);
 	if (rc < 0)
 		return rc;
-	if (w.node != pd->node_id || w.arena >= pd->narenas) {
+	if (w.node != pd->node_id) {
+		/* Put there, committed once it landed; the reply waits for that. */
+		rc = resp_remote_put(c, ns, key, klen, a, alen, b, blen, expire, &w);
+		if (rc < 0)
+			kv_local_op(pd, c->session, c->uid, ns, "abort", (const uint8_t *)key, klen,
+				    w.version, NULL);
+		return rc;
+	}
+	if (w.arena >= pd->narenas) {
 		kv_local_op(pd, c->session, c->uid, ns, "abort", (const uint8_t *)key, klen,
 			    w.version, NULL);
 		return -EREMOTE;
@@ -202,8 +223,16 @@ static bool resp_bulk_reference(struct resp_conn *c, const char *ns, const char 
 	struct evbuffer *out = resp_output(c);
 	struct resp_sent *sv;
 
-	if (v->len < RESP_BY_REFERENCE || strlen(ns) >= sizeof(sv->ns) ||
-	    (sv = malloc(sizeof(*sv) + klen)) == NULL)
+	if (v->len < RESP_BY_REFERENCE)
+		return false;
+	if (v->fetched) { /* its own buffer, no pin */
+		evbuffer_add_printf(out, "$%zu\r\n", v->len);
+		if (!resp_remote_send(c, out, v->data, v->len))
+			evbuffer_add(out, v->data, v->len);
+		evbuffer_add(out, "\r\n", 2);
+		return true;
+	}
+	if (strlen(ns) >= sizeof(sv->ns) || (sv = malloc(sizeof(*sv) + klen)) == NULL)
 		return false;
 	if (v->version == 0 &&
 	    (v->version = kv_local_pin(c->rs->pd, c->session, c->uid, ns, (const uint8_t *)key,
@@ -1037,10 +1066,10 @@ static void cmd_flush(struct resp_conn *c, long argc, char **argv, const size_t 
 
 /* Sorted by name (resp_cmd_find() searches it); arity as in Redis 7's command table. */
 const struct resp_cmd resp_key_cmds[] = {
-	{"append", 3, RESP_CMD_KEYS, cmd_append},
+	{"append", 3, RESP_CMD_KEYS | RESP_CMD_READS, cmd_append},
 	{"dbsize", 1, RESP_CMD_KEYS, cmd_dbsize},
-	{"decr", 2, RESP_CMD_KEYS, cmd_incr},
-	{"decrby", 3, RESP_CMD_KEYS, cmd_incr},
+	{"decr", 2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_incr},
+	{"decrby", 3, RESP_CMD_KEYS | RESP_CMD_READS, cmd_incr},
 	{"del", -2, RESP_CMD_KEYS, cmd_del},
 	{"exists", -2, RESP_CMD_KEYS, cmd_exists},
 	{"expire", -3, RESP_CMD_KEYS, cmd_expire},
@@ -1048,15 +1077,15 @@ const struct resp_cmd resp_key_cmds[] = {
 	{"expiretime", 2, RESP_CMD_KEYS, cmd_ttl},
 	{"flushall", -1, RESP_CMD_KEYS, cmd_flush},
 	{"flushdb", -1, RESP_CMD_KEYS, cmd_flush},
-	{"get", 2, RESP_CMD_KEYS, cmd_get},
-	{"getdel", 2, RESP_CMD_KEYS, cmd_getdel},
-	{"getex", -2, RESP_CMD_KEYS, cmd_getex},
-	{"getrange", 4, RESP_CMD_KEYS, cmd_getrange},
-	{"getset", 3, RESP_CMD_KEYS, cmd_getset},
-	{"incr", 2, RESP_CMD_KEYS, cmd_incr},
-	{"incrby", 3, RESP_CMD_KEYS, cmd_incr},
+	{"get", 2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_get},
+	{"getdel", 2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_getdel},
+	{"getex", -2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_getex},
+	{"getrange", 4, RESP_CMD_KEYS | RESP_CMD_READS, cmd_getrange},
+	{"getset", 3, RESP_CMD_KEYS | RESP_CMD_READS, cmd_getset},
+	{"incr", 2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_incr},
+	{"incrby", 3, RESP_CMD_KEYS | RESP_CMD_READS, cmd_incr},
 	{"keys", 2, RESP_CMD_KEYS, cmd_keys},
-	{"mget", -2, RESP_CMD_KEYS, cmd_mget},
+	{"mget", -2, RESP_CMD_KEYS | RESP_CMD_READS_ALL, cmd_mget},
 	{"mset", -3, RESP_CMD_KEYS, cmd_mset},
 	{"msetnx", -3, RESP_CMD_KEYS, cmd_mset},
 	{"persist", 2, RESP_CMD_KEYS, cmd_persist},
@@ -1066,12 +1095,12 @@ const struct resp_cmd resp_key_cmds[] = {
 	{"psetex", 4, RESP_CMD_KEYS, cmd_setex},
 	{"pttl", 2, RESP_CMD_KEYS, cmd_ttl},
 	{"scan", -2, RESP_CMD_KEYS, cmd_scan},
-	{"set", -3, RESP_CMD_KEYS, cmd_set},
+	{"set", -3, RESP_CMD_KEYS | RESP_CMD_READS_GET, cmd_set},
 	{"setex", 4, RESP_CMD_KEYS, cmd_setex},
 	{"setnx", 3, RESP_CMD_KEYS, cmd_setnx},
-	{"setrange", 4, RESP_CMD_KEYS, cmd_setrange},
-	{"strlen", 2, RESP_CMD_KEYS, cmd_strlen},
-	{"substr", 4, RESP_CMD_KEYS, cmd_getrange},
+	{"setrange", 4, RESP_CMD_KEYS | RESP_CMD_READS, cmd_setrange},
+	{"strlen", 2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_strlen},
+	{"substr", 4, RESP_CMD_KEYS | RESP_CMD_READS, cmd_getrange},
 	{"ttl", 2, RESP_CMD_KEYS, cmd_ttl},
 	{"type", 2, RESP_CMD_KEYS, cmd_type},
 	{"unlink", -2, RESP_CMD_KEYS, cmd_del},

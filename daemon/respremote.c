@@ -1,0 +1,504 @@
+/*
+ * daemon/respremote.c - the RESP endpoint's values on other lenders. A
+ * database spreads its values over the lenders as any KV namespace does
+ * (resp.placement = spread), so a command may need bytes that are not in
+ * this node's memory, or write a value to a place on another node.
+ *
+ * Commands stay plain functions that run in one go. Before one runs, the
+ * values it reads (its key arguments, as its table entry says) that live on
+ * other nodes are fetched, one-sided over this poold's endpoints, each
+ * pinned while it is read, and kept for the command; the connection reads
+ * nothing more meanwhile, and the command runs once they are all here (or
+ * fails with TRYAGAIN when a lender did not answer). A value it writes to
+ * another node is put there, flushed and then committed, and the
+ * command's replies are held until every such write is committed: a client
+ * is told OK only for a value others can read. Its next command waits for
+ * that, so a connection reads its own writes in order.
+ *
+ * An operation outlives its connection when the connection goes first: it
+ * owns its buffer and frees it when the fabric is done with it.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "daemon/poold.h"
+#include "daemon/resp.h"
+#include "fabric/fabric.h"
+#include "libpool/libpool.h"
+
+enum resp_remote_kind { RESP_FETCH, RESP_PUT };
+
+/*
+ * A connection's KV session, which ends (its pins and reservations go)
+ * only once no operation of it is in flight: a put still landing in a
+ * place given back and reused would write over another value.
+ */
+struct resp_session {
+	struct poold *pd;
+	uint64_t id;
+	unsigned ops;
+	bool closed; /* its connection is gone */
+};
+
+struct resp_remote {
+	LIST_ENTRY(resp_remote) entry;
+	struct poold *pd;
+	struct resp_conn *c; /* NULL once its connection no longer waits for it */
+	struct resp_session *sess;
+	enum resp_remote_kind kind;
+	bool done;	     /* a fetch: its bytes are here */
+	bool flushing;	     /* a put: written, being flushed */
+	uint32_t node;
+	uint64_t gen; /* of the endpoint it went over */
+	uint64_t session, version;
+	uint32_t uid;
+	int64_t expire; /* a put's: as resp_put() was given it */
+	char ns[32];
+	struct resp_blob *blob; /* its bytes */
+	char *data;		/* blob->data */
+	size_t len, klen;
+	uint8_t key[];
+};
+
+static unsigned resp_remote_in_flight; /* of all connections: poold polls meanwhile */
+
+bool resp_remote_busy(void)
+{
+	return resp_remote_in_flight > 0;
+}
+
+/* Bytes a fetch brought, shared with the replies that send them by reference. */
+struct resp_blob {
+	unsigned refs;
+	char data[];
+};
+
+static void resp_blob_put(struct resp_blob *b)
+{
+	if (b != NULL && --b->refs == 0)
+		free(b);
+}
+
+static void resp_blob_sent(const void *data, size_t len, void *arg)
+{
+	(void)data, (void)len;
+	resp_blob_put(arg);
+}
+
+/* op's buffer of len bytes; -ENOMEM. */
+static int resp_remote_buffer(struct resp_remote *op, size_t len)
+{
+	if ((op->blob = malloc(sizeof(*op->blob) + (len ? len : 1))) == NULL)
+		return -ENOMEM;
+	op->blob->refs = 1;
+	op->data = op->blob->data;
+	op->len = len;
+	return 0;
+}
+
+static void resp_session_put(struct resp_session *s)
+{
+	if (--s->ops > 0 || !s->closed)
+		return;
+	kv_session_end(s->pd, s->pd->node_id, s->id, false);
+	free(s);
+}
+
+static void resp_remote_free(struct resp_remote *op)
+{
+	if (op->sess != NULL)
+		resp_session_put(op->sess);
+	resp_blob_put(op->blob);
+	free(op);
+}
+
+static struct resp_remote *resp_remote_new(struct resp_conn *c, enum resp_remote_kind kind,
+					   const char *ns, const char *key, size_t klen)
+{
+	struct resp_remote *op;
+
+	if (c->rsess == NULL && (c->rsess = calloc(1, sizeof(*c->rsess))) != NULL)
+		*c->rsess = (struct resp_session){c->rs->pd, c->session, 0, false};
+	if (c->rsess == NULL || strlen(ns) >= sizeof(op->ns) ||
+	    (op = calloc(1, sizeof(*op) + klen)) == NULL)
+		return NULL;
+	op->sess = c->rsess;
+	op->sess->ops++;
+	op->pd = c->rs->pd;
+	op->c = c;
+	op->kind = kind;
+	op->session = c->session;
+	op->uid = c->uid;
+	memcpy(op->ns, ns, strlen(ns) + 1);
+	memcpy(op->key, key, klen);
+	op->klen = klen;
+	return op;
+}
+
+/* The connection's operations in flight are over: the command goes on. */
+static void resp_remote_settled(struct resp_conn *c)
+{
+	if (c->remote_timer != NULL)
+		evtimer_del(c->remote_timer);
+	resp_resume(c); /* may end c */
+}
+
+/* op is over for its connection (status: 0, or why it failed). */
+static void resp_remote_finish(struct resp_remote *op, int status)
+{
+	struct resp_conn *c = op->c;
+
+	resp_remote_in_flight--;
+	if (c == NULL) { /* given up on: nobody waits */
+		resp_remote_free(op);
+		return;
+	}
+	if (status < 0 && c->remote_err == 0) {
+		c->remote_err = status;
+		c->remote_node = op->node;
+	}
+	if (op->kind == RESP_FETCH && status == 0) {
+		op->done = true; /* kept for the command, in c->remote */
+	} else {
+		LIST_REMOVE(op, entry);
+		c->remote_bytes -= op->len;
+		resp_remote_free(op);
+	}
+	if (--c->inflight == 0)
+		resp_remote_settled(c);
+}
+
+static void resp_fetched_cb(void *arg, int status)
+{
+	struct resp_remote *op = arg;
+
+	/* Read: nothing needs the pin any more (after the session's end there is none). */
+	kv_local_op(op->pd, op->session, op->uid, op->ns, "release", op->key, op->klen,
+		    op->version, NULL);
+	resp_remote_finish(op, status);
+}
+
+static void resp_put_flushed(void *arg, int status)
+{
+	struct resp_remote *op = arg;
+	int rc;
+
+	if (status < 0 || op->c == NULL) {
+		/* Not known written, or nobody waits to be told: no value. */
+		kv_local_op(op->pd, op->session, op->uid, op->ns, "abort", op->key, op->klen,
+			    op->version, NULL);
+		resp_remote_finish(op, status < 0 ? POOL_ELOST : 0);
+		return;
+	}
+	rc = kv_local_op(op->pd, op->session, op->uid, op->ns, "commit", op->key, op->klen,
+			 op->version, NULL);
+	if (rc == -ESTALE)
+		rc = 0; /* a later write of the key came first: as if overwritten at once */
+	else if (rc == 0 && op->expire != KV_EXPIRE_KEEP)
+		kv_local_expire(op->pd, op->uid, op->ns, op->key, op->klen, op->expire);
+	resp_remote_finish(op, rc);
+}
+
+static void resp_put_cb(void *arg, int status)
+{
+	struct resp_remote *op = arg;
+	struct fab_ep *ep;
+
+	/* A write is complete at its lender only once flushed. */
+	if (status == 0 && op->c != NULL &&
+	    (ep = cluster_ep_of(op->pd, op->node, op->gen)) != NULL &&
+	    fab_flush_nb(ep, resp_put_flushed, op) == 0) {
+		op->flushing = true;
+		return;
+	}
+	resp_put_flushed(op, status < 0 ? status : POOL_ELOST);
+}
+
+/* Start op's transfer at w; 0, or -errno (op not started: the caller frees it). */
+static int resp_remote_start(struct resp_conn *c, struct resp_remote *op,
+			     const struct kv_where *w)
+{
+	struct fab_rkey *rkey;
+	struct fab_ep *ep;
+	uint64_t raddr;
+	int rc;
+
+	rc = cluster_arena(c->rs->pd, w->node, w->arena, w->off, op->len, &ep, &rkey, &raddr,
+			   &op->gen);
+	if (rc < 0)
+		return rc == -ECONNRESET || rc == -EHOSTUNREACH ? POOL_ELOST : rc;
+	op->node = w->node;
+	op->version = w->version;
+	if (op->kind == RESP_FETCH)
+		rc = fab_get_nb(ep, op->data, op->len, raddr, rkey, resp_fetched_cb, op);
+	else
+		rc = fab_put_nb(ep, op->data, op->len, raddr, rkey, resp_put_cb, op);
+	if (rc < 0)
+		return POOL_ELOST;
+	LIST_INSERT_HEAD(&c->remote, op, entry);
+	c->remote_bytes += op->len;
+	c->inflight++;
+	resp_remote_in_flight++;
+	if (c->remote_timer == NULL)
+		c->remote_timer = evtimer_new(c->rs->pd->base, resp_remote_timeout, c);
+	if (c->remote_timer != NULL && !evtimer_pending(c->remote_timer, NULL)) {
+		const struct poold_conf *conf = c->rs->pd->conf;
+		struct timeval window = units_timeval((uint64_t)conf->heartbeat_ms *
+						      (uint64_t)conf->heartbeat_misses);
+
+		evtimer_add(c->remote_timer, &window);
+	}
+	return 0;
+}
+
+/* The fetched value of key in ns at version, or NULL. */
+static struct resp_remote *resp_fetched(struct resp_conn *c, const char *ns, const char *key,
+					size_t klen, uint64_t version, bool in_flight_too)
+{
+	struct resp_remote *op;
+
+	LIST_FOREACH(op, &c->remote, entry)
+		if (op->kind == RESP_FETCH && (op->done || in_flight_too) &&
+		    op->version == version && op->klen == klen && strcmp(op->ns, ns) == 0 &&
+		    memcmp(op->key, key, klen) == 0)
+			return op;
+	return NULL;
+}
+
+const char *resp_remote_value(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+			      uint64_t version, size_t *ret_len)
+{
+	struct resp_remote *op = resp_fetched(c, ns, key, klen, version, false);
+
+	if (op == NULL)
+		return NULL;
+	*ret_len = op->len;
+	return op->data;
+}
+
+/*
+ * Add a fetched value (data, from resp_remote_value()) to out by
+ * reference: the bytes stay until the kernel took them. false when data is
+ * not a fetched value's (then the caller copies).
+ */
+bool resp_remote_send(struct resp_conn *c, struct evbuffer *out, const char *data, size_t len)
+{
+	struct resp_remote *op;
+
+	LIST_FOREACH(op, &c->remote, entry)
+		if (op->done && op->data == data && op->len == len)
+			break;
+	if (op == NULL)
+		return false;
+	op->blob->refs++;
+	if (evbuffer_add_reference(out, data, len, resp_blob_sent, op->blob) < 0) {
+		op->blob->refs--;
+		return false;
+	}
+	return true;
+}
+
+/* Fetch key's value unless it is here or being fetched: 1 when it now waits, 0, or -errno. */
+static int resp_fetch_key(struct resp_conn *c, const char *ns, const char *key, size_t klen)
+{
+	struct poold *pd = c->rs->pd;
+	struct resp_remote *op;
+	struct kv_where w;
+	int rc;
+
+	if (klen > POOL_KV_KEY_MAX ||
+	    kv_local_where(pd, c->uid, ns, (const uint8_t *)key, klen, &w) < 0 ||
+	    w.node == pd->node_id || resp_fetched(c, ns, key, klen, w.version, true) != NULL)
+		return 0;
+	/* What the replies may hold at most: past it the reply could not be sent anyway. */
+	if (c->remote_bytes + w.len > (uint64_t)pd->conf->resp_max_output) {
+		c->overflow = "resp.max_output";
+		return -EFBIG;
+	}
+	if ((op = resp_remote_new(c, RESP_FETCH, ns, key, klen)) == NULL)
+		return -ENOMEM;
+	if (resp_remote_buffer(op, w.len) < 0) {
+		resp_remote_free(op);
+		return -ENOMEM;
+	}
+	/* Pinned, so that its place is not reused while it is read. */
+	rc = kv_local_op(pd, c->session, c->uid, ns, "lookup", (const uint8_t *)key, klen, 0, &w);
+	if (rc == 0 && w.node != pd->node_id && w.len == op->len) {
+		if ((rc = resp_remote_start(c, op, &w)) == 0)
+			return 1;
+		kv_local_op(pd, c->session, c->uid, ns, "release", (const uint8_t *)key, klen,
+			    w.version, NULL);
+		if (c->remote_err == 0)
+			c->remote_err = rc, c->remote_node = w.node;
+	} else if (rc == 0) { /* moved here or changed meanwhile: it is read as it is */
+		kv_local_op(pd, c->session, c->uid, ns, "release", (const uint8_t *)key, klen,
+			    w.version, NULL);
+	}
+	resp_remote_free(op);
+	return rc;
+}
+
+/* Whether another node lends: else every value is here (one lookup per key saved). */
+static bool resp_remote_lenders(struct poold *pd)
+{
+	const struct lender_pool *lp;
+
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
+		if (lp->node != pd->node_id)
+			return true;
+	return false;
+}
+
+/* Whether an argument list has a GET option (SET ... GET reads the old value). */
+static bool resp_has_get(long argc, char **argv)
+{
+	long i;
+
+	for (i = 3; i < argc; i++)
+		if (strcasecmp(argv[i], "GET") == 0)
+			return true;
+	return false;
+}
+
+int resp_remote_fetch(struct resp_conn *c, const struct resp_cmd *cmd, long argc, char **argv,
+		      const size_t *argl)
+{
+	char ns[32];
+	long i, last;
+	int rc, waits = 0;
+
+	if (cmd == NULL || !(cmd->flags & (RESP_CMD_READS | RESP_CMD_READS_ALL | RESP_CMD_READS_GET)) ||
+	    !resp_remote_lenders(c->rs->pd) ||
+	    ((cmd->flags & RESP_CMD_READS_GET) && !resp_has_get(argc, argv)))
+		return 0;
+	resp_db_name(c, c->db, ns, sizeof(ns));
+	last = (cmd->flags & RESP_CMD_READS_ALL) ? argc - 1 : 1;
+	for (i = 1; i <= last && i < argc; i++) {
+		rc = resp_fetch_key(c, ns, argv[i], argl[i]);
+		if (rc < 0)
+			return rc;
+		waits |= rc;
+	}
+	return waits;
+}
+
+int resp_remote_put(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+		    const void *a, size_t alen, const void *b, size_t blen, int64_t expire,
+		    const struct kv_where *w)
+{
+	struct resp_remote *op = resp_remote_new(c, RESP_PUT, ns, key, klen);
+	int rc;
+
+	/* Its own copy: the connection may go, and its arguments with it, before the put ends. */
+	if (op == NULL)
+		return -ENOMEM;
+	if (resp_remote_buffer(op, alen + blen) < 0) {
+		resp_remote_free(op);
+		return -ENOMEM;
+	}
+	if (alen > 0)
+		memcpy(op->data, a, alen);
+	if (blen > 0)
+		memcpy(op->data + alen, b, blen);
+	op->expire = expire;
+	rc = resp_remote_start(c, op, w);
+	if (rc < 0)
+		resp_remote_free(op);
+	return rc;
+}
+
+/* Let go of the fetched values once the command that needed them ran. */
+void resp_remote_clear(struct resp_conn *c)
+{
+	struct resp_remote *op, *next;
+
+	for (op = LIST_FIRST(&c->remote); op != NULL; op = next) {
+		next = LIST_NEXT(op, entry);
+		if (!op->done)
+			continue;
+		LIST_REMOVE(op, entry);
+		c->remote_bytes -= op->len;
+		resp_remote_free(op);
+	}
+}
+
+/*
+ * Stop waiting for c's operations in flight (its end, or a timeout): they
+ * finish on their own and free themselves; a put not flushed yet is then
+ * aborted, so nothing the client was not told about is stored.
+ */
+static void resp_remote_abandon(struct resp_conn *c)
+{
+	struct resp_remote *op;
+
+	resp_remote_clear(c);
+	while ((op = LIST_FIRST(&c->remote)) != NULL) {
+		LIST_REMOVE(op, entry);
+		op->c = NULL;
+	}
+	c->remote_bytes = 0;
+	c->inflight = 0;
+}
+
+/* c is gone: its session ends now, or when its last operation in flight does. */
+void resp_remote_end(struct resp_conn *c)
+{
+	struct poold *pd = c->rs->pd;
+
+	resp_remote_abandon(c);
+	if (c->remote_timer != NULL)
+		event_free(c->remote_timer);
+	c->remote_timer = NULL;
+	if (c->rsess == NULL) {
+		kv_session_end(pd, pd->node_id, c->session, false);
+		return;
+	}
+	c->rsess->closed = true;
+	c->rsess->ops++;
+	resp_session_put(c->rsess);
+	c->rsess = NULL;
+}
+
+/*
+ * Nothing came back for a heartbeat window: the endpoints that did not
+ * answer are closed (which cancels what is in flight on them, as xfer.c
+ * does), and the command fails with TRYAGAIN.
+ */
+void resp_remote_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct resp_conn *c = arg;
+	struct poold *pd = c->rs->pd;
+	struct resp_remote *op;
+	uint32_t silent[8];
+	size_t n = 0, i;
+	struct member *m;
+
+	(void)fd, (void)what;
+	LIST_FOREACH(op, &c->remote, entry) {
+		if (op->done)
+			continue;
+		if (c->remote_err == 0)
+			c->remote_err = POOL_ELOST, c->remote_node = op->node;
+		for (i = 0; i < n && silent[i] != op->node; i++)
+			;
+		if (i == n && n < ARRAY_SIZE(silent) &&
+		    cluster_ep_of(pd, op->node, op->gen) != NULL)
+			silent[n++] = op->node;
+	}
+	resp_remote_abandon(c);
+	for (i = 0; i < n; i++) {
+		if ((m = cluster_find(pd, silent[i])) == NULL || m->ep == NULL)
+			continue;
+		log_warnx("node %u (%s) did not answer the RESP endpoint's transfers for a "
+			  "heartbeat window: closing the endpoint to it", m->info->id, m->info->name);
+		cluster_drop_ep(m);
+	}
+	resp_remote_settled(c);
+}
