@@ -53,17 +53,25 @@
 /* Unread replies past which poold reads no more commands from a client, until it reads. */
 #define RESP_OUTPUT_PAUSE (1u << 20)
 
+static void resp_args_free(struct resp_queued *q)
+{
+	long k;
+
+	for (k = 0; k < q->argc; k++)
+		free(q->argv[k]);
+	free(q->argv);
+	free(q->argl);
+	q->argc = 0;
+	q->argv = NULL;
+	q->argl = NULL;
+}
+
 void resp_queue_clear(struct resp_conn *c)
 {
 	size_t i;
-	long k;
 
-	for (i = 0; i < c->nqueued; i++) {
-		for (k = 0; k < c->queued[i].argc; k++)
-			free(c->queued[i].argv[k]);
-		free(c->queued[i].argv);
-		free(c->queued[i].argl);
-	}
+	for (i = 0; i < c->nqueued; i++)
+		resp_args_free(&c->queued[i]);
 	free(c->queued);
 	c->queued = NULL;
 	c->nqueued = 0;
@@ -82,10 +90,12 @@ static struct resp_tenant *resp_tenant_find(struct resp *rs, uint32_t uid)
 	return NULL;
 }
 
+static size_t resp_out_bytes(struct resp_conn *c);
+
 /* What c's buffers hold: the arguments announced so far, MULTI's queue, the unread replies. */
 static uint64_t resp_conn_bytes(struct resp_conn *c)
 {
-	return c->p.total + c->queued_bytes + c->remote_bytes + evbuffer_get_length(resp_output(c));
+	return c->p.total + c->queued_bytes + c->ahead_bytes + c->remote_bytes + resp_out_bytes(c);
 }
 
 /* Count c's buffers as they are now, in its user's bytes and in all. */
@@ -139,6 +149,12 @@ static void resp_conn_free(struct resp_conn *c)
 	resp_remote_end(c); /* its pins and reservations, once nothing in flight needs them */
 	resp_parser_free(&c->p);
 	resp_queue_clear(c);
+	while (c->nahead > 0)
+		resp_args_free(&c->ahead[--c->nahead]);
+	if (c->held != NULL)
+		evbuffer_free(c->held);
+	if (c->scratch != NULL)
+		evbuffer_free(c->scratch);
 	bufferevent_free(c->bev);
 	free(c);
 }
@@ -156,9 +172,25 @@ static void resp_limits(struct resp_conn *c)
 
 /* ------------------------------------------------------------ replies */
 
+/*
+ * Where replies go: the socket's output; while writes to other nodes are
+ * in flight, the replies held behind them (c->held: the output's front is
+ * the bufferevent's, so nothing in it can be taken back); for a command
+ * that may start such writes, its own buffer first (resp_command()).
+ */
 struct evbuffer *resp_output(struct resp_conn *c)
 {
-	return bufferevent_get_output(c->bev);
+	if (c->scratch_on)
+		return c->scratch;
+	return c->nsegs > 0 ? c->held : bufferevent_get_output(c->bev);
+}
+
+/* The replies c holds, sent or not. */
+static size_t resp_out_bytes(struct resp_conn *c)
+{
+	return evbuffer_get_length(bufferevent_get_output(c->bev)) +
+	       (c->held ? evbuffer_get_length(c->held) : 0) +
+	       (c->scratch ? evbuffer_get_length(c->scratch) : 0);
 }
 
 void resp_out(struct resp_conn *c, const char *fmt, ...)
@@ -204,7 +236,7 @@ bool resp_room(struct resp_conn *c, size_t len)
 
 	if (c->overflow != NULL)
 		return false;
-	if (evbuffer_get_length(resp_output(c)) + len > (uint64_t)conf->resp_max_output)
+	if (resp_out_bytes(c) + len > (uint64_t)conf->resp_max_output)
 		c->overflow = "resp.max_output";
 	else if (c->tenant != NULL &&
 		 c->tenant->bytes - c->charged + mine > (uint64_t)conf->resp_max_buffers_per_user)
@@ -356,39 +388,56 @@ void resp_client_line(const struct resp_conn *c, char *buf, size_t len)
 		 c->multi ? (int)c->nqueued : -1, c->proto, (unsigned)c->uid);
 }
 
-/* Keep a command for EXEC: it takes the parser's arguments. 0, or -1 (a limit: refused). */
-static int resp_queue(struct resp_conn *c)
+/*
+ * Move a command's arguments out of where they are (the parser, or the
+ * commands read ahead) into q.
+ */
+static void resp_take(struct resp_conn *c, struct resp_queued *from, struct resp_queued *q)
+{
+	if (from == NULL) { /* the parser's */
+		*q = (struct resp_queued){c->p.have, c->p.argv, c->p.argl, c->p.total};
+		c->p.argv = NULL;
+		c->p.argl = NULL;
+		c->p.have = c->p.cap = 0;
+		return;
+	}
+	*q = *from;
+	from->argv = NULL;
+	from->argl = NULL;
+	from->argc = 0;
+}
+
+/* Keep a command for EXEC (from the parser when from is NULL). 0, or -1 (a limit: refused). */
+static int resp_queue(struct resp_conn *c, struct resp_queued *from)
 {
 	uint64_t max = (uint64_t)c->rs->pd->conf->resp_max_request;
+	uint64_t bytes = from ? from->bytes : c->p.total;
 	struct resp_queued *q;
 
-	if (c->queued_bytes + c->p.total > max || c->nqueued >= RESP_MAX_ARGS)
+	if (c->queued_bytes + bytes > max || c->nqueued >= RESP_MAX_ARGS)
 		return -1;
 	q = reallocarray(c->queued, c->nqueued + 1, sizeof(*q));
 	if (q == NULL)
 		return -1;
 	c->queued = q;
-	q = &c->queued[c->nqueued++];
-	q->argc = c->p.have;
-	q->argv = c->p.argv;
-	q->argl = c->p.argl;
-	c->queued_bytes += c->p.total;
-	c->p.argv = NULL; /* the queue owns them now */
-	c->p.argl = NULL;
-	c->p.have = c->p.cap = 0;
+	resp_take(c, from, &c->queued[c->nqueued++]);
+	c->queued_bytes += bytes;
 	return 0;
 }
 
+
 /* "'a' 'b' " of the arguments after the name, up to 128 bytes, for the unknown command error. */
-static void resp_args_head(const struct resp_conn *c, char *buf, size_t len)
+static void resp_args_head(const struct resp_conn *c, const struct resp_queued *q, char *buf,
+			   size_t len)
 {
 	size_t used = 0;
 	long i;
 
+	(void)c;
 	buf[0] = '\0';
-	for (i = 1; i < c->p.have && used < 128 && used + 1 < len; i++) {
+	for (i = 1; i < q->argc && used < 128 && used + 1 < len; i++) {
 		int room = (int)(128 - used);
-		int n = snprintf(buf + used, len - used, "'%.*s' ", room, c->p.argv[i]);
+		int n = snprintf(buf + used, len - used, "'%.*s' ", room, q->argv[i]);
 
 		if (n < 0)
 			break;
@@ -397,16 +446,16 @@ static void resp_args_head(const struct resp_conn *c, char *buf, size_t len)
 }
 
 /*
- * Values of other nodes the command reads (each of EXEC's): 1 when they
- * are being fetched (the command waits), 0 when it may run, -1 when it
- * cannot (the error replied).
+ * The values of other nodes a command reads (each of EXEC's) are here: 1;
+ * 0 when they are being fetched (it runs once they are in); -1 when they
+ * cannot be had (TRYAGAIN replied).
  */
-static int resp_fetch_first(struct resp_conn *c, const struct resp_cmd *cmd)
+static int resp_fetched_all(struct resp_conn *c, const struct resp_cmd *cmd,
+			    const struct resp_queued *q)
 {
 	int rc = 0, one;
 	size_t i;
 
-	c->reply_from = evbuffer_get_length(resp_output(c));
 	if (strcmp(cmd->name, "exec") == 0 && c->multi && !c->multi_dirty) {
 		for (i = 0; i < c->nqueued && rc >= 0; i++) {
 			one = resp_remote_fetch(c, resp_cmd_find(c->queued[i].argv[0]),
@@ -415,37 +464,38 @@ static int resp_fetch_first(struct resp_conn *c, const struct resp_cmd *cmd)
 			rc = one < 0 ? one : rc | one;
 		}
 	} else {
-		rc = resp_remote_fetch(c, cmd, c->p.have, c->p.argv, c->p.argl);
+		rc = resp_remote_fetch(c, cmd, q->argc, q->argv, q->argl);
 	}
-	if (rc < 0 && c->remote_err == 0)
-		c->remote_err = rc;
-	if (c->inflight > 0) { /* (a failure too waits for what was started) */
+	if (rc > 0) {
 		c->fetching = true;
-		bufferevent_disable(c->bev, EV_READ); /* again from resp_resume() */
-		return 1;
-	}
-	if (c->remote_err == 0)
 		return 0;
-	resp_remote_failed(c);
+	}
+	if (rc == 0)
+		return 1;
+	if (c->overflow == NULL) /* (else the values would not fit its reply: c ends) */
+		resp_err(c, "TRYAGAIN the value's lender (node %u) did not answer: %s",
+			 (unsigned)c->lost_node, err_str(rc));
 	return -1;
 }
 
 /*
- * Run one complete command: looked up, its arity checked, AUTH, MULTI's
- * queue, the values it reads from other nodes. false when it waits for
- * those (resp_resume() runs it again).
+ * Run one complete command (the parser's, or one read ahead): looked up,
+ * its arity checked, AUTH, MULTI's queue, the values it reads from other
+ * nodes. false when it waits for those (it runs again once they are in).
+ * A command that started writes to other nodes gets a segment: its
+ * replies are held until they are in (resp_resume()).
  */
-static bool resp_command(struct resp_conn *c)
+static bool resp_command_run(struct resp_conn *c, struct resp_queued *q,
+			     struct resp_queued *from)
 {
-	char **a = c->p.argv, args[192];
-	long n = c->p.have;
+	char **a = q->argv, args[192];
+	long n = q->argc;
 	const struct resp_cmd *cmd;
-	int rc;
 
 	cmd = resp_cmd_find(a[0]);
 	if (cmd == NULL) {
 		c->rs->commands++;
-		resp_args_head(c, args, sizeof(args));
+		resp_args_head(c, q, args, sizeof(args));
 		resp_err(c, "ERR unknown command '%.128s', with args beginning with: %s", a[0], args);
 		c->multi_dirty |= c->multi;
 		return true;
@@ -464,7 +514,7 @@ static bool resp_command(struct resp_conn *c)
 	}
 	if (c->multi && !(cmd->flags & RESP_CMD_TXN)) {
 		c->rs->commands++;
-		if (resp_queue(c) < 0) {
+		if (resp_queue(c, from) < 0) {
 			resp_err(c, "ERR the commands queued in MULTI would exceed resp.max_request");
 			c->multi_dirty = true;
 			return true;
@@ -472,45 +522,86 @@ static bool resp_command(struct resp_conn *c)
 		resp_out(c, "+QUEUED\r\n");
 		return true;
 	}
-	if ((rc = resp_fetch_first(c, cmd)) > 0)
+	switch (resp_fetched_all(c, cmd, q)) {
+	case 0:
 		return false;
-	c->rs->commands++;
-	if (rc < 0)
+	case -1:
+		c->rs->commands++;
 		return true;
-	c->reply_from = evbuffer_get_length(resp_output(c));
-	resp_cmd_run(c, cmd, n, a, c->p.argl);
-	resp_remote_clear(c);
-	if (c->inflight > 0) {
-		/* Its writes to other nodes: nothing goes out, nothing is read, until they are in. */
-		bufferevent_disable(c->bev, EV_READ | EV_WRITE);
 	}
+	c->rs->commands++;
+	resp_cmd_run(c, cmd, n, a, q->argl);
 	return true;
 }
 
 /*
- * A command could not have the values of other nodes it needed, or its
- * writes there failed: its replies so far (a write's) are taken back, and
- * it gets TRYAGAIN, which Redis clients retry on.
+ * Run a command (resp_command_run()). Where another node lends, its
+ * replies are built apart: if it started writes there, they are held as a
+ * segment of their own until those are in (resp_release_replies()); else
+ * they follow what is already out or held.
  */
-void resp_remote_failed(struct resp_conn *c)
+static bool resp_command(struct resp_conn *c, struct resp_queued *q, struct resp_queued *from)
 {
-	struct evbuffer *out = resp_output(c), *keep;
-	size_t len = evbuffer_get_length(out);
+	uint64_t puts = c->puts;
+	size_t at;
+	bool ran;
 
-	if (c->overflow != NULL) { /* the values would not fit the reply: c ends */
-		c->remote_err = 0;
+	if (!resp_remote_lenders(c->rs->pd) ||
+	    (c->scratch == NULL && (c->scratch = evbuffer_new()) == NULL) ||
+	    (c->held == NULL && (c->held = evbuffer_new()) == NULL))
+		return resp_command_run(c, q, from); /* (no memory: nothing is written there either) */
+	c->scratch_on = true;
+	ran = resp_command_run(c, q, from);
+	c->scratch_on = false;
+	if (c->puts == puts) {
+		evbuffer_add_buffer(resp_output(c), c->scratch);
+		return ran;
+	}
+	at = c->nsegs > 0 ? evbuffer_get_length(c->held) : 0;
+	evbuffer_add_buffer(c->held, c->scratch);
+	c->segs[c->nsegs++] = (struct resp_seg){at, evbuffer_get_length(c->held), 0, 0};
+	return ran;
+}
+
+/*
+ * Whether the next command (cmd, NULL when unknown) may run now: nothing
+ * is being fetched, and no write is in flight unless it is a blind write,
+ * whose reply depends on nothing stored, with room for its segment.
+ */
+static bool resp_may_run(struct resp_conn *c, const struct resp_queued *q)
+{
+	const struct resp_cmd *cmd;
+
+	if (c->fetching)
+		return false;
+	if (c->inflight == 0)
+		return true;
+	cmd = resp_cmd_find(q->argv[0]);
+	return cmd != NULL && c->nsegs < RESP_SEGS && !c->multi && c->authed &&
+	       resp_blind_write(cmd, q->argc, q->argv) &&
+	       c->remote_bytes < (uint64_t)c->rs->pd->conf->resp_max_request;
+}
+
+/*
+ * Keep the parser's command to run later, in order; while one waits for
+ * values, fetch what this one reads too, unless an earlier one may change
+ * what it reads (SELECT, AUTH, MULTI...): then read no more.
+ */
+static void resp_read_ahead(struct resp_conn *c)
+{
+	struct resp_queued *q = &c->ahead[c->nahead++];
+	const struct resp_cmd *cmd;
+
+	resp_take(c, NULL, q);
+	c->ahead_bytes += q->bytes;
+	cmd = resp_cmd_find(q->argv[0]);
+	if (cmd == NULL || !(cmd->flags & RESP_CMD_KEYS) || (cmd->flags & RESP_CMD_TXN) ||
+	    !c->authed || c->multi) {
+		c->ahead_stop = true;
 		return;
 	}
-	if (!c->fetching && len > c->reply_from && (keep = evbuffer_new()) != NULL) {
-		evbuffer_remove_buffer(out, keep, c->reply_from);
-		evbuffer_drain(out, len - c->reply_from);
-		evbuffer_add_buffer(out, keep);
-		evbuffer_free(keep);
-	}
-	resp_err(c, "TRYAGAIN the value's lender (node %u) did not answer: %s",
-		 (unsigned)c->remote_node, err_str(c->remote_err));
-	c->remote_err = 0;
-	resp_remote_clear(c);
+	if (c->fetching && !c->ahead_stop)
+		resp_remote_fetch(c, cmd, q->argc, q->argv, q->argl);
 }
 
 /* The biggest connection of u (of all with u NULL); c itself on a tie. */
@@ -565,36 +656,64 @@ static bool resp_shed(struct resp_conn *c)
  * Serve the commands that came. A client that leaves its replies unread is
  * not read from either (its commands wait in the kernel) until it reads
  * them; one whose unread replies pass resp.max_output, or whose reply
- * would pass a bound, is disconnected.
+ * would pass a bound, is disconnected. While a command waits for values of
+ * other nodes, the commands after it are read ahead (RESP_AHEAD), their
+ * values fetched meanwhile, and run in order once it ran.
  */
 static void resp_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct resp_conn *c = arg;
 	struct evbuffer *out = bufferevent_get_output(bev);
+	struct resp_queued cur;
 	const char *err;
-	int rc;
+	bool from_ahead;
+	int rc = 1;
 
-	while (!c->closing && c->inflight == 0) {
-		if (evbuffer_get_length(out) > RESP_OUTPUT_PAUSE) {
-			bufferevent_disable(bev, EV_READ); /* again from resp_write_cb() */
-			break;
+	while (!c->closing) {
+		from_ahead = c->nahead > 0 && resp_may_run(c, &c->ahead[0]);
+		if (from_ahead) {
+			cur = c->ahead[0];
+		} else {
+			if (resp_out_bytes(c) > RESP_OUTPUT_PAUSE || c->ahead_stop ||
+			    c->nahead == RESP_AHEAD) {
+				/* Again from resp_write_cb(), or resp_resume(). */
+				bufferevent_disable(bev, EV_READ);
+				break;
+			}
+			rc = resp_parse(&c->p, bufferevent_get_input(bev), &err);
+			if (rc < 0)
+				resp_fatal(c, err);
+			if (rc > 0)
+				cur = (struct resp_queued){c->p.have, c->p.argv, c->p.argl, c->p.total};
 		}
-		rc = c->ready ? 1 : resp_parse(&c->p, bufferevent_get_input(bev), &err);
-		if (rc < 0)
-			resp_fatal(c, err);
-		if (rc > 0) {
-			c->ready = true;
-			if (!resp_command(c))
-				return; /* it waits for values of other nodes */
-			c->ready = false;
-			resp_parser_reset(&c->p);
+		if (rc > 0 || from_ahead) {
+			bool ran = false;
+
+			if (!from_ahead && (c->nahead > 0 || !resp_may_run(c, &cur))) {
+				resp_read_ahead(c); /* after those read before it */
+			} else {
+				ran = resp_command(c, &cur, from_ahead ? &c->ahead[0] : NULL);
+				if (!ran && !from_ahead)
+					resp_read_ahead(c); /* it runs first once its values are in */
+			}
+			/* The values fetched for the commands read ahead served them all. */
+			if (ran && c->nahead == (from_ahead ? 1u : 0u))
+				resp_remote_clear(c);
+			if (ran && from_ahead) {
+				c->ahead_bytes -= c->ahead[0].bytes;
+				resp_args_free(&c->ahead[0]);
+				memmove(&c->ahead[0], &c->ahead[1], --c->nahead * sizeof(c->ahead[0]));
+				if (c->nahead == 0)
+					c->ahead_stop = false;
+			}
+			if (!from_ahead)
+				resp_parser_reset(&c->p);
 		}
-		if (c->overflow != NULL ||
-		    evbuffer_get_length(out) > (size_t)c->rs->pd->conf->resp_max_output) {
+		if (c->overflow != NULL || resp_out_bytes(c) > (size_t)c->rs->pd->conf->resp_max_output) {
 			static struct log_limit said;
 
 			log_warnx_limited(&said, 10000, "RESP client %s: %zu bytes of replies unread%s, "
-					  "over %s: disconnected", c->addr, evbuffer_get_length(out),
+					  "over %s: disconnected", c->addr, resp_out_bytes(c),
 					  c->overflow ? " and a reply that would pass it" : "",
 					  c->overflow ? c->overflow : "resp.max_output");
 			resp_conn_free(c);
@@ -603,28 +722,52 @@ static void resp_read_cb(struct bufferevent *bev, void *arg)
 		/* What it announced counts before its bytes come. */
 		if (!resp_shed(c))
 			return;
-		if (rc <= 0)
+		if (!from_ahead && rc <= 0)
 			break;
 	}
+	if (c->nahead == 0 && c->inflight == 0)
+		c->lost_err = 0; /* a run of commands is over: a node that failed is tried again */
 	if (c->closing && c->inflight == 0 && evbuffer_get_length(out) == 0)
 		resp_conn_free(c);
 }
 
 /*
- * What c waited for is in (resp_remote_settled()): the command that waited
- * for values runs now, or the replies of one that wrote go out (TRYAGAIN
- * instead when a value could not be had); then the commands sent meanwhile.
+ * The replies held for commands whose writes were in flight go out; a
+ * command whose write failed gets TRYAGAIN instead of its replies.
+ */
+static void resp_release_replies(struct resp_conn *c)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	size_t pos = 0;
+	unsigned i;
+
+	for (i = 0; i < c->nsegs; i++) {
+		struct resp_seg *g = &c->segs[i];
+
+		evbuffer_remove_buffer(c->held, out, g->from - pos);
+		if (g->err == 0) {
+			evbuffer_remove_buffer(c->held, out, g->to - g->from);
+		} else {
+			evbuffer_drain(c->held, g->to - g->from);
+			evbuffer_add_printf(out, "-TRYAGAIN the value's lender (node %u) did not "
+					    "answer: %s\r\n", (unsigned)g->node, err_str(g->err));
+		}
+		pos = g->to;
+	}
+	evbuffer_add_buffer(out, c->held); /* what followed them */
+	c->nsegs = 0;
+}
+
+/*
+ * What c waited for is in (resp_remote_settled()): the replies held go out,
+ * and the commands read meanwhile run (the first of them again if it waited
+ * for values).
  */
 void resp_resume(struct resp_conn *c)
 {
-	if (c->remote_err != 0) {
-		resp_remote_failed(c);
-		if (c->fetching) {
-			c->ready = false;
-			resp_parser_reset(&c->p);
-		}
-	}
 	c->fetching = false;
+	if (c->nsegs > 0)
+		resp_release_replies(c);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	resp_read_cb(c->bev, c);
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <sys/time.h>
 
 #include <event2/util.h>
 
@@ -24,11 +25,24 @@ struct evbuffer;
 struct poold;
 struct resp;
 
-/* A command held for EXEC: its arguments, taken from the parser. */
+/* A command taken from the parser: held for EXEC, or read ahead while others wait. */
 struct resp_queued {
 	long argc;
 	char **argv;
 	size_t *argl;
+	uint64_t bytes; /* of its arguments */
+};
+
+/* Commands read ahead while one waits for values of other nodes (respremote.c). */
+#define RESP_AHEAD 64
+/* Commands whose writes to other nodes are in flight at once, their replies held. */
+#define RESP_SEGS 32
+
+/* The replies of a command whose writes are in flight: output bytes [from, to). */
+struct resp_seg {
+	size_t from, to;
+	int err;       /* a write failed: TRYAGAIN instead */
+	uint32_t node; /* where */
 };
 
 /*
@@ -64,18 +78,30 @@ struct resp_conn {
 	char name[RESP_NAME_MAX + 1];
 	char addr[64];
 	struct resp_parser p; /* the command being read */
-	/* Values on other nodes (respremote.c): fetched for the command, or written by it. */
+	/*
+	 * Values on other nodes (respremote.c): fetched for the commands about
+	 * to run, or written by commands whose replies wait for that.
+	 */
 	LIST_HEAD(, resp_remote) remote;
-	unsigned inflight;    /* of them, in flight: the connection waits */
-	bool fetching;	      /* for the command, which runs once they are here */
-	bool in_exec;	      /* its writes go to this node: EXEC reads them at once */
-	int remote_err;	      /* why one failed, and where */
-	uint32_t remote_node;
+	unsigned inflight;     /* of them, in flight */
+	bool fetching;	       /* the first command read ahead waits for values */
+	bool in_exec;	       /* its writes go to this node: EXEC reads them at once */
+	int lost_err;	       /* a node whose transfers failed in this run of commands: */
+	uint32_t lost_node;    /* commands that need it fail at once (TRYAGAIN) */
 	uint64_t remote_bytes; /* fetched or being written */
+	uint64_t puts;	       /* writes to other nodes started, ever */
 	struct event *remote_timer;
+	struct timeval remote_window; /* a heartbeat window */
 	struct resp_session *rsess; /* its KV session while operations hold it */
-	size_t reply_from; /* where the replies of a command whose writes are in flight start */
-	bool ready;	   /* the parser holds a whole command not run yet */
+	struct resp_queued ahead[RESP_AHEAD]; /* read, not run yet, in order */
+	size_t nahead;
+	uint64_t ahead_bytes;
+	bool ahead_stop; /* one that may change what the next ones read was read: no more */
+	struct resp_seg segs[RESP_SEGS]; /* in held */
+	unsigned nsegs;		 /* while any, replies go to held */
+	struct evbuffer *held;	 /* replies behind writes in flight (resp_output()) */
+	struct evbuffer *scratch; /* a command's replies, built apart */
+	bool scratch_on;
 };
 
 struct resp {
@@ -124,8 +150,9 @@ bool resp_remote_send(struct resp_conn *c, struct evbuffer *out, const char *dat
 void resp_remote_clear(struct resp_conn *c);
 void resp_remote_end(struct resp_conn *c);
 void resp_remote_timeout(evutil_socket_t fd, short what, void *arg);
+bool resp_blind_write(const struct resp_cmd *cmd, long argc, char **argv);
+bool resp_remote_lenders(struct poold *pd);
 void resp_resume(struct resp_conn *c);
-void resp_remote_failed(struct resp_conn *c);
 
 /* Commands (respkeys.c, respconn.c). */
 #define RESP_CMD_NOAUTH 0x1 /* may run before AUTH (AUTH, HELLO, QUIT, RESET) */
@@ -135,6 +162,8 @@ void resp_remote_failed(struct resp_conn *c);
 #define RESP_CMD_READS 0x8	/* its first key's */
 #define RESP_CMD_READS_ALL 0x10 /* every argument's: keys all (MGET) */
 #define RESP_CMD_READS_GET 0x20 /* its first key's, with a GET option (SET) */
+/* Writes only, what it replies not depending on what is stored (SET without NX, XX, GET). */
+#define RESP_CMD_BLIND 0x40
 
 struct resp_cmd {
 	const char *name;

@@ -186,6 +186,9 @@ static void resp_put_failed(struct resp_conn *c, int rc, const char *key, size_t
 			    "or quota.share of uid %u).", (unsigned)c->uid);
 	else if (rc == -ENOSPC || rc == -ENOMEM)
 		resp_err(c, "OOM command not allowed when used memory > 'maxmemory'.");
+	else if (rc == POOL_ELOST) /* its place is on a lender that did not answer */
+		resp_err(c, "TRYAGAIN the value's lender (node %u) did not answer: %s",
+			 (unsigned)c->lost_node, err_str(rc));
 	else
 		resp_err(c, "ERR %s", err_str(rc));
 }
@@ -1086,17 +1089,17 @@ const struct resp_cmd resp_key_cmds[] = {
 	{"incrby", 3, RESP_CMD_KEYS | RESP_CMD_READS, cmd_incr},
 	{"keys", 2, RESP_CMD_KEYS, cmd_keys},
 	{"mget", -2, RESP_CMD_KEYS | RESP_CMD_READS_ALL, cmd_mget},
-	{"mset", -3, RESP_CMD_KEYS, cmd_mset},
+	{"mset", -3, RESP_CMD_KEYS | RESP_CMD_BLIND, cmd_mset},
 	{"msetnx", -3, RESP_CMD_KEYS, cmd_mset},
 	{"persist", 2, RESP_CMD_KEYS, cmd_persist},
 	{"pexpire", -3, RESP_CMD_KEYS, cmd_expire},
 	{"pexpireat", -3, RESP_CMD_KEYS, cmd_expire},
 	{"pexpiretime", 2, RESP_CMD_KEYS, cmd_ttl},
-	{"psetex", 4, RESP_CMD_KEYS, cmd_setex},
+	{"psetex", 4, RESP_CMD_KEYS | RESP_CMD_BLIND, cmd_setex},
 	{"pttl", 2, RESP_CMD_KEYS, cmd_ttl},
 	{"scan", -2, RESP_CMD_KEYS, cmd_scan},
-	{"set", -3, RESP_CMD_KEYS | RESP_CMD_READS_GET, cmd_set},
-	{"setex", 4, RESP_CMD_KEYS, cmd_setex},
+	{"set", -3, RESP_CMD_KEYS | RESP_CMD_READS_GET | RESP_CMD_BLIND, cmd_set},
+	{"setex", 4, RESP_CMD_KEYS | RESP_CMD_BLIND, cmd_setex},
 	{"setnx", 3, RESP_CMD_KEYS, cmd_setnx},
 	{"setrange", 4, RESP_CMD_KEYS | RESP_CMD_READS, cmd_setrange},
 	{"strlen", 2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_strlen},

@@ -7,13 +7,18 @@
  * Commands stay plain functions that run in one go. Before one runs, the
  * values it reads (its key arguments, as its table entry says) that live on
  * other nodes are fetched, one-sided over this poold's endpoints, each
- * pinned while it is read, and kept for the command; the connection reads
- * nothing more meanwhile, and the command runs once they are all here (or
- * fails with TRYAGAIN when a lender did not answer). A value it writes to
- * another node is put there, flushed and then committed, and the
- * command's replies are held until every such write is committed: a client
- * is told OK only for a value others can read. Its next command waits for
- * that, so a connection reads its own writes in order.
+ * pinned while it is read; the commands the client sent after it are read
+ * ahead meanwhile (RESP_AHEAD) and their values fetched too, so a pipeline
+ * of GETs waits for one round trip, not one each. The commands then run in
+ * order, each checking that what it reads is here at the version the index
+ * still names (else it waits again); a lender that did not answer fails
+ * them with TRYAGAIN. A value a command writes to another node is put
+ * there, flushed and then committed, and the command's replies are held
+ * (resp.c's segments) until then: a client is told OK only for a value
+ * others can read, TRYAGAIN when the write failed. Blind writes (SET, MSET,
+ * SETEX) after it run meanwhile, the last write of a key winning in the
+ * index as it would; any other command waits for the writes, so a
+ * connection reads its own writes in order.
  *
  * An operation outlives its connection when the connection goes first: it
  * owns its buffer and frees it when the fabric is done with it.
@@ -55,6 +60,7 @@ struct resp_remote {
 	enum resp_remote_kind kind;
 	bool done;	     /* a fetch: its bytes are here */
 	bool flushing;	     /* a put: written, being flushed */
+	unsigned seg;	     /* a put: the segment of its command's replies (c->segs) */
 	uint32_t node;
 	uint64_t gen; /* of the endpoint it went over */
 	uint64_t session, version;
@@ -150,6 +156,15 @@ static void resp_remote_settled(struct resp_conn *c)
 	resp_resume(c); /* may end c */
 }
 
+/* op failed: its command's replies become TRYAGAIN (a put), or its node is out for now. */
+static void resp_remote_failed(struct resp_conn *c, const struct resp_remote *op, int status)
+{
+	if (op->kind == RESP_PUT && op->seg < RESP_SEGS && c->segs[op->seg].err == 0)
+		c->segs[op->seg].err = status, c->segs[op->seg].node = op->node;
+	c->lost_err = status;
+	c->lost_node = op->node;
+}
+
 /* op is over for its connection (status: 0, or why it failed). */
 static void resp_remote_finish(struct resp_remote *op, int status)
 {
@@ -160,10 +175,8 @@ static void resp_remote_finish(struct resp_remote *op, int status)
 		resp_remote_free(op);
 		return;
 	}
-	if (status < 0 && c->remote_err == 0) {
-		c->remote_err = status;
-		c->remote_node = op->node;
-	}
+	if (status < 0)
+		resp_remote_failed(c, op, status);
 	if (op->kind == RESP_FETCH && status == 0) {
 		op->done = true; /* kept for the command, in c->remote */
 	} else {
@@ -173,6 +186,8 @@ static void resp_remote_finish(struct resp_remote *op, int status)
 	}
 	if (--c->inflight == 0)
 		resp_remote_settled(c);
+	else if (c->remote_timer != NULL)
+		evtimer_add(c->remote_timer, &c->remote_window); /* it moves: wait again */
 }
 
 static void resp_fetched_cb(void *arg, int status)
@@ -246,15 +261,16 @@ static int resp_remote_start(struct resp_conn *c, struct resp_remote *op,
 	c->remote_bytes += op->len;
 	c->inflight++;
 	resp_remote_in_flight++;
-	if (c->remote_timer == NULL)
-		c->remote_timer = evtimer_new(c->rs->pd->base, resp_remote_timeout, c);
-	if (c->remote_timer != NULL && !evtimer_pending(c->remote_timer, NULL)) {
+	if (c->remote_timer == NULL) {
 		const struct poold_conf *conf = c->rs->pd->conf;
-		struct timeval window = units_timeval((uint64_t)conf->heartbeat_ms *
-						      (uint64_t)conf->heartbeat_misses);
 
-		evtimer_add(c->remote_timer, &window);
+		c->remote_timer = evtimer_new(c->rs->pd->base, resp_remote_timeout, c);
+		c->remote_window = units_timeval((uint64_t)conf->heartbeat_ms *
+						 (uint64_t)conf->heartbeat_misses);
 	}
+	/* No progress for a heartbeat window: a lender is gone (resp_remote_timeout()). */
+	if (c->remote_timer != NULL && !evtimer_pending(c->remote_timer, NULL))
+		evtimer_add(c->remote_timer, &c->remote_window);
 	return 0;
 }
 
@@ -317,6 +333,8 @@ static int resp_fetch_key(struct resp_conn *c, const char *ns, const char *key, 
 	    kv_local_where(pd, c->uid, ns, (const uint8_t *)key, klen, &w) < 0 ||
 	    w.node == pd->node_id || resp_fetched(c, ns, key, klen, w.version, true) != NULL)
 		return 0;
+	if (c->lost_err != 0 && w.node == c->lost_node)
+		return c->lost_err; /* it failed in this run of commands already */
 	/* What the replies may hold at most: past it the reply could not be sent anyway. */
 	if (c->remote_bytes + w.len > (uint64_t)pd->conf->resp_max_output) {
 		c->overflow = "resp.max_output";
@@ -335,8 +353,8 @@ static int resp_fetch_key(struct resp_conn *c, const char *ns, const char *key, 
 			return 1;
 		kv_local_op(pd, c->session, c->uid, ns, "release", (const uint8_t *)key, klen,
 			    w.version, NULL);
-		if (c->remote_err == 0)
-			c->remote_err = rc, c->remote_node = w.node;
+		c->lost_err = rc;
+		c->lost_node = w.node;
 	} else if (rc == 0) { /* moved here or changed meanwhile: it is read as it is */
 		kv_local_op(pd, c->session, c->uid, ns, "release", (const uint8_t *)key, klen,
 			    w.version, NULL);
@@ -345,8 +363,8 @@ static int resp_fetch_key(struct resp_conn *c, const char *ns, const char *key, 
 	return rc;
 }
 
-/* Whether another node lends: else every value is here (one lookup per key saved). */
-static bool resp_remote_lenders(struct poold *pd)
+/* Whether another node lends: else every value is here, and no command waits. */
+bool resp_remote_lenders(struct poold *pd)
 {
 	const struct lender_pool *lp;
 
@@ -356,15 +374,32 @@ static bool resp_remote_lenders(struct poold *pd)
 	return false;
 }
 
-/* Whether an argument list has a GET option (SET ... GET reads the old value). */
-static bool resp_has_get(long argc, char **argv)
+/* Whether an argument list (SET's) has an option of these, after the key and value. */
+static bool resp_has_opt(long argc, char **argv, const char *const *opts)
 {
 	long i;
+	size_t k;
 
 	for (i = 3; i < argc; i++)
-		if (strcasecmp(argv[i], "GET") == 0)
-			return true;
+		for (k = 0; opts[k] != NULL; k++)
+			if (strcasecmp(argv[i], opts[k]) == 0)
+				return true;
 	return false;
+}
+
+static const char *const resp_get_opt[] = {"GET", NULL};
+
+/*
+ * Whether a command only writes and its reply depends on nothing stored
+ * (SET without NX, XX, GET; MSET; SETEX): it may run while earlier writes
+ * are in flight, as the last write of a key wins in the index anyway.
+ */
+bool resp_blind_write(const struct resp_cmd *cmd, long argc, char **argv)
+{
+	static const char *const conditions[] = {"NX", "XX", "GET", NULL};
+
+	return (cmd->flags & RESP_CMD_BLIND) &&
+	       (strcmp(cmd->name, "set") != 0 || !resp_has_opt(argc, argv, conditions));
 }
 
 int resp_remote_fetch(struct resp_conn *c, const struct resp_cmd *cmd, long argc, char **argv,
@@ -376,7 +411,7 @@ int resp_remote_fetch(struct resp_conn *c, const struct resp_cmd *cmd, long argc
 
 	if (cmd == NULL || !(cmd->flags & (RESP_CMD_READS | RESP_CMD_READS_ALL | RESP_CMD_READS_GET)) ||
 	    !resp_remote_lenders(c->rs->pd) ||
-	    ((cmd->flags & RESP_CMD_READS_GET) && !resp_has_get(argc, argv)))
+	    ((cmd->flags & RESP_CMD_READS_GET) && !resp_has_opt(argc, argv, resp_get_opt)))
 		return 0;
 	resp_db_name(c, c->db, ns, sizeof(ns));
 	last = (cmd->flags & RESP_CMD_READS_ALL) ? argc - 1 : 1;
@@ -393,12 +428,15 @@ int resp_remote_put(struct resp_conn *c, const char *ns, const char *key, size_t
 		    const void *a, size_t alen, const void *b, size_t blen, int64_t expire,
 		    const struct kv_where *w)
 {
-	struct resp_remote *op = resp_remote_new(c, RESP_PUT, ns, key, klen);
+	struct resp_remote *op;
 	int rc;
 
-	/* Its own copy: the connection may go, and its arguments with it, before the put ends. */
-	if (op == NULL)
+	if (c->lost_err != 0 && w->node == c->lost_node)
+		return c->lost_err; /* it failed in this run of commands already */
+	if ((op = resp_remote_new(c, RESP_PUT, ns, key, klen)) == NULL)
 		return -ENOMEM;
+
+	/* Its own copy: the connection may go, and its arguments with it, before the put ends. */
 	if (resp_remote_buffer(op, alen + blen) < 0) {
 		resp_remote_free(op);
 		return -ENOMEM;
@@ -408,10 +446,14 @@ int resp_remote_put(struct resp_conn *c, const char *ns, const char *key, size_t
 	if (blen > 0)
 		memcpy(op->data + alen, b, blen);
 	op->expire = expire;
+	op->seg = c->nsegs; /* the one its command gets (resp_command()) */
 	rc = resp_remote_start(c, op, w);
-	if (rc < 0)
+	if (rc < 0) {
 		resp_remote_free(op);
-	return rc;
+		return rc;
+	}
+	c->puts++;
+	return 0;
 }
 
 /* Let go of the fetched values once the command that needed them ran. */
@@ -484,8 +526,7 @@ void resp_remote_timeout(evutil_socket_t fd, short what, void *arg)
 	LIST_FOREACH(op, &c->remote, entry) {
 		if (op->done)
 			continue;
-		if (c->remote_err == 0)
-			c->remote_err = POOL_ELOST, c->remote_node = op->node;
+		resp_remote_failed(c, op, POOL_ELOST);
 		for (i = 0; i < n && silent[i] != op->node; i++)
 			;
 		if (i == n && n < ARRAY_SIZE(silent) &&

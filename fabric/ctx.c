@@ -81,6 +81,14 @@ static int fab_ctx_configure(const struct fab_config *cfg, ucp_config_t *config)
 	if (fab_ctx_uses(cfg, "tcp")) {
 		if (cfg->tcp_ports != NULL && (rc = fab_ctx_set(config, "PORT_RANGE", cfg->tcp_ports)) < 0)
 			return rc;
+		/*
+		 * Connect without blocking: UCX's default connect() blocks the
+		 * caller until the peer answers, so a peer whose host drops SYNs
+		 * (gone, or cut off by a firewall) would stall poold's event loop
+		 * for the kernel's whole SYN retry time.
+		 */
+		if ((rc = fab_ctx_set(config, "CONN_NB", "y")) < 0)
+			return rc;
 		snprintf(seg, sizeof(seg), "%zu", segsz);
 		if ((rc = fab_ctx_set(config, "TX_SEG_SIZE", seg)) < 0)
 			return rc;
