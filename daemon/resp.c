@@ -425,15 +425,12 @@ static int resp_queue(struct resp_conn *c, struct resp_queued *from)
 	return 0;
 }
 
-
 /* "'a' 'b' " of the arguments after the name, up to 128 bytes, for the unknown command error. */
-static void resp_args_head(const struct resp_conn *c, const struct resp_queued *q, char *buf,
-			   size_t len)
+static void resp_args_head(const struct resp_queued *q, char *buf, size_t len)
 {
 	size_t used = 0;
 	long i;
 
-	(void)c;
 	buf[0] = '\0';
 	for (i = 1; i < q->argc && used < 128 && used + 1 < len; i++) {
 		int room = (int)(128 - used);
@@ -495,7 +492,7 @@ static bool resp_command_run(struct resp_conn *c, struct resp_queued *q,
 	cmd = resp_cmd_find(a[0]);
 	if (cmd == NULL) {
 		c->rs->commands++;
-		resp_args_head(c, q, args, sizeof(args));
+		resp_args_head(q, args, sizeof(args));
 		resp_err(c, "ERR unknown command '%.128s', with args beginning with: %s", a[0], args);
 		c->multi_dirty |= c->multi;
 		return true;
@@ -564,9 +561,9 @@ static bool resp_command(struct resp_conn *c, struct resp_queued *q, struct resp
 }
 
 /*
- * Whether the next command (cmd, NULL when unknown) may run now: nothing
- * is being fetched, and no write is in flight unless it is a blind write,
- * whose reply depends on nothing stored, with room for its segment.
+ * Whether the next command, q, may run now: nothing is being fetched, and
+ * no write is in flight unless q is a blind write, whose reply depends on
+ * nothing stored, with room for its segment.
  */
 static bool resp_may_run(struct resp_conn *c, const struct resp_queued *q)
 {

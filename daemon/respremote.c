@@ -59,7 +59,6 @@ struct resp_remote {
 	struct resp_session *sess;
 	enum resp_remote_kind kind;
 	bool done;	     /* a fetch: its bytes are here */
-	bool flushing;	     /* a put: written, being flushed */
 	unsigned seg;	     /* a put: the segment of its command's replies (c->segs) */
 	uint32_t node;
 	uint64_t gen; /* of the endpoint it went over */
@@ -156,13 +155,18 @@ static void resp_remote_settled(struct resp_conn *c)
 	resp_resume(c); /* may end c */
 }
 
-/* op failed: its command's replies become TRYAGAIN (a put), or its node is out for now. */
+/*
+ * op failed: its command's replies become TRYAGAIN (a put), and after a
+ * transfer that failed its node is out for the rest of this run.
+ */
 static void resp_remote_failed(struct resp_conn *c, const struct resp_remote *op, int status)
 {
 	if (op->kind == RESP_PUT && op->seg < RESP_SEGS && c->segs[op->seg].err == 0)
 		c->segs[op->seg].err = status, c->segs[op->seg].node = op->node;
-	c->lost_err = status;
-	c->lost_node = op->node;
+	if (status == POOL_ELOST || op->kind == RESP_FETCH) {
+		c->lost_err = status;
+		c->lost_node = op->node;
+	}
 }
 
 /* op is over for its connection (status: 0, or why it failed). */
@@ -229,10 +233,8 @@ static void resp_put_cb(void *arg, int status)
 	/* A write is complete at its lender only once flushed. */
 	if (status == 0 && op->c != NULL &&
 	    (ep = cluster_ep_of(op->pd, op->node, op->gen)) != NULL &&
-	    fab_flush_nb(ep, resp_put_flushed, op) == 0) {
-		op->flushing = true;
+	    fab_flush_nb(ep, resp_put_flushed, op) == 0)
 		return;
-	}
 	resp_put_flushed(op, status < 0 ? status : POOL_ELOST);
 }
 
