@@ -65,10 +65,10 @@ bool addr_is_loopback(const char *s)
 	return inet_pton(AF_INET, host, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
 }
 
-/* Resolve host:port (IPv4 or IPv6, numeric or a name) into a socket address. */
-int addr_parse(const char *s, struct sockaddr_storage *ret_sa, unsigned *ret_len)
+static int addr_resolve(const char *s, int flags, struct sockaddr_storage *ret_sa,
+			unsigned *ret_len)
 {
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = flags}, *res;
 	char host[256], port[8];
 	int rc;
 
@@ -81,6 +81,18 @@ int addr_parse(const char *s, struct sockaddr_storage *ret_sa, unsigned *ret_len
 	*ret_len = (unsigned)res->ai_addrlen;
 	freeaddrinfo(res);
 	return 0;
+}
+
+/* Resolve host:port (IPv4 or IPv6, numeric or a name) into a socket address. */
+int addr_parse(const char *s, struct sockaddr_storage *ret_sa, unsigned *ret_len)
+{
+	return addr_resolve(s, 0, ret_sa, ret_len);
+}
+
+/* Parse a numeric ip:port or [ip6]:port, as addr_format() writes it: never a lookup. */
+int addr_parse_numeric(const char *s, struct sockaddr_storage *ret_sa, unsigned *ret_len)
+{
+	return addr_resolve(s, AI_NUMERICHOST | AI_NUMERICSERV, ret_sa, ret_len);
 }
 
 /* Format a socket address as host:port. */

@@ -36,6 +36,7 @@ void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn)
 /* addr.c */
 struct sockaddr_storage;
 int addr_parse(const char *s, struct sockaddr_storage *ret_sa, unsigned *ret_len);
+int addr_parse_numeric(const char *s, struct sockaddr_storage *ret_sa, unsigned *ret_len);
 int addr_check(const char *name, const char *s, char *errbuf, size_t errlen);
 bool addr_is_loopback(const char *s);
 void addr_format(const void *sa, char *buf, size_t len);

@@ -490,10 +490,6 @@ int conf_finish(struct poold_conf *conf, struct conf_error *err)
 			 "LO <= HI)", conf->fabric_ports);
 		return -EINVAL;
 	}
-	if (conf->resp_listen[0] != '\0' && conf->role != ROLE_COORDINATOR) {
-		snprintf(err->msg, sizeof(err->msg), "resp.listen: only the coordinator serves RESP");
-		return -EINVAL;
-	}
 	rc = conf_check_tls(conf, err);
 	if (rc < 0)
 		return rc;

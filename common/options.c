@@ -116,7 +116,8 @@ const struct conf_option conf_options[] = {
 	{"metrics.timeout", CONF_DURATION, OFF(metrics_timeout_ms), 100, 3600000, "10s", NULL,
 	 CONF_F_RESTART, "how long a metrics connection may last from its accept"},
 	{"resp.listen", CONF_STRING, OFF(resp_listen), 0, 255, "", NULL, CONF_F_RESTART,
-	 "address:port of the Redis-protocol endpoint (coordinator only); empty: off"},
+	 "address:port of the Redis-protocol endpoint (at a node: relayed to the coordinator's); "
+	 "empty: off"},
 	{"resp.password", CONF_STRING, OFF(resp_password), 0, 1024, "", NULL, CONF_F_SECRET,
 	 "password RESP clients must give with AUTH; empty: none"},
 	{"resp.users", CONF_STRING, OFF(resp_users_file), 0, 4095, "", NULL, 0,

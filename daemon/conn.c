@@ -284,6 +284,12 @@ const char *conn_desc(const struct conn *c)
 	return c->desc;
 }
 
+/* Its socket, for getsockname() and the like: never to read or write. */
+int conn_fd(const struct conn *c)
+{
+	return (int)bufferevent_getfd(c->bev);
+}
+
 /* Change the description used in logs. */
 void conn_set_desc(struct conn *c, const char *desc)
 {

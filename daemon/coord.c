@@ -512,7 +512,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	Pool__NodeInfo *info = reg->node;
 	struct member *m, *by_id;
 	struct coord_peer *old;
-	char desc[96], *addr;
+	char desc[96], *addr, resp_at[64];
 	uint32_t id;
 	size_t n = 0;
 	int rc;
@@ -605,6 +605,8 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	reply.node_id = id;
 	reply.heartbeat_ms = (uint32_t)pd->conf->heartbeat_ms;
 	reply.heartbeat_misses = (uint32_t)pd->conf->heartbeat_misses;
+	if (resp_endpoint(pd, resp_at, sizeof(resp_at)) == 0)
+		reply.resp_endpoint = resp_at;
 	rc = cluster_members_msg(pd, false, &reply.members, &reply.n_members);
 	if (rc == 0 && (rc = kv_defs(pd, &defs, &reply.namespaces, &reply.n_namespaces)) < 0)
 		cluster_members_msg_free(reply.members, reply.n_members);

@@ -245,6 +245,7 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 		defs.n_namespaces = rep->n_namespaces;
 		peer_keep_nsdefs(pe, &defs);
 	}
+	resprelay_learn(pd, rep->resp_endpoint, conn_fd(pe->conn));
 	pe->state = PEER_UP;
 	pe->hello_unanswered = false;
 	pe->last_ack = units_now_ms();

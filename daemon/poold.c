@@ -261,6 +261,7 @@ static void poold_free(struct poold *pd)
 	metrics_close(pd);
 	snapplace_close(pd); /* before the links its helpers answer on */
 	coord_close(pd);
+	resprelay_close(pd);
 	peer_close(pd);
 	cluster_clear(pd);
 	hold_clear(pd);
@@ -408,7 +409,8 @@ int main(int argc, char **argv)
 	if (firewall_open(&pd) < 0 || poold_fabric_open(&pd) < 0 || firewall_cover_fabric(&pd) < 0 ||
 	    lend_open(&pd) < 0 || hold_open(&pd) < 0)
 		goto out;
-	if (pd.conf->role == ROLE_COORDINATOR ? coord_open(&pd) < 0 : peer_open(&pd) < 0) {
+	if (pd.conf->role == ROLE_COORDINATOR ? coord_open(&pd) < 0
+					      : peer_open(&pd) < 0 || resprelay_open(&pd) < 0) {
 		log_warnx("cannot start the %s role", pd.conf->role == ROLE_COORDINATOR
 							      ? "coordinator" : "node");
 		goto out;

@@ -31,6 +31,7 @@ struct regions;
 struct kv_space;
 struct kvev;
 struct resp;
+struct resprelay;
 struct hold;
 struct ledger_extent;
 struct journal;
@@ -128,6 +129,7 @@ struct poold {
 	uint32_t journal_arena;	    /* ... of this arena */
 	struct kv_space *kv;	    /* at the coordinator: the KV cache index */
 	struct resp *resp;	    /* at the coordinator: the Redis-protocol endpoint */
+	struct resprelay *resprelay; /* at a node: its RESP endpoint, relayed to that one */
 	struct event *ledger_ev;    /* at the coordinator: periodic reconciliation */
 	bool stopping;		    /* shutting down: lent memory is left as it is */
 	struct vecindex_ctx *vec_ctx; /* scratch of the searches served here (vec.c) */
@@ -192,6 +194,7 @@ int conn_send(struct conn *c, uint16_t type, uint64_t req_id, const ProtobufCMes
 size_t conn_output_len(const struct conn *c);
 int conn_send_error(struct conn *c, uint64_t req_id, int code, const char *msg);
 const char *conn_desc(const struct conn *c);
+int conn_fd(const struct conn *c);
 void conn_set_desc(struct conn *c, const char *desc);
 void conn_set_limit_name(struct conn *c, const char *name);
 void conn_set_read_timeout(struct conn *c, unsigned timeout_ms);
@@ -671,6 +674,12 @@ void metrics_close(struct poold *pd);
 /* resp.c: the Redis-protocol endpoint to the KV cache (coordinator) */
 int resp_open(struct poold *pd);
 void resp_close(struct poold *pd);
+int resp_endpoint(struct poold *pd, char *buf, size_t len);
+
+/* resprelay.c: a node's RESP endpoint, relayed to the coordinator's */
+int resprelay_open(struct poold *pd);
+void resprelay_close(struct poold *pd);
+void resprelay_learn(struct poold *pd, const char *endpoint, int link_fd);
 
 /* peer.c: a node's link to the coordinator */
 int peer_open(struct poold *pd);

@@ -859,7 +859,7 @@ static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 }
 
-/* Start the RESP endpoint if resp.listen is set (coordinator only). */
+/* Start the RESP endpoint if resp.listen is set (at a node, resprelay.c relays it). */
 int resp_open(struct poold *pd)
 {
 	struct sockaddr_storage ss;
@@ -897,6 +897,20 @@ int resp_open(struct poold *pd)
 	pd->resp = rs;
 	log_info("RESP endpoint on %s%s", pd->conf->resp_listen,
 		 pd->conf->resp_password[0] ? " (AUTH required)" : "");
+	return 0;
+}
+
+/* Where the RESP endpoint is bound, as ip:port (for nodes that relay to it), or -ENOENT. */
+int resp_endpoint(struct poold *pd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sslen = sizeof(ss);
+
+	if (pd->resp == NULL ||
+	    getsockname(evconnlistener_get_fd(pd->resp->listener), (struct sockaddr *)&ss,
+			&sslen) < 0)
+		return -ENOENT;
+	addr_format(&ss, buf, len);
 	return 0;
 }
 
