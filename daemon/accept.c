@@ -102,7 +102,7 @@ void accept_refuse(int fd, const char *why, size_t len)
 }
 
 /* Forget the guard of l, before l is freed. */
-void accept_unguard(struct evconnlistener *l)
+static void accept_unguard(struct evconnlistener *l)
 {
 	struct accept_guard **gp, *g;
 
@@ -113,4 +113,45 @@ void accept_unguard(struct evconnlistener *l)
 			free(g);
 			return;
 		}
+}
+
+/*
+ * Listen on TCP address addr, the value of option what (for the log), with
+ * cb for each connection, and guard the listener: 0, or -errno said in the log.
+ */
+int accept_listen(struct poold *pd, const char *what, const char *addr, int backlog,
+		  evconnlistener_cb cb, void *arg, struct evconnlistener **ret)
+{
+	struct sockaddr_storage ss;
+	struct evconnlistener *l;
+	unsigned len;
+	int rc;
+
+	rc = addr_parse(addr, &ss, &len);
+	if (rc < 0) {
+		log_warnx("%s: cannot resolve '%s'", what, addr);
+		return rc;
+	}
+	l = evconnlistener_new_bind(pd->base, cb, arg,
+				    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+				    backlog, (struct sockaddr *)&ss, (int)len);
+	if (l == NULL) {
+		log_warn("%s: cannot listen on %s", what, addr);
+		return -EADDRINUSE;
+	}
+	if (accept_guard(pd, l, what) < 0) {
+		evconnlistener_free(l);
+		return -ENOMEM;
+	}
+	*ret = l;
+	return 0;
+}
+
+/* Close a guarded listener (NULL: none). */
+void accept_close(struct evconnlistener *l)
+{
+	if (l == NULL)
+		return;
+	accept_unguard(l);
+	evconnlistener_free(l);
 }

@@ -638,8 +638,7 @@ void control_close(struct control *ctl)
 		ctl_closed(conn, c); /* frees c, reads conn */
 		conn_free(conn);
 	}
-	accept_unguard(ctl->listener);
-	evconnlistener_free(ctl->listener);
+	accept_close(ctl->listener);
 	unlink(ctl->path);
 	free(ctl->path);
 	free(ctl);

@@ -926,27 +926,13 @@ static void coord_periodic_probe(evutil_socket_t fd, short what, void *arg)
 static int coord_listen(struct coord *co)
 {
 	struct poold *pd = co->pd;
-	struct sockaddr_storage ss;
-	unsigned len;
 	int rc;
 
-	rc = addr_parse(pd->conf->peer_listen, &ss, &len);
-	if (rc < 0) {
-		log_warnx("peer.listen: cannot resolve '%s'", pd->conf->peer_listen);
-		return rc;
-	}
-	co->listener = evconnlistener_new_bind(pd->base, coord_accept, co,
-					       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-						       LEV_OPT_CLOSE_ON_EXEC,
-					       128, (struct sockaddr *)&ss, (int)len);
-	if (co->listener == NULL) {
-		log_warn("peer.listen: cannot listen on %s", pd->conf->peer_listen);
-		return -EADDRINUSE;
-	}
-	if (accept_guard(pd, co->listener, "peer.listen") < 0)
-		return -ENOMEM;
-	log_info("coordinator accepting nodes on %s", pd->conf->peer_listen);
-	return 0;
+	rc = accept_listen(pd, "peer.listen", pd->conf->peer_listen, 128, coord_accept, co,
+			   &co->listener);
+	if (rc == 0)
+		log_info("coordinator accepting nodes on %s", pd->conf->peer_listen);
+	return rc;
 }
 
 /* Start the coordinator role: this poold is the first member, then listen for nodes. */
@@ -1052,10 +1038,7 @@ void coord_close(struct poold *pd)
 			call->reply(pd, call->arg, -ESHUTDOWN, NULL, NULL);
 		free(call);
 	}
-	if (co->listener != NULL) {
-		accept_unguard(co->listener);
-		evconnlistener_free(co->listener);
-	}
+	accept_close(co->listener);
 	if (co->check_ev != NULL)
 		event_free(co->check_ev);
 	if (co->probe_ev != NULL)

@@ -216,14 +216,9 @@ static void httpd_accept(struct evconnlistener *l, evutil_socket_t fd, struct so
 int httpd_open(struct poold *pd, const char *addr, const char *option, const char *path,
 	       unsigned max_clients, unsigned timeout_ms, httpd_get_fn get, struct httpd **ret)
 {
-	struct sockaddr_storage ss;
 	struct httpd *h;
-	unsigned len;
+	int rc;
 
-	if (addr_parse(addr, &ss, &len) < 0) {
-		log_warnx("%s: cannot resolve '%s'", option, addr);
-		return -EINVAL;
-	}
 	h = calloc(1, sizeof(*h));
 	if (h == NULL)
 		return -ENOMEM;
@@ -234,19 +229,10 @@ int httpd_open(struct poold *pd, const char *addr, const char *option, const cha
 	h->timeout_ms = timeout_ms;
 	h->get = get;
 	TAILQ_INIT(&h->conns);
-	h->listener = evconnlistener_new_bind(pd->base, httpd_accept, h,
-					      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-						      LEV_OPT_CLOSE_ON_EXEC,
-					      16, (struct sockaddr *)&ss, (int)len);
-	if (h->listener == NULL) {
-		log_warn("%s: cannot listen on %s", option, addr);
+	rc = accept_listen(pd, option, addr, 16, httpd_accept, h, &h->listener);
+	if (rc < 0) {
 		free(h);
-		return -EADDRINUSE;
-	}
-	if (accept_guard(pd, h->listener, option) < 0) {
-		evconnlistener_free(h->listener);
-		free(h);
-		return -ENOMEM;
+		return rc;
 	}
 	*ret = h;
 	return 0;
@@ -260,7 +246,6 @@ void httpd_close(struct httpd *h)
 		return;
 	while ((c = TAILQ_FIRST(&h->conns)) != NULL)
 		httpd_conn_free(c);
-	accept_unguard(h->listener);
-	evconnlistener_free(h->listener);
+	accept_close(h->listener);
 	free(h);
 }

@@ -9,6 +9,8 @@
 #include <sys/queue.h>
 #include <sys/types.h>
 
+#include <event2/listener.h>
+
 #include "common/common.h"
 #include "daemon/htab.h"
 #include "daemon/usage.h"
@@ -301,9 +303,10 @@ int numa_layout(const char *spec, uint64_t total, Pool__NumaNode ***ret_nodes, s
 void numa_layout_free(Pool__NumaNode **nodes, size_t n);
 
 /* accept.c: listeners that outlive running out of fds */
-struct evconnlistener;
 int accept_guard(struct poold *pd, struct evconnlistener *l, const char *what);
-void accept_unguard(struct evconnlistener *l);
+int accept_listen(struct poold *pd, const char *what, const char *addr, int backlog,
+		  evconnlistener_cb cb, void *arg, struct evconnlistener **ret);
+void accept_close(struct evconnlistener *l);
 void accept_refuse(int fd, const char *why, size_t len);
 
 /* httpd.c: a small HTTP server for one resource (the metrics) */

@@ -862,37 +862,22 @@ static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 /* Start the RESP endpoint if resp.listen is set (at a node, resprelay.c relays it). */
 int resp_open(struct poold *pd)
 {
-	struct sockaddr_storage ss;
 	struct resp *rs;
-	unsigned len;
 	int rc;
 
 	if (pd->conf->resp_listen[0] == '\0')
 		return 0;
-	rc = addr_parse(pd->conf->resp_listen, &ss, &len);
-	if (rc < 0) {
-		log_warnx("resp.listen: cannot resolve '%s'", pd->conf->resp_listen);
-		return rc;
-	}
 	rs = calloc(1, sizeof(*rs));
 	if (rs == NULL)
 		return -ENOMEM;
 	rs->pd = pd;
 	TAILQ_INIT(&rs->conns);
 	LIST_INIT(&rs->tenants);
-	rs->listener = evconnlistener_new_bind(pd->base, resp_accept, rs,
-					       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-						       LEV_OPT_CLOSE_ON_EXEC,
-					       128, (struct sockaddr *)&ss, (int)len);
-	if (rs->listener == NULL) {
-		log_warn("resp.listen: cannot listen on %s", pd->conf->resp_listen);
+	rc = accept_listen(pd, "resp.listen", pd->conf->resp_listen, 128, resp_accept, rs,
+			   &rs->listener);
+	if (rc < 0) {
 		free(rs);
-		return -EADDRINUSE;
-	}
-	if (accept_guard(pd, rs->listener, "resp.listen") < 0) {
-		evconnlistener_free(rs->listener);
-		free(rs);
-		return -ENOMEM;
+		return rc;
 	}
 	pd->resp = rs;
 	log_info("RESP endpoint on %s%s", pd->conf->resp_listen,
@@ -924,8 +909,7 @@ void resp_close(struct poold *pd)
 		return;
 	while ((c = TAILQ_FIRST(&rs->conns)) != NULL)
 		resp_conn_free(c);
-	accept_unguard(rs->listener);
-	evconnlistener_free(rs->listener);
+	accept_close(rs->listener);
 	free(rs);
 	pd->resp = NULL;
 }

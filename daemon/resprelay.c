@@ -328,18 +328,11 @@ void resprelay_learn(struct poold *pd, const char *endpoint, int link_fd)
 /* At a node, start the RESP endpoint if resp.listen is set: relayed once the coordinator is known. */
 int resprelay_open(struct poold *pd)
 {
-	struct sockaddr_storage ss;
 	struct resprelay *rl;
-	unsigned len;
 	int rc;
 
 	if (pd->conf->resp_listen[0] == '\0')
 		return 0;
-	rc = addr_parse(pd->conf->resp_listen, &ss, &len);
-	if (rc < 0) {
-		log_warnx("resp.listen: cannot resolve '%s'", pd->conf->resp_listen);
-		return rc;
-	}
 	rl = calloc(1, sizeof(*rl));
 	if (rl == NULL)
 		return -ENOMEM;
@@ -347,19 +340,11 @@ int resprelay_open(struct poold *pd)
 	TAILQ_INIT(&rl->conns);
 	snprintf(rl->why, sizeof(rl->why), "this node has not joined the coordinator %s yet",
 		 pd->conf->coordinator);
-	rl->listener = evconnlistener_new_bind(pd->base, relay_accept, rl,
-					       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-						       LEV_OPT_CLOSE_ON_EXEC,
-					       128, (struct sockaddr *)&ss, (int)len);
-	if (rl->listener == NULL) {
-		log_warn("resp.listen: cannot listen on %s", pd->conf->resp_listen);
+	rc = accept_listen(pd, "resp.listen", pd->conf->resp_listen, 128, relay_accept, rl,
+			   &rl->listener);
+	if (rc < 0) {
 		free(rl);
-		return -EADDRINUSE;
-	}
-	if (accept_guard(pd, rl->listener, "resp.listen") < 0) {
-		evconnlistener_free(rl->listener);
-		free(rl);
-		return -ENOMEM;
+		return rc;
 	}
 	pd->resprelay = rl;
 	log_info("RESP endpoint on %s, relayed to the coordinator's", pd->conf->resp_listen);
@@ -376,8 +361,7 @@ void resprelay_close(struct poold *pd)
 		return;
 	while ((r = TAILQ_FIRST(&rl->conns)) != NULL)
 		relay_free(r);
-	accept_unguard(rl->listener);
-	evconnlistener_free(rl->listener);
+	accept_close(rl->listener);
 	free(rl);
 	pd->resprelay = NULL;
 }
