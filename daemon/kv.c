@@ -36,6 +36,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -69,11 +70,11 @@ struct kv_place {
 struct kv_val {
 	uint32_t node, arena;
 	uint64_t off, alen, vlen, version;
-	bool pmem; /* spilled to the lender's pmem tier, below a DRAM namespace */
-	uint8_t ncopies;
-	struct kv_place copy[KV_MAX_REPLICAS - 1];
 	uint64_t charged; /* bytes counted against owner's quota.bytes (kv_owner_charge()) */
 	uint32_t owner;	  /* who it counts against: its writer (kv_val_owner()) */
+	bool pmem;	  /* spilled to the lender's pmem tier, below a DRAM namespace */
+	uint8_t ncopies;
+	struct kv_place copy[KV_MAX_REPLICAS - 1]; /* last: most namespaces have none */
 };
 
 /* Storage for the places of one reply location. */
@@ -91,23 +92,30 @@ struct kv_pin {
 	uint32_t count;
 };
 
+/*
+ * An index entry. A lookup, a read and an overwrite touch only its first
+ * two cache lines and its key, which sits right before it in the same
+ * allocation (kv_entry_new()): with 100,000s of keys each is a cache
+ * miss, so the fields they read come first and the rare ones last.
+ */
 struct kv_entry {
 	struct kv_entry *hnext;
-	TAILQ_ENTRY(kv_entry) lru; /* while it has a committed value: its tier's list */
 	uint64_t hash;
-	uint16_t klen;
 	uint8_t *key;
+	uint16_t klen;
 	bool has_val, has_pending;
-	struct kv_val val, pending;
-	uint32_t pnode; /* the writer of the pending version */
-	uint64_t psession;
-	uint64_t preserved_at;
-	struct kv_pin *pins;
 	bool moving; /* a spill or a promotion is copying its value */
 	bool recount; /* its references are being counted again */
+	struct kv_pin *pins;
+	int64_t expire_ms;	   /* when its value expires, in Unix ms (RESP EXPIRE), or 0 */
+	TAILQ_ENTRY(kv_entry) lru; /* while it has a committed value: its tier's list */
+	struct kv_val val;
+	struct kv_val pending;
+	uint32_t pnode; /* the writer of the pending version */
+	uint32_t refs;	/* dedup namespaces: holders of the value, or KV_REFS_UNKNOWN */
+	uint64_t psession;
+	uint64_t preserved_at;
 	uint64_t recopy_at; /* a lost copy of its value is being made again since, or 0 */
-	uint32_t refs;	    /* dedup namespaces: holders of the value, or KV_REFS_UNKNOWN */
-	int64_t expire_ms;	    /* when its value expires, in Unix ms (RESP EXPIRE), or 0 */
 	TAILQ_ENTRY(kv_entry) vol; /* while expire_ms is set: in its namespace's vol list */
 };
 
@@ -248,16 +256,24 @@ static void kv_grow(struct kv_ns *ns)
 	ns->nbuckets = n;
 }
 
+/* The bytes before an entry that hold its key, the entry aligned as malloc() aligns. */
+static size_t kv_key_room(size_t klen)
+{
+	return (klen + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
+}
+
 /* A new entry for a key, linked into the namespace; NULL without memory. */
 static struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_t klen,
 				     uint64_t h)
 {
-	/* The key right after the entry: a lookup's compare touches the same lines. */
-	struct kv_entry *e = calloc(1, sizeof(*e) + klen);
+	/* The key right before the entry: a short one shares its first cache line. */
+	uint8_t *mem = calloc(1, kv_key_room(klen) + sizeof(struct kv_entry));
+	struct kv_entry *e;
 
-	if (e == NULL)
+	if (mem == NULL)
 		return NULL;
-	e->key = (uint8_t *)(e + 1);
+	e = (struct kv_entry *)(void *)(mem + kv_key_room(klen));
+	e->key = (uint8_t *)e - klen;
 	memcpy(e->key, key, klen);
 	e->klen = (uint16_t)klen;
 	e->hash = h;
@@ -515,7 +531,7 @@ static void kv_entry_drop(struct kv_ns *ns, struct kv_entry *e)
 	kv_set_expire(ns, e, 0);
 	*pp = e->hnext;
 	ns->nentries--;
-	free(e); /* and its key */
+	free((uint8_t *)e - kv_key_room(e->klen)); /* the allocation starts with its key */
 }
 
 static void kv_entry_clear(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
@@ -752,8 +768,8 @@ static int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t 
 			break;
 		nodes[k] = lp->node;
 		if (k == 0)
-			*v = (struct kv_val){lp->node, lp->arena, off, alen, len, 0, false, 0, {{0}},
-					     false, 0};
+			*v = (struct kv_val){.node = lp->node, .arena = lp->arena, .off = off,
+					     .alen = alen, .vlen = len};
 		else
 			v->copy[v->ncopies++] = (struct kv_place){lp->node, lp->arena, off, alen};
 	}
@@ -1132,8 +1148,8 @@ static int kv_move(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool 
 	mv->klen = e->klen;
 	mv->ns_id = ns->id;
 	mv->from = e->val;
-	mv->to = (struct kv_val){dst->node, dst->arena, off, alen, e->val.vlen, e->val.version,
-				 to_pmem, 0, {{0}}, 0, 0};
+	mv->to = (struct kv_val){.node = dst->node, .arena = dst->arena, .off = off, .alen = alen,
+				 .vlen = e->val.vlen, .version = e->val.version, .pmem = to_pmem};
 	if (to_pmem) {
 		ns->pmem_used += alen;
 		ns->leaving += e->val.alen;
@@ -2823,8 +2839,9 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 		extent_release(lp->alloc, off, alen);
 		return -ENOMEM;
 	}
-	e->val = (struct kv_val){node, arena, off, alen, h->vlen, h->version,
-				 lp->tier != kv_tier(ns), 0, {{0}}, 0, 0};
+	e->val = (struct kv_val){.node = node, .arena = arena, .off = off, .alen = alen,
+				 .vlen = h->vlen, .version = h->version,
+				 .pmem = lp->tier != kv_tier(ns)};
 	/* Its writer, as its lender's record names it (else the namespace's owner). */
 	owner = kv_val_owner(ns, key, klen, h->has_ruid ? h->ruid : (uint32_t)ns->uid);
 	if (kv_owner_charge(pd, &e->val, owner) < 0) {
