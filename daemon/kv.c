@@ -2595,6 +2595,50 @@ static bool kv_fits_place(const struct kv_ns *ns, uint64_t len, uint64_t alen)
 }
 
 /*
+ * Bring into the cache what looking up these keys will touch, for a server
+ * inside poold about to run a batch of commands (a RESP pipeline): each a
+ * chain of dependent loads (bucket, entry and key, value and LRU
+ * neighbours) that would otherwise miss one after the other, command after
+ * command. Here the misses of the whole batch overlap, one stage at a time.
+ */
+void kv_local_prefetch(struct poold *pd, uid_t uid, const char *nsname, const char *const *keys,
+		       const size_t *klens, size_t n)
+{
+	struct kv_ns *ns = pd->kv ? kv_ns_find(pd, nsname) : NULL;
+	struct kv_entry *e, **slot[KV_PREFETCH_MAX];
+	uint64_t h[KV_PREFETCH_MAX];
+	size_t i;
+
+	if (ns == NULL || !kv_local_owns(ns, uid))
+		return;
+	n = MIN(n, KV_PREFETCH_MAX);
+	for (i = 0; i < n; i++) {
+		h[i] = kv_hash((const uint8_t *)keys[i], klens[i]);
+		slot[i] = &ns->buckets[h[i] & (ns->nbuckets - 1)];
+		__builtin_prefetch(slot[i]);
+	}
+	for (i = 0; i < n; i++)
+		if ((e = *slot[i]) != NULL) {
+			/* Its key, and its fields up to val's end (an entry is 16-byte aligned). */
+			__builtin_prefetch((const uint8_t *)e - kv_key_room(klens[i]));
+			__builtin_prefetch(e);
+			__builtin_prefetch((const uint8_t *)e + 64);
+			__builtin_prefetch((const uint8_t *)&e->val + offsetof(struct kv_val, copy));
+		}
+	for (i = 0; i < n; i++) {
+		for (e = *slot[i]; e != NULL && e->hash != h[i]; e = e->hnext)
+			;
+		if (e == NULL || !e->has_val || e->val.node != pd->node_id ||
+		    e->val.arena >= pd->narenas)
+			continue;
+		__builtin_prefetch((const char *)pd->arenas[e->val.arena].base + e->val.off);
+		if (e->lru.tqe_next != NULL)
+			__builtin_prefetch(e->lru.tqe_next);
+		__builtin_prefetch(e->lru.tqe_prev);
+	}
+}
+
+/*
  * A key's value where it lives in this node's arena, for a server inside
  * poold that copies it out at once (RESP GET): no pin, as nothing else
  * runs before the copy is done. 0, -ENOENT, or -EREMOTE when the value is

@@ -587,6 +587,9 @@ uint64_t kv_local_size(struct poold *pd, const char *nsname);
 uint64_t kv_local_volatile(struct poold *pd, const char *nsname);
 int kv_local_ttl(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key, size_t klen,
 		 int64_t *ret_at);
+#define KV_PREFETCH_MAX 32
+void kv_local_prefetch(struct poold *pd, uid_t uid, const char *nsname, const char *const *keys,
+		       const size_t *klens, size_t n);
 int kv_local_read(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
 		  size_t klen, const void **ret_data, size_t *ret_len);
 uint64_t kv_local_pin(struct poold *pd, uint64_t session, uid_t uid, const char *nsname,

@@ -155,6 +155,7 @@ static void resp_conn_free(struct resp_conn *c)
 		evbuffer_free(c->held);
 	if (c->scratch != NULL)
 		evbuffer_free(c->scratch);
+	evbuffer_free(c->out);
 	bufferevent_free(c->bev);
 	free(c);
 }
@@ -182,13 +183,13 @@ struct evbuffer *resp_output(struct resp_conn *c)
 {
 	if (c->scratch_on)
 		return c->scratch;
-	return c->nsegs > 0 ? c->held : bufferevent_get_output(c->bev);
+	return c->nsegs > 0 ? c->held : c->out;
 }
 
 /* The replies c holds, sent or not. */
 static size_t resp_out_bytes(struct resp_conn *c)
 {
-	return evbuffer_get_length(bufferevent_get_output(c->bev)) +
+	return evbuffer_get_length(bufferevent_get_output(c->bev)) + evbuffer_get_length(c->out) +
 	       (c->held ? evbuffer_get_length(c->held) : 0) +
 	       (c->scratch ? evbuffer_get_length(c->scratch) : 0);
 }
@@ -246,13 +247,30 @@ bool resp_room(struct resp_conn *c, size_t len)
 	return c->overflow == NULL;
 }
 
+/* A header: the type's byte, n in decimal, CRLF ("$5\r\n", ":-1\r\n"); no printf on the hot path. */
+void resp_head(struct evbuffer *out, char type, long long n)
+{
+	char buf[24], *p = buf + sizeof(buf);
+	unsigned long long u = n < 0 ? 0 - (unsigned long long)n : (unsigned long long)n;
+
+	*--p = '\n';
+	*--p = '\r';
+	do
+		*--p = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (n < 0)
+		*--p = '-';
+	*--p = type;
+	evbuffer_add(out, p, (size_t)(buf + sizeof(buf) - p));
+}
+
 void resp_bulk(struct resp_conn *c, const void *data, size_t len)
 {
 	struct evbuffer *out = resp_output(c);
 
 	if (!resp_room(c, len))
 		return;
-	evbuffer_add_printf(out, "$%zu\r\n", len);
+	resp_head(out, '$', (long long)len);
 	evbuffer_add(out, data, len);
 	evbuffer_add(out, "\r\n", 2);
 }
@@ -281,21 +299,21 @@ void resp_null(struct resp_conn *c)
 
 void resp_int(struct resp_conn *c, long long v)
 {
-	resp_out(c, ":%lld\r\n", v);
+	resp_head(resp_output(c), ':', v);
 }
 
 void resp_array(struct resp_conn *c, size_t n)
 {
-	resp_out(c, "*%zu\r\n", n);
+	resp_head(resp_output(c), '*', (long long)n);
 }
 
 /* A map of n pairs: RESP3's, or an array of 2n elements in RESP2. */
 void resp_map(struct resp_conn *c, size_t n)
 {
 	if (c->proto >= 3)
-		resp_out(c, "%%%zu\r\n", n);
+		resp_head(resp_output(c), '%', (long long)n);
 	else
-		resp_out(c, "*%zu\r\n", 2 * n);
+		resp_head(resp_output(c), '*', (long long)(2 * n));
 }
 
 /* An error reply that also ends the connection (protocol errors). */
@@ -317,10 +335,24 @@ void resp_close_after_reply(struct resp_conn *c)
 /* The namespace of database db, for the client's uid. */
 void resp_db_name(const struct resp_conn *c, int db, char *ns, size_t len)
 {
-	if (c->uid == 0)
-		snprintf(ns, len, "redis%d", db);
-	else
-		snprintf(ns, len, "redis%d-u%u", db, (unsigned)c->uid);
+	/* Once per command: not through snprintf(). db is 0-15 (SELECT). */
+	char name[32] = "redis", *p = name + 5, digits[12];
+	unsigned d, u;
+
+	if (db >= 10)
+		*p++ = (char)('0' + db / 10);
+	*p++ = (char)('0' + db % 10);
+	if (c->uid != 0) {
+		*p++ = '-';
+		*p++ = 'u';
+		for (u = c->uid, d = 0; d == 0 || u != 0; u /= 10)
+			digits[d++] = (char)('0' + u % 10);
+		while (d > 0)
+			*p++ = digits[--d];
+	}
+	d = (unsigned)MIN((size_t)(p - name), len - 1);
+	memcpy(ns, name, d);
+	ns[d] = '\0';
 }
 
 /*
@@ -650,6 +682,48 @@ static bool resp_shed(struct resp_conn *c)
 }
 
 /*
+ * Write the replies of the commands just run. When nothing is queued
+ * before them they go to the socket at once, as Redis writes before it
+ * sleeps: no write event to arm and disarm (two epoll_ctl() calls) for each
+ * batch of a pipeline. What the socket does not take waits in the
+ * bufferevent's output, written when it can be.
+ */
+static void resp_flush(struct resp_conn *c)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+
+	if (evbuffer_get_length(c->out) == 0)
+		return;
+	/* A failed write (the client went) leaves the bytes: the bufferevent sees the error. */
+	if (evbuffer_get_length(out) == 0)
+		evbuffer_write(c->out, bufferevent_getfd(c->bev));
+	evbuffer_add_buffer(out, c->out);
+}
+
+/*
+ * Before the commands at the front of in are parsed one by one, bring in
+ * what looking up their keys will touch, all at once (kv_local_prefetch()):
+ * in a pipeline of small GETs and SETs those cache misses were most of a
+ * command's time.
+ */
+static void resp_prefetch(struct resp_conn *c, struct evbuffer *in)
+{
+	const char *keys[KV_PREFETCH_MAX];
+	size_t klens[KV_PREFETCH_MAX], n;
+	struct evbuffer_iovec v;
+	char ns[32];
+
+	if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+		return;
+	n = resp_peek_keys(v.iov_base, v.iov_len, keys, klens, KV_PREFETCH_MAX);
+	c->prefetch_left = n > 0 ? (unsigned)n : KV_PREFETCH_MAX;
+	if (n < 2)
+		return; /* nothing to overlap */
+	resp_db_name(c, c->db, ns, sizeof(ns));
+	kv_local_prefetch(c->rs->pd, c->uid, ns, keys, klens, n);
+}
+
+/*
  * Serve the commands that came. A client that leaves its replies unread is
  * not read from either (its commands wait in the kernel) until it reads
  * them; one whose unread replies pass resp.max_output, or whose reply
@@ -671,12 +745,18 @@ static void resp_read_cb(struct bufferevent *bev, void *arg)
 		if (from_ahead) {
 			cur = c->ahead[0];
 		} else {
+			if (resp_out_bytes(c) > RESP_OUTPUT_PAUSE)
+				resp_flush(c);
 			if (resp_out_bytes(c) > RESP_OUTPUT_PAUSE || c->ahead_stop ||
 			    c->nahead == RESP_AHEAD) {
 				/* Again from resp_write_cb(), or resp_resume(). */
 				bufferevent_disable(bev, EV_READ);
 				break;
 			}
+			if (c->prefetch_left == 0 && c->authed && c->p.nargs == 0)
+				resp_prefetch(c, bufferevent_get_input(bev));
+			else if (c->prefetch_left > 0)
+				c->prefetch_left--;
 			rc = resp_parse(&c->p, bufferevent_get_input(bev), &err);
 			if (rc < 0)
 				resp_fatal(c, err);
@@ -724,6 +804,7 @@ static void resp_read_cb(struct bufferevent *bev, void *arg)
 	}
 	if (c->nahead == 0 && c->inflight == 0)
 		c->lost_err = 0; /* a run of commands is over: a node that failed is tried again */
+	resp_flush(c);
 	if (c->closing && c->inflight == 0 && evbuffer_get_length(out) == 0)
 		resp_conn_free(c);
 }
@@ -734,7 +815,7 @@ static void resp_read_cb(struct bufferevent *bev, void *arg)
  */
 static void resp_release_replies(struct resp_conn *c)
 {
-	struct evbuffer *out = bufferevent_get_output(c->bev);
+	struct evbuffer *out = c->out;
 	size_t pos = 0;
 	unsigned i;
 
@@ -825,8 +906,10 @@ static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 		return;
 	}
 	c = calloc(1, sizeof(*c));
-	if (c == NULL || (c->bev = bufferevent_socket_new(rs->pd->base, fd,
-							  BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+	if (c == NULL || (c->out = evbuffer_new()) == NULL ||
+	    (c->bev = bufferevent_socket_new(rs->pd->base, fd, BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+		if (c != NULL && c->out != NULL)
+			evbuffer_free(c->out);
 		free(c);
 		evutil_closesocket(fd);
 		return;
@@ -847,6 +930,7 @@ static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 	if (resp_conn_user(c, rs->pd->conf->resp_password[0] == '\0' &&
 			      rs->pd->conf->resp_nusers == 0, 0) < 0) {
 		bufferevent_free(c->bev);
+		evbuffer_free(c->out);
 		free(c);
 		return;
 	}

@@ -99,6 +99,8 @@ struct resp_conn {
 	bool ahead_stop; /* one that may change what the next ones read was read: no more */
 	struct resp_seg segs[RESP_SEGS]; /* in held */
 	unsigned nsegs;		 /* while any, replies go to held */
+	struct evbuffer *out;	 /* replies not written yet, written at once (resp_flush()) */
+	unsigned prefetch_left;	 /* commands to parse before looking ahead again (resp_prefetch()) */
 	struct evbuffer *held;	 /* replies behind writes in flight (resp_output()) */
 	struct evbuffer *scratch; /* a command's replies, built apart */
 	bool scratch_on;
@@ -120,6 +122,7 @@ void resp_out(struct resp_conn *c, const char *fmt, ...) __attribute__((format(p
 void resp_err(struct resp_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void resp_ok(struct resp_conn *c);
 bool resp_room(struct resp_conn *c, size_t len);
+void resp_head(struct evbuffer *out, char type, long long n);
 void resp_bulk(struct resp_conn *c, const void *data, size_t len);
 void resp_verbatim(struct resp_conn *c, const char *text, size_t len);
 void resp_null(struct resp_conn *c);

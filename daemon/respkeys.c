@@ -229,7 +229,7 @@ static bool resp_bulk_reference(struct resp_conn *c, const char *ns, const char 
 	if (v->len < RESP_BY_REFERENCE)
 		return false;
 	if (v->fetched) { /* its own buffer, no pin */
-		evbuffer_add_printf(out, "$%zu\r\n", v->len);
+		resp_head(out, '$', (long long)v->len);
 		if (!resp_remote_send(c, out, v->data, v->len))
 			evbuffer_add(out, v->data, v->len);
 		evbuffer_add(out, "\r\n", 2);
@@ -246,7 +246,7 @@ static bool resp_bulk_reference(struct resp_conn *c, const char *ns, const char 
 	*sv = (struct resp_sent){c->rs->pd, c->session, v->version, c->uid, "", klen};
 	snprintf(sv->ns, sizeof(sv->ns), "%s", ns);
 	memcpy(sv->key, key, klen);
-	evbuffer_add_printf(out, "$%zu\r\n", v->len);
+	resp_head(out, '$', (long long)v->len);
 	if (evbuffer_add_reference(out, v->data, v->len, resp_sent_cb, sv) < 0) {
 		evbuffer_add(out, v->data, v->len);
 		resp_sent_cb(NULL, 0, sv);
@@ -953,7 +953,7 @@ static void resp_key_cb(void *arg, const uint8_t *key, size_t klen)
 	/* The keys wait in a side buffer: they count against resp.max_output all the same. */
 	if (!resp_room(k->c, evbuffer_get_length(k->body) + klen + 16))
 		return;
-	evbuffer_add_printf(k->body, "$%zu\r\n", klen);
+	resp_head(k->body, '$', (long long)klen);
 	evbuffer_add(k->body, key, klen);
 	evbuffer_add(k->body, "\r\n", 2);
 	k->n++;

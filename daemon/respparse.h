@@ -45,6 +45,13 @@ int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err);
 void resp_parser_reset(struct resp_parser *p);
 /* Free all it holds. */
 void resp_parser_free(struct resp_parser *p);
+/*
+ * The keys (second arguments) of the whole commands at the front of buf,
+ * at most max: how many it found. Only a hint, for prefetching what
+ * looking them up touches: it reads nothing past len and never fails, it
+ * stops at whatever it does not expect.
+ */
+size_t resp_peek_keys(const char *buf, size_t len, const char **keys, size_t *klens, size_t max);
 /* An argument as an integer, as Redis reads one (string2ll()): true, or false if it is not one. */
 bool resp_ll(const char *s, size_t len, long long *ret);
 

@@ -2,7 +2,8 @@
  * tests/fuzz/fuzz_resp.c - libFuzzer target: a byte stream as the RESP
  * endpoint would read it (arrays of bulk strings, inline commands), in two
  * pieces (a command split anywhere), parsed into commands until it errs or
- * needs more.
+ * needs more; and the keys the endpoint's prefetch peeks at in it, each
+ * within the bytes given.
  */
 #include "config.h"
 
@@ -35,6 +36,20 @@ static int feed(struct resp_parser *p, struct evbuffer *in)
 	return rc < 0 ? -1 : 0;
 }
 
+/* resp_peek_keys() reads nothing past the bytes it is given, and says so. */
+static void peek(const uint8_t *data, size_t size)
+{
+	const char *keys[64], *buf = (const char *)data;
+	size_t klens[64], n, i;
+
+	n = resp_peek_keys(buf, size, keys, klens, 64);
+	if (n > 64)
+		__builtin_trap();
+	for (i = 0; i < n; i++)
+		if (keys[i] < buf || klens[i] > size || (size_t)(keys[i] - buf) > size - klens[i])
+			__builtin_trap();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct evbuffer *in = evbuffer_new();
@@ -42,6 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t cut = size ? data[0] % (size + 1) : 0;
 	bool unauth;
 
+	peek(data, size);
 	if (in == NULL)
 		return 0;
 	/* Odd first bytes: the limits of a client that did not AUTH yet. */
