@@ -36,6 +36,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -50,6 +51,12 @@
 /* What a client that did not AUTH yet may send in one command, as Redis allows it. */
 #define RESP_UNAUTH_ARGS 10
 #define RESP_UNAUTH_BULK 16384
+/* The most bytes one read or write system call of a connection moves. */
+#define RESP_IO_CHUNK (256u << 10)
+/* Arguments from this long on are read by resp_fill(), not 4 KiB at a time... */
+#define RESP_BIG_BULK (16 << 10)
+/* ... at most this many reads of RESP_IO_CHUNK in one callback. */
+#define RESP_FILLS 16
 /* Unread replies past which poold reads no more commands from a client, until it reads. */
 #define RESP_OUTPUT_PAUSE (1u << 20)
 
@@ -701,6 +708,51 @@ static void resp_flush(struct resp_conn *c)
 }
 
 /*
+ * libevent 2.1 reads at most 4 KiB a call (EVBUFFER_MAX_READ), and calls
+ * resp_read_cb() after each: a 256 KiB value took 64 reads and as many
+ * parser calls. While the parser waits for the rest of a big argument,
+ * take it here, as much as the socket holds, RESP_IO_CHUNK a call (the
+ * parser counted the argument against the limits when its header came).
+ * true when it read something; an end or error is left for the
+ * bufferevent to see on its next read.
+ */
+static bool resp_fill(struct resp_conn *c, struct evbuffer *in)
+{
+	size_t have = evbuffer_get_length(in), want, left;
+	struct evbuffer_iovec v[2];
+	ssize_t got;
+	int n, i;
+
+	if (c->p.nargs == 0 || c->p.bulk < RESP_BIG_BULK || have >= (size_t)c->p.bulk + 2)
+		return false;
+	want = MIN((size_t)c->p.bulk + 2 - have, RESP_IO_CHUNK);
+	/* A bufferevent's input is frozen at its end but while libevent reads into it: as here. */
+	evbuffer_unfreeze(in, 0);
+	n = evbuffer_reserve_space(in, (ev_ssize_t)want, v, 2);
+	if (n <= 0) {
+		evbuffer_freeze(in, 0);
+		return false;
+	}
+	for (i = 0, left = want; i < n; i++) {
+		v[i].iov_len = MIN(v[i].iov_len, left);
+		left -= v[i].iov_len;
+	}
+	got = readv(bufferevent_getfd(c->bev), (struct iovec *)v, n);
+	if (got <= 0) {
+		evbuffer_commit_space(in, NULL, 0);
+		evbuffer_freeze(in, 0);
+		return false;
+	}
+	for (i = 0, left = (size_t)got; i < n; i++) {
+		v[i].iov_len = MIN(v[i].iov_len, left);
+		left -= v[i].iov_len;
+	}
+	evbuffer_commit_space(in, v, n);
+	evbuffer_freeze(in, 0);
+	return true;
+}
+
+/*
  * Before the commands at the front of in are parsed one by one, bring in
  * what looking up their keys will touch, all at once (kv_local_prefetch()):
  * in a pipeline of small GETs and SETs those cache misses were most of a
@@ -738,6 +790,7 @@ static void resp_read_cb(struct bufferevent *bev, void *arg)
 	struct resp_queued cur;
 	const char *err;
 	bool from_ahead;
+	unsigned fills = 0;
 	int rc = 1;
 
 	while (!c->closing) {
@@ -799,6 +852,12 @@ static void resp_read_cb(struct bufferevent *bev, void *arg)
 		/* What it announced counts before its bytes come. */
 		if (!resp_shed(c))
 			return;
+		/* (A few MiB a callback: a client sending a huge value does not hold the loop.) */
+		if (!from_ahead && rc == 0 && fills < RESP_FILLS &&
+		    resp_fill(c, bufferevent_get_input(bev))) {
+			fills++;
+			continue;
+		}
 		if (!from_ahead && rc <= 0)
 			break;
 	}
@@ -919,6 +978,8 @@ static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	}
+	/* libevent writes 16 KiB a call by default: a 256 KiB reply took 16. */
+	bufferevent_set_max_single_write(c->bev, RESP_IO_CHUNK);
 	c->rs = rs;
 	/* RESP sessions are numbered apart from control sessions. */
 	c->session = (UINT64_C(1) << 62) | ++rs->next_session;

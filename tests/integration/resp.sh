@@ -93,6 +93,70 @@ PY
 cli ping >"$TEST_DIR/out"; check_out "^PONG$" "poold still serves RESP"
 pool_alive && ok "poold still running" || not_ok "poold still running"
 
+# Big arguments are read past libevent's 4 KiB reads: values of 16 KiB to 20 MiB sent in
+# slices of every size with pauses, a pipelined command behind each, read back bit-exact;
+# a bulk that ends without CRLF and a client gone in the middle of a 20 MiB bulk are
+# refused or forgotten, and poold's fds stay.
+fds0=$(ls /proc/"$POOLD_PID"/fd | wc -l)
+python3 - "$PORT" <<'PY' >"$TEST_DIR/out" 2>&1 && ok "values of 16 KiB to 20 MiB sent in odd slices with pauses read back bit-exact; a bad end and a client gone mid-bulk are refused" || { not_ok "big arguments in slices"; cat "$TEST_DIR/out"; }
+import hashlib, random, socket, sys, time
+port = int(sys.argv[1])
+rnd = random.Random(7)
+def val(i, n):
+    seed = hashlib.sha256(b"%d" % i).digest()
+    return (seed * (n // 32 + 1))[:n]
+def cmd(*args):
+    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
+def recv_all(s, n):
+    got = b""
+    while len(got) < n:
+        chunk = s.recv(1 << 20)
+        assert chunk, got
+        got += chunk
+    return got
+s = socket.create_connection(("127.0.0.1", port), timeout=30)
+sizes = [16384, 16385, 65537, 262144, 1 << 20, 3 * (1 << 20) + 5, 20 << 20]
+for i, n in enumerate(sizes):
+    data = cmd(b"SET", b"big%d" % i, val(i, n)) + cmd(b"PING")
+    at = 0
+    while at < len(data):
+        k = rnd.choice([1, 7, 4095, 4096, 4097, 65536, 300000, 2 << 20])
+        s.sendall(data[at:at + k])
+        at += k
+        if rnd.random() < 0.05:
+            time.sleep(0.01)
+    assert recv_all(s, 12) == b"+OK\r\n+PONG\r\n", i
+for i, n in enumerate(sizes):
+    s.sendall(cmd(b"GET", b"big%d" % i))
+    head = b"$%d\r\n" % n
+    assert recv_all(s, len(head) + n + 2) == head + val(i, n) + b"\r\n", n
+# A bulk whose last two bytes are not CRLF: the protocol error, the connection closed.
+b = socket.create_connection(("127.0.0.1", port), timeout=30)
+b.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$100000\r\n" + b"y" * 100000 + b"XX")
+reply = b""
+while True:
+    try:
+        chunk = b.recv(4096)
+    except ConnectionResetError:
+        break
+    if not chunk:
+        break
+    reply += chunk
+assert reply.startswith(b"-ERR Protocol error"), reply
+# Gone in the middle of a 20 MiB bulk, twenty times.
+for _ in range(20):
+    g = socket.create_connection(("127.0.0.1", port), timeout=30)
+    g.sendall(b"*3\r\n$3\r\nSET\r\n$4\r\ngone\r\n$20971520\r\n" + b"z" * (5 << 20))
+    g.close()
+time.sleep(0.5)
+s.sendall(cmd(b"EXISTS", b"gone"))
+assert recv_all(s, 4) == b":0\r\n"
+print("ok")
+PY
+sleep 0.5
+fds1=$(ls /proc/"$POOLD_PID"/fd | wc -l)
+[ "$fds1" -le "$fds0" ] && pool_alive && ok "... and poold runs on with its fds $fds0 -> $fds1" || not_ok "fds $fds0 -> $fds1 after big arguments"
+
 # AUTH.
 pool_stop
 pool_start -o resp.listen=127.0.0.1:$PORT -o resp.password=s3cret || exit 1
