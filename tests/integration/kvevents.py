@@ -119,6 +119,15 @@ class Subscriber:
                 self.last_seq = seq
             timeout_ms = 100
 
+    def poll_until(self, done, seconds=20):
+        """Take what comes until done(events) holds (a slow poold, under a sanitizer or a
+        loaded machine, publishes late, not wrongly), or the time is up."""
+        deadline = time.time() + seconds
+        while True:
+            self.poll()
+            if done(self.events()) or time.time() > deadline:
+                return
+
     def events(self):
         """Every event of every batch taken, in order; each payload's bytes checked."""
         out = []
@@ -177,22 +186,21 @@ def case_events():
     big = keys_of(4, b"c")
     for k in big:
         kv.put(k, b"b" * (300 << 10))
-    time.sleep(0.3)
-    sub.poll()
+    want_big = [stored([k]) for k in big]
+    sub.poll_until(lambda ev: all(e in ev for e in want_big))
     got = sub.events()
     evicted = [e for e in got[4:] if kind(e) == "BlockRemoved"]
     want = [stored(chain), stored([one]), removed([chain[0]])]
     assert got[:3] == want, "%r\n!=\n%r" % (got[:3], want)
     stored_big = [e for e in got[3:] if e not in evicted]
-    assert stored_big == [stored([k]) for k in big], stored_big
+    assert stored_big == want_big, stored_big
     gone = [h for e in evicted for h in hashes(e)]
     assert set(gone) <= {block_hash(k) for k in chain[1:] + [one] + big}, gone
     assert len(gone) >= 2, gone
     seqs = [s for s, _ in sub.batches]
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
     os.system("%s kv flush %s >/dev/null" % (os.environ["POOLCTL"], NS))
-    time.sleep(0.2)
-    sub.poll()
+    sub.poll_until(lambda ev: ev[-1] == cleared())
     assert sub.events()[-1] == cleared(), sub.events()[-1]
     print("events: %d batches, %d events; %d keys evicted" % (len(sub.batches), len(sub.events()),
                                                                len(gone)))
