@@ -36,7 +36,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -53,9 +53,7 @@
 #define RESP_UNAUTH_BULK 16384
 /* The most bytes one read or write system call of a connection moves. */
 #define RESP_IO_CHUNK (256u << 10)
-/* Arguments from this long on are read by resp_fill(), not 4 KiB at a time... */
-#define RESP_BIG_BULK (16 << 10)
-/* ... at most this many reads of RESP_IO_CHUNK in one callback. */
+/* The most reads of resp_fill() in one callback. */
 #define RESP_FILLS 16
 /* Unread replies past which poold reads no more commands from a client, until it reads. */
 #define RESP_OUTPUT_PAUSE (1u << 20)
@@ -708,47 +706,26 @@ static void resp_flush(struct resp_conn *c)
 }
 
 /*
- * libevent 2.1 reads at most 4 KiB a call (EVBUFFER_MAX_READ), and calls
+ * libevent 2.1 reads at most 4 KiB a call (EVBUFFER_MAX_READ) and calls
  * resp_read_cb() after each: a 256 KiB value took 64 reads and as many
- * parser calls. While the parser waits for the rest of a big argument,
- * take it here, as much as the socket holds, RESP_IO_CHUNK a call (the
- * parser counted the argument against the limits when its header came).
- * true when it read something; an end or error is left for the
- * bufferevent to see on its next read.
+ * parser calls, and was copied once more from the input buffer. While the
+ * parser waits for the rest of a big argument, read it here, straight into
+ * the argument, RESP_IO_CHUNK a call (the parser counted the argument
+ * against the limits when its header came). true when it read something;
+ * an end or error is left for the bufferevent to see on its next read.
  */
 static bool resp_fill(struct resp_conn *c, struct evbuffer *in)
 {
-	size_t have = evbuffer_get_length(in), want, left;
-	struct evbuffer_iovec v[2];
+	size_t len;
+	char *dst;
 	ssize_t got;
-	int n, i;
 
-	if (c->p.nargs == 0 || c->p.bulk < RESP_BIG_BULK || have >= (size_t)c->p.bulk + 2)
+	if (evbuffer_get_length(in) > 0 || (dst = resp_parser_room(&c->p, &len)) == NULL)
 		return false;
-	want = MIN((size_t)c->p.bulk + 2 - have, RESP_IO_CHUNK);
-	/* A bufferevent's input is frozen at its end but while libevent reads into it: as here. */
-	evbuffer_unfreeze(in, 0);
-	n = evbuffer_reserve_space(in, (ev_ssize_t)want, v, 2);
-	if (n <= 0) {
-		evbuffer_freeze(in, 0);
+	got = read(bufferevent_getfd(c->bev), dst, MIN(len, RESP_IO_CHUNK));
+	if (got <= 0)
 		return false;
-	}
-	for (i = 0, left = want; i < n; i++) {
-		v[i].iov_len = MIN(v[i].iov_len, left);
-		left -= v[i].iov_len;
-	}
-	got = readv(bufferevent_getfd(c->bev), (struct iovec *)v, n);
-	if (got <= 0) {
-		evbuffer_commit_space(in, NULL, 0);
-		evbuffer_freeze(in, 0);
-		return false;
-	}
-	for (i = 0, left = (size_t)got; i < n; i++) {
-		v[i].iov_len = MIN(v[i].iov_len, left);
-		left -= v[i].iov_len;
-	}
-	evbuffer_commit_space(in, v, n);
-	evbuffer_freeze(in, 0);
+	resp_parser_took(&c->p, (size_t)got);
 	return true;
 }
 

@@ -29,6 +29,7 @@
 #define RESP_ARG_COST 16 /* what an argument costs beyond its bytes, against max_total */
 #define RESP_KEEP_ARGS 16 /* argument arrays up to this many kept from one command to the next */
 #define RESP_FAST_ARGS 8  /* commands of up to this many arguments are parsed at once */
+#define RESP_PART_BULK (16 << 10) /* arguments from this long on are kept as they come */
 
 void resp_parser_init(struct resp_parser *p, long max_args, long max_bulk, uint64_t max_total,
 		      bool unauth)
@@ -58,6 +59,9 @@ void resp_parser_reset(struct resp_parser *p)
 
 	for (i = 0; i < p->have; i++)
 		free(p->argv[i]);
+	if (p->part)
+		free(p->argv[p->have]);
+	p->part = false;
 	if (p->cap > RESP_KEEP_ARGS) {
 		free(p->argv);
 		free(p->argl);
@@ -388,14 +392,35 @@ int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err)
 			if (resp_arg_room(p, (size_t)p->bulk, err) < 0)
 				return -1;
 		}
-		if (evbuffer_get_length(in) < (size_t)p->bulk + 2)
-			return 0;
-		p->argv[p->have] = malloc((size_t)p->bulk + 1);
-		if (p->argv[p->have] == NULL) {
-			*err = "out of memory";
-			return -1;
+		if (p->bulk >= RESP_PART_BULK) {
+			/* Big: its bytes go to it as they come, here or by resp_parser_room(). */
+			size_t take;
+
+			if (!p->part) {
+				p->argv[p->have] = malloc((size_t)p->bulk + 1);
+				if (p->argv[p->have] == NULL) {
+					*err = "out of memory";
+					return -1;
+				}
+				p->part = true;
+				p->got = 0;
+			}
+			take = MIN(evbuffer_get_length(in), (size_t)p->bulk - p->got);
+			evbuffer_remove(in, p->argv[p->have] + p->got, take);
+			p->got += take;
+			if (p->got < (size_t)p->bulk || evbuffer_get_length(in) < 2)
+				return 0;
+			p->part = false;
+		} else {
+			if (evbuffer_get_length(in) < (size_t)p->bulk + 2)
+				return 0;
+			p->argv[p->have] = malloc((size_t)p->bulk + 1);
+			if (p->argv[p->have] == NULL) {
+				*err = "out of memory";
+				return -1;
+			}
+			evbuffer_remove(in, p->argv[p->have], (size_t)p->bulk);
 		}
-		evbuffer_remove(in, p->argv[p->have], (size_t)p->bulk);
 		p->argv[p->have][p->bulk] = '\0';
 		p->argl[p->have] = (size_t)p->bulk;
 		p->have++;
@@ -408,6 +433,25 @@ int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err)
 		if (p->have == p->nargs)
 			return 1;
 	}
+}
+
+/*
+ * Where the rest of the big argument being read goes, and how much of it
+ * is missing (*ret_len), for a caller that reads it from the socket itself
+ * once in is empty; NULL when none is being read.
+ */
+char *resp_parser_room(struct resp_parser *p, size_t *ret_len)
+{
+	if (!p->part || p->got >= (size_t)p->bulk)
+		return NULL;
+	*ret_len = (size_t)p->bulk - p->got;
+	return p->argv[p->have] + p->got;
+}
+
+/* n bytes were put where resp_parser_room() said. */
+void resp_parser_took(struct resp_parser *p, size_t n)
+{
+	p->got += n;
 }
 
 size_t resp_peek_keys(const char *buf, size_t len, const char **keys, size_t *klens, size_t max)

@@ -27,6 +27,8 @@ struct resp_parser {
 	long bulk;     /* length of the bulk being read, -1 between bulks */
 	char **argv;   /* the command's arguments, NUL-terminated (they may hold NULs) */
 	size_t *argl;
+	bool part;     /* argv[have] is a big argument being read, got bytes of it so far */
+	size_t got;
 };
 
 void resp_parser_init(struct resp_parser *p, long max_args, long max_bulk, uint64_t max_total,
@@ -41,6 +43,14 @@ void resp_parser_limit(struct resp_parser *p, long max_args, long max_bulk, uint
  * Every length is checked against the limits before anything is kept.
  */
 int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err);
+/*
+ * A big argument's bytes can be read straight into it: where the rest goes
+ * and how much (NULL when none is being read; only when in is empty, as
+ * resp_parse() leaves it), then resp_parser_took() with how much was put
+ * there, and resp_parse() again.
+ */
+char *resp_parser_room(struct resp_parser *p, size_t *ret_len);
+void resp_parser_took(struct resp_parser *p, size_t n);
 /* Forget the current command (and free its arguments). */
 void resp_parser_reset(struct resp_parser *p);
 /* Free all it holds. */

@@ -1,8 +1,8 @@
 /*
  * tests/fuzz/fuzz_resp.c - libFuzzer target: a byte stream as the RESP
  * endpoint would read it (arrays of bulk strings, inline commands), in two
- * pieces (a command split anywhere), parsed into commands until it errs or
- * needs more; and the keys the endpoint's prefetch peeks at in it, each
+ * pieces (a command split anywhere; the rest of a big argument put straight
+ * into it), parsed into commands until it errs or needs more; and the keys the endpoint's prefetch peeks at in it, each
  * within the bytes given.
  */
 #include "config.h"
@@ -65,9 +65,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	resp_parser_init(&p, unauth ? 10 : RESP_MAX_ARGS, unauth ? 16384 : 1 << 16, 1 << 20, unauth);
 	evbuffer_add(in, data, cut);
 	if (feed(&p, in) == 0) {
-		evbuffer_add(in, data + cut, size - cut);
+		const uint8_t *rest = data + cut;
+		size_t left = size - cut, room, n;
+		char *dst;
+
+		/* What a big argument still misses goes straight into it, as the endpoint reads it. */
+		while (left > 0 && evbuffer_get_length(in) == 0 &&
+		       (dst = resp_parser_room(&p, &room)) != NULL) {
+			n = room < left ? room : left;
+			memcpy(dst, rest, n);
+			resp_parser_took(&p, n);
+			rest += n;
+			left -= n;
+			if (feed(&p, in) < 0)
+				goto out;
+		}
+		evbuffer_add(in, rest, left);
 		feed(&p, in);
 	}
+out:
 	resp_parser_free(&p);
 	evbuffer_free(in);
 	return 0;
