@@ -1031,6 +1031,7 @@ void resp_close(struct poold *pd)
 		return;
 	while ((c = TAILQ_FIRST(&rs->conns)) != NULL)
 		resp_conn_free(c);
+	resp_remote_close();
 	accept_close(rs->listener);
 	free(rs);
 	pd->resp = NULL;

@@ -152,6 +152,7 @@ int resp_remote_put(struct resp_conn *c, const char *ns, const char *key, size_t
 bool resp_remote_send(struct resp_conn *c, struct evbuffer *out, const char *data, size_t len);
 void resp_remote_clear(struct resp_conn *c);
 void resp_remote_end(struct resp_conn *c);
+void resp_remote_close(void);
 void resp_remote_timeout(evutil_socket_t fd, short what, void *arg);
 bool resp_blind_write(const struct resp_cmd *cmd, long argc, char **argv);
 bool resp_remote_lenders(struct poold *pd);

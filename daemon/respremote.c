@@ -66,6 +66,7 @@ struct resp_remote {
 	uint32_t uid;
 	int64_t expire; /* a put's: as resp_put() was given it */
 	char ns[32];
+	struct resp_remote *flush_next; /* a put waiting for its endpoint's flush (resp_flush) */
 	struct resp_blob *blob; /* its bytes */
 	char *data;		/* blob->data */
 	size_t len, klen;
@@ -225,17 +226,85 @@ static void resp_put_flushed(void *arg, int status)
 	resp_remote_finish(op, rc);
 }
 
+/*
+ * A write is complete at its lender only once flushed, and one flush of an
+ * endpoint covers every write issued on it before. So the puts that land
+ * in one pass of the event loop (a pipeline's, usually together) wait for
+ * one flush per endpoint, issued at the end of the pass, not one each.
+ */
+struct resp_flush {
+	LIST_ENTRY(resp_flush) entry;
+	struct poold *pd;
+	uint32_t node;
+	uint64_t gen;
+	struct resp_remote *ops; /* linked by flush_next */
+};
+
+static LIST_HEAD(, resp_flush) resp_flushes = LIST_HEAD_INITIALIZER(resp_flushes);
+static struct event *resp_flush_ev; /* runs resp_flush_issue() at the end of the pass */
+
+static void resp_flush_done(void *arg, int status)
+{
+	struct resp_flush *f = arg;
+	struct resp_remote *op, *next;
+
+	for (op = f->ops; op != NULL; op = next) {
+		next = op->flush_next;
+		resp_put_flushed(op, status);
+	}
+	free(f);
+}
+
+static void resp_flush_issue(evutil_socket_t fd, short what, void *arg)
+{
+	struct resp_flush *f;
+	struct fab_ep *ep;
+
+	(void)fd, (void)what, (void)arg;
+	while ((f = LIST_FIRST(&resp_flushes)) != NULL) {
+		LIST_REMOVE(f, entry);
+		ep = cluster_ep_of(f->pd, f->node, f->gen);
+		if (ep == NULL || fab_flush_nb(ep, resp_flush_done, f) < 0)
+			resp_flush_done(f, POOL_ELOST);
+	}
+}
+
 static void resp_put_cb(void *arg, int status)
 {
 	struct resp_remote *op = arg;
-	struct fab_ep *ep;
+	struct resp_flush *f;
 
-	/* A write is complete at its lender only once flushed. */
-	if (status == 0 && op->c != NULL &&
-	    (ep = cluster_ep_of(op->pd, op->node, op->gen)) != NULL &&
-	    fab_flush_nb(ep, resp_put_flushed, op) == 0)
+	if (status < 0 || op->c == NULL) {
+		resp_put_flushed(op, status < 0 ? status : POOL_ELOST);
 		return;
-	resp_put_flushed(op, status < 0 ? status : POOL_ELOST);
+	}
+	LIST_FOREACH(f, &resp_flushes, entry)
+		if (f->node == op->node && f->gen == op->gen)
+			break;
+	if (f == NULL && (resp_flush_ev != NULL ||
+			  (resp_flush_ev = event_new(op->pd->base, -1, 0, resp_flush_issue,
+						     NULL)) != NULL) &&
+	    (f = calloc(1, sizeof(*f))) != NULL) {
+		*f = (struct resp_flush){.pd = op->pd, .node = op->node, .gen = op->gen};
+		LIST_INSERT_HEAD(&resp_flushes, f, entry);
+		if (!event_pending(resp_flush_ev, EV_TIMEOUT, NULL))
+			event_active(resp_flush_ev, EV_TIMEOUT, 0);
+	}
+	if (f == NULL) {
+		resp_put_flushed(op, -ENOMEM);
+		return;
+	}
+	op->flush_next = f->ops;
+	f->ops = op;
+}
+
+/* The endpoint's flushes not issued yet go out now, and what ran them goes (poold stops). */
+void resp_remote_close(void)
+{
+	resp_flush_issue(-1, 0, NULL);
+	if (resp_flush_ev != NULL)
+		event_free(resp_flush_ev);
+	resp_flush_ev = NULL;
 }
 
 /* Start op's transfer at w; 0, or -errno (op not started: the caller frees it). */
