@@ -133,7 +133,8 @@ int accept_listen(struct poold *pd, const char *what, const char *addr, int back
 		return rc;
 	}
 	l = evconnlistener_new_bind(pd->base, cb, arg,
-				    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+				    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+					    LEV_OPT_CLOSE_ON_EXEC,
 				    backlog, (struct sockaddr *)&ss, (int)len);
 	if (l == NULL) {
 		log_warn("%s: cannot listen on %s", what, addr);

@@ -252,7 +252,7 @@ bool resp_room(struct resp_conn *c, size_t len)
 	return c->overflow == NULL;
 }
 
-/* A header: the type's byte, n in decimal, CRLF ("$5\r\n", ":-1\r\n"); no printf on the hot path. */
+/* A header: the type's byte, n in decimal, CRLF ("$5\r\n", ":-1\r\n"); no printf. */
 void resp_head(struct evbuffer *out, char type, long long n)
 {
 	char buf[24], *p = buf + sizeof(buf);

@@ -100,7 +100,7 @@ struct resp_conn {
 	struct resp_seg segs[RESP_SEGS]; /* in held */
 	unsigned nsegs;		 /* while any, replies go to held */
 	struct evbuffer *out;	 /* replies not written yet, written at once (resp_flush()) */
-	unsigned prefetch_left;	 /* commands to parse before looking ahead again (resp_prefetch()) */
+	unsigned prefetch_left;	 /* commands to parse before the next resp_prefetch() */
 	struct evbuffer *held;	 /* replies behind writes in flight (resp_output()) */
 	struct evbuffer *scratch; /* a command's replies, built apart */
 	bool scratch_on;

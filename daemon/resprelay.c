@@ -90,7 +90,8 @@ static void relay_read_cb(struct bufferevent *bev, void *arg)
 	struct evbuffer *out;
 
 	if (to == NULL || r->draining) { /* nothing to pass them to any more */
-		evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+		evbuffer_drain(bufferevent_get_input(bev),
+			       evbuffer_get_length(bufferevent_get_input(bev)));
 		return;
 	}
 	out = bufferevent_get_output(to);
@@ -144,10 +145,14 @@ static void relay_unreachable(struct relay_conn *r, const char *why)
 {
 	struct resprelay *rl = r->rl;
 
-	log_warnx_limited(&rl->said, 10000, "RESP relay: cannot reach the coordinator's endpoint "
-			  "%s: %s", rl->endpoint, why);
-	evbuffer_add_printf(bufferevent_get_output(r->client), "-ERR the coordinator's RESP "
-			    "endpoint %s is unreachable from this node: %s\r\n", rl->endpoint, why);
+	log_warnx_limited(&rl->said, 10000,
+			  "RESP relay: cannot reach the coordinator's endpoint "
+			  "%s: %s",
+			  rl->endpoint, why);
+	evbuffer_add_printf(bufferevent_get_output(r->client),
+			    "-ERR the coordinator's RESP "
+			    "endpoint %s is unreachable from this node: %s\r\n",
+			    rl->endpoint, why);
 }
 
 static void relay_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -170,8 +175,8 @@ static void relay_event_cb(struct bufferevent *bev, short what, void *arg)
 		int err = EVUTIL_SOCKET_ERROR();
 
 		relay_unreachable(r, (what & BEV_EVENT_TIMEOUT) ? "timed out"
-				     : err != 0		    ? strerror(err)
-							    : "connection refused");
+				     : err != 0			? strerror(err)
+								: "connection refused");
 	}
 	relay_drain(r, bev);
 }
@@ -242,12 +247,14 @@ static void relay_accept(struct evconnlistener *lis, evutil_socket_t fd, struct 
 static bool relay_is_loopback(const struct sockaddr_storage *ss)
 {
 	if (ss->ss_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)(const void *)ss)->sin_addr.s_addr) >> 24) ==
-		       127;
+		return (ntohl(((const struct sockaddr_in *)(const void *)ss)->sin_addr.s_addr) >>
+			24) == 127;
 	if (ss->ss_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr;
+		const struct in6_addr *a =
+		    &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr;
 
-		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
 	}
 	return false;
 }
@@ -255,7 +262,8 @@ static bool relay_is_loopback(const struct sockaddr_storage *ss)
 static bool relay_is_wildcard(const struct sockaddr_storage *ss)
 {
 	if (ss->ss_family == AF_INET)
-		return ((const struct sockaddr_in *)(const void *)ss)->sin_addr.s_addr == INADDR_ANY;
+		return ((const struct sockaddr_in *)(const void *)ss)->sin_addr.s_addr ==
+		       INADDR_ANY;
 	return ss->ss_family == AF_INET6 &&
 	       IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr);
 }
@@ -270,8 +278,9 @@ static void relay_set_port(struct sockaddr_storage *ss, in_port_t port)
 
 static in_port_t relay_port(const struct sockaddr_storage *ss)
 {
-	return ss->ss_family == AF_INET ? ((const struct sockaddr_in *)(const void *)ss)->sin_port
-					: ((const struct sockaddr_in6 *)(const void *)ss)->sin6_port;
+	return ss->ss_family == AF_INET
+		   ? ((const struct sockaddr_in *)(const void *)ss)->sin_port
+		   : ((const struct sockaddr_in6 *)(const void *)ss)->sin6_port;
 }
 
 /*
@@ -293,15 +302,20 @@ void resprelay_learn(struct poold *pd, const char *endpoint, int link_fd)
 	snprintf(was, sizeof(was), "%s", rl->endpoint);
 	rl->known = false;
 	if (endpoint == NULL || endpoint[0] == '\0') {
-		snprintf(rl->why, sizeof(rl->why), "the coordinator %s serves no RESP endpoint "
-			 "(resp.listen is unset there)", pd->conf->coordinator);
+		snprintf(rl->why, sizeof(rl->why),
+			 "the coordinator %s serves no RESP endpoint "
+			 "(resp.listen is unset there)",
+			 pd->conf->coordinator);
 	} else if (addr_parse_numeric(endpoint, &to, &tolen) < 0 ||
 		   (to.ss_family != AF_INET && to.ss_family != AF_INET6) ||
 		   getpeername(link_fd, (struct sockaddr *)&via, &vialen) < 0) {
-		snprintf(rl->why, sizeof(rl->why), "the coordinator's RESP endpoint '%.64s' is "
-			 "not an address this node can use", endpoint);
+		snprintf(rl->why, sizeof(rl->why),
+			 "the coordinator's RESP endpoint '%.64s' is "
+			 "not an address this node can use",
+			 endpoint);
 	} else if (relay_is_loopback(&to) && !relay_is_loopback(&via)) {
-		snprintf(rl->why, sizeof(rl->why), "the coordinator's RESP endpoint %.64s is on "
+		snprintf(rl->why, sizeof(rl->why),
+			 "the coordinator's RESP endpoint %.64s is on "
 			 "its loopback only: set its resp.listen to an address nodes reach",
 			 endpoint);
 	} else {
@@ -325,7 +339,8 @@ void resprelay_learn(struct poold *pd, const char *endpoint, int link_fd)
 		log_warnx("RESP endpoint %s: %s", pd->conf->resp_listen, rl->why);
 }
 
-/* At a node, start the RESP endpoint if resp.listen is set: relayed once the coordinator is known. */
+/* At a node, start the RESP endpoint if resp.listen is set: relayed once the coordinator is known.
+ */
 int resprelay_open(struct poold *pd)
 {
 	struct resprelay *rl;

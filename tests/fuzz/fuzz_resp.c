@@ -2,8 +2,8 @@
  * tests/fuzz/fuzz_resp.c - libFuzzer target: a byte stream as the RESP
  * endpoint would read it (arrays of bulk strings, inline commands), in two
  * pieces (a command split anywhere; the rest of a big argument put straight
- * into it), parsed into commands until it errs or needs more; and the keys the endpoint's prefetch peeks at in it, each
- * within the bytes given.
+ * into it), parsed into commands until it errs or needs more; and the keys
+ * the endpoint's prefetch peeks at in it, each within the bytes given.
  */
 #include "config.h"
 
@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t left = size - cut, room, n;
 		char *dst;
 
-		/* What a big argument still misses goes straight into it, as the endpoint reads it. */
+		/* The rest of a big argument goes straight into it, as the endpoint reads it. */
 		while (left > 0 && evbuffer_get_length(in) == 0 &&
 		       (dst = resp_parser_room(&p, &room)) != NULL) {
 			n = room < left ? room : left;
