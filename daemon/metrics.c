@@ -370,6 +370,31 @@ static void metrics_kv_events(struct poold *pd, struct evbuffer *b)
 		    st.refused_replays);
 }
 
+/* The RESP endpoint: the coordinator's own, or a node's relay to it. */
+static void metrics_resp(struct poold *pd, struct evbuffer *b)
+{
+	struct resp_stats st;
+
+	if (!resp_stats(pd, &st))
+		return;
+	metrics_one(b, "pool_resp_connections", "gauge",
+		    st.relay ? "RESP connections relayed to the coordinator now"
+			     : "RESP connections now", st.connections);
+	metrics_one(b, "pool_resp_refused_total", "counter",
+		    "RESP connections refused (resp.max_clients, or no coordinator endpoint to relay "
+		    "to)", st.refused);
+	if (!st.relay) {
+		metrics_one(b, "pool_resp_commands_total", "counter", "RESP commands run",
+			    st.commands);
+		return;
+	}
+	metrics_head(b, "pool_resp_relayed_bytes_total", "counter",
+		     "bytes a node's RESP endpoint relayed, by direction");
+	evbuffer_add_printf(b, "pool_resp_relayed_bytes_total{to=\"coordinator\"} %llu\n"
+			       "pool_resp_relayed_bytes_total{to=\"client\"} %llu\n",
+			    (unsigned long long)st.to_coordinator, (unsigned long long)st.to_client);
+}
+
 /* The text of GET /metrics. */
 static int metrics_text(struct poold *pd, struct evbuffer *b)
 {
@@ -383,6 +408,7 @@ static int metrics_text(struct poold *pd, struct evbuffer *b)
 	if (pd->coord != NULL && pd->regions != NULL)
 		metrics_pool(pd, b);
 	metrics_kv_events(pd, b);
+	metrics_resp(pd, b);
 	return 0;
 }
 

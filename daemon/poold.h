@@ -681,11 +681,21 @@ void metrics_close(struct poold *pd);
 int resp_open(struct poold *pd);
 void resp_close(struct poold *pd);
 int resp_endpoint(struct poold *pd, char *buf, size_t len);
+/* What a RESP endpoint served, for the metrics: its own (coordinator) or a node's relay. */
+struct resp_stats {
+	uint64_t connections;		  /* open now */
+	uint64_t refused;		  /* connections refused, ever */
+	uint64_t commands;		  /* run, ever (the coordinator's) */
+	uint64_t to_coordinator, to_client; /* bytes relayed, ever (a node's) */
+	bool relay;
+};
+bool resp_stats(const struct poold *pd, struct resp_stats *ret);
 
 /* resprelay.c: a node's RESP endpoint, relayed to the coordinator's */
 int resprelay_open(struct poold *pd);
 void resprelay_close(struct poold *pd);
 void resprelay_learn(struct poold *pd, const char *endpoint, int link_fd);
+bool resprelay_stats(const struct poold *pd, struct resp_stats *ret);
 
 /* peer.c: a node's link to the coordinator */
 int peer_open(struct poold *pd);

@@ -938,6 +938,8 @@ static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 	if (rs->nconns >= (unsigned)rs->pd->conf->resp_max_clients) {
 		static const char msg[] = "-ERR max number of clients reached\r\n";
 
+		rs->refused++;
+
 		accept_refuse(fd, msg, sizeof(msg) - 1);
 		return;
 	}
@@ -1005,6 +1007,18 @@ int resp_open(struct poold *pd)
 	log_info("RESP endpoint on %s%s", pd->conf->resp_listen,
 		 pd->conf->resp_password[0] ? " (AUTH required)" : "");
 	return 0;
+}
+
+/* What the endpoint served; false without one (at a node: resprelay_stats()). */
+bool resp_stats(const struct poold *pd, struct resp_stats *ret)
+{
+	const struct resp *rs = pd->resp;
+
+	if (rs == NULL)
+		return resprelay_stats(pd, ret);
+	*ret = (struct resp_stats){.connections = rs->nconns, .refused = rs->refused,
+				   .commands = rs->commands};
+	return true;
 }
 
 /* Where the RESP endpoint is bound, as ip:port (for nodes that relay to it), or -ENOENT. */

@@ -115,6 +115,7 @@ struct resp {
 	uint64_t bytes; /* of all connections' buffers: resp.max_buffers */
 	uint64_t next_session;
 	uint64_t commands;
+	uint64_t refused; /* connections over resp.max_clients */
 };
 
 /* Replies (resp.c). */

@@ -56,6 +56,7 @@ struct resprelay {
 	struct evconnlistener *listener;
 	TAILQ_HEAD(, relay_conn) conns;
 	unsigned nconns;
+	uint64_t refused, to_coordinator, to_client; /* ever, for the metrics */
 	bool known; /* where the coordinator's endpoint is */
 	struct sockaddr_storage to;
 	unsigned tolen;
@@ -95,6 +96,10 @@ static void relay_read_cb(struct bufferevent *bev, void *arg)
 		return;
 	}
 	out = bufferevent_get_output(to);
+	if (bev == r->client)
+		r->rl->to_coordinator += evbuffer_get_length(bufferevent_get_input(bev));
+	else
+		r->rl->to_client += evbuffer_get_length(bufferevent_get_input(bev));
 	evbuffer_add_buffer(out, bufferevent_get_input(bev));
 	if (evbuffer_get_length(out) >= RELAY_HIGH) {
 		bufferevent_disable(bev, EV_READ);
@@ -199,12 +204,9 @@ static void relay_accept(struct evconnlistener *lis, evutil_socket_t fd, struct 
 	int one = 1;
 
 	(void)lis, (void)sa, (void)salen;
-	if (rl->nconns >= (unsigned)rl->pd->conf->resp_max_clients) {
-		relay_refuse(fd, "max number of clients reached");
-		return;
-	}
-	if (!rl->known) {
-		relay_refuse(fd, rl->why);
+	if (rl->nconns >= (unsigned)rl->pd->conf->resp_max_clients || !rl->known) {
+		relay_refuse(fd, rl->known ? "max number of clients reached" : rl->why);
+		rl->refused++;
 		return;
 	}
 	r = calloc(1, sizeof(*r));
@@ -364,6 +366,19 @@ int resprelay_open(struct poold *pd)
 	pd->resprelay = rl;
 	log_info("RESP endpoint on %s, relayed to the coordinator's", pd->conf->resp_listen);
 	return 0;
+}
+
+/* What the relay served; false without one. */
+bool resprelay_stats(const struct poold *pd, struct resp_stats *ret)
+{
+	const struct resprelay *rl = pd->resprelay;
+
+	if (rl == NULL)
+		return false;
+	*ret = (struct resp_stats){.connections = rl->nconns, .refused = rl->refused,
+				   .to_coordinator = rl->to_coordinator,
+				   .to_client = rl->to_client, .relay = true};
+	return true;
 }
 
 /* Stop it: relayed connections end. */

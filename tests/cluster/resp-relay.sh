@@ -16,11 +16,11 @@ if ! /usr/bin/python3 -c 'import redis' 2>/dev/null || ! command -v redis-benchm
 fi
 
 PW=relay-test-password
-coord_start() { pool_node_start 1 -o "resp.password=$PW" -o resp.max_output=8M "$@"; }
+coord_start() { pool_node_start 1 -o "resp.password=$PW" -o resp.max_output=8M -o metrics.listen=127.0.0.1:9464 "$@"; }
 cluster_create 3 || exit 1
 coord_start -o "resp.listen=0.0.0.0:6379" || exit 1
 for _ in $(seq 100); do [ -S "$(pool_sock 1)" ] && break; sleep 0.05; done
-pool_node_start 2 -o "resp.listen=127.0.0.1:6379" -o resp.max_clients=40 || exit 1
+pool_node_start 2 -o "resp.listen=127.0.0.1:6379" -o resp.max_clients=40 -o metrics.listen=127.0.0.1:9464 || exit 1
 pool_node_start 3 -o "resp.listen=$(cluster_addr 3):6379" || exit 1
 for i in 2 3; do pool_wait_state 1 "h$i" up 20 || { not_ok "h$i did not join"; exit 1; }; done
 cluster_wait_tcp 2 127.0.0.1 6379 || { not_ok "node 2's RESP endpoint up"; exit 1; }
@@ -138,6 +138,18 @@ sleep 1; f1=$(fds 2); f1c=$(fds 1)
 grep -q "^ok" "$CLUSTER_TMP/out" && [ "$f1" -le "$f0" ] && [ "$f1c" -le "$((f0c + 2))" ] \
 	&& ok "as uid nobody: the 41st connection gets 'max number of clients reached'; 300 dropped ones leave fds node 2 $f0 -> $f1, coordinator $f0c -> $f1c" \
 	|| { not_ok "connection floods through node 2: fds $f0 -> $f1, coordinator $f0c -> $f1c"; cat "$CLUSTER_TMP/out"; }
+
+# What the metrics of node 2's relay and of the coordinator's endpoint say of all that.
+metric() { cluster_exec "$1" /usr/bin/python3 -c '
+import sys, urllib.request
+text = urllib.request.urlopen("http://127.0.0.1:9464/metrics", timeout=10).read().decode()
+print(sum(float(l.split()[-1]) for l in text.splitlines() if l.startswith(sys.argv[1])))' "$2"; }
+up=$(metric 2 'pool_resp_relayed_bytes_total{to="coordinator"}'); down=$(metric 2 'pool_resp_relayed_bytes_total{to="client"}')
+refused=$(metric 2 pool_resp_refused_total); cmds=$(metric 1 pool_resp_commands_total)
+python3 -c "import sys; a = [float(x) for x in sys.argv[1:]]; sys.exit(0 if a[0] > 1e6 and a[1] > 8e6 and a[2] >= 1 and a[3] > 40000 else 1)" \
+	"$up" "$down" "$refused" "$cmds" \
+	&& ok "metrics: node 2 relayed ${up%.*} bytes up and ${down%.*} down, refused ${refused%.*}; the coordinator ran ${cmds%.*} commands" \
+	|| not_ok "metrics: relayed up $up down $down, refused $refused, commands $cmds"
 
 # The coordinator's endpoint unreachable from node 3 (dropped, then refused): an error, no hang.
 cluster_exec 1 nft -f - <<NFT
