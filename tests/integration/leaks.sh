@@ -15,7 +15,9 @@ nfds() { ls "/proc/$POOLD_PID/fd" | wc -l; }
 pool_start -o lend.size=64M -o control.max_clients=64 -o "resp.listen=127.0.0.1:$RESP" \
 	-o "metrics.listen=127.0.0.1:$METRICS" || exit 1
 "$POOLCTL" status >/dev/null
+# poold may not have seen poolctl's close yet: count once the count holds still.
 before=$(nfds)
+for _ in $(seq 50); do sleep 0.1; now=$(nfds); [ "$now" = "$before" ] && break; before=$now; done
 python3 - "$POOL_SOCKET" "$top_srcdir/tests/integration" <<'EOF' || not_ok "control socket cycles"
 import socket, sys
 sys.path.insert(0, sys.argv[2])
@@ -48,7 +50,7 @@ EOF
 # Let poold see the last closes.
 for _ in $(seq 50); do [ "$(nfds)" -le "$before" ] && break; sleep 0.1; done
 after=$(nfds)
-[ "$after" -eq "$before" ] && ok "12,000 connections later poold has $after descriptors open, as before" \
+[ "$after" -le "$before" ] && ok "12,000 connections later poold has $after descriptors open, as before" \
 	|| { not_ok "descriptors: $before before, $after after"; ls -l "/proc/$POOLD_PID/fd"; }
 check "poold still serves" "$POOLCTL" status
 pool_alive && ok "poold still running" || not_ok "poold still running"
