@@ -375,7 +375,7 @@ static void metrics_resp(struct poold *pd, struct evbuffer *b)
 {
 	struct resp_stats st;
 
-	if (!resp_stats(pd, &st))
+	if (!resp_stats(pd, &st) && !resprelay_stats(pd, &st))
 		return;
 	metrics_one(b, "pool_resp_connections", "gauge",
 		    st.relay ? "RESP connections relayed to the coordinator now"

@@ -1009,13 +1009,13 @@ int resp_open(struct poold *pd)
 	return 0;
 }
 
-/* What the endpoint served; false without one (at a node: resprelay_stats()). */
+/* What the endpoint served; false without one. */
 bool resp_stats(const struct poold *pd, struct resp_stats *ret)
 {
 	const struct resp *rs = pd->resp;
 
 	if (rs == NULL)
-		return resprelay_stats(pd, ret);
+		return false;
 	*ret = (struct resp_stats){.connections = rs->nconns, .refused = rs->refused,
 				   .commands = rs->commands};
 	return true;

@@ -151,18 +151,18 @@ static void relay_unreachable(struct relay_conn *r, const char *why)
 	struct resprelay *rl = r->rl;
 
 	log_warnx_limited(&rl->said, 10000,
-			  "RESP relay: cannot reach the coordinator's endpoint "
-			  "%s: %s",
+			  "RESP relay: cannot reach the coordinator's endpoint %s: %s",
 			  rl->endpoint, why);
 	evbuffer_add_printf(bufferevent_get_output(r->client),
-			    "-ERR the coordinator's RESP "
-			    "endpoint %s is unreachable from this node: %s\r\n",
+			    "-ERR the coordinator's RESP endpoint %s is unreachable from this "
+			    "node: %s\r\n",
 			    rl->endpoint, why);
 }
 
 static void relay_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct relay_conn *r = arg;
+
 	if (bev == r->coord && (what & BEV_EVENT_CONNECTED)) {
 		int one = 1; /* replies are small writes: no Nagle delay */
 
