@@ -2595,6 +2595,21 @@ static bool kv_fits_place(const struct kv_ns *ns, uint64_t len, uint64_t alen)
 }
 
 /*
+ * Whether uid's value of len bytes may be written over e's, in place
+ * (kv_local_overwrite()): nobody reads or moves it, it is one copy in this
+ * node's DRAM, it is uid's, and the new value fits its place.
+ */
+static bool kv_overwritable(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e,
+			    uint64_t len, uid_t uid)
+{
+	return e->pins == NULL && !e->has_pending && !e->moving && !e->recount && !e->val.pmem &&
+	       e->val.ncopies == 0 && e->val.node == pd->node_id && e->val.arena < pd->narenas &&
+	       !(ns->flags & (HOLD_NS_DEDUP | HOLD_NS_PERSISTENT)) &&
+	       kv_fits_place(ns, len, e->val.alen) &&
+	       e->val.owner == kv_val_owner(ns, e->key, e->klen, (uint32_t)uid);
+}
+
+/*
  * Bring into the cache what looking up these keys will touch, for a server
  * inside poold about to run a batch of commands (a RESP pipeline): each a
  * chain of dependent loads (bucket, entry and key, value and LRU
@@ -2719,11 +2734,7 @@ int kv_local_overwrite(struct poold *pd, uid_t uid, const char *nsname, const ui
 	struct kv_entry *e = kv_local_key(pd, nsname, uid, key, klen, &ns);
 	char *dst;
 
-	if (e == NULL || e->pins != NULL || e->has_pending || e->moving || e->recount ||
-	    e->val.pmem || e->val.ncopies > 0 || e->val.node != pd->node_id ||
-	    e->val.arena >= pd->narenas || (ns->flags & (HOLD_NS_DEDUP | HOLD_NS_PERSISTENT)) ||
-	    !kv_fits_place(ns, alen + blen, e->val.alen) ||
-	    e->val.owner != kv_val_owner(ns, key, klen, (uint32_t)uid))
+	if (e == NULL || !kv_overwritable(pd, ns, e, alen + blen, uid))
 		return -EAGAIN;
 	dst = (char *)pd->arenas[e->val.arena].base + e->val.off;
 	if (alen > 0)
@@ -2741,6 +2752,61 @@ int kv_local_overwrite(struct poold *pd, uid_t uid, const char *nsname, const ui
 		kv_tell(pd, ns, e);
 	}
 	return 0;
+}
+
+/*
+ * Whether a new value of len bytes for key would be placed in this node's
+ * own DRAM, in one copy, where poold can write it itself (respplace.c
+ * reads a SET's value straight into its reservation): a namespace uid may
+ * use, neither dedup, persistent nor shared, with one replica, with room
+ * for it without evicting or spilling anything, whose placement picks
+ * this node; and no value of the key that the new one could be written
+ * over in place instead (then one copy over it costs less than a new
+ * place and the old one's scrub).
+ */
+bool kv_local_lands_here(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
+			 size_t klen, uint64_t len)
+{
+	struct kv_ns *ns = NULL;
+	struct kv_entry *e = kv_local_key(pd, nsname, uid, key, klen, &ns);
+	struct lender_pool *lp;
+
+	if (e != NULL && kv_overwritable(pd, ns, e, len, uid))
+		return false;
+	if (ns == NULL && (ns = pd->kv ? kv_ns_find(pd, nsname) : NULL) == NULL)
+		return false;
+	if (!kv_local_owns(ns, uid) || ns->replicas != 1 || klen > POOL_KV_KEY_MAX ||
+	    len > POOL_KV_VALUE_MAX ||
+	    (ns->flags & (HOLD_NS_DEDUP | HOLD_NS_PERSISTENT | HOLD_NS_SHARED)))
+		return false;
+	/* Reserved before its bytes come, it must fit without pushing other values out. */
+	if (ns->used + kv_alloc_len(ns, len) > ns->capacity ||
+	    quota_over(pd, kv_val_owner(ns, key, klen, (uint32_t)uid), kv_alloc_len(ns, len)))
+		return false;
+	lp = kv_pick(pd, ns, kv_hash(key, klen), kv_alloc_len(ns, len), NULL, 0);
+	return lp != NULL && lp->node == pd->node_id && lp->arena < pd->narenas &&
+	       pd->arenas[lp->arena].tier == TIER_DRAM;
+}
+
+/*
+ * Commit this session's reservation version of key if it is still the
+ * key's next value; -ESTALE, with nothing changed, when a later writer or
+ * a flush took it over meanwhile (the writer may store its bytes again,
+ * then abort the reservation, which lives on until then).
+ */
+int kv_local_commit_own(struct poold *pd, uint64_t session, uid_t uid, const char *nsname,
+			const uint8_t *key, size_t klen, uint64_t version)
+{
+	struct kv_ns *ns = pd->kv ? kv_ns_find(pd, nsname) : NULL;
+	struct kv_entry *e;
+
+	if (ns == NULL || klen > POOL_KV_KEY_MAX)
+		return -ESTALE;
+	e = *kv_slot(ns, key, klen, kv_hash(key, klen));
+	if (e == NULL || !e->has_pending || e->pending.version != version ||
+	    e->pnode != pd->node_id || e->psession != session)
+		return -ESTALE;
+	return kv_local_op(pd, session, uid, nsname, "commit", key, klen, version, NULL);
 }
 
 /*

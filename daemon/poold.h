@@ -600,6 +600,10 @@ int kv_local_overwrite(struct poold *pd, uid_t uid, const char *nsname, const ui
 		       int64_t expire);
 int kv_local_expire(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
 		    size_t klen, int64_t at);
+bool kv_local_lands_here(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
+			 size_t klen, uint64_t len);
+int kv_local_commit_own(struct poold *pd, uint64_t session, uid_t uid, const char *nsname,
+			const uint8_t *key, size_t klen, uint64_t version);
 void kv_stats_each(struct poold *pd, void (*cb)(void *arg, const Pool__KvNamespace *m),
 		   void *arg);
 void kv_local_flush(struct poold *pd, const char *nsname, uid_t uid);

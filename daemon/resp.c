@@ -147,12 +147,12 @@ static int resp_conn_user(struct resp_conn *c, bool authed, uint32_t uid)
 
 static void resp_conn_free(struct resp_conn *c)
 {
+	resp_parser_free(&c->p); /* (a value being read into its reservation: given back) */
 	resp_conn_user(c, false, 0);
 	c->rs->bytes -= c->charged;
 	TAILQ_REMOVE(&c->rs->conns, c, entry);
 	c->rs->nconns--;
 	resp_remote_end(c); /* its pins and reservations, once nothing in flight needs them */
-	resp_parser_free(&c->p);
 	resp_queue_clear(c);
 	while (c->nahead > 0)
 		resp_args_free(&c->ahead[--c->nahead]);
@@ -429,19 +429,22 @@ void resp_client_line(const struct resp_conn *c, char *buf, size_t len)
  * Move a command's arguments out of where they are (the parser, or the
  * commands read ahead) into q.
  */
-static void resp_take(struct resp_conn *c, struct resp_queued *from, struct resp_queued *q)
+static int resp_take(struct resp_conn *c, struct resp_queued *from, struct resp_queued *q)
 {
-	if (from == NULL) { /* the parser's */
+	if (from == NULL) { /* the parser's, every argument in a buffer of its own */
+		if (resp_parser_keep(&c->p) < 0)
+			return -1;
 		*q = (struct resp_queued){c->p.have, c->p.argv, c->p.argl, c->p.total};
 		c->p.argv = NULL;
 		c->p.argl = NULL;
 		c->p.have = c->p.cap = 0;
-		return;
+		return 0;
 	}
 	*q = *from;
 	from->argv = NULL;
 	from->argl = NULL;
 	from->argc = 0;
+	return 0;
 }
 
 /* Keep a command for EXEC (from the parser when from is NULL). 0, or -1 (a limit: refused). */
@@ -457,7 +460,9 @@ static int resp_queue(struct resp_conn *c, struct resp_queued *from)
 	if (q == NULL)
 		return -1;
 	c->queued = q;
-	resp_take(c, from, &c->queued[c->nqueued++]);
+	if (resp_take(c, from, &c->queued[c->nqueued]) < 0)
+		return -1;
+	c->nqueued++;
 	c->queued_bytes += bytes;
 	return 0;
 }
@@ -623,10 +628,14 @@ static bool resp_may_run(struct resp_conn *c, const struct resp_queued *q)
  */
 static void resp_read_ahead(struct resp_conn *c)
 {
-	struct resp_queued *q = &c->ahead[c->nahead++];
+	struct resp_queued *q = &c->ahead[c->nahead];
 	const struct resp_cmd *cmd;
 
-	resp_take(c, NULL, q);
+	if (resp_take(c, NULL, q) < 0) {
+		resp_fatal(c, "out of memory");
+		return;
+	}
+	c->nahead++;
 	c->ahead_bytes += q->bytes;
 	cmd = resp_cmd_find(q->argv[0]);
 	if (cmd == NULL || !(cmd->flags & RESP_CMD_KEYS) || (cmd->flags & RESP_CMD_TXN) ||
@@ -976,6 +985,7 @@ static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 	}
 	resp_parser_init(&c->p, RESP_UNAUTH_ARGS, RESP_UNAUTH_BULK,
 			 RESP_UNAUTH_ARGS * RESP_UNAUTH_BULK, true);
+	resp_place_init(c);
 	resp_limits(c);
 	TAILQ_INSERT_TAIL(&rs->conns, c, entry);
 	rs->nconns++;

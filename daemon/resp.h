@@ -45,6 +45,13 @@ struct resp_seg {
 	uint32_t node; /* where */
 };
 
+/* A SET's value being read straight into its reservation (respplace.c). */
+struct resp_placed {
+	char *at; /* where, in this node's lend pool; NULL when none */
+	uint64_t version;
+	bool committed;
+};
+
 /*
  * The connections authenticated as one uid, and the bytes of their
  * buffers (commands being read, MULTI queues, unread replies), bounded by
@@ -78,6 +85,8 @@ struct resp_conn {
 	char name[RESP_NAME_MAX + 1];
 	char addr[64];
 	struct resp_parser p; /* the command being read */
+	struct resp_placer placer;
+	struct resp_placed placed;
 	/*
 	 * Values on other nodes (respremote.c): fetched for the commands about
 	 * to run, or written by commands whose replies wait for that.
@@ -158,6 +167,16 @@ void resp_remote_timeout(evutil_socket_t fd, short what, void *arg);
 bool resp_blind_write(const struct resp_cmd *cmd, long argc, char **argv);
 bool resp_remote_lenders(struct poold *pd);
 void resp_resume(struct resp_conn *c);
+
+/* Big SET values read straight into their reservations (respplace.c). */
+void resp_place_init(struct resp_conn *c);
+/*
+ * Publish the value read into the connection's reservation (key's value
+ * now, with expire as in resp_put()): 0, -errno, or -ESTALE when another
+ * write overtook it (store it again from c->placed.at).
+ */
+int resp_place_commit(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+		      int64_t expire);
 
 /* Commands (respkeys.c, respconn.c). */
 #define RESP_CMD_NOAUTH 0x1 /* may run before AUTH (AUTH, HELLO, QUIT, RESET) */

@@ -134,6 +134,10 @@ static int resp_put(struct resp_conn *c, const char *ns, const char *key, size_t
 
 	if (klen > POOL_KV_KEY_MAX || alen + blen > POOL_KV_VALUE_MAX)
 		return -EINVAL;
+	/* Read straight into its reservation (respplace.c): published, unless overtaken meanwhile. */
+	if (a != NULL && a == c->placed.at && blen == 0 &&
+	    (rc = resp_place_commit(c, ns, key, klen, expire)) != -ESTALE)
+		return rc;
 	/* A key that has a value of this size, that nobody reads: over it, one copy. */
 	if (kv_local_overwrite(pd, c->uid, ns, (const uint8_t *)key, klen, a, alen, b, blen,
 			       expire) == 0)

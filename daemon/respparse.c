@@ -36,6 +36,7 @@ void resp_parser_init(struct resp_parser *p, long max_args, long max_bulk, uint6
 {
 	memset(p, 0, sizeof(*p));
 	p->bulk = -1;
+	p->placed = -1;
 	resp_parser_limit(p, max_args, max_bulk, max_total, unauth);
 }
 
@@ -57,6 +58,11 @@ void resp_parser_reset(struct resp_parser *p)
 {
 	long i;
 
+	if (p->placed >= 0) {
+		p->placer->unplace(p->placer->arg, p);
+		p->argv[p->placed] = NULL;
+		p->placed = -1;
+	}
 	for (i = 0; i < p->have; i++)
 		free(p->argv[i]);
 	if (p->part)
@@ -397,7 +403,13 @@ int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err)
 			size_t take;
 
 			if (!p->part) {
-				p->argv[p->have] = malloc((size_t)p->bulk + 1);
+				p->argv[p->have] = NULL;
+				if (p->placer != NULL &&
+				    (p->argv[p->have] = p->placer->place(p->placer->arg, p,
+									  (size_t)p->bulk)) != NULL)
+					p->placed = p->have;
+				else
+					p->argv[p->have] = malloc((size_t)p->bulk + 1);
 				if (p->argv[p->have] == NULL) {
 					*err = "out of memory";
 					return -1;
@@ -421,7 +433,8 @@ int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err)
 			}
 			evbuffer_remove(in, p->argv[p->have], (size_t)p->bulk);
 		}
-		p->argv[p->have][p->bulk] = '\0';
+		if (p->placed != p->have)
+			p->argv[p->have][p->bulk] = '\0';
 		p->argl[p->have] = (size_t)p->bulk;
 		p->have++;
 		evbuffer_remove(in, crlf, 2);
@@ -433,6 +446,24 @@ int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err)
 		if (p->have == p->nargs)
 			return 1;
 	}
+}
+
+int resp_parser_keep(struct resp_parser *p)
+{
+	char *copy;
+
+	if (p->placed < 0)
+		return 0;
+	/* (Only a whole argument is ever kept: a command is taken once whole.) */
+	copy = malloc(p->argl[p->placed] + 1);
+	if (copy == NULL)
+		return -1;
+	memcpy(copy, p->argv[p->placed], p->argl[p->placed]);
+	copy[p->argl[p->placed]] = '\0';
+	p->placer->unplace(p->placer->arg, p);
+	p->argv[p->placed] = copy;
+	p->placed = -1;
+	return 0;
 }
 
 /*

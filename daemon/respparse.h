@@ -12,6 +12,22 @@
 #include <stdint.h>
 
 struct evbuffer;
+struct resp_parser;
+
+/*
+ * A big argument can be read straight into a place of the parser's owner
+ * (a SET's value into its reservation, respplace.c): place() is asked when
+ * the argument's header comes, with the arguments before it in argv, and
+ * returns where its len bytes go, or NULL for a buffer of the parser's.
+ * Such an argument is not NUL-terminated. unplace() is told, with argv
+ * still there, when the parser lets go of it: its command served or not,
+ * or the connection ending.
+ */
+struct resp_placer {
+	char *(*place)(void *arg, const struct resp_parser *p, size_t len);
+	void (*unplace)(void *arg, const struct resp_parser *p);
+	void *arg;
+};
 
 #define RESP_MAX_ARGS (1L << 20) /* as many as MGET of a million keys */
 #define RESP_MAX_LINE 64	 /* of a "*N" or "$N" header */
@@ -29,6 +45,8 @@ struct resp_parser {
 	size_t *argl;
 	bool part;     /* argv[have] is a big argument being read, got bytes of it so far */
 	size_t got;
+	const struct resp_placer *placer; /* NULL: every argument in the parser's buffers */
+	long placed;			  /* the argument in the placer's place, or -1 */
 };
 
 void resp_parser_init(struct resp_parser *p, long max_args, long max_bulk, uint64_t max_total,
@@ -51,6 +69,12 @@ int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err);
  */
 char *resp_parser_room(struct resp_parser *p, size_t *ret_len);
 void resp_parser_took(struct resp_parser *p, size_t n);
+/*
+ * The argument in the placer's place copied into a buffer of the parser's
+ * (its command is kept to run later, its argv taken away): 0, or -1 when
+ * out of memory.
+ */
+int resp_parser_keep(struct resp_parser *p);
 /* Forget the current command (and free its arguments). */
 void resp_parser_reset(struct resp_parser *p);
 /* Free all it holds. */

@@ -4,11 +4,15 @@
  * pieces (a command split anywhere; the rest of a big argument put straight
  * into it), parsed into commands until it errs or needs more; and the keys
  * the endpoint's prefetch peeks at in it, each within the bytes given.
+ * Every other big argument goes to a place of the owner's, exactly as long
+ * as it (so that a byte past it is a sanitizer's report), given back once,
+ * and every third command with one is kept (resp_parser_keep()).
  */
 #include "config.h"
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <event2/buffer.h>
@@ -17,8 +21,36 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The owner's places: one at most, as the endpoint has. */
+struct owner {
+	char *place;
+	unsigned asked, kept;
+};
+
+static char *place(void *arg, const struct resp_parser *p, size_t len)
+{
+	struct owner *o = arg;
+
+	if (o->place != NULL || p->have >= p->nargs)
+		__builtin_trap();
+	if (o->asked++ % 2 == 1)
+		return NULL;
+	o->place = malloc(len ? len : 1);
+	return o->place;
+}
+
+static void unplace(void *arg, const struct resp_parser *p)
+{
+	struct owner *o = arg;
+
+	if (o->place == NULL || p->argv[p->placed] != o->place)
+		__builtin_trap();
+	free(o->place);
+	o->place = NULL;
+}
+
 /* Parse what in holds; 0 while the stream is well-formed so far. */
-static int feed(struct resp_parser *p, struct evbuffer *in)
+static int feed(struct resp_parser *p, struct evbuffer *in, struct owner *o)
 {
 	const char *err;
 	long i;
@@ -28,10 +60,14 @@ static int feed(struct resp_parser *p, struct evbuffer *in)
 		/* A whole command: all its arguments, each as long as it says, NUL-terminated. */
 		if (p->nargs < 1 || p->have != p->nargs)
 			__builtin_trap();
+		if (p->placed >= 0 && o->kept++ % 3 == 0 && resp_parser_keep(p) < 0)
+			__builtin_trap();
 		for (i = 0; i < p->nargs; i++)
-			if (p->argv[i][p->argl[i]] != '\0')
+			if (i != p->placed && p->argv[i][p->argl[i]] != '\0')
 				__builtin_trap();
 		resp_parser_reset(p);
+		if (o->place != NULL)
+			__builtin_trap(); /* the place was not given back */
 	}
 	return rc < 0 ? -1 : 0;
 }
@@ -53,6 +89,8 @@ static void peek(const uint8_t *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct evbuffer *in = evbuffer_new();
+	struct owner o = {NULL, 0, 0};
+	const struct resp_placer placer = {place, unplace, &o};
 	struct resp_parser p;
 	size_t cut = size ? data[0] % (size + 1) : 0;
 	bool unauth;
@@ -63,8 +101,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Odd first bytes: the limits of a client that did not AUTH yet. */
 	unauth = size > 0 && (data[0] & 1);
 	resp_parser_init(&p, unauth ? 10 : RESP_MAX_ARGS, unauth ? 16384 : 1 << 16, 1 << 20, unauth);
+	p.placer = &placer;
 	evbuffer_add(in, data, cut);
-	if (feed(&p, in) == 0) {
+	if (feed(&p, in, &o) == 0) {
 		const uint8_t *rest = data + cut;
 		size_t left = size - cut, room, n;
 		char *dst;
@@ -77,14 +116,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			resp_parser_took(&p, n);
 			rest += n;
 			left -= n;
-			if (feed(&p, in) < 0)
+			if (feed(&p, in, &o) < 0)
 				goto out;
 		}
 		evbuffer_add(in, rest, left);
-		feed(&p, in);
+		feed(&p, in, &o);
 	}
 out:
 	resp_parser_free(&p);
+	if (o.place != NULL)
+		__builtin_trap();
 	evbuffer_free(in);
 	return 0;
 }
