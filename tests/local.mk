@@ -97,6 +97,10 @@ tests_tools_fc_client_SOURCES = tests/tools/fc-client.c
 tests_tools_fc_client_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
 tests_tools_fc_client_LDADD = $(XXHASH_LIBS)
 
+# resp-null: a RESP server that keeps nothing, the ceiling of the RESP bench's client.
+noinst_PROGRAMS += tests/tools/resp-null
+tests_tools_resp_null_SOURCES = tests/tools/resp-null.c
+
 # pool-hostile: a tenant sending raw frames for what it was not granted.
 if HAVE_HIREDIS
 # A C cache client through hiredis, for the RESP tests (resp-compat.sh).
