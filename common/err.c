@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "common/common.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 
 /* Describe a negative errno or POOL_E* code. */
 const char *err_str(int code)

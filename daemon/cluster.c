@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "daemon/poold.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 #include "fabric/fabric.h"
 
 /* The word for a member state, as poolctl shows it. */

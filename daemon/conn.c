@@ -33,7 +33,7 @@
 #include <event2/event.h>
 
 #include "daemon/poold.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 
 /* Stop reading from a peer whose unread replies exceed this many frames. */
 #define CONN_OUTPUT_FRAMES 4

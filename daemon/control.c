@@ -22,7 +22,7 @@
 #include <event2/listener.h>
 
 #include "daemon/poold.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 
 #define CTL_MAX_GROUPS 64
 

@@ -22,7 +22,7 @@
 
 #include "daemon/ledger.h"
 #include "daemon/poold.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 
 #define COORD_PEER_MAX_FRAME (16u << 20)
 #define COORD_REGISTER_TIMEOUT_MS 10000

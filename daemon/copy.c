@@ -18,7 +18,7 @@
 
 #include "daemon/poold.h"
 #include "fabric/fabric.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 
 #define MOVE_CHUNK (4u << 20)
 

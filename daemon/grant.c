@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "daemon/poold.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 
 #define GRANT_BUCKETS 256
 #define GRANT_MAX_REGIONS 4096	/* regions one session holds open */

@@ -46,7 +46,7 @@
 #include "daemon/ledger.h"
 #include "daemon/placement.h"
 #include "daemon/poold.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 
 #define KV_MAX_NAMESPACES 256
 #define KV_MAX_KEYS 4096 /* per request */
@@ -1923,7 +1923,7 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 		uint32_t flags = 0;
 		size_t count = 0;
 
-		if (!name_ok(r->name, 63, true))
+		if (!name_ok(r->name, POOL_REGION_NAME_MAX, true))
 			return req_errorf(q, -EINVAL, "namespace name '%s': 1-63 characters of "
 					  "[A-Za-z0-9._:/-]", r->name);
 		if (ns != NULL)
@@ -2476,7 +2476,7 @@ void kv_defs_adopt(struct poold *pd, Pool__KvNamespace *const *defs, size_t n,
 		const Pool__KvNamespace *d = defs[i];
 		uint32_t flags;
 
-		if (kv_ns_find(pd, d->name) != NULL || d->name[0] == '\0' || strlen(d->name) > 63 ||
+		if (kv_ns_find(pd, d->name) != NULL || d->name[0] == '\0' || strlen(d->name) > POOL_REGION_NAME_MAX ||
 		    d->capacity < (1u << 20) || (d->has_replicas && (d->replicas < 1 ||
 								     d->replicas > KV_MAX_REPLICAS)) ||
 		    (d->has_size_hint && d->size_hint > POOL_KV_VALUE_MAX))

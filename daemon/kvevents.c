@@ -47,7 +47,7 @@
 #include <event2/event.h>
 
 #include "daemon/poold.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 
 #define KVEV_BATCH_MAX (64u << 10) /* bytes of events in one batch before it goes out */
 #define KVEV_REPLAYS_PER_TURN 16  /* replay requests served before other work gets a turn */

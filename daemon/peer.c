@@ -21,7 +21,7 @@
 #include <event2/event.h>
 
 #include "daemon/poold.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 
 #define PEER_MAX_FRAME (16u << 20)
 #define PEER_MAX_FORWARDS 4096

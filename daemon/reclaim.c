@@ -25,7 +25,7 @@
 #include "daemon/extent.h"
 #include "daemon/poold.h"
 #include "fabric/fabric.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 
 
 struct reclaim_target {

@@ -22,7 +22,7 @@
 #include "daemon/extent.h"
 #include "daemon/placement.h"
 #include "daemon/poold.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 
 #define REGION_BASE0 (UINT64_C(1) << 40)
 #define REGION_GVA_ALIGN (UINT64_C(2) << 20)
@@ -34,7 +34,7 @@ static const char *const class_names[] = {"pinned", "cache", "persistent"};
 
 static bool region_name_ok(const char *name)
 {
-	return name_ok(name, 63, true);
+	return name_ok(name, POOL_REGION_NAME_MAX, true);
 }
 
 struct region *region_find(struct regions *rs, const char *name)

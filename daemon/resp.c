@@ -45,7 +45,7 @@
 
 #include "daemon/poold.h"
 #include "daemon/resp.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 
 #define RESP_MAX_BULK (POOL_KV_VALUE_MAX + 1024)
 /* What a client that did not AUTH yet may send in one command, as Redis allows it. */

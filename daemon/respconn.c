@@ -20,7 +20,6 @@
 
 #include "daemon/poold.h"
 #include "daemon/resp.h"
-#include "libpool/libpool.h"
 
 #define RESP_VERSION "7.0.0" /* the Redis we answer as (HELLO, INFO) */
 

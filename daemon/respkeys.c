@@ -31,7 +31,7 @@
 
 #include "daemon/poold.h"
 #include "daemon/resp.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 
 static int64_t resp_now_ms(void)
 {

@@ -36,7 +36,7 @@
 #include "daemon/poold.h"
 #include "daemon/resp.h"
 #include "fabric/fabric.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 
 enum resp_remote_kind { RESP_FETCH, RESP_PUT };
 

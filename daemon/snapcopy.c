@@ -50,7 +50,7 @@
 #include <unistd.h>
 
 #include "daemon/poold.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 
 #define SNAPCOPY_MAX 256		      /* copies on a node: each is an fd */
 #define SNAPCOPY_WAITERS_MAX 1024	      /* gets held while one copy fills */

@@ -37,7 +37,7 @@
 #include <event2/event.h>
 
 #include "daemon/poold.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 
 #define PLACE_HELPERS_MAX 4	      /* helpers running at once on a node */
 #define PLACE_TIMEOUT_S (5 * 60)      /* then the helper is killed */

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "daemon/poold.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 #include "libpool/vecindex.h"
 
 /* At most this many results per request (k times the queries): a reply fits a frame. */

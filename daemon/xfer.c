@@ -30,7 +30,7 @@
 #include <event2/event.h>
 
 #include "daemon/poold.h"
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 
 #define XFER_WINDOW_MIN (64u << 10)
 #define XFER_WINDOW_MAX (1ull << 30)

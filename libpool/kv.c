@@ -23,8 +23,8 @@
 
 struct pool_kv {
 	struct pool *pool;
-	char ns[64];
-	char holder[64]; /* dedup namespaces: the region holding what this handle puts */
+	char ns[POOL_REGION_NAME_MAX + 1];
+	char holder[POOL_REGION_NAME_MAX + 1]; /* dedup namespaces: the region holding what this handle puts */
 };
 
 static int kv_ns_call(struct pool *pool, const char *op, const char *ns, uint64_t capacity,

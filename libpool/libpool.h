@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "pool_contract.h" /* the error codes (POOL_E*) and limits (POOL_*_MAX) */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -22,14 +24,6 @@ extern "C" {
 #else
 #define POOL_EXPORT
 #endif
-
-/* Library-only error codes; everything else is a negative errno. */
-#define POOL_E_FIRST (-100000)
-#define POOL_EVERSION (-100001)   /* peer speaks another protocol version */
-#define POOL_EPROTOCOL (-100002)  /* peer sent a malformed or unexpected message */
-#define POOL_ECOORD (-100003)     /* coordinator unavailable */
-#define POOL_ELOST (-100004)      /* the data's lender is gone */
-#define POOL_E_LAST (-100004)
 
 struct pool;
 struct pool_status;
@@ -145,8 +139,6 @@ POOL_EXPORT int pool_region_compare_swap(struct pool_region *region, uint64_t of
  * value's length, or -ENOENT for a miss (evicted values and values on a lost
  * lender are misses too).
  */
-#define POOL_KV_KEY_MAX 256
-#define POOL_KV_VALUE_MAX (64u << 20)
 /* Open a namespace (created with pool_kv_create() or poolctl kv create). */
 POOL_EXPORT int pool_kv_open(struct pool *pool, const char *ns, struct pool_kv **ret_kv);
 POOL_EXPORT void pool_kv_close(struct pool_kv *kv);
@@ -235,8 +227,6 @@ POOL_EXPORT int pool_kv_hash_chain(const uint32_t *tokens, size_t ntokens, size_
 #define POOL_VEC_L2 1u
 #define POOL_VEC_IP 2u
 #define POOL_VEC_COSINE 3u
-#define POOL_VEC_DIM_MAX 4096
-#define POOL_VEC_K_MAX 1024
 #define POOL_VEC_NONE UINT64_MAX /* label of an unused result slot */
 /* pool_vec_open() flags */
 #define POOL_VEC_WRITE 0x1u /* become the index's writer */
@@ -308,8 +298,6 @@ POOL_EXPORT uint32_t pool_vec_info_writer(const struct pool_vec_info *info);
  * kept). Restored as a copy-on-write clone of the node's shared copy, or
  * lazily through userfaultfd (Firecracker's UFFD handshake).
  */
-#define POOL_SNAP_NAME_MAX 58	       /* bytes of a snapshot name */
-#define POOL_SNAP_STATE_MAX (64u << 20) /* bytes of a state blob */
 struct pool_snap;
 struct pool_snap_opts;
 struct pool_snap_info;

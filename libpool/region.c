@@ -45,7 +45,7 @@ struct pool_region_extent {
 
 struct pool_region {
 	struct pool *pool;
-	char name[64];
+	char name[POOL_REGION_NAME_MAX + 1];
 	uint64_t id, size, gva, stripe;
 	unsigned flags;
 	size_t n;
@@ -583,7 +583,7 @@ struct pool_batch {
 	struct pool_xfer_item *items;
 	struct pool_region **regs; /* each item's region */
 	size_t n, cap;
-	char name[64]; /* a region the batch touched, for messages */
+	char name[POOL_REGION_NAME_MAX + 1]; /* a region the batch touched, for messages */
 };
 
 static int region_rma(struct pool_region *r, uint64_t off, void *buf, size_t len, bool write)

@@ -361,7 +361,7 @@ POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *i
 	struct snap_header h = {0};
 	struct pool_region *r;
 	uint8_t *hashes;
-	char rname[64];
+	char rname[POOL_REGION_NAME_MAX + 1];
 	uint64_t i;
 	int rc;
 
@@ -578,7 +578,7 @@ static int snap_manifest_read(struct pool_region *r, const char *name, struct sn
 POOL_EXPORT int pool_snap_open(struct pool *pool, const char *name, struct pool_snap **ret_snap)
 {
 	struct pool_snap *s;
-	char rname[64];
+	char rname[POOL_REGION_NAME_MAX + 1];
 	int rc;
 
 	if (pool == NULL || ret_snap == NULL)
@@ -802,7 +802,7 @@ int snap_ws_merge(struct pool_snap *snap, const uint64_t *pages, size_t n)
 	uint32_t *ws = NULL;
 	uint8_t *seen = NULL;
 	size_t len, i;
-	char rname[64];
+	char rname[POOL_REGION_NAME_MAX + 1];
 	int rc;
 
 	snprintf(rname, sizeof(rname), SNAP_PREFIX "%s", snap->name);
@@ -841,7 +841,7 @@ int snap_ws_merge(struct pool_snap *snap, const uint64_t *pages, size_t n)
 
 POOL_EXPORT int pool_snap_remove(struct pool *pool, const char *name)
 {
-	char rname[64];
+	char rname[POOL_REGION_NAME_MAX + 1];
 	int rc;
 
 	if (pool == NULL)
@@ -867,7 +867,7 @@ static int snap_adopt(struct pool *pool, const char *name)
 	struct snap_header h;
 	struct pool_kv *kv = NULL;
 	uint8_t *hashes = NULL;
-	char rname[64];
+	char rname[POOL_REGION_NAME_MAX + 1];
 	int rc;
 
 	snprintf(rname, sizeof(rname), SNAP_PREFIX "%s", name);
@@ -971,7 +971,7 @@ POOL_EXPORT int pool_snap_stat(struct pool *pool, const char *name,
 {
 	struct pool_snap_info *info;
 	struct pool_region *r;
-	char rname[64];
+	char rname[POOL_REGION_NAME_MAX + 1];
 	int rc;
 
 	if (pool == NULL || ret_info == NULL)

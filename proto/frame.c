@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 #include "proto/wire.h"
 
 /* Write hdr into out in network byte order. */

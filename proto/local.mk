@@ -1,5 +1,7 @@
 # Wire protocol: .proto compiled by protoc-c at build time, plus the frame
-# codec and the blocking request helper shared by poold, poolctl and libpool.
+# codec and the blocking request helper shared by poold, poolctl and libpool,
+# and the contract beside them (error codes, limits), installed with libpool.h.
+include_HEADERS += proto/pool_contract.h
 PROTO_GEN = proto/pool.pb-c.c proto/pool.pb-c.h
 BUILT_SOURCES += $(PROTO_GEN)
 CLEANFILES += $(PROTO_GEN)

@@ -19,7 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "libpool/libpool.h"
+#include "proto/pool_contract.h"
 #include "proto/wire.h"
 
 struct wire_client {
