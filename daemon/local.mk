@@ -11,6 +11,6 @@ daemon_poold_SOURCES = daemon/poold.h daemon/poold.c daemon/pidfile.c daemon/con
 daemon_poold_CPPFLAGS = $(AM_CPPFLAGS) -DPOOL_BINDIR='"$(bindir)"'
 daemon_poold_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(PMEM2_CFLAGS) \
 	$(XXHASH_CFLAGS) $(CRYPTO_CFLAGS) $(ZMQ_CFLAGS) $(MSGPACK_CFLAGS)
-daemon_poold_LDADD = fabric/libfabric.la proto/libwire.la libpool/libvecindex.la common/libconf.la \
+daemon_poold_LDADD = fabric/libfabric.la proto/libwire.la vecindex/libvecindex.la common/libconf.la \
 	common/libcommon.la $(EVENT_LIBS) $(PROTOBUF_C_LIBS) $(NUMA_LIBS) $(PMEM2_LIBS) \
 	$(XXHASH_LIBS) $(CRYPTO_LIBS) $(ZMQ_LIBS) $(MSGPACK_LIBS)

@@ -18,7 +18,7 @@
 
 #include "daemon/poold.h"
 #include "fabric/fabric.h"
-#include "libpool/vecindex.h"
+#include "vecindex/vecindex.h"
 
 /* Size of the buffer peers read in link probes. */
 #define POOLD_PROBE_LEN (1u << 20)

@@ -1,7 +1,7 @@
 /*
  * daemon/vec.c - vector indexes searched near their data.
  *
- * An index is a region of one extent laid out by libpool/vecindex.c.
+ * An index is a region of one extent laid out by vecindex/vecindex.c.
  * Processes on the lender's node map it and search in place; the others
  * send their queries here. The request goes to the coordinator, which
  * checks the caller's access to the region and hands it, with where the
@@ -19,7 +19,7 @@
 
 #include "daemon/poold.h"
 #include "proto/pool_contract.h"
-#include "libpool/vecindex.h"
+#include "vecindex/vecindex.h"
 
 /* At most this many results per request (k times the queries): a reply fits a frame. */
 #define VEC_MAX_RESULTS 65536

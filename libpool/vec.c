@@ -26,7 +26,7 @@
 
 #include "common/common.h"
 #include "libpool/internal.h"
-#include "libpool/vecindex.h"
+#include "vecindex/vecindex.h"
 
 #define VEC_CTX_CACHE 16 /* search contexts kept for reuse per handle */
 

@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "libpool/libpool.h"
-#include "libpool/vecindex.h"
+#include "vecindex/vecindex.h"
 #include "tests/bench/bench_vec.h"
 #include "tests/tools/vecdata.h"
 

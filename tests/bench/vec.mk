@@ -7,7 +7,7 @@
 noinst_PROGRAMS += tests/bench/pool-bench-vec
 tests_bench_pool_bench_vec_SOURCES = tests/bench/bench_vec.c tests/bench/bench_vec.h \
 	tests/tools/vecdata.c tests/tools/vecdata.h
-tests_bench_pool_bench_vec_LDADD = libpool/libpool.la libpool/libvecindex.la $(LIBM)
+tests_bench_pool_bench_vec_LDADD = libpool/libpool.la vecindex/libvecindex.la $(LIBM)
 if HAVE_HNSWLIB
 noinst_PROGRAMS += tests/bench/pool-bench-vec-hnswlib
 tests_bench_pool_bench_vec_hnswlib_SOURCES = tests/bench/bench_vec_hnswlib.cpp \

@@ -48,13 +48,13 @@ tests_unit_test_journal_SOURCES = tests/unit/test_journal.c daemon/journal.c dae
 tests_unit_test_journal_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(XXHASH_CFLAGS)
 tests_unit_test_journal_LDADD = tests/unit/libunit.la $(CUNIT_LIBS) $(XXHASH_LIBS)
 
-# The vector index of libpool, on plain memory (libvecindex, without libpool).
+# The vector index (vecindex/), on plain memory, without libpool.
 check_PROGRAMS += tests/unit/test_vecindex
 TESTS += tests/unit/test_vecindex
 tests_unit_test_vecindex_SOURCES = tests/unit/test_vecindex.c tests/tools/vecdata.c \
 	tests/tools/vecdata.h
 tests_unit_test_vecindex_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
-tests_unit_test_vecindex_LDADD = tests/unit/libunit.la libpool/libvecindex.la $(CUNIT_LIBS) $(LIBM)
+tests_unit_test_vecindex_LDADD = tests/unit/libunit.la vecindex/libvecindex.la $(CUNIT_LIBS) $(LIBM)
 
 # One writer and several readers on one vector index (also under --enable-tsan).
 check_PROGRAMS += tests/unit/test_vecstress
@@ -62,7 +62,7 @@ TESTS += tests/unit/test_vecstress
 tests_unit_test_vecstress_SOURCES = tests/unit/test_vecstress.c tests/tools/vecdata.c \
 	tests/tools/vecdata.h
 tests_unit_test_vecstress_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
-tests_unit_test_vecstress_LDADD = tests/unit/libunit.la libpool/libvecindex.la $(CUNIT_LIBS) \
+tests_unit_test_vecstress_LDADD = tests/unit/libunit.la vecindex/libvecindex.la $(CUNIT_LIBS) \
 	$(LIBM)
 
 # Firecracker's UFFD handshake of snapshot/: the parser and the receive.

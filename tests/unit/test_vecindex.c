@@ -15,8 +15,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "libpool/vecdist.h"
-#include "libpool/vecindex.h"
+#include "vecindex/vecdist.h"
+#include "vecindex/vecindex.h"
 #include "tests/tools/vecdata.h"
 #include "tests/unit/unit.h"
 

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libpool/vecindex.h"
+#include "vecindex/vecindex.h"
 #include "tests/tools/vecdata.h"
 #include "tests/unit/unit.h"
 

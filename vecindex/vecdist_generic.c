@@ -1,11 +1,11 @@
 /*
- * libpool/vecdist_generic.c - distance kernels in plain C, for CPUs without
+ * vecindex/vecdist_generic.c - distance kernels in plain C, for CPUs without
  * a vecdist_<arch>.c. Eight independent partial sums let the compiler
  * vectorise the loop without reassociating floating-point adds itself.
  */
 #include "config.h"
 
-#include "libpool/vecdist.h"
+#include "vecindex/vecdist.h"
 
 static float vecdist_l2_generic(const float *a, const float *b, size_t dim)
 {

@@ -1,5 +1,5 @@
 /*
- * libpool/vecdist.h - distance kernels of the vector index.
+ * vecindex/vecdist.h - distance kernels of the vector index.
  *
  * One implementation per instruction set family: vecdist_x86.c (SSE,
  * AVX2+FMA, AVX-512, chosen at run time) on x86-64, vecdist_generic.c

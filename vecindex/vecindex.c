@@ -1,5 +1,5 @@
 /*
- * libpool/vecindex.c - a vector index (flat or HNSW) in one memory range.
+ * vecindex/vecindex.c - a vector index (flat or HNSW) in one memory range.
  *
  * Layout (all little-endian, offsets from the start of the range):
  *
@@ -72,8 +72,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libpool/vecdist.h"
-#include "libpool/vecindex.h"
+#include "vecindex/vecdist.h"
+#include "vecindex/vecindex.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the vector index layout is little-endian"

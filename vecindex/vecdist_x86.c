@@ -1,5 +1,5 @@
 /*
- * libpool/vecdist_x86.c - distance kernels for x86-64: SSE (every x86-64
+ * vecindex/vecdist_x86.c - distance kernels for x86-64: SSE (every x86-64
  * CPU), AVX2 with FMA, AVX-512F. Each is compiled for its instruction set
  * with a target attribute and chosen at run time, so one build runs
  * everywhere and uses what the CPU has. Several accumulators hide the
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libpool/vecdist.h"
+#include "vecindex/vecdist.h"
 
 static float vecdist_l2_sse(const float *a, const float *b, size_t dim)
 {

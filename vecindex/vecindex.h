@@ -1,5 +1,5 @@
 /*
- * libpool/vecindex.h - a vector index (flat or HNSW) laid out in one memory
+ * vecindex/vecindex.h - a vector index (flat or HNSW) laid out in one memory
  * range.
  *
  * The index lives wholly inside [base, base + size): a header, a table of
