@@ -1,0 +1,278 @@
+/*
+ * daemon/kvdedup.c - the KV namespaces of snapshot pages: content-keyed
+ * values shared by reference (each snapshot's holder region takes one),
+ * the shared store's check that a page is what its key says, and the
+ * references counted again after a coordinator restart.
+ */
+#include "config.h"
+
+#include "daemon/kvint.h"
+
+/*
+ * The holder of a request to a dedup namespace takes a reference to a
+ * value: counted, and its key recorded with the holder, so that the
+ * reference goes when the holder does. A holder records at most as many
+ * bytes of keys as it is large (a manifest lists each page in more).
+ */
+int kv_holder_add(struct poold *pd, struct kv_ns *ns, const uint8_t *key, size_t klen,
+		  struct kv_entry *e)
+{
+	struct region *r = pd->kv->holder;
+	size_t need = 1 + klen;
+	uint8_t *p;
+
+	if (r->refs_len + need > r->size)
+		return -ENOSPC;
+	if (r->refs_len + need > r->refs_cap) {
+		size_t cap = MAX(r->refs_cap * 2, (size_t)4096);
+
+		while (cap < r->refs_len + need)
+			cap *= 2;
+		if ((p = realloc(r->refs, cap)) == NULL)
+			return -ENOMEM;
+		r->refs = p;
+		r->refs_cap = cap;
+	}
+	r->refs[r->refs_len] = (uint8_t)klen;
+	memcpy(r->refs + r->refs_len + 1, key, klen);
+	r->refs_len += need;
+	r->refs_ns = ns->id;
+	if (e != NULL && e->refs != KV_REFS_UNKNOWN)
+		e->refs++;
+	return 0;
+}
+
+/* A region goes: the references it holds go with it, and values nobody else holds. */
+void kv_holder_drop(struct poold *pd, struct region *r)
+{
+	struct kv_ns *ns = pd->kv != NULL && !pd->stopping ? kv_ns_by_id(pd, r->refs_ns) : NULL;
+	size_t off = 0;
+
+	while (ns != NULL && off < r->refs_len) {
+		const uint8_t *key = r->refs + off + 1;
+		size_t klen = r->refs[off];
+		struct kv_entry *e = *kv_slot(ns, key, klen, kv_hash(key, klen));
+
+		if (e != NULL && e->refs != KV_REFS_UNKNOWN && e->refs > 0 && --e->refs == 0)
+			kv_entry_clear(pd, ns, e);
+		off += 1 + klen;
+	}
+	if (ns != NULL && r->refs_len > 0)
+		region_account(pd);
+	free(r->refs);
+	r->refs = NULL;
+	r->refs_len = r->refs_cap = 0;
+}
+
+/*
+ * A put to a dedup namespace of a key it has: the key names the content,
+ * so the value is there already and the writer's holder only takes a
+ * reference (-EEXIST: nothing to write). While another writer still
+ * writes the same content, -EAGAIN: try again once that one commits.
+ * Whether it answered the key (else the put goes on as any other).
+ */
+bool kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, uid_t uid,
+		      Pool__KvLocation *loc)
+{
+	int rc;
+
+	if (e->has_val && kv_val_usable(pd, &e->val)) {
+		rc = kv_holder_add(pd, ns, e->key, e->klen, e);
+		kv_loc(NULL, loc, NULL, rc < 0 ? rc : -EEXIST, NULL, 0);
+		return true;
+	}
+	/*
+	 * In the shared store, another uid that reserved a key cannot hold it
+	 * against the others: past KV_SHARED_HOLD_MS the reservation gives way
+	 * (an honest put commits within milliseconds).
+	 */
+	if (e->has_pending && (ns->flags & HOLD_NS_SHARED) && e->pending.owner != (uint32_t)uid &&
+	    units_now_ms() - e->preserved_at > KV_SHARED_HOLD_MS)
+		return false;
+	if (e->has_pending) {
+		kv_loc(NULL, loc, NULL, -EAGAIN, NULL, 0);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The shared store's values may be published only if their bytes are what
+ * their key says (page_key_shared()): the store lives on this node (the
+ * coordinator's), so poold hashes them where they lie before any other put
+ * can find them. -EBADMSG when they are not.
+ */
+int kv_verify(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e,
+	      const struct req *q)
+{
+	static struct log_limit said;
+	const struct kv_val *v = &e->pending;
+	uint8_t want[PAGE_KEY_LEN];
+	int rc;
+
+	if (v->node != pd->node_id || v->arena >= pd->narenas || e->klen != PAGE_KEY_LEN)
+		return -EBADMSG;
+	rc = page_key_shared((const uint8_t *)pd->arenas[v->arena].base + v->off, v->vlen, want);
+	if (rc == 0 && memcmp(want, e->key, PAGE_KEY_LEN) != 0) {
+		log_warnx_limited(&said, 10000,
+				  "KV '%s': uid %u wrote a value that is not its "
+				  "key's: dropped",
+				  ns->name, (unsigned)q->uid);
+		rc = -EBADMSG;
+	}
+	return rc;
+}
+
+static void kv_recount_begin(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg)
+{
+	(void)pd;
+	(void)ns;
+	(void)arg;
+	if (e->refs == KV_REFS_UNKNOWN) {
+		e->refs = 0;
+		e->recount = true;
+	}
+}
+
+static void kv_recount_end(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg)
+{
+	if (!e->recount)
+		return;
+	e->recount = false;
+	if (e->refs == 0) {
+		kv_entry_clear(pd, ns, e);
+		(*(uint64_t *)arg)++;
+	}
+}
+
+/*
+ * After a restart of this coordinator, the references of a dedup
+ * namespace are not known (KV_REFS_UNKNOWN: never freed) and the regions
+ * that held them hold nothing. An admin's client reads each holder (a
+ * snapshot manifest) and tells its keys again: "adopt" (in batches) then
+ * "adopted" for a region rebuilt after the restart. "recount" then counts
+ * every unknown value's references from all holders and frees the values
+ * nobody holds; it is refused while a rebuilt snapshot manifest (a region
+ * "snap/...") has not been adopted, since its pages would be freed under
+ * it.
+ */
+int kv_recount_request(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr)
+{
+	struct poold *pd = q->pd;
+	struct region *r = pd->kv->holder;
+	uint64_t count = 0;
+	size_t i;
+	int rc;
+
+	if (strcmp(kr->op, "recount") != 0) {
+		if (!r->refs_unknown) /* adopted already, or never lost its references */
+			return kv_reply(q, NULL, 0, 0, 0);
+		for (i = 0; strcmp(kr->op, "adopt") == 0 && i < kr->n_keys; i++) {
+			if (kr->keys[i].len == 0 || kr->keys[i].len > POOL_KV_KEY_MAX)
+				return req_errorf(q, -EINVAL, "key %zu: 1 to %d bytes", i,
+						  POOL_KV_KEY_MAX);
+			rc = kv_holder_add(pd, ns, kr->keys[i].data, kr->keys[i].len, NULL);
+			if (rc < 0)
+				return req_errorf(q, rc, "region '%s': %s", r->name, err_str(rc));
+		}
+		if (strcmp(kr->op, "adopted") == 0)
+			r->refs_unknown = false;
+		return kv_reply(q, NULL, 0, kr->n_keys, 0);
+	}
+	TAILQ_FOREACH(r, &pd->regions->list, entry)
+	if (r->refs_unknown && strncmp(r->name, "snap/", 5) == 0)
+		return req_errorf(q, -EBUSY, "snapshot manifest '%s' is not adopted yet", r->name);
+	kv_foreach_ns(pd, ns, kv_recount_begin, NULL);
+	TAILQ_FOREACH(r, &pd->regions->list, entry)
+	{
+		size_t off = 0;
+
+		while (r->refs_ns == ns->id && off < r->refs_len) {
+			const uint8_t *key = r->refs + off + 1;
+			size_t klen = r->refs[off];
+			struct kv_entry *e = *kv_slot(ns, key, klen, kv_hash(key, klen));
+
+			if (e != NULL && e->recount)
+				e->refs++;
+			off += 1 + klen;
+		}
+	}
+	kv_foreach_ns(pd, ns, kv_recount_end, &count);
+	region_account(pd);
+	log_info("KV namespace '%s': references counted again, %llu value(s) nobody holds freed",
+		 ns->name, (unsigned long long)count);
+	return kv_reply(q, NULL, 0, count, 0);
+}
+
+/*
+ * Requests to a dedup namespace: values are taken and let go by their
+ * holders, regions the caller may write (a snapshot's manifest); a
+ * reference goes with its holder only, never by a remove.
+ */
+int kv_dedup_holder(struct req *q, const struct kv_ns *ns, const Pool__KvRequest *kr)
+{
+	struct region *r;
+
+	bool adopt = strcmp(kr->op, "adopt") == 0 || strcmp(kr->op, "adopted") == 0;
+
+	q->pd->kv->holder = NULL;
+	if (strcmp(kr->op, "remove") == 0)
+		return req_errorf(q, -EPERM, "values of '%s' go with the regions holding them",
+				  ns->name);
+	if (strcmp(kr->op, "reserve") != 0 && strcmp(kr->op, "commit") != 0 && !adopt)
+		return 0;
+	/*
+	 * A page's key starts with its writer's uid (big-endian): a tenant can
+	 * store a page only under its own keys, never under the key another
+	 * uid's put would find, so no one's snapshot restores someone else's
+	 * bytes. Admins (recounts, adoptions) may name any key.
+	 */
+	for (size_t i = 0; !q->admin && !(ns->flags & HOLD_NS_SHARED) && i < kr->n_keys; i++)
+		if (kv_key_owner(kr->keys[i].data, kr->keys[i].len) != (uint32_t)q->uid)
+			return req_errorf(q, -EPERM,
+					  "a key of '%s' starts with its writer's uid, "
+					  "%u",
+					  ns->name, (unsigned)q->uid);
+	if (kr->holder == NULL || (r = region_find(q->pd->regions, kr->holder)) == NULL)
+		return req_errorf(q, -EINVAL, "a put to '%s' names the region holding it",
+				  ns->name);
+	if (!region_allowed(r, q, 2))
+		return req_errorf(q, -EACCES, "region '%s' is not the caller's to write", r->name);
+	if (r->refs_ns != 0 && r->refs_ns != ns->id)
+		return req_errorf(q, -EINVAL, "region '%s' holds values of another namespace",
+				  r->name);
+	q->pd->kv->holder = r;
+	return 0;
+}
+
+/*
+ * The snapshot page stores (libpool/snap.h): dedup namespaces that never
+ * evict, one in DRAM, one in the pmem tier. Made at the coordinator's
+ * start; the persistent one may come back from its lenders instead.
+ */
+int kv_snap_open(struct poold *pd)
+{
+	static const struct {
+		const char *name;
+		uint32_t flags;
+	} stores[] = {
+	    {"snap.pages", HOLD_NS_DRAM_ONLY},
+	    {"snap.ppages", HOLD_NS_PERSISTENT},
+	    /* dedup across uids, checked: on this node, where poold can hash each value */
+	    {"snap.shared", HOLD_NS_DRAM_ONLY | HOLD_NS_SHARED},
+	};
+	struct kv_ns *ns;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(stores); i++) {
+		if (kv_ns_find(pd, stores[i].name) != NULL)
+			continue;
+		ns = kv_ns_new(pd, stores[i].name, (uint64_t)pd->conf->snap_capacity);
+		if (ns == NULL)
+			return -ENOMEM;
+		ns->flags = stores[i].flags | HOLD_NS_NO_EVICT | HOLD_NS_DEDUP;
+		if (ns->flags & HOLD_NS_SHARED)
+			ns->local_node = pd->node_id;
+	}
+	return 0;
+}

@@ -1,0 +1,343 @@
+/*
+ * daemon/kvint.h - what the KV index's files share (kv.c the index itself;
+ * kvtier.c, kvdedup.c, kvreplica.c, kvrebuild.c, kvwire.c, kvlocal.c): its
+ * records and the functions they call in each other. Nothing outside them
+ * includes it; the rest of poold uses poold.h's kv_* functions.
+ */
+#ifndef POOLD_KVINT_H
+#define POOLD_KVINT_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "daemon/extent.h"
+#include "daemon/ledger.h"
+#include "daemon/placement.h"
+#include "daemon/poold.h"
+#include "proto/pool_contract.h"
+
+#define KV_MAX_NAMESPACES 256
+#define KV_MAX_KEYS 4096 /* per request */
+#define KV_RESERVE_TTL_MS 30000
+#define KV_SHARED_HOLD_MS 1000 /* another uid's reservation holds a shared key this long */
+#define KV_BUCKETS0 1024
+#define KV_MAX_REPLICAS 4
+#define KV_RECOPY_MAX 16	  /* copies started again per sweep */
+#define KV_RECOPY_TIMEOUT_MS 5000 /* a copy not done by then is tried again */
+
+/* A place a value is stored at. */
+struct kv_place {
+	uint32_t node, arena;
+	uint64_t off, alen;
+};
+
+/*
+ * One stored version of a value: its place and, in a replicated namespace,
+ * copies of the same bytes on other lenders.
+ */
+struct kv_val {
+	uint32_t node, arena;
+	uint64_t off, alen, vlen, version;
+	uint64_t charged; /* bytes counted against owner's quota.bytes (kv_owner_charge()) */
+	uint32_t owner;	  /* who it counts against: its writer (kv_val_owner()) */
+	bool pmem;	  /* spilled to the lender's pmem tier, below a DRAM namespace */
+	uint8_t ncopies;
+	struct kv_place copy[KV_MAX_REPLICAS - 1]; /* last: most namespaces have none */
+};
+
+/* Storage for the places of one reply location. */
+struct kv_locplaces {
+	Pool__KvPlace place[KV_MAX_REPLICAS];
+	Pool__KvPlace *ptr[KV_MAX_REPLICAS];
+};
+
+/* Readers of one version: a session of a node. */
+struct kv_pin {
+	struct kv_pin *next;
+	uint32_t node;
+	uint64_t session;
+	uint64_t version;
+	uint32_t count;
+};
+
+/*
+ * An index entry. A lookup, a read and an overwrite touch only its first
+ * two cache lines and its key, which sits right before it in the same
+ * allocation (kv_entry_new()): with 100,000s of keys each is a cache
+ * miss, so the fields they read come first and the rare ones last.
+ */
+struct kv_entry {
+	struct kv_entry *hnext;
+	uint64_t hash;
+	uint8_t *key;
+	uint16_t klen;
+	bool has_val, has_pending;
+	bool moving;  /* a spill or a promotion is copying its value */
+	bool recount; /* its references are being counted again */
+	struct kv_pin *pins;
+	int64_t expire_ms;	   /* when its value expires, in Unix ms (RESP EXPIRE), or 0 */
+	TAILQ_ENTRY(kv_entry) lru; /* while it has a committed value: its tier's list */
+	struct kv_val val;
+	struct kv_val pending;
+	uint32_t pnode; /* the writer of the pending version */
+	uint32_t refs;	/* dedup namespaces: holders of the value, or KV_REFS_UNKNOWN */
+	uint64_t psession;
+	uint64_t preserved_at;
+	uint64_t recopy_at;	   /* a lost copy of its value is being made again since, or 0 */
+	TAILQ_ENTRY(kv_entry) vol; /* while expire_ms is set: in its namespace's vol list */
+};
+
+/* A value out of the index that readers still hold. */
+struct kv_zombie {
+	TAILQ_ENTRY(kv_zombie) entry;
+	struct kv_val val;
+	struct kv_pin *pins;
+};
+
+struct kv_ns {
+	TAILQ_ENTRY(kv_ns) entry;
+	char name[64];
+	uint64_t id, capacity, used;
+	uint64_t pmem_used; /* bytes spilled to the pmem tier */
+	uint64_t leaving;   /* DRAM bytes whose spill is in flight: counted as gone */
+	uint64_t hits, misses, evictions, puts, spills, promotions, pmem_hits;
+	struct kv_entry **buckets;
+	size_t nbuckets, nentries;
+	TAILQ_HEAD(kv_lru, kv_entry) lru; /* DRAM values, least recently used first */
+	struct kv_lru plru;		  /* spilled values, likewise */
+	TAILQ_HEAD(, kv_zombie) zombies;
+	TAILQ_HEAD(, kv_entry)
+	vol; /* entries with an expiry, checked in turn (kv_expire_cycle()) */
+	uint64_t nvolatile, expired;
+	uint64_t npending; /* entries with a reservation (the sweep expires them) */
+	uint64_t next_version;
+	uint32_t local_node; /* values only on this node's arenas, or 0 */
+	bool resp_db;	     /* a database of this node's RESP endpoint (kv_local_ensure()) */
+	uint32_t flags;	     /* HOLD_NS_*: never spill, persistent, never evict */
+	uint32_t replicas;   /* places of each value, on as many lenders (1: no copies) */
+	uint64_t size_hint;  /* values up to it take an extent of that size, or 0 */
+	bool flushing;	     /* every key is going: one event says so (kv_ns_flush()) */
+	uid_t uid;	     /* who may read (4) and write (2) its values: owner, group, mode */
+	gid_t gid;
+	unsigned mode;
+};
+
+/*
+ * A commit of persistent values: its reply waits until every lender has
+ * journaled the value it holds; a key whose lender cannot gets -EIO.
+ */
+struct kv_durable {
+	struct req *q;		/* held, once the request is through */
+	Pool__KvLocation *locs; /* the reply's, one per key */
+	size_t n;
+	uint64_t count, lost; /* keys committed, and of those, not made durable */
+	unsigned pending;     /* lenders yet to answer */
+	/* what each lender is told, sent as one message per lender once all keys are through */
+	struct kv_durable_tell {
+		uint32_t node;
+		size_t i; /* the key */
+		Pool__Holding h;
+	} * tells;
+	size_t ntells, cap;
+};
+
+/* The keys of one message to a lender. */
+struct kv_durable_batch {
+	struct kv_durable *d;
+	size_t n;
+	size_t i[];
+};
+
+struct kv_space {
+	TAILQ_HEAD(, kv_ns) list;
+	uint64_t next_id;
+	struct kv_ns *orphans;	    /* what dropped namespaces' readers and writers still hold */
+	struct kv_durable *durable; /* the commit being served, and its key */
+	size_t durable_i;
+	struct region *holder;		 /* dedup: the region taking the references served */
+	unsigned recopies;		 /* copies started again in this sweep */
+	TAILQ_HEAD(, kv_recopy) copying; /* copies in flight: their extents are claimed */
+};
+
+/* The ledger's region id of a namespace's extents: kept apart from region ids. */
+#define KV_HOLD_ID(ns) ((UINT64_C(1) << 63) | (ns)->id)
+
+#define KV_NS_FLAGS                                                                                \
+	(HOLD_NS_DRAM_ONLY | HOLD_NS_PERSISTENT | HOLD_NS_NO_EVICT | HOLD_NS_DEDUP | HOLD_NS_SHARED)
+/* References of a value taken back after a restart: not known, so never dropped. */
+#define KV_REFS_UNKNOWN UINT32_MAX
+
+/* A lost copy being made again. */
+struct kv_recopy {
+	TAILQ_ENTRY(kv_recopy) entry; /* on kv_space.copying */
+	uint64_t ns_id, version;
+	uint8_t *key;
+	size_t klen;
+	struct kv_place to;
+};
+
+/* kv.c */
+const char *kv_tier_name(const struct kv_ns *ns);
+struct kv_ns *kv_ns_find(struct poold *pd, const char *name);
+struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_t klen, uint64_t h);
+struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capacity);
+void kv_set_pending(struct kv_ns *ns, struct kv_entry *e, bool on);
+void kv_set_expire(struct kv_ns *ns, struct kv_entry *e, int64_t at);
+void kv_val_retire(struct poold *pd, const struct kv_val *v);
+uint32_t kv_key_owner(const uint8_t *key, size_t klen);
+uint32_t kv_val_owner(const struct kv_ns *ns, const uint8_t *key, size_t klen, uint32_t writer);
+int kv_owner_charge(struct poold *pd, struct kv_val *v, uint32_t owner);
+void kv_val_free(struct poold *pd, struct kv_ns *ns, struct kv_val *v);
+void kv_pins_free(struct kv_pin *p);
+void kv_val_out(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
+void kv_pending_retire(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
+bool kv_entry_unused(const struct kv_entry *e);
+void kv_entry_drop(struct kv_ns *ns, struct kv_entry *e);
+void kv_entry_clear(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
+struct kv_entry *kv_live(struct poold *pd, struct kv_ns *ns, struct kv_entry **pp);
+struct kv_entry *kv_expire_now(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
+int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t need);
+int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need, bool may_evict);
+struct lender_pool *kv_pick(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len,
+			    const uint32_t *avoid, size_t navoid);
+int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len, struct kv_val *v);
+bool kv_node_up(struct poold *pd, uint32_t node);
+bool kv_val_usable(struct poold *pd, const struct kv_val *v);
+int kv_pin(struct kv_entry *e, uint32_t node, uint64_t session);
+bool kv_unpin(struct kv_pin **pp, uint32_t node, uint64_t session, uint64_t version);
+void kv_zombies_sweep(struct poold *pd, struct kv_ns *ns);
+struct kv_ns *kv_ns_by_id(struct poold *pd, uint64_t id);
+void kv_foreach_ns(struct poold *pd, struct kv_ns *ns,
+		   void (*fn)(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg),
+		   void *arg);
+void kv_ns_flush(struct poold *pd, struct kv_ns *ns);
+void kv_ns_free(struct poold *pd, struct kv_ns *ns);
+
+/* kvtier.c */
+void kv_durable_send(struct poold *pd, struct kv_durable *d);
+void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e);
+int kv_spill(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool may_evict);
+void kv_promote(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
+
+/* kvdedup.c */
+int kv_holder_add(struct poold *pd, struct kv_ns *ns, const uint8_t *key, size_t klen,
+		  struct kv_entry *e);
+bool kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, uid_t uid,
+		      Pool__KvLocation *loc);
+int kv_verify(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e,
+	      const struct req *q);
+int kv_recount_request(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr);
+int kv_dedup_holder(struct req *q, const struct kv_ns *ns, const Pool__KvRequest *kr);
+
+/* kvreplica.c */
+void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg);
+
+/* kvrebuild.c */
+void kv_defs_send(struct poold *pd);
+
+/* kvwire.c */
+void kv_loc(struct poold *pd, Pool__KvLocation *loc, struct kv_locplaces *pl, int status,
+	    const struct kv_val *v, uint32_t near);
+int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, size_t i,
+	   Pool__KvLocation *loc, struct kv_locplaces *pl);
+int kv_reply(struct req *q, Pool__KvLocation *locs, size_t n, uint64_t count, unsigned access);
+bool kv_ns_allowed(const struct kv_ns *ns, const struct req *q, unsigned want);
+unsigned kv_op_access(const char *op);
+void kv_ns_msg(const struct kv_ns *ns, Pool__KvNamespace *m);
+
+/* The tier a namespace's values live in (before any spill). */
+static inline enum tier kv_tier(const struct kv_ns *ns)
+{
+	return ns->flags & HOLD_NS_PERSISTENT ? TIER_PMEM : TIER_DRAM;
+}
+
+static inline uint64_t kv_hash(const uint8_t *key, size_t klen)
+{
+	return XXH3_64bits(key, klen);
+}
+
+static inline struct kv_entry **kv_slot(struct kv_ns *ns, const uint8_t *key, size_t klen,
+					uint64_t h)
+{
+	struct kv_entry **pp = &ns->buckets[h & (ns->nbuckets - 1)];
+
+	for (; *pp != NULL; pp = &(*pp)->hnext)
+		if ((*pp)->hash == h && (*pp)->klen == klen && memcmp((*pp)->key, key, klen) == 0)
+			break;
+	return pp;
+}
+
+/* The bytes before an entry that hold its key, the entry aligned as malloc() aligns. */
+static inline size_t kv_key_room(size_t klen)
+{
+	return (klen + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
+}
+
+/* Now, in Unix ms: expiry times are wall-clock times, as EXPIREAT's. */
+static inline int64_t kv_unix_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A value's places, its own first: their number. */
+static inline size_t kv_places(const struct kv_val *v, struct kv_place *out)
+{
+	size_t i;
+
+	out[0] = (struct kv_place){v->node, v->arena, v->off, v->alen};
+	for (i = 0; i < v->ncopies; i++)
+		out[i + 1] = v->copy[i];
+	return i + 1;
+}
+
+/* Bytes of memory a value takes, copies included. */
+static inline uint64_t kv_val_bytes(const struct kv_val *v)
+{
+	uint64_t n = v->alen;
+	size_t i;
+
+	for (i = 0; i < v->ncopies; i++)
+		n += v->copy[i].alen;
+	return n;
+}
+
+static inline bool kv_val_on(const struct kv_val *v, uint32_t node)
+{
+	struct kv_place all[KV_MAX_REPLICAS];
+	size_t n = kv_places(v, all), i;
+
+	for (i = 0; i < n; i++)
+		if (all[i].node == node)
+			return true;
+	return false;
+}
+
+/* The recency list of the tier of an entry's committed value. */
+static inline struct kv_lru *kv_lru(struct kv_ns *ns, const struct kv_entry *e)
+{
+	return e->val.pmem ? &ns->plru : &ns->lru;
+}
+
+/* A RESP database: it takes the empty key. */
+static inline bool kv_is_resp_db(const struct kv_ns *ns)
+{
+	return ns->resp_db;
+}
+
+/*
+ * The extent a value of len bytes takes: with a size hint, values up to it
+ * all take the same size, so a freed one leaves a hole the next one fits.
+ */
+static inline uint64_t kv_alloc_len(const struct kv_ns *ns, uint64_t len)
+{
+	return ns->size_hint != 0 && len <= ns->size_hint ? ns->size_hint : MAX(len, 1);
+}
+
+#endif

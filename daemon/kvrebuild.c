@@ -1,0 +1,254 @@
+/*
+ * daemon/kvrebuild.c - the KV index rebuilt from the lenders: the extents
+ * each value holds (for the ledger's comparison), the values a lender
+ * reports after the coordinator restarted, and the namespaces'
+ * definitions every node keeps for it.
+ */
+#include "config.h"
+
+#include "daemon/kvint.h"
+
+static int kv_val_extents(const struct kv_ns *ns, const struct kv_val *v, uint32_t node,
+			  struct ledger_extent **ext, size_t *n, size_t *cap)
+{
+	struct kv_place all[KV_MAX_REPLICAS];
+	size_t np = kv_places(v, all), i;
+
+	for (i = 0; i < np; i++)
+		if (all[i].node == node && ledger_append(ext, n, cap, all[i].arena, all[i].off,
+							 all[i].alen, KV_HOLD_ID(ns)) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+/* The KV extents on a node, for the ledger. */
+int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size_t *n, size_t *cap)
+{
+	struct kv_recopy *rk;
+	struct kv_ns *ns;
+	size_t i;
+
+	if (pd->kv == NULL)
+		return 0;
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+	{
+		struct kv_zombie *z;
+		const struct kv_val *vals[2];
+
+		for (i = 0; i < ns->nbuckets; i++) {
+			struct kv_entry *e;
+
+			for (e = ns->buckets[i]; e != NULL; e = e->hnext) {
+				size_t k, nv = 0;
+
+				if (e->has_val)
+					vals[nv++] = &e->val;
+				if (e->has_pending)
+					vals[nv++] = &e->pending;
+				for (k = 0; k < nv; k++)
+					if (kv_val_extents(ns, vals[k], node, ext, n, cap) < 0)
+						return -ENOMEM;
+			}
+		}
+		TAILQ_FOREACH(z, &ns->zombies, entry)
+		if (kv_val_extents(ns, &z->val, node, ext, n, cap) < 0)
+			return -ENOMEM;
+	}
+	TAILQ_FOREACH(rk, &pd->kv->copying, entry)
+	{
+		ns = kv_ns_by_id(pd, rk->ns_id);
+		if (ns != NULL && rk->to.node == node &&
+		    ledger_append(ext, n, cap, rk->to.arena, rk->to.off, rk->to.alen,
+				  KV_HOLD_ID(ns)) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * The namespaces' definitions, which every node keeps for a restarted
+ * coordinator: so that a namespace comes back even when it holds no value
+ * to be rebuilt from. (A namespace dropped while a node was away and the
+ * coordinator restarted before the node came back comes back too.)
+ * *ret_m (n entries) and *ret_mp point into the namespaces: free both.
+ */
+int kv_defs(struct poold *pd, Pool__KvNamespace **ret_m, Pool__KvNamespace ***ret_mp, size_t *ret_n)
+{
+	Pool__KvNamespace *m, **mp;
+	struct kv_ns *ns;
+	size_t n = 0;
+
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+	n++;
+	m = calloc(n ? n : 1, sizeof(*m));
+	mp = calloc(n ? n : 1, sizeof(*mp));
+	if (m == NULL || mp == NULL) {
+		free(m);
+		free(mp);
+		return -ENOMEM;
+	}
+	n = 0;
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+	if (!ns->resp_db) { /* RESP databases are made again on use */
+		kv_ns_msg(ns, &m[n]);
+		mp[n] = &m[n];
+		n++;
+	}
+	*ret_m = m;
+	*ret_mp = mp;
+	*ret_n = n;
+	return 0;
+}
+
+/* Tell every node the namespaces as they are now. */
+void kv_defs_send(struct poold *pd)
+{
+	Pool__KvNsReply defs = POOL__KV_NS_REPLY__INIT;
+	Pool__KvNamespace *m;
+	struct member *mem;
+
+	if (kv_defs(pd, &m, &defs.namespaces, &defs.n_namespaces) < 0)
+		return; /* they learn them when they register again */
+	TAILQ_FOREACH(mem, &pd->members, entry)
+	if (mem->info->id != pd->node_id && mem->state == MEMBER_UP)
+		coord_notice(pd, mem->info->id, WIRE_KV_NS_DEFS, &defs.base);
+	free(m);
+	free(defs.namespaces);
+}
+
+/*
+ * Definitions from a node's record (after this coordinator restarted) or
+ * from the coordinator's journal: make the namespaces it lacks.
+ */
+void kv_defs_adopt(struct poold *pd, Pool__KvNamespace *const *defs, size_t n, const char *from)
+{
+	size_t i, count = 0, made = 0;
+	struct kv_ns *ns;
+
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+	count++;
+	for (i = 0; i < n && count < KV_MAX_NAMESPACES; i++) {
+		const Pool__KvNamespace *d = defs[i];
+		uint32_t flags;
+
+		if (kv_ns_find(pd, d->name) != NULL || d->name[0] == '\0' ||
+		    strlen(d->name) > POOL_REGION_NAME_MAX || d->capacity < (1u << 20) ||
+		    (d->has_replicas && (d->replicas < 1 || d->replicas > KV_MAX_REPLICAS)) ||
+		    (d->has_size_hint && d->size_hint > POOL_KV_VALUE_MAX))
+			continue;
+		flags = d->tier != NULL && strcmp(d->tier, "dram") == 0	  ? HOLD_NS_DRAM_ONLY
+			: d->tier != NULL && strcmp(d->tier, "pmem") == 0 ? HOLD_NS_PERSISTENT
+									  : 0;
+		if (d->evict != NULL && strcmp(d->evict, "none") == 0)
+			flags |= HOLD_NS_NO_EVICT;
+		if (d->has_dedup && d->dedup)
+			flags |= HOLD_NS_DEDUP;
+		if ((ns = kv_ns_new(pd, d->name, d->capacity)) == NULL)
+			return;
+		ns->flags = flags;
+		ns->replicas = d->has_replicas ? d->replicas : 1;
+		ns->size_hint = d->has_size_hint ? d->size_hint : 0;
+		if (d->has_mode) {
+			ns->uid = d->uid;
+			ns->gid = d->gid;
+			ns->mode = d->mode & 0777;
+		}
+		count++;
+		made++;
+		log_info("KV namespace '%s' defined again from %s", ns->name, from);
+	}
+	if (made > 0)
+		coordlog_namespaces(pd);
+}
+
+/*
+ * A committed value a lender holds and the index does not know (this
+ * coordinator restarted): take it back, with its namespace if need be. The
+ * newer version of a key wins. 0, or -errno when it cannot be taken (the
+ * caller scrubs it).
+ */
+int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t alen,
+	     const Pool__Holding *h)
+{
+	struct lender_pool *lp = region_pool(pd->regions, node, arena);
+	const uint8_t *key = h->key.data;
+	size_t klen = h->key.len;
+	struct kv_entry *e;
+	struct kv_ns *ns;
+	uint32_t owner;
+	uint64_t hash;
+	bool fresh;
+
+	if (pd->kv == NULL || lp == NULL || klen == 0 || klen > POOL_KV_KEY_MAX || h->vlen == 0 ||
+	    h->vlen > alen)
+		return -EINVAL;
+	ns = kv_ns_find(pd, h->ns);
+	if (ns == NULL) {
+		ns = kv_ns_new(pd, h->ns, h->ns_capacity ? h->ns_capacity : UINT64_C(1) << 30);
+		if (ns == NULL)
+			return -ENOMEM;
+		ns->flags = h->ns_flags & KV_NS_FLAGS;
+		if (h->has_ns_replicas && h->ns_replicas >= 1 && h->ns_replicas <= KV_MAX_REPLICAS)
+			ns->replicas = h->ns_replicas;
+		if (h->has_ns_size_hint && h->ns_size_hint <= POOL_KV_VALUE_MAX)
+			ns->size_hint = h->ns_size_hint;
+		log_info("KV namespace '%s' rebuilt from its lenders", ns->name);
+		events_add(pd, "kv", "namespace '%s' rebuilt from its lenders", ns->name);
+	}
+	hash = kv_hash(key, klen);
+	e = *kv_slot(ns, key, klen, hash);
+	if (e != NULL && e->has_val && e->val.version == h->version && e->val.vlen == h->vlen &&
+	    !e->val.pmem && lp->tier == kv_tier(ns) && 1u + e->val.ncopies < ns->replicas &&
+	    !kv_val_on(&e->val, node)) {
+		/* Another copy of a replicated value. */
+		if (extent_reserve_fine(lp->alloc, off, alen) < 0)
+			return -EBUSY;
+		e->val.copy[e->val.ncopies++] = (struct kv_place){node, arena, off, alen};
+		ns->used += alen;
+		return 0;
+	}
+	if (e != NULL && e->has_val && e->val.version >= h->version)
+		return -EEXIST;
+	if (extent_reserve_fine(lp->alloc, off, alen) < 0)
+		return -EBUSY;
+	fresh = e == NULL || !e->has_val;
+	if (e != NULL && e->has_val)
+		kv_val_out(pd, ns, e);
+	if (e == NULL && (e = kv_entry_new(ns, key, klen, hash)) == NULL) {
+		extent_release(lp->alloc, off, alen);
+		return -ENOMEM;
+	}
+	e->val = (struct kv_val){.node = node,
+				 .arena = arena,
+				 .off = off,
+				 .alen = alen,
+				 .vlen = h->vlen,
+				 .version = h->version,
+				 .pmem = lp->tier != kv_tier(ns)};
+	/* Its writer, as its lender's record names it (else the namespace's owner). */
+	owner = kv_val_owner(ns, key, klen, h->has_ruid ? h->ruid : (uint32_t)ns->uid);
+	if (kv_owner_charge(pd, &e->val, owner) < 0) {
+		e->has_val = false;
+		if (kv_entry_unused(e))
+			kv_entry_drop(ns, e);
+		extent_release(lp->alloc, off, alen);
+		return -ENOMEM;
+	}
+	e->has_val = true;
+	/* References kept while its lender was away stay; after our own restart, unknown. */
+	if ((ns->flags & HOLD_NS_DEDUP) && e->refs == 0) {
+		e->refs = KV_REFS_UNKNOWN;
+		snap_recount_want(pd);
+	}
+	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
+	if (e->val.pmem)
+		ns->pmem_used += alen;
+	else
+		ns->used += alen;
+	ns->next_version = MAX(ns->next_version, h->version);
+	if (fresh) { /* a key of its own: no chain is known */
+		kvev_stored(pd, ns->name, key, klen);
+		kvev_end(pd);
+	}
+	return 0;
+}
