@@ -1,6 +1,7 @@
 /*
  * cli/poolctl.c - poolctl: option parsing, the command table, and the
- * connection to poold. Each command lives in its own cmd-*.c file.
+ * connection to poold. Each family of commands (snap, kv, region...)
+ * lives in a cmd-*.c file of its own.
  */
 #include "config.h"
 

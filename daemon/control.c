@@ -63,7 +63,7 @@ struct control {
 static const struct ctl_handler *const handler_tables[] = {
 	status_handlers,
 	reload_handlers,
-	cluster_handlers,
+	nodes_handlers,
 	region_handlers,
 	reclaim_handlers,
 	arena_handlers,

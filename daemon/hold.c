@@ -1,5 +1,6 @@
 /*
- * daemon/hold.c - the ledger between the coordinator and its lenders.
+ * daemon/hold.c - holdings: each lender's own record of the extents it
+ * holds, kept in step with the coordinator's map (the ledger).
  *
  * Every lender keeps its own record of the extents it holds and for which
  * region: the coordinator tells it on each allocation (Hold), a scrub ends

@@ -41,7 +41,7 @@ static int nodes_probe(struct req *r, const ProtobufCMessage *msg)
 	return coord_probe_all(r->pd, r);
 }
 
-const struct ctl_handler cluster_handlers[] = {
+const struct ctl_handler nodes_handlers[] = {
 	{WIRE_NODES, CTL_ANY, AT_COORD, nodes_request, NULL},
 	{WIRE_FABRIC, CTL_ANY, AT_COORD, nodes_fabric, NULL},
 	{WIRE_PROBE, CTL_ADMIN, AT_COORD, nodes_probe, NULL},

@@ -728,7 +728,7 @@ Pool__ProbeResult *probe_result_dup(const Pool__ProbeResult *res);
 /* handlers, one file per concept */
 extern const struct ctl_handler status_handlers[];
 extern const struct ctl_handler reload_handlers[];
-extern const struct ctl_handler cluster_handlers[];
+extern const struct ctl_handler nodes_handlers[];
 extern const struct ctl_handler region_handlers[];
 extern const struct ctl_handler arena_handlers[];
 
