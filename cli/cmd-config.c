@@ -82,10 +82,15 @@ static int cmd_config_check_exec(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_config_show_entry = {
-	"config show", "", 0, 0, DAEMON_NEEDED, cmd_config_show_exec, "show every option and its value",
+    "config show", "", 0, 0, DAEMON_NEEDED, cmd_config_show_exec, "show every option and its value",
 };
 
 const struct cmd_entry cmd_config_check_entry = {
-	"config check", "FILE", 1, 1, DAEMON_NONE, cmd_config_check_exec,
-	"check a configuration file without poold",
+    "config check",
+    "FILE",
+    1,
+    1,
+    DAEMON_NONE,
+    cmd_config_check_exec,
+    "check a configuration file without poold",
 };

@@ -60,6 +60,11 @@ static int cmd_events_exec(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_events_entry = {
-	"events", "[N]", 0, 1, DAEMON_NEEDED, cmd_events_exec,
-	"recent membership, data, reclaim and journal events of this poold",
+    "events",
+    "[N]",
+    0,
+    1,
+    DAEMON_NEEDED,
+    cmd_events_exec,
+    "recent membership, data, reclaim and journal events of this poold",
 };

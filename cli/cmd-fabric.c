@@ -47,7 +47,7 @@ static void fabric_print_matrix(const Pool__FabricReply *rep, bool bandwidth)
 {
 	size_t n = rep->n_members, i, k;
 	const char **headers = calloc(n + 1, sizeof(*headers));
-	char (*names)[16] = calloc(n + 1, sizeof(*names));
+	char(*names)[16] = calloc(n + 1, sizeof(*names));
 	struct table *t;
 
 	if (headers == NULL || names == NULL)
@@ -68,8 +68,8 @@ static void fabric_print_matrix(const Pool__FabricReply *rep, bool bandwidth)
 
 		row[0] = names[i];
 		for (k = 0; k < n; k++) {
-			const Pool__ProbeResult *r = fabric_find(rep, rep->members[i]->node->id,
-								 rep->members[k]->node->id);
+			const Pool__ProbeResult *r =
+			    fabric_find(rep, rep->members[i]->node->id, rep->members[k]->node->id);
 			if (i == k)
 				snprintf(cells[k], sizeof(cells[k]), "-");
 			else if (r == NULL)
@@ -77,9 +77,11 @@ static void fabric_print_matrix(const Pool__FabricReply *rep, bool bandwidth)
 			else if (r->error != 0)
 				snprintf(cells[k], sizeof(cells[k]), "error");
 			else if (bandwidth)
-				snprintf(cells[k], sizeof(cells[k]), "%.2f", (double)r->bandwidth / 1e9);
+				snprintf(cells[k], sizeof(cells[k]), "%.2f",
+					 (double)r->bandwidth / 1e9);
 			else
-				snprintf(cells[k], sizeof(cells[k]), "%.1fus", (double)r->latency_ns / 1e3);
+				snprintf(cells[k], sizeof(cells[k]), "%.1fus",
+					 (double)r->latency_ns / 1e3);
 			row[k + 1] = cells[k];
 		}
 		table_row_v(t, row);
@@ -146,11 +148,21 @@ static int cmd_fabric_probe_exec(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_fabric_probe_entry = {
-	"fabric probe", "", 0, 0, DAEMON_NEEDED, cmd_fabric_probe_exec,
-	"measure every link now and show the results",
+    "fabric probe",
+    "",
+    0,
+    0,
+    DAEMON_NEEDED,
+    cmd_fabric_probe_exec,
+    "measure every link now and show the results",
 };
 
 const struct cmd_entry cmd_fabric_entry = {
-	"fabric", "", 0, 0, DAEMON_NEEDED, cmd_fabric_exec,
-	"show the latest latency and bandwidth between nodes",
+    "fabric",
+    "",
+    0,
+    0,
+    DAEMON_NEEDED,
+    cmd_fabric_exec,
+    "show the latest latency and bandwidth between nodes",
 };

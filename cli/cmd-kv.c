@@ -11,14 +11,14 @@
 #include "cli/poolctl.h"
 
 static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64_t capacity,
-		   const char *tier, const char *evict, unsigned replicas, uint64_t hint,
-		   long mode, long gid, bool stats)
+		   const char *tier, const char *evict, unsigned replicas, uint64_t hint, long mode,
+		   long gid, bool stats)
 {
 	static const char *const short_h[] = {"NAMESPACE", "CAPACITY", "USED", "ENTRIES"};
-	static const char *const long_h[] = {"NAMESPACE", "CAPACITY",  "TIER",	    "EVICT",
-					     "REPLICAS",  "DRAM",      "PMEM",	    "ENTRIES",
-					     "HITS",	  "MISSES",    "HIT RATE",  "PMEM HITS",
-					     "EVICTIONS", "SPILLS",    "PROMOTIONS", "PUTS"};
+	static const char *const long_h[] = {"NAMESPACE", "CAPACITY", "TIER",	    "EVICT",
+					     "REPLICAS",  "DRAM",     "PMEM",	    "ENTRIES",
+					     "HITS",	  "MISSES",   "HIT RATE",   "PMEM HITS",
+					     "EVICTIONS", "SPILLS",   "PROMOTIONS", "PUTS"};
 	Pool__KvNsRequest req = POOL__KV_NS_REQUEST__INIT;
 	Pool__KvNsReply *rep;
 	struct table *t;
@@ -107,8 +107,9 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 		snprintf(proms, sizeof(proms), "%llu", (unsigned long long)n->promotions);
 		snprintf(reps, sizeof(reps), "%u", n->has_replicas ? n->replicas : 1);
 		if (stats)
-			table_row(t, n->name, cap, n->tier ? n->tier : "-", n->evict ? n->evict : "-",
-				  reps, used, pmem, ent, hits, miss, rate, phits, ev, spills, proms, puts);
+			table_row(t, n->name, cap, n->tier ? n->tier : "-",
+				  n->evict ? n->evict : "-", reps, used, pmem, ent, hits, miss,
+				  rate, phits, ev, spills, proms, puts);
 		else
 			table_row(t, n->name, cap, used, ent);
 	}
@@ -125,7 +126,8 @@ static int cmd_kv_ls_exec(struct cmd_ctx *ctx)
 
 static int cmd_kv_stats_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "stats", ctx->argc ? ctx->argv[0] : "", 0, NULL, NULL, 0, 0, -1, -1, true);
+	return kv_exec(ctx, "stats", ctx->argc ? ctx->argv[0] : "", 0, NULL, NULL, 0, 0, -1, -1,
+		       true);
 }
 
 static int cmd_kv_create_exec(struct cmd_ctx *ctx)
@@ -156,8 +158,10 @@ static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 
 			mode = strtol(ctx->argv[i] + 5, &end, 8);
 			if (end == ctx->argv[i] + 5 || *end != '\0' || mode < 0 || mode > 0777) {
-				fprintf(stderr, "poolctl: '%s': mode is octal permission bits, such "
-					"as 0660\n", ctx->argv[i]);
+				fprintf(stderr,
+					"poolctl: '%s': mode is octal permission bits, such "
+					"as 0660\n",
+					ctx->argv[i]);
 				return EXIT_USAGE;
 			}
 		} else if (strncmp(ctx->argv[i], "group=", 6) == 0) {
@@ -180,7 +184,8 @@ static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 			}
 			replicas = (unsigned)r;
 		} else {
-			fprintf(stderr, "poolctl: unknown option '%s' (tier=dram|dram+pmem|pmem, "
+			fprintf(stderr,
+				"poolctl: unknown option '%s' (tier=dram|dram+pmem|pmem, "
 				"evict=lru|none, replicas=N, hint=SIZE, mode=OCTAL, group=NAME)\n",
 				ctx->argv[i]);
 			return EXIT_USAGE;
@@ -201,19 +206,29 @@ static int cmd_kv_flush_exec(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_kv_ls_entry = {
-	"kv ls", "", 0, 0, DAEMON_NEEDED, cmd_kv_ls_exec, "list the KV cache namespaces",
+    "kv ls", "", 0, 0, DAEMON_NEEDED, cmd_kv_ls_exec, "list the KV cache namespaces",
 };
 const struct cmd_entry cmd_kv_stats_entry = {
-	"kv stats", "[NS]", 0, 1, DAEMON_NEEDED, cmd_kv_stats_exec,
-	"entries, bytes per tier, hits, misses, hit rate, evictions, spills, promotions, puts",
+    "kv stats",
+    "[NS]",
+    0,
+    1,
+    DAEMON_NEEDED,
+    cmd_kv_stats_exec,
+    "entries, bytes per tier, hits, misses, hit rate, evictions, spills, promotions, puts",
 };
 const struct cmd_entry cmd_kv_create_entry = {
-	"kv create", "NS CAPACITY [OPT]", 2, 8, DAEMON_NEEDED, cmd_kv_create_exec,
-	"a namespace of CAPACITY bytes (tier= evict= replicas=N hint=SIZE)",
+    "kv create",
+    "NS CAPACITY [OPT]",
+    2,
+    8,
+    DAEMON_NEEDED,
+    cmd_kv_create_exec,
+    "a namespace of CAPACITY bytes (tier= evict= replicas=N hint=SIZE)",
 };
 const struct cmd_entry cmd_kv_drop_entry = {
-	"kv drop", "NS", 1, 1, DAEMON_NEEDED, cmd_kv_drop_exec, "drop a namespace and its values",
+    "kv drop", "NS", 1, 1, DAEMON_NEEDED, cmd_kv_drop_exec, "drop a namespace and its values",
 };
 const struct cmd_entry cmd_kv_flush_entry = {
-	"kv flush", "NS", 1, 1, DAEMON_NEEDED, cmd_kv_flush_exec, "remove every value of a namespace",
+    "kv flush", "NS", 1, 1, DAEMON_NEEDED, cmd_kv_flush_exec, "remove every value of a namespace",
 };

@@ -59,8 +59,8 @@ static int cmd_drain_exec(struct cmd_ctx *ctx)
 
 static int cmd_ledger_exec(struct cmd_ctx *ctx)
 {
-	static const char *const headers[] = {"NODE", "ARENA", "TIER", "BORROWER", "SIZE",
-					      "LENT", "USED", "REGIONS", "STATE"};
+	static const char *const headers[] = {"NODE", "ARENA", "TIER",	  "BORROWER", "SIZE",
+					      "LENT", "USED",  "REGIONS", "STATE"};
 	Pool__LedgerRequest req = POOL__LEDGER_REQUEST__INIT;
 	Pool__Ledger *rep;
 	struct table *t;
@@ -119,21 +119,35 @@ static int cmd_ledger_exec(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_lend_entry = {
-	"lend", "NODE SIZE", 2, 2, DAEMON_NEEDED, cmd_lend_exec,
-	"set how much DRAM a node lends (up to its lend.max)",
+    "lend",
+    "NODE SIZE",
+    2,
+    2,
+    DAEMON_NEEDED,
+    cmd_lend_exec,
+    "set how much DRAM a node lends (up to its lend.max)",
 };
 
 const struct cmd_entry cmd_reclaim_entry = {
-	"reclaim", "NODE SIZE", 2, 2, DAEMON_NEEDED, cmd_reclaim_exec,
-	"take memory back from a node: evict cache regions, move the others",
+    "reclaim",
+    "NODE SIZE",
+    2,
+    2,
+    DAEMON_NEEDED,
+    cmd_reclaim_exec,
+    "take memory back from a node: evict cache regions, move the others",
 };
 
 const struct cmd_entry cmd_drain_entry = {
-	"drain", "NODE", 1, 1, DAEMON_NEEDED, cmd_drain_exec,
-	"empty a node for maintenance (poolctl lend gives it back)",
+    "drain",
+    "NODE",
+    1,
+    1,
+    DAEMON_NEEDED,
+    cmd_drain_exec,
+    "empty a node for maintenance (poolctl lend gives it back)",
 };
 
 const struct cmd_entry cmd_ledger_entry = {
-	"ledger", "", 0, 0, DAEMON_NEEDED, cmd_ledger_exec,
-	"who lends what, and who borrows it",
+    "ledger", "", 0, 0, DAEMON_NEEDED, cmd_ledger_exec, "who lends what, and who borrows it",
 };

@@ -20,8 +20,8 @@ static void nodes_dram(const Pool__NodeInfo *n, uint64_t *cap, uint64_t *used)
 /* poolctl nodes -v: each member's arenas as the coordinator's allocators see them. */
 static void nodes_print_arenas(Pool__Member **members, size_t n)
 {
-	static const char *const headers[] = {"NODE", "ARENA", "TIER", "NUMA", "SIZE", "LENT",
-					      "USED", "FREE", "LARGEST", "RUNS", "FRAG"};
+	static const char *const headers[] = {"NODE", "ARENA", "TIER",	  "NUMA", "SIZE", "LENT",
+					      "USED", "FREE",  "LARGEST", "RUNS", "FRAG"};
 	struct table *t = table_new(11, headers);
 	size_t i, k;
 
@@ -30,7 +30,8 @@ static void nodes_print_arenas(Pool__Member **members, size_t n)
 
 		for (k = 0; k < ni->n_arenas; k++) {
 			const Pool__Arena *a = ni->arenas[k];
-			char node[16], id[16], numa[16], size[24], lent[24], used[24], fr[24], lg[24];
+			char node[16], id[16], numa[16], size[24], lent[24], used[24], fr[24],
+			    lg[24];
 			char runs[16], frag[16];
 			uint64_t free = a->lent > a->used ? a->lent - a->used : 0;
 
@@ -44,7 +45,8 @@ static void nodes_print_arenas(Pool__Member **members, size_t n)
 			units_fmt_size(a->largest_free, lg, sizeof(lg));
 			snprintf(runs, sizeof(runs), "%llu", (unsigned long long)a->free_runs);
 			snprintf(frag, sizeof(frag), "%.1f%%",
-				 free ? 100.0 * (1.0 - (double)a->largest_free / (double)free) : 0.0);
+				 free ? 100.0 * (1.0 - (double)a->largest_free / (double)free)
+				      : 0.0);
 			table_row(t, node, id, a->tier, numa, size, lent, used, fr, lg, runs, frag);
 		}
 	}
@@ -56,7 +58,7 @@ static void nodes_print_arenas(Pool__Member **members, size_t n)
 /* Print the members as a table, or as a JSON array named key. */
 void nodes_print(struct cmd_ctx *ctx, struct json *j, Pool__Member **members, size_t n)
 {
-	static const char *const headers[] = {"ID",   "NAME", "ADDRESS",   "STATE", "ROLE",
+	static const char *const headers[] = {"ID",   "NAME", "ADDRESS",   "STATE",  "ROLE",
 					      "DRAM", "PMEM", "HEARTBEAT", "VERSION"};
 	struct table *t;
 	size_t i, k;
@@ -128,8 +130,8 @@ void nodes_print(struct cmd_ctx *ctx, struct json *j, Pool__Member **members, si
 		units_fmt_size(ni->pmem_capacity, b, sizeof(b));
 		snprintf(pmem, sizeof(pmem), "%s/%s", a, b);
 		snprintf(hb, sizeof(hb), "%.1fs ago", (double)members[i]->heartbeat_age_ms / 1000);
-		table_row(t, id, ni->name, ni->addr[0] ? ni->addr : "-", members[i]->state, ni->role,
-			  dram, pmem, hb, ni->version);
+		table_row(t, id, ni->name, ni->addr[0] ? ni->addr : "-", members[i]->state,
+			  ni->role, dram, pmem, hb, ni->version);
 	}
 	table_print(t, stdout);
 	table_free(t);
@@ -163,6 +165,11 @@ static int cmd_nodes_exec(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_nodes_entry = {
-	"nodes", "[-v]", 0, 1, DAEMON_NEEDED, cmd_nodes_exec,
-	"list the nodes of the cluster and their state; -v: their arenas",
+    "nodes",
+    "[-v]",
+    0,
+    1,
+    DAEMON_NEEDED,
+    cmd_nodes_exec,
+    "list the nodes of the cluster and their state; -v: their arenas",
 };

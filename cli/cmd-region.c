@@ -139,7 +139,8 @@ static int region_print_reply(struct cmd_ctx *ctx, Pool__RegionReply *rep)
 	for (i = 0; i < r->n_extents; i++)
 		printf("  extent %zu    node %u arena %u offset %llu length %llu\n", i,
 		       r->extents[i]->node, r->extents[i]->arena,
-		       (unsigned long long)r->extents[i]->off, (unsigned long long)r->extents[i]->len);
+		       (unsigned long long)r->extents[i]->off,
+		       (unsigned long long)r->extents[i]->len);
 	return EXIT_OK;
 }
 
@@ -232,20 +233,29 @@ static int cmd_region_destroy_exec(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_regions_entry = {
-	"regions", "", 0, 0, DAEMON_NEEDED, cmd_regions_exec, "list the regions of the pool",
+    "regions", "", 0, 0, DAEMON_NEEDED, cmd_regions_exec, "list the regions of the pool",
 };
 
 const struct cmd_entry cmd_region_create_entry = {
-	"region create", "NAME SIZE [class=C] [placement=P] [mode=M] [stripe=S] [anonymous]", 2, 7,
-	DAEMON_NEEDED, cmd_region_create_exec, "create a region",
+    "region create",
+    "NAME SIZE [class=C] [placement=P] [mode=M] [stripe=S] [anonymous]",
+    2,
+    7,
+    DAEMON_NEEDED,
+    cmd_region_create_exec,
+    "create a region",
 };
 
 const struct cmd_entry cmd_region_info_entry = {
-	"region info", "NAME", 1, 1, DAEMON_NEEDED, cmd_region_info_exec,
-	"show a region and where it lives",
+    "region info",
+    "NAME",
+    1,
+    1,
+    DAEMON_NEEDED,
+    cmd_region_info_exec,
+    "show a region and where it lives",
 };
 
 const struct cmd_entry cmd_region_destroy_entry = {
-	"region destroy", "NAME", 1, 1, DAEMON_NEEDED, cmd_region_destroy_exec,
-	"destroy a region",
+    "region destroy", "NAME", 1, 1, DAEMON_NEEDED, cmd_region_destroy_exec, "destroy a region",
 };

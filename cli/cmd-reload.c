@@ -28,5 +28,5 @@ static int cmd_reload_exec(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_reload_entry = {
-	"reload", "", 0, 0, DAEMON_NEEDED, cmd_reload_exec, "re-read the configuration file",
+    "reload", "", 0, 0, DAEMON_NEEDED, cmd_reload_exec, "re-read the configuration file",
 };

@@ -153,11 +153,11 @@ int cmd_snap_serve(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_snap_serve_entry = {
-	"snap serve",
-	"NAME SOCKET [...]",
-	2,
-	9,
-	DAEMON_NONE,
-	cmd_snap_serve,
-	"serve Firecracker UFFD restores of a snapshot",
+    "snap serve",
+    "NAME SOCKET [...]",
+    2,
+    9,
+    DAEMON_NONE,
+    cmd_snap_serve,
+    "serve Firecracker UFFD restores of a snapshot",
 };

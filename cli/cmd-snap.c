@@ -99,8 +99,10 @@ static int snap_put_opt(struct pool_snap_opts *o, const char *arg)
 	if (rc == 0)
 		return 0;
 bad:
-	fprintf(stderr, "poolctl: bad option '%s' (class=pinned|persistent|shared, page=4K|2M, "
-		"parent=NAME, diff=yes|no, mode=OCTAL, state=FILE)\n", arg);
+	fprintf(stderr,
+		"poolctl: bad option '%s' (class=pinned|persistent|shared, page=4K|2M, "
+		"parent=NAME, diff=yes|no, mode=OCTAL, state=FILE)\n",
+		arg);
 	return -1;
 }
 
@@ -161,8 +163,8 @@ static int cmd_snap_put_exec(struct cmd_ctx *ctx)
 			json_finish(j);
 		} else {
 			printf("%s: %llu pages, %llu zero, %llu distinct, %llu new (%llu bytes "
-			       "stored)\n", ctx->argv[0],
-			       (unsigned long long)(pool_snap_info_size(info) / ps),
+			       "stored)\n",
+			       ctx->argv[0], (unsigned long long)(pool_snap_info_size(info) / ps),
 			       (unsigned long long)pool_snap_info_zero_pages(info),
 			       (unsigned long long)pool_snap_info_distinct_pages(info),
 			       (unsigned long long)pool_snap_info_new_pages(info),
@@ -184,7 +186,6 @@ static void fmt_time(uint64_t ms, char *out, size_t len)
 
 	strftime(out, len, "%F %T", localtime_r(&sec, &tm));
 }
-
 
 static int cmd_snap_ls_exec(struct cmd_ctx *ctx)
 {
@@ -285,7 +286,8 @@ static int cmd_snap_info_exec(struct cmd_ctx *ctx)
 		printf("class:          %s\n", pool_snap_info_class(in));
 		printf("logical bytes:  %llu\n", (unsigned long long)pool_snap_info_size(in));
 		printf("page size:      %llu\n", (unsigned long long)ps);
-		printf("pages:          %llu\n", (unsigned long long)(pool_snap_info_size(in) / ps));
+		printf("pages:          %llu\n",
+		       (unsigned long long)(pool_snap_info_size(in) / ps));
 		printf("zero pages:     %llu (not stored)\n",
 		       (unsigned long long)pool_snap_info_zero_pages(in));
 		printf("distinct pages: %llu\n",
@@ -295,8 +297,8 @@ static int cmd_snap_info_exec(struct cmd_ctx *ctx)
 		printf("new pages:      %llu (stored by its put; the rest were in the store)\n",
 		       (unsigned long long)pool_snap_info_new_pages(in));
 		printf("state bytes:    %llu\n", (unsigned long long)pool_snap_info_state_len(in));
-		printf("parent:         %s\n", pool_snap_info_parent(in)[0] != '\0' ?
-						     pool_snap_info_parent(in) : "-");
+		printf("parent:         %s\n",
+		       pool_snap_info_parent(in)[0] != '\0' ? pool_snap_info_parent(in) : "-");
 		printf("created:        %s by uid %u\n", created, pool_snap_info_uid(in));
 		printf("working set:    %llu pages from %llu restores\n",
 		       (unsigned long long)pool_snap_info_ws_pages(in),
@@ -388,8 +390,8 @@ static void snap_copy_json(struct json *j, const Pool__SnapCopyEntry *e)
 /* poolctl snap copies: the shared copies of snapshot images the local poold keeps. */
 static int cmd_snap_copies(struct cmd_ctx *ctx)
 {
-	static const char *const headers[] = {"NAME", "ID", "SIZE", "STATE", "CLONES", "UID",
-					      "WAITING"};
+	static const char *const headers[] = {"NAME",	"ID",  "SIZE",	 "STATE",
+					      "CLONES", "UID", "WAITING"};
 	Pool__SnapCopy req = POOL__SNAP_COPY__INIT;
 	Pool__SnapCopyReply *rep;
 	struct json *j;
@@ -546,13 +548,23 @@ static int cmd_snap_place(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_snap_place_entry = {
-	"snap place", "NAME [NODE...]", 1, 65, DAEMON_NONE, cmd_snap_place,
-	"make a snapshot's node copy now, here or on the nodes named (admin)",
+    "snap place",
+    "NAME [NODE...]",
+    1,
+    65,
+    DAEMON_NONE,
+    cmd_snap_place,
+    "make a snapshot's node copy now, here or on the nodes named (admin)",
 };
 
 const struct cmd_entry cmd_snap_copies_entry = {
-	"snap copies", "", 0, 0, DAEMON_NEEDED, cmd_snap_copies,
-	"the shared copies of snapshot images this node keeps for clones",
+    "snap copies",
+    "",
+    0,
+    0,
+    DAEMON_NEEDED,
+    cmd_snap_copies,
+    "the shared copies of snapshot images this node keeps for clones",
 };
 
 /* After a coordinator restart: the snapshots' pages counted again. */
@@ -575,26 +587,51 @@ static int cmd_snap_gc_exec(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_snap_gc_entry = {
-	"snap gc", "", 0, 0, DAEMON_NONE, cmd_snap_gc_exec,
-	"after a coordinator restart: count snapshot pages again (admin)",
+    "snap gc",
+    "",
+    0,
+    0,
+    DAEMON_NONE,
+    cmd_snap_gc_exec,
+    "after a coordinator restart: count snapshot pages again (admin)",
 };
 
 const struct cmd_entry cmd_snap_put_entry = {
-	"snap put", "NAME FILE [opts]", 2, 7, DAEMON_NONE, cmd_snap_put_exec,
-	"store a memory image (class= page= parent= diff= mode= state=FILE)",
+    "snap put",
+    "NAME FILE [opts]",
+    2,
+    7,
+    DAEMON_NONE,
+    cmd_snap_put_exec,
+    "store a memory image (class= page= parent= diff= mode= state=FILE)",
 };
 const struct cmd_entry cmd_snap_ls_entry = {
-	"snap ls", "", 0, 0, DAEMON_NONE, cmd_snap_ls_exec, "the snapshots this caller can read",
+    "snap ls", "", 0, 0, DAEMON_NONE, cmd_snap_ls_exec, "the snapshots this caller can read",
 };
 const struct cmd_entry cmd_snap_info_entry = {
-	"snap info", "NAME", 1, 1, DAEMON_NONE, cmd_snap_info_exec,
-	"a snapshot: logical vs stored bytes, pages, working set",
+    "snap info",
+    "NAME",
+    1,
+    1,
+    DAEMON_NONE,
+    cmd_snap_info_exec,
+    "a snapshot: logical vs stored bytes, pages, working set",
 };
 const struct cmd_entry cmd_snap_rm_entry = {
-	"snap rm", "NAME", 1, 1, DAEMON_NONE, cmd_snap_rm_exec,
-	"delete a snapshot (pages other snapshots use stay)",
+    "snap rm",
+    "NAME",
+    1,
+    1,
+    DAEMON_NONE,
+    cmd_snap_rm_exec,
+    "delete a snapshot (pages other snapshots use stay)",
 };
 const struct cmd_entry cmd_snap_get_entry = {
-	"snap get", "NAME FILE", 2, 2, DAEMON_NONE, cmd_snap_get_exec,
-	"write a snapshot's image to FILE",
+    "snap get",
+    "NAME FILE",
+    2,
+    2,
+    DAEMON_NONE,
+    cmd_snap_get_exec,
+    "write a snapshot's image to FILE",
 };

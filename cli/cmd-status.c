@@ -50,7 +50,8 @@ static int cmd_status_exec(struct cmd_ctx *ctx)
 		printf("poold %s, pid %u, up %s\n", st->version, st->pid, up);
 		printf("  node id     %u\n", st->node_id);
 		printf("  role        %s\n", st->role);
-		printf("  config      %s\n", st->config_file[0] ? st->config_file : "(built-in defaults)");
+		printf("  config      %s\n",
+		       st->config_file[0] ? st->config_file : "(built-in defaults)");
 		printf("  socket      %s\n", st->socket);
 		printf("  lend size   %s\n", lend);
 		printf("  clients     %u\n", st->clients);
@@ -64,7 +65,8 @@ static int cmd_status_exec(struct cmd_ctx *ctx)
 
 			units_fmt_size(ji->used, used, sizeof(used));
 			units_fmt_size(ji->half, half, sizeof(half));
-			printf("  journal     %s: %llu record(s), %s of a %s half, %llu rewrite(s)%s\n",
+			printf("  journal     %s: %llu record(s), %s of a %s half, %llu "
+			       "rewrite(s)%s\n",
 			       ji->name, (unsigned long long)ji->records, used, half,
 			       (unsigned long long)ji->rewrites,
 			       ji->dropped ? ", a torn tail cut at start" : "");
@@ -75,5 +77,5 @@ static int cmd_status_exec(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_status_entry = {
-	"status", "", 0, 0, DAEMON_NEEDED, cmd_status_exec, "show poold's version, role and uptime",
+    "status", "", 0, 0, DAEMON_NEEDED, cmd_status_exec, "show poold's version, role and uptime",
 };

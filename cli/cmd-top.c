@@ -14,7 +14,10 @@
 static int cmd_top_exec(struct cmd_ctx *ctx)
 {
 	static const struct cmd_entry *const parts[] = {
-		&cmd_nodes_entry, &cmd_ledger_entry, &cmd_kv_ls_entry, &cmd_vec_ls_entry,
+	    &cmd_nodes_entry,
+	    &cmd_ledger_entry,
+	    &cmd_kv_ls_entry,
+	    &cmd_vec_ls_entry,
 	};
 	double interval = 2;
 	unsigned long count = 0, i;
@@ -66,6 +69,11 @@ static int cmd_top_exec(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_top_entry = {
-	"top", "[INTERVAL [COUNT]]", 0, 2, DAEMON_NEEDED, cmd_top_exec,
-	"nodes, lend pools, KV namespaces and vector indexes, again every INTERVAL seconds",
+    "top",
+    "[INTERVAL [COUNT]]",
+    0,
+    2,
+    DAEMON_NEEDED,
+    cmd_top_exec,
+    "nodes, lend pools, KV namespaces and vector indexes, again every INTERVAL seconds",
 };

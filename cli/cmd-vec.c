@@ -218,14 +218,18 @@ static int cmd_vec_create_exec(struct cmd_ctx *ctx)
 			unsigned long m = strtoul(a + 5, &end, 8);
 
 			if (a[5] == '\0' || *end != '\0' || m > 0777) {
-				fprintf(stderr, "poolctl: '%s': mode is octal permission bits, such as "
-					"0644\n", a);
+				fprintf(stderr,
+					"poolctl: '%s': mode is octal permission bits, such as "
+					"0644\n",
+					a);
 				return EXIT_USAGE;
 			}
 			rc_req.mode = (uint32_t)m;
 		} else {
-			fprintf(stderr, "poolctl: unknown option '%s' (m=, efc=, efs=, placement=, "
-				"class=, mode=)\n", a);
+			fprintf(stderr,
+				"poolctl: unknown option '%s' (m=, efc=, efs=, placement=, "
+				"class=, mode=)\n",
+				a);
 			return EXIT_USAGE;
 		}
 	}
@@ -278,18 +282,38 @@ static int cmd_vec_drop_exec(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_vec_ls_entry = {
-	"vec ls", "", 0, 0, DAEMON_NEEDED, cmd_vec_ls_exec,
-	"list the vector indexes: kind, metric, dimension, vectors, size, lender",
+    "vec ls",
+    "",
+    0,
+    0,
+    DAEMON_NEEDED,
+    cmd_vec_ls_exec,
+    "list the vector indexes: kind, metric, dimension, vectors, size, lender",
 };
 const struct cmd_entry cmd_vec_info_entry = {
-	"vec info", "NAME", 1, 1, DAEMON_NEEDED, cmd_vec_info_exec,
-	"what a vector index holds, from its lender",
+    "vec info",
+    "NAME",
+    1,
+    1,
+    DAEMON_NEEDED,
+    cmd_vec_info_exec,
+    "what a vector index holds, from its lender",
 };
 const struct cmd_entry cmd_vec_create_entry = {
-	"vec create", "NAME KIND METRIC DIM SIZE [OPT]", 5, 10, DAEMON_NEEDED, cmd_vec_create_exec,
-	"an empty index (flat|hnsw, l2|ip|cosine; m= efc= efs= placement= class=) in a new region",
+    "vec create",
+    "NAME KIND METRIC DIM SIZE [OPT]",
+    5,
+    10,
+    DAEMON_NEEDED,
+    cmd_vec_create_exec,
+    "an empty index (flat|hnsw, l2|ip|cosine; m= efc= efs= placement= class=) in a new region",
 };
 const struct cmd_entry cmd_vec_drop_entry = {
-	"vec drop", "NAME", 1, 1, DAEMON_NEEDED, cmd_vec_drop_exec,
-	"destroy a vector index and its region",
+    "vec drop",
+    "NAME",
+    1,
+    1,
+    DAEMON_NEEDED,
+    cmd_vec_drop_exec,
+    "destroy a vector index and its region",
 };

@@ -22,5 +22,5 @@ static int cmd_version_exec(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_version_entry = {
-	"version", "", 0, 0, DAEMON_OPTIONAL, cmd_version_exec, "show poolctl's and poold's versions",
+    "version", "", 0, 0, DAEMON_OPTIONAL, cmd_version_exec, "show poolctl's and poold's versions",
 };

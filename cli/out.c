@@ -173,7 +173,8 @@ void table_row_v(struct table *t, const char *const *cells)
 		t->cap *= 2;
 	}
 	for (i = 0; i < t->ncols; i++)
-		t->cells[t->nrows * (size_t)t->ncols + (size_t)i] = strdup(cells[i] ? cells[i] : "");
+		t->cells[t->nrows * (size_t)t->ncols + (size_t)i] =
+		    strdup(cells[i] ? cells[i] : "");
 	t->nrows++;
 }
 

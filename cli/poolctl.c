@@ -17,18 +17,18 @@
 #define POOLCTL_TIMEOUT_MS 30000
 
 static const struct cmd_entry *const cmd_table[] = {
-	&cmd_status_entry,	    &cmd_config_show_entry, &cmd_config_check_entry,
-	&cmd_reload_entry,	    &cmd_version_entry,	    &cmd_nodes_entry,
-	&cmd_fabric_probe_entry, &cmd_fabric_entry,	    &cmd_regions_entry,
-	&cmd_region_create_entry, &cmd_region_info_entry, &cmd_region_destroy_entry,
-	&cmd_lend_entry,	  &cmd_reclaim_entry,	  &cmd_drain_entry,
-	&cmd_ledger_entry,	  &cmd_kv_ls_entry,	  &cmd_kv_stats_entry,
-	&cmd_kv_create_entry,	  &cmd_kv_drop_entry,	  &cmd_kv_flush_entry,
-	&cmd_vec_ls_entry,	  &cmd_vec_info_entry,	  &cmd_vec_create_entry,
-	&cmd_vec_drop_entry,	  &cmd_events_entry,	  &cmd_top_entry,
-	&cmd_snap_put_entry,	  &cmd_snap_ls_entry,	  &cmd_snap_info_entry,
-	&cmd_snap_rm_entry,	  &cmd_snap_get_entry,	  &cmd_snap_copies_entry,
-	&cmd_snap_serve_entry,	  &cmd_snap_place_entry,	  &cmd_snap_gc_entry,
+    &cmd_status_entry,	      &cmd_config_show_entry, &cmd_config_check_entry,
+    &cmd_reload_entry,	      &cmd_version_entry,     &cmd_nodes_entry,
+    &cmd_fabric_probe_entry,  &cmd_fabric_entry,      &cmd_regions_entry,
+    &cmd_region_create_entry, &cmd_region_info_entry, &cmd_region_destroy_entry,
+    &cmd_lend_entry,	      &cmd_reclaim_entry,     &cmd_drain_entry,
+    &cmd_ledger_entry,	      &cmd_kv_ls_entry,	      &cmd_kv_stats_entry,
+    &cmd_kv_create_entry,     &cmd_kv_drop_entry,     &cmd_kv_flush_entry,
+    &cmd_vec_ls_entry,	      &cmd_vec_info_entry,    &cmd_vec_create_entry,
+    &cmd_vec_drop_entry,      &cmd_events_entry,      &cmd_top_entry,
+    &cmd_snap_put_entry,      &cmd_snap_ls_entry,     &cmd_snap_info_entry,
+    &cmd_snap_rm_entry,	      &cmd_snap_get_entry,    &cmd_snap_copies_entry,
+    &cmd_snap_serve_entry,    &cmd_snap_place_entry,  &cmd_snap_gc_entry,
 };
 
 static void usage(FILE *f)
@@ -38,8 +38,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: poolctl [-s socket] [--json] command [args]\n\ncommands:\n");
 	for (i = 0; i < ARRAY_SIZE(cmd_table); i++) {
 		char words[256];
-		int n = snprintf(words, sizeof(words), "%s %s", cmd_table[i]->name,
-				 cmd_table[i]->args);
+		int n =
+		    snprintf(words, sizeof(words), "%s %s", cmd_table[i]->name, cmd_table[i]->args);
 
 		/* A long synopsis gets a line of its own, the help under it. */
 		if (n > 28)
@@ -68,8 +68,8 @@ static int cmd_match(const struct cmd_entry *e, int argc, char **argv)
  * Send a request to poold and wait for its reply. An error reply is printed
  * and yields EXIT_ERROR; a broken connection EXIT_UNREACHABLE.
  */
-int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req,
-	     uint16_t reply_type, ProtobufCMessage **ret_reply)
+int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,
+	     ProtobufCMessage **ret_reply)
 {
 	char msg[512];
 	int rc;
@@ -90,8 +90,9 @@ int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req,
 int cmd_connect(struct cmd_ctx *ctx, int timeout_ms)
 {
 	char msg[512];
-	int rc = wire_client_connect(ctx->socket, "poolctl", timeout_ms > 0 ? timeout_ms :
-				     POOLCTL_TIMEOUT_MS, &ctx->wc, msg, sizeof(msg));
+	int rc = wire_client_connect(ctx->socket, "poolctl",
+				     timeout_ms > 0 ? timeout_ms : POOLCTL_TIMEOUT_MS, &ctx->wc,
+				     msg, sizeof(msg));
 
 	if (rc == 0)
 		return EXIT_OK;
@@ -125,10 +126,10 @@ int cmd_connect(struct cmd_ctx *ctx, int timeout_ms)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"json", no_argument, NULL, 'j'},
-		{"socket", required_argument, NULL, 's'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"json", no_argument, NULL, 'j'},
+	    {"socket", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct cmd_ctx ctx = {0};
 	const struct cmd_entry *e = NULL;

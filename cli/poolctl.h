@@ -72,8 +72,8 @@ extern const struct cmd_entry cmd_snap_serve_entry;
 extern const struct cmd_entry cmd_snap_place_entry;
 
 /* poolctl.c */
-int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req,
-	     uint16_t reply_type, ProtobufCMessage **ret_reply);
+int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,
+	     ProtobufCMessage **ret_reply);
 int cmd_connect(struct cmd_ctx *ctx, int timeout_ms);
 
 /* cmd-snap-serve.c */

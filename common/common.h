@@ -29,7 +29,7 @@ struct log_limit {
 	unsigned held;	  /* lines held back since the last */
 };
 void log_warnx_limited(struct log_limit *l, unsigned interval_ms, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
@@ -65,7 +65,7 @@ enum conf_type { CONF_BOOL, CONF_INT, CONF_SIZE, CONF_DURATION, CONF_STRING, CON
 struct conf_option {
 	const char *name;
 	enum conf_type type;
-	size_t offset;       /* of the value in struct poold_conf */
+	size_t offset;	     /* of the value in struct poold_conf */
 	int64_t min, max;    /* numeric bounds; for strings, max is the length limit */
 	const char *def;     /* default, as it would be written in the file */
 	const char *choices; /* CONF_ENUM: "a|b|c", stored as the index */
@@ -187,7 +187,7 @@ int page_key_shared(const void *page, size_t len, uint8_t out[PAGE_KEY_LEN]);
 struct resp_user {
 	char name[64];
 	uint32_t uid;
-	bool hashed;	     /* secret is the SHA-256 of the password, else the password */
+	bool hashed; /* secret is the SHA-256 of the password, else the password */
 	char secret[257];
 };
 

@@ -38,9 +38,9 @@ const struct conf_option *conf_find(const char *name)
 const char *conf_type_name(enum conf_type type)
 {
 	static const char *const names[] = {
-		[CONF_BOOL] = "bool",	  [CONF_INT] = "int",	    [CONF_SIZE] = "size",
-		[CONF_DURATION] = "duration", [CONF_STRING] = "string", [CONF_ENUM] = "enum",
-		[CONF_MODE] = "mode",
+	    [CONF_BOOL] = "bool",	  [CONF_INT] = "int",	    [CONF_SIZE] = "size",
+	    [CONF_DURATION] = "duration", [CONF_STRING] = "string", [CONF_ENUM] = "enum",
+	    [CONF_MODE] = "mode",
 	};
 	return names[type];
 }
@@ -100,7 +100,8 @@ int conf_set(struct poold_conf *conf, const char *name, const char *value, char 
 	}
 	switch (opt->type) {
 	case CONF_BOOL:
-		if (strcmp(value, "yes") == 0 || strcmp(value, "true") == 0 || strcmp(value, "on") == 0)
+		if (strcmp(value, "yes") == 0 || strcmp(value, "true") == 0 ||
+		    strcmp(value, "on") == 0)
 			v = 1;
 		else if (strcmp(value, "no") == 0 || strcmp(value, "false") == 0 ||
 			 strcmp(value, "off") == 0)
@@ -130,7 +131,8 @@ int conf_set(struct poold_conf *conf, const char *name, const char *value, char 
 	case CONF_ENUM:
 		v = conf_enum_index(opt->choices, value);
 		if (v < 0) {
-			snprintf(errbuf, errlen, "%s: '%s' is not one of %s", name, value, opt->choices);
+			snprintf(errbuf, errlen, "%s: '%s' is not one of %s", name, value,
+				 opt->choices);
 			return -EINVAL;
 		}
 		*CONF_FIELD(conf, opt, int64_t) = v;
@@ -256,7 +258,8 @@ int conf_defaults(struct poold_conf **ret_conf)
 	if (conf_noptions > CONF_MAX_OPTIONS)
 		fatalx("option table larger than CONF_MAX_OPTIONS");
 	for (i = 0; i < conf_noptions; i++) {
-		int rc = conf_set(conf, conf_options[i].name, conf_options[i].def, err, sizeof(err));
+		int rc =
+		    conf_set(conf, conf_options[i].name, conf_options[i].def, err, sizeof(err));
 
 		if (rc < 0)
 			fatalx("default of %s is invalid: %s", conf_options[i].name, err);
@@ -374,13 +377,14 @@ static int conf_load_secret(struct poold_conf *conf, struct conf_error *err)
 	FILE *f;
 
 	if (conf->peer_secret[0] != '\0' && conf->peer_secret_file[0] != '\0') {
-		snprintf(err->msg, sizeof(err->msg), "set peer.secret or peer.secret_file, not both");
+		snprintf(err->msg, sizeof(err->msg),
+			 "set peer.secret or peer.secret_file, not both");
 		return -EINVAL;
 	}
 	buf[0] = '\0';
 	if (conf->peer_secret_file[0] != '\0' && conf->peer_secret_file[0] != '/') {
-		snprintf(err->msg, sizeof(err->msg), "peer.secret_file: '%s' is not an absolute path",
-			 conf->peer_secret_file);
+		snprintf(err->msg, sizeof(err->msg),
+			 "peer.secret_file: '%s' is not an absolute path", conf->peer_secret_file);
 		return -EINVAL;
 	}
 	if (conf->peer_secret_file[0] != '\0') {
@@ -452,16 +456,19 @@ int conf_finish(struct poold_conf *conf, struct conf_error *err)
 
 		if (conf_numa_share(conf->lend_numa, -1, &b, &sum) < 0) {
 			snprintf(err->msg, sizeof(err->msg),
-				 "lend.numa: '%s' is not NODE:SIZE[,NODE:SIZE]...", conf->lend_numa);
+				 "lend.numa: '%s' is not NODE:SIZE[,NODE:SIZE]...",
+				 conf->lend_numa);
 			return -EINVAL;
 		}
 		if (sum > (uint64_t)conf->lend_size) {
-			snprintf(err->msg, sizeof(err->msg), "lend.numa: the shares add up to more "
+			snprintf(err->msg, sizeof(err->msg),
+				 "lend.numa: the shares add up to more "
 				 "than lend.size");
 			return -EINVAL;
 		}
 		if (conf->lend_max != 0) {
-			snprintf(err->msg, sizeof(err->msg), "lend.numa and lend.max cannot be combined");
+			snprintf(err->msg, sizeof(err->msg),
+				 "lend.numa and lend.max cannot be combined");
 			return -EINVAL;
 		}
 	}
@@ -486,8 +493,10 @@ int conf_finish(struct poold_conf *conf, struct conf_error *err)
 	    addr_check("metrics.listen", conf->metrics_listen, err->msg, sizeof(err->msg)) < 0)
 		return -EINVAL;
 	if (conf->fabric_ports[0] != '\0' && conf_port_range(conf->fabric_ports, NULL, NULL) < 0) {
-		snprintf(err->msg, sizeof(err->msg), "fabric.ports: '%s' is not LO-HI (1024-65535, "
-			 "LO <= HI)", conf->fabric_ports);
+		snprintf(err->msg, sizeof(err->msg),
+			 "fabric.ports: '%s' is not LO-HI (1024-65535, "
+			 "LO <= HI)",
+			 conf->fabric_ports);
 		return -EINVAL;
 	}
 	rc = conf_check_tls(conf, err);
@@ -502,7 +511,8 @@ int conf_finish(struct poold_conf *conf, struct conf_error *err)
 	/* Whoever reaches an open peer listener would be a node, trusted with any uid. */
 	if (conf->role == ROLE_COORDINATOR && conf->peer_listen[0] != '\0' &&
 	    conf->secret[0] == '\0' && !addr_is_loopback(conf->peer_listen)) {
-		snprintf(err->msg, sizeof(err->msg), "peer.listen: %s is reachable from other hosts: "
+		snprintf(err->msg, sizeof(err->msg),
+			 "peer.listen: %s is reachable from other hosts: "
 			 "set peer.secret or peer.secret_file (nodes authenticate with it)",
 			 conf->peer_listen);
 		return -EINVAL;
@@ -721,7 +731,8 @@ int conf_load(const char *path, char *const *overrides, size_t noverrides,
 		snprintf(err->file, sizeof(err->file), "command line");
 		err->line = 0;
 		if (eq == NULL || (size_t)(eq - overrides[i]) >= sizeof(name)) {
-			snprintf(err->msg, sizeof(err->msg), "'%s' is not name=value", overrides[i]);
+			snprintf(err->msg, sizeof(err->msg), "'%s' is not name=value",
+				 overrides[i]);
 			rc = -EINVAL;
 			goto out_free;
 		}

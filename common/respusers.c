@@ -101,9 +101,10 @@ int conf_load_resp_users(struct poold_conf *conf, struct conf_error *err)
 	}
 	if (st.st_mode & (S_IROTH | S_IWOTH | S_IWGRP)) {
 		fclose(f);
-		snprintf(err->msg, sizeof(err->msg), "resp.users: %s holds passwords and is mode "
-			 "%04o: others may read or write it (chmod 0600)", path,
-			 (unsigned)(st.st_mode & 07777));
+		snprintf(err->msg, sizeof(err->msg),
+			 "resp.users: %s holds passwords and is mode "
+			 "%04o: others may read or write it (chmod 0600)",
+			 path, (unsigned)(st.st_mode & 07777));
 		return -EPERM;
 	}
 	while (fgets(line, sizeof(line), f) != NULL) {

@@ -42,9 +42,11 @@ static int units_parse(const char *s, const struct unit *units, size_t nunits, u
 int units_parse_size(const char *s, uint64_t *ret_bytes)
 {
 	static const struct unit units[] = {
-		{"", 1},	{"b", 1},	      {"k", 1ULL << 10},  {"kib", 1ULL << 10},
-		{"m", 1ULL << 20}, {"mib", 1ULL << 20}, {"g", 1ULL << 30},  {"gib", 1ULL << 30},
-		{"t", 1ULL << 40}, {"tib", 1ULL << 40},
+	    {"", 1},	       {"b", 1},
+	    {"k", 1ULL << 10}, {"kib", 1ULL << 10},
+	    {"m", 1ULL << 20}, {"mib", 1ULL << 20},
+	    {"g", 1ULL << 30}, {"gib", 1ULL << 30},
+	    {"t", 1ULL << 40}, {"tib", 1ULL << 40},
 	};
 	return units_parse(s, units, ARRAY_SIZE(units), ret_bytes);
 }
@@ -53,7 +55,7 @@ int units_parse_size(const char *s, uint64_t *ret_bytes)
 int units_parse_duration(const char *s, uint64_t *ret_ms)
 {
 	static const struct unit units[] = {
-		{"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000},
+	    {"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000},
 	};
 	return units_parse(s, units, ARRAY_SIZE(units), ret_ms);
 }
@@ -95,8 +97,7 @@ bool name_ok(const char *name, size_t max, bool slash)
 {
 	size_t n = name != NULL ? strlen(name) : 0;
 
-	return n > 0 && n <= max &&
-	       strspn(name, slash ? NAME_CHARS "/" : NAME_CHARS) == n;
+	return n > 0 && n <= max && strspn(name, slash ? NAME_CHARS "/" : NAME_CHARS) == n;
 }
 
 /* Microseconds on the monotonic clock. */

@@ -63,8 +63,8 @@ static void accept_error(struct evconnlistener *l, void *arg)
 		return;
 	}
 	g->pause_ms = now - g->last_fail_ms > ACCEPT_EPISODE_MS
-			      ? ACCEPT_PAUSE_MIN_MS
-			      : MIN(g->pause_ms * 2, ACCEPT_PAUSE_MAX_MS);
+			  ? ACCEPT_PAUSE_MIN_MS
+			  : MIN(g->pause_ms * 2, ACCEPT_PAUSE_MAX_MS);
 	g->last_fail_ms = now;
 	log_warnx_limited(&g->said, 10000, "%s: cannot accept (%s): not accepting for %u ms",
 			  g->what, strerror(err), g->pause_ms);
@@ -132,10 +132,9 @@ int accept_listen(struct poold *pd, const char *what, const char *addr, int back
 		log_warnx("%s: cannot resolve '%s'", what, addr);
 		return rc;
 	}
-	l = evconnlistener_new_bind(pd->base, cb, arg,
-				    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-					    LEV_OPT_CLOSE_ON_EXEC,
-				    backlog, (struct sockaddr *)&ss, (int)len);
+	l = evconnlistener_new_bind(
+	    pd->base, cb, arg, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+	    backlog, (struct sockaddr *)&ss, (int)len);
 	if (l == NULL) {
 		log_warn("%s: cannot listen on %s", what, addr);
 		return -EADDRINUSE;

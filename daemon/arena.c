@@ -66,8 +66,10 @@ static int region_fd(struct req *q, const ProtobufCMessage *msg)
 				  (unsigned long long)m->region, x.node);
 	rc = carve_fd(q->pd, x.arena, x.off, x.len, q->root, &fd, &off);
 	if (rc < 0)
-		return req_errorf(q, rc, "region %llu cannot be mapped here (%s): carried transfers "
-				  "reach it", (unsigned long long)m->region, err_str(rc));
+		return req_errorf(q, rc,
+				  "region %llu cannot be mapped here (%s): carried transfers "
+				  "reach it",
+				  (unsigned long long)m->region, err_str(rc));
 	if (!write && (fd = ro = fd_read_only(fd)) < 0)
 		return req_errorf(q, -errno, "cannot open a region's memory for reading: %s",
 				  err_str(-errno));
@@ -83,7 +85,7 @@ static int region_fd(struct req *q, const ProtobufCMessage *msg)
 }
 
 const struct ctl_handler arena_handlers[] = {
-	{WIRE_ARENA_FD, CTL_ROOT, AT_HERE, arena_fd, NULL},
-	{WIRE_REGION_FD, CTL_ANY, AT_HERE, region_fd, NULL},
-	{0, 0, 0, NULL, NULL},
+    {WIRE_ARENA_FD, CTL_ROOT, AT_HERE, arena_fd, NULL},
+    {WIRE_REGION_FD, CTL_ANY, AT_HERE, region_fd, NULL},
+    {0, 0, 0, NULL, NULL},
 };

@@ -97,8 +97,8 @@ static bool carve_safe(struct poold *pd)
 	if (pd->peer != NULL)
 		return false; /* a node of a cluster */
 	TAILQ_FOREACH(m, &pd->members, entry)
-		if (m->info->id != pd->node_id)
-			return false;
+	if (m->info->id != pd->node_id)
+		return false;
 	return true;
 }
 
@@ -129,7 +129,7 @@ static int carve_restore(struct arena *a, uint64_t off, uint64_t len)
 		 (off_t)off) == MAP_FAILED) {
 		rc = -errno;
 		log_warnx("arena %u: cannot map [%llu, +%llu) back: %s", a->id,
-			 (unsigned long long)off, (unsigned long long)len, err_str(rc));
+			  (unsigned long long)off, (unsigned long long)len, err_str(rc));
 		return rc;
 	}
 	if (off + len <= a->lent && (rc = posix_fallocate(a->fd, (off_t)off, (off_t)len)) != 0)
@@ -172,15 +172,16 @@ static int carve_make(struct poold *pd, struct arena *a, uint64_t off, uint64_t 
 	}
 	carve_copy(a, tmp, off, len);
 	munmap(tmp, len);
-	if (mmap((char *)a->base + off, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
-	    MAP_FAILED) {
+	if (mmap((char *)a->base + off, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+		 0) == MAP_FAILED) {
 		rc = -errno;
 		carve_restore(a, off, len);
 		close(fd);
 		return rc;
 	}
 	/* The arena's old pages go back to the kernel; the carve's now serve the range. */
-	if (fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) < 0)
+	if (fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) <
+	    0)
 		log_warn("arena %u: cannot release the pages of a carved range", a->id);
 	/* Nobody can shrink it under poold's mapping (SIGBUS) or grow it. */
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
@@ -225,8 +226,9 @@ int carve_fd(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len, bool 
 			return -EMFILE;
 		if (carve_safe(pd) && (rc = carve_make(pd, a, off, len, &c.fd)) < 0 &&
 		    rc != -EOPNOTSUPP)
-			log_warnx("arena %u: cannot give [%llu, +%llu) a file of its own: %s", arena,
-				  (unsigned long long)off, (unsigned long long)len, err_str(rc));
+			log_warnx("arena %u: cannot give [%llu, +%llu) a file of its own: %s",
+				  arena, (unsigned long long)off, (unsigned long long)len,
+				  err_str(rc));
 		/* Nothing to record for a tenant refused: it may be carved later. */
 		if (c.fd < 0 && !may_share)
 			return -EOPNOTSUPP;
@@ -258,15 +260,16 @@ void carve_release(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 	if (cs == NULL || cs->n == 0 || arena >= pd->narenas)
 		return;
 	at = carve_seek(cs, arena, off);
-	if (at > 0 && cs->v[at - 1].arena == arena &&
-	    cs->v[at - 1].off + cs->v[at - 1].len > off)
+	if (at > 0 && cs->v[at - 1].arena == arena && cs->v[at - 1].off + cs->v[at - 1].len > off)
 		at--; /* begins before the range and reaches into it */
-	for (end = at; end < cs->n && cs->v[end].arena == arena && cs->v[end].off < off + len; end++) {
+	for (end = at; end < cs->n && cs->v[end].arena == arena && cs->v[end].off < off + len;
+	     end++) {
 		struct carve *c = &cs->v[end];
 
 		if (c->fd < 0)
 			continue;
-		if (fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)c->len) < 0)
+		if (fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)c->len) <
+		    0)
 			log_warn("cannot empty a region's memfd");
 		carve_restore(&pd->arenas[arena], c->off, c->len);
 		close(c->fd);

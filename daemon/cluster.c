@@ -26,8 +26,8 @@ struct member *cluster_find(struct poold *pd, uint32_t id)
 	struct member *m;
 
 	TAILQ_FOREACH(m, &pd->members, entry)
-		if (m->info->id == id)
-			return m;
+	if (m->info->id == id)
+		return m;
 	return NULL;
 }
 
@@ -37,8 +37,8 @@ struct member *cluster_find_name(struct poold *pd, const char *name)
 	struct member *m;
 
 	TAILQ_FOREACH(m, &pd->members, entry)
-		if (strcmp(m->info->name, name) == 0)
-			return m;
+	if (strcmp(m->info->name, name) == 0)
+		return m;
 	return NULL;
 }
 
@@ -198,8 +198,7 @@ void cluster_self_info_free(Pool__NodeInfo *info)
  * (public) each record is a copy without what reaches a worker: no worker
  * address, no probe or arena keys; those travel only on peer links.
  */
-int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_members,
-			size_t *ret_n)
+int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_members, size_t *ret_n)
 {
 	uint64_t now = units_now_ms();
 	Pool__Member **out;
@@ -207,12 +206,13 @@ int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_membe
 	size_t n = 0, k;
 
 	TAILQ_FOREACH(m, &pd->members, entry)
-		n++;
+	n++;
 	out = calloc(n ? n : 1, sizeof(*out));
 	if (out == NULL)
 		return -ENOMEM;
 	n = 0;
-	TAILQ_FOREACH(m, &pd->members, entry) {
+	TAILQ_FOREACH(m, &pd->members, entry)
+	{
 		size_t na = public ? m->info->n_arenas : 0;
 		Pool__NodeInfo *info;
 		Pool__Arena *arenas, **ap;
@@ -245,7 +245,8 @@ int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_membe
 			out[n]->node = info;
 		}
 		out[n]->state = (char *)member_state_name(m->state);
-		out[n]->heartbeat_age_ms = pd->coord ? now - m->last_heartbeat : m->heartbeat_age_ms;
+		out[n]->heartbeat_age_ms =
+		    pd->coord ? now - m->last_heartbeat : m->heartbeat_age_ms;
 		n++;
 	}
 	*ret_members = out;
@@ -284,8 +285,8 @@ int cluster_ep(struct poold *pd, struct member *m, struct fab_ep **ret_ep,
 {
 	int rc;
 
-	if (m->ep != NULL && (fab_ep_error(m->ep) != 0 ||
-			      m->ep_incarnation != m->info->incarnation))
+	if (m->ep != NULL &&
+	    (fab_ep_error(m->ep) != 0 || m->ep_incarnation != m->info->incarnation))
 		cluster_drop_ep(m);
 	if (m->ep == NULL) {
 		rc = fab_ep_create(pd->fab, m->info->worker_addr.data, m->info->worker_addr.len,
@@ -354,8 +355,8 @@ int cluster_arena(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off,
 	if (k >= m->n_arena_rkeys)
 		return -ENOENT;
 	if (m->arena_rkeys[k] == NULL) {
-		rc = fab_rkey_unpack(ep, m->info->arenas[k]->rkey.data, m->info->arenas[k]->rkey.len,
-				     &m->arena_rkeys[k]);
+		rc = fab_rkey_unpack(ep, m->info->arenas[k]->rkey.data,
+				     m->info->arenas[k]->rkey.len, &m->arena_rkeys[k]);
 		if (rc < 0)
 			return rc;
 	}

@@ -45,11 +45,11 @@ struct conn {
 	size_t max_frame;
 	const char *limit_name; /* the option that sets max_frame, for error messages */
 	char desc[64];
-	int busy;     /* callbacks of this connection running */
-	int refs;     /* conn_ref() holders */
-	bool closing; /* close once the output is written */
-	bool dead;    /* conn_free() called: free when not busy */
-	bool ended;   /* ops->closed already called */
+	int busy;				    /* callbacks of this connection running */
+	int refs;				    /* conn_ref() holders */
+	bool closing;				    /* close once the output is written */
+	bool dead;				    /* conn_free() called: free when not busy */
+	bool ended;				    /* ops->closed already called */
 	unsigned read_timeout_ms, write_timeout_ms; /* 0: none */
 };
 
@@ -74,8 +74,7 @@ static void conn_trim_soon(struct event_base *base)
 {
 	struct timeval tv = units_timeval(CONN_TRIM_DELAY_MS);
 
-	if (!conn_trim_pending &&
-	    event_base_once(base, -1, EV_TIMEOUT, conn_trim, NULL, &tv) == 0)
+	if (!conn_trim_pending && event_base_once(base, -1, EV_TIMEOUT, conn_trim, NULL, &tv) == 0)
 		conn_trim_pending = true;
 }
 
@@ -189,8 +188,8 @@ int conn_send(struct conn *c, uint16_t type, uint64_t req_id, const ProtobufCMes
 int conn_send_raw(struct conn *c, uint16_t type, uint64_t req_id, const uint8_t *payload,
 		  size_t len)
 {
-	struct wire_hdr hdr = {.len = (uint32_t)len, .type = type, .version = WIRE_VERSION,
-			       .req_id = req_id};
+	struct wire_hdr hdr = {
+	    .len = (uint32_t)len, .type = type, .version = WIRE_VERSION, .req_id = req_id};
 	uint8_t hbuf[WIRE_HDR_LEN];
 
 	if (c->dead || c->closing)
@@ -424,10 +423,12 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 	if (what & BEV_EVENT_ERROR) {
 		unsigned long tls = bufferevent_openssl_get_ssl(bev) != NULL
-					    ? bufferevent_get_openssl_error(bev) : 0;
+					? bufferevent_get_openssl_error(bev)
+					: 0;
 		char why[256];
 
-		if (tls != 0) { /* a handshake refused, a bad record: worth a warning, not a flood */
+		if (tls !=
+		    0) { /* a handshake refused, a bad record: worth a warning, not a flood */
 			/* Said once per 10 s for each reason, so one does not hide another. */
 			static struct {
 				unsigned long reason;
@@ -448,8 +449,10 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_WRITING)) {
 		static struct log_limit said;
 
-		log_warnx_limited(&said, 10000, "%s: read none of its replies for %u ms: "
-				  "disconnected", c->desc, c->write_timeout_ms);
+		log_warnx_limited(&said, 10000,
+				  "%s: read none of its replies for %u ms: "
+				  "disconnected",
+				  c->desc, c->write_timeout_ms);
 	}
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
 		conn_end(c);
@@ -486,10 +489,9 @@ static struct bufferevent *conn_bev(struct event_base *base, int fd, SSL *ssl, b
 			evutil_closesocket(fd);
 		return bev;
 	}
-	bev = bufferevent_openssl_socket_new(base, fd, ssl,
-					     accepting ? BUFFEREVENT_SSL_ACCEPTING
-						       : BUFFEREVENT_SSL_CONNECTING,
-					     BEV_OPT_CLOSE_ON_FREE);
+	bev = bufferevent_openssl_socket_new(
+	    base, fd, ssl, accepting ? BUFFEREVENT_SSL_ACCEPTING : BUFFEREVENT_SSL_CONNECTING,
+	    BEV_OPT_CLOSE_ON_FREE);
 	if (bev == NULL) {
 		SSL_free(ssl);
 		if (fd >= 0)
@@ -551,7 +553,8 @@ int conn_connect(struct event_base *base, const struct sockaddr *sa, unsigned sa
 
 static void conn_apply_timeouts(struct conn *c)
 {
-	struct timeval r = units_timeval(c->read_timeout_ms), w = units_timeval(c->write_timeout_ms);
+	struct timeval r = units_timeval(c->read_timeout_ms),
+		       w = units_timeval(c->write_timeout_ms);
 
 	bufferevent_set_timeouts(c->bev, c->read_timeout_ms ? &r : NULL,
 				 c->write_timeout_ms ? &w : NULL);

@@ -61,19 +61,9 @@ struct control {
 
 /* Every file's handler table, each ended by an entry with fn == NULL. */
 static const struct ctl_handler *const handler_tables[] = {
-	status_handlers,
-	reload_handlers,
-	nodes_handlers,
-	region_handlers,
-	reclaim_handlers,
-	arena_handlers,
-	kv_handlers,
-	vec_handlers,
-	events_handlers,
-	snapcopy_handlers,
-	snapplace_handlers,
-	metrics_handlers,
-	xfer_handlers,
+    status_handlers,	reload_handlers,  nodes_handlers, region_handlers, reclaim_handlers,
+    arena_handlers,	kv_handlers,	  vec_handlers,	  events_handlers, snapcopy_handlers,
+    snapplace_handlers, metrics_handlers, xfer_handlers,
 };
 
 static const struct ctl_handler *handlers[WIRE_TYPE_MAX];
@@ -84,15 +74,15 @@ void control_notify(struct poold *pd, uint64_t session, uint16_t type, const Pro
 	struct ctl_conn *c;
 
 	TAILQ_FOREACH(c, &pd->control->conns, entry)
-		if (c->session == session) {
-			if (type == WIRE_REGION_NOTICE) {
-				const Pool__RegionNotice *rn = (const Pool__RegionNotice *)msg;
+	if (c->session == session) {
+		if (type == WIRE_REGION_NOTICE) {
+			const Pool__RegionNotice *rn = (const Pool__RegionNotice *)msg;
 
-				grant_notice(pd, session, rn->name, rn->event);
-			}
-			conn_send(c->conn, type, 0, msg);
-			return;
+			grant_notice(pd, session, rn->name, rn->event);
 		}
+		conn_send(c->conn, type, 0, msg);
+		return;
+	}
 }
 
 /* The sessions of the connected clients; free() the array. */
@@ -106,7 +96,7 @@ int control_sessions(struct poold *pd, uint64_t **ret_sessions, size_t *ret_n)
 	if (s == NULL)
 		return -ENOMEM;
 	TAILQ_FOREACH(c, &pd->control->conns, entry)
-		s[n++] = c->session;
+	s[n++] = c->session;
 	*ret_sessions = s;
 	*ret_n = n;
 	return 0;
@@ -239,7 +229,7 @@ static int control_op_permitted(struct req *r, const struct ctl_handler *h,
 				const ProtobufCMessage *msg)
 {
 	const ProtobufCFieldDescriptor *f =
-		protobuf_c_message_descriptor_get_field_by_name(msg->descriptor, "op");
+	    protobuf_c_message_descriptor_get_field_by_name(msg->descriptor, "op");
 	const char *op;
 	const struct ctl_op *o;
 	char what[64];
@@ -369,8 +359,13 @@ static void ctl_frame(struct conn *conn, const struct wire_hdr *hdr, const uint8
 		      void *arg)
 {
 	struct ctl_conn *c = arg;
-	struct req r = {.pd = c->ctl->pd, .conn = conn, .id = hdr->req_id, .uid = c->uid,
-			.gid = c->gid, .pid = c->pid, .node = c->ctl->pd->node_id,
+	struct req r = {.pd = c->ctl->pd,
+			.conn = conn,
+			.id = hdr->req_id,
+			.uid = c->uid,
+			.gid = c->gid,
+			.pid = c->pid,
+			.node = c->ctl->pd->node_id,
 			.session = c->session};
 
 	if (!c->hello_done) {
@@ -395,15 +390,15 @@ static bool ctl_may_read(struct conn *conn, void *arg)
 
 	(void)conn;
 	TAILQ_FOREACH(o, &c->u->conns, uid_entry)
-		if ((sum += conn_output_len(o->conn)) > (size_t)c->ctl->pd->conf->max_output_per_uid)
-			return false;
+	if ((sum += conn_output_len(o->conn)) > (size_t)c->ctl->pd->conf->max_output_per_uid)
+		return false;
 	return true;
 }
 
 static const struct conn_ops ctl_conn_ops = {
-	.frame = ctl_frame,
-	.closed = ctl_closed,
-	.may_read = ctl_may_read,
+    .frame = ctl_frame,
+    .closed = ctl_closed,
+    .may_read = ctl_may_read,
 };
 
 static struct ctl_uid *ctl_uid_get(struct control *ctl, uid_t uid)
@@ -411,8 +406,8 @@ static struct ctl_uid *ctl_uid_get(struct control *ctl, uid_t uid)
 	struct ctl_uid *u;
 
 	LIST_FOREACH(u, &ctl->uids, entry)
-		if (u->uid == uid)
-			return u;
+	if (u->uid == uid)
+		return u;
 	u = calloc(1, sizeof(*u));
 	if (u == NULL)
 		return NULL;
@@ -454,9 +449,12 @@ static void ctl_accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct
 	if (ctl->nconns >= (unsigned)conf->max_clients) {
 		static struct log_limit said;
 
-		log_warnx_limited(&said, 10000, "refusing client pid %d: %u connections "
-				  "(control.max_clients)", (int)cred.pid, ctl->nconns);
-		snprintf(msg, sizeof(msg), "too many connections to poold (control.max_clients = %lld)",
+		log_warnx_limited(&said, 10000,
+				  "refusing client pid %d: %u connections "
+				  "(control.max_clients)",
+				  (int)cred.pid, ctl->nconns);
+		snprintf(msg, sizeof(msg),
+			 "too many connections to poold (control.max_clients = %lld)",
 			 (long long)conf->max_clients);
 		ctl_refuse(fd, -EMFILE, msg);
 		return;
@@ -469,7 +467,8 @@ static void ctl_accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct
 	if (u->count >= (unsigned)conf->max_clients_per_uid) {
 		static struct log_limit said;
 
-		log_warnx_limited(&said, 10000, "refusing client pid %d: uid %u has %u connections "
+		log_warnx_limited(&said, 10000,
+				  "refusing client pid %d: uid %u has %u connections "
 				  "(control.max_clients_per_uid)",
 				  (int)cred.pid, (unsigned)cred.uid, u->count);
 		snprintf(msg, sizeof(msg),
@@ -601,8 +600,8 @@ int control_open(struct poold *pd, struct control **ret_ctl)
 		log_warn("chmod %s", conf->socket);
 		goto out_unlink;
 	}
-	ctl->listener = evconnlistener_new(pd->base, ctl_accept_cb, ctl, LEV_OPT_CLOSE_ON_FREE,
-					   128, fd);
+	ctl->listener =
+	    evconnlistener_new(pd->base, ctl_accept_cb, ctl, LEV_OPT_CLOSE_ON_FREE, 128, fd);
 	if (ctl->listener == NULL) {
 		rc = -ENOMEM;
 		goto out_unlink;

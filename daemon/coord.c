@@ -67,8 +67,8 @@ struct coord_call {
 	TAILQ_ENTRY(coord_call) entry;
 	uint64_t id;
 	uint32_t node;
-	struct gather *g;   /* a probe of this round, or */
-	coord_done_cb cb;   /* a request of coord_request(), or */
+	struct gather *g;     /* a probe of this round, or */
+	coord_done_cb cb;     /* a request of coord_request(), or */
 	coord_reply_cb reply; /* one of coord_call() */
 	void *arg;
 };
@@ -98,8 +98,8 @@ static void coord_send_event(struct coord *co, struct member *m)
 	mm.heartbeat_age_ms = units_now_ms() - m->last_heartbeat;
 	ev.member = &mm;
 	TAILQ_FOREACH(p, &co->peers, entry)
-		if (p->m != NULL)
-			conn_send(p->conn, WIRE_MEMBER_EVENT, 0, &ev.base);
+	if (p->m != NULL)
+		conn_send(p->conn, WIRE_MEMBER_EVENT, 0, &ev.base);
 }
 
 /*
@@ -311,8 +311,8 @@ static size_t coord_targets(struct poold *pd, uint32_t src, uint32_t *targets, s
 	size_t n = 0;
 
 	TAILQ_FOREACH(m, &pd->members, entry)
-		if (m->info->id != src && m->state == MEMBER_UP && n < max)
-			targets[n++] = m->info->id;
+	if (m->info->id != src && m->state == MEMBER_UP && n < max)
+		targets[n++] = m->info->id;
 	return n;
 }
 
@@ -332,7 +332,7 @@ int coord_probe_all(struct poold *pd, struct req *r)
 	int rc = -ENOMEM;
 
 	TAILQ_FOREACH(m, &pd->members, entry)
-		max++;
+	max++;
 	targets = calloc(max, sizeof(*targets));
 	g = calloc(1, sizeof(*g));
 	if (targets == NULL || g == NULL)
@@ -347,7 +347,8 @@ int coord_probe_all(struct poold *pd, struct req *r)
 	}
 	TAILQ_INSERT_TAIL(&co->gathers, g, entry);
 	g->outstanding = 1; /* held until every call is out */
-	TAILQ_FOREACH(m, &pd->members, entry) {
+	TAILQ_FOREACH(m, &pd->members, entry)
+	{
 		Pool__ProbeRequest pr = POOL__PROBE_REQUEST__INIT;
 		struct coord_call *call;
 
@@ -393,16 +394,15 @@ out_free:
 }
 
 /* A node's probe report (or its error) for one of our calls. */
-static void coord_call_answer(struct coord *co, const struct wire_hdr *hdr,
-			      const uint8_t *payload)
+static void coord_call_answer(struct coord *co, const struct wire_hdr *hdr, const uint8_t *payload)
 {
 	Pool__ProbeReport *rep = NULL;
 	struct coord_call *call;
 	struct gather *g;
 
 	TAILQ_FOREACH(call, &co->calls, entry)
-		if (call->id == hdr->req_id)
-			break;
+	if (call->id == hdr->req_id)
+		break;
 	if (call == NULL)
 		return; /* the round ended without it */
 	if (call->reply != NULL) {
@@ -474,7 +474,7 @@ static void coord_fail_calls(struct coord *co, uint32_t node)
 }
 
 static int coord_refuse(struct coord_peer *p, uint64_t req_id, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 /* Refuse a peer with a logged reason, and close its link. */
 static int coord_refuse(struct coord_peer *p, uint64_t req_id, int code, const char *fmt, ...)
@@ -519,12 +519,14 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 
 	if (reg->secret != NULL && reg->secret[0] != '\0') {
 		events_add(pd, "member", "refused peer %s: it sent a secret in clear", p->addr);
-		return coord_refuse(p, req_id, -EACCES, "node '%s' sent a secret in clear (an older "
-				    "poold?): refused", info->name);
+		return coord_refuse(p, req_id, -EACCES,
+				    "node '%s' sent a secret in clear (an older "
+				    "poold?): refused",
+				    info->name);
 	}
 	if (!coord_node_authentic(p, reg)) {
-		events_add(pd, "member", "refused peer %s: node '%s' failed authentication", p->addr,
-			   info->name);
+		events_add(pd, "member", "refused peer %s: node '%s' failed authentication",
+			   p->addr, info->name);
 		return coord_refuse(p, req_id, -EACCES, "node '%s' presented a wrong peer secret",
 				    info->name);
 	}
@@ -533,22 +535,24 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	m = cluster_find_name(pd, info->name);
 	by_id = info->id ? cluster_find(pd, info->id) : NULL;
 	if ((m != NULL && m->info->id == pd->node_id) || info->id == pd->node_id)
-		return coord_refuse(p, req_id, -EEXIST,
-				    "node '%s' (id %u) clashes with the coordinator '%s' (id %u): set "
-				    "another node.name or node.id",
-				    info->name, info->id, pd->conf->node_name, pd->node_id);
+		return coord_refuse(
+		    p, req_id, -EEXIST,
+		    "node '%s' (id %u) clashes with the coordinator '%s' (id %u): set "
+		    "another node.name or node.id",
+		    info->name, info->id, pd->conf->node_name, pd->node_id);
 	if (m != NULL && info->id != 0 && info->id != m->info->id)
 		return coord_refuse(p, req_id, -EEXIST,
-				    "host '%s' is node %u: set node.id = %u or 0, not %u", info->name,
-				    m->info->id, m->info->id, info->id);
+				    "host '%s' is node %u: set node.id = %u or 0, not %u",
+				    info->name, m->info->id, m->info->id, info->id);
 	if (m == NULL && by_id != NULL)
-		return coord_refuse(p, req_id, -EEXIST, "node id %u belongs to host '%s'",
-				    info->id, by_id->info->name);
+		return coord_refuse(p, req_id, -EEXIST, "node id %u belongs to host '%s'", info->id,
+				    by_id->info->name);
 	if (m == NULL) {
 		TAILQ_FOREACH(m, &pd->members, entry)
-			n++;
+		n++;
 		if (n >= (size_t)pd->conf->max_nodes)
-			return coord_refuse(p, req_id, -EUSERS, "cluster full (peer.max_nodes = %lld)",
+			return coord_refuse(p, req_id, -EUSERS,
+					    "cluster full (peer.max_nodes = %lld)",
 					    (long long)pd->conf->max_nodes);
 		id = info->id;
 		if (id == 0) {
@@ -566,8 +570,8 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	if (m != NULL && m->conn != NULL && m->conn != p->conn) {
 		/* The node restarted or reconnected: its old link is stale. */
 		TAILQ_FOREACH(old, &co->peers, entry)
-			if (old->conn == m->conn)
-				break;
+		if (old->conn == m->conn)
+			break;
 		coord_fail_calls(co, id);
 		if (old != NULL) {
 			conn_free(old->conn);
@@ -626,9 +630,10 @@ static void coord_heartbeat(struct coord_peer *p, uint64_t req_id, const Pool__H
 	struct member *m = p->m;
 
 	if (hb->node_id != m->info->id || hb->incarnation != m->info->incarnation) {
-		coord_refuse(p, req_id, -ESTALE, "heartbeat for node %u incarnation %llx on the "
-			     "link of node %u", hb->node_id, (unsigned long long)hb->incarnation,
-			     m->info->id);
+		coord_refuse(p, req_id, -ESTALE,
+			     "heartbeat for node %u incarnation %llx on the "
+			     "link of node %u",
+			     hb->node_id, (unsigned long long)hb->incarnation, m->info->id);
 		return;
 	}
 	m->last_heartbeat = units_now_ms();
@@ -655,9 +660,15 @@ static void coord_holdings(struct coord_peer *p, const Pool__Holdings *hs)
 /* A request a node forwarded on behalf of one of its clients. */
 static void coord_forwarded(struct coord_peer *p, uint64_t req_id, const Pool__Forward *fw)
 {
-	struct req r = {.pd = p->co->pd, .conn = p->conn, .id = req_id, .uid = fw->uid,
-			.gid = fw->gid, .pid = (pid_t)fw->pid, .admin = fw->admin,
-			.node = p->m->info->id, .session = fw->session};
+	struct req r = {.pd = p->co->pd,
+			.conn = p->conn,
+			.id = req_id,
+			.uid = fw->uid,
+			.gid = fw->gid,
+			.pid = (pid_t)fw->pid,
+			.admin = fw->admin,
+			.node = p->m->info->id,
+			.session = fw->session};
 	const struct ctl_handler *h = control_handler((uint16_t)fw->type);
 
 	/* Only what a node would forward: the node's local requests are its own. */
@@ -684,7 +695,8 @@ static void coord_hello(struct coord_peer *p, const struct wire_hdr *hdr, const 
 	if (hello->version != WIRE_VERSION) {
 		coord_refuse(p, hdr->req_id, POOL_EVERSION,
 			     "protocol version %u is not supported: this coordinator speaks "
-			     "version %u", hello->version, WIRE_VERSION);
+			     "version %u",
+			     hello->version, WIRE_VERSION);
 		wire_msg_free(&hello->base);
 		return;
 	}
@@ -692,7 +704,8 @@ static void coord_hello(struct coord_peer *p, const struct wire_hdr *hdr, const 
 		if (!hello->has_nonce || hello->nonce.len != PEERAUTH_NONCE_LEN) {
 			wire_msg_free(&hello->base);
 			events_add(p->co->pd, "member", "refused peer %s: no challenge", p->addr);
-			coord_refuse(p, hdr->req_id, -EACCES, "peer links need authentication: "
+			coord_refuse(p, hdr->req_id, -EACCES,
+				     "peer links need authentication: "
 				     "hello without a challenge");
 			return;
 		}
@@ -700,7 +713,8 @@ static void coord_hello(struct coord_peer *p, const struct wire_hdr *hdr, const 
 		if (peerauth_nonce(p->nonce) < 0 ||
 		    peerauth_coord_proof(secret, p->node_nonce, p->nonce, proof) < 0) {
 			wire_msg_free(&hello->base);
-			coord_refuse(p, hdr->req_id, -EIO, "cannot compute the authentication proof");
+			coord_refuse(p, hdr->req_id, -EIO,
+				     "cannot compute the authentication proof");
 			return;
 		}
 		reply.has_nonce = reply.has_proof = 1;
@@ -717,8 +731,8 @@ static void coord_hello(struct coord_peer *p, const struct wire_hdr *hdr, const 
 	conn_send(p->conn, WIRE_HELLO_REPLY, hdr->req_id, &reply.base);
 }
 
-static void coord_peer_frame(struct conn *conn, const struct wire_hdr *hdr,
-			     const uint8_t *payload, void *arg)
+static void coord_peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint8_t *payload,
+			     void *arg)
 {
 	struct coord_peer *p = arg;
 	ProtobufCMessage *msg = NULL;
@@ -778,8 +792,8 @@ static void coord_peer_closed(struct conn *conn, void *arg)
 }
 
 static const struct conn_ops coord_peer_ops = {
-	.frame = coord_peer_frame,
-	.closed = coord_peer_closed,
+    .frame = coord_peer_frame,
+    .closed = coord_peer_closed,
 };
 
 static bool coord_same_host(const struct sockaddr_storage *a, const struct sockaddr *b)
@@ -791,7 +805,8 @@ static bool coord_same_host(const struct sockaddr_storage *a, const struct socka
 		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
 	if (b->sa_family == AF_INET6)
 		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-			      &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
+			      &((const struct sockaddr_in6 *)b)->sin6_addr,
+			      sizeof(struct in6_addr)) == 0;
 	return false;
 }
 
@@ -806,7 +821,8 @@ static bool coord_unreg_room(struct coord *co, const struct sockaddr *sa, const 
 	struct coord_peer *p, *oldest = NULL;
 	unsigned all = 0, host = 0;
 
-	TAILQ_FOREACH(p, &co->peers, entry) {
+	TAILQ_FOREACH(p, &co->peers, entry)
+	{
 		if (p->m != NULL)
 			continue;
 		all++;
@@ -815,13 +831,17 @@ static bool coord_unreg_room(struct coord *co, const struct sockaddr *sa, const 
 			oldest = p; /* the list is in accept order */
 	}
 	if (host >= COORD_UNREG_PER_HOST) {
-		log_warnx_limited(&host_said, 10000, "refusing a peer link from %s: %u links from "
-				  "its host have not registered", addr, host);
+		log_warnx_limited(&host_said, 10000,
+				  "refusing a peer link from %s: %u links from "
+				  "its host have not registered",
+				  addr, host);
 		return false;
 	}
 	if (all >= COORD_UNREG_MAX) {
-		log_warnx_limited(&all_said, 10000, "%u peer links have not registered: closing "
-				  "the oldest, from %s", all, oldest->addr);
+		log_warnx_limited(&all_said, 10000,
+				  "%u peer links have not registered: closing "
+				  "the oldest, from %s",
+				  all, oldest->addr);
 		conn_abort(oldest->conn, true);
 	}
 	return true;
@@ -883,12 +903,13 @@ static void coord_check(evutil_socket_t fd, short what, void *arg)
 	for (p = TAILQ_FIRST(&co->peers); p != NULL; p = pnext) {
 		pnext = TAILQ_NEXT(p, entry);
 		if (p->m == NULL && now - p->accepted_at > COORD_REGISTER_TIMEOUT_MS) {
-			log_debug("peer link from %s did not register within %d ms: closed", p->addr,
-				  COORD_REGISTER_TIMEOUT_MS);
+			log_debug("peer link from %s did not register within %d ms: closed",
+				  p->addr, COORD_REGISTER_TIMEOUT_MS);
 			conn_abort(p->conn, true);
 		}
 	}
-	TAILQ_FOREACH(m, &pd->members, entry) {
+	TAILQ_FOREACH(m, &pd->members, entry)
+	{
 		uint64_t age = now - m->last_heartbeat;
 
 		if (m->info->id == pd->node_id) {
@@ -897,7 +918,8 @@ static void coord_check(evutil_socket_t fd, short what, void *arg)
 		}
 		if (m->state != MEMBER_DEAD && age > hb * (uint64_t)pd->conf->heartbeat_misses) {
 			coord_set_state(co, m, MEMBER_DEAD);
-			if (m->conn != NULL) /* fenced: it must register again, and hears nothing more */
+			if (m->conn !=
+			    NULL) /* fenced: it must register again, and hears nothing more */
 				conn_abort(m->conn, true);
 		} else if (m->state == MEMBER_UP && age > hb + hb / 2) {
 			coord_set_state(co, m, MEMBER_SUSPECT);
@@ -912,8 +934,8 @@ static void coord_ledger(evutil_socket_t fd, short what, void *arg)
 	struct member *m;
 
 	TAILQ_FOREACH(m, &co->pd->members, entry)
-		if (m->state == MEMBER_UP)
-			hold_ask(co->pd, m->info->id);
+	if (m->state == MEMBER_UP)
+		hold_ask(co->pd, m->info->id);
 }
 
 static void coord_periodic_probe(evutil_socket_t fd, short what, void *arg)

@@ -146,18 +146,19 @@ static int coordlog_fill(void *arg, struct journal *j)
 	rec.next_base = pd->regions->next_base;
 	if ((rc = coordlog_write(j, &rec)) < 0)
 		return rc;
-	TAILQ_FOREACH(r, &pd->regions->list, entry) {
+	TAILQ_FOREACH(r, &pd->regions->list, entry)
+	{
 		struct lease *l;
 
 		if ((rc = coordlog_write_region(j, r)) < 0)
 			return rc;
 		TAILQ_FOREACH(l, &r->lease_list, entry)
-			if (r->anonymous && (rc = coordlog_write_lease(j, r, l, true)) < 0)
-				return rc;
+		if (r->anonymous && (rc = coordlog_write_lease(j, r, l, true)) < 0)
+			return rc;
 	}
 	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
-		if ((rc = coordlog_write_gone(j, t->id, t->name, CL_REGION_GONE, &t->node, 1)) < 0)
-			return rc;
+	if ((rc = coordlog_write_gone(j, t->id, t->name, CL_REGION_GONE, &t->node, 1)) < 0)
+		return rc;
 	return coordlog_write_namespaces(pd, j);
 }
 
@@ -176,8 +177,10 @@ static void coordlog_commit(struct poold *pd, int rc)
 		return;
 	}
 	if (!cl->full) {
-		log_warnx("coordinator journal %s: %s: changes of the map are not recorded until it "
-			  "has room", pd->conf->coord_journal, err_str(rc));
+		log_warnx(
+		    "coordinator journal %s: %s: changes of the map are not recorded until it "
+		    "has room",
+		    pd->conf->coord_journal, err_str(rc));
 		events_add(pd, "journal", "the coordinator journal cannot record changes: %s",
 			   err_str(rc));
 	}
@@ -196,8 +199,7 @@ void coordlog_region(struct poold *pd, const struct region *r)
 		coordlog_commit(pd, coordlog_write_region(pd->coordlog->j, r));
 }
 
-void coordlog_region_gone(struct poold *pd, const struct region *r, const uint32_t *nodes,
-			  size_t n)
+void coordlog_region_gone(struct poold *pd, const struct region *r, const uint32_t *nodes, size_t n)
 {
 	if (coordlog_on(pd))
 		coordlog_commit(pd, coordlog_write_gone(pd->coordlog->j, r->id, r->name,
@@ -207,8 +209,8 @@ void coordlog_region_gone(struct poold *pd, const struct region *r, const uint32
 void coordlog_tombstone_done(struct poold *pd, uint64_t id, uint32_t node)
 {
 	if (coordlog_on(pd))
-		coordlog_commit(pd, coordlog_write_gone(pd->coordlog->j, id, "", CL_TOMBSTONE_DONE,
-							&node, 1));
+		coordlog_commit(
+		    pd, coordlog_write_gone(pd->coordlog->j, id, "", CL_TOMBSTONE_DONE, &node, 1));
 }
 
 void coordlog_namespaces(struct poold *pd)
@@ -249,7 +251,8 @@ static int coordlog_replay(void *arg, const uint8_t *buf, size_t len)
 	size_t i;
 
 	if (rec == NULL) {
-		log_warnx("coordinator journal: a record of %zu bytes does not decode: skipped", len);
+		log_warnx("coordinator journal: a record of %zu bytes does not decode: skipped",
+			  len);
 		return 0;
 	}
 	h = rec->region;
@@ -367,9 +370,11 @@ int coordlog_open(struct poold *pd)
 		return rc;
 	}
 	if (journal_probe(pmem2_map_get_address(cl->map), pmem2_map_get_size(cl->map)) < 0) {
-		log_warnx("coord.journal %s holds something that is not a coordinator journal (or "
-			  "both of its headers are damaged): not overwriting it; remove it to start "
-			  "a new journal", pd->conf->coord_journal);
+		log_warnx(
+		    "coord.journal %s holds something that is not a coordinator journal (or "
+		    "both of its headers are damaged): not overwriting it; remove it to start "
+		    "a new journal",
+		    pd->conf->coord_journal);
 		coordlog_free(cl);
 		return -EINVAL;
 	}
@@ -392,20 +397,24 @@ int coordlog_open(struct poold *pd)
 	journal_stats(j, &st);
 	if (st.dropped > 0) {
 		log_warnx("coordinator journal: a torn or corrupt record ends it: used up to the "
-			  "%llu record(s) before it", (unsigned long long)st.records);
-		events_add(pd, "journal", "a torn or corrupt record ends the coordinator journal: "
+			  "%llu record(s) before it",
+			  (unsigned long long)st.records);
+		events_add(pd, "journal",
+			   "a torn or corrupt record ends the coordinator journal: "
 			   "used up to the %llu record(s) before it",
 			   (unsigned long long)st.records);
 	}
 	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
-		ntomb++;
+	ntomb++;
 	log_info("coordinator journal %s: %zu region(s) back, %zu extent(s) of destroyed regions "
-		 "to scrub; %llu record(s) in a half of %llu KiB", pd->conf->coord_journal,
-		 pd->regions->count, ntomb, (unsigned long long)st.records,
+		 "to scrub; %llu record(s) in a half of %llu KiB",
+		 pd->conf->coord_journal, pd->regions->count, ntomb, (unsigned long long)st.records,
 		 (unsigned long long)(st.size >> 10));
 	if (pd->regions->count > 0)
-		events_add(pd, "journal", "%zu region(s) back from the coordinator journal, lost "
-			   "until their lenders report them", pd->regions->count);
+		events_add(pd, "journal",
+			   "%zu region(s) back from the coordinator journal, lost "
+			   "until their lenders report them",
+			   pd->regions->count);
 	return 0;
 }
 

@@ -63,7 +63,8 @@ static int copy_reach(struct copy *cp, const struct copy_end *e, uint64_t *gen, 
 	if (rc < 0)
 		return rc;
 	if (*gen != 0 && *gen != g)
-		return POOL_ELOST; /* the endpoint the copy used was closed: what it sent may be lost */
+		return POOL_ELOST; /* the endpoint the copy used was closed: what it sent may be
+				      lost */
 	*gen = g;
 	return 0;
 }

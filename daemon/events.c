@@ -109,6 +109,6 @@ static int events_request(struct req *r, const ProtobufCMessage *msg)
 }
 
 const struct ctl_handler events_handlers[] = {
-	{WIRE_EVENTS, CTL_ANY, AT_HERE, events_request, NULL},
-	{0, 0, 0, NULL, NULL},
+    {WIRE_EVENTS, CTL_ANY, AT_HERE, events_request, NULL},
+    {0, 0, 0, NULL, NULL},
 };

@@ -521,7 +521,8 @@ void extent_arena_free(struct extent_arena *a)
 	free(a);
 }
 
-/* Allocate len bytes, rounded as described above (fine: see extent_alloc_fine()): -ENOSPC when nothing fits. */
+/* Allocate len bytes, rounded as described above (fine: see extent_alloc_fine()): -ENOSPC when
+ * nothing fits. */
 static int ext_alloc(struct extent_arena *a, uint64_t len, int fine, uint64_t *ret_off,
 		     uint64_t *ret_len)
 {
@@ -590,8 +591,9 @@ static int ext_reserve(struct extent_arena *a, uint64_t off, uint64_t len, int f
 	if (off > a->size - rlen)
 		return -EINVAL;
 	base = off & ~(a->unit - 1);
-	if (rlen >= a->unit ? off != base
-			    : (off % (fine ? EXTENT_FINE_GRAIN : a->grain) || off + rlen > base + a->unit))
+	if (rlen >= a->unit
+		? off != base
+		: (off % (fine ? EXTENT_FINE_GRAIN : a->grain) || off + rlen > base + a->unit))
 		return -EINVAL;
 	rc = spare_fill(a);
 	if (rc < 0)
@@ -826,9 +828,12 @@ static int check_collect(const struct avl *n, struct check *c, int kind, int fin
 		c->cap = cap;
 	}
 	e = CEXT_OF(n, by_off);
-	c->items[c->n++] = (struct check_item){
-		.off = e->off, .len = e->len, .unit = e->unit, .kind = kind,
-		.fine = fine >= 0 ? fine : e->unit != NULL && e->unit->fine};
+	c->items[c->n++] =
+	    (struct check_item){.off = e->off,
+				.len = e->len,
+				.unit = e->unit,
+				.kind = kind,
+				.fine = fine >= 0 ? fine : e->unit != NULL && e->unit->fine};
 	return check_collect(n->r, c, kind, fine);
 }
 

@@ -46,15 +46,15 @@ extern char **environ;
 #define FIREWALL_MEMBER_PORTS_MAX 64
 
 struct firewall {
-	bool on;		 /* the table is installed and in force */
-	char table[40];		 /* inet TABLE */
-	char state[200];	 /* for status: "on: ..." or "off: why" */
+	bool on;		     /* the table is installed and in force */
+	char table[40];		     /* inet TABLE */
+	char state[200];	     /* for status: "on: ..." or "off: why" */
 	unsigned range_lo, range_hi; /* fabric.ports, 0-0 when unset */
-	uint32_t *own;		 /* the ports this poold's worker listens on, sorted */
+	uint32_t *own;		     /* the ports this poold's worker listens on, sorted */
 	size_t nown;
-	uint32_t *applied;	 /* the set beyond the range as last installed, sorted */
+	uint32_t *applied; /* the set beyond the range as last installed, sorted */
 	size_t napplied;
-	struct event *sync_ev;	 /* members changed: the set follows, batched */
+	struct event *sync_ev; /* members changed: the set follows, batched */
 };
 
 /* Run nft with script on its standard input; 0, or -errno / a failed nft as -EIO. */
@@ -171,8 +171,10 @@ static int firewall_listening_ports(uint32_t **ret_ports, size_t *ret_n)
 			unsigned long long v;
 
 			/* "sl: local:port remote:port st tx:rx tr:when retr uid timeout inode" */
-			if (sscanf(line, " %*u: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x %*x:%*x %*x:%*x "
-					 "%*x %*u %*u %llu", &port, &state, &v) != 3 ||
+			if (sscanf(line,
+				   " %*u: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x %*x:%*x %*x:%*x "
+				   "%*x %*u %*u %llu",
+				   &port, &state, &v) != 3 ||
 			    state != 0x0A || !firewall_has(inodes, ninodes, v))
 				continue;
 			if (nports == pcap) {
@@ -213,16 +215,16 @@ static int firewall_wanted(struct poold *pd, uint32_t **ret_ports, size_t *ret_n
 	uint32_t *ports;
 
 	TAILQ_FOREACH(m, &pd->members, entry)
-		n += MIN(m->info->n_fabric_ports, FIREWALL_MEMBER_PORTS_MAX);
+	n += MIN(m->info->n_fabric_ports, FIREWALL_MEMBER_PORTS_MAX);
 	ports = calloc(n ? n : 1, sizeof(*ports));
 	if (ports == NULL)
 		return -ENOMEM;
 	for (i = 0; i < fw->nown; i++)
 		ports[k++] = fw->own[i];
 	TAILQ_FOREACH(m, &pd->members, entry)
-		for (i = 0; i < MIN(m->info->n_fabric_ports, FIREWALL_MEMBER_PORTS_MAX); i++)
-			if (m->info->fabric_ports[i] >= 1 && m->info->fabric_ports[i] <= 65535)
-				ports[k++] = m->info->fabric_ports[i];
+	for (i = 0; i < MIN(m->info->n_fabric_ports, FIREWALL_MEMBER_PORTS_MAX); i++)
+		if (m->info->fabric_ports[i] >= 1 && m->info->fabric_ports[i] <= 65535)
+			ports[k++] = m->info->fabric_ports[i];
 	n = 0;
 	for (i = 0; i < k; i++)
 		if (!firewall_in_range(fw, ports[i]))
@@ -271,7 +273,8 @@ static void firewall_set_state(struct firewall *fw, size_t npeer)
 		snprintf(own, sizeof(own), "fabric.ports %u-%u and ", fw->range_lo, fw->range_hi);
 	snprintf(fw->state, sizeof(fw->state),
 		 "on: %s%zu port(s) of this node's fabric and %zu of other members' refuse every "
-		 "uid but %u (table inet %s)", own, fw->nown, npeer, (unsigned)geteuid(), fw->table);
+		 "uid but %u (table inet %s)",
+		 own, fw->nown, npeer, (unsigned)geteuid(), fw->table);
 }
 
 /* Bring the set up to this node's and the members' ports; 0 when it already was. */
@@ -310,8 +313,10 @@ static void firewall_sync_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	rc = firewall_sync(pd, false);
 	if (rc < 0)
-		log_warnx("fabric.firewall: cannot update the ports of table inet %s to the members': "
-			  "%s (tried again at the next change)", pd->firewall->table, err_str(rc));
+		log_warnx(
+		    "fabric.firewall: cannot update the ports of table inet %s to the members': "
+		    "%s (tried again at the next change)",
+		    pd->firewall->table, err_str(rc));
 }
 
 /* Delete the table, if it is installed. */
@@ -342,7 +347,8 @@ static int firewall_refused(struct poold *pd, const char *what, int rc)
 		return rc;
 	}
 	log_warnx("fabric.firewall = auto: cannot %s: %s; every uid on this host can reach this "
-		  "poold's fabric ports", what, why);
+		  "poold's fabric ports",
+		  what, why);
 	return 0;
 }
 
@@ -370,7 +376,8 @@ int firewall_open(struct poold *pd)
 		return -ENOMEM;
 	snprintf(fw->table, sizeof(fw->table), "poold_fabric_%08x",
 		 (unsigned)XXH32(pd->conf->socket, strlen(pd->conf->socket), 0));
-	/* One transaction: a crashed poold's table replaced (added first, so there is one to delete). */
+	/* One transaction: a crashed poold's table replaced (added first, so there is one to
+	 * delete). */
 	snprintf(script, sizeof(script),
 		 "add table inet %s\n"
 		 "delete table inet %s\n"
@@ -403,7 +410,8 @@ int firewall_cover_fabric(struct poold *pd)
 
 	rc = firewall_listening_ports(&fw->own, &fw->nown);
 	if (rc < 0) {
-		log_warnx("fabric.firewall: cannot find the fabric's ports in /proc: %s", err_str(rc));
+		log_warnx("fabric.firewall: cannot find the fabric's ports in /proc: %s",
+			  err_str(rc));
 		return fw->on ? rc : 0;
 	}
 	if (!fw->on)
@@ -420,7 +428,8 @@ void firewall_members_changed(struct poold *pd)
 {
 	struct timeval now = {0, 0};
 
-	if (pd->firewall != NULL && pd->firewall->on && !evtimer_pending(pd->firewall->sync_ev, NULL))
+	if (pd->firewall != NULL && pd->firewall->on &&
+	    !evtimer_pending(pd->firewall->sync_ev, NULL))
 		evtimer_add(pd->firewall->sync_ev, &now);
 }
 

@@ -28,8 +28,8 @@
 #include "proto/pool_contract.h"
 
 #define GRANT_BUCKETS 256
-#define GRANT_MAX_REGIONS 4096	/* regions one session holds open */
-#define GRANT_MAX_PLACES 65536	/* KV places one session holds at once */
+#define GRANT_MAX_REGIONS 4096 /* regions one session holds open */
+#define GRANT_MAX_PLACES 65536 /* KV places one session holds at once */
 
 struct grant_region {
 	LIST_ENTRY(grant_region) entry;
@@ -37,8 +37,8 @@ struct grant_region {
 	char name[64];
 	uint64_t size, stripe;
 	unsigned access, opens;
-	bool stale;	/* moved: refused until its new layout passes */
-	bool expired;	/* its lease may be gone: refused until the session opens it again */
+	bool stale;   /* moved: refused until its new layout passes */
+	bool expired; /* its lease may be gone: refused until the session opens it again */
 	size_t n;
 	struct region_extent *ext;
 };
@@ -97,8 +97,8 @@ static struct grant_region *grant_region_find(struct grant_session *gs, uint64_t
 	struct grant_region *g;
 
 	LIST_FOREACH(g, &gs->regions, entry)
-		if (name ? strcmp(g->name, name) == 0 : g->id == id)
-			return g;
+	if (name ? strcmp(g->name, name) == 0 : g->id == id)
+		return g;
 	return NULL;
 }
 
@@ -118,7 +118,8 @@ static int grant_region_layout(struct grant_region *g, const Pool__RegionInfo *r
 			free(ext);
 			return POOL_EPROTOCOL;
 		}
-		ext[slot] = (struct region_extent){e->node, e->arena, e->off, e->len, e->region_off};
+		ext[slot] =
+		    (struct region_extent){e->node, e->arena, e->off, e->len, e->region_off};
 	}
 	free(g->ext);
 	g->ext = ext;
@@ -233,7 +234,8 @@ void grant_reply(struct poold *pd, uint64_t session, uint16_t type, const Protob
 		if (g == NULL && access == 0)
 			return; /* a stat of a region the session has not opened */
 		if (g == NULL) {
-			if (gs->nregions >= GRANT_MAX_REGIONS || (g = calloc(1, sizeof(*g))) == NULL) {
+			if (gs->nregions >= GRANT_MAX_REGIONS ||
+			    (g = calloc(1, sizeof(*g))) == NULL) {
 				log_warnx("session %llu: cannot keep its grant of region '%s'",
 					  (unsigned long long)session, ri->name);
 				return;
@@ -268,11 +270,12 @@ void grant_reply(struct poold *pd, uint64_t session, uint16_t type, const Protob
 				continue;
 			for (c = 0; c <= l->n_copies; c++) {
 				struct grant_place p = {
-					.node = c ? l->copies[c - 1]->node : l->node,
-					.arena = c ? l->copies[c - 1]->arena : l->arena,
-					.off = c ? l->copies[c - 1]->off : l->off,
-					.len = l->len, .version = l->version,
-					.write = kr->access & 2};
+				    .node = c ? l->copies[c - 1]->node : l->node,
+				    .arena = c ? l->copies[c - 1]->arena : l->arena,
+				    .off = c ? l->copies[c - 1]->off : l->off,
+				    .len = l->len,
+				    .version = l->version,
+				    .write = kr->access & 2};
 
 				if (grant_place_add(gs, &p) < 0) {
 					log_warnx("session %llu: cannot keep a KV grant (%zu held)",
@@ -295,8 +298,9 @@ void grant_request(struct poold *pd, uint64_t session, uint16_t type, const uint
 	ProtobufCMessage *msg = NULL;
 
 	/* (unpacked only when the session holds what the request could end) */
-	if (gs == NULL || !((type == WIRE_REGION_CLOSE && gs->nregions > 0) ||
-			    (type == WIRE_KV && gs->nplaces > 0)) ||
+	if (gs == NULL ||
+	    !((type == WIRE_REGION_CLOSE && gs->nregions > 0) ||
+	      (type == WIRE_KV && gs->nplaces > 0)) ||
 	    wire_msg_unpack(type, payload, len, &msg) < 0)
 		return;
 	if (type == WIRE_REGION_CLOSE) {
@@ -308,7 +312,8 @@ void grant_request(struct poold *pd, uint64_t session, uint16_t type, const uint
 		const Pool__KvRequest *kr = (const Pool__KvRequest *)msg;
 
 		if ((strcmp(kr->op, "release") == 0 || strcmp(kr->op, "commit") == 0 ||
-		     strcmp(kr->op, "abort") == 0) && kr->n_versions > 0) {
+		     strcmp(kr->op, "abort") == 0) &&
+		    kr->n_versions > 0) {
 			uint64_t *v = malloc(kr->n_versions * sizeof(*v));
 
 			if (v != NULL) {
@@ -343,8 +348,7 @@ void grant_session_end(struct poold *pd, uint64_t session)
 
 	if (pd->grants == NULL)
 		return;
-	for (pp = &pd->grants->bucket[session % GRANT_BUCKETS]; (gs = *pp) != NULL;
-	     pp = &gs->next)
+	for (pp = &pd->grants->bucket[session % GRANT_BUCKETS]; (gs = *pp) != NULL; pp = &gs->next)
 		if (gs->session == session)
 			break;
 	if (gs == NULL)
@@ -371,7 +375,7 @@ void grant_expire_all(struct poold *pd)
 	for (b = 0; pd->grants != NULL && b < GRANT_BUCKETS; b++)
 		for (gs = pd->grants->bucket[b]; gs != NULL; gs = gs->next) {
 			LIST_FOREACH(g, &gs->regions, entry)
-				g->expired = true;
+			g->expired = true;
 			free(gs->places);
 			gs->places = NULL;
 			gs->cap = gs->nplaces = 0;
@@ -404,11 +408,11 @@ static const struct grant_region *grant_region_usable(struct poold *pd, uint64_t
 	struct grant_session *gs = grant_session(pd, session, false);
 	struct grant_region *g = gs ? grant_region_find(gs, region, NULL) : NULL;
 
-	*ret_rc = g == NULL		       ? -EPERM
-		  : g->expired		       ? -EKEYEXPIRED
+	*ret_rc = g == NULL		      ? -EPERM
+		  : g->expired		      ? -EKEYEXPIRED
 		  : write && !(g->access & 2) ? -EACCES
-		  : g->stale		       ? -ESTALE
-					       : 0;
+		  : g->stale		      ? -ESTALE
+					      : 0;
 	return *ret_rc == 0 ? g : NULL;
 }
 
@@ -469,7 +473,8 @@ int grant_region_extent(struct poold *pd, uint64_t session, uint64_t region,
 	return 0;
 }
 
-/* Whether the session holds [within, within+len) of the KV place at (node, arena, off) for this access. */
+/* Whether the session holds [within, within+len) of the KV place at (node, arena, off) for this
+ * access. */
 int grant_place_check(struct poold *pd, uint64_t session, uint32_t node, uint32_t arena,
 		      uint64_t off, uint64_t within, uint64_t len, bool write)
 {
@@ -478,7 +483,8 @@ int grant_place_check(struct poold *pd, uint64_t session, uint32_t node, uint32_
 
 	if (gs == NULL || gs->cap == 0)
 		return -EPERM;
-	for (i = grant_slot(gs, node, arena, off); gs->places[i].used; i = (i + 1) & (gs->cap - 1)) {
+	for (i = grant_slot(gs, node, arena, off); gs->places[i].used;
+	     i = (i + 1) & (gs->cap - 1)) {
 		const struct grant_place *p = &gs->places[i];
 
 		if (p->node != node || p->arena != arena || p->off != off)

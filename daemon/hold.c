@@ -79,7 +79,8 @@ static int hold_grow(struct poold *pd)
 	free(pd->hold_tab);
 	pd->hold_tab = tab;
 	pd->hold_tab_size = size;
-	TAILQ_FOREACH(hd, &pd->holds, entry) {
+	TAILQ_FOREACH(hd, &pd->holds, entry)
+	{
 		struct hold **pp = hold_slot(pd, hd->e.arena, hd->e.off);
 
 		hd->hnext = NULL;
@@ -149,7 +150,8 @@ static int hold_journal_fill(void *arg, struct journal *j)
 	struct hold *hd;
 	int rc;
 
-	TAILQ_FOREACH(hd, &pd->holds, entry) {
+	TAILQ_FOREACH(hd, &pd->holds, entry)
+	{
 		Pool__Holding h;
 
 		if (!hd->durable)
@@ -286,7 +288,8 @@ static struct hold *hold_set(struct poold *pd, const Pool__Holding *h, bool jour
 		hd->writer = h->ruid;
 	}
 	if (journal && hold_is_durable(pd, h) && (hd->rname[0] != '\0' || hd->key != NULL)) {
-		/* A value first (a region's bytes are its users' to persist); hold_add() records it. */
+		/* A value first (a region's bytes are its users' to persist); hold_add() records
+		 * it. */
 		hd->durable = false;
 		hd->journal_now = true;
 		if (hd->rname[0] == '\0')
@@ -445,15 +448,18 @@ int hold_open(struct poold *pd)
 	journal_stats(pd->journal, &st);
 	if (st.dropped > 0) {
 		log_warnx("pmem journal: a torn or corrupt record ends it: used up to the %llu "
-			  "record(s) before it", (unsigned long long)st.records);
-		events_add(pd, "journal", "a torn or corrupt record ends the pmem journal: used up "
-			   "to the %llu record(s) before it", (unsigned long long)st.records);
+			  "record(s) before it",
+			  (unsigned long long)st.records);
+		events_add(pd, "journal",
+			   "a torn or corrupt record ends the pmem journal: used up "
+			   "to the %llu record(s) before it",
+			   (unsigned long long)st.records);
 	}
 	keep = calloc(pd->nholds + 1, sizeof(*keep));
 	if (keep == NULL)
 		return -ENOMEM;
 	TAILQ_FOREACH(hd, &pd->holds, entry)
-		keep[n++] = hd->e;
+	keep[n++] = hd->e;
 	qsort(keep, n, sizeof(*keep), hold_cmp_off);
 	keep[n].off = a->size; /* the end of the tier, as a last boundary */
 	for (i = 0; i <= n; i++) {
@@ -483,7 +489,8 @@ static int hold_msgs(struct poold *pd, Pool__Holdings *hs)
 		free(hs->holdings);
 		return -ENOMEM;
 	}
-	TAILQ_FOREACH(hd, &pd->holds, entry) {
+	TAILQ_FOREACH(hd, &pd->holds, entry)
+	{
 		hold_msg(hd, &h[n]);
 		hs->holdings[n] = &h[n];
 		n++;
@@ -598,12 +605,13 @@ static void hold_adopt(struct poold *pd, uint32_t node, const struct ledger_exte
 		       const Pool__Holding *h)
 {
 	struct lender_pool *lp = region_pool(pd->regions, node, e->arena);
-	const struct tombstone *t = HOLD_REGION_ID(e->region) ?
-					    region_tombstone(pd, node, e->region) : NULL;
+	const struct tombstone *t =
+	    HOLD_REGION_ID(e->region) ? region_tombstone(pd, node, e->region) : NULL;
 
 	if (t != NULL) {
 		log_info("ledger: node %u holds an extent of region '%s', destroyed while it was "
-			 "away: scrubbing it", node, t->name);
+			 "away: scrubbing it",
+			 node, t->name);
 		region_retire(pd, node, e->arena, e->off, e->len, NULL);
 		return;
 	}
@@ -616,8 +624,9 @@ static void hold_adopt(struct poold *pd, uint32_t node, const struct ledger_exte
 	} else if (!(e->region >> 63) && lp != NULL &&
 		   extent_reserve(lp->alloc, e->off, e->len) == 0) {
 		log_warnx("ledger: node %u holds arena %u extent %llu+%llu of region %llu, unknown "
-			  "to the map: kept unclaimed", node, e->arena, (unsigned long long)e->off,
-			  (unsigned long long)e->len, (unsigned long long)e->region);
+			  "to the map: kept unclaimed",
+			  node, e->arena, (unsigned long long)e->off, (unsigned long long)e->len,
+			  (unsigned long long)e->region);
 		region_account(pd);
 		return;
 	}
@@ -654,11 +663,11 @@ void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have,
 	if (pd->regions == NULL)
 		return;
 	TAILQ_FOREACH(r, &pd->regions->list, entry)
-		for (i = 0; i < r->next; i++)
-			if (r->ext[i].node == node &&
-			    ledger_append(&want, &nwant, &cap, r->ext[i].arena, r->ext[i].off,
-					  r->ext[i].len, r->id) < 0)
-				goto out;
+	for (i = 0; i < r->next; i++)
+		if (r->ext[i].node == node &&
+		    ledger_append(&want, &nwant, &cap, r->ext[i].arena, r->ext[i].off,
+				  r->ext[i].len, r->id) < 0)
+			goto out;
 	if (kv_extents(pd, node, &want, &nwant, &cap) < 0)
 		goto out;
 	if (ledger_diff(want, nwant, have, nhave, &missing, &nm, &orphans, &no) < 0)
@@ -668,22 +677,23 @@ void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have,
 
 		/* Whatever the lender held is now accounted for: it may take new extents. */
 		TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-			if (lp->node == node)
-				lp->reconciled = true;
+		if (lp->node == node)
+			lp->reconciled = true;
 	}
 	if (nm > 0) {
-		log_warnx("ledger: node %u does not record %zu extent(s) of the map; told again", node,
-			  nm);
+		log_warnx("ledger: node %u does not record %zu extent(s) of the map; told again",
+			  node, nm);
 		hold_send(pd, node, missing, nm);
 	}
 	for (i = 0; i < no; i++) {
 		const Pool__Holding *h = hold_find(hs, &orphans[i]);
 		bool retired = false;
 
-		/* (Extents retired under an earlier life of the lender are not on their way out.) */
+		/* (Extents retired under an earlier life of the lender are not on their way out.)
+		 */
 		TAILQ_FOREACH(rt, &pd->regions->retired, entry)
-			retired |= rt->node == node && rt->incarnation == incarnation &&
-				   rt->arena == orphans[i].arena && rt->off == orphans[i].off;
+		retired |= rt->node == node && rt->incarnation == incarnation &&
+			   rt->arena == orphans[i].arena && rt->off == orphans[i].off;
 		if (retired || hold_overlaps(&orphans[i], want, nwant))
 			continue; /* on its way out, or replaced by the repair above */
 		hold_adopt(pd, node, &orphans[i], h);
@@ -708,7 +718,7 @@ static void hold_reconcile_self(struct poold *pd)
 		return;
 	}
 	TAILQ_FOREACH(hd, &pd->holds, entry)
-		have[n++] = hd->e;
+	have[n++] = hd->e;
 	hold_reconcile(pd, pd->node_id, have, n, &hs);
 	hold_msgs_free(&hs);
 	free(have);

@@ -33,6 +33,6 @@ uint64_t htab_hash_str(const char *s);
 uint64_t htab_hash_u64(uint64_t v);
 
 /* The record around a node of a table: htab_entry(node, struct region, by_name). */
-#define htab_entry(node, type, member) ((type *)(void *)((char *)(node) - offsetof(type, member)))
+#define htab_entry(node, type, member) ((type *)(void *)((char *)(node)-offsetof(type, member)))
 
 #endif

@@ -57,8 +57,10 @@ static void httpd_reply(struct httpd_conn *c, const char *status, const char *ty
 {
 	struct evbuffer *out = bufferevent_get_output(c->bev);
 
-	evbuffer_add_printf(out, "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-			    "Connection: close\r\n%s\r\n", status, type, len, extra ? extra : "");
+	evbuffer_add_printf(out,
+			    "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+			    "Connection: close\r\n%s\r\n",
+			    status, type, len, extra ? extra : "");
 	if (body != NULL)
 		evbuffer_add_buffer(out, body);
 	c->answered = true;
@@ -94,7 +96,8 @@ static void httpd_request(struct httpd_conn *c, char *line)
 	*version = '\0';
 	head = strcmp(method, "HEAD") == 0;
 	if (!head && strcmp(method, "GET") != 0) {
-		httpd_error(c, "405 Method Not Allowed", "only GET and HEAD", "Allow: GET, HEAD\r\n");
+		httpd_error(c, "405 Method Not Allowed", "only GET and HEAD",
+			    "Allow: GET, HEAD\r\n");
 		return;
 	}
 	if ((query = strchr(target, '?')) != NULL)
@@ -128,12 +131,13 @@ static void httpd_read_cb(struct bufferevent *bev, void *arg)
 		return;
 	if (end.pos < 0) {
 		if (evbuffer_get_length(in) > HTTPD_MAX_HEAD)
-			httpd_error(c, "431 Request Header Fields Too Large", "request head over 8 KiB",
-				    NULL);
+			httpd_error(c, "431 Request Header Fields Too Large",
+				    "request head over 8 KiB", NULL);
 		return;
 	}
 	if ((size_t)end.pos + 4 > HTTPD_MAX_HEAD) {
-		httpd_error(c, "431 Request Header Fields Too Large", "request head over 8 KiB", NULL);
+		httpd_error(c, "431 Request Header Fields Too Large", "request head over 8 KiB",
+			    NULL);
 		return;
 	}
 	eol = evbuffer_search(in, "\r\n", 2, NULL);
@@ -188,8 +192,8 @@ static void httpd_accept(struct evconnlistener *l, evutil_socket_t fd, struct so
 		return;
 	}
 	c = calloc(1, sizeof(*c));
-	if (c == NULL || (c->bev = bufferevent_socket_new(h->pd->base, fd,
-							  BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+	if (c == NULL ||
+	    (c->bev = bufferevent_socket_new(h->pd->base, fd, BEV_OPT_CLOSE_ON_FREE)) == NULL) {
 		free(c);
 		evutil_closesocket(fd);
 		return;

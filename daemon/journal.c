@@ -50,10 +50,10 @@ struct journal {
 	uint8_t *base;
 	uint64_t half;
 	journal_persist_fn persist;
-	unsigned slot;	     /* the slot in force */
+	unsigned slot; /* the slot in force */
 	struct journal_slot cur;
-	unsigned half_now;   /* the half appends go to (the active one, or a rewrite's) */
-	uint64_t pos;	     /* where the next record goes in it */
+	unsigned half_now; /* the half appends go to (the active one, or a rewrite's) */
+	uint64_t pos;	   /* where the next record goes in it */
 	uint64_t next_seq;
 	uint64_t records;
 	uint64_t rewrites;
@@ -98,8 +98,8 @@ static void journal_terminate(struct journal *j, uint64_t pos)
 /* Put a new slot in force (the one not in force now). */
 static void journal_commit_slot(struct journal *j, unsigned active, uint64_t first_seq)
 {
-	struct journal_slot s = {JOURNAL_MAGIC, JOURNAL_VERSION, active, j->cur.gen + 1, first_seq,
-				 j->half, 0};
+	struct journal_slot s = {JOURNAL_MAGIC, JOURNAL_VERSION, active, j->cur.gen + 1,
+				 first_seq,	j->half,	 0};
 	unsigned slot = j->slot ^ 1;
 
 	s.sum = journal_slot_sum(&s);

@@ -50,8 +50,8 @@
 #include "proto/pool_contract.h"
 
 #define KVEV_BATCH_MAX (64u << 10) /* bytes of events in one batch before it goes out */
-#define KVEV_REPLAYS_PER_TURN 16  /* replay requests served before other work gets a turn */
-#define KVEV_IN_MAX 256		  /* largest message a subscriber may send (ZMQ_MAXMSGSIZE) */
+#define KVEV_REPLAYS_PER_TURN 16   /* replay requests served before other work gets a turn */
+#define KVEV_IN_MAX 256		   /* largest message a subscriber may send (ZMQ_MAXMSGSIZE) */
 
 enum kvev_kind { KVEV_NONE, KVEV_STORED, KVEV_REMOVED };
 
@@ -414,7 +414,8 @@ static void kvev_replay_head(struct poold *pd, zmq_msg_t *identity, const uint8_
 	zmq_send(sock, seq, 8, ZMQ_SNDMORE | ZMQ_DONTWAIT);
 }
 
-/* Answer one replay request: [identity, "", seq(8)] -> each kept batch from seq on, then the end. */
+/* Answer one replay request: [identity, "", seq(8)] -> each kept batch from seq on, then the end.
+ */
 static void kvev_replay_one(struct poold *pd)
 {
 	struct kvev *ev = pd->kvev;
@@ -461,7 +462,8 @@ static void kvev_replay_one(struct poold *pd)
 	 */
 	if (atomic_load(&ev->held_bytes) > pd->conf->kv_events_buffer_bytes) {
 		ev->refused_replays++;
-		log_warnx_limited(&ev->bad_replay, 60000, "KV events: a replay refused: "
+		log_warnx_limited(&ev->bad_replay, 60000,
+				  "KV events: a replay refused: "
 				  "%lld bytes of batches out of the ring are still being sent",
 				  (long long)atomic_load(&ev->held_bytes));
 		goto out_end;
@@ -639,8 +641,9 @@ bool kvev_stats(const struct poold *pd, struct kvev_stats *ret)
 
 	if (ev == NULL)
 		return false;
-	*ret = (struct kvev_stats){ev->published, ev->count, ev->kept_bytes,
-				   (uint64_t)MAX(atomic_load(&ev->held_bytes), 0), ev->dropped_replays,
-				   ev->refused_replays};
+	*ret =
+	    (struct kvev_stats){ev->published,	     ev->count,
+				ev->kept_bytes,	     (uint64_t)MAX(atomic_load(&ev->held_bytes), 0),
+				ev->dropped_replays, ev->refused_replays};
 	return true;
 }

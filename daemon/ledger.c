@@ -23,8 +23,8 @@ static int ledger_cmp(const void *a, const void *b)
 }
 
 /* Append one extent to a growable array; see ledger.h. */
-int ledger_append(struct ledger_extent **arr, size_t *n, size_t *cap, uint32_t arena,
-		  uint64_t off, uint64_t len, uint64_t region)
+int ledger_append(struct ledger_extent **arr, size_t *n, size_t *cap, uint32_t arena, uint64_t off,
+		  uint64_t len, uint64_t region)
 {
 	if (*n == *cap) {
 		size_t c = *cap ? *cap * 2 : 64;
@@ -40,8 +40,8 @@ int ledger_append(struct ledger_extent **arr, size_t *n, size_t *cap, uint32_t a
 }
 
 /* Compare want (the coordinator's) with have (the lender's); see ledger.h. */
-int ledger_diff(struct ledger_extent *want, size_t nwant, struct ledger_extent *have,
-		size_t nhave, struct ledger_extent **ret_missing, size_t *ret_nmissing,
+int ledger_diff(struct ledger_extent *want, size_t nwant, struct ledger_extent *have, size_t nhave,
+		struct ledger_extent **ret_missing, size_t *ret_nmissing,
 		struct ledger_extent **ret_orphans, size_t *ret_norphans)
 {
 	struct ledger_extent *missing, *orphans;

@@ -19,8 +19,8 @@ struct ledger_extent {
 };
 
 /* Append one extent to a growable array (*cap grows as needed); -ENOMEM. */
-int ledger_append(struct ledger_extent **arr, size_t *n, size_t *cap, uint32_t arena,
-		  uint64_t off, uint64_t len, uint64_t region);
+int ledger_append(struct ledger_extent **arr, size_t *n, size_t *cap, uint32_t arena, uint64_t off,
+		  uint64_t len, uint64_t region);
 
 /*
  * Compare the coordinator's extents of one lender (want) with the lender's
@@ -28,8 +28,8 @@ int ledger_append(struct ledger_extent **arr, size_t *n, size_t *cap, uint32_t a
  * have, not in want. The arrays are sorted in place. Outputs are allocated
  * (free() them), counts written on success.
  */
-int ledger_diff(struct ledger_extent *want, size_t nwant, struct ledger_extent *have,
-		size_t nhave, struct ledger_extent **ret_missing, size_t *ret_nmissing,
+int ledger_diff(struct ledger_extent *want, size_t nwant, struct ledger_extent *have, size_t nhave,
+		struct ledger_extent **ret_missing, size_t *ret_nmissing,
 		struct ledger_extent **ret_orphans, size_t *ret_norphans);
 
 #endif

@@ -249,8 +249,10 @@ int lend_pmem_check(const char *path, uint64_t size, char *err, size_t errlen)
 	close(fd);
 	if (probe == 1)
 		return 0;
-	snprintf(err, errlen, "pmem.path %s holds data but no pool tier's record; set pmem.init = "
-		 "yes to format it (what it holds is lost)", path);
+	snprintf(err, errlen,
+		 "pmem.path %s holds data but no pool tier's record; set pmem.init = "
+		 "yes to format it (what it holds is lost)",
+		 path);
 	return -EEXIST;
 }
 
@@ -297,7 +299,8 @@ static int lend_pmem(struct poold *pd, struct arena *a)
 
 	if (lend_pmem_layout(pmem2_map_get_size(a->map), &a->size, &a->journal_len) < 0) {
 		log_warnx("pmem.path %s: smaller than 4 MiB (2 MiB to lend, 2 MiB for its "
-			  "record)", conf->pmem_path);
+			  "record)",
+			  conf->pmem_path);
 		return -EINVAL;
 	}
 	a->journal = (char *)a->base + a->size;
@@ -305,13 +308,17 @@ static int lend_pmem(struct poold *pd, struct arena *a)
 	if (!S_ISREG(st.st_mode) && !conf->pmem_init &&
 	    journal_probe(a->journal, a->journal_len) < 0) {
 		log_warnx("pmem.path %s holds something that is not a pool tier; set pmem.init = "
-			  "yes to format it (what it holds is lost)", conf->pmem_path);
+			  "yes to format it (what it holds is lost)",
+			  conf->pmem_path);
 		return -EEXIST;
 	}
-	lend_group = (typeof(lend_group)){
-		.persist = a->persist, .base = a->base, .journal = a->journal, .len = a->size,
-		.journal_len = a->journal_len,
-		.groups = pmem2_map_get_store_granularity(a->map) == PMEM2_GRANULARITY_PAGE};
+	lend_group = (typeof(lend_group)){.persist = a->persist,
+					  .base = a->base,
+					  .journal = a->journal,
+					  .len = a->size,
+					  .journal_len = a->journal_len,
+					  .groups = pmem2_map_get_store_granularity(a->map) ==
+						    PMEM2_GRANULARITY_PAGE};
 	if ((lend_group.flush_ev = evtimer_new(pd->base, lend_flush_cb, NULL)) == NULL)
 		return -ENOMEM;
 	a->persist = lend_group_persist;
@@ -330,8 +337,7 @@ static void lend_arena_close(struct arena *a)
 			event_free(lend_group.flush_ev);
 		pmem2_map_delete(&a->map);
 		lend_group = (typeof(lend_group)){0};
-	}
-	else if (a->base != NULL)
+	} else if (a->base != NULL)
 		munmap(a->base, a->size);
 	if (a->src != NULL)
 		pmem2_source_delete(&a->src);
@@ -389,8 +395,7 @@ int lend_open(struct poold *pd)
 	if (rc < 0)
 		return rc;
 	for (i = 0; i < pd->narenas; i++)
-		log_info("lending arena %zu: %s%s%d, %llu MiB", i,
-			 tier_name(pd->arenas[i].tier),
+		log_info("lending arena %zu: %s%s%d, %llu MiB", i, tier_name(pd->arenas[i].tier),
 			 pd->arenas[i].tier == TIER_DRAM ? " NUMA node " : "", pd->arenas[i].numa,
 			 (unsigned long long)(pd->arenas[i].size >> 20));
 	return 0;
@@ -451,7 +456,8 @@ void lend_zero(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 
 	carve_release(pd, arena, off, len);
 	if (a == NULL || len == 0 ||
-	    fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
+	    fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) ==
+		0)
 		return;
 	memset((char *)a->base + off, 0, len);
 	lend_persist(pd, arena, off, len);

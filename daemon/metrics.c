@@ -22,7 +22,6 @@
 #include "daemon/journal.h"
 #include "daemon/poold.h"
 
-
 struct metrics {
 	struct httpd *httpd;
 	uint64_t scrapes;
@@ -74,10 +73,10 @@ static void metrics_snap(struct poold *pd, struct evbuffer *b)
 		    "lazy restores of this node's clients that ended", st[5]);
 	metrics_one(b, "pool_snap_restores_failed_total", "counter",
 		    "of those, restores that failed or were refused", st[6]);
-	metrics_one(b, "pool_snap_faults_total", "counter",
-		    "page faults the lazy restores served", st[7]);
-	metrics_one(b, "pool_snap_restore_pages_total", "counter",
-		    "pages the lazy restores placed", st[8]);
+	metrics_one(b, "pool_snap_faults_total", "counter", "page faults the lazy restores served",
+		    st[7]);
+	metrics_one(b, "pool_snap_restore_pages_total", "counter", "pages the lazy restores placed",
+		    st[8]);
 	metrics_one(b, "pool_snap_restore_prefetched_total", "counter",
 		    "of those, placed ahead of a fault (working set, fill, fault-around)", st[9]);
 }
@@ -108,15 +107,17 @@ static void metrics_rma(struct poold *pd, struct evbuffer *b)
 		     "one-sided gets and puts issued on this node, by poold itself (copies for "
 		     "clients, spills, moves) or by its clients (as they report them)");
 	for (k = 0; k < 2; k++)
-		evbuffer_add_printf(b, "pool_rma_ops_total{by=\"%s\",op=\"get\"} %llu\n"
-				    "pool_rma_ops_total{by=\"%s\",op=\"put\"} %llu\n", by[k],
-				    (unsigned long long)st[k].get_ops, by[k],
+		evbuffer_add_printf(b,
+				    "pool_rma_ops_total{by=\"%s\",op=\"get\"} %llu\n"
+				    "pool_rma_ops_total{by=\"%s\",op=\"put\"} %llu\n",
+				    by[k], (unsigned long long)st[k].get_ops, by[k],
 				    (unsigned long long)st[k].put_ops);
 	metrics_head(b, "pool_rma_bytes_total", "counter", "bytes of those gets and puts");
 	for (k = 0; k < 2; k++)
-		evbuffer_add_printf(b, "pool_rma_bytes_total{by=\"%s\",op=\"get\"} %llu\n"
-				    "pool_rma_bytes_total{by=\"%s\",op=\"put\"} %llu\n", by[k],
-				    (unsigned long long)st[k].get_bytes, by[k],
+		evbuffer_add_printf(b,
+				    "pool_rma_bytes_total{by=\"%s\",op=\"get\"} %llu\n"
+				    "pool_rma_bytes_total{by=\"%s\",op=\"put\"} %llu\n",
+				    by[k], (unsigned long long)st[k].get_bytes, by[k],
 				    (unsigned long long)st[k].put_bytes);
 }
 
@@ -142,8 +143,8 @@ static int metrics_client_stats(struct req *r, const ProtobufCMessage *msg)
 }
 
 const struct ctl_handler metrics_handlers[] = {
-	{WIRE_CLIENT_STATS, CTL_ANY, AT_HERE, metrics_client_stats, NULL},
-	{0, 0, 0, NULL, NULL},
+    {WIRE_CLIENT_STATS, CTL_ANY, AT_HERE, metrics_client_stats, NULL},
+    {0, 0, 0, NULL, NULL},
 };
 
 /* The journals here: the lender's (pmem tier) and the coordinator's (coord.journal). */
@@ -153,17 +154,19 @@ static void metrics_journals(struct poold *pd, struct evbuffer *b)
 		const char *name, *type, *help;
 		size_t off;
 	} m[] = {
-		{"pool_journal_records", "gauge", "records in the journal's active half",
-		 offsetof(struct journal_stats, records)},
-		{"pool_journal_used_bytes", "gauge", "bytes of the active half in use",
-		 offsetof(struct journal_stats, used)},
-		{"pool_journal_half_bytes", "gauge", "bytes of a half: more is rewritten to the live set",
-		 offsetof(struct journal_stats, size)},
-		{"pool_journal_rewrites_total", "counter", "rewrites to the live set since poold started",
-		 offsetof(struct journal_stats, rewrites)},
-		{"pool_journal_dropped_bytes", "gauge",
-		 "bytes of a torn or corrupt tail cut off when poold started",
-		 offsetof(struct journal_stats, dropped)},
+	    {"pool_journal_records", "gauge", "records in the journal's active half",
+	     offsetof(struct journal_stats, records)},
+	    {"pool_journal_used_bytes", "gauge", "bytes of the active half in use",
+	     offsetof(struct journal_stats, used)},
+	    {"pool_journal_half_bytes", "gauge",
+	     "bytes of a half: more is rewritten to the live set",
+	     offsetof(struct journal_stats, size)},
+	    {"pool_journal_rewrites_total", "counter",
+	     "rewrites to the live set since poold started",
+	     offsetof(struct journal_stats, rewrites)},
+	    {"pool_journal_dropped_bytes", "gauge",
+	     "bytes of a torn or corrupt tail cut off when poold started",
+	     offsetof(struct journal_stats, dropped)},
 	};
 	struct journal_stats st[2];
 	const char *names[2];
@@ -173,8 +176,8 @@ static void metrics_journals(struct poold *pd, struct evbuffer *b)
 		metrics_head(b, m[i].name, m[i].type, m[i].help);
 		for (k = 0; k < n; k++)
 			evbuffer_add_printf(b, "%s{journal=\"%s\"} %llu\n", m[i].name, names[k],
-					    (unsigned long long)*(const uint64_t *)
-						    ((const char *)&st[k] + m[i].off));
+					    (unsigned long long)*(
+						const uint64_t *)((const char *)&st[k] + m[i].off));
 	}
 }
 
@@ -197,16 +200,20 @@ static void metrics_latency(struct poold *pd, struct evbuffer *b)
 		for (i = 0; i < REQ_LATENCY_BUCKETS; i++) {
 			cum += l->bucket[i];
 			if (i < ARRAY_SIZE(bounds))
-				evbuffer_add_printf(b, "pool_request_duration_seconds_bucket{type=\"%s\","
-						    "le=\"%g\"} %llu\n", name, bounds[i] / 1e6,
-						    (unsigned long long)cum);
+				evbuffer_add_printf(
+				    b,
+				    "pool_request_duration_seconds_bucket{type=\"%s\","
+				    "le=\"%g\"} %llu\n",
+				    name, bounds[i] / 1e6, (unsigned long long)cum);
 			else
-				evbuffer_add_printf(b, "pool_request_duration_seconds_bucket{type=\"%s\","
-						    "le=\"+Inf\"} %llu\n", name,
-						    (unsigned long long)cum);
+				evbuffer_add_printf(
+				    b,
+				    "pool_request_duration_seconds_bucket{type=\"%s\","
+				    "le=\"+Inf\"} %llu\n",
+				    name, (unsigned long long)cum);
 		}
-		evbuffer_add_printf(b, "pool_request_duration_seconds_sum{type=\"%s\"} %.6f\n", name,
-				    l->sum_us / 1e6);
+		evbuffer_add_printf(b, "pool_request_duration_seconds_sum{type=\"%s\"} %.6f\n",
+				    name, l->sum_us / 1e6);
 		evbuffer_add_printf(b, "pool_request_duration_seconds_count{type=\"%s\"} %llu\n",
 				    name, (unsigned long long)l->count);
 	}
@@ -228,16 +235,17 @@ static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *
 	evbuffer_add(b, "\"} 1\n", 5);
 	metrics_one(b, "pool_uptime_seconds", "gauge", "seconds since poold started",
 		    (units_now_ms() - pd->start_ms) / 1000);
-	metrics_one(b, "pool_requests_total", "counter", "control requests served",
-		    pd->requests);
+	metrics_one(b, "pool_requests_total", "counter", "control requests served", pd->requests);
 	metrics_one(b, "pool_reloads_total", "counter", "configuration reloads", pd->reloads);
 	metrics_one(b, "pool_clients", "gauge", "clients connected to the control socket",
 		    control_nclients(pd->control));
 	metrics_one(b, "pool_scrapes_total", "counter", "requests to this endpoint", mt->scrapes);
 	metrics_head(b, "pool_arena_bytes", "gauge", "bytes of each arena this node lends");
 	for (i = 0; i < pd->narenas; i++)
-		evbuffer_add_printf(b, "pool_arena_bytes{arena=\"%u\",tier=\"%s\",numa=\"%d\"} "
-				    "%llu\n", pd->arenas[i].id, tier_name(pd->arenas[i].tier),
+		evbuffer_add_printf(b,
+				    "pool_arena_bytes{arena=\"%u\",tier=\"%s\",numa=\"%d\"} "
+				    "%llu\n",
+				    pd->arenas[i].id, tier_name(pd->arenas[i].tier),
 				    pd->arenas[i].numa, (unsigned long long)pd->arenas[i].lent);
 	metrics_one(b, "pool_holdings", "gauge", "extents this node holds for the pool",
 		    pd->nholds);
@@ -245,7 +253,7 @@ static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *
 		    "persists of the pmem tier that reached its media (on a file, each an msync)",
 		    lend_flushes());
 	TAILQ_FOREACH(m, &pd->members, entry)
-		count[m->state]++;
+	count[m->state]++;
 	metrics_head(b, "pool_members", "gauge", "members of the cluster as this poold sees them");
 	for (i = 0; i < 3; i++)
 		evbuffer_add_printf(b, "pool_members{state=\"%s\"} %u\n", states[i], count[i]);
@@ -253,11 +261,12 @@ static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *
 		    "1 while fabric.firewall's rule keeps other uids off the fabric's ports",
 		    firewall_is_on(pd));
 	metrics_one(b, "pool_member_changes_total", "counter",
-		    "changes of a member's state (up, suspect, dead) seen here", pd->member_changes);
+		    "changes of a member's state (up, suspect, dead) seen here",
+		    pd->member_changes);
 	metrics_one(b, "pool_vec_searches_total", "counter",
 		    "vector searches served here for other processes", pd->vec_searches);
-	metrics_one(b, "pool_vec_queries_total", "counter",
-		    "vector queries in those searches", pd->vec_queries);
+	metrics_one(b, "pool_vec_queries_total", "counter", "vector queries in those searches",
+		    pd->vec_queries);
 	metrics_snap(pd, b);
 	metrics_carves(pd, b);
 }
@@ -265,30 +274,29 @@ static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *
 /* The KV families: each one's samples come together, one per namespace (and tier). */
 static const struct metrics_kv {
 	const char *name, *type, *help;
-	size_t off;	    /* of the value in Pool__KvNamespace */
+	size_t off;	  /* of the value in Pool__KvNamespace */
 	const char *tier; /* a tier label, or NULL */
 } metrics_kv[] = {
-	{"pool_kv_hits_total", "counter", "KV gets that found a value",
-	 offsetof(Pool__KvNamespace, hits), NULL},
-	{"pool_kv_misses_total", "counter", "KV gets that found none",
-	 offsetof(Pool__KvNamespace, misses), NULL},
-	{"pool_kv_puts_total", "counter", "KV puts committed",
-	 offsetof(Pool__KvNamespace, puts), NULL},
-	{"pool_kv_evictions_total", "counter", "KV values dropped to make room",
-	 offsetof(Pool__KvNamespace, evictions), NULL},
-	{"pool_kv_spills_total", "counter", "KV values moved to the pmem tier",
-	 offsetof(Pool__KvNamespace, spills), NULL},
-	{"pool_kv_promotions_total", "counter", "KV values moved back to DRAM",
-	 offsetof(Pool__KvNamespace, promotions), NULL},
-	{"pool_kv_pmem_hits_total", "counter", "KV hits served from the pmem tier",
-	 offsetof(Pool__KvNamespace, pmem_hits), NULL},
-	{"pool_kv_entries", "gauge", "keys of a KV namespace",
-	 offsetof(Pool__KvNamespace, entries), NULL},
-	{"pool_kv_bytes", "gauge", "bytes of a KV namespace's values per tier",
-	 offsetof(Pool__KvNamespace, used), "dram"},
-	{"pool_kv_bytes", NULL, NULL, offsetof(Pool__KvNamespace, pmem_used), "pmem"},
-	{"pool_kv_capacity_bytes", "gauge", "a KV namespace's capacity",
-	 offsetof(Pool__KvNamespace, capacity), NULL},
+    {"pool_kv_hits_total", "counter", "KV gets that found a value",
+     offsetof(Pool__KvNamespace, hits), NULL},
+    {"pool_kv_misses_total", "counter", "KV gets that found none",
+     offsetof(Pool__KvNamespace, misses), NULL},
+    {"pool_kv_puts_total", "counter", "KV puts committed", offsetof(Pool__KvNamespace, puts), NULL},
+    {"pool_kv_evictions_total", "counter", "KV values dropped to make room",
+     offsetof(Pool__KvNamespace, evictions), NULL},
+    {"pool_kv_spills_total", "counter", "KV values moved to the pmem tier",
+     offsetof(Pool__KvNamespace, spills), NULL},
+    {"pool_kv_promotions_total", "counter", "KV values moved back to DRAM",
+     offsetof(Pool__KvNamespace, promotions), NULL},
+    {"pool_kv_pmem_hits_total", "counter", "KV hits served from the pmem tier",
+     offsetof(Pool__KvNamespace, pmem_hits), NULL},
+    {"pool_kv_entries", "gauge", "keys of a KV namespace", offsetof(Pool__KvNamespace, entries),
+     NULL},
+    {"pool_kv_bytes", "gauge", "bytes of a KV namespace's values per tier",
+     offsetof(Pool__KvNamespace, used), "dram"},
+    {"pool_kv_bytes", NULL, NULL, offsetof(Pool__KvNamespace, pmem_used), "pmem"},
+    {"pool_kv_capacity_bytes", "gauge", "a KV namespace's capacity",
+     offsetof(Pool__KvNamespace, capacity), NULL},
 };
 
 struct metrics_kv_arg {
@@ -319,19 +327,24 @@ static void metrics_pool(struct poold *pd, struct evbuffer *b)
 
 	metrics_head(b, "pool_lender_bytes", "gauge", "what each lender's arena offers the pool");
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-		evbuffer_add_printf(b, "pool_lender_bytes{node=\"%u\",arena=\"%u\",tier=\"%s\"} "
-				    "%llu\n", lp->node, lp->arena, tier_name(lp->tier),
-				    (unsigned long long)lp->lent);
+	evbuffer_add_printf(b,
+			    "pool_lender_bytes{node=\"%u\",arena=\"%u\",tier=\"%s\"} "
+			    "%llu\n",
+			    lp->node, lp->arena, tier_name(lp->tier), (unsigned long long)lp->lent);
 	metrics_head(b, "pool_lender_used_bytes", "gauge", "bytes in use in each lender's arena");
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
+	{
 		struct extent_stats st;
 
 		extent_stats(lp->alloc, &st);
-		evbuffer_add_printf(b, "pool_lender_used_bytes{node=\"%u\",arena=\"%u\","
-				    "tier=\"%s\"} %llu\n", lp->node, lp->arena,
-				    tier_name(lp->tier), (unsigned long long)st.used);
+		evbuffer_add_printf(b,
+				    "pool_lender_used_bytes{node=\"%u\",arena=\"%u\","
+				    "tier=\"%s\"} %llu\n",
+				    lp->node, lp->arena, tier_name(lp->tier),
+				    (unsigned long long)st.used);
 	}
-	TAILQ_FOREACH(r, &pd->regions->list, entry) {
+	TAILQ_FOREACH(r, &pd->regions->list, entry)
+	{
 		bytes += r->size;
 		leases += r->leases;
 	}
@@ -356,8 +369,7 @@ static void metrics_kv_events(struct poold *pd, struct evbuffer *b)
 		return;
 	metrics_one(b, "pool_kv_events_batches_total", "counter", "KV event batches published",
 		    st.published);
-	metrics_one(b, "pool_kv_events_kept_batches", "gauge", "batches kept for replay",
-		    st.kept);
+	metrics_one(b, "pool_kv_events_kept_batches", "gauge", "batches kept for replay", st.kept);
 	metrics_one(b, "pool_kv_events_kept_bytes", "gauge", "bytes of batches kept for replay",
 		    st.kept_bytes);
 	metrics_one(b, "pool_kv_events_held_bytes", "gauge",
@@ -379,10 +391,13 @@ static void metrics_resp(struct poold *pd, struct evbuffer *b)
 		return;
 	metrics_one(b, "pool_resp_connections", "gauge",
 		    st.relay ? "RESP connections relayed to the coordinator now"
-			     : "RESP connections now", st.connections);
-	metrics_one(b, "pool_resp_refused_total", "counter",
-		    "RESP connections refused (resp.max_clients, or no coordinator endpoint to relay "
-		    "to)", st.refused);
+			     : "RESP connections now",
+		    st.connections);
+	metrics_one(
+	    b, "pool_resp_refused_total", "counter",
+	    "RESP connections refused (resp.max_clients, or no coordinator endpoint to relay "
+	    "to)",
+	    st.refused);
 	if (!st.relay) {
 		metrics_one(b, "pool_resp_commands_total", "counter", "RESP commands run",
 			    st.commands);
@@ -390,9 +405,11 @@ static void metrics_resp(struct poold *pd, struct evbuffer *b)
 	}
 	metrics_head(b, "pool_resp_relayed_bytes_total", "counter",
 		     "bytes a node's RESP endpoint relayed, by direction");
-	evbuffer_add_printf(b, "pool_resp_relayed_bytes_total{to=\"coordinator\"} %llu\n"
-			       "pool_resp_relayed_bytes_total{to=\"client\"} %llu\n",
-			    (unsigned long long)st.to_coordinator, (unsigned long long)st.to_client);
+	evbuffer_add_printf(b,
+			    "pool_resp_relayed_bytes_total{to=\"coordinator\"} %llu\n"
+			    "pool_resp_relayed_bytes_total{to=\"client\"} %llu\n",
+			    (unsigned long long)st.to_coordinator,
+			    (unsigned long long)st.to_client);
 }
 
 /* The text of GET /metrics. */

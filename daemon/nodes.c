@@ -42,8 +42,8 @@ static int nodes_probe(struct req *r, const ProtobufCMessage *msg)
 }
 
 const struct ctl_handler nodes_handlers[] = {
-	{WIRE_NODES, CTL_ANY, AT_COORD, nodes_request, NULL},
-	{WIRE_FABRIC, CTL_ANY, AT_COORD, nodes_fabric, NULL},
-	{WIRE_PROBE, CTL_ADMIN, AT_COORD, nodes_probe, NULL},
-	{0, 0, 0, NULL, NULL},
+    {WIRE_NODES, CTL_ANY, AT_COORD, nodes_request, NULL},
+    {WIRE_FABRIC, CTL_ANY, AT_COORD, nodes_fabric, NULL},
+    {WIRE_PROBE, CTL_ADMIN, AT_COORD, nodes_probe, NULL},
+    {0, 0, 0, NULL, NULL},
 };

@@ -44,14 +44,15 @@ struct peer {
 	uint64_t next_id;
 	uint64_t last_ack;
 	uint64_t retry_ms;
-	uint64_t hb_ms;	    /* the coordinator's heartbeat settings, once registered */
+	uint64_t hb_ms; /* the coordinator's heartbeat settings, once registered */
 	uint64_t hb_misses;
-	uint64_t last_tick; /* units_now_ms() of the last peer_tick() */
+	uint64_t last_tick;    /* units_now_ms() of the last peer_tick() */
 	bool hello_unanswered; /* said once that links close before the coordinator's hello */
 	uint8_t nonce[PEERAUTH_NONCE_LEN]; /* this link's challenge to the coordinator */
 	TAILQ_HEAD(, forward) forwards;
 	unsigned nforwards;
-	/* The KV namespaces the coordinator last told of (a packed KvNsReply), for a restarted one. */
+	/* The KV namespaces the coordinator last told of (a packed KvNsReply), for a restarted one.
+	 */
 	uint8_t *nsdefs;
 	size_t nsdefs_len;
 	/* Scrubs done, acknowledged once they are durable (lend_flush()), in a burst. */
@@ -149,8 +150,7 @@ static void peer_reset(struct peer *pe, const char *why)
 		log_warnx("lost the coordinator %s: %s", pe->pd->conf->coordinator, why);
 		events_add(pe->pd, "coordinator", "lost the coordinator %s: %s",
 			   pe->pd->conf->coordinator, why);
-	}
-	else
+	} else
 		log_debug("coordinator %s: %s", pe->pd->conf->coordinator, why);
 	pe->state = PEER_IDLE;
 	pe->nscrub_acks = 0; /* the old link's: its coordinator retries them on a new one */
@@ -184,8 +184,8 @@ static void peer_register(struct peer *pe, const Pool__HelloReply *hr)
 			peer_reset(pe, "the coordinator failed authentication");
 			return;
 		}
-		if (peerauth_node_proof(secret, hr->nonce.data, pe->nonce,
-					pe->pd->conf->node_name, proof) < 0) {
+		if (peerauth_node_proof(secret, hr->nonce.data, pe->nonce, pe->pd->conf->node_name,
+					proof) < 0) {
 			peer_reset(pe, "cannot compute the authentication proof");
 			return;
 		}
@@ -236,8 +236,8 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 		m->heartbeat_age_ms = rep->members[i]->heartbeat_age_ms;
 	}
 	pe->hb_ms = rep->heartbeat_ms ? rep->heartbeat_ms : (uint64_t)pd->conf->heartbeat_ms;
-	pe->hb_misses = rep->heartbeat_misses ? rep->heartbeat_misses
-					      : (uint64_t)pd->conf->heartbeat_misses;
+	pe->hb_misses =
+	    rep->heartbeat_misses ? rep->heartbeat_misses : (uint64_t)pd->conf->heartbeat_misses;
 	{
 		Pool__KvNsReply defs = POOL__KV_NS_REPLY__INIT;
 
@@ -260,7 +260,7 @@ static void peer_member_event(struct peer *pe, const Pool__MemberEvent *ev)
 {
 	struct poold *pd = pe->pd;
 	const Pool__Member *mm = ev->member;
-	enum member_state state = strcmp(mm->state, "up") == 0	     ? MEMBER_UP
+	enum member_state state = strcmp(mm->state, "up") == 0	      ? MEMBER_UP
 				  : strcmp(mm->state, "suspect") == 0 ? MEMBER_SUSPECT
 								      : MEMBER_DEAD;
 	struct member *m;
@@ -320,8 +320,8 @@ static bool peer_relay(struct peer *pe, const struct wire_hdr *hdr, const uint8_
 	struct forward *f;
 
 	TAILQ_FOREACH(f, &pe->forwards, entry)
-		if (f->id == hdr->req_id)
-			break;
+	if (f->id == hdr->req_id)
+		break;
 	if (f == NULL)
 		return false;
 	TAILQ_REMOVE(&pe->forwards, f, entry);
@@ -350,8 +350,7 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 	/* Requests from the coordinator have ids of its own: only replies are relayed. */
 	if (hdr->req_id != 0 && hdr->type != WIRE_PROBE && hdr->type != WIRE_SCRUB &&
 	    hdr->type != WIRE_COPY && hdr->type != WIRE_VEC && hdr->type != WIRE_HOLD &&
-	    hdr->type != WIRE_SNAP_PLACE &&
-	    peer_relay(pe, hdr, payload))
+	    hdr->type != WIRE_SNAP_PLACE && peer_relay(pe, hdr, payload))
 		return;
 	if (wire_msg_unpack(hdr->type, payload, hdr->len, &msg) < 0) {
 		log_warnx("coordinator sent a malformed %s", wire_type_name(hdr->type));
@@ -474,16 +473,17 @@ static void peer_closed(struct conn *conn, void *arg)
 	if (pe->state == PEER_HELLO && !pe->hello_unanswered) {
 		pe->hello_unanswered = true;
 		log_warnx("coordinator %s closed the link before answering hello (is peer.tls %s "
-			  "there too?)", pe->pd->conf->coordinator, pe->pd->tls ? "on" : "off");
+			  "there too?)",
+			  pe->pd->conf->coordinator, pe->pd->tls ? "on" : "off");
 	}
 	pe->conn = NULL;
 	peer_reset(pe, "link closed");
 }
 
 static const struct conn_ops peer_ops = {
-	.frame = peer_frame,
-	.connected = peer_connected,
-	.closed = peer_closed,
+    .frame = peer_frame,
+    .connected = peer_connected,
+    .closed = peer_closed,
 };
 
 static void peer_connect(struct peer *pe)
@@ -525,7 +525,8 @@ static void peer_tick(evutil_socket_t fd, short what, void *arg)
 	if (pe->last_tick != 0 && hb != 0 && now - pe->last_tick > hb * misses &&
 	    pd->grants != NULL) {
 		log_warnx("this poold did not run for %llu ms (more than the heartbeat window): "
-			  "its clients' grants end", (unsigned long long)(now - pe->last_tick));
+			  "its clients' grants end",
+			  (unsigned long long)(now - pe->last_tick));
 		grant_clear(pd);
 	}
 	pe->last_tick = now;

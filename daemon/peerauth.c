@@ -50,8 +50,8 @@ int peerauth_nonce(uint8_t ret_nonce[PEERAUTH_NONCE_LEN])
 }
 
 /* HMAC-SHA256(secret, label || a || b || name) into out. */
-static int peerauth_mac(const char *secret, const char *label, const uint8_t *a,
-			const uint8_t *b, const char *name, uint8_t out[PEERAUTH_PROOF_LEN])
+static int peerauth_mac(const char *secret, const char *label, const uint8_t *a, const uint8_t *b,
+			const char *name, uint8_t out[PEERAUTH_PROOF_LEN])
 {
 	uint8_t msg[sizeof(label_coord) + 2 * PEERAUTH_NONCE_LEN + 64];
 	size_t len = strlen(label), nlen = name ? strnlen(name, 64) : 0;
@@ -78,8 +78,8 @@ int peerauth_coord_proof(const char *secret, const uint8_t *nn, const uint8_t *n
 }
 
 /* The node's proof for the coordinator nonce nc, its own nonce nn and its name. */
-int peerauth_node_proof(const char *secret, const uint8_t *nc, const uint8_t *nn,
-			const char *name, uint8_t ret_proof[PEERAUTH_PROOF_LEN])
+int peerauth_node_proof(const char *secret, const uint8_t *nc, const uint8_t *nn, const char *name,
+			uint8_t ret_proof[PEERAUTH_PROOF_LEN])
 {
 	return peerauth_mac(secret, label_node, nc, nn, name, ret_proof);
 }

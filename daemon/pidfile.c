@@ -31,8 +31,8 @@ int pidfile_open(const char *path, int *ret_fd)
 		n = (int)pread(fd, buf, sizeof(buf) - 1, 0);
 		buf[n > 0 ? n : 0] = '\0';
 		buf[strcspn(buf, "\n")] = '\0';
-		log_warnx("another poold (pid %s) already runs with pid file %s", buf[0] ? buf : "?",
-			  path);
+		log_warnx("another poold (pid %s) already runs with pid file %s",
+			  buf[0] ? buf : "?", path);
 		close(fd);
 		return rc;
 	}

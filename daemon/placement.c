@@ -19,7 +19,8 @@ long placement_choose(const struct placement_candidate *c, size_t n, uint64_t le
 		if (!c[i].usable || c[i].largest_free < len)
 			continue;
 		under = (c[i].used + len) * 100 <= c[i].size * (uint64_t)watermark;
-		if (best < 0 || (under && !best_under) || (under == best_under && free > best_free)) {
+		if (best < 0 || (under && !best_under) ||
+		    (under == best_under && free > best_free)) {
 			best = (long)i;
 			best_free = free;
 			best_under = under;

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 struct placement_candidate {
-	uint64_t size;	       /* what the lender offers */
+	uint64_t size; /* what the lender offers */
 	uint64_t used;
 	uint64_t largest_free; /* the largest single extent it can give */
 	bool usable;	       /* up, not draining, right tier/node/NUMA */

@@ -34,8 +34,7 @@ static void usage(FILE *f)
 		   "  -h             print this help and exit\n");
 }
 
-static int poold_resolve_admin(struct poold_conf *conf, gid_t *ret_gid, char *errbuf,
-			       size_t errlen)
+static int poold_resolve_admin(struct poold_conf *conf, gid_t *ret_gid, char *errbuf, size_t errlen)
 {
 	struct group *gr;
 
@@ -209,8 +208,9 @@ static int poold_fabric_open(struct poold *pd)
 	cfg.tcp_ports = conf->fabric_ports[0] ? conf->fabric_ports : NULL;
 	rc = fab_ctx_create(&cfg, &pd->fab);
 	if (rc < 0) {
-		log_warnx("cannot start the fabric (fabric.transports '%s', fabric.devices '%s'): %s",
-			  conf->fabric_transports, conf->fabric_devices, err_str(rc));
+		log_warnx(
+		    "cannot start the fabric (fabric.transports '%s', fabric.devices '%s'): %s",
+		    conf->fabric_transports, conf->fabric_devices, err_str(rc));
 		return rc;
 	}
 	rc = fab_ctx_attach(pd->fab, pd->base);
@@ -406,13 +406,13 @@ int main(int argc, char **argv)
 	}
 	/* UCX after the fork: its threads and fds belong to the daemon process. */
 	/* The rule first: the fabric's listener is never open to other uids. */
-	if (firewall_open(&pd) < 0 || poold_fabric_open(&pd) < 0 || firewall_cover_fabric(&pd) < 0 ||
-	    lend_open(&pd) < 0 || hold_open(&pd) < 0)
+	if (firewall_open(&pd) < 0 || poold_fabric_open(&pd) < 0 ||
+	    firewall_cover_fabric(&pd) < 0 || lend_open(&pd) < 0 || hold_open(&pd) < 0)
 		goto out;
 	if (pd.conf->role == ROLE_COORDINATOR ? coord_open(&pd) < 0
 					      : peer_open(&pd) < 0 || resprelay_open(&pd) < 0) {
-		log_warnx("cannot start the %s role", pd.conf->role == ROLE_COORDINATOR
-							      ? "coordinator" : "node");
+		log_warnx("cannot start the %s role",
+			  pd.conf->role == ROLE_COORDINATOR ? "coordinator" : "node");
 		goto out;
 	}
 	if (metrics_open(&pd) < 0)

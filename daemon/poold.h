@@ -63,7 +63,7 @@ struct arena {
 	struct pmem2_map *map;
 	struct pmem2_source *src;
 	void (*persist)(const void *ptr, size_t len);
-	void *journal;	    /* pmem: the record of what it holds, after the lent part */
+	void *journal; /* pmem: the record of what it holds, after the lent part */
 	size_t journal_len;
 };
 
@@ -73,7 +73,7 @@ struct arena {
  */
 struct member {
 	TAILQ_ENTRY(member) entry;
-	Pool__NodeInfo *info;	   /* owned deep copy */
+	Pool__NodeInfo *info; /* owned deep copy */
 	enum member_state state;
 	uint64_t last_heartbeat;   /* units_now_ms() of the last heartbeat seen */
 	uint64_t heartbeat_age_ms; /* at a node: age the coordinator reported */
@@ -82,33 +82,33 @@ struct member {
 	struct fab_rkey *probe_rkey;
 	struct fab_rkey **arena_rkeys; /* its arenas' keys on ep, unpacked on first use */
 	size_t n_arena_rkeys;
-	uint64_t ep_incarnation;   /* incarnation the endpoint was made for */
-	uint64_t ep_failed_ms;	   /* units_now_ms() when the endpoint last failed */
-	uint64_t ep_gen;	   /* which endpoint ep is (cluster_ep_of()) */
+	uint64_t ep_incarnation; /* incarnation the endpoint was made for */
+	uint64_t ep_failed_ms;	 /* units_now_ms() when the endpoint last failed */
+	uint64_t ep_gen;	 /* which endpoint ep is (cluster_ep_of()) */
 };
 TAILQ_HEAD(member_list, member);
 
 struct poold {
 	struct event_base *base;
 	struct poold_conf *conf;
-	const char *conf_path;	/* NULL: embedded defaults */
-	char **overrides;	/* -o name=value, applied over the file */
+	const char *conf_path; /* NULL: embedded defaults */
+	char **overrides;      /* -o name=value, applied over the file */
 	size_t noverrides;
 	uint64_t start_ms;
 	uint64_t reloads;
 	uint64_t requests;
 	struct req_latency *latency; /* per request type, for the metrics */
 	uint32_t node_id;
-	gid_t admin_gid;	/* (gid_t)-1: no admin group */
-	uint64_t incarnation;	/* new at every start */
-	uint64_t next_session;	/* client connections, numbered */
+	gid_t admin_gid;       /* (gid_t)-1: no admin group */
+	uint64_t incarnation;  /* new at every start */
+	uint64_t next_session; /* client connections, numbered */
 	struct control *control;
 	struct event *sig_ev[3];
 	int pid_fd;
 	/* cluster */
 	struct member_list members;
-	struct coord *coord;	/* role = coordinator */
-	struct peer *peer;	/* role = node: the link to the coordinator */
+	struct coord *coord; /* role = coordinator */
+	struct peer *peer;   /* role = node: the link to the coordinator */
 	struct fab_ctx *fab;
 	struct fab_mem *probe_mem;
 	void *probe_buf;
@@ -119,34 +119,34 @@ struct poold {
 	size_t worker_addr_len;
 	Pool__ProbeResult **probes; /* at the coordinator: the latest result of each link */
 	size_t nprobes;
-	struct arena *arenas;	    /* this node's lend pool */
+	struct arena *arenas; /* this node's lend pool */
 	size_t narenas;
-	struct regions *regions;    /* at the coordinator: the global address space */
-	struct usage_table usage;   /* at the coordinator: what each uid holds, for the quotas */
-	TAILQ_HEAD(, hold) holds;   /* as a lender: the extents it holds (hold.c) */
-	struct hold **hold_tab;	    /* ... hashed by place; a power of two of chains */
+	struct regions *regions;  /* at the coordinator: the global address space */
+	struct usage_table usage; /* at the coordinator: what each uid holds, for the quotas */
+	TAILQ_HEAD(, hold) holds; /* as a lender: the extents it holds (hold.c) */
+	struct hold **hold_tab;	  /* ... hashed by place; a power of two of chains */
 	size_t hold_tab_size, nholds;
-	struct journal *journal;    /* as a lender: the durable part of that record, in pmem */
-	struct coordlog *coordlog;  /* at the coordinator: its journal, if coord.journal is set */
-	uint32_t journal_arena;	    /* ... of this arena */
-	struct kv_space *kv;	    /* at the coordinator: the KV cache index */
-	struct resp *resp;	    /* at the coordinator: the Redis-protocol endpoint */
-	struct resprelay *resprelay; /* at a node: its RESP endpoint, relayed to that one */
-	struct event *ledger_ev;    /* at the coordinator: periodic reconciliation */
-	bool stopping;		    /* shutting down: lent memory is left as it is */
+	struct journal *journal;      /* as a lender: the durable part of that record, in pmem */
+	struct coordlog *coordlog;    /* at the coordinator: its journal, if coord.journal is set */
+	uint32_t journal_arena;	      /* ... of this arena */
+	struct kv_space *kv;	      /* at the coordinator: the KV cache index */
+	struct resp *resp;	      /* at the coordinator: the Redis-protocol endpoint */
+	struct resprelay *resprelay;  /* at a node: its RESP endpoint, relayed to that one */
+	struct event *ledger_ev;      /* at the coordinator: periodic reconciliation */
+	bool stopping;		      /* shutting down: lent memory is left as it is */
 	struct vecindex_ctx *vec_ctx; /* scratch of the searches served here (vec.c) */
 	uint64_t vec_searches, vec_queries; /* ... and how many, for the metrics */
-	uint64_t member_changes;    /* member state changes seen (cluster.c) */
-	struct metrics *metrics;    /* the Prometheus endpoint, if metrics.listen is set */
-	struct events *events;	    /* the recent events (events.c) */
+	uint64_t member_changes;	    /* member state changes seen (cluster.c) */
+	struct metrics *metrics;	    /* the Prometheus endpoint, if metrics.listen is set */
+	struct events *events;		    /* the recent events (events.c) */
 	struct fab_rma_stats client_rma; /* local clients' one-sided transfers, as they tell them */
-	struct snapcopies *snapcopies; /* the node's copies of snapshot images (snapcopy.c) */
-	struct snapplaces *snapplaces; /* the helpers filling them for snap place (snapplace.c) */
-	struct ssl_ctx_st *tls;	       /* peer.tls: what peer links' TLS sessions are made of */
-	struct carves *carves;	       /* extents with a memory file of their own (carve.c) */
-	struct grants *grants;	       /* what each local client session may reach (grant.c) */
-	struct firewall *firewall;     /* fabric.firewall's rule (firewall.c) */
-	struct kvev *kvev;	       /* at the coordinator: KV events, if kv_events.endpoint is set */
+	struct snapcopies *snapcopies;	 /* the node's copies of snapshot images (snapcopy.c) */
+	struct snapplaces *snapplaces;	 /* the helpers filling them for snap place (snapplace.c) */
+	struct ssl_ctx_st *tls;		 /* peer.tls: what peer links' TLS sessions are made of */
+	struct carves *carves;		 /* extents with a memory file of their own (carve.c) */
+	struct grants *grants;		 /* what each local client session may reach (grant.c) */
+	struct firewall *firewall;	 /* fabric.firewall's rule (firewall.c) */
+	struct kvev *kvev; /* at the coordinator: KV events, if kv_events.endpoint is set */
 };
 
 /* poold.c */
@@ -217,10 +217,10 @@ struct req {
 	gid_t gid;
 	pid_t pid;
 	bool admin;
-	bool root;	  /* root or poold's own uid (a local client only) */
-	uint32_t node;	  /* node holding the client's session */
-	uint64_t session; /* the client's connection there */
-	uint16_t type;	  /* of the request */
+	bool root;	   /* root or poold's own uid (a local client only) */
+	uint32_t node;	   /* node holding the client's session */
+	uint64_t session;  /* the client's connection there */
+	uint16_t type;	   /* of the request */
 	uint64_t start_us; /* when it came */
 	char errmsg[256];
 };
@@ -231,8 +231,10 @@ struct req {
  * bucket has none), their sum and count.
  */
 #define REQ_LATENCY_BUCKETS 12
-#define REQ_LATENCY_BOUNDS_US \
-	{50, 100, 250, 500, 1000, 2500, 5000, 10000, 50000, 250000, 1000000}
+#define REQ_LATENCY_BOUNDS_US                                                                      \
+	{                                                                                          \
+		50, 100, 250, 500, 1000, 2500, 5000, 10000, 50000, 250000, 1000000                 \
+	}
 struct req_latency {
 	uint64_t count, sum_us;
 	uint64_t bucket[REQ_LATENCY_BUCKETS];
@@ -282,8 +284,7 @@ void cluster_drop_ep(struct member *m);
 void cluster_clear(struct poold *pd);
 int cluster_self_info(struct poold *pd, Pool__NodeInfo *info);
 void cluster_self_info_free(Pool__NodeInfo *info);
-int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_members,
-			size_t *ret_n);
+int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_members, size_t *ret_n);
 void cluster_members_msg_free(Pool__Member **members, size_t n);
 int cluster_ep(struct poold *pd, struct member *m, struct fab_ep **ret_ep,
 	       struct fab_rkey **ret_rkey);
@@ -355,7 +356,6 @@ void lend_arenas_msg_free(Pool__Arena **arenas, size_t n);
 /* region.c, reclaim.c: the global address space (coordinator) */
 enum region_class { CLASS_PINNED, CLASS_CACHE, CLASS_PERSISTENT };
 
-
 /* The allocator of one arena of one lender. */
 struct lender_pool {
 	TAILQ_ENTRY(lender_pool) entry;
@@ -364,12 +364,12 @@ struct lender_pool {
 	enum tier tier;
 	int numa;
 	uint64_t incarnation;
-	uint64_t size;	    /* the arena: the most it may lend */
-	uint64_t lent;	    /* what it offers now: the allocator's size */
-	bool draining;	    /* poolctl drain: no new extents here */
-	bool reconciled;    /* the lender's record was compared with the map: usable */
+	uint64_t size;	 /* the arena: the most it may lend */
+	uint64_t lent;	 /* what it offers now: the allocator's size */
+	bool draining;	 /* poolctl drain: no new extents here */
+	bool reconciled; /* the lender's record was compared with the map: usable */
 	struct extent_arena *alloc;
-	uint64_t addr;	    /* remote address of byte 0, and its key */
+	uint64_t addr; /* remote address of byte 0, and its key */
 	void *rkey;
 	size_t rkey_len;
 };
@@ -385,10 +385,10 @@ struct retired {
 	uint32_t node, arena;
 	uint64_t off, len;
 	uint64_t release_at;
-	struct reclaim *rc; /* the reclaim waiting for it, or NULL */
+	struct reclaim *rc;   /* the reclaim waiting for it, or NULL */
 	uint64_t incarnation; /* of the lender when it was retired */
 	bool scrub_sent;
-	bool scrubbed;	    /* its lender zeroed it: it may be lent again */
+	bool scrubbed; /* its lender zeroed it: it may be lent again */
 };
 
 /* A client session's hold on a region; ends_at != 0 once the session is gone. */
@@ -411,8 +411,8 @@ struct region {
 	char placement[32];
 	uint32_t mode, uid, gid, creator_node;
 	bool anonymous;
-	bool lost;	/* a lender of it restarted or died: its data is gone */
-	bool moving;	/* reclaim is copying it */
+	bool lost;	 /* a lender of it restarted or died: its data is gone */
+	bool moving;	 /* reclaim is copying it */
 	size_t want_ext; /* persistent and lost: the extents it is whole with, to come back */
 	uint32_t leases;
 	struct region_extent *ext;
@@ -440,7 +440,7 @@ struct reclaim;
 
 struct regions {
 	TAILQ_HEAD(, region) list;
-	struct htab names, ids;	/* the regions of list by name and by id */
+	struct htab names, ids; /* the regions of list by name and by id */
 	TAILQ_HEAD(, lender_pool) pools;
 	uint64_t next_id;
 	uint64_t next_base;
@@ -450,7 +450,6 @@ struct regions {
 	TAILQ_HEAD(, reclaim) reclaims;
 	TAILQ_HEAD(, tombstone) tombstones;
 };
-
 
 int region_open_space(struct poold *pd);
 void region_close_space(struct poold *pd);
@@ -558,28 +557,27 @@ void kv_node_lost(struct poold *pd, uint32_t node);
 void kv_sweep(struct poold *pd);
 int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t alen,
 	     const Pool__Holding *h);
-int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size_t *n,
-	       size_t *cap);
+int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size_t *n, size_t *cap);
 extern const struct ctl_handler kv_handlers[];
 struct kv_where {
 	uint32_t node, arena;
 	uint64_t off, len, version;
 };
-int kv_local_op(struct poold *pd, uint64_t session, uid_t uid, const char *nsname,
-		const char *op, const uint8_t *key, size_t klen, uint64_t arg, struct kv_where *ret);
+int kv_local_op(struct poold *pd, uint64_t session, uid_t uid, const char *nsname, const char *op,
+		const uint8_t *key, size_t klen, uint64_t arg, struct kv_where *ret);
 int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity, uid_t uid, bool here);
 int kv_local_reserve(struct poold *pd, uint64_t session, uid_t uid, const char *nsname,
-		     const uint8_t *key, size_t klen, uint64_t len, bool here, struct kv_where *ret);
-int kv_local_where(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
-		   size_t klen, struct kv_where *ret);
+		     const uint8_t *key, size_t klen, uint64_t len, bool here,
+		     struct kv_where *ret);
+int kv_local_where(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key, size_t klen,
+		   struct kv_where *ret);
 int resp_auth(const struct poold_conf *conf, const char *user, const char *password, size_t len,
 	      uint32_t *ret_uid);
 int kv_snap_open(struct poold *pd);
 void kv_holder_drop(struct poold *pd, struct region *r);
 int kv_defs(struct poold *pd, Pool__KvNamespace **ret_m, Pool__KvNamespace ***ret_mp,
 	    size_t *ret_n);
-void kv_defs_adopt(struct poold *pd, Pool__KvNamespace *const *defs, size_t n,
-		   const char *from);
+void kv_defs_adopt(struct poold *pd, Pool__KvNamespace *const *defs, size_t n, const char *from);
 size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size_t max,
 		     void (*cb)(void *arg, const uint8_t *key, size_t klen), void *arg,
 		     uint64_t *ret_next);
@@ -590,8 +588,8 @@ int kv_local_ttl(struct poold *pd, uid_t uid, const char *nsname, const uint8_t 
 #define KV_PREFETCH_MAX 32
 void kv_local_prefetch(struct poold *pd, uid_t uid, const char *nsname, const char *const *keys,
 		       const size_t *klens, size_t n);
-int kv_local_read(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
-		  size_t klen, const void **ret_data, size_t *ret_len);
+int kv_local_read(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key, size_t klen,
+		  const void **ret_data, size_t *ret_len);
 uint64_t kv_local_pin(struct poold *pd, uint64_t session, uid_t uid, const char *nsname,
 		      const uint8_t *key, size_t klen);
 #define KV_EXPIRE_KEEP INT64_MIN /* kv_local_overwrite(): the expiry stays as it is */
@@ -604,18 +602,16 @@ bool kv_local_lands_here(struct poold *pd, uid_t uid, const char *nsname, const 
 			 size_t klen, uint64_t len);
 int kv_local_commit_own(struct poold *pd, uint64_t session, uid_t uid, const char *nsname,
 			const uint8_t *key, size_t klen, uint64_t version);
-void kv_stats_each(struct poold *pd, void (*cb)(void *arg, const Pool__KvNamespace *m),
-		   void *arg);
+void kv_stats_each(struct poold *pd, void (*cb)(void *arg, const Pool__KvNamespace *m), void *arg);
 void kv_local_flush(struct poold *pd, const char *nsname, uid_t uid);
 
 /* vec.c: vector indexes searched near their data */
-void vec_serve(struct poold *pd, struct conn *conn, uint64_t req_id,
-	       const Pool__VecRequest *vr);
+void vec_serve(struct poold *pd, struct conn *conn, uint64_t req_id, const Pool__VecRequest *vr);
 extern const struct ctl_handler vec_handlers[];
 
 /* events.c: the recent events, for poolctl events */
 void events_add(struct poold *pd, const char *kind, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 void events_free(struct poold *pd);
 extern const struct ctl_handler events_handlers[];
 
@@ -687,9 +683,9 @@ void resp_close(struct poold *pd);
 int resp_endpoint(struct poold *pd, char *buf, size_t len);
 /* What a RESP endpoint served, for the metrics: its own (coordinator) or a node's relay. */
 struct resp_stats {
-	uint64_t connections;		  /* open now */
-	uint64_t refused;		  /* connections refused, ever */
-	uint64_t commands;		  /* run, ever (the coordinator's) */
+	uint64_t connections;		    /* open now */
+	uint64_t refused;		    /* connections refused, ever */
+	uint64_t commands;		    /* run, ever (the coordinator's) */
 	uint64_t to_coordinator, to_client; /* bytes relayed, ever (a node's) */
 	bool relay;
 };
@@ -713,8 +709,8 @@ void peer_session_end(struct poold *pd, uint64_t session);
 int peerauth_nonce(uint8_t ret_nonce[PEERAUTH_NONCE_LEN]);
 int peerauth_coord_proof(const char *secret, const uint8_t *nn, const uint8_t *nc,
 			 uint8_t ret_proof[PEERAUTH_PROOF_LEN]);
-int peerauth_node_proof(const char *secret, const uint8_t *nc, const uint8_t *nn,
-			const char *name, uint8_t ret_proof[PEERAUTH_PROOF_LEN]);
+int peerauth_node_proof(const char *secret, const uint8_t *nc, const uint8_t *nn, const char *name,
+			uint8_t ret_proof[PEERAUTH_PROOF_LEN]);
 bool peerauth_equal(const uint8_t want[PEERAUTH_PROOF_LEN], const uint8_t *got, size_t len);
 
 /* probe.c: link probes over the fabric */

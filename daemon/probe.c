@@ -190,8 +190,8 @@ static void probe_issue(struct probe *p)
 
 			while (p->slots[slot].busy)
 				slot++;
-			rc = fab_get_nb(p->ep, p->buf + slot * PROBE_BW_SIZE, PROBE_BW_SIZE, p->raddr,
-					p->rkey, probe_get_done, &p->slots[slot]);
+			rc = fab_get_nb(p->ep, p->buf + slot * PROBE_BW_SIZE, PROBE_BW_SIZE,
+					p->raddr, p->rkey, probe_get_done, &p->slots[slot]);
 			if (rc == 0) {
 				p->slots[slot].busy = true;
 				p->inflight++;

@@ -23,7 +23,7 @@ static uint64_t quota_pool_size(const struct poold *pd)
 	if (pd->regions == NULL)
 		return 0;
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-		size += lp->size;
+	size += lp->size;
 	return size;
 }
 
@@ -66,10 +66,13 @@ void quota_explain(const struct poold *pd, uint32_t uid, uint64_t need, char *bu
 	units_fmt_size(need, want, sizeof(want));
 	units_fmt_size(limit, lim, sizeof(lim));
 	if (option != NULL && strcmp(option, "quota.share") == 0)
-		snprintf(buf, len, "uid %u holds %s of regions, KV values and snapshot "
-			 "pages; %s more is over quota.share (%lld%% of the pool: %s)", uid,
-			 have, want, (long long)pd->conf->quota_share, lim);
+		snprintf(buf, len,
+			 "uid %u holds %s of regions, KV values and snapshot "
+			 "pages; %s more is over quota.share (%lld%% of the pool: %s)",
+			 uid, have, want, (long long)pd->conf->quota_share, lim);
 	else
-		snprintf(buf, len, "uid %u holds %s of regions, KV values and snapshot pages; %s "
-			 "more is over quota.bytes (%s)", uid, have, want, lim);
+		snprintf(buf, len,
+			 "uid %u holds %s of regions, KV values and snapshot pages; %s "
+			 "more is over quota.bytes (%s)",
+			 uid, have, want, lim);
 }

@@ -75,8 +75,8 @@ struct lender_pool *region_pool(struct regions *rs, uint32_t node, uint32_t aren
 	struct lender_pool *lp;
 
 	TAILQ_FOREACH(lp, &rs->pools, entry)
-		if (lp->node == node && lp->arena == arena)
-			return lp;
+	if (lp->node == node && lp->arena == arena)
+		return lp;
 	return NULL;
 }
 
@@ -138,7 +138,8 @@ void region_lender_update(struct poold *pd, const Pool__NodeInfo *info)
 		if (lp != NULL && lp->incarnation == info->incarnation)
 			continue;
 		if (lp != NULL) {
-			log_warnx("node %u restarted: its arena %u lost what it held", info->id, a->id);
+			log_warnx("node %u restarted: its arena %u lost what it held", info->id,
+				  a->id);
 			region_lender_lost(pd, info->id);
 			TAILQ_REMOVE(&rs->pools, lp, entry);
 			region_pool_free(lp);
@@ -208,13 +209,14 @@ static struct lender_pool *region_pick(struct poold *pd, uint32_t node, enum tie
 	long k;
 
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-		n++;
+	n++;
 	c = calloc(n ? n : 1, sizeof(*c));
 	pools = calloc(n ? n : 1, sizeof(*pools));
 	if (c == NULL || pools == NULL)
 		goto out;
 	n = 0;
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
+	{
 		struct extent_stats st;
 		bool skipped = false;
 
@@ -223,9 +225,9 @@ static struct lender_pool *region_pick(struct poold *pd, uint32_t node, enum tie
 		extent_stats(lp->alloc, &st);
 		c[n] = (struct placement_candidate){st.size, st.used, st.largest_free,
 						    !skipped && !lp->draining && lp->tier == tier &&
-							    (node == 0 || lp->node == node) &&
-							    (numa < 0 || lp->numa == numa) &&
-							    region_pool_usable(pd, lp)};
+							(node == 0 || lp->node == node) &&
+							(numa < 0 || lp->numa == numa) &&
+							region_pool_usable(pd, lp)};
 		pools[n++] = lp;
 	}
 	k = placement_choose(c, n, len, (unsigned)pd->conf->watermark);
@@ -245,9 +247,9 @@ struct lender_pool *region_pick_avoid(struct poold *pd, enum tier tier, uint64_t
 
 	/* Skip every pool of the avoided node through region_pick()'s skip list. */
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-		if (lp->node == avoid)
-			return region_pick(pd, 0, tier, -1, len,
-					   (const struct lender_pool *const[]){lp}, 1);
+	if (lp->node == avoid)
+		return region_pick(pd, 0, tier, -1, len, (const struct lender_pool *const[]){lp},
+				   1);
 	return region_pick(pd, 0, tier, -1, len, NULL, 0);
 }
 
@@ -257,9 +259,9 @@ static void region_free_text(struct poold *pd, enum tier tier, char *buf, size_t
 	struct lender_pool *lp;
 	size_t off = 0;
 
-	off += (size_t)snprintf(buf, len, "largest free %s extent per node:",
-				tier_name(tier));
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
+	off += (size_t)snprintf(buf, len, "largest free %s extent per node:", tier_name(tier));
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
+	{
 		struct extent_stats st;
 		char sz[24];
 
@@ -279,12 +281,14 @@ void region_account(struct poold *pd)
 	struct member *m;
 	size_t i;
 
-	TAILQ_FOREACH(m, &pd->members, entry) {
+	TAILQ_FOREACH(m, &pd->members, entry)
+	{
 		for (i = 0; i < m->info->n_numa; i++)
 			m->info->numa[i]->lend_used = 0;
 		m->info->pmem_used = 0;
 	}
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
+	{
 		struct extent_stats st;
 
 		m = cluster_find(pd, lp->node);
@@ -470,11 +474,13 @@ void region_notify(struct poold *pd, struct region *r, const char *event)
 	sessions = calloc(r->leases ? r->leases : 1, sizeof(*sessions));
 	if (sessions == NULL)
 		return;
-	TAILQ_FOREACH(l, &r->lease_list, entry) {
+	TAILQ_FOREACH(l, &r->lease_list, entry)
+	{
 		size_t n = 0;
 
 		/* Once per node: the first lease of each node gathers its sessions. */
-		TAILQ_FOREACH(k, &r->lease_list, entry) {
+		TAILQ_FOREACH(k, &r->lease_list, entry)
+		{
 			if (k == l)
 				break;
 			if (k->node == l->node)
@@ -483,8 +489,8 @@ void region_notify(struct poold *pd, struct region *r, const char *event)
 		if (k != l)
 			continue;
 		TAILQ_FOREACH(k, &r->lease_list, entry)
-			if (k->node == l->node && k->ends_at == 0)
-				sessions[n++] = k->session;
+		if (k->node == l->node && k->ends_at == 0)
+			sessions[n++] = k->session;
 		if (l->node == pd->node_id) {
 			size_t i;
 
@@ -536,8 +542,8 @@ static int region_parse_placement(const char *p, uint32_t *node, int *numa, unsi
 	return -EINVAL;
 }
 
-static int region_place(struct poold *pd, struct region *r, const Pool__RegionCreate *rc,
-			char *err, size_t errlen)
+static int region_place(struct poold *pd, struct region *r, const Pool__RegionCreate *rc, char *err,
+			size_t errlen)
 {
 	enum tier tier = r->cls == CLASS_PERSISTENT ? TIER_PMEM : TIER_DRAM;
 	const struct lender_pool **used = NULL;
@@ -546,8 +552,10 @@ static int region_place(struct poold *pd, struct region *r, const Pool__RegionCr
 	int numa;
 
 	if (region_parse_placement(rc->placement, &node, &numa, &spread) < 0) {
-		snprintf(err, errlen, "placement '%s' is not local, any, node=N, numa=M, spread or "
-			 "spread=N", rc->placement);
+		snprintf(err, errlen,
+			 "placement '%s' is not local, any, node=N, numa=M, spread or "
+			 "spread=N",
+			 rc->placement);
 		return -EINVAL;
 	}
 	/* "local" is the node of the caller's session, whatever the client claims. */
@@ -575,16 +583,17 @@ static int region_place(struct poold *pd, struct region *r, const Pool__RegionCr
 
 		n = 0;
 		TAILQ_FOREACH(m, &pd->members, entry)
-			n += m->state == MEMBER_UP;
+		n += m->state == MEMBER_UP;
 	}
 	r->stripe = rc->stripe ? rc->stripe
-			       : MIN(REGION_STRIPE_DEFAULT,
-				     (r->size + EXTENT_GRAIN_DEFAULT - 1) / EXTENT_GRAIN_DEFAULT *
-					     EXTENT_GRAIN_DEFAULT);
+			       : MIN(REGION_STRIPE_DEFAULT, (r->size + EXTENT_GRAIN_DEFAULT - 1) /
+								EXTENT_GRAIN_DEFAULT *
+								EXTENT_GRAIN_DEFAULT);
 	if (r->stripe % EXTENT_GRAIN_DEFAULT != 0 || r->stripe == 0 ||
 	    r->stripe > (r->size + EXTENT_GRAIN_DEFAULT - 1) / EXTENT_GRAIN_DEFAULT *
-				EXTENT_GRAIN_DEFAULT) {
-		snprintf(err, errlen, "stripe size must be a multiple of 4K, at most the region size");
+			    EXTENT_GRAIN_DEFAULT) {
+		snprintf(err, errlen,
+			 "stripe size must be a multiple of 4K, at most the region size");
 		return -EINVAL;
 	}
 	{
@@ -613,7 +622,7 @@ static int region_place(struct poold *pd, struct region *r, const Pool__RegionCr
 	}
 	free(used);
 	return 0;
-out_nospc: {
+out_nospc : {
 	char sz[24], where[400];
 
 	region_release_extents(pd, r);
@@ -667,8 +676,8 @@ int region_tombstone_add(struct poold *pd, uint64_t id, const char *name, uint32
 	struct tombstone *t;
 
 	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
-		if (t->id == id && t->node == node)
-			return 0;
+	if (t->id == id && t->node == node)
+		return 0;
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		return -ENOMEM;
 	t->id = id;
@@ -684,8 +693,8 @@ const struct tombstone *region_tombstone(struct poold *pd, uint32_t node, uint64
 	struct tombstone *t;
 
 	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
-		if (t->id == id && t->node == node)
-			return t;
+	if (t->id == id && t->node == node)
+		return t;
 	return NULL;
 }
 
@@ -695,11 +704,11 @@ void region_tombstone_drop(struct poold *pd, uint32_t node, uint64_t id)
 	struct tombstone *t;
 
 	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
-		if (t->id == id && t->node == node) {
-			TAILQ_REMOVE(&pd->regions->tombstones, t, entry);
-			free(t);
-			return;
-		}
+	if (t->id == id && t->node == node) {
+		TAILQ_REMOVE(&pd->regions->tombstones, t, entry);
+		free(t);
+		return;
+	}
 }
 
 /* node's record was reconciled with the map: what it held of destroyed regions is scrubbed. */
@@ -793,9 +802,9 @@ static void region_end_leases(struct poold *pd, uint32_t node, uint64_t session,
 	if (pd->regions == NULL)
 		return;
 	TAILQ_FOREACH(r, &pd->regions->list, entry)
-		TAILQ_FOREACH(l, &r->lease_list, entry)
-			if (l->node == node && (all || l->session == session) && l->ends_at == 0)
-				l->ends_at = ends;
+	TAILQ_FOREACH(l, &r->lease_list, entry)
+	if (l->node == node && (all || l->session == session) && l->ends_at == 0)
+		l->ends_at = ends;
 	kv_session_end(pd, node, session, all);
 }
 
@@ -828,16 +837,17 @@ void region_node_sessions(struct poold *pd, uint32_t node, uint64_t incarnation,
 	if (pd->regions == NULL)
 		return;
 	TAILQ_FOREACH(r, &pd->regions->list, entry)
-		TAILQ_FOREACH(l, &r->lease_list, entry) {
-			if (l->node != node || (l->ends_at != 0 && !l->unconfirmed))
-				continue;
-			for (i = 0; i < n && live[i] != l->session; i++)
-				;
-			if (l->unconfirmed && l->incarnation != incarnation)
-				i = n;
-			l->ends_at = i == n ? ends : 0;
-			l->unconfirmed = false;
-		}
+	TAILQ_FOREACH(l, &r->lease_list, entry)
+	{
+		if (l->node != node || (l->ends_at != 0 && !l->unconfirmed))
+			continue;
+		for (i = 0; i < n && live[i] != l->session; i++)
+			;
+		if (l->unconfirmed && l->incarnation != incarnation)
+			i = n;
+		l->ends_at = i == n ? ends : 0;
+		l->unconfirmed = false;
+	}
 }
 
 /* A region as a message, with the storage its pointers refer to. */
@@ -1043,8 +1053,8 @@ void region_replay_lease(struct poold *pd, uint64_t id, uint32_t node, uint64_t 
 	if (r == NULL || !r->anonymous)
 		return;
 	TAILQ_FOREACH(l, &r->lease_list, entry)
-		if (l->node == node && l->session == session)
-			break;
+	if (l->node == node && l->session == session)
+		break;
 	if (!taken) {
 		if (l != NULL)
 			region_lease_drop(NULL, r, l);
@@ -1106,14 +1116,16 @@ int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, 
 			return -ENOMEM;
 		r->creator_node = node;
 		fresh = true;
-	} else if (r->cls != cls || !r->lost || r->want_ext != h->rextents ||
-		   r->size != h->rsize || r->uid != h->ruid || r->anonymous != h->ranonymous) {
+	} else if (r->cls != cls || !r->lost || r->want_ext != h->rextents || r->size != h->rsize ||
+		   r->uid != h->ruid || r->anonymous != h->ranonymous) {
 		return -EEXIST;
 	}
 	for (i = 0; i < r->next; i++)
 		if (r->ext[i].region_off == h->rindex)
 			return r->ext[i].node == node && r->ext[i].arena == arena &&
-			       r->ext[i].off == off ? 0 : -EEXIST;
+				       r->ext[i].off == off
+				   ? 0
+				   : -EEXIST;
 	if (extent_reserve(lp->alloc, off, len) < 0 ||
 	    (ext = realloc(r->ext, (r->next + 1) * sizeof(*ext))) == NULL) {
 		if (fresh)
@@ -1167,8 +1179,7 @@ bool region_allowed(const struct region *r, const struct req *q, unsigned want)
 }
 
 /* Reply with the region and the members that hold its extents. */
-static int region_reply(struct req *q, const struct region *r, bool with_extents,
-			unsigned access)
+static int region_reply(struct req *q, const struct region *r, bool with_extents, unsigned access)
 {
 	Pool__RegionReply reply = POOL__REGION_REPLY__INIT;
 	struct region_msg m;
@@ -1218,8 +1229,10 @@ static int region_create(struct req *q, const ProtobufCMessage *msg)
 	int rc;
 
 	if (!region_name_ok(c->name))
-		return req_errorf(q, -EINVAL, "region name '%s': 1-63 characters of "
-				  "[A-Za-z0-9._:/-]", c->name);
+		return req_errorf(q, -EINVAL,
+				  "region name '%s': 1-63 characters of "
+				  "[A-Za-z0-9._:/-]",
+				  c->name);
 	if (c->size == 0 || c->size > REGION_MAX_SIZE)
 		return req_errorf(q, -EINVAL, "region size must be 1 byte to 16T");
 	if (c->mode > 0777)
@@ -1275,9 +1288,9 @@ static int region_create(struct req *q, const ProtobufCMessage *msg)
 		return req_errorf(q, -ENOMEM, "out of memory");
 	}
 	region_account(pd);
-	log_debug("region '%s' created: %llu bytes, %s, %s, %zu extent(s), uid %u",
-		 r->name, (unsigned long long)r->size, class_names[r->cls], r->placement, r->next,
-		 (unsigned)r->uid);
+	log_debug("region '%s' created: %llu bytes, %s, %s, %zu extent(s), uid %u", r->name,
+		  (unsigned long long)r->size, class_names[r->cls], r->placement, r->next,
+		  (unsigned)r->uid);
 	return region_reply(q, r, true, c->open ? 6 : 0);
 }
 
@@ -1302,12 +1315,13 @@ static int region_open(struct req *q, const ProtobufCMessage *msg)
 	if (rc < 0)
 		return rc;
 	if (r->lost && r->want_ext > 0)
-		return req_errorf(q, POOL_ELOST, "region '%s' is not back whole: %zu of %zu "
-				  "extent(s) are back from their lenders", r->name, r->next,
-				  r->want_ext);
+		return req_errorf(q, POOL_ELOST,
+				  "region '%s' is not back whole: %zu of %zu "
+				  "extent(s) are back from their lenders",
+				  r->name, r->next, r->want_ext);
 	if (r->lost)
-		return req_errorf(q, POOL_ELOST, "region '%s' lost its data when a lender restarted",
-				  r->name);
+		return req_errorf(q, POOL_ELOST,
+				  "region '%s' lost its data when a lender restarted", r->name);
 	if (!region_allowed(r, q, want))
 		return req_errorf(q, -EACCES, "region '%s' (mode %03o, uid %u): %s access denied",
 				  r->name, r->mode, r->uid, want & 2 ? "read-write" : "read");
@@ -1334,8 +1348,8 @@ static int region_close_lease(struct req *q, const ProtobufCMessage *msg)
 	if (rc < 0)
 		return rc;
 	TAILQ_FOREACH(l, &r->lease_list, entry)
-		if (l->node == q->node && l->session == q->session && l->ends_at == 0)
-			break;
+	if (l->node == q->node && l->session == q->session && l->ends_at == 0)
+		break;
 	if (l == NULL)
 		return req_errorf(q, -ENOENT, "this session holds no lease on '%s'", r->name);
 	region_lease_drop(q->pd, r, l);
@@ -1420,7 +1434,7 @@ static int region_list(struct req *q, const ProtobufCMessage *msg)
 	int rc = 0;
 
 	TAILQ_FOREACH(r, &q->pd->regions->list, entry)
-		n++;
+	n++;
 	/* A uid sees the regions it may open; admins see them all. */
 	ms = calloc(n ? n : 1, sizeof(*ms));
 	reply.regions = calloc(n ? n : 1, sizeof(*reply.regions));
@@ -1429,7 +1443,8 @@ static int region_list(struct req *q, const ProtobufCMessage *msg)
 		goto out;
 	}
 	i = 0;
-	TAILQ_FOREACH(r, &q->pd->regions->list, entry) {
+	TAILQ_FOREACH(r, &q->pd->regions->list, entry)
+	{
 		bool may = region_allowed(r, q, 4);
 
 		if (!may && !q->admin)
@@ -1515,12 +1530,12 @@ void region_close_space(struct poold *pd)
 }
 
 const struct ctl_handler region_handlers[] = {
-	{WIRE_REGION_CREATE, CTL_ANY, AT_COORD, region_create, NULL},
-	{WIRE_REGION_OPEN, CTL_ANY, AT_COORD, region_open, NULL},
-	{WIRE_REGION_STAT, CTL_ANY, AT_COORD, region_stat, NULL},
-	{WIRE_REGION_DESTROY, CTL_ANY, AT_COORD, region_destroy, NULL},
-	{WIRE_REGION_LIST, CTL_ANY, AT_COORD, region_list, NULL},
-	{WIRE_REGION_CLOSE, CTL_ANY, AT_COORD, region_close_lease, NULL},
-	{WIRE_REGION_KEEP, CTL_ANY, AT_COORD, region_keep, NULL},
-	{0, 0, 0, NULL, NULL},
+    {WIRE_REGION_CREATE, CTL_ANY, AT_COORD, region_create, NULL},
+    {WIRE_REGION_OPEN, CTL_ANY, AT_COORD, region_open, NULL},
+    {WIRE_REGION_STAT, CTL_ANY, AT_COORD, region_stat, NULL},
+    {WIRE_REGION_DESTROY, CTL_ANY, AT_COORD, region_destroy, NULL},
+    {WIRE_REGION_LIST, CTL_ANY, AT_COORD, region_list, NULL},
+    {WIRE_REGION_CLOSE, CTL_ANY, AT_COORD, region_close_lease, NULL},
+    {WIRE_REGION_KEEP, CTL_ANY, AT_COORD, region_keep, NULL},
+    {0, 0, 0, NULL, NULL},
 };

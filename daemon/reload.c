@@ -11,7 +11,7 @@ static int reload_show(struct req *r, const ProtobufCMessage *msg)
 	struct poold *pd = r->pd;
 	Pool__ConfigShowReply reply = POOL__CONFIG_SHOW_REPLY__INIT;
 	Pool__ConfigOption *opts, **ptrs;
-	char (*values)[512];
+	char(*values)[512];
 	size_t i;
 	int rc;
 
@@ -62,7 +62,7 @@ static int reload_request(struct req *r, const ProtobufCMessage *msg)
 }
 
 const struct ctl_handler reload_handlers[] = {
-	{WIRE_CONFIG_SHOW, CTL_ANY, AT_HERE, reload_show, NULL},
-	{WIRE_RELOAD, CTL_ADMIN, AT_HERE, reload_request, NULL},
-	{0, 0, 0, NULL, NULL},
+    {WIRE_CONFIG_SHOW, CTL_ANY, AT_HERE, reload_show, NULL},
+    {WIRE_RELOAD, CTL_ADMIN, AT_HERE, reload_request, NULL},
+    {0, 0, 0, NULL, NULL},
 };

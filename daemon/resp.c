@@ -90,8 +90,8 @@ static struct resp_tenant *resp_tenant_find(struct resp *rs, uint32_t uid)
 	struct resp_tenant *u;
 
 	LIST_FOREACH(u, &rs->tenants, entry)
-		if (u->uid == uid)
-			return u;
+	if (u->uid == uid)
+		return u;
 	return NULL;
 }
 
@@ -208,7 +208,8 @@ void resp_out(struct resp_conn *c, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* An error: "-" and the text (which starts with its code, ERR or another), CR and LF in it spaces. */
+/* An error: "-" and the text (which starts with its code, ERR or another), CR and LF in it spaces.
+ */
 void resp_err(struct resp_conn *c, const char *fmt, ...)
 {
 	char text[512];
@@ -387,9 +388,10 @@ int resp_auth_as(struct resp_conn *c, const char *user, const char *password, si
 	u = resp_tenant_find(c->rs, uid);
 	if (uid != 0 && u != NULL && u != c->tenant &&
 	    u->conns >= (unsigned)pd->conf->resp_max_clients_per_user) {
-		resp_err(c, "ERR max number of clients reached for user '%.64s' "
-			    "(resp.max_clients_per_user = %lld)", user ? user : "default",
-			 (long long)pd->conf->resp_max_clients_per_user);
+		resp_err(c,
+			 "ERR max number of clients reached for user '%.64s' "
+			 "(resp.max_clients_per_user = %lld)",
+			 user ? user : "default", (long long)pd->conf->resp_max_clients_per_user);
 		resp_close_after_reply(c);
 		return -1;
 	}
@@ -524,8 +526,7 @@ static int resp_fetched_all(struct resp_conn *c, const struct resp_cmd *cmd,
  * A command that started writes to other nodes gets a segment: its
  * replies are held until they are in (resp_resume()).
  */
-static bool resp_command_run(struct resp_conn *c, struct resp_queued *q,
-			     struct resp_queued *from)
+static bool resp_command_run(struct resp_conn *c, struct resp_queued *q, struct resp_queued *from)
 {
 	char **a = q->argv, args[192];
 	long n = q->argc;
@@ -535,7 +536,8 @@ static bool resp_command_run(struct resp_conn *c, struct resp_queued *q,
 	if (cmd == NULL) {
 		c->rs->commands++;
 		resp_args_head(q, args, sizeof(args));
-		resp_err(c, "ERR unknown command '%.128s', with args beginning with: %s", a[0], args);
+		resp_err(c, "ERR unknown command '%.128s', with args beginning with: %s", a[0],
+			 args);
 		c->multi_dirty |= c->multi;
 		return true;
 	}
@@ -554,7 +556,8 @@ static bool resp_command_run(struct resp_conn *c, struct resp_queued *q,
 	if (c->multi && !(cmd->flags & RESP_CMD_TXN)) {
 		c->rs->commands++;
 		if (resp_queue(c, from) < 0) {
-			resp_err(c, "ERR the commands queued in MULTI would exceed resp.max_request");
+			resp_err(c,
+				 "ERR the commands queued in MULTI would exceed resp.max_request");
 			c->multi_dirty = true;
 			return true;
 		}
@@ -588,7 +591,8 @@ static bool resp_command(struct resp_conn *c, struct resp_queued *q, struct resp
 	if (!resp_remote_lenders(c->rs->pd) ||
 	    (c->scratch == NULL && (c->scratch = evbuffer_new()) == NULL) ||
 	    (c->held == NULL && (c->held = evbuffer_new()) == NULL))
-		return resp_command_run(c, q, from); /* (no memory: nothing is written there either) */
+		return resp_command_run(c, q,
+					from); /* (no memory: nothing is written there either) */
 	c->scratch_on = true;
 	ran = resp_command_run(c, q, from);
 	c->scratch_on = false;
@@ -654,8 +658,8 @@ static struct resp_conn *resp_biggest(struct resp *rs, struct resp_conn *c,
 	struct resp_conn *o, *big = c;
 
 	TAILQ_FOREACH(o, &rs->conns, entry)
-		if ((u == NULL || o->tenant == u) && o->charged > big->charged)
-			big = o;
+	if ((u == NULL || o->tenant == u) && o->charged > big->charged)
+		big = o;
 	return big;
 }
 
@@ -686,9 +690,11 @@ static bool resp_shed(struct resp_conn *c)
 			return true;
 		}
 		big = resp_biggest(rs, c, u);
-		log_warnx_limited(&said[u == NULL], 10000, "RESP client %s (uid %u): its %llu bytes of "
-				  "buffers are the most over %s: disconnected", big->addr,
-				  (unsigned)big->uid, (unsigned long long)big->charged, limit);
+		log_warnx_limited(&said[u == NULL], 10000,
+				  "RESP client %s (uid %u): its %llu bytes of "
+				  "buffers are the most over %s: disconnected",
+				  big->addr, (unsigned)big->uid, (unsigned long long)big->charged,
+				  limit);
 		resp_conn_free(big);
 		if (big == c)
 			return false;
@@ -800,7 +806,8 @@ static void resp_read_cb(struct bufferevent *bev, void *arg)
 			if (rc < 0)
 				resp_fatal(c, err);
 			if (rc > 0)
-				cur = (struct resp_queued){c->p.have, c->p.argv, c->p.argl, c->p.total};
+				cur = (struct resp_queued){c->p.have, c->p.argv, c->p.argl,
+							   c->p.total};
 		}
 		if (rc > 0 || from_ahead) {
 			bool ran = false;
@@ -810,7 +817,8 @@ static void resp_read_cb(struct bufferevent *bev, void *arg)
 			} else {
 				ran = resp_command(c, &cur, from_ahead ? &c->ahead[0] : NULL);
 				if (!ran && !from_ahead)
-					resp_read_ahead(c); /* it runs first once its values are in */
+					resp_read_ahead(
+					    c); /* it runs first once its values are in */
 			}
 			/* The values fetched for the commands read ahead served them all. */
 			if (ran && c->nahead == (from_ahead ? 1u : 0u))
@@ -818,18 +826,22 @@ static void resp_read_cb(struct bufferevent *bev, void *arg)
 			if (ran && from_ahead) {
 				c->ahead_bytes -= c->ahead[0].bytes;
 				resp_args_free(&c->ahead[0]);
-				memmove(&c->ahead[0], &c->ahead[1], --c->nahead * sizeof(c->ahead[0]));
+				memmove(&c->ahead[0], &c->ahead[1],
+					--c->nahead * sizeof(c->ahead[0]));
 				if (c->nahead == 0)
 					c->ahead_stop = false;
 			}
 			if (!from_ahead)
 				resp_parser_reset(&c->p);
 		}
-		if (c->overflow != NULL || resp_out_bytes(c) > (size_t)c->rs->pd->conf->resp_max_output) {
+		if (c->overflow != NULL ||
+		    resp_out_bytes(c) > (size_t)c->rs->pd->conf->resp_max_output) {
 			static struct log_limit said;
 
-			log_warnx_limited(&said, 10000, "RESP client %s: %zu bytes of replies unread%s, "
-					  "over %s: disconnected", c->addr, resp_out_bytes(c),
+			log_warnx_limited(&said, 10000,
+					  "RESP client %s: %zu bytes of replies unread%s, "
+					  "over %s: disconnected",
+					  c->addr, resp_out_bytes(c),
 					  c->overflow ? " and a reply that would pass it" : "",
 					  c->overflow ? c->overflow : "resp.max_output");
 			resp_conn_free(c);
@@ -872,8 +884,10 @@ static void resp_release_replies(struct resp_conn *c)
 			evbuffer_remove_buffer(c->held, out, g->to - g->from);
 		} else {
 			evbuffer_drain(c->held, g->to - g->from);
-			evbuffer_add_printf(out, "-TRYAGAIN the value's lender (node %u) did not "
-					    "answer: %s\r\n", (unsigned)g->node, err_str(g->err));
+			evbuffer_add_printf(out,
+					    "-TRYAGAIN the value's lender (node %u) did not "
+					    "answer: %s\r\n",
+					    (unsigned)g->node, err_str(g->err));
 		}
 		pos = g->to;
 	}
@@ -976,8 +990,9 @@ static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 	LIST_INIT(&c->remote);
 	resp_addr(sa, salen, c->addr, sizeof(c->addr));
 	/* Nothing to AUTH with: everyone is the default user, root. */
-	if (resp_conn_user(c, rs->pd->conf->resp_password[0] == '\0' &&
-			      rs->pd->conf->resp_nusers == 0, 0) < 0) {
+	if (resp_conn_user(c,
+			   rs->pd->conf->resp_password[0] == '\0' && rs->pd->conf->resp_nusers == 0,
+			   0) < 0) {
 		bufferevent_free(c->bev);
 		evbuffer_free(c->out);
 		free(c);
@@ -1026,8 +1041,8 @@ bool resp_stats(const struct poold *pd, struct resp_stats *ret)
 
 	if (rs == NULL)
 		return false;
-	*ret = (struct resp_stats){.connections = rs->nconns, .refused = rs->refused,
-				   .commands = rs->commands};
+	*ret = (struct resp_stats){
+	    .connections = rs->nconns, .refused = rs->refused, .commands = rs->commands};
 	return true;
 }
 
@@ -1037,9 +1052,8 @@ int resp_endpoint(struct poold *pd, char *buf, size_t len)
 	struct sockaddr_storage ss;
 	socklen_t sslen = sizeof(ss);
 
-	if (pd->resp == NULL ||
-	    getsockname(evconnlistener_get_fd(pd->resp->listener), (struct sockaddr *)&ss,
-			&sslen) < 0)
+	if (pd->resp == NULL || getsockname(evconnlistener_get_fd(pd->resp->listener),
+					    (struct sockaddr *)&ss, &sslen) < 0)
 		return -ENOENT;
 	addr_format(&ss, buf, len);
 	return 0;

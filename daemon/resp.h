@@ -74,11 +74,11 @@ struct resp_conn {
 	int proto;    /* 2, or 3 after HELLO 3 */
 	uint32_t uid; /* who it acts as: root, or the uid of its resp.users user */
 	bool authed;
-	bool closing; /* after a protocol error or QUIT: ends once the output is out */
+	bool closing;		 /* after a protocol error or QUIT: ends once the output is out */
 	bool multi, multi_dirty; /* in MULTI; a command was refused while queueing */
-	const char *overflow; /* the limit a reply would have passed: the connection ends */
+	const char *overflow;	 /* the limit a reply would have passed: the connection ends */
 	struct resp_tenant *tenant; /* NULL until it passed AUTH */
-	uint64_t charged;	/* its buffers' bytes, as counted in its user's and in all */
+	uint64_t charged;	    /* its buffers' bytes, as counted in its user's and in all */
 	struct resp_queued *queued;
 	size_t nqueued;
 	uint64_t queued_bytes;
@@ -100,17 +100,17 @@ struct resp_conn {
 	uint64_t remote_bytes; /* fetched or being written */
 	uint64_t puts;	       /* writes to other nodes started, ever */
 	struct event *remote_timer;
-	struct timeval remote_window; /* a heartbeat window */
-	struct resp_session *rsess; /* its KV session while operations hold it */
+	struct timeval remote_window;	      /* a heartbeat window */
+	struct resp_session *rsess;	      /* its KV session while operations hold it */
 	struct resp_queued ahead[RESP_AHEAD]; /* read, not run yet, in order */
 	size_t nahead;
 	uint64_t ahead_bytes;
 	bool ahead_stop; /* one that may change what the next ones read was read: no more */
 	struct resp_seg segs[RESP_SEGS]; /* in held */
-	unsigned nsegs;		 /* while any, replies go to held */
-	struct evbuffer *out;	 /* replies not written yet, written at once (resp_flush()) */
-	unsigned prefetch_left;	 /* commands to parse before the next resp_prefetch() */
-	struct evbuffer *held;	 /* replies behind writes in flight (resp_output()) */
+	unsigned nsegs;			 /* while any, replies go to held */
+	struct evbuffer *out;	  /* replies not written yet, written at once (resp_flush()) */
+	unsigned prefetch_left;	  /* commands to parse before the next resp_prefetch() */
+	struct evbuffer *held;	  /* replies behind writes in flight (resp_output()) */
 	struct evbuffer *scratch; /* a command's replies, built apart */
 	bool scratch_on;
 };

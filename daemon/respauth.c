@@ -31,8 +31,7 @@ static int resp_unhex(const char *hex, unsigned char out[SHA256_LEN])
 }
 
 /* Whether password (len bytes) is the one secret stands for. */
-static bool resp_secret_matches(const char *secret, bool hashed, const char *password,
-				size_t len)
+static bool resp_secret_matches(const char *secret, bool hashed, const char *password, size_t len)
 {
 	unsigned char want[SHA256_LEN], got[SHA256_LEN];
 	bool same;

@@ -197,10 +197,10 @@ static void cmd_client(struct resp_conn *c, long argc, char **argv, const size_t
 			return;
 		}
 		TAILQ_FOREACH(o, &c->rs->conns, entry)
-			if (c->uid == 0 || o->uid == c->uid) {
-				resp_client_line(o, line, sizeof(line));
-				evbuffer_add(b, line, strlen(line));
-			}
+		if (c->uid == 0 || o->uid == c->uid) {
+			resp_client_line(o, line, sizeof(line));
+			evbuffer_add(b, line, strlen(line));
+		}
 		len = evbuffer_get_length(b);
 		text = (char *)evbuffer_pullup(b, -1);
 		resp_verbatim(c, text ? text : "", len);
@@ -208,8 +208,10 @@ static void cmd_client(struct resp_conn *c, long argc, char **argv, const size_t
 	} else if (strcasecmp(sub, "NO-EVICT") == 0 || strcasecmp(sub, "NO-TOUCH") == 0) {
 		resp_ok(c);
 	} else {
-		resp_err(c, "ERR unknown subcommand or wrong number of arguments for '%.128s'. Try "
-			    "CLIENT HELP.", sub);
+		resp_err(c,
+			 "ERR unknown subcommand or wrong number of arguments for '%.128s'. Try "
+			 "CLIENT HELP.",
+			 sub);
 	}
 }
 
@@ -229,8 +231,10 @@ static void cmd_command(struct resp_conn *c, long argc, char **argv, const size_
 		for (i = 2; i < argc; i++)
 			resp_null(c);
 	} else {
-		resp_err(c, "ERR unknown subcommand or wrong number of arguments for '%.128s'. Try "
-			    "COMMAND HELP.", argv[1]);
+		resp_err(c,
+			 "ERR unknown subcommand or wrong number of arguments for '%.128s'. Try "
+			 "COMMAND HELP.",
+			 argv[1]);
 	}
 }
 
@@ -242,8 +246,10 @@ static void cmd_config(struct resp_conn *c, long argc, char **argv, const size_t
 	else if (strcasecmp(argv[1], "RESETSTAT") == 0 && argc == 2)
 		resp_ok(c);
 	else
-		resp_err(c, "ERR unknown subcommand or wrong number of arguments for '%.128s'. Try "
-			    "CONFIG HELP.", argv[1]);
+		resp_err(c,
+			 "ERR unknown subcommand or wrong number of arguments for '%.128s'. Try "
+			 "CONFIG HELP.",
+			 argv[1]);
 }
 
 /* INFO [section ...]: server, clients, stats, keyspace; all of them by default. */
@@ -264,7 +270,8 @@ static void cmd_info(struct resp_conn *c, long argc, char **argv, const size_t *
 		return;
 	}
 	for (a = 1; a < argc; a++) {
-		bool every = strcasecmp(argv[a], "all") == 0 || strcasecmp(argv[a], "default") == 0 ||
+		bool every = strcasecmp(argv[a], "all") == 0 ||
+			     strcasecmp(argv[a], "default") == 0 ||
 			     strcasecmp(argv[a], "everything") == 0;
 
 		for (k = 0; k < 4; k++)
@@ -281,14 +288,18 @@ static void cmd_info(struct resp_conn *c, long argc, char **argv, const size_t *
 			evbuffer_add(b, "\r\n", 2);
 		switch (k) {
 		case 0:
-			evbuffer_add_printf(b, "# Server\r\nredis_version:%s\r\nredis_mode:standalone\r\n"
-					    "pool_version:%s\r\nprocess_id:%d\r\nuptime_in_seconds:"
-					    "%llu\r\n", RESP_VERSION, PACKAGE_VERSION, (int)getpid(),
-					    (unsigned long long)((units_now_ms() - pd->start_ms) / 1000));
+			evbuffer_add_printf(
+			    b,
+			    "# Server\r\nredis_version:%s\r\nredis_mode:standalone\r\n"
+			    "pool_version:%s\r\nprocess_id:%d\r\nuptime_in_seconds:"
+			    "%llu\r\n",
+			    RESP_VERSION, PACKAGE_VERSION, (int)getpid(),
+			    (unsigned long long)((units_now_ms() - pd->start_ms) / 1000));
 			break;
 		case 1:
-			evbuffer_add_printf(b, "# Clients\r\nconnected_clients:%u\r\nmaxclients:%lld\r\n",
-					    c->rs->nconns, (long long)pd->conf->resp_max_clients);
+			evbuffer_add_printf(
+			    b, "# Clients\r\nconnected_clients:%u\r\nmaxclients:%lld\r\n",
+			    c->rs->nconns, (long long)pd->conf->resp_max_clients);
 			break;
 		case 2:
 			evbuffer_add_printf(b, "# Stats\r\ntotal_commands_processed:%llu\r\n",
@@ -302,9 +313,10 @@ static void cmd_info(struct resp_conn *c, long argc, char **argv, const size_t *
 				resp_db_name(c, db, ns, sizeof(ns));
 				keys = kv_local_size(pd, ns);
 				if (keys > 0)
-					evbuffer_add_printf(b, "db%d:keys=%llu,expires=%llu,avg_ttl=0\r\n",
-							    db, (unsigned long long)keys,
-							    (unsigned long long)kv_local_volatile(pd, ns));
+					evbuffer_add_printf(
+					    b, "db%d:keys=%llu,expires=%llu,avg_ttl=0\r\n", db,
+					    (unsigned long long)keys,
+					    (unsigned long long)kv_local_volatile(pd, ns));
 			}
 			break;
 		}
@@ -372,21 +384,21 @@ static void cmd_exec(struct resp_conn *c, long argc, char **argv, const size_t *
 
 /* Sorted by name; arity as in Redis 7's command table. */
 const struct resp_cmd resp_conn_cmds[] = {
-	{"auth", -2, RESP_CMD_NOAUTH, cmd_auth},
-	{"client", -2, 0, cmd_client},
-	{"command", -1, 0, cmd_command},
-	{"config", -2, 0, cmd_config},
-	{"discard", 1, RESP_CMD_TXN, cmd_discard},
-	{"echo", 2, 0, cmd_echo},
-	{"exec", 1, RESP_CMD_TXN, cmd_exec},
-	{"hello", -1, RESP_CMD_NOAUTH, cmd_hello},
-	{"info", -1, 0, cmd_info},
-	{"multi", 1, RESP_CMD_TXN, cmd_multi},
-	{"ping", -1, 0, cmd_ping},
-	{"quit", -1, RESP_CMD_NOAUTH | RESP_CMD_TXN, cmd_quit},
-	{"reset", 1, RESP_CMD_NOAUTH | RESP_CMD_TXN, cmd_reset},
-	{"select", 2, 0, cmd_select},
-	{"time", 1, 0, cmd_time},
+    {"auth", -2, RESP_CMD_NOAUTH, cmd_auth},
+    {"client", -2, 0, cmd_client},
+    {"command", -1, 0, cmd_command},
+    {"config", -2, 0, cmd_config},
+    {"discard", 1, RESP_CMD_TXN, cmd_discard},
+    {"echo", 2, 0, cmd_echo},
+    {"exec", 1, RESP_CMD_TXN, cmd_exec},
+    {"hello", -1, RESP_CMD_NOAUTH, cmd_hello},
+    {"info", -1, 0, cmd_info},
+    {"multi", 1, RESP_CMD_TXN, cmd_multi},
+    {"ping", -1, 0, cmd_ping},
+    {"quit", -1, RESP_CMD_NOAUTH | RESP_CMD_TXN, cmd_quit},
+    {"reset", 1, RESP_CMD_NOAUTH | RESP_CMD_TXN, cmd_reset},
+    {"select", 2, 0, cmd_select},
+    {"time", 1, 0, cmd_time},
 };
 const size_t n_resp_conn_cmds = ARRAY_SIZE(resp_conn_cmds);
 
@@ -397,11 +409,12 @@ static int resp_cmd_cmp(const void *key, const void *elem)
 
 const struct resp_cmd *resp_cmd_find(const char *name)
 {
-	const struct resp_cmd *c = bsearch(name, resp_key_cmds, n_resp_key_cmds,
-					   sizeof(resp_key_cmds[0]), resp_cmd_cmp);
+	const struct resp_cmd *c =
+	    bsearch(name, resp_key_cmds, n_resp_key_cmds, sizeof(resp_key_cmds[0]), resp_cmd_cmp);
 
-	return c != NULL ? c : bsearch(name, resp_conn_cmds, n_resp_conn_cmds,
-				       sizeof(resp_conn_cmds[0]), resp_cmd_cmp);
+	return c != NULL ? c
+			 : bsearch(name, resp_conn_cmds, n_resp_conn_cmds,
+				   sizeof(resp_conn_cmds[0]), resp_cmd_cmp);
 }
 
 size_t resp_cmd_count(void)
@@ -417,8 +430,8 @@ void resp_cmd_run(struct resp_conn *c, const struct resp_cmd *cmd, long argc, ch
 
 	if (cmd->flags & RESP_CMD_KEYS) {
 		resp_db_name(c, c->db, ns, sizeof(ns));
-		rc = kv_local_ensure(c->rs->pd, ns, (uint64_t)c->rs->pd->conf->resp_capacity, c->uid,
-				     c->rs->pd->conf->resp_placement == RESP_PLACE_LOCAL);
+		rc = kv_local_ensure(c->rs->pd, ns, (uint64_t)c->rs->pd->conf->resp_capacity,
+				     c->uid, c->rs->pd->conf->resp_placement == RESP_PLACE_LOCAL);
 		if (rc < 0) {
 			resp_err(c, "ERR cannot open database %d: %s", c->db, err_str(rc));
 			return;

@@ -107,15 +107,14 @@ static void resp_put_back(struct resp_conn *c, const char *ns, const char *key, 
 			  const struct resp_val *v)
 {
 	if (v->version != 0)
-		kv_local_op(c->rs->pd, c->session, c->uid, ns, "release", (const uint8_t *)key, klen,
-		    v->version, NULL);
+		kv_local_op(c->rs->pd, c->session, c->uid, ns, "release", (const uint8_t *)key,
+			    klen, v->version, NULL);
 }
 
 static bool resp_exists(struct resp_conn *c, const char *ns, const char *key, size_t klen)
 {
-	return klen <= POOL_KV_KEY_MAX &&
-	       kv_local_op(c->rs->pd, c->session, c->uid, ns, "exists", (const uint8_t *)key, klen,
-			   0, NULL) == 0;
+	return klen <= POOL_KV_KEY_MAX && kv_local_op(c->rs->pd, c->session, c->uid, ns, "exists",
+						      (const uint8_t *)key, klen, 0, NULL) == 0;
 }
 
 /*
@@ -134,7 +133,8 @@ static int resp_put(struct resp_conn *c, const char *ns, const char *key, size_t
 
 	if (klen > POOL_KV_KEY_MAX || alen + blen > POOL_KV_VALUE_MAX)
 		return -EINVAL;
-	/* Read straight into its reservation (respplace.c): published, unless overtaken meanwhile. */
+	/* Read straight into its reservation (respplace.c): published, unless overtaken meanwhile.
+	 */
 	if (a != NULL && a == c->placed.at && blen == 0 &&
 	    (rc = resp_place_commit(c, ns, key, klen, expire)) != -ESTALE)
 		return rc;
@@ -186,8 +186,10 @@ static void resp_put_failed(struct resp_conn *c, int rc, const char *key, size_t
 	else if (rc == -EINVAL)
 		resp_err(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
 	else if (rc == -EDQUOT)
-		resp_err(c, "OOM command not allowed when used memory > 'maxmemory' (quota.bytes "
-			    "or quota.share of uid %u).", (unsigned)c->uid);
+		resp_err(c,
+			 "OOM command not allowed when used memory > 'maxmemory' (quota.bytes "
+			 "or quota.share of uid %u).",
+			 (unsigned)c->uid);
 	else if (rc == -ENOSPC || rc == -ENOMEM)
 		resp_err(c, "OOM command not allowed when used memory > 'maxmemory'.");
 	else if (rc == POOL_ELOST) /* its place is on a lender that did not answer */
@@ -213,8 +215,8 @@ static void resp_sent_cb(const void *data, size_t len, void *arg)
 
 	(void)data, (void)len;
 	/* After the session's end (the connection closed first) there is nothing to release. */
-	kv_local_op(sv->pd, sv->session, sv->uid, sv->ns, "release", sv->key, sv->klen,
-		    sv->version, NULL);
+	kv_local_op(sv->pd, sv->session, sv->uid, sv->ns, "release", sv->key, sv->klen, sv->version,
+		    NULL);
 	free(sv);
 }
 
@@ -224,8 +226,8 @@ static void resp_sent_cb(const void *data, size_t len, void *arg)
  * (an overwrite goes elsewhere, a delete waits) until the kernel has it.
  * Takes v's pin, or pins it. false when it cannot (then the caller copies).
  */
-static bool resp_bulk_reference(struct resp_conn *c, const char *ns, const char *key,
-				size_t klen, struct resp_val *v)
+static bool resp_bulk_reference(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+				struct resp_val *v)
 {
 	struct evbuffer *out = resp_output(c);
 	struct resp_sent *sv;
@@ -241,9 +243,8 @@ static bool resp_bulk_reference(struct resp_conn *c, const char *ns, const char 
 	}
 	if (strlen(ns) >= sizeof(sv->ns) || (sv = malloc(sizeof(*sv) + klen)) == NULL)
 		return false;
-	if (v->version == 0 &&
-	    (v->version = kv_local_pin(c->rs->pd, c->session, c->uid, ns, (const uint8_t *)key,
-				       klen)) == 0) {
+	if (v->version == 0 && (v->version = kv_local_pin(c->rs->pd, c->session, c->uid, ns,
+							  (const uint8_t *)key, klen)) == 0) {
 		free(sv);
 		return false;
 	}
@@ -344,8 +345,8 @@ static int resp_expire_arg(struct resp_conn *c, const char *unit, const char *ar
  * the caller: 1 when the value was stored, 0 when NX/XX said no, -1 when
  * it already replied with an error.
  */
-static int resp_set(struct resp_conn *c, const char *key, size_t klen, const char *val,
-		    size_t vlen, unsigned flags, int64_t at, bool reply_old)
+static int resp_set(struct resp_conn *c, const char *key, size_t klen, const char *val, size_t vlen,
+		    unsigned flags, int64_t at, bool reply_old)
 {
 	struct resp_val v;
 	char ns[32], *old = NULL;
@@ -370,7 +371,7 @@ static int resp_set(struct resp_conn *c, const char *key, size_t klen, const cha
 	if (((flags & SET_NX) && exists) || ((flags & SET_XX) && !exists)) {
 		rc = 0;
 	} else if ((rc = resp_put(c, ns, key, klen, val, vlen, NULL, 0,
-				  (flags & SET_KEEPTTL)	  ? KV_EXPIRE_KEEP
+				  (flags & SET_KEEPTTL)	 ? KV_EXPIRE_KEEP
 				  : (flags & SET_EXPIRE) ? at
 							 : 0)) < 0) {
 		free(old);
@@ -443,8 +444,8 @@ static void cmd_setex(struct resp_conn *c, long argc, char **argv, const size_t 
 	int64_t at;
 
 	(void)argc;
-	if (resp_expire_arg(c, unit, argv[2], argl[2], unit[0] == 'P' ? "psetex" : "setex",
-			    &at) < 0)
+	if (resp_expire_arg(c, unit, argv[2], argl[2], unit[0] == 'P' ? "psetex" : "setex", &at) <
+	    0)
 		return;
 	if (resp_set(c, argv[1], argl[1], argv[3], argl[3], SET_EXPIRE, at, false) > 0)
 		resp_ok(c);
@@ -464,7 +465,8 @@ static void cmd_mset(struct resp_conn *c, long argc, char **argv, const size_t *
 	int rc;
 
 	if (argc % 2 == 0) {
-		resp_err(c, "ERR wrong number of arguments for '%s' command", nx ? "msetnx" : "mset");
+		resp_err(c, "ERR wrong number of arguments for '%s' command",
+			 nx ? "msetnx" : "mset");
 		return;
 	}
 	resp_ns(c, ns, sizeof(ns));
@@ -512,7 +514,8 @@ static void cmd_getex(struct resp_conn *c, long argc, char **argv, const size_t 
 			return;
 		}
 	}
-	if (exp != 0 && resp_expire_arg(c, argv[exp], argv[exp + 1], argl[exp + 1], "getex", &at) < 0)
+	if (exp != 0 &&
+	    resp_expire_arg(c, argv[exp], argv[exp + 1], argl[exp + 1], "getex", &at) < 0)
 		return;
 	resp_ns(c, ns, sizeof(ns));
 	if (!resp_exists(c, ns, argv[1], argl[1])) {
@@ -1059,8 +1062,8 @@ static void cmd_flush(struct resp_conn *c, long argc, char **argv, const size_t 
 	int db;
 
 	(void)argl;
-	if (argc > 2 || (argc == 2 && strcasecmp(argv[1], "ASYNC") != 0 &&
-			 strcasecmp(argv[1], "SYNC") != 0)) {
+	if (argc > 2 ||
+	    (argc == 2 && strcasecmp(argv[1], "ASYNC") != 0 && strcasecmp(argv[1], "SYNC") != 0)) {
 		resp_err(c, RESP_ERR_SYNTAX);
 		return;
 	}
@@ -1073,43 +1076,43 @@ static void cmd_flush(struct resp_conn *c, long argc, char **argv, const size_t 
 
 /* Sorted by name (resp_cmd_find() searches it); arity as in Redis 7's command table. */
 const struct resp_cmd resp_key_cmds[] = {
-	{"append", 3, RESP_CMD_KEYS | RESP_CMD_READS, cmd_append},
-	{"dbsize", 1, RESP_CMD_KEYS, cmd_dbsize},
-	{"decr", 2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_incr},
-	{"decrby", 3, RESP_CMD_KEYS | RESP_CMD_READS, cmd_incr},
-	{"del", -2, RESP_CMD_KEYS, cmd_del},
-	{"exists", -2, RESP_CMD_KEYS, cmd_exists},
-	{"expire", -3, RESP_CMD_KEYS, cmd_expire},
-	{"expireat", -3, RESP_CMD_KEYS, cmd_expire},
-	{"expiretime", 2, RESP_CMD_KEYS, cmd_ttl},
-	{"flushall", -1, RESP_CMD_KEYS, cmd_flush},
-	{"flushdb", -1, RESP_CMD_KEYS, cmd_flush},
-	{"get", 2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_get},
-	{"getdel", 2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_getdel},
-	{"getex", -2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_getex},
-	{"getrange", 4, RESP_CMD_KEYS | RESP_CMD_READS, cmd_getrange},
-	{"getset", 3, RESP_CMD_KEYS | RESP_CMD_READS, cmd_getset},
-	{"incr", 2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_incr},
-	{"incrby", 3, RESP_CMD_KEYS | RESP_CMD_READS, cmd_incr},
-	{"keys", 2, RESP_CMD_KEYS, cmd_keys},
-	{"mget", -2, RESP_CMD_KEYS | RESP_CMD_READS_ALL, cmd_mget},
-	{"mset", -3, RESP_CMD_KEYS | RESP_CMD_BLIND, cmd_mset},
-	{"msetnx", -3, RESP_CMD_KEYS, cmd_mset},
-	{"persist", 2, RESP_CMD_KEYS, cmd_persist},
-	{"pexpire", -3, RESP_CMD_KEYS, cmd_expire},
-	{"pexpireat", -3, RESP_CMD_KEYS, cmd_expire},
-	{"pexpiretime", 2, RESP_CMD_KEYS, cmd_ttl},
-	{"psetex", 4, RESP_CMD_KEYS | RESP_CMD_BLIND, cmd_setex},
-	{"pttl", 2, RESP_CMD_KEYS, cmd_ttl},
-	{"scan", -2, RESP_CMD_KEYS, cmd_scan},
-	{"set", -3, RESP_CMD_KEYS | RESP_CMD_READS_GET | RESP_CMD_BLIND, cmd_set},
-	{"setex", 4, RESP_CMD_KEYS | RESP_CMD_BLIND, cmd_setex},
-	{"setnx", 3, RESP_CMD_KEYS, cmd_setnx},
-	{"setrange", 4, RESP_CMD_KEYS | RESP_CMD_READS, cmd_setrange},
-	{"strlen", 2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_strlen},
-	{"substr", 4, RESP_CMD_KEYS | RESP_CMD_READS, cmd_getrange},
-	{"ttl", 2, RESP_CMD_KEYS, cmd_ttl},
-	{"type", 2, RESP_CMD_KEYS, cmd_type},
-	{"unlink", -2, RESP_CMD_KEYS, cmd_del},
+    {"append", 3, RESP_CMD_KEYS | RESP_CMD_READS, cmd_append},
+    {"dbsize", 1, RESP_CMD_KEYS, cmd_dbsize},
+    {"decr", 2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_incr},
+    {"decrby", 3, RESP_CMD_KEYS | RESP_CMD_READS, cmd_incr},
+    {"del", -2, RESP_CMD_KEYS, cmd_del},
+    {"exists", -2, RESP_CMD_KEYS, cmd_exists},
+    {"expire", -3, RESP_CMD_KEYS, cmd_expire},
+    {"expireat", -3, RESP_CMD_KEYS, cmd_expire},
+    {"expiretime", 2, RESP_CMD_KEYS, cmd_ttl},
+    {"flushall", -1, RESP_CMD_KEYS, cmd_flush},
+    {"flushdb", -1, RESP_CMD_KEYS, cmd_flush},
+    {"get", 2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_get},
+    {"getdel", 2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_getdel},
+    {"getex", -2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_getex},
+    {"getrange", 4, RESP_CMD_KEYS | RESP_CMD_READS, cmd_getrange},
+    {"getset", 3, RESP_CMD_KEYS | RESP_CMD_READS, cmd_getset},
+    {"incr", 2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_incr},
+    {"incrby", 3, RESP_CMD_KEYS | RESP_CMD_READS, cmd_incr},
+    {"keys", 2, RESP_CMD_KEYS, cmd_keys},
+    {"mget", -2, RESP_CMD_KEYS | RESP_CMD_READS_ALL, cmd_mget},
+    {"mset", -3, RESP_CMD_KEYS | RESP_CMD_BLIND, cmd_mset},
+    {"msetnx", -3, RESP_CMD_KEYS, cmd_mset},
+    {"persist", 2, RESP_CMD_KEYS, cmd_persist},
+    {"pexpire", -3, RESP_CMD_KEYS, cmd_expire},
+    {"pexpireat", -3, RESP_CMD_KEYS, cmd_expire},
+    {"pexpiretime", 2, RESP_CMD_KEYS, cmd_ttl},
+    {"psetex", 4, RESP_CMD_KEYS | RESP_CMD_BLIND, cmd_setex},
+    {"pttl", 2, RESP_CMD_KEYS, cmd_ttl},
+    {"scan", -2, RESP_CMD_KEYS, cmd_scan},
+    {"set", -3, RESP_CMD_KEYS | RESP_CMD_READS_GET | RESP_CMD_BLIND, cmd_set},
+    {"setex", 4, RESP_CMD_KEYS | RESP_CMD_BLIND, cmd_setex},
+    {"setnx", 3, RESP_CMD_KEYS, cmd_setnx},
+    {"setrange", 4, RESP_CMD_KEYS | RESP_CMD_READS, cmd_setrange},
+    {"strlen", 2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_strlen},
+    {"substr", 4, RESP_CMD_KEYS | RESP_CMD_READS, cmd_getrange},
+    {"ttl", 2, RESP_CMD_KEYS, cmd_ttl},
+    {"type", 2, RESP_CMD_KEYS, cmd_type},
+    {"unlink", -2, RESP_CMD_KEYS, cmd_del},
 };
 const size_t n_resp_key_cmds = ARRAY_SIZE(resp_key_cmds);

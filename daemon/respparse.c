@@ -26,7 +26,7 @@
 #include "common/common.h"
 #include "daemon/respparse.h"
 
-#define RESP_ARG_COST 16 /* what an argument costs beyond its bytes, against max_total */
+#define RESP_ARG_COST 16  /* what an argument costs beyond its bytes, against max_total */
 #define RESP_KEEP_ARGS 16 /* argument arrays up to this many kept from one command to the next */
 #define RESP_FAST_ARGS 8  /* commands of up to this many arguments are parsed at once */
 #define RESP_PART_BULK (16 << 10) /* arguments from this long on are kept as they come */
@@ -145,8 +145,10 @@ static int resp_arg(struct resp_parser *p, const char *data, size_t len, const c
 
 static int resp_hex(int c)
 {
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-					     : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
 }
 
 /*
@@ -179,13 +181,17 @@ static int resp_split(struct resp_parser *p, const char *s, size_t n, const char
 				    resp_hex(s[2]) >= 0 && resp_hex(s[3]) >= 0) {
 					word[len++] = (char)(resp_hex(s[2]) * 16 + resp_hex(s[3]));
 					s += 3;
-				} else if (*s == '\\' && s + 1 < end && (q == '"' || s[1] == '\'')) {
+				} else if (*s == '\\' && s + 1 < end &&
+					   (q == '"' || s[1] == '\'')) {
 					char c = *++s;
 
-					word[len++] = q == '\'' ? c
-						      : c == 'n' ? '\n' : c == 'r' ? '\r'
-						      : c == 't' ? '\t' : c == 'b' ? '\b'
-						      : c == 'a' ? '\a' : c;
+					word[len++] = q == '\''	 ? c
+						      : c == 'n' ? '\n'
+						      : c == 'r' ? '\r'
+						      : c == 't' ? '\t'
+						      : c == 'b' ? '\b'
+						      : c == 'a' ? '\a'
+								 : c;
 				} else if (*s == q) {
 					/* The closing quote must end the word. */
 					if (s + 1 < end && !isspace((unsigned char)s[1]))
@@ -259,7 +265,8 @@ static int resp_line(struct evbuffer *in, char want, long *ret, const char **err
 
 	if (p.pos < 0) {
 		if (evbuffer_get_length(in) > RESP_MAX_LINE) {
-			*err = want == '*' ? "too big mbulk count string" : "too big bulk count string";
+			*err = want == '*' ? "too big mbulk count string"
+					   : "too big bulk count string";
 			return -1;
 		}
 		return 0;
@@ -391,7 +398,8 @@ int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err)
 			if (rc <= 0)
 				return rc;
 			if (p->bulk > p->max_bulk) {
-				*err = p->unauth ? "unauthenticated bulk length" : "invalid bulk length";
+				*err = p->unauth ? "unauthenticated bulk length"
+						 : "invalid bulk length";
 				return -1;
 			}
 			/* Counted, and its slot made, before any of it is kept. */
@@ -406,7 +414,7 @@ int resp_parse(struct resp_parser *p, struct evbuffer *in, const char **err)
 				p->argv[p->have] = NULL;
 				if (p->placer != NULL &&
 				    (p->argv[p->have] = p->placer->place(p->placer->arg, p,
-									  (size_t)p->bulk)) != NULL)
+									 (size_t)p->bulk)) != NULL)
 					p->placed = p->have;
 				else
 					p->argv[p->have] = malloc((size_t)p->bulk + 1);

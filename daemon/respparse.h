@@ -29,8 +29,8 @@ struct resp_placer {
 	void *arg;
 };
 
-#define RESP_MAX_ARGS (1L << 20) /* as many as MGET of a million keys */
-#define RESP_MAX_LINE 64	 /* of a "*N" or "$N" header */
+#define RESP_MAX_ARGS (1L << 20)    /* as many as MGET of a million keys */
+#define RESP_MAX_LINE 64	    /* of a "*N" or "$N" header */
 #define RESP_INLINE_MAX (64u << 10) /* of an inline command, as in Redis */
 
 struct resp_parser {
@@ -40,10 +40,10 @@ struct resp_parser {
 	bool unauth;	    /* the limits are a client's that did not AUTH yet (for the errors) */
 	uint64_t total;	    /* bytes of arguments of the current command so far */
 	long nargs, have, cap; /* announced, read, room for */
-	long bulk;     /* length of the bulk being read, -1 between bulks */
-	char **argv;   /* the command's arguments, NUL-terminated (they may hold NULs) */
+	long bulk;	       /* length of the bulk being read, -1 between bulks */
+	char **argv;	       /* the command's arguments, NUL-terminated (they may hold NULs) */
 	size_t *argl;
-	bool part;     /* argv[have] is a big argument being read, got bytes of it so far */
+	bool part; /* argv[have] is a big argument being read, got bytes of it so far */
 	size_t got;
 	const struct resp_placer *placer; /* NULL: every argument in the parser's buffers */
 	long placed;			  /* the argument in the placer's place, or -1 */

@@ -34,8 +34,9 @@ static char *resp_place(void *arg, const struct resp_parser *p, size_t len)
 	struct kv_where w;
 	char ns[32];
 
-	if (p->nargs != 3 || p->have != 2 || p->argl[0] != 3 || strcasecmp(p->argv[0], "set") != 0 ||
-	    !c->authed || c->multi || c->closing || c->nahead > 0 || c->inflight > 0 || c->fetching)
+	if (p->nargs != 3 || p->have != 2 || p->argl[0] != 3 ||
+	    strcasecmp(p->argv[0], "set") != 0 || !c->authed || c->multi || c->closing ||
+	    c->nahead > 0 || c->inflight > 0 || c->fetching)
 		return NULL;
 	resp_db_name(c, c->db, ns, sizeof(ns));
 	if (!kv_local_lands_here(pd, c->uid, ns, key, p->argl[1], len) ||
@@ -45,7 +46,8 @@ static char *resp_place(void *arg, const struct resp_parser *p, size_t len)
 		kv_local_op(pd, c->session, c->uid, ns, "abort", key, p->argl[1], w.version, NULL);
 		return NULL;
 	}
-	c->placed = (struct resp_placed){(char *)pd->arenas[w.arena].base + w.off, w.version, false};
+	c->placed =
+	    (struct resp_placed){(char *)pd->arenas[w.arena].base + w.off, w.version, false};
 	return c->placed.at;
 }
 

@@ -57,7 +57,7 @@ struct resprelay {
 	TAILQ_HEAD(, relay_conn) conns;
 	unsigned nconns;
 	uint64_t refused, to_coordinator, to_client; /* ever, for the metrics */
-	bool known; /* where the coordinator's endpoint is */
+	bool known;				     /* where the coordinator's endpoint is */
 	struct sockaddr_storage to;
 	unsigned tolen;
 	char endpoint[64];
@@ -375,9 +375,11 @@ bool resprelay_stats(const struct poold *pd, struct resp_stats *ret)
 
 	if (rl == NULL)
 		return false;
-	*ret = (struct resp_stats){.connections = rl->nconns, .refused = rl->refused,
+	*ret = (struct resp_stats){.connections = rl->nconns,
+				   .refused = rl->refused,
 				   .to_coordinator = rl->to_coordinator,
-				   .to_client = rl->to_client, .relay = true};
+				   .to_client = rl->to_client,
+				   .relay = true};
 	return true;
 }
 

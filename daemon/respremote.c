@@ -58,8 +58,8 @@ struct resp_remote {
 	struct resp_conn *c; /* NULL once its connection no longer waits for it */
 	struct resp_session *sess;
 	enum resp_remote_kind kind;
-	bool done;	     /* a fetch: its bytes are here */
-	unsigned seg;	     /* a put: the segment of its command's replies (c->segs) */
+	bool done;    /* a fetch: its bytes are here */
+	unsigned seg; /* a put: the segment of its command's replies (c->segs) */
 	uint32_t node;
 	uint64_t gen; /* of the endpoint it went over */
 	uint64_t session, version;
@@ -67,8 +67,8 @@ struct resp_remote {
 	int64_t expire; /* a put's: as resp_put() was given it */
 	char ns[32];
 	struct resp_remote *flush_next; /* a put waiting for its endpoint's flush (resp_flush) */
-	struct resp_blob *blob; /* its bytes */
-	char *data;		/* blob->data */
+	struct resp_blob *blob;		/* its bytes */
+	char *data;			/* blob->data */
 	size_t len, klen;
 	uint8_t key[];
 };
@@ -200,8 +200,8 @@ static void resp_fetched_cb(void *arg, int status)
 	struct resp_remote *op = arg;
 
 	/* Read: nothing needs the pin any more (after the session's end there is none). */
-	kv_local_op(op->pd, op->session, op->uid, op->ns, "release", op->key, op->klen,
-		    op->version, NULL);
+	kv_local_op(op->pd, op->session, op->uid, op->ns, "release", op->key, op->klen, op->version,
+		    NULL);
 	resp_remote_finish(op, status);
 }
 
@@ -279,11 +279,11 @@ static void resp_put_cb(void *arg, int status)
 		return;
 	}
 	LIST_FOREACH(f, &resp_flushes, entry)
-		if (f->node == op->node && f->gen == op->gen)
-			break;
-	if (f == NULL && (resp_flush_ev != NULL ||
-			  (resp_flush_ev = event_new(op->pd->base, -1, 0, resp_flush_issue,
-						     NULL)) != NULL) &&
+	if (f->node == op->node && f->gen == op->gen)
+		break;
+	if (f == NULL &&
+	    (resp_flush_ev != NULL ||
+	     (resp_flush_ev = event_new(op->pd->base, -1, 0, resp_flush_issue, NULL)) != NULL) &&
 	    (f = calloc(1, sizeof(*f))) != NULL) {
 		*f = (struct resp_flush){.pd = op->pd, .node = op->node, .gen = op->gen};
 		LIST_INSERT_HEAD(&resp_flushes, f, entry);
@@ -308,8 +308,7 @@ void resp_remote_close(void)
 }
 
 /* Start op's transfer at w; 0, or -errno (op not started: the caller frees it). */
-static int resp_remote_start(struct resp_conn *c, struct resp_remote *op,
-			     const struct kv_where *w)
+static int resp_remote_start(struct resp_conn *c, struct resp_remote *op, const struct kv_where *w)
 {
 	struct fab_rkey *rkey;
 	struct fab_ep *ep;
@@ -336,8 +335,8 @@ static int resp_remote_start(struct resp_conn *c, struct resp_remote *op,
 		const struct poold_conf *conf = c->rs->pd->conf;
 
 		c->remote_timer = evtimer_new(c->rs->pd->base, resp_remote_timeout, c);
-		c->remote_window = units_timeval((uint64_t)conf->heartbeat_ms *
-						 (uint64_t)conf->heartbeat_misses);
+		c->remote_window =
+		    units_timeval((uint64_t)conf->heartbeat_ms * (uint64_t)conf->heartbeat_misses);
 	}
 	/* No progress for a heartbeat window: a lender is gone (resp_remote_timeout()). */
 	if (c->remote_timer != NULL && !evtimer_pending(c->remote_timer, NULL))
@@ -352,10 +351,9 @@ static struct resp_remote *resp_fetched(struct resp_conn *c, const char *ns, con
 	struct resp_remote *op;
 
 	LIST_FOREACH(op, &c->remote, entry)
-		if (op->kind == RESP_FETCH && (op->done || in_flight_too) &&
-		    op->version == version && op->klen == klen && strcmp(op->ns, ns) == 0 &&
-		    memcmp(op->key, key, klen) == 0)
-			return op;
+	if (op->kind == RESP_FETCH && (op->done || in_flight_too) && op->version == version &&
+	    op->klen == klen && strcmp(op->ns, ns) == 0 && memcmp(op->key, key, klen) == 0)
+		return op;
 	return NULL;
 }
 
@@ -380,8 +378,8 @@ bool resp_remote_send(struct resp_conn *c, struct evbuffer *out, const char *dat
 	struct resp_remote *op;
 
 	LIST_FOREACH(op, &c->remote, entry)
-		if (op->done && op->data == data && op->len == len)
-			break;
+	if (op->done && op->data == data && op->len == len)
+		break;
 	if (op == NULL)
 		return false;
 	op->blob->refs++;
@@ -440,8 +438,8 @@ bool resp_remote_lenders(struct poold *pd)
 	const struct lender_pool *lp;
 
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-		if (lp->node != pd->node_id)
-			return true;
+	if (lp->node != pd->node_id)
+		return true;
 	return false;
 }
 
@@ -480,7 +478,8 @@ int resp_remote_fetch(struct resp_conn *c, const struct resp_cmd *cmd, long argc
 	long i, last;
 	int rc, waits = 0;
 
-	if (cmd == NULL || !(cmd->flags & (RESP_CMD_READS | RESP_CMD_READS_ALL | RESP_CMD_READS_GET)) ||
+	if (cmd == NULL ||
+	    !(cmd->flags & (RESP_CMD_READS | RESP_CMD_READS_ALL | RESP_CMD_READS_GET)) ||
 	    !resp_remote_lenders(c->rs->pd) ||
 	    ((cmd->flags & RESP_CMD_READS_GET) && !resp_has_opt(argc, argv, resp_get_opt)))
 		return 0;
@@ -594,7 +593,8 @@ void resp_remote_timeout(evutil_socket_t fd, short what, void *arg)
 	struct member *m;
 
 	(void)fd, (void)what;
-	LIST_FOREACH(op, &c->remote, entry) {
+	LIST_FOREACH(op, &c->remote, entry)
+	{
 		if (op->done)
 			continue;
 		resp_remote_failed(c, op, POOL_ELOST);
@@ -609,7 +609,8 @@ void resp_remote_timeout(evutil_socket_t fd, short what, void *arg)
 		if ((m = cluster_find(pd, silent[i])) == NULL || m->ep == NULL)
 			continue;
 		log_warnx("node %u (%s) did not answer the RESP endpoint's transfers for a "
-			  "heartbeat window: closing the endpoint to it", m->info->id, m->info->name);
+			  "heartbeat window: closing the endpoint to it",
+			  m->info->id, m->info->name);
 		cluster_drop_ep(m);
 	}
 	resp_remote_settled(c);

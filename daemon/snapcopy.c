@@ -67,10 +67,10 @@ struct snapcopy {
 	uint64_t id, size;
 	int fd;
 	enum snapcopy_state state;
-	bool shared;	   /* filled by an admin: every uid that names it uses it */
-	uid_t uid;	   /* of the client that asked first */
-	uint64_t filler;   /* filling: the session of the client filling it */
-	uint64_t clones;   /* gets answered with it ready */
+	bool shared;	      /* filled by an admin: every uid that names it uses it */
+	uid_t uid;	      /* of the client that asked first */
+	uint64_t filler;      /* filling: the session of the client filling it */
+	uint64_t clones;      /* gets answered with it ready */
 	struct req **waiters; /* filling: the gets held until it is ready */
 	size_t nwaiters;
 };
@@ -124,7 +124,8 @@ static struct snapcopy *snapcopy_find(struct snapcopies *sc, const char *name, u
 {
 	struct snapcopy *c, *best = NULL;
 
-	TAILQ_FOREACH(c, &sc->list, entry) {
+	TAILQ_FOREACH(c, &sc->list, entry)
+	{
 		if (c->id != id || strcmp(c->name, name) != 0 || !snapcopy_trusts(r, c))
 			continue;
 		if (best == NULL || (c->state == COPY_READY && best->state != COPY_READY) ||
@@ -141,8 +142,8 @@ static struct snapcopy *snapcopy_find_older(struct snapcopies *sc, const char *n
 	struct snapcopy *c;
 
 	TAILQ_FOREACH(c, &sc->list, entry)
-		if (c->id != id && strcmp(c->name, name) == 0 && snapcopy_makes(r, c))
-			return c;
+	if (c->id != id && strcmp(c->name, name) == 0 && snapcopy_makes(r, c))
+		return c;
 	return NULL;
 }
 
@@ -336,10 +337,10 @@ static int snapcopy_room(struct poold *pd, struct snapcopies *sc, uint64_t size)
 
 	/* Copies being filled stay: evict nothing when they alone leave no room. */
 	TAILQ_FOREACH(c, &sc->list, entry)
-		if (c->state == COPY_FILLING) {
-			filling += c->size;
-			nfilling++;
-		}
+	if (c->state == COPY_FILLING) {
+		filling += c->size;
+		nfilling++;
+	}
 	if (filling + size > budget || nfilling >= SNAPCOPY_MAX)
 		return -ENOSPC;
 	for (c = TAILQ_FIRST(&sc->list); c != NULL; c = next) {
@@ -377,7 +378,8 @@ static int snapcopy_uid_room(struct req *r, struct snapcopies *sc, uint64_t size
 
 	if (r->admin)
 		return 0;
-	TAILQ_FOREACH(c, &sc->list, entry) {
+	TAILQ_FOREACH(c, &sc->list, entry)
+	{
 		if (c->shared || c->uid != r->uid)
 			continue;
 		held += c->size;
@@ -385,10 +387,12 @@ static int snapcopy_uid_room(struct req *r, struct snapcopies *sc, uint64_t size
 			filling += c->size;
 	}
 	if (filling + size > budget)
-		return req_errorf(r, -ENOSPC, "the copies of uid %u on this node may take %llu "
-				  "bytes (snap.copies_per_uid); it fills %llu, and this one has %llu",
-				  (unsigned)r->uid, (unsigned long long)budget,
-				  (unsigned long long)filling, (unsigned long long)size);
+		return req_errorf(
+		    r, -ENOSPC,
+		    "the copies of uid %u on this node may take %llu "
+		    "bytes (snap.copies_per_uid); it fills %llu, and this one has %llu",
+		    (unsigned)r->uid, (unsigned long long)budget, (unsigned long long)filling,
+		    (unsigned long long)size);
 	for (c = TAILQ_FIRST(&sc->list); c != NULL && held + size > budget; c = next) {
 		next = TAILQ_NEXT(c, entry);
 		if (c->shared || c->uid != r->uid || c->state != COPY_READY)
@@ -409,7 +413,7 @@ static int snapcopy_create(struct req *r, struct snapcopies *sc, const struct sn
 
 	/* A client that never says done would hold the memory of its copies: only so many. */
 	TAILQ_FOREACH(c, &sc->list, entry)
-		fills += c->state == COPY_FILLING && c->filler == r->session;
+	fills += c->state == COPY_FILLING && c->filler == r->session;
 	if (fills >= SNAPCOPY_FILLS_MAX)
 		return req_errorf(r, -EBUSY, "this connection fills %u copies already", fills);
 	rc = snapcopy_uid_room(r, sc, a->size);
@@ -417,7 +421,8 @@ static int snapcopy_create(struct req *r, struct snapcopies *sc, const struct sn
 		return rc;
 	rc = snapcopy_room(r->pd, sc, a->size);
 	if (rc < 0)
-		return req_errorf(r, rc, "no room for a %llu-byte copy of %s: snap.copies is "
+		return req_errorf(r, rc,
+				  "no room for a %llu-byte copy of %s: snap.copies is "
 				  "%llu bytes, or %d copies, and the copies being filled use them",
 				  (unsigned long long)a->size, a->name,
 				  (unsigned long long)snapcopy_budget(r->pd), SNAPCOPY_MAX);
@@ -501,8 +506,8 @@ static int snapcopy_get(struct req *r, struct snapcopies *sc, const struct snapc
 
 static int snapcopy_get_request(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
 {
-	struct snapcopy_ask a = {.name = m->name, .id = m->id, .size = m->size,
-				 .lazy = m->has_lazy && m->lazy};
+	struct snapcopy_ask a = {
+	    .name = m->name, .id = m->id, .size = m->size, .lazy = m->has_lazy && m->lazy};
 
 	if (!m->has_id || !m->has_size)
 		return req_errorf(r, -EINVAL, "get needs a name, an id and a size");
@@ -521,7 +526,8 @@ static int snapcopy_filling(struct req *r, struct snapcopies *sc, const Pool__Sn
 
 	if (!m->has_id)
 		return req_errorf(r, -EINVAL, "%s needs a name and an id", m->op);
-	TAILQ_FOREACH(c, &sc->list, entry) {
+	TAILQ_FOREACH(c, &sc->list, entry)
+	{
 		if (c->id != m->id || strcmp(c->name, m->name) != 0)
 			continue;
 		if (c->state == COPY_FILLING && c->filler == r->session) {
@@ -557,8 +563,11 @@ static int snapcopy_done(struct req *r, struct snapcopies *sc, const Pool__SnapC
 		return rc;
 	if (fcntl(c->fd, F_ADD_SEALS, SNAPCOPY_SEALS) < 0) {
 		rc = -errno;
-		return req_errorf(r, rc, rc == -EBUSY ? "the copy of %s is still mapped writable: "
-				  "unmap it first" : "cannot seal the copy of %s", c->name);
+		return req_errorf(r, rc,
+				  rc == -EBUSY ? "the copy of %s is still mapped writable: "
+						 "unmap it first"
+					       : "cannot seal the copy of %s",
+				  c->name);
 	}
 	c->state = COPY_READY;
 	c->filler = 0;
@@ -612,7 +621,8 @@ static int snapcopy_list(struct req *r, struct snapcopies *sc, const char *name,
 		free(ep);
 		return req_errorf(r, -ENOMEM, "out of memory");
 	}
-	TAILQ_FOREACH(c, &sc->list, entry) {
+	TAILQ_FOREACH(c, &sc->list, entry)
+	{
 		if (name != NULL && strcmp(c->name, name) != 0)
 			continue;
 		if (drop && !r->admin && !snapcopy_makes(r, c)) {
@@ -702,7 +712,8 @@ void snapcopy_session_end(struct poold *pd, uint64_t session)
 
 	if (sc == NULL)
 		return;
-	TAILQ_FOREACH(c, &sc->list, entry) {
+	TAILQ_FOREACH(c, &sc->list, entry)
+	{
 		for (i = j = 0; i < c->nwaiters; i++) {
 			if (c->waiters[i]->session == session)
 				req_finish(c->waiters[i], -ENOTCONN);
@@ -713,8 +724,8 @@ void snapcopy_session_end(struct poold *pd, uint64_t session)
 	}
 	for (;;) {
 		TAILQ_FOREACH(c, &sc->list, entry)
-			if (c->state == COPY_FILLING && c->filler == session)
-				break;
+		if (c->state == COPY_FILLING && c->filler == session)
+			break;
 		if (c == NULL)
 			return;
 		log_debug("the client filling the copy of %s went away", c->name);
@@ -757,6 +768,6 @@ void snapcopy_close(struct poold *pd)
 }
 
 const struct ctl_handler snapcopy_handlers[] = {
-	{WIRE_SNAP_COPY, CTL_ANY, AT_HERE, snapcopy_request, NULL},
-	{0, 0, 0, NULL, NULL},
+    {WIRE_SNAP_COPY, CTL_ANY, AT_HERE, snapcopy_request, NULL},
+    {0, 0, 0, NULL, NULL},
 };

@@ -39,11 +39,11 @@
 #include "daemon/poold.h"
 #include "proto/pool_contract.h"
 
-#define PLACE_HELPERS_MAX 4	      /* helpers running at once on a node */
-#define PLACE_TIMEOUT_S (5 * 60)      /* then the helper is killed */
-#define PLACE_NODES_MAX 64	      /* nodes in one request */
-#define PLACE_MSG_MAX 200	      /* bytes of a node's error message */
-#define RECOUNT_QUIET_MS 3000	      /* after the last page or manifest came back */
+#define PLACE_HELPERS_MAX 4	 /* helpers running at once on a node */
+#define PLACE_TIMEOUT_S (5 * 60) /* then the helper is killed */
+#define PLACE_NODES_MAX 64	 /* nodes in one request */
+#define PLACE_MSG_MAX 200	 /* bytes of a node's error message */
+#define RECOUNT_QUIET_MS 3000	 /* after the last page or manifest came back */
 #define RECOUNT_RETRY_MAX_MS (5 * 60 * 1000)
 
 extern char **environ;
@@ -200,8 +200,13 @@ static void place_helper_timeout(evutil_socket_t fd, short what, void *arg)
 static int place_spawn(struct poold *pd, struct place_helper *h, int errpipe[2])
 {
 	char poolctl[PATH_MAX];
-	char *argv[] = {poolctl, "-s", pd->conf->socket, "snap", h->name[0] ? "place" : "gc",
-			h->name[0] ? h->name : NULL, NULL};
+	char *argv[] = {poolctl,
+			"-s",
+			pd->conf->socket,
+			"snap",
+			h->name[0] ? "place" : "gc",
+			h->name[0] ? h->name : NULL,
+			NULL};
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none, dfl;
@@ -322,8 +327,7 @@ static void place_answer(struct poold *pd, void *arg, int rc, const char *msg)
 }
 
 /* Node: the coordinator asks this node to place a snapshot (peer.c). */
-void snapplace_serve(struct poold *pd, struct conn *conn, uint64_t req_id,
-		     const Pool__SnapPlace *m)
+void snapplace_serve(struct poold *pd, struct conn *conn, uint64_t req_id, const Pool__SnapPlace *m)
 {
 	struct place_asker *a;
 	char err[PLACE_MSG_MAX] = "";
@@ -426,7 +430,8 @@ static int place_check_nodes(struct req *q, const Pool__SnapPlace *m)
 				  m->n_nodes);
 	for (i = 0; i < m->n_nodes; i++) {
 		if (cluster_find(q->pd, m->nodes[i]) == NULL)
-			return req_errorf(q, -ENOENT, "no node %u in the cluster (see poolctl nodes)",
+			return req_errorf(q, -ENOENT,
+					  "no node %u in the cluster (see poolctl nodes)",
 					  m->nodes[i]);
 		for (j = 0; j < i; j++)
 			if (m->nodes[j] == m->nodes[i])
@@ -516,11 +521,12 @@ static void recount_done(struct poold *pd, void *arg, int rc, const char *msg)
 		sp->recount_retry_ms = 0;
 		return;
 	}
-	sp->recount_retry_ms = MIN(MAX(sp->recount_retry_ms * 2, UINT64_C(10000)),
-				   (uint64_t)RECOUNT_RETRY_MAX_MS);
+	sp->recount_retry_ms =
+	    MIN(MAX(sp->recount_retry_ms * 2, UINT64_C(10000)), (uint64_t)RECOUNT_RETRY_MAX_MS);
 	if (!sp->recount_failed)
 		log_warnx("snap gc after the restart: %s; again in %llu s and later, until it "
-			  "succeeds", msg != NULL && *msg ? msg : err_str(rc),
+			  "succeeds",
+			  msg != NULL && *msg ? msg : err_str(rc),
 			  (unsigned long long)sp->recount_retry_ms / 1000);
 	sp->recount_failed = true;
 	recount_arm(sp, sp->recount_retry_ms);
@@ -583,6 +589,6 @@ void snapplace_close(struct poold *pd)
 }
 
 const struct ctl_handler snapplace_handlers[] = {
-	{WIRE_SNAP_PLACE, CTL_ADMIN, AT_COORD, place_request, NULL},
-	{0, 0, 0, NULL, NULL},
+    {WIRE_SNAP_PLACE, CTL_ADMIN, AT_COORD, place_request, NULL},
+    {0, 0, 0, NULL, NULL},
 };

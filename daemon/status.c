@@ -46,6 +46,6 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 }
 
 const struct ctl_handler status_handlers[] = {
-	{WIRE_STATUS, CTL_ANY, AT_HERE, status_request, NULL},
-	{0, 0, 0, NULL, NULL},
+    {WIRE_STATUS, CTL_ANY, AT_HERE, status_request, NULL},
+    {0, 0, 0, NULL, NULL},
 };

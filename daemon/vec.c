@@ -187,8 +187,8 @@ static void vec_relayed(struct poold *pd, void *arg, int rc, const struct wire_h
 		conn_send_raw(vr->q->conn, hdr->type, vr->q->id, payload, hdr->len);
 		req_finish(vr->q, 0);
 	} else {
-		req_finish(vr->q, req_errorf(vr->q, rc, "the index's lender went away: %s",
-					     err_str(rc)));
+		req_finish(vr->q,
+			   req_errorf(vr->q, rc, "the index's lender went away: %s", err_str(rc)));
 	}
 	free(vr);
 }
@@ -216,10 +216,11 @@ static int vec_request(struct req *q, const ProtobufCMessage *msg)
 		return req_errorf(q, -EACCES, "region '%s' (mode %03o, uid %u): %s access denied",
 				  r->name, r->mode, r->uid, create ? "read-write" : "read");
 	if (r->lost || r->moving || r->next != 1)
-		return req_errorf(q, r->lost ? POOL_ELOST : -EINVAL,
-				  "region '%s' %s", r->name,
-				  r->lost ? "lost its data" : r->moving ? "is being moved" :
-				  "is not a vector index: it has more than one extent");
+		return req_errorf(q, r->lost ? POOL_ELOST : -EINVAL, "region '%s' %s", r->name,
+				  r->lost ? "lost its data"
+				  : r->moving
+				      ? "is being moved"
+				      : "is not a vector index: it has more than one extent");
 	vr.has_arena = vr.has_off = vr.has_len = 1;
 	vr.arena = r->ext[0].arena;
 	vr.off = r->ext[0].off;
@@ -244,6 +245,6 @@ static int vec_request(struct req *q, const ProtobufCMessage *msg)
 }
 
 const struct ctl_handler vec_handlers[] = {
-	{WIRE_VEC, CTL_ANY, AT_COORD, vec_request, NULL},
-	{0, 0, 0, NULL, NULL},
+    {WIRE_VEC, CTL_ANY, AT_COORD, vec_request, NULL},
+    {0, 0, 0, NULL, NULL},
 };

@@ -44,13 +44,13 @@ enum xfer_opcode { XFER_READ = 1, XFER_WRITE = 2, XFER_FADD = 3, XFER_CSWAP = 4 
 struct xfer_window {
 	LIST_ENTRY(xfer_window) entry;
 	uint64_t session;
-	uid_t uid;	  /* of its session: bounded by control.max_window_bytes_per_uid */
+	uid_t uid; /* of its session: bounded by control.max_window_bytes_per_uid */
 	uint32_t id;
 	char *base;
 	size_t size;
 	struct fab_mem *mem;
-	unsigned busy;	  /* transfers in flight into or out of it */
-	bool closed;	  /* its session ended: unmapped once not busy */
+	unsigned busy; /* transfers in flight into or out of it */
+	bool closed;   /* its session ended: unmapped once not busy */
 };
 
 /* One Xfer request in flight. */
@@ -68,15 +68,15 @@ struct xfer {
 		bool write;		 /* a failed flush fails it */
 		unsigned pending;	 /* its pieces in flight */
 		uint32_t node;		 /* the node of its last piece in flight */
-	} *ops;
+	} * ops;
 	struct xfer_flush {
 		uint32_t node;
 		uint64_t gen;
-	} *flush;		   /* endpoints written to: flushed before the reply */
+	} * flush; /* endpoints written to: flushed before the reply */
 	size_t nflush, flush_cap;
 	unsigned outstanding;
 	bool flushing, replied, timed_out;
-	struct event *timer;	/* no progress for a heartbeat window: the lender is gone */
+	struct event *timer; /* no progress for a heartbeat window: the lender is gone */
 	struct timeval window;
 };
 
@@ -103,8 +103,8 @@ static struct xfer_window *xfer_window_find(uint64_t session, uint32_t id)
 	struct xfer_window *w;
 
 	LIST_FOREACH(w, &xfer_windows, entry)
-		if (w->session == session && w->id == id && !w->closed)
-			return w;
+	if (w->session == session && w->id == id && !w->closed)
+		return w;
 	return NULL;
 }
 
@@ -114,8 +114,8 @@ static bool xfer_window_retired(uint64_t session, uint32_t id)
 	struct xfer_window *w;
 
 	LIST_FOREACH(w, &xfer_windows, entry)
-		if (w->session == session && w->id == id && w->closed)
-			return true;
+	if (w->session == session && w->id == id && w->closed)
+		return true;
 	return false;
 }
 
@@ -144,7 +144,8 @@ static int xfer_window_request(struct req *r, const ProtobufCMessage *msg)
 	if (m->size < XFER_WINDOW_MIN || m->size > XFER_WINDOW_MAX)
 		return req_errorf(r, -EINVAL, "a window is 64K to 1G, not %llu bytes",
 				  (unsigned long long)m->size);
-	LIST_FOREACH(w, &xfer_windows, entry) {
+	LIST_FOREACH(w, &xfer_windows, entry)
+	{
 		if (w->session == r->session && !w->closed) {
 			count++;
 			held += w->size;
@@ -157,9 +158,11 @@ static int xfer_window_request(struct req *r, const ProtobufCMessage *msg)
 		return req_errorf(r, -EUSERS, "a session holds at most %d windows, of 1G in all",
 				  XFER_WINDOWS_PER_SESSION);
 	if (!r->admin && uid_held + size > uid_max)
-		return req_errorf(r, -EUSERS, "the windows of uid %u may take %llu bytes "
+		return req_errorf(r, -EUSERS,
+				  "the windows of uid %u may take %llu bytes "
 				  "(control.max_window_bytes_per_uid); it holds %llu, and this "
-				  "one has %llu", (unsigned)r->uid, (unsigned long long)uid_max,
+				  "one has %llu",
+				  (unsigned)r->uid, (unsigned long long)uid_max,
 				  (unsigned long long)uid_held, (unsigned long long)size);
 	w = calloc(1, sizeof(*w));
 	if (w == NULL)
@@ -318,8 +321,8 @@ static void xfer_op_done(void *arg, int status)
 	if (status < 0 && x->status[c->i] == 0)
 		x->status[c->i] = status == -ECONNRESET || status == -ETIMEDOUT ||
 					  status == -EHOSTUNREACH || status == -ECANCELED
-				  ? POOL_ELOST
-				  : status;
+				      ? POOL_ELOST
+				      : status;
 	x->outstanding--;
 	if (!x->replied && !x->timed_out && x->outstanding > 0)
 		evtimer_add(x->timer, &x->window); /* it moves: wait again */
@@ -346,7 +349,8 @@ static void xfer_timeout(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	for (i = 0; i < x->n; i++)
-		if (x->status[i] == 0 && (x->ops[i].pending > 0 || (x->flushing && x->ops[i].write)))
+		if (x->status[i] == 0 &&
+		    (x->ops[i].pending > 0 || (x->flushing && x->ops[i].write)))
 			x->status[i] = POOL_ELOST;
 	if (x->timed_out) {
 		/*
@@ -356,9 +360,11 @@ static void xfer_timeout(evutil_socket_t fd, short what, void *arg)
 		 * there reaches no later transfer (the client gets a new one).
 		 */
 		for (i = 0; i < x->n; i++)
-			if (x->ops[i].pending > 0 && x->ops[i].win != NULL && !x->ops[i].win->closed) {
+			if (x->ops[i].pending > 0 && x->ops[i].win != NULL &&
+			    !x->ops[i].win->closed) {
 				log_warnx("%s: transfers into window %u still out: the window is "
-					  "retired", conn_desc(x->r->conn), x->ops[i].win->id);
+					  "retired",
+					  conn_desc(x->r->conn), x->ops[i].win->id);
 				x->ops[i].win->closed = true;
 			}
 		if (!x->replied)
@@ -375,7 +381,8 @@ static void xfer_timeout(evutil_socket_t fd, short what, void *arg)
 		    (m = cluster_find(x->pd, node)) == NULL || m->ep == NULL)
 			continue;
 		log_warnx("node %u (%s) did not answer transfers for a heartbeat window: "
-			  "closing the endpoint to it", m->info->id, m->info->name);
+			  "closing the endpoint to it",
+			  m->info->id, m->info->name);
 		cluster_drop_ep(m);
 	}
 }
@@ -457,8 +464,8 @@ static int xfer_remote(struct xfer *x, const Pool__XferOp *op, const struct gran
 					  &x->ops[i]);
 		break;
 	default:
-		rc = fab_atomic_cswap64_nb(ep, raddr, rkey, op->a, op->b, &x->old[i],
-					   xfer_op_done, &x->ops[i]);
+		rc = fab_atomic_cswap64_nb(ep, raddr, rkey, op->a, op->b, &x->old[i], xfer_op_done,
+					   &x->ops[i]);
 		break;
 	}
 	if (rc < 0) {
@@ -491,8 +498,8 @@ static int xfer_start(struct xfer *x, const Pool__XferOp *op, size_t i)
 		w = op->has_window ? xfer_window_find(x->r->session, op->window) : NULL;
 		if (w == NULL)
 			return op->has_window && xfer_window_retired(x->r->session, op->window)
-				       ? -EBADFD /* retired: the client takes a new one */
-				       : -EBADF;
+				   ? -EBADFD /* retired: the client takes a new one */
+				   : -EBADF;
 		if (op->win_off > w->size || len > w->size - op->win_off)
 			return -ERANGE;
 		w->busy++;
@@ -501,13 +508,13 @@ static int xfer_start(struct xfer *x, const Pool__XferOp *op, size_t i)
 	if (len == 0)
 		return 0;
 	if (op->has_region) {
-		n = grant_region_pieces(x->pd, x->r->session, op->region, op->off, len, write, pieces,
-					XFER_MAX_PIECES);
+		n = grant_region_pieces(x->pd, x->r->session, op->region, op->off, len, write,
+					pieces, XFER_MAX_PIECES);
 	} else if (op->has_node && op->has_arena) {
 		uint64_t within = op->has_within ? op->within : 0;
 
-		n = grant_place_check(x->pd, x->r->session, op->node, op->arena, op->off, within, len,
-				      write);
+		n = grant_place_check(x->pd, x->r->session, op->node, op->arena, op->off, within,
+				      len, write);
 		pieces[0] = (struct grant_piece){op->node, op->arena, op->off + within, len, 0};
 		n = n < 0 ? n : 1;
 	} else {
@@ -516,7 +523,8 @@ static int xfer_start(struct xfer *x, const Pool__XferOp *op, size_t i)
 	if (n < 0)
 		return n;
 	for (k = 0; k < (size_t)n; k++) {
-		char *buf = x->ops[i].win ? x->ops[i].win->base + op->win_off + pieces[k].pos : NULL;
+		char *buf =
+		    x->ops[i].win ? x->ops[i].win->base + op->win_off + pieces[k].pos : NULL;
 
 		rc = pieces[k].node == x->pd->node_id ? xfer_local(x, op, &pieces[k], buf, i)
 						      : xfer_remote(x, op, &pieces[k], buf, i);
@@ -538,7 +546,8 @@ static int xfer_request(struct req *r, const ProtobufCMessage *msg)
 	const Pool__Xfer *m = (const Pool__Xfer *)msg;
 	struct poold *pd = r->pd;
 	/* What the coordinator waits before it declares a silent node dead. */
-	uint64_t window_ms = (uint64_t)pd->conf->heartbeat_ms * (uint64_t)pd->conf->heartbeat_misses;
+	uint64_t window_ms =
+	    (uint64_t)pd->conf->heartbeat_ms * (uint64_t)pd->conf->heartbeat_misses;
 	struct xfer *x;
 	size_t i;
 
@@ -581,7 +590,7 @@ bool xfer_busy(void)
 }
 
 const struct ctl_handler xfer_handlers[] = {
-	{WIRE_XFER_WINDOW, CTL_ANY, AT_HERE, xfer_window_request, NULL},
-	{WIRE_XFER, CTL_ANY, AT_HERE, xfer_request, NULL},
-	{0, 0, 0, NULL, NULL},
+    {WIRE_XFER_WINDOW, CTL_ANY, AT_HERE, xfer_window_request, NULL},
+    {WIRE_XFER, CTL_ANY, AT_HERE, xfer_request, NULL},
+    {0, 0, 0, NULL, NULL},
 };

@@ -6,8 +6,8 @@
 
 #include "fabric/ucx_int.h"
 
-static int fab_amo(struct fab_ep *ep, ucp_atomic_op_t opcode, uint64_t raddr,
-		   struct fab_rkey *rkey, uint64_t value, uint64_t reply_in, uint64_t *ret_old)
+static int fab_amo(struct fab_ep *ep, ucp_atomic_op_t opcode, uint64_t raddr, struct fab_rkey *rkey,
+		   uint64_t value, uint64_t reply_in, uint64_t *ret_old)
 {
 	ucp_request_param_t param;
 	struct fab_waiter *w;
@@ -36,8 +36,8 @@ static int fab_amo(struct fab_ep *ep, ucp_atomic_op_t opcode, uint64_t raddr,
 	param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
 	param.datatype = ucp_dt_make_contig(sizeof(uint64_t));
 	param.reply_buffer = &op->result;
-	rc = fab_op_issued(op, ucp_atomic_op_nbx(ep->ep, opcode, &value, 1, raddr, rkey->rkey,
-						 &param));
+	rc = fab_op_issued(op,
+			   ucp_atomic_op_nbx(ep->ep, opcode, &value, 1, raddr, rkey->rkey, &param));
 	if (rc < 0) {
 		free(w);
 		return rc;
@@ -96,8 +96,8 @@ static int fab_amo_nb(struct fab_ep *ep, ucp_atomic_op_t opcode, uint64_t raddr,
 	param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
 	param.datatype = ucp_dt_make_contig(sizeof(uint64_t));
 	param.reply_buffer = &op->result;
-	return fab_op_issued(op, ucp_atomic_op_nbx(ep->ep, opcode, &value, 1, raddr, rkey->rkey,
-						   &param));
+	return fab_op_issued(
+	    op, ucp_atomic_op_nbx(ep->ep, opcode, &value, 1, raddr, rkey->rkey, &param));
 }
 
 /* Non-blocking fetch-and-add. */
@@ -108,9 +108,8 @@ int fab_atomic_fadd64_nb(struct fab_ep *ep, uint64_t raddr, struct fab_rkey *rke
 }
 
 /* Non-blocking compare-and-swap. */
-int fab_atomic_cswap64_nb(struct fab_ep *ep, uint64_t raddr, struct fab_rkey *rkey,
-			  uint64_t expect, uint64_t desired, uint64_t *ret_old, fab_done_cb cb,
-			  void *arg)
+int fab_atomic_cswap64_nb(struct fab_ep *ep, uint64_t raddr, struct fab_rkey *rkey, uint64_t expect,
+			  uint64_t desired, uint64_t *ret_old, fab_done_cb cb, void *arg)
 {
 	return fab_amo_nb(ep, UCP_ATOMIC_OP_CSWAP, raddr, rkey, expect, desired, ret_old, cb, arg);
 }

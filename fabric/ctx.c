@@ -79,7 +79,8 @@ static int fab_ctx_configure(const struct fab_config *cfg, ucp_config_t *config)
 	 * reported as unused by ucp_worker_create).
 	 */
 	if (fab_ctx_uses(cfg, "tcp")) {
-		if (cfg->tcp_ports != NULL && (rc = fab_ctx_set(config, "PORT_RANGE", cfg->tcp_ports)) < 0)
+		if (cfg->tcp_ports != NULL &&
+		    (rc = fab_ctx_set(config, "PORT_RANGE", cfg->tcp_ports)) < 0)
 			return rc;
 		/*
 		 * Connect without blocking: UCX's default connect() blocks the

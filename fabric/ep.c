@@ -24,8 +24,8 @@ static void fab_ep_on_error(void *arg, ucp_ep_h uep, ucs_status_t status)
 }
 
 /* Connect to a peer worker address; cb (may be NULL) is told once if the endpoint fails. */
-int fab_ep_create(struct fab_ctx *ctx, const void *addr, size_t len, fab_ep_err_cb cb,
-		  void *arg, struct fab_ep **ret_ep)
+int fab_ep_create(struct fab_ctx *ctx, const void *addr, size_t len, fab_ep_err_cb cb, void *arg,
+		  struct fab_ep **ret_ep)
 {
 	ucp_ep_params_t params = {0};
 	struct fab_ep *ep;
@@ -39,8 +39,8 @@ int fab_ep_create(struct fab_ctx *ctx, const void *addr, size_t len, fab_ep_err_
 	ep->ctx = ctx;
 	ep->err_cb = cb;
 	ep->err_arg = arg;
-	params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-			    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+	params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+			    UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
 	params.address = addr;
 	params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
 	params.err_handler.cb = fab_ep_on_error;
@@ -111,8 +111,8 @@ void fab_ep_destroy(struct fab_ep *ep)
 	if (ep == NULL)
 		return;
 	ep->closing = 1;
-	param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK |
-			     UCP_OP_ATTR_FIELD_USER_DATA;
+	param.op_attr_mask =
+	    UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
 	param.flags = ep->err ? UCP_EP_CLOSE_FLAG_FORCE : 0;
 	param.cb.send = fab_ep_closed;
 	param.user_data = ep;
@@ -172,7 +172,8 @@ void fab_ep_reap_closing(struct fab_ctx *ctx)
 	}
 }
 
-/* Describe the transports the endpoint uses ("tcp/lo.0", "posix/memory.0 cma/memory.0"), if UCX tells. */
+/* Describe the transports the endpoint uses ("tcp/lo.0", "posix/memory.0 cma/memory.0"), if UCX
+ * tells. */
 int fab_ep_transports(struct fab_ep *ep, char *buf, size_t len)
 {
 	char *text = NULL, *line, *save = NULL;

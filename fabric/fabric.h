@@ -34,23 +34,26 @@
 
 struct event_base;
 
-struct fab_ctx;  /* one UCP context + one worker */
-struct fab_ep;   /* endpoint to a peer worker */
-struct fab_mem;  /* registered local memory */
+struct fab_ctx;	 /* one UCP context + one worker */
+struct fab_ep;	 /* endpoint to a peer worker */
+struct fab_mem;	 /* registered local memory */
 struct fab_rkey; /* unpacked remote key, tied to one endpoint */
 
 /* Options for fab_ctx_create(); zero-initialise and set what you need. */
 struct fab_config {
-	const char *transports;	 /* UCX_TLS style list ("tcp", "shm", "posix,cma,self"); NULL = UCX default */
-	const char *devices;	 /* UCX_NET_DEVICES style list ("lo", "eth0"); NULL = all */
-	const char *tcp_ports;	 /* "LO-HI": the TCP listener's port range; NULL = any */
-	int thread_multi;	 /* nonzero: the ctx may be used from several threads */
-	size_t tcp_seg_size;	 /* UCX TCP TX/RX segment size; 0 = our tuned default */
-	unsigned op_timeout_ms;	 /* bound on blocking calls; 0 = 10000 */
-	size_t rma_chunk;	 /* split put/get above this size into chunks in flight together;
-				    0 = never (chunking gave no consistent gain on TCP loopback; pool-bench-fabric -C) */
-	const char *const *ucx_opts; /* extra "KEY=VALUE" UCX settings, NULL-terminated, may be NULL; no UCX_
-					prefix, and transport keys without theirs ("SNDBUF=4M", not "TCP_SNDBUF") */
+	const char *transports; /* UCX_TLS style list ("tcp", "shm", "posix,cma,self"); NULL = UCX
+				   default */
+	const char *devices;	/* UCX_NET_DEVICES style list ("lo", "eth0"); NULL = all */
+	const char *tcp_ports;	/* "LO-HI": the TCP listener's port range; NULL = any */
+	int thread_multi;	/* nonzero: the ctx may be used from several threads */
+	size_t tcp_seg_size;	/* UCX TCP TX/RX segment size; 0 = our tuned default */
+	unsigned op_timeout_ms; /* bound on blocking calls; 0 = 10000 */
+	size_t rma_chunk;	/* split put/get above this size into chunks in flight together;
+				   0 = never (chunking gave no consistent gain on TCP loopback;
+				   pool-bench-fabric -C) */
+	const char *const *ucx_opts; /* extra "KEY=VALUE" UCX settings, NULL-terminated, may be
+					NULL; no UCX_ prefix, and transport keys without theirs
+					("SNDBUF=4M", not "TCP_SNDBUF") */
 };
 
 /* Completion callback of a non-blocking operation: status 0 or -errno. */
@@ -105,11 +108,12 @@ void fab_ctx_detach(struct fab_ctx *ctx);
 
 /* ep.c */
 /* Connect to a peer worker address; cb (may be NULL) is told once if the endpoint fails. */
-int fab_ep_create(struct fab_ctx *ctx, const void *addr, size_t len, fab_ep_err_cb cb,
-		  void *arg, struct fab_ep **ret_ep);
+int fab_ep_create(struct fab_ctx *ctx, const void *addr, size_t len, fab_ep_err_cb cb, void *arg,
+		  struct fab_ep **ret_ep);
 /* 0 while the endpoint is usable, else the -errno it failed with. */
 int fab_ep_error(const struct fab_ep *ep);
-/* Close the endpoint (forced if it failed) without waiting; pending operations complete with -ECANCELED or their result. */
+/* Close the endpoint (forced if it failed) without waiting; pending operations complete with
+ * -ECANCELED or their result. */
 void fab_ep_destroy(struct fab_ep *ep);
 /* Close without flushing (forced), for a peer that is gone or stuck; never waits. */
 void fab_ep_abort(struct fab_ep *ep);
@@ -142,8 +146,8 @@ void fab_rkey_destroy(struct fab_rkey *rkey);
 int fab_put_nb(struct fab_ep *ep, const void *buf, size_t len, uint64_t raddr,
 	       struct fab_rkey *rkey, fab_done_cb cb, void *arg);
 /* Read len bytes at raddr at the peer into buf. */
-int fab_get_nb(struct fab_ep *ep, void *buf, size_t len, uint64_t raddr,
-	       struct fab_rkey *rkey, fab_done_cb cb, void *arg);
+int fab_get_nb(struct fab_ep *ep, void *buf, size_t len, uint64_t raddr, struct fab_rkey *rkey,
+	       fab_done_cb cb, void *arg);
 /* Blocking put: returns when buf may be reused (use fab_flush for remote completion). */
 int fab_put(struct fab_ep *ep, const void *buf, size_t len, uint64_t raddr, struct fab_rkey *rkey);
 /* Blocking get: returns when the data is in buf. */
@@ -170,8 +174,7 @@ int fab_atomic_cswap64(struct fab_ep *ep, uint64_t raddr, struct fab_rkey *rkey,
 /* The same without waiting: 0, then cb once from progress (*ret_old written first), or -errno. */
 int fab_atomic_fadd64_nb(struct fab_ep *ep, uint64_t raddr, struct fab_rkey *rkey, uint64_t add,
 			 uint64_t *ret_old, fab_done_cb cb, void *arg);
-int fab_atomic_cswap64_nb(struct fab_ep *ep, uint64_t raddr, struct fab_rkey *rkey,
-			  uint64_t expect, uint64_t desired, uint64_t *ret_old, fab_done_cb cb,
-			  void *arg);
+int fab_atomic_cswap64_nb(struct fab_ep *ep, uint64_t raddr, struct fab_rkey *rkey, uint64_t expect,
+			  uint64_t desired, uint64_t *ret_old, fab_done_cb cb, void *arg);
 
 #endif /* POOL_FABRIC_H */

@@ -59,8 +59,8 @@ struct fab_op *fab_op_new(struct fab_ep *ep, fab_done_cb cb, void *arg)
 /* Fill a request parameter block so UCX completes op from progress only. */
 void fab_op_param(struct fab_op *op, ucp_request_param_t *param)
 {
-	param->op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-			      UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+	param->op_attr_mask =
+	    UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
 	param->cb.send = fab_op_done;
 	param->user_data = op;
 }

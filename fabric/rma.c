@@ -80,7 +80,8 @@ static int fab_rma_split(struct fab_ep *ep, int is_put, void *buf, size_t len, u
 	for (i = 0; i < n; i++) {
 		size_t off = i * chunk, l = len - off < chunk ? len - off : chunk;
 
-		rc = fab_rma_one(ep, is_put, (char *)buf + off, l, raddr + off, rkey, fab_multi_done, m);
+		rc = fab_rma_one(ep, is_put, (char *)buf + off, l, raddr + off, rkey,
+				 fab_multi_done, m);
 		if (rc < 0)
 			break;
 	}
@@ -118,8 +119,8 @@ int fab_put_nb(struct fab_ep *ep, const void *buf, size_t len, uint64_t raddr,
 }
 
 /* Read len bytes at raddr at the peer into buf. */
-int fab_get_nb(struct fab_ep *ep, void *buf, size_t len, uint64_t raddr,
-	       struct fab_rkey *rkey, fab_done_cb cb, void *arg)
+int fab_get_nb(struct fab_ep *ep, void *buf, size_t len, uint64_t raddr, struct fab_rkey *rkey,
+	       fab_done_cb cb, void *arg)
 {
 	return fab_rma_nb(ep, 0, buf, len, raddr, rkey, cb, arg);
 }

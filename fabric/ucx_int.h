@@ -22,14 +22,14 @@ struct fab_ctx {
 	unsigned timeout_ms;
 	size_t rma_chunk; /* split put/get above this size; 0 = never */
 	char tls[128];
-	struct fab_evloop *ev; /* set by fab_ctx_attach() */
+	struct fab_evloop *ev;	 /* set by fab_ctx_attach() */
 	struct fab_op *deferred; /* completed inline: callbacks run from progress */
 	struct fab_op *deferred_tail;
-	struct fab_ep *closing;	       /* endpoints whose close is still in progress */
-	int mt;			       /* thread_multi: deferred list under lock */
+	struct fab_ep *closing; /* endpoints whose close is still in progress */
+	int mt;			/* thread_multi: deferred list under lock */
 	pthread_mutex_t lock;
-	struct fab_rma_stats rma;      /* updated atomically: any thread may issue */
-	uint64_t busy;		       /* calls of progress that moved something */
+	struct fab_rma_stats rma; /* updated atomically: any thread may issue */
+	uint64_t busy;		  /* calls of progress that moved something */
 };
 
 struct fab_ep {

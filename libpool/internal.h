@@ -22,7 +22,7 @@ struct pool {
 	char *win;		   /* the window shared with poold (xfer.c), made on first use */
 	uint64_t win_size;
 	uint32_t win_id;
-	struct pool_buf *bufs;	   /* the windows of pool_buf_alloc() (under data_lock) */
+	struct pool_buf *bufs;	     /* the windows of pool_buf_alloc() (under data_lock) */
 	struct pool_region *regions; /* open regions, for notices (under lock) */
 	/*
 	 * Local arenas mapped once, whole, for the regions that live in them
@@ -51,16 +51,17 @@ int pool_region_window(struct pool_region *r, uint64_t off, size_t len, bool sto
 enum { POOL_XFER_READ = 1, POOL_XFER_WRITE = 2, POOL_XFER_FADD = 3, POOL_XFER_CSWAP = 4 };
 struct pool_xfer_item {
 	unsigned op;
-	bool place;		/* a KV place (node, arena, off), else a region (by id, at off) */
+	bool place; /* a KV place (node, arena, off), else a region (by id, at off) */
 	uint64_t region;
 	uint32_t node, arena;
 	uint64_t off;
-	void *buf;		/* read or write: the caller's bytes */
-	uint64_t len;		/* 0 for atomics */
-	uint64_t max_op;	/* the most one op may carry (striped regions: pieces poold splits), 0: any */
-	uint64_t a, b;		/* atomics' operands */
-	int status;		/* out: 0 or -errno */
-	uint64_t old;		/* out: an atomic's old value */
+	void *buf;    /* read or write: the caller's bytes */
+	uint64_t len; /* 0 for atomics */
+	uint64_t
+	    max_op; /* the most one op may carry (striped regions: pieces poold splits), 0: any */
+	uint64_t a, b; /* atomics' operands */
+	int status;    /* out: 0 or -errno */
+	uint64_t old;  /* out: an atomic's old value */
 };
 int pool_xfer_run(struct pool *pool, struct pool_xfer_item *items, size_t n);
 void pool_xfer_close(struct pool *pool);
@@ -74,8 +75,8 @@ int kv_ns_usage(struct pool *pool, const char *ns, uint64_t *ret_bytes, uint64_t
 /* pool.c */
 int pool_call(struct pool *pool, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,
 	      ProtobufCMessage **ret_reply);
-int pool_call_fd(struct pool *pool, uint16_t type, const ProtobufCMessage *req,
-		 uint16_t reply_type, ProtobufCMessage **ret_reply, int *ret_fd);
+int pool_call_fd(struct pool *pool, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,
+		 ProtobufCMessage **ret_reply, int *ret_fd);
 int pool_send(struct pool *pool, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type);
 
 #endif

@@ -24,7 +24,8 @@
 struct pool_kv {
 	struct pool *pool;
 	char ns[POOL_REGION_NAME_MAX + 1];
-	char holder[POOL_REGION_NAME_MAX + 1]; /* dedup namespaces: the region holding what this handle puts */
+	char holder[POOL_REGION_NAME_MAX +
+		    1]; /* dedup namespaces: the region holding what this handle puts */
 };
 
 static int kv_ns_call(struct pool *pool, const char *op, const char *ns, uint64_t capacity,
@@ -47,16 +48,15 @@ static int kv_ns_call(struct pool *pool, const char *op, const char *ns, uint64_
 	return pool_call(pool, WIRE_KV_NS, &req.base, WIRE_KV_NS_REPLY, (ProtobufCMessage **)ret);
 }
 
-POOL_EXPORT int pool_kv_create(struct pool *pool, const char *ns, uint64_t capacity,
-			       unsigned flags)
+POOL_EXPORT int pool_kv_create(struct pool *pool, const char *ns, uint64_t capacity, unsigned flags)
 {
 	Pool__KvNsReply *rep;
 	int rc;
 
 	if (pool == NULL || ns == NULL ||
 	    (flags & ~(POOL_KV_DRAM_ONLY | POOL_KV_PERSISTENT | POOL_KV_NO_EVICT |
-		       POOL_KV_REPLICAS(0xf) | POOL_KV_MODE(0777))) != 0 || ((flags >> 8) & 0xfu) > 4 ||
-	    (flags & POOL_KV_DRAM_ONLY && flags & POOL_KV_PERSISTENT))
+		       POOL_KV_REPLICAS(0xf) | POOL_KV_MODE(0777))) != 0 ||
+	    ((flags >> 8) & 0xfu) > 4 || (flags & POOL_KV_DRAM_ONLY && flags & POOL_KV_PERSISTENT))
 		return pool_err(-EINVAL, "pool_kv_create: invalid argument");
 	rc = kv_ns_call(pool, "create", ns, capacity, flags, &rep);
 	if (rc == 0)
@@ -204,8 +204,8 @@ static void kv_place_of(const Pool__KvLocation *loc, size_t p, Pool__KvLocation 
 static int kv_lost(int rc)
 {
 	return rc == -ECONNRESET || rc == -EHOSTUNREACH || rc == -ETIMEDOUT || rc == -ECANCELED
-		       ? POOL_ELOST
-		       : rc;
+		   ? POOL_ELOST
+		   : rc;
 }
 
 /*
@@ -263,9 +263,13 @@ static int kv_transfer(struct pool_kv *kv, Pool__KvReply *rep, size_t n, const v
 				}
 				key_of[nitems] = i;
 				items[nitems++] = (struct pool_xfer_item){
-					.op = write ? POOL_XFER_WRITE : POOL_XFER_READ, .place = true,
-					.node = where.node, .arena = where.arena, .off = where.off,
-					.buf = bufs[i], .len = lens[i]};
+				    .op = write ? POOL_XFER_WRITE : POOL_XFER_READ,
+				    .place = true,
+				    .node = where.node,
+				    .arena = where.arena,
+				    .off = where.off,
+				    .buf = bufs[i],
+				    .len = lens[i]};
 			}
 		}
 		rc = pool_xfer_run(pool, items + first, nitems - first);
@@ -448,7 +452,8 @@ POOL_EXPORT int pool_kv_get(struct pool_kv *kv, const void *key, size_t klen, vo
 	if (rc < 0)
 		return rc;
 	if (status < 0)
-		return pool_err(status, "get: %s", status == -ENOENT ? "not found" : err_str(status));
+		return pool_err(status, "get: %s",
+				status == -ENOENT ? "not found" : err_str(status));
 	if (ret_vlen != NULL)
 		*ret_vlen = vlen;
 	return 0;
@@ -699,8 +704,8 @@ POOL_EXPORT int pool_kv_commit(struct pool_kv_ref *ref)
 	if (!ref->local) {
 		const void *key = ref->key;
 
-		rc = kv_transfer(ref->kv, ref->rep, 1, &key, &ref->klen, &ref->buf, &ref->len,
-				 true, &status);
+		rc = kv_transfer(ref->kv, ref->rep, 1, &key, &ref->klen, &ref->buf, &ref->len, true,
+				 &status);
 		if (rc == 0)
 			rc = status;
 		if (rc < 0) { /* nothing to commit: the reservation goes back at once */

@@ -153,7 +153,7 @@ POOL_EXPORT void pool_kv_close(struct pool_kv *kv);
 #define POOL_KV_DRAM_ONLY 0x1u
 #define POOL_KV_PERSISTENT 0x2u
 #define POOL_KV_NO_EVICT 0x4u
-#define POOL_KV_REPLICAS(n) (((unsigned)(n) & 0xfu) << 8)
+#define POOL_KV_REPLICAS(n) (((unsigned)(n)&0xfu) << 8)
 /* Its permission bits (owner: the caller; default 0600), as for regions. */
 #define POOL_KV_MODE(m) (((((unsigned)(m)) & 0777u) | 01000u) << 16)
 POOL_EXPORT int pool_kv_create(struct pool *pool, const char *ns, uint64_t capacity,
@@ -247,10 +247,9 @@ POOL_EXPORT int pool_vec_opts_set_class(struct pool_vec_opts *opts, const char *
 POOL_EXPORT int pool_vec_size(unsigned kind, unsigned dim, uint64_t n,
 			      const struct pool_vec_opts *opts, uint64_t *ret_size);
 /* Create an index in a new region of size bytes; the handle is its writer. */
-POOL_EXPORT int pool_vec_create(struct pool *pool, const char *name, unsigned kind,
-				unsigned metric, unsigned dim, uint64_t size,
-				const struct pool_vec_opts *opts, unsigned flags,
-				struct pool_vec **ret_vec);
+POOL_EXPORT int pool_vec_create(struct pool *pool, const char *name, unsigned kind, unsigned metric,
+				unsigned dim, uint64_t size, const struct pool_vec_opts *opts,
+				unsigned flags, struct pool_vec **ret_vec);
 /* Open an index to search it, and with POOL_VEC_WRITE to add to it. */
 POOL_EXPORT int pool_vec_open(struct pool *pool, const char *name, unsigned flags,
 			      struct pool_vec **ret_vec);
@@ -316,8 +315,8 @@ POOL_EXPORT int pool_snap_opts_set_diff(struct pool_snap_opts *opts, int diff);
 POOL_EXPORT int pool_snap_opts_set_state(struct pool_snap_opts *opts, const void *state,
 					 size_t len);
 /* Store an image from memory, a file (read from offset 0 to its end), or a region. */
-POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *image,
-			      uint64_t len, const struct pool_snap_opts *opts);
+POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *image, uint64_t len,
+			      const struct pool_snap_opts *opts);
 POOL_EXPORT int pool_snap_put_fd(struct pool *pool, const char *name, int fd,
 				 const struct pool_snap_opts *opts);
 POOL_EXPORT int pool_snap_put_region(struct pool *pool, const char *name,
@@ -333,8 +332,7 @@ POOL_EXPORT uint64_t pool_snap_page_size(const struct pool_snap *snap);
 /* Copy bytes of the image (any offset and length inside it). */
 POOL_EXPORT int pool_snap_read(struct pool_snap *snap, uint64_t offset, void *buf, size_t len);
 /* Copy the state blob into buf (up to buflen); *ret_len gets its full length. */
-POOL_EXPORT int pool_snap_state(struct pool_snap *snap, void *buf, size_t buflen,
-				size_t *ret_len);
+POOL_EXPORT int pool_snap_state(struct pool_snap *snap, void *buf, size_t buflen, size_t *ret_len);
 /*
  * A copy-on-write clone: a private mapping of the node's shared copy of the
  * image (made by the first clone on the node, or by poolctl snap place).

@@ -79,8 +79,8 @@ int pool_send(struct pool *pool, uint16_t type, const ProtobufCMessage *req, uin
 }
 
 /* pool_call() for a reply that carries a file descriptor. */
-int pool_call_fd(struct pool *pool, uint16_t type, const ProtobufCMessage *req,
-		 uint16_t reply_type, ProtobufCMessage **ret_reply, int *ret_fd)
+int pool_call_fd(struct pool *pool, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,
+		 ProtobufCMessage **ret_reply, int *ret_fd)
 {
 	char msg[256];
 	int rc;

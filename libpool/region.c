@@ -21,7 +21,6 @@
 #include "common/common.h"
 #include "libpool/internal.h"
 
-
 /* How long opening a region again waits for its lenders to be back (region_reopen()). */
 #define REGION_REOPEN_WAIT_MS 10000
 
@@ -35,7 +34,6 @@ struct pool_region_opts {
 	char placement[32];
 	unsigned mode;
 };
-
 
 struct pool_region_extent {
 	uint64_t len;
@@ -52,9 +50,9 @@ struct pool_region {
 	struct pool_region_extent *ext;
 	void *map; /* the region mapped here (region_map_local()), or NULL */
 	size_t map_len;
-	bool leased; /* open or create took a lease */
-	bool moved;  /* notice: fetch the layout again before the next access */
-	bool gone;   /* notice: evicted or destroyed */
+	bool leased;		  /* open or create took a lease */
+	bool moved;		  /* notice: fetch the layout again before the next access */
+	bool gone;		  /* notice: evicted or destroyed */
 	struct pool_region *next; /* on pool->regions */
 };
 
@@ -175,8 +173,7 @@ POOL_EXPORT int pool_region_opts_set_class(struct pool_region_opts *opts, const 
 	return 0;
 }
 
-POOL_EXPORT int pool_region_opts_set_placement(struct pool_region_opts *opts,
-					       const char *placement)
+POOL_EXPORT int pool_region_opts_set_placement(struct pool_region_opts *opts, const char *placement)
 {
 	if (opts == NULL || placement == NULL || strlen(placement) >= sizeof(opts->placement))
 		return pool_err(-EINVAL, "invalid placement");
@@ -433,9 +430,8 @@ POOL_EXPORT int pool_region_close(struct pool_region *region)
 		return 0;
 	/* End the lease; a broken connection ends it anyway (after lease.grace). */
 	req.name = region->name;
-	if (region->leased &&
-	    pool_call(region->pool, WIRE_REGION_CLOSE, &req.base, WIRE_OK,
-		      (ProtobufCMessage **)&ok) == 0)
+	if (region->leased && pool_call(region->pool, WIRE_REGION_CLOSE, &req.base, WIRE_OK,
+					(ProtobufCMessage **)&ok) == 0)
 		wire_msg_free(&ok->base);
 	pthread_mutex_lock(&region->pool->lock);
 	for (struct pool_region **pp = &region->pool->regions; *pp != NULL; pp = &(*pp)->next)
@@ -492,8 +488,10 @@ POOL_EXPORT int pool_region_map(struct pool_region *region, void **ret_addr)
 	if (region == NULL || ret_addr == NULL)
 		return pool_err(-EINVAL, "pool_region_map: invalid argument");
 	if (region->map == NULL)
-		return pool_err(-EREMOTE, "region '%s' does not live (wholly) on this node, or this "
-				"caller may not map it", region->name);
+		return pool_err(-EREMOTE,
+				"region '%s' does not live (wholly) on this node, or this "
+				"caller may not map it",
+				region->name);
 	*ret_addr = region->map;
 	return 0;
 }
@@ -502,8 +500,10 @@ POOL_EXPORT int pool_region_map(struct pool_region *region, void **ret_addr)
 static int region_xfer_err(const char *name, const char *what, int rc)
 {
 	if (rc == -EPERM)
-		return pool_err(rc, "region '%s': %s: this session holds no grant of it (closed, "
-				"destroyed, or its node was fenced)", name, what);
+		return pool_err(rc,
+				"region '%s': %s: this session holds no grant of it (closed, "
+				"destroyed, or its node was fenced)",
+				name, what);
 	return pool_err(rc, "region '%s': %s failed: %s", name, what, err_str(rc));
 }
 
@@ -588,8 +588,8 @@ struct pool_batch {
 
 static int region_rma(struct pool_region *r, uint64_t off, void *buf, size_t len, bool write)
 {
-	struct pool_xfer_item it = {.op = write ? POOL_XFER_WRITE : POOL_XFER_READ, .off = off,
-				    .buf = buf, .len = len};
+	struct pool_xfer_item it = {
+	    .op = write ? POOL_XFER_WRITE : POOL_XFER_READ, .off = off, .buf = buf, .len = len};
 
 	return region_carry(r, &it, write ? "write" : "read");
 }
@@ -606,8 +606,7 @@ static int region_check(struct pool_region *r, uint64_t off, const void *buf, si
 	return 0;
 }
 
-POOL_EXPORT int pool_region_read(struct pool_region *region, uint64_t offset, void *buf,
-				 size_t len)
+POOL_EXPORT int pool_region_read(struct pool_region *region, uint64_t offset, void *buf, size_t len)
 {
 	int rc = region_check(region, offset, buf, len, "pool_region_read");
 
@@ -730,7 +729,9 @@ static int batch_add(struct pool_batch *b, struct pool_region *r, uint64_t off, 
 	}
 	b->regs[b->n] = r;
 	b->items[b->n++] = (struct pool_xfer_item){.op = write ? POOL_XFER_WRITE : POOL_XFER_READ,
-						   .region = r->id, .off = off, .buf = buf,
+						   .region = r->id,
+						   .off = off,
+						   .buf = buf,
 						   .len = len,
 						   .max_op = r->stripe * REGION_STRIPES_PER_OP};
 	snprintf(b->name, sizeof(b->name), "%s", r->name);
@@ -767,7 +768,8 @@ POOL_EXPORT int pool_batch_wait(struct pool_batch *batch)
 		if (st == -EKEYEXPIRED) {
 			size_t j;
 
-			/* Once per region: the items moved before it name the regions opened again. */
+			/* Once per region: the items moved before it name the regions opened again.
+			 */
 			for (j = 0; j < again && batch->regs[j] != batch->regs[i]; j++)
 				;
 			st = j < again ? 0 : region_reopen(batch->regs[i]);
@@ -794,11 +796,11 @@ POOL_EXPORT int pool_batch_wait(struct pool_batch *batch)
  * software atomics from other nodes, in its one thread). cswap: compare
  * with a, swap in b; otherwise add a.
  */
-static int region_atomic(struct pool_region *r, uint64_t off, bool cswap, uint64_t a,
-			 uint64_t b, uint64_t *ret_old)
+static int region_atomic(struct pool_region *r, uint64_t off, bool cswap, uint64_t a, uint64_t b,
+			 uint64_t *ret_old)
 {
-	struct pool_xfer_item it = {.op = cswap ? POOL_XFER_CSWAP : POOL_XFER_FADD, .off = off,
-				    .a = a, .b = b};
+	struct pool_xfer_item it = {
+	    .op = cswap ? POOL_XFER_CSWAP : POOL_XFER_FADD, .off = off, .a = a, .b = b};
 	int rc = r ? region_refresh(r) : pool_err(-EINVAL, "invalid argument");
 
 	if (rc < 0)
@@ -806,8 +808,8 @@ static int region_atomic(struct pool_region *r, uint64_t off, bool cswap, uint64
 	if (off % 8 != 0)
 		return pool_err(-EINVAL, "atomics need an 8-byte aligned offset");
 	if (off > r->size || r->size - off < 8)
-		return pool_err(-ERANGE, "offset %llu is outside region '%s'", (unsigned long long)off,
-				r->name);
+		return pool_err(-ERANGE, "offset %llu is outside region '%s'",
+				(unsigned long long)off, r->name);
 	if (!(r->flags & POOL_REGION_WRITE))
 		return pool_err(-EBADF, "region '%s' is open for reading only", r->name);
 	rc = region_carry(r, &it, cswap ? "compare-swap" : "fetch-add");

@@ -110,8 +110,7 @@ POOL_EXPORT int pool_snap_opts_set_diff(struct pool_snap_opts *opts, int diff)
 	return 0;
 }
 
-POOL_EXPORT int pool_snap_opts_set_state(struct pool_snap_opts *opts, const void *state,
-					 size_t len)
+POOL_EXPORT int pool_snap_opts_set_state(struct pool_snap_opts *opts, const void *state, size_t len)
 {
 	void *copy = NULL;
 
@@ -278,10 +277,9 @@ static int snap_put_batch(struct pool_kv *kv, const uint8_t *image, uint64_t pag
 				keys[k] = keys[i];
 				vals[k++] = vals[i];
 			} else if (status[i] != -EEXIST) {
-				return pool_err(status[i], "storing a page: %s%s",
-						pool_strerror(status[i]),
-						status[i] == -ENOSPC ? " (no room left in the store)"
-								     : "");
+				return pool_err(
+				    status[i], "storing a page: %s%s", pool_strerror(status[i]),
+				    status[i] == -ENOSPC ? " (no room left in the store)" : "");
 			}
 		}
 		n = k;
@@ -343,8 +341,8 @@ static int snap_manifest_create(struct pool *pool, const char *rname, uint64_t s
 		return rc;
 	rc = pool_region_opts_set_size(ro, size);
 	if (rc == 0) /* a shared snapshot's manifest is a pinned region */
-		rc = pool_region_opts_set_class(ro, strcmp(opts->cls, "persistent") == 0 ? "persistent"
-										   : "pinned");
+		rc = pool_region_opts_set_class(
+		    ro, strcmp(opts->cls, "persistent") == 0 ? "persistent" : "pinned");
 	if (rc == 0)
 		rc = pool_region_opts_set_mode(ro, opts->mode);
 	/* Anonymous until its pages are stored: a put that dies leaves nothing behind. */
@@ -354,8 +352,8 @@ static int snap_manifest_create(struct pool *pool, const char *rname, uint64_t s
 	return rc;
 }
 
-POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *image,
-			      uint64_t len, const struct pool_snap_opts *opts)
+POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *image, uint64_t len,
+			      const struct pool_snap_opts *opts)
 {
 	struct pool_snap_opts defaults = {4096, 0600, "pinned", "", NULL, 0, false};
 	struct snap_header h = {0};
@@ -371,14 +369,15 @@ POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *i
 		return pool_err(-EINVAL, "pool_snap_put: invalid argument");
 	if (opts->diff)
 		return pool_err(-EINVAL, "a diff snapshot is put from its sparse file "
-				"(pool_snap_put_fd)");
+					 "(pool_snap_put_fd)");
 	rc = snap_region_name(name, rname);
 	if (rc < 0)
 		return rc;
 	if (len == 0 || len % opts->page_size != 0 || len / opts->page_size > UINT32_MAX)
-		return pool_err(-EINVAL, "snapshot image of %llu bytes: a multiple of the page size "
-				"(%llu), at most 2^32 pages", (unsigned long long)len,
-				(unsigned long long)opts->page_size);
+		return pool_err(-EINVAL,
+				"snapshot image of %llu bytes: a multiple of the page size "
+				"(%llu), at most 2^32 pages",
+				(unsigned long long)len, (unsigned long long)opts->page_size);
 	h.magic = SNAP_MAGIC;
 	h.version = SNAP_VERSION;
 	h.state = SNAP_WRITING;
@@ -390,8 +389,8 @@ POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *i
 	h.created_ms = (uint64_t)snap_now_ms();
 	h.uid = geteuid(); /* as poold sees it (SO_PEERCRED): the pages' keys start with it */
 	h.flags = strcmp(opts->cls, "persistent") == 0 ? SNAP_F_PERSISTENT
-		  : strcmp(opts->cls, "shared") == 0	 ? SNAP_F_SHARED
-							 : 0;
+		  : strcmp(opts->cls, "shared") == 0   ? SNAP_F_SHARED
+						       : 0;
 	h.state_len = opts->state_len;
 	snprintf(h.parent, sizeof(h.parent), "%s", opts->parent);
 	hashes = malloc(h.npages * SNAP_HASH_LEN);
@@ -441,15 +440,16 @@ static int snap_put_diff(struct pool *pool, const char *name, int fd, uint64_t l
 
 	if (opts->parent[0] == '\0')
 		return pool_err(-EINVAL, "a diff snapshot needs its parent (the snapshot it was "
-				"taken on top of)");
+					 "taken on top of)");
 	rc = pool_snap_open(pool, opts->parent, &parent);
 	if (rc < 0)
 		return rc;
 	if (parent->hdr.image_len != len || parent->hdr.page_size != opts->page_size) {
-		rc = pool_err(-EINVAL, "diff snapshot of %llu bytes in %llu-byte pages: its parent "
-			      "'%s' has %llu bytes in %llu-byte pages", (unsigned long long)len,
-			      (unsigned long long)opts->page_size, opts->parent,
-			      (unsigned long long)parent->hdr.image_len,
+		rc = pool_err(-EINVAL,
+			      "diff snapshot of %llu bytes in %llu-byte pages: its parent "
+			      "'%s' has %llu bytes in %llu-byte pages",
+			      (unsigned long long)len, (unsigned long long)opts->page_size,
+			      opts->parent, (unsigned long long)parent->hdr.image_len,
 			      (unsigned long long)parent->hdr.page_size);
 		goto out_close;
 	}
@@ -652,8 +652,10 @@ static int snap_fetch_batch(struct pool_snap *snap, size_t n, const uint64_t *pa
 		return rc;
 	for (i = 0; i < n; i++)
 		if (status[i] != 0 || vlens[i] != snap->hdr.page_size)
-			return pool_err(POOL_ELOST, "snapshot '%s': page %llu is lost from the "
-					"store (%s)", snap->name, (unsigned long long)pages[i],
+			return pool_err(POOL_ELOST,
+					"snapshot '%s': page %llu is lost from the "
+					"store (%s)",
+					snap->name, (unsigned long long)pages[i],
 					status[i] != 0 ? pool_strerror(status[i]) : "wrong size");
 	return 0;
 }
@@ -748,8 +750,7 @@ POOL_EXPORT int pool_snap_read(struct pool_snap *snap, uint64_t offset, void *bu
 	return rc;
 }
 
-POOL_EXPORT int pool_snap_state(struct pool_snap *snap, void *buf, size_t buflen,
-				size_t *ret_len)
+POOL_EXPORT int pool_snap_state(struct pool_snap *snap, void *buf, size_t buflen, size_t *ret_len)
 {
 	int rc = 0;
 
@@ -812,8 +813,8 @@ int snap_ws_merge(struct pool_snap *snap, const uint64_t *pages, size_t n)
 	rc = snap_hdr_read(w, snap->name, &h);
 	if (rc == 0 && h.id != snap->hdr.id)
 		rc = pool_err(-ESTALE, "snapshot '%s' was replaced", snap->name);
-	if (rc == 0 && ((ws = malloc(h.npages * sizeof(*ws))) == NULL ||
-			(seen = calloc(h.npages, 1)) == NULL))
+	if (rc == 0 &&
+	    ((ws = malloc(h.npages * sizeof(*ws))) == NULL || (seen = calloc(h.npages, 1)) == NULL))
 		rc = pool_err(-ENOMEM, "out of memory");
 	if (rc == 0 && h.ws_len > 0)
 		rc = pool_region_read(w, h.ws_off, ws, h.ws_len * sizeof(*ws));
@@ -1076,9 +1077,11 @@ POOL_EXPORT int pool_snap_store_bytes(struct pool *pool, const char *cls, uint64
 	if (pool == NULL || cls == NULL || ret_bytes == NULL || ret_pages == NULL ||
 	    (strcmp(cls, "pinned") != 0 && strcmp(cls, "persistent") != 0 &&
 	     strcmp(cls, "shared") != 0))
-		return pool_err(-EINVAL, "pool_snap_store_bytes: class pinned, persistent or shared");
-	return kv_ns_usage(pool, cls[1] == 'i' ? SNAP_NS_PINNED
-				 : cls[1] == 'e' ? SNAP_NS_PERSISTENT
-						 : SNAP_NS_SHARED,
+		return pool_err(-EINVAL,
+				"pool_snap_store_bytes: class pinned, persistent or shared");
+	return kv_ns_usage(pool,
+			   cls[1] == 'i'   ? SNAP_NS_PINNED
+			   : cls[1] == 'e' ? SNAP_NS_PERSISTENT
+					   : SNAP_NS_SHARED,
 			   ret_bytes, ret_pages);
 }

@@ -4,8 +4,8 @@
  *
  * The local poold keeps one sealed memfd per image (daemon/snapcopy.c).
  * The first client on the node to ask is told to fill it: it writes the
- * image from the store into the memfd and says done; poold seals it and hands it to every later client, which maps it
- * private. The clients asking while it fills wait in poold; if the filler
+ * image from the store into the memfd and says done; poold seals it and hands it to every later
+ * client, which maps it private. The clients asking while it fills wait in poold; if the filler
  * fails or dies, one of them fills it instead. Lazy clones, which need not
  * wait for a fill, are snaplazy.c's.
  */
@@ -22,8 +22,8 @@
 #include "common/common.h"
 #include "libpool/snap.h"
 
-
-/* A ready copy passes with the first byte of its reply, which poold can only send on an idle link. */
+/* A ready copy passes with the first byte of its reply, which poold can only send on an idle link.
+ */
 #define SNAPCOPY_TRIES 5
 
 /* One SnapCopy request; ret_fd (if not NULL) gets the fd that came with the reply, or -1. */
@@ -78,10 +78,8 @@ int snap_copy_fill(struct pool_snap *snap, int fd)
 	return snap_copy_end(snap, "done");
 }
 
-
 /* The node's copy as poold hands it, and what this client is to do with it. */
-int snap_copy_get(struct pool_snap *snap, bool lazy, int *ret_fd,
-			 enum snap_copy_as *ret_as)
+int snap_copy_get(struct pool_snap *snap, bool lazy, int *ret_fd, enum snap_copy_as *ret_as)
 {
 	Pool__SnapCopy req = POOL__SNAP_COPY__INIT;
 	char status[16];
@@ -178,8 +176,8 @@ int snap_copy_drop(struct pool *pool, const char *name)
 /* A clone: private and writable, the writes of this clone are its own pages. */
 int snap_clone_map(struct pool_snap *snap, int fd, void **ret_addr)
 {
-	void *addr = mmap(NULL, (size_t)snap->hdr.image_len, PROT_READ | PROT_WRITE, MAP_PRIVATE,
-			  fd, 0);
+	void *addr =
+	    mmap(NULL, (size_t)snap->hdr.image_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 
 	if (addr == MAP_FAILED)
 		return pool_err(-errno, "pool_snap_clone: cannot map the copy of %s: %s",
@@ -221,7 +219,8 @@ POOL_EXPORT int pool_snap_clone_fd(struct pool_snap *snap, int *ret_fd)
 	rc = ro < 0 ? -errno : 0;
 	close(fd);
 	if (rc < 0)
-		return pool_err(rc, "pool_snap_clone_fd: cannot reopen the copy of %s read-only: %s",
+		return pool_err(rc,
+				"pool_snap_clone_fd: cannot reopen the copy of %s read-only: %s",
 				snap->name, strerror(-rc));
 	*ret_fd = ro;
 	return 0;

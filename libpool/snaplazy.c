@@ -55,17 +55,17 @@ struct snap_lazy_clone {
 
 struct snap_lazy {
 	struct pool_snap *snap;
-	bool filling;	/* this thread fills the copy; else another client does */
-	int fd;		/* the copy: writable when filling, else read-only */
-	uint64_t ino;	/* of its memfd */
-	void *bounce;	/* filling: SNAPLAZY_BATCH pages on their way to the copy */
-	int epfd;	/* over the clones' userfaultfds */
+	bool filling; /* this thread fills the copy; else another client does */
+	int fd;	      /* the copy: writable when filling, else read-only */
+	uint64_t ino; /* of its memfd */
+	void *bounce; /* filling: SNAPLAZY_BATCH pages on their way to the copy */
+	int epfd;     /* over the clones' userfaultfds */
 	pthread_mutex_t lock;
 	struct snap_lazy_clone **clones;
 	size_t nclones, cap;
-	bool over;	/* the thread is done with the clones: new ones map the copy as is */
+	bool over; /* the thread is done with the clones: new ones map the copy as is */
 	pthread_t thread;
-	int result;	/* 0, or why the fill failed */
+	int result; /* 0, or why the fill failed */
 };
 
 static int snap_lazy_fetch(void *arg, size_t n, const uint64_t *pages, void *const *bufs)
@@ -181,10 +181,11 @@ static int snap_lazy_fill(struct snap_lazy *l)
 		for (b = cursor; filled[b]; b = (b + 1) % nbatches)
 			;
 		if (rc == 0)
-			rc = snap_fill_fd(snap, l->fd, (uint64_t)b * SNAPLAZY_BATCH,
-					  (size_t)MIN(SNAPLAZY_BATCH,
-						      snap->hdr.npages - (uint64_t)b * SNAPLAZY_BATCH),
-					  l->bounce);
+			rc = snap_fill_fd(
+			    snap, l->fd, (uint64_t)b * SNAPLAZY_BATCH,
+			    (size_t)MIN(SNAPLAZY_BATCH,
+					snap->hdr.npages - (uint64_t)b * SNAPLAZY_BATCH),
+			    l->bounce);
 		filled[b] = 1;
 		left--;
 		cursor = (b + 1) % nbatches;
@@ -271,8 +272,8 @@ static int snap_lazy_add(struct snap_lazy *l, void *addr, int uffd)
 	m.r[0] = (struct fc_region){reg.range.start, snap->hdr.image_len, 0, snap->hdr.page_size};
 	/* One page per fault: the pages after it may be in the copy already. */
 	rc = uffd_server_new_fetch(uffd, 0, &m, snap_lazy_fetch, snap, snap->hdr.image_len,
-				   UFFD_SERVER_ZEROPAGE | (l->filling ? UFFD_SERVER_RECORD : 0), err,
-				   sizeof(err), &c->s);
+				   UFFD_SERVER_ZEROPAGE | (l->filling ? UFFD_SERVER_RECORD : 0),
+				   err, sizeof(err), &c->s);
 	ev.data.ptr = c;
 	if (rc == 0 && epoll_ctl(l->epfd, EPOLL_CTL_ADD, uffd_server_fd(c->s), &ev) < 0)
 		rc = -errno;

@@ -580,7 +580,8 @@ static int snapuffd_round(struct snapuffd_serve *sv, int listen_fd)
 	for (i = 0; i < sv->nconns; i++) {
 		struct snapuffd_conn *c = &sv->conns[i];
 
-		pfd[1 + i] = (struct pollfd){c->sock >= 0 ? c->sock : uffd_server_fd(c->s), POLLIN, 0};
+		pfd[1 + i] =
+		    (struct pollfd){c->sock >= 0 ? c->sock : uffd_server_fd(c->s), POLLIN, 0};
 	}
 	ready = poll(pfd, 1 + sv->nconns, snapuffd_busy(sv) ? 0 : SNAPUFFD_TICK_MS);
 	if (ready < 0 && errno != EINTR)

@@ -40,8 +40,8 @@ struct pool_vec_opts {
 struct pool_vec {
 	struct pool *pool;
 	struct pool_region *region;
-	struct vecindex *ix;   /* NULL: remote, searched through poold */
-	unsigned dim;	       /* remote: the index's dimension */
+	struct vecindex *ix; /* NULL: remote, searched through poold */
+	unsigned dim;	     /* remote: the index's dimension */
 	char name[64];
 	_Atomic unsigned ef;   /* search breadth; 0: the index's */
 	pthread_mutex_t wlock; /* adds and removes through this handle, one at a time */
@@ -205,15 +205,15 @@ static int vec_remote_stat(struct pool_vec *v, struct vecindex_stat *st)
 	if (rc < 0)
 		return rc;
 	*st = (struct vecindex_stat){
-		.params = {rep->kind, rep->metric, rep->dim, rep->m, rep->ef_construction,
-			   rep->ef_search, 0},
-		.count = rep->count,
-		.deleted = rep->deleted,
-		.capacity = rep->capacity,
-		.used = rep->used,
-		.size = rep->size,
-		.writer = rep->writer,
-		.levels = rep->levels,
+	    .params = {rep->kind, rep->metric, rep->dim, rep->m, rep->ef_construction,
+		       rep->ef_search, 0},
+	    .count = rep->count,
+	    .deleted = rep->deleted,
+	    .capacity = rep->capacity,
+	    .used = rep->used,
+	    .size = rep->size,
+	    .writer = rep->writer,
+	    .levels = rep->levels,
 	};
 	wire_msg_free(&rep->base);
 	return 0;
@@ -263,8 +263,10 @@ static int vec_handle(struct pool *pool, struct pool_region *r, const char *name
 /* Adds and removes need the index mapped: on its lender's node. */
 static int vec_remote_error(struct pool_vec *v)
 {
-	return pool_err(-EREMOTE, "vector index '%s' is on another node (or not mappable by "
-			"this caller): it is searched from here, written from its node", v->name);
+	return pool_err(-EREMOTE,
+			"vector index '%s' is on another node (or not mappable by "
+			"this caller): it is searched from here, written from its node",
+			v->name);
 }
 
 /*

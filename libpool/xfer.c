@@ -36,8 +36,8 @@ struct pool_buf {
 };
 
 /* A new window of at least size bytes, mapped here. */
-static int xfer_window_new(struct pool *pool, uint64_t size, char **ret_base,
-			   uint64_t *ret_size, uint32_t *ret_id)
+static int xfer_window_new(struct pool *pool, uint64_t size, char **ret_base, uint64_t *ret_size,
+			   uint32_t *ret_id)
 {
 	Pool__XferWindow req = POOL__XFER_WINDOW__INIT;
 	Pool__XferWindowReply *rep;
@@ -144,7 +144,8 @@ POOL_EXPORT int pool_buf_free(struct pool *pool, void *buf)
 		*pp = b->next;
 	pthread_mutex_unlock(&pool->data_lock);
 	if (b == NULL)
-		return pool_err(-EINVAL, "pool_buf_free: %p is not a buffer of pool_buf_alloc()", buf);
+		return pool_err(-EINVAL, "pool_buf_free: %p is not a buffer of pool_buf_alloc()",
+				buf);
 	/* Size 0 closes the window at poold; it frees it once nothing moves into it. */
 	req.size = 0;
 	req.has_window = 1;
@@ -173,8 +174,8 @@ static int xfer_send(struct pool *pool, Pool__XferOp **ops, size_t n, int32_t *s
 		return rc;
 	if (rep->n_status != n || rep->n_old != n) {
 		wire_msg_free(&rep->base);
-		return pool_err(POOL_EPROTOCOL, "poold answered %zu of %zu transfers", rep->n_status,
-				n);
+		return pool_err(POOL_EPROTOCOL, "poold answered %zu of %zu transfers",
+				rep->n_status, n);
 	}
 	for (i = 0; i < n; i++) {
 		status[i] = rep->status[i];
@@ -222,8 +223,8 @@ int pool_xfer_run(struct pool *pool, struct pool_xfer_item *items, size_t n)
 		goto out;
 	/* The ops one request may need: an item's pieces, and one more at each full window. */
 	for (k = 0, cap = 1; k < n && cap < XFER_MAX_OPS; k++) {
-		uint64_t step = items[k].max_op ? MIN(items[k].max_op, pool->win_size)
-						: pool->win_size;
+		uint64_t step =
+		    items[k].max_op ? MIN(items[k].max_op, pool->win_size) : pool->win_size;
 
 		items[k].status = 0;
 		cap += 1 + items[k].len / step + items[k].len / pool->win_size;
@@ -247,8 +248,9 @@ int pool_xfer_run(struct pool *pool, struct pool_xfer_item *items, size_t n)
 		for (nops = 0; i < n && nops < cap; nops++) {
 			struct pool_xfer_item *it = &items[i];
 			Pool__XferOp *op = &ops[nops];
-			uint64_t len = it->op >= POOL_XFER_FADD ? 0 : MIN(it->len - pos,
-									  pool->win_size - used);
+			uint64_t len = it->op >= POOL_XFER_FADD
+					   ? 0
+					   : MIN(it->len - pos, pool->win_size - used);
 
 			if (it->max_op != 0)
 				len = MIN(len, it->max_op);
@@ -274,16 +276,18 @@ int pool_xfer_run(struct pool *pool, struct pool_xfer_item *items, size_t n)
 
 				op->has_window = op->has_win_off = 1;
 				if (b != NULL) { /* in place: nothing to copy, no room taken */
-					len = MIN(it->len - pos, it->max_op ? it->max_op : UINT64_MAX);
+					len = MIN(it->len - pos,
+						  it->max_op ? it->max_op : UINT64_MAX);
 					op->len = len;
 					op->window = b->window;
-					op->win_off = (uint64_t)((const char *)it->buf - b->base) + pos;
+					op->win_off =
+					    (uint64_t)((const char *)it->buf - b->base) + pos;
 				} else {
 					op->window = pool->win_id;
 					op->win_off = used;
 					if (it->op == POOL_XFER_WRITE)
-						memcpy(pool->win + used, (const char *)it->buf + pos,
-						       len);
+						memcpy(pool->win + used,
+						       (const char *)it->buf + pos, len);
 					used += len;
 				}
 			}

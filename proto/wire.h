@@ -87,15 +87,16 @@ enum wire_type {
 	WIRE_SNAP_COPY_REPLY = 50,
 	WIRE_SNAP_PLACE = 51,
 	WIRE_SNAP_PLACE_REPLY = 52,
-	WIRE_KV_NS_DEFS = 53, /* coordinator -> nodes: the KV namespaces (KvNsReply) */
+	WIRE_KV_NS_DEFS = 53,	/* coordinator -> nodes: the KV namespaces (KvNsReply) */
 	WIRE_CLIENT_STATS = 54, /* client -> poold: its one-sided transfers (answered Ok) */
 	WIRE_XFER_WINDOW = 55,	/* client -> its poold: a shared window (reply with its memfd) */
 	WIRE_XFER_WINDOW_REPLY = 56,
-	WIRE_XFER = 57,		/* client -> its poold: transfers it carries, checked against grants */
+	WIRE_XFER = 57, /* client -> its poold: transfers it carries, checked against grants */
 	WIRE_XFER_REPLY = 58,
-	WIRE_REGION_FD = 59,	/* client -> its poold: a region's memory file (reply with its fd) */
+	WIRE_REGION_FD = 59, /* client -> its poold: a region's memory file (reply with its fd) */
 	WIRE_REGION_FD_REPLY = 60,
-	WIRE_REGION_KEEP = 61,	/* client -> coordinator: an anonymous region stays (RegionName, Ok) */
+	WIRE_REGION_KEEP =
+	    61, /* client -> coordinator: an anonymous region stays (RegionName, Ok) */
 	WIRE_TYPE_MAX
 };
 
@@ -132,7 +133,8 @@ const char *wire_client_server_version(const struct wire_client *c);
 const char *wire_client_transports(const struct wire_client *c);
 int wire_client_send(struct wire_client *c, uint16_t type, const ProtobufCMessage *req);
 int wire_client_call(struct wire_client *c, uint16_t type, const ProtobufCMessage *req,
-		     uint16_t reply_type, ProtobufCMessage **ret_reply, char *errbuf, size_t errlen);
+		     uint16_t reply_type, ProtobufCMessage **ret_reply, char *errbuf,
+		     size_t errlen);
 int wire_client_call_fd(struct wire_client *c, uint16_t type, const ProtobufCMessage *req,
 			uint16_t reply_type, ProtobufCMessage **ret_reply, int *ret_fd,
 			char *errbuf, size_t errlen);

@@ -1,19 +1,23 @@
 #!/bin/bash
-# scripts/ci-extra.sh - the CI stages after the test suite: the whole suite
-# again under AddressSanitizer and UndefinedBehaviorSanitizer (LeakSanitizer
-# on), then each libFuzzer target for FUZZ_SECONDS (60) from its seed
-# corpus, then the long trust runs (1,000 clients killed mid-transfer, a
-# lender stopped for 60 s: tests/cluster/trust.sh) on the main build. The
-# sanitizer and fuzz stages build a copy of the tracked sources in its own
-# directory under CI_WORK (default: a temporary one), so the main build is
-# left as it is. Stages: CI_STAGES="asan fuzz trust" (the default) or some.
+# scripts/ci-extra.sh - the CI stages after the test suite: the C sources
+# checked against the tree's .clang-format, `make distcheck` (the tarball
+# builds out of tree, installs, uninstalls and cleans; its check runs the
+# unit tests and a few integration tests, the full suite having just run),
+# the whole suite again under AddressSanitizer and UndefinedBehaviorSanitizer
+# (LeakSanitizer on), then each libFuzzer target for FUZZ_SECONDS (60) from
+# its seed corpus, then the long trust runs (1,000 clients killed
+# mid-transfer, a lender stopped for 60 s: tests/cluster/trust.sh) on the
+# main build. The sanitizer and fuzz stages build a copy of the tracked
+# sources in its own directory under CI_WORK (default: a temporary one), so
+# the main build is left as it is. Stages: CI_STAGES="style dist asan fuzz
+# trust" (the default) or some.
 . "$(dirname "$0")/deps.sh"
 
-deps_install "${PACKAGES[@]}" clang libclang-rt-14-dev
+deps_install "${PACKAGES[@]}" clang libclang-rt-14-dev clang-format
 work=${CI_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/pool-ci.XXXXXX")}
 # The suite runs some checks as uid nobody, which must reach the build.
 chmod 0755 "$work"
-stages=${CI_STAGES:-asan fuzz trust}
+stages=${CI_STAGES:-style dist asan fuzz trust}
 
 # copy_tree DIR: the tracked files of the source tree, into DIR.
 copy_tree() {
@@ -23,6 +27,17 @@ copy_tree() {
 
 for stage in $stages; do
 	case $stage in
+	style)
+		echo "==> clang-format --dry-run --Werror on the tracked C sources"
+		(cd "$TOP" && git ls-files -z '*.c' '*.h' '*.cpp' | xargs -0 clang-format --dry-run --Werror) ||
+			{ echo "ci-extra.sh: format them with clang-format -i (the tree's .clang-format)"; exit 1; }
+		;;
+	dist)
+		echo "==> make distcheck"
+		unit=$(grep -h '^TESTS +=' "$TOP"/*/local.mk "$TOP"/tests/unit/*.mk | grep -o 'tests/unit/test_[a-z_]*')
+		(cd "$TOP" && make distcheck TESTS="$(echo $unit) tests/integration/daemon.sh \
+			tests/integration/libpool.sh tests/integration/man.sh") || exit 1
+		;;
 	asan)
 		echo "==> make check under --enable-asan"
 		copy_tree "$work/asan"

@@ -356,8 +356,8 @@ static int fc_parse_region(struct json *j, unsigned idx, struct fc_region *r)
 	if (seen[K_PAGE] && seen[K_PAGE_KIB] && v[K_PAGE] != v[K_PAGE_KIB])
 		return fail(j->err, j->errlen, -EINVAL,
 			    "region %u: page_size %llu and page_size_kib %llu disagree (both are "
-			    "bytes)", idx, (unsigned long long)v[K_PAGE],
-			    (unsigned long long)v[K_PAGE_KIB]);
+			    "bytes)",
+			    idx, (unsigned long long)v[K_PAGE], (unsigned long long)v[K_PAGE_KIB]);
 	return 0;
 }
 
@@ -368,8 +368,8 @@ static int fc_check_region(const struct fc_region *r, unsigned idx, char *err, s
 
 	if (ps < FC_PAGE_MIN || ps > FC_PAGE_MAX || (ps & (ps - 1)) != 0)
 		return fail(err, errlen, -EINVAL,
-			    "region %u: page size %llu bytes not a power of two in [4 KiB, 1 GiB]", idx,
-			    (unsigned long long)ps);
+			    "region %u: page size %llu bytes not a power of two in [4 KiB, 1 GiB]",
+			    idx, (unsigned long long)ps);
 	if (r->size == 0)
 		return fail(err, errlen, -EINVAL, "region %u: size 0", idx);
 	if ((r->base | r->size | r->offset) & (ps - 1))

@@ -99,22 +99,22 @@ struct uffd_server {
 	unsigned n;
 	struct fc_region r[FC_REGIONS_MAX];
 	uint64_t page_size, npages;
-	bool small_pages; /* page_size is the base page: UFFDIO_ZEROPAGE works */
-	const uint8_t *image;	 /* the in-memory source, or NULL */
-	uffd_fetch_fn fetch;	 /* else this one */
+	bool small_pages;     /* page_size is the base page: UFFDIO_ZEROPAGE works */
+	const uint8_t *image; /* the in-memory source, or NULL */
+	uffd_fetch_fn fetch;  /* else this one */
 	void *arg;
-	uint64_t *stage;	 /* sorted image pages of the staged batch */
-	void **bufs;		 /* where each staged page is, in buf */
+	uint64_t *stage; /* sorted image pages of the staged batch */
+	void **bufs;	 /* where each staged page is, in buf */
 	size_t nstage, stage_max;
-	uint8_t *buf;		 /* stage_max pages */
-	uint8_t *fbuf;		 /* the pages fetched for a fault (UFFD_AROUND at most) */
-	uint64_t fbuf_pg;	 /* the first page in fbuf (UINT64_MAX: none) */
-	uint64_t fbuf_n;	 /* and how many */
-	uint64_t fill_next;	 /* pages before it are not missing */
-	bool filling;		 /* placing for uffd_server_fill() */
-	uint8_t *state;	   /* per image page */
-	uint8_t *zero;	   /* a zero huge page, when one is needed */
-	uint64_t *touched; /* UFFD_SERVER_RECORD */
+	uint8_t *buf;	    /* stage_max pages */
+	uint8_t *fbuf;	    /* the pages fetched for a fault (UFFD_AROUND at most) */
+	uint64_t fbuf_pg;   /* the first page in fbuf (UINT64_MAX: none) */
+	uint64_t fbuf_n;    /* and how many */
+	uint64_t fill_next; /* pages before it are not missing */
+	bool filling;	    /* placing for uffd_server_fill() */
+	uint8_t *state;	    /* per image page */
+	uint8_t *zero;	    /* a zero huge page, when one is needed */
+	uint64_t *touched;  /* UFFD_SERVER_RECORD */
 	size_t ntouched;
 	uint64_t defer[UFFD_DEFER_MAX]; /* fault addresses to retry */
 	unsigned ndefer;
@@ -202,10 +202,9 @@ static void uffd_free_bufs(struct uffd_server *s)
 }
 
 /* Create a server reading from image, or else through fetch. */
-static int uffd_server_create(int uffd, pid_t peer, const struct fc_mappings *m,
-			      const void *image, uffd_fetch_fn fetch, void *arg,
-			      uint64_t image_len, unsigned flags, char *err, size_t errlen,
-			      struct uffd_server **ret)
+static int uffd_server_create(int uffd, pid_t peer, const struct fc_mappings *m, const void *image,
+			      uffd_fetch_fn fetch, void *arg, uint64_t image_len, unsigned flags,
+			      char *err, size_t errlen, struct uffd_server **ret)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
 	struct uffd_server *s;
@@ -468,8 +467,8 @@ static const uint8_t *uffd_data(struct uffd_server *s, uint64_t pg)
 			hi = mid;
 	}
 	return pg >= s->fbuf_pg && pg - s->fbuf_pg < s->fbuf_n
-		       ? s->fbuf + (pg - s->fbuf_pg) * s->page_size
-		       : NULL;
+		   ? s->fbuf + (pg - s->fbuf_pg) * s->page_size
+		   : NULL;
 }
 
 /* Call the fetch source; its failure is the restore's. */
@@ -533,8 +532,7 @@ static int uffd_fetch_fault(struct uffd_server *s, uint64_t pg, uint64_t n)
  * as many as it holds; *ret_covered is how many entries of sorted that
  * took (every missing page among them is staged).
  */
-static int uffd_stage(struct uffd_server *s, const uint64_t *sorted, size_t n,
-		      size_t *ret_covered)
+static int uffd_stage(struct uffd_server *s, const uint64_t *sorted, size_t n, size_t *ret_covered)
 {
 	size_t i;
 	int rc;
@@ -595,7 +593,8 @@ static int uffd_fault_around(struct uffd_server *s, uint64_t page, uint64_t pg, 
 	while (i <= n && rc == 0) {
 		const uint8_t *src = uffd_source(s, pg + i);
 
-		for (k = 1; i + k <= n && (uffd_source(s, pg + i + k) == NULL) == (src == NULL); k++)
+		for (k = 1; i + k <= n && (uffd_source(s, pg + i + k) == NULL) == (src == NULL);
+		     k++)
 			;
 		rc = uffd_place(s, page + i * s->page_size, src, k * s->page_size, &done);
 		for (k = 0; k < done / s->page_size; k++)

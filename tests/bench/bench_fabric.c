@@ -47,13 +47,13 @@ struct opts {
 	const char *bind;
 	int port;
 	int server_only;
-	int reg;	/* -R: target registers its own mmap() memory instead of fab_mem_alloc() */
-	int busy;	/* -P: busy-polling initiator and target, as ucx_perftest */
+	int reg;  /* -R: target registers its own mmap() memory instead of fab_mem_alloc() */
+	int busy; /* -P: busy-polling initiator and target, as ucx_perftest */
 	int window;
 	double seconds;
 	size_t seg;
 	size_t chunk;
-	size_t only;	/* -z: one bandwidth size, no latency table */
+	size_t only; /* -z: one bandwidth size, no latency table */
 	const char *ucx_opts[MAX_OPTS + 1];
 	int nopts;
 };
@@ -147,7 +147,8 @@ static void server(const struct opts *o, int sock)
 	if ((rc = fab_ctx_create(&cfg, &ctx)))
 		die("server setup", rc);
 	if (o->reg) {
-		buf = mmap(NULL, BUF_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		buf = mmap(NULL, BUF_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			   0);
 		if (buf == MAP_FAILED)
 			die("mmap", errno);
 		if ((rc = fab_mem_register(ctx, buf, BUF_SIZE, &mem)))
@@ -156,7 +157,8 @@ static void server(const struct opts *o, int sock)
 		die("alloc", rc);
 	}
 	memset(buf, 0x5a, BUF_SIZE);
-	if ((rc = fab_ctx_address(ctx, &addr, &alen)) || (rc = fab_mem_rkey_pack(mem, &rkey, &rlen)))
+	if ((rc = fab_ctx_address(ctx, &addr, &alen)) ||
+	    (rc = fab_mem_rkey_pack(mem, &rkey, &rlen)))
 		die("server setup", rc);
 	base = (uint64_t)(uintptr_t)buf;
 	send_blob(sock, addr, alen);
@@ -235,7 +237,8 @@ static double run_bw(struct fab_ctx *ctx, struct fab_ep *ep, struct fab_rkey *rk
 	if (slots > (uint64_t)window)
 		slots = window;
 	/* warm-up */
-	if ((rc = is_put ? fab_put(ep, lbuf, size, p->base, rk) : fab_get(ep, lbuf, size, p->base, rk)))
+	if ((rc = is_put ? fab_put(ep, lbuf, size, p->base, rk)
+			 : fab_get(ep, lbuf, size, p->base, rk)))
 		die("warm-up", rc);
 	t0 = now();
 	deadline = t0 + seconds;
@@ -353,7 +356,8 @@ static void client(const struct opts *o, int sock)
 
 		if (o->only != 0 && s != o->only)
 			continue;
-		memset(lbuf, 1, s * (size_t)o->window < BUF_SIZE ? s * (size_t)o->window : BUF_SIZE);
+		memset(lbuf, 1,
+		       s * (size_t)o->window < BUF_SIZE ? s * (size_t)o->window : BUF_SIZE);
 		double g = run_bw(ctx, ep, rk, &p, lbuf, s, 0, o->window, o->seconds, o->busy);
 		memset(lbuf, 0x5a, BUF_SIZE);
 		double w = run_bw(ctx, ep, rk, &p, lbuf, s, 1, o->window, o->seconds, o->busy);
@@ -426,7 +430,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: pool-bench-fabric [-t tcp|shm|TLS] [-d DEV] [-W window] [-T seconds]\n"
-		"         [-S tcp-seg-size] [-C chunk] [-z size] [-o KEY=VAL]... [-P] [-R] [-s | -c HOST] [-p PORT] [-b ADDR]\n");
+		"         [-S tcp-seg-size] [-C chunk] [-z size] [-o KEY=VAL]... [-P] [-R] [-s | "
+		"-c HOST] [-p PORT] [-b ADDR]\n");
 	exit(2);
 }
 
@@ -440,24 +445,49 @@ int main(int argc, char **argv)
 		case 't':
 			o.tls = strcmp(optarg, "shm") == 0 ? "posix,cma,self" : optarg;
 			break;
-		case 'd': o.dev = optarg; break;
-		case 'W': o.window = atoi(optarg); break;
-		case 'T': o.seconds = atof(optarg); break;
-		case 'S': o.seg = strtoul(optarg, NULL, 0); break;
-		case 'C': o.chunk = strtoul(optarg, NULL, 0); break;
+		case 'd':
+			o.dev = optarg;
+			break;
+		case 'W':
+			o.window = atoi(optarg);
+			break;
+		case 'T':
+			o.seconds = atof(optarg);
+			break;
+		case 'S':
+			o.seg = strtoul(optarg, NULL, 0);
+			break;
+		case 'C':
+			o.chunk = strtoul(optarg, NULL, 0);
+			break;
 		case 'o':
 			if (o.nopts == MAX_OPTS)
 				usage();
 			o.ucx_opts[o.nopts++] = optarg;
 			break;
-		case 'P': o.busy = 1; break;
-		case 'R': o.reg = 1; break;
-		case 's': o.server_only = 1; break;
-		case 'c': o.host = optarg; break;
-		case 'p': o.port = atoi(optarg); break;
-		case 'b': o.bind = optarg; break;
-		case 'z': o.only = strtoul(optarg, NULL, 0); break;
-		default: usage();
+		case 'P':
+			o.busy = 1;
+			break;
+		case 'R':
+			o.reg = 1;
+			break;
+		case 's':
+			o.server_only = 1;
+			break;
+		case 'c':
+			o.host = optarg;
+			break;
+		case 'p':
+			o.port = atoi(optarg);
+			break;
+		case 'b':
+			o.bind = optarg;
+			break;
+		case 'z':
+			o.only = strtoul(optarg, NULL, 0);
+			break;
+		default:
+			usage();
 		}
 	}
 	if (o.window < 1 || o.seconds <= 0)

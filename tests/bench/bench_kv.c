@@ -61,12 +61,12 @@ struct target {
 
 static double secs = 0.5;
 static size_t batch = 32, wset = 128u << 20, match_n = 1000;
-static int use_buf;   /* -B: buffers from pool_buf_alloc() */
-static void *shared;  /* ... that buffer */
-static uint8_t **keys;	 /* the working set's keys */
-static size_t *klens;	 /* all KLEN */
-static uint8_t **vals;	 /* batch value buffers (puts) */
-static uint8_t **bufs;	 /* batch get buffers */
+static int use_buf;    /* -B: buffers from pool_buf_alloc() */
+static void *shared;   /* ... that buffer */
+static uint8_t **keys; /* the working set's keys */
+static size_t *klens;  /* all KLEN */
+static uint8_t **vals; /* batch value buffers (puts) */
+static uint8_t **bufs; /* batch get buffers */
 static size_t *vlens, *rvlens;
 static int *status;
 static uint64_t run_id;
@@ -352,8 +352,8 @@ static void bench_size(struct target *t, size_t size)
 		t->gbs[op] = done * (double)size / el / 1e9;
 	}
 	if (misses)
-		fprintf(stderr, "pool-bench-kv: %s: %zu misses while timing %zu-byte gets\n", t->name,
-			misses, size);
+		fprintf(stderr, "pool-bench-kv: %s: %zu misses while timing %zu-byte gets\n",
+			t->name, misses, size);
 }
 
 /* Prefix match of match_n present keys: microseconds per call. */
@@ -424,17 +424,28 @@ static size_t parse_size(const char *s)
 	double v = strtod(s, &end);
 
 	switch (*end) {
-	case 'k': case 'K': v *= 1024; break;
-	case 'm': case 'M': v *= 1024 * 1024; break;
-	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+	case 'k':
+	case 'K':
+		v *= 1024;
+		break;
+	case 'm':
+	case 'M':
+		v *= 1024 * 1024;
+		break;
+	case 'g':
+	case 'G':
+		v *= 1024.0 * 1024 * 1024;
+		break;
 	}
 	return (size_t)v;
 }
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: pool-bench-kv [-s SOCKET] [-n NS] [-r redis-unix:PATH|redis-tcp:HOST:PORT]...\n"
-			"                     [-T SECS] [-b BATCH] [-W BYTES] [-S SIZE,SIZE,...] [-m KEYS]\n");
+	fprintf(
+	    stderr,
+	    "usage: pool-bench-kv [-s SOCKET] [-n NS] [-r redis-unix:PATH|redis-tcp:HOST:PORT]...\n"
+	    "                     [-T SECS] [-b BATCH] [-W BYTES] [-S SIZE,SIZE,...] [-m KEYS]\n");
 	exit(2);
 }
 
@@ -449,20 +460,37 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "s:n:r:T:b:W:S:m:B")) != -1) {
 		switch (opt) {
-		case 's': sock = optarg; break;
-		case 'n': ns = optarg; break;
+		case 's':
+			sock = optarg;
+			break;
+		case 'n':
+			ns = optarg;
+			break;
 		case 'r':
 			if (nr == MAXT - 1)
 				usage();
 			rspec[nr++] = optarg;
 			break;
-		case 'T': secs = atof(optarg); break;
-		case 'b': batch = strtoul(optarg, NULL, 0); break;
-		case 'W': wset = parse_size(optarg); break;
-		case 'S': sizes_arg = optarg; break;
-		case 'm': match_n = strtoul(optarg, NULL, 0); break;
-		case 'B': use_buf = 1; break;
-		default: usage();
+		case 'T':
+			secs = atof(optarg);
+			break;
+		case 'b':
+			batch = strtoul(optarg, NULL, 0);
+			break;
+		case 'W':
+			wset = parse_size(optarg);
+			break;
+		case 'S':
+			sizes_arg = optarg;
+			break;
+		case 'm':
+			match_n = strtoul(optarg, NULL, 0);
+			break;
+		case 'B':
+			use_buf = 1;
+			break;
+		default:
+			usage();
 		}
 	}
 	if (optind != argc || (ns == NULL && nr == 0) || batch < 2 || match_n == 0)
@@ -478,7 +506,8 @@ int main(int argc, char **argv)
 	}
 	free(s);
 	run_id = (uint64_t)getpid() << 40 ^ (uint64_t)time(NULL);
-	signal(SIGPIPE, SIG_IGN); /* a server that closes the connection is an error, not a silent death */
+	signal(SIGPIPE,
+	       SIG_IGN); /* a server that closes the connection is an error, not a silent death */
 
 	memset(t, 0, sizeof(t));
 	if (ns != NULL) {

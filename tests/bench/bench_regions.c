@@ -47,7 +47,7 @@ static const size_t lat_sizes[] = {8, 4096};
 
 static double secs = 0.3;
 static int window = 8;
-static int use_buf; /* -B: transfer buffers from pool_buf_alloc() */
+static int use_buf;	 /* -B: transfer buffers from pool_buf_alloc() */
 static size_t only_size; /* -S: only this transfer size (0: all) */
 
 static double now(void)
@@ -84,10 +84,17 @@ static uint64_t parse_size(const char *s)
 	uint64_t v = strtoull(s, &end, 0);
 
 	switch (*end) {
-	case 'k': case 'K': return v << 10;
-	case 'm': case 'M': return v << 20;
-	case 'g': case 'G': return v << 30;
-	default: return v;
+	case 'k':
+	case 'K':
+		return v << 10;
+	case 'm':
+	case 'M':
+		return v << 20;
+	case 'g':
+	case 'G':
+		return v << 30;
+	default:
+		return v;
 	}
 }
 
@@ -115,11 +122,21 @@ static double run_copy(enum copy_kind k, struct pool_region *r, char *map, char 
 			size_t off = (n % slots) * size;
 
 			switch (k) {
-			case CP_MEMCPY: memcpy(b + off, a + off, size); break;
-			case CP_MAP_STORE: memcpy(map + off, a + off, size); break;
-			case CP_MAP_LOAD: memcpy(b + off, map + off, size); break;
-			case CP_REGION_WRITE: rc = pool_region_write(r, off, a + off, size); break;
-			case CP_REGION_READ: rc = pool_region_read(r, off, b + off, size); break;
+			case CP_MEMCPY:
+				memcpy(b + off, a + off, size);
+				break;
+			case CP_MAP_STORE:
+				memcpy(map + off, a + off, size);
+				break;
+			case CP_MAP_LOAD:
+				memcpy(b + off, map + off, size);
+				break;
+			case CP_REGION_WRITE:
+				rc = pool_region_write(r, off, a + off, size);
+				break;
+			case CP_REGION_READ:
+				rc = pool_region_read(r, off, b + off, size);
+				break;
 			}
 			if (rc < 0)
 				die("copy", rc);
@@ -157,8 +174,8 @@ static int cmd_local(struct pool *pool, uint64_t size)
 	printf("# local region %s: %" PRIu64 " bytes mapped at %p; footprint %" PRIu64
 	       " MiB per buffer; best of %d rounds of %.2fs\n",
 	       name, size, map, size >> 20, ROUNDS, secs);
-	printf("%-9s %10s %10s %10s %10s %10s %8s %8s\n", "size", "memcpy", "map_store",
-	       "map_load", "reg_write", "reg_read", "store%", "load%");
+	printf("%-9s %10s %10s %10s %10s %10s %8s %8s\n", "size", "memcpy", "map_store", "map_load",
+	       "reg_write", "reg_read", "store%", "load%");
 	for (size_t i = 0; i < sizeof(bw_sizes) / sizeof(bw_sizes[0]); i++) {
 		size_t s = bw_sizes[i];
 		double m = 0, st = 0, ld = 0, rw = 0, rr = 0;
@@ -188,8 +205,8 @@ static int cmd_local(struct pool *pool, uint64_t size)
 /* ----------------------------------------------------------------- remote */
 
 /* MiB/s of SIZE-byte reads or writes cycling through the region; w == 0: sync. */
-static double run_rw(struct pool *pool, struct pool_region *r, char *buf, size_t bufsz,
-		     size_t size, int write, int w)
+static double run_rw(struct pool *pool, struct pool_region *r, char *buf, size_t bufsz, size_t size,
+		     int write, int w)
 {
 	uint64_t rsize = pool_region_size(r), slots = rsize / size, bslots = bufsz / size, n = 0;
 	struct pool_batch *b = NULL;
@@ -211,7 +228,8 @@ static double run_rw(struct pool *pool, struct pool_region *r, char *buf, size_t
 			uint64_t off = (n % slots) * size;
 			char *p = buf + (n % bslots) * size;
 
-			rc = write ? pool_region_write(r, off, p, size) : pool_region_read(r, off, p, size);
+			rc = write ? pool_region_write(r, off, p, size)
+				   : pool_region_read(r, off, p, size);
 			if (rc < 0)
 				die(write ? "pool_region_write" : "pool_region_read", rc);
 			n++;
@@ -221,7 +239,8 @@ static double run_rw(struct pool *pool, struct pool_region *r, char *buf, size_t
 			uint64_t off = (n % slots) * size;
 			char *p = buf + (n % bslots) * size;
 
-			rc = write ? pool_batch_write(b, r, off, p, size) : pool_batch_read(b, r, off, p, size);
+			rc = write ? pool_batch_write(b, r, off, p, size)
+				   : pool_batch_read(b, r, off, p, size);
 			if (rc < 0)
 				die(write ? "pool_batch_write" : "pool_batch_read", rc);
 		}
@@ -258,7 +277,8 @@ static void run_lat(struct pool_region *r, char *buf, size_t size, int write, do
 	deadline = t0 + secs;
 	do {
 		t = now();
-		rc = write ? pool_region_write(r, 64, buf, size) : pool_region_read(r, 64, buf, size);
+		rc = write ? pool_region_write(r, 64, buf, size)
+			   : pool_region_read(r, 64, buf, size);
 		if (rc < 0)
 			die("latency op", rc);
 		if (n < MAXS)
@@ -425,9 +445,11 @@ static int cmd_ops(uint64_t n, int clients, uint64_t size, const char *placement
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: pool-bench-regions [-T SECONDS] [-W WINDOW] [-j CLIENTS] [-B] [-S SIZE]\n"
-			"         local SIZE | remote NAME | ops N [SIZE [PLACEMENT]] | ops-header | fill N SIZE\n"
-			"         | create NAME SIZE [PLACEMENT [STRIPE]] | destroy NAME\n");
+	fprintf(stderr,
+		"usage: pool-bench-regions [-T SECONDS] [-W WINDOW] [-j CLIENTS] [-B] [-S SIZE]\n"
+		"         local SIZE | remote NAME | ops N [SIZE [PLACEMENT]] | ops-header | fill "
+		"N SIZE\n"
+		"         | create NAME SIZE [PLACEMENT [STRIPE]] | destroy NAME\n");
 	exit(2);
 }
 
@@ -439,12 +461,23 @@ int main(int argc, char **argv)
 
 	while ((c = getopt(argc, argv, "T:W:j:S:Bh")) != -1) {
 		switch (c) {
-		case 'S': only_size = parse_size(optarg); break;
-		case 'T': secs = atof(optarg); break;
-		case 'W': window = atoi(optarg); break;
-		case 'B': use_buf = 1; break;
-		case 'j': clients = atoi(optarg); break;
-		default: usage();
+		case 'S':
+			only_size = parse_size(optarg);
+			break;
+		case 'T':
+			secs = atof(optarg);
+			break;
+		case 'W':
+			window = atoi(optarg);
+			break;
+		case 'B':
+			use_buf = 1;
+			break;
+		case 'j':
+			clients = atoi(optarg);
+			break;
+		default:
+			usage();
 		}
 	}
 	if (optind >= argc || secs <= 0 || window < 1 || window > MAX_WINDOW || clients < 1)

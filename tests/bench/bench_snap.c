@@ -70,8 +70,7 @@ static double now_ms(void)
 
 static void __attribute__((noreturn)) die(const char *what, int rc)
 {
-	fprintf(stderr, "pool-bench-snap: %s: %s (%s)\n", what, pool_strerror(rc),
-		pool_errormsg());
+	fprintf(stderr, "pool-bench-snap: %s: %s (%s)\n", what, pool_strerror(rc), pool_errormsg());
 	exit(1);
 }
 
@@ -137,8 +136,8 @@ static void file_mmap(const char *path)
 {
 	int fd = open(path, O_RDONLY);
 	double t0 = now_ms(), t1;
-	uint8_t *p = fd < 0 ? MAP_FAILED
-			    : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	uint8_t *p =
+	    fd < 0 ? MAP_FAILED : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 
 	if (p == MAP_FAILED) {
 		perror(path);
@@ -320,9 +319,9 @@ static int fleet(struct pool *pool, const char *name, int n, int restore_every)
 	clock_gettime(CLOCK_REALTIME, &end);
 	printf("fleet: %d sandboxes (%d lazy clones, %d lazy restores) usable in %.1f ms; "
 	       "one took %.3f ms median, %.3f ms at p99, %.3f ms at most (number %d, a %s); "
-	       "done at %lld.%03ld\n", n, n - nrestores, nrestores, wall, t[n / 2],
-	       t[(size_t)n * 99 / 100], t[n - 1], slowest + 1,
-	       rs[slowest] != NULL ? "restore" : "clone", (long long)end.tv_sec,
+	       "done at %lld.%03ld\n",
+	       n, n - nrestores, nrestores, wall, t[n / 2], t[(size_t)n * 99 / 100], t[n - 1],
+	       slowest + 1, rs[slowest] != NULL ? "restore" : "clone", (long long)end.tv_sec,
 	       end.tv_nsec / 1000000);
 	fflush(stdout);
 	/* Not timed: the restores place the rest of the image when they end. */

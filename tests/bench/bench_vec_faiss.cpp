@@ -65,8 +65,8 @@ static double run_queries(const faiss::Index &index, const bench_vec_data &d, si
 	return bench_vec_qps(nq, nthreads, min_s, repeats, run_one, &q);
 }
 
-static void measure(const char *kind, const faiss::Index &index, const bench_vec_data &d,
-		    size_t nq, double build_s, double bytes)
+static void measure(const char *kind, const faiss::Index &index, const bench_vec_data &d, size_t nq,
+		    double build_s, double bytes)
 {
 	std::vector<faiss::Index::idx_t> labels(d.nq * d.k, -1);
 	std::vector<float> dist(d.nq * d.k);
@@ -97,14 +97,27 @@ int main(int argc, char **argv)
 	static_assert(sizeof(faiss::Index::idx_t) == sizeof(uint64_t), "labels are 64-bit");
 	while ((opt = getopt(argc, argv, "M:c:e:f:r:t:")) != -1) {
 		switch (opt) {
-		case 'M': m = strtoul(optarg, NULL, 0); break;
-		case 'c': efc = strtoul(optarg, NULL, 0); break;
-		case 'e': ef = strtoul(optarg, NULL, 0); break;
-		case 'f': nq_flat = strtoul(optarg, NULL, 0); break;
-		case 'r': repeats = (unsigned)strtoul(optarg, NULL, 0); break;
-		case 't': min_s = strtod(optarg, NULL); break;
+		case 'M':
+			m = strtoul(optarg, NULL, 0);
+			break;
+		case 'c':
+			efc = strtoul(optarg, NULL, 0);
+			break;
+		case 'e':
+			ef = strtoul(optarg, NULL, 0);
+			break;
+		case 'f':
+			nq_flat = strtoul(optarg, NULL, 0);
+			break;
+		case 'r':
+			repeats = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 't':
+			min_s = strtod(optarg, NULL);
+			break;
 		default:
-			fprintf(stderr, "usage: pool-bench-vec-faiss [-M M] [-c EFC] [-e EF] [-f NQ_FLAT] [-r REPEATS] [-t SECS] DATAFILE\n");
+			fprintf(stderr, "usage: pool-bench-vec-faiss [-M M] [-c EFC] [-e EF] [-f "
+					"NQ_FLAT] [-r REPEATS] [-t SECS] DATAFILE\n");
 			return 2;
 		}
 	}
@@ -125,7 +138,8 @@ int main(int argc, char **argv)
 		double build = bench_vec_now() - t0;
 
 		index.hnsw.efSearch = (int)ef;
-		measure("hnsw", index, d, d.nq, build, (double)(heap_bytes() - before) / (double)d.n);
+		measure("hnsw", index, d, d.nq, build,
+			(double)(heap_bytes() - before) / (double)d.n);
 	}
 	{
 		size_t before = heap_bytes();
@@ -135,7 +149,8 @@ int main(int argc, char **argv)
 		index.add(d.n, d.base);
 		double build = bench_vec_now() - t0;
 
-		measure("flat", index, d, nq_flat, build, (double)(heap_bytes() - before) / (double)d.n);
+		measure("flat", index, d, nq_flat, build,
+			(double)(heap_bytes() - before) / (double)d.n);
 	}
 	return 0;
 }

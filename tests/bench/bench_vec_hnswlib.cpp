@@ -39,7 +39,7 @@ static double min_s = 0.3;
 template <typename F> static double run_queries(size_t nq, unsigned nthreads, F &search)
 {
 	return bench_vec_qps(
-		nq, nthreads, min_s, repeats, [](void *arg, size_t i) { (*(F *)arg)(i); }, &search);
+	    nq, nthreads, min_s, repeats, [](void *arg, size_t i) { (*(F *)arg)(i); }, &search);
 }
 
 template <typename Index>
@@ -57,7 +57,8 @@ static void measure(const char *kind, Index &index, const bench_vec_data &d, siz
 	bench_vec_data sub = d;
 
 	sub.nq = nq;
-	bench_vec_result("hnswlib", kind, build_s, bytes, q1, q2, 0, bench_vec_recall(&sub, labels.data()));
+	bench_vec_result("hnswlib", kind, build_s, bytes, q1, q2, 0,
+			 bench_vec_recall(&sub, labels.data()));
 }
 
 int main(int argc, char **argv)
@@ -68,14 +69,27 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "M:c:e:f:r:t:")) != -1) {
 		switch (opt) {
-		case 'M': m = strtoul(optarg, NULL, 0); break;
-		case 'c': efc = strtoul(optarg, NULL, 0); break;
-		case 'e': ef = strtoul(optarg, NULL, 0); break;
-		case 'f': nq_flat = strtoul(optarg, NULL, 0); break;
-		case 'r': repeats = (unsigned)strtoul(optarg, NULL, 0); break;
-		case 't': min_s = strtod(optarg, NULL); break;
+		case 'M':
+			m = strtoul(optarg, NULL, 0);
+			break;
+		case 'c':
+			efc = strtoul(optarg, NULL, 0);
+			break;
+		case 'e':
+			ef = strtoul(optarg, NULL, 0);
+			break;
+		case 'f':
+			nq_flat = strtoul(optarg, NULL, 0);
+			break;
+		case 'r':
+			repeats = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 't':
+			min_s = strtod(optarg, NULL);
+			break;
 		default:
-			fprintf(stderr, "usage: pool-bench-vec-hnswlib [-M M] [-c EFC] [-e EF] [-f NQ_FLAT] [-r REPEATS] [-t SECS] DATAFILE\n");
+			fprintf(stderr, "usage: pool-bench-vec-hnswlib [-M M] [-c EFC] [-e EF] [-f "
+					"NQ_FLAT] [-r REPEATS] [-t SECS] DATAFILE\n");
 			return 2;
 		}
 	}
@@ -108,7 +122,8 @@ int main(int argc, char **argv)
 			index.addPoint(d.base + i * d.dim, i);
 		double build = bench_vec_now() - t0;
 
-		measure("flat", index, d, nq_flat, build, (double)(heap_bytes() - before) / (double)d.n);
+		measure("flat", index, d, nq_flat, build,
+			(double)(heap_bytes() - before) / (double)d.n);
 	}
 	return 0;
 }

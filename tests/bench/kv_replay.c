@@ -68,7 +68,8 @@ static bool set_add(struct set *s, uint64_t id);
 
 static void set_grow(struct set *s)
 {
-	struct set t = {calloc(s->cap ? 2 * s->cap : 1024, sizeof(uint64_t)), s->cap ? 2 * s->cap : 1024, 0};
+	struct set t = {calloc(s->cap ? 2 * s->cap : 1024, sizeof(uint64_t)),
+			s->cap ? 2 * s->cap : 1024, 0};
 	size_t i;
 
 	if (t.slot == NULL) {
@@ -169,7 +170,7 @@ static struct req *read_trace(const char *path, size_t limit, size_t *ret_n, siz
 		}
 		r[n++] = q;
 		continue;
-bad:
+	bad:
 		free(q.ids);
 		skipped++;
 	}
@@ -192,8 +193,9 @@ static void __attribute__((noreturn)) die(const char *what, int rc)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: pool-kv-replay [-s SOCKET] [-n NS] [-b BLOCK] [-c PCT] [-l REQUESTS]\n"
-			"                      [-B BATCH] [-g] [-K] TRACE.jsonl\n");
+	fprintf(stderr,
+		"usage: pool-kv-replay [-s SOCKET] [-n NS] [-b BLOCK] [-c PCT] [-l REQUESTS]\n"
+		"                      [-B BATCH] [-g] [-K] TRACE.jsonl\n");
 	exit(2);
 }
 
@@ -203,8 +205,14 @@ static size_t parse_size(const char *s)
 	double v = strtod(s, &end);
 
 	switch (*end) {
-	case 'k': case 'K': v *= 1024; break;
-	case 'm': case 'M': v *= 1024 * 1024; break;
+	case 'k':
+	case 'K':
+		v *= 1024;
+		break;
+	case 'm':
+	case 'M':
+		v *= 1024 * 1024;
+		break;
 	}
 	return (size_t)v;
 }
@@ -230,15 +238,32 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "s:n:b:c:l:B:gK")) != -1) {
 		switch (opt) {
-		case 's': sock = optarg; break;
-		case 'n': ns_arg = optarg; break;
-		case 'b': block = parse_size(optarg); break;
-		case 'c': pct = atof(optarg); break;
-		case 'l': limit = strtoul(optarg, NULL, 0); break;
-		case 'B': bmax = strtoul(optarg, NULL, 0); break;
-		case 'g': get_hits = true; break;
-		case 'K': keep = true; break;
-		default: usage();
+		case 's':
+			sock = optarg;
+			break;
+		case 'n':
+			ns_arg = optarg;
+			break;
+		case 'b':
+			block = parse_size(optarg);
+			break;
+		case 'c':
+			pct = atof(optarg);
+			break;
+		case 'l':
+			limit = strtoul(optarg, NULL, 0);
+			break;
+		case 'B':
+			bmax = strtoul(optarg, NULL, 0);
+			break;
+		case 'g':
+			get_hits = true;
+			break;
+		case 'K':
+			keep = true;
+			break;
+		default:
+			usage();
 		}
 	}
 	if (optind + 1 != argc || block == 0 || block > POOL_KV_VALUE_MAX || pct <= 0 || bmax == 0)
@@ -331,8 +356,8 @@ int main(int argc, char **argv)
 			ta = now();
 			for (j = 0; j < count; j += n) {
 				n = count - j < bmax ? count - j : bmax;
-				rc = pool_kv_get_batch(kv, n, keys + j, klens + j, (void *const *)gbufs,
-						       vlens, rvlens, status);
+				rc = pool_kv_get_batch(kv, n, keys + j, klens + j,
+						       (void *const *)gbufs, vlens, rvlens, status);
 				if (rc < 0)
 					die("pool_kv_get_batch", rc);
 				calls++;
@@ -362,23 +387,24 @@ int main(int argc, char **argv)
 	printf("blocks          %" PRIu64 "\n", blocks);
 	printf("unique blocks   %zu (%.2f GiB of %zu-byte blocks)\n", uniq.n,
 	       (double)uniq.n * block / (1 << 30), block);
-	printf("capacity        %.0f%% of unique = %" PRIu64 " bytes (%.2f GiB), namespace %s\n", pct,
-	       capacity, (double)capacity / (1 << 30), ns);
+	printf("capacity        %.0f%% of unique = %" PRIu64 " bytes (%.2f GiB), namespace %s\n",
+	       pct, capacity, (double)capacity / (1 << 30), ns);
 	printf("hits            %" PRIu64 "  misses %" PRIu64 "\n", hits, blocks - hits);
 	printf("hit rate        %.2f%%  (unbounded cache, same run: %.2f%%)\n",
 	       100.0 * hits / blocks, 100.0 * ref_hits / blocks);
 	if (put_fail)
 		printf("failed puts     %" PRIu64 "\n", put_fail);
 	if (get_hits)
-		printf("hit blocks read %" PRIu64 " bytes, %" PRIu64 " missing when read\n", get_bytes,
-		       get_miss);
+		printf("hit blocks read %" PRIu64 " bytes, %" PRIu64 " missing when read\n",
+		       get_bytes, get_miss);
 	printf("replay          %.2f s: %.0f requests/s, %.0f blocks/s, %.0f KV calls/s\n", el,
 	       nreq / el, blocks / el, calls / el);
 	printf("time split      match %.2f s (%.0f us/request), put %.2f s (%.2f GB/s)%s", t_match,
 	       t_match / nreq * 1e6, t_put, t_put > 0 ? put_bytes / t_put / 1e9 : 0.0,
 	       get_hits ? "" : "\n");
 	if (get_hits)
-		printf(", get %.2f s (%.2f GB/s)\n", t_get, t_get > 0 ? get_bytes / t_get / 1e9 : 0.0);
+		printf(", get %.2f s (%.2f GB/s)\n", t_get,
+		       t_get > 0 ? get_bytes / t_get / 1e9 : 0.0);
 	printf("RESULT pct=%.0f hit=%.2f unbounded=%.2f reqps=%.0f blocksps=%.0f\n", pct,
 	       100.0 * hits / blocks, 100.0 * ref_hits / blocks, nreq / el, blocks / el);
 

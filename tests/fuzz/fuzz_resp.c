@@ -100,7 +100,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	/* Odd first bytes: the limits of a client that did not AUTH yet. */
 	unauth = size > 0 && (data[0] & 1);
-	resp_parser_init(&p, unauth ? 10 : RESP_MAX_ARGS, unauth ? 16384 : 1 << 16, 1 << 20, unauth);
+	resp_parser_init(&p, unauth ? 10 : RESP_MAX_ARGS, unauth ? 16384 : 1 << 16, 1 << 20,
+			 unauth);
 	p.placer = &placer;
 	evbuffer_add(in, data, cut);
 	if (feed(&p, in, &o) == 0) {

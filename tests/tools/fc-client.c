@@ -65,9 +65,9 @@ struct opts {
 	enum bad bad;
 	unsigned regions, timeout;
 	enum fc_release fc;
-	uint64_t page;	  /* the guest's page size: 4 KiB, or 2 MiB with --hugepages */
-	uint64_t balloon; /* pages to remove after the restore */
-	uint64_t touch; /* pages to touch from the start; 0: all */
+	uint64_t page;	   /* the guest's page size: 4 KiB, or 2 MiB with --hugepages */
+	uint64_t balloon;  /* pages to remove after the restore */
+	uint64_t touch;	   /* pages to touch from the start; 0: all */
 	const char *order; /* a file of page indexes to touch, one a line */
 	const char *sum;   /* --sum FILE */
 };
@@ -149,10 +149,11 @@ static void make_msg(char *msg, size_t len, uint8_t *const *mem, const uint64_t 
 	for (i = 0; i < o->regions; i++) {
 		uint64_t sz = size[i] + (o->bad == BAD_SIZE && i == o->regions - 1 ? o->page : 0);
 
-		at += (size_t)snprintf(msg + at, len - at,
-				       "%s{\"base_host_virt_addr\":%llu,\"size\":%llu,\"offset\":%llu,",
-				       i ? "," : "", (unsigned long long)(uintptr_t)mem[i],
-				       (unsigned long long)sz, (unsigned long long)off);
+		at += (size_t)snprintf(
+		    msg + at, len - at,
+		    "%s{\"base_host_virt_addr\":%llu,\"size\":%llu,\"offset\":%llu,", i ? "," : "",
+		    (unsigned long long)(uintptr_t)mem[i], (unsigned long long)sz,
+		    (unsigned long long)off);
 		if (o->fc >= FC_1_12)
 			at += (size_t)snprintf(msg + at, len - at, "\"page_size\":%llu,",
 					       (unsigned long long)o->page);
@@ -228,8 +229,7 @@ static void handshake(const char *path, const struct opts *o, uint8_t *const *me
 }
 
 /* Guest page pg, wherever its region is. */
-static volatile uint8_t *page_at(uint8_t *const *mem, const uint64_t *size, unsigned n,
-				 uint64_t pg)
+static volatile uint8_t *page_at(uint8_t *const *mem, const uint64_t *size, unsigned n, uint64_t pg)
 {
 	uint64_t off = pg * PAGE;
 	unsigned i;
@@ -243,8 +243,7 @@ static volatile uint8_t *page_at(uint8_t *const *mem, const uint64_t *size, unsi
 }
 
 /* Touch the pages listed in a file, in its order. */
-static uint64_t touch_order(const char *path, uint8_t *const *mem, const uint64_t *size,
-			    unsigned n)
+static uint64_t touch_order(const char *path, uint8_t *const *mem, const uint64_t *size, unsigned n)
 {
 	FILE *f = fopen(path, "re");
 	unsigned long long pg;
@@ -338,9 +337,8 @@ static int restore(const char *path, uint64_t total, const struct opts *o)
 		       (unsigned long long)touch_order(o->order, mem, size, o->regions));
 		return 0;
 	}
-	printf("xxh3 %016llx\n",
-	       (unsigned long long)touch_sum(mem, size, o->regions,
-					     o->touch ? o->touch * PAGE : total));
+	printf("xxh3 %016llx\n", (unsigned long long)touch_sum(mem, size, o->regions,
+							       o->touch ? o->touch * PAGE : total));
 	if (o->balloon)
 		return balloon(mem, size, o);
 	return 0;
@@ -348,38 +346,63 @@ static int restore(const char *path, uint64_t total, const struct opts *o)
 
 static void usage(void)
 {
-	fprintf(stderr,
-		"usage: fc-client [--firecracker 1.7|1.11|1.12] [--hugepages] [--regions 1|2]\n"
-		"                 [--touch N | --touch-order FILE] [--balloon N] [--timeout S]\n"
-		"                 [--bad-json | --no-fd | --wrong-size | --disconnect] SOCKET SIZE\n"
-		"       fc-client --sum [--touch N] FILE\n");
+	fprintf(
+	    stderr,
+	    "usage: fc-client [--firecracker 1.7|1.11|1.12] [--hugepages] [--regions 1|2]\n"
+	    "                 [--touch N | --touch-order FILE] [--balloon N] [--timeout S]\n"
+	    "                 [--bad-json | --no-fd | --wrong-size | --disconnect] SOCKET SIZE\n"
+	    "       fc-client --sum [--touch N] FILE\n");
 	exit(2);
 }
 
 static void parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
-	    {"sum", no_argument, NULL, 's'},	       {"regions", required_argument, NULL, 'r'},
-	    {"touch", required_argument, NULL, 't'},   {"touch-order", required_argument, NULL, 'o'},
-	    {"timeout", required_argument, NULL, 'T'}, {"bad-json", no_argument, NULL, 'J'},
-	    {"no-fd", no_argument, NULL, 'F'},	       {"wrong-size", no_argument, NULL, 'W'},
-	    {"disconnect", no_argument, NULL, 'D'},    {"firecracker", required_argument, NULL, 'f'},
-	    {"hugepages", no_argument, NULL, 'H'},     {"balloon", required_argument, NULL, 'b'},
+	    {"sum", no_argument, NULL, 's'},
+	    {"regions", required_argument, NULL, 'r'},
+	    {"touch", required_argument, NULL, 't'},
+	    {"touch-order", required_argument, NULL, 'o'},
+	    {"timeout", required_argument, NULL, 'T'},
+	    {"bad-json", no_argument, NULL, 'J'},
+	    {"no-fd", no_argument, NULL, 'F'},
+	    {"wrong-size", no_argument, NULL, 'W'},
+	    {"disconnect", no_argument, NULL, 'D'},
+	    {"firecracker", required_argument, NULL, 'f'},
+	    {"hugepages", no_argument, NULL, 'H'},
+	    {"balloon", required_argument, NULL, 'b'},
 	    {NULL, 0, NULL, 0},
 	};
 	int ch;
 
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 's': o->sum = ""; break;
-		case 'r': o->regions = (unsigned)atoi(optarg); break;
-		case 't': o->touch = strtoull(optarg, NULL, 0); break;
-		case 'o': o->order = optarg; break;
-		case 'T': o->timeout = (unsigned)atoi(optarg); break;
-		case 'J': o->bad = BAD_JSON; break;
-		case 'F': o->bad = BAD_NO_FD; break;
-		case 'W': o->bad = BAD_SIZE; break;
-		case 'D': o->bad = BAD_DISCONNECT; break;
+		case 's':
+			o->sum = "";
+			break;
+		case 'r':
+			o->regions = (unsigned)atoi(optarg);
+			break;
+		case 't':
+			o->touch = strtoull(optarg, NULL, 0);
+			break;
+		case 'o':
+			o->order = optarg;
+			break;
+		case 'T':
+			o->timeout = (unsigned)atoi(optarg);
+			break;
+		case 'J':
+			o->bad = BAD_JSON;
+			break;
+		case 'F':
+			o->bad = BAD_NO_FD;
+			break;
+		case 'W':
+			o->bad = BAD_SIZE;
+			break;
+		case 'D':
+			o->bad = BAD_DISCONNECT;
+			break;
 		case 'f':
 			if (strcmp(optarg, "1.7") == 0 || strcmp(optarg, "1.11") == 0)
 				o->fc = FC_1_7;
@@ -388,9 +411,14 @@ static void parse(int argc, char **argv, struct opts *o)
 			else
 				usage();
 			break;
-		case 'H': o->page = HUGE_PAGE; break;
-		case 'b': o->balloon = strtoull(optarg, NULL, 0); break;
-		default: usage();
+		case 'H':
+			o->page = HUGE_PAGE;
+			break;
+		case 'b':
+			o->balloon = strtoull(optarg, NULL, 0);
+			break;
+		default:
+			usage();
 		}
 	}
 	if (o->regions != 1 && o->regions != 2)

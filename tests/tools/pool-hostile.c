@@ -182,7 +182,7 @@ static void region_file_attacks(const Pool__RegionReply *pub, const void *window
 	}
 	verdict("a memory file that holds more than the region",
 		fstat(fd, &st) == 0 && (uint64_t)st.st_size == rep->offset + rep->len &&
-			rep->len >= pub->region->size && rep->len < pub->region->size + (2 << 20),
+		    rep->len >= pub->region->size && rep->len < pub->region->size + (2 << 20),
 		"its size is the region's extent");
 	verdict("a writable file of a region it may only read", !rep->write, "read-only");
 	map = mmap(NULL, pub->region->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
@@ -440,8 +440,8 @@ static int poison_shared(const char *holder, const char *hexkey)
 	if (page_key_shared(page, sizeof(page), own) < 0)
 		return 2;
 	rc = shared_put(holder, own, page);
-	printf("%s: storing a page under its own SHA-256 key (%s)\n", rc == 0 ? "allowed" : "FAILED",
-	       rc == 0 ? "committed" : strerror(-rc));
+	printf("%s: storing a page under its own SHA-256 key (%s)\n",
+	       rc == 0 ? "allowed" : "FAILED", rc == 0 ? "committed" : strerror(-rc));
 	failures += rc != 0;
 	return failures;
 }
@@ -558,7 +558,8 @@ int main(int argc, char **argv)
 		if (mfd >= 0)
 			close(mfd);
 	}
-	verdict("a 17th window", k == 15, k == 15 ? "15 more given, the 17th refused" : "more given");
+	verdict("a 17th window", k == 15,
+		k == 15 ? "15 more given, the 17th refused" : "more given");
 	wreq.size = 2ull << 30;
 	must_fail("a 2 GiB window", WIRE_XFER_WINDOW, &wreq.base, WIRE_XFER_WINDOW_REPLY);
 	wreq.size = 0;

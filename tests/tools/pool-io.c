@@ -71,7 +71,8 @@ int main(int argc, char **argv)
 	int rc;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: pool-io create|write|read|zero|map|destroy|bounds NAME ...\n");
+		fprintf(stderr,
+			"usage: pool-io create|write|read|zero|map|destroy|bounds NAME ...\n");
 		return 2;
 	}
 	cmd = argv[1];
@@ -93,7 +94,8 @@ int main(int argc, char **argv)
 		if (argc > 6)
 			pool_region_opts_set_stripe(o, strtoull(argv[6], NULL, 0));
 		pool_region_opts_set_mode(o, 0644);
-		rc = pool_region_create(pool, name, o, cmd[0] == 'a' ? POOL_REGION_ANONYMOUS : 0, &r);
+		rc = pool_region_create(pool, name, o, cmd[0] == 'a' ? POOL_REGION_ANONYMOUS : 0,
+					&r);
 		pool_region_opts_free(o);
 		if (rc < 0) {
 			status = fail("create", rc);
@@ -130,10 +132,9 @@ int main(int argc, char **argv)
 			status = fail("destroy", rc);
 		goto out;
 	}
-	rc = pool_region_open(pool, name,
-			      strcmp(cmd, "write") == 0 || strcmp(cmd, "count") == 0 ? POOL_REGION_WRITE
-										  : 0,
-			      &r);
+	rc = pool_region_open(
+	    pool, name,
+	    strcmp(cmd, "write") == 0 || strcmp(cmd, "count") == 0 ? POOL_REGION_WRITE : 0, &r);
 	if (rc < 0) {
 		status = fail("open region", rc);
 		goto out;
@@ -179,8 +180,10 @@ int main(int argc, char **argv)
 				}
 				fill(want, n, seed, off);
 				if (memcmp(buf, want, n) != 0) {
-					fprintf(stderr, "pool-io: pass %u: wrong bytes near offset %"
-						PRIu64 "\n", passes, off);
+					fprintf(stderr,
+						"pool-io: pass %u: wrong bytes near offset %" PRIu64
+						"\n",
+						passes, off);
 					status = 1;
 					goto out;
 				}
@@ -217,7 +220,8 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		for (off = 0; off < size; off += 65536) {
-			rc = pool_batch_read(b, r, off, all + off, size - off < 65536 ? size - off : 65536);
+			rc = pool_batch_read(b, r, off, all + off,
+					     size - off < 65536 ? size - off : 65536);
 			if (rc < 0) {
 				status = fail("batch read", rc);
 				goto out;
@@ -256,7 +260,8 @@ int main(int argc, char **argv)
 
 			fill(want, n, seed, off);
 			if (memcmp((uint8_t *)p + off, want, n) != 0) {
-				fprintf(stderr, "pool-io: mapped bytes differ near offset %" PRIu64 "\n",
+				fprintf(stderr,
+					"pool-io: mapped bytes differ near offset %" PRIu64 "\n",
 					off);
 				status = 1;
 				goto out;
@@ -280,7 +285,8 @@ int main(int argc, char **argv)
 			else
 				fill(want, n, seed, off);
 			if (rc == 0 && memcmp(buf, want, n) != 0) {
-				fprintf(stderr, "pool-io: wrong bytes near offset %" PRIu64 "\n", off);
+				fprintf(stderr, "pool-io: wrong bytes near offset %" PRIu64 "\n",
+					off);
 				status = 1;
 				goto out;
 			}

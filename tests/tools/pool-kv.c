@@ -491,8 +491,10 @@ static int batch(struct pool_kv *kv, const char *cmd, const char *key, char **ar
 					at++;
 				for (j = 0; j < vlens[i]; j++)
 					zeros += ((uint8_t *)bufs[i])[j] == 0;
-				fprintf(stderr, "pool-kv: %s: wrong bytes from offset %zu of %zu "
-						"(%zu zero bytes)\n", keys[i], at, vlens[i], zeros);
+				fprintf(stderr,
+					"pool-kv: %s: wrong bytes from offset %zu of %zu "
+					"(%zu zero bytes)\n",
+					keys[i], at, vlens[i], zeros);
 				status = 1;
 			}
 			free(want);

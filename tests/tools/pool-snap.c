@@ -252,8 +252,7 @@ static int clone_some(const char *name, int first, int n, uint64_t sum, int out)
 		if (got == (UINT64_C(0xc10e000000000000) | (uint64_t)(first + i)))
 			bad++;
 	}
-	dprintf(out, "%.3f %ld %d\n", t, kib("/proc/self/smaps_rollup", "Anonymous") - anon0,
-		bad);
+	dprintf(out, "%.3f %ld %d\n", t, kib("/proc/self/smaps_rollup", "Anonymous") - anon0, bad);
 	for (i = 0; i < n; i++)
 		munmap(addr[i], size);
 	pool_snap_close(s);
@@ -289,8 +288,9 @@ static int clones(const char *name, int n, int procs, uint64_t sum)
 	while (wait(&status) > 0)
 		failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
 	printf("%d clones by %d processes: %.1f ms to map them all (%.1f ms wall), "
-	       "shmem %+ld KiB, private %ld KiB, %d bad, %d failed\n", n, procs, ms,
-	       now_ms() - wall0, kib("/proc/meminfo", "Shmem") - shmem0, priv, bad, failed);
+	       "shmem %+ld KiB, private %ld KiB, %d bad, %d failed\n",
+	       n, procs, ms, now_ms() - wall0, kib("/proc/meminfo", "Shmem") - shmem0, priv, bad,
+	       failed);
 	if (in != NULL)
 		fclose(in);
 	return bad == 0 && failed == 0 ? 0 : 1;
@@ -370,7 +370,8 @@ static int lazy_clone(struct pool *pool, const char *name, uint64_t sum, int n)
 		mine[0] = (uint8_t)k;
 		if (memcmp(p[k] + PAGE, mine, PAGE) != 0 ||
 		    XXH3_64bits(p[k] + 2 * PAGE, size - 2 * PAGE) != rest) {
-			fprintf(stderr, "pool-snap: lazy clone %d lost its own write, or more\n", k);
+			fprintf(stderr, "pool-snap: lazy clone %d lost its own write, or more\n",
+				k);
 			return 1;
 		}
 		munmap(p[k], size);
@@ -385,7 +386,8 @@ static int lazy_clone(struct pool *pool, const char *name, uint64_t sum, int n)
 	munmap(q, size);
 	pool_snap_close(s);
 	printf("%d lazy clone(s) usable in %.2f ms, every page of the last touched at %.2f ms, the "
-	       "node's copy full at %.2f ms\n", n, usable, touched, full);
+	       "node's copy full at %.2f ms\n",
+	       n, usable, touched, full);
 	return 0;
 }
 

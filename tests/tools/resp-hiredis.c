@@ -66,10 +66,10 @@ static void run(redisContext *c, int argc, const char **argv, const size_t *argl
 	freeReplyObject(r);
 }
 
-#define RUN(...)                                                                          \
-	do {                                                                              \
-		const char *a_[] = {__VA_ARGS__};                                         \
-		run(c, (int)(sizeof(a_) / sizeof(a_[0])), a_, NULL);                      \
+#define RUN(...)                                                                                   \
+	do {                                                                                       \
+		const char *a_[] = {__VA_ARGS__};                                                  \
+		run(c, (int)(sizeof(a_) / sizeof(a_[0])), a_, NULL);                               \
 	} while (0)
 
 int main(int argc, char **argv)

@@ -34,12 +34,12 @@ struct run {
 
 struct client {
 	int fd;
-	bool in_bulk;	 /* skipping a bulk's bytes (and its CRLF) */
-	long long skip;	 /* of them, left */
-	long args;	 /* arguments of the command being read, left */
-	bool first;	 /* the next bulk is the command's name */
-	bool get;	 /* the command is GET */
-	char line[64];	 /* a header line being read */
+	bool in_bulk;	/* skipping a bulk's bytes (and its CRLF) */
+	long long skip; /* of them, left */
+	long args;	/* arguments of the command being read, left */
+	bool first;	/* the next bulk is the command's name */
+	bool get;	/* the command is GET */
+	char line[64];	/* a header line being read */
 	size_t linelen;
 	struct run *runs; /* replies owed, oldest first */
 	size_t nruns, cap;
@@ -247,7 +247,7 @@ int main(int argc, char **argv)
 				take(c, buf, (size_t)got);
 			if (flush(ep, c))
 				continue;
-gone:
+		gone:
 			close(c->fd);
 			free(c->runs);
 			free(c);

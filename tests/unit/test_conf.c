@@ -201,17 +201,17 @@ static void test_table_sane(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{"defaults", test_defaults},
-		{"every type", test_every_type},
-		{"units", test_units},
-		{"format round trip", test_format_round_trip},
-		{"errors carry line numbers", test_errors_with_lines},
-		{"string length limit", test_string_limit},
-		{"long line", test_long_line},
-		{"relations between options", test_finish_errors},
-		{"command-line overrides", test_load_overrides},
-		{"option table", test_table_sane},
-		{NULL, NULL},
+	    {"defaults", test_defaults},
+	    {"every type", test_every_type},
+	    {"units", test_units},
+	    {"format round trip", test_format_round_trip},
+	    {"errors carry line numbers", test_errors_with_lines},
+	    {"string length limit", test_string_limit},
+	    {"long line", test_long_line},
+	    {"relations between options", test_finish_errors},
+	    {"command-line overrides", test_load_overrides},
+	    {"option table", test_table_sane},
+	    {NULL, NULL},
 	};
 	return unit_run("conf", tests);
 }

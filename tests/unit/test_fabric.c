@@ -476,7 +476,8 @@ static void test_dead_peer_tcp(void)
 	if (rc < 0) {
 		int again = fab_get(s.ep, buf, sizeof(buf), s.base, s.rkey);
 		CU_ASSERT_EQUAL(again, fab_ep_error(s.ep));
-		CU_ASSERT_EQUAL(fab_put_nb(s.ep, buf, 8, s.base, s.rkey, NULL, NULL), fab_ep_error(s.ep));
+		CU_ASSERT_EQUAL(fab_put_nb(s.ep, buf, 8, s.base, s.rkey, NULL, NULL),
+				fab_ep_error(s.ep));
 		CU_ASSERT_EQUAL(fab_flush(s.ep), fab_ep_error(s.ep));
 	}
 	server_stop(&s);
@@ -507,7 +508,8 @@ static void test_args(void)
 {
 	struct server s;
 	struct fab_ctx *ctx;
-	struct fab_config bad = {.transports = "tcp", .ucx_opts = (const char *const[]){"NOEQUALS", NULL}};
+	struct fab_config bad = {.transports = "tcp",
+				 .ucx_opts = (const char *const[]){"NOEQUALS", NULL}};
 	char tls[64];
 	uint8_t b[8];
 	int fd;
@@ -534,11 +536,14 @@ int main(void)
 		return 1;
 	suite = CU_add_suite("fabric", NULL, NULL);
 	if (suite == NULL || !CU_add_test(suite, "args", test_args) ||
-	    !CU_add_test(suite, "rma_shm", test_rma_shm) || !CU_add_test(suite, "rma_tcp", test_rma_tcp) ||
-	    !CU_add_test(suite, "nb_shm", test_nb_shm) || !CU_add_test(suite, "nb_tcp", test_nb_tcp) ||
+	    !CU_add_test(suite, "rma_shm", test_rma_shm) ||
+	    !CU_add_test(suite, "rma_tcp", test_rma_tcp) ||
+	    !CU_add_test(suite, "nb_shm", test_nb_shm) ||
+	    !CU_add_test(suite, "nb_tcp", test_nb_tcp) ||
 	    !CU_add_test(suite, "evloop_shm", test_evloop_shm) ||
 	    !CU_add_test(suite, "evloop_tcp", test_evloop_tcp) ||
-	    !CU_add_test(suite, "amo_shm", test_amo_shm) || !CU_add_test(suite, "amo_tcp", test_amo_tcp) ||
+	    !CU_add_test(suite, "amo_shm", test_amo_shm) ||
+	    !CU_add_test(suite, "amo_tcp", test_amo_tcp) ||
 	    !CU_add_test(suite, "dead_peer_tcp", test_dead_peer_tcp) ||
 	    !CU_add_test(suite, "hung_peer_tcp", test_hung_peer_tcp) ||
 	    !CU_add_test(suite, "rma_alloc", test_rma_alloc)) {

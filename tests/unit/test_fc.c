@@ -73,7 +73,8 @@ static void test_valid(void)
 	const struct {
 		const char *msg;
 		uint64_t page;
-	} fc[] = {{fc_1_12_4k, 4096}, {fc_1_12_2m, 2 * MiB}, {fc_1_7_4k, 4096}, {fc_1_7_2m, 2 * MiB}};
+	} fc[] = {
+	    {fc_1_12_4k, 4096}, {fc_1_12_2m, 2 * MiB}, {fc_1_7_4k, 4096}, {fc_1_7_2m, 2 * MiB}};
 	size_t i;
 
 	for (i = 0; i < sizeof(fc) / sizeof(fc[0]); i++) {

@@ -17,7 +17,9 @@
 
 static void test_hdr_round_trip(void)
 {
-	struct wire_hdr in = {.len = 123456, .type = WIRE_STATUS, .version = WIRE_VERSION,
+	struct wire_hdr in = {.len = 123456,
+			      .type = WIRE_STATUS,
+			      .version = WIRE_VERSION,
 			      .req_id = 0x0102030405060708ULL};
 	struct wire_hdr out;
 	uint8_t buf[WIRE_HDR_LEN];
@@ -51,8 +53,8 @@ static void test_hdr_truncated(void)
 
 static void test_hdr_oversize(void)
 {
-	struct wire_hdr in = {.len = (1 << 20) + 1, .type = WIRE_HELLO, .version = WIRE_VERSION,
-			      .req_id = 7};
+	struct wire_hdr in = {
+	    .len = (1 << 20) + 1, .type = WIRE_HELLO, .version = WIRE_VERSION, .req_id = 7};
 	struct wire_hdr out;
 	uint8_t buf[WIRE_HDR_LEN];
 
@@ -70,8 +72,8 @@ static void test_hdr_oversize(void)
 
 static void test_hdr_wrong_version(void)
 {
-	struct wire_hdr in = {.len = 0, .type = WIRE_HELLO, .version = WIRE_VERSION + 1,
-			      .req_id = 9};
+	struct wire_hdr in = {
+	    .len = 0, .type = WIRE_HELLO, .version = WIRE_VERSION + 1, .req_id = 9};
 	struct wire_hdr out;
 	uint8_t buf[WIRE_HDR_LEN];
 
@@ -123,9 +125,9 @@ static void test_msg_malformed(void)
 	ProtobufCMessage *msg = NULL;
 
 	CU_ASSERT_EQUAL(wire_msg_unpack(WIRE_HELLO, garbage, sizeof(garbage), &msg), -EBADMSG);
-	CU_ASSERT_EQUAL(wire_msg_unpack(WIRE_HELLO, missing_required, sizeof(missing_required),
-					&msg),
-			-EBADMSG);
+	CU_ASSERT_EQUAL(
+	    wire_msg_unpack(WIRE_HELLO, missing_required, sizeof(missing_required), &msg),
+	    -EBADMSG);
 	CU_ASSERT_EQUAL(wire_msg_unpack(999, garbage, sizeof(garbage), &msg), -ENOMSG);
 	CU_ASSERT_PTR_NULL(msg);
 	/* Messages without required fields unpack from zero bytes. */
@@ -216,7 +218,8 @@ static void test_send_without_reply(void)
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "/tmp/test_frame.%d.sock", (int)getpid());
 	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
 	CU_ASSERT_FATAL(lfd >= 0);
-	CU_ASSERT_FATAL(bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) == 0 && listen(lfd, 1) == 0);
+	CU_ASSERT_FATAL(bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) == 0 &&
+			listen(lfd, 1) == 0);
 	pid = fork();
 	CU_ASSERT_FATAL(pid >= 0);
 	if (pid == 0)
@@ -245,17 +248,17 @@ static void test_send_without_reply(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{"header round trip", test_hdr_round_trip},
-		{"truncated header", test_hdr_truncated},
-		{"oversize length", test_hdr_oversize},
-		{"wrong version", test_hdr_wrong_version},
-		{"frame round trip", test_frame_round_trip},
-		{"type mismatch", test_frame_type_mismatch},
-		{"malformed payload", test_msg_malformed},
-		{"requests sent without waiting for the reply", test_send_without_reply},
-		{"stream round trip", test_stream_round_trip},
-		{"stream timeout", test_stream_timeout},
-		{NULL, NULL},
+	    {"header round trip", test_hdr_round_trip},
+	    {"truncated header", test_hdr_truncated},
+	    {"oversize length", test_hdr_oversize},
+	    {"wrong version", test_hdr_wrong_version},
+	    {"frame round trip", test_frame_round_trip},
+	    {"type mismatch", test_frame_type_mismatch},
+	    {"malformed payload", test_msg_malformed},
+	    {"requests sent without waiting for the reply", test_send_without_reply},
+	    {"stream round trip", test_stream_round_trip},
+	    {"stream timeout", test_stream_timeout},
+	    {NULL, NULL},
 	};
 	return unit_run("frame", tests);
 }

@@ -15,7 +15,8 @@
 
 static struct poold pd;
 
-/* A RegionReply for region id 7 of size bytes on extents (node, arena, off, len) in region order. */
+/* A RegionReply for region id 7 of size bytes on extents (node, arena, off, len) in region order.
+ */
 static void region_reply(uint64_t session, uint64_t size, uint64_t stripe, unsigned access,
 			 size_t n, const struct region_extent *ext)
 {
@@ -119,7 +120,8 @@ static void test_region_striped_moved_gone(void)
 	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 5, 7, 0, 8, false, p, 4), -EPERM);
 }
 
-/* A KvReply: n values at (node 1, arena 0, off i * 65536), version 100 + i, each with a copy on node 2. */
+/* A KvReply: n values at (node 1, arena 0, off i * 65536), version 100 + i, each with a copy on
+ * node 2. */
 static void kv_reply(uint64_t session, unsigned access, size_t n, uint64_t first)
 {
 	Pool__KvReply kr = POOL__KV_REPLY__INIT;
@@ -171,7 +173,8 @@ static void test_kv(void)
 	CU_ASSERT_EQUAL(grant_place_check(&pd, 9, 1, 0, 0, 0, 1001, false), -ERANGE);
 	CU_ASSERT_EQUAL(grant_place_check(&pd, 9, 1, 0, 0, 996, 8, false), -ERANGE);
 	CU_ASSERT_EQUAL(grant_place_check(&pd, 9, 1, 0, 0, 500, 500, false), 0);
-	CU_ASSERT_EQUAL(grant_place_check(&pd, 9, 1, 0, 8, 0, 8, false), -EPERM); /* not its start */
+	CU_ASSERT_EQUAL(grant_place_check(&pd, 9, 1, 0, 8, 0, 8, false),
+			-EPERM); /* not its start */
 	CU_ASSERT_EQUAL(grant_place_check(&pd, 9, 1, 0, 65536, 0, 8, false), -EPERM); /* a miss */
 	CU_ASSERT_EQUAL(grant_place_check(&pd, 9, 1, 0, 131072, 0, 8, false), 0);
 	CU_ASSERT_EQUAL(grant_place_check(&pd, 10, 1, 0, 0, 0, 8, false), -EPERM);
@@ -200,10 +203,10 @@ static void test_kv(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{"a region open grants its extents, until closed", test_region},
-		{"striped pieces, a move, a region gone", test_region_striped_moved_gone},
-		{"KV places, until released or the session ends", test_kv},
-		{NULL, NULL},
+	    {"a region open grants its extents, until closed", test_region},
+	    {"striped pieces, a move, a region gone", test_region_striped_moved_gone},
+	    {"KV places, until released or the session ends", test_kv},
+	    {NULL, NULL},
 	};
 
 	return unit_run("grant", tests);

@@ -103,9 +103,9 @@ static void test_same_hash(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{"20000 items by name and by id", test_add_find_del},
-		{"keys of one hash", test_same_hash},
-		{NULL, NULL},
+	    {"20000 items by name and by id", test_add_find_del},
+	    {"keys of one hash", test_same_hash},
+	    {NULL, NULL},
 	};
 	return unit_run("htab", tests);
 }

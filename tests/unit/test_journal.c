@@ -202,10 +202,10 @@ static void test_probe(void)
 	journal_close(j);
 	area[2048 + 20] ^= 1; /* one slot torn: still a journal */
 	CU_ASSERT_EQUAL(journal_probe(area, AREA), 1);
-	area[20] ^= 1;	      /* both: not one any more */
+	area[20] ^= 1; /* both: not one any more */
 	CU_ASSERT_EQUAL(journal_probe(area, AREA), -1);
 	memset(area, 0, AREA);
-	area[4000] = 1;	      /* garbage in the header area */
+	area[4000] = 1; /* garbage in the header area */
 	CU_ASSERT_EQUAL(journal_probe(area, AREA), -1);
 	CU_ASSERT_EQUAL(journal_probe(area, JOURNAL_MIN_SIZE - 1), -1);
 	free(s);
@@ -215,12 +215,12 @@ static void test_probe(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{"records replay in order", test_replay_in_order},
-		{"a torn tail is cut off", test_torn_tail},
-		{"full, then rewritten", test_full_and_rewrite},
-		{"a torn header slot falls back", test_torn_header},
-		{"a journal, nothing, or something else", test_probe},
-		{NULL, NULL},
+	    {"records replay in order", test_replay_in_order},
+	    {"a torn tail is cut off", test_torn_tail},
+	    {"full, then rewritten", test_full_and_rewrite},
+	    {"a torn header slot falls back", test_torn_header},
+	    {"a journal, nothing, or something else", test_probe},
+	    {NULL, NULL},
 	};
 	return unit_run("journal", tests);
 }

@@ -71,7 +71,8 @@ static void test_partial_and_limits(void)
 	static const uint32_t tokens[7] = {1, 2, 3, 4, 5, 6, 7};
 	uint8_t h[4 * 16];
 
-	CU_ASSERT_EQUAL(pool_kv_hash_chain(tokens, 7, 4, NULL, NULL, 0, h, 4), 1); /* whole blocks */
+	CU_ASSERT_EQUAL(pool_kv_hash_chain(tokens, 7, 4, NULL, NULL, 0, h, 4),
+			1); /* whole blocks */
 	CU_ASSERT_EQUAL(pool_kv_hash_chain(tokens, 7, 1, NULL, NULL, 0, h, 4), 4); /* max_hashes */
 	CU_ASSERT_EQUAL(pool_kv_hash_chain(tokens, 7, 0, NULL, NULL, 0, h, 4), -EINVAL);
 	CU_ASSERT_EQUAL(pool_kv_hash_chain(NULL, 7, 4, NULL, NULL, 0, h, 4), -EINVAL);
@@ -81,10 +82,10 @@ static void test_partial_and_limits(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{"fixed vectors", test_vectors},
-		{"chaining", test_chaining},
-		{"partial blocks and limits", test_partial_and_limits},
-		{NULL, NULL},
+	    {"fixed vectors", test_vectors},
+	    {"chaining", test_chaining},
+	    {"partial blocks and limits", test_partial_and_limits},
+	    {NULL, NULL},
 	};
 	return unit_run("kvhash", tests);
 }

@@ -6,7 +6,10 @@
 #include "daemon/ledger.h"
 #include "tests/unit/unit.h"
 
-#define E(a, o, l, r) {.arena = (a), .off = (o), .len = (l), .region = (r)}
+#define E(a, o, l, r)                                                                              \
+	{                                                                                          \
+		.arena = (a), .off = (o), .len = (l), .region = (r)                                \
+	}
 
 static void diff(struct ledger_extent *want, size_t nw, struct ledger_extent *have, size_t nh,
 		 size_t want_missing, size_t want_orphans, struct ledger_extent **m,
@@ -97,12 +100,12 @@ static void test_many(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{"records agree", test_agree},
-		{"missing and orphan extents", test_missing_and_orphans},
-		{"same place, other region", test_same_place_other_region},
-		{"empty sides", test_empty_sides},
-		{"10000 extents in any order", test_many},
-		{NULL, NULL},
+	    {"records agree", test_agree},
+	    {"missing and orphan extents", test_missing_and_orphans},
+	    {"same place, other region", test_same_place_other_region},
+	    {"empty sides", test_empty_sides},
+	    {"10000 extents in any order", test_many},
+	    {NULL, NULL},
 	};
 	return unit_run("ledger", tests);
 }

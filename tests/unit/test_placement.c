@@ -5,7 +5,10 @@
 #include "tests/unit/unit.h"
 
 #define M (UINT64_C(1) << 20)
-#define C(size, used, largest, usable) {(size) * M, (used) * M, (largest) * M, (usable)}
+#define C(size, used, largest, usable)                                                             \
+	{                                                                                          \
+		(size) * M, (used)*M, (largest)*M, (usable)                                        \
+	}
 
 static void test_most_free(void)
 {
@@ -50,11 +53,11 @@ static void test_ties(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{"most free space wins", test_most_free},
-		{"unusable and too small lenders", test_unusable_and_too_small},
-		{"watermark before free space", test_watermark_first},
-		{"ties go to the first", test_ties},
-		{NULL, NULL},
+	    {"most free space wins", test_most_free},
+	    {"unusable and too small lenders", test_unusable_and_too_small},
+	    {"watermark before free space", test_watermark_first},
+	    {"ties go to the first", test_ties},
+	    {NULL, NULL},
 	};
 	return unit_run("placement", tests);
 }

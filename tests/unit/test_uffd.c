@@ -271,13 +271,14 @@ static int client_main(enum mode mode)
 		if (ioctl(uffd, UFFDIO_REGISTER, &reg) < 0)
 			return 4;
 	}
-	snprintf(msg, sizeof(msg),
-		 "[{\"base_host_virt_addr\":%llu,\"size\":%llu,\"offset\":0,\"page_size\":4096,"
-		 "\"page_size_kib\":4096},{\"base_host_virt_addr\":%llu,\"size\":%llu,\"offset\":%llu,"
-		 "\"page_size\":4096,\"page_size_kib\":4096}]",
-		 (unsigned long long)(uintptr_t)c.mem[0], (unsigned long long)c.size[0],
-		 (unsigned long long)(uintptr_t)c.mem[1], (unsigned long long)c.size[1],
-		 (unsigned long long)SPLIT);
+	snprintf(
+	    msg, sizeof(msg),
+	    "[{\"base_host_virt_addr\":%llu,\"size\":%llu,\"offset\":0,\"page_size\":4096,"
+	    "\"page_size_kib\":4096},{\"base_host_virt_addr\":%llu,\"size\":%llu,\"offset\":%llu,"
+	    "\"page_size\":4096,\"page_size_kib\":4096}]",
+	    (unsigned long long)(uintptr_t)c.mem[0], (unsigned long long)c.size[0],
+	    (unsigned long long)(uintptr_t)c.mem[1], (unsigned long long)c.size[1],
+	    (unsigned long long)SPLIT);
 	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sockpath);
 	if (sock < 0 || connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
@@ -428,11 +429,11 @@ static void restore(struct run *run)
 	close(ls);
 	unlink(sockpath);
 	if (run->fetch != NULL)
-		rc = uffd_server_new_fetch(uffd, peer, &m, fake_fetch, run->fetch, IMAGE, run->flags,
-					   err, sizeof(err), &s);
+		rc = uffd_server_new_fetch(uffd, peer, &m, fake_fetch, run->fetch, IMAGE,
+					   run->flags, err, sizeof(err), &s);
 	else
-		rc = uffd_server_new(uffd, peer, &m, image, IMAGE, run->flags, err, sizeof(err),
-				     &s);
+		rc =
+		    uffd_server_new(uffd, peer, &m, image, IMAGE, run->flags, err, sizeof(err), &s);
 	if (rc != 0)
 		fprintf(stderr, "\n  server: %s\n", err);
 	CU_ASSERT_FATAL(rc == 0);
@@ -640,8 +641,8 @@ static void test_fetch_full(void)
 static void test_fetch_around(void)
 {
 	struct fake f = {0};
-	struct run run = {.mode = M_FULL, .flags = UFFD_SERVER_ZEROPAGE | UFFD_SERVER_AROUND,
-			  .fetch = &f};
+	struct run run = {
+	    .mode = M_FULL, .flags = UFFD_SERVER_ZEROPAGE | UFFD_SERVER_AROUND, .fetch = &f};
 
 	restore(&run);
 	CU_ASSERT_EQUAL(run.result, UFFD_SERVER_EXITED);
@@ -753,8 +754,8 @@ static void test_fetch_fill(void)
 static void test_fill_exit(void)
 {
 	struct fake f = {.kill_at = 18};
-	struct run run = {.mode = M_WAITFILL, .flags = UFFD_SERVER_ZEROPAGE, .fetch = &f,
-			  .fill = 3000};
+	struct run run = {
+	    .mode = M_WAITFILL, .flags = UFFD_SERVER_ZEROPAGE, .fetch = &f, .fill = 3000};
 
 	restore(&run);
 	CU_ASSERT_EQUAL(run.result, UFFD_SERVER_EXITED);
@@ -772,8 +773,8 @@ static void test_fetch_args(void)
 	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 
 	CU_ASSERT_FATAL(fd >= 0);
-	CU_ASSERT_EQUAL(uffd_server_new_fetch(fd, 0, &m, NULL, NULL, IMAGE, 0, err, sizeof(err), &s),
-			-EINVAL);
+	CU_ASSERT_EQUAL(
+	    uffd_server_new_fetch(fd, 0, &m, NULL, NULL, IMAGE, 0, err, sizeof(err), &s), -EINVAL);
 	CU_ASSERT_PTR_NULL(s);
 	CU_ASSERT_EQUAL(count_fds(), before);
 }

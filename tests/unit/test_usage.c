@@ -58,10 +58,10 @@ static void test_many_uids_sorted(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{"charge and release", test_charge_and_release},
-		{"never below zero", test_never_below_zero},
-		{"1000 uids in any order", test_many_uids_sorted},
-		{NULL, NULL},
+	    {"charge and release", test_charge_and_release},
+	    {"never below zero", test_never_below_zero},
+	    {"1000 uids in any order", test_many_uids_sorted},
+	    {NULL, NULL},
 	};
 	return unit_run("usage", tests);
 }
