@@ -8,9 +8,15 @@ daemon_poold_SOURCES = daemon/poold.h daemon/poold.c daemon/pidfile.c daemon/con
 	daemon/hold.c daemon/kvint.h daemon/kv.c daemon/kvtier.c daemon/kvdedup.c daemon/kvreplica.c daemon/kvrebuild.c daemon/kvwire.c daemon/kvlocal.c daemon/kvevents.c daemon/resp.c daemon/journal.h daemon/journal.c daemon/coordlog.c daemon/vec.c daemon/respparse.h daemon/respparse.c daemon/respauth.c daemon/resp.h daemon/respkeys.c daemon/respconn.c daemon/respremote.c daemon/respplace.c daemon/resprelay.c \
 	daemon/metrics.c daemon/events.c daemon/copy.c daemon/snapcopy.c \
 	daemon/snapplace.c daemon/grant.c daemon/xfer.c daemon/firewall.c daemon/carve.c daemon/peertls.c daemon/accept.c daemon/httpd.c
-daemon_poold_CPPFLAGS = $(AM_CPPFLAGS) -DPOOL_BINDIR='"$(bindir)"'
+daemon_poold_CPPFLAGS = $(AM_CPPFLAGS) -DPOOL_PKGLIBEXECDIR='"$(pkglibexecdir)"'
 daemon_poold_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(PMEM2_CFLAGS) \
 	$(XXHASH_CFLAGS) $(CRYPTO_CFLAGS) $(ZMQ_CFLAGS) $(MSGPACK_CFLAGS)
 daemon_poold_LDADD = fabric/libfabric.la proto/libwire.la vecindex/libvecindex.la common/libconf.la \
 	common/libcommon.la $(EVENT_LIBS) $(PROTOBUF_C_LIBS) $(NUMA_LIBS) $(PMEM2_LIBS) \
 	$(XXHASH_LIBS) $(CRYPTO_LIBS) $(ZMQ_LIBS) $(MSGPACK_LIBS)
+
+# pool-snap-helper: what poold runs to fill a node's copy of a snapshot
+# through libpool (daemon/snapplace.c), in $(pkglibexecdir).
+pkglibexec_PROGRAMS = daemon/pool-snap-helper
+daemon_pool_snap_helper_SOURCES = daemon/snaphelper.c
+daemon_pool_snap_helper_LDADD = libpool/libpool.la

@@ -7,9 +7,10 @@
  * without the network); it answers the client once every node answered.
  * A poold cannot fill a copy itself: filling reads the store through
  * libpool's data path, which lives in clients. So each node runs a helper,
- * `poolctl -s SOCKET snap place NAME` (the node-local form), which opens
- * the snapshot and asks this poold for the copy as a clone would; its exit
- * status is the node's answer.
+ * `pool-snap-helper SOCKET place NAME` (daemon/snaphelper.c, a libpool
+ * client), which opens the snapshot and asks this poold for the copy as a
+ * clone would; its exit status is the node's answer, the line it writes
+ * to stderr the reason.
  *
  * The helper runs as poold's user, root, and could read any snapshot. That
  * gives the admin nothing: place only makes the node's memory copy of an
@@ -17,7 +18,8 @@
  * snapshot's id, which only the readers of its manifest know (snapcopy.c).
  *
  * The same helpers count snapshot pages' references again after this
- * coordinator restarted (`poolctl snap gc`, which reads every manifest):
+ * coordinator restarted (`pool-snap-helper SOCKET gc`, what `poolctl snap
+ * gc` does, which reads every manifest):
  * a few seconds after the last manifest or page came back from a lender,
  * and again, later and later, while a manifest cannot be read yet.
  */
@@ -91,12 +93,12 @@ struct place_asker {
 };
 
 /*
- * The poolctl to run: $POOL_POOLCTL, else the one of the build tree this
- * poold runs from (tests), else the installed one.
+ * The helper to run: $POOL_SNAP_HELPER, else the one built beside this
+ * poold (a build tree's, for the tests), else the installed one.
  */
-static void place_poolctl(char *buf, size_t len)
+static void place_helper_path(char *buf, size_t len)
 {
-	const char *env = getenv("POOL_POOLCTL");
+	const char *env = getenv("POOL_SNAP_HELPER");
 	char exe[PATH_MAX];
 	ssize_t n;
 	char *slash;
@@ -111,12 +113,12 @@ static void place_poolctl(char *buf, size_t len)
 		slash = strrchr(exe, '/');
 		if (slash != NULL) {
 			*slash = '\0';
-			if ((size_t)snprintf(buf, len, "%s/../cli/poolctl", exe) < len &&
+			if ((size_t)snprintf(buf, len, "%s/pool-snap-helper", exe) < len &&
 			    access(buf, X_OK) == 0)
 				return;
 		}
 	}
-	snprintf(buf, len, "%s/poolctl", POOL_BINDIR);
+	snprintf(buf, len, "%s/pool-snap-helper", POOL_PKGLIBEXECDIR);
 }
 
 static struct snapplaces *place_space(struct poold *pd)
@@ -129,7 +131,7 @@ static struct snapplaces *place_space(struct poold *pd)
 	return pd->snapplaces;
 }
 
-/* The first line the helper wrote to stderr (it has exited: no blocking read). */
+/* The line the helper wrote to stderr, why it failed (it has exited: no blocking read). */
 static void place_errmsg(struct place_helper *h, char *buf, size_t len)
 {
 	ssize_t n = read(h->errfd, buf, len - 1);
@@ -139,9 +141,6 @@ static void place_errmsg(struct place_helper *h, char *buf, size_t len)
 	nl = strchr(buf, '\n');
 	if (nl != NULL)
 		*nl = '\0';
-	/* "poolctl: snap place: why" says more than it needs to. */
-	if (strncmp(buf, "poolctl: snap place: ", 21) == 0)
-		memmove(buf, buf + 21, strlen(buf + 21) + 1);
 }
 
 /* Reap the helper, forget it, and tell its caller. */
@@ -158,7 +157,7 @@ static void place_helper_end(struct place_helper *h, int rc, const char *msg)
 		rc = -EIO;
 		msg = errbuf;
 		if (errbuf[0] == '\0')
-			snprintf(errbuf, sizeof(errbuf), "the helper poolctl %s %d",
+			snprintf(errbuf, sizeof(errbuf), "the helper %s %d",
 				 WIFEXITED(status) ? "exited with" : "was killed by signal",
 				 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 	}
@@ -179,7 +178,7 @@ static void place_helper_exited(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (h->timed_out)
-		place_helper_end(h, -ETIMEDOUT, "the helper poolctl took over 5 minutes: killed");
+		place_helper_end(h, -ETIMEDOUT, "the helper took over 5 minutes: killed");
 	else
 		place_helper_end(h, 0, NULL);
 }
@@ -196,23 +195,18 @@ static void place_helper_timeout(evutil_socket_t fd, short what, void *arg)
 	kill(h->pid, SIGKILL); /* its pidfd becomes readable when it is gone */
 }
 
-/* Start `poolctl -s SOCKET snap place NAME` (or snap gc) with stdin and stdout on /dev/null. */
+/* Start `pool-snap-helper SOCKET place NAME` (or gc) with stdin and stdout on /dev/null. */
 static int place_spawn(struct poold *pd, struct place_helper *h, int errpipe[2])
 {
-	char poolctl[PATH_MAX];
-	char *argv[] = {poolctl,
-			"-s",
-			pd->conf->socket,
-			"snap",
-			h->name[0] ? "place" : "gc",
-			h->name[0] ? h->name : NULL,
-			NULL};
+	char helper[PATH_MAX];
+	char *argv[] = {helper, pd->conf->socket, h->name[0] ? "place" : "gc",
+			h->name[0] ? h->name : NULL, NULL};
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none, dfl;
 	int rc;
 
-	place_poolctl(poolctl, sizeof(poolctl));
+	place_helper_path(helper, sizeof(helper));
 	sigemptyset(&none);
 	sigemptyset(&dfl);
 	sigaddset(&dfl, SIGPIPE); /* poold ignores it; an exec would keep that */
@@ -224,12 +218,12 @@ static int place_spawn(struct poold *pd, struct place_helper *h, int errpipe[2])
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, errpipe[1], 2);
-	rc = -posix_spawn(&h->pid, poolctl, &fa, &attr, argv, environ);
+	rc = -posix_spawn(&h->pid, helper, &fa, &attr, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
 	if (rc < 0)
 		log_warnx("snap %s%s: cannot run %s: %s", h->name[0] ? "place " : "gc", h->name,
-			  poolctl, err_str(rc));
+			  helper, err_str(rc));
 	return rc;
 }
 
@@ -303,7 +297,7 @@ out_pipe:
 out_free:
 	free(h);
 	if (errbuf[0] == '\0')
-		snprintf(errbuf, errlen, "cannot run the helper poolctl: %s", err_str(rc));
+		snprintf(errbuf, errlen, "cannot run pool-snap-helper: %s", err_str(rc));
 	return rc;
 }
 

@@ -85,7 +85,7 @@ pctl 1 snap place p 3 3 >"$CLUSTER_TMP/out" 2>&1
 [ $? -eq 1 ] && grep -q "named twice" "$CLUSTER_TMP/out" && ok "so is a node named twice" ||
 	{ not_ok "place on 3 3"; cat "$CLUSTER_TMP/out"; }
 pctl 1 snap place nothing 3 >"$CLUSTER_TMP/out" 2>&1
-[ $? -eq 1 ] && grep -q "^node 3: error: .*nothing" "$CLUSTER_TMP/out" &&
+[ $? -eq 1 ] && grep -qx "node 3: error: no snapshot 'nothing'" "$CLUSTER_TMP/out" &&
 	ok "a snapshot that is not there: the node says why" || { not_ok "place nothing"; cat "$CLUSTER_TMP/out"; }
 if have_nobody "$POOLCTL"; then
 	chmod 0755 "$CLUSTER_TMP" "$(cluster_dir 1)" "$(cluster_dir 1)/run" && chmod 0666 "$(pool_sock 1)"
