@@ -97,8 +97,8 @@ static bool carve_safe(struct poold *pd)
 	if (pd->peer != NULL)
 		return false; /* a node of a cluster */
 	TAILQ_FOREACH(m, &pd->members, entry)
-	if (m->info->id != pd->node_id)
-		return false;
+		if (m->info->id != pd->node_id)
+			return false;
 	return true;
 }
 

@@ -26,8 +26,8 @@ struct member *cluster_find(struct poold *pd, uint32_t id)
 	struct member *m;
 
 	TAILQ_FOREACH(m, &pd->members, entry)
-	if (m->info->id == id)
-		return m;
+		if (m->info->id == id)
+			return m;
 	return NULL;
 }
 
@@ -37,8 +37,8 @@ struct member *cluster_find_name(struct poold *pd, const char *name)
 	struct member *m;
 
 	TAILQ_FOREACH(m, &pd->members, entry)
-	if (strcmp(m->info->name, name) == 0)
-		return m;
+		if (strcmp(m->info->name, name) == 0)
+			return m;
 	return NULL;
 }
 
@@ -206,13 +206,12 @@ int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_membe
 	size_t n = 0, k;
 
 	TAILQ_FOREACH(m, &pd->members, entry)
-	n++;
+		n++;
 	out = calloc(n ? n : 1, sizeof(*out));
 	if (out == NULL)
 		return -ENOMEM;
 	n = 0;
-	TAILQ_FOREACH(m, &pd->members, entry)
-	{
+	TAILQ_FOREACH(m, &pd->members, entry) {
 		size_t na = public ? m->info->n_arenas : 0;
 		Pool__NodeInfo *info;
 		Pool__Arena *arenas, **ap;

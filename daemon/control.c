@@ -74,15 +74,15 @@ void control_notify(struct poold *pd, uint64_t session, uint16_t type, const Pro
 	struct ctl_conn *c;
 
 	TAILQ_FOREACH(c, &pd->control->conns, entry)
-	if (c->session == session) {
-		if (type == WIRE_REGION_NOTICE) {
-			const Pool__RegionNotice *rn = (const Pool__RegionNotice *)msg;
+		if (c->session == session) {
+			if (type == WIRE_REGION_NOTICE) {
+				const Pool__RegionNotice *rn = (const Pool__RegionNotice *)msg;
 
-			grant_notice(pd, session, rn->name, rn->event);
+				grant_notice(pd, session, rn->name, rn->event);
+			}
+			conn_send(c->conn, type, 0, msg);
+			return;
 		}
-		conn_send(c->conn, type, 0, msg);
-		return;
-	}
 }
 
 /* The sessions of the connected clients; free() the array. */
@@ -96,7 +96,7 @@ int control_sessions(struct poold *pd, uint64_t **ret_sessions, size_t *ret_n)
 	if (s == NULL)
 		return -ENOMEM;
 	TAILQ_FOREACH(c, &pd->control->conns, entry)
-	s[n++] = c->session;
+		s[n++] = c->session;
 	*ret_sessions = s;
 	*ret_n = n;
 	return 0;
@@ -390,8 +390,9 @@ static bool ctl_may_read(struct conn *conn, void *arg)
 
 	(void)conn;
 	TAILQ_FOREACH(o, &c->u->conns, uid_entry)
-	if ((sum += conn_output_len(o->conn)) > (size_t)c->ctl->pd->conf->max_output_per_uid)
-		return false;
+		if ((sum += conn_output_len(o->conn)) >
+		    (size_t)c->ctl->pd->conf->max_output_per_uid)
+			return false;
 	return true;
 }
 
@@ -406,8 +407,8 @@ static struct ctl_uid *ctl_uid_get(struct control *ctl, uid_t uid)
 	struct ctl_uid *u;
 
 	LIST_FOREACH(u, &ctl->uids, entry)
-	if (u->uid == uid)
-		return u;
+		if (u->uid == uid)
+			return u;
 	u = calloc(1, sizeof(*u));
 	if (u == NULL)
 		return NULL;

@@ -98,8 +98,8 @@ static void coord_send_event(struct coord *co, struct member *m)
 	mm.heartbeat_age_ms = units_now_ms() - m->last_heartbeat;
 	ev.member = &mm;
 	TAILQ_FOREACH(p, &co->peers, entry)
-	if (p->m != NULL)
-		conn_send(p->conn, WIRE_MEMBER_EVENT, 0, &ev.base);
+		if (p->m != NULL)
+			conn_send(p->conn, WIRE_MEMBER_EVENT, 0, &ev.base);
 }
 
 /*
@@ -311,8 +311,8 @@ static size_t coord_targets(struct poold *pd, uint32_t src, uint32_t *targets, s
 	size_t n = 0;
 
 	TAILQ_FOREACH(m, &pd->members, entry)
-	if (m->info->id != src && m->state == MEMBER_UP && n < max)
-		targets[n++] = m->info->id;
+		if (m->info->id != src && m->state == MEMBER_UP && n < max)
+			targets[n++] = m->info->id;
 	return n;
 }
 
@@ -332,7 +332,7 @@ int coord_probe_all(struct poold *pd, struct req *r)
 	int rc = -ENOMEM;
 
 	TAILQ_FOREACH(m, &pd->members, entry)
-	max++;
+		max++;
 	targets = calloc(max, sizeof(*targets));
 	g = calloc(1, sizeof(*g));
 	if (targets == NULL || g == NULL)
@@ -347,8 +347,7 @@ int coord_probe_all(struct poold *pd, struct req *r)
 	}
 	TAILQ_INSERT_TAIL(&co->gathers, g, entry);
 	g->outstanding = 1; /* held until every call is out */
-	TAILQ_FOREACH(m, &pd->members, entry)
-	{
+	TAILQ_FOREACH(m, &pd->members, entry) {
 		Pool__ProbeRequest pr = POOL__PROBE_REQUEST__INIT;
 		struct coord_call *call;
 
@@ -401,8 +400,8 @@ static void coord_call_answer(struct coord *co, const struct wire_hdr *hdr, cons
 	struct gather *g;
 
 	TAILQ_FOREACH(call, &co->calls, entry)
-	if (call->id == hdr->req_id)
-		break;
+		if (call->id == hdr->req_id)
+			break;
 	if (call == NULL)
 		return; /* the round ended without it */
 	if (call->reply != NULL) {
@@ -549,7 +548,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 				    by_id->info->name);
 	if (m == NULL) {
 		TAILQ_FOREACH(m, &pd->members, entry)
-		n++;
+			n++;
 		if (n >= (size_t)pd->conf->max_nodes)
 			return coord_refuse(p, req_id, -EUSERS,
 					    "cluster full (peer.max_nodes = %lld)",
@@ -570,8 +569,8 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	if (m != NULL && m->conn != NULL && m->conn != p->conn) {
 		/* The node restarted or reconnected: its old link is stale. */
 		TAILQ_FOREACH(old, &co->peers, entry)
-		if (old->conn == m->conn)
-			break;
+			if (old->conn == m->conn)
+				break;
 		coord_fail_calls(co, id);
 		if (old != NULL) {
 			conn_free(old->conn);
@@ -821,8 +820,7 @@ static bool coord_unreg_room(struct coord *co, const struct sockaddr *sa, const 
 	struct coord_peer *p, *oldest = NULL;
 	unsigned all = 0, host = 0;
 
-	TAILQ_FOREACH(p, &co->peers, entry)
-	{
+	TAILQ_FOREACH(p, &co->peers, entry) {
 		if (p->m != NULL)
 			continue;
 		all++;
@@ -908,8 +906,7 @@ static void coord_check(evutil_socket_t fd, short what, void *arg)
 			conn_abort(p->conn, true);
 		}
 	}
-	TAILQ_FOREACH(m, &pd->members, entry)
-	{
+	TAILQ_FOREACH(m, &pd->members, entry) {
 		uint64_t age = now - m->last_heartbeat;
 
 		if (m->info->id == pd->node_id) {
@@ -934,8 +931,8 @@ static void coord_ledger(evutil_socket_t fd, short what, void *arg)
 	struct member *m;
 
 	TAILQ_FOREACH(m, &co->pd->members, entry)
-	if (m->state == MEMBER_UP)
-		hold_ask(co->pd, m->info->id);
+		if (m->state == MEMBER_UP)
+			hold_ask(co->pd, m->info->id);
 }
 
 static void coord_periodic_probe(evutil_socket_t fd, short what, void *arg)

@@ -146,19 +146,18 @@ static int coordlog_fill(void *arg, struct journal *j)
 	rec.next_base = pd->regions->next_base;
 	if ((rc = coordlog_write(j, &rec)) < 0)
 		return rc;
-	TAILQ_FOREACH(r, &pd->regions->list, entry)
-	{
+	TAILQ_FOREACH(r, &pd->regions->list, entry) {
 		struct lease *l;
 
 		if ((rc = coordlog_write_region(j, r)) < 0)
 			return rc;
 		TAILQ_FOREACH(l, &r->lease_list, entry)
-		if (r->anonymous && (rc = coordlog_write_lease(j, r, l, true)) < 0)
-			return rc;
+			if (r->anonymous && (rc = coordlog_write_lease(j, r, l, true)) < 0)
+				return rc;
 	}
 	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
-	if ((rc = coordlog_write_gone(j, t->id, t->name, CL_REGION_GONE, &t->node, 1)) < 0)
-		return rc;
+		if ((rc = coordlog_write_gone(j, t->id, t->name, CL_REGION_GONE, &t->node, 1)) < 0)
+			return rc;
 	return coordlog_write_namespaces(pd, j);
 }
 
@@ -405,7 +404,7 @@ int coordlog_open(struct poold *pd)
 			   (unsigned long long)st.records);
 	}
 	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
-	ntomb++;
+		ntomb++;
 	log_info("coordinator journal %s: %zu region(s) back, %zu extent(s) of destroyed regions "
 		 "to scrub; %llu record(s) in a half of %llu KiB",
 		 pd->conf->coord_journal, pd->regions->count, ntomb, (unsigned long long)st.records,

@@ -215,16 +215,16 @@ static int firewall_wanted(struct poold *pd, uint32_t **ret_ports, size_t *ret_n
 	uint32_t *ports;
 
 	TAILQ_FOREACH(m, &pd->members, entry)
-	n += MIN(m->info->n_fabric_ports, FIREWALL_MEMBER_PORTS_MAX);
+		n += MIN(m->info->n_fabric_ports, FIREWALL_MEMBER_PORTS_MAX);
 	ports = calloc(n ? n : 1, sizeof(*ports));
 	if (ports == NULL)
 		return -ENOMEM;
 	for (i = 0; i < fw->nown; i++)
 		ports[k++] = fw->own[i];
 	TAILQ_FOREACH(m, &pd->members, entry)
-	for (i = 0; i < MIN(m->info->n_fabric_ports, FIREWALL_MEMBER_PORTS_MAX); i++)
-		if (m->info->fabric_ports[i] >= 1 && m->info->fabric_ports[i] <= 65535)
-			ports[k++] = m->info->fabric_ports[i];
+		for (i = 0; i < MIN(m->info->n_fabric_ports, FIREWALL_MEMBER_PORTS_MAX); i++)
+			if (m->info->fabric_ports[i] >= 1 && m->info->fabric_ports[i] <= 65535)
+				ports[k++] = m->info->fabric_ports[i];
 	n = 0;
 	for (i = 0; i < k; i++)
 		if (!firewall_in_range(fw, ports[i]))

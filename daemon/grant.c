@@ -97,8 +97,8 @@ static struct grant_region *grant_region_find(struct grant_session *gs, uint64_t
 	struct grant_region *g;
 
 	LIST_FOREACH(g, &gs->regions, entry)
-	if (name ? strcmp(g->name, name) == 0 : g->id == id)
-		return g;
+		if (name ? strcmp(g->name, name) == 0 : g->id == id)
+			return g;
 	return NULL;
 }
 
@@ -375,7 +375,7 @@ void grant_expire_all(struct poold *pd)
 	for (b = 0; pd->grants != NULL && b < GRANT_BUCKETS; b++)
 		for (gs = pd->grants->bucket[b]; gs != NULL; gs = gs->next) {
 			LIST_FOREACH(g, &gs->regions, entry)
-			g->expired = true;
+				g->expired = true;
 			free(gs->places);
 			gs->places = NULL;
 			gs->cap = gs->nplaces = 0;

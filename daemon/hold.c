@@ -79,8 +79,7 @@ static int hold_grow(struct poold *pd)
 	free(pd->hold_tab);
 	pd->hold_tab = tab;
 	pd->hold_tab_size = size;
-	TAILQ_FOREACH(hd, &pd->holds, entry)
-	{
+	TAILQ_FOREACH(hd, &pd->holds, entry) {
 		struct hold **pp = hold_slot(pd, hd->e.arena, hd->e.off);
 
 		hd->hnext = NULL;
@@ -150,8 +149,7 @@ static int hold_journal_fill(void *arg, struct journal *j)
 	struct hold *hd;
 	int rc;
 
-	TAILQ_FOREACH(hd, &pd->holds, entry)
-	{
+	TAILQ_FOREACH(hd, &pd->holds, entry) {
 		Pool__Holding h;
 
 		if (!hd->durable)
@@ -459,7 +457,7 @@ int hold_open(struct poold *pd)
 	if (keep == NULL)
 		return -ENOMEM;
 	TAILQ_FOREACH(hd, &pd->holds, entry)
-	keep[n++] = hd->e;
+		keep[n++] = hd->e;
 	qsort(keep, n, sizeof(*keep), hold_cmp_off);
 	keep[n].off = a->size; /* the end of the tier, as a last boundary */
 	for (i = 0; i <= n; i++) {
@@ -489,8 +487,7 @@ static int hold_msgs(struct poold *pd, Pool__Holdings *hs)
 		free(hs->holdings);
 		return -ENOMEM;
 	}
-	TAILQ_FOREACH(hd, &pd->holds, entry)
-	{
+	TAILQ_FOREACH(hd, &pd->holds, entry) {
 		hold_msg(hd, &h[n]);
 		hs->holdings[n] = &h[n];
 		n++;
@@ -663,11 +660,11 @@ void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have,
 	if (pd->regions == NULL)
 		return;
 	TAILQ_FOREACH(r, &pd->regions->list, entry)
-	for (i = 0; i < r->next; i++)
-		if (r->ext[i].node == node &&
-		    ledger_append(&want, &nwant, &cap, r->ext[i].arena, r->ext[i].off,
-				  r->ext[i].len, r->id) < 0)
-			goto out;
+		for (i = 0; i < r->next; i++)
+			if (r->ext[i].node == node &&
+			    ledger_append(&want, &nwant, &cap, r->ext[i].arena, r->ext[i].off,
+					  r->ext[i].len, r->id) < 0)
+				goto out;
 	if (kv_extents(pd, node, &want, &nwant, &cap) < 0)
 		goto out;
 	if (ledger_diff(want, nwant, have, nhave, &missing, &nm, &orphans, &no) < 0)
@@ -677,8 +674,8 @@ void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have,
 
 		/* Whatever the lender held is now accounted for: it may take new extents. */
 		TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-		if (lp->node == node)
-			lp->reconciled = true;
+			if (lp->node == node)
+				lp->reconciled = true;
 	}
 	if (nm > 0) {
 		log_warnx("ledger: node %u does not record %zu extent(s) of the map; told again",
@@ -692,8 +689,8 @@ void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have,
 		/* (Extents retired under an earlier life of the lender are not on their way out.)
 		 */
 		TAILQ_FOREACH(rt, &pd->regions->retired, entry)
-		retired |= rt->node == node && rt->incarnation == incarnation &&
-			   rt->arena == orphans[i].arena && rt->off == orphans[i].off;
+			retired |= rt->node == node && rt->incarnation == incarnation &&
+				   rt->arena == orphans[i].arena && rt->off == orphans[i].off;
 		if (retired || hold_overlaps(&orphans[i], want, nwant))
 			continue; /* on its way out, or replaced by the repair above */
 		hold_adopt(pd, node, &orphans[i], h);
@@ -718,7 +715,7 @@ static void hold_reconcile_self(struct poold *pd)
 		return;
 	}
 	TAILQ_FOREACH(hd, &pd->holds, entry)
-	have[n++] = hd->e;
+		have[n++] = hd->e;
 	hold_reconcile(pd, pd->node_id, have, n, &hs);
 	hold_msgs_free(&hs);
 	free(have);

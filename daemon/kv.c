@@ -49,8 +49,8 @@ struct kv_ns *kv_ns_find(struct poold *pd, const char *name)
 	struct kv_ns *ns;
 
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-	if (strcmp(ns->name, name) == 0)
-		return ns;
+		if (strcmp(ns->name, name) == 0)
+			return ns;
 	return NULL;
 }
 
@@ -339,8 +339,7 @@ static void kv_expire_cycle(struct poold *pd)
 	struct kv_entry *e;
 	struct kv_ns *ns;
 
-	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-	{
+	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
 		unsigned rounds = 0, seen, expired;
 
 		do {
@@ -456,7 +455,7 @@ struct lender_pool *kv_pick(struct poold *pd, struct kv_ns *ns, uint64_t hash, u
 	long pick;
 
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-	n += kv_pool_free(pd, ns, lp, avoid, navoid);
+		n += kv_pool_free(pd, ns, lp, avoid, navoid);
 	if (n == 0)
 		return NULL;
 	for (k = 0; k < 2; k++) {
@@ -464,8 +463,7 @@ struct lender_pool *kv_pick(struct poold *pd, struct kv_ns *ns, uint64_t hash, u
 		struct extent_stats st;
 
 		i = 0;
-		TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-		{
+		TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 			if (!kv_pool_free(pd, ns, lp, avoid, navoid))
 				continue;
 			if (i++ == want)
@@ -478,8 +476,7 @@ struct lender_pool *kv_pick(struct poold *pd, struct kv_ns *ns, uint64_t hash, u
 	pick = placement_choose(c, 2, len, (unsigned)pd->conf->watermark);
 	if (pick >= 0)
 		return pools[pick];
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-	{
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 		struct extent_stats st;
 
 		if (!kv_pool_free(pd, ns, lp, avoid, navoid))
@@ -613,8 +610,8 @@ struct kv_ns *kv_ns_by_id(struct poold *pd, uint64_t id)
 	struct kv_ns *ns;
 
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-	if (ns->id == id)
-		return ns;
+		if (ns->id == id)
+			return ns;
 	return NULL;
 }
 
@@ -691,7 +688,7 @@ kv_foreach(struct poold *pd,
 	if (pd->kv == NULL)
 		return;
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-	kv_foreach_ns(pd, ns, fn, arg);
+		kv_foreach_ns(pd, ns, fn, arg);
 }
 
 struct kv_who {
@@ -725,16 +722,15 @@ void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all)
 		return;
 	/* Every entry if some are pinned; else only where reservations are (a close is cheap). */
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-	if (kv_npins > 0 || ns->npending > 0)
-		kv_foreach_ns(pd, ns, kv_session_entry, &w);
-	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-	{
+		if (kv_npins > 0 || ns->npending > 0)
+			kv_foreach_ns(pd, ns, kv_session_entry, &w);
+	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
 		TAILQ_FOREACH(z, &ns->zombies, entry)
-		kv_unpin_all(&z->pins, node, session, all);
+			kv_unpin_all(&z->pins, node, session, all);
 		kv_zombies_sweep(pd, ns);
 	}
 	TAILQ_FOREACH(z, &pd->kv->orphans->zombies, entry)
-	kv_unpin_all(&z->pins, node, session, all);
+		kv_unpin_all(&z->pins, node, session, all);
 	kv_zombies_sweep(pd, pd->kv->orphans);
 }
 
@@ -818,14 +814,14 @@ void kv_sweep(struct poold *pd)
 		return;
 	/* Only where there is something to do: a namespace may hold millions of keys. */
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-	if (ns->npending > 0)
-		kv_foreach_ns(pd, ns, kv_expire_entry, &now);
+		if (ns->npending > 0)
+			kv_foreach_ns(pd, ns, kv_expire_entry, &now);
 	kv_expire_cycle(pd);
 	if (pd->regions != NULL) {
 		pd->kv->recopies = 0;
 		TAILQ_FOREACH(ns, &pd->kv->list, entry)
-		if (ns->replicas > 1 && ns->local_node == 0)
-			kv_foreach_ns(pd, ns, kv_recopy, NULL);
+			if (ns->replicas > 1 && ns->local_node == 0)
+				kv_foreach_ns(pd, ns, kv_recopy, NULL);
 	}
 }
 

@@ -180,11 +180,11 @@ int kv_recount_request(struct req *q, struct kv_ns *ns, const Pool__KvRequest *k
 		return kv_reply(q, NULL, 0, kr->n_keys, 0);
 	}
 	TAILQ_FOREACH(r, &pd->regions->list, entry)
-	if (r->refs_unknown && strncmp(r->name, "snap/", 5) == 0)
-		return req_errorf(q, -EBUSY, "snapshot manifest '%s' is not adopted yet", r->name);
+		if (r->refs_unknown && strncmp(r->name, "snap/", 5) == 0)
+			return req_errorf(q, -EBUSY, "snapshot manifest '%s' is not adopted yet",
+					  r->name);
 	kv_foreach_ns(pd, ns, kv_recount_begin, NULL);
-	TAILQ_FOREACH(r, &pd->regions->list, entry)
-	{
+	TAILQ_FOREACH(r, &pd->regions->list, entry) {
 		size_t off = 0;
 
 		while (r->refs_ns == ns->id && off < r->refs_len) {

@@ -432,9 +432,9 @@ uint64_t kv_local_size(struct poold *pd, const char *nsname)
 	if (ns == NULL)
 		return 0;
 	TAILQ_FOREACH(e, &ns->lru, lru)
-	n++;
+		n++;
 	TAILQ_FOREACH(e, &ns->plru, lru)
-	n++;
+		n++;
 	return n;
 }
 

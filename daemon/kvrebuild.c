@@ -30,8 +30,7 @@ int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size
 
 	if (pd->kv == NULL)
 		return 0;
-	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-	{
+	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
 		struct kv_zombie *z;
 		const struct kv_val *vals[2];
 
@@ -51,11 +50,10 @@ int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size
 			}
 		}
 		TAILQ_FOREACH(z, &ns->zombies, entry)
-		if (kv_val_extents(ns, &z->val, node, ext, n, cap) < 0)
-			return -ENOMEM;
+			if (kv_val_extents(ns, &z->val, node, ext, n, cap) < 0)
+				return -ENOMEM;
 	}
-	TAILQ_FOREACH(rk, &pd->kv->copying, entry)
-	{
+	TAILQ_FOREACH(rk, &pd->kv->copying, entry) {
 		ns = kv_ns_by_id(pd, rk->ns_id);
 		if (ns != NULL && rk->to.node == node &&
 		    ledger_append(ext, n, cap, rk->to.arena, rk->to.off, rk->to.alen,
@@ -79,7 +77,7 @@ int kv_defs(struct poold *pd, Pool__KvNamespace **ret_m, Pool__KvNamespace ***re
 	size_t n = 0;
 
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-	n++;
+		n++;
 	m = calloc(n ? n : 1, sizeof(*m));
 	mp = calloc(n ? n : 1, sizeof(*mp));
 	if (m == NULL || mp == NULL) {
@@ -89,11 +87,11 @@ int kv_defs(struct poold *pd, Pool__KvNamespace **ret_m, Pool__KvNamespace ***re
 	}
 	n = 0;
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-	if (!ns->resp_db) { /* RESP databases are made again on use */
-		kv_ns_msg(ns, &m[n]);
-		mp[n] = &m[n];
-		n++;
-	}
+		if (!ns->resp_db) { /* RESP databases are made again on use */
+			kv_ns_msg(ns, &m[n]);
+			mp[n] = &m[n];
+			n++;
+		}
 	*ret_m = m;
 	*ret_mp = mp;
 	*ret_n = n;
@@ -110,8 +108,8 @@ void kv_defs_send(struct poold *pd)
 	if (kv_defs(pd, &m, &defs.namespaces, &defs.n_namespaces) < 0)
 		return; /* they learn them when they register again */
 	TAILQ_FOREACH(mem, &pd->members, entry)
-	if (mem->info->id != pd->node_id && mem->state == MEMBER_UP)
-		coord_notice(pd, mem->info->id, WIRE_KV_NS_DEFS, &defs.base);
+		if (mem->info->id != pd->node_id && mem->state == MEMBER_UP)
+			coord_notice(pd, mem->info->id, WIRE_KV_NS_DEFS, &defs.base);
 	free(m);
 	free(defs.namespaces);
 }
@@ -126,7 +124,7 @@ void kv_defs_adopt(struct poold *pd, Pool__KvNamespace *const *defs, size_t n, c
 	struct kv_ns *ns;
 
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-	count++;
+		count++;
 	for (i = 0; i < n && count < KV_MAX_NAMESPACES; i++) {
 		const Pool__KvNamespace *d = defs[i];
 		uint32_t flags;

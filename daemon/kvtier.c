@@ -218,11 +218,11 @@ static int kv_move(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool 
 	int rc;
 
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-	if (lp->node == e->val.node && lp->tier == (to_pmem ? TIER_PMEM : TIER_DRAM) &&
-	    region_pool_usable(pd, lp) && !lp->draining) {
-		dst = lp;
-		break;
-	}
+		if (lp->node == e->val.node && lp->tier == (to_pmem ? TIER_PMEM : TIER_DRAM) &&
+		    region_pool_usable(pd, lp) && !lp->draining) {
+			dst = lp;
+			break;
+		}
 	if (dst == NULL || extent_alloc_fine(dst->alloc, e->val.vlen, &off, &alen) < 0)
 		return -ENOSPC;
 	mv = calloc(1, sizeof(*mv));
@@ -282,8 +282,9 @@ int kv_spill(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool may_ev
 	if (!may_evict)
 		return -ENOSPC;
 	TAILQ_FOREACH(old, &ns->plru, lru)
-	if (old->val.node == e->val.node && old->pins == NULL && !old->moving && !old->has_pending)
-		break;
+		if (old->val.node == e->val.node && old->pins == NULL && !old->moving &&
+		    !old->has_pending)
+			break;
 	if (old == NULL)
 		return -ENOSPC;
 	ns->evictions++;

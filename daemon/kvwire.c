@@ -224,12 +224,13 @@ int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, size_t i,
 			return 1;
 		}
 		TAILQ_FOREACH(z, &ns->zombies, entry)
-		if (z->val.version == version && kv_unpin(&z->pins, q->node, q->session, version)) {
-			/* Superseded, flushed or removed: as if overwritten at once. */
-			kv_zombies_sweep(pd, ns);
-			kv_loc(NULL, loc, NULL, 0, NULL, 0);
-			return 1;
-		}
+			if (z->val.version == version &&
+			    kv_unpin(&z->pins, q->node, q->session, version)) {
+				/* Superseded, flushed or removed: as if overwritten at once. */
+				kv_zombies_sweep(pd, ns);
+				kv_loc(NULL, loc, NULL, 0, NULL, 0);
+				return 1;
+			}
 		kv_loc(NULL, loc, NULL, op[0] == 'c' ? -ESTALE : -ENOENT, NULL, 0);
 		return 0;
 	}
@@ -298,9 +299,10 @@ static bool kv_was_given(struct kv_ns *ns, const struct req *q, const ProtobufCB
 		    kv_val_on(&e->val, node))
 			return true;
 	TAILQ_FOREACH(z, &ns->zombies, entry) /* replaced or spilled while it was read */
-	for (p = z->pins; p != NULL; p = p->next)
-		if (p->node == q->node && p->session == q->session && kv_val_on(&z->val, node))
-			return true;
+		for (p = z->pins; p != NULL; p = p->next)
+			if (p->node == q->node && p->session == q->session &&
+			    kv_val_on(&z->val, node))
+				return true;
 	return false;
 }
 
@@ -483,7 +485,7 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 		if (ns != NULL)
 			return req_errorf(q, -EEXIST, "KV namespace '%s' exists", r->name);
 		TAILQ_FOREACH(ns, &pd->kv->list, entry)
-		count++;
+			count++;
 		if (count >= KV_MAX_NAMESPACES)
 			return req_errorf(q, -EUSERS, "at most %d KV namespaces",
 					  KV_MAX_NAMESPACES);
@@ -548,7 +550,7 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 	}
 	/* Reply with the namespace, or all of them for stats of "". */
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-	n++;
+		n++;
 	m = calloc(n ? n : 1, sizeof(*m));
 	mp = calloc(n ? n : 1, sizeof(*mp));
 	if (m == NULL || mp == NULL) {
@@ -556,8 +558,7 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 		goto out;
 	}
 	n = 0;
-	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-	{
+	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
 		if (r->name[0] != '\0' && strcmp(ns->name, r->name) != 0)
 			continue;
 		/* A listing shows a uid the namespaces it may use. */
@@ -584,8 +585,7 @@ void kv_stats_each(struct poold *pd, void (*cb)(void *arg, const Pool__KvNamespa
 
 	if (pd->kv == NULL)
 		return;
-	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-	{
+	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
 		kv_ns_msg(ns, &m);
 		cb(arg, &m);
 	}

@@ -253,7 +253,7 @@ static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *
 		    "persists of the pmem tier that reached its media (on a file, each an msync)",
 		    lend_flushes());
 	TAILQ_FOREACH(m, &pd->members, entry)
-	count[m->state]++;
+		count[m->state]++;
 	metrics_head(b, "pool_members", "gauge", "members of the cluster as this poold sees them");
 	for (i = 0; i < 3; i++)
 		evbuffer_add_printf(b, "pool_members{state=\"%s\"} %u\n", states[i], count[i]);
@@ -327,13 +327,13 @@ static void metrics_pool(struct poold *pd, struct evbuffer *b)
 
 	metrics_head(b, "pool_lender_bytes", "gauge", "what each lender's arena offers the pool");
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-	evbuffer_add_printf(b,
-			    "pool_lender_bytes{node=\"%u\",arena=\"%u\",tier=\"%s\"} "
-			    "%llu\n",
-			    lp->node, lp->arena, tier_name(lp->tier), (unsigned long long)lp->lent);
+		evbuffer_add_printf(b,
+				    "pool_lender_bytes{node=\"%u\",arena=\"%u\",tier=\"%s\"} "
+				    "%llu\n",
+				    lp->node, lp->arena, tier_name(lp->tier),
+				    (unsigned long long)lp->lent);
 	metrics_head(b, "pool_lender_used_bytes", "gauge", "bytes in use in each lender's arena");
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-	{
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 		struct extent_stats st;
 
 		extent_stats(lp->alloc, &st);
@@ -343,8 +343,7 @@ static void metrics_pool(struct poold *pd, struct evbuffer *b)
 				    lp->node, lp->arena, tier_name(lp->tier),
 				    (unsigned long long)st.used);
 	}
-	TAILQ_FOREACH(r, &pd->regions->list, entry)
-	{
+	TAILQ_FOREACH(r, &pd->regions->list, entry) {
 		bytes += r->size;
 		leases += r->leases;
 	}

@@ -320,8 +320,8 @@ static bool peer_relay(struct peer *pe, const struct wire_hdr *hdr, const uint8_
 	struct forward *f;
 
 	TAILQ_FOREACH(f, &pe->forwards, entry)
-	if (f->id == hdr->req_id)
-		break;
+		if (f->id == hdr->req_id)
+			break;
 	if (f == NULL)
 		return false;
 	TAILQ_REMOVE(&pe->forwards, f, entry);

@@ -23,7 +23,7 @@ static uint64_t quota_pool_size(const struct poold *pd)
 	if (pd->regions == NULL)
 		return 0;
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-	size += lp->size;
+		size += lp->size;
 	return size;
 }
 

@@ -161,8 +161,8 @@ void reclaim_sweep(struct poold *pd)
 		if (rc->moving > 0)
 			continue;
 		TAILQ_FOREACH(rt, &pd->regions->retired, entry)
-		if (rt->rc == rc)
-			break;
+			if (rt->rc == rc)
+				break;
 		if (rt != NULL)
 			continue;
 		for (i = 0; i < rc->ntargets; i++) {
@@ -217,7 +217,7 @@ static int reclaim_start(struct req *q, uint32_t node, uint64_t size, bool drain
 	size_t n = 0, i;
 
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-	n += lp->node == node;
+		n += lp->node == node;
 	if (n == 0)
 		return req_errorf(q, -ENOENT, "node %u lends nothing", node);
 	rc = calloc(1, sizeof(*rc));
@@ -231,8 +231,7 @@ static int reclaim_start(struct req *q, uint32_t node, uint64_t size, bool drain
 	rc->pd = pd;
 	rc->node = node;
 	rc->drain = drain;
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-	{
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 		uint64_t share = size / n, target;
 
 		if (lp->node != node)
@@ -296,10 +295,10 @@ static int reclaim_lend(struct req *q, uint32_t node, uint64_t size)
 	int rc;
 
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-	if (lp->node == node && lp->tier == TIER_DRAM) {
-		n++;
-		max += lp->size;
-	}
+		if (lp->node == node && lp->tier == TIER_DRAM) {
+			n++;
+			max += lp->size;
+		}
 	if (n == 0)
 		return req_errorf(q, -ENOENT, "node %u lends no DRAM", node);
 	if (size > max) {
@@ -307,8 +306,7 @@ static int reclaim_lend(struct req *q, uint32_t node, uint64_t size)
 		return req_errorf(q, -ERANGE, "node %u can lend at most %s (its lend.max)", node,
 				  a);
 	}
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-	{
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 		uint64_t want = size / n / EXTENT_UNIT_DEFAULT * EXTENT_UNIT_DEFAULT;
 
 		if (lp->node != node || lp->tier != TIER_DRAM)
@@ -319,8 +317,7 @@ static int reclaim_lend(struct req *q, uint32_t node, uint64_t size)
 			struct lender_pool *done;
 
 			/* All or nothing: the arenas resized so far get their size back. */
-			TAILQ_FOREACH(done, &pd->regions->pools, entry)
-			{
+			TAILQ_FOREACH(done, &pd->regions->pools, entry) {
 				if (done == lp)
 					break;
 				if (done->node != node || done->tier != TIER_DRAM)
@@ -341,8 +338,7 @@ static int reclaim_lend(struct req *q, uint32_t node, uint64_t size)
 		}
 	}
 	/* Every arena took its new size: tell the lender. */
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-	{
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 		if (lp->node != node || lp->tier != TIER_DRAM)
 			continue;
 		lp->draining = false;
@@ -365,8 +361,9 @@ static int reclaim_request(struct req *q, const ProtobufCMessage *msg)
 	if (cluster_find(q->pd, lr->node) == NULL)
 		return req_errorf(q, -ENOENT, "no node %u", lr->node);
 	TAILQ_FOREACH(rc, &q->pd->regions->reclaims, entry)
-	if (rc->node == lr->node)
-		return req_errorf(q, -EBUSY, "node %u is being reclaimed already", lr->node);
+		if (rc->node == lr->node)
+			return req_errorf(q, -EBUSY, "node %u is being reclaimed already",
+					  lr->node);
 	if (strcmp(lr->op, "lend") == 0)
 		return reclaim_lend(q, lr->node, lr->size);
 	if (strcmp(lr->op, "reclaim") == 0 || strcmp(lr->op, "drain") == 0)
@@ -410,8 +407,7 @@ static int reclaim_ledger(struct req *q, const ProtobufCMessage *msg)
 	size_t i, k;
 	int rc = -ENOMEM;
 
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-	{
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 		struct extent_stats st;
 		long first = ledger_add(&l);
 
@@ -426,8 +422,7 @@ static int reclaim_ledger(struct req *q, const ProtobufCMessage *msg)
 		l.rows[first].used = st.used;
 		l.rows[first].uid = UINT32_MAX;
 		l.rows[first].draining = lp->draining;
-		TAILQ_FOREACH(r, &pd->regions->list, entry)
-		{
+		TAILQ_FOREACH(r, &pd->regions->list, entry) {
 			for (i = 0; i < r->next; i++) {
 				if (r->ext[i].node != lp->node || r->ext[i].arena != lp->arena)
 					continue;

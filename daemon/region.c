@@ -75,8 +75,8 @@ struct lender_pool *region_pool(struct regions *rs, uint32_t node, uint32_t aren
 	struct lender_pool *lp;
 
 	TAILQ_FOREACH(lp, &rs->pools, entry)
-	if (lp->node == node && lp->arena == arena)
-		return lp;
+		if (lp->node == node && lp->arena == arena)
+			return lp;
 	return NULL;
 }
 
@@ -209,14 +209,13 @@ static struct lender_pool *region_pick(struct poold *pd, uint32_t node, enum tie
 	long k;
 
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-	n++;
+		n++;
 	c = calloc(n ? n : 1, sizeof(*c));
 	pools = calloc(n ? n : 1, sizeof(*pools));
 	if (c == NULL || pools == NULL)
 		goto out;
 	n = 0;
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-	{
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 		struct extent_stats st;
 		bool skipped = false;
 
@@ -247,9 +246,9 @@ struct lender_pool *region_pick_avoid(struct poold *pd, enum tier tier, uint64_t
 
 	/* Skip every pool of the avoided node through region_pick()'s skip list. */
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-	if (lp->node == avoid)
-		return region_pick(pd, 0, tier, -1, len, (const struct lender_pool *const[]){lp},
-				   1);
+		if (lp->node == avoid)
+			return region_pick(pd, 0, tier, -1, len,
+					   (const struct lender_pool *const[]){lp}, 1);
 	return region_pick(pd, 0, tier, -1, len, NULL, 0);
 }
 
@@ -260,8 +259,7 @@ static void region_free_text(struct poold *pd, enum tier tier, char *buf, size_t
 	size_t off = 0;
 
 	off += (size_t)snprintf(buf, len, "largest free %s extent per node:", tier_name(tier));
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-	{
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 		struct extent_stats st;
 		char sz[24];
 
@@ -281,14 +279,12 @@ void region_account(struct poold *pd)
 	struct member *m;
 	size_t i;
 
-	TAILQ_FOREACH(m, &pd->members, entry)
-	{
+	TAILQ_FOREACH(m, &pd->members, entry) {
 		for (i = 0; i < m->info->n_numa; i++)
 			m->info->numa[i]->lend_used = 0;
 		m->info->pmem_used = 0;
 	}
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-	{
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 		struct extent_stats st;
 
 		m = cluster_find(pd, lp->node);
@@ -474,13 +470,11 @@ void region_notify(struct poold *pd, struct region *r, const char *event)
 	sessions = calloc(r->leases ? r->leases : 1, sizeof(*sessions));
 	if (sessions == NULL)
 		return;
-	TAILQ_FOREACH(l, &r->lease_list, entry)
-	{
+	TAILQ_FOREACH(l, &r->lease_list, entry) {
 		size_t n = 0;
 
 		/* Once per node: the first lease of each node gathers its sessions. */
-		TAILQ_FOREACH(k, &r->lease_list, entry)
-		{
+		TAILQ_FOREACH(k, &r->lease_list, entry) {
 			if (k == l)
 				break;
 			if (k->node == l->node)
@@ -489,8 +483,8 @@ void region_notify(struct poold *pd, struct region *r, const char *event)
 		if (k != l)
 			continue;
 		TAILQ_FOREACH(k, &r->lease_list, entry)
-		if (k->node == l->node && k->ends_at == 0)
-			sessions[n++] = k->session;
+			if (k->node == l->node && k->ends_at == 0)
+				sessions[n++] = k->session;
 		if (l->node == pd->node_id) {
 			size_t i;
 
@@ -583,7 +577,7 @@ static int region_place(struct poold *pd, struct region *r, const Pool__RegionCr
 
 		n = 0;
 		TAILQ_FOREACH(m, &pd->members, entry)
-		n += m->state == MEMBER_UP;
+			n += m->state == MEMBER_UP;
 	}
 	r->stripe = rc->stripe ? rc->stripe
 			       : MIN(REGION_STRIPE_DEFAULT, (r->size + EXTENT_GRAIN_DEFAULT - 1) /
@@ -676,8 +670,8 @@ int region_tombstone_add(struct poold *pd, uint64_t id, const char *name, uint32
 	struct tombstone *t;
 
 	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
-	if (t->id == id && t->node == node)
-		return 0;
+		if (t->id == id && t->node == node)
+			return 0;
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		return -ENOMEM;
 	t->id = id;
@@ -693,8 +687,8 @@ const struct tombstone *region_tombstone(struct poold *pd, uint32_t node, uint64
 	struct tombstone *t;
 
 	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
-	if (t->id == id && t->node == node)
-		return t;
+		if (t->id == id && t->node == node)
+			return t;
 	return NULL;
 }
 
@@ -704,11 +698,11 @@ void region_tombstone_drop(struct poold *pd, uint32_t node, uint64_t id)
 	struct tombstone *t;
 
 	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
-	if (t->id == id && t->node == node) {
-		TAILQ_REMOVE(&pd->regions->tombstones, t, entry);
-		free(t);
-		return;
-	}
+		if (t->id == id && t->node == node) {
+			TAILQ_REMOVE(&pd->regions->tombstones, t, entry);
+			free(t);
+			return;
+		}
 }
 
 /* node's record was reconciled with the map: what it held of destroyed regions is scrubbed. */
@@ -802,9 +796,9 @@ static void region_end_leases(struct poold *pd, uint32_t node, uint64_t session,
 	if (pd->regions == NULL)
 		return;
 	TAILQ_FOREACH(r, &pd->regions->list, entry)
-	TAILQ_FOREACH(l, &r->lease_list, entry)
-	if (l->node == node && (all || l->session == session) && l->ends_at == 0)
-		l->ends_at = ends;
+		TAILQ_FOREACH(l, &r->lease_list, entry)
+			if (l->node == node && (all || l->session == session) && l->ends_at == 0)
+				l->ends_at = ends;
 	kv_session_end(pd, node, session, all);
 }
 
@@ -837,17 +831,16 @@ void region_node_sessions(struct poold *pd, uint32_t node, uint64_t incarnation,
 	if (pd->regions == NULL)
 		return;
 	TAILQ_FOREACH(r, &pd->regions->list, entry)
-	TAILQ_FOREACH(l, &r->lease_list, entry)
-	{
-		if (l->node != node || (l->ends_at != 0 && !l->unconfirmed))
-			continue;
-		for (i = 0; i < n && live[i] != l->session; i++)
-			;
-		if (l->unconfirmed && l->incarnation != incarnation)
-			i = n;
-		l->ends_at = i == n ? ends : 0;
-		l->unconfirmed = false;
-	}
+		TAILQ_FOREACH(l, &r->lease_list, entry) {
+			if (l->node != node || (l->ends_at != 0 && !l->unconfirmed))
+				continue;
+			for (i = 0; i < n && live[i] != l->session; i++)
+				;
+			if (l->unconfirmed && l->incarnation != incarnation)
+				i = n;
+			l->ends_at = i == n ? ends : 0;
+			l->unconfirmed = false;
+		}
 }
 
 /* A region as a message, with the storage its pointers refer to. */
@@ -1053,8 +1046,8 @@ void region_replay_lease(struct poold *pd, uint64_t id, uint32_t node, uint64_t 
 	if (r == NULL || !r->anonymous)
 		return;
 	TAILQ_FOREACH(l, &r->lease_list, entry)
-	if (l->node == node && l->session == session)
-		break;
+		if (l->node == node && l->session == session)
+			break;
 	if (!taken) {
 		if (l != NULL)
 			region_lease_drop(NULL, r, l);
@@ -1348,8 +1341,8 @@ static int region_close_lease(struct req *q, const ProtobufCMessage *msg)
 	if (rc < 0)
 		return rc;
 	TAILQ_FOREACH(l, &r->lease_list, entry)
-	if (l->node == q->node && l->session == q->session && l->ends_at == 0)
-		break;
+		if (l->node == q->node && l->session == q->session && l->ends_at == 0)
+			break;
 	if (l == NULL)
 		return req_errorf(q, -ENOENT, "this session holds no lease on '%s'", r->name);
 	region_lease_drop(q->pd, r, l);
@@ -1434,7 +1427,7 @@ static int region_list(struct req *q, const ProtobufCMessage *msg)
 	int rc = 0;
 
 	TAILQ_FOREACH(r, &q->pd->regions->list, entry)
-	n++;
+		n++;
 	/* A uid sees the regions it may open; admins see them all. */
 	ms = calloc(n ? n : 1, sizeof(*ms));
 	reply.regions = calloc(n ? n : 1, sizeof(*reply.regions));
@@ -1443,8 +1436,7 @@ static int region_list(struct req *q, const ProtobufCMessage *msg)
 		goto out;
 	}
 	i = 0;
-	TAILQ_FOREACH(r, &q->pd->regions->list, entry)
-	{
+	TAILQ_FOREACH(r, &q->pd->regions->list, entry) {
 		bool may = region_allowed(r, q, 4);
 
 		if (!may && !q->admin)

@@ -90,8 +90,8 @@ static struct resp_tenant *resp_tenant_find(struct resp *rs, uint32_t uid)
 	struct resp_tenant *u;
 
 	LIST_FOREACH(u, &rs->tenants, entry)
-	if (u->uid == uid)
-		return u;
+		if (u->uid == uid)
+			return u;
 	return NULL;
 }
 
@@ -658,8 +658,8 @@ static struct resp_conn *resp_biggest(struct resp *rs, struct resp_conn *c,
 	struct resp_conn *o, *big = c;
 
 	TAILQ_FOREACH(o, &rs->conns, entry)
-	if ((u == NULL || o->tenant == u) && o->charged > big->charged)
-		big = o;
+		if ((u == NULL || o->tenant == u) && o->charged > big->charged)
+			big = o;
 	return big;
 }
 

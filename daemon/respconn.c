@@ -197,10 +197,10 @@ static void cmd_client(struct resp_conn *c, long argc, char **argv, const size_t
 			return;
 		}
 		TAILQ_FOREACH(o, &c->rs->conns, entry)
-		if (c->uid == 0 || o->uid == c->uid) {
-			resp_client_line(o, line, sizeof(line));
-			evbuffer_add(b, line, strlen(line));
-		}
+			if (c->uid == 0 || o->uid == c->uid) {
+				resp_client_line(o, line, sizeof(line));
+				evbuffer_add(b, line, strlen(line));
+			}
 		len = evbuffer_get_length(b);
 		text = (char *)evbuffer_pullup(b, -1);
 		resp_verbatim(c, text ? text : "", len);

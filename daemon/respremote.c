@@ -279,8 +279,8 @@ static void resp_put_cb(void *arg, int status)
 		return;
 	}
 	LIST_FOREACH(f, &resp_flushes, entry)
-	if (f->node == op->node && f->gen == op->gen)
-		break;
+		if (f->node == op->node && f->gen == op->gen)
+			break;
 	if (f == NULL &&
 	    (resp_flush_ev != NULL ||
 	     (resp_flush_ev = event_new(op->pd->base, -1, 0, resp_flush_issue, NULL)) != NULL) &&
@@ -351,9 +351,10 @@ static struct resp_remote *resp_fetched(struct resp_conn *c, const char *ns, con
 	struct resp_remote *op;
 
 	LIST_FOREACH(op, &c->remote, entry)
-	if (op->kind == RESP_FETCH && (op->done || in_flight_too) && op->version == version &&
-	    op->klen == klen && strcmp(op->ns, ns) == 0 && memcmp(op->key, key, klen) == 0)
-		return op;
+		if (op->kind == RESP_FETCH && (op->done || in_flight_too) &&
+		    op->version == version && op->klen == klen && strcmp(op->ns, ns) == 0 &&
+		    memcmp(op->key, key, klen) == 0)
+			return op;
 	return NULL;
 }
 
@@ -378,8 +379,8 @@ bool resp_remote_send(struct resp_conn *c, struct evbuffer *out, const char *dat
 	struct resp_remote *op;
 
 	LIST_FOREACH(op, &c->remote, entry)
-	if (op->done && op->data == data && op->len == len)
-		break;
+		if (op->done && op->data == data && op->len == len)
+			break;
 	if (op == NULL)
 		return false;
 	op->blob->refs++;
@@ -438,8 +439,8 @@ bool resp_remote_lenders(struct poold *pd)
 	const struct lender_pool *lp;
 
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-	if (lp->node != pd->node_id)
-		return true;
+		if (lp->node != pd->node_id)
+			return true;
 	return false;
 }
 
@@ -593,8 +594,7 @@ void resp_remote_timeout(evutil_socket_t fd, short what, void *arg)
 	struct member *m;
 
 	(void)fd, (void)what;
-	LIST_FOREACH(op, &c->remote, entry)
-	{
+	LIST_FOREACH(op, &c->remote, entry) {
 		if (op->done)
 			continue;
 		resp_remote_failed(c, op, POOL_ELOST);

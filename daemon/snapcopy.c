@@ -124,8 +124,7 @@ static struct snapcopy *snapcopy_find(struct snapcopies *sc, const char *name, u
 {
 	struct snapcopy *c, *best = NULL;
 
-	TAILQ_FOREACH(c, &sc->list, entry)
-	{
+	TAILQ_FOREACH(c, &sc->list, entry) {
 		if (c->id != id || strcmp(c->name, name) != 0 || !snapcopy_trusts(r, c))
 			continue;
 		if (best == NULL || (c->state == COPY_READY && best->state != COPY_READY) ||
@@ -142,8 +141,8 @@ static struct snapcopy *snapcopy_find_older(struct snapcopies *sc, const char *n
 	struct snapcopy *c;
 
 	TAILQ_FOREACH(c, &sc->list, entry)
-	if (c->id != id && strcmp(c->name, name) == 0 && snapcopy_makes(r, c))
-		return c;
+		if (c->id != id && strcmp(c->name, name) == 0 && snapcopy_makes(r, c))
+			return c;
 	return NULL;
 }
 
@@ -337,10 +336,10 @@ static int snapcopy_room(struct poold *pd, struct snapcopies *sc, uint64_t size)
 
 	/* Copies being filled stay: evict nothing when they alone leave no room. */
 	TAILQ_FOREACH(c, &sc->list, entry)
-	if (c->state == COPY_FILLING) {
-		filling += c->size;
-		nfilling++;
-	}
+		if (c->state == COPY_FILLING) {
+			filling += c->size;
+			nfilling++;
+		}
 	if (filling + size > budget || nfilling >= SNAPCOPY_MAX)
 		return -ENOSPC;
 	for (c = TAILQ_FIRST(&sc->list); c != NULL; c = next) {
@@ -378,8 +377,7 @@ static int snapcopy_uid_room(struct req *r, struct snapcopies *sc, uint64_t size
 
 	if (r->admin)
 		return 0;
-	TAILQ_FOREACH(c, &sc->list, entry)
-	{
+	TAILQ_FOREACH(c, &sc->list, entry) {
 		if (c->shared || c->uid != r->uid)
 			continue;
 		held += c->size;
@@ -413,7 +411,7 @@ static int snapcopy_create(struct req *r, struct snapcopies *sc, const struct sn
 
 	/* A client that never says done would hold the memory of its copies: only so many. */
 	TAILQ_FOREACH(c, &sc->list, entry)
-	fills += c->state == COPY_FILLING && c->filler == r->session;
+		fills += c->state == COPY_FILLING && c->filler == r->session;
 	if (fills >= SNAPCOPY_FILLS_MAX)
 		return req_errorf(r, -EBUSY, "this connection fills %u copies already", fills);
 	rc = snapcopy_uid_room(r, sc, a->size);
@@ -526,8 +524,7 @@ static int snapcopy_filling(struct req *r, struct snapcopies *sc, const Pool__Sn
 
 	if (!m->has_id)
 		return req_errorf(r, -EINVAL, "%s needs a name and an id", m->op);
-	TAILQ_FOREACH(c, &sc->list, entry)
-	{
+	TAILQ_FOREACH(c, &sc->list, entry) {
 		if (c->id != m->id || strcmp(c->name, m->name) != 0)
 			continue;
 		if (c->state == COPY_FILLING && c->filler == r->session) {
@@ -621,8 +618,7 @@ static int snapcopy_list(struct req *r, struct snapcopies *sc, const char *name,
 		free(ep);
 		return req_errorf(r, -ENOMEM, "out of memory");
 	}
-	TAILQ_FOREACH(c, &sc->list, entry)
-	{
+	TAILQ_FOREACH(c, &sc->list, entry) {
 		if (name != NULL && strcmp(c->name, name) != 0)
 			continue;
 		if (drop && !r->admin && !snapcopy_makes(r, c)) {
@@ -712,8 +708,7 @@ void snapcopy_session_end(struct poold *pd, uint64_t session)
 
 	if (sc == NULL)
 		return;
-	TAILQ_FOREACH(c, &sc->list, entry)
-	{
+	TAILQ_FOREACH(c, &sc->list, entry) {
 		for (i = j = 0; i < c->nwaiters; i++) {
 			if (c->waiters[i]->session == session)
 				req_finish(c->waiters[i], -ENOTCONN);
@@ -724,8 +719,8 @@ void snapcopy_session_end(struct poold *pd, uint64_t session)
 	}
 	for (;;) {
 		TAILQ_FOREACH(c, &sc->list, entry)
-		if (c->state == COPY_FILLING && c->filler == session)
-			break;
+			if (c->state == COPY_FILLING && c->filler == session)
+				break;
 		if (c == NULL)
 			return;
 		log_debug("the client filling the copy of %s went away", c->name);

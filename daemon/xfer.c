@@ -103,8 +103,8 @@ static struct xfer_window *xfer_window_find(uint64_t session, uint32_t id)
 	struct xfer_window *w;
 
 	LIST_FOREACH(w, &xfer_windows, entry)
-	if (w->session == session && w->id == id && !w->closed)
-		return w;
+		if (w->session == session && w->id == id && !w->closed)
+			return w;
 	return NULL;
 }
 
@@ -114,8 +114,8 @@ static bool xfer_window_retired(uint64_t session, uint32_t id)
 	struct xfer_window *w;
 
 	LIST_FOREACH(w, &xfer_windows, entry)
-	if (w->session == session && w->id == id && w->closed)
-		return true;
+		if (w->session == session && w->id == id && w->closed)
+			return true;
 	return false;
 }
 
@@ -144,8 +144,7 @@ static int xfer_window_request(struct req *r, const ProtobufCMessage *msg)
 	if (m->size < XFER_WINDOW_MIN || m->size > XFER_WINDOW_MAX)
 		return req_errorf(r, -EINVAL, "a window is 64K to 1G, not %llu bytes",
 				  (unsigned long long)m->size);
-	LIST_FOREACH(w, &xfer_windows, entry)
-	{
+	LIST_FOREACH(w, &xfer_windows, entry) {
 		if (w->session == r->session && !w->closed) {
 			count++;
 			held += w->size;
