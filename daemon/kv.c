@@ -861,3 +861,238 @@ void kv_close(struct poold *pd)
 	free(pd->kv);
 	pd->kv = NULL;
 }
+
+/*
+ * One operation on one key of ns, for who (the core of the wire's KV
+ * requests and of kv_local_op()): lookup pins the value for who's session
+ * and names where it is; exists only names it; reserve makes a place for a
+ * value of arg bytes; commit publishes, abort forgets, release unpins the
+ * version arg; remove drops the key. *res says how it went and which
+ * places of which value to name. 1 when it counts (found, done), else 0.
+ */
+int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, enum kv_op op,
+	      const uint8_t *key, size_t klen, uint64_t arg, struct kv_result *res)
+{
+	uint64_t h = kv_hash(key, klen);
+	struct kv_entry **pp = kv_slot(ns, key, klen, h), *e;
+	int rc;
+
+	/* The empty key is RESP's (GET ""): only its databases, this node's, take it. */
+	if ((klen == 0 && !kv_is_resp_db(ns)) || klen > POOL_KV_KEY_MAX) {
+		kv_result(res, -EINVAL, NULL, KV_PLACES_NONE);
+		return 0;
+	}
+	e = kv_live(pd, ns, pp);
+	if (op == KV_LOOKUP || op == KV_EXISTS) {
+		if (e == NULL || !e->has_val || !kv_val_usable(pd, &e->val)) {
+			ns->misses += op == KV_LOOKUP;
+			kv_result(res, -ENOENT, NULL, KV_PLACES_NONE);
+			return 0;
+		}
+		if (op == KV_LOOKUP) {
+			if (kv_pin(e, who->node, who->session) < 0) {
+				kv_result(res, -ENOMEM, NULL, KV_PLACES_NONE);
+				return 0;
+			}
+			ns->hits++;
+			TAILQ_REMOVE(kv_lru(ns, e), e, lru);
+			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
+			/* where it is now (a promotion moves it later), nearest first */
+			kv_result(res, 0, &e->val, KV_PLACES_READ);
+			if (e->val.pmem) {
+				ns->pmem_hits++;
+				kv_promote(pd, ns, e);
+			}
+			return 1;
+		}
+		kv_result(res, 0, &e->val, KV_PLACES_READ_ONE);
+		return 1;
+	}
+	if (op == KV_RESERVE && (ns->flags & HOLD_NS_DEDUP) && e != NULL &&
+	    kv_dedup_reserve(pd, ns, e, who->uid, &rc)) {
+		kv_result(res, rc, NULL, KV_PLACES_NONE);
+		return 0;
+	}
+	if (op == KV_RESERVE) {
+		uint64_t size = arg, need;
+		struct kv_val v;
+		uint32_t owner;
+
+		if (size > POOL_KV_VALUE_MAX) { /* 0 is an empty value (RESP's "") */
+			kv_result(res, -EINVAL, NULL, KV_PLACES_NONE);
+			return 0;
+		}
+		/* Room for every copy, each of the size it will take. */
+		need = kv_alloc_len(ns, size) * ns->replicas;
+		if (need > ns->capacity) { /* would spill everything and still not fit */
+			kv_result(res, -ENOSPC, NULL, KV_PLACES_NONE);
+			return 0;
+		}
+		owner = kv_val_owner(ns, key, klen, (uint32_t)who->uid);
+		rc = kv_quota_room(pd, ns, owner, need);
+		if (rc == 0)
+			rc = kv_make_room(pd, ns, need, !(ns->flags & HOLD_NS_NO_EVICT));
+		if (rc == 0)
+			rc = kv_place(pd, ns, h, size, &v);
+		if (rc < 0) {
+			e = *kv_slot(ns, key, klen, h);
+			if (e != NULL && kv_entry_unused(e))
+				kv_entry_drop(ns, e);
+			kv_result(res, rc, NULL, KV_PLACES_NONE);
+			return 0;
+		}
+		e = *kv_slot(ns, key, klen, h); /* eviction may have dropped it */
+		if (e == NULL && (e = kv_entry_new(ns, key, klen, h)) == NULL) {
+			kv_val_retire(pd, &v);
+			kv_result(res, -ENOMEM, NULL, KV_PLACES_NONE);
+			return 0;
+		}
+		/* The last writer wins, once its reservation is made: a failed one changes nothing.
+		 */
+		if (e->has_pending)
+			kv_pending_retire(pd, ns, e);
+		if (kv_owner_charge(pd, &v, owner) < 0) {
+			kv_val_retire(pd, &v);
+			if (kv_entry_unused(e))
+				kv_entry_drop(ns, e);
+			kv_result(res, -ENOMEM, NULL, KV_PLACES_NONE);
+			return 0;
+		}
+		v.version = ++ns->next_version;
+		e->pending = v;
+		kv_set_pending(ns, e, true);
+		e->pnode = who->node;
+		e->psession = who->session;
+		e->preserved_at = units_now_ms();
+		ns->used += kv_val_bytes(&v);
+		{
+			struct kv_place all[KV_MAX_REPLICAS];
+			size_t n = kv_places(&v, all), k;
+
+			for (k = 0; k < n; k++)
+				hold_tell(pd, all[k].node, all[k].arena, all[k].off, all[k].alen,
+					  KV_HOLD_ID(ns));
+		}
+		kv_result(res, 0, &v, KV_PLACES_WRITE); /* every place: the writer fills each */
+		return 1;
+	}
+	/*
+	 * commit, abort, release: first the version kept out of the index (a
+	 * superseded or flushed write, a value removed while read), then the entry.
+	 */
+	if (op == KV_COMMIT || op == KV_ABORT || op == KV_RELEASE) {
+		uint64_t version = arg;
+		struct kv_zombie *z;
+		int64_t ttl;
+		bool fresh;
+
+		if (e != NULL && op == KV_RELEASE &&
+		    kv_unpin(&e->pins, who->node, who->session, version)) {
+			kv_result(res, 0, NULL, KV_PLACES_NONE);
+			return 1;
+		}
+		if (e != NULL && op != KV_RELEASE && e->has_pending &&
+		    e->pending.version == version) {
+			/* A reservation is its session's: nobody else may publish or free it. */
+			if (e->pnode != who->node || e->psession != who->session) {
+				kv_result(res, -EPERM, NULL, KV_PLACES_NONE);
+				return 0;
+			}
+			/* A value of the shared store whose bytes are not its key's is dropped. */
+			rc = op == KV_COMMIT && (ns->flags & HOLD_NS_SHARED)
+				 ? kv_verify(pd, ns, e, who->uid)
+				 : 0;
+			if (op == KV_ABORT || rc < 0) { /* nobody writes there any more */
+				kv_val_free(pd, ns, &e->pending);
+				kv_set_pending(ns, e, false);
+				if (kv_entry_unused(e))
+					kv_entry_drop(ns, e);
+				kv_result(res, rc, NULL, KV_PLACES_NONE);
+				return rc == 0;
+			}
+			/* In a dedup namespace the writer's holder takes a reference. */
+			if ((ns->flags & HOLD_NS_DEDUP) &&
+			    (rc = kv_holder_add(pd, ns, e->key, e->klen, e)) < 0) {
+				kv_result(res, rc, NULL, KV_PLACES_NONE);
+				return 0;
+			}
+			/* A new version of a key keeps its expiry (APPEND, INCR); SET sets its own.
+			 */
+			ttl = e->has_val ? e->expire_ms : 0;
+			fresh = !e->has_val;
+			if (e->has_val)
+				kv_val_out(pd, ns, e);
+			e->val = e->pending;
+			e->has_val = true;
+			kv_set_pending(ns, e, false);
+			kv_set_expire(ns, e, ttl);
+			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
+			ns->puts++;
+			/* The lender's record now names the value: a restarted coordinator rebuilds
+			 * it. */
+			kv_tell(pd, ns, e);
+			if (fresh)
+				kvev_stored(pd, ns->name, e->key, e->klen);
+			kv_result(res, 0, &e->val, KV_PLACES_WRITE_ONE);
+			return 1;
+		}
+		TAILQ_FOREACH(z, &ns->zombies, entry)
+			if (z->val.version == version &&
+			    kv_unpin(&z->pins, who->node, who->session, version)) {
+				/* Superseded, flushed or removed: as if overwritten at once. */
+				kv_zombies_sweep(pd, ns);
+				kv_result(res, 0, NULL, KV_PLACES_NONE);
+				return 1;
+			}
+		kv_result(res, op == KV_COMMIT ? -ESTALE : -ENOENT, NULL, KV_PLACES_NONE);
+		return 0;
+	}
+	if (e == NULL) {
+		kv_result(res, -ENOENT, NULL, KV_PLACES_NONE);
+		return 0;
+	}
+	if (op == KV_REMOVE) {
+		kv_entry_clear(pd, ns, e);
+		kv_result(res, 0, NULL, KV_PLACES_NONE);
+		return 1;
+	}
+	kv_result(res, -EINVAL, NULL, KV_PLACES_NONE);
+	return 0;
+}
+
+/* What an operation needs of the namespace's mode: 4 read, 2 write, 0 nothing. */
+unsigned kv_key_access(enum kv_op op)
+{
+	switch (op) {
+	case KV_LOOKUP:
+	case KV_EXISTS:
+		return 4;
+	case KV_RESERVE:
+	case KV_COMMIT:
+	case KV_ABORT:
+	case KV_REMOVE:
+		return 2;
+	case KV_RELEASE: /* of the caller's own pins */
+		break;
+	}
+	return 0;
+}
+
+/*
+ * A value's places into all, and which of them an answer names first: for
+ * a reader (pd given), its own node's, else the first on a lender that is
+ * up; for a writer, the value's own.
+ */
+size_t kv_place_first(struct poold *pd, const struct kv_val *v, uint32_t near, struct kv_place *all)
+{
+	size_t n = kv_places(v, all), best = 0, i;
+
+	if (pd == NULL)
+		return 0;
+	for (best = 0; best < n && all[best].node != near; best++)
+		;
+	for (i = 0; best == n && i < n; i++)
+		if (kv_node_up(pd, all[i].node))
+			best = i;
+	return best < n ? best : 0;
+}

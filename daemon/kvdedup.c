@@ -72,13 +72,13 @@ void kv_holder_drop(struct poold *pd, struct region *r)
  * Whether it answered the key (else the put goes on as any other).
  */
 bool kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, uid_t uid,
-		      Pool__KvLocation *loc)
+		      int *ret_status)
 {
 	int rc;
 
 	if (e->has_val && kv_val_usable(pd, &e->val)) {
 		rc = kv_holder_add(pd, ns, e->key, e->klen, e);
-		kv_loc(NULL, loc, NULL, rc < 0 ? rc : -EEXIST, NULL, 0);
+		*ret_status = rc < 0 ? rc : -EEXIST;
 		return true;
 	}
 	/*
@@ -90,7 +90,7 @@ bool kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, ui
 	    units_now_ms() - e->preserved_at > KV_SHARED_HOLD_MS)
 		return false;
 	if (e->has_pending) {
-		kv_loc(NULL, loc, NULL, -EAGAIN, NULL, 0);
+		*ret_status = -EAGAIN;
 		return true;
 	}
 	return false;
@@ -102,8 +102,7 @@ bool kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, ui
  * coordinator's), so poold hashes them where they lie before any other put
  * can find them. -EBADMSG when they are not.
  */
-int kv_verify(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e,
-	      const struct req *q)
+int kv_verify(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e, uid_t uid)
 {
 	static struct log_limit said;
 	const struct kv_val *v = &e->pending;
@@ -117,7 +116,7 @@ int kv_verify(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e
 		log_warnx_limited(&said, 10000,
 				  "KV '%s': uid %u wrote a value that is not its "
 				  "key's: dropped",
-				  ns->name, (unsigned)q->uid);
+				  ns->name, (unsigned)uid);
 		rc = -EBADMSG;
 	}
 	return rc;

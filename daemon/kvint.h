@@ -180,7 +180,35 @@ struct kv_recopy {
 	struct kv_place to;
 };
 
+/* Who operates on a key: a session of a node, acting as a uid. */
+struct kv_caller {
+	uint32_t node;
+	uint64_t session;
+	uid_t uid;
+};
+
+/* Which places of the value an operation's answer names (kv_loc()). */
+enum kv_places {
+	KV_PLACES_NONE,	     /* none (a failure, or nothing to name) */
+	KV_PLACES_READ,	     /* the reader's nearest first, then the other live copies */
+	KV_PLACES_READ_ONE,  /* the reader's nearest */
+	KV_PLACES_WRITE,     /* every place, its own first: the writer fills each */
+	KV_PLACES_WRITE_ONE, /* its own */
+};
+
+/* How an operation on one key went (kv_key_op()). */
+struct kv_result {
+	int status;	   /* 0 or -errno */
+	struct kv_val val; /* the value it names (a copy: the index may change it next) */
+	enum kv_places places;
+};
+
 /* kv.c */
+int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, enum kv_op op,
+	      const uint8_t *key, size_t klen, uint64_t arg, struct kv_result *res);
+unsigned kv_key_access(enum kv_op op);
+size_t kv_place_first(struct poold *pd, const struct kv_val *v, uint32_t near,
+		      struct kv_place *all);
 const char *kv_tier_name(const struct kv_ns *ns);
 struct kv_ns *kv_ns_find(struct poold *pd, const char *name);
 struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_t klen, uint64_t h);
@@ -227,9 +255,8 @@ void kv_promote(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
 int kv_holder_add(struct poold *pd, struct kv_ns *ns, const uint8_t *key, size_t klen,
 		  struct kv_entry *e);
 bool kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, uid_t uid,
-		      Pool__KvLocation *loc);
-int kv_verify(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e,
-	      const struct req *q);
+		      int *ret_status);
+int kv_verify(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e, uid_t uid);
 int kv_recount_request(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr);
 int kv_dedup_holder(struct req *q, const struct kv_ns *ns, const Pool__KvRequest *kr);
 
@@ -338,6 +365,16 @@ static inline bool kv_is_resp_db(const struct kv_ns *ns)
 static inline uint64_t kv_alloc_len(const struct kv_ns *ns, uint64_t len)
 {
 	return ns->size_hint != 0 && len <= ns->size_hint ? ns->size_hint : MAX(len, 1);
+}
+
+/* Set *res: status, the value named (when places says one is), which places. */
+static inline void kv_result(struct kv_result *res, int status, const struct kv_val *v,
+			     enum kv_places places)
+{
+	res->status = status;
+	res->places = status == 0 && v != NULL ? places : KV_PLACES_NONE;
+	if (res->places != KV_PLACES_NONE)
+		res->val = *v;
 }
 
 #endif

@@ -9,43 +9,37 @@
 #include "daemon/kvint.h"
 
 /*
- * One key, for servers inside poold (the RESP endpoint): op as in a
- * KvRequest, arg the size (reserve) or version (commit, release). The
- * caller is session of this node. Returns the key's status; on 0 *ret
- * tells where the value lives.
+ * One key, for servers inside poold (the RESP endpoint): kv_key_op() for
+ * session of this node acting as uid, after the namespace's mode allowed
+ * it; arg the size (reserve) or version (commit, abort, release). Returns
+ * the key's status; on 0 *ret tells where the value lives (when the
+ * operation names one).
  */
-int kv_local_op(struct poold *pd, uint64_t session, uid_t uid, const char *nsname, const char *op,
+int kv_local_op(struct poold *pd, uint64_t session, uid_t uid, const char *nsname, enum kv_op op,
 		const uint8_t *key, size_t klen, uint64_t arg, struct kv_where *ret)
 {
-	Pool__KvRequest kr = POOL__KV_REQUEST__INIT;
-	ProtobufCBinaryData k = {.len = klen, .data = (uint8_t *)key};
-	struct req q = {.pd = pd,
-			.node = pd->node_id,
-			.session = session,
-			.uid = uid,
-			.gid = (gid_t)-1,
-			.admin = uid == 0};
-	Pool__KvLocation loc;
+	struct kv_caller who = {pd->node_id, session, uid};
 	struct kv_ns *ns = pd->kv ? kv_ns_find(pd, nsname) : NULL;
+	struct kv_place all[KV_MAX_REPLICAS];
+	struct kv_result res;
+	size_t first;
 
 	if (ns == NULL)
 		return -ENOENT;
-	if (!kv_ns_allowed(ns, &q, kv_op_access(op)))
+	if (!mode_allows(uid, (gid_t)-1, ns->uid, ns->gid, ns->mode, kv_key_access(op)))
 		return -EACCES;
-	kr.op = (char *)op;
-	kr.ns = (char *)nsname;
-	kr.keys = &k;
-	kr.n_keys = 1;
-	kr.sizes = &arg;
-	kr.n_sizes = 1;
-	kr.versions = &arg;
-	kr.n_versions = 1;
-	kv_one(&q, ns, &kr, 0, &loc, NULL);
-	if (loc.status == 0 && ret != NULL)
-		*ret = (struct kv_where){loc.node, loc.arena, loc.off, loc.len, loc.version};
-	if (strcmp(op, "reserve") == 0 || strcmp(op, "remove") == 0)
+	kv_key_op(pd, ns, &who, op, key, klen, arg, &res);
+	if (res.status == 0 && ret != NULL && res.places != KV_PLACES_NONE) {
+		/* the place kv_loc() would name first */
+		first = kv_place_first(
+		    res.places == KV_PLACES_READ || res.places == KV_PLACES_READ_ONE ? pd : NULL,
+		    &res.val, pd->node_id, all);
+		*ret = (struct kv_where){all[first].node, all[first].arena, all[first].off,
+					 res.val.vlen, res.val.version};
+	}
+	if (op == KV_RESERVE || op == KV_REMOVE)
 		region_account(pd);
-	return loc.status;
+	return res.status;
 }
 
 /* Whether a RESP database is uid's: root's are all; another uid's, those it owns (0600). */
@@ -87,7 +81,7 @@ int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity, uid
 }
 
 /*
- * Reserve a place for a key's value as kv_local_op("reserve") does, on this
+ * Reserve a place for a key's value as kv_local_op(KV_RESERVE) does, on this
  * node whatever the namespace's placement when here (a RESP transaction's
  * writes, which must be readable at once).
  */
@@ -99,10 +93,10 @@ int kv_local_reserve(struct poold *pd, uint64_t session, uid_t uid, const char *
 	int rc;
 
 	if (ns == NULL || !here)
-		return kv_local_op(pd, session, uid, nsname, "reserve", key, klen, len, ret);
+		return kv_local_op(pd, session, uid, nsname, KV_RESERVE, key, klen, len, ret);
 	placed = ns->local_node;
 	ns->local_node = pd->node_id;
-	rc = kv_local_op(pd, session, uid, nsname, "reserve", key, klen, len, ret);
+	rc = kv_local_op(pd, session, uid, nsname, KV_RESERVE, key, klen, len, ret);
 	ns->local_node = placed;
 	return rc;
 }
@@ -271,7 +265,7 @@ int kv_local_where(struct poold *pd, uid_t uid, const char *nsname, const uint8_
 /*
  * Pin the value kv_local_read() just gave, for a server inside poold that
  * sends it later, by reference (a large RESP GET): nothing overwrites it in
- * place or frees it until kv_local_op("release") of the version returned,
+ * place or frees it until kv_local_op(KV_RELEASE) of the version returned,
  * or the session's end. 0 when it cannot be pinned.
  */
 uint64_t kv_local_pin(struct poold *pd, uint64_t session, uid_t uid, const char *nsname,
@@ -375,7 +369,7 @@ int kv_local_commit_own(struct poold *pd, uint64_t session, uid_t uid, const cha
 	if (e == NULL || !e->has_pending || e->pending.version != version ||
 	    e->pnode != pd->node_id || e->psession != session)
 		return -ESTALE;
-	return kv_local_op(pd, session, uid, nsname, "commit", key, klen, version, NULL);
+	return kv_local_op(pd, session, uid, nsname, KV_COMMIT, key, klen, version, NULL);
 }
 
 /*

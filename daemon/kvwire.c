@@ -25,14 +25,7 @@ void kv_loc(struct poold *pd, Pool__KvLocation *loc, struct kv_locplaces *pl, in
 	if (status != 0 || v == NULL)
 		return;
 	n = kv_places(v, all);
-	if (pd != NULL) { /* a reader's own node, else the first lender up */
-		for (best = 0; best < n && all[best].node != near; best++)
-			;
-		for (i = 0; best == n && i < n; i++)
-			if (kv_node_up(pd, all[i].node))
-				best = i;
-		best = best < n ? best : 0;
-	}
+	best = kv_place_first(pd, v, near, all);
 	first = all[best];
 	all[best] = all[0];
 	all[0] = first;
@@ -56,195 +49,56 @@ void kv_loc(struct poold *pd, Pool__KvLocation *loc, struct kv_locplaces *pl, in
 	loc->copies = pl != NULL ? pl->ptr : NULL;
 }
 
-/* One key of a request. */
+/* The wire's name of an operation on keys: 0 with *ret, or -1 for one that is not. */
+static int kv_op_of(const char *name, enum kv_op *ret)
+{
+	static const char *const names[] = {
+	    [KV_LOOKUP] = "lookup", [KV_EXISTS] = "exists", [KV_RESERVE] = "reserve",
+	    [KV_COMMIT] = "commit", [KV_ABORT] = "abort",   [KV_RELEASE] = "release",
+	    [KV_REMOVE] = "remove"};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(names); i++)
+		if (strcmp(name, names[i]) == 0) {
+			*ret = (enum kv_op)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* Key i of a request, through kv_key_op(), its result as a location for the reply. */
 int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, size_t i,
 	   Pool__KvLocation *loc, struct kv_locplaces *pl)
 {
-	struct poold *pd = q->pd;
-	const uint8_t *key = kr->keys[i].data;
-	size_t klen = kr->keys[i].len;
-	uint64_t h = kv_hash(key, klen);
-	struct kv_entry **pp = kv_slot(ns, key, klen, h), *e;
-	const char *op = kr->op;
-	int rc;
+	struct kv_caller who = {q->node, q->session, q->uid};
+	struct kv_result res;
+	enum kv_op op;
+	uint64_t arg = 0;
+	int n;
 
-	/* The empty key is RESP's (GET ""): only its databases, this node's, take it. */
-	if ((klen == 0 && !kv_is_resp_db(ns)) || klen > POOL_KV_KEY_MAX) {
+	if (kv_op_of(kr->op, &op) < 0) {
 		kv_loc(NULL, loc, NULL, -EINVAL, NULL, 0);
 		return 0;
 	}
-	e = kv_live(pd, ns, pp);
-	if (strcmp(op, "lookup") == 0 || strcmp(op, "exists") == 0) {
-		if (e == NULL || !e->has_val || !kv_val_usable(pd, &e->val)) {
-			ns->misses += op[0] == 'l';
-			kv_loc(NULL, loc, NULL, -ENOENT, NULL, 0);
-			return 0;
-		}
-		if (op[0] == 'l') {
-			if (kv_pin(e, q->node, q->session) < 0) {
-				kv_loc(NULL, loc, NULL, -ENOMEM, NULL, 0);
-				return 0;
-			}
-			ns->hits++;
-			TAILQ_REMOVE(kv_lru(ns, e), e, lru);
-			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
-			/* where it is now (a promotion moves it later), nearest first */
-			kv_loc(pd, loc, pl, 0, &e->val, q->node);
-			if (e->val.pmem) {
-				ns->pmem_hits++;
-				kv_promote(pd, ns, e);
-			}
-			return 1;
-		}
-		kv_loc(pd, loc, NULL, 0, &e->val, q->node);
-		return 1;
+	if (op == KV_RESERVE)
+		arg = kr->sizes[i];
+	else if (op == KV_COMMIT || op == KV_ABORT || op == KV_RELEASE)
+		arg = kr->versions[i];
+	n = kv_key_op(q->pd, ns, &who, op, kr->keys[i].data, kr->keys[i].len, arg, &res);
+	switch (res.places) {
+	case KV_PLACES_NONE:
+		kv_loc(NULL, loc, NULL, res.status, NULL, 0);
+		break;
+	case KV_PLACES_READ:
+	case KV_PLACES_READ_ONE:
+		kv_loc(q->pd, loc, res.places == KV_PLACES_READ ? pl : NULL, 0, &res.val, q->node);
+		break;
+	case KV_PLACES_WRITE:
+	case KV_PLACES_WRITE_ONE:
+		kv_loc(NULL, loc, res.places == KV_PLACES_WRITE ? pl : NULL, 0, &res.val, 0);
+		break;
 	}
-	if (strcmp(op, "reserve") == 0 && (ns->flags & HOLD_NS_DEDUP) && e != NULL &&
-	    kv_dedup_reserve(pd, ns, e, q->uid, loc))
-		return 0;
-	if (strcmp(op, "reserve") == 0) {
-		uint64_t size = kr->sizes[i], need;
-		struct kv_val v;
-		uint32_t owner;
-
-		if (size > POOL_KV_VALUE_MAX) { /* 0 is an empty value (RESP's "") */
-			kv_loc(NULL, loc, NULL, -EINVAL, NULL, 0);
-			return 0;
-		}
-		/* Room for every copy, each of the size it will take. */
-		need = kv_alloc_len(ns, size) * ns->replicas;
-		if (need > ns->capacity) { /* would spill everything and still not fit */
-			kv_loc(NULL, loc, NULL, -ENOSPC, NULL, 0);
-			return 0;
-		}
-		owner = kv_val_owner(ns, key, klen, (uint32_t)q->uid);
-		rc = kv_quota_room(pd, ns, owner, need);
-		if (rc == 0)
-			rc = kv_make_room(pd, ns, need, !(ns->flags & HOLD_NS_NO_EVICT));
-		if (rc == 0)
-			rc = kv_place(pd, ns, h, size, &v);
-		if (rc < 0) {
-			e = *kv_slot(ns, key, klen, h);
-			if (e != NULL && kv_entry_unused(e))
-				kv_entry_drop(ns, e);
-			kv_loc(NULL, loc, NULL, rc, NULL, 0);
-			return 0;
-		}
-		e = *kv_slot(ns, key, klen, h); /* eviction may have dropped it */
-		if (e == NULL && (e = kv_entry_new(ns, key, klen, h)) == NULL) {
-			kv_val_retire(pd, &v);
-			kv_loc(NULL, loc, NULL, -ENOMEM, NULL, 0);
-			return 0;
-		}
-		/* The last writer wins, once its reservation is made: a failed one changes nothing.
-		 */
-		if (e->has_pending)
-			kv_pending_retire(pd, ns, e);
-		if (kv_owner_charge(pd, &v, owner) < 0) {
-			kv_val_retire(pd, &v);
-			if (kv_entry_unused(e))
-				kv_entry_drop(ns, e);
-			kv_loc(NULL, loc, NULL, -ENOMEM, NULL, 0);
-			return 0;
-		}
-		v.version = ++ns->next_version;
-		e->pending = v;
-		kv_set_pending(ns, e, true);
-		e->pnode = q->node;
-		e->psession = q->session;
-		e->preserved_at = units_now_ms();
-		ns->used += kv_val_bytes(&v);
-		{
-			struct kv_place all[KV_MAX_REPLICAS];
-			size_t n = kv_places(&v, all), k;
-
-			for (k = 0; k < n; k++)
-				hold_tell(pd, all[k].node, all[k].arena, all[k].off, all[k].alen,
-					  KV_HOLD_ID(ns));
-		}
-		kv_loc(NULL, loc, pl, 0, &v, 0); /* every place: the writer fills each */
-		return 1;
-	}
-	/*
-	 * commit, abort, release: first the version kept out of the index (a
-	 * superseded or flushed write, a value removed while read), then the entry.
-	 */
-	if (strcmp(op, "commit") == 0 || strcmp(op, "abort") == 0 || strcmp(op, "release") == 0) {
-		uint64_t version = kr->versions[i];
-		struct kv_zombie *z;
-		int64_t ttl;
-		bool fresh;
-
-		if (e != NULL && strcmp(op, "release") == 0 &&
-		    kv_unpin(&e->pins, q->node, q->session, version)) {
-			kv_loc(NULL, loc, NULL, 0, NULL, 0);
-			return 1;
-		}
-		if (e != NULL && op[0] != 'r' && e->has_pending && e->pending.version == version) {
-			/* A reservation is its session's: nobody else may publish or free it. */
-			if (e->pnode != q->node || e->psession != q->session) {
-				kv_loc(NULL, loc, NULL, -EPERM, NULL, 0);
-				return 0;
-			}
-			/* A value of the shared store whose bytes are not its key's is dropped. */
-			rc = op[0] == 'c' && (ns->flags & HOLD_NS_SHARED) ? kv_verify(pd, ns, e, q)
-									  : 0;
-			if (op[0] == 'a' || rc < 0) { /* nobody writes there any more */
-				kv_val_free(pd, ns, &e->pending);
-				kv_set_pending(ns, e, false);
-				if (kv_entry_unused(e))
-					kv_entry_drop(ns, e);
-				kv_loc(NULL, loc, NULL, rc, NULL, 0);
-				return rc == 0;
-			}
-			/* In a dedup namespace the writer's holder takes a reference. */
-			if ((ns->flags & HOLD_NS_DEDUP) &&
-			    (rc = kv_holder_add(pd, ns, e->key, e->klen, e)) < 0) {
-				kv_loc(NULL, loc, NULL, rc, NULL, 0);
-				return 0;
-			}
-			/* A new version of a key keeps its expiry (APPEND, INCR); SET sets its own.
-			 */
-			ttl = e->has_val ? e->expire_ms : 0;
-			fresh = !e->has_val;
-			if (e->has_val)
-				kv_val_out(pd, ns, e);
-			e->val = e->pending;
-			e->has_val = true;
-			kv_set_pending(ns, e, false);
-			kv_set_expire(ns, e, ttl);
-			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
-			ns->puts++;
-			/* The lender's record now names the value: a restarted coordinator rebuilds
-			 * it. */
-			kv_tell(pd, ns, e);
-			if (fresh)
-				kvev_stored(pd, ns->name, e->key, e->klen);
-			kv_loc(NULL, loc, NULL, 0, &e->val, 0);
-			return 1;
-		}
-		TAILQ_FOREACH(z, &ns->zombies, entry)
-			if (z->val.version == version &&
-			    kv_unpin(&z->pins, q->node, q->session, version)) {
-				/* Superseded, flushed or removed: as if overwritten at once. */
-				kv_zombies_sweep(pd, ns);
-				kv_loc(NULL, loc, NULL, 0, NULL, 0);
-				return 1;
-			}
-		kv_loc(NULL, loc, NULL, op[0] == 'c' ? -ESTALE : -ENOENT, NULL, 0);
-		return 0;
-	}
-	if (e == NULL) {
-		kv_loc(NULL, loc, NULL, -ENOENT, NULL, 0);
-		return 0;
-	}
-	if (strcmp(op, "remove") == 0) {
-		kv_entry_clear(pd, ns, e);
-		kv_loc(NULL, loc, NULL, 0, NULL, 0);
-		return 1;
-	}
-	kv_loc(NULL, loc, NULL, -EINVAL, NULL, 0);
-	return 0;
+	return n;
 }
 
 /*
@@ -320,12 +174,12 @@ bool kv_ns_allowed(const struct kv_ns *ns, const struct req *q, unsigned want)
  * none. */
 unsigned kv_op_access(const char *op)
 {
-	if (strcmp(op, "lookup") == 0 || strcmp(op, "exists") == 0 || strcmp(op, "match") == 0)
+	enum kv_op k;
+
+	if (strcmp(op, "match") == 0)
 		return 4;
-	if (strcmp(op, "reserve") == 0 || strcmp(op, "commit") == 0 || strcmp(op, "abort") == 0 ||
-	    strcmp(op, "remove") == 0)
-		return 2;
-	return 0; /* release (of the caller's own pins), failed (of its own transfers) */
+	/* failed (of the caller's own transfers), adopt, recount: checked where they are served */
+	return kv_op_of(op, &k) == 0 ? kv_key_access(k) : 0;
 }
 
 static int kv_request(struct req *q, const ProtobufCMessage *msg)

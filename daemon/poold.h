@@ -458,6 +458,8 @@ uint64_t region_arena_used(struct poold *pd, uint32_t node, uint32_t arena);
 void region_session_end(struct poold *pd, uint32_t node, uint64_t session);
 struct region *region_find(struct regions *rs, const char *name);
 struct region *region_find_id(struct regions *rs, uint64_t id);
+/* Whether uid (in gid) may access what owner/group/mode guard with want (4 read, 2 write). */
+bool mode_allows(uid_t uid, gid_t gid, uid_t owner, gid_t group, unsigned mode, unsigned want);
 bool req_mode_allows(const struct req *q, uid_t owner, gid_t group, unsigned mode, unsigned want);
 bool region_allowed(const struct region *r, const struct req *q, unsigned want);
 bool region_pool_usable(struct poold *pd, const struct lender_pool *lp);
@@ -563,7 +565,9 @@ struct kv_where {
 	uint32_t node, arena;
 	uint64_t off, len, version;
 };
-int kv_local_op(struct poold *pd, uint64_t session, uid_t uid, const char *nsname, const char *op,
+/* An operation on one KV key (the wire names them: "lookup", "exists"...). */
+enum kv_op { KV_LOOKUP, KV_EXISTS, KV_RESERVE, KV_COMMIT, KV_ABORT, KV_RELEASE, KV_REMOVE };
+int kv_local_op(struct poold *pd, uint64_t session, uid_t uid, const char *nsname, enum kv_op op,
 		const uint8_t *key, size_t klen, uint64_t arg, struct kv_where *ret);
 int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity, uid_t uid, bool here);
 int kv_local_reserve(struct poold *pd, uint64_t session, uid_t uid, const char *nsname,

@@ -1150,19 +1150,24 @@ int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, 
  * the given rwx bits (4 read, 2 write): root always; the others by the
  * owner's, the group's or the others' bits of mode.
  */
-bool req_mode_allows(const struct req *q, uid_t owner, gid_t group, unsigned mode, unsigned want)
+bool mode_allows(uid_t uid, gid_t gid, uid_t owner, gid_t group, unsigned mode, unsigned want)
 {
 	unsigned bits;
 
-	if (q->uid == 0)
+	if (uid == 0)
 		return true;
-	if (q->uid == owner)
+	if (uid == owner)
 		bits = (mode >> 6) & 7;
-	else if (q->gid == group)
+	else if (gid == group)
 		bits = (mode >> 3) & 7;
 	else
 		bits = mode & 7;
 	return (bits & want) == want;
+}
+
+bool req_mode_allows(const struct req *q, uid_t owner, gid_t group, unsigned mode, unsigned want)
+{
+	return mode_allows(q->uid, q->gid, owner, group, mode, want);
 }
 
 /* Whether uid/gid may access r with the given rwx bits (4 read, 2 write). */

@@ -90,11 +90,11 @@ static int resp_get(struct resp_conn *c, const char *ns, const char *key, size_t
 		*v = (struct resp_val){data, len, 0, true};
 		return 0;
 	}
-	rc = kv_local_op(pd, c->session, c->uid, ns, "lookup", (const uint8_t *)key, klen, 0, &w);
+	rc = kv_local_op(pd, c->session, c->uid, ns, KV_LOOKUP, (const uint8_t *)key, klen, 0, &w);
 	if (rc != 0)
 		return -ENOENT;
 	if (w.arena >= pd->narenas || w.node != pd->node_id) {
-		kv_local_op(pd, c->session, c->uid, ns, "release", (const uint8_t *)key, klen,
+		kv_local_op(pd, c->session, c->uid, ns, KV_RELEASE, (const uint8_t *)key, klen,
 			    w.version, NULL);
 		return -ENOENT;
 	}
@@ -107,13 +107,13 @@ static void resp_put_back(struct resp_conn *c, const char *ns, const char *key, 
 			  const struct resp_val *v)
 {
 	if (v->version != 0)
-		kv_local_op(c->rs->pd, c->session, c->uid, ns, "release", (const uint8_t *)key,
+		kv_local_op(c->rs->pd, c->session, c->uid, ns, KV_RELEASE, (const uint8_t *)key,
 			    klen, v->version, NULL);
 }
 
 static bool resp_exists(struct resp_conn *c, const char *ns, const char *key, size_t klen)
 {
-	return klen <= POOL_KV_KEY_MAX && kv_local_op(c->rs->pd, c->session, c->uid, ns, "exists",
+	return klen <= POOL_KV_KEY_MAX && kv_local_op(c->rs->pd, c->session, c->uid, ns, KV_EXISTS,
 						      (const uint8_t *)key, klen, 0, NULL) == 0;
 }
 
@@ -150,12 +150,12 @@ static int resp_put(struct resp_conn *c, const char *ns, const char *key, size_t
 		/* Put there, committed once it landed; the reply waits for that. */
 		rc = resp_remote_put(c, ns, key, klen, a, alen, b, blen, expire, &w);
 		if (rc < 0)
-			kv_local_op(pd, c->session, c->uid, ns, "abort", (const uint8_t *)key, klen,
-				    w.version, NULL);
+			kv_local_op(pd, c->session, c->uid, ns, KV_ABORT, (const uint8_t *)key,
+				    klen, w.version, NULL);
 		return rc;
 	}
 	if (w.arena >= pd->narenas) {
-		kv_local_op(pd, c->session, c->uid, ns, "abort", (const uint8_t *)key, klen,
+		kv_local_op(pd, c->session, c->uid, ns, KV_ABORT, (const uint8_t *)key, klen,
 			    w.version, NULL);
 		return -EREMOTE;
 	}
@@ -164,7 +164,7 @@ static int resp_put(struct resp_conn *c, const char *ns, const char *key, size_t
 		memmove(dst, a, alen);
 	if (blen > 0)
 		memmove(dst + alen, b, blen);
-	rc = kv_local_op(pd, c->session, c->uid, ns, "commit", (const uint8_t *)key, klen,
+	rc = kv_local_op(pd, c->session, c->uid, ns, KV_COMMIT, (const uint8_t *)key, klen,
 			 w.version, NULL);
 	if (rc == 0 && expire != KV_EXPIRE_KEEP)
 		kv_local_expire(pd, c->uid, ns, (const uint8_t *)key, klen, expire);
@@ -174,7 +174,7 @@ static int resp_put(struct resp_conn *c, const char *ns, const char *key, size_t
 static bool resp_del(struct resp_conn *c, const char *ns, const char *key, size_t klen)
 {
 	return resp_exists(c, ns, key, klen) &&
-	       kv_local_op(c->rs->pd, c->session, c->uid, ns, "remove", (const uint8_t *)key, klen,
+	       kv_local_op(c->rs->pd, c->session, c->uid, ns, KV_REMOVE, (const uint8_t *)key, klen,
 			   0, NULL) == 0;
 }
 
@@ -215,8 +215,8 @@ static void resp_sent_cb(const void *data, size_t len, void *arg)
 
 	(void)data, (void)len;
 	/* After the session's end (the connection closed first) there is nothing to release. */
-	kv_local_op(sv->pd, sv->session, sv->uid, sv->ns, "release", sv->key, sv->klen, sv->version,
-		    NULL);
+	kv_local_op(sv->pd, sv->session, sv->uid, sv->ns, KV_RELEASE, sv->key, sv->klen,
+		    sv->version, NULL);
 	free(sv);
 }
 

@@ -43,7 +43,7 @@ static char *resp_place(void *arg, const struct resp_parser *p, size_t len)
 	    kv_local_reserve(pd, c->session, c->uid, ns, key, p->argl[1], len, true, &w) < 0)
 		return NULL;
 	if (w.node != pd->node_id || w.arena >= pd->narenas) { /* not where it was to land */
-		kv_local_op(pd, c->session, c->uid, ns, "abort", key, p->argl[1], w.version, NULL);
+		kv_local_op(pd, c->session, c->uid, ns, KV_ABORT, key, p->argl[1], w.version, NULL);
 		return NULL;
 	}
 	c->placed =
@@ -59,8 +59,8 @@ static void resp_unplace(void *arg, const struct resp_parser *p)
 
 	if (!c->placed.committed) {
 		resp_db_name(c, c->db, ns, sizeof(ns));
-		kv_local_op(c->rs->pd, c->session, c->uid, ns, "abort", (const uint8_t *)p->argv[1],
-			    p->argl[1], c->placed.version, NULL);
+		kv_local_op(c->rs->pd, c->session, c->uid, ns, KV_ABORT,
+			    (const uint8_t *)p->argv[1], p->argl[1], c->placed.version, NULL);
 	}
 	c->placed = (struct resp_placed){NULL, 0, false};
 }

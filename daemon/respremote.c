@@ -200,8 +200,8 @@ static void resp_fetched_cb(void *arg, int status)
 	struct resp_remote *op = arg;
 
 	/* Read: nothing needs the pin any more (after the session's end there is none). */
-	kv_local_op(op->pd, op->session, op->uid, op->ns, "release", op->key, op->klen, op->version,
-		    NULL);
+	kv_local_op(op->pd, op->session, op->uid, op->ns, KV_RELEASE, op->key, op->klen,
+		    op->version, NULL);
 	resp_remote_finish(op, status);
 }
 
@@ -212,12 +212,12 @@ static void resp_put_flushed(void *arg, int status)
 
 	if (status < 0 || op->c == NULL) {
 		/* Not known written, or nobody waits to be told: no value. */
-		kv_local_op(op->pd, op->session, op->uid, op->ns, "abort", op->key, op->klen,
+		kv_local_op(op->pd, op->session, op->uid, op->ns, KV_ABORT, op->key, op->klen,
 			    op->version, NULL);
 		resp_remote_finish(op, status < 0 ? POOL_ELOST : 0);
 		return;
 	}
-	rc = kv_local_op(op->pd, op->session, op->uid, op->ns, "commit", op->key, op->klen,
+	rc = kv_local_op(op->pd, op->session, op->uid, op->ns, KV_COMMIT, op->key, op->klen,
 			 op->version, NULL);
 	if (rc == -ESTALE)
 		rc = 0; /* a later write of the key came first: as if overwritten at once */
@@ -417,16 +417,16 @@ static int resp_fetch_key(struct resp_conn *c, const char *ns, const char *key, 
 		return -ENOMEM;
 	}
 	/* Pinned, so that its place is not reused while it is read. */
-	rc = kv_local_op(pd, c->session, c->uid, ns, "lookup", (const uint8_t *)key, klen, 0, &w);
+	rc = kv_local_op(pd, c->session, c->uid, ns, KV_LOOKUP, (const uint8_t *)key, klen, 0, &w);
 	if (rc == 0 && w.node != pd->node_id && w.len == op->len) {
 		if ((rc = resp_remote_start(c, op, &w)) == 0)
 			return 1;
-		kv_local_op(pd, c->session, c->uid, ns, "release", (const uint8_t *)key, klen,
+		kv_local_op(pd, c->session, c->uid, ns, KV_RELEASE, (const uint8_t *)key, klen,
 			    w.version, NULL);
 		c->lost_err = rc;
 		c->lost_node = w.node;
 	} else if (rc == 0) { /* moved here or changed meanwhile: it is read as it is */
-		kv_local_op(pd, c->session, c->uid, ns, "release", (const uint8_t *)key, klen,
+		kv_local_op(pd, c->session, c->uid, ns, KV_RELEASE, (const uint8_t *)key, klen,
 			    w.version, NULL);
 	}
 	resp_remote_free(op);
