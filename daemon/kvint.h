@@ -267,10 +267,6 @@ void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg
 void kv_defs_send(struct poold *pd);
 
 /* kvwire.c */
-void kv_loc(struct poold *pd, Pool__KvLocation *loc, struct kv_locplaces *pl, int status,
-	    const struct kv_val *v, uint32_t near);
-int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, size_t i,
-	   Pool__KvLocation *loc, struct kv_locplaces *pl);
 int kv_reply(struct req *q, Pool__KvLocation *locs, size_t n, uint64_t count, unsigned access);
 bool kv_ns_allowed(const struct kv_ns *ns, const struct req *q, unsigned want);
 unsigned kv_op_access(const char *op);

@@ -14,8 +14,8 @@
  * reader's node, else on a lender that is up) and the other live places
  * to fall back on. pl holds the places (NULL: none but the first).
  */
-void kv_loc(struct poold *pd, Pool__KvLocation *loc, struct kv_locplaces *pl, int status,
-	    const struct kv_val *v, uint32_t near)
+static void kv_loc(struct poold *pd, Pool__KvLocation *loc, struct kv_locplaces *pl, int status,
+		   const struct kv_val *v, uint32_t near)
 {
 	struct kv_place all[KV_MAX_REPLICAS], first;
 	size_t n, i, best = 0;
@@ -67,8 +67,8 @@ static int kv_op_of(const char *name, enum kv_op *ret)
 }
 
 /* Key i of a request, through kv_key_op(), its result as a location for the reply. */
-int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, size_t i,
-	   Pool__KvLocation *loc, struct kv_locplaces *pl)
+static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, size_t i,
+		  Pool__KvLocation *loc, struct kv_locplaces *pl)
 {
 	struct kv_caller who = {q->node, q->session, q->uid};
 	struct kv_result res;
