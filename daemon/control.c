@@ -126,7 +126,7 @@ static void ctl_closed(struct conn *conn, void *arg)
 	if (ctl->pd->conf->role == ROLE_NODE)
 		peer_session_end(ctl->pd, c->session);
 	else
-		region_session_end(ctl->pd, ctl->pd->node_id, c->session);
+		coord_session_end(ctl->pd, ctl->pd->node_id, c->session);
 	/* A copy it was filling goes to the next client waiting for it. */
 	snapcopy_session_end(ctl->pd, c->session);
 	grant_session_end(ctl->pd, c->session);

@@ -85,6 +85,7 @@ struct coord {
 	struct event *check_ev;
 	struct event *probe_ev;
 	struct event *ledger_ev;
+	struct event *sweep_ev;
 };
 
 static void coord_send_event(struct coord *co, struct member *m)
@@ -165,6 +166,49 @@ void coord_member_changed(struct poold *pd, struct member *m)
 		coord_send_event(pd->coord, m);
 }
 
+/*
+ * The coordinator's fan-out to its cores (region.c, kv.c, reclaim.c): they
+ * do not call each other for these, so each can be followed alone.
+ */
+
+/* Every 250 ms: leases and anonymous regions, KV expiry and copies, retired extents, reclaims. */
+static void coord_sweep(evutil_socket_t fd, short what, void *arg)
+{
+	struct poold *pd = arg;
+
+	(void)fd;
+	(void)what;
+	region_sweep_leases(pd);
+	kv_sweep(pd);
+	region_sweep_retired(pd);
+	reclaim_sweep(pd);
+}
+
+/* A client session of node ended: its leases end after lease.grace, its KV pins and reservations
+ * go. */
+void coord_session_end(struct poold *pd, uint32_t node, uint64_t session)
+{
+	if (pd->regions == NULL)
+		return;
+	region_session_end(pd, node, session);
+	kv_session_end(pd, node, session, false);
+}
+
+/* A node died or restarted: so did every session it held. */
+static void coord_node_gone(struct poold *pd, uint32_t node)
+{
+	region_node_gone(pd, node);
+	kv_session_end(pd, node, 0, true);
+}
+
+/* A lender registered: a restarted one lost its KV values first, then its arenas start afresh. */
+static void coord_lender_update(struct poold *pd, const Pool__NodeInfo *info)
+{
+	if (region_lender_restarted(pd, info))
+		kv_node_lost(pd, info->id);
+	region_lender_update(pd, info);
+}
+
 static void coord_set_state(struct coord *co, struct member *m, enum member_state state)
 {
 	if (m->state == state)
@@ -172,8 +216,8 @@ static void coord_set_state(struct coord *co, struct member *m, enum member_stat
 	cluster_set_state(co->pd, m, state);
 	coord_send_event(co, m);
 	if (state == MEMBER_DEAD) {
-		region_node_gone(co->pd, m->info->id); /* its clients' leases end */
-		kv_node_lost(co->pd, m->info->id);     /* its values: gets are misses */
+		coord_node_gone(co->pd, m->info->id); /* its clients' leases end */
+		kv_node_lost(co->pd, m->info->id);    /* its values: gets are misses */
 	}
 }
 
@@ -563,7 +607,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 		id = m->info->id;
 	}
 	if (m != NULL && m->info->incarnation != info->incarnation)
-		region_node_gone(pd, m->info->id); /* restarted: its old clients are gone */
+		coord_node_gone(pd, m->info->id); /* restarted: its old clients are gone */
 	else /* (new to this coordinator: leases from its journal, if any, are confirmed) */
 		region_node_sessions(pd, id, info->incarnation, reg->sessions, reg->n_sessions);
 	if (m != NULL && m->conn != NULL && m->conn != p->conn) {
@@ -591,7 +635,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	m->conn = p->conn;
 	m->last_heartbeat = units_now_ms();
 	p->m = m;
-	region_lender_update(pd, m->info);
+	coord_lender_update(pd, m->info);
 	snprintf(desc, sizeof(desc), "node %u (%s) at %s", id, info->name, p->addr);
 	conn_set_desc(p->conn, desc);
 	conn_set_read_timeout(p->conn, 0);
@@ -767,7 +811,7 @@ static void coord_peer_frame(struct conn *conn, const struct wire_hdr *hdr, cons
 	else if (hdr->type == WIRE_HOLDINGS_REPLY)
 		coord_holdings(p, (Pool__Holdings *)msg);
 	else if (hdr->type == WIRE_SESSION_END)
-		region_session_end(p->co->pd, p->m->info->id, ((Pool__SessionEnd *)msg)->session);
+		coord_session_end(p->co->pd, p->m->info->id, ((Pool__SessionEnd *)msg)->session);
 	else
 		coord_forwarded(p, hdr->req_id, (Pool__Forward *)msg);
 	wire_msg_free(msg);
@@ -994,19 +1038,22 @@ int coord_open(struct poold *pd)
 		rc = kvev_open(pd);
 	if (rc < 0)
 		goto out_free;
-	region_lender_update(pd, m->info);
+	coord_lender_update(pd, m->info);
 	hold_ask(pd, pd->node_id); /* this poold's own arenas: nothing held yet */
 	if (pd->conf->peer_listen[0] != '\0' && (rc = coord_listen(co)) < 0)
 		goto out_free;
 	co->check_ev = event_new(pd->base, -1, EV_PERSIST, coord_check, co);
 	co->probe_ev = event_new(pd->base, -1, EV_PERSIST, coord_periodic_probe, co);
 	co->ledger_ev = event_new(pd->base, -1, EV_PERSIST, coord_ledger, co);
-	if (co->check_ev == NULL || co->probe_ev == NULL || co->ledger_ev == NULL) {
+	co->sweep_ev = event_new(pd->base, -1, EV_PERSIST, coord_sweep, pd);
+	if (co->check_ev == NULL || co->probe_ev == NULL || co->ledger_ev == NULL ||
+	    co->sweep_ev == NULL) {
 		rc = -ENOMEM;
 		goto out_free;
 	}
 	tv = units_timeval((uint64_t)pd->conf->heartbeat_ms / 2);
 	event_add(co->check_ev, &tv);
+	event_add(co->sweep_ev, &(struct timeval){.tv_sec = 0, .tv_usec = 250000});
 	if (pd->conf->ledger_interval_ms > 0) {
 		tv = units_timeval((uint64_t)pd->conf->ledger_interval_ms);
 		event_add(co->ledger_ev, &tv);
@@ -1064,6 +1111,8 @@ void coord_close(struct poold *pd)
 		event_free(co->probe_ev);
 	if (co->ledger_ev != NULL)
 		event_free(co->ledger_ev);
+	if (co->sweep_ev != NULL)
+		event_free(co->sweep_ev);
 	free(co);
 	pd->coord = NULL;
 }

@@ -445,7 +445,6 @@ struct regions {
 	uint64_t next_id;
 	uint64_t next_base;
 	size_t count;
-	struct event *sweep_ev;
 	TAILQ_HEAD(, retired) retired; /* moved or evicted extents, readable until released */
 	TAILQ_HEAD(, reclaim) reclaims;
 	TAILQ_HEAD(, tombstone) tombstones;
@@ -453,7 +452,10 @@ struct regions {
 
 int region_open_space(struct poold *pd);
 void region_close_space(struct poold *pd);
+bool region_lender_restarted(struct poold *pd, const Pool__NodeInfo *info);
 void region_lender_update(struct poold *pd, const Pool__NodeInfo *info);
+void region_sweep_leases(struct poold *pd);
+void region_sweep_retired(struct poold *pd);
 uint64_t region_arena_used(struct poold *pd, uint32_t node, uint32_t arena);
 void region_session_end(struct poold *pd, uint32_t node, uint64_t session);
 struct region *region_find(struct regions *rs, const char *name);
@@ -538,6 +540,7 @@ int coord_call(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMe
 	       coord_reply_cb reply, void *arg);
 void coord_notice(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg);
 void coord_suspect(struct poold *pd, uint32_t node);
+void coord_session_end(struct poold *pd, uint32_t node, uint64_t session);
 
 /* kvevents.c: KV events in vLLM's format (coordinator) */
 int kvev_open(struct poold *pd);

@@ -92,7 +92,6 @@ static void region_lender_lost(struct poold *pd, uint32_t node)
 	struct region *r, *next;
 	size_t i, k;
 
-	kv_node_lost(pd, node);
 	for (r = TAILQ_FIRST(&pd->regions->list); r != NULL; r = next) {
 		bool hit = false;
 
@@ -116,6 +115,22 @@ static void region_lender_lost(struct poold *pd, uint32_t node)
 		else
 			r->lost = true;
 	}
+}
+
+/*
+ * Whether a lender that registers restarted since we last knew it: an
+ * arena of it we know is of another incarnation (what it held is gone).
+ */
+bool region_lender_restarted(struct poold *pd, const Pool__NodeInfo *info)
+{
+	struct lender_pool *lp;
+	size_t i;
+
+	for (i = 0; pd->regions != NULL && i < info->n_arenas; i++)
+		if ((lp = region_pool(pd->regions, info->id, info->arenas[i]->id)) != NULL &&
+		    lp->incarnation != info->incarnation)
+			return true;
+	return false;
 }
 
 /*
@@ -392,7 +407,7 @@ void region_retire(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off
 }
 
 /* Release the retired extents that are due and scrubbed. */
-static void region_sweep_retired(struct poold *pd)
+void region_sweep_retired(struct poold *pd)
 {
 	struct retired *rt, *next;
 	uint64_t now = units_now_ms();
@@ -758,9 +773,8 @@ void region_free(struct poold *pd, struct region *r)
 }
 
 /* Leases of sessions gone for lease.grace end; anonymous regions without leases go. */
-static void region_sweep(evutil_socket_t fd, short what, void *arg)
+void region_sweep_leases(struct poold *pd)
 {
-	struct poold *pd = arg;
 	struct region *r, *rnext;
 	uint64_t now = units_now_ms();
 
@@ -778,9 +792,6 @@ static void region_sweep(evutil_socket_t fd, short what, void *arg)
 			region_free(pd, r);
 		}
 	}
-	kv_sweep(pd);
-	region_sweep_retired(pd);
-	reclaim_sweep(pd);
 }
 
 /*
@@ -799,7 +810,6 @@ static void region_end_leases(struct poold *pd, uint32_t node, uint64_t session,
 		TAILQ_FOREACH(l, &r->lease_list, entry)
 			if (l->node == node && (all || l->session == session) && l->ends_at == 0)
 				l->ends_at = ends;
-	kv_session_end(pd, node, session, all);
 }
 
 /* A client session ended: its leases end after lease.grace. */
@@ -1475,12 +1485,6 @@ int region_open_space(struct poold *pd)
 	TAILQ_INIT(&rs->reclaims);
 	TAILQ_INIT(&rs->tombstones);
 	rs->next_base = REGION_BASE0;
-	rs->sweep_ev = event_new(pd->base, -1, EV_PERSIST, region_sweep, pd);
-	if (rs->sweep_ev == NULL) {
-		free(rs);
-		return -ENOMEM;
-	}
-	event_add(rs->sweep_ev, &(struct timeval){.tv_sec = 0, .tv_usec = 250000});
 	pd->regions = rs;
 	return 0;
 }
@@ -1515,7 +1519,6 @@ void region_close_space(struct poold *pd)
 		free(r->ext);
 		free(r);
 	}
-	event_free(rs->sweep_ev);
 	while ((lp = TAILQ_FIRST(&rs->pools)) != NULL) {
 		TAILQ_REMOVE(&rs->pools, lp, entry);
 		region_pool_free(lp);
