@@ -1096,3 +1096,70 @@ size_t kv_place_first(struct poold *pd, const struct kv_val *v, uint32_t near, s
 			best = i;
 	return best < n ? best : 0;
 }
+
+/*
+ * Make a namespace (poolctl kv create, pool_kv_create()), journaled and
+ * told to every node: 0, or -errno with err saying why.
+ */
+int kv_ns_create(struct poold *pd, const struct kv_ns_spec *spec, char *err, size_t errlen)
+{
+	struct kv_ns *ns;
+	size_t count = 0;
+
+	if (!name_ok(spec->name, POOL_REGION_NAME_MAX, true)) {
+		snprintf(err, errlen, "namespace name '%s': 1-63 characters of [A-Za-z0-9._:/-]",
+			 spec->name);
+		return -EINVAL;
+	}
+	if (kv_ns_find(pd, spec->name) != NULL) {
+		snprintf(err, errlen, "KV namespace '%s' exists", spec->name);
+		return -EEXIST;
+	}
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		count++;
+	if (count >= KV_MAX_NAMESPACES) {
+		snprintf(err, errlen, "at most %d KV namespaces", KV_MAX_NAMESPACES);
+		return -EUSERS;
+	}
+	if (spec->capacity < (1u << 20)) {
+		snprintf(err, errlen, "a namespace needs a capacity of at least 1M");
+		return -EINVAL;
+	}
+	if (spec->replicas < 1 || spec->replicas > KV_MAX_REPLICAS) {
+		snprintf(err, errlen, "replicas %u: 1 to %d", spec->replicas, KV_MAX_REPLICAS);
+		return -EINVAL;
+	}
+	if (spec->size_hint > POOL_KV_VALUE_MAX || spec->size_hint > spec->capacity) {
+		snprintf(err, errlen, "size hint %llu: at most 64M and the capacity",
+			 (unsigned long long)spec->size_hint);
+		return -EINVAL;
+	}
+	ns = kv_ns_new(pd, spec->name, spec->capacity);
+	if (ns == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	ns->flags = spec->flags;
+	ns->replicas = spec->replicas;
+	ns->size_hint = spec->size_hint;
+	ns->uid = spec->uid;
+	ns->gid = spec->gid;
+	ns->mode = spec->mode;
+	log_info("KV namespace '%s' created, capacity %llu, tier %s, evict %s, replicas %u, "
+		 "uid %u gid %u mode %03o",
+		 ns->name, (unsigned long long)ns->capacity, kv_tier_name(ns),
+		 ns->flags & HOLD_NS_NO_EVICT ? "none" : "lru", ns->replicas, (unsigned)ns->uid,
+		 (unsigned)ns->gid, ns->mode);
+	coordlog_namespaces(pd);
+	kv_defs_send(pd);
+	return 0;
+}
+
+/* Drop a namespace and its values, journaled and told to every node. */
+void kv_ns_drop(struct poold *pd, struct kv_ns *ns)
+{
+	log_info("KV namespace '%s' dropped", ns->name);
+	kv_ns_free(pd, ns);
+	coordlog_namespaces(pd);
+	kv_defs_send(pd);
+}

@@ -203,10 +203,24 @@ struct kv_result {
 	enum kv_places places;
 };
 
+/* What a namespace is made with (kv_ns_create()). */
+struct kv_ns_spec {
+	const char *name;
+	uint64_t capacity;
+	uint64_t size_hint; /* 0: none */
+	uint32_t flags;	    /* HOLD_NS_DRAM_ONLY or HOLD_NS_PERSISTENT, HOLD_NS_NO_EVICT */
+	unsigned replicas;
+	uid_t uid;
+	gid_t gid;
+	unsigned mode;
+};
+
 /* kv.c */
 int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, enum kv_op op,
 	      const uint8_t *key, size_t klen, uint64_t arg, struct kv_result *res);
 unsigned kv_key_access(enum kv_op op);
+int kv_ns_create(struct poold *pd, const struct kv_ns_spec *spec, char *err, size_t errlen);
+void kv_ns_drop(struct poold *pd, struct kv_ns *ns);
 size_t kv_place_first(struct poold *pd, const struct kv_val *v, uint32_t near,
 		      struct kv_place *all);
 const char *kv_tier_name(const struct kv_ns *ns);

@@ -328,70 +328,39 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 	int rc;
 
 	if (strcmp(r->op, "create") == 0) {
-		uint32_t flags = 0;
-		size_t count = 0;
+		struct kv_ns_spec spec = {
+		    .name = r->name,
+		    .capacity = r->has_capacity ? r->capacity : 0,
+		    .size_hint = r->has_size_hint ? r->size_hint : 0,
+		    .replicas = r->has_replicas ? r->replicas : 1,
+		    .uid = q->uid,
+		    .gid = r->has_gid ? r->gid : q->gid,
+		    .mode = r->has_mode ? r->mode & 0777 : 0600,
+		};
+		char err[128];
 
-		if (!name_ok(r->name, POOL_REGION_NAME_MAX, true))
-			return req_errorf(q, -EINVAL,
-					  "namespace name '%s': 1-63 characters of "
-					  "[A-Za-z0-9._:/-]",
-					  r->name);
-		if (ns != NULL)
-			return req_errorf(q, -EEXIST, "KV namespace '%s' exists", r->name);
-		TAILQ_FOREACH(ns, &pd->kv->list, entry)
-			count++;
-		if (count >= KV_MAX_NAMESPACES)
-			return req_errorf(q, -EUSERS, "at most %d KV namespaces",
-					  KV_MAX_NAMESPACES);
-		if (!r->has_capacity || r->capacity < (1u << 20))
-			return req_errorf(q, -EINVAL,
-					  "a namespace needs a capacity of at least 1M");
 		if (r->tier != NULL && strcmp(r->tier, "dram") == 0)
-			flags |= HOLD_NS_DRAM_ONLY;
+			spec.flags |= HOLD_NS_DRAM_ONLY;
 		else if (r->tier != NULL && strcmp(r->tier, "pmem") == 0)
-			flags |= HOLD_NS_PERSISTENT;
+			spec.flags |= HOLD_NS_PERSISTENT;
 		else if (r->tier != NULL && strcmp(r->tier, "dram+pmem") != 0)
 			return req_errorf(q, -EINVAL, "tier '%s': dram, dram+pmem or pmem",
 					  r->tier);
 		if (r->evict != NULL && strcmp(r->evict, "none") == 0)
-			flags |= HOLD_NS_NO_EVICT;
+			spec.flags |= HOLD_NS_NO_EVICT;
 		else if (r->evict != NULL && strcmp(r->evict, "lru") != 0)
 			return req_errorf(q, -EINVAL, "evict '%s': lru or none", r->evict);
-		if (r->has_replicas && (r->replicas < 1 || r->replicas > KV_MAX_REPLICAS))
-			return req_errorf(q, -EINVAL, "replicas %u: 1 to %d", r->replicas,
-					  KV_MAX_REPLICAS);
-		if (r->has_size_hint &&
-		    (r->size_hint > POOL_KV_VALUE_MAX || r->size_hint > r->capacity))
-			return req_errorf(q, -EINVAL,
-					  "size hint %llu: at most 64M and the capacity",
-					  (unsigned long long)r->size_hint);
-		ns = kv_ns_new(pd, r->name, r->capacity);
-		if (ns == NULL)
-			return req_errorf(q, -ENOMEM, "out of memory");
-		ns->flags = flags;
-		ns->replicas = r->has_replicas ? r->replicas : 1;
-		ns->size_hint = r->has_size_hint ? r->size_hint : 0;
-		ns->uid = q->uid;
-		ns->gid = r->has_gid ? r->gid : q->gid;
-		ns->mode = r->has_mode ? r->mode & 0777 : 0600;
-		log_info(
-		    "KV namespace '%s' created, capacity %llu, tier %s, evict %s, replicas %u, "
-		    "uid %u gid %u mode %03o",
-		    ns->name, (unsigned long long)ns->capacity, kv_tier_name(ns),
-		    flags & HOLD_NS_NO_EVICT ? "none" : "lru", ns->replicas, (unsigned)ns->uid,
-		    (unsigned)ns->gid, ns->mode);
-		coordlog_namespaces(pd);
-		kv_defs_send(pd);
+		if ((rc = kv_ns_create(pd, &spec, err, sizeof(err))) < 0)
+			return req_errorf(q, rc, "%s", err);
+		ns = kv_ns_find(pd, r->name);
 	} else if (strcmp(r->op, "drop") == 0 || strcmp(r->op, "flush") == 0) {
 		if (ns == NULL)
 			return req_errorf(q, -ENOENT, "no KV namespace '%s'", r->name);
-		log_info("KV namespace '%s' %s", ns->name, r->op[0] == 'd' ? "dropped" : "flushed");
 		if (r->op[0] == 'd') {
-			kv_ns_free(pd, ns);
-			coordlog_namespaces(pd);
-			kv_defs_send(pd);
+			kv_ns_drop(pd, ns);
 			return req_reply(q, WIRE_KV_NS_REPLY, &reply.base);
 		}
+		log_info("KV namespace '%s' flushed", ns->name);
 		kv_ns_flush(pd, ns);
 	} else if (strcmp(r->op, "stats") != 0) {
 		return req_errorf(q, -EINVAL, "unknown namespace operation '%s'", r->op);
