@@ -1,6 +1,8 @@
 # daemon/: poold
-sbin_PROGRAMS += daemon/poold
-daemon_poold_SOURCES = daemon/poold.h daemon/poold.c daemon/pidfile.c daemon/conn.c daemon/control.c \
+# libpoold: every part of poold but its main(), so that unit tests drive
+# its cores (tests/unit/test_kv.c) in the same build as the daemon.
+noinst_LTLIBRARIES += daemon/libpoold.la
+daemon_libpoold_la_SOURCES = daemon/poold.h daemon/pidfile.c daemon/conn.c daemon/control.c \
 	daemon/status.c daemon/reload.c daemon/cluster.c daemon/numa.c daemon/coord.c \
 	daemon/peer.c daemon/peerauth.c daemon/probe.c daemon/nodes.c daemon/lend.c daemon/extent.h daemon/extent.c \
 	daemon/region.c daemon/reclaim.c daemon/arena.c daemon/ledger.h daemon/ledger.c \
@@ -8,12 +10,17 @@ daemon_poold_SOURCES = daemon/poold.h daemon/poold.c daemon/pidfile.c daemon/con
 	daemon/hold.c daemon/kvint.h daemon/kv.c daemon/kvtier.c daemon/kvdedup.c daemon/kvreplica.c daemon/kvrebuild.c daemon/kvwire.c daemon/kvlocal.c daemon/kvevents.c daemon/resp.c daemon/journal.h daemon/journal.c daemon/coordlog.c daemon/vec.c daemon/respparse.h daemon/respparse.c daemon/respauth.c daemon/resp.h daemon/respkeys.c daemon/respconn.c daemon/respremote.c daemon/respplace.c daemon/resprelay.c \
 	daemon/metrics.c daemon/events.c daemon/copy.c daemon/snapcopy.c \
 	daemon/snapplace.c daemon/grant.c daemon/xfer.c daemon/firewall.c daemon/carve.c daemon/peertls.c daemon/accept.c daemon/httpd.c
-daemon_poold_CPPFLAGS = $(AM_CPPFLAGS) -DPOOL_PKGLIBEXECDIR='"$(pkglibexecdir)"'
-daemon_poold_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(PMEM2_CFLAGS) \
+daemon_libpoold_la_CPPFLAGS = $(AM_CPPFLAGS) -DPOOL_PKGLIBEXECDIR='"$(pkglibexecdir)"'
+daemon_libpoold_la_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(PMEM2_CFLAGS) \
 	$(XXHASH_CFLAGS) $(CRYPTO_CFLAGS) $(ZMQ_CFLAGS) $(MSGPACK_CFLAGS)
-daemon_poold_LDADD = fabric/libfabric.la proto/libwire.la vecindex/libvecindex.la common/libconf.la \
-	common/libcommon.la $(EVENT_LIBS) $(PROTOBUF_C_LIBS) $(NUMA_LIBS) $(PMEM2_LIBS) \
-	$(XXHASH_LIBS) $(CRYPTO_LIBS) $(ZMQ_LIBS) $(MSGPACK_LIBS)
+daemon_libpoold_la_LIBADD = fabric/libfabric.la proto/libwire.la vecindex/libvecindex.la \
+	common/libconf.la common/libcommon.la $(EVENT_LIBS) $(PROTOBUF_C_LIBS) $(NUMA_LIBS) \
+	$(PMEM2_LIBS) $(XXHASH_LIBS) $(CRYPTO_LIBS) $(ZMQ_LIBS) $(MSGPACK_LIBS)
+
+sbin_PROGRAMS += daemon/poold
+daemon_poold_SOURCES = daemon/poold.c
+daemon_poold_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
+daemon_poold_LDADD = daemon/libpoold.la
 
 # pool-snap-helper: what poold runs to fill a node's copy of a snapshot
 # through libpool (daemon/snapplace.c), in $(pkglibexecdir).

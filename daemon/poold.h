@@ -151,6 +151,7 @@ struct poold {
 
 /* poold.c */
 int poold_reload(struct poold *pd, char *errbuf, size_t errlen);
+int poold_resolve_admin(struct poold_conf *conf, gid_t *ret_gid, char *errbuf, size_t errlen);
 
 /* pidfile.c */
 int pidfile_open(const char *path, int *ret_fd);

@@ -86,3 +86,11 @@ tests_unit_test_grant_SOURCES = tests/unit/test_grant.c daemon/grant.c
 tests_unit_test_grant_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_unit_test_grant_LDADD = tests/unit/libunit.la proto/libwire.la common/libconf.la common/libcommon.la \
 	$(CUNIT_LIBS) $(PROTOBUF_C_LIBS)
+
+# The KV index's core (daemon/kv.c) with the rest of poold's parts, no network.
+check_PROGRAMS += tests/unit/test_kv
+TESTS += tests/unit/test_kv
+tests_unit_test_kv_SOURCES = tests/unit/test_kv.c
+tests_unit_test_kv_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) \
+	$(XXHASH_CFLAGS)
+tests_unit_test_kv_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)

@@ -1,0 +1,241 @@
+/*
+ * tests/unit/test_kv.c - the KV index's core (daemon/kv.c, kv_key_op()) on
+ * its own: a coordinator's index over one lender's arena, no network.
+ * Eviction order, the last reserver winning, pins outliving a replaced
+ * value, aborts and releases that give back exactly what was taken.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "daemon/kvint.h"
+#include "tests/unit/unit.h"
+
+#define MiB (1u << 20)
+#define LENDER 2 /* the node lending the arena; this poold is node 1 */
+
+static struct poold pd;
+
+/* A coordinator (node 1) whose one lender, node 2, lends a 64 MiB DRAM arena. */
+static void index_new(void)
+{
+	Pool__NodeInfo info = POOL__NODE_INFO__INIT;
+	Pool__Arena a = POOL__ARENA__INIT, *ap = &a;
+	Pool__Holdings held = POOL__HOLDINGS__INIT;
+	struct member *m;
+
+	memset(&pd, 0, sizeof(pd));
+	TAILQ_INIT(&pd.members);
+	pd.node_id = 1;
+	CU_ASSERT_FATAL(conf_defaults(&pd.conf) == 0);
+	CU_ASSERT_FATAL((pd.base = event_base_new()) != NULL);
+	CU_ASSERT_FATAL(region_open_space(&pd) == 0);
+	CU_ASSERT_FATAL(kv_open(&pd) == 0);
+	a.id = 0;
+	a.size = a.lent = 64 * MiB;
+	a.tier = "dram";
+	info.id = LENDER;
+	info.name = "lender";
+	info.version = "test";
+	info.addr = "";
+	info.incarnation = 7;
+	info.arenas = &ap;
+	info.n_arenas = 1;
+	CU_ASSERT_FATAL(cluster_update(&pd, &info, &m) == 0);
+	m->state = MEMBER_UP;
+	region_lender_update(&pd, m->info);
+	hold_reconcile(&pd, LENDER, NULL, 0, &held); /* it reported holding nothing */
+}
+
+static void index_free(void)
+{
+	struct member *m;
+
+	kv_close(&pd);
+	region_close_space(&pd);
+	while ((m = TAILQ_FIRST(&pd.members)) != NULL) {
+		TAILQ_REMOVE(&pd.members, m, entry);
+		pool__node_info__free_unpacked(m->info, NULL);
+		free(m);
+	}
+	event_base_free(pd.base);
+	conf_free(pd.conf);
+}
+
+/* A namespace of capacity bytes, evicting LRU, DRAM only, root's. */
+static struct kv_ns *ns_new(const char *name, uint64_t capacity)
+{
+	struct kv_ns_spec spec = {name, capacity, 0, HOLD_NS_DRAM_ONLY, 1, 0, 0, 0600};
+	char err[128];
+
+	CU_ASSERT_FATAL(kv_ns_create(&pd, &spec, err, sizeof(err)) == 0);
+	return kv_ns_find(&pd, name);
+}
+
+static int op(struct kv_ns *ns, uint64_t session, enum kv_op o, const char *key, uint64_t arg,
+	      struct kv_result *res)
+{
+	struct kv_caller who = {1, session, 0};
+	struct kv_result r;
+
+	kv_key_op(&pd, ns, &who, o, (const uint8_t *)key, strlen(key), arg, res ? res : &r);
+	return res ? res->status : r.status;
+}
+
+/* reserve + commit of len bytes for session: the version stored. */
+static uint64_t put(struct kv_ns *ns, uint64_t session, const char *key, uint64_t len)
+{
+	struct kv_result res;
+
+	CU_ASSERT_FATAL(op(ns, session, KV_RESERVE, key, len, &res) == 0);
+	CU_ASSERT_EQUAL(res.places, KV_PLACES_WRITE);
+	CU_ASSERT_EQUAL(res.val.node, LENDER);
+	CU_ASSERT_EQUAL(op(ns, session, KV_COMMIT, key, res.val.version, NULL), 0);
+	return res.val.version;
+}
+
+static void test_put_lookup_release(void)
+{
+	struct kv_result res;
+	struct kv_ns *ns;
+	uint64_t v;
+
+	index_new();
+	ns = ns_new("kv", 8 * MiB);
+	v = put(ns, 1, "k", 1000);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_LOOKUP, "k", 0, &res), 0);
+	CU_ASSERT_EQUAL(res.places, KV_PLACES_READ);
+	CU_ASSERT_EQUAL(res.val.version, v);
+	CU_ASSERT_EQUAL(res.val.vlen, 1000);
+	CU_ASSERT_EQUAL(ns->hits, 1);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_LOOKUP, "nope", 0, NULL), -ENOENT);
+	CU_ASSERT_EQUAL(ns->misses, 1);
+	/* A pin is its session's: another's release finds nothing, its own works once. */
+	CU_ASSERT_EQUAL(op(ns, 3, KV_RELEASE, "k", v, NULL), -ENOENT);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_RELEASE, "k", v, NULL), 0);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_RELEASE, "k", v, NULL), -ENOENT);
+	index_free();
+}
+
+/* Past the capacity the least recently used value goes, not one read since. */
+static void test_eviction_order(void)
+{
+	struct kv_result res;
+	struct kv_ns *ns;
+	char key[8];
+	int i;
+
+	index_new();
+	ns = ns_new("kv", 4 * MiB);
+	for (i = 1; i <= 4; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put(ns, 1, key, MiB);
+	}
+	CU_ASSERT_EQUAL(op(ns, 2, KV_LOOKUP, "k1", 0, &res), 0); /* k1 is now the most recent */
+	CU_ASSERT_EQUAL(op(ns, 2, KV_RELEASE, "k1", res.val.version, NULL), 0);
+	put(ns, 1, "k5", MiB);
+	CU_ASSERT_EQUAL(ns->evictions, 1);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, "k2", 0, NULL), -ENOENT);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, "k1", 0, NULL), 0);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, "k3", 0, NULL), 0);
+	CU_ASSERT(ns->used <= ns->capacity);
+	index_free();
+}
+
+/*
+ * The last writer to reserve wins: the earlier one's commit succeeds and
+ * changes nothing, and the value is the later one's, whichever commits first.
+ */
+static void test_last_reserver_wins(void)
+{
+	struct kv_result a, b, res;
+	struct kv_ns *ns;
+
+	index_new();
+	ns = ns_new("kv", 8 * MiB);
+	CU_ASSERT_EQUAL(op(ns, 1, KV_RESERVE, "k", 100, &a), 0);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_RESERVE, "k", 200, &b), 0);
+	CU_ASSERT_NOT_EQUAL(a.val.off, b.val.off); /* never the same place */
+	CU_ASSERT_EQUAL(op(ns, 2, KV_COMMIT, "k", b.val.version, NULL), 0);
+	CU_ASSERT_EQUAL(op(ns, 1, KV_COMMIT, "k", a.val.version, NULL), 0);
+	CU_ASSERT_EQUAL(op(ns, 3, KV_EXISTS, "k", 0, &res), 0);
+	CU_ASSERT_EQUAL(res.val.version, b.val.version);
+	CU_ASSERT_EQUAL(res.val.vlen, 200);
+	/* Only its session may publish a reservation. */
+	CU_ASSERT_EQUAL(op(ns, 1, KV_RESERVE, "j", 100, &a), 0);
+	CU_ASSERT_EQUAL(op(ns, 9, KV_COMMIT, "j", a.val.version, NULL), -EPERM);
+	CU_ASSERT_EQUAL(op(ns, 9, KV_COMMIT, "j", a.val.version + 100, NULL), -ESTALE);
+	index_free();
+}
+
+/* A value replaced while pinned lives on, out of the index, until its last pin goes. */
+static void test_pin_outlives_replace(void)
+{
+	struct kv_result res;
+	struct kv_ns *ns;
+	uint64_t v1, v2, used1;
+
+	index_new();
+	ns = ns_new("kv", 8 * MiB);
+	v1 = put(ns, 1, "k", MiB);
+	used1 = ns->used;
+	CU_ASSERT_EQUAL(op(ns, 2, KV_LOOKUP, "k", 0, &res), 0);
+	CU_ASSERT_EQUAL(res.val.version, v1);
+	v2 = put(ns, 1, "k", MiB);
+	CU_ASSERT_NOT_EQUAL(v1, v2);
+	CU_ASSERT_EQUAL(op(ns, 3, KV_EXISTS, "k", 0, &res), 0);
+	CU_ASSERT_EQUAL(res.val.version, v2);
+	CU_ASSERT(!TAILQ_EMPTY(&ns->zombies)); /* v1, still read */
+	CU_ASSERT_EQUAL(op(ns, 2, KV_RELEASE, "k", v1, NULL), 0);
+	CU_ASSERT(TAILQ_EMPTY(&ns->zombies));
+	CU_ASSERT_EQUAL(ns->used, used1); /* v2's bytes only */
+	index_free();
+}
+
+/* An abort gives back what the reservation took; remove drops the value. */
+static void test_abort_and_remove(void)
+{
+	struct kv_result res;
+	struct kv_ns *ns;
+
+	index_new();
+	ns = ns_new("kv", 8 * MiB);
+	CU_ASSERT_EQUAL(op(ns, 1, KV_RESERVE, "k", MiB, &res), 0);
+	CU_ASSERT(ns->used >= MiB);
+	CU_ASSERT_EQUAL(op(ns, 1, KV_ABORT, "k", res.val.version, NULL), 0);
+	CU_ASSERT_EQUAL(ns->used, 0);
+	CU_ASSERT_EQUAL(op(ns, 1, KV_EXISTS, "k", 0, NULL), -ENOENT);
+	put(ns, 1, "k", MiB);
+	CU_ASSERT_EQUAL(op(ns, 1, KV_REMOVE, "k", 0, NULL), 0);
+	CU_ASSERT_EQUAL(ns->used, 0);
+	CU_ASSERT_EQUAL(op(ns, 1, KV_REMOVE, "k", 0, NULL), -ENOENT);
+	/* Bad input: a key over the limit, a value over the limit or the capacity. */
+	{
+		char big[POOL_KV_KEY_MAX + 2];
+
+		memset(big, 'x', sizeof(big) - 1);
+		big[sizeof(big) - 1] = '\0';
+		CU_ASSERT_EQUAL(op(ns, 1, KV_RESERVE, big, 10, NULL), -EINVAL);
+	}
+	CU_ASSERT_EQUAL(op(ns, 1, KV_RESERVE, "k", (uint64_t)POOL_KV_VALUE_MAX + 1, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(op(ns, 1, KV_RESERVE, "k", 16 * MiB, NULL), -ENOSPC);
+	index_free();
+}
+
+int main(void)
+{
+	static const struct unit_test tests[] = {
+	    {"put, lookup, release", test_put_lookup_release},
+	    {"eviction order", test_eviction_order},
+	    {"the last reserver wins", test_last_reserver_wins},
+	    {"a pin outlives a replace", test_pin_outlives_replace},
+	    {"abort and remove", test_abort_and_remove},
+	    {NULL, NULL},
+	};
+
+	return unit_run("kv", tests);
+}
