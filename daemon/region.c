@@ -174,7 +174,7 @@ void region_lender_update(struct poold *pd, const Pool__NodeInfo *info)
 		lp->lent = MIN(a->lent / EXTENT_UNIT_DEFAULT * EXTENT_UNIT_DEFAULT, size);
 		lp->addr = a->addr;
 		lp->rkey = malloc(a->rkey.len ? a->rkey.len : 1);
-		if (lp->rkey != NULL)
+		if (lp->rkey != NULL && a->rkey.len > 0) /* (a registration may carry none) */
 			memcpy(lp->rkey, a->rkey.data, a->rkey.len);
 		lp->rkey_len = a->rkey.len;
 		extent_arena_shrink(lp->alloc, lp->lent, NULL);
