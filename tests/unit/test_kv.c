@@ -1,8 +1,9 @@
 /*
  * tests/unit/test_kv.c - the KV index's core (daemon/kv.c, kv_key_op()) on
- * its own: a coordinator's index over one lender's arena, no network.
+ * its own: a coordinator's index over lenders' arenas, no network.
  * Eviction order, the last reserver winning, pins outliving a replaced
- * value, aborts and releases that give back exactly what was taken.
+ * value, aborts and releases that give back exactly what was taken,
+ * replicas outliving one lender.
  */
 #include "config.h"
 
@@ -20,25 +21,18 @@
 
 static struct poold pd;
 
-/* A coordinator (node 1) whose one lender, node 2, lends a 64 MiB DRAM arena. */
-static void index_new(void)
+/* A lender node (2, 3...) lending one 64 MiB DRAM arena, up, and reconciled (it holds nothing). */
+static void lender_add(uint32_t node)
 {
 	Pool__NodeInfo info = POOL__NODE_INFO__INIT;
 	Pool__Arena a = POOL__ARENA__INIT, *ap = &a;
 	Pool__Holdings held = POOL__HOLDINGS__INIT;
 	struct member *m;
 
-	memset(&pd, 0, sizeof(pd));
-	TAILQ_INIT(&pd.members);
-	pd.node_id = 1;
-	CU_ASSERT_FATAL(conf_defaults(&pd.conf) == 0);
-	CU_ASSERT_FATAL((pd.base = event_base_new()) != NULL);
-	CU_ASSERT_FATAL(region_open_space(&pd) == 0);
-	CU_ASSERT_FATAL(kv_open(&pd) == 0);
 	a.id = 0;
 	a.size = a.lent = 64 * MiB;
 	a.tier = "dram";
-	info.id = LENDER;
+	info.id = node;
 	info.name = "lender";
 	info.version = "test";
 	info.addr = "";
@@ -48,7 +42,20 @@ static void index_new(void)
 	CU_ASSERT_FATAL(cluster_update(&pd, &info, &m) == 0);
 	m->state = MEMBER_UP;
 	region_lender_update(&pd, m->info);
-	hold_reconcile(&pd, LENDER, NULL, 0, &held); /* it reported holding nothing */
+	hold_reconcile(&pd, node, NULL, 0, &held);
+}
+
+/* A coordinator (node 1) whose one lender, node 2, lends a 64 MiB DRAM arena. */
+static void index_new(void)
+{
+	memset(&pd, 0, sizeof(pd));
+	TAILQ_INIT(&pd.members);
+	pd.node_id = 1;
+	CU_ASSERT_FATAL(conf_defaults(&pd.conf) == 0);
+	CU_ASSERT_FATAL((pd.base = event_base_new()) != NULL);
+	CU_ASSERT_FATAL(region_open_space(&pd) == 0);
+	CU_ASSERT_FATAL(kv_open(&pd) == 0);
+	lender_add(LENDER);
 }
 
 static void index_free(void)
@@ -67,14 +74,20 @@ static void index_free(void)
 	conf_free(pd.conf);
 }
 
-/* A namespace of capacity bytes, evicting LRU, DRAM only, root's. */
-static struct kv_ns *ns_new(const char *name, uint64_t capacity)
+/* A namespace of capacity bytes, evicting LRU, DRAM only, root's, with replicas copies of each
+ * value. */
+static struct kv_ns *ns_new_copies(const char *name, uint64_t capacity, unsigned replicas)
 {
-	struct kv_ns_spec spec = {name, capacity, 0, HOLD_NS_DRAM_ONLY, 1, 0, 0, 0600};
+	struct kv_ns_spec spec = {name, capacity, 0, HOLD_NS_DRAM_ONLY, replicas, 0, 0, 0600};
 	char err[128];
 
 	CU_ASSERT_FATAL(kv_ns_create(&pd, &spec, err, sizeof(err)) == 0);
 	return kv_ns_find(&pd, name);
+}
+
+static struct kv_ns *ns_new(const char *name, uint64_t capacity)
+{
+	return ns_new_copies(name, capacity, 1);
 }
 
 static int op(struct kv_ns *ns, uint64_t session, enum kv_op o, const char *key, uint64_t arg,
@@ -227,6 +240,26 @@ static void test_abort_and_remove(void)
 	index_free();
 }
 
+/* With replicas 2 a value is on two lenders; it outlives one of them, not both. */
+static void test_replicas(void)
+{
+	struct kv_result res;
+	struct kv_ns *ns;
+
+	index_new();
+	lender_add(3);
+	ns = ns_new_copies("kv", 8 * MiB, 2);
+	CU_ASSERT_EQUAL(op(ns, 1, KV_RESERVE, "k", 1000, &res), 0);
+	CU_ASSERT_EQUAL(res.val.ncopies, 1);
+	CU_ASSERT_NOT_EQUAL(res.val.node, res.val.copy[0].node); /* never both on one node */
+	CU_ASSERT_EQUAL(op(ns, 1, KV_COMMIT, "k", res.val.version, NULL), 0);
+	kv_node_lost(&pd, res.val.node);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, "k", 0, NULL), 0);
+	kv_node_lost(&pd, res.val.copy[0].node);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, "k", 0, NULL), -ENOENT);
+	index_free();
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -235,6 +268,7 @@ int main(void)
 	    {"the last reserver wins", test_last_reserver_wins},
 	    {"a pin outlives a replace", test_pin_outlives_replace},
 	    {"abort and remove", test_abort_and_remove},
+	    {"replicas", test_replicas},
 	    {NULL, NULL},
 	};
 
