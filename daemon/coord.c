@@ -184,8 +184,10 @@ static void coord_sweep(evutil_socket_t fd, short what, void *arg)
 	reclaim_sweep(pd);
 }
 
-/* A client session of node ended: its leases end after lease.grace, its KV pins and reservations
- * go. */
+/*
+ * A client session of node ended: its leases end after lease.grace, its KV pins and reservations
+ * go.
+ */
 void coord_session_end(struct poold *pd, uint32_t node, uint64_t session)
 {
 	if (pd->regions == NULL)

@@ -521,8 +521,10 @@ void extent_arena_free(struct extent_arena *a)
 	free(a);
 }
 
-/* Allocate len bytes, rounded as described above (fine: see extent_alloc_fine()): -ENOSPC when
- * nothing fits. */
+/*
+ * Allocate len bytes, rounded as described above (fine: see extent_alloc_fine()): -ENOSPC when
+ * nothing fits.
+ */
 static int ext_alloc(struct extent_arena *a, uint64_t len, int fine, uint64_t *ret_off,
 		     uint64_t *ret_len)
 {

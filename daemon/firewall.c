@@ -376,8 +376,10 @@ int firewall_open(struct poold *pd)
 		return -ENOMEM;
 	snprintf(fw->table, sizeof(fw->table), "poold_fabric_%08x",
 		 (unsigned)XXH32(pd->conf->socket, strlen(pd->conf->socket), 0));
-	/* One transaction: a crashed poold's table replaced (added first, so there is one to
-	 * delete). */
+	/*
+	 * One transaction: a crashed poold's table replaced (added first, so there is one to
+	 * delete).
+	 */
 	snprintf(script, sizeof(script),
 		 "add table inet %s\n"
 		 "delete table inet %s\n"

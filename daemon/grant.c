@@ -473,8 +473,10 @@ int grant_region_extent(struct poold *pd, uint64_t session, uint64_t region,
 	return 0;
 }
 
-/* Whether the session holds [within, within+len) of the KV place at (node, arena, off) for this
- * access. */
+/*
+ * Whether the session holds [within, within+len) of the KV place at (node, arena, off) for this
+ * access.
+ */
 int grant_place_check(struct poold *pd, uint64_t session, uint32_t node, uint32_t arena,
 		      uint64_t off, uint64_t within, uint64_t len, bool write)
 {

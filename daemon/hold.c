@@ -286,8 +286,10 @@ static struct hold *hold_set(struct poold *pd, const Pool__Holding *h, bool jour
 		hd->writer = h->ruid;
 	}
 	if (journal && hold_is_durable(pd, h) && (hd->rname[0] != '\0' || hd->key != NULL)) {
-		/* A value first (a region's bytes are its users' to persist); hold_add() records
-		 * it. */
+		/*
+		 * A value first (a region's bytes are its users' to persist); hold_add() records
+		 * it.
+		 */
 		hd->durable = false;
 		hd->journal_now = true;
 		if (hd->rname[0] == '\0')
@@ -686,7 +688,8 @@ void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have,
 		const Pool__Holding *h = hold_find(hs, &orphans[i]);
 		bool retired = false;
 
-		/* (Extents retired under an earlier life of the lender are not on their way out.)
+		/*
+		 * (Extents retired under an earlier life of the lender are not on their way out.)
 		 */
 		TAILQ_FOREACH(rt, &pd->regions->retired, entry)
 			retired |= rt->node == node && rt->incarnation == incarnation &&

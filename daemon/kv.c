@@ -119,7 +119,8 @@ struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capacity)
 	return ns;
 }
 
-/* An entry's reservation made (on) or gone: counted, so the sweep walks only where there are some.
+/*
+ * An entry's reservation made (on) or gone: counted, so the sweep walks only where there are some.
  */
 void kv_set_pending(struct kv_ns *ns, struct kv_entry *e, bool on)
 {
@@ -405,7 +406,8 @@ int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need, bool may_evi
 	int rc;
 
 	for (e = TAILQ_FIRST(&ns->lru); e != NULL && !kv_fits(ns, need); e = next) {
-		/* A spill moves e to the pmem list, and may drop spilled values: none of this one.
+		/*
+		 * A spill moves e to the pmem list, and may drop spilled values: none of this one.
 		 */
 		next = TAILQ_NEXT(e, lru);
 		if (e->pins != NULL || e->moving)
@@ -947,7 +949,8 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			kv_result(res, -ENOMEM, NULL, KV_PLACES_NONE);
 			return 0;
 		}
-		/* The last writer wins, once its reservation is made: a failed one changes nothing.
+		/*
+		 * The last writer wins, once its reservation is made: a failed one changes nothing.
 		 */
 		if (e->has_pending)
 			kv_pending_retire(pd, ns, e);
@@ -1016,7 +1019,8 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 				kv_result(res, rc, NULL, KV_PLACES_NONE);
 				return 0;
 			}
-			/* A new version of a key keeps its expiry (APPEND, INCR); SET sets its own.
+			/*
+			 * A new version of a key keeps its expiry (APPEND, INCR); SET sets its own.
 			 */
 			ttl = e->has_val ? e->expire_ms : 0;
 			fresh = !e->has_val;
@@ -1028,8 +1032,10 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			kv_set_expire(ns, e, ttl);
 			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 			ns->puts++;
-			/* The lender's record now names the value: a restarted coordinator rebuilds
-			 * it. */
+			/*
+			 * The lender's record now names the value: a restarted coordinator rebuilds
+			 * it.
+			 */
 			kv_tell(pd, ns, e);
 			if (fresh)
 				kvev_stored(pd, ns->name, e->key, e->klen);
@@ -1079,13 +1085,13 @@ unsigned kv_key_access(enum kv_op op)
 }
 
 /*
- * A value's places into all, and which of them an answer names first: for
- * a reader (pd given), its own node's, else the first on a lender that is
- * up; for a writer, the value's own.
+ * Which of a value's places (all, n of them: kv_places()) an answer names
+ * first: for a reader (pd given), the one on its own node, else the first
+ * on a lender that is up; for a writer, the value's own.
  */
-size_t kv_place_first(struct poold *pd, const struct kv_val *v, uint32_t near, struct kv_place *all)
+size_t kv_place_first(struct poold *pd, const struct kv_place *all, size_t n, uint32_t near)
 {
-	size_t n = kv_places(v, all), best = 0, i;
+	size_t best, i;
 
 	if (pd == NULL)
 		return 0;

@@ -414,7 +414,8 @@ static void kvev_replay_head(struct poold *pd, zmq_msg_t *identity, const uint8_
 	zmq_send(sock, seq, 8, ZMQ_SNDMORE | ZMQ_DONTWAIT);
 }
 
-/* Answer one replay request: [identity, "", seq(8)] -> each kept batch from seq on, then the end.
+/*
+ * Answer one replay request: [identity, "", seq(8)] -> each kept batch from seq on, then the end.
  */
 static void kvev_replay_one(struct poold *pd)
 {

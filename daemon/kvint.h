@@ -221,8 +221,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 unsigned kv_key_access(enum kv_op op);
 int kv_ns_create(struct poold *pd, const struct kv_ns_spec *spec, char *err, size_t errlen);
 void kv_ns_drop(struct poold *pd, struct kv_ns *ns);
-size_t kv_place_first(struct poold *pd, const struct kv_val *v, uint32_t near,
-		      struct kv_place *all);
+size_t kv_place_first(struct poold *pd, const struct kv_place *all, size_t n, uint32_t near);
 const char *kv_tier_name(const struct kv_ns *ns);
 struct kv_ns *kv_ns_find(struct poold *pd, const char *name);
 struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_t klen, uint64_t h);
@@ -375,6 +374,12 @@ static inline bool kv_is_resp_db(const struct kv_ns *ns)
 static inline uint64_t kv_alloc_len(const struct kv_ns *ns, uint64_t len)
 {
 	return ns->size_hint != 0 && len <= ns->size_hint ? ns->size_hint : MAX(len, 1);
+}
+
+/* Whether the places are named for a reader (the nearest first) rather than a writer. */
+static inline bool kv_places_reader(enum kv_places places)
+{
+	return places == KV_PLACES_READ || places == KV_PLACES_READ_ONE;
 }
 
 /* Set *res: status, the value named (when places says one is), which places. */

@@ -22,7 +22,7 @@ int kv_local_op(struct poold *pd, uint64_t session, uid_t uid, const char *nsnam
 	struct kv_ns *ns = pd->kv ? kv_ns_find(pd, nsname) : NULL;
 	struct kv_place all[KV_MAX_REPLICAS];
 	struct kv_result res;
-	size_t first;
+	size_t first, n;
 
 	if (ns == NULL)
 		return -ENOENT;
@@ -31,9 +31,9 @@ int kv_local_op(struct poold *pd, uint64_t session, uid_t uid, const char *nsnam
 	kv_key_op(pd, ns, &who, op, key, klen, arg, &res);
 	if (res.status == 0 && ret != NULL && res.places != KV_PLACES_NONE) {
 		/* the place kv_loc() would name first */
-		first = kv_place_first(
-		    res.places == KV_PLACES_READ || res.places == KV_PLACES_READ_ONE ? pd : NULL,
-		    &res.val, pd->node_id, all);
+		n = kv_places(&res.val, all);
+		first =
+		    kv_place_first(kv_places_reader(res.places) ? pd : NULL, all, n, pd->node_id);
 		*ret = (struct kv_where){all[first].node, all[first].arena, all[first].off,
 					 res.val.vlen, res.val.version};
 	}

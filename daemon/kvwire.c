@@ -18,14 +18,14 @@ static void kv_loc(struct poold *pd, Pool__KvLocation *loc, struct kv_locplaces 
 		   const struct kv_val *v, uint32_t near)
 {
 	struct kv_place all[KV_MAX_REPLICAS], first;
-	size_t n, i, best = 0;
+	size_t n, i, best;
 
 	pool__kv_location__init(loc);
 	loc->status = status;
 	if (status != 0 || v == NULL)
 		return;
 	n = kv_places(v, all);
-	best = kv_place_first(pd, v, near, all);
+	best = kv_place_first(pd, all, n, near);
 	first = all[best];
 	all[best] = all[0];
 	all[0] = first;
@@ -85,19 +85,12 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 	else if (op == KV_COMMIT || op == KV_ABORT || op == KV_RELEASE)
 		arg = kr->versions[i];
 	n = kv_key_op(q->pd, ns, &who, op, kr->keys[i].data, kr->keys[i].len, arg, &res);
-	switch (res.places) {
-	case KV_PLACES_NONE:
+	if (res.places == KV_PLACES_NONE)
 		kv_loc(NULL, loc, NULL, res.status, NULL, 0);
-		break;
-	case KV_PLACES_READ:
-	case KV_PLACES_READ_ONE:
-		kv_loc(q->pd, loc, res.places == KV_PLACES_READ ? pl : NULL, 0, &res.val, q->node);
-		break;
-	case KV_PLACES_WRITE:
-	case KV_PLACES_WRITE_ONE:
-		kv_loc(NULL, loc, res.places == KV_PLACES_WRITE ? pl : NULL, 0, &res.val, 0);
-		break;
-	}
+	else
+		kv_loc(kv_places_reader(res.places) ? q->pd : NULL, loc,
+		       res.places == KV_PLACES_READ || res.places == KV_PLACES_WRITE ? pl : NULL, 0,
+		       &res.val, q->node);
 	return n;
 }
 
@@ -170,8 +163,10 @@ bool kv_ns_allowed(const struct kv_ns *ns, const struct req *q, unsigned want)
 	return q->admin || req_mode_allows(q, ns->uid, ns->gid, ns->mode, want);
 }
 
-/* The access a KV operation needs: lookups (and exists) read, writes and their ends write, the rest
- * none. */
+/*
+ * The access a KV operation needs: lookups (and exists) read, writes and their ends write, the rest
+ * none.
+ */
 unsigned kv_op_access(const char *op)
 {
 	enum kv_op k;

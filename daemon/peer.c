@@ -51,7 +51,8 @@ struct peer {
 	uint8_t nonce[PEERAUTH_NONCE_LEN]; /* this link's challenge to the coordinator */
 	TAILQ_HEAD(, forward) forwards;
 	unsigned nforwards;
-	/* The KV namespaces the coordinator last told of (a packed KvNsReply), for a restarted one.
+	/*
+	 * The KV namespaces the coordinator last told of (a packed KvNsReply), for a restarted one.
 	 */
 	uint8_t *nsdefs;
 	size_t nsdefs_len;

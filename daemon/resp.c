@@ -208,7 +208,8 @@ void resp_out(struct resp_conn *c, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* An error: "-" and the text (which starts with its code, ERR or another), CR and LF in it spaces.
+/*
+ * An error: "-" and the text (which starts with its code, ERR or another), CR and LF in it spaces.
  */
 void resp_err(struct resp_conn *c, const char *fmt, ...)
 {
@@ -591,8 +592,8 @@ static bool resp_command(struct resp_conn *c, struct resp_queued *q, struct resp
 	if (!resp_remote_lenders(c->rs->pd) ||
 	    (c->scratch == NULL && (c->scratch = evbuffer_new()) == NULL) ||
 	    (c->held == NULL && (c->held = evbuffer_new()) == NULL))
-		return resp_command_run(c, q,
-					from); /* (no memory: nothing is written there either) */
+		/* (without memory, nothing is written there either) */
+		return resp_command_run(c, q, from);
 	c->scratch_on = true;
 	ran = resp_command_run(c, q, from);
 	c->scratch_on = false;
@@ -816,9 +817,9 @@ static void resp_read_cb(struct bufferevent *bev, void *arg)
 				resp_read_ahead(c); /* after those read before it */
 			} else {
 				ran = resp_command(c, &cur, from_ahead ? &c->ahead[0] : NULL);
+				/* It runs first once its values are in. */
 				if (!ran && !from_ahead)
-					resp_read_ahead(
-					    c); /* it runs first once its values are in */
+					resp_read_ahead(c);
 			}
 			/* The values fetched for the commands read ahead served them all. */
 			if (ran && c->nahead == (from_ahead ? 1u : 0u))
@@ -962,7 +963,6 @@ static void resp_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 		static const char msg[] = "-ERR max number of clients reached\r\n";
 
 		rs->refused++;
-
 		accept_refuse(fd, msg, sizeof(msg) - 1);
 		return;
 	}

@@ -133,7 +133,8 @@ static int resp_put(struct resp_conn *c, const char *ns, const char *key, size_t
 
 	if (klen > POOL_KV_KEY_MAX || alen + blen > POOL_KV_VALUE_MAX)
 		return -EINVAL;
-	/* Read straight into its reservation (respplace.c): published, unless overtaken meanwhile.
+	/*
+	 * Read straight into its reservation (respplace.c): published, unless overtaken meanwhile.
 	 */
 	if (a != NULL && a == c->placed.at && blen == 0 &&
 	    (rc = resp_place_commit(c, ns, key, klen, expire)) != -ESTALE)

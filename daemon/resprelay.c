@@ -341,7 +341,8 @@ void resprelay_learn(struct poold *pd, const char *endpoint, int link_fd)
 		log_warnx("RESP endpoint %s: %s", pd->conf->resp_listen, rl->why);
 }
 
-/* At a node, start the RESP endpoint if resp.listen is set: relayed once the coordinator is known.
+/*
+ * At a node, start the RESP endpoint if resp.listen is set: relayed once the coordinator is known.
  */
 int resprelay_open(struct poold *pd)
 {

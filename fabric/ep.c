@@ -172,8 +172,10 @@ void fab_ep_reap_closing(struct fab_ctx *ctx)
 	}
 }
 
-/* Describe the transports the endpoint uses ("tcp/lo.0", "posix/memory.0 cma/memory.0"), if UCX
- * tells. */
+/*
+ * Describe the transports the endpoint uses ("tcp/lo.0", "posix/memory.0 cma/memory.0"), if UCX
+ * tells.
+ */
 int fab_ep_transports(struct fab_ep *ep, char *buf, size_t len)
 {
 	char *text = NULL, *line, *save = NULL;

@@ -112,8 +112,10 @@ int fab_ep_create(struct fab_ctx *ctx, const void *addr, size_t len, fab_ep_err_
 		  struct fab_ep **ret_ep);
 /* 0 while the endpoint is usable, else the -errno it failed with. */
 int fab_ep_error(const struct fab_ep *ep);
-/* Close the endpoint (forced if it failed) without waiting; pending operations complete with
- * -ECANCELED or their result. */
+/*
+ * Close the endpoint (forced if it failed) without waiting; pending operations complete with
+ * -ECANCELED or their result.
+ */
 void fab_ep_destroy(struct fab_ep *ep);
 /* Close without flushing (forced), for a peer that is gone or stuck; never waits. */
 void fab_ep_abort(struct fab_ep *ep);

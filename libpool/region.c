@@ -768,7 +768,8 @@ POOL_EXPORT int pool_batch_wait(struct pool_batch *batch)
 		if (st == -EKEYEXPIRED) {
 			size_t j;
 
-			/* Once per region: the items moved before it name the regions opened again.
+			/*
+			 * Once per region: the items moved before it name the regions opened again.
 			 */
 			for (j = 0; j < again && batch->regs[j] != batch->regs[i]; j++)
 				;

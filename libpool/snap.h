@@ -82,7 +82,8 @@ int snap_fetch(struct pool_snap *snap, size_t n, const uint64_t *pages, void *co
  * its bytes are in; pwrite keeps it locked until it holds them all.
  */
 int snap_fill_fd(struct pool_snap *snap, int fd, uint64_t first, size_t n, void *bounce);
-/* The recorded working set (malloc'd, *ret_n entries), and adding a restore's first touches to it.
+/*
+ * The recorded working set (malloc'd, *ret_n entries), and adding a restore's first touches to it.
  */
 int snap_ws_load(struct pool_snap *snap, uint32_t **ret_pages, size_t *ret_n);
 int snap_ws_merge(struct pool_snap *snap, const uint64_t *pages, size_t n);

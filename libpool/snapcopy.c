@@ -22,7 +22,8 @@
 #include "common/common.h"
 #include "libpool/snap.h"
 
-/* A ready copy passes with the first byte of its reply, which poold can only send on an idle link.
+/*
+ * A ready copy passes with the first byte of its reply, which poold can only send on an idle link.
  */
 #define SNAPCOPY_TRIES 5
 

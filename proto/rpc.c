@@ -296,7 +296,8 @@ int wire_client_call_fd(struct wire_client *c, uint16_t type, const ProtobufCMes
 		rc = wire_recv_frame_fd(c->fd, WIRE_MAX_FRAME_LIMIT, c->timeout_ms, &hdr, &payload,
 					ret_fd);
 		if (rc < 0)
-			/* A late reply would be taken for the next call's: the connection is done.
+			/*
+			 * A late reply would be taken for the next call's: the connection is done.
 			 */
 			return c->broken = rc;
 		if (!wire_client_notice(c, &hdr, payload))

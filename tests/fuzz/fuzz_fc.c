@@ -1,4 +1,5 @@
-/* tests/fuzz/fuzz_fc.c - libFuzzer target: a Firecracker UFFD handshake message through the parser.
+/*
+ * tests/fuzz/fuzz_fc.c - libFuzzer target: a Firecracker UFFD handshake message through the parser.
  */
 #include "config.h"
 

@@ -158,8 +158,10 @@ static void test_fine(void)
 	stats(a, &st);
 	CU_ASSERT_EQUAL(st.nsmall_units, 2); /* one of each: 1,024 x 64 B fill one 64 KiB unit */
 	CU_ASSERT_EQUAL(st.used, g + 1024 * EXTENT_FINE_GRAIN);
-	/* The fine unit is full: the next fine extent opens another, page-grain ones never go
-	 * there. */
+	/*
+	 * The fine unit is full: the next fine extent opens another, page-grain ones never go
+	 * there.
+	 */
 	CU_ASSERT_EQUAL(extent_alloc(a, g, &big, &len), 0);
 	CU_ASSERT_EQUAL(big / unit, pg / unit);
 	CU_ASSERT_EQUAL(extent_release(a, big, g), 0);

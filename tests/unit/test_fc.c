@@ -1,5 +1,7 @@
-/* tests/unit/test_fc.c - Firecracker's UFFD handshake: the parser and the receive over a
- * socketpair. */
+/*
+ * tests/unit/test_fc.c - Firecracker's UFFD handshake: the parser and the receive over a
+ * socketpair.
+ */
 #include "config.h"
 
 #include <errno.h>

@@ -15,7 +15,8 @@
 
 static struct poold pd;
 
-/* A RegionReply for region id 7 of size bytes on extents (node, arena, off, len) in region order.
+/*
+ * A RegionReply for region id 7 of size bytes on extents (node, arena, off, len) in region order.
  */
 static void region_reply(uint64_t session, uint64_t size, uint64_t stripe, unsigned access,
 			 size_t n, const struct region_extent *ext)
@@ -120,8 +121,10 @@ static void test_region_striped_moved_gone(void)
 	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 5, 7, 0, 8, false, p, 4), -EPERM);
 }
 
-/* A KvReply: n values at (node 1, arena 0, off i * 65536), version 100 + i, each with a copy on
- * node 2. */
+/*
+ * A KvReply: n values at (node 1, arena 0, off i * 65536), version 100 + i, each with a copy on
+ * node 2.
+ */
 static void kv_reply(uint64_t session, unsigned access, size_t n, uint64_t first)
 {
 	Pool__KvReply kr = POOL__KV_REPLY__INIT;

@@ -74,8 +74,10 @@ static void index_free(void)
 	conf_free(pd.conf);
 }
 
-/* A namespace of capacity bytes, evicting LRU, DRAM only, root's, with replicas copies of each
- * value. */
+/*
+ * A namespace of capacity bytes, evicting LRU, DRAM only, root's, with replicas copies of each
+ * value.
+ */
 static struct kv_ns *ns_new_copies(const char *name, uint64_t capacity, unsigned replicas)
 {
 	struct kv_ns_spec spec = {name, capacity, 0, HOLD_NS_DRAM_ONLY, replicas, 0, 0, 0600};

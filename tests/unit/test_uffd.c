@@ -313,8 +313,10 @@ static int client_main(enum mode mode)
 	}
 	c.n = mode == M_DISCONNECT ? NPAGES / 3 : NPAGES;
 	if (mode == M_REMOVE) {
-		/* Pages [1000, 3000): touch, drop, read again as zeros; [5000, 5500) dropped
-		 * untouched. */
+		/*
+		 * Pages [1000, 3000): touch, drop, read again as zeros; [5000, 5500) dropped
+		 * untouched.
+		 */
 		for (pg = 1000; pg < 3000; pg++)
 			if (!check_page(&c, pg, false))
 				return 1;
