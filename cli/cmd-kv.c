@@ -10,7 +10,7 @@
 
 #include "cli/poolctl.h"
 
-static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64_t capacity,
+static int kv_exec(struct cmd_ctx *ctx, Pool__KvNsOp op, const char *name, uint64_t capacity,
 		   const char *tier, const char *evict, unsigned replicas, uint64_t hint, long mode,
 		   long gid, bool stats)
 {
@@ -25,7 +25,7 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 	size_t i;
 	int rc;
 
-	req.op = (char *)op;
+	req.op = op;
 	req.name = (char *)name;
 	req.tier = (char *)tier;
 	req.evict = (char *)evict;
@@ -79,7 +79,7 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 		wire_msg_free(&rep->base);
 		return EXIT_OK;
 	}
-	if (strcmp(op, "drop") == 0) {
+	if (op == POOL__KV_NS_OP__KV_NS_OP_DROP) {
 		printf("KV namespace %s dropped\n", name);
 		wire_msg_free(&rep->base);
 		return EXIT_OK;
@@ -121,13 +121,13 @@ static int kv_exec(struct cmd_ctx *ctx, const char *op, const char *name, uint64
 
 static int cmd_kv_ls_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "stats", "", 0, NULL, NULL, 0, 0, -1, -1, false);
+	return kv_exec(ctx, POOL__KV_NS_OP__KV_NS_OP_STATS, "", 0, NULL, NULL, 0, 0, -1, -1, false);
 }
 
 static int cmd_kv_stats_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "stats", ctx->argc ? ctx->argv[0] : "", 0, NULL, NULL, 0, 0, -1, -1,
-		       true);
+	return kv_exec(ctx, POOL__KV_NS_OP__KV_NS_OP_STATS, ctx->argc ? ctx->argv[0] : "", 0, NULL,
+		       NULL, 0, 0, -1, -1, true);
 }
 
 static int cmd_kv_create_exec(struct cmd_ctx *ctx)
@@ -191,18 +191,20 @@ static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 			return EXIT_USAGE;
 		}
 	}
-	return kv_exec(ctx, "create", ctx->argv[0], cap, tier, evict, replicas, hint, mode, gid,
-		       true);
+	return kv_exec(ctx, POOL__KV_NS_OP__KV_NS_OP_CREATE, ctx->argv[0], cap, tier, evict,
+		       replicas, hint, mode, gid, true);
 }
 
 static int cmd_kv_drop_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "drop", ctx->argv[0], 0, NULL, NULL, 0, 0, -1, -1, false);
+	return kv_exec(ctx, POOL__KV_NS_OP__KV_NS_OP_DROP, ctx->argv[0], 0, NULL, NULL, 0, 0, -1,
+		       -1, false);
 }
 
 static int cmd_kv_flush_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, "flush", ctx->argv[0], 0, NULL, NULL, 0, 0, -1, -1, true);
+	return kv_exec(ctx, POOL__KV_NS_OP__KV_NS_OP_FLUSH, ctx->argv[0], 0, NULL, NULL, 0, 0, -1,
+		       -1, true);
 }
 
 const struct cmd_entry cmd_kv_ls_entry = {

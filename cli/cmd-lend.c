@@ -6,7 +6,7 @@
 
 #include "cli/poolctl.h"
 
-static int lend_exec(struct cmd_ctx *ctx, const char *op)
+static int lend_exec(struct cmd_ctx *ctx, Pool__LendOp op)
 {
 	Pool__LendRequest req = POOL__LEND_REQUEST__INIT;
 	unsigned long node;
@@ -26,7 +26,7 @@ static int lend_exec(struct cmd_ctx *ctx, const char *op)
 	}
 	req.node = (uint32_t)node;
 	req.size = size;
-	req.op = (char *)op;
+	req.op = op;
 	rc = cmd_call(ctx, WIRE_LEND, &req.base, WIRE_OK, (ProtobufCMessage **)&ok);
 	if (rc != EXIT_OK)
 		return rc;
@@ -44,17 +44,17 @@ static int lend_exec(struct cmd_ctx *ctx, const char *op)
 
 static int cmd_lend_exec(struct cmd_ctx *ctx)
 {
-	return lend_exec(ctx, "lend");
+	return lend_exec(ctx, POOL__LEND_OP__LEND_OP_LEND);
 }
 
 static int cmd_reclaim_exec(struct cmd_ctx *ctx)
 {
-	return lend_exec(ctx, "reclaim");
+	return lend_exec(ctx, POOL__LEND_OP__LEND_OP_RECLAIM);
 }
 
 static int cmd_drain_exec(struct cmd_ctx *ctx)
 {
-	return lend_exec(ctx, "drain");
+	return lend_exec(ctx, POOL__LEND_OP__LEND_OP_DRAIN);
 }
 
 static int cmd_ledger_exec(struct cmd_ctx *ctx)

@@ -67,6 +67,7 @@ void nodes_print(struct cmd_ctx *ctx, struct json *j, Pool__Member **members, si
 		json_array(j, "nodes");
 		for (i = 0; i < n; i++) {
 			const Pool__NodeInfo *ni = members[i]->node;
+			char state[WIRE_ENUM_NAME_MAX];
 			uint64_t cap, used;
 
 			nodes_dram(ni, &cap, &used);
@@ -74,7 +75,9 @@ void nodes_print(struct cmd_ctx *ctx, struct json *j, Pool__Member **members, si
 			json_u64(j, "id", ni->id);
 			json_str(j, "name", ni->name);
 			json_str(j, "address", ni->addr);
-			json_str(j, "state", members[i]->state);
+			json_str(j, "state",
+				 wire_enum_name(&pool__member_state__descriptor, members[i]->state,
+						state, sizeof(state)));
 			json_str(j, "role", ni->role);
 			json_u64(j, "dram_capacity", cap);
 			json_u64(j, "dram_used", used);
@@ -118,7 +121,7 @@ void nodes_print(struct cmd_ctx *ctx, struct json *j, Pool__Member **members, si
 	t = table_new(9, headers);
 	for (i = 0; i < n; i++) {
 		const Pool__NodeInfo *ni = members[i]->node;
-		char id[16], dram[64], pmem[64], hb[32], a[24], b[24];
+		char id[16], dram[64], pmem[64], hb[32], a[24], b[24], state[WIRE_ENUM_NAME_MAX];
 		uint64_t cap, used;
 
 		nodes_dram(ni, &cap, &used);
@@ -130,7 +133,9 @@ void nodes_print(struct cmd_ctx *ctx, struct json *j, Pool__Member **members, si
 		units_fmt_size(ni->pmem_capacity, b, sizeof(b));
 		snprintf(pmem, sizeof(pmem), "%s/%s", a, b);
 		snprintf(hb, sizeof(hb), "%.1fs ago", (double)members[i]->heartbeat_age_ms / 1000);
-		table_row(t, id, ni->name, ni->addr[0] ? ni->addr : "-", members[i]->state,
+		table_row(t, id, ni->name, ni->addr[0] ? ni->addr : "-",
+			  wire_enum_name(&pool__member_state__descriptor, members[i]->state, state,
+					 sizeof(state)),
 			  ni->role, dram, pmem, hb, ni->version);
 	}
 	table_print(t, stdout);

@@ -375,12 +375,16 @@ out:
 /* One copy as JSON; the id only when poold told it (admins and the copy's maker see it). */
 static void snap_copy_json(struct json *j, const Pool__SnapCopyEntry *e)
 {
+	char state[WIRE_ENUM_NAME_MAX];
+
 	json_object(j, NULL);
 	json_str(j, "name", e->name);
 	if (e->has_id)
 		json_u64(j, "id", e->id);
 	json_u64(j, "size", e->size);
-	json_str(j, "state", e->state);
+	json_str(
+	    j, "state",
+	    wire_enum_name(&pool__snap_copy_status__descriptor, e->state, state, sizeof(state)));
 	json_u64(j, "clones", e->clones);
 	json_u64(j, "uid", e->uid);
 	json_u64(j, "waiters", e->waiters);
@@ -399,7 +403,7 @@ static int cmd_snap_copies(struct cmd_ctx *ctx)
 	size_t i;
 	int rc;
 
-	req.op = "list";
+	req.op = POOL__SNAP_COPY_OP__SNAP_COPY_OP_LIST;
 	rc = cmd_call(ctx, WIRE_SNAP_COPY, &req.base, WIRE_SNAP_COPY_REPLY,
 		      (ProtobufCMessage **)&rep);
 	if (rc != EXIT_OK)
@@ -416,6 +420,7 @@ static int cmd_snap_copies(struct cmd_ctx *ctx)
 	for (i = 0; i < rep->n_copies; i++) {
 		const Pool__SnapCopyEntry *e = rep->copies[i];
 		char id[20] = "-", size[32], clones[24], uid[12], waiters[12];
+		char state[WIRE_ENUM_NAME_MAX];
 
 		if (e->has_id)
 			snprintf(id, sizeof(id), "%016" PRIx64, e->id);
@@ -423,7 +428,10 @@ static int cmd_snap_copies(struct cmd_ctx *ctx)
 		snprintf(clones, sizeof(clones), "%" PRIu64, e->clones);
 		snprintf(uid, sizeof(uid), "%u", e->uid);
 		snprintf(waiters, sizeof(waiters), "%u", e->waiters);
-		table_row(t, e->name, id, size, e->state, clones, uid, waiters);
+		table_row(t, e->name, id, size,
+			  wire_enum_name(&pool__snap_copy_status__descriptor, e->state, state,
+					 sizeof(state)),
+			  clones, uid, waiters);
 	}
 	table_print(t, stdout);
 	table_free(t);

@@ -37,7 +37,7 @@ static int vec_stat(struct cmd_ctx *ctx, const char *name, Pool__VecReply **ret,
 {
 	Pool__VecRequest req = POOL__VEC_REQUEST__INIT;
 
-	req.op = "stat";
+	req.op = POOL__VEC_OP__VEC_OP_STAT;
 	req.name = (char *)name;
 	return wire_client_call(ctx->wc, WIRE_VEC, &req.base, WIRE_VEC_REPLY,
 				(ProtobufCMessage **)ret, msg, msglen);
@@ -184,7 +184,7 @@ static int cmd_vec_create_exec(struct cmd_ctx *ctx)
 	char *end;
 	int i, rc;
 
-	req.op = "create";
+	req.op = POOL__VEC_OP__VEC_OP_CREATE;
 	req.name = rc_req.name = ctx->argv[0];
 	req.has_kind = req.has_metric = req.has_dim = 1;
 	req.kind = vec_lookup(vec_kinds, ARRAY_SIZE(vec_kinds), ctx->argv[1]);

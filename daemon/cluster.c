@@ -20,6 +20,21 @@ const char *member_state_name(enum member_state state)
 	return names[state];
 }
 
+/* A member state as the wire says it, and back. */
+Pool__MemberState member_state_wire(enum member_state state)
+{
+	return state == MEMBER_UP	 ? POOL__MEMBER_STATE__MEMBER_STATE_UP
+	       : state == MEMBER_SUSPECT ? POOL__MEMBER_STATE__MEMBER_STATE_SUSPECT
+					 : POOL__MEMBER_STATE__MEMBER_STATE_DEAD;
+}
+
+enum member_state member_state_of(Pool__MemberState state)
+{
+	return state == POOL__MEMBER_STATE__MEMBER_STATE_UP	   ? MEMBER_UP
+	       : state == POOL__MEMBER_STATE__MEMBER_STATE_SUSPECT ? MEMBER_SUSPECT
+								   : MEMBER_DEAD;
+}
+
 /* The member with this node id, or NULL. */
 struct member *cluster_find(struct poold *pd, uint32_t id)
 {
@@ -243,7 +258,7 @@ int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_membe
 			info->arenas = ap;
 			out[n]->node = info;
 		}
-		out[n]->state = (char *)member_state_name(m->state);
+		out[n]->state = member_state_wire(m->state);
 		out[n]->heartbeat_age_ms =
 		    pd->coord ? now - m->last_heartbeat : m->heartbeat_age_ms;
 		n++;

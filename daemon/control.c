@@ -78,7 +78,8 @@ void control_notify(struct poold *pd, uint64_t session, uint16_t type, const Pro
 			if (type == WIRE_REGION_NOTICE) {
 				const Pool__RegionNotice *rn = (const Pool__RegionNotice *)msg;
 
-				grant_notice(pd, session, rn->name, rn->event);
+				grant_notice(pd, session, rn->name,
+					     rn->event == POOL__REGION_EVENT__REGION_EVENT_GONE);
 			}
 			conn_send(c->conn, type, 0, msg);
 			return;
@@ -230,16 +231,17 @@ static int control_op_permitted(struct req *r, const struct ctl_handler *h,
 {
 	const ProtobufCFieldDescriptor *f =
 	    protobuf_c_message_descriptor_get_field_by_name(msg->descriptor, "op");
-	const char *op;
 	const struct ctl_op *o;
-	char what[64];
+	char what[64], name[WIRE_ENUM_NAME_MAX];
+	int op;
 
-	if (f == NULL || f->type != PROTOBUF_C_TYPE_STRING || f->label == PROTOBUF_C_LABEL_REPEATED)
+	if (f == NULL || f->type != PROTOBUF_C_TYPE_ENUM || f->label != PROTOBUF_C_LABEL_REQUIRED)
 		return 0;
-	op = *(const char *const *)((const char *)msg + f->offset);
-	for (o = h->ops; op != NULL && o->op != NULL; o++)
-		if (strcmp(o->op, op) == 0) {
-			snprintf(what, sizeof(what), "%s %s", wire_type_name(h->type), op);
+	op = *(const int *)((const char *)msg + f->offset);
+	for (o = h->ops; o->op != 0; o++)
+		if (o->op == op) {
+			snprintf(what, sizeof(what), "%s %s", wire_type_name(h->type),
+				 wire_enum_name(f->descriptor, op, name, sizeof(name)));
 			return control_permitted(r, o->perm, what);
 		}
 	return 0;

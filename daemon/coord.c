@@ -95,7 +95,7 @@ static void coord_send_event(struct coord *co, struct member *m)
 	struct coord_peer *p;
 
 	mm.node = m->info;
-	mm.state = (char *)member_state_name(m->state);
+	mm.state = member_state_wire(m->state);
 	mm.heartbeat_age_ms = units_now_ms() - m->last_heartbeat;
 	ev.member = &mm;
 	TAILQ_FOREACH(p, &co->peers, entry)

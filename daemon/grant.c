@@ -311,8 +311,8 @@ void grant_request(struct poold *pd, uint64_t session, uint16_t type, const uint
 	} else {
 		const Pool__KvRequest *kr = (const Pool__KvRequest *)msg;
 
-		if ((strcmp(kr->op, "release") == 0 || strcmp(kr->op, "commit") == 0 ||
-		     strcmp(kr->op, "abort") == 0) &&
+		if ((kr->op == POOL__KV_OP__KV_OP_RELEASE || kr->op == POOL__KV_OP__KV_OP_COMMIT ||
+		     kr->op == POOL__KV_OP__KV_OP_ABORT) &&
 		    kr->n_versions > 0) {
 			uint64_t *v = malloc(kr->n_versions * sizeof(*v));
 
@@ -328,14 +328,14 @@ void grant_request(struct poold *pd, uint64_t session, uint16_t type, const uint
 }
 
 /* A region notice for a local session: gone ends its grant, moved makes it stale. */
-void grant_notice(struct poold *pd, uint64_t session, const char *name, const char *event)
+void grant_notice(struct poold *pd, uint64_t session, const char *name, bool gone)
 {
 	struct grant_session *gs = grant_session(pd, session, false);
 	struct grant_region *g = gs ? grant_region_find(gs, 0, name) : NULL;
 
 	if (g == NULL)
 		return;
-	if (strcmp(event, "gone") == 0)
+	if (gone)
 		grant_region_free(gs, g);
 	else
 		g->stale = true;

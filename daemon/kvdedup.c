@@ -163,10 +163,10 @@ int kv_recount_request(struct req *q, struct kv_ns *ns, const Pool__KvRequest *k
 	size_t i;
 	int rc;
 
-	if (strcmp(kr->op, "recount") != 0) {
+	if (kr->op != POOL__KV_OP__KV_OP_RECOUNT) {
 		if (!r->refs_unknown) /* adopted already, or never lost its references */
 			return kv_reply(q, NULL, 0, 0, 0);
-		for (i = 0; strcmp(kr->op, "adopt") == 0 && i < kr->n_keys; i++) {
+		for (i = 0; kr->op == POOL__KV_OP__KV_OP_ADOPT && i < kr->n_keys; i++) {
 			if (kr->keys[i].len == 0 || kr->keys[i].len > POOL_KV_KEY_MAX)
 				return req_errorf(q, -EINVAL, "key %zu: 1 to %d bytes", i,
 						  POOL_KV_KEY_MAX);
@@ -174,7 +174,7 @@ int kv_recount_request(struct req *q, struct kv_ns *ns, const Pool__KvRequest *k
 			if (rc < 0)
 				return req_errorf(q, rc, "region '%s': %s", r->name, err_str(rc));
 		}
-		if (strcmp(kr->op, "adopted") == 0)
+		if (kr->op == POOL__KV_OP__KV_OP_ADOPTED)
 			r->refs_unknown = false;
 		return kv_reply(q, NULL, 0, kr->n_keys, 0);
 	}
@@ -212,13 +212,13 @@ int kv_dedup_holder(struct req *q, const struct kv_ns *ns, const Pool__KvRequest
 {
 	struct region *r;
 
-	bool adopt = strcmp(kr->op, "adopt") == 0 || strcmp(kr->op, "adopted") == 0;
+	bool adopt = kr->op == POOL__KV_OP__KV_OP_ADOPT || kr->op == POOL__KV_OP__KV_OP_ADOPTED;
 
 	q->pd->kv->holder = NULL;
-	if (strcmp(kr->op, "remove") == 0)
+	if (kr->op == POOL__KV_OP__KV_OP_REMOVE)
 		return req_errorf(q, -EPERM, "values of '%s' go with the regions holding them",
 				  ns->name);
-	if (strcmp(kr->op, "reserve") != 0 && strcmp(kr->op, "commit") != 0 && !adopt)
+	if (kr->op != POOL__KV_OP__KV_OP_RESERVE && kr->op != POOL__KV_OP__KV_OP_COMMIT && !adopt)
 		return 0;
 	/*
 	 * A page's key starts with its writer's uid (big-endian): a tenant can

@@ -49,21 +49,40 @@ static void kv_loc(struct poold *pd, Pool__KvLocation *loc, struct kv_locplaces 
 	loc->copies = pl != NULL ? pl->ptr : NULL;
 }
 
-/* The wire's name of an operation on keys: 0 with *ret, or -1 for one that is not. */
-static int kv_op_of(const char *name, enum kv_op *ret)
+/* The core's operation of a wire operation on keys: 0 with *ret, or -1 for one that is not. */
+static int kv_op_of(Pool__KvOp wire, enum kv_op *ret)
 {
-	static const char *const names[] = {
-	    [KV_LOOKUP] = "lookup", [KV_EXISTS] = "exists", [KV_RESERVE] = "reserve",
-	    [KV_COMMIT] = "commit", [KV_ABORT] = "abort",   [KV_RELEASE] = "release",
-	    [KV_REMOVE] = "remove"};
-	size_t i;
+	switch (wire) {
+	case POOL__KV_OP__KV_OP_LOOKUP:
+		*ret = KV_LOOKUP;
+		return 0;
+	case POOL__KV_OP__KV_OP_EXISTS:
+		*ret = KV_EXISTS;
+		return 0;
+	case POOL__KV_OP__KV_OP_RESERVE:
+		*ret = KV_RESERVE;
+		return 0;
+	case POOL__KV_OP__KV_OP_COMMIT:
+		*ret = KV_COMMIT;
+		return 0;
+	case POOL__KV_OP__KV_OP_ABORT:
+		*ret = KV_ABORT;
+		return 0;
+	case POOL__KV_OP__KV_OP_RELEASE:
+		*ret = KV_RELEASE;
+		return 0;
+	case POOL__KV_OP__KV_OP_REMOVE:
+		*ret = KV_REMOVE;
+		return 0;
+	default:
+		return -1;
+	}
+}
 
-	for (i = 0; i < ARRAY_SIZE(names); i++)
-		if (strcmp(name, names[i]) == 0) {
-			*ret = (enum kv_op)i;
-			return 0;
-		}
-	return -1;
+/* The wire's name of an operation on keys, for messages. */
+const char *kv_op_name(Pool__KvOp op, char *buf, size_t len)
+{
+	return wire_enum_name(&pool__kv_op__descriptor, op, buf, len);
 }
 
 /* Key i of a request, through kv_key_op(), its result as a location for the reply. */
@@ -167,11 +186,11 @@ bool kv_ns_allowed(const struct kv_ns *ns, const struct req *q, unsigned want)
  * The access a KV operation needs: lookups (and exists) read, writes and their ends write, the rest
  * none.
  */
-unsigned kv_op_access(const char *op)
+unsigned kv_op_access(Pool__KvOp op)
 {
 	enum kv_op k;
 
-	if (strcmp(op, "match") == 0)
+	if (op == POOL__KV_OP__KV_OP_MATCH)
 		return 4;
 	/* failed (of the caller's own transfers), adopt, recount: checked where they are served */
 	return kv_op_of(op, &k) == 0 ? kv_key_access(k) : 0;
@@ -185,6 +204,7 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 	struct kv_locplaces *pl;
 	Pool__KvLocation *locs;
 	struct kv_ns *ns = kv_ns_find(pd, kr->ns);
+	char name[WIRE_ENUM_NAME_MAX];
 	uint64_t count = 0;
 	size_t i;
 	int rc;
@@ -200,10 +220,10 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 	if ((ns->flags & HOLD_NS_DEDUP) && (rc = kv_dedup_holder(q, ns, kr)) < 0)
 		return rc;
 	if ((ns->flags & HOLD_NS_DEDUP) &&
-	    (strcmp(kr->op, "adopt") == 0 || strcmp(kr->op, "adopted") == 0 ||
-	     strcmp(kr->op, "recount") == 0))
+	    (kr->op == POOL__KV_OP__KV_OP_ADOPT || kr->op == POOL__KV_OP__KV_OP_ADOPTED ||
+	     kr->op == POOL__KV_OP__KV_OP_RECOUNT))
 		return kv_recount_request(q, ns, kr);
-	if (strcmp(kr->op, "failed") == 0) {
+	if (kr->op == POOL__KV_OP__KV_OP_FAILED) {
 		/* A client could not reach a lender: suspect it now, not after heartbeats. */
 		if (!kr->has_node || kr->n_keys != 1 ||
 		    !kv_was_given(ns, q, &kr->keys[0], kr->node))
@@ -215,13 +235,14 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 	}
 	if (kr->n_keys > KV_MAX_KEYS)
 		return req_errorf(q, -E2BIG, "at most %d keys per request", KV_MAX_KEYS);
-	if ((strcmp(kr->op, "reserve") == 0 && kr->n_sizes != kr->n_keys) ||
-	    ((strcmp(kr->op, "commit") == 0 || strcmp(kr->op, "release") == 0 ||
-	      strcmp(kr->op, "abort") == 0) &&
+	if ((kr->op == POOL__KV_OP__KV_OP_RESERVE && kr->n_sizes != kr->n_keys) ||
+	    ((kr->op == POOL__KV_OP__KV_OP_COMMIT || kr->op == POOL__KV_OP__KV_OP_RELEASE ||
+	      kr->op == POOL__KV_OP__KV_OP_ABORT) &&
 	     kr->n_versions != kr->n_keys))
-		return req_errorf(q, -EINVAL, "%s needs one %s per key", kr->op,
-				  kr->op[0] == 'r' && kr->op[2] == 's' ? "size" : "version");
-	if (strcmp(kr->op, "match") == 0) {
+		return req_errorf(q, -EINVAL, "%s needs one %s per key",
+				  kv_op_name(kr->op, name, sizeof(name)),
+				  kr->op == POOL__KV_OP__KV_OP_RESERVE ? "size" : "version");
+	if (kr->op == POOL__KV_OP__KV_OP_MATCH) {
 		for (i = 0; i < kr->n_keys; i++) {
 			struct kv_entry *e = *kv_slot(ns, kr->keys[i].data, kr->keys[i].len,
 						      kv_hash(kr->keys[i].data, kr->keys[i].len));
@@ -238,7 +259,7 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 		return req_errorf(q, -ENOMEM, "out of memory");
 	}
 	/* Commits of persistent values are answered once their lenders made them durable. */
-	if (strcmp(kr->op, "commit") == 0 && (ns->flags & HOLD_NS_PERSISTENT) &&
+	if (kr->op == POOL__KV_OP__KV_OP_COMMIT && (ns->flags & HOLD_NS_PERSISTENT) &&
 	    (d = calloc(1, sizeof(*d))) != NULL) {
 		d->locs = locs;
 		d->n = kr->n_keys;
@@ -264,12 +285,12 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 		else
 			free(d);
 	}
-	if (strcmp(kr->op, "reserve") == 0 || strcmp(kr->op, "remove") == 0)
+	if (kr->op == POOL__KV_OP__KV_OP_RESERVE || kr->op == POOL__KV_OP__KV_OP_REMOVE)
 		region_account(pd);
 	rc = kv_reply(q, locs, kr->n_keys, count,
-		      strcmp(kr->op, "lookup") == 0    ? 4
-		      : strcmp(kr->op, "reserve") == 0 ? 2
-						       : 0);
+		      kr->op == POOL__KV_OP__KV_OP_LOOKUP    ? 4
+		      : kr->op == POOL__KV_OP__KV_OP_RESERVE ? 2
+							     : 0);
 	free(locs);
 	free(pl);
 	return rc;
@@ -322,7 +343,8 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 	size_t n = 0;
 	int rc;
 
-	if (strcmp(r->op, "create") == 0) {
+	switch (r->op) {
+	case POOL__KV_NS_OP__KV_NS_OP_CREATE: {
 		struct kv_ns_spec spec = {
 		    .name = r->name,
 		    .capacity = r->has_capacity ? r->capacity : 0,
@@ -348,23 +370,29 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 		if ((rc = kv_ns_create(pd, &spec, err, sizeof(err))) < 0)
 			return req_errorf(q, rc, "%s", err);
 		ns = kv_ns_find(pd, r->name);
-	} else if (strcmp(r->op, "drop") == 0 || strcmp(r->op, "flush") == 0) {
+		break;
+	}
+	case POOL__KV_NS_OP__KV_NS_OP_DROP:
+	case POOL__KV_NS_OP__KV_NS_OP_FLUSH:
 		if (ns == NULL)
 			return req_errorf(q, -ENOENT, "no KV namespace '%s'", r->name);
-		if (r->op[0] == 'd') {
+		if (r->op == POOL__KV_NS_OP__KV_NS_OP_DROP) {
 			kv_ns_drop(pd, ns);
 			return req_reply(q, WIRE_KV_NS_REPLY, &reply.base);
 		}
 		log_info("KV namespace '%s' flushed", ns->name);
 		kv_ns_flush(pd, ns);
-	} else if (strcmp(r->op, "stats") != 0) {
-		return req_errorf(q, -EINVAL, "unknown namespace operation '%s'", r->op);
-	} else if (r->name[0] != '\0' && ns == NULL) {
-		return req_errorf(q, -ENOENT, "no KV namespace '%s'", r->name);
-	} else if (ns != NULL && !kv_ns_allowed(ns, q, 4) && !kv_ns_allowed(ns, q, 2)) {
-		return req_errorf(q, -EACCES,
-				  "KV namespace '%s' (mode %03o, uid %u): access denied", ns->name,
-				  ns->mode, (unsigned)ns->uid);
+		break;
+	case POOL__KV_NS_OP__KV_NS_OP_STATS:
+		if (r->name[0] != '\0' && ns == NULL)
+			return req_errorf(q, -ENOENT, "no KV namespace '%s'", r->name);
+		if (ns != NULL && !kv_ns_allowed(ns, q, 4) && !kv_ns_allowed(ns, q, 2))
+			return req_errorf(q, -EACCES,
+					  "KV namespace '%s' (mode %03o, uid %u): access denied",
+					  ns->name, ns->mode, (unsigned)ns->uid);
+		break;
+	default: /* (wire_msg_unpack() refused any other number) */
+		return req_errorf(q, -EINVAL, "unknown namespace operation %d", r->op);
 	}
 	/* Reply with the namespace, or all of them for stats of "". */
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
@@ -411,17 +439,17 @@ void kv_stats_each(struct poold *pd, void (*cb)(void *arg, const Pool__KvNamespa
 
 /* Namespaces are made, dropped and flushed by admins; adopting and recounting holders too. */
 static const struct ctl_op kv_ns_ops[] = {
-    {"create", CTL_ADMIN},
-    {"drop", CTL_ADMIN},
-    {"flush", CTL_ADMIN},
-    {NULL, 0},
+    {POOL__KV_NS_OP__KV_NS_OP_CREATE, CTL_ADMIN},
+    {POOL__KV_NS_OP__KV_NS_OP_DROP, CTL_ADMIN},
+    {POOL__KV_NS_OP__KV_NS_OP_FLUSH, CTL_ADMIN},
+    {0, 0},
 };
 
 static const struct ctl_op kv_ops[] = {
-    {"adopt", CTL_ADMIN},
-    {"adopted", CTL_ADMIN},
-    {"recount", CTL_ADMIN},
-    {NULL, 0},
+    {POOL__KV_OP__KV_OP_ADOPT, CTL_ADMIN},
+    {POOL__KV_OP__KV_OP_ADOPTED, CTL_ADMIN},
+    {POOL__KV_OP__KV_OP_RECOUNT, CTL_ADMIN},
+    {0, 0},
 };
 
 const struct ctl_handler kv_handlers[] = {

@@ -231,9 +231,7 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 	for (i = 0; i < rep->n_members; i++) {
 		if (cluster_update(pd, rep->members[i]->node, &m) < 0)
 			continue;
-		m->state = strcmp(rep->members[i]->state, "up") == 0	    ? MEMBER_UP
-			   : strcmp(rep->members[i]->state, "suspect") == 0 ? MEMBER_SUSPECT
-									    : MEMBER_DEAD;
+		m->state = member_state_of(rep->members[i]->state);
 		m->heartbeat_age_ms = rep->members[i]->heartbeat_age_ms;
 	}
 	pe->hb_ms = rep->heartbeat_ms ? rep->heartbeat_ms : (uint64_t)pd->conf->heartbeat_ms;
@@ -261,9 +259,7 @@ static void peer_member_event(struct peer *pe, const Pool__MemberEvent *ev)
 {
 	struct poold *pd = pe->pd;
 	const Pool__Member *mm = ev->member;
-	enum member_state state = strcmp(mm->state, "up") == 0	      ? MEMBER_UP
-				  : strcmp(mm->state, "suspect") == 0 ? MEMBER_SUSPECT
-								      : MEMBER_DEAD;
+	enum member_state state = member_state_of(mm->state);
 	struct member *m;
 
 	if (mm->node->id == pd->node_id && state == MEMBER_DEAD) {

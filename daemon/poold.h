@@ -47,6 +47,8 @@ struct grants;
 
 enum member_state { MEMBER_UP, MEMBER_SUSPECT, MEMBER_DEAD };
 enum tier { TIER_DRAM, TIER_PMEM };
+/* What the holders of a region's leases are told (region_notify()). */
+enum region_event { REGION_MOVED, REGION_GONE };
 
 /* One arena of this node's lend pool (lend.c). */
 struct arena {
@@ -248,8 +250,9 @@ enum ctl_perm { CTL_ANY, CTL_ADMIN, CTL_ROOT };
 enum ctl_where { AT_HERE, AT_COORD };
 
 /* The permission of one value of a request's "op" field, where it differs from the type's. */
+/* An operation (the value of the request's enum field op, never 0) and who may ask for it. */
 struct ctl_op {
-	const char *op;
+	int op;
 	enum ctl_perm perm;
 };
 
@@ -258,7 +261,7 @@ struct ctl_handler {
 	enum ctl_perm perm;
 	enum ctl_where where; /* AT_COORD: a node forwards it to the coordinator */
 	int (*fn)(struct req *r, const ProtobufCMessage *msg);
-	const struct ctl_op *ops; /* {NULL} ended; checked where the request is unpacked */
+	const struct ctl_op *ops; /* {0} ended; checked where the request is unpacked */
 };
 
 /* control.c: the local control socket and request dispatch */
@@ -276,6 +279,8 @@ void req_finish(struct req *r, int rc);
 
 /* cluster.c: the member table */
 const char *member_state_name(enum member_state state);
+Pool__MemberState member_state_wire(enum member_state state);
+enum member_state member_state_of(Pool__MemberState state);
 struct member *cluster_find(struct poold *pd, uint32_t id);
 struct member *cluster_find_name(struct poold *pd, const char *name);
 int cluster_update(struct poold *pd, const Pool__NodeInfo *info, struct member **ret_member);
@@ -471,7 +476,7 @@ struct lender_pool *region_pick_avoid(struct poold *pd, enum tier tier, uint64_t
 				      uint32_t avoid);
 void region_free(struct poold *pd, struct region *r);
 void region_account(struct poold *pd);
-void region_notify(struct poold *pd, struct region *r, const char *event);
+void region_notify(struct poold *pd, struct region *r, enum region_event event);
 void region_retire(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
 		   struct reclaim *rc);
 void reclaim_sweep(struct poold *pd);
@@ -656,7 +661,7 @@ struct grant_piece {
 void grant_reply(struct poold *pd, uint64_t session, uint16_t type, const ProtobufCMessage *msg);
 void grant_request(struct poold *pd, uint64_t session, uint16_t type, const uint8_t *payload,
 		   size_t len);
-void grant_notice(struct poold *pd, uint64_t session, const char *name, const char *event);
+void grant_notice(struct poold *pd, uint64_t session, const char *name, bool gone);
 void grant_session_end(struct poold *pd, uint64_t session);
 void grant_clear(struct poold *pd);
 void grant_expire_all(struct poold *pd);

@@ -64,7 +64,7 @@ static void move_done(struct poold *pd, void *arg, int err)
 
 		r->ext[mv->idx] = mv->to;
 		region_retire(pd, old.node, old.arena, old.off, old.len, rc);
-		region_notify(pd, r, "moved");
+		region_notify(pd, r, REGION_MOVED);
 		rc->migrated++;
 		log_info("region '%s': extent moved from node %u to node %u", r->name, old.node,
 			 mv->to.node);
@@ -257,7 +257,7 @@ static int reclaim_start(struct req *q, uint32_t node, uint64_t size, bool drain
 				continue;
 			if (r->cls == CLASS_CACHE) {
 				/* Evicted: its extents stay readable for reclaim.grace. */
-				region_notify(pd, r, "gone");
+				region_notify(pd, r, REGION_GONE);
 				for (k = 0; k < r->next; k++)
 					region_retire(pd, r->ext[k].node, r->ext[k].arena,
 						      r->ext[k].off, r->ext[k].len, rc);
@@ -364,11 +364,15 @@ static int reclaim_request(struct req *q, const ProtobufCMessage *msg)
 		if (rc->node == lr->node)
 			return req_errorf(q, -EBUSY, "node %u is being reclaimed already",
 					  lr->node);
-	if (strcmp(lr->op, "lend") == 0)
+	switch (lr->op) {
+	case POOL__LEND_OP__LEND_OP_LEND:
 		return reclaim_lend(q, lr->node, lr->size);
-	if (strcmp(lr->op, "reclaim") == 0 || strcmp(lr->op, "drain") == 0)
-		return reclaim_start(q, lr->node, lr->size, lr->op[0] == 'd');
-	return req_errorf(q, -EINVAL, "unknown lend operation '%s'", lr->op);
+	case POOL__LEND_OP__LEND_OP_RECLAIM:
+	case POOL__LEND_OP__LEND_OP_DRAIN:
+		return reclaim_start(q, lr->node, lr->size, lr->op == POOL__LEND_OP__LEND_OP_DRAIN);
+	default: /* (wire_msg_unpack() refused any other number) */
+		return req_errorf(q, -EINVAL, "unknown lend operation %d", lr->op);
+	}
 }
 
 struct ledger_rows {

@@ -109,7 +109,7 @@ static void region_lender_lost(struct poold *pd, uint32_t node)
 		r->next = k;
 		log_warnx("region '%s' lost its data on node %u", r->name, node);
 		events_add(pd, "region", "region '%s' lost its data on node %u", r->name, node);
-		region_notify(pd, r, "gone");
+		region_notify(pd, r, REGION_GONE);
 		if (r->cls == CLASS_CACHE)
 			region_free(pd, r);
 		else
@@ -474,14 +474,15 @@ static void region_unlink(struct poold *pd, struct region *r)
  * Tell the holders of a region's leases that it moved or is gone: directly
  * for sessions on this node, through their poold for the others.
  */
-void region_notify(struct poold *pd, struct region *r, const char *event)
+void region_notify(struct poold *pd, struct region *r, enum region_event event)
 {
 	Pool__RegionNotice rn = POOL__REGION_NOTICE__INIT;
 	uint64_t *sessions;
 	struct lease *l, *k;
 
 	rn.name = r->name;
-	rn.event = (char *)event;
+	rn.event = event == REGION_GONE ? POOL__REGION_EVENT__REGION_EVENT_GONE
+					: POOL__REGION_EVENT__REGION_EVENT_MOVED;
 	sessions = calloc(r->leases ? r->leases : 1, sizeof(*sessions));
 	if (sessions == NULL)
 		return;
@@ -1401,7 +1402,7 @@ static int region_destroy(struct req *q, const ProtobufCMessage *msg)
 		return rc;
 	if (r->moving)
 		return req_errorf(q, -EBUSY, "region '%s' is being moved by a reclaim", r->name);
-	region_notify(q->pd, r, "gone");
+	region_notify(q->pd, r, REGION_GONE);
 	log_debug("region '%s' destroyed", r->name);
 	region_free(q->pd, r);
 	return req_reply(q, WIRE_OK, &ok.base);

@@ -170,13 +170,14 @@ static int snapcopy_memfd(const struct snapcopy *c, int *ret_fd)
 	return 0;
 }
 
-/* Answer a get with the copy's fd: "ready" (and count a clone) or "fill". */
+/* Answer a get with the copy's fd: ready (and count a clone) or fill. */
 static int snapcopy_send(struct snapcopies *sc, struct snapcopy *c, struct req *r)
 {
 	Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
 	int rc;
 
-	rep.status = c->state == COPY_READY ? "ready" : "fill";
+	rep.status = c->state == COPY_READY ? POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_READY
+					    : POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_FILL;
 	rc = conn_send_fd(r->conn, WIRE_SNAP_COPY_REPLY, r->id, &rep.base, c->fd);
 	if (rc < 0)
 		return req_errorf(r, rc, "cannot pass the copy of %s: %s", c->name, err_str(rc));
@@ -188,7 +189,7 @@ static int snapcopy_send(struct snapcopies *sc, struct snapcopy *c, struct req *
 }
 
 /*
- * Answer a lazy get while another client fills the copy: "filling", with a
+ * Answer a lazy get while another client fills the copy: filling, with a
  * read-only fd of it (a private mapping sees the pages as they are
  * written; the client fetches the others itself), counted as a clone.
  */
@@ -200,7 +201,7 @@ static int snapcopy_send_filling(struct snapcopies *sc, struct snapcopy *c, stru
 	if ((ro = fd_read_only(c->fd)) < 0)
 		return req_errorf(r, -errno, "cannot reopen the copy of %s: %s", c->name,
 				  strerror(errno));
-	rep.status = "filling";
+	rep.status = POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_FILLING;
 	rc = conn_send_fd(r->conn, WIRE_SNAP_COPY_REPLY, r->id, &rep.base, ro);
 	close(ro);
 	if (rc < 0)
@@ -217,9 +218,11 @@ static int snapcopy_state(struct req *r, struct snapcopies *sc, const Pool__Snap
 	struct snapcopy *c = m->has_id ? snapcopy_find(sc, m->name, m->id, r) : NULL;
 	struct stat st;
 
-	rep.status = "none";
+	rep.status = POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_NONE;
 	if (c != NULL && c->fd >= 0 && fstat(c->fd, &st) == 0) {
-		rep.status = c->state == COPY_READY ? "ready" : "filling";
+		rep.status = c->state == COPY_READY
+				 ? POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_READY
+				 : POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_FILLING;
 		rep.has_ino = 1;
 		rep.ino = st.st_ino;
 	}
@@ -523,7 +526,9 @@ static int snapcopy_filling(struct req *r, struct snapcopies *sc, const Pool__Sn
 	bool named = false;
 
 	if (!m->has_id)
-		return req_errorf(r, -EINVAL, "%s needs a name and an id", m->op);
+		return req_errorf(r, -EINVAL, "%s needs a name and an id",
+				  m->op == POOL__SNAP_COPY_OP__SNAP_COPY_OP_DONE ? "done"
+										 : "abort");
 	TAILQ_FOREACH(c, &sc->list, entry) {
 		if (c->id != m->id || strcmp(c->name, m->name) != 0)
 			continue;
@@ -538,11 +543,11 @@ static int snapcopy_filling(struct req *r, struct snapcopies *sc, const Pool__Sn
 	return req_errorf(r, -EPERM, "this connection is not filling the copy of %s", m->name);
 }
 
-static int snapcopy_reply(struct req *r, const char *status)
+static int snapcopy_reply(struct req *r, Pool__SnapCopyStatus status)
 {
 	Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
 
-	rep.status = (char *)status;
+	rep.status = status;
 	return req_reply(r, WIRE_SNAP_COPY_REPLY, &rep.base);
 }
 
@@ -568,7 +573,7 @@ static int snapcopy_done(struct req *r, struct snapcopies *sc, const Pool__SnapC
 	}
 	c->state = COPY_READY;
 	c->filler = 0;
-	rc = snapcopy_reply(r, "done");
+	rc = snapcopy_reply(r, POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_DONE);
 	snapcopy_wake(sc, c);
 	return rc;
 }
@@ -581,7 +586,7 @@ static int snapcopy_abort(struct req *r, struct snapcopies *sc, const Pool__Snap
 	rc = snapcopy_filling(r, sc, m, &c);
 	if (rc < 0)
 		return rc;
-	rc = snapcopy_reply(r, "aborted");
+	rc = snapcopy_reply(r, POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_ABORTED);
 	snapcopy_refill(sc, c);
 	return rc;
 }
@@ -596,7 +601,8 @@ static void snapcopy_entry(const struct req *r, const struct snapcopy *c, Pool__
 		e->id = c->id;
 	}
 	e->size = c->size;
-	e->state = c->state == COPY_READY ? "ready" : "filling";
+	e->state = c->state == COPY_READY ? POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_READY
+					  : POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_FILLING;
 	e->clones = c->clones;
 	e->uid = (uint32_t)c->uid;
 	e->waiters = (uint32_t)c->nwaiters;
@@ -633,7 +639,8 @@ static int snapcopy_list(struct req *r, struct snapcopies *sc, const char *name,
 		rc = req_errorf(r, -EPERM, "the copies of %s belong to other users", name);
 		goto out;
 	}
-	rep.status = drop ? "dropped" : "list";
+	rep.status = drop ? POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_DROPPED
+			  : POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_LIST;
 	rep.copies = ep;
 	rep.n_copies = n;
 	rc = req_reply(r, WIRE_SNAP_COPY_REPLY, &rep.base);
@@ -653,7 +660,6 @@ static int snapcopy_request(struct req *r, const ProtobufCMessage *msg)
 {
 	const Pool__SnapCopy *m = (const Pool__SnapCopy *)msg;
 	struct snapcopies *sc;
-	bool named;
 
 	/* The fd must reach a process on this node: never a request relayed by a peer. */
 	if (r->node != r->pd->node_id)
@@ -661,9 +667,9 @@ static int snapcopy_request(struct req *r, const ProtobufCMessage *msg)
 	sc = snapcopy_space(r->pd);
 	if (sc == NULL)
 		return req_errorf(r, -ENOMEM, "out of memory");
-	if (strcmp(m->op, "list") == 0)
+	if (m->op == POOL__SNAP_COPY_OP__SNAP_COPY_OP_LIST)
 		return snapcopy_list(r, sc, NULL, false);
-	if (strcmp(m->op, "restored") == 0) {
+	if (m->op == POOL__SNAP_COPY_OP__SNAP_COPY_OP_RESTORED) {
 		/* Counted as told: a client can only skew this node's metrics. */
 		Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
 
@@ -672,27 +678,27 @@ static int snapcopy_request(struct req *r, const ProtobufCMessage *msg)
 		sc->faults += m->faults;
 		sc->pages += m->pages;
 		sc->prefetched += m->prefetched;
-		rep.status = "counted";
+		rep.status = POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_COUNTED;
 		return req_reply(r, WIRE_SNAP_COPY_REPLY, &rep.base);
 	}
-	named = m->name != NULL && name_ok(m->name, POOL_SNAP_NAME_MAX, false);
-	if (!named && (strcmp(m->op, "get") == 0 || strcmp(m->op, "done") == 0 ||
-		       strcmp(m->op, "abort") == 0 || strcmp(m->op, "drop") == 0 ||
-		       strcmp(m->op, "state") == 0))
+	/* the others name a copy */
+	if (m->name == NULL || !name_ok(m->name, POOL_SNAP_NAME_MAX, false))
 		return req_errorf(r, -EINVAL, "snapshot name: 1-%d characters of [A-Za-z0-9._:/-]",
 				  POOL_SNAP_NAME_MAX);
-	if (strcmp(m->op, "get") == 0)
+	switch (m->op) {
+	case POOL__SNAP_COPY_OP__SNAP_COPY_OP_GET:
 		return snapcopy_get_request(r, sc, m);
-	if (strcmp(m->op, "done") == 0)
+	case POOL__SNAP_COPY_OP__SNAP_COPY_OP_DONE:
 		return snapcopy_done(r, sc, m);
-	if (strcmp(m->op, "abort") == 0)
+	case POOL__SNAP_COPY_OP__SNAP_COPY_OP_ABORT:
 		return snapcopy_abort(r, sc, m);
-	if (strcmp(m->op, "drop") == 0)
+	case POOL__SNAP_COPY_OP__SNAP_COPY_OP_DROP:
 		return snapcopy_list(r, sc, m->name, true);
-	if (strcmp(m->op, "state") == 0)
+	case POOL__SNAP_COPY_OP__SNAP_COPY_OP_STATE:
 		return snapcopy_state(r, sc, m);
-	return req_errorf(r, -EINVAL,
-			  "snapshot copy op: get, state, done, abort, drop, list or restored");
+	default: /* (wire_msg_unpack() refused any other number) */
+		return req_errorf(r, -EINVAL, "unknown snapshot copy operation %d", m->op);
+	}
 }
 
 /*

@@ -147,7 +147,8 @@ void vec_serve(struct poold *pd, struct conn *conn, uint64_t req_id, const Pool_
 		rc = -ERANGE;
 		goto out;
 	}
-	if (strcmp(vr->op, "create") == 0 && (rc = vec_create(base, vr, err, sizeof(err))) < 0)
+	if (vr->op == POOL__VEC_OP__VEC_OP_CREATE &&
+	    (rc = vec_create(base, vr, err, sizeof(err))) < 0)
 		goto out;
 	rc = vecindex_open(base, vr->len, NULL, &ix);
 	if (rc < 0) {
@@ -155,12 +156,10 @@ void vec_serve(struct poold *pd, struct conn *conn, uint64_t req_id, const Pool_
 			 vecindex_errmsg());
 		goto out;
 	}
-	if (strcmp(vr->op, "search") == 0)
+	if (vr->op == POOL__VEC_OP__VEC_OP_SEARCH)
 		rc = vec_search(pd, ix, vr, &rep, err, sizeof(err));
-	else if (strcmp(vr->op, "stat") == 0 || strcmp(vr->op, "create") == 0)
-		vec_stat_msg(ix, &rep);
 	else
-		rc = -EINVAL;
+		vec_stat_msg(ix, &rep); /* stat, create */
 out:
 	if (ix != NULL)
 		vecindex_close(ix);
@@ -204,12 +203,10 @@ static int vec_request(struct req *q, const ProtobufCMessage *msg)
 	Pool__VecRequest vr = *in;
 	struct poold *pd = q->pd;
 	struct region *r = region_find(pd->regions, in->name);
-	bool create = strcmp(in->op, "create") == 0;
+	bool create = in->op == POOL__VEC_OP__VEC_OP_CREATE;
 	struct vec_relay *relay;
 	int rc;
 
-	if (!create && strcmp(in->op, "search") != 0 && strcmp(in->op, "stat") != 0)
-		return req_errorf(q, -EINVAL, "unknown vector index operation '%s'", in->op);
 	if (r == NULL)
 		return req_errorf(q, -ENOENT, "no region '%s'", in->name);
 	if (!region_allowed(r, q, create ? 6 : 4))

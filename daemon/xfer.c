@@ -39,7 +39,11 @@
 #define XFER_MAX_OPS 4096
 #define XFER_MAX_PIECES 256 /* extents one op may span */
 
-enum xfer_opcode { XFER_READ = 1, XFER_WRITE = 2, XFER_FADD = 3, XFER_CSWAP = 4 };
+/* The kinds of transfer, as the wire numbers them (in this order). */
+#define XFER_READ POOL__XFER_KIND__XFER_KIND_READ
+#define XFER_WRITE POOL__XFER_KIND__XFER_KIND_WRITE
+#define XFER_FADD POOL__XFER_KIND__XFER_KIND_FETCH_ADD
+#define XFER_CSWAP POOL__XFER_KIND__XFER_KIND_COMPARE_SWAP
 
 struct xfer_window {
 	LIST_ENTRY(xfer_window) entry;

@@ -48,7 +48,12 @@ int pool_region_window(struct pool_region *r, uint64_t off, size_t len, bool sto
 		       const char *what, void **ret_addr);
 
 /* xfer.c: transfers poold carries, through the window */
-enum { POOL_XFER_READ = 1, POOL_XFER_WRITE = 2, POOL_XFER_FADD = 3, POOL_XFER_CSWAP = 4 };
+enum {
+	POOL_XFER_READ = POOL__XFER_KIND__XFER_KIND_READ,
+	POOL_XFER_WRITE = POOL__XFER_KIND__XFER_KIND_WRITE,
+	POOL_XFER_FADD = POOL__XFER_KIND__XFER_KIND_FETCH_ADD,
+	POOL_XFER_CSWAP = POOL__XFER_KIND__XFER_KIND_COMPARE_SWAP
+};
 struct pool_xfer_item {
 	unsigned op;
 	bool place; /* a KV place (node, arena, off), else a region (by id, at off) */
@@ -68,7 +73,7 @@ void pool_xfer_close(struct pool *pool);
 
 /* kv.c */
 void kv_set_holder(struct pool_kv *kv, const char *region);
-int kv_count_op(struct pool_kv *kv, const char *op, size_t n, const void *const *keys,
+int kv_count_op(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *const *keys,
 		const size_t *klens, uint64_t *ret_count);
 int kv_ns_usage(struct pool *pool, const char *ns, uint64_t *ret_bytes, uint64_t *ret_values);
 

@@ -28,12 +28,12 @@ struct pool_kv {
 		    1]; /* dedup namespaces: the region holding what this handle puts */
 };
 
-static int kv_ns_call(struct pool *pool, const char *op, const char *ns, uint64_t capacity,
+static int kv_ns_call(struct pool *pool, Pool__KvNsOp op, const char *ns, uint64_t capacity,
 		      unsigned flags, Pool__KvNsReply **ret)
 {
 	Pool__KvNsRequest req = POOL__KV_NS_REQUEST__INIT;
 
-	req.op = (char *)op;
+	req.op = op;
 	req.name = (char *)ns;
 	req.tier = flags & POOL_KV_DRAM_ONLY ? "dram" : flags & POOL_KV_PERSISTENT ? "pmem" : NULL;
 	req.evict = flags & POOL_KV_NO_EVICT ? "none" : NULL;
@@ -58,7 +58,7 @@ POOL_EXPORT int pool_kv_create(struct pool *pool, const char *ns, uint64_t capac
 		       POOL_KV_REPLICAS(0xf) | POOL_KV_MODE(0777))) != 0 ||
 	    ((flags >> 8) & 0xfu) > 4 || (flags & POOL_KV_DRAM_ONLY && flags & POOL_KV_PERSISTENT))
 		return pool_err(-EINVAL, "pool_kv_create: invalid argument");
-	rc = kv_ns_call(pool, "create", ns, capacity, flags, &rep);
+	rc = kv_ns_call(pool, POOL__KV_NS_OP__KV_NS_OP_CREATE, ns, capacity, flags, &rep);
 	if (rc == 0)
 		wire_msg_free(&rep->base);
 	return rc;
@@ -71,7 +71,7 @@ POOL_EXPORT int pool_kv_drop(struct pool *pool, const char *ns)
 
 	if (pool == NULL || ns == NULL)
 		return pool_err(-EINVAL, "pool_kv_drop: invalid argument");
-	rc = kv_ns_call(pool, "drop", ns, 0, 0, &rep);
+	rc = kv_ns_call(pool, POOL__KV_NS_OP__KV_NS_OP_DROP, ns, 0, 0, &rep);
 	if (rc == 0)
 		wire_msg_free(&rep->base);
 	return rc;
@@ -85,7 +85,7 @@ POOL_EXPORT int pool_kv_open(struct pool *pool, const char *ns, struct pool_kv *
 
 	if (pool == NULL || ns == NULL || ret_kv == NULL || *ns == '\0' || strlen(ns) > 63)
 		return pool_err(-EINVAL, "pool_kv_open: invalid argument");
-	rc = kv_ns_call(pool, "stats", ns, 0, 0, &rep);
+	rc = kv_ns_call(pool, POOL__KV_NS_OP__KV_NS_OP_STATS, ns, 0, 0, &rep);
 	if (rc < 0)
 		return rc;
 	wire_msg_free(&rep->base);
@@ -103,7 +103,7 @@ POOL_EXPORT void pool_kv_close(struct pool_kv *kv)
 	free(kv);
 }
 
-static int kv_call(struct pool_kv *kv, const char *op, size_t n, const void *const *keys,
+static int kv_call(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *const *keys,
 		   const size_t *klens, uint64_t *sizes, uint64_t *versions, Pool__KvReply **ret)
 {
 	Pool__KvRequest req = POOL__KV_REQUEST__INIT;
@@ -122,7 +122,7 @@ static int kv_call(struct pool_kv *kv, const char *op, size_t n, const void *con
 		k[i].data = (uint8_t *)keys[i];
 		k[i].len = klens[i];
 	}
-	req.op = (char *)op;
+	req.op = op;
 	req.ns = kv->ns;
 	req.keys = k;
 	req.n_keys = n;
@@ -139,8 +139,9 @@ static int kv_call(struct pool_kv *kv, const char *op, size_t n, const void *con
 	rc = pool_call(kv->pool, WIRE_KV, &req.base, WIRE_KV_REPLY, (ProtobufCMessage **)ret);
 	free(k);
 	/* match, and the dedup namespaces' adopt, adopted and recount, answer with a count */
-	if (rc == 0 && strcmp(op, "match") != 0 && strncmp(op, "adopt", 5) != 0 &&
-	    strcmp(op, "recount") != 0 && (*ret)->n_locations != n) {
+	if (rc == 0 && op != POOL__KV_OP__KV_OP_MATCH && op != POOL__KV_OP__KV_OP_ADOPT &&
+	    op != POOL__KV_OP__KV_OP_ADOPTED && op != POOL__KV_OP__KV_OP_RECOUNT &&
+	    (*ret)->n_locations != n) {
 		wire_msg_free(&(*ret)->base);
 		return pool_err(POOL_EPROTOCOL, "the coordinator answered %zu keys of %zu",
 				(*ret)->n_locations, n);
@@ -158,7 +159,7 @@ static void kv_report(struct pool_kv *kv, uint32_t node, const void *key, size_t
 	ProtobufCBinaryData k = {.len = klen, .data = (uint8_t *)key};
 	Pool__KvReply *rep;
 
-	req.op = "failed";
+	req.op = POOL__KV_OP__KV_OP_FAILED;
 	req.ns = kv->ns;
 	req.has_node = 1;
 	req.node = node;
@@ -323,7 +324,7 @@ POOL_EXPORT int pool_kv_put_batch(struct pool_kv *kv, size_t n, const void *cons
 		}
 		sizes[i] = vlens[i];
 	}
-	rc = kv_call(kv, "reserve", n, keys, klens, sizes, NULL, &rep);
+	rc = kv_call(kv, POOL__KV_OP__KV_OP_RESERVE, n, keys, klens, sizes, NULL, &rep);
 	if (rc < 0)
 		goto out;
 	for (i = 0; i < n; i++)
@@ -338,14 +339,15 @@ POOL_EXPORT int pool_kv_put_batch(struct pool_kv *kv, size_t n, const void *cons
 			akeys[k] = keys[i];
 			aklens[k++] = klens[i];
 		}
-	if (k > 0 && kv_call(kv, "abort", k, akeys, aklens, NULL, versions, &crep) == 0) {
+	if (k > 0 &&
+	    kv_call(kv, POOL__KV_OP__KV_OP_ABORT, k, akeys, aklens, NULL, versions, &crep) == 0) {
 		wire_msg_free(&crep->base);
 		crep = NULL;
 	}
 	for (i = 0; i < n; i++)
 		versions[i] = status[i] == 0 ? rep->locations[i]->version : 0;
 	/* Commit what was written; failed keys commit nothing (their version is 0). */
-	rc = kv_call(kv, "commit", n, keys, klens, NULL, versions, &crep);
+	rc = kv_call(kv, POOL__KV_OP__KV_OP_COMMIT, n, keys, klens, NULL, versions, &crep);
 	if (rc < 0)
 		goto out;
 	for (i = 0; i < n; i++) {
@@ -384,7 +386,7 @@ POOL_EXPORT int pool_kv_get_batch(struct pool_kv *kv, size_t n, const void *cons
 		rc = pool_err(-ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = kv_call(kv, "lookup", n, keys, klens, NULL, NULL, &rep);
+	rc = kv_call(kv, POOL__KV_OP__KV_OP_LOOKUP, n, keys, klens, NULL, NULL, &rep);
 	if (rc < 0)
 		goto out;
 	for (i = 0; i < n; i++) {
@@ -410,7 +412,7 @@ POOL_EXPORT int pool_kv_get_batch(struct pool_kv *kv, size_t n, const void *cons
 				rv[k++] = versions[i];
 			}
 		if (k == pinned)
-			kv_call(kv, "release", k, rkeys, rklens, NULL, rv, NULL);
+			kv_call(kv, POOL__KV_OP__KV_OP_RELEASE, k, rkeys, rklens, NULL, rv, NULL);
 		free(rkeys);
 		free(rklens);
 		free(rv);
@@ -520,13 +522,13 @@ static void kv_ref_free(struct pool_kv_ref *ref)
  * Release a ref's pin, or commit or abort its reservation: the key's status
  * at the server (0, or a negative code without a message).
  */
-static int kv_ref_end(struct pool_kv_ref *ref, const char *op)
+static int kv_ref_end(struct pool_kv_ref *ref, Pool__KvOp op)
 {
 	const void *key = ref->key;
 	Pool__KvReply *rep;
 	int rc;
 
-	if (strcmp(op, "release") == 0) { /* nothing to learn from its reply */
+	if (op == POOL__KV_OP__KV_OP_RELEASE) { /* nothing to learn from its reply */
 		rc = kv_call(ref->kv, op, 1, &key, &ref->klen, NULL, &ref->version, NULL);
 		ref->version = 0;
 		return rc;
@@ -552,7 +554,7 @@ static int kv_acquire_copy(struct pool_kv_ref *ref, Pool__KvReply *rep)
 	else
 		rc = kv_transfer(ref->kv, rep, 1, &key, &ref->klen, &ref->buf, &ref->len, false,
 				 &status);
-	kv_ref_end(ref, "release");
+	kv_ref_end(ref, POOL__KV_OP__KV_OP_RELEASE);
 	if (rc < 0)
 		return rc;
 	if (status < 0) /* a lost value is a miss, as for pool_kv_get() */
@@ -578,7 +580,7 @@ POOL_EXPORT int pool_kv_acquire(struct pool_kv *kv, const void *key, size_t klen
 	ref = kv_ref_new(kv, key, klen);
 	if (ref == NULL)
 		return pool_err(-ENOMEM, "out of memory");
-	rc = kv_call(kv, "lookup", 1, &key, &klen, NULL, NULL, &rep);
+	rc = kv_call(kv, POOL__KV_OP__KV_OP_LOOKUP, 1, &key, &klen, NULL, NULL, &rep);
 	if (rc < 0)
 		goto out_ref;
 	rc = rep->locations[0]->status;
@@ -617,7 +619,7 @@ POOL_EXPORT int pool_kv_release(struct pool_kv_ref *ref)
 		return pool_err(-EINVAL, "pool_kv_release: a reserved value ends with "
 					 "pool_kv_commit() or pool_kv_abort()");
 	if (ref->version != 0)
-		rc = kv_ref_end(ref, "release");
+		rc = kv_ref_end(ref, POOL__KV_OP__KV_OP_RELEASE);
 	kv_ref_free(ref);
 	return rc < 0 ? pool_err(rc, "release: %s", err_str(rc)) : 0;
 }
@@ -649,7 +651,7 @@ POOL_EXPORT int pool_kv_reserve(struct pool_kv *kv, const void *key, size_t klen
 		return pool_err(-ENOMEM, "out of memory");
 	ref->reserved = true;
 	ref->len = vlen;
-	rc = kv_call(kv, "reserve", 1, &key, &klen, &size, NULL, &rep);
+	rc = kv_call(kv, POOL__KV_OP__KV_OP_RESERVE, 1, &key, &klen, &size, NULL, &rep);
 	if (rc < 0)
 		goto out_ref;
 	rc = rep->locations[0]->status;
@@ -665,7 +667,7 @@ POOL_EXPORT int pool_kv_reserve(struct pool_kv *kv, const void *key, size_t klen
 	if (!ref->local) { /* staged here, put at commit: keep where it goes */
 		ref->data = ref->buf = malloc(vlen);
 		if (ref->buf == NULL) {
-			kv_ref_end(ref, "abort");
+			kv_ref_end(ref, POOL__KV_OP__KV_OP_ABORT);
 			rc = pool_err(-ENOMEM, "out of memory");
 			goto out_rep;
 		}
@@ -709,13 +711,13 @@ POOL_EXPORT int pool_kv_commit(struct pool_kv_ref *ref)
 		if (rc == 0)
 			rc = status;
 		if (rc < 0) { /* nothing to commit: the reservation goes back at once */
-			kv_ref_end(ref, "abort");
+			kv_ref_end(ref, POOL__KV_OP__KV_OP_ABORT);
 			kv_ref_free(ref);
 			return pool_err(rc, "commit: the value could not be written: %s",
 					err_str(rc));
 		}
 	}
-	rc = kv_ref_end(ref, "commit");
+	rc = kv_ref_end(ref, POOL__KV_OP__KV_OP_COMMIT);
 	kv_ref_free(ref);
 	if (rc == -ESTALE)
 		return pool_err(rc, "commit: the reservation is no longer there");
@@ -729,7 +731,7 @@ POOL_EXPORT int pool_kv_abort(struct pool_kv_ref *ref)
 	rc = kv_check_reserved(ref, "pool_kv_abort");
 	if (rc < 0)
 		return rc;
-	rc = kv_ref_end(ref, "abort");
+	rc = kv_ref_end(ref, POOL__KV_OP__KV_OP_ABORT);
 	kv_ref_free(ref);
 	return rc < 0 ? pool_err(rc, "abort: %s", err_str(rc)) : 0;
 }
@@ -765,7 +767,7 @@ POOL_EXPORT int pool_kv_get_region(struct pool_kv *kv, const void *key, size_t k
 		return rc;
 	rc = pool_region_write(region, offset, data, MIN(vlen, maxlen));
 	if (ref->version != 0) /* quietly: a failed write keeps its message */
-		kv_ref_end(ref, "release");
+		kv_ref_end(ref, POOL__KV_OP__KV_OP_RELEASE);
 	kv_ref_free(ref);
 	if (rc == 0 && ret_vlen != NULL)
 		*ret_vlen = vlen;
@@ -795,7 +797,7 @@ POOL_EXPORT int pool_kv_put_region(struct pool_kv *kv, const void *key, size_t k
 		return rc;
 	rc = pool_region_read(region, offset, data, len);
 	if (rc < 0) {
-		kv_ref_end(ref, "abort");
+		kv_ref_end(ref, POOL__KV_OP__KV_OP_ABORT);
 		kv_ref_free(ref);
 		return rc;
 	}
@@ -809,7 +811,7 @@ POOL_EXPORT int pool_kv_exists(struct pool_kv *kv, const void *key, size_t klen)
 
 	if (kv == NULL)
 		return pool_err(-EINVAL, "pool_kv_exists: invalid argument");
-	rc = kv_call(kv, "exists", 1, &key, &klen, NULL, NULL, &rep);
+	rc = kv_call(kv, POOL__KV_OP__KV_OP_EXISTS, 1, &key, &klen, NULL, NULL, &rep);
 	if (rc < 0)
 		return rc;
 	rc = rep->locations[0]->status == 0;
@@ -824,7 +826,7 @@ POOL_EXPORT int pool_kv_remove(struct pool_kv *kv, const void *key, size_t klen)
 
 	if (kv == NULL)
 		return pool_err(-EINVAL, "pool_kv_remove: invalid argument");
-	rc = kv_call(kv, "remove", 1, &key, &klen, NULL, NULL, &rep);
+	rc = kv_call(kv, POOL__KV_OP__KV_OP_REMOVE, 1, &key, &klen, NULL, NULL, &rep);
 	if (rc < 0)
 		return rc;
 	rc = rep->locations[0]->status;
@@ -840,7 +842,7 @@ POOL_EXPORT int pool_kv_match(struct pool_kv *kv, size_t n, const void *const *k
 
 	if (kv == NULL || ret_count == NULL || (n > 0 && (keys == NULL || klens == NULL)))
 		return pool_err(-EINVAL, "pool_kv_match: invalid argument");
-	rc = kv_call(kv, "match", n, keys, klens, NULL, NULL, &rep);
+	rc = kv_call(kv, POOL__KV_OP__KV_OP_MATCH, n, keys, klens, NULL, NULL, &rep);
 	if (rc < 0)
 		return rc;
 	*ret_count = (size_t)rep->count;
@@ -896,7 +898,7 @@ void kv_set_holder(struct pool_kv *kv, const char *region)
 }
 
 /* An operation that answers with a count (snap.c: adopt, adopted, recount). */
-int kv_count_op(struct pool_kv *kv, const char *op, size_t n, const void *const *keys,
+int kv_count_op(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *const *keys,
 		const size_t *klens, uint64_t *ret_count)
 {
 	Pool__KvReply *rep;
@@ -917,7 +919,7 @@ int kv_ns_usage(struct pool *pool, const char *ns, uint64_t *ret_bytes, uint64_t
 	Pool__KvNsReply *rep;
 	int rc;
 
-	rc = kv_ns_call(pool, "stats", ns, 0, 0, &rep);
+	rc = kv_ns_call(pool, POOL__KV_NS_OP__KV_NS_OP_STATS, ns, 0, 0, &rep);
 	if (rc < 0)
 		return rc;
 	if (rep->n_namespaces != 1) {

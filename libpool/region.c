@@ -76,7 +76,7 @@ void pool_region_notice(void *arg, uint16_t type, const uint8_t *payload, size_t
 	for (r = pool->regions; r != NULL; r = r->next) {
 		if (strcmp(r->name, rn->name) != 0)
 			continue;
-		if (strcmp(rn->event, "gone") == 0)
+		if (rn->event == POOL__REGION_EVENT__REGION_EVENT_GONE)
 			r->gone = true;
 		else
 			r->moved = true;

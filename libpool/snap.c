@@ -886,10 +886,10 @@ static int snap_adopt(struct pool *pool, const char *name)
 			keys[k] = refs[i + k].hash;
 			klens[k] = SNAP_HASH_LEN;
 		}
-		rc = kv_count_op(kv, "adopt", k, keys, klens, NULL);
+		rc = kv_count_op(kv, POOL__KV_OP__KV_OP_ADOPT, k, keys, klens, NULL);
 	}
 	if (rc == 0)
-		rc = kv_count_op(kv, "adopted", 0, NULL, NULL, NULL);
+		rc = kv_count_op(kv, POOL__KV_OP__KV_OP_ADOPTED, 0, NULL, NULL, NULL);
 	pool_kv_close(kv);
 	free(refs);
 	free(hashes);
@@ -921,7 +921,7 @@ POOL_EXPORT int pool_snap_recount(struct pool *pool, uint64_t *ret_freed)
 	for (i = 0; rc == 0 && i < ARRAY_SIZE(stores); i++) {
 		rc = pool_kv_open(pool, stores[i], &kv);
 		if (rc == 0) {
-			rc = kv_count_op(kv, "recount", 0, NULL, NULL, &f);
+			rc = kv_count_op(kv, POOL__KV_OP__KV_OP_RECOUNT, 0, NULL, NULL, &f);
 			freed += f;
 			pool_kv_close(kv);
 		}

@@ -106,7 +106,7 @@ int snap_copy_get(struct pool_snap *snap, bool lazy, int *ret_fd, enum snap_copy
 int snap_copy_state(struct pool_snap *snap, uint64_t ino);
 /* Fill the empty copy poold handed us (fd), and hand it back; done or abort. */
 int snap_copy_fill(struct pool_snap *snap, int fd);
-int snap_copy_end(struct pool_snap *snap, const char *op);
+int snap_copy_end(struct pool_snap *snap, bool done);
 /* A clone: a private, writable mapping of the copy fd. */
 int snap_clone_map(struct pool_snap *snap, int fd, void **ret_addr);
 

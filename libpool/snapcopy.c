@@ -28,8 +28,8 @@
 #define SNAPCOPY_TRIES 5
 
 /* One SnapCopy request; ret_fd (if not NULL) gets the fd that came with the reply, or -1. */
-static int snap_copy_call(struct pool *pool, const Pool__SnapCopy *req, char *ret_status,
-			  size_t status_len, int *ret_fd)
+static int snap_copy_call(struct pool *pool, const Pool__SnapCopy *req,
+			  Pool__SnapCopyStatus *ret_status, int *ret_fd)
 {
 	Pool__SnapCopyReply *rep;
 	int rc, fd = -1;
@@ -39,23 +39,24 @@ static int snap_copy_call(struct pool *pool, const Pool__SnapCopy *req, char *re
 	if (rc < 0)
 		return rc;
 	if (ret_status != NULL)
-		snprintf(ret_status, status_len, "%s", rep->status);
+		*ret_status = rep->status;
 	wire_msg_free(&rep->base);
 	if (ret_fd != NULL)
 		*ret_fd = fd;
 	return 0;
 }
 
-/* done or abort of the copy this client fills. */
-int snap_copy_end(struct pool_snap *snap, const char *op)
+/* done (or else abort) of the copy this client fills. */
+int snap_copy_end(struct pool_snap *snap, bool done)
 {
 	Pool__SnapCopy req = POOL__SNAP_COPY__INIT;
 
-	req.op = (char *)op;
+	req.op =
+	    done ? POOL__SNAP_COPY_OP__SNAP_COPY_OP_DONE : POOL__SNAP_COPY_OP__SNAP_COPY_OP_ABORT;
 	req.name = snap->name;
 	req.has_id = 1;
 	req.id = snap->hdr.id;
-	return snap_copy_call(snap->pool, &req, NULL, 0, NULL);
+	return snap_copy_call(snap->pool, &req, NULL, NULL);
 }
 
 /* Fill the empty copy poold handed us, and hand it back. */
@@ -73,20 +74,20 @@ int snap_copy_fill(struct pool_snap *snap, int fd)
 	free(bounce);
 	if (rc < 0) {
 		/* The fill's message tells why, unless the abort fails too (then that tells). */
-		snap_copy_end(snap, "abort");
+		snap_copy_end(snap, false);
 		return rc;
 	}
-	return snap_copy_end(snap, "done");
+	return snap_copy_end(snap, true);
 }
 
 /* The node's copy as poold hands it, and what this client is to do with it. */
 int snap_copy_get(struct pool_snap *snap, bool lazy, int *ret_fd, enum snap_copy_as *ret_as)
 {
 	Pool__SnapCopy req = POOL__SNAP_COPY__INIT;
-	char status[16];
+	Pool__SnapCopyStatus status = 0;
 	int rc = 0, fd, i;
 
-	req.op = "get";
+	req.op = POOL__SNAP_COPY_OP__SNAP_COPY_OP_GET;
 	req.name = snap->name;
 	req.has_id = req.has_size = 1;
 	req.id = snap->hdr.id;
@@ -96,7 +97,7 @@ int snap_copy_get(struct pool_snap *snap, bool lazy, int *ret_fd, enum snap_copy
 	for (i = 0; i < SNAPCOPY_TRIES; i++) {
 		if (i > 0)
 			usleep(1000u << i);
-		rc = snap_copy_call(snap->pool, &req, status, sizeof(status), &fd);
+		rc = snap_copy_call(snap->pool, &req, &status, &fd);
 		if (rc != -EAGAIN)
 			break;
 	}
@@ -104,15 +105,15 @@ int snap_copy_get(struct pool_snap *snap, bool lazy, int *ret_fd, enum snap_copy
 		return rc;
 	if (fd < 0)
 		return pool_err(-EPROTO, "snapshot %s: poold sent no copy", snap->name);
-	if (strcmp(status, "ready") == 0) {
+	if (status == POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_READY) {
 		*ret_as = COPY_READY;
-	} else if (strcmp(status, "fill") == 0) {
+	} else if (status == POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_FILL) {
 		*ret_as = COPY_TO_FILL;
-	} else if (lazy && strcmp(status, "filling") == 0) {
+	} else if (lazy && status == POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_FILLING) {
 		*ret_as = COPY_FILLING;
 	} else {
 		close(fd);
-		return pool_err(-EPROTO, "snapshot %s: unknown copy status '%s'", snap->name,
+		return pool_err(-EPROTO, "snapshot %s: copy status %d answers no get", snap->name,
 				status);
 	}
 	*ret_fd = fd;
@@ -130,7 +131,7 @@ int snap_copy_state(struct pool_snap *snap, uint64_t ino)
 	Pool__SnapCopyReply *rep;
 	int rc;
 
-	req.op = "state";
+	req.op = POOL__SNAP_COPY_OP__SNAP_COPY_OP_STATE;
 	req.name = snap->name;
 	req.has_id = 1;
 	req.id = snap->hdr.id;
@@ -138,10 +139,11 @@ int snap_copy_state(struct pool_snap *snap, uint64_t ino)
 		       (ProtobufCMessage **)&rep);
 	if (rc < 0)
 		return rc;
-	if (!rep->has_ino || rep->ino != ino || strcmp(rep->status, "none") == 0)
+	if (!rep->has_ino || rep->ino != ino ||
+	    rep->status == POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_NONE)
 		rc = -ESTALE;
 	else
-		rc = strcmp(rep->status, "ready") == 0;
+		rc = rep->status == POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_READY;
 	wire_msg_free(&rep->base);
 	return rc;
 }
@@ -169,9 +171,9 @@ int snap_copy_drop(struct pool *pool, const char *name)
 {
 	Pool__SnapCopy req = POOL__SNAP_COPY__INIT;
 
-	req.op = "drop";
+	req.op = POOL__SNAP_COPY_OP__SNAP_COPY_OP_DROP;
 	req.name = (char *)name;
-	return snap_copy_call(pool, &req, NULL, 0, NULL);
+	return snap_copy_call(pool, &req, NULL, NULL);
 }
 
 /* A clone: private and writable, the writes of this clone are its own pages. */

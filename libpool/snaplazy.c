@@ -193,8 +193,8 @@ static int snap_lazy_fill(struct snap_lazy *l)
 	free(filled);
 	/* l->fd stays open: clones that join map it (a seal checks mappings, not fds). */
 	if (rc == 0)
-		return snap_copy_end(snap, "done");
-	snap_copy_end(snap, "abort");
+		return snap_copy_end(snap, true);
+	snap_copy_end(snap, false);
 	return rc;
 }
 
@@ -408,7 +408,7 @@ POOL_EXPORT int pool_snap_clone_lazy(struct pool_snap *snap, void **ret_addr)
 	if (rc < 0 || as == COPY_READY) {
 		close(uffd);
 		if (rc < 0 && as == COPY_TO_FILL)
-			snap_copy_end(snap, "abort");
+			snap_copy_end(snap, false);
 		close(fd);
 		return rc;
 	}

@@ -325,7 +325,7 @@ static void snapuffd_report(struct pool_snap *snap, const struct uffd_server *s,
 
 	if (s != NULL)
 		uffd_server_stats(s, &st);
-	req.op = "restored";
+	req.op = POOL__SNAP_COPY_OP__SNAP_COPY_OP_RESTORED;
 	req.name = snap->name;
 	req.has_failed = req.has_faults = req.has_pages = req.has_prefetched = 1;
 	req.failed = failed;

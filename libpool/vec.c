@@ -199,7 +199,7 @@ static int vec_remote_stat(struct pool_vec *v, struct vecindex_stat *st)
 	Pool__VecReply *rep;
 	int rc;
 
-	vr.op = "stat";
+	vr.op = POOL__VEC_OP__VEC_OP_STAT;
 	vr.name = v->name;
 	rc = vec_call(v->pool, &vr, &rep);
 	if (rc < 0)
@@ -322,7 +322,7 @@ POOL_EXPORT int pool_vec_create(struct pool *pool, const char *name, unsigned ki
 		Pool__VecRequest vr = POOL__VEC_REQUEST__INIT;
 		Pool__VecReply *rep;
 
-		vr.op = "create";
+		vr.op = POOL__VEC_OP__VEC_OP_CREATE;
 		vr.name = (char *)name;
 		vr.has_kind = vr.has_metric = vr.has_dim = vr.has_m = 1;
 		vr.has_ef_construction = vr.has_ef_search = 1;
@@ -460,7 +460,7 @@ static int vec_remote_search(struct pool_vec *v, size_t n, const float *q, unsig
 		size_t nq = MIN(step, n - i);
 		Pool__VecReply *rep;
 
-		vr.op = "search";
+		vr.op = POOL__VEC_OP__VEC_OP_SEARCH;
 		vr.name = v->name;
 		vr.has_queries = vr.has_k = vr.has_ef = 1;
 		vr.queries.data = (uint8_t *)(q + i * v->dim);

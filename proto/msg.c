@@ -1,7 +1,10 @@
 /* proto/msg.c - the table of message types and their protobuf-c descriptors. */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 
 #include "proto/wire.h"
 
@@ -86,6 +89,85 @@ const char *wire_type_name(uint16_t type)
 	return "unknown";
 }
 
+/*
+ * Whether every enum field of a message, and of the messages in it, holds a
+ * value its enum names. protobuf-c keeps any number it reads in an enum field
+ * (proto2 leaves unknown values to the receiver): an operation or a state no
+ * handler knows is refused here, with the rest of a malformed message, so
+ * that past the unpacking an enum field is always one of its values.
+ */
+static bool wire_enums_known(const ProtobufCMessage *msg)
+{
+	const ProtobufCMessageDescriptor *d = msg->descriptor;
+	unsigned i;
+
+	for (i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		const char *at = (const char *)msg + f->offset;
+		size_t k, n = 1;
+
+		if (f->type != PROTOBUF_C_TYPE_ENUM && f->type != PROTOBUF_C_TYPE_MESSAGE)
+			continue;
+		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+			n = *(const size_t *)((const char *)msg + f->quantifier_offset);
+			at = *(const char *const *)at;
+		} else if (f->label == PROTOBUF_C_LABEL_OPTIONAL &&
+			   f->type == PROTOBUF_C_TYPE_ENUM) {
+			n = *(const protobuf_c_boolean *)((const char *)msg + f->quantifier_offset);
+		}
+		for (k = 0; k < n; k++) {
+			const ProtobufCMessage *sub;
+
+			if (f->type == PROTOBUF_C_TYPE_ENUM) {
+				if (protobuf_c_enum_descriptor_get_value(
+					f->descriptor, ((const int *)at)[k]) == NULL)
+					return false;
+				continue;
+			}
+			sub = ((const ProtobufCMessage *const *)at)[k];
+			if (sub != NULL && !wire_enums_known(sub))
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * The name of an enum value for messages and logs: the part of its name after
+ * its enum's own (KvOp's KV_OP_LOOKUP is "lookup"), in lower case; a number
+ * the enum does not name is "#N".
+ */
+const char *wire_enum_name(const ProtobufCEnumDescriptor *d, int value, char *buf, size_t len)
+{
+	const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(d, value);
+	const char *tail, *e;
+	size_t i = 0;
+
+	if (len == 0)
+		return "";
+	if (v == NULL) {
+		snprintf(buf, len, "#%d", value);
+		return buf;
+	}
+	/* Skip the enum's name as it is written in the values: KvOp -> KV_OP_. */
+	for (tail = v->name, e = d->short_name; *e != '\0' && *tail != '\0'; e++, tail++) {
+		if (e != d->short_name && isupper((unsigned char)*e) && *tail == '_')
+			tail++;
+		if (toupper((unsigned char)*e) != *tail)
+			break;
+	}
+	if (*e != '\0' || *tail != '_')
+		tail = v->name; /* a value not named after its enum: all of it */
+	else
+		tail++;
+	while (tail[i] != '\0' && i + 1 < len) {
+		buf[i] = (char)tolower((unsigned char)tail[i]);
+		i++;
+	}
+	buf[i] = '\0';
+	return buf;
+}
+
 /* Unpack a payload of the given type; -EBADMSG if it is not a valid message. */
 int wire_msg_unpack(uint16_t type, const uint8_t *payload, size_t len, ProtobufCMessage **ret_msg)
 {
@@ -97,6 +179,10 @@ int wire_msg_unpack(uint16_t type, const uint8_t *payload, size_t len, ProtobufC
 	msg = protobuf_c_message_unpack(desc, NULL, len, payload);
 	if (msg == NULL)
 		return -EBADMSG;
+	if (!wire_enums_known(msg)) {
+		protobuf_c_message_free_unpacked(msg, NULL);
+		return -EBADMSG;
+	}
 	*ret_msg = msg;
 	return 0;
 }

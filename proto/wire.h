@@ -116,6 +116,8 @@ int wire_frame_pack(uint16_t type, uint64_t req_id, const ProtobufCMessage *msg,
 /* msg.c */
 const ProtobufCMessageDescriptor *wire_type_descriptor(uint16_t type);
 const char *wire_type_name(uint16_t type);
+const char *wire_enum_name(const ProtobufCEnumDescriptor *d, int value, char *buf, size_t len);
+#define WIRE_ENUM_NAME_MAX 32
 int wire_msg_unpack(uint16_t type, const uint8_t *payload, size_t len, ProtobufCMessage **ret_msg);
 void wire_msg_free(ProtobufCMessage *msg);
 

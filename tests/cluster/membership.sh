@@ -161,10 +161,10 @@ pool_node_kill 4
 
 # A peer speaking another protocol version is refused with a clear message.
 out=$(cluster_exec 2 python3 "$top_srcdir/tests/integration/wire.py" "tcp:$(pool_coord_addr)" version 2>&1)
-echo "$out" | grep -q "protocol version 7 is not supported: this poold speaks version 2" \
+echo "$out" | grep -q "protocol version 8 is not supported: this poold speaks version 3" \
 	&& ok "other protocol version refused clearly" || { not_ok "other protocol version refused"; echo "$out"; }
 out=$(cluster_exec 2 python3 "$top_srcdir/tests/integration/wire.py" "tcp:$(pool_coord_addr)" hello-version 2>&1)
-echo "$out" | grep -q "protocol version 3 is not supported: this coordinator speaks version 2" \
+echo "$out" | grep -q "protocol version 4 is not supported: this coordinator speaks version 3" \
 	&& ok "hello with another version refused clearly" || { not_ok "hello version refused"; echo "$out"; }
 
 # Coordinator gone: a node's cluster requests fail fast, then work once it is back.

@@ -96,7 +96,7 @@ check_out "command line: lend.size: 'huge'" "override error says command line"
 check_exit 2 "bad poold option" "$POOLD" -Z
 check_exit 2 "stray poold argument" "$POOLD" extra
 "$POOLD" -V >"$TEST_DIR/out" 2>&1
-check_out "^poold [0-9.]+ \(protocol 2\)" "poold -V prints the version"
+check_out "^poold [0-9.]+ \(protocol 3\)" "poold -V prints the version"
 check_exit 0 "poold -h" "$POOLD" -h
 check "poolctl config check --json" "$POOLCTL" --json config check "$good"
 check_out '"valid":true' "json check result"

@@ -13,7 +13,7 @@ check "truncated payload: closed" $WIRE truncated-payload
 check "oversize frame gets an error and a close" $WIRE oversize
 check_out "exceeds control.max_frame \(65536\)" "oversize error names the limit"
 check "wrong header version" $WIRE version
-check_out "this poold speaks version 2" "version error says which version poold speaks"
+check_out "this poold speaks version 3" "version error says which version poold speaks"
 check "wrong hello version" $WIRE hello-version
 check "request before hello" $WIRE no-hello
 check_out "first message must be hello" "no-hello error is clear"

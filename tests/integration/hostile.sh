@@ -38,7 +38,9 @@ for want in "node list gives worker addresses" "memfd of arena 0" "shrinking the
 	"memory file that holds more than the region" "a writable file of a region" \
 	"mapping it writable" "truncating it" "sealing it" "making the read-only mapping writable" \
 	"memory file after closing it" "KV namespace create" "KV namespace drop" \
-	"KV namespace flush" "KV adopt" "KV adopted" "KV recount"; do
+	"KV namespace flush" "KV adopt" "KV adopted" "KV recount" \
+	"a KV operation numbered 99 (malformed kv message)" \
+	"a KV namespace operation numbered 0 (malformed kv-ns message)"; do
 	grep -q "^refused: .*$want" "$TEST_DIR/out" && ok "refused: $want" || not_ok "refused: $want"
 done
 grep -q "^allowed: reading the public region it opened" "$TEST_DIR/out" &&

@@ -253,7 +253,7 @@ s = wire.connect(sys.argv[1])
 s.sendall(wire.frame(wire.HELLO, wire.hello_payload(), req_id=1))
 assert wire.read_frame(s)[0] == wire.HELLO_REPLY
 # KvRequest: op "failed", ns "dramonly", node 1, key "d7" (a key it holds no pin of)
-req = wire.field(1, b"failed") + wire.field(2, b"dramonly") + wire.field(3, b"d7") + b"\x30\x01"
+req = wire.vfield(1, wire.enum("KvOp", "failed")) + wire.field(2, b"dramonly") + wire.field(3, b"d7") + b"\x30\x01"
 s.sendall(wire.frame(42, req, req_id=2))
 mtype, _, payload = wire.read_frame(s)
 assert mtype == wire.ERROR, mtype

@@ -17,7 +17,7 @@ import wire  # noqa: E402
 SNAP_COPY, SNAP_COPY_REPLY = 49, 50
 F_ADD_SEALS, F_GET_SEALS = 1033, 1034
 SEALS = 0x1 | 0x2 | 0x4 | 0x8  # seal, shrink, grow, write
-EPERM, ENOENT, EBUSY, EINVAL, ENOSPC = 1, 2, 16, 22, 28
+EPERM, ENOENT, EBUSY, EINVAL, ENOSPC, EBADMSG = 1, 2, 16, 22, 28, 74
 MiB = 1 << 20
 
 
@@ -48,6 +48,11 @@ def connect_as(path, uid):
     return s
 
 
+def status_of(f):
+    """The status of a SnapCopyReply's fields, by name."""
+    return wire.enum_name("SnapCopyStatus", f[1][0])
+
+
 class Client:
     def __init__(self, path, uid=None):
         self.s = wire.connect(path) if uid is None else connect_as(path, uid)
@@ -60,7 +65,7 @@ class Client:
         return self.next_id - 1
 
     def send(self, op, name=None, ident=None, size=None, lazy=False):
-        p = wire.field(1, op.encode())
+        p = wire.vfield(1, wire.enum("SnapCopyOp", op) if isinstance(op, str) else op)
         if name is not None:
             p += wire.field(2, name.encode())
         if ident is not None:
@@ -94,7 +99,7 @@ class Client:
         """The status of a successful reply, and its fd."""
         t, f, fd = self.call(op, name, ident, size)
         assert t == SNAP_COPY_REPLY, (op, t, f)
-        return f[1][0].decode(), fd
+        return status_of(f), fd
 
     def error(self, op, name=None, ident=None, size=None):
         """The -errno of an error reply."""
@@ -164,7 +169,7 @@ def case_fill(path):
     assert a.status("done", "img", 7)[0] == "done"
     os.close(fd)
     t, f, fd = b.recv()
-    assert t == SNAP_COPY_REPLY and f[1][0] == b"ready", (t, f)
+    assert t == SNAP_COPY_REPLY and status_of(f) == "ready", (t, f)
     check_ready(fd, MiB // 4, 0x5A)
     ready(c, "img", 7, MiB // 4, 0x5A)
     assert c.error("get", "img", 7, MiB // 2) == -EINVAL  # not its size
@@ -186,7 +191,7 @@ def case_handoff(path, how):
     else:
         a.close()
     t, f, fd = b.recv()
-    assert t == SNAP_COPY_REPLY and f[1][0] == b"fill", (t, f)
+    assert t == SNAP_COPY_REPLY and status_of(f) == "fill", (t, f)
     with mmap.mmap(fd, 65536, mmap.MAP_SHARED) as m:
         assert m[:] == bytes(65536), "the new filler got the old memfd"
         m.write(b"\x02" * 65536)
@@ -200,7 +205,7 @@ def state(c, name, ident):
     """(status, inode) of op state."""
     t, f, fd = c.call("state", name, ident)
     assert t == SNAP_COPY_REPLY and fd is None, (t, f)
-    return f[1][0].decode(), f[3][0] if 3 in f else None
+    return status_of(f), f[3][0] if 3 in f else None
 
 
 def case_lazy(path):
@@ -212,7 +217,7 @@ def case_lazy(path):
     ino = os.fstat(fd).st_ino
     b.send("get", "lz", 3, 65536, lazy=True)
     t, f, rfd = b.recv(timeout=1)  # not held
-    assert t == SNAP_COPY_REPLY and f[1][0] == b"filling" and rfd is not None, (t, f)
+    assert t == SNAP_COPY_REPLY and status_of(f) == "filling" and rfd is not None, (t, f)
     assert os.fstat(rfd).st_ino == ino, "a lazy get got another memfd"
     assert fcntl.fcntl(rfd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY
     try:
@@ -231,7 +236,7 @@ def case_lazy(path):
     os.close(fd)
     assert a.status("done", "lz", 3)[0] == "done"
     t, f, cfd = c.recv()
-    assert t == SNAP_COPY_REPLY and f[1][0] == b"ready", (t, f)
+    assert t == SNAP_COPY_REPLY and status_of(f) == "ready", (t, f)
     check_ready(cfd, 65536, 7)
     assert state(b, "lz", 3) == ("ready", ino)
     os.close(rfd)
@@ -240,7 +245,7 @@ def case_lazy(path):
     assert st == "fill"
     b.send("get", "lz2", 4, 65536, lazy=True)
     t, f, rfd = b.recv(timeout=1)
-    assert f[1][0] == b"filling", f
+    assert status_of(f) == "filling", f
     os.close(fd)
     assert a.status("abort", "lz2", 4)[0] == "aborted"
     assert state(b, "lz2", 4) == ("none", None)  # nobody waited: the copy went
@@ -260,7 +265,9 @@ def case_replace(path):
 def case_bad(path):
     """Bad requests get clear errors and poold goes on."""
     a = Client(path)
-    for args in [("bogus", "x", 1, 4096), ("get", "a" * 59, 1, 4096), ("get", "bad name", 1, 4096),
+    # an operation the protocol does not name: a malformed message
+    assert a.error(99, "x", 1, 4096) == -EBADMSG
+    for args in [("get", "a" * 59, 1, 4096), ("get", "bad name", 1, 4096),
                  ("get", "", 1, 4096), ("get", None, 1, 4096), ("get", "x", 1, 0),
                  ("get", "x", 1, 4097), ("get", "x", 1, 1 << 41), ("get", "x", None, 4096),
                  ("get", "x", 1, None), ("done", "x", None), ("abort", None, 1),
@@ -345,7 +352,7 @@ def case_trust(path):
     assert st == "fill", st
     root.send("get", "lz", 6, 64 * K, lazy=True)
     t, f, rfd = root.recv()
-    assert t == SNAP_COPY_REPLY and f[1][0] == b"fill", ("root followed nobody's fill", t, f)
+    assert t == SNAP_COPY_REPLY and status_of(f) == "fill", ("root followed nobody's fill", t, f)
     os.close(rfd)
     assert root.status("abort", "lz", 6)[0] == "aborted"
     os.close(nfd)
@@ -361,12 +368,12 @@ def case_trust(path):
     held(root2)
     assert root.status("abort", "ho", 7)[0] == "aborted"
     t, f, fd = root2.recv()
-    assert t == SNAP_COPY_REPLY and f[1][0] == b"fill", (t, f)
+    assert t == SNAP_COPY_REPLY and status_of(f) == "fill", (t, f)
     held(nob)
     fresh(fd, 64 * K)
     write_done(root2, fd, "ho", 7, 64 * K, 0x33)
     t, f, fd = nob.recv()
-    assert t == SNAP_COPY_REPLY and f[1][0] == b"ready", (t, f)
+    assert t == SNAP_COPY_REPLY and status_of(f) == "ready", (t, f)
     check_ready(fd, 64 * K, 0x33)
     # With no admin waiting, nobody's held get is asked again: it fills a copy of its own.
     st, fd = root.status("get", "h2", 8, 64 * K)
@@ -376,7 +383,7 @@ def case_trust(path):
     assert root.status("abort", "h2", 8)[0] == "aborted"
     os.close(fd)
     t, f, fd = nob.recv()
-    assert t == SNAP_COPY_REPLY and f[1][0] == b"fill", (t, f)
+    assert t == SNAP_COPY_REPLY and status_of(f) == "fill", (t, f)
     fresh(fd, 64 * K)
     write_done(nob, fd, "h2", 8, 64 * K, 0x44)
     assert state(root, "h2", 8) == ("none", None), "root sees nobody's copy"

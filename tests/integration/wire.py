@@ -4,15 +4,43 @@ Builds frames by hand (header per proto/wire.h, protobuf fields encoded here)
 so tests can send what no well-behaved client would.
 """
 import os
+import re
 import select
 import socket
 import struct
 import sys
 import time
 
-VERSION = 2
+VERSION = 3
 HELLO, HELLO_REPLY, ERROR, OK, STATUS, STATUS_REPLY = 1, 2, 3, 4, 5, 6
 REGISTER = 10
+
+
+def _proto_enums():
+    """{enum: {short name: number}} of proto/pool.proto: KvOp's KV_OP_LOOKUP is "lookup"."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "proto",
+                        "pool.proto")
+    with open(path) as f:
+        text = f.read()
+    out = {}
+    for name, body in re.findall(r"enum (\w+) \{([^}]*)\}", text):
+        prefix = re.sub(r"(?<!^)([A-Z])", r"_\1", name).upper() + "_"
+        out[name] = {v[len(prefix):].lower(): int(n)
+                     for v, n in re.findall(r"(\w+) = (\d+);", body)}
+    return out
+
+
+ENUMS = _proto_enums()
+
+
+def enum(name, value):
+    """The number of an enum value, by the names pool.proto gives: enum("KvOp", "lookup")."""
+    return ENUMS[name][value]
+
+
+def enum_name(name, number):
+    """The short name of an enum's number, as enum() takes it."""
+    return next(k for k, v in ENUMS[name].items() if v == number)
 
 
 def varint(n):
@@ -329,7 +357,7 @@ def main():
         ns, key, size = sys.argv[3], sys.argv[4].encode(), int(sys.argv[5])
         s.sendall(frame(HELLO, hello_payload()))
         assert read_frame(s)[0] == HELLO_REPLY
-        req = field(1, b"reserve") + field(2, ns.encode()) + field(3, key) + \
+        req = vfield(1, enum("KvOp", "reserve")) + field(2, ns.encode()) + field(3, key) + \
             varint(4 << 3) + varint(size)
         s.sendall(frame(42, req, req_id=2))
         r = read_frame(s)
@@ -338,10 +366,10 @@ def main():
         os._exit(0)
     elif case == "kv-op":
         # One KV operation on one key, sent raw (no namespace open first): print the reply.
-        op, ns, key = sys.argv[3].encode(), sys.argv[4].encode(), sys.argv[5].encode()
+        op, ns, key = enum("KvOp", sys.argv[3]), sys.argv[4].encode(), sys.argv[5].encode()
         s.sendall(frame(HELLO, hello_payload()))
         assert read_frame(s)[0] == HELLO_REPLY
-        s.sendall(frame(42, field(1, op) + field(2, ns) + field(3, key), req_id=2))
+        s.sendall(frame(42, vfield(1, op) + field(2, ns) + field(3, key), req_id=2))
         r = read_frame(s)
         assert r, "no reply"
         print(error_text(r[2]) if r[0] == ERROR else "reply %d" % r[0])
@@ -350,7 +378,8 @@ def main():
         ns, key = sys.argv[3], sys.argv[4].encode()
         s.sendall(frame(HELLO, hello_payload()))
         assert read_frame(s)[0] == HELLO_REPLY
-        s.sendall(frame(42, field(1, b"lookup") + field(2, ns.encode()) + field(3, key), req_id=2))
+        s.sendall(frame(42, vfield(1, enum("KvOp", "lookup")) + field(2, ns.encode()) +
+                        field(3, key), req_id=2))
         r = read_frame(s)
         assert r and r[0] == 43, r
         print("pinned", flush=True)

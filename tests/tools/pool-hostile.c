@@ -262,7 +262,7 @@ static int keep_mapping(const char *name)
  * reserve (held by holder); the key's status (or the call's error), and
  * the version a reserve gave.
  */
-static int kv_one_at(const char *op, const char *ns, const void *key, size_t klen, uint64_t arg,
+static int kv_one_at(Pool__KvOp op, const char *ns, const void *key, size_t klen, uint64_t arg,
 		     const char *holder, uint64_t *ret_version, Pool__KvLocation *ret_loc)
 {
 	Pool__KvRequest kr = POOL__KV_REQUEST__INIT;
@@ -271,11 +271,11 @@ static int kv_one_at(const char *op, const char *ns, const void *key, size_t kle
 	char msg[256];
 	int rc;
 
-	kr.op = (char *)op;
+	kr.op = op;
 	kr.ns = (char *)ns;
 	kr.keys = &k;
 	kr.n_keys = 1;
-	if (strcmp(op, "reserve") == 0) {
+	if (op == POOL__KV_OP__KV_OP_RESERVE) {
 		kr.sizes = &arg;
 		kr.n_sizes = 1;
 	} else {
@@ -301,7 +301,7 @@ static int kv_one_at(const char *op, const char *ns, const void *key, size_t kle
 	return rc;
 }
 
-static int kv_one(const char *op, const char *ns, const void *key, size_t klen, uint64_t arg,
+static int kv_one(Pool__KvOp op, const char *ns, const void *key, size_t klen, uint64_t arg,
 		  const char *holder, uint64_t *ret_version)
 {
 	return kv_one_at(op, ns, key, klen, arg, holder, ret_version, NULL);
@@ -310,7 +310,7 @@ static int kv_one(const char *op, const char *ns, const void *key, size_t klen, 
 /* --steal: another session's reservation can be neither published nor freed. */
 static int steal_reservation(const char *ns, const char *key)
 {
-	static const char *const ops[] = {"commit", "abort"};
+	static const Pool__KvOp ops[] = {POOL__KV_OP__KV_OP_COMMIT, POOL__KV_OP__KV_OP_ABORT};
 	unsigned taken = 0, refused = 0, other = 0;
 	uint64_t version;
 
@@ -337,18 +337,21 @@ static int poison_page(const char *holder)
 
 	memset(key, 0xab, sizeof(key));
 	key[0] = key[1] = key[2] = key[3] = 0; /* root's */
-	rc = kv_one("reserve", "snap.pages", key, sizeof(key), 4096, holder, &version);
+	rc = kv_one(POOL__KV_OP__KV_OP_RESERVE, "snap.pages", key, sizeof(key), 4096, holder,
+		    &version);
 	verdict("storing a page under a key of root's", rc == -EPERM, strerror(-rc));
 	key[0] = (uint8_t)(me >> 24);
 	key[1] = (uint8_t)(me >> 16);
 	key[2] = (uint8_t)(me >> 8);
 	key[3] = (uint8_t)me;
-	rc = kv_one("reserve", "snap.pages", key, sizeof(key), 4096, holder, &version);
+	rc = kv_one(POOL__KV_OP__KV_OP_RESERVE, "snap.pages", key, sizeof(key), 4096, holder,
+		    &version);
 	printf("%s: storing a page under a key of its own (%s)\n", rc == 0 ? "allowed" : "FAILED",
 	       rc == 0 ? "reserved" : strerror(-rc));
 	failures += rc != 0;
 	if (rc == 0)
-		kv_one("abort", "snap.pages", key, sizeof(key), version, NULL, NULL);
+		kv_one(POOL__KV_OP__KV_OP_ABORT, "snap.pages", key, sizeof(key), version, NULL,
+		       NULL);
 	return failures;
 }
 
@@ -364,7 +367,8 @@ static int shared_put(const char *holder, const uint8_t *key, const uint8_t *pag
 	void *map;
 	int fd = -1, rc;
 
-	rc = kv_one_at("reserve", "snap.shared", key, 16, 4096, holder, &version, &loc);
+	rc = kv_one_at(POOL__KV_OP__KV_OP_RESERVE, "snap.shared", key, 16, 4096, holder, &version,
+		       &loc);
 	if (rc < 0)
 		return rc;
 	wreq.size = 64 << 10;
@@ -387,7 +391,8 @@ static int shared_put(const char *holder, const uint8_t *key, const uint8_t *pag
 	op.window = win->window;
 	rc = xfer(&op);
 	if (rc == 0)
-		rc = kv_one("commit", "snap.shared", key, 16, version, holder, NULL);
+		rc = kv_one(POOL__KV_OP__KV_OP_COMMIT, "snap.shared", key, 16, version, holder,
+			    NULL);
 	munmap(map, win->size);
 out:
 	close(fd);
@@ -417,7 +422,8 @@ static int squat_shared(const char *holder, const char *hexkey)
 
 	if (hex_key(hexkey, key) < 0)
 		return 2;
-	rc = kv_one("reserve", "snap.shared", key, sizeof(key), 4096, holder, &version);
+	rc = kv_one(POOL__KV_OP__KV_OP_RESERVE, "snap.shared", key, sizeof(key), 4096, holder,
+		    &version);
 	printf("%s\n", rc == 0 ? "reserved" : strerror(-rc));
 	fflush(stdout);
 	while (rc == 0 && fgets(line, sizeof(line), stdin) != NULL)
@@ -511,21 +517,36 @@ int main(int argc, char **argv)
 
 	/* What only admins may do to the KV cache, checked by the permission table. */
 	{
-		static const char *const ns_ops[] = {"create", "drop", "flush"};
-		static const char *const kv_ops[] = {"adopt", "adopted", "recount"};
+		static const Pool__KvNsOp ns_ops[] = {POOL__KV_NS_OP__KV_NS_OP_CREATE,
+						      POOL__KV_NS_OP__KV_NS_OP_DROP,
+						      POOL__KV_NS_OP__KV_NS_OP_FLUSH};
+		static const Pool__KvOp kv_ops[] = {POOL__KV_OP__KV_OP_ADOPT,
+						    POOL__KV_OP__KV_OP_ADOPTED,
+						    POOL__KV_OP__KV_OP_RECOUNT};
+		char name[WIRE_ENUM_NAME_MAX];
 		Pool__KvNsRequest ns = POOL__KV_NS_REQUEST__INIT;
 		Pool__KvRequest kv = POOL__KV_REQUEST__INIT;
 		char what[64];
 
 		ns.name = kv.ns = (char *)"hostile";
 		for (i = 0; i < 3; i++) {
-			ns.op = (char *)ns_ops[i];
-			snprintf(what, sizeof(what), "KV namespace %s", ns_ops[i]);
+			ns.op = ns_ops[i];
+			snprintf(
+			    what, sizeof(what), "KV namespace %s",
+			    wire_enum_name(&pool__kv_ns_op__descriptor, ns.op, name, sizeof(name)));
 			must_fail(what, WIRE_KV_NS, &ns.base, WIRE_KV_NS_REPLY);
-			kv.op = (char *)kv_ops[i];
-			snprintf(what, sizeof(what), "KV %s", kv_ops[i]);
+			kv.op = kv_ops[i];
+			snprintf(
+			    what, sizeof(what), "KV %s",
+			    wire_enum_name(&pool__kv_op__descriptor, kv.op, name, sizeof(name)));
 			must_fail(what, WIRE_KV, &kv.base, WIRE_KV_REPLY);
 		}
+		/* An operation the protocol does not name is a malformed message. */
+		kv.op = (Pool__KvOp)99;
+		must_fail("a KV operation numbered 99", WIRE_KV, &kv.base, WIRE_KV_REPLY);
+		ns.op = (Pool__KvNsOp)0;
+		must_fail("a KV namespace operation numbered 0", WIRE_KV_NS, &ns.base,
+			  WIRE_KV_NS_REPLY);
 	}
 
 	/* A local arena's memfd is not for tenants. */

@@ -110,14 +110,14 @@ static void test_region_striped_moved_gone(void)
 	CU_ASSERT_EQUAL(p[2].pos, 6144);
 	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 5, 7, 0, 16384, false, p, 2), -E2BIG);
 	/* Moved: refused until the new layout passes (a stat keeps the access). */
-	grant_notice(&pd, 5, "r", "moved");
+	grant_notice(&pd, 5, "r", false);
 	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 5, 7, 0, 8, false, p, 4), -ESTALE);
 	region_reply(5, 16384, 4096, 0, 2, moved);
 	CU_ASSERT_EQUAL_FATAL(grant_region_pieces(&pd, 5, 7, 0, 8, true, p, 4), 1);
 	CU_ASSERT_EQUAL(p[0].node, 3);
 	CU_ASSERT_EQUAL(p[0].arena, 1);
 	CU_ASSERT_EQUAL(p[0].off, 4096);
-	grant_notice(&pd, 5, "r", "gone");
+	grant_notice(&pd, 5, "r", true);
 	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 5, 7, 0, 8, false, p, 4), -EPERM);
 }
 
@@ -182,7 +182,7 @@ static void test_kv(void)
 	CU_ASSERT_EQUAL(grant_place_check(&pd, 9, 1, 0, 131072, 0, 8, false), 0);
 	CU_ASSERT_EQUAL(grant_place_check(&pd, 10, 1, 0, 0, 0, 8, false), -EPERM);
 	/* Released: gone, the others stay. */
-	rel.op = "release";
+	rel.op = POOL__KV_OP__KV_OP_RELEASE;
 	rel.ns = "n";
 	rel.keys = &key;
 	rel.n_keys = 1;
