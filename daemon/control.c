@@ -73,6 +73,8 @@ void control_notify(struct poold *pd, uint64_t session, uint16_t type, const Pro
 {
 	struct ctl_conn *c;
 
+	if (pd->control == NULL) /* (a poold's cores without its socket: the unit tests) */
+		return;
 	TAILQ_FOREACH(c, &pd->control->conns, entry)
 		if (c->session == session) {
 			if (type == WIRE_REGION_NOTICE) {

@@ -470,6 +470,44 @@ struct region *region_find_id(struct regions *rs, uint64_t id);
 bool mode_allows(uid_t uid, gid_t gid, uid_t owner, gid_t group, unsigned mode, unsigned want);
 bool req_mode_allows(const struct req *q, uid_t owner, gid_t group, unsigned mode, unsigned want);
 bool region_allowed(const struct region *r, const struct req *q, unsigned want);
+
+/*
+ * The address space's operations on regions (region.c), for regionwire.c's
+ * requests and for tests: the caller as the coordinator knows it, the
+ * answer a status with err saying why it failed.
+ */
+struct region_caller {
+	uint32_t node;	  /* the node of the caller's session */
+	uint64_t session; /* its leases are this session's */
+	uid_t uid;
+	gid_t gid;
+	bool admin; /* may destroy and keep others' regions */
+};
+
+struct region_spec {
+	const char *name;
+	uint64_t size;
+	enum region_class cls;
+	const char *placement; /* local, any, node=N, numa=M, spread[=N] ("": any) */
+	uint64_t stripe;       /* spread: bytes per stripe (0: the default) */
+	unsigned mode;
+	bool anonymous; /* goes with its last lease, until kept */
+	bool open;	/* the caller holds a lease on it at once */
+};
+
+bool region_may(const struct region *r, const struct region_caller *who, unsigned want);
+const char *region_class_name(enum region_class cls);
+int region_class_of(const char *name, enum region_class *ret);
+int region_create(struct poold *pd, const struct region_spec *spec, const struct region_caller *who,
+		  struct region **ret, char *err, size_t errlen);
+int region_open(struct poold *pd, const char *name, unsigned want, const struct region_caller *who,
+		struct region **ret, char *err, size_t errlen);
+int region_close(struct poold *pd, const char *name, const struct region_caller *who, char *err,
+		 size_t errlen);
+int region_destroy(struct poold *pd, const char *name, const struct region_caller *who, char *err,
+		   size_t errlen);
+int region_keep(struct poold *pd, const char *name, const struct region_caller *who, char *err,
+		size_t errlen);
 bool region_pool_usable(struct poold *pd, const struct lender_pool *lp);
 struct lender_pool *region_pool(struct regions *rs, uint32_t node, uint32_t arena);
 struct lender_pool *region_pick_avoid(struct poold *pd, enum tier tier, uint64_t len,

@@ -14,6 +14,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -552,8 +554,8 @@ static int region_parse_placement(const char *p, uint32_t *node, int *numa, unsi
 	return -EINVAL;
 }
 
-static int region_place(struct poold *pd, struct region *r, const Pool__RegionCreate *rc, char *err,
-			size_t errlen)
+static int region_place(struct poold *pd, struct region *r, const struct region_spec *spec,
+			char *err, size_t errlen)
 {
 	enum tier tier = r->cls == CLASS_PERSISTENT ? TIER_PMEM : TIER_DRAM;
 	const struct lender_pool **used = NULL;
@@ -561,15 +563,15 @@ static int region_place(struct poold *pd, struct region *r, const Pool__RegionCr
 	uint32_t node;
 	int numa;
 
-	if (region_parse_placement(rc->placement, &node, &numa, &spread) < 0) {
+	if (region_parse_placement(spec->placement, &node, &numa, &spread) < 0) {
 		snprintf(err, errlen,
 			 "placement '%s' is not local, any, node=N, numa=M, spread or "
 			 "spread=N",
-			 rc->placement);
+			 spec->placement);
 		return -EINVAL;
 	}
 	/* "local" is the node of the caller's session, whatever the client claims. */
-	if (strcmp(rc->placement, "local") == 0 || numa >= 0)
+	if (strcmp(spec->placement, "local") == 0 || numa >= 0)
 		node = r->creator_node;
 	if (spread == 0) {
 		struct lender_pool *lp = region_pick(pd, node, tier, numa, r->size, NULL, 0);
@@ -595,10 +597,10 @@ static int region_place(struct poold *pd, struct region *r, const Pool__RegionCr
 		TAILQ_FOREACH(m, &pd->members, entry)
 			n += m->state == MEMBER_UP;
 	}
-	r->stripe = rc->stripe ? rc->stripe
-			       : MIN(REGION_STRIPE_DEFAULT, (r->size + EXTENT_GRAIN_DEFAULT - 1) /
-								EXTENT_GRAIN_DEFAULT *
-								EXTENT_GRAIN_DEFAULT);
+	r->stripe = spec->stripe ? spec->stripe
+				 : MIN(REGION_STRIPE_DEFAULT, (r->size + EXTENT_GRAIN_DEFAULT - 1) /
+								  EXTENT_GRAIN_DEFAULT *
+								  EXTENT_GRAIN_DEFAULT);
 	if (r->stripe % EXTENT_GRAIN_DEFAULT != 0 || r->stripe == 0 ||
 	    r->stripe > (r->size + EXTENT_GRAIN_DEFAULT - 1) / EXTENT_GRAIN_DEFAULT *
 			    EXTENT_GRAIN_DEFAULT) {
@@ -638,7 +640,7 @@ out_nospc : {
 	region_release_extents(pd, r);
 	units_fmt_size(r->size, sz, sizeof(sz));
 	region_free_text(pd, tier, where, sizeof(where));
-	snprintf(err, errlen, "no room for %s (placement %s%s): %s", sz, rc->placement,
+	snprintf(err, errlen, "no room for %s (placement %s%s): %s", sz, spec->placement,
 		 spread ? ", striped" : "", where);
 	return -ENOSPC;
 }
@@ -852,62 +854,6 @@ void region_node_sessions(struct poold *pd, uint32_t node, uint64_t incarnation,
 			l->ends_at = i == n ? ends : 0;
 			l->unconfirmed = false;
 		}
-}
-
-/* A region as a message, with the storage its pointers refer to. */
-struct region_msg {
-	Pool__RegionInfo info;
-	Pool__Extent *ext;
-	Pool__Extent **ptrs;
-};
-
-static int region_msg_build(const struct region *r, bool with_extents, struct region_msg *m)
-{
-	size_t i, n = with_extents ? r->next : 0;
-
-	memset(m, 0, sizeof(*m));
-	pool__region_info__init(&m->info);
-	m->ext = calloc(n ? n : 1, sizeof(*m->ext));
-	m->ptrs = calloc(n ? n : 1, sizeof(*m->ptrs));
-	if (m->ext == NULL || m->ptrs == NULL) {
-		free(m->ext);
-		free(m->ptrs);
-		return -ENOMEM;
-	}
-	m->info.name = (char *)r->name;
-	m->info.id = r->id;
-	m->info.size = r->size;
-	m->info.class_ = (char *)class_names[r->cls];
-	m->info.placement = (char *)r->placement;
-	m->info.mode = r->mode;
-	m->info.uid = r->uid;
-	m->info.gid = r->gid;
-	m->info.gva = r->base;
-	m->info.stripe = r->stripe;
-	m->info.leases = r->leases;
-	m->info.anonymous = r->anonymous;
-	m->info.creator_node = r->creator_node;
-	m->info.has_lost = m->info.has_want_extents = 1;
-	m->info.lost = r->lost;
-	m->info.want_extents = (uint32_t)r->want_ext;
-	for (i = 0; i < n; i++) {
-		pool__extent__init(&m->ext[i]);
-		m->ext[i].node = r->ext[i].node;
-		m->ext[i].arena = r->ext[i].arena;
-		m->ext[i].off = r->ext[i].off;
-		m->ext[i].len = r->ext[i].len;
-		m->ext[i].region_off = r->ext[i].region_off;
-		m->ptrs[i] = &m->ext[i];
-	}
-	m->info.extents = m->ptrs;
-	m->info.n_extents = n;
-	return 0;
-}
-
-static void region_msg_release(struct region_msg *m)
-{
-	free(m->ext);
-	free(m->ptrs);
 }
 
 /* What a region is, as its lenders and the coordinator's journal record it (h->region aside). */
@@ -1176,109 +1122,113 @@ bool mode_allows(uid_t uid, gid_t gid, uid_t owner, gid_t group, unsigned mode, 
 	return (bits & want) == want;
 }
 
-bool req_mode_allows(const struct req *q, uid_t owner, gid_t group, unsigned mode, unsigned want)
+/* Whether the caller may access r with the given rwx bits (4 read, 2 write). */
+bool region_may(const struct region *r, const struct region_caller *who, unsigned want)
 {
-	return mode_allows(q->uid, q->gid, owner, group, mode, want);
+	return mode_allows(who->uid, who->gid, r->uid, r->gid, r->mode, want);
 }
 
-/* Whether uid/gid may access r with the given rwx bits (4 read, 2 write). */
-bool region_allowed(const struct region *r, const struct req *q, unsigned want)
+/* The word for a region class, as the wire, poolctl and the logs say it. */
+const char *region_class_name(enum region_class cls)
 {
-	return req_mode_allows(q, r->uid, r->gid, r->mode, want);
+	return class_names[cls];
 }
 
-/* Reply with the region and the members that hold its extents. */
-static int region_reply(struct req *q, const struct region *r, bool with_extents, unsigned access)
+/* The class a word names: 0 with *ret, or -EINVAL. */
+int region_class_of(const char *name, enum region_class *ret)
 {
-	Pool__RegionReply reply = POOL__REGION_REPLY__INIT;
-	struct region_msg m;
-	int rc;
+	size_t i;
 
-	rc = region_msg_build(r, with_extents, &m);
-	if (rc < 0)
-		return req_errorf(q, rc, "out of memory");
-	reply.region = &m.info;
-	/* The session's own poold grants it this and carries its transfers (grant.c). */
-	if (access != 0) {
-		reply.has_access = 1;
-		reply.access = access;
-	}
-	rc = req_reply(q, WIRE_REGION_REPLY, &reply.base);
-	region_msg_release(&m);
+	for (i = 0; i < ARRAY_SIZE(class_names); i++)
+		if (strcmp(name, class_names[i]) == 0) {
+			*ret = (enum region_class)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* Say why in err and return rc, for the requests' answers. */
+static int region_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int region_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
 	return rc;
 }
 
 /* Check the caller's uid against its quota (quota.c: all it holds) and quota.regions. */
-static int region_quota(struct req *q, uint64_t size)
+static int region_quota(struct poold *pd, uid_t uid, uint64_t size, char *err, size_t errlen)
 {
-	struct poold_conf *conf = q->pd->conf;
-	uint64_t count = usage_of(&q->pd->usage, q->uid).regions;
+	struct poold_conf *conf = pd->conf;
+	uint64_t count = usage_of(&pd->usage, uid).regions;
 
 	if (conf->quota_regions > 0 && count + 1 > (uint64_t)conf->quota_regions)
-		return req_errorf(q, -EDQUOT, "uid %u owns %llu regions: quota.regions is %lld",
-				  (unsigned)q->uid, (unsigned long long)count,
-				  (long long)conf->quota_regions);
-	if (quota_over(q->pd, q->uid, size)) {
-		char why[256];
-
-		quota_explain(q->pd, q->uid, size, why, sizeof(why));
-		return req_errorf(q, -EDQUOT, "%s", why);
+		return region_fail(err, errlen, -EDQUOT,
+				   "uid %u owns %llu regions: quota.regions is %lld", (unsigned)uid,
+				   (unsigned long long)count, (long long)conf->quota_regions);
+	if (quota_over(pd, uid, size)) {
+		quota_explain(pd, uid, size, err, errlen);
+		return -EDQUOT;
 	}
 	return 0;
 }
 
-static int region_create(struct req *q, const ProtobufCMessage *msg)
+/*
+ * Make a region for the caller: its name, size and mode checked against
+ * the pool's limits and the caller's quota, its extents placed on lenders,
+ * a global base address of its own. With spec->open the caller holds a
+ * lease on it at once.
+ */
+int region_create(struct poold *pd, const struct region_spec *spec, const struct region_caller *who,
+		  struct region **ret, char *err, size_t errlen)
 {
-	const Pool__RegionCreate *c = (const Pool__RegionCreate *)msg;
-	struct poold *pd = q->pd;
 	struct regions *rs = pd->regions;
 	struct region *r;
-	char err[512] = "";
 	size_t i;
 	int rc;
 
-	if (!region_name_ok(c->name))
-		return req_errorf(q, -EINVAL,
-				  "region name '%s': 1-63 characters of "
-				  "[A-Za-z0-9._:/-]",
-				  c->name);
-	if (c->size == 0 || c->size > REGION_MAX_SIZE)
-		return req_errorf(q, -EINVAL, "region size must be 1 byte to 16T");
-	if (c->mode > 0777)
-		return req_errorf(q, -EINVAL, "mode %o is not a permission mode", c->mode);
-	if (region_find(rs, c->name) != NULL)
-		return req_errorf(q, -EEXIST, "region '%s' exists", c->name);
+	if (!region_name_ok(spec->name))
+		return region_fail(err, errlen, -EINVAL,
+				   "region name '%s': 1-%d characters of [A-Za-z0-9._:/-]",
+				   spec->name, POOL_REGION_NAME_MAX);
+	if (spec->size == 0 || spec->size > REGION_MAX_SIZE)
+		return region_fail(err, errlen, -EINVAL, "region size must be 1 byte to 16T");
+	if (spec->mode > 0777)
+		return region_fail(err, errlen, -EINVAL, "mode %o is not a permission mode",
+				   spec->mode);
+	if (region_find(rs, spec->name) != NULL)
+		return region_fail(err, errlen, -EEXIST, "region '%s' exists", spec->name);
 	if (rs->count >= (size_t)pd->conf->max_regions)
-		return req_errorf(q, -EUSERS, "the pool holds regions.max = %lld regions",
-				  (long long)pd->conf->max_regions);
-	rc = region_quota(q, c->size);
+		return region_fail(err, errlen, -EUSERS,
+				   "the pool holds regions.max = %lld regions",
+				   (long long)pd->conf->max_regions);
+	rc = region_quota(pd, who->uid, spec->size, err, errlen);
 	if (rc < 0)
 		return rc;
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
-		return req_errorf(q, -ENOMEM, "out of memory");
+		return region_fail(err, errlen, -ENOMEM, "out of memory");
 	TAILQ_INIT(&r->lease_list);
-	for (i = 0; i < ARRAY_SIZE(class_names); i++)
-		if (strcmp(c->class_, class_names[i]) == 0)
-			break;
-	if (i == ARRAY_SIZE(class_names)) {
-		free(r);
-		return req_errorf(q, -EINVAL, "class '%s' is not pinned, cache or persistent",
-				  c->class_);
-	}
-	r->cls = (enum region_class)i;
-	snprintf(r->name, sizeof(r->name), "%s", c->name);
-	snprintf(r->placement, sizeof(r->placement), "%s", c->placement[0] ? c->placement : "any");
-	r->size = c->size;
-	r->mode = c->mode;
-	r->uid = q->uid;
-	r->gid = q->gid;
-	r->anonymous = c->anonymous;
-	r->creator_node = q->node;
-	rc = region_place(pd, r, c, err, sizeof(err));
+	r->cls = spec->cls;
+	snprintf(r->name, sizeof(r->name), "%s", spec->name);
+	snprintf(r->placement, sizeof(r->placement), "%s",
+		 spec->placement[0] ? spec->placement : "any");
+	r->size = spec->size;
+	r->mode = spec->mode;
+	r->uid = who->uid;
+	r->gid = who->gid;
+	r->anonymous = spec->anonymous;
+	r->creator_node = who->node;
+	rc = region_place(pd, r, spec, err, errlen);
 	if (rc < 0) {
+		if (err[0] == '\0')
+			snprintf(err, errlen, "%s", err_str(rc));
 		free(r);
-		return req_errorf(q, rc, "%s", err[0] ? err : err_str(rc));
+		return rc;
 	}
 	r->id = ++rs->next_id;
 	r->base = rs->next_base;
@@ -1286,126 +1236,124 @@ static int region_create(struct req *q, const ProtobufCMessage *msg)
 	if (region_link(pd, r) < 0) {
 		region_release_extents(pd, r);
 		free(r);
-		return req_errorf(q, -ENOMEM, "out of memory");
+		return region_fail(err, errlen, -ENOMEM, "out of memory");
 	}
 	/* In the map first: a persistent region's lenders are told what it is. */
 	for (i = 0; i < r->next; i++)
 		hold_tell(pd, r->ext[i].node, r->ext[i].arena, r->ext[i].off, r->ext[i].len, r->id);
 	coordlog_region(pd, r); /* before its first lease, which the journal names it in */
-	if (c->open && region_lease_add(pd, r, q->node, q->session) == NULL) {
+	if (spec->open && region_lease_add(pd, r, who->node, who->session) == NULL) {
 		region_free(pd, r);
-		return req_errorf(q, -ENOMEM, "out of memory");
+		return region_fail(err, errlen, -ENOMEM, "out of memory");
 	}
 	region_account(pd);
 	log_debug("region '%s' created: %llu bytes, %s, %s, %zu extent(s), uid %u", r->name,
 		  (unsigned long long)r->size, class_names[r->cls], r->placement, r->next,
 		  (unsigned)r->uid);
-	return region_reply(q, r, true, c->open ? 6 : 0);
-}
-
-static int region_lookup(struct req *q, const ProtobufCMessage *msg, struct region **ret)
-{
-	const Pool__RegionName *n = (const Pool__RegionName *)msg;
-	struct region *r = region_find(q->pd->regions, n->name);
-
 	*ret = r;
-	return r == NULL ? req_errorf(q, -ENOENT, "no region '%s'", n->name) : 0;
+	return 0;
 }
 
-static int region_open(struct req *q, const ProtobufCMessage *msg)
+static int region_named(struct poold *pd, const char *name, struct region **ret, char *err,
+			size_t errlen)
 {
-	const Pool__RegionName *n = (const Pool__RegionName *)msg;
-	unsigned want = n->has_access ? n->access & 6 : 4;
+	*ret = region_find(pd->regions, name);
+	return *ret == NULL ? region_fail(err, errlen, -ENOENT, "no region '%s'", name) : 0;
+}
+
+/*
+ * Open a region for the caller with access want (4 read, 2 write): a lease
+ * of its session, which keeps an anonymous region, if its data is whole
+ * and its lenders alive.
+ */
+int region_open(struct poold *pd, const char *name, unsigned want, const struct region_caller *who,
+		struct region **ret, char *err, size_t errlen)
+{
 	struct region *r;
 	size_t i;
-	int rc;
+	int rc = region_named(pd, name, &r, err, errlen);
 
-	rc = region_lookup(q, msg, &r);
 	if (rc < 0)
 		return rc;
 	if (r->lost && r->want_ext > 0)
-		return req_errorf(q, POOL_ELOST,
-				  "region '%s' is not back whole: %zu of %zu "
-				  "extent(s) are back from their lenders",
-				  r->name, r->next, r->want_ext);
+		return region_fail(err, errlen, POOL_ELOST,
+				   "region '%s' is not back whole: %zu of %zu extent(s) are back "
+				   "from their lenders",
+				   r->name, r->next, r->want_ext);
 	if (r->lost)
-		return req_errorf(q, POOL_ELOST,
-				  "region '%s' lost its data when a lender restarted", r->name);
-	if (!region_allowed(r, q, want))
-		return req_errorf(q, -EACCES, "region '%s' (mode %03o, uid %u): %s access denied",
-				  r->name, r->mode, r->uid, want & 2 ? "read-write" : "read");
+		return region_fail(err, errlen, POOL_ELOST,
+				   "region '%s' lost its data when a lender restarted", r->name);
+	if (!region_may(r, who, want))
+		return region_fail(err, errlen, -EACCES,
+				   "region '%s' (mode %03o, uid %u): %s access denied", r->name,
+				   r->mode, r->uid, want & 2 ? "read-write" : "read");
 	for (i = 0; i < r->next; i++) {
-		struct member *m = cluster_find(q->pd, r->ext[i].node);
+		struct member *m = cluster_find(pd, r->ext[i].node);
 
 		if (m == NULL || m->state == MEMBER_DEAD)
-			return req_errorf(q, POOL_ELOST, "region '%s': its lender node %u is dead",
-					  r->name, r->ext[i].node);
+			return region_fail(err, errlen, POOL_ELOST,
+					   "region '%s': its lender node %u is dead", r->name,
+					   r->ext[i].node);
 	}
-	if (region_lease_add(q->pd, r, q->node, q->session) == NULL)
-		return req_errorf(q, -ENOMEM, "out of memory");
-	return region_reply(q, r, true, want | 4);
+	if (region_lease_add(pd, r, who->node, who->session) == NULL)
+		return region_fail(err, errlen, -ENOMEM, "out of memory");
+	*ret = r;
+	return 0;
 }
 
-/* End one lease of the caller's session on a region. */
-static int region_close_lease(struct req *q, const ProtobufCMessage *msg)
+/* End one lease of the caller's session on a region; an anonymous region goes with its last. */
+int region_close(struct poold *pd, const char *name, const struct region_caller *who, char *err,
+		 size_t errlen)
 {
-	Pool__Ok ok = POOL__OK__INIT;
 	struct region *r;
 	struct lease *l;
-	int rc = region_lookup(q, msg, &r);
+	int rc = region_named(pd, name, &r, err, errlen);
 
 	if (rc < 0)
 		return rc;
 	TAILQ_FOREACH(l, &r->lease_list, entry)
-		if (l->node == q->node && l->session == q->session && l->ends_at == 0)
+		if (l->node == who->node && l->session == who->session && l->ends_at == 0)
 			break;
 	if (l == NULL)
-		return req_errorf(q, -ENOENT, "this session holds no lease on '%s'", r->name);
-	region_lease_drop(q->pd, r, l);
+		return region_fail(err, errlen, -ENOENT, "this session holds no lease on '%s'",
+				   r->name);
+	region_lease_drop(pd, r, l);
 	/* While a reclaim moves it, the sweep frees it once the move is over. */
 	if (r->anonymous && r->leases == 0 && !r->moving) {
 		log_info("anonymous region '%s' freed: its last lease ended", r->name);
-		region_free(q->pd, r);
+		region_free(pd, r);
 	}
-	return req_reply(q, WIRE_OK, &ok.base);
+	return 0;
 }
 
-static int region_stat(struct req *q, const ProtobufCMessage *msg)
+/* The region named, if the caller owns it (or is root or an admin). */
+static int region_owned(struct poold *pd, const char *name, const struct region_caller *who,
+			struct region **ret, char *err, size_t errlen)
 {
-	struct region *r;
-	int rc = region_lookup(q, msg, &r);
+	int rc = region_named(pd, name, ret, err, errlen);
 
-	if (rc < 0)
-		return rc;
-	/* Where the data lives is for those who may read it. */
-	return region_reply(q, r, region_allowed(r, q, 4), 0);
-}
-
-/* The region a request names, if the caller owns it (or is root or an admin). */
-static int region_lookup_owned(struct req *q, const ProtobufCMessage *msg, struct region **ret)
-{
-	int rc = region_lookup(q, msg, ret);
-
-	if (rc == 0 && q->uid != 0 && q->uid != (*ret)->uid && !q->admin)
-		rc = req_errorf(q, -EPERM, "region '%s' belongs to uid %u", (*ret)->name,
-				(*ret)->uid);
+	if (rc == 0 && who->uid != 0 && who->uid != (*ret)->uid && !who->admin)
+		rc = region_fail(err, errlen, -EPERM, "region '%s' belongs to uid %u", (*ret)->name,
+				 (*ret)->uid);
 	return rc;
 }
 
-static int region_destroy(struct req *q, const ProtobufCMessage *msg)
+/* Destroy a region the caller owns: its lease holders are told, its extents scrubbed. */
+int region_destroy(struct poold *pd, const char *name, const struct region_caller *who, char *err,
+		   size_t errlen)
 {
-	Pool__Ok ok = POOL__OK__INIT;
 	struct region *r;
-	int rc = region_lookup_owned(q, msg, &r);
+	int rc = region_owned(pd, name, who, &r, err, errlen);
 
 	if (rc < 0)
 		return rc;
 	if (r->moving)
-		return req_errorf(q, -EBUSY, "region '%s' is being moved by a reclaim", r->name);
-	region_notify(q->pd, r, REGION_GONE);
+		return region_fail(err, errlen, -EBUSY, "region '%s' is being moved by a reclaim",
+				   r->name);
+	region_notify(pd, r, REGION_GONE);
 	log_debug("region '%s' destroyed", r->name);
-	region_free(q->pd, r);
-	return req_reply(q, WIRE_OK, &ok.base);
+	region_free(pd, r);
+	return 0;
 }
 
 /*
@@ -1414,63 +1362,21 @@ static int region_destroy(struct req *q, const ProtobufCMessage *msg)
  * stored), so that one that dies first leaves nothing behind. Its lenders'
  * records and the coordinator's journal are told.
  */
-static int region_keep(struct req *q, const ProtobufCMessage *msg)
+int region_keep(struct poold *pd, const char *name, const struct region_caller *who, char *err,
+		size_t errlen)
 {
-	Pool__Ok ok = POOL__OK__INIT;
 	struct region *r;
 	size_t i;
-	int rc = region_lookup_owned(q, msg, &r);
+	int rc = region_owned(pd, name, who, &r, err, errlen);
 
-	if (rc < 0)
+	if (rc < 0 || !r->anonymous)
 		return rc;
-	if (r->anonymous) {
-		r->anonymous = false;
-		for (i = 0; i < r->next; i++)
-			hold_tell(q->pd, r->ext[i].node, r->ext[i].arena, r->ext[i].off,
-				  r->ext[i].len, r->id);
-		coordlog_region(q->pd, r);
-		log_debug("region '%s' kept", r->name);
-	}
-	return req_reply(q, WIRE_OK, &ok.base);
-}
-
-static int region_list(struct req *q, const ProtobufCMessage *msg)
-{
-	Pool__RegionList reply = POOL__REGION_LIST__INIT;
-	struct region_msg *ms;
-	struct region *r;
-	size_t n = 0, i;
-	int rc = 0;
-
-	TAILQ_FOREACH(r, &q->pd->regions->list, entry)
-		n++;
-	/* A uid sees the regions it may open; admins see them all. */
-	ms = calloc(n ? n : 1, sizeof(*ms));
-	reply.regions = calloc(n ? n : 1, sizeof(*reply.regions));
-	if (ms == NULL || reply.regions == NULL) {
-		rc = req_errorf(q, -ENOMEM, "out of memory");
-		goto out;
-	}
-	i = 0;
-	TAILQ_FOREACH(r, &q->pd->regions->list, entry) {
-		bool may = region_allowed(r, q, 4);
-
-		if (!may && !q->admin)
-			continue;
-		if (region_msg_build(r, may, &ms[i]) < 0) {
-			rc = req_errorf(q, -ENOMEM, "out of memory");
-			goto out;
-		}
-		reply.regions[i] = &ms[i].info;
-		reply.n_regions = ++i;
-	}
-	rc = req_reply(q, WIRE_REGION_LIST_REPLY, &reply.base);
-out:
-	for (i = 0; i < reply.n_regions; i++)
-		region_msg_release(&ms[i]);
-	free(reply.regions);
-	free(ms);
-	return rc;
+	r->anonymous = false;
+	for (i = 0; i < r->next; i++)
+		hold_tell(pd, r->ext[i].node, r->ext[i].arena, r->ext[i].off, r->ext[i].len, r->id);
+	coordlog_region(pd, r);
+	log_debug("region '%s' kept", r->name);
+	return 0;
 }
 
 /* Start the global address space (coordinator). */
@@ -1529,14 +1435,3 @@ void region_close_space(struct poold *pd)
 	free(rs);
 	pd->regions = NULL;
 }
-
-const struct ctl_handler region_handlers[] = {
-    {WIRE_REGION_CREATE, CTL_ANY, AT_COORD, region_create, NULL},
-    {WIRE_REGION_OPEN, CTL_ANY, AT_COORD, region_open, NULL},
-    {WIRE_REGION_STAT, CTL_ANY, AT_COORD, region_stat, NULL},
-    {WIRE_REGION_DESTROY, CTL_ANY, AT_COORD, region_destroy, NULL},
-    {WIRE_REGION_LIST, CTL_ANY, AT_COORD, region_list, NULL},
-    {WIRE_REGION_CLOSE, CTL_ANY, AT_COORD, region_close_lease, NULL},
-    {WIRE_REGION_KEEP, CTL_ANY, AT_COORD, region_keep, NULL},
-    {0, 0, 0, NULL, NULL},
-};

@@ -1,0 +1,310 @@
+/*
+ * tests/unit/test_region.c - the global address space's core
+ * (daemon/region.c) on its own: a coordinator's map over lenders' arenas,
+ * no network. Names, sizes, modes and quotas refused before anything is
+ * taken; placements on the lender asked for and striped over several;
+ * leases that keep an anonymous region and end with their session after
+ * lease.grace; who may open, destroy and keep; tombstones for lenders that
+ * could not be told a region went; extents given back whole.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "daemon/poold.h"
+#include "proto/pool_contract.h"
+#include "tests/unit/unit.h"
+
+#define MiB (UINT64_C(1) << 20)
+
+static struct poold pd;
+static char err[512];
+
+/* Tenants: uid 1000 (group 100), uid 1001 (group 100), uid 1002 (group 200); all on node 1. */
+static const struct region_caller alice = {1, 11, 1000, 100, false};
+static const struct region_caller bob = {1, 12, 1001, 100, false};
+static const struct region_caller eve = {1, 13, 1002, 200, false};
+static const struct region_caller admin = {1, 14, 1003, 300, true};
+static const struct region_caller root = {1, 15, 0, 0, true}; /* no quota.share */
+
+/* A lender node (2, 3...) lending one 64 MiB DRAM arena, up, holding nothing. */
+static void lender_add(uint32_t node)
+{
+	Pool__NodeInfo info = POOL__NODE_INFO__INIT;
+	Pool__Arena a = POOL__ARENA__INIT, *ap = &a;
+	Pool__Holdings held = POOL__HOLDINGS__INIT;
+	struct member *m;
+
+	a.id = 0;
+	a.size = a.lent = 64 * MiB;
+	a.tier = "dram";
+	info.id = node;
+	info.name = "lender";
+	info.version = "test";
+	info.addr = "";
+	info.incarnation = 7;
+	info.arenas = &ap;
+	info.n_arenas = 1;
+	CU_ASSERT_FATAL(cluster_update(&pd, &info, &m) == 0);
+	m->state = MEMBER_UP;
+	region_lender_update(&pd, m->info);
+	hold_reconcile(&pd, node, NULL, 0, &held);
+}
+
+/* A coordinator (node 1) whose lenders, nodes 2 to 1 + lenders, lend 64 MiB each. */
+static void space_new(unsigned lenders)
+{
+	unsigned i;
+
+	memset(&pd, 0, sizeof(pd));
+	TAILQ_INIT(&pd.members);
+	pd.node_id = 1;
+	CU_ASSERT_FATAL(conf_defaults(&pd.conf) == 0);
+	CU_ASSERT_FATAL((pd.base = event_base_new()) != NULL);
+	CU_ASSERT_FATAL(region_open_space(&pd) == 0);
+	CU_ASSERT_FATAL(kv_open(&pd) == 0);
+	for (i = 0; i < lenders; i++)
+		lender_add(2 + i);
+}
+
+static void space_free(void)
+{
+	struct member *m;
+
+	kv_close(&pd);
+	region_close_space(&pd);
+	usage_clear(&pd.usage);
+	while ((m = TAILQ_FIRST(&pd.members)) != NULL) {
+		TAILQ_REMOVE(&pd.members, m, entry);
+		pool__node_info__free_unpacked(m->info, NULL);
+		free(m);
+	}
+	event_base_free(pd.base);
+	conf_free(pd.conf);
+}
+
+/* Make a region: its status, the region in *ret (if not NULL). */
+static int make(const struct region_caller *who, const char *name, uint64_t size,
+		const char *placement, unsigned mode, bool anonymous, struct region **ret)
+{
+	struct region_spec spec = {name, size, CLASS_PINNED, placement, 0, mode, anonymous, false};
+	struct region *r = NULL;
+	int rc;
+
+	err[0] = '\0';
+	spec.open = anonymous; /* an anonymous region is made open, or it would go at once */
+	rc = region_create(&pd, &spec, who, &r, err, sizeof(err));
+	if (ret != NULL)
+		*ret = r;
+	return rc;
+}
+
+/* Bytes of node's arena 0 the map has given out (regions and what is being scrubbed). */
+static uint64_t used(uint32_t node)
+{
+	return region_arena_used(&pd, node, 0);
+}
+
+/* What is refused is refused before anything is taken, with a reason. */
+static void test_refusals(void)
+{
+	char name[POOL_REGION_NAME_MAX + 2];
+
+	space_new(1);
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	CU_ASSERT_EQUAL(make(&alice, name, MiB, "any", 0600, false, NULL), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "1-63 characters"));
+	CU_ASSERT_EQUAL(make(&alice, "a b", MiB, "any", 0600, false, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(make(&alice, "", MiB, "any", 0600, false, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(make(&alice, "zero", 0, "any", 0600, false, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(make(&alice, "huge", UINT64_C(1) << 45, "any", 0600, false, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(make(&alice, "mode", MiB, "any", 01000, false, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(make(&alice, "where", MiB, "moon", 0600, false, NULL), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "placement 'moon'"));
+	CU_ASSERT_EQUAL(make(&alice, "big", 40 * MiB, "any", 0600, false, NULL), -EDQUOT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "over quota.share (50% of the pool: 31M)"));
+	CU_ASSERT_EQUAL(make(&root, "big", 65 * MiB, "any", 0600, false, NULL), -ENOSPC);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "no room for 65M"));
+	CU_ASSERT_EQUAL(make(&alice, "gone", MiB, "node=9", 0600, false, NULL), -ENOSPC);
+	CU_ASSERT_EQUAL(used(2), 0);
+	CU_ASSERT_EQUAL(pd.regions->count, 0);
+	/* A name is one region's; the pool's and a uid's counts are limits. */
+	CU_ASSERT_EQUAL(make(&alice, "a", MiB, "any", 0600, false, NULL), 0);
+	CU_ASSERT_EQUAL(make(&bob, "a", MiB, "any", 0600, false, NULL), -EEXIST);
+	pd.conf->quota_regions = 2;
+	CU_ASSERT_EQUAL(make(&alice, "b", MiB, "any", 0600, false, NULL), 0);
+	CU_ASSERT_EQUAL(make(&alice, "c", MiB, "any", 0600, false, NULL), -EDQUOT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "quota.regions is 2"));
+	CU_ASSERT_EQUAL(make(&bob, "c", MiB, "any", 0600, false, NULL), 0); /* bob's own quota */
+	pd.conf->max_regions = 3;
+	CU_ASSERT_EQUAL(make(&eve, "d", MiB, "any", 0600, false, NULL), -EUSERS);
+	CU_ASSERT_EQUAL(pd.regions->count, 3);
+	CU_ASSERT_EQUAL(used(2), 3 * MiB);
+	space_free();
+}
+
+/* Placements: the lender named, one extent; spread, one extent per lender; ids and bases unique. */
+static void test_placement(void)
+{
+	struct region *a, *b, *s;
+	size_t i;
+
+	space_new(3);
+	CU_ASSERT_EQUAL_FATAL(make(&alice, "on3", 2 * MiB, "node=3", 0600, false, &a), 0);
+	CU_ASSERT_EQUAL(a->next, 1);
+	CU_ASSERT_EQUAL(a->ext[0].node, 3);
+	CU_ASSERT_EQUAL(a->ext[0].len, 2 * MiB);
+	CU_ASSERT_EQUAL(used(3), 2 * MiB);
+	CU_ASSERT_EQUAL_FATAL(make(&alice, "wide", 6 * MiB, "spread", 0600, false, &s), 0);
+	CU_ASSERT_EQUAL(s->next, 3);
+	CU_ASSERT_EQUAL(s->stripe, MiB);
+	for (i = 0; i < s->next; i++) {
+		CU_ASSERT_EQUAL(s->ext[i].len, 2 * MiB);
+		CU_ASSERT_EQUAL(s->ext[i].region_off, i);
+	}
+	CU_ASSERT(s->ext[0].node != s->ext[1].node && s->ext[1].node != s->ext[2].node &&
+		  s->ext[0].node != s->ext[2].node);
+	CU_ASSERT_EQUAL(used(2) + used(3) + used(4), 8 * MiB);
+	CU_ASSERT_EQUAL_FATAL(make(&alice, "two", MiB, "spread=2", 0600, false, &b), 0);
+	CU_ASSERT_EQUAL(b->next, 1); /* one stripe: one lender, whatever was asked */
+	CU_ASSERT(a->id != s->id && s->id != b->id);
+	CU_ASSERT(a->base + 2 * MiB <= s->base && s->base + 6 * MiB <= b->base);
+	CU_ASSERT_PTR_EQUAL(region_find_id(pd.regions, s->id), s);
+	space_free();
+}
+
+/* Open needs the mode's bits; destroy and keep need the owner or an admin. */
+static void test_access(void)
+{
+	struct region *r, *o;
+
+	space_new(1);
+	CU_ASSERT_EQUAL_FATAL(make(&alice, "shared", MiB, "any", 0640, false, &r), 0);
+	CU_ASSERT_EQUAL(region_open(&pd, "shared", 4, &bob, &o, err, sizeof(err)), 0);
+	CU_ASSERT_PTR_EQUAL(o, r);
+	CU_ASSERT_EQUAL(region_open(&pd, "shared", 6, &bob, &o, err, sizeof(err)), -EACCES);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "read-write access denied"));
+	CU_ASSERT_EQUAL(region_open(&pd, "shared", 4, &eve, &o, err, sizeof(err)), -EACCES);
+	CU_ASSERT_EQUAL(region_open(&pd, "shared", 6, &alice, &o, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(region_open(&pd, "nothing", 4, &alice, &o, err, sizeof(err)), -ENOENT);
+	CU_ASSERT_EQUAL(r->leases, 2);
+	CU_ASSERT_EQUAL(region_destroy(&pd, "shared", &bob, err, sizeof(err)), -EPERM);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "belongs to uid 1000"));
+	CU_ASSERT_EQUAL(region_keep(&pd, "shared", &eve, err, sizeof(err)), -EPERM);
+	CU_ASSERT_EQUAL(region_destroy(&pd, "shared", &admin, err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NULL(region_find(pd.regions, "shared"));
+	/* Its extent is given back (to be scrubbed by its lender, then lent again). */
+	CU_ASSERT_EQUAL(pd.regions->count, 0);
+	CU_ASSERT_EQUAL(usage_of(&pd.usage, 1000).regions, 0);
+	CU_ASSERT_EQUAL(usage_of(&pd.usage, 1000).bytes, 0);
+	space_free();
+}
+
+/*
+ * An anonymous region lives while a lease holds it: closing the last one
+ * frees it at once; a session that ends lets its leases go after
+ * lease.grace, at the sweep; a kept region stays without any.
+ */
+static void test_anonymous_leases(void)
+{
+	struct region *r, *o;
+	struct lease *l;
+
+	space_new(1);
+	CU_ASSERT_EQUAL_FATAL(make(&alice, "tmp", MiB, "any", 0600, true, &r), 0);
+	CU_ASSERT_EQUAL(r->leases, 1);
+	CU_ASSERT_EQUAL(region_close(&pd, "tmp", &bob, err, sizeof(err)), -ENOENT);
+	CU_ASSERT_EQUAL(region_close(&pd, "tmp", &alice, err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NULL(region_find(pd.regions, "tmp"));
+	CU_ASSERT_EQUAL(used(2), MiB); /* given back, being scrubbed */
+
+	/* A session's end: its leases hold on through lease.grace, then the sweep ends them. */
+	CU_ASSERT_EQUAL_FATAL(make(&alice, "tmp2", MiB, "any", 0600, true, &r), 0);
+	CU_ASSERT_EQUAL(region_open(&pd, "tmp2", 4, &alice, &o, err, sizeof(err)), 0);
+	pd.conf->lease_grace_ms = 3600000;
+	region_session_end(&pd, alice.node, alice.session);
+	region_sweep_leases(&pd);
+	CU_ASSERT_PTR_EQUAL(region_find(pd.regions, "tmp2"), r);
+	CU_ASSERT_EQUAL(r->leases, 2);
+	for (l = TAILQ_FIRST(&r->lease_list); l != NULL; l = TAILQ_NEXT(l, entry)) {
+		CU_ASSERT(l->ends_at > units_now_ms() + 3500000);
+		l->ends_at = units_now_ms(); /* as if lease.grace had passed */
+	}
+	region_sweep_leases(&pd);
+	CU_ASSERT_PTR_NULL(region_find(pd.regions, "tmp2"));
+	/* A node that registers again lists its live sessions: the others' leases end. */
+	pd.conf->lease_grace_ms = 0;
+	CU_ASSERT_EQUAL_FATAL(make(&alice, "live", MiB, "any", 0600, true, &r), 0);
+	CU_ASSERT_EQUAL_FATAL(make(&bob, "dead", MiB, "any", 0600, true, NULL), 0);
+	region_node_sessions(&pd, 1, 7, &alice.session, 1);
+	region_sweep_leases(&pd);
+	CU_ASSERT_PTR_EQUAL(region_find(pd.regions, "live"), r);
+	CU_ASSERT_PTR_NULL(region_find(pd.regions, "dead"));
+	CU_ASSERT_EQUAL(region_close(&pd, "live", &alice, err, sizeof(err)), 0);
+
+	/* Kept: it stays when its last lease ends, and is an ordinary region from then on. */
+	CU_ASSERT_EQUAL_FATAL(make(&bob, "kept", MiB, "any", 0600, true, &r), 0);
+	CU_ASSERT_EQUAL(region_keep(&pd, "kept", &bob, err, sizeof(err)), 0);
+	CU_ASSERT_FALSE(r->anonymous);
+	CU_ASSERT_EQUAL(region_close(&pd, "kept", &bob, err, sizeof(err)), 0);
+	region_sweep_leases(&pd);
+	CU_ASSERT_PTR_EQUAL(region_find(pd.regions, "kept"), r);
+	CU_ASSERT_EQUAL(r->leases, 0);
+	/* A node that died ends every lease of its sessions. */
+	CU_ASSERT_EQUAL_FATAL(make(&eve, "eves", MiB, "any", 0600, true, &r), 0);
+	region_node_gone(&pd, eve.node);
+	region_sweep_leases(&pd);
+	CU_ASSERT_PTR_NULL(region_find(pd.regions, "eves"));
+	space_free();
+}
+
+/*
+ * A region destroyed while a lender of it is down leaves a tombstone for
+ * that lender (it still records the extent, and must scrub it, not have
+ * it adopted back); none for a lender that is up. The tombstone goes once
+ * the lender's record is reconciled.
+ */
+static void test_tombstones(void)
+{
+	struct region *r;
+	uint64_t id, id2;
+
+	space_new(2);
+	CU_ASSERT_EQUAL_FATAL(make(&alice, "far", 4 * MiB, "spread", 0600, false, &r), 0);
+	CU_ASSERT_EQUAL_FATAL(r->next, 2);
+	id = r->id;
+	cluster_find(&pd, 3)->state = MEMBER_DEAD;
+	/* Its data is not whole while a lender is dead. */
+	CU_ASSERT_EQUAL(region_open(&pd, "far", 4, &alice, &r, err, sizeof(err)), POOL_ELOST);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "lender node 3 is dead"));
+	CU_ASSERT_EQUAL(region_destroy(&pd, "far", &alice, err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NULL(region_tombstone(&pd, 2, id));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(region_tombstone(&pd, 3, id));
+	CU_ASSERT_STRING_EQUAL(region_tombstone(&pd, 3, id)->name, "far");
+	CU_ASSERT_EQUAL_FATAL(make(&alice, "near", MiB, "node=2", 0600, false, &r), 0);
+	id2 = r->id;
+	CU_ASSERT_EQUAL(region_destroy(&pd, "near", &alice, err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NULL(region_tombstone(&pd, 2, id2));
+	region_tombstones_done(&pd, 3);
+	CU_ASSERT_PTR_NULL(region_tombstone(&pd, 3, id));
+	space_free();
+}
+
+int main(void)
+{
+	static const struct unit_test tests[] = {
+	    {"refusals take nothing", test_refusals},
+	    {"placement", test_placement},
+	    {"who may open, destroy, keep", test_access},
+	    {"anonymous regions and leases", test_anonymous_leases},
+	    {"tombstones", test_tombstones},
+	    {NULL, NULL},
+	};
+
+	return unit_run("region", tests);
+}
