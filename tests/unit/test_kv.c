@@ -3,7 +3,7 @@
  * its own: a coordinator's index over lenders' arenas, no network.
  * Eviction order, the last reserver winning, pins outliving a replaced
  * value, aborts and releases that give back exactly what was taken,
- * replicas outliving one lender.
+ * replicas outliving one lender, dedup values living as long as a holder.
  */
 #include "config.h"
 
@@ -262,6 +262,58 @@ static void test_replicas(void)
 	index_free();
 }
 
+/* One operation on a binary key (a snapshot page's: its owner's uid first, big-endian). */
+static int op_bin(struct kv_ns *ns, uint64_t session, enum kv_op o, const uint8_t *key, size_t klen,
+		  uint64_t arg, struct kv_result *res)
+{
+	struct kv_caller who = {1, session, 0};
+
+	kv_key_op(&pd, ns, &who, o, key, klen, arg, res);
+	return res->status;
+}
+
+/*
+ * A dedup namespace's value lives while a holder region holds it: the first
+ * holder's put writes it, another's put of the same key only takes a
+ * reference (-EEXIST: nothing to write), and the value goes with the last
+ * holder, not before.
+ */
+static void test_dedup_references(void)
+{
+	static const uint8_t key[] = {0, 0, 0, 0, 'p', 'a', 'g', 'e'};
+	struct region_caller root = {1, 1, 0, 0, true};
+	struct region_spec spec = {"snap/a", MiB, CLASS_PINNED, "any", 0, 0600, false, false};
+	struct kv_result res;
+	struct region *a, *b;
+	struct kv_ns *ns;
+	char err[256];
+
+	index_new();
+	CU_ASSERT_FATAL(kv_snap_open(&pd) == 0);
+	ns = kv_ns_find(&pd, "snap.pages");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ns);
+	CU_ASSERT_EQUAL_FATAL(region_create(&pd, &spec, &root, &a, err, sizeof(err)), 0);
+	spec.name = "snap/b";
+	CU_ASSERT_EQUAL_FATAL(region_create(&pd, &spec, &root, &b, err, sizeof(err)), 0);
+	pd.kv->holder = a;
+	CU_ASSERT_EQUAL_FATAL(op_bin(ns, 1, KV_RESERVE, key, sizeof(key), 4096, &res), 0);
+	CU_ASSERT_EQUAL(op_bin(ns, 1, KV_COMMIT, key, sizeof(key), res.val.version, &res), 0);
+	CU_ASSERT_EQUAL(a->refs_len, 1 + sizeof(key));
+	pd.kv->holder = b;
+	CU_ASSERT_EQUAL(op_bin(ns, 2, KV_RESERVE, key, sizeof(key), 4096, &res), -EEXIST);
+	CU_ASSERT_EQUAL(b->refs_len, 1 + sizeof(key));
+	CU_ASSERT_EQUAL(ns->nentries, 1);
+	pd.kv->holder = NULL;
+	CU_ASSERT_EQUAL(region_destroy(&pd, "snap/a", &root, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(op_bin(ns, 3, KV_EXISTS, key, sizeof(key), 0, &res), 0);
+	CU_ASSERT(ns->used > 0);
+	CU_ASSERT_EQUAL(region_destroy(&pd, "snap/b", &root, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(op_bin(ns, 3, KV_EXISTS, key, sizeof(key), 0, &res), -ENOENT);
+	CU_ASSERT_EQUAL(ns->used, 0);
+	CU_ASSERT_EQUAL(ns->nentries, 0);
+	index_free();
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -271,6 +323,7 @@ int main(void)
 	    {"a pin outlives a replace", test_pin_outlives_replace},
 	    {"abort and remove", test_abort_and_remove},
 	    {"replicas", test_replicas},
+	    {"dedup references", test_dedup_references},
 	    {NULL, NULL},
 	};
 
