@@ -6,11 +6,22 @@
 
 #include "cli/poolctl.h"
 
+enum { E_SEQ, E_TIME, E_WHEN, E_KIND, E_TEXT, E_FIELDS };
+
+static const struct field event_fields[E_FIELDS] = {
+    [E_SEQ] = {"seq", NULL, FIELD_U64, IN_BOTH},
+    [E_TIME] = {"time_ms", NULL, FIELD_U64, IN_BOTH},
+    [E_WHEN] = {NULL, "TIME", FIELD_STR, IN_BOTH},
+    [E_KIND] = {"kind", "KIND", FIELD_STR, IN_BOTH},
+    [E_TEXT] = {"text", "EVENT", FIELD_STR, IN_BOTH},
+};
+
 static int cmd_events_exec(struct cmd_ctx *ctx)
 {
-	static const char *const headers[] = {"TIME", "KIND", "EVENT"};
 	Pool__EventsRequest req = POOL__EVENTS_REQUEST__INIT;
 	Pool__EventsReply *rep;
+	struct json *j = NULL;
+	struct listing *l;
 	size_t i;
 	int rc;
 
@@ -28,33 +39,27 @@ static int cmd_events_exec(struct cmd_ctx *ctx)
 	rc = cmd_call(ctx, WIRE_EVENTS, &req.base, WIRE_EVENTS_REPLY, (ProtobufCMessage **)&rep);
 	if (rc != EXIT_OK)
 		return rc;
-	if (ctx->json) {
-		struct json *j = json_new(stdout);
+	if (ctx->json)
+		j = json_new(stdout);
+	l = listing_new(j, "events", event_fields, E_FIELDS, false);
+	for (i = 0; i < rep->n_events; i++) {
+		time_t sec = (time_t)(rep->events[i]->time_ms / 1000);
+		char when[32];
+		struct tm tm;
+		struct value v[E_FIELDS] = {
+		    [E_SEQ].u = rep->events[i]->seq,
+		    [E_TIME].u = rep->events[i]->time_ms,
+		    [E_WHEN].s = when,
+		    [E_KIND].s = rep->events[i]->kind,
+		    [E_TEXT].s = rep->events[i]->text,
+		};
 
-		json_array(j, "events");
-		for (i = 0; i < rep->n_events; i++) {
-			json_object(j, NULL);
-			json_u64(j, "seq", rep->events[i]->seq);
-			json_u64(j, "time_ms", rep->events[i]->time_ms);
-			json_str(j, "kind", rep->events[i]->kind);
-			json_str(j, "text", rep->events[i]->text);
-			json_end(j);
-		}
-		json_finish(j);
-	} else {
-		struct table *t = table_new(3, headers);
-
-		for (i = 0; i < rep->n_events; i++) {
-			time_t sec = (time_t)(rep->events[i]->time_ms / 1000);
-			char when[32];
-			struct tm tm;
-
-			strftime(when, sizeof(when), "%F %T", localtime_r(&sec, &tm));
-			table_row(t, when, rep->events[i]->kind, rep->events[i]->text);
-		}
-		table_print(t, stdout);
-		table_free(t);
+		strftime(when, sizeof(when), "%F %T", localtime_r(&sec, &tm));
+		listing_row(l, v);
 	}
+	listing_end(l);
+	if (j != NULL)
+		json_finish(j);
 	wire_msg_free(&rep->base);
 	return EXIT_OK;
 }

@@ -10,18 +10,67 @@
 
 #include "cli/poolctl.h"
 
+/*
+ * A namespace's fields: kv stats shows the full table, kv ls the brief one
+ * (its USED counts both tiers); --json has every field with a key.
+ */
+enum {
+	K_NAME,
+	K_CAPACITY,
+	K_UID,
+	K_GID,
+	K_MODE,
+	K_TIER,
+	K_EVICT,
+	K_REPLICAS,
+	K_USED_ALL,
+	K_USED,
+	K_PMEM_USED,
+	K_ENTRIES,
+	K_HITS,
+	K_MISSES,
+	K_RATE,
+	K_PMEM_HITS,
+	K_EVICTIONS,
+	K_SPILLS,
+	K_PROMOTIONS,
+	K_PUTS,
+	K_SIZE_HINT,
+	K_FIELDS
+};
+
+static const struct field kv_fields[K_FIELDS] = {
+    [K_NAME] = {"name", "NAMESPACE", FIELD_STR, IN_BOTH},
+    [K_CAPACITY] = {"capacity", "CAPACITY", FIELD_SIZE, IN_BOTH},
+    [K_UID] = {"uid", NULL, FIELD_U64, IN_BOTH},
+    [K_GID] = {"gid", NULL, FIELD_U64, IN_BOTH},
+    [K_MODE] = {"mode", NULL, FIELD_U64, IN_BOTH},
+    [K_TIER] = {"tier", "TIER", FIELD_STR, IN_FULL},
+    [K_EVICT] = {"evict", "EVICT", FIELD_STR, IN_FULL},
+    [K_REPLICAS] = {"replicas", "REPLICAS", FIELD_U64, IN_FULL},
+    [K_USED_ALL] = {NULL, "USED", FIELD_SIZE, IN_BRIEF},
+    [K_USED] = {"used", "DRAM", FIELD_SIZE, IN_FULL},
+    [K_PMEM_USED] = {"pmem_used", "PMEM", FIELD_SIZE, IN_FULL},
+    [K_ENTRIES] = {"entries", "ENTRIES", FIELD_U64, IN_BOTH},
+    [K_HITS] = {"hits", "HITS", FIELD_U64, IN_FULL},
+    [K_MISSES] = {"misses", "MISSES", FIELD_U64, IN_FULL},
+    [K_RATE] = {NULL, "HIT RATE", FIELD_STR, IN_FULL},
+    [K_PMEM_HITS] = {"pmem_hits", "PMEM HITS", FIELD_U64, IN_FULL},
+    [K_EVICTIONS] = {"evictions", "EVICTIONS", FIELD_U64, IN_FULL},
+    [K_SPILLS] = {"spills", "SPILLS", FIELD_U64, IN_FULL},
+    [K_PROMOTIONS] = {"promotions", "PROMOTIONS", FIELD_U64, IN_FULL},
+    [K_PUTS] = {"puts", "PUTS", FIELD_U64, IN_FULL},
+    [K_SIZE_HINT] = {"size_hint", NULL, FIELD_U64, IN_BOTH},
+};
+
 static int kv_exec(struct cmd_ctx *ctx, Pool__KvNsOp op, const char *name, uint64_t capacity,
 		   const char *tier, const char *evict, unsigned replicas, uint64_t hint, long mode,
 		   long gid, bool stats)
 {
-	static const char *const short_h[] = {"NAMESPACE", "CAPACITY", "USED", "ENTRIES"};
-	static const char *const long_h[] = {"NAMESPACE", "CAPACITY", "TIER",	    "EVICT",
-					     "REPLICAS",  "DRAM",     "PMEM",	    "ENTRIES",
-					     "HITS",	  "MISSES",   "HIT RATE",   "PMEM HITS",
-					     "EVICTIONS", "SPILLS",   "PROMOTIONS", "PUTS"};
 	Pool__KvNsRequest req = POOL__KV_NS_REQUEST__INIT;
 	Pool__KvNsReply *rep;
-	struct table *t;
+	struct json *j = NULL;
+	struct listing *l;
 	size_t i;
 	int rc;
 
@@ -44,77 +93,49 @@ static int kv_exec(struct cmd_ctx *ctx, Pool__KvNsOp op, const char *name, uint6
 	rc = cmd_call(ctx, WIRE_KV_NS, &req.base, WIRE_KV_NS_REPLY, (ProtobufCMessage **)&rep);
 	if (rc != EXIT_OK)
 		return rc;
-	if (ctx->json) {
-		struct json *j = json_new(stdout);
-
-		json_array(j, "namespaces");
-		for (i = 0; i < rep->n_namespaces; i++) {
-			const Pool__KvNamespace *n = rep->namespaces[i];
-
-			json_object(j, NULL);
-			json_str(j, "name", n->name);
-			json_u64(j, "capacity", n->capacity);
-			if (n->has_mode) {
-				json_u64(j, "uid", n->uid);
-				json_u64(j, "gid", n->gid);
-				json_u64(j, "mode", n->mode);
-			}
-			json_u64(j, "used", n->used);
-			json_u64(j, "entries", n->entries);
-			json_u64(j, "hits", n->hits);
-			json_u64(j, "misses", n->misses);
-			json_u64(j, "evictions", n->evictions);
-			json_u64(j, "puts", n->puts);
-			json_u64(j, "pmem_used", n->pmem_used);
-			json_u64(j, "spills", n->spills);
-			json_u64(j, "promotions", n->promotions);
-			json_u64(j, "pmem_hits", n->pmem_hits);
-			json_str(j, "tier", n->tier ? n->tier : "");
-			json_str(j, "evict", n->evict ? n->evict : "");
-			json_u64(j, "replicas", n->replicas);
-			json_u64(j, "size_hint", n->size_hint);
-			json_end(j);
-		}
-		json_finish(j);
-		wire_msg_free(&rep->base);
-		return EXIT_OK;
-	}
-	if (op == POOL__KV_NS_OP__KV_NS_OP_DROP) {
+	if (op == POOL__KV_NS_OP__KV_NS_OP_DROP && !ctx->json) {
 		printf("KV namespace %s dropped\n", name);
 		wire_msg_free(&rep->base);
 		return EXIT_OK;
 	}
-	t = stats ? table_new(16, long_h) : table_new(4, short_h);
+	if (ctx->json)
+		j = json_new(stdout);
+	l = listing_new(j, "namespaces", kv_fields, K_FIELDS, !stats);
 	for (i = 0; i < rep->n_namespaces; i++) {
 		const Pool__KvNamespace *n = rep->namespaces[i];
-		char cap[24], used[24], ent[24], hits[24], miss[24], rate[16], ev[24], puts[24];
-		char pmem[24], phits[24], spills[24], proms[24], reps[16];
 		uint64_t total = n->hits + n->misses;
+		char rate[16];
+		struct value v[K_FIELDS] = {
+		    [K_NAME].s = n->name,
+		    [K_CAPACITY].u = n->capacity,
+		    [K_UID] = {.u = n->uid, .absent = !n->has_mode},
+		    [K_GID] = {.u = n->gid, .absent = !n->has_mode},
+		    [K_MODE] = {.u = n->mode, .absent = !n->has_mode},
+		    [K_TIER].s = n->tier,
+		    [K_EVICT].s = n->evict,
+		    [K_REPLICAS].u = n->has_replicas ? n->replicas : 1,
+		    [K_USED_ALL].u = n->used + n->pmem_used,
+		    [K_USED].u = n->used,
+		    [K_PMEM_USED].u = n->pmem_used,
+		    [K_ENTRIES].u = n->entries,
+		    [K_HITS].u = n->hits,
+		    [K_MISSES].u = n->misses,
+		    [K_RATE].s = rate,
+		    [K_PMEM_HITS].u = n->pmem_hits,
+		    [K_EVICTIONS].u = n->evictions,
+		    [K_SPILLS].u = n->spills,
+		    [K_PROMOTIONS].u = n->promotions,
+		    [K_PUTS].u = n->puts,
+		    [K_SIZE_HINT].u = n->size_hint,
+		};
 
-		units_fmt_size(n->capacity, cap, sizeof(cap));
-		/* ls: bytes in any tier; stats: per tier */
-		units_fmt_size(stats ? n->used : n->used + n->pmem_used, used, sizeof(used));
-		snprintf(ent, sizeof(ent), "%llu", (unsigned long long)n->entries);
-		snprintf(hits, sizeof(hits), "%llu", (unsigned long long)n->hits);
-		snprintf(miss, sizeof(miss), "%llu", (unsigned long long)n->misses);
 		snprintf(rate, sizeof(rate), total ? "%.1f%%" : "-",
 			 total ? 100.0 * (double)n->hits / (double)total : 0.0);
-		snprintf(ev, sizeof(ev), "%llu", (unsigned long long)n->evictions);
-		snprintf(puts, sizeof(puts), "%llu", (unsigned long long)n->puts);
-		units_fmt_size(n->pmem_used, pmem, sizeof(pmem));
-		snprintf(phits, sizeof(phits), "%llu", (unsigned long long)n->pmem_hits);
-		snprintf(spills, sizeof(spills), "%llu", (unsigned long long)n->spills);
-		snprintf(proms, sizeof(proms), "%llu", (unsigned long long)n->promotions);
-		snprintf(reps, sizeof(reps), "%u", n->has_replicas ? n->replicas : 1);
-		if (stats)
-			table_row(t, n->name, cap, n->tier ? n->tier : "-",
-				  n->evict ? n->evict : "-", reps, used, pmem, ent, hits, miss,
-				  rate, phits, ev, spills, proms, puts);
-		else
-			table_row(t, n->name, cap, used, ent);
+		listing_row(l, v);
 	}
-	table_print(t, stdout);
-	table_free(t);
+	listing_end(l);
+	if (j != NULL)
+		json_finish(j);
 	wire_msg_free(&rep->base);
 	return EXIT_OK;
 }

@@ -57,63 +57,77 @@ static int cmd_drain_exec(struct cmd_ctx *ctx)
 	return lend_exec(ctx, POOL__LEND_OP__LEND_OP_DRAIN);
 }
 
+enum {
+	L_NODE,
+	L_ARENA,
+	L_TIER,
+	L_BORROWER,
+	L_UID,
+	L_SIZE,
+	L_LENT,
+	L_USED,
+	L_REGIONS,
+	L_STATE,
+	L_DRAINING,
+	L_FIELDS
+};
+
+static const struct field ledger_fields[L_FIELDS] = {
+    [L_NODE] = {"node", "NODE", FIELD_U64, IN_BOTH},
+    [L_ARENA] = {"arena", "ARENA", FIELD_U64, IN_BOTH},
+    [L_TIER] = {"tier", "TIER", FIELD_STR, IN_BOTH},
+    [L_BORROWER] = {NULL, "BORROWER", FIELD_STR, IN_BOTH},
+    [L_UID] = {"uid", NULL, FIELD_U64, IN_BOTH},
+    [L_SIZE] = {"size", "SIZE", FIELD_SIZE, IN_BOTH},
+    [L_LENT] = {"lent", "LENT", FIELD_SIZE, IN_BOTH},
+    [L_USED] = {"used", "USED", FIELD_SIZE, IN_BOTH},
+    [L_REGIONS] = {"regions", "REGIONS", FIELD_U64, IN_BOTH},
+    [L_STATE] = {NULL, "STATE", FIELD_STR, IN_BOTH},
+    [L_DRAINING] = {"draining", NULL, FIELD_BOOL, IN_BOTH},
+};
+
 static int cmd_ledger_exec(struct cmd_ctx *ctx)
 {
-	static const char *const headers[] = {"NODE", "ARENA", "TIER",	  "BORROWER", "SIZE",
-					      "LENT", "USED",  "REGIONS", "STATE"};
 	Pool__LedgerRequest req = POOL__LEDGER_REQUEST__INIT;
+	struct json *j = NULL;
+	struct listing *l;
 	Pool__Ledger *rep;
-	struct table *t;
 	size_t i;
 	int rc;
 
 	rc = cmd_call(ctx, WIRE_LEDGER, &req.base, WIRE_LEDGER_REPLY, (ProtobufCMessage **)&rep);
 	if (rc != EXIT_OK)
 		return rc;
-	if (ctx->json) {
-		struct json *j = json_new(stdout);
-
-		json_array(j, "ledger");
-		for (i = 0; i < rep->n_entries; i++) {
-			const Pool__LedgerEntry *e = rep->entries[i];
-
-			json_object(j, NULL);
-			json_u64(j, "node", e->node);
-			json_u64(j, "arena", e->arena);
-			json_str(j, "tier", e->tier);
-			if (e->uid != UINT32_MAX)
-				json_u64(j, "uid", e->uid);
-			json_u64(j, "size", e->size);
-			json_u64(j, "lent", e->lent);
-			json_u64(j, "used", e->used);
-			json_u64(j, "regions", e->regions);
-			json_bool(j, "draining", e->draining);
-			json_end(j);
-		}
-		json_finish(j);
-		wire_msg_free(&rep->base);
-		return EXIT_OK;
-	}
-	t = table_new(9, headers);
+	if (ctx->json)
+		j = json_new(stdout);
+	l = listing_new(j, "ledger", ledger_fields, L_FIELDS, false);
 	for (i = 0; i < rep->n_entries; i++) {
 		const Pool__LedgerEntry *e = rep->entries[i];
-		char node[16], arena[16], who[24], size[24], lent[24], used[24], regions[16];
+		bool all = e->uid == UINT32_MAX; /* the arena as a whole */
+		char who[24];
+		struct value v[L_FIELDS] = {
+		    [L_NODE].u = e->node,
+		    [L_ARENA].u = e->arena,
+		    [L_TIER].s = e->tier,
+		    [L_BORROWER].s = who,
+		    [L_UID] = {.u = e->uid, .absent = all},
+		    [L_SIZE].u = e->size,
+		    [L_LENT].u = e->lent,
+		    [L_USED].u = e->used,
+		    [L_REGIONS].u = e->regions,
+		    [L_STATE].s = e->draining ? "draining" : "lending",
+		    [L_DRAINING].b = e->draining,
+		};
 
-		snprintf(node, sizeof(node), "%u", e->node);
-		snprintf(arena, sizeof(arena), "%u", e->arena);
-		if (e->uid == UINT32_MAX)
+		if (all)
 			snprintf(who, sizeof(who), "(all)");
 		else
 			snprintf(who, sizeof(who), "uid %u", e->uid);
-		units_fmt_size(e->size, size, sizeof(size));
-		units_fmt_size(e->lent, lent, sizeof(lent));
-		units_fmt_size(e->used, used, sizeof(used));
-		snprintf(regions, sizeof(regions), "%llu", (unsigned long long)e->regions);
-		table_row(t, node, arena, e->tier, who, size, lent, used, regions,
-			  e->draining ? "draining" : "lending");
+		listing_row(l, v);
 	}
-	table_print(t, stdout);
-	table_free(t);
+	listing_end(l);
+	if (j != NULL)
+		json_finish(j);
 	wire_msg_free(&rep->base);
 	return EXIT_OK;
 }

@@ -55,91 +55,126 @@ static void nodes_print_arenas(Pool__Member **members, size_t n)
 	table_free(t);
 }
 
-/* Print the members as a table, or as a JSON array named key. */
+enum {
+	N_ID,
+	N_NAME,
+	N_ADDRESS,
+	N_STATE,
+	N_ROLE,
+	N_DRAM,
+	N_DRAM_CAPACITY,
+	N_DRAM_USED,
+	N_PMEM,
+	N_PMEM_CAPACITY,
+	N_PMEM_USED,
+	N_HEARTBEAT,
+	N_HEARTBEAT_AGE,
+	N_VERSION,
+	N_INCARNATION,
+	N_FIELDS
+};
+
+static const struct field node_fields[N_FIELDS] = {
+    [N_ID] = {"id", "ID", FIELD_U64, IN_BOTH},
+    [N_NAME] = {"name", "NAME", FIELD_STR, IN_BOTH},
+    [N_ADDRESS] = {"address", "ADDRESS", FIELD_STR, IN_BOTH},
+    [N_STATE] = {"state", "STATE", FIELD_STR, IN_BOTH},
+    [N_ROLE] = {"role", "ROLE", FIELD_STR, IN_BOTH},
+    [N_DRAM] = {NULL, "DRAM", FIELD_STR, IN_BOTH},
+    [N_DRAM_CAPACITY] = {"dram_capacity", NULL, FIELD_U64, IN_BOTH},
+    [N_DRAM_USED] = {"dram_used", NULL, FIELD_U64, IN_BOTH},
+    [N_PMEM] = {NULL, "PMEM", FIELD_STR, IN_BOTH},
+    [N_PMEM_CAPACITY] = {"pmem_capacity", NULL, FIELD_U64, IN_BOTH},
+    [N_PMEM_USED] = {"pmem_used", NULL, FIELD_U64, IN_BOTH},
+    [N_HEARTBEAT] = {NULL, "HEARTBEAT", FIELD_STR, IN_BOTH},
+    [N_HEARTBEAT_AGE] = {"heartbeat_age_ms", NULL, FIELD_U64, IN_BOTH},
+    [N_VERSION] = {"version", "VERSION", FIELD_STR, IN_BOTH},
+    [N_INCARNATION] = {"incarnation", NULL, FIELD_U64, IN_BOTH},
+};
+
+/* In JSON, a member's NUMA nodes and arenas. */
+static void nodes_numa_arenas_json(struct json *j, const void *arg)
+{
+	const Pool__NodeInfo *ni = arg;
+	size_t k;
+
+	json_array(j, "numa");
+	for (k = 0; k < ni->n_numa; k++) {
+		json_object(j, NULL);
+		json_u64(j, "id", ni->numa[k]->id);
+		json_u64(j, "mem_total", ni->numa[k]->mem_total);
+		json_u64(j, "lend_capacity", ni->numa[k]->lend_capacity);
+		json_u64(j, "lend_used", ni->numa[k]->lend_used);
+		json_end(j);
+	}
+	json_end(j);
+	json_array(j, "arenas");
+	for (k = 0; k < ni->n_arenas; k++) {
+		const Pool__Arena *a = ni->arenas[k];
+
+		json_object(j, NULL);
+		json_u64(j, "id", a->id);
+		json_str(j, "tier", a->tier);
+		json_i64(j, "numa", a->numa);
+		json_u64(j, "size", a->size);
+		json_u64(j, "lent", a->lent);
+		json_u64(j, "used", a->used);
+		json_u64(j, "largest_free", a->largest_free);
+		json_u64(j, "free_runs", a->free_runs);
+		json_u64(j, "extents", a->extents);
+		json_end(j);
+	}
+	json_end(j);
+}
+
+/* "used/capacity" of a tier, for the table. */
+static void nodes_used_of(uint64_t used, uint64_t cap, char *buf, size_t len)
+{
+	char a[24], b[24];
+
+	units_fmt_size(used, a, sizeof(a));
+	units_fmt_size(cap, b, sizeof(b));
+	snprintf(buf, len, "%s/%s", a, b);
+}
+
+/* Print the members as a table, or as a JSON array "nodes" of j. */
 void nodes_print(struct cmd_ctx *ctx, struct json *j, Pool__Member **members, size_t n)
 {
-	static const char *const headers[] = {"ID",   "NAME", "ADDRESS",   "STATE",  "ROLE",
-					      "DRAM", "PMEM", "HEARTBEAT", "VERSION"};
-	struct table *t;
-	size_t i, k;
+	struct listing *l = listing_new(j, "nodes", node_fields, N_FIELDS, false);
+	size_t i;
 
-	if (j != NULL) {
-		json_array(j, "nodes");
-		for (i = 0; i < n; i++) {
-			const Pool__NodeInfo *ni = members[i]->node;
-			char state[WIRE_ENUM_NAME_MAX];
-			uint64_t cap, used;
-
-			nodes_dram(ni, &cap, &used);
-			json_object(j, NULL);
-			json_u64(j, "id", ni->id);
-			json_str(j, "name", ni->name);
-			json_str(j, "address", ni->addr);
-			json_str(j, "state",
-				 wire_enum_name(&pool__member_state__descriptor, members[i]->state,
-						state, sizeof(state)));
-			json_str(j, "role", ni->role);
-			json_u64(j, "dram_capacity", cap);
-			json_u64(j, "dram_used", used);
-			json_u64(j, "pmem_capacity", ni->pmem_capacity);
-			json_u64(j, "pmem_used", ni->pmem_used);
-			json_u64(j, "heartbeat_age_ms", members[i]->heartbeat_age_ms);
-			json_str(j, "version", ni->version);
-			json_u64(j, "incarnation", ni->incarnation);
-			json_array(j, "numa");
-			for (k = 0; k < ni->n_numa; k++) {
-				json_object(j, NULL);
-				json_u64(j, "id", ni->numa[k]->id);
-				json_u64(j, "mem_total", ni->numa[k]->mem_total);
-				json_u64(j, "lend_capacity", ni->numa[k]->lend_capacity);
-				json_u64(j, "lend_used", ni->numa[k]->lend_used);
-				json_end(j);
-			}
-			json_end(j);
-			json_array(j, "arenas");
-			for (k = 0; k < ni->n_arenas; k++) {
-				const Pool__Arena *a = ni->arenas[k];
-
-				json_object(j, NULL);
-				json_u64(j, "id", a->id);
-				json_str(j, "tier", a->tier);
-				json_i64(j, "numa", a->numa);
-				json_u64(j, "size", a->size);
-				json_u64(j, "lent", a->lent);
-				json_u64(j, "used", a->used);
-				json_u64(j, "largest_free", a->largest_free);
-				json_u64(j, "free_runs", a->free_runs);
-				json_u64(j, "extents", a->extents);
-				json_end(j);
-			}
-			json_end(j);
-			json_end(j);
-		}
-		json_end(j);
-		return;
-	}
-	t = table_new(9, headers);
 	for (i = 0; i < n; i++) {
 		const Pool__NodeInfo *ni = members[i]->node;
-		char id[16], dram[64], pmem[64], hb[32], a[24], b[24], state[WIRE_ENUM_NAME_MAX];
+		char dram[64], pmem[64], hb[32], state[WIRE_ENUM_NAME_MAX];
 		uint64_t cap, used;
+		struct value v[N_FIELDS] = {
+		    [N_ID].u = ni->id,
+		    [N_NAME].s = ni->name,
+		    [N_ADDRESS].s = j != NULL || ni->addr[0] ? ni->addr : "-",
+		    [N_STATE].s = wire_enum_name(&pool__member_state__descriptor, members[i]->state,
+						 state, sizeof(state)),
+		    [N_ROLE].s = ni->role,
+		    [N_DRAM].s = dram,
+		    [N_PMEM].s = pmem,
+		    [N_PMEM_CAPACITY].u = ni->pmem_capacity,
+		    [N_PMEM_USED].u = ni->pmem_used,
+		    [N_HEARTBEAT].s = hb,
+		    [N_HEARTBEAT_AGE].u = members[i]->heartbeat_age_ms,
+		    [N_VERSION].s = ni->version,
+		    [N_INCARNATION].u = ni->incarnation,
+		};
 
 		nodes_dram(ni, &cap, &used);
-		snprintf(id, sizeof(id), "%u", ni->id);
-		units_fmt_size(used, a, sizeof(a));
-		units_fmt_size(cap, b, sizeof(b));
-		snprintf(dram, sizeof(dram), "%s/%s", a, b);
-		units_fmt_size(ni->pmem_used, a, sizeof(a));
-		units_fmt_size(ni->pmem_capacity, b, sizeof(b));
-		snprintf(pmem, sizeof(pmem), "%s/%s", a, b);
+		v[N_DRAM_CAPACITY].u = cap;
+		v[N_DRAM_USED].u = used;
+		nodes_used_of(used, cap, dram, sizeof(dram));
+		nodes_used_of(ni->pmem_used, ni->pmem_capacity, pmem, sizeof(pmem));
 		snprintf(hb, sizeof(hb), "%.1fs ago", (double)members[i]->heartbeat_age_ms / 1000);
-		table_row(t, id, ni->name, ni->addr[0] ? ni->addr : "-",
-			  wire_enum_name(&pool__member_state__descriptor, members[i]->state, state,
-					 sizeof(state)),
-			  ni->role, dram, pmem, hb, ni->version);
+		listing_row_more(l, v, nodes_numa_arenas_json, ni);
 	}
-	table_print(t, stdout);
-	table_free(t);
+	listing_end(l);
+	if (j != NULL)
+		return;
 	if (ctx->argc > 0)
 		nodes_print_arenas(members, n);
 }

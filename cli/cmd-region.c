@@ -6,39 +6,6 @@
 
 #include "cli/poolctl.h"
 
-static void region_json(struct json *j, const Pool__RegionInfo *r)
-{
-	size_t i;
-
-	json_object(j, NULL);
-	json_str(j, "name", r->name);
-	json_u64(j, "id", r->id);
-	json_u64(j, "size", r->size);
-	json_str(j, "class", r->class_);
-	json_str(j, "placement", r->placement);
-	json_u64(j, "mode", r->mode);
-	json_u64(j, "uid", r->uid);
-	json_u64(j, "gid", r->gid);
-	json_u64(j, "gva", r->gva);
-	json_u64(j, "stripe", r->stripe);
-	json_u64(j, "leases", r->leases);
-	json_bool(j, "anonymous", r->anonymous);
-	json_bool(j, "lost", r->lost);
-	if (r->lost && r->want_extents > 0)
-		json_u64(j, "want_extents", r->want_extents);
-	json_array(j, "extents");
-	for (i = 0; i < r->n_extents; i++) {
-		json_object(j, NULL);
-		json_u64(j, "node", r->extents[i]->node);
-		json_u64(j, "arena", r->extents[i]->arena);
-		json_u64(j, "offset", r->extents[i]->off);
-		json_u64(j, "length", r->extents[i]->len);
-		json_end(j);
-	}
-	json_end(j);
-	json_end(j);
-}
-
 /* The distinct lender nodes of a region, as "2,3,4". */
 static void region_nodes(const Pool__RegionInfo *r, char *buf, size_t len)
 {
@@ -65,12 +32,101 @@ static void region_state(const Pool__RegionInfo *r, char *buf, size_t len)
 		snprintf(buf, len, "lost");
 }
 
+enum {
+	R_NAME,
+	R_ID,
+	R_SIZE,
+	R_CLASS,
+	R_PLACEMENT,
+	R_NODES,
+	R_LEASES,
+	R_OWNER,
+	R_UID,
+	R_GID,
+	R_MODE,
+	R_STATE,
+	R_GVA,
+	R_STRIPE,
+	R_ANONYMOUS,
+	R_LOST,
+	R_WANT,
+	R_FIELDS
+};
+
+static const struct field region_fields[R_FIELDS] = {
+    [R_NAME] = {"name", "NAME", FIELD_STR, IN_BOTH},
+    [R_ID] = {"id", NULL, FIELD_U64, IN_BOTH},
+    [R_SIZE] = {"size", "SIZE", FIELD_SIZE, IN_BOTH},
+    [R_CLASS] = {"class", "CLASS", FIELD_STR, IN_BOTH},
+    [R_PLACEMENT] = {"placement", "PLACEMENT", FIELD_STR, IN_BOTH},
+    [R_NODES] = {NULL, "NODES", FIELD_STR, IN_BOTH},
+    [R_LEASES] = {"leases", "LEASES", FIELD_U64, IN_BOTH},
+    [R_OWNER] = {NULL, "OWNER", FIELD_STR, IN_BOTH},
+    [R_UID] = {"uid", NULL, FIELD_U64, IN_BOTH},
+    [R_GID] = {"gid", NULL, FIELD_U64, IN_BOTH},
+    [R_MODE] = {"mode", "MODE", FIELD_MODE, IN_BOTH},
+    [R_STATE] = {NULL, "STATE", FIELD_STR, IN_BOTH},
+    [R_GVA] = {"gva", NULL, FIELD_U64, IN_BOTH},
+    [R_STRIPE] = {"stripe", NULL, FIELD_U64, IN_BOTH},
+    [R_ANONYMOUS] = {"anonymous", NULL, FIELD_BOOL, IN_BOTH},
+    [R_LOST] = {"lost", NULL, FIELD_BOOL, IN_BOTH},
+    [R_WANT] = {"want_extents", NULL, FIELD_U64, IN_BOTH},
+};
+
+/* In JSON, a region's extents. */
+static void region_extents_json(struct json *j, const void *arg)
+{
+	const Pool__RegionInfo *r = arg;
+	size_t i;
+
+	json_array(j, "extents");
+	for (i = 0; i < r->n_extents; i++) {
+		json_object(j, NULL);
+		json_u64(j, "node", r->extents[i]->node);
+		json_u64(j, "arena", r->extents[i]->arena);
+		json_u64(j, "offset", r->extents[i]->off);
+		json_u64(j, "length", r->extents[i]->len);
+		json_end(j);
+	}
+	json_end(j);
+}
+
+/* A region as a row of a listing. */
+static void region_row(struct listing *l, const Pool__RegionInfo *r)
+{
+	char nodes[128], owner[32], state[32];
+	struct value v[R_FIELDS] = {
+	    [R_NAME].s = r->name,
+	    [R_ID].u = r->id,
+	    [R_SIZE].u = r->size,
+	    [R_CLASS].s = r->class_,
+	    [R_PLACEMENT].s = r->placement,
+	    [R_NODES].s = nodes,
+	    [R_LEASES].u = r->leases,
+	    [R_OWNER].s = owner,
+	    [R_UID].u = r->uid,
+	    [R_GID].u = r->gid,
+	    [R_MODE].u = r->mode,
+	    [R_STATE].s = state,
+	    [R_GVA].u = r->gva,
+	    [R_STRIPE].u = r->stripe,
+	    [R_ANONYMOUS].b = r->anonymous,
+	    [R_LOST].b = r->lost,
+	    [R_WANT] = {.u = r->want_extents, .absent = !r->lost || r->want_extents == 0},
+	};
+
+	region_nodes(r, nodes, sizeof(nodes));
+	snprintf(owner, sizeof(owner), "%u:%u", r->uid, r->gid);
+	region_state(r, state, sizeof(state));
+	listing_row_more(l, v, region_extents_json, r);
+}
+
 static int cmd_regions_exec(struct cmd_ctx *ctx)
 {
-	static const char *const headers[] = {"NAME",	"SIZE",	 "CLASS", "PLACEMENT", "NODES",
-					      "LEASES", "OWNER", "MODE",  "STATE"};
 	Pool__RegionListRequest req = POOL__REGION_LIST_REQUEST__INIT;
+	struct json *j = NULL;
 	Pool__RegionList *rep;
+	struct listing *l;
 	size_t i;
 	int rc;
 
@@ -78,32 +134,14 @@ static int cmd_regions_exec(struct cmd_ctx *ctx)
 		      (ProtobufCMessage **)&rep);
 	if (rc != EXIT_OK)
 		return rc;
-	if (ctx->json) {
-		struct json *j = json_new(stdout);
-
-		json_array(j, "regions");
-		for (i = 0; i < rep->n_regions; i++)
-			region_json(j, rep->regions[i]);
+	if (ctx->json)
+		j = json_new(stdout);
+	l = listing_new(j, "regions", region_fields, R_FIELDS, false);
+	for (i = 0; i < rep->n_regions; i++)
+		region_row(l, rep->regions[i]);
+	listing_end(l);
+	if (j != NULL)
 		json_finish(j);
-	} else {
-		struct table *t = table_new(9, headers);
-
-		for (i = 0; i < rep->n_regions; i++) {
-			const Pool__RegionInfo *r = rep->regions[i];
-			char size[24], nodes[128], leases[16], owner[32], mode[8], state[32];
-
-			units_fmt_size(r->size, size, sizeof(size));
-			region_nodes(r, nodes, sizeof(nodes));
-			snprintf(leases, sizeof(leases), "%u", r->leases);
-			snprintf(owner, sizeof(owner), "%u:%u", r->uid, r->gid);
-			snprintf(mode, sizeof(mode), "%03o", r->mode);
-			region_state(r, state, sizeof(state));
-			table_row(t, r->name, size, r->class_, r->placement, nodes, leases, owner,
-				  mode, state);
-		}
-		table_print(t, stdout);
-		table_free(t);
-	}
 	wire_msg_free(&rep->base);
 	return EXIT_OK;
 }
@@ -116,10 +154,10 @@ static int region_print_reply(struct cmd_ctx *ctx, Pool__RegionReply *rep)
 
 	if (ctx->json) {
 		struct json *j = json_new(stdout);
+		struct listing *l = listing_new(j, "region", region_fields, R_FIELDS, false);
 
-		json_array(j, "region");
-		region_json(j, r);
-		json_end(j);
+		region_row(l, r);
+		listing_end(l);
 		json_finish(j);
 		return EXIT_OK;
 	}

@@ -372,34 +372,26 @@ out:
 	return rc;
 }
 
-/* One copy as JSON; the id only when poold told it (admins and the copy's maker see it). */
-static void snap_copy_json(struct json *j, const Pool__SnapCopyEntry *e)
-{
-	char state[WIRE_ENUM_NAME_MAX];
+/* A node's copy of a snapshot image; its id only when poold told it (admins and its maker). */
+enum { C_NAME, C_ID, C_SIZE, C_STATE, C_CLONES, C_UID, C_WAITERS, C_FIELDS };
 
-	json_object(j, NULL);
-	json_str(j, "name", e->name);
-	if (e->has_id)
-		json_u64(j, "id", e->id);
-	json_u64(j, "size", e->size);
-	json_str(
-	    j, "state",
-	    wire_enum_name(&pool__snap_copy_status__descriptor, e->state, state, sizeof(state)));
-	json_u64(j, "clones", e->clones);
-	json_u64(j, "uid", e->uid);
-	json_u64(j, "waiters", e->waiters);
-	json_end(j);
-}
+static const struct field copy_fields[C_FIELDS] = {
+    [C_NAME] = {"name", "NAME", FIELD_STR, IN_BOTH},
+    [C_ID] = {"id", "ID", FIELD_ID, IN_BOTH},
+    [C_SIZE] = {"size", "SIZE", FIELD_SIZE, IN_BOTH},
+    [C_STATE] = {"state", "STATE", FIELD_STR, IN_BOTH},
+    [C_CLONES] = {"clones", "CLONES", FIELD_U64, IN_BOTH},
+    [C_UID] = {"uid", "UID", FIELD_U64, IN_BOTH},
+    [C_WAITERS] = {"waiters", "WAITING", FIELD_U64, IN_BOTH},
+};
 
 /* poolctl snap copies: the shared copies of snapshot images the local poold keeps. */
 static int cmd_snap_copies(struct cmd_ctx *ctx)
 {
-	static const char *const headers[] = {"NAME",	"ID",  "SIZE",	 "STATE",
-					      "CLONES", "UID", "WAITING"};
 	Pool__SnapCopy req = POOL__SNAP_COPY__INIT;
 	Pool__SnapCopyReply *rep;
-	struct json *j;
-	struct table *t;
+	struct json *j = NULL;
+	struct listing *l;
 	size_t i;
 	int rc;
 
@@ -408,34 +400,28 @@ static int cmd_snap_copies(struct cmd_ctx *ctx)
 		      (ProtobufCMessage **)&rep);
 	if (rc != EXIT_OK)
 		return rc;
-	if (ctx->json) {
+	if (ctx->json)
 		j = json_new(stdout);
-		json_array(j, "copies");
-		for (i = 0; i < rep->n_copies; i++)
-			snap_copy_json(j, rep->copies[i]);
-		json_finish(j);
-		goto out;
-	}
-	t = table_new(7, headers);
+	l = listing_new(j, "copies", copy_fields, C_FIELDS, false);
 	for (i = 0; i < rep->n_copies; i++) {
 		const Pool__SnapCopyEntry *e = rep->copies[i];
-		char id[20] = "-", size[32], clones[24], uid[12], waiters[12];
 		char state[WIRE_ENUM_NAME_MAX];
+		struct value v[C_FIELDS] = {
+		    [C_NAME].s = e->name,
+		    [C_ID] = {.u = e->id, .absent = !e->has_id},
+		    [C_SIZE].u = e->size,
+		    [C_STATE].s = wire_enum_name(&pool__snap_copy_status__descriptor, e->state,
+						 state, sizeof(state)),
+		    [C_CLONES].u = e->clones,
+		    [C_UID].u = e->uid,
+		    [C_WAITERS].u = e->waiters,
+		};
 
-		if (e->has_id)
-			snprintf(id, sizeof(id), "%016" PRIx64, e->id);
-		units_fmt_size(e->size, size, sizeof(size));
-		snprintf(clones, sizeof(clones), "%" PRIu64, e->clones);
-		snprintf(uid, sizeof(uid), "%u", e->uid);
-		snprintf(waiters, sizeof(waiters), "%u", e->waiters);
-		table_row(t, e->name, id, size,
-			  wire_enum_name(&pool__snap_copy_status__descriptor, e->state, state,
-					 sizeof(state)),
-			  clones, uid, waiters);
+		listing_row(l, v);
 	}
-	table_print(t, stdout);
-	table_free(t);
-out:
+	listing_end(l);
+	if (j != NULL)
+		json_finish(j);
 	wire_msg_free(&rep->base);
 	return EXIT_OK;
 }

@@ -103,4 +103,51 @@ void table_row_v(struct table *t, const char *const *cells);
 void table_print(struct table *t, FILE *f);
 void table_free(struct table *t);
 
+/*
+ * listing.c: rows whose fields are described once for the table and for
+ * --json. key: the field's name in JSON (NULL: the table only); head: its
+ * column (NULL: JSON only); in: which of a command's two tables (its full
+ * and its brief one, as kv stats and kv ls) show it.
+ */
+enum field_kind {
+	FIELD_STR,  /* text (NULL: "" in JSON, "-" in the table) */
+	FIELD_U64,  /* a number */
+	FIELD_I64,  /* a signed number */
+	FIELD_SIZE, /* bytes: 67108864 in JSON, 64M in the table */
+	FIELD_MODE, /* permission bits: 416 in JSON, 640 in the table */
+	FIELD_ID,   /* an identity: a number in JSON, 16 hex digits in the table */
+	FIELD_BOOL,
+};
+
+enum field_in {
+	IN_BOTH,  /* (and in commands with one table) */
+	IN_FULL,  /* not in the brief table */
+	IN_BRIEF, /* in the brief table only */
+};
+
+struct field {
+	const char *key;
+	const char *head;
+	enum field_kind kind;
+	enum field_in in;
+};
+
+struct value {
+	union {
+		const char *s;
+		uint64_t u;
+		int64_t i;
+		bool b;
+	};
+	bool absent; /* not in the JSON; "-" in the table */
+};
+
+struct listing;
+struct listing *listing_new(struct json *j, const char *name, const struct field *fields,
+			    size_t nfields, bool brief);
+void listing_row(struct listing *l, const struct value *values);
+void listing_row_more(struct listing *l, const struct value *values,
+		      void (*more)(struct json *j, const void *arg), const void *arg);
+void listing_end(struct listing *l);
+
 #endif
