@@ -148,40 +148,23 @@ static void kv_recount_end(struct poold *pd, struct kv_ns *ns, struct kv_entry *
  * After a restart of this coordinator, the references of a dedup
  * namespace are not known (KV_REFS_UNKNOWN: never freed) and the regions
  * that held them hold nothing. An admin's client reads each holder (a
- * snapshot manifest) and tells its keys again: "adopt" (in batches) then
- * "adopted" for a region rebuilt after the restart. "recount" then counts
- * every unknown value's references from all holders and frees the values
- * nobody holds; it is refused while a rebuilt snapshot manifest (a region
- * "snap/...") has not been adopted, since its pages would be freed under
- * it.
+ * snapshot manifest) and tells its keys again (kv_holder_add(), "adopt" on
+ * the wire, then "adopted" for a region rebuilt after the restart). Then
+ * this counts every unknown value's references from all holders and frees
+ * the values nobody holds, *ret_freed of them; -EBUSY while a rebuilt
+ * snapshot manifest (a region "snap/...") has not been adopted, since its
+ * pages would be freed under it.
  */
-int kv_recount_request(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr)
+int kv_recount(struct poold *pd, struct kv_ns *ns, uint64_t *ret_freed, char *err, size_t errlen)
 {
-	struct poold *pd = q->pd;
-	struct region *r = pd->kv->holder;
+	struct region *r;
 	uint64_t count = 0;
-	size_t i;
-	int rc;
 
-	if (kr->op != POOL__KV_OP__KV_OP_RECOUNT) {
-		if (!r->refs_unknown) /* adopted already, or never lost its references */
-			return kv_reply(q, NULL, 0, 0, 0);
-		for (i = 0; kr->op == POOL__KV_OP__KV_OP_ADOPT && i < kr->n_keys; i++) {
-			if (kr->keys[i].len == 0 || kr->keys[i].len > POOL_KV_KEY_MAX)
-				return req_errorf(q, -EINVAL, "key %zu: 1 to %d bytes", i,
-						  POOL_KV_KEY_MAX);
-			rc = kv_holder_add(pd, ns, kr->keys[i].data, kr->keys[i].len, NULL);
-			if (rc < 0)
-				return req_errorf(q, rc, "region '%s': %s", r->name, err_str(rc));
-		}
-		if (kr->op == POOL__KV_OP__KV_OP_ADOPTED)
-			r->refs_unknown = false;
-		return kv_reply(q, NULL, 0, kr->n_keys, 0);
-	}
 	TAILQ_FOREACH(r, &pd->regions->list, entry)
-		if (r->refs_unknown && strncmp(r->name, "snap/", 5) == 0)
-			return req_errorf(q, -EBUSY, "snapshot manifest '%s' is not adopted yet",
-					  r->name);
+		if (r->refs_unknown && strncmp(r->name, "snap/", 5) == 0) {
+			snprintf(err, errlen, "snapshot manifest '%s' is not adopted yet", r->name);
+			return -EBUSY;
+		}
 	kv_foreach_ns(pd, ns, kv_recount_begin, NULL);
 	TAILQ_FOREACH(r, &pd->regions->list, entry) {
 		size_t off = 0;
@@ -200,47 +183,7 @@ int kv_recount_request(struct req *q, struct kv_ns *ns, const Pool__KvRequest *k
 	region_account(pd);
 	log_info("KV namespace '%s': references counted again, %llu value(s) nobody holds freed",
 		 ns->name, (unsigned long long)count);
-	return kv_reply(q, NULL, 0, count, 0);
-}
-
-/*
- * Requests to a dedup namespace: values are taken and let go by their
- * holders, regions the caller may write (a snapshot's manifest); a
- * reference goes with its holder only, never by a remove.
- */
-int kv_dedup_holder(struct req *q, const struct kv_ns *ns, const Pool__KvRequest *kr)
-{
-	struct region *r;
-
-	bool adopt = kr->op == POOL__KV_OP__KV_OP_ADOPT || kr->op == POOL__KV_OP__KV_OP_ADOPTED;
-
-	q->pd->kv->holder = NULL;
-	if (kr->op == POOL__KV_OP__KV_OP_REMOVE)
-		return req_errorf(q, -EPERM, "values of '%s' go with the regions holding them",
-				  ns->name);
-	if (kr->op != POOL__KV_OP__KV_OP_RESERVE && kr->op != POOL__KV_OP__KV_OP_COMMIT && !adopt)
-		return 0;
-	/*
-	 * A page's key starts with its writer's uid (big-endian): a tenant can
-	 * store a page only under its own keys, never under the key another
-	 * uid's put would find, so no one's snapshot restores someone else's
-	 * bytes. Admins (recounts, adoptions) may name any key.
-	 */
-	for (size_t i = 0; !q->admin && !(ns->flags & HOLD_NS_SHARED) && i < kr->n_keys; i++)
-		if (kv_key_owner(kr->keys[i].data, kr->keys[i].len) != (uint32_t)q->uid)
-			return req_errorf(q, -EPERM,
-					  "a key of '%s' starts with its writer's uid, "
-					  "%u",
-					  ns->name, (unsigned)q->uid);
-	if (kr->holder == NULL || (r = region_find(q->pd->regions, kr->holder)) == NULL)
-		return req_errorf(q, -EINVAL, "a put to '%s' names the region holding it",
-				  ns->name);
-	if (!region_allowed(r, q, 2))
-		return req_errorf(q, -EACCES, "region '%s' is not the caller's to write", r->name);
-	if (r->refs_ns != 0 && r->refs_ns != ns->id)
-		return req_errorf(q, -EINVAL, "region '%s' holds values of another namespace",
-				  r->name);
-	q->pd->kv->holder = r;
+	*ret_freed = count;
 	return 0;
 }
 

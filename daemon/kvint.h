@@ -270,8 +270,7 @@ int kv_holder_add(struct poold *pd, struct kv_ns *ns, const uint8_t *key, size_t
 bool kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, uid_t uid,
 		      int *ret_status);
 int kv_verify(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e, uid_t uid);
-int kv_recount_request(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr);
-int kv_dedup_holder(struct req *q, const struct kv_ns *ns, const Pool__KvRequest *kr);
+int kv_recount(struct poold *pd, struct kv_ns *ns, uint64_t *ret_freed, char *err, size_t errlen);
 
 /* kvreplica.c */
 void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg);

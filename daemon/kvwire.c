@@ -196,6 +196,78 @@ unsigned kv_op_access(Pool__KvOp op)
 	return kv_op_of(op, &k) == 0 ? kv_key_access(k) : 0;
 }
 
+/*
+ * adopt, adopted and recount of a dedup namespace (admins: the handler
+ * table says so): a holder's references told again after a restart of
+ * this coordinator, then counted again (kv_recount()).
+ */
+static int kv_recount_request(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr)
+{
+	struct poold *pd = q->pd;
+	struct region *r = pd->kv->holder;
+	uint64_t count = 0;
+	char err[256];
+	size_t i;
+	int rc;
+
+	if (kr->op == POOL__KV_OP__KV_OP_RECOUNT) {
+		rc = kv_recount(pd, ns, &count, err, sizeof(err));
+		return rc < 0 ? req_errorf(q, rc, "%s", err) : kv_reply(q, NULL, 0, count, 0);
+	}
+	if (!r->refs_unknown) /* adopted already, or never lost its references */
+		return kv_reply(q, NULL, 0, 0, 0);
+	for (i = 0; kr->op == POOL__KV_OP__KV_OP_ADOPT && i < kr->n_keys; i++) {
+		if (kr->keys[i].len == 0 || kr->keys[i].len > POOL_KV_KEY_MAX)
+			return req_errorf(q, -EINVAL, "key %zu: 1 to %d bytes", i, POOL_KV_KEY_MAX);
+		rc = kv_holder_add(pd, ns, kr->keys[i].data, kr->keys[i].len, NULL);
+		if (rc < 0)
+			return req_errorf(q, rc, "region '%s': %s", r->name, err_str(rc));
+	}
+	if (kr->op == POOL__KV_OP__KV_OP_ADOPTED)
+		r->refs_unknown = false;
+	return kv_reply(q, NULL, 0, kr->n_keys, 0);
+}
+
+/*
+ * Requests to a dedup namespace: values are taken and let go by their
+ * holders, regions the caller may write (a snapshot's manifest); a
+ * reference goes with its holder only, never by a remove.
+ */
+static int kv_dedup_holder(struct req *q, const struct kv_ns *ns, const Pool__KvRequest *kr)
+{
+	bool adopt = kr->op == POOL__KV_OP__KV_OP_ADOPT || kr->op == POOL__KV_OP__KV_OP_ADOPTED;
+	struct region *r;
+
+	q->pd->kv->holder = NULL;
+	if (kr->op == POOL__KV_OP__KV_OP_REMOVE)
+		return req_errorf(q, -EPERM, "values of '%s' go with the regions holding them",
+				  ns->name);
+	if (kr->op != POOL__KV_OP__KV_OP_RESERVE && kr->op != POOL__KV_OP__KV_OP_COMMIT && !adopt)
+		return 0;
+	/*
+	 * A page's key starts with its writer's uid (big-endian): a tenant can
+	 * store a page only under its own keys, never under the key another
+	 * uid's put would find, so no one's snapshot restores someone else's
+	 * bytes. Admins (recounts, adoptions) may name any key.
+	 */
+	for (size_t i = 0; !q->admin && !(ns->flags & HOLD_NS_SHARED) && i < kr->n_keys; i++)
+		if (kv_key_owner(kr->keys[i].data, kr->keys[i].len) != (uint32_t)q->uid)
+			return req_errorf(q, -EPERM,
+					  "a key of '%s' starts with its writer's uid, "
+					  "%u",
+					  ns->name, (unsigned)q->uid);
+	if (kr->holder == NULL || (r = region_find(q->pd->regions, kr->holder)) == NULL)
+		return req_errorf(q, -EINVAL, "a put to '%s' names the region holding it",
+				  ns->name);
+	if (!region_allowed(r, q, 2))
+		return req_errorf(q, -EACCES, "region '%s' is not the caller's to write", r->name);
+	if (r->refs_ns != 0 && r->refs_ns != ns->id)
+		return req_errorf(q, -EINVAL, "region '%s' holds values of another namespace",
+				  r->name);
+	q->pd->kv->holder = r;
+	return 0;
+}
+
 static int kv_request(struct req *q, const ProtobufCMessage *msg)
 {
 	const Pool__KvRequest *kr = (const Pool__KvRequest *)msg;

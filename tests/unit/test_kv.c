@@ -314,6 +314,63 @@ static void test_dedup_references(void)
 	index_free();
 }
 
+/*
+ * After a restart of the coordinator a dedup namespace's references are
+ * unknown: nothing is freed until the holders told their keys again
+ * (adopted), and a recount refused while a snapshot manifest has not; then
+ * it frees exactly the values no holder lists.
+ */
+static void test_dedup_recount(void)
+{
+	static const uint8_t held[] = {0, 0, 0, 0, 'h'}, lone[] = {0, 0, 0, 0, 'l'};
+	struct region_caller root = {1, 1, 0, 0, true};
+	struct region_spec spec = {"snap/m", MiB, CLASS_PINNED, "any", 0, 0600, false, false};
+	struct kv_result res;
+	struct kv_entry *e;
+	struct region *m;
+	struct kv_ns *ns;
+	uint64_t freed = 99;
+	char err[256];
+
+	index_new();
+	CU_ASSERT_FATAL(kv_snap_open(&pd) == 0);
+	ns = kv_ns_find(&pd, "snap.pages");
+	CU_ASSERT_EQUAL_FATAL(region_create(&pd, &spec, &root, &m, err, sizeof(err)), 0);
+	pd.kv->holder = m;
+	CU_ASSERT_EQUAL_FATAL(op_bin(ns, 1, KV_RESERVE, held, sizeof(held), 4096, &res), 0);
+	CU_ASSERT_EQUAL(op_bin(ns, 1, KV_COMMIT, held, sizeof(held), res.val.version, &res), 0);
+	CU_ASSERT_EQUAL_FATAL(op_bin(ns, 1, KV_RESERVE, lone, sizeof(lone), 4096, &res), 0);
+	CU_ASSERT_EQUAL(op_bin(ns, 1, KV_COMMIT, lone, sizeof(lone), res.val.version, &res), 0);
+	/* As a restart leaves them: counts unknown, the manifest's list empty, not adopted. */
+	free(m->refs);
+	m->refs = NULL;
+	m->refs_len = m->refs_cap = 0;
+	m->refs_unknown = true;
+	e = *kv_slot(ns, held, sizeof(held), kv_hash(held, sizeof(held)));
+	e->refs = KV_REFS_UNKNOWN;
+	e = *kv_slot(ns, lone, sizeof(lone), kv_hash(lone, sizeof(lone)));
+	e->refs = KV_REFS_UNKNOWN;
+	CU_ASSERT_EQUAL(kv_recount(&pd, ns, &freed, err, sizeof(err)), -EBUSY);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "'snap/m' is not adopted yet"));
+	CU_ASSERT_EQUAL(freed, 99);
+	CU_ASSERT_EQUAL(ns->nentries, 2);
+	/* The manifest tells its one key again (adopt), and is whole (adopted). */
+	CU_ASSERT_EQUAL(kv_holder_add(&pd, ns, held, sizeof(held), NULL), 0);
+	m->refs_unknown = false;
+	CU_ASSERT_EQUAL(kv_recount(&pd, ns, &freed, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(freed, 1);
+	CU_ASSERT_EQUAL(op_bin(ns, 2, KV_EXISTS, lone, sizeof(lone), 0, &res), -ENOENT);
+	CU_ASSERT_EQUAL_FATAL(op_bin(ns, 2, KV_EXISTS, held, sizeof(held), 0, &res), 0);
+	e = *kv_slot(ns, held, sizeof(held), kv_hash(held, sizeof(held)));
+	CU_ASSERT_EQUAL(e->refs, 1);
+	/* Counted again, it goes with its holder as before. */
+	pd.kv->holder = NULL;
+	CU_ASSERT_EQUAL(region_destroy(&pd, "snap/m", &root, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(ns->nentries, 0);
+	CU_ASSERT_EQUAL(ns->used, 0);
+	index_free();
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -324,6 +381,7 @@ int main(void)
 	    {"abort and remove", test_abort_and_remove},
 	    {"replicas", test_replicas},
 	    {"dedup references", test_dedup_references},
+	    {"dedup recount after a restart", test_dedup_recount},
 	    {NULL, NULL},
 	};
 
