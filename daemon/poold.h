@@ -517,6 +517,10 @@ void region_account(struct poold *pd);
 void region_notify(struct poold *pd, struct region *r, enum region_event event);
 void region_retire(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
 		   struct reclaim *rc);
+typedef void reclaim_done_fn(void *arg, int rc, const char *summary);
+int reclaim_start(struct poold *pd, uint32_t node, uint64_t size, bool drain, reclaim_done_fn *done,
+		  void *arg, char *err, size_t errlen);
+int reclaim_lend(struct poold *pd, uint32_t node, uint64_t size, char *msg, size_t len);
 void reclaim_sweep(struct poold *pd);
 void reclaim_close(struct poold *pd);
 extern const struct ctl_handler reclaim_handlers[];

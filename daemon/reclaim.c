@@ -35,7 +35,8 @@ struct reclaim_target {
 struct reclaim {
 	TAILQ_ENTRY(reclaim) entry;
 	struct poold *pd;
-	struct req *q; /* the admin waiting for the result */
+	reclaim_done_fn *done; /* told the result, once */
+	void *arg;
 	uint32_t node;
 	bool drain;
 	struct reclaim_target *targets;
@@ -151,7 +152,6 @@ void reclaim_sweep(struct poold *pd)
 	struct reclaim *rc, *next;
 
 	for (rc = TAILQ_FIRST(&pd->regions->reclaims); rc != NULL; rc = next) {
-		Pool__Ok ok = POOL__OK__INIT;
 		uint64_t before = 0, after = 0, busy = 0;
 		struct retired *rt;
 		char msg[400], a[24], b[24];
@@ -186,11 +186,13 @@ void reclaim_sweep(struct poold *pd)
 		log_info("%s", msg);
 		events_add(pd, "reclaim", "%s", msg);
 		if (busy > 0 || rc->failed > 0) {
+			char why[sizeof(msg) + 64];
+
 			units_fmt_size(busy, a, sizeof(a));
-			req_finish(rc->q, req_errorf(rc->q, -EBUSY, "%s; %s still in use", msg, a));
+			snprintf(why, sizeof(why), "%s; %s still in use", msg, a);
+			rc->done(rc->arg, -EBUSY, why);
 		} else {
-			ok.message = msg;
-			req_finish(rc->q, req_reply(rc->q, WIRE_OK, &ok.base));
+			rc->done(rc->arg, 0, msg);
 		}
 		reclaim_free(rc);
 	}
@@ -202,32 +204,59 @@ void reclaim_close(struct poold *pd)
 	struct reclaim *rc;
 
 	while ((rc = TAILQ_FIRST(&pd->regions->reclaims)) != NULL) {
-		req_finish(rc->q, req_errorf(rc->q, -ESHUTDOWN, "poold is stopping"));
+		rc->done(rc->arg, -ESHUTDOWN, "poold is stopping");
 		reclaim_free(rc);
 	}
 }
 
-/* Vacate the tails of the node's arenas: evict cache regions, move the others. */
-static int reclaim_start(struct req *q, uint32_t node, uint64_t size, bool drain)
+/* Whether what node lends may change now: a member, not being reclaimed. */
+static int reclaim_may(struct poold *pd, uint32_t node, char *err, size_t errlen)
 {
-	struct poold *pd = q->pd;
+	struct reclaim *rc;
+
+	if (cluster_find(pd, node) == NULL) {
+		snprintf(err, errlen, "no node %u", node);
+		return -ENOENT;
+	}
+	TAILQ_FOREACH(rc, &pd->regions->reclaims, entry)
+		if (rc->node == node) {
+			snprintf(err, errlen, "node %u is being reclaimed already", node);
+			return -EBUSY;
+		}
+	return 0;
+}
+
+/*
+ * reclaim (drain: everything) of a node: vacate the tails of its arenas,
+ * evicting cache regions and moving the others. 0 once started, and done
+ * is told the result when it ends (never before this returns); or the
+ * error, in err.
+ */
+int reclaim_start(struct poold *pd, uint32_t node, uint64_t size, bool drain, reclaim_done_fn *done,
+		  void *arg, char *err, size_t errlen)
+{
 	struct lender_pool *lp;
 	struct region *r, *rnext;
 	struct reclaim *rc;
 	size_t n = 0, i;
+	int status = reclaim_may(pd, node, err, errlen);
 
+	if (status < 0)
+		return status;
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
 		n += lp->node == node;
-	if (n == 0)
-		return req_errorf(q, -ENOENT, "node %u lends nothing", node);
-	rc = calloc(1, sizeof(*rc));
-	if (rc == NULL || (rc->targets = calloc(n, sizeof(*rc->targets))) == NULL ||
-	    (rc->q = req_hold(q)) == NULL) {
-		if (rc != NULL)
-			free(rc->targets);
-		free(rc);
-		return req_errorf(q, -ENOMEM, "out of memory");
+	if (n == 0) {
+		snprintf(err, errlen, "node %u lends nothing", node);
+		return -ENOENT;
 	}
+	rc = calloc(1, sizeof(*rc));
+	if (rc == NULL || (rc->targets = calloc(n, sizeof(*rc->targets))) == NULL) {
+		free(rc);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rc->done = done;
+	rc->arg = arg;
 	rc->pd = pd;
 	rc->node = node;
 	rc->drain = drain;
@@ -272,7 +301,7 @@ static int reclaim_start(struct req *q, uint32_t node, uint64_t size, bool drain
 			break;
 		}
 	}
-	return REQ_LATER;
+	return 0;
 }
 
 static uint64_t reclaim_arena_size(const struct extent_arena *a)
@@ -283,28 +312,33 @@ static uint64_t reclaim_arena_size(const struct extent_arena *a)
 	return st.size;
 }
 
-/* lend: set what a node offers (grow up to its arenas, shrink over free memory). */
-static int reclaim_lend(struct req *q, uint32_t node, uint64_t size)
+/*
+ * lend: set what a node offers (grow up to its arenas, shrink over free
+ * memory). 0 with what it lends now in msg, or the error in msg.
+ */
+int reclaim_lend(struct poold *pd, uint32_t node, uint64_t size, char *msg, size_t len)
 {
-	struct poold *pd = q->pd;
-	Pool__Ok ok = POOL__OK__INIT;
 	struct lender_pool *lp;
 	uint64_t max = 0, busy;
 	size_t n = 0;
-	char msg[160], a[24];
-	int rc;
+	char a[24];
+	int rc = reclaim_may(pd, node, msg, len);
 
+	if (rc < 0)
+		return rc;
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
 		if (lp->node == node && lp->tier == TIER_DRAM) {
 			n++;
 			max += lp->size;
 		}
-	if (n == 0)
-		return req_errorf(q, -ENOENT, "node %u lends no DRAM", node);
+	if (n == 0) {
+		snprintf(msg, len, "node %u lends no DRAM", node);
+		return -ENOENT;
+	}
 	if (size > max) {
 		units_fmt_size(max, a, sizeof(a));
-		return req_errorf(q, -ERANGE, "node %u can lend at most %s (its lend.max)", node,
-				  a);
+		snprintf(msg, len, "node %u can lend at most %s (its lend.max)", node, a);
+		return -ERANGE;
 	}
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 		uint64_t want = size / n / EXTENT_UNIT_DEFAULT * EXTENT_UNIT_DEFAULT;
@@ -327,14 +361,16 @@ static int reclaim_lend(struct req *q, uint32_t node, uint64_t size)
 				else
 					extent_arena_grow(done->alloc, done->lent);
 			}
-			if (rc != -EBUSY)
-				return req_errorf(q, rc, "cannot resize node %u arena %u: %s", node,
-						  lp->arena, err_str(rc));
 			units_fmt_size(busy, a, sizeof(a));
-			return req_errorf(q, -EBUSY,
-					  "node %u arena %u has %s in use above %llu bytes: "
-					  "use poolctl reclaim",
-					  node, lp->arena, a, (unsigned long long)want);
+			if (rc != -EBUSY)
+				snprintf(msg, len, "cannot resize node %u arena %u: %s", node,
+					 lp->arena, err_str(rc));
+			else
+				snprintf(msg, len,
+					 "node %u arena %u has %s in use above %llu bytes: use "
+					 "poolctl reclaim",
+					 node, lp->arena, a, (unsigned long long)want);
+			return rc;
 		}
 	}
 	/* Every arena took its new size: tell the lender. */
@@ -346,125 +382,8 @@ static int reclaim_lend(struct req *q, uint32_t node, uint64_t size)
 	}
 	region_account(pd);
 	units_fmt_size(size, a, sizeof(a));
-	snprintf(msg, sizeof(msg), "node %u now lends %s", node, a);
+	snprintf(msg, len, "node %u now lends %s", node, a);
 	log_info("%s", msg);
 	events_add(pd, "reclaim", "%s", msg);
-	ok.message = msg;
-	return req_reply(q, WIRE_OK, &ok.base);
+	return 0;
 }
-
-static int reclaim_request(struct req *q, const ProtobufCMessage *msg)
-{
-	const Pool__LendRequest *lr = (const Pool__LendRequest *)msg;
-	struct reclaim *rc;
-
-	if (cluster_find(q->pd, lr->node) == NULL)
-		return req_errorf(q, -ENOENT, "no node %u", lr->node);
-	TAILQ_FOREACH(rc, &q->pd->regions->reclaims, entry)
-		if (rc->node == lr->node)
-			return req_errorf(q, -EBUSY, "node %u is being reclaimed already",
-					  lr->node);
-	switch (lr->op) {
-	case POOL__LEND_OP__LEND_OP_LEND:
-		return reclaim_lend(q, lr->node, lr->size);
-	case POOL__LEND_OP__LEND_OP_RECLAIM:
-	case POOL__LEND_OP__LEND_OP_DRAIN:
-		return reclaim_start(q, lr->node, lr->size, lr->op == POOL__LEND_OP__LEND_OP_DRAIN);
-	default: /* (wire_msg_unpack() refused any other number) */
-		return req_errorf(q, -EINVAL, "unknown lend operation %d", lr->op);
-	}
-}
-
-struct ledger_rows {
-	Pool__LedgerEntry *rows;
-	size_t n, cap;
-};
-
-/* A new row at the end (index returned), or -1 without memory. */
-static long ledger_add(struct ledger_rows *l)
-{
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		Pool__LedgerEntry *grown = realloc(l->rows, cap * sizeof(*grown));
-
-		if (grown == NULL)
-			return -1;
-		l->rows = grown;
-		l->cap = cap;
-	}
-	pool__ledger_entry__init(&l->rows[l->n]);
-	return (long)l->n++;
-}
-
-/*
- * The ledger: for each lender arena, what it offers and uses (uid
- * 0xffffffff), then what each borrowing uid holds there.
- */
-static int reclaim_ledger(struct req *q, const ProtobufCMessage *msg)
-{
-	struct poold *pd = q->pd;
-	Pool__Ledger reply = POOL__LEDGER__INIT;
-	Pool__LedgerEntry **ptrs = NULL;
-	struct ledger_rows l = {0};
-	struct lender_pool *lp;
-	struct region *r;
-	size_t i, k;
-	int rc = -ENOMEM;
-
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
-		struct extent_stats st;
-		long first = ledger_add(&l);
-
-		if (first < 0)
-			goto out;
-		extent_stats(lp->alloc, &st);
-		l.rows[first].node = lp->node;
-		l.rows[first].arena = lp->arena;
-		l.rows[first].tier = (char *)tier_name(lp->tier);
-		l.rows[first].size = lp->size;
-		l.rows[first].lent = lp->lent;
-		l.rows[first].used = st.used;
-		l.rows[first].uid = UINT32_MAX;
-		l.rows[first].draining = lp->draining;
-		TAILQ_FOREACH(r, &pd->regions->list, entry) {
-			for (i = 0; i < r->next; i++) {
-				if (r->ext[i].node != lp->node || r->ext[i].arena != lp->arena)
-					continue;
-				l.rows[first].regions++;
-				/* A uid sees its own use of each arena; admins see every uid's. */
-				if (!q->admin && r->uid != q->uid)
-					continue;
-				for (k = (size_t)first + 1; k < l.n && l.rows[k].uid != r->uid; k++)
-					;
-				if (k == l.n) {
-					if (ledger_add(&l) < 0)
-						goto out;
-					l.rows[k] = l.rows[first];
-					l.rows[k].uid = r->uid;
-					l.rows[k].used = 0;
-					l.rows[k].regions = 0;
-				}
-				l.rows[k].used += r->ext[i].len;
-				l.rows[k].regions++;
-			}
-		}
-	}
-	ptrs = calloc(l.n ? l.n : 1, sizeof(*ptrs));
-	if (ptrs == NULL)
-		goto out;
-	for (i = 0; i < l.n; i++)
-		ptrs[i] = &l.rows[i];
-	reply.entries = ptrs;
-	reply.n_entries = l.n;
-	rc = req_reply(q, WIRE_LEDGER_REPLY, &reply.base);
-out:
-	free(ptrs);
-	free(l.rows);
-	return rc < 0 && rc == -ENOMEM ? req_errorf(q, rc, "out of memory") : rc;
-}
-
-const struct ctl_handler reclaim_handlers[] = {
-    {WIRE_LEND, CTL_ADMIN, AT_COORD, reclaim_request, NULL},
-    {WIRE_LEDGER, CTL_ANY, AT_COORD, reclaim_ledger, NULL},
-    {0, 0, 0, NULL, NULL},
-};
