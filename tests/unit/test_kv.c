@@ -65,6 +65,7 @@ static void index_free(void)
 	kv_close(&pd);
 	region_close_space(&pd);
 	usage_clear(&pd.usage); /* (coord_close() does these for poold) */
+	events_free(&pd);
 	while ((m = TAILQ_FIRST(&pd.members)) != NULL) {
 		TAILQ_REMOVE(&pd.members, m, entry);
 		pool__node_info__free_unpacked(m->info, NULL);

@@ -78,6 +78,7 @@ static void space_free(void)
 	kv_close(&pd);
 	region_close_space(&pd);
 	usage_clear(&pd.usage);
+	events_free(&pd);
 	while ((m = TAILQ_FIRST(&pd.members)) != NULL) {
 		TAILQ_REMOVE(&pd.members, m, entry);
 		pool__node_info__free_unpacked(m->info, NULL);
