@@ -9,13 +9,14 @@ daemon_libpoold_la_SOURCES = daemon/poold.h daemon/pidfile.c daemon/conn.c daemo
 	daemon/placement.h daemon/placement.c daemon/usage.h daemon/usage.c daemon/quota.c daemon/htab.h daemon/htab.c \
 	daemon/hold.c daemon/kvint.h daemon/kv.c daemon/kvtier.c daemon/kvdedup.c daemon/kvreplica.c daemon/kvrebuild.c daemon/kvwire.c daemon/kvlocal.c daemon/kvevents.c daemon/resp.c daemon/journal.h daemon/journal.c daemon/coordlog.c daemon/vec.c daemon/respparse.h daemon/respparse.c daemon/respauth.c daemon/resp.h daemon/respkeys.c daemon/respconn.c daemon/respremote.c daemon/respplace.c daemon/resprelay.c \
 	daemon/metrics.c daemon/events.c daemon/copy.c daemon/snapcopy.c \
-	daemon/snapplace.c daemon/grant.c daemon/xfer.c daemon/firewall.c daemon/carve.c daemon/peertls.c daemon/accept.c daemon/httpd.c
+	daemon/snapplace.c daemon/grant.c daemon/xfer.c daemon/firewall.c daemon/carve.c daemon/peertls.c daemon/accept.c daemon/httpd.c \
+	daemon/etcd.h daemon/etcd.c
 daemon_libpoold_la_CPPFLAGS = $(AM_CPPFLAGS) -DPOOL_PKGLIBEXECDIR='"$(pkglibexecdir)"'
 daemon_libpoold_la_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(PMEM2_CFLAGS) \
-	$(XXHASH_CFLAGS) $(CRYPTO_CFLAGS) $(ZMQ_CFLAGS) $(MSGPACK_CFLAGS)
+	$(XXHASH_CFLAGS) $(CRYPTO_CFLAGS) $(ZMQ_CFLAGS) $(MSGPACK_CFLAGS) $(ETCD_CFLAGS)
 daemon_libpoold_la_LIBADD = fabric/libfabric.la proto/libwire.la vecindex/libvecindex.la \
 	common/libconf.la common/libcommon.la $(EVENT_LIBS) $(PROTOBUF_C_LIBS) $(NUMA_LIBS) \
-	$(PMEM2_LIBS) $(XXHASH_LIBS) $(CRYPTO_LIBS) $(ZMQ_LIBS) $(MSGPACK_LIBS)
+	$(PMEM2_LIBS) $(XXHASH_LIBS) $(CRYPTO_LIBS) $(ZMQ_LIBS) $(MSGPACK_LIBS) $(ETCD_LIBS)
 
 sbin_PROGRAMS += daemon/poold
 daemon_poold_SOURCES = daemon/poold.c

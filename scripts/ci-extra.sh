@@ -13,7 +13,7 @@
 # trust" (the default) or some.
 . "$(dirname "$0")/deps.sh"
 
-deps_install "${PACKAGES[@]}" clang libclang-rt-14-dev clang-format
+deps_install "${PACKAGES[@]}" "${TEST_PACKAGES[@]}" clang libclang-rt-14-dev clang-format
 work=${CI_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/pool-ci.XXXXXX")}
 # The suite runs some checks as uid nobody, which must reach the build.
 chmod 0755 "$work"

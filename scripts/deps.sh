@@ -11,8 +11,10 @@ PACKAGES=(
 	libnuma-dev libpmem2-dev libcunit1-dev libxxhash-dev libssl-dev nftables
 	libzmq3-dev libmsgpack-dev python3-zmq python3-msgpack
 	mandoc groff-base iproute2 python3 python3-redis python3-pytest python3-numpy procps util-linux redis-tools
-	libhiredis-dev redis-server iperf3 xxhash libhnswlib-dev libfaiss-dev openssl
+	libhiredis-dev redis-server iperf3 xxhash libhnswlib-dev libfaiss-dev openssl libjansson-dev
 )
+# What only the tests use: etcd members of their own (coord.etcd).
+TEST_PACKAGES=(etcd-server etcd-client)
 
 deps_install() {
 	local missing=() p

@@ -3,7 +3,7 @@
 # suite (make check). Exits non-zero on any failure.
 . "$(dirname "$0")/deps.sh"
 
-deps_install "${PACKAGES[@]}"
+deps_install "${PACKAGES[@]}" "${TEST_PACKAGES[@]}"
 deps_build
 echo "==> make check"
 if ! make -j"$(nproc)" check; then

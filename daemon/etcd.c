@@ -1,0 +1,764 @@
+/*
+ * daemon/etcd.c - a client of etcd's v3 JSON gateway (the grpc-gateway
+ * that etcd 3.4 serves under /v3/ on its client URLs), on libevent's HTTP
+ * client and jansson.
+ *
+ * Requests are JSON POSTs; keys and values travel base64-encoded and
+ * 64-bit numbers as strings, as the gateway's JSON mapping of etcd's
+ * protobufs has them. Unary requests share one connection to the endpoint
+ * in use; when it fails (refused, reset, timed out) the next request goes
+ * to the next endpoint of the list. Nothing is retried here: the caller
+ * is told, and decides (an election retries; a write of state must not be
+ * applied twice without knowing). A watch holds a connection of its own,
+ * whose answer is a stream of JSON objects, one per line.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "common/common.h"
+#include "daemon/etcd.h"
+
+#define ETCD_MAX_ENDPOINTS 8
+#define ETCD_MAX_ANSWER (8u << 20) /* bytes of one answer read, at most */
+#define ETCD_WATCH_IDLE_S 86400	   /* a watch's stream may be quiet that long */
+
+struct etcd_endpoint {
+	char host[256];
+	uint16_t port;
+	char url[300];			/* as configured, for messages */
+	struct evhttp_connection *conn; /* made on first use; libevent reconnects it */
+};
+
+enum etcd_kind {
+	ETCD_PUT,
+	ETCD_RANGE,
+	ETCD_DELETE,
+	ETCD_CREATE,
+	ETCD_GRANT,
+	ETCD_KEEPALIVE,
+	ETCD_REVOKE
+};
+
+struct etcd_call {
+	LIST_ENTRY(etcd_call) entry;
+	struct etcd *e;
+	enum etcd_kind kind;
+	etcd_done_fn *done;
+	void *arg;
+	size_t endpoint; /* the one it went to */
+	enum evhttp_request_error failure;
+	bool failed;
+};
+
+struct etcd_watch {
+	LIST_ENTRY(etcd_watch) entry;
+	struct etcd *e;
+	struct evhttp_connection *conn;
+	struct evbuffer *pending; /* what came of the stream, up to its next newline */
+	etcd_event_fn *fn;
+	void *arg;
+	size_t endpoint;
+	enum evhttp_request_error failure;
+	bool failed, cancelled;
+};
+
+struct etcd {
+	struct event_base *base;
+	struct etcd_endpoint ep[ETCD_MAX_ENDPOINTS];
+	size_t nep, cur;
+	unsigned timeout_ms;
+	LIST_HEAD(, etcd_call) calls;
+	LIST_HEAD(, etcd_watch) watches;
+};
+
+/* Parse "http://host:port[,http://host:port...]". */
+static int etcd_parse_endpoints(struct etcd *e, const char *list, char *err, size_t errlen)
+{
+	const char *p = list;
+
+	while (*p != '\0') {
+		struct etcd_endpoint *ep = &e->ep[e->nep];
+		size_t len = strcspn(p, ",");
+		const char *host, *colon, *end = p + len;
+		char *num_end;
+		unsigned long port;
+
+		if (e->nep == ETCD_MAX_ENDPOINTS) {
+			snprintf(err, errlen, "at most %d etcd endpoints", ETCD_MAX_ENDPOINTS);
+			return -EINVAL;
+		}
+		if (len >= sizeof(ep->url) || strncmp(p, "http://", 7) != 0)
+			goto bad;
+		snprintf(ep->url, sizeof(ep->url), "%.*s", (int)len, p);
+		host = p + 7;
+		colon = memchr(host, ':', (size_t)(end - host));
+		if (colon == NULL || colon == host || (size_t)(colon - host) >= sizeof(ep->host))
+			goto bad;
+		port = strtoul(colon + 1, &num_end, 10);
+		if (num_end != end && !(num_end + 1 == end && *num_end == '/'))
+			goto bad;
+		if (port == 0 || port > 65535 || colon + 1 == num_end)
+			goto bad;
+		snprintf(ep->host, sizeof(ep->host), "%.*s", (int)(colon - host), host);
+		ep->port = (uint16_t)port;
+		e->nep++;
+		p = *end == ',' ? end + 1 : end;
+		continue;
+	bad:
+		snprintf(err, errlen, "etcd endpoint '%.*s': not http://HOST:PORT", (int)len, p);
+		return -EINVAL;
+	}
+	if (e->nep == 0) {
+		snprintf(err, errlen, "no etcd endpoint");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * A client of the etcd cluster at endpoints ("http://10.0.0.1:2379,..."):
+ * each request is answered within timeout_ms or fails with -ETIMEDOUT.
+ * NULL with the reason in err.
+ */
+struct etcd *etcd_new(struct event_base *base, const char *endpoints, unsigned timeout_ms,
+		      char *err, size_t errlen)
+{
+	struct etcd *e = calloc(1, sizeof(*e));
+
+	if (e == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	e->base = base;
+	e->timeout_ms = timeout_ms ? timeout_ms : 1000;
+	LIST_INIT(&e->calls);
+	LIST_INIT(&e->watches);
+	if (etcd_parse_endpoints(e, endpoints, err, errlen) < 0) {
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
+static void etcd_watch_free(struct etcd_watch *w);
+
+/* Drop the client: requests in flight and watches end without a word to their callers. */
+void etcd_free(struct etcd *e)
+{
+	struct etcd_call *c;
+	struct etcd_watch *w;
+	size_t i;
+
+	if (e == NULL)
+		return;
+	for (i = 0; i < e->nep; i++)
+		if (e->ep[i].conn != NULL)
+			evhttp_connection_free(
+			    e->ep[i].conn); /* frees its requests, calling nobody */
+	while ((c = LIST_FIRST(&e->calls)) != NULL) {
+		LIST_REMOVE(c, entry);
+		free(c);
+	}
+	while ((w = LIST_FIRST(&e->watches)) != NULL)
+		etcd_watch_free(w);
+	free(e);
+}
+
+/* The endpoint requests go to now. */
+const char *etcd_endpoint(const struct etcd *e)
+{
+	return e->ep[e->cur].url;
+}
+
+static char *etcd_b64(const void *data, size_t len)
+{
+	char *out = malloc(4 * ((len + 2) / 3) + 1);
+
+	if (out != NULL)
+		EVP_EncodeBlock((unsigned char *)out, data, (int)len);
+	return out;
+}
+
+/* Decode base64 text into a malloc'd buffer, NUL-terminated; NULL if it is not base64. */
+static uint8_t *etcd_unb64(const char *text, size_t *ret_len)
+{
+	size_t len = strlen(text), pad = 0;
+	uint8_t *out;
+	int n;
+
+	if (len % 4 != 0 || (out = malloc(len / 4 * 3 + 1)) == NULL)
+		return NULL;
+	n = len ? EVP_DecodeBlock(out, (const unsigned char *)text, (int)len) : 0;
+	if (n < 0) {
+		free(out);
+		return NULL;
+	}
+	while (pad < 2 && len > pad && text[len - 1 - pad] == '=')
+		pad++;
+	*ret_len = (size_t)n - pad;
+	out[*ret_len] = '\0';
+	return out;
+}
+
+/* The end of a prefix's range: the key with its last byte one higher (carrying). */
+static char *etcd_prefix_end(const char *key)
+{
+	size_t len = strlen(key);
+	uint8_t *end = malloc(len + 1);
+	char *out;
+
+	if (end == NULL)
+		return NULL;
+	memcpy(end, key, len);
+	while (len > 0 && end[len - 1] == 0xff)
+		len--;
+	if (len == 0) { /* every key: "\0" */
+		end[0] = 0;
+		len = 1;
+	} else {
+		end[len - 1]++;
+	}
+	out = etcd_b64(end, len);
+	free(end);
+	return out;
+}
+
+/* Set key (base64) and, for a prefix, range_end in a request object. */
+static int etcd_set_key(json_t *o, const char *name, const char *key, bool prefix)
+{
+	char *k = etcd_b64(key, strlen(key)), *end = prefix ? etcd_prefix_end(key) : NULL;
+	int rc = 0;
+
+	if (k == NULL || (prefix && end == NULL) ||
+	    json_object_set_new(o, name, json_string(k)) < 0 ||
+	    (prefix && json_object_set_new(o, "range_end", json_string(end)) < 0))
+		rc = -ENOMEM;
+	free(k);
+	free(end);
+	return rc;
+}
+
+static json_t *etcd_int(int64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%" PRId64, v);
+	return json_string(buf);
+}
+
+/* A 64-bit number as the gateway writes it (a string, or absent for 0). */
+static int64_t etcd_num(json_t *o, const char *name)
+{
+	json_t *v = json_object_get(o, name);
+
+	if (json_is_string(v))
+		return strtoll(json_string_value(v), NULL, 10);
+	if (json_is_integer(v))
+		return json_integer_value(v);
+	return 0;
+}
+
+static void etcd_kv_free(struct etcd_kv *kv)
+{
+	free(kv->key);
+	free(kv->value);
+}
+
+/* One kv of an answer; -EPROTO if its key or value is not base64. */
+static int etcd_kv_of(json_t *o, struct etcd_kv *kv)
+{
+	const char *key = json_string_value(json_object_get(o, "key"));
+	const char *value = json_string_value(json_object_get(o, "value"));
+	size_t klen;
+
+	memset(kv, 0, sizeof(*kv));
+	if (key == NULL || (kv->key = (char *)etcd_unb64(key, &klen)) == NULL)
+		return -EPROTO;
+	kv->value = etcd_unb64(value != NULL ? value : "", &kv->vlen);
+	if (kv->value == NULL) {
+		free(kv->key);
+		return -EPROTO;
+	}
+	kv->create_revision = etcd_num(o, "create_revision");
+	kv->mod_revision = etcd_num(o, "mod_revision");
+	kv->version = etcd_num(o, "version");
+	kv->lease = etcd_num(o, "lease");
+	return 0;
+}
+
+/* The kvs array of a range answer, into a malloc'd array. */
+static int etcd_kvs_of(json_t *kvs, struct etcd_kv **ret, size_t *ret_n)
+{
+	size_t i, n = json_array_size(kvs);
+	struct etcd_kv *out;
+
+	*ret = NULL;
+	*ret_n = 0;
+	if (n == 0)
+		return 0;
+	if ((out = calloc(n, sizeof(*out))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		if (etcd_kv_of(json_array_get(kvs, i), &out[i]) < 0) {
+			while (i-- > 0)
+				etcd_kv_free(&out[i]);
+			free(out);
+			return -EPROTO;
+		}
+	*ret = out;
+	*ret_n = n;
+	return 0;
+}
+
+static void etcd_failed(enum evhttp_request_error error, void *arg)
+{
+	struct etcd_call *c = arg;
+
+	c->failure = error;
+	c->failed = true;
+}
+
+/* The endpoint in use failed: the next request goes to the next one. */
+static void etcd_next_endpoint(struct etcd *e, size_t failed)
+{
+	if (failed == e->cur) /* (else moved on already) */
+		e->cur = (e->cur + 1) % e->nep;
+}
+
+/* What an error answer says: etcd's message, or the HTTP status. -ENOENT for gRPC's NotFound. */
+static int etcd_error_of(json_t *doc, int code, char *buf, size_t len)
+{
+	const char *msg = json_string_value(json_object_get(doc, "message"));
+
+	if (msg == NULL)
+		msg = json_string_value(json_object_get(doc, "error"));
+	if (msg != NULL)
+		snprintf(buf, len, "etcd: %s", msg);
+	else
+		snprintf(buf, len, "etcd answered HTTP %d", code);
+	return etcd_num(doc, "code") == 5 ? -ENOENT : -EIO;
+}
+
+static void etcd_answered(struct evhttp_request *req, void *arg)
+{
+	struct etcd_call *c = arg;
+	struct etcd *e = c->e;
+	struct etcd_result res = {0};
+	struct etcd_kv *kvs = NULL;
+	char why[400] = "";
+	json_t *doc = NULL, *body;
+	int code = req != NULL ? evhttp_request_get_response_code(req) : 0;
+
+	LIST_REMOVE(c, entry);
+	if (code == 0) {
+		const char *url = e->ep[c->endpoint].url;
+
+		if (c->failed && c->failure == EVREQ_HTTP_TIMEOUT) {
+			res.status = -ETIMEDOUT;
+			snprintf(why, sizeof(why), "etcd at %s did not answer within %u ms", url,
+				 e->timeout_ms);
+		} else {
+			res.status = -ECONNREFUSED;
+			snprintf(why, sizeof(why), "cannot reach etcd at %s", url);
+		}
+		etcd_next_endpoint(e, c->endpoint);
+		goto out;
+	}
+	{
+		struct evbuffer *in = evhttp_request_get_input_buffer(req);
+		size_t len = evbuffer_get_length(in);
+		json_error_t jerr;
+
+		if (len > ETCD_MAX_ANSWER ||
+		    (doc = json_loadb((const char *)evbuffer_pullup(in, -1), len, 0, &jerr)) ==
+			NULL ||
+		    !json_is_object(doc)) {
+			res.status = -EPROTO;
+			snprintf(why, sizeof(why), "etcd at %s: not etcd's answer (HTTP %d)",
+				 e->ep[c->endpoint].url, code);
+			goto out;
+		}
+	}
+	if (code != 200) {
+		res.status = etcd_error_of(doc, code, why, sizeof(why));
+		goto out;
+	}
+	/* keepalive's answer is one message of a stream: {"result": {...}} */
+	body = c->kind == ETCD_KEEPALIVE ? json_object_get(doc, "result") : doc;
+	if (!json_is_object(body)) {
+		res.status =
+		    json_is_object(json_object_get(doc, "error"))
+			? etcd_error_of(json_object_get(doc, "error"), code, why, sizeof(why))
+			: -EPROTO;
+		if (res.status == -EPROTO)
+			snprintf(why, sizeof(why), "etcd: a keepalive answered nothing");
+		goto out;
+	}
+	res.revision = etcd_num(json_object_get(body, "header"), "revision");
+	res.lease = etcd_num(body, "ID");
+	res.ttl = etcd_num(body, "TTL");
+	if (c->kind == ETCD_RANGE) {
+		res.status = etcd_kvs_of(json_object_get(body, "kvs"), &kvs, &res.nkvs);
+	} else if (c->kind == ETCD_CREATE) {
+		json_t *first = json_array_get(json_object_get(body, "responses"), 0);
+
+		res.succeeded = json_is_true(json_object_get(body, "succeeded"));
+		if (!res.succeeded)
+			res.status = etcd_kvs_of(
+			    json_object_get(json_object_get(first, "response_range"), "kvs"), &kvs,
+			    &res.nkvs);
+	}
+	if (res.status == -EPROTO)
+		snprintf(why, sizeof(why), "etcd at %s: a key or value that is not base64",
+			 e->ep[c->endpoint].url);
+	else if (res.status < 0)
+		snprintf(why, sizeof(why), "out of memory");
+out:
+	res.error = why;
+	res.kvs = kvs;
+	c->done(c->arg, &res);
+	while (res.nkvs-- > 0)
+		etcd_kv_free(&kvs[res.nkvs]);
+	free(kvs);
+	json_decref(doc);
+	free(c);
+}
+
+/* The connection to the endpoint in use, made on first use. */
+static struct evhttp_connection *etcd_conn(struct etcd *e)
+{
+	struct timeval tv = {e->timeout_ms / 1000, (e->timeout_ms % 1000) * 1000};
+	struct etcd_endpoint *ep = &e->ep[e->cur];
+
+	if (ep->conn == NULL) {
+		ep->conn = evhttp_connection_base_new(e->base, NULL, ep->host, ep->port);
+		if (ep->conn != NULL) {
+			evhttp_connection_set_timeout_tv(ep->conn, &tv);
+			evhttp_connection_set_retries(ep->conn, 0);
+			/* (an endpoint that is not etcd cannot make us buffer without end) */
+			evhttp_connection_set_max_body_size(ep->conn, ETCD_MAX_ANSWER);
+			evhttp_connection_set_max_headers_size(ep->conn, 64 << 10);
+		}
+	}
+	return ep->conn;
+}
+
+/* POST body (consumed) to path at the endpoint in use. */
+static int etcd_post(struct evhttp_connection *conn, const char *host, const char *path,
+		     json_t *body, struct evhttp_request *req)
+{
+	char *text = json_dumps(body, JSON_COMPACT);
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	int rc = -ENOMEM;
+
+	json_decref(body);
+	if (text != NULL && evhttp_add_header(h, "Host", host) == 0 &&
+	    evhttp_add_header(h, "Content-Type", "application/json") == 0 &&
+	    evbuffer_add(evhttp_request_get_output_buffer(req), text, strlen(text)) == 0)
+		rc = evhttp_make_request(conn, req, EVHTTP_REQ_POST, path) == 0 ? 0 : -EIO;
+	else
+		evhttp_request_free(req);
+	free(text);
+	return rc;
+}
+
+static int etcd_call(struct etcd *e, enum etcd_kind kind, const char *path, json_t *body,
+		     etcd_done_fn *done, void *arg)
+{
+	struct evhttp_connection *conn = etcd_conn(e);
+	struct etcd_call *c = body != NULL ? calloc(1, sizeof(*c)) : NULL;
+	struct evhttp_request *req;
+	int rc;
+
+	if (c == NULL || conn == NULL || (req = evhttp_request_new(etcd_answered, c)) == NULL) {
+		json_decref(body);
+		free(c);
+		return -ENOMEM;
+	}
+	c->e = e;
+	c->kind = kind;
+	c->done = done;
+	c->arg = arg;
+	c->endpoint = e->cur;
+	evhttp_request_set_error_cb(req, etcd_failed);
+	LIST_INSERT_HEAD(&e->calls, c, entry);
+	rc = etcd_post(conn, e->ep[e->cur].host, path, body, req);
+	if (rc < 0) { /* (the request is freed, and its callback never comes) */
+		LIST_REMOVE(c, entry);
+		free(c);
+	}
+	return rc;
+}
+
+/* Put value under key (with a lease: the key goes when the lease does; 0: none). */
+int etcd_put(struct etcd *e, const char *key, const void *value, size_t len, int64_t lease,
+	     etcd_done_fn *done, void *arg)
+{
+	json_t *o = json_object();
+	char *v = etcd_b64(value, len);
+
+	if (o == NULL || v == NULL || etcd_set_key(o, "key", key, false) < 0 ||
+	    json_object_set_new(o, "value", json_string(v)) < 0 ||
+	    (lease != 0 && json_object_set_new(o, "lease", etcd_int(lease)) < 0)) {
+		json_decref(o);
+		free(v);
+		return -ENOMEM;
+	}
+	free(v);
+	return etcd_call(e, ETCD_PUT, "/v3/kv/put", o, done, arg);
+}
+
+/* The key, or every key under the prefix. */
+int etcd_range(struct etcd *e, const char *key, bool prefix, etcd_done_fn *done, void *arg)
+{
+	json_t *o = json_object();
+
+	if (o == NULL || etcd_set_key(o, "key", key, prefix) < 0) {
+		json_decref(o);
+		return -ENOMEM;
+	}
+	return etcd_call(e, ETCD_RANGE, "/v3/kv/range", o, done, arg);
+}
+
+int etcd_delete(struct etcd *e, const char *key, bool prefix, etcd_done_fn *done, void *arg)
+{
+	json_t *o = json_object();
+
+	if (o == NULL || etcd_set_key(o, "key", key, prefix) < 0) {
+		json_decref(o);
+		return -ENOMEM;
+	}
+	return etcd_call(e, ETCD_DELETE, "/v3/kv/deleterange", o, done, arg);
+}
+
+/*
+ * Make key only if it does not exist (one transaction: its create
+ * revision is 0, then put, else read it). The answer's succeeded says
+ * which; a key made this way names its maker until it is deleted or its
+ * lease ends, and its create revision tells one maker from the next.
+ */
+int etcd_create(struct etcd *e, const char *key, const void *value, size_t len, int64_t lease,
+		etcd_done_fn *done, void *arg)
+{
+	json_t *cmp = json_object(), *put = json_object(), *get = json_object(), *txn;
+	char *v = etcd_b64(value, len);
+
+	if (cmp == NULL || put == NULL || get == NULL || v == NULL ||
+	    etcd_set_key(cmp, "key", key, false) < 0 || etcd_set_key(put, "key", key, false) < 0 ||
+	    etcd_set_key(get, "key", key, false) < 0 ||
+	    json_object_set_new(cmp, "target", json_string("CREATE")) < 0 ||
+	    json_object_set_new(cmp, "result", json_string("EQUAL")) < 0 ||
+	    json_object_set_new(cmp, "create_revision", json_string("0")) < 0 ||
+	    json_object_set_new(put, "value", json_string(v)) < 0 ||
+	    (lease != 0 && json_object_set_new(put, "lease", etcd_int(lease)) < 0)) {
+		json_decref(cmp);
+		json_decref(put);
+		json_decref(get);
+		free(v);
+		return -ENOMEM;
+	}
+	free(v);
+	/* (json_pack takes the three, even when it fails) */
+	txn = json_pack("{s[o]s[{so}]s[{so}]}", "compare", cmp, "success", "request_put", put,
+			"failure", "request_range", get);
+	return txn != NULL ? etcd_call(e, ETCD_CREATE, "/v3/kv/txn", txn, done, arg) : -ENOMEM;
+}
+
+/* A lease of ttl_s seconds: the answer's lease is its id, ttl what etcd granted. */
+int etcd_lease_grant(struct etcd *e, int64_t ttl_s, etcd_done_fn *done, void *arg)
+{
+	json_t *o = json_pack("{so}", "TTL", etcd_int(ttl_s));
+
+	return o != NULL ? etcd_call(e, ETCD_GRANT, "/v3/lease/grant", o, done, arg) : -ENOMEM;
+}
+
+/* Renew a lease for its whole ttl; an answer with ttl 0: the lease is gone. */
+int etcd_lease_keepalive(struct etcd *e, int64_t lease, etcd_done_fn *done, void *arg)
+{
+	json_t *o = json_pack("{so}", "ID", etcd_int(lease));
+
+	return o != NULL ? etcd_call(e, ETCD_KEEPALIVE, "/v3/lease/keepalive", o, done, arg)
+			 : -ENOMEM;
+}
+
+/* End a lease now, and the keys put with it. */
+int etcd_lease_revoke(struct etcd *e, int64_t lease, etcd_done_fn *done, void *arg)
+{
+	json_t *o = json_pack("{so}", "ID", etcd_int(lease));
+
+	return o != NULL ? etcd_call(e, ETCD_REVOKE, "/v3/lease/revoke", o, done, arg) : -ENOMEM;
+}
+
+static void etcd_watch_free(struct etcd_watch *w)
+{
+	LIST_REMOVE(w, entry);
+	if (w->conn != NULL)
+		evhttp_connection_free(w->conn);
+	if (w->pending != NULL)
+		evbuffer_free(w->pending);
+	free(w);
+}
+
+/* Tell the watcher its watch ended (once), unless it cancelled it. */
+static void etcd_watch_end(struct etcd_watch *w, int status, const char *why)
+{
+	etcd_event_fn *fn = w->fn;
+
+	w->fn = NULL;
+	if (fn != NULL && !w->cancelled)
+		fn(w->arg, status, why, false, NULL);
+}
+
+/* One message of the stream: its events, each to the watcher. */
+static void etcd_watch_message(struct etcd_watch *w, const char *line, size_t len)
+{
+	json_t *doc = json_loadb(line, len, 0, NULL), *result = json_object_get(doc, "result");
+	json_t *events = json_object_get(result, "events");
+	char why[256];
+	size_t i;
+
+	if (!json_is_object(result)) {
+		int rc = json_is_object(json_object_get(doc, "error"))
+			     ? etcd_error_of(json_object_get(doc, "error"), 200, why, sizeof(why))
+			     : -EPROTO;
+
+		if (rc == -EPROTO)
+			snprintf(why, sizeof(why), "a watch's stream that is not etcd's");
+		etcd_watch_end(w, rc, why);
+		json_decref(doc);
+		return;
+	}
+	if (json_is_true(json_object_get(result, "canceled"))) {
+		etcd_watch_end(w, -ECANCELED, "etcd cancelled the watch (compacted?)");
+		json_decref(doc);
+		return;
+	}
+	for (i = 0; i < json_array_size(events) && w->fn != NULL && !w->cancelled; i++) {
+		json_t *ev = json_array_get(events, i);
+		const char *type = json_string_value(json_object_get(ev, "type"));
+		struct etcd_kv kv;
+
+		if (etcd_kv_of(json_object_get(ev, "kv"), &kv) < 0) {
+			etcd_watch_end(w, -EPROTO, "a watched key that is not base64");
+			break;
+		}
+		w->fn(w->arg, 0, NULL, type != NULL && strcmp(type, "DELETE") == 0, &kv);
+		etcd_kv_free(&kv);
+	}
+	json_decref(doc);
+}
+
+static void etcd_watch_chunk(struct evhttp_request *req, void *arg)
+{
+	struct etcd_watch *w = arg;
+	char *line;
+	size_t n;
+
+	evbuffer_add_buffer(w->pending, evhttp_request_get_input_buffer(req));
+	while (w->fn != NULL && !w->cancelled &&
+	       (line = evbuffer_readln(w->pending, &n, EVBUFFER_EOL_LF)) != NULL) {
+		etcd_watch_message(w, line, n);
+		free(line);
+	}
+	if (evbuffer_get_length(w->pending) > ETCD_MAX_ANSWER)
+		etcd_watch_end(w, -EPROTO, "a watch's message over 8 MiB");
+}
+
+static void etcd_watch_failed(enum evhttp_request_error error, void *arg)
+{
+	struct etcd_watch *w = arg;
+
+	w->failure = error;
+	w->failed = true;
+}
+
+/* The stream ended (the connection dropped, or etcd closed it). */
+static void etcd_watch_done(struct evhttp_request *req, void *arg)
+{
+	struct etcd_watch *w = arg;
+	char why[400];
+
+	if (req == NULL || evhttp_request_get_response_code(req) == 0)
+		etcd_next_endpoint(w->e, w->endpoint); /* (it could not be reached) */
+	snprintf(why, sizeof(why), "the watch's stream from etcd at %s ended",
+		 w->e->ep[w->endpoint].url);
+	etcd_watch_end(w, -ECONNRESET, why);
+}
+
+/*
+ * Watch key (or every key under it) from start_revision (0: from now):
+ * each put and delete goes to fn in order; the watch's end too, once,
+ * with a negative status (then the caller watches again, from the
+ * revision after the last it saw). NULL without memory.
+ */
+struct etcd_watch *etcd_watch(struct etcd *e, const char *key, bool prefix, int64_t start_revision,
+			      etcd_event_fn *fn, void *arg)
+{
+	struct etcd_watch *w = calloc(1, sizeof(*w));
+	struct timeval idle = {ETCD_WATCH_IDLE_S, 0};
+	struct evhttp_request *req;
+	json_t *create = json_object();
+
+	if (w == NULL || create == NULL || etcd_set_key(create, "key", key, prefix) < 0 ||
+	    (start_revision > 0 &&
+	     json_object_set_new(create, "start_revision", etcd_int(start_revision)) < 0)) {
+		json_decref(create);
+		free(w);
+		return NULL;
+	}
+	w->e = e;
+	w->endpoint = e->cur;
+	w->fn = fn;
+	w->arg = arg;
+	LIST_INSERT_HEAD(&e->watches, w, entry);
+	w->pending = evbuffer_new();
+	w->conn = evhttp_connection_base_new(e->base, NULL, e->ep[e->cur].host, e->ep[e->cur].port);
+	req = w->conn != NULL && w->pending != NULL ? evhttp_request_new(etcd_watch_done, w) : NULL;
+	if (req == NULL) {
+		json_decref(create);
+		etcd_watch_free(w);
+		return NULL;
+	}
+	evhttp_connection_set_timeout_tv(w->conn, &idle);
+	evhttp_connection_set_retries(w->conn, 0);
+	evhttp_request_set_chunked_cb(req, etcd_watch_chunk);
+	evhttp_request_set_error_cb(req, etcd_watch_failed);
+	if (etcd_post(w->conn, e->ep[e->cur].host, "/v3/watch",
+		      json_pack("{so}", "create_request", create), req) < 0) {
+		etcd_watch_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+static void etcd_watch_reap(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	etcd_watch_free(arg);
+}
+
+/* Stop watching: no call comes after this (the watch is freed from the loop, not in here). */
+void etcd_watch_cancel(struct etcd_watch *w)
+{
+	struct timeval now = {0, 0};
+
+	if (w == NULL || w->cancelled)
+		return;
+	w->cancelled = true;
+	w->fn = NULL;
+	if (event_base_once(w->e->base, -1, EV_TIMEOUT, etcd_watch_reap, w, &now) < 0)
+		log_warnx("etcd: a cancelled watch is kept until the client goes");
+}

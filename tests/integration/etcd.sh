@@ -1,0 +1,117 @@
+#!/bin/bash
+# daemon/etcd.c, the client of etcd's v3 JSON gateway, against a real etcd
+# cluster of three members on loopback (Debian's etcd-server): keys, the
+# create-if-absent that elects a leader and gives it its epoch, leases that
+# end keys and the keepalives that hold them, watches, a member killed, and
+# endpoints that refuse, hang or are not etcd at all.
+. "${top_srcdir:-.}/tests/integration/lib.sh"
+
+ETCD_BIN=$(command -v etcd || true)
+if [ -z "$ETCD_BIN" ]; then
+	echo "etcd is not installed (Debian's etcd-server): scripts/test.sh installs it" >&2
+	exit 1
+fi
+T="$top_builddir/tests/tools/pool-etcd"
+ETCD_PIDS=()
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+etcd_stop() {
+	local p
+	for p in "${ETCD_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	wait 2>/dev/null
+}
+trap 'etcd_stop; pool_cleanup' EXIT
+
+# Three members; CLIENTS lists their client URLs.
+cluster= CLIENTS=()
+declare -a PEER
+for i in 1 2 3; do
+	CLIENTS[$i]="http://127.0.0.1:$(free_port)"
+	PEER[$i]="http://127.0.0.1:$(free_port)"
+	cluster+="${cluster:+,}m$i=${PEER[$i]}"
+done
+for i in 1 2 3; do
+	"$ETCD_BIN" --name "m$i" --data-dir "$TEST_DIR/m$i" \
+		--listen-client-urls "${CLIENTS[$i]}" --advertise-client-urls "${CLIENTS[$i]}" \
+		--listen-peer-urls "${PEER[$i]}" --initial-advertise-peer-urls "${PEER[$i]}" \
+		--initial-cluster "$cluster" --initial-cluster-state new \
+		--heartbeat-interval 100 --election-timeout 1000 >"$TEST_DIR/m$i.log" 2>&1 &
+	ETCD_PIDS+=($!)
+done
+ALL="${CLIENTS[1]},${CLIENTS[2]},${CLIENTS[3]}"
+for _ in $(seq 100); do
+	"$T" "$ALL" put:/ready=1 >/dev/null 2>&1 && break
+	sleep 0.1
+done
+check "a cluster of three etcd members answers" "$T" "$ALL" put:/ready=1
+
+check "put and get" "$T" "$ALL" put:/pool/a=hello get:/pool/a
+check_out "^  kv /pool/a=hello create=[1-9][0-9]* " "the value as it was put, with its revision"
+check "a prefix and a delete" "$T" "$ALL" put:/pool/b=2 del:/pool/a prefix:/pool/
+grep -c '^  kv ' "$TEST_DIR/out" | grep -qx 1 && grep -q '^  kv /pool/b=2' "$TEST_DIR/out" &&
+	ok "the prefix holds what is left" || { not_ok "prefix after delete"; cat "$TEST_DIR/out"; }
+
+# The election: the first create wins; the second reads the winner and its epoch.
+check "create-if-absent: the first wins, the second reads the winner" \
+	"$T" "$ALL" lease:60 create:/pool/leader=n1 create:/pool/leader=n2
+first=$(grep -c 'create: ok .* succeeded=1' "$TEST_DIR/out")
+second=$(grep -c 'create: ok .* succeeded=0 kvs=1' "$TEST_DIR/out")
+[ "$first" = 1 ] && [ "$second" = 1 ] && grep -q '^  kv /pool/leader=n1 .* lease=yes' "$TEST_DIR/out" &&
+	ok "one leader, n1, on a lease" || { not_ok "create-if-absent"; cat "$TEST_DIR/out"; }
+epoch=$(sed -n 's/^  kv \/pool\/leader=n1 create=\([0-9]*\) .*/\1/p' "$TEST_DIR/out")
+check "the key read again" "$T" "$ALL" get:/pool/leader
+grep -q "^  kv /pool/leader=n1 create=$epoch " "$TEST_DIR/out" &&
+	ok "its create revision, the epoch, is stable ($epoch)" || { not_ok "epoch"; cat "$TEST_DIR/out"; }
+
+# A lease that is not kept alive ends its key; the watch sees the delete.
+check "a lease let go" "$T" "$ALL" lease:2 create:/lapse/leader=n1 watch:/lapse/ sleep:3500 get:/lapse/leader
+grep -q '^watch: delete /lapse/leader' "$TEST_DIR/out" && grep -q '^get: ok .* kvs=0' "$TEST_DIR/out" &&
+	ok "ends its key within its TTL, and the watch says so" || { not_ok "lease expiry"; cat "$TEST_DIR/out"; }
+check "a lease kept alive" "$T" "$ALL" lease:2 create:/kept/leader=n1 sleep:1200 keepalive \
+	sleep:1200 keepalive sleep:1200 get:/kept/leader
+grep -q '^  kv /kept/leader=n1' "$TEST_DIR/out" && grep -q '^keepalive: ok .* ttl=[12] ' "$TEST_DIR/out" &&
+	ok "holds its key past its TTL (3.6 s of a 2 s lease)" || { not_ok "keepalive"; cat "$TEST_DIR/out"; }
+check "a revoked lease" "$T" "$ALL" lease:60 put:/rev/k=1 revoke get:/rev/k keepalive
+grep -q '^get: ok .* kvs=0' "$TEST_DIR/out" && grep -q '^keepalive: ok .* ttl=0 ' "$TEST_DIR/out" &&
+	ok "ends its keys at once, and a keepalive then says it is gone" || { not_ok "revoke"; cat "$TEST_DIR/out"; }
+check "a watch sees puts and deletes in order" "$T" "$ALL" watch:/w/ put:/w/1=a put:/w/1=b del:/w/1 sleep:300
+[ "$(grep '^watch:' "$TEST_DIR/out" | cut -d' ' -f2-3 | tr '\n' ' ')" = "put /w/1=a put /w/1=b delete /w/1= " ] &&
+	ok "put a, put b, delete" || { not_ok "watch order"; cat "$TEST_DIR/out"; }
+
+# A member dies: a request to it fails clearly, the next goes to another member.
+{ kill -KILL "${ETCD_PIDS[0]}"; wait "${ETCD_PIDS[0]}"; } 2>/dev/null
+# (If it led the cluster, the others answer "leader changed" until they elected one.)
+check_exit 1 "with member 1 killed, a request to it fails" "$T" "$ALL" get:/pool/b get:/pool/b \
+	sleep:1500 get:/pool/b
+check_out "^get: error -111: cannot reach etcd at ${CLIENTS[1]}$" "saying which endpoint could not be reached"
+check_out "^  kv /pool/b=2 " "and the next requests go to another member, which answers"
+check "the two left still elect" "$T" "${CLIENTS[2]},${CLIENTS[3]}" create:/pool/leader=n3
+check_out "succeeded=0 kvs=1" "and still see the leader of before"
+
+# Endpoints that are not etcd: refused, silent, another server, not a URL.
+silent=$(free_port)
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
+c = s.accept()[0]; time.sleep(10)' "$silent" &
+sleep 0.3
+start=$(date +%s%N)
+check_exit 1 "an endpoint that never answers" "$T" "http://127.0.0.1:$silent" get:/x
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+check_out "^get: error -110: etcd at http://127.0.0.1:$silent did not answer within 2000 ms$" \
+	"times out, saying so (after $ms ms)"
+other=$(free_port)
+python3 -m http.server "$other" --bind 127.0.0.1 >/dev/null 2>&1 &
+HTTPD=$!
+sleep 0.5
+check_exit 1 "a web server that is not etcd" "$T" "http://127.0.0.1:$other" get:/x
+check_out "^get: error -71: etcd at http://127.0.0.1:$other: not etcd's answer \(HTTP 501\)$" \
+	"is not taken for etcd"
+kill "$HTTPD" 2>/dev/null
+check_exit 1 "an endpoint that is not a URL" "$T" "etcd.example:2379" get:/x
+check_out "etcd endpoint 'etcd.example:2379': not http://HOST:PORT" "is refused with a reason"
+pool_done
