@@ -32,7 +32,7 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/snap.sh tests/integration/snapcopy.sh tests/integration/snap-uffd.sh \
 	tests/integration/hostile.sh tests/integration/user.sh tests/integration/firewall.sh \
 	tests/integration/resp-compat.sh tests/integration/python.sh tests/integration/kvevents.sh \
-	tests/integration/etcd.sh \
+	tests/integration/etcd.sh tests/integration/elect.sh \
 	tests/cluster/selftest.sh tests/cluster/kv.sh tests/cluster/vec.sh tests/cluster/snap.sh \
 	tests/cluster/coord-restart.sh tests/cluster/coord-journal.sh tests/cluster/client-crash.sh \
 	tests/cluster/soak.sh tests/cluster/python.sh tests/cluster/resp.sh tests/cluster/resp-relay.sh \
@@ -107,6 +107,14 @@ noinst_PROGRAMS += tests/tools/pool-etcd
 tests_tools_pool_etcd_SOURCES = tests/tools/pool-etcd.c daemon/etcd.h daemon/etcd.c
 tests_tools_pool_etcd_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(ETCD_CFLAGS) $(LIBCRYPTO_CFLAGS)
 tests_tools_pool_etcd_LDADD = common/libconf.la common/libcommon.la $(EVENT_LIBS) $(ETCD_LIBS) $(LIBCRYPTO_LIBS)
+
+# pool-elect: one candidate of daemon/elect.c's election (tests/integration/elect.sh).
+noinst_PROGRAMS += tests/tools/pool-elect
+tests_tools_pool_elect_SOURCES = tests/tools/pool-elect.c daemon/elect.h daemon/elect.c \
+	daemon/etcd.h daemon/etcd.c
+tests_tools_pool_elect_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(ETCD_CFLAGS) $(LIBCRYPTO_CFLAGS)
+tests_tools_pool_elect_LDADD = common/libconf.la common/libcommon.la $(EVENT_LIBS) $(ETCD_LIBS) \
+	$(LIBCRYPTO_LIBS)
 
 # pool-hostile: a tenant sending raw frames for what it was not granted.
 if HAVE_HIREDIS

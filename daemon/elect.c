@@ -1,0 +1,319 @@
+/*
+ * daemon/elect.c - one coordinator among candidates, elected through etcd.
+ *
+ * A candidate takes a lease of ttl seconds and creates the leader key on
+ * it, only if the key does not exist (etcd_create()). The one that made it
+ * leads; the key's create revision is its epoch, higher for every new
+ * leader, which everything it sends carries so that the others can refuse
+ * a deposed leader. The others read who leads and watch the key; when it
+ * goes (the leader's lease ended, or it stepped down) they race again.
+ *
+ * The leader renews its lease every ttl/3. It counts the lease from when it
+ * sent the last renewal that etcd answered (etcd counts from when it got
+ * it, later), and stops leading before that time plus ttl, whether or not
+ * etcd can be reached: so once the key can be made by another candidate,
+ * this one no longer acts as leader. elect_leading() checks that time
+ * itself, for a process that was frozen past it and whose timers have not
+ * run yet.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "common/common.h"
+#include "daemon/elect.h"
+#include "daemon/etcd.h"
+
+#define ELECT_RETRY_MS 500 /* after etcd failed us, before trying again */
+
+enum elect_step { ELECT_GRANTING, ELECT_CREATING, ELECT_LEADING, ELECT_FOLLOWING, ELECT_WAITING };
+
+struct elect {
+	struct event_base *base;
+	struct etcd *etcd;
+	char key[256];
+	char self[256];
+	unsigned ttl_s;
+	elect_fn *fn;
+	void *arg;
+	enum elect_step step;
+	int64_t lease;
+	int64_t epoch;
+	uint64_t renew_sent_ms; /* leader: when the renewal in flight was sent */
+	uint64_t lease_end_ms;	/* leader: it leads until then, at the latest */
+	struct event *timer;	/* the next renewal, or the next try */
+	struct event *fence;	/* leader: the end of its lease */
+	struct etcd_watch *watch;
+	bool busy;  /* a request of ours in flight */
+	bool freed; /* elect_free() came while it was: free on its answer */
+};
+
+static void elect_campaign(struct elect *el);
+
+static uint64_t elect_margin_ms(const struct elect *el)
+{
+	uint64_t ttl = (uint64_t)el->ttl_s * 1000;
+
+	return ttl / 4 < 1000 ? ttl / 4 : 1000;
+}
+
+static void elect_after(struct elect *el, uint64_t ms)
+{
+	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000)};
+
+	evtimer_add(el->timer, &tv);
+}
+
+/* Stop leading (or following): say why, and race again after a pause. */
+static void elect_lost(struct elect *el, const char *why)
+{
+	bool was_leading = el->step == ELECT_LEADING;
+
+	evtimer_del(el->fence);
+	evtimer_del(el->timer);
+	etcd_watch_cancel(el->watch);
+	el->watch = NULL;
+	el->step = ELECT_WAITING;
+	el->epoch = 0;
+	if (was_leading)
+		log_warnx("etcd: no longer coordinator: %s", why);
+	el->fn(el->arg, false, NULL, 0, why);
+	elect_after(el, ELECT_RETRY_MS);
+}
+
+/* The lease's end came without a renewal: step down before another can lead. */
+static void elect_fenced(evutil_socket_t fd, short what, void *arg)
+{
+	struct elect *el = arg;
+	char why[160];
+
+	(void)fd;
+	(void)what;
+	snprintf(why, sizeof(why), "its lease was not renewed within %u s (etcd at %s)", el->ttl_s,
+		 etcd_endpoint(el->etcd));
+	elect_lost(el, why);
+}
+
+static void elect_arm_fence(struct elect *el)
+{
+	uint64_t now = units_now_ms(), at = el->lease_end_ms - elect_margin_ms(el);
+
+	elect_after(el, (uint64_t)el->ttl_s * 1000 / 3);
+	if (at <= now) {
+		elect_fenced(-1, 0, el);
+	} else {
+		struct timeval tv = {(time_t)((at - now) / 1000),
+				     (suseconds_t)((at - now) % 1000 * 1000)};
+
+		evtimer_add(el->fence, &tv);
+	}
+}
+
+/* Whether the answer is still wanted (elect_free() came meanwhile: free it now). */
+static bool elect_answer(struct elect *el)
+{
+	el->busy = false;
+	if (!el->freed)
+		return true;
+	free(el);
+	return false;
+}
+
+static void elect_renewed(void *arg, const struct etcd_result *res)
+{
+	struct elect *el = arg;
+
+	if (!elect_answer(el) || el->step != ELECT_LEADING)
+		return;
+	if (res->status == 0 && res->ttl > 0) {
+		el->lease_end_ms = el->renew_sent_ms + (uint64_t)res->ttl * 1000;
+		evtimer_del(el->fence);
+		elect_arm_fence(el);
+		return;
+	}
+	if (res->status == 0) {
+		elect_lost(el, "its lease had ended at etcd");
+		return;
+	}
+	/* etcd did not answer: try again soon; the fence steps down if it never does. */
+	log_warnx("etcd: renewing the coordinator's lease: %s", res->error);
+	elect_after(el, ELECT_RETRY_MS);
+}
+
+static void elect_watched(void *arg, int status, const char *error, bool deleted,
+			  const struct etcd_kv *kv)
+{
+	struct elect *el = arg;
+
+	if (status < 0) {
+		char why[480];
+
+		snprintf(why, sizeof(why), "watching the leader: %s", error);
+		elect_lost(el, why); /* (which cancels the watch, freeing it) */
+		return;
+	}
+	if (deleted) {
+		etcd_watch_cancel(el->watch);
+		el->watch = NULL;
+		el->step = ELECT_WAITING;
+		el->fn(el->arg, false, NULL, 0, "the leader went");
+		elect_campaign(el);
+		return;
+	}
+	if (kv->create_revision != el->epoch) { /* a new leader came between */
+		el->epoch = kv->create_revision;
+		el->fn(el->arg, false, (const char *)kv->value, el->epoch, NULL);
+	}
+}
+
+static void elect_created(void *arg, const struct etcd_result *res)
+{
+	struct elect *el = arg;
+
+	if (!elect_answer(el))
+		return;
+	if (res->status < 0) {
+		elect_lost(el, res->error);
+		return;
+	}
+	if (res->succeeded) {
+		el->step = ELECT_LEADING;
+		el->epoch = res->revision;
+		el->lease_end_ms = el->renew_sent_ms + (uint64_t)el->ttl_s * 1000;
+		log_info("etcd: coordinator, epoch %lld (lease of %u s)", (long long)el->epoch,
+			 el->ttl_s);
+		el->fn(el->arg, true, el->self, el->epoch, NULL);
+		elect_arm_fence(el);
+		return;
+	}
+	if (res->nkvs == 0) { /* gone between the compare and the read */
+		elect_campaign(el);
+		return;
+	}
+	el->step = ELECT_FOLLOWING;
+	el->epoch = res->kvs[0].create_revision;
+	el->fn(el->arg, false, (const char *)res->kvs[0].value, el->epoch, NULL);
+	el->watch =
+	    etcd_watch(el->etcd, el->key, false, res->kvs[0].mod_revision + 1, elect_watched, el);
+	if (el->watch == NULL)
+		elect_lost(el, "out of memory");
+}
+
+static void elect_granted(void *arg, const struct etcd_result *res)
+{
+	struct elect *el = arg;
+	int rc;
+
+	if (!elect_answer(el))
+		return;
+	if (res->status < 0 || res->lease == 0) {
+		elect_lost(el, res->status < 0 ? res->error : "etcd granted no lease");
+		return;
+	}
+	el->lease = res->lease;
+	el->step = ELECT_CREATING;
+	rc = etcd_create(el->etcd, el->key, el->self, strlen(el->self), el->lease, elect_created,
+			 el);
+	if (rc < 0)
+		elect_lost(el, "out of memory");
+	else
+		el->busy = true;
+}
+
+/* Race for the key: a fresh lease, then the create. */
+static void elect_campaign(struct elect *el)
+{
+	el->step = ELECT_GRANTING;
+	el->renew_sent_ms = units_now_ms(); /* (the lease counts from its grant) */
+	if (etcd_lease_grant(el->etcd, el->ttl_s, elect_granted, el) < 0)
+		elect_lost(el, "out of memory");
+	else
+		el->busy = true;
+}
+
+static void elect_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct elect *el = arg;
+
+	(void)fd;
+	(void)what;
+	if (el->busy) { /* (an answer still to come, or to time out) */
+		elect_after(el, ELECT_RETRY_MS);
+		return;
+	}
+	if (el->step == ELECT_WAITING) {
+		elect_campaign(el);
+	} else if (el->step == ELECT_LEADING) {
+		el->renew_sent_ms = units_now_ms();
+		if (etcd_lease_keepalive(el->etcd, el->lease, elect_renewed, el) == 0)
+			el->busy = true;
+		else
+			elect_after(el, ELECT_RETRY_MS);
+	}
+}
+
+/*
+ * Stand for election as self (what followers learn: the candidate's
+ * address) under key, on leases of ttl_s seconds; fn hears every change
+ * of standing. NULL without memory.
+ */
+struct elect *elect_new(struct event_base *base, struct etcd *etcd, const char *key,
+			const char *self, unsigned ttl_s, elect_fn *fn, void *arg)
+{
+	struct elect *el = calloc(1, sizeof(*el));
+
+	if (el == NULL)
+		return NULL;
+	el->base = base;
+	el->etcd = etcd;
+	snprintf(el->key, sizeof(el->key), "%s", key);
+	snprintf(el->self, sizeof(el->self), "%s", self);
+	el->ttl_s = ttl_s < 2 ? 2 : ttl_s;
+	el->fn = fn;
+	el->arg = arg;
+	el->step = ELECT_WAITING;
+	el->timer = evtimer_new(base, elect_tick, el);
+	el->fence = evtimer_new(base, elect_fenced, el);
+	if (el->timer == NULL || el->fence == NULL) {
+		elect_free(el);
+		return NULL;
+	}
+	elect_after(el, 0);
+	return el;
+}
+
+/*
+ * Whether this candidate leads now (with its epoch): checked against the
+ * clock, not only by the timers, which a frozen process has not run yet.
+ */
+bool elect_leading(const struct elect *el, int64_t *ret_epoch)
+{
+	if (el->step != ELECT_LEADING || units_now_ms() + elect_margin_ms(el) >= el->lease_end_ms)
+		return false;
+	if (ret_epoch != NULL)
+		*ret_epoch = el->epoch;
+	return true;
+}
+
+/* Stand down: the key stays until its lease ends (revoke it first to hand over at once). */
+void elect_free(struct elect *el)
+{
+	if (el == NULL)
+		return;
+	if (el->timer != NULL)
+		event_free(el->timer);
+	if (el->fence != NULL)
+		event_free(el->fence);
+	el->timer = el->fence = NULL;
+	etcd_watch_cancel(el->watch);
+	el->watch = NULL;
+	if (el->busy)
+		el->freed = true; /* the answer in flight frees it */
+	else
+		free(el);
+}
