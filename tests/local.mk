@@ -38,7 +38,7 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/cluster/soak.sh tests/cluster/python.sh tests/cluster/resp.sh tests/cluster/resp-relay.sh \
 	tests/cluster/membership.sh tests/cluster/regions.sh tests/cluster/reclaim.sh tests/cluster/trust.sh tests/cluster/tls.sh
 TESTS += $(INTEGRATION_TESTS)
-EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/wire.py \
+EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/etcdlib.sh tests/integration/wire.py \
 	tests/integration/resp-compat.py tests/integration/resp-py.py \
 	tests/integration/snapcopy.py tests/integration/kvevents.py \
 	tests/cluster/lib.sh tests/cluster/pool.sh tests/tap.sh tests/tools/journal-tear.py

@@ -4,54 +4,18 @@
 # frozen, or cut off from etcd: another leads within the lease, with a
 # higher epoch, and the old one has stopped acting as leader before that.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
-
-ETCD_BIN=$(command -v etcd || true)
-if [ -z "$ETCD_BIN" ]; then
-	echo "etcd is not installed (Debian's etcd-server): scripts/test.sh installs it" >&2
-	exit 1
-fi
+. "$top_srcdir/tests/integration/etcdlib.sh"
 ELECT="$top_builddir/tests/tools/pool-elect"
 TTL=2
-PIDS=()
 
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-stop_all() {
-	local p
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	wait 2>/dev/null
-}
-trap 'stop_all; pool_cleanup' EXIT
-
-cluster= CLIENTS=() ETCD=()
-declare -a PEER
-for i in 1 2 3; do
-	CLIENTS[$i]="http://127.0.0.1:$(free_port)"
-	PEER[$i]="http://127.0.0.1:$(free_port)"
-	cluster+="${cluster:+,}m$i=${PEER[$i]}"
-done
-for i in 1 2 3; do
-	"$ETCD_BIN" --name "m$i" --data-dir "$TEST_DIR/m$i" \
-		--listen-client-urls "${CLIENTS[$i]}" --advertise-client-urls "${CLIENTS[$i]}" \
-		--listen-peer-urls "${PEER[$i]}" --initial-advertise-peer-urls "${PEER[$i]}" \
-		--initial-cluster "$cluster" --initial-cluster-state new \
-		--heartbeat-interval 100 --election-timeout 1000 >"$TEST_DIR/m$i.log" 2>&1 &
-	ETCD[$i]=$!
-	PIDS+=($!)
-done
-ALL="${CLIENTS[1]},${CLIENTS[2]},${CLIENTS[3]}"
-for _ in $(seq 100); do
-	"$top_builddir/tests/tools/pool-etcd" "$ALL" put:/ready=1 >/dev/null 2>&1 && break
-	sleep 0.1
-done
+etcd_cluster || exit 1
 
 # candidate NAME [ENDPOINTS]: start one; its lines go to $TEST_DIR/NAME.
 declare -A CAND
 candidate() {
 	"$ELECT" "${2:-$ALL}" /pool/leader "$1" "$TTL" >"$TEST_DIR/$1" 2>&1 &
 	CAND[$1]=$!
-	PIDS+=($!)
+	BG_PIDS+=($!)
 }
 # wait_line NAME PATTERN: until NAME printed a line matching PATTERN (20 s at most).
 wait_line() {
@@ -71,7 +35,7 @@ wait_line b ' follower of a epoch ' && ok "the second follows it, knowing its ep
 leader=a other=b prev=$(epoch_of a) times=()
 for round in 1 2 3; do
 	killed_at=$(date +%s%3N)
-	{ kill -KILL "${CAND[$leader]}"; wait "${CAND[$leader]}"; } 2>/dev/null
+	kill_now "${CAND[$leader]}"
 	if wait_line "$other" "^[0-9]+ leader $other epoch "; then
 		took=$(( $(led_at "$other") - killed_at ))
 		times+=("$took")
@@ -107,14 +71,14 @@ awk '/ acting no$/ {no = NR} / none: / && !none {none = NR} END {exit !(no && (!
 # Cut off from etcd: a leader that knows one member only, which dies. It steps down within
 # its lease; the other leads only after it did.
 leader=$other
-{ kill -KILL "${CAND[$frozen]}" "${CAND[$leader]}"; wait "${CAND[$frozen]}" "${CAND[$leader]}"; } 2>/dev/null
+kill_now "${CAND[$frozen]}" "${CAND[$leader]}"
 sleep $((TTL + 1))
 : >"$TEST_DIR/cut"; : >"$TEST_DIR/rest"
 candidate cut "${CLIENTS[1]}"
 wait_line cut ' leader cut epoch ' && ok "a leader that reaches member 1 only" || not_ok "cut leads"
 candidate rest "${CLIENTS[2]},${CLIENTS[3]}"
 wait_line rest ' follower of cut ' || not_ok "rest follows cut"
-{ kill -KILL "${ETCD[1]}"; wait "${ETCD[1]}"; } 2>/dev/null
+kill_now "${ETCD_PID[1]}"
 wait_line cut ' acting no$' && ok "loses member 1 and stops acting as leader within its lease" ||
 	{ not_ok "cut steps down"; cat "$TEST_DIR/cut"; }
 wait_line rest ' leader rest epoch ' && ok "then the candidate that reaches the others leads" ||

@@ -5,47 +5,10 @@
 # end keys and the keepalives that hold them, watches, a member killed, and
 # endpoints that refuse, hang or are not etcd at all.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
-
-ETCD_BIN=$(command -v etcd || true)
-if [ -z "$ETCD_BIN" ]; then
-	echo "etcd is not installed (Debian's etcd-server): scripts/test.sh installs it" >&2
-	exit 1
-fi
+. "$top_srcdir/tests/integration/etcdlib.sh"
 T="$top_builddir/tests/tools/pool-etcd"
-ETCD_PIDS=()
 
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-etcd_stop() {
-	local p
-	for p in "${ETCD_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	wait 2>/dev/null
-}
-trap 'etcd_stop; pool_cleanup' EXIT
-
-# Three members; CLIENTS lists their client URLs.
-cluster= CLIENTS=()
-declare -a PEER
-for i in 1 2 3; do
-	CLIENTS[$i]="http://127.0.0.1:$(free_port)"
-	PEER[$i]="http://127.0.0.1:$(free_port)"
-	cluster+="${cluster:+,}m$i=${PEER[$i]}"
-done
-for i in 1 2 3; do
-	"$ETCD_BIN" --name "m$i" --data-dir "$TEST_DIR/m$i" \
-		--listen-client-urls "${CLIENTS[$i]}" --advertise-client-urls "${CLIENTS[$i]}" \
-		--listen-peer-urls "${PEER[$i]}" --initial-advertise-peer-urls "${PEER[$i]}" \
-		--initial-cluster "$cluster" --initial-cluster-state new \
-		--heartbeat-interval 100 --election-timeout 1000 >"$TEST_DIR/m$i.log" 2>&1 &
-	ETCD_PIDS+=($!)
-done
-ALL="${CLIENTS[1]},${CLIENTS[2]},${CLIENTS[3]}"
-for _ in $(seq 100); do
-	"$T" "$ALL" put:/ready=1 >/dev/null 2>&1 && break
-	sleep 0.1
-done
+etcd_cluster || exit 1
 check "a cluster of three etcd members answers" "$T" "$ALL" put:/ready=1
 
 check "put and get" "$T" "$ALL" put:/pool/a=hello get:/pool/a
@@ -82,7 +45,7 @@ check "a watch sees puts and deletes in order" "$T" "$ALL" watch:/w/ put:/w/1=a 
 	ok "put a, put b, delete" || { not_ok "watch order"; cat "$TEST_DIR/out"; }
 
 # A member dies: a request to it fails clearly, the next goes to another member.
-{ kill -KILL "${ETCD_PIDS[0]}"; wait "${ETCD_PIDS[0]}"; } 2>/dev/null
+kill_now "${ETCD_PID[1]}"
 # (If it led the cluster, the others answer "leader changed" until they elected one.)
 check_exit 1 "with member 1 killed, a request to it fails" "$T" "$ALL" get:/pool/b get:/pool/b \
 	sleep:1500 get:/pool/b
@@ -98,6 +61,7 @@ import socket, sys, time
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
 c = s.accept()[0]; time.sleep(10)' "$silent" &
+BG_PIDS+=($!)
 sleep 0.3
 start=$(date +%s%N)
 check_exit 1 "an endpoint that never answers" "$T" "http://127.0.0.1:$silent" get:/x
@@ -106,12 +70,11 @@ check_out "^get: error -110: etcd at http://127.0.0.1:$silent did not answer wit
 	"times out, saying so (after $ms ms)"
 other=$(free_port)
 python3 -m http.server "$other" --bind 127.0.0.1 >/dev/null 2>&1 &
-HTTPD=$!
+BG_PIDS+=($!)
 sleep 0.5
 check_exit 1 "a web server that is not etcd" "$T" "http://127.0.0.1:$other" get:/x
 check_out "^get: error -71: etcd at http://127.0.0.1:$other: not etcd's answer \(HTTP 501\)$" \
 	"is not taken for etcd"
-kill "$HTTPD" 2>/dev/null
 check_exit 1 "an endpoint that is not a URL" "$T" "etcd.example:2379" get:/x
 check_out "etcd endpoint 'etcd.example:2379': not http://HOST:PORT" "is refused with a reason"
 pool_done

@@ -90,7 +90,7 @@ tests_unit_test_grant_LDADD = tests/unit/libunit.la proto/libwire.la common/libc
 # The KV index's core (daemon/kv.c) with the rest of poold's parts, no network.
 check_PROGRAMS += tests/unit/test_kv
 TESTS += tests/unit/test_kv
-tests_unit_test_kv_SOURCES = tests/unit/test_kv.c
+tests_unit_test_kv_SOURCES = tests/unit/test_kv.c tests/unit/cores.h tests/unit/cores.c
 tests_unit_test_kv_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) \
 	$(XXHASH_CFLAGS)
 tests_unit_test_kv_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)
@@ -98,6 +98,6 @@ tests_unit_test_kv_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS
 # The global address space's core (daemon/region.c), the same way.
 check_PROGRAMS += tests/unit/test_region
 TESTS += tests/unit/test_region
-tests_unit_test_region_SOURCES = tests/unit/test_region.c
+tests_unit_test_region_SOURCES = tests/unit/test_region.c tests/unit/cores.h tests/unit/cores.c
 tests_unit_test_region_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_unit_test_region_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)

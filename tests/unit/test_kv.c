@@ -11,9 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/event.h>
-
 #include "daemon/kvint.h"
+#include "tests/unit/cores.h"
 #include "tests/unit/unit.h"
 
 #define MiB (1u << 20)
@@ -21,58 +20,15 @@
 
 static struct poold pd;
 
-/* A lender node (2, 3...) lending one 64 MiB DRAM arena, up, and reconciled (it holds nothing). */
-static void lender_add(uint32_t node)
-{
-	Pool__NodeInfo info = POOL__NODE_INFO__INIT;
-	Pool__Arena a = POOL__ARENA__INIT, *ap = &a;
-	Pool__Holdings held = POOL__HOLDINGS__INIT;
-	struct member *m;
-
-	a.id = 0;
-	a.size = a.lent = 64 * MiB;
-	a.tier = "dram";
-	info.id = node;
-	info.name = "lender";
-	info.version = "test";
-	info.addr = "";
-	info.incarnation = 7;
-	info.arenas = &ap;
-	info.n_arenas = 1;
-	CU_ASSERT_FATAL(cluster_update(&pd, &info, &m) == 0);
-	m->state = MEMBER_UP;
-	region_lender_update(&pd, m->info);
-	hold_reconcile(&pd, node, NULL, 0, &held);
-}
-
 /* A coordinator (node 1) whose one lender, node 2, lends a 64 MiB DRAM arena. */
 static void index_new(void)
 {
-	memset(&pd, 0, sizeof(pd));
-	TAILQ_INIT(&pd.members);
-	pd.node_id = 1;
-	CU_ASSERT_FATAL(conf_defaults(&pd.conf) == 0);
-	CU_ASSERT_FATAL((pd.base = event_base_new()) != NULL);
-	CU_ASSERT_FATAL(region_open_space(&pd) == 0);
-	CU_ASSERT_FATAL(kv_open(&pd) == 0);
-	lender_add(LENDER);
+	cores_open(&pd, 1);
 }
 
 static void index_free(void)
 {
-	struct member *m;
-
-	kv_close(&pd);
-	region_close_space(&pd);
-	usage_clear(&pd.usage); /* (coord_close() does these for poold) */
-	events_free(&pd);
-	while ((m = TAILQ_FIRST(&pd.members)) != NULL) {
-		TAILQ_REMOVE(&pd.members, m, entry);
-		pool__node_info__free_unpacked(m->info, NULL);
-		free(m);
-	}
-	event_base_free(pd.base);
-	conf_free(pd.conf);
+	cores_close(&pd);
 }
 
 /*
@@ -250,7 +206,7 @@ static void test_replicas(void)
 	struct kv_ns *ns;
 
 	index_new();
-	lender_add(3);
+	cores_lender_add(&pd, 3);
 	ns = ns_new_copies("kv", 8 * MiB, 2);
 	CU_ASSERT_EQUAL(op(ns, 1, KV_RESERVE, "k", 1000, &res), 0);
 	CU_ASSERT_EQUAL(res.val.ncopies, 1);

@@ -13,9 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/event.h>
-
 #include "daemon/poold.h"
+#include "tests/unit/cores.h"
 #include "proto/pool_contract.h"
 #include "tests/unit/unit.h"
 
@@ -31,61 +30,14 @@ static const struct region_caller eve = {1, 13, 1002, 200, false};
 static const struct region_caller admin = {1, 14, 1003, 300, true};
 static const struct region_caller root = {1, 15, 0, 0, true}; /* no quota.share */
 
-/* A lender node (2, 3...) lending one 64 MiB DRAM arena, up, holding nothing. */
-static void lender_add(uint32_t node)
-{
-	Pool__NodeInfo info = POOL__NODE_INFO__INIT;
-	Pool__Arena a = POOL__ARENA__INIT, *ap = &a;
-	Pool__Holdings held = POOL__HOLDINGS__INIT;
-	struct member *m;
-
-	a.id = 0;
-	a.size = a.lent = 64 * MiB;
-	a.tier = "dram";
-	info.id = node;
-	info.name = "lender";
-	info.version = "test";
-	info.addr = "";
-	info.incarnation = 7;
-	info.arenas = &ap;
-	info.n_arenas = 1;
-	CU_ASSERT_FATAL(cluster_update(&pd, &info, &m) == 0);
-	m->state = MEMBER_UP;
-	region_lender_update(&pd, m->info);
-	hold_reconcile(&pd, node, NULL, 0, &held);
-}
-
-/* A coordinator (node 1) whose lenders, nodes 2 to 1 + lenders, lend 64 MiB each. */
 static void space_new(unsigned lenders)
 {
-	unsigned i;
-
-	memset(&pd, 0, sizeof(pd));
-	TAILQ_INIT(&pd.members);
-	pd.node_id = 1;
-	CU_ASSERT_FATAL(conf_defaults(&pd.conf) == 0);
-	CU_ASSERT_FATAL((pd.base = event_base_new()) != NULL);
-	CU_ASSERT_FATAL(region_open_space(&pd) == 0);
-	CU_ASSERT_FATAL(kv_open(&pd) == 0);
-	for (i = 0; i < lenders; i++)
-		lender_add(2 + i);
+	cores_open(&pd, lenders);
 }
 
 static void space_free(void)
 {
-	struct member *m;
-
-	kv_close(&pd);
-	region_close_space(&pd);
-	usage_clear(&pd.usage);
-	events_free(&pd);
-	while ((m = TAILQ_FIRST(&pd.members)) != NULL) {
-		TAILQ_REMOVE(&pd.members, m, entry);
-		pool__node_info__free_unpacked(m->info, NULL);
-		free(m);
-	}
-	event_base_free(pd.base);
-	conf_free(pd.conf);
+	cores_close(&pd);
 }
 
 /* Make a region: its status, the region in *ret (if not NULL). */

@@ -1,0 +1,55 @@
+# tests/integration/etcdlib.sh - sourced by the tests of the etcd client and
+# the election, after lib.sh: a cluster of three etcd members on loopback
+# (Debian's etcd-server), started by etcd_cluster and killed when the test
+# exits, with whatever the test started in the background (BG_PIDS).
+#
+# After etcd_cluster: CLIENTS[1..3] the members' client URLs, ETCD_PID[1..3]
+# their processes, ALL the three URLs as one endpoint list.
+
+ETCD_BIN=$(command -v etcd || true)
+BG_PIDS=()
+declare -a CLIENTS ETCD_PID
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+etcd_stop_all() {
+	local p
+	for p in "${ETCD_PID[@]}" "${BG_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	wait 2>/dev/null
+}
+trap 'etcd_stop_all; pool_cleanup' EXIT
+
+# kill_now PID...: SIGKILL and reap, without the shell's word about it.
+kill_now() {
+	{ kill -KILL "$@"; wait "$@"; } 2>/dev/null
+}
+
+etcd_cluster() {
+	local i cluster= peer=()
+	if [ -z "$ETCD_BIN" ]; then
+		echo "etcd is not installed (Debian's etcd-server): scripts/test.sh installs it" >&2
+		exit 1
+	fi
+	for i in 1 2 3; do
+		CLIENTS[$i]="http://127.0.0.1:$(free_port)"
+		peer[$i]="http://127.0.0.1:$(free_port)"
+		cluster+="${cluster:+,}m$i=${peer[$i]}"
+	done
+	for i in 1 2 3; do
+		"$ETCD_BIN" --name "m$i" --data-dir "$TEST_DIR/m$i" \
+			--listen-client-urls "${CLIENTS[$i]}" --advertise-client-urls "${CLIENTS[$i]}" \
+			--listen-peer-urls "${peer[$i]}" --initial-advertise-peer-urls "${peer[$i]}" \
+			--initial-cluster "$cluster" --initial-cluster-state new \
+			--heartbeat-interval 100 --election-timeout 1000 >"$TEST_DIR/m$i.log" 2>&1 &
+		ETCD_PID[$i]=$!
+	done
+	ALL="${CLIENTS[1]},${CLIENTS[2]},${CLIENTS[3]}"
+	for _ in $(seq 100); do
+		"$top_builddir/tests/tools/pool-etcd" "$ALL" put:/ready=1 >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "the etcd cluster did not come up" >&2
+	return 1
+}

@@ -1,0 +1,69 @@
+/* tests/unit/cores.c - a coordinator's cores on their own, for unit tests (cores.h). */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "tests/unit/cores.h"
+#include "tests/unit/unit.h"
+
+/* A lender node (2, 3...) lending one DRAM arena, up, and reconciled (it holds nothing). */
+void cores_lender_add(struct poold *pd, uint32_t node)
+{
+	Pool__NodeInfo info = POOL__NODE_INFO__INIT;
+	Pool__Arena a = POOL__ARENA__INIT, *ap = &a;
+	Pool__Holdings held = POOL__HOLDINGS__INIT;
+	struct member *m;
+
+	a.id = 0;
+	a.size = a.lent = CORES_ARENA;
+	a.tier = "dram";
+	info.id = node;
+	info.name = "lender";
+	info.version = "test";
+	info.addr = "";
+	info.incarnation = 7;
+	info.arenas = &ap;
+	info.n_arenas = 1;
+	CU_ASSERT_FATAL(cluster_update(pd, &info, &m) == 0);
+	m->state = MEMBER_UP;
+	region_lender_update(pd, m->info);
+	hold_reconcile(pd, node, NULL, 0, &held);
+}
+
+/* A coordinator (node 1) with its address space and KV index, and lenders 2 to 1 + lenders. */
+void cores_open(struct poold *pd, unsigned lenders)
+{
+	unsigned i;
+
+	memset(pd, 0, sizeof(*pd));
+	TAILQ_INIT(&pd->members);
+	pd->node_id = 1;
+	CU_ASSERT_FATAL(conf_defaults(&pd->conf) == 0);
+	CU_ASSERT_FATAL((pd->base = event_base_new()) != NULL);
+	CU_ASSERT_FATAL(region_open_space(pd) == 0);
+	CU_ASSERT_FATAL(kv_open(pd) == 0);
+	for (i = 0; i < lenders; i++)
+		cores_lender_add(pd, 2 + i);
+}
+
+/* Everything cores_open() made, and what the tests' calls left (coord_close() does this for poold).
+ */
+void cores_close(struct poold *pd)
+{
+	struct member *m;
+
+	kv_close(pd);
+	region_close_space(pd);
+	usage_clear(&pd->usage);
+	events_free(pd);
+	while ((m = TAILQ_FIRST(&pd->members)) != NULL) {
+		TAILQ_REMOVE(&pd->members, m, entry);
+		pool__node_info__free_unpacked(m->info, NULL);
+		free(m);
+	}
+	event_base_free(pd->base);
+	conf_free(pd->conf);
+}

@@ -1,0 +1,17 @@
+/*
+ * tests/unit/cores.h - a coordinator's cores on their own, for the unit
+ * tests of the address space and the KV index: lenders that each lend one
+ * 64 MiB DRAM arena, up and holding nothing, and no network.
+ */
+#ifndef POOL_TESTS_CORES_H
+#define POOL_TESTS_CORES_H
+
+#include "daemon/poold.h"
+
+#define CORES_ARENA (64u << 20)
+
+void cores_open(struct poold *pd, unsigned lenders);
+void cores_lender_add(struct poold *pd, uint32_t node);
+void cores_close(struct poold *pd);
+
+#endif
