@@ -555,7 +555,7 @@ int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, 
 
 typedef void (*coord_done_cb)(struct poold *pd, void *arg, int rc);
 
-/* hold.c: the ledger between the coordinator and its lenders */
+/* hold.c: a lender's record of what it holds (HOLD_NS_*: Holding.ns_flags) */
 #define HOLD_NS_DRAM_ONLY 0x1u	/* Holding.ns_flags: the namespace never spills */
 #define HOLD_NS_PERSISTENT 0x2u /* ... its values live in pmem and are journaled */
 #define HOLD_NS_NO_EVICT 0x4u	/* ... a full namespace refuses puts */
@@ -567,9 +567,10 @@ int hold_add(struct poold *pd, const Pool__Holdings *hs);
 void hold_drop(struct poold *pd, uint32_t arena, uint64_t off);
 void hold_clear(struct poold *pd);
 int hold_report(struct poold *pd, struct conn *c, uint64_t req_id);
+void hold_ask(struct poold *pd, uint32_t node);
+/* holdsync.c: the coordinator telling lenders what they hold, and reconciling their records */
 void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
 	       uint64_t region);
-void hold_ask(struct poold *pd, uint32_t node);
 void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have, size_t nhave,
 		    const Pool__Holdings *hs);
 void hold_tell_kv(struct poold *pd, uint32_t node, Pool__Holding *const *h, size_t n,
