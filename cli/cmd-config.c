@@ -3,11 +3,24 @@
 
 #include "cli/poolctl.h"
 
+enum { O_NAME, O_VALUE, O_DEFAULT_SHOWN, O_DEFAULT, O_TYPE, O_IS_DEFAULT, O_HELP, O_FIELDS };
+
+static const struct field option_fields[O_FIELDS] = {
+    [O_NAME] = {"name", "OPTION", FIELD_STR, IN_BOTH},
+    [O_VALUE] = {"value", "VALUE", FIELD_STR, IN_BOTH},
+    [O_DEFAULT_SHOWN] = {NULL, "DEFAULT", FIELD_STR, IN_BOTH}, /* (blank where it is the value) */
+    [O_DEFAULT] = {"default", NULL, FIELD_STR, IN_BOTH},
+    [O_TYPE] = {"type", "TYPE", FIELD_STR, IN_BOTH},
+    [O_IS_DEFAULT] = {"is_default", NULL, FIELD_BOOL, IN_BOTH},
+    [O_HELP] = {"help", NULL, FIELD_STR, IN_BOTH},
+};
+
 static int cmd_config_show_exec(struct cmd_ctx *ctx)
 {
-	static const char *const headers[] = {"OPTION", "VALUE", "DEFAULT", "TYPE"};
 	Pool__ConfigShowRequest req = POOL__CONFIG_SHOW_REQUEST__INIT;
 	Pool__ConfigShowReply *rep;
+	struct json *j = NULL;
+	struct listing *l;
 	size_t i;
 	int rc;
 
@@ -16,36 +29,29 @@ static int cmd_config_show_exec(struct cmd_ctx *ctx)
 	if (rc != EXIT_OK)
 		return rc;
 	if (ctx->json) {
-		struct json *j = json_new(stdout);
-
+		j = json_new(stdout);
 		json_str(j, "config_file", rep->config_file);
-		json_array(j, "options");
-		for (i = 0; i < rep->n_options; i++) {
-			Pool__ConfigOption *o = rep->options[i];
-
-			json_object(j, NULL);
-			json_str(j, "name", o->name);
-			json_str(j, "value", o->value);
-			json_str(j, "default", o->default_value);
-			json_str(j, "type", o->type);
-			json_bool(j, "is_default", o->is_default);
-			json_str(j, "help", o->help);
-			json_end(j);
-		}
-		json_finish(j);
 	} else {
-		struct table *t = table_new(4, headers);
-
-		for (i = 0; i < rep->n_options; i++) {
-			Pool__ConfigOption *o = rep->options[i];
-
-			table_row(t, o->name, o->value, o->is_default ? "" : o->default_value,
-				  o->type);
-		}
 		printf("# %s\n", rep->config_file[0] ? rep->config_file : "built-in defaults");
-		table_print(t, stdout);
-		table_free(t);
 	}
+	l = listing_new(j, "options", option_fields, O_FIELDS, false);
+	for (i = 0; i < rep->n_options; i++) {
+		const Pool__ConfigOption *o = rep->options[i];
+		struct value v[O_FIELDS] = {
+		    [O_NAME].s = o->name,
+		    [O_VALUE].s = o->value,
+		    [O_DEFAULT_SHOWN].s = o->is_default ? "" : o->default_value,
+		    [O_DEFAULT].s = o->default_value,
+		    [O_TYPE].s = o->type,
+		    [O_IS_DEFAULT].b = o->is_default,
+		    [O_HELP].s = o->help,
+		};
+
+		listing_row(l, v);
+	}
+	listing_end(l);
+	if (j != NULL)
+		json_finish(j);
 	wire_msg_free(&rep->base);
 	return EXIT_OK;
 }

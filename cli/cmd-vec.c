@@ -43,65 +43,75 @@ static int vec_stat(struct cmd_ctx *ctx, const char *name, Pool__VecReply **ret,
 				(ProtobufCMessage **)ret, msg, msglen);
 }
 
-static void vec_json(struct json *j, const char *name, const Pool__VecReply *v)
-{
-	json_object(j, NULL);
-	json_str(j, "name", name);
-	json_str(j, "kind", vec_name(vec_kinds, ARRAY_SIZE(vec_kinds), v->kind));
-	json_str(j, "metric", vec_name(vec_metrics, ARRAY_SIZE(vec_metrics), v->metric));
-	json_u64(j, "dim", v->dim);
-	json_u64(j, "m", v->m);
-	json_u64(j, "ef_construction", v->ef_construction);
-	json_u64(j, "ef_search", v->ef_search);
-	json_u64(j, "count", v->count);
-	json_u64(j, "deleted", v->deleted);
-	json_u64(j, "capacity", v->capacity);
-	json_u64(j, "used", v->used);
-	json_u64(j, "size", v->size);
-	json_u64(j, "levels", v->levels);
-	json_u64(j, "writer_pid", v->writer >> 32);
-	json_u64(j, "node", v->node);
-	json_end(j);
-}
+enum {
+	V_NAME,
+	V_KIND,
+	V_METRIC,
+	V_DIM,
+	V_M,
+	V_EF_CONSTRUCTION,
+	V_EF_SEARCH,
+	V_COUNT,
+	V_DELETED,
+	V_CAPACITY,
+	V_SIZE,
+	V_USED,
+	V_LEVELS,
+	V_WRITER,
+	V_NODE,
+	V_FIELDS
+};
 
-static void vec_row(struct table *t, const char *name, const Pool__VecReply *v)
-{
-	char dim[16], count[24], deleted[24], size[24], used[24], node[16];
-
-	snprintf(dim, sizeof(dim), "%u", v->dim);
-	snprintf(count, sizeof(count), "%llu", (unsigned long long)v->count);
-	snprintf(deleted, sizeof(deleted), "%llu", (unsigned long long)v->deleted);
-	units_fmt_size(v->size, size, sizeof(size));
-	units_fmt_size(v->used, used, sizeof(used));
-	snprintf(node, sizeof(node), "%u", v->node);
-	table_row(t, name, vec_name(vec_kinds, ARRAY_SIZE(vec_kinds), v->kind),
-		  vec_name(vec_metrics, ARRAY_SIZE(vec_metrics), v->metric), dim, count, deleted,
-		  size, used, node);
-}
-
-static const char *const vec_headers[] = {"NAME",    "KIND", "METRIC", "DIM", "VECTORS",
-					  "DELETED", "SIZE", "USED",   "NODE"};
+static const struct field vec_fields[V_FIELDS] = {
+    [V_NAME] = {"name", "NAME", FIELD_STR, IN_BOTH},
+    [V_KIND] = {"kind", "KIND", FIELD_STR, IN_BOTH},
+    [V_METRIC] = {"metric", "METRIC", FIELD_STR, IN_BOTH},
+    [V_DIM] = {"dim", "DIM", FIELD_U64, IN_BOTH},
+    [V_M] = {"m", NULL, FIELD_U64, IN_BOTH},
+    [V_EF_CONSTRUCTION] = {"ef_construction", NULL, FIELD_U64, IN_BOTH},
+    [V_EF_SEARCH] = {"ef_search", NULL, FIELD_U64, IN_BOTH},
+    [V_COUNT] = {"count", "VECTORS", FIELD_U64, IN_BOTH},
+    [V_DELETED] = {"deleted", "DELETED", FIELD_U64, IN_BOTH},
+    [V_CAPACITY] = {"capacity", NULL, FIELD_U64, IN_BOTH},
+    [V_SIZE] = {"size", "SIZE", FIELD_SIZE, IN_BOTH},
+    [V_USED] = {"used", "USED", FIELD_SIZE, IN_BOTH},
+    [V_LEVELS] = {"levels", NULL, FIELD_U64, IN_BOTH},
+    [V_WRITER] = {"writer_pid", NULL, FIELD_U64, IN_BOTH},
+    [V_NODE] = {"node", "NODE", FIELD_U64, IN_BOTH},
+};
 
 /* Print indexes: names[i] with replies[i]. */
 static void vec_print(struct cmd_ctx *ctx, char **names, Pool__VecReply **replies, size_t n)
 {
+	struct json *j = ctx->json ? json_new(stdout) : NULL;
+	struct listing *l = listing_new(j, "indexes", vec_fields, V_FIELDS, false);
 	size_t i;
 
-	if (ctx->json) {
-		struct json *j = json_new(stdout);
+	for (i = 0; i < n; i++) {
+		const Pool__VecReply *v = replies[i];
+		struct value row[V_FIELDS] = {
+		    [V_NAME].s = names[i],
+		    [V_KIND].s = vec_name(vec_kinds, ARRAY_SIZE(vec_kinds), v->kind),
+		    [V_METRIC].s = vec_name(vec_metrics, ARRAY_SIZE(vec_metrics), v->metric),
+		    [V_DIM].u = v->dim,
+		    [V_M].u = v->m,
+		    [V_EF_CONSTRUCTION].u = v->ef_construction,
+		    [V_EF_SEARCH].u = v->ef_search,
+		    [V_COUNT].u = v->count,
+		    [V_DELETED].u = v->deleted,
+		    [V_CAPACITY].u = v->capacity,
+		    [V_SIZE].u = v->size,
+		    [V_USED].u = v->used,
+		    [V_LEVELS].u = v->levels,
+		    [V_WRITER].u = v->writer >> 32,
+		    [V_NODE].u = v->node,
+		};
 
-		json_array(j, "indexes");
-		for (i = 0; i < n; i++)
-			vec_json(j, names[i], replies[i]);
-		json_finish(j);
-	} else {
-		struct table *t = table_new(ARRAY_SIZE(vec_headers), vec_headers);
-
-		for (i = 0; i < n; i++)
-			vec_row(t, names[i], replies[i]);
-		table_print(t, stdout);
-		table_free(t);
+		listing_row(l, row);
 	}
+	listing_end(l);
+	if (j != NULL)
+		json_finish(j);
 }
 
 static int cmd_vec_ls_exec(struct cmd_ctx *ctx)
