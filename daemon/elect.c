@@ -69,6 +69,12 @@ static void elect_after(struct elect *el, uint64_t ms)
 	evtimer_add(el->timer, &tv);
 }
 
+static void elect_revoked(void *arg, const struct etcd_result *res)
+{
+	(void)arg;
+	(void)res; /* (an old lease etcd cannot end now ends with its ttl) */
+}
+
 /* Stop leading (or following): say why, and race again after a pause. */
 static void elect_lost(struct elect *el, const char *why)
 {
@@ -80,8 +86,11 @@ static void elect_lost(struct elect *el, const char *why)
 	el->watch = NULL;
 	el->step = ELECT_WAITING;
 	el->epoch = 0;
-	if (was_leading)
+	if (was_leading) {
 		log_warnx("etcd: no longer coordinator: %s", why);
+		/* Hand the key over at once if etcd still holds it for this one. */
+		etcd_lease_revoke(el->etcd, el->lease, elect_revoked, NULL);
+	}
 	el->fn(el->arg, false, NULL, 0, why);
 	elect_after(el, ELECT_RETRY_MS);
 }
