@@ -34,7 +34,6 @@
 enum elect_step { ELECT_GRANTING, ELECT_CREATING, ELECT_LEADING, ELECT_FOLLOWING, ELECT_WAITING };
 
 struct elect {
-	struct event_base *base;
 	struct etcd *etcd;
 	char key[256];
 	char self[256];
@@ -278,7 +277,6 @@ struct elect *elect_new(struct event_base *base, struct etcd *etcd, const char *
 
 	if (el == NULL)
 		return NULL;
-	el->base = base;
 	el->etcd = etcd;
 	snprintf(el->key, sizeof(el->key), "%s", key);
 	snprintf(el->self, sizeof(el->self), "%s", self);

@@ -369,6 +369,10 @@ static void etcd_answered(struct evhttp_request *req, void *arg)
 			res.status = -ETIMEDOUT;
 			snprintf(why, sizeof(why), "etcd at %s did not answer within %u ms", url,
 				 e->timeout_ms);
+		} else if (c->failed && c->failure == EVREQ_HTTP_DATA_TOO_LONG) {
+			res.status = -EPROTO;
+			snprintf(why, sizeof(why), "etcd at %s: an answer over 8 MiB, not etcd's",
+				 url);
 		} else {
 			res.status = -ECONNREFUSED;
 			snprintf(why, sizeof(why), "cannot reach etcd at %s", url);
@@ -663,17 +667,24 @@ static void etcd_watch_message(struct etcd_watch *w, const char *line, size_t le
 static void etcd_watch_chunk(struct evhttp_request *req, void *arg)
 {
 	struct etcd_watch *w = arg;
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	char *line;
 	size_t n;
 
-	evbuffer_add_buffer(w->pending, evhttp_request_get_input_buffer(req));
+	if (w->fn == NULL || w->cancelled) { /* ended: what the stream still brings is dropped */
+		evbuffer_drain(in, evbuffer_get_length(in));
+		return;
+	}
+	evbuffer_add_buffer(w->pending, in);
 	while (w->fn != NULL && !w->cancelled &&
 	       (line = evbuffer_readln(w->pending, &n, EVBUFFER_EOL_LF)) != NULL) {
 		etcd_watch_message(w, line, n);
 		free(line);
 	}
-	if (evbuffer_get_length(w->pending) > ETCD_MAX_ANSWER)
+	if (evbuffer_get_length(w->pending) > ETCD_MAX_ANSWER) {
+		evbuffer_drain(w->pending, evbuffer_get_length(w->pending));
 		etcd_watch_end(w, -EPROTO, "a watch's message over 8 MiB");
+	}
 }
 
 static void etcd_watch_failed(enum evhttp_request_error error, void *arg)

@@ -281,8 +281,6 @@ void kv_defs_send(struct poold *pd);
 /* kvwire.c */
 int kv_reply(struct req *q, Pool__KvLocation *locs, size_t n, uint64_t count, unsigned access);
 bool kv_ns_allowed(const struct kv_ns *ns, const struct req *q, unsigned want);
-unsigned kv_op_access(Pool__KvOp op);
-const char *kv_op_name(Pool__KvOp op, char *buf, size_t len);
 void kv_ns_msg(const struct kv_ns *ns, Pool__KvNamespace *m);
 
 /* The tier a namespace's values live in (before any spill). */

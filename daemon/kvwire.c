@@ -79,12 +79,6 @@ static int kv_op_of(Pool__KvOp wire, enum kv_op *ret)
 	}
 }
 
-/* The wire's name of an operation on keys, for messages. */
-const char *kv_op_name(Pool__KvOp op, char *buf, size_t len)
-{
-	return wire_enum_name(&pool__kv_op__descriptor, op, buf, len);
-}
-
 /* Key i of a request, through kv_key_op(), its result as a location for the reply. */
 static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, size_t i,
 		  Pool__KvLocation *loc, struct kv_locplaces *pl)
@@ -186,7 +180,7 @@ bool kv_ns_allowed(const struct kv_ns *ns, const struct req *q, unsigned want)
  * The access a KV operation needs: lookups (and exists) read, writes and their ends write, the rest
  * none.
  */
-unsigned kv_op_access(Pool__KvOp op)
+static unsigned kv_op_access(Pool__KvOp op)
 {
 	enum kv_op k;
 
@@ -311,9 +305,10 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 	    ((kr->op == POOL__KV_OP__KV_OP_COMMIT || kr->op == POOL__KV_OP__KV_OP_RELEASE ||
 	      kr->op == POOL__KV_OP__KV_OP_ABORT) &&
 	     kr->n_versions != kr->n_keys))
-		return req_errorf(q, -EINVAL, "%s needs one %s per key",
-				  kv_op_name(kr->op, name, sizeof(name)),
-				  kr->op == POOL__KV_OP__KV_OP_RESERVE ? "size" : "version");
+		return req_errorf(
+		    q, -EINVAL, "%s needs one %s per key",
+		    wire_enum_name(&pool__kv_op__descriptor, kr->op, name, sizeof(name)),
+		    kr->op == POOL__KV_OP__KV_OP_RESERVE ? "size" : "version");
 	if (kr->op == POOL__KV_OP__KV_OP_MATCH) {
 		for (i = 0; i < kr->n_keys; i++) {
 			struct kv_entry *e = *kv_slot(ns, kr->keys[i].data, kr->keys[i].len,

@@ -75,6 +75,39 @@ sleep 0.5
 check_exit 1 "a web server that is not etcd" "$T" "http://127.0.0.1:$other" get:/x
 check_out "^get: error -71: etcd at http://127.0.0.1:$other: not etcd's answer \(HTTP 501\)$" \
 	"is not taken for etcd"
+# A server that sends 20 MiB: as one answer, and as a watch stream without a newline.
+# Neither is kept whole: the answer is refused, the stream ended, the client's memory bounded.
+big=$(free_port) stream=$(free_port)
+for p in "$big:answer" "$stream:stream"; do
+	python3 -c '
+import socket, sys
+port, kind = sys.argv[1].split(":")
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(port))); s.listen(8)
+c = s.accept()[0]; c.recv(65536)
+chunk = b"x" * 65536
+try:
+    if kind == "answer":
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 20971520\r\n\r\n")
+        for _ in range(320): c.sendall(chunk)
+    else:
+        c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for _ in range(320): c.sendall(b"10000\r\n" + chunk + b"\r\n")
+except OSError:
+    pass' "$p" &
+	BG_PIDS+=($!)
+done
+sleep 0.3
+check_exit 1 "a 20 MiB answer" "$T" "http://127.0.0.1:$big" get:/x
+check_out "^get: error -71: etcd at http://127.0.0.1:$big: an answer over 8 MiB, not etcd's$" \
+	"is refused as not etcd's"
+rss=$(python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[2:], stdout=open(sys.argv[1] + ".out", "w"))
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$TEST_DIR/watch" \
+	"$T" "http://127.0.0.1:$stream" watch:/x sleep:3000)
+grep -q "^watch: ended -71: a watch's message over 8 MiB" "$TEST_DIR/watch.out" && [ "$rss" -lt 20000 ] &&
+	ok "a 20 MiB watch message ends the watch, the client at $rss KiB" ||
+	{ not_ok "a 20 MiB watch message (client at $rss KiB)"; cat "$TEST_DIR/watch.out"; }
 check_exit 1 "an endpoint that is not a URL" "$T" "etcd.example:2379" get:/x
 check_out "etcd endpoint 'etcd.example:2379': not http://HOST:PORT" "is refused with a reason"
 pool_done

@@ -102,7 +102,8 @@ int main(int argc, char **argv)
 	}
 	for (i = 2; i < argc; i++) {
 		char *op = argv[i], *arg = strchr(op, ':'), *eq;
-		int rc = 0;
+		long sleep_ms = -1;
+		int rc = 1; /* (1: not an operation) */
 
 		if (arg != NULL)
 			*arg++ = '\0';
@@ -128,23 +129,23 @@ int main(int argc, char **argv)
 		else if (strcmp(op, "watch") == 0 && arg != NULL) {
 			w = etcd_watch(e, arg, true, 0, event_seen, NULL);
 			rc = w != NULL ? 0 : -ENOMEM;
-			op = "sleep"; /* let the watch start */
-			arg = "300";
+			sleep_ms = 300; /* let the watch start */
+		} else if (strcmp(op, "sleep") == 0 && arg != NULL) {
+			rc = 0;
+			sleep_ms = atol(arg);
 		}
-		if (strcmp(op, "sleep") == 0 && arg != NULL) {
-			struct timeval tv = {atoi(arg) / 1000, atoi(arg) % 1000 * 1000};
-
-			event_base_once(base, -1, EV_TIMEOUT, wake, NULL, &tv);
-		} else if (rc == 0 && strcmp(op, "put") != 0 && strcmp(op, "create") != 0 &&
-			   strcmp(op, "get") != 0 && strcmp(op, "prefix") != 0 &&
-			   strcmp(op, "del") != 0 && strcmp(op, "lease") != 0 &&
-			   strcmp(op, "keepalive") != 0 && strcmp(op, "revoke") != 0) {
+		if (rc > 0) {
 			fprintf(stderr, "pool-etcd: '%s': not an operation\n", argv[i]);
 			return 2;
 		}
 		if (rc < 0) {
 			printf("%s: not sent: %s\n", op, strerror(-rc));
 			return 1;
+		}
+		if (sleep_ms >= 0) {
+			struct timeval tv = {sleep_ms / 1000, sleep_ms % 1000 * 1000};
+
+			event_base_once(base, -1, EV_TIMEOUT, wake, NULL, &tv);
 		}
 		wait_answer();
 	}
