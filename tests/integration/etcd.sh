@@ -105,7 +105,10 @@ rss=$(python3 -c 'import resource, subprocess, sys
 subprocess.run(sys.argv[2:], stdout=open(sys.argv[1] + ".out", "w"))
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$TEST_DIR/watch" \
 	"$T" "http://127.0.0.1:$stream" watch:/x sleep:3000)
-grep -q "^watch: ended -71: a watch's message over 8 MiB" "$TEST_DIR/watch.out" && [ "$rss" -lt 20000 ] &&
+# (A sanitizer's allocator keeps what is freed in quarantine: its RSS says
+# nothing of what the client holds, so only the refusal is checked there.)
+grep -q "^watch: ended -71: a watch's message over 8 MiB" "$TEST_DIR/watch.out" &&
+	{ [ -n "${pool_sanitizers:-}" ] || [ "$rss" -lt 20000 ]; } &&
 	ok "a 20 MiB watch message ends the watch, the client at $rss KiB" ||
 	{ not_ok "a 20 MiB watch message (client at $rss KiB)"; cat "$TEST_DIR/watch.out"; }
 check_exit 1 "an endpoint that is not a URL" "$T" "etcd.example:2379" get:/x
