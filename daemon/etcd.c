@@ -46,6 +46,7 @@ enum etcd_kind {
 	ETCD_RANGE,
 	ETCD_DELETE,
 	ETCD_CREATE,
+	ETCD_TXN,
 	ETCD_GRANT,
 	ETCD_KEEPALIVE,
 	ETCD_REVOKE
@@ -154,9 +155,13 @@ struct etcd *etcd_new(struct event_base *base, const char *endpoints, unsigned t
 
 static void etcd_watch_free(struct etcd_watch *w);
 
-/* Drop the client: requests in flight and watches end without a word to their callers. */
+/*
+ * Drop the client. Requests in flight are answered -ECANCELED at once (so
+ * that their callers free what waits for them); watches end without a word.
+ */
 void etcd_free(struct etcd *e)
 {
+	struct etcd_result res = {.status = -ECANCELED, .error = "the etcd client was closed"};
 	struct etcd_call *c;
 	struct etcd_watch *w;
 	size_t i;
@@ -169,6 +174,7 @@ void etcd_free(struct etcd *e)
 			    e->ep[i].conn); /* frees its requests, calling nobody */
 	while ((c = LIST_FIRST(&e->calls)) != NULL) {
 		LIST_REMOVE(c, entry);
+		c->done(c->arg, &res);
 		free(c);
 	}
 	while ((w = LIST_FIRST(&e->watches)) != NULL)
@@ -415,6 +421,8 @@ static void etcd_answered(struct evhttp_request *req, void *arg)
 	res.ttl = etcd_num(body, "TTL");
 	if (c->kind == ETCD_RANGE) {
 		res.status = etcd_kvs_of(json_object_get(body, "kvs"), &kvs, &res.nkvs);
+	} else if (c->kind == ETCD_TXN) {
+		res.succeeded = json_is_true(json_object_get(body, "succeeded"));
 	} else if (c->kind == ETCD_CREATE) {
 		json_t *first = json_array_get(json_object_get(body, "responses"), 0);
 
@@ -578,6 +586,49 @@ int etcd_create(struct etcd *e, const char *key, const void *value, size_t len, 
 	txn = json_pack("{s[o]s[{so}]s[{so}]}", "compare", cmp, "success", "request_put", put,
 			"failure", "request_range", get);
 	return txn != NULL ? etcd_call(e, ETCD_CREATE, "/v3/kv/txn", txn, done, arg) : -ENOMEM;
+}
+
+/*
+ * Puts and deletes, all or none, only while guard exists with
+ * create revision guard_rev (a leader's key, in its epoch): the answer's
+ * succeeded says whether they were done. A deposed leader's writes are
+ * thus refused by etcd itself, whatever it believes.
+ */
+int etcd_txn(struct etcd *e, const char *guard, int64_t guard_rev, const struct etcd_op *ops,
+	     size_t n, etcd_done_fn *done, void *arg)
+{
+	json_t *cmp = json_object(), *success = json_array(), *txn;
+	size_t i;
+
+	if (cmp == NULL || success == NULL || etcd_set_key(cmp, "key", guard, false) < 0 ||
+	    json_object_set_new(cmp, "target", json_string("CREATE")) < 0 ||
+	    json_object_set_new(cmp, "result", json_string("EQUAL")) < 0 ||
+	    json_object_set_new(cmp, "create_revision", etcd_int(guard_rev)) < 0)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		json_t *o = json_object();
+		char *v = ops[i].value != NULL ? etcd_b64(ops[i].value, ops[i].vlen) : NULL;
+		int bad = o == NULL || etcd_set_key(o, "key", ops[i].key, ops[i].prefix) < 0 ||
+			  (ops[i].value != NULL &&
+			   (v == NULL || json_object_set_new(o, "value", json_string(v)) < 0));
+
+		free(v);
+		if (bad || json_array_append_new(success, json_pack("{so}",
+								    ops[i].value != NULL
+									? "request_put"
+									: "request_delete_range",
+								    o)) < 0) {
+			if (bad)
+				json_decref(o);
+			goto fail;
+		}
+	}
+	txn = json_pack("{s[o]so}", "compare", cmp, "success", success);
+	return txn != NULL ? etcd_call(e, ETCD_TXN, "/v3/kv/txn", txn, done, arg) : -ENOMEM;
+fail:
+	json_decref(cmp);
+	json_decref(success);
+	return -ENOMEM;
 }
 
 /* A lease of ttl_s seconds: the answer's lease is its id, ttl what etcd granted. */

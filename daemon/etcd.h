@@ -42,6 +42,14 @@ struct etcd_result {
 	size_t nkvs;
 };
 
+/* One write of a transaction: a put (value not NULL), or a delete. */
+struct etcd_op {
+	const char *key;
+	bool prefix; /* a delete: every key under key */
+	const void *value;
+	size_t vlen;
+};
+
 typedef void etcd_done_fn(void *arg, const struct etcd_result *res);
 /* A watched key changed (deleted, or put: kv its new value); status < 0: the watch ended. */
 typedef void etcd_event_fn(void *arg, int status, const char *error, bool deleted,
@@ -58,6 +66,8 @@ int etcd_range(struct etcd *e, const char *key, bool prefix, etcd_done_fn *done,
 int etcd_delete(struct etcd *e, const char *key, bool prefix, etcd_done_fn *done, void *arg);
 int etcd_create(struct etcd *e, const char *key, const void *value, size_t len, int64_t lease,
 		etcd_done_fn *done, void *arg);
+int etcd_txn(struct etcd *e, const char *guard, int64_t guard_rev, const struct etcd_op *ops,
+	     size_t n, etcd_done_fn *done, void *arg);
 int etcd_lease_grant(struct etcd *e, int64_t ttl_s, etcd_done_fn *done, void *arg);
 int etcd_lease_keepalive(struct etcd *e, int64_t lease, etcd_done_fn *done, void *arg);
 int etcd_lease_revoke(struct etcd *e, int64_t lease, etcd_done_fn *done, void *arg);

@@ -29,6 +29,13 @@ check "the key read again" "$T" "$ALL" get:/pool/leader
 grep -q "^  kv /pool/leader=n1 create=$epoch " "$TEST_DIR/out" &&
 	ok "its create revision, the epoch, is stable ($epoch)" || { not_ok "epoch"; cat "$TEST_DIR/out"; }
 
+# A transaction guarded by the leader key's epoch: done in that epoch, refused in another.
+check "a write guarded by the leader's epoch" "$T" "$ALL" "txn:/pool/leader@$epoch,/pool/state=1" \
+	"txn:/pool/leader@$((epoch - 1)),/pool/state=2" get:/pool/state
+[ "$(grep -c '^txn: ok .* succeeded=1' "$TEST_DIR/out")" = 1 ] &&
+	[ "$(grep -c '^txn: ok .* succeeded=0' "$TEST_DIR/out")" = 1 ] && grep -q '^  kv /pool/state=1 ' "$TEST_DIR/out" &&
+	ok "is done in that epoch, and refused in another (a deposed leader's)" || { not_ok "guarded txn"; cat "$TEST_DIR/out"; }
+
 # A lease that is not kept alive ends its key; the watch sees the delete.
 check "a lease let go" "$T" "$ALL" lease:2 create:/lapse/leader=n1 watch:/lapse/ sleep:3500 get:/lapse/leader
 grep -q '^watch: delete /lapse/leader' "$TEST_DIR/out" && grep -q '^get: ok .* kvs=0' "$TEST_DIR/out" &&
@@ -71,7 +78,7 @@ check_out "^get: error -110: etcd at http://127.0.0.1:$silent did not answer wit
 other=$(free_port)
 python3 -m http.server "$other" --bind 127.0.0.1 >/dev/null 2>&1 &
 BG_PIDS+=($!)
-sleep 0.5
+for _ in $(seq 100); do (: <"/dev/tcp/127.0.0.1/$other") 2>/dev/null && break; sleep 0.05; done
 check_exit 1 "a web server that is not etcd" "$T" "http://127.0.0.1:$other" get:/x
 check_out "^get: error -71: etcd at http://127.0.0.1:$other: not etcd's answer \(HTTP 501\)$" \
 	"is not taken for etcd"

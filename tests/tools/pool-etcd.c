@@ -46,7 +46,7 @@ static void done(void *arg, const struct etcd_result *res)
 	if (strcmp(op, "lease") == 0)
 		lease = res->lease;
 	printf("%s: ok revision>0=%d", op, res->revision > 0);
-	if (strcmp(op, "create") == 0)
+	if (strcmp(op, "create") == 0 || strcmp(op, "txn") == 0)
 		printf(" succeeded=%d", res->succeeded);
 	if (strcmp(op, "lease") == 0 || strcmp(op, "keepalive") == 0)
 		printf(" ttl=%" PRId64, res->ttl);
@@ -114,7 +114,14 @@ int main(int argc, char **argv)
 			rc = etcd_put(e, arg, eq, strlen(eq), lease, done, op);
 		else if (strcmp(op, "create") == 0 && eq != NULL)
 			rc = etcd_create(e, arg, eq, strlen(eq), lease, done, op);
-		else if (strcmp(op, "get") == 0 && arg != NULL)
+		else if (strcmp(op, "txn") == 0 && eq != NULL && strchr(arg, '@') != NULL &&
+			 strchr(arg, ',') != NULL) { /* txn:GUARD@REV,KEY=VALUE */
+			char *at = strchr(arg, '@'), *comma = strchr(arg, ',');
+			struct etcd_op put = {comma + 1, false, eq, strlen(eq)};
+
+			*at = *comma = '\0';
+			rc = etcd_txn(e, arg, strtoll(at + 1, NULL, 10), &put, 1, done, op);
+		} else if (strcmp(op, "get") == 0 && arg != NULL)
 			rc = etcd_range(e, arg, false, done, op);
 		else if (strcmp(op, "prefix") == 0 && arg != NULL)
 			rc = etcd_range(e, arg, true, done, op);
