@@ -43,6 +43,25 @@ static int cmd_status_exec(struct cmd_ctx *ctx)
 			json_end(j);
 		}
 		json_end(j);
+		if (st->etcd != NULL) {
+			const Pool__EtcdInfo *e = st->etcd;
+
+			json_object(j, "etcd");
+			json_str(j, "endpoint", e->endpoint);
+			json_str(j, "standing", e->standing);
+			json_str(j, "leader", e->leader ? e->leader : "");
+			json_i64(j, "epoch", e->epoch);
+			json_u64(j, "leader_changes", e->leader_changes);
+			json_str(j, "why", e->why ? e->why : "");
+			if (e->has_records) {
+				json_u64(j, "records", e->records);
+				json_u64(j, "waiting", e->waiting);
+				json_u64(j, "txns", e->txns);
+				json_u64(j, "failures", e->failures);
+				json_u64(j, "rewrites", e->rewrites);
+			}
+			json_end(j);
+		}
 		json_finish(j);
 	} else {
 		units_fmt_duration(st->uptime_ms / 1000 * 1000, up, sizeof(up));
@@ -70,6 +89,22 @@ static int cmd_status_exec(struct cmd_ctx *ctx)
 			       ji->name, (unsigned long long)ji->records, used, half,
 			       (unsigned long long)ji->rewrites,
 			       ji->dropped ? ", a torn tail cut at start" : "");
+		}
+		if (st->etcd != NULL) {
+			const Pool__EtcdInfo *e = st->etcd;
+
+			printf("  etcd        %s, %s", e->endpoint, e->standing);
+			if (e->leader != NULL && e->leader[0] != '\0')
+				printf("; coordinator %s, epoch %lld", e->leader,
+				       (long long)e->epoch);
+			printf("%s%s\n", e->why != NULL ? "; " : "", e->why != NULL ? e->why : "");
+			if (e->has_records)
+				printf("  state       %llu record(s) in etcd, %llu waiting, %llu "
+				       "transaction(s), %llu failed, %llu rewrite(s)\n",
+				       (unsigned long long)e->records,
+				       (unsigned long long)e->waiting, (unsigned long long)e->txns,
+				       (unsigned long long)e->failures,
+				       (unsigned long long)e->rewrites);
 		}
 	}
 	wire_msg_free(&st->base);

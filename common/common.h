@@ -127,6 +127,12 @@ struct poold_conf {
 	int64_t snap_copies_per_uid;
 	char *coord_journal;
 	int64_t coord_journal_size;
+	char *coord_etcd;
+	char *coord_etcd_prefix;
+	int64_t coord_etcd_lease_ms;
+	int64_t coord_etcd_timeout_ms;
+	int64_t coord_etcd_rewrite;
+	char *coord_advertise;
 	int64_t lease_grace_ms;
 	int64_t control_write_timeout_ms;
 	int64_t quota_bytes;

@@ -342,6 +342,53 @@ FILE *conf_fopen(const char *path)
 	return f;
 }
 
+/*
+ * coord.etcd: each endpoint http://HOST:PORT. A candidate needs an address
+ * nodes can reach when it leads, and a node.id of its own: two candidates
+ * that both took id 1 would each claim the other's extents after a failover.
+ */
+static int conf_check_etcd(const struct poold_conf *conf, struct conf_error *err)
+{
+	const char *s = conf->coord_etcd, *at;
+	char addr[256];
+	size_t n;
+
+	if (s[0] == '\0')
+		return 0;
+	for (; *s != '\0'; s += n + (s[n] == ',')) {
+		n = strcspn(s, ",");
+		if (strncmp(s, "http://", 7) != 0 || n - 7 >= sizeof(addr)) {
+			snprintf(err->msg, sizeof(err->msg),
+				 "coord.etcd: '%.*s' is not http://HOST:PORT", (int)MIN(n, 200), s);
+			return -EINVAL;
+		}
+		snprintf(addr, sizeof(addr), "%.*s", (int)(n - 7), s + 7);
+		if (addr_check("coord.etcd", addr, err->msg, sizeof(err->msg)) < 0)
+			return -EINVAL;
+	}
+	if (conf->role != ROLE_COORDINATOR)
+		return 0;
+	if (conf->coord_journal[0] != '\0') {
+		snprintf(err->msg, sizeof(err->msg),
+			 "coord.journal and coord.etcd cannot be combined: with coord.etcd the "
+			 "coordinator's state lives in etcd");
+		return -EINVAL;
+	}
+	if (conf->node_id == 0) {
+		snprintf(err->msg, sizeof(err->msg),
+			 "a coordinator candidate (coord.etcd) needs a node.id of its own");
+		return -EINVAL;
+	}
+	at = conf->coord_advertise[0] != '\0' ? conf->coord_advertise : conf->peer_listen;
+	if (at[0] == '\0' || strncmp(at, "0.0.0.0:", 8) == 0 || strncmp(at, "[::]:", 5) == 0) {
+		snprintf(err->msg, sizeof(err->msg),
+			 "a coordinator candidate (coord.etcd) needs peer.listen, and "
+			 "coord.advertise when peer.listen is a wildcard");
+		return -EINVAL;
+	}
+	return addr_check("coord.advertise", at, err->msg, sizeof(err->msg)) < 0 ? -EINVAL : 0;
+}
+
 /* peer.tls needs its three files, as absolute paths; they are read when poold starts. */
 static int conf_check_tls(const struct poold_conf *conf, struct conf_error *err)
 {
@@ -476,10 +523,15 @@ int conf_finish(struct poold_conf *conf, struct conf_error *err)
 		snprintf(err->msg, sizeof(err->msg), "lend.max must be 0 or at least lend.size");
 		return -EINVAL;
 	}
-	if (conf->role == ROLE_NODE && conf->coordinator[0] == '\0') {
-		snprintf(err->msg, sizeof(err->msg), "role = node needs coordinator = host:port");
+	if (conf->role == ROLE_NODE && conf->coordinator[0] == '\0' &&
+	    conf->coord_etcd[0] == '\0') {
+		snprintf(err->msg, sizeof(err->msg),
+			 "role = node needs coordinator = host:port or coord.etcd");
 		return -EINVAL;
 	}
+	rc = conf_check_etcd(conf, err);
+	if (rc < 0)
+		return rc;
 	if (conf->coordinator[0] != '\0' &&
 	    addr_check("coordinator", conf->coordinator, err->msg, sizeof(err->msg)) < 0)
 		return -EINVAL;

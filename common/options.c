@@ -188,6 +188,25 @@ const struct conf_option conf_options[] = {
      "file of the coordinator's journal (on the pmem tier's file system); empty: none"},
     {"coord.journal_size", CONF_SIZE, OFF(coord_journal_size), 32768, 1024 * GiB, "16M", NULL,
      CONF_F_RESTART, "size of a new coordinator journal (an existing one keeps its size)"},
+    {"coord.etcd", CONF_STRING, OFF(coord_etcd), 0, 1000, "", NULL, CONF_F_RESTART,
+     "etcd endpoints (http://HOST:PORT, comma-separated): role = coordinator stands for "
+     "election there and keeps the coordinator's state there, role = node follows the "
+     "leader found there; empty: no etcd"},
+    {"coord.etcd_prefix", CONF_STRING, OFF(coord_etcd_prefix), 1, 100, "/pool", NULL,
+     CONF_F_RESTART, "prefix of the pool's keys in etcd (one pool per prefix)"},
+    {"coord.etcd_lease", CONF_DURATION, OFF(coord_etcd_lease_ms), 2000, 60000, "2s", NULL,
+     CONF_F_RESTART,
+     "the leader's lease (whole seconds): a leader that cannot renew it stops within it, "
+     "and another takes over after it"},
+    {"coord.etcd_timeout", CONF_DURATION, OFF(coord_etcd_timeout_ms), 100, 60000, "1s", NULL,
+     CONF_F_RESTART, "how long one etcd request may take before the next endpoint is tried"},
+    {"coord.etcd_rewrite", CONF_INT, OFF(coord_etcd_rewrite), 100, 100000000, "10000", NULL,
+     CONF_F_RESTART,
+     "records of the coordinator's state in etcd past which (and past twice the live set) "
+     "they are rewritten to the live set"},
+    {"coord.advertise", CONF_STRING, OFF(coord_advertise), 0, 255, "", NULL, CONF_F_RESTART,
+     "host:port nodes reach this candidate's peer listener at, when it leads; empty: "
+     "peer.listen"},
     {"snap.copies", CONF_SIZE, OFF(snap_copies), 0, 16384 * GiB, "0", NULL, 0,
      "bytes of the node's shared copies of snapshot images; 0 means a quarter of its RAM"},
     {"snap.copies_per_uid", CONF_SIZE, OFF(snap_copies_per_uid), 0, 16384 * GiB, "0", NULL, 0,

@@ -184,6 +184,14 @@ int conn_send(struct conn *c, uint16_t type, uint64_t req_id, const ProtobufCMes
 	return rc;
 }
 
+/* Queue a whole frame, header and payload, packed before (a reply that waited). */
+int conn_send_frame(struct conn *c, const uint8_t *frame, size_t len)
+{
+	if (c->dead || c->closing)
+		return -ENOTCONN;
+	return bufferevent_write(c->bev, frame, len) == 0 ? 0 : -ENOMEM;
+}
+
 /* Queue a frame whose payload is already packed (relaying a peer's reply). */
 int conn_send_raw(struct conn *c, uint16_t type, uint64_t req_id, const uint8_t *payload,
 		  size_t len)

@@ -170,11 +170,14 @@ static void req_timed(struct req *r)
 /* Reply to a request; a local client's session takes in what the reply grants it. */
 int req_reply(struct req *r, uint16_t type, const ProtobufCMessage *msg)
 {
+	int rc;
+
 	req_timed(r);
 	if ((type == WIRE_REGION_REPLY || type == WIRE_KV_REPLY) && r->session != 0 &&
 	    r->node == r->pd->node_id)
 		grant_reply(r->pd, r->session, type, msg);
-	return conn_send(r->conn, type, r->id, msg);
+	rc = coordlog_hold_reply(r->pd, r->conn, type, r->id, msg);
+	return rc != 0 ? MIN(rc, 0) : conn_send(r->conn, type, r->id, msg);
 }
 
 /*
@@ -269,6 +272,16 @@ void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size
 				type);
 		goto out_error;
 	}
+	if (coordha_standby(r->pd) && type != WIRE_STATUS) {
+		struct coordha_info ha;
+
+		coordha_describe(r->pd, &ha);
+		rc = req_errorf(r, POOL_ECOORD,
+				"this poold is a standby coordinator; the coordinator is %s",
+				ha.leader[0] != '\0' ? ha.leader : "not elected yet");
+		goto out_error;
+	}
+	(void)coordha_epoch(r->pd, NULL); /* (a deposed leader stops here, before it acts) */
 	rc = control_permitted(r, h->perm, wire_type_name(type));
 	if (rc < 0)
 		goto out_error;

@@ -73,6 +73,11 @@ struct coord_call {
 	void *arg;
 };
 
+struct known_node {
+	uint32_t id;
+	char name[64];
+};
+
 struct coord {
 	struct poold *pd;
 	struct evconnlistener *listener;
@@ -81,12 +86,59 @@ struct coord {
 	TAILQ_HEAD(coord_calls, coord_call) calls;
 	unsigned npeers;
 	uint32_t next_id;
+	struct known_node *known; /* every node that ever registered: its id is its own */
+	size_t nknown;
 	uint64_t next_req;
 	struct event *check_ev;
 	struct event *probe_ev;
 	struct event *ledger_ev;
 	struct event *sweep_ev;
 };
+
+static struct known_node *coord_known(const struct coord *co, uint32_t id, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < co->nknown; i++)
+		if ((id != 0 && co->known[i].id == id) ||
+		    (name != NULL && strcmp(co->known[i].name, name) == 0))
+			return &co->known[i];
+	return NULL;
+}
+
+/*
+ * Remember that node id is name's (from the coordinator's state, or as it
+ * registers): a restarted or newly elected coordinator gives that id to no
+ * one else while the node is away. true: it was not known so.
+ */
+bool coord_node_known(struct poold *pd, uint32_t id, const char *name)
+{
+	struct coord *co = pd->coord;
+	struct known_node *k = coord_known(co, id, NULL), *n;
+
+	if (k != NULL && strcmp(k->name, name) == 0)
+		return false;
+	if (k == NULL) {
+		n = realloc(co->known, (co->nknown + 1) * sizeof(*n));
+		if (n == NULL)
+			return false;
+		co->known = n;
+		k = &n[co->nknown++];
+		k->id = id;
+	}
+	snprintf(k->name, sizeof(k->name), "%s", name);
+	return true;
+}
+
+/* The i-th known node, for the checkpoint of the coordinator's state. */
+bool coord_known_node(const struct poold *pd, size_t i, uint32_t *ret_id, const char **ret_name)
+{
+	if (pd->coord == NULL || i >= pd->coord->nknown)
+		return false;
+	*ret_id = pd->coord->known[i].id;
+	*ret_name = pd->coord->known[i].name;
+	return true;
+}
 
 static void coord_send_event(struct coord *co, struct member *m)
 {
@@ -556,6 +608,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	Pool__KvNamespace *defs = NULL;
 	Pool__NodeInfo *info = reg->node;
 	struct member *m, *by_id;
+	const struct known_node *known, *other;
 	struct coord_peer *old;
 	char desc[96], *addr, resp_at[64];
 	uint32_t id;
@@ -592,6 +645,16 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	if (m == NULL && by_id != NULL)
 		return coord_refuse(p, req_id, -EEXIST, "node id %u belongs to host '%s'", info->id,
 				    by_id->info->name);
+	/* Not back yet, but known from the coordinator's state: ids stay whose they were. */
+	known = m == NULL ? coord_known(co, 0, info->name) : NULL;
+	if (known != NULL && info->id != 0 && info->id != known->id)
+		return coord_refuse(p, req_id, -EEXIST,
+				    "host '%s' is node %u: set node.id = %u or 0, not %u",
+				    info->name, known->id, known->id, info->id);
+	if (m == NULL && known == NULL && info->id != 0 &&
+	    (other = coord_known(co, info->id, NULL)) != NULL)
+		return coord_refuse(p, req_id, -EEXIST, "node id %u belongs to host '%s'", info->id,
+				    other->name);
 	if (m == NULL) {
 		TAILQ_FOREACH(m, &pd->members, entry)
 			n++;
@@ -599,9 +662,10 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 			return coord_refuse(p, req_id, -EUSERS,
 					    "cluster full (peer.max_nodes = %lld)",
 					    (long long)pd->conf->max_nodes);
-		id = info->id;
+		id = known != NULL ? known->id : info->id;
 		if (id == 0) {
-			while (cluster_find(pd, co->next_id) != NULL)
+			while (cluster_find(pd, co->next_id) != NULL ||
+			       coord_known(co, co->next_id, NULL) != NULL)
 				co->next_id++;
 			id = co->next_id++;
 		}
@@ -634,6 +698,8 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	info->addr = addr; /* the message owns its strings: give it back its own */
 	if (rc < 0)
 		return coord_refuse(p, req_id, rc, "out of memory");
+	if (coord_node_known(pd, id, info->name))
+		coordlog_node(pd, id, info->name);
 	m->conn = p->conn;
 	m->last_heartbeat = units_now_ms();
 	p->m = m;
@@ -773,6 +839,7 @@ static void coord_hello(struct coord_peer *p, const struct wire_hdr *hdr, const 
 	reply.version = WIRE_VERSION;
 	reply.server_version = PACKAGE_VERSION;
 	reply.node_id = p->co->pd->node_id;
+	reply.has_epoch = coordha_epoch(p->co->pd, &reply.epoch);
 	conn_send(p->conn, WIRE_HELLO_REPLY, hdr->req_id, &reply.base);
 }
 
@@ -1115,6 +1182,7 @@ void coord_close(struct poold *pd)
 		event_free(co->ledger_ev);
 	if (co->sweep_ev != NULL)
 		event_free(co->sweep_ev);
+	free(co->known);
 	free(co);
 	pd->coord = NULL;
 }

@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/etcdlog.h"
 #include "daemon/journal.h"
 #include "daemon/poold.h"
 
@@ -42,6 +43,22 @@ enum {
 	CL_TOMBSTONE_DONE = 5,
 	CL_LEASE = 6,
 	CL_LEASE_END = 7,
+	CL_NODE = 8,
+};
+
+/* A held reply: sent once the records before it are in etcd. */
+struct held_reply {
+	TAILQ_ENTRY(held_reply) entry;
+	struct conn *conn;
+	uint64_t seq; /* the newest record when it was made */
+	size_t len;
+	uint8_t frame[];
+};
+
+/* Where records go: the pmem journal, or etcd. */
+struct coordlog_sink {
+	struct journal *j;
+	struct etcdlog *el;
 };
 
 struct coordlog {
@@ -49,11 +66,14 @@ struct coordlog {
 	struct pmem2_source *src;
 	struct pmem2_map *map;
 	struct journal *j;
+	struct etcdlog *el; /* coord.etcd: the records in etcd instead */
+	struct coordlog_sink to;
+	TAILQ_HEAD(, held_reply) held;
 	Pool__CoordRecord *defs; /* replay: the last namespaces record */
 	bool full;		 /* the live set did not fit: said once */
 };
 
-static int coordlog_write(struct journal *j, const Pool__CoordRecord *rec)
+static int coordlog_write(const struct coordlog_sink *to, const Pool__CoordRecord *rec)
 {
 	size_t len = pool__coord_record__get_packed_size(rec);
 	uint8_t *buf = malloc(len ? len : 1);
@@ -62,12 +82,12 @@ static int coordlog_write(struct journal *j, const Pool__CoordRecord *rec)
 	if (buf == NULL)
 		return -ENOMEM;
 	pool__coord_record__pack(rec, buf);
-	rc = journal_append(j, buf, len);
+	rc = to->el != NULL ? etcdlog_append(to->el, buf, len) : journal_append(to->j, buf, len);
 	free(buf);
 	return rc;
 }
 
-static int coordlog_write_region(struct journal *j, const struct region *r)
+static int coordlog_write_region(const struct coordlog_sink *to, const struct region *r)
 {
 	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
 	Pool__Holding h = POOL__HOLDING__INIT;
@@ -78,11 +98,11 @@ static int coordlog_write_region(struct journal *j, const struct region *r)
 	rec.region = &h;
 	rec.has_gva = 1;
 	rec.gva = r->base;
-	return coordlog_write(j, &rec);
+	return coordlog_write(to, &rec);
 }
 
-static int coordlog_write_gone(struct journal *j, uint64_t id, const char *name, int kind,
-			       uint32_t *nodes, size_t n)
+static int coordlog_write_gone(const struct coordlog_sink *to, uint64_t id, const char *name,
+			       int kind, uint32_t *nodes, size_t n)
 {
 	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
 	Pool__Holding h = POOL__HOLDING__INIT;
@@ -93,11 +113,11 @@ static int coordlog_write_gone(struct journal *j, uint64_t id, const char *name,
 	rec.region = &h;
 	rec.nodes = nodes;
 	rec.n_nodes = n;
-	return coordlog_write(j, &rec);
+	return coordlog_write(to, &rec);
 }
 
-static int coordlog_write_lease(struct journal *j, const struct region *r, const struct lease *l,
-				bool taken)
+static int coordlog_write_lease(const struct coordlog_sink *to, const struct region *r,
+				const struct lease *l, bool taken)
 {
 	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
 	Pool__Holding h = POOL__HOLDING__INIT;
@@ -112,10 +132,21 @@ static int coordlog_write_lease(struct journal *j, const struct region *r, const
 	rec.session = l->session;
 	rec.has_incarnation = taken;
 	rec.incarnation = l->incarnation;
-	return coordlog_write(j, &rec);
+	return coordlog_write(to, &rec);
 }
 
-static int coordlog_write_namespaces(struct poold *pd, struct journal *j)
+static int coordlog_write_node(const struct coordlog_sink *to, uint32_t id, const char *name)
+{
+	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
+
+	rec.kind = CL_NODE;
+	rec.nodes = &id;
+	rec.n_nodes = 1;
+	rec.node_name = (char *)name;
+	return coordlog_write(to, &rec);
+}
+
+static int coordlog_write_namespaces(struct poold *pd, const struct coordlog_sink *to)
 {
 	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
 	Pool__KvNamespace *m;
@@ -125,16 +156,18 @@ static int coordlog_write_namespaces(struct poold *pd, struct journal *j)
 	if (rc < 0)
 		return rc;
 	rec.kind = CL_NAMESPACES;
-	rc = coordlog_write(j, &rec);
+	rc = coordlog_write(to, &rec);
 	free(m);
 	free(rec.namespaces);
 	return rc;
 }
 
 /* The checkpoint: what is live now. */
-static int coordlog_fill(void *arg, struct journal *j)
+static int coordlog_fill(struct poold *pd, const struct coordlog_sink *to)
 {
-	struct poold *pd = arg;
+	const char *name;
+	uint32_t id;
+	size_t i;
 	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
 	struct tombstone *t;
 	struct region *r;
@@ -144,21 +177,38 @@ static int coordlog_fill(void *arg, struct journal *j)
 	rec.has_next_id = rec.has_next_base = 1;
 	rec.next_id = pd->regions->next_id;
 	rec.next_base = pd->regions->next_base;
-	if ((rc = coordlog_write(j, &rec)) < 0)
+	if ((rc = coordlog_write(to, &rec)) < 0)
 		return rc;
 	TAILQ_FOREACH(r, &pd->regions->list, entry) {
 		struct lease *l;
 
-		if ((rc = coordlog_write_region(j, r)) < 0)
+		if ((rc = coordlog_write_region(to, r)) < 0)
 			return rc;
 		TAILQ_FOREACH(l, &r->lease_list, entry)
-			if (r->anonymous && (rc = coordlog_write_lease(j, r, l, true)) < 0)
+			if (r->anonymous && (rc = coordlog_write_lease(to, r, l, true)) < 0)
 				return rc;
 	}
 	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
-		if ((rc = coordlog_write_gone(j, t->id, t->name, CL_REGION_GONE, &t->node, 1)) < 0)
+		if ((rc = coordlog_write_gone(to, t->id, t->name, CL_REGION_GONE, &t->node, 1)) < 0)
 			return rc;
-	return coordlog_write_namespaces(pd, j);
+	for (i = 0; coord_known_node(pd, i, &id, &name); i++)
+		if ((rc = coordlog_write_node(to, id, name)) < 0)
+			return rc;
+	return coordlog_write_namespaces(pd, to);
+}
+
+static int coordlog_fill_journal(void *arg, struct journal *j)
+{
+	struct coordlog_sink to = {.j = j};
+
+	return coordlog_fill(arg, &to);
+}
+
+static int coordlog_fill_etcd(void *arg, struct etcdlog *el)
+{
+	struct coordlog_sink to = {.el = el};
+
+	return coordlog_fill(arg, &to);
 }
 
 /*
@@ -170,7 +220,9 @@ static void coordlog_commit(struct poold *pd, int rc)
 	struct coordlog *cl = pd->coordlog;
 
 	if (rc == -ENOSPC)
-		rc = journal_rewrite(cl->j, coordlog_fill, pd);
+		rc = journal_rewrite(cl->j, coordlog_fill_journal, pd);
+	if (rc == 0 && cl->el != NULL && etcdlog_wants_rewrite(cl->el))
+		rc = etcdlog_rewrite(cl->el, coordlog_fill_etcd, pd);
 	if (rc == 0) {
 		cl->full = false;
 		return;
@@ -179,7 +231,7 @@ static void coordlog_commit(struct poold *pd, int rc)
 		log_warnx(
 		    "coordinator journal %s: %s: changes of the map are not recorded until it "
 		    "has room",
-		    pd->conf->coord_journal, err_str(rc));
+		    cl->el != NULL ? "in etcd" : pd->conf->coord_journal, err_str(rc));
 		events_add(pd, "journal", "the coordinator journal cannot record changes: %s",
 			   err_str(rc));
 	}
@@ -189,39 +241,45 @@ static void coordlog_commit(struct poold *pd, int rc)
 /* Whether changes are recorded (not while the journal is replayed). */
 static bool coordlog_on(const struct poold *pd)
 {
-	return pd->coordlog != NULL && pd->coordlog->j != NULL;
+	return pd->coordlog != NULL && (pd->coordlog->j != NULL || pd->coordlog->el != NULL);
 }
 
 void coordlog_region(struct poold *pd, const struct region *r)
 {
 	if (coordlog_on(pd))
-		coordlog_commit(pd, coordlog_write_region(pd->coordlog->j, r));
+		coordlog_commit(pd, coordlog_write_region(&pd->coordlog->to, r));
 }
 
 void coordlog_region_gone(struct poold *pd, const struct region *r, const uint32_t *nodes, size_t n)
 {
 	if (coordlog_on(pd))
-		coordlog_commit(pd, coordlog_write_gone(pd->coordlog->j, r->id, r->name,
+		coordlog_commit(pd, coordlog_write_gone(&pd->coordlog->to, r->id, r->name,
 							CL_REGION_GONE, (uint32_t *)nodes, n));
 }
 
 void coordlog_tombstone_done(struct poold *pd, uint64_t id, uint32_t node)
 {
 	if (coordlog_on(pd))
-		coordlog_commit(
-		    pd, coordlog_write_gone(pd->coordlog->j, id, "", CL_TOMBSTONE_DONE, &node, 1));
+		coordlog_commit(pd, coordlog_write_gone(&pd->coordlog->to, id, "",
+							CL_TOMBSTONE_DONE, &node, 1));
+}
+
+void coordlog_node(struct poold *pd, uint32_t id, const char *name)
+{
+	if (coordlog_on(pd))
+		coordlog_commit(pd, coordlog_write_node(&pd->coordlog->to, id, name));
 }
 
 void coordlog_namespaces(struct poold *pd)
 {
 	if (coordlog_on(pd))
-		coordlog_commit(pd, coordlog_write_namespaces(pd, pd->coordlog->j));
+		coordlog_commit(pd, coordlog_write_namespaces(pd, &pd->coordlog->to));
 }
 
 void coordlog_lease(struct poold *pd, const struct region *r, const struct lease *l, bool taken)
 {
 	if (coordlog_on(pd))
-		coordlog_commit(pd, coordlog_write_lease(pd->coordlog->j, r, l, taken));
+		coordlog_commit(pd, coordlog_write_lease(&pd->coordlog->to, r, l, taken));
 }
 
 /* This poold's journals, at most 2: the pmem tier's ("lender"), the coordinator's. */
@@ -233,11 +291,20 @@ size_t journals_stats(struct poold *pd, const char *names[2], struct journal_sta
 		names[n] = "lender";
 		journal_stats(pd->journal, &st[n++]);
 	}
-	if (coordlog_on(pd)) {
+	if (pd->coordlog != NULL && pd->coordlog->j != NULL) {
 		names[n] = "coordinator";
 		journal_stats(pd->coordlog->j, &st[n++]);
 	}
 	return n;
+}
+
+/* coord.etcd, at the leader: its records in etcd. */
+bool coordlog_etcd_stats(const struct poold *pd, struct etcdlog_stats *ret)
+{
+	if (pd->coordlog == NULL || pd->coordlog->el == NULL)
+		return false;
+	etcdlog_stats(pd->coordlog->el, ret);
+	return true;
 }
 
 /* One record of the journal at open. A record that does not decode is skipped. */
@@ -274,6 +341,10 @@ static int coordlog_replay(void *arg, const uint8_t *buf, size_t len)
 			region_replay_lease(pd, h->region, rec->nodes[0], rec->session,
 					    rec->incarnation, rec->kind == CL_LEASE);
 		break;
+	case CL_NODE:
+		if (rec->n_nodes == 1 && rec->node_name != NULL)
+			coord_node_known(pd, rec->nodes[0], rec->node_name);
+		break;
 	case CL_NAMESPACES:
 		if (cl->defs != NULL)
 			pool__coord_record__free_unpacked(cl->defs, NULL);
@@ -292,6 +363,14 @@ static int coordlog_replay(void *arg, const uint8_t *buf, size_t len)
 
 static void coordlog_free(struct coordlog *cl)
 {
+	struct held_reply *h;
+
+	while ((h = TAILQ_FIRST(&cl->held)) != NULL) {
+		TAILQ_REMOVE(&cl->held, h, entry);
+		conn_unref(h->conn);
+		free(h);
+	}
+	etcdlog_close(cl->el);
 	if (cl->j != NULL)
 		journal_close(cl->j);
 	if (cl->defs != NULL)
@@ -345,6 +424,113 @@ static int coordlog_map(struct poold *pd, struct coordlog *cl)
 	return 0;
 }
 
+/* The KV namespaces of the last namespaces record replayed. */
+static void coordlog_adopt_defs(struct poold *pd, const char *from)
+{
+	struct coordlog *cl = pd->coordlog;
+
+	if (cl->defs == NULL)
+		return;
+	kv_defs_adopt(pd, cl->defs->namespaces, cl->defs->n_namespaces, from);
+	pool__coord_record__free_unpacked(cl->defs, NULL);
+	cl->defs = NULL;
+}
+
+/* Send the replies whose records are all in etcd now. */
+static void coordlog_durable(void *arg, uint64_t seq)
+{
+	struct poold *pd = arg;
+	struct held_reply *h;
+
+	while ((h = TAILQ_FIRST(&pd->coordlog->held)) != NULL && h->seq <= seq) {
+		TAILQ_REMOVE(&pd->coordlog->held, h, entry);
+		conn_send_frame(h->conn, h->frame, h->len);
+		conn_unref(h->conn);
+		free(h);
+	}
+}
+
+static void coordlog_deposed(void *arg, const char *why)
+{
+	(void)arg;
+	fatalx("etcd: %s: stopping, so that only the new leader acts", why);
+}
+
+/*
+ * A reply to a request at the coordinator: while records are on their way
+ * to etcd, it waits for them (what it acknowledges is then in etcd), and
+ * so do the replies after it. 1: held, 0: send it now, or -errno.
+ */
+int coordlog_hold_reply(struct poold *pd, struct conn *c, uint16_t type, uint64_t req_id,
+			const ProtobufCMessage *msg)
+{
+	struct coordlog *cl = pd->coordlog;
+	struct held_reply *h;
+	uint64_t seq;
+	uint8_t *frame;
+	size_t len;
+	int rc;
+
+	if (cl == NULL || cl->el == NULL || (seq = etcdlog_unsynced(cl->el)) == 0)
+		return 0;
+	rc = wire_frame_pack(type, req_id, msg, &frame, &len);
+	if (rc < 0)
+		return rc;
+	h = malloc(sizeof(*h) + len);
+	if (h == NULL) {
+		free(frame);
+		return -ENOMEM;
+	}
+	h->conn = conn_ref(c);
+	h->seq = seq;
+	h->len = len;
+	memcpy(h->frame, frame, len);
+	free(frame);
+	TAILQ_INSERT_TAIL(&cl->held, h, entry);
+	return 1;
+}
+
+/* coord.etcd: the coordinator's state is in etcd; load it as the new leader. */
+static int coordlog_open_etcd(struct poold *pd)
+{
+	struct coordlog *cl = calloc(1, sizeof(*cl));
+	struct etcdlog_stats st;
+	struct etcd *etcd;
+	const char *key;
+	char err[400];
+	int64_t epoch;
+
+	if (cl == NULL)
+		return -ENOMEM;
+	cl->fd = -1;
+	TAILQ_INIT(&cl->held);
+	etcd = coordha_etcd(pd, &key);
+	if (!coordha_epoch(pd, &epoch)) {
+		free(cl);
+		return -EPERM;
+	}
+	pd->coordlog = cl; /* for the replay; it records nothing before cl->el is set */
+	cl->el = etcdlog_open(pd->base, etcd, pd->conf->coord_etcd_prefix, key, epoch,
+			      (uint64_t)pd->conf->coord_etcd_rewrite, coordlog_replay,
+			      coordlog_durable, coordlog_deposed, pd, err, sizeof(err));
+	if (cl->el == NULL) {
+		log_warnx("coord.etcd: %s", err);
+		pd->coordlog = NULL;
+		coordlog_free(cl);
+		return -EIO;
+	}
+	cl->to.el = cl->el;
+	coordlog_adopt_defs(pd, "etcd");
+	etcdlog_stats(cl->el, &st);
+	log_info("coordinator state from etcd: %zu region(s) back; %llu record(s)",
+		 pd->regions->count, (unsigned long long)st.records);
+	if (pd->regions->count > 0)
+		events_add(pd, "journal",
+			   "%zu region(s) back from etcd, lost until their lenders report them",
+			   pd->regions->count);
+	return 0;
+}
+
 /*
  * Open the coordinator's journal, if there is one, and replay it into the
  * map (before any node registers). 0 or -errno: a journal that is set and
@@ -359,11 +545,14 @@ int coordlog_open(struct poold *pd)
 	size_t ntomb = 0;
 	int rc;
 
+	if (pd->coordha != NULL)
+		return coordlog_open_etcd(pd);
 	if (pd->conf->coord_journal[0] == '\0')
 		return 0;
 	if ((cl = calloc(1, sizeof(*cl))) == NULL)
 		return -ENOMEM;
 	cl->fd = -1;
+	TAILQ_INIT(&cl->held);
 	if ((rc = coordlog_map(pd, cl)) < 0) {
 		coordlog_free(cl);
 		return rc;
@@ -386,13 +575,8 @@ int coordlog_open(struct poold *pd)
 		coordlog_free(cl);
 		return rc;
 	}
-	if (cl->defs != NULL) {
-		kv_defs_adopt(pd, cl->defs->namespaces, cl->defs->n_namespaces,
-			      "the coordinator journal");
-		pool__coord_record__free_unpacked(cl->defs, NULL);
-		cl->defs = NULL;
-	}
-	cl->j = j;
+	coordlog_adopt_defs(pd, "the coordinator journal");
+	cl->j = cl->to.j = j;
 	journal_stats(j, &st);
 	if (st.dropped > 0) {
 		log_warnx("coordinator journal: a torn or corrupt record ends it: used up to the "

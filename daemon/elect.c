@@ -15,6 +15,9 @@
  * this one no longer acts as leader. elect_leading() checks that time
  * itself, for a process that was frozen past it and whose timers have not
  * run yet.
+ *
+ * An observer (no self: a node) never stands; it reads who leads and
+ * watches the key through every change of leader.
  */
 #include "config.h"
 
@@ -36,7 +39,7 @@ enum elect_step { ELECT_GRANTING, ELECT_CREATING, ELECT_LEADING, ELECT_FOLLOWING
 struct elect {
 	struct etcd *etcd;
 	char key[256];
-	char self[256];
+	char self[256]; /* "": an observer */
 	unsigned ttl_s;
 	elect_fn *fn;
 	void *arg;
@@ -165,6 +168,11 @@ static void elect_watched(void *arg, int status, const char *error, bool deleted
 		elect_lost(el, why); /* (which cancels the watch, freeing it) */
 		return;
 	}
+	if (deleted && el->self[0] == '\0') {
+		el->epoch = 0;
+		el->fn(el->arg, false, NULL, 0, "the leader went");
+		return;
+	}
 	if (deleted) {
 		etcd_watch_cancel(el->watch);
 		el->watch = NULL;
@@ -199,15 +207,20 @@ static void elect_created(void *arg, const struct etcd_result *res)
 		elect_arm_fence(el);
 		return;
 	}
-	if (res->nkvs == 0) { /* gone between the compare and the read */
+	if (res->nkvs == 0 && el->self[0] != '\0') { /* gone between the compare and the read */
 		elect_campaign(el);
 		return;
 	}
 	el->step = ELECT_FOLLOWING;
-	el->epoch = res->kvs[0].create_revision;
-	el->fn(el->arg, false, (const char *)res->kvs[0].value, el->epoch, NULL);
-	el->watch =
-	    etcd_watch(el->etcd, el->key, false, res->kvs[0].mod_revision + 1, elect_watched, el);
+	if (res->nkvs == 0) {
+		el->fn(el->arg, false, NULL, 0, "no leader yet");
+	} else {
+		el->epoch = res->kvs[0].create_revision;
+		el->fn(el->arg, false, (const char *)res->kvs[0].value, el->epoch, NULL);
+	}
+	el->watch = etcd_watch(el->etcd, el->key, false,
+			       (res->nkvs ? res->kvs[0].mod_revision : res->revision) + 1,
+			       elect_watched, el);
 	if (el->watch == NULL)
 		elect_lost(el, "out of memory");
 }
@@ -233,9 +246,17 @@ static void elect_granted(void *arg, const struct etcd_result *res)
 		el->busy = true;
 }
 
-/* Race for the key: a fresh lease, then the create. */
+/* Race for the key: a fresh lease, then the create (an observer reads it). */
 static void elect_campaign(struct elect *el)
 {
+	if (el->self[0] == '\0') {
+		el->step = ELECT_CREATING;
+		if (etcd_range(el->etcd, el->key, false, elect_created, el) < 0)
+			elect_lost(el, "out of memory");
+		else
+			el->busy = true;
+		return;
+	}
 	el->step = ELECT_GRANTING;
 	el->renew_sent_ms = units_now_ms(); /* (the lease counts from its grant) */
 	if (etcd_lease_grant(el->etcd, el->ttl_s, elect_granted, el) < 0)
@@ -268,7 +289,7 @@ static void elect_tick(evutil_socket_t fd, short what, void *arg)
 /*
  * Stand for election as self (what followers learn: the candidate's
  * address) under key, on leases of ttl_s seconds; fn hears every change
- * of standing. NULL without memory.
+ * of standing. self NULL: only observe who leads. NULL without memory.
  */
 struct elect *elect_new(struct event_base *base, struct etcd *etcd, const char *key,
 			const char *self, unsigned ttl_s, elect_fn *fn, void *arg)
@@ -279,7 +300,7 @@ struct elect *elect_new(struct event_base *base, struct etcd *etcd, const char *
 		return NULL;
 	el->etcd = etcd;
 	snprintf(el->key, sizeof(el->key), "%s", key);
-	snprintf(el->self, sizeof(el->self), "%s", self);
+	snprintf(el->self, sizeof(el->self), "%s", self != NULL ? self : "");
 	el->ttl_s = ttl_s < 2 ? 2 : ttl_s;
 	el->fn = fn;
 	el->arg = arg;

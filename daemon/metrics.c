@@ -19,6 +19,7 @@
 #include <event2/buffer.h>
 
 #include "daemon/extent.h"
+#include "daemon/etcdlog.h"
 #include "daemon/journal.h"
 #include "daemon/poold.h"
 
@@ -179,6 +180,40 @@ static void metrics_journals(struct poold *pd, struct evbuffer *b)
 					    (unsigned long long)*(
 						const uint64_t *)((const char *)&st[k] + m[i].off));
 	}
+}
+
+/* coord.etcd: the election and, at the leader, its state in etcd. */
+static void metrics_etcd(struct poold *pd, struct evbuffer *b)
+{
+	struct etcdlog_stats es;
+	struct coordha_info ha;
+
+	coordha_describe(pd, &ha);
+	if (!ha.on)
+		return;
+	metrics_head(b, "pool_coord_leader", "gauge", "1 while this poold leads (coord.etcd)");
+	evbuffer_add_printf(b, "pool_coord_leader %d\n", ha.leading);
+	metrics_head(b, "pool_coord_epoch", "gauge", "the epoch of the coordinator as last known");
+	evbuffer_add_printf(b, "pool_coord_epoch %lld\n", (long long)ha.epoch);
+	metrics_head(b, "pool_coord_leader_changes_total", "counter",
+		     "leaders seen since poold started");
+	evbuffer_add_printf(b, "pool_coord_leader_changes_total %llu\n",
+			    (unsigned long long)ha.changes);
+	if (!coordlog_etcd_stats(pd, &es))
+		return;
+	metrics_head(b, "pool_coord_etcd_txns_total", "counter",
+		     "transactions of the coordinator's state etcd took");
+	evbuffer_add_printf(b, "pool_coord_etcd_txns_total %llu\n", (unsigned long long)es.txns);
+	metrics_head(b, "pool_coord_etcd_failures_total", "counter",
+		     "transactions of the coordinator's state etcd did not answer (sent again)");
+	evbuffer_add_printf(b, "pool_coord_etcd_failures_total %llu\n",
+			    (unsigned long long)es.failures);
+	metrics_head(b, "pool_coord_etcd_waiting", "gauge",
+		     "records of the coordinator's state not yet in etcd (their replies wait)");
+	evbuffer_add_printf(b, "pool_coord_etcd_waiting %llu\n", (unsigned long long)es.waiting);
+	metrics_head(b, "pool_coord_etcd_records", "gauge",
+		     "records of the coordinator's state in etcd's generation in force");
+	evbuffer_add_printf(b, "pool_coord_etcd_records %llu\n", (unsigned long long)es.records);
 }
 
 /* How long control requests took here, per type, as Prometheus histograms. */
@@ -421,6 +456,7 @@ static int metrics_text(struct poold *pd, struct evbuffer *b)
 	metrics_latency(pd, b);
 	metrics_rma(pd, b);
 	metrics_journals(pd, b);
+	metrics_etcd(pd, b);
 	if (pd->coord != NULL && pd->regions != NULL)
 		metrics_pool(pd, b);
 	metrics_kv_events(pd, b);

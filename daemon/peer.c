@@ -10,6 +10,11 @@
  * requests. When the coordinator stops answering for heartbeat.misses
  * intervals, or declares this node dead, the node drops the link and
  * registers again; meanwhile forwarded requests fail with POOL_ECOORD.
+ *
+ * With coord.etcd the coordinator is whichever candidate leads there
+ * (coordha.c tells peer_follow()): the node moves its link to each new
+ * leader, and refuses a coordinator whose epoch is older than the newest
+ * it has seen, a deposed leader still listening.
  */
 #include "config.h"
 
@@ -48,6 +53,8 @@ struct peer {
 	uint64_t hb_misses;
 	uint64_t last_tick;    /* units_now_ms() of the last peer_tick() */
 	bool hello_unanswered; /* said once that links close before the coordinator's hello */
+	char target[256];      /* host:port of the coordinator: coordinator, or etcd's leader */
+	int64_t epoch;	       /* with coord.etcd: the newest leader's, 0 before one is known */
 	uint8_t nonce[PEERAUTH_NONCE_LEN]; /* this link's challenge to the coordinator */
 	TAILQ_HEAD(, forward) forwards;
 	unsigned nforwards;
@@ -130,7 +137,7 @@ static void peer_fail_forwards(struct peer *pe)
 		TAILQ_REMOVE(&pe->forwards, f, entry);
 		req_finish(f->r, req_errorf(f->r, POOL_ECOORD,
 					    "coordinator unavailable: the link to %s dropped",
-					    pe->pd->conf->coordinator));
+					    pe->target));
 		free(f);
 	}
 	pe->nforwards = 0;
@@ -148,11 +155,10 @@ static void peer_reset(struct peer *pe, const char *why)
 		pe->conn = NULL;
 	}
 	if (pe->state == PEER_UP) {
-		log_warnx("lost the coordinator %s: %s", pe->pd->conf->coordinator, why);
-		events_add(pe->pd, "coordinator", "lost the coordinator %s: %s",
-			   pe->pd->conf->coordinator, why);
+		log_warnx("lost the coordinator %s: %s", pe->target, why);
+		events_add(pe->pd, "coordinator", "lost the coordinator %s: %s", pe->target, why);
 	} else
-		log_debug("coordinator %s: %s", pe->pd->conf->coordinator, why);
+		log_debug("coordinator %s: %s", pe->target, why);
 	pe->state = PEER_IDLE;
 	pe->nscrub_acks = 0; /* the old link's: its coordinator retries them on a new one */
 	peer_fail_forwards(pe);
@@ -174,14 +180,22 @@ static void peer_register(struct peer *pe, const Pool__HelloReply *hr)
 	ProtobufCMessage *defs = NULL;
 	Pool__NodeInfo self;
 
+	if (pe->epoch != 0 && (!hr->has_epoch || hr->epoch < pe->epoch)) {
+		log_warnx("coordinator %s is of epoch %lld, older than the leader's (%lld): a "
+			  "deposed leader, not joined",
+			  pe->target, (long long)(hr->has_epoch ? hr->epoch : 0),
+			  (long long)pe->epoch);
+		peer_reset(pe, "a deposed coordinator");
+		return;
+	}
 	if (secret[0] != '\0') {
 		if (!hr->has_nonce || hr->nonce.len != PEERAUTH_NONCE_LEN ||
 		    peerauth_coord_proof(secret, pe->nonce, hr->nonce.data, want) < 0 ||
 		    !peerauth_equal(want, hr->proof.data, hr->has_proof ? hr->proof.len : 0)) {
 			log_warnx("coordinator %s did not prove it knows peer.secret: not joining",
-				  pe->pd->conf->coordinator);
+				  pe->target);
 			events_add(pe->pd, "coordinator", "coordinator %s failed authentication",
-				   pe->pd->conf->coordinator);
+				   pe->target);
 			peer_reset(pe, "the coordinator failed authentication");
 			return;
 		}
@@ -249,9 +263,9 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 	pe->hello_unanswered = false;
 	pe->last_ack = units_now_ms();
 	pe->retry_ms = 0;
-	log_info("joined the coordinator %s as node %u (%zu members)", pd->conf->coordinator,
-		 pd->node_id, rep->n_members);
-	events_add(pd, "coordinator", "joined the coordinator %s as node %u", pd->conf->coordinator,
+	log_info("joined the coordinator %s as node %u (%zu members)", pe->target, pd->node_id,
+		 rep->n_members);
+	events_add(pd, "coordinator", "joined the coordinator %s as node %u", pe->target,
 		   pd->node_id);
 }
 
@@ -433,7 +447,7 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 	case WIRE_ERROR: {
 		const Pool__Error *err = (const Pool__Error *)msg;
 
-		log_warnx("coordinator %s refused: %s", pe->pd->conf->coordinator, err->message);
+		log_warnx("coordinator %s refused: %s", pe->target, err->message);
 		peer_reset(pe, err->message);
 		break;
 	}
@@ -471,7 +485,7 @@ static void peer_closed(struct conn *conn, void *arg)
 		pe->hello_unanswered = true;
 		log_warnx("coordinator %s closed the link before answering hello (is peer.tls %s "
 			  "there too?)",
-			  pe->pd->conf->coordinator, pe->pd->tls ? "on" : "off");
+			  pe->target, pe->pd->tls ? "on" : "off");
 	}
 	pe->conn = NULL;
 	peer_reset(pe, "link closed");
@@ -491,11 +505,16 @@ static void peer_connect(struct peer *pe)
 	char desc[96];
 	int rc;
 
-	rc = addr_parse(pe->pd->conf->coordinator, &ss, &len);
+	if (pe->target[0] == '\0') { /* (coord.etcd: no leader known yet) */
+		pe->state = PEER_IDLE;
+		peer_schedule(pe, (uint64_t)pe->pd->conf->heartbeat_ms);
+		return;
+	}
+	rc = addr_parse(pe->target, &ss, &len);
 	if (rc == 0)
 		rc = peertls_new(pe->pd, &ssl);
 	if (rc == 0) {
-		snprintf(desc, sizeof(desc), "coordinator %s", pe->pd->conf->coordinator);
+		snprintf(desc, sizeof(desc), "coordinator %.60s", pe->target);
 		rc = conn_connect(pe->pd->base, (struct sockaddr *)&ss, len, ssl, PEER_MAX_FRAME,
 				  &peer_ops, pe, desc, &pe->conn);
 	}
@@ -555,7 +574,8 @@ int peer_forward(struct req *r, uint16_t type, const uint8_t *payload, size_t le
 
 	if (pe == NULL || pe->state != PEER_UP)
 		return req_errorf(r, POOL_ECOORD, "coordinator unavailable (%s)",
-				  r->pd->conf->coordinator);
+				  pe != NULL && pe->target[0] != '\0' ? pe->target
+								      : "none leads yet");
 	if (pe->nforwards >= PEER_MAX_FORWARDS)
 		return req_errorf(r, -EAGAIN, "too many requests waiting for the coordinator");
 	f = calloc(1, sizeof(*f));
@@ -576,8 +596,7 @@ int peer_forward(struct req *r, uint16_t type, const uint8_t *payload, size_t le
 	if (conn_send(pe->conn, WIRE_FORWARD, f->id, &fw.base) < 0) {
 		req_finish(f->r, 0);
 		free(f);
-		return req_errorf(r, POOL_ECOORD, "coordinator unavailable (%s)",
-				  r->pd->conf->coordinator);
+		return req_errorf(r, POOL_ECOORD, "coordinator unavailable (%s)", pe->target);
 	}
 	TAILQ_INSERT_TAIL(&pe->forwards, f, entry);
 	pe->nforwards++;
@@ -618,11 +637,49 @@ int peer_open(struct poold *pd)
 		free(pe);
 		return -ENOMEM;
 	}
+	/* With coord.etcd, only the leader found there: coordinator may name a deposed one. */
+	if (pd->conf->coord_etcd[0] == '\0')
+		snprintf(pe->target, sizeof(pe->target), "%s", pd->conf->coordinator);
 	pd->peer = pe;
 	peer_connect(pe);
 	if (pe->state != PEER_IDLE)
 		peer_schedule(pe, pe->hb_ms);
 	return 0;
+}
+
+/*
+ * etcd says who leads (coordha.c): move the link to a new leader at once.
+ * A leader that went (NULL) leaves the link as it is, until it fails or the
+ * next leader is known.
+ */
+void peer_follow(struct poold *pd, const char *leader, int64_t epoch)
+{
+	struct peer *pe = pd->peer;
+	char why[320];
+
+	if (pe == NULL || leader == NULL || epoch < pe->epoch)
+		return;
+	if (epoch == pe->epoch && strcmp(leader, pe->target) == 0)
+		return;
+	snprintf(why, sizeof(why), "%s leads now (epoch %lld)", leader, (long long)epoch);
+	log_info("etcd: the coordinator is %s, epoch %lld", leader, (long long)epoch);
+	snprintf(pe->target, sizeof(pe->target), "%s", leader);
+	pe->epoch = epoch;
+	if (pe->state != PEER_IDLE)
+		peer_reset(pe, why);
+	evtimer_del(pe->timer);
+	pe->retry_ms = 0;
+	peer_connect(pe);
+	if (pe->state != PEER_IDLE)
+		peer_schedule(pe, pe->hb_ms);
+}
+
+/* The coordinator this node joins (or tries to), and its epoch (0: not from etcd). */
+const char *peer_coordinator(const struct poold *pd, int64_t *ret_epoch)
+{
+	if (ret_epoch != NULL)
+		*ret_epoch = pd->peer != NULL ? pd->peer->epoch : 0;
+	return pd->peer != NULL ? pd->peer->target : "";
 }
 
 /* Leave the coordinator. */

@@ -190,6 +190,7 @@ static void poold_free(struct poold *pd)
 	coord_close(pd);
 	resprelay_close(pd);
 	peer_close(pd);
+	coordha_close(pd);
 	cluster_clear(pd);
 	hold_clear(pd);
 	probe_results_free(pd->probes, pd->nprobes);
@@ -334,8 +335,15 @@ int main(int argc, char **argv)
 	/* UCX after the fork: its threads and fds belong to the daemon process. */
 	/* The rule first: the fabric's listener is never open to other uids. */
 	if (firewall_open(&pd) < 0 || poold_fabric_open(&pd) < 0 ||
-	    firewall_cover_fabric(&pd) < 0 || lend_open(&pd) < 0 || hold_open(&pd) < 0)
+	    firewall_cover_fabric(&pd) < 0 || lend_open(&pd) < 0 || hold_open(&pd) < 0 ||
+	    coordha_open(&pd) < 0)
 		goto out;
+	/* A candidate (coord.etcd) is a standby until it leads. */
+	if (coordha_standby(&pd) && (rc = coordha_campaign(&pd)) != 0) {
+		rc = rc < 0;
+		goto out;
+	}
+	rc = 1;
 	if (pd.conf->role == ROLE_COORDINATOR ? coord_open(&pd) < 0
 					      : peer_open(&pd) < 0 || resprelay_open(&pd) < 0) {
 		log_warnx("cannot start the %s role",

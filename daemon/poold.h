@@ -148,7 +148,8 @@ struct poold {
 	struct carves *carves;		 /* extents with a memory file of their own (carve.c) */
 	struct grants *grants;		 /* what each local client session may reach (grant.c) */
 	struct firewall *firewall;	 /* fabric.firewall's rule (firewall.c) */
-	struct kvev *kvev; /* at the coordinator: KV events, if kv_events.endpoint is set */
+	struct kvev *kvev;	 /* at the coordinator: KV events, if kv_events.endpoint is set */
+	struct coordha *coordha; /* coord.etcd: the election, or following its leader (coordha.c) */
 };
 
 /* poold.c */
@@ -198,6 +199,7 @@ int conn_send_fd(struct conn *c, uint16_t type, uint64_t req_id, const ProtobufC
 int conn_send(struct conn *c, uint16_t type, uint64_t req_id, const ProtobufCMessage *msg);
 size_t conn_output_len(const struct conn *c);
 int conn_send_error(struct conn *c, uint64_t req_id, int code, const char *msg);
+int conn_send_frame(struct conn *c, const uint8_t *frame, size_t len);
 const char *conn_desc(const struct conn *c);
 int conn_fd(const struct conn *c);
 void conn_set_desc(struct conn *c, const char *desc);
@@ -542,11 +544,16 @@ void region_tombstones_done(struct poold *pd, uint32_t node);
 /* coordlog.c: the coordinator's journal (coord.journal) */
 int coordlog_open(struct poold *pd);
 void coordlog_close(struct poold *pd);
+struct etcdlog_stats;
+bool coordlog_etcd_stats(const struct poold *pd, struct etcdlog_stats *ret);
+int coordlog_hold_reply(struct poold *pd, struct conn *c, uint16_t type, uint64_t req_id,
+			const ProtobufCMessage *msg);
 void coordlog_region(struct poold *pd, const struct region *r);
 void coordlog_region_gone(struct poold *pd, const struct region *r, const uint32_t *nodes,
 			  size_t n);
 void coordlog_tombstone_done(struct poold *pd, uint64_t id, uint32_t node);
 void coordlog_namespaces(struct poold *pd);
+void coordlog_node(struct poold *pd, uint32_t id, const char *name);
 void coordlog_lease(struct poold *pd, const struct region *r, const struct lease *l, bool taken);
 struct journal_stats;
 size_t journals_stats(struct poold *pd, const char *names[2], struct journal_stats *st);
@@ -576,7 +583,27 @@ void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have,
 void hold_tell_kv(struct poold *pd, uint32_t node, Pool__Holding *const *h, size_t n,
 		  coord_done_cb done, void *arg);
 
+/* coordha.c: the coordinator's place in etcd (coord.etcd) */
+struct coordha_info {
+	bool on;	      /* coord.etcd is set */
+	bool leading;	      /* this poold leads */
+	const char *leader;   /* the leader as last known ("" none) */
+	int64_t epoch;	      /* ... its epoch */
+	const char *endpoint; /* the etcd endpoint in use */
+	const char *why;      /* why no leader is known, or etcd's last complaint */
+	uint64_t changes;     /* leaders seen */
+};
+int coordha_open(struct poold *pd);
+int coordha_campaign(struct poold *pd);
+bool coordha_standby(const struct poold *pd);
+bool coordha_epoch(const struct poold *pd, int64_t *ret_epoch);
+struct etcd *coordha_etcd(const struct poold *pd, const char **ret_key);
+void coordha_describe(const struct poold *pd, struct coordha_info *ret);
+void coordha_close(struct poold *pd);
+
 /* coord.c: the coordinator role */
+bool coord_node_known(struct poold *pd, uint32_t id, const char *name);
+bool coord_known_node(const struct poold *pd, size_t i, uint32_t *ret_id, const char **ret_name);
 int coord_open(struct poold *pd);
 void coord_close(struct poold *pd);
 void coord_member_changed(struct poold *pd, struct member *m);
@@ -756,6 +783,8 @@ bool resprelay_stats(const struct poold *pd, struct resp_stats *ret);
 /* peer.c: a node's link to the coordinator */
 int peer_open(struct poold *pd);
 void peer_close(struct poold *pd);
+void peer_follow(struct poold *pd, const char *leader, int64_t epoch);
+const char *peer_coordinator(const struct poold *pd, int64_t *ret_epoch);
 int peer_forward(struct req *r, uint16_t type, const uint8_t *payload, size_t len);
 void peer_session_end(struct poold *pd, uint64_t session);
 

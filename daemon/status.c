@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include "daemon/etcdlog.h"
 #include "daemon/journal.h"
 #include "daemon/poold.h"
 
@@ -11,7 +12,10 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 	struct poold *pd = r->pd;
 	Pool__StatusReply reply = POOL__STATUS_REPLY__INIT;
 	Pool__JournalInfo ji[2], *jp[2];
+	Pool__EtcdInfo etcd = POOL__ETCD_INFO__INIT;
 	struct journal_stats st[2];
+	struct etcdlog_stats es;
+	struct coordha_info ha;
 	const char *names[2];
 	char role[32];
 	size_t n, i;
@@ -42,6 +46,30 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 	reply.fabric_firewall = (char *)firewall_state(pd);
 	reply.journals = jp;
 	reply.n_journals = n;
+	coordha_describe(pd, &ha);
+	if (ha.on) {
+		etcd.endpoint = (char *)ha.endpoint;
+		etcd.standing = ha.leading			     ? "leader"
+				: pd->conf->role == ROLE_COORDINATOR ? "standby"
+								     : "node";
+		etcd.leader = (char *)ha.leader;
+		etcd.has_epoch = etcd.has_leader_changes = 1;
+		etcd.epoch = ha.epoch;
+		etcd.leader_changes = ha.changes;
+		etcd.why = ha.why[0] != '\0' ? (char *)ha.why : NULL;
+		if (coordlog_etcd_stats(pd, &es)) {
+			etcd.has_records = etcd.has_waiting = etcd.has_txns = etcd.has_failures =
+			    etcd.has_rewrites = 1;
+			etcd.records = es.records;
+			etcd.waiting = es.waiting;
+			etcd.txns = es.txns;
+			etcd.failures = es.failures;
+			etcd.rewrites = es.rewrites;
+			if (es.failures > 0 && etcd.why == NULL)
+				etcd.why = es.last_error;
+		}
+		reply.etcd = &etcd;
+	}
 	return req_reply(r, WIRE_STATUS_REPLY, &reply.base);
 }
 

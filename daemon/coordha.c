@@ -1,0 +1,185 @@
+/*
+ * daemon/coordha.c - the coordinator's place in etcd (coord.etcd).
+ *
+ * A poold of role coordinator with coord.etcd is a candidate: it stands
+ * for election (elect.c) under PREFIX/leader with its peer address, and
+ * stays a standby, refusing its clients with a retryable error that names
+ * the leader, until it leads. Then it loads the coordinator's state from
+ * etcd (coordlog.c, etcdlog.c) and starts the coordinator role; nodes come
+ * to it as to a restarted coordinator. A leader that stops leading (its
+ * lease not renewed, or etcd refusing its writes) exits at once: its role
+ * cannot be handed back in place, and a supervisor starts it again as a
+ * standby. Until it notices, etcd refuses its writes, and so its replies,
+ * which wait for them.
+ *
+ * A poold of role node with coord.etcd observes the same key and moves its
+ * link to each new leader (peer_follow()).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "daemon/elect.h"
+#include "daemon/etcd.h"
+#include "daemon/poold.h"
+
+struct coordha {
+	struct poold *pd;
+	struct etcd *etcd;
+	struct elect *elect;
+	char key[160];	  /* PREFIX/leader */
+	bool leading;	  /* this candidate leads: the coordinator role runs */
+	char leader[256]; /* the leader as last known ("" none) */
+	int64_t epoch;	  /* ... its epoch */
+	char why[300];	  /* why there is none, or etcd's last complaint */
+	uint64_t changes; /* leaders seen */
+};
+
+static void coordha_standing(void *arg, bool leading, const char *leader, int64_t epoch,
+			     const char *why)
+{
+	struct coordha *ha = arg;
+	struct poold *pd = ha->pd;
+
+	if (ha->leading && !leading)
+		fatalx("etcd: no longer the coordinator (%s): stopping, so that only the new "
+		       "leader acts",
+		       why != NULL ? why : "another candidate leads");
+	if (leader != NULL && (epoch != ha->epoch || strcmp(leader, ha->leader) != 0))
+		ha->changes++;
+	snprintf(ha->leader, sizeof(ha->leader), "%s", leader != NULL ? leader : "");
+	ha->epoch = epoch;
+	snprintf(ha->why, sizeof(ha->why), "%s", why != NULL ? why : "");
+	if (pd->conf->role == ROLE_NODE) {
+		peer_follow(pd, leader, epoch);
+		return;
+	}
+	if (leading) {
+		ha->leading = true;
+		event_base_loopbreak(pd->base); /* out of coordha_campaign() */
+	} else if (leader != NULL) {
+		log_info("etcd: standby; the coordinator is %s (epoch %lld)", leader,
+			 (long long)epoch);
+	}
+}
+
+/* With coord.etcd: the etcd client, and the candidate or observer. 0 or -errno. */
+int coordha_open(struct poold *pd)
+{
+	const struct poold_conf *conf = pd->conf;
+	struct coordha *ha;
+	char err[256];
+
+	if (conf->coord_etcd[0] == '\0')
+		return 0;
+	if ((ha = calloc(1, sizeof(*ha))) == NULL)
+		return -ENOMEM;
+	ha->pd = pd;
+	snprintf(ha->key, sizeof(ha->key), "%s/leader", conf->coord_etcd_prefix);
+	ha->etcd = etcd_new(pd->base, conf->coord_etcd, (unsigned)conf->coord_etcd_timeout_ms, err,
+			    sizeof(err));
+	if (ha->etcd == NULL) {
+		log_warnx("coord.etcd: %s", err);
+		free(ha);
+		return -EINVAL;
+	}
+	ha->elect = elect_new(
+	    pd->base, ha->etcd, ha->key,
+	    conf->role == ROLE_COORDINATOR
+		? (conf->coord_advertise[0] != '\0' ? conf->coord_advertise : conf->peer_listen)
+		: NULL,
+	    (unsigned)(conf->coord_etcd_lease_ms / 1000), coordha_standing, ha);
+	if (ha->elect == NULL) {
+		etcd_free(ha->etcd);
+		free(ha);
+		return -ENOMEM;
+	}
+	pd->coordha = ha;
+	return 0;
+}
+
+/*
+ * A candidate: wait, serving only the refusals of a standby, until it
+ * leads (0), or until poold is told to stop (1).
+ */
+int coordha_campaign(struct poold *pd)
+{
+	struct coordha *ha = pd->coordha;
+
+	log_info("etcd: standing for coordinator at %s (key %s)", etcd_endpoint(ha->etcd), ha->key);
+	while (!ha->leading) {
+		if (event_base_dispatch(pd->base) < 0)
+			return -EIO;
+		if (!ha->leading)
+			return 1; /* (a signal broke the loop) */
+	}
+	events_add(pd, "coordinator", "elected coordinator through etcd, epoch %lld",
+		   (long long)ha->epoch);
+	return 0;
+}
+
+/* A candidate that does not lead (yet): its clients are refused. */
+bool coordha_standby(const struct poold *pd)
+{
+	return pd->coordha != NULL && pd->conf->role == ROLE_COORDINATOR && !pd->coordha->leading;
+}
+
+/*
+ * The leader's epoch, checked against the clock: a leader frozen past its
+ * lease, which its timers have not noticed yet, stops here before it acts.
+ * false without coord.etcd.
+ */
+bool coordha_epoch(const struct poold *pd, int64_t *ret_epoch)
+{
+	struct coordha *ha = pd->coordha;
+
+	if (ha == NULL || !ha->leading)
+		return false;
+	if (!elect_leading(ha->elect, ret_epoch))
+		fatalx("etcd: the coordinator's lease ran out (this poold did not run for a "
+		       "while): stopping, so that only the new leader acts");
+	return true;
+}
+
+/* Where the coordinator's state is kept, for coordlog.c; NULL without coord.etcd. */
+struct etcd *coordha_etcd(const struct poold *pd, const char **ret_key)
+{
+	if (pd->coordha == NULL)
+		return NULL;
+	*ret_key = pd->coordha->key;
+	return pd->coordha->etcd;
+}
+
+/* What status and metrics show: the leader, its epoch, the etcd endpoint in use. */
+void coordha_describe(const struct poold *pd, struct coordha_info *ret)
+{
+	const struct coordha *ha = pd->coordha;
+
+	memset(ret, 0, sizeof(*ret));
+	if (ha == NULL)
+		return;
+	ret->on = true;
+	ret->leading = ha->leading;
+	ret->leader = ha->leader;
+	ret->epoch = ha->epoch;
+	ret->endpoint = etcd_endpoint(ha->etcd);
+	ret->why = ha->why;
+	ret->changes = ha->changes;
+}
+
+void coordha_close(struct poold *pd)
+{
+	struct coordha *ha = pd->coordha;
+
+	if (ha == NULL)
+		return;
+	elect_free(ha->elect);
+	etcd_free(ha->etcd);
+	free(ha);
+	pd->coordha = NULL;
+}
