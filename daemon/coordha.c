@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -40,6 +41,18 @@ struct coordha {
 	uint64_t changes; /* leaders seen */
 };
 
+/*
+ * Stop at once: _exit(), so that nothing runs on the way out (no library's
+ * teardown, no flush of what this poold still meant to send).
+ */
+void coordha_deposed(const char *why)
+{
+	log_warnx("etcd: no longer the coordinator (%s): stopping, so that only the new leader "
+		  "acts",
+		  why);
+	_exit(1);
+}
+
 static void coordha_standing(void *arg, bool leading, const char *leader, int64_t epoch,
 			     const char *why)
 {
@@ -47,9 +60,7 @@ static void coordha_standing(void *arg, bool leading, const char *leader, int64_
 	struct poold *pd = ha->pd;
 
 	if (ha->leading && !leading)
-		fatalx("etcd: no longer the coordinator (%s): stopping, so that only the new "
-		       "leader acts",
-		       why != NULL ? why : "another candidate leads");
+		coordha_deposed(why != NULL ? why : "another candidate leads");
 	if (leader != NULL && (epoch != ha->epoch || strcmp(leader, ha->leader) != 0))
 		ha->changes++;
 	snprintf(ha->leader, sizeof(ha->leader), "%s", leader != NULL ? leader : "");
@@ -141,8 +152,7 @@ bool coordha_epoch(const struct poold *pd, int64_t *ret_epoch)
 	if (ha == NULL || !ha->leading)
 		return false;
 	if (!elect_leading(ha->elect, ret_epoch))
-		fatalx("etcd: the coordinator's lease ran out (this poold did not run for a "
-		       "while): stopping, so that only the new leader acts");
+		coordha_deposed("its lease ran out: this poold did not run for a while");
 	return true;
 }
 

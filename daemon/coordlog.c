@@ -6,9 +6,15 @@
  * file mapped with libpmem2: each region it makes or adopts (name, size,
  * class, owner, mode, id, global address, how many extents), each region
  * that goes (with the lenders that could not be told), the leases on
- * anonymous regions (which end with them), the KV namespaces' definitions
- * and its counters. When a half is full the journal is rewritten to what
- * is live: that rewrite is the checkpoint.
+ * anonymous regions (which end with them), the KV namespaces' definitions,
+ * its counters, and every node that registered (its id stays its own).
+ * When a half is full the journal is rewritten to what is live: that
+ * rewrite is the checkpoint.
+ *
+ * With coord.etcd the same records go to etcd instead (etcdlog.c), and
+ * the replies to requests wait until the records before them are there
+ * (coordlog_hold_reply()): a new leader loads them as a restarted
+ * coordinator replays its journal.
  *
  * A restarted coordinator replays it before any node registers. Regions
  * are known at once with their ids and addresses, lost until their
@@ -50,9 +56,9 @@ enum {
 struct held_reply {
 	TAILQ_ENTRY(held_reply) entry;
 	struct conn *conn;
-	uint64_t seq; /* the newest record when it was made */
+	uint64_t seq;	/* the newest record when it was made */
+	uint8_t *frame; /* packed, header and all */
 	size_t len;
-	uint8_t frame[];
 };
 
 /* Where records go: the pmem journal, or etcd. */
@@ -65,9 +71,7 @@ struct coordlog {
 	int fd;
 	struct pmem2_source *src;
 	struct pmem2_map *map;
-	struct journal *j;
-	struct etcdlog *el; /* coord.etcd: the records in etcd instead */
-	struct coordlog_sink to;
+	struct coordlog_sink to; /* the journal, or (coord.etcd) etcd; none while replayed */
 	TAILQ_HEAD(, held_reply) held;
 	Pool__CoordRecord *defs; /* replay: the last namespaces record */
 	bool full;		 /* the live set did not fit: said once */
@@ -220,9 +224,9 @@ static void coordlog_commit(struct poold *pd, int rc)
 	struct coordlog *cl = pd->coordlog;
 
 	if (rc == -ENOSPC)
-		rc = journal_rewrite(cl->j, coordlog_fill_journal, pd);
-	if (rc == 0 && cl->el != NULL && etcdlog_wants_rewrite(cl->el))
-		rc = etcdlog_rewrite(cl->el, coordlog_fill_etcd, pd);
+		rc = journal_rewrite(cl->to.j, coordlog_fill_journal, pd);
+	if (rc == 0 && cl->to.el != NULL && etcdlog_wants_rewrite(cl->to.el))
+		rc = etcdlog_rewrite(cl->to.el, coordlog_fill_etcd, pd);
 	if (rc == 0) {
 		cl->full = false;
 		return;
@@ -231,7 +235,7 @@ static void coordlog_commit(struct poold *pd, int rc)
 		log_warnx(
 		    "coordinator journal %s: %s: changes of the map are not recorded until it "
 		    "has room",
-		    cl->el != NULL ? "in etcd" : pd->conf->coord_journal, err_str(rc));
+		    cl->to.el != NULL ? "in etcd" : pd->conf->coord_journal, err_str(rc));
 		events_add(pd, "journal", "the coordinator journal cannot record changes: %s",
 			   err_str(rc));
 	}
@@ -241,7 +245,7 @@ static void coordlog_commit(struct poold *pd, int rc)
 /* Whether changes are recorded (not while the journal is replayed). */
 static bool coordlog_on(const struct poold *pd)
 {
-	return pd->coordlog != NULL && (pd->coordlog->j != NULL || pd->coordlog->el != NULL);
+	return pd->coordlog != NULL && (pd->coordlog->to.j != NULL || pd->coordlog->to.el != NULL);
 }
 
 void coordlog_region(struct poold *pd, const struct region *r)
@@ -291,9 +295,9 @@ size_t journals_stats(struct poold *pd, const char *names[2], struct journal_sta
 		names[n] = "lender";
 		journal_stats(pd->journal, &st[n++]);
 	}
-	if (pd->coordlog != NULL && pd->coordlog->j != NULL) {
+	if (pd->coordlog != NULL && pd->coordlog->to.j != NULL) {
 		names[n] = "coordinator";
-		journal_stats(pd->coordlog->j, &st[n++]);
+		journal_stats(pd->coordlog->to.j, &st[n++]);
 	}
 	return n;
 }
@@ -301,9 +305,9 @@ size_t journals_stats(struct poold *pd, const char *names[2], struct journal_sta
 /* coord.etcd, at the leader: its records in etcd. */
 bool coordlog_etcd_stats(const struct poold *pd, struct etcdlog_stats *ret)
 {
-	if (pd->coordlog == NULL || pd->coordlog->el == NULL)
+	if (pd->coordlog == NULL || pd->coordlog->to.el == NULL)
 		return false;
-	etcdlog_stats(pd->coordlog->el, ret);
+	etcdlog_stats(pd->coordlog->to.el, ret);
 	return true;
 }
 
@@ -368,11 +372,12 @@ static void coordlog_free(struct coordlog *cl)
 	while ((h = TAILQ_FIRST(&cl->held)) != NULL) {
 		TAILQ_REMOVE(&cl->held, h, entry);
 		conn_unref(h->conn);
+		free(h->frame);
 		free(h);
 	}
-	etcdlog_close(cl->el);
-	if (cl->j != NULL)
-		journal_close(cl->j);
+	etcdlog_close(cl->to.el);
+	if (cl->to.j != NULL)
+		journal_close(cl->to.j);
 	if (cl->defs != NULL)
 		pool__coord_record__free_unpacked(cl->defs, NULL);
 	if (cl->map != NULL)
@@ -446,6 +451,7 @@ static void coordlog_durable(void *arg, uint64_t seq)
 		TAILQ_REMOVE(&pd->coordlog->held, h, entry);
 		conn_send_frame(h->conn, h->frame, h->len);
 		conn_unref(h->conn);
+		free(h->frame);
 		free(h);
 	}
 }
@@ -453,7 +459,7 @@ static void coordlog_durable(void *arg, uint64_t seq)
 static void coordlog_deposed(void *arg, const char *why)
 {
 	(void)arg;
-	fatalx("etcd: %s: stopping, so that only the new leader acts", why);
+	coordha_deposed(why);
 }
 
 /*
@@ -471,21 +477,20 @@ int coordlog_hold_reply(struct poold *pd, struct conn *c, uint16_t type, uint64_
 	size_t len;
 	int rc;
 
-	if (cl == NULL || cl->el == NULL || (seq = etcdlog_unsynced(cl->el)) == 0)
+	if (cl == NULL || cl->to.el == NULL || (seq = etcdlog_unsynced(cl->to.el)) == 0)
 		return 0;
 	rc = wire_frame_pack(type, req_id, msg, &frame, &len);
 	if (rc < 0)
 		return rc;
-	h = malloc(sizeof(*h) + len);
+	h = malloc(sizeof(*h));
 	if (h == NULL) {
 		free(frame);
 		return -ENOMEM;
 	}
 	h->conn = conn_ref(c);
 	h->seq = seq;
+	h->frame = frame;
 	h->len = len;
-	memcpy(h->frame, frame, len);
-	free(frame);
 	TAILQ_INSERT_TAIL(&cl->held, h, entry);
 	return 1;
 }
@@ -495,6 +500,7 @@ static int coordlog_open_etcd(struct poold *pd)
 {
 	struct coordlog *cl = calloc(1, sizeof(*cl));
 	struct etcdlog_stats st;
+	struct etcdlog *el;
 	struct etcd *etcd;
 	const char *key;
 	char err[400];
@@ -509,19 +515,19 @@ static int coordlog_open_etcd(struct poold *pd)
 		free(cl);
 		return -EPERM;
 	}
-	pd->coordlog = cl; /* for the replay; it records nothing before cl->el is set */
-	cl->el = etcdlog_open(pd->base, etcd, pd->conf->coord_etcd_prefix, key, epoch,
-			      (uint64_t)pd->conf->coord_etcd_rewrite, coordlog_replay,
-			      coordlog_durable, coordlog_deposed, pd, err, sizeof(err));
-	if (cl->el == NULL) {
+	pd->coordlog = cl; /* for the replay; it records nothing before cl->to.el is set */
+	el = etcdlog_open(pd->base, etcd, pd->conf->coord_etcd_prefix, key, epoch,
+			  (uint64_t)pd->conf->coord_etcd_rewrite, coordlog_replay, coordlog_durable,
+			  coordlog_deposed, pd, err, sizeof(err));
+	if (el == NULL) {
 		log_warnx("coord.etcd: %s", err);
 		pd->coordlog = NULL;
 		coordlog_free(cl);
 		return -EIO;
 	}
-	cl->to.el = cl->el;
+	cl->to.el = el;
 	coordlog_adopt_defs(pd, "etcd");
-	etcdlog_stats(cl->el, &st);
+	etcdlog_stats(cl->to.el, &st);
 	log_info("coordinator state from etcd: %zu region(s) back; %llu record(s)",
 		 pd->regions->count, (unsigned long long)st.records);
 	if (pd->regions->count > 0)
@@ -576,7 +582,7 @@ int coordlog_open(struct poold *pd)
 		return rc;
 	}
 	coordlog_adopt_defs(pd, "the coordinator journal");
-	cl->j = cl->to.j = j;
+	cl->to.j = j;
 	journal_stats(j, &st);
 	if (st.dropped > 0) {
 		log_warnx("coordinator journal: a torn or corrupt record ends it: used up to the "

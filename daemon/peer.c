@@ -674,14 +674,6 @@ void peer_follow(struct poold *pd, const char *leader, int64_t epoch)
 		peer_schedule(pe, pe->hb_ms);
 }
 
-/* The coordinator this node joins (or tries to), and its epoch (0: not from etcd). */
-const char *peer_coordinator(const struct poold *pd, int64_t *ret_epoch)
-{
-	if (ret_epoch != NULL)
-		*ret_epoch = pd->peer != NULL ? pd->peer->epoch : 0;
-	return pd->peer != NULL ? pd->peer->target : "";
-}
-
 /* Leave the coordinator. */
 void peer_close(struct poold *pd)
 {

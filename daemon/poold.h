@@ -541,7 +541,7 @@ const struct tombstone *region_tombstone(struct poold *pd, uint32_t node, uint64
 void region_tombstone_drop(struct poold *pd, uint32_t node, uint64_t id);
 void region_tombstones_done(struct poold *pd, uint32_t node);
 
-/* coordlog.c: the coordinator's journal (coord.journal) */
+/* coordlog.c: the coordinator's journal (coord.journal), or its state in etcd (coord.etcd) */
 int coordlog_open(struct poold *pd);
 void coordlog_close(struct poold *pd);
 struct etcdlog_stats;
@@ -596,6 +596,7 @@ struct coordha_info {
 int coordha_open(struct poold *pd);
 int coordha_campaign(struct poold *pd);
 bool coordha_standby(const struct poold *pd);
+void coordha_deposed(const char *why) __attribute__((noreturn));
 bool coordha_epoch(const struct poold *pd, int64_t *ret_epoch);
 struct etcd *coordha_etcd(const struct poold *pd, const char **ret_key);
 void coordha_describe(const struct poold *pd, struct coordha_info *ret);
@@ -784,7 +785,6 @@ bool resprelay_stats(const struct poold *pd, struct resp_stats *ret);
 int peer_open(struct poold *pd);
 void peer_close(struct poold *pd);
 void peer_follow(struct poold *pd, const char *leader, int64_t epoch);
-const char *peer_coordinator(const struct poold *pd, int64_t *ret_epoch);
 int peer_forward(struct req *r, uint16_t type, const uint8_t *payload, size_t len);
 void peer_session_end(struct poold *pd, uint64_t session);
 
