@@ -230,6 +230,7 @@ static void coord_sweep(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	(void)coordha_epoch(pd, NULL); /* (a deposed leader stops here, before it acts) */
 	region_sweep_leases(pd);
 	kv_sweep(pd);
 	region_sweep_retired(pd);
@@ -849,6 +850,7 @@ static void coord_peer_frame(struct conn *conn, const struct wire_hdr *hdr, cons
 	struct coord_peer *p = arg;
 	ProtobufCMessage *msg = NULL;
 
+	(void)coordha_epoch(p->co->pd, NULL);
 	if (!p->hello_done) {
 		coord_hello(p, hdr, payload);
 		return;
@@ -1010,6 +1012,7 @@ static void coord_check(evutil_socket_t fd, short what, void *arg)
 	struct coord_peer *p, *pnext;
 	struct member *m;
 
+	(void)coordha_epoch(pd, NULL);
 	/* A link that has not registered within the deadline of its accept goes. */
 	for (p = TAILQ_FIRST(&co->peers); p != NULL; p = pnext) {
 		pnext = TAILQ_NEXT(p, entry);
@@ -1043,6 +1046,7 @@ static void coord_ledger(evutil_socket_t fd, short what, void *arg)
 	struct coord *co = arg;
 	struct member *m;
 
+	(void)coordha_epoch(co->pd, NULL);
 	TAILQ_FOREACH(m, &co->pd->members, entry)
 		if (m->state == MEMBER_UP)
 			hold_ask(co->pd, m->info->id);
@@ -1052,6 +1056,7 @@ static void coord_periodic_probe(evutil_socket_t fd, short what, void *arg)
 {
 	struct coord *co = arg;
 
+	(void)coordha_epoch(co->pd, NULL);
 	coord_probe_all(co->pd, NULL);
 }
 

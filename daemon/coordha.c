@@ -142,8 +142,9 @@ bool coordha_standby(const struct poold *pd)
 
 /*
  * The leader's epoch, checked against the clock: a leader frozen past its
- * lease, which its timers have not noticed yet, stops here before it acts.
- * false without coord.etcd.
+ * lease, which its timers have not noticed yet, stops here before it acts
+ * (every request, peer frame and periodic task of the coordinator asks
+ * first). false without coord.etcd.
  */
 bool coordha_epoch(const struct poold *pd, int64_t *ret_epoch)
 {

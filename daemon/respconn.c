@@ -428,6 +428,7 @@ void resp_cmd_run(struct resp_conn *c, const struct resp_cmd *cmd, long argc, ch
 	char ns[32];
 	int rc;
 
+	(void)coordha_epoch(c->rs->pd, NULL); /* (a deposed leader stops here, before it acts) */
 	if (cmd->flags & RESP_CMD_KEYS) {
 		resp_db_name(c, c->db, ns, sizeof(ns));
 		rc = kv_local_ensure(c->rs->pd, ns, (uint64_t)c->rs->pd->conf->resp_capacity,
