@@ -420,6 +420,7 @@ static void etcd_answered(struct evhttp_request *req, void *arg)
 	res.lease = etcd_num(body, "ID");
 	res.ttl = etcd_num(body, "TTL");
 	if (c->kind == ETCD_RANGE) {
+		res.more = json_is_true(json_object_get(body, "more"));
 		res.status = etcd_kvs_of(json_object_get(body, "kvs"), &kvs, &res.nkvs);
 	} else if (c->kind == ETCD_TXN) {
 		res.succeeded = json_is_true(json_object_get(body, "succeeded"));
@@ -541,6 +542,29 @@ int etcd_range(struct etcd *e, const char *key, bool prefix, etcd_done_fn *done,
 		json_decref(o);
 		return -ENOMEM;
 	}
+	return etcd_call(e, ETCD_RANGE, "/v3/kv/range", o, done, arg);
+}
+
+/*
+ * At most limit keys under prefix, in key order, from the first after
+ * after (NULL: from the first): a page of a prefix too large for one
+ * answer; the answer's more says whether keys are left.
+ */
+int etcd_range_page(struct etcd *e, const char *prefix, const char *after, unsigned limit,
+		    etcd_done_fn *done, void *arg)
+{
+	json_t *o = json_object();
+	char *from = after != NULL ? etcd_b64(after, strlen(after) + 1) : NULL; /* after + "\0" */
+
+	if (o == NULL || etcd_set_key(o, "key", prefix, true) < 0 ||
+	    (after != NULL &&
+	     (from == NULL || json_object_set_new(o, "key", json_string(from)) < 0)) ||
+	    json_object_set_new(o, "limit", etcd_int(limit)) < 0) {
+		json_decref(o);
+		free(from);
+		return -ENOMEM;
+	}
+	free(from);
 	return etcd_call(e, ETCD_RANGE, "/v3/kv/range", o, done, arg);
 }
 

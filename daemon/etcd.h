@@ -36,6 +36,7 @@ struct etcd_result {
 	const char *error; /* why, for people, when status < 0 */
 	int64_t revision;  /* the store's revision when it answered */
 	bool succeeded;	   /* a create: the key was made (else kvs holds it as it is) */
+	bool more;	   /* a range page: keys are left after the last of kvs */
 	int64_t lease;	   /* lease grant and keepalive: its id */
 	int64_t ttl;	   /* ... and the seconds it has left (0: it is gone) */
 	const struct etcd_kv *kvs;
@@ -63,6 +64,8 @@ const char *etcd_endpoint(const struct etcd *e);
 int etcd_put(struct etcd *e, const char *key, const void *value, size_t len, int64_t lease,
 	     etcd_done_fn *done, void *arg);
 int etcd_range(struct etcd *e, const char *key, bool prefix, etcd_done_fn *done, void *arg);
+int etcd_range_page(struct etcd *e, const char *prefix, const char *after, unsigned limit,
+		    etcd_done_fn *done, void *arg);
 int etcd_delete(struct etcd *e, const char *key, bool prefix, etcd_done_fn *done, void *arg);
 int etcd_create(struct etcd *e, const char *key, const void *value, size_t len, int64_t lease,
 		etcd_done_fn *done, void *arg);

@@ -39,6 +39,7 @@
 #define ETCDLOG_BATCH_BYTES (512 << 10) /* base64 in JSON: well under its 1.5 MiB requests */
 #define ETCDLOG_RETRY_MS 200
 #define ETCDLOG_KEY 160
+#define ETCDLOG_PAGE 1000 /* records per range read at open: answers well under 8 MiB */
 
 enum etcdlog_kind {
 	EL_PUT,	   /* a record */
@@ -80,7 +81,8 @@ struct etcdlog {
 	/* open: the replay */
 	journal_record_fn replay;
 	int replay_rc;
-	bool loaded;
+	bool answered, more;
+	char last[ETCDLOG_KEY]; /* the last key of the page before */
 	char why[300];
 };
 
@@ -180,12 +182,16 @@ static void etcdlog_flush(evutil_socket_t fd, short what, void *arg)
 			size_t need = r->kind == EL_SWITCH ? 2 : 1;
 
 			if (n + need > ETCDLOG_BATCH_OPS ||
-			    (n > 0 && bytes + r->len > ETCDLOG_BATCH_BYTES))
+			    (n > 0 && bytes + r->len > ETCDLOG_BATCH_BYTES) ||
+			    (n > 0 && r->kind == EL_DROP))
 				break;
 			STAILQ_REMOVE_HEAD(&el->pending, entry);
 			STAILQ_INSERT_TAIL(&el->sent, r, entry);
 			n += need;
 			bytes += r->len;
+			if (r->kind ==
+			    EL_DROP) /* (alone: a rewrite's puts may fall in its range) */
+				break;
 		}
 		n = 0;
 	}
@@ -303,67 +309,79 @@ void etcdlog_stats(const struct etcdlog *el, struct etcdlog_stats *ret)
 	ret->waiting = etcdlog_unsynced(el) != 0 ? etcdlog_unsynced(el) - el->durable : 0;
 }
 
-/* The keys under PREFIX/state/: the generation in force, then its records, in order. */
-static void etcdlog_loaded(void *arg, const struct etcd_result *res)
+/* The generation in force (1 when there is none yet). */
+static void etcdlog_got_gen(void *arg, const struct etcd_result *res)
 {
 	struct etcdlog *el = arg;
-	char gen_key[ETCDLOG_KEY], dir[ETCDLOG_KEY];
-	uint64_t stale[16];
-	size_t i, nstale = 0, dlen;
+	char text[17];
 
-	el->loaded = true;
+	el->answered = true;
 	if (res->status < 0) {
 		snprintf(el->why, sizeof(el->why), "%s", res->error);
 		el->replay_rc = res->status;
 		return;
 	}
 	el->gen = 1;
-	snprintf(gen_key, sizeof(gen_key), "%s/state/gen", el->prefix);
-	for (i = 0; i < res->nkvs; i++) {
-		char text[17];
-
-		if (strcmp(res->kvs[i].key, gen_key) != 0)
-			continue;
-		snprintf(text, sizeof(text), "%.*s", (int)MIN(res->kvs[i].vlen, 16),
-			 (const char *)res->kvs[i].value);
+	if (res->nkvs == 1) {
+		snprintf(text, sizeof(text), "%.*s", (int)MIN(res->kvs[0].vlen, 16),
+			 (const char *)res->kvs[0].value);
 		el->gen = strtoull(text, NULL, 16);
+	}
+}
+
+/* A page of that generation's records, in order: replayed. */
+static void etcdlog_got_page(void *arg, const struct etcd_result *res)
+{
+	struct etcdlog *el = arg;
+	char dir[ETCDLOG_KEY];
+	size_t i, dlen;
+
+	el->answered = true;
+	el->more = false;
+	if (res->status < 0) {
+		snprintf(el->why, sizeof(el->why), "%s", res->error);
+		el->replay_rc = res->status;
+		return;
 	}
 	etcdlog_key(el, dir, sizeof(dir), el->gen, NULL);
 	dlen = strlen(dir);
 	for (i = 0; i < res->nkvs; i++) {
 		const struct etcd_kv *kv = &res->kvs[i];
-		uint64_t g, seq;
 
-		if (strcmp(kv->key, gen_key) == 0)
-			continue;
-		if (strncmp(kv->key, dir, dlen) != 0) { /* another generation: dropped */
-			if (sscanf(kv->key + strlen(el->prefix), "/state/%16" SCNx64 "/", &g) ==
-				1 &&
-			    (nstale == 0 || stale[nstale - 1] != g) && nstale < ARRAY_SIZE(stale))
-				stale[nstale++] = g;
-			continue;
-		}
-		seq = strtoull(kv->key + dlen, NULL, 16);
-		el->next_seq = MAX(el->next_seq, seq + 1);
+		el->next_seq = MAX(el->next_seq, strtoull(kv->key + dlen, NULL, 16) + 1);
 		el->st.records++;
 		if ((el->replay_rc = el->replay(el->arg, kv->value, kv->vlen)) < 0) {
 			snprintf(el->why, sizeof(el->why), "a record does not replay");
 			return;
 		}
 	}
-	el->st.live = el->st.records;
-	el->durable = el->next_seq - 1;
-	for (i = 0; i < nstale; i++)
-		if (stale[i] != el->gen && etcdlog_queue(el, EL_DROP, stale[i], NULL, 0) == NULL)
-			break;
+	if (res->nkvs > 0)
+		snprintf(el->last, sizeof(el->last), "%s", res->kvs[res->nkvs - 1].key);
+	el->more = res->more && res->nkvs > 0;
+}
+
+/* Run the loop until the request in flight is answered: its status. */
+static int etcdlog_wait(struct etcdlog *el, struct event_base *base, int sent)
+{
+	if (sent < 0) {
+		snprintf(el->why, sizeof(el->why), "out of memory");
+		return sent;
+	}
+	while (!el->answered)
+		if (event_base_loop(base, EVLOOP_ONCE) < 0) {
+			snprintf(el->why, sizeof(el->why), "the event loop failed");
+			return -EIO;
+		}
+	el->answered = false;
+	return el->replay_rc;
 }
 
 /*
  * Read the records in etcd under prefix and replay them through replay
- * (waiting for them: the coordinator serves nothing before), then keep
- * appending as the leader of epoch, whose key is guard, rewriting past
- * rewrite_min records (and twice the live set). NULL with the
- * reason in err.
+ * (waiting for them: the coordinator serves nothing before), a page at a
+ * time, then keep appending as the leader of epoch, whose key is guard,
+ * rewriting past rewrite_min records (and twice the live set). NULL with
+ * the reason in err.
  */
 struct etcdlog *etcdlog_open(struct event_base *base, struct etcd *etcd, const char *prefix,
 			     const char *guard, int64_t epoch, uint64_t rewrite_min,
@@ -371,7 +389,8 @@ struct etcdlog *etcdlog_open(struct event_base *base, struct etcd *etcd, const c
 			     etcdlog_deposed_fn *deposed_fn, void *arg, char *err, size_t errlen)
 {
 	struct etcdlog *el = calloc(1, sizeof(*el));
-	char dir[ETCDLOG_KEY];
+	char key[ETCDLOG_KEY];
+	int rc;
 
 	if (el == NULL || (el->flush_ev = evtimer_new(base, etcdlog_flush, el)) == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -390,21 +409,28 @@ struct etcdlog *etcdlog_open(struct event_base *base, struct etcd *etcd, const c
 	el->arg = arg;
 	STAILQ_INIT(&el->pending);
 	STAILQ_INIT(&el->sent);
-	snprintf(dir, sizeof(dir), "%s/state/", prefix);
-	if (etcd_range(etcd, dir, true, etcdlog_loaded, el) < 0) {
-		snprintf(err, errlen, "out of memory");
-		etcdlog_close(el);
-		return NULL;
-	}
-	while (!el->loaded)
-		if (event_base_loop(base, EVLOOP_ONCE) < 0)
+	snprintf(key, sizeof(key), "%s/state/gen", prefix);
+	rc = etcdlog_wait(el, base, etcd_range(etcd, key, false, etcdlog_got_gen, el));
+	etcdlog_key(el, key, sizeof(key), el->gen, NULL);
+	while (rc == 0) {
+		rc = etcdlog_wait(el, base,
+				  etcd_range_page(etcd, key, el->last[0] != '\0' ? el->last : NULL,
+						  ETCDLOG_PAGE, etcdlog_got_page, el));
+		if (!el->more)
 			break;
-	if (!el->loaded || el->replay_rc < 0) {
-		snprintf(err, errlen, "reading the coordinator's state from etcd: %s",
-			 el->loaded ? el->why : "the event loop failed");
+	}
+	/* (a rewrite cut short left keys of the next generation: they go first) */
+	if (rc == 0 && etcdlog_queue(el, EL_DROP, el->gen + 1, NULL, 0) == NULL) {
+		snprintf(el->why, sizeof(el->why), "out of memory");
+		rc = -ENOMEM;
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "reading the coordinator's state from etcd: %s", el->why);
 		etcdlog_close(el);
 		return NULL;
 	}
+	el->st.live = el->st.records;
+	el->durable = el->next_seq - 1;
 	return el;
 }
 

@@ -36,6 +36,13 @@ check "a write guarded by the leader's epoch" "$T" "$ALL" "txn:/pool/leader@$epo
 	[ "$(grep -c '^txn: ok .* succeeded=0' "$TEST_DIR/out")" = 1 ] && grep -q '^  kv /pool/state=1 ' "$TEST_DIR/out" &&
 	ok "is done in that epoch, and refused in another (a deposed leader's)" || { not_ok "guarded txn"; cat "$TEST_DIR/out"; }
 
+# A prefix read a page at a time, each after the last key of the one before.
+check "a prefix in pages of 2" "$T" "$ALL" put:/pg/a=1 put:/pg/b=2 put:/pg/c=3 put:/pg/d=4 \
+	put:/pg/e=5 page:/pg/=2 page:/pg/=2 page:/pg/=2
+[ "$(grep -o '^page: .*more=[01] kvs=[0-9]*' "$TEST_DIR/out" | sed 's/.*more=//' | tr '\n' ' ')" = "1 kvs=2 1 kvs=2 0 kvs=1 " ] &&
+	[ "$(grep '^  kv /pg/' "$TEST_DIR/out" | cut -d' ' -f4 | tr '\n' ' ')" = "/pg/a=1 /pg/b=2 /pg/c=3 /pg/d=4 /pg/e=5 " ] &&
+	ok "come in order, each key once, the last page saying there is no more" || { not_ok "pages"; cat "$TEST_DIR/out"; }
+
 # A lease that is not kept alive ends its key; the watch sees the delete.
 check "a lease let go" "$T" "$ALL" lease:2 create:/lapse/leader=n1 watch:/lapse/ sleep:3500 get:/lapse/leader
 grep -q '^watch: delete /lapse/leader' "$TEST_DIR/out" && grep -q '^get: ok .* kvs=0' "$TEST_DIR/out" &&

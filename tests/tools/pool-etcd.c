@@ -7,6 +7,8 @@
  *	  put:KEY=VALUE  get:KEY  prefix:KEY  del:KEY  create:KEY=VALUE
  *	  lease:TTL (then create and put use it)  keepalive  revoke
  *	  watch:PREFIX (from now; events print as they come)  sleep:MS
+ *	  txn:GUARD@REV,KEY=VALUE (a put only while GUARD's create revision is REV)
+ *	  page:PREFIX=LIMIT (the next LIMIT keys after the last page's)
  */
 #include "config.h"
 
@@ -23,6 +25,7 @@
 static struct event_base *base;
 static int64_t lease;
 static bool answered;
+static char last_key[256]; /* page: the last key of the page before */
 static int failures;
 
 static void print_kv(const char *what, const struct etcd_kv *kv)
@@ -50,6 +53,11 @@ static void done(void *arg, const struct etcd_result *res)
 		printf(" succeeded=%d", res->succeeded);
 	if (strcmp(op, "lease") == 0 || strcmp(op, "keepalive") == 0)
 		printf(" ttl=%" PRId64, res->ttl);
+	if (strcmp(op, "page") == 0) {
+		printf(" more=%d", res->more);
+		if (res->nkvs > 0)
+			snprintf(last_key, sizeof(last_key), "%s", res->kvs[res->nkvs - 1].key);
+	}
 	printf(" kvs=%zu\n", res->nkvs);
 	for (i = 0; i < res->nkvs; i++)
 		print_kv("  kv", &res->kvs[i]);
@@ -123,6 +131,10 @@ int main(int argc, char **argv)
 			rc = etcd_txn(e, arg, strtoll(at + 1, NULL, 10), &put, 1, done, op);
 		} else if (strcmp(op, "get") == 0 && arg != NULL)
 			rc = etcd_range(e, arg, false, done, op);
+		else if (strcmp(op, "page") == 0 &&
+			 eq != NULL) /* page:PREFIX=LIMIT, after the last */
+			rc = etcd_range_page(e, arg, last_key[0] != '\0' ? last_key : NULL,
+					     (unsigned)atoi(eq), done, op);
 		else if (strcmp(op, "prefix") == 0 && arg != NULL)
 			rc = etcd_range(e, arg, true, done, op);
 		else if (strcmp(op, "del") == 0 && arg != NULL)
