@@ -183,12 +183,53 @@ void coordha_describe(const struct poold *pd, struct coordha_info *ret)
 	ret->changes = ha->changes;
 }
 
+static void coordha_resigned(void *arg, const struct etcd_result *res)
+{
+	bool *answered = arg;
+
+	*answered = true;
+	if (res->status < 0)
+		log_warnx("etcd: the leader key stays until its lease ends: %s", res->error);
+}
+
+/*
+ * A leader that stops (SIGTERM) hands the leader key over now, so that a
+ * standby takes over at once instead of after the lease. It waits for
+ * etcd's answer (within coord.etcd_timeout) on a loop of its own: nothing
+ * else of this poold, half stopped, runs meanwhile.
+ */
+static void coordha_resign(struct poold *pd)
+{
+	struct coordha *ha = pd->coordha;
+	struct event_base *base = event_base_new();
+	bool answered = false;
+	struct etcd *via;
+	char err[256];
+
+	ha->leading = false;
+	via = base != NULL ? etcd_new(base, pd->conf->coord_etcd,
+				      (unsigned)pd->conf->coord_etcd_timeout_ms, err, sizeof(err))
+			   : NULL;
+	if (via != NULL && elect_resign(ha->elect, via, coordha_resigned, &answered) == 0) {
+		while (!answered)
+			if (event_base_loop(base, EVLOOP_ONCE) < 0)
+				break;
+		if (answered)
+			log_info("etcd: no longer the coordinator: the leader key is handed over");
+	}
+	etcd_free(via);
+	if (base != NULL)
+		event_base_free(base);
+}
+
 void coordha_close(struct poold *pd)
 {
 	struct coordha *ha = pd->coordha;
 
 	if (ha == NULL)
 		return;
+	if (ha->leading)
+		coordha_resign(pd);
 	elect_free(ha->elect);
 	etcd_free(ha->etcd);
 	free(ha);

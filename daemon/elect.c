@@ -328,7 +328,26 @@ bool elect_leading(const struct elect *el, int64_t *ret_epoch)
 	return true;
 }
 
-/* Stand down: the key stays until its lease ends (revoke it first to hand over at once). */
+/*
+ * Hand the key over now, leading: its lease is revoked through via (a
+ * client of the same etcd; done hears its answer; -ENOENT: not leading,
+ * nothing sent). The candidate stops leading at once, whatever the answer.
+ */
+int elect_resign(struct elect *el, struct etcd *via, etcd_done_fn *done, void *arg)
+{
+	int rc;
+
+	if (el->step != ELECT_LEADING)
+		return -ENOENT;
+	evtimer_del(el->fence);
+	evtimer_del(el->timer);
+	el->step = ELECT_WAITING;
+	rc = etcd_lease_revoke(via, el->lease, done, arg);
+	el->lease = 0;
+	return rc;
+}
+
+/* Stand down: the key stays until its lease ends (elect_resign() first to hand over at once). */
 void elect_free(struct elect *el)
 {
 	if (el == NULL)

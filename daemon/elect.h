@@ -8,7 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct etcd;
+#include "daemon/etcd.h"
+
 struct event_base;
 struct elect;
 
@@ -21,6 +22,7 @@ typedef void elect_fn(void *arg, bool leading, const char *leader, int64_t epoch
 
 struct elect *elect_new(struct event_base *base, struct etcd *etcd, const char *key,
 			const char *self, unsigned ttl_s, elect_fn *fn, void *arg);
+int elect_resign(struct elect *el, struct etcd *via, etcd_done_fn *done, void *arg);
 void elect_free(struct elect *el);
 bool elect_leading(const struct elect *el, int64_t *ret_epoch);
 

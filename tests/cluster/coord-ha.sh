@@ -52,7 +52,7 @@ done
 ETCD_OPTS=(-o "coord.etcd=$ENDPOINTS" -o coordinator= -o coord.etcd_lease=2s -o coord.etcd_rewrite=100)
 candidate_start() {
 	pool_node_start "$1" -o role=coordinator -o "peer.listen=$(cluster_addr "$1"):7400" \
-		-o lend.size=0 -o ledger.interval=1s "${ETCD_OPTS[@]}"
+		-o lend.size=0 -o ledger.interval=1s -o "metrics.listen=$(cluster_addr "$1"):9477" "${ETCD_OPTS[@]}"
 	for _ in $(seq 100); do [ -S "$(pool_sock "$1")" ] && return 0; sleep 0.05; done
 	return 1
 }
@@ -78,6 +78,13 @@ clock_ms() {
 
 candidate_start 1 || { not_ok "candidate h1 starts"; finish; exit 1; }
 wait_leader 1 20 && ok "the first candidate leads (epoch $(status 1 epoch))" || { not_ok "h1 leads"; finish; exit 1; }
+cluster_exec 1 python3 -c '
+import sys, urllib.request
+m = dict(l.split()[:2] for l in urllib.request.urlopen("http://%s:9477/metrics" % sys.argv[1]).read().decode().splitlines()
+         if l.startswith("pool_coord_"))
+assert m["pool_coord_leader"] == "1" and m["pool_coord_epoch"] == sys.argv[2], m
+assert int(m["pool_coord_etcd_txns_total"]) >= 0 and m["pool_coord_etcd_failures_total"] == "0", m' \
+	"$(cluster_addr 1)" "$(status 1 epoch)" && ok "its metrics say it leads, in that epoch" || not_ok "leader metrics"
 candidate_start 2 || not_ok "candidate h2 starts"
 for _ in $(seq 50); do [ "$(status 2 leader)" = "$(cluster_addr 1):7400" ] && break; sleep 0.1; done
 [ "$(status 2 standing)" = standby ] && [ "$(status 2 leader)" = "$(cluster_addr 1):7400" ] &&
@@ -152,9 +159,9 @@ serving_ms() {
 	done
 	echo $((($(date +%s%N) - $1) / 1000000))
 }
-# failover LEADER STANDBY: SIGKILL the leader under load; the standby leads.
+# failover LEADER STANDBY [SIGNAL]: SIGKILL (or SIGNAL) the leader under load; the standby leads.
 failover() {
-	local old=$1 new=$2 t0 ms epoch0 rc
+	local old=$1 new=$2 sig=${3:-KILL} t0 ms epoch0 rc
 	epoch0=$(status 3 epoch)
 	cluster_exec 4 env POOL_SOCKET="$(pool_sock 4)" "$IO" watch spread 7 6 >"$CLUSTER_TMP/watch" 2>&1 &
 	local watcher=$!
@@ -167,17 +174,17 @@ failover() {
 	before=$(regions_list)
 	ROUND=$((ROUND + 1))
 	t0=$(date +%s%N)
-	pool_node_kill "$old"
+	pool_node_kill "$old" "$sig"
 	pctl 4 region create during 64K >"$CLUSTER_TMP/during" 2>&1
 	rc=$?
 	ms=$(serving_ms "$t0")
-	FAILOVER+=" $ms"
+	[ "$sig" = KILL ] && FAILOVER+=" $ms" || SWITCHOVER+=" $ms"
 	[ "$rc" -ne 0 ] && grep -q "coordinator unavailable" "$CLUSTER_TMP/during" &&
-		ok "h$old SIGKILLed: a call meanwhile fails fast, retryable: $(head -1 "$CLUSTER_TMP/during")" ||
-		{ [ "$rc" -eq 0 ] && pctl 4 region destroy during >/dev/null && ok "h$old SIGKILLed: a call meanwhile was served by the new leader" ||
+		ok "h$old SIG$sig: a call meanwhile fails fast, retryable: $(head -1 "$CLUSTER_TMP/during")" ||
+		{ [ "$rc" -eq 0 ] && pctl 4 region destroy during >/dev/null && ok "h$old SIG$sig: a call meanwhile was served by the new leader" ||
 			{ not_ok "a call during the failover ($rc)"; cat "$CLUSTER_TMP/during"; }; }
 	wait_leader "$new" 5 && [ "$(status 3 epoch)" -gt "$epoch0" ] &&
-		ok "h$new leads, epoch $(status 3 epoch) > $epoch0; calls through a node served $ms ms after the kill" ||
+		ok "h$new leads, epoch $(status 3 epoch) > $epoch0; calls through a node served $ms ms after the SIG$sig" ||
 		not_ok "h$new does not lead ($(status "$new" standing), epoch $(status 3 epoch))"
 	wait $watcher && grep -q "every byte right" "$CLUSTER_TMP/watch" &&
 		ok "the reader of the open region read on through it: $(cat "$CLUSTER_TMP/watch")" ||
@@ -192,11 +199,14 @@ failover() {
 		not_ok "lost after the failover to h$new:$lost"
 	candidate_start "$old" && ok "h$old starts again, as a standby" || not_ok "h$old restarts"
 }
-FAILOVER= ROUND=1
+FAILOVER= SWITCHOVER= ROUND=1
 failover 1 2
 failover 2 1
 failover 1 2
-failover 2 1
+# Stopped cleanly, a leader hands the key over at once (no lease to wait out).
+failover 2 1 TERM
+grep -q "the leader key is handed over" "$(cluster_dir 2)/poold.log" &&
+	ok "h2, stopped, handed the leader key over" || not_ok "no hand-over in h2's log"
 
 # Frozen past its lease: replaced, and stopped once it wakes.
 epoch0=$(status 3 epoch)
@@ -250,4 +260,5 @@ lost=$(every_byte)
 pctl 3 regions | grep -q "^unacked " && echo "# the unacknowledged create: its region came back from its lender" ||
 	echo "# the unacknowledged create: its region is not there"
 echo "# failover, SIGKILL to a call served through a node (ms):$FAILOVER"
+echo "# switchover, SIGTERM to a call served through a node (ms):$SWITCHOVER"
 finish
