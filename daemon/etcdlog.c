@@ -70,8 +70,7 @@ struct etcdlog {
 	struct etcdlog_queue pending;
 	struct etcdlog_queue sent; /* the transaction in flight (sent again if unanswered) */
 	bool in_flight;
-	bool
-	    closed; /* etcdlog_close() came while a transaction was in flight: free on its answer */
+	bool closed;  /* etcdlog_close() came with a transaction in flight: its answer frees */
 	bool failing; /* etcd did not answer the last try: said once */
 	struct event *flush_ev;
 	etcdlog_durable_fn *durable_fn;
