@@ -259,6 +259,11 @@ lost=$(every_byte)
 # its lender made the extent, and a new leader adopts what lenders hold.)
 pctl 3 regions | grep -q "^unacked " && echo "# the unacknowledged create: its region came back from its lender" ||
 	echo "# the unacknowledged create: its region is not there"
+# The poolds first, then etcd: a leader that stops hands its key over while etcd still runs.
+for i in 1 2 3 4; do pool_node_kill "$i" TERM 2>/dev/null; done
+for i in 1 2 3 4; do
+	for _ in $(seq 50); do kill -0 "${POOL_PIDS[$i]}" 2>/dev/null || break; sleep 0.1; done
+done
 echo "# failover, SIGKILL to a call served through a node (ms):$FAILOVER"
 echo "# switchover, SIGTERM to a call served through a node (ms):$SWITCHOVER"
 finish
