@@ -4,15 +4,20 @@
 # coordinator candidates (hosts 1 and 2, lending nothing) and two nodes
 # (hosts 3 and 4, lending DRAM and pmem), leases of 2 s, heartbeats of 500 ms.
 #  - The leader is SIGKILLed while a reader reads an open region and a writer
-#    puts KV values, four times over: each time the standby leads and serves
+#    puts KV values, four times over (and once more after the freeze): each time the standby leads and serves
 #    within the lease, the reader reads on, and every region, KV namespace
 #    and value, vector index and snapshot is back with the same bytes.
 #  - A leader frozen past its lease (SIGSTOP) is replaced; woken, it stops
 #    at once, before it acts.
 #  - A leader cut off from the network (and so from etcd) stops acting as
 #    coordinator within its lease, before the other one starts.
+#  - A leader stopped with SIGTERM hands the key over: the standby serves at once.
+#  - With every etcd member frozen, nothing is acknowledged, and the leader
+#    stops within its lease; with etcd back, a leader again, nothing lost.
 #  - A standby answers status with the leader, and refuses the rest with a
-#    retryable error that names it.
+#    retryable error that names it; the leader's metrics say it leads.
+# coord.etcd_rewrite is small, so that the state in etcd is rewritten to the
+# live set on the way, and each new leader loads a rewritten generation.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 IO="$top_builddir/tests/tools/pool-io"
 KV="$top_builddir/tests/tools/pool-kv"
