@@ -335,15 +335,16 @@ int main(int argc, char **argv)
 	/* UCX after the fork: its threads and fds belong to the daemon process. */
 	/* The rule first: the fabric's listener is never open to other uids. */
 	if (firewall_open(&pd) < 0 || poold_fabric_open(&pd) < 0 ||
-	    firewall_cover_fabric(&pd) < 0 || lend_open(&pd) < 0 || hold_open(&pd) < 0 ||
-	    coordha_open(&pd) < 0)
+	    firewall_cover_fabric(&pd) < 0 || coordha_open(&pd) < 0)
 		goto out;
-	/* A candidate (coord.etcd) is a standby until it leads. */
+	/* A candidate (coord.etcd) is a standby until it leads; it lends only then. */
 	if (coordha_standby(&pd) && (rc = coordha_campaign(&pd)) != 0) {
 		rc = rc < 0;
 		goto out;
 	}
 	rc = 1;
+	if (lend_open(&pd) < 0 || hold_open(&pd) < 0)
+		goto out;
 	if (pd.conf->role == ROLE_COORDINATOR ? coord_open(&pd) < 0
 					      : peer_open(&pd) < 0 || resprelay_open(&pd) < 0) {
 		log_warnx("cannot start the %s role",
