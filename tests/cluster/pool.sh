@@ -48,7 +48,7 @@ pool_wait_state() {
 import json, sys
 d = json.load(sys.stdin)
 sys.exit(0 if any(n["name"] == sys.argv[1] and n["state"] == sys.argv[2] for n in d["nodes"]) else 1)
-' "$name" "$state" && return 0
+' "$name" "$state" 2>/dev/null && return 0 # (no answer yet: not JSON)
 		sleep 0.1
 	done
 	return 1
