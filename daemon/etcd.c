@@ -533,8 +533,9 @@ int etcd_put(struct etcd *e, const char *key, const void *value, size_t len, int
 	return etcd_call(e, ETCD_PUT, "/v3/kv/put", o, done, arg);
 }
 
-/* The key, or every key under the prefix. */
-int etcd_range(struct etcd *e, const char *key, bool prefix, etcd_done_fn *done, void *arg)
+/* A request naming only a key, or every key under it. */
+static int etcd_key_call(struct etcd *e, enum etcd_kind kind, const char *path, const char *key,
+			 bool prefix, etcd_done_fn *done, void *arg)
 {
 	json_t *o = json_object();
 
@@ -542,7 +543,13 @@ int etcd_range(struct etcd *e, const char *key, bool prefix, etcd_done_fn *done,
 		json_decref(o);
 		return -ENOMEM;
 	}
-	return etcd_call(e, ETCD_RANGE, "/v3/kv/range", o, done, arg);
+	return etcd_call(e, kind, path, o, done, arg);
+}
+
+/* The key, or every key under the prefix. */
+int etcd_range(struct etcd *e, const char *key, bool prefix, etcd_done_fn *done, void *arg)
+{
+	return etcd_key_call(e, ETCD_RANGE, "/v3/kv/range", key, prefix, done, arg);
 }
 
 /*
@@ -570,13 +577,22 @@ int etcd_range_page(struct etcd *e, const char *prefix, const char *after, unsig
 
 int etcd_delete(struct etcd *e, const char *key, bool prefix, etcd_done_fn *done, void *arg)
 {
-	json_t *o = json_object();
+	return etcd_key_call(e, ETCD_DELETE, "/v3/kv/deleterange", key, prefix, done, arg);
+}
 
-	if (o == NULL || etcd_set_key(o, "key", key, prefix) < 0) {
-		json_decref(o);
-		return -ENOMEM;
+/* A transaction's compare: key's create revision is rev (0: the key does not exist). */
+static json_t *etcd_created_at(const char *key, int64_t rev)
+{
+	json_t *cmp = json_object();
+
+	if (cmp == NULL || etcd_set_key(cmp, "key", key, false) < 0 ||
+	    json_object_set_new(cmp, "target", json_string("CREATE")) < 0 ||
+	    json_object_set_new(cmp, "result", json_string("EQUAL")) < 0 ||
+	    json_object_set_new(cmp, "create_revision", etcd_int(rev)) < 0) {
+		json_decref(cmp);
+		return NULL;
 	}
-	return etcd_call(e, ETCD_DELETE, "/v3/kv/deleterange", o, done, arg);
+	return cmp;
 }
 
 /*
@@ -588,15 +604,11 @@ int etcd_delete(struct etcd *e, const char *key, bool prefix, etcd_done_fn *done
 int etcd_create(struct etcd *e, const char *key, const void *value, size_t len, int64_t lease,
 		etcd_done_fn *done, void *arg)
 {
-	json_t *cmp = json_object(), *put = json_object(), *get = json_object(), *txn;
+	json_t *cmp = etcd_created_at(key, 0), *put = json_object(), *get = json_object(), *txn;
 	char *v = etcd_b64(value, len);
 
 	if (cmp == NULL || put == NULL || get == NULL || v == NULL ||
-	    etcd_set_key(cmp, "key", key, false) < 0 || etcd_set_key(put, "key", key, false) < 0 ||
-	    etcd_set_key(get, "key", key, false) < 0 ||
-	    json_object_set_new(cmp, "target", json_string("CREATE")) < 0 ||
-	    json_object_set_new(cmp, "result", json_string("EQUAL")) < 0 ||
-	    json_object_set_new(cmp, "create_revision", json_string("0")) < 0 ||
+	    etcd_set_key(put, "key", key, false) < 0 || etcd_set_key(get, "key", key, false) < 0 ||
 	    json_object_set_new(put, "value", json_string(v)) < 0 ||
 	    (lease != 0 && json_object_set_new(put, "lease", etcd_int(lease)) < 0)) {
 		json_decref(cmp);
@@ -621,13 +633,10 @@ int etcd_create(struct etcd *e, const char *key, const void *value, size_t len, 
 int etcd_txn(struct etcd *e, const char *guard, int64_t guard_rev, const struct etcd_op *ops,
 	     size_t n, etcd_done_fn *done, void *arg)
 {
-	json_t *cmp = json_object(), *success = json_array(), *txn;
+	json_t *cmp = etcd_created_at(guard, guard_rev), *success = json_array(), *txn;
 	size_t i;
 
-	if (cmp == NULL || success == NULL || etcd_set_key(cmp, "key", guard, false) < 0 ||
-	    json_object_set_new(cmp, "target", json_string("CREATE")) < 0 ||
-	    json_object_set_new(cmp, "result", json_string("EQUAL")) < 0 ||
-	    json_object_set_new(cmp, "create_revision", etcd_int(guard_rev)) < 0)
+	if (cmp == NULL || success == NULL)
 		goto fail;
 	for (i = 0; i < n; i++) {
 		json_t *o = json_object();
