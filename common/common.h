@@ -129,6 +129,8 @@ struct poold_conf {
 	int64_t coord_journal_size;
 	char *coord_etcd;
 	char *coord_etcd_prefix;
+	char *coord_etcd_user;
+	char *coord_etcd_password_file;
 	int64_t coord_etcd_lease_ms;
 	int64_t coord_etcd_timeout_ms;
 	int64_t coord_etcd_rewrite;
@@ -156,7 +158,8 @@ struct poold_conf {
 	char *fabric_ports;
 	int64_t fabric_firewall;
 	int64_t probe_interval_ms;
-	char *secret; /* derived: peer.secret, or the contents of peer.secret_file */
+	char *secret;	     /* derived: peer.secret, or the contents of peer.secret_file */
+	char *etcd_password; /* derived: the contents of coord.etcd_password_file; NULL: none */
 	char *resp_users_file;
 	char *kv_events_endpoint;
 	char *kv_events_replay_endpoint;

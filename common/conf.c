@@ -240,6 +240,9 @@ void conf_free(struct poold_conf *conf)
 		if (conf_options[i].type == CONF_STRING)
 			free(*CONF_FIELD(conf, &conf_options[i], char *));
 	free(conf->secret);
+	if (conf->etcd_password != NULL)
+		explicit_bzero(conf->etcd_password, strlen(conf->etcd_password));
+	free(conf->etcd_password);
 	if (conf->resp_users != NULL)
 		explicit_bzero(conf->resp_users, conf->resp_nusers * sizeof(*conf->resp_users));
 	free(conf->resp_users);
@@ -415,51 +418,100 @@ static int conf_check_tls(const struct poold_conf *conf, struct conf_error *err)
 	return 0;
 }
 
+/*
+ * The first line of the file at path (option's value), without its line
+ * end, into buf. private: refuse a file that other users may read or
+ * write, as ssh refuses such a key.
+ */
+static int conf_read_secret_file(const char *option, const char *path, bool private, char *buf,
+				 size_t len, struct conf_error *err)
+{
+	struct stat st;
+	size_t n;
+	FILE *f;
+
+	if (path[0] != '/') {
+		snprintf(err->msg, sizeof(err->msg), "%s: '%s' is not an absolute path", option,
+			 path);
+		return -EINVAL;
+	}
+	f = conf_fopen(path);
+	if (f != NULL && (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode))) {
+		fclose(f);
+		f = NULL;
+		errno = EINVAL; /* "Invalid argument": not a regular file */
+	}
+	if (f == NULL) {
+		snprintf(err->msg, sizeof(err->msg), "%s: cannot read %s: %s", option, path,
+			 strerror(errno));
+		return -errno;
+	}
+	if (private && (st.st_mode & 0077) != 0) {
+		fclose(f);
+		snprintf(err->msg, sizeof(err->msg),
+			 "%s: %s is open to other users (mode %04o): chmod 600 it", option, path,
+			 (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	if (buf[0] == '\0') {
+		snprintf(err->msg, sizeof(err->msg), "%s: %s is empty", option, path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* The peer secret: peer.secret, or the first line of peer.secret_file. */
 static int conf_load_secret(struct poold_conf *conf, struct conf_error *err)
 {
-	char buf[1025];
-	struct stat st;
-	size_t n = 0;
-	FILE *f;
+	char buf[1025] = "";
+	int rc;
 
 	if (conf->peer_secret[0] != '\0' && conf->peer_secret_file[0] != '\0') {
 		snprintf(err->msg, sizeof(err->msg),
 			 "set peer.secret or peer.secret_file, not both");
 		return -EINVAL;
 	}
-	buf[0] = '\0';
-	if (conf->peer_secret_file[0] != '\0' && conf->peer_secret_file[0] != '/') {
-		snprintf(err->msg, sizeof(err->msg),
-			 "peer.secret_file: '%s' is not an absolute path", conf->peer_secret_file);
-		return -EINVAL;
-	}
 	if (conf->peer_secret_file[0] != '\0') {
-		f = conf_fopen(conf->peer_secret_file);
-		if (f != NULL && (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode))) {
-			fclose(f);
-			f = NULL;
-			errno = EINVAL; /* "Invalid argument": not a regular file */
-		}
-		if (f == NULL) {
-			snprintf(err->msg, sizeof(err->msg), "peer.secret_file: cannot read %s: %s",
-				 conf->peer_secret_file, strerror(errno));
-			return -errno;
-		}
-		n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[n] = '\0';
-		buf[strcspn(buf, "\r\n")] = '\0';
-		if (buf[0] == '\0') {
-			snprintf(err->msg, sizeof(err->msg), "peer.secret_file: %s is empty",
-				 conf->peer_secret_file);
-			return -EINVAL;
-		}
+		rc = conf_read_secret_file("peer.secret_file", conf->peer_secret_file, false, buf,
+					   sizeof(buf), err);
+		if (rc < 0)
+			return rc;
 	}
 	free(conf->secret);
 	conf->secret = strdup(conf->peer_secret_file[0] ? buf : conf->peer_secret);
 	explicit_bzero(buf, sizeof(buf));
 	return conf->secret ? 0 : -ENOMEM;
+}
+
+/* poold's password at etcd: the first line of coord.etcd_password_file, a file of its own. */
+static int conf_load_etcd_password(struct poold_conf *conf, struct conf_error *err)
+{
+	char buf[1025] = "";
+	int rc;
+
+	if ((conf->coord_etcd_user[0] != '\0') != (conf->coord_etcd_password_file[0] != '\0')) {
+		snprintf(err->msg, sizeof(err->msg),
+			 "coord.etcd_user and coord.etcd_password_file go together");
+		return -EINVAL;
+	}
+	if (conf->coord_etcd_user[0] == '\0')
+		return 0;
+	if (conf->coord_etcd[0] == '\0') {
+		snprintf(err->msg, sizeof(err->msg), "coord.etcd_user needs coord.etcd");
+		return -EINVAL;
+	}
+	rc = conf_read_secret_file("coord.etcd_password_file", conf->coord_etcd_password_file, true,
+				   buf, sizeof(buf), err);
+	if (rc < 0)
+		return rc;
+	free(conf->etcd_password);
+	conf->etcd_password = strdup(buf);
+	explicit_bzero(buf, sizeof(buf));
+	return conf->etcd_password ? 0 : -ENOMEM;
 }
 
 /*
@@ -555,6 +607,9 @@ int conf_finish(struct poold_conf *conf, struct conf_error *err)
 	if (rc < 0)
 		return rc;
 	rc = conf_load_secret(conf, err);
+	if (rc < 0)
+		return rc;
+	rc = conf_load_etcd_password(conf, err);
 	if (rc < 0)
 		return rc;
 	rc = conf_load_resp_users(conf, err);

@@ -194,6 +194,11 @@ const struct conf_option conf_options[] = {
      "leader found there; empty: no etcd"},
     {"coord.etcd_prefix", CONF_STRING, OFF(coord_etcd_prefix), 1, 100, "/pool", NULL,
      CONF_F_RESTART, "prefix of the pool's keys in etcd (one pool per prefix)"},
+    {"coord.etcd_user", CONF_STRING, OFF(coord_etcd_user), 0, 64, "", NULL, CONF_F_RESTART,
+     "etcd user poold authenticates as (etcd with auth enabled); empty: none"},
+    {"coord.etcd_password_file", CONF_STRING, OFF(coord_etcd_password_file), 0, 200, "", NULL,
+     CONF_F_RESTART,
+     "file holding coord.etcd_user's password (its first line); only its owner may read it"},
     {"coord.etcd_lease", CONF_DURATION, OFF(coord_etcd_lease_ms), 2000, 60000, "2s", NULL,
      CONF_F_RESTART,
      "the leader's lease (whole seconds): a leader that cannot renew it stops within it, "

@@ -38,6 +38,7 @@ struct coordha {
 	char leader[256]; /* the leader as last known ("" none) */
 	int64_t epoch;	  /* ... its epoch */
 	char why[300];	  /* why there is none, or etcd's last complaint */
+	bool complained;  /* logged why there is none, since the last leader */
 	uint64_t changes; /* leaders seen */
 };
 
@@ -65,6 +66,11 @@ static void coordha_standing(void *arg, bool leading, const char *leader, int64_
 		ha->changes++;
 	snprintf(ha->leader, sizeof(ha->leader), "%s", leader != NULL ? leader : "");
 	ha->epoch = epoch;
+	/* (the first complaint while no leader is known, not one at every retry: status shows the
+	 * last) */
+	if (leader == NULL && why != NULL && !ha->complained)
+		log_warnx("etcd: no coordinator known: %s", why);
+	ha->complained = leader == NULL && why != NULL;
 	snprintf(ha->why, sizeof(ha->why), "%s", why != NULL ? why : "");
 	if (pd->conf->role == ROLE_NODE) {
 		peer_follow(pd, leader, epoch);
@@ -77,6 +83,22 @@ static void coordha_standing(void *arg, bool leading, const char *leader, int64_
 		log_info("etcd: standby; the coordinator is %s (epoch %lld)", leader,
 			 (long long)epoch);
 	}
+}
+
+/* A client of coord.etcd on base, as coord.etcd_user if set; NULL with the reason in err. */
+static struct etcd *coordha_etcd_new(const struct poold_conf *conf, struct event_base *base,
+				     char *err, size_t errlen)
+{
+	struct etcd *e =
+	    etcd_new(base, conf->coord_etcd, (unsigned)conf->coord_etcd_timeout_ms, err, errlen);
+
+	if (e != NULL && conf->coord_etcd_user[0] != '\0' &&
+	    etcd_login(e, conf->coord_etcd_user, conf->etcd_password) < 0) {
+		snprintf(err, errlen, "out of memory");
+		etcd_free(e);
+		return NULL;
+	}
+	return e;
 }
 
 /* With coord.etcd: the etcd client, and the candidate or observer. 0 or -errno. */
@@ -92,8 +114,7 @@ int coordha_open(struct poold *pd)
 		return -ENOMEM;
 	ha->pd = pd;
 	snprintf(ha->key, sizeof(ha->key), "%s/leader", conf->coord_etcd_prefix);
-	ha->etcd = etcd_new(pd->base, conf->coord_etcd, (unsigned)conf->coord_etcd_timeout_ms, err,
-			    sizeof(err));
+	ha->etcd = coordha_etcd_new(conf, pd->base, err, sizeof(err));
 	if (ha->etcd == NULL) {
 		log_warnx("coord.etcd: %s", err);
 		free(ha);
@@ -207,9 +228,7 @@ static void coordha_resign(struct poold *pd)
 	char err[256];
 
 	ha->leading = false;
-	via = base != NULL ? etcd_new(base, pd->conf->coord_etcd,
-				      (unsigned)pd->conf->coord_etcd_timeout_ms, err, sizeof(err))
-			   : NULL;
+	via = base != NULL ? coordha_etcd_new(pd->conf, base, err, sizeof(err)) : NULL;
 	if (via != NULL && elect_resign(ha->elect, via, coordha_resigned, &answered) == 0) {
 		while (!answered)
 			if (event_base_loop(base, EVLOOP_ONCE) < 0)

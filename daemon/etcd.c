@@ -11,6 +11,12 @@
  * is told, and decides (an election retries; a write of state must not be
  * applied twice without knowing). A watch holds a connection of its own,
  * whose answer is a stream of JSON objects, one per line.
+ *
+ * With a user (etcd with auth enabled), the client authenticates before
+ * its first request and sends etcd's token with each one. etcd forgets a
+ * token (its TTL, a member's restart, a change of users): a request
+ * refused for its token was not applied, so it is sent once more after
+ * the client authenticated again.
  */
 #include "config.h"
 
@@ -49,7 +55,8 @@ enum etcd_kind {
 	ETCD_TXN,
 	ETCD_GRANT,
 	ETCD_KEEPALIVE,
-	ETCD_REVOKE
+	ETCD_REVOKE,
+	ETCD_AUTHENTICATE
 };
 
 struct etcd_call {
@@ -58,9 +65,15 @@ struct etcd_call {
 	enum etcd_kind kind;
 	etcd_done_fn *done;
 	void *arg;
-	size_t endpoint; /* the one it went to */
+	const char *path;
+	char *body;	    /* the request, kept to send it again with a new token */
+	size_t endpoint;    /* the one it went to */
+	uint64_t token_gen; /* the token it went with */
 	enum evhttp_request_error failure;
 	bool failed;
+	bool resent;			   /* once, after its token was refused */
+	TAILQ_ENTRY(etcd_call) wait_entry; /* waiting for a token, in order */
+	bool waiting;
 };
 
 struct etcd_watch {
@@ -71,8 +84,10 @@ struct etcd_watch {
 	etcd_event_fn *fn;
 	void *arg;
 	size_t endpoint;
+	json_t *create; /* its create request, until it is sent */
 	enum evhttp_request_error failure;
 	bool failed, cancelled;
+	uint64_t token_gen;
 };
 
 struct etcd {
@@ -82,6 +97,13 @@ struct etcd {
 	unsigned timeout_ms;
 	LIST_HEAD(, etcd_call) calls;
 	LIST_HEAD(, etcd_watch) watches;
+	/* auth: NULL user, none */
+	char *user, *password;
+	char *token;	    /* etcd's, while it holds; NULL: authenticate first */
+	uint64_t token_gen; /* counts tokens, to tell a refused one from its successor */
+	bool authenticating;
+	bool closing;			 /* etcd_free() is answering the calls */
+	TAILQ_HEAD(, etcd_call) waiting; /* calls waiting for a token */
 };
 
 /* Parse "http://host:port[,http://host:port...]". */
@@ -146,6 +168,7 @@ struct etcd *etcd_new(struct event_base *base, const char *endpoints, unsigned t
 	e->timeout_ms = timeout_ms ? timeout_ms : 1000;
 	LIST_INIT(&e->calls);
 	LIST_INIT(&e->watches);
+	TAILQ_INIT(&e->waiting);
 	if (etcd_parse_endpoints(e, endpoints, err, errlen) < 0) {
 		free(e);
 		return NULL;
@@ -154,6 +177,30 @@ struct etcd *etcd_new(struct event_base *base, const char *endpoints, unsigned t
 }
 
 static void etcd_watch_free(struct etcd_watch *w);
+
+/* Wipe a secret before its memory goes back (NULL: nothing). */
+static void etcd_forget(char *secret)
+{
+	if (secret != NULL)
+		explicit_bzero(secret, strlen(secret));
+}
+
+/* The token in force is no more: the next request authenticates first. */
+static void etcd_drop_token(struct etcd *e)
+{
+	etcd_forget(e->token);
+	free(e->token);
+	e->token = NULL;
+	e->token_gen++;
+}
+
+static void etcd_call_free(struct etcd_call *c)
+{
+	if (c->kind == ETCD_AUTHENTICATE) /* (it holds the password) */
+		etcd_forget(c->body);
+	free(c->body);
+	free(c);
+}
 
 /*
  * Drop the client. Requests in flight are answered -ECANCELED at once (so
@@ -168,18 +215,48 @@ void etcd_free(struct etcd *e)
 
 	if (e == NULL)
 		return;
+	e->closing = true;
 	for (i = 0; i < e->nep; i++)
 		if (e->ep[i].conn != NULL)
 			evhttp_connection_free(
 			    e->ep[i].conn); /* frees its requests, calling nobody */
 	while ((c = LIST_FIRST(&e->calls)) != NULL) {
 		LIST_REMOVE(c, entry);
+		if (c->waiting)
+			TAILQ_REMOVE(&e->waiting, c, wait_entry);
 		c->done(c->arg, &res);
-		free(c);
+		etcd_call_free(c);
 	}
 	while ((w = LIST_FIRST(&e->watches)) != NULL)
 		etcd_watch_free(w);
+	etcd_forget(e->password);
+	free(e->password);
+	free(e->user);
+	etcd_forget(e->token);
+	free(e->token);
 	free(e);
+}
+
+/*
+ * Authenticate as user with password (copied) before the next request,
+ * and whenever etcd no longer knows the token it gave.
+ */
+int etcd_login(struct etcd *e, const char *user, const char *password)
+{
+	char *u = strdup(user), *p = strdup(password);
+
+	if (u == NULL || p == NULL) {
+		free(u);
+		free(p);
+		return -ENOMEM;
+	}
+	free(e->user);
+	etcd_forget(e->password);
+	free(e->password);
+	e->user = u;
+	e->password = p;
+	etcd_drop_token(e);
+	return 0;
 }
 
 /* The endpoint requests go to now. */
@@ -357,6 +434,32 @@ static int etcd_error_of(json_t *doc, int code, char *buf, size_t len)
 	return etcd_num(doc, "code") == 5 ? -ENOENT : -EIO;
 }
 
+static int etcd_send(struct etcd_call *c);
+static int etcd_wait_token(struct etcd_call *c);
+static int etcd_call(struct etcd *e, enum etcd_kind kind, const char *path, json_t *body,
+		     etcd_done_fn *done, void *arg);
+
+/*
+ * etcd refused the token c went with (it expired, or the member that
+ * gave it restarted, or users changed since): the call was not applied,
+ * so it goes again, once, with a new token. false: it is answered as is.
+ */
+static bool etcd_resend_for_token(struct etcd_call *c, json_t *doc)
+{
+	struct etcd *e = c->e;
+	const char *msg = json_string_value(json_object_get(doc, "message"));
+	bool refused = etcd_num(doc, "code") == 16 /* Unauthenticated */ ||
+		       (msg != NULL && (strstr(msg, "auth store is old") != NULL ||
+					strstr(msg, "user name is empty") != NULL));
+
+	if (e->user == NULL || c->kind == ETCD_AUTHENTICATE || c->resent || !refused)
+		return false;
+	c->resent = true;
+	if (c->token_gen == e->token_gen)
+		etcd_drop_token(e);
+	return (e->token != NULL ? etcd_send(c) : etcd_wait_token(c)) == 0;
+}
+
 static void etcd_answered(struct evhttp_request *req, void *arg)
 {
 	struct etcd_call *c = arg;
@@ -367,7 +470,6 @@ static void etcd_answered(struct evhttp_request *req, void *arg)
 	json_t *doc = NULL, *body;
 	int code = req != NULL ? evhttp_request_get_response_code(req) : 0;
 
-	LIST_REMOVE(c, entry);
 	if (code == 0) {
 		const char *url = e->ep[c->endpoint].url;
 
@@ -402,6 +504,10 @@ static void etcd_answered(struct evhttp_request *req, void *arg)
 		}
 	}
 	if (code != 200) {
+		if (etcd_resend_for_token(c, doc)) {
+			json_decref(doc);
+			return;
+		}
 		res.status = etcd_error_of(doc, code, why, sizeof(why));
 		goto out;
 	}
@@ -419,6 +525,7 @@ static void etcd_answered(struct evhttp_request *req, void *arg)
 	res.revision = etcd_num(json_object_get(body, "header"), "revision");
 	res.lease = etcd_num(body, "ID");
 	res.ttl = etcd_num(body, "TTL");
+	res.token = json_string_value(json_object_get(body, "token"));
 	if (c->kind == ETCD_RANGE) {
 		res.more = json_is_true(json_object_get(body, "more"));
 		res.status = etcd_kvs_of(json_object_get(body, "kvs"), &kvs, &res.nkvs);
@@ -439,6 +546,7 @@ static void etcd_answered(struct evhttp_request *req, void *arg)
 	else if (res.status < 0)
 		snprintf(why, sizeof(why), "out of memory");
 out:
+	LIST_REMOVE(c, entry);
 	res.error = why;
 	res.kvs = kvs;
 	c->done(c->arg, &res);
@@ -446,7 +554,7 @@ out:
 		etcd_kv_free(&kvs[res.nkvs]);
 	free(kvs);
 	json_decref(doc);
-	free(c);
+	etcd_call_free(c);
 }
 
 /* The connection to the endpoint in use, made on first use. */
@@ -468,49 +576,156 @@ static struct evhttp_connection *etcd_conn(struct etcd *e)
 	return ep->conn;
 }
 
-/* POST body (consumed) to path at the endpoint in use. */
+/* POST text to path (with token, if not NULL); req is freed if it cannot go. */
 static int etcd_post(struct evhttp_connection *conn, const char *host, const char *path,
-		     json_t *body, struct evhttp_request *req)
+		     const char *text, const char *token, struct evhttp_request *req)
 {
-	char *text = json_dumps(body, JSON_COMPACT);
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-	int rc = -ENOMEM;
 
-	json_decref(body);
-	if (text != NULL && evhttp_add_header(h, "Host", host) == 0 &&
+	if (evhttp_add_header(h, "Host", host) == 0 &&
 	    evhttp_add_header(h, "Content-Type", "application/json") == 0 &&
+	    (token == NULL || evhttp_add_header(h, "Authorization", token) == 0) &&
 	    evbuffer_add(evhttp_request_get_output_buffer(req), text, strlen(text)) == 0)
-		rc = evhttp_make_request(conn, req, EVHTTP_REQ_POST, path) == 0 ? 0 : -EIO;
-	else
-		evhttp_request_free(req);
-	free(text);
+		return evhttp_make_request(conn, req, EVHTTP_REQ_POST, path) == 0 ? 0 : -EIO;
+	evhttp_request_free(req);
+	return -ENOMEM;
+}
+
+/* Send c to the endpoint in use, with the token in force. */
+static int etcd_send(struct etcd_call *c)
+{
+	struct etcd *e = c->e;
+	struct evhttp_connection *conn = etcd_conn(e);
+	struct evhttp_request *req;
+
+	if (conn == NULL || (req = evhttp_request_new(etcd_answered, c)) == NULL)
+		return -ENOMEM;
+	c->endpoint = e->cur;
+	c->token_gen = e->token_gen;
+	c->failed = false;
+	evhttp_request_set_error_cb(req, etcd_failed);
+	/* (a request that cannot go is freed, and its callback never comes) */
+	return etcd_post(conn, e->ep[e->cur].host, c->path, c->body,
+			 c->kind == ETCD_AUTHENTICATE ? NULL : e->token, req);
+}
+
+/* A call that was taken but cannot go: answered from here (the loop), not sent. */
+static void etcd_answer_now(struct etcd_call *c, int status, const char *why)
+{
+	struct etcd_result res = {.status = status, .error = why};
+
+	LIST_REMOVE(c, entry);
+	c->done(c->arg, &res);
+	etcd_call_free(c);
+}
+
+static int etcd_watch_start(struct etcd_watch *w);
+static void etcd_watch_end(struct etcd_watch *w, int status, const char *why);
+
+/* etcd answered the authentication: the waiting calls and watches go, or fail with it. */
+static void etcd_authenticated(void *arg, const struct etcd_result *res)
+{
+	struct etcd *e = arg;
+	struct etcd_watch *w, *w_next;
+	struct etcd_call *c;
+	char why[600];
+	int status = res->status;
+
+	e->authenticating = false;
+	if (e->closing) /* (etcd_free() answers the waiting calls itself) */
+		return;
+	if (status == 0 && (res->token == NULL || res->token[0] == '\0' ||
+			    strcspn(res->token, "\r\n") != strlen(res->token)))
+		status = -EPROTO;
+	if (status == 0 && (e->token = strdup(res->token)) == NULL)
+		status = -ENOMEM;
+	if (status == 0) {
+		e->token_gen++;
+	} else {
+		snprintf(why, sizeof(why), "etcd user %s: %s", e->user,
+			 status == -EPROTO && res->error[0] == '\0' ? "etcd gave no token"
+			 : status == -ENOMEM			    ? "out of memory"
+								    : res->error);
+		if (status == -EIO) /* (etcd refused the user or its password) */
+			status = -EACCES;
+	}
+	while ((c = TAILQ_FIRST(&e->waiting)) != NULL) {
+		TAILQ_REMOVE(&e->waiting, c, wait_entry);
+		c->waiting = false;
+		if (status < 0)
+			etcd_answer_now(c, status, why);
+		else if (etcd_send(c) < 0)
+			etcd_answer_now(c, -ENOMEM, "out of memory");
+	}
+	for (w = LIST_FIRST(&e->watches); w != NULL; w = w_next) {
+		w_next = LIST_NEXT(w, entry);
+		if (w->create == NULL || w->cancelled)
+			continue;
+		if (status < 0) {
+			json_decref(w->create);
+			w->create = NULL;
+			etcd_watch_end(w, status, why);
+		} else if (etcd_watch_start(w) < 0) {
+			etcd_watch_end(w, -ENOMEM, "out of memory");
+		}
+	}
+}
+
+/* Authenticate, unless that is under way: the token is e->token once etcd answers. */
+static int etcd_authenticate(struct etcd *e)
+{
+	json_t *o;
+	int rc;
+
+	if (e->authenticating)
+		return 0;
+	o = json_pack("{ssss}", "name", e->user, "password", e->password);
+	if (o == NULL)
+		return -ENOMEM;
+	e->authenticating = true;
+	rc = etcd_call(e, ETCD_AUTHENTICATE, "/v3/auth/authenticate", o, etcd_authenticated, e);
+	if (rc < 0)
+		e->authenticating = false;
+	return rc;
+}
+
+/* c goes once the client has a token. */
+static int etcd_wait_token(struct etcd_call *c)
+{
+	int rc = etcd_authenticate(c->e);
+
+	if (rc == 0) {
+		c->waiting = true;
+		TAILQ_INSERT_TAIL(&c->e->waiting, c, wait_entry);
+	}
 	return rc;
 }
 
 static int etcd_call(struct etcd *e, enum etcd_kind kind, const char *path, json_t *body,
 		     etcd_done_fn *done, void *arg)
 {
-	struct evhttp_connection *conn = etcd_conn(e);
 	struct etcd_call *c = body != NULL ? calloc(1, sizeof(*c)) : NULL;
-	struct evhttp_request *req;
 	int rc;
 
-	if (c == NULL || conn == NULL || (req = evhttp_request_new(etcd_answered, c)) == NULL) {
+	if (c == NULL || (c->body = json_dumps(body, JSON_COMPACT)) == NULL) {
 		json_decref(body);
 		free(c);
 		return -ENOMEM;
 	}
+	json_decref(body);
 	c->e = e;
 	c->kind = kind;
+	c->path = path;
 	c->done = done;
 	c->arg = arg;
-	c->endpoint = e->cur;
-	evhttp_request_set_error_cb(req, etcd_failed);
 	LIST_INSERT_HEAD(&e->calls, c, entry);
-	rc = etcd_post(conn, e->ep[e->cur].host, path, body, req);
-	if (rc < 0) { /* (the request is freed, and its callback never comes) */
+	if (kind != ETCD_AUTHENTICATE && e->user != NULL && e->token == NULL)
+		rc = etcd_wait_token(c);
+	else
+		rc = etcd_send(c);
+	if (rc < 0) {
 		LIST_REMOVE(c, entry);
-		free(c);
+		etcd_call_free(c);
 	}
 	return rc;
 }
@@ -696,6 +911,7 @@ static void etcd_watch_free(struct etcd_watch *w)
 		evhttp_connection_free(w->conn);
 	if (w->pending != NULL)
 		evbuffer_free(w->pending);
+	json_decref(w->create);
 	free(w);
 }
 
@@ -729,7 +945,16 @@ static void etcd_watch_message(struct etcd_watch *w, const char *line, size_t le
 		return;
 	}
 	if (json_is_true(json_object_get(result, "canceled"))) {
-		etcd_watch_end(w, -ECANCELED, "etcd cancelled the watch (compacted?)");
+		const char *reason = json_string_value(json_object_get(result, "cancel_reason"));
+
+		/* (a watch refused for its token: the next one authenticates again) */
+		if (reason != NULL && w->e->user != NULL && w->token_gen == w->e->token_gen &&
+		    (strstr(reason, "Unauthenticated") != NULL ||
+		     strstr(reason, "user name is empty") != NULL))
+			etcd_drop_token(w->e);
+		snprintf(why, sizeof(why), "etcd cancelled the watch: %s",
+			 reason != NULL && reason[0] != '\0' ? reason : "compacted?");
+		etcd_watch_end(w, -ECANCELED, why);
 		json_decref(doc);
 		return;
 	}
@@ -802,9 +1027,8 @@ struct etcd_watch *etcd_watch(struct etcd *e, const char *key, bool prefix, int6
 			      etcd_event_fn *fn, void *arg)
 {
 	struct etcd_watch *w = calloc(1, sizeof(*w));
-	struct timeval idle = {ETCD_WATCH_IDLE_S, 0};
-	struct evhttp_request *req;
 	json_t *create = json_object();
+	int rc;
 
 	if (w == NULL || create == NULL || etcd_set_key(create, "key", key, prefix) < 0 ||
 	    (start_revision > 0 &&
@@ -814,28 +1038,47 @@ struct etcd_watch *etcd_watch(struct etcd *e, const char *key, bool prefix, int6
 		return NULL;
 	}
 	w->e = e;
-	w->endpoint = e->cur;
 	w->fn = fn;
 	w->arg = arg;
+	w->create = create;
 	LIST_INSERT_HEAD(&e->watches, w, entry);
-	w->pending = evbuffer_new();
-	w->conn = evhttp_connection_base_new(e->base, NULL, e->ep[e->cur].host, e->ep[e->cur].port);
-	req = w->conn != NULL && w->pending != NULL ? evhttp_request_new(etcd_watch_done, w) : NULL;
-	if (req == NULL) {
-		json_decref(create);
-		etcd_watch_free(w);
-		return NULL;
-	}
-	evhttp_connection_set_timeout_tv(w->conn, &idle);
-	evhttp_connection_set_retries(w->conn, 0);
-	evhttp_request_set_chunked_cb(req, etcd_watch_chunk);
-	evhttp_request_set_error_cb(req, etcd_watch_failed);
-	if (etcd_post(w->conn, e->ep[e->cur].host, "/v3/watch",
-		      json_pack("{so}", "create_request", create), req) < 0) {
+	/* (without a token it starts once the client has one) */
+	rc = e->user != NULL && e->token == NULL ? etcd_authenticate(e) : etcd_watch_start(w);
+	if (rc < 0) {
 		etcd_watch_free(w);
 		return NULL;
 	}
 	return w;
+}
+
+/* Send the watch's create request, with the token in force. */
+static int etcd_watch_start(struct etcd_watch *w)
+{
+	struct etcd *e = w->e;
+	struct timeval idle = {ETCD_WATCH_IDLE_S, 0};
+	struct evhttp_request *req;
+	json_t *msg = json_pack("{so}", "create_request", w->create);
+	char *text = msg != NULL ? json_dumps(msg, JSON_COMPACT) : NULL;
+	int rc = -ENOMEM;
+
+	w->create = NULL; /* (json_pack took it) */
+	json_decref(msg);
+	w->endpoint = e->cur;
+	w->token_gen = e->token_gen;
+	w->pending = evbuffer_new();
+	w->conn = evhttp_connection_base_new(e->base, NULL, e->ep[e->cur].host, e->ep[e->cur].port);
+	req = text != NULL && w->conn != NULL && w->pending != NULL
+		  ? evhttp_request_new(etcd_watch_done, w)
+		  : NULL;
+	if (req != NULL) {
+		evhttp_connection_set_timeout_tv(w->conn, &idle);
+		evhttp_connection_set_retries(w->conn, 0);
+		evhttp_request_set_chunked_cb(req, etcd_watch_chunk);
+		evhttp_request_set_error_cb(req, etcd_watch_failed);
+		rc = etcd_post(w->conn, e->ep[e->cur].host, "/v3/watch", text, e->token, req);
+	}
+	free(text);
+	return rc;
 }
 
 static void etcd_watch_reap(evutil_socket_t fd, short what, void *arg)

@@ -39,6 +39,7 @@ struct etcd_result {
 	bool more;	   /* a range page: keys are left after the last of kvs */
 	int64_t lease;	   /* lease grant and keepalive: its id */
 	int64_t ttl;	   /* ... and the seconds it has left (0: it is gone) */
+	const char *token; /* an authentication: etcd's token */
 	const struct etcd_kv *kvs;
 	size_t nkvs;
 };
@@ -59,6 +60,7 @@ typedef void etcd_event_fn(void *arg, int status, const char *error, bool delete
 struct etcd *etcd_new(struct event_base *base, const char *endpoints, unsigned timeout_ms,
 		      char *err, size_t errlen);
 void etcd_free(struct etcd *e);
+int etcd_login(struct etcd *e, const char *user, const char *password);
 const char *etcd_endpoint(const struct etcd *e);
 
 int etcd_put(struct etcd *e, const char *key, const void *value, size_t len, int64_t lease,

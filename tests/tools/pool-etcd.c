@@ -9,6 +9,7 @@
  *	  watch:PREFIX (from now; events print as they come)  sleep:MS
  *	  txn:GUARD@REV,KEY=VALUE (a put only while GUARD's create revision is REV)
  *	  page:PREFIX=LIMIT (the next LIMIT keys after the last page's)
+ *	  login:USER=PASSWORD (the requests after it authenticate as USER)
  */
 #include "config.h"
 
@@ -143,7 +144,10 @@ int main(int argc, char **argv)
 			rc = etcd_lease_grant(e, strtoll(arg, NULL, 10), done, op);
 		else if (strcmp(op, "keepalive") == 0)
 			rc = etcd_lease_keepalive(e, lease, done, op);
-		else if (strcmp(op, "revoke") == 0)
+		else if (strcmp(op, "login") == 0 && eq != NULL) {
+			rc = etcd_login(e, arg, eq);
+			sleep_ms = 0; /* (nothing to wait for) */
+		} else if (strcmp(op, "revoke") == 0)
 			rc = etcd_lease_revoke(e, lease, done, op);
 		else if (strcmp(op, "watch") == 0 && arg != NULL) {
 			w = etcd_watch(e, arg, true, 0, event_seen, NULL);
