@@ -2,7 +2,8 @@
 # Coordinator high availability on etcd (coord.etcd), on 4 hosts in network
 # namespaces: three etcd members (Debian's etcd-server) on hosts 2-4, two
 # coordinator candidates (hosts 1 and 2, lending nothing) and two nodes
-# (hosts 3 and 4, lending DRAM and pmem), leases of 2 s, heartbeats of 500 ms.
+# (hosts 3 and 4, lending DRAM and pmem), leases of 2 s, heartbeats of 500 ms;
+# etcd's auth is on, and the poolds authenticate as an etcd user of their own.
 #  - The leader is SIGKILLed while a reader reads an open region and a writer
 #    puts KV values, four times over (and once more after the freeze): each time the standby leads and serves
 #    within the lease, the reader reads on, and every region, KV namespace
@@ -54,7 +55,13 @@ for _ in $(seq 100); do
 	cluster_exec 3 "$top_builddir/tests/tools/pool-etcd" "$ENDPOINTS" put:/ready=1 >/dev/null 2>&1 && break
 	sleep 0.1
 done
-ETCD_OPTS=(-o "coord.etcd=$ENDPOINTS" -o coordinator= -o coord.etcd_lease=2s -o coord.etcd_rewrite=100)
+# etcd's auth on: the poolds authenticate as user pool, allowed under /pool/ only.
+PASSWORD_FILE="$(cluster_dir 1)/etcd.pw"
+(umask 077 && head -c 18 /dev/urandom | base64 >"$PASSWORD_FILE")
+cluster_exec 3 "$top_srcdir/tests/tools/etcd-enable-auth" "$ENDPOINTS" pool "$(cat "$PASSWORD_FILE")" \
+	/pool/ >/dev/null || { not_ok "etcd's auth enabled"; finish; exit 1; }
+ETCD_OPTS=(-o "coord.etcd=$ENDPOINTS" -o coordinator= -o coord.etcd_lease=2s -o coord.etcd_rewrite=100
+	-o coord.etcd_user=pool -o "coord.etcd_password_file=$PASSWORD_FILE")
 candidate_start() {
 	pool_node_start "$1" -o role=coordinator -o "peer.listen=$(cluster_addr "$1"):7400" \
 		-o lend.size=0 -o ledger.interval=1s -o "metrics.listen=$(cluster_addr "$1"):9477" "${ETCD_OPTS[@]}"

@@ -4,11 +4,13 @@
 # exits, with whatever the test started in the background (BG_PIDS).
 #
 # After etcd_cluster: CLIENTS[1..3] the members' client URLs, ETCD_PID[1..3]
-# their processes, ALL the three URLs as one endpoint list.
+# their processes, ALL the three URLs as one endpoint list. ETCD_FLAGS, set
+# before, adds flags to each member's command line.
 
 ETCD_BIN=$(command -v etcd || true)
 BG_PIDS=()
 declare -a CLIENTS ETCD_PID
+ETCD_FLAGS=("${ETCD_FLAGS[@]}")
 
 free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -42,7 +44,8 @@ etcd_cluster() {
 			--listen-client-urls "${CLIENTS[$i]}" --advertise-client-urls "${CLIENTS[$i]}" \
 			--listen-peer-urls "${peer[$i]}" --initial-advertise-peer-urls "${peer[$i]}" \
 			--initial-cluster "$cluster" --initial-cluster-state new \
-			--heartbeat-interval 100 --election-timeout 1000 >"$TEST_DIR/m$i.log" 2>&1 &
+			--heartbeat-interval 100 --election-timeout 1000 "${ETCD_FLAGS[@]}" \
+			>"$TEST_DIR/m$i.log" 2>&1 &
 		ETCD_PID[$i]=$!
 	done
 	ALL="${CLIENTS[1]},${CLIENTS[2]},${CLIENTS[3]}"
@@ -53,3 +56,4 @@ etcd_cluster() {
 	echo "the etcd cluster did not come up" >&2
 	return 1
 }
+
