@@ -8,13 +8,21 @@
  * a deposed leader. The others read who leads and watch the key; when it
  * goes (the leader's lease ended, or it stepped down) they race again.
  *
- * The leader renews its lease every ttl/3. It counts the lease from when it
- * sent the last renewal that etcd answered (etcd counts from when it got
- * it, later), and stops leading before that time plus ttl, whether or not
- * etcd can be reached: so once the key can be made by another candidate,
- * this one no longer acts as leader. elect_leading() checks that time
- * itself, for a process that was frozen past it and whose timers have not
- * run yet.
+ * The leader renews its lease every ttl/3, then writes its key again (in
+ * a transaction done only while the key is still the one it made). It
+ * counts the lease from when it sent the last renewal that etcd answered
+ * and followed with that write (etcd counts from when it got it, later),
+ * and stops leading before that time plus ttl, whether or not etcd can be
+ * reached: so once the key can be made by another candidate, this one no
+ * longer acts as leader. elect_leading() checks that time itself, for a
+ * process that was frozen past it and whose timers have not run yet.
+ *
+ * The write is what a standby trusts, not the lease: etcd 3.4 renews a
+ * lease for anyone who asks, without authentication, so a dead leader's
+ * lease can be kept alive by a stranger, and its key with it. A standby
+ * that saw no write of the key for ttl plus the margin deletes it, only
+ * if nobody wrote it since (etcd_delete_if()): the leader has stopped
+ * acting by then, since its own count ended before.
  *
  * An observer (no self: a node) never stands; it reads who leads and
  * watches the key through every change of leader.
@@ -46,10 +54,13 @@ struct elect {
 	enum elect_step step;
 	int64_t lease;
 	int64_t epoch;
-	uint64_t renew_sent_ms; /* leader: when the renewal in flight was sent */
-	uint64_t lease_end_ms;	/* leader: it leads until then, at the latest */
-	struct event *timer;	/* the next renewal, or the next try */
-	struct event *fence;	/* leader: the end of its lease */
+	uint64_t renew_sent_ms;	  /* leader: when the renewal in flight was sent */
+	uint64_t lease_end_ms;	  /* leader: it leads until then, at the latest */
+	int64_t renewed_ttl;	  /* leader: the ttl of the renewal whose write is in flight */
+	uint64_t written_seen_ms; /* standby: when it last saw the leader write its key */
+	int64_t written_rev;	  /* ... the key's mod revision then */
+	struct event *timer;	  /* the next renewal, or the next try */
+	struct event *fence;	  /* leader: the end of its lease */
 	struct etcd_watch *watch;
 	bool busy;  /* a request of ours in flight */
 	bool freed; /* elect_free() came while it was: free on its answer */
@@ -135,6 +146,28 @@ static bool elect_answer(struct elect *el)
 	return false;
 }
 
+/* The leader's key written again after a renewal: the lease counts from that renewal. */
+static void elect_written(void *arg, const struct etcd_result *res)
+{
+	struct elect *el = arg;
+
+	if (!elect_answer(el) || el->step != ELECT_LEADING)
+		return;
+	if (res->status == 0 && res->succeeded) {
+		el->lease_end_ms = el->renew_sent_ms + (uint64_t)el->renewed_ttl * 1000;
+		evtimer_del(el->fence);
+		elect_arm_fence(el);
+		return;
+	}
+	if (res->status == 0) {
+		elect_lost(el, "its key is no longer the one it made (a standby or an operator "
+			       "deleted it)");
+		return;
+	}
+	log_warnx("etcd: writing the coordinator's key: %s", res->error);
+	elect_after(el, ELECT_RETRY_MS);
+}
+
 static void elect_renewed(void *arg, const struct etcd_result *res)
 {
 	struct elect *el = arg;
@@ -142,9 +175,16 @@ static void elect_renewed(void *arg, const struct etcd_result *res)
 	if (!elect_answer(el) || el->step != ELECT_LEADING)
 		return;
 	if (res->status == 0 && res->ttl > 0) {
-		el->lease_end_ms = el->renew_sent_ms + (uint64_t)res->ttl * 1000;
-		evtimer_del(el->fence);
-		elect_arm_fence(el);
+		struct etcd_op put = {.key = el->key,
+				      .value = el->self,
+				      .vlen = strlen(el->self),
+				      .lease = el->lease};
+
+		el->renewed_ttl = res->ttl;
+		if (etcd_txn(el->etcd, el->key, el->epoch, &put, 1, elect_written, el) == 0)
+			el->busy = true;
+		else
+			elect_after(el, ELECT_RETRY_MS);
 		return;
 	}
 	if (res->status == 0) {
@@ -178,13 +218,50 @@ static void elect_watched(void *arg, int status, const char *error, bool deleted
 		el->watch = NULL;
 		el->step = ELECT_WAITING;
 		el->fn(el->arg, false, NULL, 0, "the leader went");
-		elect_campaign(el);
+		if (!el->busy) /* (else once the check of the leader in flight is answered) */
+			elect_campaign(el);
 		return;
 	}
+	el->written_seen_ms = units_now_ms();
+	el->written_rev = kv->mod_revision;
 	if (kv->create_revision != el->epoch) { /* a new leader came between */
 		el->epoch = kv->create_revision;
 		el->fn(el->arg, false, (const char *)kv->value, el->epoch, NULL);
 	}
+}
+
+/* A standby's check of a silent leader: its key deleted, or written since. */
+static void elect_unseated(void *arg, const struct etcd_result *res)
+{
+	struct elect *el = arg;
+
+	if (!elect_answer(el))
+		return;
+	if (res->status == 0 && res->succeeded)
+		log_warnx("etcd: the coordinator of epoch %lld wrote nothing for %u s, though "
+			  "its lease lives on: its key is deleted",
+			  (long long)el->epoch, el->ttl_s);
+	if (el->step == ELECT_WAITING) { /* the watch saw the key go meanwhile */
+		elect_campaign(el);
+		return;
+	}
+	if (el->step != ELECT_FOLLOWING)
+		return;
+	if (res->status == 0 && !res->succeeded) /* (written since: the watch brings it) */
+		el->written_seen_ms = units_now_ms();
+	elect_after(el, (uint64_t)el->ttl_s * 1000 / 3); /* (the watch sees the key go) */
+}
+
+/* A standby: delete the key of a leader that stopped writing it (elect.c's comment). */
+static void elect_check_leader(struct elect *el)
+{
+	uint64_t silent_ms = (uint64_t)el->ttl_s * 1000 + elect_margin_ms(el);
+
+	if (units_now_ms() < el->written_seen_ms + silent_ms ||
+	    etcd_delete_if(el->etcd, el->key, el->epoch, el->written_rev, elect_unseated, el) < 0)
+		elect_after(el, (uint64_t)el->ttl_s * 1000 / 3);
+	else
+		el->busy = true;
 }
 
 static void elect_created(void *arg, const struct etcd_result *res)
@@ -216,7 +293,11 @@ static void elect_created(void *arg, const struct etcd_result *res)
 		el->fn(el->arg, false, NULL, 0, "no leader yet");
 	} else {
 		el->epoch = res->kvs[0].create_revision;
+		el->written_seen_ms = units_now_ms();
+		el->written_rev = res->kvs[0].mod_revision;
 		el->fn(el->arg, false, (const char *)res->kvs[0].value, el->epoch, NULL);
+		if (el->self[0] != '\0')
+			elect_after(el, (uint64_t)el->ttl_s * 1000 / 3);
 	}
 	el->watch = etcd_watch(el->etcd, el->key, false,
 			       (res->nkvs ? res->kvs[0].mod_revision : res->revision) + 1,
@@ -283,6 +364,8 @@ static void elect_tick(evutil_socket_t fd, short what, void *arg)
 			el->busy = true;
 		else
 			elect_after(el, ELECT_RETRY_MS);
+	} else if (el->step == ELECT_FOLLOWING && el->self[0] != '\0') {
+		elect_check_leader(el);
 	}
 }
 

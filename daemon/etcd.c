@@ -795,19 +795,28 @@ int etcd_delete(struct etcd *e, const char *key, bool prefix, etcd_done_fn *done
 	return etcd_key_call(e, ETCD_DELETE, "/v3/kv/deleterange", key, prefix, done, arg);
 }
 
-/* A transaction's compare: key's create revision is rev (0: the key does not exist). */
-static json_t *etcd_created_at(const char *key, int64_t rev)
+/*
+ * A transaction's compare: key's create revision (modified false; 0: the
+ * key does not exist) or its mod revision (modified true) is rev.
+ */
+static json_t *etcd_revision_is(const char *key, bool modified, int64_t rev)
 {
 	json_t *cmp = json_object();
 
 	if (cmp == NULL || etcd_set_key(cmp, "key", key, false) < 0 ||
-	    json_object_set_new(cmp, "target", json_string("CREATE")) < 0 ||
+	    json_object_set_new(cmp, "target", json_string(modified ? "MOD" : "CREATE")) < 0 ||
 	    json_object_set_new(cmp, "result", json_string("EQUAL")) < 0 ||
-	    json_object_set_new(cmp, "create_revision", etcd_int(rev)) < 0) {
+	    json_object_set_new(cmp, modified ? "mod_revision" : "create_revision", etcd_int(rev)) <
+		0) {
 		json_decref(cmp);
 		return NULL;
 	}
 	return cmp;
+}
+
+static json_t *etcd_created_at(const char *key, int64_t rev)
+{
+	return etcd_revision_is(key, false, rev);
 }
 
 /*
@@ -858,7 +867,9 @@ int etcd_txn(struct etcd *e, const char *guard, int64_t guard_rev, const struct 
 		char *v = ops[i].value != NULL ? etcd_b64(ops[i].value, ops[i].vlen) : NULL;
 		int bad = o == NULL || etcd_set_key(o, "key", ops[i].key, ops[i].prefix) < 0 ||
 			  (ops[i].value != NULL &&
-			   (v == NULL || json_object_set_new(o, "value", json_string(v)) < 0));
+			   (v == NULL || json_object_set_new(o, "value", json_string(v)) < 0)) ||
+			  (ops[i].lease != 0 &&
+			   json_object_set_new(o, "lease", etcd_int(ops[i].lease)) < 0);
 
 		free(v);
 		if (bad || json_array_append_new(success, json_pack("{so}",
@@ -877,6 +888,29 @@ fail:
 	json_decref(cmp);
 	json_decref(success);
 	return -ENOMEM;
+}
+
+/*
+ * Delete key only while it is the one made at create_rev and last written
+ * at mod_rev: nobody wrote it since it was last seen. The answer's
+ * succeeded says whether it was deleted.
+ */
+int etcd_delete_if(struct etcd *e, const char *key, int64_t create_rev, int64_t mod_rev,
+		   etcd_done_fn *done, void *arg)
+{
+	json_t *created = etcd_created_at(key, create_rev);
+	json_t *written = etcd_revision_is(key, true, mod_rev), *del = json_object(), *txn;
+
+	if (created == NULL || written == NULL || del == NULL ||
+	    etcd_set_key(del, "key", key, false) < 0) {
+		json_decref(created);
+		json_decref(written);
+		json_decref(del);
+		return -ENOMEM;
+	}
+	txn = json_pack("{s[oo]s[{so}]}", "compare", created, written, "success",
+			"request_delete_range", del);
+	return txn != NULL ? etcd_call(e, ETCD_TXN, "/v3/kv/txn", txn, done, arg) : -ENOMEM;
 }
 
 /* A lease of ttl_s seconds: the answer's lease is its id, ttl what etcd granted. */

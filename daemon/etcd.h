@@ -50,6 +50,7 @@ struct etcd_op {
 	bool prefix; /* a delete: every key under key */
 	const void *value;
 	size_t vlen;
+	int64_t lease; /* a put: the key goes when this lease does (0: none) */
 };
 
 typedef void etcd_done_fn(void *arg, const struct etcd_result *res);
@@ -73,6 +74,8 @@ int etcd_create(struct etcd *e, const char *key, const void *value, size_t len, 
 		etcd_done_fn *done, void *arg);
 int etcd_txn(struct etcd *e, const char *guard, int64_t guard_rev, const struct etcd_op *ops,
 	     size_t n, etcd_done_fn *done, void *arg);
+int etcd_delete_if(struct etcd *e, const char *key, int64_t create_rev, int64_t mod_rev,
+		   etcd_done_fn *done, void *arg);
 int etcd_lease_grant(struct etcd *e, int64_t ttl_s, etcd_done_fn *done, void *arg);
 int etcd_lease_keepalive(struct etcd *e, int64_t lease, etcd_done_fn *done, void *arg);
 int etcd_lease_revoke(struct etcd *e, int64_t lease, etcd_done_fn *done, void *arg);

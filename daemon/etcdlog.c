@@ -208,21 +208,22 @@ static void etcdlog_flush(evutil_socket_t fd, short what, void *arg)
 			if (r->gen < switch_gen)
 				break;
 			etcdlog_key(el, keys[n], sizeof(keys[n]), r->gen, &r->seq);
-			ops[n] = (struct etcd_op){keys[n], false, r->data, r->len};
+			ops[n] = (struct etcd_op){.key = keys[n], .value = r->data, .vlen = r->len};
 			n++;
 			break;
 		case EL_SWITCH:
 			snprintf(keys[n], sizeof(keys[n]), "%s/state/gen", el->prefix);
 			snprintf(gen, sizeof(gen), "%016" PRIx64, r->gen);
-			ops[n] = (struct etcd_op){keys[n], false, gen, strlen(gen)};
+			ops[n] =
+			    (struct etcd_op){.key = keys[n], .value = gen, .vlen = strlen(gen)};
 			n++;
 			etcdlog_key(el, keys[n], sizeof(keys[n]), r->gen - 1, NULL);
-			ops[n] = (struct etcd_op){keys[n], true, NULL, 0};
+			ops[n] = (struct etcd_op){.key = keys[n], .prefix = true};
 			n++;
 			break;
 		case EL_DROP:
 			etcdlog_key(el, keys[n], sizeof(keys[n]), r->gen, NULL);
-			ops[n] = (struct etcd_op){keys[n], true, NULL, 0};
+			ops[n] = (struct etcd_op){.key = keys[n], .prefix = true};
 			n++;
 			break;
 		}

@@ -88,4 +88,37 @@ started=$(led_at rest)
 [ -n "$stopped" ] && [ -n "$started" ] && [ "$stopped" -lt "$started" ] &&
 	ok "never two leaders: cut stopped at $stopped, rest led from $started" ||
 	not_ok "two leaders at once (cut stopped at $stopped, rest led from $started)"
+
+# A dead leader whose lease a stranger keeps alive: etcd 3.4 lists and renews leases
+# without authentication, so uid nobody finds the leader key's lease and renews it after
+# the leader died. The standby trusts the leader's writes of its key, not the lease.
+EP="${CLIENTS[2]},${CLIENTS[3]}"
+: >"$TEST_DIR/standby"
+candidate standby "$EP"
+wait_line standby ' follower of rest ' && ok "a standby follows rest" || not_ok "standby follows rest"
+sleep $((TTL * 2))
+[ "$(grep -Ec ' (follower of|leader|none:) ' "$TEST_DIR/standby")" = 1 ] &&
+	ok "a live leader, writing its key, is left alone ($((TTL * 2)) s)" ||
+	{ not_ok "the standby unseated a live leader"; cat "$TEST_DIR/standby"; }
+NOBODY_CTL=(setpriv --reuid=nobody --regid=nogroup --clear-groups env ETCDCTL_API=3 etcdctl
+	--endpoints="$EP" --dial-timeout=3s)
+lease=
+for id in $("${NOBODY_CTL[@]}" lease list 2>/dev/null | tail -n +2); do
+	"${NOBODY_CTL[@]}" lease timetolive "$id" --keys 2>/dev/null | grep -q '/pool/leader' && lease=$id
+done
+[ -n "$lease" ] && ok "uid nobody finds the leader's lease ($lease), with no password" ||
+	not_ok "uid nobody finds the leader's lease"
+killed_at=$(date +%s%3N)
+kill_now "${CAND[rest]}"
+"${NOBODY_CTL[@]}" lease keep-alive "$lease" >/dev/null 2>&1 &
+BG_PIDS+=($!)
+if wait_line standby ' leader standby epoch '; then
+	ok "the leader killed and its lease kept alive by uid nobody, the standby leads $(( $(led_at standby) - killed_at )) ms after the kill"
+else
+	not_ok "no takeover while a stranger keeps the dead leader's lease"; cat "$TEST_DIR/standby"
+fi
+grep -q "wrote nothing for $TTL s, though its lease lives on: its key is deleted" "$TEST_DIR/standby" &&
+	ok "saying why" || { not_ok "the standby's reason"; cat "$TEST_DIR/standby"; }
+"${NOBODY_CTL[@]}" lease timetolive "$lease" >"$TEST_DIR/out" 2>&1
+check_out "granted with TTL" "(the lease was still alive then: the attack was in force)"
 pool_done

@@ -126,7 +126,7 @@ int main(int argc, char **argv)
 		else if (strcmp(op, "txn") == 0 && eq != NULL && strchr(arg, '@') != NULL &&
 			 strchr(arg, ',') != NULL) { /* txn:GUARD@REV,KEY=VALUE */
 			char *at = strchr(arg, '@'), *comma = strchr(arg, ',');
-			struct etcd_op put = {comma + 1, false, eq, strlen(eq)};
+			struct etcd_op put = {.key = comma + 1, .value = eq, .vlen = strlen(eq)};
 
 			*at = *comma = '\0';
 			rc = etcd_txn(e, arg, strtoll(at + 1, NULL, 10), &put, 1, done, op);
