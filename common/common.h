@@ -131,6 +131,9 @@ struct poold_conf {
 	char *coord_etcd_prefix;
 	char *coord_etcd_user;
 	char *coord_etcd_password_file;
+	char *coord_etcd_tls_ca;
+	char *coord_etcd_tls_cert;
+	char *coord_etcd_tls_key;
 	int64_t coord_etcd_lease_ms;
 	int64_t coord_etcd_timeout_ms;
 	int64_t coord_etcd_rewrite;

@@ -345,32 +345,75 @@ FILE *conf_fopen(const char *path)
 	return f;
 }
 
+/* TLS to etcd: https endpoints need coord.etcd_tls_ca; a client certificate, its key. */
+static int conf_check_etcd_tls(const struct poold_conf *conf, bool https, struct conf_error *err)
+{
+	const struct {
+		const char *name, *path;
+	} files[] = {{"coord.etcd_tls_ca", conf->coord_etcd_tls_ca},
+		     {"coord.etcd_tls_cert", conf->coord_etcd_tls_cert},
+		     {"coord.etcd_tls_key", conf->coord_etcd_tls_key}};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(files); i++) {
+		if (files[i].path[0] != '\0' && files[i].path[0] != '/') {
+			snprintf(err->msg, sizeof(err->msg), "%s: '%s' is not an absolute path",
+				 files[i].name, files[i].path);
+			return -EINVAL;
+		}
+		if (files[i].path[0] != '\0' && !https) {
+			snprintf(err->msg, sizeof(err->msg),
+				 "%s is set, but no coord.etcd endpoint is https://",
+				 files[i].name);
+			return -EINVAL;
+		}
+	}
+	if (https && conf->coord_etcd_tls_ca[0] == '\0') {
+		snprintf(err->msg, sizeof(err->msg),
+			 "coord.etcd: https endpoints need coord.etcd_tls_ca (the CA of etcd's "
+			 "certificates)");
+		return -EINVAL;
+	}
+	if ((conf->coord_etcd_tls_cert[0] != '\0') != (conf->coord_etcd_tls_key[0] != '\0')) {
+		snprintf(err->msg, sizeof(err->msg),
+			 "coord.etcd_tls_cert and coord.etcd_tls_key go together");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /*
- * coord.etcd: each endpoint http://HOST:PORT. A candidate needs an address
+ * coord.etcd: each endpoint http[s]://HOST:PORT. A candidate needs an address
  * nodes can reach when it leads, and a node.id of its own: two candidates
  * that both took id 1 would each claim the other's extents after a failover.
  */
 static int conf_check_etcd(const struct poold_conf *conf, struct conf_error *err)
 {
 	const char *s = conf->coord_etcd, *at;
+	bool https = false;
 	char addr[256];
-	size_t n;
+	size_t n, scheme;
+	int rc;
 
 	if (s[0] == '\0')
 		return 0;
 	for (; *s != '\0'; s += n + (s[n] == ',')) {
 		n = strcspn(s, ",");
-		if (strncmp(s, "http://", 7) != 0 || n - 7 >= sizeof(addr)) {
+		scheme = strncmp(s, "https://", 8) == 0 ? 8 : strncmp(s, "http://", 7) == 0 ? 7 : 0;
+		if (scheme == 0 || n - scheme >= sizeof(addr)) {
 			snprintf(err->msg, sizeof(err->msg),
-				 "coord.etcd: '%.*s' is not http://HOST:PORT", (int)MIN(n, 200), s);
+				 "coord.etcd: '%.*s' is not http[s]://HOST:PORT", (int)MIN(n, 200),
+				 s);
 			return -EINVAL;
 		}
-		snprintf(addr, sizeof(addr), "%.*s", (int)(n - 7), s + 7);
+		https |= scheme == 8;
+		snprintf(addr, sizeof(addr), "%.*s", (int)(n - scheme), s + scheme);
 		if (addr_check("coord.etcd", addr, err->msg, sizeof(err->msg)) < 0)
 			return -EINVAL;
 	}
-	if (conf->role != ROLE_COORDINATOR)
-		return 0;
+	rc = conf_check_etcd_tls(conf, https, err);
+	if (rc < 0 || conf->role != ROLE_COORDINATOR)
+		return rc;
 	if (conf->coord_journal[0] != '\0') {
 		snprintf(err->msg, sizeof(err->msg),
 			 "coord.journal and coord.etcd cannot be combined: with coord.etcd the "

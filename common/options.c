@@ -189,7 +189,7 @@ const struct conf_option conf_options[] = {
     {"coord.journal_size", CONF_SIZE, OFF(coord_journal_size), 32768, 1024 * GiB, "16M", NULL,
      CONF_F_RESTART, "size of a new coordinator journal (an existing one keeps its size)"},
     {"coord.etcd", CONF_STRING, OFF(coord_etcd), 0, 1000, "", NULL, CONF_F_RESTART,
-     "etcd endpoints (http://HOST:PORT, comma-separated): role = coordinator stands for "
+     "etcd endpoints (http[s]://HOST:PORT, comma-separated): role = coordinator stands for "
      "election there and keeps the coordinator's state there, role = node follows the "
      "leader found there; empty: no etcd"},
     {"coord.etcd_prefix", CONF_STRING, OFF(coord_etcd_prefix), 1, 100, "/pool", NULL,
@@ -199,6 +199,12 @@ const struct conf_option conf_options[] = {
     {"coord.etcd_password_file", CONF_STRING, OFF(coord_etcd_password_file), 0, 200, "", NULL,
      CONF_F_RESTART,
      "file holding coord.etcd_user's password (its first line); only its owner may read it"},
+    {"coord.etcd_tls_ca", CONF_STRING, OFF(coord_etcd_tls_ca), 0, 200, "", NULL, CONF_F_RESTART,
+     "CA (PEM) that etcd's certificates must chain to; needed for https:// endpoints"},
+    {"coord.etcd_tls_cert", CONF_STRING, OFF(coord_etcd_tls_cert), 0, 200, "", NULL, CONF_F_RESTART,
+     "certificate (PEM) poold shows etcd (etcd's --client-cert-auth); empty: none"},
+    {"coord.etcd_tls_key", CONF_STRING, OFF(coord_etcd_tls_key), 0, 200, "", NULL, CONF_F_RESTART,
+     "private key (PEM) of coord.etcd_tls_cert"},
     {"coord.etcd_lease", CONF_DURATION, OFF(coord_etcd_lease_ms), 2000, 60000, "2s", NULL,
      CONF_F_RESTART,
      "the leader's lease (whole seconds): a leader that cannot renew it stops within it, "

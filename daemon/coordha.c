@@ -85,14 +85,26 @@ static void coordha_standing(void *arg, bool leading, const char *leader, int64_
 	}
 }
 
-/* A client of coord.etcd on base, as coord.etcd_user if set; NULL with the reason in err. */
+/*
+ * A client of coord.etcd on base, in TLS to https endpoints, as
+ * coord.etcd_user if set; NULL with the reason in err.
+ */
 static struct etcd *coordha_etcd_new(const struct poold_conf *conf, struct event_base *base,
 				     char *err, size_t errlen)
 {
 	struct etcd *e =
 	    etcd_new(base, conf->coord_etcd, (unsigned)conf->coord_etcd_timeout_ms, err, errlen);
 
-	if (e != NULL && conf->coord_etcd_user[0] != '\0' &&
+	if (e == NULL)
+		return NULL;
+	if (conf->coord_etcd_tls_ca[0] != '\0' &&
+	    etcd_tls(e, conf->coord_etcd_tls_ca,
+		     conf->coord_etcd_tls_cert[0] != '\0' ? conf->coord_etcd_tls_cert : NULL,
+		     conf->coord_etcd_tls_key, err, errlen) < 0) {
+		etcd_free(e);
+		return NULL;
+	}
+	if (conf->coord_etcd_user[0] != '\0' &&
 	    etcd_login(e, conf->coord_etcd_user, conf->etcd_password) < 0) {
 		snprintf(err, errlen, "out of memory");
 		etcd_free(e);

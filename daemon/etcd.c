@@ -12,6 +12,13 @@
  * applied twice without knowing). A watch holds a connection of its own,
  * whose answer is a stream of JSON objects, one per line.
  *
+ * Endpoints may be https://: the connection is TLS (1.2 at least), etcd's
+ * certificate must chain to the CA given to etcd_tls() and name the
+ * endpoint's host, and the client shows its own certificate if it has
+ * one (etcd's --client-cert-auth). libevent cannot reconnect a TLS
+ * connection once closed, so a closed one is retired (freed from the
+ * loop) and the next request makes a new one.
+ *
  * With a user (etcd with auth enabled), the client authenticates before
  * its first request and sends etcd's token with each one. etcd forgets a
  * token (its TTL, a member's restart, a change of users): a request
@@ -27,11 +34,18 @@
 #include <string.h>
 #include <sys/queue.h>
 
+#include <arpa/inet.h>
+
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <jansson.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "common/common.h"
 #include "daemon/etcd.h"
@@ -44,7 +58,9 @@ struct etcd_endpoint {
 	char host[256];
 	uint16_t port;
 	char url[300];			/* as configured, for messages */
-	struct evhttp_connection *conn; /* made on first use; libevent reconnects it */
+	bool tls;			/* https:// */
+	struct evhttp_connection *conn; /* made on first use; libevent reconnects it (not TLS) */
+	bool closed;			/* TLS: conn was closed, and is retired at next use */
 };
 
 enum etcd_kind {
@@ -97,6 +113,10 @@ struct etcd {
 	unsigned timeout_ms;
 	LIST_HEAD(, etcd_call) calls;
 	LIST_HEAD(, etcd_watch) watches;
+	SSL_CTX *tls; /* for https endpoints (etcd_tls()) */
+	struct evhttp_connection *retired[2 * ETCD_MAX_ENDPOINTS]; /* closed TLS connections */
+	size_t nretired;
+	struct event *reaper; /* frees them, from the loop */
 	/* auth: NULL user, none */
 	char *user, *password;
 	char *token;	    /* etcd's, while it holds; NULL: authenticate first */
@@ -106,7 +126,9 @@ struct etcd {
 	TAILQ_HEAD(, etcd_call) waiting; /* calls waiting for a token */
 };
 
-/* Parse "http://host:port[,http://host:port...]". */
+static void etcd_reap(evutil_socket_t fd, short what, void *arg);
+
+/* Parse "http[s]://host:port[,http[s]://host:port...]". */
 static int etcd_parse_endpoints(struct etcd *e, const char *list, char *err, size_t errlen)
 {
 	const char *p = list;
@@ -117,15 +139,17 @@ static int etcd_parse_endpoints(struct etcd *e, const char *list, char *err, siz
 		const char *host, *colon, *end = p + len;
 		char *num_end;
 		unsigned long port;
+		bool tls = strncmp(p, "https://", 8) == 0;
 
 		if (e->nep == ETCD_MAX_ENDPOINTS) {
 			snprintf(err, errlen, "at most %d etcd endpoints", ETCD_MAX_ENDPOINTS);
 			return -EINVAL;
 		}
-		if (len >= sizeof(ep->url) || strncmp(p, "http://", 7) != 0)
+		if (len >= sizeof(ep->url) || (!tls && strncmp(p, "http://", 7) != 0))
 			goto bad;
 		snprintf(ep->url, sizeof(ep->url), "%.*s", (int)len, p);
-		host = p + 7;
+		ep->tls = tls;
+		host = p + (tls ? 8 : 7);
 		colon = memchr(host, ':', (size_t)(end - host));
 		if (colon == NULL || colon == host || (size_t)(colon - host) >= sizeof(ep->host))
 			goto bad;
@@ -140,7 +164,7 @@ static int etcd_parse_endpoints(struct etcd *e, const char *list, char *err, siz
 		p = *end == ',' ? end + 1 : end;
 		continue;
 	bad:
-		snprintf(err, errlen, "etcd endpoint '%.*s': not http://HOST:PORT", (int)len, p);
+		snprintf(err, errlen, "etcd endpoint '%.*s': not http[s]://HOST:PORT", (int)len, p);
 		return -EINVAL;
 	}
 	if (e->nep == 0) {
@@ -173,10 +197,80 @@ struct etcd *etcd_new(struct event_base *base, const char *endpoints, unsigned t
 		free(e);
 		return NULL;
 	}
+	if ((e->reaper = evtimer_new(base, etcd_reap, e)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		free(e);
+		return NULL;
+	}
 	return e;
 }
 
+/* OpenSSL's last error, for a message. */
+static const char *etcd_tls_error(void)
+{
+	static char buf[256];
+	unsigned long code = ERR_get_error();
+
+	if (code == 0)
+		return "no detail";
+	ERR_error_string_n(code, buf, sizeof(buf));
+	ERR_clear_error();
+	return buf;
+}
+
+/*
+ * TLS for the https endpoints: etcd's certificate must chain to ca (a PEM
+ * file); with cert and key (else NULL), the client shows that certificate
+ * (etcd's --client-cert-auth). Before the first request. 0, or -EINVAL
+ * with the reason in err.
+ */
+int etcd_tls(struct etcd *e, const char *ca, const char *cert, const char *key, char *err,
+	     size_t errlen)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+
+	if (ctx == NULL) {
+		snprintf(err, errlen, "TLS: %s", etcd_tls_error());
+		return -ENOMEM;
+	}
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+		snprintf(err, errlen, "TLS 1.2: %s", etcd_tls_error());
+		goto fail;
+	}
+	if (SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1) {
+		snprintf(err, errlen, "the CA %s: %s", ca, etcd_tls_error());
+		goto fail;
+	}
+	if (cert != NULL && SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
+		snprintf(err, errlen, "the certificate %s: %s", cert, etcd_tls_error());
+		goto fail;
+	}
+	if (cert != NULL && (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 ||
+			     SSL_CTX_check_private_key(ctx) != 1)) {
+		snprintf(err, errlen, "the key %s (of %s): %s", key, cert, etcd_tls_error());
+		goto fail;
+	}
+	SSL_CTX_free(e->tls);
+	e->tls = ctx;
+	return 0;
+fail:
+	SSL_CTX_free(ctx);
+	return -EINVAL;
+}
+
 static void etcd_watch_free(struct etcd_watch *w);
+
+/* Free the retired TLS connections (from the loop: never inside their own callbacks). */
+static void etcd_reap(evutil_socket_t fd, short what, void *arg)
+{
+	struct etcd *e = arg;
+
+	(void)fd;
+	(void)what;
+	while (e->nretired > 0)
+		evhttp_connection_free(e->retired[--e->nretired]);
+}
 
 /* Wipe a secret before its memory goes back (NULL: nothing). */
 static void etcd_forget(char *secret)
@@ -229,6 +323,10 @@ void etcd_free(struct etcd *e)
 	}
 	while ((w = LIST_FIRST(&e->watches)) != NULL)
 		etcd_watch_free(w);
+	etcd_reap(-1, 0, e);
+	if (e->reaper != NULL)
+		event_free(e->reaper);
+	SSL_CTX_free(e->tls);
 	etcd_forget(e->password);
 	free(e->password);
 	free(e->user);
@@ -434,6 +532,45 @@ static int etcd_error_of(json_t *doc, int code, char *buf, size_t len)
 	return etcd_num(doc, "code") == 5 ? -ENOENT : -EIO;
 }
 
+/*
+ * Whether the failed request to endpoint i failed in TLS (a certificate
+ * not of the CA or not of the host, a handshake refused): why says so.
+ */
+static bool etcd_tls_failure(struct etcd *e, size_t i, char *why, size_t len)
+{
+	struct etcd_endpoint *ep = &e->ep[i];
+	struct bufferevent *bev;
+	unsigned long code;
+	const char *reason;
+	long verify;
+	SSL *ssl;
+
+	if (!ep->tls || ep->conn == NULL)
+		return false;
+	ep->closed = true; /* (whatever it was: a new connection next) */
+	bev = evhttp_connection_get_bufferevent(ep->conn);
+	ssl = bev != NULL ? bufferevent_openssl_get_ssl(bev) : NULL;
+	verify = ssl != NULL ? SSL_get_verify_result(ssl) : X509_V_OK;
+	code = bev != NULL ? bufferevent_get_openssl_error(bev) : 0;
+	reason = code != 0 ? ERR_reason_error_string(code) : NULL; /* (NULL: the system's) */
+	if (verify != X509_V_OK)
+		snprintf(why, len, "etcd at %s: TLS: its certificate: %s", ep->url,
+			 X509_verify_cert_error_string(verify));
+	else if (reason != NULL)
+		snprintf(why, len, "etcd at %s: TLS: %s", ep->url, reason);
+	return verify != X509_V_OK || reason != NULL;
+}
+
+/* How much of an error page's text to quote: its first line, printable, at most max bytes. */
+static size_t etcd_printable(const char *text, size_t len, size_t max)
+{
+	size_t n = 0;
+
+	while (n < len && n < max && text[n] >= 0x20 && text[n] < 0x7f)
+		n++;
+	return n;
+}
+
 static int etcd_send(struct etcd_call *c);
 static int etcd_wait_token(struct etcd_call *c);
 static int etcd_call(struct etcd *e, enum etcd_kind kind, const char *path, json_t *body,
@@ -481,6 +618,8 @@ static void etcd_answered(struct evhttp_request *req, void *arg)
 			res.status = -EPROTO;
 			snprintf(why, sizeof(why), "etcd at %s: an answer over 8 MiB, not etcd's",
 				 url);
+		} else if (etcd_tls_failure(e, c->endpoint, why, sizeof(why))) {
+			res.status = -EPROTO;
 		} else {
 			res.status = -ECONNREFUSED;
 			snprintf(why, sizeof(why), "cannot reach etcd at %s", url);
@@ -493,13 +632,17 @@ static void etcd_answered(struct evhttp_request *req, void *arg)
 		size_t len = evbuffer_get_length(in);
 		json_error_t jerr;
 
-		if (len > ETCD_MAX_ANSWER ||
-		    (doc = json_loadb((const char *)evbuffer_pullup(in, -1), len, 0, &jerr)) ==
-			NULL ||
+		const char *text = len > 0 ? (const char *)evbuffer_pullup(in, -1) : NULL;
+
+		if (text == NULL) /* (empty, or no memory to make it one piece) */
+			text = "", len = 0;
+
+		if (len > ETCD_MAX_ANSWER || (doc = json_loadb(text, len, 0, &jerr)) == NULL ||
 		    !json_is_object(doc)) {
 			res.status = -EPROTO;
-			snprintf(why, sizeof(why), "etcd at %s: not etcd's answer (HTTP %d)",
-				 e->ep[c->endpoint].url, code);
+			snprintf(why, sizeof(why), "etcd at %s: not etcd's answer (HTTP %d)%s%.*s",
+				 e->ep[c->endpoint].url, code, code != 200 ? ": " : "",
+				 code != 200 ? (int)etcd_printable(text, len, 160) : 0, text);
 			goto out;
 		}
 	}
@@ -557,20 +700,76 @@ out:
 	etcd_call_free(c);
 }
 
+/* The names etcd's certificate must have: the endpoint's host, an address or a DNS name. */
+static int etcd_tls_names(SSL *ssl, const char *host)
+{
+	X509_VERIFY_PARAM *param = SSL_get0_param(ssl);
+	unsigned char addr[16];
+
+	if (inet_pton(AF_INET, host, addr) == 1 || inet_pton(AF_INET6, host, addr) == 1)
+		return X509_VERIFY_PARAM_set1_ip_asc(param, host) == 1 ? 0 : -EINVAL;
+	X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	return SSL_set_tlsext_host_name(ssl, host) == 1 && SSL_set1_host(ssl, host) == 1 ? 0
+											 : -EINVAL;
+}
+
+/* A new connection to ep, in TLS for https; NULL without memory. */
+static struct evhttp_connection *etcd_connect(struct etcd *e, struct etcd_endpoint *ep)
+{
+	struct bufferevent *bev = NULL;
+	struct evhttp_connection *conn;
+
+	if (ep->tls) {
+		SSL *ssl = SSL_new(e->tls);
+
+		if (ssl == NULL || etcd_tls_names(ssl, ep->host) < 0 ||
+		    (bev = bufferevent_openssl_socket_new(e->base, -1, ssl,
+							  BUFFEREVENT_SSL_CONNECTING,
+							  BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+			SSL_free(ssl);
+			return NULL;
+		}
+		bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	}
+	conn = evhttp_connection_base_bufferevent_new(e->base, NULL, bev, ep->host, ep->port);
+	if (conn == NULL && bev != NULL)
+		bufferevent_free(bev);
+	return conn;
+}
+
+/* A TLS connection closed: libevent cannot reconnect it, so it is retired at its next use. */
+static void etcd_closed(struct evhttp_connection *conn, void *arg)
+{
+	struct etcd_endpoint *ep = arg;
+
+	if (ep->conn == conn)
+		ep->closed = true;
+}
+
 /* The connection to the endpoint in use, made on first use. */
 static struct evhttp_connection *etcd_conn(struct etcd *e)
 {
 	struct timeval tv = {e->timeout_ms / 1000, (e->timeout_ms % 1000) * 1000};
 	struct etcd_endpoint *ep = &e->ep[e->cur];
 
+	if (ep->conn != NULL && ep->closed && e->nretired < ARRAY_SIZE(e->retired)) {
+		struct timeval now = {0, 0};
+
+		e->retired[e->nretired++] = ep->conn;
+		evtimer_add(e->reaper, &now);
+		ep->conn = NULL;
+		ep->closed = false;
+	}
 	if (ep->conn == NULL) {
-		ep->conn = evhttp_connection_base_new(e->base, NULL, ep->host, ep->port);
+		ep->conn = etcd_connect(e, ep);
 		if (ep->conn != NULL) {
 			evhttp_connection_set_timeout_tv(ep->conn, &tv);
 			evhttp_connection_set_retries(ep->conn, 0);
 			/* (an endpoint that is not etcd cannot make us buffer without end) */
 			evhttp_connection_set_max_body_size(ep->conn, ETCD_MAX_ANSWER);
 			evhttp_connection_set_max_headers_size(ep->conn, 64 << 10);
+			if (ep->tls)
+				evhttp_connection_set_closecb(ep->conn, etcd_closed, ep);
 		}
 	}
 	return ep->conn;
@@ -595,9 +794,12 @@ static int etcd_post(struct evhttp_connection *conn, const char *host, const cha
 static int etcd_send(struct etcd_call *c)
 {
 	struct etcd *e = c->e;
-	struct evhttp_connection *conn = etcd_conn(e);
+	struct evhttp_connection *conn;
 	struct evhttp_request *req;
 
+	if (e->ep[e->cur].tls && e->tls == NULL)
+		return -EINVAL; /* (https without etcd_tls()) */
+	conn = etcd_conn(e);
 	if (conn == NULL || (req = evhttp_request_new(etcd_answered, c)) == NULL)
 		return -ENOMEM;
 	c->endpoint = e->cur;
@@ -1100,7 +1302,7 @@ static int etcd_watch_start(struct etcd_watch *w)
 	w->endpoint = e->cur;
 	w->token_gen = e->token_gen;
 	w->pending = evbuffer_new();
-	w->conn = evhttp_connection_base_new(e->base, NULL, e->ep[e->cur].host, e->ep[e->cur].port);
+	w->conn = e->ep[e->cur].tls && e->tls == NULL ? NULL : etcd_connect(e, &e->ep[e->cur]);
 	req = text != NULL && w->conn != NULL && w->pending != NULL
 		  ? evhttp_request_new(etcd_watch_done, w)
 		  : NULL;

@@ -62,6 +62,8 @@ struct etcd *etcd_new(struct event_base *base, const char *endpoints, unsigned t
 		      char *err, size_t errlen);
 void etcd_free(struct etcd *e);
 int etcd_login(struct etcd *e, const char *user, const char *password);
+int etcd_tls(struct etcd *e, const char *ca, const char *cert, const char *key, char *err,
+	     size_t errlen);
 const char *etcd_endpoint(const struct etcd *e);
 
 int etcd_put(struct etcd *e, const char *key, const void *value, size_t len, int64_t lease,

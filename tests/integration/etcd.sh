@@ -87,8 +87,8 @@ python3 -m http.server "$other" --bind 127.0.0.1 >/dev/null 2>&1 &
 BG_PIDS+=($!)
 for _ in $(seq 100); do (: <"/dev/tcp/127.0.0.1/$other") 2>/dev/null && break; sleep 0.05; done
 check_exit 1 "a web server that is not etcd" "$T" "http://127.0.0.1:$other" get:/x
-check_out "^get: error -71: etcd at http://127.0.0.1:$other: not etcd's answer \(HTTP 501\)$" \
-	"is not taken for etcd"
+check_out "^get: error -71: etcd at http://127.0.0.1:$other: not etcd's answer \(HTTP 501\): <!DOCTYPE HTML>$" \
+	"is not taken for etcd, and the error quotes its page's first line"
 # A server that sends 20 MiB: as one answer, and as a watch stream without a newline.
 # Neither is kept whole: the answer is refused, the stream ended, the client's memory bounded.
 big=$(free_port) stream=$(free_port)
@@ -126,5 +126,5 @@ grep -q "^watch: ended -71: a watch's message over 8 MiB" "$TEST_DIR/watch.out" 
 	ok "a 20 MiB watch message ends the watch, the client at $rss KiB" ||
 	{ not_ok "a 20 MiB watch message (client at $rss KiB)"; cat "$TEST_DIR/watch.out"; }
 check_exit 1 "an endpoint that is not a URL" "$T" "etcd.example:2379" get:/x
-check_out "etcd endpoint 'etcd.example:2379': not http://HOST:PORT" "is refused with a reason"
+check_out "etcd endpoint 'etcd.example:2379': not http\[s\]://HOST:PORT" "is refused with a reason"
 pool_done

@@ -10,6 +10,7 @@
  *	  txn:GUARD@REV,KEY=VALUE (a put only while GUARD's create revision is REV)
  *	  page:PREFIX=LIMIT (the next LIMIT keys after the last page's)
  *	  login:USER=PASSWORD (the requests after it authenticate as USER)
+ *	  tls:CA[=CERT,KEY] (https endpoints: etcd's certificate of CA; ours)
  */
 #include "config.h"
 
@@ -144,7 +145,16 @@ int main(int argc, char **argv)
 			rc = etcd_lease_grant(e, strtoll(arg, NULL, 10), done, op);
 		else if (strcmp(op, "keepalive") == 0)
 			rc = etcd_lease_keepalive(e, lease, done, op);
-		else if (strcmp(op, "login") == 0 && eq != NULL) {
+		else if (strcmp(op, "tls") == 0 && arg != NULL) {
+			char *key = eq != NULL ? strchr(eq, ',') : NULL;
+
+			if (key != NULL)
+				*key++ = '\0';
+			rc = etcd_tls(e, arg, eq, key, err, sizeof(err));
+			if (rc < 0)
+				printf("tls: error: %s\n", err);
+			sleep_ms = 0;
+		} else if (strcmp(op, "login") == 0 && eq != NULL) {
 			rc = etcd_login(e, arg, eq);
 			sleep_ms = 0; /* (nothing to wait for) */
 		} else if (strcmp(op, "revoke") == 0)
