@@ -32,7 +32,8 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/snap.sh tests/integration/snapcopy.sh tests/integration/snap-uffd.sh \
 	tests/integration/hostile.sh tests/integration/user.sh tests/integration/firewall.sh \
 	tests/integration/resp-compat.sh tests/integration/python.sh tests/integration/kvevents.sh \
-	tests/integration/etcd.sh tests/integration/etcd-auth.sh tests/integration/elect.sh \
+	tests/integration/etcd.sh tests/integration/etcd-auth.sh tests/integration/etcd-tls.sh \
+	tests/integration/elect.sh \
 	tests/cluster/selftest.sh tests/cluster/kv.sh tests/cluster/vec.sh tests/cluster/snap.sh \
 	tests/cluster/coord-restart.sh tests/cluster/coord-journal.sh tests/cluster/coord-ha.sh tests/cluster/client-crash.sh \
 	tests/cluster/soak.sh tests/cluster/python.sh tests/cluster/resp.sh tests/cluster/resp-relay.sh \
@@ -106,16 +107,16 @@ tests_tools_resp_null_SOURCES = tests/tools/resp-null.c
 # pool-etcd: daemon/etcd.c's requests against a real etcd (tests/integration/etcd.sh).
 noinst_PROGRAMS += tests/tools/pool-etcd
 tests_tools_pool_etcd_SOURCES = tests/tools/pool-etcd.c daemon/etcd.h daemon/etcd.c
-tests_tools_pool_etcd_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(ETCD_CFLAGS) $(LIBCRYPTO_CFLAGS)
-tests_tools_pool_etcd_LDADD = common/libconf.la common/libcommon.la $(EVENT_LIBS) $(ETCD_LIBS) $(LIBCRYPTO_LIBS)
+tests_tools_pool_etcd_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(ETCD_CFLAGS) $(CRYPTO_CFLAGS)
+tests_tools_pool_etcd_LDADD = common/libconf.la common/libcommon.la $(EVENT_LIBS) $(ETCD_LIBS) $(CRYPTO_LIBS)
 
 # pool-elect: one candidate of daemon/elect.c's election (tests/integration/elect.sh).
 noinst_PROGRAMS += tests/tools/pool-elect
 tests_tools_pool_elect_SOURCES = tests/tools/pool-elect.c daemon/elect.h daemon/elect.c \
 	daemon/etcd.h daemon/etcd.c
-tests_tools_pool_elect_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(ETCD_CFLAGS) $(LIBCRYPTO_CFLAGS)
+tests_tools_pool_elect_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(ETCD_CFLAGS) $(CRYPTO_CFLAGS)
 tests_tools_pool_elect_LDADD = common/libconf.la common/libcommon.la $(EVENT_LIBS) $(ETCD_LIBS) \
-	$(LIBCRYPTO_LIBS)
+	$(CRYPTO_LIBS)
 
 # pool-hostile: a tenant sending raw frames for what it was not granted.
 if HAVE_HIREDIS

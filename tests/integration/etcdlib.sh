@@ -9,8 +9,9 @@
 
 ETCD_BIN=$(command -v etcd || true)
 BG_PIDS=()
-declare -a CLIENTS ETCD_PID
+declare -a CLIENTS ETCD_PID ETCD_PEERS
 ETCD_FLAGS=("${ETCD_FLAGS[@]}")
+ETCD_CLIENT_OPS=("${ETCD_CLIENT_OPS[@]}")
 
 free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -28,32 +29,38 @@ kill_now() {
 	{ kill -KILL "$@"; wait "$@"; } 2>/dev/null
 }
 
+# etcd_member_start I: start member I (again, after kill_now: it keeps its data).
+etcd_member_start() {
+	"$ETCD_BIN" --name "m$1" --data-dir "$TEST_DIR/m$1" \
+		--listen-client-urls "${CLIENTS[$1]}" --advertise-client-urls "${CLIENTS[$1]}" \
+		--listen-peer-urls "${ETCD_PEERS[$1]}" --initial-advertise-peer-urls "${ETCD_PEERS[$1]}" \
+		--initial-cluster "$ETCD_INITIAL" --initial-cluster-state new \
+		--heartbeat-interval 100 --election-timeout 1000 "${ETCD_FLAGS[@]}" \
+		>>"$TEST_DIR/m$1.log" 2>&1 &
+	ETCD_PID[$1]=$!
+}
+
+# etcd_cluster: three members; with ETCD_SCHEME=https, TLS client URLs (ETCD_FLAGS then
+# names the certificates, and ETCD_CLIENT_OPS the pool-etcd operations that set up TLS).
 etcd_cluster() {
-	local i cluster= peer=()
+	local i
 	if [ -z "$ETCD_BIN" ]; then
 		echo "etcd is not installed (Debian's etcd-server): scripts/test.sh installs it" >&2
 		exit 1
 	fi
+	ETCD_INITIAL=
 	for i in 1 2 3; do
-		CLIENTS[$i]="http://127.0.0.1:$(free_port)"
-		peer[$i]="http://127.0.0.1:$(free_port)"
-		cluster+="${cluster:+,}m$i=${peer[$i]}"
+		CLIENTS[$i]="${ETCD_SCHEME:-http}://127.0.0.1:$(free_port)"
+		ETCD_PEERS[$i]="http://127.0.0.1:$(free_port)"
+		ETCD_INITIAL+="${ETCD_INITIAL:+,}m$i=${ETCD_PEERS[$i]}"
 	done
-	for i in 1 2 3; do
-		"$ETCD_BIN" --name "m$i" --data-dir "$TEST_DIR/m$i" \
-			--listen-client-urls "${CLIENTS[$i]}" --advertise-client-urls "${CLIENTS[$i]}" \
-			--listen-peer-urls "${peer[$i]}" --initial-advertise-peer-urls "${peer[$i]}" \
-			--initial-cluster "$cluster" --initial-cluster-state new \
-			--heartbeat-interval 100 --election-timeout 1000 "${ETCD_FLAGS[@]}" \
-			>"$TEST_DIR/m$i.log" 2>&1 &
-		ETCD_PID[$i]=$!
-	done
+	for i in 1 2 3; do etcd_member_start "$i"; done
 	ALL="${CLIENTS[1]},${CLIENTS[2]},${CLIENTS[3]}"
 	for _ in $(seq 100); do
-		"$top_builddir/tests/tools/pool-etcd" "$ALL" put:/ready=1 >/dev/null 2>&1 && return 0
+		"$top_builddir/tests/tools/pool-etcd" "$ALL" "${ETCD_CLIENT_OPS[@]}" put:/ready=1 \
+			>/dev/null 2>&1 && return 0
 		sleep 0.1
 	done
 	echo "the etcd cluster did not come up" >&2
 	return 1
 }
-
