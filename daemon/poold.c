@@ -46,6 +46,8 @@ static void poold_signal(evutil_socket_t sig, short what, void *arg)
 	case SIGTERM:
 	case SIGINT:
 		log_info("signal %d: stopping", (int)sig);
+		/* (a loop run during start-up, loading state, forgets its break: the flag stays) */
+		pd->stop_asked = true;
 		event_base_loopbreak(pd->base);
 		break;
 	}
@@ -78,7 +80,8 @@ static void poold_run(struct poold *pd)
 
 	for (;;) {
 		seen = poold_activity(pd);
-		if (event_base_loop(pd->base, EVLOOP_ONCE) != 0 || event_base_got_break(pd->base))
+		if (pd->stop_asked || event_base_loop(pd->base, EVLOOP_ONCE) != 0 ||
+		    event_base_got_break(pd->base))
 			return;
 		if (poold_activity(pd) == seen)
 			continue;

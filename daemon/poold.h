@@ -136,6 +136,7 @@ struct poold {
 	struct resprelay *resprelay;  /* at a node: its RESP endpoint, relayed to that one */
 	struct event *ledger_ev;      /* at the coordinator: periodic reconciliation */
 	bool stopping;		      /* shutting down: lent memory is left as it is */
+	bool stop_asked;	      /* SIGTERM/SIGINT came, maybe inside a nested loop */
 	struct vecindex_ctx *vec_ctx; /* scratch of the searches served here (vec.c) */
 	uint64_t vec_searches, vec_queries; /* ... and how many, for the metrics */
 	uint64_t member_changes;	    /* member state changes seen (cluster.c) */

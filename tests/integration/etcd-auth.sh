@@ -102,6 +102,24 @@ check_exit 2 "uid nobody as the user of another prefix" nobody_ctl --user=root:g
 check_out "authentication failed" "and etcd refuses it"
 [ "$(standing standing)" = leader ] && ok "poold still leads" || not_ok "poold lost the lead"
 
+# SIGTERM while the new leader starts: its state is being loaded (etcd frozen for 300 ms
+# meanwhile, so the load waits in a loop of its own), and then it must still stop.
+pool_stop
+: >"$TEST_DIR/poold.log"
+pool_start "${CAND[@]}" -o lend.size=1G || exit 1
+for _ in $(seq 500); do grep -q "etcd: coordinator, epoch" "$TEST_DIR/poold.log" && break; sleep 0.01; done
+kill -STOP "${ETCD_PID[@]}"
+kill -TERM "$POOLD_PID"
+sleep 0.3
+kill -CONT "${ETCD_PID[@]}"
+for _ in $(seq 100); do pool_alive || break; sleep 0.05; done
+! pool_alive && grep -q "poold stopped" "$TEST_DIR/poold.log" &&
+	ok "SIGTERM while a candidate starts to lead: it stops" ||
+	{ not_ok "SIGTERM while a candidate started to lead: poold runs on"; tail -5 "$TEST_DIR/poold.log"; }
+POOLD_PID=
+pool_start "${CAND[@]}" || exit 1
+wait_standing leader || not_ok "leads again"
+
 # The state in etcd (through the user) comes back after a restart.
 pool_stop && ok "poold stops (handing the leader key over)" || not_ok "poold stop"
 pool_start "${CAND[@]}" || exit 1
