@@ -88,6 +88,7 @@ struct coord {
 	uint32_t next_id;
 	struct known_node *known; /* every node that ever registered: its id is its own */
 	size_t nknown;
+	uint64_t started_ms; /* units_now_ms() when this coordinator started */
 	uint64_t next_req;
 	struct event *check_ev;
 	struct event *probe_ev;
@@ -128,6 +129,35 @@ bool coord_node_known(struct poold *pd, uint32_t id, const char *name)
 	}
 	snprintf(k->name, sizeof(k->name), "%s", name);
 	return true;
+}
+
+/*
+ * Whether this coordinator started so recently (within the heartbeat
+ * window) that nodes of its state have not registered again yet: a
+ * request that found no room is then worth trying again, not refused.
+ * why says how many are away.
+ */
+bool coord_settling(struct poold *pd, char *why, size_t len)
+{
+	const struct coord *co = pd->coord;
+	uint64_t age,
+	    window = (uint64_t)pd->conf->heartbeat_ms * (uint64_t)pd->conf->heartbeat_misses;
+	size_t i, away = 0;
+
+	if (co == NULL || (age = units_now_ms() - co->started_ms) >= window)
+		return false;
+	for (i = 0; i < co->nknown; i++) {
+		struct member *m = cluster_find(pd, co->known[i].id);
+
+		if (co->known[i].id != pd->node_id && (m == NULL || m->state != MEMBER_UP))
+			away++;
+	}
+	if (away > 0)
+		snprintf(why, len,
+			 "%zu node(s) of the pool not registered again since this coordinator "
+			 "started %llu ms ago",
+			 away, (unsigned long long)age);
+	return away > 0;
 }
 
 /* The i-th known node, for the checkpoint of the coordinator's state. */
@@ -1086,6 +1116,7 @@ int coord_open(struct poold *pd)
 		return -ENOMEM;
 	co->pd = pd;
 	co->next_id = 1;
+	co->started_ms = units_now_ms();
 	TAILQ_INIT(&co->peers);
 	TAILQ_INIT(&co->gathers);
 	TAILQ_INIT(&co->calls);

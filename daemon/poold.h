@@ -605,6 +605,7 @@ void coordha_close(struct poold *pd);
 
 /* coord.c: the coordinator role */
 bool coord_node_known(struct poold *pd, uint32_t id, const char *name);
+bool coord_settling(struct poold *pd, char *why, size_t len);
 bool coord_known_node(const struct poold *pd, size_t i, uint32_t *ret_id, const char **ret_name);
 int coord_open(struct poold *pd);
 void coord_close(struct poold *pd);

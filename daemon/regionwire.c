@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "daemon/poold.h"
+#include "proto/pool_contract.h"
 
 /* A region as a message, with the storage its pointers refer to. */
 struct region_msg {
@@ -120,13 +121,16 @@ static int region_create_request(struct req *q, const ProtobufCMessage *msg)
 	    .open = c->open,
 	};
 	struct region *r;
-	char err[512] = "";
+	char err[512] = "", why[160];
 	int rc;
 
 	if (region_class_of(c->class_, &spec.cls) < 0)
 		return req_errorf(q, -EINVAL, "class '%s' is not pinned, cache or persistent",
 				  c->class_);
 	rc = region_create(q->pd, &spec, &who, &r, err, sizeof(err));
+	/* (just after a coordinator change the room may be on nodes not back yet) */
+	if (rc == -ENOSPC && coord_settling(q->pd, why, sizeof(why)))
+		return req_errorf(q, POOL_ECOORD, "coordinator unavailable: %s; %s", why, err);
 	if (rc < 0)
 		return req_errorf(q, rc, "%s", err);
 	return region_reply(q, r, true, c->open ? 6 : 0);

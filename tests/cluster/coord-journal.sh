@@ -10,6 +10,9 @@
 #    with their ids and addresses, even those whose lender is still down
 #    (listed lost until it returns, then whole and bit-exact), and an empty
 #    KV namespace is back before any node registers again.
+#  - Right after that restart, a create finding no room is retryable while
+#    nodes of the journal have not registered again (within the heartbeat
+#    window), and refused for want of room after.
 #  - A torn last record is cut off and said so; what it recorded comes back
 #    from the lenders.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
@@ -19,7 +22,7 @@ on() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_s
 JOURNAL=
 coord_start() {
 	pool_node_start 1 -o lend.size=0 -o ledger.interval=1s -o "coord.journal=$JOURNAL" \
-		-o coord.journal_size=32K -o "metrics.listen=$(cluster_addr 1):9477" || return 1
+		-o coord.journal_size=32K -o "metrics.listen=$(cluster_addr 1):9477" "$@" || return 1
 	for _ in $(seq 100); do [ -S "$(pool_sock 1)" ] && return 0; sleep 0.05; done
 	return 1
 }
@@ -109,7 +112,9 @@ node_kill 4 || not_ok "h4 dead"
 pctl 2 region destroy gone2 >/dev/null || not_ok "destroy gone2"
 pool_node_kill 1
 kill "$(cat "$CLUSTER_TMP/dropme.pid")"
-coord_start || { not_ok "the coordinator restarts"; finish; exit 1; }
+# (a heartbeat window of 6 s: nodes of its state have that long to come back)
+coord_start -o heartbeat.misses=12 || { not_ok "the coordinator restarts"; finish; exit 1; }
+started=$SECONDS
 logged "coordinator journal .*: 4 region(s) back, 1 extent(s) of destroyed regions to scrub" &&
 	ok "the restarted coordinator replays its journal: 4 regions, and gone2's extent on node 4 to scrub" ||
 	not_ok "journal replay logged"
@@ -122,6 +127,12 @@ n = json.load(sys.stdin)["namespaces"][0]
 assert n["tier"] == "dram" and n["capacity"] == 4 << 20 and n["replicas"] == 2, n' 2>/dev/null &&
 	ok "the empty namespace is back before any node registers" || not_ok "empty namespace from the journal"
 pool_wait_state 1 h2 up 20 || not_ok "h2 rejoins"
+# No room on node 4, which is away: retryable within the window (it may come back), refused after.
+pctl 2 region create settle 1M placement=node=4 >"$CLUSTER_TMP/out" 2>&1
+[ $((SECONDS - started)) -lt 6 ] &&
+	grep -q "coordinator unavailable: 2 node(s) of the pool not registered again" "$CLUSTER_TMP/out" &&
+	ok "no room on node 4 right after the restart: retryable ($(head -1 "$CLUSTER_TMP/out" | cut -c1-100))" ||
+	{ not_ok "a create right after the restart"; cat "$CLUSTER_TMP/out"; }
 wait_field d2 lost False 10 && on 2 "$IO" read d2 5 >/dev/null &&
 	ok "node 2's region is whole again and reads back bit-exact" || not_ok "d2 after the restart"
 wait_field keepme lost False 10 && [ "$(field keepme leases)" = 1 ] &&
@@ -132,6 +143,11 @@ wait_field dropme id none 15 &&
 	not_ok "dropme is still there: $(field dropme leases) lease(s)"
 kill "$(cat "$CLUSTER_TMP/keepme.pid")"
 wait_field keepme id none 15 && ok "the other goes once its client goes" || not_ok "keepme stays"
+[ $((SECONDS - started)) -lt 7 ] && sleep $((7 - (SECONDS - started)))
+pctl 2 region create settle 1M placement=node=4 >"$CLUSTER_TMP/out" 2>&1
+grep -q "no room for 1M" "$CLUSTER_TMP/out" && ! grep -q "not registered again" "$CLUSTER_TMP/out" &&
+	ok "past the window, it is refused for want of room" ||
+	{ not_ok "a create past the window"; cat "$CLUSTER_TMP/out"; }
 node_start 3 || not_ok "h3 returns"
 node_start 4 || not_ok "h4 returns"
 wait_field p3 lost False 10 && on 2 "$IO" read p3 9 >/dev/null &&
