@@ -186,6 +186,9 @@ enum conf_resp_placement { RESP_PLACE_SPREAD, RESP_PLACE_LOCAL };
 enum conf_kv_events_hash { KV_EVENTS_HASH_INT, KV_EVENTS_HASH_BYTES };
 enum conf_firewall { FIREWALL_AUTO, FIREWALL_YES, FIREWALL_NO }; /* fabric.firewall */
 
+/* sslerr.c */
+const char *ssl_error_text(void);
+
 /* sha256.c */
 #define SHA256_LEN 32
 int sha256(const void *data, size_t len, uint8_t out[SHA256_LEN]);
@@ -223,6 +226,8 @@ bool conf_is_default(const struct poold_conf *conf, const struct conf_option *op
 int conf_finish(struct poold_conf *conf, struct conf_error *err);
 void conf_free(struct poold_conf *conf);
 FILE *conf_fopen(const char *path);
+int conf_open_file(const char *option, const char *path, bool secret, FILE **ret,
+		   struct conf_error *err);
 int conf_load_resp_users(struct poold_conf *conf, struct conf_error *err);
 int conf_numa_share(const char *spec, int node, uint64_t *ret_bytes, uint64_t *ret_sum);
 

@@ -345,6 +345,46 @@ FILE *conf_fopen(const char *path)
 	return f;
 }
 
+/*
+ * Open the regular file at path, option's value (an absolute path). With
+ * secret, it holds passwords: refuse it if others may read or write it or
+ * its group write it, as ssh refuses such a key. 0, or -errno with the
+ * reason in err.
+ */
+int conf_open_file(const char *option, const char *path, bool secret, FILE **ret,
+		   struct conf_error *err)
+{
+	struct stat st;
+	FILE *f;
+
+	if (path[0] != '/') {
+		snprintf(err->msg, sizeof(err->msg), "%s: '%s' is not an absolute path", option,
+			 path);
+		return -EINVAL;
+	}
+	f = conf_fopen(path);
+	if (f != NULL && (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode))) {
+		fclose(f);
+		f = NULL;
+		errno = EINVAL; /* "Invalid argument": not a regular file */
+	}
+	if (f == NULL) {
+		snprintf(err->msg, sizeof(err->msg), "%s: cannot read %s: %s", option, path,
+			 strerror(errno));
+		return -errno;
+	}
+	if (secret && (st.st_mode & (S_IROTH | S_IWOTH | S_IWGRP)) != 0) {
+		fclose(f);
+		snprintf(err->msg, sizeof(err->msg),
+			 "%s: %s holds passwords and is mode %04o: others may read or write it "
+			 "(chmod 0600)",
+			 option, path, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	*ret = f;
+	return 0;
+}
+
 /* TLS to etcd: https endpoints need coord.etcd_tls_ca; a client certificate, its key. */
 static int conf_check_etcd_tls(const struct poold_conf *conf, bool https, struct conf_error *err)
 {
@@ -463,39 +503,17 @@ static int conf_check_tls(const struct poold_conf *conf, struct conf_error *err)
 
 /*
  * The first line of the file at path (option's value), without its line
- * end, into buf. private: refuse a file that other users may read or
- * write, as ssh refuses such a key.
+ * end, into buf; secret: the file must be private (conf_open_file()).
  */
-static int conf_read_secret_file(const char *option, const char *path, bool private, char *buf,
+static int conf_read_secret_file(const char *option, const char *path, bool secret, char *buf,
 				 size_t len, struct conf_error *err)
 {
-	struct stat st;
 	size_t n;
 	FILE *f;
+	int rc = conf_open_file(option, path, secret, &f, err);
 
-	if (path[0] != '/') {
-		snprintf(err->msg, sizeof(err->msg), "%s: '%s' is not an absolute path", option,
-			 path);
-		return -EINVAL;
-	}
-	f = conf_fopen(path);
-	if (f != NULL && (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode))) {
-		fclose(f);
-		f = NULL;
-		errno = EINVAL; /* "Invalid argument": not a regular file */
-	}
-	if (f == NULL) {
-		snprintf(err->msg, sizeof(err->msg), "%s: cannot read %s: %s", option, path,
-			 strerror(errno));
-		return -errno;
-	}
-	if (private && (st.st_mode & 0077) != 0) {
-		fclose(f);
-		snprintf(err->msg, sizeof(err->msg),
-			 "%s: %s is open to other users (mode %04o): chmod 600 it", option, path,
-			 (unsigned)(st.st_mode & 07777));
-		return -EPERM;
-	}
+	if (rc < 0)
+		return rc;
 	n = fread(buf, 1, len - 1, f);
 	fclose(f);
 	buf[n] = '\0';

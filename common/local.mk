@@ -3,7 +3,7 @@
 # poolctl only, since libpool never prints.
 noinst_LTLIBRARIES += common/libcommon.la common/libconf.la
 common_libcommon_la_SOURCES = common/common.h common/units.c common/err.c common/addr.c \
-	common/pagekey.c common/sha256.c
+	common/pagekey.c common/sha256.c common/sslerr.c
 common_libcommon_la_CFLAGS = $(AM_CFLAGS) $(LIBCRYPTO_CFLAGS)
 common_libcommon_la_LIBADD = $(LIBCRYPTO_LIBS)
 common_libconf_la_SOURCES = common/log.c common/conf.c common/options.c common/respusers.c

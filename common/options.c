@@ -198,7 +198,7 @@ const struct conf_option conf_options[] = {
      "etcd user poold authenticates as (etcd with auth enabled); empty: none"},
     {"coord.etcd_password_file", CONF_STRING, OFF(coord_etcd_password_file), 0, 200, "", NULL,
      CONF_F_RESTART,
-     "file holding coord.etcd_user's password (its first line); only its owner may read it"},
+     "file holding coord.etcd_user's password (its first line); others may not read it"},
     {"coord.etcd_tls_ca", CONF_STRING, OFF(coord_etcd_tls_ca), 0, 200, "", NULL, CONF_F_RESTART,
      "CA (PEM) that etcd's certificates must chain to; needed for https:// endpoints"},
     {"coord.etcd_tls_cert", CONF_STRING, OFF(coord_etcd_tls_cert), 0, 200, "", NULL, CONF_F_RESTART,

@@ -72,7 +72,6 @@ int conf_load_resp_users(struct poold_conf *conf, struct conf_error *err)
 	struct resp_user *users = NULL;
 	size_t n = 0, lineno = 0, i;
 	char line[1024];
-	struct stat st;
 	int rc = 0;
 	FILE *f;
 
@@ -83,30 +82,9 @@ int conf_load_resp_users(struct poold_conf *conf, struct conf_error *err)
 	conf->resp_nusers = 0;
 	if (path[0] == '\0')
 		return 0;
-	if (path[0] != '/') {
-		snprintf(err->msg, sizeof(err->msg), "resp.users: '%s' is not an absolute path",
-			 path);
-		return -EINVAL;
-	}
-	f = conf_fopen(path);
-	if (f != NULL && (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode))) {
-		fclose(f);
-		f = NULL;
-		errno = EINVAL; /* "Invalid argument": not a regular file */
-	}
-	if (f == NULL) {
-		snprintf(err->msg, sizeof(err->msg), "resp.users: cannot read %s: %s", path,
-			 strerror(errno));
-		return -errno;
-	}
-	if (st.st_mode & (S_IROTH | S_IWOTH | S_IWGRP)) {
-		fclose(f);
-		snprintf(err->msg, sizeof(err->msg),
-			 "resp.users: %s holds passwords and is mode "
-			 "%04o: others may read or write it (chmod 0600)",
-			 path, (unsigned)(st.st_mode & 07777));
-		return -EPERM;
-	}
+	rc = conf_open_file("resp.users", path, true, &f, err);
+	if (rc < 0)
+		return rc;
 	while (fgets(line, sizeof(line), f) != NULL) {
 		char *s = line;
 

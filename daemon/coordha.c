@@ -66,8 +66,7 @@ static void coordha_standing(void *arg, bool leading, const char *leader, int64_
 		ha->changes++;
 	snprintf(ha->leader, sizeof(ha->leader), "%s", leader != NULL ? leader : "");
 	ha->epoch = epoch;
-	/* (the first complaint while no leader is known, not one at every retry: status shows the
-	 * last) */
+	/* (once while no leader is known, not at every retry: status shows the last) */
 	if (leader == NULL && why != NULL && !ha->complained)
 		log_warnx("etcd: no coordinator known: %s", why);
 	ha->complained = leader == NULL && why != NULL;

@@ -208,19 +208,6 @@ struct etcd *etcd_new(struct event_base *base, const char *endpoints, unsigned t
 	return e;
 }
 
-/* OpenSSL's last error, for a message. */
-static const char *etcd_tls_error(void)
-{
-	static char buf[256];
-	unsigned long code = ERR_get_error();
-
-	if (code == 0)
-		return "no detail";
-	ERR_error_string_n(code, buf, sizeof(buf));
-	ERR_clear_error();
-	return buf;
-}
-
 /*
  * TLS for the https endpoints: etcd's certificate must chain to ca (a PEM
  * file); with cert and key (else NULL), the client shows that certificate
@@ -233,25 +220,25 @@ int etcd_tls(struct etcd *e, const char *ca, const char *cert, const char *key, 
 	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
 
 	if (ctx == NULL) {
-		snprintf(err, errlen, "TLS: %s", etcd_tls_error());
+		snprintf(err, errlen, "TLS: %s", ssl_error_text());
 		return -ENOMEM;
 	}
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
-		snprintf(err, errlen, "TLS 1.2: %s", etcd_tls_error());
+		snprintf(err, errlen, "TLS 1.2: %s", ssl_error_text());
 		goto fail;
 	}
 	if (SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1) {
-		snprintf(err, errlen, "the CA %s: %s", ca, etcd_tls_error());
+		snprintf(err, errlen, "the CA %s: %s", ca, ssl_error_text());
 		goto fail;
 	}
 	if (cert != NULL && SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
-		snprintf(err, errlen, "the certificate %s: %s", cert, etcd_tls_error());
+		snprintf(err, errlen, "the certificate %s: %s", cert, ssl_error_text());
 		goto fail;
 	}
 	if (cert != NULL && (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 ||
 			     SSL_CTX_check_private_key(ctx) != 1)) {
-		snprintf(err, errlen, "the key %s (of %s): %s", key, cert, etcd_tls_error());
+		snprintf(err, errlen, "the key %s (of %s): %s", key, cert, ssl_error_text());
 		goto fail;
 	}
 	SSL_CTX_free(e->tls);

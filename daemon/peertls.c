@@ -9,23 +9,9 @@
 
 #include <errno.h>
 
-#include <openssl/err.h>
 #include <openssl/ssl.h>
 
 #include "daemon/poold.h"
-
-/* The last OpenSSL error, for a log message. */
-static const char *peertls_error(void)
-{
-	static char buf[256];
-	unsigned long e = ERR_get_error();
-
-	if (e == 0)
-		return "no detail";
-	ERR_error_string_n(e, buf, sizeof(buf));
-	ERR_clear_error();
-	return buf;
-}
 
 /* Load the certificate, key and CA when peer.tls is set; poold does not start without them. */
 int peertls_open(struct poold *pd)
@@ -37,19 +23,19 @@ int peertls_open(struct poold *pd)
 		return 0;
 	ctx = SSL_CTX_new(TLS_method());
 	if (ctx == NULL) {
-		log_warnx("peer.tls: %s", peertls_error());
+		log_warnx("peer.tls: %s", ssl_error_text());
 		return -ENOMEM;
 	}
 	if (SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) != 1) {
-		log_warnx("peer.tls: TLS 1.3: %s", peertls_error());
+		log_warnx("peer.tls: TLS 1.3: %s", ssl_error_text());
 		goto fail;
 	}
 	if (SSL_CTX_use_certificate_chain_file(ctx, conf->peer_tls_cert) != 1) {
-		log_warnx("peer.tls_cert: %s: %s", conf->peer_tls_cert, peertls_error());
+		log_warnx("peer.tls_cert: %s: %s", conf->peer_tls_cert, ssl_error_text());
 		goto fail;
 	}
 	if (SSL_CTX_use_PrivateKey_file(ctx, conf->peer_tls_key, SSL_FILETYPE_PEM) != 1) {
-		log_warnx("peer.tls_key: %s: %s", conf->peer_tls_key, peertls_error());
+		log_warnx("peer.tls_key: %s: %s", conf->peer_tls_key, ssl_error_text());
 		goto fail;
 	}
 	if (SSL_CTX_check_private_key(ctx) != 1) {
@@ -58,7 +44,7 @@ int peertls_open(struct poold *pd)
 		goto fail;
 	}
 	if (SSL_CTX_load_verify_locations(ctx, conf->peer_tls_ca, NULL) != 1) {
-		log_warnx("peer.tls_ca: %s: %s", conf->peer_tls_ca, peertls_error());
+		log_warnx("peer.tls_ca: %s: %s", conf->peer_tls_ca, ssl_error_text());
 		goto fail;
 	}
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
@@ -84,7 +70,7 @@ int peertls_new(struct poold *pd, SSL **ret_ssl)
 		return 0;
 	*ret_ssl = SSL_new(pd->tls);
 	if (*ret_ssl == NULL) {
-		log_warnx("peer.tls: %s", peertls_error());
+		log_warnx("peer.tls: %s", ssl_error_text());
 		return -ENOMEM;
 	}
 	return 0;

@@ -66,7 +66,7 @@ wait_standing() { for _ in $(seq 100); do [ "$(standing standing)" = "$1" ] && r
 cp "$TEST_DIR/etcd.pw" "$TEST_DIR/open.pw" && chmod 644 "$TEST_DIR/open.pw"
 check_exit 1 "poold -n with a password file other users can read" \
 	"$POOLD" -n "${CAND[@]}" -o "coord.etcd_password_file=$TEST_DIR/open.pw"
-check_out "coord.etcd_password_file: .*open.pw is open to other users \(mode 0644\): chmod 600 it" \
+check_out "coord.etcd_password_file: .*open.pw holds passwords and is mode 0644: others may read or write it \(chmod 0600\)" \
 	"refuses it, saying how to fix it"
 check_exit 1 "poold -n with a user and no password file" "$POOLD" -n "${CAND[@]}" -o coord.etcd_password_file=
 check_out "coord.etcd_user and coord.etcd_password_file go together" "refuses it"

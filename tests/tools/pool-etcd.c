@@ -173,7 +173,8 @@ int main(int argc, char **argv)
 		}
 		if (rc < 0) {
 			printf("%s: not sent: %s\n", op, strerror(-rc));
-			return 1;
+			failures++;
+			break;
 		}
 		if (sleep_ms >= 0) {
 			struct timeval tv = {sleep_ms / 1000, sleep_ms % 1000 * 1000};
