@@ -20,21 +20,6 @@ const char *member_state_name(enum member_state state)
 	return names[state];
 }
 
-/* A member state as the wire says it, and back. */
-Pool__MemberState member_state_wire(enum member_state state)
-{
-	return state == MEMBER_UP	 ? POOL__MEMBER_STATE__MEMBER_STATE_UP
-	       : state == MEMBER_SUSPECT ? POOL__MEMBER_STATE__MEMBER_STATE_SUSPECT
-					 : POOL__MEMBER_STATE__MEMBER_STATE_DEAD;
-}
-
-enum member_state member_state_of(Pool__MemberState state)
-{
-	return state == POOL__MEMBER_STATE__MEMBER_STATE_UP	   ? MEMBER_UP
-	       : state == POOL__MEMBER_STATE__MEMBER_STATE_SUSPECT ? MEMBER_SUSPECT
-								   : MEMBER_DEAD;
-}
-
 /* The member with this node id, or NULL. */
 struct member *cluster_find(struct poold *pd, uint32_t id)
 {
@@ -57,18 +42,25 @@ struct member *cluster_find_name(struct poold *pd, const char *name)
 	return NULL;
 }
 
-static Pool__NodeInfo *cluster_info_dup(const Pool__NodeInfo *info)
+/* Free a node's record and all it points to. */
+void node_info_free(struct node_info *info)
 {
-	size_t len = protobuf_c_message_get_packed_size(&info->base);
-	Pool__NodeInfo *copy;
-	uint8_t *buf = malloc(len ? len : 1);
+	size_t i;
 
-	if (buf == NULL)
-		return NULL;
-	protobuf_c_message_pack(&info->base, buf);
-	copy = pool__node_info__unpack(NULL, len, buf);
-	free(buf);
-	return copy;
+	if (info == NULL)
+		return;
+	free(info->name);
+	free(info->addr);
+	free(info->version);
+	free(info->role);
+	free(info->worker_addr.data);
+	free(info->numa);
+	free(info->probe_rkey.data);
+	for (i = 0; i < info->n_arenas; i++)
+		free(info->arenas[i].rkey.data);
+	free(info->arenas);
+	free(info->fabric_ports);
+	free(info);
 }
 
 /* Forget the member's unpacked arena keys (its record changed, or its endpoint went). */
@@ -97,20 +89,18 @@ void cluster_drop_ep(struct member *m)
 }
 
 /*
- * Insert or refresh the member with info's id from a registration record.
- * A new incarnation (the node restarted) drops the old fabric endpoint.
+ * Insert or refresh the member with info's id from its registration
+ * record, which the table takes (and frees, on failure too). A new
+ * incarnation (the node restarted) drops the old fabric endpoint.
  */
-int cluster_update(struct poold *pd, const Pool__NodeInfo *info, struct member **ret_member)
+int cluster_update(struct poold *pd, struct node_info *info, struct member **ret_member)
 {
 	struct member *m = cluster_find(pd, info->id);
-	Pool__NodeInfo *copy = cluster_info_dup(info);
 
-	if (copy == NULL)
-		return -ENOMEM;
 	if (m == NULL) {
 		m = calloc(1, sizeof(*m));
 		if (m == NULL) {
-			pool__node_info__free_unpacked(copy, NULL);
+			node_info_free(info);
 			return -ENOMEM;
 		}
 		TAILQ_INSERT_TAIL(&pd->members, m, entry);
@@ -118,9 +108,9 @@ int cluster_update(struct poold *pd, const Pool__NodeInfo *info, struct member *
 		/* A new incarnation has new keys; the same one keeps its endpoint and keys. */
 		if (m->info->incarnation != info->incarnation)
 			cluster_drop_ep(m);
-		pool__node_info__free_unpacked(m->info, NULL);
+		node_info_free(m->info);
 	}
-	m->info = copy;
+	m->info = info;
 	firewall_members_changed(pd);
 	if (ret_member != NULL)
 		*ret_member = m;
@@ -146,7 +136,7 @@ void cluster_remove(struct poold *pd, struct member *m)
 {
 	TAILQ_REMOVE(&pd->members, m, entry);
 	cluster_drop_ep(m);
-	pool__node_info__free_unpacked(m->info, NULL);
+	node_info_free(m->info);
 	free(m);
 	firewall_members_changed(pd);
 }
@@ -160,122 +150,59 @@ void cluster_clear(struct poold *pd)
 		cluster_remove(pd, m);
 }
 
-/* Describe this poold as a registration record; free with cluster_self_info_free(). */
-int cluster_self_info(struct poold *pd, Pool__NodeInfo *info)
+static char *cluster_strdup(const char *s, bool *failed)
 {
-	Pool__NumaNode **numa;
-	size_t n;
-	int rc;
+	char *copy = strdup(s);
 
-	rc = numa_layout(pd->conf->lend_numa, (uint64_t)pd->conf->lend_size, &numa, &n);
-	if (rc < 0)
-		return rc;
-	pool__node_info__init(info);
-	rc = lend_arenas_msg(pd, &info->arenas, &info->n_arenas);
-	if (rc < 0) {
-		numa_layout_free(numa, n);
-		return rc;
-	}
-	info->id = pd->node_id;
-	info->name = pd->conf->node_name;
-	info->addr = pd->conf->peer_listen;
-	info->worker_addr.data = pd->worker_addr;
-	info->worker_addr.len = pd->worker_addr_len;
-	info->version = PACKAGE_VERSION;
-	info->role = pd->conf->role == ROLE_COORDINATOR ? "coordinator" : "node";
-	info->numa = numa;
-	info->n_numa = n;
-	info->probe_addr = (uint64_t)(uintptr_t)pd->probe_buf;
-	info->probe_len = pd->probe_len;
-	info->probe_rkey.data = pd->probe_rkey;
-	info->probe_rkey.len = pd->probe_rkey_len;
-	info->incarnation = pd->incarnation;
-	firewall_ports(pd, &info->fabric_ports, &info->n_fabric_ports);
-	for (size_t i = 0; i < pd->narenas; i++)
-		if (pd->arenas[i].tier == TIER_PMEM)
-			info->pmem_capacity += pd->arenas[i].size;
-	return 0;
+	if (copy == NULL)
+		*failed = true;
+	return copy;
 }
 
-/* Free what cluster_self_info() allocated. */
-void cluster_self_info_free(Pool__NodeInfo *info)
+/* This poold's registration record; NULL when out of memory. */
+struct node_info *cluster_self_info(struct poold *pd)
 {
-	numa_layout_free(info->numa, info->n_numa);
-	lend_arenas_msg_free(info->arenas, info->n_arenas);
-	info->numa = NULL;
-	info->n_numa = 0;
-	info->arenas = NULL;
-	info->n_arenas = 0;
-}
-
-/*
- * The member list as Member messages pointing into the table. For clients
- * (public) each record is a copy without what reaches a worker: no worker
- * address, no probe or arena keys; those travel only on peer links.
- */
-int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_members, size_t *ret_n)
-{
-	uint64_t now = units_now_ms();
-	Pool__Member **out;
-	struct member *m;
-	size_t n = 0, k;
-
-	TAILQ_FOREACH(m, &pd->members, entry)
-		n++;
-	out = calloc(n ? n : 1, sizeof(*out));
-	if (out == NULL)
-		return -ENOMEM;
-	n = 0;
-	TAILQ_FOREACH(m, &pd->members, entry) {
-		size_t na = public ? m->info->n_arenas : 0;
-		Pool__NodeInfo *info;
-		Pool__Arena *arenas, **ap;
-
-		/* One block: the member, and for clients its record's copy and arenas. */
-		out[n] = malloc(sizeof(**out) + (public ? sizeof(*info) : 0) +
-				na * (sizeof(*arenas) + sizeof(*ap)));
-		if (out[n] == NULL) {
-			cluster_members_msg_free(out, n);
-			return -ENOMEM;
-		}
-		pool__member__init(out[n]);
-		out[n]->node = m->info;
-		if (public) {
-			info = (Pool__NodeInfo *)(out[n] + 1);
-			arenas = (Pool__Arena *)(info + 1);
-			ap = (Pool__Arena **)(arenas + na);
-			*info = *m->info;
-			info->worker_addr.len = 0;
-			info->probe_rkey.len = 0;
-			info->probe_addr = 0;
-			info->n_fabric_ports = 0;
-			for (k = 0; k < na; k++) {
-				arenas[k] = *m->info->arenas[k];
-				arenas[k].rkey.len = 0;
-				arenas[k].addr = 0;
-				ap[k] = &arenas[k];
-			}
-			info->arenas = ap;
-			out[n]->node = info;
-		}
-		out[n]->state = member_state_wire(m->state);
-		out[n]->heartbeat_age_ms =
-		    pd->coord ? now - m->last_heartbeat : m->heartbeat_age_ms;
-		n++;
-	}
-	*ret_members = out;
-	*ret_n = n;
-	return 0;
-}
-
-/* Free what cluster_members_msg() allocated. */
-void cluster_members_msg_free(Pool__Member **members, size_t n)
-{
+	struct node_info *info = calloc(1, sizeof(*info));
+	uint32_t *ports;
+	bool failed = false;
 	size_t i;
 
-	for (i = 0; i < n; i++)
-		free(members[i]);
-	free(members);
+	if (info == NULL)
+		return NULL;
+	info->id = pd->node_id;
+	info->name = cluster_strdup(pd->conf->node_name, &failed);
+	info->addr = cluster_strdup(pd->conf->peer_listen, &failed);
+	info->version = cluster_strdup(PACKAGE_VERSION, &failed);
+	info->role =
+	    cluster_strdup(pd->conf->role == ROLE_COORDINATOR ? "coordinator" : "node", &failed);
+	info->worker_addr.data = malloc(pd->worker_addr_len ? pd->worker_addr_len : 1);
+	info->probe_rkey.data = malloc(pd->probe_rkey_len ? pd->probe_rkey_len : 1);
+	firewall_ports(pd, &ports, &info->n_fabric_ports);
+	info->fabric_ports =
+	    malloc((info->n_fabric_ports ? info->n_fabric_ports : 1) * sizeof(*info->fabric_ports));
+	if (failed || info->worker_addr.data == NULL || info->probe_rkey.data == NULL ||
+	    info->fabric_ports == NULL ||
+	    numa_layout(pd->conf->lend_numa, (uint64_t)pd->conf->lend_size, &info->numa,
+			&info->n_numa) < 0 ||
+	    lend_arenas_info(pd, &info->arenas, &info->n_arenas) < 0) {
+		node_info_free(info);
+		return NULL;
+	}
+	if (pd->worker_addr_len > 0)
+		memcpy(info->worker_addr.data, pd->worker_addr, pd->worker_addr_len);
+	info->worker_addr.len = pd->worker_addr_len;
+	if (pd->probe_rkey_len > 0)
+		memcpy(info->probe_rkey.data, pd->probe_rkey, pd->probe_rkey_len);
+	info->probe_rkey.len = pd->probe_rkey_len;
+	if (info->n_fabric_ports > 0)
+		memcpy(info->fabric_ports, ports, info->n_fabric_ports * sizeof(*ports));
+	info->probe_addr = (uint64_t)(uintptr_t)pd->probe_buf;
+	info->probe_len = pd->probe_len;
+	info->incarnation = pd->incarnation;
+	for (i = 0; i < pd->narenas; i++)
+		if (pd->arenas[i].tier == TIER_PMEM)
+			info->pmem_capacity += pd->arenas[i].size;
+	return info;
 }
 
 /* Endpoints made so far: each gets a number of its own (member.ep_gen). */
@@ -354,11 +281,11 @@ int cluster_arena(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off,
 	rc = cluster_ep(pd, m, &ep, &probe);
 	if (rc < 0)
 		return rc;
-	for (k = 0; k < m->info->n_arenas && m->info->arenas[k]->id != arena; k++)
+	for (k = 0; k < m->info->n_arenas && m->info->arenas[k].id != arena; k++)
 		;
 	if (k == m->info->n_arenas)
 		return -ENOENT;
-	if (off > m->info->arenas[k]->size || len > m->info->arenas[k]->size - off)
+	if (off > m->info->arenas[k].size || len > m->info->arenas[k].size - off)
 		return -ERANGE;
 	if (m->arena_rkeys == NULL) {
 		m->arena_rkeys = calloc(m->info->n_arenas, sizeof(*m->arena_rkeys));
@@ -369,14 +296,14 @@ int cluster_arena(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off,
 	if (k >= m->n_arena_rkeys)
 		return -ENOENT;
 	if (m->arena_rkeys[k] == NULL) {
-		rc = fab_rkey_unpack(ep, m->info->arenas[k]->rkey.data,
-				     m->info->arenas[k]->rkey.len, &m->arena_rkeys[k]);
+		rc = fab_rkey_unpack(ep, m->info->arenas[k].rkey.data, m->info->arenas[k].rkey.len,
+				     &m->arena_rkeys[k]);
 		if (rc < 0)
 			return rc;
 	}
 	*ret_ep = ep;
 	*ret_rkey = m->arena_rkeys[k];
-	*ret_raddr = m->info->arenas[k]->addr + off;
+	*ret_raddr = m->info->arenas[k].addr + off;
 	*ret_gen = m->ep_gen;
 	return 0;
 }

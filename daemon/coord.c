@@ -173,16 +173,19 @@ bool coord_known_node(const struct poold *pd, size_t i, uint32_t *ret_id, const 
 static void coord_send_event(struct coord *co, struct member *m)
 {
 	Pool__MemberEvent ev = POOL__MEMBER_EVENT__INIT;
-	Pool__Member mm = POOL__MEMBER__INIT;
+	Pool__Member mm;
 	struct coord_peer *p;
 
-	mm.node = m->info;
-	mm.state = member_state_wire(m->state);
-	mm.heartbeat_age_ms = units_now_ms() - m->last_heartbeat;
+	if (member_to_wire(co->pd, m, false, &mm) < 0) {
+		log_warnx("node %u (%s): out of memory telling the nodes it is %s", m->info->id,
+			  m->info->name, member_state_name(m->state));
+		return;
+	}
 	ev.member = &mm;
 	TAILQ_FOREACH(p, &co->peers, entry)
 		if (p->m != NULL)
 			conn_send(p->conn, WIRE_MEMBER_EVENT, 0, &ev.base);
+	member_wire_free(&mm);
 }
 
 /*
@@ -287,7 +290,7 @@ static void coord_node_gone(struct poold *pd, uint32_t node)
 }
 
 /* A lender registered: a restarted one lost its KV values first, then its arenas start afresh. */
-static void coord_lender_update(struct poold *pd, const Pool__NodeInfo *info)
+static void coord_lender_update(struct poold *pd, const struct node_info *info)
 {
 	if (region_lender_restarted(pd, info))
 		kv_node_lost(pd, info->id);
@@ -631,17 +634,40 @@ static bool coord_node_authentic(const struct coord_peer *p, const Pool__Registe
 	       peerauth_equal(want, reg->proof.data, reg->has_proof ? reg->proof.len : 0);
 }
 
+/*
+ * A registering node's record for the member table, under the id it is
+ * given. A node without a listener is reached where its link came from.
+ */
+static struct node_info *coord_node_record(const struct coord_peer *p, const Pool__NodeInfo *w,
+					   uint32_t id)
+{
+	struct node_info *info = node_info_from_wire(w);
+
+	if (info == NULL)
+		return NULL;
+	info->id = id;
+	if (info->addr[0] == '\0') {
+		free(info->addr);
+		if ((info->addr = strdup(p->addr)) == NULL) {
+			node_info_free(info);
+			return NULL;
+		}
+	}
+	return info;
+}
+
 static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Register *reg)
 {
 	struct coord *co = p->co;
 	struct poold *pd = co->pd;
 	Pool__RegisterReply reply = POOL__REGISTER_REPLY__INIT;
 	Pool__KvNamespace *defs = NULL;
-	Pool__NodeInfo *info = reg->node;
+	const Pool__NodeInfo *info = reg->node;
 	struct member *m, *by_id;
 	const struct known_node *known, *other;
 	struct coord_peer *old;
-	char desc[96], *addr, resp_at[64];
+	struct node_info *rec;
+	char desc[96], resp_at[64];
 	uint32_t id;
 	size_t n = 0;
 	int rc;
@@ -721,12 +747,8 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 		}
 		m->conn = NULL;
 	}
-	info->id = id;
-	addr = info->addr;
-	if (addr[0] == '\0')
-		info->addr = p->addr; /* a node without a listener: where its link came from */
-	rc = cluster_update(pd, info, &m);
-	info->addr = addr; /* the message owns its strings: give it back its own */
+	rec = coord_node_record(p, info, id);
+	rc = rec != NULL ? cluster_update(pd, rec, &m) : -ENOMEM;
 	if (rc < 0)
 		return coord_refuse(p, req_id, rc, "out of memory");
 	if (coord_node_known(pd, id, info->name))
@@ -1106,7 +1128,7 @@ static int coord_listen(struct coord *co)
 int coord_open(struct poold *pd)
 {
 	struct timeval tv;
-	Pool__NodeInfo self;
+	struct node_info *self;
 	struct member *m;
 	struct coord *co;
 	int rc;
@@ -1121,11 +1143,8 @@ int coord_open(struct poold *pd)
 	TAILQ_INIT(&co->gathers);
 	TAILQ_INIT(&co->calls);
 	pd->coord = co;
-	rc = cluster_self_info(pd, &self);
-	if (rc < 0)
-		goto out_free;
-	rc = cluster_update(pd, &self, &m);
-	cluster_self_info_free(&self);
+	self = cluster_self_info(pd);
+	rc = self != NULL ? cluster_update(pd, self, &m) : -ENOMEM;
 	if (rc < 0)
 		goto out_free;
 	m->state = MEMBER_UP;

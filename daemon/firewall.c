@@ -435,7 +435,7 @@ void firewall_members_changed(struct poold *pd)
 		evtimer_add(pd->firewall->sync_ev, &now);
 }
 
-/* The ports this poold's worker listens on, for its NodeInfo. */
+/* The ports this poold's worker listens on, for its registration record. */
 void firewall_ports(const struct poold *pd, uint32_t **ret_ports, size_t *ret_n)
 {
 	*ret_ports = pd->firewall != NULL ? pd->firewall->own : NULL;

@@ -348,12 +348,12 @@ static void lend_arena_close(struct arena *a)
 /* Create the arenas this node lends: DRAM per NUMA node, and the pmem tier if set. */
 int lend_open(struct poold *pd)
 {
-	Pool__NumaNode **numa;
+	struct node_numa *numa;
 	size_t n, i;
 	int rc;
 
 	uint64_t max = (uint64_t)(pd->conf->lend_max ? pd->conf->lend_max : pd->conf->lend_size);
-	Pool__NumaNode **lent;
+	struct node_numa *lent;
 	size_t nlent;
 
 	/* What each NUMA node may lend (lend.max) and what it lends now (lend.size). */
@@ -362,17 +362,18 @@ int lend_open(struct poold *pd)
 		return rc;
 	rc = numa_layout(pd->conf->lend_numa, (uint64_t)pd->conf->lend_size, &lent, &nlent);
 	if (rc < 0) {
-		numa_layout_free(numa, n);
+		free(numa);
 		return rc;
 	}
 	pd->arenas = calloc(n + 1, sizeof(*pd->arenas));
 	if (pd->arenas == NULL) {
-		numa_layout_free(numa, n);
+		free(numa);
+		free(lent);
 		return -ENOMEM;
 	}
 	for (i = 0; i < n && rc == 0; i++) {
-		uint64_t size = numa[i]->lend_capacity / LEND_ALIGN * LEND_ALIGN;
-		uint64_t now = lent[i]->lend_capacity / LEND_ALIGN * LEND_ALIGN;
+		uint64_t size = numa[i].lend_capacity / LEND_ALIGN * LEND_ALIGN;
+		uint64_t now = lent[i].lend_capacity / LEND_ALIGN * LEND_ALIGN;
 		struct arena *a = &pd->arenas[pd->narenas];
 
 		if (size == 0)
@@ -380,10 +381,10 @@ int lend_open(struct poold *pd)
 		a->id = (uint32_t)pd->narenas;
 		a->fd = -1;
 		pd->narenas++;
-		rc = lend_dram(pd, a, (int)numa[i]->id, size, MIN(now, size));
+		rc = lend_dram(pd, a, (int)numa[i].id, size, MIN(now, size));
 	}
-	numa_layout_free(numa, n);
-	numa_layout_free(lent, nlent);
+	free(numa);
+	free(lent);
 	if (rc == 0 && pd->conf->pmem_path[0] != '\0') {
 		struct arena *a = &pd->arenas[pd->narenas];
 
@@ -524,43 +525,35 @@ int lend_copy(struct poold *pd, uint32_t src, uint64_t src_off, uint32_t dst, ui
 	return 0;
 }
 
-/* This node's arenas as Arena messages (borrowing the rkeys); free the array. */
-int lend_arenas_msg(struct poold *pd, Pool__Arena ***ret_arenas, size_t *ret_n)
+/* This node's arenas as its record in the member table has them; free with node_info_free(). */
+int lend_arenas_info(struct poold *pd, struct node_arena **ret_arenas, size_t *ret_n)
 {
-	Pool__Arena **out = calloc(pd->narenas ? pd->narenas : 1, sizeof(*out));
+	struct node_arena *out = calloc(pd->narenas ? pd->narenas : 1, sizeof(*out));
 	size_t i;
 
 	if (out == NULL)
 		return -ENOMEM;
 	for (i = 0; i < pd->narenas; i++) {
-		struct arena *a = &pd->arenas[i];
+		const struct arena *a = &pd->arenas[i];
 
-		out[i] = malloc(sizeof(**out));
-		if (out[i] == NULL) {
-			lend_arenas_msg_free(out, i);
+		out[i].id = a->id;
+		out[i].tier = a->tier;
+		out[i].numa = a->numa;
+		out[i].size = a->size;
+		out[i].lent = a->lent;
+		out[i].addr = (uint64_t)(uintptr_t)a->base;
+		out[i].rkey.data = malloc(a->rkey_len ? a->rkey_len : 1);
+		if (out[i].rkey.data == NULL) {
+			while (i-- > 0)
+				free(out[i].rkey.data);
+			free(out);
 			return -ENOMEM;
 		}
-		pool__arena__init(out[i]);
-		out[i]->id = a->id;
-		out[i]->tier = (char *)tier_name(a->tier);
-		out[i]->numa = a->numa;
-		out[i]->size = a->size;
-		out[i]->lent = a->lent;
-		out[i]->addr = (uint64_t)(uintptr_t)a->base;
-		out[i]->rkey.data = a->rkey;
-		out[i]->rkey.len = a->rkey_len;
+		if (a->rkey_len > 0)
+			memcpy(out[i].rkey.data, a->rkey, a->rkey_len);
+		out[i].rkey.len = a->rkey_len;
 	}
 	*ret_arenas = out;
 	*ret_n = pd->narenas;
 	return 0;
-}
-
-/* Free what lend_arenas_msg() returned. */
-void lend_arenas_msg_free(Pool__Arena **arenas, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		free(arenas[i]);
-	free(arenas);
 }

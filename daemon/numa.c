@@ -9,13 +9,13 @@
 #include "daemon/poold.h"
 
 /*
- * Fill one NumaNode per NUMA node with memory: its size and its share of
+ * One node_numa per NUMA node with memory: its size and its share of
  * total: the share lend.numa gives it, else an even part of what lend.numa
- * leaves. Without NUMA support, one node 0.
+ * leaves. Without NUMA support, one node 0. Free the array with free().
  */
-int numa_layout(const char *spec, uint64_t total, Pool__NumaNode ***ret_nodes, size_t *ret_n)
+int numa_layout(const char *spec, uint64_t total, struct node_numa **ret_nodes, size_t *ret_n)
 {
-	Pool__NumaNode **nodes;
+	struct node_numa *nodes;
 	size_t n = 0, i, count;
 	int max = 0, id;
 
@@ -34,12 +34,8 @@ int numa_layout(const char *spec, uint64_t total, Pool__NumaNode ***ret_nodes, s
 		} else {
 			size = (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
 		}
-		nodes[n] = calloc(1, sizeof(**nodes));
-		if (nodes[n] == NULL)
-			goto out_free;
-		pool__numa_node__init(nodes[n]);
-		nodes[n]->id = (uint32_t)id;
-		nodes[n]->mem_total = (uint64_t)size;
+		nodes[n].id = (uint32_t)id;
+		nodes[n].mem_total = (uint64_t)size;
 		n++;
 	}
 	{
@@ -47,31 +43,18 @@ int numa_layout(const char *spec, uint64_t total, Pool__NumaNode ***ret_nodes, s
 		size_t unlisted = 0;
 
 		for (i = 0; i < n; i++)
-			if (conf_numa_share(spec, (int)nodes[i]->id, &share, &sum) <= 0)
+			if (conf_numa_share(spec, (int)nodes[i].id, &share, &sum) <= 0)
 				unlisted++;
 		rest = total > sum ? total - sum : 0;
 		count = unlisted ? unlisted : 1;
 		for (i = 0; i < n; i++) {
-			if (conf_numa_share(spec, (int)nodes[i]->id, &share, NULL) > 0)
-				nodes[i]->lend_capacity = share;
+			if (conf_numa_share(spec, (int)nodes[i].id, &share, NULL) > 0)
+				nodes[i].lend_capacity = share;
 			else
-				nodes[i]->lend_capacity = rest / count;
+				nodes[i].lend_capacity = rest / count;
 		}
 	}
 	*ret_nodes = nodes;
 	*ret_n = n;
 	return 0;
-out_free:
-	numa_layout_free(nodes, n);
-	return -ENOMEM;
-}
-
-/* Free what numa_layout() returned. */
-void numa_layout_free(Pool__NumaNode **nodes, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		free(nodes[i]);
-	free(nodes);
 }

@@ -178,7 +178,8 @@ static void peer_register(struct peer *pe, const Pool__HelloReply *hr)
 	const char *secret = pe->pd->conf->secret;
 	uint8_t want[PEERAUTH_PROOF_LEN], proof[PEERAUTH_PROOF_LEN];
 	ProtobufCMessage *defs = NULL;
-	Pool__NodeInfo self;
+	struct node_info *self;
+	Pool__NodeInfo wself;
 
 	if (pe->epoch != 0 && (!hr->has_epoch || hr->epoch < pe->epoch)) {
 		log_warnx("coordinator %s is of epoch %lld, older than the leader's (%lld): a "
@@ -208,12 +209,17 @@ static void peer_register(struct peer *pe, const Pool__HelloReply *hr)
 		reg.proof.data = proof;
 		reg.proof.len = sizeof(proof);
 	}
-	if (cluster_self_info(pe->pd, &self) < 0) {
+	if ((self = cluster_self_info(pe->pd)) == NULL) {
 		peer_reset(pe, "out of memory");
 		return;
 	}
-	self.id = (uint32_t)pe->pd->conf->node_id;
-	reg.node = &self;
+	self->id = (uint32_t)pe->pd->conf->node_id;
+	if (node_info_to_wire(self, false, &wself) < 0) {
+		node_info_free(self);
+		peer_reset(pe, "out of memory");
+		return;
+	}
+	reg.node = &wself;
 	/* Sessions that ended while the link was down are those not listed. */
 	if (control_sessions(pe->pd, &reg.sessions, &reg.n_sessions) < 0)
 		reg.n_sessions = 0;
@@ -225,7 +231,8 @@ static void peer_register(struct peer *pe, const Pool__HelloReply *hr)
 	conn_send(pe->conn, WIRE_REGISTER, ++pe->next_id, &reg.base);
 	wire_msg_free(defs);
 	free(reg.sessions);
-	cluster_self_info_free(&self);
+	node_info_wire_free(&wself);
+	node_info_free(self);
 	pe->state = PEER_REGISTERING;
 }
 
@@ -243,7 +250,9 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 	 * transfers this poold carries to them go on meanwhile.
 	 */
 	for (i = 0; i < rep->n_members; i++) {
-		if (cluster_update(pd, rep->members[i]->node, &m) < 0)
+		struct node_info *info = node_info_from_wire(rep->members[i]->node);
+
+		if (info == NULL || cluster_update(pd, info, &m) < 0)
 			continue;
 		m->state = member_state_of(rep->members[i]->state);
 		m->heartbeat_age_ms = rep->members[i]->heartbeat_age_ms;
@@ -274,6 +283,7 @@ static void peer_member_event(struct peer *pe, const Pool__MemberEvent *ev)
 	struct poold *pd = pe->pd;
 	const Pool__Member *mm = ev->member;
 	enum member_state state = member_state_of(mm->state);
+	struct node_info *info;
 	struct member *m;
 
 	if (mm->node->id == pd->node_id && state == MEMBER_DEAD) {
@@ -282,7 +292,7 @@ static void peer_member_event(struct peer *pe, const Pool__MemberEvent *ev)
 		peer_reset(pe, "the coordinator declared this node dead; registering again");
 		return;
 	}
-	if (cluster_update(pd, mm->node, &m) < 0)
+	if ((info = node_info_from_wire(mm->node)) == NULL || cluster_update(pd, info, &m) < 0)
 		return;
 	m->heartbeat_age_ms = mm->heartbeat_age_ms;
 	cluster_set_state(pd, m, state);

@@ -69,13 +69,69 @@ struct arena {
 	size_t journal_len;
 };
 
+/* Bytes a node's record carries for its fabric: a worker address, a remote key. */
+struct node_bytes {
+	uint8_t *data;
+	size_t len;
+};
+
+/* A NUMA node of a member: its DRAM, and what it lends from it. */
+struct node_numa {
+	uint32_t id;
+	uint64_t mem_total;	/* bytes of DRAM on it */
+	uint64_t lend_capacity; /* bytes lent to the pool from it */
+	uint64_t lend_used;	/* of those, in use (the coordinator's count) */
+};
+
+/* An arena a member lends, and how the coordinator's allocator sees it. */
+struct node_arena {
+	uint32_t id; /* per node */
+	enum tier tier;
+	int numa;      /* -1 for pmem */
+	uint64_t size; /* registered: the most it may lend */
+	uint64_t lent; /* offered to the pool now */
+	uint64_t used; /* as the coordinator accounts it */
+	uint64_t addr; /* remote address of byte 0, for one-sided access */
+	struct node_bytes rkey;
+	bool accounted; /* the coordinator filled in the three below (region_account()) */
+	uint64_t largest_free;
+	uint64_t free_runs;
+	uint64_t extents;
+};
+
+/*
+ * What a node tells about itself when it registers, as the member table
+ * keeps it (memberwire.c maps it to and from the wire's NodeInfo). Owns
+ * everything it points to: node_info_free().
+ */
+struct node_info {
+	uint32_t id;
+	char *name;    /* node.name: identifies the host across restarts */
+	char *addr;    /* host:port of its peer listener, or its link's source */
+	char *version; /* its software version */
+	char *role;    /* "coordinator" or "node" */
+	struct node_bytes worker_addr;
+	struct node_numa *numa;
+	size_t n_numa;
+	uint64_t pmem_capacity;
+	uint64_t pmem_used;
+	uint64_t probe_addr; /* its registered probe buffer, read by peers' link probes */
+	uint64_t probe_len;
+	struct node_bytes probe_rkey;
+	uint64_t incarnation; /* new at every poold start */
+	struct node_arena *arenas;
+	size_t n_arenas;
+	uint32_t *fabric_ports; /* TCP ports its fabric worker listens on */
+	size_t n_fabric_ports;
+};
+
 /*
  * A node of the cluster as this poold knows it. At the coordinator the
  * table is the truth; at a node it mirrors the coordinator's member events.
  */
 struct member {
 	TAILQ_ENTRY(member) entry;
-	Pool__NodeInfo *info; /* owned deep copy */
+	struct node_info *info; /* owned */
 	enum member_state state;
 	uint64_t last_heartbeat;   /* units_now_ms() of the last heartbeat seen */
 	uint64_t heartbeat_age_ms; /* at a node: age the coordinator reported */
@@ -282,17 +338,24 @@ void req_finish(struct req *r, int rc);
 
 /* cluster.c: the member table */
 const char *member_state_name(enum member_state state);
-Pool__MemberState member_state_wire(enum member_state state);
-enum member_state member_state_of(Pool__MemberState state);
 struct member *cluster_find(struct poold *pd, uint32_t id);
 struct member *cluster_find_name(struct poold *pd, const char *name);
-int cluster_update(struct poold *pd, const Pool__NodeInfo *info, struct member **ret_member);
+int cluster_update(struct poold *pd, struct node_info *info, struct member **ret_member);
 void cluster_set_state(struct poold *pd, struct member *m, enum member_state state);
 void cluster_remove(struct poold *pd, struct member *m);
 void cluster_drop_ep(struct member *m);
 void cluster_clear(struct poold *pd);
-int cluster_self_info(struct poold *pd, Pool__NodeInfo *info);
-void cluster_self_info_free(Pool__NodeInfo *info);
+struct node_info *cluster_self_info(struct poold *pd);
+void node_info_free(struct node_info *info);
+
+/* memberwire.c: the member table's records to and from the wire */
+Pool__MemberState member_state_wire(enum member_state state);
+enum member_state member_state_of(Pool__MemberState state);
+struct node_info *node_info_from_wire(const Pool__NodeInfo *w);
+int node_info_to_wire(const struct node_info *info, bool public, Pool__NodeInfo *w);
+void node_info_wire_free(Pool__NodeInfo *w);
+int member_to_wire(struct poold *pd, const struct member *m, bool public, Pool__Member *w);
+void member_wire_free(Pool__Member *w);
 int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_members, size_t *ret_n);
 void cluster_members_msg_free(Pool__Member **members, size_t n);
 int cluster_ep(struct poold *pd, struct member *m, struct fab_ep **ret_ep,
@@ -309,8 +372,7 @@ bool quota_over(const struct poold *pd, uint32_t uid, uint64_t need);
 void quota_explain(const struct poold *pd, uint32_t uid, uint64_t need, char *buf, size_t len);
 
 /* numa.c */
-int numa_layout(const char *spec, uint64_t total, Pool__NumaNode ***ret_nodes, size_t *ret_n);
-void numa_layout_free(Pool__NumaNode **nodes, size_t n);
+int numa_layout(const char *spec, uint64_t total, struct node_numa **ret_nodes, size_t *ret_n);
 
 /* accept.c: listeners that outlive running out of fds */
 int accept_guard(struct poold *pd, struct evconnlistener *l, const char *what);
@@ -359,8 +421,7 @@ bool lend_group_end(void);
 void lend_flush(void);
 uint64_t lend_flushes(void);
 void lend_zero(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
-int lend_arenas_msg(struct poold *pd, Pool__Arena ***ret_arenas, size_t *ret_n);
-void lend_arenas_msg_free(Pool__Arena **arenas, size_t n);
+int lend_arenas_info(struct poold *pd, struct node_arena **ret_arenas, size_t *ret_n);
 
 /* region.c, reclaim.c: the global address space (coordinator) */
 enum region_class { CLASS_PINNED, CLASS_CACHE, CLASS_PERSISTENT };
@@ -461,8 +522,8 @@ struct regions {
 
 int region_open_space(struct poold *pd);
 void region_close_space(struct poold *pd);
-bool region_lender_restarted(struct poold *pd, const Pool__NodeInfo *info);
-void region_lender_update(struct poold *pd, const Pool__NodeInfo *info);
+bool region_lender_restarted(struct poold *pd, const struct node_info *info);
+void region_lender_update(struct poold *pd, const struct node_info *info);
 void region_sweep_leases(struct poold *pd);
 void region_sweep_retired(struct poold *pd);
 uint64_t region_arena_used(struct poold *pd, uint32_t node, uint32_t arena);

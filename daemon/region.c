@@ -123,13 +123,13 @@ static void region_lender_lost(struct poold *pd, uint32_t node)
  * Whether a lender that registers restarted since we last knew it: an
  * arena of it we know is of another incarnation (what it held is gone).
  */
-bool region_lender_restarted(struct poold *pd, const Pool__NodeInfo *info)
+bool region_lender_restarted(struct poold *pd, const struct node_info *info)
 {
 	struct lender_pool *lp;
 	size_t i;
 
 	for (i = 0; pd->regions != NULL && i < info->n_arenas; i++)
-		if ((lp = region_pool(pd->regions, info->id, info->arenas[i]->id)) != NULL &&
+		if ((lp = region_pool(pd->regions, info->id, info->arenas[i].id)) != NULL &&
 		    lp->incarnation != info->incarnation)
 			return true;
 	return false;
@@ -140,7 +140,7 @@ bool region_lender_restarted(struct poold *pd, const Pool__NodeInfo *info)
  * do not know. Arenas of a new incarnation start empty: what the lender held
  * before it restarted is gone.
  */
-void region_lender_update(struct poold *pd, const Pool__NodeInfo *info)
+void region_lender_update(struct poold *pd, const struct node_info *info)
 {
 	struct regions *rs = pd->regions;
 	size_t i;
@@ -148,7 +148,7 @@ void region_lender_update(struct poold *pd, const Pool__NodeInfo *info)
 	if (rs == NULL)
 		return;
 	for (i = 0; i < info->n_arenas; i++) {
-		const Pool__Arena *a = info->arenas[i];
+		const struct node_arena *a = &info->arenas[i];
 		struct lender_pool *lp = region_pool(rs, info->id, a->id);
 		uint64_t size = a->size / EXTENT_UNIT_DEFAULT * EXTENT_UNIT_DEFAULT;
 
@@ -169,7 +169,7 @@ void region_lender_update(struct poold *pd, const Pool__NodeInfo *info)
 		}
 		lp->node = info->id;
 		lp->arena = a->id;
-		lp->tier = strcmp(a->tier, "pmem") == 0 ? TIER_PMEM : TIER_DRAM;
+		lp->tier = a->tier;
 		lp->numa = a->numa;
 		lp->incarnation = info->incarnation;
 		lp->size = size;
@@ -298,7 +298,7 @@ void region_account(struct poold *pd)
 
 	TAILQ_FOREACH(m, &pd->members, entry) {
 		for (i = 0; i < m->info->n_numa; i++)
-			m->info->numa[i]->lend_used = 0;
+			m->info->numa[i].lend_used = 0;
 		m->info->pmem_used = 0;
 	}
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
@@ -310,13 +310,13 @@ void region_account(struct poold *pd)
 		extent_stats(lp->alloc, &st);
 		/* The member's arena record, for poolctl nodes -v. */
 		for (i = 0; i < m->info->n_arenas; i++) {
-			Pool__Arena *a = m->info->arenas[i];
+			struct node_arena *a = &m->info->arenas[i];
 
 			if (a->id != lp->arena)
 				continue;
 			a->used = st.used;
 			a->lent = lp->lent;
-			a->has_largest_free = a->has_free_runs = a->has_extents = 1;
+			a->accounted = true;
 			a->largest_free = st.largest_free;
 			a->free_runs = st.nfree_runs;
 			a->extents = st.nextents;
@@ -326,8 +326,8 @@ void region_account(struct poold *pd)
 			continue;
 		}
 		for (i = 0; i < m->info->n_numa; i++)
-			if ((int)m->info->numa[i]->id == lp->numa)
-				m->info->numa[i]->lend_used += st.used;
+			if ((int)m->info->numa[i].id == lp->numa)
+				m->info->numa[i].lend_used += st.used;
 	}
 }
 

@@ -12,22 +12,22 @@
 /* A lender node (2, 3...) lending one DRAM arena, up, and reconciled (it holds nothing). */
 void cores_lender_add(struct poold *pd, uint32_t node)
 {
-	Pool__NodeInfo info = POOL__NODE_INFO__INIT;
-	Pool__Arena a = POOL__ARENA__INIT, *ap = &a;
+	struct node_info *info = calloc(1, sizeof(*info));
 	Pool__Holdings held = POOL__HOLDINGS__INIT;
 	struct member *m;
 
-	a.id = 0;
-	a.size = a.lent = CORES_ARENA;
-	a.tier = "dram";
-	info.id = node;
-	info.name = "lender";
-	info.version = "test";
-	info.addr = "";
-	info.incarnation = 7;
-	info.arenas = &ap;
-	info.n_arenas = 1;
-	CU_ASSERT_FATAL(cluster_update(pd, &info, &m) == 0);
+	CU_ASSERT_FATAL(info != NULL);
+	info->arenas = calloc(1, sizeof(*info->arenas));
+	CU_ASSERT_FATAL(info->arenas != NULL);
+	info->n_arenas = 1;
+	info->arenas[0].size = info->arenas[0].lent = CORES_ARENA;
+	info->arenas[0].tier = TIER_DRAM;
+	info->id = node;
+	info->name = strdup("lender");
+	info->version = strdup("test");
+	info->addr = strdup("");
+	info->incarnation = 7;
+	CU_ASSERT_FATAL(cluster_update(pd, info, &m) == 0);
 	m->state = MEMBER_UP;
 	region_lender_update(pd, m->info);
 	hold_reconcile(pd, node, NULL, 0, &held);
@@ -61,7 +61,7 @@ void cores_close(struct poold *pd)
 	events_free(pd);
 	while ((m = TAILQ_FIRST(&pd->members)) != NULL) {
 		TAILQ_REMOVE(&pd->members, m, entry);
-		pool__node_info__free_unpacked(m->info, NULL);
+		node_info_free(m->info);
 		free(m);
 	}
 	event_base_free(pd->base);

@@ -101,3 +101,11 @@ TESTS += tests/unit/test_region
 tests_unit_test_region_SOURCES = tests/unit/test_region.c tests/unit/cores.h tests/unit/cores.c
 tests_unit_test_region_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_unit_test_region_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)
+
+# The member table's records to and from the wire (daemon/memberwire.c).
+check_PROGRAMS += tests/unit/test_memberwire
+TESTS += tests/unit/test_memberwire
+tests_unit_test_memberwire_SOURCES = tests/unit/test_memberwire.c
+tests_unit_test_memberwire_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) \
+	$(PROTOBUF_C_CFLAGS)
+tests_unit_test_memberwire_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)
