@@ -282,6 +282,12 @@ void coord_session_end(struct poold *pd, uint32_t node, uint64_t session)
 	kv_session_end(pd, node, session, false);
 }
 
+/* A region went: the KV references it held (a snapshot's pages) go with it. */
+static void coord_region_freed(struct poold *pd, struct region *r)
+{
+	kv_holder_drop(pd, r);
+}
+
 /* A node died or restarted: so did every session it held. */
 static void coord_node_gone(struct poold *pd, uint32_t node)
 {
@@ -1149,7 +1155,7 @@ int coord_open(struct poold *pd)
 		goto out_free;
 	m->state = MEMBER_UP;
 	m->last_heartbeat = units_now_ms();
-	rc = region_open_space(pd);
+	rc = region_open_space(pd, coord_region_freed);
 	if (rc == 0)
 		rc = kv_open(pd);
 	if (rc == 0)

@@ -518,9 +518,11 @@ struct regions {
 	TAILQ_HEAD(, retired) retired; /* moved or evicted extents, readable until released */
 	TAILQ_HEAD(, reclaim) reclaims;
 	TAILQ_HEAD(, tombstone) tombstones;
+	/* Told of each region as it goes, before its extents do (the coordinator's fan-out). */
+	void (*freed)(struct poold *pd, struct region *r);
 };
 
-int region_open_space(struct poold *pd);
+int region_open_space(struct poold *pd, void (*freed)(struct poold *pd, struct region *r));
 void region_close_space(struct poold *pd);
 bool region_lender_restarted(struct poold *pd, const struct node_info *info);
 void region_lender_update(struct poold *pd, const struct node_info *info);

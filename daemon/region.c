@@ -770,8 +770,10 @@ void region_free(struct poold *pd, struct region *r)
 	region_bury(pd, r);
 	while ((l = TAILQ_FIRST(&r->lease_list)) != NULL)
 		region_lease_drop(NULL, r, l);
-	kv_holder_drop(pd, r);
+	if (pd->regions->freed != NULL)
+		pd->regions->freed(pd, r);
 	region_release_extents(pd, r);
+	free(r->refs);
 	free(r);
 }
 
@@ -1379,13 +1381,14 @@ int region_keep(struct poold *pd, const char *name, const struct region_caller *
 	return 0;
 }
 
-/* Start the global address space (coordinator). */
-int region_open_space(struct poold *pd)
+/* Start the global address space (coordinator); freed is told of each region that goes. */
+int region_open_space(struct poold *pd, void (*freed)(struct poold *pd, struct region *r))
 {
 	struct regions *rs = calloc(1, sizeof(*rs));
 
 	if (rs == NULL)
 		return -ENOMEM;
+	rs->freed = freed;
 	TAILQ_INIT(&rs->list);
 	TAILQ_INIT(&rs->pools);
 	TAILQ_INIT(&rs->retired);
