@@ -95,8 +95,10 @@ static int coordlog_write_region(const struct coordlog_sink *to, const struct re
 {
 	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
 	Pool__Holding h = POOL__HOLDING__INIT;
+	struct region_record rr;
 
-	region_describe(r, &h);
+	region_record(r, &rr);
+	region_record_to_holding(&rr, &h);
 	h.region = r->id;
 	rec.kind = CL_REGION;
 	rec.region = &h;
@@ -318,6 +320,7 @@ static int coordlog_replay(void *arg, const uint8_t *buf, size_t len)
 	struct coordlog *cl = pd->coordlog;
 	Pool__CoordRecord *rec = pool__coord_record__unpack(NULL, len, buf);
 	const Pool__Holding *h;
+	struct region_record rr;
 	size_t i;
 
 	if (rec == NULL) {
@@ -328,7 +331,8 @@ static int coordlog_replay(void *arg, const uint8_t *buf, size_t len)
 	h = rec->region;
 	switch (rec->kind) {
 	case CL_REGION:
-		if (h == NULL || !rec->has_gva || region_replay(pd, h, rec->gva) < 0)
+		if (h == NULL || !rec->has_gva || !region_record_of_holding(h, &rr) ||
+		    region_replay(pd, &rr, rec->gva) < 0)
 			log_warnx("coordinator journal: a region record does not hold up: skipped");
 		break;
 	case CL_REGION_GONE:

@@ -18,6 +18,7 @@ static void hold_send(struct poold *pd, uint32_t node, const struct ledger_exten
 {
 	Pool__Holdings hs = POOL__HOLDINGS__INIT;
 	Pool__Holding *h = calloc(n ? n : 1, sizeof(*h)), **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+	struct region_record rec;
 	size_t i;
 
 	if (h == NULL || ptrs == NULL)
@@ -28,7 +29,9 @@ static void hold_send(struct poold *pd, uint32_t node, const struct ledger_exten
 		h[i].off = e[i].off;
 		h[i].len = e[i].len;
 		h[i].region = e[i].region;
-		region_holding(pd, node, &h[i]); /* a region's extent names its region */
+		/* A region's extent names its region. */
+		if (region_extent_record(pd, node, e[i].region, e[i].arena, e[i].off, &rec))
+			region_record_to_holding(&rec, &h[i]);
 		ptrs[i] = &h[i];
 	}
 	hs.holdings = ptrs;
@@ -100,6 +103,7 @@ static void hold_adopt(struct poold *pd, uint32_t node, const struct ledger_exte
 	struct lender_pool *lp = region_pool(pd->regions, node, e->arena);
 	const struct tombstone *t =
 	    HOLD_REGION_ID(e->region) ? region_tombstone(pd, node, e->region) : NULL;
+	struct region_record rec;
 
 	if (t != NULL) {
 		log_info("ledger: node %u holds an extent of region '%s', destroyed while it was "
@@ -109,7 +113,8 @@ static void hold_adopt(struct poold *pd, uint32_t node, const struct ledger_exte
 		return;
 	}
 	if (h != NULL && h->rname != NULL && h->rname[0] != '\0' &&
-	    region_adopt(pd, node, e->arena, e->off, e->len, h) == 0)
+	    region_record_of_holding(h, &rec) &&
+	    region_adopt(pd, node, e->arena, e->off, e->len, &rec) == 0)
 		return;
 	if (h != NULL && h->ns != NULL && h->ns[0] != '\0' && h->has_key) {
 		if (kv_adopt(pd, node, e->arena, e->off, e->len, h) == 0)

@@ -593,9 +593,26 @@ extern const struct ctl_handler reclaim_handlers[];
 void region_node_gone(struct poold *pd, uint32_t node);
 void region_node_sessions(struct poold *pd, uint32_t node, uint64_t incarnation,
 			  const uint64_t *live, size_t n);
-void region_holding(struct poold *pd, uint32_t node, Pool__Holding *h);
-void region_describe(const struct region *r, Pool__Holding *h);
-int region_replay(struct poold *pd, const Pool__Holding *h, uint64_t base);
+/*
+ * A region as its lenders' holdings and the coordinator's journal record
+ * it, enough to make it again (regionwire.c maps it to and from a Holding).
+ */
+struct region_record {
+	uint64_t id; /* 0 where the record does not say */
+	const char *name;
+	const char *placement; /* NULL or "": any */
+	uint64_t size;
+	uint32_t extents; /* how many it has */
+	uint32_t index;	  /* which of them the record's extent is (a lender's record) */
+	uint32_t mode, uid, gid;
+	uint64_t stripe;
+	enum region_class cls;
+	bool anonymous;
+};
+bool region_extent_record(struct poold *pd, uint32_t node, uint64_t id, uint32_t arena,
+			  uint64_t off, struct region_record *rec);
+void region_record(const struct region *r, struct region_record *rec);
+int region_replay(struct poold *pd, const struct region_record *rec, uint64_t base);
 void region_replay_gone(struct poold *pd, uint64_t id, const char *name, const uint32_t *nodes,
 			size_t n);
 void region_replay_lease(struct poold *pd, uint64_t id, uint32_t node, uint64_t session,
@@ -622,9 +639,17 @@ void coordlog_lease(struct poold *pd, const struct region *r, const struct lease
 struct journal_stats;
 size_t journals_stats(struct poold *pd, const char *names[2], struct journal_stats *st);
 int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
-		 const Pool__Holding *h);
+		 const struct region_record *rec);
 
 typedef void (*coord_done_cb)(struct poold *pd, void *arg, int rc);
+
+/* regionwire.c: what the address space tells lenders and lease holders, and its records */
+int region_send_scrub(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
+		      coord_done_cb done, void *arg);
+void region_send_notice(struct poold *pd, uint32_t node, const uint64_t *sessions, size_t n,
+			const char *name, enum region_event event);
+void region_record_to_holding(const struct region_record *rec, Pool__Holding *h);
+bool region_record_of_holding(const Pool__Holding *h, struct region_record *rec);
 
 /* hold.c: a lender's record of what it holds (HOLD_NS_*: Holding.ns_flags) */
 #define HOLD_NS_DRAM_ONLY 0x1u	/* Holding.ns_flags: the namespace never spills */

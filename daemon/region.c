@@ -347,7 +347,6 @@ static void region_scrubbed(struct poold *pd, void *arg, int rc)
  */
 static void region_scrub(struct poold *pd, struct retired *rt)
 {
-	Pool__Scrub sc = POOL__SCRUB__INIT;
 	struct member *m = cluster_find(pd, rt->node);
 
 	if (rt->scrubbed || rt->scrub_sent || pd->stopping)
@@ -366,10 +365,7 @@ static void region_scrub(struct poold *pd, struct retired *rt)
 		rt->scrubbed = true;
 		return;
 	}
-	sc.arena = rt->arena;
-	sc.off = rt->off;
-	sc.len = rt->len;
-	if (coord_request(pd, rt->node, WIRE_SCRUB, &sc.base, region_scrubbed, rt) == 0)
+	if (region_send_scrub(pd, rt->node, rt->arena, rt->off, rt->len, region_scrubbed, rt) == 0)
 		rt->scrub_sent = true;
 }
 
@@ -478,13 +474,9 @@ static void region_unlink(struct poold *pd, struct region *r)
  */
 void region_notify(struct poold *pd, struct region *r, enum region_event event)
 {
-	Pool__RegionNotice rn = POOL__REGION_NOTICE__INIT;
 	uint64_t *sessions;
 	struct lease *l, *k;
 
-	rn.name = r->name;
-	rn.event = event == REGION_GONE ? POOL__REGION_EVENT__REGION_EVENT_GONE
-					: POOL__REGION_EVENT__REGION_EVENT_MOVED;
 	sessions = calloc(r->leases ? r->leases : 1, sizeof(*sessions));
 	if (sessions == NULL)
 		return;
@@ -503,18 +495,7 @@ void region_notify(struct poold *pd, struct region *r, enum region_event event)
 		TAILQ_FOREACH(k, &r->lease_list, entry)
 			if (k->node == l->node && k->ends_at == 0)
 				sessions[n++] = k->session;
-		if (l->node == pd->node_id) {
-			size_t i;
-
-			for (i = 0; i < n; i++)
-				control_notify(pd, sessions[i], WIRE_REGION_NOTICE, &rn.base);
-		} else {
-			rn.sessions = sessions;
-			rn.n_sessions = n;
-			coord_notice(pd, l->node, WIRE_REGION_NOTICE, &rn.base);
-			rn.sessions = NULL;
-			rn.n_sessions = 0;
-		}
+		region_send_notice(pd, l->node, sessions, n, r->name, event);
 	}
 	free(sessions);
 }
@@ -858,51 +839,51 @@ void region_node_sessions(struct poold *pd, uint32_t node, uint64_t incarnation,
 		}
 }
 
-/* What a region is, as its lenders and the coordinator's journal record it (h->region aside). */
-void region_describe(const struct region *r, Pool__Holding *h)
+/* What a region is, as its lenders and the coordinator's journal record it. */
+void region_record(const struct region *r, struct region_record *rec)
 {
-	h->rname = (char *)r->name;
-	h->rplacement = (char *)r->placement;
-	h->has_rsize = h->has_rextents = h->has_rmode = 1;
-	h->has_ruid = h->has_rgid = h->has_rstripe = 1;
-	h->rsize = r->size;
-	h->rextents = (uint32_t)(r->want_ext ? r->want_ext : r->next);
-	h->rmode = r->mode;
-	h->ruid = r->uid;
-	h->rgid = r->gid;
-	h->rstripe = r->stripe;
-	h->has_rclass = 1;
-	h->rclass = r->cls;
-	h->has_ranonymous = r->anonymous;
-	h->ranonymous = r->anonymous;
+	*rec = (struct region_record){
+	    .id = r->id,
+	    .name = r->name,
+	    .placement = r->placement,
+	    .size = r->size,
+	    .extents = (uint32_t)(r->want_ext ? r->want_ext : r->next),
+	    .mode = r->mode,
+	    .uid = r->uid,
+	    .gid = r->gid,
+	    .stripe = r->stripe,
+	    .cls = r->cls,
+	    .anonymous = r->anonymous,
+	};
 }
 
 /*
- * What a lender records of an extent of a region: the region, so that it
- * can be rebuilt (h->region names it) by a restarted coordinator from the
- * lenders' memory, and for a persistent region from the lender's journal
- * after the lender restarts too. An anonymous region comes back only
- * from the coordinator's journal, which has its leases.
+ * What a lender records of an extent of region id, at (arena, off) on
+ * node: the region, so that it can be rebuilt by a restarted coordinator
+ * from the lenders' memory, and for a persistent region from the lender's
+ * journal after the lender restarts too. An anonymous region comes back
+ * only from the coordinator's journal, which has its leases. false: no
+ * region has that extent.
  */
-void region_holding(struct poold *pd, uint32_t node, Pool__Holding *h)
+bool region_extent_record(struct poold *pd, uint32_t node, uint64_t id, uint32_t arena,
+			  uint64_t off, struct region_record *rec)
 {
 	struct region *r;
 	size_t i;
 
-	if (pd->regions == NULL || !HOLD_REGION_ID(h->region))
-		return;
-	r = region_find_id(pd->regions, h->region);
+	if (pd->regions == NULL || !HOLD_REGION_ID(id))
+		return false;
+	r = region_find_id(pd->regions, id);
 	if (r == NULL)
-		return;
+		return false;
 	for (i = 0; i < r->next; i++)
-		if (r->ext[i].node == node && r->ext[i].arena == h->arena &&
-		    r->ext[i].off == h->off)
+		if (r->ext[i].node == node && r->ext[i].arena == arena && r->ext[i].off == off)
 			break;
 	if (i == r->next)
-		return;
-	region_describe(r, h);
-	h->has_rindex = 1;
-	h->rindex = (uint32_t)r->ext[i].region_off;
+		return false;
+	region_record(r, rec);
+	rec->index = (uint32_t)r->ext[i].region_off;
+	return true;
 }
 
 static int region_ext_cmp(const void *a, const void *b)
@@ -913,12 +894,11 @@ static int region_ext_cmp(const void *a, const void *b)
 }
 
 /* Whether a record of a region (a lender's, or the journal's) holds up. */
-static bool region_record_ok(const Pool__Holding *h)
+static bool region_record_ok(const struct region_record *rec)
 {
-	return (!h->has_rclass || h->rclass <= CLASS_PERSISTENT) && h->rname != NULL &&
-	       region_name_ok(h->rname) && h->rsize > 0 && h->rsize <= REGION_MAX_SIZE &&
-	       h->rextents > 0 && h->rextents <= 4096 && h->rindex < h->rextents &&
-	       h->rmode <= 0777;
+	return rec->cls <= CLASS_PERSISTENT && rec->name != NULL && region_name_ok(rec->name) &&
+	       rec->size > 0 && rec->size <= REGION_MAX_SIZE && rec->extents > 0 &&
+	       rec->extents <= 4096 && rec->index < rec->extents && rec->mode <= 0777;
 }
 
 static uint64_t region_gva_len(uint64_t size)
@@ -931,7 +911,7 @@ static uint64_t region_gva_len(uint64_t size)
  * are all back. id 0 takes the next id and global address; otherwise the
  * region keeps those it had (the coordinator's journal).
  */
-static struct region *region_shell(struct poold *pd, const Pool__Holding *h, uint64_t id,
+static struct region *region_shell(struct poold *pd, const struct region_record *rec, uint64_t id,
 				   uint64_t base)
 {
 	struct regions *rs = pd->regions;
@@ -940,19 +920,19 @@ static struct region *region_shell(struct poold *pd, const Pool__Holding *h, uin
 	if (rs->count >= (size_t)pd->conf->max_regions || (r = calloc(1, sizeof(*r))) == NULL)
 		return NULL;
 	TAILQ_INIT(&r->lease_list);
-	r->cls = h->has_rclass ? (enum region_class)h->rclass : CLASS_PERSISTENT;
-	snprintf(r->name, sizeof(r->name), "%s", h->rname);
+	r->cls = rec->cls;
+	snprintf(r->name, sizeof(r->name), "%s", rec->name);
 	snprintf(r->placement, sizeof(r->placement), "%s",
-		 h->rplacement != NULL && h->rplacement[0] ? h->rplacement : "any");
-	r->size = h->rsize;
-	r->mode = h->rmode;
-	r->uid = h->ruid;
-	r->gid = h->rgid;
-	r->stripe = h->rstripe;
-	r->anonymous = h->ranonymous;
+		 rec->placement != NULL && rec->placement[0] ? rec->placement : "any");
+	r->size = rec->size;
+	r->mode = rec->mode;
+	r->uid = rec->uid;
+	r->gid = rec->gid;
+	r->stripe = rec->stripe;
+	r->anonymous = rec->anonymous;
 	r->lost = true;
 	r->refs_unknown = true;
-	r->want_ext = h->rextents;
+	r->want_ext = rec->extents;
 	if (id == 0) {
 		r->id = ++rs->next_id;
 		r->base = rs->next_base;
@@ -978,15 +958,15 @@ static void region_unreplay(struct poold *pd, struct region *r)
 }
 
 /* A region of the coordinator's journal: known again, lost until its lenders report its extents. */
-int region_replay(struct poold *pd, const Pool__Holding *h, uint64_t base)
+int region_replay(struct poold *pd, const struct region_record *rec, uint64_t base)
 {
 	struct region *r;
 
-	if (!region_record_ok(h) || h->region == 0 || !HOLD_REGION_ID(h->region))
+	if (!region_record_ok(rec) || rec->id == 0 || !HOLD_REGION_ID(rec->id))
 		return -EINVAL;
-	if ((r = region_find(pd->regions, h->rname)) != NULL)
+	if ((r = region_find(pd->regions, rec->name)) != NULL)
 		region_unreplay(pd, r); /* made again: the later record is the region */
-	return region_shell(pd, h, h->region, base) != NULL ? 0 : -ENOMEM;
+	return region_shell(pd, rec, rec->id, base) != NULL ? 0 : -ENOMEM;
 }
 
 /*
@@ -1047,33 +1027,33 @@ void region_replay_gone(struct poold *pd, uint64_t id, const char *name, const u
  * not hold up).
  */
 int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
-		 const Pool__Holding *h)
+		 const struct region_record *rec)
 {
 	struct regions *rs = pd->regions;
 	struct lender_pool *lp = region_pool(rs, node, arena);
-	enum region_class cls = h->has_rclass ? (enum region_class)h->rclass : CLASS_PERSISTENT;
+	enum region_class cls = rec->cls;
 	struct region_extent *ext;
 	struct region *r;
 	bool fresh = false;
 	size_t i;
 
-	if (lp == NULL || !region_record_ok(h) ||
+	if (lp == NULL || !region_record_ok(rec) ||
 	    lp->tier != (cls == CLASS_PERSISTENT ? TIER_PMEM : TIER_DRAM))
 		return -EINVAL;
-	r = region_find(rs, h->rname);
-	if (r == NULL && h->ranonymous)
+	r = region_find(rs, rec->name);
+	if (r == NULL && rec->anonymous)
 		return -ENOENT; /* its leases are not known: kept unclaimed */
 	if (r == NULL) {
-		if ((r = region_shell(pd, h, 0, 0)) == NULL)
+		if ((r = region_shell(pd, rec, 0, 0)) == NULL)
 			return -ENOMEM;
 		r->creator_node = node;
 		fresh = true;
-	} else if (r->cls != cls || !r->lost || r->want_ext != h->rextents || r->size != h->rsize ||
-		   r->uid != h->ruid || r->anonymous != h->ranonymous) {
+	} else if (r->cls != cls || !r->lost || r->want_ext != rec->extents ||
+		   r->size != rec->size || r->uid != rec->uid || r->anonymous != rec->anonymous) {
 		return -EEXIST;
 	}
 	for (i = 0; i < r->next; i++)
-		if (r->ext[i].region_off == h->rindex)
+		if (r->ext[i].region_off == rec->index)
 			return r->ext[i].node == node && r->ext[i].arena == arena &&
 				       r->ext[i].off == off
 				   ? 0
@@ -1085,7 +1065,7 @@ int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, 
 		return -EBUSY;
 	}
 	r->ext = ext;
-	r->ext[r->next++] = (struct region_extent){node, arena, off, len, h->rindex};
+	r->ext[r->next++] = (struct region_extent){node, arena, off, len, rec->index};
 	if (r->next == r->want_ext) {
 		qsort(r->ext, r->next, sizeof(*r->ext), region_ext_cmp);
 		r->lost = false;

@@ -5,7 +5,8 @@
  * taken; placements on the lender asked for and striped over several;
  * leases that keep an anonymous region and end with their session after
  * lease.grace; who may open, destroy and keep; tombstones for lenders that
- * could not be told a region went; extents given back whole.
+ * could not be told a region went; extents given back whole; the records
+ * of a region that bring it back after a coordinator restart.
  */
 #include "config.h"
 
@@ -248,6 +249,108 @@ static void test_tombstones(void)
 	space_free();
 }
 
+/* rec as a lender's holding or the journal keeps it: encoded, decoded; free *ret_h after use. */
+static void through_a_holding(const struct region_record *rec, Pool__Holding **ret_h,
+			      struct region_record *got)
+{
+	Pool__Holding h = POOL__HOLDING__INIT;
+	uint8_t buf[1024];
+	size_t len;
+
+	region_record_to_holding(rec, &h);
+	h.region = rec->id;
+	len = pool__holding__get_packed_size(&h);
+	CU_ASSERT_FATAL(len <= sizeof(buf));
+	pool__holding__pack(&h, buf);
+	*ret_h = pool__holding__unpack(NULL, len, buf);
+	CU_ASSERT_FATAL(*ret_h != NULL);
+	CU_ASSERT_FATAL(region_record_of_holding(*ret_h, got));
+}
+
+/*
+ * A restarted coordinator: the journal's record makes the region again,
+ * under its id and global address, lost until the lenders' records of its
+ * extents bring it back whole, where it was.
+ */
+static void test_records(void)
+{
+	struct region_record jrec, erec[2], got, ext_got[2];
+	Pool__Holding *jh, *eh[2];
+	struct region_extent ext[2];
+	uint64_t id, base;
+	struct region *r;
+	size_t i;
+
+	space_new(2);
+	CU_ASSERT_EQUAL_FATAL(make(&alice, "far", 4 * MiB, "spread", 0640, false, &r), 0);
+	CU_ASSERT_EQUAL_FATAL(r->next, 2);
+	id = r->id;
+	base = r->base;
+	memcpy(ext, r->ext, sizeof(ext));
+	region_record(r, &jrec);
+	through_a_holding(&jrec, &jh, &got);
+	for (i = 0; i < 2; i++) {
+		CU_ASSERT_FATAL(
+		    region_extent_record(&pd, ext[i].node, id, ext[i].arena, ext[i].off, &erec[i]));
+		CU_ASSERT_EQUAL(erec[i].index, ext[i].region_off);
+		through_a_holding(&erec[i], &eh[i], &ext_got[i]);
+		CU_ASSERT_EQUAL(ext_got[i].index, ext[i].region_off);
+	}
+	/* No region has an extent there. */
+	CU_ASSERT_FALSE(
+	    region_extent_record(&pd, ext[0].node, id, ext[0].arena, ext[0].off + MiB, &got));
+	CU_ASSERT_FALSE(
+	    region_extent_record(&pd, ext[0].node, id + 1, ext[0].arena, ext[0].off, &got));
+	space_free();
+
+	space_new(2);
+	CU_ASSERT_FATAL(region_record_of_holding(jh, &got));
+	CU_ASSERT_EQUAL_FATAL(region_replay(&pd, &got, base), 0);
+	r = region_find(pd.regions, "far");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(r->id, id);
+	CU_ASSERT_EQUAL(r->base, base);
+	CU_ASSERT_EQUAL(r->size, 4 * MiB);
+	CU_ASSERT_EQUAL(r->mode, 0640);
+	CU_ASSERT_EQUAL(r->uid, 1000);
+	CU_ASSERT_EQUAL(r->gid, 100);
+	CU_ASSERT_EQUAL(r->cls, CLASS_PINNED);
+	CU_ASSERT_STRING_EQUAL(r->placement, "spread");
+	CU_ASSERT(r->lost);
+	CU_ASSERT_EQUAL(region_open(&pd, "far", 4, &alice, &r, err, sizeof(err)), POOL_ELOST);
+	/* A record whose index is past its extents does not hold up. */
+	got = ext_got[0];
+	got.index = got.extents;
+	CU_ASSERT_EQUAL(region_adopt(&pd, ext[0].node, ext[0].arena, ext[0].off, ext[0].len, &got),
+			-EINVAL);
+	CU_ASSERT_EQUAL(
+	    region_adopt(&pd, ext[0].node, ext[0].arena, ext[0].off, ext[0].len, &ext_got[0]), 0);
+	/* Told twice while lost: nothing changes; another place for the same extent: refused. */
+	CU_ASSERT_EQUAL(
+	    region_adopt(&pd, ext[0].node, ext[0].arena, ext[0].off, ext[0].len, &ext_got[0]), 0);
+	CU_ASSERT_EQUAL(region_adopt(&pd, ext[0].node, ext[0].arena, ext[0].off + 2 * MiB,
+				     ext[0].len, &ext_got[0]),
+			-EEXIST);
+	CU_ASSERT(region_find(pd.regions, "far")->lost);
+	CU_ASSERT_EQUAL(
+	    region_adopt(&pd, ext[1].node, ext[1].arena, ext[1].off, ext[1].len, &ext_got[1]), 0);
+	r = region_find(pd.regions, "far");
+	CU_ASSERT_FALSE(r->lost);
+	CU_ASSERT_EQUAL_FATAL(r->next, 2);
+	CU_ASSERT(memcmp(r->ext, ext, sizeof(ext)) == 0);
+	CU_ASSERT_EQUAL(used(2) + used(3), 4 * MiB);
+	CU_ASSERT_EQUAL(region_open(&pd, "far", 4, &alice, &r, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(region_open(&pd, "far", 4, &eve, &r, err, sizeof(err)), -EACCES);
+
+	/* A class this poold does not know is no record of a region. */
+	jh->rclass = 7;
+	CU_ASSERT_FALSE(region_record_of_holding(jh, &got));
+	pool__holding__free_unpacked(jh, NULL);
+	for (i = 0; i < 2; i++)
+		pool__holding__free_unpacked(eh[i], NULL);
+	space_free();
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -256,6 +359,7 @@ int main(void)
 	    {"who may open, destroy, keep", test_access},
 	    {"anonymous regions and leases", test_anonymous_leases},
 	    {"tombstones", test_tombstones},
+	    {"records bring a region back", test_records},
 	    {NULL, NULL},
 	};
 
