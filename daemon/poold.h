@@ -589,6 +589,7 @@ int reclaim_start(struct poold *pd, uint32_t node, uint64_t size, bool drain, re
 int reclaim_lend(struct poold *pd, uint32_t node, uint64_t size, char *msg, size_t len);
 void reclaim_sweep(struct poold *pd);
 void reclaim_close(struct poold *pd);
+void reclaim_send_limit(struct poold *pd, uint32_t node, uint32_t arena, uint64_t limit);
 extern const struct ctl_handler reclaim_handlers[];
 void region_node_gone(struct poold *pd, uint32_t node);
 void region_node_sessions(struct poold *pd, uint32_t node, uint64_t incarnation,

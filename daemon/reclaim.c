@@ -134,16 +134,11 @@ static void reclaim_free(struct reclaim *rc)
 /* Tell a lender how much of an arena it now lends. */
 static void reclaim_set_limit(struct poold *pd, struct lender_pool *lp, uint64_t limit)
 {
-	Pool__ArenaLimit al = POOL__ARENA_LIMIT__INIT;
-
 	lp->lent = limit;
-	if (lp->node == pd->node_id) {
+	if (lp->node == pd->node_id)
 		lend_set_limit(pd, lp->arena, limit);
-		return;
-	}
-	al.arena = lp->arena;
-	al.limit = limit;
-	coord_notice(pd, lp->node, WIRE_ARENA_LIMIT, &al.base);
+	else
+		reclaim_send_limit(pd, lp->node, lp->arena, limit);
 }
 
 /* Finish the reclaims whose copies are done and whose old extents are released. */
