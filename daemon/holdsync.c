@@ -51,23 +51,39 @@ out:
  * journaled, for a persistent value): done gets 0 or the error, at once or
  * later.
  */
-void hold_tell_kv(struct poold *pd, uint32_t node, Pool__Holding *const *h, size_t n,
+void hold_tell_kv(struct poold *pd, uint32_t node, const struct kv_record *const *recs, size_t n,
 		  coord_done_cb done, void *arg)
 {
 	Pool__Holdings hs = POOL__HOLDINGS__INIT;
+	Pool__Holding *h = calloc(n ? n : 1, sizeof(*h)), **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+	size_t i;
 	int rc;
 
-	hs.holdings = (Pool__Holding **)h;
+	if (h == NULL || ptrs == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		pool__holding__init(&h[i]);
+		kv_record_to_holding(recs[i], &h[i]);
+		ptrs[i] = &h[i];
+	}
+	hs.holdings = ptrs;
 	hs.n_holdings = n;
 	if (node == pd->node_id) {
 		rc = hold_add(pd, &hs);
-		if (done != NULL)
-			done(pd, arg, rc);
 	} else if (done == NULL) {
 		coord_notice(pd, node, WIRE_HOLD, &hs.base);
-	} else if ((rc = coord_request(pd, node, WIRE_HOLD, &hs.base, done, arg)) < 0) {
-		done(pd, arg, rc);
+		rc = 0;
+	} else {
+		rc = coord_request(pd, node, WIRE_HOLD, &hs.base, done, arg);
+		done = rc < 0 ? done : NULL; /* it answers later */
 	}
+out:
+	free(ptrs);
+	free(h);
+	if (done != NULL)
+		done(pd, arg, rc);
 }
 
 /* Coordinator: tell a lender it now holds an extent for a region. */
@@ -104,6 +120,7 @@ static void hold_adopt(struct poold *pd, uint32_t node, const struct ledger_exte
 	const struct tombstone *t =
 	    HOLD_REGION_ID(e->region) ? region_tombstone(pd, node, e->region) : NULL;
 	struct region_record rec;
+	struct kv_record kv;
 
 	if (t != NULL) {
 		log_info("ledger: node %u holds an extent of region '%s', destroyed while it was "
@@ -117,7 +134,9 @@ static void hold_adopt(struct poold *pd, uint32_t node, const struct ledger_exte
 	    region_adopt(pd, node, e->arena, e->off, e->len, &rec) == 0)
 		return;
 	if (h != NULL && h->ns != NULL && h->ns[0] != '\0' && h->has_key) {
-		if (kv_adopt(pd, node, e->arena, e->off, e->len, h) == 0)
+		kv_record_of_holding(h, &kv);
+		kv.len = e->len; /* (the extent as the ledger has it) */
+		if (kv_adopt(pd, node, &kv) == 0)
 			return;
 	} else if (!(e->region >> 63) && lp != NULL &&
 		   extent_reserve(lp->alloc, e->off, e->len) == 0) {

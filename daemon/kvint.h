@@ -140,7 +140,7 @@ struct kv_durable {
 	struct kv_durable_tell {
 		uint32_t node;
 		size_t i; /* the key */
-		Pool__Holding h;
+		struct kv_record rec;
 	} * tells;
 	size_t ntells, cap;
 };
@@ -282,6 +282,8 @@ void kv_defs_send(struct poold *pd);
 int kv_reply(struct req *q, Pool__KvLocation *locs, size_t n, uint64_t count, unsigned access);
 bool kv_ns_allowed(const struct kv_ns *ns, const struct req *q, unsigned want);
 void kv_ns_msg(const struct kv_ns *ns, Pool__KvNamespace *m);
+int kv_send_copy(struct poold *pd, uint32_t node, uint32_t src_arena, uint64_t src_off,
+		 uint32_t dst_arena, uint64_t dst_off, uint64_t len, coord_done_cb done, void *arg);
 
 /* The tier a namespace's values live in (before any spill). */
 static inline enum tier kv_tier(const struct kv_ns *ns)

@@ -165,37 +165,39 @@ void kv_defs_adopt(struct poold *pd, Pool__KvNamespace *const *defs, size_t n, c
  * newer version of a key wins. 0, or -errno when it cannot be taken (the
  * caller scrubs it).
  */
-int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t alen,
-	     const Pool__Holding *h)
+int kv_adopt(struct poold *pd, uint32_t node, const struct kv_record *rec)
 {
+	uint32_t arena = rec->arena;
+	uint64_t off = rec->off, alen = rec->len;
 	struct lender_pool *lp = region_pool(pd->regions, node, arena);
-	const uint8_t *key = h->key.data;
-	size_t klen = h->key.len;
+	const uint8_t *key = rec->key;
+	size_t klen = rec->klen;
 	struct kv_entry *e;
 	struct kv_ns *ns;
 	uint32_t owner;
 	uint64_t hash;
 	bool fresh;
 
-	if (pd->kv == NULL || lp == NULL || klen == 0 || klen > POOL_KV_KEY_MAX || h->vlen == 0 ||
-	    h->vlen > alen)
+	if (pd->kv == NULL || lp == NULL || klen == 0 || klen > POOL_KV_KEY_MAX || rec->vlen == 0 ||
+	    rec->vlen > alen)
 		return -EINVAL;
-	ns = kv_ns_find(pd, h->ns);
+	ns = kv_ns_find(pd, rec->ns);
 	if (ns == NULL) {
-		ns = kv_ns_new(pd, h->ns, h->ns_capacity ? h->ns_capacity : UINT64_C(1) << 30);
+		ns =
+		    kv_ns_new(pd, rec->ns, rec->ns_capacity ? rec->ns_capacity : UINT64_C(1) << 30);
 		if (ns == NULL)
 			return -ENOMEM;
-		ns->flags = h->ns_flags & KV_NS_FLAGS;
-		if (h->has_ns_replicas && h->ns_replicas >= 1 && h->ns_replicas <= KV_MAX_REPLICAS)
-			ns->replicas = h->ns_replicas;
-		if (h->has_ns_size_hint && h->ns_size_hint <= POOL_KV_VALUE_MAX)
-			ns->size_hint = h->ns_size_hint;
+		ns->flags = rec->ns_flags & KV_NS_FLAGS;
+		if (rec->ns_replicas >= 1 && rec->ns_replicas <= KV_MAX_REPLICAS)
+			ns->replicas = rec->ns_replicas;
+		if (rec->ns_size_hint != 0 && rec->ns_size_hint <= POOL_KV_VALUE_MAX)
+			ns->size_hint = rec->ns_size_hint;
 		log_info("KV namespace '%s' rebuilt from its lenders", ns->name);
 		events_add(pd, "kv", "namespace '%s' rebuilt from its lenders", ns->name);
 	}
 	hash = kv_hash(key, klen);
 	e = *kv_slot(ns, key, klen, hash);
-	if (e != NULL && e->has_val && e->val.version == h->version && e->val.vlen == h->vlen &&
+	if (e != NULL && e->has_val && e->val.version == rec->version && e->val.vlen == rec->vlen &&
 	    !e->val.pmem && lp->tier == kv_tier(ns) && 1u + e->val.ncopies < ns->replicas &&
 	    !kv_val_on(&e->val, node)) {
 		/* Another copy of a replicated value. */
@@ -205,7 +207,7 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 		ns->used += alen;
 		return 0;
 	}
-	if (e != NULL && e->has_val && e->val.version >= h->version)
+	if (e != NULL && e->has_val && e->val.version >= rec->version)
 		return -EEXIST;
 	if (extent_reserve_fine(lp->alloc, off, alen) < 0)
 		return -EBUSY;
@@ -220,11 +222,11 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 				 .arena = arena,
 				 .off = off,
 				 .alen = alen,
-				 .vlen = h->vlen,
-				 .version = h->version,
+				 .vlen = rec->vlen,
+				 .version = rec->version,
 				 .pmem = lp->tier != kv_tier(ns)};
 	/* Its writer, as its lender's record names it (else the namespace's owner). */
-	owner = kv_val_owner(ns, key, klen, h->has_ruid ? h->ruid : (uint32_t)ns->uid);
+	owner = kv_val_owner(ns, key, klen, rec->has_owner ? rec->owner : (uint32_t)ns->uid);
 	if (kv_owner_charge(pd, &e->val, owner) < 0) {
 		e->has_val = false;
 		if (kv_entry_unused(e))
@@ -243,7 +245,7 @@ int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint
 		ns->pmem_used += alen;
 	else
 		ns->used += alen;
-	ns->next_version = MAX(ns->next_version, h->version);
+	ns->next_version = MAX(ns->next_version, rec->version);
 	if (fresh) { /* a key of its own: no chain is known */
 		kvev_stored(pd, ns->name, key, klen);
 		kvev_end(pd);

@@ -48,7 +48,7 @@ static void kv_durable_done(struct poold *pd, void *arg, int rc)
  */
 void kv_durable_send(struct poold *pd, struct kv_durable *d)
 {
-	Pool__Holding **hs = calloc(d->ntells ? d->ntells : 1, sizeof(*hs));
+	const struct kv_record **recs = calloc(d->ntells ? d->ntells : 1, sizeof(*recs));
 	size_t t, k, n;
 
 	for (t = 0; t < d->ntells; t++) {
@@ -60,7 +60,7 @@ void kv_durable_send(struct poold *pd, struct kv_durable *d)
 		for (k = t, n = 0; k < d->ntells; k++)
 			n += d->tells[k].node == node;
 		b = malloc(sizeof(*b) + n * sizeof(b->i[0]));
-		if (hs == NULL || b == NULL) { /* without memory: these are not durable */
+		if (recs == NULL || b == NULL) { /* without memory: these are not durable */
 			free(b);
 			for (k = t; k < d->ntells; k++)
 				if (d->tells[k].node == node) {
@@ -74,22 +74,22 @@ void kv_durable_send(struct poold *pd, struct kv_durable *d)
 		b->n = 0;
 		for (k = t; k < d->ntells; k++)
 			if (d->tells[k].node == node) {
-				hs[b->n] = &d->tells[k].h;
+				recs[b->n] = &d->tells[k].rec;
 				b->i[b->n++] = d->tells[k].i;
 				d->tells[k].node = UINT32_MAX;
 			}
 		d->pending++;
-		hold_tell_kv(pd, node, hs, b->n, kv_durable_done, b);
+		hold_tell_kv(pd, node, recs, b->n, kv_durable_done, b);
 	}
-	free(hs);
+	free(recs);
 	free(d->tells);
 	d->tells = NULL;
 	d->ntells = d->cap = 0;
 }
 
-/* Tell a value's lenders what they hold, so that a restarted coordinator can rebuild it. */
 /* Queue a holding for kv_durable_send(): 0, or -ENOMEM. */
-static int kv_durable_add(struct kv_durable *d, const Pool__Holding *h, uint32_t node, size_t i)
+static int kv_durable_add(struct kv_durable *d, const struct kv_record *rec, uint32_t node,
+			  size_t i)
 {
 	if (d->ntells == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 64;
@@ -100,46 +100,45 @@ static int kv_durable_add(struct kv_durable *d, const Pool__Holding *h, uint32_t
 		d->tells = t;
 		d->cap = cap;
 	}
-	d->tells[d->ntells++] = (struct kv_durable_tell){node, i, *h};
+	d->tells[d->ntells++] = (struct kv_durable_tell){node, i, *rec};
 	return 0;
 }
 
+/* Tell a value's lenders what they hold, so that a restarted coordinator can rebuild it. */
 void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e)
 {
-	Pool__Holding h = POOL__HOLDING__INIT;
 	struct kv_place all[KV_MAX_REPLICAS];
 	size_t n = kv_places(&e->val, all), i;
+	struct kv_record rec = {
+	    .hold_id = KV_HOLD_ID(ns),
+	    .ns = ns->name,
+	    .ns_capacity = ns->capacity,
+	    .ns_flags = ns->flags,
+	    .ns_replicas = ns->replicas,
+	    .ns_size_hint = ns->size_hint,
+	    .key = e->key,
+	    .klen = e->klen,
+	    .vlen = e->val.vlen,
+	    .version = e->val.version,
+	    .has_owner = true,
+	    .owner = e->val.owner,
+	};
 
-	h.region = KV_HOLD_ID(ns);
-	h.ns = (char *)ns->name;
-	h.has_key = h.has_vlen = h.has_version = h.has_ns_capacity = h.has_ns_flags = 1;
-	h.key.data = e->key;
-	h.key.len = e->klen;
-	h.vlen = e->val.vlen;
-	h.version = e->val.version;
-	h.ns_capacity = ns->capacity;
-	h.ns_flags = ns->flags;
-	h.has_ns_replicas = 1;
-	h.ns_replicas = ns->replicas;
-	h.has_ns_size_hint = ns->size_hint != 0;
-	h.ns_size_hint = ns->size_hint;
-	h.has_ruid = 1; /* the writer, whose quota the value counts against */
-	h.ruid = e->val.owner;
 	for (i = 0; i < n; i++) {
 		struct kv_durable *d = (ns->flags & HOLD_NS_PERSISTENT) ? pd->kv->durable : NULL;
 		size_t key = pd->kv->durable_i;
-		Pool__Holding *hp = &h;
+		const struct kv_record *rp = &rec;
 
-		h.arena = all[i].arena;
-		h.off = all[i].off;
-		h.len = all[i].alen;
-		if (d != NULL && kv_durable_add(d, &h, all[i].node, key) == 0)
+		rec.arena = all[i].arena;
+		rec.off = all[i].off;
+		rec.len = all[i].alen;
+		if (d != NULL && kv_durable_add(d, &rec, all[i].node, key) == 0)
 			continue; /* told with the commit's other values (kv_durable_send) */
 		if (d != NULL && d->locs[key].status == 0) { /* no memory to wait for it */
 			d->locs[key].status = -EIO;
 			d->lost++;
 		}
-		hold_tell_kv(pd, all[i].node, &hp, 1, NULL, NULL);
+		hold_tell_kv(pd, all[i].node, &rp, 1, NULL, NULL);
 	}
 }
 
@@ -212,7 +211,6 @@ out:
 static int kv_move(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool to_pmem)
 {
 	struct lender_pool *lp, *dst = NULL;
-	Pool__Copy cp = POOL__COPY__INIT;
 	struct kv_move *mv;
 	uint64_t off, alen;
 	int rc;
@@ -255,12 +253,8 @@ static int kv_move(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool 
 			 lend_copy(pd, e->val.arena, e->val.off, dst->arena, off, e->val.vlen));
 		return 0;
 	}
-	cp.src_arena = e->val.arena;
-	cp.src_off = e->val.off;
-	cp.dst_arena = dst->arena;
-	cp.dst_off = off;
-	cp.len = e->val.vlen;
-	rc = coord_request(pd, e->val.node, WIRE_COPY, &cp.base, kv_moved, mv);
+	rc = kv_send_copy(pd, e->val.node, e->val.arena, e->val.off, dst->arena, off, e->val.vlen,
+			  kv_moved, mv);
 	if (rc < 0)
 		kv_moved(pd, mv, rc);
 	return 0;

@@ -670,8 +670,30 @@ void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, ui
 	       uint64_t region);
 void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have, size_t nhave,
 		    const Pool__Holdings *hs);
-void hold_tell_kv(struct poold *pd, uint32_t node, Pool__Holding *const *h, size_t n,
+/*
+ * A committed KV value where one lender holds it, as its holdings record
+ * it, with what it takes to make its namespace again (kvwire.c maps it to
+ * and from a Holding).
+ */
+struct kv_record {
+	uint64_t hold_id; /* Holding.region: its namespace's (KV_HOLD_ID) */
+	uint32_t arena;
+	uint64_t off, len;
+	const char *ns;
+	uint64_t ns_capacity;
+	uint32_t ns_flags;     /* HOLD_NS_* */
+	uint32_t ns_replicas;  /* 0: not said */
+	uint64_t ns_size_hint; /* 0: not said */
+	const uint8_t *key;
+	size_t klen;
+	uint64_t vlen, version;
+	bool has_owner;
+	uint32_t owner; /* its writer, whose quota it counts against */
+};
+void hold_tell_kv(struct poold *pd, uint32_t node, const struct kv_record *const *recs, size_t n,
 		  coord_done_cb done, void *arg);
+void kv_record_to_holding(const struct kv_record *rec, Pool__Holding *h);
+void kv_record_of_holding(const Pool__Holding *h, struct kv_record *rec);
 
 /* coordha.c: the coordinator's place in etcd (coord.etcd) */
 struct coordha_info {
@@ -728,8 +750,7 @@ void kv_close(struct poold *pd);
 void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all);
 void kv_node_lost(struct poold *pd, uint32_t node);
 void kv_sweep(struct poold *pd);
-int kv_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t alen,
-	     const Pool__Holding *h);
+int kv_adopt(struct poold *pd, uint32_t node, const struct kv_record *rec);
 int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size_t *n, size_t *cap);
 extern const struct ctl_handler kv_handlers[];
 struct kv_where {

@@ -3,7 +3,8 @@
  * its own: a coordinator's index over lenders' arenas, no network.
  * Eviction order, the last reserver winning, pins outliving a replaced
  * value, aborts and releases that give back exactly what was taken,
- * replicas outliving one lender, dedup values living as long as a holder.
+ * replicas outliving one lender, dedup values living as long as a holder,
+ * lenders' records bringing values back after a coordinator restart.
  */
 #include "config.h"
 
@@ -328,6 +329,99 @@ static void test_dedup_recount(void)
 	index_free();
 }
 
+/* rec as its lender's holding keeps it: encoded, decoded (pointing into *ret_h: free it after). */
+static void through_a_holding(const struct kv_record *rec, Pool__Holding **ret_h,
+			      struct kv_record *got)
+{
+	Pool__Holding h = POOL__HOLDING__INIT;
+	uint8_t buf[1024];
+	size_t len;
+
+	kv_record_to_holding(rec, &h);
+	len = pool__holding__get_packed_size(&h);
+	CU_ASSERT_FATAL(len <= sizeof(buf));
+	pool__holding__pack(&h, buf);
+	*ret_h = pool__holding__unpack(NULL, len, buf);
+	CU_ASSERT_FATAL(*ret_h != NULL);
+	kv_record_of_holding(*ret_h, got);
+}
+
+/*
+ * A restarted coordinator: a lender's record of a value brings back its
+ * namespace and the value where it was; an older record changes nothing,
+ * a newer one replaces it.
+ */
+static void test_records(void)
+{
+	struct kv_record rec, got;
+	struct kv_result res;
+	Pool__Holding *h;
+	struct kv_ns *ns;
+	struct kv_val was;
+	uint64_t v;
+
+	index_new();
+	ns = ns_new("kv", 8 * MiB);
+	ns->size_hint = 4096;
+	v = put(ns, 1, "k", 1000);
+	CU_ASSERT_EQUAL_FATAL(op(ns, 2, KV_LOOKUP, "k", 0, &res), 0);
+	was = res.val;
+	rec = (struct kv_record){.hold_id = KV_HOLD_ID(ns),
+				 .arena = was.arena,
+				 .off = was.off,
+				 .len = was.alen,
+				 .ns = "kv",
+				 .ns_capacity = ns->capacity,
+				 .ns_flags = ns->flags,
+				 .ns_replicas = 1,
+				 .ns_size_hint = 4096,
+				 .key = (const uint8_t *)"k",
+				 .klen = 1,
+				 .vlen = 1000,
+				 .version = v,
+				 .has_owner = true,
+				 .owner = 1000};
+	through_a_holding(&rec, &h, &got);
+	index_free();
+
+	index_new();
+	CU_ASSERT_PTR_NULL(kv_ns_find(&pd, "kv"));
+	CU_ASSERT_EQUAL_FATAL(kv_adopt(&pd, LENDER, &got), 0);
+	ns = kv_ns_find(&pd, "kv");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ns);
+	CU_ASSERT_EQUAL(ns->capacity, 8 * MiB);
+	CU_ASSERT_EQUAL(ns->flags, HOLD_NS_DRAM_ONLY);
+	CU_ASSERT_EQUAL(ns->replicas, 1);
+	CU_ASSERT_EQUAL(ns->size_hint, 4096);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_LOOKUP, "k", 0, &res), 0);
+	CU_ASSERT_EQUAL(res.val.version, v);
+	CU_ASSERT_EQUAL(res.val.vlen, 1000);
+	CU_ASSERT_EQUAL(res.val.node, LENDER);
+	CU_ASSERT_EQUAL(res.val.arena, was.arena);
+	CU_ASSERT_EQUAL(res.val.off, was.off);
+	CU_ASSERT_EQUAL(res.val.owner, 1000);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_RELEASE, "k", v, NULL), 0);
+	/* Told again, or of an older version: nothing changes. */
+	CU_ASSERT_EQUAL(kv_adopt(&pd, LENDER, &got), -EEXIST);
+	/* A newer version elsewhere on the lender replaces it. */
+	got.version = v + 1;
+	got.off = was.off + 4 * MiB;
+	CU_ASSERT_EQUAL(kv_adopt(&pd, LENDER, &got), 0);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_LOOKUP, "k", 0, &res), 0);
+	CU_ASSERT_EQUAL(res.val.version, v + 1);
+	CU_ASSERT_EQUAL(res.val.off, was.off + 4 * MiB);
+	CU_ASSERT_EQUAL(ns->used, was.alen);
+	/* A record that does not hold up: no key, or a value longer than its extent. */
+	got.version = v + 2;
+	got.klen = 0;
+	CU_ASSERT_EQUAL(kv_adopt(&pd, LENDER, &got), -EINVAL);
+	got.klen = 1;
+	got.vlen = got.len + 1;
+	CU_ASSERT_EQUAL(kv_adopt(&pd, LENDER, &got), -EINVAL);
+	pool__holding__free_unpacked(h, NULL);
+	index_free();
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -339,6 +433,7 @@ int main(void)
 	    {"replicas", test_replicas},
 	    {"dedup references", test_dedup_references},
 	    {"dedup recount after a restart", test_dedup_recount},
+	    {"records bring values back", test_records},
 	    {NULL, NULL},
 	};
 
