@@ -33,6 +33,24 @@ void cores_lender_add(struct poold *pd, uint32_t node)
 	hold_reconcile(pd, node, NULL, 0, &held);
 }
 
+/*
+ * h as a lender's holdings or the journal keep it: encoded, then decoded
+ * (free with pool__holding__free_unpacked()).
+ */
+Pool__Holding *cores_holding_again(const Pool__Holding *h)
+{
+	size_t len = pool__holding__get_packed_size(h);
+	uint8_t *buf = malloc(len ? len : 1);
+	Pool__Holding *again;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	pool__holding__pack(h, buf);
+	again = pool__holding__unpack(NULL, len, buf);
+	free(buf);
+	CU_ASSERT_FATAL(again != NULL);
+	return again;
+}
+
 /* A coordinator (node 1) with its address space and KV index, and lenders 2 to 1 + lenders. */
 void cores_open(struct poold *pd, unsigned lenders)
 {

@@ -334,15 +334,9 @@ static void through_a_holding(const struct kv_record *rec, Pool__Holding **ret_h
 			      struct kv_record *got)
 {
 	Pool__Holding h = POOL__HOLDING__INIT;
-	uint8_t buf[1024];
-	size_t len;
 
 	kv_record_to_holding(rec, &h);
-	len = pool__holding__get_packed_size(&h);
-	CU_ASSERT_FATAL(len <= sizeof(buf));
-	pool__holding__pack(&h, buf);
-	*ret_h = pool__holding__unpack(NULL, len, buf);
-	CU_ASSERT_FATAL(*ret_h != NULL);
+	*ret_h = cores_holding_again(&h);
 	kv_record_of_holding(*ret_h, got);
 }
 

@@ -254,16 +254,10 @@ static void through_a_holding(const struct region_record *rec, Pool__Holding **r
 			      struct region_record *got)
 {
 	Pool__Holding h = POOL__HOLDING__INIT;
-	uint8_t buf[1024];
-	size_t len;
 
 	region_record_to_holding(rec, &h);
 	h.region = rec->id;
-	len = pool__holding__get_packed_size(&h);
-	CU_ASSERT_FATAL(len <= sizeof(buf));
-	pool__holding__pack(&h, buf);
-	*ret_h = pool__holding__unpack(NULL, len, buf);
-	CU_ASSERT_FATAL(*ret_h != NULL);
+	*ret_h = cores_holding_again(&h);
 	CU_ASSERT_FATAL(region_record_of_holding(*ret_h, got));
 }
 
