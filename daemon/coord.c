@@ -815,16 +815,12 @@ static void coord_heartbeat(struct coord_peer *p, uint64_t req_id, const Pool__H
 /* A lender's record of what it holds: compare with the map. */
 static void coord_holdings(struct coord_peer *p, const Pool__Holdings *hs)
 {
-	struct ledger_extent *have = calloc(hs->n_holdings ? hs->n_holdings : 1, sizeof(*have));
-	size_t i;
+	struct holding *h = holdings_of_msg(hs);
 
-	if (have == NULL)
+	if (h == NULL)
 		return;
-	for (i = 0; i < hs->n_holdings; i++)
-		have[i] = (struct ledger_extent){hs->holdings[i]->arena, hs->holdings[i]->off,
-						 hs->holdings[i]->len, hs->holdings[i]->region};
-	hold_reconcile(p->co->pd, p->m->info->id, have, hs->n_holdings, hs);
-	free(have);
+	hold_reconcile(p->co->pd, p->m->info->id, h, hs->n_holdings);
+	free(h);
 }
 
 /* A request a node forwarded on behalf of one of its clients. */

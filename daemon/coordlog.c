@@ -94,12 +94,11 @@ static int coordlog_write(const struct coordlog_sink *to, const Pool__CoordRecor
 static int coordlog_write_region(const struct coordlog_sink *to, const struct region *r)
 {
 	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
-	Pool__Holding h = POOL__HOLDING__INIT;
-	struct region_record rr;
+	struct holding rh = {.e.region = r->id, .has_region = true};
+	Pool__Holding h;
 
-	region_record(r, &rr);
-	region_record_to_holding(&rr, &h);
-	h.region = r->id;
+	region_record(r, &rh.region);
+	holding_to_msg(&rh, &h);
 	rec.kind = CL_REGION;
 	rec.region = &h;
 	rec.has_gva = 1;
@@ -320,7 +319,7 @@ static int coordlog_replay(void *arg, const uint8_t *buf, size_t len)
 	struct coordlog *cl = pd->coordlog;
 	Pool__CoordRecord *rec = pool__coord_record__unpack(NULL, len, buf);
 	const Pool__Holding *h;
-	struct region_record rr;
+	struct holding rh;
 	size_t i;
 
 	if (rec == NULL) {
@@ -331,8 +330,10 @@ static int coordlog_replay(void *arg, const uint8_t *buf, size_t len)
 	h = rec->region;
 	switch (rec->kind) {
 	case CL_REGION:
-		if (h == NULL || !rec->has_gva || !region_record_of_holding(h, &rr) ||
-		    region_replay(pd, &rr, rec->gva) < 0)
+		if (h != NULL)
+			holding_of_msg(h, &rh);
+		if (h == NULL || !rec->has_gva || !rh.has_region ||
+		    region_replay(pd, &rh.region, rec->gva) < 0)
 			log_warnx("coordinator journal: a region record does not hold up: skipped");
 		break;
 	case CL_REGION_GONE:

@@ -25,22 +25,10 @@
 struct hold {
 	TAILQ_ENTRY(hold) entry;
 	struct hold *hnext; /* the chain of its hash bucket */
-	struct ledger_extent e;
-	/* a committed KV value's identity, or ns[0] == 0 */
+	struct holding h;   /* its records point into the buffers below */
+	char rname[64], rplacement[32];
 	char ns[64];
 	uint8_t *key;
-	size_t klen;
-	uint64_t vlen, version, ns_capacity;
-	uint32_t ns_flags, ns_replicas;
-	uint64_t ns_size_hint;
-	bool has_writer;
-	uint32_t writer; /* the uid whose quota the value counts against */
-	/* an extent of a persistent region: the region, or rname[0] == 0 */
-	char rname[64], rplacement[32];
-	uint64_t rsize, rstripe;
-	uint32_t rclass;
-	uint32_t rindex, rextents, rmode, ruid, rgid;
-	bool ranonymous;
 	bool durable;	  /* journaled in the pmem tier */
 	bool journal_now; /* its value made durable: its record is to be journaled */
 };
@@ -56,7 +44,7 @@ static struct hold **hold_slot(struct poold *pd, uint32_t arena, uint64_t off)
 	uint64_t h = (off ^ (uint64_t)arena << 56) * UINT64_C(0x9e3779b97f4a7c15);
 	struct hold **pp = &pd->hold_tab[(h >> 32) & (pd->hold_tab_size - 1)];
 
-	while (*pp != NULL && ((*pp)->e.arena != arena || (*pp)->e.off != off))
+	while (*pp != NULL && ((*pp)->h.e.arena != arena || (*pp)->h.e.off != off))
 		pp = &(*pp)->hnext;
 	return pp;
 }
@@ -76,7 +64,7 @@ static int hold_grow(struct poold *pd)
 	pd->hold_tab = tab;
 	pd->hold_tab_size = size;
 	TAILQ_FOREACH(hd, &pd->holds, entry) {
-		struct hold **pp = hold_slot(pd, hd->e.arena, hd->e.off);
+		struct hold **pp = hold_slot(pd, hd->h.e.arena, hd->h.e.off);
 
 		hd->hnext = NULL;
 		*pp = hd;
@@ -84,58 +72,14 @@ static int hold_grow(struct poold *pd)
 	return 0;
 }
 
-/* The wire (and journal) form of a holding; h points into hd. */
-static void hold_msg(const struct hold *hd, Pool__Holding *h)
-{
-	pool__holding__init(h);
-	h->arena = hd->e.arena;
-	h->off = hd->e.off;
-	h->len = hd->e.len;
-	h->region = hd->e.region;
-	if (hd->rname[0] != '\0') {
-		h->rname = (char *)hd->rname;
-		h->rplacement = (char *)hd->rplacement;
-		h->has_rsize = h->has_rindex = h->has_rextents = h->has_rmode = 1;
-		h->has_ruid = h->has_rgid = h->has_rstripe = 1;
-		h->rsize = hd->rsize;
-		h->rindex = hd->rindex;
-		h->rextents = hd->rextents;
-		h->rmode = hd->rmode;
-		h->ruid = hd->ruid;
-		h->rgid = hd->rgid;
-		h->rstripe = hd->rstripe;
-		h->has_rclass = 1;
-		h->rclass = hd->rclass;
-		h->has_ranonymous = hd->ranonymous;
-		h->ranonymous = hd->ranonymous;
-	}
-	if (hd->ns[0] == '\0')
-		return;
-	h->ns = (char *)hd->ns;
-	h->has_key = h->has_vlen = h->has_version = h->has_ns_capacity = h->has_ns_flags = 1;
-	h->key.data = hd->key;
-	h->key.len = hd->klen;
-	h->vlen = hd->vlen;
-	h->version = hd->version;
-	h->ns_capacity = hd->ns_capacity;
-	h->ns_flags = hd->ns_flags;
-	h->has_ns_replicas = hd->ns_replicas != 0;
-	h->ns_replicas = hd->ns_replicas;
-	h->has_ns_size_hint = hd->ns_size_hint != 0;
-	h->ns_size_hint = hd->ns_size_hint;
-	h->has_ruid = hd->has_writer;
-	h->ruid = hd->writer;
-}
-
-static int hold_journal_write(struct journal *j, const Pool__Holding *h)
+static int hold_journal_write(struct journal *j, const struct holding *h)
 {
 	uint8_t buf[1024];
-	size_t len = pool__holding__get_packed_size(h);
+	ssize_t len = holding_pack(h, buf, sizeof(buf));
 
-	if (len > sizeof(buf))
-		return -E2BIG;
-	pool__holding__pack(h, buf);
-	return journal_append(j, buf, len);
+	if (len < 0)
+		return (int)len;
+	return journal_append(j, buf, (size_t)len);
 }
 
 /* A journal rewrite: what is durable now. */
@@ -145,15 +89,9 @@ static int hold_journal_fill(void *arg, struct journal *j)
 	struct hold *hd;
 	int rc;
 
-	TAILQ_FOREACH(hd, &pd->holds, entry) {
-		Pool__Holding h;
-
-		if (!hd->durable)
-			continue;
-		hold_msg(hd, &h);
-		if ((rc = hold_journal_write(j, &h)) < 0)
+	TAILQ_FOREACH(hd, &pd->holds, entry)
+		if (hd->durable && (rc = hold_journal_write(j, &hd->h)) < 0)
 			return rc;
-	}
 	return 0;
 }
 
@@ -161,7 +99,7 @@ static int hold_journal_fill(void *arg, struct journal *j)
  * Journal a holding, or the end of one (len 0), rewriting the journal to
  * what is durable once when it is full (which records an end by itself).
  */
-static int hold_journal(struct poold *pd, const Pool__Holding *h)
+static int hold_journal(struct poold *pd, const struct holding *h)
 {
 	int rc = hold_journal_write(pd->journal, h);
 	bool grouped;
@@ -171,7 +109,7 @@ static int hold_journal(struct poold *pd, const Pool__Holding *h)
 	/* A rewrite orders its own flushes (records, then the header that names them). */
 	grouped = lend_group_end();
 	rc = journal_rewrite(pd->journal, hold_journal_fill, pd);
-	if (rc == 0 && h->len > 0)
+	if (rc == 0 && h->e.len > 0)
 		rc = hold_journal_write(pd->journal, h);
 	if (grouped)
 		lend_group_begin();
@@ -180,61 +118,79 @@ static int hold_journal(struct poold *pd, const Pool__Holding *h)
 
 static void hold_unjournal(struct poold *pd, struct hold *hd)
 {
-	Pool__Holding h = POOL__HOLDING__INIT;
+	struct holding end = {.e = {hd->h.e.arena, hd->h.e.off, 0, 0}};
 	int rc;
 
 	if (!hd->durable)
 		return;
 	hd->durable = false;
-	h.arena = hd->e.arena;
-	h.off = hd->e.off;
-	if ((rc = hold_journal(pd, &h)) < 0)
+	if ((rc = hold_journal(pd, &end)) < 0)
 		log_warnx("pmem journal: cannot record the end of extent %llu: %s",
-			  (unsigned long long)hd->e.off, err_str(rc));
+			  (unsigned long long)hd->h.e.off, err_str(rc));
 }
 
 /*
  * A value of a persistent namespace, or an extent of a persistent region,
  * in this node's pmem tier: journaled.
  */
-static bool hold_is_durable(struct poold *pd, const Pool__Holding *h)
+static bool hold_is_durable(struct poold *pd, const struct holding *h)
 {
-	if (pd->journal == NULL || h->arena != pd->journal_arena)
+	if (pd->journal == NULL || h->e.arena != pd->journal_arena)
 		return false;
-	if (h->rname != NULL && h->rname[0] != '\0')
-		return true;
-	return h->ns != NULL && h->ns[0] != '\0' && h->has_key &&
-	       (h->ns_flags & HOLD_NS_PERSISTENT);
+	return h->has_region || (h->has_kv && (h->kv.ns_flags & HOLD_NS_PERSISTENT));
 }
 
 /* Whether a holding says what it holds: a KV value, or an extent of a persistent region. */
-static bool hold_named(const Pool__Holding *h)
+static bool hold_named(const struct holding *h)
 {
-	return (h->ns != NULL && h->ns[0] != '\0' && h->has_key) ||
-	       (h->rname != NULL && h->rname[0] != '\0');
+	return h->has_region || h->has_kv;
+}
+
+/* hd's record of what it holds: a copy of h's, in hd's own buffers. */
+static void hold_copy(struct hold *hd, const struct holding *h)
+{
+	hd->h = (struct holding){.e = h->e};
+	if (h->has_region) {
+		hd->h.has_region = true;
+		hd->h.region = h->region;
+		snprintf(hd->rname, sizeof(hd->rname), "%s", h->region.name);
+		snprintf(hd->rplacement, sizeof(hd->rplacement), "%s",
+			 h->region.placement ? h->region.placement : "");
+		hd->h.region.name = hd->rname;
+		hd->h.region.placement = hd->rplacement;
+	}
+	free(hd->key);
+	hd->key = NULL;
+	if (h->has_kv && h->kv.klen > 0 && (hd->key = malloc(h->kv.klen)) != NULL) {
+		hd->h.has_kv = true;
+		hd->h.kv = h->kv;
+		snprintf(hd->ns, sizeof(hd->ns), "%s", h->kv.ns);
+		memcpy(hd->key, h->kv.key, h->kv.klen);
+		hd->h.kv.ns = hd->ns;
+		hd->h.kv.key = hd->key;
+	}
 }
 
 /*
  * Record one holding (replacing any other at its place). With journal, a
  * durable one has its value made durable and is marked for hold_record().
  */
-static struct hold *hold_set(struct poold *pd, const Pool__Holding *h, bool journal)
+static struct hold *hold_set(struct poold *pd, const struct holding *h, bool journal)
 {
 	struct hold **pp, *hd;
 
 	if (hold_grow(pd) < 0)
 		return NULL;
-	pp = hold_slot(pd, h->arena, h->off);
+	pp = hold_slot(pd, h->e.arena, h->e.off);
 	hd = *pp;
-	if (hd != NULL && hd->e.len == h->len && !hold_named(h) &&
-	    (hd->ns[0] != '\0' || hd->rname[0] != '\0')) {
+	if (hd != NULL && hd->h.e.len == h->e.len && !hold_named(h) && hold_named(&hd->h)) {
 		/*
 		 * A repair after the coordinator restarted and numbered the value's
 		 * namespace (or the region) anew: the same extent, the same contents.
 		 * Only the number changes; what the record names, and the journal,
 		 * stay.
 		 */
-		hd->e.region = h->region;
+		hd->h.e.region = hd->h.region.id = hd->h.kv.hold_id = h->e.region;
 		return hd;
 	}
 	if (hd == NULL) {
@@ -247,62 +203,29 @@ static struct hold *hold_set(struct poold *pd, const Pool__Holding *h, bool jour
 	} else if (journal && !hold_is_durable(pd, h)) {
 		hold_unjournal(pd, hd);
 	}
-	hd->e = (struct ledger_extent){h->arena, h->off, h->len, h->region};
-	hd->rname[0] = '\0';
-	if (h->rname != NULL && h->rname[0] != '\0') {
-		snprintf(hd->rname, sizeof(hd->rname), "%s", h->rname);
-		snprintf(hd->rplacement, sizeof(hd->rplacement), "%s",
-			 h->rplacement ? h->rplacement : "");
-		hd->rsize = h->rsize;
-		hd->rindex = h->rindex;
-		hd->rextents = h->rextents;
-		hd->rmode = h->rmode;
-		hd->ruid = h->ruid;
-		hd->rgid = h->rgid;
-		hd->rstripe = h->rstripe;
-		hd->rclass = h->has_rclass ? h->rclass : CLASS_PERSISTENT;
-		hd->ranonymous = h->has_ranonymous && h->ranonymous;
-	}
-	free(hd->key);
-	hd->key = NULL;
-	hd->klen = 0;
-	hd->ns[0] = '\0';
-	if (h->ns != NULL && h->ns[0] != '\0' && h->has_key && h->key.len > 0 &&
-	    (hd->key = malloc(h->key.len)) != NULL) {
-		snprintf(hd->ns, sizeof(hd->ns), "%s", h->ns);
-		memcpy(hd->key, h->key.data, h->key.len);
-		hd->klen = h->key.len;
-		hd->vlen = h->vlen;
-		hd->version = h->version;
-		hd->ns_capacity = h->ns_capacity;
-		hd->ns_flags = h->ns_flags;
-		hd->ns_replicas = h->has_ns_replicas ? h->ns_replicas : 0;
-		hd->ns_size_hint = h->has_ns_size_hint ? h->ns_size_hint : 0;
-		hd->has_writer = h->has_ruid;
-		hd->writer = h->ruid;
-	}
-	if (journal && hold_is_durable(pd, h) && (hd->rname[0] != '\0' || hd->key != NULL)) {
+	hold_copy(hd, h);
+	if (journal && hold_is_durable(pd, h) && hold_named(&hd->h)) {
 		/*
 		 * A value first (a region's bytes are its users' to persist); hold_add() records
 		 * it.
 		 */
 		hd->durable = false;
 		hd->journal_now = true;
-		if (hd->rname[0] == '\0')
-			lend_persist(pd, h->arena, h->off, h->vlen);
+		if (!hd->h.has_region)
+			lend_persist(pd, h->e.arena, h->e.off, h->kv.vlen);
 	}
 	return hd;
 }
 
 /* Journal the record of a holding whose value is durable (hold_set()). */
-static void hold_record(struct poold *pd, struct hold *hd, const Pool__Holding *h)
+static void hold_record(struct poold *pd, struct hold *hd)
 {
-	int rc = hold_journal(pd, h);
+	int rc = hold_journal(pd, &hd->h);
 
 	if (rc < 0)
 		log_warnx("pmem journal: %s '%s' is not durable: %s",
-			  hd->rname[0] ? "an extent of region" : "a value of KV namespace",
-			  hd->rname[0] ? hd->rname : hd->ns, err_str(rc));
+			  hd->h.has_region ? "an extent of region" : "a value of KV namespace",
+			  hd->h.has_region ? hd->rname : hd->ns, err_str(rc));
 	hd->durable = rc == 0;
 	hd->journal_now = false;
 }
@@ -311,7 +234,7 @@ static void hold_record(struct poold *pd, struct hold *hd, const Pool__Holding *
  * Lender: record extents held for regions and KV values. 0, or -errno when
  * one that should be durable is not (or there was no memory to record it).
  */
-int hold_add(struct poold *pd, const Pool__Holdings *hs)
+int hold_add(struct poold *pd, const struct holding *h, size_t n)
 {
 	struct hold *hd;
 	size_t i;
@@ -322,17 +245,17 @@ int hold_add(struct poold *pd, const Pool__Holdings *hs)
 	 * durable: two flushes for the batch on a file-backed tier (lend.c).
 	 */
 	lend_group_begin();
-	for (i = 0; i < hs->n_holdings; i++)
-		if (hold_set(pd, hs->holdings[i], true) == NULL) {
+	for (i = 0; i < n; i++)
+		if (hold_set(pd, &h[i], true) == NULL) {
 			log_warnx("out of memory recording a holding");
 			rc = -ENOMEM;
 		}
 	lend_group_values();
-	for (i = 0; i < hs->n_holdings; i++) {
-		hd = *hold_slot(pd, hs->holdings[i]->arena, hs->holdings[i]->off);
+	for (i = 0; i < n; i++) {
+		hd = *hold_slot(pd, h[i].e.arena, h[i].e.off);
 		if (hd != NULL && hd->journal_now)
-			hold_record(pd, hd, hs->holdings[i]);
-		if (rc == 0 && hold_is_durable(pd, hs->holdings[i]) && (hd == NULL || !hd->durable))
+			hold_record(pd, hd);
+		if (rc == 0 && hold_is_durable(pd, &h[i]) && (hd == NULL || !hd->durable))
 			rc = -EIO;
 	}
 	lend_group_end();
@@ -381,30 +304,32 @@ void hold_clear(struct poold *pd)
 static int hold_replay(void *arg, const uint8_t *rec, size_t len)
 {
 	struct poold *pd = arg;
-	Pool__Holding *h = pool__holding__unpack(NULL, len, rec);
+	struct holding_unpacked u;
+	struct holding *h = &u.h;
 	struct hold **pp, *hd = NULL;
 	int rc = 0;
 
-	if (h == NULL) {
+	if (holding_unpack(rec, len, &u) < 0) {
 		log_warnx("pmem journal: a record does not decode: skipped");
 		return 0;
 	}
-	h->arena = pd->journal_arena; /* the tier's arena id in this run */
-	if (h->len == 0) {
-		if (pd->hold_tab_size > 0 && *(pp = hold_slot(pd, h->arena, h->off)) != NULL) {
+	h->e.arena = h->kv.arena = pd->journal_arena; /* the tier's arena id in this run */
+	if (h->e.len == 0) {
+		if (pd->hold_tab_size > 0 && *(pp = hold_slot(pd, h->e.arena, h->e.off)) != NULL) {
 			hd = *pp;
 			hold_unlink(pd, pp);
 			hold_free(hd);
 		}
-	} else if (lend_ptr(pd, h->arena, h->off, h->len) == NULL || h->vlen > h->len) {
+	} else if (lend_ptr(pd, h->e.arena, h->e.off, h->e.len) == NULL ||
+		   (h->has_kv && h->kv.vlen > h->e.len)) {
 		log_warnx("pmem journal: extent %llu+%llu is outside the tier: dropped",
-			  (unsigned long long)h->off, (unsigned long long)h->len);
+			  (unsigned long long)h->e.off, (unsigned long long)h->e.len);
 	} else if ((hd = hold_set(pd, h, false)) != NULL) {
 		hd->durable = true;
 	} else {
 		rc = -ENOMEM;
 	}
-	pool__holding__free_unpacked(h, NULL);
+	holding_unpacked_free(&u);
 	return rc;
 }
 
@@ -455,7 +380,7 @@ int hold_open(struct poold *pd)
 	if (keep == NULL)
 		return -ENOMEM;
 	TAILQ_FOREACH(hd, &pd->holds, entry)
-		keep[n++] = hd->e;
+		keep[n++] = hd->h.e;
 	qsort(keep, n, sizeof(*keep), hold_cmp_off);
 	keep[n].off = a->size; /* the end of the tier, as a last boundary */
 	for (i = 0; i <= n; i++) {
@@ -471,77 +396,21 @@ int hold_open(struct poold *pd)
 	return 0;
 }
 
-/* This lender's record as a message, pointing into it; hold_msgs_free() it. */
-static int hold_msgs(struct poold *pd, Pool__Holdings *hs)
+/*
+ * This lender's record: an array of its holdings (free() it), pointing
+ * into the record, so valid until the record changes.
+ */
+int hold_list(struct poold *pd, struct holding **ret, size_t *ret_n)
 {
-	Pool__Holding *h = calloc(pd->nholds ? pd->nholds : 1, sizeof(*h));
+	struct holding *h = calloc(pd->nholds ? pd->nholds : 1, sizeof(*h));
 	struct hold *hd;
 	size_t n = 0;
 
-	pool__holdings__init(hs);
-	hs->holdings = calloc(pd->nholds ? pd->nholds : 1, sizeof(*hs->holdings));
-	if (h == NULL || hs->holdings == NULL) {
-		free(h);
-		free(hs->holdings);
+	if (h == NULL)
 		return -ENOMEM;
-	}
-	TAILQ_FOREACH(hd, &pd->holds, entry) {
-		hold_msg(hd, &h[n]);
-		hs->holdings[n] = &h[n];
-		n++;
-	}
-	hs->n_holdings = n;
-	if (n == 0)
-		free(h); /* else hold_msgs_free() finds it as the first holding */
-	return 0;
-}
-
-static void hold_msgs_free(Pool__Holdings *hs)
-{
-	if (hs->n_holdings > 0)
-		free(hs->holdings[0]);
-	free(hs->holdings);
-}
-
-/* Lender: answer the coordinator's HoldingsRequest with its record. */
-int hold_report(struct poold *pd, struct conn *c, uint64_t req_id)
-{
-	Pool__Holdings hs;
-	int rc;
-
-	if (hold_msgs(pd, &hs) < 0)
-		return conn_send_error(c, req_id, -ENOMEM, NULL);
-	rc = conn_send(c, WIRE_HOLDINGS_REPLY, req_id, &hs.base);
-	hold_msgs_free(&hs);
-	return rc;
-}
-
-/* Coordinator: reconcile this poold's own record as a lender. */
-static void hold_reconcile_self(struct poold *pd)
-{
-	struct ledger_extent *have = calloc(pd->nholds ? pd->nholds : 1, sizeof(*have));
-	Pool__Holdings hs;
-	struct hold *hd;
-	size_t n = 0;
-
-	if (have == NULL || hold_msgs(pd, &hs) < 0) {
-		free(have);
-		return;
-	}
 	TAILQ_FOREACH(hd, &pd->holds, entry)
-		have[n++] = hd->e;
-	hold_reconcile(pd, pd->node_id, have, n, &hs);
-	hold_msgs_free(&hs);
-	free(have);
-}
-
-/* Coordinator: ask a lender for its record (the reply comes to hold_reconcile()). */
-void hold_ask(struct poold *pd, uint32_t node)
-{
-	Pool__HoldingsRequest req = POOL__HOLDINGS_REQUEST__INIT;
-
-	if (node == pd->node_id)
-		hold_reconcile_self(pd);
-	else
-		coord_notice(pd, node, WIRE_HOLDINGS, &req.base);
+		h[n++] = hd->h;
+	*ret = h;
+	*ret_n = n;
+	return 0;
 }

@@ -8,40 +8,43 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #include "daemon/extent.h"
 #include "daemon/ledger.h"
 #include "daemon/poold.h"
 
-static void hold_send(struct poold *pd, uint32_t node, const struct ledger_extent *e, size_t n)
+/* Tell a lender the n holdings it holds (this poold records them at once). */
+static void hold_send(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
+		      coord_done_cb done, void *arg)
 {
-	Pool__Holdings hs = POOL__HOLDINGS__INIT;
-	Pool__Holding *h = calloc(n ? n : 1, sizeof(*h)), **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
-	struct region_record rec;
+	int rc;
+
+	if (node != pd->node_id) {
+		holdings_send(pd, node, h, n, done, arg);
+		return;
+	}
+	rc = hold_add(pd, h, n);
+	if (done != NULL)
+		done(pd, arg, rc);
+}
+
+/* Tell a lender the extents of the map it holds, a region's naming its region. */
+static void hold_send_extents(struct poold *pd, uint32_t node, const struct ledger_extent *e,
+			      size_t n)
+{
+	struct holding *h = calloc(n ? n : 1, sizeof(*h));
 	size_t i;
 
-	if (h == NULL || ptrs == NULL)
-		goto out;
+	if (h == NULL)
+		return;
 	for (i = 0; i < n; i++) {
-		pool__holding__init(&h[i]);
-		h[i].arena = e[i].arena;
-		h[i].off = e[i].off;
-		h[i].len = e[i].len;
-		h[i].region = e[i].region;
-		/* A region's extent names its region. */
-		if (region_extent_record(pd, node, e[i].region, e[i].arena, e[i].off, &rec))
-			region_record_to_holding(&rec, &h[i]);
-		ptrs[i] = &h[i];
+		h[i].e = e[i];
+		h[i].has_region =
+		    region_extent_record(pd, node, e[i].region, e[i].arena, e[i].off, &h[i].region);
 	}
-	hs.holdings = ptrs;
-	hs.n_holdings = n;
-	if (node == pd->node_id)
-		hold_add(pd, &hs);
-	else
-		coord_notice(pd, node, WIRE_HOLD, &hs.base);
-out:
-	free(ptrs);
+	hold_send(pd, node, h, n, NULL, NULL);
 	free(h);
 }
 
@@ -54,36 +57,22 @@ out:
 void hold_tell_kv(struct poold *pd, uint32_t node, const struct kv_record *const *recs, size_t n,
 		  coord_done_cb done, void *arg)
 {
-	Pool__Holdings hs = POOL__HOLDINGS__INIT;
-	Pool__Holding *h = calloc(n ? n : 1, sizeof(*h)), **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+	struct holding *h = calloc(n ? n : 1, sizeof(*h));
 	size_t i;
-	int rc;
 
-	if (h == NULL || ptrs == NULL) {
-		rc = -ENOMEM;
-		goto out;
+	if (h == NULL) {
+		if (done != NULL)
+			done(pd, arg, -ENOMEM);
+		return;
 	}
 	for (i = 0; i < n; i++) {
-		pool__holding__init(&h[i]);
-		kv_record_to_holding(recs[i], &h[i]);
-		ptrs[i] = &h[i];
+		h[i].e = (struct ledger_extent){recs[i]->arena, recs[i]->off, recs[i]->len,
+						recs[i]->hold_id};
+		h[i].has_kv = true;
+		h[i].kv = *recs[i];
 	}
-	hs.holdings = ptrs;
-	hs.n_holdings = n;
-	if (node == pd->node_id) {
-		rc = hold_add(pd, &hs);
-	} else if (done == NULL) {
-		coord_notice(pd, node, WIRE_HOLD, &hs.base);
-		rc = 0;
-	} else {
-		rc = coord_request(pd, node, WIRE_HOLD, &hs.base, done, arg);
-		done = rc < 0 ? done : NULL; /* it answers later */
-	}
-out:
-	free(ptrs);
+	hold_send(pd, node, h, n, done, arg);
 	free(h);
-	if (done != NULL)
-		done(pd, arg, rc);
 }
 
 /* Coordinator: tell a lender it now holds an extent for a region. */
@@ -92,17 +81,18 @@ void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, ui
 {
 	struct ledger_extent e = {arena, off, len, region};
 
-	hold_send(pd, node, &e, 1);
+	hold_send_extents(pd, node, &e, 1);
 }
 
 /* The lender's full record of an orphan extent, if it sent one. */
-static const Pool__Holding *hold_find(const Pool__Holdings *hs, const struct ledger_extent *e)
+static const struct holding *hold_find(const struct holding *h, size_t n,
+				       const struct ledger_extent *e)
 {
 	size_t i;
 
-	for (i = 0; hs != NULL && i < hs->n_holdings; i++)
-		if (hs->holdings[i]->arena == e->arena && hs->holdings[i]->off == e->off)
-			return hs->holdings[i];
+	for (i = 0; i < n; i++)
+		if (h[i].e.arena == e->arena && h[i].e.off == e->off)
+			return &h[i];
 	return NULL;
 }
 
@@ -114,12 +104,11 @@ static const Pool__Holding *hold_find(const Pool__Holdings *hs, const struct led
  * committed is scrubbed.
  */
 static void hold_adopt(struct poold *pd, uint32_t node, const struct ledger_extent *e,
-		       const Pool__Holding *h)
+		       const struct holding *h)
 {
 	struct lender_pool *lp = region_pool(pd->regions, node, e->arena);
 	const struct tombstone *t =
 	    HOLD_REGION_ID(e->region) ? region_tombstone(pd, node, e->region) : NULL;
-	struct region_record rec;
 	struct kv_record kv;
 
 	if (t != NULL) {
@@ -129,12 +118,11 @@ static void hold_adopt(struct poold *pd, uint32_t node, const struct ledger_exte
 		region_retire(pd, node, e->arena, e->off, e->len, NULL);
 		return;
 	}
-	if (h != NULL && h->rname != NULL && h->rname[0] != '\0' &&
-	    region_record_of_holding(h, &rec) &&
-	    region_adopt(pd, node, e->arena, e->off, e->len, &rec) == 0)
+	if (h != NULL && h->has_region &&
+	    region_adopt(pd, node, e->arena, e->off, e->len, &h->region) == 0)
 		return;
-	if (h != NULL && h->ns != NULL && h->ns[0] != '\0' && h->has_key) {
-		kv_record_of_holding(h, &kv);
+	if (h != NULL && h->has_kv) {
+		kv = h->kv;
 		kv.len = e->len; /* (the extent as the ledger has it) */
 		if (kv_adopt(pd, node, &kv) == 0)
 			return;
@@ -164,21 +152,22 @@ static bool hold_overlaps(const struct ledger_extent *e, const struct ledger_ext
 }
 
 /*
- * Coordinator: compare a lender's record with the map and repair. have is
- * what the lender reported (for this poold itself, its own record).
+ * Coordinator: compare a lender's record (the n holdings it reported, or
+ * this poold's own) with the map and repair.
  */
-void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have, size_t nhave,
-		    const Pool__Holdings *hs)
+void hold_reconcile(struct poold *pd, uint32_t node, const struct holding *h, size_t n)
 {
-	struct ledger_extent *want = NULL, *missing = NULL, *orphans = NULL;
+	struct ledger_extent *want = NULL, *have = NULL, *missing = NULL, *orphans = NULL;
 	size_t nwant = 0, cap = 0, nm = 0, no = 0, i;
 	struct member *m = cluster_find(pd, node);
 	uint64_t incarnation = m != NULL ? m->info->incarnation : 0;
 	struct region *r;
 	struct retired *rt;
 
-	if (pd->regions == NULL)
+	if (pd->regions == NULL || (have = calloc(n ? n : 1, sizeof(*have))) == NULL)
 		return;
+	for (i = 0; i < n; i++)
+		have[i] = h[i].e;
 	TAILQ_FOREACH(r, &pd->regions->list, entry)
 		for (i = 0; i < r->next; i++)
 			if (r->ext[i].node == node &&
@@ -187,7 +176,7 @@ void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have,
 				goto out;
 	if (kv_extents(pd, node, &want, &nwant, &cap) < 0)
 		goto out;
-	if (ledger_diff(want, nwant, have, nhave, &missing, &nm, &orphans, &no) < 0)
+	if (ledger_diff(want, nwant, have, n, &missing, &nm, &orphans, &no) < 0)
 		goto out;
 	{
 		struct lender_pool *lp;
@@ -200,10 +189,10 @@ void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have,
 	if (nm > 0) {
 		log_warnx("ledger: node %u does not record %zu extent(s) of the map; told again",
 			  node, nm);
-		hold_send(pd, node, missing, nm);
+		hold_send_extents(pd, node, missing, nm);
 	}
 	for (i = 0; i < no; i++) {
-		const Pool__Holding *h = hold_find(hs, &orphans[i]);
+		const struct holding *held = hold_find(h, n, &orphans[i]);
 		bool retired = false;
 
 		/*
@@ -214,11 +203,26 @@ void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have,
 				   rt->arena == orphans[i].arena && rt->off == orphans[i].off;
 		if (retired || hold_overlaps(&orphans[i], want, nwant))
 			continue; /* on its way out, or replaced by the repair above */
-		hold_adopt(pd, node, &orphans[i], h);
+		hold_adopt(pd, node, &orphans[i], held);
 	}
 	region_tombstones_done(pd, node);
 out:
 	free(want);
+	free(have);
 	free(missing);
 	free(orphans);
+}
+
+/* Coordinator: ask a lender for its record (the reply comes to hold_reconcile()). */
+void hold_ask(struct poold *pd, uint32_t node)
+{
+	struct holding *h;
+	size_t n;
+
+	if (node != pd->node_id) {
+		holdings_ask(pd, node);
+	} else if (hold_list(pd, &h, &n) == 0) {
+		hold_reconcile(pd, node, h, n);
+		free(h);
+	}
 }

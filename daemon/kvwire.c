@@ -3,8 +3,7 @@
  * links: operations on keys (lookup, reserve, commit, abort, release,
  * remove, match...) answered with locations, and on namespaces (create,
  * drop, flush, stats), checked against each namespace's owner and mode;
- * the copies between a lender's tiers kvtier.c asks for; and a value's
- * record in its lenders' holdings (struct kv_record).
+ * and the copies between a lender's tiers kvtier.c asks for.
  */
 #include "config.h"
 
@@ -537,51 +536,6 @@ int kv_send_copy(struct poold *pd, uint32_t node, uint32_t src_arena, uint64_t s
 	cp.dst_off = dst_off;
 	cp.len = len;
 	return coord_request(pd, node, WIRE_COPY, &cp.base, done, arg);
-}
-
-/* A value's record in a Holding, pointing into rec. */
-void kv_record_to_holding(const struct kv_record *rec, Pool__Holding *h)
-{
-	h->region = rec->hold_id;
-	h->arena = rec->arena;
-	h->off = rec->off;
-	h->len = rec->len;
-	h->ns = (char *)rec->ns;
-	h->has_key = h->has_vlen = h->has_version = h->has_ns_capacity = h->has_ns_flags = 1;
-	h->key.data = (uint8_t *)rec->key;
-	h->key.len = rec->klen;
-	h->vlen = rec->vlen;
-	h->version = rec->version;
-	h->ns_capacity = rec->ns_capacity;
-	h->ns_flags = rec->ns_flags;
-	h->has_ns_replicas = rec->ns_replicas != 0;
-	h->ns_replicas = rec->ns_replicas;
-	h->has_ns_size_hint = rec->ns_size_hint != 0;
-	h->ns_size_hint = rec->ns_size_hint;
-	h->has_ruid = rec->has_owner;
-	h->ruid = rec->owner;
-}
-
-/* A Holding's record of a value, pointing into h. */
-void kv_record_of_holding(const Pool__Holding *h, struct kv_record *rec)
-{
-	*rec = (struct kv_record){
-	    .hold_id = h->region,
-	    .arena = h->arena,
-	    .off = h->off,
-	    .len = h->len,
-	    .ns = h->ns,
-	    .ns_capacity = h->ns_capacity,
-	    .ns_flags = h->ns_flags,
-	    .ns_replicas = h->has_ns_replicas ? h->ns_replicas : 0,
-	    .ns_size_hint = h->has_ns_size_hint ? h->ns_size_hint : 0,
-	    .key = h->key.data,
-	    .klen = h->key.len,
-	    .vlen = h->vlen,
-	    .version = h->version,
-	    .has_owner = h->has_ruid,
-	    .owner = h->ruid,
-	};
 }
 
 const struct ctl_handler kv_handlers[] = {

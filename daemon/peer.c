@@ -431,7 +431,7 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 		break;
 	}
 	case WIRE_HOLD: {
-		int rc = hold_add(pe->pd, (Pool__Holdings *)msg);
+		int rc = hold_add_msg(pe->pd, (Pool__Holdings *)msg);
 
 		if (hdr->req_id != 0 && rc < 0) { /* the coordinator waits for it to be durable */
 			conn_send_error(pe->conn, hdr->req_id, rc, "not made durable");

@@ -13,6 +13,7 @@
 
 #include "common/common.h"
 #include "daemon/htab.h"
+#include "daemon/ledger.h"
 #include "daemon/usage.h"
 #include "fabric/fabric.h"
 #include "proto/wire.h"
@@ -649,8 +650,6 @@ int region_send_scrub(struct poold *pd, uint32_t node, uint32_t arena, uint64_t 
 		      coord_done_cb done, void *arg);
 void region_send_notice(struct poold *pd, uint32_t node, const uint64_t *sessions, size_t n,
 			const char *name, enum region_event event);
-void region_record_to_holding(const struct region_record *rec, Pool__Holding *h);
-bool region_record_of_holding(const Pool__Holding *h, struct region_record *rec);
 
 /* hold.c: a lender's record of what it holds (HOLD_NS_*: Holding.ns_flags) */
 #define HOLD_NS_DRAM_ONLY 0x1u	/* Holding.ns_flags: the namespace never spills */
@@ -659,21 +658,10 @@ bool region_record_of_holding(const Pool__Holding *h, struct region_record *rec)
 #define HOLD_NS_DEDUP 0x8u	/* ... keys name their content: puts count references */
 #define HOLD_NS_SHARED 0x10u	/* ... across uids: a value is checked against its key at commit */
 #define HOLD_REGION_ID(id) (!((id) >> 63)) /* Holding.region: a region's, not a KV namespace's */
-int hold_open(struct poold *pd);
-int hold_add(struct poold *pd, const Pool__Holdings *hs);
-void hold_drop(struct poold *pd, uint32_t arena, uint64_t off);
-void hold_clear(struct poold *pd);
-int hold_report(struct poold *pd, struct conn *c, uint64_t req_id);
-void hold_ask(struct poold *pd, uint32_t node);
-/* holdsync.c: the coordinator telling lenders what they hold, and reconciling their records */
-void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
-	       uint64_t region);
-void hold_reconcile(struct poold *pd, uint32_t node, struct ledger_extent *have, size_t nhave,
-		    const Pool__Holdings *hs);
 /*
  * A committed KV value where one lender holds it, as its holdings record
- * it, with what it takes to make its namespace again (kvwire.c maps it to
- * and from a Holding).
+ * it, with what it takes to make its namespace again (holdwire.c maps it
+ * to and from a Holding).
  */
 struct kv_record {
 	uint64_t hold_id; /* Holding.region: its namespace's (KV_HOLD_ID) */
@@ -690,10 +678,47 @@ struct kv_record {
 	bool has_owner;
 	uint32_t owner; /* its writer, whose quota it counts against */
 };
+
+/*
+ * One extent a lender holds, as its record says, and what for: an extent
+ * of a named region, a committed KV value, or neither (an extent only the
+ * map names, a KV reservation). Its records point into whoever made it.
+ */
+struct holding {
+	struct ledger_extent e; /* e.region: a region's id, or a namespace's KV_HOLD_ID */
+	bool has_region;
+	struct region_record region;
+	bool has_kv;
+	struct kv_record kv;
+};
+int hold_open(struct poold *pd);
+int hold_add(struct poold *pd, const struct holding *h, size_t n);
+void hold_drop(struct poold *pd, uint32_t arena, uint64_t off);
+void hold_clear(struct poold *pd);
+int hold_list(struct poold *pd, struct holding **ret, size_t *ret_n);
+/* holdsync.c: the coordinator telling lenders what they hold, and reconciling their records */
+void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
+	       uint64_t region);
 void hold_tell_kv(struct poold *pd, uint32_t node, const struct kv_record *const *recs, size_t n,
 		  coord_done_cb done, void *arg);
-void kv_record_to_holding(const struct kv_record *rec, Pool__Holding *h);
-void kv_record_of_holding(const Pool__Holding *h, struct kv_record *rec);
+void hold_ask(struct poold *pd, uint32_t node);
+void hold_reconcile(struct poold *pd, uint32_t node, const struct holding *h, size_t n);
+/* holdwire.c: holdings on the wire and in the pmem journal */
+void holding_to_msg(const struct holding *h, Pool__Holding *m);
+void holding_of_msg(const Pool__Holding *m, struct holding *h);
+ssize_t holding_pack(const struct holding *h, uint8_t *buf, size_t cap);
+struct holding_unpacked {
+	struct holding h;
+	Pool__Holding *msg; /* what h points into */
+};
+int holding_unpack(const uint8_t *buf, size_t len, struct holding_unpacked *ret);
+void holding_unpacked_free(struct holding_unpacked *u);
+struct holding *holdings_of_msg(const Pool__Holdings *hs);
+void holdings_send(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
+		   coord_done_cb done, void *arg);
+void holdings_ask(struct poold *pd, uint32_t node);
+int hold_add_msg(struct poold *pd, const Pool__Holdings *hs);
+int hold_report(struct poold *pd, struct conn *c, uint64_t req_id);
 
 /* coordha.c: the coordinator's place in etcd (coord.etcd) */
 struct coordha_info {

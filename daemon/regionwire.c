@@ -3,8 +3,7 @@
  * of the control socket (create, open, close, stat, destroy, keep and list,
  * from their messages to region.c's operations and back to replies that
  * carry a region's extents to those who may read it), the scrubs and
- * notices region.c sends, and a region's record in lenders' holdings and
- * the coordinator's journal.
+ * notices region.c sends.
  */
 #include "config.h"
 
@@ -277,51 +276,6 @@ void region_send_notice(struct poold *pd, uint32_t node, const uint64_t *session
 	rn.sessions = (uint64_t *)sessions;
 	rn.n_sessions = n;
 	coord_notice(pd, node, WIRE_REGION_NOTICE, &rn.base);
-}
-
-/* A region's record in a Holding (h->region, h->arena, h->off and h->len aside). */
-void region_record_to_holding(const struct region_record *rec, Pool__Holding *h)
-{
-	h->rname = (char *)rec->name;
-	h->rplacement = (char *)rec->placement;
-	h->has_rsize = h->has_rextents = h->has_rindex = h->has_rmode = 1;
-	h->has_ruid = h->has_rgid = h->has_rstripe = h->has_rclass = 1;
-	h->rsize = rec->size;
-	h->rextents = rec->extents;
-	h->rindex = rec->index;
-	h->rmode = rec->mode;
-	h->ruid = rec->uid;
-	h->rgid = rec->gid;
-	h->rstripe = rec->stripe;
-	h->rclass = rec->cls;
-	h->has_ranonymous = rec->anonymous;
-	h->ranonymous = rec->anonymous;
-}
-
-/*
- * A Holding's record of a region, pointing into h. A record without a
- * class is of a persistent region (the lenders' records before classes);
- * false for a class this poold does not know.
- */
-bool region_record_of_holding(const Pool__Holding *h, struct region_record *rec)
-{
-	if (h->has_rclass && h->rclass > CLASS_PERSISTENT)
-		return false;
-	*rec = (struct region_record){
-	    .id = h->region,
-	    .name = h->rname,
-	    .placement = h->rplacement,
-	    .size = h->rsize,
-	    .extents = h->rextents,
-	    .index = h->rindex,
-	    .mode = h->rmode,
-	    .uid = h->ruid,
-	    .gid = h->rgid,
-	    .stripe = h->rstripe,
-	    .cls = h->has_rclass ? (enum region_class)h->rclass : CLASS_PERSISTENT,
-	    .anonymous = h->ranonymous,
-	};
-	return true;
 }
 
 const struct ctl_handler region_handlers[] = {

@@ -13,7 +13,6 @@
 void cores_lender_add(struct poold *pd, uint32_t node)
 {
 	struct node_info *info = calloc(1, sizeof(*info));
-	Pool__Holdings held = POOL__HOLDINGS__INIT;
 	struct member *m;
 
 	CU_ASSERT_FATAL(info != NULL);
@@ -30,25 +29,17 @@ void cores_lender_add(struct poold *pd, uint32_t node)
 	CU_ASSERT_FATAL(cluster_update(pd, info, &m) == 0);
 	m->state = MEMBER_UP;
 	region_lender_update(pd, m->info);
-	hold_reconcile(pd, node, NULL, 0, &held);
+	hold_reconcile(pd, node, NULL, 0);
 }
 
-/*
- * h as a lender's holdings or the journal keep it: encoded, then decoded
- * (free with pool__holding__free_unpacked()).
- */
-Pool__Holding *cores_holding_again(const Pool__Holding *h)
+/* h as a lender's journal keeps it: packed, then unpacked (holding_unpacked_free() ret). */
+void cores_holding_again(const struct holding *h, struct holding_unpacked *ret)
 {
-	size_t len = pool__holding__get_packed_size(h);
-	uint8_t *buf = malloc(len ? len : 1);
-	Pool__Holding *again;
+	uint8_t buf[1024];
+	ssize_t len = holding_pack(h, buf, sizeof(buf));
 
-	CU_ASSERT_FATAL(buf != NULL);
-	pool__holding__pack(h, buf);
-	again = pool__holding__unpack(NULL, len, buf);
-	free(buf);
-	CU_ASSERT_FATAL(again != NULL);
-	return again;
+	CU_ASSERT_FATAL(len > 0);
+	CU_ASSERT_FATAL(holding_unpack(buf, (size_t)len, ret) == 0);
 }
 
 /* A coordinator (node 1) with its address space and KV index, and lenders 2 to 1 + lenders. */

@@ -13,6 +13,6 @@
 void cores_open(struct poold *pd, unsigned lenders);
 void cores_lender_add(struct poold *pd, uint32_t node);
 void cores_close(struct poold *pd);
-Pool__Holding *cores_holding_again(const Pool__Holding *h);
+void cores_holding_again(const struct holding *h, struct holding_unpacked *ret);
 
 #endif

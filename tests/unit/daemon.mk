@@ -109,3 +109,10 @@ tests_unit_test_memberwire_SOURCES = tests/unit/test_memberwire.c
 tests_unit_test_memberwire_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) \
 	$(PROTOBUF_C_CFLAGS)
 tests_unit_test_memberwire_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)
+
+# A lender's record of what it holds (daemon/hold.c) over a pmem tier in memory.
+check_PROGRAMS += tests/unit/test_hold
+TESTS += tests/unit/test_hold
+tests_unit_test_hold_SOURCES = tests/unit/test_hold.c
+tests_unit_test_hold_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_unit_test_hold_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)

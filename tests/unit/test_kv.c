@@ -329,15 +329,16 @@ static void test_dedup_recount(void)
 	index_free();
 }
 
-/* rec as its lender's holding keeps it: encoded, decoded (pointing into *ret_h: free it after). */
-static void through_a_holding(const struct kv_record *rec, Pool__Holding **ret_h,
+/* rec as its lender's holding keeps it: packed, unpacked (free *ret after use). */
+static void through_a_holding(const struct kv_record *rec, struct holding_unpacked *ret,
 			      struct kv_record *got)
 {
-	Pool__Holding h = POOL__HOLDING__INIT;
+	struct holding h = {
+	    .e = {rec->arena, rec->off, rec->len, rec->hold_id}, .has_kv = true, .kv = *rec};
 
-	kv_record_to_holding(rec, &h);
-	*ret_h = cores_holding_again(&h);
-	kv_record_of_holding(*ret_h, got);
+	cores_holding_again(&h, ret);
+	CU_ASSERT_FATAL(ret->h.has_kv);
+	*got = ret->h.kv;
 }
 
 /*
@@ -348,8 +349,8 @@ static void through_a_holding(const struct kv_record *rec, Pool__Holding **ret_h
 static void test_records(void)
 {
 	struct kv_record rec, got;
+	struct holding_unpacked h;
 	struct kv_result res;
-	Pool__Holding *h;
 	struct kv_ns *ns;
 	struct kv_val was;
 	uint64_t v;
@@ -412,7 +413,7 @@ static void test_records(void)
 	got.klen = 1;
 	got.vlen = got.len + 1;
 	CU_ASSERT_EQUAL(kv_adopt(&pd, LENDER, &got), -EINVAL);
-	pool__holding__free_unpacked(h, NULL);
+	holding_unpacked_free(&h);
 	index_free();
 }
 

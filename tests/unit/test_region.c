@@ -249,16 +249,15 @@ static void test_tombstones(void)
 	space_free();
 }
 
-/* rec as a lender's holding or the journal keeps it: encoded, decoded; free *ret_h after use. */
-static void through_a_holding(const struct region_record *rec, Pool__Holding **ret_h,
+/* rec as a lender's holding or the journal keeps it: packed, unpacked (free *ret after use). */
+static void through_a_holding(const struct region_record *rec, struct holding_unpacked *ret,
 			      struct region_record *got)
 {
-	Pool__Holding h = POOL__HOLDING__INIT;
+	struct holding h = {.e.region = rec->id, .has_region = true, .region = *rec};
 
-	region_record_to_holding(rec, &h);
-	h.region = rec->id;
-	*ret_h = cores_holding_again(&h);
-	CU_ASSERT_FATAL(region_record_of_holding(*ret_h, got));
+	cores_holding_again(&h, ret);
+	CU_ASSERT_FATAL(ret->h.has_region);
+	*got = ret->h.region;
 }
 
 /*
@@ -269,7 +268,8 @@ static void through_a_holding(const struct region_record *rec, Pool__Holding **r
 static void test_records(void)
 {
 	struct region_record jrec, erec[2], got, ext_got[2];
-	Pool__Holding *jh, *eh[2];
+	struct holding_unpacked jh, eh[2], odd;
+	struct holding odd_class;
 	struct region_extent ext[2];
 	uint64_t id, base;
 	struct region *r;
@@ -298,7 +298,7 @@ static void test_records(void)
 	space_free();
 
 	space_new(2);
-	CU_ASSERT_FATAL(region_record_of_holding(jh, &got));
+	got = jh.h.region;
 	CU_ASSERT_EQUAL_FATAL(region_replay(&pd, &got, base), 0);
 	r = region_find(pd.regions, "far");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
@@ -337,11 +337,14 @@ static void test_records(void)
 	CU_ASSERT_EQUAL(region_open(&pd, "far", 4, &eve, &r, err, sizeof(err)), -EACCES);
 
 	/* A class this poold does not know is no record of a region. */
-	jh->rclass = 7;
-	CU_ASSERT_FALSE(region_record_of_holding(jh, &got));
-	pool__holding__free_unpacked(jh, NULL);
+	odd_class = (struct holding){.e.region = id, .has_region = true, .region = jrec};
+	odd_class.region.cls = 7;
+	cores_holding_again(&odd_class, &odd);
+	CU_ASSERT_FALSE(odd.h.has_region);
+	holding_unpacked_free(&odd);
+	holding_unpacked_free(&jh);
 	for (i = 0; i < 2; i++)
-		pool__holding__free_unpacked(eh[i], NULL);
+		holding_unpacked_free(&eh[i]);
 	space_free();
 }
 

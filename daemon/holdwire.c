@@ -1,0 +1,268 @@
+/*
+ * daemon/holdwire.c - a lender's holdings on the wire and in its pmem
+ * journal: a struct holding to and from the wire's Holding, the messages
+ * that carry them between the coordinator and a lender (Hold, Holdings,
+ * HoldingsRequest), and one holding packed as a journal record.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/poold.h"
+
+/* A region's record in a Holding (h->region, h->arena, h->off and h->len aside). */
+static void region_record_to_msg(const struct region_record *rec, Pool__Holding *h)
+{
+	h->rname = (char *)rec->name;
+	h->rplacement = (char *)rec->placement;
+	h->has_rsize = h->has_rextents = h->has_rindex = h->has_rmode = 1;
+	h->has_ruid = h->has_rgid = h->has_rstripe = h->has_rclass = 1;
+	h->rsize = rec->size;
+	h->rextents = rec->extents;
+	h->rindex = rec->index;
+	h->rmode = rec->mode;
+	h->ruid = rec->uid;
+	h->rgid = rec->gid;
+	h->rstripe = rec->stripe;
+	h->rclass = rec->cls;
+	h->has_ranonymous = rec->anonymous;
+	h->ranonymous = rec->anonymous;
+}
+
+/*
+ * A Holding's record of a region, pointing into h. A record without a
+ * class is of a persistent region (the lenders' records before classes);
+ * false for a class this poold does not know.
+ */
+static bool region_record_of_msg(const Pool__Holding *h, struct region_record *rec)
+{
+	if (h->has_rclass && h->rclass > CLASS_PERSISTENT)
+		return false;
+	*rec = (struct region_record){
+	    .id = h->region,
+	    .name = h->rname,
+	    .placement = h->rplacement,
+	    .size = h->rsize,
+	    .extents = h->rextents,
+	    .index = h->rindex,
+	    .mode = h->rmode,
+	    .uid = h->ruid,
+	    .gid = h->rgid,
+	    .stripe = h->rstripe,
+	    .cls = h->has_rclass ? (enum region_class)h->rclass : CLASS_PERSISTENT,
+	    .anonymous = h->ranonymous,
+	};
+	return true;
+}
+
+/* A value's record in a Holding, pointing into rec (h's extent aside). */
+static void kv_record_to_msg(const struct kv_record *rec, Pool__Holding *h)
+{
+	h->ns = (char *)rec->ns;
+	h->has_key = h->has_vlen = h->has_version = h->has_ns_capacity = h->has_ns_flags = 1;
+	h->key.data = (uint8_t *)rec->key;
+	h->key.len = rec->klen;
+	h->vlen = rec->vlen;
+	h->version = rec->version;
+	h->ns_capacity = rec->ns_capacity;
+	h->ns_flags = rec->ns_flags;
+	h->has_ns_replicas = rec->ns_replicas != 0;
+	h->ns_replicas = rec->ns_replicas;
+	h->has_ns_size_hint = rec->ns_size_hint != 0;
+	h->ns_size_hint = rec->ns_size_hint;
+	h->has_ruid = rec->has_owner;
+	h->ruid = rec->owner;
+}
+
+/* A Holding's record of a value, pointing into h. */
+static void kv_record_of_msg(const Pool__Holding *h, struct kv_record *rec)
+{
+	*rec = (struct kv_record){
+	    .hold_id = h->region,
+	    .arena = h->arena,
+	    .off = h->off,
+	    .len = h->len,
+	    .ns = h->ns,
+	    .ns_capacity = h->ns_capacity,
+	    .ns_flags = h->ns_flags,
+	    .ns_replicas = h->has_ns_replicas ? h->ns_replicas : 0,
+	    .ns_size_hint = h->has_ns_size_hint ? h->ns_size_hint : 0,
+	    .key = h->key.data,
+	    .klen = h->key.len,
+	    .vlen = h->vlen,
+	    .version = h->version,
+	    .has_owner = h->has_ruid,
+	    .owner = h->ruid,
+	};
+}
+
+/* A holding as a Holding, pointing into h. */
+void holding_to_msg(const struct holding *h, Pool__Holding *m)
+{
+	pool__holding__init(m);
+	m->arena = h->e.arena;
+	m->off = h->e.off;
+	m->len = h->e.len;
+	m->region = h->e.region;
+	if (h->has_region)
+		region_record_to_msg(&h->region, m);
+	if (h->has_kv)
+		kv_record_to_msg(&h->kv, m);
+}
+
+/*
+ * A Holding as a holding, pointing into m: it names a region when it has
+ * the region's name (and a class this poold knows), a KV value when it has
+ * the value's namespace and key.
+ */
+void holding_of_msg(const Pool__Holding *m, struct holding *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->e = (struct ledger_extent){m->arena, m->off, m->len, m->region};
+	h->has_region =
+	    m->rname != NULL && m->rname[0] != '\0' && region_record_of_msg(m, &h->region);
+	h->has_kv = m->ns != NULL && m->ns[0] != '\0' && m->has_key;
+	if (h->has_kv)
+		kv_record_of_msg(m, &h->kv);
+}
+
+/* One holding as a journal record: its length, or -E2BIG when it exceeds cap. */
+ssize_t holding_pack(const struct holding *h, uint8_t *buf, size_t cap)
+{
+	Pool__Holding m;
+	size_t len;
+
+	holding_to_msg(h, &m);
+	len = pool__holding__get_packed_size(&m);
+	if (len > cap)
+		return -E2BIG;
+	return (ssize_t)pool__holding__pack(&m, buf);
+}
+
+/* A journal record as a holding, pointing into ret (holding_unpacked_free() it); -EINVAL. */
+int holding_unpack(const uint8_t *buf, size_t len, struct holding_unpacked *ret)
+{
+	Pool__Holding *m = pool__holding__unpack(NULL, len, buf);
+
+	if (m == NULL)
+		return -EINVAL;
+	holding_of_msg(m, &ret->h);
+	ret->msg = m;
+	return 0;
+}
+
+void holding_unpacked_free(struct holding_unpacked *u)
+{
+	if (u->msg != NULL)
+		pool__holding__free_unpacked(u->msg, NULL);
+	u->msg = NULL;
+}
+
+/* The holdings of a message, pointing into it: free() the array; NULL for no memory. */
+struct holding *holdings_of_msg(const Pool__Holdings *hs)
+{
+	struct holding *h = calloc(hs->n_holdings ? hs->n_holdings : 1, sizeof(*h));
+	size_t i;
+
+	for (i = 0; h != NULL && i < hs->n_holdings; i++)
+		holding_of_msg(hs->holdings[i], &h[i]);
+	return h;
+}
+
+/* n holdings as a message pointing into them; holdings_msg_free() it. */
+static int holdings_msg(const struct holding *h, size_t n, Pool__Holdings *hs)
+{
+	Pool__Holding *m = calloc(n ? n : 1, sizeof(*m));
+	size_t i;
+
+	pool__holdings__init(hs);
+	hs->holdings = calloc(n ? n : 1, sizeof(*hs->holdings));
+	if (m == NULL || hs->holdings == NULL) {
+		free(m);
+		free(hs->holdings);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		holding_to_msg(&h[i], &m[i]);
+		hs->holdings[i] = &m[i];
+	}
+	hs->n_holdings = n;
+	if (n == 0)
+		free(m); /* else holdings_msg_free() finds it as the first holding */
+	return 0;
+}
+
+static void holdings_msg_free(Pool__Holdings *hs)
+{
+	if (hs->n_holdings > 0)
+		free(hs->holdings[0]);
+	free(hs->holdings);
+}
+
+/*
+ * Coordinator: tell another node the n holdings it now holds (Hold). With
+ * done, it answers once they are recorded (and journaled, for persistent
+ * values): done gets 0 or the error, at once or later.
+ */
+void holdings_send(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
+		   coord_done_cb done, void *arg)
+{
+	Pool__Holdings hs;
+	int rc;
+
+	if ((rc = holdings_msg(h, n, &hs)) == 0) {
+		if (done == NULL) {
+			coord_notice(pd, node, WIRE_HOLD, &hs.base);
+		} else {
+			rc = coord_request(pd, node, WIRE_HOLD, &hs.base, done, arg);
+			done = rc < 0 ? done : NULL; /* it answers later */
+		}
+		holdings_msg_free(&hs);
+	}
+	if (done != NULL)
+		done(pd, arg, rc);
+}
+
+/* Coordinator: ask another node for its record (HoldingsRequest); it answers with Holdings. */
+void holdings_ask(struct poold *pd, uint32_t node)
+{
+	Pool__HoldingsRequest req = POOL__HOLDINGS_REQUEST__INIT;
+
+	coord_notice(pd, node, WIRE_HOLDINGS, &req.base);
+}
+
+/* Lender: record what the coordinator's Hold says it holds; 0 or -errno as hold_add(). */
+int hold_add_msg(struct poold *pd, const Pool__Holdings *hs)
+{
+	struct holding *h = holdings_of_msg(hs);
+	int rc;
+
+	if (h == NULL)
+		return -ENOMEM;
+	rc = hold_add(pd, h, hs->n_holdings);
+	free(h);
+	return rc;
+}
+
+/* Lender: answer the coordinator's HoldingsRequest with its record. */
+int hold_report(struct poold *pd, struct conn *c, uint64_t req_id)
+{
+	Pool__Holdings hs;
+	struct holding *h;
+	size_t n;
+	int rc;
+
+	if (hold_list(pd, &h, &n) < 0)
+		return conn_send_error(c, req_id, -ENOMEM, NULL);
+	rc = holdings_msg(h, n, &hs);
+	if (rc == 0) {
+		rc = conn_send(c, WIRE_HOLDINGS_REPLY, req_id, &hs.base);
+		holdings_msg_free(&hs);
+	} else {
+		rc = conn_send_error(c, req_id, rc, NULL);
+	}
+	free(h);
+	return rc;
+}

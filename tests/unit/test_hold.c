@@ -1,0 +1,271 @@
+/*
+ * tests/unit/test_hold.c - a lender's record of what it holds
+ * (daemon/hold.c) over a pmem tier in memory: what is durable comes back
+ * after a restart with what it names, and nothing else does; the bytes
+ * nobody holds are zeroed; an end of a holding is journaled; a full journal
+ * is rewritten to what is durable; a repair renumbers a holding and keeps
+ * what it names.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/journal.h"
+#include "daemon/poold.h"
+#include "tests/unit/unit.h"
+
+#define TIER (1u << 20)
+#define EXT 4096u
+
+static struct poold pd;
+static struct arena tier;
+static unsigned persists;
+
+static void count_persist(const void *ptr, size_t len)
+{
+	(void)ptr;
+	(void)len;
+	persists++;
+}
+
+/* A lender whose only arena is a pmem tier of 1 MiB with a journal of journal_len. */
+static void lender_new(size_t journal_len)
+{
+	memset(&pd, 0, sizeof(pd));
+	memset(&tier, 0, sizeof(tier));
+	TAILQ_INIT(&pd.holds);
+	tier.tier = TIER_PMEM;
+	tier.fd = -1;
+	tier.base = calloc(1, TIER);
+	tier.size = tier.lent = TIER;
+	tier.persist = count_persist;
+	tier.journal = calloc(1, journal_len);
+	tier.journal_len = journal_len;
+	CU_ASSERT_FATAL(tier.base != NULL && tier.journal != NULL);
+	pd.arenas = &tier;
+	pd.narenas = 1;
+	CU_ASSERT_EQUAL_FATAL(hold_open(&pd), 0);
+}
+
+/* The same lender started again: its record is what the journal says. */
+static void lender_restart(void)
+{
+	hold_clear(&pd);
+	events_free(&pd);
+	CU_ASSERT_EQUAL_FATAL(hold_open(&pd), 0);
+}
+
+static void lender_free(void)
+{
+	hold_clear(&pd);
+	events_free(&pd);
+	free(tier.base);
+	free(tier.journal);
+}
+
+/* A value of namespace ns (flags HOLD_NS_*) at off. */
+static struct holding value(const char *ns, uint32_t flags, const char *key, uint64_t off,
+			    uint64_t version)
+{
+	struct holding h = {.e = {0, off, EXT, 1ull << 63 | 9}, .has_kv = true};
+
+	h.kv = (struct kv_record){.hold_id = h.e.region,
+				  .off = off,
+				  .len = EXT,
+				  .ns = ns,
+				  .ns_capacity = 1 << 20,
+				  .ns_flags = flags,
+				  .ns_replicas = 2,
+				  .key = (const uint8_t *)key,
+				  .klen = strlen(key),
+				  .vlen = 100,
+				  .version = version,
+				  .has_owner = true,
+				  .owner = 1000};
+	return h;
+}
+
+/* Extent index of 2 of region "vm" at off. */
+static struct holding extent(uint64_t off)
+{
+	struct holding h = {.e = {0, off, EXT, 42}, .has_region = true};
+
+	h.region = (struct region_record){.id = 42,
+					  .name = "vm",
+					  .placement = "spread",
+					  .size = 2 * EXT,
+					  .extents = 2,
+					  .index = 1,
+					  .mode = 0640,
+					  .uid = 1000,
+					  .gid = 100,
+					  .stripe = EXT,
+					  .cls = CLASS_PERSISTENT};
+	return h;
+}
+
+/* The record's holding at off, or NULL. */
+static const struct holding *held(struct holding **list, size_t *n, uint64_t off)
+{
+	size_t i;
+
+	free(*list);
+	CU_ASSERT_EQUAL_FATAL(hold_list(&pd, list, n), 0);
+	for (i = 0; i < *n; i++)
+		if ((*list)[i].e.off == off)
+			return &(*list)[i];
+	return NULL;
+}
+
+/* Persistent values and a region's extents come back; DRAM-only values and bare extents do not. */
+static void test_restart(void)
+{
+	struct holding h[4] = {value("p", HOLD_NS_PERSISTENT, "kept", 0, 7),
+			       extent(EXT),
+			       value("d", HOLD_NS_DRAM_ONLY, "gone", 2 * EXT, 3),
+			       {.e = {0, 3 * EXT, EXT, 5}}};
+	struct holding *list = NULL;
+	const struct holding *got;
+	uint8_t *bytes;
+	size_t n, i;
+
+	lender_new(64 * 1024);
+	for (i = 0; i < 4; i++)
+		memset((uint8_t *)tier.base + i * EXT, 'a' + (int)i, EXT);
+	persists = 0;
+	CU_ASSERT_EQUAL(hold_add(&pd, h, 4), 0);
+	CU_ASSERT(persists >= 2); /* the value, then the records */
+	CU_ASSERT_PTR_NOT_NULL(held(&list, &n, 3 * EXT));
+	CU_ASSERT_EQUAL(n, 4);
+
+	lender_restart();
+	CU_ASSERT_PTR_NULL(held(&list, &n, 2 * EXT));
+	CU_ASSERT_EQUAL(n, 2);
+	got = held(&list, &n, 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+	CU_ASSERT(got->has_kv && !got->has_region);
+	CU_ASSERT_EQUAL(got->e.region, h[0].e.region);
+	CU_ASSERT_EQUAL(got->e.len, EXT);
+	CU_ASSERT_STRING_EQUAL(got->kv.ns, "p");
+	CU_ASSERT_EQUAL(got->kv.klen, 4);
+	CU_ASSERT(memcmp(got->kv.key, "kept", 4) == 0);
+	CU_ASSERT_EQUAL(got->kv.version, 7);
+	CU_ASSERT_EQUAL(got->kv.vlen, 100);
+	CU_ASSERT_EQUAL(got->kv.ns_flags, HOLD_NS_PERSISTENT);
+	CU_ASSERT_EQUAL(got->kv.ns_replicas, 2);
+	CU_ASSERT(got->kv.has_owner && got->kv.owner == 1000);
+	got = held(&list, &n, EXT);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+	CU_ASSERT(got->has_region && !got->has_kv);
+	CU_ASSERT_EQUAL(got->e.region, 42);
+	CU_ASSERT_STRING_EQUAL(got->region.name, "vm");
+	CU_ASSERT_STRING_EQUAL(got->region.placement, "spread");
+	CU_ASSERT_EQUAL(got->region.index, 1);
+	CU_ASSERT_EQUAL(got->region.extents, 2);
+	CU_ASSERT_EQUAL(got->region.mode, 0640);
+	CU_ASSERT_EQUAL(got->region.gid, 100);
+	CU_ASSERT_EQUAL(got->region.cls, CLASS_PERSISTENT);
+	/* What is held keeps its bytes; what nobody holds is zeroed. */
+	bytes = tier.base;
+	CU_ASSERT(bytes[0] == 'a' && bytes[EXT - 1] == 'a');
+	CU_ASSERT(bytes[EXT] == 'b' && bytes[2 * EXT - 1] == 'b');
+	CU_ASSERT(bytes[2 * EXT] == 0 && bytes[4 * EXT - 1] == 0);
+	free(list);
+	lender_free();
+}
+
+/* An end is journaled; a value replaced by a DRAM-only one is no longer durable. */
+static void test_ends(void)
+{
+	struct holding a = value("p", HOLD_NS_PERSISTENT, "a", 0, 1);
+	struct holding b = value("p", HOLD_NS_PERSISTENT, "b", EXT, 1);
+	struct holding *list = NULL;
+	size_t n;
+
+	lender_new(64 * 1024);
+	CU_ASSERT_EQUAL(hold_add(&pd, &a, 1), 0);
+	CU_ASSERT_EQUAL(hold_add(&pd, &b, 1), 0);
+	hold_drop(&pd, 0, 0);
+	b = value("d", HOLD_NS_DRAM_ONLY, "b", EXT, 2);
+	CU_ASSERT_EQUAL(hold_add(&pd, &b, 1), 0);
+	CU_ASSERT_EQUAL(held(&list, &n, EXT)->kv.version, 2);
+	lender_restart();
+	CU_ASSERT_PTR_NULL(held(&list, &n, 0));
+	CU_ASSERT_EQUAL(n, 0);
+	free(list);
+	lender_free();
+}
+
+/* A journal that fills is rewritten to what is durable, and keeps taking records. */
+static void test_full_journal(void)
+{
+	struct holding h;
+	struct holding *list = NULL;
+	const struct holding *got;
+	uint64_t i;
+	size_t n;
+
+	lender_new(JOURNAL_MIN_SIZE);
+	h = extent(0);
+	CU_ASSERT_EQUAL(hold_add(&pd, &h, 1), 0);
+	for (i = 1; i <= 500; i++) {
+		h = value("p", HOLD_NS_PERSISTENT, "churn", EXT, i);
+		CU_ASSERT_EQUAL(hold_add(&pd, &h, 1), 0);
+		if (i < 500)
+			hold_drop(&pd, 0, EXT);
+	}
+	lender_restart();
+	CU_ASSERT_PTR_NOT_NULL(held(&list, &n, 0));
+	got = held(&list, &n, EXT);
+	CU_ASSERT_EQUAL(n, 2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+	CU_ASSERT_EQUAL(got->kv.version, 500);
+	free(list);
+	lender_free();
+}
+
+/*
+ * The coordinator restarted and numbered the region anew: told of the same
+ * extent with no name, the record takes the new number and keeps the name.
+ */
+static void test_repair(void)
+{
+	struct holding h = extent(0), bare = {.e = {0, 0, EXT, 77}};
+	struct holding *list = NULL;
+	const struct holding *got;
+	size_t n;
+
+	lender_new(64 * 1024);
+	CU_ASSERT_EQUAL(hold_add(&pd, &h, 1), 0);
+	CU_ASSERT_EQUAL(hold_add(&pd, &bare, 1), 0);
+	got = held(&list, &n, 0);
+	CU_ASSERT_EQUAL(n, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+	CU_ASSERT(got->has_region);
+	CU_ASSERT_EQUAL(got->e.region, 77);
+	CU_ASSERT_EQUAL(got->region.id, 77);
+	CU_ASSERT_STRING_EQUAL(got->region.name, "vm");
+	/* Another length at the same place is another holding: it replaces the record. */
+	bare.e.len = 2 * EXT;
+	CU_ASSERT_EQUAL(hold_add(&pd, &bare, 1), 0);
+	got = held(&list, &n, 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+	CU_ASSERT_FALSE(got->has_region);
+	CU_ASSERT_EQUAL(got->e.len, 2 * EXT);
+	free(list);
+	lender_free();
+}
+
+int main(void)
+{
+	static const struct unit_test tests[] = {
+	    {"durable holdings come back after a restart", test_restart},
+	    {"ends are journaled", test_ends},
+	    {"a full journal is rewritten", test_full_journal},
+	    {"a repair renumbers and keeps the name", test_repair},
+	    {NULL, NULL},
+	};
+
+	return unit_run("hold", tests);
+}
