@@ -49,12 +49,6 @@ struct kv_val {
 	struct kv_place copy[KV_MAX_REPLICAS - 1]; /* last: most namespaces have none */
 };
 
-/* Storage for the places of one reply location. */
-struct kv_locplaces {
-	Pool__KvPlace place[KV_MAX_REPLICAS];
-	Pool__KvPlace *ptr[KV_MAX_REPLICAS];
-};
-
 /* Readers of one version: a session of a node. */
 struct kv_pin {
 	struct kv_pin *next;
@@ -127,15 +121,19 @@ struct kv_ns {
 };
 
 /*
- * A commit of persistent values: its reply waits until every lender has
- * journaled the value it holds; a key whose lender cannot gets -EIO.
+ * A commit of persistent values: its answer waits until every lender has
+ * journaled the value it holds; a key whose lender cannot is failed (it
+ * gets -EIO).
  */
 struct kv_durable {
-	struct req *q;		/* held, once the request is through */
-	Pool__KvLocation *locs; /* the reply's, one per key */
+	bool *failed; /* per key */
 	size_t n;
 	uint64_t count, lost; /* keys committed, and of those, not made durable */
 	unsigned pending;     /* lenders yet to answer */
+	/* once they all have: answer(d, waiter) (it frees d), or nothing when abandoned */
+	void (*answer)(struct kv_durable *d, void *waiter);
+	void *waiter;
+	bool abandoned; /* answered already, for want of memory to wait: d goes at the end */
 	/* what each lender is told, sent as one message per lender once all keys are through */
 	struct kv_durable_tell {
 		uint32_t node;
@@ -259,7 +257,9 @@ void kv_ns_flush(struct poold *pd, struct kv_ns *ns);
 void kv_ns_free(struct poold *pd, struct kv_ns *ns);
 
 /* kvtier.c */
+struct kv_durable *kv_durable_new(size_t n);
 void kv_durable_send(struct poold *pd, struct kv_durable *d);
+void kv_durable_free(struct kv_durable *d);
 void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e);
 int kv_spill(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool may_evict);
 void kv_promote(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
@@ -279,8 +279,6 @@ void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg
 void kv_defs_send(struct poold *pd);
 
 /* kvwire.c */
-int kv_reply(struct req *q, Pool__KvLocation *locs, size_t n, uint64_t count, unsigned access);
-bool kv_ns_allowed(const struct kv_ns *ns, const struct req *q, unsigned want);
 void kv_ns_msg(const struct kv_ns *ns, Pool__KvNamespace *m);
 int kv_send_copy(struct poold *pd, uint32_t node, uint32_t src_arena, uint64_t src_off,
 		 uint32_t dst_arena, uint64_t dst_off, uint64_t len, coord_done_cb done, void *arg);

@@ -9,14 +9,34 @@
 
 #include "daemon/kvint.h"
 
-/* Reply to a commit whose lenders have all answered. */
-static void kv_durable_finish(struct kv_durable *d)
+/* A commit of n persistent values (keys), before its lenders are told; NULL for no memory. */
+struct kv_durable *kv_durable_new(size_t n)
 {
-	int rc = kv_reply(d->q, d->locs, d->n, d->count - d->lost, 0);
+	struct kv_durable *d = calloc(1, sizeof(*d));
 
-	req_finish(d->q, rc < 0 ? rc : 0);
-	free(d->locs);
+	if (d != NULL && (d->failed = calloc(n ? n : 1, sizeof(*d->failed))) == NULL) {
+		free(d);
+		return NULL;
+	}
+	if (d != NULL)
+		d->n = n;
+	return d;
+}
+
+void kv_durable_free(struct kv_durable *d)
+{
+	free(d->failed);
+	free(d->tells);
 	free(d);
+}
+
+/* Key i of a commit is not durable. */
+static void kv_durable_fail(struct kv_durable *d, size_t key)
+{
+	if (!d->failed[key]) {
+		d->failed[key] = true;
+		d->lost++;
+	}
 }
 
 /* A lender journaled a committed persistent value (or could not: the key fails). */
@@ -27,18 +47,15 @@ static void kv_durable_done(struct poold *pd, void *arg, int rc)
 	size_t k;
 
 	(void)pd;
-	for (k = 0; rc < 0 && d->locs != NULL && k < b->n; k++)
-		if (d->locs[b->i[k]].status == 0) {
-			d->locs[b->i[k]].status = -EIO;
-			d->lost++;
-		}
+	for (k = 0; rc < 0 && k < b->n; k++)
+		kv_durable_fail(d, b->i[k]);
 	free(b);
 	if (--d->pending > 0)
 		return;
-	if (d->q != NULL)
-		kv_durable_finish(d);
-	else if (d->locs == NULL) /* answered already, for want of memory to wait */
-		free(d);
+	if (d->answer != NULL)
+		d->answer(d, d->waiter);
+	else if (d->abandoned)
+		kv_durable_free(d);
 }
 
 /*
@@ -64,8 +81,7 @@ void kv_durable_send(struct poold *pd, struct kv_durable *d)
 			free(b);
 			for (k = t; k < d->ntells; k++)
 				if (d->tells[k].node == node) {
-					d->locs[d->tells[k].i].status = -EIO;
-					d->lost++;
+					kv_durable_fail(d, d->tells[k].i);
 					d->tells[k].node = UINT32_MAX;
 				}
 			continue;
@@ -134,10 +150,8 @@ void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e)
 		rec.len = all[i].alen;
 		if (d != NULL && kv_durable_add(d, &rec, all[i].node, key) == 0)
 			continue; /* told with the commit's other values (kv_durable_send) */
-		if (d != NULL && d->locs[key].status == 0) { /* no memory to wait for it */
-			d->locs[key].status = -EIO;
-			d->lost++;
-		}
+		if (d != NULL)	  /* no memory to wait for it */
+			kv_durable_fail(d, key);
 		hold_tell_kv(pd, all[i].node, &rp, 1, NULL, NULL);
 	}
 }

@@ -9,6 +9,12 @@
 
 #include "daemon/kvint.h"
 
+/* Storage for the places of one reply location. */
+struct kv_locplaces {
+	Pool__KvPlace place[KV_MAX_REPLICAS];
+	Pool__KvPlace *ptr[KV_MAX_REPLICAS];
+};
+
 /*
  * Where a value is. For a writer (pd NULL), every place, its own first:
  * the writer fills each. For a reader, the place to read first (on the
@@ -114,7 +120,8 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
  * carries the transfers (grant.c). No lender's address or key goes to a
  * client.
  */
-int kv_reply(struct req *q, Pool__KvLocation *locs, size_t n, uint64_t count, unsigned access)
+static int kv_reply(struct req *q, Pool__KvLocation *locs, size_t n, uint64_t count,
+		    unsigned access)
 {
 	Pool__KvReply reply = POOL__KV_REPLY__INIT;
 	Pool__KvLocation **lp = calloc(n ? n : 1, sizeof(*lp));
@@ -172,7 +179,7 @@ static bool kv_was_given(struct kv_ns *ns, const struct req *q, const ProtobufCB
  * (4 read, 2 write): admins always; the others by its owner, group and mode,
  * as for regions.
  */
-bool kv_ns_allowed(const struct kv_ns *ns, const struct req *q, unsigned want)
+static bool kv_ns_allowed(const struct kv_ns *ns, const struct req *q, unsigned want)
 {
 	return q->admin || req_mode_allows(q, ns->uid, ns->gid, ns->mode, want);
 }
@@ -263,6 +270,51 @@ static int kv_dedup_holder(struct req *q, const struct kv_ns *ns, const Pool__Kv
 	return 0;
 }
 
+/* A commit waiting for its persistent values to be durable. */
+struct kv_commit_wait {
+	struct req *q; /* held */
+	Pool__KvLocation *locs;
+};
+
+/* The keys of a commit that are not durable get -EIO. */
+static void kv_commit_failed(const struct kv_durable *d, Pool__KvLocation *locs)
+{
+	size_t i;
+
+	for (i = 0; i < d->n; i++)
+		if (d->failed[i] && locs[i].status == 0)
+			locs[i].status = -EIO;
+}
+
+/* Every lender of the commit answered: the reply goes. */
+static void kv_commit_answer(struct kv_durable *d, void *waiter)
+{
+	struct kv_commit_wait *w = waiter;
+	int rc;
+
+	kv_commit_failed(d, w->locs);
+	rc = kv_reply(w->q, w->locs, d->n, d->count - d->lost, 0);
+	req_finish(w->q, rc < 0 ? rc : 0);
+	free(w->locs);
+	free(w);
+	kv_durable_free(d);
+}
+
+/* Hold q until its lenders answer (kv_commit_answer()): 0, or -ENOMEM to answer now. */
+static int kv_commit_wait(struct req *q, struct kv_durable *d, Pool__KvLocation *locs)
+{
+	struct kv_commit_wait *w = malloc(sizeof(*w));
+
+	if (w == NULL || (w->q = req_hold(q)) == NULL) {
+		free(w);
+		return -ENOMEM;
+	}
+	w->locs = locs;
+	d->answer = kv_commit_answer;
+	d->waiter = w;
+	return 0;
+}
+
 static int kv_request(struct req *q, const ProtobufCMessage *msg)
 {
 	const Pool__KvRequest *kr = (const Pool__KvRequest *)msg;
@@ -328,11 +380,8 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 	}
 	/* Commits of persistent values are answered once their lenders made them durable. */
 	if (kr->op == POOL__KV_OP__KV_OP_COMMIT && (ns->flags & HOLD_NS_PERSISTENT) &&
-	    (d = calloc(1, sizeof(*d))) != NULL) {
-		d->locs = locs;
-		d->n = kr->n_keys;
+	    (d = kv_durable_new(kr->n_keys)) != NULL)
 		pd->kv->durable = d;
-	}
 	for (i = 0; i < kr->n_keys; i++) {
 		pd->kv->durable_i = i;
 		count += (uint64_t)kv_one(q, ns, kr, i, &locs[i], pl ? &pl[i] : NULL);
@@ -345,13 +394,14 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 		free(pl);
 		pl = NULL;
 		d->count = count;
-		if (d->pending > 0 && (d->q = req_hold(q)) != NULL)
+		if (d->pending > 0 && kv_commit_wait(q, d, locs) == 0)
 			return REQ_LATER; /* the last lender's answer replies */
+		kv_commit_failed(d, locs);
 		count -= d->lost;
 		if (d->pending > 0)
-			d->locs = NULL; /* without memory to wait: the reply goes now */
+			d->abandoned = true; /* without memory to wait: the reply goes now */
 		else
-			free(d);
+			kv_durable_free(d);
 	}
 	if (kr->op == POOL__KV_OP__KV_OP_RESERVE || kr->op == POOL__KV_OP__KV_OP_REMOVE)
 		region_account(pd);

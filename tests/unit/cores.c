@@ -9,8 +9,8 @@
 #include "tests/unit/cores.h"
 #include "tests/unit/unit.h"
 
-/* A lender node (2, 3...) lending one DRAM arena, up, and reconciled (it holds nothing). */
-void cores_lender_add(struct poold *pd, uint32_t node)
+/* A lender node lending one arena of tier, up, and reconciled (it holds nothing). */
+void cores_lender_add_tier(struct poold *pd, uint32_t node, enum tier tier)
 {
 	struct node_info *info = calloc(1, sizeof(*info));
 	struct member *m;
@@ -20,7 +20,7 @@ void cores_lender_add(struct poold *pd, uint32_t node)
 	CU_ASSERT_FATAL(info->arenas != NULL);
 	info->n_arenas = 1;
 	info->arenas[0].size = info->arenas[0].lent = CORES_ARENA;
-	info->arenas[0].tier = TIER_DRAM;
+	info->arenas[0].tier = tier;
 	info->id = node;
 	info->name = strdup("lender");
 	info->version = strdup("test");
@@ -30,6 +30,12 @@ void cores_lender_add(struct poold *pd, uint32_t node)
 	m->state = MEMBER_UP;
 	region_lender_update(pd, m->info);
 	hold_reconcile(pd, node, NULL, 0);
+}
+
+/* A lender node (2, 3...) lending one DRAM arena, up, and reconciled (it holds nothing). */
+void cores_lender_add(struct poold *pd, uint32_t node)
+{
+	cores_lender_add_tier(pd, node, TIER_DRAM);
 }
 
 /* h as a lender's journal keeps it: packed, then unpacked (holding_unpacked_free() ret). */
@@ -49,6 +55,7 @@ void cores_open(struct poold *pd, unsigned lenders)
 
 	memset(pd, 0, sizeof(*pd));
 	TAILQ_INIT(&pd->members);
+	TAILQ_INIT(&pd->holds);
 	pd->node_id = 1;
 	CU_ASSERT_FATAL(conf_defaults(&pd->conf) == 0);
 	CU_ASSERT_FATAL((pd->base = event_base_new()) != NULL);
@@ -66,6 +73,7 @@ void cores_close(struct poold *pd)
 
 	kv_close(pd);
 	region_close_space(pd);
+	hold_clear(pd);
 	usage_clear(&pd->usage);
 	events_free(pd);
 	while ((m = TAILQ_FIRST(&pd->members)) != NULL) {

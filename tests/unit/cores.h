@@ -12,6 +12,7 @@
 
 void cores_open(struct poold *pd, unsigned lenders);
 void cores_lender_add(struct poold *pd, uint32_t node);
+void cores_lender_add_tier(struct poold *pd, uint32_t node, enum tier tier);
 void cores_close(struct poold *pd);
 void cores_holding_again(const struct holding *h, struct holding_unpacked *ret);
 

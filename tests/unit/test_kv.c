@@ -417,6 +417,76 @@ static void test_records(void)
 	index_free();
 }
 
+/* reserve + commit of key, a persistent value, as one key of the commit d. */
+static void put_durable(struct kv_ns *ns, struct kv_durable *d, size_t i, const char *key,
+			uint32_t lender)
+{
+	struct kv_result res;
+
+	CU_ASSERT_FATAL(op(ns, 1, KV_RESERVE, key, 1000, &res) == 0);
+	CU_ASSERT_EQUAL(res.val.node, lender);
+	pd.kv->durable = d;
+	pd.kv->durable_i = i;
+	CU_ASSERT_EQUAL(op(ns, 1, KV_COMMIT, key, res.val.version, NULL), 0);
+	pd.kv->durable = NULL;
+}
+
+/*
+ * A commit of persistent values: each lender is told the values it holds in
+ * one message, and a key whose lender cannot record it is failed; a lender
+ * that records them (this poold itself) fails none.
+ */
+static void test_durable_commits(void)
+{
+	struct kv_ns_spec spec = {"p", 8 * MiB, 0, HOLD_NS_PERSISTENT, 1, 0, 0, 0600};
+	const char *keys[] = {"a", "b", "c"};
+	struct holding *held;
+	struct kv_durable *d;
+	char err[128];
+	size_t i, n;
+
+	/* This poold (node 1) lends the pmem tier: its own record takes the values. */
+	cores_open(&pd, 0);
+	cores_lender_add_tier(&pd, 1, TIER_PMEM);
+	CU_ASSERT_FATAL(kv_ns_create(&pd, &spec, err, sizeof(err)) == 0);
+	d = kv_durable_new(3);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	for (i = 0; i < 3; i++)
+		put_durable(kv_ns_find(&pd, "p"), d, i, keys[i], 1);
+	CU_ASSERT_EQUAL(d->ntells, 3);
+	kv_durable_send(&pd, d);
+	CU_ASSERT_EQUAL(d->pending, 0);
+	CU_ASSERT_EQUAL(d->lost, 0);
+	for (i = 0; i < 3; i++)
+		CU_ASSERT_FALSE(d->failed[i]);
+	kv_durable_free(d);
+	CU_ASSERT_EQUAL_FATAL(hold_list(&pd, &held, &n), 0);
+	CU_ASSERT_EQUAL(n, 3);
+	for (i = 0; i < n; i++) {
+		CU_ASSERT(held[i].has_kv);
+		CU_ASSERT_STRING_EQUAL(held[i].kv.ns, "p");
+		CU_ASSERT_EQUAL(held[i].kv.ns_flags, HOLD_NS_PERSISTENT);
+		CU_ASSERT_EQUAL(held[i].kv.vlen, 1000);
+	}
+	free(held);
+	index_free();
+
+	/* Node 3 lends it, but no link reaches it: every key of the commit fails. */
+	cores_open(&pd, 0);
+	cores_lender_add_tier(&pd, 3, TIER_PMEM);
+	CU_ASSERT_FATAL(kv_ns_create(&pd, &spec, err, sizeof(err)) == 0);
+	d = kv_durable_new(2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	put_durable(kv_ns_find(&pd, "p"), d, 0, "a", 3);
+	put_durable(kv_ns_find(&pd, "p"), d, 1, "b", 3);
+	kv_durable_send(&pd, d);
+	CU_ASSERT_EQUAL(d->pending, 0);
+	CU_ASSERT_EQUAL(d->lost, 2);
+	CU_ASSERT(d->failed[0] && d->failed[1]);
+	kv_durable_free(d);
+	index_free();
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -429,6 +499,7 @@ int main(void)
 	    {"dedup references", test_dedup_references},
 	    {"dedup recount after a restart", test_dedup_recount},
 	    {"records bring values back", test_records},
+	    {"durable commits", test_durable_commits},
 	    {NULL, NULL},
 	};
 
