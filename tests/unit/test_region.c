@@ -337,7 +337,7 @@ static void test_records(void)
 	CU_ASSERT_EQUAL(region_open(&pd, "far", 4, &eve, &r, err, sizeof(err)), -EACCES);
 
 	/* A class this poold does not know is no record of a region. */
-	odd_class = (struct holding){.e.region = id, .has_region = true, .region = jrec};
+	odd_class = (struct holding){.e.region = id, .has_region = true, .region = jh.h.region};
 	odd_class.region.cls = 7;
 	cores_holding_again(&odd_class, &odd);
 	CU_ASSERT_FALSE(odd.h.has_region);
