@@ -667,7 +667,6 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	struct coord *co = p->co;
 	struct poold *pd = co->pd;
 	Pool__RegisterReply reply = POOL__REGISTER_REPLY__INIT;
-	Pool__KvNamespace *defs = NULL;
 	const Pool__NodeInfo *info = reg->node;
 	struct member *m, *by_id;
 	const struct known_node *known, *other;
@@ -775,20 +774,21 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	m->state = MEMBER_DEAD; /* so that the change to up is announced */
 	coord_set_state(co, m, MEMBER_UP);
 
-	kv_defs_adopt(pd, reg->namespaces, reg->n_namespaces, "a node's record");
+	kv_defs_adopt_msg(pd, reg->namespaces, reg->n_namespaces, "a node's record");
 	reply.node_id = id;
 	reply.heartbeat_ms = (uint32_t)pd->conf->heartbeat_ms;
 	reply.heartbeat_misses = (uint32_t)pd->conf->heartbeat_misses;
 	if (resp_endpoint(pd, resp_at, sizeof(resp_at)) == 0)
 		reply.resp_endpoint = resp_at;
 	rc = cluster_members_msg(pd, false, &reply.members, &reply.n_members);
-	if (rc == 0 && (rc = kv_defs(pd, &defs, &reply.namespaces, &reply.n_namespaces)) < 0)
+	if (rc == 0 && (reply.namespaces = kv_defs_msg(pd, &reply.n_namespaces)) == NULL) {
 		cluster_members_msg_free(reply.members, reply.n_members);
+		rc = -ENOMEM;
+	}
 	if (rc < 0)
 		return coord_refuse(p, req_id, rc, "out of memory");
 	conn_send(p->conn, WIRE_REGISTER_REPLY, req_id, &reply.base);
 	cluster_members_msg_free(reply.members, reply.n_members);
-	free(defs);
 	free(reply.namespaces);
 	hold_ask(pd, id); /* reconcile its record with the map */
 	return 0;

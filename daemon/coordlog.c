@@ -154,15 +154,12 @@ static int coordlog_write_node(const struct coordlog_sink *to, uint32_t id, cons
 static int coordlog_write_namespaces(struct poold *pd, const struct coordlog_sink *to)
 {
 	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
-	Pool__KvNamespace *m;
 	int rc;
 
-	rc = kv_defs(pd, &m, &rec.namespaces, &rec.n_namespaces);
-	if (rc < 0)
-		return rc;
+	if ((rec.namespaces = kv_defs_msg(pd, &rec.n_namespaces)) == NULL)
+		return -ENOMEM;
 	rec.kind = CL_NAMESPACES;
 	rc = coordlog_write(to, &rec);
-	free(m);
 	free(rec.namespaces);
 	return rc;
 }
@@ -441,7 +438,7 @@ static void coordlog_adopt_defs(struct poold *pd, const char *from)
 
 	if (cl->defs == NULL)
 		return;
-	kv_defs_adopt(pd, cl->defs->namespaces, cl->defs->n_namespaces, from);
+	kv_defs_adopt_msg(pd, cl->defs->namespaces, cl->defs->n_namespaces, from);
 	pool__coord_record__free_unpacked(cl->defs, NULL);
 	cl->defs = NULL;
 }

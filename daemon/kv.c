@@ -37,11 +37,45 @@
 
 #include "daemon/kvint.h"
 
-const char *kv_tier_name(const struct kv_ns *ns)
+const char *kv_tier_name(uint32_t flags)
 {
-	return ns->flags & HOLD_NS_PERSISTENT  ? "pmem"
-	       : ns->flags & HOLD_NS_DRAM_ONLY ? "dram"
-					       : "dram+pmem";
+	return flags & HOLD_NS_PERSISTENT  ? "pmem"
+	       : flags & HOLD_NS_DRAM_ONLY ? "dram"
+					   : "dram+pmem";
+}
+
+void kv_ns_stats(const struct kv_ns *ns, struct kv_ns_stats *ret)
+{
+	*ret = (struct kv_ns_stats){.id = ns->id,
+				    .used = ns->used,
+				    .pmem_used = ns->pmem_used,
+				    .entries = ns->nentries,
+				    .hits = ns->hits,
+				    .misses = ns->misses,
+				    .evictions = ns->evictions,
+				    .puts = ns->puts,
+				    .spills = ns->spills,
+				    .promotions = ns->promotions,
+				    .pmem_hits = ns->pmem_hits};
+	kv_ns_def(ns, &ret->def);
+	if (kv_tier(ns) == TIER_PMEM) { /* used counts the namespace's own tier */
+		ret->pmem_used += ns->used;
+		ret->used = 0;
+	}
+}
+
+/* Every namespace's stats, as kv stats shows them (the metrics endpoint). */
+void kv_stats_each(struct poold *pd, void (*cb)(void *arg, const struct kv_ns_stats *st), void *arg)
+{
+	struct kv_ns_stats st;
+	struct kv_ns *ns;
+
+	if (pd->kv == NULL)
+		return;
+	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
+		kv_ns_stats(ns, &st);
+		cb(arg, &st);
+	}
 }
 
 struct kv_ns *kv_ns_find(struct poold *pd, const char *name)
@@ -1153,7 +1187,7 @@ int kv_ns_create(struct poold *pd, const struct kv_ns_spec *spec, char *err, siz
 	ns->mode = spec->mode;
 	log_info("KV namespace '%s' created, capacity %llu, tier %s, evict %s, replicas %u, "
 		 "uid %u gid %u mode %03o",
-		 ns->name, (unsigned long long)ns->capacity, kv_tier_name(ns),
+		 ns->name, (unsigned long long)ns->capacity, kv_tier_name(ns->flags),
 		 ns->flags & HOLD_NS_NO_EVICT ? "none" : "lru", ns->replicas, (unsigned)ns->uid,
 		 (unsigned)ns->gid, ns->mode);
 	coordlog_namespaces(pd);

@@ -201,18 +201,6 @@ struct kv_result {
 	enum kv_places places;
 };
 
-/* What a namespace is made with (kv_ns_create()). */
-struct kv_ns_spec {
-	const char *name;
-	uint64_t capacity;
-	uint64_t size_hint; /* 0: none */
-	uint32_t flags;	    /* HOLD_NS_DRAM_ONLY or HOLD_NS_PERSISTENT, HOLD_NS_NO_EVICT */
-	unsigned replicas;
-	uid_t uid;
-	gid_t gid;
-	unsigned mode;
-};
-
 /* kv.c */
 int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, enum kv_op op,
 	      const uint8_t *key, size_t klen, uint64_t arg, struct kv_result *res);
@@ -220,7 +208,9 @@ unsigned kv_key_access(enum kv_op op);
 int kv_ns_create(struct poold *pd, const struct kv_ns_spec *spec, char *err, size_t errlen);
 void kv_ns_drop(struct poold *pd, struct kv_ns *ns);
 size_t kv_place_first(struct poold *pd, const struct kv_place *all, size_t n, uint32_t near);
-const char *kv_tier_name(const struct kv_ns *ns);
+const char *kv_tier_name(uint32_t flags);
+void kv_ns_def(const struct kv_ns *ns, struct kv_ns_spec *ret);
+void kv_ns_stats(const struct kv_ns *ns, struct kv_ns_stats *ret);
 struct kv_ns *kv_ns_find(struct poold *pd, const char *name);
 struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_t klen, uint64_t h);
 struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capacity);
@@ -275,11 +265,8 @@ int kv_recount(struct poold *pd, struct kv_ns *ns, uint64_t *ret_freed, char *er
 /* kvreplica.c */
 void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg);
 
-/* kvrebuild.c */
-void kv_defs_send(struct poold *pd);
-
 /* kvwire.c */
-void kv_ns_msg(const struct kv_ns *ns, Pool__KvNamespace *m);
+void kv_defs_send(struct poold *pd);
 int kv_send_copy(struct poold *pd, uint32_t node, uint32_t src_arena, uint64_t src_off,
 		 uint32_t dst_arena, uint64_t dst_off, uint64_t len, coord_done_cb done, void *arg);
 

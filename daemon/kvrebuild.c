@@ -63,62 +63,50 @@ int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size
 	return 0;
 }
 
+/* What a namespace would be made again with. */
+void kv_ns_def(const struct kv_ns *ns, struct kv_ns_spec *ret)
+{
+	*ret = (struct kv_ns_spec){.name = ns->name,
+				   .capacity = ns->capacity,
+				   .size_hint = ns->size_hint,
+				   .flags = ns->flags & KV_NS_FLAGS,
+				   .replicas = ns->replicas,
+				   .uid = ns->uid,
+				   .gid = ns->gid,
+				   .mode = ns->mode};
+}
+
 /*
  * The namespaces' definitions, which every node keeps for a restarted
  * coordinator: so that a namespace comes back even when it holds no value
  * to be rebuilt from. (A namespace dropped while a node was away and the
- * coordinator restarted before the node came back comes back too.)
- * *ret_m (n entries) and *ret_mp point into the namespaces: free both.
+ * coordinator restarted before the node came back comes back too.) The
+ * names point into the namespaces; free *ret.
  */
-int kv_defs(struct poold *pd, Pool__KvNamespace **ret_m, Pool__KvNamespace ***ret_mp, size_t *ret_n)
+int kv_defs(struct poold *pd, struct kv_ns_spec **ret, size_t *ret_n)
 {
-	Pool__KvNamespace *m, **mp;
+	struct kv_ns_spec *defs;
 	struct kv_ns *ns;
 	size_t n = 0;
 
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
 		n++;
-	m = calloc(n ? n : 1, sizeof(*m));
-	mp = calloc(n ? n : 1, sizeof(*mp));
-	if (m == NULL || mp == NULL) {
-		free(m);
-		free(mp);
+	if ((defs = calloc(n ? n : 1, sizeof(*defs))) == NULL)
 		return -ENOMEM;
-	}
 	n = 0;
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-		if (!ns->resp_db) { /* RESP databases are made again on use */
-			kv_ns_msg(ns, &m[n]);
-			mp[n] = &m[n];
-			n++;
-		}
-	*ret_m = m;
-	*ret_mp = mp;
+		if (!ns->resp_db) /* RESP databases are made again on use */
+			kv_ns_def(ns, &defs[n++]);
+	*ret = defs;
 	*ret_n = n;
 	return 0;
-}
-
-/* Tell every node the namespaces as they are now. */
-void kv_defs_send(struct poold *pd)
-{
-	Pool__KvNsReply defs = POOL__KV_NS_REPLY__INIT;
-	Pool__KvNamespace *m;
-	struct member *mem;
-
-	if (kv_defs(pd, &m, &defs.namespaces, &defs.n_namespaces) < 0)
-		return; /* they learn them when they register again */
-	TAILQ_FOREACH(mem, &pd->members, entry)
-		if (mem->info->id != pd->node_id && mem->state == MEMBER_UP)
-			coord_notice(pd, mem->info->id, WIRE_KV_NS_DEFS, &defs.base);
-	free(m);
-	free(defs.namespaces);
 }
 
 /*
  * Definitions from a node's record (after this coordinator restarted) or
  * from the coordinator's journal: make the namespaces it lacks.
  */
-void kv_defs_adopt(struct poold *pd, Pool__KvNamespace *const *defs, size_t n, const char *from)
+void kv_defs_adopt(struct poold *pd, const struct kv_ns_spec *defs, size_t n, const char *from)
 {
 	size_t i, count = 0, made = 0;
 	struct kv_ns *ns;
@@ -126,31 +114,21 @@ void kv_defs_adopt(struct poold *pd, Pool__KvNamespace *const *defs, size_t n, c
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
 		count++;
 	for (i = 0; i < n && count < KV_MAX_NAMESPACES; i++) {
-		const Pool__KvNamespace *d = defs[i];
-		uint32_t flags;
+		const struct kv_ns_spec *d = &defs[i];
 
 		if (kv_ns_find(pd, d->name) != NULL || d->name[0] == '\0' ||
 		    strlen(d->name) > POOL_REGION_NAME_MAX || d->capacity < (1u << 20) ||
-		    (d->has_replicas && (d->replicas < 1 || d->replicas > KV_MAX_REPLICAS)) ||
-		    (d->has_size_hint && d->size_hint > POOL_KV_VALUE_MAX))
+		    d->replicas < 1 || d->replicas > KV_MAX_REPLICAS ||
+		    d->size_hint > POOL_KV_VALUE_MAX)
 			continue;
-		flags = d->tier != NULL && strcmp(d->tier, "dram") == 0	  ? HOLD_NS_DRAM_ONLY
-			: d->tier != NULL && strcmp(d->tier, "pmem") == 0 ? HOLD_NS_PERSISTENT
-									  : 0;
-		if (d->evict != NULL && strcmp(d->evict, "none") == 0)
-			flags |= HOLD_NS_NO_EVICT;
-		if (d->has_dedup && d->dedup)
-			flags |= HOLD_NS_DEDUP;
 		if ((ns = kv_ns_new(pd, d->name, d->capacity)) == NULL)
 			return;
-		ns->flags = flags;
-		ns->replicas = d->has_replicas ? d->replicas : 1;
-		ns->size_hint = d->has_size_hint ? d->size_hint : 0;
-		if (d->has_mode) {
-			ns->uid = d->uid;
-			ns->gid = d->gid;
-			ns->mode = d->mode & 0777;
-		}
+		ns->flags = d->flags & KV_NS_FLAGS;
+		ns->replicas = d->replicas;
+		ns->size_hint = d->size_hint;
+		ns->uid = d->uid;
+		ns->gid = d->gid;
+		ns->mode = d->mode & 0777;
 		count++;
 		made++;
 		log_info("KV namespace '%s' defined again from %s", ns->name, from);

@@ -414,41 +414,135 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 	return rc;
 }
 
-void kv_ns_msg(const struct kv_ns *ns, Pool__KvNamespace *m)
+/* HOLD_NS_* of a namespace's tier and eviction as the wire names them; -EINVAL for others. */
+static int kv_ns_flags_of(const char *tier, const char *evict, uint32_t *ret)
+{
+	uint32_t flags = 0;
+
+	if (tier != NULL && strcmp(tier, "dram") == 0)
+		flags |= HOLD_NS_DRAM_ONLY;
+	else if (tier != NULL && strcmp(tier, "pmem") == 0)
+		flags |= HOLD_NS_PERSISTENT;
+	else if (tier != NULL && strcmp(tier, "dram+pmem") != 0)
+		return -EINVAL;
+	if (evict != NULL && strcmp(evict, "none") == 0)
+		flags |= HOLD_NS_NO_EVICT;
+	else if (evict != NULL && strcmp(evict, "lru") != 0)
+		return -EINVAL;
+	*ret = flags;
+	return 0;
+}
+
+/* m points into d. */
+static void kv_def_msg(const struct kv_ns_spec *d, Pool__KvNamespace *m)
 {
 	pool__kv_namespace__init(m);
-	m->name = (char *)ns->name;
-	m->capacity = ns->capacity;
+	m->name = (char *)d->name;
+	m->capacity = d->capacity;
+	m->tier = (char *)kv_tier_name(d->flags);
+	m->has_replicas = m->has_size_hint = m->has_dedup = 1;
+	m->replicas = d->replicas;
+	m->size_hint = d->size_hint;
+	m->evict = (char *)(d->flags & HOLD_NS_NO_EVICT ? "none" : "lru");
+	m->dedup = (d->flags & HOLD_NS_DEDUP) != 0;
+	m->has_uid = m->has_gid = m->has_mode = 1;
+	m->uid = d->uid;
+	m->gid = d->gid;
+	m->mode = d->mode;
+}
+
+/*
+ * A definition as a node or the journal kept it (older ones lack fields:
+ * one copy, no hint, open to all as kv_ns_new() makes it); d points into m.
+ */
+static void kv_def_of_msg(const Pool__KvNamespace *m, struct kv_ns_spec *d)
+{
+	*d = (struct kv_ns_spec){.name = m->name,
+				 .capacity = m->capacity,
+				 .size_hint = m->has_size_hint ? m->size_hint : 0,
+				 .replicas = m->has_replicas ? m->replicas : 1,
+				 .mode = 0666};
+	if (kv_ns_flags_of(m->tier, m->evict, &d->flags) < 0) /* a newer tier: its default */
+		d->flags = 0;
+	if (m->has_dedup && m->dedup)
+		d->flags |= HOLD_NS_DEDUP;
+	if (m->has_mode) {
+		d->uid = m->uid;
+		d->gid = m->gid;
+		d->mode = m->mode & 0777;
+	}
+}
+
+static void kv_stats_msg(const struct kv_ns_stats *st, Pool__KvNamespace *m)
+{
+	kv_def_msg(&st->def, m);
 	m->has_used = m->has_entries = m->has_hits = m->has_misses = 1;
 	m->has_evictions = m->has_puts = m->has_id = 1;
-	m->used = ns->used;
-	m->entries = ns->nentries;
-	m->hits = ns->hits;
-	m->misses = ns->misses;
-	m->evictions = ns->evictions;
-	m->puts = ns->puts;
-	m->id = ns->id;
 	m->has_pmem_used = m->has_spills = m->has_promotions = m->has_pmem_hits = 1;
-	m->pmem_used = ns->pmem_used;
-	if (kv_tier(ns) == TIER_PMEM) { /* used counts the namespace's own tier */
-		m->pmem_used += ns->used;
-		m->used = 0;
+	m->id = st->id;
+	m->used = st->used;
+	m->pmem_used = st->pmem_used;
+	m->entries = st->entries;
+	m->hits = st->hits;
+	m->misses = st->misses;
+	m->evictions = st->evictions;
+	m->puts = st->puts;
+	m->spills = st->spills;
+	m->promotions = st->promotions;
+	m->pmem_hits = st->pmem_hits;
+}
+
+/*
+ * The namespaces' definitions as a register reply, a KvNsReply and the
+ * coordinator's journal carry them: an array of n, in one allocation
+ * (free it), pointing into the namespaces. NULL: out of memory.
+ */
+Pool__KvNamespace **kv_defs_msg(struct poold *pd, size_t *ret_n)
+{
+	Pool__KvNamespace **mp, *m;
+	struct kv_ns_spec *defs;
+	size_t n, i;
+
+	if (kv_defs(pd, &defs, &n) < 0)
+		return NULL;
+	mp = calloc(1, (n ? n : 1) * (sizeof(*mp) + sizeof(*m)));
+	if (mp != NULL) {
+		m = (Pool__KvNamespace *)(mp + (n ? n : 1));
+		for (i = 0; i < n; i++) {
+			kv_def_msg(&defs[i], &m[i]);
+			mp[i] = &m[i];
+		}
+		*ret_n = n;
 	}
-	m->spills = ns->spills;
-	m->promotions = ns->promotions;
-	m->pmem_hits = ns->pmem_hits;
-	m->tier = (char *)kv_tier_name(ns);
-	m->has_replicas = 1;
-	m->replicas = ns->replicas;
-	m->has_size_hint = 1;
-	m->size_hint = ns->size_hint;
-	m->evict = (char *)(ns->flags & HOLD_NS_NO_EVICT ? "none" : "lru");
-	m->has_dedup = 1;
-	m->dedup = (ns->flags & HOLD_NS_DEDUP) != 0;
-	m->has_uid = m->has_gid = m->has_mode = 1;
-	m->uid = ns->uid;
-	m->gid = ns->gid;
-	m->mode = ns->mode;
+	free(defs);
+	return mp;
+}
+
+void kv_defs_adopt_msg(struct poold *pd, Pool__KvNamespace *const *defs, size_t n, const char *from)
+{
+	struct kv_ns_spec *d = calloc(n ? n : 1, sizeof(*d));
+	size_t i;
+
+	if (d == NULL)
+		return; /* the node tells them again when it registers again */
+	for (i = 0; i < n; i++)
+		kv_def_of_msg(defs[i], &d[i]);
+	kv_defs_adopt(pd, d, n, from);
+	free(d);
+}
+
+/* Tell every node the namespaces as they are now. */
+void kv_defs_send(struct poold *pd)
+{
+	Pool__KvNsReply defs = POOL__KV_NS_REPLY__INIT;
+	struct member *mem;
+
+	if ((defs.namespaces = kv_defs_msg(pd, &defs.n_namespaces)) == NULL)
+		return; /* they learn them when they register again */
+	TAILQ_FOREACH(mem, &pd->members, entry)
+		if (mem->info->id != pd->node_id && mem->state == MEMBER_UP)
+			coord_notice(pd, mem->info->id, WIRE_KV_NS_DEFS, &defs.base);
+	free(defs.namespaces);
 }
 
 static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
@@ -458,6 +552,7 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 	struct poold *pd = q->pd;
 	Pool__KvNamespace *m = NULL, **mp = NULL;
 	struct kv_ns *ns = kv_ns_find(pd, r->name);
+	struct kv_ns_stats st;
 	size_t n = 0;
 	int rc;
 
@@ -472,19 +567,15 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 		    .gid = r->has_gid ? r->gid : q->gid,
 		    .mode = r->has_mode ? r->mode & 0777 : 0600,
 		};
+		uint32_t evict;
 		char err[128];
 
-		if (r->tier != NULL && strcmp(r->tier, "dram") == 0)
-			spec.flags |= HOLD_NS_DRAM_ONLY;
-		else if (r->tier != NULL && strcmp(r->tier, "pmem") == 0)
-			spec.flags |= HOLD_NS_PERSISTENT;
-		else if (r->tier != NULL && strcmp(r->tier, "dram+pmem") != 0)
+		if (kv_ns_flags_of(r->tier, NULL, &spec.flags) < 0)
 			return req_errorf(q, -EINVAL, "tier '%s': dram, dram+pmem or pmem",
 					  r->tier);
-		if (r->evict != NULL && strcmp(r->evict, "none") == 0)
-			spec.flags |= HOLD_NS_NO_EVICT;
-		else if (r->evict != NULL && strcmp(r->evict, "lru") != 0)
+		if (kv_ns_flags_of(NULL, r->evict, &evict) < 0)
 			return req_errorf(q, -EINVAL, "evict '%s': lru or none", r->evict);
+		spec.flags |= evict;
 		if ((rc = kv_ns_create(pd, &spec, err, sizeof(err))) < 0)
 			return req_errorf(q, rc, "%s", err);
 		ns = kv_ns_find(pd, r->name);
@@ -528,7 +619,8 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 		/* A listing shows a uid the namespaces it may use. */
 		if (!kv_ns_allowed(ns, q, 4) && !kv_ns_allowed(ns, q, 2))
 			continue;
-		kv_ns_msg(ns, &m[n]);
+		kv_ns_stats(ns, &st);
+		kv_stats_msg(&st, &m[n]); /* (which points into ns, not st) */
 		mp[n] = &m[n];
 		n++;
 	}
@@ -539,20 +631,6 @@ out:
 	free(m);
 	free(mp);
 	return rc;
-}
-
-/* Every namespace's stats, as kv stats shows them (the metrics endpoint). */
-void kv_stats_each(struct poold *pd, void (*cb)(void *arg, const Pool__KvNamespace *m), void *arg)
-{
-	Pool__KvNamespace m;
-	struct kv_ns *ns;
-
-	if (pd->kv == NULL)
-		return;
-	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
-		kv_ns_msg(ns, &m);
-		cb(arg, &m);
-	}
 }
 
 /* Namespaces are made, dropped and flushed by admins; adopting and recounting holders too. */

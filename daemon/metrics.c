@@ -309,29 +309,30 @@ static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *
 /* The KV families: each one's samples come together, one per namespace (and tier). */
 static const struct metrics_kv {
 	const char *name, *type, *help;
-	size_t off;	  /* of the value in Pool__KvNamespace */
+	size_t off;	  /* of the value in struct kv_ns_stats */
 	const char *tier; /* a tier label, or NULL */
 } metrics_kv[] = {
     {"pool_kv_hits_total", "counter", "KV gets that found a value",
-     offsetof(Pool__KvNamespace, hits), NULL},
+     offsetof(struct kv_ns_stats, hits), NULL},
     {"pool_kv_misses_total", "counter", "KV gets that found none",
-     offsetof(Pool__KvNamespace, misses), NULL},
-    {"pool_kv_puts_total", "counter", "KV puts committed", offsetof(Pool__KvNamespace, puts), NULL},
+     offsetof(struct kv_ns_stats, misses), NULL},
+    {"pool_kv_puts_total", "counter", "KV puts committed", offsetof(struct kv_ns_stats, puts),
+     NULL},
     {"pool_kv_evictions_total", "counter", "KV values dropped to make room",
-     offsetof(Pool__KvNamespace, evictions), NULL},
+     offsetof(struct kv_ns_stats, evictions), NULL},
     {"pool_kv_spills_total", "counter", "KV values moved to the pmem tier",
-     offsetof(Pool__KvNamespace, spills), NULL},
+     offsetof(struct kv_ns_stats, spills), NULL},
     {"pool_kv_promotions_total", "counter", "KV values moved back to DRAM",
-     offsetof(Pool__KvNamespace, promotions), NULL},
+     offsetof(struct kv_ns_stats, promotions), NULL},
     {"pool_kv_pmem_hits_total", "counter", "KV hits served from the pmem tier",
-     offsetof(Pool__KvNamespace, pmem_hits), NULL},
-    {"pool_kv_entries", "gauge", "keys of a KV namespace", offsetof(Pool__KvNamespace, entries),
+     offsetof(struct kv_ns_stats, pmem_hits), NULL},
+    {"pool_kv_entries", "gauge", "keys of a KV namespace", offsetof(struct kv_ns_stats, entries),
      NULL},
     {"pool_kv_bytes", "gauge", "bytes of a KV namespace's values per tier",
-     offsetof(Pool__KvNamespace, used), "dram"},
-    {"pool_kv_bytes", NULL, NULL, offsetof(Pool__KvNamespace, pmem_used), "pmem"},
+     offsetof(struct kv_ns_stats, used), "dram"},
+    {"pool_kv_bytes", NULL, NULL, offsetof(struct kv_ns_stats, pmem_used), "pmem"},
     {"pool_kv_capacity_bytes", "gauge", "a KV namespace's capacity",
-     offsetof(Pool__KvNamespace, capacity), NULL},
+     offsetof(struct kv_ns_stats, def.capacity), NULL},
 };
 
 struct metrics_kv_arg {
@@ -340,12 +341,12 @@ struct metrics_kv_arg {
 };
 
 /* One namespace's sample of a family, for kv_stats_each(). */
-static void metrics_kv_ns(void *arg, const Pool__KvNamespace *n)
+static void metrics_kv_ns(void *arg, const struct kv_ns_stats *n)
 {
 	const struct metrics_kv_arg *a = arg;
 
 	evbuffer_add_printf(a->b, "%s{ns=\"", a->f->name);
-	metrics_label(a->b, n->name);
+	metrics_label(a->b, n->def.name);
 	if (a->f->tier != NULL)
 		evbuffer_add_printf(a->b, "\",tier=\"%s", a->f->tier);
 	evbuffer_add_printf(a->b, "\"} %llu\n",

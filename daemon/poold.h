@@ -796,9 +796,32 @@ int resp_auth(const struct poold_conf *conf, const char *user, const char *passw
 	      uint32_t *ret_uid);
 int kv_snap_open(struct poold *pd);
 void kv_holder_drop(struct poold *pd, struct region *r);
-int kv_defs(struct poold *pd, Pool__KvNamespace **ret_m, Pool__KvNamespace ***ret_mp,
-	    size_t *ret_n);
-void kv_defs_adopt(struct poold *pd, Pool__KvNamespace *const *defs, size_t n, const char *from);
+/*
+ * A KV namespace's definition: what makes it (kv_ns_create()), and what
+ * every node keeps so that a restarted coordinator makes it again
+ * (kv_defs(), kv_defs_adopt()).
+ */
+struct kv_ns_spec {
+	const char *name;
+	uint64_t capacity;
+	uint64_t size_hint; /* 0: none */
+	uint32_t flags;	    /* HOLD_NS_DRAM_ONLY or _PERSISTENT, HOLD_NS_NO_EVICT, _DEDUP */
+	unsigned replicas;
+	uid_t uid;
+	gid_t gid;
+	unsigned mode;
+};
+int kv_defs(struct poold *pd, struct kv_ns_spec **ret, size_t *ret_n);
+void kv_defs_adopt(struct poold *pd, const struct kv_ns_spec *defs, size_t n, const char *from);
+Pool__KvNamespace **kv_defs_msg(struct poold *pd, size_t *ret_n);
+void kv_defs_adopt_msg(struct poold *pd, Pool__KvNamespace *const *defs, size_t n,
+		       const char *from);
+/* A namespace as kv stats and the metrics show it (used: the bytes in its own tier). */
+struct kv_ns_stats {
+	struct kv_ns_spec def;
+	uint64_t id, used, pmem_used, entries;
+	uint64_t hits, misses, evictions, puts, spills, promotions, pmem_hits;
+};
 size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size_t max,
 		     void (*cb)(void *arg, const uint8_t *key, size_t klen), void *arg,
 		     uint64_t *ret_next);
@@ -823,7 +846,8 @@ bool kv_local_lands_here(struct poold *pd, uid_t uid, const char *nsname, const 
 			 size_t klen, uint64_t len);
 int kv_local_commit_own(struct poold *pd, uint64_t session, uid_t uid, const char *nsname,
 			const uint8_t *key, size_t klen, uint64_t version);
-void kv_stats_each(struct poold *pd, void (*cb)(void *arg, const Pool__KvNamespace *m), void *arg);
+void kv_stats_each(struct poold *pd, void (*cb)(void *arg, const struct kv_ns_stats *st),
+		   void *arg);
 void kv_local_flush(struct poold *pd, const char *nsname, uid_t uid);
 
 /* vec.c: vector indexes searched near their data */

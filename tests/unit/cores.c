@@ -48,6 +48,37 @@ void cores_holding_again(const struct holding *h, struct holding_unpacked *ret)
 	CU_ASSERT_FATAL(holding_unpack(buf, (size_t)len, ret) == 0);
 }
 
+/*
+ * The KV namespaces' definitions as a node keeps them for a restarted
+ * coordinator: the packed notice (free the bytes, *ret_len of them).
+ */
+uint8_t *cores_defs_kept(struct poold *pd, size_t *ret_len)
+{
+	Pool__KvNsReply defs = POOL__KV_NS_REPLY__INIT;
+	uint8_t *buf;
+
+	defs.namespaces = kv_defs_msg(pd, &defs.n_namespaces);
+	CU_ASSERT_FATAL(defs.namespaces != NULL);
+	*ret_len = protobuf_c_message_get_packed_size(&defs.base);
+	buf = malloc(*ret_len ? *ret_len : 1);
+	CU_ASSERT_FATAL(buf != NULL);
+	CU_ASSERT_FATAL(protobuf_c_message_pack(&defs.base, buf) == *ret_len);
+	free(defs.namespaces);
+	return buf;
+}
+
+/* A restarted coordinator told those definitions by a node registering. */
+void cores_defs_told(struct poold *pd, const uint8_t *buf, size_t len)
+{
+	ProtobufCMessage *msg;
+	Pool__KvNsReply *defs;
+
+	CU_ASSERT_FATAL(wire_msg_unpack(WIRE_KV_NS_DEFS, buf, len, &msg) == 0);
+	defs = (Pool__KvNsReply *)msg;
+	kv_defs_adopt_msg(pd, defs->namespaces, defs->n_namespaces, "a node's record");
+	wire_msg_free(msg);
+}
+
 /* A coordinator (node 1) with its address space and KV index, and lenders 2 to 1 + lenders. */
 void cores_open(struct poold *pd, unsigned lenders)
 {

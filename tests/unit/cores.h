@@ -15,5 +15,7 @@ void cores_lender_add(struct poold *pd, uint32_t node);
 void cores_lender_add_tier(struct poold *pd, uint32_t node, enum tier tier);
 void cores_close(struct poold *pd);
 void cores_holding_again(const struct holding *h, struct holding_unpacked *ret);
+uint8_t *cores_defs_kept(struct poold *pd, size_t *ret_len);
+void cores_defs_told(struct poold *pd, const uint8_t *buf, size_t len);
 
 #endif

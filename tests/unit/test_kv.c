@@ -4,7 +4,8 @@
  * Eviction order, the last reserver winning, pins outliving a replaced
  * value, aborts and releases that give back exactly what was taken,
  * replicas outliving one lender, dedup values living as long as a holder,
- * lenders' records bringing values back after a coordinator restart.
+ * lenders' records bringing values back after a coordinator restart, and
+ * the namespaces' definitions the nodes keep bringing back namespaces.
  */
 #include "config.h"
 
@@ -417,6 +418,88 @@ static void test_records(void)
 	index_free();
 }
 
+static void ns_make(const struct kv_ns_spec *spec)
+{
+	char err[128];
+
+	CU_ASSERT_FATAL(kv_ns_create(&pd, spec, err, sizeof(err)) == 0);
+}
+
+static void ns_defined_as(const struct kv_ns_spec *spec)
+{
+	const struct kv_ns *ns = kv_ns_find(&pd, spec->name);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ns);
+	CU_ASSERT_EQUAL(ns->capacity, spec->capacity);
+	CU_ASSERT_EQUAL(ns->size_hint, spec->size_hint);
+	CU_ASSERT_EQUAL(ns->flags, spec->flags);
+	CU_ASSERT_EQUAL(ns->replicas, spec->replicas);
+	CU_ASSERT_EQUAL(ns->uid, spec->uid);
+	CU_ASSERT_EQUAL(ns->gid, spec->gid);
+	CU_ASSERT_EQUAL(ns->mode, spec->mode);
+	CU_ASSERT_EQUAL(ns->nentries, 0);
+}
+
+/*
+ * A restarted coordinator: the namespaces' definitions a node kept bring
+ * back each namespace as it was made, with none of its values, but not a
+ * RESP database (made again on use), one it has, or one that does not
+ * hold up.
+ */
+static void test_definitions(void)
+{
+	const struct kv_ns_spec specs[] = {
+	    {"dram", 8 * MiB, 4096, HOLD_NS_DRAM_ONLY | HOLD_NS_NO_EVICT, 2, 1000, 100, 0640},
+	    {"pmem", 16 * MiB, 0, HOLD_NS_PERSISTENT, 1, 0, 0, 0600},
+	    {"both", MiB, 0, 0, 1, 1001, 1001, 0604},
+	    {"pages", 4 * MiB, 0, HOLD_NS_DEDUP, 1, 0, 0, 0666},
+	};
+	const struct kv_ns_spec odd[] = {
+	    {"", 8 * MiB, 0, 0, 1, 0, 0, 0600},
+	    {"small", MiB - 1, 0, 0, 1, 0, 0, 0600},
+	    {"copies", 8 * MiB, 0, 0, KV_MAX_REPLICAS + 1, 0, 0, 0600},
+	    {"hint", 8 * MiB, POOL_KV_VALUE_MAX + 1, 0, 1, 0, 0, 0600},
+	    {"fine", 8 * MiB, 0, 0, 1, 0, 0, 0600},
+	};
+	struct kv_ns_spec *defs;
+	uint8_t *kept;
+	size_t i, len, n;
+
+	index_new();
+	for (i = 0; i < ARRAY_SIZE(specs); i++)
+		ns_make(&specs[i]);
+	put(kv_ns_find(&pd, "dram"), 1, "k", 1000);
+	kv_ns_find(&pd, "both")->resp_db = true;
+	kept = cores_defs_kept(&pd, &len);
+	index_free();
+
+	index_new();
+	ns_make(&(struct kv_ns_spec){"pmem", 2 * MiB, 0, 0, 1, 7, 7, 0600});
+	cores_defs_told(&pd, kept, len);
+	ns_defined_as(&specs[0]);
+	ns_defined_as(&specs[3]);
+	CU_ASSERT_EQUAL(kv_ns_find(&pd, "pmem")->capacity, 2 * MiB); /* as this one had it */
+	CU_ASSERT_EQUAL(kv_ns_find(&pd, "pmem")->uid, 7);
+	CU_ASSERT_PTR_NULL(kv_ns_find(&pd, "both"));
+	CU_ASSERT_EQUAL(op(kv_ns_find(&pd, "dram"), 2, KV_LOOKUP, "k", 0, NULL), -ENOENT);
+	/* Told again: nothing changes. */
+	cores_defs_told(&pd, kept, len);
+	CU_ASSERT_EQUAL_FATAL(kv_defs(&pd, &defs, &n), 0);
+	CU_ASSERT_EQUAL(n, 3);
+	free(defs);
+	free(kept);
+	index_free();
+
+	/* Definitions that do not hold up are passed over. */
+	index_new();
+	kv_defs_adopt(&pd, odd, ARRAY_SIZE(odd), "a test");
+	CU_ASSERT_EQUAL_FATAL(kv_defs(&pd, &defs, &n), 0);
+	CU_ASSERT_EQUAL(n, 1);
+	CU_ASSERT_STRING_EQUAL(defs[0].name, "fine");
+	free(defs);
+	index_free();
+}
+
 /* reserve + commit of key, a persistent value, as one key of the commit d. */
 static void put_durable(struct kv_ns *ns, struct kv_durable *d, size_t i, const char *key,
 			uint32_t lender)
@@ -500,6 +583,7 @@ int main(void)
 	    {"dedup recount after a restart", test_dedup_recount},
 	    {"records bring values back", test_records},
 	    {"durable commits", test_durable_commits},
+	    {"namespace definitions bring namespaces back", test_definitions},
 	    {NULL, NULL},
 	};
 
