@@ -59,14 +59,8 @@ struct control {
 	unsigned nconns;
 };
 
-/* Every file's handler table, each ended by an entry with fn == NULL. */
-static const struct ctl_handler *const handler_tables[] = {
-    status_handlers,	reload_handlers,  nodes_handlers, region_handlers, reclaim_handlers,
-    arena_handlers,	kv_handlers,	  vec_handlers,	  events_handlers, snapcopy_handlers,
-    snapplace_handlers, metrics_handlers, xfer_handlers,
-};
-
-static const struct ctl_handler *handlers[WIRE_TYPE_MAX];
+static const struct control_wiring *wiring;
+static const struct ctl_handler *handlers[WIRE_TYPE_MAX]; /* wiring's tables, by type */
 
 /* Send an unsolicited frame (request id 0) to the client of a session, if it is still here. */
 void control_notify(struct poold *pd, uint64_t session, uint16_t type, const ProtobufCMessage *msg)
@@ -125,15 +119,7 @@ static void ctl_closed(struct conn *conn, void *arg)
 	struct ctl_conn *c = arg;
 	struct control *ctl = c->ctl;
 
-	/* The client's leases end (after lease.grace) wherever the coordinator is. */
-	if (ctl->pd->conf->role == ROLE_NODE)
-		peer_session_end(ctl->pd, c->session);
-	else
-		coord_session_end(ctl->pd, ctl->pd->node_id, c->session);
-	/* A copy it was filling goes to the next client waiting for it. */
-	snapcopy_session_end(ctl->pd, c->session);
-	grant_session_end(ctl->pd, c->session);
-	xfer_session_end(ctl->pd, c->session);
+	wiring->session_end(ctl->pd, c->session);
 	TAILQ_REMOVE(&ctl->conns, c, entry);
 	TAILQ_REMOVE(&c->u->conns, c, uid_entry);
 	ctl->nconns--;
@@ -176,7 +162,7 @@ int req_reply(struct req *r, uint16_t type, const ProtobufCMessage *msg)
 	if ((type == WIRE_REGION_REPLY || type == WIRE_KV_REPLY) && r->session != 0 &&
 	    r->node == r->pd->node_id)
 		grant_reply(r->pd, r->session, type, msg);
-	rc = coordlog_hold_reply(r->pd, r->conn, type, r->id, msg);
+	rc = wiring->hold_reply(r->pd, r->conn, type, r->id, msg);
 	return rc != 0 ? MIN(rc, 0) : conn_send(r->conn, type, r->id, msg);
 }
 
@@ -289,7 +275,7 @@ void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size
 	if (r->node == r->pd->node_id && r->session != 0)
 		grant_request(r->pd, r->session, type, payload, len);
 	if (h->where == AT_COORD && r->pd->conf->role == ROLE_NODE) {
-		rc = peer_forward(r, type, payload, len);
+		rc = wiring->forward(r, type, payload, len);
 		if (rc >= 0)
 			return;
 		goto out_error;
@@ -549,14 +535,17 @@ static int control_check_stale(const char *path)
 	return 0;
 }
 
-static void control_register(void)
+/* Take what poold serves (once, before the socket opens or a node forwards a request). */
+void control_wire(const struct control_wiring *w)
 {
 	size_t i;
 
-	for (i = 0; i < ARRAY_SIZE(handler_tables); i++) {
+	wiring = w;
+	memset(handlers, 0, sizeof(handlers));
+	for (i = 0; i < w->ntables; i++) {
 		const struct ctl_handler *h;
 
-		for (h = handler_tables[i]; h->fn != NULL; h++) {
+		for (h = w->tables[i]; h->fn != NULL; h++) {
 			if (h->type >= WIRE_TYPE_MAX || handlers[h->type] != NULL)
 				fatalx("handler table: type %u registered twice", h->type);
 			handlers[h->type] = h;
@@ -579,8 +568,6 @@ int control_open(struct poold *pd, struct control **ret_ctl)
 	ctl->pd = pd;
 	TAILQ_INIT(&ctl->conns);
 	LIST_INIT(&ctl->uids);
-	if (handlers[WIRE_STATUS] == NULL)
-		control_register();
 	ctl->path = strdup(conf->socket);
 	if (ctl->path == NULL) {
 		rc = -ENOMEM;

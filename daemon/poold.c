@@ -23,6 +23,37 @@
 /* Size of the buffer peers read in link probes. */
 #define POOLD_PROBE_LEN (1u << 20)
 
+/*
+ * A local client's connection closed. Its leases end (after lease.grace)
+ * wherever the coordinator is; a copy it was filling goes to the next
+ * client waiting for it; its grants and transfers end.
+ */
+static void poold_session_end(struct poold *pd, uint64_t session)
+{
+	if (pd->conf->role == ROLE_NODE)
+		peer_session_end(pd, session);
+	else
+		coord_session_end(pd, pd->node_id, session);
+	snapcopy_session_end(pd, session);
+	grant_session_end(pd, session);
+	xfer_session_end(pd, session);
+}
+
+/* Every service's handler table. */
+static const struct ctl_handler *const poold_handlers[] = {
+    status_handlers,	reload_handlers,  nodes_handlers, region_handlers, reclaim_handlers,
+    arena_handlers,	kv_handlers,	  vec_handlers,	  events_handlers, snapcopy_handlers,
+    snapplace_handlers, metrics_handlers, xfer_handlers,
+};
+
+static const struct control_wiring poold_wiring = {
+    .tables = poold_handlers,
+    .ntables = ARRAY_SIZE(poold_handlers),
+    .session_end = poold_session_end,
+    .forward = peer_forward,
+    .hold_reply = coordlog_hold_reply,
+};
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: poold [-dnhV] [-f file] [-o name=value]...\n"
@@ -310,6 +341,7 @@ int main(int argc, char **argv)
 		pd.incarnation = pd.start_ms ^ ((uint64_t)getpid() << 32);
 	TAILQ_INIT(&pd.members);
 	TAILQ_INIT(&pd.holds);
+	control_wire(&poold_wiring);
 	if (control_open(&pd, &pd.control) < 0) {
 		log_warnx("cannot open the control socket %s", pd.conf->socket);
 		goto out;

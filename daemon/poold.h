@@ -324,7 +324,25 @@ struct ctl_handler {
 	const struct ctl_op *ops; /* {0} ended; checked where the request is unpacked */
 };
 
+/*
+ * What the control socket serves and whom it tells, given once by poold's
+ * main (poold.c): so that control.c calls no service, and the services
+ * call control.c to answer.
+ */
+struct control_wiring {
+	const struct ctl_handler *const *tables; /* each ended by an entry with fn == NULL */
+	size_t ntables;
+	/* A local client's connection closed: its session ends everywhere. */
+	void (*session_end)(struct poold *pd, uint64_t session);
+	/* A node passes a request its coordinator serves on to it (>= 0: passed). */
+	int (*forward)(struct req *r, uint16_t type, const uint8_t *payload, size_t len);
+	/* Whether a reply waits for the journal (1: held and sent later, 0: send it, -errno). */
+	int (*hold_reply)(struct poold *pd, struct conn *c, uint16_t type, uint64_t req_id,
+			  const ProtobufCMessage *msg);
+};
+
 /* control.c: the local control socket and request dispatch */
+void control_wire(const struct control_wiring *w);
 int control_open(struct poold *pd, struct control **ret_ctl);
 void control_close(struct control *ctl);
 unsigned control_nclients(const struct control *ctl);
