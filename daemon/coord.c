@@ -790,7 +790,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	conn_send(p->conn, WIRE_REGISTER_REPLY, req_id, &reply.base);
 	cluster_members_msg_free(reply.members, reply.n_members);
 	free(reply.namespaces);
-	hold_ask(pd, id); /* reconcile its record with the map */
+	reconcile_ask(pd, id); /* reconcile its record with the map */
 	return 0;
 }
 
@@ -819,7 +819,7 @@ static void coord_holdings(struct coord_peer *p, const Pool__Holdings *hs)
 
 	if (h == NULL)
 		return;
-	hold_reconcile(p->co->pd, p->m->info->id, h, hs->n_holdings);
+	reconcile_holdings(p->co->pd, p->m->info->id, h, hs->n_holdings);
 	free(h);
 }
 
@@ -1103,7 +1103,7 @@ static void coord_ledger(evutil_socket_t fd, short what, void *arg)
 	(void)coordha_epoch(co->pd, NULL);
 	TAILQ_FOREACH(m, &co->pd->members, entry)
 		if (m->state == MEMBER_UP)
-			hold_ask(co->pd, m->info->id);
+			reconcile_ask(co->pd, m->info->id);
 }
 
 static void coord_periodic_probe(evutil_socket_t fd, short what, void *arg)
@@ -1165,7 +1165,7 @@ int coord_open(struct poold *pd)
 	if (rc < 0)
 		goto out_free;
 	coord_lender_update(pd, m->info);
-	hold_ask(pd, pd->node_id); /* this poold's own arenas: nothing held yet */
+	reconcile_ask(pd, pd->node_id); /* this poold's own arenas: nothing held yet */
 	if (pd->conf->peer_listen[0] != '\0' && (rc = coord_listen(co)) < 0)
 		goto out_free;
 	co->check_ev = event_new(pd->base, -1, EV_PERSIST, coord_check, co);
@@ -1222,6 +1222,7 @@ void coord_close(struct poold *pd)
 	kvev_close(pd); /* before the index: its last flush is no news to anyone */
 	kv_close(pd);
 	coordlog_close(pd);
+	reclaim_close(pd);	/* (its moves are the address space's) */
 	region_close_space(pd); /* before the calls go: it owns their arguments */
 	usage_clear(&pd->usage);
 	while ((call = TAILQ_FIRST(&co->calls)) != NULL) {

@@ -271,11 +271,16 @@ static void hold_unlink(struct poold *pd, struct hold **pp)
 	pd->nholds--;
 }
 
-/* Lender: the extent at (arena, off) is scrubbed: no longer held. */
-void hold_drop(struct poold *pd, uint32_t arena, uint64_t off)
+/*
+ * Lender: the coordinator scrubs an extent before it lends its memory
+ * again: the windows carved in it go, it is zeroed, and no longer held.
+ */
+void hold_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 {
 	struct hold **pp, *hd;
 
+	carve_release(pd, arena, off, len);
+	lend_scrub(pd, arena, off, len);
 	if (pd->hold_tab_size == 0 || (hd = *(pp = hold_slot(pd, arena, off))) == NULL)
 		return;
 	hold_unlink(pd, pp);
@@ -384,8 +389,10 @@ int hold_open(struct poold *pd)
 	qsort(keep, n, sizeof(*keep), hold_cmp_off);
 	keep[n].off = a->size; /* the end of the tier, as a last boundary */
 	for (i = 0; i <= n; i++) {
-		if (keep[i].off > at)
+		if (keep[i].off > at) {
+			carve_release(pd, a->id, at, keep[i].off - at);
 			lend_zero(pd, a->id, at, keep[i].off - at);
+		}
 		at = MAX(at, keep[i].off + keep[i].len);
 	}
 	free(keep);

@@ -1,17 +1,14 @@
 /*
- * daemon/holdsync.c - the coordinator's side of the holdings: telling each
- * lender what it holds (a region's extents, KV values), and reconciling a
- * lender's record (hold.c) with the map when it registers and every
- * ledger.interval: an extent it does not record is told again; one only it
- * records is adopted back into the map (a region's, a KV value's), kept
- * unclaimed, or scrubbed. The comparison itself is ledger.c's.
+ * daemon/holdsync.c - the coordinator tells each lender what it holds: a
+ * region's extents with the region's record, KV values with theirs, bare
+ * extents (a reservation, a move on its way). The lender keeps them in its
+ * record (hold.c); reconcile.c compares that record with the map.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-#include "daemon/extent.h"
 #include "daemon/ledger.h"
 #include "daemon/poold.h"
 
@@ -30,22 +27,10 @@ static void hold_send(struct poold *pd, uint32_t node, const struct holding *h, 
 		done(pd, arg, rc);
 }
 
-/* Tell a lender the extents of the map it holds, a region's naming its region. */
-static void hold_send_extents(struct poold *pd, uint32_t node, const struct ledger_extent *e,
-			      size_t n)
+/* Coordinator: tell a lender the n holdings it holds (a region's extents, with its record). */
+void hold_tell_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n)
 {
-	struct holding *h = calloc(n ? n : 1, sizeof(*h));
-	size_t i;
-
-	if (h == NULL)
-		return;
-	for (i = 0; i < n; i++) {
-		h[i].e = e[i];
-		h[i].has_region =
-		    region_extent_record(pd, node, e[i].region, e[i].arena, e[i].off, &h[i].region);
-	}
 	hold_send(pd, node, h, n, NULL, NULL);
-	free(h);
 }
 
 /*
@@ -75,154 +60,14 @@ void hold_tell_kv(struct poold *pd, uint32_t node, const struct kv_record *const
 	free(h);
 }
 
-/* Coordinator: tell a lender it now holds an extent for a region. */
+/*
+ * Coordinator: tell a lender it now holds an extent of id's (a KV
+ * namespace's, or a region's on its way to this place), with no record.
+ */
 void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
-	       uint64_t region)
+	       uint64_t id)
 {
-	struct ledger_extent e = {arena, off, len, region};
+	struct holding h = {.e = {arena, off, len, id}};
 
-	hold_send_extents(pd, node, &e, 1);
-}
-
-/* The lender's full record of an orphan extent, if it sent one. */
-static const struct holding *hold_find(const struct holding *h, size_t n,
-				       const struct ledger_extent *e)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (h[i].e.arena == e->arena && h[i].e.off == e->off)
-			return &h[i];
-	return NULL;
-}
-
-/*
- * An extent the lender holds that the map does not know, typically after
- * this coordinator restarted. A committed KV value comes back into the
- * index (the lenders are the truth for the cache); a region's extent is
- * kept, unclaimed, so its memory is not lent twice; a KV reservation nobody
- * committed is scrubbed.
- */
-static void hold_adopt(struct poold *pd, uint32_t node, const struct ledger_extent *e,
-		       const struct holding *h)
-{
-	struct lender_pool *lp = region_pool(pd->regions, node, e->arena);
-	const struct tombstone *t =
-	    HOLD_REGION_ID(e->region) ? region_tombstone(pd, node, e->region) : NULL;
-	struct kv_record kv;
-
-	if (t != NULL) {
-		log_info("ledger: node %u holds an extent of region '%s', destroyed while it was "
-			 "away: scrubbing it",
-			 node, t->name);
-		region_retire(pd, node, e->arena, e->off, e->len, NULL);
-		return;
-	}
-	if (h != NULL && h->has_region &&
-	    region_adopt(pd, node, e->arena, e->off, e->len, &h->region) == 0)
-		return;
-	if (h != NULL && h->has_kv) {
-		kv = h->kv;
-		kv.len = e->len; /* (the extent as the ledger has it) */
-		if (kv_adopt(pd, node, &kv) == 0)
-			return;
-	} else if (!(e->region >> 63) && lp != NULL &&
-		   extent_reserve(lp->alloc, e->off, e->len) == 0) {
-		log_warnx("ledger: node %u holds arena %u extent %llu+%llu of region %llu, unknown "
-			  "to the map: kept unclaimed",
-			  node, e->arena, (unsigned long long)e->off, (unsigned long long)e->len,
-			  (unsigned long long)e->region);
-		region_account(pd);
-		return;
-	}
-	log_warnx("ledger: node %u holds arena %u extent %llu+%llu nobody can claim: scrubbing it",
-		  node, e->arena, (unsigned long long)e->off, (unsigned long long)e->len);
-	region_retire(pd, node, e->arena, e->off, e->len, NULL);
-}
-
-static bool hold_overlaps(const struct ledger_extent *e, const struct ledger_extent *set, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (set[i].arena == e->arena && set[i].off < e->off + e->len &&
-		    e->off < set[i].off + set[i].len)
-			return true;
-	return false;
-}
-
-/*
- * Coordinator: compare a lender's record (the n holdings it reported, or
- * this poold's own) with the map and repair.
- */
-void hold_reconcile(struct poold *pd, uint32_t node, const struct holding *h, size_t n)
-{
-	struct ledger_extent *want = NULL, *have = NULL, *missing = NULL, *orphans = NULL;
-	size_t nwant = 0, cap = 0, nm = 0, no = 0, i;
-	struct member *m = cluster_find(pd, node);
-	uint64_t incarnation = m != NULL ? m->info->incarnation : 0;
-	struct region *r;
-	struct retired *rt;
-
-	if (pd->regions == NULL || (have = calloc(n ? n : 1, sizeof(*have))) == NULL)
-		return;
-	for (i = 0; i < n; i++)
-		have[i] = h[i].e;
-	TAILQ_FOREACH(r, &pd->regions->list, entry)
-		for (i = 0; i < r->next; i++)
-			if (r->ext[i].node == node &&
-			    ledger_append(&want, &nwant, &cap, r->ext[i].arena, r->ext[i].off,
-					  r->ext[i].len, r->id) < 0)
-				goto out;
-	if (kv_extents(pd, node, &want, &nwant, &cap) < 0)
-		goto out;
-	if (ledger_diff(want, nwant, have, n, &missing, &nm, &orphans, &no) < 0)
-		goto out;
-	{
-		struct lender_pool *lp;
-
-		/* Whatever the lender held is now accounted for: it may take new extents. */
-		TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-			if (lp->node == node)
-				lp->reconciled = true;
-	}
-	if (nm > 0) {
-		log_warnx("ledger: node %u does not record %zu extent(s) of the map; told again",
-			  node, nm);
-		hold_send_extents(pd, node, missing, nm);
-	}
-	for (i = 0; i < no; i++) {
-		const struct holding *held = hold_find(h, n, &orphans[i]);
-		bool retired = false;
-
-		/*
-		 * (Extents retired under an earlier life of the lender are not on their way out.)
-		 */
-		TAILQ_FOREACH(rt, &pd->regions->retired, entry)
-			retired |= rt->node == node && rt->incarnation == incarnation &&
-				   rt->arena == orphans[i].arena && rt->off == orphans[i].off;
-		if (retired || hold_overlaps(&orphans[i], want, nwant))
-			continue; /* on its way out, or replaced by the repair above */
-		hold_adopt(pd, node, &orphans[i], held);
-	}
-	region_tombstones_done(pd, node);
-out:
-	free(want);
-	free(have);
-	free(missing);
-	free(orphans);
-}
-
-/* Coordinator: ask a lender for its record (the reply comes to hold_reconcile()). */
-void hold_ask(struct poold *pd, uint32_t node)
-{
-	struct holding *h;
-	size_t n;
-
-	if (node != pd->node_id) {
-		holdings_ask(pd, node);
-	} else if (hold_list(pd, &h, &n) == 0) {
-		hold_reconcile(pd, node, h, n);
-		free(h);
-	}
+	hold_send(pd, node, &h, 1, NULL, NULL);
 }

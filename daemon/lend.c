@@ -455,7 +455,6 @@ void lend_zero(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 {
 	struct arena *a = lend_range(pd, arena, off, len);
 
-	carve_release(pd, arena, off, len);
 	if (a == NULL || len == 0 ||
 	    fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) ==
 		0)
@@ -464,18 +463,16 @@ void lend_zero(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 	lend_persist(pd, arena, off, len);
 }
 
-/* Zero [off, off+len) of an arena before its memory is lent again. */
+/* Zero [off, off+len) of an arena before its memory is lent again (hold_scrub()). */
 void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 {
 	struct arena *a = lend_range(pd, arena, off, len);
 
-	carve_release(pd, arena, off, len);
 	if (a == NULL)
 		return;
 	lend_group_scrub();
 	memset((char *)a->base + off, 0, len);
 	lend_persist(pd, arena, off, len);
-	hold_drop(pd, arena, off);
 }
 
 /*

@@ -89,7 +89,7 @@ static void peer_scrub(struct peer *pe, uint64_t req_id, const Pool__Scrub *sc)
 	size_t cap = pe->scrub_acks_cap ? pe->scrub_acks_cap * 2 : 64;
 	uint64_t *acks;
 
-	lend_scrub(pe->pd, sc->arena, sc->off, sc->len);
+	hold_scrub(pe->pd, sc->arena, sc->off, sc->len);
 	if (req_id == 0)
 		return;
 	if (pe->nscrub_acks == pe->scrub_acks_cap) {

@@ -711,16 +711,20 @@ struct holding {
 };
 int hold_open(struct poold *pd);
 int hold_add(struct poold *pd, const struct holding *h, size_t n);
-void hold_drop(struct poold *pd, uint32_t arena, uint64_t off);
+void hold_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 void hold_clear(struct poold *pd);
 int hold_list(struct poold *pd, struct holding **ret, size_t *ret_n);
-/* holdsync.c: the coordinator telling lenders what they hold, and reconciling their records */
+/* holdsync.c: the coordinator telling lenders what they hold */
 void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
-	       uint64_t region);
+	       uint64_t id);
 void hold_tell_kv(struct poold *pd, uint32_t node, const struct kv_record *const *recs, size_t n,
 		  coord_done_cb done, void *arg);
-void hold_ask(struct poold *pd, uint32_t node);
-void hold_reconcile(struct poold *pd, uint32_t node, const struct holding *h, size_t n);
+void hold_tell_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n);
+
+/* reconcile.c: lenders' records kept in step with the map (coordinator) */
+void reconcile_ask(struct poold *pd, uint32_t node);
+void reconcile_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n);
+
 /* holdwire.c: holdings on the wire and in the pmem journal */
 void holding_to_msg(const struct holding *h, Pool__Holding *m);
 void holding_of_msg(const Pool__Holding *m, struct holding *h);

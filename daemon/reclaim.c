@@ -198,6 +198,8 @@ void reclaim_close(struct poold *pd)
 {
 	struct reclaim *rc;
 
+	if (pd->regions == NULL)
+		return;
 	while ((rc = TAILQ_FIRST(&pd->regions->reclaims)) != NULL) {
 		rc->done(rc->arg, -ESHUTDOWN, "poold is stopping");
 		reclaim_free(rc);

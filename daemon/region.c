@@ -361,7 +361,7 @@ static void region_scrub(struct poold *pd, struct retired *rt)
 		return;
 	}
 	if (rt->node == pd->node_id) {
-		lend_scrub(pd, rt->arena, rt->off, rt->len);
+		hold_scrub(pd, rt->arena, rt->off, rt->len);
 		rt->scrubbed = true;
 		return;
 	}
@@ -857,6 +857,21 @@ void region_record(const struct region *r, struct region_record *rec)
 	};
 }
 
+/* Tell a region's lenders the extents they hold of it, each with the region's record. */
+static void region_tell_lenders(struct poold *pd, const struct region *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->next; i++) {
+		struct holding h = {.e = {r->ext[i].arena, r->ext[i].off, r->ext[i].len, r->id},
+				    .has_region = true};
+
+		region_record(r, &h.region);
+		h.region.index = (uint32_t)r->ext[i].region_off;
+		hold_tell_holdings(pd, r->ext[i].node, &h, 1);
+	}
+}
+
 /*
  * What a lender records of an extent of region id, at (arena, off) on
  * node: the region, so that it can be rebuilt by a restarted coordinator
@@ -1170,7 +1185,6 @@ int region_create(struct poold *pd, const struct region_spec *spec, const struct
 {
 	struct regions *rs = pd->regions;
 	struct region *r;
-	size_t i;
 	int rc;
 
 	if (!region_name_ok(spec->name))
@@ -1221,8 +1235,7 @@ int region_create(struct poold *pd, const struct region_spec *spec, const struct
 		return region_fail(err, errlen, -ENOMEM, "out of memory");
 	}
 	/* In the map first: a persistent region's lenders are told what it is. */
-	for (i = 0; i < r->next; i++)
-		hold_tell(pd, r->ext[i].node, r->ext[i].arena, r->ext[i].off, r->ext[i].len, r->id);
+	region_tell_lenders(pd, r);
 	coordlog_region(pd, r); /* before its first lease, which the journal names it in */
 	if (spec->open && region_lease_add(pd, r, who->node, who->session) == NULL) {
 		region_free(pd, r);
@@ -1348,14 +1361,12 @@ int region_keep(struct poold *pd, const char *name, const struct region_caller *
 		size_t errlen)
 {
 	struct region *r;
-	size_t i;
 	int rc = region_owned(pd, name, who, &r, err, errlen);
 
 	if (rc < 0 || !r->anonymous)
 		return rc;
 	r->anonymous = false;
-	for (i = 0; i < r->next; i++)
-		hold_tell(pd, r->ext[i].node, r->ext[i].arena, r->ext[i].off, r->ext[i].len, r->id);
+	region_tell_lenders(pd, r);
 	coordlog_region(pd, r);
 	log_debug("region '%s' kept", r->name);
 	return 0;
@@ -1379,7 +1390,7 @@ int region_open_space(struct poold *pd, void (*freed)(struct poold *pd, struct r
 	return 0;
 }
 
-/* Drop the global address space. */
+/* Drop the global address space (its reclaims first: reclaim_close()). */
 void region_close_space(struct poold *pd)
 {
 	struct regions *rs = pd->regions;
@@ -1390,7 +1401,6 @@ void region_close_space(struct poold *pd)
 
 	if (rs == NULL)
 		return;
-	reclaim_close(pd);
 	while ((rt = TAILQ_FIRST(&rs->retired)) != NULL) {
 		TAILQ_REMOVE(&rs->retired, rt, entry);
 		free(rt);

@@ -29,7 +29,7 @@ void cores_lender_add_tier(struct poold *pd, uint32_t node, enum tier tier)
 	CU_ASSERT_FATAL(cluster_update(pd, info, &m) == 0);
 	m->state = MEMBER_UP;
 	region_lender_update(pd, m->info);
-	hold_reconcile(pd, node, NULL, 0);
+	reconcile_holdings(pd, node, NULL, 0);
 }
 
 /* A lender node (2, 3...) lending one DRAM arena, up, and reconciled (it holds nothing). */
@@ -103,6 +103,7 @@ void cores_close(struct poold *pd)
 	struct member *m;
 
 	kv_close(pd);
+	reclaim_close(pd);
 	region_close_space(pd);
 	hold_clear(pd);
 	usage_clear(&pd->usage);

@@ -186,7 +186,10 @@ static void test_ends(void)
 	lender_new(64 * 1024);
 	CU_ASSERT_EQUAL(hold_add(&pd, &a, 1), 0);
 	CU_ASSERT_EQUAL(hold_add(&pd, &b, 1), 0);
-	hold_drop(&pd, 0, 0);
+	memset(tier.base, 0xab, EXT);
+	hold_scrub(&pd, 0, 0, EXT);
+	CU_ASSERT_EQUAL(((const uint8_t *)tier.base)[0], 0);
+	CU_ASSERT_EQUAL(((const uint8_t *)tier.base)[EXT - 1], 0);
 	b = value("d", HOLD_NS_DRAM_ONLY, "b", EXT, 2);
 	CU_ASSERT_EQUAL(hold_add(&pd, &b, 1), 0);
 	CU_ASSERT_EQUAL(held(&list, &n, EXT)->kv.version, 2);
@@ -213,7 +216,7 @@ static void test_full_journal(void)
 		h = value("p", HOLD_NS_PERSISTENT, "churn", EXT, i);
 		CU_ASSERT_EQUAL(hold_add(&pd, &h, 1), 0);
 		if (i < 500)
-			hold_drop(&pd, 0, EXT);
+			hold_scrub(&pd, 0, EXT, EXT);
 	}
 	lender_restart();
 	CU_ASSERT_PTR_NOT_NULL(held(&list, &n, 0));
