@@ -282,11 +282,17 @@ void coord_session_end(struct poold *pd, uint32_t node, uint64_t session)
 	kv_session_end(pd, node, session, false);
 }
 
-/* A region went: the KV references it held (a snapshot's pages) go with it. */
-static void coord_region_freed(struct poold *pd, struct region *r)
-{
-	kv_holder_drop(pd, r);
-}
+/*
+ * What the address space tells: a region that goes takes the KV references
+ * it held (a snapshot's pages) with it; its changes go to the journal.
+ */
+static const struct space_hooks coord_space_hooks = {
+    .freed = kv_holder_drop,
+    .logged = coordlog_region,
+    .gone = coordlog_region_gone,
+    .buried = coordlog_tombstone_done,
+    .leased = coordlog_lease,
+};
 
 /* A node died or restarted: so did every session it held. */
 static void coord_node_gone(struct poold *pd, uint32_t node)
@@ -1151,7 +1157,7 @@ int coord_open(struct poold *pd)
 		goto out_free;
 	m->state = MEMBER_UP;
 	m->last_heartbeat = units_now_ms();
-	rc = region_open_space(pd, coord_region_freed);
+	rc = region_open_space(pd, &coord_space_hooks);
 	if (rc == 0)
 		rc = kv_open(pd);
 	if (rc == 0)

@@ -537,11 +537,28 @@ struct regions {
 	TAILQ_HEAD(, retired) retired; /* moved or evicted extents, readable until released */
 	TAILQ_HEAD(, reclaim) reclaims;
 	TAILQ_HEAD(, tombstone) tombstones;
-	/* Told of each region as it goes, before its extents do (the coordinator's fan-out). */
-	void (*freed)(struct poold *pd, struct region *r);
+	const struct space_hooks *hooks;
 };
 
-int region_open_space(struct poold *pd, void (*freed)(struct poold *pd, struct region *r));
+/*
+ * Whom the address space tells what changed, given by the coordinator: so
+ * region.c calls neither the KV index nor the coordinator's journal.
+ */
+struct space_hooks {
+	/* A region goes, before its extents do. */
+	void (*freed)(struct poold *pd, struct region *r);
+	/*
+	 * For the journal: a region made, adopted or kept; gone (nodes: its
+	 * lenders not told); a lender told of a region destroyed while it was
+	 * away; a lease on an anonymous region taken or ended.
+	 */
+	void (*logged)(struct poold *pd, const struct region *r);
+	void (*gone)(struct poold *pd, const struct region *r, const uint32_t *nodes, size_t n);
+	void (*buried)(struct poold *pd, uint64_t id, uint32_t node);
+	void (*leased)(struct poold *pd, const struct region *r, const struct lease *l, bool taken);
+};
+
+int region_open_space(struct poold *pd, const struct space_hooks *hooks);
 void region_close_space(struct poold *pd);
 bool region_lender_restarted(struct poold *pd, const struct node_info *info);
 void region_lender_update(struct poold *pd, const struct node_info *info);

@@ -642,7 +642,7 @@ static struct lease *region_lease_add(struct poold *pd, struct region *r, uint32
 	TAILQ_INSERT_TAIL(&r->lease_list, l, entry);
 	r->leases++;
 	if (r->anonymous)
-		coordlog_lease(pd, r, l, true);
+		pd->regions->hooks->leased(pd, r, l, true);
 	return l;
 }
 
@@ -656,7 +656,7 @@ static void region_lease_drop(struct poold *pd, struct region *r, struct lease *
 	TAILQ_REMOVE(&r->lease_list, l, entry);
 	r->leases--;
 	if (pd != NULL && r->anonymous)
-		coordlog_lease(pd, r, l, false);
+		pd->regions->hooks->leased(pd, r, l, false);
 	free(l);
 }
 
@@ -714,7 +714,7 @@ void region_tombstones_done(struct poold *pd, uint32_t node)
 		if (t->node != node)
 			continue;
 		TAILQ_REMOVE(&pd->regions->tombstones, t, entry);
-		coordlog_tombstone_done(pd, t->id, node); /* once out of the list */
+		pd->regions->hooks->buried(pd, t->id, node); /* once out of the list */
 		free(t);
 	}
 }
@@ -739,7 +739,7 @@ static void region_bury(struct poold *pd, const struct region *r)
 		if (j == n && region_tombstone_add(pd, r->id, r->name, r->ext[i].node) == 0)
 			nodes[n++] = r->ext[i].node;
 	}
-	coordlog_region_gone(pd, r, nodes, n);
+	pd->regions->hooks->gone(pd, r, nodes, n);
 }
 
 /* Forget a region: its leases, its extents (scrubbed by their lenders). */
@@ -751,8 +751,7 @@ void region_free(struct poold *pd, struct region *r)
 	region_bury(pd, r);
 	while ((l = TAILQ_FIRST(&r->lease_list)) != NULL)
 		region_lease_drop(NULL, r, l);
-	if (pd->regions->freed != NULL)
-		pd->regions->freed(pd, r);
+	pd->regions->hooks->freed(pd, r);
 	region_release_extents(pd, r);
 	free(r->refs);
 	free(r);
@@ -1094,7 +1093,7 @@ int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, 
 			 r->next, r->want_ext);
 	}
 	if (fresh)
-		coordlog_region(pd, r);
+		pd->regions->hooks->logged(pd, r);
 	region_account(pd);
 	return 0;
 }
@@ -1236,7 +1235,8 @@ int region_create(struct poold *pd, const struct region_spec *spec, const struct
 	}
 	/* In the map first: a persistent region's lenders are told what it is. */
 	region_tell_lenders(pd, r);
-	coordlog_region(pd, r); /* before its first lease, which the journal names it in */
+	/* (Journaled before its first lease, which the journal names it in.) */
+	pd->regions->hooks->logged(pd, r);
 	if (spec->open && region_lease_add(pd, r, who->node, who->session) == NULL) {
 		region_free(pd, r);
 		return region_fail(err, errlen, -ENOMEM, "out of memory");
@@ -1367,19 +1367,19 @@ int region_keep(struct poold *pd, const char *name, const struct region_caller *
 		return rc;
 	r->anonymous = false;
 	region_tell_lenders(pd, r);
-	coordlog_region(pd, r);
+	pd->regions->hooks->logged(pd, r);
 	log_debug("region '%s' kept", r->name);
 	return 0;
 }
 
-/* Start the global address space (coordinator); freed is told of each region that goes. */
-int region_open_space(struct poold *pd, void (*freed)(struct poold *pd, struct region *r))
+/* Start the global address space (coordinator), which tells hooks what changes. */
+int region_open_space(struct poold *pd, const struct space_hooks *hooks)
 {
 	struct regions *rs = calloc(1, sizeof(*rs));
 
 	if (rs == NULL)
 		return -ENOMEM;
-	rs->freed = freed;
+	rs->hooks = hooks;
 	TAILQ_INIT(&rs->list);
 	TAILQ_INIT(&rs->pools);
 	TAILQ_INIT(&rs->retired);
