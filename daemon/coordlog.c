@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/coordrecord.pb-c.h"
 #include "daemon/etcdlog.h"
 #include "daemon/journal.h"
 #include "daemon/poold.h"

@@ -11,7 +11,19 @@ daemon_libpoold_la_SOURCES = daemon/poold.h daemon/pidfile.c daemon/conn.c daemo
 	daemon/metrics.c daemon/events.c daemon/copy.c daemon/snapcopy.c \
 	daemon/snapplace.c daemon/grant.c daemon/xfer.c daemon/firewall.c daemon/carve.c daemon/peertls.c daemon/accept.c daemon/httpd.c \
 	daemon/etcd.h daemon/etcd.c daemon/elect.h daemon/elect.c daemon/etcdlog.h daemon/etcdlog.c daemon/coordha.c
-daemon_libpoold_la_CPPFLAGS = $(AM_CPPFLAGS) -DPOOL_PKGLIBEXECDIR='"$(pkglibexecdir)"'
+# The coordinator's journal record: poold's own schema, beside the protocol's
+# (its generated header includes pool.pb-c.h by that name).
+COORDRECORD_GEN = daemon/coordrecord.pb-c.c daemon/coordrecord.pb-c.h
+BUILT_SOURCES += $(COORDRECORD_GEN)
+CLEANFILES += $(COORDRECORD_GEN)
+EXTRA_DIST += daemon/coordrecord.proto
+$(COORDRECORD_GEN): $(srcdir)/daemon/coordrecord.proto $(srcdir)/proto/pool.proto
+	$(AM_V_GEN)$(MKDIR_P) daemon && \
+	$(PROTOC_C) --proto_path=$(srcdir)/proto --proto_path=$(srcdir)/daemon --c_out=daemon \
+	    $(srcdir)/daemon/coordrecord.proto
+nodist_daemon_libpoold_la_SOURCES = $(COORDRECORD_GEN)
+daemon_libpoold_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/proto \
+	-DPOOL_PKGLIBEXECDIR='"$(pkglibexecdir)"'
 daemon_libpoold_la_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(PMEM2_CFLAGS) \
 	$(XXHASH_CFLAGS) $(CRYPTO_CFLAGS) $(ZMQ_CFLAGS) $(MSGPACK_CFLAGS) $(ETCD_CFLAGS)
 daemon_libpoold_la_LIBADD = fabric/libfabric.la proto/libwire.la vecindex/libvecindex.la \
