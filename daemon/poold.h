@@ -893,10 +893,19 @@ void kv_local_flush(struct poold *pd, const char *nsname, uid_t uid);
 void vec_serve(struct poold *pd, struct conn *conn, uint64_t req_id, const Pool__VecRequest *vr);
 extern const struct ctl_handler vec_handlers[];
 
-/* events.c: the recent events, for poolctl events */
+/* events.c: the recent events, for poolctl events (eventswire.c) */
+struct event_rec {
+	uint64_t seq;
+	uint64_t time_ms; /* wall clock, ms since the epoch */
+	char kind[16];
+	char text[200];
+};
 void events_add(struct poold *pd, const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void events_free(struct poold *pd);
+size_t events_count(const struct poold *pd);
+void events_each(const struct poold *pd, void (*cb)(void *arg, const struct event_rec *e),
+		 void *arg);
 extern const struct ctl_handler events_handlers[];
 
 /* snapcopy.c: the node's shared copies of snapshot images */
