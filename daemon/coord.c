@@ -60,17 +60,14 @@ struct gather {
 	Pool__ProbeResult **results;
 	size_t nresults;
 	struct event *timeout;
+	TAILQ_HEAD(, gather_call) calls; /* to nodes, not answered yet */
 };
 
-/* A request sent to a node, waiting for its answer: a probe report, or an Ok. */
-struct coord_call {
-	TAILQ_ENTRY(coord_call) entry;
-	uint64_t id;
+/* A node's probe of the round, waiting for its report (coord_call()). */
+struct gather_call {
+	TAILQ_ENTRY(gather_call) entry;
+	struct gather *g;
 	uint32_t node;
-	struct gather *g;     /* a probe of this round, or */
-	coord_done_cb cb;     /* a request of coord_request(), or */
-	coord_reply_cb reply; /* one of coord_call() */
-	void *arg;
 };
 
 struct known_node {
@@ -83,13 +80,11 @@ struct coord {
 	struct evconnlistener *listener;
 	TAILQ_HEAD(, coord_peer) peers;
 	TAILQ_HEAD(, gather) gathers;
-	TAILQ_HEAD(coord_calls, coord_call) calls;
 	unsigned npeers;
 	uint32_t next_id;
 	struct known_node *known; /* every node that ever registered: its id is its own */
 	size_t nknown;
 	uint64_t started_ms; /* units_now_ms() when this coordinator started */
-	uint64_t next_req;
 	struct event *check_ev;
 	struct event *probe_ev;
 	struct event *ledger_ev;
@@ -186,62 +181,6 @@ static void coord_send_event(struct coord *co, struct member *m)
 		if (p->m != NULL)
 			conn_send(p->conn, WIRE_MEMBER_EVENT, 0, &ev.base);
 	member_wire_free(&mm);
-}
-
-/*
- * Send a request to a node; cb gets 0 when it answers Ok, or the error (also
- * -ECONNRESET when its link drops first). -ENOTCONN: not sent, no callback.
- */
-int coord_request(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
-		  coord_done_cb cb, void *arg)
-{
-	struct coord *co = pd->coord;
-	struct member *m = cluster_find(pd, node);
-	struct coord_call *call;
-
-	if (co == NULL || m == NULL || m->conn == NULL)
-		return -ENOTCONN;
-	call = calloc(1, sizeof(*call));
-	if (call == NULL)
-		return -ENOMEM;
-	call->id = ++co->next_req;
-	call->node = node;
-	call->cb = cb;
-	call->arg = arg;
-	if (conn_send(m->conn, type, call->id, msg) < 0) {
-		free(call);
-		return -ENOTCONN;
-	}
-	TAILQ_INSERT_TAIL(&co->calls, call, entry);
-	return 0;
-}
-
-/*
- * Send a request to a node; reply gets its answer frame, whatever its type
- * (hdr NULL and rc < 0 when the link drops first or poold stops). -ENOTCONN:
- * not sent, no callback.
- */
-int coord_call(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
-	       coord_reply_cb reply, void *arg)
-{
-	struct coord *co = pd->coord;
-	struct coord_call *call;
-	int rc = coord_request(pd, node, type, msg, NULL, arg);
-
-	if (rc < 0)
-		return rc;
-	call = TAILQ_LAST(&co->calls, coord_calls);
-	call->reply = reply;
-	return 0;
-}
-
-/* Send a notice (request id 0) to a node, if it is connected. */
-void coord_notice(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg)
-{
-	struct member *m = cluster_find(pd, node);
-
-	if (m != NULL && m->conn != NULL)
-		conn_send(m->conn, type, 0, msg);
 }
 
 /* Tell every registered node that a member joined or changed state. */
@@ -409,16 +348,14 @@ static int coord_fabric_reply(struct poold *pd, struct req *r, Pool__ProbeResult
 static void gather_done(struct gather *g)
 {
 	struct coord *co = g->co;
-	struct coord_call *call, *next;
+	struct gather_call *gc;
 	size_t i;
 
-	for (call = TAILQ_FIRST(&co->calls); call != NULL; call = next) {
-		next = TAILQ_NEXT(call, entry);
-		if (call->g == g && g != NULL) {
-			gather_add_error(g, call->node, 0, -ETIMEDOUT);
-			TAILQ_REMOVE(&co->calls, call, entry);
-			free(call);
-		}
+	while ((gc = TAILQ_FIRST(&g->calls)) != NULL) {
+		gather_add_error(g, gc->node, 0, -ETIMEDOUT);
+		coordlink_cancel(co->pd, gc);
+		TAILQ_REMOVE(&g->calls, gc, entry);
+		free(gc);
 	}
 	for (i = 0; i < g->nresults; i++)
 		coord_store_probe(co->pd, g->results[i]);
@@ -444,6 +381,28 @@ static void gather_self_done(struct poold *pd, Pool__ProbeResult **results, size
 
 	gather_add(g, results, n);
 	probe_results_free(results, n);
+	if (--g->outstanding == 0)
+		gather_done(g);
+}
+
+/* A node's probe report, its error, or its link dropped (rc < 0). */
+static void gather_reply(struct poold *pd, void *arg, int rc, const struct wire_hdr *hdr,
+			 const uint8_t *payload)
+{
+	struct gather_call *gc = arg;
+	struct gather *g = gc->g;
+	Pool__ProbeReport *rep = NULL;
+
+	(void)pd;
+	if (rc == 0 && hdr->type == WIRE_PROBE_REPORT &&
+	    wire_msg_unpack(hdr->type, payload, hdr->len, (ProtobufCMessage **)&rep) == 0) {
+		gather_add(g, rep->results, rep->n_results);
+		wire_msg_free(&rep->base);
+	} else {
+		gather_add_error(g, gc->node, 0, rc < 0 ? rc : -EPROTO);
+	}
+	TAILQ_REMOVE(&g->calls, gc, entry);
+	free(gc);
 	if (--g->outstanding == 0)
 		gather_done(g);
 }
@@ -482,6 +441,7 @@ int coord_probe_all(struct poold *pd, struct req *r)
 	if (targets == NULL || g == NULL)
 		goto out_free;
 	g->co = co;
+	TAILQ_INIT(&g->calls);
 	g->timeout = evtimer_new(pd->base, gather_timeout, g);
 	if (g->timeout == NULL)
 		goto out_free;
@@ -493,7 +453,7 @@ int coord_probe_all(struct poold *pd, struct req *r)
 	g->outstanding = 1; /* held until every call is out */
 	TAILQ_FOREACH(m, &pd->members, entry) {
 		Pool__ProbeRequest pr = POOL__PROBE_REQUEST__INIT;
-		struct coord_call *call;
+		struct gather_call *gc;
 
 		if (m->state != MEMBER_UP)
 			continue;
@@ -508,21 +468,20 @@ int coord_probe_all(struct poold *pd, struct req *r)
 			}
 			continue;
 		}
-		if (m->conn == NULL || (call = calloc(1, sizeof(*call))) == NULL) {
-			gather_add_error(g, m->info->id, 0, -ENOTCONN);
+		if ((gc = calloc(1, sizeof(*gc))) == NULL) {
+			gather_add_error(g, m->info->id, 0, -ENOMEM);
 			continue;
 		}
-		call->id = ++co->next_req;
-		call->node = m->info->id;
-		call->g = g;
+		gc->g = g;
+		gc->node = m->info->id;
 		pr.targets = targets;
 		pr.n_targets = n;
-		if (conn_send(m->conn, WIRE_PROBE, call->id, &pr.base) < 0) {
+		if (coord_call(pd, m->info->id, WIRE_PROBE, &pr.base, gather_reply, gc) < 0) {
 			gather_add_error(g, m->info->id, 0, -ENOTCONN);
-			free(call);
+			free(gc);
 			continue;
 		}
-		TAILQ_INSERT_TAIL(&co->calls, call, entry);
+		TAILQ_INSERT_TAIL(&g->calls, gc, entry);
 		g->outstanding++;
 	}
 	free(targets);
@@ -534,86 +493,6 @@ out_free:
 	free(targets);
 	free(g);
 	return r ? req_errorf(r, rc, "out of memory") : rc;
-}
-
-/* A node's probe report (or its error) for one of our calls. */
-static void coord_call_answer(struct coord *co, const struct wire_hdr *hdr, const uint8_t *payload)
-{
-	Pool__ProbeReport *rep = NULL;
-	struct coord_call *call;
-	struct gather *g;
-
-	TAILQ_FOREACH(call, &co->calls, entry)
-		if (call->id == hdr->req_id)
-			break;
-	if (call == NULL)
-		return; /* the round ended without it */
-	if (call->reply != NULL) {
-		TAILQ_REMOVE(&co->calls, call, entry);
-		call->reply(co->pd, call->arg, 0, hdr, payload);
-		free(call);
-		return;
-	}
-	if (call->cb != NULL) {
-		Pool__Error *err = NULL;
-		int rc = 0;
-
-		if (hdr->type == WIRE_ERROR &&
-		    wire_msg_unpack(hdr->type, payload, hdr->len, (ProtobufCMessage **)&err) == 0) {
-			rc = err->code < 0 ? err->code : -EPROTO;
-			wire_msg_free(&err->base);
-		} else if (hdr->type == WIRE_ERROR) {
-			rc = -EPROTO;
-		}
-		TAILQ_REMOVE(&co->calls, call, entry);
-		call->cb(co->pd, call->arg, rc);
-		free(call);
-		return;
-	}
-	g = call->g;
-	if (hdr->type == WIRE_PROBE_REPORT &&
-	    wire_msg_unpack(hdr->type, payload, hdr->len, (ProtobufCMessage **)&rep) == 0) {
-		gather_add(g, rep->results, rep->n_results);
-		wire_msg_free(&rep->base);
-	} else {
-		gather_add_error(g, call->node, 0, -EPROTO);
-	}
-	TAILQ_REMOVE(&co->calls, call, entry);
-	free(call);
-	if (--g->outstanding == 0)
-		gather_done(g);
-}
-
-/* A node's link dropped: fail the calls it will never answer. */
-static void coord_fail_calls(struct coord *co, uint32_t node)
-{
-	struct coord_call *call, *next;
-
-	for (call = TAILQ_FIRST(&co->calls); call != NULL; call = next) {
-		struct gather *g = call->g;
-
-		next = TAILQ_NEXT(call, entry);
-		if (call->node != node)
-			continue;
-		if (call->cb != NULL || call->reply != NULL) {
-			TAILQ_REMOVE(&co->calls, call, entry);
-			if (call->reply != NULL)
-				call->reply(co->pd, call->arg, -ECONNRESET, NULL, NULL);
-			else
-				call->cb(co->pd, call->arg, -ECONNRESET);
-			free(call);
-			next = TAILQ_FIRST(&co->calls);
-			continue;
-		}
-		gather_add_error(g, node, 0, -ECONNRESET);
-		TAILQ_REMOVE(&co->calls, call, entry);
-		free(call);
-		if (--g->outstanding == 0) {
-			gather_done(g);
-			/* gather_done may have removed further calls: start over. */
-			next = TAILQ_FIRST(&co->calls);
-		}
-	}
 }
 
 static int coord_refuse(struct coord_peer *p, uint64_t req_id, int code, const char *fmt, ...)
@@ -749,7 +628,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 		TAILQ_FOREACH(old, &co->peers, entry)
 			if (old->conn == m->conn)
 				break;
-		coord_fail_calls(co, id);
+		coordlink_fail(pd, id);
 		if (old != NULL) {
 			conn_free(old->conn);
 			TAILQ_REMOVE(&co->peers, old, entry);
@@ -918,7 +797,7 @@ static void coord_peer_frame(struct conn *conn, const struct wire_hdr *hdr, cons
 	if (hdr->type == WIRE_PROBE_REPORT || hdr->type == WIRE_ERROR || hdr->type == WIRE_OK ||
 	    hdr->type == WIRE_VEC_REPLY || hdr->type == WIRE_SNAP_PLACE_REPLY) {
 		if (p->m != NULL)
-			coord_call_answer(p->co, hdr, payload);
+			coordlink_answer(p->co->pd, hdr, payload);
 		return;
 	}
 	if (hdr->type != WIRE_REGISTER && hdr->type != WIRE_HEARTBEAT &&
@@ -956,7 +835,7 @@ static void coord_peer_closed(struct conn *conn, void *arg)
 	if (p->m != NULL && p->m->conn == conn) {
 		log_info("link to node %u (%s) closed", p->m->info->id, p->m->info->name);
 		p->m->conn = NULL;
-		coord_fail_calls(co, p->m->info->id);
+		coordlink_fail(co->pd, p->m->info->id);
 		if (p->m->state == MEMBER_UP)
 			coord_set_state(co, p->m, MEMBER_SUSPECT);
 	}
@@ -1149,7 +1028,6 @@ int coord_open(struct poold *pd)
 	co->started_ms = units_now_ms();
 	TAILQ_INIT(&co->peers);
 	TAILQ_INIT(&co->gathers);
-	TAILQ_INIT(&co->calls);
 	pd->coord = co;
 	self = cluster_self_info(pd);
 	rc = self != NULL ? cluster_update(pd, self, &m) : -ENOMEM;
@@ -1157,7 +1035,9 @@ int coord_open(struct poold *pd)
 		goto out_free;
 	m->state = MEMBER_UP;
 	m->last_heartbeat = units_now_ms();
-	rc = region_open_space(pd, &coord_space_hooks);
+	rc = coordlink_open(pd);
+	if (rc == 0)
+		rc = region_open_space(pd, &coord_space_hooks);
 	if (rc == 0)
 		rc = kv_open(pd);
 	if (rc == 0)
@@ -1204,7 +1084,6 @@ out_free:
 void coord_close(struct poold *pd)
 {
 	struct coord *co = pd->coord;
-	struct coord_call *call;
 	struct coord_peer *p;
 	struct gather *g;
 
@@ -1231,12 +1110,7 @@ void coord_close(struct poold *pd)
 	reclaim_close(pd);	/* (its moves are the address space's) */
 	region_close_space(pd); /* before the calls go: it owns their arguments */
 	usage_clear(&pd->usage);
-	while ((call = TAILQ_FIRST(&co->calls)) != NULL) {
-		TAILQ_REMOVE(&co->calls, call, entry);
-		if (call->reply != NULL)
-			call->reply(pd, call->arg, -ESHUTDOWN, NULL, NULL);
-		free(call);
-	}
+	coordlink_close(pd);
 	accept_close(co->listener);
 	if (co->check_ev != NULL)
 		event_free(co->check_ev);

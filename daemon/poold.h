@@ -166,8 +166,9 @@ struct poold {
 	int pid_fd;
 	/* cluster */
 	struct member_list members;
-	struct coord *coord; /* role = coordinator */
-	struct peer *peer;   /* role = node: the link to the coordinator */
+	struct coord *coord;	     /* role = coordinator */
+	struct coordlink *coordlink; /* ... its calls to nodes waiting for answers */
+	struct peer *peer;	     /* role = node: the link to the coordinator */
 	struct fab_ctx *fab;
 	struct fab_mem *probe_mem;
 	void *probe_buf;
@@ -786,6 +787,12 @@ int coord_open(struct poold *pd);
 void coord_close(struct poold *pd);
 void coord_member_changed(struct poold *pd, struct member *m);
 int coord_probe_all(struct poold *pd, struct req *r);
+void coord_suspect(struct poold *pd, uint32_t node);
+void coord_session_end(struct poold *pd, uint32_t node, uint64_t session);
+
+/* coordlink.c: the coordinator's calls to its nodes */
+int coordlink_open(struct poold *pd);
+void coordlink_close(struct poold *pd);
 int coord_request(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
 		  coord_done_cb cb, void *arg);
 typedef void (*coord_reply_cb)(struct poold *pd, void *arg, int rc, const struct wire_hdr *hdr,
@@ -793,8 +800,9 @@ typedef void (*coord_reply_cb)(struct poold *pd, void *arg, int rc, const struct
 int coord_call(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
 	       coord_reply_cb reply, void *arg);
 void coord_notice(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg);
-void coord_suspect(struct poold *pd, uint32_t node);
-void coord_session_end(struct poold *pd, uint32_t node, uint64_t session);
+void coordlink_cancel(struct poold *pd, const void *arg);
+void coordlink_answer(struct poold *pd, const struct wire_hdr *hdr, const uint8_t *payload);
+void coordlink_fail(struct poold *pd, uint32_t node);
 
 /* kvevents.c: KV events in vLLM's format (coordinator) */
 int kvev_open(struct poold *pd);
