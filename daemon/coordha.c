@@ -13,7 +13,7 @@
  * which wait for them.
  *
  * A poold of role node with coord.etcd observes the same key and moves its
- * link to each new leader (peer_follow()).
+ * link to each new leader (poold.c gives coordha_open() peer_follow()).
  */
 #include "config.h"
 
@@ -31,6 +31,7 @@
 
 struct coordha {
 	struct poold *pd;
+	coordha_follow_cb follow;
 	struct etcd *etcd;
 	struct elect *elect;
 	char key[160];	  /* PREFIX/leader */
@@ -72,7 +73,7 @@ static void coordha_standing(void *arg, bool leading, const char *leader, int64_
 	ha->complained = leader == NULL && why != NULL;
 	snprintf(ha->why, sizeof(ha->why), "%s", why != NULL ? why : "");
 	if (pd->conf->role == ROLE_NODE) {
-		peer_follow(pd, leader, epoch);
+		ha->follow(pd, leader, epoch);
 		return;
 	}
 	if (leading) {
@@ -112,8 +113,11 @@ static struct etcd *coordha_etcd_new(const struct poold_conf *conf, struct event
 	return e;
 }
 
-/* With coord.etcd: the etcd client, and the candidate or observer. 0 or -errno. */
-int coordha_open(struct poold *pd)
+/*
+ * With coord.etcd: the etcd client, and the candidate or observer (a node
+ * moves its link to each leader it is told by follow). 0 or -errno.
+ */
+int coordha_open(struct poold *pd, coordha_follow_cb follow)
 {
 	const struct poold_conf *conf = pd->conf;
 	struct coordha *ha;
@@ -124,6 +128,7 @@ int coordha_open(struct poold *pd)
 	if ((ha = calloc(1, sizeof(*ha))) == NULL)
 		return -ENOMEM;
 	ha->pd = pd;
+	ha->follow = follow;
 	snprintf(ha->key, sizeof(ha->key), "%s/leader", conf->coord_etcd_prefix);
 	ha->etcd = coordha_etcd_new(conf, pd->base, err, sizeof(err));
 	if (ha->etcd == NULL) {

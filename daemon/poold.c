@@ -370,7 +370,7 @@ int main(int argc, char **argv)
 	/* UCX after the fork: its threads and fds belong to the daemon process. */
 	/* The rule first: the fabric's listener is never open to other uids. */
 	if (firewall_open(&pd) < 0 || poold_fabric_open(&pd) < 0 ||
-	    firewall_cover_fabric(&pd) < 0 || coordha_open(&pd) < 0)
+	    firewall_cover_fabric(&pd) < 0 || coordha_open(&pd, peer_follow) < 0)
 		goto out;
 	/* A candidate (coord.etcd) is a standby until it leads; it lends only then. */
 	if (coordha_standby(&pd) && (rc = coordha_campaign(&pd)) != 0) {

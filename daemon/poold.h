@@ -626,7 +626,6 @@ int reclaim_start(struct poold *pd, uint32_t node, uint64_t size, bool drain, re
 int reclaim_lend(struct poold *pd, uint32_t node, uint64_t size, char *msg, size_t len);
 void reclaim_sweep(struct poold *pd);
 void reclaim_close(struct poold *pd);
-void reclaim_send_limit(struct poold *pd, uint32_t node, uint32_t arena, uint64_t limit);
 extern const struct ctl_handler reclaim_handlers[];
 void region_node_gone(struct poold *pd, uint32_t node);
 void region_node_sessions(struct poold *pd, uint32_t node, uint64_t incarnation,
@@ -681,11 +680,12 @@ int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, 
 
 typedef void (*coord_done_cb)(struct poold *pd, void *arg, int rc);
 
-/* regionwire.c: what the address space tells lenders and lease holders, and its records */
+/* spacetell.c: what the address space asks of lenders and tells lease holders */
 int region_send_scrub(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
 		      coord_done_cb done, void *arg);
 void region_send_notice(struct poold *pd, uint32_t node, const uint64_t *sessions, size_t n,
 			const char *name, enum region_event event);
+void reclaim_send_limit(struct poold *pd, uint32_t node, uint32_t arena, uint64_t limit);
 
 /* hold.c: a lender's record of what it holds (HOLD_NS_*: Holding.ns_flags) */
 #define HOLD_NS_DRAM_ONLY 0x1u	/* Holding.ns_flags: the namespace never spills */
@@ -770,7 +770,8 @@ struct coordha_info {
 	const char *why;      /* why no leader is known, or etcd's last complaint */
 	uint64_t changes;     /* leaders seen */
 };
-int coordha_open(struct poold *pd);
+typedef void (*coordha_follow_cb)(struct poold *pd, const char *leader, int64_t epoch);
+int coordha_open(struct poold *pd, coordha_follow_cb follow);
 int coordha_campaign(struct poold *pd);
 bool coordha_standby(const struct poold *pd);
 void coordha_deposed(const char *why) __attribute__((noreturn));

@@ -1,8 +1,8 @@
 /*
  * daemon/reclaimwire.c - the lend requests of the control socket (lend,
  * reclaim, drain: answered with the summary once done), the ledger (what
- * each lender's arenas offer and hold, and for whom), and the limits
- * reclaim.c sets on other nodes' arenas.
+ * each lender's arenas offer and hold, and for whom). The limits
+ * reclaim.c sets on other nodes' arenas are sent by spacetell.c.
  */
 #include "config.h"
 
@@ -11,16 +11,6 @@
 
 #include "daemon/extent.h"
 #include "daemon/poold.h"
-
-/* Tell node how much of its arena it lends from now on. */
-void reclaim_send_limit(struct poold *pd, uint32_t node, uint32_t arena, uint64_t limit)
-{
-	Pool__ArenaLimit al = POOL__ARENA_LIMIT__INIT;
-
-	al.arena = arena;
-	al.limit = limit;
-	coord_notice(pd, node, WIRE_ARENA_LIMIT, &al.base);
-}
 
 /* A reclaim or drain ended: answer the admin who asked. */
 static void reclaim_answer(void *arg, int rc, const char *summary)

@@ -2,8 +2,8 @@
  * daemon/regionwire.c - the address space's wire edge: the region requests
  * of the control socket (create, open, close, stat, destroy, keep and list,
  * from their messages to region.c's operations and back to replies that
- * carry a region's extents to those who may read it), the scrubs and
- * notices region.c sends.
+ * carry a region's extents to those who may read it). What region.c
+ * sends is spacetell.c's.
  */
 #include "config.h"
 
@@ -237,45 +237,6 @@ out:
 	free(reply.regions);
 	free(ms);
 	return rc;
-}
-
-/*
- * Ask node to zero an extent it lends; done(pd, arg, rc) once it answered.
- * 0, or -errno when it cannot be asked.
- */
-int region_send_scrub(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
-		      coord_done_cb done, void *arg)
-{
-	Pool__Scrub sc = POOL__SCRUB__INIT;
-
-	sc.arena = arena;
-	sc.off = off;
-	sc.len = len;
-	return coord_request(pd, node, WIRE_SCRUB, &sc.base, done, arg);
-}
-
-/*
- * Tell the sessions of node that hold a lease on region name that it moved
- * or is gone: directly for this node's sessions, through its poold for
- * another node's.
- */
-void region_send_notice(struct poold *pd, uint32_t node, const uint64_t *sessions, size_t n,
-			const char *name, enum region_event event)
-{
-	Pool__RegionNotice rn = POOL__REGION_NOTICE__INIT;
-	size_t i;
-
-	rn.name = (char *)name;
-	rn.event = event == REGION_GONE ? POOL__REGION_EVENT__REGION_EVENT_GONE
-					: POOL__REGION_EVENT__REGION_EVENT_MOVED;
-	if (node == pd->node_id) {
-		for (i = 0; i < n; i++)
-			control_notify(pd, sessions[i], WIRE_REGION_NOTICE, &rn.base);
-		return;
-	}
-	rn.sessions = (uint64_t *)sessions;
-	rn.n_sessions = n;
-	coord_notice(pd, node, WIRE_REGION_NOTICE, &rn.base);
 }
 
 const struct ctl_handler region_handlers[] = {
