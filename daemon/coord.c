@@ -70,11 +70,6 @@ struct gather_call {
 	uint32_t node;
 };
 
-struct known_node {
-	uint32_t id;
-	char name[64];
-};
-
 struct coord {
 	struct poold *pd;
 	struct evconnlistener *listener;
@@ -82,49 +77,12 @@ struct coord {
 	TAILQ_HEAD(, gather) gathers;
 	unsigned npeers;
 	uint32_t next_id;
-	struct known_node *known; /* every node that ever registered: its id is its own */
-	size_t nknown;
 	uint64_t started_ms; /* units_now_ms() when this coordinator started */
 	struct event *check_ev;
 	struct event *probe_ev;
 	struct event *ledger_ev;
 	struct event *sweep_ev;
 };
-
-static struct known_node *coord_known(const struct coord *co, uint32_t id, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < co->nknown; i++)
-		if ((id != 0 && co->known[i].id == id) ||
-		    (name != NULL && strcmp(co->known[i].name, name) == 0))
-			return &co->known[i];
-	return NULL;
-}
-
-/*
- * Remember that node id is name's (from the coordinator's state, or as it
- * registers): a restarted or newly elected coordinator gives that id to no
- * one else while the node is away. true: it was not known so.
- */
-bool coord_node_known(struct poold *pd, uint32_t id, const char *name)
-{
-	struct coord *co = pd->coord;
-	struct known_node *k = coord_known(co, id, NULL), *n;
-
-	if (k != NULL && strcmp(k->name, name) == 0)
-		return false;
-	if (k == NULL) {
-		n = realloc(co->known, (co->nknown + 1) * sizeof(*n));
-		if (n == NULL)
-			return false;
-		co->known = n;
-		k = &n[co->nknown++];
-		k->id = id;
-	}
-	snprintf(k->name, sizeof(k->name), "%s", name);
-	return true;
-}
 
 /*
  * Whether this coordinator started so recently (within the heartbeat
@@ -141,10 +99,10 @@ bool coord_settling(struct poold *pd, char *why, size_t len)
 
 	if (co == NULL || (age = units_now_ms() - co->started_ms) >= window)
 		return false;
-	for (i = 0; i < co->nknown; i++) {
-		struct member *m = cluster_find(pd, co->known[i].id);
+	for (i = 0; i < pd->nnodeids; i++) {
+		struct member *m = cluster_find(pd, pd->nodeids[i].id);
 
-		if (co->known[i].id != pd->node_id && (m == NULL || m->state != MEMBER_UP))
+		if (pd->nodeids[i].id != pd->node_id && (m == NULL || m->state != MEMBER_UP))
 			away++;
 	}
 	if (away > 0)
@@ -153,16 +111,6 @@ bool coord_settling(struct poold *pd, char *why, size_t len)
 			 "started %llu ms ago",
 			 away, (unsigned long long)age);
 	return away > 0;
-}
-
-/* The i-th known node, for the checkpoint of the coordinator's state. */
-bool coord_known_node(const struct poold *pd, size_t i, uint32_t *ret_id, const char **ret_name)
-{
-	if (pd->coord == NULL || i >= pd->coord->nknown)
-		return false;
-	*ret_id = pd->coord->known[i].id;
-	*ret_name = pd->coord->known[i].name;
-	return true;
 }
 
 static void coord_send_event(struct coord *co, struct member *m)
@@ -554,7 +502,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	Pool__RegisterReply reply = POOL__REGISTER_REPLY__INIT;
 	const Pool__NodeInfo *info = reg->node;
 	struct member *m, *by_id;
-	const struct known_node *known, *other;
+	const struct node_id *known, *other;
 	struct coord_peer *old;
 	struct node_info *rec;
 	char desc[96], resp_at[64];
@@ -593,13 +541,13 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 		return coord_refuse(p, req_id, -EEXIST, "node id %u belongs to host '%s'", info->id,
 				    by_id->info->name);
 	/* Not back yet, but known from the coordinator's state: ids stay whose they were. */
-	known = m == NULL ? coord_known(co, 0, info->name) : NULL;
+	known = m == NULL ? nodeids_find(pd, 0, info->name) : NULL;
 	if (known != NULL && info->id != 0 && info->id != known->id)
 		return coord_refuse(p, req_id, -EEXIST,
 				    "host '%s' is node %u: set node.id = %u or 0, not %u",
 				    info->name, known->id, known->id, info->id);
 	if (m == NULL && known == NULL && info->id != 0 &&
-	    (other = coord_known(co, info->id, NULL)) != NULL)
+	    (other = nodeids_find(pd, info->id, NULL)) != NULL)
 		return coord_refuse(p, req_id, -EEXIST, "node id %u belongs to host '%s'", info->id,
 				    other->name);
 	if (m == NULL) {
@@ -612,7 +560,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 		id = known != NULL ? known->id : info->id;
 		if (id == 0) {
 			while (cluster_find(pd, co->next_id) != NULL ||
-			       coord_known(co, co->next_id, NULL) != NULL)
+			       nodeids_find(pd, co->next_id, NULL) != NULL)
 				co->next_id++;
 			id = co->next_id++;
 		}
@@ -641,7 +589,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	rc = rec != NULL ? cluster_update(pd, rec, &m) : -ENOMEM;
 	if (rc < 0)
 		return coord_refuse(p, req_id, rc, "out of memory");
-	if (coord_node_known(pd, id, info->name))
+	if (nodeids_add(pd, id, info->name))
 		coordlog_node(pd, id, info->name);
 	m->conn = p->conn;
 	m->last_heartbeat = units_now_ms();
@@ -1039,7 +987,7 @@ int coord_open(struct poold *pd)
 	if (rc == 0)
 		rc = region_open_space(pd, &coord_space_hooks);
 	if (rc == 0)
-		rc = kv_open(pd);
+		rc = kv_open(pd, coordlog_namespaces);
 	if (rc == 0)
 		rc = kv_snap_open(pd);
 	if (rc == 0)
@@ -1120,7 +1068,7 @@ void coord_close(struct poold *pd)
 		event_free(co->ledger_ev);
 	if (co->sweep_ev != NULL)
 		event_free(co->sweep_ev);
-	free(co->known);
+	nodeids_clear(pd);
 	free(co);
 	pd->coord = NULL;
 }

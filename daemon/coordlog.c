@@ -168,8 +168,6 @@ static int coordlog_write_namespaces(struct poold *pd, const struct coordlog_sin
 /* The checkpoint: what is live now. */
 static int coordlog_fill(struct poold *pd, const struct coordlog_sink *to)
 {
-	const char *name;
-	uint32_t id;
 	size_t i;
 	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
 	struct tombstone *t;
@@ -194,8 +192,8 @@ static int coordlog_fill(struct poold *pd, const struct coordlog_sink *to)
 	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
 		if ((rc = coordlog_write_gone(to, t->id, t->name, CL_REGION_GONE, &t->node, 1)) < 0)
 			return rc;
-	for (i = 0; coord_known_node(pd, i, &id, &name); i++)
-		if ((rc = coordlog_write_node(to, id, name)) < 0)
+	for (i = 0; i < pd->nnodeids; i++)
+		if ((rc = coordlog_write_node(to, pd->nodeids[i].id, pd->nodeids[i].name)) < 0)
 			return rc;
 	return coordlog_write_namespaces(pd, to);
 }
@@ -350,7 +348,7 @@ static int coordlog_replay(void *arg, const uint8_t *buf, size_t len)
 		break;
 	case CL_NODE:
 		if (rec->n_nodes == 1 && rec->node_name != NULL)
-			coord_node_known(pd, rec->nodes[0], rec->node_name);
+			nodeids_add(pd, rec->nodes[0], rec->node_name);
 		break;
 	case CL_NAMESPACES:
 		if (cl->defs != NULL)

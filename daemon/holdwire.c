@@ -1,8 +1,9 @@
 /*
  * daemon/holdwire.c - a lender's holdings on the wire and in its pmem
  * journal: a struct holding to and from the wire's Holding, the messages
- * that carry them between the coordinator and a lender (Hold, Holdings,
- * HoldingsRequest), and one holding packed as a journal record.
+ * that carry them from the coordinator to a lender (Hold, HoldingsRequest;
+ * peer.c records what a lender is told and reports its record), and one
+ * holding packed as a journal record.
  */
 #include "config.h"
 
@@ -172,7 +173,7 @@ struct holding *holdings_of_msg(const Pool__Holdings *hs)
 }
 
 /* n holdings as a message pointing into them; holdings_msg_free() it. */
-static int holdings_msg(const struct holding *h, size_t n, Pool__Holdings *hs)
+int holdings_msg(const struct holding *h, size_t n, Pool__Holdings *hs)
 {
 	Pool__Holding *m = calloc(n ? n : 1, sizeof(*m));
 	size_t i;
@@ -194,7 +195,7 @@ static int holdings_msg(const struct holding *h, size_t n, Pool__Holdings *hs)
 	return 0;
 }
 
-static void holdings_msg_free(Pool__Holdings *hs)
+void holdings_msg_free(Pool__Holdings *hs)
 {
 	if (hs->n_holdings > 0)
 		free(hs->holdings[0]);
@@ -231,38 +232,4 @@ void holdings_ask(struct poold *pd, uint32_t node)
 	Pool__HoldingsRequest req = POOL__HOLDINGS_REQUEST__INIT;
 
 	coord_notice(pd, node, WIRE_HOLDINGS, &req.base);
-}
-
-/* Lender: record what the coordinator's Hold says it holds; 0 or -errno as hold_add(). */
-int hold_add_msg(struct poold *pd, const Pool__Holdings *hs)
-{
-	struct holding *h = holdings_of_msg(hs);
-	int rc;
-
-	if (h == NULL)
-		return -ENOMEM;
-	rc = hold_add(pd, h, hs->n_holdings);
-	free(h);
-	return rc;
-}
-
-/* Lender: answer the coordinator's HoldingsRequest with its record. */
-int hold_report(struct poold *pd, struct conn *c, uint64_t req_id)
-{
-	Pool__Holdings hs;
-	struct holding *h;
-	size_t n;
-	int rc;
-
-	if (hold_list(pd, &h, &n) < 0)
-		return conn_send_error(c, req_id, -ENOMEM, NULL);
-	rc = holdings_msg(h, n, &hs);
-	if (rc == 0) {
-		rc = conn_send(c, WIRE_HOLDINGS_REPLY, req_id, &hs.base);
-		holdings_msg_free(&hs);
-	} else {
-		rc = conn_send_error(c, req_id, rc, NULL);
-	}
-	free(h);
-	return rc;
 }

@@ -862,13 +862,14 @@ void kv_sweep(struct poold *pd)
 }
 
 /* Start the KV index (coordinator). */
-int kv_open(struct poold *pd)
+int kv_open(struct poold *pd, kv_defined_cb defined)
 {
 	pd->kv = calloc(1, sizeof(*pd->kv));
 	if (pd->kv == NULL)
 		return -ENOMEM;
 	TAILQ_INIT(&pd->kv->list);
 	TAILQ_INIT(&pd->kv->copying);
+	pd->kv->defined = defined;
 	pd->kv->orphans = calloc(1, sizeof(*pd->kv->orphans));
 	if (pd->kv->orphans == NULL ||
 	    (pd->kv->orphans->buckets = calloc(1, sizeof(void *))) == NULL) {
@@ -1190,7 +1191,7 @@ int kv_ns_create(struct poold *pd, const struct kv_ns_spec *spec, char *err, siz
 		 ns->name, (unsigned long long)ns->capacity, kv_tier_name(ns->flags),
 		 ns->flags & HOLD_NS_NO_EVICT ? "none" : "lru", ns->replicas, (unsigned)ns->uid,
 		 (unsigned)ns->gid, ns->mode);
-	coordlog_namespaces(pd);
+	pd->kv->defined(pd);
 	kv_defs_send(pd);
 	return 0;
 }
@@ -1200,6 +1201,6 @@ void kv_ns_drop(struct poold *pd, struct kv_ns *ns)
 {
 	log_info("KV namespace '%s' dropped", ns->name);
 	kv_ns_free(pd, ns);
-	coordlog_namespaces(pd);
+	pd->kv->defined(pd);
 	kv_defs_send(pd);
 }

@@ -134,7 +134,7 @@ void kv_defs_adopt(struct poold *pd, const struct kv_ns_spec *defs, size_t n, co
 		log_info("KV namespace '%s' defined again from %s", ns->name, from);
 	}
 	if (made > 0)
-		coordlog_namespaces(pd);
+		pd->kv->defined(pd);
 }
 
 /*

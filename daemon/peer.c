@@ -82,6 +82,40 @@ static void peer_scrubs_durable(evutil_socket_t fd, short what, void *arg)
 	pe->nscrub_acks = 0;
 }
 
+/* Lender: record what the coordinator's Hold says it holds; 0 or -errno as hold_add(). */
+static int peer_hold_add(struct poold *pd, const Pool__Holdings *hs)
+{
+	struct holding *h = holdings_of_msg(hs);
+	int rc;
+
+	if (h == NULL)
+		return -ENOMEM;
+	rc = hold_add(pd, h, hs->n_holdings);
+	free(h);
+	return rc;
+}
+
+/* Lender: answer the coordinator's HoldingsRequest with its record. */
+static int peer_hold_report(struct poold *pd, struct conn *c, uint64_t req_id)
+{
+	Pool__Holdings hs;
+	struct holding *h;
+	size_t n;
+	int rc;
+
+	if (hold_list(pd, &h, &n) < 0)
+		return conn_send_error(c, req_id, -ENOMEM, NULL);
+	rc = holdings_msg(h, n, &hs);
+	if (rc == 0) {
+		rc = conn_send(c, WIRE_HOLDINGS_REPLY, req_id, &hs.base);
+		holdings_msg_free(&hs);
+	} else {
+		rc = conn_send_error(c, req_id, rc, NULL);
+	}
+	free(h);
+	return rc;
+}
+
 /* The coordinator's Scrub: done now, acknowledged when the loop has made the burst durable. */
 static void peer_scrub(struct peer *pe, uint64_t req_id, const Pool__Scrub *sc)
 {
@@ -431,7 +465,7 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 		break;
 	}
 	case WIRE_HOLD: {
-		int rc = hold_add_msg(pe->pd, (Pool__Holdings *)msg);
+		int rc = peer_hold_add(pe->pd, (Pool__Holdings *)msg);
 
 		if (hdr->req_id != 0 && rc < 0) { /* the coordinator waits for it to be durable */
 			conn_send_error(pe->conn, hdr->req_id, rc, "not made durable");
@@ -449,7 +483,7 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 		snapplace_serve(pe->pd, pe->conn, hdr->req_id, (const Pool__SnapPlace *)msg);
 		break;
 	case WIRE_HOLDINGS:
-		hold_report(pe->pd, pe->conn, hdr->req_id);
+		peer_hold_report(pe->pd, pe->conn, hdr->req_id);
 		break;
 	case WIRE_SCRUB:
 		peer_scrub(pe, hdr->req_id, (const Pool__Scrub *)msg);

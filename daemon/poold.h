@@ -168,7 +168,9 @@ struct poold {
 	struct member_list members;
 	struct coord *coord;	     /* role = coordinator */
 	struct coordlink *coordlink; /* ... its calls to nodes waiting for answers */
-	struct peer *peer;	     /* role = node: the link to the coordinator */
+	struct node_id *nodeids;     /* ... the nodes whose ids are theirs (nodeids.c) */
+	size_t nnodeids;
+	struct peer *peer; /* role = node: the link to the coordinator */
 	struct fab_ctx *fab;
 	struct fab_mem *probe_mem;
 	void *probe_buf;
@@ -367,6 +369,15 @@ void cluster_drop_ep(struct member *m);
 void cluster_clear(struct poold *pd);
 struct node_info *cluster_self_info(struct poold *pd);
 void node_info_free(struct node_info *info);
+
+/* nodeids.c: node ids tied to names (coordinator) */
+struct node_id {
+	uint32_t id;
+	char name[64];
+};
+const struct node_id *nodeids_find(const struct poold *pd, uint32_t id, const char *name);
+bool nodeids_add(struct poold *pd, uint32_t id, const char *name);
+void nodeids_clear(struct poold *pd);
 
 /* memberwire.c: the member table's records to and from the wire */
 Pool__MemberState member_state_wire(enum member_state state);
@@ -757,8 +768,8 @@ struct holding *holdings_of_msg(const Pool__Holdings *hs);
 void holdings_send(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
 		   coord_done_cb done, void *arg);
 void holdings_ask(struct poold *pd, uint32_t node);
-int hold_add_msg(struct poold *pd, const Pool__Holdings *hs);
-int hold_report(struct poold *pd, struct conn *c, uint64_t req_id);
+int holdings_msg(const struct holding *h, size_t n, Pool__Holdings *hs);
+void holdings_msg_free(Pool__Holdings *hs);
 
 /* coordha.c: the coordinator's place in etcd (coord.etcd) */
 struct coordha_info {
@@ -781,9 +792,7 @@ void coordha_describe(const struct poold *pd, struct coordha_info *ret);
 void coordha_close(struct poold *pd);
 
 /* coord.c: the coordinator role */
-bool coord_node_known(struct poold *pd, uint32_t id, const char *name);
 bool coord_settling(struct poold *pd, char *why, size_t len);
-bool coord_known_node(const struct poold *pd, size_t i, uint32_t *ret_id, const char **ret_name);
 int coord_open(struct poold *pd);
 void coord_close(struct poold *pd);
 void coord_member_changed(struct poold *pd, struct member *m);
@@ -818,7 +827,9 @@ struct kvev_stats {
 bool kvev_stats(const struct poold *pd, struct kvev_stats *ret);
 
 /* kv.c: the KV cache index (coordinator) */
-int kv_open(struct poold *pd);
+/* (The coordinator's journal records the namespaces each time they change.) */
+typedef void (*kv_defined_cb)(struct poold *pd);
+int kv_open(struct poold *pd, kv_defined_cb defined);
 void kv_close(struct poold *pd);
 void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all);
 void kv_node_lost(struct poold *pd, uint32_t node);

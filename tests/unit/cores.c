@@ -100,7 +100,7 @@ void cores_open(struct poold *pd, unsigned lenders)
 	CU_ASSERT_FATAL(conf_defaults(&pd->conf) == 0);
 	CU_ASSERT_FATAL((pd->base = event_base_new()) != NULL);
 	CU_ASSERT_FATAL(region_open_space(pd, &cores_space_hooks) == 0);
-	CU_ASSERT_FATAL(kv_open(pd) == 0);
+	CU_ASSERT_FATAL(kv_open(pd, coordlog_namespaces) == 0);
 	for (i = 0; i < lenders; i++)
 		cores_lender_add(pd, 2 + i);
 }
