@@ -33,7 +33,7 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/hostile.sh tests/integration/user.sh tests/integration/firewall.sh \
 	tests/integration/resp-compat.sh tests/integration/python.sh tests/integration/kvevents.sh \
 	tests/integration/etcd.sh tests/integration/etcd-auth.sh tests/integration/etcd-tls.sh \
-	tests/integration/elect.sh \
+	tests/integration/elect.sh tests/integration/layers.sh \
 	tests/cluster/selftest.sh tests/cluster/kv.sh tests/cluster/vec.sh tests/cluster/snap.sh \
 	tests/cluster/coord-restart.sh tests/cluster/coord-journal.sh tests/cluster/coord-ha.sh tests/cluster/client-crash.sh \
 	tests/cluster/soak.sh tests/cluster/python.sh tests/cluster/resp.sh tests/cluster/resp-relay.sh \
@@ -43,6 +43,7 @@ EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/et
 	tests/integration/resp-compat.py tests/integration/resp-py.py \
 	tests/integration/snapcopy.py tests/integration/kvevents.py \
 	tests/cluster/lib.sh tests/cluster/pool.sh tests/tap.sh tests/tools/journal-tear.py \
+	tests/tools/call-cycles.py \
 	tests/tools/etcd-enable-auth
 AM_TESTS_ENVIRONMENT = top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top_srcdir)'; \
 	pool_sanitizers='$(SAN_CFLAGS)'; export top_builddir top_srcdir pool_sanitizers;

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+# tests/tools/call-cycles.py - which of poold's source files call each other
+# in a cycle, read from the objects the build made (nm), not from the sources.
+#
+#   call-cycles.py ARCHIVE
+#
+# ARCHIVE is daemon/.libs/libpoold.a; its members from daemon/ are read,
+# those of the libraries it takes in (fabric/, common/...) are not. A file
+# calls another when it uses a symbol the other defines. Files are grouped
+# in modules: the KV index's core and the RESP server are one module each
+# (MODULES), every other file is its own. Calls in a cycle within a module
+# are listed;
+# a cycle between modules is an error: it names the modules and, for each
+# call between them, the symbols used.
+#
+# Exit status: 0 no cycle between modules, 1 one or more, 2 usage or nm failed.
+import collections
+import os
+import re
+import subprocess
+import sys
+
+# The modules of more than one file: their files may call each other. The
+# KV index's requests (kvwire.c), its local callers' API (kvlocal.c) and its
+# events (kvevents.c) are not in it: they sit above the index.
+MODULES = {
+    "kv": ("kv", "kvtier", "kvdedup", "kvreplica", "kvrebuild", "kvtell"),
+    "resp": ("resp", "respconn", "respkeys", "respplace", "respremote", "resprelay", "respparse",
+             "respauth"),
+}
+
+
+def module_of(name):
+    for module, files in MODULES.items():
+        if name in files:
+            return module
+    return name
+
+
+def nm(archive, *args):
+    try:
+        out = subprocess.run(["nm", "-A", *args, archive], check=True, capture_output=True,
+                             text=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        sys.exit(f"call-cycles: nm {archive}: {e}")
+    # "archive:libpoold_la-kv.o:0000 T kv_open" or "archive:libpoold_la-kv.o:  U region_find"
+    for line in out.splitlines():
+        m = re.match(r"^[^:]*:libpoold_la-([^:]+)\.o:\s*(?:[0-9a-f]+\s+)?(\S)\s+(\S+)$", line)
+        if m:  # (the convenience libraries' members in the archive are not poold's files)
+            yield m.group(1), m.group(2), m.group(3)
+
+
+def sccs(nodes, edges):
+    """Tarjan's strongly connected components, iterative."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(edges[w]))))
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    out.append(sorted(comp))
+    return out
+
+
+def main():
+    if len(sys.argv) != 2 or not os.path.isfile(sys.argv[1]):
+        sys.exit("usage: call-cycles.py daemon/.libs/libpoold.a")
+    archive = sys.argv[1]
+    owner = {}
+    for f, kind, sym in nm(archive, "--defined-only", "-g"):
+        if kind in "TDBRVW":
+            owner[sym] = f
+    uses = collections.defaultdict(lambda: collections.defaultdict(set))
+    files = set(owner.values())
+    for f, kind, sym in nm(archive, "-u"):
+        files.add(f)
+        if sym in owner and owner[sym] != f:
+            uses[f][owner[sym]].add(sym)
+    medges = collections.defaultdict(set)
+    for a in files:
+        for b in uses[a]:
+            if module_of(a) != module_of(b):
+                medges[module_of(a)].add(module_of(b))
+    modules = sorted({module_of(f) for f in files})
+    bad = [c for c in sccs(modules, medges) if len(c) > 1]
+    fedges = {f: set(uses[f]) for f in files}
+    inner = [c for c in sccs(sorted(files), collections.defaultdict(set, fedges)) if len(c) > 1]
+    print(f"{len(files)} files, {len(modules)} modules")
+    for c in inner:
+        if len({module_of(f) for f in c}) == 1:
+            print(f"within module {module_of(c[0])}: {' '.join(c)} call each other")
+    for c in bad:
+        print(f"CYCLE between modules: {' '.join(c)}")
+        for a in sorted(files):
+            for b in sorted(uses[a]):
+                ma, mb = module_of(a), module_of(b)
+                if ma != mb and ma in c and mb in c:
+                    print(f"  {a}.c -> {b}.c: {' '.join(sorted(uses[a][b]))}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
