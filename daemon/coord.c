@@ -173,7 +173,7 @@ void coord_session_end(struct poold *pd, uint32_t node, uint64_t session)
  * What the address space tells: a region that goes takes the KV references
  * it held (a snapshot's pages) with it; its changes go to the journal.
  */
-static const struct space_hooks coord_space_hooks = {
+const struct space_hooks coord_space_hooks = {
     .freed = kv_holder_drop,
     .logged = coordlog_region,
     .gone = coordlog_region_gone,

@@ -27,29 +27,27 @@ struct coordlink {
 	uint64_t next_req;
 };
 
-static struct coord_call *coordlink_send(struct poold *pd, uint32_t node, uint16_t type,
-					 const ProtobufCMessage *msg, int *ret_rc)
+/* Send a request to a node, answered to cb or reply: 0, or -ENOTCONN or -ENOMEM (not sent). */
+static int coordlink_send(struct poold *pd, uint32_t node, uint16_t type,
+			  const ProtobufCMessage *msg, coord_done_cb cb, coord_reply_cb reply,
+			  void *arg)
 {
 	struct coordlink *cl = pd->coordlink;
 	struct member *m = cluster_find(pd, node);
 	struct coord_call *call;
 
-	*ret_rc = -ENOTCONN;
 	if (cl == NULL || m == NULL || m->conn == NULL)
-		return NULL;
-	if ((call = calloc(1, sizeof(*call))) == NULL) {
-		*ret_rc = -ENOMEM;
-		return NULL;
-	}
-	call->id = ++cl->next_req;
-	call->node = node;
+		return -ENOTCONN;
+	if ((call = calloc(1, sizeof(*call))) == NULL)
+		return -ENOMEM;
+	*call = (struct coord_call){
+	    .id = ++cl->next_req, .node = node, .cb = cb, .reply = reply, .arg = arg};
 	if (conn_send(m->conn, type, call->id, msg) < 0) {
 		free(call);
-		return NULL;
+		return -ENOTCONN;
 	}
 	TAILQ_INSERT_TAIL(&cl->calls, call, entry);
-	*ret_rc = 0;
-	return call;
+	return 0;
 }
 
 /*
@@ -59,14 +57,7 @@ static struct coord_call *coordlink_send(struct poold *pd, uint32_t node, uint16
 int coord_request(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
 		  coord_done_cb cb, void *arg)
 {
-	int rc;
-	struct coord_call *call = coordlink_send(pd, node, type, msg, &rc);
-
-	if (call != NULL) {
-		call->cb = cb;
-		call->arg = arg;
-	}
-	return rc;
+	return coordlink_send(pd, node, type, msg, cb, NULL, arg);
 }
 
 /*
@@ -77,14 +68,7 @@ int coord_request(struct poold *pd, uint32_t node, uint16_t type, const Protobuf
 int coord_call(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
 	       coord_reply_cb reply, void *arg)
 {
-	int rc;
-	struct coord_call *call = coordlink_send(pd, node, type, msg, &rc);
-
-	if (call != NULL) {
-		call->reply = reply;
-		call->arg = arg;
-	}
-	return rc;
+	return coordlink_send(pd, node, type, msg, NULL, reply, arg);
 }
 
 /* Send a notice (request id 0) to a node, if it is connected. */

@@ -571,6 +571,7 @@ struct space_hooks {
 };
 
 int region_open_space(struct poold *pd, const struct space_hooks *hooks);
+extern const struct space_hooks coord_space_hooks; /* coord.c's (the unit tests' too) */
 void region_close_space(struct poold *pd);
 bool region_lender_restarted(struct poold *pd, const struct node_info *info);
 void region_lender_update(struct poold *pd, const struct node_info *info);

@@ -79,15 +79,6 @@ void cores_defs_told(struct poold *pd, const uint8_t *buf, size_t len)
 	wire_msg_free(msg);
 }
 
-/* The address space's hooks as coord.c gives them (the journal is off here). */
-static const struct space_hooks cores_space_hooks = {
-    .freed = kv_holder_drop,
-    .logged = coordlog_region,
-    .gone = coordlog_region_gone,
-    .buried = coordlog_tombstone_done,
-    .leased = coordlog_lease,
-};
-
 /* A coordinator (node 1) with its address space and KV index, and lenders 2 to 1 + lenders. */
 void cores_open(struct poold *pd, unsigned lenders)
 {
@@ -99,7 +90,7 @@ void cores_open(struct poold *pd, unsigned lenders)
 	pd->node_id = 1;
 	CU_ASSERT_FATAL(conf_defaults(&pd->conf) == 0);
 	CU_ASSERT_FATAL((pd->base = event_base_new()) != NULL);
-	CU_ASSERT_FATAL(region_open_space(pd, &cores_space_hooks) == 0);
+	CU_ASSERT_FATAL(region_open_space(pd, &coord_space_hooks) == 0);
 	CU_ASSERT_FATAL(kv_open(pd, coordlog_namespaces) == 0);
 	for (i = 0; i < lenders; i++)
 		cores_lender_add(pd, 2 + i);
