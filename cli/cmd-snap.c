@@ -16,25 +16,6 @@
 #include "cli/poolctl.h"
 #include "libpool/libpool.h"
 
-static int snap_fail(const char *what, int rc)
-{
-	const char *msg = pool_errormsg();
-
-	fprintf(stderr, "poolctl: %s: %s\n", what, msg[0] != '\0' ? msg : pool_strerror(rc));
-	return EXIT_ERROR;
-}
-
-static int snap_connect(struct cmd_ctx *ctx, struct pool **ret)
-{
-	int rc = pool_open(ctx->socket, 0, ret);
-
-	if (rc < 0) {
-		fprintf(stderr, "poolctl: cannot reach poold: %s\n", pool_errormsg());
-		return EXIT_UNREACHABLE;
-	}
-	return EXIT_OK;
-}
-
 /* Read a whole (small) file: the state blob. */
 static int read_file(const char *path, void **ret, size_t *ret_len)
 {
@@ -148,9 +129,9 @@ static int cmd_snap_put_exec(struct cmd_ctx *ctx)
 		rc = EXIT_ERROR;
 		goto out;
 	}
-	rc = snap_connect(ctx, &pool);
+	rc = cmd_pool_open(ctx, &pool);
 	if (rc == EXIT_OK && (rc = pool_snap_put_fd(pool, ctx->argv[0], fd, o)) < 0)
-		rc = snap_fail("snap put", rc);
+		rc = cmd_pool_fail("snap put", rc);
 	close(fd);
 	if (rc == EXIT_OK && pool_snap_stat(pool, ctx->argv[0], &info) == 0) {
 		uint64_t ps = pool_snap_info_page_size(info);
@@ -198,13 +179,13 @@ static int cmd_snap_ls_exec(struct cmd_ctx *ctx)
 	size_t n, i;
 	int rc;
 
-	rc = snap_connect(ctx, &pool);
+	rc = cmd_pool_open(ctx, &pool);
 	if (rc != EXIT_OK)
 		return rc;
 	rc = pool_snap_list(pool, &names, &n);
 	if (rc < 0) {
 		pool_close(pool);
-		return snap_fail("snap ls", rc);
+		return cmd_pool_fail("snap ls", rc);
 	}
 	if (ctx->json) {
 		j = json_new(stdout);
@@ -252,13 +233,13 @@ static int cmd_snap_info_exec(struct cmd_ctx *ctx)
 	char created[32];
 	int rc;
 
-	rc = snap_connect(ctx, &pool);
+	rc = cmd_pool_open(ctx, &pool);
 	if (rc != EXIT_OK)
 		return rc;
 	rc = pool_snap_stat(pool, ctx->argv[0], &in);
 	if (rc < 0) {
 		pool_close(pool);
-		return snap_fail("snap info", rc);
+		return cmd_pool_fail("snap info", rc);
 	}
 	pool_snap_store_bytes(pool, "pinned", &bytes[0], &pages[0]);
 	pool_snap_store_bytes(pool, "persistent", &bytes[1], &pages[1]);
@@ -319,12 +300,12 @@ static int cmd_snap_rm_exec(struct cmd_ctx *ctx)
 	struct pool *pool;
 	int rc;
 
-	rc = snap_connect(ctx, &pool);
+	rc = cmd_pool_open(ctx, &pool);
 	if (rc != EXIT_OK)
 		return rc;
 	rc = pool_snap_remove(pool, ctx->argv[0]);
 	pool_close(pool);
-	return rc < 0 ? snap_fail("snap rm", rc) : EXIT_OK;
+	return rc < 0 ? cmd_pool_fail("snap rm", rc) : EXIT_OK;
 }
 
 /* The image into FILE, in pieces of 4 MiB (a check that a restore is bit-exact). */
@@ -337,14 +318,14 @@ static int cmd_snap_get_exec(struct cmd_ctx *ctx)
 	char *buf = malloc(chunk);
 	int fd = -1, rc;
 
-	rc = buf != NULL ? snap_connect(ctx, &pool) : EXIT_ERROR;
+	rc = buf != NULL ? cmd_pool_open(ctx, &pool) : EXIT_ERROR;
 	if (rc != EXIT_OK) {
 		free(buf);
 		return rc;
 	}
 	rc = pool_snap_open(pool, ctx->argv[0], &s);
 	if (rc < 0) {
-		rc = snap_fail("snap get", rc);
+		rc = cmd_pool_fail("snap get", rc);
 		goto out;
 	}
 	fd = open(ctx->argv[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -362,7 +343,7 @@ static int cmd_snap_get_exec(struct cmd_ctx *ctx)
 			rc = -errno;
 	}
 	if (rc < 0)
-		rc = snap_fail("snap get", rc);
+		rc = cmd_pool_fail("snap get", rc);
 out:
 	if (fd >= 0)
 		close(fd);
@@ -456,7 +437,7 @@ static int snap_place_here(struct cmd_ctx *ctx)
 	struct json *j = NULL;
 	int rc;
 
-	rc = snap_connect(ctx, &pool);
+	rc = cmd_pool_open(ctx, &pool);
 	if (rc != EXIT_OK)
 		return rc;
 	rc = pool_snap_open(pool, ctx->argv[0], &s);
@@ -465,7 +446,7 @@ static int snap_place_here(struct cmd_ctx *ctx)
 	if (rc == 0)
 		rc = pool_status(pool, &st);
 	if (rc < 0) {
-		rc = snap_fail("snap place", rc);
+		rc = cmd_pool_fail("snap place", rc);
 		goto out;
 	}
 	if (ctx->json) {
@@ -568,13 +549,13 @@ static int cmd_snap_gc_exec(struct cmd_ctx *ctx)
 	uint64_t freed;
 	int rc;
 
-	rc = snap_connect(ctx, &pool);
+	rc = cmd_pool_open(ctx, &pool);
 	if (rc != EXIT_OK)
 		return rc;
 	rc = pool_snap_recount(pool, &freed);
 	pool_close(pool);
 	if (rc < 0)
-		return snap_fail("snap gc", rc);
+		return cmd_pool_fail("snap gc", rc);
 	printf("references counted again: %llu page(s) nobody holds freed\n",
 	       (unsigned long long)freed);
 	return EXIT_OK;

@@ -3,8 +3,8 @@
  * drop NAME.
  *
  * An index is a region of one extent that its lender's poold can open as
- * one (daemon/vec.c): create makes the region, then has the lender lay the
- * index out in it; ls asks every such region.
+ * one (daemon/vec.c): create is libpool's pool_vec_create() (the region,
+ * and the index laid out in it); ls asks every such region.
  */
 #include "config.h"
 
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli/poolctl.h"
+#include "libpool/libpool.h"
 
 static const char *const vec_kinds[] = {"", "flat", "hnsw"};
 static const char *const vec_metrics[] = {"", "l2", "ip", "cosine"};
@@ -182,59 +183,39 @@ static int vec_count_opt(const char *a, const char *name, uint32_t *v)
 	return 0;
 }
 
-static int cmd_vec_create_exec(struct cmd_ctx *ctx)
+/* The options of vec create (m=, efc=, efs=, placement=, class=, mode=) into opts. */
+static int vec_create_opts(struct cmd_ctx *ctx, struct pool_vec_opts *opts)
 {
-	Pool__RegionCreate rc_req = POOL__REGION_CREATE__INIT;
-	Pool__VecRequest req = POOL__VEC_REQUEST__INIT;
-	Pool__RegionName rn = POOL__REGION_NAME__INIT;
-	Pool__RegionReply *region;
-	Pool__VecReply *rep;
-	ProtobufCMessage *ok;
-	uint64_t size;
+	uint32_t m = 0, efc = 0, efs = 0;
+	const char *placement = "any"; /* poolctl's default: wherever there is room */
+	unsigned mode = 0600;
 	char *end;
 	int i, rc;
 
-	req.op = POOL__VEC_OP__VEC_OP_CREATE;
-	req.name = rc_req.name = ctx->argv[0];
-	req.has_kind = req.has_metric = req.has_dim = 1;
-	req.kind = vec_lookup(vec_kinds, ARRAY_SIZE(vec_kinds), ctx->argv[1]);
-	req.metric = vec_lookup(vec_metrics, ARRAY_SIZE(vec_metrics), ctx->argv[2]);
-	req.dim = (uint32_t)strtoul(ctx->argv[3], &end, 10);
-	if (req.kind == 0 || req.metric == 0 || *end != '\0' || req.dim == 0) {
-		fprintf(stderr, "poolctl: vec create NAME flat|hnsw l2|ip|cosine DIM SIZE\n");
-		return EXIT_USAGE;
-	}
-	if (units_parse_size(ctx->argv[4], &size) < 0 || size == 0) {
-		fprintf(stderr, "poolctl: '%s' is not a size (use e.g. 64M, 2G)\n", ctx->argv[4]);
-		return EXIT_USAGE;
-	}
-	rc_req.size = size;
-	rc_req.class_ = "pinned";
-	rc_req.placement = "any";
-	rc_req.mode = 0600; /* as pool_vec_create()'s */
 	for (i = 5; i < ctx->argc; i++) {
 		const char *a = ctx->argv[i];
 
-		if ((rc = vec_count_opt(a, "m", &req.m)) <= 0 ||
-		    (rc = vec_count_opt(a, "efc", &req.ef_construction)) <= 0 ||
-		    (rc = vec_count_opt(a, "efs", &req.ef_search)) <= 0) {
+		if ((rc = vec_count_opt(a, "m", &m)) <= 0 ||
+		    (rc = vec_count_opt(a, "efc", &efc)) <= 0 ||
+		    (rc = vec_count_opt(a, "efs", &efs)) <= 0) {
 			if (rc < 0)
 				return EXIT_USAGE;
 		} else if (strncmp(a, "placement=", 10) == 0) {
-			rc_req.placement = (char *)a + 10;
+			placement = a + 10;
 		} else if (strncmp(a, "class=", 6) == 0) {
-			rc_req.class_ = (char *)a + 6;
+			if ((rc = pool_vec_opts_set_class(opts, a + 6)) < 0)
+				return cmd_pool_fail("vec create", rc);
 		} else if (strncmp(a, "mode=", 5) == 0) {
-			unsigned long m = strtoul(a + 5, &end, 8);
+			unsigned long v = strtoul(a + 5, &end, 8);
 
-			if (a[5] == '\0' || *end != '\0' || m > 0777) {
+			if (a[5] == '\0' || *end != '\0' || v > 0777) {
 				fprintf(stderr,
 					"poolctl: '%s': mode is octal permission bits, such as "
 					"0644\n",
 					a);
 				return EXIT_USAGE;
 			}
-			rc_req.mode = (uint32_t)m;
+			mode = (unsigned)v;
 		} else {
 			fprintf(stderr,
 				"poolctl: unknown option '%s' (m=, efc=, efs=, placement=, "
@@ -243,23 +224,56 @@ static int cmd_vec_create_exec(struct cmd_ctx *ctx)
 			return EXIT_USAGE;
 		}
 	}
-	req.has_m = req.m != 0;
-	req.has_ef_construction = req.ef_construction != 0;
-	req.has_ef_search = req.ef_search != 0;
-	rc_req.from_node = wire_client_node_id(ctx->wc);
-	rc = cmd_call(ctx, WIRE_REGION_CREATE, &rc_req.base, WIRE_REGION_REPLY,
-		      (ProtobufCMessage **)&region);
-	if (rc != EXIT_OK)
+	if ((rc = pool_vec_opts_set_hnsw(opts, m, efc, efs)) < 0 ||
+	    (rc = pool_vec_opts_set_placement(opts, placement)) < 0 ||
+	    (rc = pool_vec_opts_set_mode(opts, mode)) < 0)
+		return cmd_pool_fail("vec create", rc);
+	return EXIT_OK;
+}
+
+/* Made by pool_vec_create(), as any libpool client makes an index; then shown as vec info. */
+static int cmd_vec_create_exec(struct cmd_ctx *ctx)
+{
+	const char *name = ctx->argv[0];
+	struct pool_vec_opts *opts = NULL;
+	struct pool_vec *vec;
+	Pool__VecReply *rep;
+	struct pool *pool;
+	uint32_t kind, metric, dim;
+	uint64_t size;
+	char *end, msg[256];
+	int rc;
+
+	kind = vec_lookup(vec_kinds, ARRAY_SIZE(vec_kinds), ctx->argv[1]);
+	metric = vec_lookup(vec_metrics, ARRAY_SIZE(vec_metrics), ctx->argv[2]);
+	dim = (uint32_t)strtoul(ctx->argv[3], &end, 10);
+	if (kind == 0 || metric == 0 || *end != '\0' || dim == 0) {
+		fprintf(stderr, "poolctl: vec create NAME flat|hnsw l2|ip|cosine DIM SIZE\n");
+		return EXIT_USAGE;
+	}
+	if (units_parse_size(ctx->argv[4], &size) < 0 || size == 0) {
+		fprintf(stderr, "poolctl: '%s' is not a size (use e.g. 64M, 2G)\n", ctx->argv[4]);
+		return EXIT_USAGE;
+	}
+	if ((rc = pool_vec_opts_new(&opts)) < 0)
+		return cmd_pool_fail("vec create", rc);
+	if ((rc = vec_create_opts(ctx, opts)) != EXIT_OK ||
+	    (rc = cmd_pool_open(ctx, &pool)) != EXIT_OK) {
+		pool_vec_opts_free(opts);
 		return rc;
-	wire_msg_free(&region->base);
-	rc = cmd_call(ctx, WIRE_VEC, &req.base, WIRE_VEC_REPLY, (ProtobufCMessage **)&rep);
-	if (rc != EXIT_OK) {
-		/* No index in it: the region goes again. */
-		rn.name = ctx->argv[0];
-		if (wire_client_call(ctx->wc, WIRE_REGION_DESTROY, &rn.base, WIRE_OK, &ok, NULL,
-				     0) == 0)
-			wire_msg_free(ok);
+	}
+	rc = pool_vec_create(pool, name, kind, metric, dim, size, opts, 0, &vec);
+	pool_vec_opts_free(opts);
+	if (rc < 0) {
+		rc = cmd_pool_fail("vec create", rc);
+		pool_close(pool);
 		return rc;
+	}
+	pool_vec_close(vec);
+	pool_close(pool);
+	if ((rc = vec_stat(ctx, name, &rep, msg, sizeof(msg))) < 0) {
+		fprintf(stderr, "poolctl: %s\n", msg[0] ? msg : err_str(rc));
+		return msg[0] ? EXIT_ERROR : EXIT_UNREACHABLE;
 	}
 	vec_print(ctx, &ctx->argv[0], &rep, 1);
 	wire_msg_free(&rep->base);

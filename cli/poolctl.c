@@ -86,6 +86,25 @@ int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req, ui
 	return EXIT_UNREACHABLE;
 }
 
+/* Open a libpool connection to poold, for the commands libpool serves. */
+int cmd_pool_open(struct cmd_ctx *ctx, struct pool **ret)
+{
+	if (pool_open(ctx->socket, 0, ret) < 0) {
+		fprintf(stderr, "poolctl: cannot reach poold: %s\n", pool_errormsg());
+		return EXIT_UNREACHABLE;
+	}
+	return EXIT_OK;
+}
+
+/* A libpool call failed with rc: say what (libpool's message) and yield EXIT_ERROR. */
+int cmd_pool_fail(const char *what, int rc)
+{
+	const char *msg = pool_errormsg();
+
+	fprintf(stderr, "poolctl: %s: %s\n", what, msg[0] != '\0' ? msg : pool_strerror(rc));
+	return EXIT_ERROR;
+}
+
 /* Connect to poold, waiting up to timeout_ms for each reply (0: the default). */
 int cmd_connect(struct cmd_ctx *ctx, int timeout_ms)
 {

@@ -72,6 +72,9 @@ extern const struct cmd_entry cmd_snap_serve_entry;
 extern const struct cmd_entry cmd_snap_place_entry;
 
 /* poolctl.c */
+struct pool;
+int cmd_pool_open(struct cmd_ctx *ctx, struct pool **ret);
+int cmd_pool_fail(const char *what, int rc);
 int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,
 	     ProtobufCMessage **ret_reply);
 int cmd_connect(struct cmd_ctx *ctx, int timeout_ms);
