@@ -116,3 +116,10 @@ TESTS += tests/unit/test_hold
 tests_unit_test_hold_SOURCES = tests/unit/test_hold.c
 tests_unit_test_hold_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_unit_test_hold_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)
+
+# The coordinator's calls to its nodes (daemon/coordlink.c) over a socket pair.
+check_PROGRAMS += tests/unit/test_coordlink
+TESTS += tests/unit/test_coordlink
+tests_unit_test_coordlink_SOURCES = tests/unit/test_coordlink.c tests/unit/cores.h tests/unit/cores.c
+tests_unit_test_coordlink_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_unit_test_coordlink_LDADD = tests/unit/libunit.la daemon/libpoold.la $(EVENT_LIBS) $(CUNIT_LIBS)
