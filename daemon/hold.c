@@ -190,7 +190,7 @@ static struct hold *hold_set(struct poold *pd, const struct holding *h, bool jou
 		 * Only the number changes; what the record names, and the journal,
 		 * stay.
 		 */
-		hd->h.e.region = hd->h.region.id = hd->h.kv.hold_id = h->e.region;
+		hd->h.e.region = hd->h.region.id = h->e.region;
 		return hd;
 	}
 	if (hd == NULL) {
@@ -318,7 +318,7 @@ static int hold_replay(void *arg, const uint8_t *rec, size_t len)
 		log_warnx("pmem journal: a record does not decode: skipped");
 		return 0;
 	}
-	h->e.arena = h->kv.arena = pd->journal_arena; /* the tier's arena id in this run */
+	h->e.arena = pd->journal_arena; /* the tier's arena id in this run */
 	if (h->e.len == 0) {
 		if (pd->hold_tab_size > 0 && *(pp = hold_slot(pd, h->e.arena, h->e.off)) != NULL) {
 			hd = *pp;

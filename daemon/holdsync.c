@@ -27,37 +27,17 @@ static void hold_send(struct poold *pd, uint32_t node, const struct holding *h, 
 		done(pd, arg, rc);
 }
 
-/* Coordinator: tell a lender the n holdings it holds (a region's extents, with its record). */
-void hold_tell_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n)
-{
-	hold_send(pd, node, h, n, NULL, NULL);
-}
-
 /*
- * Coordinator: tell a lender the committed KV values it holds (n, in one
- * message), so they can be rebuilt. With done, the lender answers once the holding is recorded (and
+ * Coordinator: tell a lender the n holdings it holds (a region's extents
+ * with the region's record, committed KV values with theirs), in one
+ * message. With done, the lender answers once they are recorded (and
  * journaled, for a persistent value): done gets 0 or the error, at once or
  * later.
  */
-void hold_tell_kv(struct poold *pd, uint32_t node, const struct kv_record *const *recs, size_t n,
-		  coord_done_cb done, void *arg)
+void hold_tell_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
+			coord_done_cb done, void *arg)
 {
-	struct holding *h = calloc(n ? n : 1, sizeof(*h));
-	size_t i;
-
-	if (h == NULL) {
-		if (done != NULL)
-			done(pd, arg, -ENOMEM);
-		return;
-	}
-	for (i = 0; i < n; i++) {
-		h[i].e = (struct ledger_extent){recs[i]->arena, recs[i]->off, recs[i]->len,
-						recs[i]->hold_id};
-		h[i].has_kv = true;
-		h[i].kv = *recs[i];
-	}
 	hold_send(pd, node, h, n, done, arg);
-	free(h);
 }
 
 /*

@@ -81,10 +81,6 @@ static void kv_record_to_msg(const struct kv_record *rec, Pool__Holding *h)
 static void kv_record_of_msg(const Pool__Holding *h, struct kv_record *rec)
 {
 	*rec = (struct kv_record){
-	    .hold_id = h->region,
-	    .arena = h->arena,
-	    .off = h->off,
-	    .len = h->len,
 	    .ns = h->ns,
 	    .ns_capacity = h->ns_capacity,
 	    .ns_flags = h->ns_flags,

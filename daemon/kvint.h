@@ -138,7 +138,7 @@ struct kv_durable {
 	struct kv_durable_tell {
 		uint32_t node;
 		size_t i; /* the key */
-		struct kv_record rec;
+		struct holding h;
 	} * tells;
 	size_t ntells, cap;
 };

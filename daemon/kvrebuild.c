@@ -138,15 +138,16 @@ void kv_defs_adopt(struct poold *pd, const struct kv_ns_spec *defs, size_t n, co
 }
 
 /*
- * A committed value a lender holds and the index does not know (this
- * coordinator restarted): take it back, with its namespace if need be. The
- * newer version of a key wins. 0, or -errno when it cannot be taken (the
- * caller scrubs it).
+ * A committed value a lender holds at the extent at and the index does not
+ * know (this coordinator restarted): take it back, with its namespace if
+ * need be. The newer version of a key wins. 0, or -errno when it cannot be
+ * taken (the caller scrubs it).
  */
-int kv_adopt(struct poold *pd, uint32_t node, const struct kv_record *rec)
+int kv_adopt(struct poold *pd, uint32_t node, const struct ledger_extent *at,
+	     const struct kv_record *rec)
 {
-	uint32_t arena = rec->arena;
-	uint64_t off = rec->off, alen = rec->len;
+	uint32_t arena = at->arena;
+	uint64_t off = at->off, alen = at->len;
 	struct lender_pool *lp = region_pool(pd->regions, node, arena);
 	const uint8_t *key = rec->key;
 	size_t klen = rec->klen;

@@ -65,7 +65,7 @@ static void kv_durable_done(struct poold *pd, void *arg, int rc)
  */
 void kv_durable_send(struct poold *pd, struct kv_durable *d)
 {
-	const struct kv_record **recs = calloc(d->ntells ? d->ntells : 1, sizeof(*recs));
+	struct holding *hs = calloc(d->ntells ? d->ntells : 1, sizeof(*hs));
 	size_t t, k, n;
 
 	for (t = 0; t < d->ntells; t++) {
@@ -77,7 +77,7 @@ void kv_durable_send(struct poold *pd, struct kv_durable *d)
 		for (k = t, n = 0; k < d->ntells; k++)
 			n += d->tells[k].node == node;
 		b = malloc(sizeof(*b) + n * sizeof(b->i[0]));
-		if (recs == NULL || b == NULL) { /* without memory: these are not durable */
+		if (hs == NULL || b == NULL) { /* without memory: these are not durable */
 			free(b);
 			for (k = t; k < d->ntells; k++)
 				if (d->tells[k].node == node) {
@@ -90,22 +90,21 @@ void kv_durable_send(struct poold *pd, struct kv_durable *d)
 		b->n = 0;
 		for (k = t; k < d->ntells; k++)
 			if (d->tells[k].node == node) {
-				recs[b->n] = &d->tells[k].rec;
+				hs[b->n] = d->tells[k].h;
 				b->i[b->n++] = d->tells[k].i;
 				d->tells[k].node = UINT32_MAX;
 			}
 		d->pending++;
-		hold_tell_kv(pd, node, recs, b->n, kv_durable_done, b);
+		hold_tell_holdings(pd, node, hs, b->n, kv_durable_done, b);
 	}
-	free(recs);
+	free(hs);
 	free(d->tells);
 	d->tells = NULL;
 	d->ntells = d->cap = 0;
 }
 
 /* Queue a holding for kv_durable_send(): 0, or -ENOMEM. */
-static int kv_durable_add(struct kv_durable *d, const struct kv_record *rec, uint32_t node,
-			  size_t i)
+static int kv_durable_add(struct kv_durable *d, const struct holding *h, uint32_t node, size_t i)
 {
 	if (d->ntells == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 64;
@@ -116,7 +115,7 @@ static int kv_durable_add(struct kv_durable *d, const struct kv_record *rec, uin
 		d->tells = t;
 		d->cap = cap;
 	}
-	d->tells[d->ntells++] = (struct kv_durable_tell){node, i, *rec};
+	d->tells[d->ntells++] = (struct kv_durable_tell){node, i, *h};
 	return 0;
 }
 
@@ -125,8 +124,8 @@ void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e)
 {
 	struct kv_place all[KV_MAX_REPLICAS];
 	size_t n = kv_places(&e->val, all), i;
+	struct holding h = {.has_kv = true};
 	struct kv_record rec = {
-	    .hold_id = KV_HOLD_ID(ns),
 	    .ns = ns->name,
 	    .ns_capacity = ns->capacity,
 	    .ns_flags = ns->flags,
@@ -143,16 +142,14 @@ void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e)
 	for (i = 0; i < n; i++) {
 		struct kv_durable *d = (ns->flags & HOLD_NS_PERSISTENT) ? pd->kv->durable : NULL;
 		size_t key = pd->kv->durable_i;
-		const struct kv_record *rp = &rec;
 
-		rec.arena = all[i].arena;
-		rec.off = all[i].off;
-		rec.len = all[i].alen;
-		if (d != NULL && kv_durable_add(d, &rec, all[i].node, key) == 0)
+		h.e = (struct ledger_extent){all[i].arena, all[i].off, all[i].alen, KV_HOLD_ID(ns)};
+		h.kv = rec;
+		if (d != NULL && kv_durable_add(d, &h, all[i].node, key) == 0)
 			continue; /* told with the commit's other values (kv_durable_send) */
 		if (d != NULL)	  /* no memory to wait for it */
 			kv_durable_fail(d, key);
-		hold_tell_kv(pd, all[i].node, &rp, 1, NULL, NULL);
+		hold_tell_holdings(pd, all[i].node, &h, 1, NULL, NULL);
 	}
 }
 

@@ -711,10 +711,7 @@ void reclaim_send_limit(struct poold *pd, uint32_t node, uint32_t arena, uint64_
  * it, with what it takes to make its namespace again (holdwire.c maps it
  * to and from a Holding).
  */
-struct kv_record {
-	uint64_t hold_id; /* Holding.region: its namespace's (KV_HOLD_ID) */
-	uint32_t arena;
-	uint64_t off, len;
+struct kv_record { /* (its extent is its holding's) */
 	const char *ns;
 	uint64_t ns_capacity;
 	uint32_t ns_flags;     /* HOLD_NS_* */
@@ -747,9 +744,8 @@ int hold_list(struct poold *pd, struct holding **ret, size_t *ret_n);
 /* holdsync.c: the coordinator telling lenders what they hold */
 void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
 	       uint64_t id);
-void hold_tell_kv(struct poold *pd, uint32_t node, const struct kv_record *const *recs, size_t n,
-		  coord_done_cb done, void *arg);
-void hold_tell_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n);
+void hold_tell_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
+			coord_done_cb done, void *arg);
 
 /* reconcile.c: lenders' records kept in step with the map (coordinator) */
 void reconcile_ask(struct poold *pd, uint32_t node);
@@ -835,7 +831,8 @@ void kv_close(struct poold *pd);
 void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all);
 void kv_node_lost(struct poold *pd, uint32_t node);
 void kv_sweep(struct poold *pd);
-int kv_adopt(struct poold *pd, uint32_t node, const struct kv_record *rec);
+int kv_adopt(struct poold *pd, uint32_t node, const struct ledger_extent *at,
+	     const struct kv_record *rec);
 int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size_t *n, size_t *cap);
 extern const struct ctl_handler kv_handlers[];
 struct kv_where {

@@ -29,7 +29,7 @@ static void reconcile_tell(struct poold *pd, uint32_t node, const struct ledger_
 		h[i].has_region =
 		    region_extent_record(pd, node, e[i].region, e[i].arena, e[i].off, &h[i].region);
 	}
-	hold_tell_holdings(pd, node, h, n);
+	hold_tell_holdings(pd, node, h, n, NULL, NULL);
 	free(h);
 }
 
@@ -58,7 +58,6 @@ static void reconcile_orphan(struct poold *pd, uint32_t node, const struct ledge
 	struct lender_pool *lp = region_pool(pd->regions, node, e->arena);
 	const struct tombstone *t =
 	    HOLD_REGION_ID(e->region) ? region_tombstone(pd, node, e->region) : NULL;
-	struct kv_record kv;
 
 	if (t != NULL) {
 		log_info("ledger: node %u holds an extent of region '%s', destroyed while it was "
@@ -71,9 +70,7 @@ static void reconcile_orphan(struct poold *pd, uint32_t node, const struct ledge
 	    region_adopt(pd, node, e->arena, e->off, e->len, &h->region) == 0)
 		return;
 	if (h != NULL && h->has_kv) {
-		kv = h->kv;
-		kv.len = e->len; /* (the extent as the ledger has it) */
-		if (kv_adopt(pd, node, &kv) == 0)
+		if (kv_adopt(pd, node, e, &h->kv) == 0)
 			return;
 	} else if (!(e->region >> 63) && lp != NULL &&
 		   extent_reserve(lp->alloc, e->off, e->len) == 0) {

@@ -865,7 +865,7 @@ void region_tell_lenders(struct poold *pd, const struct region *r)
 
 		region_record(r, &h.region);
 		h.region.index = (uint32_t)r->ext[i].region_off;
-		hold_tell_holdings(pd, r->ext[i].node, &h, 1);
+		hold_tell_holdings(pd, r->ext[i].node, &h, 1, NULL, NULL);
 	}
 }
 

@@ -70,10 +70,7 @@ static struct holding value(const char *ns, uint32_t flags, const char *key, uin
 {
 	struct holding h = {.e = {0, off, EXT, 1ull << 63 | 9}, .has_kv = true};
 
-	h.kv = (struct kv_record){.hold_id = h.e.region,
-				  .off = off,
-				  .len = EXT,
-				  .ns = ns,
+	h.kv = (struct kv_record){.ns = ns,
 				  .ns_capacity = 1 << 20,
 				  .ns_flags = flags,
 				  .ns_replicas = 2,

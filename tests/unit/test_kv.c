@@ -330,16 +330,14 @@ static void test_dedup_recount(void)
 	index_free();
 }
 
-/* rec as its lender's holding keeps it: packed, unpacked (free *ret after use). */
-static void through_a_holding(const struct kv_record *rec, struct holding_unpacked *ret,
-			      struct kv_record *got)
+/* A value at e as its lender's holding keeps it: packed, unpacked (free *ret after use). */
+static void through_a_holding(const struct ledger_extent *e, const struct kv_record *rec,
+			      struct holding_unpacked *ret)
 {
-	struct holding h = {
-	    .e = {rec->arena, rec->off, rec->len, rec->hold_id}, .has_kv = true, .kv = *rec};
+	struct holding h = {.e = *e, .has_kv = true, .kv = *rec};
 
 	cores_holding_again(&h, ret);
 	CU_ASSERT_FATAL(ret->h.has_kv);
-	*got = ret->h.kv;
 }
 
 /*
@@ -349,8 +347,9 @@ static void through_a_holding(const struct kv_record *rec, struct holding_unpack
  */
 static void test_records(void)
 {
-	struct kv_record rec, got;
+	struct ledger_extent at;
 	struct holding_unpacked h;
+	struct kv_record rec, got;
 	struct kv_result res;
 	struct kv_ns *ns;
 	struct kv_val was;
@@ -362,11 +361,8 @@ static void test_records(void)
 	v = put(ns, 1, "k", 1000);
 	CU_ASSERT_EQUAL_FATAL(op(ns, 2, KV_LOOKUP, "k", 0, &res), 0);
 	was = res.val;
-	rec = (struct kv_record){.hold_id = KV_HOLD_ID(ns),
-				 .arena = was.arena,
-				 .off = was.off,
-				 .len = was.alen,
-				 .ns = "kv",
+	at = (struct ledger_extent){was.arena, was.off, was.alen, KV_HOLD_ID(ns)};
+	rec = (struct kv_record){.ns = "kv",
 				 .ns_capacity = ns->capacity,
 				 .ns_flags = ns->flags,
 				 .ns_replicas = 1,
@@ -377,12 +373,14 @@ static void test_records(void)
 				 .version = v,
 				 .has_owner = true,
 				 .owner = 1000};
-	through_a_holding(&rec, &h, &got);
+	through_a_holding(&at, &rec, &h);
+	at = h.h.e;
+	got = h.h.kv;
 	index_free();
 
 	index_new();
 	CU_ASSERT_PTR_NULL(kv_ns_find(&pd, "kv"));
-	CU_ASSERT_EQUAL_FATAL(kv_adopt(&pd, LENDER, &got), 0);
+	CU_ASSERT_EQUAL_FATAL(kv_adopt(&pd, LENDER, &at, &got), 0);
 	ns = kv_ns_find(&pd, "kv");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(ns);
 	CU_ASSERT_EQUAL(ns->capacity, 8 * MiB);
@@ -398,11 +396,11 @@ static void test_records(void)
 	CU_ASSERT_EQUAL(res.val.owner, 1000);
 	CU_ASSERT_EQUAL(op(ns, 2, KV_RELEASE, "k", v, NULL), 0);
 	/* Told again, or of an older version: nothing changes. */
-	CU_ASSERT_EQUAL(kv_adopt(&pd, LENDER, &got), -EEXIST);
+	CU_ASSERT_EQUAL(kv_adopt(&pd, LENDER, &at, &got), -EEXIST);
 	/* A newer version elsewhere on the lender replaces it. */
 	got.version = v + 1;
-	got.off = was.off + 4 * MiB;
-	CU_ASSERT_EQUAL(kv_adopt(&pd, LENDER, &got), 0);
+	at.off = was.off + 4 * MiB;
+	CU_ASSERT_EQUAL(kv_adopt(&pd, LENDER, &at, &got), 0);
 	CU_ASSERT_EQUAL(op(ns, 2, KV_LOOKUP, "k", 0, &res), 0);
 	CU_ASSERT_EQUAL(res.val.version, v + 1);
 	CU_ASSERT_EQUAL(res.val.off, was.off + 4 * MiB);
@@ -410,10 +408,10 @@ static void test_records(void)
 	/* A record that does not hold up: no key, or a value longer than its extent. */
 	got.version = v + 2;
 	got.klen = 0;
-	CU_ASSERT_EQUAL(kv_adopt(&pd, LENDER, &got), -EINVAL);
+	CU_ASSERT_EQUAL(kv_adopt(&pd, LENDER, &at, &got), -EINVAL);
 	got.klen = 1;
-	got.vlen = got.len + 1;
-	CU_ASSERT_EQUAL(kv_adopt(&pd, LENDER, &got), -EINVAL);
+	got.vlen = at.len + 1;
+	CU_ASSERT_EQUAL(kv_adopt(&pd, LENDER, &at, &got), -EINVAL);
 	holding_unpacked_free(&h);
 	index_free();
 }
