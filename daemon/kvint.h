@@ -266,9 +266,7 @@ int kv_recount(struct poold *pd, struct kv_ns *ns, uint64_t *ret_freed, char *er
 /* kvreplica.c */
 void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg);
 
-/* kvtell.c */
-int kv_ns_flags_of(const char *tier, const char *evict, uint32_t *ret);
-void kv_def_msg(const struct kv_ns_spec *d, Pool__KvNamespace *m);
+/* kvtell.c (the wire's side is in poold.h) */
 void kv_defs_send(struct poold *pd);
 int kv_send_copy(struct poold *pd, uint32_t node, uint32_t src_arena, uint64_t src_off,
 		 uint32_t dst_arena, uint64_t dst_off, uint64_t len, coord_done_cb done, void *arg);

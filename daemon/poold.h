@@ -870,6 +870,8 @@ struct kv_ns_spec {
 };
 int kv_defs(struct poold *pd, struct kv_ns_spec **ret, size_t *ret_n);
 void kv_defs_adopt(struct poold *pd, const struct kv_ns_spec *defs, size_t n, const char *from);
+int kv_ns_flags_of(const char *tier, const char *evict, uint32_t *ret);
+void kv_def_msg(const struct kv_ns_spec *d, Pool__KvNamespace *m);
 Pool__KvNamespace **kv_defs_msg(struct poold *pd, size_t *ret_n);
 void kv_defs_adopt_msg(struct poold *pd, Pool__KvNamespace *const *defs, size_t n,
 		       const char *from);
