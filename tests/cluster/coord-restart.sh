@@ -155,4 +155,26 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 	{ not_ok "read of a dead lender's region ($rc, ${ms} ms)"; cat "$CLUSTER_TMP/out"; }
 on 2 "$IO" read pers 9 >/dev/null && ok "the regions on other lenders read on" ||
 	not_ok "other regions after node 4 died"
+
+# Node 3 is drained: the persistent region moves to node 2's pmem tier, and
+# node 2's journal records it there, so it survives node 2's restart.
+# (Its persistent KV values stay: the drain says what is still in use.)
+pctl 1 drain 3 >"$CLUSTER_TMP/out" 2>&1
+grep -q "[1-9] region(s) migrated" "$CLUSTER_TMP/out" && ok "drain node 3: $(cat "$CLUSTER_TMP/out")" ||
+	{ not_ok "drain node 3"; cat "$CLUSTER_TMP/out"; }
+pctl 1 --json region info pers | python3 -c '
+import json, sys
+assert {e["node"] for e in json.load(sys.stdin)["region"][0]["extents"]} == {2}' &&
+	ok "the persistent region moved to node 2" || not_ok "pers after the drain"
+pool_node_kill 2
+pool_wait_state 1 h2 dead 20
+POOL_PMEM=32M pool_node_start 2 -o lend.size=192M && pool_wait_state 1 h2 up 20 ||
+	not_ok "node 2 back"
+for _ in $(seq 100); do
+	pctl 1 --json region info pers 2>/dev/null | grep -q '"lost": *false' && break
+	sleep 0.1
+done
+on 3 "$IO" read pers 9 >"$CLUSTER_TMP/out" 2>&1 &&
+	ok "the moved persistent region reads back bit-exact after node 2 restarted" ||
+	{ not_ok "the moved persistent region after node 2 restarted"; cat "$CLUSTER_TMP/out"; pctl 1 region info pers; }
 finish
