@@ -576,6 +576,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 		TAILQ_FOREACH(old, &co->peers, entry)
 			if (old->conn == m->conn)
 				break;
+		m->conn = NULL; /* (so a failed call's caller asking again is refused) */
 		coordlink_fail(pd, id);
 		if (old != NULL) {
 			conn_free(old->conn);
@@ -583,7 +584,6 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 			co->npeers--;
 			free(old);
 		}
-		m->conn = NULL;
 	}
 	rec = coord_node_record(p, info, id);
 	rc = rec != NULL ? cluster_update(pd, rec, &m) : -ENOMEM;

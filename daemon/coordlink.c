@@ -124,7 +124,10 @@ void coordlink_answer(struct poold *pd, const struct wire_hdr *hdr, const uint8_
 	free(call);
 }
 
-/* A node's link dropped: fail the calls it will never answer. */
+/*
+ * A node's link dropped: fail the calls it will never answer. (Its member's
+ * link is gone first, so a caller that asks again is refused, not queued.)
+ */
 void coordlink_fail(struct poold *pd, uint32_t node)
 {
 	struct coordlink *cl = pd->coordlink;
