@@ -6,15 +6,18 @@
  */
 #include "config.h"
 
-#include <errno.h>
-#include <stdlib.h>
-
 #include "daemon/ledger.h"
 #include "daemon/poold.h"
 
-/* Tell a lender the n holdings it holds (this poold records them at once). */
-static void hold_send(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
-		      coord_done_cb done, void *arg)
+/*
+ * Coordinator: tell a lender the n holdings it holds (a region's extents
+ * with the region's record, committed KV values with theirs), in one
+ * message; this poold records its own at once. With done, the lender
+ * answers once they are recorded (and journaled, for a persistent value):
+ * done gets 0 or the error, at once or later.
+ */
+void hold_tell_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
+			coord_done_cb done, void *arg)
 {
 	int rc;
 
@@ -28,19 +31,6 @@ static void hold_send(struct poold *pd, uint32_t node, const struct holding *h, 
 }
 
 /*
- * Coordinator: tell a lender the n holdings it holds (a region's extents
- * with the region's record, committed KV values with theirs), in one
- * message. With done, the lender answers once they are recorded (and
- * journaled, for a persistent value): done gets 0 or the error, at once or
- * later.
- */
-void hold_tell_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
-			coord_done_cb done, void *arg)
-{
-	hold_send(pd, node, h, n, done, arg);
-}
-
-/*
  * Coordinator: tell a lender it now holds an extent of id's (a KV
  * namespace's, or a region's on its way to this place), with no record.
  */
@@ -49,5 +39,5 @@ void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, ui
 {
 	struct holding h = {.e = {arena, off, len, id}};
 
-	hold_send(pd, node, &h, 1, NULL, NULL);
+	hold_tell_holdings(pd, node, &h, 1, NULL, NULL);
 }
