@@ -51,20 +51,7 @@
 #include <openssl/x509v3.h>
 
 #include "common/common.h"
-#include "daemon/etcd.h"
-
-#define ETCD_MAX_ENDPOINTS 8
-#define ETCD_MAX_ANSWER (8u << 20) /* bytes of one answer read, at most */
-#define ETCD_WATCH_IDLE_S 86400	   /* a watch's stream may be quiet that long */
-
-struct etcd_endpoint {
-	char host[256];
-	uint16_t port;
-	char url[300];			/* as configured, for messages */
-	bool tls;			/* https:// */
-	struct evhttp_connection *conn; /* made on first use; libevent reconnects it (not TLS) */
-	bool closed;			/* TLS: conn was closed, and is retired at next use */
-};
+#include "daemon/etcdint.h"
 
 enum etcd_kind {
 	ETCD_PUT,
@@ -93,40 +80,6 @@ struct etcd_call {
 	bool resent;			   /* once, after its token was refused */
 	TAILQ_ENTRY(etcd_call) wait_entry; /* waiting for a token, in order */
 	bool waiting;
-};
-
-struct etcd_watch {
-	LIST_ENTRY(etcd_watch) entry;
-	struct etcd *e;
-	struct evhttp_connection *conn;
-	struct evbuffer *pending; /* what came of the stream, up to its next newline */
-	etcd_event_fn *fn;
-	void *arg;
-	size_t endpoint;
-	json_t *create; /* its create request, until it is sent */
-	enum evhttp_request_error failure;
-	bool failed, cancelled;
-	uint64_t token_gen;
-};
-
-struct etcd {
-	struct event_base *base;
-	struct etcd_endpoint ep[ETCD_MAX_ENDPOINTS];
-	size_t nep, cur;
-	unsigned timeout_ms;
-	LIST_HEAD(, etcd_call) calls;
-	LIST_HEAD(, etcd_watch) watches;
-	SSL_CTX *tls; /* for https endpoints (etcd_tls()) */
-	struct evhttp_connection *retired[2 * ETCD_MAX_ENDPOINTS]; /* closed TLS connections */
-	size_t nretired;
-	struct event *reaper; /* frees them, from the loop */
-	/* auth: NULL user, none */
-	char *user, *password;
-	char *token;	    /* etcd's, while it holds; NULL: authenticate first */
-	uint64_t token_gen; /* counts tokens, to tell a refused one from its successor */
-	bool authenticating;
-	bool closing;			 /* etcd_free() is answering the calls */
-	TAILQ_HEAD(, etcd_call) waiting; /* calls waiting for a token */
 };
 
 static void etcd_reap(evutil_socket_t fd, short what, void *arg);
@@ -249,8 +202,6 @@ fail:
 	return -EINVAL;
 }
 
-static void etcd_watch_free(struct etcd_watch *w);
-
 /* Free the retired TLS connections (from the loop: never inside their own callbacks). */
 static void etcd_reap(evutil_socket_t fd, short what, void *arg)
 {
@@ -270,7 +221,7 @@ static void etcd_forget(char *secret)
 }
 
 /* The token in force is no more: the next request authenticates first. */
-static void etcd_drop_token(struct etcd *e)
+void etcd_drop_token(struct etcd *e)
 {
 	etcd_forget(e->token);
 	free(e->token);
@@ -407,7 +358,7 @@ static char *etcd_prefix_end(const char *key)
 }
 
 /* Set key (base64) and, for a prefix, range_end in a request object. */
-static int etcd_set_key(json_t *o, const char *name, const char *key, bool prefix)
+int etcd_set_key(json_t *o, const char *name, const char *key, bool prefix)
 {
 	char *k = etcd_b64(key, strlen(key)), *end = prefix ? etcd_prefix_end(key) : NULL;
 	int rc = 0;
@@ -421,7 +372,7 @@ static int etcd_set_key(json_t *o, const char *name, const char *key, bool prefi
 	return rc;
 }
 
-static json_t *etcd_int(int64_t v)
+json_t *etcd_int(int64_t v)
 {
 	char buf[24];
 
@@ -441,14 +392,14 @@ static int64_t etcd_num(json_t *o, const char *name)
 	return 0;
 }
 
-static void etcd_kv_free(struct etcd_kv *kv)
+void etcd_kv_free(struct etcd_kv *kv)
 {
 	free(kv->key);
 	free(kv->value);
 }
 
 /* One kv of an answer; -EPROTO if its key or value is not base64. */
-static int etcd_kv_of(json_t *o, struct etcd_kv *kv)
+int etcd_kv_of(json_t *o, struct etcd_kv *kv)
 {
 	const char *key = json_string_value(json_object_get(o, "key"));
 	const char *value = json_string_value(json_object_get(o, "value"));
@@ -502,14 +453,14 @@ static void etcd_failed(enum evhttp_request_error error, void *arg)
 }
 
 /* The endpoint in use failed: the next request goes to the next one. */
-static void etcd_next_endpoint(struct etcd *e, size_t failed)
+void etcd_next_endpoint(struct etcd *e, size_t failed)
 {
 	if (failed == e->cur) /* (else moved on already) */
 		e->cur = (e->cur + 1) % e->nep;
 }
 
 /* What an error answer says: etcd's message, or the HTTP status. -ENOENT for gRPC's NotFound. */
-static int etcd_error_of(json_t *doc, int code, char *buf, size_t len)
+int etcd_error_of(json_t *doc, int code, char *buf, size_t len)
 {
 	const char *msg = json_string_value(json_object_get(doc, "message"));
 
@@ -704,7 +655,7 @@ static int etcd_tls_names(SSL *ssl, const char *host)
 }
 
 /* A new connection to ep, in TLS for https; NULL without memory. */
-static struct evhttp_connection *etcd_connect(struct etcd *e, struct etcd_endpoint *ep)
+struct evhttp_connection *etcd_connect(struct etcd *e, struct etcd_endpoint *ep)
 {
 	struct bufferevent *bev = NULL;
 	struct evhttp_connection *conn;
@@ -766,8 +717,8 @@ static struct evhttp_connection *etcd_conn(struct etcd *e)
 }
 
 /* POST text to path (with token, if not NULL); req is freed if it cannot go. */
-static int etcd_post(struct evhttp_connection *conn, const char *host, const char *path,
-		     const char *text, const char *token, struct evhttp_request *req)
+int etcd_post(struct evhttp_connection *conn, const char *host, const char *path, const char *text,
+	      const char *token, struct evhttp_request *req)
 {
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 
@@ -829,9 +780,6 @@ static void etcd_answer_now(struct etcd_call *c, int status, const char *why)
 	etcd_call_free(c);
 }
 
-static int etcd_watch_start(struct etcd_watch *w);
-static void etcd_watch_end(struct etcd_watch *w, int status, const char *why);
-
 /* etcd answered the authentication: the waiting calls and watches go, or fail with it. */
 static void etcd_authenticated(void *arg, const struct etcd_result *res)
 {
@@ -882,7 +830,7 @@ static void etcd_authenticated(void *arg, const struct etcd_result *res)
 }
 
 /* Authenticate, unless that is under way: the token is e->token once etcd answers. */
-static int etcd_authenticate(struct etcd *e)
+int etcd_authenticate(struct etcd *e)
 {
 	json_t *o;
 	int rc;
@@ -1146,201 +1094,4 @@ int etcd_lease_revoke(struct etcd *e, int64_t lease, etcd_done_fn *done, void *a
 	json_t *o = json_pack("{so}", "ID", etcd_int(lease));
 
 	return o != NULL ? etcd_call(e, ETCD_REVOKE, "/v3/lease/revoke", o, done, arg) : -ENOMEM;
-}
-
-static void etcd_watch_free(struct etcd_watch *w)
-{
-	LIST_REMOVE(w, entry);
-	if (w->conn != NULL)
-		evhttp_connection_free(w->conn);
-	if (w->pending != NULL)
-		evbuffer_free(w->pending);
-	json_decref(w->create);
-	free(w);
-}
-
-/* Tell the watcher its watch ended (once), unless it cancelled it. */
-static void etcd_watch_end(struct etcd_watch *w, int status, const char *why)
-{
-	etcd_event_fn *fn = w->fn;
-
-	w->fn = NULL;
-	if (fn != NULL && !w->cancelled)
-		fn(w->arg, status, why, false, NULL);
-}
-
-/* One message of the stream: its events, each to the watcher. */
-static void etcd_watch_message(struct etcd_watch *w, const char *line, size_t len)
-{
-	json_t *doc = json_loadb(line, len, 0, NULL), *result = json_object_get(doc, "result");
-	json_t *events = json_object_get(result, "events");
-	char why[256];
-	size_t i;
-
-	if (!json_is_object(result)) {
-		int rc = json_is_object(json_object_get(doc, "error"))
-			     ? etcd_error_of(json_object_get(doc, "error"), 200, why, sizeof(why))
-			     : -EPROTO;
-
-		if (rc == -EPROTO)
-			snprintf(why, sizeof(why), "a watch's stream that is not etcd's");
-		etcd_watch_end(w, rc, why);
-		json_decref(doc);
-		return;
-	}
-	if (json_is_true(json_object_get(result, "canceled"))) {
-		const char *reason = json_string_value(json_object_get(result, "cancel_reason"));
-
-		/* (a watch refused for its token: the next one authenticates again) */
-		if (reason != NULL && w->e->user != NULL && w->token_gen == w->e->token_gen &&
-		    (strstr(reason, "Unauthenticated") != NULL ||
-		     strstr(reason, "user name is empty") != NULL))
-			etcd_drop_token(w->e);
-		snprintf(why, sizeof(why), "etcd cancelled the watch: %s",
-			 reason != NULL && reason[0] != '\0' ? reason : "compacted?");
-		etcd_watch_end(w, -ECANCELED, why);
-		json_decref(doc);
-		return;
-	}
-	for (i = 0; i < json_array_size(events) && w->fn != NULL && !w->cancelled; i++) {
-		json_t *ev = json_array_get(events, i);
-		const char *type = json_string_value(json_object_get(ev, "type"));
-		struct etcd_kv kv;
-
-		if (etcd_kv_of(json_object_get(ev, "kv"), &kv) < 0) {
-			etcd_watch_end(w, -EPROTO, "a watched key that is not base64");
-			break;
-		}
-		w->fn(w->arg, 0, NULL, type != NULL && strcmp(type, "DELETE") == 0, &kv);
-		etcd_kv_free(&kv);
-	}
-	json_decref(doc);
-}
-
-static void etcd_watch_chunk(struct evhttp_request *req, void *arg)
-{
-	struct etcd_watch *w = arg;
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-	char *line;
-	size_t n;
-
-	if (w->fn == NULL || w->cancelled) { /* ended: what the stream still brings is dropped */
-		evbuffer_drain(in, evbuffer_get_length(in));
-		return;
-	}
-	evbuffer_add_buffer(w->pending, in);
-	while (w->fn != NULL && !w->cancelled &&
-	       (line = evbuffer_readln(w->pending, &n, EVBUFFER_EOL_LF)) != NULL) {
-		etcd_watch_message(w, line, n);
-		free(line);
-	}
-	if (evbuffer_get_length(w->pending) > ETCD_MAX_ANSWER) {
-		evbuffer_drain(w->pending, evbuffer_get_length(w->pending));
-		etcd_watch_end(w, -EPROTO, "a watch's message over 8 MiB");
-	}
-}
-
-static void etcd_watch_failed(enum evhttp_request_error error, void *arg)
-{
-	struct etcd_watch *w = arg;
-
-	w->failure = error;
-	w->failed = true;
-}
-
-/* The stream ended (the connection dropped, or etcd closed it). */
-static void etcd_watch_done(struct evhttp_request *req, void *arg)
-{
-	struct etcd_watch *w = arg;
-	char why[400];
-
-	if (req == NULL || evhttp_request_get_response_code(req) == 0)
-		etcd_next_endpoint(w->e, w->endpoint); /* (it could not be reached) */
-	snprintf(why, sizeof(why), "the watch's stream from etcd at %s ended",
-		 w->e->ep[w->endpoint].url);
-	etcd_watch_end(w, -ECONNRESET, why);
-}
-
-/*
- * Watch key (or every key under it) from start_revision (0: from now):
- * each put and delete goes to fn in order; the watch's end too, once,
- * with a negative status (then the caller watches again, from the
- * revision after the last it saw). NULL without memory.
- */
-struct etcd_watch *etcd_watch(struct etcd *e, const char *key, bool prefix, int64_t start_revision,
-			      etcd_event_fn *fn, void *arg)
-{
-	struct etcd_watch *w = calloc(1, sizeof(*w));
-	json_t *create = json_object();
-	int rc;
-
-	if (w == NULL || create == NULL || etcd_set_key(create, "key", key, prefix) < 0 ||
-	    (start_revision > 0 &&
-	     json_object_set_new(create, "start_revision", etcd_int(start_revision)) < 0)) {
-		json_decref(create);
-		free(w);
-		return NULL;
-	}
-	w->e = e;
-	w->fn = fn;
-	w->arg = arg;
-	w->create = create;
-	LIST_INSERT_HEAD(&e->watches, w, entry);
-	/* (without a token it starts once the client has one) */
-	rc = e->user != NULL && e->token == NULL ? etcd_authenticate(e) : etcd_watch_start(w);
-	if (rc < 0) {
-		etcd_watch_free(w);
-		return NULL;
-	}
-	return w;
-}
-
-/* Send the watch's create request, with the token in force. */
-static int etcd_watch_start(struct etcd_watch *w)
-{
-	struct etcd *e = w->e;
-	struct timeval idle = {ETCD_WATCH_IDLE_S, 0};
-	struct evhttp_request *req;
-	json_t *msg = json_pack("{so}", "create_request", w->create);
-	char *text = msg != NULL ? json_dumps(msg, JSON_COMPACT) : NULL;
-	int rc = -ENOMEM;
-
-	w->create = NULL; /* (json_pack took it) */
-	json_decref(msg);
-	w->endpoint = e->cur;
-	w->token_gen = e->token_gen;
-	w->pending = evbuffer_new();
-	w->conn = e->ep[e->cur].tls && e->tls == NULL ? NULL : etcd_connect(e, &e->ep[e->cur]);
-	req = text != NULL && w->conn != NULL && w->pending != NULL
-		  ? evhttp_request_new(etcd_watch_done, w)
-		  : NULL;
-	if (req != NULL) {
-		evhttp_connection_set_timeout_tv(w->conn, &idle);
-		evhttp_connection_set_retries(w->conn, 0);
-		evhttp_request_set_chunked_cb(req, etcd_watch_chunk);
-		evhttp_request_set_error_cb(req, etcd_watch_failed);
-		rc = etcd_post(w->conn, e->ep[e->cur].host, "/v3/watch", text, e->token, req);
-	}
-	free(text);
-	return rc;
-}
-
-static void etcd_watch_reap(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	etcd_watch_free(arg);
-}
-
-/* Stop watching: no call comes after this (the watch is freed from the loop, not in here). */
-void etcd_watch_cancel(struct etcd_watch *w)
-{
-	struct timeval now = {0, 0};
-
-	if (w == NULL || w->cancelled)
-		return;
-	w->cancelled = true;
-	w->fn = NULL;
-	if (event_base_once(w->e->base, -1, EV_TIMEOUT, etcd_watch_reap, w, &now) < 0)
-		log_warnx("etcd: a cancelled watch is kept until the client goes");
 }

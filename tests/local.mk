@@ -107,14 +107,15 @@ tests_tools_resp_null_SOURCES = tests/tools/resp-null.c
 
 # pool-etcd: daemon/etcd.c's requests against a real etcd (tests/integration/etcd.sh).
 noinst_PROGRAMS += tests/tools/pool-etcd
-tests_tools_pool_etcd_SOURCES = tests/tools/pool-etcd.c daemon/etcd.h daemon/etcd.c
+tests_tools_pool_etcd_SOURCES = tests/tools/pool-etcd.c daemon/etcd.h daemon/etcdint.h daemon/etcd.c \
+	daemon/etcdwatch.c
 tests_tools_pool_etcd_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(ETCD_CFLAGS) $(CRYPTO_CFLAGS)
 tests_tools_pool_etcd_LDADD = common/libconf.la common/libcommon.la $(EVENT_LIBS) $(ETCD_LIBS) $(CRYPTO_LIBS)
 
 # pool-elect: one candidate of daemon/elect.c's election (tests/integration/elect.sh).
 noinst_PROGRAMS += tests/tools/pool-elect
 tests_tools_pool_elect_SOURCES = tests/tools/pool-elect.c daemon/elect.h daemon/elect.c \
-	daemon/etcd.h daemon/etcd.c
+	daemon/etcd.h daemon/etcdint.h daemon/etcd.c daemon/etcdwatch.c
 tests_tools_pool_elect_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(ETCD_CFLAGS) $(CRYPTO_CFLAGS)
 tests_tools_pool_elect_LDADD = common/libconf.la common/libcommon.la $(EVENT_LIBS) $(ETCD_LIBS) \
 	$(CRYPTO_LIBS)
