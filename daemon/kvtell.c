@@ -52,13 +52,17 @@ void kv_def_msg(const struct kv_ns_spec *d, Pool__KvNamespace *m)
  */
 static void kv_def_of_msg(const Pool__KvNamespace *m, struct kv_ns_spec *d)
 {
+	uint32_t evict;
+
 	*d = (struct kv_ns_spec){.name = m->name,
 				 .capacity = m->capacity,
 				 .size_hint = m->has_size_hint ? m->size_hint : 0,
 				 .replicas = m->has_replicas ? m->replicas : 1,
 				 .mode = 0666};
-	if (kv_ns_flags_of(m->tier, m->evict, &d->flags) < 0) /* a newer tier: its default */
+	if (kv_ns_flags_of(m->tier, NULL, &d->flags) < 0) /* a newer tier: the default */
 		d->flags = 0;
+	if (kv_ns_flags_of(NULL, m->evict, &evict) == 0) /* a newer policy: LRU */
+		d->flags |= evict;
 	if (m->has_dedup && m->dedup)
 		d->flags |= HOLD_NS_DEDUP;
 	if (m->has_mode) {

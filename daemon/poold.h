@@ -661,6 +661,7 @@ struct region_record {
 bool region_extent_record(struct poold *pd, uint32_t node, uint64_t id, uint32_t arena,
 			  uint64_t off, struct region_record *rec);
 void region_record(const struct region *r, struct region_record *rec);
+void region_tell_extent(struct poold *pd, const struct region *r, size_t i);
 int region_replay(struct poold *pd, const struct region_record *rec, uint64_t base);
 void region_replay_gone(struct poold *pd, uint64_t id, const char *name, const uint32_t *nodes,
 			size_t n);

@@ -62,13 +62,10 @@ static void move_done(struct poold *pd, void *arg, int err)
 
 	if (err == 0) {
 		struct region_extent old = r->ext[mv->idx];
-		struct holding h = {.e = {mv->to.arena, mv->to.off, mv->to.len, r->id}};
 
 		r->ext[mv->idx] = mv->to;
 		/* Its new lender records (and for a persistent region journals) what it holds. */
-		h.has_region = region_extent_record(pd, mv->to.node, r->id, mv->to.arena,
-						    mv->to.off, &h.region);
-		hold_tell_holdings(pd, mv->to.node, &h, 1, NULL, NULL);
+		region_tell_extent(pd, r, mv->idx);
 		region_retire(pd, old.node, old.arena, old.off, old.len, rc);
 		region_notify(pd, r, REGION_MOVED);
 		rc->migrated++;

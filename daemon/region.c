@@ -854,19 +854,24 @@ void region_record(const struct region *r, struct region_record *rec)
 	};
 }
 
-/* Tell a region's lenders the extents they hold of it, each with the region's record. */
-void region_tell_lenders(struct poold *pd, const struct region *r)
+/* Tell extent i's lender that it holds it, with the region's record. */
+void region_tell_extent(struct poold *pd, const struct region *r, size_t i)
+{
+	struct holding h = {.e = {r->ext[i].arena, r->ext[i].off, r->ext[i].len, r->id},
+			    .has_region = true};
+
+	region_record(r, &h.region);
+	h.region.index = (uint32_t)r->ext[i].region_off;
+	hold_tell_holdings(pd, r->ext[i].node, &h, 1, NULL, NULL);
+}
+
+/* Tell a region's lenders the extents they hold of it. */
+static void region_tell_lenders(struct poold *pd, const struct region *r)
 {
 	size_t i;
 
-	for (i = 0; i < r->next; i++) {
-		struct holding h = {.e = {r->ext[i].arena, r->ext[i].off, r->ext[i].len, r->id},
-				    .has_region = true};
-
-		region_record(r, &h.region);
-		h.region.index = (uint32_t)r->ext[i].region_off;
-		hold_tell_holdings(pd, r->ext[i].node, &h, 1, NULL, NULL);
-	}
+	for (i = 0; i < r->next; i++)
+		region_tell_extent(pd, r, i);
 }
 
 uint64_t region_gva_len(uint64_t size)

@@ -16,6 +16,5 @@ int region_link(struct poold *pd, struct region *r);
 void region_unlink(struct poold *pd, struct region *r);
 void region_lease_drop(struct poold *pd, struct region *r, struct lease *l);
 uint64_t region_gva_len(uint64_t size);
-void region_tell_lenders(struct poold *pd, const struct region *r);
 
 #endif
