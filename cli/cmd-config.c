@@ -17,15 +17,13 @@ static const struct field option_fields[O_FIELDS] = {
 
 static int cmd_config_show_exec(struct cmd_ctx *ctx)
 {
-	Pool__ConfigShowRequest req = POOL__CONFIG_SHOW_REQUEST__INIT;
-	Pool__ConfigShowReply *rep;
+	const struct admin_config *rep;
 	struct json *j = NULL;
 	struct listing *l;
 	size_t i;
 	int rc;
 
-	rc = cmd_call(ctx, WIRE_CONFIG_SHOW, &req.base, WIRE_CONFIG_SHOW_REPLY,
-		      (ProtobufCMessage **)&rep);
+	rc = admin_config(ctx->admin, &rep);
 	if (rc != EXIT_OK)
 		return rc;
 	if (ctx->json) {
@@ -36,7 +34,7 @@ static int cmd_config_show_exec(struct cmd_ctx *ctx)
 	}
 	l = listing_new(j, "options", option_fields, O_FIELDS, false);
 	for (i = 0; i < rep->n_options; i++) {
-		const Pool__ConfigOption *o = rep->options[i];
+		const struct admin_option *o = &rep->options[i];
 		struct value v[O_FIELDS] = {
 		    [O_NAME].s = o->name,
 		    [O_VALUE].s = o->value,
@@ -52,7 +50,7 @@ static int cmd_config_show_exec(struct cmd_ctx *ctx)
 	listing_end(l);
 	if (j != NULL)
 		json_finish(j);
-	wire_msg_free(&rep->base);
+	admin_free(rep);
 	return EXIT_OK;
 }
 

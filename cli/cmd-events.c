@@ -18,9 +18,9 @@ static const struct field event_fields[E_FIELDS] = {
 
 static int cmd_events_exec(struct cmd_ctx *ctx)
 {
-	Pool__EventsRequest req = POOL__EVENTS_REQUEST__INIT;
-	Pool__EventsReply *rep;
+	const struct admin_events *rep;
 	struct json *j = NULL;
+	unsigned max = 0;
 	struct listing *l;
 	size_t i;
 	int rc;
@@ -33,25 +33,24 @@ static int cmd_events_exec(struct cmd_ctx *ctx)
 			fprintf(stderr, "poolctl: '%s' is not a count of events\n", ctx->argv[0]);
 			return EXIT_USAGE;
 		}
-		req.has_max = 1;
-		req.max = (uint32_t)n;
+		max = (unsigned)n;
 	}
-	rc = cmd_call(ctx, WIRE_EVENTS, &req.base, WIRE_EVENTS_REPLY, (ProtobufCMessage **)&rep);
+	rc = admin_events(ctx->admin, max, &rep);
 	if (rc != EXIT_OK)
 		return rc;
 	if (ctx->json)
 		j = json_new(stdout);
 	l = listing_new(j, "events", event_fields, E_FIELDS, false);
-	for (i = 0; i < rep->n_events; i++) {
-		time_t sec = (time_t)(rep->events[i]->time_ms / 1000);
+	for (i = 0; i < rep->n; i++) {
+		time_t sec = (time_t)(rep->events[i].time_ms / 1000);
 		char when[32];
 		struct tm tm;
 		struct value v[E_FIELDS] = {
-		    [E_SEQ].u = rep->events[i]->seq,
-		    [E_TIME].u = rep->events[i]->time_ms,
+		    [E_SEQ].u = rep->events[i].seq,
+		    [E_TIME].u = rep->events[i].time_ms,
 		    [E_WHEN].s = when,
-		    [E_KIND].s = rep->events[i]->kind,
-		    [E_TEXT].s = rep->events[i]->text,
+		    [E_KIND].s = rep->events[i].kind,
+		    [E_TEXT].s = rep->events[i].text,
 		};
 
 		strftime(when, sizeof(when), "%F %T", localtime_r(&sec, &tm));
@@ -60,7 +59,7 @@ static int cmd_events_exec(struct cmd_ctx *ctx)
 	listing_end(l);
 	if (j != NULL)
 		json_finish(j);
-	wire_msg_free(&rep->base);
+	admin_free(rep);
 	return EXIT_OK;
 }
 

@@ -6,25 +6,25 @@
 
 #include "cli/poolctl.h"
 
-static const Pool__ProbeResult *fabric_find(const Pool__FabricReply *rep, uint32_t src,
+static const struct admin_link *fabric_find(const struct admin_fabric *f, uint32_t src,
 					    uint32_t dst)
 {
 	size_t i;
 
-	for (i = 0; i < rep->n_results; i++)
-		if (rep->results[i]->src == src && rep->results[i]->dst == dst)
-			return rep->results[i];
+	for (i = 0; i < f->n_links; i++)
+		if (f->links[i].src == src && f->links[i].dst == dst)
+			return &f->links[i];
 	return NULL;
 }
 
-static void fabric_print_json(const Pool__FabricReply *rep)
+static void fabric_print_json(const struct admin_fabric *rep)
 {
 	struct json *j = json_new(stdout);
 	size_t i;
 
 	json_array(j, "links");
-	for (i = 0; i < rep->n_results; i++) {
-		const Pool__ProbeResult *r = rep->results[i];
+	for (i = 0; i < rep->n_links; i++) {
+		const struct admin_link *r = &rep->links[i];
 
 		json_object(j, NULL);
 		json_u64(j, "src", r->src);
@@ -43,9 +43,9 @@ static void fabric_print_json(const Pool__FabricReply *rep)
 }
 
 /* A matrix per figure: rows read from columns' memory. */
-static void fabric_print_matrix(const Pool__FabricReply *rep, bool bandwidth)
+static void fabric_print_matrix(const struct admin_fabric *rep, bool bandwidth)
 {
-	size_t n = rep->n_members, i, k;
+	size_t n = rep->n_nodes, i, k;
 	const char **headers = calloc(n + 1, sizeof(*headers));
 	char(*names)[16] = calloc(n + 1, sizeof(*names));
 	struct table *t;
@@ -58,7 +58,7 @@ static void fabric_print_matrix(const Pool__FabricReply *rep, bool bandwidth)
 	}
 	headers[0] = bandwidth ? "GB/s" : "latency";
 	for (i = 0; i < n; i++) {
-		snprintf(names[i], sizeof(names[i]), "%u", rep->members[i]->node->id);
+		snprintf(names[i], sizeof(names[i]), "%u", rep->nodes[i]);
 		headers[i + 1] = names[i];
 	}
 	t = table_new((int)n + 1, headers);
@@ -68,8 +68,7 @@ static void fabric_print_matrix(const Pool__FabricReply *rep, bool bandwidth)
 
 		row[0] = names[i];
 		for (k = 0; k < n; k++) {
-			const Pool__ProbeResult *r =
-			    fabric_find(rep, rep->members[i]->node->id, rep->members[k]->node->id);
+			const struct admin_link *r = fabric_find(rep, rep->nodes[i], rep->nodes[k]);
 			if (i == k)
 				snprintf(cells[k], sizeof(cells[k]), "-");
 			else if (r == NULL)
@@ -93,11 +92,11 @@ out:
 	free(headers);
 }
 
-static void fabric_print(const Pool__FabricReply *rep)
+static void fabric_print(const struct admin_fabric *rep)
 {
 	size_t i;
 
-	if (rep->n_results == 0) {
+	if (rep->n_links == 0) {
 		printf("no link measured yet: run 'poolctl fabric probe'\n");
 		return;
 	}
@@ -106,8 +105,8 @@ static void fabric_print(const Pool__FabricReply *rep)
 	printf("\nbandwidth (1 MiB gets, 4 in flight, row reads column):\n");
 	fabric_print_matrix(rep, true);
 	printf("\nlinks:\n");
-	for (i = 0; i < rep->n_results; i++) {
-		const Pool__ProbeResult *r = rep->results[i];
+	for (i = 0; i < rep->n_links; i++) {
+		const struct admin_link *r = &rep->links[i];
 
 		if (r->error != 0)
 			printf("  %u -> %u: %s\n", r->src, r->dst, err_str(r->error));
@@ -117,34 +116,31 @@ static void fabric_print(const Pool__FabricReply *rep)
 	}
 }
 
-static int fabric_exec(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req)
+/* probe: measure the links now; else show the latest measures. */
+static int fabric_exec(struct cmd_ctx *ctx, bool probe)
 {
-	Pool__FabricReply *rep;
+	const struct admin_fabric *rep;
 	int rc;
 
-	rc = cmd_call(ctx, type, req, WIRE_FABRIC_REPLY, (ProtobufCMessage **)&rep);
+	rc = admin_fabric(ctx->admin, probe, &rep);
 	if (rc != EXIT_OK)
 		return rc;
 	if (ctx->json)
 		fabric_print_json(rep);
 	else
 		fabric_print(rep);
-	wire_msg_free(&rep->base);
+	admin_free(rep);
 	return EXIT_OK;
 }
 
 static int cmd_fabric_exec(struct cmd_ctx *ctx)
 {
-	Pool__FabricRequest req = POOL__FABRIC_REQUEST__INIT;
-
-	return fabric_exec(ctx, WIRE_FABRIC, &req.base);
+	return fabric_exec(ctx, false);
 }
 
 static int cmd_fabric_probe_exec(struct cmd_ctx *ctx)
 {
-	Pool__ProbeRequest req = POOL__PROBE_REQUEST__INIT;
-
-	return fabric_exec(ctx, WIRE_PROBE, &req.base);
+	return fabric_exec(ctx, true);
 }
 
 const struct cmd_entry cmd_fabric_probe_entry = {

@@ -63,57 +63,40 @@ static const struct field kv_fields[K_FIELDS] = {
     [K_SIZE_HINT] = {"size_hint", NULL, FIELD_U64, IN_BOTH},
 };
 
-static int kv_exec(struct cmd_ctx *ctx, Pool__KvNsOp op, const char *name, uint64_t capacity,
-		   const char *tier, const char *evict, unsigned replicas, uint64_t hint, long mode,
-		   long gid, bool stats)
+/* Ask op of namespace name (spec: create's) and show the namespaces in the reply. */
+static int kv_exec(struct cmd_ctx *ctx, enum admin_kv_op op, const char *name,
+		   const struct admin_kv_spec *spec, bool stats)
 {
-	Pool__KvNsRequest req = POOL__KV_NS_REQUEST__INIT;
-	Pool__KvNsReply *rep;
+	const struct admin_kv *rep;
 	struct json *j = NULL;
 	struct listing *l;
 	size_t i;
 	int rc;
 
-	req.op = op;
-	req.name = (char *)name;
-	req.tier = (char *)tier;
-	req.evict = (char *)evict;
-	req.has_replicas = replicas > 0;
-	req.replicas = replicas;
-	req.has_size_hint = hint > 0;
-	req.size_hint = hint;
-	req.has_mode = mode >= 0;
-	req.mode = mode >= 0 ? (uint32_t)mode : 0;
-	req.has_gid = gid >= 0;
-	req.gid = gid >= 0 ? (uint32_t)gid : 0;
-	if (capacity) {
-		req.has_capacity = 1;
-		req.capacity = capacity;
-	}
-	rc = cmd_call(ctx, WIRE_KV_NS, &req.base, WIRE_KV_NS_REPLY, (ProtobufCMessage **)&rep);
+	rc = admin_kv(ctx->admin, op, name, spec, &rep);
 	if (rc != EXIT_OK)
 		return rc;
-	if (op == POOL__KV_NS_OP__KV_NS_OP_DROP && !ctx->json) {
+	if (op == ADMIN_KV_DROP && !ctx->json) {
 		printf("KV namespace %s dropped\n", name);
-		wire_msg_free(&rep->base);
+		admin_free(rep);
 		return EXIT_OK;
 	}
 	if (ctx->json)
 		j = json_new(stdout);
 	l = listing_new(j, "namespaces", kv_fields, K_FIELDS, !stats);
-	for (i = 0; i < rep->n_namespaces; i++) {
-		const Pool__KvNamespace *n = rep->namespaces[i];
+	for (i = 0; i < rep->n; i++) {
+		const struct admin_kv_ns *n = &rep->namespaces[i];
 		uint64_t total = n->hits + n->misses;
 		char rate[16];
 		struct value v[K_FIELDS] = {
 		    [K_NAME].s = n->name,
 		    [K_CAPACITY].u = n->capacity,
-		    [K_UID] = {.u = n->uid, .absent = !n->has_mode},
-		    [K_GID] = {.u = n->gid, .absent = !n->has_mode},
-		    [K_MODE] = {.u = n->mode, .absent = !n->has_mode},
+		    [K_UID] = {.u = n->uid, .absent = !n->has_owner},
+		    [K_GID] = {.u = n->gid, .absent = !n->has_owner},
+		    [K_MODE] = {.u = n->mode, .absent = !n->has_owner},
 		    [K_TIER].s = n->tier,
 		    [K_EVICT].s = n->evict,
-		    [K_REPLICAS].u = n->has_replicas ? n->replicas : 1,
+		    [K_REPLICAS].u = n->replicas,
 		    [K_USED_ALL].u = n->used + n->pmem_used,
 		    [K_USED].u = n->used,
 		    [K_PMEM_USED].u = n->pmem_used,
@@ -136,40 +119,37 @@ static int kv_exec(struct cmd_ctx *ctx, Pool__KvNsOp op, const char *name, uint6
 	listing_end(l);
 	if (j != NULL)
 		json_finish(j);
-	wire_msg_free(&rep->base);
+	admin_free(rep);
 	return EXIT_OK;
 }
 
 static int cmd_kv_ls_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, POOL__KV_NS_OP__KV_NS_OP_STATS, "", 0, NULL, NULL, 0, 0, -1, -1, false);
+	return kv_exec(ctx, ADMIN_KV_STATS, "", NULL, false);
 }
 
 static int cmd_kv_stats_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, POOL__KV_NS_OP__KV_NS_OP_STATS, ctx->argc ? ctx->argv[0] : "", 0, NULL,
-		       NULL, 0, 0, -1, -1, true);
+	return kv_exec(ctx, ADMIN_KV_STATS, ctx->argc ? ctx->argv[0] : "", NULL, true);
 }
 
 static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 {
-	const char *tier = NULL, *evict = NULL;
-	unsigned replicas = 0;
-	uint64_t cap, hint = 0;
-	long mode = -1, gid = -1;
+	struct admin_kv_spec spec = {.mode = -1, .gid = -1};
 	int i;
 
-	if (units_parse_size(ctx->argv[1], &cap) < 0) {
+	if (units_parse_size(ctx->argv[1], &spec.capacity) < 0) {
 		fprintf(stderr, "poolctl: '%s' is not a size (use e.g. 64M, 2G)\n", ctx->argv[1]);
 		return EXIT_USAGE;
 	}
 	for (i = 2; i < ctx->argc; i++) {
 		if (strncmp(ctx->argv[i], "tier=", 5) == 0) {
-			tier = ctx->argv[i] + 5;
+			spec.tier = ctx->argv[i] + 5;
 		} else if (strncmp(ctx->argv[i], "evict=", 6) == 0) {
-			evict = ctx->argv[i] + 6;
+			spec.evict = ctx->argv[i] + 6;
 		} else if (strncmp(ctx->argv[i], "hint=", 5) == 0) {
-			if (units_parse_size(ctx->argv[i] + 5, &hint) < 0 || hint == 0) {
+			if (units_parse_size(ctx->argv[i] + 5, &spec.size_hint) < 0 ||
+			    spec.size_hint == 0) {
 				fprintf(stderr, "poolctl: '%s': hint is a size, such as 64K\n",
 					ctx->argv[i]);
 				return EXIT_USAGE;
@@ -177,8 +157,9 @@ static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 		} else if (strncmp(ctx->argv[i], "mode=", 5) == 0) {
 			char *end;
 
-			mode = strtol(ctx->argv[i] + 5, &end, 8);
-			if (end == ctx->argv[i] + 5 || *end != '\0' || mode < 0 || mode > 0777) {
+			spec.mode = strtol(ctx->argv[i] + 5, &end, 8);
+			if (end == ctx->argv[i] + 5 || *end != '\0' || spec.mode < 0 ||
+			    spec.mode > 0777) {
 				fprintf(stderr,
 					"poolctl: '%s': mode is octal permission bits, such "
 					"as 0660\n",
@@ -189,8 +170,9 @@ static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 			const struct group *g = getgrnam(ctx->argv[i] + 6);
 			char *end;
 
-			gid = g != NULL ? (long)g->gr_gid : strtol(ctx->argv[i] + 6, &end, 10);
-			if (g == NULL && (end == ctx->argv[i] + 6 || *end != '\0' || gid < 0)) {
+			spec.gid = g != NULL ? (long)g->gr_gid : strtol(ctx->argv[i] + 6, &end, 10);
+			if (g == NULL &&
+			    (end == ctx->argv[i] + 6 || *end != '\0' || spec.gid < 0)) {
 				fprintf(stderr, "poolctl: '%s': no such group\n", ctx->argv[i]);
 				return EXIT_USAGE;
 			}
@@ -203,7 +185,7 @@ static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 					ctx->argv[i]);
 				return EXIT_USAGE;
 			}
-			replicas = (unsigned)r;
+			spec.replicas = (unsigned)r;
 		} else {
 			fprintf(stderr,
 				"poolctl: unknown option '%s' (tier=dram|dram+pmem|pmem, "
@@ -212,20 +194,17 @@ static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 			return EXIT_USAGE;
 		}
 	}
-	return kv_exec(ctx, POOL__KV_NS_OP__KV_NS_OP_CREATE, ctx->argv[0], cap, tier, evict,
-		       replicas, hint, mode, gid, true);
+	return kv_exec(ctx, ADMIN_KV_CREATE, ctx->argv[0], &spec, true);
 }
 
 static int cmd_kv_drop_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, POOL__KV_NS_OP__KV_NS_OP_DROP, ctx->argv[0], 0, NULL, NULL, 0, 0, -1,
-		       -1, false);
+	return kv_exec(ctx, ADMIN_KV_DROP, ctx->argv[0], NULL, false);
 }
 
 static int cmd_kv_flush_exec(struct cmd_ctx *ctx)
 {
-	return kv_exec(ctx, POOL__KV_NS_OP__KV_NS_OP_FLUSH, ctx->argv[0], 0, NULL, NULL, 0, 0, -1,
-		       -1, true);
+	return kv_exec(ctx, ADMIN_KV_FLUSH, ctx->argv[0], NULL, true);
 }
 
 const struct cmd_entry cmd_kv_ls_entry = {

@@ -6,12 +6,11 @@
 
 #include "cli/poolctl.h"
 
-static int lend_exec(struct cmd_ctx *ctx, Pool__LendOp op)
+static int lend_exec(struct cmd_ctx *ctx, enum admin_lend_op op)
 {
-	Pool__LendRequest req = POOL__LEND_REQUEST__INIT;
+	const struct admin_said *said;
 	unsigned long node;
 	uint64_t size = 0;
-	Pool__Ok *ok;
 	char *end;
 	int rc;
 
@@ -24,37 +23,34 @@ static int lend_exec(struct cmd_ctx *ctx, Pool__LendOp op)
 		fprintf(stderr, "poolctl: '%s' is not a size (use e.g. 64M, 2G)\n", ctx->argv[1]);
 		return EXIT_USAGE;
 	}
-	req.node = (uint32_t)node;
-	req.size = size;
-	req.op = op;
-	rc = cmd_call(ctx, WIRE_LEND, &req.base, WIRE_OK, (ProtobufCMessage **)&ok);
+	rc = admin_lend(ctx->admin, op, (uint32_t)node, size, &said);
 	if (rc != EXIT_OK)
 		return rc;
 	if (ctx->json) {
 		struct json *j = json_new(stdout);
 
-		json_str(j, "result", ok->message);
+		json_str(j, "result", said->message);
 		json_finish(j);
 	} else {
-		printf("%s\n", ok->message);
+		printf("%s\n", said->message);
 	}
-	wire_msg_free(&ok->base);
+	admin_free(said);
 	return EXIT_OK;
 }
 
 static int cmd_lend_exec(struct cmd_ctx *ctx)
 {
-	return lend_exec(ctx, POOL__LEND_OP__LEND_OP_LEND);
+	return lend_exec(ctx, ADMIN_LEND);
 }
 
 static int cmd_reclaim_exec(struct cmd_ctx *ctx)
 {
-	return lend_exec(ctx, POOL__LEND_OP__LEND_OP_RECLAIM);
+	return lend_exec(ctx, ADMIN_RECLAIM);
 }
 
 static int cmd_drain_exec(struct cmd_ctx *ctx)
 {
-	return lend_exec(ctx, POOL__LEND_OP__LEND_OP_DRAIN);
+	return lend_exec(ctx, ADMIN_DRAIN);
 }
 
 enum {
@@ -88,21 +84,20 @@ static const struct field ledger_fields[L_FIELDS] = {
 
 static int cmd_ledger_exec(struct cmd_ctx *ctx)
 {
-	Pool__LedgerRequest req = POOL__LEDGER_REQUEST__INIT;
+	const struct admin_ledger *rep;
 	struct json *j = NULL;
 	struct listing *l;
-	Pool__Ledger *rep;
 	size_t i;
 	int rc;
 
-	rc = cmd_call(ctx, WIRE_LEDGER, &req.base, WIRE_LEDGER_REPLY, (ProtobufCMessage **)&rep);
+	rc = admin_ledger(ctx->admin, &rep);
 	if (rc != EXIT_OK)
 		return rc;
 	if (ctx->json)
 		j = json_new(stdout);
 	l = listing_new(j, "ledger", ledger_fields, L_FIELDS, false);
-	for (i = 0; i < rep->n_entries; i++) {
-		const Pool__LedgerEntry *e = rep->entries[i];
+	for (i = 0; i < rep->n; i++) {
+		const struct admin_lending *e = &rep->entries[i];
 		bool all = e->uid == UINT32_MAX; /* the arena as a whole */
 		char who[24];
 		struct value v[L_FIELDS] = {
@@ -128,7 +123,7 @@ static int cmd_ledger_exec(struct cmd_ctx *ctx)
 	listing_end(l);
 	if (j != NULL)
 		json_finish(j);
-	wire_msg_free(&rep->base);
+	admin_free(rep);
 	return EXIT_OK;
 }
 

@@ -6,53 +6,90 @@
 #include "cli/poolctl.h"
 
 /* Sum a member's DRAM lend capacity and use over its NUMA nodes. */
-static void nodes_dram(const Pool__NodeInfo *n, uint64_t *cap, uint64_t *used)
+static void nodes_dram(const struct admin_node *n, uint64_t *cap, uint64_t *used)
 {
 	size_t i;
 
 	*cap = *used = 0;
 	for (i = 0; i < n->n_numa; i++) {
-		*cap += n->numa[i]->lend_capacity;
-		*used += n->numa[i]->lend_used;
+		*cap += n->numa[i].lend_capacity;
+		*used += n->numa[i].lend_used;
 	}
 }
 
-/* poolctl nodes -v: each member's arenas as the coordinator's allocators see them. */
-static void nodes_print_arenas(Pool__Member **members, size_t n)
+/* An arena: in the table of poolctl nodes -v, and in each node's "arenas" in JSON. */
+enum {
+	A_NODE,
+	A_ID,
+	A_TIER,
+	A_NUMA,
+	A_NUMA_SHOWN,
+	A_SIZE,
+	A_LENT,
+	A_USED,
+	A_FREE,
+	A_LARGEST,
+	A_RUNS,
+	A_FRAG,
+	A_EXTENTS,
+	A_FIELDS
+};
+
+static const struct field arena_fields[A_FIELDS] = {
+    [A_NODE] = {NULL, "NODE", FIELD_U64, IN_BOTH}, /* (in JSON, under its node) */
+    [A_ID] = {"id", "ARENA", FIELD_U64, IN_BOTH},
+    [A_TIER] = {"tier", "TIER", FIELD_STR, IN_BOTH},
+    [A_NUMA] = {"numa", NULL, FIELD_I64, IN_BOTH},
+    [A_NUMA_SHOWN] = {NULL, "NUMA", FIELD_I64, IN_BOTH}, /* ("-" for none) */
+    [A_SIZE] = {"size", "SIZE", FIELD_SIZE, IN_BOTH},
+    [A_LENT] = {"lent", "LENT", FIELD_SIZE, IN_BOTH},
+    [A_USED] = {"used", "USED", FIELD_SIZE, IN_BOTH},
+    [A_FREE] = {NULL, "FREE", FIELD_SIZE, IN_BOTH},
+    [A_LARGEST] = {"largest_free", "LARGEST", FIELD_SIZE, IN_BOTH},
+    [A_RUNS] = {"free_runs", "RUNS", FIELD_U64, IN_BOTH},
+    [A_FRAG] = {NULL, "FRAG", FIELD_STR, IN_BOTH},
+    [A_EXTENTS] = {"extents", NULL, FIELD_U64, IN_BOTH},
+};
+
+/* Node ni's arena a as a row of a listing. */
+static void nodes_arena_row(struct listing *l, const struct admin_node *ni,
+			    const struct admin_arena *a)
 {
-	static const char *const headers[] = {"NODE", "ARENA", "TIER",	  "NUMA", "SIZE", "LENT",
-					      "USED", "FREE",  "LARGEST", "RUNS", "FRAG"};
-	struct table *t = table_new(11, headers);
+	uint64_t free = a->lent > a->used ? a->lent - a->used : 0;
+	char frag[16];
+	const struct value v[A_FIELDS] = {
+	    [A_NODE].u = ni->id,
+	    [A_ID].u = a->id,
+	    [A_TIER].s = a->tier,
+	    [A_NUMA].i = a->numa,
+	    [A_NUMA_SHOWN] = {.i = a->numa, .absent = a->numa < 0},
+	    [A_SIZE].u = a->size,
+	    [A_LENT].u = a->lent,
+	    [A_USED].u = a->used,
+	    [A_FREE].u = free,
+	    [A_LARGEST].u = a->largest_free,
+	    [A_RUNS].u = a->free_runs,
+	    [A_FRAG].s = frag,
+	    [A_EXTENTS].u = a->extents,
+	};
+
+	snprintf(frag, sizeof(frag), "%.1f%%",
+		 free ? 100.0 * (1.0 - (double)a->largest_free / (double)free) : 0.0);
+	listing_row(l, v);
+}
+
+/* poolctl nodes -v: each member's arenas as the coordinator's allocators see them. */
+static void nodes_print_arenas(const struct admin_nodes *nodes)
+{
+	struct listing *l;
 	size_t i, k;
 
-	for (i = 0; i < n; i++) {
-		const Pool__NodeInfo *ni = members[i]->node;
-
-		for (k = 0; k < ni->n_arenas; k++) {
-			const Pool__Arena *a = ni->arenas[k];
-			char node[16], id[16], numa[16], size[24], lent[24], used[24], fr[24],
-			    lg[24];
-			char runs[16], frag[16];
-			uint64_t free = a->lent > a->used ? a->lent - a->used : 0;
-
-			snprintf(node, sizeof(node), "%u", ni->id);
-			snprintf(id, sizeof(id), "%u", a->id);
-			snprintf(numa, sizeof(numa), a->numa < 0 ? "-" : "%d", a->numa);
-			units_fmt_size(a->size, size, sizeof(size));
-			units_fmt_size(a->lent, lent, sizeof(lent));
-			units_fmt_size(a->used, used, sizeof(used));
-			units_fmt_size(free, fr, sizeof(fr));
-			units_fmt_size(a->largest_free, lg, sizeof(lg));
-			snprintf(runs, sizeof(runs), "%llu", (unsigned long long)a->free_runs);
-			snprintf(frag, sizeof(frag), "%.1f%%",
-				 free ? 100.0 * (1.0 - (double)a->largest_free / (double)free)
-				      : 0.0);
-			table_row(t, node, id, a->tier, numa, size, lent, used, fr, lg, runs, frag);
-		}
-	}
 	printf("\n");
-	table_print(t, stdout);
-	table_free(t);
+	l = listing_new(NULL, "arenas", arena_fields, A_FIELDS, false);
+	for (i = 0; i < nodes->n; i++)
+		for (k = 0; k < nodes->nodes[i].n_arenas; k++)
+			nodes_arena_row(l, &nodes->nodes[i], &nodes->nodes[i].arenas[k]);
+	listing_end(l);
 }
 
 enum {
@@ -95,36 +132,24 @@ static const struct field node_fields[N_FIELDS] = {
 /* In JSON, a member's NUMA nodes and arenas. */
 static void nodes_numa_arenas_json(struct json *j, const void *arg)
 {
-	const Pool__NodeInfo *ni = arg;
+	const struct admin_node *ni = arg;
+	struct listing *l;
 	size_t k;
 
 	json_array(j, "numa");
 	for (k = 0; k < ni->n_numa; k++) {
 		json_object(j, NULL);
-		json_u64(j, "id", ni->numa[k]->id);
-		json_u64(j, "mem_total", ni->numa[k]->mem_total);
-		json_u64(j, "lend_capacity", ni->numa[k]->lend_capacity);
-		json_u64(j, "lend_used", ni->numa[k]->lend_used);
+		json_u64(j, "id", ni->numa[k].id);
+		json_u64(j, "mem_total", ni->numa[k].mem_total);
+		json_u64(j, "lend_capacity", ni->numa[k].lend_capacity);
+		json_u64(j, "lend_used", ni->numa[k].lend_used);
 		json_end(j);
 	}
 	json_end(j);
-	json_array(j, "arenas");
-	for (k = 0; k < ni->n_arenas; k++) {
-		const Pool__Arena *a = ni->arenas[k];
-
-		json_object(j, NULL);
-		json_u64(j, "id", a->id);
-		json_str(j, "tier", a->tier);
-		json_i64(j, "numa", a->numa);
-		json_u64(j, "size", a->size);
-		json_u64(j, "lent", a->lent);
-		json_u64(j, "used", a->used);
-		json_u64(j, "largest_free", a->largest_free);
-		json_u64(j, "free_runs", a->free_runs);
-		json_u64(j, "extents", a->extents);
-		json_end(j);
-	}
-	json_end(j);
+	l = listing_new(j, "arenas", arena_fields, A_FIELDS, false);
+	for (k = 0; k < ni->n_arenas; k++)
+		nodes_arena_row(l, ni, &ni->arenas[k]);
+	listing_end(l);
 }
 
 /* "used/capacity" of a tier, for the table. */
@@ -138,28 +163,27 @@ static void nodes_used_of(uint64_t used, uint64_t cap, char *buf, size_t len)
 }
 
 /* Print the members as a table, or as a JSON array "nodes" of j. */
-void nodes_print(struct cmd_ctx *ctx, struct json *j, Pool__Member **members, size_t n)
+void nodes_print(struct cmd_ctx *ctx, struct json *j, const struct admin_nodes *nodes)
 {
 	struct listing *l = listing_new(j, "nodes", node_fields, N_FIELDS, false);
 	size_t i;
 
-	for (i = 0; i < n; i++) {
-		const Pool__NodeInfo *ni = members[i]->node;
-		char dram[64], pmem[64], hb[32], state[WIRE_ENUM_NAME_MAX];
+	for (i = 0; i < nodes->n; i++) {
+		const struct admin_node *ni = &nodes->nodes[i];
+		char dram[64], pmem[64], hb[32];
 		uint64_t cap, used;
 		struct value v[N_FIELDS] = {
 		    [N_ID].u = ni->id,
 		    [N_NAME].s = ni->name,
 		    [N_ADDRESS].s = j != NULL || ni->addr[0] ? ni->addr : "-",
-		    [N_STATE].s = wire_enum_name(&pool__member_state__descriptor, members[i]->state,
-						 state, sizeof(state)),
+		    [N_STATE].s = ni->state,
 		    [N_ROLE].s = ni->role,
 		    [N_DRAM].s = dram,
 		    [N_PMEM].s = pmem,
 		    [N_PMEM_CAPACITY].u = ni->pmem_capacity,
 		    [N_PMEM_USED].u = ni->pmem_used,
 		    [N_HEARTBEAT].s = hb,
-		    [N_HEARTBEAT_AGE].u = members[i]->heartbeat_age_ms,
+		    [N_HEARTBEAT_AGE].u = ni->heartbeat_age_ms,
 		    [N_VERSION].s = ni->version,
 		    [N_INCARNATION].u = ni->incarnation,
 		};
@@ -169,38 +193,37 @@ void nodes_print(struct cmd_ctx *ctx, struct json *j, Pool__Member **members, si
 		v[N_DRAM_USED].u = used;
 		nodes_used_of(used, cap, dram, sizeof(dram));
 		nodes_used_of(ni->pmem_used, ni->pmem_capacity, pmem, sizeof(pmem));
-		snprintf(hb, sizeof(hb), "%.1fs ago", (double)members[i]->heartbeat_age_ms / 1000);
+		snprintf(hb, sizeof(hb), "%.1fs ago", (double)ni->heartbeat_age_ms / 1000);
 		listing_row_more(l, v, nodes_numa_arenas_json, ni);
 	}
 	listing_end(l);
 	if (j != NULL)
 		return;
 	if (ctx->argc > 0)
-		nodes_print_arenas(members, n);
+		nodes_print_arenas(nodes);
 }
 
 static int cmd_nodes_exec(struct cmd_ctx *ctx)
 {
-	Pool__NodesRequest req = POOL__NODES_REQUEST__INIT;
-	Pool__NodesReply *rep;
+	const struct admin_nodes *rep;
 	int rc;
 
 	if (ctx->argc > 0 && strcmp(ctx->argv[0], "-v") != 0) {
 		fprintf(stderr, "usage: poolctl nodes [-v]\n");
 		return EXIT_USAGE;
 	}
-	rc = cmd_call(ctx, WIRE_NODES, &req.base, WIRE_NODES_REPLY, (ProtobufCMessage **)&rep);
+	rc = admin_nodes(ctx->admin, &rep);
 	if (rc != EXIT_OK)
 		return rc;
 	if (ctx->json) {
 		struct json *j = json_new(stdout);
 
-		nodes_print(ctx, j, rep->members, rep->n_members);
+		nodes_print(ctx, j, rep);
 		json_finish(j);
 	} else {
-		nodes_print(ctx, NULL, rep->members, rep->n_members);
+		nodes_print(ctx, NULL, rep);
 	}
-	wire_msg_free(&rep->base);
+	admin_free(rep);
 	return EXIT_OK;
 }
 

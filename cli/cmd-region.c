@@ -7,22 +7,22 @@
 #include "cli/poolctl.h"
 
 /* The distinct lender nodes of a region, as "2,3,4". */
-static void region_nodes(const Pool__RegionInfo *r, char *buf, size_t len)
+static void region_nodes(const struct admin_region *r, char *buf, size_t len)
 {
 	size_t i, k, off = 0;
 
 	buf[0] = '\0';
 	for (i = 0; i < r->n_extents && off < len; i++) {
-		for (k = 0; k < i && r->extents[k]->node != r->extents[i]->node; k++)
+		for (k = 0; k < i && r->extents[k].node != r->extents[i].node; k++)
 			;
 		if (k == i)
 			off += (size_t)snprintf(buf + off, len - off, "%s%u", off ? "," : "",
-						r->extents[i]->node);
+						r->extents[i].node);
 	}
 }
 
 /* "whole", "lost", or "lost 1/2" while its extents come back from their lenders. */
-static void region_state(const Pool__RegionInfo *r, char *buf, size_t len)
+static void region_state(const struct admin_region *r, char *buf, size_t len)
 {
 	if (!r->lost)
 		snprintf(buf, len, "whole");
@@ -76,30 +76,30 @@ static const struct field region_fields[R_FIELDS] = {
 /* In JSON, a region's extents. */
 static void region_extents_json(struct json *j, const void *arg)
 {
-	const Pool__RegionInfo *r = arg;
+	const struct admin_region *r = arg;
 	size_t i;
 
 	json_array(j, "extents");
 	for (i = 0; i < r->n_extents; i++) {
 		json_object(j, NULL);
-		json_u64(j, "node", r->extents[i]->node);
-		json_u64(j, "arena", r->extents[i]->arena);
-		json_u64(j, "offset", r->extents[i]->off);
-		json_u64(j, "length", r->extents[i]->len);
+		json_u64(j, "node", r->extents[i].node);
+		json_u64(j, "arena", r->extents[i].arena);
+		json_u64(j, "offset", r->extents[i].off);
+		json_u64(j, "length", r->extents[i].len);
 		json_end(j);
 	}
 	json_end(j);
 }
 
 /* A region as a row of a listing. */
-static void region_row(struct listing *l, const Pool__RegionInfo *r)
+static void region_row(struct listing *l, const struct admin_region *r)
 {
 	char nodes[128], owner[32], state[32];
 	struct value v[R_FIELDS] = {
 	    [R_NAME].s = r->name,
 	    [R_ID].u = r->id,
 	    [R_SIZE].u = r->size,
-	    [R_CLASS].s = r->class_,
+	    [R_CLASS].s = r->class_name,
 	    [R_PLACEMENT].s = r->placement,
 	    [R_NODES].s = nodes,
 	    [R_LEASES].u = r->leases,
@@ -123,32 +123,30 @@ static void region_row(struct listing *l, const Pool__RegionInfo *r)
 
 static int cmd_regions_exec(struct cmd_ctx *ctx)
 {
-	Pool__RegionListRequest req = POOL__REGION_LIST_REQUEST__INIT;
+	const struct admin_regions *rep;
 	struct json *j = NULL;
-	Pool__RegionList *rep;
 	struct listing *l;
 	size_t i;
 	int rc;
 
-	rc = cmd_call(ctx, WIRE_REGION_LIST, &req.base, WIRE_REGION_LIST_REPLY,
-		      (ProtobufCMessage **)&rep);
+	rc = admin_regions(ctx->admin, &rep);
 	if (rc != EXIT_OK)
 		return rc;
 	if (ctx->json)
 		j = json_new(stdout);
 	l = listing_new(j, "regions", region_fields, R_FIELDS, false);
-	for (i = 0; i < rep->n_regions; i++)
-		region_row(l, rep->regions[i]);
+	for (i = 0; i < rep->n; i++)
+		region_row(l, &rep->regions[i]);
 	listing_end(l);
 	if (j != NULL)
 		json_finish(j);
-	wire_msg_free(&rep->base);
+	admin_free(rep);
 	return EXIT_OK;
 }
 
-static int region_print_reply(struct cmd_ctx *ctx, Pool__RegionReply *rep)
+/* A region as region info shows it. */
+static void region_print(struct cmd_ctx *ctx, const struct admin_region *r)
 {
-	const Pool__RegionInfo *r = rep->region;
 	char size[24], nodes[128], state[32];
 	size_t i;
 
@@ -159,13 +157,13 @@ static int region_print_reply(struct cmd_ctx *ctx, Pool__RegionReply *rep)
 		region_row(l, r);
 		listing_end(l);
 		json_finish(j);
-		return EXIT_OK;
+		return;
 	}
 	units_fmt_size(r->size, size, sizeof(size));
 	region_nodes(r, nodes, sizeof(nodes));
 	printf("region %s (id %llu)\n", r->name, (unsigned long long)r->id);
 	printf("  size        %s (%llu bytes)\n", size, (unsigned long long)r->size);
-	printf("  class       %s%s\n", r->class_, r->anonymous ? ", anonymous" : "");
+	printf("  class       %s%s\n", r->class_name, r->anonymous ? ", anonymous" : "");
 	printf("  placement   %s, nodes %s\n", r->placement, nodes);
 	printf("  owner       uid %u gid %u, mode %03o\n", r->uid, r->gid, r->mode);
 	printf("  gva         0x%llx\n", (unsigned long long)r->gva);
@@ -176,49 +174,42 @@ static int region_print_reply(struct cmd_ctx *ctx, Pool__RegionReply *rep)
 	printf("  state       %s\n", state);
 	for (i = 0; i < r->n_extents; i++)
 		printf("  extent %zu    node %u arena %u offset %llu length %llu\n", i,
-		       r->extents[i]->node, r->extents[i]->arena,
-		       (unsigned long long)r->extents[i]->off,
-		       (unsigned long long)r->extents[i]->len);
-	return EXIT_OK;
+		       r->extents[i].node, r->extents[i].arena,
+		       (unsigned long long)r->extents[i].off,
+		       (unsigned long long)r->extents[i].len);
 }
 
-/* Send a request answered by a RegionReply, and print the region. */
-static int region_call_print(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req)
+/* A region a call returned (create, info), printed. */
+static int region_print_result(struct cmd_ctx *ctx, int rc, const struct admin_region *r)
 {
-	Pool__RegionReply *rep;
-	int rc;
-
-	rc = cmd_call(ctx, type, req, WIRE_REGION_REPLY, (ProtobufCMessage **)&rep);
 	if (rc != EXIT_OK)
 		return rc;
-	rc = region_print_reply(ctx, rep);
-	wire_msg_free(&rep->base);
-	return rc;
+	region_print(ctx, r);
+	admin_free(r);
+	return EXIT_OK;
 }
 
 static int cmd_region_create_exec(struct cmd_ctx *ctx)
 {
-	Pool__RegionCreate req = POOL__REGION_CREATE__INIT;
+	struct admin_region_spec spec = {
+	    .name = ctx->argv[0], .class_name = "pinned", .placement = "any", .mode = 0600};
+	const struct admin_region *r = NULL;
 	uint64_t size = 0, stripe = 0;
-	int i;
+	int i, rc;
 
-	req.name = ctx->argv[0];
-	req.class_ = "pinned";
-	req.placement = "any";
-	req.mode = 0600;
 	if (units_parse_size(ctx->argv[1], &size) < 0 || size == 0) {
 		fprintf(stderr, "poolctl: '%s' is not a size (use e.g. 64M, 2G)\n", ctx->argv[1]);
 		return EXIT_USAGE;
 	}
-	req.size = size;
+	spec.size = size;
 	for (i = 2; i < ctx->argc; i++) {
 		const char *a = ctx->argv[i];
 		char *end;
 
 		if (strncmp(a, "class=", 6) == 0) {
-			req.class_ = (char *)a + 6;
+			spec.class_name = a + 6;
 		} else if (strncmp(a, "placement=", 10) == 0) {
-			req.placement = (char *)a + 10;
+			spec.placement = a + 10;
 		} else if (strncmp(a, "mode=", 5) == 0) {
 			unsigned long m = strtoul(a + 5, &end, 8);
 
@@ -226,43 +217,38 @@ static int cmd_region_create_exec(struct cmd_ctx *ctx)
 				fprintf(stderr, "poolctl: '%s' is not an octal mode\n", a + 5);
 				return EXIT_USAGE;
 			}
-			req.mode = (uint32_t)m;
+			spec.mode = (unsigned)m;
 		} else if (strncmp(a, "stripe=", 7) == 0) {
 			if (units_parse_size(a + 7, &stripe) < 0) {
 				fprintf(stderr, "poolctl: '%s' is not a size\n", a + 7);
 				return EXIT_USAGE;
 			}
-			req.stripe = stripe;
+			spec.stripe = stripe;
 		} else if (strcmp(a, "anonymous") == 0) {
-			req.anonymous = true;
+			spec.anonymous = true;
 		} else {
 			fprintf(stderr, "poolctl: unknown region option '%s'\n", a);
 			return EXIT_USAGE;
 		}
 	}
-	req.from_node = wire_client_node_id(ctx->wc);
-	return region_call_print(ctx, WIRE_REGION_CREATE, &req.base);
+	rc = admin_region_create(ctx->admin, &spec, &r);
+	return region_print_result(ctx, rc, r);
 }
 
 static int cmd_region_info_exec(struct cmd_ctx *ctx)
 {
-	Pool__RegionName req = POOL__REGION_NAME__INIT;
+	const struct admin_region *r = NULL;
+	int rc = admin_region_stat(ctx->admin, ctx->argv[0], &r);
 
-	req.name = ctx->argv[0];
-	return region_call_print(ctx, WIRE_REGION_STAT, &req.base);
+	return region_print_result(ctx, rc, r);
 }
 
 static int cmd_region_destroy_exec(struct cmd_ctx *ctx)
 {
-	Pool__RegionName req = POOL__REGION_NAME__INIT;
-	Pool__Ok *ok;
-	int rc;
+	int rc = admin_region_destroy(ctx->admin, ctx->argv[0]);
 
-	req.name = ctx->argv[0];
-	rc = cmd_call(ctx, WIRE_REGION_DESTROY, &req.base, WIRE_OK, (ProtobufCMessage **)&ok);
 	if (rc != EXIT_OK)
 		return rc;
-	wire_msg_free(&ok->base);
 	if (!ctx->json)
 		printf("region %s destroyed\n", ctx->argv[0]);
 	else

@@ -5,25 +5,24 @@
 
 static int cmd_reload_exec(struct cmd_ctx *ctx)
 {
-	Pool__ReloadRequest req = POOL__RELOAD_REQUEST__INIT;
-	Pool__Ok *ok;
+	const struct admin_said *said;
 	int rc;
 
-	rc = cmd_call(ctx, WIRE_RELOAD, &req.base, WIRE_OK, (ProtobufCMessage **)&ok);
+	rc = admin_reload(ctx->admin, &said);
 	if (rc != EXIT_OK)
 		return rc;
 	if (ctx->json) {
 		struct json *j = json_new(stdout);
 
 		json_bool(j, "reloaded", true);
-		json_str(j, "warnings", ok->message);
+		json_str(j, "warnings", said->message);
 		json_finish(j);
 	} else {
 		printf("configuration reloaded\n");
-		if (ok->message != NULL && ok->message[0] != '\0')
-			printf("warning: %s\n", ok->message);
+		if (said->message[0] != '\0')
+			printf("warning: %s\n", said->message);
 	}
-	wire_msg_free(&ok->base);
+	admin_free(said);
 	return EXIT_OK;
 }
 

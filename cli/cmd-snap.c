@@ -369,32 +369,24 @@ static const struct field copy_fields[C_FIELDS] = {
 /* poolctl snap copies: the shared copies of snapshot images the local poold keeps. */
 static int cmd_snap_copies(struct cmd_ctx *ctx)
 {
-	Pool__SnapCopy req = POOL__SNAP_COPY__INIT;
-	Pool__SnapCopyReply *rep;
+	const struct admin_copies *rep;
 	struct json *j = NULL;
 	struct listing *l;
 	size_t i;
 	int rc;
 
-	req.op = POOL__SNAP_COPY_OP__SNAP_COPY_OP_LIST;
-	rc = cmd_call(ctx, WIRE_SNAP_COPY, &req.base, WIRE_SNAP_COPY_REPLY,
-		      (ProtobufCMessage **)&rep);
+	rc = admin_snap_copies(ctx->admin, &rep);
 	if (rc != EXIT_OK)
 		return rc;
 	if (ctx->json)
 		j = json_new(stdout);
 	l = listing_new(j, "copies", copy_fields, C_FIELDS, false);
-	for (i = 0; i < rep->n_copies; i++) {
-		const Pool__SnapCopyEntry *e = rep->copies[i];
-		char state[WIRE_ENUM_NAME_MAX];
+	for (i = 0; i < rep->n; i++) {
+		const struct admin_copy *e = &rep->copies[i];
 		struct value v[C_FIELDS] = {
-		    [C_NAME].s = e->name,
-		    [C_ID] = {.u = e->id, .absent = !e->has_id},
-		    [C_SIZE].u = e->size,
-		    [C_STATE].s = wire_enum_name(&pool__snap_copy_status__descriptor, e->state,
-						 state, sizeof(state)),
-		    [C_CLONES].u = e->clones,
-		    [C_UID].u = e->uid,
+		    [C_NAME].s = e->name,	[C_ID] = {.u = e->id, .absent = !e->has_id},
+		    [C_SIZE].u = e->size,	[C_STATE].s = e->state,
+		    [C_CLONES].u = e->clones,	[C_UID].u = e->uid,
 		    [C_WAITERS].u = e->waiters,
 		};
 
@@ -403,7 +395,7 @@ static int cmd_snap_copies(struct cmd_ctx *ctx)
 	listing_end(l);
 	if (j != NULL)
 		json_finish(j);
-	wire_msg_free(&rep->base);
+	admin_free(rep);
 	return EXIT_OK;
 }
 
@@ -470,8 +462,7 @@ out:
 /* snap place NAME NODE...: the coordinator has each node's poold place it. */
 static int snap_place_nodes(struct cmd_ctx *ctx)
 {
-	Pool__SnapPlace req = POOL__SNAP_PLACE__INIT;
-	Pool__SnapPlaceReply *rep;
+	const struct admin_places *rep;
 	uint32_t nodes[64];
 	struct json *j = NULL;
 	bool failed = false;
@@ -491,28 +482,24 @@ static int snap_place_nodes(struct cmd_ctx *ctx)
 		}
 		nodes[i] = (uint32_t)n;
 	}
-	req.name = ctx->argv[0];
-	req.nodes = nodes;
-	req.n_nodes = i;
 	rc = cmd_connect(ctx, SNAP_PLACE_TIMEOUT_MS);
 	if (rc == EXIT_OK)
-		rc = cmd_call(ctx, WIRE_SNAP_PLACE, &req.base, WIRE_SNAP_PLACE_REPLY,
-			      (ProtobufCMessage **)&rep);
+		rc = admin_snap_place(ctx->admin, ctx->argv[0], nodes, i, &rep);
 	if (rc != EXIT_OK)
 		return rc;
 	if (ctx->json) {
 		j = json_new(stdout);
 		json_array(j, "results");
 	}
-	for (i = 0; i < rep->n_results; i++) {
-		const Pool__SnapPlaceResult *r = rep->results[i];
+	for (i = 0; i < rep->n; i++) {
+		const struct admin_placed *r = &rep->results[i];
 
-		snap_place_print(j, r->node, r->code, r->message ? r->message : err_str(r->code));
+		snap_place_print(j, r->node, r->code, r->message);
 		failed |= r->code < 0;
 	}
 	if (j != NULL)
 		json_finish(j);
-	wire_msg_free(&rep->base);
+	admin_free(rep);
 	return failed ? EXIT_ERROR : EXIT_OK;
 }
 

@@ -3,111 +3,190 @@
 
 #include "cli/poolctl.h"
 
+/* poold's own fields: --json has each with a key, the text each with a head. */
+enum {
+	S_VERSION,
+	S_UPTIME,
+	S_PID,
+	S_NODE_ID,
+	S_ROLE,
+	S_CONFIG_FILE,
+	S_CONFIG_SHOWN,
+	S_SOCKET,
+	S_LEND_SIZE,
+	S_CLIENTS,
+	S_REQUESTS,
+	S_RELOADS,
+	S_FIREWALL,
+	S_FIELDS
+};
+
+static const struct field status_fields[S_FIELDS] = {
+    [S_VERSION] = {"version", NULL, FIELD_STR, IN_BOTH}, /* (the text's first line) */
+    [S_UPTIME] = {"uptime_ms", NULL, FIELD_U64, IN_BOTH},
+    [S_PID] = {"pid", NULL, FIELD_U64, IN_BOTH},
+    [S_NODE_ID] = {"node_id", "node id", FIELD_U64, IN_BOTH},
+    [S_ROLE] = {"role", "role", FIELD_STR, IN_BOTH},
+    [S_CONFIG_FILE] = {"config_file", NULL, FIELD_STR, IN_BOTH},
+    [S_CONFIG_SHOWN] = {NULL, "config", FIELD_STR, IN_BOTH},
+    [S_SOCKET] = {"socket", "socket", FIELD_STR, IN_BOTH},
+    [S_LEND_SIZE] = {"lend_size", "lend size", FIELD_SIZE, IN_BOTH},
+    [S_CLIENTS] = {"clients", "clients", FIELD_U64, IN_BOTH},
+    [S_REQUESTS] = {"requests", "requests", FIELD_U64, IN_BOTH},
+    [S_RELOADS] = {"reloads", "reloads", FIELD_U64, IN_BOTH},
+    [S_FIREWALL] = {"fabric_firewall", "firewall", FIELD_STR, IN_BOTH},
+};
+
+enum { J_NAME, J_RECORDS, J_USED, J_HALF, J_REWRITES, J_DROPPED, J_FIELDS };
+
+static const struct field journal_fields[J_FIELDS] = {
+    [J_NAME] = {"name", NULL, FIELD_STR, IN_BOTH},
+    [J_RECORDS] = {"records", NULL, FIELD_U64, IN_BOTH},
+    [J_USED] = {"used", NULL, FIELD_SIZE, IN_BOTH},
+    [J_HALF] = {"half", NULL, FIELD_SIZE, IN_BOTH},
+    [J_REWRITES] = {"rewrites", NULL, FIELD_U64, IN_BOTH},
+    [J_DROPPED] = {"dropped", NULL, FIELD_SIZE, IN_BOTH},
+};
+
+enum {
+	T_ENDPOINT,
+	T_STANDING,
+	T_LEADER,
+	T_EPOCH,
+	T_LEADER_CHANGES,
+	T_WHY,
+	T_RECORDS,
+	T_WAITING,
+	T_TXNS,
+	T_FAILURES,
+	T_REWRITES,
+	T_FIELDS
+};
+
+static const struct field etcd_fields[T_FIELDS] = {
+    [T_ENDPOINT] = {"endpoint", NULL, FIELD_STR, IN_BOTH},
+    [T_STANDING] = {"standing", NULL, FIELD_STR, IN_BOTH},
+    [T_LEADER] = {"leader", NULL, FIELD_STR, IN_BOTH},
+    [T_EPOCH] = {"epoch", NULL, FIELD_I64, IN_BOTH},
+    [T_LEADER_CHANGES] = {"leader_changes", NULL, FIELD_U64, IN_BOTH},
+    [T_WHY] = {"why", NULL, FIELD_STR, IN_BOTH},
+    [T_RECORDS] = {"records", NULL, FIELD_U64, IN_BOTH},
+    [T_WAITING] = {"waiting", NULL, FIELD_U64, IN_BOTH},
+    [T_TXNS] = {"txns", NULL, FIELD_U64, IN_BOTH},
+    [T_FAILURES] = {"failures", NULL, FIELD_U64, IN_BOTH},
+    [T_REWRITES] = {"rewrites", NULL, FIELD_U64, IN_BOTH},
+};
+
+/* The journals: in JSON, their fields; in the text, a line each. */
+static void status_journals(struct json *j, const struct admin_status *st)
+{
+	struct listing *l =
+	    j != NULL ? listing_new(j, "journals", journal_fields, J_FIELDS, false) : NULL;
+	size_t i;
+
+	for (i = 0; i < st->n_journals; i++) {
+		const struct admin_journal *ji = &st->journals[i];
+		const struct value v[J_FIELDS] = {
+		    [J_NAME].s = ji->name,	   [J_RECORDS].u = ji->records,
+		    [J_USED].u = ji->used,	   [J_HALF].u = ji->half,
+		    [J_REWRITES].u = ji->rewrites, [J_DROPPED].u = ji->dropped,
+		};
+		char used[32], half[32];
+
+		if (l != NULL) {
+			listing_row(l, v);
+			continue;
+		}
+		units_fmt_size(ji->used, used, sizeof(used));
+		units_fmt_size(ji->half, half, sizeof(half));
+		printf("  journal     %s: %llu record(s), %s of a %s half, %llu rewrite(s)%s\n",
+		       ji->name, (unsigned long long)ji->records, used, half,
+		       (unsigned long long)ji->rewrites,
+		       ji->dropped ? ", a torn tail cut at start" : "");
+	}
+	listing_end(l);
+}
+
+/* The etcd standing (coord.etcd): in JSON, its fields; in the text, two lines. */
+static void status_etcd(struct json *j, const struct admin_etcd *e)
+{
+	const struct value v[T_FIELDS] = {
+	    [T_ENDPOINT].s = e->endpoint,
+	    [T_STANDING].s = e->standing,
+	    [T_LEADER].s = e->leader,
+	    [T_EPOCH].i = e->epoch,
+	    [T_LEADER_CHANGES].u = e->leader_changes,
+	    [T_WHY].s = e->why,
+	    [T_RECORDS] = {.u = e->records, .absent = !e->has_records},
+	    [T_WAITING] = {.u = e->waiting, .absent = !e->has_records},
+	    [T_TXNS] = {.u = e->txns, .absent = !e->has_records},
+	    [T_FAILURES] = {.u = e->failures, .absent = !e->has_records},
+	    [T_REWRITES] = {.u = e->rewrites, .absent = !e->has_records},
+	};
+
+	if (j != NULL) {
+		json_object(j, "etcd");
+		listing_record(j, etcd_fields, v, T_FIELDS);
+		json_end(j);
+		return;
+	}
+	printf("  etcd        %s, %s", e->endpoint, e->standing);
+	if (e->leader[0] != '\0')
+		printf("; coordinator %s, epoch %lld", e->leader, (long long)e->epoch);
+	printf("%s%s\n", e->why[0] != '\0' ? "; " : "", e->why);
+	if (e->has_records)
+		printf("  state       %llu record(s) in etcd, %llu waiting, %llu transaction(s), "
+		       "%llu failed, %llu rewrite(s)\n",
+		       (unsigned long long)e->records, (unsigned long long)e->waiting,
+		       (unsigned long long)e->txns, (unsigned long long)e->failures,
+		       (unsigned long long)e->rewrites);
+}
+
+/* poold's own fields, after the text's first line. */
+static void status_self(struct json *j, const struct admin_status *st)
+{
+	const struct value v[S_FIELDS] = {
+	    [S_VERSION].s = st->version,
+	    [S_UPTIME].u = st->uptime_ms,
+	    [S_PID].u = st->pid,
+	    [S_NODE_ID].u = st->node_id,
+	    [S_ROLE].s = st->role,
+	    [S_CONFIG_FILE].s = st->config_file,
+	    [S_CONFIG_SHOWN].s = st->config_file[0] ? st->config_file : "(built-in defaults)",
+	    [S_SOCKET].s = st->socket,
+	    [S_LEND_SIZE].u = st->lend_size,
+	    [S_CLIENTS].u = st->clients,
+	    [S_REQUESTS].u = st->requests,
+	    [S_RELOADS].u = st->reloads,
+	    [S_FIREWALL].s = st->fabric_firewall,
+	};
+	char up[32];
+
+	if (j == NULL) {
+		units_fmt_duration(st->uptime_ms / 1000 * 1000, up, sizeof(up));
+		printf("poold %s, pid %u, up %s\n", st->version, st->pid, up);
+	}
+	listing_record(j, status_fields, v, S_FIELDS);
+}
+
 static int cmd_status_exec(struct cmd_ctx *ctx)
 {
-	Pool__StatusRequest req = POOL__STATUS_REQUEST__INIT;
-	Pool__StatusReply *st;
-	char up[32], lend[32];
-	size_t i;
+	const struct admin_status *st;
+	struct json *j = NULL;
 	int rc;
 
-	rc = cmd_call(ctx, WIRE_STATUS, &req.base, WIRE_STATUS_REPLY, (ProtobufCMessage **)&st);
+	rc = admin_status(ctx->admin, &st);
 	if (rc != EXIT_OK)
 		return rc;
-	if (ctx->json) {
-		struct json *j = json_new(stdout);
-
-		json_str(j, "version", st->version);
-		json_u64(j, "uptime_ms", st->uptime_ms);
-		json_u64(j, "node_id", st->node_id);
-		json_str(j, "role", st->role);
-		json_u64(j, "pid", st->pid);
-		json_u64(j, "clients", st->clients);
-		json_str(j, "config_file", st->config_file);
-		json_str(j, "socket", st->socket);
-		json_u64(j, "lend_size", st->lend_size);
-		json_u64(j, "reloads", st->reloads);
-		json_u64(j, "requests", st->requests);
-		json_str(j, "fabric_firewall", st->fabric_firewall ? st->fabric_firewall : "");
-		json_array(j, "journals");
-		for (i = 0; i < st->n_journals; i++) {
-			const Pool__JournalInfo *ji = st->journals[i];
-
-			json_object(j, NULL);
-			json_str(j, "name", ji->name);
-			json_u64(j, "records", ji->records);
-			json_u64(j, "used", ji->used);
-			json_u64(j, "half", ji->half);
-			json_u64(j, "rewrites", ji->rewrites);
-			json_u64(j, "dropped", ji->dropped);
-			json_end(j);
-		}
-		json_end(j);
-		if (st->etcd != NULL) {
-			const Pool__EtcdInfo *e = st->etcd;
-
-			json_object(j, "etcd");
-			json_str(j, "endpoint", e->endpoint);
-			json_str(j, "standing", e->standing);
-			json_str(j, "leader", e->leader ? e->leader : "");
-			json_i64(j, "epoch", e->epoch);
-			json_u64(j, "leader_changes", e->leader_changes);
-			json_str(j, "why", e->why ? e->why : "");
-			if (e->has_records) {
-				json_u64(j, "records", e->records);
-				json_u64(j, "waiting", e->waiting);
-				json_u64(j, "txns", e->txns);
-				json_u64(j, "failures", e->failures);
-				json_u64(j, "rewrites", e->rewrites);
-			}
-			json_end(j);
-		}
+	if (ctx->json)
+		j = json_new(stdout);
+	status_self(j, st);
+	status_journals(j, st);
+	if (st->etcd != NULL)
+		status_etcd(j, st->etcd);
+	if (j != NULL)
 		json_finish(j);
-	} else {
-		units_fmt_duration(st->uptime_ms / 1000 * 1000, up, sizeof(up));
-		units_fmt_size(st->lend_size, lend, sizeof(lend));
-		printf("poold %s, pid %u, up %s\n", st->version, st->pid, up);
-		printf("  node id     %u\n", st->node_id);
-		printf("  role        %s\n", st->role);
-		printf("  config      %s\n",
-		       st->config_file[0] ? st->config_file : "(built-in defaults)");
-		printf("  socket      %s\n", st->socket);
-		printf("  lend size   %s\n", lend);
-		printf("  clients     %u\n", st->clients);
-		printf("  requests    %llu\n", (unsigned long long)st->requests);
-		printf("  reloads     %llu\n", (unsigned long long)st->reloads);
-		if (st->fabric_firewall != NULL)
-			printf("  firewall    %s\n", st->fabric_firewall);
-		for (i = 0; i < st->n_journals; i++) {
-			const Pool__JournalInfo *ji = st->journals[i];
-			char used[32], half[32];
-
-			units_fmt_size(ji->used, used, sizeof(used));
-			units_fmt_size(ji->half, half, sizeof(half));
-			printf("  journal     %s: %llu record(s), %s of a %s half, %llu "
-			       "rewrite(s)%s\n",
-			       ji->name, (unsigned long long)ji->records, used, half,
-			       (unsigned long long)ji->rewrites,
-			       ji->dropped ? ", a torn tail cut at start" : "");
-		}
-		if (st->etcd != NULL) {
-			const Pool__EtcdInfo *e = st->etcd;
-
-			printf("  etcd        %s, %s", e->endpoint, e->standing);
-			if (e->leader != NULL && e->leader[0] != '\0')
-				printf("; coordinator %s, epoch %lld", e->leader,
-				       (long long)e->epoch);
-			printf("%s%s\n", e->why != NULL ? "; " : "", e->why != NULL ? e->why : "");
-			if (e->has_records)
-				printf("  state       %llu record(s) in etcd, %llu waiting, %llu "
-				       "transaction(s), %llu failed, %llu rewrite(s)\n",
-				       (unsigned long long)e->records,
-				       (unsigned long long)e->waiting, (unsigned long long)e->txns,
-				       (unsigned long long)e->failures,
-				       (unsigned long long)e->rewrites);
-		}
-	}
-	wire_msg_free(&st->base);
+	admin_free(st);
 	return EXIT_OK;
 }
 

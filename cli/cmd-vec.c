@@ -32,18 +32,6 @@ static uint32_t vec_lookup(const char *const *names, size_t n, const char *s)
 	return 0;
 }
 
-/* The index's state, quietly (-errno and its message in msg when it is not one). */
-static int vec_stat(struct cmd_ctx *ctx, const char *name, Pool__VecReply **ret, char *msg,
-		    size_t msglen)
-{
-	Pool__VecRequest req = POOL__VEC_REQUEST__INIT;
-
-	req.op = POOL__VEC_OP__VEC_OP_STAT;
-	req.name = (char *)name;
-	return wire_client_call(ctx->wc, WIRE_VEC, &req.base, WIRE_VEC_REPLY,
-				(ProtobufCMessage **)ret, msg, msglen);
-}
-
 enum {
 	V_NAME,
 	V_KIND,
@@ -81,15 +69,16 @@ static const struct field vec_fields[V_FIELDS] = {
     [V_NODE] = {"node", "NODE", FIELD_U64, IN_BOTH},
 };
 
-/* Print indexes: names[i] with replies[i]. */
-static void vec_print(struct cmd_ctx *ctx, char **names, Pool__VecReply **replies, size_t n)
+/* Print indexes: names[i] with indexes[i]. */
+static void vec_print(struct cmd_ctx *ctx, const char *const *names,
+		      const struct admin_vec *const *indexes, size_t n)
 {
 	struct json *j = ctx->json ? json_new(stdout) : NULL;
 	struct listing *l = listing_new(j, "indexes", vec_fields, V_FIELDS, false);
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		const Pool__VecReply *v = replies[i];
+		const struct admin_vec *v = indexes[i];
 		struct value row[V_FIELDS] = {
 		    [V_NAME].s = names[i],
 		    [V_KIND].s = vec_name(vec_kinds, ARRAY_SIZE(vec_kinds), v->kind),
@@ -104,7 +93,7 @@ static void vec_print(struct cmd_ctx *ctx, char **names, Pool__VecReply **replie
 		    [V_SIZE].u = v->size,
 		    [V_USED].u = v->used,
 		    [V_LEVELS].u = v->levels,
-		    [V_WRITER].u = v->writer >> 32,
+		    [V_WRITER].u = v->writer_pid,
 		    [V_NODE].u = v->node,
 		};
 
@@ -117,52 +106,53 @@ static void vec_print(struct cmd_ctx *ctx, char **names, Pool__VecReply **replie
 
 static int cmd_vec_ls_exec(struct cmd_ctx *ctx)
 {
-	Pool__RegionListRequest req = POOL__REGION_LIST_REQUEST__INIT;
-	Pool__VecReply **replies;
-	Pool__RegionList *rep;
-	char **names, msg[256];
+	const struct admin_vec **indexes;
+	const struct admin_regions *rep;
+	const char **names;
 	size_t i, n = 0;
 	int rc;
 
-	rc = cmd_call(ctx, WIRE_REGION_LIST, &req.base, WIRE_REGION_LIST_REPLY,
-		      (ProtobufCMessage **)&rep);
+	rc = admin_regions(ctx->admin, &rep);
 	if (rc != EXIT_OK)
 		return rc;
-	replies = calloc(rep->n_regions + 1, sizeof(*replies));
-	names = calloc(rep->n_regions + 1, sizeof(*names));
-	if (replies == NULL || names == NULL) {
+	indexes = calloc(rep->n + 1, sizeof(*indexes));
+	names = calloc(rep->n + 1, sizeof(*names));
+	if (indexes == NULL || names == NULL) {
 		fprintf(stderr, "poolctl: out of memory\n");
 		rc = EXIT_ERROR;
 		goto out;
 	}
 	/* Regions of one extent whose lender opens them as an index. */
-	for (i = 0; i < rep->n_regions; i++)
-		if (rep->regions[i]->n_extents == 1 &&
-		    vec_stat(ctx, rep->regions[i]->name, &replies[n], msg, sizeof(msg)) == 0)
-			names[n++] = rep->regions[i]->name;
-	vec_print(ctx, names, replies, n);
+	for (i = 0; i < rep->n; i++)
+		if (rep->regions[i].n_extents == 1 &&
+		    admin_vec_stat(ctx->admin, rep->regions[i].name, true, &indexes[n]) == EXIT_OK)
+			names[n++] = rep->regions[i].name;
+	vec_print(ctx, names, indexes, n);
 out:
 	for (i = 0; i < n; i++)
-		wire_msg_free(&replies[i]->base);
-	free(replies);
+		admin_free(indexes[i]);
+	free(indexes);
 	free(names);
-	wire_msg_free(&rep->base);
+	admin_free(rep);
 	return rc;
+}
+
+/* vec info and vec create: the index, from its lender. */
+static int vec_info(struct cmd_ctx *ctx, const char *name)
+{
+	const struct admin_vec *v;
+	int rc = admin_vec_stat(ctx->admin, name, false, &v);
+
+	if (rc != EXIT_OK)
+		return rc;
+	vec_print(ctx, &name, &v, 1);
+	admin_free(v);
+	return EXIT_OK;
 }
 
 static int cmd_vec_info_exec(struct cmd_ctx *ctx)
 {
-	Pool__VecReply *rep;
-	char msg[256];
-	int rc = vec_stat(ctx, ctx->argv[0], &rep, msg, sizeof(msg));
-
-	if (rc < 0) {
-		fprintf(stderr, "poolctl: %s\n", msg[0] ? msg : err_str(rc));
-		return msg[0] ? EXIT_ERROR : EXIT_UNREACHABLE;
-	}
-	vec_print(ctx, &ctx->argv[0], &rep, 1);
-	wire_msg_free(&rep->base);
-	return EXIT_OK;
+	return vec_info(ctx, ctx->argv[0]);
 }
 
 /* A count option (name=N) into *v: 0, or a usage error. */
@@ -237,11 +227,10 @@ static int cmd_vec_create_exec(struct cmd_ctx *ctx)
 	const char *name = ctx->argv[0];
 	struct pool_vec_opts *opts = NULL;
 	struct pool_vec *vec;
-	Pool__VecReply *rep;
 	struct pool *pool;
 	uint32_t kind, metric, dim;
 	uint64_t size;
-	char *end, msg[256];
+	char *end;
 	int rc;
 
 	kind = vec_lookup(vec_kinds, ARRAY_SIZE(vec_kinds), ctx->argv[1]);
@@ -271,33 +260,20 @@ static int cmd_vec_create_exec(struct cmd_ctx *ctx)
 	}
 	pool_vec_close(vec);
 	pool_close(pool);
-	if ((rc = vec_stat(ctx, name, &rep, msg, sizeof(msg))) < 0) {
-		fprintf(stderr, "poolctl: %s\n", msg[0] ? msg : err_str(rc));
-		return msg[0] ? EXIT_ERROR : EXIT_UNREACHABLE;
-	}
-	vec_print(ctx, &ctx->argv[0], &rep, 1);
-	wire_msg_free(&rep->base);
-	return EXIT_OK;
+	return vec_info(ctx, name);
 }
 
 static int cmd_vec_drop_exec(struct cmd_ctx *ctx)
 {
-	Pool__RegionName rn = POOL__REGION_NAME__INIT;
-	Pool__VecReply *rep;
-	Pool__Ok *ok;
-	char msg[256];
-	int rc = vec_stat(ctx, ctx->argv[0], &rep, msg, sizeof(msg));
+	const struct admin_vec *v;
+	int rc = admin_vec_stat(ctx->admin, ctx->argv[0], false, &v);
 
-	if (rc < 0) {
-		fprintf(stderr, "poolctl: %s\n", msg[0] ? msg : err_str(rc));
-		return msg[0] ? EXIT_ERROR : EXIT_UNREACHABLE;
-	}
-	wire_msg_free(&rep->base);
-	rn.name = ctx->argv[0];
-	rc = cmd_call(ctx, WIRE_REGION_DESTROY, &rn.base, WIRE_OK, (ProtobufCMessage **)&ok);
 	if (rc != EXIT_OK)
 		return rc;
-	wire_msg_free(&ok->base);
+	admin_free(v);
+	rc = admin_region_destroy(ctx->admin, ctx->argv[0]);
+	if (rc != EXIT_OK)
+		return rc;
 	if (ctx->json)
 		printf("{\"dropped\":true}\n");
 	else

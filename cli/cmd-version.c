@@ -5,17 +5,17 @@
 
 static int cmd_version_exec(struct cmd_ctx *ctx)
 {
-	const char *server = ctx->wc ? wire_client_server_version(ctx->wc) : "not reachable";
+	const char *server = ctx->admin ? admin_server_version(ctx->admin) : "not reachable";
 
 	if (ctx->json) {
 		struct json *j = json_new(stdout);
 
 		json_str(j, "poolctl", PACKAGE_VERSION);
 		json_str(j, "poold", server);
-		json_u64(j, "protocol", WIRE_VERSION);
+		json_u64(j, "protocol", admin_protocol());
 		json_finish(j);
 	} else {
-		printf("poolctl %s (protocol %d)\n", PACKAGE_VERSION, WIRE_VERSION);
+		printf("poolctl %s (protocol %u)\n", PACKAGE_VERSION, admin_protocol());
 		printf("poold %s\n", server);
 	}
 	return EXIT_OK;

@@ -7,6 +7,8 @@
  * value, which says how each output writes it (a size is a number of
  * bytes in JSON and "64M" in the table). Each row is an array of values
  * in the same order, so a field is named once, not once per output.
+ * A record is one such row on its own: an object's members in JSON, a
+ * line per field in the text.
  */
 #include "config.h"
 
@@ -160,4 +162,27 @@ void listing_end(struct listing *l)
 		table_free(l->t);
 	}
 	free(l);
+}
+
+/*
+ * One record: its fields as members of j's open object (j NULL: a line
+ * "  head  value" each on stdout). A field without a value (absent, or a
+ * NULL string) has no line.
+ */
+void listing_record(struct json *j, const struct field *fields, const struct value *values,
+		    size_t nfields)
+{
+	char buf[32];
+	size_t i;
+
+	for (i = 0; i < nfields; i++) {
+		const struct field *f = &fields[i];
+
+		if (j != NULL && f->key != NULL && !values[i].absent)
+			listing_json(j, f, &values[i]);
+		else if (j == NULL && f->head != NULL && !values[i].absent &&
+			 !(f->kind == FIELD_STR && values[i].s == NULL))
+			printf("  %-12s%s\n", f->head,
+			       listing_text(f, &values[i], buf, sizeof(buf)));
+	}
 }

@@ -1,6 +1,6 @@
 # cli/: poolctl, a file per family of commands, and the output helpers.
 bin_PROGRAMS += cli/poolctl
-cli_poolctl_SOURCES = cli/poolctl.h cli/poolctl.c cli/out.c cli/listing.c cli/cmd-status.c cli/cmd-version.c \
+cli_poolctl_SOURCES = cli/poolctl.h cli/poolctl.c cli/admin.h cli/admin.c cli/out.c cli/listing.c cli/cmd-status.c cli/cmd-version.c \
 	cli/cmd-config.c cli/cmd-reload.c cli/cmd-nodes.c cli/cmd-fabric.c \
 	cli/cmd-region.c cli/cmd-lend.c cli/cmd-kv.c cli/cmd-vec.c \
 	cli/cmd-events.c cli/cmd-top.c cli/cmd-snap.c cli/cmd-snap-serve.c

@@ -1,11 +1,11 @@
 /*
  * cli/poolctl.c - poolctl: option parsing, the command table, and the
  * connection to poold. Each family of commands (snap, kv, region...)
- * lives in a cmd-*.c file of its own.
+ * lives in a cmd-*.c file of its own; what they ask poold goes through
+ * admin.c, and what a library client could do itself through libpool.
  */
 #include "config.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,28 +64,6 @@ static int cmd_match(const struct cmd_entry *e, int argc, char **argv)
 	return n;
 }
 
-/*
- * Send a request to poold and wait for its reply. An error reply is printed
- * and yields EXIT_ERROR; a broken connection EXIT_UNREACHABLE.
- */
-int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,
-	     ProtobufCMessage **ret_reply)
-{
-	char msg[512];
-	int rc;
-
-	rc = wire_client_call(ctx->wc, type, req, reply_type, ret_reply, msg, sizeof(msg));
-	if (rc == 0)
-		return EXIT_OK;
-	if (msg[0] != '\0') {
-		fprintf(stderr, "poolctl: %s\n", msg);
-		return EXIT_ERROR;
-	}
-	fprintf(stderr, "poolctl: lost the connection to poold at %s: %s\n", ctx->socket,
-		err_str(rc));
-	return EXIT_UNREACHABLE;
-}
-
 /* Open a libpool connection to poold, for the commands libpool serves. */
 int cmd_pool_open(struct cmd_ctx *ctx, struct pool **ret)
 {
@@ -108,38 +86,8 @@ int cmd_pool_fail(const char *what, int rc)
 /* Connect to poold, waiting up to timeout_ms for each reply (0: the default). */
 int cmd_connect(struct cmd_ctx *ctx, int timeout_ms)
 {
-	char msg[512];
-	int rc = wire_client_connect(ctx->socket, "poolctl",
-				     timeout_ms > 0 ? timeout_ms : POOLCTL_TIMEOUT_MS, &ctx->wc,
-				     msg, sizeof(msg));
-
-	if (rc == 0)
-		return EXIT_OK;
-	if (msg[0] != '\0') {
-		/* poold answered: it refused us, and said why. */
-		fprintf(stderr, "poolctl: %s\n", msg);
-		return EXIT_ERROR;
-	}
-	switch (rc) {
-	case -ENOENT:
-	case -ECONNREFUSED:
-		fprintf(stderr, "poolctl: poold is not running (no server at %s)\n", ctx->socket);
-		break;
-	case -EACCES:
-	case -EPERM:
-		fprintf(stderr, "poolctl: permission denied on %s: are you in the control group?\n",
-			ctx->socket);
-		break;
-	case POOL_EVERSION:
-		fprintf(stderr, "poolctl: poold at %s speaks another protocol version\n",
-			ctx->socket);
-		return EXIT_ERROR;
-	default:
-		fprintf(stderr, "poolctl: cannot reach poold at %s: %s\n", ctx->socket,
-			err_str(rc));
-		break;
-	}
-	return EXIT_UNREACHABLE;
+	return admin_connect(ctx->socket, timeout_ms > 0 ? timeout_ms : POOLCTL_TIMEOUT_MS, false,
+			     &ctx->admin);
 }
 
 int main(int argc, char **argv)
@@ -201,9 +149,9 @@ int main(int argc, char **argv)
 		if (rc != EXIT_OK)
 			return rc;
 	} else if (e->daemon == DAEMON_OPTIONAL) {
-		wire_client_connect(ctx.socket, "poolctl", POOLCTL_TIMEOUT_MS, &ctx.wc, NULL, 0);
+		admin_connect(ctx.socket, POOLCTL_TIMEOUT_MS, true, &ctx.admin);
 	}
 	rc = e->exec(&ctx);
-	wire_client_close(ctx.wc);
+	admin_close(ctx.admin);
 	return rc;
 }

@@ -8,20 +8,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli/admin.h"
 #include "common/common.h"
-#include "proto/wire.h"
-
-/* Exit codes, as documented in poolctl(8). */
-#define EXIT_OK 0
-#define EXIT_ERROR 1
-#define EXIT_USAGE 2
-#define EXIT_UNREACHABLE 3
 
 struct cmd_ctx {
 	const char *socket;
 	bool json;
-	struct wire_client *wc; /* connected when the command needs poold */
-	int argc;		/* arguments after the command words */
+	struct admin *admin; /* connected when the command needs poold */
+	int argc;	     /* arguments after the command words */
 	char **argv;
 };
 
@@ -75,8 +69,6 @@ extern const struct cmd_entry cmd_snap_place_entry;
 struct pool;
 int cmd_pool_open(struct cmd_ctx *ctx, struct pool **ret);
 int cmd_pool_fail(const char *what, int rc);
-int cmd_call(struct cmd_ctx *ctx, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,
-	     ProtobufCMessage **ret_reply);
 int cmd_connect(struct cmd_ctx *ctx, int timeout_ms);
 
 /* cmd-snap-serve.c */
@@ -84,7 +76,7 @@ int cmd_snap_serve(struct cmd_ctx *ctx);
 
 /* cmd-nodes.c */
 struct json;
-void nodes_print(struct cmd_ctx *ctx, struct json *j, Pool__Member **members, size_t n);
+void nodes_print(struct cmd_ctx *ctx, struct json *j, const struct admin_nodes *nodes);
 
 /* out.c: JSON writer */
 struct json;
@@ -152,5 +144,7 @@ void listing_row(struct listing *l, const struct value *values);
 void listing_row_more(struct listing *l, const struct value *values,
 		      void (*more)(struct json *j, const void *arg), const void *arg);
 void listing_end(struct listing *l);
+void listing_record(struct json *j, const struct field *fields, const struct value *values,
+		    size_t nfields);
 
 #endif
