@@ -2,6 +2,8 @@
 # tests/integration/layers.sh - poold's files call each other in no cycle
 # across modules (doc/DESIGN.md section 9): read from the objects of this
 # build by tests/tools/call-cycles.py, which names the calls of any cycle.
+# And in poolctl, only cli/admin.c speaks the control protocol: no other
+# object calls protobuf-c, the wire library or a generated descriptor.
 # Exit status: 0 pass, 1 fail, 77 skip (no nm or python3, or a build
 # without the static archive).
 set -u
@@ -12,4 +14,15 @@ for tool in nm python3; do
 	command -v "$tool" >/dev/null 2>&1 || { echo "SKIP: $tool is not installed"; exit 77; }
 done
 [ -f "$archive" ] || { echo "SKIP: no $archive"; exit 77; }
-python3 "$srcdir/tests/tools/call-cycles.py" "$archive"
+python3 "$srcdir/tests/tools/call-cycles.py" "$archive" || exit 1
+
+objects=$(ls "${top_builddir:-.}"/cli/poolctl-*.o 2>/dev/null)
+[ -n "$objects" ] || { echo "FAIL: no poolctl objects in ${top_builddir:-.}/cli"; exit 1; }
+rc=0
+for o in $objects; do
+	case $o in */poolctl-admin.o) continue ;; esac
+	wire=$(nm -u "$o" | awk '{print $NF}' | grep -E '^(pool__|protobuf_c_|wire_)' | tr '\n' ' ')
+	[ -z "$wire" ] || { echo "FAIL: ${o##*/} speaks the protocol itself: $wire"; rc=1; }
+done
+[ "$rc" -eq 0 ] && echo "poolctl: only admin.o of $(echo "$objects" | wc -l) objects speaks the protocol"
+exit $rc
