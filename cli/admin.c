@@ -96,30 +96,6 @@ const char *admin_server_version(const struct admin *a)
 	return wire_client_server_version(a->wc);
 }
 
-/*
- * Send a request and wait for its reply. An error reply is printed (unless
- * quiet) and yields EXIT_ERROR; a broken connection EXIT_UNREACHABLE.
- */
-static int admin_call(struct admin *a, uint16_t type, const ProtobufCMessage *req,
-		      uint16_t reply_type, ProtobufCMessage **ret_reply, bool quiet)
-{
-	char msg[512];
-	int rc;
-
-	rc = wire_client_call(a->wc, type, req, reply_type, ret_reply, msg, sizeof(msg));
-	if (rc == 0)
-		return EXIT_OK;
-	if (msg[0] != '\0') {
-		if (!quiet)
-			fprintf(stderr, "poolctl: %s\n", msg);
-		return EXIT_ERROR;
-	}
-	if (!quiet)
-		fprintf(stderr, "poolctl: lost the connection to poold at %s: %s\n", a->socket,
-			err_str(rc));
-	return EXIT_UNREACHABLE;
-}
-
 static struct admin_block *admin_block_of(const void *result)
 {
 	return (struct admin_block *)((const char *)result - offsetof(struct admin_block, data));
@@ -152,6 +128,34 @@ static void *admin_result(ProtobufCMessage *reply, size_t len)
 	}
 	b->wire = reply;
 	return b->data;
+}
+
+/*
+ * Send a request and wait for its reply, and make the result of len bytes
+ * that keeps it: *ret_result, zeroed. An error reply is printed (unless
+ * quiet) and yields EXIT_ERROR; a broken connection EXIT_UNREACHABLE.
+ */
+static int admin_ask(struct admin *a, uint16_t type, const ProtobufCMessage *req,
+		     uint16_t reply_type, bool quiet, ProtobufCMessage **ret_reply, size_t len,
+		     void **ret_result)
+{
+	char msg[512];
+	int rc;
+
+	rc = wire_client_call(a->wc, type, req, reply_type, ret_reply, msg, sizeof(msg));
+	if (rc == 0) {
+		*ret_result = admin_result(*ret_reply, len);
+		return *ret_result != NULL ? EXIT_OK : EXIT_ERROR;
+	}
+	if (msg[0] != '\0') {
+		if (!quiet)
+			fprintf(stderr, "poolctl: %s\n", msg);
+		return EXIT_ERROR;
+	}
+	if (!quiet)
+		fprintf(stderr, "poolctl: lost the connection to poold at %s: %s\n", a->socket,
+			err_str(rc));
+	return EXIT_UNREACHABLE;
 }
 
 /* n zeroed elements of size bytes, freed with result; NULL when out of memory. */
@@ -196,12 +200,10 @@ int admin_status(struct admin *a, const struct admin_status **ret)
 	size_t i;
 	int rc;
 
-	rc = admin_call(a, WIRE_STATUS, &req.base, WIRE_STATUS_REPLY, (ProtobufCMessage **)&rep,
-			false);
+	rc = admin_ask(a, WIRE_STATUS, &req.base, WIRE_STATUS_REPLY, false,
+		       (ProtobufCMessage **)&rep, sizeof(*st), (void **)&st);
 	if (rc != EXIT_OK)
 		return rc;
-	if ((st = admin_result(&rep->base, sizeof(*st))) == NULL)
-		return EXIT_ERROR;
 	*st = (struct admin_status){
 	    .version = rep->version,
 	    .role = rep->role,
@@ -261,12 +263,10 @@ int admin_config(struct admin *a, const struct admin_config **ret)
 	size_t i;
 	int rc;
 
-	rc = admin_call(a, WIRE_CONFIG_SHOW, &req.base, WIRE_CONFIG_SHOW_REPLY,
-			(ProtobufCMessage **)&rep, false);
+	rc = admin_ask(a, WIRE_CONFIG_SHOW, &req.base, WIRE_CONFIG_SHOW_REPLY, false,
+		       (ProtobufCMessage **)&rep, sizeof(*c), (void **)&c);
 	if (rc != EXIT_OK)
 		return rc;
-	if ((c = admin_result(&rep->base, sizeof(*c))) == NULL)
-		return EXIT_ERROR;
 	if (!ADMIN_ARRAY(c, options, rep->n_options))
 		return admin_fail(c);
 	for (i = 0; i < rep->n_options; i++) {
@@ -290,17 +290,15 @@ static int admin_ok(struct admin *a, uint16_t type, const ProtobufCMessage *req,
 	Pool__Ok *ok;
 	int rc;
 
-	rc = admin_call(a, type, req, WIRE_OK, (ProtobufCMessage **)&ok, false);
+	rc = admin_ask(a, type, req, WIRE_OK, false, (ProtobufCMessage **)&ok, sizeof(*said),
+		       (void **)&said);
 	if (rc != EXIT_OK)
 		return rc;
-	if (ret == NULL) {
-		wire_msg_free(&ok->base);
-		return EXIT_OK;
-	}
-	if ((said = admin_result(&ok->base, sizeof(*said))) == NULL)
-		return EXIT_ERROR;
 	said->message = ok->message != NULL ? ok->message : "";
-	*ret = said;
+	if (ret != NULL)
+		*ret = said;
+	else
+		admin_free(said);
 	return EXIT_OK;
 }
 
@@ -367,12 +365,10 @@ int admin_nodes(struct admin *a, const struct admin_nodes **ret)
 	size_t i;
 	int rc;
 
-	rc = admin_call(a, WIRE_NODES, &req.base, WIRE_NODES_REPLY, (ProtobufCMessage **)&rep,
-			false);
+	rc = admin_ask(a, WIRE_NODES, &req.base, WIRE_NODES_REPLY, false, (ProtobufCMessage **)&rep,
+		       sizeof(*ns), (void **)&ns);
 	if (rc != EXIT_OK)
 		return rc;
-	if ((ns = admin_result(&rep->base, sizeof(*ns))) == NULL)
-		return EXIT_ERROR;
 	if (!ADMIN_ARRAY(ns, nodes, rep->n_members))
 		return admin_fail(ns);
 	for (i = 0; i < rep->n_members; i++)
@@ -395,12 +391,11 @@ int admin_fabric(struct admin *a, bool probe, const struct admin_fabric **ret)
 	size_t i;
 	int rc;
 
-	rc = admin_call(a, probe ? WIRE_PROBE : WIRE_FABRIC, probe ? &preq.base : &freq.base,
-			WIRE_FABRIC_REPLY, (ProtobufCMessage **)&rep, false);
+	rc =
+	    admin_ask(a, probe ? WIRE_PROBE : WIRE_FABRIC, probe ? &preq.base : &freq.base,
+		      WIRE_FABRIC_REPLY, false, (ProtobufCMessage **)&rep, sizeof(*f), (void **)&f);
 	if (rc != EXIT_OK)
 		return rc;
-	if ((f = admin_result(&rep->base, sizeof(*f))) == NULL)
-		return EXIT_ERROR;
 	if (!ADMIN_ARRAY(f, links, rep->n_results) || !ADMIN_ARRAY(f, nodes, rep->n_members))
 		return admin_fail(f);
 	for (i = 0; i < rep->n_results; i++) {
@@ -464,12 +459,10 @@ int admin_regions(struct admin *a, const struct admin_regions **ret)
 	size_t i;
 	int rc;
 
-	rc = admin_call(a, WIRE_REGION_LIST, &req.base, WIRE_REGION_LIST_REPLY,
-			(ProtobufCMessage **)&rep, false);
+	rc = admin_ask(a, WIRE_REGION_LIST, &req.base, WIRE_REGION_LIST_REPLY, false,
+		       (ProtobufCMessage **)&rep, sizeof(*rs), (void **)&rs);
 	if (rc != EXIT_OK)
 		return rc;
-	if ((rs = admin_result(&rep->base, sizeof(*rs))) == NULL)
-		return EXIT_ERROR;
 	if (!ADMIN_ARRAY(rs, regions, rep->n_regions))
 		return admin_fail(rs);
 	for (i = 0; i < rep->n_regions; i++)
@@ -489,11 +482,10 @@ static int admin_region_call(struct admin *a, uint16_t type, const ProtobufCMess
 	Pool__RegionReply *rep;
 	int rc;
 
-	rc = admin_call(a, type, req, WIRE_REGION_REPLY, (ProtobufCMessage **)&rep, false);
+	rc = admin_ask(a, type, req, WIRE_REGION_REPLY, false, (ProtobufCMessage **)&rep,
+		       sizeof(*r), (void **)&r);
 	if (rc != EXIT_OK)
 		return rc;
-	if ((r = admin_result(&rep->base, sizeof(*r))) == NULL)
-		return EXIT_ERROR;
 	if (!admin_region_from(r, r, rep->region))
 		return admin_fail(r);
 	*ret = r;
@@ -557,12 +549,10 @@ int admin_ledger(struct admin *a, const struct admin_ledger **ret)
 	size_t i;
 	int rc;
 
-	rc = admin_call(a, WIRE_LEDGER, &req.base, WIRE_LEDGER_REPLY, (ProtobufCMessage **)&rep,
-			false);
+	rc = admin_ask(a, WIRE_LEDGER, &req.base, WIRE_LEDGER_REPLY, false,
+		       (ProtobufCMessage **)&rep, sizeof(*l), (void **)&l);
 	if (rc != EXIT_OK)
 		return rc;
-	if ((l = admin_result(&rep->base, sizeof(*l))) == NULL)
-		return EXIT_ERROR;
 	if (!ADMIN_ARRAY(l, entries, rep->n_entries))
 		return admin_fail(l);
 	for (i = 0; i < rep->n_entries; i++) {
@@ -623,12 +613,10 @@ int admin_kv(struct admin *a, enum admin_kv_op op, const char *name,
 	req.name = (char *)name;
 	if (op == ADMIN_KV_CREATE)
 		admin_kv_spec_to(&req, spec);
-	rc = admin_call(a, WIRE_KV_NS, &req.base, WIRE_KV_NS_REPLY, (ProtobufCMessage **)&rep,
-			false);
+	rc = admin_ask(a, WIRE_KV_NS, &req.base, WIRE_KV_NS_REPLY, false, (ProtobufCMessage **)&rep,
+		       sizeof(*kv), (void **)&kv);
 	if (rc != EXIT_OK)
 		return rc;
-	if ((kv = admin_result(&rep->base, sizeof(*kv))) == NULL)
-		return EXIT_ERROR;
 	if (!ADMIN_ARRAY(kv, namespaces, rep->n_namespaces))
 		return admin_fail(kv);
 	for (i = 0; i < rep->n_namespaces; i++) {
@@ -672,11 +660,10 @@ int admin_vec_stat(struct admin *a, const char *name, bool quiet, const struct a
 
 	req.op = POOL__VEC_OP__VEC_OP_STAT;
 	req.name = (char *)name;
-	rc = admin_call(a, WIRE_VEC, &req.base, WIRE_VEC_REPLY, (ProtobufCMessage **)&rep, quiet);
+	rc = admin_ask(a, WIRE_VEC, &req.base, WIRE_VEC_REPLY, quiet, (ProtobufCMessage **)&rep,
+		       sizeof(*v), (void **)&v);
 	if (rc != EXIT_OK)
 		return rc;
-	if ((v = admin_result(&rep->base, sizeof(*v))) == NULL)
-		return EXIT_ERROR;
 	*v = (struct admin_vec){
 	    .node = rep->node,
 	    .kind = rep->kind,
@@ -708,12 +695,10 @@ int admin_events(struct admin *a, unsigned max, const struct admin_events **ret)
 
 	req.has_max = max > 0;
 	req.max = max;
-	rc = admin_call(a, WIRE_EVENTS, &req.base, WIRE_EVENTS_REPLY, (ProtobufCMessage **)&rep,
-			false);
+	rc = admin_ask(a, WIRE_EVENTS, &req.base, WIRE_EVENTS_REPLY, false,
+		       (ProtobufCMessage **)&rep, sizeof(*es), (void **)&es);
 	if (rc != EXIT_OK)
 		return rc;
-	if ((es = admin_result(&rep->base, sizeof(*es))) == NULL)
-		return EXIT_ERROR;
 	if (!ADMIN_ARRAY(es, events, rep->n_events))
 		return admin_fail(es);
 	for (i = 0; i < rep->n_events; i++)
@@ -735,12 +720,10 @@ int admin_snap_copies(struct admin *a, const struct admin_copies **ret)
 	int rc;
 
 	req.op = POOL__SNAP_COPY_OP__SNAP_COPY_OP_LIST;
-	rc = admin_call(a, WIRE_SNAP_COPY, &req.base, WIRE_SNAP_COPY_REPLY,
-			(ProtobufCMessage **)&rep, false);
+	rc = admin_ask(a, WIRE_SNAP_COPY, &req.base, WIRE_SNAP_COPY_REPLY, false,
+		       (ProtobufCMessage **)&rep, sizeof(*cs), (void **)&cs);
 	if (rc != EXIT_OK)
 		return rc;
-	if ((cs = admin_result(&rep->base, sizeof(*cs))) == NULL)
-		return EXIT_ERROR;
 	if (!ADMIN_ARRAY(cs, copies, rep->n_copies))
 		return admin_fail(cs);
 	for (i = 0; i < rep->n_copies; i++) {
@@ -776,12 +759,10 @@ int admin_snap_place(struct admin *a, const char *name, const uint32_t *nodes, s
 	req.name = (char *)name;
 	req.nodes = (uint32_t *)nodes;
 	req.n_nodes = n;
-	rc = admin_call(a, WIRE_SNAP_PLACE, &req.base, WIRE_SNAP_PLACE_REPLY,
-			(ProtobufCMessage **)&rep, false);
+	rc = admin_ask(a, WIRE_SNAP_PLACE, &req.base, WIRE_SNAP_PLACE_REPLY, false,
+		       (ProtobufCMessage **)&rep, sizeof(*ps), (void **)&ps);
 	if (rc != EXIT_OK)
 		return rc;
-	if ((ps = admin_result(&rep->base, sizeof(*ps))) == NULL)
-		return EXIT_ERROR;
 	if (!ADMIN_ARRAY(ps, results, rep->n_results))
 		return admin_fail(ps);
 	for (i = 0; i < rep->n_results; i++) {
