@@ -15,7 +15,13 @@ tests_unit_test_conf_SOURCES = tests/unit/test_conf.c
 tests_unit_test_conf_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_conf_LDADD = $(UNIT_LDADD)
 
-TESTS += tests/unit/test_frame tests/unit/test_conf
+# poolctl's requests (cli/admin.c), against a poold played by a thread.
+check_PROGRAMS += tests/unit/test_admin
+tests_unit_test_admin_SOURCES = tests/unit/test_admin.c cli/admin.c cli/admin.h
+tests_unit_test_admin_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(CUNIT_CFLAGS) $(PTHREAD_CFLAGS)
+tests_unit_test_admin_LDADD = $(UNIT_LDADD) $(PTHREAD_CFLAGS)
+
+TESTS += tests/unit/test_frame tests/unit/test_conf tests/unit/test_admin
 
 # The smallest libpool client, used by the demo and the tests.
 noinst_PROGRAMS += examples/pool-demo
