@@ -87,28 +87,95 @@ bad:
 	return -1;
 }
 
-static void snap_info_json(struct json *j, const char *name, const struct pool_snap_info *in)
+static void fmt_time(uint64_t ms, char *out, size_t len)
+{
+	time_t sec = (time_t)(ms / 1000);
+	struct tm tm;
+
+	strftime(out, len, "%F %T", localtime_r(&sec, &tm));
+}
+
+/* A snapshot's fields: snap ls's table, and its JSON in snap ls, info and put. */
+enum {
+	SN_NAME,
+	SN_SIZE,
+	SN_STORED,
+	SN_ZERO,
+	SN_CLASS,
+	SN_STATE,
+	SN_CREATED,
+	SN_PAGE_SIZE,
+	SN_PAGES,
+	SN_ZERO_PAGES,
+	SN_DISTINCT_PAGES,
+	SN_NEW_PAGES,
+	SN_STATE_BYTES,
+	SN_PARENT,
+	SN_CREATED_MS,
+	SN_UID,
+	SN_WS_PAGES,
+	SN_WS_RUNS,
+	SN_FIELDS
+};
+
+static const struct field snap_fields[SN_FIELDS] = {
+    [SN_NAME] = {"name", "NAME", FIELD_STR, IN_BOTH},
+    [SN_SIZE] = {"size", "SIZE", FIELD_SIZE, IN_BOTH},
+    [SN_STORED] = {"stored_bytes", "STORED", FIELD_SIZE, IN_BOTH},
+    [SN_ZERO] = {NULL, "ZERO", FIELD_SIZE, IN_BOTH},
+    [SN_CLASS] = {"class", "CLASS", FIELD_STR, IN_BOTH},
+    [SN_STATE] = {"state", "STATE", FIELD_STR, IN_BOTH},
+    [SN_CREATED] = {NULL, "CREATED", FIELD_STR, IN_BOTH},
+    [SN_PAGE_SIZE] = {"page_size", NULL, FIELD_U64, IN_BOTH},
+    [SN_PAGES] = {"pages", NULL, FIELD_U64, IN_BOTH},
+    [SN_ZERO_PAGES] = {"zero_pages", NULL, FIELD_U64, IN_BOTH},
+    [SN_DISTINCT_PAGES] = {"distinct_pages", NULL, FIELD_U64, IN_BOTH},
+    [SN_NEW_PAGES] = {"new_pages", NULL, FIELD_U64, IN_BOTH},
+    [SN_STATE_BYTES] = {"state_bytes", NULL, FIELD_U64, IN_BOTH},
+    [SN_PARENT] = {"parent", NULL, FIELD_STR, IN_BOTH},
+    [SN_CREATED_MS] = {"created_ms", NULL, FIELD_U64, IN_BOTH},
+    [SN_UID] = {"uid", NULL, FIELD_U64, IN_BOTH},
+    [SN_WS_PAGES] = {"working_set_pages", NULL, FIELD_U64, IN_BOTH},
+    [SN_WS_RUNS] = {"working_set_runs", NULL, FIELD_U64, IN_BOTH},
+};
+
+/* Snapshot name (whose info is in) as a row of a listing. */
+static void snap_row(struct listing *l, const char *name, const struct pool_snap_info *in)
 {
 	uint64_t ps = pool_snap_info_page_size(in);
+	char created[32];
+	const struct value v[SN_FIELDS] = {
+	    [SN_NAME].s = name,
+	    [SN_SIZE].u = pool_snap_info_size(in),
+	    [SN_STORED].u = pool_snap_info_distinct_pages(in) * ps,
+	    [SN_ZERO].u = pool_snap_info_zero_pages(in) * ps,
+	    [SN_CLASS].s = pool_snap_info_class(in),
+	    [SN_STATE].s = pool_snap_info_state(in),
+	    [SN_CREATED].s = created,
+	    [SN_PAGE_SIZE].u = ps,
+	    [SN_PAGES].u = pool_snap_info_size(in) / ps,
+	    [SN_ZERO_PAGES].u = pool_snap_info_zero_pages(in),
+	    [SN_DISTINCT_PAGES].u = pool_snap_info_distinct_pages(in),
+	    [SN_NEW_PAGES].u = pool_snap_info_new_pages(in),
+	    [SN_STATE_BYTES].u = pool_snap_info_state_len(in),
+	    [SN_PARENT].s = pool_snap_info_parent(in),
+	    [SN_CREATED_MS].u = pool_snap_info_created_ms(in),
+	    [SN_UID].u = pool_snap_info_uid(in),
+	    [SN_WS_PAGES].u = pool_snap_info_ws_pages(in),
+	    [SN_WS_RUNS].u = pool_snap_info_ws_runs(in),
+	};
 
-	json_object(j, NULL);
-	json_str(j, "name", name);
-	json_str(j, "state", pool_snap_info_state(in));
-	json_str(j, "class", pool_snap_info_class(in));
-	json_u64(j, "size", pool_snap_info_size(in));
-	json_u64(j, "page_size", ps);
-	json_u64(j, "pages", pool_snap_info_size(in) / ps);
-	json_u64(j, "zero_pages", pool_snap_info_zero_pages(in));
-	json_u64(j, "distinct_pages", pool_snap_info_distinct_pages(in));
-	json_u64(j, "new_pages", pool_snap_info_new_pages(in));
-	json_u64(j, "stored_bytes", pool_snap_info_distinct_pages(in) * ps);
-	json_u64(j, "state_bytes", pool_snap_info_state_len(in));
-	json_str(j, "parent", pool_snap_info_parent(in));
-	json_u64(j, "created_ms", pool_snap_info_created_ms(in));
-	json_u64(j, "uid", pool_snap_info_uid(in));
-	json_u64(j, "working_set_pages", pool_snap_info_ws_pages(in));
-	json_u64(j, "working_set_runs", pool_snap_info_ws_runs(in));
-	json_end(j);
+	fmt_time(pool_snap_info_created_ms(in), created, sizeof(created));
+	listing_row(l, v);
+}
+
+/* In JSON, the array "snapshots" of one snapshot. */
+static void snap_one_json(struct json *j, const char *name, const struct pool_snap_info *in)
+{
+	struct listing *l = listing_new(j, "snapshots", snap_fields, SN_FIELDS, false);
+
+	snap_row(l, name, in);
+	listing_end(l);
 }
 
 static int cmd_snap_put_exec(struct cmd_ctx *ctx)
@@ -139,8 +206,7 @@ static int cmd_snap_put_exec(struct cmd_ctx *ctx)
 		if (ctx->json) {
 			struct json *j = json_new(stdout);
 
-			json_array(j, "snapshots");
-			snap_info_json(j, ctx->argv[0], info);
+			snap_one_json(j, ctx->argv[0], info);
 			json_finish(j);
 		} else {
 			printf("%s: %llu pages, %llu zero, %llu distinct, %llu new (%llu bytes "
@@ -160,20 +226,10 @@ out:
 	return rc;
 }
 
-static void fmt_time(uint64_t ms, char *out, size_t len)
-{
-	time_t sec = (time_t)(ms / 1000);
-	struct tm tm;
-
-	strftime(out, len, "%F %T", localtime_r(&sec, &tm));
-}
-
 static int cmd_snap_ls_exec(struct cmd_ctx *ctx)
 {
-	static const char *const headers[] = {"NAME",  "SIZE",	"STORED", "ZERO",
-					      "CLASS", "STATE", "CREATED"};
-	struct table *t = NULL;
 	struct json *j = NULL;
+	struct listing *l;
 	struct pool *pool;
 	char **names;
 	size_t n, i;
@@ -187,39 +243,20 @@ static int cmd_snap_ls_exec(struct cmd_ctx *ctx)
 		pool_close(pool);
 		return cmd_pool_fail("snap ls", rc);
 	}
-	if (ctx->json) {
+	if (ctx->json)
 		j = json_new(stdout);
-		json_array(j, "snapshots");
-	} else {
-		t = table_new(7, headers);
-	}
+	l = listing_new(j, "snapshots", snap_fields, SN_FIELDS, false);
 	for (i = 0; i < n; i++) {
 		struct pool_snap_info *in;
-		char size[24], stored[24], zero[24], created[32];
-		uint64_t ps;
 
 		if (pool_snap_stat(pool, names[i], &in) < 0)
 			continue; /* not readable by this caller, or just removed */
-		ps = pool_snap_info_page_size(in);
-		if (j != NULL) {
-			snap_info_json(j, names[i], in);
-		} else {
-			units_fmt_size(pool_snap_info_size(in), size, sizeof(size));
-			units_fmt_size(pool_snap_info_distinct_pages(in) * ps, stored,
-				       sizeof(stored));
-			units_fmt_size(pool_snap_info_zero_pages(in) * ps, zero, sizeof(zero));
-			fmt_time(pool_snap_info_created_ms(in), created, sizeof(created));
-			table_row(t, names[i], size, stored, zero, pool_snap_info_class(in),
-				  pool_snap_info_state(in), created);
-		}
+		snap_row(l, names[i], in);
 		pool_snap_info_free(in);
 	}
-	if (j != NULL) {
+	listing_end(l);
+	if (j != NULL)
 		json_finish(j);
-	} else {
-		table_print(t, stdout);
-		table_free(t);
-	}
 	free(names);
 	pool_close(pool);
 	return EXIT_OK;
@@ -248,9 +285,7 @@ static int cmd_snap_info_exec(struct cmd_ctx *ctx)
 	if (ctx->json) {
 		struct json *j = json_new(stdout);
 
-		json_array(j, "snapshots");
-		snap_info_json(j, ctx->argv[0], in);
-		json_end(j);
+		snap_one_json(j, ctx->argv[0], in);
 		json_object(j, "store");
 		json_u64(j, "pinned_bytes", bytes[0]);
 		json_u64(j, "pinned_pages", pages[0]);
