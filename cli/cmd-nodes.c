@@ -163,7 +163,7 @@ static void nodes_used_of(uint64_t used, uint64_t cap, char *buf, size_t len)
 }
 
 /* Print the members as a table, or as a JSON array "nodes" of j. */
-void nodes_print(struct cmd_ctx *ctx, struct json *j, const struct admin_nodes *nodes)
+static void nodes_print(struct cmd_ctx *ctx, struct json *j, const struct admin_nodes *nodes)
 {
 	struct listing *l = listing_new(j, "nodes", node_fields, N_FIELDS, false);
 	size_t i;

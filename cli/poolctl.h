@@ -74,10 +74,6 @@ int cmd_connect(struct cmd_ctx *ctx, int timeout_ms);
 /* cmd-snap-serve.c */
 int cmd_snap_serve(struct cmd_ctx *ctx);
 
-/* cmd-nodes.c */
-struct json;
-void nodes_print(struct cmd_ctx *ctx, struct json *j, const struct admin_nodes *nodes);
-
 /* out.c: JSON writer */
 struct json;
 struct json *json_new(FILE *f);
