@@ -93,7 +93,7 @@ static void status_journals(struct json *j, const struct admin_status *st)
 		};
 		char used[32], half[32];
 
-		if (l != NULL) {
+		if (j != NULL) {
 			listing_row(l, v);
 			continue;
 		}

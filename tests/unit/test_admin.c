@@ -20,6 +20,7 @@
 
 #define FAKE_NODE_ID 5
 
+static char sock_dir[] = "/tmp/test_admin.XXXXXX"; /* ours alone (mkdtemp) */
 static char sock_path[108];
 static int listen_fd = -1;
 static pthread_t server;
@@ -920,9 +921,12 @@ int main(void)
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	int rc;
 
-	snprintf(sock_path, sizeof(sock_path), "/tmp/test_admin.%d.sock", (int)getpid());
+	if (mkdtemp(sock_dir) == NULL) {
+		perror("test_admin: mkdtemp");
+		return 1;
+	}
+	snprintf(sock_path, sizeof(sock_path), "%s/poold.sock", sock_dir);
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock_path);
-	unlink(sock_path);
 	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
 	    listen(listen_fd, 4) < 0 || pthread_create(&server, NULL, fake_serve, NULL) != 0) {
@@ -934,6 +938,7 @@ int main(void)
 	close(listen_fd);
 	pthread_join(server, NULL);
 	unlink(sock_path);
+	rmdir(sock_dir);
 	fake_keep(0, NULL);
 	return rc;
 }
