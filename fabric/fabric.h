@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 struct event_base;
+struct sockaddr;
 
 struct fab_ctx;	 /* one UCP context + one worker */
 struct fab_ep;	 /* endpoint to a peer worker */
@@ -178,5 +179,130 @@ int fab_atomic_fadd64_nb(struct fab_ep *ep, uint64_t raddr, struct fab_rkey *rke
 			 uint64_t *ret_old, fab_done_cb cb, void *arg);
 int fab_atomic_cswap64_nb(struct fab_ep *ep, uint64_t raddr, struct fab_rkey *rkey, uint64_t expect,
 			  uint64_t desired, uint64_t *ret_old, fab_done_cb cb, void *arg);
+
+/*
+ * link*.c: the checked transport, for fabrics that enforce no keys in
+ * hardware (TCP, shared memory). Nothing here is one-sided: every transfer
+ * is a request that the target's owner checks (fab_link_ops.check) before
+ * a byte moves, on a TCP connection whose two ends proved they know the
+ * cluster's key. The bytes move straight between the socket and the memory
+ * the check names, or the requester's buffer: never through a copy of
+ * their own. See link_int.h for the wire.
+ *
+ * Callbacks run from the event loop, never from inside the call that
+ * queued the operation; a link closed or failed completes what it had
+ * pending with -ECANCELED or its error, later, from the loop.
+ */
+#define FAB_LINK_KEY_LEN 32
+#define FAB_LINK_MAX_LEN (16u << 20) /* the largest request a target takes */
+
+struct fab_links; /* this process's listener and all its links */
+struct fab_link;  /* a link to one target */
+
+/* What the requests of a link ask for, as the wire numbers them. */
+enum fab_link_op {
+	FAB_LINK_READ = 1,
+	FAB_LINK_WRITE = 2,
+	FAB_LINK_FADD = 3,  /* 64-bit fetch-and-add of a */
+	FAB_LINK_CSWAP = 4, /* 64-bit compare (a) and swap (b) */
+};
+
+/* Who is at the other end of a link, as its hello said and its proof showed. */
+struct fab_link_peer {
+	uint32_t node;
+	uint64_t incarnation;
+	uint64_t epoch; /* the requester's membership epoch (0 at a target) */
+};
+
+/* One request as a target sees it: len bytes at off in the extent at ext of arena. */
+struct fab_link_req {
+	enum fab_link_op op;
+	uint32_t arena;
+	uint64_t ext, off, len;
+	uint64_t a, b;
+};
+
+/* What a target's owner decides. */
+struct fab_link_ops {
+	/*
+	 * Where the bytes of req from peer are: 0 and *ret_ptr, or -errno to
+	 * refuse it. -EAGAIN (only while !last) means "not known yet": the link
+	 * reads nothing more until fab_links_kick() or its wait ends, then asks
+	 * again (last = true on the final try). -ECONNABORTED closes the link:
+	 * its peer may be served no more on it (fenced). Called again before
+	 * every slice of a transfer that takes several; its answer must not
+	 * change the memory.
+	 */
+	int (*check)(void *arg, const struct fab_link_peer *peer, const struct fab_link_req *req,
+		     bool last, void **ret_ptr);
+	/*
+	 * Something was refused: a stranger's handshake, a request, a link over
+	 * a limit. who is the peer's address (and node, once known); err the
+	 * reason. For the owner's (rate-limited) log.
+	 */
+	void (*refused)(void *arg, const char *who, const char *what, int err);
+};
+
+struct fab_links_config {
+	const char *bind;	   /* numeric address to listen on; NULL = every address */
+	uint16_t port_lo, port_hi; /* the listener's port range; 0, 0 = any */
+	uint8_t key[FAB_LINK_KEY_LEN];
+	struct fab_link_peer self; /* this process as a requester and as a target */
+	unsigned handshake_ms;	   /* a hello must come within it; 0 = 2000 */
+	unsigned wait_ms;	   /* how long a request waits for its check's yes; 0 = 2000 */
+	unsigned stall_ms;   /* a target whose replies are not read is closed after it; 0 = 30000 */
+	unsigned max_unauth; /* connections in their handshake at once; 0 = 64 */
+	unsigned max_unauth_per_addr; /* ... from one address; 0 = 8 */
+	unsigned max_links;	      /* authenticated inbound links; 0 = 1024 */
+	unsigned slice;		      /* bytes a link moves per turn of the loop; 0 = 4 MiB */
+	const struct fab_link_ops *ops;
+	void *arg;
+};
+
+/* Counts, for the metrics. */
+struct fab_link_stats {
+	uint64_t read_ops, read_bytes, write_ops, write_bytes, atomic_ops; /* issued */
+	uint64_t served_ops, served_bytes; /* requests this target carried out */
+	uint64_t refused_requests;	   /* requests its owner refused */
+	uint64_t refused_links;		   /* connections closed unauthenticated or over a limit */
+	uint64_t moved; /* bytes through the sockets, either way: it changes while
+			   links are busy */
+};
+
+/* Listen (if cfg->bind or any address) and serve checked requests from authenticated peers. */
+int fab_links_create(struct event_base *base, const struct fab_links_config *cfg,
+		     struct fab_links **ret_links);
+/* Close every link and the listener; calls still pending are dropped (no callback runs). */
+void fab_links_destroy(struct fab_links *ls);
+/* The port the listener took. */
+uint16_t fab_links_port(const struct fab_links *ls);
+/* This process's identity changed (it joined again): new links say so. */
+void fab_links_set_self(struct fab_links *ls, const struct fab_link_peer *self);
+/* What the owner's checks depend on changed: requests waiting for one are checked again. */
+void fab_links_kick(struct fab_links *ls);
+/* Close every inbound link from node (it is fenced); its requests not yet served are dropped. */
+void fab_links_drop_peer(struct fab_links *ls, uint32_t node);
+void fab_links_stats(const struct fab_links *ls, struct fab_link_stats *ret);
+
+/* A link to the target to (node, incarnation) at addr ("a.b.c.d:port", "[v6]:port"). */
+int fab_link_open(struct fab_links *ls, const struct fab_link_peer *to, const char *addr,
+		  struct fab_link **ret_link);
+/* Close it; what it had pending completes with -ECANCELED, from the loop. */
+void fab_link_close(struct fab_link *k);
+/* 0 while the link is usable, else the -errno it failed with. */
+int fab_link_error(const struct fab_link *k);
+/* Whether nothing is queued or waiting for its reply on the link. */
+bool fab_link_idle(const struct fab_link *k);
+/* Read len bytes at off in the extent at ext of arena into buf. */
+int fab_link_read(struct fab_link *k, uint32_t arena, uint64_t ext, uint64_t off, uint64_t len,
+		  void *buf, fab_done_cb cb, void *arg);
+/* Write len bytes of buf there; cb comes once the target has them in its memory. */
+int fab_link_write(struct fab_link *k, uint32_t arena, uint64_t ext, uint64_t off, uint64_t len,
+		   const void *buf, fab_done_cb cb, void *arg);
+/* 64-bit atomics on the 8-byte aligned word there; *ret_old is written before cb. */
+int fab_link_fadd(struct fab_link *k, uint32_t arena, uint64_t ext, uint64_t off, uint64_t add,
+		  uint64_t *ret_old, fab_done_cb cb, void *arg);
+int fab_link_cswap(struct fab_link *k, uint32_t arena, uint64_t ext, uint64_t off, uint64_t expect,
+		   uint64_t desired, uint64_t *ret_old, fab_done_cb cb, void *arg);
 
 #endif /* POOL_FABRIC_H */
