@@ -76,7 +76,7 @@ s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
 c = s.accept()[0]; time.sleep(10)' "$silent" &
 BG_PIDS+=($!)
-sleep 0.3
+wait_listen "$silent"
 start=$(date +%s%N)
 check_exit 1 "an endpoint that never answers" "$T" "http://127.0.0.1:$silent" get:/x
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
@@ -111,7 +111,7 @@ except OSError:
     pass' "$p" &
 	BG_PIDS+=($!)
 done
-sleep 0.3
+wait_listen "$big" && wait_listen "$stream"
 check_exit 1 "a 20 MiB answer" "$T" "http://127.0.0.1:$big" get:/x
 check_out "^get: error -71: etcd at http://127.0.0.1:$big: an answer over 8 MiB, not etcd's$" \
 	"is refused as not etcd's"

@@ -13,10 +13,6 @@ declare -a CLIENTS ETCD_PID ETCD_PEERS
 ETCD_FLAGS=("${ETCD_FLAGS[@]}")
 ETCD_CLIENT_OPS=("${ETCD_CLIENT_OPS[@]}")
 
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 etcd_stop_all() {
 	local p
 	for p in "${ETCD_PID[@]}" "${BG_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done

@@ -57,6 +57,21 @@ check_out() {
 
 # pool_start [poold args...]: start poold in the foreground with a private runtime dir;
 # POOLD_WRAP, when set, is a command poold runs under (word-split: setpriv ...).
+# free_port: a TCP port of loopback nobody listens on now.
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_listen PORT: until something listens on loopback's PORT (10 s at most).
+wait_listen() {
+	local _
+	for _ in $(seq 200); do
+		ss -ltnH "sport = :$1" 2>/dev/null | grep -q . && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 pool_start() {
 	mkdir -p "$TEST_DIR/run"
 	# shellcheck disable=SC2086

@@ -8,7 +8,6 @@
 # both servers alike.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 command -v redis-server >/dev/null || { echo "1..0 # SKIP: no redis-server"; exit 77; }
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 PORT=$(free_port)
 RPORT=$(free_port)
 pool_start -o lend.size=128M -o resp.listen=127.0.0.1:$PORT -o resp.capacity=32M || exit 1
