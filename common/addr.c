@@ -40,6 +40,14 @@ static int addr_split(const char *s, char *host, size_t hostlen, char *port, siz
 	return 0;
 }
 
+/* The host of host:port (without the brackets of an IPv6 address). */
+int addr_host(const char *s, char *host, size_t len)
+{
+	char port[8];
+
+	return addr_split(s, host, len, port, sizeof(port));
+}
+
 /* Check the syntax of host:port (the value of option name) without resolving it. */
 int addr_check(const char *name, const char *s, char *errbuf, size_t errlen)
 {

@@ -37,6 +37,7 @@ void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn)
 struct sockaddr_storage;
 int addr_parse(const char *s, struct sockaddr_storage *ret_sa, unsigned *ret_len);
 int addr_parse_numeric(const char *s, struct sockaddr_storage *ret_sa, unsigned *ret_len);
+int addr_host(const char *s, char *host, size_t len);
 int addr_check(const char *name, const char *s, char *errbuf, size_t errlen);
 bool addr_is_loopback(const char *s);
 void addr_format(const void *sa, char *buf, size_t len);
@@ -156,6 +157,8 @@ struct poold_conf {
 	int64_t max_nodes;
 	int64_t heartbeat_ms;
 	int64_t heartbeat_misses;
+	int64_t fabric_transfer;
+	char *fabric_address;
 	char *fabric_transports;
 	char *fabric_devices;
 	char *fabric_ports;
@@ -185,6 +188,7 @@ enum conf_kv_events_format { KV_EVENTS_MAP, KV_EVENTS_ARRAY };
 enum conf_resp_placement { RESP_PLACE_SPREAD, RESP_PLACE_LOCAL };
 enum conf_kv_events_hash { KV_EVENTS_HASH_INT, KV_EVENTS_HASH_BYTES };
 enum conf_firewall { FIREWALL_AUTO, FIREWALL_YES, FIREWALL_NO }; /* fabric.firewall */
+enum conf_transfer { TRANSFER_CHECKED, TRANSFER_RMA };		 /* fabric.transfer */
 
 /* sslerr.c */
 const char *ssl_error_text(void);

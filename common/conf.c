@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,8 @@
 #include <unistd.h>
 
 #include "common/common.h"
+
+static bool conf_numeric_host(const char *s);
 
 #define CONF_MAX_FILE (1 << 20)
 #define CONF_MAX_LINE 4096
@@ -664,6 +667,12 @@ int conf_finish(struct poold_conf *conf, struct conf_error *err)
 			 conf->fabric_ports);
 		return -EINVAL;
 	}
+	if (conf->fabric_address[0] != '\0' && !conf_numeric_host(conf->fabric_address)) {
+		snprintf(err->msg, sizeof(err->msg),
+			 "fabric.address: '%s' is not a numeric IPv4 or IPv6 address",
+			 conf->fabric_address);
+		return -EINVAL;
+	}
 	rc = conf_check_tls(conf, err);
 	if (rc < 0)
 		return rc;
@@ -686,6 +695,15 @@ int conf_finish(struct poold_conf *conf, struct conf_error *err)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* Whether s is a numeric IPv4 or IPv6 address (no port, no brackets). */
+static bool conf_numeric_host(const char *s)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	return inet_pton(AF_INET, s, &a4) == 1 || inet_pton(AF_INET6, s, &a6) == 1;
 }
 
 /* Parse "LO-HI", 1024 <= LO <= HI <= 65535; either out-parameter may be NULL. */

@@ -74,10 +74,18 @@ const struct conf_option conf_options[] = {
      "how often nodes report to the coordinator"},
     {"heartbeat.misses", CONF_INT, OFF(heartbeat_misses), 2, 100, "3", NULL, CONF_F_RESTART,
      "missed heartbeats after which a node is dead (suspect after one)"},
+    {"fabric.transfer", CONF_ENUM, OFF(fabric_transfer), 0, 0, "checked", "checked|rma",
+     CONF_F_RESTART,
+     "how poolds move each other's bytes: checked (requests each lender checks, on "
+     "authenticated links) or rma (UCX one-sided, for fabrics that enforce keys in hardware)"},
+    {"fabric.address", CONF_STRING, OFF(fabric_address), 0, 63, "", NULL, CONF_F_RESTART,
+     "numeric address other poolds reach this one's fabric links at; empty: every "
+     "address, reached where its peer link comes from"},
     {"fabric.transports", CONF_STRING, OFF(fabric_transports), 0, 255, "", NULL, CONF_F_RESTART,
-     "UCX transports to use (UCX_TLS syntax); empty lets UCX choose"},
+     "UCX transports to use with fabric.transfer = rma (UCX_TLS syntax); empty lets UCX choose"},
     {"fabric.devices", CONF_STRING, OFF(fabric_devices), 0, 255, "", NULL, CONF_F_RESTART,
-     "network devices UCX may use (UCX_NET_DEVICES syntax); empty means all"},
+     "network devices UCX may use with fabric.transfer = rma (UCX_NET_DEVICES syntax); "
+     "empty means all"},
     {"fabric.ports", CONF_STRING, OFF(fabric_ports), 0, 32, "", NULL, CONF_F_RESTART,
      "TCP ports LO-HI of this poold's fabric listener; empty: any the kernel picks"},
     {"fabric.firewall", CONF_ENUM, OFF(fabric_firewall), 0, 0, "auto", "auto|yes|no",

@@ -9,8 +9,9 @@
  * carve's pages. Carving copies what the extent holds into the new file and
  * then swaps the mapping, so a write landing between the two would be
  * lost: it is done only when none can land, that is when every remote write
- * is applied by this poold's own worker (fab_ctx_writes_in_progress(), e.g.
- * fabric.transports = tcp) or when no other node is a member. Everything
+ * is applied by this poold's own loop (checked transfers, or with
+ * fabric.transfer = rma fab_ctx_writes_in_progress(), e.g. UCX over TCP) or
+ * when no other node is a member. Everything
  * else that writes the range runs in this event loop, or writes the carve.
  *
  * Root may instead be handed a window of the arena's own file; such a range
@@ -92,7 +93,7 @@ static bool carve_safe(struct poold *pd)
 {
 	struct member *m;
 
-	if (fab_ctx_writes_in_progress(pd->fab))
+	if (pd->fab == NULL || fab_ctx_writes_in_progress(pd->fab))
 		return true;
 	if (pd->peer != NULL)
 		return false; /* a node of a cluster */

@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
+
+#include <arpa/inet.h>
 
 #include <event2/event.h>
 #include <event2/listener.h>
@@ -77,6 +80,7 @@ struct coord {
 	TAILQ_HEAD(, gather) gathers;
 	unsigned npeers;
 	uint32_t next_id;
+	uint64_t next_epoch; /* the number of the next registration (node_info.epoch) */
 	uint64_t started_ms; /* units_now_ms() when this coordinator started */
 	struct event *check_ev;
 	struct event *probe_ev;
@@ -475,19 +479,30 @@ static bool coord_node_authentic(const struct coord_peer *p, const Pool__Registe
 
 /*
  * A registering node's record for the member table, under the id it is
- * given. A node without a listener is reached where its link came from.
+ * given and the number of this registration. A node without a listener
+ * is reached where its link came from; so are its fabric links, unless it
+ * says where (fabric.address).
  */
-static struct node_info *coord_node_record(const struct coord_peer *p, const Pool__NodeInfo *w,
+static struct node_info *coord_node_record(struct coord_peer *p, const Pool__NodeInfo *w,
 					   uint32_t id)
 {
 	struct node_info *info = node_info_from_wire(w);
+	char host[INET6_ADDRSTRLEN + 1];
 
 	if (info == NULL)
 		return NULL;
 	info->id = id;
+	info->epoch = p->co->next_epoch++;
 	if (info->addr[0] == '\0') {
 		free(info->addr);
 		if ((info->addr = strdup(p->addr)) == NULL) {
+			node_info_free(info);
+			return NULL;
+		}
+	}
+	if (info->link_host[0] == '\0' && addr_host(p->addr, host, sizeof(host)) == 0) {
+		free(info->link_host);
+		if ((info->link_host = strdup(host)) == NULL) {
 			node_info_free(info);
 			return NULL;
 		}
@@ -525,6 +540,14 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	}
 	if (info->name[0] == '\0' || strlen(info->name) > 63)
 		return coord_refuse(p, req_id, -EINVAL, "invalid node name");
+	if ((pd->conf->fabric_transfer == TRANSFER_RMA) != (info->worker_addr.len > 0) ||
+	    (pd->conf->fabric_transfer == TRANSFER_CHECKED) !=
+		(info->has_link_port && info->link_port != 0))
+		return coord_refuse(p, req_id, -EPROTONOSUPPORT,
+				    "node '%s' moves bytes another way than this cluster "
+				    "(fabric.transfer = %s here): set the same on every poold",
+				    info->name,
+				    pd->conf->fabric_transfer == TRANSFER_RMA ? "rma" : "checked");
 	m = cluster_find_name(pd, info->name);
 	by_id = info->id ? cluster_find(pd, info->id) : NULL;
 	if ((m != NULL && m->info->id == pd->node_id) || info->id == pd->node_id)
@@ -962,9 +985,10 @@ static int coord_listen(struct coord *co)
 /* Start the coordinator role: this poold is the first member, then listen for nodes. */
 int coord_open(struct poold *pd)
 {
+	struct timespec now;
 	struct timeval tv;
 	struct node_info *self;
-	struct member *m;
+	struct member *m, *other;
 	struct coord *co;
 	int rc;
 
@@ -974,6 +998,14 @@ int coord_open(struct poold *pd)
 	co->pd = pd;
 	co->next_id = 1;
 	co->started_ms = units_now_ms();
+	/*
+	 * Registrations are numbered from the wall clock in microseconds: a
+	 * restarted or new coordinator never gives a node a number it had.
+	 */
+	clock_gettime(CLOCK_REALTIME, &now);
+	co->next_epoch = (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
+	pd->epoch = co->next_epoch++;
+	carry_joined(pd);
 	TAILQ_INIT(&co->peers);
 	TAILQ_INIT(&co->gathers);
 	pd->coord = co;
@@ -982,7 +1014,13 @@ int coord_open(struct poold *pd)
 	if (rc < 0)
 		goto out_free;
 	m->state = MEMBER_UP;
-	m->last_heartbeat = units_now_ms();
+	/*
+	 * The members a standby followed (coord.etcd) have a heartbeat window
+	 * to find their new leader before it declares them dead, and fences
+	 * them off every lender.
+	 */
+	TAILQ_FOREACH(other, &pd->members, entry)
+		other->last_heartbeat = units_now_ms();
 	rc = coordlink_open(pd);
 	if (rc == 0)
 		rc = region_open_space(pd, &coord_space_hooks);

@@ -1,13 +1,13 @@
 /*
  * daemon/copy.c - copy an extent from one lender's arena to another's.
  *
- * This poold reads the source over the fabric into a buffer of its own and
- * writes it to the destination, MOVE_CHUNK at a time, each get then put in
- * flight from the event loop; once the last put is flushed (complete at the
- * destination) the caller's callback runs. It uses the members' shared
- * endpoints (cluster_arena()): closing endpoints of its own after each copy
- * could silence the shared ones (UCX 1.13 over TCP pairs the endpoints of
- * two workers), and a copy fails if an endpoint it uses is closed meanwhile.
+ * This poold reads the source into a buffer of its own and writes it to the
+ * destination (carry.c), MOVE_CHUNK at a time, each read then write in
+ * flight from the event loop; once the last write is complete at the
+ * destination the caller's callback runs. It uses the members' shared ways:
+ * closing endpoints of its own after each copy could silence the shared
+ * ones (UCX 1.13 over TCP pairs the endpoints of two workers), and a copy
+ * fails if a way it uses is closed meanwhile.
  */
 #include "config.h"
 
@@ -17,12 +17,11 @@
 #include <event2/event.h>
 
 #include "daemon/poold.h"
-#include "fabric/fabric.h"
 #include "proto/pool_contract.h"
 
 #define MOVE_CHUNK (4u << 20)
 
-/* One side of a copy: a lender's arena, at an offset. */
+/* One side of a copy: the extent at off of a lender's arena. */
 struct copy_end {
 	uint32_t node, arena;
 	uint64_t off;
@@ -48,23 +47,17 @@ static void copy_free(struct copy *cp)
 	free(cp);
 }
 
-/*
- * The endpoint, key and address of [pos, pos+len) of one side; the first
- * call fixes the endpoint's generation, later ones fail if it changed.
- */
-static int copy_reach(struct copy *cp, const struct copy_end *e, uint64_t *gen, uint64_t pos,
-		      uint64_t len, struct fab_ep **ret_ep, struct fab_rkey **ret_rkey,
-		      uint64_t *ret_raddr)
+/* [pos, pos+len) of one side. */
+static struct carry_place copy_place(const struct copy_end *e, uint64_t pos, uint64_t len)
 {
-	uint64_t g;
-	int rc = cluster_arena(cp->pd, e->node, e->arena, e->off + pos, len, ret_ep, ret_rkey,
-			       ret_raddr, &g);
+	return (struct carry_place){e->node, e->arena, e->off, pos, len};
+}
 
-	if (rc < 0)
-		return rc;
+/* The first transfer fixes the way's generation of a side, later ones fail if it changed. */
+static int copy_way(uint64_t *gen, uint64_t g)
+{
 	if (*gen != 0 && *gen != g)
-		return POOL_ELOST; /* the endpoint the copy used was closed: what it sent may be
-				      lost */
+		return POOL_ELOST; /* the way the copy used was closed: what it sent may be lost */
 	*gen = g;
 	return 0;
 }
@@ -82,22 +75,21 @@ static void copy_flushed(void *arg, int status)
 	struct copy *cp = arg;
 
 	cp->cb(cp->pd, cp->arg, cp->error ? cp->error : status);
-	/* Not from inside this completion: its endpoint must outlive the callback. */
+	/* Not from inside this completion: its way must outlive the callback. */
 	event_base_once(cp->pd->base, -1, EV_TIMEOUT, copy_free_cb, cp, &(struct timeval){0, 0});
 }
 
-/* Copying ended: make sure the puts are complete at the destination first. */
+/* Copying ended: make sure the writes are complete at the destination first. */
 static void copy_finish(struct copy *cp)
 {
-	struct fab_ep *ep = cluster_ep_of(cp->pd, cp->dst.node, cp->dst_gen);
 	int rc = cp->error;
 
 	if (rc == 0)
-		rc = ep != NULL ? fab_flush_nb(ep, copy_flushed, cp) : POOL_ELOST;
-	if (rc < 0) {
-		if (cp->error == 0)
+		rc = carry_flush(cp->pd, cp->dst.node, cp->dst_gen, copy_flushed, cp);
+	if (rc != 0) {
+		if (cp->error == 0 && rc < 0)
 			cp->error = rc;
-		copy_flushed(cp, rc);
+		copy_flushed(cp, rc < 0 ? rc : 0);
 	}
 }
 
@@ -105,11 +97,8 @@ static void copy_put_done(void *arg, int status)
 {
 	struct copy *cp = arg;
 
-	if (status < 0) {
+	if (status < 0 && cp->error == 0)
 		cp->error = status;
-		copy_finish(cp);
-		return;
-	}
 	cp->pos += cp->chunk;
 	copy_step(cp);
 }
@@ -117,41 +106,44 @@ static void copy_put_done(void *arg, int status)
 static void copy_get_done(void *arg, int status)
 {
 	struct copy *cp = arg;
-	struct fab_rkey *rkey;
-	struct fab_ep *ep;
-	uint64_t raddr;
+	struct carry_place p = copy_place(&cp->dst, cp->pos, cp->chunk);
+	uint64_t gen;
 	int rc = status;
 
-	if (rc == 0)
-		rc = copy_reach(cp, &cp->dst, &cp->dst_gen, cp->pos, cp->chunk, &ep, &rkey, &raddr);
-	if (rc == 0)
-		rc = fab_put_nb(ep, cp->buf, cp->chunk, raddr, rkey, copy_put_done, cp);
-	if (rc < 0) {
-		cp->error = rc;
-		copy_finish(cp);
+	if (rc == 0 && cp->error == 0) {
+		rc = carry_write(cp->pd, &p, cp->buf, copy_put_done, cp, &gen);
+		if (rc == 0) {
+			/* (on a way made since the last chunk: it completes, then the copy fails)
+			 */
+			cp->error = copy_way(&cp->dst_gen, gen);
+			return;
+		}
 	}
+	if (rc < 0 && cp->error == 0)
+		cp->error = rc;
+	copy_finish(cp);
 }
 
-/* Copy the next chunk: get from the source, then put to the destination. */
+/* Copy the next chunk: read it from the source, then write it to the destination. */
 static void copy_step(struct copy *cp)
 {
-	struct fab_rkey *rkey;
-	struct fab_ep *ep;
-	uint64_t raddr;
+	struct carry_place p;
+	uint64_t gen;
 	int rc;
 
-	if (cp->pos >= cp->len) {
+	if (cp->pos >= cp->len || cp->error != 0) {
 		copy_finish(cp);
 		return;
 	}
 	cp->chunk = MIN((uint64_t)MOVE_CHUNK, cp->len - cp->pos);
-	rc = copy_reach(cp, &cp->src, &cp->src_gen, cp->pos, cp->chunk, &ep, &rkey, &raddr);
-	if (rc == 0)
-		rc = fab_get_nb(ep, cp->buf, cp->chunk, raddr, rkey, copy_get_done, cp);
-	if (rc < 0) {
-		cp->error = rc;
-		copy_finish(cp);
+	p = copy_place(&cp->src, cp->pos, cp->chunk);
+	rc = carry_read(cp->pd, &p, cp->buf, copy_get_done, cp, &gen);
+	if (rc == 0) {
+		cp->error = copy_way(&cp->src_gen, gen);
+		return;
 	}
+	cp->error = rc;
+	copy_finish(cp);
 }
 
 /*
@@ -164,9 +156,7 @@ int copy_start(struct poold *pd, const struct lender_pool *src, uint64_t src_off
 	       void *arg)
 {
 	struct copy *cp = calloc(1, sizeof(*cp));
-	struct fab_rkey *rkey;
-	struct fab_ep *ep;
-	uint64_t raddr;
+	struct carry_place p;
 	int rc;
 
 	if (cp == NULL || (cp->buf = malloc(MIN((uint64_t)MOVE_CHUNK, len ? len : 1))) == NULL) {
@@ -180,14 +170,12 @@ int copy_start(struct poold *pd, const struct lender_pool *src, uint64_t src_off
 	cp->src = (struct copy_end){src->node, src->arena, src_off};
 	cp->dst = (struct copy_end){dst->node, dst->arena, dst_off};
 	cp->len = len;
-	/* Both lenders reachable, or the copy does not start. */
-	rc = copy_reach(cp, &cp->src, &cp->src_gen, 0, len, &ep, &rkey, &raddr);
-	if (rc == 0)
-		rc = copy_reach(cp, &cp->dst, &cp->dst_gen, 0, len, &ep, &rkey, &raddr);
-	if (rc < 0) {
+	cp->chunk = MIN((uint64_t)MOVE_CHUNK, len);
+	p = copy_place(&cp->src, 0, cp->chunk);
+	rc = carry_read(pd, &p, cp->buf, copy_get_done, cp, &cp->src_gen);
+	if (rc < 0) { /* the source cannot be reached: the copy does not start */
 		copy_free(cp);
 		return rc;
 	}
-	copy_step(cp);
 	return 0;
 }

@@ -447,7 +447,8 @@ int grant_region_pieces(struct poold *pd, uint64_t session, uint64_t region, uin
 			return -ERANGE;
 		if (n == max)
 			return -E2BIG;
-		pieces[n++] = (struct grant_piece){x->node, x->arena, x->off + loc, step, pos};
+		pieces[n++] =
+		    (struct grant_piece){x->node, x->arena, x->off, x->off + loc, step, pos};
 		pos += step;
 	}
 	return (int)n;

@@ -259,6 +259,8 @@ int hold_add(struct poold *pd, const struct holding *h, size_t n)
 			rc = -EIO;
 	}
 	lend_group_end();
+	if (pd->carry_hooks != NULL)
+		pd->carry_hooks->changed(pd); /* (transfers waiting for these may go) */
 	return rc;
 }
 
@@ -286,6 +288,30 @@ void hold_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 	hold_unlink(pd, pp);
 	hold_unjournal(pd, hd);
 	hold_free(hd);
+}
+
+/*
+ * Lender: where [off, off+len) of the extent held at ext of arena is in
+ * this poold's memory, for a peer's checked transfer (carry-link.c): 0 and
+ * *ret_ptr; -ERANGE past the holding's end; -ENOENT when no holding
+ * starts at ext, or -EAGAIN while !last (its Hold may still be on its way:
+ * the coordinator answers the requester without waiting for it).
+ */
+int hold_reach(struct poold *pd, uint32_t arena, uint64_t ext, uint64_t off, uint64_t len,
+	       bool last, void **ret_ptr)
+{
+	const struct hold *hd = pd->hold_tab_size > 0 ? *hold_slot(pd, arena, ext) : NULL;
+	void *ptr;
+
+	if (hd == NULL)
+		return last ? -ENOENT : -EAGAIN;
+	if (off > hd->h.e.len || len > hd->h.e.len - off)
+		return -ERANGE;
+	ptr = lend_ptr(pd, arena, ext + off, len);
+	if (ptr == NULL)
+		return -ERANGE;
+	*ret_ptr = ptr;
+	return 0;
 }
 
 /* Lender: forget every holding (the journal keeps the durable ones). */

@@ -58,6 +58,9 @@ struct node_info *node_info_from_wire(const Pool__NodeInfo *w)
 	info->probe_addr = w->probe_addr;
 	info->probe_len = w->probe_len;
 	info->incarnation = w->incarnation;
+	info->link_port = w->has_link_port ? w->link_port : 0;
+	info->epoch = w->has_epoch ? w->epoch : 0;
+	info->link_host = strdup(w->link_host != NULL ? w->link_host : "");
 	info->name = strdup(w->name);
 	info->addr = strdup(w->addr);
 	info->version = strdup(w->version);
@@ -68,8 +71,9 @@ struct node_info *node_info_from_wire(const Pool__NodeInfo *w)
 	    memberwire_copy(w->fabric_ports, w->n_fabric_ports * sizeof(*w->fabric_ports));
 	info->n_fabric_ports = w->n_fabric_ports;
 	ok = info->name != NULL && info->addr != NULL && info->version != NULL &&
-	     info->role != NULL && info->numa != NULL && info->arenas != NULL &&
-	     info->fabric_ports != NULL && memberwire_bytes(&w->worker_addr, &info->worker_addr) &&
+	     info->link_host != NULL && info->role != NULL && info->numa != NULL &&
+	     info->arenas != NULL && info->fabric_ports != NULL &&
+	     memberwire_bytes(&w->worker_addr, &info->worker_addr) &&
 	     memberwire_bytes(&w->probe_rkey, &info->probe_rkey);
 	for (i = 0; ok && i < w->n_numa; i++) {
 		info->numa[i].id = w->numa[i]->id;
@@ -107,8 +111,8 @@ struct node_info *node_info_from_wire(const Pool__NodeInfo *w)
  * Fill w with info for a frame, pointing into info (which must outlive
  * it); free with node_info_wire_free(). For clients (public) it leaves out
  * what reaches a worker: its address, the probe buffer, the remote keys,
- * the arenas' addresses and the fabric ports. Those travel only on peer
- * links.
+ * the arenas' addresses, the fabric ports and where its links are taken.
+ * Those travel only on peer links.
  */
 int node_info_to_wire(const struct node_info *info, bool public, Pool__NodeInfo *w)
 {
@@ -143,7 +147,12 @@ int node_info_to_wire(const struct node_info *info, bool public, Pool__NodeInfo 
 		w->probe_rkey.len = info->probe_rkey.len;
 		w->fabric_ports = info->fabric_ports;
 		w->n_fabric_ports = info->n_fabric_ports;
+		w->link_host = info->link_host;
+		w->has_link_port = 1;
+		w->link_port = info->link_port;
 	}
+	w->has_epoch = 1;
+	w->epoch = info->epoch;
 	w->probe_len = info->probe_len;
 	for (i = 0; i < nn; i++) {
 		pool__numa_node__init(&numa[i]);

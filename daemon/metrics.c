@@ -95,18 +95,18 @@ static void metrics_carves(struct poold *pd, struct evbuffer *b)
 		    "extents root maps as a window of the arena's file instead", windows);
 }
 
-/* One-sided transfers: this poold's own, and its local clients' as they tell them. */
+/* Transfers: this poold's own, and its local clients' as they tell them. */
 static void metrics_rma(struct poold *pd, struct evbuffer *b)
 {
 	static const char *const by[] = {"poold", "clients"};
 	struct fab_rma_stats st[2] = {{0}, pd->client_rma};
 	size_t k;
 
-	if (pd->fab != NULL)
-		fab_ctx_rma_stats(pd->fab, &st[0]);
+	carry_stats(pd, &st[0]);
 	metrics_head(b, "pool_rma_ops_total", "counter",
-		     "one-sided gets and puts issued on this node, by poold itself (copies for "
-		     "clients, spills, moves) or by its clients (as they report them)");
+		     "reads (get) and writes (put) of other nodes' memory issued on this node, by "
+		     "poold itself (transfers it carries for clients, spills, moves) or by its "
+		     "clients (as they report them)");
 	for (k = 0; k < 2; k++)
 		evbuffer_add_printf(b,
 				    "pool_rma_ops_total{by=\"%s\",op=\"get\"} %llu\n"
@@ -120,6 +120,33 @@ static void metrics_rma(struct poold *pd, struct evbuffer *b)
 				    "pool_rma_bytes_total{by=\"%s\",op=\"put\"} %llu\n",
 				    by[k], (unsigned long long)st[k].get_bytes, by[k],
 				    (unsigned long long)st[k].put_bytes);
+}
+
+/* What this poold served of other poolds' checked requests, and what it refused. */
+static void metrics_links(struct poold *pd, struct evbuffer *b)
+{
+	struct fab_link_stats st;
+
+	if (pd->links == NULL)
+		return;
+	fab_links_stats(pd->links, &st);
+	metrics_head(b, "pool_fabric_requests_total", "counter",
+		     "other poolds' checked transfers this poold served, and those it refused "
+		     "(outside what it holds, or from a fenced node)");
+	evbuffer_add_printf(b,
+			    "pool_fabric_requests_total{result=\"served\"} %llu\n"
+			    "pool_fabric_requests_total{result=\"refused\"} %llu\n",
+			    (unsigned long long)st.served_ops,
+			    (unsigned long long)st.refused_requests);
+	metrics_head(b, "pool_fabric_served_bytes_total", "counter",
+		     "bytes of the checked transfers this poold served");
+	evbuffer_add_printf(b, "pool_fabric_served_bytes_total %llu\n",
+			    (unsigned long long)st.served_bytes);
+	metrics_head(b, "pool_fabric_refused_links_total", "counter",
+		     "connections to the fabric's links closed before they proved they know the "
+		     "cluster's key, or over the limits on them");
+	evbuffer_add_printf(b, "pool_fabric_refused_links_total %llu\n",
+			    (unsigned long long)st.refused_links);
 }
 
 /*
@@ -456,6 +483,7 @@ static int metrics_text(struct poold *pd, struct evbuffer *b)
 	metrics_node(pd, mt, b);
 	metrics_latency(pd, b);
 	metrics_rma(pd, b);
+	metrics_links(pd, b);
 	metrics_journals(pd, b);
 	metrics_etcd(pd, b);
 	if (pd->coord != NULL && pd->regions != NULL)

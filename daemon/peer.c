@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
 
 #include <event2/event.h>
 
@@ -270,6 +271,27 @@ static void peer_register(struct peer *pe, const Pool__HelloReply *hr)
 	pe->state = PEER_REGISTERING;
 }
 
+/*
+ * A member whose record does not say where its links are taken (the
+ * coordinator's, without fabric.address) is reached at the address this
+ * node reaches the coordinator at.
+ */
+static void peer_link_host(struct peer *pe, struct node_info *info)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char at[INET6_ADDRSTRLEN + 16], host[INET6_ADDRSTRLEN + 1], *copy;
+
+	if (info->link_host[0] != '\0' || info->link_port == 0 || pe->conn == NULL ||
+	    getpeername(conn_fd(pe->conn), (struct sockaddr *)&ss, &sl) < 0)
+		return;
+	addr_format(&ss, at, sizeof(at));
+	if (addr_host(at, host, sizeof(host)) == 0 && (copy = strdup(host)) != NULL) {
+		free(info->link_host);
+		info->link_host = copy;
+	}
+}
+
 static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 {
 	struct poold *pd = pe->pd;
@@ -286,11 +308,17 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 	for (i = 0; i < rep->n_members; i++) {
 		struct node_info *info = node_info_from_wire(rep->members[i]->node);
 
-		if (info == NULL || cluster_update(pd, info, &m) < 0)
+		if (info == NULL)
+			continue;
+		if (info->id == rep->node_id)
+			pd->epoch = info->epoch; /* (its links say so from now on) */
+		peer_link_host(pe, info);
+		if (cluster_update(pd, info, &m) < 0)
 			continue;
 		m->state = member_state_of(rep->members[i]->state);
 		m->heartbeat_age_ms = rep->members[i]->heartbeat_age_ms;
 	}
+	carry_joined(pd);
 	pe->hb_ms = rep->heartbeat_ms ? rep->heartbeat_ms : (uint64_t)pd->conf->heartbeat_ms;
 	pe->hb_misses =
 	    rep->heartbeat_misses ? rep->heartbeat_misses : (uint64_t)pd->conf->heartbeat_misses;
@@ -321,12 +349,19 @@ static void peer_member_event(struct peer *pe, const Pool__MemberEvent *ev)
 	struct member *m;
 
 	if (mm->node->id == pd->node_id && state == MEMBER_DEAD) {
-		/* Declared dead while we were away: our old standing is void, our grants too. */
+		/*
+		 * Declared dead while we were away: our old standing is void, our
+		 * grants too, and nothing carried for our clients goes on.
+		 */
 		grant_clear(pd);
+		carry_fence(pd);
 		peer_reset(pe, "the coordinator declared this node dead; registering again");
 		return;
 	}
-	if ((info = node_info_from_wire(mm->node)) == NULL || cluster_update(pd, info, &m) < 0)
+	if ((info = node_info_from_wire(mm->node)) == NULL)
+		return;
+	peer_link_host(pe, info);
+	if (cluster_update(pd, info, &m) < 0)
 		return;
 	m->heartbeat_age_ms = mm->heartbeat_age_ms;
 	cluster_set_state(pd, m, state);

@@ -86,12 +86,13 @@ static void poold_signal(evutil_socket_t sig, short what, void *arg)
 
 /*
  * Requests served so far and, while it carries transfers for its clients
- * or its RESP endpoint, fabric progress: it changes while poold is busy. (A lender serving other
- * nodes' transfers does not poll for them: UCX wakes it.)
+ * or its RESP endpoint, fabric progress: it changes while poold is busy. (A
+ * lender serving other nodes' transfers does not poll for them: its sockets
+ * or UCX wake it.)
  */
 static uint64_t poold_activity(const struct poold *pd)
 {
-	return pd->requests + (xfer_busy() || resp_remote_busy() ? fab_ctx_busy(pd->fab) : 0);
+	return pd->requests + (xfer_busy() || resp_remote_busy() ? carry_activity(pd) : 0);
 }
 
 /*
@@ -154,59 +155,25 @@ static int poold_check(const char *path, char *const *overrides, size_t n)
 }
 
 /*
- * Start the fabric: one UCX context and worker driven by the event loop,
- * and the registered buffer peers read to probe links to this node.
+ * Start the fabric: the buffer peers read to probe links to this node, and
+ * the way this poold reaches the others' memory and serves its own
+ * (fabric.transfer, carry.c).
  */
 static int poold_fabric_open(struct poold *pd)
 {
-	struct poold_conf *conf = pd->conf;
-	struct fab_config cfg = {0};
-	char tl[128];
-	int rc;
-
-	cfg.transports = conf->fabric_transports[0] ? conf->fabric_transports : NULL;
-	cfg.devices = conf->fabric_devices[0] ? conf->fabric_devices : NULL;
-	cfg.tcp_ports = conf->fabric_ports[0] ? conf->fabric_ports : NULL;
-	rc = fab_ctx_create(&cfg, &pd->fab);
-	if (rc < 0) {
-		log_warnx(
-		    "cannot start the fabric (fabric.transports '%s', fabric.devices '%s'): %s",
-		    conf->fabric_transports, conf->fabric_devices, err_str(rc));
-		return rc;
-	}
-	rc = fab_ctx_attach(pd->fab, pd->base);
-	if (rc == 0)
-		rc = fab_ctx_address(pd->fab, &pd->worker_addr, &pd->worker_addr_len);
-	if (rc < 0)
-		goto out_err;
 	pd->probe_len = POOLD_PROBE_LEN;
 	if (posix_memalign(&pd->probe_buf, 4096, pd->probe_len) != 0) {
-		rc = -ENOMEM;
-		goto out_err;
+		log_warnx("cannot start the fabric: %s", err_str(-ENOMEM));
+		return -ENOMEM;
 	}
 	memset(pd->probe_buf, 0xa5, pd->probe_len);
-	rc = fab_mem_register(pd->fab, pd->probe_buf, pd->probe_len, &pd->probe_mem);
-	if (rc == 0)
-		rc = fab_mem_rkey_pack(pd->probe_mem, &pd->probe_rkey, &pd->probe_rkey_len);
-	if (rc < 0)
-		goto out_err;
-	if (fab_ctx_transports(pd->fab, tl, sizeof(tl)) == 0)
-		log_info("fabric up: transports %s", tl);
-	return 0;
-out_err:
-	log_warnx("cannot start the fabric: %s", err_str(rc));
-	return rc;
+	return carry_open(pd);
 }
 
 static void poold_fabric_close(struct poold *pd)
 {
-	free(pd->probe_rkey);
-	if (pd->probe_mem != NULL)
-		fab_mem_deregister(pd->probe_mem);
+	carry_close(pd);
 	free(pd->probe_buf);
-	free(pd->worker_addr);
-	if (pd->fab != NULL)
-		fab_ctx_destroy(pd->fab);
 }
 
 static void poold_free(struct poold *pd)

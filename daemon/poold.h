@@ -124,7 +124,12 @@ struct node_info {
 	size_t n_arenas;
 	uint32_t *fabric_ports; /* TCP ports its fabric worker listens on */
 	size_t n_fabric_ports;
+	char *link_host;    /* where its checked links are reached (numeric) */
+	uint32_t link_port; /* ... at which port; 0: it takes none */
+	uint64_t epoch;	    /* which registration of it this is: fences what came before */
 };
+
+#define MEMBER_PAST_EPOCHS 8 /* registrations of a member whose links are still served */
 
 /*
  * A node of the cluster as this poold knows it. At the coordinator the
@@ -137,13 +142,21 @@ struct member {
 	uint64_t last_heartbeat;   /* units_now_ms() of the last heartbeat seen */
 	uint64_t heartbeat_age_ms; /* at a node: age the coordinator reported */
 	struct conn *conn;	   /* at the coordinator: the node's link, if connected */
-	struct fab_ep *ep;	   /* fabric endpoint to it, made on first use */
-	struct fab_rkey *probe_rkey;
-	struct fab_rkey **arena_rkeys; /* its arenas' keys on ep, unpacked on first use */
+	/* the way this poold reaches its memory (carry.c), made on first use */
+	struct fab_link *link;	       /* fabric.transfer = checked */
+	struct fab_ep *ep;	       /* fabric.transfer = rma: an endpoint to its worker */
+	struct fab_rkey *probe_rkey;   /* ... the key of its probe buffer on ep */
+	struct fab_rkey **arena_rkeys; /* ... its arenas' keys on ep, unpacked on first use */
 	size_t n_arena_rkeys;
-	uint64_t ep_incarnation; /* incarnation the endpoint was made for */
-	uint64_t ep_failed_ms;	 /* units_now_ms() when the endpoint last failed */
-	uint64_t ep_gen;	 /* which endpoint ep is (cluster_ep_of()) */
+	uint64_t way_incarnation; /* incarnation the way was made for */
+	uint64_t way_failed_ms;	  /* units_now_ms() when the way last failed */
+	uint64_t way_gen;	  /* which way it is (carry_current()) */
+	/*
+	 * The numbers of its registrations before this one, while it did not
+	 * die since (0: none), newest first: as a lender, this poold serves
+	 * links it made under any of them, or under info->epoch.
+	 */
+	uint64_t past_epochs[MEMBER_PAST_EPOCHS];
 };
 TAILQ_HEAD(member_list, member);
 
@@ -170,8 +183,12 @@ struct poold {
 	struct coordlink *coordlink; /* ... its calls to nodes waiting for answers */
 	struct node_id *nodeids;     /* ... the nodes whose ids are theirs (nodeids.c) */
 	size_t nnodeids;
-	struct peer *peer; /* role = node: the link to the coordinator */
-	struct fab_ctx *fab;
+	struct peer *peer;		       /* role = node: the link to the coordinator */
+	const struct carry_ops *carry;	       /* how it reaches other poolds' memory (carry.c) */
+	const struct carry_hooks *carry_hooks; /* ... and what it is told of changes */
+	struct fab_links *links;	       /* fabric.transfer = checked: its links, both ways */
+	uint64_t epoch;			       /* its own registration's number (node_info.epoch) */
+	struct fab_ctx *fab;		       /* fabric.transfer = rma: UCX */
 	struct fab_mem *probe_mem;
 	void *probe_buf;
 	size_t probe_len;
@@ -363,9 +380,9 @@ const char *member_state_name(enum member_state state);
 struct member *cluster_find(struct poold *pd, uint32_t id);
 struct member *cluster_find_name(struct poold *pd, const char *name);
 int cluster_update(struct poold *pd, struct node_info *info, struct member **ret_member);
+bool cluster_epoch_ok(const struct member *m, uint64_t epoch);
 void cluster_set_state(struct poold *pd, struct member *m, enum member_state state);
 void cluster_remove(struct poold *pd, struct member *m);
-void cluster_drop_ep(struct member *m);
 void cluster_clear(struct poold *pd);
 struct node_info *cluster_self_info(struct poold *pd);
 void node_info_free(struct node_info *info);
@@ -389,12 +406,66 @@ int member_to_wire(struct poold *pd, const struct member *m, bool public, Pool__
 void member_wire_free(Pool__Member *w);
 int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_members, size_t *ret_n);
 void cluster_members_msg_free(Pool__Member **members, size_t n);
-int cluster_ep(struct poold *pd, struct member *m, struct fab_ep **ret_ep,
-	       struct fab_rkey **ret_rkey);
-int cluster_arena(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
-		  struct fab_ep **ret_ep, struct fab_rkey **ret_rkey, uint64_t *ret_raddr,
-		  uint64_t *ret_gen);
-struct fab_ep *cluster_ep_of(struct poold *pd, uint32_t node, uint64_t gen);
+
+/* carry*.c: how this poold reaches the memory other poolds lend (fabric.transfer) */
+#define CARRY_PROBE_ARENA UINT32_MAX /* a node's probe buffer, as the arena link probes read */
+enum carry_op { CARRY_READ, CARRY_WRITE, CARRY_FADD, CARRY_CSWAP };
+/* Bytes of a node's memory: [off, off+len) of the extent its lender holds at ext of arena. */
+struct carry_place {
+	uint32_t node, arena;
+	uint64_t ext, off, len;
+};
+/* One way of reaching the others' memory. */
+struct carry_ops {
+	const char *name;
+	int (*open)(struct poold *pd);
+	void (*close)(struct poold *pd);
+	/* Start one transfer to m (its way made if it has none): 0 (cb later, once) or -errno. */
+	int (*start)(struct poold *pd, struct member *m, enum carry_op op,
+		     const struct carry_place *p, void *buf, uint64_t a, uint64_t b,
+		     uint64_t *ret_old, fab_done_cb cb, void *arg);
+	/* Make the writes to m complete there: 0 (cb later), 1 (they are), -errno. */
+	int (*flush)(struct poold *pd, struct member *m, fab_done_cb cb, void *arg);
+	/* Whether m's way failed (its transfers fail). */
+	bool (*failed)(const struct member *m);
+	/* Close m's way: what it carries fails, later, from the loop. */
+	void (*drop)(struct member *m);
+	/* The transports m's way uses, for the link probes. */
+	int (*transport)(struct member *m, char *buf, size_t len);
+	/* What it moved: grows while it carries, for the loop's polling. */
+	uint64_t (*activity)(const struct poold *pd);
+};
+extern const struct carry_ops carry_link_ops, carry_rma_ops;
+int carry_open(struct poold *pd);
+void carry_close(struct poold *pd);
+int carry_start(struct poold *pd, enum carry_op op, const struct carry_place *p, void *buf,
+		uint64_t a, uint64_t b, uint64_t *ret_old, fab_done_cb cb, void *arg,
+		uint64_t *ret_gen);
+int carry_read(struct poold *pd, const struct carry_place *p, void *buf, fab_done_cb cb, void *arg,
+	       uint64_t *ret_gen);
+int carry_write(struct poold *pd, const struct carry_place *p, const void *buf, fab_done_cb cb,
+		void *arg, uint64_t *ret_gen);
+int carry_flush(struct poold *pd, uint32_t node, uint64_t gen, fab_done_cb cb, void *arg);
+bool carry_current(struct poold *pd, uint32_t node, uint64_t gen);
+uint64_t carry_new_gen(void);
+void carry_drop(struct poold *pd, struct member *m);
+void carry_joined(struct poold *pd);
+void carry_fence(struct poold *pd);
+/*
+ * What the member table and the holdings tell the ways (carry.c gives them
+ * at carry_open()): so cluster.c and hold.c, which the ways read, do not
+ * call them.
+ */
+struct carry_hooks {
+	/* A member's record or holdings came: requests waiting for them are checked again. */
+	void (*changed)(struct poold *pd);
+	/* A member was declared dead or forgotten: its way closes, its links from it too. */
+	void (*dead)(struct poold *pd, struct member *m);
+};
+uint64_t carry_activity(const struct poold *pd);
+void carry_stats(struct poold *pd, struct fab_rma_stats *ret_issued);
+/* carry-link.c */
+int carry_link_key(const char *secret, uint8_t ret_key[FAB_LINK_KEY_LEN]);
 
 /* quota.c: the most bytes uid may hold (UINT64_MAX: no bound), and the option that bounds it */
 uint64_t quota_of(const struct poold *pd, uint32_t uid, const char **ret_option);
@@ -740,6 +811,8 @@ struct holding {
 int hold_open(struct poold *pd);
 int hold_add(struct poold *pd, const struct holding *h, size_t n);
 void hold_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
+int hold_reach(struct poold *pd, uint32_t arena, uint64_t ext, uint64_t off, uint64_t len,
+	       bool last, void **ret_ptr);
 void hold_clear(struct poold *pd);
 int hold_list(struct poold *pd, struct holding **ret, size_t *ret_n);
 /* holdsync.c: the coordinator telling lenders what they hold */
@@ -956,8 +1029,9 @@ void firewall_close(struct poold *pd);
 /* grant.c: what each local session may reach, from the coordinator's replies */
 struct grant_piece {
 	uint32_t node, arena;
-	uint64_t off, len;
-	uint64_t pos; /* where in the op it starts */
+	uint64_t ext;	   /* where its extent starts in the arena: what its lender holds */
+	uint64_t off, len; /* in the arena */
+	uint64_t pos;	   /* where in the op it starts */
 };
 void grant_reply(struct poold *pd, uint64_t session, uint16_t type, const ProtobufCMessage *msg);
 void grant_request(struct poold *pd, uint64_t session, uint16_t type, const uint8_t *payload,

@@ -1,7 +1,8 @@
 /*
  * daemon/probe.c - link probes: this node reads each target's probe buffer
- * over the fabric, one target at a time so probes do not disturb each
- * other. Latency is the median of PROBE_LAT_ITERS sequential 8-byte gets;
+ * the way it reaches the target's memory (carry.c), one target at a time so
+ * probes do not disturb each other. Latency is the median of
+ * PROBE_LAT_ITERS sequential 8-byte gets;
  * bandwidth is PROBE_BW_SIZE gets, PROBE_BW_DEPTH in flight, for up to
  * PROBE_BW_BYTES or PROBE_BW_NS. Everything runs from fabric completions in
  * the event loop; a target that stops answering is given up after
@@ -17,7 +18,6 @@
 #include <event2/event.h>
 
 #include "daemon/poold.h"
-#include "fabric/fabric.h"
 
 #define PROBE_LAT_ITERS 200
 #define PROBE_BW_SIZE (1u << 20)
@@ -36,9 +36,7 @@ struct probe {
 	probe_done_cb cb;
 	void *arg;
 	/* the target being measured */
-	struct fab_ep *ep;
-	struct fab_rkey *rkey;
-	uint64_t raddr;
+	uint32_t node;
 	enum probe_phase phase;
 	unsigned iters, inflight;
 	struct probe_slot {
@@ -171,6 +169,16 @@ static void probe_get_done(void *arg, int status)
 	}
 }
 
+/* Read len bytes of the target's probe buffer into slot's part of p->buf. */
+static int probe_get(struct probe *p, size_t slot, uint64_t len)
+{
+	struct carry_place place = {p->node, CARRY_PROBE_ARENA, 0, 0, len};
+	uint64_t gen;
+
+	return carry_read(p->pd, &place, p->buf + slot * PROBE_BW_SIZE, probe_get_done,
+			  &p->slots[slot], &gen);
+}
+
 /* Issue the next get(s) of the current phase. */
 static void probe_issue(struct probe *p)
 {
@@ -178,7 +186,7 @@ static void probe_issue(struct probe *p)
 
 	if (p->phase == PHASE_LAT) {
 		p->t0 = probe_now_ns();
-		rc = fab_get_nb(p->ep, p->buf, 8, p->raddr, p->rkey, probe_get_done, &p->slots[0]);
+		rc = probe_get(p, 0, 8);
 		if (rc == 0) {
 			p->slots[0].busy = true;
 			p->inflight++;
@@ -190,8 +198,7 @@ static void probe_issue(struct probe *p)
 
 			while (p->slots[slot].busy)
 				slot++;
-			rc = fab_get_nb(p->ep, p->buf + slot * PROBE_BW_SIZE, PROBE_BW_SIZE,
-					p->raddr, p->rkey, probe_get_done, &p->slots[slot]);
+			rc = probe_get(p, slot, PROBE_BW_SIZE);
 			if (rc == 0) {
 				p->slots[slot].busy = true;
 				p->inflight++;
@@ -231,24 +238,22 @@ static void probe_step(struct probe *p)
 	p->iters = 0;
 	p->bytes = 0;
 	p->phase = PHASE_LAT;
-	m = cluster_find(p->pd, p->targets[p->idx]);
+	p->node = p->targets[p->idx];
+	m = cluster_find(p->pd, p->node);
 	if (m == NULL || m->state == MEMBER_DEAD)
 		p->error = -EHOSTUNREACH;
 	else if (m->info->probe_len < PROBE_BW_SIZE)
 		p->error = -EINVAL;
-	else
-		p->error = cluster_ep(p->pd, m, &p->ep, &p->rkey);
 	if (p->error != 0) {
 		probe_finish_target(p);
 		return;
 	}
-	p->raddr = m->info->probe_addr;
-	if (fab_ep_transports(p->ep, tl, sizeof(tl)) == 0) {
+	evtimer_add(p->timeout, &tv);
+	probe_issue(p); /* (makes the way, if there was none) */
+	if (p->pd->carry->transport(m, tl, sizeof(tl)) == 0) {
 		free(res->transport);
 		res->transport = strdup(tl);
 	}
-	evtimer_add(p->timeout, &tv);
-	probe_issue(p);
 }
 
 static void probe_next_cb(evutil_socket_t fd, short what, void *arg)
@@ -256,7 +261,7 @@ static void probe_next_cb(evutil_socket_t fd, short what, void *arg)
 	probe_step(arg);
 }
 
-/* A target that stopped answering: close its endpoint so its gets complete with an error. */
+/* A target that stopped answering: close the way to it so its gets complete with an error. */
 static void probe_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct probe *p = arg;
@@ -266,7 +271,7 @@ static void probe_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	log_warnx("link probe of node %u timed out", p->targets[p->idx]);
 	p->error = -ETIMEDOUT;
 	if (m != NULL)
-		cluster_drop_ep(m); /* completes the gets in flight, with an error */
+		carry_drop(p->pd, m); /* completes the gets in flight, with an error */
 	if (p->idx == idx && p->inflight == 0)
 		probe_finish_target(p);
 }

@@ -6,7 +6,7 @@
  *
  * Commands stay plain functions that run in one go. Before one runs, the
  * values it reads (its key arguments, as its table entry says) that live on
- * other nodes are fetched, one-sided over this poold's endpoints, each
+ * other nodes are fetched from their lenders (carry.c), each
  * pinned while it is read; the commands the client sent after it are read
  * ahead meanwhile (RESP_AHEAD) and their values fetched too, so a pipeline
  * of GETs waits for one round trip, not one each. The commands then run in
@@ -35,7 +35,6 @@
 
 #include "daemon/poold.h"
 #include "daemon/resp.h"
-#include "fabric/fabric.h"
 #include "proto/pool_contract.h"
 
 enum resp_remote_kind { RESP_FETCH, RESP_PUT };
@@ -61,12 +60,12 @@ struct resp_remote {
 	bool done;    /* a fetch: its bytes are here */
 	unsigned seg; /* a put: the segment of its command's replies (c->segs) */
 	uint32_t node;
-	uint64_t gen; /* of the endpoint it went over */
+	uint64_t gen; /* of the way it went over (carry.c) */
 	uint64_t session, version;
 	uint32_t uid;
 	int64_t expire; /* a put's: as resp_put() was given it */
 	char ns[32];
-	struct resp_remote *flush_next; /* a put waiting for its endpoint's flush (resp_flush) */
+	struct resp_remote *flush_next; /* a put waiting for its way's flush (resp_flush) */
 	struct resp_blob *blob;		/* its bytes */
 	char *data;			/* blob->data */
 	size_t len, klen;
@@ -227,10 +226,11 @@ static void resp_put_flushed(void *arg, int status)
 }
 
 /*
- * A write is complete at its lender only once flushed, and one flush of an
- * endpoint covers every write issued on it before. So the puts that land
- * in one pass of the event loop (a pipeline's, usually together) wait for
- * one flush per endpoint, issued at the end of the pass, not one each.
+ * A write is complete at its lender only once flushed (with fabric.transfer
+ * = rma; a checked write is complete when it is answered), and one flush of
+ * a way covers every write issued on it before. So the puts that land in
+ * one pass of the event loop (a pipeline's, usually together) wait for one
+ * flush per way, issued at the end of the pass, not one each.
  */
 struct resp_flush {
 	LIST_ENTRY(resp_flush) entry;
@@ -258,14 +258,14 @@ static void resp_flush_done(void *arg, int status)
 static void resp_flush_issue(evutil_socket_t fd, short what, void *arg)
 {
 	struct resp_flush *f;
-	struct fab_ep *ep;
+	int rc;
 
 	(void)fd, (void)what, (void)arg;
 	while ((f = LIST_FIRST(&resp_flushes)) != NULL) {
 		LIST_REMOVE(f, entry);
-		ep = cluster_ep_of(f->pd, f->node, f->gen);
-		if (ep == NULL || fab_flush_nb(ep, resp_flush_done, f) < 0)
-			resp_flush_done(f, POOL_ELOST);
+		rc = carry_flush(f->pd, f->node, f->gen, resp_flush_done, f);
+		if (rc != 0)
+			resp_flush_done(f, rc < 0 ? POOL_ELOST : 0);
 	}
 }
 
@@ -298,7 +298,7 @@ static void resp_put_cb(void *arg, int status)
 	f->ops = op;
 }
 
-/* The endpoint's flushes not issued yet go out now, and what ran them goes (poold stops). */
+/* The flushes not issued yet go out now, and what ran them goes (poold stops). */
 void resp_remote_close(void)
 {
 	resp_flush_issue(-1, 0, NULL);
@@ -310,23 +310,17 @@ void resp_remote_close(void)
 /* Start op's transfer at w; 0, or -errno (op not started: the caller frees it). */
 static int resp_remote_start(struct resp_conn *c, struct resp_remote *op, const struct kv_where *w)
 {
-	struct fab_rkey *rkey;
-	struct fab_ep *ep;
-	uint64_t raddr;
+	struct carry_place p = {w->node, w->arena, w->off, 0, op->len};
 	int rc;
 
-	rc = cluster_arena(c->rs->pd, w->node, w->arena, w->off, op->len, &ep, &rkey, &raddr,
-			   &op->gen);
+	if (op->kind == RESP_FETCH)
+		rc = carry_read(c->rs->pd, &p, op->data, resp_fetched_cb, op, &op->gen);
+	else
+		rc = carry_write(c->rs->pd, &p, op->data, resp_put_cb, op, &op->gen);
 	if (rc < 0)
-		return rc == -ECONNRESET || rc == -EHOSTUNREACH ? POOL_ELOST : rc;
+		return rc == -ENOENT || rc == -ERANGE || rc == -ENOMEM ? rc : POOL_ELOST;
 	op->node = w->node;
 	op->version = w->version;
-	if (op->kind == RESP_FETCH)
-		rc = fab_get_nb(ep, op->data, op->len, raddr, rkey, resp_fetched_cb, op);
-	else
-		rc = fab_put_nb(ep, op->data, op->len, raddr, rkey, resp_put_cb, op);
-	if (rc < 0)
-		return POOL_ELOST;
 	LIST_INSERT_HEAD(&c->remote, op, entry);
 	c->remote_bytes += op->len;
 	c->inflight++;
@@ -580,9 +574,9 @@ void resp_remote_end(struct resp_conn *c)
 }
 
 /*
- * Nothing came back for a heartbeat window: the endpoints that did not
- * answer are closed (which cancels what is in flight on them, as xfer.c
- * does), and the command fails with TRYAGAIN.
+ * Nothing came back for a heartbeat window: the ways to the lenders that
+ * did not answer are closed (which cancels what is in flight on them, as
+ * xfer.c does), and the command fails with TRYAGAIN.
  */
 void resp_remote_timeout(evutil_socket_t fd, short what, void *arg)
 {
@@ -600,18 +594,17 @@ void resp_remote_timeout(evutil_socket_t fd, short what, void *arg)
 		resp_remote_failed(c, op, POOL_ELOST);
 		for (i = 0; i < n && silent[i] != op->node; i++)
 			;
-		if (i == n && n < ARRAY_SIZE(silent) &&
-		    cluster_ep_of(pd, op->node, op->gen) != NULL)
+		if (i == n && n < ARRAY_SIZE(silent) && carry_current(pd, op->node, op->gen))
 			silent[n++] = op->node;
 	}
 	resp_remote_abandon(c);
 	for (i = 0; i < n; i++) {
-		if ((m = cluster_find(pd, silent[i])) == NULL || m->ep == NULL)
+		if ((m = cluster_find(pd, silent[i])) == NULL || (m->ep == NULL && m->link == NULL))
 			continue;
 		log_warnx("node %u (%s) did not answer the RESP endpoint's transfers for a "
-			  "heartbeat window: closing the endpoint to it",
+			  "heartbeat window: closing the way to it",
 			  m->info->id, m->info->name);
-		cluster_drop_ep(m);
+		carry_drop(pd, m);
 	}
 	resp_remote_settled(c);
 }

@@ -2,18 +2,19 @@
  * daemon/xfer.c - transfers poold carries for its local clients.
  *
  * A client reaches pool memory only through its own poold: it asks for a
- * window (a sealed memfd both map; its pages are registered with the fabric
- * once), puts its data there or reads it from there, and sends Xfer
- * requests naming what to move between the window and memory it was
- * granted (grant.c). Each op is checked against the session's grants, then
- * carried: a copy when the memory lives on this node, else a one-sided
- * get, put or atomic over this poold's own endpoint to the lender's poold.
- * The payload is never copied on the way. The reply comes when every op is
- * done (writes complete at their lenders), or failed, or when the lender
- * did not answer within the heartbeat window.
+ * window (a sealed memfd both map), puts its data there or reads it from
+ * there, and sends Xfer requests naming what to move between the window
+ * and memory it was granted (grant.c). Each op is checked against the
+ * session's grants, then carried: a copy when the memory lives on this
+ * node, else a read, write or atomic of this poold's to the lender's poold
+ * (carry.c), which checks it again against what it holds. The payload is
+ * never copied on the way. The reply comes when every op is done (writes
+ * complete at their lenders), or failed, or when the lender did not answer
+ * within the heartbeat window.
  *
  * The window is sealed against shrinking and growing before the client
- * sees it: a client cannot make poold's mapping of it fault. Windows are
+ * sees it: a client cannot make poold's mapping of it fault. (With
+ * fabric.transfer = rma, its pages are registered with UCX once.) Windows are
  * bounded per session (16, of 1 GiB in all) and per uid
  * (control.max_window_bytes_per_uid, admins excepted): a uid's many
  * connections cannot make poold map and register without end.
@@ -91,7 +92,8 @@ static size_t xfer_in_flight; /* requests started and not answered yet */
 static void xfer_window_free(struct xfer_window *w)
 {
 	LIST_REMOVE(w, entry);
-	fab_mem_deregister(w->mem);
+	if (w->mem != NULL)
+		fab_mem_deregister(w->mem);
 	munmap(w->base, w->size);
 	free(w);
 }
@@ -182,7 +184,7 @@ static int xfer_window_request(struct req *r, const ProtobufCMessage *msg)
 		goto out_fd;
 	}
 	w->size = size;
-	rc = fab_mem_register(r->pd->fab, w->base, size, &w->mem);
+	rc = r->pd->fab != NULL ? fab_mem_register(r->pd->fab, w->base, size, &w->mem) : 0;
 	if (rc < 0) {
 		req_errorf(r, rc, "cannot register a window: %s", err_str(rc));
 		goto out_unmap;
@@ -195,7 +197,8 @@ static int xfer_window_request(struct req *r, const ProtobufCMessage *msg)
 	rc = conn_send_fd(r->conn, WIRE_XFER_WINDOW_REPLY, r->id, &reply.base, fd);
 	if (rc < 0) {
 		req_errorf(r, rc, "cannot pass the window: %s", err_str(rc));
-		fab_mem_deregister(w->mem);
+		if (w->mem != NULL)
+			fab_mem_deregister(w->mem);
 		goto out_unmap;
 	}
 	close(fd);
@@ -282,10 +285,11 @@ static void xfer_settle(struct xfer *x)
 	if (!x->flushing && x->nflush > 0 && !x->replied) {
 		x->flushing = true;
 		for (i = 0; i < x->nflush; i++) {
-			struct fab_ep *ep = cluster_ep_of(x->pd, x->flush[i].node, x->flush[i].gen);
+			int rc = carry_flush(x->pd, x->flush[i].node, x->flush[i].gen,
+					     xfer_flush_done, x);
 
-			if (ep != NULL && fab_flush_nb(ep, xfer_flush_done, x) == 0) {
-				x->outstanding++;
+			if (rc >= 0) {
+				x->outstanding += rc == 0;
 				continue;
 			}
 			/* Closed meanwhile (its transfers were cancelled): the writes are lost. */
@@ -333,14 +337,15 @@ static void xfer_op_done(void *arg, int status)
 }
 
 /*
- * Nothing came back for a heartbeat window: the endpoints that did not
- * answer are closed, which cancels their transfers, and the reply goes once
- * they are all back, never before: a transfer still in flight would move
- * bytes into or out of a window the client uses again once answered. The
- * next transfer to those lenders starts on a new endpoint. (UCX 1.13 over
- * TCP can leave an endpoint to a live peer silent after another peer died.)
- * Should the cancelled transfers not come back within a heartbeat interval
- * (UCX can hold them while the peer is stopped), the reply goes all the same.
+ * Nothing came back for a heartbeat window: the ways to the lenders that
+ * did not answer are closed, which cancels their transfers, and the reply
+ * goes once they are all back, never before: a transfer still in flight
+ * would move bytes into or out of a window the client uses again once
+ * answered. The next transfer to those lenders starts on a new way. (UCX
+ * 1.13 over TCP can leave an endpoint to a live peer silent after another
+ * peer died.) Should the cancelled transfers not come back within a
+ * heartbeat interval (UCX can hold them while the peer is stopped), the
+ * reply goes all the same.
  */
 static void xfer_timeout(evutil_socket_t fd, short what, void *arg)
 {
@@ -381,12 +386,12 @@ static void xfer_timeout(evutil_socket_t fd, short what, void *arg)
 		uint32_t node = i < x->n ? x->ops[i].node : x->flush[i - x->n].node;
 
 		if ((i < x->n ? x->ops[i].pending == 0 : !x->flushing) ||
-		    (m = cluster_find(x->pd, node)) == NULL || m->ep == NULL)
+		    (m = cluster_find(x->pd, node)) == NULL || (m->ep == NULL && m->link == NULL))
 			continue;
 		log_warnx("node %u (%s) did not answer transfers for a heartbeat window: "
-			  "closing the endpoint to it",
+			  "closing the way to it",
 			  m->info->id, m->info->name);
-		cluster_drop_ep(m);
+		carry_drop(x->pd, m);
 	}
 }
 
@@ -442,38 +447,27 @@ static int xfer_local(struct xfer *x, const Pool__XferOp *op, const struct grant
 	return 0;
 }
 
-/* One piece of an op at another node's memory: put in flight over the fabric. */
+/* One piece of an op at another node's memory: carried to its lender's poold. */
 static int xfer_remote(struct xfer *x, const Pool__XferOp *op, const struct grant_piece *p,
 		       char *buf, size_t i)
 {
-	struct fab_rkey *rkey;
-	struct fab_ep *ep;
-	uint64_t raddr, gen;
+	static const enum carry_op ops[] = {
+	    [XFER_READ] = CARRY_READ,
+	    [XFER_WRITE] = CARRY_WRITE,
+	    [XFER_FADD] = CARRY_FADD,
+	    [XFER_CSWAP] = CARRY_CSWAP,
+	};
+	struct carry_place place = {p->node, p->arena, p->ext, p->off - p->ext, p->len};
+	uint64_t gen;
 	int rc;
 
-	rc = cluster_arena(x->pd, p->node, p->arena, p->off, p->len, &ep, &rkey, &raddr, &gen);
-	if (rc < 0)
-		return rc == -ECONNRESET || rc == -EHOSTUNREACH ? POOL_ELOST : rc;
 	x->outstanding++;
-	switch (op->op) {
-	case XFER_READ:
-		rc = fab_get_nb(ep, buf, p->len, raddr, rkey, xfer_op_done, &x->ops[i]);
-		break;
-	case XFER_WRITE:
-		rc = fab_put_nb(ep, buf, p->len, raddr, rkey, xfer_op_done, &x->ops[i]);
-		break;
-	case XFER_FADD:
-		rc = fab_atomic_fadd64_nb(ep, raddr, rkey, op->a, &x->old[i], xfer_op_done,
-					  &x->ops[i]);
-		break;
-	default:
-		rc = fab_atomic_cswap64_nb(ep, raddr, rkey, op->a, op->b, &x->old[i], xfer_op_done,
-					   &x->ops[i]);
-		break;
-	}
+	rc = carry_start(x->pd, ops[op->op], &place, buf, op->a, op->b, &x->old[i], xfer_op_done,
+			 &x->ops[i], &gen);
 	if (rc < 0) {
 		x->outstanding--;
-		return POOL_ELOST;
+		return rc == -ECONNRESET || rc == -EHOSTUNREACH || rc == -ENOTCONN ? POOL_ELOST
+										   : rc;
 	}
 	x->ops[i].pending++;
 	x->ops[i].node = p->node;
@@ -518,7 +512,8 @@ static int xfer_start(struct xfer *x, const Pool__XferOp *op, size_t i)
 
 		n = grant_place_check(x->pd, x->r->session, op->node, op->arena, op->off, within,
 				      len, write);
-		pieces[0] = (struct grant_piece){op->node, op->arena, op->off + within, len, 0};
+		pieces[0] =
+		    (struct grant_piece){op->node, op->arena, op->off, op->off + within, len, 0};
 		n = n < 0 ? n : 1;
 	} else {
 		return -EINVAL;

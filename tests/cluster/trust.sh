@@ -54,7 +54,7 @@ io 1 write pub 31 >/dev/null
 # members it registered with know), another uid cannot connect to it, from
 # node 4 or from node 2 itself; poold's own uid (root) can.
 port=$(cluster_exec 2 ss -ltnpH | awk -v ip="$(cluster_addr 2)" -v pid="pid=${POOL_PIDS[2]}," '
-	$0 ~ pid && index($4, ip ":") == 1 { n = split($4, a, ":"); print a[n]; exit }')
+	$0 ~ pid && (index($4, ip ":") == 1 || $4 ~ /^(\*|\[::\]|0\.0\.0\.0):/) { n = split($4, a, ":"); print a[n]; exit }')
 conn() { # HOST AS-NOBODY(0/1) -> 0 when the connect succeeds
 	local pre=(); [ "$2" = 1 ] && pre=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 	cluster_exec "$1" "${pre[@]}" /usr/bin/python3 -c 'import socket, sys

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The fabric rule in the default configuration (fabric.firewall = auto, no
-# fabric.ports): poold finds the ports its UCX worker listens on and admits
-# only its own uid to them. Uid nobody's 300 connections to them are all
+# fabric.ports) of a coordinator others may join (on loopback): poold finds
+# the ports its fabric listens on and admits only its own uid to them. Uid nobody's 300 connections to them are all
 # refused and poold holds no more fds after them; root's processes connect.
 # Without nft, auto starts with a warning and says the rule is off, and
 # fabric.firewall = yes does not start; with fabric.firewall = no the ports
@@ -11,8 +11,9 @@
 have_nobody /usr/bin/python3 || exit 77
 command -v nft >/dev/null || { echo "1..0 # SKIP: no nft (nftables)"; exit 77; }
 
-# The TCP ports poold listens on, as ADDR:PORT, one per line.
-listeners() { ss -ltnpH | awk -v pid="pid=$POOLD_PID," '$0 ~ pid { print $4 }'; }
+PEER=$(free_port)
+# The TCP ports poold listens on but its peer listener, as ADDR:PORT, one per line.
+listeners() { ss -ltnpH | awk -v pid="pid=$POOLD_PID," -v peer=":$PEER" '$0 ~ pid && $4 !~ peer"$" { print $4 }'; }
 # connect_all [as_nobody] N: connect N times to every listener; print "ok refused" counts.
 connect_all() {
 	"$@" /usr/bin/python3 -c 'import socket, sys
@@ -30,7 +31,7 @@ print(ok, refused)' "$N" $LISTEN
 }
 fds() { ls /proc/"$POOLD_PID"/fd | wc -l; }
 
-pool_start -o lend.size=64M || { not_ok "poold did not start"; pool_done; exit 1; }
+pool_start -o lend.size=64M -o peer.listen=127.0.0.1:"$PEER" || { not_ok "poold did not start"; pool_done; exit 1; }
 LISTEN=$(listeners)
 nl=$(echo "$LISTEN" | grep -c .)
 [ "$nl" -ge 1 ] && ok "poold's fabric listens on $nl port(s): $(echo $LISTEN)" || not_ok "no fabric listener"
@@ -62,7 +63,8 @@ nft list table inet "$table" >/dev/null 2>&1 && not_ok "table $table outlived po
 
 # Where nft cannot be run: auto goes on without the rule and says so; yes refuses.
 mkdir -p "$TEST_DIR/nopath"
-POOLD_WRAP="env PATH=$TEST_DIR/nopath" pool_start -o lend.size=64M || not_ok "auto without nft did not start"
+POOLD_WRAP="env PATH=$TEST_DIR/nopath" pool_start -o lend.size=64M -o peer.listen=127.0.0.1:"$PEER" ||
+	not_ok "auto without nft did not start"
 check "without nft, auto starts and status says why the rule is off" "$POOLCTL" status
 check_out "firewall +off: cannot install the nftables rule: nft is not installed" "(nft is not installed)"
 grep -q "fabric.firewall = auto: cannot install the nftables rule: nft is not installed; every uid" \
@@ -73,7 +75,8 @@ check_exit 1 "fabric.firewall = yes without nft does not start" env PATH="$TEST_
 check_out "fabric.firewall: cannot install the nftables rule: nft is not installed" "and says why"
 
 # fabric.firewall = no: what the rule keeps out.
-pool_start -o lend.size=64M -o fabric.firewall=no || not_ok "fabric.firewall = no did not start"
+pool_start -o lend.size=64M -o peer.listen=127.0.0.1:"$PEER" -o fabric.firewall=no ||
+	not_ok "fabric.firewall = no did not start"
 LISTEN=$(listeners)
 check "with fabric.firewall = no, status says so" "$POOLCTL" status
 check_out "firewall +off: fabric.firewall = no" "(off: fabric.firewall = no)"

@@ -14,7 +14,9 @@ have_nobody "$IO" || { echo "1..0 # SKIP: uid nobody cannot run the build tree";
 id "$SVC" >/dev/null 2>&1 && command -v nft >/dev/null || { echo "1..0 # SKIP: no $SVC user or nft"; exit 77; }
 chmod 0755 "$TEST_DIR"
 mkdir -p "$TEST_DIR/run" && chown "$SVC:" "$TEST_DIR/run"
-printf 'lend.size = 64M\ncontrol.mode = 0666\nfabric.ports = 17650-17659\nfabric.firewall = yes\n' >"$TEST_DIR/poold.conf"
+# (A coordinator others may join, on loopback: it takes fabric links.)
+printf 'lend.size = 64M\ncontrol.mode = 0666\nfabric.ports = 17650-17659\nfabric.firewall = yes\npeer.listen = 127.0.0.1:%s\n' \
+	"$(free_port)" >"$TEST_DIR/poold.conf"
 export POOLD_WRAP="setpriv --reuid=$SVC --regid=$SVC --clear-groups --no-new-privs \
 --inh-caps=-all,+net_admin,+ipc_lock --ambient-caps=-all,+net_admin,+ipc_lock --bounding-set=-all,+net_admin,+ipc_lock"
 pool_start -f "$TEST_DIR/poold.conf" && ok "poold starts as uid $SVC with CAP_NET_ADMIN and CAP_IPC_LOCK only" ||
@@ -38,7 +40,7 @@ check "poold's own uid is trusted with the arena's memfd" setpriv --reuid="$SVC"
 as_nobody "$HOSTILE" "$POOL_SOCKET" pub pub >"$TEST_DIR/out" 2>&1
 grep -q "^refused: the memfd of arena 0" "$TEST_DIR/out" && ok "a tenant is not" || not_ok "a tenant got the arena"
 
-# The listener UCX opened in the range, on whatever address it chose.
+# The fabric's listener, in the range.
 listener=$(ss -ltnpH 2>/dev/null | awk -v pid="pid=$POOLD_PID," '$0 ~ pid { n = split($4, a, ":"); p = a[n]
 	if (p >= 17650 && p <= 17659) { print $4; exit } }')
 port=${listener##*:}

@@ -7,8 +7,9 @@
 # ARCHIVE is daemon/.libs/libpoold.a; its members from daemon/ are read,
 # those of the libraries it takes in (fabric/, common/...) are not. A file
 # calls another when it uses a symbol the other defines. Files are grouped
-# in modules: the KV index's core, the RESP server and the etcd client are
-# one module each (MODULES), every other file is its own. Calls in a cycle within a module
+# in modules: the KV index's core, the RESP server, the etcd client and the
+# ways of reaching other poolds are one module each (MODULES), every other
+# file is its own. Calls in a cycle within a module
 # are listed;
 # a cycle between modules is an error: it names the modules and, for each
 # call between them, the symbols used.
@@ -28,6 +29,7 @@ MODULES = {
     "resp": ("resp", "respconn", "respkeys", "respplace", "respremote", "resprelay", "respparse",
              "respauth"),
     "etcd": ("etcd", "etcdwatch"),
+    "carry": ("carry", "carry-link", "carry-rma"),
 }
 
 

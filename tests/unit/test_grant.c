@@ -102,9 +102,11 @@ static void test_region_striped_moved_gone(void)
 	CU_ASSERT_EQUAL(p[0].off, 2048);
 	CU_ASSERT_EQUAL(p[0].len, 2048);
 	CU_ASSERT_EQUAL(p[1].node, 2);
+	CU_ASSERT_EQUAL(p[1].ext, 65536);
 	CU_ASSERT_EQUAL(p[1].off, 65536);
 	CU_ASSERT_EQUAL(p[1].len, 4096);
 	CU_ASSERT_EQUAL(p[2].node, 1);
+	CU_ASSERT_EQUAL(p[2].ext, 0);
 	CU_ASSERT_EQUAL(p[2].off, 4096);
 	CU_ASSERT_EQUAL(p[2].len, 2048);
 	CU_ASSERT_EQUAL(p[2].pos, 6144);
@@ -116,6 +118,7 @@ static void test_region_striped_moved_gone(void)
 	CU_ASSERT_EQUAL_FATAL(grant_region_pieces(&pd, 5, 7, 0, 8, true, p, 4), 1);
 	CU_ASSERT_EQUAL(p[0].node, 3);
 	CU_ASSERT_EQUAL(p[0].arena, 1);
+	CU_ASSERT_EQUAL(p[0].ext, 4096);
 	CU_ASSERT_EQUAL(p[0].off, 4096);
 	grant_notice(&pd, 5, "r", true);
 	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 5, 7, 0, 8, false, p, 4), -EPERM);
