@@ -108,12 +108,13 @@ static void in_close(struct link_in *li)
 	free(li);
 }
 
-/* Close li and say why (a stranger's failed handshake, a peer's broken request). */
-static void in_refuse(struct link_in *li, const char *what, int err)
+/* Close li and say why (a stranger's failed handshake, a peer's broken request); false. */
+static bool in_refuse(struct link_in *li, const char *what, int err)
 {
 	li->ls->stats.refused_links += !li->authed;
 	li->ls->ops->refused(li->ls->arg, li->who, what, err);
 	in_close(li);
+	return false;
 }
 
 static size_t in_avail(const struct link_in *li)
@@ -259,8 +260,11 @@ static int in_write_bytes(struct link_in *li, size_t *budget)
 	return 0;
 }
 
-/* The requester's hello: check it and its proof, then prove ourselves. */
-static void in_hello(struct link_in *li)
+/*
+ * The requester's hello: check it and its proof, then prove ourselves.
+ * false: li was refused, and is gone.
+ */
+static bool in_hello(struct link_in *li)
 {
 	const struct fab_link_peer *self = &li->ls->cfg.self;
 	uint8_t *hello = li->rbuf + li->rpos, proof[LINK_PROOF_LEN], welcome[LINK_WELCOME_LEN];
@@ -290,8 +294,11 @@ static void in_hello(struct link_in *li)
 		return in_refuse(li, "cannot compute a proof", -EIO);
 	link_put_welcome(welcome, proof);
 	if (send(li->fd, welcome, sizeof(welcome), MSG_NOSIGNAL | MSG_DONTWAIT) !=
-	    (ssize_t)sizeof(welcome))
+	    (ssize_t)sizeof(welcome)) {
 		in_close(li);
+		return false;
+	}
+	return true;
 }
 
 /* Stop reading until kicked or until the wait ends: the check said "not yet". */
@@ -332,9 +339,8 @@ static bool in_serve(struct link_in *li, size_t *budget)
 	while (*budget > 0) {
 		if (!li->authed) {
 			if (in_avail(li) >= LINK_HELLO_LEN) {
-				in_hello(li);
-				if (!li->authed)
-					return false; /* (closed) */
+				if (!in_hello(li))
+					return false;
 				continue;
 			}
 		} else if (li->writing) {
@@ -354,10 +360,8 @@ static bool in_serve(struct link_in *li, size_t *budget)
 			return true;
 		} else if (in_avail(li) >= LINK_REQ_LEN) {
 			rc = link_get_req(li->rbuf + li->rpos, &req, &id);
-			if (rc < 0) {
-				in_refuse(li, "sent a malformed request", rc);
-				return false;
-			}
+			if (rc < 0)
+				return in_refuse(li, "sent a malformed request", rc);
 			rc = link_req_check(&req);
 			if (rc == 0)
 				rc = in_check(li, &req, li->last_try, &ptr);
@@ -365,10 +369,9 @@ static bool in_serve(struct link_in *li, size_t *budget)
 				in_park(li);
 				return true;
 			}
-			if (rc == -ECONNABORTED) {
-				in_refuse(li, "may be served no more (fenced)", rc);
-				return false;
-			}
+			if (rc == -ECONNABORTED)
+				return in_refuse(
+				    li, "not served: no member as its hello said, or fenced", rc);
 			li->last_try = false;
 			li->rpos += LINK_REQ_LEN;
 			in_handle(li, &req, id, rc, ptr);
@@ -560,11 +563,14 @@ void link_serve_accept(struct fab_links *ls, int fd, const struct sockaddr *sa)
 	LIST_INSERT_HEAD(in_list(ls), li, entry);
 	ls->nins++;
 	ls->nunauth++;
-	if (ls->nunauth > ls->cfg.max_unauth)
-		return in_refuse(li, "too many connections in their handshake", -EUSERS);
-	if (same >= ls->cfg.max_unauth_per_addr)
-		return in_refuse(li, "too many connections in their handshake from one address",
-				 -EUSERS);
+	if (ls->nunauth > ls->cfg.max_unauth) {
+		in_refuse(li, "too many connections in their handshake", -EUSERS);
+		return;
+	}
+	if (same >= ls->cfg.max_unauth_per_addr) {
+		in_refuse(li, "too many connections in their handshake from one address", -EUSERS);
+		return;
+	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	li->rbuf = malloc(LINK_STAGE);
 	li->rd = event_new(ls->base, fd, EV_READ | EV_PERSIST, in_read, li);
@@ -573,12 +579,16 @@ void link_serve_accept(struct fab_links *ls, int fd, const struct sockaddr *sa)
 	li->stall = evtimer_new(ls->base, in_stalled, li);
 	li->more = evtimer_new(ls->base, in_read, li);
 	if (li->rbuf == NULL || li->rd == NULL || li->wr == NULL || li->deadline == NULL ||
-	    li->stall == NULL || li->more == NULL || link_nonce(li->nonce) < 0)
-		return in_close(li);
+	    li->stall == NULL || li->more == NULL || link_nonce(li->nonce) < 0) {
+		in_close(li);
+		return;
+	}
 	link_put_challenge(challenge, li->nonce);
 	if (send(fd, challenge, sizeof(challenge), MSG_NOSIGNAL | MSG_DONTWAIT) !=
-	    (ssize_t)sizeof(challenge))
-		return in_close(li);
+	    (ssize_t)sizeof(challenge)) {
+		in_close(li);
+		return;
+	}
 	event_add(li->rd, NULL);
 	evtimer_add(li->deadline, &tv);
 }
