@@ -39,7 +39,7 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/hostile.sh tests/integration/user.sh tests/integration/firewall.sh \
 	tests/integration/resp-compat.sh tests/integration/python.sh tests/integration/kvevents.sh \
 	tests/integration/etcd.sh tests/integration/etcd-auth.sh tests/integration/etcd-tls.sh \
-	tests/integration/elect.sh tests/integration/layers.sh \
+	tests/integration/elect.sh tests/integration/layers.sh tests/integration/fabric-attack.sh \
 	tests/cluster/selftest.sh tests/cluster/kv.sh tests/cluster/vec.sh tests/cluster/snap.sh \
 	tests/cluster/coord-restart.sh tests/cluster/coord-journal.sh tests/cluster/coord-ha.sh tests/cluster/client-crash.sh \
 	tests/cluster/soak.sh tests/cluster/python.sh tests/cluster/resp.sh tests/cluster/resp-relay.sh \
@@ -47,7 +47,7 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/etcdlib.sh tests/integration/wire.py \
 	tests/integration/resp-compat.py tests/integration/resp-py.py \
-	tests/integration/snapcopy.py tests/integration/kvevents.py \
+	tests/integration/snapcopy.py tests/integration/kvevents.py tests/integration/fabric-link.py \
 	tests/cluster/lib.sh tests/cluster/pool.sh tests/tap.sh tests/tools/journal-tear.py \
 	tests/tools/call-cycles.py \
 	tests/tools/etcd-enable-auth
@@ -59,7 +59,7 @@ AM_TESTS_ENVIRONMENT = top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top
 FUZZ_LIBS = proto/libwire.la common/libconf.la common/libcommon.la $(PROTOBUF_C_LIBS)
 EXTRA_DIST += tests/fuzz/corpus tests/fuzz/run.sh
 check_PROGRAMS += tests/fuzz/replay_frame tests/fuzz/replay_conf tests/fuzz/replay_resp \
-	tests/fuzz/replay_fc
+	tests/fuzz/replay_fc tests/fuzz/replay_link
 tests_fuzz_replay_frame_SOURCES = tests/fuzz/fuzz_frame.c tests/fuzz/standalone.c
 tests_fuzz_replay_frame_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_fuzz_replay_frame_LDADD = $(FUZZ_LIBS)
@@ -71,10 +71,13 @@ tests_fuzz_replay_resp_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS)
 tests_fuzz_replay_resp_LDADD = $(EVENT_LIBS)
 tests_fuzz_replay_fc_SOURCES = tests/fuzz/fuzz_fc.c tests/fuzz/standalone.c
 tests_fuzz_replay_fc_LDADD = snapshot/libsnapshot.la
+tests_fuzz_replay_link_SOURCES = tests/fuzz/fuzz_link.c tests/fuzz/standalone.c
+tests_fuzz_replay_link_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS)
+tests_fuzz_replay_link_LDADD = fabric/libfabric.la $(EVENT_LIBS)
 TESTS += tests/fuzz/run.sh
 if ENABLE_FUZZING
 noinst_PROGRAMS += tests/fuzz/fuzz_frame tests/fuzz/fuzz_conf tests/fuzz/fuzz_resp \
-	tests/fuzz/fuzz_fc
+	tests/fuzz/fuzz_fc tests/fuzz/fuzz_link
 tests_fuzz_fuzz_frame_SOURCES = tests/fuzz/fuzz_frame.c
 tests_fuzz_fuzz_frame_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_fuzz_fuzz_frame_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
@@ -89,6 +92,10 @@ tests_fuzz_fuzz_resp_LDADD = $(EVENT_LIBS)
 tests_fuzz_fuzz_fc_SOURCES = tests/fuzz/fuzz_fc.c
 tests_fuzz_fuzz_fc_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
 tests_fuzz_fuzz_fc_LDADD = snapshot/libsnapshot.la
+tests_fuzz_fuzz_link_SOURCES = tests/fuzz/fuzz_link.c
+tests_fuzz_fuzz_link_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS)
+tests_fuzz_fuzz_link_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
+tests_fuzz_fuzz_link_LDADD = fabric/libfabric.la $(EVENT_LIBS)
 endif
 
 include tests/unit/daemon.mk
@@ -135,6 +142,12 @@ tests_tools_resp_hiredis_CFLAGS = $(AM_CFLAGS) $(HIREDIS_CFLAGS)
 tests_tools_resp_hiredis_LDADD = $(HIREDIS_LIBS)
 endif
 EXTRA_DIST += tests/tools/resp-hiredis.c
+
+# pool-ucx-attack: UCX's own code against a poold's fabric port (fabric-attack.sh).
+noinst_PROGRAMS += tests/tools/pool-ucx-attack
+tests_tools_pool_ucx_attack_SOURCES = tests/tools/pool-ucx-attack.c
+tests_tools_pool_ucx_attack_CFLAGS = $(AM_CFLAGS) $(UCX_CFLAGS)
+tests_tools_pool_ucx_attack_LDADD = $(UCX_LIBS)
 
 noinst_PROGRAMS += tests/tools/pool-hostile
 tests_tools_pool_hostile_SOURCES = tests/tools/pool-hostile.c

@@ -5,7 +5,7 @@
 set -u
 : "${top_builddir:=.}" "${top_srcdir:=.}"
 fails=0 passes=0
-for t in frame conf resp fc; do
+for t in frame conf resp fc link; do
 	corpus="$top_srcdir/tests/fuzz/corpus/$t"
 	if "$top_builddir/tests/fuzz/replay_$t" "$corpus"/*; then
 		passes=$((passes + 1)); echo "ok - replay $t corpus"
