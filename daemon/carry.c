@@ -261,8 +261,11 @@ static void carry_changed(struct poold *pd)
 /* A member was declared dead: nothing more from it is served, nothing more carried to it. */
 static void carry_member_dead(struct poold *pd, struct member *m)
 {
-	if (pd->links != NULL)
-		fab_links_drop_peer(pd->links, m->info->id);
+	unsigned n = pd->links != NULL ? fab_links_drop_peer(pd->links, m->info->id) : 0;
+
+	if (n > 0)
+		log_info("node %u (%s) is fenced: %u fabric link(s) from it closed", m->info->id,
+			 m->info->name, n);
 	carry_drop(pd, m);
 }
 

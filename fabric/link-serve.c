@@ -600,15 +600,19 @@ void link_serve_kick(struct fab_links *ls)
 		in_unpark(LIST_FIRST(park_list(ls)), false);
 }
 
-void link_serve_drop_peer(struct fab_links *ls, uint32_t node)
+unsigned link_serve_drop_peer(struct fab_links *ls, uint32_t node)
 {
 	struct link_in *li, *next;
+	unsigned n = 0;
 
 	for (li = LIST_FIRST(in_list(ls)); li != NULL; li = next) {
 		next = LIST_NEXT(li, entry);
-		if (li->authed && li->peer.node == node)
+		if (li->authed && li->peer.node == node) {
 			in_close(li);
+			n++;
+		}
 	}
+	return n;
 }
 
 void link_serve_close_all(struct fab_links *ls)

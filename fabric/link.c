@@ -228,9 +228,9 @@ void fab_links_kick(struct fab_links *ls)
 	link_serve_kick(ls);
 }
 
-void fab_links_drop_peer(struct fab_links *ls, uint32_t node)
+unsigned fab_links_drop_peer(struct fab_links *ls, uint32_t node)
 {
-	link_serve_drop_peer(ls, node);
+	return link_serve_drop_peer(ls, node);
 }
 
 void fab_links_stats(const struct fab_links *ls, struct fab_link_stats *ret)

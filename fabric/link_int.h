@@ -104,7 +104,7 @@ struct fab_links {
 /* link-serve.c: the target's end */
 void link_serve_accept(struct fab_links *ls, int fd, const struct sockaddr *sa);
 void link_serve_kick(struct fab_links *ls);
-void link_serve_drop_peer(struct fab_links *ls, uint32_t node);
+unsigned link_serve_drop_peer(struct fab_links *ls, uint32_t node);
 void link_serve_close_all(struct fab_links *ls);
 
 /* link-call.c: the requester's end */
