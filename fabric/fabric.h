@@ -280,7 +280,7 @@ uint16_t fab_links_port(const struct fab_links *ls);
 void fab_links_set_self(struct fab_links *ls, const struct fab_link_peer *self);
 /* What the owner's checks depend on changed: requests waiting for one are checked again. */
 void fab_links_kick(struct fab_links *ls);
-/* Close every inbound link from node (it is fenced), its requests not yet served dropped; how many. */
+/* Close every inbound link from node (it is fenced), dropping what it asked; how many. */
 unsigned fab_links_drop_peer(struct fab_links *ls, uint32_t node);
 void fab_links_stats(const struct fab_links *ls, struct fab_link_stats *ret);
 
