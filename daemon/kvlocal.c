@@ -76,6 +76,14 @@ int kv_local_ensure(struct poold *pd, const char *nsname, uint64_t capacity, uid
 		ns->uid = uid;
 		ns->gid = (gid_t)-1;
 		ns->mode = 0600;
+		/*
+		 * Its owner is part of its definition: journaled and told to every
+		 * node, so that a coordinator that comes back (or another that
+		 * leads) gives it back to its uid alone, not open to all as a
+		 * namespace rebuilt from its lenders without one would be.
+		 */
+		pd->kv->defined(pd);
+		kv_defs_send(pd);
 	}
 	return 0;
 }

@@ -94,8 +94,13 @@ int kv_defs(struct poold *pd, struct kv_ns_spec **ret, size_t *ret_n)
 	if ((defs = calloc(n ? n : 1, sizeof(*defs))) == NULL)
 		return -ENOMEM;
 	n = 0;
+	/*
+	 * Root's RESP databases are made again on use; a RESP user's is kept
+	 * with its owner, or a coordinator that came back would rebuild it
+	 * from its lenders open to all.
+	 */
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-		if (!ns->resp_db) /* RESP databases are made again on use */
+		if (!ns->resp_db || ns->uid != 0)
 			kv_ns_def(ns, &defs[n++]);
 	*ret = defs;
 	*ret_n = n;

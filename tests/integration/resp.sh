@@ -247,9 +247,10 @@ printf '# name uid password\nalice 65534 >alice-pw\n\nbob 4242 #%s\n' \
 	"$(printf bob-pw | sha256sum | cut -d' ' -f1)" >"$TEST_DIR/users"
 chmod 0600 "$TEST_DIR/users"
 chmod 0755 "$TEST_DIR"
-pool_start -o lend.size=128M -o resp.listen=127.0.0.1:$PORT -o resp.password=s3cret \
-	-o resp.users="$TEST_DIR/users" -o quota.bytes=4M -o control.mode=0666 \
-	-o resp.max_clients_per_user=3 || exit 1
+USERS_OPTS=(-o lend.size=128M -o resp.listen=127.0.0.1:$PORT -o resp.password=s3cret
+	-o resp.users="$TEST_DIR/users" -o quota.bytes=4M -o control.mode=0666
+	-o resp.max_clients_per_user=3 -o coord.journal="$TEST_DIR/coord.journal")
+pool_start "${USERS_OPTS[@]}" || exit 1
 chmod 0755 "$TEST_DIR/run"
 ucli() { local u=$1 p=$2; shift 2; redis-cli -p "$PORT" --user "$u" --pass "$p" --no-auth-warning "$@"; }
 cli -a s3cret --no-auth-warning set k v >/dev/null
@@ -267,6 +268,17 @@ n = {x["name"]: x for x in json.load(sys.stdin)["namespaces"]}
 assert n["redis0-u65534"]["uid"] == 65534 and n["redis0-u65534"]["mode"] == 0o600, n
 assert n["redis0-u4242"]["uid"] == 4242, n' && ok "their databases are namespaces of their uids, mode 0600" ||
 	not_ok "namespaces of RESP users"
+# The coordinator restarts (from its journal): each database is still its user's alone.
+pool_stop && pool_start "${USERS_OPTS[@]}" || exit 1
+chmod 0755 "$TEST_DIR/run"
+"$POOLCTL" --json kv ls | python3 -c 'import json, sys
+n = {x["name"]: x for x in json.load(sys.stdin)["namespaces"]}
+assert n["redis0-u65534"]["uid"] == 65534 and n["redis0-u65534"]["mode"] == 0o600, n
+assert n["redis0-u4242"]["uid"] == 4242 and n["redis0-u4242"]["mode"] == 0o600, n' &&
+	ok "after a restart of the coordinator, the databases are still their users', mode 0600" ||
+	{ not_ok "RESP users' namespaces after a restart"; "$POOLCTL" kv ls; }
+ucli bob bob-pw set k bob-value >/dev/null 2>&1
+ucli alice alice-pw set k alice-value >"$TEST_DIR/out" 2>&1; check_out "^OK$" "and alice sets k again in hers"
 if have_nobody "$KV"; then
 	check "libpool as uid 65534 reads what alice wrote" as_nobody "$KV" redis0-u65534 exists k
 	check_exit 1 "but not what bob wrote" as_nobody "$KV" redis0-u4242 exists k
