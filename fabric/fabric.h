@@ -1,7 +1,9 @@
 /*
- * fabric.h - the fabric layer: UCX context/worker, endpoints, registered
- * memory, remote keys, one-sided put/get/atomics and worker wake-up inside a
- * libevent loop.
+ * fabric.h - the fabric layer: the checked transport (links between
+ * processes that prove a shared key, every request checked by its target:
+ * link*.c), and UCX (context/worker, endpoints, registered memory, remote
+ * keys, one-sided put/get/atomics and worker wake-up inside a libevent
+ * loop) for fabrics that enforce keys in hardware.
  *
  * This is the only interface the rest of the tree uses; no UCX type appears
  * here and no file outside fabric/ includes a UCX header. Every function
