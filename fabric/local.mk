@@ -27,4 +27,5 @@ noinst_PROGRAMS += tests/bench/pool-bench-fabric
 tests_bench_pool_bench_fabric_SOURCES = tests/bench/bench_fabric.c
 tests_bench_pool_bench_fabric_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS)
 tests_bench_pool_bench_fabric_LDADD = fabric/libfabric.la $(EVENT_LIBS)
-EXTRA_DIST += tests/bench/fabric.sh tests/bench/fabric-netns.sh tests/bench/pool-bench fabric/README.md
+EXTRA_DIST += tests/bench/fabric.sh tests/bench/fabric-netns.sh tests/bench/ab.sh tests/bench/pool-bench \
+	fabric/README.md

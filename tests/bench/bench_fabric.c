@@ -3,9 +3,11 @@
  * fabric/. A server registers a buffer and publishes its worker address and
  * rkey over a bootstrap channel (a socketpair to a forked child, or TCP for
  * runs across hosts or network namespaces); the client measures and prints
- * a table.
+ * a table. With -t link the same runs over the checked transport (link*.c):
+ * the server's check admits the whole buffer, the client reads and writes
+ * it with fab_link_read/write, both driven by their libevent loops.
  *
- *   pool-bench-fabric [-t tcp|shm|TLS] [-d DEV] [-W WINDOW] [-T SECONDS]
+ *   pool-bench-fabric [-t tcp|shm|link|TLS] [-d DEV] [-W WINDOW] [-T SECONDS]
  *                     [-S SEGSIZE] [-C CHUNK] [-z SIZE] [-o KEY=VAL]... [-P] [-R]
  *   pool-bench-fabric -s [-p PORT] [-b BINDADDR] ...   server only
  *   pool-bench-fabric -c HOST [-p PORT] ...            client only
@@ -42,6 +44,7 @@ static const size_t lat_sizes[] = {8, 64, 512, 4096};
 
 struct opts {
 	const char *tls;
+	int link; /* -t link: the checked transport instead of UCX */
 	const char *dev;
 	const char *host;
 	const char *bind;
@@ -315,6 +318,227 @@ static double run_memcpy(char *dst, const char *src, size_t size, int window, do
 	return (double)n * size / (now() - t0) / (1024.0 * 1024.0);
 }
 
+/* How the client moves bytes: UCX one-sided, or a checked link. */
+struct way {
+	double (*bw)(struct way *w, char *lbuf, size_t size, int is_put, int window,
+		     double seconds);
+	double (*lat)(struct way *w, char *lbuf, size_t size, int is_put, double seconds);
+	/* UCX */
+	struct fab_ctx *ctx;
+	struct fab_ep *ep;
+	struct fab_rkey *rk;
+	struct peer *p;
+	int busy;
+	/* link */
+	struct event_base *eb;
+	struct fab_link *k;
+};
+
+/* The two tables: bandwidth of every size (and memcpy's), then latency. */
+static void report(const struct opts *o, struct way *w, char *lbuf, char *src)
+{
+	printf("%-10s %14s %14s %14s\n", "size", "get MiB/s", "put MiB/s", "memcpy MiB/s");
+	for (size_t i = 0; i < sizeof(bw_sizes) / sizeof(bw_sizes[0]); i++) {
+		size_t s = bw_sizes[i];
+
+		if (o->only != 0 && s != o->only)
+			continue;
+		memset(lbuf, 1,
+		       s * (size_t)o->window < BUF_SIZE ? s * (size_t)o->window : BUF_SIZE);
+		double g = w->bw(w, lbuf, s, 0, o->window, o->seconds);
+		memset(lbuf, 0x5a, BUF_SIZE);
+		double p = w->bw(w, lbuf, s, 1, o->window, o->seconds);
+		double m = run_memcpy(lbuf, src, s, o->window, o->seconds / 2);
+
+		printf("%-10zu %14.1f %14.1f %14.1f\n", s, g, p, m);
+		fflush(stdout);
+	}
+	if (o->only == 0)
+		printf("%-10s %14s %14s\n", "size", "get lat us", "put+flush us");
+	for (size_t i = 0; o->only == 0 && i < sizeof(lat_sizes) / sizeof(lat_sizes[0]); i++) {
+		size_t s = lat_sizes[i];
+		double g = w->lat(w, lbuf, s, 0, o->seconds);
+		double p = w->lat(w, lbuf, s, 1, o->seconds);
+
+		printf("%-10zu %14.2f %14.2f\n", s, g, p);
+		fflush(stdout);
+	}
+}
+
+static double ucx_bw(struct way *w, char *lbuf, size_t size, int is_put, int window, double seconds)
+{
+	return run_bw(w->ctx, w->ep, w->rk, w->p, lbuf, size, is_put, window, seconds, w->busy);
+}
+
+static double ucx_lat(struct way *w, char *lbuf, size_t size, int is_put, double seconds)
+{
+	return run_lat(w->ep, w->rk, w->p, lbuf, size, is_put, seconds);
+}
+
+/* --- the checked transport (-t link) --- */
+
+static const uint8_t bench_key[FAB_LINK_KEY_LEN] = {0x5a};
+static void *link_buf;
+
+/* The server admits its whole buffer, as arena 0 extent 0. */
+static int link_check(void *arg, const struct fab_link_peer *peer, const struct fab_link_req *req,
+		      bool last, void **ret_ptr)
+{
+	(void)arg;
+	(void)peer;
+	(void)last;
+	if (req->arena != 0 || req->ext != 0 || req->off > BUF_SIZE ||
+	    req->len > BUF_SIZE - req->off)
+		return -ERANGE;
+	*ret_ptr = (char *)link_buf + req->off;
+	return 0;
+}
+
+static void link_refused(void *arg, const char *who, const char *what, int err)
+{
+	(void)arg;
+	fprintf(stderr, "pool-bench-fabric: link from %s: %s (%s)\n", who, what, strerror(-err));
+}
+
+static const struct fab_link_ops link_ops = {link_check, link_refused};
+
+static struct fab_links *link_ctx(struct event_base *eb, const char *bind, uint32_t node)
+{
+	struct fab_links_config cfg = {.bind = bind, .self = {node, 1, 1}, .ops = &link_ops};
+	struct fab_links *ls;
+	int rc;
+
+	memcpy(cfg.key, bench_key, sizeof(bench_key));
+	if ((rc = fab_links_create(eb, &cfg, &ls)))
+		die("links", rc);
+	return ls;
+}
+
+static void link_server(const struct opts *o, int sock)
+{
+	struct event_base *eb = event_base_new();
+	struct event *ev = event_new(eb, sock, EV_READ, srv_quit, eb);
+	struct fab_links *ls;
+	uint16_t port;
+	uint64_t base = 0, size = BUF_SIZE;
+
+	link_buf = mmap(NULL, BUF_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (eb == NULL || ev == NULL || link_buf == MAP_FAILED)
+		die("server setup", ENOMEM);
+	memset(link_buf, 0x5a, BUF_SIZE);
+	ls = link_ctx(eb, o->bind != NULL ? o->bind : "127.0.0.1", 2);
+	port = fab_links_port(ls);
+	send_blob(sock, &port, sizeof(port));
+	send_blob(sock, &port,
+		  sizeof(port)); /* (no key: the client proves it knows the link key) */
+	if (xio(sock, &base, 8, 1) || xio(sock, &size, 8, 1))
+		die("bootstrap write", EPIPE);
+	event_add(ev, NULL);
+	event_base_dispatch(eb);
+	fab_links_destroy(ls);
+	event_free(ev);
+	event_base_free(eb);
+	munmap(link_buf, BUF_SIZE);
+}
+
+static double link_bw(struct way *w, char *lbuf, size_t size, int is_put, int window,
+		      double seconds)
+{
+	struct fab_link *k = w->k;
+	struct bw_state st = {0};
+	uint64_t slots = BUF_SIZE / size, n = 0;
+	double t0, deadline;
+	int rc;
+
+	if (slots > (uint64_t)window)
+		slots = window;
+	t0 = now();
+	deadline = t0 + seconds;
+	for (;;) {
+		while (st.inflight < window && now() < deadline) {
+			uint64_t slot = n % slots;
+			char *l = lbuf + slot * size;
+
+			rc = is_put ? fab_link_write(k, 0, 0, slot * size, size, l, bw_done, &st)
+				    : fab_link_read(k, 0, 0, slot * size, size, l, bw_done, &st);
+			if (rc)
+				die("issue", rc);
+			st.inflight++;
+			n++;
+		}
+		if (st.inflight == 0)
+			break;
+		event_base_loop(w->eb, EVLOOP_ONCE);
+	}
+	if (st.errors)
+		die("transfer", st.first_err);
+	for (uint64_t i = 0; !is_put && i < size * (n < slots ? n : slots); i += 4093)
+		if ((uint8_t)lbuf[i] != 0x5a)
+			die("get data mismatch", EIO);
+	return n * size / (now() - t0) / (1024.0 * 1024.0);
+}
+
+/* Average time of one op alone, in microseconds (a write returns once it is in the target's
+ * memory). */
+static double link_lat(struct way *w, char *lbuf, size_t size, int is_put, double seconds)
+{
+	struct fab_link *k = w->k;
+	double t0 = now(), deadline = t0 + seconds;
+	uint64_t n = 0;
+
+	do {
+		struct bw_state st = {.inflight = 1};
+		int rc = is_put ? fab_link_write(k, 0, 0, 0, size, lbuf, bw_done, &st)
+				: fab_link_read(k, 0, 0, 0, size, lbuf, bw_done, &st);
+
+		if (rc)
+			die("latency op", rc);
+		while (st.inflight > 0)
+			event_base_loop(w->eb, EVLOOP_ONCE);
+		if (st.errors)
+			die("latency op", st.first_err);
+		n++;
+	} while (now() < deadline);
+	return (now() - t0) / n * 1e6;
+}
+
+static void link_client(const struct opts *o, int sock)
+{
+	struct event_base *eb = event_base_new();
+	struct fab_link_peer to = {2, 1, 0};
+	struct fab_links *ls;
+	struct fab_link *k;
+	size_t len;
+	uint16_t *port;
+	uint64_t base, size;
+	char addr[96], *lbuf, *src;
+	uint8_t q = 'Q';
+	int rc;
+
+	port = recv_blob(sock, &len);
+	free(recv_blob(sock, &len));
+	if (len != sizeof(*port) || xio(sock, &base, 8, 0) || xio(sock, &size, 8, 0) || eb == NULL)
+		die("bootstrap read", EPROTO);
+	snprintf(addr, sizeof(addr), "%s:%u", o->host != NULL ? o->host : "127.0.0.1", *port);
+	ls = link_ctx(eb, NULL, 1);
+	if ((rc = fab_link_open(ls, &to, addr, &k)))
+		die("link", rc);
+	lbuf = mmap(NULL, BUF_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	src = mmap(NULL, BUF_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (lbuf == MAP_FAILED || src == MAP_FAILED)
+		die("mmap", errno);
+	memset(lbuf, 1, BUF_SIZE);
+	memset(src, 2, BUF_SIZE);
+	printf("# pool-bench-fabric: transports=link (checked, TCP %s) window=%d event-driven\n",
+	       addr, o->window);
+	report(o, &(struct way){.bw = link_bw, .lat = link_lat, .eb = eb, .k = k}, lbuf, src);
+	(void)xio(sock, &q, 1, 1);
+	fab_link_close(k);
+	fab_links_destroy(ls);
+	event_base_free(eb);
+	free(port);
+}
+
 static void client(const struct opts *o, int sock)
 {
 	struct fab_config cfg = make_config(o);
@@ -350,32 +574,15 @@ static void client(const struct opts *o, int sock)
 	       o->tls ? o->tls : "default", tls, o->window, o->seg, o->chunk,
 	       o->busy ? " busy-poll" : " event-driven",
 	       o->reg ? " target=fab_mem_register" : " target=fab_mem_alloc");
-	printf("%-10s %14s %14s %14s\n", "size", "get MiB/s", "put MiB/s", "memcpy MiB/s");
-	for (size_t i = 0; i < sizeof(bw_sizes) / sizeof(bw_sizes[0]); i++) {
-		size_t s = bw_sizes[i];
-
-		if (o->only != 0 && s != o->only)
-			continue;
-		memset(lbuf, 1,
-		       s * (size_t)o->window < BUF_SIZE ? s * (size_t)o->window : BUF_SIZE);
-		double g = run_bw(ctx, ep, rk, &p, lbuf, s, 0, o->window, o->seconds, o->busy);
-		memset(lbuf, 0x5a, BUF_SIZE);
-		double w = run_bw(ctx, ep, rk, &p, lbuf, s, 1, o->window, o->seconds, o->busy);
-		double m = run_memcpy(lbuf, src, s, o->window, o->seconds / 2);
-
-		printf("%-10zu %14.1f %14.1f %14.1f\n", s, g, w, m);
-		fflush(stdout);
-	}
-	if (o->only == 0)
-		printf("%-10s %14s %14s\n", "size", "get lat us", "put+flush us");
-	for (size_t i = 0; o->only == 0 && i < sizeof(lat_sizes) / sizeof(lat_sizes[0]); i++) {
-		size_t s = lat_sizes[i];
-		double g = run_lat(ep, rk, &p, lbuf, s, 0, o->seconds);
-		double w = run_lat(ep, rk, &p, lbuf, s, 1, o->seconds);
-
-		printf("%-10zu %14.2f %14.2f\n", s, g, w);
-		fflush(stdout);
-	}
+	report(o,
+	       &(struct way){.bw = ucx_bw,
+			     .lat = ucx_lat,
+			     .ctx = ctx,
+			     .ep = ep,
+			     .rk = rk,
+			     .p = &p,
+			     .busy = o->busy},
+	       lbuf, src);
 	(void)xio(sock, &q, 1, 1);
 	fab_mem_deregister(lmem);
 	fab_rkey_destroy(rk);
@@ -429,7 +636,7 @@ static int tcp_connect(const struct opts *o)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: pool-bench-fabric [-t tcp|shm|TLS] [-d DEV] [-W window] [-T seconds]\n"
+		"usage: pool-bench-fabric [-t tcp|shm|link|TLS] [-d DEV] [-W window] [-T seconds]\n"
 		"         [-S tcp-seg-size] [-C chunk] [-z size] [-o KEY=VAL]... [-P] [-R] [-s | "
 		"-c HOST] [-p PORT] [-b ADDR]\n");
 	exit(2);
@@ -443,7 +650,10 @@ int main(int argc, char **argv)
 	while ((c = getopt(argc, argv, "t:d:W:T:S:C:o:PRsc:p:b:z:h")) != -1) {
 		switch (c) {
 		case 't':
-			o.tls = strcmp(optarg, "shm") == 0 ? "posix,cma,self" : optarg;
+			o.link = strcmp(optarg, "link") == 0;
+			o.tls = strcmp(optarg, "shm") == 0 ? "posix,cma,self"
+				: o.link		   ? NULL
+							   : optarg;
 			break;
 		case 'd':
 			o.dev = optarg;
@@ -498,13 +708,13 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (o.server_only) {
 		int s = tcp_listen_accept(&o);
-		server(&o, s);
+		(o.link ? link_server : server)(&o, s);
 		close(s);
 		return 0;
 	}
 	if (o.host != NULL) {
 		int s = tcp_connect(&o);
-		client(&o, s);
+		(o.link ? link_client : client)(&o, s);
 		close(s);
 		return 0;
 	}
@@ -519,11 +729,11 @@ int main(int argc, char **argv)
 		die("fork", errno);
 	if (pid == 0) {
 		close(sv[0]);
-		server(&o, sv[1]);
+		(o.link ? link_server : server)(&o, sv[1]);
 		_exit(0);
 	}
 	close(sv[1]);
-	client(&o, sv[0]);
+	(o.link ? link_client : client)(&o, sv[0]);
 	close(sv[0]);
 	waitpid(pid, &status, 0);
 	return 0;

@@ -51,6 +51,13 @@ fab() { # [bench options] -> the bench's output
 	cluster_exec 2 "$bench" -t tcp -c "$a1" -p $port -T "$t" "$@" 2>&1
 }
 
+link() { # [bench options] -> the bench's output, over the checked transport
+	next
+	cluster_spawn 1 "$dir/fab.log" "$bench" -t link -s -b "$a1" -p $port "$@" >/dev/null
+	sleep 0.5
+	cluster_exec 2 "$bench" -t link -c "$a1" -p $port -T "$t" "$@" 2>&1
+}
+
 col() { awk -v s="$1" -v c="$2" '$1 == s && !seen[$1]++ { print $c }' "$3"; }
 lcol() { awk -v s="$1" -v c="$2" 'f && $1 == s { print $c } /lat us/ { f = 1 }' "$3"; }
 
@@ -76,3 +83,16 @@ for s in 8 4096; do
 	printf "%-9s %10s %10s %10s %10s\n" $s "$(lcol $s 2 "$dir/fab.out")" "${g:--}" \
 		"$(lcol $s 3 "$dir/fab.out")" "${p:--}"
 done
+
+# The checked transport (what poold uses by default) against UCX's
+# one-sided path on the same link, runs alternated, best of AB_RUNS (3).
+. "$here/ab.sh"
+for _ in $(seq "${AB_RUNS:-3}"); do
+	fab >>"$dir/ab.rma"
+	link >>"$dir/ab.link"
+	fab -W 1 >>"$dir/ab1.rma"
+	link -W 1 >>"$dir/ab1.link"
+done
+echo "## checked links (link_*) vs UCX one-sided (rma_*) across the namespaces, MiB/s, best of ${AB_RUNS:-3}"
+echo "##   alternated runs; 8 in flight, and _w1 one at a time"
+ab_tables "65536 1048576 4194304" "8 4096" "$dir/ab.rma" "$dir/ab.link" "$dir/ab1.rma" "$dir/ab1.link"

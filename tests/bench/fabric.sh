@@ -1,6 +1,8 @@
 #!/bin/sh
 # fabric.sh - pool-bench fabric: fabric/ put/get next to raw UCX
-# (ucx_perftest), iperf3 single-stream and memcpy, in one run, same sizes.
+# (ucx_perftest), iperf3 single-stream and memcpy, in one run, same sizes;
+# then the checked transport (link*.c, what poold uses by default) against
+# UCX's one-sided path over TCP (fabric.transfer = rma), runs alternated.
 #
 #   tests/bench/fabric.sh [BUILDDIR]      (default: the directory above tests/)
 #   env: FAB_BENCH_TIME (seconds per point, default 0.5), FAB_PORT (13400)
@@ -89,3 +91,17 @@ for mode in tcp shm; do
 			"$(lcol $s 3 "$tmp/fab.$mode")" "${p:--}"
 	done
 done
+
+# The checked transport against UCX's one-sided path, both over TCP on
+# loopback, runs alternated (rma, link, rma, link...), best of AB_RUNS (3).
+. "$here/ab.sh"
+for _ in $(seq "${AB_RUNS:-3}"); do
+	"$bench" -t tcp -T "$t" >>"$tmp/ab.rma" 2>&1
+	"$bench" -t link -T "$t" >>"$tmp/ab.link" 2>&1
+	"$bench" -t tcp -T "$t" -W 1 >>"$tmp/ab1.rma" 2>&1
+	"$bench" -t link -T "$t" -W 1 >>"$tmp/ab1.link" 2>&1
+done
+echo
+echo "## checked links (link_*) vs UCX one-sided (rma_*) over TCP loopback, MiB/s, best of ${AB_RUNS:-3}"
+echo "##   alternated runs; 8 in flight, and _w1 one at a time"
+ab_tables "$bw_sizes" "$lat_sizes" "$tmp/ab.rma" "$tmp/ab.link" "$tmp/ab1.rma" "$tmp/ab1.link"

@@ -6,11 +6,14 @@
 #     of, vs memcpy between two malloc'd buffers in the same process; region
 #     create+close+destroy through the daemon, ops/s, without and with the
 #     coordinator's journal.
-#  2. Four hosts in network namespaces (UCX tcp over veth + bridge): from
-#     host 4, pool_region_read/write of a region on node 2, of one striped
-#     over 3 lenders (1 MiB and 256 KiB stripes), sync and batched, 4 KiB to
-#     4 MiB, and latency; next to pool-bench-fabric's raw figures and iperf3
-#     on the same path (host 4 <-> host 2).
+#  2. Four hosts in network namespaces (TCP over veth + bridge): from host
+#     4, pool_region_read/write of a region on node 2, sync and batched, 4 KiB
+#     to 4 MiB, and latency, with the poolds moving bytes each way
+#     (fabric.transfer = checked, the default, and rma, UCX one-sided), the
+#     clusters alternated (rma, checked, rma, checked); then regions striped
+#     over 3 lenders (1 MiB and 256 KiB stripes); next to pool-bench-fabric's
+#     raw figures (UCX and links) and iperf3 on the same path (host 4 <->
+#     host 2).
 #
 #   tests/bench/regions.sh [BUILDDIR]    env: REGIONS_BENCH_TIME (s/point, 0.2)
 # Needs root for part 2 (else it says so and stops after part 1).
@@ -91,13 +94,24 @@ if [ "$CLUSTER_MODE" != netns ]; then
 fi
 # Host 4 (the client) lends only 64M, so that a 256M region spread=3 lands on
 # three other nodes and every byte the client moves crosses the link.
-pool_node_start 1 -o lend.size=1G
-for _ in $(seq 100); do [ -S "$(pool_sock 1)" ] && break; sleep 0.05; done
-for i in 2 3; do pool_node_start "$i" -o lend.size=1G; done
-pool_node_start 4 -o lend.size=64M
-for i in 2 3 4; do
-	pool_wait_state 1 "h$i" up 20 || { echo "h$i did not join"; pool_cluster_logs; exit 1; }
-done
+# cluster_up MODE: the four poolds, moving bytes MODE's way (fabric.transfer).
+cluster_up() {
+	local i
+	export POOL_OPTS="-o fabric.transfer=$1"
+	pool_node_start 1 -o lend.size=1G
+	for _ in $(seq 100); do [ -S "$(pool_sock 1)" ] && break; sleep 0.05; done
+	for i in 2 3; do pool_node_start "$i" -o lend.size=1G; done
+	pool_node_start 4 -o lend.size=64M
+	for i in 2 3 4; do
+		pool_wait_state 1 "h$i" up 20 || { echo "h$i did not join"; pool_cluster_logs; exit 1; }
+	done
+}
+cluster_down() {
+	local i
+	for i in 1 2 3 4; do pool_node_kill "$i" TERM; done
+	for i in 1 2 3 4; do while kill -0 "${POOL_PIDS[$i]}" 2>/dev/null; do sleep 0.1; done; done
+	rm -f "$CLUSTER_TMP"/h*/run/poold.sock
+}
 dir=$CLUSTER_TMP
 a2=$(cluster_addr 2)
 # rb HOST ARGS...: the bench inside host HOST against its own poold.
@@ -109,12 +123,19 @@ r = json.load(sys.stdin)["region"][0]
 print(",".join(sorted({str(e["node"]) for e in r["extents"]}, key=int)), r.get("stripe", 0))'
 }
 
+echo "## 4 hosts in network namespaces (veth + bridge, TCP), $(date -u +%FT%TZ); client on host 4"
+for mode in rma checked rma checked; do
+	cluster_up $mode
+	rb 4 create r_node2 256M node=2 || { pool_cluster_logs; exit 1; }
+	rb 4 -T "$t" -W 8 remote r_node2 >>"$dir/$mode.r_node2.out"
+	cluster_down
+done
+cluster_up checked
 rb 4 create r_node2 256M node=2 || { pool_cluster_logs; exit 1; }
 rb 4 create r_spread 256M spread=3 || { pool_cluster_logs; exit 1; }
 rb 4 create r_spread256k 256M spread=3 256K || { pool_cluster_logs; exit 1; }
-
-echo "## 4 hosts in network namespaces (veth + bridge, UCX tcp), $(date -u +%FT%TZ); client on host 4"
-for r in r_node2 r_spread r_spread256k; do
+cp "$dir/checked.r_node2.out" "$dir/r_node2.out"
+for r in r_spread r_spread256k; do
 	read -r nodes stripe <<<"$(extents $r)"
 	echo "## region $r: 256 MiB on node(s) $nodes, stripe $stripe; MiB/s, b8 = 8 per pool_batch_wait"
 	rb 4 -T "$t" -W 8 remote $r | tee "$dir/$r.out" | grep -v '^#'
@@ -130,7 +151,17 @@ fabrun() { # OUT [options]
 	sleep 0.5
 	cluster_exec 4 timeout 60 "$fab" -t tcp -c "$a2" -p $port -T "$t" "$@" >>"$out" 2>&1
 }
-for _ in 1 2 3; do fabrun "$dir/fab8.out"; fabrun "$dir/fab1.out" -W 1; done
+linkrun() { # OUT [options]: the same over the checked transport
+	local out=$1; shift
+	port=$((port + 1))
+	cluster_spawn 2 "$dir/fab.log" "$fab" -t link -s -b "$a2" -p $port >/dev/null
+	sleep 0.5
+	cluster_exec 4 timeout 60 "$fab" -t link -c "$a2" -p $port -T "$t" "$@" >>"$out" 2>&1
+}
+for _ in 1 2 3; do
+	fabrun "$dir/fab8.out"; fabrun "$dir/fab1.out" -W 1
+	linkrun "$dir/link8.out"; linkrun "$dir/link1.out" -W 1
+done
 iperf() { # [-R] -> MiB/s, host 4 -> host 2 (or 2 -> 4 with -R), 1 MiB writes
 	port=$((port + 1))
 	cluster_spawn 2 "$dir/iperf.log" timeout 30 iperf3 -s -1 -p $port >/dev/null
@@ -163,6 +194,31 @@ for s in 8 4096; do
 	printf "%-9s %9s %9s %9s %9s %9s %9s\n" $s "$(lcol $s 2 "$dir/fab8.out")" "$(lcol $s 2 "$dir/r_node2.out")" \
 		"$(lcol $s 3 "$dir/r_node2.out")" "$(lcol $s 3 "$dir/fab8.out")" "$(lcol $s 4 "$dir/r_node2.out")" \
 		"$(lcol $s 5 "$dir/r_node2.out")"
+done
+echo "## regions on node 2, the poolds moving bytes checked (the default) vs rma (UCX one-sided), MiB/s,"
+echo "## best of 2 alternated clusters; sync = one call at a time, b8 = batches of 8"
+printf "%-9s %9s %9s %9s %9s %9s %9s %9s %9s\n" size rma_r_sync chk_r_sync rma_r_b8 chk_r_b8 \
+	rma_w_sync chk_w_sync rma_w_b8 chk_w_b8
+for s in 4096 65536 1048576 4194304; do
+	printf "%-9s %9s %9s %9s %9s %9s %9s %9s %9s\n" $s \
+		"$(col $s 2 "$dir/rma.r_node2.out")" "$(col $s 2 "$dir/checked.r_node2.out")" \
+		"$(col $s 4 "$dir/rma.r_node2.out")" "$(col $s 4 "$dir/checked.r_node2.out")" \
+		"$(col $s 3 "$dir/rma.r_node2.out")" "$(col $s 3 "$dir/checked.r_node2.out")" \
+		"$(col $s 5 "$dir/rma.r_node2.out")" "$(col $s 5 "$dir/checked.r_node2.out")"
+done
+echo "## latency us, mean: region read, write (returns when visible); raw: fab (UCX) get, put+flush; link read, write"
+printf "%-9s %9s %9s %9s %9s %9s %9s %9s %9s\n" size rma_read chk_read rma_write chk_write \
+	fab_get link_get fab_put link_put
+for s in 8 4096; do
+	printf "%-9s %9s %9s %9s %9s %9s %9s %9s %9s\n" $s \
+		"$(lcol $s 2 "$dir/rma.r_node2.out")" "$(lcol $s 2 "$dir/checked.r_node2.out")" \
+		"$(lcol $s 4 "$dir/rma.r_node2.out")" "$(lcol $s 4 "$dir/checked.r_node2.out")" \
+		"$(lcol $s 2 "$dir/fab8.out")" "$(lcol $s 2 "$dir/link8.out")" \
+		"$(lcol $s 3 "$dir/fab8.out")" "$(lcol $s 3 "$dir/link8.out")"
+done
+echo "## raw links across the same path, MiB/s (8 in flight, one at a time): get, put"
+for s in 1048576 4194304; do
+	echo "$s link_get $(col $s 2 "$dir/link8.out") link_get_w1 $(col $s 2 "$dir/link1.out") link_put $(col $s 3 "$dir/link8.out") link_put_w1 $(col $s 3 "$dir/link1.out")"
 done
 echo "## striped over 3 lenders vs one, MiB/s (read_sync read_b8 write_sync write_b8)"
 printf "%-9s %-27s %-27s %-27s\n" size node=2 "spread=3 (1M stripe)" "spread=3 (256K stripe)"
@@ -198,3 +254,15 @@ for k in "fab_get_w1:2:fab1:reg_read_sync:2" "fab_get:2:fab8:reg_read_b8:4" \
 	echo "remote 1 MiB within 10% of fabric: $rn $r vs $fn $f MiB/s = $(pct "$r" "$f")%"
 done
 echo "create+destroy >= 20000/s on one node: $ops/s (one client, local placement)"
+for k in "reg_read_sync:2" "reg_read_b8:4" "reg_write_sync:3" "reg_write_b8:5"; do
+	IFS=: read -r rn rc <<<"$k"
+	c=$(col 1048576 "$rc" "$dir/checked.r_node2.out")
+	r=$(col 1048576 "$rc" "$dir/rma.r_node2.out")
+	echo "checked within 10% of rma, remote 1 MiB $rn: $c vs $r MiB/s = $(pct "$c" "$r")%"
+done
+for k in "read:2" "write:4"; do
+	IFS=: read -r rn rc <<<"$k"
+	c=$(lcol 8 "$rc" "$dir/checked.r_node2.out")
+	r=$(lcol 8 "$rc" "$dir/rma.r_node2.out")
+	echo "checked 8-byte $rn latency within 10% of rma (<= 110%): $c vs $r us = $(pct "$c" "$r")%"
+done
