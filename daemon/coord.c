@@ -23,22 +23,22 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "daemon/coordslot.h"
 #include "daemon/ledger.h"
 #include "daemon/poold.h"
 #include "proto/pool_contract.h"
 
 #define COORD_PEER_MAX_FRAME (16u << 20)
-#define COORD_REGISTER_TIMEOUT_MS 10000
 /*
  * What links that have not registered may hold: they have not proved they
- * know the secret, so each gets a small frame, a few per host, a few in
- * all (the oldest gives way to a new one), and a deadline from its accept
- * that no trickle of bytes extends. A flood then neither fills poold's fds
- * or memory nor keeps a real node, whose handshake takes milliseconds, out.
+ * know the secret, so each gets a small frame, a place in the small pools
+ * of coordslot.c (never one a registered node holds), and a deadline from
+ * its accept that no trickle of bytes extends. A real node's handshake
+ * takes milliseconds; a flood then neither fills poold's fds or memory nor
+ * keeps a real node out.
  */
+#define COORD_REGISTER_TIMEOUT_MS 5000
 #define COORD_UNREG_MAX_FRAME (256u << 10)
-#define COORD_UNREG_PER_HOST 4
-#define COORD_UNREG_MAX 32
 #define COORD_PROBE_TIMEOUT_MS 60000
 
 struct coord_peer {
@@ -47,8 +47,7 @@ struct coord_peer {
 	struct conn *conn;
 	struct member *m; /* once registered */
 	bool hello_done;
-	uint64_t accepted_at;
-	struct sockaddr_storage from;
+	struct coordslot slot; /* until registered: its place, its address and accept time */
 	uint8_t nonce[PEERAUTH_NONCE_LEN];	/* our challenge on this link */
 	uint8_t node_nonce[PEERAUTH_NONCE_LEN]; /* the node's, from its Hello */
 	char addr[64];
@@ -78,7 +77,8 @@ struct coord {
 	struct evconnlistener *listener;
 	TAILQ_HEAD(, coord_peer) peers;
 	TAILQ_HEAD(, gather) gathers;
-	unsigned npeers;
+	struct coordslots slots;   /* the links that have not registered */
+	struct event *deadline_ev; /* when the oldest of them is due */
 	uint32_t next_id;
 	uint64_t next_epoch; /* the number of the next registration (node_info.epoch) */
 	uint64_t started_ms; /* units_now_ms() when this coordinator started */
@@ -604,7 +604,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 		if (old != NULL) {
 			conn_free(old->conn);
 			TAILQ_REMOVE(&co->peers, old, entry);
-			co->npeers--;
+			coordslot_give(&co->slots, &old->slot);
 			free(old);
 		}
 	}
@@ -616,11 +616,12 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 		coordlog_node(pd, id, info->name);
 	m->conn = p->conn;
 	m->last_heartbeat = units_now_ms();
+	m->from = p->slot.from; /* where it comes back from: coord_known_addr() */
 	p->m = m;
+	coordslot_give(&co->slots, &p->slot); /* a member's link, no longer a stranger's */
 	coord_lender_update(pd, m->info);
 	snprintf(desc, sizeof(desc), "node %u (%s) at %s", id, info->name, p->addr);
 	conn_set_desc(p->conn, desc);
-	conn_set_read_timeout(p->conn, 0);
 	conn_set_max_frame(p->conn, COORD_PEER_MAX_FRAME);
 	conn_set_limit_name(p->conn, "the frame limit");
 	log_info("%s registered (%s, incarnation %llx)", desc, info->version,
@@ -811,7 +812,7 @@ static void coord_peer_closed(struct conn *conn, void *arg)
 			coord_set_state(co, p->m, MEMBER_SUSPECT);
 	}
 	TAILQ_REMOVE(&co->peers, p, entry);
-	co->npeers--;
+	coordslot_give(&co->slots, &p->slot);
 	free(p);
 }
 
@@ -820,96 +821,171 @@ static const struct conn_ops coord_peer_ops = {
     .closed = coord_peer_closed,
 };
 
-static bool coord_same_host(const struct sockaddr_storage *a, const struct sockaddr *b)
+/* Whether a member registered from sa's address before: a node coming back. */
+static bool coord_known_addr(const struct coord *co, const struct sockaddr *sa)
 {
-	if (a->ss_family != b->sa_family)
-		return false;
-	if (b->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-	if (b->sa_family == AF_INET6)
-		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-			      &((const struct sockaddr_in6 *)b)->sin6_addr,
-			      sizeof(struct in6_addr)) == 0;
+	const struct member *m;
+
+	TAILQ_FOREACH(m, &co->pd->members, entry)
+		if (m->from.ss_family != 0 &&
+		    coordslot_same_addr((const struct sockaddr *)&m->from, sa))
+			return true;
 	return false;
 }
 
 /*
- * Room for one more unregistered link from sa: false when its host has
- * COORD_UNREG_PER_HOST already; when COORD_UNREG_MAX are open, the oldest
- * is closed.
+ * Turn a link away at its accept (its host holds its share of the links
+ * that have not registered). On plain links the node is told why, in an
+ * Error frame written at once into the new socket's empty buffer (it
+ * never blocks); through TLS nothing can be said before a handshake not
+ * worth a stranger's while, and the node sees the link close. What the
+ * node sent already is read before the close, so that the close does not
+ * become a reset that could overtake the frame.
  */
-static bool coord_unreg_room(struct coord *co, const struct sockaddr *sa, const char *addr)
+static void coord_turn_away(struct coord *co, evutil_socket_t fd, const char *addr)
 {
-	static struct log_limit host_said, all_said;
-	struct coord_peer *p, *oldest = NULL;
-	unsigned all = 0, host = 0;
+	static struct log_limit said;
+	Pool__Error err = POOL__ERROR__INIT;
+	char host[64], msg[240], junk[512];
+	uint8_t *buf;
+	size_t len;
+	int i;
 
-	TAILQ_FOREACH(p, &co->peers, entry) {
-		if (p->m != NULL)
-			continue;
-		all++;
-		host += coord_same_host(&p->from, sa);
-		if (oldest == NULL)
-			oldest = p; /* the list is in accept order */
+	if (addr_host(addr, host, sizeof(host)) < 0)
+		snprintf(host, sizeof(host), "%s", addr);
+	log_warnx_limited(
+	    &said, 10000,
+	    "refusing a peer link from %s: %u links from its host have not registered", addr,
+	    COORDSLOT_PER_HOST);
+	if (co->pd->tls == NULL) {
+		snprintf(msg, sizeof(msg),
+			 "%u peer links from %s have not registered: no room for another from that "
+			 "host until they do, or are closed %d s after their accept",
+			 COORDSLOT_PER_HOST, host, COORD_REGISTER_TIMEOUT_MS / 1000);
+		err.code = -EBUSY;
+		err.message = msg;
+		if (wire_frame_pack(WIRE_ERROR, 0, &err.base, &buf, &len) == 0) {
+			(void)send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+			free(buf);
+		}
+		(void)shutdown(fd, SHUT_WR);
+		for (i = 0; i < 8 && recv(fd, junk, sizeof(junk), MSG_DONTWAIT) > 0; i++)
+			;
 	}
-	if (host >= COORD_UNREG_PER_HOST) {
-		log_warnx_limited(&host_said, 10000,
-				  "refusing a peer link from %s: %u links from "
-				  "its host have not registered",
-				  addr, host);
-		return false;
-	}
-	if (all >= COORD_UNREG_MAX) {
-		log_warnx_limited(&all_said, 10000,
-				  "%u peer links have not registered: closing "
-				  "the oldest, from %s",
-				  all, oldest->addr);
-		conn_abort(oldest->conn, true);
-	}
-	return true;
+	evutil_closesocket(fd);
 }
 
+/* A link that gave its slot (of pool: the new link's) to a newer one: closed now. */
+static void coord_evict(struct coord *co, struct coordslot *s, enum coordslot_pool pool)
+{
+	static struct log_limit known_said, strangers_said;
+	struct coord_peer *p = s->owner;
+
+	if (pool == COORDSLOT_KNOWN)
+		log_warnx_limited(&known_said, 10000,
+				  "peer link from %s, a member's address, gives way to a newer one "
+				  "from there that has not registered either",
+				  p->addr);
+	else
+		log_warnx_limited(&strangers_said, 10000,
+				  "%u peer links from other addresses than the members' have not "
+				  "registered: closing the oldest from the host with the most, %s",
+				  co->slots.strangers, p->addr);
+	conn_abort(p->conn, true);
+}
+
+/* The oldest link that has not registered is due then: come back to close it. */
+static void coord_deadline_arm(struct coord *co)
+{
+	const struct coordslot *s = coordslots_oldest(&co->slots);
+	uint64_t now = units_now_ms(), due;
+	struct timeval tv;
+
+	if (s == NULL || evtimer_pending(co->deadline_ev, NULL))
+		return;
+	due = s->taken_ms + COORD_REGISTER_TIMEOUT_MS;
+	tv = units_timeval(due > now ? due - now : 0);
+	evtimer_add(co->deadline_ev, &tv);
+}
+
+/* Close the links that did not register within the deadline of their accept. */
+static void coord_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	static struct log_limit said;
+	struct coord *co = arg;
+	uint64_t now = units_now_ms();
+	struct coordslot *s;
+
+	(void)fd;
+	(void)what;
+	while ((s = coordslots_oldest(&co->slots)) != NULL &&
+	       now - s->taken_ms >= COORD_REGISTER_TIMEOUT_MS) {
+		struct coord_peer *p = s->owner;
+
+		log_warnx_limited(&said, 10000,
+				  "peer link from %s did not register within %d ms of its accept: "
+				  "closed",
+				  p->addr, COORD_REGISTER_TIMEOUT_MS);
+		coordslot_give(&co->slots, s);
+		conn_abort(p->conn, true);
+	}
+	coord_deadline_arm(co);
+}
+
+/*
+ * A new peer link: it waits in a slot of coordslot.c until it registers,
+ * or is turned away when its host has no room; the slot it took may be one
+ * another link gave up.
+ */
 static void coord_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
 			 int salen, void *arg)
 {
 	struct coord *co = arg;
+	struct coordslot *evicted;
 	struct coord_peer *p;
 	struct ssl_st *ssl;
 	char desc[96], addr[64];
+	int rc;
 
+	(void)lis;
+	(void)salen;
 	addr_format(sa, addr, sizeof(addr));
-	if (co->npeers >= 2 * (unsigned)co->pd->conf->max_nodes) {
-		static struct log_limit said;
-
-		log_warnx_limited(&said, 10000, "refusing a peer link: %u links open", co->npeers);
+	if ((p = calloc(1, sizeof(*p))) == NULL) {
 		evutil_closesocket(fd);
 		return;
 	}
-	if (!coord_unreg_room(co, sa, addr) || (p = calloc(1, sizeof(*p))) == NULL) {
-		evutil_closesocket(fd);
+	co->slots.known_max = (unsigned)co->pd->conf->max_nodes;
+	rc = coordslot_take(&co->slots, &p->slot, sa, coord_known_addr(co, sa), units_now_ms(),
+			    &evicted);
+	if (rc < 0) {
+		if (rc == -EBUSY)
+			coord_turn_away(co, fd, addr);
+		else
+			evutil_closesocket(fd);
+		free(p);
 		return;
 	}
+	if (evicted != NULL)
+		coord_evict(co, evicted, p->slot.pool);
 	p->co = co;
-	p->accepted_at = units_now_ms();
-	memcpy(&p->from, sa, MIN((size_t)salen, sizeof(p->from)));
+	p->slot.owner = p;
 	snprintf(p->addr, sizeof(p->addr), "%s", addr);
 	snprintf(desc, sizeof(desc), "peer %s", p->addr);
 	if (peertls_new(co->pd, &ssl) < 0) {
 		evutil_closesocket(fd);
+		coordslot_give(&co->slots, &p->slot);
 		free(p);
 		return;
 	}
 	if (conn_new(co->pd->base, fd, ssl, COORD_UNREG_MAX_FRAME, &coord_peer_ops, p, desc,
 		     &p->conn) < 0) {
+		coordslot_give(&co->slots, &p->slot);
 		free(p);
 		return;
 	}
-	/* An unregistered link that says nothing is dropped; coord_check() ends the others. */
 	conn_set_limit_name(p->conn, "what a link may send before it registers");
-	conn_set_read_timeout(p->conn, COORD_REGISTER_TIMEOUT_MS);
 	TAILQ_INSERT_TAIL(&co->peers, p, entry);
-	co->npeers++;
+	coord_deadline_arm(co);
 	log_debug("peer link from %s", p->addr);
 }
 
@@ -919,19 +995,9 @@ static void coord_check(evutil_socket_t fd, short what, void *arg)
 	struct coord *co = arg;
 	struct poold *pd = co->pd;
 	uint64_t now = units_now_ms(), hb = (uint64_t)pd->conf->heartbeat_ms;
-	struct coord_peer *p, *pnext;
 	struct member *m;
 
 	(void)coordha_epoch(pd, NULL);
-	/* A link that has not registered within the deadline of its accept goes. */
-	for (p = TAILQ_FIRST(&co->peers); p != NULL; p = pnext) {
-		pnext = TAILQ_NEXT(p, entry);
-		if (p->m == NULL && now - p->accepted_at > COORD_REGISTER_TIMEOUT_MS) {
-			log_debug("peer link from %s did not register within %d ms: closed",
-				  p->addr, COORD_REGISTER_TIMEOUT_MS);
-			conn_abort(p->conn, true);
-		}
-	}
 	TAILQ_FOREACH(m, &pd->members, entry) {
 		uint64_t age = now - m->last_heartbeat;
 
@@ -1008,6 +1074,7 @@ int coord_open(struct poold *pd)
 	carry_joined(pd);
 	TAILQ_INIT(&co->peers);
 	TAILQ_INIT(&co->gathers);
+	coordslots_init(&co->slots, (unsigned)pd->conf->max_nodes);
 	pd->coord = co;
 	self = cluster_self_info(pd);
 	rc = self != NULL ? cluster_update(pd, self, &m) : -ENOMEM;
@@ -1044,8 +1111,9 @@ int coord_open(struct poold *pd)
 	co->probe_ev = event_new(pd->base, -1, EV_PERSIST, coord_periodic_probe, co);
 	co->ledger_ev = event_new(pd->base, -1, EV_PERSIST, coord_ledger, co);
 	co->sweep_ev = event_new(pd->base, -1, EV_PERSIST, coord_sweep, pd);
+	co->deadline_ev = evtimer_new(pd->base, coord_deadline, co);
 	if (co->check_ev == NULL || co->probe_ev == NULL || co->ledger_ev == NULL ||
-	    co->sweep_ev == NULL) {
+	    co->sweep_ev == NULL || co->deadline_ev == NULL) {
 		rc = -ENOMEM;
 		goto out_free;
 	}
@@ -1106,6 +1174,8 @@ void coord_close(struct poold *pd)
 		event_free(co->ledger_ev);
 	if (co->sweep_ev != NULL)
 		event_free(co->sweep_ev);
+	if (co->deadline_ev != NULL)
+		event_free(co->deadline_ev);
 	nodeids_clear(pd);
 	free(co);
 	pd->coord = NULL;

@@ -52,10 +52,10 @@ struct peer {
 	uint64_t retry_ms;
 	uint64_t hb_ms; /* the coordinator's heartbeat settings, once registered */
 	uint64_t hb_misses;
-	uint64_t last_tick;    /* units_now_ms() of the last peer_tick() */
-	bool hello_unanswered; /* said once that links close before the coordinator's hello */
-	char target[256];      /* host:port of the coordinator: coordinator, or etcd's leader */
-	int64_t epoch;	       /* with coord.etcd: the newest leader's, 0 before one is known */
+	uint64_t last_tick; /* units_now_ms() of the last peer_tick() */
+	bool close_said;    /* said once that links close before the coordinator answers */
+	char target[256];   /* host:port of the coordinator: coordinator, or etcd's leader */
+	int64_t epoch;	    /* with coord.etcd: the newest leader's, 0 before one is known */
 	uint8_t nonce[PEERAUTH_NONCE_LEN]; /* this link's challenge to the coordinator */
 	TAILQ_HEAD(, forward) forwards;
 	unsigned nforwards;
@@ -331,7 +331,7 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 	}
 	resprelay_learn(pd, rep->resp_endpoint, conn_fd(pe->conn));
 	pe->state = PEER_UP;
-	pe->hello_unanswered = false;
+	pe->close_said = false;
 	pe->last_ack = units_now_ms();
 	pe->retry_ms = 0;
 	log_info("joined the coordinator %s as node %u (%zu members)", pe->target, pd->node_id,
@@ -559,12 +559,21 @@ static void peer_closed(struct conn *conn, void *arg)
 {
 	struct peer *pe = arg;
 
-	/* Closed before any answer: most often peer.tls set on one side only. Said once. */
-	if (pe->state == PEER_HELLO && !pe->hello_unanswered) {
-		pe->hello_unanswered = true;
-		log_warnx("coordinator %s closed the link before answering hello (is peer.tls %s "
-			  "there too?)",
-			  pe->target, pe->pd->tls ? "on" : "off");
+	/*
+	 * Closed before an answer, and without a word (a coordinator that
+	 * refuses a node says why, when it can): what happened, and the reasons
+	 * a coordinator has to do it. Said once until this node joins.
+	 */
+	if ((pe->state == PEER_HELLO || pe->state == PEER_REGISTERING) && !pe->close_said) {
+		pe->close_said = true;
+		log_warnx("coordinator %s closed the link before answering %s, without a word%s: a "
+			  "coordinator does so to links it has no room for or that do not register "
+			  "in time (its log says which)%s",
+			  pe->target, pe->state == PEER_HELLO ? "hello" : "register",
+			  pe->pd->tls != NULL ? " (TLS was agreed)" : "",
+			  pe->state == PEER_HELLO && pe->pd->tls == NULL
+			      ? ", and to links without TLS when its peer.tls is on (off here)"
+			      : "");
 	}
 	pe->conn = NULL;
 	peer_reset(pe, "link closed");

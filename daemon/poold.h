@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <event2/listener.h>
@@ -142,6 +143,8 @@ struct member {
 	uint64_t last_heartbeat;   /* units_now_ms() of the last heartbeat seen */
 	uint64_t heartbeat_age_ms; /* at a node: age the coordinator reported */
 	struct conn *conn;	   /* at the coordinator: the node's link, if connected */
+	/* at the coordinator: where its last registered link came from (coordslot.c) */
+	struct sockaddr_storage from;
 	/* the way this poold reaches its memory (carry.c), made on first use */
 	struct fab_link *link;	       /* fabric.transfer = checked */
 	struct fab_ep *ep;	       /* fabric.transfer = rma: an endpoint to its worker */

@@ -6,4 +6,5 @@ pythonpool_DATA = python/pool/__init__.py python/pool/_adapter.py python/pool/_l
 	python/pool/kv.py python/pool/lmcache.py python/pool/mooncake.py python/pool/region.py \
 	python/pool/sglang.py python/pool/snap.py python/pool/vec.py
 EXTRA_DIST += $(pythonpool_DATA) python/tests/test_pool.py python/tests/test_mooncake.py \
-	python/tests/test_sglang.py python/tests/test_lmcache.py python/tests/conftest.py
+	python/tests/test_sglang.py python/tests/test_lmcache.py python/tests/test_bounds.py \
+	python/tests/conftest.py

@@ -43,8 +43,8 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/cluster/selftest.sh tests/cluster/kv.sh tests/cluster/vec.sh tests/cluster/snap.sh \
 	tests/cluster/coord-restart.sh tests/cluster/coord-journal.sh tests/cluster/coord-ha.sh tests/cluster/client-crash.sh \
 	tests/cluster/soak.sh tests/cluster/python.sh tests/cluster/resp.sh tests/cluster/resp-relay.sh \
-	tests/cluster/membership.sh tests/cluster/regions.sh tests/cluster/reclaim.sh tests/cluster/trust.sh tests/cluster/tls.sh \
-	tests/cluster/fence.sh
+	tests/cluster/membership.sh tests/cluster/slots.sh tests/cluster/regions.sh tests/cluster/reclaim.sh \
+	tests/cluster/trust.sh tests/cluster/tls.sh tests/cluster/fence.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/etcdlib.sh tests/integration/wire.py \
 	tests/integration/resp-compat.py tests/integration/resp-py.py \

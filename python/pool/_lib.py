@@ -6,6 +6,7 @@ releases the GIL for the length of every call into it, so transfers run
 while other Python threads do.
 """
 import ctypes
+import operator
 import os
 from ctypes import (POINTER, c_char, c_char_p, c_float, c_int, c_size_t, c_uint, c_uint8,
                     c_uint32, c_uint64, c_void_p)
@@ -38,52 +39,95 @@ def check(rc):
     return rc
 
 
-def _array_address(data, write):
-    """(address, length) of a C-contiguous numpy-like array, or None: read straight from
-    its __array_interface__, which costs a fraction of a memoryview and a ctypes view (it
-    matters for batches of many buffers)."""
-    ai = getattr(data, "__array_interface__", None)
-    if ai is None or ai.get("strides") is not None or (write and ai["data"][1]):
-        return None
-    nbytes = getattr(data, "nbytes", None)
-    return None if nbytes is None else (ai["data"][0], nbytes)
+U64_MAX = 2**64 - 1
+SIZE_MAX = 2**(8 * ctypes.sizeof(c_size_t)) - 1
+UINT_MAX = 2**(8 * ctypes.sizeof(c_uint)) - 1
 
 
-def readable(data):
-    """(pointer, length, keepalive) of any bytes-like object, without a copy where it can."""
-    if isinstance(data, bytes):
-        return ctypes.cast(c_char_p(data), c_void_p), len(data), data
-    fast = _array_address(data, False)
-    if fast is not None:
-        return fast[0], fast[1], data
+def integer(value, what, top):
+    """value as an int in [0, top]: ctypes would wrap anything else into the C type
+    without a word (an offset of 2**64 read offset 0), so it raises instead, ValueError
+    for a negative value and OverflowError for one over top."""
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError("%s must be an integer, not %s" % (what, type(value).__name__)) \
+            from None
+    if n < 0:
+        raise ValueError("%s must not be negative (%d)" % (what, n))
+    if n > top:
+        raise OverflowError("%s of %d does not fit in %d bits" % (what, n, top.bit_length()))
+    return n
+
+
+def u64(value, what="an offset"):
+    """value checked to fit a uint64_t (integer())."""
+    return integer(value, what, U64_MAX)
+
+
+def size_t(value, what="a length"):
+    """value checked to fit a size_t (integer())."""
+    return integer(value, what, SIZE_MAX)
+
+
+def uint(value, what):
+    """value checked to fit an unsigned int (integer())."""
+    return integer(value, what, UINT_MAX)
+
+
+_EMPTY = ctypes.create_string_buffer(1)  # where an empty buffer points
+_from_buffer = c_char.from_buffer
+_addressof = ctypes.addressof
+
+
+def _view(data):
+    """A C-contiguous memoryview of data. The binding takes a caller's memory only
+    through the buffer protocol, whose exporter vouches for the address and length,
+    never from an attribute such as __array_interface__ that any object can fill with
+    any address. (numpy arrays export it; so do bytearray, mmap, array.array...)"""
     mv = memoryview(data)
     if not mv.c_contiguous:
         raise ValueError("the buffer must be contiguous")
-    mv = mv.cast("B")
+    return mv
+
+
+def readable(data):
+    """(address, length, keepalive) of any bytes-like object, without a copy where it
+    can: the keepalive holds the buffer exported (and so, unmoved) until it goes."""
+    if isinstance(data, bytes):
+        return ctypes.cast(c_char_p(data), c_void_p), len(data), data
+    mv = _view(data)
+    n = mv.nbytes
+    if n == 0:
+        return _addressof(_EMPTY), 0, mv
     if mv.readonly:
-        copy = bytes(mv)
-        return ctypes.cast(c_char_p(copy), c_void_p), len(copy), copy
-    arr = (c_char * len(mv)).from_buffer(mv)
-    return ctypes.cast(arr, c_void_p), len(mv), (mv, arr)
+        copy = mv.tobytes()
+        return ctypes.cast(c_char_p(copy), c_void_p), n, copy
+    # (A one-byte view at its start: ctypes keeps the export; cheaper than an array type.)
+    c = _from_buffer(mv)
+    return _addressof(c), n, c
 
 
 def writable(buf):
-    """(pointer, length, keepalive) of a writable bytes-like object (bytearray, numpy, mmap...)."""
-    fast = _array_address(buf, True)
-    if fast is not None:
-        return fast[0], fast[1], buf
-    mv = memoryview(buf)
+    """(address, length, keepalive) of a writable bytes-like object (bytearray, numpy,
+    mmap...); a read-only one (bytes) raises TypeError."""
+    mv = _view(buf)
     if mv.readonly:
-        raise TypeError("the buffer must be writable")
-    if not mv.c_contiguous:
-        raise ValueError("the buffer must be contiguous")
-    mv = mv.cast("B")
-    arr = (c_char * len(mv)).from_buffer(mv)
-    return ctypes.cast(arr, c_void_p), len(mv), (mv, arr)
+        raise TypeError("the buffer must be writable, not a read-only %s" %
+                        type(buf).__name__)
+    n = mv.nbytes
+    if n == 0:
+        return _addressof(_EMPTY), 0, mv
+    c = _from_buffer(mv)
+    return _addressof(c), n, c
 
 
 def memory(addr, length, readonly=False):
-    """A memoryview of length bytes at addr (memory libpool owns)."""
+    """A memoryview of length bytes at addr (memory libpool owns, or an engine hands over)."""
+    addr = integer(addr, "an address", U64_MAX)
+    length = size_t(length)
+    if addr == 0 and length > 0:
+        raise ValueError("a buffer of %d bytes at address 0" % length)
     view = memoryview((c_char * length).from_address(addr)).cast("B")
     return view.toreadonly() if readonly else view
 

@@ -6,7 +6,7 @@ from pool import kv as _kv
 from pool import region as _region
 from pool import snap as _snap
 from pool import vec as _vec
-from pool._lib import PoolError, check, lib, libc
+from pool._lib import PoolError, check, lib, libc, u64, uint
 
 REGION_ANONYMOUS = 0x1
 REGION_WRITE = 0x1
@@ -62,15 +62,15 @@ class Pool:
         o = c_void_p()
         check(lib.pool_region_opts_new(byref(o)))
         try:
-            check(lib.pool_region_opts_set_size(o, size))
+            check(lib.pool_region_opts_set_size(o, u64(size, "size")))
             if cls is not None:
                 check(lib.pool_region_opts_set_class(o, cls.encode()))
             if placement is not None:
                 check(lib.pool_region_opts_set_placement(o, placement.encode()))
             if mode is not None:
-                check(lib.pool_region_opts_set_mode(o, mode))
+                check(lib.pool_region_opts_set_mode(o, uint(mode, "mode")))
             if stripe is not None:
-                check(lib.pool_region_opts_set_stripe(o, stripe))
+                check(lib.pool_region_opts_set_stripe(o, u64(stripe, "stripe")))
             h = c_void_p()
             check(lib.pool_region_create(self._handle(), name.encode(), o,
                                          REGION_ANONYMOUS if anonymous else 0, byref(h)))
@@ -101,7 +101,8 @@ class Pool:
 
     def create_kv(self, ns, capacity, **flags):
         """Create a namespace (flags: dram_only, persistent, no_evict, replicas, mode)."""
-        check(lib.pool_kv_create(self._handle(), ns.encode(), capacity, _kv.flags(**flags)))
+        check(lib.pool_kv_create(self._handle(), ns.encode(), u64(capacity, "capacity"),
+                                 _kv.flags(**flags)))
 
     def drop_kv(self, ns):
         check(lib.pool_kv_drop(self._handle(), ns.encode()))
@@ -137,7 +138,8 @@ class Pool:
             size = _vec.index_size(kind, dim, capacity, o)
             h = c_void_p()
             check(lib.pool_vec_create(self._handle(), name.encode(), _vec.KINDS[kind],
-                                      _vec.METRICS[metric], dim, size, o, 0, byref(h)))
+                                      _vec.METRICS[metric], uint(dim, "dim"), size, o, 0,
+                                      byref(h)))
         finally:
             if o is not None:
                 lib.pool_vec_opts_free(o)

@@ -5,7 +5,7 @@ import contextlib
 import errno
 from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_uint8, c_uint32, c_void_p, cast
 
-from pool._lib import PoolError, check, lib, memory, readable, writable
+from pool._lib import PoolError, check, lib, memory, readable, size_t, u64, uint, writable
 
 DRAM_ONLY = 0x1
 PERSISTENT = 0x2
@@ -17,6 +17,10 @@ _GUESS = 64 << 10  # a get's first buffer: values larger than this take a second
 
 def flags(dram_only=False, persistent=False, no_evict=False, replicas=1, mode=None):
     """pool_kv_create() flags from keywords."""
+    if not 1 <= replicas <= 15:
+        raise ValueError("replicas: 1 to 15, not %r" % (replicas,))
+    if mode is not None and uint(mode, "mode") > 0o777:
+        raise ValueError("mode %o is not a permission mode" % mode)
     f = (DRAM_ONLY if dram_only else 0) | (PERSISTENT if persistent else 0)
     f |= (NO_EVICT if no_evict else 0) | ((replicas & 0xF) << 8 if replicas > 1 else 0)
     if mode is not None:
@@ -147,6 +151,8 @@ class KV:
 
     def get_batch(self, keys, max_size):
         """keys' values as bytes (None for a miss), each at most max_size bytes long."""
+        if size_t(max_size, "max_size") > VALUE_MAX:
+            raise ValueError("max_size %d is over the largest value, %d" % (max_size, VALUE_MAX))
         bufs = [bytearray(max_size) for _ in keys]
         lens = self.get_batch_into(keys, bufs)
         return [None if ln is None else bytes(memoryview(b)[:min(ln, max_size)])
@@ -182,6 +188,7 @@ class KV:
     def reserve(self, key, length):
         """with kv.reserve(key, n) as view: write the value in place (else staged); it is
         committed when the block ends, aborted if it raises."""
+        length = size_t(length)
         kp, kl, _k = _key(key)
         data, ref = c_void_p(), c_void_p()
         check(lib.pool_kv_reserve(self._handle(), kp, kl, length, byref(data), byref(ref)))
@@ -197,6 +204,7 @@ class KV:
 
     def get_region(self, key, region, offset, max_len):
         """Copy the value into a region at offset; its length, or None for a miss."""
+        offset, max_len = u64(offset), size_t(max_len, "max_len")
         kp, kl, _k = _key(key)
         vlen = c_size_t()
         rc = lib.pool_kv_get_region(self._handle(), kp, kl, region._handle(), offset, max_len,
@@ -208,6 +216,7 @@ class KV:
 
     def put_region(self, key, region, offset, length):
         """Store [offset, offset + length) of a region as key's value."""
+        offset, length = u64(offset), size_t(length)
         kp, kl, _k = _key(key)
         check(lib.pool_kv_put_region(self._handle(), kp, kl, region._handle(), offset, length))
 
@@ -230,7 +239,11 @@ def hash_chain(tokens, block_tokens, parent=None, salt=b""):
     """The chained 16-byte hashes of whole blocks of token ids (see pool_kv_hash_chain(3)):
     block i's is XXH3-128 over block i-1's hash (parent, or zeros, for block 0), salt and
     the block's tokens as little-endian uint32."""
-    toks = [int(t) & 0xFFFFFFFF for t in tokens]
+    toks = [int(t) for t in tokens]
+    if toks and (min(toks) < 0 or max(toks) > 0xFFFFFFFF):
+        raise ValueError("token ids are uint32: %d is not" %
+                         next(t for t in toks if not 0 <= t <= 0xFFFFFFFF))
+    block_tokens = size_t(block_tokens, "block_tokens")
     n = len(toks)
     arr = (c_uint32 * n)(*toks)
     nblocks = n // block_tokens if block_tokens else 0

@@ -19,7 +19,7 @@ import errno
 from ctypes import byref, c_int, c_size_t, c_void_p
 
 from pool import _adapter as adapter
-from pool._lib import POOL_ECOORD, POOL_ELOST, PoolError, lib
+from pool._lib import POOL_ECOORD, POOL_ELOST, PoolError, lib, size_t, u64
 from pool.client import Pool
 from pool.kv import _key, _keys
 
@@ -42,6 +42,15 @@ _CODES = {-errno.ENOENT: OBJECT_NOT_FOUND, -errno.ENOSPC: NO_AVAILABLE_HANDLE,
 def _code(rc):
     """Mooncake's ErrorCode for a libpool status."""
     return OK if rc >= 0 else _CODES.get(rc, INTERNAL_ERROR)
+
+
+def _span(ptr, size):
+    """Whether a raw buffer's address and size are integers that fit a pointer and a
+    size_t, the address not null: ctypes would wrap them into something else."""
+    try:
+        return u64(ptr, "an address") != 0 and size_t(size) >= 0
+    except (TypeError, ValueError, OverflowError):
+        return False
 
 
 class ReplicateConfig:
@@ -150,17 +159,21 @@ class MooncakeDistributedStore:
     # ---- zero-copy: raw addresses, as Mooncake's engines pass them
 
     def register_buffer(self, buffer_ptr, size):
-        return OK if buffer_ptr and size > 0 else INVALID_PARAMS
+        return OK if _span(buffer_ptr, size) and size > 0 else INVALID_PARAMS
 
     def unregister_buffer(self, buffer_ptr):
         return OK
 
     def put_from(self, key, buffer_ptr, size, config=None):
+        if not _span(buffer_ptr, size):
+            return INVALID_PARAMS
         kp, kl, _k = _key(key)
         return _code(lib.pool_kv_put(self._h(), kp, kl, c_void_p(buffer_ptr), size))
 
     def get_into(self, key, buffer_ptr, size):
         """Bytes read, or a negative code (BUFFER_OVERFLOW: the buffer is smaller)."""
+        if not _span(buffer_ptr, size):
+            return INVALID_PARAMS
         kp, kl, _k = _key(key)
         vlen = c_size_t()
         rc = lib.pool_kv_get(self._h(), kp, kl, c_void_p(buffer_ptr), size, byref(vlen))
@@ -170,7 +183,8 @@ class MooncakeDistributedStore:
 
     def batch_put_from(self, keys, buffer_ptrs, sizes, config=None):
         n = len(keys)
-        if len(buffer_ptrs) != n or len(sizes) != n:
+        if len(buffer_ptrs) != n or len(sizes) != n or \
+                not all(map(_span, buffer_ptrs, sizes)):
             return [INVALID_PARAMS] * n
         kp, kl, _keep = _keys(keys)
         vp = (c_void_p * n)(*buffer_ptrs)
@@ -183,7 +197,8 @@ class MooncakeDistributedStore:
 
     def batch_get_into(self, keys, buffer_ptrs, sizes):
         n = len(keys)
-        if len(buffer_ptrs) != n or len(sizes) != n:
+        if len(buffer_ptrs) != n or len(sizes) != n or \
+                not all(map(_span, buffer_ptrs, sizes)):
             return [INVALID_PARAMS] * n
         kp, kl, _keep = _keys(keys)
         bp = (c_void_p * n)(*buffer_ptrs)

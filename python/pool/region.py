@@ -2,7 +2,7 @@
 zero-copy view of a region that lives on this node."""
 from ctypes import byref, c_uint64, c_void_p
 
-from pool._lib import check, lib, memory, readable, writable
+from pool._lib import U64_MAX, check, integer, lib, memory, readable, size_t, u64, writable
 
 
 class Region:
@@ -26,17 +26,21 @@ class Region:
 
     def read(self, offset, length):
         """length bytes at offset, as bytes."""
+        if size_t(length) > self.size:
+            raise ValueError("%d bytes: region %r has %d" % (length, self.name, self.size))
         buf = bytearray(length)
         self.read_into(offset, buf)
         return bytes(buf)
 
     def read_into(self, offset, buf):
         """Fill buf (any writable buffer: bytearray, numpy array...) from offset."""
+        offset = u64(offset)
         ptr, n, _keep = writable(buf)
         check(lib.pool_region_read(self._handle(), offset, ptr, n))
 
     def write(self, offset, data):
         """Write data (any bytes-like object) at offset; visible to others on return."""
+        offset = u64(offset)
         ptr, n, _keep = readable(data)
         check(lib.pool_region_write(self._handle(), offset, ptr, n))
 
@@ -51,13 +55,17 @@ class Region:
         return memory(addr.value, self.size)
 
     def fetch_add(self, offset, add):
-        """Atomically add to the 64-bit word at offset (8-byte aligned); the old value."""
+        """Atomically add to the 64-bit word at offset (8-byte aligned); the old value.
+        add may be negative (the word wraps as a uint64_t does), from -2**63 to 2**64 - 1."""
+        offset = u64(offset)
+        add = integer(add, "add", U64_MAX) if add >= 0 else -integer(-add, "-add", 2**63)
         old = c_uint64()
-        check(lib.pool_region_fetch_add(self._handle(), offset, add & (2**64 - 1), byref(old)))
+        check(lib.pool_region_fetch_add(self._handle(), offset, add & U64_MAX, byref(old)))
         return old.value
 
     def compare_swap(self, offset, expect, desired):
         """Atomically set the word at offset to desired if it is expect; the old value."""
+        offset, expect, desired = u64(offset), u64(expect, "expect"), u64(desired, "desired")
         old = c_uint64()
         check(lib.pool_region_compare_swap(self._handle(), offset, expect, desired, byref(old)))
         return old.value
@@ -92,11 +100,13 @@ class Batch:
         self._keep = []
 
     def read(self, region, offset, buf):
+        offset = u64(offset)
         ptr, n, keep = writable(buf)
         self._keep.append(keep)
         check(lib.pool_batch_read(self._h, region._handle(), offset, ptr, n))
 
     def write(self, region, offset, data):
+        offset = u64(offset)
         ptr, n, keep = readable(data)
         self._keep.append(keep)
         check(lib.pool_batch_write(self._h, region._handle(), offset, ptr, n))

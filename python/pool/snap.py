@@ -3,7 +3,7 @@ copy-on-write from the node's shared copy."""
 import os
 from ctypes import byref, c_size_t, c_void_p
 
-from pool._lib import check, lib, libc, memory, readable, writable
+from pool._lib import check, lib, libc, memory, readable, size_t, u64, uint, writable
 
 
 def opts(page_size=None, cls=None, mode=None, parent=None, diff=False, state=None):
@@ -16,11 +16,11 @@ def opts(page_size=None, cls=None, mode=None, parent=None, diff=False, state=Non
     keep = None
     try:
         if page_size is not None:
-            check(lib.pool_snap_opts_set_page_size(o, page_size))
+            check(lib.pool_snap_opts_set_page_size(o, u64(page_size, "page_size")))
         if cls is not None:
             check(lib.pool_snap_opts_set_class(o, cls.encode()))
         if mode is not None:
-            check(lib.pool_snap_opts_set_mode(o, mode))
+            check(lib.pool_snap_opts_set_mode(o, uint(mode, "mode")))
         if parent is not None:
             check(lib.pool_snap_opts_set_parent(o, parent.encode()))
         if diff:
@@ -73,12 +73,16 @@ class Snapshot:
 
     def read(self, offset=0, length=None):
         """Bytes of the image (all of it by default)."""
-        length = self.size - offset if length is None else length
+        offset = u64(offset)
+        length = max(self.size - offset, 0) if length is None else size_t(length)
+        if length > self.size:
+            raise ValueError("%d bytes: snapshot %r has %d" % (length, self.name, self.size))
         buf = bytearray(length)
         self.read_into(offset, buf)
         return bytes(buf)
 
     def read_into(self, offset, buf):
+        offset = u64(offset)
         ptr, n, _keep = writable(buf)
         check(lib.pool_snap_read(self._handle(), offset, ptr, n))
 

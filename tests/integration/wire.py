@@ -184,20 +184,7 @@ def read_frame(s):
 
 def error_text(payload):
     """The message string (field 2) of an Error payload."""
-    i = 0
-    while i < len(payload):
-        key = payload[i]
-        i += 1
-        if key >> 3 == 2 and key & 7 == 2:
-            n = payload[i]
-            return payload[i + 1:i + 1 + n].decode(errors="replace")
-        if key & 7 == 0:
-            while payload[i] & 0x80:
-                i += 1
-            i += 1
-        elif key & 7 == 2:
-            i += 1 + payload[i]
-    return ""
+    return parse(payload).get(2, [b""])[0].decode(errors="replace")
 
 
 def closed(s):
@@ -253,10 +240,97 @@ def peer_flood(path, n, seconds):
           % (n, refused, len(open_at), alive, seconds))
 
 
+def peer_siege(path, seconds, sources, per_source):
+    """Keep per_source links from each source address open to a peer
+    listener for seconds, none of which registers: of each source's links,
+    one in three says nothing, one sends half a hello's header, one a whole
+    hello (answered, then silent). A link the listener closes is opened
+    again 20 ms later, so the listener never rests. Prints what it did."""
+    import selectors
+    _, host, port = path.split(":")
+    target = (host, int(port))
+    hello = frame(HELLO, hello_payload() + field(3, os.urandom(32)))
+    sel = selectors.DefaultSelector()
+    slots = [(src, k) for src in sources for k in range(per_source)]
+    links, next_at = {}, {slot: 0.0 for slot in slots}
+    opened = connected = turned = silent = 0
+    longest, reasons = 0.0, set()
+
+    def drop(slot, now):
+        sel.unregister(links[slot]["s"])
+        links.pop(slot)["s"].close()
+        next_at[slot] = now + 0.02
+
+    def reason(got):
+        """The Error frame among what the listener sent, or None."""
+        while len(got) >= 16:
+            length, mtype, _, _ = struct.unpack(">IHHQ", got[:16])
+            if mtype == ERROR:
+                return error_text(got[16:16 + length])
+            got = got[16 + length:]
+        return None
+
+    end = time.time() + seconds
+    while time.time() < end:
+        now = time.time()
+        for slot in slots:
+            if slot in links or now < next_at[slot]:
+                continue
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setblocking(False)
+            s.bind((slot[0], 0))
+            try:
+                s.connect(target)
+            except BlockingIOError:
+                pass
+            links[slot] = {"s": s, "t": now, "up": False, "got": b""}
+            sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE, slot)
+            opened += 1
+        for key, ev in sel.select(0.01):
+            slot, now = key.data, time.time()
+            link = links[slot]
+            s = link["s"]
+            if ev & selectors.EVENT_WRITE and not link["up"]:
+                if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) != 0:
+                    drop(slot, now)
+                    continue
+                link["up"] = True
+                connected += 1
+                try:
+                    s.send([b"", hello[:15], hello][slot[1] % 3])
+                except OSError:
+                    pass
+                sel.modify(s, selectors.EVENT_READ, slot)
+                continue
+            try:
+                data = s.recv(4096)
+            except OSError:
+                data = b""
+            if data:
+                link["got"] += data
+                continue
+            why = reason(link["got"])
+            if why is not None:
+                turned += 1
+                reasons.add(why)
+            else:
+                silent += 1
+                longest = max(longest, now - link["t"])
+            drop(slot, now)
+    print("siege of %ds from %d addresses: %d links opened, %d connected, %d turned away "
+          "with a reason, %d closed without one (the longest lived %.1fs), %d open at the end"
+          % (seconds, len(sources), opened, connected, turned, silent, longest, len(links)))
+    for why in sorted(reasons):
+        print("reason: " + why)
+
+
 def main():
     path, case = sys.argv[1], sys.argv[2]
     if case == "peer-flood":
         peer_flood(path, int(sys.argv[3]), int(sys.argv[4]))
+        return
+    if case == "peer-siege":
+        peer_siege(path, int(sys.argv[3]), sys.argv[4].split(","), int(sys.argv[5]))
         return
     if case == "fake-coordinator":
         fake_coordinator(int(path), sys.argv[3], float(sys.argv[4]))

@@ -12,6 +12,14 @@ tests_unit_test_ledger_SOURCES = tests/unit/test_ledger.c daemon/ledger.c daemon
 tests_unit_test_ledger_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_ledger_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
 
+# The coordinator's room for peer links that have not registered.
+check_PROGRAMS += tests/unit/test_coordslot
+TESTS += tests/unit/test_coordslot
+tests_unit_test_coordslot_SOURCES = tests/unit/test_coordslot.c daemon/coordslot.c \
+	daemon/coordslot.h
+tests_unit_test_coordslot_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_unit_test_coordslot_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
+
 # The per-uid quota charges of daemon/.
 check_PROGRAMS += tests/unit/test_usage
 TESTS += tests/unit/test_usage
