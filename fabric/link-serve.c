@@ -539,6 +539,35 @@ static bool in_same_host(const struct sockaddr_storage *a, const struct sockaddr
 	return false;
 }
 
+/*
+ * The oldest connection still in its handshake from sa's host, or (sa
+ * NULL) from the host that holds the most of them.
+ */
+static struct link_in *in_oldest_unauth(struct fab_links *ls, const struct sockaddr_storage *sa)
+{
+	struct link_in *li, *o, *oldest = NULL;
+	unsigned most = 0, n;
+
+	LIST_FOREACH(li, in_list(ls),
+		     entry) { /* (newest first: the last one found is the oldest) */
+		if (li->authed)
+			continue;
+		if (sa != NULL) {
+			if (in_same_host(&li->sa, sa))
+				oldest = li;
+			continue;
+		}
+		n = 0;
+		LIST_FOREACH(o, in_list(ls), entry)
+			n += !o->authed && in_same_host(&o->sa, &li->sa);
+		if (n >= most) {
+			most = n;
+			oldest = li;
+		}
+	}
+	return oldest;
+}
+
 /* A connection the listener accepted: bounded, then challenged. */
 void link_serve_accept(struct fab_links *ls, int fd, const struct sockaddr *sa)
 {
@@ -560,17 +589,21 @@ void link_serve_accept(struct fab_links *ls, int fd, const struct sockaddr *sa)
 	link_addr_str(sa, li->who, sizeof(li->who));
 	LIST_FOREACH(o, in_list(ls), entry)
 		same += !o->authed && in_same_host(&o->sa, &li->sa);
+	/*
+	 * Over a limit, the oldest connection in its handshake gives way,
+	 * from this address, or else from the address holding the most: a
+	 * member's connection proves itself within a round trip, so a flood,
+	 * even from the member's own host, never keeps it out for longer.
+	 */
+	if (same >= ls->cfg.max_unauth_per_addr)
+		in_refuse(in_oldest_unauth(ls, &li->sa),
+			  "gave way to a newer connection from its address", -EUSERS);
+	else if (ls->nunauth >= ls->cfg.max_unauth)
+		in_refuse(in_oldest_unauth(ls, NULL),
+			  "gave way to a newer connection (too many in their handshake)", -EUSERS);
 	LIST_INSERT_HEAD(in_list(ls), li, entry);
 	ls->nins++;
 	ls->nunauth++;
-	if (ls->nunauth > ls->cfg.max_unauth) {
-		in_refuse(li, "too many connections in their handshake", -EUSERS);
-		return;
-	}
-	if (same >= ls->cfg.max_unauth_per_addr) {
-		in_refuse(li, "too many connections in their handshake from one address", -EUSERS);
-		return;
-	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	li->rbuf = malloc(LINK_STAGE);
 	li->rd = event_new(ls->base, fd, EV_READ | EV_PERSIST, in_read, li);

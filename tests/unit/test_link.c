@@ -332,7 +332,11 @@ static void test_stranger_raw(void)
 	event_base_free(base);
 }
 
-/* More strangers at once than the limits: closed at once; members still served. */
+/*
+ * More strangers at once than the limits, from the member's own address:
+ * the oldest give way, and the member's link, made while they are all
+ * there, is served.
+ */
 static void test_unauth_limits(void)
 {
 	struct fab_links *t, *r;
@@ -340,7 +344,7 @@ static void test_unauth_limits(void)
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	struct done d = {0};
 	int fds[20], i, closed = 0;
-	uint8_t buf[8];
+	uint8_t buf[8], got[64];
 
 	t_setup();
 	t = make(2, 100, 1);
@@ -350,21 +354,23 @@ static void test_unauth_limits(void)
 	for (i = 0; i < 20; i++) {
 		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
 		CU_ASSERT_EQUAL(connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)), 0);
+		spin(2);
 	}
 	spin(50);
 	for (i = 0; i < 20; i++) {
-		uint8_t got[64];
-
 		while (recv(fds[i], got, sizeof(got), MSG_DONTWAIT) > 0)
 			;
 		closed += recv(fds[i], got, sizeof(got), MSG_DONTWAIT) == 0;
-		close(fds[i]);
 	}
-	CU_ASSERT_EQUAL(closed, 12); /* 8 from one address wait for their hello */
+	CU_ASSERT_EQUAL(closed, 12); /* the 12 oldest: 8 from one address wait for their hello */
+	CU_ASSERT_EQUAL(recv(fds[19], got, sizeof(got), MSG_DONTWAIT),
+			-1); /* (the newest is open) */
 	k = open_to(r, t, 100);
 	CU_ASSERT_EQUAL(fab_link_read(k, 7, EXT_OFF, 0, 8, buf, done_cb, &d), 0);
 	wait_for(&d, 1);
 	CU_ASSERT_EQUAL(d.status, 0);
+	for (i = 0; i < 20; i++)
+		close(fds[i]);
 	fab_link_close(k);
 	t_teardown(r, t);
 }
