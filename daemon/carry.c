@@ -191,6 +191,32 @@ int carry_write(struct poold *pd, const struct carry_place *p, const void *buf, 
 			   ret_gen);
 }
 
+/*
+ * Whether a transfer's error says its way went (a connection refused,
+ * reset, cancelled or timed out, a lender that broke its protocol or did
+ * not prove the key) rather than the lender refusing it: the caller then
+ * reports POOL_ELOST.
+ */
+bool carry_lost(int err)
+{
+	switch (err) {
+	case -EACCES:
+	case -ECONNRESET:
+	case -ECONNREFUSED:
+	case -ECONNABORTED:
+	case -ECANCELED:
+	case -EPIPE:
+	case -ENOTCONN:
+	case -ETIMEDOUT:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+	case -EPROTO:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* Whether the way of generation gen is still node's and has not failed. */
 bool carry_current(struct poold *pd, uint32_t node, uint64_t gen)
 {

@@ -450,6 +450,7 @@ int carry_write(struct poold *pd, const struct carry_place *p, const void *buf, 
 		void *arg, uint64_t *ret_gen);
 int carry_flush(struct poold *pd, uint32_t node, uint64_t gen, fab_done_cb cb, void *arg);
 bool carry_current(struct poold *pd, uint32_t node, uint64_t gen);
+bool carry_lost(int err);
 uint64_t carry_new_gen(void);
 void carry_drop(struct poold *pd, struct member *m);
 void carry_joined(struct poold *pd);

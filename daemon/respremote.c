@@ -318,7 +318,7 @@ static int resp_remote_start(struct resp_conn *c, struct resp_remote *op, const 
 	else
 		rc = carry_write(c->rs->pd, &p, op->data, resp_put_cb, op, &op->gen);
 	if (rc < 0)
-		return rc == -ENOENT || rc == -ERANGE || rc == -ENOMEM ? rc : POOL_ELOST;
+		return carry_lost(rc) ? POOL_ELOST : rc;
 	op->node = w->node;
 	op->version = w->version;
 	LIST_INSERT_HEAD(&c->remote, op, entry);

@@ -326,10 +326,7 @@ static void xfer_op_done(void *arg, int status)
 
 	c->pending--;
 	if (status < 0 && x->status[c->i] == 0)
-		x->status[c->i] = status == -ECONNRESET || status == -ETIMEDOUT ||
-					  status == -EHOSTUNREACH || status == -ECANCELED
-				      ? POOL_ELOST
-				      : status;
+		x->status[c->i] = carry_lost(status) ? POOL_ELOST : status;
 	x->outstanding--;
 	if (!x->replied && !x->timed_out && x->outstanding > 0)
 		evtimer_add(x->timer, &x->window); /* it moves: wait again */
