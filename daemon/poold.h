@@ -712,6 +712,8 @@ int reclaim_start(struct poold *pd, uint32_t node, uint64_t size, bool drain, re
 		  void *arg, char *err, size_t errlen);
 int reclaim_lend(struct poold *pd, uint32_t node, uint64_t size, char *msg, size_t len);
 void reclaim_sweep(struct poold *pd);
+int reclaim_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size_t *n,
+		    size_t *cap);
 void reclaim_close(struct poold *pd);
 extern const struct ctl_handler reclaim_handlers[];
 void region_node_gone(struct poold *pd, uint32_t node);

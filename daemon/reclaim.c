@@ -32,8 +32,11 @@ struct reclaim_target {
 	uint64_t target;
 };
 
+struct move;
+
 struct reclaim {
 	TAILQ_ENTRY(reclaim) entry;
+	TAILQ_HEAD(, move) moves; /* its copies in flight */
 	struct poold *pd;
 	reclaim_done_fn *done; /* told the result, once */
 	void *arg;
@@ -47,6 +50,7 @@ struct reclaim {
 
 /* One extent of a region being copied to another lender. */
 struct move {
+	TAILQ_ENTRY(move) entry;
 	struct reclaim *rc;
 	struct region *r;
 	size_t idx;
@@ -83,6 +87,7 @@ static void move_done(struct poold *pd, void *arg, int err)
 	}
 	r->moving = false;
 	rc->moving--;
+	TAILQ_REMOVE(&rc->moves, mv, entry);
 	free(mv);
 	region_account(pd);
 }
@@ -122,12 +127,40 @@ static int reclaim_move(struct reclaim *rc, struct region *r, size_t idx)
 	}
 	r->moving = true;
 	rc->moving++;
+	TAILQ_INSERT_TAIL(&rc->moves, mv, entry);
 	hold_tell(pd, dst->node, dst->arena, off, from->len, r->id);
+	return 0;
+}
+
+/*
+ * Coordinator: the extents of node that moves in flight copy into. Until a
+ * move is done its extent is in no region's layout: the ledger must still
+ * see it claimed, or it would scrub what is being copied there.
+ */
+int reclaim_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size_t *n,
+		    size_t *cap)
+{
+	struct reclaim *rc;
+	struct move *mv;
+
+	TAILQ_FOREACH(rc, &pd->regions->reclaims, entry)
+		TAILQ_FOREACH(mv, &rc->moves, entry)
+			if (mv->to.node == node &&
+			    ledger_append(ext, n, cap, mv->to.arena, mv->to.off, mv->to.len,
+					  mv->r->id) < 0)
+				return -ENOMEM;
 	return 0;
 }
 
 static void reclaim_free(struct reclaim *rc)
 {
+	struct move *mv;
+
+	while ((mv = TAILQ_FIRST(&rc->moves)) != NULL) { /* (poold stops: no copy comes back) */
+		TAILQ_REMOVE(&rc->moves, mv, entry);
+		mv->r->moving = false;
+		free(mv);
+	}
 	TAILQ_REMOVE(&rc->pd->regions->reclaims, rc, entry);
 	free(rc->targets);
 	free(rc);
@@ -259,6 +292,7 @@ int reclaim_start(struct poold *pd, uint32_t node, uint64_t size, bool drain, re
 	rc->pd = pd;
 	rc->node = node;
 	rc->drain = drain;
+	TAILQ_INIT(&rc->moves);
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 		uint64_t share = size / n, target;
 

@@ -121,7 +121,8 @@ void reconcile_holdings(struct poold *pd, uint32_t node, const struct holding *h
 			    ledger_append(&want, &nwant, &cap, r->ext[i].arena, r->ext[i].off,
 					  r->ext[i].len, r->id) < 0)
 				goto out;
-	if (kv_extents(pd, node, &want, &nwant, &cap) < 0)
+	if (kv_extents(pd, node, &want, &nwant, &cap) < 0 ||
+	    reclaim_extents(pd, node, &want, &nwant, &cap) < 0)
 		goto out;
 	if (ledger_diff(want, nwant, have, n, &missing, &nm, &orphans, &no) < 0)
 		goto out;

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Lend, reclaim and drain on a 4-node cluster in network namespaces: a
-# reclaim moves a pinned region to other lenders while a reader on another
-# node keeps reading correct bytes, evicts a cache region (its holder sees
+# reclaim moves a pinned region to other lenders (the ledger reconciling
+# every 20 ms meanwhile) while a reader on another node keeps reading
+# correct bytes, evicts a cache region (its holder sees
 # ESTALE), and the node then lends less; drain empties a node; lend gives
 # memory back.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
@@ -11,6 +12,9 @@ io() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_s
 nodes_of() { pctl 1 --json region info "$1" | python3 -c 'import json,sys; print(",".join(sorted({str(e["node"]) for e in json.load(sys.stdin)["region"][0]["extents"]})))'; }
 lent() { pctl 1 --json ledger | python3 -c 'import json,sys; print(sum(e["lent"] for e in json.load(sys.stdin)["ledger"] if e["node"]==int(sys.argv[1]) and "uid" not in e and e["tier"]=="dram"))' "$1"; }
 
+# The ledger compares every lender's record with the map every 20 ms, so
+# that it runs while a move copies: what the copy writes into is claimed.
+export POOL_OPTS="${POOL_OPTS:-} -o ledger.interval=20ms"
 pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
 
 io 1 create pin $((32 << 20)) node=2 >/dev/null && io 1 create cache $((16 << 20)) node=2 cache >/dev/null \
