@@ -483,6 +483,20 @@ int accept_listen(struct poold *pd, const char *what, const char *addr, int back
 void accept_close(struct evconnlistener *l);
 void accept_refuse(int fd, const char *why, size_t len);
 
+/* clientkey.c: who a client counts as: its uid on this host, else its address */
+enum clientkey_kind { CLIENTKEY_UID, CLIENTKEY_ADDR };
+struct clientkey {
+	enum clientkey_kind kind;
+	uint32_t uid;	  /* CLIENTKEY_UID */
+	uint8_t addr[16]; /* CLIENTKEY_ADDR: IPv4 v4-mapped, IPv6 its /64 */
+};
+struct clientkey_ctx;
+int clientkey_open(struct clientkey_ctx **ret);
+void clientkey_close(struct clientkey_ctx *ck);
+int clientkey_of(struct clientkey_ctx *ck, int fd, struct clientkey *ret);
+bool clientkey_eq(const struct clientkey *a, const struct clientkey *b);
+const char *clientkey_str(const struct clientkey *k, char *buf, size_t len);
+
 /* httpd.c: a small HTTP server for one resource (the metrics) */
 struct httpd;
 struct evbuffer;
