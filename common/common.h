@@ -110,6 +110,8 @@ struct poold_conf {
 	char *resp_listen;
 	char *metrics_listen;
 	int64_t metrics_max_clients;
+	int64_t metrics_max_clients_per_uid;
+	int64_t metrics_max_clients_per_addr;
 	int64_t metrics_timeout_ms;
 	char *resp_password;
 	int64_t resp_capacity;

@@ -125,6 +125,12 @@ const struct conf_option conf_options[] = {
      "address:port of the Prometheus endpoint (GET /metrics); empty: off"},
     {"metrics.max_clients", CONF_INT, OFF(metrics_max_clients), 1, 4096, "16", NULL, CONF_F_RESTART,
      "most connections to the metrics endpoint at once"},
+    {"metrics.max_clients_per_uid", CONF_INT, OFF(metrics_max_clients_per_uid), 1, 4096, "4", NULL,
+     CONF_F_RESTART, "most connections to the metrics endpoint at once from one uid on this host"},
+    {"metrics.max_clients_per_addr", CONF_INT, OFF(metrics_max_clients_per_addr), 1, 4096, "4",
+     NULL, CONF_F_RESTART,
+     "most connections to the metrics endpoint at once from one address elsewhere "
+     "(an IPv6 /64)"},
     {"metrics.timeout", CONF_DURATION, OFF(metrics_timeout_ms), 100, 3600000, "10s", NULL,
      CONF_F_RESTART, "how long a metrics connection may last from its accept"},
     {"resp.listen", CONF_STRING, OFF(resp_listen), 0, 255, "", NULL, CONF_F_RESTART,

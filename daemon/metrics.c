@@ -497,6 +497,14 @@ static int metrics_text(struct poold *pd, struct evbuffer *b)
 int metrics_open(struct poold *pd)
 {
 	const struct poold_conf *conf = pd->conf;
+	const struct httpd_limits lim = {
+	    (unsigned)conf->metrics_max_clients,
+	    (unsigned)conf->metrics_max_clients_per_uid,
+	    (unsigned)conf->metrics_max_clients_per_addr,
+	    (unsigned)conf->metrics_timeout_ms,
+	    "metrics.max_clients_per_uid",
+	    "metrics.max_clients_per_addr",
+	};
 	struct metrics *mt;
 	int rc;
 
@@ -506,9 +514,8 @@ int metrics_open(struct poold *pd)
 	if (mt == NULL)
 		return -ENOMEM;
 	pd->metrics = mt;
-	rc = httpd_open(pd, conf->metrics_listen, "metrics.listen", "/metrics",
-			(unsigned)conf->metrics_max_clients, (unsigned)conf->metrics_timeout_ms,
-			metrics_text, &mt->httpd);
+	rc = httpd_open(pd, conf->metrics_listen, "metrics.listen", "/metrics", &lim, metrics_text,
+			&mt->httpd);
 	if (rc < 0) {
 		pd->metrics = NULL;
 		free(mt);

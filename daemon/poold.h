@@ -501,8 +501,14 @@ const char *clientkey_str(const struct clientkey *k, char *buf, size_t len);
 struct httpd;
 struct evbuffer;
 typedef int (*httpd_get_fn)(struct poold *pd, struct evbuffer *body);
+struct httpd_limits {
+	/* connections at once: in all, of one uid on this host, of one address elsewhere */
+	unsigned max_clients, per_uid, per_addr;
+	unsigned timeout_ms; /* of a connection, from its accept */
+	const char *per_uid_option, *per_addr_option;
+};
 int httpd_open(struct poold *pd, const char *addr, const char *option, const char *path,
-	       unsigned max_clients, unsigned timeout_ms, httpd_get_fn get, struct httpd **ret);
+	       const struct httpd_limits *lim, httpd_get_fn get, struct httpd **ret);
 void httpd_close(struct httpd *h);
 
 /* peertls.c: TLS on peer links */
