@@ -161,8 +161,7 @@ const struct conf_option conf_options[] = {
      "most bytes of commands being read, MULTI queues and unread replies of all RESP "
      "connections"},
     {"kv_events.endpoint", CONF_STRING, OFF(kv_events_endpoint), 0, 255, "", NULL, CONF_F_RESTART,
-     "ZMQ address where the coordinator publishes KV events in vLLM's "
-     "format (bound if it has *, :: or is ipc://, else connected to, as vLLM does); "
+     "ZMQ address the coordinator binds to publish KV events in vLLM's format; "
      "empty: off"},
     {"kv_events.replay_endpoint", CONF_STRING, OFF(kv_events_replay_endpoint), 0, 255, "", NULL,
      CONF_F_RESTART,

@@ -33,6 +33,12 @@
  * (kv_events.hwm batches, beyond which PUB drops) and what a peer may send
  * (ZMQ_MAXMSGSIZE): a subscriber can neither stall poold nor make it hold
  * more than its high-water mark of batches of at most KVEV_BATCH_MAX.
+ *
+ * Both endpoints are bound, whatever their address. vLLM connects to an
+ * address without a wildcard instead, for routers that bind and let
+ * publishers connect; but then whoever binds that address first gets the
+ * events (on loopback, any local user), and a publisher that binds never
+ * gives its address away.
  */
 #include "config.h"
 
@@ -515,27 +521,27 @@ static void kvev_replay_cb(evutil_socket_t fd, short what, void *arg)
 	event_active(ev->replay_ev, EV_READ, 0);
 }
 
-/* Bind or connect as vLLM does: bind a wildcard, ipc or inproc address, connect to others. */
-static int kvev_attach(void *sock, const char *endpoint, bool always_bind)
-{
-	if (always_bind || strchr(endpoint, '*') != NULL || strstr(endpoint, "::") != NULL ||
-	    strncmp(endpoint, "ipc://", 6) == 0 || strncmp(endpoint, "inproc://", 9) == 0)
-		return zmq_bind(sock, endpoint);
-	return zmq_connect(sock, endpoint);
-}
-
-static void *kvev_socket(struct kvev *ev, int type, int hwm)
+/*
+ * A socket of the given type bound to endpoint. An IPv6 address ([::1],
+ * [::]) is bound with ZMQ_IPV6, which libzmq needs for it; IPv4 ones and *
+ * stay IPv4 only, as vLLM binds them.
+ */
+static void *kvev_socket(struct kvev *ev, int type, int hwm, const char *endpoint)
 {
 	void *s = zmq_socket(ev->ctx, type);
 	int64_t in_max = KVEV_IN_MAX;
-	int zero = 0;
+	int zero = 0, ipv6 = strchr(endpoint, '[') != NULL;
 
 	if (s == NULL)
 		return NULL;
 	if (zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof(hwm)) < 0 ||
+	    zmq_setsockopt(s, ZMQ_IPV6, &ipv6, sizeof(ipv6)) < 0 ||
 	    zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &in_max, sizeof(in_max)) < 0 ||
-	    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero)) < 0) {
+	    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero)) < 0 || zmq_bind(s, endpoint) < 0) {
+		int err = zmq_errno(); /* for the caller to say */
+
 		zmq_close(s);
+		errno = err;
 		return NULL;
 	}
 	return s;
@@ -569,19 +575,18 @@ int kvev_open(struct poold *pd)
 	if (ev->flush_ev == NULL || ev->ctx == NULL)
 		goto out_close;
 	zmq_ctx_set(ev->ctx, ZMQ_BLOCKY, 0);
-	ev->pub = kvev_socket(ev, ZMQ_PUB, (int)conf->kv_events_hwm);
-	if (ev->pub == NULL || kvev_attach(ev->pub, conf->kv_events_endpoint, false) < 0) {
-		log_warnx("kv_events.endpoint %s: %s", conf->kv_events_endpoint,
-			  zmq_strerror(zmq_errno()));
+	ev->pub = kvev_socket(ev, ZMQ_PUB, (int)conf->kv_events_hwm, conf->kv_events_endpoint);
+	if (ev->pub == NULL) {
+		log_warnx("kv_events.endpoint %s: %s (it is bound, never connected to)",
+			  conf->kv_events_endpoint, zmq_strerror(zmq_errno()));
 		rc = -EINVAL;
 		goto out_close;
 	}
 	if (conf->kv_events_replay_endpoint[0] != '\0') {
 		/* A whole replay fits in a peer's queue: it costs references, not copies. */
-		ev->replay = kvev_socket(ev, ZMQ_ROUTER, (int)conf->kv_events_buffer_steps + 2);
-		if (ev->replay == NULL ||
-		    kvev_attach(ev->replay, conf->kv_events_replay_endpoint, true) < 0 ||
-		    zmq_getsockopt(ev->replay, ZMQ_FD, &fd, &len) < 0) {
+		ev->replay = kvev_socket(ev, ZMQ_ROUTER, (int)conf->kv_events_buffer_steps + 2,
+					 conf->kv_events_replay_endpoint);
+		if (ev->replay == NULL || zmq_getsockopt(ev->replay, ZMQ_FD, &fd, &len) < 0) {
 			log_warnx("kv_events.replay_endpoint %s: %s",
 				  conf->kv_events_replay_endpoint, zmq_strerror(zmq_errno()));
 			rc = -EINVAL;
