@@ -180,6 +180,9 @@ struct poold_conf {
 	int64_t kv_events_buffer_steps;
 	int64_t kv_events_buffer_bytes;
 	int64_t kv_events_hwm;
+	int64_t kv_events_max_subscribers;
+	int64_t kv_events_max_subscribers_per_uid;
+	int64_t kv_events_max_subscribers_per_addr;
 	struct resp_user *resp_users; /* derived: the users of resp.users */
 	size_t resp_nusers;
 	bool set[CONF_MAX_OPTIONS]; /* set by the file or the command line */

@@ -189,6 +189,16 @@ const struct conf_option conf_options[] = {
     {"kv_events.hwm", CONF_INT, OFF(kv_events_hwm), 1, 1000000, "1000", NULL, CONF_F_RESTART,
      "batches (of at most 64K) one subscriber may leave unread before it misses the next "
      "ones"},
+    {"kv_events.max_subscribers", CONF_INT, OFF(kv_events_max_subscribers), 1, 4096, "256", NULL,
+     CONF_F_RESTART,
+     "most connections at once to the KV events socket, and as many to the replay socket"},
+    {"kv_events.max_subscribers_per_uid", CONF_INT, OFF(kv_events_max_subscribers_per_uid), 1, 4096,
+     "16", NULL, CONF_F_RESTART,
+     "most connections at once to each KV events socket from one uid on this host"},
+    {"kv_events.max_subscribers_per_addr", CONF_INT, OFF(kv_events_max_subscribers_per_addr), 1,
+     4096, "16", NULL, CONF_F_RESTART,
+     "most connections at once to each KV events socket from one address elsewhere "
+     "(an IPv6 /64)"},
     {"snap.capacity", CONF_SIZE, OFF(snap_capacity), 1 << 20, 1024 * 1024 * GiB, "1T", NULL,
      CONF_F_RESTART, "most bytes of snapshot pages each store (DRAM, persistent) keeps"},
     {"pmem.path", CONF_STRING, OFF(pmem_path), 0, 200, "", NULL, CONF_F_RESTART,

@@ -442,6 +442,20 @@ static void metrics_kv_events(struct poold *pd, struct evbuffer *b)
 	metrics_one(b, "pool_kv_events_refused_replays_total", "counter",
 		    "replay requests refused while too many bytes were still being sent",
 		    st.refused_replays);
+	metrics_head(b, "pool_kv_events_connections", "gauge",
+		     "connections to the KV events sockets now (kv_events.max_subscribers)");
+	evbuffer_add_printf(b,
+			    "pool_kv_events_connections{socket=\"events\"} %llu\n"
+			    "pool_kv_events_connections{socket=\"replay\"} %llu\n",
+			    (unsigned long long)st.connections[0],
+			    (unsigned long long)st.connections[1]);
+	metrics_head(b, "pool_kv_events_refused_connections_total", "counter",
+		     "connections to the KV events sockets shut down over a bound");
+	evbuffer_add_printf(b,
+			    "pool_kv_events_refused_connections_total{socket=\"events\"} %llu\n"
+			    "pool_kv_events_refused_connections_total{socket=\"replay\"} %llu\n",
+			    (unsigned long long)st.refused_connections[0],
+			    (unsigned long long)st.refused_connections[1]);
 }
 
 /* The RESP endpoint: the coordinator's own, or a node's relay to it. */

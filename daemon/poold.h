@@ -497,6 +497,19 @@ int clientkey_of(struct clientkey_ctx *ck, int fd, struct clientkey *ret);
 bool clientkey_eq(const struct clientkey *a, const struct clientkey *b);
 const char *clientkey_str(const struct clientkey *k, char *buf, size_t len);
 
+/* zmqgate.c: bounds on the connections a bound ZMQ socket takes */
+struct zmqgate;
+struct zmqgate_limits {
+	unsigned max, per_uid, per_addr;
+	uint64_t in_max;  /* bytes a TCP connection may send over its life; 0: no bound */
+	const char *what; /* the socket, for the log */
+	const char *max_option, *per_uid_option, *per_addr_option;
+};
+int zmqgate_open(struct poold *pd, void *ctx, void *sock, const struct zmqgate_limits *lim,
+		 struct zmqgate **ret);
+void zmqgate_close(struct zmqgate *g);
+void zmqgate_stats(const struct zmqgate *g, uint64_t *ret_open, uint64_t *ret_refused);
+
 /* httpd.c: a small HTTP server for one resource (the metrics) */
 struct httpd;
 struct evbuffer;
@@ -914,6 +927,7 @@ void kvev_cleared(struct poold *pd, const char *ns);
 void kvev_end(struct poold *pd);
 struct kvev_stats {
 	uint64_t published, kept, kept_bytes, held_bytes, bad_replays, refused_replays;
+	uint64_t connections[2], refused_connections[2]; /* of the events socket, the replay one */
 };
 bool kvev_stats(const struct poold *pd, struct kvev_stats *ret);
 
