@@ -21,6 +21,10 @@ FLOOD="$top_srcdir/tests/integration/kvflood.py"
 as_nobody test -r "$FLOOD" || { echo "skip: uid nobody cannot read $FLOOD"; exit 77; }
 poold_fds() { ls /proc/"$POOLD_PID"/fd | wc -l; }
 poold_rss() { awk '/^VmRSS:/ { print $2 }' /proc/"$POOLD_PID"/status; }
+# rss_flat BEFORE AFTER: within 32 MiB. (A sanitizer's allocator keeps what is
+# freed in quarantine: its RSS says nothing of what poold holds, so there the
+# figures are only told.)
+rss_flat() { [ -n "${pool_sanitizers:-}" ] || [ "$2" -le $(($1 + 32768)) ]; }
 PORT=$(free_port) RPORT=$(free_port) MPORT=$(free_port)
 pub="tcp://127.0.0.1:$PORT" replay="tcp://*:$RPORT"
 metric() { "$PY" -c 'import sys, urllib.request
@@ -110,7 +114,7 @@ rrefused=$(metric 'pool_kv_events_refused_connections_total{socket="replay"}')
 	not_ok "poold holds $fds1 fds with the flood held, $fds0 before"
 [ "$peak" -le $((fds0 + 64 + 128)) ] && ok "poold held $peak fds at most during the flood (sampled every 20 ms)" ||
 	not_ok "poold held $peak fds during the flood, $fds0 before"
-[ "$rss1" -le $((rss0 + 32768)) ] && ok "poold's RSS: $rss0 KiB before the flood, $rss1 KiB with it held" ||
+rss_flat "$rss0" "$rss1" && ok "poold's RSS: $rss0 KiB before the flood, $rss1 KiB with it held" ||
 	not_ok "poold's RSS grew from $rss0 to $rss1 KiB"
 kill "$flood" 2>/dev/null; wait "$flood" 2>/dev/null
 for _ in $(seq 50); do [ "$(poold_fds)" -le "$fds0" ] && break; sleep 0.1; done
@@ -130,7 +134,7 @@ rss1=$(poold_rss)
 kill "$spam"; wait "$spam" 2>/dev/null
 grep -q "KV events: shutting down a connection of uid 65534: it sent [0-9]* bytes, more than 32768" "$TEST_DIR/poold.log" &&
 	ok "the subscriber that sent more than 32 KiB was shut down" || not_ok "the subscription spammer was not shut down"
-[ "$rss1" -le $((rss0 + 32768)) ] && ok "poold's RSS: $rss0 KiB before the subscriptions, $rss1 KiB after" ||
+rss_flat "$rss0" "$rss1" && ok "poold's RSS: $rss0 KiB before the subscriptions, $rss1 KiB after" ||
 	not_ok "poold's RSS grew from $rss0 to $rss1 KiB with the subscriptions"
 
 # Five uids together: 40 subscribers, past kv_events.max_subscribers = 32.
@@ -169,4 +173,5 @@ else
 fi
 check "poold still serves" "$POOLCTL" status
 pool_alive && ok "poold still running" || not_ok "poold still running"
+check "poold stops cleanly" pool_stop
 pool_done

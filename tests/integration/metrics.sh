@@ -246,4 +246,5 @@ if have_nobody /usr/bin/python3; then
 	[ "$(ls /proc/"$POOLD_PID"/fd | wc -l)" -le "$fds0" ] && ok "poold's fds are back to $fds0 after them" ||
 		not_ok "poold holds $(ls /proc/"$POOLD_PID"/fd | wc -l) fds, $fds0 before"
 fi
+check "poold stops cleanly" pool_stop
 pool_done
