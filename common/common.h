@@ -110,6 +110,8 @@ struct poold_conf {
 	char *resp_listen;
 	char *metrics_listen;
 	int64_t metrics_max_clients;
+	int64_t metrics_max_clients_per_uid;
+	int64_t metrics_max_clients_per_addr;
 	int64_t metrics_timeout_ms;
 	char *resp_password;
 	int64_t resp_capacity;
@@ -178,6 +180,9 @@ struct poold_conf {
 	int64_t kv_events_buffer_steps;
 	int64_t kv_events_buffer_bytes;
 	int64_t kv_events_hwm;
+	int64_t kv_events_max_subscribers;
+	int64_t kv_events_max_subscribers_per_uid;
+	int64_t kv_events_max_subscribers_per_addr;
 	struct resp_user *resp_users; /* derived: the users of resp.users */
 	size_t resp_nusers;
 	bool set[CONF_MAX_OPTIONS]; /* set by the file or the command line */

@@ -125,6 +125,12 @@ const struct conf_option conf_options[] = {
      "address:port of the Prometheus endpoint (GET /metrics); empty: off"},
     {"metrics.max_clients", CONF_INT, OFF(metrics_max_clients), 1, 4096, "16", NULL, CONF_F_RESTART,
      "most connections to the metrics endpoint at once"},
+    {"metrics.max_clients_per_uid", CONF_INT, OFF(metrics_max_clients_per_uid), 1, 4096, "4", NULL,
+     CONF_F_RESTART, "most connections to the metrics endpoint at once from one uid on this host"},
+    {"metrics.max_clients_per_addr", CONF_INT, OFF(metrics_max_clients_per_addr), 1, 4096, "4",
+     NULL, CONF_F_RESTART,
+     "most connections to the metrics endpoint at once from one address elsewhere "
+     "(an IPv6 /64)"},
     {"metrics.timeout", CONF_DURATION, OFF(metrics_timeout_ms), 100, 3600000, "10s", NULL,
      CONF_F_RESTART, "how long a metrics connection may last from its accept"},
     {"resp.listen", CONF_STRING, OFF(resp_listen), 0, 255, "", NULL, CONF_F_RESTART,
@@ -155,8 +161,7 @@ const struct conf_option conf_options[] = {
      "most bytes of commands being read, MULTI queues and unread replies of all RESP "
      "connections"},
     {"kv_events.endpoint", CONF_STRING, OFF(kv_events_endpoint), 0, 255, "", NULL, CONF_F_RESTART,
-     "ZMQ address where the coordinator publishes KV events in vLLM's "
-     "format (bound if it has *, :: or is ipc://, else connected to, as vLLM does); "
+     "ZMQ address the coordinator binds to publish KV events in vLLM's format; "
      "empty: off"},
     {"kv_events.replay_endpoint", CONF_STRING, OFF(kv_events_replay_endpoint), 0, 255, "", NULL,
      CONF_F_RESTART,
@@ -184,6 +189,16 @@ const struct conf_option conf_options[] = {
     {"kv_events.hwm", CONF_INT, OFF(kv_events_hwm), 1, 1000000, "1000", NULL, CONF_F_RESTART,
      "batches (of at most 64K) one subscriber may leave unread before it misses the next "
      "ones"},
+    {"kv_events.max_subscribers", CONF_INT, OFF(kv_events_max_subscribers), 1, 4096, "256", NULL,
+     CONF_F_RESTART,
+     "most connections at once to the KV events socket, and as many to the replay socket"},
+    {"kv_events.max_subscribers_per_uid", CONF_INT, OFF(kv_events_max_subscribers_per_uid), 1, 4096,
+     "16", NULL, CONF_F_RESTART,
+     "most connections at once to each KV events socket from one uid on this host"},
+    {"kv_events.max_subscribers_per_addr", CONF_INT, OFF(kv_events_max_subscribers_per_addr), 1,
+     4096, "16", NULL, CONF_F_RESTART,
+     "most connections at once to each KV events socket from one address elsewhere "
+     "(an IPv6 /64)"},
     {"snap.capacity", CONF_SIZE, OFF(snap_capacity), 1 << 20, 1024 * 1024 * GiB, "1T", NULL,
      CONF_F_RESTART, "most bytes of snapshot pages each store (DRAM, persistent) keeps"},
     {"pmem.path", CONF_STRING, OFF(pmem_path), 0, 200, "", NULL, CONF_F_RESTART,

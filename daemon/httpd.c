@@ -3,7 +3,9 @@
  * endpoint): GET or HEAD of one path, one request per connection.
  *
  * It faces whoever reaches the address, so everything is bounded: at most
- * max_clients connections (one more gets a 503 and is closed), a request
+ * max_clients connections, of which per_uid from one uid on this host and
+ * per_addr from one address elsewhere (clientkey.c), so that one client
+ * cannot take every slot (one more gets a 503 and is closed); a request
  * head of 8 KiB, and a deadline from the accept that bytes do not push
  * back (a client sending one byte at a time is closed at the deadline all
  * the same). The body is made only for a complete, valid GET.
@@ -29,6 +31,7 @@ struct httpd_conn {
 	struct httpd *h;
 	struct bufferevent *bev;
 	struct event *deadline;
+	struct clientkey key;
 	bool answered; /* closed once the reply is out */
 };
 
@@ -36,7 +39,9 @@ struct httpd {
 	struct poold *pd;
 	struct evconnlistener *listener;
 	const char *what, *path;
-	unsigned max_clients, timeout_ms, nconns;
+	struct httpd_limits lim;
+	unsigned nconns;
+	struct clientkey_ctx *ck;
 	httpd_get_fn get;
 	TAILQ_HEAD(, httpd_conn) conns;
 	struct log_limit said;
@@ -180,14 +185,33 @@ static void httpd_accept(struct evconnlistener *l, evutil_socket_t fd, struct so
 				   "Connection: close\r\n\r\n";
 	struct httpd *h = arg;
 	struct httpd_conn *c;
-	struct timeval tv = units_timeval(h->timeout_ms);
+	struct timeval tv = units_timeval(h->lim.timeout_ms);
+	struct clientkey key;
+	unsigned same = 0, limit;
+	char who[64];
 
 	(void)l;
 	(void)sa;
 	(void)salen;
-	if (h->nconns >= h->max_clients) {
+	if (h->nconns >= h->lim.max_clients) {
 		log_warnx_limited(&h->said, 10000, "%s: refusing a connection: %u open", h->what,
 				  h->nconns);
+		accept_refuse(fd, busy, sizeof(busy) - 1);
+		return;
+	}
+	if (clientkey_of(h->ck, fd, &key) < 0) {
+		evutil_closesocket(fd); /* gone already */
+		return;
+	}
+	TAILQ_FOREACH(c, &h->conns, entry)
+		if (clientkey_eq(&c->key, &key))
+			same++;
+	limit = key.kind == CLIENTKEY_UID ? h->lim.per_uid : h->lim.per_addr;
+	if (same >= limit) {
+		log_warnx_limited(&h->said, 10000, "%s: refusing a connection of %s: %u open (%s)",
+				  h->what, clientkey_str(&key, who, sizeof(who)), same,
+				  key.kind == CLIENTKEY_UID ? h->lim.per_uid_option
+							    : h->lim.per_addr_option);
 		accept_refuse(fd, busy, sizeof(busy) - 1);
 		return;
 	}
@@ -205,6 +229,7 @@ static void httpd_accept(struct evconnlistener *l, evutil_socket_t fd, struct so
 		return;
 	}
 	c->h = h;
+	c->key = key;
 	TAILQ_INSERT_TAIL(&h->conns, c, entry);
 	h->nconns++;
 	evtimer_add(c->deadline, &tv);
@@ -218,7 +243,7 @@ static void httpd_accept(struct evconnlistener *l, evutil_socket_t fd, struct so
  * get(); 0, or -errno said in the log.
  */
 int httpd_open(struct poold *pd, const char *addr, const char *option, const char *path,
-	       unsigned max_clients, unsigned timeout_ms, httpd_get_fn get, struct httpd **ret)
+	       const struct httpd_limits *lim, httpd_get_fn get, struct httpd **ret)
 {
 	struct httpd *h;
 	int rc;
@@ -229,12 +254,17 @@ int httpd_open(struct poold *pd, const char *addr, const char *option, const cha
 	h->pd = pd;
 	h->what = option;
 	h->path = path;
-	h->max_clients = max_clients;
-	h->timeout_ms = timeout_ms;
+	h->lim = *lim;
 	h->get = get;
 	TAILQ_INIT(&h->conns);
+	rc = clientkey_open(&h->ck);
+	if (rc < 0) {
+		free(h);
+		return rc;
+	}
 	rc = accept_listen(pd, option, addr, 16, httpd_accept, h, &h->listener);
 	if (rc < 0) {
+		clientkey_close(h->ck);
 		free(h);
 		return rc;
 	}
@@ -251,5 +281,6 @@ void httpd_close(struct httpd *h)
 	while ((c = TAILQ_FIRST(&h->conns)) != NULL)
 		httpd_conn_free(c);
 	accept_close(h->listener);
+	clientkey_close(h->ck);
 	free(h);
 }

@@ -33,6 +33,14 @@
  * (kv_events.hwm batches, beyond which PUB drops) and what a peer may send
  * (ZMQ_MAXMSGSIZE): a subscriber can neither stall poold nor make it hold
  * more than its high-water mark of batches of at most KVEV_BATCH_MAX.
+ *
+ * Both endpoints are bound, whatever their address. vLLM connects to an
+ * address without a wildcard instead, for routers that bind and let
+ * publishers connect; but then whoever binds that address first gets the
+ * events (on loopback, any local user), and a publisher that binds never
+ * gives its address away. How many connect is bounded by zmqgate.c
+ * (kv_events.max_subscribers, in all and per uid or address, on each
+ * socket), so that no one fills poold's fds or memory with connections.
  */
 #include "config.h"
 
@@ -52,6 +60,20 @@
 #define KVEV_BATCH_MAX (64u << 10) /* bytes of events in one batch before it goes out */
 #define KVEV_REPLAYS_PER_TURN 16   /* replay requests served before other work gets a turn */
 #define KVEV_IN_MAX 256		   /* largest message a subscriber may send (ZMQ_MAXMSGSIZE) */
+/* A connection that never completes ZMQ's handshake holds its slot this long (libzmq: 30 s). */
+#define KVEV_HANDSHAKE_MS 5000
+/* A peer gone without a word (its host down) is found by TCP keepalives in about 2 minutes. */
+#define KVEV_KEEPALIVE_IDLE_S 60
+#define KVEV_KEEPALIVE_INTVL_S 10
+#define KVEV_KEEPALIVE_CNT 6
+/*
+ * What a subscriber may send over a connection: its handshake and its
+ * subscriptions, each of which libzmq files in a trie that only a
+ * disconnect empties (zmqgate.c). A router subscribes to one topic.
+ */
+#define KVEV_SUB_IN_MAX (32u << 10)
+
+enum { KVEV_PUB, KVEV_REPLAY }; /* the sockets, as zmqgate's */
 
 enum kvev_kind { KVEV_NONE, KVEV_STORED, KVEV_REMOVED };
 
@@ -70,6 +92,7 @@ struct kvev_batch {
 
 struct kvev {
 	void *ctx, *pub, *replay;
+	struct zmqgate *gate[2]; /* KVEV_PUB, KVEV_REPLAY */
 	struct event *flush_ev, *replay_ev;
 	/* the event being gathered: its kind and hashes, packed */
 	enum kvev_kind kind;
@@ -515,30 +538,84 @@ static void kvev_replay_cb(evutil_socket_t fd, short what, void *arg)
 	event_active(ev->replay_ev, EV_READ, 0);
 }
 
-/* Bind or connect as vLLM does: bind a wildcard, ipc or inproc address, connect to others. */
-static int kvev_attach(void *sock, const char *endpoint, bool always_bind)
-{
-	if (always_bind || strchr(endpoint, '*') != NULL || strstr(endpoint, "::") != NULL ||
-	    strncmp(endpoint, "ipc://", 6) == 0 || strncmp(endpoint, "inproc://", 9) == 0)
-		return zmq_bind(sock, endpoint);
-	return zmq_connect(sock, endpoint);
-}
-
-static void *kvev_socket(struct kvev *ev, int type, int hwm)
+static void *kvev_socket(struct kvev *ev, int type, int hwm, const char *endpoint)
 {
 	void *s = zmq_socket(ev->ctx, type);
 	int64_t in_max = KVEV_IN_MAX;
-	int zero = 0;
+	int zero = 0, one = 1, ipv6 = strchr(endpoint, '[') != NULL,
+	    rcvhwm = type == ZMQ_PUB ? 1 : 1000, handshake = KVEV_HANDSHAKE_MS,
+	    idle = KVEV_KEEPALIVE_IDLE_S, intvl = KVEV_KEEPALIVE_INTVL_S, cnt = KVEV_KEEPALIVE_CNT;
 
 	if (s == NULL)
 		return NULL;
+	/*
+	 * A PUB reads a subscriber's subscriptions one at a time: see
+	 * KVEV_SUB_IN_MAX. An IPv6 address ([::1], [::]) is bound with
+	 * ZMQ_IPV6, which libzmq needs for it; IPv4 ones and * stay IPv4 only,
+	 * as vLLM binds them.
+	 */
 	if (zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof(hwm)) < 0 ||
+	    zmq_setsockopt(s, ZMQ_IPV6, &ipv6, sizeof(ipv6)) < 0 ||
+	    zmq_setsockopt(s, ZMQ_RCVHWM, &rcvhwm, sizeof(rcvhwm)) < 0 ||
 	    zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &in_max, sizeof(in_max)) < 0 ||
-	    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero)) < 0) {
+	    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero)) < 0 ||
+	    zmq_setsockopt(s, ZMQ_HANDSHAKE_IVL, &handshake, sizeof(handshake)) < 0 ||
+	    zmq_setsockopt(s, ZMQ_TCP_KEEPALIVE, &one, sizeof(one)) < 0 ||
+	    zmq_setsockopt(s, ZMQ_TCP_KEEPALIVE_IDLE, &idle, sizeof(idle)) < 0 ||
+	    zmq_setsockopt(s, ZMQ_TCP_KEEPALIVE_INTVL, &intvl, sizeof(intvl)) < 0 ||
+	    zmq_setsockopt(s, ZMQ_TCP_KEEPALIVE_CNT, &cnt, sizeof(cnt)) < 0) {
+		int err = zmq_errno(); /* for the caller to say */
+
 		zmq_close(s);
+		errno = err;
 		return NULL;
 	}
 	return s;
+}
+
+/*
+ * A socket of the given type bound to endpoint (the value of option), its
+ * connections bounded by a gate watching it from before the bind; 0, or
+ * -errno said in the log.
+ */
+static int kvev_listen(struct poold *pd, int which, int type, int hwm, const char *endpoint,
+		       const char *option, void **ret)
+{
+	static const char *const what[] = {"KV events", "KV events replay"};
+	const struct poold_conf *conf = pd->conf;
+	const struct zmqgate_limits lim = {
+	    (unsigned)conf->kv_events_max_subscribers,
+	    (unsigned)conf->kv_events_max_subscribers_per_uid,
+	    (unsigned)conf->kv_events_max_subscribers_per_addr,
+	    which == KVEV_PUB ? KVEV_SUB_IN_MAX : 0,
+	    what[which],
+	    "kv_events.max_subscribers",
+	    "kv_events.max_subscribers_per_uid",
+	    "kv_events.max_subscribers_per_addr",
+	};
+	struct kvev *ev = pd->kvev;
+	void *s = kvev_socket(ev, type, hwm, endpoint);
+	int rc;
+
+	if (s == NULL) {
+		log_warnx("%s: %s", option, zmq_strerror(zmq_errno()));
+		return -ENOMEM;
+	}
+	rc = zmqgate_open(pd, ev->ctx, s, &lim, &ev->gate[which]);
+	if (rc < 0) {
+		zmq_close(s);
+		return rc;
+	}
+	if (zmq_bind(s, endpoint) < 0) {
+		log_warnx("%s %s: %s (it is bound, never connected to)", option, endpoint,
+			  zmq_strerror(zmq_errno()));
+		zmqgate_close(ev->gate[which]);
+		ev->gate[which] = NULL;
+		zmq_close(s);
+		return -EINVAL;
+	}
+	*ret = s;
+	return 0;
 }
 
 /* Start publishing if kv_events.endpoint is set (coordinator). */
@@ -569,22 +646,20 @@ int kvev_open(struct poold *pd)
 	if (ev->flush_ev == NULL || ev->ctx == NULL)
 		goto out_close;
 	zmq_ctx_set(ev->ctx, ZMQ_BLOCKY, 0);
-	ev->pub = kvev_socket(ev, ZMQ_PUB, (int)conf->kv_events_hwm);
-	if (ev->pub == NULL || kvev_attach(ev->pub, conf->kv_events_endpoint, false) < 0) {
-		log_warnx("kv_events.endpoint %s: %s", conf->kv_events_endpoint,
-			  zmq_strerror(zmq_errno()));
-		rc = -EINVAL;
+	rc = kvev_listen(pd, KVEV_PUB, ZMQ_PUB, (int)conf->kv_events_hwm, conf->kv_events_endpoint,
+			 "kv_events.endpoint", &ev->pub);
+	if (rc < 0)
 		goto out_close;
-	}
 	if (conf->kv_events_replay_endpoint[0] != '\0') {
 		/* A whole replay fits in a peer's queue: it costs references, not copies. */
-		ev->replay = kvev_socket(ev, ZMQ_ROUTER, (int)conf->kv_events_buffer_steps + 2);
-		if (ev->replay == NULL ||
-		    kvev_attach(ev->replay, conf->kv_events_replay_endpoint, true) < 0 ||
-		    zmq_getsockopt(ev->replay, ZMQ_FD, &fd, &len) < 0) {
-			log_warnx("kv_events.replay_endpoint %s: %s",
-				  conf->kv_events_replay_endpoint, zmq_strerror(zmq_errno()));
-			rc = -EINVAL;
+		rc = kvev_listen(pd, KVEV_REPLAY, ZMQ_ROUTER, (int)conf->kv_events_buffer_steps + 2,
+				 conf->kv_events_replay_endpoint, "kv_events.replay_endpoint",
+				 &ev->replay);
+		if (rc < 0)
+			goto out_close;
+		rc = -ENOMEM;
+		if (zmq_getsockopt(ev->replay, ZMQ_FD, &fd, &len) < 0) {
+			log_warnx("kv_events.replay_endpoint: %s", zmq_strerror(zmq_errno()));
 			goto out_close;
 		}
 		ev->replay_ev = event_new(pd->base, fd, EV_READ | EV_PERSIST, kvev_replay_cb, pd);
@@ -620,6 +695,8 @@ void kvev_close(struct poold *pd)
 		event_free(ev->replay_ev);
 	if (ev->flush_ev != NULL)
 		event_free(ev->flush_ev);
+	zmqgate_close(ev->gate[KVEV_REPLAY]);
+	zmqgate_close(ev->gate[KVEV_PUB]);
 	if (ev->replay != NULL)
 		zmq_close(ev->replay);
 	if (ev->pub != NULL)
@@ -639,12 +716,19 @@ void kvev_close(struct poold *pd)
 bool kvev_stats(const struct poold *pd, struct kvev_stats *ret)
 {
 	const struct kvev *ev = pd->kvev;
+	int i;
 
 	if (ev == NULL)
 		return false;
-	*ret =
-	    (struct kvev_stats){ev->published,	     ev->count,
-				ev->kept_bytes,	     (uint64_t)MAX(atomic_load(&ev->held_bytes), 0),
-				ev->dropped_replays, ev->refused_replays};
+	*ret = (struct kvev_stats){.published = ev->published,
+				   .kept = ev->count,
+				   .kept_bytes = ev->kept_bytes,
+				   .held_bytes = (uint64_t)MAX(atomic_load(&ev->held_bytes), 0),
+				   .bad_replays = ev->dropped_replays,
+				   .refused_replays = ev->refused_replays};
+	for (i = KVEV_PUB; i <= KVEV_REPLAY; i++)
+		if (ev->gate[i] != NULL)
+			zmqgate_stats(ev->gate[i], &ret->connections[i],
+				      &ret->refused_connections[i]);
 	return true;
 }

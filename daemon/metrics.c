@@ -442,6 +442,20 @@ static void metrics_kv_events(struct poold *pd, struct evbuffer *b)
 	metrics_one(b, "pool_kv_events_refused_replays_total", "counter",
 		    "replay requests refused while too many bytes were still being sent",
 		    st.refused_replays);
+	metrics_head(b, "pool_kv_events_connections", "gauge",
+		     "connections to the KV events sockets now (kv_events.max_subscribers)");
+	evbuffer_add_printf(b,
+			    "pool_kv_events_connections{socket=\"events\"} %llu\n"
+			    "pool_kv_events_connections{socket=\"replay\"} %llu\n",
+			    (unsigned long long)st.connections[0],
+			    (unsigned long long)st.connections[1]);
+	metrics_head(b, "pool_kv_events_refused_connections_total", "counter",
+		     "connections to the KV events sockets shut down over a bound");
+	evbuffer_add_printf(b,
+			    "pool_kv_events_refused_connections_total{socket=\"events\"} %llu\n"
+			    "pool_kv_events_refused_connections_total{socket=\"replay\"} %llu\n",
+			    (unsigned long long)st.refused_connections[0],
+			    (unsigned long long)st.refused_connections[1]);
 }
 
 /* The RESP endpoint: the coordinator's own, or a node's relay to it. */
@@ -497,6 +511,14 @@ static int metrics_text(struct poold *pd, struct evbuffer *b)
 int metrics_open(struct poold *pd)
 {
 	const struct poold_conf *conf = pd->conf;
+	const struct httpd_limits lim = {
+	    (unsigned)conf->metrics_max_clients,
+	    (unsigned)conf->metrics_max_clients_per_uid,
+	    (unsigned)conf->metrics_max_clients_per_addr,
+	    (unsigned)conf->metrics_timeout_ms,
+	    "metrics.max_clients_per_uid",
+	    "metrics.max_clients_per_addr",
+	};
 	struct metrics *mt;
 	int rc;
 
@@ -506,9 +528,8 @@ int metrics_open(struct poold *pd)
 	if (mt == NULL)
 		return -ENOMEM;
 	pd->metrics = mt;
-	rc = httpd_open(pd, conf->metrics_listen, "metrics.listen", "/metrics",
-			(unsigned)conf->metrics_max_clients, (unsigned)conf->metrics_timeout_ms,
-			metrics_text, &mt->httpd);
+	rc = httpd_open(pd, conf->metrics_listen, "metrics.listen", "/metrics", &lim, metrics_text,
+			&mt->httpd);
 	if (rc < 0) {
 		pd->metrics = NULL;
 		free(mt);

@@ -487,12 +487,45 @@ int accept_listen(struct poold *pd, const char *what, const char *addr, int back
 void accept_close(struct evconnlistener *l);
 void accept_refuse(int fd, const char *why, size_t len);
 
+/* clientkey.c: who a client counts as: its uid on this host, else its address */
+enum clientkey_kind { CLIENTKEY_UID, CLIENTKEY_ADDR };
+struct clientkey {
+	enum clientkey_kind kind;
+	uint32_t uid;	  /* CLIENTKEY_UID */
+	uint8_t addr[16]; /* CLIENTKEY_ADDR: IPv4 v4-mapped, IPv6 its /64 */
+};
+struct clientkey_ctx;
+int clientkey_open(struct clientkey_ctx **ret);
+void clientkey_close(struct clientkey_ctx *ck);
+int clientkey_of(struct clientkey_ctx *ck, int fd, struct clientkey *ret);
+bool clientkey_eq(const struct clientkey *a, const struct clientkey *b);
+const char *clientkey_str(const struct clientkey *k, char *buf, size_t len);
+
+/* zmqgate.c: bounds on the connections a bound ZMQ socket takes */
+struct zmqgate;
+struct zmqgate_limits {
+	unsigned max, per_uid, per_addr;
+	uint64_t in_max;  /* bytes a TCP connection may send over its life; 0: no bound */
+	const char *what; /* the socket, for the log */
+	const char *max_option, *per_uid_option, *per_addr_option;
+};
+int zmqgate_open(struct poold *pd, void *ctx, void *sock, const struct zmqgate_limits *lim,
+		 struct zmqgate **ret);
+void zmqgate_close(struct zmqgate *g);
+void zmqgate_stats(const struct zmqgate *g, uint64_t *ret_open, uint64_t *ret_refused);
+
 /* httpd.c: a small HTTP server for one resource (the metrics) */
 struct httpd;
 struct evbuffer;
 typedef int (*httpd_get_fn)(struct poold *pd, struct evbuffer *body);
+struct httpd_limits {
+	/* connections at once: in all, of one uid on this host, of one address elsewhere */
+	unsigned max_clients, per_uid, per_addr;
+	unsigned timeout_ms; /* of a connection, from its accept */
+	const char *per_uid_option, *per_addr_option;
+};
 int httpd_open(struct poold *pd, const char *addr, const char *option, const char *path,
-	       unsigned max_clients, unsigned timeout_ms, httpd_get_fn get, struct httpd **ret);
+	       const struct httpd_limits *lim, httpd_get_fn get, struct httpd **ret);
 void httpd_close(struct httpd *h);
 
 /* peertls.c: TLS on peer links */
@@ -900,6 +933,7 @@ void kvev_cleared(struct poold *pd, const char *ns);
 void kvev_end(struct poold *pd);
 struct kvev_stats {
 	uint64_t published, kept, kept_bytes, held_bytes, bad_replays, refused_replays;
+	uint64_t connections[2], refused_connections[2]; /* of the events socket, the replay one */
 };
 bool kvev_stats(const struct poold *pd, struct kvev_stats *ret);
 

@@ -27,6 +27,7 @@ pool_cleanup() {
 			nft delete table inet "$t" 2>/dev/null
 		done
 	fi
+	[ -n "$REMOTE_NS" ] && ip netns del "$REMOTE_NS" 2>/dev/null
 	if [ "$FAILS" -gt 0 ] && [ -f "$TEST_DIR/poold.log" ]; then
 		echo "--- poold.log"; tail -n 40 "$TEST_DIR/poold.log"
 	fi
@@ -70,6 +71,22 @@ wait_listen() {
 		sleep 0.05
 	done
 	return 1
+}
+
+# remote_up: a network namespace that plays other hosts, joined to this one
+# by a veth pair: commands run there with ip netns exec "$REMOTE_NS" reach
+# this host at REMOTE_HOST from either of REMOTE_ADDRS. False where it
+# cannot be made (not root, no netns or veth); removed at exit.
+REMOTE_NS=
+remote_up() {
+	local net=10.214.$((RANDOM % 200 + 20)) ns=pt$$
+	ip netns add "$ns" 2>/dev/null || return 1
+	REMOTE_NS=$ns
+	ip link add "${ns}h" type veth peer name "${ns}r" netns "$ns" 2>/dev/null &&
+		ip addr add "$net.1/24" dev "${ns}h" && ip link set "${ns}h" up &&
+		ip -n "$ns" addr add "$net.2/24" dev "${ns}r" && ip -n "$ns" addr add "$net.3/24" dev "${ns}r" &&
+		ip -n "$ns" link set "${ns}r" up && ip -n "$ns" link set lo up || return 1
+	REMOTE_HOST=$net.1 REMOTE_ADDRS="$net.2 $net.3"
 }
 
 pool_start() {

@@ -138,7 +138,8 @@ pool_alive && ok "poold still running" || not_ok "poold still running"
 # Bounded for whoever reaches it: metrics.max_clients connections (one more
 # gets a 503), and a deadline from the accept that trickled bytes do not push.
 pool_stop
-pool_start -o "metrics.listen=127.0.0.1:$PORT" -o metrics.max_clients=8 -o metrics.timeout=2s || exit 1
+pool_start -o "metrics.listen=127.0.0.1:$PORT" -o metrics.max_clients=8 -o metrics.max_clients_per_uid=8 \
+	-o metrics.timeout=2s || exit 1
 fds0=$(ls /proc/"$POOLD_PID"/fd | wc -l)
 python3 - "$PORT" "/proc/$POOLD_PID/fd" >"$TEST_DIR/out" 2>&1 <<'EOF'
 import os, socket, sys, time
@@ -179,4 +180,71 @@ for _ in $(seq 20); do [ "$(ls /proc/"$POOLD_PID"/fd | wc -l)" -le "$fds0" ] && 
 [ "$(ls /proc/"$POOLD_PID"/fd | wc -l)" -le "$fds0" ] && ok "poold's fds are back to $fds0" ||
 	not_ok "poold holds $(ls /proc/"$POOLD_PID"/fd | wc -l) fds, $fds0 before"
 check "and it serves /metrics" scrape
+
+# No one client takes every slot: uid nobody's slow connections (one half
+# send nothing, the other half of a request) hold metrics.max_clients_per_uid
+# of them and the others get a 503 at once, while root's scrape is served;
+# from another network namespace (when one can be made), each address holds
+# metrics.max_clients_per_addr. The endpoint is on that namespace's link
+# then, where this host's own clients still count by uid.
+# slow N HOST [SOURCE]: N slow connections; prints how many got a 503 within 2 s.
+SLOW='import ctypes, socket, sys, time
+ctypes.CDLL(None).prctl(1, 9)  # gone with the test
+n, host = int(sys.argv[1]), sys.argv[2]
+socks = []
+for i in range(n):
+    s = socket.socket()
+    if len(sys.argv) > 4:
+        s.bind((sys.argv[4], 0))
+    s.connect((host, int(sys.argv[3])))
+    if i % 2:
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+    socks.append(s)
+deadline, busy = time.time() + 2, 0
+for s in socks:
+    s.settimeout(max(0.01, deadline - time.time()))
+    try:
+        busy += s.recv(100).startswith(b"HTTP/1.1 503")
+    except socket.timeout:
+        pass
+print("slow: %d connections, %d got a 503" % (n, busy), flush=True)
+time.sleep(3600)'
+pool_stop
+HOST=127.0.0.1
+remote_up && HOST=$REMOTE_HOST
+pool_start -o "metrics.listen=$HOST:$PORT" -o metrics.timeout=30s || exit 1
+URL="http://$HOST:$PORT"
+fds0=$(ls /proc/"$POOLD_PID"/fd | wc -l)
+if have_nobody /usr/bin/python3; then
+	setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c "$SLOW" 12 "$HOST" "$PORT" \
+		>"$TEST_DIR/slow-nobody" 2>&1 &
+	slow=$!
+	for _ in $(seq 50); do grep -q "^slow:" "$TEST_DIR/slow-nobody" && break; sleep 0.1; done
+	grep -q "^slow: 12 connections, 8 got a 503" "$TEST_DIR/slow-nobody" &&
+		ok "uid nobody's 12 slow connections: 4 held (metrics.max_clients_per_uid), 8 got a 503" ||
+		{ not_ok "uid nobody's slow connections"; sed 's/^/  | /' "$TEST_DIR/slow-nobody"; }
+	check "root's scrape gets a 200 meanwhile" scrape
+	grep -q "refusing a connection of uid 65534: 4 open (metrics.max_clients_per_uid)" "$TEST_DIR/poold.log" &&
+		ok "poold says whose connection it refused" || not_ok "no refusal of uid 65534 in the log"
+	if [ -n "$REMOTE_NS" ]; then
+		for src in $REMOTE_ADDRS; do
+			ip netns exec "$REMOTE_NS" /usr/bin/python3 -c "$SLOW" 6 "$HOST" "$PORT" "$src" \
+				>"$TEST_DIR/slow-$src" 2>&1 &
+			echo $! >>"$TEST_DIR/slow-remote"
+		done
+		for _ in $(seq 50); do [ "$(cat "$TEST_DIR"/slow-1* | grep -c '^slow:')" = 2 ] && break; sleep 0.1; done
+		[ "$(cat "$TEST_DIR"/slow-1* | grep -c '^slow: 6 connections, 2 got a 503')" = 2 ] &&
+			ok "two other addresses' 6 slow connections each: 4 of each held (metrics.max_clients_per_addr)" ||
+			{ not_ok "other addresses' slow connections"; cat "$TEST_DIR"/slow-1* | sed 's/^/  | /'; }
+		check "root's scrape gets a 200 with 12 slots taken" scrape
+		for p in $(cat "$TEST_DIR/slow-remote"); do kill "$p"; wait "$p"; done 2>/dev/null
+	else
+		echo "# no network namespace: the bound per address is not tested"
+	fi
+	kill "$slow"; wait "$slow" 2>/dev/null
+	for _ in $(seq 30); do [ "$(ls /proc/"$POOLD_PID"/fd | wc -l)" -le "$fds0" ] && break; sleep 0.1; done
+	[ "$(ls /proc/"$POOLD_PID"/fd | wc -l)" -le "$fds0" ] && ok "poold's fds are back to $fds0 after them" ||
+		not_ok "poold holds $(ls /proc/"$POOLD_PID"/fd | wc -l) fds, $fds0 before"
+fi
+check "poold stops cleanly" pool_stop
 pool_done
