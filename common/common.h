@@ -161,6 +161,7 @@ struct poold_conf {
 	int64_t heartbeat_misses;
 	int64_t fabric_transfer;
 	char *fabric_address;
+	int64_t fabric_send_buffer;
 	char *fabric_transports;
 	char *fabric_devices;
 	char *fabric_ports;

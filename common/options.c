@@ -81,6 +81,10 @@ const struct conf_option conf_options[] = {
     {"fabric.address", CONF_STRING, OFF(fabric_address), 0, 63, "", NULL, CONF_F_RESTART,
      "numeric address other poolds reach this one's fabric links at; empty: every "
      "address, reached where its peer link comes from"},
+    {"fabric.send_buffer", CONF_SIZE, OFF(fabric_send_buffer), 0, 64 << 20, "512K", NULL,
+     CONF_F_RESTART,
+     "send buffer of each fabric link's socket (the kernel doubles it); 0: the kernel's "
+     "autotuning"},
     {"fabric.transports", CONF_STRING, OFF(fabric_transports), 0, 255, "", NULL, CONF_F_RESTART,
      "UCX transports to use with fabric.transfer = rma (UCX_TLS syntax); empty lets UCX choose"},
     {"fabric.devices", CONF_STRING, OFF(fabric_devices), 0, 255, "", NULL, CONF_F_RESTART,

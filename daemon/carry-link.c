@@ -122,6 +122,7 @@ static int link_open(struct poold *pd)
 	    .handshake_ms = 2000,
 	    .wait_ms = (unsigned)MIN(conf->heartbeat_ms * conf->heartbeat_misses, 10000),
 	    .max_links = (unsigned)conf->max_nodes * 2,
+	    .sndbuf = conf->fabric_send_buffer > 0 ? (int)conf->fabric_send_buffer : -1,
 	    .ops = &link_ops,
 	    .arg = pd,
 	};

@@ -485,7 +485,7 @@ int fab_link_open(struct fab_links *ls, const struct fab_link_peer *to, const ch
 	struct sockaddr_storage ss;
 	struct fab_link *k;
 	socklen_t sl;
-	int one = 1, rc;
+	int rc;
 
 	rc = link_parse_addr(addr, &ss, &sl);
 	if (rc < 0)
@@ -506,7 +506,7 @@ int fab_link_open(struct fab_links *ls, const struct fab_link_peer *to, const ch
 		rc = k->rbuf == NULL ? -ENOMEM : -errno;
 		goto out_free;
 	}
-	setsockopt(k->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	link_sockopts(ls, k->fd);
 	k->rd = event_new(ls->base, k->fd, EV_READ | EV_PERSIST, link_readable, k);
 	k->wr = event_new(ls->base, k->fd, EV_WRITE | EV_PERSIST, link_writable, k);
 	k->more = evtimer_new(ls->base, link_readable, k);

@@ -575,7 +575,6 @@ void link_serve_accept(struct fab_links *ls, int fd, const struct sockaddr *sa)
 	struct timeval tv = {ls->cfg.handshake_ms / 1000, (ls->cfg.handshake_ms % 1000) * 1000};
 	uint8_t challenge[LINK_CHALLENGE_LEN];
 	unsigned same = 0;
-	int one = 1;
 
 	if (li == NULL) {
 		close(fd);
@@ -604,7 +603,7 @@ void link_serve_accept(struct fab_links *ls, int fd, const struct sockaddr *sa)
 	LIST_INSERT_HEAD(in_list(ls), li, entry);
 	ls->nins++;
 	ls->nunauth++;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	link_sockopts(ls, fd);
 	li->rbuf = malloc(LINK_STAGE);
 	li->rd = event_new(ls->base, fd, EV_READ | EV_PERSIST, in_read, li);
 	li->wr = event_new(ls->base, fd, EV_WRITE | EV_PERSIST, in_writable, li);

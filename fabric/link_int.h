@@ -114,5 +114,7 @@ void link_call_drop_orphans(struct fab_links *ls);
 
 /* Text of a socket address, "a.b.c.d:port" or "[v6]:port". */
 void link_addr_str(const struct sockaddr *sa, char *buf, size_t len);
+#define LINK_SNDBUF (512 << 10)
+void link_sockopts(const struct fab_links *ls, int fd);
 
 #endif /* POOL_FABRIC_LINK_INT_H */

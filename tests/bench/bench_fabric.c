@@ -331,6 +331,7 @@ struct way {
 	int busy;
 	/* link */
 	struct event_base *eb;
+	struct fab_links *ls;
 	struct fab_link *k;
 };
 
@@ -414,6 +415,23 @@ static struct fab_links *link_ctx(struct event_base *eb, const char *bind, uint3
 	return ls;
 }
 
+/*
+ * Turn the loop without sleeping while bytes move, and sleep in it once
+ * they stop, as poold does (poold_run()) and as UCX's worker does.
+ */
+static void link_turn(struct event_base *eb, struct fab_links *ls)
+{
+	struct fab_link_stats st;
+	uint64_t before;
+
+	fab_links_stats(ls, &st);
+	before = st.moved;
+	event_base_loop(eb, EVLOOP_NONBLOCK);
+	fab_links_stats(ls, &st);
+	if (st.moved == before)
+		event_base_loop(eb, EVLOOP_ONCE);
+}
+
 static void link_server(const struct opts *o, int sock)
 {
 	struct event_base *eb = event_base_new();
@@ -434,7 +452,8 @@ static void link_server(const struct opts *o, int sock)
 	if (xio(sock, &base, 8, 1) || xio(sock, &size, 8, 1))
 		die("bootstrap write", EPIPE);
 	event_add(ev, NULL);
-	event_base_dispatch(eb);
+	while (!event_base_got_break(eb))
+		link_turn(eb, ls);
 	fab_links_destroy(ls);
 	event_free(ev);
 	event_base_free(eb);
@@ -468,7 +487,7 @@ static double link_bw(struct way *w, char *lbuf, size_t size, int is_put, int wi
 		}
 		if (st.inflight == 0)
 			break;
-		event_base_loop(w->eb, EVLOOP_ONCE);
+		link_turn(w->eb, w->ls);
 	}
 	if (st.errors)
 		die("transfer", st.first_err);
@@ -494,7 +513,7 @@ static double link_lat(struct way *w, char *lbuf, size_t size, int is_put, doubl
 		if (rc)
 			die("latency op", rc);
 		while (st.inflight > 0)
-			event_base_loop(w->eb, EVLOOP_ONCE);
+			link_turn(w->eb, w->ls);
 		if (st.errors)
 			die("latency op", st.first_err);
 		n++;
@@ -531,7 +550,7 @@ static void link_client(const struct opts *o, int sock)
 	memset(src, 2, BUF_SIZE);
 	printf("# pool-bench-fabric: transports=link (checked, TCP %s) window=%d event-driven\n",
 	       addr, o->window);
-	report(o, &(struct way){.bw = link_bw, .lat = link_lat, .eb = eb, .k = k}, lbuf, src);
+	report(o, &(struct way){.bw = link_bw, .lat = link_lat, .eb = eb, .ls = ls, .k = k}, lbuf, src);
 	(void)xio(sock, &q, 1, 1);
 	fab_link_close(k);
 	fab_links_destroy(ls);
