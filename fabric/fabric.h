@@ -257,7 +257,7 @@ struct fab_links_config {
 	unsigned max_unauth_per_addr; /* ... from one address; 0 = 8 */
 	unsigned max_links;	      /* authenticated inbound links; 0 = 1024 */
 	unsigned slice;		      /* bytes a link moves per turn of the loop; 0 = 4 MiB */
-	int sndbuf; /* SO_SNDBUF of every link's socket; 0 = 512 KiB, -1 = the kernel's autotuning */
+	int sndbuf; /* each link socket's SO_SNDBUF; 0 = 512 KiB, -1 = autotuned */
 	const struct fab_link_ops *ops;
 	void *arg;
 };
