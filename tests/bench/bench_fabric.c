@@ -416,20 +416,25 @@ static struct fab_links *link_ctx(struct event_base *eb, const char *bind, uint3
 }
 
 /*
- * Turn the loop without sleeping while bytes move, and sleep in it once
- * they stop, as poold does (poold_run()) and as UCX's worker does.
+ * Turn the loop without sleeping while bytes move, and for 50 us after
+ * they stop, then sleep in it: as poold does (poold_run()) and as the UCX
+ * client waits for its worker (fab_ctx_wait()).
  */
 static void link_turn(struct event_base *eb, struct fab_links *ls)
 {
 	struct fab_link_stats st;
 	uint64_t before;
+	double until = now() + 50e-6;
 
 	fab_links_stats(ls, &st);
 	before = st.moved;
-	event_base_loop(eb, EVLOOP_NONBLOCK);
-	fab_links_stats(ls, &st);
-	if (st.moved == before)
-		event_base_loop(eb, EVLOOP_ONCE);
+	do {
+		event_base_loop(eb, EVLOOP_NONBLOCK);
+		fab_links_stats(ls, &st);
+		if (st.moved != before)
+			return;
+	} while (now() < until);
+	event_base_loop(eb, EVLOOP_ONCE);
 }
 
 static void link_server(const struct opts *o, int sock)
