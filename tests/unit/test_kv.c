@@ -440,9 +440,9 @@ static void ns_defined_as(const struct kv_ns_spec *spec)
 
 /*
  * A restarted coordinator: the namespaces' definitions a node kept bring
- * back each namespace as it was made, with none of its values, but not a
- * RESP database (made again on use), one it has, or one that does not
- * hold up.
+ * back each namespace as it was made, with none of its values, a RESP
+ * user's database with its owner, but not root's RESP database (made again
+ * on use), one it has, or one that does not hold up.
  */
 static void test_definitions(void)
 {
@@ -451,6 +451,7 @@ static void test_definitions(void)
 	    {"pmem", 16 * MiB, 0, HOLD_NS_PERSISTENT, 1, 0, 0, 0600},
 	    {"both", MiB, 0, 0, 1, 1001, 1001, 0604},
 	    {"pages", 4 * MiB, 0, HOLD_NS_DEDUP, 1, 0, 0, 0666},
+	    {"redis0", MiB, 0, 0, 1, 0, 0, 0600},
 	};
 	const struct kv_ns_spec odd[] = {
 	    {"", 8 * MiB, 0, 0, 1, 0, 0, 0600},
@@ -467,7 +468,8 @@ static void test_definitions(void)
 	for (i = 0; i < ARRAY_SIZE(specs); i++)
 		ns_make(&specs[i]);
 	put(kv_ns_find(&pd, "dram"), 1, "k", 1000);
-	kv_ns_find(&pd, "both")->resp_db = true;
+	kv_ns_find(&pd, "both")->resp_db = true; /* a RESP user's */
+	kv_ns_find(&pd, "redis0")->resp_db = true; /* root's */
 	kept = cores_defs_kept(&pd, &len);
 	index_free();
 
@@ -475,15 +477,16 @@ static void test_definitions(void)
 	ns_make(&(struct kv_ns_spec){"pmem", 2 * MiB, 0, 0, 1, 7, 7, 0600});
 	cores_defs_told(&pd, kept, len);
 	ns_defined_as(&specs[0]);
+	ns_defined_as(&specs[2]);
 	ns_defined_as(&specs[3]);
 	CU_ASSERT_EQUAL(kv_ns_find(&pd, "pmem")->capacity, 2 * MiB); /* as this one had it */
 	CU_ASSERT_EQUAL(kv_ns_find(&pd, "pmem")->uid, 7);
-	CU_ASSERT_PTR_NULL(kv_ns_find(&pd, "both"));
+	CU_ASSERT_PTR_NULL(kv_ns_find(&pd, "redis0"));
 	CU_ASSERT_EQUAL(op(kv_ns_find(&pd, "dram"), 2, KV_LOOKUP, "k", 0, NULL), -ENOENT);
 	/* Told again: nothing changes. */
 	cores_defs_told(&pd, kept, len);
 	CU_ASSERT_EQUAL_FATAL(kv_defs(&pd, &defs, &n), 0);
-	CU_ASSERT_EQUAL(n, 3);
+	CU_ASSERT_EQUAL(n, 4);
 	free(defs);
 	free(kept);
 	index_free();
