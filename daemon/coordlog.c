@@ -9,7 +9,9 @@
  * anonymous regions (which end with them), the KV namespaces' definitions,
  * its counters, and every node that registered (its id stays its own).
  * When a half is full the journal is rewritten to what is live: that
- * rewrite is the checkpoint.
+ * rewrite is the checkpoint. The records of one turn of the loop are
+ * made durable together after it (coordlog_sync(): a group commit), and
+ * the replies to the requests that made them wait until then.
  *
  * With coord.etcd the same records go to etcd instead (etcdlog.c), and
  * the replies to requests wait until the records before them are there
@@ -30,6 +32,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <fcntl.h>
 #include <libpmem2.h>
 #include <stdlib.h>
@@ -74,6 +77,7 @@ struct coordlog {
 	struct pmem2_map *map;
 	struct coordlog_sink to; /* the journal, or (coord.etcd) etcd; none while replayed */
 	TAILQ_HEAD(, held_reply) held;
+	struct event *sync_ev;	 /* the journal's group commit, after this turn's records */
 	Pool__CoordRecord *defs; /* replay: the last namespaces record */
 	bool full;		 /* the live set did not fit: said once */
 };
@@ -87,7 +91,7 @@ static int coordlog_write(const struct coordlog_sink *to, const Pool__CoordRecor
 	if (buf == NULL)
 		return -ENOMEM;
 	pool__coord_record__pack(rec, buf);
-	rc = to->el != NULL ? etcdlog_append(to->el, buf, len) : journal_append(to->j, buf, len);
+	rc = to->el != NULL ? etcdlog_append(to->el, buf, len) : journal_write(to->j, buf, len);
 	free(buf);
 	return rc;
 }
@@ -226,6 +230,11 @@ static void coordlog_commit(struct poold *pd, int rc)
 		rc = etcdlog_rewrite(cl->to.el, coordlog_fill_etcd, pd);
 	if (rc == 0) {
 		cl->full = false;
+		static const struct timeval now;
+
+		if (cl->to.j != NULL && journal_unsynced(cl->to.j) &&
+		    !evtimer_pending(cl->sync_ev, NULL))
+			evtimer_add(cl->sync_ev, &now);
 		return;
 	}
 	if (!cl->full) {
@@ -376,6 +385,8 @@ static void coordlog_free(struct coordlog *cl)
 		free(h->frame);
 		free(h);
 	}
+	if (cl->sync_ev != NULL)
+		event_free(cl->sync_ev);
 	etcdlog_close(cl->to.el);
 	if (cl->to.j != NULL)
 		journal_close(cl->to.j);
@@ -442,7 +453,7 @@ static void coordlog_adopt_defs(struct poold *pd, const char *from)
 	cl->defs = NULL;
 }
 
-/* Send the replies whose records are all in etcd now. */
+/* Send the replies whose records are all durable now (in etcd: up to seq). */
 static void coordlog_durable(void *arg, uint64_t seq)
 {
 	struct poold *pd = arg;
@@ -457,6 +468,21 @@ static void coordlog_durable(void *arg, uint64_t seq)
 	}
 }
 
+/*
+ * The journal's group commit: the records of every request handled in this
+ * turn of the loop made durable at once (one msync where each record had
+ * two), then the replies that waited for them.
+ */
+static void coordlog_sync(evutil_socket_t fd, short what, void *arg)
+{
+	struct poold *pd = arg;
+
+	(void)fd;
+	(void)what;
+	journal_sync(pd->coordlog->to.j);
+	coordlog_durable(pd, UINT64_MAX);
+}
+
 static void coordlog_deposed(void *arg, const char *why)
 {
 	(void)arg;
@@ -465,8 +491,9 @@ static void coordlog_deposed(void *arg, const char *why)
 
 /*
  * A reply to a request at the coordinator: while records are on their way
- * to etcd, it waits for them (what it acknowledges is then in etcd), and
- * so do the replies after it. 1: held, 0: send it now, or -errno.
+ * to etcd, or not yet durable in the journal, it waits for them (what it
+ * acknowledges is then recorded), and so do the replies after it. 1: held,
+ * 0: send it now, or -errno.
  */
 int coordlog_hold_reply(struct poold *pd, struct conn *c, uint16_t type, uint64_t req_id,
 			const ProtobufCMessage *msg)
@@ -478,7 +505,13 @@ int coordlog_hold_reply(struct poold *pd, struct conn *c, uint16_t type, uint64_
 	size_t len;
 	int rc;
 
-	if (cl == NULL || cl->to.el == NULL || (seq = etcdlog_unsynced(cl->to.el)) == 0)
+	if (cl == NULL)
+		return 0;
+	if (cl->to.j != NULL)
+		seq = journal_unsynced(cl->to.j) ? 1 : 0; /* all go at the next sync */
+	else if (cl->to.el == NULL || (seq = etcdlog_unsynced(cl->to.el)) == 0)
+		return 0;
+	if (seq == 0)
 		return 0;
 	rc = wire_frame_pack(type, req_id, msg, &frame, &len);
 	if (rc < 0)
@@ -560,6 +593,10 @@ int coordlog_open(struct poold *pd)
 		return -ENOMEM;
 	cl->fd = -1;
 	TAILQ_INIT(&cl->held);
+	if ((cl->sync_ev = evtimer_new(pd->base, coordlog_sync, pd)) == NULL) {
+		coordlog_free(cl);
+		return -ENOMEM;
+	}
 	if ((rc = coordlog_map(pd, cl)) < 0) {
 		coordlog_free(cl);
 		return rc;
@@ -612,6 +649,10 @@ void coordlog_close(struct poold *pd)
 {
 	if (pd->coordlog == NULL)
 		return;
+	if (pd->coordlog->to.j != NULL) {
+		journal_sync(pd->coordlog->to.j);
+		coordlog_durable(pd, UINT64_MAX);
+	}
 	coordlog_free(pd->coordlog);
 	pd->coordlog = NULL;
 }

@@ -58,11 +58,12 @@ struct journal {
 	uint64_t records;
 	uint64_t rewrites;
 	uint64_t dropped;
+	uint8_t *dirty, *dirty_end; /* written by journal_write(), not yet persisted */
 };
 
 static void journal_persist(struct journal *j, const void *p, size_t len)
 {
-	if (j->persist != NULL)
+	if (j->persist != NULL && len > 0)
 		j->persist(p, len);
 }
 
@@ -86,13 +87,19 @@ static size_t journal_pad(size_t len)
 	return (len + 7) & ~(size_t)7;
 }
 
-/* End the records at pos of the half being written (if a header fits there). */
-static void journal_terminate(struct journal *j, uint64_t pos)
+/* End the records at pos of the half being written (if a header fits there); its length. */
+static size_t journal_terminate(struct journal *j, uint64_t pos)
 {
-	if (pos + sizeof(struct journal_rec) <= j->half) {
-		memset(journal_half(j, j->half_now) + pos, 0, sizeof(struct journal_rec));
-		journal_persist(j, journal_half(j, j->half_now) + pos, sizeof(struct journal_rec));
-	}
+	if (pos + sizeof(struct journal_rec) > j->half)
+		return 0;
+	memset(journal_half(j, j->half_now) + pos, 0, sizeof(struct journal_rec));
+	return sizeof(struct journal_rec);
+}
+
+/* The same, durable on return. */
+static void journal_end(struct journal *j, uint64_t pos)
+{
+	journal_persist(j, journal_half(j, j->half_now) + pos, journal_terminate(j, pos));
 }
 
 /* Put a new slot in force (the one not in force now). */
@@ -146,7 +153,7 @@ static int journal_replay(struct journal *j, journal_record_fn fn, void *arg)
 	j->pos = pos;
 	j->next_seq = seq;
 	if (j->dropped > 0)
-		journal_terminate(j, pos); /* appends go on from the last good record */
+		journal_end(j, pos); /* appends go on from the last good record */
 	return 0;
 }
 
@@ -176,7 +183,7 @@ int journal_open(void *base, size_t size, journal_persist_fn persist, journal_re
 		j->half = ((size - JOURNAL_HDR) / 2) & ~(uint64_t)7;
 		j->slot = 1;
 		j->half_now = 0;
-		journal_terminate(j, 0);
+		journal_end(j, 0);
 		journal_commit_slot(j, 0, 1);
 	}
 	rc = journal_replay(j, fn, arg);
@@ -211,10 +218,10 @@ int journal_probe(const void *base, size_t size)
 	return 0;
 }
 
-int journal_append(struct journal *j, const void *rec, size_t len)
+int journal_write(struct journal *j, const void *rec, size_t len)
 {
 	struct journal_rec r = {(uint32_t)len, 0, j->next_seq, 0};
-	size_t need = sizeof(r) + journal_pad(len);
+	size_t need = sizeof(r) + journal_pad(len), end;
 	uint8_t *p = journal_half(j, j->half_now) + j->pos;
 
 	if (len == 0 || len > UINT32_MAX)
@@ -225,12 +232,42 @@ int journal_append(struct journal *j, const void *rec, size_t len)
 	memcpy(p, &r, sizeof(r));
 	memcpy(p + sizeof(r), rec, len);
 	memset(p + sizeof(r) + len, 0, journal_pad(len) - len);
-	journal_terminate(j, j->pos + need);
-	journal_persist(j, p, need);
+	/*
+	 * The record and the header that ends the records after it are made
+	 * durable together: replay checks each record's sequence and checksum,
+	 * so whichever of the two a crash tears, no stale or torn record passes.
+	 */
+	end = need + journal_terminate(j, j->pos + need);
+	if (j->dirty == NULL || p < j->dirty)
+		j->dirty = p;
+	if (p + end > j->dirty_end)
+		j->dirty_end = p + end;
 	j->pos += need;
 	j->next_seq++;
 	j->records++;
 	return 0;
+}
+
+void journal_sync(struct journal *j)
+{
+	if (j->dirty == NULL)
+		return;
+	journal_persist(j, j->dirty, (size_t)(j->dirty_end - j->dirty));
+	j->dirty = j->dirty_end = NULL;
+}
+
+bool journal_unsynced(const struct journal *j)
+{
+	return j->dirty != NULL;
+}
+
+int journal_append(struct journal *j, const void *rec, size_t len)
+{
+	int rc = journal_write(j, rec, len);
+
+	if (rc == 0)
+		journal_sync(j);
+	return rc;
 }
 
 int journal_rewrite(struct journal *j, int (*fill)(void *arg, struct journal *j), void *arg)
@@ -238,11 +275,13 @@ int journal_rewrite(struct journal *j, int (*fill)(void *arg, struct journal *j)
 	uint64_t pos = j->pos, seq = j->next_seq, records = j->records;
 	int rc;
 
+	journal_sync(j); /* what was written before stays, should the rewrite fail */
 	j->half_now = j->cur.active ^ 1;
 	j->pos = 0;
 	j->records = 0;
-	journal_terminate(j, 0);
+	journal_end(j, 0);
 	rc = fill(arg, j);
+	journal_sync(j);
 	if (rc < 0) {
 		/* The old half stays in force, as it was. */
 		j->half_now = j->cur.active;

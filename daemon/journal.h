@@ -16,6 +16,7 @@
 #ifndef POOLD_JOURNAL_H
 #define POOLD_JOURNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,14 @@ void journal_close(struct journal *j);
 int journal_probe(const void *base, size_t size);
 /* Append one record, durable on return: 0, or -ENOSPC when the half is full. */
 int journal_append(struct journal *j, const void *rec, size_t len);
+/*
+ * Append a record that journal_sync() makes durable later, with every other
+ * written since: a group commit (a record is lost in a crash before it).
+ */
+int journal_write(struct journal *j, const void *rec, size_t len);
+void journal_sync(struct journal *j);
+/* Whether records were written that are not yet durable. */
+bool journal_unsynced(const struct journal *j);
 /*
  * Replace the journal's records by those fill() appends (with
  * journal_append() on the journal it is given): the live set. The old

@@ -1,4 +1,5 @@
-/* tests/unit/test_journal.c - the record log: replay, torn tails, rewrites, torn headers. */
+/* tests/unit/test_journal.c - the record log: replay, torn tails, rewrites, torn headers, group
+ * commits. */
 #include "config.h"
 
 #include <stdio.h>
@@ -212,6 +213,75 @@ static void test_probe(void)
 	free(area);
 }
 
+/*
+ * What a crash keeps: the ranges persisted, copied from the working area
+ * into the durable one (the working area is what the process had written).
+ */
+static uint8_t *working, *durable;
+static size_t persists;
+
+static void persist_to_durable(const void *p, size_t len)
+{
+	size_t off = (size_t)((const uint8_t *)p - working);
+
+	CU_ASSERT_FATAL(off + len <= AREA);
+	memcpy(durable + off, p, len);
+	persists++;
+}
+
+/* The records a poold restarted after a crash now would replay. */
+static size_t after_crash(struct seen *s)
+{
+	uint8_t *copy = malloc(AREA);
+	struct journal *j;
+
+	memcpy(copy, durable, AREA);
+	memset(s, 0, sizeof(*s));
+	CU_ASSERT_EQUAL_FATAL(journal_open(copy, AREA, NULL, collect, s, &j), 0);
+	journal_close(j);
+	free(copy);
+	return s->n;
+}
+
+static void test_group_commit(void)
+{
+	struct seen *s = calloc(1, sizeof(*s));
+	struct journal *j;
+	size_t before;
+
+	working = calloc(1, AREA);
+	durable = calloc(1, AREA);
+	CU_ASSERT_EQUAL_FATAL(journal_open(working, AREA, persist_to_durable, NULL, NULL, &j), 0);
+	CU_ASSERT_FALSE(journal_unsynced(j));
+	CU_ASSERT_EQUAL(journal_append(j, "durable", 7), 0);
+	CU_ASSERT_EQUAL(after_crash(s), 1);
+	/* Written, not synced: a crash loses them, and only them. */
+	CU_ASSERT_EQUAL(journal_write(j, "one", 3), 0);
+	CU_ASSERT_EQUAL(journal_write(j, "two", 3), 0);
+	CU_ASSERT_EQUAL(journal_write(j, "three", 5), 0);
+	CU_ASSERT_TRUE(journal_unsynced(j));
+	CU_ASSERT_EQUAL(after_crash(s), 1);
+	CU_ASSERT_STRING_EQUAL(s->recs[0], "durable");
+	/* One sync makes the three durable with one persist. */
+	before = persists;
+	journal_sync(j);
+	CU_ASSERT_EQUAL(persists, before + 1);
+	CU_ASSERT_FALSE(journal_unsynced(j));
+	CU_ASSERT_EQUAL_FATAL(after_crash(s), 4);
+	CU_ASSERT_STRING_EQUAL(s->recs[1], "one");
+	CU_ASSERT_STRING_EQUAL(s->recs[3], "three");
+	journal_sync(j); /* nothing to do */
+	CU_ASSERT_EQUAL(persists, before + 1);
+	/* An append persists once, the record and what ends the records with it. */
+	CU_ASSERT_EQUAL(journal_append(j, "four", 4), 0);
+	CU_ASSERT_EQUAL(persists, before + 2);
+	CU_ASSERT_EQUAL(after_crash(s), 5);
+	journal_close(j);
+	free(working);
+	free(durable);
+	free(s);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -220,6 +290,7 @@ int main(void)
 	    {"full, then rewritten", test_full_and_rewrite},
 	    {"a torn header slot falls back", test_torn_header},
 	    {"a journal, nothing, or something else", test_probe},
+	    {"records written now, durable at one sync", test_group_commit},
 	    {NULL, NULL},
 	};
 	return unit_run("journal", tests);
