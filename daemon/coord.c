@@ -40,6 +40,14 @@
 #define COORD_REGISTER_TIMEOUT_MS 5000
 #define COORD_UNREG_MAX_FRAME (256u << 10)
 #define COORD_PROBE_TIMEOUT_MS 60000
+/*
+ * Members' changes go to the nodes batched: those of a tick in one frame
+ * per node (at most COORD_EVENTS_CHUNK members a frame), packed once for
+ * all. A thousand nodes joining are then a few frames to each node, not
+ * one per join: membership costs O(N) frames, not O(N^2).
+ */
+#define COORD_EVENTS_TICK_MS 50
+#define COORD_EVENTS_CHUNK 256
 
 struct coord_peer {
 	TAILQ_ENTRY(coord_peer) entry;
@@ -51,6 +59,8 @@ struct coord_peer {
 	uint8_t nonce[PEERAUTH_NONCE_LEN];	/* our challenge on this link */
 	uint8_t node_nonce[PEERAUTH_NONCE_LEN]; /* the node's, from its Hello */
 	char addr[64];
+	uint64_t ev_gen; /* registered in that tick of member events ... */
+	size_t ev_from;	 /* ... after that many of them (its RegisterReply has those) */
 };
 
 /* One round of link probes: the coordinator's own and one call per node. */
@@ -86,6 +96,10 @@ struct coord {
 	struct event *probe_ev;
 	struct event *ledger_ev;
 	struct event *sweep_ev;
+	Pool__Member *ev; /* members' changes of this tick, not yet told */
+	size_t nev, ev_cap;
+	uint64_t ev_gen; /* ticks told so far */
+	struct event *ev_tick;
 };
 
 /*
@@ -117,22 +131,99 @@ bool coord_settling(struct poold *pd, char *why, size_t len)
 	return away > 0;
 }
 
+/* Forget the changes queued (told, or the coordinator stops). */
+static void coord_events_clear(struct coord *co)
+{
+	size_t i;
+
+	for (i = 0; i < co->nev; i++)
+		member_wire_free(&co->ev[i]);
+	co->nev = 0;
+	co->ev_gen++;
+}
+
+/* Send changes [from, to) of the tick to p, packed for it alone. */
+static void coord_events_send_one(struct coord *co, struct coord_peer *p, size_t from, size_t to)
+{
+	Pool__MemberEvents evs = POOL__MEMBER_EVENTS__INIT;
+	Pool__Member *ptrs[COORD_EVENTS_CHUNK];
+	size_t i;
+
+	for (i = from; i < to; i++)
+		ptrs[i - from] = &co->ev[i];
+	evs.members = ptrs;
+	evs.n_members = to - from;
+	conn_send(p->conn, WIRE_MEMBER_EVENTS, 0, &evs.base);
+}
+
+/*
+ * The tick's changes, in order, to every registered node: each chunk packed
+ * once and the same bytes queued on each link. A node that registered in
+ * this tick gets only the changes after its RegisterReply's table.
+ */
+static void coord_events_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct coord *co = arg;
+	Pool__MemberEvents evs = POOL__MEMBER_EVENTS__INIT;
+	Pool__Member *ptrs[COORD_EVENTS_CHUNK];
+	struct coord_peer *p;
+	size_t at, end, i, len;
+	uint8_t *frame;
+
+	(void)fd;
+	(void)what;
+	for (at = 0; at < co->nev; at = end) {
+		end = MIN(co->nev, at + COORD_EVENTS_CHUNK);
+		for (i = at; i < end; i++)
+			ptrs[i - at] = &co->ev[i];
+		evs.members = ptrs;
+		evs.n_members = end - at;
+		if (wire_frame_pack(WIRE_MEMBER_EVENTS, 0, &evs.base, &frame, &len) < 0) {
+			log_warnx("out of memory telling the nodes of %zu members' changes",
+				  end - at);
+			continue;
+		}
+		TAILQ_FOREACH(p, &co->peers, entry) {
+			size_t from = p->ev_gen == co->ev_gen ? p->ev_from : 0;
+
+			if (p->m == NULL || from >= end)
+				continue;
+			if (from <= at)
+				conn_send_frame(p->conn, frame, len);
+			else
+				coord_events_send_one(co, p, from, end);
+		}
+		free(frame);
+	}
+	coord_events_clear(co);
+}
+
+/* Queue a member's change for the nodes: told at the end of the tick. */
 static void coord_send_event(struct coord *co, struct member *m)
 {
-	Pool__MemberEvent ev = POOL__MEMBER_EVENT__INIT;
-	Pool__Member mm;
-	struct coord_peer *p;
+	if (co->ev_tick == NULL)
+		return; /* opening: no node is registered yet */
+	if (co->nev == co->ev_cap) {
+		size_t cap = co->ev_cap ? co->ev_cap * 2 : 64;
+		Pool__Member *ev = realloc(co->ev, cap * sizeof(*ev));
 
-	if (member_to_wire(co->pd, m, false, &mm) < 0) {
-		log_warnx("node %u (%s): out of memory telling the nodes it is %s", m->info->id,
-			  m->info->name, member_state_name(m->state));
-		return;
+		if (ev == NULL)
+			goto fail;
+		co->ev = ev;
+		co->ev_cap = cap;
 	}
-	ev.member = &mm;
-	TAILQ_FOREACH(p, &co->peers, entry)
-		if (p->m != NULL)
-			conn_send(p->conn, WIRE_MEMBER_EVENT, 0, &ev.base);
-	member_wire_free(&mm);
+	if (member_to_wire(co->pd, m, false, &co->ev[co->nev]) < 0)
+		goto fail;
+	co->nev++;
+	if (!evtimer_pending(co->ev_tick, NULL)) {
+		struct timeval tv = units_timeval(COORD_EVENTS_TICK_MS);
+
+		evtimer_add(co->ev_tick, &tv);
+	}
+	return;
+fail:
+	log_warnx("node %u (%s): out of memory telling the nodes it is %s", m->info->id,
+		  m->info->name, member_state_name(m->state));
 }
 
 /* Tell every registered node that a member joined or changed state. */
@@ -645,6 +736,8 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	if (rc < 0)
 		return coord_refuse(p, req_id, rc, "out of memory");
 	conn_send(p->conn, WIRE_REGISTER_REPLY, req_id, &reply.base);
+	p->ev_gen = co->ev_gen; /* the changes queued so far are in its table */
+	p->ev_from = co->nev;
 	cluster_members_msg_free(reply.members, reply.n_members);
 	free(reply.namespaces);
 	reconcile_ask(pd, id); /* reconcile its record with the map */
@@ -1112,8 +1205,9 @@ int coord_open(struct poold *pd)
 	co->ledger_ev = event_new(pd->base, -1, EV_PERSIST, coord_ledger, co);
 	co->sweep_ev = event_new(pd->base, -1, EV_PERSIST, coord_sweep, pd);
 	co->deadline_ev = evtimer_new(pd->base, coord_deadline, co);
+	co->ev_tick = evtimer_new(pd->base, coord_events_tick, co);
 	if (co->check_ev == NULL || co->probe_ev == NULL || co->ledger_ev == NULL ||
-	    co->sweep_ev == NULL || co->deadline_ev == NULL) {
+	    co->sweep_ev == NULL || co->deadline_ev == NULL || co->ev_tick == NULL) {
 		rc = -ENOMEM;
 		goto out_free;
 	}
@@ -1176,6 +1270,10 @@ void coord_close(struct poold *pd)
 		event_free(co->sweep_ev);
 	if (co->deadline_ev != NULL)
 		event_free(co->deadline_ev);
+	if (co->ev_tick != NULL)
+		event_free(co->ev_tick);
+	coord_events_clear(co);
+	free(co->ev);
 	nodeids_clear(pd);
 	free(co);
 	pd->coord = NULL;

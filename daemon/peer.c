@@ -340,10 +340,9 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 		   pd->node_id);
 }
 
-static void peer_member_event(struct peer *pe, const Pool__MemberEvent *ev)
+static void peer_member_event(struct peer *pe, const Pool__Member *mm)
 {
 	struct poold *pd = pe->pd;
-	const Pool__Member *mm = ev->member;
 	enum member_state state = member_state_of(mm->state);
 	struct node_info *info;
 	struct member *m;
@@ -461,8 +460,17 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 		break;
 	case WIRE_MEMBER_EVENT:
 		if (pe->state == PEER_UP)
-			peer_member_event(pe, (Pool__MemberEvent *)msg);
+			peer_member_event(pe, ((Pool__MemberEvent *)msg)->member);
 		break;
+	case WIRE_MEMBER_EVENTS: {
+		Pool__MemberEvents *evs = (Pool__MemberEvents *)msg;
+		size_t i;
+
+		/* (one of them may reset the link: this node declared dead) */
+		for (i = 0; i < evs->n_members && pe->state == PEER_UP; i++)
+			peer_member_event(pe, evs->members[i]);
+		break;
+	}
 	case WIRE_KV_NS_DEFS:
 		peer_keep_nsdefs(pe, (Pool__KvNsReply *)msg);
 		break;

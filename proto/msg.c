@@ -72,6 +72,7 @@ static const struct {
     [WIRE_XFER_REPLY] = {"xfer-reply", &pool__xfer_reply__descriptor},
     [WIRE_REGION_FD] = {"region-fd", &pool__region_fd__descriptor},
     [WIRE_REGION_KEEP] = {"region-keep", &pool__region_name__descriptor},
+    [WIRE_MEMBER_EVENTS] = {"member-events", &pool__member_events__descriptor},
     [WIRE_REGION_FD_REPLY] = {"region-fd-reply", &pool__region_fd_reply__descriptor},
 };
 

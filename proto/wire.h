@@ -97,6 +97,7 @@ enum wire_type {
 	WIRE_REGION_FD_REPLY = 60,
 	WIRE_REGION_KEEP =
 	    61, /* client -> coordinator: an anonymous region stays (RegionName, Ok) */
+	WIRE_MEMBER_EVENTS = 62, /* coordinator -> nodes: the members' changes of a tick */
 	WIRE_TYPE_MAX
 };
 

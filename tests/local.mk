@@ -44,7 +44,7 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/cluster/selftest.sh tests/cluster/kv.sh tests/cluster/vec.sh tests/cluster/snap.sh \
 	tests/cluster/coord-restart.sh tests/cluster/coord-journal.sh tests/cluster/coord-ha.sh tests/cluster/client-crash.sh \
 	tests/cluster/soak.sh tests/cluster/python.sh tests/cluster/resp.sh tests/cluster/resp-relay.sh \
-	tests/cluster/membership.sh tests/cluster/slots.sh tests/cluster/regions.sh tests/cluster/reclaim.sh \
+	tests/cluster/membership.sh tests/cluster/slots.sh tests/cluster/join-many.sh tests/cluster/regions.sh tests/cluster/reclaim.sh \
 	tests/cluster/trust.sh tests/cluster/tls.sh tests/cluster/fence.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/etcdlib.sh tests/integration/wire.py \
@@ -156,6 +156,14 @@ noinst_PROGRAMS += tests/tools/pool-hostile
 tests_tools_pool_hostile_SOURCES = tests/tools/pool-hostile.c
 tests_tools_pool_hostile_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_tools_pool_hostile_LDADD = proto/libwire.la common/libcommon.la $(PROTOBUF_C_LIBS)
+
+# pool-fake-nodes: N nodes on the real peer protocol, for membership at size.
+noinst_PROGRAMS += tests/tools/pool-fake-nodes
+tests_tools_pool_fake_nodes_SOURCES = tests/tools/pool-fake-nodes.c daemon/peerauth.c
+tests_tools_pool_fake_nodes_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(EVENT_CFLAGS) \
+	$(CRYPTO_CFLAGS)
+tests_tools_pool_fake_nodes_LDADD = proto/libwire.la common/libcommon.la $(PROTOBUF_C_LIBS) \
+	$(CRYPTO_LIBS)
 
 # pool-kv: the KV cache through libpool, for the KV tests.
 noinst_PROGRAMS += tests/tools/pool-kv
