@@ -68,7 +68,7 @@ const struct conf_option conf_options[] = {
      "PEM file with the private key of peer.tls_cert"},
     {"peer.tls_ca", CONF_STRING, OFF(peer_tls_ca), 0, 200, "", NULL, CONF_F_RESTART,
      "PEM file with the CA certificates a peer's certificate must chain to"},
-    {"peer.max_nodes", CONF_INT, OFF(max_nodes), 1, 4096, "256", NULL, 0,
+    {"peer.max_nodes", CONF_INT, OFF(max_nodes), 1, 4096, "1024", NULL, 0,
      "most nodes the coordinator accepts"},
     {"heartbeat.interval", CONF_DURATION, OFF(heartbeat_ms), 100, 60000, "2s", NULL, CONF_F_RESTART,
      "how often nodes report to the coordinator"},
