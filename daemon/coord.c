@@ -28,17 +28,15 @@
 #include "daemon/poold.h"
 #include "proto/pool_contract.h"
 
-#define COORD_PEER_MAX_FRAME (16u << 20)
 /*
  * What links that have not registered may hold: they have not proved they
- * know the secret, so each gets a small frame, a place in the small pools
- * of coordslot.c (never one a registered node holds), and a deadline from
- * its accept that no trickle of bytes extends. A real node's handshake
- * takes milliseconds; a flood then neither fills poold's fds or memory nor
- * keeps a real node out.
+ * know the secret, so each gets a small frame (PEER_UNREG_FRAME_MAX), a
+ * place in the small pools of coordslot.c (never one a registered node
+ * holds), and a deadline from its accept that no trickle of bytes extends.
+ * A real node's handshake takes milliseconds; a flood then neither fills
+ * poold's fds or memory nor keeps a real node out.
  */
 #define COORD_REGISTER_TIMEOUT_MS 5000
-#define COORD_UNREG_MAX_FRAME (256u << 10)
 #define COORD_PROBE_TIMEOUT_MS 60000
 
 struct coord_peer {
@@ -622,7 +620,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	coord_lender_update(pd, m->info);
 	snprintf(desc, sizeof(desc), "node %u (%s) at %s", id, info->name, p->addr);
 	conn_set_desc(p->conn, desc);
-	conn_set_max_frame(p->conn, COORD_PEER_MAX_FRAME);
+	conn_set_max_frame(p->conn, PEER_FRAME_MAX);
 	conn_set_limit_name(p->conn, "the frame limit");
 	log_info("%s registered (%s, incarnation %llx)", desc, info->version,
 		 (unsigned long long)info->incarnation);
@@ -977,13 +975,14 @@ static void coord_accept(struct evconnlistener *lis, evutil_socket_t fd, struct 
 		free(p);
 		return;
 	}
-	if (conn_new(co->pd->base, fd, ssl, COORD_UNREG_MAX_FRAME, &coord_peer_ops, p, desc,
+	if (conn_new(co->pd->base, fd, ssl, PEER_UNREG_FRAME_MAX, &coord_peer_ops, p, desc,
 		     &p->conn) < 0) {
 		coordslot_give(&co->slots, &p->slot);
 		free(p);
 		return;
 	}
 	conn_set_limit_name(p->conn, "what a link may send before it registers");
+	conn_set_max_send(p->conn, PEER_FRAME_MAX);
 	TAILQ_INSERT_TAIL(&co->peers, p, entry);
 	coord_deadline_arm(co);
 	log_debug("peer link from %s", p->addr);

@@ -29,7 +29,6 @@
 #include "daemon/poold.h"
 #include "proto/pool_contract.h"
 
-#define PEER_MAX_FRAME (16u << 20)
 #define PEER_MAX_FORWARDS 4096
 #define PEER_RETRY_MAX_MS 10000
 
@@ -322,6 +321,7 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 	pe->hb_ms = rep->heartbeat_ms ? rep->heartbeat_ms : (uint64_t)pd->conf->heartbeat_ms;
 	pe->hb_misses =
 	    rep->heartbeat_misses ? rep->heartbeat_misses : (uint64_t)pd->conf->heartbeat_misses;
+	conn_set_max_send(pe->conn, PEER_FRAME_MAX);
 	{
 		Pool__KvNsReply defs = POOL__KV_NS_REPLY__INIT;
 
@@ -603,13 +603,14 @@ static void peer_connect(struct peer *pe)
 		rc = peertls_new(pe->pd, &ssl);
 	if (rc == 0) {
 		snprintf(desc, sizeof(desc), "coordinator %.60s", pe->target);
-		rc = conn_connect(pe->pd->base, (struct sockaddr *)&ss, len, ssl, PEER_MAX_FRAME,
+		rc = conn_connect(pe->pd->base, (struct sockaddr *)&ss, len, ssl, PEER_FRAME_MAX,
 				  &peer_ops, pe, desc, &pe->conn);
 	}
 	if (rc < 0) {
 		peer_reset(pe, err_str(rc));
 		return;
 	}
+	conn_set_max_send(pe->conn, PEER_UNREG_FRAME_MAX); /* (until it registers) */
 	pe->state = PEER_CONNECTING;
 	pe->last_ack = units_now_ms();
 }

@@ -242,6 +242,14 @@ int pidfile_open(const char *path, int *ret_fd);
 int pidfile_write(const char *path, int fd);
 void pidfile_close(const char *path, int fd);
 
+/*
+ * The largest frame poolds take from each other on a peer link: once its
+ * node registered, and before (peer.c, coord.c). A frame over the limit
+ * of the other end is not sent (conn_fits()): it would close the link.
+ */
+#define PEER_FRAME_MAX (16u << 20)
+#define PEER_UNREG_FRAME_MAX (256u << 10)
+
 /* conn.c: a framed connection over a bufferevent */
 struct conn;
 struct sockaddr;
@@ -288,6 +296,8 @@ void conn_set_limit_name(struct conn *c, const char *name);
 void conn_set_read_timeout(struct conn *c, unsigned timeout_ms);
 void conn_set_write_timeout(struct conn *c, unsigned timeout_ms);
 void conn_set_max_frame(struct conn *c, size_t max_frame);
+void conn_set_max_send(struct conn *c, size_t max_send);
+int conn_fits(const struct conn *c, uint16_t type, size_t len);
 
 /*
  * A request being served: where to reply and who asked. Handlers reply with
