@@ -870,6 +870,14 @@ void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, ui
 void hold_tell_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
 			coord_done_cb done, void *arg);
 
+/* stream.c: a long list sent over a peer link in chunks, as the loop turns */
+struct stream;
+typedef int (*stream_next_cb)(struct poold *pd, struct conn *c, void *arg);
+typedef void (*stream_end_cb)(struct poold *pd, void *arg, int rc);
+int stream_start(struct poold *pd, struct conn *c, size_t ahead, stream_next_cb next,
+		 stream_end_cb end, void *arg, struct stream **ret);
+void stream_stop(struct stream *s);
+
 /* reconcile.c: lenders' records kept in step with the map (coordinator) */
 void reconcile_ask(struct poold *pd, uint32_t node);
 void reconcile_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n);
