@@ -48,6 +48,7 @@ struct coord_peer {
 	struct coordslot slot; /* until registered: its place, its address and accept time */
 	uint8_t nonce[PEERAUTH_NONCE_LEN];	/* our challenge on this link */
 	uint8_t node_nonce[PEERAUTH_NONCE_LEN]; /* the node's, from its Hello */
+	struct holdreport *report; /* the node's report of its record, coming in chunks */
 	char addr[64];
 };
 
@@ -603,6 +604,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 			conn_free(old->conn);
 			TAILQ_REMOVE(&co->peers, old, entry);
 			coordslot_give(&co->slots, &old->slot);
+			holdreport_free(old->report);
 			free(old);
 		}
 	}
@@ -667,15 +669,55 @@ static void coord_heartbeat(struct coord_peer *p, uint64_t req_id, const Pool__H
 	conn_send(p->conn, WIRE_OK, req_id, &ok.base);
 }
 
-/* A lender's record of what it holds: compare with the map. */
+/*
+ * A lender's record of what it holds, or a chunk of it: compared with the
+ * map once the report is whole (holdreport.c). A report in one message is
+ * an older lender's.
+ */
 static void coord_holdings(struct coord_peer *p, const Pool__Holdings *hs)
 {
+	static struct log_limit said;
+	struct poold *pd = p->co->pd;
+	uint32_t node = p->m->info->id;
 	struct holding *h = holdings_of_msg(hs);
+	struct hold_place *gone = holding_ends_of_msg(hs);
+	const struct holding *all;
+	size_t n;
+	int rc;
 
-	if (h == NULL)
+	if (!hs->has_seq) {
+		if (h != NULL)
+			reconcile_holdings(pd, node, h, hs->n_holdings);
+		else
+			log_warnx("node %u: out of memory reading its holdings", node);
+		free(h);
+		free(gone);
 		return;
-	reconcile_holdings(p->co->pd, p->m->info->id, h, hs->n_holdings);
+	}
+	rc = h == NULL || gone == NULL
+		 ? -ENOMEM
+		 : holdreport_add(&p->report, hs->report, hs->seq, hs->has_more && hs->more, h,
+				  hs->n_holdings, gone, hs->n_gone);
 	free(h);
+	free(gone);
+	if (rc < 0) {
+		/* (the next ledger pass asks again) */
+		holdreport_free(p->report);
+		p->report = NULL;
+		log_warnx_limited(&said, 10000,
+				  "node %u: chunk %u of its holdings report %llu %s: the report is "
+				  "dropped, not reconciled",
+				  node, hs->seq, (unsigned long long)hs->report,
+				  rc == -EPROTO ? "is not the one due" : "cannot be kept");
+		return;
+	}
+	if (rc == 1 && holdreport_result(p->report, &all, &n) == 0) {
+		log_debug("node %u: holdings report %llu whole: %zu holding(s) in %u chunk(s)",
+			  node, (unsigned long long)hs->report, n, hs->seq + 1);
+		reconcile_holdings(pd, node, all, n);
+		holdreport_free(p->report);
+		p->report = NULL;
+	}
 }
 
 /* A request a node forwarded on behalf of one of its clients. */
@@ -811,6 +853,7 @@ static void coord_peer_closed(struct conn *conn, void *arg)
 	}
 	TAILQ_REMOVE(&co->peers, p, entry);
 	coordslot_give(&co->slots, &p->slot);
+	holdreport_free(p->report); /* (cut short: never the lender's record) */
 	free(p);
 }
 
@@ -1154,6 +1197,7 @@ void coord_close(struct poold *pd)
 			p->m->conn = NULL; /* nothing below may send on it any more */
 		conn_free(p->conn);
 		TAILQ_REMOVE(&co->peers, p, entry);
+		holdreport_free(p->report);
 		free(p);
 	}
 	resp_close(pd);

@@ -198,34 +198,197 @@ void holdings_msg_free(Pool__Holdings *hs)
 	free(hs->holdings);
 }
 
+/* The Holds of one holdings_send(): done once each chunk is answered. */
+struct holds_sent {
+	coord_done_cb done;
+	void *arg;
+	unsigned pending;
+	int rc; /* the first error */
+};
+
+static void holds_chunk_done(struct poold *pd, void *arg, int rc)
+{
+	struct holds_sent *hs = arg;
+
+	if (rc < 0 && hs->rc == 0)
+		hs->rc = rc;
+	if (--hs->pending > 0)
+		return;
+	hs->done(pd, hs->arg, hs->rc);
+	free(hs);
+}
+
+/* Send n holdings as one Hold, a notice or, with hs, a request answered to hs. */
+static int holds_chunk_send(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
+			    struct holds_sent *hs)
+{
+	Pool__Holdings msg;
+	int rc;
+
+	if ((rc = holdings_msg(h, n, &msg)) < 0)
+		return rc;
+	if (hs == NULL) {
+		coord_notice(pd, node, WIRE_HOLD, &msg.base);
+	} else if ((rc = coord_request(pd, node, WIRE_HOLD, &msg.base, holds_chunk_done, hs)) ==
+		   0) {
+		hs->pending++;
+	}
+	holdings_msg_free(&msg);
+	return rc;
+}
+
 /*
- * Coordinator: tell another node the n holdings it now holds (Hold). With
- * done, it answers once they are recorded (and journaled, for persistent
- * values): done gets 0 or the error, at once or later.
+ * Coordinator: tell another node the n holdings it now holds (Hold), in
+ * chunks of at most peer.chunk_size bytes, queued at once and in order (a
+ * Scrub that follows comes after them all). With done, it answers each
+ * once they are recorded (and journaled, for persistent values): done gets
+ * 0 or the first error, once every chunk was answered.
  */
 void holdings_send(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
 		   coord_done_cb done, void *arg)
 {
-	Pool__Holdings hs;
-	int rc;
+	size_t max = (size_t)pd->conf->peer_chunk_size, first = 0, bytes = 0, i;
+	struct holds_sent *hs = NULL;
+	int rc = 0;
 
-	if ((rc = holdings_msg(h, n, &hs)) == 0) {
-		if (done == NULL) {
-			coord_notice(pd, node, WIRE_HOLD, &hs.base);
-		} else {
-			rc = coord_request(pd, node, WIRE_HOLD, &hs.base, done, arg);
-			done = rc < 0 ? done : NULL; /* it answers later */
+	if (done != NULL) {
+		if ((hs = calloc(1, sizeof(*hs))) == NULL) {
+			done(pd, arg, -ENOMEM);
+			return;
 		}
-		holdings_msg_free(&hs);
+		*hs = (struct holds_sent){.done = done, .arg = arg, .pending = 1};
 	}
-	if (done != NULL)
-		done(pd, arg, rc);
+	for (i = 0; i < n && rc == 0; i++) {
+		Pool__Holding m;
+		size_t len;
+
+		holding_to_msg(&h[i], &m);
+		len = wire_elem_len(pool__holding__get_packed_size(&m));
+		if (i > first && bytes + len > max) {
+			rc = holds_chunk_send(pd, node, h + first, i - first, hs);
+			first = i;
+			bytes = 0;
+		}
+		bytes += len;
+	}
+	if (rc == 0 && (n > first || n == 0))
+		rc = holds_chunk_send(pd, node, h + first, n - first, hs);
+	if (rc < 0 && rc != -ENOTCONN) /* (a node away is told again when it registers) */
+		log_warnx("node %u: cannot tell it %zu holding(s): %s", node, n, err_str(rc));
+	if (hs != NULL)
+		holds_chunk_done(pd, hs, rc); /* (the sending's own count) */
 }
 
-/* Coordinator: ask another node for its record (HoldingsRequest); it answers with Holdings. */
+/*
+ * Coordinator: ask another node for its record (HoldingsRequest); it answers
+ * with Holdings, in chunks of at most peer.chunk_size bytes.
+ */
 void holdings_ask(struct poold *pd, uint32_t node)
 {
 	Pool__HoldingsRequest req = POOL__HOLDINGS_REQUEST__INIT;
 
+	req.has_chunk_size = 1;
+	req.chunk_size = (uint32_t)pd->conf->peer_chunk_size;
 	coord_notice(pd, node, WIRE_HOLDINGS, &req.base);
+}
+
+/*
+ * Lender: the next chunk of the report on its way (hold.c) as a Holdings
+ * message of at most max bytes (a holding larger alone goes alone): first
+ * the holdings reported before that ended since, then the next holdings.
+ * It points into the record: send it before the record changes, then
+ * holdings_chunk_free() it. 0, or -ENOMEM (the report must start over).
+ */
+int holdings_chunk(struct poold *pd, uint64_t report, uint32_t seq, size_t max, Pool__Holdings *ret)
+{
+	const struct hold_place *gone;
+	const struct holding *h;
+	Pool__Holding *m = NULL;
+	Pool__HoldingEnd *ends = NULL;
+	size_t bytes = 32, n = 0, cap = 0, nends = 0, i; /* (32: report, seq and more) */
+	ssize_t ngone = hold_report_gone(pd, &gone);
+
+	pool__holdings__init(ret);
+	if (ngone < 0)
+		return (int)ngone;
+	if (ngone > 0 && (ends = calloc((size_t)ngone, sizeof(*ends))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < (size_t)ngone && (i == 0 || bytes + 24 <= max); i++) {
+		pool__holding_end__init(&ends[i]);
+		ends[i].arena = gone[i].arena;
+		ends[i].off = gone[i].off;
+		bytes += wire_elem_len(pool__holding_end__get_packed_size(&ends[i]));
+	}
+	nends = i;
+	while ((h = hold_report_peek(pd)) != NULL) {
+		Pool__Holding one;
+		size_t len;
+
+		holding_to_msg(h, &one);
+		len = wire_elem_len(pool__holding__get_packed_size(&one));
+		if ((n > 0 || nends > 0) && bytes + len > max)
+			break;
+		if (n == cap) {
+			size_t c = cap ? cap * 2 : 256;
+			Pool__Holding *g = reallocarray(m, c, sizeof(*g));
+
+			if (g == NULL) {
+				free(m);
+				free(ends);
+				return -ENOMEM;
+			}
+			m = g;
+			cap = c;
+		}
+		m[n++] = one;
+		bytes += len;
+		hold_report_take(pd);
+	}
+	ret->holdings = calloc(n ? n : 1, sizeof(*ret->holdings));
+	ret->gone = calloc(nends ? nends : 1, sizeof(*ret->gone));
+	if (ret->holdings == NULL || ret->gone == NULL) {
+		free(ret->holdings);
+		free(ret->gone);
+		free(m);
+		free(ends);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		ret->holdings[i] = &m[i];
+	for (i = 0; i < nends; i++)
+		ret->gone[i] = &ends[i];
+	ret->n_holdings = n;
+	ret->n_gone = nends;
+	hold_report_gone_told(pd, nends);
+	ret->has_report = ret->has_seq = ret->has_more = 1;
+	ret->report = report;
+	ret->seq = seq;
+	ret->more = hold_report_peek(pd) != NULL || (size_t)ngone > nends;
+	/* (the arrays of holdings and ends are found again through the first of each) */
+	if (n == 0)
+		free(m);
+	if (nends == 0)
+		free(ends);
+	return 0;
+}
+
+void holdings_chunk_free(Pool__Holdings *hs)
+{
+	if (hs->n_holdings > 0)
+		free(hs->holdings[0]);
+	if (hs->n_gone > 0)
+		free(hs->gone[0]);
+	free(hs->holdings);
+	free(hs->gone);
+}
+
+/* The places a chunk tells as gone: free() the array; NULL for no memory. */
+struct hold_place *holding_ends_of_msg(const Pool__Holdings *hs)
+{
+	struct hold_place *g = calloc(hs->n_gone ? hs->n_gone : 1, sizeof(*g));
+	size_t i;
+
+	for (i = 0; g != NULL && i < hs->n_gone; i++)
+		g[i] = (struct hold_place){hs->gone[i]->arena, hs->gone[i]->off};
+	return g;
 }

@@ -63,6 +63,11 @@ struct peer {
 	 */
 	uint8_t *nsdefs;
 	size_t nsdefs_len;
+	/* The record's report on its way to the coordinator, in chunks (stream.c, hold.c). */
+	struct stream *report;
+	uint64_t report_no;  /* its number */
+	uint32_t report_seq; /* the number of its next chunk */
+	size_t report_chunk; /* the most bytes of a chunk */
 	/* Scrubs done, acknowledged once they are durable (lend_flush()), in a burst. */
 	uint64_t *scrub_acks;
 	size_t nscrub_acks, scrub_acks_cap;
@@ -95,25 +100,113 @@ static int peer_hold_add(struct poold *pd, const Pool__Holdings *hs)
 	return rc;
 }
 
-/* Lender: answer the coordinator's HoldingsRequest with its record. */
-static int peer_hold_report(struct poold *pd, struct conn *c, uint64_t req_id)
+/*
+ * Lender: answer an older coordinator's HoldingsRequest, without a chunk
+ * size, with its record in one message: a record too large for a frame is
+ * said, and not sent (that coordinator reconciles nothing of this node).
+ */
+static void peer_hold_report_whole(struct poold *pd, struct conn *c, uint64_t req_id)
 {
 	Pool__Holdings hs;
 	struct holding *h;
 	size_t n;
 	int rc;
 
-	if (hold_list(pd, &h, &n) < 0)
-		return conn_send_error(c, req_id, -ENOMEM, NULL);
-	rc = holdings_msg(h, n, &hs);
-	if (rc == 0) {
-		rc = conn_send(c, WIRE_HOLDINGS_REPLY, req_id, &hs.base);
-		holdings_msg_free(&hs);
-	} else {
-		rc = conn_send_error(c, req_id, rc, NULL);
+	if ((rc = hold_list(pd, &h, &n)) == 0) {
+		if ((rc = holdings_msg(h, n, &hs)) == 0) {
+			rc = conn_send(c, WIRE_HOLDINGS_REPLY, req_id, &hs.base);
+			holdings_msg_free(&hs);
+		}
+		free(h);
 	}
-	free(h);
-	return rc;
+	if (rc < 0)
+		log_warnx(
+		    "cannot report this node's %zu holding(s) to a coordinator that takes them "
+		    "in one message only: %s",
+		    pd->nholds, err_str(rc));
+}
+
+/* Lender: the next chunk of the record's report (stream.c): 1 more follow, 0 the last, -errno. */
+static int peer_report_next(struct poold *pd, struct conn *c, void *arg)
+{
+	struct peer *pe = arg;
+	Pool__Holdings hs;
+	bool more;
+	int rc;
+
+	if ((rc = holdings_chunk(pd, pe->report_no, pe->report_seq, pe->report_chunk, &hs)) < 0)
+		return rc;
+	rc = conn_send(c, WIRE_HOLDINGS_REPLY, 0, &hs.base);
+	more = hs.more;
+	holdings_chunk_free(&hs);
+	if (rc < 0)
+		return rc;
+	pe->report_seq++;
+	return more ? 1 : 0;
+}
+
+/*
+ * Lender: the report is out, or stopped: a chunk that could not be sent
+ * ends it (the coordinator drops what it gathered, and asks again at its
+ * next ledger pass).
+ */
+static void peer_report_end(struct poold *pd, void *arg, int rc)
+{
+	struct peer *pe = arg;
+
+	pe->report = NULL;
+	hold_report_end(pd);
+	if (rc < 0 && rc != -ECONNRESET)
+		log_warnx("holdings report %llu to the coordinator stopped at chunk %u: %s; it "
+			  "starts over when the coordinator asks again",
+			  (unsigned long long)pe->report_no, pe->report_seq, err_str(rc));
+	else if (rc == 0)
+		log_debug("holdings report %llu sent: %u chunk(s)",
+			  (unsigned long long)pe->report_no, pe->report_seq);
+}
+
+/* Lender: stop the report on its way (its link went). */
+static void peer_report_stop(struct peer *pe)
+{
+	if (pe->report == NULL)
+		return;
+	stream_stop(pe->report);
+	pe->report = NULL;
+	hold_report_end(pe->pd);
+}
+
+/*
+ * Lender: the coordinator's HoldingsRequest. The record goes in chunks of
+ * at most the size it asks for, one per turn of the loop (stream.c), so
+ * that no record is too large to report and heartbeats go on meanwhile. A
+ * request while a report is on its way is answered by it: it ends with the
+ * record as it is then.
+ */
+static void peer_holdings_request(struct peer *pe, uint64_t req_id,
+				  const Pool__HoldingsRequest *req)
+{
+	struct poold *pd = pe->pd;
+	int rc;
+
+	if (!req->has_chunk_size) {
+		peer_hold_report_whole(pd, pe->conn, req_id);
+		return;
+	}
+	if (pe->report != NULL)
+		return;
+	pe->report_chunk = MIN(MAX(req->chunk_size, 4096u), PEER_FRAME_MAX / 4);
+	pe->report_no++;
+	pe->report_seq = 0;
+	rc = hold_report_begin(pd);
+	if (rc == 0)
+		rc = stream_start(pd, pe->conn, 2 * pe->report_chunk, peer_report_next,
+				  peer_report_end, pe, &pe->report);
+	if (rc < 0) {
+		hold_report_end(pd);
+		log_warnx(
+		    "cannot report this node's holdings to the coordinator: %s; it asks again",
+		    err_str(rc));
+	}
 }
 
 /* The coordinator's Scrub: done now, acknowledged when the loop has made the burst durable. */
@@ -195,6 +288,7 @@ static void peer_reset(struct peer *pe, const char *why)
 		log_debug("coordinator %s: %s", pe->target, why);
 	pe->state = PEER_IDLE;
 	pe->nscrub_acks = 0; /* the old link's: its coordinator retries them on a new one */
+	peer_report_stop(pe);
 	peer_fail_forwards(pe);
 	pe->retry_ms = MIN(MAX(pe->retry_ms * 2, 200),
 			   MIN(PEER_RETRY_MAX_MS, (uint64_t)pe->pd->conf->heartbeat_ms * 2));
@@ -518,7 +612,7 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 		snapplace_serve(pe->pd, pe->conn, hdr->req_id, (const Pool__SnapPlace *)msg);
 		break;
 	case WIRE_HOLDINGS:
-		peer_hold_report(pe->pd, pe->conn, hdr->req_id);
+		peer_holdings_request(pe, hdr->req_id, (const Pool__HoldingsRequest *)msg);
 		break;
 	case WIRE_SCRUB:
 		peer_scrub(pe, hdr->req_id, (const Pool__Scrub *)msg);
@@ -770,6 +864,7 @@ void peer_close(struct poold *pd)
 
 	if (pe == NULL)
 		return;
+	peer_report_stop(pe);
 	if (pe->conn != NULL)
 		conn_free(pe->conn);
 	pe->conn = NULL;

@@ -208,7 +208,9 @@ struct poold {
 	TAILQ_HEAD(, hold) holds; /* as a lender: the extents it holds (hold.c) */
 	struct hold **hold_tab;	  /* ... hashed by place; a power of two of chains */
 	size_t hold_tab_size, nholds;
-	struct journal *journal;      /* as a lender: the durable part of that record, in pmem */
+	struct hold_report *hold_report; /* ... its report on the way to the coordinator */
+	uint32_t hold_report_gen;	 /* ... the number of the latest */
+	struct journal *journal;	 /* as a lender: the durable part of that record, in pmem */
 	struct coordlog *coordlog;    /* at the coordinator: its journal, if coord.journal is set */
 	uint32_t journal_arena;	      /* ... of this arena */
 	struct kv_space *kv;	      /* at the coordinator: the KV cache index */
@@ -244,8 +246,8 @@ void pidfile_close(const char *path, int fd);
 
 /*
  * The largest frame poolds take from each other on a peer link: once its
- * node registered, and before (peer.c, coord.c). A frame over the limit
- * of the other end is not sent (conn_fits()): it would close the link.
+ * node registered, and before (peer.c, coord.c). Lists that grow with the
+ * data go in chunks of peer.chunk_size, well under it.
  */
 #define PEER_FRAME_MAX (16u << 20)
 #define PEER_UNREG_FRAME_MAX (256u << 10)
@@ -864,6 +866,17 @@ int hold_reach(struct poold *pd, uint32_t arena, uint64_t ext, uint64_t off, uin
 	       bool last, void **ret_ptr);
 void hold_clear(struct poold *pd);
 int hold_list(struct poold *pd, struct holding **ret, size_t *ret_n);
+/* A holding's place, as a report tells one that ended. */
+struct hold_place {
+	uint32_t arena;
+	uint64_t off;
+};
+int hold_report_begin(struct poold *pd);
+void hold_report_end(struct poold *pd);
+const struct holding *hold_report_peek(struct poold *pd);
+void hold_report_take(struct poold *pd);
+ssize_t hold_report_gone(struct poold *pd, const struct hold_place **ret);
+void hold_report_gone_told(struct poold *pd, size_t n);
 /* holdsync.c: the coordinator telling lenders what they hold */
 void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
 	       uint64_t id);
@@ -877,6 +890,13 @@ typedef void (*stream_end_cb)(struct poold *pd, void *arg, int rc);
 int stream_start(struct poold *pd, struct conn *c, size_t ahead, stream_next_cb next,
 		 stream_end_cb end, void *arg, struct stream **ret);
 void stream_stop(struct stream *s);
+
+/* holdreport.c: a lender's report of its record, gathered from its chunks (coordinator) */
+struct holdreport;
+int holdreport_add(struct holdreport **rp, uint64_t report, uint32_t seq, bool more,
+		   const struct holding *h, size_t n, const struct hold_place *gone, size_t ngone);
+int holdreport_result(struct holdreport *r, const struct holding **ret, size_t *ret_n);
+void holdreport_free(struct holdreport *r);
 
 /* reconcile.c: lenders' records kept in step with the map (coordinator) */
 void reconcile_ask(struct poold *pd, uint32_t node);
@@ -896,6 +916,10 @@ struct holding *holdings_of_msg(const Pool__Holdings *hs);
 void holdings_send(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
 		   coord_done_cb done, void *arg);
 void holdings_ask(struct poold *pd, uint32_t node);
+int holdings_chunk(struct poold *pd, uint64_t report, uint32_t seq, size_t max,
+		   Pool__Holdings *ret);
+void holdings_chunk_free(Pool__Holdings *hs);
+struct hold_place *holding_ends_of_msg(const Pool__Holdings *hs);
 int holdings_msg(const struct holding *h, size_t n, Pool__Holdings *hs);
 void holdings_msg_free(Pool__Holdings *hs);
 
