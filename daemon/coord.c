@@ -509,6 +509,48 @@ static struct node_info *coord_node_record(struct coord_peer *p, const Pool__Nod
 	return info;
 }
 
+/*
+ * Answer a node's registration with the member table and the KV
+ * namespaces' definitions, in chunks of peer.chunk_size: the reply holds the
+ * node itself first and as many other members as fit, the others follow as
+ * member events; the definitions that do not fit follow as kv-ns-defs.
+ */
+static void coord_register_reply(struct coord_peer *p, uint64_t req_id, Pool__RegisterReply *reply,
+				 Pool__Member **members, size_t nmembers, Pool__KvNamespace **defs,
+				 size_t ndefs)
+{
+	struct poold *pd = p->co->pd;
+	size_t max = (size_t)pd->conf->peer_chunk_size, i;
+	uint32_t id = reply->node_id;
+	Pool__Member *self;
+
+	for (i = 0; i < nmembers; i++)
+		if (members[i]->node->id == id) {
+			self = members[i];
+			members[i] = members[0];
+			members[0] = self;
+		}
+	reply->members = members;
+	reply->n_members = wire_fit((void *const *)members, nmembers, max);
+	reply->namespaces = defs;
+	reply->n_namespaces = wire_fit((void *const *)defs, ndefs, max);
+	reply->has_namespaces_more = reply->namespaces_more = reply->n_namespaces < ndefs;
+	if (conn_send(p->conn, WIRE_REGISTER_REPLY, req_id, &reply->base) < 0)
+		return; /* (said there) */
+	if (reply->n_members < nmembers || reply->namespaces_more)
+		log_info("node %u: %zu of %zu members and %zu of %zu KV namespaces in its register "
+			 "reply, the others follow (peer.chunk_size)",
+			 id, reply->n_members, nmembers, reply->n_namespaces, ndefs);
+	for (i = reply->n_members; i < nmembers; i++) {
+		Pool__MemberEvent ev = POOL__MEMBER_EVENT__INIT;
+
+		ev.member = members[i];
+		conn_send(p->conn, WIRE_MEMBER_EVENT, 0, &ev.base);
+	}
+	if (reply->namespaces_more)
+		kv_defs_tell(pd, id, defs, ndefs, reply->n_namespaces, 1);
+}
+
 static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Register *reg)
 {
 	struct coord *co = p->co;
@@ -520,8 +562,10 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	struct coord_peer *old;
 	struct node_info *rec;
 	char desc[96], resp_at[64];
+	Pool__Member **members = NULL;
+	Pool__KvNamespace **defs = NULL;
+	size_t n = 0, nmembers = 0, ndefs = 0;
 	uint32_t id;
-	size_t n = 0;
 	int rc;
 
 	if (reg->secret != NULL && reg->secret[0] != '\0') {
@@ -637,16 +681,16 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	reply.heartbeat_misses = (uint32_t)pd->conf->heartbeat_misses;
 	if (resp_endpoint(pd, resp_at, sizeof(resp_at)) == 0)
 		reply.resp_endpoint = resp_at;
-	rc = cluster_members_msg(pd, false, &reply.members, &reply.n_members);
-	if (rc == 0 && (reply.namespaces = kv_defs_msg(pd, &reply.n_namespaces)) == NULL) {
-		cluster_members_msg_free(reply.members, reply.n_members);
+	rc = cluster_members_msg(pd, false, &members, &nmembers);
+	if (rc == 0 && (defs = kv_defs_msg(pd, &ndefs)) == NULL) {
+		cluster_members_msg_free(members, nmembers);
 		rc = -ENOMEM;
 	}
 	if (rc < 0)
 		return coord_refuse(p, req_id, rc, "out of memory");
-	conn_send(p->conn, WIRE_REGISTER_REPLY, req_id, &reply.base);
-	cluster_members_msg_free(reply.members, reply.n_members);
-	free(reply.namespaces);
+	coord_register_reply(p, req_id, &reply, members, nmembers, defs, ndefs);
+	cluster_members_msg_free(members, nmembers);
+	free(defs);
 	reconcile_ask(pd, id); /* reconcile its record with the map */
 	return 0;
 }
@@ -814,7 +858,7 @@ static void coord_peer_frame(struct conn *conn, const struct wire_hdr *hdr, cons
 	}
 	if (hdr->type != WIRE_REGISTER && hdr->type != WIRE_HEARTBEAT &&
 	    hdr->type != WIRE_FORWARD && hdr->type != WIRE_SESSION_END &&
-	    hdr->type != WIRE_HOLDINGS_REPLY) {
+	    hdr->type != WIRE_HOLDINGS_REPLY && hdr->type != WIRE_KV_NS_DEFS) {
 		coord_refuse(p, hdr->req_id, -EOPNOTSUPP, "%s is not a peer request",
 			     wire_type_name(hdr->type));
 		return;
@@ -832,6 +876,9 @@ static void coord_peer_frame(struct conn *conn, const struct wire_hdr *hdr, cons
 		coord_heartbeat(p, hdr->req_id, (Pool__Heartbeat *)msg);
 	else if (hdr->type == WIRE_HOLDINGS_REPLY)
 		coord_holdings(p, (Pool__Holdings *)msg);
+	else if (hdr->type == WIRE_KV_NS_DEFS) /* what its Register had no room for */
+		kv_defs_adopt_msg(p->co->pd, ((Pool__KvNsReply *)msg)->namespaces,
+				  ((Pool__KvNsReply *)msg)->n_namespaces, "a node's record");
 	else if (hdr->type == WIRE_SESSION_END)
 		coord_session_end(p->co->pd, p->m->info->id, ((Pool__SessionEnd *)msg)->session);
 	else

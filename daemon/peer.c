@@ -41,6 +41,17 @@ struct forward {
 	struct req *r;
 };
 
+/* KV namespace definitions as the coordinator tells them: kv-ns-defs chunks (packed KvNsReply). */
+struct nsdefs_chunk {
+	uint8_t *buf;
+	size_t len;
+};
+
+struct nsdefs {
+	struct nsdefs_chunk *c;
+	size_t n;
+};
+
 struct peer {
 	struct poold *pd;
 	struct conn *conn;
@@ -59,10 +70,13 @@ struct peer {
 	TAILQ_HEAD(, forward) forwards;
 	unsigned nforwards;
 	/*
-	 * The KV namespaces the coordinator last told of (a packed KvNsReply), for a restarted one.
+	 * The KV namespaces the coordinator last told of, for a restarted one:
+	 * the set, kept once its last chunk came; the chunks of a set still
+	 * coming; and how many kept chunks the last Register carried (the
+	 * others follow it).
 	 */
-	uint8_t *nsdefs;
-	size_t nsdefs_len;
+	struct nsdefs nsdefs, nsdefs_coming;
+	size_t nsdefs_registered;
 	/* The record's report on its way to the coordinator, in chunks (stream.c, hold.c). */
 	struct stream *report;
 	uint64_t report_no;  /* its number */
@@ -194,7 +208,7 @@ static void peer_holdings_request(struct peer *pe, uint64_t req_id,
 	}
 	if (pe->report != NULL)
 		return;
-	pe->report_chunk = MIN(MAX(req->chunk_size, 4096u), PEER_FRAME_MAX / 4);
+	pe->report_chunk = MIN(MAX(req->chunk_size, 1024u), PEER_FRAME_MAX / 4);
 	pe->report_no++;
 	pe->report_seq = 0;
 	rc = hold_report_begin(pd);
@@ -235,18 +249,71 @@ static void peer_scrub(struct peer *pe, uint64_t req_id, const Pool__Scrub *sc)
 	evtimer_add(pe->scrub_ev, &now);
 }
 
-/* Keep the coordinator's KV namespace definitions: a packed KvNsReply. */
-static void peer_keep_nsdefs(struct peer *pe, const Pool__KvNsReply *defs)
+static void nsdefs_clear(struct nsdefs *d)
 {
-	size_t len = protobuf_c_message_get_packed_size(&defs->base);
-	uint8_t *buf = malloc(len ? len : 1);
+	size_t i;
 
-	if (buf == NULL)
+	for (i = 0; i < d->n; i++)
+		free(d->c[i].buf);
+	free(d->c);
+	d->c = NULL;
+	d->n = 0;
+}
+
+/*
+ * A chunk of the coordinator's KV namespace definitions (a packed
+ * KvNsReply, seq and more as it says): the set its chunks make is kept
+ * once its last chunk came; one out of its order drops the set coming (the
+ * older one stays).
+ */
+static void peer_keep_nsdefs(struct peer *pe, uint32_t seq, bool more, const uint8_t *buf,
+			     size_t len)
+{
+	struct nsdefs *coming = &pe->nsdefs_coming;
+	struct nsdefs_chunk *c;
+	uint8_t *copy;
+
+	if (seq == 0)
+		nsdefs_clear(coming);
+	if (seq != coming->n) {
+		log_warnx("coordinator %s: chunk %u of the KV namespace definitions is out of "
+			  "order: the older ones stay",
+			  pe->target, seq);
+		nsdefs_clear(coming);
+		return;
+	}
+	if ((c = reallocarray(coming->c, coming->n + 1, sizeof(*c))) != NULL)
+		coming->c = c;
+	if (c == NULL || (copy = malloc(len ? len : 1)) == NULL) {
+		log_warnx(
+		    "out of memory keeping the KV namespace definitions: the older ones stay");
+		nsdefs_clear(coming);
+		return;
+	}
+	memcpy(copy, buf, len);
+	coming->c[coming->n++] = (struct nsdefs_chunk){copy, len};
+	if (more)
+		return;
+	nsdefs_clear(&pe->nsdefs);
+	pe->nsdefs = *coming;
+	*coming = (struct nsdefs){0};
+}
+
+/* The same, from a message: the first chunk, as a register reply carries it. */
+static void peer_keep_nsdefs_msg(struct peer *pe, Pool__KvNamespace **defs, size_t n, bool more)
+{
+	Pool__KvNsReply chunk = POOL__KV_NS_REPLY__INIT;
+	size_t len;
+	uint8_t *buf;
+
+	chunk.namespaces = defs;
+	chunk.n_namespaces = n;
+	len = protobuf_c_message_get_packed_size(&chunk.base);
+	if ((buf = malloc(len ? len : 1)) == NULL)
 		return; /* the older ones stay */
-	protobuf_c_message_pack(&defs->base, buf);
-	free(pe->nsdefs);
-	pe->nsdefs = buf;
-	pe->nsdefs_len = len;
+	protobuf_c_message_pack(&chunk.base, buf);
+	peer_keep_nsdefs(pe, 0, more, buf, len);
+	free(buf);
 }
 
 static void peer_schedule(struct peer *pe, uint64_t ms)
@@ -289,6 +356,7 @@ static void peer_reset(struct peer *pe, const char *why)
 	pe->state = PEER_IDLE;
 	pe->nscrub_acks = 0; /* the old link's: its coordinator retries them on a new one */
 	peer_report_stop(pe);
+	nsdefs_clear(&pe->nsdefs_coming);
 	peer_fail_forwards(pe);
 	pe->retry_ms = MIN(MAX(pe->retry_ms * 2, 200),
 			   MIN(PEER_RETRY_MAX_MS, (uint64_t)pe->pd->conf->heartbeat_ms * 2));
@@ -351,10 +419,17 @@ static void peer_register(struct peer *pe, const Pool__HelloReply *hr)
 	/* Sessions that ended while the link was down are those not listed. */
 	if (control_sessions(pe->pd, &reg.sessions, &reg.n_sessions) < 0)
 		reg.n_sessions = 0;
-	if (pe->nsdefs != NULL &&
-	    wire_msg_unpack(WIRE_KV_NS_DEFS, pe->nsdefs, pe->nsdefs_len, &defs) == 0) {
+	/*
+	 * The definitions' first chunk, when it leaves room in what a link may
+	 * send before it registers; the others follow the register reply.
+	 */
+	pe->nsdefs_registered = 0;
+	if (pe->nsdefs.n > 0 && pe->nsdefs.c[0].len <= PEER_UNREG_FRAME_MAX / 4 &&
+	    wire_msg_unpack(WIRE_KV_NS_DEFS, pe->nsdefs.c[0].buf, pe->nsdefs.c[0].len, &defs) ==
+		0) {
 		reg.namespaces = ((Pool__KvNsReply *)defs)->namespaces;
 		reg.n_namespaces = ((Pool__KvNsReply *)defs)->n_namespaces;
+		pe->nsdefs_registered = 1;
 	}
 	conn_send(pe->conn, WIRE_REGISTER, ++pe->next_id, &reg.base);
 	wire_msg_free(defs);
@@ -416,13 +491,12 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 	pe->hb_misses =
 	    rep->heartbeat_misses ? rep->heartbeat_misses : (uint64_t)pd->conf->heartbeat_misses;
 	conn_set_max_send(pe->conn, PEER_FRAME_MAX);
-	{
-		Pool__KvNsReply defs = POOL__KV_NS_REPLY__INIT;
-
-		defs.namespaces = rep->namespaces;
-		defs.n_namespaces = rep->n_namespaces;
-		peer_keep_nsdefs(pe, &defs);
-	}
+	/* What the Register had no room for, before the coordinator's set replaces them. */
+	for (i = pe->nsdefs_registered; i < pe->nsdefs.n; i++)
+		conn_send_raw(pe->conn, WIRE_KV_NS_DEFS, 0, pe->nsdefs.c[i].buf,
+			      pe->nsdefs.c[i].len);
+	peer_keep_nsdefs_msg(pe, rep->namespaces, rep->n_namespaces,
+			     rep->has_namespaces_more && rep->namespaces_more);
 	resprelay_learn(pd, rep->resp_endpoint, conn_fd(pe->conn));
 	pe->state = PEER_UP;
 	pe->close_said = false;
@@ -557,9 +631,13 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 		if (pe->state == PEER_UP)
 			peer_member_event(pe, (Pool__MemberEvent *)msg);
 		break;
-	case WIRE_KV_NS_DEFS:
-		peer_keep_nsdefs(pe, (Pool__KvNsReply *)msg);
+	case WIRE_KV_NS_DEFS: {
+		const Pool__KvNsReply *defs = (const Pool__KvNsReply *)msg;
+
+		peer_keep_nsdefs(pe, defs->has_seq ? defs->seq : 0, defs->has_more && defs->more,
+				 payload, hdr->len);
 		break;
+	}
 	case WIRE_PROBE:
 		peer_probe(pe, hdr->req_id, (Pool__ProbeRequest *)msg);
 		break;
@@ -872,7 +950,8 @@ void peer_close(struct poold *pd)
 	event_free(pe->timer);
 	event_free(pe->scrub_ev);
 	free(pe->scrub_acks);
-	free(pe->nsdefs);
+	nsdefs_clear(&pe->nsdefs);
+	nsdefs_clear(&pe->nsdefs_coming);
 	free(pe);
 	pd->peer = NULL;
 }

@@ -1029,6 +1029,8 @@ void kv_defs_adopt(struct poold *pd, const struct kv_ns_spec *defs, size_t n, co
 int kv_ns_flags_of(const char *tier, const char *evict, uint32_t *ret);
 void kv_def_msg(const struct kv_ns_spec *d, Pool__KvNamespace *m);
 Pool__KvNamespace **kv_defs_msg(struct poold *pd, size_t *ret_n);
+void kv_defs_tell(struct poold *pd, uint32_t node, Pool__KvNamespace **defs, size_t n, size_t from,
+		  uint32_t seq);
 void kv_defs_adopt_msg(struct poold *pd, Pool__KvNamespace *const *defs, size_t n,
 		       const char *from);
 /* A namespace as kv stats and the metrics show it (used: the bytes in its own tier). */
