@@ -893,6 +893,16 @@ static void coord_peer_closed(struct conn *conn, void *arg)
 
 	if (p->m != NULL && p->m->conn == conn) {
 		log_info("link to node %u (%s) closed", p->m->info->id, p->m->info->name);
+		if (p->report != NULL) {
+			uint32_t chunks;
+			size_t n;
+
+			holdreport_progress(p->report, &chunks, &n);
+			log_info(
+			    "node %u (%s): its holdings report, cut short after %u chunk(s) and "
+			    "%zu holding(s), is dropped, not reconciled",
+			    p->m->info->id, p->m->info->name, chunks, n);
+		}
 		p->m->conn = NULL;
 		coordlink_fail(co->pd, p->m->info->id);
 		if (p->m->state == MEMBER_UP)

@@ -179,6 +179,13 @@ out_drop:
 	return rc;
 }
 
+/* How far a report came: the chunks and holdings gathered (for logs). */
+void holdreport_progress(const struct holdreport *r, uint32_t *ret_chunks, size_t *ret_n)
+{
+	*ret_chunks = r != NULL ? r->next_seq : 0;
+	*ret_n = r != NULL ? r->n : 0;
+}
+
 static int holdreport_cmp_gone(const void *a, const void *b)
 {
 	const struct holdreport_gone *x = a, *y = b;

@@ -208,7 +208,7 @@ static void peer_holdings_request(struct peer *pe, uint64_t req_id,
 	}
 	if (pe->report != NULL)
 		return;
-	pe->report_chunk = MIN(MAX(req->chunk_size, 1024u), PEER_FRAME_MAX / 4);
+	pe->report_chunk = MIN(MAX(req->chunk_size, 256u), PEER_FRAME_MAX / 4);
 	pe->report_no++;
 	pe->report_seq = 0;
 	rc = hold_report_begin(pd);

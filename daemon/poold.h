@@ -897,6 +897,7 @@ int holdreport_add(struct holdreport **rp, uint64_t report, uint32_t seq, bool m
 		   const struct holding *h, size_t n, const struct hold_place *gone, size_t ngone);
 int holdreport_result(struct holdreport *r, const struct holding **ret, size_t *ret_n);
 void holdreport_free(struct holdreport *r);
+void holdreport_progress(const struct holdreport *r, uint32_t *ret_chunks, size_t *ret_n);
 
 /* reconcile.c: lenders' records kept in step with the map (coordinator) */
 void reconcile_ask(struct poold *pd, uint32_t node);
