@@ -13,11 +13,18 @@
 # namespaces' definitions back from the nodes, in chunks, and the values
 # again. No poold says a message was too large, and node 2 is never dead.
 # CHUNKS_VALUES=3000000 (scripts/ci-extra.sh, stage chunks) makes it a run
-# of millions.
+# of millions; CHUNKS_LEDGER (ledger.interval, 2s) and CHUNKS_MISSES
+# (heartbeat.misses, 10) widen what such a run needs: the coordinator still
+# compares a whole report with its map in one pass of its loop (some
+# seconds for millions of values), and a ledger pass every 2 s would keep
+# it doing so.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 KV="$top_builddir/tests/tools/pool-kv"
 N=${CHUNKS_VALUES:-200000}
 NS=60
+WAIT=$((60 + N / 2000)) # seconds for the values to come back (160 for 200,000)
+LEDGER=${CHUNKS_LEDGER:-2s}
+MISSES=${CHUNKS_MISSES:-10}
 PREFIX=a-key-long-enough-to-make-the-report-of-the-values-large-
 finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "chunks: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 on() { local i=$1; shift; cluster_exec "$i" timeout 600 env POOL_SOCKET="$(pool_sock "$i")" "$@"; }
@@ -25,7 +32,7 @@ export POOL_OPTS="${POOL_OPTS:-} -o peer.chunk_size=512"
 JOURNAL=
 # (a heartbeat window of 5 s: node 2 is stopped for 2 s, and is suspect, not dead)
 coord_start() {
-	pool_node_start 1 -o lend.size=0 -o ledger.interval=2s -o heartbeat.misses=10 \
+	pool_node_start 1 -o lend.size=0 -o ledger.interval="$LEDGER" -o heartbeat.misses="$MISSES" \
 		-o "coord.journal=$JOURNAL" "$@" || return 1
 	for _ in $(seq 100); do [ -S "$(pool_sock 1)" ] && return 0; sleep 0.05; done
 	return 1
@@ -51,6 +58,18 @@ watch_entries() {
 	done
 	return 1
 }
+# coord_kill: SIGKILL the coordinator, and wait until it is gone (a poold of
+# millions of values takes a while to give its memory back, and holds its
+# pid file until then).
+coord_kill() {
+	local pid=${POOL_PIDS[1]} state
+	pool_node_kill 1
+	for _ in $(seq 600); do
+		state=$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null) || return 0
+		[ "$state" = Z ] && return 0
+		sleep 0.1
+	done
+}
 # registered I: the coordinator's log says node I registered, for the COUNT-th time.
 registered() { grep -c "node $1 (h$1) at .* registered" "$(cluster_dir 1)/poold.log"; }
 wait_registered() {
@@ -62,6 +81,8 @@ wait_registered() {
 	return 1
 }
 
+watcher=
+trap '[ -n "$watcher" ] && kill "$watcher" 2>/dev/null' EXIT # (chained by cluster_create)
 cluster_create 4 || exit 1
 JOURNAL="$(cluster_dir 1)/coord.journal"
 coord_start || exit 1
@@ -88,9 +109,9 @@ on 2 "$KV" chunky mput "$PREFIX" "$N" 48 7 >"$CLUSTER_TMP/out" 2>&1 && grep -q "
 # the report (SIGSTOP: node 2 waits, its link's output full) and node 2's
 # link is cut meanwhile: the coordinator drops what it gathered.
 sleep 2.5 # (a ledger pass on the way: reports go while the cluster works)
-pool_node_kill 1
+coord_kill
 coord_start || { not_ok "the coordinator restarts"; finish; exit 1; }
-watch_entries "$CLUSTER_TMP/counts" 120 &
+watch_entries "$CLUSTER_TMP/counts" "$WAIT" &
 watcher=$!
 wait_registered 2 2 || not_ok "h2 registers with the restarted coordinator"
 pool_node_kill 1 STOP
@@ -118,7 +139,7 @@ sleep 1
 pool_node_kill 2 CONT
 pool_wait_state 1 h2 up 10 && ok "node 2 runs again: up" || not_ok "h2 up again"
 t0=$SECONDS
-wait $watcher && ok "all $N values are back ($((SECONDS - t0)) s after node 2 ran again)" ||
+wait $watcher && watcher= && ok "all $N values are back ($((SECONDS - t0)) s after node 2 ran again)" ||
 	not_ok "values after the restart: $(tail -1 "$CLUSTER_TMP/counts") of $N"
 others=$(grep -v -x -e 0 -e none -e "$N" "$CLUSTER_TMP/counts" | sort -u | tr '\n' ' ')
 [ -z "$others" ] && ok "the coordinator's count was only ever none or all of them ($(wc -l <"$CLUSTER_TMP/counts") samples): no partial report reconciled" ||
@@ -129,10 +150,10 @@ on 3 "$KV" chunky mget "$PREFIX" "$N" 7 >"$CLUSTER_TMP/out" 2>&1 &&
 	{ not_ok "mget after the restart"; cat "$CLUSTER_TMP/out"; }
 
 # Once more without a journal: the definitions come back from the nodes.
-pool_node_kill 1
+coord_kill
 JOURNAL="$(cluster_dir 1)/coord.journal.new"
 coord_start || { not_ok "the coordinator restarts without its journal"; finish; exit 1; }
-watch_entries "$CLUSTER_TMP/counts2" 120 && ok "restarted without its journal: all $N values are back" ||
+watch_entries "$CLUSTER_TMP/counts2" "$WAIT" && ok "restarted without its journal: all $N values are back" ||
 	not_ok "values after the second restart: $(tail -1 "$CLUSTER_TMP/counts2") of $N"
 nns=$(pctl 1 --json kv stats | python3 -c '
 import json, sys
