@@ -1,15 +1,19 @@
 /*
- * daemon/holdreport.c - a lender's report of its record as the coordinator
- * gathers it, chunk by chunk (the lender sends it so: hold.c, holdwire.c).
+ * daemon/holdreport.c - a lender's report of its record in chunks: cut
+ * from the record's cursor (hold.c) by the lender, gathered again by the
+ * coordinator. holdwire.c puts them on the wire.
  *
- * The holdings of each chunk are kept, with copies of what their records
- * say (the chunk's message goes once it is read); those a later chunk
- * tells as gone are dropped when the last chunk is in. Only then is the
- * report the lender's record: reconcile.c compares it with the map, and
- * takes back what only the lender holds. A report cut short (its link
- * went, a chunk came out of its order, there was no memory to keep one) is
- * void and dropped whole: taken as the record, it would have the map give
- * away what the lender holds beyond it.
+ * A lender's chunk holds, first, the holdings its earlier chunks told that
+ * ended since, then the next holdings of the record, as many as fit in the
+ * bound on the wire. At the coordinator, the holdings of each chunk are
+ * kept, with copies of what their records say (the chunk's message goes
+ * once it is read); those a later chunk tells as gone are dropped when the
+ * last chunk is in. Only then is the report the lender's record:
+ * reconcile.c compares it with the map, and takes back what only the
+ * lender holds. A report cut short (its link went, a chunk came out of its
+ * order, there was no memory to keep one) is void and dropped whole: taken
+ * as the record, it would have the map give away what the lender holds
+ * beyond it.
  */
 #include "config.h"
 
@@ -45,6 +49,67 @@ struct holdreport {
 	size_t ngone, gone_cap;
 	struct holdreport_block *blocks;
 };
+
+/*
+ * Lender: cut the next chunk of the report on its way, of at most max
+ * bytes on the wire (a holding larger alone goes alone). Its holdings are
+ * copies pointing into the record: put the chunk on the wire before the
+ * record changes, then holdreport_chunk_free() it. 0, or -ENOMEM (the
+ * report must start over).
+ */
+int holdreport_chunk(struct poold *pd, size_t max, struct holdreport_chunk *ret)
+{
+	const struct hold_place *gone;
+	const struct holding *h;
+	ssize_t ngone = hold_report_gone(pd, &gone);
+	size_t bytes = 32, cap = 0, i; /* (32: the report's number, seq and more) */
+
+	*ret = (struct holdreport_chunk){0};
+	if (ngone < 0)
+		return (int)ngone;
+	for (i = 0; i < (size_t)ngone; i++) {
+		size_t len = hold_place_wire_len(&gone[i]);
+
+		if (i > 0 && bytes + len > max)
+			break;
+		bytes += len;
+	}
+	if (i > 0 && (ret->gone = malloc(i * sizeof(*ret->gone))) == NULL)
+		return -ENOMEM;
+	if (i > 0)
+		memcpy(ret->gone, gone, i * sizeof(*gone));
+	ret->ngone = i;
+	hold_report_gone_told(pd, i);
+	while ((h = hold_report_peek(pd)) != NULL) {
+		size_t len = holding_wire_len(h);
+
+		if ((ret->n > 0 || ret->ngone > 0) && bytes + len > max)
+			break;
+		if (ret->n == cap) {
+			size_t c = cap ? cap * 2 : 256;
+			struct holding *g = reallocarray(ret->h, c, sizeof(*g));
+
+			if (g == NULL) {
+				holdreport_chunk_free(ret);
+				return -ENOMEM;
+			}
+			ret->h = g;
+			cap = c;
+		}
+		ret->h[ret->n++] = *h;
+		bytes += len;
+		hold_report_take(pd);
+	}
+	ret->more = hold_report_peek(pd) != NULL || hold_report_gone(pd, &gone) != 0;
+	return 0;
+}
+
+void holdreport_chunk_free(struct holdreport_chunk *c)
+{
+	free(c->h);
+	free(c->gone);
+	*c = (struct holdreport_chunk){0};
+}
 
 /* Forget a report, whole or not. */
 void holdreport_free(struct holdreport *r)

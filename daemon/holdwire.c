@@ -292,94 +292,69 @@ void holdings_ask(struct poold *pd, uint32_t node)
 	coord_notice(pd, node, WIRE_HOLDINGS, &req.base);
 }
 
-/*
- * Lender: the next chunk of the report on its way (hold.c) as a Holdings
- * message of at most max bytes (a holding larger alone goes alone): first
- * the holdings reported before that ended since, then the next holdings.
- * It points into the record: send it before the record changes, then
- * holdings_chunk_free() it. 0, or -ENOMEM (the report must start over).
- */
-int holdings_chunk(struct poold *pd, uint64_t report, uint32_t seq, size_t max, Pool__Holdings *ret)
+/* Bytes a holding takes in a Holdings message. */
+size_t holding_wire_len(const struct holding *h)
 {
-	const struct hold_place *gone;
-	const struct holding *h;
-	Pool__Holding *m = NULL;
-	Pool__HoldingEnd *ends = NULL;
-	size_t bytes = 32, n = 0, cap = 0, nends = 0, i; /* (32: report, seq and more) */
-	ssize_t ngone = hold_report_gone(pd, &gone);
+	Pool__Holding m;
 
-	pool__holdings__init(ret);
-	if (ngone < 0)
-		return (int)ngone;
-	if (ngone > 0 && (ends = calloc((size_t)ngone, sizeof(*ends))) == NULL)
-		return -ENOMEM;
-	for (i = 0; i < (size_t)ngone && (i == 0 || bytes + 24 <= max); i++) {
-		pool__holding_end__init(&ends[i]);
-		ends[i].arena = gone[i].arena;
-		ends[i].off = gone[i].off;
-		bytes += wire_elem_len(pool__holding_end__get_packed_size(&ends[i]));
-	}
-	nends = i;
-	while ((h = hold_report_peek(pd)) != NULL) {
-		Pool__Holding one;
-		size_t len;
+	holding_to_msg(h, &m);
+	return wire_elem_len(pool__holding__get_packed_size(&m));
+}
 
-		holding_to_msg(h, &one);
-		len = wire_elem_len(pool__holding__get_packed_size(&one));
-		if ((n > 0 || nends > 0) && bytes + len > max)
-			break;
-		if (n == cap) {
-			size_t c = cap ? cap * 2 : 256;
-			Pool__Holding *g = reallocarray(m, c, sizeof(*g));
+/* Bytes a holding that ended takes in a Holdings message's gone list. */
+size_t hold_place_wire_len(const struct hold_place *g)
+{
+	Pool__HoldingEnd m = POOL__HOLDING_END__INIT;
 
-			if (g == NULL) {
-				free(m);
-				free(ends);
-				return -ENOMEM;
-			}
-			m = g;
-			cap = c;
-		}
-		m[n++] = one;
-		bytes += len;
-		hold_report_take(pd);
-	}
-	ret->holdings = calloc(n ? n : 1, sizeof(*ret->holdings));
-	ret->gone = calloc(nends ? nends : 1, sizeof(*ret->gone));
-	if (ret->holdings == NULL || ret->gone == NULL) {
-		free(ret->holdings);
+	m.arena = g->arena;
+	m.off = g->off;
+	return wire_elem_len(pool__holding_end__get_packed_size(&m));
+}
+
+/*
+ * A chunk of a lender's report (holdreport_chunk()) as a Holdings message,
+ * numbered seq of the report, pointing into c; holdings_chunk_free() it.
+ * 0 or -ENOMEM.
+ */
+int holdings_chunk_msg(uint64_t report, uint32_t seq, const struct holdreport_chunk *c,
+		       Pool__Holdings *ret)
+{
+	Pool__HoldingEnd *ends;
+	size_t i;
+	int rc;
+
+	if ((rc = holdings_msg(c->h, c->n, ret)) < 0)
+		return rc;
+	ret->gone = calloc(c->ngone ? c->ngone : 1, sizeof(*ret->gone));
+	ends = calloc(c->ngone ? c->ngone : 1, sizeof(*ends));
+	if (ret->gone == NULL || ends == NULL) {
 		free(ret->gone);
-		free(m);
 		free(ends);
+		holdings_msg_free(ret);
 		return -ENOMEM;
 	}
-	for (i = 0; i < n; i++)
-		ret->holdings[i] = &m[i];
-	for (i = 0; i < nends; i++)
+	for (i = 0; i < c->ngone; i++) {
+		pool__holding_end__init(&ends[i]);
+		ends[i].arena = c->gone[i].arena;
+		ends[i].off = c->gone[i].off;
 		ret->gone[i] = &ends[i];
-	ret->n_holdings = n;
-	ret->n_gone = nends;
-	hold_report_gone_told(pd, nends);
+	}
+	ret->n_gone = c->ngone;
+	if (c->ngone == 0)
+		free(ends); /* else holdings_chunk_free() finds it as the first end */
 	ret->has_report = ret->has_seq = ret->has_more = 1;
 	ret->report = report;
 	ret->seq = seq;
-	ret->more = hold_report_peek(pd) != NULL || (size_t)ngone > nends;
-	/* (the arrays of holdings and ends are found again through the first of each) */
-	if (n == 0)
-		free(m);
-	if (nends == 0)
-		free(ends);
+	ret->more = c->more;
 	return 0;
 }
 
 void holdings_chunk_free(Pool__Holdings *hs)
 {
-	if (hs->n_holdings > 0)
-		free(hs->holdings[0]);
 	if (hs->n_gone > 0)
 		free(hs->gone[0]);
-	free(hs->holdings);
 	free(hs->gone);
+	holdings_msg_free(hs);
 }
 
 /* The places a chunk tells as gone: free() the array; NULL for no memory. */

@@ -144,15 +144,19 @@ static void peer_hold_report_whole(struct poold *pd, struct conn *c, uint64_t re
 static int peer_report_next(struct poold *pd, struct conn *c, void *arg)
 {
 	struct peer *pe = arg;
+	struct holdreport_chunk chunk;
 	Pool__Holdings hs;
 	bool more;
 	int rc;
 
-	if ((rc = holdings_chunk(pd, pe->report_no, pe->report_seq, pe->report_chunk, &hs)) < 0)
+	if ((rc = holdreport_chunk(pd, pe->report_chunk, &chunk)) < 0)
 		return rc;
-	rc = conn_send(c, WIRE_HOLDINGS_REPLY, 0, &hs.base);
-	more = hs.more;
-	holdings_chunk_free(&hs);
+	more = chunk.more;
+	if ((rc = holdings_chunk_msg(pe->report_no, pe->report_seq, &chunk, &hs)) == 0) {
+		rc = conn_send(c, WIRE_HOLDINGS_REPLY, 0, &hs.base);
+		holdings_chunk_free(&hs);
+	}
+	holdreport_chunk_free(&chunk);
 	if (rc < 0)
 		return rc;
 	pe->report_seq++;

@@ -891,7 +891,16 @@ int stream_start(struct poold *pd, struct conn *c, size_t ahead, stream_next_cb 
 		 stream_end_cb end, void *arg, struct stream **ret);
 void stream_stop(struct stream *s);
 
-/* holdreport.c: a lender's report of its record, gathered from its chunks (coordinator) */
+/* holdreport.c: a lender's report of its record in chunks: cut (lender), gathered (coordinator) */
+struct holdreport_chunk {
+	struct holding *h; /* the next holdings of the record (copies pointing into it) */
+	size_t n;
+	struct hold_place *gone; /* holdings of earlier chunks that ended since */
+	size_t ngone;
+	bool more; /* more chunks follow */
+};
+int holdreport_chunk(struct poold *pd, size_t max, struct holdreport_chunk *ret);
+void holdreport_chunk_free(struct holdreport_chunk *c);
 struct holdreport;
 int holdreport_add(struct holdreport **rp, uint64_t report, uint32_t seq, bool more,
 		   const struct holding *h, size_t n, const struct hold_place *gone, size_t ngone);
@@ -917,8 +926,11 @@ struct holding *holdings_of_msg(const Pool__Holdings *hs);
 void holdings_send(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
 		   coord_done_cb done, void *arg);
 void holdings_ask(struct poold *pd, uint32_t node);
-int holdings_chunk(struct poold *pd, uint64_t report, uint32_t seq, size_t max,
-		   Pool__Holdings *ret);
+size_t holding_wire_len(const struct holding *h);
+size_t hold_place_wire_len(const struct hold_place *g);
+struct holdreport_chunk;
+int holdings_chunk_msg(uint64_t report, uint32_t seq, const struct holdreport_chunk *c,
+		       Pool__Holdings *ret);
 void holdings_chunk_free(Pool__Holdings *hs);
 struct hold_place *holding_ends_of_msg(const Pool__Holdings *hs);
 int holdings_msg(const struct holding *h, size_t n, Pool__Holdings *hs);

@@ -1,11 +1,11 @@
 /*
  * tests/unit/test_holdreport.c - a lender's holdings in chunks, both ways.
  *
- * A lender's report of its record (hold.c, holdwire.c) goes over a real
- * framed connection to a socket pair, one chunk of at most a small bound
- * per turn of the loop (stream.c), while the record changes under it:
- * gathered again (holdreport.c), it is the record as it is at its last
- * chunk, each holding once. A report cut short, or with a chunk out of its
+ * A lender's report of its record (hold.c, holdreport.c, holdwire.c)
+ * goes over a real framed connection to a socket pair, one chunk of at
+ * most a small bound per turn of the loop (stream.c), while the record
+ * changes under it: gathered again (holdreport.c), it is the record as it
+ * is at its last chunk, each holding once. A report cut short, or with a chunk out of its
  * order, is never given as a record; a whole one brings every value back
  * into a restarted coordinator's index (reconcile.c). The coordinator's
  * Holds to a lender go in chunks of the same bound, answered once for all.
@@ -191,16 +191,19 @@ static int chunk_read(const uint8_t *payload, size_t len, struct holdreport **rp
 /* The next chunk of the report on its way, packed (free it); whether more follow. */
 static uint8_t *chunk_make(uint32_t seq, size_t *ret_len, bool *ret_more)
 {
+	struct holdreport_chunk chunk;
 	Pool__Holdings hs;
 	uint8_t *buf;
 
-	CU_ASSERT_EQUAL_FATAL(holdings_chunk(&lender, 7, seq, CHUNK, &hs), 0);
+	CU_ASSERT_EQUAL_FATAL(holdreport_chunk(&lender, CHUNK, &chunk), 0);
+	CU_ASSERT_EQUAL_FATAL(holdings_chunk_msg(7, seq, &chunk, &hs), 0);
 	*ret_len = pool__holdings__get_packed_size(&hs);
 	buf = malloc(*ret_len ? *ret_len : 1);
 	CU_ASSERT_FATAL(buf != NULL);
 	pool__holdings__pack(&hs, buf);
 	*ret_more = hs.more;
 	holdings_chunk_free(&hs);
+	holdreport_chunk_free(&chunk);
 	return buf;
 }
 
@@ -229,15 +232,18 @@ struct sending {
 static int send_next(struct poold *pd, struct conn *c, void *arg)
 {
 	struct sending *s = arg;
+	struct holdreport_chunk chunk;
 	Pool__Holdings hs;
 	bool more;
 	int rc;
 
-	if ((rc = holdings_chunk(pd, 7, s->seq, CHUNK, &hs)) < 0)
+	if ((rc = holdreport_chunk(pd, CHUNK, &chunk)) < 0)
 		return rc;
+	CU_ASSERT_EQUAL_FATAL(holdings_chunk_msg(7, s->seq, &chunk, &hs), 0);
 	rc = conn_send(c, WIRE_HOLDINGS_REPLY, 0, &hs.base);
-	more = hs.more;
+	more = chunk.more;
 	holdings_chunk_free(&hs);
+	holdreport_chunk_free(&chunk);
 	s->seq++;
 	s->most_queued = MAX(s->most_queued, conn_output_len(c));
 	return rc < 0 ? rc : more;
