@@ -157,6 +157,7 @@ struct poold_conf {
 	char *peer_tls_key;
 	char *peer_tls_ca;
 	int64_t max_nodes;
+	int64_t peer_chunk_size;
 	int64_t heartbeat_ms;
 	int64_t heartbeat_misses;
 	int64_t fabric_transfer;

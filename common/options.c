@@ -70,6 +70,9 @@ const struct conf_option conf_options[] = {
      "PEM file with the CA certificates a peer's certificate must chain to"},
     {"peer.max_nodes", CONF_INT, OFF(max_nodes), 1, 4096, "1024", NULL, 0,
      "most nodes the coordinator accepts"},
+    {"peer.chunk_size", CONF_SIZE, OFF(peer_chunk_size), 256, 4LL << 20, "1M", NULL, 0,
+     "largest chunk of a long list sent between poolds (a lender's holdings, the member "
+     "table, KV namespace definitions): such lists go as several messages"},
     {"heartbeat.interval", CONF_DURATION, OFF(heartbeat_ms), 100, 60000, "2s", NULL, CONF_F_RESTART,
      "how often nodes report to the coordinator"},
     {"heartbeat.misses", CONF_INT, OFF(heartbeat_misses), 2, 100, "3", NULL, CONF_F_RESTART,

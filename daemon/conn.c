@@ -43,6 +43,7 @@ struct conn {
 	const struct conn_ops *ops;
 	void *arg;
 	size_t max_frame;
+	size_t max_send;	/* the largest payload the other end takes; 0: not known */
 	const char *limit_name; /* the option that sets max_frame, for error messages */
 	char desc[64];
 	int busy;				    /* callbacks of this connection running */
@@ -165,6 +166,21 @@ void conn_close_later(struct conn *c)
 		conn_end(c);
 }
 
+/*
+ * Whether the other end takes a payload of len bytes of a type: 0, or
+ * -EMSGSIZE, said here. It would refuse a larger frame and close the link:
+ * the sender is told instead (a reply becomes an error reply), and the
+ * link stays.
+ */
+int conn_fits(const struct conn *c, uint16_t type, size_t len)
+{
+	if (c->max_send == 0 || len <= c->max_send)
+		return 0;
+	log_warnx("%s: a %s of %zu bytes exceeds the %zu the other end takes: not sent", c->desc,
+		  wire_type_name(type), len, c->max_send);
+	return -EMSGSIZE;
+}
+
 /* Queue one frame. */
 int conn_send(struct conn *c, uint16_t type, uint64_t req_id, const ProtobufCMessage *msg)
 {
@@ -177,6 +193,10 @@ int conn_send(struct conn *c, uint16_t type, uint64_t req_id, const ProtobufCMes
 	rc = wire_frame_pack(type, req_id, msg, &buf, &len);
 	if (rc < 0) {
 		log_warnx("%s: cannot pack %s: %s", c->desc, wire_type_name(type), err_str(rc));
+		return rc;
+	}
+	if ((rc = conn_fits(c, type, len - WIRE_HDR_LEN)) < 0) {
+		free(buf);
 		return rc;
 	}
 	rc = bufferevent_write(c->bev, buf, len) == 0 ? 0 : -ENOMEM;
@@ -277,6 +297,15 @@ int conn_send_error(struct conn *c, uint64_t req_id, int code, const char *msg)
 void conn_set_max_frame(struct conn *c, size_t max_frame)
 {
 	c->max_frame = max_frame;
+}
+
+/*
+ * Set the largest payload the other end accepts (its frame limit): a larger
+ * frame is not queued, and conn_send() fails with -EMSGSIZE.
+ */
+void conn_set_max_send(struct conn *c, size_t max_send)
+{
+	c->max_send = max_send;
 }
 
 /* Name the option that sets the frame limit, for the error sent to peers over it. */

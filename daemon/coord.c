@@ -28,17 +28,15 @@
 #include "daemon/poold.h"
 #include "proto/pool_contract.h"
 
-#define COORD_PEER_MAX_FRAME (16u << 20)
 /*
  * What links that have not registered may hold: they have not proved they
- * know the secret, so each gets a small frame, a place in the small pools
- * of coordslot.c (never one a registered node holds), and a deadline from
- * its accept that no trickle of bytes extends. A real node's handshake
- * takes milliseconds; a flood then neither fills poold's fds or memory nor
- * keeps a real node out.
+ * know the secret, so each gets a small frame (PEER_UNREG_FRAME_MAX), a
+ * place in the small pools of coordslot.c (never one a registered node
+ * holds), and a deadline from its accept that no trickle of bytes extends.
+ * A real node's handshake takes milliseconds; a flood then neither fills
+ * poold's fds or memory nor keeps a real node out.
  */
 #define COORD_REGISTER_TIMEOUT_MS 5000
-#define COORD_UNREG_MAX_FRAME (256u << 10)
 #define COORD_PROBE_TIMEOUT_MS 60000
 /*
  * Members' changes go to the nodes batched: those of a tick in one frame
@@ -58,6 +56,7 @@ struct coord_peer {
 	struct coordslot slot; /* until registered: its place, its address and accept time */
 	uint8_t nonce[PEERAUTH_NONCE_LEN];	/* our challenge on this link */
 	uint8_t node_nonce[PEERAUTH_NONCE_LEN]; /* the node's, from its Hello */
+	struct holdreport *report; /* the node's report of its record, coming in chunks */
 	char addr[64];
 	uint64_t ev_gen; /* registered in that tick of member events ... */
 	size_t ev_from;	 /* ... after that many of them (its RegisterReply has those) */
@@ -601,6 +600,48 @@ static struct node_info *coord_node_record(struct coord_peer *p, const Pool__Nod
 	return info;
 }
 
+/*
+ * Answer a node's registration with the member table and the KV
+ * namespaces' definitions, in chunks of peer.chunk_size: the reply holds the
+ * node itself first and as many other members as fit, the others follow as
+ * member events; the definitions that do not fit follow as kv-ns-defs.
+ */
+static void coord_register_reply(struct coord_peer *p, uint64_t req_id, Pool__RegisterReply *reply,
+				 Pool__Member **members, size_t nmembers, Pool__KvNamespace **defs,
+				 size_t ndefs)
+{
+	struct poold *pd = p->co->pd;
+	size_t max = (size_t)pd->conf->peer_chunk_size, i;
+	uint32_t id = reply->node_id;
+	Pool__Member *self;
+
+	for (i = 0; i < nmembers; i++)
+		if (members[i]->node->id == id) {
+			self = members[i];
+			members[i] = members[0];
+			members[0] = self;
+		}
+	reply->members = members;
+	reply->n_members = wire_fit((void *const *)members, nmembers, max);
+	reply->namespaces = defs;
+	reply->n_namespaces = wire_fit((void *const *)defs, ndefs, max);
+	reply->has_namespaces_more = reply->namespaces_more = reply->n_namespaces < ndefs;
+	if (conn_send(p->conn, WIRE_REGISTER_REPLY, req_id, &reply->base) < 0)
+		return; /* (said there) */
+	if (reply->n_members < nmembers || reply->namespaces_more)
+		log_info("node %u: %zu of %zu members and %zu of %zu KV namespaces in its register "
+			 "reply, the others follow (peer.chunk_size)",
+			 id, reply->n_members, nmembers, reply->n_namespaces, ndefs);
+	for (i = reply->n_members; i < nmembers; i++) {
+		Pool__MemberEvent ev = POOL__MEMBER_EVENT__INIT;
+
+		ev.member = members[i];
+		conn_send(p->conn, WIRE_MEMBER_EVENT, 0, &ev.base);
+	}
+	if (reply->namespaces_more)
+		kv_defs_tell(pd, id, defs, ndefs, reply->n_namespaces, 1);
+}
+
 static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Register *reg)
 {
 	struct coord *co = p->co;
@@ -612,8 +653,10 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	struct coord_peer *old;
 	struct node_info *rec;
 	char desc[96], resp_at[64];
+	Pool__Member **members = NULL;
+	Pool__KvNamespace **defs = NULL;
+	size_t n = 0, nmembers = 0, ndefs = 0;
 	uint32_t id;
-	size_t n = 0;
 	int rc;
 
 	if (reg->secret != NULL && reg->secret[0] != '\0') {
@@ -696,6 +739,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 			conn_free(old->conn);
 			TAILQ_REMOVE(&co->peers, old, entry);
 			coordslot_give(&co->slots, &old->slot);
+			holdreport_free(old->report);
 			free(old);
 		}
 	}
@@ -713,7 +757,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	coord_lender_update(pd, m->info);
 	snprintf(desc, sizeof(desc), "node %u (%s) at %s", id, info->name, p->addr);
 	conn_set_desc(p->conn, desc);
-	conn_set_max_frame(p->conn, COORD_PEER_MAX_FRAME);
+	conn_set_max_frame(p->conn, PEER_FRAME_MAX);
 	conn_set_limit_name(p->conn, "the frame limit");
 	log_info("%s registered (%s, incarnation %llx)", desc, info->version,
 		 (unsigned long long)info->incarnation);
@@ -728,18 +772,18 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	reply.heartbeat_misses = (uint32_t)pd->conf->heartbeat_misses;
 	if (resp_endpoint(pd, resp_at, sizeof(resp_at)) == 0)
 		reply.resp_endpoint = resp_at;
-	rc = cluster_members_msg(pd, false, &reply.members, &reply.n_members);
-	if (rc == 0 && (reply.namespaces = kv_defs_msg(pd, &reply.n_namespaces)) == NULL) {
-		cluster_members_msg_free(reply.members, reply.n_members);
+	rc = cluster_members_msg(pd, false, &members, &nmembers);
+	if (rc == 0 && (defs = kv_defs_msg(pd, &ndefs)) == NULL) {
+		cluster_members_msg_free(members, nmembers);
 		rc = -ENOMEM;
 	}
 	if (rc < 0)
 		return coord_refuse(p, req_id, rc, "out of memory");
-	conn_send(p->conn, WIRE_REGISTER_REPLY, req_id, &reply.base);
+	coord_register_reply(p, req_id, &reply, members, nmembers, defs, ndefs);
 	p->ev_gen = co->ev_gen; /* the changes queued so far are in its table */
 	p->ev_from = co->nev;
-	cluster_members_msg_free(reply.members, reply.n_members);
-	free(reply.namespaces);
+	cluster_members_msg_free(members, nmembers);
+	free(defs);
 	reconcile_ask(pd, id); /* reconcile its record with the map */
 	return 0;
 }
@@ -762,15 +806,55 @@ static void coord_heartbeat(struct coord_peer *p, uint64_t req_id, const Pool__H
 	conn_send(p->conn, WIRE_OK, req_id, &ok.base);
 }
 
-/* A lender's record of what it holds: compare with the map. */
+/*
+ * A lender's record of what it holds, or a chunk of it: compared with the
+ * map once the report is whole (holdreport.c). A report in one message is
+ * an older lender's.
+ */
 static void coord_holdings(struct coord_peer *p, const Pool__Holdings *hs)
 {
+	static struct log_limit said;
+	struct poold *pd = p->co->pd;
+	uint32_t node = p->m->info->id;
 	struct holding *h = holdings_of_msg(hs);
+	struct hold_place *gone = holding_ends_of_msg(hs);
+	const struct holding *all;
+	size_t n;
+	int rc;
 
-	if (h == NULL)
+	if (!hs->has_seq) {
+		if (h != NULL)
+			reconcile_holdings(pd, node, h, hs->n_holdings);
+		else
+			log_warnx("node %u: out of memory reading its holdings", node);
+		free(h);
+		free(gone);
 		return;
-	reconcile_holdings(p->co->pd, p->m->info->id, h, hs->n_holdings);
+	}
+	rc = h == NULL || gone == NULL
+		 ? -ENOMEM
+		 : holdreport_add(&p->report, hs->report, hs->seq, hs->has_more && hs->more, h,
+				  hs->n_holdings, gone, hs->n_gone);
 	free(h);
+	free(gone);
+	if (rc < 0) {
+		/* (the next ledger pass asks again) */
+		holdreport_free(p->report);
+		p->report = NULL;
+		log_warnx_limited(&said, 10000,
+				  "node %u: chunk %u of its holdings report %llu %s: the report is "
+				  "dropped, not reconciled",
+				  node, hs->seq, (unsigned long long)hs->report,
+				  rc == -EPROTO ? "is not the one due" : "cannot be kept");
+		return;
+	}
+	if (rc == 1 && holdreport_result(p->report, &all, &n) == 0) {
+		log_debug("node %u: holdings report %llu whole: %zu holding(s) in %u chunk(s)",
+			  node, (unsigned long long)hs->report, n, hs->seq + 1);
+		reconcile_holdings(pd, node, all, n);
+		holdreport_free(p->report);
+		p->report = NULL;
+	}
 }
 
 /* A request a node forwarded on behalf of one of its clients. */
@@ -867,7 +951,7 @@ static void coord_peer_frame(struct conn *conn, const struct wire_hdr *hdr, cons
 	}
 	if (hdr->type != WIRE_REGISTER && hdr->type != WIRE_HEARTBEAT &&
 	    hdr->type != WIRE_FORWARD && hdr->type != WIRE_SESSION_END &&
-	    hdr->type != WIRE_HOLDINGS_REPLY) {
+	    hdr->type != WIRE_HOLDINGS_REPLY && hdr->type != WIRE_KV_NS_DEFS) {
 		coord_refuse(p, hdr->req_id, -EOPNOTSUPP, "%s is not a peer request",
 			     wire_type_name(hdr->type));
 		return;
@@ -885,6 +969,9 @@ static void coord_peer_frame(struct conn *conn, const struct wire_hdr *hdr, cons
 		coord_heartbeat(p, hdr->req_id, (Pool__Heartbeat *)msg);
 	else if (hdr->type == WIRE_HOLDINGS_REPLY)
 		coord_holdings(p, (Pool__Holdings *)msg);
+	else if (hdr->type == WIRE_KV_NS_DEFS) /* what its Register had no room for */
+		kv_defs_adopt_msg(p->co->pd, ((Pool__KvNsReply *)msg)->namespaces,
+				  ((Pool__KvNsReply *)msg)->n_namespaces, "a node's record");
 	else if (hdr->type == WIRE_SESSION_END)
 		coord_session_end(p->co->pd, p->m->info->id, ((Pool__SessionEnd *)msg)->session);
 	else
@@ -899,6 +986,16 @@ static void coord_peer_closed(struct conn *conn, void *arg)
 
 	if (p->m != NULL && p->m->conn == conn) {
 		log_info("link to node %u (%s) closed", p->m->info->id, p->m->info->name);
+		if (p->report != NULL) {
+			uint32_t chunks;
+			size_t n;
+
+			holdreport_progress(p->report, &chunks, &n);
+			log_info(
+			    "node %u (%s): its holdings report, cut short after %u chunk(s) and "
+			    "%zu holding(s), is dropped, not reconciled",
+			    p->m->info->id, p->m->info->name, chunks, n);
+		}
 		p->m->conn = NULL;
 		coordlink_fail(co->pd, p->m->info->id);
 		if (p->m->state == MEMBER_UP)
@@ -906,6 +1003,7 @@ static void coord_peer_closed(struct conn *conn, void *arg)
 	}
 	TAILQ_REMOVE(&co->peers, p, entry);
 	coordslot_give(&co->slots, &p->slot);
+	holdreport_free(p->report); /* (cut short: never the lender's record) */
 	free(p);
 }
 
@@ -1070,13 +1168,14 @@ static void coord_accept(struct evconnlistener *lis, evutil_socket_t fd, struct 
 		free(p);
 		return;
 	}
-	if (conn_new(co->pd->base, fd, ssl, COORD_UNREG_MAX_FRAME, &coord_peer_ops, p, desc,
+	if (conn_new(co->pd->base, fd, ssl, PEER_UNREG_FRAME_MAX, &coord_peer_ops, p, desc,
 		     &p->conn) < 0) {
 		coordslot_give(&co->slots, &p->slot);
 		free(p);
 		return;
 	}
 	conn_set_limit_name(p->conn, "what a link may send before it registers");
+	conn_set_max_send(p->conn, PEER_FRAME_MAX);
 	TAILQ_INSERT_TAIL(&co->peers, p, entry);
 	coord_deadline_arm(co);
 	log_debug("peer link from %s", p->addr);
@@ -1249,6 +1348,7 @@ void coord_close(struct poold *pd)
 			p->m->conn = NULL; /* nothing below may send on it any more */
 		conn_free(p->conn);
 		TAILQ_REMOVE(&co->peers, p, entry);
+		holdreport_free(p->report);
 		free(p);
 	}
 	resp_close(pd);

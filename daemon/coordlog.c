@@ -514,6 +514,8 @@ int coordlog_hold_reply(struct poold *pd, struct conn *c, uint16_t type, uint64_
 	if (seq == 0)
 		return 0;
 	rc = wire_frame_pack(type, req_id, msg, &frame, &len);
+	if (rc == 0 && (rc = conn_fits(c, type, len - WIRE_HDR_LEN)) < 0)
+		free(frame);
 	if (rc < 0)
 		return rc;
 	h = malloc(sizeof(*h));

@@ -29,14 +29,50 @@ struct hold {
 	char rname[64], rplacement[32];
 	char ns[64];
 	uint8_t *key;
-	bool durable;	  /* journaled in the pmem tier */
-	bool journal_now; /* its value made durable: its record is to be journaled */
+	bool durable;	   /* journaled in the pmem tier */
+	bool journal_now;  /* its value made durable: its record is to be journaled */
+	uint32_t reported; /* the report (hold_report.gen) that told it, if it is on its way */
+};
+
+/*
+ * The report of the record on its way to the coordinator, in chunks
+ * (holdwire.c packs them, peer.c sends them as the loop turns). Its cursor
+ * walks the record in order, and new holdings join the record's end, so
+ * they are reported too; a holding that ends or changes after it was
+ * reported is told as gone in the next chunk (one that changed joins the
+ * end again, to be reported as it is now). The chunks then add up to the
+ * record as it is when the last one goes: what a report in one message
+ * was, and what the coordinator reconciles with its map.
+ */
+struct hold_report {
+	uint32_t gen;		 /* holdings reported carry it */
+	struct hold *next;	 /* the next to report; NULL: all were */
+	struct hold_place *gone; /* reported, then ended or changed: to be told */
+	size_t ngone, gone_cap;
+	bool broken; /* a gone one could not be kept: the report is void */
 };
 
 static void hold_free(struct hold *hd)
 {
 	free(hd->key);
 	free(hd);
+}
+
+/* A holding the report passed ended or changed: tell it as gone. */
+static void hold_report_drop(struct hold_report *rep, const struct hold *hd)
+{
+	if (rep->ngone == rep->gone_cap) {
+		size_t cap = rep->gone_cap ? rep->gone_cap * 2 : 64;
+		struct hold_place *g = reallocarray(rep->gone, cap, sizeof(*g));
+
+		if (g == NULL) {
+			rep->broken = true;
+			return;
+		}
+		rep->gone = g;
+		rep->gone_cap = cap;
+	}
+	rep->gone[rep->ngone++] = (struct hold_place){hd->h.e.arena, hd->h.e.off};
 }
 
 static struct hold **hold_slot(struct poold *pd, uint32_t arena, uint64_t off)
@@ -172,6 +208,25 @@ static void hold_copy(struct hold *hd, const struct holding *h)
 }
 
 /*
+ * A holding is about to change: if the report on its way told it already,
+ * it is told as gone, and joins the record's end to be told again as it
+ * will be.
+ */
+static void hold_report_changed(struct poold *pd, struct hold *hd)
+{
+	struct hold_report *rep = pd->hold_report;
+
+	if (rep == NULL || hd->reported != rep->gen)
+		return;
+	hold_report_drop(rep, hd);
+	hd->reported = 0;
+	TAILQ_REMOVE(&pd->holds, hd, entry);
+	TAILQ_INSERT_TAIL(&pd->holds, hd, entry);
+	if (rep->next == NULL)
+		rep->next = hd;
+}
+
+/*
  * Record one holding (replacing any other at its place). With journal, a
  * durable one has its value made durable and is marked for hold_record().
  */
@@ -183,6 +238,8 @@ static struct hold *hold_set(struct poold *pd, const struct holding *h, bool jou
 		return NULL;
 	pp = hold_slot(pd, h->e.arena, h->e.off);
 	hd = *pp;
+	if (hd != NULL)
+		hold_report_changed(pd, hd);
 	if (hd != NULL && hd->h.e.len == h->e.len && !hold_named(h) && hold_named(&hd->h)) {
 		/*
 		 * A repair after the coordinator restarted and numbered the value's
@@ -200,6 +257,8 @@ static struct hold *hold_set(struct poold *pd, const struct holding *h, bool jou
 		TAILQ_INSERT_TAIL(&pd->holds, hd, entry);
 		*pp = hd;
 		pd->nholds++;
+		if (pd->hold_report != NULL && pd->hold_report->next == NULL)
+			pd->hold_report->next = hd; /* (the report had passed every other) */
 	} else if (journal && !hold_is_durable(pd, h)) {
 		hold_unjournal(pd, hd);
 	}
@@ -266,8 +325,13 @@ int hold_add(struct poold *pd, const struct holding *h, size_t n)
 
 static void hold_unlink(struct poold *pd, struct hold **pp)
 {
+	struct hold_report *rep = pd->hold_report;
 	struct hold *hd = *pp;
 
+	if (rep != NULL && rep->next == hd)
+		rep->next = TAILQ_NEXT(hd, entry);
+	else if (rep != NULL && hd->reported == rep->gen)
+		hold_report_drop(rep, hd);
 	*pp = hd->hnext;
 	TAILQ_REMOVE(&pd->holds, hd, entry);
 	pd->nholds--;
@@ -319,6 +383,7 @@ void hold_clear(struct poold *pd)
 {
 	struct hold *hd;
 
+	hold_report_end(pd);
 	while ((hd = TAILQ_FIRST(&pd->holds)) != NULL) {
 		TAILQ_REMOVE(&pd->holds, hd, entry);
 		hold_free(hd);
@@ -446,4 +511,90 @@ int hold_list(struct poold *pd, struct holding **ret, size_t *ret_n)
 	*ret = h;
 	*ret_n = n;
 	return 0;
+}
+
+/*
+ * Lender: start a report of the record, from its first holding (one on its
+ * way starts over). 0 or -ENOMEM.
+ */
+int hold_report_begin(struct poold *pd)
+{
+	struct hold_report *rep = pd->hold_report;
+
+	if (rep == NULL && (rep = calloc(1, sizeof(*rep))) == NULL)
+		return -ENOMEM;
+	if (++pd->hold_report_gen == 0) /* (0 is no report's) */
+		pd->hold_report_gen = 1;
+	rep->gen = pd->hold_report_gen;
+	rep->next = TAILQ_FIRST(&pd->holds);
+	rep->ngone = 0;
+	rep->broken = false;
+	pd->hold_report = rep;
+	return 0;
+}
+
+/* Lender: the report is done with (sent, or its link went). */
+void hold_report_end(struct poold *pd)
+{
+	struct hold_report *rep = pd->hold_report;
+
+	if (rep == NULL)
+		return;
+	free(rep->gone);
+	free(rep);
+	pd->hold_report = NULL;
+}
+
+/*
+ * Lender: the next holding of the report (pointing into the record: valid
+ * until it changes), NULL when all were reported; hold_report_take() it once
+ * it is in a chunk.
+ */
+const struct holding *hold_report_peek(struct poold *pd)
+{
+	struct hold_report *rep = pd->hold_report;
+
+	return rep != NULL && rep->next != NULL ? &rep->next->h : NULL;
+}
+
+/* Lender: the holding hold_report_peek() gave is in a chunk: on to the next. */
+void hold_report_take(struct poold *pd)
+{
+	struct hold_report *rep = pd->hold_report;
+
+	if (rep == NULL || rep->next == NULL)
+		return;
+	rep->next->reported = rep->gen;
+	rep->next = TAILQ_NEXT(rep->next, entry);
+}
+
+/*
+ * Lender: the holdings reported that ended or changed since, to be told as
+ * gone (*ret, valid until the record changes), or -ENOMEM when one could
+ * not be kept (the report must start over).
+ */
+ssize_t hold_report_gone(struct poold *pd, const struct hold_place **ret)
+{
+	struct hold_report *rep = pd->hold_report;
+
+	if (rep == NULL) {
+		*ret = NULL;
+		return 0;
+	}
+	if (rep->broken)
+		return -ENOMEM;
+	*ret = rep->gone;
+	return (ssize_t)rep->ngone;
+}
+
+/* Lender: the first n gone ones of hold_report_gone() are in a chunk. */
+void hold_report_gone_told(struct poold *pd, size_t n)
+{
+	struct hold_report *rep = pd->hold_report;
+
+	if (rep == NULL || n == 0)
+		return;
+	n = MIN(n, rep->ngone);
+	memmove(rep->gone, rep->gone + n, (rep->ngone - n) * sizeof(*rep->gone));
+	rep->ngone -= n;
 }

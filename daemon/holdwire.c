@@ -198,34 +198,172 @@ void holdings_msg_free(Pool__Holdings *hs)
 	free(hs->holdings);
 }
 
+/* The Holds of one holdings_send(): done once each chunk is answered. */
+struct holds_sent {
+	coord_done_cb done;
+	void *arg;
+	unsigned pending;
+	int rc; /* the first error */
+};
+
+static void holds_chunk_done(struct poold *pd, void *arg, int rc)
+{
+	struct holds_sent *hs = arg;
+
+	if (rc < 0 && hs->rc == 0)
+		hs->rc = rc;
+	if (--hs->pending > 0)
+		return;
+	hs->done(pd, hs->arg, hs->rc);
+	free(hs);
+}
+
+/* Send n holdings as one Hold, a notice or, with hs, a request answered to hs. */
+static int holds_chunk_send(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
+			    struct holds_sent *hs)
+{
+	Pool__Holdings msg;
+	int rc;
+
+	if ((rc = holdings_msg(h, n, &msg)) < 0)
+		return rc;
+	if (hs == NULL) {
+		coord_notice(pd, node, WIRE_HOLD, &msg.base);
+	} else if ((rc = coord_request(pd, node, WIRE_HOLD, &msg.base, holds_chunk_done, hs)) ==
+		   0) {
+		hs->pending++;
+	}
+	holdings_msg_free(&msg);
+	return rc;
+}
+
 /*
- * Coordinator: tell another node the n holdings it now holds (Hold). With
- * done, it answers once they are recorded (and journaled, for persistent
- * values): done gets 0 or the error, at once or later.
+ * Coordinator: tell another node the n holdings it now holds (Hold), in
+ * chunks of at most peer.chunk_size bytes, queued at once and in order (a
+ * Scrub that follows comes after them all). With done, it answers each
+ * once they are recorded (and journaled, for persistent values): done gets
+ * 0 or the first error, once every chunk was answered.
  */
 void holdings_send(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
 		   coord_done_cb done, void *arg)
 {
-	Pool__Holdings hs;
-	int rc;
+	size_t max = (size_t)pd->conf->peer_chunk_size, first = 0, bytes = 0, i;
+	struct holds_sent *hs = NULL;
+	int rc = 0;
 
-	if ((rc = holdings_msg(h, n, &hs)) == 0) {
-		if (done == NULL) {
-			coord_notice(pd, node, WIRE_HOLD, &hs.base);
-		} else {
-			rc = coord_request(pd, node, WIRE_HOLD, &hs.base, done, arg);
-			done = rc < 0 ? done : NULL; /* it answers later */
+	if (done != NULL) {
+		if ((hs = calloc(1, sizeof(*hs))) == NULL) {
+			done(pd, arg, -ENOMEM);
+			return;
 		}
-		holdings_msg_free(&hs);
+		*hs = (struct holds_sent){.done = done, .arg = arg, .pending = 1};
 	}
-	if (done != NULL)
-		done(pd, arg, rc);
+	for (i = 0; i < n && rc == 0; i++) {
+		Pool__Holding m;
+		size_t len;
+
+		holding_to_msg(&h[i], &m);
+		len = wire_elem_len(pool__holding__get_packed_size(&m));
+		if (i > first && bytes + len > max) {
+			rc = holds_chunk_send(pd, node, h + first, i - first, hs);
+			first = i;
+			bytes = 0;
+		}
+		bytes += len;
+	}
+	if (rc == 0 && (n > first || n == 0))
+		rc = holds_chunk_send(pd, node, h + first, n - first, hs);
+	if (rc < 0 && rc != -ENOTCONN) /* (a node away is told again when it registers) */
+		log_warnx("node %u: cannot tell it %zu holding(s): %s", node, n, err_str(rc));
+	if (hs != NULL)
+		holds_chunk_done(pd, hs, rc); /* (the sending's own count) */
 }
 
-/* Coordinator: ask another node for its record (HoldingsRequest); it answers with Holdings. */
+/*
+ * Coordinator: ask another node for its record (HoldingsRequest); it answers
+ * with Holdings, in chunks of at most peer.chunk_size bytes.
+ */
 void holdings_ask(struct poold *pd, uint32_t node)
 {
 	Pool__HoldingsRequest req = POOL__HOLDINGS_REQUEST__INIT;
 
+	req.has_chunk_size = 1;
+	req.chunk_size = (uint32_t)pd->conf->peer_chunk_size;
 	coord_notice(pd, node, WIRE_HOLDINGS, &req.base);
+}
+
+/* Bytes a holding takes in a Holdings message. */
+size_t holding_wire_len(const struct holding *h)
+{
+	Pool__Holding m;
+
+	holding_to_msg(h, &m);
+	return wire_elem_len(pool__holding__get_packed_size(&m));
+}
+
+/* Bytes a holding that ended takes in a Holdings message's gone list. */
+size_t hold_place_wire_len(const struct hold_place *g)
+{
+	Pool__HoldingEnd m = POOL__HOLDING_END__INIT;
+
+	m.arena = g->arena;
+	m.off = g->off;
+	return wire_elem_len(pool__holding_end__get_packed_size(&m));
+}
+
+/*
+ * A chunk of a lender's report (holdreport_chunk()) as a Holdings message,
+ * numbered seq of the report, pointing into c; holdings_chunk_free() it.
+ * 0 or -ENOMEM.
+ */
+int holdings_chunk_msg(uint64_t report, uint32_t seq, const struct holdreport_chunk *c,
+		       Pool__Holdings *ret)
+{
+	Pool__HoldingEnd *ends;
+	size_t i;
+	int rc;
+
+	if ((rc = holdings_msg(c->h, c->n, ret)) < 0)
+		return rc;
+	ret->gone = calloc(c->ngone ? c->ngone : 1, sizeof(*ret->gone));
+	ends = calloc(c->ngone ? c->ngone : 1, sizeof(*ends));
+	if (ret->gone == NULL || ends == NULL) {
+		free(ret->gone);
+		free(ends);
+		holdings_msg_free(ret);
+		return -ENOMEM;
+	}
+	for (i = 0; i < c->ngone; i++) {
+		pool__holding_end__init(&ends[i]);
+		ends[i].arena = c->gone[i].arena;
+		ends[i].off = c->gone[i].off;
+		ret->gone[i] = &ends[i];
+	}
+	ret->n_gone = c->ngone;
+	if (c->ngone == 0)
+		free(ends); /* else holdings_chunk_free() finds it as the first end */
+	ret->has_report = ret->has_seq = ret->has_more = 1;
+	ret->report = report;
+	ret->seq = seq;
+	ret->more = c->more;
+	return 0;
+}
+
+void holdings_chunk_free(Pool__Holdings *hs)
+{
+	if (hs->n_gone > 0)
+		free(hs->gone[0]);
+	free(hs->gone);
+	holdings_msg_free(hs);
+}
+
+/* The places a chunk tells as gone: free() the array; NULL for no memory. */
+struct hold_place *holding_ends_of_msg(const Pool__Holdings *hs)
+{
+	struct hold_place *g = calloc(hs->n_gone ? hs->n_gone : 1, sizeof(*g));
+	size_t i;
+
+	for (i = 0; g != NULL && i < hs->n_gone; i++)
+		g[i] = (struct hold_place){hs->gone[i]->arena, hs->gone[i]->off};
+	return g;
 }

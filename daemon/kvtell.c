@@ -111,18 +111,42 @@ void kv_defs_adopt_msg(struct poold *pd, Pool__KvNamespace *const *defs, size_t 
 	free(d);
 }
 
+/*
+ * Tell node the definitions defs[from..n), in kv-ns-defs chunks of at most
+ * peer.chunk_size bytes numbered from seq, the last without more: the node
+ * keeps the set its chunks make once the last is in.
+ */
+void kv_defs_tell(struct poold *pd, uint32_t node, Pool__KvNamespace **defs, size_t n, size_t from,
+		  uint32_t seq)
+{
+	size_t max = (size_t)pd->conf->peer_chunk_size;
+
+	do {
+		Pool__KvNsReply chunk = POOL__KV_NS_REPLY__INIT;
+
+		chunk.namespaces = defs + from;
+		chunk.n_namespaces = wire_fit((void *const *)(defs + from), n - from, max);
+		from += chunk.n_namespaces;
+		chunk.has_seq = chunk.has_more = 1;
+		chunk.seq = seq++;
+		chunk.more = from < n;
+		coord_notice(pd, node, WIRE_KV_NS_DEFS, &chunk.base);
+	} while (from < n);
+}
+
 /* Tell every node the namespaces as they are now. */
 void kv_defs_send(struct poold *pd)
 {
-	Pool__KvNsReply defs = POOL__KV_NS_REPLY__INIT;
+	Pool__KvNamespace **defs;
 	struct member *mem;
+	size_t n;
 
-	if ((defs.namespaces = kv_defs_msg(pd, &defs.n_namespaces)) == NULL)
+	if ((defs = kv_defs_msg(pd, &n)) == NULL)
 		return; /* they learn them when they register again */
 	TAILQ_FOREACH(mem, &pd->members, entry)
 		if (mem->info->id != pd->node_id && mem->state == MEMBER_UP)
-			coord_notice(pd, mem->info->id, WIRE_KV_NS_DEFS, &defs.base);
-	free(defs.namespaces);
+			kv_defs_tell(pd, mem->info->id, defs, n, 0, 0);
+	free(defs);
 }
 
 /*

@@ -29,7 +29,6 @@
 #include "daemon/poold.h"
 #include "proto/pool_contract.h"
 
-#define PEER_MAX_FRAME (16u << 20)
 #define PEER_MAX_FORWARDS 4096
 #define PEER_RETRY_MAX_MS 10000
 
@@ -40,6 +39,17 @@ struct forward {
 	TAILQ_ENTRY(forward) entry;
 	uint64_t id;
 	struct req *r;
+};
+
+/* KV namespace definitions as the coordinator tells them: kv-ns-defs chunks (packed KvNsReply). */
+struct nsdefs_chunk {
+	uint8_t *buf;
+	size_t len;
+};
+
+struct nsdefs {
+	struct nsdefs_chunk *c;
+	size_t n;
 };
 
 struct peer {
@@ -60,10 +70,18 @@ struct peer {
 	TAILQ_HEAD(, forward) forwards;
 	unsigned nforwards;
 	/*
-	 * The KV namespaces the coordinator last told of (a packed KvNsReply), for a restarted one.
+	 * The KV namespaces the coordinator last told of, for a restarted one:
+	 * the set, kept once its last chunk came; the chunks of a set still
+	 * coming; and how many kept chunks the last Register carried (the
+	 * others follow it).
 	 */
-	uint8_t *nsdefs;
-	size_t nsdefs_len;
+	struct nsdefs nsdefs, nsdefs_coming;
+	size_t nsdefs_registered;
+	/* The record's report on its way to the coordinator, in chunks (stream.c, hold.c). */
+	struct stream *report;
+	uint64_t report_no;  /* its number */
+	uint32_t report_seq; /* the number of its next chunk */
+	size_t report_chunk; /* the most bytes of a chunk */
 	/* Scrubs done, acknowledged once they are durable (lend_flush()), in a burst. */
 	uint64_t *scrub_acks;
 	size_t nscrub_acks, scrub_acks_cap;
@@ -96,25 +114,117 @@ static int peer_hold_add(struct poold *pd, const Pool__Holdings *hs)
 	return rc;
 }
 
-/* Lender: answer the coordinator's HoldingsRequest with its record. */
-static int peer_hold_report(struct poold *pd, struct conn *c, uint64_t req_id)
+/*
+ * Lender: answer an older coordinator's HoldingsRequest, without a chunk
+ * size, with its record in one message: a record too large for a frame is
+ * said, and not sent (that coordinator reconciles nothing of this node).
+ */
+static void peer_hold_report_whole(struct poold *pd, struct conn *c, uint64_t req_id)
 {
 	Pool__Holdings hs;
 	struct holding *h;
 	size_t n;
 	int rc;
 
-	if (hold_list(pd, &h, &n) < 0)
-		return conn_send_error(c, req_id, -ENOMEM, NULL);
-	rc = holdings_msg(h, n, &hs);
-	if (rc == 0) {
-		rc = conn_send(c, WIRE_HOLDINGS_REPLY, req_id, &hs.base);
-		holdings_msg_free(&hs);
-	} else {
-		rc = conn_send_error(c, req_id, rc, NULL);
+	if ((rc = hold_list(pd, &h, &n)) == 0) {
+		if ((rc = holdings_msg(h, n, &hs)) == 0) {
+			rc = conn_send(c, WIRE_HOLDINGS_REPLY, req_id, &hs.base);
+			holdings_msg_free(&hs);
+		}
+		free(h);
 	}
-	free(h);
-	return rc;
+	if (rc < 0)
+		log_warnx(
+		    "cannot report this node's %zu holding(s) to a coordinator that takes them "
+		    "in one message only: %s",
+		    pd->nholds, err_str(rc));
+}
+
+/* Lender: the next chunk of the record's report (stream.c): 1 more follow, 0 the last, -errno. */
+static int peer_report_next(struct poold *pd, struct conn *c, void *arg)
+{
+	struct peer *pe = arg;
+	struct holdreport_chunk chunk;
+	Pool__Holdings hs;
+	bool more;
+	int rc;
+
+	if ((rc = holdreport_chunk(pd, pe->report_chunk, &chunk)) < 0)
+		return rc;
+	more = chunk.more;
+	if ((rc = holdings_chunk_msg(pe->report_no, pe->report_seq, &chunk, &hs)) == 0) {
+		rc = conn_send(c, WIRE_HOLDINGS_REPLY, 0, &hs.base);
+		holdings_chunk_free(&hs);
+	}
+	holdreport_chunk_free(&chunk);
+	if (rc < 0)
+		return rc;
+	pe->report_seq++;
+	return more ? 1 : 0;
+}
+
+/*
+ * Lender: the report is out, or stopped: a chunk that could not be sent
+ * ends it (the coordinator drops what it gathered, and asks again at its
+ * next ledger pass).
+ */
+static void peer_report_end(struct poold *pd, void *arg, int rc)
+{
+	struct peer *pe = arg;
+
+	pe->report = NULL;
+	hold_report_end(pd);
+	if (rc < 0 && rc != -ECONNRESET)
+		log_warnx("holdings report %llu to the coordinator stopped at chunk %u: %s; it "
+			  "starts over when the coordinator asks again",
+			  (unsigned long long)pe->report_no, pe->report_seq, err_str(rc));
+	else if (rc == 0)
+		log_debug("holdings report %llu sent: %u chunk(s)",
+			  (unsigned long long)pe->report_no, pe->report_seq);
+}
+
+/* Lender: stop the report on its way (its link went). */
+static void peer_report_stop(struct peer *pe)
+{
+	if (pe->report == NULL)
+		return;
+	stream_stop(pe->report);
+	pe->report = NULL;
+	hold_report_end(pe->pd);
+}
+
+/*
+ * Lender: the coordinator's HoldingsRequest. The record goes in chunks of
+ * at most the size it asks for, one per turn of the loop (stream.c), so
+ * that no record is too large to report and heartbeats go on meanwhile. A
+ * request while a report is on its way is answered by it: it ends with the
+ * record as it is then.
+ */
+static void peer_holdings_request(struct peer *pe, uint64_t req_id,
+				  const Pool__HoldingsRequest *req)
+{
+	struct poold *pd = pe->pd;
+	int rc;
+
+	if (!req->has_chunk_size) {
+		peer_hold_report_whole(pd, pe->conn, req_id);
+		return;
+	}
+	if (pe->report != NULL)
+		return;
+	pe->report_chunk = MIN(MAX(req->chunk_size, 256u), PEER_FRAME_MAX / 4);
+	pe->report_no++;
+	pe->report_seq = 0;
+	rc = hold_report_begin(pd);
+	if (rc == 0)
+		rc = stream_start(pd, pe->conn, 2 * pe->report_chunk, peer_report_next,
+				  peer_report_end, pe, &pe->report);
+	if (rc < 0) {
+		hold_report_end(pd);
+		log_warnx(
+		    "cannot report this node's holdings to the coordinator: %s; it asks again",
+		    err_str(rc));
+	}
 }
 
 /* The coordinator's Scrub: done now, acknowledged when the loop has made the burst durable. */
@@ -143,18 +253,71 @@ static void peer_scrub(struct peer *pe, uint64_t req_id, const Pool__Scrub *sc)
 	evtimer_add(pe->scrub_ev, &now);
 }
 
-/* Keep the coordinator's KV namespace definitions: a packed KvNsReply. */
-static void peer_keep_nsdefs(struct peer *pe, const Pool__KvNsReply *defs)
+static void nsdefs_clear(struct nsdefs *d)
 {
-	size_t len = protobuf_c_message_get_packed_size(&defs->base);
-	uint8_t *buf = malloc(len ? len : 1);
+	size_t i;
 
-	if (buf == NULL)
+	for (i = 0; i < d->n; i++)
+		free(d->c[i].buf);
+	free(d->c);
+	d->c = NULL;
+	d->n = 0;
+}
+
+/*
+ * A chunk of the coordinator's KV namespace definitions (a packed
+ * KvNsReply, seq and more as it says): the set its chunks make is kept
+ * once its last chunk came; one out of its order drops the set coming (the
+ * older one stays).
+ */
+static void peer_keep_nsdefs(struct peer *pe, uint32_t seq, bool more, const uint8_t *buf,
+			     size_t len)
+{
+	struct nsdefs *coming = &pe->nsdefs_coming;
+	struct nsdefs_chunk *c;
+	uint8_t *copy;
+
+	if (seq == 0)
+		nsdefs_clear(coming);
+	if (seq != coming->n) {
+		log_warnx("coordinator %s: chunk %u of the KV namespace definitions is out of "
+			  "order: the older ones stay",
+			  pe->target, seq);
+		nsdefs_clear(coming);
+		return;
+	}
+	if ((c = reallocarray(coming->c, coming->n + 1, sizeof(*c))) != NULL)
+		coming->c = c;
+	if (c == NULL || (copy = malloc(len ? len : 1)) == NULL) {
+		log_warnx(
+		    "out of memory keeping the KV namespace definitions: the older ones stay");
+		nsdefs_clear(coming);
+		return;
+	}
+	memcpy(copy, buf, len);
+	coming->c[coming->n++] = (struct nsdefs_chunk){copy, len};
+	if (more)
+		return;
+	nsdefs_clear(&pe->nsdefs);
+	pe->nsdefs = *coming;
+	*coming = (struct nsdefs){0};
+}
+
+/* The same, from a message: the first chunk, as a register reply carries it. */
+static void peer_keep_nsdefs_msg(struct peer *pe, Pool__KvNamespace **defs, size_t n, bool more)
+{
+	Pool__KvNsReply chunk = POOL__KV_NS_REPLY__INIT;
+	size_t len;
+	uint8_t *buf;
+
+	chunk.namespaces = defs;
+	chunk.n_namespaces = n;
+	len = protobuf_c_message_get_packed_size(&chunk.base);
+	if ((buf = malloc(len ? len : 1)) == NULL)
 		return; /* the older ones stay */
-	protobuf_c_message_pack(&defs->base, buf);
-	free(pe->nsdefs);
-	pe->nsdefs = buf;
-	pe->nsdefs_len = len;
+	protobuf_c_message_pack(&chunk.base, buf);
+	peer_keep_nsdefs(pe, 0, more, buf, len);
+	free(buf);
 }
 
 static void peer_schedule(struct peer *pe, uint64_t ms)
@@ -196,6 +359,8 @@ static void peer_reset(struct peer *pe, const char *why)
 		log_debug("coordinator %s: %s", pe->target, why);
 	pe->state = PEER_IDLE;
 	pe->nscrub_acks = 0; /* the old link's: its coordinator retries them on a new one */
+	peer_report_stop(pe);
+	nsdefs_clear(&pe->nsdefs_coming);
 	peer_fail_forwards(pe);
 	pe->retry_ms = MIN(MAX(pe->retry_ms * 2, 200),
 			   MIN(PEER_RETRY_MAX_MS, (uint64_t)pe->pd->conf->heartbeat_ms * 2));
@@ -258,10 +423,17 @@ static void peer_register(struct peer *pe, const Pool__HelloReply *hr)
 	/* Sessions that ended while the link was down are those not listed. */
 	if (control_sessions(pe->pd, &reg.sessions, &reg.n_sessions) < 0)
 		reg.n_sessions = 0;
-	if (pe->nsdefs != NULL &&
-	    wire_msg_unpack(WIRE_KV_NS_DEFS, pe->nsdefs, pe->nsdefs_len, &defs) == 0) {
+	/*
+	 * The definitions' first chunk, when it leaves room in what a link may
+	 * send before it registers; the others follow the register reply.
+	 */
+	pe->nsdefs_registered = 0;
+	if (pe->nsdefs.n > 0 && pe->nsdefs.c[0].len <= PEER_UNREG_FRAME_MAX / 4 &&
+	    wire_msg_unpack(WIRE_KV_NS_DEFS, pe->nsdefs.c[0].buf, pe->nsdefs.c[0].len, &defs) ==
+		0) {
 		reg.namespaces = ((Pool__KvNsReply *)defs)->namespaces;
 		reg.n_namespaces = ((Pool__KvNsReply *)defs)->n_namespaces;
+		pe->nsdefs_registered = 1;
 	}
 	conn_send(pe->conn, WIRE_REGISTER, ++pe->next_id, &reg.base);
 	wire_msg_free(defs);
@@ -322,13 +494,13 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 	pe->hb_ms = rep->heartbeat_ms ? rep->heartbeat_ms : (uint64_t)pd->conf->heartbeat_ms;
 	pe->hb_misses =
 	    rep->heartbeat_misses ? rep->heartbeat_misses : (uint64_t)pd->conf->heartbeat_misses;
-	{
-		Pool__KvNsReply defs = POOL__KV_NS_REPLY__INIT;
-
-		defs.namespaces = rep->namespaces;
-		defs.n_namespaces = rep->n_namespaces;
-		peer_keep_nsdefs(pe, &defs);
-	}
+	conn_set_max_send(pe->conn, PEER_FRAME_MAX);
+	/* What the Register had no room for, before the coordinator's set replaces them. */
+	for (i = pe->nsdefs_registered; i < pe->nsdefs.n; i++)
+		conn_send_raw(pe->conn, WIRE_KV_NS_DEFS, 0, pe->nsdefs.c[i].buf,
+			      pe->nsdefs.c[i].len);
+	peer_keep_nsdefs_msg(pe, rep->namespaces, rep->n_namespaces,
+			     rep->has_namespaces_more && rep->namespaces_more);
 	resprelay_learn(pd, rep->resp_endpoint, conn_fd(pe->conn));
 	pe->state = PEER_UP;
 	pe->close_said = false;
@@ -471,9 +643,13 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 			peer_member_event(pe, evs->members[i]);
 		break;
 	}
-	case WIRE_KV_NS_DEFS:
-		peer_keep_nsdefs(pe, (Pool__KvNsReply *)msg);
+	case WIRE_KV_NS_DEFS: {
+		const Pool__KvNsReply *defs = (const Pool__KvNsReply *)msg;
+
+		peer_keep_nsdefs(pe, defs->has_seq ? defs->seq : 0, defs->has_more && defs->more,
+				 payload, hdr->len);
 		break;
+	}
 	case WIRE_PROBE:
 		peer_probe(pe, hdr->req_id, (Pool__ProbeRequest *)msg);
 		break;
@@ -526,7 +702,7 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 		snapplace_serve(pe->pd, pe->conn, hdr->req_id, (const Pool__SnapPlace *)msg);
 		break;
 	case WIRE_HOLDINGS:
-		peer_hold_report(pe->pd, pe->conn, hdr->req_id);
+		peer_holdings_request(pe, hdr->req_id, (const Pool__HoldingsRequest *)msg);
 		break;
 	case WIRE_SCRUB:
 		peer_scrub(pe, hdr->req_id, (const Pool__Scrub *)msg);
@@ -611,13 +787,14 @@ static void peer_connect(struct peer *pe)
 		rc = peertls_new(pe->pd, &ssl);
 	if (rc == 0) {
 		snprintf(desc, sizeof(desc), "coordinator %.60s", pe->target);
-		rc = conn_connect(pe->pd->base, (struct sockaddr *)&ss, len, ssl, PEER_MAX_FRAME,
+		rc = conn_connect(pe->pd->base, (struct sockaddr *)&ss, len, ssl, PEER_FRAME_MAX,
 				  &peer_ops, pe, desc, &pe->conn);
 	}
 	if (rc < 0) {
 		peer_reset(pe, err_str(rc));
 		return;
 	}
+	conn_set_max_send(pe->conn, PEER_UNREG_FRAME_MAX); /* (until it registers) */
 	pe->state = PEER_CONNECTING;
 	pe->last_ack = units_now_ms();
 }
@@ -777,6 +954,7 @@ void peer_close(struct poold *pd)
 
 	if (pe == NULL)
 		return;
+	peer_report_stop(pe);
 	if (pe->conn != NULL)
 		conn_free(pe->conn);
 	pe->conn = NULL;
@@ -784,7 +962,8 @@ void peer_close(struct poold *pd)
 	event_free(pe->timer);
 	event_free(pe->scrub_ev);
 	free(pe->scrub_acks);
-	free(pe->nsdefs);
+	nsdefs_clear(&pe->nsdefs);
+	nsdefs_clear(&pe->nsdefs_coming);
 	free(pe);
 	pd->peer = NULL;
 }

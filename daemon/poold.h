@@ -208,7 +208,9 @@ struct poold {
 	TAILQ_HEAD(, hold) holds; /* as a lender: the extents it holds (hold.c) */
 	struct hold **hold_tab;	  /* ... hashed by place; a power of two of chains */
 	size_t hold_tab_size, nholds;
-	struct journal *journal;      /* as a lender: the durable part of that record, in pmem */
+	struct hold_report *hold_report; /* ... its report on the way to the coordinator */
+	uint32_t hold_report_gen;	 /* ... the number of the latest */
+	struct journal *journal;	 /* as a lender: the durable part of that record, in pmem */
 	struct coordlog *coordlog;    /* at the coordinator: its journal, if coord.journal is set */
 	uint32_t journal_arena;	      /* ... of this arena */
 	struct kv_space *kv;	      /* at the coordinator: the KV cache index */
@@ -241,6 +243,14 @@ int poold_resolve_admin(struct poold_conf *conf, gid_t *ret_gid, char *errbuf, s
 int pidfile_open(const char *path, int *ret_fd);
 int pidfile_write(const char *path, int fd);
 void pidfile_close(const char *path, int fd);
+
+/*
+ * The largest frame poolds take from each other on a peer link: once its
+ * node registered, and before (peer.c, coord.c). Lists that grow with the
+ * data go in chunks of peer.chunk_size, well under it.
+ */
+#define PEER_FRAME_MAX (16u << 20)
+#define PEER_UNREG_FRAME_MAX (256u << 10)
 
 /* conn.c: a framed connection over a bufferevent */
 struct conn;
@@ -288,6 +298,8 @@ void conn_set_limit_name(struct conn *c, const char *name);
 void conn_set_read_timeout(struct conn *c, unsigned timeout_ms);
 void conn_set_write_timeout(struct conn *c, unsigned timeout_ms);
 void conn_set_max_frame(struct conn *c, size_t max_frame);
+void conn_set_max_send(struct conn *c, size_t max_send);
+int conn_fits(const struct conn *c, uint16_t type, size_t len);
 
 /*
  * A request being served: where to reply and who asked. Handlers reply with
@@ -854,11 +866,47 @@ int hold_reach(struct poold *pd, uint32_t arena, uint64_t ext, uint64_t off, uin
 	       bool last, void **ret_ptr);
 void hold_clear(struct poold *pd);
 int hold_list(struct poold *pd, struct holding **ret, size_t *ret_n);
+/* A holding's place, as a report tells one that ended. */
+struct hold_place {
+	uint32_t arena;
+	uint64_t off;
+};
+int hold_report_begin(struct poold *pd);
+void hold_report_end(struct poold *pd);
+const struct holding *hold_report_peek(struct poold *pd);
+void hold_report_take(struct poold *pd);
+ssize_t hold_report_gone(struct poold *pd, const struct hold_place **ret);
+void hold_report_gone_told(struct poold *pd, size_t n);
 /* holdsync.c: the coordinator telling lenders what they hold */
 void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
 	       uint64_t id);
 void hold_tell_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
 			coord_done_cb done, void *arg);
+
+/* stream.c: a long list sent over a peer link in chunks, as the loop turns */
+struct stream;
+typedef int (*stream_next_cb)(struct poold *pd, struct conn *c, void *arg);
+typedef void (*stream_end_cb)(struct poold *pd, void *arg, int rc);
+int stream_start(struct poold *pd, struct conn *c, size_t ahead, stream_next_cb next,
+		 stream_end_cb end, void *arg, struct stream **ret);
+void stream_stop(struct stream *s);
+
+/* holdreport.c: a lender's report of its record in chunks: cut (lender), gathered (coordinator) */
+struct holdreport_chunk {
+	struct holding *h; /* the next holdings of the record (copies pointing into it) */
+	size_t n;
+	struct hold_place *gone; /* holdings of earlier chunks that ended since */
+	size_t ngone;
+	bool more; /* more chunks follow */
+};
+int holdreport_chunk(struct poold *pd, size_t max, struct holdreport_chunk *ret);
+void holdreport_chunk_free(struct holdreport_chunk *c);
+struct holdreport;
+int holdreport_add(struct holdreport **rp, uint64_t report, uint32_t seq, bool more,
+		   const struct holding *h, size_t n, const struct hold_place *gone, size_t ngone);
+int holdreport_result(struct holdreport *r, const struct holding **ret, size_t *ret_n);
+void holdreport_free(struct holdreport *r);
+void holdreport_progress(const struct holdreport *r, uint32_t *ret_chunks, size_t *ret_n);
 
 /* reconcile.c: lenders' records kept in step with the map (coordinator) */
 void reconcile_ask(struct poold *pd, uint32_t node);
@@ -878,6 +926,13 @@ struct holding *holdings_of_msg(const Pool__Holdings *hs);
 void holdings_send(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
 		   coord_done_cb done, void *arg);
 void holdings_ask(struct poold *pd, uint32_t node);
+size_t holding_wire_len(const struct holding *h);
+size_t hold_place_wire_len(const struct hold_place *g);
+struct holdreport_chunk;
+int holdings_chunk_msg(uint64_t report, uint32_t seq, const struct holdreport_chunk *c,
+		       Pool__Holdings *ret);
+void holdings_chunk_free(Pool__Holdings *hs);
+struct hold_place *holding_ends_of_msg(const Pool__Holdings *hs);
 int holdings_msg(const struct holding *h, size_t n, Pool__Holdings *hs);
 void holdings_msg_free(Pool__Holdings *hs);
 
@@ -987,6 +1042,8 @@ void kv_defs_adopt(struct poold *pd, const struct kv_ns_spec *defs, size_t n, co
 int kv_ns_flags_of(const char *tier, const char *evict, uint32_t *ret);
 void kv_def_msg(const struct kv_ns_spec *d, Pool__KvNamespace *m);
 Pool__KvNamespace **kv_defs_msg(struct poold *pd, size_t *ret_n);
+void kv_defs_tell(struct poold *pd, uint32_t node, Pool__KvNamespace **defs, size_t n, size_t from,
+		  uint32_t seq);
 void kv_defs_adopt_msg(struct poold *pd, Pool__KvNamespace *const *defs, size_t n,
 		       const char *from);
 /* A namespace as kv stats and the metrics show it (used: the bytes in its own tier). */

@@ -33,16 +33,30 @@ static void reconcile_tell(struct poold *pd, uint32_t node, const struct ledger_
 	free(h);
 }
 
-/* The lender's full record of an orphan extent, if it sent one. */
-static const struct holding *reconcile_find(const struct holding *h, size_t n,
+static int reconcile_cmp_place(const void *a, const void *b)
+{
+	const struct holding *x = *(const struct holding *const *)a,
+			     *y = *(const struct holding *const *)b;
+
+	if (x->e.arena != y->e.arena)
+		return x->e.arena < y->e.arena ? -1 : 1;
+	return x->e.off < y->e.off ? -1 : x->e.off > y->e.off;
+}
+
+/*
+ * The lender's full record of an orphan extent, if it sent one: by sorted
+ * place (byplace, n of them), a report of millions being looked up once per
+ * orphan.
+ */
+static const struct holding *reconcile_find(const struct holding *const *byplace, size_t n,
 					    const struct ledger_extent *e)
 {
-	size_t i;
+	struct holding key = {.e = *e};
+	const struct holding *kp = &key;
+	const struct holding *const *found;
 
-	for (i = 0; i < n; i++)
-		if (h[i].e.arena == e->arena && h[i].e.off == e->off)
-			return &h[i];
-	return NULL;
+	found = n > 0 ? bsearch(&kp, byplace, n, sizeof(*byplace), reconcile_cmp_place) : NULL;
+	return found != NULL ? *found : NULL;
 }
 
 /*
@@ -86,16 +100,27 @@ static void reconcile_orphan(struct poold *pd, uint32_t node, const struct ledge
 	region_retire(pd, node, e->arena, e->off, e->len, NULL);
 }
 
+/*
+ * Whether e overlaps an extent of set, sorted by arena and offset (as
+ * ledger_diff() leaves it), where ends[i] is the furthest end of set[0..i]
+ * in set[i]'s arena.
+ */
 static bool reconcile_overlaps(const struct ledger_extent *e, const struct ledger_extent *set,
-			       size_t n)
+			       const uint64_t *ends, size_t n)
 {
-	size_t i;
+	size_t lo = 0, hi = n;
 
-	for (i = 0; i < n; i++)
-		if (set[i].arena == e->arena && set[i].off < e->off + e->len &&
-		    e->off < set[i].off + set[i].len)
-			return true;
-	return false;
+	/* The first of set at or past e's end: those before it start before e ends. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (set[mid].arena < e->arena ||
+		    (set[mid].arena == e->arena && set[mid].off < e->off + e->len))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && set[lo - 1].arena == e->arena && ends[lo - 1] > e->off;
 }
 
 /*
@@ -105,6 +130,8 @@ static bool reconcile_overlaps(const struct ledger_extent *e, const struct ledge
 void reconcile_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n)
 {
 	struct ledger_extent *want = NULL, *have = NULL, *missing = NULL, *orphans = NULL;
+	const struct holding **byplace = NULL;
+	uint64_t *ends = NULL;
 	size_t nwant = 0, cap = 0, nm = 0, no = 0, i;
 	struct member *m = cluster_find(pd, node);
 	uint64_t incarnation = m != NULL ? m->info->incarnation : 0;
@@ -126,6 +153,18 @@ void reconcile_holdings(struct poold *pd, uint32_t node, const struct holding *h
 		goto out;
 	if (ledger_diff(want, nwant, have, n, &missing, &nm, &orphans, &no) < 0)
 		goto out;
+	if (no > 0) {
+		if ((byplace = calloc(n, sizeof(*byplace))) == NULL ||
+		    (ends = calloc(nwant ? nwant : 1, sizeof(*ends))) == NULL)
+			goto out;
+		for (i = 0; i < n; i++)
+			byplace[i] = &h[i];
+		qsort(byplace, n, sizeof(*byplace), reconcile_cmp_place);
+		for (i = 0; i < nwant; i++) /* (want is sorted now) */
+			ends[i] =
+			    MAX(want[i].off + want[i].len,
+				i > 0 && want[i - 1].arena == want[i].arena ? ends[i - 1] : 0);
+	}
 	{
 		struct lender_pool *lp;
 
@@ -140,7 +179,7 @@ void reconcile_holdings(struct poold *pd, uint32_t node, const struct holding *h
 		reconcile_tell(pd, node, missing, nm);
 	}
 	for (i = 0; i < no; i++) {
-		const struct holding *held = reconcile_find(h, n, &orphans[i]);
+		const struct holding *held = reconcile_find(byplace, n, &orphans[i]);
 		bool retired = false;
 
 		/*
@@ -149,12 +188,14 @@ void reconcile_holdings(struct poold *pd, uint32_t node, const struct holding *h
 		TAILQ_FOREACH(rt, &pd->regions->retired, entry)
 			retired |= rt->node == node && rt->incarnation == incarnation &&
 				   rt->arena == orphans[i].arena && rt->off == orphans[i].off;
-		if (retired || reconcile_overlaps(&orphans[i], want, nwant))
+		if (retired || reconcile_overlaps(&orphans[i], want, ends, nwant))
 			continue; /* on its way out, or replaced by the repair above */
 		reconcile_orphan(pd, node, &orphans[i], held);
 	}
 	region_tombstones_done(pd, node);
 out:
+	free(byplace);
+	free(ends);
 	free(want);
 	free(have);
 	free(missing);

@@ -194,3 +194,30 @@ void wire_msg_free(ProtobufCMessage *msg)
 	if (msg != NULL)
 		protobuf_c_message_free_unpacked(msg, NULL);
 }
+
+/* Bytes a message of len bytes packed takes as an element of a repeated field: tag, length, it. */
+size_t wire_elem_len(size_t len)
+{
+	size_t n = 1;
+
+	while (n < 10 && len >> (7 * n) != 0)
+		n++;
+	return 1 + n + len;
+}
+
+/*
+ * How many of the n messages at msgs (each a ProtobufCMessage) fit in max
+ * bytes as the elements of a repeated field: at least one when n > 0, so
+ * that a list cut into chunks of max bytes always moves on.
+ */
+size_t wire_fit(void *const *msgs, size_t n, size_t max)
+{
+	size_t i, bytes = 0;
+
+	for (i = 0; i < n; i++) {
+		bytes += wire_elem_len(protobuf_c_message_get_packed_size(msgs[i]));
+		if (i > 0 && bytes > max)
+			break;
+	}
+	return i;
+}

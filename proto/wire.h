@@ -121,6 +121,8 @@ const char *wire_enum_name(const ProtobufCEnumDescriptor *d, int value, char *bu
 #define WIRE_ENUM_NAME_MAX 32
 int wire_msg_unpack(uint16_t type, const uint8_t *payload, size_t len, ProtobufCMessage **ret_msg);
 void wire_msg_free(ProtobufCMessage *msg);
+size_t wire_elem_len(size_t len);
+size_t wire_fit(void *const *msgs, size_t n, size_t max);
 
 /* rpc.c: blocking client side, used by poolctl and libpool */
 struct wire_client;

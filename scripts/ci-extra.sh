@@ -10,7 +10,12 @@
 # main build. The sanitizer and fuzz stages build a copy of the tracked
 # sources in its own directory under CI_WORK (default: a temporary one), so
 # the main build is left as it is. Stages: CI_STAGES="style dist asan fuzz
-# trust" (the default) or some.
+# trust" (the default) or some; "chunks", not among them, runs
+# tests/cluster/chunks.sh with a lender of CHUNKS_VALUES (3,000,000) values
+# on the main build (some minutes, and a few GB of memory), with a ledger
+# pass only as nodes register and a heartbeat window of 20 s: the
+# coordinator compares a report of millions with its map in one pass of its
+# loop, which takes seconds.
 . "$(dirname "$0")/deps.sh"
 
 deps_install "${PACKAGES[@]}" "${TEST_PACKAGES[@]}" clang libclang-rt-14-dev clang-format
@@ -73,6 +78,13 @@ for stage in $stages; do
 		(cd "$TOP" && TRUST_KILLS=1000 TRUST_STALL_S=60 make check TESTS=tests/cluster/trust.sh) ||
 			{ tail -n 80 "$TOP/tests/cluster/trust.sh.log"; exit 1; }
 		grep -E '^(ok|not ok)' "$TOP/tests/cluster/trust.sh.log"
+		;;
+	chunks)
+		echo "==> tests/cluster/chunks.sh with ${CHUNKS_VALUES:-3000000} values"
+		(cd "$TOP" && CHUNKS_VALUES=${CHUNKS_VALUES:-3000000} CHUNKS_LEDGER=0 CHUNKS_MISSES=40 \
+			make check TESTS=tests/cluster/chunks.sh) ||
+			{ tail -n 80 "$TOP/tests/cluster/chunks.sh.log"; exit 1; }
+		grep -E '^(ok|not ok)' "$TOP/tests/cluster/chunks.sh.log"
 		;;
 	*)
 		echo "ci-extra.sh: unknown stage '$stage'" >&2

@@ -7,6 +7,7 @@
  *	pool-kv NS remove KEY
  *	pool-kv NS mput PREFIX N SIZE SEED   batch put of keys PREFIX0..PREFIX<N-1>
  *	pool-kv NS mget PREFIX N SEED        batch get, verify, print hits
+ *	                                     (more than 4096 keys: in batches of 4096)
  *	pool-kv NS match PREFIX N            leading keys present
  *	pool-kv NS hammer KEY SIZE SECS ID   put and get the same key again and again,
  *	                                     checking that no value is ever torn
@@ -429,6 +430,12 @@ static int put_get(struct pool_kv *kv, const char *cmd, const char *key, char **
 	return status;
 }
 
+/* The most keys of one batch call (pool_kv_put_batch(3)). */
+#define BATCH_MAX 4096
+#ifndef MIN
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#endif
+
 /* mput PREFIX N SIZE SEED, mget PREFIX N SEED, match PREFIX N: 0, or 1 on failure. */
 static int batch(struct pool_kv *kv, const char *cmd, const char *key, char **argv)
 {
@@ -454,7 +461,8 @@ static int batch(struct pool_kv *kv, const char *cmd, const char *key, char **ar
 			goto out;
 		}
 		klens[i] = strlen(keys[i]);
-		lens[i] = cmd[1] == 'p' ? size : 4u << 20;
+		/* (a get of more than one batch takes values up to 64K, not 4M each) */
+		lens[i] = cmd[1] == 'p' ? size : n > BATCH_MAX ? 64u << 10 : 4u << 20;
 		bufs[i] = malloc(lens[i]);
 		if (cmd[1] == 'p')
 			fill(bufs[i], size, seed + i);
@@ -466,15 +474,23 @@ static int batch(struct pool_kv *kv, const char *cmd, const char *key, char **ar
 		else
 			printf("match %s: %zu of %zu\n", key, count, n);
 	} else if (cmd[1] == 'p') {
-		rc = pool_kv_put_batch(kv, n, (const void *const *)keys, klens,
-				       (const void *const *)bufs, lens, st);
+		size_t stored = 0;
+
+		for (i = 0, rc = 0; i < n && rc >= 0; i += BATCH_MAX) {
+			rc = pool_kv_put_batch(kv, MIN(BATCH_MAX, n - i),
+					       (const void *const *)keys + i, klens + i,
+					       (const void *const *)bufs + i, lens + i, st + i);
+			stored += rc > 0 ? (size_t)rc : 0;
+		}
 		if (rc < 0)
 			status = fail("mput", rc);
 		else
-			printf("mput %s: %d of %zu stored\n", key, rc, n);
+			printf("mput %s: %zu of %zu stored\n", key, stored, n);
 	} else {
-		rc = pool_kv_get_batch(kv, n, (const void *const *)keys, klens, bufs, lens, vlens,
-				       st);
+		for (i = 0, rc = 0; i < n && rc >= 0; i += BATCH_MAX)
+			rc = pool_kv_get_batch(kv, MIN(BATCH_MAX, n - i),
+					       (const void *const *)keys + i, klens + i, bufs + i,
+					       lens + i, vlens + i, st + i);
 		if (rc < 0)
 			status = fail("mget", rc);
 		for (i = 0; rc >= 0 && status == 0 && i < n; i++) {

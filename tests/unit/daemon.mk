@@ -131,3 +131,13 @@ TESTS += tests/unit/test_coordlink
 tests_unit_test_coordlink_SOURCES = tests/unit/test_coordlink.c tests/unit/cores.h tests/unit/cores.c
 tests_unit_test_coordlink_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_unit_test_coordlink_LDADD = tests/unit/libunit.la daemon/libpoold.la $(EVENT_LIBS) $(CUNIT_LIBS)
+
+# A lender's holdings in chunks (hold.c, holdwire.c, stream.c, holdreport.c), both ways.
+check_PROGRAMS += tests/unit/test_holdreport
+TESTS += tests/unit/test_holdreport
+tests_unit_test_holdreport_SOURCES = tests/unit/test_holdreport.c tests/unit/cores.h \
+	tests/unit/cores.c
+tests_unit_test_holdreport_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) \
+	$(PROTOBUF_C_CFLAGS) $(XXHASH_CFLAGS)
+tests_unit_test_holdreport_LDADD = tests/unit/libunit.la daemon/libpoold.la $(EVENT_LIBS) \
+	$(CUNIT_LIBS)

@@ -5,13 +5,19 @@
  * value, aborts and releases that give back exactly what was taken,
  * replicas outliving one lender, dedup values living as long as a holder,
  * lenders' records bringing values back after a coordinator restart, and
- * the namespaces' definitions the nodes keep bringing back namespaces.
+ * the namespaces' definitions the nodes keep bringing back namespaces,
+ * also when they go in chunks.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/event.h>
 
 #include "daemon/kvint.h"
 #include "tests/unit/cores.h"
@@ -468,7 +474,7 @@ static void test_definitions(void)
 	for (i = 0; i < ARRAY_SIZE(specs); i++)
 		ns_make(&specs[i]);
 	put(kv_ns_find(&pd, "dram"), 1, "k", 1000);
-	kv_ns_find(&pd, "both")->resp_db = true; /* a RESP user's */
+	kv_ns_find(&pd, "both")->resp_db = true;   /* a RESP user's */
 	kv_ns_find(&pd, "redis0")->resp_db = true; /* root's */
 	kept = cores_defs_kept(&pd, &len);
 	index_free();
@@ -498,6 +504,87 @@ static void test_definitions(void)
 	CU_ASSERT_EQUAL(n, 1);
 	CU_ASSERT_STRING_EQUAL(defs[0].name, "fine");
 	free(defs);
+	index_free();
+}
+
+static void no_frame(struct conn *c, const struct wire_hdr *hdr, const uint8_t *payload, void *arg)
+{
+	(void)c, (void)hdr, (void)payload, (void)arg;
+}
+
+static void no_close(struct conn *c, void *arg)
+{
+	(void)c, (void)arg;
+}
+
+/*
+ * The definitions go to a node in kv-ns-defs chunks of peer.chunk_size,
+ * numbered, the last without more; told to a restarted coordinator chunk by
+ * chunk, they bring every namespace back.
+ */
+static void test_definitions_in_chunks(void)
+{
+	static const struct conn_ops ops = {.frame = no_frame, .closed = no_close};
+	struct member *m;
+	struct kv_ns_spec *defs;
+	Pool__KvNamespace **msgs;
+	uint8_t *kept[KV_MAX_NAMESPACES];
+	size_t len[KV_MAX_NAMESPACES], n, i, nchunks = 0;
+	char name[32];
+	bool more = true;
+	int sv[2];
+
+	index_new();
+	pd.conf->peer_chunk_size = 4096;
+	CU_ASSERT_FATAL(coordlink_open(&pd) == 0);
+	for (i = 0; i < KV_MAX_NAMESPACES; i++) {
+		snprintf(name, sizeof(name), "namespace-%03zu", i);
+		ns_make(&(struct kv_ns_spec){name, MiB, 0, 0, 1, 1000, 1000, 0600});
+	}
+	m = cluster_find(&pd, LENDER);
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	CU_ASSERT_FATAL(conn_new(pd.base, sv[0], NULL, 1u << 20, &ops, NULL, "node 2", &m->conn) ==
+			0);
+	CU_ASSERT_FATAL((msgs = kv_defs_msg(&pd, &n)) != NULL);
+	CU_ASSERT_EQUAL(n, KV_MAX_NAMESPACES);
+	kv_defs_tell(&pd, LENDER, msgs, n, 0, 0);
+	free(msgs);
+	for (i = 0; i < 100 && conn_output_len(m->conn) > 0; i++)
+		event_base_loop(pd.base, EVLOOP_NONBLOCK);
+	while (more) {
+		struct wire_hdr hdr;
+		ProtobufCMessage *msg;
+		Pool__KvNsReply *chunk;
+
+		CU_ASSERT_FATAL(wire_recv_frame(sv[1], 1u << 20, 1000, &hdr, &kept[nchunks]) == 0);
+		len[nchunks] = hdr.len;
+		CU_ASSERT_EQUAL(hdr.type, WIRE_KV_NS_DEFS);
+		CU_ASSERT(hdr.len <= 4096);
+		CU_ASSERT_FATAL(wire_msg_unpack(WIRE_KV_NS_DEFS, kept[nchunks], hdr.len, &msg) ==
+				0);
+		chunk = (Pool__KvNsReply *)msg;
+		CU_ASSERT(chunk->has_seq && chunk->seq == nchunks);
+		CU_ASSERT(chunk->n_namespaces > 0);
+		more = chunk->has_more && chunk->more;
+		wire_msg_free(msg);
+		nchunks++;
+	}
+	CU_ASSERT(nchunks > 2);
+	coordlink_close(&pd);
+	conn_free(m->conn);
+	m->conn = NULL;
+	close(sv[1]);
+	index_free();
+
+	index_new();
+	for (i = 0; i < nchunks; i++) {
+		cores_defs_told(&pd, kept[i], len[i]);
+		free(kept[i]);
+	}
+	CU_ASSERT_EQUAL_FATAL(kv_defs(&pd, &defs, &n), 0);
+	CU_ASSERT_EQUAL(n, KV_MAX_NAMESPACES);
+	free(defs);
+	ns_defined_as(&(struct kv_ns_spec){"namespace-255", MiB, 0, 0, 1, 1000, 1000, 0600});
 	index_free();
 }
 
@@ -585,6 +672,7 @@ int main(void)
 	    {"records bring values back", test_records},
 	    {"durable commits", test_durable_commits},
 	    {"namespace definitions bring namespaces back", test_definitions},
+	    {"namespace definitions in chunks", test_definitions_in_chunks},
 	    {NULL, NULL},
 	};
 
