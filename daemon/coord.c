@@ -642,6 +642,20 @@ static void coord_register_reply(struct coord_peer *p, uint64_t req_id, Pool__Re
 		kv_defs_tell(pd, id, defs, ndefs, reply->n_namespaces, 1);
 }
 
+/* A node's link goes with its holdings report under way: the report is dropped. */
+static void coord_report_cut(const struct coord_peer *p)
+{
+	uint32_t chunks;
+	size_t n;
+
+	if (p->report == NULL)
+		return;
+	holdreport_progress(p->report, &chunks, &n);
+	log_info("node %u (%s): its holdings report, cut short after %u chunk(s) and %zu "
+		 "holding(s), is dropped, not reconciled",
+		 p->m->info->id, p->m->info->name, chunks, n);
+}
+
 static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Register *reg)
 {
 	struct coord *co = p->co;
@@ -736,6 +750,7 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 		m->conn = NULL; /* (so a failed call's caller asking again is refused) */
 		coordlink_fail(pd, id);
 		if (old != NULL) {
+			coord_report_cut(old);
 			conn_free(old->conn);
 			TAILQ_REMOVE(&co->peers, old, entry);
 			coordslot_give(&co->slots, &old->slot);
@@ -986,16 +1001,7 @@ static void coord_peer_closed(struct conn *conn, void *arg)
 
 	if (p->m != NULL && p->m->conn == conn) {
 		log_info("link to node %u (%s) closed", p->m->info->id, p->m->info->name);
-		if (p->report != NULL) {
-			uint32_t chunks;
-			size_t n;
-
-			holdreport_progress(p->report, &chunks, &n);
-			log_info(
-			    "node %u (%s): its holdings report, cut short after %u chunk(s) and "
-			    "%zu holding(s), is dropped, not reconciled",
-			    p->m->info->id, p->m->info->name, chunks, n);
-		}
+		coord_report_cut(p);
 		p->m->conn = NULL;
 		coordlink_fail(co->pd, p->m->info->id);
 		if (p->m->state == MEMBER_UP)
