@@ -198,6 +198,15 @@ void holdings_msg_free(Pool__Holdings *hs)
 	free(hs->holdings);
 }
 
+/* Bytes a holding takes in a Holdings message. */
+size_t holding_wire_len(const struct holding *h)
+{
+	Pool__Holding m;
+
+	holding_to_msg(h, &m);
+	return wire_elem_len(pool__holding__get_packed_size(&m));
+}
+
 /* The Holds of one holdings_send(): done once each chunk is answered. */
 struct holds_sent {
 	coord_done_cb done;
@@ -259,11 +268,8 @@ void holdings_send(struct poold *pd, uint32_t node, const struct holding *h, siz
 		*hs = (struct holds_sent){.done = done, .arg = arg, .pending = 1};
 	}
 	for (i = 0; i < n && rc == 0; i++) {
-		Pool__Holding m;
-		size_t len;
+		size_t len = holding_wire_len(&h[i]);
 
-		holding_to_msg(&h[i], &m);
-		len = wire_elem_len(pool__holding__get_packed_size(&m));
 		if (i > first && bytes + len > max) {
 			rc = holds_chunk_send(pd, node, h + first, i - first, hs);
 			first = i;
@@ -290,15 +296,6 @@ void holdings_ask(struct poold *pd, uint32_t node)
 	req.has_chunk_size = 1;
 	req.chunk_size = (uint32_t)pd->conf->peer_chunk_size;
 	coord_notice(pd, node, WIRE_HOLDINGS, &req.base);
-}
-
-/* Bytes a holding takes in a Holdings message. */
-size_t holding_wire_len(const struct holding *h)
-{
-	Pool__Holding m;
-
-	holding_to_msg(h, &m);
-	return wire_elem_len(pool__holding__get_packed_size(&m));
 }
 
 /* Bytes a holding that ended takes in a Holdings message's gone list. */
