@@ -111,6 +111,11 @@ tests_tools_pool_io_LDADD = libpool/libpool.la $(XXHASH_LIBS)
 
 include tests/bench/regions.mk
 
+# pool-kvload: many KV keys at once, and a prober of poold's loop, for tests/integration/kv-bulk.sh.
+noinst_PROGRAMS += tests/tools/pool-kvload
+tests_tools_pool_kvload_SOURCES = tests/tools/pool-kvload.c
+tests_tools_pool_kvload_LDADD = libpool/libpool.la
+
 # fc-client: a Firecracker-like VMM restoring through a UFFD page server, for the snapshot tests.
 noinst_PROGRAMS += tests/tools/fc-client
 tests_tools_fc_client_SOURCES = tests/tools/fc-client.c
