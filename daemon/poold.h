@@ -655,6 +655,7 @@ struct regions {
 	uint64_t next_base;
 	size_t count;
 	TAILQ_HEAD(, retired) retired; /* moved or evicted extents, readable until released */
+	size_t scrubs;		       /* of those, scrubs asked of their lenders, not answered */
 	TAILQ_HEAD(, reclaim) reclaims;
 	TAILQ_HEAD(, tombstone) tombstones;
 	const struct space_hooks *hooks;
@@ -685,6 +686,7 @@ bool region_lender_restarted(struct poold *pd, const struct node_info *info);
 void region_lender_update(struct poold *pd, const struct node_info *info);
 void region_sweep_leases(struct poold *pd);
 void region_sweep_retired(struct poold *pd);
+bool region_scrubs_full(struct poold *pd);
 uint64_t region_arena_used(struct poold *pd, uint32_t node, uint32_t arena);
 void region_session_end(struct poold *pd, uint32_t node, uint64_t session);
 struct region *region_find(struct regions *rs, const char *name);
