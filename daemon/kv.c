@@ -612,7 +612,7 @@ bool kv_unpin(struct kv_pin **pp, uint32_t node, uint64_t session, uint64_t vers
 }
 
 /* Drop every pin of a session (or, with all, of a node) from a list. */
-static void kv_unpin_all(struct kv_pin **pp, uint32_t node, uint64_t session, bool all)
+void kv_unpin_all(struct kv_pin **pp, uint32_t node, uint64_t session, bool all)
 {
 	while (*pp != NULL) {
 		struct kv_pin *p = *pp;
@@ -625,6 +625,16 @@ static void kv_unpin_all(struct kv_pin **pp, uint32_t node, uint64_t session, bo
 			pp = &p->next;
 		}
 	}
+}
+
+/* Count a zombie taken out of its namespace against ns, and keep it there. */
+void kv_zombie_move(struct kv_ns *ns, struct kv_zombie *z)
+{
+	TAILQ_INSERT_TAIL(&ns->zombies, z, entry);
+	if (z->val.pmem)
+		ns->pmem_used += kv_val_bytes(&z->val);
+	else
+		ns->used += kv_val_bytes(&z->val);
 }
 
 void kv_zombies_sweep(struct poold *pd, struct kv_ns *ns)
@@ -668,26 +678,40 @@ void kv_foreach_ns(struct poold *pd, struct kv_ns *ns,
 	}
 }
 
-void kv_ns_flush(struct poold *pd, struct kv_ns *ns)
+/* Every entry of a namespace goes now, whatever their number (see kv_ns_flush()). */
+void kv_ns_clear(struct poold *pd, struct kv_ns *ns)
 {
 	size_t i;
 
-	kvev_cleared(pd, ns->name);
 	ns->flushing = true;
 	for (i = 0; i < ns->nbuckets; i++)
 		while (ns->buckets[i] != NULL)
 			kv_entry_clear(pd, ns, ns->buckets[i]);
 	ns->flushing = false;
 	kv_zombies_sweep(pd, ns);
+}
+
+/*
+ * Every key of a namespace goes (poolctl kv flush, FLUSHDB): at once for
+ * whoever looks them up or puts them again. A few are freed now; more are
+ * taken out of the index as a whole and freed from the loop, a slice at a
+ * time (kvreap.c).
+ */
+void kv_ns_flush(struct poold *pd, struct kv_ns *ns)
+{
+	kvev_cleared(pd, ns->name);
+	if (ns->nentries <= KV_REAP_NOW || kv_reap_flush(pd, ns) < 0)
+		kv_ns_clear(pd, ns);
 	region_account(pd);
 }
 
+/* Free a namespace and its entries now (a small one dropped, or at exit). */
 void kv_ns_free(struct poold *pd, struct kv_ns *ns)
 {
 	struct kv_ns *orphans = pd->kv->orphans;
 	struct kv_zombie *z;
 
-	kv_ns_flush(pd, ns);
+	kv_ns_clear(pd, ns);
 	/*
 	 * Values still read or written outlive the namespace in the orphan list
 	 * until their sessions end (at shutdown, when nothing is in flight any
@@ -696,8 +720,7 @@ void kv_ns_free(struct poold *pd, struct kv_ns *ns)
 	while ((z = TAILQ_FIRST(&ns->zombies)) != NULL) {
 		TAILQ_REMOVE(&ns->zombies, z, entry);
 		if (orphans != NULL && ns != orphans) {
-			TAILQ_INSERT_TAIL(&orphans->zombies, z, entry);
-			orphans->used += kv_val_bytes(&z->val);
+			kv_zombie_move(orphans, z);
 			continue;
 		}
 		kv_pins_free(z->pins);
@@ -729,28 +752,37 @@ kv_foreach(struct poold *pd,
 
 struct kv_who {
 	uint32_t node;
-	uint64_t session;
-	bool all;
 	size_t count;
 };
 
-static void kv_session_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg)
+/* A session that ended lets go of an entry: its pins, and its reservation (freed). */
+void kv_session_forget(struct poold *pd, struct kv_ns *ns, struct kv_entry *e,
+		       const struct kv_ended *end)
 {
-	struct kv_who *w = arg;
-
-	kv_unpin_all(&e->pins, w->node, w->session, w->all);
-	if (e->has_pending && e->pnode == w->node && (w->all || e->psession == w->session)) {
+	kv_unpin_all(&e->pins, end->node, end->session, end->all);
+	if (e->has_pending && e->pnode == end->node && (end->all || e->psession == end->session)) {
 		kv_val_free(pd, ns, &e->pending);
 		kv_set_pending(ns, e, false);
-		if (kv_entry_unused(e))
-			kv_entry_drop(ns, e);
 	}
+}
+
+static void kv_session_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg)
+{
+	kv_session_forget(pd, ns, e, arg);
+	if (kv_entry_unused(e))
+		kv_entry_drop(ns, e);
+}
+
+/* A session's end in every entry of ns, now (see kv_session_end()). */
+void kv_ns_session_end(struct poold *pd, struct kv_ns *ns, const struct kv_ended *end)
+{
+	kv_foreach_ns(pd, ns, kv_session_entry, (void *)end);
 }
 
 /* A client session or a whole node went away: its reservations and pins go. */
 void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all)
 {
-	struct kv_who w = {node, session, all, 0};
+	struct kv_ended end = {node, session, all};
 	struct kv_zombie *z;
 	struct kv_ns *ns;
 
@@ -759,7 +791,8 @@ void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all)
 	/* Every entry if some are pinned; else only where reservations are (a close is cheap). */
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
 		if (kv_npins > 0 || ns->npending > 0)
-			kv_foreach_ns(pd, ns, kv_session_entry, &w);
+			kv_ns_session_end(pd, ns, &end);
+	kv_reap_session_end(pd, &end);
 	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
 		TAILQ_FOREACH(z, &ns->zombies, entry)
 			kv_unpin_all(&z->pins, node, session, all);
@@ -872,7 +905,10 @@ int kv_open(struct poold *pd, kv_defined_cb defined)
 	pd->kv->defined = defined;
 	pd->kv->orphans = calloc(1, sizeof(*pd->kv->orphans));
 	if (pd->kv->orphans == NULL ||
-	    (pd->kv->orphans->buckets = calloc(1, sizeof(void *))) == NULL) {
+	    (pd->kv->orphans->buckets = calloc(1, sizeof(void *))) == NULL ||
+	    kv_reap_open(pd) < 0) {
+		if (pd->kv->orphans != NULL)
+			free(pd->kv->orphans->buckets);
 		free(pd->kv->orphans);
 		free(pd->kv);
 		pd->kv = NULL;
@@ -892,6 +928,7 @@ void kv_close(struct poold *pd)
 
 	if (pd->kv == NULL)
 		return;
+	kv_reap_close(pd); /* (what is left of it goes to the namespaces and orphans first) */
 	while ((ns = TAILQ_FIRST(&pd->kv->list)) != NULL)
 		kv_ns_free(pd, ns);
 	kv_ns_free(pd, pd->kv->orphans);
@@ -1085,6 +1122,11 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 				kv_result(res, 0, NULL, KV_PLACES_NONE);
 				return 1;
 			}
+		/* Flushed, and not freed yet: the same. */
+		if (kv_reap_settle(pd, ns, who, key, klen, h, version)) {
+			kv_result(res, 0, NULL, KV_PLACES_NONE);
+			return 1;
+		}
 		kv_result(res, op == KV_COMMIT ? -ESTALE : -ENOENT, NULL, KV_PLACES_NONE);
 		return 0;
 	}
@@ -1196,11 +1238,20 @@ int kv_ns_create(struct poold *pd, const struct kv_ns_spec *spec, char *err, siz
 	return 0;
 }
 
-/* Drop a namespace and its values, journaled and told to every node. */
+/*
+ * Drop a namespace and its values, journaled and told to every node. Its
+ * name is free at once; many values are freed from the loop, a slice at a
+ * time (kvreap.c).
+ */
 void kv_ns_drop(struct poold *pd, struct kv_ns *ns)
 {
 	log_info("KV namespace '%s' dropped", ns->name);
-	kv_ns_free(pd, ns);
+	kvev_cleared(pd, ns->name);
+	if (ns->nentries <= KV_REAP_NOW)
+		kv_ns_free(pd, ns);
+	else
+		kv_reap_drop(pd, ns);
+	region_account(pd);
 	pd->kv->defined(pd);
 	kv_defs_send(pd);
 }

@@ -28,6 +28,7 @@
 #define KV_MAX_REPLICAS 4
 #define KV_RECOPY_MAX 16	  /* copies started again per sweep */
 #define KV_RECOPY_TIMEOUT_MS 5000 /* a copy not done by then is tried again */
+#define KV_REAP_NOW 256		  /* a namespace of up to this many entries is flushed at once */
 
 /* A place a value is stored at. */
 struct kv_place {
@@ -98,6 +99,12 @@ struct kv_ns {
 	uint64_t id, capacity, used;
 	uint64_t pmem_used; /* bytes spilled to the pmem tier */
 	uint64_t leaving;   /* DRAM bytes whose spill is in flight: counted as gone */
+	/*
+	 * Of used and pmem_used, the bytes of copies in flight (kv_move(),
+	 * kv_recopy()) that are no value's yet: their ends give them back
+	 * to the namespace of their id, so a flush leaves them there.
+	 */
+	uint64_t landing, planding;
 	uint64_t hits, misses, evictions, puts, spills, promotions, pmem_hits;
 	struct kv_entry **buckets;
 	size_t nbuckets, nentries;
@@ -115,6 +122,11 @@ struct kv_ns {
 	uint32_t replicas;   /* places of each value, on as many lenders (1: no copies) */
 	uint64_t size_hint;  /* values up to it take an extent of that size, or 0 */
 	bool flushing;	     /* every key is going: one event says so (kv_ns_flush()) */
+	/* A ghost, being freed (kvreap.c): */
+	size_t reap_bucket;  /* the first bucket that may still hold entries */
+	size_t reap_ended;   /* the first of kv_space.ended it has not seen */
+	size_t reap_count;   /* its entries when it began, */
+	uint64_t reap_since; /* ... at this units_now_ms() */
 	uid_t uid;	     /* who may read (4) and write (2) its values: owner, group, mode */
 	gid_t gid;
 	unsigned mode;
@@ -160,6 +172,20 @@ struct kv_space {
 	unsigned recopies;		 /* copies started again in this sweep */
 	TAILQ_HEAD(, kv_recopy) copying; /* copies in flight: their extents are claimed */
 	kv_defined_cb defined;		 /* told when the namespaces' definitions change */
+	/*
+	 * Flushed and dropped namespaces whose entries are being freed, a
+	 * slice at a time (kvreap.c), oldest first; the event that frees
+	 * the next slice; and the sessions that ended meanwhile, for the
+	 * pins and reservations of entries not freed yet.
+	 */
+	TAILQ_HEAD(, kv_ns) reaping;
+	struct event *reap_ev;
+	struct kv_ended {
+		uint32_t node;
+		uint64_t session;
+		bool all;
+	} * ended;
+	size_t nended, ended_cap;
 };
 
 /* The ledger's region id of a namespace's extents: kept apart from region ids. */
@@ -240,12 +266,28 @@ bool kv_val_usable(struct poold *pd, const struct kv_val *v);
 int kv_pin(struct kv_entry *e, uint32_t node, uint64_t session);
 bool kv_unpin(struct kv_pin **pp, uint32_t node, uint64_t session, uint64_t version);
 void kv_zombies_sweep(struct poold *pd, struct kv_ns *ns);
+void kv_zombie_move(struct kv_ns *ns, struct kv_zombie *z);
 struct kv_ns *kv_ns_by_id(struct poold *pd, uint64_t id);
 void kv_foreach_ns(struct poold *pd, struct kv_ns *ns,
 		   void (*fn)(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg),
 		   void *arg);
 void kv_ns_flush(struct poold *pd, struct kv_ns *ns);
+void kv_ns_clear(struct poold *pd, struct kv_ns *ns);
 void kv_ns_free(struct poold *pd, struct kv_ns *ns);
+void kv_session_forget(struct poold *pd, struct kv_ns *ns, struct kv_entry *e,
+		       const struct kv_ended *end);
+void kv_unpin_all(struct kv_pin **pp, uint32_t node, uint64_t session, bool all);
+void kv_ns_session_end(struct poold *pd, struct kv_ns *ns, const struct kv_ended *end);
+
+/* kvreap.c */
+int kv_reap_open(struct poold *pd);
+void kv_reap_close(struct poold *pd);
+int kv_reap_flush(struct poold *pd, struct kv_ns *ns);
+void kv_reap_drop(struct poold *pd, struct kv_ns *ns);
+bool kv_reap(struct poold *pd, size_t max, uint64_t budget_us);
+bool kv_reap_settle(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who,
+		    const uint8_t *key, size_t klen, uint64_t h, uint64_t version);
+void kv_reap_session_end(struct poold *pd, const struct kv_ended *end);
 
 /* kvtier.c */
 struct kv_durable *kv_durable_new(size_t n);

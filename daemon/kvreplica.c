@@ -15,6 +15,8 @@ static void kv_recopied(struct poold *pd, void *arg, int rc)
 
 	if (pd->kv != NULL)
 		TAILQ_REMOVE(&pd->kv->copying, rk, entry);
+	if (ns != NULL)
+		ns->landing -= rk->to.alen;
 	if (ns != NULL && (e = *kv_slot(ns, rk->key, rk->klen, kv_hash(rk->key, rk->klen))) != NULL)
 		e->recopy_at = 0;
 	if (rc == 0 && e != NULL && e->has_val && e->val.version == rk->version && !e->val.pmem &&
@@ -75,10 +77,12 @@ void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg
 	rk->version = e->val.version;
 	rk->to = (struct kv_place){dst->node, dst->arena, off, alen};
 	ns->used += alen;
+	ns->landing += alen;
 	hold_tell(pd, dst->node, dst->arena, off, alen, KV_HOLD_ID(ns));
 	if (copy_start(pd, src, src_off, dst, off, e->val.vlen, kv_recopied, rk) < 0) {
 		region_retire(pd, dst->node, dst->arena, off, alen, NULL);
 		ns->used -= alen;
+		ns->landing -= alen;
 		free(rk->key);
 		free(rk);
 		return;
