@@ -26,7 +26,9 @@
  * orphans when it was dropped.
  *
  * Where a lender is another node, each freed extent is a scrub it answers:
- * while REGION_SCRUBS_MAX of them are in flight the slices wait.
+ * while REGION_SCRUBS_MAX of them are in flight the slices wait. What the
+ * entries took of the heap goes back to the system as they go (heap.c),
+ * not in one trim at the end.
  */
 #include "config.h"
 
@@ -145,6 +147,7 @@ static void kv_reap_ended(struct poold *pd, struct kv_ns *g, struct kv_entry *e)
 /* Free one entry of g, as a flush at once would have: its pinned values live on as zombies. */
 static void kv_reap_entry(struct poold *pd, struct kv_ns *g, struct kv_entry *e)
 {
+	heap_freed(kv_key_room(e->klen) + sizeof(*e));
 	kv_reap_ended(pd, g, e);
 	kv_entry_clear(pd, g, e);
 }

@@ -2,7 +2,7 @@
 # libpoold: every part of poold but its main(), so that unit tests drive
 # its cores (tests/unit/test_kv.c) in the same build as the daemon.
 noinst_LTLIBRARIES += daemon/libpoold.la
-daemon_libpoold_la_SOURCES = daemon/poold.h daemon/pidfile.c daemon/conn.c daemon/control.c \
+daemon_libpoold_la_SOURCES = daemon/poold.h daemon/pidfile.c daemon/heap.c daemon/conn.c daemon/control.c \
 	daemon/status.c daemon/reload.c daemon/cluster.c daemon/nodeids.c daemon/memberwire.c daemon/numa.c daemon/coord.c daemon/coordslot.h daemon/coordslot.c daemon/coordlink.c \
 	daemon/peer.c daemon/peerauth.c daemon/carry.c daemon/carry-link.c daemon/carry-rma.c daemon/probe.c daemon/nodes.c daemon/lend.c daemon/extent.h daemon/extent.c \
 	daemon/regionint.h daemon/region.c daemon/regionrebuild.c daemon/regionwire.c daemon/reclaim.c daemon/reclaimwire.c daemon/spacetell.c daemon/arena.c daemon/ledger.h daemon/ledger.c \

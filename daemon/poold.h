@@ -242,6 +242,10 @@ int pidfile_open(const char *path, int *ret_fd);
 int pidfile_write(const char *path, int fd);
 void pidfile_close(const char *path, int fd);
 
+/* heap.c: freed heap given back to the system, a little at a time */
+void heap_freed(size_t bytes);
+void heap_trim_soon(struct event_base *base);
+
 /* conn.c: a framed connection over a bufferevent */
 struct conn;
 struct sockaddr;
