@@ -862,36 +862,65 @@ void kv_node_lost(struct poold *pd, uint32_t node)
 	}
 }
 
-static void kv_expire_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg)
+/* A reservation never committed goes (out of the index; freed with its writer). */
+static void kv_expire_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, uint64_t now)
 {
-	uint64_t now = *(const uint64_t *)arg;
-
 	if (!e->has_pending || now - e->preserved_at < KV_RESERVE_TTL_MS)
 		return;
-	kv_pending_retire(pd, ns, e); /* out of the index; freed with its writer */
+	kv_pending_retire(pd, ns, e);
 	if (kv_entry_unused(e))
 		kv_entry_drop(ns, e);
 }
 
-/* Drop reservations that were never committed; make lost copies again. */
+/*
+ * Where the sweep has something to do in ns: reservations to expire, or
+ * copies of values to make again.
+ */
+static bool kv_sweeps(struct poold *pd, const struct kv_ns *ns)
+{
+	return ns->npending > 0 || (pd->regions != NULL && ns->replicas > 1 && ns->local_node == 0);
+}
+
+/* The sweep's walk of n buckets of ns, from where the last one stopped. */
+static void kv_sweep_ns(struct poold *pd, struct kv_ns *ns, size_t n, uint64_t now)
+{
+	bool copies = pd->regions != NULL && ns->replicas > 1 && ns->local_node == 0;
+	struct kv_entry *e, *next;
+
+	for (n = MIN(n, ns->nbuckets); n > 0; n--) {
+		ns->sweep_bucket %= ns->nbuckets; /* (the table only grows: none is missed) */
+		for (e = ns->buckets[ns->sweep_bucket++]; e != NULL; e = next) {
+			next = e->hnext;
+			if (copies)
+				kv_recopy(pd, ns, e);
+			kv_expire_entry(pd, ns, e, now);
+		}
+	}
+}
+
+/*
+ * Drop reservations that were never committed; make lost copies again.
+ * A namespace may hold millions of keys: each sweep looks at
+ * KV_SWEEP_BUCKETS of their buckets in all, shared by the namespaces
+ * that need it, each where the last sweep left it; a reservation
+ * expires a little later than its time, a copy is made again a little
+ * later, and the loop is never held for a walk of every key.
+ */
 void kv_sweep(struct poold *pd)
 {
 	uint64_t now = units_now_ms();
 	struct kv_ns *ns;
+	size_t n = 0;
 
 	if (pd->kv == NULL)
 		return;
-	/* Only where there is something to do: a namespace may hold millions of keys. */
+	pd->kv->recopies = 0;
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-		if (ns->npending > 0)
-			kv_foreach_ns(pd, ns, kv_expire_entry, &now);
+		n += kv_sweeps(pd, ns);
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		if (kv_sweeps(pd, ns))
+			kv_sweep_ns(pd, ns, MAX(KV_SWEEP_BUCKETS / n, 64), now);
 	kv_expire_cycle(pd);
-	if (pd->regions != NULL) {
-		pd->kv->recopies = 0;
-		TAILQ_FOREACH(ns, &pd->kv->list, entry)
-			if (ns->replicas > 1 && ns->local_node == 0)
-				kv_foreach_ns(pd, ns, kv_recopy, NULL);
-	}
 }
 
 /* Start the KV index (coordinator). */

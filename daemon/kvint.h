@@ -29,6 +29,7 @@
 #define KV_RECOPY_MAX 16	  /* copies started again per sweep */
 #define KV_RECOPY_TIMEOUT_MS 5000 /* a copy not done by then is tried again */
 #define KV_REAP_NOW 256		  /* a namespace of up to this many entries is flushed at once */
+#define KV_SWEEP_BUCKETS 8192	  /* buckets looked at by a sweep (kv_sweep()) */
 
 /* A place a value is stored at. */
 struct kv_place {
@@ -114,7 +115,8 @@ struct kv_ns {
 	TAILQ_HEAD(, kv_entry)
 	vol; /* entries with an expiry, checked in turn (kv_expire_cycle()) */
 	uint64_t nvolatile, expired;
-	uint64_t npending; /* entries with a reservation (the sweep expires them) */
+	uint64_t npending;   /* entries with a reservation (the sweep expires them) */
+	size_t sweep_bucket; /* where the next sweep looks (kv_sweep()) */
 	uint64_t next_version;
 	uint32_t local_node; /* values only on this node's arenas, or 0 */
 	bool resp_db;	     /* a database of this node's RESP endpoint (kv_local_ensure()) */
@@ -306,7 +308,7 @@ int kv_verify(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e
 int kv_recount(struct poold *pd, struct kv_ns *ns, uint64_t *ret_freed, char *err, size_t errlen);
 
 /* kvreplica.c */
-void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg);
+void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
 
 /* kvtell.c (the wire's side is in poold.h) */
 void kv_defs_send(struct poold *pd);

@@ -38,7 +38,7 @@ static void kv_recopied(struct poold *pd, void *arg, int rc)
  * died, or too few were up when it was put): one more, on another lender,
  * copied from a place that is up.
  */
-void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg)
+void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 {
 	struct kv_place all[KV_MAX_REPLICAS];
 	uint32_t nodes[KV_MAX_REPLICAS];
@@ -47,7 +47,6 @@ void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg
 	struct kv_recopy *rk;
 	uint64_t len, off, alen, src_off = 0;
 
-	(void)arg;
 	/* (a copy whose lender went away may never answer: after a while, try again) */
 	if (pd->kv->recopies >= KV_RECOPY_MAX || !e->has_val || e->moving || e->val.pmem ||
 	    ns->local_node != 0 || 1u + e->val.ncopies >= ns->replicas ||

@@ -788,6 +788,44 @@ static void test_close_mid_flush(void)
 	index_free();
 }
 
+/*
+ * Reservations never committed expire by the sweep, which looks at a
+ * bounded number of buckets each time, not at every key: in a namespace
+ * of many keys, one sweep goes KV_SWEEP_BUCKETS further, and those spread
+ * over the table expire within one round of it; their writers' commits
+ * then change nothing, as before.
+ */
+static void test_sweep_bounded(void)
+{
+	struct kv_result res[3];
+	struct kv_entry *e;
+	struct kv_ns *ns;
+	size_t i, sweeps;
+	char key[16];
+
+	ns = bulk_ns("kv", BULK / 4);
+	CU_ASSERT_FATAL(ns->nbuckets > 4 * KV_SWEEP_BUCKETS);
+	for (i = 0; i < 3; i++) {
+		snprintf(key, sizeof(key), "k%zu", i * BULK / 10);
+		CU_ASSERT_EQUAL_FATAL(op(ns, 2, KV_RESERVE, key, 100, &res[i]), 0);
+		e = *kv_slot(ns, (const uint8_t *)key, strlen(key),
+			     kv_hash((const uint8_t *)key, strlen(key)));
+		e->preserved_at -= KV_RESERVE_TTL_MS; /* as if made long ago */
+	}
+	kv_sweep(&pd);
+	CU_ASSERT_EQUAL(ns->sweep_bucket, KV_SWEEP_BUCKETS);
+	for (sweeps = 1; ns->npending > 0 && sweeps <= ns->nbuckets / KV_SWEEP_BUCKETS; sweeps++)
+		kv_sweep(&pd);
+	CU_ASSERT_EQUAL(ns->npending, 0);
+	for (i = 0; i < 3; i++) {
+		snprintf(key, sizeof(key), "k%zu", i * BULK / 10);
+		CU_ASSERT_EQUAL(op(ns, 2, KV_COMMIT, key, res[i].val.version, NULL), 0);
+		CU_ASSERT_EQUAL(op(ns, 2, KV_LOOKUP, key, 0, &res[i]), 0); /* the old value */
+		CU_ASSERT_EQUAL(res[i].val.vlen, BULK_VLEN);
+	}
+	index_free();
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -805,6 +843,7 @@ int main(void)
 	    {"a flush of many keys is freed a slice at a time", test_flush_sliced},
 	    {"a drop of many keys frees the name at once", test_drop_sliced},
 	    {"stopping in the middle of a flush frees everything", test_close_mid_flush},
+	    {"the sweep looks at a bounded part of the keys", test_sweep_bounded},
 	    {NULL, NULL},
 	};
 
