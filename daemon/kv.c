@@ -737,7 +737,10 @@ void kv_ns_free(struct poold *pd, struct kv_ns *ns)
 	free(ns);
 }
 
-/* Call fn on every entry of every namespace; fn may drop the entry it is given. */
+/*
+ * Call fn on every entry of every namespace, those of flushed and dropped
+ * ones not freed yet too; fn may drop the entry it is given.
+ */
 static void
 kv_foreach(struct poold *pd,
 	   void (*fn)(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg), void *arg)
@@ -747,6 +750,8 @@ kv_foreach(struct poold *pd,
 	if (pd->kv == NULL)
 		return;
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		kv_foreach_ns(pd, ns, fn, arg);
+	TAILQ_FOREACH(ns, &pd->kv->reaping, entry)
 		kv_foreach_ns(pd, ns, fn, arg);
 }
 
@@ -844,12 +849,16 @@ static void kv_lost_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e
 			kv_retire_val(pd, ns, e);
 		hit = true;
 	}
-	w->count += hit;
+	w->count += hit && !ns->flushing; /* (a flushed one is no news) */
 	if (kv_entry_unused(e))
 		kv_entry_drop(ns, e);
 }
 
-/* A lender died or restarted: its values are gone, gets of them are misses. */
+/*
+ * A lender died or restarted: its values are gone, gets of them are
+ * misses. Those of flushed namespaces go now too: freed after the
+ * lender's new life began, they would be scrubbed in it.
+ */
 void kv_node_lost(struct poold *pd, uint32_t node)
 {
 	struct kv_who w = {.node = node};

@@ -799,6 +799,36 @@ static void test_close_mid_flush(void)
 }
 
 /*
+ * A lender lost in the middle of a flush: the values it held go at once,
+ * flushed ones too, under its old life (freed after it restarted, they
+ * would be scrubbed in its new one).
+ */
+static void test_lost_mid_flush(void)
+{
+	struct kv_ns *ns;
+	size_t i, entries;
+	uint64_t used;
+	char key[16];
+
+	index_new();
+	ns = ns_new("kv", 32 * MiB);
+	for (i = 0; i < 4 * KV_REAP_NOW; i++) {
+		snprintf(key, sizeof(key), "k%zu", i);
+		put(ns, 1, key, BULK_VLEN);
+	}
+	kv_ns_flush(&pd, ns);
+	CU_ASSERT_TRUE(kv_reap(&pd, KV_REAP_NOW, 0));
+	CU_ASSERT_EQUAL(ghosts(&used, &entries), 1);
+	CU_ASSERT_EQUAL(entries, 3 * KV_REAP_NOW);
+	kv_node_lost(&pd, LENDER);
+	(void)ghosts(&used, &entries);
+	CU_ASSERT_EQUAL(entries, 0);
+	CU_ASSERT_EQUAL(used, 0);
+	CU_ASSERT_FALSE(kv_reap(&pd, KV_REAP_NOW, 0));
+	index_free();
+}
+
+/*
  * Reservations never committed expire by the sweep, which looks at a
  * bounded number of buckets each time, not at every key: in a namespace
  * of many keys, one sweep goes KV_SWEEP_BUCKETS further, and those spread
@@ -854,6 +884,7 @@ int main(void)
 	    {"a drop of many keys frees the name at once", test_drop_sliced},
 	    {"stopping in the middle of a flush frees everything", test_close_mid_flush},
 	    {"the sweep looks at a bounded part of the keys", test_sweep_bounded},
+	    {"a lender lost in the middle of a flush", test_lost_mid_flush},
 	    {NULL, NULL},
 	};
 
