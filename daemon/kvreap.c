@@ -292,6 +292,42 @@ void kv_reap_session_end(struct poold *pd, const struct kv_ended *end)
 	kv->ended[kv->nended++] = *end;
 }
 
+/* Scrub the places of v in this node's own arenas, lent again or not. */
+static void kv_reap_scrub_here(struct poold *pd, const struct kv_val *v)
+{
+	struct kv_place all[KV_MAX_REPLICAS];
+	size_t n = kv_places(v, all), i;
+
+	for (i = 0; i < n; i++)
+		if (all[i].node == pd->node_id)
+			hold_scrub(pd, all[i].arena, all[i].off, all[i].alen);
+}
+
+/*
+ * A persistent namespace's values in this node's pmem tier are journaled:
+ * left there by a poold that stops before they are freed (it scrubs
+ * nothing then, so that lenders keep the cache), they would come back
+ * when it starts again, flushed or not. They are scrubbed, their ends
+ * journaled; other nodes' are not reached (see pool-failures(7)).
+ */
+static void kv_reap_unjournal(struct poold *pd, struct kv_ns *g)
+{
+	struct kv_zombie *z;
+	struct kv_entry *e;
+	size_t i;
+
+	for (i = g->reap_bucket; i < g->nbuckets; i++)
+		for (e = g->buckets[i]; e != NULL; e = e->hnext) {
+			if (e->has_val)
+				kv_reap_scrub_here(pd, &e->val);
+			if (e->has_pending)
+				kv_reap_scrub_here(pd, &e->pending);
+		}
+	TAILQ_FOREACH(z, &g->zombies, entry)
+		kv_reap_scrub_here(pd, &z->val);
+	lend_flush();
+}
+
 /* At exit (or when this poold stops coordinating): free what is left now. */
 void kv_reap_close(struct poold *pd)
 {
@@ -300,6 +336,9 @@ void kv_reap_close(struct poold *pd)
 	if (pd->kv->reap_ev != NULL)
 		event_free(pd->kv->reap_ev);
 	pd->kv->reap_ev = NULL;
+	TAILQ_FOREACH(g, &pd->kv->reaping, entry)
+		if (g->flags & HOLD_NS_PERSISTENT)
+			kv_reap_unjournal(pd, g);
 	while ((g = TAILQ_FIRST(&pd->kv->reaping)) != NULL)
 		if (!kv_reap_step(pd, g))
 			kv_reap_end(pd, g);

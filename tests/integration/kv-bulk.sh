@@ -5,14 +5,17 @@
 # answer at once; at once the namespace is empty (a get finds nothing)
 # and takes puts, which the freeing leaves alone; a dropped name is made
 # again at once; in the end every value is freed, every extent back in
-# the arena but those of the keys put since, and poold stops cleanly
-# (under --enable-asan, with no leak). The prober's longest wait and 99th
-# percentile are told, not judged: timing on a shared machine is no test.
+# the arena but those of the keys put since. Stopped in the middle of
+# flushes, poold exits cleanly (under --enable-asan, with no leak), and
+# no value of a persistent namespace flushed comes back from its journal
+# when it starts again. The prober's longest wait and 99th percentile are
+# told, not judged: timing on a shared machine is no test.
 # KV_BULK_KEYS sets the number of keys (300,000 by default).
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 KL="$top_builddir/tests/tools/pool-kvload"
 N=${KV_BULK_KEYS:-300000}
 LATE=1000 # keys put while the freeing goes on
+P=10000   # persistent keys, flushed as poold stops (their records fit the tier's journal)
 VLEN=64   # (an extent of 64 bytes each)
 
 # arena_used: bytes of this node's arena lent out, as the coordinator counts them.
@@ -53,7 +56,8 @@ probing() {
 	wait "$prober"
 }
 
-pool_start -o lend.size=256M
+start() { pool_start -o lend.size=256M -o pmem.path="$TEST_DIR/pmem" -o pmem.size=64M; }
+start
 check "a namespace of room for $N values" "$POOLCTL" kv create bulk 128M tier=dram
 check "$N keys put" "$KL" fill bulk "$N" "$VLEN"
 ns_holds bulk "n['entries'] == $N and n['used'] == $N * $VLEN" &&
@@ -95,8 +99,20 @@ told "drop of $N keys"
 check_out "^$LATE\$" "the keys put in the new namespace are all there"
 grep "entries .* freed in" "$TEST_DIR/poold.log" | sed 's/^/# /'
 
-# Stopped in the middle of a flush, poold frees the rest and exits cleanly.
+# Stopped in the middle of a flush, poold frees the rest and exits cleanly; the
+# values of a persistent namespace flushed do not come back from the journal.
 check "$N keys put again" "$KL" fill bulk "$N" "$VLEN" 4
-check "and flushed" "$POOLCTL" kv flush bulk
+check "a persistent namespace" "$POOLCTL" kv create pers 32M tier=pmem
+check "$P persistent keys put" "$KL" fill pers "$P" "$VLEN"
+"$POOLCTL" kv flush bulk >/dev/null
+check "both flushed (the persistent keys freed after the others)" "$POOLCTL" kv flush pers
 check "poold stops cleanly in the middle of freeing them" pool_stop
+[ "$(sed '/: stopping$/q' "$TEST_DIR/poold.log" | grep -c "entries .* freed in")" -lt 4 ] &&
+	echo "# (stopped before the freeing ended)"
+start
+"$POOLCTL" --json kv stats >"$TEST_DIR/out" && python3 -c 'import json, sys
+assert all(n["entries"] == 0 for n in json.load(open(sys.argv[1]))["namespaces"] if n["name"] == "pers")' \
+	"$TEST_DIR/out" && ok "after a restart, no flushed persistent value came back from the journal" ||
+	{ not_ok "flushed persistent values came back"; cat "$TEST_DIR/out"; }
+check "poold stops cleanly" pool_stop
 pool_done
