@@ -149,18 +149,39 @@ struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capacity)
 	TAILQ_INIT(&ns->plru);
 	TAILQ_INIT(&ns->zombies);
 	TAILQ_INIT(&ns->vol);
+	TAILQ_INIT(&ns->held);
 	TAILQ_INSERT_TAIL(&pd->kv->list, ns, entry);
 	return ns;
 }
 
-/*
- * An entry's reservation made (on) or gone: counted, so the sweep walks only where there are some.
- */
+/* e is pinned or reserved: on its namespace's held list, where a session's end looks. */
+static void kv_hold(struct kv_ns *ns, struct kv_entry *e)
+{
+	if (e->is_held)
+		return;
+	TAILQ_INSERT_TAIL(&ns->held, e, held);
+	e->is_held = true;
+}
+
+/* Off the held list once nobody holds e any more. */
+void kv_unhold(struct kv_ns *ns, struct kv_entry *e)
+{
+	if (!e->is_held || e->pins != NULL || e->has_pending)
+		return;
+	TAILQ_REMOVE(&ns->held, e, held);
+	e->is_held = false;
+}
+
+/* An entry's reservation made (on) or gone: counted, and on the held list while it lasts. */
 void kv_set_pending(struct kv_ns *ns, struct kv_entry *e, bool on)
 {
 	if (e->has_pending != on)
 		ns->npending += on ? 1 : (uint64_t)-1;
 	e->has_pending = on;
+	if (on)
+		kv_hold(ns, e);
+	else
+		kv_unhold(ns, e);
 }
 
 /* Give an entry an expiry (Unix ms), or none (0). */
@@ -240,20 +261,12 @@ void kv_val_free(struct poold *pd, struct kv_ns *ns, struct kv_val *v)
 		ns->used -= kv_val_bytes(v);
 }
 
-/*
- * Pins alive in the index (of entries and of zombies): when there are
- * none, a session's end need not look at every entry (poold has one KV
- * index, and one thread).
- */
-static uint64_t kv_npins;
-
 void kv_pins_free(struct kv_pin *p)
 {
 	while (p != NULL) {
 		struct kv_pin *next = p->next;
 
 		free(p);
-		kv_npins--;
 		p = next;
 	}
 }
@@ -272,12 +285,14 @@ void kv_val_out(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 	if (e->pins == NULL || (z = calloc(1, sizeof(*z))) == NULL) {
 		kv_pins_free(e->pins);
 		e->pins = NULL;
+		kv_unhold(ns, e);
 		kv_val_free(pd, ns, &e->val);
 		return;
 	}
 	z->val = e->val;
 	z->pins = e->pins;
 	e->pins = NULL;
+	kv_unhold(ns, e);
 	TAILQ_INSERT_TAIL(&ns->zombies, z, entry);
 }
 
@@ -305,7 +320,6 @@ void kv_pending_retire(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 		return;
 	}
 	*p = (struct kv_pin){NULL, e->pnode, e->psession, e->pending.version, 1};
-	kv_npins++;
 	z->val = e->pending;
 	z->pins = p;
 	TAILQ_INSERT_TAIL(&ns->zombies, z, entry);
@@ -328,6 +342,8 @@ void kv_entry_drop(struct kv_ns *ns, struct kv_entry *e)
 	struct kv_entry **pp = kv_slot(ns, e->key, e->klen, e->hash);
 
 	kv_set_expire(ns, e, 0);
+	if (e->is_held) /* (only pins of a value gone with it, or none) */
+		TAILQ_REMOVE(&ns->held, e, held);
 	*pp = e->hnext;
 	ns->nentries--;
 	free((uint8_t *)e - kv_key_room(e->klen)); /* the allocation starts with its key */
@@ -575,7 +591,7 @@ bool kv_val_usable(struct poold *pd, const struct kv_val *v)
 	return false;
 }
 
-int kv_pin(struct kv_entry *e, uint32_t node, uint64_t session)
+int kv_pin(struct kv_ns *ns, struct kv_entry *e, uint32_t node, uint64_t session)
 {
 	struct kv_pin *p;
 
@@ -589,7 +605,7 @@ int kv_pin(struct kv_entry *e, uint32_t node, uint64_t session)
 		return -ENOMEM;
 	*p = (struct kv_pin){e->pins, node, session, e->val.version, 1};
 	e->pins = p;
-	kv_npins++;
+	kv_hold(ns, e);
 	return 0;
 }
 
@@ -604,7 +620,6 @@ bool kv_unpin(struct kv_pin **pp, uint32_t node, uint64_t session, uint64_t vers
 		if (--p->count == 0) {
 			*pp = p->next;
 			free(p);
-			kv_npins--;
 		}
 		return true;
 	}
@@ -620,7 +635,6 @@ void kv_unpin_all(struct kv_pin **pp, uint32_t node, uint64_t session, bool all)
 		if (p->node == node && (all || p->session == session)) {
 			*pp = p->next;
 			free(p);
-			kv_npins--;
 		} else {
 			pp = &p->next;
 		}
@@ -761,51 +775,53 @@ struct kv_who {
 };
 
 /* A session that ended lets go of an entry: its pins, and its reservation (freed). */
-void kv_session_forget(struct poold *pd, struct kv_ns *ns, struct kv_entry *e,
-		       const struct kv_ended *end)
+static void kv_session_forget(struct poold *pd, struct kv_ns *ns, struct kv_entry *e,
+			      const struct kv_ended *end)
 {
 	kv_unpin_all(&e->pins, end->node, end->session, end->all);
 	if (e->has_pending && e->pnode == end->node && (end->all || e->psession == end->session)) {
 		kv_val_free(pd, ns, &e->pending);
 		kv_set_pending(ns, e, false);
 	}
+	kv_unhold(ns, e);
 }
 
-static void kv_session_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg)
-{
-	kv_session_forget(pd, ns, e, arg);
-	if (kv_entry_unused(e))
-		kv_entry_drop(ns, e);
-}
-
-/* A session's end in every entry of ns, now (see kv_session_end()). */
+/*
+ * A session's end in ns: only the entries someone pins or reserves are
+ * looked at (its held list), and its zombies.
+ */
 void kv_ns_session_end(struct poold *pd, struct kv_ns *ns, const struct kv_ended *end)
 {
-	kv_foreach_ns(pd, ns, kv_session_entry, (void *)end);
+	struct kv_entry *e, *next;
+	struct kv_zombie *z;
+
+	for (e = TAILQ_FIRST(&ns->held); e != NULL; e = next) {
+		next = TAILQ_NEXT(e, held);
+		kv_session_forget(pd, ns, e, end);
+		if (kv_entry_unused(e))
+			kv_entry_drop(ns, e);
+	}
+	TAILQ_FOREACH(z, &ns->zombies, entry)
+		kv_unpin_all(&z->pins, end->node, end->session, end->all);
+	kv_zombies_sweep(pd, ns);
 }
 
-/* A client session or a whole node went away: its reservations and pins go. */
+/*
+ * A client session or a whole node went away: its reservations and pins
+ * go, in every namespace, those being flushed and the orphans too.
+ */
 void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all)
 {
 	struct kv_ended end = {node, session, all};
-	struct kv_zombie *z;
 	struct kv_ns *ns;
 
 	if (pd->kv == NULL)
 		return;
-	/* Every entry if some are pinned; else only where reservations are (a close is cheap). */
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-		if (kv_npins > 0 || ns->npending > 0)
-			kv_ns_session_end(pd, ns, &end);
-	kv_reap_session_end(pd, &end);
-	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
-		TAILQ_FOREACH(z, &ns->zombies, entry)
-			kv_unpin_all(&z->pins, node, session, all);
-		kv_zombies_sweep(pd, ns);
-	}
-	TAILQ_FOREACH(z, &pd->kv->orphans->zombies, entry)
-		kv_unpin_all(&z->pins, node, session, all);
-	kv_zombies_sweep(pd, pd->kv->orphans);
+		kv_ns_session_end(pd, ns, &end);
+	TAILQ_FOREACH(ns, &pd->kv->reaping, entry)
+		kv_ns_session_end(pd, ns, &end);
+	kv_ns_session_end(pd, pd->kv->orphans, &end);
 }
 
 /* Forget a value's places on node (retired); false when it had no other. */
@@ -881,55 +897,53 @@ static void kv_expire_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry 
 		kv_entry_drop(ns, e);
 }
 
-/*
- * Where the sweep has something to do in ns: reservations to expire, or
- * copies of values to make again.
- */
-static bool kv_sweeps(struct poold *pd, const struct kv_ns *ns)
+/* Whether the sweep makes lost copies of ns's values again. */
+static bool kv_sweep_copies(struct poold *pd, const struct kv_ns *ns)
 {
-	return ns->npending > 0 || (pd->regions != NULL && ns->replicas > 1 && ns->local_node == 0);
+	return pd->regions != NULL && ns->replicas > 1 && ns->local_node == 0;
 }
 
-/* The sweep's walk of n buckets of ns, from where the last one stopped. */
-static void kv_sweep_ns(struct poold *pd, struct kv_ns *ns, size_t n, uint64_t now)
+/* The sweep's walk of n buckets of ns, from where the last one stopped, for lost copies. */
+static void kv_sweep_ns(struct poold *pd, struct kv_ns *ns, size_t n)
 {
-	bool copies = pd->regions != NULL && ns->replicas > 1 && ns->local_node == 0;
-	struct kv_entry *e, *next;
+	struct kv_entry *e;
 
 	for (n = MIN(n, ns->nbuckets); n > 0; n--) {
 		ns->sweep_bucket %= ns->nbuckets; /* (the table only grows: none is missed) */
-		for (e = ns->buckets[ns->sweep_bucket++]; e != NULL; e = next) {
-			next = e->hnext;
-			if (copies)
-				kv_recopy(pd, ns, e);
-			kv_expire_entry(pd, ns, e, now);
-		}
+		for (e = ns->buckets[ns->sweep_bucket++]; e != NULL; e = e->hnext)
+			kv_recopy(pd, ns, e);
 	}
 }
 
 /*
- * Drop reservations that were never committed; make lost copies again.
- * A namespace may hold millions of keys: each sweep looks at
- * KV_SWEEP_BUCKETS of their buckets in all, shared by the namespaces
- * that need it, each where the last sweep left it; a reservation
- * expires a little later than its time, a copy is made again a little
- * later, and the loop is never held for a walk of every key.
+ * Drop reservations that were never committed (among the entries held,
+ * not every key); make lost copies again. A replicated namespace may hold
+ * millions of keys: each sweep looks at KV_SWEEP_BUCKETS of their buckets
+ * in all, shared by such namespaces, each where the last sweep left it,
+ * so a lost copy is made again a little later and the loop is never held
+ * for a walk of every key.
  */
 void kv_sweep(struct poold *pd)
 {
 	uint64_t now = units_now_ms();
+	struct kv_entry *e, *next;
 	struct kv_ns *ns;
 	size_t n = 0;
 
 	if (pd->kv == NULL)
 		return;
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		for (e = TAILQ_FIRST(&ns->held); e != NULL; e = next) {
+			next = TAILQ_NEXT(e, held);
+			kv_expire_entry(pd, ns, e, now);
+		}
+	kv_expire_cycle(pd);
 	pd->kv->recopies = 0;
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-		n += kv_sweeps(pd, ns);
+		n += kv_sweep_copies(pd, ns);
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-		if (kv_sweeps(pd, ns))
-			kv_sweep_ns(pd, ns, MAX(KV_SWEEP_BUCKETS / n, 64), now);
-	kv_expire_cycle(pd);
+		if (kv_sweep_copies(pd, ns))
+			kv_sweep_ns(pd, ns, MAX(KV_SWEEP_BUCKETS / n, 64));
 }
 
 /* Start the KV index (coordinator). */
@@ -956,6 +970,8 @@ int kv_open(struct poold *pd, kv_defined_cb defined)
 	TAILQ_INIT(&pd->kv->orphans->lru);
 	TAILQ_INIT(&pd->kv->orphans->plru);
 	TAILQ_INIT(&pd->kv->orphans->zombies);
+	TAILQ_INIT(&pd->kv->orphans->vol);
+	TAILQ_INIT(&pd->kv->orphans->held);
 	return 0;
 }
 
@@ -1002,7 +1018,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			return 0;
 		}
 		if (op == KV_LOOKUP) {
-			if (kv_pin(e, who->node, who->session) < 0) {
+			if (kv_pin(ns, e, who->node, who->session) < 0) {
 				kv_result(res, -ENOMEM, NULL, KV_PLACES_NONE);
 				return 0;
 			}
@@ -1101,6 +1117,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 
 		if (e != NULL && op == KV_RELEASE &&
 		    kv_unpin(&e->pins, who->node, who->session, version)) {
+			kv_unhold(ns, e);
 			kv_result(res, 0, NULL, KV_PLACES_NONE);
 			return 1;
 		}

@@ -29,7 +29,7 @@
 #define KV_RECOPY_MAX 16	  /* copies started again per sweep */
 #define KV_RECOPY_TIMEOUT_MS 5000 /* a copy not done by then is tried again */
 #define KV_REAP_NOW 256		  /* a namespace of up to this many entries is flushed at once */
-#define KV_SWEEP_BUCKETS 8192	  /* buckets looked at by a sweep (kv_sweep()) */
+#define KV_SWEEP_BUCKETS 8192	  /* buckets a sweep looks at for lost copies (kv_sweep()) */
 
 /* A place a value is stored at. */
 struct kv_place {
@@ -74,6 +74,7 @@ struct kv_entry {
 	bool has_val, has_pending;
 	bool moving;  /* a spill or a promotion is copying its value */
 	bool recount; /* its references are being counted again */
+	bool is_held; /* pinned or reserved: on its namespace's held list */
 	struct kv_pin *pins;
 	int64_t expire_ms;	   /* when its value expires, in Unix ms (RESP EXPIRE), or 0 */
 	TAILQ_ENTRY(kv_entry) lru; /* while it has a committed value: its tier's list */
@@ -83,8 +84,9 @@ struct kv_entry {
 	uint32_t refs;	/* dedup namespaces: holders of the value, or KV_REFS_UNKNOWN */
 	uint64_t psession;
 	uint64_t preserved_at;
-	uint64_t recopy_at;	   /* a lost copy of its value is being made again since, or 0 */
-	TAILQ_ENTRY(kv_entry) vol; /* while expire_ms is set: in its namespace's vol list */
+	uint64_t recopy_at;	    /* a lost copy of its value is being made again since, or 0 */
+	TAILQ_ENTRY(kv_entry) vol;  /* while expire_ms is set: in its namespace's vol list */
+	TAILQ_ENTRY(kv_entry) held; /* while is_held */
 };
 
 /* A value out of the index that readers still hold. */
@@ -116,7 +118,12 @@ struct kv_ns {
 	vol; /* entries with an expiry, checked in turn (kv_expire_cycle()) */
 	uint64_t nvolatile, expired;
 	uint64_t npending;   /* entries with a reservation (the sweep expires them) */
-	size_t sweep_bucket; /* where the next sweep looks (kv_sweep()) */
+	size_t sweep_bucket; /* where the next sweep looks for lost copies (kv_sweep()) */
+	/*
+	 * Entries pinned by a reader or reserved by a writer: where a
+	 * session's end and the sweep's expiry look, not at every key.
+	 */
+	TAILQ_HEAD(, kv_entry) held;
 	uint64_t next_version;
 	uint32_t local_node; /* values only on this node's arenas, or 0 */
 	bool resp_db;	     /* a database of this node's RESP endpoint (kv_local_ensure()) */
@@ -126,7 +133,6 @@ struct kv_ns {
 	bool flushing;	     /* every key is going: one event says so (kv_ns_flush()) */
 	/* A ghost, being freed (kvreap.c): */
 	size_t reap_bucket;  /* the first bucket that may still hold entries */
-	size_t reap_ended;   /* the first of kv_space.ended it has not seen */
 	size_t reap_count;   /* its entries when it began, */
 	uint64_t reap_since; /* ... at this units_now_ms() */
 	uid_t uid;	     /* who may read (4) and write (2) its values: owner, group, mode */
@@ -176,18 +182,18 @@ struct kv_space {
 	kv_defined_cb defined;		 /* told when the namespaces' definitions change */
 	/*
 	 * Flushed and dropped namespaces whose entries are being freed, a
-	 * slice at a time (kvreap.c), oldest first; the event that frees
-	 * the next slice; and the sessions that ended meanwhile, for the
-	 * pins and reservations of entries not freed yet.
+	 * slice at a time (kvreap.c), oldest first, and the event that frees
+	 * the next slice.
 	 */
 	TAILQ_HEAD(, kv_ns) reaping;
 	struct event *reap_ev;
-	struct kv_ended {
-		uint32_t node;
-		uint64_t session;
-		bool all;
-	} * ended;
-	size_t nended, ended_cap;
+};
+
+/* A client session that ended, or with all every session of a node. */
+struct kv_ended {
+	uint32_t node;
+	uint64_t session;
+	bool all;
 };
 
 /* The ledger's region id of a namespace's extents: kept apart from region ids. */
@@ -265,7 +271,8 @@ struct lender_pool *kv_pick(struct poold *pd, struct kv_ns *ns, uint64_t hash, u
 int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len, struct kv_val *v);
 bool kv_node_up(struct poold *pd, uint32_t node);
 bool kv_val_usable(struct poold *pd, const struct kv_val *v);
-int kv_pin(struct kv_entry *e, uint32_t node, uint64_t session);
+int kv_pin(struct kv_ns *ns, struct kv_entry *e, uint32_t node, uint64_t session);
+void kv_unhold(struct kv_ns *ns, struct kv_entry *e);
 bool kv_unpin(struct kv_pin **pp, uint32_t node, uint64_t session, uint64_t version);
 void kv_zombies_sweep(struct poold *pd, struct kv_ns *ns);
 void kv_zombie_move(struct kv_ns *ns, struct kv_zombie *z);
@@ -276,8 +283,6 @@ void kv_foreach_ns(struct poold *pd, struct kv_ns *ns,
 void kv_ns_flush(struct poold *pd, struct kv_ns *ns);
 void kv_ns_clear(struct poold *pd, struct kv_ns *ns);
 void kv_ns_free(struct poold *pd, struct kv_ns *ns);
-void kv_session_forget(struct poold *pd, struct kv_ns *ns, struct kv_entry *e,
-		       const struct kv_ended *end);
 void kv_unpin_all(struct kv_pin **pp, uint32_t node, uint64_t session, bool all);
 void kv_ns_session_end(struct poold *pd, struct kv_ns *ns, const struct kv_ended *end);
 
@@ -289,7 +294,6 @@ void kv_reap_drop(struct poold *pd, struct kv_ns *ns);
 bool kv_reap(struct poold *pd, size_t max, uint64_t budget_us);
 bool kv_reap_settle(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who,
 		    const uint8_t *key, size_t klen, uint64_t h, uint64_t version);
-void kv_reap_session_end(struct poold *pd, const struct kv_ended *end);
 
 /* kvtier.c */
 struct kv_durable *kv_durable_new(size_t n);

@@ -18,9 +18,9 @@
  * Until it is freed an entry keeps what its readers and writers hold: a
  * release, commit or abort that finds nothing in the namespace frees that
  * key's entry in its ghosts now (kv_reap_settle()), and answers as a
- * flush done at once would have. Sessions that end meanwhile are noted,
- * and their pins and reservations are dropped from each entry as it is
- * freed. A ghost's counters are its own: the namespace's used bytes fall
+ * flush done at once would have; a session that ends finds its pins and
+ * reservations in the ghost's held list as in any namespace's. A ghost's
+ * counters are its own: the namespace's used bytes fall
  * at once, its owners' quota as values are freed; values still read when
  * their entries are freed outlive the ghost in the namespace, or the
  * orphans when it was dropped.
@@ -76,7 +76,6 @@ static void kv_reap_add(struct poold *pd, struct kv_ns *g)
 {
 	g->flushing = true; /* what it frees tells no router: the flush or drop did */
 	g->reap_bucket = 0;
-	g->reap_ended = pd->kv->nended;
 	g->reap_count = g->nentries;
 	g->reap_since = units_now_ms();
 	TAILQ_INSERT_TAIL(&pd->kv->reaping, g, entry);
@@ -113,10 +112,12 @@ int kv_reap_flush(struct poold *pd, struct kv_ns *ns)
 	TAILQ_INIT(&g->plru);
 	TAILQ_INIT(&g->zombies);
 	TAILQ_INIT(&g->vol);
+	TAILQ_INIT(&g->held);
 	TAILQ_CONCAT(&g->lru, &ns->lru, lru);
 	TAILQ_CONCAT(&g->plru, &ns->plru, lru);
 	TAILQ_CONCAT(&g->zombies, &ns->zombies, entry);
 	TAILQ_CONCAT(&g->vol, &ns->vol, vol);
+	TAILQ_CONCAT(&g->held, &ns->held, held);
 	ns->buckets = buckets;
 	ns->nbuckets = KV_BUCKETS0;
 	ns->nentries = ns->npending = ns->nvolatile = ns->leaving = 0;
@@ -133,22 +134,10 @@ void kv_reap_drop(struct poold *pd, struct kv_ns *ns)
 	kv_reap_add(pd, ns);
 }
 
-/* Drop from e what sessions that ended since g became a ghost held of it. */
-static void kv_reap_ended(struct poold *pd, struct kv_ns *g, struct kv_entry *e)
-{
-	size_t i;
-
-	if (e->pins == NULL && !e->has_pending)
-		return;
-	for (i = g->reap_ended; i < pd->kv->nended; i++)
-		kv_session_forget(pd, g, e, &pd->kv->ended[i]);
-}
-
 /* Free one entry of g, as a flush at once would have: its pinned values live on as zombies. */
 static void kv_reap_entry(struct poold *pd, struct kv_ns *g, struct kv_entry *e)
 {
 	heap_freed(kv_key_room(e->klen) + sizeof(*e));
-	kv_reap_ended(pd, g, e);
 	kv_entry_clear(pd, g, e);
 }
 
@@ -201,8 +190,6 @@ static void kv_reap_end(struct poold *pd, struct kv_ns *g)
 	TAILQ_REMOVE(&pd->kv->reaping, g, entry);
 	free(g->buckets);
 	free(g);
-	if (TAILQ_EMPTY(&pd->kv->reaping))
-		pd->kv->nended = 0; /* nobody looks at those ends any more */
 }
 
 /*
@@ -259,39 +246,6 @@ bool kv_reap_settle(struct poold *pd, struct kv_ns *ns, const struct kv_caller *
 	return false;
 }
 
-/*
- * A session (or a node's every session) ended: its pins of the ghosts'
- * zombies go now; what it holds of entries not freed yet goes as each is
- * freed (without memory to note it, every entry is looked at now).
- */
-void kv_reap_session_end(struct poold *pd, const struct kv_ended *end)
-{
-	struct kv_space *kv = pd->kv;
-	struct kv_zombie *z;
-	struct kv_ns *g;
-
-	if (TAILQ_EMPTY(&kv->reaping))
-		return;
-	TAILQ_FOREACH(g, &kv->reaping, entry) {
-		TAILQ_FOREACH(z, &g->zombies, entry)
-			kv_unpin_all(&z->pins, end->node, end->session, end->all);
-		kv_zombies_sweep(pd, g);
-	}
-	if (kv->nended == kv->ended_cap) {
-		size_t cap = kv->ended_cap ? kv->ended_cap * 2 : 64;
-		struct kv_ended *more = reallocarray(kv->ended, cap, sizeof(*more));
-
-		if (more == NULL) {
-			TAILQ_FOREACH(g, &kv->reaping, entry)
-				kv_ns_session_end(pd, g, end);
-			return;
-		}
-		kv->ended = more;
-		kv->ended_cap = cap;
-	}
-	kv->ended[kv->nended++] = *end;
-}
-
 /* Scrub the places of v in this node's own arenas, lent again or not. */
 static void kv_reap_scrub_here(struct poold *pd, const struct kv_val *v)
 {
@@ -342,7 +296,4 @@ void kv_reap_close(struct poold *pd)
 	while ((g = TAILQ_FIRST(&pd->kv->reaping)) != NULL)
 		if (!kv_reap_step(pd, g))
 			kv_reap_end(pd, g);
-	free(pd->kv->ended);
-	pd->kv->ended = NULL;
-	pd->kv->nended = pd->kv->ended_cap = 0;
 }

@@ -201,6 +201,7 @@ static void kv_moved(struct poold *pd, void *arg, int rc)
 				e->pins = NULL;
 				kv_val_free(pd, ns, &mv->from);
 			}
+			kv_unhold(ns, e);
 			TAILQ_REMOVE(kv_lru(ns, e), e, lru);
 			e->val = mv->to;
 			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
