@@ -297,7 +297,7 @@ void kv_val_out(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 }
 
 /* A key's value is gone, not replaced: routers are told (in a flush, at once, by kv_ns_flush()). */
-static void kv_retire_val(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
+void kv_retire_val(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 {
 	kv_val_out(pd, ns, e);
 	if (!ns->flushing)
@@ -346,7 +346,8 @@ void kv_entry_drop(struct kv_ns *ns, struct kv_entry *e)
 		TAILQ_REMOVE(&ns->held, e, held);
 	*pp = e->hnext;
 	ns->nentries--;
-	free((uint8_t *)e - kv_key_room(e->klen)); /* the allocation starts with its key */
+	heap_freed(kv_key_room(e->klen) + sizeof(*e)); /* (a flush or an eviction frees many) */
+	free((uint8_t *)e - kv_key_room(e->klen));     /* the allocation starts with its key */
 }
 
 void kv_entry_clear(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
@@ -406,73 +407,6 @@ static void kv_expire_cycle(struct poold *pd)
 			}
 		} while (expired * 4 > seen && ++rounds < 16);
 	}
-}
-
-/* Whether need more DRAM bytes fit the namespace (spills in flight count as done). */
-static bool kv_fits(const struct kv_ns *ns, uint64_t need)
-{
-	return ns->used - ns->leaving + need <= ns->capacity;
-}
-
-/*
- * Room for need more bytes under owner's quota (quota.c), which counts its
- * regions and snapshot pages too. A namespace that may evict drops its own
- * least recently used values, spilled ones first (a spill gives no quota
- * back); -EDQUOT when that is not enough.
- */
-int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t need)
-{
-	struct kv_lru *lists[] = {&ns->plru, &ns->lru};
-	struct kv_entry *e, *next;
-	size_t k;
-
-	if (!quota_over(pd, owner, need))
-		return 0;
-	if (ns->flags & (HOLD_NS_NO_EVICT | HOLD_NS_DEDUP))
-		return -EDQUOT;
-	for (k = 0; k < ARRAY_SIZE(lists); k++)
-		for (e = TAILQ_FIRST(lists[k]); e != NULL && quota_over(pd, owner, need);
-		     e = next) {
-			next = TAILQ_NEXT(e, lru);
-			if (e->pins != NULL || e->moving || e->val.owner != owner)
-				continue;
-			ns->evictions++;
-			if (e->has_pending)
-				kv_retire_val(pd, ns, e); /* keep the entry for its pending write */
-			else
-				kv_entry_clear(pd, ns, e);
-		}
-	return quota_over(pd, owner, need) ? -EDQUOT : 0;
-}
-
-/*
- * Make need bytes of DRAM room: the least recently used unpinned values
- * spill to their lender's pmem tier where it has room, else are evicted
- * (when may_evict).
- */
-int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need, bool may_evict)
-{
-	struct kv_entry *e, *next;
-	int rc;
-
-	for (e = TAILQ_FIRST(&ns->lru); e != NULL && !kv_fits(ns, need); e = next) {
-		/*
-		 * A spill moves e to the pmem list, and may drop spilled values: none of this one.
-		 */
-		next = TAILQ_NEXT(e, lru);
-		if (e->pins != NULL || e->moving)
-			continue;
-		rc = kv_spill(pd, ns, e, may_evict);
-		if (rc == 0 || !may_evict)
-			continue;
-		ns->evictions++;
-		if (e->has_pending) {
-			kv_retire_val(pd, ns, e); /* keep the entry for its pending write */
-			continue;
-		}
-		kv_entry_clear(pd, ns, e);
-	}
-	return kv_fits(ns, need) ? 0 : -ENOSPC;
 }
 
 static bool kv_pool_ok(struct poold *pd, const struct kv_ns *ns, const struct lender_pool *lp)
@@ -954,11 +888,14 @@ int kv_open(struct poold *pd, kv_defined_cb defined)
 		return -ENOMEM;
 	TAILQ_INIT(&pd->kv->list);
 	TAILQ_INIT(&pd->kv->copying);
+	TAILQ_INIT(&pd->kv->reaping);
 	pd->kv->defined = defined;
 	pd->kv->orphans = calloc(1, sizeof(*pd->kv->orphans));
 	if (pd->kv->orphans == NULL ||
 	    (pd->kv->orphans->buckets = calloc(1, sizeof(void *))) == NULL ||
-	    kv_reap_open(pd) < 0) {
+	    kv_reap_open(pd) < 0 || kv_evict_open(pd) < 0) {
+		kv_reap_close(pd);
+		kv_evict_close(pd);
 		if (pd->kv->orphans != NULL)
 			free(pd->kv->orphans->buckets);
 		free(pd->kv->orphans);
@@ -982,6 +919,7 @@ void kv_close(struct poold *pd)
 
 	if (pd->kv == NULL)
 		return;
+	kv_evict_close(pd);
 	kv_reap_close(pd); /* (what is left of it goes to the namespaces and orphans first) */
 	while ((ns = TAILQ_FIRST(&pd->kv->list)) != NULL)
 		kv_ns_free(pd, ns);

@@ -30,6 +30,7 @@
 #define KV_RECOPY_TIMEOUT_MS 5000 /* a copy not done by then is tried again */
 #define KV_REAP_NOW 256		  /* a namespace of up to this many entries is flushed at once */
 #define KV_SWEEP_BUCKETS 8192	  /* buckets a sweep looks at for lost copies (kv_sweep()) */
+#define KV_EVICT_NOW 512	  /* values a reservation looks at for room (kvevict.c) */
 
 /* A place a value is stored at. */
 struct kv_place {
@@ -131,6 +132,7 @@ struct kv_ns {
 	uint32_t replicas;   /* places of each value, on as many lenders (1: no copies) */
 	uint64_t size_hint;  /* values up to it take an extent of that size, or 0 */
 	bool flushing;	     /* every key is going: one event says so (kv_ns_flush()) */
+	bool evict_later;    /* over its capacity: the loop evicts (kvevict.c) */
 	/* A ghost, being freed (kvreap.c): */
 	size_t reap_bucket;  /* the first bucket that may still hold entries */
 	size_t reap_count;   /* its entries when it began, */
@@ -187,6 +189,7 @@ struct kv_space {
 	 */
 	TAILQ_HEAD(, kv_ns) reaping;
 	struct event *reap_ev;
+	struct event *evict_ev; /* evicts what reservations left over capacities (kvevict.c) */
 };
 
 /* A client session that ended, or with all every session of a node. */
@@ -259,13 +262,12 @@ void kv_val_free(struct poold *pd, struct kv_ns *ns, struct kv_val *v);
 void kv_pins_free(struct kv_pin *p);
 void kv_val_out(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
 void kv_pending_retire(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
+void kv_retire_val(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
 bool kv_entry_unused(const struct kv_entry *e);
 void kv_entry_drop(struct kv_ns *ns, struct kv_entry *e);
 void kv_entry_clear(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
 struct kv_entry *kv_live(struct poold *pd, struct kv_ns *ns, struct kv_entry **pp);
 struct kv_entry *kv_expire_now(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
-int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t need);
-int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need, bool may_evict);
 struct lender_pool *kv_pick(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len,
 			    const uint32_t *avoid, size_t navoid);
 int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len, struct kv_val *v);
@@ -285,6 +287,13 @@ void kv_ns_clear(struct poold *pd, struct kv_ns *ns);
 void kv_ns_free(struct poold *pd, struct kv_ns *ns);
 void kv_unpin_all(struct kv_pin **pp, uint32_t node, uint64_t session, bool all);
 void kv_ns_session_end(struct poold *pd, struct kv_ns *ns, const struct kv_ended *end);
+
+/* kvevict.c */
+int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t need);
+int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need, bool may_evict);
+bool kv_evict(struct poold *pd, uint64_t budget_us);
+int kv_evict_open(struct poold *pd);
+void kv_evict_close(struct poold *pd);
 
 /* kvreap.c */
 int kv_reap_open(struct poold *pd);

@@ -27,8 +27,8 @@
  *
  * Where a lender is another node, each freed extent is a scrub it answers:
  * while REGION_SCRUBS_MAX of them are in flight the slices wait. What the
- * entries took of the heap goes back to the system as they go (heap.c),
- * not in one trim at the end.
+ * entries took of the heap goes back to the system as they go
+ * (kv_entry_drop(), heap.c), not in one trim at the end.
  */
 #include "config.h"
 
@@ -66,7 +66,6 @@ static void kv_reap_cb(evutil_socket_t fd, short what, void *arg)
 /* The slices' event; 0 or -ENOMEM. */
 int kv_reap_open(struct poold *pd)
 {
-	TAILQ_INIT(&pd->kv->reaping);
 	pd->kv->reap_ev = evtimer_new(pd->base, kv_reap_cb, pd);
 	return pd->kv->reap_ev != NULL ? 0 : -ENOMEM;
 }
@@ -137,7 +136,6 @@ void kv_reap_drop(struct poold *pd, struct kv_ns *ns)
 /* Free one entry of g, as a flush at once would have: its pinned values live on as zombies. */
 static void kv_reap_entry(struct poold *pd, struct kv_ns *g, struct kv_entry *e)
 {
-	heap_freed(kv_key_room(e->klen) + sizeof(*e));
 	kv_entry_clear(pd, g, e);
 }
 

@@ -884,6 +884,45 @@ static void test_held_list(void)
 }
 
 /*
+ * A large value put into a full namespace of small ones: its reservation
+ * evicts KV_EVICT_NOW values itself and takes its room over the capacity;
+ * the loop evicts the rest, least recently used first, until the
+ * namespace is within its capacity again, the new value kept.
+ */
+static void test_evict_sliced(void)
+{
+	size_t i, n = MiB / BULK_VLEN;
+	struct kv_ns *ns;
+	char key[16];
+
+	cores_open(&pd, 0);
+	cores_lender_add(&pd, 1);
+	ns = ns_new("kv", MiB);
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "k%zu", i);
+		put_any(ns, 1, key, BULK_VLEN);
+	}
+	CU_ASSERT_EQUAL(ns->used, MiB);
+	CU_ASSERT_EQUAL(ns->evictions, 0);
+	put_any(ns, 1, "big", MiB / 2);
+	CU_ASSERT_EQUAL(ns->evictions, KV_EVICT_NOW);
+	CU_ASSERT(ns->used > ns->capacity);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, "k0", 0, NULL), -ENOENT);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, "k600", 0, NULL), 0);
+	while (kv_evict(&pd, 0))
+		;
+	CU_ASSERT(ns->used <= ns->capacity);
+	CU_ASSERT_EQUAL(ns->evictions, n / 2);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, "big", 0, NULL), 0);
+	snprintf(key, sizeof(key), "k%zu", n / 2 - 1);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, key, 0, NULL), -ENOENT);
+	snprintf(key, sizeof(key), "k%zu", n / 2);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, key, 0, NULL), 0);
+	CU_ASSERT_EQUAL(region_arena_used(&pd, 1, 0), ns->used);
+	index_free();
+}
+
+/*
  * Lost copies are made again by the sweep, which looks at a bounded
  * number of buckets each time, where it left off, not at every key of a
  * replicated namespace.
@@ -930,6 +969,7 @@ int main(void)
 	    {"a session's end looks at the entries held", test_held_list},
 	    {"the sweep looks at a bounded part of the keys", test_sweep_bounded},
 	    {"a lender lost in the middle of a flush", test_lost_mid_flush},
+	    {"a large value's evictions are done by the loop", test_evict_sliced},
 	    {NULL, NULL},
 	};
 
