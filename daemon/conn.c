@@ -18,7 +18,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -54,35 +53,10 @@ struct conn {
 	unsigned read_timeout_ms, write_timeout_ms; /* 0: none */
 };
 
-/* Give freed heap back to the system a while after connections close. */
-#define CONN_TRIM_DELAY_MS 1000
-
-static bool conn_trim_pending;
-
-static void conn_trim(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd, (void)what, (void)arg;
-	conn_trim_pending = false;
-	malloc_trim(0);
-}
-
-/*
- * A connection's buffers are many small chunks in the middle of the heap,
- * which free() keeps: without a trim, what a burst of clients made poold
- * hold stays in its RSS after they leave. Once a second at most.
- */
-static void conn_trim_soon(struct event_base *base)
-{
-	struct timeval tv = units_timeval(CONN_TRIM_DELAY_MS);
-
-	if (!conn_trim_pending && event_base_once(base, -1, EV_TIMEOUT, conn_trim, NULL, &tv) == 0)
-		conn_trim_pending = true;
-}
-
 static void conn_release(struct conn *c)
 {
 	if (c->bev != NULL) {
-		conn_trim_soon(bufferevent_get_base(c->bev));
+		heap_trim_soon(bufferevent_get_base(c->bev));
 		bufferevent_free(c->bev);
 		c->bev = NULL;
 	}

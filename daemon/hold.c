@@ -351,6 +351,7 @@ void hold_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 		return;
 	hold_unlink(pd, pp);
 	hold_unjournal(pd, hd);
+	heap_freed(sizeof(*hd) + hd->h.kv.klen); /* (many in a row when a namespace goes) */
 	hold_free(hd);
 }
 

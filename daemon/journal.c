@@ -59,6 +59,7 @@ struct journal {
 	uint64_t rewrites;
 	uint64_t dropped;
 	uint8_t *dirty, *dirty_end; /* written by journal_write(), not yet persisted */
+	bool filling; /* a rewrite's records: made durable together (journal_rewrite()) */
 };
 
 static void journal_persist(struct journal *j, const void *p, size_t len)
@@ -265,7 +266,7 @@ int journal_append(struct journal *j, const void *rec, size_t len)
 {
 	int rc = journal_write(j, rec, len);
 
-	if (rc == 0)
+	if (rc == 0 && !j->filling)
 		journal_sync(j);
 	return rc;
 }
@@ -280,7 +281,15 @@ int journal_rewrite(struct journal *j, int (*fill)(void *arg, struct journal *j)
 	j->pos = 0;
 	j->records = 0;
 	journal_end(j, 0);
+	/*
+	 * The records go to the other half without a persist each (on a
+	 * file, each is an msync: a rewrite of 30,000 records held poold's
+	 * loop for minutes), then the half is made durable at once, before
+	 * the header that puts it in force.
+	 */
+	j->filling = true;
 	rc = fill(arg, j);
+	j->filling = false;
 	journal_sync(j);
 	if (rc < 0) {
 		/* The old half stays in force, as it was. */

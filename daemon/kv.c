@@ -149,18 +149,39 @@ struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capacity)
 	TAILQ_INIT(&ns->plru);
 	TAILQ_INIT(&ns->zombies);
 	TAILQ_INIT(&ns->vol);
+	TAILQ_INIT(&ns->held);
 	TAILQ_INSERT_TAIL(&pd->kv->list, ns, entry);
 	return ns;
 }
 
-/*
- * An entry's reservation made (on) or gone: counted, so the sweep walks only where there are some.
- */
+/* e is pinned or reserved: on its namespace's held list, where a session's end looks. */
+static void kv_hold(struct kv_ns *ns, struct kv_entry *e)
+{
+	if (e->is_held)
+		return;
+	TAILQ_INSERT_TAIL(&ns->held, e, held);
+	e->is_held = true;
+}
+
+/* Off the held list once nobody holds e any more. */
+void kv_unhold(struct kv_ns *ns, struct kv_entry *e)
+{
+	if (!e->is_held || e->pins != NULL || e->has_pending)
+		return;
+	TAILQ_REMOVE(&ns->held, e, held);
+	e->is_held = false;
+}
+
+/* An entry's reservation made (on) or gone: counted, and on the held list while it lasts. */
 void kv_set_pending(struct kv_ns *ns, struct kv_entry *e, bool on)
 {
 	if (e->has_pending != on)
 		ns->npending += on ? 1 : (uint64_t)-1;
 	e->has_pending = on;
+	if (on)
+		kv_hold(ns, e);
+	else
+		kv_unhold(ns, e);
 }
 
 /* Give an entry an expiry (Unix ms), or none (0). */
@@ -240,20 +261,12 @@ void kv_val_free(struct poold *pd, struct kv_ns *ns, struct kv_val *v)
 		ns->used -= kv_val_bytes(v);
 }
 
-/*
- * Pins alive in the index (of entries and of zombies): when there are
- * none, a session's end need not look at every entry (poold has one KV
- * index, and one thread).
- */
-static uint64_t kv_npins;
-
 void kv_pins_free(struct kv_pin *p)
 {
 	while (p != NULL) {
 		struct kv_pin *next = p->next;
 
 		free(p);
-		kv_npins--;
 		p = next;
 	}
 }
@@ -272,17 +285,19 @@ void kv_val_out(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 	if (e->pins == NULL || (z = calloc(1, sizeof(*z))) == NULL) {
 		kv_pins_free(e->pins);
 		e->pins = NULL;
+		kv_unhold(ns, e);
 		kv_val_free(pd, ns, &e->val);
 		return;
 	}
 	z->val = e->val;
 	z->pins = e->pins;
 	e->pins = NULL;
+	kv_unhold(ns, e);
 	TAILQ_INSERT_TAIL(&ns->zombies, z, entry);
 }
 
 /* A key's value is gone, not replaced: routers are told (in a flush, at once, by kv_ns_flush()). */
-static void kv_retire_val(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
+void kv_retire_val(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 {
 	kv_val_out(pd, ns, e);
 	if (!ns->flushing)
@@ -305,7 +320,6 @@ void kv_pending_retire(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 		return;
 	}
 	*p = (struct kv_pin){NULL, e->pnode, e->psession, e->pending.version, 1};
-	kv_npins++;
 	z->val = e->pending;
 	z->pins = p;
 	TAILQ_INSERT_TAIL(&ns->zombies, z, entry);
@@ -328,9 +342,12 @@ void kv_entry_drop(struct kv_ns *ns, struct kv_entry *e)
 	struct kv_entry **pp = kv_slot(ns, e->key, e->klen, e->hash);
 
 	kv_set_expire(ns, e, 0);
+	if (e->is_held) /* (only pins of a value gone with it, or none) */
+		TAILQ_REMOVE(&ns->held, e, held);
 	*pp = e->hnext;
 	ns->nentries--;
-	free((uint8_t *)e - kv_key_room(e->klen)); /* the allocation starts with its key */
+	heap_freed(kv_key_room(e->klen) + sizeof(*e)); /* (a flush or an eviction frees many) */
+	free((uint8_t *)e - kv_key_room(e->klen));     /* the allocation starts with its key */
 }
 
 void kv_entry_clear(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
@@ -390,73 +407,6 @@ static void kv_expire_cycle(struct poold *pd)
 			}
 		} while (expired * 4 > seen && ++rounds < 16);
 	}
-}
-
-/* Whether need more DRAM bytes fit the namespace (spills in flight count as done). */
-static bool kv_fits(const struct kv_ns *ns, uint64_t need)
-{
-	return ns->used - ns->leaving + need <= ns->capacity;
-}
-
-/*
- * Room for need more bytes under owner's quota (quota.c), which counts its
- * regions and snapshot pages too. A namespace that may evict drops its own
- * least recently used values, spilled ones first (a spill gives no quota
- * back); -EDQUOT when that is not enough.
- */
-int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t need)
-{
-	struct kv_lru *lists[] = {&ns->plru, &ns->lru};
-	struct kv_entry *e, *next;
-	size_t k;
-
-	if (!quota_over(pd, owner, need))
-		return 0;
-	if (ns->flags & (HOLD_NS_NO_EVICT | HOLD_NS_DEDUP))
-		return -EDQUOT;
-	for (k = 0; k < ARRAY_SIZE(lists); k++)
-		for (e = TAILQ_FIRST(lists[k]); e != NULL && quota_over(pd, owner, need);
-		     e = next) {
-			next = TAILQ_NEXT(e, lru);
-			if (e->pins != NULL || e->moving || e->val.owner != owner)
-				continue;
-			ns->evictions++;
-			if (e->has_pending)
-				kv_retire_val(pd, ns, e); /* keep the entry for its pending write */
-			else
-				kv_entry_clear(pd, ns, e);
-		}
-	return quota_over(pd, owner, need) ? -EDQUOT : 0;
-}
-
-/*
- * Make need bytes of DRAM room: the least recently used unpinned values
- * spill to their lender's pmem tier where it has room, else are evicted
- * (when may_evict).
- */
-int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need, bool may_evict)
-{
-	struct kv_entry *e, *next;
-	int rc;
-
-	for (e = TAILQ_FIRST(&ns->lru); e != NULL && !kv_fits(ns, need); e = next) {
-		/*
-		 * A spill moves e to the pmem list, and may drop spilled values: none of this one.
-		 */
-		next = TAILQ_NEXT(e, lru);
-		if (e->pins != NULL || e->moving)
-			continue;
-		rc = kv_spill(pd, ns, e, may_evict);
-		if (rc == 0 || !may_evict)
-			continue;
-		ns->evictions++;
-		if (e->has_pending) {
-			kv_retire_val(pd, ns, e); /* keep the entry for its pending write */
-			continue;
-		}
-		kv_entry_clear(pd, ns, e);
-	}
-	return kv_fits(ns, need) ? 0 : -ENOSPC;
 }
 
 static bool kv_pool_ok(struct poold *pd, const struct kv_ns *ns, const struct lender_pool *lp)
@@ -575,7 +525,7 @@ bool kv_val_usable(struct poold *pd, const struct kv_val *v)
 	return false;
 }
 
-int kv_pin(struct kv_entry *e, uint32_t node, uint64_t session)
+int kv_pin(struct kv_ns *ns, struct kv_entry *e, uint32_t node, uint64_t session)
 {
 	struct kv_pin *p;
 
@@ -589,7 +539,7 @@ int kv_pin(struct kv_entry *e, uint32_t node, uint64_t session)
 		return -ENOMEM;
 	*p = (struct kv_pin){e->pins, node, session, e->val.version, 1};
 	e->pins = p;
-	kv_npins++;
+	kv_hold(ns, e);
 	return 0;
 }
 
@@ -604,7 +554,6 @@ bool kv_unpin(struct kv_pin **pp, uint32_t node, uint64_t session, uint64_t vers
 		if (--p->count == 0) {
 			*pp = p->next;
 			free(p);
-			kv_npins--;
 		}
 		return true;
 	}
@@ -612,7 +561,7 @@ bool kv_unpin(struct kv_pin **pp, uint32_t node, uint64_t session, uint64_t vers
 }
 
 /* Drop every pin of a session (or, with all, of a node) from a list. */
-static void kv_unpin_all(struct kv_pin **pp, uint32_t node, uint64_t session, bool all)
+void kv_unpin_all(struct kv_pin **pp, uint32_t node, uint64_t session, bool all)
 {
 	while (*pp != NULL) {
 		struct kv_pin *p = *pp;
@@ -620,11 +569,20 @@ static void kv_unpin_all(struct kv_pin **pp, uint32_t node, uint64_t session, bo
 		if (p->node == node && (all || p->session == session)) {
 			*pp = p->next;
 			free(p);
-			kv_npins--;
 		} else {
 			pp = &p->next;
 		}
 	}
+}
+
+/* Count a zombie taken out of its namespace against ns, and keep it there. */
+void kv_zombie_move(struct kv_ns *ns, struct kv_zombie *z)
+{
+	TAILQ_INSERT_TAIL(&ns->zombies, z, entry);
+	if (z->val.pmem)
+		ns->pmem_used += kv_val_bytes(&z->val);
+	else
+		ns->used += kv_val_bytes(&z->val);
 }
 
 void kv_zombies_sweep(struct poold *pd, struct kv_ns *ns)
@@ -668,26 +626,40 @@ void kv_foreach_ns(struct poold *pd, struct kv_ns *ns,
 	}
 }
 
-void kv_ns_flush(struct poold *pd, struct kv_ns *ns)
+/* Every entry of a namespace goes now, whatever their number (see kv_ns_flush()). */
+void kv_ns_clear(struct poold *pd, struct kv_ns *ns)
 {
 	size_t i;
 
-	kvev_cleared(pd, ns->name);
 	ns->flushing = true;
 	for (i = 0; i < ns->nbuckets; i++)
 		while (ns->buckets[i] != NULL)
 			kv_entry_clear(pd, ns, ns->buckets[i]);
 	ns->flushing = false;
 	kv_zombies_sweep(pd, ns);
+}
+
+/*
+ * Every key of a namespace goes (poolctl kv flush, FLUSHDB): at once for
+ * whoever looks them up or puts them again. A few are freed now; more are
+ * taken out of the index as a whole and freed from the loop, a slice at a
+ * time (kvreap.c).
+ */
+void kv_ns_flush(struct poold *pd, struct kv_ns *ns)
+{
+	kvev_cleared(pd, ns->name);
+	if (ns->nentries <= KV_REAP_NOW || kv_reap_flush(pd, ns) < 0)
+		kv_ns_clear(pd, ns);
 	region_account(pd);
 }
 
+/* Free a namespace and its entries now (a small one dropped, or at exit). */
 void kv_ns_free(struct poold *pd, struct kv_ns *ns)
 {
 	struct kv_ns *orphans = pd->kv->orphans;
 	struct kv_zombie *z;
 
-	kv_ns_flush(pd, ns);
+	kv_ns_clear(pd, ns);
 	/*
 	 * Values still read or written outlive the namespace in the orphan list
 	 * until their sessions end (at shutdown, when nothing is in flight any
@@ -696,8 +668,7 @@ void kv_ns_free(struct poold *pd, struct kv_ns *ns)
 	while ((z = TAILQ_FIRST(&ns->zombies)) != NULL) {
 		TAILQ_REMOVE(&ns->zombies, z, entry);
 		if (orphans != NULL && ns != orphans) {
-			TAILQ_INSERT_TAIL(&orphans->zombies, z, entry);
-			orphans->used += kv_val_bytes(&z->val);
+			kv_zombie_move(orphans, z);
 			continue;
 		}
 		kv_pins_free(z->pins);
@@ -714,7 +685,10 @@ void kv_ns_free(struct poold *pd, struct kv_ns *ns)
 	free(ns);
 }
 
-/* Call fn on every entry of every namespace; fn may drop the entry it is given. */
+/*
+ * Call fn on every entry of every namespace, those of flushed and dropped
+ * ones not freed yet too; fn may drop the entry it is given.
+ */
 static void
 kv_foreach(struct poold *pd,
 	   void (*fn)(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg), void *arg)
@@ -725,49 +699,63 @@ kv_foreach(struct poold *pd,
 		return;
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
 		kv_foreach_ns(pd, ns, fn, arg);
+	TAILQ_FOREACH(ns, &pd->kv->reaping, entry)
+		kv_foreach_ns(pd, ns, fn, arg);
 }
 
 struct kv_who {
 	uint32_t node;
-	uint64_t session;
-	bool all;
 	size_t count;
 };
 
-static void kv_session_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg)
+/* A session that ended lets go of an entry: its pins, and its reservation (freed). */
+static void kv_session_forget(struct poold *pd, struct kv_ns *ns, struct kv_entry *e,
+			      const struct kv_ended *end)
 {
-	struct kv_who *w = arg;
-
-	kv_unpin_all(&e->pins, w->node, w->session, w->all);
-	if (e->has_pending && e->pnode == w->node && (w->all || e->psession == w->session)) {
+	kv_unpin_all(&e->pins, end->node, end->session, end->all);
+	if (e->has_pending && e->pnode == end->node && (end->all || e->psession == end->session)) {
 		kv_val_free(pd, ns, &e->pending);
 		kv_set_pending(ns, e, false);
+	}
+	kv_unhold(ns, e);
+}
+
+/*
+ * A session's end in ns: only the entries someone pins or reserves are
+ * looked at (its held list), and its zombies.
+ */
+void kv_ns_session_end(struct poold *pd, struct kv_ns *ns, const struct kv_ended *end)
+{
+	struct kv_entry *e, *next;
+	struct kv_zombie *z;
+
+	for (e = TAILQ_FIRST(&ns->held); e != NULL; e = next) {
+		next = TAILQ_NEXT(e, held);
+		kv_session_forget(pd, ns, e, end);
 		if (kv_entry_unused(e))
 			kv_entry_drop(ns, e);
 	}
+	TAILQ_FOREACH(z, &ns->zombies, entry)
+		kv_unpin_all(&z->pins, end->node, end->session, end->all);
+	kv_zombies_sweep(pd, ns);
 }
 
-/* A client session or a whole node went away: its reservations and pins go. */
+/*
+ * A client session or a whole node went away: its reservations and pins
+ * go, in every namespace, those being flushed and the orphans too.
+ */
 void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all)
 {
-	struct kv_who w = {node, session, all, 0};
-	struct kv_zombie *z;
+	struct kv_ended end = {node, session, all};
 	struct kv_ns *ns;
 
 	if (pd->kv == NULL)
 		return;
-	/* Every entry if some are pinned; else only where reservations are (a close is cheap). */
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-		if (kv_npins > 0 || ns->npending > 0)
-			kv_foreach_ns(pd, ns, kv_session_entry, &w);
-	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
-		TAILQ_FOREACH(z, &ns->zombies, entry)
-			kv_unpin_all(&z->pins, node, session, all);
-		kv_zombies_sweep(pd, ns);
-	}
-	TAILQ_FOREACH(z, &pd->kv->orphans->zombies, entry)
-		kv_unpin_all(&z->pins, node, session, all);
-	kv_zombies_sweep(pd, pd->kv->orphans);
+		kv_ns_session_end(pd, ns, &end);
+	TAILQ_FOREACH(ns, &pd->kv->reaping, entry)
+		kv_ns_session_end(pd, ns, &end);
+	kv_ns_session_end(pd, pd->kv->orphans, &end);
 }
 
 /* Forget a value's places on node (retired); false when it had no other. */
@@ -811,12 +799,16 @@ static void kv_lost_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e
 			kv_retire_val(pd, ns, e);
 		hit = true;
 	}
-	w->count += hit;
+	w->count += hit && !ns->flushing; /* (a flushed one is no news) */
 	if (kv_entry_unused(e))
 		kv_entry_drop(ns, e);
 }
 
-/* A lender died or restarted: its values are gone, gets of them are misses. */
+/*
+ * A lender died or restarted: its values are gone, gets of them are
+ * misses. Those of flushed namespaces go now too: freed after the
+ * lender's new life began, they would be scrubbed in it.
+ */
 void kv_node_lost(struct poold *pd, uint32_t node)
 {
 	struct kv_who w = {.node = node};
@@ -829,36 +821,63 @@ void kv_node_lost(struct poold *pd, uint32_t node)
 	}
 }
 
-static void kv_expire_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg)
+/* A reservation never committed goes (out of the index; freed with its writer). */
+static void kv_expire_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, uint64_t now)
 {
-	uint64_t now = *(const uint64_t *)arg;
-
 	if (!e->has_pending || now - e->preserved_at < KV_RESERVE_TTL_MS)
 		return;
-	kv_pending_retire(pd, ns, e); /* out of the index; freed with its writer */
+	kv_pending_retire(pd, ns, e);
 	if (kv_entry_unused(e))
 		kv_entry_drop(ns, e);
 }
 
-/* Drop reservations that were never committed; make lost copies again. */
+/* Whether the sweep makes lost copies of ns's values again. */
+static bool kv_sweep_copies(struct poold *pd, const struct kv_ns *ns)
+{
+	return pd->regions != NULL && ns->replicas > 1 && ns->local_node == 0;
+}
+
+/* The sweep's walk of n buckets of ns, from where the last one stopped, for lost copies. */
+static void kv_sweep_ns(struct poold *pd, struct kv_ns *ns, size_t n)
+{
+	struct kv_entry *e;
+
+	for (n = MIN(n, ns->nbuckets); n > 0; n--) {
+		ns->sweep_bucket %= ns->nbuckets; /* (the table only grows: none is missed) */
+		for (e = ns->buckets[ns->sweep_bucket++]; e != NULL; e = e->hnext)
+			kv_recopy(pd, ns, e);
+	}
+}
+
+/*
+ * Drop reservations that were never committed (among the entries held,
+ * not every key); make lost copies again. A replicated namespace may hold
+ * millions of keys: each sweep looks at KV_SWEEP_BUCKETS of their buckets
+ * in all, shared by such namespaces, each where the last sweep left it,
+ * so a lost copy is made again a little later and the loop is never held
+ * for a walk of every key.
+ */
 void kv_sweep(struct poold *pd)
 {
 	uint64_t now = units_now_ms();
+	struct kv_entry *e, *next;
 	struct kv_ns *ns;
+	size_t n = 0;
 
 	if (pd->kv == NULL)
 		return;
-	/* Only where there is something to do: a namespace may hold millions of keys. */
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-		if (ns->npending > 0)
-			kv_foreach_ns(pd, ns, kv_expire_entry, &now);
+		for (e = TAILQ_FIRST(&ns->held); e != NULL; e = next) {
+			next = TAILQ_NEXT(e, held);
+			kv_expire_entry(pd, ns, e, now);
+		}
 	kv_expire_cycle(pd);
-	if (pd->regions != NULL) {
-		pd->kv->recopies = 0;
-		TAILQ_FOREACH(ns, &pd->kv->list, entry)
-			if (ns->replicas > 1 && ns->local_node == 0)
-				kv_foreach_ns(pd, ns, kv_recopy, NULL);
-	}
+	pd->kv->recopies = 0;
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		n += kv_sweep_copies(pd, ns);
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		if (kv_sweep_copies(pd, ns))
+			kv_sweep_ns(pd, ns, MAX(KV_SWEEP_BUCKETS / n, 64));
 }
 
 /* Start the KV index (coordinator). */
@@ -869,10 +888,16 @@ int kv_open(struct poold *pd, kv_defined_cb defined)
 		return -ENOMEM;
 	TAILQ_INIT(&pd->kv->list);
 	TAILQ_INIT(&pd->kv->copying);
+	TAILQ_INIT(&pd->kv->reaping);
 	pd->kv->defined = defined;
 	pd->kv->orphans = calloc(1, sizeof(*pd->kv->orphans));
 	if (pd->kv->orphans == NULL ||
-	    (pd->kv->orphans->buckets = calloc(1, sizeof(void *))) == NULL) {
+	    (pd->kv->orphans->buckets = calloc(1, sizeof(void *))) == NULL ||
+	    kv_reap_open(pd) < 0 || kv_evict_open(pd) < 0) {
+		kv_reap_close(pd);
+		kv_evict_close(pd);
+		if (pd->kv->orphans != NULL)
+			free(pd->kv->orphans->buckets);
 		free(pd->kv->orphans);
 		free(pd->kv);
 		pd->kv = NULL;
@@ -882,6 +907,8 @@ int kv_open(struct poold *pd, kv_defined_cb defined)
 	TAILQ_INIT(&pd->kv->orphans->lru);
 	TAILQ_INIT(&pd->kv->orphans->plru);
 	TAILQ_INIT(&pd->kv->orphans->zombies);
+	TAILQ_INIT(&pd->kv->orphans->vol);
+	TAILQ_INIT(&pd->kv->orphans->held);
 	return 0;
 }
 
@@ -892,6 +919,8 @@ void kv_close(struct poold *pd)
 
 	if (pd->kv == NULL)
 		return;
+	kv_evict_close(pd);
+	kv_reap_close(pd); /* (what is left of it goes to the namespaces and orphans first) */
 	while ((ns = TAILQ_FIRST(&pd->kv->list)) != NULL)
 		kv_ns_free(pd, ns);
 	kv_ns_free(pd, pd->kv->orphans);
@@ -927,7 +956,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			return 0;
 		}
 		if (op == KV_LOOKUP) {
-			if (kv_pin(e, who->node, who->session) < 0) {
+			if (kv_pin(ns, e, who->node, who->session) < 0) {
 				kv_result(res, -ENOMEM, NULL, KV_PLACES_NONE);
 				return 0;
 			}
@@ -1026,6 +1055,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 
 		if (e != NULL && op == KV_RELEASE &&
 		    kv_unpin(&e->pins, who->node, who->session, version)) {
+			kv_unhold(ns, e);
 			kv_result(res, 0, NULL, KV_PLACES_NONE);
 			return 1;
 		}
@@ -1085,6 +1115,11 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 				kv_result(res, 0, NULL, KV_PLACES_NONE);
 				return 1;
 			}
+		/* Flushed, and not freed yet: the same. */
+		if (kv_reap_settle(pd, ns, who, key, klen, h, version)) {
+			kv_result(res, 0, NULL, KV_PLACES_NONE);
+			return 1;
+		}
 		kv_result(res, op == KV_COMMIT ? -ESTALE : -ENOENT, NULL, KV_PLACES_NONE);
 		return 0;
 	}
@@ -1196,11 +1231,20 @@ int kv_ns_create(struct poold *pd, const struct kv_ns_spec *spec, char *err, siz
 	return 0;
 }
 
-/* Drop a namespace and its values, journaled and told to every node. */
+/*
+ * Drop a namespace and its values, journaled and told to every node. Its
+ * name is free at once; many values are freed from the loop, a slice at a
+ * time (kvreap.c).
+ */
 void kv_ns_drop(struct poold *pd, struct kv_ns *ns)
 {
 	log_info("KV namespace '%s' dropped", ns->name);
-	kv_ns_free(pd, ns);
+	kvev_cleared(pd, ns->name);
+	if (ns->nentries <= KV_REAP_NOW)
+		kv_ns_free(pd, ns);
+	else
+		kv_reap_drop(pd, ns);
+	region_account(pd);
 	pd->kv->defined(pd);
 	kv_defs_send(pd);
 }

@@ -28,6 +28,9 @@
 #define KV_MAX_REPLICAS 4
 #define KV_RECOPY_MAX 16	  /* copies started again per sweep */
 #define KV_RECOPY_TIMEOUT_MS 5000 /* a copy not done by then is tried again */
+#define KV_REAP_NOW 256		  /* a namespace of up to this many entries is flushed at once */
+#define KV_SWEEP_BUCKETS 8192	  /* buckets a sweep looks at for lost copies (kv_sweep()) */
+#define KV_EVICT_NOW 512	  /* values a reservation looks at for room (kvevict.c) */
 
 /* A place a value is stored at. */
 struct kv_place {
@@ -72,6 +75,7 @@ struct kv_entry {
 	bool has_val, has_pending;
 	bool moving;  /* a spill or a promotion is copying its value */
 	bool recount; /* its references are being counted again */
+	bool is_held; /* pinned or reserved: on its namespace's held list */
 	struct kv_pin *pins;
 	int64_t expire_ms;	   /* when its value expires, in Unix ms (RESP EXPIRE), or 0 */
 	TAILQ_ENTRY(kv_entry) lru; /* while it has a committed value: its tier's list */
@@ -81,8 +85,9 @@ struct kv_entry {
 	uint32_t refs;	/* dedup namespaces: holders of the value, or KV_REFS_UNKNOWN */
 	uint64_t psession;
 	uint64_t preserved_at;
-	uint64_t recopy_at;	   /* a lost copy of its value is being made again since, or 0 */
-	TAILQ_ENTRY(kv_entry) vol; /* while expire_ms is set: in its namespace's vol list */
+	uint64_t recopy_at;	    /* a lost copy of its value is being made again since, or 0 */
+	TAILQ_ENTRY(kv_entry) vol;  /* while expire_ms is set: in its namespace's vol list */
+	TAILQ_ENTRY(kv_entry) held; /* while is_held */
 };
 
 /* A value out of the index that readers still hold. */
@@ -98,6 +103,12 @@ struct kv_ns {
 	uint64_t id, capacity, used;
 	uint64_t pmem_used; /* bytes spilled to the pmem tier */
 	uint64_t leaving;   /* DRAM bytes whose spill is in flight: counted as gone */
+	/*
+	 * Of used and pmem_used, the bytes of copies in flight (kv_move(),
+	 * kv_recopy()) that are no value's yet: their ends give them back
+	 * to the namespace of their id, so a flush leaves them there.
+	 */
+	uint64_t landing, planding;
 	uint64_t hits, misses, evictions, puts, spills, promotions, pmem_hits;
 	struct kv_entry **buckets;
 	size_t nbuckets, nentries;
@@ -107,7 +118,13 @@ struct kv_ns {
 	TAILQ_HEAD(, kv_entry)
 	vol; /* entries with an expiry, checked in turn (kv_expire_cycle()) */
 	uint64_t nvolatile, expired;
-	uint64_t npending; /* entries with a reservation (the sweep expires them) */
+	uint64_t npending;   /* entries with a reservation (the sweep expires them) */
+	size_t sweep_bucket; /* where the next sweep looks for lost copies (kv_sweep()) */
+	/*
+	 * Entries pinned by a reader or reserved by a writer: where a
+	 * session's end and the sweep's expiry look, not at every key.
+	 */
+	TAILQ_HEAD(, kv_entry) held;
 	uint64_t next_version;
 	uint32_t local_node; /* values only on this node's arenas, or 0 */
 	bool resp_db;	     /* a database of this node's RESP endpoint (kv_local_ensure()) */
@@ -115,6 +132,11 @@ struct kv_ns {
 	uint32_t replicas;   /* places of each value, on as many lenders (1: no copies) */
 	uint64_t size_hint;  /* values up to it take an extent of that size, or 0 */
 	bool flushing;	     /* every key is going: one event says so (kv_ns_flush()) */
+	bool evict_later;    /* over its capacity: the loop evicts (kvevict.c) */
+	/* A ghost, being freed (kvreap.c): */
+	size_t reap_bucket;  /* the first bucket that may still hold entries */
+	size_t reap_count;   /* its entries when it began, */
+	uint64_t reap_since; /* ... at this units_now_ms() */
 	uid_t uid;	     /* who may read (4) and write (2) its values: owner, group, mode */
 	gid_t gid;
 	unsigned mode;
@@ -160,6 +182,21 @@ struct kv_space {
 	unsigned recopies;		 /* copies started again in this sweep */
 	TAILQ_HEAD(, kv_recopy) copying; /* copies in flight: their extents are claimed */
 	kv_defined_cb defined;		 /* told when the namespaces' definitions change */
+	/*
+	 * Flushed and dropped namespaces whose entries are being freed, a
+	 * slice at a time (kvreap.c), oldest first, and the event that frees
+	 * the next slice.
+	 */
+	TAILQ_HEAD(, kv_ns) reaping;
+	struct event *reap_ev;
+	struct event *evict_ev; /* evicts what reservations left over capacities (kvevict.c) */
+};
+
+/* A client session that ended, or with all every session of a node. */
+struct kv_ended {
+	uint32_t node;
+	uint64_t session;
+	bool all;
 };
 
 /* The ledger's region id of a namespace's extents: kept apart from region ids. */
@@ -225,27 +262,47 @@ void kv_val_free(struct poold *pd, struct kv_ns *ns, struct kv_val *v);
 void kv_pins_free(struct kv_pin *p);
 void kv_val_out(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
 void kv_pending_retire(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
+void kv_retire_val(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
 bool kv_entry_unused(const struct kv_entry *e);
 void kv_entry_drop(struct kv_ns *ns, struct kv_entry *e);
 void kv_entry_clear(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
 struct kv_entry *kv_live(struct poold *pd, struct kv_ns *ns, struct kv_entry **pp);
 struct kv_entry *kv_expire_now(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
-int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t need);
-int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need, bool may_evict);
 struct lender_pool *kv_pick(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len,
 			    const uint32_t *avoid, size_t navoid);
 int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len, struct kv_val *v);
 bool kv_node_up(struct poold *pd, uint32_t node);
 bool kv_val_usable(struct poold *pd, const struct kv_val *v);
-int kv_pin(struct kv_entry *e, uint32_t node, uint64_t session);
+int kv_pin(struct kv_ns *ns, struct kv_entry *e, uint32_t node, uint64_t session);
+void kv_unhold(struct kv_ns *ns, struct kv_entry *e);
 bool kv_unpin(struct kv_pin **pp, uint32_t node, uint64_t session, uint64_t version);
 void kv_zombies_sweep(struct poold *pd, struct kv_ns *ns);
+void kv_zombie_move(struct kv_ns *ns, struct kv_zombie *z);
 struct kv_ns *kv_ns_by_id(struct poold *pd, uint64_t id);
 void kv_foreach_ns(struct poold *pd, struct kv_ns *ns,
 		   void (*fn)(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg),
 		   void *arg);
 void kv_ns_flush(struct poold *pd, struct kv_ns *ns);
+void kv_ns_clear(struct poold *pd, struct kv_ns *ns);
 void kv_ns_free(struct poold *pd, struct kv_ns *ns);
+void kv_unpin_all(struct kv_pin **pp, uint32_t node, uint64_t session, bool all);
+void kv_ns_session_end(struct poold *pd, struct kv_ns *ns, const struct kv_ended *end);
+
+/* kvevict.c */
+int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t need);
+int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need, bool may_evict);
+bool kv_evict(struct poold *pd, uint64_t budget_us);
+int kv_evict_open(struct poold *pd);
+void kv_evict_close(struct poold *pd);
+
+/* kvreap.c */
+int kv_reap_open(struct poold *pd);
+void kv_reap_close(struct poold *pd);
+int kv_reap_flush(struct poold *pd, struct kv_ns *ns);
+void kv_reap_drop(struct poold *pd, struct kv_ns *ns);
+bool kv_reap(struct poold *pd, size_t max, uint64_t budget_us);
+bool kv_reap_settle(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who,
+		    const uint8_t *key, size_t klen, uint64_t h, uint64_t version);
 
 /* kvtier.c */
 struct kv_durable *kv_durable_new(size_t n);
@@ -264,7 +321,7 @@ int kv_verify(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e
 int kv_recount(struct poold *pd, struct kv_ns *ns, uint64_t *ret_freed, char *err, size_t errlen);
 
 /* kvreplica.c */
-void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg);
+void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);
 
 /* kvtell.c (the wire's side is in poold.h) */
 void kv_defs_send(struct poold *pd);

@@ -282,7 +282,7 @@ uint64_t kv_local_pin(struct poold *pd, uint64_t session, uid_t uid, const char 
 	struct kv_ns *ns = NULL;
 	struct kv_entry *e = kv_local_key(pd, nsname, uid, key, klen, &ns);
 
-	if (e == NULL || kv_pin(e, pd->node_id, session) < 0)
+	if (e == NULL || kv_pin(ns, e, pd->node_id, session) < 0)
 		return 0;
 	return e->val.version;
 }

@@ -21,38 +21,48 @@ static int kv_val_extents(const struct kv_ns *ns, const struct kv_val *v, uint32
 	return 0;
 }
 
-/* The KV extents on a node, for the ledger. */
+/* The extents of ns's values (and zombies) on a node, for the ledger. */
+static int kv_ns_extents(const struct kv_ns *ns, uint32_t node, struct ledger_extent **ext,
+			 size_t *n, size_t *cap)
+{
+	struct kv_zombie *z;
+	size_t i;
+
+	for (i = 0; i < ns->nbuckets; i++) {
+		struct kv_entry *e;
+
+		for (e = ns->buckets[i]; e != NULL; e = e->hnext) {
+			if (e->has_val && kv_val_extents(ns, &e->val, node, ext, n, cap) < 0)
+				return -ENOMEM;
+			if (e->has_pending &&
+			    kv_val_extents(ns, &e->pending, node, ext, n, cap) < 0)
+				return -ENOMEM;
+		}
+	}
+	TAILQ_FOREACH(z, &ns->zombies, entry)
+		if (kv_val_extents(ns, &z->val, node, ext, n, cap) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+/*
+ * The KV extents on a node, for the ledger: those of flushed and dropped
+ * namespaces not freed yet too, or a pass would take them back into the
+ * index, or scrub them, while they are on their way out.
+ */
 int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size_t *n, size_t *cap)
 {
 	struct kv_recopy *rk;
 	struct kv_ns *ns;
-	size_t i;
 
 	if (pd->kv == NULL)
 		return 0;
-	TAILQ_FOREACH(ns, &pd->kv->list, entry) {
-		struct kv_zombie *z;
-		const struct kv_val *vals[2];
-
-		for (i = 0; i < ns->nbuckets; i++) {
-			struct kv_entry *e;
-
-			for (e = ns->buckets[i]; e != NULL; e = e->hnext) {
-				size_t k, nv = 0;
-
-				if (e->has_val)
-					vals[nv++] = &e->val;
-				if (e->has_pending)
-					vals[nv++] = &e->pending;
-				for (k = 0; k < nv; k++)
-					if (kv_val_extents(ns, vals[k], node, ext, n, cap) < 0)
-						return -ENOMEM;
-			}
-		}
-		TAILQ_FOREACH(z, &ns->zombies, entry)
-			if (kv_val_extents(ns, &z->val, node, ext, n, cap) < 0)
-				return -ENOMEM;
-	}
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		if (kv_ns_extents(ns, node, ext, n, cap) < 0)
+			return -ENOMEM;
+	TAILQ_FOREACH(ns, &pd->kv->reaping, entry)
+		if (kv_ns_extents(ns, node, ext, n, cap) < 0)
+			return -ENOMEM;
 	TAILQ_FOREACH(rk, &pd->kv->copying, entry) {
 		ns = kv_ns_by_id(pd, rk->ns_id);
 		if (ns != NULL && rk->to.node == node &&

@@ -15,6 +15,8 @@ static void kv_recopied(struct poold *pd, void *arg, int rc)
 
 	if (pd->kv != NULL)
 		TAILQ_REMOVE(&pd->kv->copying, rk, entry);
+	if (ns != NULL)
+		ns->landing -= rk->to.alen;
 	if (ns != NULL && (e = *kv_slot(ns, rk->key, rk->klen, kv_hash(rk->key, rk->klen))) != NULL)
 		e->recopy_at = 0;
 	if (rc == 0 && e != NULL && e->has_val && e->val.version == rk->version && !e->val.pmem &&
@@ -36,7 +38,7 @@ static void kv_recopied(struct poold *pd, void *arg, int rc)
  * died, or too few were up when it was put): one more, on another lender,
  * copied from a place that is up.
  */
-void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg)
+void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 {
 	struct kv_place all[KV_MAX_REPLICAS];
 	uint32_t nodes[KV_MAX_REPLICAS];
@@ -45,7 +47,6 @@ void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg
 	struct kv_recopy *rk;
 	uint64_t len, off, alen, src_off = 0;
 
-	(void)arg;
 	/* (a copy whose lender went away may never answer: after a while, try again) */
 	if (pd->kv->recopies >= KV_RECOPY_MAX || !e->has_val || e->moving || e->val.pmem ||
 	    ns->local_node != 0 || 1u + e->val.ncopies >= ns->replicas ||
@@ -75,10 +76,12 @@ void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, void *arg
 	rk->version = e->val.version;
 	rk->to = (struct kv_place){dst->node, dst->arena, off, alen};
 	ns->used += alen;
+	ns->landing += alen;
 	hold_tell(pd, dst->node, dst->arena, off, alen, KV_HOLD_ID(ns));
 	if (copy_start(pd, src, src_off, dst, off, e->val.vlen, kv_recopied, rk) < 0) {
 		region_retire(pd, dst->node, dst->arena, off, alen, NULL);
 		ns->used -= alen;
+		ns->landing -= alen;
 		free(rk->key);
 		free(rk);
 		return;

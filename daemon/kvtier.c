@@ -172,8 +172,13 @@ static void kv_moved(struct poold *pd, void *arg, int rc)
 	struct kv_ns *ns = pd->kv ? kv_ns_by_id(pd, mv->ns_id) : NULL;
 	struct kv_entry *e = NULL;
 
-	if (ns != NULL)
+	if (ns != NULL) {
+		if (mv->to.pmem)
+			ns->planding -= mv->to.alen;
+		else
+			ns->landing -= mv->to.alen;
 		e = *kv_slot(ns, mv->key, mv->klen, kv_hash(mv->key, mv->klen));
+	}
 	if (e != NULL && e->moving && e->has_val && e->val.version == mv->from.version &&
 	    e->val.off == mv->from.off && e->val.arena == mv->from.arena) {
 		e->moving = false;
@@ -196,6 +201,7 @@ static void kv_moved(struct poold *pd, void *arg, int rc)
 				e->pins = NULL;
 				kv_val_free(pd, ns, &mv->from);
 			}
+			kv_unhold(ns, e);
 			TAILQ_REMOVE(kv_lru(ns, e), e, lru);
 			e->val = mv->to;
 			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
@@ -253,9 +259,11 @@ static int kv_move(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool 
 				 .pmem = to_pmem};
 	if (to_pmem) {
 		ns->pmem_used += alen;
+		ns->planding += alen;
 		ns->leaving += e->val.alen;
 	} else {
 		ns->used += alen;
+		ns->landing += alen;
 	}
 	e->moving = true;
 	hold_tell(pd, dst->node, dst->arena, off, alen, KV_HOLD_ID(ns));

@@ -252,6 +252,10 @@ void pidfile_close(const char *path, int fd);
 #define PEER_FRAME_MAX (16u << 20)
 #define PEER_UNREG_FRAME_MAX (256u << 10)
 
+/* heap.c: freed heap given back to the system, a little at a time */
+void heap_freed(size_t bytes);
+void heap_trim_soon(struct event_base *base);
+
 /* conn.c: a framed connection over a bufferevent */
 struct conn;
 struct sockaddr;
@@ -667,6 +671,7 @@ struct regions {
 	uint64_t next_base;
 	size_t count;
 	TAILQ_HEAD(, retired) retired; /* moved or evicted extents, readable until released */
+	size_t scrubs;		       /* of those, scrubs asked of their lenders, not answered */
 	TAILQ_HEAD(, reclaim) reclaims;
 	TAILQ_HEAD(, tombstone) tombstones;
 	const struct space_hooks *hooks;
@@ -697,6 +702,7 @@ bool region_lender_restarted(struct poold *pd, const struct node_info *info);
 void region_lender_update(struct poold *pd, const struct node_info *info);
 void region_sweep_leases(struct poold *pd);
 void region_sweep_retired(struct poold *pd);
+bool region_scrubs_full(struct poold *pd);
 uint64_t region_arena_used(struct poold *pd, uint32_t node, uint32_t arena);
 void region_session_end(struct poold *pd, uint32_t node, uint64_t session);
 struct region *region_find(struct regions *rs, const char *name);

@@ -29,6 +29,7 @@
 #define REGION_BASE0 (UINT64_C(1) << 40)
 #define REGION_GVA_ALIGN (UINT64_C(2) << 20)
 #define REGION_STRIPE_DEFAULT (UINT64_C(1) << 20)
+#define REGION_SCRUBS_MAX 4096 /* in flight, before bulk work waits (region_scrubs_full()) */
 
 static const char *const class_names[] = {"pinned", "cache", "persistent"};
 
@@ -329,13 +330,37 @@ void region_account(struct poold *pd)
 	}
 }
 
+/*
+ * A lender answered a scrub: the extent goes back to its allocator now if
+ * it is due, rather than at the next sweep, which would otherwise walk
+ * every extent of a flush of millions of values while they are on their
+ * way (kvreap.c keeps at most REGION_SCRUBS_MAX of them in flight).
+ */
 static void region_scrubbed(struct poold *pd, void *arg, int rc)
 {
 	struct retired *rt = arg;
+	struct lender_pool *lp;
 
 	rt->scrub_sent = false;
-	if (rc == 0)
-		rt->scrubbed = true; /* else try again at the next sweep */
+	pd->regions->scrubs--;
+	if (rc != 0)
+		return; /* tried again at the next sweep */
+	rt->scrubbed = true;
+	lp = region_pool(pd->regions, rt->node, rt->arena);
+	if (lp == NULL || lp->incarnation != rt->incarnation || rt->release_at > units_now_ms())
+		return; /* the sweep sees to it */
+	extent_release(lp->alloc, rt->off, rt->len);
+	TAILQ_REMOVE(&pd->regions->retired, rt, entry);
+	free(rt);
+}
+
+/*
+ * Whether so many scrubs are in flight that bulk work (kvreap.c) should
+ * wait for answers before it retires more extents.
+ */
+bool region_scrubs_full(struct poold *pd)
+{
+	return pd->regions != NULL && pd->regions->scrubs >= REGION_SCRUBS_MAX;
 }
 
 /*
@@ -363,8 +388,10 @@ static void region_scrub(struct poold *pd, struct retired *rt)
 		rt->scrubbed = true;
 		return;
 	}
-	if (region_send_scrub(pd, rt->node, rt->arena, rt->off, rt->len, region_scrubbed, rt) == 0)
-		rt->scrub_sent = true;
+	if (region_send_scrub(pd, rt->node, rt->arena, rt->off, rt->len, region_scrubbed, rt) < 0)
+		return;
+	rt->scrub_sent = true;
+	pd->regions->scrubs++;
 }
 
 /*

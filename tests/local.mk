@@ -38,14 +38,14 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/snap.sh tests/integration/snapcopy.sh tests/integration/snap-uffd.sh \
 	tests/integration/hostile.sh tests/integration/user.sh tests/integration/firewall.sh \
 	tests/integration/resp-compat.sh tests/integration/python.sh tests/integration/kvevents.sh \
-	tests/integration/kvevents-flood.sh \
+	tests/integration/kvevents-flood.sh tests/integration/kv-bulk.sh \
 	tests/integration/etcd.sh tests/integration/etcd-auth.sh tests/integration/etcd-tls.sh \
 	tests/integration/elect.sh tests/integration/layers.sh tests/integration/fabric-attack.sh \
 	tests/cluster/selftest.sh tests/cluster/kv.sh tests/cluster/vec.sh tests/cluster/snap.sh \
 	tests/cluster/coord-restart.sh tests/cluster/coord-journal.sh tests/cluster/coord-ha.sh tests/cluster/client-crash.sh \
 	tests/cluster/soak.sh tests/cluster/python.sh tests/cluster/resp.sh tests/cluster/resp-relay.sh \
 	tests/cluster/membership.sh tests/cluster/slots.sh tests/cluster/join-many.sh tests/cluster/regions.sh tests/cluster/reclaim.sh \
-	tests/cluster/trust.sh tests/cluster/tls.sh tests/cluster/fence.sh tests/cluster/chunks.sh
+	tests/cluster/trust.sh tests/cluster/tls.sh tests/cluster/fence.sh tests/cluster/chunks.sh tests/cluster/kv-bulk.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/etcdlib.sh tests/integration/wire.py \
 	tests/integration/resp-compat.py tests/integration/resp-py.py \
@@ -110,6 +110,11 @@ tests_tools_pool_io_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
 tests_tools_pool_io_LDADD = libpool/libpool.la $(XXHASH_LIBS)
 
 include tests/bench/regions.mk
+
+# pool-kvload: many KV keys at once, and a prober of poold's loop, for tests/integration/kv-bulk.sh.
+noinst_PROGRAMS += tests/tools/pool-kvload
+tests_tools_pool_kvload_SOURCES = tests/tools/pool-kvload.c
+tests_tools_pool_kvload_LDADD = libpool/libpool.la
 
 # fc-client: a Firecracker-like VMM restoring through a UFFD page server, for the snapshot tests.
 noinst_PROGRAMS += tests/tools/fc-client

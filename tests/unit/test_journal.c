@@ -170,6 +170,43 @@ static void test_full_and_rewrite(void)
 	free(area);
 }
 
+static size_t persists;
+
+static void count_persist(const void *p, size_t len)
+{
+	(void)p, (void)len;
+	persists++;
+}
+
+/*
+ * A rewrite makes its records durable together, not one persist (an msync,
+ * on a file) each: the new half's end, its records at once, then the header
+ * that puts it in force.
+ */
+static void test_rewrite_persists_once(void)
+{
+	uint8_t *area = calloc(1, AREA);
+	struct seen *s = calloc(1, sizeof(*s));
+	struct journal *j;
+
+	CU_ASSERT_EQUAL_FATAL(journal_open(area, AREA, count_persist, NULL, NULL, &j), 0);
+	append(j, "before ", 0);
+	persists = 0;
+	CU_ASSERT_EQUAL(journal_rewrite(j, fill, &(struct live){0, 500}), 0);
+	CU_ASSERT_EQUAL(persists, 3);
+	persists = 0;
+	append(j, "after ", 1); /* (an append alone: the record and its terminator at once) */
+	CU_ASSERT_EQUAL(persists, 1);
+	j = reopen(area, j, s);
+	CU_ASSERT_EQUAL_FATAL(s->n, 501);
+	CU_ASSERT_STRING_EQUAL(s->recs[0], "live 0");
+	CU_ASSERT_STRING_EQUAL(s->recs[499], "live 499");
+	CU_ASSERT_STRING_EQUAL(s->recs[500], "after 1");
+	journal_close(j);
+	free(s);
+	free(area);
+}
+
 static void test_torn_header(void)
 {
 	uint8_t *area = calloc(1, AREA);
@@ -218,7 +255,6 @@ static void test_probe(void)
  * into the durable one (the working area is what the process had written).
  */
 static uint8_t *working, *durable;
-static size_t persists;
 
 static void persist_to_durable(const void *p, size_t len)
 {
@@ -288,6 +324,7 @@ int main(void)
 	    {"records replay in order", test_replay_in_order},
 	    {"a torn tail is cut off", test_torn_tail},
 	    {"full, then rewritten", test_full_and_rewrite},
+	    {"a rewrite persists its records together", test_rewrite_persists_once},
 	    {"a torn header slot falls back", test_torn_header},
 	    {"a journal, nothing, or something else", test_probe},
 	    {"records written now, durable at one sync", test_group_commit},

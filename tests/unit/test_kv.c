@@ -658,6 +658,384 @@ static void test_durable_commits(void)
 	index_free();
 }
 
+/* reserve + commit of len bytes for session, wherever it lands: the version stored. */
+static uint64_t put_any(struct kv_ns *ns, uint64_t session, const char *key, uint64_t len)
+{
+	struct kv_result res;
+
+	CU_ASSERT_FATAL(op(ns, session, KV_RESERVE, key, len, &res) == 0);
+	CU_ASSERT_FATAL(op(ns, session, KV_COMMIT, key, res.val.version, NULL) == 0);
+	return res.val.version;
+}
+
+#define BULK 200000 /* keys of the sliced flush */
+#define BULK_VLEN 64
+#define SLICE 10000
+
+/* What uid 0 is charged for: KV values' bytes. */
+static uint64_t charged(void)
+{
+	return usage_of(&pd.usage, 0).bytes;
+}
+
+/* A coordinator that lends its own arena (node 1): freed extents go back to it at once. */
+static struct kv_ns *bulk_ns(const char *name, size_t n)
+{
+	char key[16];
+	struct kv_ns *ns;
+	size_t i;
+
+	cores_open(&pd, 0);
+	cores_lender_add(&pd, 1);
+	ns = ns_new(name, 32 * MiB);
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "k%zu", i);
+		put_any(ns, 1, key, BULK_VLEN);
+	}
+	CU_ASSERT_EQUAL_FATAL(ns->nentries, n);
+	CU_ASSERT_EQUAL(ns->used, n * BULK_VLEN);
+	CU_ASSERT_EQUAL(charged(), n * BULK_VLEN);
+	CU_ASSERT_EQUAL(region_arena_used(&pd, 1, 0), n * BULK_VLEN);
+	CU_ASSERT_EQUAL(pd.nholds, n);
+	return ns;
+}
+
+/* The sum of what the namespaces being freed hold, and their entries. */
+static size_t ghosts(uint64_t *ret_used, size_t *ret_entries)
+{
+	struct kv_ns *g;
+	size_t n = 0;
+
+	*ret_used = 0;
+	*ret_entries = 0;
+	TAILQ_FOREACH(g, &pd.kv->reaping, entry) {
+		n++;
+		*ret_used += g->used;
+		*ret_entries += g->nentries;
+	}
+	return n;
+}
+
+/*
+ * A flush of many keys: at once, the namespace is empty for gets and takes
+ * puts, which the flush leaves alone; its entries are freed a slice at a
+ * time, each giving back exactly its values' bytes (quota, extents), the
+ * namespace's own untouched; a reader's pin and a writer's reservation
+ * taken before the flush are settled as a flush at once would have (the
+ * release and the commit succeed and change nothing), freed yet or not;
+ * a session that ends before its entry is freed leaves nothing behind; at
+ * the end only what was put after the flush is held, by the lender too.
+ */
+static void test_flush_sliced(void)
+{
+	struct kv_result res, pin, late;
+	uint64_t used, before;
+	size_t entries, slices = 0;
+	struct kv_ns *ns;
+
+	ns = bulk_ns("kv", BULK);
+	CU_ASSERT_EQUAL_FATAL(op(ns, 2, KV_LOOKUP, "k5", 0, &pin), 0);	   /* 2 reads k5 */
+	CU_ASSERT_EQUAL_FATAL(op(ns, 3, KV_RESERVE, "k7", 100, &late), 0); /* 3 writes k7 again */
+	CU_ASSERT_EQUAL_FATAL(op(ns, 4, KV_RESERVE, "new", 100, &res), 0); /* 4 a new key */
+	CU_ASSERT_EQUAL_FATAL(op(ns, 5, KV_LOOKUP, "k9", 0, &res), 0);	   /* 5 reads k9 */
+	before = charged();
+
+	kv_ns_flush(&pd, ns);
+	CU_ASSERT_EQUAL(ns->nentries, 0);
+	CU_ASSERT_EQUAL(ns->used, 0);
+	CU_ASSERT_EQUAL(op(ns, 6, KV_EXISTS, "k1", 0, NULL), -ENOENT);
+	CU_ASSERT_EQUAL(op(ns, 6, KV_LOOKUP, "k5", 0, NULL), -ENOENT);
+	CU_ASSERT_EQUAL(op(ns, 6, KV_EXISTS, "new", 0, NULL), -ENOENT);
+	CU_ASSERT_EQUAL(ghosts(&used, &entries), 1);
+	CU_ASSERT_EQUAL(entries, BULK + 1);
+	CU_ASSERT_EQUAL(used, before);
+	CU_ASSERT_EQUAL(charged(), before); /* nothing is freed yet */
+	CU_ASSERT_EQUAL(region_arena_used(&pd, 1, 0), before);
+
+	/* A put during the flush lands in the emptied namespace; a session ends meanwhile. */
+	put_any(ns, 1, "k1", BULK_VLEN);
+	CU_ASSERT_EQUAL(op(ns, 6, KV_EXISTS, "k1", 0, NULL), 0);
+	CU_ASSERT_EQUAL(ns->nentries, 1);
+	CU_ASSERT_EQUAL(ns->used, BULK_VLEN);
+	kv_session_end(&pd, 1, 5, false); /* before k9, which it read, is freed */
+
+	while (ghosts(&used, &entries) > 0) {
+		size_t was = entries;
+		uint64_t had = used;
+
+		kv_reap(&pd, SLICE, 0);
+		slices++;
+		(void)ghosts(&used, &entries);
+		CU_ASSERT(was - entries <= SLICE);
+		if (was >
+		    SLICE) { /* (the last slices also look for reservations, bucket by bucket) */
+			CU_ASSERT_EQUAL(was - entries, SLICE);
+			CU_ASSERT_EQUAL(had - used, SLICE * BULK_VLEN);
+		}
+		/* What is charged and lent is what the ghost and the namespace hold, at every
+		 * stage. */
+		CU_ASSERT_EQUAL(charged(), used + ns->used);
+		CU_ASSERT_EQUAL(region_arena_used(&pd, 1, 0), used + ns->used);
+		CU_ASSERT_EQUAL(ns->nentries, 1);
+		CU_ASSERT_EQUAL(op(ns, 6, KV_EXISTS, "k1", 0, NULL), 0);
+		if (slices == 2) {
+			/*
+			 * k5 (moved to the end of the recency list by its read) is not freed yet,
+			 * k7's reservation is kept for its writer: each settles them now.
+			 */
+			CU_ASSERT_EQUAL(op(ns, 2, KV_RELEASE, "k5", pin.val.version, NULL), 0);
+			CU_ASSERT_EQUAL(op(ns, 2, KV_RELEASE, "k5", pin.val.version, NULL),
+					-ENOENT);
+			CU_ASSERT_EQUAL(op(ns, 9, KV_COMMIT, "k7", late.val.version, NULL),
+					-ESTALE);
+			CU_ASSERT_EQUAL(op(ns, 3, KV_COMMIT, "k7", late.val.version, NULL), 0);
+			CU_ASSERT_EQUAL(op(ns, 6, KV_EXISTS, "k7", 0, NULL), -ENOENT);
+			CU_ASSERT_EQUAL(op(ns, 6, KV_EXISTS, "k5", 0, NULL), -ENOENT);
+		}
+		if (slices == 3) {
+			/* A ledger pass meanwhile neither takes them back nor scrubs them. */
+			before = charged();
+			reconcile_ask(&pd, 1);
+			CU_ASSERT_EQUAL(ns->nentries, 1);
+			CU_ASSERT_EQUAL(ns->used, BULK_VLEN);
+			CU_ASSERT_EQUAL(charged(), before);
+			CU_ASSERT_EQUAL(region_arena_used(&pd, 1, 0), before);
+		}
+	}
+	CU_ASSERT(slices >= BULK / SLICE);
+	/* Session 4's reservation outlived its entry, for its writer: it goes with the session. */
+	CU_ASSERT_EQUAL(ns->used, BULK_VLEN + 128);
+	kv_session_end(&pd, 1, 4, false);
+	CU_ASSERT(TAILQ_EMPTY(&ns->zombies));
+	CU_ASSERT(TAILQ_EMPTY(&pd.kv->orphans->zombies));
+	CU_ASSERT_EQUAL(ns->used, BULK_VLEN);
+	CU_ASSERT_EQUAL(charged(), BULK_VLEN);
+	CU_ASSERT_EQUAL(region_arena_used(&pd, 1, 0), BULK_VLEN);
+	CU_ASSERT_EQUAL(pd.nholds, 1);
+	CU_ASSERT_EQUAL(op(ns, 6, KV_EXISTS, "k1", 0, NULL), 0);
+	index_free();
+}
+
+/*
+ * A drop of many keys frees the name at once: a namespace made again with
+ * it is empty and takes puts while the old entries are freed; a value
+ * still read outlives the drop among the orphans until its reader goes.
+ */
+static void test_drop_sliced(void)
+{
+	struct kv_result pin;
+	size_t entries;
+	struct kv_ns *ns;
+	uint64_t used;
+
+	ns = bulk_ns("kv", BULK / 4);
+	CU_ASSERT_EQUAL_FATAL(op(ns, 2, KV_LOOKUP, "k3", 0, &pin), 0);
+	kv_ns_drop(&pd, ns);
+	CU_ASSERT_PTR_NULL(kv_ns_find(&pd, "kv"));
+	CU_ASSERT_EQUAL(ghosts(&used, &entries), 1);
+	CU_ASSERT_EQUAL(entries, BULK / 4);
+	ns = ns_new("kv", 32 * MiB);
+	CU_ASSERT_EQUAL(op(ns, 6, KV_EXISTS, "k1", 0, NULL), -ENOENT);
+	put_any(ns, 1, "k1", BULK_VLEN);
+	/* (a release names the namespace made again: not the one its pin is in) */
+	CU_ASSERT_EQUAL(op(ns, 2, KV_RELEASE, "k3", pin.val.version, NULL), -ENOENT);
+	reconcile_ask(&pd, 1); /* (a ledger pass takes none back into the new one) */
+	while (kv_reap(&pd, SLICE, 0)) {
+		(void)ghosts(&used, &entries);
+		CU_ASSERT_EQUAL(charged(), used + ns->used);
+		CU_ASSERT_EQUAL(ns->nentries, 1);
+	}
+	CU_ASSERT_FALSE(TAILQ_EMPTY(&pd.kv->orphans->zombies));
+	CU_ASSERT_EQUAL(region_arena_used(&pd, 1, 0), 2 * BULK_VLEN);
+	kv_session_end(&pd, 1, 2, false);
+	CU_ASSERT(TAILQ_EMPTY(&pd.kv->orphans->zombies));
+	CU_ASSERT_EQUAL(region_arena_used(&pd, 1, 0), BULK_VLEN);
+	CU_ASSERT_EQUAL(charged(), BULK_VLEN);
+	CU_ASSERT_EQUAL(pd.nholds, 1);
+	CU_ASSERT_EQUAL(op(ns, 6, KV_EXISTS, "k1", 0, NULL), 0);
+	index_free();
+}
+
+/*
+ * poold stopping in the middle: a namespace flushed and one dropped, each
+ * a slice into its freeing, with a value still read and a reservation;
+ * closing the index frees the rest (run under --enable-asan, LeakSanitizer
+ * checks nothing is left).
+ */
+static void test_close_mid_flush(void)
+{
+	struct kv_result res;
+	size_t i, entries;
+	struct kv_ns *ns;
+	uint64_t used;
+	char key[16];
+
+	ns = bulk_ns("a", BULK / 4);
+	CU_ASSERT_EQUAL_FATAL(op(ns, 2, KV_LOOKUP, "k100", 0, &res), 0);
+	CU_ASSERT_EQUAL_FATAL(op(ns, 3, KV_RESERVE, "k200", 100, &res), 0);
+	kv_ns_flush(&pd, ns);
+	ns = ns_new("b", 32 * MiB);
+	for (i = 0; i < 2 * KV_REAP_NOW; i++) {
+		snprintf(key, sizeof(key), "b%zu", i);
+		put_any(ns, 1, key, BULK_VLEN);
+	}
+	kv_ns_drop(&pd, ns);
+	CU_ASSERT_EQUAL(ghosts(&used, &entries), 2);
+	CU_ASSERT_TRUE(kv_reap(&pd, SLICE, 0));
+	index_free();
+}
+
+/*
+ * A lender lost in the middle of a flush: the values it held go at once,
+ * flushed ones too, under its old life (freed after it restarted, they
+ * would be scrubbed in its new one).
+ */
+static void test_lost_mid_flush(void)
+{
+	struct kv_ns *ns;
+	size_t i, entries;
+	uint64_t used;
+	char key[16];
+
+	index_new();
+	ns = ns_new("kv", 32 * MiB);
+	for (i = 0; i < 4 * KV_REAP_NOW; i++) {
+		snprintf(key, sizeof(key), "k%zu", i);
+		put(ns, 1, key, BULK_VLEN);
+	}
+	kv_ns_flush(&pd, ns);
+	CU_ASSERT_TRUE(kv_reap(&pd, KV_REAP_NOW, 0));
+	CU_ASSERT_EQUAL(ghosts(&used, &entries), 1);
+	CU_ASSERT_EQUAL(entries, 3 * KV_REAP_NOW);
+	kv_node_lost(&pd, LENDER);
+	(void)ghosts(&used, &entries);
+	CU_ASSERT_EQUAL(entries, 0);
+	CU_ASSERT_EQUAL(used, 0);
+	CU_ASSERT_FALSE(kv_reap(&pd, KV_REAP_NOW, 0));
+	index_free();
+}
+
+/* How many entries of ns are on its held list. */
+static size_t held(struct kv_ns *ns)
+{
+	struct kv_entry *e;
+	size_t n = 0;
+
+	TAILQ_FOREACH(e, &ns->held, held)
+		n++;
+	return n;
+}
+
+/*
+ * A session's end looks at the entries someone pins or reserves, not at
+ * every key: those are on the namespace's held list, and only while they
+ * are held; a reservation never committed expires by the sweep from there,
+ * on time.
+ */
+static void test_held_list(void)
+{
+	struct kv_result k1, k2, k3, fresh;
+	struct kv_entry *e;
+	struct kv_ns *ns;
+
+	ns = bulk_ns("kv", BULK / 4);
+	CU_ASSERT_EQUAL(held(ns), 0); /* puts done: nobody holds anything */
+	CU_ASSERT_EQUAL(op(ns, 2, KV_LOOKUP, "k1", 0, &k1), 0);
+	CU_ASSERT_EQUAL(op(ns, 3, KV_RESERVE, "k2", 100, &k2), 0);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_LOOKUP, "k3", 0, &k3), 0);
+	CU_ASSERT_EQUAL(op(ns, 4, KV_RESERVE, "new", 100, &fresh), 0);
+	CU_ASSERT_EQUAL(held(ns), 4);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_RELEASE, "k3", k3.val.version, NULL), 0);
+	CU_ASSERT_EQUAL(op(ns, 3, KV_COMMIT, "k2", k2.val.version, NULL), 0);
+	CU_ASSERT_EQUAL(held(ns), 2);	  /* k3 released, k2 committed: nobody holds them */
+	kv_session_end(&pd, 1, 9, false); /* nobody's: nothing changes */
+	CU_ASSERT_EQUAL(held(ns), 2);
+	kv_session_end(&pd, 1, 2, false); /* k1's reader */
+	CU_ASSERT_EQUAL(held(ns), 1);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_RELEASE, "k1", k1.val.version, NULL), -ENOENT);
+	CU_ASSERT_EQUAL(ns->nentries, BULK / 4 + 1);
+	/* The sweep finds the reservation on the list when its time is up, and only then. */
+	e = *kv_slot(ns, (const uint8_t *)"new", 3, kv_hash((const uint8_t *)"new", 3));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	kv_sweep(&pd);
+	CU_ASSERT_EQUAL(ns->npending, 1);
+	e->preserved_at -= KV_RESERVE_TTL_MS; /* as if made long ago */
+	kv_sweep(&pd);
+	CU_ASSERT_EQUAL(ns->npending, 0);
+	CU_ASSERT_EQUAL(held(ns), 0);
+	CU_ASSERT_EQUAL(ns->nentries, BULK / 4);
+	CU_ASSERT_EQUAL(op(ns, 4, KV_COMMIT, "new", fresh.val.version, NULL),
+			0); /* changes nothing */
+	CU_ASSERT_EQUAL(op(ns, 4, KV_EXISTS, "new", 0, NULL), -ENOENT);
+	index_free();
+}
+
+/*
+ * A large value put into a full namespace of small ones: its reservation
+ * evicts KV_EVICT_NOW values itself and takes its room over the capacity;
+ * the loop evicts the rest, least recently used first, until the
+ * namespace is within its capacity again, the new value kept.
+ */
+static void test_evict_sliced(void)
+{
+	size_t i, n = MiB / BULK_VLEN;
+	struct kv_ns *ns;
+	char key[16];
+
+	cores_open(&pd, 0);
+	cores_lender_add(&pd, 1);
+	ns = ns_new("kv", MiB);
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "k%zu", i);
+		put_any(ns, 1, key, BULK_VLEN);
+	}
+	CU_ASSERT_EQUAL(ns->used, MiB);
+	CU_ASSERT_EQUAL(ns->evictions, 0);
+	put_any(ns, 1, "big", MiB / 2);
+	CU_ASSERT_EQUAL(ns->evictions, KV_EVICT_NOW);
+	CU_ASSERT(ns->used > ns->capacity);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, "k0", 0, NULL), -ENOENT);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, "k600", 0, NULL), 0);
+	while (kv_evict(&pd, 0))
+		;
+	CU_ASSERT(ns->used <= ns->capacity);
+	CU_ASSERT_EQUAL(ns->evictions, n / 2);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, "big", 0, NULL), 0);
+	snprintf(key, sizeof(key), "k%zu", n / 2 - 1);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, key, 0, NULL), -ENOENT);
+	snprintf(key, sizeof(key), "k%zu", n / 2);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, key, 0, NULL), 0);
+	CU_ASSERT_EQUAL(region_arena_used(&pd, 1, 0), ns->used);
+	index_free();
+}
+
+/*
+ * Lost copies are made again by the sweep, which looks at a bounded
+ * number of buckets each time, where it left off, not at every key of a
+ * replicated namespace.
+ */
+static void test_sweep_bounded(void)
+{
+	struct kv_ns *ns;
+	char key[16];
+	size_t i;
+
+	cores_open(&pd, 0);
+	cores_lender_add(&pd, 1);
+	cores_lender_add(&pd, 2);
+	ns = ns_new_copies("kv", 32 * MiB, 2);
+	for (i = 0; i < BULK / 4; i++) {
+		snprintf(key, sizeof(key), "k%zu", i);
+		put_any(ns, 1, key, BULK_VLEN);
+	}
+	CU_ASSERT_FATAL(ns->nbuckets > 4 * KV_SWEEP_BUCKETS);
+	kv_sweep(&pd);
+	CU_ASSERT_EQUAL(ns->sweep_bucket, KV_SWEEP_BUCKETS);
+	kv_sweep(&pd);
+	CU_ASSERT_EQUAL(ns->sweep_bucket, 2 * KV_SWEEP_BUCKETS);
+	index_free();
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -673,6 +1051,13 @@ int main(void)
 	    {"durable commits", test_durable_commits},
 	    {"namespace definitions bring namespaces back", test_definitions},
 	    {"namespace definitions in chunks", test_definitions_in_chunks},
+	    {"a flush of many keys is freed a slice at a time", test_flush_sliced},
+	    {"a drop of many keys frees the name at once", test_drop_sliced},
+	    {"stopping in the middle of a flush frees everything", test_close_mid_flush},
+	    {"a session's end looks at the entries held", test_held_list},
+	    {"the sweep looks at a bounded part of the keys", test_sweep_bounded},
+	    {"a lender lost in the middle of a flush", test_lost_mid_flush},
+	    {"a large value's evictions are done by the loop", test_evict_sliced},
 	    {NULL, NULL},
 	};
 

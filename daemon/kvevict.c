@@ -1,0 +1,170 @@
+/*
+ * daemon/kvevict.c - room for a KV reservation: the least recently used
+ * values of its namespace spill to their lender's pmem tier, or are
+ * evicted, under the namespace's capacity and under the owner's quota.
+ *
+ * Evicting a value costs microseconds (its extent freed, its lender's
+ * scrub), and a large value put into a namespace of small ones may need
+ * hundreds of thousands to go: a 32 MiB put into 64 MiB of 64-byte values
+ * evicted 475,000 of them in its call and held poold's loop for 1.7 s. So
+ * a reservation looks at KV_EVICT_NOW values at most; when more must go
+ * for the capacity, the namespace goes over it for a moment and the loop
+ * evicts the rest, about a millisecond at a time, as Redis's evictions
+ * continue from its timer once a command has done its share. The owner's
+ * quota is a hard bound: it is never passed, and its evictions are all
+ * done in the call.
+ */
+#include "config.h"
+
+#include <event2/event.h>
+
+#include "daemon/kvint.h"
+
+#define KV_EVICT_SLICE_US 1000 /* the loop's evictions, about this long each time */
+
+/* Whether need more DRAM bytes fit the namespace (spills in flight count as done). */
+static bool kv_fits(const struct kv_ns *ns, uint64_t need)
+{
+	return ns->used - ns->leaving + need <= ns->capacity;
+}
+
+/*
+ * Room for need more bytes under owner's quota (quota.c), which counts its
+ * regions and snapshot pages too. A namespace that may evict drops its own
+ * least recently used values, spilled ones first (a spill gives no quota
+ * back); -EDQUOT when that is not enough.
+ */
+int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t need)
+{
+	struct kv_lru *lists[] = {&ns->plru, &ns->lru};
+	struct kv_entry *e, *next;
+	size_t k;
+
+	if (!quota_over(pd, owner, need))
+		return 0;
+	if (ns->flags & (HOLD_NS_NO_EVICT | HOLD_NS_DEDUP))
+		return -EDQUOT;
+	for (k = 0; k < ARRAY_SIZE(lists); k++)
+		for (e = TAILQ_FIRST(lists[k]); e != NULL && quota_over(pd, owner, need);
+		     e = next) {
+			next = TAILQ_NEXT(e, lru);
+			if (e->pins != NULL || e->moving || e->val.owner != owner)
+				continue;
+			ns->evictions++;
+			if (e->has_pending)
+				kv_retire_val(pd, ns, e); /* keep the entry for its pending write */
+			else
+				kv_entry_clear(pd, ns, e);
+		}
+	return quota_over(pd, owner, need) ? -EDQUOT : 0;
+}
+
+/*
+ * Make need bytes of DRAM room: the least recently used unpinned values
+ * spill to their lender's pmem tier where it has room, else are evicted
+ * (when may_evict). 0 once it fits, -ENOSPC when it cannot, -EAGAIN when
+ * max values were looked at and more could go.
+ */
+static int kv_make_room_some(struct poold *pd, struct kv_ns *ns, uint64_t need, bool may_evict,
+			     size_t max)
+{
+	struct kv_entry *e, *next;
+	size_t n = 0;
+	int rc;
+
+	for (e = TAILQ_FIRST(&ns->lru); e != NULL && !kv_fits(ns, need); e = next) {
+		if (n++ == max)
+			return -EAGAIN;
+		/*
+		 * A spill moves e to the pmem list, and may drop spilled values: none of this one.
+		 */
+		next = TAILQ_NEXT(e, lru);
+		if (e->pins != NULL || e->moving)
+			continue;
+		rc = kv_spill(pd, ns, e, may_evict);
+		if (rc == 0 || !may_evict)
+			continue;
+		ns->evictions++;
+		if (e->has_pending) {
+			kv_retire_val(pd, ns, e); /* keep the entry for its pending write */
+			continue;
+		}
+		kv_entry_clear(pd, ns, e);
+	}
+	return kv_fits(ns, need) ? 0 : -ENOSPC;
+}
+
+/* The loop evicts what a reservation left over its namespace's capacity. */
+static void kv_evict_arm(struct poold *pd)
+{
+	static const struct timeval now = {0, 0};
+
+	if (pd->kv->evict_ev != NULL && !evtimer_pending(pd->kv->evict_ev, NULL))
+		evtimer_add(pd->kv->evict_ev, &now);
+}
+
+/*
+ * Make need bytes of DRAM room (see kv_make_room_some()); 0 or -ENOSPC.
+ * When more than KV_EVICT_NOW values would have to be looked at, the
+ * reservation takes its room over the capacity and the loop evicts the
+ * rest (a promotion, which evicts nothing, is not worth it: -ENOSPC).
+ */
+int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need, bool may_evict)
+{
+	int rc = kv_make_room_some(pd, ns, need, may_evict, KV_EVICT_NOW);
+
+	if (rc != -EAGAIN)
+		return rc;
+	if (!may_evict)
+		return -ENOSPC;
+	ns->evict_later = true;
+	kv_evict_arm(pd);
+	return 0;
+}
+
+/*
+ * Evict for about budget_us (0: no limit) in the namespaces left over
+ * their capacity; whether any still is.
+ */
+bool kv_evict(struct poold *pd, uint64_t budget_us)
+{
+	uint64_t start = units_now_us();
+	struct kv_ns *ns;
+	bool more;
+
+	do {
+		more = false;
+		TAILQ_FOREACH(ns, &pd->kv->list, entry) {
+			if (!ns->evict_later)
+				continue;
+			ns->evict_later =
+			    kv_make_room_some(pd, ns, 0, true, KV_EVICT_NOW / 4) == -EAGAIN;
+			more |= ns->evict_later;
+		}
+	} while (more && (budget_us == 0 || units_now_us() - start < budget_us));
+	return more;
+}
+
+static void kv_evict_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct poold *pd = arg;
+
+	(void)fd, (void)what;
+	if (kv_evict(pd, KV_EVICT_SLICE_US))
+		kv_evict_arm(pd);
+	region_account(pd);
+}
+
+/* The loop's evictions' event; 0 or -ENOMEM. */
+int kv_evict_open(struct poold *pd)
+{
+	pd->kv->evict_ev = evtimer_new(pd->base, kv_evict_cb, pd);
+	return pd->kv->evict_ev != NULL ? 0 : -ENOMEM;
+}
+
+void kv_evict_close(struct poold *pd)
+{
+	if (pd->kv->evict_ev != NULL)
+		event_free(pd->kv->evict_ev);
+	pd->kv->evict_ev = NULL;
+}
