@@ -10,34 +10,19 @@
  * (carry.c), which checks it again against what it holds. The payload is
  * never copied on the way. The reply comes when every op is done (writes
  * complete at their lenders), or failed, or when the lender did not answer
- * within the heartbeat window.
- *
- * The window is sealed against shrinking and growing before the client
- * sees it: a client cannot make poold's mapping of it fault. (With
- * fabric.transfer = rma, its pages are registered with UCX once.) Windows are
- * bounded per session (16, of 1 GiB in all) and per uid
- * (control.max_window_bytes_per_uid, admins excepted): a uid's many
- * connections cannot make poold map and register without end.
+ * within the heartbeat window. Windows are xfer-window.c's.
  */
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <event2/event.h>
 
-#include "daemon/poold.h"
+#include "daemon/xferint.h"
 #include "proto/pool_contract.h"
 
-#define XFER_WINDOW_MIN (64u << 10)
-#define XFER_WINDOW_MAX (1ull << 30)
-#define XFER_WINDOWS_PER_SESSION 16
-#define XFER_BYTES_PER_SESSION (1ull << 30)
-#define XFER_MAX_OPS 4096
 #define XFER_MAX_PIECES 256 /* extents one op may span */
 
 /* The kinds of transfer, as the wire numbers them (in this order). */
@@ -45,18 +30,6 @@
 #define XFER_WRITE POOL__XFER_KIND__XFER_KIND_WRITE
 #define XFER_FADD POOL__XFER_KIND__XFER_KIND_FETCH_ADD
 #define XFER_CSWAP POOL__XFER_KIND__XFER_KIND_COMPARE_SWAP
-
-struct xfer_window {
-	LIST_ENTRY(xfer_window) entry;
-	uint64_t session;
-	uid_t uid; /* of its session: bounded by control.max_window_bytes_per_uid */
-	uint32_t id;
-	char *base;
-	size_t size;
-	struct fab_mem *mem;
-	unsigned busy; /* transfers in flight into or out of it */
-	bool closed;   /* its session ended: unmapped once not busy */
-};
 
 /* One Xfer request in flight. */
 struct xfer {
@@ -85,157 +58,7 @@ struct xfer {
 	struct timeval window;
 };
 
-static LIST_HEAD(, xfer_window) xfer_windows = LIST_HEAD_INITIALIZER(xfer_windows);
-static uint32_t xfer_next_window;
 static size_t xfer_in_flight; /* requests started and not answered yet */
-
-static void xfer_window_free(struct xfer_window *w)
-{
-	LIST_REMOVE(w, entry);
-	if (w->mem != NULL)
-		fab_mem_deregister(w->mem);
-	munmap(w->base, w->size);
-	free(w);
-}
-
-static void xfer_window_put(struct xfer_window *w)
-{
-	if (w != NULL && --w->busy == 0 && w->closed)
-		xfer_window_free(w);
-}
-
-static struct xfer_window *xfer_window_find(uint64_t session, uint32_t id)
-{
-	struct xfer_window *w;
-
-	LIST_FOREACH(w, &xfer_windows, entry)
-		if (w->session == session && w->id == id && !w->closed)
-			return w;
-	return NULL;
-}
-
-/* Whether the session's window id was retired (closed while transfers were still out). */
-static bool xfer_window_retired(uint64_t session, uint32_t id)
-{
-	struct xfer_window *w;
-
-	LIST_FOREACH(w, &xfer_windows, entry)
-		if (w->session == session && w->id == id && w->closed)
-			return true;
-	return false;
-}
-
-/* A new window for the caller's session: its memfd goes with the reply. */
-static int xfer_window_request(struct req *r, const ProtobufCMessage *msg)
-{
-	const Pool__XferWindow *m = (const Pool__XferWindow *)msg;
-	Pool__XferWindowReply reply = POOL__XFER_WINDOW_REPLY__INIT;
-	uint64_t uid_max = (uint64_t)r->pd->conf->max_window_bytes_per_uid;
-	uint64_t size = (m->size + 4095) & ~4095ull, held = 0, uid_held = 0;
-	struct xfer_window *w;
-	unsigned count = 0;
-	int fd, rc;
-
-	if (m->size == 0 && m->has_window) {
-		Pool__Ok ok = POOL__OK__INIT;
-
-		w = xfer_window_find(r->session, m->window);
-		if (w == NULL)
-			return req_errorf(r, -ENOENT, "no window %u in this session", m->window);
-		w->closed = true; /* transfers into it are refused from now on */
-		if (w->busy == 0)
-			xfer_window_free(w);
-		return req_reply(r, WIRE_OK, &ok.base);
-	}
-	if (m->size < XFER_WINDOW_MIN || m->size > XFER_WINDOW_MAX)
-		return req_errorf(r, -EINVAL, "a window is 64K to 1G, not %llu bytes",
-				  (unsigned long long)m->size);
-	LIST_FOREACH(w, &xfer_windows, entry) {
-		if (w->session == r->session && !w->closed) {
-			count++;
-			held += w->size;
-		}
-		/* Retired windows too: poold holds them until the fabric lets go. */
-		if (w->uid == r->uid)
-			uid_held += w->size;
-	}
-	if (count >= XFER_WINDOWS_PER_SESSION || held + size > XFER_BYTES_PER_SESSION)
-		return req_errorf(r, -EUSERS, "a session holds at most %d windows, of 1G in all",
-				  XFER_WINDOWS_PER_SESSION);
-	if (!r->admin && uid_held + size > uid_max)
-		return req_errorf(r, -EUSERS,
-				  "the windows of uid %u may take %llu bytes "
-				  "(control.max_window_bytes_per_uid); it holds %llu, and this "
-				  "one has %llu",
-				  (unsigned)r->uid, (unsigned long long)uid_max,
-				  (unsigned long long)uid_held, (unsigned long long)size);
-	w = calloc(1, sizeof(*w));
-	if (w == NULL)
-		return req_errorf(r, -ENOMEM, "out of memory");
-	fd = memfd_create("pool-window", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0 || ftruncate(fd, (off_t)size) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
-		rc = req_errorf(r, -errno, "cannot make a window: %s", err_str(-errno));
-		goto out_fd;
-	}
-	w->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (w->base == MAP_FAILED) {
-		rc = req_errorf(r, -errno, "cannot map a window: %s", err_str(-errno));
-		goto out_fd;
-	}
-	w->size = size;
-	rc = r->pd->fab != NULL ? fab_mem_register(r->pd->fab, w->base, size, &w->mem) : 0;
-	if (rc < 0) {
-		req_errorf(r, rc, "cannot register a window: %s", err_str(rc));
-		goto out_unmap;
-	}
-	w->session = r->session;
-	w->uid = r->uid;
-	w->id = ++xfer_next_window;
-	reply.window = w->id;
-	reply.size = size;
-	rc = conn_send_fd(r->conn, WIRE_XFER_WINDOW_REPLY, r->id, &reply.base, fd);
-	if (rc < 0) {
-		req_errorf(r, rc, "cannot pass the window: %s", err_str(rc));
-		if (w->mem != NULL)
-			fab_mem_deregister(w->mem);
-		goto out_unmap;
-	}
-	close(fd);
-	LIST_INSERT_HEAD(&xfer_windows, w, entry);
-	return 0;
-out_unmap:
-	munmap(w->base, size);
-out_fd:
-	if (fd >= 0)
-		close(fd);
-	free(w);
-	return rc;
-}
-
-/* The client session ended: its windows go once nothing moves into them. */
-void xfer_session_end(struct poold *pd, uint64_t session)
-{
-	struct xfer_window *w, *next;
-
-	(void)pd;
-	for (w = LIST_FIRST(&xfer_windows); w != NULL; w = next) {
-		next = LIST_NEXT(w, entry);
-		if (w->session != session)
-			continue;
-		w->closed = true;
-		if (w->busy == 0)
-			xfer_window_free(w);
-	}
-}
-
-/* poold stops: every window goes. */
-void xfer_close(struct poold *pd)
-{
-	(void)pd;
-	while (!LIST_EMPTY(&xfer_windows))
-		xfer_window_free(LIST_FIRST(&xfer_windows));
-}
 
 static void xfer_free(struct xfer *x)
 {
@@ -489,15 +312,12 @@ static int xfer_start(struct xfer *x, const Pool__XferOp *op, size_t i)
 	if (op->op >= XFER_FADD && op->off % 8 != 0)
 		return -EINVAL;
 	if (op->op <= XFER_WRITE) {
-		w = op->has_window ? xfer_window_find(x->r->session, op->window) : NULL;
-		if (w == NULL)
-			return op->has_window && xfer_window_retired(x->r->session, op->window)
-				   ? -EBADFD /* retired: the client takes a new one */
-				   : -EBADF;
+		rc = op->has_window ? xfer_window_take(x->r->session, op->window, &w) : -EBADF;
+		if (rc < 0)
+			return rc;
+		x->ops[i].win = w;
 		if (op->win_off > w->size || len > w->size - op->win_off)
 			return -ERANGE;
-		w->busy++;
-		x->ops[i].win = w;
 	}
 	if (len == 0)
 		return 0;
@@ -582,6 +402,20 @@ static int xfer_request(struct req *r, const ProtobufCMessage *msg)
 bool xfer_busy(void)
 {
 	return xfer_in_flight > 0;
+}
+
+/* The client session ended: its windows go once nothing moves into them. */
+void xfer_session_end(struct poold *pd, uint64_t session)
+{
+	(void)pd;
+	xfer_window_session_end(session);
+}
+
+/* poold stops: every window goes. */
+void xfer_close(struct poold *pd)
+{
+	(void)pd;
+	xfer_window_close_all();
 }
 
 const struct ctl_handler xfer_handlers[] = {
