@@ -38,7 +38,7 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/snap.sh tests/integration/snapcopy.sh tests/integration/snap-uffd.sh \
 	tests/integration/hostile.sh tests/integration/user.sh tests/integration/firewall.sh \
 	tests/integration/resp-compat.sh tests/integration/python.sh tests/integration/kvevents.sh \
-	tests/integration/kvevents-flood.sh \
+	tests/integration/kvevents-flood.sh tests/integration/xfer.sh \
 	tests/integration/etcd.sh tests/integration/etcd-auth.sh tests/integration/etcd-tls.sh \
 	tests/integration/elect.sh tests/integration/layers.sh tests/integration/fabric-attack.sh \
 	tests/cluster/selftest.sh tests/cluster/kv.sh tests/cluster/vec.sh tests/cluster/snap.sh \
@@ -50,7 +50,7 @@ TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/etcdlib.sh tests/integration/wire.py \
 	tests/integration/resp-compat.py tests/integration/resp-py.py \
 	tests/integration/snapcopy.py tests/integration/kvevents.py tests/integration/kvflood.py \
-	tests/integration/fabric-link.py \
+	tests/integration/fabric-link.py tests/integration/statusloop.py \
 	tests/cluster/lib.sh tests/cluster/pool.sh tests/tap.sh tests/tools/journal-tear.py \
 	tests/tools/call-cycles.py \
 	tests/tools/etcd-enable-auth
@@ -156,6 +156,12 @@ noinst_PROGRAMS += tests/tools/pool-hostile
 tests_tools_pool_hostile_SOURCES = tests/tools/pool-hostile.c
 tests_tools_pool_hostile_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_tools_pool_hostile_LDADD = proto/libwire.la common/libcommon.la $(PROTOBUF_C_LIBS)
+
+# pool-xfer: the largest transfer requests, in raw frames, for the transfer tests.
+noinst_PROGRAMS += tests/tools/pool-xfer
+tests_tools_pool_xfer_SOURCES = tests/tools/pool-xfer.c
+tests_tools_pool_xfer_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_tools_pool_xfer_LDADD = proto/libwire.la common/libcommon.la $(PROTOBUF_C_LIBS)
 
 # pool-kv: the KV cache through libpool, for the KV tests.
 noinst_PROGRAMS += tests/tools/pool-kv
