@@ -18,6 +18,9 @@
  * checks every slot against the pattern; it prints the time the request
  * took and exits 1 on a wrong byte or a failed op.
  *
+ * With POOL_XFER_SENT=FILE in the environment, flood makes FILE as it
+ * sends its request.
+ *
  * hangup sends the same request, waits MS milliseconds and exits without
  * reading the reply: the connection closes mid-transfer.
  *
@@ -151,7 +154,7 @@ static void setup(uint64_t size, const char *placement, uint64_t wsize)
 	Pool__XferWindowReply *wrep;
 	Pool__XferOp op;
 	char msg[256], name[64];
-	uint64_t pos;
+	uint64_t pos, step;
 	int fd, rc;
 
 	snprintf(name, sizeof(name), "pool-xfer-%d", (int)getpid());
@@ -184,8 +187,13 @@ static void setup(uint64_t size, const char *placement, uint64_t wsize)
 	if (win == MAP_FAILED || want == NULL)
 		die("window", -errno, "cannot map it");
 	pattern(want, size);
-	for (pos = 0; pos < size; pos += win_size) {
-		uint64_t len = MIN(win_size, size - pos);
+	step = MIN(win_size, (uint64_t)16 << 20);
+	/*
+	 * In ops of 16 MiB at most: a poold that carried each op in one piece
+	 * (before chunks) failed one that took longer than a heartbeat window.
+	 */
+	for (pos = 0; pos < size; pos += step) {
+		uint64_t len = MIN(step, size - pos);
 
 		memcpy(win, want + pos, len);
 		op = op_of(WRITE, pos, len, 0);
@@ -280,6 +288,12 @@ int main(int argc, char **argv)
 			       " ms\n",
 			       n, oplen, ms);
 			return finish(0);
+		}
+		if (getenv("POOL_XFER_SENT") != NULL) { /* (a file that says the flood starts) */
+			FILE *f = fopen(getenv("POOL_XFER_SENT"), "w");
+
+			if (f != NULL)
+				fclose(f);
 		}
 		xfer(req_ops, n, "flood");
 		t0 = now_s() - t0;
