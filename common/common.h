@@ -96,6 +96,8 @@ struct poold_conf {
 	int64_t max_clients_per_uid;
 	int64_t max_output_per_uid;
 	int64_t max_window_bytes_per_uid;
+	int64_t max_xfer_bytes_per_session;
+	int64_t max_xfer_bytes_per_uid;
 	int64_t max_frame;
 	int64_t log_level;
 	int64_t node_id;

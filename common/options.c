@@ -36,6 +36,14 @@ const struct conf_option conf_options[] = {
      16384 * GiB, "4G", NULL, 0,
      "most bytes of transfer windows one uid's connections "
      "hold (admins are not bounded)"},
+    {"control.max_xfer_bytes_per_session", CONF_SIZE, OFF(max_xfer_bytes_per_session), 64 << 10,
+     16384 * GiB, "64M", NULL, 0,
+     "most bytes of one connection's transfers poold carries to other lenders at once; "
+     "more wait their turn"},
+    {"control.max_xfer_bytes_per_uid", CONF_SIZE, OFF(max_xfer_bytes_per_uid), 64 << 10,
+     16384 * GiB, "256M", NULL, 0,
+     "most bytes of one uid's transfers poold carries to other lenders at once; more wait "
+     "their turn, the uid's connections in turn"},
     {"control.write_timeout", CONF_DURATION, OFF(control_write_timeout_ms), 0, 3600000, "60s", NULL,
      0,
      "how long a client may leave its replies unread, none of them taken, before "

@@ -122,6 +122,32 @@ static void metrics_rma(struct poold *pd, struct evbuffer *b)
 				    (unsigned long long)st[k].put_bytes);
 }
 
+/* The transfers this poold carries for its local clients (xfer.c), and their turns on its loop. */
+static void metrics_xfer(struct poold *pd, struct evbuffer *b)
+{
+	uint64_t st[XFER_STATS];
+
+	xfer_stats(pd, st);
+	metrics_one(b, "pool_xfer_requests", "gauge", "clients' transfer requests in progress",
+		    st[0]);
+	metrics_one(b, "pool_xfer_carried_bytes", "gauge",
+		    "bytes of those carried to other lenders and not back yet", st[1]);
+	metrics_one(b, "pool_xfer_turns_total", "counter",
+		    "turns of the loop that started chunks of transfers", st[2]);
+	metrics_one(b, "pool_xfer_turn_max_us", "gauge",
+		    "the longest of those turns by the clock, in microseconds (a loaded host may "
+		    "run something else meanwhile)",
+		    st[3]);
+	metrics_one(b, "pool_xfer_turn_cpu_max_us", "gauge",
+		    "the most CPU time one of those turns took, in microseconds", st[4]);
+	metrics_one(b, "pool_xfer_waits_total", "counter",
+		    "chunks that waited for room under control.max_xfer_bytes_per_session or "
+		    "_per_uid",
+		    st[5]);
+	metrics_one(b, "pool_xfer_busy_total", "counter",
+		    "transfer requests refused as one too many in progress (EBUSY)", st[6]);
+}
+
 /* What this poold served of other poolds' checked requests, and what it refused. */
 static void metrics_links(struct poold *pd, struct evbuffer *b)
 {
@@ -497,6 +523,7 @@ static int metrics_text(struct poold *pd, struct evbuffer *b)
 	metrics_node(pd, mt, b);
 	metrics_latency(pd, b);
 	metrics_rma(pd, b);
+	metrics_xfer(pd, b);
 	metrics_links(pd, b);
 	metrics_journals(pd, b);
 	metrics_etcd(pd, b);

@@ -1155,6 +1155,8 @@ bool xfer_busy(void);
 bool resp_remote_busy(void); /* the RESP endpoint's transfers (respremote.c) */
 void xfer_session_end(struct poold *pd, uint64_t session);
 void xfer_close(struct poold *pd);
+#define XFER_STATS 7
+void xfer_stats(struct poold *pd, uint64_t ret[XFER_STATS]);
 extern const struct ctl_handler xfer_handlers[];
 
 /* copy.c: an extent copied between lenders over the fabric */

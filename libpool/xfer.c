@@ -158,18 +158,28 @@ POOL_EXPORT int pool_buf_free(struct pool *pool, void *buf)
 	return rc;
 }
 
-/* Send ops[0..n) (their data already in the window), and take in the statuses. */
+/*
+ * Send ops[0..n) (their data already in the window), and take in the
+ * statuses. poold refuses a request with EBUSY while the uid has too many
+ * in progress (many processes of one uid at once): it is sent again a
+ * little later, until one is answered.
+ */
 static int xfer_send(struct pool *pool, Pool__XferOp **ops, size_t n, int32_t *status,
 		     uint64_t *old)
 {
 	Pool__Xfer req = POOL__XFER__INIT;
 	Pool__XferReply *rep;
+	unsigned pause_us = 100;
 	size_t i;
 	int rc;
 
 	req.ops = ops;
 	req.n_ops = n;
-	rc = pool_call(pool, WIRE_XFER, &req.base, WIRE_XFER_REPLY, (ProtobufCMessage **)&rep);
+	while ((rc = pool_call(pool, WIRE_XFER, &req.base, WIRE_XFER_REPLY,
+			       (ProtobufCMessage **)&rep)) == -EBUSY) {
+		usleep(pause_us);
+		pause_us = MIN(2 * pause_us, 10000u);
+	}
 	if (rc < 0)
 		return rc;
 	if (rep->n_status != n || rep->n_old != n) {

@@ -38,19 +38,20 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/snap.sh tests/integration/snapcopy.sh tests/integration/snap-uffd.sh \
 	tests/integration/hostile.sh tests/integration/user.sh tests/integration/firewall.sh \
 	tests/integration/resp-compat.sh tests/integration/python.sh tests/integration/kvevents.sh \
-	tests/integration/kvevents-flood.sh tests/integration/kv-bulk.sh \
+	tests/integration/kvevents-flood.sh tests/integration/kv-bulk.sh tests/integration/xfer.sh \
 	tests/integration/etcd.sh tests/integration/etcd-auth.sh tests/integration/etcd-tls.sh \
 	tests/integration/elect.sh tests/integration/layers.sh tests/integration/fabric-attack.sh \
 	tests/cluster/selftest.sh tests/cluster/kv.sh tests/cluster/vec.sh tests/cluster/snap.sh \
 	tests/cluster/coord-restart.sh tests/cluster/coord-journal.sh tests/cluster/coord-ha.sh tests/cluster/client-crash.sh \
 	tests/cluster/soak.sh tests/cluster/python.sh tests/cluster/resp.sh tests/cluster/resp-relay.sh \
 	tests/cluster/membership.sh tests/cluster/slots.sh tests/cluster/join-many.sh tests/cluster/regions.sh tests/cluster/reclaim.sh \
-	tests/cluster/trust.sh tests/cluster/tls.sh tests/cluster/fence.sh tests/cluster/chunks.sh tests/cluster/kv-bulk.sh
+	tests/cluster/trust.sh tests/cluster/tls.sh tests/cluster/fence.sh tests/cluster/chunks.sh tests/cluster/kv-bulk.sh \
+	tests/cluster/xfer.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/etcdlib.sh tests/integration/wire.py \
 	tests/integration/resp-compat.py tests/integration/resp-py.py \
 	tests/integration/snapcopy.py tests/integration/kvevents.py tests/integration/kvflood.py \
-	tests/integration/fabric-link.py \
+	tests/integration/fabric-link.py tests/integration/statusloop.py \
 	tests/cluster/lib.sh tests/cluster/pool.sh tests/tap.sh tests/tools/journal-tear.py \
 	tests/tools/call-cycles.py \
 	tests/tools/etcd-enable-auth
@@ -169,6 +170,12 @@ tests_tools_pool_fake_nodes_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(EVENT_C
 	$(CRYPTO_CFLAGS)
 tests_tools_pool_fake_nodes_LDADD = proto/libwire.la common/libcommon.la $(PROTOBUF_C_LIBS) \
 	$(CRYPTO_LIBS)
+
+# pool-xfer: the largest transfer requests, in raw frames, for the transfer tests.
+noinst_PROGRAMS += tests/tools/pool-xfer
+tests_tools_pool_xfer_SOURCES = tests/tools/pool-xfer.c
+tests_tools_pool_xfer_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_tools_pool_xfer_LDADD = proto/libwire.la common/libcommon.la $(PROTOBUF_C_LIBS)
 
 # pool-kv: the KV cache through libpool, for the KV tests.
 noinst_PROGRAMS += tests/tools/pool-kv

@@ -7,8 +7,10 @@
 # ARCHIVE is daemon/.libs/libpoold.a; its members from daemon/ are read,
 # those of the libraries it takes in (fabric/, common/...) are not. A file
 # calls another when it uses a symbol the other defines. Files are grouped
-# in modules: the KV index's core, the RESP server, the etcd client and the
-# ways of reaching other poolds are one module each (MODULES), every other
+# in modules: the KV index's core, the RESP server, the etcd client, the
+# ways of reaching other poolds and the transfers poold carries for its
+# clients (a request's steps and the turns they take) are one module each
+# (MODULES), every other
 # file is its own. Calls in a cycle within a module
 # are listed;
 # a cycle between modules is an error: it names the modules and, for each
@@ -30,6 +32,7 @@ MODULES = {
              "respauth"),
     "etcd": ("etcd", "etcdwatch"),
     "carry": ("carry", "carry-link", "carry-rma"),
+    "xfer": ("xfer", "xfer-window", "xfer-share"),
 }
 
 
