@@ -555,7 +555,8 @@ static void link_client(const struct opts *o, int sock)
 	memset(src, 2, BUF_SIZE);
 	printf("# pool-bench-fabric: transports=link (checked, TCP %s) window=%d event-driven\n",
 	       addr, o->window);
-	report(o, &(struct way){.bw = link_bw, .lat = link_lat, .eb = eb, .ls = ls, .k = k}, lbuf, src);
+	report(o, &(struct way){.bw = link_bw, .lat = link_lat, .eb = eb, .ls = ls, .k = k}, lbuf,
+	       src);
 	(void)xio(sock, &q, 1, 1);
 	fab_link_close(k);
 	fab_links_destroy(ls);
