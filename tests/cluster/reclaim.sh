@@ -26,7 +26,7 @@ grep -Eq "^2 +0 +dram +uid 0 .* 48M +2 " "$CLUSTER_TMP/ledger" && ok "the ledger
 
 # A reader on node 4 and a holder of the cache region on node 3, during the reclaim.
 io 4 watch pin 21 6 >"$CLUSTER_TMP/watch" 2>&1 & watch=$!
-io 3 watch cache 22 6 >"$CLUSTER_TMP/cwatch" 2>&1 & cwatch=$!
+io 3 watch cache 22 20 >"$CLUSTER_TMP/cwatch" 2>&1 & cwatch=$! # (ends at the eviction)
 sleep 1
 before=$(lent 2)
 pctl 1 reclaim 2 256M >"$CLUSTER_TMP/out" 2>&1 && ok "reclaim of node 2: $(cat "$CLUSTER_TMP/out")" || { not_ok "reclaim node 2"; cat "$CLUSTER_TMP/out"; }
