@@ -95,7 +95,7 @@ struct coord {
 	struct event *probe_ev;
 	struct event *ledger_ev;
 	struct event *sweep_ev;
-	Pool__Member *ev; /* members' changes of this tick, not yet told */
+	Pool__Member **ev; /* members' changes of this tick, not yet told (owned copies) */
 	size_t nev, ev_cap;
 	uint64_t ev_gen; /* ticks told so far */
 	struct event *ev_tick;
@@ -136,7 +136,7 @@ static void coord_events_clear(struct coord *co)
 	size_t i;
 
 	for (i = 0; i < co->nev; i++)
-		member_wire_free(&co->ev[i]);
+		pool__member__free_unpacked(co->ev[i], NULL);
 	co->nev = 0;
 	co->ev_gen++;
 }
@@ -149,7 +149,7 @@ static void coord_events_send_one(struct coord *co, struct coord_peer *p, size_t
 	size_t i;
 
 	for (i = from; i < to; i++)
-		ptrs[i - from] = &co->ev[i];
+		ptrs[i - from] = co->ev[i];
 	evs.members = ptrs;
 	evs.n_members = to - from;
 	conn_send(p->conn, WIRE_MEMBER_EVENTS, 0, &evs.base);
@@ -174,7 +174,7 @@ static void coord_events_tick(evutil_socket_t fd, short what, void *arg)
 	for (at = 0; at < co->nev; at = end) {
 		end = MIN(co->nev, at + COORD_EVENTS_CHUNK);
 		for (i = at; i < end; i++)
-			ptrs[i - at] = &co->ev[i];
+			ptrs[i - at] = co->ev[i];
 		evs.members = ptrs;
 		evs.n_members = end - at;
 		if (wire_frame_pack(WIRE_MEMBER_EVENTS, 0, &evs.base, &frame, &len) < 0) {
@@ -204,14 +204,15 @@ static void coord_send_event(struct coord *co, struct member *m)
 		return; /* opening: no node is registered yet */
 	if (co->nev == co->ev_cap) {
 		size_t cap = co->ev_cap ? co->ev_cap * 2 : 64;
-		Pool__Member *ev = realloc(co->ev, cap * sizeof(*ev));
+		Pool__Member **ev = realloc(co->ev, cap * sizeof(*ev));
 
 		if (ev == NULL)
 			goto fail;
 		co->ev = ev;
 		co->ev_cap = cap;
 	}
-	if (member_to_wire(co->pd, m, false, &co->ev[co->nev]) < 0)
+	co->ev[co->nev] = member_to_wire_copy(co->pd, m);
+	if (co->ev[co->nev] == NULL)
 		goto fail;
 	co->nev++;
 	if (!evtimer_pending(co->ev_tick, NULL)) {

@@ -229,6 +229,31 @@ void member_wire_free(Pool__Member *w)
 	w->node = NULL;
 }
 
+/*
+ * A member's change as a Member message that owns all its bytes, for a
+ * change told later: the record it was made from may be replaced (a node
+ * registering again) or freed (a node leaving) before then. Free with
+ * pool__member__free_unpacked().
+ */
+Pool__Member *member_to_wire_copy(struct poold *pd, const struct member *m)
+{
+	Pool__Member w, *copy = NULL;
+	uint8_t *buf;
+	size_t len;
+
+	if (member_to_wire(pd, m, false, &w) < 0)
+		return NULL;
+	len = pool__member__get_packed_size(&w);
+	buf = malloc(len ? len : 1);
+	if (buf != NULL) {
+		pool__member__pack(&w, buf);
+		copy = pool__member__unpack(NULL, len, buf);
+		free(buf);
+	}
+	member_wire_free(&w);
+	return copy;
+}
+
 /* The member table as Member messages (member_to_wire()); free with cluster_members_msg_free(). */
 int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_members, size_t *ret_n)
 {

@@ -423,6 +423,7 @@ int node_info_to_wire(const struct node_info *info, bool public, Pool__NodeInfo 
 void node_info_wire_free(Pool__NodeInfo *w);
 int member_to_wire(struct poold *pd, const struct member *m, bool public, Pool__Member *w);
 void member_wire_free(Pool__Member *w);
+Pool__Member *member_to_wire_copy(struct poold *pd, const struct member *m);
 int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_members, size_t *ret_n);
 void cluster_members_msg_free(Pool__Member **members, size_t n);
 

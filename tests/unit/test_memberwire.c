@@ -214,12 +214,46 @@ static void test_members_msg(void)
 	}
 }
 
+/* A change queued for later owns its bytes: the record it came from is replaced and freed first. */
+static void test_queued_copy(void)
+{
+	struct poold pd;
+	Pool__Member *copy;
+	struct member *m;
+	struct node_info *again;
+
+	memset(&pd, 0, sizeof(pd));
+	TAILQ_INIT(&pd.members);
+	CU_ASSERT_FATAL(cluster_update(&pd, record(), &m) == 0);
+	m->state = MEMBER_SUSPECT;
+	copy = member_to_wire_copy(&pd, m);
+	CU_ASSERT_FATAL(copy != NULL);
+	again = record();
+	free(again->name);
+	again->name = strdup("host-c-again");
+	CU_ASSERT_FATAL(cluster_update(&pd, again, &m) == 0); /* frees the first record */
+	CU_ASSERT_STRING_EQUAL(copy->node->name, "host-c");
+	CU_ASSERT_STRING_EQUAL(copy->node->addr, "10.0.0.3:7440");
+	CU_ASSERT_EQUAL(copy->node->worker_addr.len, sizeof(worker));
+	CU_ASSERT(memcmp(copy->node->worker_addr.data, worker, sizeof(worker)) == 0);
+	CU_ASSERT_EQUAL(copy->node->n_arenas, 2);
+	CU_ASSERT_EQUAL(copy->node->n_fabric_ports, 2);
+	CU_ASSERT_EQUAL(copy->state, POOL__MEMBER_STATE__MEMBER_STATE_SUSPECT);
+	pool__member__free_unpacked(copy, NULL);
+	while ((m = TAILQ_FIRST(&pd.members)) != NULL) {
+		TAILQ_REMOVE(&pd.members, m, entry);
+		node_info_free(m->info);
+		free(m);
+	}
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
 	    {"a record through the wire", test_round_trip},
 	    {"what clients get", test_public_copy},
 	    {"the member list", test_members_msg},
+	    {"a change queued for later", test_queued_copy},
 	    {NULL, NULL},
 	};
 
