@@ -561,7 +561,7 @@ bool kv_unpin(struct kv_pin **pp, uint32_t node, uint64_t session, uint64_t vers
 }
 
 /* Drop every pin of a session (or, with all, of a node) from a list. */
-void kv_unpin_all(struct kv_pin **pp, uint32_t node, uint64_t session, bool all)
+static void kv_unpin_all(struct kv_pin **pp, uint32_t node, uint64_t session, bool all)
 {
 	while (*pp != NULL) {
 		struct kv_pin *p = *pp;
@@ -708,6 +708,13 @@ struct kv_who {
 	size_t count;
 };
 
+/* A client session that ended, or with all every session of a node. */
+struct kv_ended {
+	uint32_t node;
+	uint64_t session;
+	bool all;
+};
+
 /* A session that ended lets go of an entry: its pins, and its reservation (freed). */
 static void kv_session_forget(struct poold *pd, struct kv_ns *ns, struct kv_entry *e,
 			      const struct kv_ended *end)
@@ -724,7 +731,7 @@ static void kv_session_forget(struct poold *pd, struct kv_ns *ns, struct kv_entr
  * A session's end in ns: only the entries someone pins or reserves are
  * looked at (its held list), and its zombies.
  */
-void kv_ns_session_end(struct poold *pd, struct kv_ns *ns, const struct kv_ended *end)
+static void kv_ns_session_end(struct poold *pd, struct kv_ns *ns, const struct kv_ended *end)
 {
 	struct kv_entry *e, *next;
 	struct kv_zombie *z;

@@ -1,8 +1,9 @@
 /*
  * daemon/kvint.h - what the KV index's files share (kv.c the index itself;
- * kvtier.c, kvdedup.c, kvreplica.c, kvrebuild.c, kvwire.c, kvlocal.c): its
- * records and the functions they call in each other. Nothing outside them
- * includes it; the rest of poold uses poold.h's kv_* functions.
+ * kvevict.c, kvreap.c, kvtier.c, kvdedup.c, kvreplica.c, kvrebuild.c,
+ * kvwire.c, kvlocal.c): its records and the functions they call in each
+ * other. Nothing outside them includes it; the rest of poold uses
+ * poold.h's kv_* functions.
  */
 #ifndef POOLD_KVINT_H
 #define POOLD_KVINT_H
@@ -192,13 +193,6 @@ struct kv_space {
 	struct event *evict_ev; /* evicts what reservations left over capacities (kvevict.c) */
 };
 
-/* A client session that ended, or with all every session of a node. */
-struct kv_ended {
-	uint32_t node;
-	uint64_t session;
-	bool all;
-};
-
 /* The ledger's region id of a namespace's extents: kept apart from region ids. */
 #define KV_HOLD_ID(ns) ((UINT64_C(1) << 63) | (ns)->id)
 
@@ -285,8 +279,6 @@ void kv_foreach_ns(struct poold *pd, struct kv_ns *ns,
 void kv_ns_flush(struct poold *pd, struct kv_ns *ns);
 void kv_ns_clear(struct poold *pd, struct kv_ns *ns);
 void kv_ns_free(struct poold *pd, struct kv_ns *ns);
-void kv_unpin_all(struct kv_pin **pp, uint32_t node, uint64_t session, bool all);
-void kv_ns_session_end(struct poold *pd, struct kv_ns *ns, const struct kv_ended *end);
 
 /* kvevict.c */
 int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t need);

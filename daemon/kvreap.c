@@ -20,10 +20,10 @@
  * key's entry in its ghosts now (kv_reap_settle()), and answers as a
  * flush done at once would have; a session that ends finds its pins and
  * reservations in the ghost's held list as in any namespace's. A ghost's
- * counters are its own: the namespace's used bytes fall
- * at once, its owners' quota as values are freed; values still read when
- * their entries are freed outlive the ghost in the namespace, or the
- * orphans when it was dropped.
+ * counters are its own: the namespace's used bytes fall at once, its
+ * owners' quota as values are freed; values still read when their entries
+ * are freed outlive the ghost in the namespace, or the orphans when it was
+ * dropped.
  *
  * Where a lender is another node, each freed extent is a scrub it answers:
  * while REGION_SCRUBS_MAX of them are in flight the slices wait. What the
@@ -133,15 +133,10 @@ void kv_reap_drop(struct poold *pd, struct kv_ns *ns)
 	kv_reap_add(pd, ns);
 }
 
-/* Free one entry of g, as a flush at once would have: its pinned values live on as zombies. */
-static void kv_reap_entry(struct poold *pd, struct kv_ns *g, struct kv_entry *e)
-{
-	kv_entry_clear(pd, g, e);
-}
-
 /*
  * One step of freeing g: an entry, least recently used first, then those
- * with no value (reservations), bucket by bucket. false when none is left.
+ * with no value (reservations), bucket by bucket, as a flush at once would
+ * have (values still read live on as zombies). false when none is left.
  */
 static bool kv_reap_step(struct poold *pd, struct kv_ns *g)
 {
@@ -151,7 +146,7 @@ static bool kv_reap_step(struct poold *pd, struct kv_ns *g)
 	if (e == NULL)
 		e = TAILQ_FIRST(&g->plru);
 	if (e != NULL) {
-		kv_reap_entry(pd, g, e);
+		kv_entry_clear(pd, g, e);
 		return true;
 	}
 	if (g->nentries == 0)
@@ -159,7 +154,7 @@ static bool kv_reap_step(struct poold *pd, struct kv_ns *g)
 	end = MIN(g->nbuckets, g->reap_bucket + KV_REAP_BUCKETS);
 	for (; g->reap_bucket < end; g->reap_bucket++)
 		if ((e = g->buckets[g->reap_bucket]) != NULL) {
-			kv_reap_entry(pd, g, e);
+			kv_entry_clear(pd, g, e);
 			break;
 		}
 	return true;
@@ -233,7 +228,7 @@ bool kv_reap_settle(struct poold *pd, struct kv_ns *ns, const struct kv_caller *
 		if (g->id != ns->id)
 			continue;
 		if ((e = *kv_slot(g, key, klen, h)) != NULL)
-			kv_reap_entry(pd, g, e);
+			kv_entry_clear(pd, g, e);
 		TAILQ_FOREACH(z, &g->zombies, entry)
 			if (z->val.version == version &&
 			    kv_unpin(&z->pins, who->node, who->session, version)) {
