@@ -8,11 +8,11 @@
  * hundreds of thousands to go: a 32 MiB put into 64 MiB of 64-byte values
  * evicted 475,000 of them in its call and held poold's loop for 1.7 s. So
  * a reservation looks at KV_EVICT_NOW values at most; when more must go
- * for the capacity, the namespace goes over it for a moment and the loop
- * evicts the rest, about a millisecond at a time, as Redis's evictions
- * continue from its timer once a command has done its share. The owner's
- * quota is a hard bound: it is never passed, and its evictions are all
- * done in the call.
+ * for the capacity, the namespace goes over it by that value for a moment
+ * and the loop evicts the rest, about a millisecond at a time, as Redis's
+ * evictions continue from its timer once a command has done its share.
+ * The owner's quota is a hard bound: it is never passed, and its
+ * evictions are all done in the call.
  */
 #include "config.h"
 
@@ -107,7 +107,10 @@ static void kv_evict_arm(struct poold *pd)
  * Make need bytes of DRAM room (see kv_make_room_some()); 0 or -ENOSPC.
  * When more than KV_EVICT_NOW values would have to be looked at, the
  * reservation takes its room over the capacity and the loop evicts the
- * rest (a promotion, which evicts nothing, is not worth it: -ENOSPC).
+ * rest; until it is done, another that would take the namespace further
+ * over fails, so that a namespace passes its capacity by one value at
+ * most and never crowds the others out of their lenders. (A promotion,
+ * which evicts nothing, is not worth it: -ENOSPC.)
  */
 int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need, bool may_evict)
 {
@@ -115,7 +118,7 @@ int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need, bool may_evi
 
 	if (rc != -EAGAIN)
 		return rc;
-	if (!may_evict)
+	if (!may_evict || ns->evict_later)
 		return -ENOSPC;
 	ns->evict_later = true;
 	kv_evict_arm(pd);

@@ -973,12 +973,14 @@ static void test_held_list(void)
 /*
  * A large value put into a full namespace of small ones: its reservation
  * evicts KV_EVICT_NOW values itself and takes its room over the capacity;
- * the loop evicts the rest, least recently used first, until the
- * namespace is within its capacity again, the new value kept.
+ * another that would take it further over fails meanwhile; the loop evicts
+ * the rest, least recently used first, until the namespace is within its
+ * capacity again, the new value kept.
  */
 static void test_evict_sliced(void)
 {
 	size_t i, n = MiB / BULK_VLEN;
+	struct kv_result res;
 	struct kv_ns *ns;
 	char key[16];
 
@@ -996,6 +998,8 @@ static void test_evict_sliced(void)
 	CU_ASSERT(ns->used > ns->capacity);
 	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, "k0", 0, NULL), -ENOENT);
 	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, "k600", 0, NULL), 0);
+	CU_ASSERT_EQUAL(op(ns, 1, KV_RESERVE, "big2", MiB / 2, &res), -ENOSPC);
+	CU_ASSERT(ns->used <= ns->capacity + MiB / 2); /* over by one value at most */
 	while (kv_evict(&pd, 0))
 		;
 	CU_ASSERT(ns->used <= ns->capacity);
@@ -1006,6 +1010,11 @@ static void test_evict_sliced(void)
 	snprintf(key, sizeof(key), "k%zu", n / 2);
 	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, key, 0, NULL), 0);
 	CU_ASSERT_EQUAL(region_arena_used(&pd, 1, 0), ns->used);
+	put_any(ns, 1, "big2", MiB / 2); /* once it is done, over again */
+	while (kv_evict(&pd, 0))
+		;
+	CU_ASSERT(ns->used <= ns->capacity);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, "big2", 0, NULL), 0);
 	index_free();
 }
 
