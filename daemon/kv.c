@@ -119,8 +119,7 @@ struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_t klen,
 	if (mem == NULL)
 		return NULL;
 	e = (struct kv_entry *)(void *)(mem + kv_key_room(klen));
-	e->key = (uint8_t *)e - klen;
-	memcpy(e->key, key, klen);
+	memcpy((uint8_t *)e - klen, key, klen);
 	e->klen = (uint16_t)klen;
 	e->hash = h;
 	e->hnext = ns->buckets[h & (ns->nbuckets - 1)];
@@ -166,22 +165,27 @@ static void kv_hold(struct kv_ns *ns, struct kv_entry *e)
 /* Off the held list once nobody holds e any more. */
 void kv_unhold(struct kv_ns *ns, struct kv_entry *e)
 {
-	if (!e->is_held || e->pins != NULL || e->has_pending)
+	if (!e->is_held || e->pins != NULL || e->pending != NULL)
 		return;
 	TAILQ_REMOVE(&ns->held, e, held);
 	e->is_held = false;
 }
 
-/* An entry's reservation made (on) or gone: counted, and on the held list while it lasts. */
-void kv_set_pending(struct kv_ns *ns, struct kv_entry *e, bool on)
+/* An entry's reservation, w, made: counted, and on the held list while it lasts. */
+static void kv_pending_begin(struct kv_ns *ns, struct kv_entry *e, struct kv_write *w)
 {
-	if (e->has_pending != on)
-		ns->npending += on ? 1 : (uint64_t)-1;
-	e->has_pending = on;
-	if (on)
-		kv_hold(ns, e);
-	else
-		kv_unhold(ns, e);
+	e->pending = w;
+	ns->npending++;
+	kv_hold(ns, e);
+}
+
+/* An entry's reservation gone (its value freed, kept elsewhere or made the entry's). */
+void kv_pending_end(struct kv_ns *ns, struct kv_entry *e)
+{
+	free(e->pending);
+	e->pending = NULL;
+	ns->npending--;
+	kv_unhold(ns, e);
 }
 
 /* Give an entry an expiry (Unix ms), or none (0). */
@@ -301,7 +305,7 @@ void kv_retire_val(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 {
 	kv_val_out(pd, ns, e);
 	if (!ns->flushing)
-		kvev_removed(pd, ns->name, e->key, e->klen);
+		kvev_removed(pd, ns->name, kv_entry_key(e), e->klen);
 }
 
 /* Take a pending value out of the index, kept (pinned by its writer) until the writer is done. */
@@ -309,20 +313,21 @@ void kv_pending_retire(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 {
 	struct kv_zombie *z = calloc(1, sizeof(*z));
 	struct kv_pin *p = calloc(1, sizeof(*p));
+	const struct kv_write *w = e->pending;
 
-	kv_set_pending(ns, e, false);
 	if (z == NULL || p == NULL) {
 		/* Without memory to wait, leak the extent rather than lend it while written. */
 		log_warnx("KV: out of memory: a superseded reservation leaks %llu bytes",
-			  (unsigned long long)e->pending.alen);
+			  (unsigned long long)w->val.alen);
 		free(z);
 		free(p);
-		return;
+	} else {
+		*p = (struct kv_pin){NULL, w->node, w->session, w->val.version, 1};
+		z->val = w->val;
+		z->pins = p;
+		TAILQ_INSERT_TAIL(&ns->zombies, z, entry);
 	}
-	*p = (struct kv_pin){NULL, e->pnode, e->psession, e->pending.version, 1};
-	z->val = e->pending;
-	z->pins = p;
-	TAILQ_INSERT_TAIL(&ns->zombies, z, entry);
+	kv_pending_end(ns, e);
 }
 
 /*
@@ -333,13 +338,13 @@ void kv_pending_retire(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
  */
 bool kv_entry_unused(const struct kv_entry *e)
 {
-	return !e->has_val && !e->has_pending && e->refs == 0;
+	return !e->has_val && e->pending == NULL && e->refs == 0;
 }
 
 /* Unlink and free an entry that has neither a value nor a pending one. */
 void kv_entry_drop(struct kv_ns *ns, struct kv_entry *e)
 {
-	struct kv_entry **pp = kv_slot(ns, e->key, e->klen, e->hash);
+	struct kv_entry **pp = kv_slot(ns, kv_entry_key(e), e->klen, e->hash);
 
 	kv_set_expire(ns, e, 0);
 	if (e->is_held) /* (only pins of a value gone with it, or none) */
@@ -354,7 +359,7 @@ void kv_entry_clear(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 {
 	if (e->has_val)
 		kv_retire_val(pd, ns, e);
-	if (e->has_pending)
+	if (e->pending != NULL)
 		kv_pending_retire(pd, ns, e);
 	kv_entry_drop(ns, e);
 }
@@ -720,9 +725,10 @@ static void kv_session_forget(struct poold *pd, struct kv_ns *ns, struct kv_entr
 			      const struct kv_ended *end)
 {
 	kv_unpin_all(&e->pins, end->node, end->session, end->all);
-	if (e->has_pending && e->pnode == end->node && (end->all || e->psession == end->session)) {
-		kv_val_free(pd, ns, &e->pending);
-		kv_set_pending(ns, e, false);
+	if (e->pending != NULL && e->pending->node == end->node &&
+	    (end->all || e->pending->session == end->session)) {
+		kv_val_free(pd, ns, &e->pending->val);
+		kv_pending_end(ns, e);
 	}
 	kv_unhold(ns, e);
 }
@@ -796,7 +802,7 @@ static void kv_lost_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e
 	struct kv_who *w = arg;
 	bool hit = false;
 
-	if (e->has_pending && kv_val_on(&e->pending, w->node)) {
+	if (e->pending != NULL && kv_val_on(&e->pending->val, w->node)) {
 		kv_pending_retire(pd, ns, e); /* its writer's commit will change nothing */
 		hit = true;
 	}
@@ -831,7 +837,7 @@ void kv_node_lost(struct poold *pd, uint32_t node)
 /* A reservation never committed goes (out of the index; freed with its writer). */
 static void kv_expire_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, uint64_t now)
 {
-	if (!e->has_pending || now - e->preserved_at < KV_RESERVE_TTL_MS)
+	if (e->pending == NULL || now - e->pending->reserved_at < KV_RESERVE_TTL_MS)
 		return;
 	kv_pending_retire(pd, ns, e);
 	if (kv_entry_unused(e))
@@ -988,6 +994,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 	}
 	if (op == KV_RESERVE) {
 		uint64_t size = arg, need;
+		struct kv_write *w;
 		struct kv_val v;
 		uint32_t owner;
 
@@ -1015,7 +1022,9 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			return 0;
 		}
 		e = *kv_slot(ns, key, klen, h); /* eviction may have dropped it */
-		if (e == NULL && (e = kv_entry_new(ns, key, klen, h)) == NULL) {
+		w = malloc(sizeof(*w));
+		if (w == NULL || (e == NULL && (e = kv_entry_new(ns, key, klen, h)) == NULL)) {
+			free(w);
 			kv_val_retire(pd, &v);
 			kv_result(res, -ENOMEM, NULL, KV_PLACES_NONE);
 			return 0;
@@ -1023,9 +1032,10 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 		/*
 		 * The last writer wins, once its reservation is made: a failed one changes nothing.
 		 */
-		if (e->has_pending)
+		if (e->pending != NULL)
 			kv_pending_retire(pd, ns, e);
 		if (kv_owner_charge(pd, &v, owner) < 0) {
+			free(w);
 			kv_val_retire(pd, &v);
 			if (kv_entry_unused(e))
 				kv_entry_drop(ns, e);
@@ -1033,11 +1043,8 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			return 0;
 		}
 		v.version = ++ns->next_version;
-		e->pending = v;
-		kv_set_pending(ns, e, true);
-		e->pnode = who->node;
-		e->psession = who->session;
-		e->preserved_at = units_now_ms();
+		*w = (struct kv_write){v, who->node, who->session, units_now_ms()};
+		kv_pending_begin(ns, e, w);
 		ns->used += kv_val_bytes(&v);
 		{
 			struct kv_place all[KV_MAX_REPLICAS];
@@ -1066,10 +1073,10 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			kv_result(res, 0, NULL, KV_PLACES_NONE);
 			return 1;
 		}
-		if (e != NULL && op != KV_RELEASE && e->has_pending &&
-		    e->pending.version == version) {
+		if (e != NULL && op != KV_RELEASE && e->pending != NULL &&
+		    e->pending->val.version == version) {
 			/* A reservation is its session's: nobody else may publish or free it. */
-			if (e->pnode != who->node || e->psession != who->session) {
+			if (e->pending->node != who->node || e->pending->session != who->session) {
 				kv_result(res, -EPERM, NULL, KV_PLACES_NONE);
 				return 0;
 			}
@@ -1078,8 +1085,8 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 				 ? kv_verify(pd, ns, e, who->uid)
 				 : 0;
 			if (op == KV_ABORT || rc < 0) { /* nobody writes there any more */
-				kv_val_free(pd, ns, &e->pending);
-				kv_set_pending(ns, e, false);
+				kv_val_free(pd, ns, &e->pending->val);
+				kv_pending_end(ns, e);
 				if (kv_entry_unused(e))
 					kv_entry_drop(ns, e);
 				kv_result(res, rc, NULL, KV_PLACES_NONE);
@@ -1087,7 +1094,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			}
 			/* In a dedup namespace the writer's holder takes a reference. */
 			if ((ns->flags & HOLD_NS_DEDUP) &&
-			    (rc = kv_holder_add(pd, ns, e->key, e->klen, e)) < 0) {
+			    (rc = kv_holder_add(pd, ns, kv_entry_key(e), e->klen, e)) < 0) {
 				kv_result(res, rc, NULL, KV_PLACES_NONE);
 				return 0;
 			}
@@ -1098,9 +1105,9 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			fresh = !e->has_val;
 			if (e->has_val)
 				kv_val_out(pd, ns, e);
-			e->val = e->pending;
+			e->val = e->pending->val;
 			e->has_val = true;
-			kv_set_pending(ns, e, false);
+			kv_pending_end(ns, e);
 			kv_set_expire(ns, e, ttl);
 			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 			ns->puts++;
@@ -1110,7 +1117,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			 */
 			kv_tell(pd, ns, e);
 			if (fresh)
-				kvev_stored(pd, ns->name, e->key, e->klen);
+				kvev_stored(pd, ns->name, kv_entry_key(e), e->klen);
 			kv_result(res, 0, &e->val, KV_PLACES_WRITE_ONE);
 			return 1;
 		}

@@ -77,7 +77,7 @@ bool kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, ui
 	int rc;
 
 	if (e->has_val && kv_val_usable(pd, &e->val)) {
-		rc = kv_holder_add(pd, ns, e->key, e->klen, e);
+		rc = kv_holder_add(pd, ns, kv_entry_key(e), e->klen, e);
 		*ret_status = rc < 0 ? rc : -EEXIST;
 		return true;
 	}
@@ -86,10 +86,11 @@ bool kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, ui
 	 * against the others: past KV_SHARED_HOLD_MS the reservation gives way
 	 * (an honest put commits within milliseconds).
 	 */
-	if (e->has_pending && (ns->flags & HOLD_NS_SHARED) && e->pending.owner != (uint32_t)uid &&
-	    units_now_ms() - e->preserved_at > KV_SHARED_HOLD_MS)
+	if (e->pending != NULL && (ns->flags & HOLD_NS_SHARED) &&
+	    e->pending->val.owner != (uint32_t)uid &&
+	    units_now_ms() - e->pending->reserved_at > KV_SHARED_HOLD_MS)
 		return false;
-	if (e->has_pending) {
+	if (e->pending != NULL) {
 		*ret_status = -EAGAIN;
 		return true;
 	}
@@ -105,14 +106,14 @@ bool kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, ui
 int kv_verify(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e, uid_t uid)
 {
 	static struct log_limit said;
-	const struct kv_val *v = &e->pending;
+	const struct kv_val *v = &e->pending->val;
 	uint8_t want[PAGE_KEY_LEN];
 	int rc;
 
 	if (v->node != pd->node_id || v->arena >= pd->narenas || e->klen != PAGE_KEY_LEN)
 		return -EBADMSG;
 	rc = page_key_shared((const uint8_t *)pd->arenas[v->arena].base + v->off, v->vlen, want);
-	if (rc == 0 && memcmp(want, e->key, PAGE_KEY_LEN) != 0) {
+	if (rc == 0 && memcmp(want, kv_entry_key(e), PAGE_KEY_LEN) != 0) {
 		log_warnx_limited(&said, 10000,
 				  "KV '%s': uid %u wrote a value that is not its "
 				  "key's: dropped",

@@ -53,6 +53,18 @@ struct kv_val {
 	struct kv_place copy[KV_MAX_REPLICAS - 1]; /* last: most namespaces have none */
 };
 
+/*
+ * A version reserved and not yet committed, and its writer. Out of the
+ * entry: a key has one for the moment of a put, and the index's millions
+ * of other keys do not pay for its room.
+ */
+struct kv_write {
+	struct kv_val val;
+	uint32_t node; /* the writer: a session of a node */
+	uint64_t session;
+	uint64_t reserved_at; /* when (the sweep expires it, kv_expire_entry()) */
+};
+
 /* Readers of one version: a session of a node. */
 struct kv_pin {
 	struct kv_pin *next;
@@ -71,9 +83,8 @@ struct kv_pin {
 struct kv_entry {
 	struct kv_entry *hnext;
 	uint64_t hash;
-	uint8_t *key;
-	uint16_t klen;
-	bool has_val, has_pending;
+	uint16_t klen; /* its key: the klen bytes right before it (kv_entry_key()) */
+	bool has_val;
 	bool moving;  /* a spill or a promotion is copying its value */
 	bool recount; /* its references are being counted again */
 	bool is_held; /* pinned or reserved: on its namespace's held list */
@@ -81,11 +92,8 @@ struct kv_entry {
 	int64_t expire_ms;	   /* when its value expires, in Unix ms (RESP EXPIRE), or 0 */
 	TAILQ_ENTRY(kv_entry) lru; /* while it has a committed value: its tier's list */
 	struct kv_val val;
-	struct kv_val pending;
-	uint32_t pnode; /* the writer of the pending version */
-	uint32_t refs;	/* dedup namespaces: holders of the value, or KV_REFS_UNKNOWN */
-	uint64_t psession;
-	uint64_t preserved_at;
+	struct kv_write *pending;   /* a version reserved and not yet committed, or NULL */
+	uint32_t refs;		    /* dedup namespaces: holders of the value, or KV_REFS_UNKNOWN */
 	uint64_t recopy_at;	    /* a lost copy of its value is being made again since, or 0 */
 	TAILQ_ENTRY(kv_entry) vol;  /* while expire_ms is set: in its namespace's vol list */
 	TAILQ_ENTRY(kv_entry) held; /* while is_held */
@@ -246,7 +254,7 @@ void kv_ns_stats(const struct kv_ns *ns, struct kv_ns_stats *ret);
 struct kv_ns *kv_ns_find(struct poold *pd, const char *name);
 struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_t klen, uint64_t h);
 struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capacity);
-void kv_set_pending(struct kv_ns *ns, struct kv_entry *e, bool on);
+void kv_pending_end(struct kv_ns *ns, struct kv_entry *e);
 void kv_set_expire(struct kv_ns *ns, struct kv_entry *e, int64_t at);
 void kv_val_retire(struct poold *pd, const struct kv_val *v);
 uint32_t kv_key_owner(const uint8_t *key, size_t klen);
@@ -331,21 +339,28 @@ static inline uint64_t kv_hash(const uint8_t *key, size_t klen)
 	return XXH3_64bits(key, klen);
 }
 
+/* An entry's key: right before it in its allocation (kv_entry_new()). */
+static inline uint8_t *kv_entry_key(const struct kv_entry *e)
+{
+	return (uint8_t *)e - e->klen;
+}
+
 static inline struct kv_entry **kv_slot(struct kv_ns *ns, const uint8_t *key, size_t klen,
 					uint64_t h)
 {
 	struct kv_entry **pp = &ns->buckets[h & (ns->nbuckets - 1)];
 
 	for (; *pp != NULL; pp = &(*pp)->hnext)
-		if ((*pp)->hash == h && (*pp)->klen == klen && memcmp((*pp)->key, key, klen) == 0)
+		if ((*pp)->hash == h && (*pp)->klen == klen &&
+		    memcmp(kv_entry_key(*pp), key, klen) == 0)
 			break;
 	return pp;
 }
 
-/* The bytes before an entry that hold its key, the entry aligned as malloc() aligns. */
+/* The bytes before an entry that hold its key, the entry aligned as it must be. */
 static inline size_t kv_key_room(size_t klen)
 {
-	return (klen + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
+	return (klen + _Alignof(struct kv_entry) - 1) & ~(_Alignof(struct kv_entry) - 1);
 }
 
 /* Now, in Unix ms: expiry times are wall-clock times, as EXPIREAT's. */

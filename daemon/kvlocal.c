@@ -129,7 +129,7 @@ size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size
 		}
 		for (e = ns->buckets[b]; e != NULL; e = e->hnext)
 			if (e->has_val) {
-				cb(arg, e->key, e->klen);
+				cb(arg, kv_entry_key(e), e->klen);
 				n++;
 			}
 	}
@@ -173,11 +173,11 @@ static bool kv_fits_place(const struct kv_ns *ns, uint64_t len, uint64_t alen)
 static bool kv_overwritable(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e,
 			    uint64_t len, uid_t uid)
 {
-	return e->pins == NULL && !e->has_pending && !e->moving && !e->recount && !e->val.pmem &&
+	return e->pins == NULL && e->pending == NULL && !e->moving && !e->recount && !e->val.pmem &&
 	       e->val.ncopies == 0 && e->val.node == pd->node_id && e->val.arena < pd->narenas &&
 	       !(ns->flags & (HOLD_NS_DEDUP | HOLD_NS_PERSISTENT)) &&
 	       kv_fits_place(ns, len, e->val.alen) &&
-	       e->val.owner == kv_val_owner(ns, e->key, e->klen, (uint32_t)uid);
+	       e->val.owner == kv_val_owner(ns, kv_entry_key(e), e->klen, (uint32_t)uid);
 }
 
 /*
@@ -374,8 +374,8 @@ int kv_local_commit_own(struct poold *pd, uint64_t session, uid_t uid, const cha
 	if (ns == NULL || klen > POOL_KV_KEY_MAX)
 		return -ESTALE;
 	e = *kv_slot(ns, key, klen, kv_hash(key, klen));
-	if (e == NULL || !e->has_pending || e->pending.version != version ||
-	    e->pnode != pd->node_id || e->psession != session)
+	if (e == NULL || e->pending == NULL || e->pending->val.version != version ||
+	    e->pending->node != pd->node_id || e->pending->session != session)
 		return -ESTALE;
 	return kv_local_op(pd, session, uid, nsname, KV_COMMIT, key, klen, version, NULL);
 }

@@ -34,8 +34,8 @@ static int kv_ns_extents(const struct kv_ns *ns, uint32_t node, struct ledger_ex
 		for (e = ns->buckets[i]; e != NULL; e = e->hnext) {
 			if (e->has_val && kv_val_extents(ns, &e->val, node, ext, n, cap) < 0)
 				return -ENOMEM;
-			if (e->has_pending &&
-			    kv_val_extents(ns, &e->pending, node, ext, n, cap) < 0)
+			if (e->pending != NULL &&
+			    kv_val_extents(ns, &e->pending->val, node, ext, n, cap) < 0)
 				return -ENOMEM;
 		}
 	}

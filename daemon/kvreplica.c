@@ -70,7 +70,7 @@ void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 		extent_release(dst->alloc, off, alen);
 		return;
 	}
-	memcpy(rk->key, e->key, e->klen);
+	memcpy(rk->key, kv_entry_key(e), e->klen);
 	rk->klen = e->klen;
 	rk->ns_id = ns->id;
 	rk->version = e->val.version;

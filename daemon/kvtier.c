@@ -131,7 +131,7 @@ void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e)
 	    .ns_flags = ns->flags,
 	    .ns_replicas = ns->replicas,
 	    .ns_size_hint = ns->size_hint,
-	    .key = e->key,
+	    .key = kv_entry_key(e),
 	    .klen = e->klen,
 	    .vlen = e->val.vlen,
 	    .version = e->val.version,
@@ -246,7 +246,7 @@ static int kv_move(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool 
 		extent_release(dst->alloc, off, alen);
 		return -ENOMEM;
 	}
-	memcpy(mv->key, e->key, e->klen);
+	memcpy(mv->key, kv_entry_key(e), e->klen);
 	mv->klen = e->klen;
 	mv->ns_id = ns->id;
 	mv->from = e->val;
@@ -296,7 +296,7 @@ int kv_spill(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool may_ev
 		return -ENOSPC;
 	TAILQ_FOREACH(old, &ns->plru, lru)
 		if (old->val.node == e->val.node && old->pins == NULL && !old->moving &&
-		    !old->has_pending)
+		    !old->pending)
 			break;
 	if (old == NULL)
 		return -ENOSPC;

@@ -11,20 +11,26 @@
 #  2. Region create + map + close + destroy (4 KiB, local) on a fresh arena
 #     and on one where 512 MiB were written and freed, without and with the
 #     coordinator's journal.
+#  3. KV metadata: N keys of 16 bytes with 32-byte values put into one
+#     poold (the coordinator's index and the lender's record of each value
+#     on one node): its RssAnon growth per key, beside redis-server's
+#     used_memory growth per key for the same keys and values.
 #
 # With SCALE_BASE=DIR (another build tree) every point runs on that build's
 # poold too, alternated, as the baseline.
 #
-#   tests/bench/scale.sh [BUILDDIR]   env: SCALE_NODES ("256 512 1023"), SCALE_BASE
+#   tests/bench/scale.sh [BUILDDIR]
+#   env: SCALE_NODES ("256 512 1023"), SCALE_KEYS ("1000000"), SCALE_BASE
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/../.." && pwd)
 top_builddir=$(cd "${1:-$top_srcdir}" && pwd)
 fake=$top_builddir/tests/tools/pool-fake-nodes
 bench=$top_builddir/tests/bench/pool-bench-regions
+kvload=$top_builddir/tests/tools/pool-kvload
 builds=("$top_builddir")
 [ -n "${SCALE_BASE:-}" ] && builds=("$(cd "$SCALE_BASE" && pwd)" "$top_builddir")
-for b in "$fake" "$bench" "${builds[@]/%//daemon/poold}"; do
+for b in "$fake" "$bench" "$kvload" "${builds[@]/%//daemon/poold}"; do
 	[ -x "$b" ] || { echo "scale.sh: $b not built (make)" >&2; exit 1; }
 done
 secret=scale-bench-secret-$$
@@ -48,6 +54,7 @@ start() {
 }
 cpu_ms() { awk '{ print ($14 + $15) * 10 }' "/proc/$pid/stat"; }
 rss_kb() { awk '/VmRSS/ { print $2 }' "/proc/$pid/status"; }
+anon_kb() { awk '/RssAnon/ { print $2 }' "/proc/$pid/status"; }
 label() { [ "$1" = "$top_builddir" ] && echo this || echo base; }
 
 echo "# pool-bench scale: $(date -u +%FT%TZ), $(uname -n), $(nproc) CPUs"
@@ -87,5 +94,39 @@ for b in "${builds[@]}"; do
 		used=$("$bench" ops 2000 4096 local | awk 'END { print $4 }')
 		stop
 		printf "%-6s %-8s %10s %10s\n" "$(label "$b")" $j "$fresh" "$used"
+	done
+done
+echo
+
+echo "## KV metadata: N keys of 16 bytes, values of 32 bytes, one poold (coordinator and lender)"
+echo "## B/key: its RssAnon growth per key; redis: redis-server's used_memory growth per key"
+printf "%-6s %-9s %8s %8s %10s\n" build N B/key redis fill_s
+# resp_sets N: SET commands for pool-kvload's keys (seed 0) and values of 32 bytes, as RESP.
+resp_sets() {
+	python3 -c 'import sys
+n = int(sys.argv[1]); v = b"v" * 32; out = sys.stdout.buffer
+for i in range(n):
+    out.write(b"*3\r\n$3\r\nSET\r\n$16\r\n%04x%012x\r\n$32\r\n%s\r\n" % (0, i, v))' "$1"
+}
+for n in ${SCALE_KEYS:-1000000}; do
+	port=$((16400 + RANDOM % 1000))
+	redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
+		>"$dir/redis.log" 2>&1 &
+	rpid=$!
+	for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
+	used() { redis-cli -p "$port" info memory | awk -F: '/^used_memory:/ { print $2 + 0 }'; }
+	m0=$(used)
+	resp_sets "$n" | redis-cli -p "$port" --pipe >/dev/null
+	m1=$(used)
+	kill "$rpid" && wait "$rpid" 2>/dev/null
+	for b in "${builds[@]}"; do
+		start "$b" -o lend.size=$(((n * 32 >> 20) + 256))M
+		"$b/cli/poolctl" kv create scale $(((n * 32 >> 20) + 64))M tier=dram >/dev/null
+		a0=$(anon_kb) t0=$(date +%s%N)
+		"$kvload" fill scale "$n" 32 >/dev/null || echo "scale.sh: the fill of $n keys failed" >&2
+		t1=$(date +%s%N) a1=$(anon_kb)
+		stop
+		printf "%-6s %-9s %8s %8s %10s\n" "$(label "$b")" "$n" $(((a1 - a0) * 1024 / n)) \
+			$(((m1 - m0) / n)) "$(awk -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", t / 1e9 }')"
 	done
 done
