@@ -153,22 +153,44 @@ struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capacity)
 	return ns;
 }
 
-/* e is pinned or reserved: on its namespace's held list, where a session's end looks. */
+/* e's extras (struct kv_extra), made when it has none; NULL without memory. */
+struct kv_extra *kv_extra(struct kv_entry *e)
+{
+	if (e->x == NULL)
+		e->x = calloc(1, sizeof(*e->x));
+	return e->x;
+}
+
+/* Free e's extras once it has none of them left. */
+void kv_extra_trim(struct kv_entry *e)
+{
+	if (e->x == NULL || e->is_held || e->x->pins != NULL || e->x->expire_ms != 0 ||
+	    e->x->recopy_at != 0)
+		return;
+	free(e->x);
+	e->x = NULL;
+}
+
+/*
+ * e is pinned or reserved: on its namespace's held list, where a session's
+ * end looks. (Its extras were made for the pin or the reservation.)
+ */
 static void kv_hold(struct kv_ns *ns, struct kv_entry *e)
 {
 	if (e->is_held)
 		return;
-	TAILQ_INSERT_TAIL(&ns->held, e, held);
+	TAILQ_INSERT_TAIL(&ns->held, e, x->held);
 	e->is_held = true;
 }
 
 /* Off the held list once nobody holds e any more. */
 void kv_unhold(struct kv_ns *ns, struct kv_entry *e)
 {
-	if (!e->is_held || e->pins != NULL || e->pending != NULL)
+	if (!e->is_held || kv_pins(e) != NULL || e->pending != NULL)
 		return;
-	TAILQ_REMOVE(&ns->held, e, held);
+	TAILQ_REMOVE(&ns->held, e, x->held);
 	e->is_held = false;
+	kv_extra_trim(e);
 }
 
 /* An entry's reservation, w, made: counted, and on the held list while it lasts. */
@@ -188,22 +210,32 @@ void kv_pending_end(struct kv_ns *ns, struct kv_entry *e)
 	kv_unhold(ns, e);
 }
 
-/* Give an entry an expiry (Unix ms), or none (0). */
-void kv_set_expire(struct kv_ns *ns, struct kv_entry *e, int64_t at)
+/* Give an entry an expiry (Unix ms), or none (0): 0, or -ENOMEM (nothing changed). */
+int kv_set_expire(struct kv_ns *ns, struct kv_entry *e, int64_t at)
 {
-	if (e->expire_ms != 0 && at == 0) {
-		TAILQ_REMOVE(&ns->vol, e, vol);
-		ns->nvolatile--;
-	} else if (e->expire_ms == 0 && at != 0) {
-		TAILQ_INSERT_TAIL(&ns->vol, e, vol);
+	int64_t was = kv_expire_at(e);
+
+	if (was == 0 && at == 0)
+		return 0;
+	if (was == 0) {
+		if (kv_extra(e) == NULL)
+			return -ENOMEM;
+		TAILQ_INSERT_TAIL(&ns->vol, e, x->vol);
 		ns->nvolatile++;
+	} else if (at == 0) {
+		TAILQ_REMOVE(&ns->vol, e, x->vol);
+		ns->nvolatile--;
 	}
-	e->expire_ms = at;
+	e->x->expire_ms = at;
+	kv_extra_trim(e);
+	return 0;
 }
 
 static bool kv_expired(const struct kv_entry *e, int64_t now)
 {
-	return e->expire_ms != 0 && e->expire_ms <= now;
+	int64_t at = kv_expire_at(e);
+
+	return at != 0 && at <= now;
 }
 
 /* Give a value's places back, without accounting (each scrubbed by its lender first). */
@@ -279,6 +311,7 @@ void kv_pins_free(struct kv_pin *p)
 void kv_val_out(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 {
 	struct kv_zombie *z;
+	struct kv_pin *pins;
 
 	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
 	if (e->moving && !e->val.pmem) /* its spill is moot: no longer leaving */
@@ -286,17 +319,17 @@ void kv_val_out(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 	e->moving = false;
 	e->has_val = false;
 	kv_set_expire(ns, e, 0); /* a key's expiry is its value's: only a value has one */
-	if (e->pins == NULL || (z = calloc(1, sizeof(*z))) == NULL) {
-		kv_pins_free(e->pins);
-		e->pins = NULL;
-		kv_unhold(ns, e);
+	pins = kv_pins(e);
+	if (e->x != NULL)
+		e->x->pins = NULL;
+	kv_unhold(ns, e);
+	if (pins == NULL || (z = calloc(1, sizeof(*z))) == NULL) {
+		kv_pins_free(pins);
 		kv_val_free(pd, ns, &e->val);
 		return;
 	}
 	z->val = e->val;
-	z->pins = e->pins;
-	e->pins = NULL;
-	kv_unhold(ns, e);
+	z->pins = pins;
 	TAILQ_INSERT_TAIL(&ns->zombies, z, entry);
 }
 
@@ -348,7 +381,8 @@ void kv_entry_drop(struct kv_ns *ns, struct kv_entry *e)
 
 	kv_set_expire(ns, e, 0);
 	if (e->is_held) /* (only pins of a value gone with it, or none) */
-		TAILQ_REMOVE(&ns->held, e, held);
+		TAILQ_REMOVE(&ns->held, e, x->held);
+	free(e->x);
 	*pp = e->hnext;
 	ns->nentries--;
 	heap_freed(kv_key_room(e->klen) + sizeof(*e)); /* (a flush or an eviction frees many) */
@@ -368,7 +402,7 @@ struct kv_entry *kv_live(struct poold *pd, struct kv_ns *ns, struct kv_entry **p
 {
 	struct kv_entry *e = *pp;
 
-	if (e != NULL && kv_expired(e, e->expire_ms != 0 ? kv_unix_ms() : 0))
+	if (e != NULL && kv_expired(e, kv_expire_at(e) != 0 ? kv_unix_ms() : 0))
 		e = kv_expire_now(pd, ns, e);
 	return e;
 }
@@ -406,8 +440,8 @@ static void kv_expire_cycle(struct poold *pd)
 					kv_expire_now(pd, ns, e);
 					expired++;
 				} else {
-					TAILQ_REMOVE(&ns->vol, e, vol);
-					TAILQ_INSERT_TAIL(&ns->vol, e, vol);
+					TAILQ_REMOVE(&ns->vol, e, x->vol);
+					TAILQ_INSERT_TAIL(&ns->vol, e, x->vol);
 				}
 			}
 		} while (expired * 4 > seen && ++rounds < 16);
@@ -534,16 +568,20 @@ int kv_pin(struct kv_ns *ns, struct kv_entry *e, uint32_t node, uint64_t session
 {
 	struct kv_pin *p;
 
-	for (p = e->pins; p != NULL; p = p->next)
+	for (p = kv_pins(e); p != NULL; p = p->next)
 		if (p->node == node && p->session == session && p->version == e->val.version) {
 			p->count++;
 			return 0;
 		}
-	p = calloc(1, sizeof(*p));
-	if (p == NULL)
+	if (kv_extra(e) == NULL)
 		return -ENOMEM;
-	*p = (struct kv_pin){e->pins, node, session, e->val.version, 1};
-	e->pins = p;
+	p = calloc(1, sizeof(*p));
+	if (p == NULL) {
+		kv_extra_trim(e);
+		return -ENOMEM;
+	}
+	*p = (struct kv_pin){e->x->pins, node, session, e->val.version, 1};
+	e->x->pins = p;
 	kv_hold(ns, e);
 	return 0;
 }
@@ -724,7 +762,8 @@ struct kv_ended {
 static void kv_session_forget(struct poold *pd, struct kv_ns *ns, struct kv_entry *e,
 			      const struct kv_ended *end)
 {
-	kv_unpin_all(&e->pins, end->node, end->session, end->all);
+	if (e->x != NULL)
+		kv_unpin_all(&e->x->pins, end->node, end->session, end->all);
 	if (e->pending != NULL && e->pending->node == end->node &&
 	    (end->all || e->pending->session == end->session)) {
 		kv_val_free(pd, ns, &e->pending->val);
@@ -743,7 +782,7 @@ static void kv_ns_session_end(struct poold *pd, struct kv_ns *ns, const struct k
 	struct kv_zombie *z;
 
 	for (e = TAILQ_FIRST(&ns->held); e != NULL; e = next) {
-		next = TAILQ_NEXT(e, held);
+		next = TAILQ_NEXT(e, x->held);
 		kv_session_forget(pd, ns, e, end);
 		if (kv_entry_unused(e))
 			kv_entry_drop(ns, e);
@@ -881,7 +920,7 @@ void kv_sweep(struct poold *pd)
 		return;
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
 		for (e = TAILQ_FIRST(&ns->held); e != NULL; e = next) {
-			next = TAILQ_NEXT(e, held);
+			next = TAILQ_NEXT(e, x->held);
 			kv_expire_entry(pd, ns, e, now);
 		}
 	kv_expire_cycle(pd);
@@ -1034,11 +1073,14 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 		 */
 		if (e->pending != NULL)
 			kv_pending_retire(pd, ns, e);
-		if (kv_owner_charge(pd, &v, owner) < 0) {
+		/* (its extras for the held list: the retired reservation's may have gone) */
+		if (kv_extra(e) == NULL || kv_owner_charge(pd, &v, owner) < 0) {
 			free(w);
 			kv_val_retire(pd, &v);
 			if (kv_entry_unused(e))
 				kv_entry_drop(ns, e);
+			else
+				kv_extra_trim(e);
 			kv_result(res, -ENOMEM, NULL, KV_PLACES_NONE);
 			return 0;
 		}
@@ -1067,8 +1109,8 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 		int64_t ttl;
 		bool fresh;
 
-		if (e != NULL && op == KV_RELEASE &&
-		    kv_unpin(&e->pins, who->node, who->session, version)) {
+		if (e != NULL && op == KV_RELEASE && e->x != NULL &&
+		    kv_unpin(&e->x->pins, who->node, who->session, version)) {
 			kv_unhold(ns, e);
 			kv_result(res, 0, NULL, KV_PLACES_NONE);
 			return 1;
@@ -1101,14 +1143,15 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			/*
 			 * A new version of a key keeps its expiry (APPEND, INCR); SET sets its own.
 			 */
-			ttl = e->has_val ? e->expire_ms : 0;
+			ttl = e->has_val ? kv_expire_at(e) : 0;
 			fresh = !e->has_val;
 			if (e->has_val)
 				kv_val_out(pd, ns, e);
 			e->val = e->pending->val;
 			e->has_val = true;
+			/* (its extras are there while it is held: this takes no memory) */
+			(void)kv_set_expire(ns, e, ttl);
 			kv_pending_end(ns, e);
-			kv_set_expire(ns, e, ttl);
 			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 			ns->puts++;
 			/*

@@ -48,7 +48,7 @@ int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t n
 		for (e = TAILQ_FIRST(lists[k]); e != NULL && quota_over(pd, owner, need);
 		     e = next) {
 			next = TAILQ_NEXT(e, lru);
-			if (e->pins != NULL || e->moving || e->val.owner != owner)
+			if (kv_pins(e) != NULL || e->moving || e->val.owner != owner)
 				continue;
 			ns->evictions++;
 			if (e->pending != NULL)
@@ -79,7 +79,7 @@ static int kv_make_room_some(struct poold *pd, struct kv_ns *ns, uint64_t need, 
 		 * A spill moves e to the pmem list, and may drop spilled values: none of this one.
 		 */
 		next = TAILQ_NEXT(e, lru);
-		if (e->pins != NULL || e->moving)
+		if (kv_pins(e) != NULL || e->moving)
 			continue;
 		rc = kv_spill(pd, ns, e, may_evict);
 		if (rc == 0 || !may_evict)

@@ -75,28 +75,40 @@ struct kv_pin {
 };
 
 /*
+ * What few of an index's entries have at any moment: readers, a place on
+ * the held list, an expiry, a lost copy being made again. Out of the
+ * entry (kv_extra()), and freed when the entry has none of them any more
+ * (kv_extra_trim()): millions of keys that are neither read nor volatile
+ * right now do not pay for their room.
+ */
+struct kv_extra {
+	struct kv_pin *pins;	    /* readers of its value */
+	int64_t expire_ms;	    /* when its value expires, in Unix ms (RESP EXPIRE), or 0 */
+	uint64_t recopy_at;	    /* a lost copy of its value is being made again since, or 0 */
+	TAILQ_ENTRY(kv_entry) vol;  /* while expire_ms is set: in its namespace's vol list */
+	TAILQ_ENTRY(kv_entry) held; /* while the entry is_held: on its namespace's held list */
+};
+
+/*
  * An index entry. A lookup, a read and an overwrite touch only its first
  * two cache lines and its key, which sits right before it in the same
  * allocation (kv_entry_new()): with 100,000s of keys each is a cache
- * miss, so the fields they read come first and the rare ones last.
+ * miss, so the fields they read come first. What only some entries have
+ * for a while is out of line (pending, x).
  */
 struct kv_entry {
 	struct kv_entry *hnext;
 	uint64_t hash;
 	uint16_t klen; /* its key: the klen bytes right before it (kv_entry_key()) */
 	bool has_val;
-	bool moving;  /* a spill or a promotion is copying its value */
-	bool recount; /* its references are being counted again */
-	bool is_held; /* pinned or reserved: on its namespace's held list */
-	struct kv_pin *pins;
-	int64_t expire_ms;	   /* when its value expires, in Unix ms (RESP EXPIRE), or 0 */
+	bool moving;		   /* a spill or a promotion is copying its value */
+	bool recount;		   /* its references are being counted again */
+	bool is_held;		   /* pinned or reserved: on its namespace's held list (x->held) */
+	uint32_t refs;		   /* dedup namespaces: holders of the value, or KV_REFS_UNKNOWN */
 	TAILQ_ENTRY(kv_entry) lru; /* while it has a committed value: its tier's list */
 	struct kv_val val;
-	struct kv_write *pending;   /* a version reserved and not yet committed, or NULL */
-	uint32_t refs;		    /* dedup namespaces: holders of the value, or KV_REFS_UNKNOWN */
-	uint64_t recopy_at;	    /* a lost copy of its value is being made again since, or 0 */
-	TAILQ_ENTRY(kv_entry) vol;  /* while expire_ms is set: in its namespace's vol list */
-	TAILQ_ENTRY(kv_entry) held; /* while is_held */
+	struct kv_write *pending; /* a version reserved and not yet committed, or NULL */
+	struct kv_extra *x;	  /* pins, expiry, held list, recopy: or NULL (most keys) */
 };
 
 /* A value out of the index that readers still hold. */
@@ -255,7 +267,9 @@ struct kv_ns *kv_ns_find(struct poold *pd, const char *name);
 struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_t klen, uint64_t h);
 struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capacity);
 void kv_pending_end(struct kv_ns *ns, struct kv_entry *e);
-void kv_set_expire(struct kv_ns *ns, struct kv_entry *e, int64_t at);
+struct kv_extra *kv_extra(struct kv_entry *e);
+void kv_extra_trim(struct kv_entry *e);
+int kv_set_expire(struct kv_ns *ns, struct kv_entry *e, int64_t at);
 void kv_val_retire(struct poold *pd, const struct kv_val *v);
 uint32_t kv_key_owner(const uint8_t *key, size_t klen);
 uint32_t kv_val_owner(const struct kv_ns *ns, const uint8_t *key, size_t klen, uint32_t writer);
@@ -343,6 +357,22 @@ static inline uint64_t kv_hash(const uint8_t *key, size_t klen)
 static inline uint8_t *kv_entry_key(const struct kv_entry *e)
 {
 	return (uint8_t *)e - e->klen;
+}
+
+/* An entry's readers, expiry (0: none) and recopy's start (0: none), whether or not it has x. */
+static inline struct kv_pin *kv_pins(const struct kv_entry *e)
+{
+	return e->x != NULL ? e->x->pins : NULL;
+}
+
+static inline int64_t kv_expire_at(const struct kv_entry *e)
+{
+	return e->x != NULL ? e->x->expire_ms : 0;
+}
+
+static inline uint64_t kv_recopy_at(const struct kv_entry *e)
+{
+	return e->x != NULL ? e->x->recopy_at : 0;
 }
 
 static inline struct kv_entry **kv_slot(struct kv_ns *ns, const uint8_t *key, size_t klen,

@@ -173,9 +173,9 @@ static bool kv_fits_place(const struct kv_ns *ns, uint64_t len, uint64_t alen)
 static bool kv_overwritable(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e,
 			    uint64_t len, uid_t uid)
 {
-	return e->pins == NULL && e->pending == NULL && !e->moving && !e->recount && !e->val.pmem &&
-	       e->val.ncopies == 0 && e->val.node == pd->node_id && e->val.arena < pd->narenas &&
-	       !(ns->flags & (HOLD_NS_DEDUP | HOLD_NS_PERSISTENT)) &&
+	return kv_pins(e) == NULL && e->pending == NULL && !e->moving && !e->recount &&
+	       !e->val.pmem && e->val.ncopies == 0 && e->val.node == pd->node_id &&
+	       e->val.arena < pd->narenas && !(ns->flags & (HOLD_NS_DEDUP | HOLD_NS_PERSISTENT)) &&
 	       kv_fits_place(ns, len, e->val.alen) &&
 	       e->val.owner == kv_val_owner(ns, kv_entry_key(e), e->klen, (uint32_t)uid);
 }
@@ -307,6 +307,9 @@ int kv_local_overwrite(struct poold *pd, uid_t uid, const char *nsname, const ui
 
 	if (e == NULL || !kv_overwritable(pd, ns, e, alen + blen, uid))
 		return -EAGAIN;
+	/* Room for its expiry first: then nothing fails once the bytes are written. */
+	if (expire != KV_EXPIRE_KEEP && expire != 0 && kv_extra(e) == NULL)
+		return -EAGAIN;
 	dst = (char *)pd->arenas[e->val.arena].base + e->val.off;
 	if (alen > 0)
 		memmove(dst, a, alen);
@@ -317,7 +320,7 @@ int kv_local_overwrite(struct poold *pd, uid_t uid, const char *nsname, const ui
 	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 	ns->puts++;
 	if (expire != KV_EXPIRE_KEEP)
-		kv_set_expire(ns, e, expire); /* one already past: gone at the next access */
+		(void)kv_set_expire(ns, e, expire); /* one already past: gone at the next access */
 	if (e->val.vlen != alen + blen) {
 		e->val.vlen = alen + blen;
 		kv_tell(pd, ns, e);
@@ -392,7 +395,7 @@ int kv_local_ttl(struct poold *pd, uid_t uid, const char *nsname, const uint8_t 
 
 	if (e == NULL)
 		return -ENOENT;
-	*ret_at = e->expire_ms;
+	*ret_at = kv_expire_at(e);
 	return 0;
 }
 
@@ -405,10 +408,13 @@ int kv_local_expire(struct poold *pd, uid_t uid, const char *nsname, const uint8
 {
 	struct kv_ns *ns = NULL;
 	struct kv_entry *e = kv_local_key(pd, nsname, uid, key, klen, &ns);
+	int rc;
 
 	if (e == NULL)
 		return -ENOENT;
-	kv_set_expire(ns, e, at);
+	rc = kv_set_expire(ns, e, at);
+	if (rc < 0)
+		return rc;
 	if (at != 0 && at <= kv_unix_ms()) {
 		kv_expire_now(pd, ns, e);
 		region_account(pd);

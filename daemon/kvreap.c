@@ -115,8 +115,8 @@ int kv_reap_flush(struct poold *pd, struct kv_ns *ns)
 	TAILQ_CONCAT(&g->lru, &ns->lru, lru);
 	TAILQ_CONCAT(&g->plru, &ns->plru, lru);
 	TAILQ_CONCAT(&g->zombies, &ns->zombies, entry);
-	TAILQ_CONCAT(&g->vol, &ns->vol, vol);
-	TAILQ_CONCAT(&g->held, &ns->held, held);
+	TAILQ_CONCAT(&g->vol, &ns->vol, x->vol);
+	TAILQ_CONCAT(&g->held, &ns->held, x->held);
 	ns->buckets = buckets;
 	ns->nbuckets = KV_BUCKETS0;
 	ns->nentries = ns->npending = ns->nvolatile = ns->leaving = 0;

@@ -17,8 +17,12 @@ static void kv_recopied(struct poold *pd, void *arg, int rc)
 		TAILQ_REMOVE(&pd->kv->copying, rk, entry);
 	if (ns != NULL)
 		ns->landing -= rk->to.alen;
-	if (ns != NULL && (e = *kv_slot(ns, rk->key, rk->klen, kv_hash(rk->key, rk->klen))) != NULL)
-		e->recopy_at = 0;
+	if (ns != NULL &&
+	    (e = *kv_slot(ns, rk->key, rk->klen, kv_hash(rk->key, rk->klen))) != NULL &&
+	    e->x != NULL) {
+		e->x->recopy_at = 0;
+		kv_extra_trim(e);
+	}
 	if (rc == 0 && e != NULL && e->has_val && e->val.version == rk->version && !e->val.pmem &&
 	    1u + e->val.ncopies < ns->replicas && !kv_val_on(&e->val, rk->to.node)) {
 		e->val.copy[e->val.ncopies++] = rk->to;
@@ -50,7 +54,7 @@ void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 	/* (a copy whose lender went away may never answer: after a while, try again) */
 	if (pd->kv->recopies >= KV_RECOPY_MAX || !e->has_val || e->moving || e->val.pmem ||
 	    ns->local_node != 0 || 1u + e->val.ncopies >= ns->replicas ||
-	    (e->recopy_at != 0 && units_now_ms() - e->recopy_at < KV_RECOPY_TIMEOUT_MS))
+	    (kv_recopy_at(e) != 0 && units_now_ms() - kv_recopy_at(e) < KV_RECOPY_TIMEOUT_MS))
 		return;
 	n = kv_places(&e->val, all);
 	for (i = 0; i < n; i++) {
@@ -62,12 +66,17 @@ void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 	}
 	len = kv_alloc_len(ns, e->val.vlen);
 	dst = kv_pick(pd, ns, e->hash ^ (n * UINT64_C(0x9e3779b97f4a7c15)), len, nodes, n);
-	if (src == NULL || dst == NULL || extent_alloc_fine(dst->alloc, len, &off, &alen) < 0)
+	if (src == NULL || dst == NULL || kv_extra(e) == NULL)
 		return;
+	if (extent_alloc_fine(dst->alloc, len, &off, &alen) < 0) {
+		kv_extra_trim(e);
+		return;
+	}
 	rk = calloc(1, sizeof(*rk));
 	if (rk == NULL || (rk->key = malloc(e->klen)) == NULL) {
 		free(rk);
 		extent_release(dst->alloc, off, alen);
+		kv_extra_trim(e);
 		return;
 	}
 	memcpy(rk->key, kv_entry_key(e), e->klen);
@@ -84,6 +93,7 @@ void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 		ns->landing -= alen;
 		free(rk->key);
 		free(rk);
+		kv_extra_trim(e);
 		return;
 	}
 	/*
@@ -91,6 +101,6 @@ void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 	 * ledger must still see it claimed, or it would scrub the copy.
 	 */
 	TAILQ_INSERT_TAIL(&pd->kv->copying, rk, entry);
-	e->recopy_at = units_now_ms();
+	e->x->recopy_at = units_now_ms();
 	pd->kv->recopies++;
 }

@@ -185,7 +185,8 @@ static void kv_moved(struct poold *pd, void *arg, int rc)
 		if (!mv->from.pmem)
 			ns->leaving -= mv->from.alen;
 		if (rc == 0) {
-			struct kv_zombie *z = e->pins ? calloc(1, sizeof(*z)) : NULL;
+			struct kv_pin *pins = kv_pins(e);
+			struct kv_zombie *z = pins != NULL ? calloc(1, sizeof(*z)) : NULL;
 
 			/* The count goes with the value to its new place. */
 			mv->to.charged = mv->from.charged;
@@ -193,14 +194,14 @@ static void kv_moved(struct poold *pd, void *arg, int rc)
 			mv->from.charged = 0;
 			if (z != NULL) { /* its readers keep the old place until they are done */
 				z->val = mv->from;
-				z->pins = e->pins;
-				e->pins = NULL;
+				z->pins = pins;
 				TAILQ_INSERT_TAIL(&ns->zombies, z, entry);
 			} else {
-				kv_pins_free(e->pins);
-				e->pins = NULL;
+				kv_pins_free(pins);
 				kv_val_free(pd, ns, &mv->from);
 			}
+			if (e->x != NULL)
+				e->x->pins = NULL;
 			kv_unhold(ns, e);
 			TAILQ_REMOVE(kv_lru(ns, e), e, lru);
 			e->val = mv->to;
@@ -295,8 +296,8 @@ int kv_spill(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool may_ev
 	if (!may_evict)
 		return -ENOSPC;
 	TAILQ_FOREACH(old, &ns->plru, lru)
-		if (old->val.node == e->val.node && old->pins == NULL && !old->moving &&
-		    !old->pending)
+		if (old->val.node == e->val.node && kv_pins(old) == NULL && !old->moving &&
+		    old->pending == NULL)
 			break;
 	if (old == NULL)
 		return -ENOSPC;

@@ -162,7 +162,7 @@ static bool kv_was_given(struct kv_ns *ns, const struct req *q, const ProtobufCB
 	if (e != NULL && e->pending != NULL && e->pending->node == q->node &&
 	    e->pending->session == q->session && kv_val_on(&e->pending->val, node))
 		return true;
-	for (p = e != NULL ? e->pins : NULL; p != NULL; p = p->next)
+	for (p = e != NULL ? kv_pins(e) : NULL; p != NULL; p = p->next)
 		if (p->node == q->node && p->session == q->session && e->has_val &&
 		    kv_val_on(&e->val, node))
 			return true;

@@ -813,7 +813,11 @@ static void cmd_expire(struct resp_conn *c, long argc, char **argv, const size_t
 		resp_int(c, 0);
 		return;
 	}
-	kv_local_expire(c->rs->pd, c->uid, ns, (const uint8_t *)argv[1], argl[1], at <= 0 ? 1 : at);
+	if (kv_local_expire(c->rs->pd, c->uid, ns, (const uint8_t *)argv[1], argl[1],
+			    at <= 0 ? 1 : at) == -ENOMEM) {
+		resp_err(c, "OOM command not allowed when used memory > 'maxmemory'.");
+		return;
+	}
 	resp_int(c, 1);
 }
 

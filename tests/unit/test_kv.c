@@ -921,7 +921,7 @@ static size_t held(struct kv_ns *ns)
 	struct kv_entry *e;
 	size_t n = 0;
 
-	TAILQ_FOREACH(e, &ns->held, held)
+	TAILQ_FOREACH(e, &ns->held, x->held)
 		n++;
 	return n;
 }
@@ -967,6 +967,53 @@ static void test_held_list(void)
 	CU_ASSERT_EQUAL(op(ns, 4, KV_COMMIT, "new", fresh.val.version, NULL),
 			0); /* changes nothing */
 	CU_ASSERT_EQUAL(op(ns, 4, KV_EXISTS, "new", 0, NULL), -ENOENT);
+	index_free();
+}
+
+/* Count the entries of ns with extras (struct kv_extra). */
+static size_t with_extras(struct kv_ns *ns)
+{
+	struct kv_entry *e;
+	size_t b, n = 0;
+
+	for (b = 0; b < ns->nbuckets; b++)
+		for (e = ns->buckets[b]; e != NULL; e = e->hnext)
+			n += e->x != NULL;
+	return n;
+}
+
+/*
+ * An entry has extras only while it is read, reserved or volatile: a
+ * namespace of keys nobody holds has none, and each goes when its reason
+ * goes.
+ */
+static void test_extras(void)
+{
+	struct kv_result k1, k2;
+	struct kv_entry *e;
+	struct kv_ns *ns;
+
+	ns = bulk_ns("kv", BULK / 4);
+	CU_ASSERT_EQUAL(with_extras(ns), 0);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_LOOKUP, "k1", 0, &k1), 0);
+	CU_ASSERT_EQUAL(op(ns, 3, KV_RESERVE, "k2", 100, &k2), 0);
+	CU_ASSERT_EQUAL(with_extras(ns), 2);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_RELEASE, "k1", k1.val.version, NULL), 0);
+	CU_ASSERT_EQUAL(op(ns, 3, KV_COMMIT, "k2", k2.val.version, NULL), 0);
+	CU_ASSERT_EQUAL(with_extras(ns), 0);
+	e = *kv_slot(ns, (const uint8_t *)"k3", 2, kv_hash((const uint8_t *)"k3", 2));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	CU_ASSERT_EQUAL(kv_set_expire(ns, e, kv_unix_ms() + 60000), 0);
+	CU_ASSERT_EQUAL(ns->nvolatile, 1);
+	CU_ASSERT_EQUAL(with_extras(ns), 1);
+	/* A new version keeps its expiry, through the reservation's extras. */
+	CU_ASSERT_EQUAL(op(ns, 3, KV_RESERVE, "k3", 100, &k2), 0);
+	CU_ASSERT_EQUAL(op(ns, 3, KV_COMMIT, "k3", k2.val.version, NULL), 0);
+	CU_ASSERT_EQUAL(ns->nvolatile, 1);
+	CU_ASSERT(kv_expire_at(e) > kv_unix_ms());
+	CU_ASSERT_EQUAL(kv_set_expire(ns, e, 0), 0);
+	CU_ASSERT_EQUAL(ns->nvolatile, 0);
+	CU_ASSERT_EQUAL(with_extras(ns), 0);
 	index_free();
 }
 
@@ -1064,6 +1111,7 @@ int main(void)
 	    {"a drop of many keys frees the name at once", test_drop_sliced},
 	    {"stopping in the middle of a flush frees everything", test_close_mid_flush},
 	    {"a session's end looks at the entries held", test_held_list},
+	    {"extras only while an entry needs them", test_extras},
 	    {"the sweep looks at a bounded part of the keys", test_sweep_bounded},
 	    {"a lender lost in the middle of a flush", test_lost_mid_flush},
 	    {"a large value's evictions are done by the loop", test_evict_sliced},
