@@ -14,6 +14,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,17 +24,60 @@
 #include "daemon/ledger.h"
 #include "daemon/poold.h"
 
+/*
+ * The record is kept compact, for a lender may hold millions of small KV
+ * values: what the values of a namespace share (its name, number, capacity,
+ * flags, replicas and size hint, and their writer) is one struct hold_ns
+ * they count references to, interned in pd->hold_ns; the extent's and the
+ * value's numbers are varints (LEB128), followed by the key, in the same
+ * allocation as the record. The extent of a region (few) keeps its
+ * region's record apart, in a struct hold_region of its own.
+ */
+#define HOLD_DURABLE 0x1u     /* journaled in the pmem tier */
+#define HOLD_JOURNAL_NOW 0x2u /* its value made durable: its record is to be journaled */
+#define HOLD_REGION 0x4u      /* an extent of a named region: what.rg */
+#define HOLD_KV 0x8u	      /* a KV value: what.ns */
+#define HOLD_NAMED (HOLD_REGION | HOLD_KV)
+#define HOLD_VARINT_MAX 10 /* bytes of a uint64_t as a varint */
+
+/* What the KV values of a namespace held here share. */
+struct hold_ns {
+	struct htab_node node; /* in pd->hold_ns */
+	size_t refs;	       /* the values that point to it */
+	uint64_t region;       /* their e.region: the namespace's KV_HOLD_ID */
+	uint64_t capacity, size_hint;
+	uint32_t flags, replicas;
+	bool has_owner;
+	uint32_t owner;
+	char name[]; /* as kv_record.ns, up to 63 bytes */
+};
+
+/* The record of the region an extent is of. */
+struct hold_region {
+	uint64_t region;	  /* the extent's e.region */
+	struct region_record rec; /* its name and placement point into names */
+	char names[];
+};
+
 struct hold {
 	TAILQ_ENTRY(hold) entry;
 	struct hold *hnext; /* the chain of its hash bucket */
-	struct holding h;   /* its records point into the buffers below */
-	char rname[64], rplacement[32];
-	char ns[64];
-	uint8_t *key;
-	bool durable;	   /* journaled in the pmem tier */
-	bool journal_now;  /* its value made durable: its record is to be journaled */
+	uint64_t off;
+	union {
+		uint64_t region;	/* neither a region's nor a value: e.region */
+		struct hold_ns *ns;	/* HOLD_KV */
+		struct hold_region *rg; /* HOLD_REGION */
+	} what;
 	uint32_t reported; /* the report (hold_report.gen) that told it, if it is on its way */
+	uint8_t flags;	   /* HOLD_* */
+	uint8_t data[];	   /* varints: arena, len; for a value vlen, version, klen, then the key */
 };
+
+/*
+ * A value with a 16-byte key and up to 11 bytes of varints asks malloc for
+ * at most 72 bytes: a chunk of 80 (glibc adds 8 and rounds up to 16).
+ */
+_Static_assert(offsetof(struct hold, data) <= 46, "struct hold outgrows its malloc chunk");
 
 /*
  * The report of the record on its way to the coordinator, in chunks
@@ -49,12 +94,218 @@ struct hold_report {
 	struct hold *next;	 /* the next to report; NULL: all were */
 	struct hold_place *gone; /* reported, then ended or changed: to be told */
 	size_t ngone, gone_cap;
-	bool broken; /* a gone one could not be kept: the report is void */
+	bool broken;	     /* a gone one could not be kept: the report is void */
+	struct holding view; /* hold_report_peek()'s, made again at each call */
 };
 
-static void hold_free(struct hold *hd)
+static uint8_t *hold_put(uint8_t *p, uint64_t v)
 {
-	free(hd->key);
+	for (; v >= 0x80; v >>= 7)
+		*p++ = (uint8_t)(v | 0x80);
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static uint64_t hold_get(const uint8_t **pp)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = 0;
+	unsigned shift = 0;
+
+	do {
+		v |= (uint64_t)(*p & 0x7f) << shift;
+		shift += 7;
+	} while (*p++ & 0x80);
+	*pp = p;
+	return v;
+}
+
+static uint32_t hold_arena(const struct hold *hd)
+{
+	const uint8_t *p = hd->data;
+
+	return (uint32_t)hold_get(&p);
+}
+
+static uint64_t hold_len(const struct hold *hd)
+{
+	const uint8_t *p = hd->data;
+
+	hold_get(&p);
+	return hold_get(&p);
+}
+
+/*
+ * hd's holding, pointing into hd and what it shares (valid while hd is):
+ * the bytes hd takes.
+ */
+static size_t hold_view(const struct hold *hd, struct holding *h)
+{
+	const uint8_t *p = hd->data;
+
+	memset(h, 0, sizeof(*h));
+	h->e.arena = (uint32_t)hold_get(&p);
+	h->e.off = hd->off;
+	h->e.len = hold_get(&p);
+	if (hd->flags & HOLD_REGION) {
+		h->e.region = hd->what.rg->region;
+		h->has_region = true;
+		h->region = hd->what.rg->rec;
+	} else if (hd->flags & HOLD_KV) {
+		const struct hold_ns *ns = hd->what.ns;
+
+		h->e.region = ns->region;
+		h->has_kv = true;
+		h->kv = (struct kv_record){.ns = ns->name,
+					   .ns_capacity = ns->capacity,
+					   .ns_flags = ns->flags,
+					   .ns_replicas = ns->replicas,
+					   .ns_size_hint = ns->size_hint,
+					   .has_owner = ns->has_owner,
+					   .owner = ns->owner};
+		h->kv.vlen = hold_get(&p);
+		h->kv.version = hold_get(&p);
+		h->kv.klen = (size_t)hold_get(&p);
+		h->kv.key = p;
+		p += h->kv.klen;
+	} else {
+		h->e.region = hd->what.region;
+	}
+	return MAX(sizeof(*hd), (size_t)(p - (const uint8_t *)hd));
+}
+
+static uint64_t hold_ns_hash(const char *name, uint64_t region, bool has_owner, uint32_t owner)
+{
+	return htab_hash_str(name) ^ htab_hash_u64(region) ^
+	       htab_hash_u64((uint64_t)has_owner << 32 | owner);
+}
+
+/*
+ * What the value kv of the namespace numbered region shares with the
+ * others of its namespace: a reference to it. NULL for no memory.
+ */
+static struct hold_ns *hold_ns_get(struct poold *pd, const struct kv_record *kv, uint64_t region)
+{
+	struct htab_node *node;
+	struct hold_ns *ns;
+	char name[64];
+	uint64_t hash;
+	size_t len;
+
+	snprintf(name, sizeof(name), "%s", kv->ns != NULL ? kv->ns : "");
+	hash = hold_ns_hash(name, region, kv->has_owner, kv->owner);
+	for (node = htab_first(&pd->hold_ns, hash); node != NULL; node = htab_next(node)) {
+		ns = htab_entry(node, struct hold_ns, node);
+		if (ns->region == region && ns->capacity == kv->ns_capacity &&
+		    ns->size_hint == kv->ns_size_hint && ns->flags == kv->ns_flags &&
+		    ns->replicas == kv->ns_replicas && ns->has_owner == kv->has_owner &&
+		    ns->owner == kv->owner && strcmp(ns->name, name) == 0) {
+			ns->refs++;
+			return ns;
+		}
+	}
+	len = strlen(name) + 1;
+	if ((ns = malloc(sizeof(*ns) + len)) == NULL)
+		return NULL;
+	*ns = (struct hold_ns){.refs = 1,
+			       .region = region,
+			       .capacity = kv->ns_capacity,
+			       .size_hint = kv->ns_size_hint,
+			       .flags = kv->ns_flags,
+			       .replicas = kv->ns_replicas,
+			       .has_owner = kv->has_owner,
+			       .owner = kv->owner};
+	memcpy(ns->name, name, len);
+	htab_add(&pd->hold_ns, &ns->node, hash);
+	return ns;
+}
+
+/* A value no longer refers to ns: it goes with the last. */
+static void hold_ns_put(struct poold *pd, struct hold_ns *ns)
+{
+	if (--ns->refs > 0)
+		return;
+	htab_del(&pd->hold_ns, &ns->node);
+	free(ns);
+}
+
+/* A copy of h's region record, owning its name and placement; NULL for no memory. */
+static struct hold_region *hold_region_new(const struct holding *h)
+{
+	char name[64], placement[32];
+	struct hold_region *rg;
+	size_t nlen, plen;
+
+	snprintf(name, sizeof(name), "%s", h->region.name != NULL ? h->region.name : "");
+	snprintf(placement, sizeof(placement), "%s",
+		 h->region.placement != NULL ? h->region.placement : "");
+	nlen = strlen(name) + 1;
+	plen = strlen(placement) + 1;
+	if ((rg = malloc(sizeof(*rg) + nlen + plen)) == NULL)
+		return NULL;
+	rg->region = h->e.region;
+	rg->rec = h->region;
+	memcpy(rg->names, name, nlen);
+	memcpy(rg->names + nlen, placement, plen);
+	rg->rec.name = rg->names;
+	rg->rec.placement = rg->names + nlen;
+	return rg;
+}
+
+/*
+ * A record of h, linked nowhere: of the region it names, else of the value
+ * it names (one with a key), else of its extent only. A holding that would
+ * name both a region and a value (no coordinator tells one) names the
+ * region. NULL for no memory.
+ */
+static struct hold *hold_new(struct poold *pd, const struct holding *h)
+{
+	uint8_t nums[5 * HOLD_VARINT_MAX], *p = nums;
+	struct hold *hd;
+	uint8_t kind = 0;
+	size_t klen = 0;
+
+	p = hold_put(p, h->e.arena);
+	p = hold_put(p, h->e.len);
+	if (h->has_region) {
+		kind = HOLD_REGION;
+	} else if (h->has_kv && h->kv.klen > 0) {
+		kind = HOLD_KV;
+		klen = h->kv.klen;
+		p = hold_put(p, h->kv.vlen);
+		p = hold_put(p, h->kv.version);
+		p = hold_put(p, klen);
+	}
+	hd = malloc(MAX(sizeof(*hd), offsetof(struct hold, data) + (size_t)(p - nums) + klen));
+	if (hd == NULL)
+		return NULL;
+	memset(hd, 0, offsetof(struct hold, data));
+	hd->off = h->e.off;
+	hd->flags = kind;
+	memcpy(hd->data, nums, (size_t)(p - nums));
+	if (klen > 0)
+		memcpy(hd->data + (p - nums), h->kv.key, klen);
+	if (kind == HOLD_REGION) {
+		if ((hd->what.rg = hold_region_new(h)) == NULL)
+			goto out_free;
+	} else if (kind == HOLD_KV) {
+		if ((hd->what.ns = hold_ns_get(pd, &h->kv, h->e.region)) == NULL)
+			goto out_free;
+	} else {
+		hd->what.region = h->e.region;
+	}
+	return hd;
+out_free:
+	free(hd);
+	return NULL;
+}
+
+static void hold_free(struct poold *pd, struct hold *hd)
+{
+	if (hd->flags & HOLD_KV)
+		hold_ns_put(pd, hd->what.ns);
+	else if (hd->flags & HOLD_REGION)
+		free(hd->what.rg);
 	free(hd);
 }
 
@@ -72,7 +323,7 @@ static void hold_report_drop(struct hold_report *rep, const struct hold *hd)
 		rep->gone = g;
 		rep->gone_cap = cap;
 	}
-	rep->gone[rep->ngone++] = (struct hold_place){hd->h.e.arena, hd->h.e.off};
+	rep->gone[rep->ngone++] = (struct hold_place){hold_arena(hd), hd->off};
 }
 
 static struct hold **hold_slot(struct poold *pd, uint32_t arena, uint64_t off)
@@ -80,7 +331,7 @@ static struct hold **hold_slot(struct poold *pd, uint32_t arena, uint64_t off)
 	uint64_t h = (off ^ (uint64_t)arena << 56) * UINT64_C(0x9e3779b97f4a7c15);
 	struct hold **pp = &pd->hold_tab[(h >> 32) & (pd->hold_tab_size - 1)];
 
-	while (*pp != NULL && ((*pp)->h.e.arena != arena || (*pp)->h.e.off != off))
+	while (*pp != NULL && ((*pp)->off != off || hold_arena(*pp) != arena))
 		pp = &(*pp)->hnext;
 	return pp;
 }
@@ -100,7 +351,7 @@ static int hold_grow(struct poold *pd)
 	pd->hold_tab = tab;
 	pd->hold_tab_size = size;
 	TAILQ_FOREACH(hd, &pd->holds, entry) {
-		struct hold **pp = hold_slot(pd, hd->h.e.arena, hd->h.e.off);
+		struct hold **pp = hold_slot(pd, hold_arena(hd), hd->off);
 
 		hd->hnext = NULL;
 		*pp = hd;
@@ -122,12 +373,17 @@ static int hold_journal_write(struct journal *j, const struct holding *h)
 static int hold_journal_fill(void *arg, struct journal *j)
 {
 	struct poold *pd = arg;
+	struct holding h;
 	struct hold *hd;
 	int rc;
 
-	TAILQ_FOREACH(hd, &pd->holds, entry)
-		if (hd->durable && (rc = hold_journal_write(j, &hd->h)) < 0)
+	TAILQ_FOREACH(hd, &pd->holds, entry) {
+		if (!(hd->flags & HOLD_DURABLE))
+			continue;
+		hold_view(hd, &h);
+		if ((rc = hold_journal_write(j, &h)) < 0)
 			return rc;
+	}
 	return 0;
 }
 
@@ -154,15 +410,15 @@ static int hold_journal(struct poold *pd, const struct holding *h)
 
 static void hold_unjournal(struct poold *pd, struct hold *hd)
 {
-	struct holding end = {.e = {hd->h.e.arena, hd->h.e.off, 0, 0}};
+	struct holding end = {.e = {hold_arena(hd), hd->off, 0, 0}};
 	int rc;
 
-	if (!hd->durable)
+	if (!(hd->flags & HOLD_DURABLE))
 		return;
-	hd->durable = false;
+	hd->flags &= ~HOLD_DURABLE;
 	if ((rc = hold_journal(pd, &end)) < 0)
 		log_warnx("pmem journal: cannot record the end of extent %llu: %s",
-			  (unsigned long long)hd->h.e.off, err_str(rc));
+			  (unsigned long long)hd->off, err_str(rc));
 }
 
 /*
@@ -180,31 +436,6 @@ static bool hold_is_durable(struct poold *pd, const struct holding *h)
 static bool hold_named(const struct holding *h)
 {
 	return h->has_region || h->has_kv;
-}
-
-/* hd's record of what it holds: a copy of h's, in hd's own buffers. */
-static void hold_copy(struct hold *hd, const struct holding *h)
-{
-	hd->h = (struct holding){.e = h->e};
-	if (h->has_region) {
-		hd->h.has_region = true;
-		hd->h.region = h->region;
-		snprintf(hd->rname, sizeof(hd->rname), "%s", h->region.name);
-		snprintf(hd->rplacement, sizeof(hd->rplacement), "%s",
-			 h->region.placement ? h->region.placement : "");
-		hd->h.region.name = hd->rname;
-		hd->h.region.placement = hd->rplacement;
-	}
-	free(hd->key);
-	hd->key = NULL;
-	if (h->has_kv && h->kv.klen > 0 && (hd->key = malloc(h->kv.klen)) != NULL) {
-		hd->h.has_kv = true;
-		hd->h.kv = h->kv;
-		snprintf(hd->ns, sizeof(hd->ns), "%s", h->kv.ns);
-		memcpy(hd->key, h->kv.key, h->kv.klen);
-		hd->h.kv.ns = hd->ns;
-		hd->h.kv.key = hd->key;
-	}
 }
 
 /*
@@ -226,51 +457,91 @@ static void hold_report_changed(struct poold *pd, struct hold *hd)
 		rep->next = hd;
 }
 
+/* hd takes the place of old (at *pp in its chain) in the record, and old goes. */
+static void hold_replace(struct poold *pd, struct hold **pp, struct hold *old, struct hold *hd)
+{
+	hd->flags |= old->flags & (HOLD_DURABLE | HOLD_JOURNAL_NOW);
+	hd->reported = old->reported;
+	hd->hnext = old->hnext;
+	*pp = hd;
+	TAILQ_INSERT_BEFORE(old, hd, entry);
+	TAILQ_REMOVE(&pd->holds, old, entry);
+	if (pd->hold_report != NULL && pd->hold_report->next == old)
+		pd->hold_report->next = hd;
+	hold_free(pd, old);
+}
+
+/* The holding of a region or a value is numbered region now: 0 or -ENOMEM. */
+static int hold_renumber(struct poold *pd, struct hold *hd, uint64_t region)
+{
+	struct hold_ns *ns = hd->what.ns, *to;
+	struct kv_record kv;
+
+	if (hd->flags & HOLD_REGION) {
+		hd->what.rg->region = hd->what.rg->rec.id = region;
+		return 0;
+	}
+	kv = (struct kv_record){.ns = ns->name,
+				.ns_capacity = ns->capacity,
+				.ns_flags = ns->flags,
+				.ns_replicas = ns->replicas,
+				.ns_size_hint = ns->size_hint,
+				.has_owner = ns->has_owner,
+				.owner = ns->owner};
+	if ((to = hold_ns_get(pd, &kv, region)) == NULL)
+		return -ENOMEM;
+	hd->what.ns = to;
+	hold_ns_put(pd, ns);
+	return 0;
+}
+
 /*
  * Record one holding (replacing any other at its place). With journal, a
  * durable one has its value made durable and is marked for hold_record().
+ * NULL for no memory, the record as it was.
  */
 static struct hold *hold_set(struct poold *pd, const struct holding *h, bool journal)
 {
-	struct hold **pp, *hd;
+	struct hold **pp, *old, *hd;
 
 	if (hold_grow(pd) < 0)
 		return NULL;
 	pp = hold_slot(pd, h->e.arena, h->e.off);
-	hd = *pp;
-	if (hd != NULL)
-		hold_report_changed(pd, hd);
-	if (hd != NULL && hd->h.e.len == h->e.len && !hold_named(h) && hold_named(&hd->h)) {
+	old = *pp;
+	if (old != NULL && hold_len(old) == h->e.len && !hold_named(h) &&
+	    (old->flags & HOLD_NAMED)) {
 		/*
 		 * A repair after the coordinator restarted and numbered the value's
 		 * namespace (or the region) anew: the same extent, the same contents.
 		 * Only the number changes; what the record names, and the journal,
 		 * stay.
 		 */
-		hd->h.e.region = hd->h.region.id = h->e.region;
-		return hd;
-	}
-	if (hd == NULL) {
-		hd = calloc(1, sizeof(*hd));
-		if (hd == NULL)
+		if (hold_renumber(pd, old, h->e.region) < 0)
 			return NULL;
+		hold_report_changed(pd, old);
+		return old;
+	}
+	if ((hd = hold_new(pd, h)) == NULL)
+		return NULL;
+	if (old == NULL) {
 		TAILQ_INSERT_TAIL(&pd->holds, hd, entry);
 		*pp = hd;
 		pd->nholds++;
 		if (pd->hold_report != NULL && pd->hold_report->next == NULL)
 			pd->hold_report->next = hd; /* (the report had passed every other) */
-	} else if (journal && !hold_is_durable(pd, h)) {
-		hold_unjournal(pd, hd);
+	} else {
+		hold_report_changed(pd, old);
+		hold_replace(pd, pp, old, hd);
+		if (journal && !hold_is_durable(pd, h))
+			hold_unjournal(pd, hd);
 	}
-	hold_copy(hd, h);
-	if (journal && hold_is_durable(pd, h) && hold_named(&hd->h)) {
+	if (journal && hold_is_durable(pd, h) && (hd->flags & HOLD_NAMED)) {
 		/*
 		 * A value first (a region's bytes are its users' to persist); hold_add() records
 		 * it.
 		 */
-		hd->durable = false;
-		hd->journal_now = true;
-		if (!hd->h.has_region)
+		hd->flags = (hd->flags & ~HOLD_DURABLE) | HOLD_JOURNAL_NOW;
+		if (!(hd->flags & HOLD_REGION))
 			lend_persist(pd, h->e.arena, h->e.off, h->kv.vlen);
 	}
 	return hd;
@@ -279,14 +550,18 @@ static struct hold *hold_set(struct poold *pd, const struct holding *h, bool jou
 /* Journal the record of a holding whose value is durable (hold_set()). */
 static void hold_record(struct poold *pd, struct hold *hd)
 {
-	int rc = hold_journal(pd, &hd->h);
+	struct holding h;
+	int rc;
 
+	hold_view(hd, &h);
+	rc = hold_journal(pd, &h);
 	if (rc < 0)
 		log_warnx("pmem journal: %s '%s' is not durable: %s",
-			  hd->h.has_region ? "an extent of region" : "a value of KV namespace",
-			  hd->h.has_region ? hd->rname : hd->ns, err_str(rc));
-	hd->durable = rc == 0;
-	hd->journal_now = false;
+			  h.has_region ? "an extent of region" : "a value of KV namespace",
+			  h.has_region ? h.region.name : h.kv.ns, err_str(rc));
+	hd->flags &= ~(HOLD_DURABLE | HOLD_JOURNAL_NOW);
+	if (rc == 0)
+		hd->flags |= HOLD_DURABLE;
 }
 
 /*
@@ -312,9 +587,10 @@ int hold_add(struct poold *pd, const struct holding *h, size_t n)
 	lend_group_values();
 	for (i = 0; i < n; i++) {
 		hd = *hold_slot(pd, h[i].e.arena, h[i].e.off);
-		if (hd != NULL && hd->journal_now)
+		if (hd != NULL && (hd->flags & HOLD_JOURNAL_NOW))
 			hold_record(pd, hd);
-		if (rc == 0 && hold_is_durable(pd, &h[i]) && (hd == NULL || !hd->durable))
+		if (rc == 0 && hold_is_durable(pd, &h[i]) &&
+		    (hd == NULL || !(hd->flags & HOLD_DURABLE)))
 			rc = -EIO;
 	}
 	lend_group_end();
@@ -344,6 +620,7 @@ static void hold_unlink(struct poold *pd, struct hold **pp)
 void hold_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 {
 	struct hold **pp, *hd;
+	struct holding h;
 
 	carve_release(pd, arena, off, len);
 	lend_scrub(pd, arena, off, len);
@@ -351,8 +628,8 @@ void hold_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 		return;
 	hold_unlink(pd, pp);
 	hold_unjournal(pd, hd);
-	heap_freed(sizeof(*hd) + hd->h.kv.klen); /* (many in a row when a namespace goes) */
-	hold_free(hd);
+	heap_freed(hold_view(hd, &h)); /* (many in a row when a namespace goes) */
+	hold_free(pd, hd);
 }
 
 /*
@@ -366,11 +643,13 @@ int hold_reach(struct poold *pd, uint32_t arena, uint64_t ext, uint64_t off, uin
 	       bool last, void **ret_ptr)
 {
 	const struct hold *hd = pd->hold_tab_size > 0 ? *hold_slot(pd, arena, ext) : NULL;
+	uint64_t hlen;
 	void *ptr;
 
 	if (hd == NULL)
 		return last ? -ENOENT : -EAGAIN;
-	if (off > hd->h.e.len || len > hd->h.e.len - off)
+	hlen = hold_len(hd);
+	if (off > hlen || len > hlen - off)
 		return -ERANGE;
 	ptr = lend_ptr(pd, arena, ext + off, len);
 	if (ptr == NULL)
@@ -387,8 +666,9 @@ void hold_clear(struct poold *pd)
 	hold_report_end(pd);
 	while ((hd = TAILQ_FIRST(&pd->holds)) != NULL) {
 		TAILQ_REMOVE(&pd->holds, hd, entry);
-		hold_free(hd);
+		hold_free(pd, hd);
 	}
+	htab_free(&pd->hold_ns);
 	free(pd->hold_tab);
 	pd->hold_tab = NULL;
 	pd->hold_tab_size = pd->nholds = 0;
@@ -415,14 +695,14 @@ static int hold_replay(void *arg, const uint8_t *rec, size_t len)
 		if (pd->hold_tab_size > 0 && *(pp = hold_slot(pd, h->e.arena, h->e.off)) != NULL) {
 			hd = *pp;
 			hold_unlink(pd, pp);
-			hold_free(hd);
+			hold_free(pd, hd);
 		}
 	} else if (lend_ptr(pd, h->e.arena, h->e.off, h->e.len) == NULL ||
 		   (h->has_kv && h->kv.vlen > h->e.len)) {
 		log_warnx("pmem journal: extent %llu+%llu is outside the tier: dropped",
 			  (unsigned long long)h->e.off, (unsigned long long)h->e.len);
 	} else if ((hd = hold_set(pd, h, false)) != NULL) {
-		hd->durable = true;
+		hd->flags |= HOLD_DURABLE;
 	} else {
 		rc = -ENOMEM;
 	}
@@ -446,6 +726,7 @@ int hold_open(struct poold *pd)
 {
 	struct ledger_extent *keep;
 	struct journal_stats st;
+	struct holding h;
 	struct arena *a = NULL;
 	struct hold *hd;
 	uint64_t at = 0;
@@ -476,8 +757,10 @@ int hold_open(struct poold *pd)
 	keep = calloc(pd->nholds + 1, sizeof(*keep));
 	if (keep == NULL)
 		return -ENOMEM;
-	TAILQ_FOREACH(hd, &pd->holds, entry)
-		keep[n++] = hd->h.e;
+	TAILQ_FOREACH(hd, &pd->holds, entry) {
+		hold_view(hd, &h);
+		keep[n++] = h.e;
+	}
 	qsort(keep, n, sizeof(*keep), hold_cmp_off);
 	keep[n].off = a->size; /* the end of the tier, as a last boundary */
 	for (i = 0; i <= n; i++) {
@@ -508,7 +791,7 @@ int hold_list(struct poold *pd, struct holding **ret, size_t *ret_n)
 	if (h == NULL)
 		return -ENOMEM;
 	TAILQ_FOREACH(hd, &pd->holds, entry)
-		h[n++] = hd->h;
+		hold_view(hd, &h[n++]);
 	*ret = h;
 	*ret_n = n;
 	return 0;
@@ -548,14 +831,17 @@ void hold_report_end(struct poold *pd)
 
 /*
  * Lender: the next holding of the report (pointing into the record: valid
- * until it changes), NULL when all were reported; hold_report_take() it once
- * it is in a chunk.
+ * until it changes, or the next call), NULL when all were reported;
+ * hold_report_take() it once it is in a chunk.
  */
 const struct holding *hold_report_peek(struct poold *pd)
 {
 	struct hold_report *rep = pd->hold_report;
 
-	return rep != NULL && rep->next != NULL ? &rep->next->h : NULL;
+	if (rep == NULL || rep->next == NULL)
+		return NULL;
+	hold_view(rep->next, &rep->view);
+	return &rep->view;
 }
 
 /* Lender: the holding hold_report_peek() gave is in a chunk: on to the next. */

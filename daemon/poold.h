@@ -208,6 +208,7 @@ struct poold {
 	TAILQ_HEAD(, hold) holds; /* as a lender: the extents it holds (hold.c) */
 	struct hold **hold_tab;	  /* ... hashed by place; a power of two of chains */
 	size_t hold_tab_size, nholds;
+	struct htab hold_ns;		 /* ... what its KV values share, by namespace */
 	struct hold_report *hold_report; /* ... its report on the way to the coordinator */
 	uint32_t hold_report_gen;	 /* ... the number of the latest */
 	struct journal *journal;	 /* as a lender: the durable part of that record, in pmem */
