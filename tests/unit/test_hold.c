@@ -4,10 +4,13 @@
  * after a restart with what it names, and nothing else does; the bytes
  * nobody holds are zeroed; an end of a holding is journaled; a full journal
  * is rewritten to what is durable; a repair renumbers a holding and keeps
- * what it names.
+ * what it names; the compact record keeps every field of thousands of
+ * values, sharing what their namespace's values share.
  */
 #include "config.h"
 
+#include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -257,6 +260,152 @@ static void test_repair(void)
 	lender_free();
 }
 
+#define MANY 4000u /* values in 4 namespaces, one per SLOT bytes of the tier */
+#define SLOT 256u
+
+/* Bytes of heap in use, or 0 where it cannot be told (a sanitizer's allocator). */
+static size_t heap_used(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+#else
+	return 0;
+#endif
+}
+
+/* The many-th value: its namespace's number (0-3) by off, and its 16-byte key. */
+static struct holding many_value(unsigned i, char name[8], char key[17])
+{
+	unsigned ns = i % 4;
+	struct holding h;
+
+	snprintf(name, 8, "ns%u", ns);
+	snprintf(key, 17, "key-%012u", i);
+	h = value(name, ns == 0 ? HOLD_NS_DRAM_ONLY : 0, key, (uint64_t)i * SLOT, i + 1);
+	h.e.len = SLOT;
+	h.e.region = 1ull << 63 | (10 + ns);
+	h.kv.ns_capacity = (uint64_t)(ns + 1) << 30;
+	h.kv.ns_size_hint = ns;
+	h.kv.vlen = 32 + i % 100;
+	h.kv.owner = 1000 + ns;
+	h.kv.has_owner = ns != 3;
+	return h;
+}
+
+/*
+ * Thousands of values across namespaces keep every field and their key;
+ * the values of a namespace share its record, which goes with the last.
+ */
+static void test_many(void)
+{
+	struct holding *list = NULL, h;
+	const char *ns_of[4] = {NULL};
+	char name[8], key[17];
+	size_t n, i, before, after;
+
+	lender_new(64 * 1024);
+	before = heap_used();
+	for (i = 0; i < MANY; i++) {
+		h = many_value((unsigned)i, name, key);
+		CU_ASSERT_EQUAL_FATAL(hold_add(&pd, &h, 1), 0);
+	}
+	after = heap_used();
+	/* A record, its key and its bucket: 96 bytes a value at most. */
+	if (before > 0 && after > before)
+		CU_ASSERT((after - before) / MANY <= 96);
+	CU_ASSERT_EQUAL(pd.hold_ns.n, 4);
+	CU_ASSERT_EQUAL_FATAL(hold_list(&pd, &list, &n), 0);
+	CU_ASSERT_EQUAL_FATAL(n, MANY);
+	for (i = 0; i < n; i++) {
+		const struct holding *got = &list[i];
+		unsigned k = (unsigned)(got->e.off / SLOT), ns = k % 4;
+
+		h = many_value(k, name, key);
+		CU_ASSERT_FATAL(got->has_kv && !got->has_region);
+		CU_ASSERT_EQUAL(got->e.arena, 0);
+		CU_ASSERT_EQUAL(got->e.len, SLOT);
+		CU_ASSERT_EQUAL(got->e.region, h.e.region);
+		CU_ASSERT_STRING_EQUAL(got->kv.ns, name);
+		CU_ASSERT_EQUAL(got->kv.ns_capacity, h.kv.ns_capacity);
+		CU_ASSERT_EQUAL(got->kv.ns_flags, h.kv.ns_flags);
+		CU_ASSERT_EQUAL(got->kv.ns_replicas, 2);
+		CU_ASSERT_EQUAL(got->kv.ns_size_hint, ns);
+		CU_ASSERT_EQUAL(got->kv.vlen, h.kv.vlen);
+		CU_ASSERT_EQUAL(got->kv.version, k + 1);
+		CU_ASSERT_EQUAL(got->kv.has_owner, h.kv.has_owner);
+		CU_ASSERT_EQUAL(got->kv.owner, h.kv.owner);
+		CU_ASSERT_EQUAL_FATAL(got->kv.klen, 16);
+		CU_ASSERT(memcmp(got->kv.key, key, 16) == 0);
+		/* One record of each namespace, which its values point into. */
+		if (ns_of[ns] == NULL)
+			ns_of[ns] = got->kv.ns;
+		CU_ASSERT_PTR_EQUAL(got->kv.ns, ns_of[ns]);
+	}
+	/* A value renumbered by a repair takes another record of its namespace. */
+	h = (struct holding){.e = {0, 0, SLOT, 1ull << 63 | 99}};
+	CU_ASSERT_EQUAL(hold_add(&pd, &h, 1), 0);
+	CU_ASSERT_EQUAL(pd.hold_ns.n, 5);
+	CU_ASSERT_EQUAL(held(&list, &n, 0)->e.region, h.e.region);
+	CU_ASSERT_STRING_EQUAL(held(&list, &n, 0)->kv.ns, "ns0");
+	CU_ASSERT(memcmp(held(&list, &n, 0)->kv.key, "key-000000000000", 16) == 0);
+	hold_scrub(&pd, 0, 0, SLOT);
+	CU_ASSERT_EQUAL(pd.hold_ns.n, 4);
+	/* A namespace's record goes with its last value; the others stay. */
+	for (i = 1; i < MANY; i += 4)
+		hold_scrub(&pd, 0, i * SLOT, SLOT);
+	CU_ASSERT_EQUAL(pd.hold_ns.n, 3);
+	CU_ASSERT_STRING_EQUAL(held(&list, &n, 2 * SLOT)->kv.ns, "ns2");
+	CU_ASSERT_EQUAL(n, MANY - 1 - MANY / 4);
+	for (i = 0; i < MANY; i++)
+		hold_scrub(&pd, 0, i * SLOT, SLOT);
+	CU_ASSERT_EQUAL(pd.hold_ns.n, 0);
+	CU_ASSERT_PTR_NULL(held(&list, &n, 2 * SLOT));
+	CU_ASSERT_EQUAL(n, 0);
+	free(list);
+	lender_free();
+}
+
+/* A region's holding keeps its own copy of the name and placement, cut as before. */
+static void test_region_names(void)
+{
+	char name[100], placement[40];
+	struct holding h = extent(0), *list = NULL;
+	const struct holding *got;
+	size_t n;
+
+	memset(name, 'r', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	snprintf(placement, sizeof(placement), "%s", "node=a");
+	h.region.name = name;
+	h.region.placement = placement;
+	lender_new(64 * 1024);
+	CU_ASSERT_EQUAL(hold_add(&pd, &h, 1), 0);
+	h = extent(EXT);
+	h.region.placement = NULL;
+	CU_ASSERT_EQUAL(hold_add(&pd, &h, 1), 0);
+	memset(name, 'x', sizeof(name) - 1);
+	memset(placement, 'x', sizeof(placement) - 1);
+	got = held(&list, &n, 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+	CU_ASSERT(got->has_region && !got->has_kv);
+	CU_ASSERT_EQUAL(strlen(got->region.name), 63);
+	CU_ASSERT_EQUAL(got->region.name[0], 'r');
+	CU_ASSERT_STRING_EQUAL(got->region.placement, "node=a");
+	CU_ASSERT_EQUAL(got->region.id, 42);
+	CU_ASSERT_EQUAL(got->region.size, 2 * EXT);
+	CU_ASSERT_EQUAL(got->region.stripe, EXT);
+	CU_ASSERT_EQUAL(got->region.uid, 1000);
+	got = held(&list, &n, EXT);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+	CU_ASSERT_STRING_EQUAL(got->region.name, "vm");
+	CU_ASSERT_STRING_EQUAL(got->region.placement, "");
+	CU_ASSERT_EQUAL(pd.hold_ns.n, 0);
+	free(list);
+	lender_free();
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -264,6 +413,8 @@ int main(void)
 	    {"ends are journaled", test_ends},
 	    {"a full journal is rewritten", test_full_journal},
 	    {"a repair renumbers and keeps the name", test_repair},
+	    {"thousands of values keep their fields and share their namespace", test_many},
+	    {"a region's holding keeps its name and placement", test_region_names},
 	    {NULL, NULL},
 	};
 
