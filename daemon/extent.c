@@ -16,7 +16,15 @@
  *   small.by_off, small.by_len  free runs inside small units, grain-aligned
  *   fine.by_off, fine.by_len    free runs inside fine units, EXTENT_FINE_GRAIN-aligned
  *   units                       small and fine units by offset (ext.used: bytes lent)
- *   used                        allocated extents by offset
+ *   used                        allocated extents by offset, but those of fine units
+ *
+ * A fine unit keeps its extents in two bitmaps of its grains instead (ext.map:
+ * which grains start an extent, which are allocated): a KV value of a few
+ * dozen bytes would otherwise cost a node of 80 bytes (a malloc chunk of 96),
+ * more than the value, and a million of them 96 MB of a coordinator's memory.
+ * The maps of a 2 MiB unit take 8 KiB, a quarter of a byte for each of its up
+ * to 32,768 extents, and say exactly where each extent starts and ends, so a
+ * release of anything but an extent still fails.
  *
  * Fine units hold only the extents of extent_alloc_fine() (KV values of up
  * to EXTENT_FINE_MAX bytes), packed at a 64-byte grain: a page-grain extent
@@ -37,8 +45,11 @@
  * grains slow to search, and a skip list is no shorter.
  *
  * Nodes come from a small spare list that each mutating call tops up before it
- * changes anything, so -ENOMEM never leaves the arena half-updated, and
- * extent_release() reuses the nodes it frees and cannot fail for want of memory.
+ * changes anything, so -ENOMEM never leaves the arena half-updated.
+ * extent_release() reuses the node of the extent it frees, except for an
+ * extent of a fine unit, which has none: its free run may need a new node,
+ * and without one the release fails with nothing changed (the extent stays
+ * allocated, which leaks its bytes rather than lending them twice).
  */
 
 #define SPARE_NEED 5 /* the most nodes one call can take */
@@ -58,7 +69,9 @@ struct ext {
 		uint64_t used; /* small and fine units: bytes lent out of the unit */
 	};
 	struct ext *unit; /* small runs and small extents: their unit, saving a lookup */
-	int fine;	  /* units: a fine one */
+	uint64_t
+	    *map; /* fine units: fine_map_words() of starts, then as many of allocated grains */
+	int fine; /* units: a fine one */
 };
 
 struct pool {
@@ -431,20 +444,72 @@ static struct ext *unit_find(const struct extent_arena *a, uint64_t off)
 	return u != NULL && off - u->off < a->unit ? u : NULL;
 }
 
-/* Make the unit at off, already cut out of the big pool, a small or a fine unit. */
-static struct ext *unit_open(struct extent_arena *a, uint64_t off, int fine)
+/* Fine units' maps: a bit a grain, in 64-bit words. */
+static size_t fine_map_words(const struct extent_arena *a)
+{
+	return (a->unit / EXTENT_FINE_GRAIN + 63) / 64;
+}
+
+/* A fine unit's map, all free; NULL without memory. */
+static uint64_t *fine_map_new(const struct extent_arena *a)
+{
+	return calloc(2 * fine_map_words(a), sizeof(uint64_t));
+}
+
+static int map_bit(const uint64_t *m, size_t i)
+{
+	return (m[i / 64] >> (i % 64)) & 1;
+}
+
+static void map_put(uint64_t *m, size_t i, int on)
+{
+	if (on)
+		m[i / 64] |= UINT64_C(1) << (i % 64);
+	else
+		m[i / 64] &= ~(UINT64_C(1) << (i % 64));
+}
+
+/* Mark [off, off + len) of fine unit u an extent (on) or free again (off). */
+static void fine_mark(const struct extent_arena *a, struct ext *u, uint64_t off, uint64_t len,
+		      int on)
+{
+	uint64_t *start = u->map, *busy = u->map + fine_map_words(a);
+	size_t g = (off - u->off) / EXTENT_FINE_GRAIN, end = g + len / EXTENT_FINE_GRAIN;
+
+	map_put(start, g, on);
+	for (; g < end; g++)
+		map_put(busy, g, on);
+}
+
+/* The length of the extent of fine unit u that starts at grain g; 0 if none does. */
+static uint64_t fine_extent_len(const struct extent_arena *a, const struct ext *u, size_t g)
+{
+	const uint64_t *start = u->map, *busy = u->map + fine_map_words(a);
+	size_t n = a->unit / EXTENT_FINE_GRAIN, end = g + 1;
+
+	if (!map_bit(start, g))
+		return 0;
+	while (end < n && map_bit(busy, end) && !map_bit(start, end))
+		end++;
+	return (end - g) * EXTENT_FINE_GRAIN;
+}
+
+/* Make the unit at off, already cut out of the big pool, a small or a fine unit (with map). */
+static struct ext *unit_open(struct extent_arena *a, uint64_t off, uint64_t *map)
 {
 	struct ext *u = spare_get(a), *r = spare_get(a);
 
 	u->off = off;
 	u->used = 0;
 	u->unit = NULL;
-	u->fine = fine;
+	u->map = map;
+	u->fine = map != NULL;
 	a->units = avl_insert(a->units, &u->by_off, cmp_off);
 	a->nunits++;
 	r->off = off;
 	r->len = a->unit;
 	r->unit = u;
+	r->map = NULL;
 	r->fine = 0;
 	pool_add(unit_pool(a, u), r);
 	return u;
@@ -452,14 +517,20 @@ static struct ext *unit_open(struct extent_arena *a, uint64_t off, int fine)
 
 static void ext_record(struct extent_arena *a, uint64_t off, uint64_t len, struct ext *u)
 {
-	struct ext *e = spare_get(a);
+	struct ext *e;
 
+	a->used_bytes += len;
+	a->nextents++;
+	if (u != NULL && u->fine) {
+		fine_mark(a, u, off, len, 1);
+		return;
+	}
+	e = spare_get(a);
 	e->off = off;
 	e->len = len;
 	e->unit = u;
+	e->map = NULL;
 	a->used = avl_insert(a->used, &e->by_off, cmp_off);
-	a->used_bytes += len;
-	a->nextents++;
 }
 
 static int is_pow2(uint64_t x)
@@ -502,6 +573,15 @@ int extent_arena_new(uint64_t size, uint64_t unit, uint64_t grain, struct extent
 	return 0;
 }
 
+static void units_free_maps(struct avl *n)
+{
+	if (n == NULL)
+		return;
+	units_free_maps(n->l);
+	units_free_maps(n->r);
+	free(EXT_OF(n, by_off)->map);
+}
+
 /* Free the arena and all its bookkeeping (the memory it describes is not touched). */
 void extent_arena_free(struct extent_arena *a)
 {
@@ -512,6 +592,7 @@ void extent_arena_free(struct extent_arena *a)
 	avl_destroy(a->big.by_off);
 	avl_destroy(a->small.by_off);
 	avl_destroy(a->fine.by_off);
+	units_free_maps(a->units);
 	avl_destroy(a->units);
 	avl_destroy(a->used);
 	while ((e = a->spare) != NULL) {
@@ -550,12 +631,16 @@ static int ext_alloc(struct extent_arena *a, uint64_t len, int fine, uint64_t *r
 	} else {
 		r = pool_fit(small, rlen);
 		if (r == NULL) {
+			uint64_t *map = NULL;
+
 			r = pool_fit(&a->big, a->unit);
 			if (r == NULL)
 				return -ENOSPC;
+			if (small == &a->fine && (map = fine_map_new(a)) == NULL)
+				return -ENOMEM;
 			off = r->off;
 			pool_take(a, &a->big, r, off, a->unit);
-			unit_open(a, off, small == &a->fine);
+			unit_open(a, off, map);
 			r = pool_holding(small, off, rlen);
 		}
 		off = r->off;
@@ -608,11 +693,15 @@ static int ext_reserve(struct extent_arena *a, uint64_t off, uint64_t len, int f
 	} else {
 		u = unit_find(a, off);
 		if (u == NULL) {
+			uint64_t *map = NULL;
+
 			r = pool_holding(&a->big, base, a->unit);
 			if (r == NULL)
 				return -EBUSY;
+			if (fine && (map = fine_map_new(a)) == NULL)
+				return -ENOMEM;
 			pool_take(a, &a->big, r, base, a->unit);
-			u = unit_open(a, base, fine);
+			u = unit_open(a, base, map);
 		}
 		if (u->fine != fine)
 			return -EBUSY; /* a unit holds extents of one grain */
@@ -636,16 +725,55 @@ int extent_reserve_fine(struct extent_arena *a, uint64_t off, uint64_t len)
 	return ext_reserve(a, off, len, 1);
 }
 
-/* Release the extent at off, allocated or reserved with a len that rounds the same. */
+/*
+ * The node of the extent of a fine unit at off, of len rounded, taken out of
+ * the unit's map (a free run's node to be); NULL if no such extent is there,
+ * or without memory for the node (*rc says which).
+ */
+static struct ext *fine_take(struct extent_arena *a, uint64_t off, uint64_t len, int *rc)
+{
+	struct ext *u = unit_find(a, off), *e;
+	uint64_t rlen = ext_round(a, len, 1);
+
+	*rc = -EINVAL;
+	if (u == NULL || !u->fine || !ext_is_fine(len, 1) || (off - u->off) % EXTENT_FINE_GRAIN ||
+	    fine_extent_len(a, u, (off - u->off) / EXTENT_FINE_GRAIN) != rlen)
+		return NULL;
+	/* Its run's node: the only memory a release of a fine extent may need. */
+	if ((*rc = spare_fill(a)) < 0)
+		return NULL;
+	fine_mark(a, u, off, rlen, 0);
+	e = spare_get(a);
+	e->off = off;
+	e->len = rlen;
+	e->unit = u;
+	e->map = NULL;
+	e->fine = 0;
+	return e;
+}
+
+/*
+ * Release the extent at off, allocated or reserved with a len that rounds
+ * the same: 0, -EINVAL, or -ENOMEM (an extent of a fine unit, whose free run
+ * may need a node; nothing changed).
+ */
 int extent_release(struct extent_arena *a, uint64_t off, uint64_t len)
 {
 	struct ext *e, *u, *r;
+	int rc;
 
-	e = ext_le(a->used, off);
-	if (len == 0 || e == NULL || e->off != off || len > a->size ||
-	    ext_round(a, len, e->unit != NULL && e->unit->fine) != e->len)
+	if (len == 0 || len > a->size)
 		return -EINVAL;
-	a->used = avl_remove(a->used, &e->by_off, cmp_off);
+	u = unit_find(a, off);
+	if (u != NULL && u->fine) {
+		if ((e = fine_take(a, off, len, &rc)) == NULL)
+			return rc;
+	} else {
+		e = ext_le(a->used, off);
+		if (e == NULL || e->off != off || ext_round(a, len, 0) != e->len)
+			return -EINVAL;
+		a->used = avl_remove(a->used, &e->by_off, cmp_off);
+	}
 	a->used_bytes -= e->len;
 	a->nextents--;
 	if (e->len >= a->unit) {
@@ -663,6 +791,8 @@ int extent_release(struct extent_arena *a, uint64_t off, uint64_t len)
 	spare_put(a, r);
 	a->units = avl_remove(a->units, &u->by_off, cmp_off);
 	a->nunits--;
+	free(u->map);
+	u->map = NULL;
 	u->len = a->unit;
 	u->unit = NULL;
 	pool_give(a, &a->big, u, 0, a->size);
@@ -704,6 +834,10 @@ static uint64_t ext_busy(const struct extent_arena *a, uint64_t lo, uint64_t hi)
 		t = e->off + e->len < hi ? e->off + e->len : hi;
 		busy += t - s;
 	}
+	/* Fine units' extents are in their maps (lo and hi are on unit boundaries). */
+	for (e = ext_ge(a->units, lo); e != NULL && e->off < hi; e = ext_ge(a->units, e->off + 1))
+		if (e->fine)
+			busy += e->used;
 	return busy;
 }
 
@@ -750,29 +884,47 @@ void extent_stats(const struct extent_arena *a, struct extent_stats *ret)
 	ret->fragmentation = ret->free ? 1.0 - (double)ret->largest_free / (double)ret->free : 0.0;
 }
 
-static int ext_walk(const struct avl *n, int (*cb)(uint64_t off, uint64_t len, void *arg),
-		    void *arg)
+/* Call cb on each extent of fine unit u in offset order; a non-zero return stops the walk. */
+static int fine_walk(const struct extent_arena *a, const struct ext *u,
+		     int (*cb)(uint64_t off, uint64_t len, void *arg), void *arg)
 {
-	const struct ext *e;
+	size_t w, words = fine_map_words(a);
 	int rc;
 
-	if (n == NULL)
-		return 0;
-	rc = ext_walk(n->l, cb, arg);
-	if (rc)
-		return rc;
-	e = CEXT_OF(n, by_off);
-	rc = cb(e->off, e->len, arg);
-	if (rc)
-		return rc;
-	return ext_walk(n->r, cb, arg);
+	for (w = 0; w < words; w++) {
+		uint64_t bits = u->map[w];
+
+		while (bits != 0) {
+			size_t g = w * 64 + (size_t)__builtin_ctzll(bits);
+
+			bits &= bits - 1;
+			rc = cb(u->off + g * EXTENT_FINE_GRAIN, fine_extent_len(a, u, g), arg);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
 }
 
 /* Call cb on each allocated extent in offset order; a non-zero return stops the walk. */
 int extent_foreach(const struct extent_arena *a, int (*cb)(uint64_t off, uint64_t len, void *arg),
 		   void *arg)
 {
-	return ext_walk(a->used, cb, arg);
+	const struct ext *e = ext_ge(a->used, 0), *u = ext_ge(a->units, 0);
+	int rc;
+
+	while (e != NULL || u != NULL) {
+		if (u == NULL || (e != NULL && e->off < u->off)) {
+			rc = cb(e->off, e->len, arg);
+			e = rc ? NULL : ext_ge(a->used, e->off + 1);
+		} else {
+			rc = u->fine ? fine_walk(a, u, cb, arg) : 0;
+			u = ext_ge(a->units, u->off + 1);
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 /* Consistency check. */
@@ -812,14 +964,8 @@ static int check_avl(const struct avl *n, avl_cmp_fn cmp, uint64_t *count)
  * Append the tree's ranges in order; check_sorted() then proves the whole
  * order. fine: the pool's kind, or -1 for extents (their unit's).
  */
-static int check_collect(const struct avl *n, struct check *c, int kind, int fine)
+static int check_add(struct check *c, const struct check_item *it)
 {
-	const struct ext *e;
-
-	if (n == NULL)
-		return 0;
-	if (check_collect(n->l, c, kind, fine) < 0)
-		return -1;
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? 2 * c->cap : 64;
 		struct check_item *p = realloc(c->items, cap * sizeof(*p));
@@ -829,13 +975,26 @@ static int check_collect(const struct avl *n, struct check *c, int kind, int fin
 		c->items = p;
 		c->cap = cap;
 	}
+	c->items[c->n++] = *it;
+	return 0;
+}
+
+static int check_collect(const struct avl *n, struct check *c, int kind, int fine)
+{
+	const struct ext *e;
+
+	if (n == NULL)
+		return 0;
+	if (check_collect(n->l, c, kind, fine) < 0)
+		return -1;
 	e = CEXT_OF(n, by_off);
-	c->items[c->n++] =
-	    (struct check_item){.off = e->off,
-				.len = e->len,
-				.unit = e->unit,
-				.kind = kind,
-				.fine = fine >= 0 ? fine : e->unit != NULL && e->unit->fine};
+	if (check_add(c, &(struct check_item){
+			     .off = e->off,
+			     .len = e->len,
+			     .unit = e->unit,
+			     .kind = kind,
+			     .fine = fine >= 0 ? fine : e->unit != NULL && e->unit->fine}) < 0)
+		return -1;
 	return check_collect(n->r, c, kind, fine);
 }
 
@@ -941,10 +1100,29 @@ static int check_tiling(const struct extent_arena *a, const struct check *c)
 	return 0;
 }
 
+/* The extents of a fine unit's map, as check items, and the grains they take. */
+struct check_fine {
+	struct check *c;
+	const struct ext *unit;
+	size_t grains;
+};
+
+static int check_fine_cb(uint64_t off, uint64_t len, void *arg)
+{
+	struct check_fine *fc = arg;
+
+	if (check_add(fc->c, &(struct check_item){off, len, fc->unit, K_USED, 1}) < 0)
+		return -1;
+	fc->grains += len / EXTENT_FINE_GRAIN;
+	return 0;
+}
+
 /* Verify every internal invariant (for tests): 0, -EUCLEAN if one is broken, or -ENOMEM. */
 int extent_arena_check(const struct extent_arena *a)
 {
 	struct check c = {0};
+	struct check_fine fc;
+	const struct ext *u;
 	uint64_t n;
 	int rc = -EUCLEAN;
 
@@ -954,7 +1132,7 @@ int extent_arena_check(const struct extent_arena *a)
 	if (check_avl(a->units, cmp_off, &n) < 0 || n != a->nunits)
 		return rc;
 	n = 0;
-	if (check_avl(a->used, cmp_off, &n) < 0 || n != a->nextents)
+	if (check_avl(a->used, cmp_off, &n) < 0) /* (its count with the fine ones: tiling) */
 		return rc;
 	if (check_collect(a->big.by_off, &c, K_BIG, 0) < 0) {
 		rc = -ENOMEM;
@@ -980,6 +1158,26 @@ int extent_arena_check(const struct extent_arena *a)
 	if (check_collect(a->used, &c, K_USED, -1) < 0) {
 		rc = -ENOMEM;
 		goto out_items;
+	}
+	if (check_sorted(&c, n) < 0)
+		goto out_items;
+	n = c.n;
+	fc = (struct check_fine){&c, NULL, 0};
+	for (u = ext_ge(a->units, 0); u != NULL; u = ext_ge(a->units, u->off + 1)) {
+		size_t w, words = fine_map_words(a), grains = 0;
+
+		if (!u->fine)
+			continue;
+		fc.unit = u;
+		fc.grains = 0;
+		if (fine_walk(a, u, check_fine_cb, &fc) < 0) {
+			rc = -ENOMEM;
+			goto out_items;
+		}
+		for (w = 0; w < words; w++)
+			grains += (size_t)__builtin_popcountll(u->map[words + w]);
+		if (grains != fc.grains) /* an allocated grain in no extent */
+			goto out_items;
 	}
 	if (check_sorted(&c, n) < 0)
 		goto out_items;

@@ -58,7 +58,10 @@ int extent_alloc_fine(struct extent_arena *a, uint64_t len, uint64_t *ret_off, u
 int extent_reserve(struct extent_arena *a, uint64_t off, uint64_t len);
 int extent_reserve_fine(struct extent_arena *a, uint64_t off, uint64_t len);
 
-/* Release the extent at off, allocated or reserved with a len that rounds the same. */
+/*
+ * Release the extent at off, allocated or reserved with a len that rounds
+ * the same: 0, -EINVAL for anything else, -ENOMEM (nothing changed).
+ */
 int extent_release(struct extent_arena *a, uint64_t off, uint64_t len);
 
 /* Add [size, new_size) at the end of the arena as free space. */

@@ -467,6 +467,61 @@ static int walk_cb(uint64_t off, uint64_t len, void *arg)
 	return 0;
 }
 
+/*
+ * A fine unit's extents are in its maps, not in nodes: each is released
+ * only whole, with its own length, once; the walk and the check see them
+ * in order among the others.
+ */
+static void test_fine_map(void)
+{
+	uint64_t unit = 64 * KiB, g = 4 * KiB, x, y, z, pg, len;
+	struct extent_arena *a = arena(4 * unit, unit, g);
+	struct walk w = {.stop_at = -1};
+	struct extent_stats st;
+
+	CU_ASSERT_EQUAL_FATAL(extent_alloc(a, g, &pg, &len), 0);
+	CU_ASSERT_EQUAL_FATAL(extent_alloc_fine(a, 64, &x, &len), 0);
+	CU_ASSERT_EQUAL_FATAL(extent_alloc_fine(a, 100, &y, &len), 0); /* two grains */
+	CU_ASSERT_EQUAL(len, 128);
+	CU_ASSERT_EQUAL_FATAL(extent_alloc_fine(a, 64, &z, &len), 0);
+	CU_ASSERT_EQUAL(y, x + 64);
+	CU_ASSERT_EQUAL(z, y + 128);
+	stats(a, &st);
+	CU_ASSERT_EQUAL(st.nextents, 4);
+	CU_ASSERT_EQUAL(extent_foreach(a, walk_cb, &w), 0);
+	CU_ASSERT_EQUAL_FATAL(w.n, 4);
+	CU_ASSERT_EQUAL(w.off[0], pg < x ? pg : x);
+	CU_ASSERT_EQUAL(w.len[pg < x ? 2 : 1], 128); /* y, in offset order */
+	/* Only the extent itself: not shorter, longer, from its middle, or off the grain. */
+	CU_ASSERT_EQUAL(extent_release(a, y, 64), -EINVAL);
+	CU_ASSERT_EQUAL(extent_release(a, y, 192), -EINVAL);
+	CU_ASSERT_EQUAL(extent_release(a, x, 128), -EINVAL);
+	CU_ASSERT_EQUAL(extent_release(a, y + 64, 64), -EINVAL);
+	CU_ASSERT_EQUAL(extent_release(a, y + 1, 64), -EINVAL);
+	CU_ASSERT_EQUAL(extent_release(a, y, EXTENT_FINE_MAX + 1), -EINVAL);
+	stats(a, &st);
+	CU_ASSERT_EQUAL(extent_release(a, y, 128), 0);
+	CU_ASSERT_EQUAL(extent_release(a, y, 128), -EINVAL); /* once */
+	CU_ASSERT_EQUAL(extent_reserve_fine(a, y, 64), 0);   /* its place is free again */
+	CU_ASSERT_EQUAL(extent_reserve_fine(a, y + 64, 64), 0);
+	stats(a, &st);
+	CU_ASSERT_EQUAL(st.nextents, 5);
+	CU_ASSERT_EQUAL(st.used, g + 4 * 64);
+	/* Shrinking counts them as busy. */
+	CU_ASSERT_EQUAL(extent_arena_shrink(a, 0, &len), -EBUSY);
+	CU_ASSERT_EQUAL(len, g + 4 * 64);
+	CU_ASSERT_EQUAL(extent_release(a, x, 64), 0);
+	CU_ASSERT_EQUAL(extent_release(a, y, 64), 0);
+	CU_ASSERT_EQUAL(extent_release(a, y + 64, 64), 0);
+	CU_ASSERT_EQUAL(extent_release(a, z, 64), 0);
+	CU_ASSERT_EQUAL(extent_release(a, pg, g), 0);
+	stats(a, &st);
+	CU_ASSERT_EQUAL(st.nextents, 0);
+	CU_ASSERT_EQUAL(st.nsmall_units, 0);
+	CU_ASSERT_EQUAL(extent_arena_shrink(a, 0, NULL), 0);
+	extent_arena_free(a);
+}
+
 static void test_foreach(void)
 {
 	uint64_t unit = 64 * KiB;
@@ -894,6 +949,7 @@ int main(void)
 	    {"unit rounding and alignment", test_rounding},
 	    {"small extents packed, units returned", test_small_packing},
 	    {"fine extents packed in units of their own", test_fine},
+	    {"fine extents in their units' maps", test_fine_map},
 	    {"coalescing in every order", test_coalesce},
 	    {"exhaustion, then success after a release", test_enospc},
 	    {"double and bogus release", test_bad_release},
