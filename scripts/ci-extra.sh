@@ -15,7 +15,9 @@
 # on the main build (some minutes, and a few GB of memory), with a ledger
 # pass only as nodes register and a heartbeat window of 20 s: the
 # coordinator compares a report of millions with its map in one pass of its
-# loop, which takes seconds.
+# loop, which takes seconds. "nodes", not among them either, runs
+# tests/cluster/join-many.sh with 1,022 fake nodes beside the coordinator and
+# a real node: 1,024 members, peer.max_nodes' default.
 . "$(dirname "$0")/deps.sh"
 
 deps_install "${PACKAGES[@]}" "${TEST_PACKAGES[@]}" clang libclang-rt-14-dev clang-format
@@ -85,6 +87,12 @@ for stage in $stages; do
 			make check TESTS=tests/cluster/chunks.sh) ||
 			{ tail -n 80 "$TOP/tests/cluster/chunks.sh.log"; exit 1; }
 		grep -E '^(ok|not ok)' "$TOP/tests/cluster/chunks.sh.log"
+		;;
+	nodes)
+		echo "==> tests/cluster/join-many.sh with 1,022 fake nodes (1,024 members)"
+		(cd "$TOP" && JOIN_NODES=1022 make check TESTS=tests/cluster/join-many.sh) ||
+			{ tail -n 80 "$TOP/tests/cluster/join-many.sh.log"; exit 1; }
+		grep -E '^(ok|not ok|joined)' "$TOP/tests/cluster/join-many.sh.log"
 		;;
 	*)
 		echo "ci-extra.sh: unknown stage '$stage'" >&2
