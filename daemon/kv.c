@@ -238,14 +238,31 @@ static bool kv_expired(const struct kv_entry *e, int64_t now)
 	return at != 0 && at <= now;
 }
 
-/* Give a value's places back, without accounting (each scrubbed by its lender first). */
-void kv_val_retire(struct poold *pd, const struct kv_val *v)
+/*
+ * Give a value's places back, without accounting (each scrubbed by its
+ * lender first); v names none after.
+ */
+void kv_val_retire(struct poold *pd, struct kv_val *v)
 {
 	struct kv_place all[KV_MAX_REPLICAS];
 	size_t n = kv_places(v, all), i;
 
 	for (i = 0; i < n; i++)
 		region_retire(pd, all[i].node, all[i].arena, all[i].off, all[i].alen, NULL);
+	free(v->copy);
+	v->copy = NULL;
+	v->ncopies = 0;
+}
+
+/* One more copy of a value, at p: 0, or -ENOMEM (none added). */
+int kv_val_copy_add(struct kv_val *v, const struct kv_place *p)
+{
+	if (v->ncopies >= KV_MAX_REPLICAS - 1)
+		return -EINVAL;
+	if (v->copy == NULL && (v->copy = calloc(KV_MAX_REPLICAS - 1, sizeof(*v->copy))) == NULL)
+		return -ENOMEM;
+	v->copy[v->ncopies++] = *p;
+	return 0;
 }
 
 /* The uid a dedup namespace's key belongs to: its first 4 bytes, big-endian. */
@@ -289,12 +306,14 @@ static void kv_owner_uncharge(struct poold *pd, struct kv_val *v)
 /* Give a value's places back. */
 void kv_val_free(struct poold *pd, struct kv_ns *ns, struct kv_val *v)
 {
+	uint64_t bytes = kv_val_bytes(v);
+
 	kv_owner_uncharge(pd, v);
-	kv_val_retire(pd, v);
 	if (v->pmem)
-		ns->pmem_used -= kv_val_bytes(v);
+		ns->pmem_used -= bytes;
 	else
-		ns->used -= kv_val_bytes(v);
+		ns->used -= bytes;
+	kv_val_retire(pd, v);
 }
 
 void kv_pins_free(struct kv_pin *p)
@@ -533,14 +552,18 @@ int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len, st
 		    extent_alloc_fine(lp->alloc, kv_alloc_len(ns, len), &off, &alen) < 0)
 			break;
 		nodes[k] = lp->node;
-		if (k == 0)
+		if (k == 0) {
 			*v = (struct kv_val){.node = lp->node,
 					     .arena = lp->arena,
 					     .off = off,
 					     .alen = alen,
 					     .vlen = len};
-		else
-			v->copy[v->ncopies++] = (struct kv_place){lp->node, lp->arena, off, alen};
+		} else if (kv_val_copy_add(v, &(struct kv_place){lp->node, lp->arena, off, alen}) <
+			   0) {
+			extent_release(lp->alloc, off,
+				       alen); /* fewer copies, as with fewer lenders */
+			break;
+		}
 	}
 	return k == 0 ? -ENOSPC : 0;
 }
@@ -830,7 +853,7 @@ static bool kv_val_drop_node(struct poold *pd, struct kv_ns *ns, struct kv_val *
 	v->arena = keep[0].arena;
 	v->off = keep[0].off;
 	v->alen = keep[0].alen;
-	v->ncopies = (uint8_t)(k - 1);
+	v->ncopies = (uint8_t)(k - 1); /* (in the room its copies had) */
 	for (i = 1; i < k; i++)
 		v->copy[i - 1] = keep[i];
 	return true;

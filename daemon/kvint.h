@@ -42,6 +42,14 @@ struct kv_place {
 /*
  * One stored version of a value: its place and, in a replicated namespace,
  * copies of the same bytes on other lenders.
+ *
+ * The copies' places are out of line, room for KV_MAX_REPLICAS - 1 made
+ * with the first (kv_val_copy_add()) and freed with the value's places
+ * (kv_val_retire()): most namespaces have none, and a million keys would
+ * carry 72 empty bytes each. A kv_val copied by value borrows them; the
+ * one that owns them is the one whose places are freed in the end: the
+ * index's, a zombie's, a reservation's, or a move's source once the move
+ * is done (kvtier.c).
  */
 struct kv_val {
 	uint32_t node, arena;
@@ -50,7 +58,7 @@ struct kv_val {
 	uint32_t owner;	  /* who it counts against: its writer (kv_val_owner()) */
 	bool pmem;	  /* spilled to the lender's pmem tier, below a DRAM namespace */
 	uint8_t ncopies;
-	struct kv_place copy[KV_MAX_REPLICAS - 1]; /* last: most namespaces have none */
+	struct kv_place *copy; /* ncopies places, or NULL */
 };
 
 /*
@@ -270,7 +278,8 @@ void kv_pending_end(struct kv_ns *ns, struct kv_entry *e);
 struct kv_extra *kv_extra(struct kv_entry *e);
 void kv_extra_trim(struct kv_entry *e);
 int kv_set_expire(struct kv_ns *ns, struct kv_entry *e, int64_t at);
-void kv_val_retire(struct poold *pd, const struct kv_val *v);
+void kv_val_retire(struct poold *pd, struct kv_val *v);
+int kv_val_copy_add(struct kv_val *v, const struct kv_place *p);
 uint32_t kv_key_owner(const uint8_t *key, size_t klen);
 uint32_t kv_val_owner(const struct kv_ns *ns, const uint8_t *key, size_t klen, uint32_t writer);
 int kv_owner_charge(struct poold *pd, struct kv_val *v, uint32_t owner);

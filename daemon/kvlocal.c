@@ -209,8 +209,6 @@ void kv_local_prefetch(struct poold *pd, uid_t uid, const char *nsname, const ch
 			__builtin_prefetch((const uint8_t *)e - kv_key_room(klens[i]));
 			__builtin_prefetch(e);
 			__builtin_prefetch((const uint8_t *)e + 64);
-			__builtin_prefetch((const uint8_t *)&e->val +
-					   offsetof(struct kv_val, copy));
 		}
 	for (i = 0; i < n; i++) {
 		for (e = *slot[i]; e != NULL && e->hash != h[i]; e = e->hnext)

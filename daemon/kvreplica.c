@@ -24,8 +24,8 @@ static void kv_recopied(struct poold *pd, void *arg, int rc)
 		kv_extra_trim(e);
 	}
 	if (rc == 0 && e != NULL && e->has_val && e->val.version == rk->version && !e->val.pmem &&
-	    1u + e->val.ncopies < ns->replicas && !kv_val_on(&e->val, rk->to.node)) {
-		e->val.copy[e->val.ncopies++] = rk->to;
+	    1u + e->val.ncopies < ns->replicas && !kv_val_on(&e->val, rk->to.node) &&
+	    kv_val_copy_add(&e->val, &rk->to) == 0) {
 		kv_tell(pd, ns, e);
 	} else {
 		region_retire(pd, rk->to.node, rk->to.arena, rk->to.off, rk->to.alen, NULL);
