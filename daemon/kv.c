@@ -121,7 +121,7 @@ struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_t klen,
 	e = (struct kv_entry *)(void *)(mem + kv_key_room(klen));
 	memcpy((uint8_t *)e - klen, key, klen);
 	e->klen = (uint16_t)klen;
-	e->hash = h;
+	e->hash = (uint32_t)h;
 	e->hnext = ns->buckets[h & (ns->nbuckets - 1)];
 	ns->buckets[h & (ns->nbuckets - 1)] = e;
 	if (++ns->nentries > ns->nbuckets)

@@ -106,13 +106,13 @@ struct kv_extra {
  */
 struct kv_entry {
 	struct kv_entry *hnext;
-	uint64_t hash;
+	uint32_t hash; /* its key's kv_hash(), the low half: buckets are fewer than 2^32 */
+	uint32_t refs; /* dedup namespaces: holders of the value, or KV_REFS_UNKNOWN */
 	uint16_t klen; /* its key: the klen bytes right before it (kv_entry_key()) */
 	bool has_val;
 	bool moving;		   /* a spill or a promotion is copying its value */
 	bool recount;		   /* its references are being counted again */
 	bool is_held;		   /* pinned or reserved: on its namespace's held list (x->held) */
-	uint32_t refs;		   /* dedup namespaces: holders of the value, or KV_REFS_UNKNOWN */
 	TAILQ_ENTRY(kv_entry) lru; /* while it has a committed value: its tier's list */
 	struct kv_val val;
 	struct kv_write *pending; /* a version reserved and not yet committed, or NULL */
@@ -390,7 +390,7 @@ static inline struct kv_entry **kv_slot(struct kv_ns *ns, const uint8_t *key, si
 	struct kv_entry **pp = &ns->buckets[h & (ns->nbuckets - 1)];
 
 	for (; *pp != NULL; pp = &(*pp)->hnext)
-		if ((*pp)->hash == h && (*pp)->klen == klen &&
+		if ((*pp)->hash == (uint32_t)h && (*pp)->klen == klen &&
 		    memcmp(kv_entry_key(*pp), key, klen) == 0)
 			break;
 	return pp;

@@ -211,7 +211,7 @@ void kv_local_prefetch(struct poold *pd, uid_t uid, const char *nsname, const ch
 			__builtin_prefetch((const uint8_t *)e + 64);
 		}
 	for (i = 0; i < n; i++) {
-		for (e = *slot[i]; e != NULL && e->hash != h[i]; e = e->hnext)
+		for (e = *slot[i]; e != NULL && e->hash != (uint32_t)h[i]; e = e->hnext)
 			;
 		if (e == NULL || !e->has_val || e->val.node != pd->node_id ||
 		    e->val.arena >= pd->narenas)

@@ -65,7 +65,9 @@ void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 		}
 	}
 	len = kv_alloc_len(ns, e->val.vlen);
-	dst = kv_pick(pd, ns, e->hash ^ (n * UINT64_C(0x9e3779b97f4a7c15)), len, nodes, n);
+	dst =
+	    kv_pick(pd, ns, kv_hash(kv_entry_key(e), e->klen) ^ (n * UINT64_C(0x9e3779b97f4a7c15)),
+		    len, nodes, n);
 	if (src == NULL || dst == NULL || kv_extra(e) == NULL)
 		return;
 	if (extent_alloc_fine(dst->alloc, len, &off, &alen) < 0) {
