@@ -164,8 +164,8 @@ struct kv_extra *kv_extra(struct kv_entry *e)
 /* Free e's extras once it has none of them left. */
 void kv_extra_trim(struct kv_entry *e)
 {
-	if (e->x == NULL || e->is_held || e->x->pins != NULL || e->x->expire_ms != 0 ||
-	    e->x->recopy_at != 0)
+	if (e->x == NULL || e->is_held || e->x->pending != NULL || e->x->pins != NULL ||
+	    e->x->expire_ms != 0 || e->x->recopy_at != 0)
 		return;
 	free(e->x);
 	e->x = NULL;
@@ -186,7 +186,7 @@ static void kv_hold(struct kv_ns *ns, struct kv_entry *e)
 /* Off the held list once nobody holds e any more. */
 void kv_unhold(struct kv_ns *ns, struct kv_entry *e)
 {
-	if (!e->is_held || kv_pins(e) != NULL || e->pending != NULL)
+	if (!e->is_held || kv_pins(e) != NULL || kv_pending(e) != NULL)
 		return;
 	TAILQ_REMOVE(&ns->held, e, x->held);
 	e->is_held = false;
@@ -196,7 +196,7 @@ void kv_unhold(struct kv_ns *ns, struct kv_entry *e)
 /* An entry's reservation, w, made: counted, and on the held list while it lasts. */
 static void kv_pending_begin(struct kv_ns *ns, struct kv_entry *e, struct kv_write *w)
 {
-	e->pending = w;
+	e->x->pending = w;
 	ns->npending++;
 	kv_hold(ns, e);
 }
@@ -204,8 +204,8 @@ static void kv_pending_begin(struct kv_ns *ns, struct kv_entry *e, struct kv_wri
 /* An entry's reservation gone (its value freed, kept elsewhere or made the entry's). */
 void kv_pending_end(struct kv_ns *ns, struct kv_entry *e)
 {
-	free(e->pending);
-	e->pending = NULL;
+	free(e->x->pending);
+	e->x->pending = NULL;
 	ns->npending--;
 	kv_unhold(ns, e);
 }
@@ -365,7 +365,7 @@ void kv_pending_retire(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 {
 	struct kv_zombie *z = calloc(1, sizeof(*z));
 	struct kv_pin *p = calloc(1, sizeof(*p));
-	const struct kv_write *w = e->pending;
+	const struct kv_write *w = kv_pending(e);
 
 	if (z == NULL || p == NULL) {
 		/* Without memory to wait, leak the extent rather than lend it while written. */
@@ -390,7 +390,7 @@ void kv_pending_retire(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
  */
 bool kv_entry_unused(const struct kv_entry *e)
 {
-	return !e->has_val && e->pending == NULL && e->refs == 0;
+	return !e->has_val && kv_pending(e) == NULL && e->refs == 0;
 }
 
 /* Unlink and free an entry that has neither a value nor a pending one. */
@@ -412,7 +412,7 @@ void kv_entry_clear(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 {
 	if (e->has_val)
 		kv_retire_val(pd, ns, e);
-	if (e->pending != NULL)
+	if (kv_pending(e) != NULL)
 		kv_pending_retire(pd, ns, e);
 	kv_entry_drop(ns, e);
 }
@@ -785,11 +785,12 @@ struct kv_ended {
 static void kv_session_forget(struct poold *pd, struct kv_ns *ns, struct kv_entry *e,
 			      const struct kv_ended *end)
 {
+	struct kv_write *w = kv_pending(e);
+
 	if (e->x != NULL)
 		kv_unpin_all(&e->x->pins, end->node, end->session, end->all);
-	if (e->pending != NULL && e->pending->node == end->node &&
-	    (end->all || e->pending->session == end->session)) {
-		kv_val_free(pd, ns, &e->pending->val);
+	if (w != NULL && w->node == end->node && (end->all || w->session == end->session)) {
+		kv_val_free(pd, ns, &w->val);
 		kv_pending_end(ns, e);
 	}
 	kv_unhold(ns, e);
@@ -864,7 +865,7 @@ static void kv_lost_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e
 	struct kv_who *w = arg;
 	bool hit = false;
 
-	if (e->pending != NULL && kv_val_on(&e->pending->val, w->node)) {
+	if (kv_pending(e) != NULL && kv_val_on(&kv_pending(e)->val, w->node)) {
 		kv_pending_retire(pd, ns, e); /* its writer's commit will change nothing */
 		hit = true;
 	}
@@ -899,7 +900,7 @@ void kv_node_lost(struct poold *pd, uint32_t node)
 /* A reservation never committed goes (out of the index; freed with its writer). */
 static void kv_expire_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, uint64_t now)
 {
-	if (e->pending == NULL || now - e->pending->reserved_at < KV_RESERVE_TTL_MS)
+	if (kv_pending(e) == NULL || now - kv_pending(e)->reserved_at < KV_RESERVE_TTL_MS)
 		return;
 	kv_pending_retire(pd, ns, e);
 	if (kv_entry_unused(e))
@@ -1094,7 +1095,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 		/*
 		 * The last writer wins, once its reservation is made: a failed one changes nothing.
 		 */
-		if (e->pending != NULL)
+		if (kv_pending(e) != NULL)
 			kv_pending_retire(pd, ns, e);
 		/* (its extras for the held list: the retired reservation's may have gone) */
 		if (kv_extra(e) == NULL || kv_owner_charge(pd, &v, owner) < 0) {
@@ -1128,6 +1129,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 	 */
 	if (op == KV_COMMIT || op == KV_ABORT || op == KV_RELEASE) {
 		uint64_t version = arg;
+		struct kv_write *w = e != NULL ? kv_pending(e) : NULL;
 		struct kv_zombie *z;
 		int64_t ttl;
 		bool fresh;
@@ -1138,10 +1140,9 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			kv_result(res, 0, NULL, KV_PLACES_NONE);
 			return 1;
 		}
-		if (e != NULL && op != KV_RELEASE && e->pending != NULL &&
-		    e->pending->val.version == version) {
+		if (op != KV_RELEASE && w != NULL && w->val.version == version) {
 			/* A reservation is its session's: nobody else may publish or free it. */
-			if (e->pending->node != who->node || e->pending->session != who->session) {
+			if (w->node != who->node || w->session != who->session) {
 				kv_result(res, -EPERM, NULL, KV_PLACES_NONE);
 				return 0;
 			}
@@ -1150,7 +1151,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 				 ? kv_verify(pd, ns, e, who->uid)
 				 : 0;
 			if (op == KV_ABORT || rc < 0) { /* nobody writes there any more */
-				kv_val_free(pd, ns, &e->pending->val);
+				kv_val_free(pd, ns, &w->val);
 				kv_pending_end(ns, e);
 				if (kv_entry_unused(e))
 					kv_entry_drop(ns, e);
@@ -1170,7 +1171,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			fresh = !e->has_val;
 			if (e->has_val)
 				kv_val_out(pd, ns, e);
-			e->val = e->pending->val;
+			e->val = w->val;
 			e->has_val = true;
 			/* (its extras are there while it is held: this takes no memory) */
 			(void)kv_set_expire(ns, e, ttl);

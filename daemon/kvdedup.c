@@ -86,11 +86,11 @@ bool kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, ui
 	 * against the others: past KV_SHARED_HOLD_MS the reservation gives way
 	 * (an honest put commits within milliseconds).
 	 */
-	if (e->pending != NULL && (ns->flags & HOLD_NS_SHARED) &&
-	    e->pending->val.owner != (uint32_t)uid &&
-	    units_now_ms() - e->pending->reserved_at > KV_SHARED_HOLD_MS)
+	if (kv_pending(e) != NULL && (ns->flags & HOLD_NS_SHARED) &&
+	    kv_pending(e)->val.owner != (uint32_t)uid &&
+	    units_now_ms() - kv_pending(e)->reserved_at > KV_SHARED_HOLD_MS)
 		return false;
-	if (e->pending != NULL) {
+	if (kv_pending(e) != NULL) {
 		*ret_status = -EAGAIN;
 		return true;
 	}
@@ -106,7 +106,7 @@ bool kv_dedup_reserve(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, ui
 int kv_verify(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e, uid_t uid)
 {
 	static struct log_limit said;
-	const struct kv_val *v = &e->pending->val;
+	const struct kv_val *v = &kv_pending(e)->val;
 	uint8_t want[PAGE_KEY_LEN];
 	int rc;
 

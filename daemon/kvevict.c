@@ -51,7 +51,7 @@ int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t n
 			if (kv_pins(e) != NULL || e->moving || e->val.owner != owner)
 				continue;
 			ns->evictions++;
-			if (e->pending != NULL)
+			if (kv_pending(e) != NULL)
 				kv_retire_val(pd, ns, e); /* keep the entry for its pending write */
 			else
 				kv_entry_clear(pd, ns, e);
@@ -85,7 +85,7 @@ static int kv_make_room_some(struct poold *pd, struct kv_ns *ns, uint64_t need, 
 		if (rc == 0 || !may_evict)
 			continue;
 		ns->evictions++;
-		if (e->pending != NULL) {
+		if (kv_pending(e) != NULL) {
 			kv_retire_val(pd, ns, e); /* keep the entry for its pending write */
 			continue;
 		}

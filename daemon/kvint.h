@@ -53,13 +53,17 @@ struct kv_place {
  */
 struct kv_val {
 	uint32_t node, arena;
-	uint64_t off, alen, vlen, version;
-	uint64_t charged; /* bytes counted against owner's quota.bytes (kv_owner_charge()) */
-	uint32_t owner;	  /* who it counts against: its writer (kv_val_owner()) */
-	bool pmem;	  /* spilled to the lender's pmem tier, below a DRAM namespace */
-	uint8_t ncopies;
+	uint64_t off, version;
+	/* (a value is POOL_KV_VALUE_MAX bytes at most, its copies together 4 times that) */
+	uint32_t alen, vlen;
+	uint32_t charged;      /* bytes counted against owner's quota.bytes (kv_owner_charge()) */
+	uint32_t owner;	       /* who it counts against: its writer (kv_val_owner()) */
 	struct kv_place *copy; /* ncopies places, or NULL */
+	bool pmem;	       /* spilled to the lender's pmem tier, below a DRAM namespace */
+	uint8_t ncopies;
 };
+_Static_assert((uint64_t)POOL_KV_VALUE_MAX *KV_MAX_REPLICAS <= UINT32_MAX,
+	       "a value's bytes fit struct kv_val's 32-bit lengths");
 
 /*
  * A version reserved and not yet committed, and its writer. Out of the
@@ -83,13 +87,15 @@ struct kv_pin {
 };
 
 /*
- * What few of an index's entries have at any moment: readers, a place on
- * the held list, an expiry, a lost copy being made again. Out of the
+ * What few of an index's entries have at any moment: a reservation,
+ * readers, a place on the held list, an expiry, a lost copy being made
+ * again. Out of the
  * entry (kv_extra()), and freed when the entry has none of them any more
  * (kv_extra_trim()): millions of keys that are neither read nor volatile
  * right now do not pay for their room.
  */
 struct kv_extra {
+	struct kv_write *pending;   /* a version reserved and not yet committed, or NULL */
 	struct kv_pin *pins;	    /* readers of its value */
 	int64_t expire_ms;	    /* when its value expires, in Unix ms (RESP EXPIRE), or 0 */
 	uint64_t recopy_at;	    /* a lost copy of its value is being made again since, or 0 */
@@ -102,7 +108,7 @@ struct kv_extra {
  * two cache lines and its key, which sits right before it in the same
  * allocation (kv_entry_new()): with 100,000s of keys each is a cache
  * miss, so the fields they read come first. What only some entries have
- * for a while is out of line (pending, x).
+ * for a while is out of line (x).
  */
 struct kv_entry {
 	struct kv_entry *hnext;
@@ -115,8 +121,8 @@ struct kv_entry {
 	bool is_held;		   /* pinned or reserved: on its namespace's held list (x->held) */
 	TAILQ_ENTRY(kv_entry) lru; /* while it has a committed value: its tier's list */
 	struct kv_val val;
-	struct kv_write *pending; /* a version reserved and not yet committed, or NULL */
-	struct kv_extra *x;	  /* pins, expiry, held list, recopy: or NULL (most keys) */
+	struct kv_extra
+	    *x; /* a reservation, pins, expiry, held list, recopy: or NULL (most keys) */
 };
 
 /* A value out of the index that readers still hold. */
@@ -368,7 +374,15 @@ static inline uint8_t *kv_entry_key(const struct kv_entry *e)
 	return (uint8_t *)e - e->klen;
 }
 
-/* An entry's readers, expiry (0: none) and recopy's start (0: none), whether or not it has x. */
+/*
+ * An entry's reservation (NULL: none), readers, expiry (0: none) and
+ * recopy's start (0: none), whether or not it has x.
+ */
+static inline struct kv_write *kv_pending(const struct kv_entry *e)
+{
+	return e->x != NULL ? e->x->pending : NULL;
+}
+
 static inline struct kv_pin *kv_pins(const struct kv_entry *e)
 {
 	return e->x != NULL ? e->x->pins : NULL;

@@ -173,7 +173,7 @@ static bool kv_fits_place(const struct kv_ns *ns, uint64_t len, uint64_t alen)
 static bool kv_overwritable(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e,
 			    uint64_t len, uid_t uid)
 {
-	return kv_pins(e) == NULL && e->pending == NULL && !e->moving && !e->recount &&
+	return kv_pins(e) == NULL && kv_pending(e) == NULL && !e->moving && !e->recount &&
 	       !e->val.pmem && e->val.ncopies == 0 && e->val.node == pd->node_id &&
 	       e->val.arena < pd->narenas && !(ns->flags & (HOLD_NS_DEDUP | HOLD_NS_PERSISTENT)) &&
 	       kv_fits_place(ns, len, e->val.alen) &&
@@ -375,8 +375,8 @@ int kv_local_commit_own(struct poold *pd, uint64_t session, uid_t uid, const cha
 	if (ns == NULL || klen > POOL_KV_KEY_MAX)
 		return -ESTALE;
 	e = *kv_slot(ns, key, klen, kv_hash(key, klen));
-	if (e == NULL || e->pending == NULL || e->pending->val.version != version ||
-	    e->pending->node != pd->node_id || e->pending->session != session)
+	if (e == NULL || kv_pending(e) == NULL || kv_pending(e)->val.version != version ||
+	    kv_pending(e)->node != pd->node_id || kv_pending(e)->session != session)
 		return -ESTALE;
 	return kv_local_op(pd, session, uid, nsname, KV_COMMIT, key, klen, version, NULL);
 }

@@ -267,8 +267,8 @@ static void kv_reap_unjournal(struct poold *pd, struct kv_ns *g)
 		for (e = g->buckets[i]; e != NULL; e = e->hnext) {
 			if (e->has_val)
 				kv_reap_scrub_here(pd, &e->val);
-			if (e->pending != NULL)
-				kv_reap_scrub_here(pd, &e->pending->val);
+			if (kv_pending(e) != NULL)
+				kv_reap_scrub_here(pd, &kv_pending(e)->val);
 		}
 	TAILQ_FOREACH(z, &g->zombies, entry)
 		kv_reap_scrub_here(pd, &z->val);

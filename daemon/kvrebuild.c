@@ -34,8 +34,8 @@ static int kv_ns_extents(const struct kv_ns *ns, uint32_t node, struct ledger_ex
 		for (e = ns->buckets[i]; e != NULL; e = e->hnext) {
 			if (e->has_val && kv_val_extents(ns, &e->val, node, ext, n, cap) < 0)
 				return -ENOMEM;
-			if (e->pending != NULL &&
-			    kv_val_extents(ns, &e->pending->val, node, ext, n, cap) < 0)
+			if (kv_pending(e) != NULL &&
+			    kv_val_extents(ns, &kv_pending(e)->val, node, ext, n, cap) < 0)
 				return -ENOMEM;
 		}
 	}
@@ -173,7 +173,7 @@ int kv_adopt(struct poold *pd, uint32_t node, const struct ledger_extent *at,
 	bool fresh;
 
 	if (pd->kv == NULL || lp == NULL || klen == 0 || klen > POOL_KV_KEY_MAX || rec->vlen == 0 ||
-	    rec->vlen > alen)
+	    rec->vlen > alen || alen > POOL_KV_VALUE_MAX)
 		return -EINVAL;
 	ns = kv_ns_find(pd, rec->ns);
 	if (ns == NULL) {

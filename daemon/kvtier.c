@@ -297,7 +297,7 @@ int kv_spill(struct poold *pd, struct kv_ns *ns, struct kv_entry *e, bool may_ev
 		return -ENOSPC;
 	TAILQ_FOREACH(old, &ns->plru, lru)
 		if (old->val.node == e->val.node && kv_pins(old) == NULL && !old->moving &&
-		    old->pending == NULL)
+		    kv_pending(old) == NULL)
 			break;
 	if (old == NULL)
 		return -ENOSPC;

@@ -159,8 +159,8 @@ static bool kv_was_given(struct kv_ns *ns, const struct req *q, const ProtobufCB
 	if (key->len == 0 || key->len > POOL_KV_KEY_MAX)
 		return false;
 	e = *kv_slot(ns, key->data, key->len, kv_hash(key->data, key->len));
-	if (e != NULL && e->pending != NULL && e->pending->node == q->node &&
-	    e->pending->session == q->session && kv_val_on(&e->pending->val, node))
+	if (e != NULL && kv_pending(e) != NULL && kv_pending(e)->node == q->node &&
+	    kv_pending(e)->session == q->session && kv_val_on(&kv_pending(e)->val, node))
 		return true;
 	for (p = e != NULL ? kv_pins(e) : NULL; p != NULL; p = p->next)
 		if (p->node == q->node && p->session == q->session && e->has_val &&

@@ -959,7 +959,7 @@ static void test_held_list(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
 	kv_sweep(&pd);
 	CU_ASSERT_EQUAL(ns->npending, 1);
-	e->pending->reserved_at -= KV_RESERVE_TTL_MS; /* as if made long ago */
+	e->x->pending->reserved_at -= KV_RESERVE_TTL_MS; /* as if made long ago */
 	kv_sweep(&pd);
 	CU_ASSERT_EQUAL(ns->npending, 0);
 	CU_ASSERT_EQUAL(held(ns), 0);
