@@ -20,7 +20,8 @@
 # poold too, alternated, as the baseline.
 #
 #   tests/bench/scale.sh [BUILDDIR]
-#   env: SCALE_NODES ("256 512 1023"), SCALE_KEYS ("1000000"), SCALE_BASE
+#   env: SCALE_PARTS ("nodes regions keys": which of the three),
+#        SCALE_NODES ("256 512 1023"), SCALE_KEYS ("1000000"), SCALE_BASE
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/../.." && pwd)
@@ -56,77 +57,88 @@ cpu_ms() { awk '{ print ($14 + $15) * 10 }' "/proc/$pid/stat"; }
 rss_kb() { awk '/VmRSS/ { print $2 }' "/proc/$pid/status"; }
 anon_kb() { awk '/RssAnon/ { print $2 }' "/proc/$pid/status"; }
 label() { [ "$1" = "$top_builddir" ] && echo this || echo base; }
+part() { [[ " ${SCALE_PARTS:-nodes regions keys} " == *" $1 "* ]]; }
 
 echo "# pool-bench scale: $(date -u +%FT%TZ), $(uname -n), $(nproc) CPUs"
-echo
-echo "## membership: N fake nodes join one coordinator (loopback, 16 handshakes at a time)"
-echo "## frames/bytes: to the nodes until the last joined; per_join_frames = N(N-1)/2 + N,"
-echo "## what one frame per join per member and the RegisterReplies are"
-printf "%-6s %-5s %8s %9s %12s %15s %8s %8s\n" build N join_ms frames bytes per_join_frames cpu_ms B/node
-for n in ${SCALE_NODES:-256 512 1023}; do
-	port=$((17400 + RANDOM % 1000))
+if part nodes; then
+	echo
+	echo "## membership: N fake nodes join one coordinator (loopback, 16 handshakes at a time)"
+	echo "## frames/bytes: to the nodes until the last joined; per_join_frames = N(N-1)/2 + N,"
+	echo "## what one frame per join per member and the RegisterReplies are"
+	printf "%-6s %-5s %8s %9s %12s %15s %8s %8s\n" build N join_ms frames bytes per_join_frames cpu_ms B/node
+	for n in ${SCALE_NODES:-256 512 1023}; do
+		port=$((17400 + RANDOM % 1000))
+		for b in "${builds[@]}"; do
+			start "$b" -o lend.size=64M -o role=coordinator -o "peer.listen=127.0.0.1:$port" \
+				-o "peer.secret=$secret" -o peer.max_nodes=4096
+			sleep 0.5
+			c0=$(cpu_ms) r0=$(rss_kb)
+			out=$("$fake" -S "$secret" -l "127.0.0.1:$port" "$n" 2>/dev/null)
+			c1=$(cpu_ms) r1=$(rss_kb)
+			stop
+			# "joined N of N in MS ms: FRAMES frames (BYTES bytes) ..."
+			set -- $out
+			printf "%-6s %-5s %8s %9s %12s %15s %8s %8s\n" "$(label "$b")" "$n" "$6" "$8" "${10#(}" \
+				$((n * (n - 1) / 2 + n)) $((c1 - c0)) $(((r1 - r0) * 1024 / n))
+		done
+	done
+fi
+
+if part regions; then
+	echo
+	echo "## region create + map + close + destroy, 4 KiB, local, 2000 each (ops/s): a fresh arena,"
+	echo "## then after 512 MiB of it were written and freed; without, then with coord.journal"
+	printf "%-6s %-8s %10s %10s\n" build journal fresh used
 	for b in "${builds[@]}"; do
-		start "$b" -o lend.size=64M -o role=coordinator -o "peer.listen=127.0.0.1:$port" \
-			-o "peer.secret=$secret" -o peer.max_nodes=4096
-		sleep 0.5
-		c0=$(cpu_ms) r0=$(rss_kb)
-		out=$("$fake" -S "$secret" -l "127.0.0.1:$port" "$n" 2>/dev/null)
-		c1=$(cpu_ms) r1=$(rss_kb)
-		stop
-		# "joined N of N in MS ms: FRAMES frames (BYTES bytes) ..."
-		set -- $out
-		printf "%-6s %-5s %8s %9s %12s %15s %8s %8s\n" "$(label "$b")" "$n" "$6" "$8" "${10#(}" \
-			$((n * (n - 1) / 2 + n)) $((c1 - c0)) $(((r1 - r0) * 1024 / n))
+		for j in no yes; do
+			opts=(-o lend.size=1G)
+			[ $j = yes ] && opts+=(-o "coord.journal=$dir/coord.journal") && rm -f "$dir/coord.journal"
+			start "$b" "${opts[@]}"
+			fresh=$("$bench" ops 2000 4096 local | awk 'END { print $4 }')
+			"$bench" -T 0.3 local 512M >/dev/null 2>&1
+			used=$("$bench" ops 2000 4096 local | awk 'END { print $4 }')
+			stop
+			printf "%-6s %-8s %10s %10s\n" "$(label "$b")" $j "$fresh" "$used"
+		done
 	done
-done
-echo
+fi
 
-echo "## region create + map + close + destroy, 4 KiB, local, 2000 each (ops/s): a fresh arena,"
-echo "## then after 512 MiB of it were written and freed; without, then with coord.journal"
-printf "%-6s %-8s %10s %10s\n" build journal fresh used
-for b in "${builds[@]}"; do
-	for j in no yes; do
-		opts=(-o lend.size=1G)
-		[ $j = yes ] && opts+=(-o "coord.journal=$dir/coord.journal") && rm -f "$dir/coord.journal"
-		start "$b" "${opts[@]}"
-		fresh=$("$bench" ops 2000 4096 local | awk 'END { print $4 }')
-		"$bench" -T 0.3 local 512M >/dev/null 2>&1
-		used=$("$bench" ops 2000 4096 local | awk 'END { print $4 }')
-		stop
-		printf "%-6s %-8s %10s %10s\n" "$(label "$b")" $j "$fresh" "$used"
-	done
-done
-echo
-
-echo "## KV metadata: N keys of 16 bytes, values of 32 bytes, one poold (coordinator and lender)"
-echo "## B/key: its RssAnon growth per key; redis: redis-server's used_memory growth per key"
-printf "%-6s %-9s %8s %8s %10s\n" build N B/key redis fill_s
-# resp_sets N: SET commands for pool-kvload's keys (seed 0) and values of 32 bytes, as RESP.
-resp_sets() {
-	python3 -c 'import sys
+if part keys; then
+	echo
+	echo "## KV metadata: N keys of 16 bytes, values of 32 bytes, one poold (coordinator and lender)"
+	echo "## B/key: its RssAnon growth per key; redis: redis-server's used_memory growth per key"
+	printf "%-6s %-9s %8s %8s %10s\n" build N B/key redis fill_s
+	# resp_sets N: SET commands for pool-kvload's keys (seed 0) and values of 32 bytes, as RESP.
+	resp_sets() {
+		python3 -c 'import sys
 n = int(sys.argv[1]); v = b"v" * 32; out = sys.stdout.buffer
 for i in range(n):
     out.write(b"*3\r\n$3\r\nSET\r\n$16\r\n%04x%012x\r\n$32\r\n%s\r\n" % (0, i, v))' "$1"
-}
-for n in ${SCALE_KEYS:-1000000}; do
-	port=$((16400 + RANDOM % 1000))
-	redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
-		>"$dir/redis.log" 2>&1 &
-	rpid=$!
-	for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
-	used() { redis-cli -p "$port" info memory | awk -F: '/^used_memory:/ { print $2 + 0 }'; }
-	m0=$(used)
-	resp_sets "$n" | redis-cli -p "$port" --pipe >/dev/null
-	m1=$(used)
-	kill "$rpid" && wait "$rpid" 2>/dev/null
-	for b in "${builds[@]}"; do
-		start "$b" -o lend.size=$(((n * 32 >> 20) + 256))M
-		"$b/cli/poolctl" kv create scale $(((n * 32 >> 20) + 64))M tier=dram >/dev/null
-		a0=$(anon_kb) t0=$(date +%s%N)
-		"$kvload" fill scale "$n" 32 >/dev/null || echo "scale.sh: the fill of $n keys failed" >&2
-		t1=$(date +%s%N) a1=$(anon_kb)
-		stop
-		printf "%-6s %-9s %8s %8s %10s\n" "$(label "$b")" "$n" $(((a1 - a0) * 1024 / n)) \
-			$(((m1 - m0) / n)) "$(awk -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", t / 1e9 }')"
+	}
+	for n in ${SCALE_KEYS:-1000000}; do
+		port=$((16400 + RANDOM % 1000))
+		redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
+			>"$dir/redis.log" 2>&1 &
+		rpid=$!
+		for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
+		used() { redis-cli -p "$port" info memory | awk -F: '/^used_memory:/ { print $2 + 0 }'; }
+		m0=$(used)
+		resp_sets "$n" | redis-cli -p "$port" --pipe >/dev/null
+		m1=$(used)
+		kill "$rpid" && wait "$rpid" 2>/dev/null
+		for b in "${builds[@]}"; do
+			# (a 32-byte value takes a 64-byte extent: room for all, none evicted)
+			start "$b" -o lend.size=$(((n * 64 >> 20) + 256))M
+			"$b/cli/poolctl" kv create scale $(((n * 64 >> 20) + 64))M tier=dram >/dev/null
+			a0=$(anon_kb) t0=$(date +%s%N)
+			"$kvload" fill scale "$n" 32 >/dev/null || echo "scale.sh: the fill of $n keys failed" >&2
+			t1=$(date +%s%N) a1=$(anon_kb)
+			held=$("$b/cli/poolctl" --json kv stats scale |
+				python3 -c 'import json, sys; print(json.load(sys.stdin)["namespaces"][0]["entries"])')
+			[ "$held" = "$n" ] || echo "scale.sh: $(label "$b") holds $held of the $n keys" >&2
+			stop
+			printf "%-6s %-9s %8s %8s %10s\n" "$(label "$b")" "$n" $(((a1 - a0) * 1024 / n)) \
+				$(((m1 - m0) / n)) "$(awk -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", t / 1e9 }')"
+		done
 	done
-done
+fi

@@ -114,6 +114,15 @@ coord_start || { not_ok "the coordinator restarts"; finish; exit 1; }
 watch_entries "$CLUSTER_TMP/counts" "$WAIT" &
 watcher=$!
 wait_registered 2 2 || not_ok "h2 registers with the restarted coordinator"
+# Once its report is on its way: the coordinator has read 256 KiB of node 2's
+# link (a report of 200,000 values is some 24 MB; a loaded host may take a
+# while to send the first chunks after the RegisterReply).
+for _ in $(seq 200); do
+	got=$(cluster_exec 1 ss -tinH state established "( sport = :7400 )" dst "$(cluster_addr 2)" |
+		grep -o 'bytes_received:[0-9]*' | cut -d: -f2 | sort -n | tail -1)
+	[ "${got:-0}" -ge 262144 ] && break
+	sleep 0.05
+done
 pool_node_kill 1 STOP
 sleep 0.5
 if cluster_exec 2 ss -K dst "$(cluster_addr 1)" dport = 7400 >/dev/null 2>&1 &&
