@@ -92,6 +92,8 @@ struct coord {
 	uint64_t next_epoch; /* the number of the next registration (node_info.epoch) */
 	uint64_t started_ms; /* units_now_ms() when this coordinator started */
 	struct event *check_ev;
+	uint64_t last_check; /* units_now_ms() at coord_check()'s last run */
+	bool check_put_off;  /* coord_check() judged nobody last time: its loop was held */
 	struct event *probe_ev;
 	struct event *ledger_ev;
 	struct event *sweep_ev;
@@ -1195,8 +1197,24 @@ static void coord_check(evutil_socket_t fd, short what, void *arg)
 	struct poold *pd = co->pd;
 	uint64_t now = units_now_ms(), hb = (uint64_t)pd->conf->heartbeat_ms;
 	struct member *m;
+	bool late;
 
 	(void)coordha_epoch(pd, NULL);
+	/*
+	 * This coordinator's own loop was held (a long callback, a starved
+	 * host) for a quarter of an interval or more past this check's time:
+	 * heartbeats that came meanwhile may still wait unread in their links,
+	 * so a node's silence says nothing yet. It is judged at the next
+	 * check, half an interval on, once they are read; only once in a row,
+	 * so that a coordinator always held still declares the dead dead.
+	 */
+	late = co->last_check != 0 && now - co->last_check > hb / 2 + hb / 4;
+	co->last_check = now;
+	if (late && !co->check_put_off) {
+		co->check_put_off = true;
+		return;
+	}
+	co->check_put_off = false;
 	TAILQ_FOREACH(m, &pd->members, entry) {
 		uint64_t age = now - m->last_heartbeat;
 
