@@ -866,6 +866,13 @@ static void coord_holdings(struct coord_peer *p, const Pool__Holdings *hs)
 				  rc == -EPROTO ? "is not the one due" : "cannot be kept");
 		return;
 	}
+	if (hs->has_ack && hs->ack) { /* (the lender sends the next chunks) */
+		Pool__HoldingsAck ack = POOL__HOLDINGS_ACK__INIT;
+
+		ack.report = hs->report;
+		ack.seq = hs->seq;
+		conn_send(p->conn, WIRE_HOLDINGS_ACK, 0, &ack.base);
+	}
 	if (rc == 1 && holdreport_result(p->report, &all, &n) == 0) {
 		log_debug("node %u: holdings report %llu whole: %zu holding(s) in %u chunk(s)",
 			  node, (unsigned long long)hs->report, n, hs->seq + 1);

@@ -286,8 +286,16 @@ void holdings_send(struct poold *pd, uint32_t node, const struct holding *h, siz
 }
 
 /*
+ * The bytes of a report a lender sends beyond the chunks the coordinator
+ * said it read (two chunks at least): a heartbeat on the same link waits
+ * behind them at most, however slowly a busy coordinator reads.
+ */
+#define HOLDINGS_AHEAD (1u << 20)
+
+/*
  * Coordinator: ask another node for its record (HoldingsRequest); it answers
- * with Holdings, in chunks of at most peer.chunk_size bytes.
+ * with Holdings, in chunks of at most peer.chunk_size bytes, and at most
+ * HOLDINGS_AHEAD bytes of them beyond those acknowledged (coord.c).
  */
 void holdings_ask(struct poold *pd, uint32_t node)
 {
@@ -295,6 +303,8 @@ void holdings_ask(struct poold *pd, uint32_t node)
 
 	req.has_chunk_size = 1;
 	req.chunk_size = (uint32_t)pd->conf->peer_chunk_size;
+	req.has_window = 1;
+	req.window = (uint32_t)MAX(HOLDINGS_AHEAD / req.chunk_size, 2u);
 	coord_notice(pd, node, WIRE_HOLDINGS, &req.base);
 }
 

@@ -82,6 +82,13 @@ struct peer {
 	uint64_t report_no;  /* its number */
 	uint32_t report_seq; /* the number of its next chunk */
 	size_t report_chunk; /* the most bytes of a chunk */
+	/*
+	 * Chunks it may send beyond those the coordinator said it read (0: no
+	 * acknowledgements, an older coordinator), how many it said it read,
+	 * and when it last said so or the report began.
+	 */
+	uint32_t report_window, report_read;
+	uint64_t report_heard;
 	/* Scrubs done, acknowledged once they are durable (lend_flush()), in a burst. */
 	uint64_t *scrub_acks;
 	size_t nscrub_acks, scrub_acks_cap;
@@ -153,6 +160,9 @@ static int peer_report_next(struct poold *pd, struct conn *c, void *arg)
 		return rc;
 	more = chunk.more;
 	if ((rc = holdings_chunk_msg(pe->report_no, pe->report_seq, &chunk, &hs)) == 0) {
+		/* (acknowledged twice a window: the next chunks go while the ack comes) */
+		hs.has_ack = hs.ack = pe->report_window != 0 &&
+				      (pe->report_seq + 1) % MAX(pe->report_window / 2, 1u) == 0;
 		rc = conn_send(c, WIRE_HOLDINGS_REPLY, 0, &hs.base);
 		holdings_chunk_free(&hs);
 	}
@@ -160,7 +170,21 @@ static int peer_report_next(struct poold *pd, struct conn *c, void *arg)
 	if (rc < 0)
 		return rc;
 	pe->report_seq++;
+	if (more && pe->report_window != 0 && pe->report_seq - pe->report_read >= pe->report_window)
+		stream_pause(pe->report);
 	return more ? 1 : 0;
+}
+
+/* Lender: the coordinator read the chunks of the report up to seq: the next may go. */
+static void peer_report_read(struct peer *pe, const Pool__HoldingsAck *ack)
+{
+	if (pe->report == NULL || ack->report != pe->report_no || ack->seq >= pe->report_seq ||
+	    ack->seq < pe->report_read)
+		return; /* (a report that ended, or an ack out of place) */
+	pe->report_read = ack->seq + 1;
+	pe->report_heard = units_now_ms();
+	if (pe->report_seq - pe->report_read < pe->report_window)
+		stream_resume(pe->report);
 }
 
 /*
@@ -196,9 +220,12 @@ static void peer_report_stop(struct peer *pe)
 /*
  * Lender: the coordinator's HoldingsRequest. The record goes in chunks of
  * at most the size it asks for, one per turn of the loop (stream.c), so
- * that no record is too large to report and heartbeats go on meanwhile. A
- * request while a report is on its way is answered by it: it ends with the
- * record as it is then.
+ * that no record is too large to report and heartbeats go on meanwhile,
+ * and at most window chunks beyond those the coordinator said it read, so
+ * that a heartbeat never waits behind megabytes of report in the sockets'
+ * buffers while a busy coordinator reads its way through them. A request
+ * while a report is on its way is answered by it: it ends with the record
+ * as it is then.
  */
 static void peer_holdings_request(struct peer *pe, uint64_t req_id,
 				  const Pool__HoldingsRequest *req)
@@ -213,8 +240,10 @@ static void peer_holdings_request(struct peer *pe, uint64_t req_id,
 	if (pe->report != NULL)
 		return;
 	pe->report_chunk = MIN(MAX(req->chunk_size, 256u), PEER_FRAME_MAX / 4);
+	pe->report_window = req->has_window ? MAX(req->window, 1u) : 0;
 	pe->report_no++;
-	pe->report_seq = 0;
+	pe->report_seq = pe->report_read = 0;
+	pe->report_heard = units_now_ms();
 	rc = hold_report_begin(pd);
 	if (rc == 0)
 		rc = stream_start(pd, pe->conn, 2 * pe->report_chunk, peer_report_next,
@@ -704,6 +733,9 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 	case WIRE_HOLDINGS:
 		peer_holdings_request(pe, hdr->req_id, (const Pool__HoldingsRequest *)msg);
 		break;
+	case WIRE_HOLDINGS_ACK:
+		peer_report_read(pe, (const Pool__HoldingsAck *)msg);
+		break;
 	case WIRE_SCRUB:
 		peer_scrub(pe, hdr->req_id, (const Pool__Scrub *)msg);
 		break;
@@ -819,6 +851,16 @@ static void peer_tick(evutil_socket_t fd, short what, void *arg)
 		grant_clear(pd);
 	}
 	pe->last_tick = now;
+	if (pe->report != NULL && pe->report_window != 0 &&
+	    pe->report_seq - pe->report_read >= pe->report_window &&
+	    now - pe->report_heard > hb * misses) {
+		/* (a coordinator that dropped the report: it asks again) */
+		log_warnx("holdings report %llu: chunk %u not read by the coordinator for %llu ms: "
+			  "stopped",
+			  (unsigned long long)pe->report_no, pe->report_read,
+			  (unsigned long long)(now - pe->report_heard));
+		peer_report_stop(pe);
+	}
 	if (pe->state == PEER_IDLE) {
 		peer_connect(pe);
 	} else if (units_now_ms() - pe->last_ack > hb * misses) {

@@ -897,6 +897,8 @@ typedef int (*stream_next_cb)(struct poold *pd, struct conn *c, void *arg);
 typedef void (*stream_end_cb)(struct poold *pd, void *arg, int rc);
 int stream_start(struct poold *pd, struct conn *c, size_t ahead, stream_next_cb next,
 		 stream_end_cb end, void *arg, struct stream **ret);
+void stream_pause(struct stream *s);
+void stream_resume(struct stream *s);
 void stream_stop(struct stream *s);
 
 /* holdreport.c: a lender's report of its record in chunks: cut (lender), gathered (coordinator) */

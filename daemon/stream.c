@@ -9,6 +9,12 @@
  * of the list: the loop serves heartbeats and requests between chunks, and
  * a slow reader holds the stream back rather than growing poold.
  *
+ * The owner may also hold the stream back itself (stream_pause()) until
+ * the other end says it read what came (stream_resume()): the bytes on
+ * their way, in this poold, the kernels' buffers and the reader's, are
+ * then bounded too, and a message the link carries after them (a
+ * heartbeat) waits behind a few chunks, not behind megabytes.
+ *
  * The stream ends when next() says the chunk was the last, when it fails,
  * or when the link goes; the owner hears which from end(), once, unless it
  * stopped the stream itself.
@@ -33,6 +39,7 @@ struct stream {
 	stream_end_cb end;
 	void *arg;
 	struct event *ev;
+	bool paused; /* held back by its owner until stream_resume() */
 };
 
 static void stream_free(struct stream *s)
@@ -60,6 +67,8 @@ static void stream_step(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (s->paused)
+		return; /* (stream_resume() steps again) */
 	if (!conn_alive(s->conn)) {
 		stream_finish(s, -ECONNRESET);
 		return;
@@ -103,6 +112,23 @@ int stream_start(struct poold *pd, struct conn *c, size_t ahead, stream_next_cb 
 	evtimer_add(s->ev, &tv);
 	*ret = s;
 	return 0;
+}
+
+/* Send no more chunks until stream_resume() (or stream_stop(), if the link goes meanwhile). */
+void stream_pause(struct stream *s)
+{
+	s->paused = true;
+}
+
+/* Go on after stream_pause(), at the loop's next turn. */
+void stream_resume(struct stream *s)
+{
+	struct timeval tv = {0, 0};
+
+	if (!s->paused)
+		return;
+	s->paused = false;
+	evtimer_add(s->ev, &tv);
 }
 
 /* Stop a stream without its end callback (its owner is going, or starts over). */

@@ -98,6 +98,7 @@ enum wire_type {
 	WIRE_REGION_KEEP =
 	    61, /* client -> coordinator: an anonymous region stays (RegionName, Ok) */
 	WIRE_MEMBER_EVENTS = 62, /* coordinator -> nodes: the members' changes of a tick */
+	WIRE_HOLDINGS_ACK = 63,	 /* coordinator -> lender: chunks of its report read so far */
 	WIRE_TYPE_MAX
 };
 

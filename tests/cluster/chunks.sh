@@ -6,7 +6,9 @@
 # namespaces are defined; nodes 3 and 4 lend nothing and read, node 4
 # getting its member table in chunks. The coordinator is SIGKILLed and restarted from
 # its journal; node 2's report comes back in tens of thousands of chunks,
-# its link cut in the middle of one (a partial report is dropped, never
+# no more of it sent than the coordinator's window beyond what it read
+# (with the coordinator stopped, and its sockets' buffers grown), its
+# link cut in the middle of one (a partial report is dropped, never
 # reconciled: the coordinator's count of values is only ever none or all of
 # them) and node 2 stopped during the next (suspect, then up): every value
 # comes back and reads back bit-exact from node 3. Restarted once more without its journal, the coordinator gets the
@@ -84,6 +86,11 @@ wait_registered() {
 watcher=
 trap '[ -n "$watcher" ] && kill "$watcher" 2>/dev/null' EXIT # (chained by cluster_create)
 cluster_create 4 || exit 1
+# The coordinator's sockets take 8 MiB unread from the start, as those of a
+# busy coordinator reading slowly grow to: what a lender may send beyond
+# what was read is then up to the lender.
+cluster_exec 1 sysctl -qw net.ipv4.tcp_rmem="4096 8388608 8388608" ||
+	{ not_ok "tcp_rmem in the coordinator's namespace"; finish; exit 1; }
 JOURNAL="$(cluster_dir 1)/coord.journal"
 coord_start || exit 1
 lend=$((N * 64 * 2 / 1048576 + 64))M
@@ -125,6 +132,14 @@ for _ in $(seq 200); do
 done
 pool_node_kill 1 STOP
 sleep 0.5
+# Node 2 sends no more of it than the coordinator's window (1 MiB) beyond
+# the chunks it said it read: what lies unread at the stopped coordinator
+# (a heartbeat would wait behind it) is bounded, whatever the kernels buffer.
+unread=$(cluster_exec 1 ss -tnH state established "( sport = :7400 )" dst "$(cluster_addr 2)" |
+	awk '{ print $1 }' | sort -n | tail -1)
+[ "${unread:-0}" -le $((1024 * 1024 + 65536)) ] &&
+	ok "with the coordinator stopped, ${unread:-0} bytes of node 2's report lie unread at it (window 1 MiB)" ||
+	not_ok "${unread:-0} bytes of node 2's report unread at the stopped coordinator, beyond its window"
 if cluster_exec 2 ss -K dst "$(cluster_addr 1)" dport = 7400 >/dev/null 2>&1 &&
 	sleep 0.5 && [ "$(grep -c "lost the coordinator" "$(cluster_dir 2)/poold.log")" -ge 2 ]; then
 	pool_node_kill 1 CONT
