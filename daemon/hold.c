@@ -798,6 +798,47 @@ int hold_list(struct poold *pd, struct holding **ret, size_t *ret_n)
 }
 
 /*
+ * This lender's record as extents only (free() the array): what a ledger
+ * pass of its own coordinator compares, without the records' contents.
+ */
+int hold_extents(struct poold *pd, struct ledger_extent **ret, size_t *ret_n)
+{
+	struct ledger_extent *e = malloc((pd->nholds ? pd->nholds : 1) * sizeof(*e));
+	struct hold *hd;
+	size_t n = 0;
+
+	if (e == NULL)
+		return -ENOMEM;
+	TAILQ_FOREACH(hd, &pd->holds, entry) {
+		const uint8_t *p = hd->data;
+
+		e[n].arena = (uint32_t)hold_get(&p);
+		e[n].off = hd->off;
+		e[n].len = hold_get(&p);
+		e[n++].region = hd->flags & HOLD_REGION ? hd->what.rg->region
+				: hd->flags & HOLD_KV	? hd->what.ns->region
+							: hd->what.region;
+	}
+	*ret = e;
+	*ret_n = n;
+	return 0;
+}
+
+/*
+ * The holding at off of arena, pointing into the record (valid until it
+ * changes); false when there is none.
+ */
+bool hold_at(struct poold *pd, uint32_t arena, uint64_t off, struct holding *ret)
+{
+	struct hold *hd = pd->hold_tab != NULL ? *hold_slot(pd, arena, off) : NULL;
+
+	if (hd == NULL)
+		return false;
+	hold_view(hd, ret);
+	return true;
+}
+
+/*
  * Lender: start a report of the record, from its first holding (one on its
  * way starts over). 0 or -ENOMEM.
  */

@@ -18,6 +18,9 @@ struct ledger_extent {
 	uint64_t region;
 };
 
+/* Sort extents by arena, offset, length and region (ledger_diff() does). */
+void ledger_sort(struct ledger_extent *e, size_t n);
+
 /* Append one extent to a growable array (*cap grows as needed); -ENOMEM. */
 int ledger_append(struct ledger_extent **arr, size_t *n, size_t *cap, uint32_t arena, uint64_t off,
 		  uint64_t len, uint64_t region);

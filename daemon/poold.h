@@ -874,6 +874,8 @@ int hold_reach(struct poold *pd, uint32_t arena, uint64_t ext, uint64_t off, uin
 	       bool last, void **ret_ptr);
 void hold_clear(struct poold *pd);
 int hold_list(struct poold *pd, struct holding **ret, size_t *ret_n);
+int hold_extents(struct poold *pd, struct ledger_extent **ret, size_t *ret_n);
+bool hold_at(struct poold *pd, uint32_t arena, uint64_t off, struct holding *ret);
 /* A holding's place, as a report tells one that ended. */
 struct hold_place {
 	uint32_t arena;

@@ -44,19 +44,51 @@ static int reconcile_cmp_place(const void *a, const void *b)
 }
 
 /*
- * The lender's full record of an orphan extent, if it sent one: by sorted
- * place (byplace, n of them), a report of millions being looked up once per
- * orphan.
+ * The lender's full record of an orphan extent, if it has one (NULL): from
+ * its report, or from this poold's own record.
  */
-static const struct holding *reconcile_find(const struct holding *const *byplace, size_t n,
-					    const struct ledger_extent *e)
+typedef const struct holding *(*reconcile_find_cb)(struct poold *pd, void *arg,
+						   const struct ledger_extent *e,
+						   struct holding *scratch);
+
+/* A report's holdings, sorted by place at the first orphan looked up (bsearch). */
+struct reconcile_report {
+	const struct holding *h;
+	size_t n;
+	const struct holding **byplace;
+	bool sorted;
+};
+
+static const struct holding *reconcile_find_reported(struct poold *pd, void *arg,
+						     const struct ledger_extent *e,
+						     struct holding *scratch)
 {
+	struct reconcile_report *rep = arg;
 	struct holding key = {.e = *e};
 	const struct holding *kp = &key;
 	const struct holding *const *found;
+	size_t i;
 
-	found = n > 0 ? bsearch(&kp, byplace, n, sizeof(*byplace), reconcile_cmp_place) : NULL;
+	(void)pd;
+	(void)scratch;
+	if (!rep->sorted) {
+		if (rep->n == 0 || (rep->byplace = calloc(rep->n, sizeof(*rep->byplace))) == NULL)
+			return NULL;
+		for (i = 0; i < rep->n; i++)
+			rep->byplace[i] = &rep->h[i];
+		qsort(rep->byplace, rep->n, sizeof(*rep->byplace), reconcile_cmp_place);
+		rep->sorted = true;
+	}
+	found = bsearch(&kp, rep->byplace, rep->n, sizeof(*rep->byplace), reconcile_cmp_place);
 	return found != NULL ? *found : NULL;
+}
+
+static const struct holding *reconcile_find_own(struct poold *pd, void *arg,
+						const struct ledger_extent *e,
+						struct holding *scratch)
+{
+	(void)arg;
+	return hold_at(pd, e->arena, e->off, scratch) ? scratch : NULL;
 }
 
 /*
@@ -124,24 +156,23 @@ static bool reconcile_overlaps(const struct ledger_extent *e, const struct ledge
 }
 
 /*
- * Coordinator: compare a lender's record (the n holdings it reported, or
- * this poold's own) with the map and repair.
+ * Coordinator: compare a lender's record, the n extents of have (sorted
+ * here), with the map and repair; find() gives the full record of an
+ * extent only the lender holds.
  */
-void reconcile_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n)
+static void reconcile_record(struct poold *pd, uint32_t node, struct ledger_extent *have, size_t n,
+			     reconcile_find_cb find, void *arg)
 {
-	struct ledger_extent *want = NULL, *have = NULL, *missing = NULL, *orphans = NULL;
-	const struct holding **byplace = NULL;
+	struct ledger_extent *want = NULL, *missing = NULL, *orphans = NULL;
 	uint64_t *ends = NULL;
 	size_t nwant = 0, cap = 0, nm = 0, no = 0, i;
 	struct member *m = cluster_find(pd, node);
-	uint64_t incarnation = m != NULL ? m->info->incarnation : 0;
+	uint64_t incarnation = m != NULL ? m->info->incarnation : 0, start = units_now_us();
 	struct region *r;
 	struct retired *rt;
 
-	if (pd->regions == NULL || (have = calloc(n ? n : 1, sizeof(*have))) == NULL)
+	if (pd->regions == NULL)
 		return;
-	for (i = 0; i < n; i++)
-		have[i] = h[i].e;
 	TAILQ_FOREACH(r, &pd->regions->list, entry)
 		for (i = 0; i < r->next; i++)
 			if (r->ext[i].node == node &&
@@ -153,13 +184,11 @@ void reconcile_holdings(struct poold *pd, uint32_t node, const struct holding *h
 		goto out;
 	if (ledger_diff(want, nwant, have, n, &missing, &nm, &orphans, &no) < 0)
 		goto out;
+	log_debug("ledger: node %u: its %zu extent(s) and the map's %zu compared in %llu us", node,
+		  n, nwant, (unsigned long long)(units_now_us() - start));
 	if (no > 0) {
-		if ((byplace = calloc(n, sizeof(*byplace))) == NULL ||
-		    (ends = calloc(nwant ? nwant : 1, sizeof(*ends))) == NULL)
+		if ((ends = calloc(nwant ? nwant : 1, sizeof(*ends))) == NULL)
 			goto out;
-		for (i = 0; i < n; i++)
-			byplace[i] = &h[i];
-		qsort(byplace, n, sizeof(*byplace), reconcile_cmp_place);
 		for (i = 0; i < nwant; i++) /* (want is sorted now) */
 			ends[i] =
 			    MAX(want[i].off + want[i].len,
@@ -179,7 +208,7 @@ void reconcile_holdings(struct poold *pd, uint32_t node, const struct holding *h
 		reconcile_tell(pd, node, missing, nm);
 	}
 	for (i = 0; i < no; i++) {
-		const struct holding *held = reconcile_find(byplace, n, &orphans[i]);
+		struct holding scratch;
 		bool retired = false;
 
 		/*
@@ -190,28 +219,43 @@ void reconcile_holdings(struct poold *pd, uint32_t node, const struct holding *h
 				   rt->arena == orphans[i].arena && rt->off == orphans[i].off;
 		if (retired || reconcile_overlaps(&orphans[i], want, ends, nwant))
 			continue; /* on its way out, or replaced by the repair above */
-		reconcile_orphan(pd, node, &orphans[i], held);
+		reconcile_orphan(pd, node, &orphans[i], find(pd, arg, &orphans[i], &scratch));
 	}
 	region_tombstones_done(pd, node);
 out:
-	free(byplace);
 	free(ends);
 	free(want);
-	free(have);
 	free(missing);
 	free(orphans);
+}
+
+/* Coordinator: compare a lender's report, its n holdings, with the map and repair. */
+void reconcile_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n)
+{
+	struct reconcile_report rep = {.h = h, .n = n};
+	struct ledger_extent *have = malloc((n ? n : 1) * sizeof(*have));
+	size_t i;
+
+	if (have == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		have[i] = h[i].e;
+	reconcile_record(pd, node, have, n, reconcile_find_reported, &rep);
+	free(rep.byplace);
+	free(have);
 }
 
 /* Coordinator: ask a lender for its record (the reply comes to reconcile_holdings()). */
 void reconcile_ask(struct poold *pd, uint32_t node)
 {
-	struct holding *h;
+	struct ledger_extent *have;
 	size_t n;
 
 	if (node != pd->node_id) {
 		holdings_ask(pd, node);
-	} else if (hold_list(pd, &h, &n) == 0) {
-		reconcile_holdings(pd, node, h, n);
-		free(h);
+	} else if (hold_extents(pd, &have, &n) == 0) {
+		/* (this poold's own record: only its extents, each orphan's record looked up) */
+		reconcile_record(pd, node, have, n, reconcile_find_own, NULL);
+		free(have);
 	}
 }

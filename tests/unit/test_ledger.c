@@ -1,7 +1,9 @@
 /* tests/unit/test_ledger.c - ledger reconciliation: what only one side holds. */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "daemon/ledger.h"
 #include "tests/unit/unit.h"
@@ -97,6 +99,57 @@ static void test_many(void)
 	free(have);
 }
 
+static int cmp_place(const void *a, const void *b)
+{
+	const struct ledger_extent *x = a, *y = b;
+
+	if (x->arena != y->arena)
+		return x->arena < y->arena ? -1 : 1;
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return x->region < y->region ? -1 : x->region > y->region;
+}
+
+/*
+ * The radix sort orders as a comparison sort does: arenas and offsets of
+ * every width, places shared by several extents, sizes either side of its
+ * cut-over to qsort().
+ */
+static void test_sort(void)
+{
+	static const size_t sizes[] = {0, 1, 63, 64, 65, 1000, 100000, 100000};
+	size_t k, i;
+
+	srandom(42);
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		struct ledger_extent *got = calloc(n + 1, sizeof(*got)), *want;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+		for (i = 0; i < n; i++) {
+			uint64_t r = (uint64_t)random() << 31 | (uint64_t)random();
+
+			got[i] = (struct ledger_extent)E(
+			    k % 4 == 1 ? (uint32_t)random() : (uint32_t)(r % 3),
+			    k % 3 == 0 ? r << (r % 40) : (r % 512) * 64,
+			    64 + (uint64_t)random() % 4, (uint64_t)random() % 3);
+		}
+		want = calloc(n + 1, sizeof(*want));
+		CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+		memcpy(want, got, n * sizeof(*got));
+		if (n > 0)
+			qsort(want, n, sizeof(*want), cmp_place);
+		ledger_sort(got, n);
+		for (i = 0; i < n && cmp_place(&got[i], &want[i]) == 0;)
+			i++;
+		CU_ASSERT_EQUAL(i, n);
+		free(got);
+		free(want);
+	}
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -105,6 +158,7 @@ int main(void)
 	    {"same place, other region", test_same_place_other_region},
 	    {"empty sides", test_empty_sides},
 	    {"10000 extents in any order", test_many},
+	    {"sorted as by comparison", test_sort},
 	    {NULL, NULL},
 	};
 	return unit_run("ledger", tests);
