@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -159,6 +160,36 @@ static int poold_check(const char *path, char *const *overrides, size_t n)
  * the way this poold reaches the others' memory and serves its own
  * (fabric.transfer, carry.c).
  */
+/*
+ * Raise the soft limit on open files to what the configured bounds may
+ * hold at once (clients, RESP and metrics connections, subscribers, and
+ * for each member a peer link and checked links both ways), as far as the
+ * hard limit allows: a coordinator of a thousand nodes started from a
+ * shell, whose soft limit is 1,024, would otherwise refuse links long
+ * before peer.max_nodes.
+ */
+static void poold_raise_nofile(const struct poold_conf *c)
+{
+	rlim_t need = (rlim_t)(c->max_clients + c->resp_max_clients + c->metrics_max_clients +
+			       c->kv_events_max_subscribers + 3 * c->max_nodes + 64);
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= need)
+		return;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
+		log_warnx(
+		    "open files: the configured bounds may need %llu, the hard limit is %llu "
+		    "(LimitNOFILE= in the unit, ulimit -Hn): past it, new links and clients are "
+		    "refused",
+		    (unsigned long long)need, (unsigned long long)rl.rlim_max);
+	rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		log_warn("cannot raise the limit on open files to %llu",
+			 (unsigned long long)rl.rlim_cur);
+	else
+		log_debug("limit on open files raised to %llu", (unsigned long long)rl.rlim_cur);
+}
+
 static int poold_fabric_open(struct poold *pd)
 {
 	pd->probe_len = POOLD_PROBE_LEN;
@@ -285,6 +316,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	log_set_level((int)pd.conf->log_level);
+	poold_raise_nofile(pd.conf);
 	if (mkdir(pd.conf->runtime_dir, 0755) < 0 && errno != EEXIST) {
 		log_warn("runtime_dir %s", pd.conf->runtime_dir);
 		rc = 1;

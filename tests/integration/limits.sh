@@ -228,6 +228,26 @@ EOF2
 		not_ok "fds $fds0 -> $fds1"
 fi
 
+# Started with the soft limit of a login shell (1,024 open files), poold
+# raises it to what its bounds may hold at once, within the hard limit; a
+# hard limit below that is said at start.
+pool_stop
+hard=$(ulimit -Hn)
+if [ "$hard" = unlimited ] || [ "$hard" -gt 8192 ]; then
+	POOLD_WRAP="prlimit --nofile=1024:$hard" pool_start || exit 1
+	soft=$(awk '/^Max open files/ { print $4 }' "/proc/$POOLD_PID/limits")
+	[ "${soft:-0}" -gt 4096 ] && ok "a soft limit of 1024 open files raised to $soft" ||
+		not_ok "soft limit on open files: $soft"
+	pool_stop
+else
+	ok "# SKIP the hard limit on open files here is $hard"
+fi
+POOLD_WRAP="prlimit --nofile=1024:2048" pool_start || exit 1
+soft=$(awk '/^Max open files/ { print $4 }' "/proc/$POOLD_PID/limits")
+[ "${soft:-0}" = 2048 ] && grep -q "open files: the configured bounds may need [0-9]*, the hard limit is 2048" \
+	"$TEST_DIR/poold.log" && ok "raised to a hard limit of 2048, which is said to be short" ||
+	not_ok "soft limit on open files under a hard limit of 2048: $soft"
+
 # Out of file descriptors: poold stops accepting for a while instead of
 # spinning on accept(), says so a few times, serves its open connections, and
 # accepts again once fds are free.
