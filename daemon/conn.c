@@ -158,26 +158,43 @@ int conn_fits(const struct conn *c, uint16_t type, size_t len)
 
 /* Queue one frame. */
 /*
- * Queue len bytes. When nothing waits before them (most replies) they are
- * written at once: through the buffer, libevent would watch the socket for
- * writability and stop again, two epoll_ctl calls and a turn of the loop a
- * frame, a quarter of poold's system calls in a run of region creates.
- * What the socket does not take, and all of a TLS link's bytes, go through
- * the buffer; an error is left for the buffer's write to find.
+ * Queue the bytes of iov (n pieces). When nothing waits before them (most
+ * replies) they are written at once: through the buffer, libevent would
+ * watch the socket for writability and stop again, two epoll_ctl calls and
+ * a turn of the loop a frame, a quarter of poold's system calls in a run
+ * of region creates. What the socket does not take, and all of a TLS
+ * link's bytes, go through the buffer; an error is left for the buffer's
+ * write to find.
  */
-static int conn_write(struct conn *c, const void *buf, size_t len)
+static int conn_writev(struct conn *c, struct iovec *iov, int n)
 {
-	ssize_t n = 0;
+	ssize_t sent = 0;
+	int i;
 
 	if (c->plain && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
-		n = send(bufferevent_getfd(c->bev), buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0)
-			n = 0;
+		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+
+		sent = sendmsg(bufferevent_getfd(c->bev), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (sent < 0)
+			sent = 0;
 	}
-	if ((size_t)n < len &&
-	    bufferevent_write(c->bev, (const uint8_t *)buf + n, len - (size_t)n) < 0)
-		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		size_t skip = MIN((size_t)sent, iov[i].iov_len);
+
+		sent -= (ssize_t)skip;
+		if (skip < iov[i].iov_len &&
+		    bufferevent_write(c->bev, (const uint8_t *)iov[i].iov_base + skip,
+				      iov[i].iov_len - skip) < 0)
+			return -ENOMEM;
+	}
 	return 0;
+}
+
+static int conn_write(struct conn *c, const void *buf, size_t len)
+{
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+
+	return conn_writev(c, &iov, 1);
 }
 
 int conn_send(struct conn *c, uint16_t type, uint64_t req_id, const ProtobufCMessage *msg)
@@ -218,13 +235,13 @@ int conn_send_raw(struct conn *c, uint16_t type, uint64_t req_id, const uint8_t 
 	    .len = (uint32_t)len, .type = type, .version = WIRE_VERSION, .req_id = req_id};
 	uint8_t hbuf[WIRE_HDR_LEN];
 
+	struct iovec iov[2] = {{.iov_base = hbuf, .iov_len = sizeof(hbuf)},
+			       {.iov_base = (void *)payload, .iov_len = len}};
+
 	if (c->dead || c->closing)
 		return -ENOTCONN;
 	wire_hdr_encode(&hdr, hbuf);
-	if (bufferevent_write(c->bev, hbuf, sizeof(hbuf)) < 0 ||
-	    bufferevent_write(c->bev, payload, len) < 0)
-		return -ENOMEM;
-	return 0;
+	return conn_writev(c, iov, 2);
 }
 
 /*
