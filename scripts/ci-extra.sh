@@ -17,7 +17,10 @@
 # coordinator compares a report of millions with its map in one pass of its
 # loop, which takes seconds. "nodes", not among them either, runs
 # tests/cluster/join-many.sh with 1,022 fake nodes beside the coordinator and
-# a real node: 1,024 members, peer.max_nodes' default.
+# a real node: 1,024 members, peer.max_nodes' default. "keys", not among
+# them, runs tests/integration/kv-bulk.sh with KV_BULK_KEYS (25,000,000)
+# keys: filled, flushed, filled and dropped while a prober times poold's
+# answers (some 10 GB of memory, tens of minutes).
 . "$(dirname "$0")/deps.sh"
 
 deps_install "${PACKAGES[@]}" "${TEST_PACKAGES[@]}" clang libclang-rt-14-dev clang-format
@@ -93,6 +96,12 @@ for stage in $stages; do
 		(cd "$TOP" && JOIN_NODES=1022 make check TESTS=tests/cluster/join-many.sh) ||
 			{ tail -n 80 "$TOP/tests/cluster/join-many.sh.log"; exit 1; }
 		grep -E '^(ok|not ok|joined)' "$TOP/tests/cluster/join-many.sh.log"
+		;;
+	keys)
+		echo "==> tests/integration/kv-bulk.sh with ${KV_BULK_KEYS:-25000000} keys"
+		(cd "$TOP" && KV_BULK_KEYS=${KV_BULK_KEYS:-25000000} make check TESTS=tests/integration/kv-bulk.sh) ||
+			{ tail -n 80 "$TOP/tests/integration/kv-bulk.sh.log"; exit 1; }
+		grep -E '^(ok|not ok|#)' "$TOP/tests/integration/kv-bulk.sh.log"
 		;;
 	*)
 		echo "ci-extra.sh: unknown stage '$stage'" >&2

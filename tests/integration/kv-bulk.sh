@@ -56,9 +56,12 @@ probing() {
 	wait "$prober"
 }
 
-start() { pool_start -o lend.size=256M -o pmem.path="$TEST_DIR/pmem" -o pmem.size=64M; }
+# Room for N values twice over in the arena (a fill while the last is
+# freed), and for N in the namespace.
+CAP=$(((N * VLEN >> 20) + 128))M
+start() { pool_start -o lend.size=$(((N * VLEN >> 19) + 256))M -o pmem.path="$TEST_DIR/pmem" -o pmem.size=64M; }
 start
-check "a namespace of room for $N values" "$POOLCTL" kv create bulk 128M tier=dram
+check "a namespace of room for $N values" "$POOLCTL" kv create bulk "$CAP" tier=dram
 check "$N keys put" "$KL" fill bulk "$N" "$VLEN"
 ns_holds bulk "n['entries'] == $N and n['used'] == $N * $VLEN" &&
 	ok "the namespace holds them" || not_ok "the namespace holds them"
@@ -87,7 +90,7 @@ ns_holds bulk "n['entries'] == $LATE and n['used'] == $LATE * $VLEN" &&
 check "$N keys put again" "$KL" fill bulk "$N" "$VLEN" 2
 drop_and_remake() {
 	check "poolctl kv drop answers" "$POOLCTL" kv drop bulk
-	check "the name is made again at once" "$POOLCTL" kv create bulk 128M tier=dram
+	check "the name is made again at once" "$POOLCTL" kv create bulk "$CAP" tier=dram
 	ns_holds bulk "n['entries'] == 0" && ok "empty" || not_ok "the namespace made again is empty"
 	check "$LATE keys put in it during the freeing" "$KL" fill bulk "$LATE" "$VLEN" 3
 	freed 2 $((LATE * VLEN)) && ok "every dropped value is freed, the new ones kept" ||
