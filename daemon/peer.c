@@ -851,7 +851,7 @@ static void peer_tick(evutil_socket_t fd, short what, void *arg)
 		grant_clear(pd);
 	}
 	pe->last_tick = now;
-	if (pe->report != NULL && pe->report_window != 0 &&
+	if (pe->report != NULL && pe->report_window != 0 && hb != 0 &&
 	    pe->report_seq - pe->report_read >= pe->report_window &&
 	    now - pe->report_heard > hb * misses) {
 		/* (a coordinator that dropped the report: it asks again) */
