@@ -112,6 +112,16 @@ static void clientkey_unmap(struct sockaddr_storage *sa)
  * remote end is local: -ENOENT when there is none (the peer is elsewhere,
  * or gone).
  */
+/*
+ * NLMSG_OK() without its comparison of the header's unsigned length with
+ * the signed bytes left, which clang's -Wsign-compare refuses.
+ */
+static bool clientkey_nlmsg_ok(const struct nlmsghdr *h, int len)
+{
+	return len >= (int)sizeof(*h) && h->nlmsg_len >= sizeof(*h) &&
+	       h->nlmsg_len <= (unsigned int)len;
+}
+
 static int clientkey_diag_uid(struct clientkey_ctx *ck, const struct sockaddr_storage *local,
 			      const struct sockaddr_storage *peer, uint32_t *ret_uid)
 {
@@ -156,7 +166,7 @@ static int clientkey_diag_uid(struct clientkey_ctx *ck, const struct sockaddr_st
 		if (n < 0)
 			return errno == EAGAIN ? -ENOENT : -errno;
 		len = (int)n;
-		for (h = &ans.nlh; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+		for (h = &ans.nlh; clientkey_nlmsg_ok(h, len); h = NLMSG_NEXT(h, len)) {
 			if (h->nlmsg_seq != ck->seq)
 				continue;
 			if (h->nlmsg_type == NLMSG_ERROR)
