@@ -1240,15 +1240,19 @@ static void coord_check(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-/* Every ledger.interval: ask each lender that is up for its record. */
+/*
+ * Every ledger.interval: ask each lender that is up for its record, but
+ * one whose last comparison was long until its pace allows (reconcile.c).
+ */
 static void coord_ledger(evutil_socket_t fd, short what, void *arg)
 {
 	struct coord *co = arg;
+	uint64_t now = units_now_ms();
 	struct member *m;
 
 	(void)coordha_epoch(co->pd, NULL);
 	TAILQ_FOREACH(m, &co->pd->members, entry)
-		if (m->state == MEMBER_UP)
+		if (m->state == MEMBER_UP && now >= m->ledger_after)
 			reconcile_ask(co->pd, m->info->id);
 }
 

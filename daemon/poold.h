@@ -140,7 +140,8 @@ struct member {
 	TAILQ_ENTRY(member) entry;
 	struct node_info *info; /* owned */
 	enum member_state state;
-	uint64_t last_heartbeat;   /* units_now_ms() of the last heartbeat seen */
+	uint64_t last_heartbeat; /* units_now_ms() of the last heartbeat seen */
+	uint64_t ledger_after;	 /* at the coordinator: no ledger pass of it before (reconcile.c) */
 	uint64_t heartbeat_age_ms; /* at a node: age the coordinator reported */
 	struct conn *conn;	   /* at the coordinator: the node's link, if connected */
 	/* at the coordinator: where its last registered link came from (coordslot.c) */

@@ -16,6 +16,13 @@
 #include "daemon/ledger.h"
 #include "daemon/poold.h"
 
+/*
+ * A periodic pass of a lender waits at least this many times as long as
+ * its last comparison held the loop: however many values a lender holds,
+ * ledger passes take at most about a twentieth of the coordinator's loop.
+ */
+#define RECONCILE_PACE 20
+
 /* Tell a lender the extents of the map it does not record, a region's with its record. */
 static void reconcile_tell(struct poold *pd, uint32_t node, const struct ledger_extent *e, size_t n)
 {
@@ -167,7 +174,7 @@ static void reconcile_record(struct poold *pd, uint32_t node, struct ledger_exte
 	uint64_t *ends = NULL;
 	size_t nwant = 0, cap = 0, nm = 0, no = 0, i;
 	struct member *m = cluster_find(pd, node);
-	uint64_t incarnation = m != NULL ? m->info->incarnation : 0, start = units_now_us();
+	uint64_t incarnation = m != NULL ? m->info->incarnation : 0, start = units_now_us(), took;
 	struct region *r;
 	struct retired *rt;
 
@@ -184,8 +191,11 @@ static void reconcile_record(struct poold *pd, uint32_t node, struct ledger_exte
 		goto out;
 	if (ledger_diff(want, nwant, have, n, &missing, &nm, &orphans, &no) < 0)
 		goto out;
+	took = units_now_us() - start;
+	if (m != NULL)
+		m->ledger_after = units_now_ms() + took / 1000 * RECONCILE_PACE;
 	log_debug("ledger: node %u: its %zu extent(s) and the map's %zu compared in %llu us", node,
-		  n, nwant, (unsigned long long)(units_now_us() - start));
+		  n, nwant, (unsigned long long)took);
 	if (no > 0) {
 		if ((ends = calloc(nwant ? nwant : 1, sizeof(*ends))) == NULL)
 			goto out;
