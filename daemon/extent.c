@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -94,6 +95,13 @@ struct extent_arena {
 	uint64_t nextents;
 	struct ext *spare; /* linked through by_off.l */
 	unsigned nspare;
+	struct extent_changes *changes; /* extent_watch(): what changed since, or NULL */
+};
+
+struct extent_changes {
+	struct extent_change *at;
+	size_t n, cap, max;
+	bool lost; /* more than max, or no memory to keep one */
 };
 
 typedef int (*avl_cmp_fn)(const struct avl *x, const struct avl *y);
@@ -515,10 +523,35 @@ static struct ext *unit_open(struct extent_arena *a, uint64_t off, uint64_t *map
 	return u;
 }
 
+/* An extent allocated, reserved or released, for extent_watch(). */
+static void ext_changed(struct extent_arena *a, uint64_t off, uint64_t len)
+{
+	struct extent_changes *c = a->changes;
+
+	if (c == NULL || c->lost)
+		return;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 256;
+		struct extent_change *g;
+
+		cap = cap < c->max ? cap : c->max;
+		g = cap > c->n ? realloc(c->at, cap * sizeof(*g)) : NULL;
+
+		if (g == NULL) {
+			c->lost = true;
+			return;
+		}
+		c->at = g;
+		c->cap = cap;
+	}
+	c->at[c->n++] = (struct extent_change){off, len};
+}
+
 static void ext_record(struct extent_arena *a, uint64_t off, uint64_t len, struct ext *u)
 {
 	struct ext *e;
 
+	ext_changed(a, off, len);
 	a->used_bytes += len;
 	a->nextents++;
 	if (u != NULL && u->fine) {
@@ -589,6 +622,7 @@ void extent_arena_free(struct extent_arena *a)
 
 	if (a == NULL)
 		return;
+	extent_unwatch(a);
 	avl_destroy(a->big.by_off);
 	avl_destroy(a->small.by_off);
 	avl_destroy(a->fine.by_off);
@@ -776,6 +810,7 @@ int extent_release(struct extent_arena *a, uint64_t off, uint64_t len)
 	}
 	a->used_bytes -= e->len;
 	a->nextents--;
+	ext_changed(a, e->off, e->len);
 	if (e->len >= a->unit) {
 		pool_give(a, &a->big, e, 0, a->size);
 		return 0;
@@ -1188,4 +1223,56 @@ int extent_arena_check(const struct extent_arena *a)
 out_items:
 	free(c.items);
 	return rc;
+}
+
+/* Keep a list of the extents changed from now on; see extent.h. */
+int extent_watch(struct extent_arena *a, size_t max)
+{
+	extent_unwatch(a);
+	if ((a->changes = calloc(1, sizeof(*a->changes))) == NULL)
+		return -ENOMEM;
+	a->changes->max = max;
+	return 0;
+}
+
+void extent_unwatch(struct extent_arena *a)
+{
+	if (a->changes == NULL)
+		return;
+	free(a->changes->at);
+	free(a->changes);
+	a->changes = NULL;
+}
+
+int extent_changes(const struct extent_arena *a, const struct extent_change **ret, size_t *ret_n)
+{
+	if (a->changes == NULL || a->changes->lost)
+		return -EOVERFLOW;
+	*ret = a->changes->at;
+	*ret_n = a->changes->n;
+	return 0;
+}
+
+void extent_changes_forget(struct extent_arena *a, size_t n)
+{
+	if (a->changes != NULL && n < a->changes->n)
+		a->changes->n = n;
+}
+
+/* Whether any byte of [off, off + len) is allocated or reserved; see extent.h. */
+bool extent_busy(const struct extent_arena *a, uint64_t off, uint64_t len)
+{
+	uint64_t end = len > a->size || off > a->size - len ? a->size : off + len, at = off;
+
+	while (at < end) {
+		uint64_t stop = (at & ~(a->unit - 1)) + a->unit;
+		const struct ext *u = unit_find(a, at);
+		const struct pool *p = u == NULL ? &a->big : u->fine ? &a->fine : &a->small;
+
+		stop = stop < end ? stop : end;
+		if (pool_holding(p, at, stop - at) == NULL)
+			return true;
+		at = stop;
+	}
+	return false;
 }

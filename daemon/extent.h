@@ -14,6 +14,8 @@
 #ifndef POOLD_EXTENT_H
 #define POOLD_EXTENT_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define EXTENT_UNIT_DEFAULT (UINT64_C(2) << 20)
@@ -83,6 +85,29 @@ void extent_stats(const struct extent_arena *a, struct extent_stats *ret);
  */
 int extent_foreach(const struct extent_arena *a, int (*cb)(uint64_t off, uint64_t len, void *arg),
 		   void *arg);
+
+/*
+ * Whether any byte of [off, off + len) is allocated or reserved (a ledger
+ * pass's last look before it takes back or scrubs what a lender holds).
+ */
+bool extent_busy(const struct extent_arena *a, uint64_t off, uint64_t len);
+
+/*
+ * What a ledger pass that runs in slices needs to know of the arena's
+ * changes meanwhile: once watched, every extent allocated, reserved or
+ * released is listed (its offset and rounded length), up to max of them.
+ * extent_changes() gives the list (valid until the arena changes), or
+ * -EOVERFLOW when more than max changed, memory ran out, or nothing
+ * watches; extent_changes_forget() drops those after the first n (the
+ * watcher's own); extent_unwatch() ends it (extent_arena_free() too).
+ */
+struct extent_change {
+	uint64_t off, len;
+};
+int extent_watch(struct extent_arena *a, size_t max);
+int extent_changes(const struct extent_arena *a, const struct extent_change **ret, size_t *ret_n);
+void extent_changes_forget(struct extent_arena *a, size_t n);
+void extent_unwatch(struct extent_arena *a);
 
 /* Verify every internal invariant (for tests): 0, -EUCLEAN if one is broken, or -ENOMEM. */
 int extent_arena_check(const struct extent_arena *a);

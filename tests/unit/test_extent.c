@@ -12,6 +12,7 @@
 
 #define KiB (UINT64_C(1) << 10)
 #define MiB (UINT64_C(1) << 20)
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 
@@ -879,6 +880,13 @@ static void test_stress(void)
 		else
 			sh_op_resize();
 		sh_verify();
+		if (sh.size > 0) { /* extent_busy() says what the model does of a random range */
+			uint64_t g = rnd_range(0, sh.size / S_GRAIN - 1),
+				 n = rnd_range(1, MIN(3 * (uint64_t)S_GPU, sh.size / S_GRAIN - g));
+
+			CU_ASSERT_EQUAL_FATAL(extent_busy(sh.a, g * S_GRAIN, n * S_GRAIN),
+					      !sh_range_free(g * S_GRAIN, n * S_GRAIN));
+		}
 		if (i % 1000 == 0) {
 			prev_end = 0;
 			CU_ASSERT_EQUAL_FATAL(extent_foreach(sh.a, sh_walk_cb, &prev_end), 0);
@@ -899,6 +907,49 @@ static void test_stress(void)
 		CU_ASSERT(st.nfree_runs == 1 && st.largest_free == sh.size);
 	}
 	extent_arena_free(sh.a);
+}
+
+/*
+ * A watched arena lists each extent allocated, reserved and released, by
+ * rounded length, and nothing that failed; the watcher forgets its own
+ * changes; past its bound, or unwatched, the list is not to be trusted.
+ */
+static void test_watch(void)
+{
+	struct extent_arena *a = arena(8 * 64 * KiB, 64 * KiB, 4 * KiB);
+	const struct extent_change *c;
+	uint64_t off, len;
+	size_t n;
+
+	CU_ASSERT_EQUAL(extent_changes(a, &c, &n), -EOVERFLOW); /* (nobody watches) */
+	CU_ASSERT_EQUAL_FATAL(extent_watch(a, 4), 0);
+	CU_ASSERT_EQUAL_FATAL(extent_alloc(a, 5000, &off, &len), 0);
+	CU_ASSERT_EQUAL(extent_reserve(a, off, 4096), -EBUSY);
+	CU_ASSERT_EQUAL_FATAL(extent_reserve(a, 128 * KiB, 64 * KiB), 0);
+	CU_ASSERT_EQUAL(extent_release(a, off + 4096, 4096), -EINVAL);
+	CU_ASSERT_EQUAL_FATAL(extent_release(a, off, 5000), 0);
+	CU_ASSERT_EQUAL_FATAL(extent_changes(a, &c, &n), 0);
+	CU_ASSERT_EQUAL_FATAL(n, 3);
+	CU_ASSERT(c[0].off == off && c[0].len == 8192);
+	CU_ASSERT(c[1].off == 128 * KiB && c[1].len == 64 * KiB);
+	CU_ASSERT(c[2].off == off && c[2].len == 8192);
+	CU_ASSERT(extent_busy(a, 128 * KiB + 60 * KiB, 8 * KiB));
+	CU_ASSERT(!extent_busy(a, off, 8192));
+	extent_changes_forget(a, 1);
+	CU_ASSERT_EQUAL(extent_changes(a, &c, &n), 0);
+	CU_ASSERT_EQUAL(n, 1);
+	CU_ASSERT_EQUAL_FATAL(extent_alloc(a, 4096, &off, &len), 0);
+	CU_ASSERT_EQUAL_FATAL(extent_alloc(a, 4096, &off, &len), 0);
+	CU_ASSERT_EQUAL_FATAL(extent_alloc(a, 4096, &off, &len), 0);
+	CU_ASSERT_EQUAL(extent_alloc(a, 4096, &off, &len), 0); /* (a fifth: over the bound) */
+	CU_ASSERT_EQUAL(extent_changes(a, &c, &n), -EOVERFLOW);
+	CU_ASSERT_EQUAL_FATAL(extent_watch(a, 4), 0); /* (watched again: from now) */
+	CU_ASSERT_EQUAL(extent_changes(a, &c, &n), 0);
+	CU_ASSERT_EQUAL(n, 0);
+	extent_unwatch(a);
+	CU_ASSERT_EQUAL(extent_changes(a, &c, &n), -EOVERFLOW);
+	CU_ASSERT_EQUAL_FATAL(extent_watch(a, 4), 0);
+	extent_arena_free(a); /* (with its list) */
 }
 
 /* 100k extents of random sizes in a 1 TiB arena, freed in random order, then churn. */
@@ -958,6 +1009,7 @@ int main(void)
 	    {"fragmentation on a checkerboard", test_fragmentation},
 	    {"foreach order and early stop", test_foreach},
 	    {"random operations against a shadow map", test_stress},
+	    {"a watched arena lists its changes", test_watch},
 	    {"100k extents", test_perf},
 	    {NULL, NULL},
 	};
