@@ -836,8 +836,6 @@ static void coord_holdings(struct coord_peer *p, const Pool__Holdings *hs)
 	uint32_t node = p->m->info->id;
 	struct holding *h = holdings_of_msg(hs);
 	struct hold_place *gone = holding_ends_of_msg(hs);
-	const struct holding *all;
-	size_t n;
 	int rc;
 
 	if (!hs->has_seq) {
@@ -873,11 +871,10 @@ static void coord_holdings(struct coord_peer *p, const Pool__Holdings *hs)
 		ack.seq = hs->seq;
 		conn_send(p->conn, WIRE_HOLDINGS_ACK, 0, &ack.base);
 	}
-	if (rc == 1 && holdreport_result(p->report, &all, &n) == 0) {
-		log_debug("node %u: holdings report %llu whole: %zu holding(s) in %u chunk(s)",
-			  node, (unsigned long long)hs->report, n, hs->seq + 1);
-		reconcile_holdings(pd, node, all, n);
-		holdreport_free(p->report);
+	if (rc == 1) {
+		log_debug("node %u: holdings report %llu whole in %u chunk(s)", node,
+			  (unsigned long long)hs->report, hs->seq + 1);
+		reconcile_report(pd, node, p->report);
 		p->report = NULL;
 	}
 }

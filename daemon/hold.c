@@ -410,7 +410,8 @@ static int hold_journal(struct poold *pd, const struct holding *h)
 
 static void hold_unjournal(struct poold *pd, struct hold *hd)
 {
-	struct holding end = {.e = {hold_arena(hd), hd->off, 0, 0}};
+	struct holding end = {
+	    .e = {.arena = hold_arena(hd), .off = hd->off, .len = 0, .region = 0}};
 	int rc;
 
 	if (!(hd->flags & HOLD_DURABLE))
@@ -798,30 +799,34 @@ int hold_list(struct poold *pd, struct holding **ret, size_t *ret_n)
 }
 
 /*
- * This lender's record as extents only (free() the array): what a ledger
- * pass of its own coordinator compares, without the records' contents.
+ * This lender's record as extents only, appended to *arr a slice at a
+ * time: what a ledger pass of its own coordinator compares, without the
+ * records' contents. *cursor (0 at first) is the next bucket of the
+ * record's table; a slice ends after about max holdings. 1 while there is
+ * more, 0 at the end, -ENOMEM. (The table may grow between slices: a
+ * holding may then be listed twice, one added meanwhile not at all.)
  */
-int hold_extents(struct poold *pd, struct ledger_extent **ret, size_t *ret_n)
+int hold_extents(struct poold *pd, size_t *cursor, size_t max, struct ledger_extent **arr,
+		 size_t *n, size_t *cap)
 {
-	struct ledger_extent *e = malloc((pd->nholds ? pd->nholds : 1) * sizeof(*e));
-	struct hold *hd;
-	size_t n = 0;
+	size_t done = 0;
 
-	if (e == NULL)
-		return -ENOMEM;
-	TAILQ_FOREACH(hd, &pd->holds, entry) {
-		const uint8_t *p = hd->data;
+	for (; *cursor < pd->hold_tab_size && done < max; (*cursor)++) {
+		struct hold *hd;
 
-		e[n].arena = (uint32_t)hold_get(&p);
-		e[n].off = hd->off;
-		e[n].len = hold_get(&p);
-		e[n++].region = hd->flags & HOLD_REGION ? hd->what.rg->region
-				: hd->flags & HOLD_KV	? hd->what.ns->region
-							: hd->what.region;
+		for (hd = pd->hold_tab[*cursor]; hd != NULL; hd = hd->hnext, done++) {
+			const uint8_t *p = hd->data;
+			uint32_t arena = (uint32_t)hold_get(&p);
+			uint64_t len = hold_get(&p);
+
+			if (ledger_append(arr, n, cap, arena, hd->off, len,
+					  hd->flags & HOLD_REGION ? hd->what.rg->region
+					  : hd->flags & HOLD_KV	  ? hd->what.ns->region
+								  : hd->what.region) < 0)
+				return -ENOMEM;
+		}
 	}
-	*ret = e;
-	*ret_n = n;
-	return 0;
+	return *cursor < pd->hold_tab_size ? 1 : 0;
 }
 
 /*

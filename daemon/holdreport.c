@@ -48,6 +48,7 @@ struct holdreport {
 	struct holdreport_gone *gone;
 	size_t ngone, gone_cap;
 	struct holdreport_block *blocks;
+	bool gone_sorted; /* gone is in holdreport_cmp_gone()'s order */
 };
 
 /*
@@ -263,34 +264,59 @@ static int holdreport_cmp_gone(const void *a, const void *b)
 }
 
 /*
+ * A whole report's holdings as they came, those a later chunk told as gone
+ * still in (holdreport_ended()), valid until holdreport_free(). -EAGAIN
+ * while it is not whole.
+ */
+int holdreport_holdings(struct holdreport *r, const struct holding **ret, size_t *ret_n)
+{
+	if (r == NULL || !r->complete)
+		return -EAGAIN;
+	if (!r->gone_sorted && r->ngone > 1) {
+		qsort(r->gone, r->ngone, sizeof(*r->gone), holdreport_cmp_gone);
+	}
+	r->gone_sorted = true;
+	*ret = r->h;
+	*ret_n = r->n;
+	return 0;
+}
+
+/* Whether holding i of a whole report ended after its chunk (its place told as gone since). */
+bool holdreport_ended(const struct holdreport *r, size_t i)
+{
+	struct holdreport_gone key = {{r->h[i].e.arena, r->h[i].e.off}, UINT32_MAX};
+	size_t lo = 0, hi = r->ngone;
+
+	/* The latest time its place was told gone: the first at its place. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (holdreport_cmp_gone(&r->gone[mid], &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < r->ngone && r->gone[lo].at.arena == key.at.arena &&
+	       r->gone[lo].at.off == key.at.off && r->gone[lo].seq > r->seq[i];
+}
+
+/*
  * A whole report as the lender's record: its holdings, those told as gone
  * by a later chunk left out (valid until holdreport_free()). -EAGAIN while
  * it is not whole.
  */
 int holdreport_result(struct holdreport *r, const struct holding **ret, size_t *ret_n)
 {
-	size_t i, k = 0;
+	const struct holding *h;
+	size_t i, n, k = 0;
+	int rc = holdreport_holdings(r, &h, &n);
 
-	if (r == NULL || !r->complete)
-		return -EAGAIN;
+	if (rc < 0)
+		return rc;
 	if (r->ngone > 0) {
-		qsort(r->gone, r->ngone, sizeof(*r->gone), holdreport_cmp_gone);
-		for (i = 0; i < r->n; i++) {
-			struct holdreport_gone key = {{r->h[i].e.arena, r->h[i].e.off}, UINT32_MAX};
-			size_t lo = 0, hi = r->ngone;
-
-			/* The latest time its place was told gone: the first at its place. */
-			while (lo < hi) {
-				size_t mid = lo + (hi - lo) / 2;
-
-				if (holdreport_cmp_gone(&r->gone[mid], &key) < 0)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			if (lo < r->ngone && r->gone[lo].at.arena == key.at.arena &&
-			    r->gone[lo].at.off == key.at.off && r->gone[lo].seq > r->seq[i])
-				continue; /* it ended after its chunk */
+		for (i = 0; i < n; i++) {
+			if (holdreport_ended(r, i))
+				continue;
 			r->h[k] = r->h[i];
 			r->seq[k++] = r->seq[i];
 		}

@@ -37,7 +37,7 @@ void hold_tell_holdings(struct poold *pd, uint32_t node, const struct holding *h
 void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
 	       uint64_t id)
 {
-	struct holding h = {.e = {arena, off, len, id}};
+	struct holding h = {.e = {.arena = arena, .off = off, .len = len, .region = id}};
 
 	hold_tell_holdings(pd, node, &h, 1, NULL, NULL);
 }

@@ -117,7 +117,8 @@ void holding_to_msg(const struct holding *h, Pool__Holding *m)
 void holding_of_msg(const Pool__Holding *m, struct holding *h)
 {
 	memset(h, 0, sizeof(*h));
-	h->e = (struct ledger_extent){m->arena, m->off, m->len, m->region};
+	h->e = (struct ledger_extent){
+	    .arena = m->arena, .off = m->off, .len = m->len, .region = m->region};
 	h->has_region =
 	    m->rname != NULL && m->rname[0] != '\0' && region_record_of_msg(m, &h->region);
 	h->has_kv = m->ns != NULL && m->ns[0] != '\0' && m->has_key;

@@ -208,7 +208,7 @@ struct kv_durable_batch {
 };
 
 struct kv_space {
-	TAILQ_HEAD(, kv_ns) list;
+	TAILQ_HEAD(kv_ns_list, kv_ns) list;
 	uint64_t next_id;
 	struct kv_ns *orphans;	    /* what dropped namespaces' readers and writers still hold */
 	struct kv_durable *durable; /* the commit being served, and its key */
@@ -222,7 +222,7 @@ struct kv_space {
 	 * slice at a time (kvreap.c), oldest first, and the event that frees
 	 * the next slice.
 	 */
-	TAILQ_HEAD(, kv_ns) reaping;
+	struct kv_ns_list reaping;
 	struct event *reap_ev;
 	struct event *evict_ev; /* evicts what reservations left over capacities (kvevict.c) */
 };

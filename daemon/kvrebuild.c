@@ -21,56 +21,84 @@ static int kv_val_extents(const struct kv_ns *ns, const struct kv_val *v, uint32
 	return 0;
 }
 
-/* The extents of ns's values (and zombies) on a node, for the ledger. */
-static int kv_ns_extents(const struct kv_ns *ns, uint32_t node, struct ledger_extent **ext,
-			 size_t *n, size_t *cap)
+/* Whether ns is still on list (a walk's namespace between its slices). */
+static bool kv_ns_listed(struct kv_ns *ns, const struct kv_ns_list *list)
 {
-	struct kv_zombie *z;
-	size_t i;
+	const struct kv_ns *o;
 
-	for (i = 0; i < ns->nbuckets; i++) {
-		struct kv_entry *e;
-
-		for (e = ns->buckets[i]; e != NULL; e = e->hnext) {
-			if (e->has_val && kv_val_extents(ns, &e->val, node, ext, n, cap) < 0)
-				return -ENOMEM;
-			if (kv_pending(e) != NULL &&
-			    kv_val_extents(ns, &kv_pending(e)->val, node, ext, n, cap) < 0)
-				return -ENOMEM;
-		}
-	}
-	TAILQ_FOREACH(z, &ns->zombies, entry)
-		if (kv_val_extents(ns, &z->val, node, ext, n, cap) < 0)
-			return -ENOMEM;
-	return 0;
+	TAILQ_FOREACH(o, list, entry)
+		if (o == ns)
+			return true;
+	return false;
 }
 
 /*
- * The KV extents on a node, for the ledger: those of flushed and dropped
- * namespaces not freed yet too, or a pass would take them back into the
- * index, or scrub them, while they are on their way out.
+ * The KV extents on a node, for the ledger, appended to *ext about max
+ * entries at a time (see poold.h): those of flushed and dropped namespaces
+ * not freed yet too, or a pass would take them back into the index, or
+ * scrub them, while they are on their way out. A namespace that went
+ * between two slices ends its part of the walk; buckets split meanwhile
+ * list some values twice.
  */
-int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size_t *n, size_t *cap)
+int kv_extents(struct poold *pd, uint32_t node, struct kv_extents_walk *w, size_t max,
+	       struct ledger_extent **ext, size_t *n, size_t *cap)
 {
-	struct kv_recopy *rk;
-	struct kv_ns *ns;
+	struct kv_ns_list *lists[2];
+	size_t done = 0;
 
 	if (pd->kv == NULL)
 		return 0;
-	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-		if (kv_ns_extents(ns, node, ext, n, cap) < 0)
-			return -ENOMEM;
-	TAILQ_FOREACH(ns, &pd->kv->reaping, entry)
-		if (kv_ns_extents(ns, node, ext, n, cap) < 0)
-			return -ENOMEM;
-	TAILQ_FOREACH(rk, &pd->kv->copying, entry) {
-		ns = kv_ns_by_id(pd, rk->ns_id);
-		if (ns != NULL && rk->to.node == node &&
-		    ledger_append(ext, n, cap, rk->to.arena, rk->to.off, rk->to.alen,
-				  KV_HOLD_ID(ns)) < 0)
-			return -ENOMEM;
+	lists[0] = &pd->kv->list;
+	lists[1] = &pd->kv->reaping;
+	while (w->list < 2 && done < max) {
+		struct kv_ns *ns = w->ns;
+		struct kv_zombie *z;
+
+		if (ns == NULL || !kv_ns_listed(ns, lists[w->list])) {
+			ns = w->ns == NULL ? TAILQ_FIRST(lists[w->list]) : NULL;
+			if (ns == NULL) {
+				w->list++;
+				w->ns = NULL;
+				continue;
+			}
+			w->ns = ns;
+			w->bucket = 0;
+		}
+		for (; w->bucket < ns->nbuckets && done < max; w->bucket++) {
+			struct kv_entry *e;
+
+			for (e = ns->buckets[w->bucket]; e != NULL; e = e->hnext, done++) {
+				if (e->has_val &&
+				    kv_val_extents(ns, &e->val, node, ext, n, cap) < 0)
+					return -ENOMEM;
+				if (kv_pending(e) != NULL &&
+				    kv_val_extents(ns, &kv_pending(e)->val, node, ext, n, cap) < 0)
+					return -ENOMEM;
+			}
+		}
+		if (w->bucket < ns->nbuckets)
+			break;
+		TAILQ_FOREACH(z, &ns->zombies, entry)
+			if (kv_val_extents(ns, &z->val, node, ext, n, cap) < 0)
+				return -ENOMEM;
+		if ((w->ns = TAILQ_NEXT(ns, entry)) == NULL)
+			w->list++;
+		w->bucket = 0;
 	}
-	return 0;
+	if (w->list == 2) { /* (copies in flight: a few) */
+		struct kv_recopy *rk;
+
+		TAILQ_FOREACH(rk, &pd->kv->copying, entry) {
+			struct kv_ns *ns = kv_ns_by_id(pd, rk->ns_id);
+
+			if (ns != NULL && rk->to.node == node &&
+			    ledger_append(ext, n, cap, rk->to.arena, rk->to.off, rk->to.alen,
+					  KV_HOLD_ID(ns)) < 0)
+				return -ENOMEM;
+		}
+		w->list++;
+	}
+	return w->list > 2 ? 0 : 1;
 }
 
 /* What a namespace would be made again with. */

@@ -143,7 +143,10 @@ void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e)
 		struct kv_durable *d = (ns->flags & HOLD_NS_PERSISTENT) ? pd->kv->durable : NULL;
 		size_t key = pd->kv->durable_i;
 
-		h.e = (struct ledger_extent){all[i].arena, all[i].off, all[i].alen, KV_HOLD_ID(ns)};
+		h.e = (struct ledger_extent){.arena = all[i].arena,
+					     .off = all[i].off,
+					     .len = all[i].alen,
+					     .region = KV_HOLD_ID(ns)};
 		h.kv = rec;
 		if (d != NULL && kv_durable_add(d, &h, all[i].node, key) == 0)
 			continue; /* told with the commit's other values (kv_durable_send) */

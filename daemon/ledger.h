@@ -14,6 +14,7 @@
 
 struct ledger_extent {
 	uint32_t arena;
+	uint32_t ref; /* the caller's: where the extent came from (not compared) */
 	uint64_t off, len;
 	uint64_t region;
 };
@@ -34,5 +35,41 @@ int ledger_append(struct ledger_extent **arr, size_t *n, size_t *cap, uint32_t a
 int ledger_diff(struct ledger_extent *want, size_t nwant, struct ledger_extent *have, size_t nhave,
 		struct ledger_extent **ret_missing, size_t *ret_nmissing,
 		struct ledger_extent **ret_orphans, size_t *ret_norphans);
+
+/* A sort of ledger_sort()'s, done in slices (struct ledger_job). */
+struct ledger_sorter {
+	struct ledger_extent *e, *tmp, *from, *to;
+	size_t n, i;
+	size_t count[12][256];
+	unsigned d;
+	int stage;
+};
+
+/*
+ * ledger_diff() a slice at a time, for records of millions of extents: a
+ * ledger pass must not hold poold's loop for the whole comparison.
+ */
+struct ledger_job {
+	struct ledger_extent *want, *have;
+	size_t nwant, nhave;
+	struct ledger_sorter sort_want, sort_have;
+	size_t i, k;				 /* the comparison's place in want and have */
+	struct ledger_extent *missing, *orphans; /* as ledger_diff()'s, NULL while none */
+	size_t nmissing, norphans, cap_missing, cap_orphans;
+};
+
+/* Start comparing want and have (sorted in place as the job goes, and kept by the caller). */
+void ledger_job_start(struct ledger_job *j, struct ledger_extent *want, size_t nwant,
+		      struct ledger_extent *have, size_t nhave);
+
+/*
+ * Sort or compare about max extents more: 1 while there is more to do, 0
+ * once missing and orphans are whole, -ENOMEM. An extent listed twice on
+ * one side (a record walked while it grew) counts once.
+ */
+int ledger_job_step(struct ledger_job *j, size_t max);
+
+/* Free what the job allocated (missing and orphans included). */
+void ledger_job_free(struct ledger_job *j);
 
 #endif

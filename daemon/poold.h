@@ -32,6 +32,7 @@ struct fab_rkey;
 struct pmem2_map;
 struct pmem2_source;
 struct regions;
+struct reconcile;
 struct kv_space;
 struct kvev;
 struct resp;
@@ -678,6 +679,7 @@ struct regions {
 	TAILQ_HEAD(, reclaim) reclaims;
 	TAILQ_HEAD(, tombstone) tombstones;
 	const struct space_hooks *hooks;
+	struct reconcile *ledger; /* ledger passes under way and waiting (reconcile.c) */
 };
 
 /*
@@ -875,7 +877,8 @@ int hold_reach(struct poold *pd, uint32_t arena, uint64_t ext, uint64_t off, uin
 	       bool last, void **ret_ptr);
 void hold_clear(struct poold *pd);
 int hold_list(struct poold *pd, struct holding **ret, size_t *ret_n);
-int hold_extents(struct poold *pd, struct ledger_extent **ret, size_t *ret_n);
+int hold_extents(struct poold *pd, size_t *cursor, size_t max, struct ledger_extent **arr,
+		 size_t *n, size_t *cap);
 bool hold_at(struct poold *pd, uint32_t arena, uint64_t off, struct holding *ret);
 /* A holding's place, as a report tells one that ended. */
 struct hold_place {
@@ -918,12 +921,17 @@ struct holdreport;
 int holdreport_add(struct holdreport **rp, uint64_t report, uint32_t seq, bool more,
 		   const struct holding *h, size_t n, const struct hold_place *gone, size_t ngone);
 int holdreport_result(struct holdreport *r, const struct holding **ret, size_t *ret_n);
+int holdreport_holdings(struct holdreport *r, const struct holding **ret, size_t *ret_n);
+bool holdreport_ended(const struct holdreport *r, size_t i);
 void holdreport_free(struct holdreport *r);
 void holdreport_progress(const struct holdreport *r, uint32_t *ret_chunks, size_t *ret_n);
 
 /* reconcile.c: lenders' records kept in step with the map (coordinator) */
 void reconcile_ask(struct poold *pd, uint32_t node);
+void reconcile_report(struct poold *pd, uint32_t node, struct holdreport *report);
 void reconcile_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n);
+bool reconcile_run(struct poold *pd, uint64_t budget_us);
+void reconcile_close(struct poold *pd);
 
 /* holdwire.c: holdings on the wire and in the pmem journal */
 void holding_to_msg(const struct holding *h, Pool__Holding *m);
@@ -1015,7 +1023,15 @@ void kv_node_lost(struct poold *pd, uint32_t node);
 void kv_sweep(struct poold *pd);
 int kv_adopt(struct poold *pd, uint32_t node, const struct ledger_extent *at,
 	     const struct kv_record *rec);
-int kv_extents(struct poold *pd, uint32_t node, struct ledger_extent **ext, size_t *n, size_t *cap);
+/* A walk of the KV extents on a node for a ledger pass, a slice at a time (kv_extents()). */
+struct kv_extents_walk {
+	int list;	  /* 0: the namespaces, 1: the flushed and dropped, 2: copies, 3: done */
+	struct kv_ns *ns; /* the namespace walked (NULL: the list's first) */
+	size_t bucket;	  /* ... its next bucket */
+};
+/* 1 while there is more to walk, 0 at the end, -ENOMEM. */
+int kv_extents(struct poold *pd, uint32_t node, struct kv_extents_walk *w, size_t max,
+	       struct ledger_extent **ext, size_t *n, size_t *cap);
 extern const struct ctl_handler kv_handlers[];
 struct kv_where {
 	uint32_t node, arena;

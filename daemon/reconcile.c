@@ -6,11 +6,25 @@
  * kept unclaimed, or scrubbed. The comparison itself is ledger.c's; the
  * address space and the KV index say what they hold and take back what
  * they lost.
+ *
+ * A lender may hold tens of millions of values, so a pass runs from an
+ * event of the loop, about a millisecond at a time: the lender's record
+ * (its report, or this poold's own) and the map are listed, sorted and
+ * compared in slices, then repaired in slices; one pass at a time, the
+ * others waiting in turn. The map goes on changing between slices, and
+ * the lender's record was whole at one moment, so before an extent is
+ * told or taken back the pass looks again: the allocators of the lender's
+ * arenas list what they allocated and released meanwhile (extent_watch()),
+ * and an extent that overlaps a change, or that the map holds now, is left
+ * to the next pass. A pass whose lender left, restarted or changed more
+ * than that list keeps is dropped, and the lender asked again.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <stdlib.h>
+
+#include <event2/event.h>
 
 #include "daemon/extent.h"
 #include "daemon/ledger.h"
@@ -18,84 +32,241 @@
 
 /*
  * A periodic pass of a lender waits at least this many times as long as
- * its last comparison held the loop: however many values a lender holds,
- * ledger passes take at most about a twentieth of the coordinator's loop.
+ * its last pass held the loop: however many values a lender holds, ledger
+ * passes take at most about a twentieth of the coordinator's loop.
  */
 #define RECONCILE_PACE 20
+#define RECONCILE_SLICE_US 1000	       /* a slice of a pass holds the loop about this long */
+#define RECONCILE_STEP 4096	       /* extents between looks at the clock */
+#define RECONCILE_CHANGES (1u << 20)   /* changes to a lender's arenas a pass keeps in mind */
+#define RECONCILE_CHANGES_UNSORTED 256 /* ... looked through one by one, before sorting again */
 
-/* Tell a lender the extents of the map it does not record, a region's with its record. */
-static void reconcile_tell(struct poold *pd, uint32_t node, const struct ledger_extent *e, size_t n)
+enum reconcile_stage {
+	STAGE_HAVE,    /* the lender's record, listed */
+	STAGE_REGIONS, /* the map's regions and reclaims of the lender (at once: a few) */
+	STAGE_KV,      /* the KV index's values on it */
+	STAGE_COMPARE, /* both sorted and compared */
+	STAGE_ENDS,    /* want's furthest ends, for the overlap tests */
+	STAGE_MISSING, /* what the lender does not record, told again */
+	STAGE_ORPHANS, /* what only it records, taken back or scrubbed */
+};
+
+struct reconcile_pass {
+	TAILQ_ENTRY(reconcile_pass) entry;
+	uint32_t node;
+	bool member;	      /* the lender was a member when the pass began ... */
+	uint64_t incarnation; /* ... in this life */
+	bool started;
+	enum reconcile_stage stage;
+	struct holdreport *report; /* the lender's record; NULL: this poold's own */
+	const struct holding *h;   /* ... its holdings, told-as-gone ones among them */
+	size_t nh;
+	size_t at; /* the stage's place: a holding, a bucket, an extent */
+	struct kv_extents_walk kv;
+	struct ledger_extent *have, *want;
+	size_t nhave, nwant, cap_have, cap_want;
+	struct ledger_job job;
+	uint64_t *ends;
+	/* The lender's arenas' changes since the pass began, sorted, and how many of each arena. */
+	struct ledger_extent *changed;
+	uint64_t *changed_ends;
+	size_t nchanged, cap_changed;
+	struct {
+		uint32_t arena;
+		size_t n;
+	} * seen;
+	size_t nseen;
+	size_t told, taken; /* extents told again; orphans taken back or scrubbed */
+	uint64_t loop_us;   /* how long its slices held the loop */
+	uint64_t began_ms;
+};
+
+struct reconcile {
+	TAILQ_HEAD(, reconcile_pass) passes; /* the first one runs */
+	struct event *ev;
+};
+
+static void reconcile_pass_free(struct poold *pd, struct reconcile_pass *p)
 {
-	struct holding *h = calloc(n ? n : 1, sizeof(*h));
-	size_t i;
+	struct lender_pool *lp;
 
-	if (h == NULL)
-		return;
-	for (i = 0; i < n; i++) {
-		h[i].e = e[i];
-		h[i].has_region =
-		    region_extent_record(pd, node, e[i].region, e[i].arena, e[i].off, &h[i].region);
-	}
-	hold_tell_holdings(pd, node, h, n, NULL, NULL);
-	free(h);
+	if (p->started && pd->regions != NULL)
+		TAILQ_FOREACH(lp, &pd->regions->pools, entry)
+			if (lp->node == p->node)
+				extent_unwatch(lp->alloc);
+	holdreport_free(p->report);
+	ledger_job_free(&p->job);
+	free(p->have);
+	free(p->want);
+	free(p->ends);
+	free(p->changed);
+	free(p->changed_ends);
+	free(p->seen);
+	free(p);
 }
 
-static int reconcile_cmp_place(const void *a, const void *b)
+/* Whether the lender the pass is of is still there, in the same life. */
+static bool reconcile_pass_current(struct poold *pd, const struct reconcile_pass *p)
 {
-	const struct holding *x = *(const struct holding *const *)a,
-			     *y = *(const struct holding *const *)b;
+	struct member *m = cluster_find(pd, p->node);
 
-	if (x->e.arena != y->e.arena)
-		return x->e.arena < y->e.arena ? -1 : 1;
-	return x->e.off < y->e.off ? -1 : x->e.off > y->e.off;
+	if (m == NULL)
+		return !p->member;
+	return p->member && m->info->incarnation == p->incarnation && m->state != MEMBER_DEAD;
+}
+
+/* Whether e overlaps an extent of set, sorted, where ends[i] is the furthest end of set[0..i]. */
+static bool reconcile_overlaps(const struct ledger_extent *e, const struct ledger_extent *set,
+			       const uint64_t *ends, size_t n)
+{
+	size_t lo = 0, hi = n;
+
+	/* The first of set at or past e's end: those before it start before e ends. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (set[mid].arena < e->arena ||
+		    (set[mid].arena == e->arena && set[mid].off < e->off + e->len))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && set[lo - 1].arena == e->arena && ends[lo - 1] > e->off;
+}
+
+/* ends[i] for set[i], sorted: the furthest end of set[0..i] in set[i]'s arena. */
+static void reconcile_ends(const struct ledger_extent *set, uint64_t *ends, size_t from, size_t to)
+{
+	size_t i;
+
+	for (i = from; i < to; i++)
+		ends[i] = MAX(set[i].off + set[i].len,
+			      i > 0 && set[i - 1].arena == set[i].arena ? ends[i - 1] : 0);
+}
+
+/* The changes the pass took in for arena, so far. */
+static size_t *reconcile_seen(struct reconcile_pass *p, uint32_t arena)
+{
+	size_t i;
+
+	for (i = 0; i < p->nseen; i++)
+		if (p->seen[i].arena == arena)
+			return &p->seen[i].n;
+	return NULL;
 }
 
 /*
- * The lender's full record of an orphan extent, if it has one (NULL): from
- * its report, or from this poold's own record.
+ * Take in the lender's arenas' changes since the pass began, sorted: 0,
+ * or -EOVERFLOW when they are not all known (more than the watch keeps, an
+ * arena not watched from the start), -ENOMEM.
  */
-typedef const struct holding *(*reconcile_find_cb)(struct poold *pd, void *arg,
-						   const struct ledger_extent *e,
-						   struct holding *scratch);
-
-/* A report's holdings, sorted by place at the first orphan looked up (bsearch). */
-struct reconcile_report {
-	const struct holding *h;
-	size_t n;
-	const struct holding **byplace;
-	bool sorted;
-};
-
-static const struct holding *reconcile_find_reported(struct poold *pd, void *arg,
-						     const struct ledger_extent *e,
-						     struct holding *scratch)
+static int reconcile_changes_sort(struct poold *pd, struct reconcile_pass *p)
 {
-	struct reconcile_report *rep = arg;
-	struct holding key = {.e = *e};
-	const struct holding *kp = &key;
-	const struct holding *const *found;
+	struct lender_pool *lp;
+	uint64_t *ends;
 	size_t i;
 
-	(void)pd;
-	(void)scratch;
-	if (!rep->sorted) {
-		if (rep->n == 0 || (rep->byplace = calloc(rep->n, sizeof(*rep->byplace))) == NULL)
-			return NULL;
-		for (i = 0; i < rep->n; i++)
-			rep->byplace[i] = &rep->h[i];
-		qsort(rep->byplace, rep->n, sizeof(*rep->byplace), reconcile_cmp_place);
-		rep->sorted = true;
+	p->nchanged = 0;
+	p->nseen = 0;
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
+		const struct extent_change *c;
+		size_t n;
+		void *g;
+
+		if (lp->node != p->node)
+			continue;
+		if (extent_changes(lp->alloc, &c, &n) < 0)
+			return -EOVERFLOW;
+		if ((g = realloc(p->seen, (p->nseen + 1) * sizeof(*p->seen))) == NULL)
+			return -ENOMEM;
+		p->seen = g;
+		p->seen[p->nseen].arena = lp->arena;
+		p->seen[p->nseen++].n = n;
+		for (i = 0; i < n; i++)
+			if (ledger_append(&p->changed, &p->nchanged, &p->cap_changed, lp->arena,
+					  c[i].off, c[i].len, 0) < 0)
+				return -ENOMEM;
 	}
-	found = bsearch(&kp, rep->byplace, rep->n, sizeof(*rep->byplace), reconcile_cmp_place);
-	return found != NULL ? *found : NULL;
+	ledger_sort(p->changed, p->nchanged);
+	if ((ends = realloc(p->changed_ends, (p->nchanged ? p->nchanged : 1) * sizeof(*ends))) ==
+	    NULL)
+		return -ENOMEM;
+	p->changed_ends = ends;
+	reconcile_ends(p->changed, ends, 0, p->nchanged);
+	return 0;
 }
 
-static const struct holding *reconcile_find_own(struct poold *pd, void *arg,
-						const struct ledger_extent *e,
-						struct holding *scratch)
+/*
+ * Whether e overlaps what the map allocated or released in the lender's
+ * arenas since the pass began: 1, 0, or -errno as reconcile_changes_sort().
+ * Those since the last sort are looked through one by one while they are
+ * few.
+ */
+static int reconcile_changed(struct poold *pd, struct reconcile_pass *p,
+			     const struct ledger_extent *e)
 {
-	(void)arg;
-	return hold_at(pd, e->arena, e->off, scratch) ? scratch : NULL;
+	struct lender_pool *lp;
+	size_t unsorted = 0;
+	int rc;
+
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
+		const struct extent_change *c;
+		size_t n, *seen, i;
+
+		if (lp->node != p->node)
+			continue;
+		if (extent_changes(lp->alloc, &c, &n) < 0 ||
+		    (seen = reconcile_seen(p, lp->arena)) == NULL)
+			return -EOVERFLOW;
+		unsorted += n - *seen;
+		if (lp->arena != e->arena || unsorted > RECONCILE_CHANGES_UNSORTED)
+			continue;
+		for (i = *seen; i < n; i++)
+			if (c[i].off < e->off + e->len && e->off < c[i].off + c[i].len)
+				return 1;
+	}
+	if (unsorted > RECONCILE_CHANGES_UNSORTED) {
+		if ((rc = reconcile_changes_sort(pd, p)) < 0)
+			return rc;
+	}
+	return reconcile_overlaps(e, p->changed, p->changed_ends, p->nchanged) ? 1 : 0;
+}
+
+/*
+ * The lender's arenas' changes counted (SIZE_MAX where not known), so that
+ * reconcile_forget() drops the pass's own: what it adopted changed nothing
+ * meanwhile.
+ */
+#define RECONCILE_MARKS 16
+
+static void reconcile_mark(struct poold *pd, const struct reconcile_pass *p, size_t *marks)
+{
+	struct lender_pool *lp;
+	size_t k = 0;
+
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
+		const struct extent_change *c;
+
+		if (lp->node != p->node || k == RECONCILE_MARKS)
+			continue;
+		if (extent_changes(lp->alloc, &c, &marks[k]) < 0)
+			marks[k] = SIZE_MAX;
+		k++;
+	}
+}
+
+static void reconcile_forget(struct poold *pd, const struct reconcile_pass *p, const size_t *marks)
+{
+	struct lender_pool *lp;
+	size_t k = 0;
+
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
+		if (lp->node != p->node || k == RECONCILE_MARKS)
+			continue;
+		if (marks[k] != SIZE_MAX)
+			extent_changes_forget(lp->alloc, marks[k]);
+		k++;
+	}
 }
 
 /*
@@ -139,133 +310,402 @@ static void reconcile_orphan(struct poold *pd, uint32_t node, const struct ledge
 	region_retire(pd, node, e->arena, e->off, e->len, NULL);
 }
 
-/*
- * Whether e overlaps an extent of set, sorted by arena and offset (as
- * ledger_diff() leaves it), where ends[i] is the furthest end of set[0..i]
- * in set[i]'s arena.
- */
-static bool reconcile_overlaps(const struct ledger_extent *e, const struct ledger_extent *set,
-			       const uint64_t *ends, size_t n)
+/* Whether e is an extent retired under an earlier life of the lender (its scrub will not come). */
+static bool reconcile_retired_before(struct poold *pd, const struct reconcile_pass *p,
+				     const struct ledger_extent *e)
 {
-	size_t lo = 0, hi = n;
-
-	/* The first of set at or past e's end: those before it start before e ends. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (set[mid].arena < e->arena ||
-		    (set[mid].arena == e->arena && set[mid].off < e->off + e->len))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo > 0 && set[lo - 1].arena == e->arena && ends[lo - 1] > e->off;
-}
-
-/*
- * Coordinator: compare a lender's record, the n extents of have (sorted
- * here), with the map and repair; find() gives the full record of an
- * extent only the lender holds.
- */
-static void reconcile_record(struct poold *pd, uint32_t node, struct ledger_extent *have, size_t n,
-			     reconcile_find_cb find, void *arg)
-{
-	struct ledger_extent *want = NULL, *missing = NULL, *orphans = NULL;
-	uint64_t *ends = NULL;
-	size_t nwant = 0, cap = 0, nm = 0, no = 0, i;
-	struct member *m = cluster_find(pd, node);
-	uint64_t incarnation = m != NULL ? m->info->incarnation : 0, start = units_now_us(), took;
-	struct region *r;
 	struct retired *rt;
 
-	if (pd->regions == NULL)
-		return;
-	TAILQ_FOREACH(r, &pd->regions->list, entry)
-		for (i = 0; i < r->next; i++)
-			if (r->ext[i].node == node &&
-			    ledger_append(&want, &nwant, &cap, r->ext[i].arena, r->ext[i].off,
-					  r->ext[i].len, r->id) < 0)
-				goto out;
-	if (kv_extents(pd, node, &want, &nwant, &cap) < 0 ||
-	    reclaim_extents(pd, node, &want, &nwant, &cap) < 0)
-		goto out;
-	if (ledger_diff(want, nwant, have, n, &missing, &nm, &orphans, &no) < 0)
-		goto out;
-	took = units_now_us() - start;
-	if (m != NULL)
-		m->ledger_after = units_now_ms() + took / 1000 * RECONCILE_PACE;
-	log_debug("ledger: node %u: its %zu extent(s) and the map's %zu compared in %llu us", node,
-		  n, nwant, (unsigned long long)took);
-	if (no > 0) {
-		if ((ends = calloc(nwant ? nwant : 1, sizeof(*ends))) == NULL)
-			goto out;
-		for (i = 0; i < nwant; i++) /* (want is sorted now) */
-			ends[i] =
-			    MAX(want[i].off + want[i].len,
-				i > 0 && want[i - 1].arena == want[i].arena ? ends[i - 1] : 0);
-	}
-	{
-		struct lender_pool *lp;
-
-		/* Whatever the lender held is now accounted for: it may take new extents. */
-		TAILQ_FOREACH(lp, &pd->regions->pools, entry)
-			if (lp->node == node)
-				lp->reconciled = true;
-	}
-	if (nm > 0) {
-		log_warnx("ledger: node %u does not record %zu extent(s) of the map; told again",
-			  node, nm);
-		reconcile_tell(pd, node, missing, nm);
-	}
-	for (i = 0; i < no; i++) {
-		struct holding scratch;
-		bool retired = false;
-
-		/*
-		 * (Extents retired under an earlier life of the lender are not on their way out.)
-		 */
-		TAILQ_FOREACH(rt, &pd->regions->retired, entry)
-			retired |= rt->node == node && rt->incarnation == incarnation &&
-				   rt->arena == orphans[i].arena && rt->off == orphans[i].off;
-		if (retired || reconcile_overlaps(&orphans[i], want, ends, nwant))
-			continue; /* on its way out, or replaced by the repair above */
-		reconcile_orphan(pd, node, &orphans[i], find(pd, arg, &orphans[i], &scratch));
-	}
-	region_tombstones_done(pd, node);
-out:
-	free(ends);
-	free(want);
-	free(missing);
-	free(orphans);
+	TAILQ_FOREACH(rt, &pd->regions->retired, entry)
+		if (rt->node == p->node && rt->arena == e->arena && rt->off == e->off)
+			return rt->incarnation != p->incarnation;
+	return false;
 }
 
-/* Coordinator: compare a lender's report, its n holdings, with the map and repair. */
+/*
+ * An extent only the lender records, looked at again now: left alone when
+ * the map holds anything there now or changed it since the pass began (on
+ * its way out, placed anew, or repaired as missing), else taken back.
+ */
+static int reconcile_orphan_now(struct poold *pd, struct reconcile_pass *p,
+				const struct ledger_extent *e)
+{
+	struct lender_pool *lp = region_pool(pd->regions, p->node, e->arena);
+	const struct holding *h = NULL;
+	struct holding own;
+	size_t marks[RECONCILE_MARKS];
+	int rc;
+
+	if (reconcile_overlaps(e, p->want, p->ends, p->nwant))
+		return 0;
+	if ((rc = reconcile_changed(pd, p, e)) != 0)
+		return rc < 0 ? rc : 0;
+	if (lp != NULL && extent_busy(lp->alloc, e->off, e->len) &&
+	    !reconcile_retired_before(pd, p, e))
+		return 0;
+	if (p->report != NULL)
+		h = e->ref < p->nh ? &p->h[e->ref] : NULL;
+	else if (hold_at(pd, e->arena, e->off, &own))
+		h = &own;
+	reconcile_mark(pd, p, marks);
+	reconcile_orphan(pd, p->node, e, h);
+	reconcile_forget(pd, p, marks);
+	p->taken++;
+	return 0;
+}
+
+/* Tell the lender extents of the map it does not record (a region's with its record). */
+static int reconcile_tell(struct poold *pd, struct reconcile_pass *p, const struct ledger_extent *e,
+			  size_t n)
+{
+	struct holding *h = calloc(n ? n : 1, sizeof(*h));
+	size_t i, k = 0;
+	int rc = 0;
+
+	if (h == NULL)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		if ((rc = reconcile_changed(pd, p, &e[i])) != 0) {
+			if (rc < 0)
+				break;
+			continue; /* (released or placed anew meanwhile) */
+		}
+		h[k].e = e[i];
+		h[k].has_region = region_extent_record(pd, p->node, e[i].region, e[i].arena,
+						       e[i].off, &h[k].region);
+		k++;
+	}
+	if (rc >= 0 && k > 0)
+		hold_tell_holdings(pd, p->node, h, k, NULL, NULL);
+	p->told += k;
+	free(h);
+	return rc < 0 ? rc : 0;
+}
+
+/* The pass is over: what the lender held is accounted for. */
+static void reconcile_done(struct poold *pd, struct reconcile_pass *p)
+{
+	struct member *m = cluster_find(pd, p->node);
+	struct lender_pool *lp;
+
+	/* Whatever the lender held is now accounted for: it may take new extents. */
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
+		if (lp->node == p->node)
+			lp->reconciled = true;
+	region_tombstones_done(pd, p->node);
+	if (m != NULL)
+		m->ledger_after = units_now_ms() + p->loop_us / 1000 * RECONCILE_PACE;
+	if (p->told > 0)
+		log_warnx("ledger: node %u does not record %zu extent(s) of the map; told again",
+			  p->node, p->told);
+	if (p->taken > 0)
+		log_info("ledger: node %u: of the %zu extent(s) it records, %zu taken back or "
+			 "scrubbed (%llu ms, %llu ms of the loop)",
+			 p->node, p->nhave, p->taken,
+			 (unsigned long long)(units_now_ms() - p->began_ms),
+			 (unsigned long long)p->loop_us / 1000);
+	log_debug("ledger: node %u: its %zu extent(s) and the map's %zu compared (%llu ms, %llu us "
+		  "of the loop)",
+		  p->node, p->nhave, p->nwant, (unsigned long long)(units_now_ms() - p->began_ms),
+		  (unsigned long long)p->loop_us);
+}
+
+/*
+ * Room for about n extents at once: grown by doubling as they are listed,
+ * an array of millions would be copied, and its pages faulted in, in one
+ * slice.
+ */
+static int reconcile_room(struct ledger_extent **arr, size_t *cap, size_t n)
+{
+	n += n / 16 + 1024; /* (and what comes meanwhile) */
+	if ((*arr = malloc(n * sizeof(**arr))) == NULL)
+		return -ENOMEM;
+	*cap = n;
+	return 0;
+}
+
+/* Begin a pass: watch what changes in the lender's arenas from now on. */
+static int reconcile_begin(struct poold *pd, struct reconcile_pass *p)
+{
+	struct lender_pool *lp;
+	size_t extents = 0;
+	int rc;
+
+	p->started = true;
+	p->began_ms = units_now_ms();
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
+		struct extent_stats st;
+
+		if (lp->node != p->node)
+			continue;
+		if ((rc = extent_watch(lp->alloc, RECONCILE_CHANGES)) < 0)
+			return rc;
+		extent_stats(lp->alloc, &st);
+		extents += st.nextents;
+	}
+	if (p->report != NULL && holdreport_holdings(p->report, &p->h, &p->nh) < 0)
+		return -EINVAL;
+	if (p->nh >= UINT32_MAX)
+		return -E2BIG; /* (a holding's number is its extent's ref) */
+	if ((rc = reconcile_room(&p->have, &p->cap_have, p->report != NULL ? p->nh : pd->nholds)) <
+		0 ||
+	    (rc = reconcile_room(&p->want, &p->cap_want, extents)) < 0)
+		return rc;
+	return 0;
+}
+
+/* One step of the pass, about max extents: 1 more to do, 0 done, -errno (dropped). */
+static int reconcile_step(struct poold *pd, struct reconcile_pass *p, size_t max)
+{
+	size_t end, i;
+	int rc;
+
+	switch (p->stage) {
+	case STAGE_HAVE:
+		if (p->report == NULL) {
+			if ((rc = hold_extents(pd, &p->at, max, &p->have, &p->nhave,
+					       &p->cap_have)) != 0)
+				return rc;
+		} else {
+			for (end = MIN(p->nh, p->at + max); p->at < end; p->at++) {
+				const struct ledger_extent *e = &p->h[p->at].e;
+
+				if (holdreport_ended(p->report, p->at))
+					continue; /* it ended after its chunk */
+				if (ledger_append(&p->have, &p->nhave, &p->cap_have, e->arena,
+						  e->off, e->len, e->region) < 0)
+					return -ENOMEM;
+				p->have[p->nhave - 1].ref = (uint32_t)p->at;
+			}
+			if (p->at < p->nh)
+				return 1;
+		}
+		p->stage = STAGE_REGIONS;
+		return 1;
+	case STAGE_REGIONS: {
+		struct region *r;
+
+		TAILQ_FOREACH(r, &pd->regions->list, entry)
+			for (i = 0; i < r->next; i++)
+				if (r->ext[i].node == p->node &&
+				    ledger_append(&p->want, &p->nwant, &p->cap_want,
+						  r->ext[i].arena, r->ext[i].off, r->ext[i].len,
+						  r->id) < 0)
+					return -ENOMEM;
+		if (reclaim_extents(pd, p->node, &p->want, &p->nwant, &p->cap_want) < 0)
+			return -ENOMEM;
+		p->stage = STAGE_KV;
+		return 1;
+	}
+	case STAGE_KV:
+		if ((rc = kv_extents(pd, p->node, &p->kv, max, &p->want, &p->nwant,
+				     &p->cap_want)) != 0)
+			return rc;
+		if ((p->ends = calloc(p->nwant ? p->nwant : 1, sizeof(*p->ends))) == NULL)
+			return -ENOMEM;
+		ledger_job_start(&p->job, p->want, p->nwant, p->have, p->nhave);
+		p->stage = STAGE_COMPARE;
+		return 1;
+	case STAGE_COMPARE:
+		if ((rc = ledger_job_step(&p->job, max)) != 0)
+			return rc;
+		p->at = 0;
+		p->stage = STAGE_ENDS;
+		return 1;
+	case STAGE_ENDS:
+		end = MIN(p->nwant, p->at + max);
+		reconcile_ends(p->want, p->ends, p->at, end);
+		if ((p->at = end) < p->nwant)
+			return 1;
+		if ((rc = reconcile_changes_sort(pd, p)) < 0)
+			return rc;
+		p->at = 0;
+		p->stage = STAGE_MISSING;
+		return 1;
+	case STAGE_MISSING:
+		end = MIN(p->job.nmissing, p->at + max);
+		if (end > p->at &&
+		    (rc = reconcile_tell(pd, p, p->job.missing + p->at, end - p->at)) < 0)
+			return rc;
+		if ((p->at = end) < p->job.nmissing)
+			return 1;
+		p->at = 0;
+		p->stage = STAGE_ORPHANS;
+		return 1;
+	case STAGE_ORPHANS:
+		/* (each may adopt a value: a step is a few of them) */
+		end = MIN(p->job.norphans, p->at + MAX(max / 16, 1));
+		for (; p->at < end; p->at++)
+			if ((rc = reconcile_orphan_now(pd, p, &p->job.orphans[p->at])) < 0)
+				return rc;
+		if (p->at < p->job.norphans)
+			return 1;
+		reconcile_done(pd, p);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* The lender's pass is dropped: it is asked again at a later ledger.interval. */
+static void reconcile_dropped(struct poold *pd, struct reconcile_pass *p, int rc)
+{
+	struct member *m = cluster_find(pd, p->node);
+
+	if (m != NULL)
+		m->ledger_after = units_now_ms() + p->loop_us / 1000 * RECONCILE_PACE;
+	log_info("ledger: node %u: pass dropped (%s), asked again later", p->node,
+		 rc == -EOVERFLOW ? "its arenas changed more than a pass keeps in mind"
+		 : rc == -ESTALE  ? "it left or restarted meanwhile"
+				  : err_str(rc));
+}
+
+/*
+ * Run the passes for about budget_us (0: until none is left); whether any
+ * is left. (The event of the loop calls it; unit tests call it at once.)
+ */
+bool reconcile_run(struct poold *pd, uint64_t budget_us)
+{
+	struct reconcile *rc = pd->regions != NULL ? pd->regions->ledger : NULL;
+	uint64_t start = units_now_us(), now = start;
+	struct reconcile_pass *p;
+
+	if (rc == NULL)
+		return false;
+	while ((p = TAILQ_FIRST(&rc->passes)) != NULL &&
+	       (budget_us == 0 || now - start < budget_us)) {
+		uint64_t t0 = now;
+		int r = reconcile_pass_current(pd, p) ? 1 : -ESTALE;
+
+		if (r > 0 && !p->started && (r = reconcile_begin(pd, p)) == 0)
+			r = 1;
+		while (r > 0) {
+			r = reconcile_step(pd, p, RECONCILE_STEP);
+			if (budget_us != 0 && units_now_us() - start >= budget_us)
+				break;
+		}
+		now = units_now_us();
+		p->loop_us += now - t0;
+		if (r > 0)
+			break;
+		if (r < 0)
+			reconcile_dropped(pd, p, r);
+		TAILQ_REMOVE(&rc->passes, p, entry);
+		reconcile_pass_free(pd, p);
+	}
+	return !TAILQ_EMPTY(&rc->passes);
+}
+
+/*
+ * The next slice, once the loop has looked at its sockets (a timer, not an
+ * active event: those would run before any socket is read).
+ */
+static void reconcile_arm(struct reconcile *rc)
+{
+	struct timeval now = {0, 0};
+
+	if (rc->ev != NULL && !evtimer_pending(rc->ev, NULL))
+		evtimer_add(rc->ev, &now);
+}
+
+static void reconcile_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct poold *pd = arg;
+
+	(void)fd, (void)what;
+	if (reconcile_run(pd, RECONCILE_SLICE_US))
+		reconcile_arm(pd->regions->ledger);
+}
+
+/* Queue a pass of node's record (report, or this poold's own when NULL); takes report. */
+static void reconcile_queue(struct poold *pd, uint32_t node, struct holdreport *report)
+{
+	struct reconcile *rc;
+	struct reconcile_pass *p;
+	struct member *m;
+
+	if (pd->regions == NULL) {
+		holdreport_free(report);
+		return;
+	}
+	if ((rc = pd->regions->ledger) == NULL) {
+		if ((rc = calloc(1, sizeof(*rc))) == NULL) {
+			holdreport_free(report);
+			return;
+		}
+		TAILQ_INIT(&rc->passes);
+		if (pd->base != NULL &&
+		    (rc->ev = event_new(pd->base, -1, 0, reconcile_cb, pd)) == NULL) {
+			free(rc);
+			holdreport_free(report);
+			return;
+		}
+		pd->regions->ledger = rc;
+	}
+	TAILQ_FOREACH(p, &rc->passes, entry)
+		if (p->node == node && !p->started && reconcile_pass_current(pd, p)) {
+			/* (a newer record for one waiting) */
+			holdreport_free(p->report);
+			p->report = report;
+			return;
+		}
+	if ((p = calloc(1, sizeof(*p))) == NULL) {
+		holdreport_free(report);
+		return;
+	}
+	p->node = node;
+	p->member = (m = cluster_find(pd, node)) != NULL;
+	p->incarnation = m != NULL ? m->info->incarnation : 0;
+	p->report = report;
+	TAILQ_INSERT_TAIL(&rc->passes, p, entry);
+	reconcile_arm(rc);
+}
+
+/* Coordinator: a lender's whole report, compared with the map and repaired (takes it). */
+void reconcile_report(struct poold *pd, uint32_t node, struct holdreport *report)
+{
+	reconcile_queue(pd, node, report);
+}
+
+/* Coordinator: a lender's record in one message (an older lender's, a test's): a report of one. */
 void reconcile_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n)
 {
-	struct reconcile_report rep = {.h = h, .n = n};
-	struct ledger_extent *have = malloc((n ? n : 1) * sizeof(*have));
-	size_t i;
+	struct holdreport *r = NULL;
 
-	if (have == NULL)
-		return;
-	for (i = 0; i < n; i++)
-		have[i] = h[i].e;
-	reconcile_record(pd, node, have, n, reconcile_find_reported, &rep);
-	free(rep.byplace);
-	free(have);
+	if (holdreport_add(&r, 0, 0, false, h, n, NULL, 0) == 1)
+		reconcile_queue(pd, node, r);
+	else
+		log_warnx("node %u: out of memory keeping its holdings", node);
 }
 
-/* Coordinator: ask a lender for its record (the reply comes to reconcile_holdings()). */
+/* Coordinator: ask a lender for its record (the reply comes to reconcile_report()). */
 void reconcile_ask(struct poold *pd, uint32_t node)
 {
-	struct ledger_extent *have;
-	size_t n;
+	struct reconcile_pass *p;
 
-	if (node != pd->node_id) {
+	if (pd->regions != NULL && pd->regions->ledger != NULL)
+		TAILQ_FOREACH(p, &pd->regions->ledger->passes, entry)
+			if (p->node == node && reconcile_pass_current(pd, p))
+				return; /* (one under way or waiting) */
+	if (node != pd->node_id)
 		holdings_ask(pd, node);
-	} else if (hold_extents(pd, &have, &n) == 0) {
-		/* (this poold's own record: only its extents, each orphan's record looked up) */
-		reconcile_record(pd, node, have, n, reconcile_find_own, NULL);
-		free(have);
+	else
+		reconcile_queue(pd, node, NULL); /* (this poold's own record) */
+}
+
+/* Coordinator: drop the passes (the address space goes). */
+void reconcile_close(struct poold *pd)
+{
+	struct reconcile *rc = pd->regions != NULL ? pd->regions->ledger : NULL;
+	struct reconcile_pass *p;
+
+	if (rc == NULL)
+		return;
+	while ((p = TAILQ_FIRST(&rc->passes)) != NULL) {
+		TAILQ_REMOVE(&rc->passes, p, entry);
+		reconcile_pass_free(pd, p);
 	}
+	if (rc->ev != NULL)
+		event_free(rc->ev);
+	free(rc);
+	pd->regions->ledger = NULL;
 }

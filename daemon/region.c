@@ -884,7 +884,10 @@ void region_record(const struct region *r, struct region_record *rec)
 /* Tell extent i's lender that it holds it, with the region's record. */
 void region_tell_extent(struct poold *pd, const struct region *r, size_t i)
 {
-	struct holding h = {.e = {r->ext[i].arena, r->ext[i].off, r->ext[i].len, r->id},
+	struct holding h = {.e = {.arena = r->ext[i].arena,
+				  .off = r->ext[i].off,
+				  .len = r->ext[i].len,
+				  .region = r->id},
 			    .has_region = true};
 
 	region_record(r, &h.region);
@@ -1209,6 +1212,7 @@ void region_close_space(struct poold *pd)
 
 	if (rs == NULL)
 		return;
+	reconcile_close(pd);
 	while ((rt = TAILQ_FIRST(&rs->retired)) != NULL) {
 		TAILQ_REMOVE(&rs->retired, rt, entry);
 		free(rt);

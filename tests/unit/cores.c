@@ -30,6 +30,7 @@ void cores_lender_add_tier(struct poold *pd, uint32_t node, enum tier tier)
 	m->state = MEMBER_UP;
 	region_lender_update(pd, m->info);
 	reconcile_holdings(pd, node, NULL, 0);
+	reconcile_run(pd, 0);
 }
 
 /* A lender node (2, 3...) lending one DRAM arena, up, and reconciled (it holds nothing). */

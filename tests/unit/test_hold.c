@@ -71,7 +71,8 @@ static void lender_free(void)
 static struct holding value(const char *ns, uint32_t flags, const char *key, uint64_t off,
 			    uint64_t version)
 {
-	struct holding h = {.e = {0, off, EXT, 1ull << 63 | 9}, .has_kv = true};
+	struct holding h = {.e = {.arena = 0, .off = off, .len = EXT, .region = 1ull << 63 | 9},
+			    .has_kv = true};
 
 	h.kv = (struct kv_record){.ns = ns,
 				  .ns_capacity = 1 << 20,
@@ -89,7 +90,8 @@ static struct holding value(const char *ns, uint32_t flags, const char *key, uin
 /* Extent index of 2 of region "vm" at off. */
 static struct holding extent(uint64_t off)
 {
-	struct holding h = {.e = {0, off, EXT, 42}, .has_region = true};
+	struct holding h = {.e = {.arena = 0, .off = off, .len = EXT, .region = 42},
+			    .has_region = true};
 
 	h.region = (struct region_record){.id = 42,
 					  .name = "vm",
@@ -124,7 +126,7 @@ static void test_restart(void)
 	struct holding h[4] = {value("p", HOLD_NS_PERSISTENT, "kept", 0, 7),
 			       extent(EXT),
 			       value("d", HOLD_NS_DRAM_ONLY, "gone", 2 * EXT, 3),
-			       {.e = {0, 3 * EXT, EXT, 5}}};
+			       {.e = {.arena = 0, .off = 3 * EXT, .len = EXT, .region = 5}}};
 	struct holding *list = NULL;
 	const struct holding *got;
 	uint8_t *bytes;
@@ -234,7 +236,8 @@ static void test_full_journal(void)
  */
 static void test_repair(void)
 {
-	struct holding h = extent(0), bare = {.e = {0, 0, EXT, 77}};
+	struct holding h = extent(0),
+		       bare = {.e = {.arena = 0, .off = 0, .len = EXT, .region = 77}};
 	struct holding *list = NULL;
 	const struct holding *got;
 	size_t n;
@@ -344,7 +347,7 @@ static void test_many(void)
 		CU_ASSERT_PTR_EQUAL(got->kv.ns, ns_of[ns]);
 	}
 	/* A value renumbered by a repair takes another record of its namespace. */
-	h = (struct holding){.e = {0, 0, SLOT, 1ull << 63 | 99}};
+	h = (struct holding){.e = {.arena = 0, .off = 0, .len = SLOT, .region = 1ull << 63 | 99}};
 	CU_ASSERT_EQUAL(hold_add(&pd, &h, 1), 0);
 	CU_ASSERT_EQUAL(pd.hold_ns.n, 5);
 	CU_ASSERT_EQUAL(held(&list, &n, 0)->e.region, h.e.region);

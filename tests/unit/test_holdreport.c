@@ -38,7 +38,9 @@ static char keys[NVALUES + 64][24];
 /* Value i of namespace "big": 48 bytes in a 64-byte extent at i * 64 of arena 0. */
 static struct holding value(unsigned i, const char *key, uint64_t version)
 {
-	struct holding h = {.e = {0, (uint64_t)i * 64, 64, VALUE_ID}, .has_kv = true};
+	struct holding h = {
+	    .e = {.arena = 0, .off = (uint64_t)i * 64, .len = 64, .region = VALUE_ID},
+	    .has_kv = true};
 
 	snprintf(keys[i], sizeof(keys[i]), "%s", key);
 	h.kv = (struct kv_record){.ns = "big",
@@ -423,6 +425,7 @@ static void test_whole_reports_only(void)
 	CU_ASSERT_EQUAL(n, NVALUES);
 	is_the_record(got, n);
 	reconcile_holdings(&coord, LENDER, got, n);
+	reconcile_run(&coord, 0);
 	ns = kv_ns_find(&coord, "big");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(ns);
 	CU_ASSERT_EQUAL(ns->nentries, NVALUES);

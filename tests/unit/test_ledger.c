@@ -150,6 +150,61 @@ static void test_sort(void)
 	}
 }
 
+/*
+ * A comparison a few extents at a time finds what one at once does, and
+ * an extent listed twice on one side (a table walked while it grew) counts
+ * once: not missing, not an orphan.
+ */
+static void test_job(void)
+{
+	enum { N = 5000 };
+	struct ledger_extent *want = calloc(2 * N, sizeof(*want)),
+			     *have = calloc(2 * N, sizeof(*have));
+	struct ledger_extent *w2 = calloc(2 * N, sizeof(*w2)), *h2 = calloc(2 * N, sizeof(*h2));
+	struct ledger_extent *m, *o;
+	struct ledger_job j;
+	size_t nm, no, i, steps = 0;
+	int rc;
+
+	CU_ASSERT_FATAL(want != NULL && have != NULL && w2 != NULL && h2 != NULL);
+	srandom(7);
+	for (i = 0; i < N; i++) {
+		want[i] = (struct ledger_extent)E(random() % 2, (uint64_t)(random() % 4096) * 64,
+						  64, random() % 2);
+		have[i] =
+		    random() % 4 ? want[i] : (struct ledger_extent)E(0, (uint64_t)i * 64, 64, 1);
+		have[i].ref = (uint32_t)i;
+	}
+	memcpy(w2, want, N * sizeof(*want));
+	memcpy(h2, have, N * sizeof(*have));
+	CU_ASSERT_EQUAL_FATAL(ledger_diff(w2, N, h2, N, &m, &nm, &o, &no), 0);
+
+	/* The same, each side with some of its extents again, a few at a time. */
+	memcpy(want + N, want, N / 3 * sizeof(*want));
+	memcpy(have + N, have, N / 5 * sizeof(*have));
+	ledger_job_start(&j, want, N + N / 3, have, N + N / 5);
+	while ((rc = ledger_job_step(&j, 3)) > 0)
+		steps++;
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT(steps > 2 * N / 3);
+	CU_ASSERT_EQUAL(j.nmissing, nm);
+	CU_ASSERT_EQUAL(j.norphans, no);
+	for (i = 0; i < nm && i < j.nmissing; i++)
+		CU_ASSERT_EQUAL(cmp_place(&j.missing[i], &m[i]), 0);
+	for (i = 0; i < no && i < j.norphans; i++) {
+		CU_ASSERT_EQUAL(cmp_place(&j.orphans[i], &o[i]), 0);
+		CU_ASSERT_EQUAL(j.orphans[i].ref, o[i].ref); /* (whose it is comes along) */
+	}
+	CU_ASSERT(nm > 0 && no > 0);
+	ledger_job_free(&j);
+	free(m);
+	free(o);
+	free(want);
+	free(have);
+	free(w2);
+	free(h2);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -158,6 +213,7 @@ int main(void)
 	    {"same place, other region", test_same_place_other_region},
 	    {"empty sides", test_empty_sides},
 	    {"10000 extents in any order", test_many},
+	    {"a comparison in slices", test_job},
 	    {"sorted as by comparison", test_sort},
 	    {NULL, NULL},
 	};
