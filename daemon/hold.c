@@ -326,36 +326,66 @@ static void hold_report_drop(struct hold_report *rep, const struct hold *hd)
 	rep->gone[rep->ngone++] = (struct hold_place){hold_arena(hd), hd->off};
 }
 
+/* A holding's place hashed: the high half of the product spreads it. */
+static uint32_t hold_hash(uint32_t arena, uint64_t off)
+{
+	return (uint32_t)(((off ^ (uint64_t)arena << 56) * UINT64_C(0x9e3779b97f4a7c15)) >> 32);
+}
+
+/*
+ * The record's table grows a bucket at a time as holdings come (linear
+ * hashing, as the KV index's kv_bucket()): buckets [0, size - low) were
+ * split by the next bit of the hash, the others not yet.
+ */
 static struct hold **hold_slot(struct poold *pd, uint32_t arena, uint64_t off)
 {
-	uint64_t h = (off ^ (uint64_t)arena << 56) * UINT64_C(0x9e3779b97f4a7c15);
-	struct hold **pp = &pd->hold_tab[(h >> 32) & (pd->hold_tab_size - 1)];
+	uint32_t h = hold_hash(arena, off);
+	size_t b = h & (2 * pd->hold_tab_low - 1);
+	struct hold **pp = &pd->hold_tab[b < pd->hold_tab_size ? b : h & (pd->hold_tab_low - 1)];
 
 	while (*pp != NULL && ((*pp)->off != off || hold_arena(*pp) != arena))
 		pp = &(*pp)->hnext;
 	return pp;
 }
 
-/* Keep the table at least as large as the number of holdings: 0 or -ENOMEM. */
+/*
+ * Keep the table about as large as the number of holdings, one bucket
+ * split at a time: 0 or -ENOMEM (only for its first buckets; later,
+ * without memory, chains grow longer).
+ */
 static int hold_grow(struct poold *pd)
 {
-	size_t size = pd->hold_tab_size ? pd->hold_tab_size * 2 : 256;
-	struct hold **tab, *hd;
+	struct hold **pp, *hd;
+	size_t to;
 
+	if (pd->hold_tab == NULL) {
+		if ((pd->hold_tab = calloc(2 * 256, sizeof(*pd->hold_tab))) == NULL)
+			return -ENOMEM;
+		pd->hold_tab_size = pd->hold_tab_low = 256;
+		return 0;
+	}
 	if (pd->nholds < pd->hold_tab_size)
 		return 0;
-	tab = calloc(size, sizeof(*tab));
-	if (tab == NULL)
-		return -ENOMEM;
-	free(pd->hold_tab);
-	pd->hold_tab = tab;
-	pd->hold_tab_size = size;
-	TAILQ_FOREACH(hd, &pd->holds, entry) {
-		struct hold **pp = hold_slot(pd, hold_arena(hd), hd->off);
+	if (pd->hold_tab_size == 2 * pd->hold_tab_low) {
+		struct hold **tab = realloc(pd->hold_tab, 4 * pd->hold_tab_low * sizeof(*tab));
 
-		hd->hnext = NULL;
-		*pp = hd;
+		if (tab == NULL)
+			return 0;
+		pd->hold_tab = tab;
+		pd->hold_tab_low *= 2;
 	}
+	to = pd->hold_tab_size;
+	pd->hold_tab[to] = NULL;
+	for (pp = &pd->hold_tab[to - pd->hold_tab_low]; (hd = *pp) != NULL;) {
+		if ((hold_hash(hold_arena(hd), hd->off) & (2 * pd->hold_tab_low - 1)) == to) {
+			*pp = hd->hnext;
+			hd->hnext = pd->hold_tab[to];
+			pd->hold_tab[to] = hd;
+		} else {
+			pp = &hd->hnext;
+		}
+	}
+	pd->hold_tab_size++;
 	return 0;
 }
 
@@ -672,7 +702,7 @@ void hold_clear(struct poold *pd)
 	htab_free(&pd->hold_ns);
 	free(pd->hold_tab);
 	pd->hold_tab = NULL;
-	pd->hold_tab_size = pd->nholds = 0;
+	pd->hold_tab_size = pd->hold_tab_low = pd->nholds = 0;
 	if (pd->journal != NULL)
 		journal_close(pd->journal);
 	pd->journal = NULL;

@@ -88,25 +88,36 @@ struct kv_ns *kv_ns_find(struct poold *pd, const char *name)
 	return NULL;
 }
 
-static void kv_grow(struct kv_ns *ns)
+/*
+ * One more bucket: the next one of this round split by the next bit of
+ * the hash (a chain of one or two entries moved), the room doubled when a
+ * round is done. Without memory, chains grow longer; still correct.
+ */
+static void kv_split(struct kv_ns *ns)
 {
-	size_t n = ns->nbuckets * 2, i;
-	struct kv_entry **b = calloc(n, sizeof(*b));
+	struct kv_entry **pp, *e;
+	size_t to;
 
-	if (b == NULL)
-		return; /* longer chains, still correct */
-	for (i = 0; i < ns->nbuckets; i++) {
-		struct kv_entry *e = ns->buckets[i], *next;
+	if (ns->nbuckets == 2 * ns->low) {
+		struct kv_entry **b = realloc(ns->buckets, 4 * ns->low * sizeof(*b));
 
-		for (; e != NULL; e = next) {
-			next = e->hnext;
-			e->hnext = b[e->hash & (n - 1)];
-			b[e->hash & (n - 1)] = e;
+		if (b == NULL)
+			return;
+		ns->buckets = b;
+		ns->low *= 2;
+	}
+	to = ns->nbuckets;
+	ns->buckets[to] = NULL;
+	for (pp = &ns->buckets[to - ns->low]; (e = *pp) != NULL;) {
+		if ((e->hash & (2 * ns->low - 1)) == to) {
+			*pp = e->hnext;
+			e->hnext = ns->buckets[to];
+			ns->buckets[to] = e;
+		} else {
+			pp = &e->hnext;
 		}
 	}
-	free(ns->buckets);
-	ns->buckets = b;
-	ns->nbuckets = n;
+	ns->nbuckets++;
 }
 
 /* A new entry for a key, linked into the namespace; NULL without memory. */
@@ -122,10 +133,10 @@ struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_t klen,
 	memcpy((uint8_t *)e - klen, key, klen);
 	e->klen = (uint16_t)klen;
 	e->hash = (uint32_t)h;
-	e->hnext = ns->buckets[h & (ns->nbuckets - 1)];
-	ns->buckets[h & (ns->nbuckets - 1)] = e;
+	e->hnext = ns->buckets[kv_bucket(ns, e->hash)];
+	ns->buckets[kv_bucket(ns, e->hash)] = e;
 	if (++ns->nentries > ns->nbuckets)
-		kv_grow(ns);
+		kv_split(ns);
 	return e;
 }
 
@@ -134,7 +145,7 @@ struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capacity)
 {
 	struct kv_ns *ns = calloc(1, sizeof(*ns));
 
-	if (ns == NULL || (ns->buckets = calloc(KV_BUCKETS0, sizeof(*ns->buckets))) == NULL) {
+	if (ns == NULL || (ns->buckets = calloc(2 * KV_BUCKETS0, sizeof(*ns->buckets))) == NULL) {
 		free(ns);
 		return NULL;
 	}
@@ -143,7 +154,7 @@ struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capacity)
 	ns->capacity = capacity;
 	ns->replicas = 1;
 	ns->mode = 0666; /* poold's own (RESP, snapshot pages) and older ones: open to all */
-	ns->nbuckets = KV_BUCKETS0;
+	ns->nbuckets = ns->low = KV_BUCKETS0;
 	TAILQ_INIT(&ns->lru);
 	TAILQ_INIT(&ns->plru);
 	TAILQ_INIT(&ns->zombies);
@@ -919,7 +930,7 @@ static void kv_sweep_ns(struct poold *pd, struct kv_ns *ns, size_t n)
 	struct kv_entry *e;
 
 	for (n = MIN(n, ns->nbuckets); n > 0; n--) {
-		ns->sweep_bucket %= ns->nbuckets; /* (the table only grows: none is missed) */
+		ns->sweep_bucket %= ns->nbuckets; /* (entries only move up: none is missed) */
 		for (e = ns->buckets[ns->sweep_bucket++]; e != NULL; e = e->hnext)
 			kv_recopy(pd, ns, e);
 	}
@@ -968,7 +979,7 @@ int kv_open(struct poold *pd, kv_defined_cb defined)
 	pd->kv->defined = defined;
 	pd->kv->orphans = calloc(1, sizeof(*pd->kv->orphans));
 	if (pd->kv->orphans == NULL ||
-	    (pd->kv->orphans->buckets = calloc(1, sizeof(void *))) == NULL ||
+	    (pd->kv->orphans->buckets = calloc(2, sizeof(void *))) == NULL ||
 	    kv_reap_open(pd) < 0 || kv_evict_open(pd) < 0) {
 		kv_reap_close(pd);
 		kv_evict_close(pd);
@@ -979,7 +990,7 @@ int kv_open(struct poold *pd, kv_defined_cb defined)
 		pd->kv = NULL;
 		return -ENOMEM;
 	}
-	pd->kv->orphans->nbuckets = 1;
+	pd->kv->orphans->nbuckets = pd->kv->orphans->low = 1;
 	TAILQ_INIT(&pd->kv->orphans->lru);
 	TAILQ_INIT(&pd->kv->orphans->plru);
 	TAILQ_INIT(&pd->kv->orphans->zombies);

@@ -145,8 +145,9 @@ struct kv_ns {
 	 */
 	uint64_t landing, planding;
 	uint64_t hits, misses, evictions, puts, spills, promotions, pmem_hits;
-	struct kv_entry **buckets;
+	struct kv_entry **buckets; /* room for 2 * low of them */
 	size_t nbuckets, nentries;
+	size_t low; /* a power of two, low <= nbuckets <= 2 * low (kv_bucket()) */
 	TAILQ_HEAD(kv_lru, kv_entry) lru; /* DRAM values, least recently used first */
 	struct kv_lru plru;		  /* spilled values, likewise */
 	TAILQ_HEAD(, kv_zombie) zombies;
@@ -226,6 +227,19 @@ struct kv_space {
 	struct event *reap_ev;
 	struct event *evict_ev; /* evicts what reservations left over capacities (kvevict.c) */
 };
+
+/*
+ * The bucket of an entry of hash h. The table grows a bucket at a time,
+ * as entries come (linear hashing, kv_entry_new()): buckets [0, nbuckets -
+ * low) were split by the next bit of the hash, the others not yet, so no
+ * put ever rehashes millions of entries at once.
+ */
+static inline size_t kv_bucket(const struct kv_ns *ns, uint32_t h)
+{
+	size_t b = h & (2 * ns->low - 1);
+
+	return b < ns->nbuckets ? b : h & (ns->low - 1);
+}
 
 /* The ledger's region id of a namespace's extents: kept apart from region ids. */
 #define KV_HOLD_ID(ns) ((UINT64_C(1) << 63) | (ns)->id)
@@ -401,7 +415,7 @@ static inline uint64_t kv_recopy_at(const struct kv_entry *e)
 static inline struct kv_entry **kv_slot(struct kv_ns *ns, const uint8_t *key, size_t klen,
 					uint64_t h)
 {
-	struct kv_entry **pp = &ns->buckets[h & (ns->nbuckets - 1)];
+	struct kv_entry **pp = &ns->buckets[kv_bucket(ns, (uint32_t)h)];
 
 	for (; *pp != NULL; pp = &(*pp)->hnext)
 		if ((*pp)->hash == (uint32_t)h && (*pp)->klen == klen &&

@@ -200,7 +200,7 @@ void kv_local_prefetch(struct poold *pd, uid_t uid, const char *nsname, const ch
 	n = MIN(n, KV_PREFETCH_MAX);
 	for (i = 0; i < n; i++) {
 		h[i] = kv_hash((const uint8_t *)keys[i], klens[i]);
-		slot[i] = &ns->buckets[h[i] & (ns->nbuckets - 1)];
+		slot[i] = &ns->buckets[kv_bucket(ns, (uint32_t)h[i])];
 		__builtin_prefetch(slot[i]);
 	}
 	for (i = 0; i < n; i++)

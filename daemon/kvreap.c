@@ -87,7 +87,7 @@ static void kv_reap_add(struct poold *pd, struct kv_ns *g)
  */
 int kv_reap_flush(struct poold *pd, struct kv_ns *ns)
 {
-	struct kv_entry **buckets = calloc(KV_BUCKETS0, sizeof(*buckets));
+	struct kv_entry **buckets = calloc(2 * KV_BUCKETS0, sizeof(*buckets));
 	struct kv_ns *g = calloc(1, sizeof(*g));
 
 	if (g == NULL || buckets == NULL) {
@@ -100,6 +100,7 @@ int kv_reap_flush(struct poold *pd, struct kv_ns *ns)
 	g->flags = ns->flags;
 	g->buckets = ns->buckets;
 	g->nbuckets = ns->nbuckets;
+	g->low = ns->low;
 	g->nentries = ns->nentries;
 	g->npending = ns->npending;
 	g->nvolatile = ns->nvolatile;
@@ -118,7 +119,7 @@ int kv_reap_flush(struct poold *pd, struct kv_ns *ns)
 	TAILQ_CONCAT(&g->vol, &ns->vol, x->vol);
 	TAILQ_CONCAT(&g->held, &ns->held, x->held);
 	ns->buckets = buckets;
-	ns->nbuckets = KV_BUCKETS0;
+	ns->nbuckets = ns->low = KV_BUCKETS0;
 	ns->nentries = ns->npending = ns->nvolatile = ns->leaving = 0;
 	ns->used = ns->landing;
 	ns->pmem_used = ns->planding;

@@ -208,8 +208,8 @@ struct poold {
 	struct regions *regions;  /* at the coordinator: the global address space */
 	struct usage_table usage; /* at the coordinator: what each uid holds, for the quotas */
 	TAILQ_HEAD(, hold) holds; /* as a lender: the extents it holds (hold.c) */
-	struct hold **hold_tab;	  /* ... hashed by place; a power of two of chains */
-	size_t hold_tab_size, nholds;
+	struct hold **hold_tab;	  /* ... hashed by place (hold.c: hold_slot()) */
+	size_t hold_tab_size, hold_tab_low, nholds;
 	struct htab hold_ns;		 /* ... what its KV values share, by namespace */
 	struct hold_report *hold_report; /* ... its report on the way to the coordinator */
 	uint32_t hold_report_gen;	 /* ... the number of the latest */
