@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/ledger.h"
 #include "daemon/poold.h"
 
 /* The bytes the records kept point into: blocks of this size, or one of its own for more. */
@@ -48,7 +49,8 @@ struct holdreport {
 	struct holdreport_gone *gone;
 	size_t ngone, gone_cap;
 	struct holdreport_block *blocks;
-	bool gone_sorted; /* gone is in holdreport_cmp_gone()'s order */
+	bool gone_sorted;	       /* gone is in holdreport_cmp_gone()'s order */
+	size_t released, released_seq; /* bytes of h and seq given back (holdreport_shrink()) */
 };
 
 /*
@@ -113,6 +115,32 @@ void holdreport_chunk_free(struct holdreport_chunk *c)
 }
 
 /* Forget a report, whole or not. */
+/*
+ * Give a report's memory back a step at a time, before holdreport_free():
+ * true while more is left. Its holdings are not to be read once it began.
+ * (A report of millions of holdings holds gigabytes: freed at once, it
+ * would hold the loop for seconds.)
+ */
+bool holdreport_shrink(struct holdreport *r)
+{
+	struct holdreport_block *b;
+	unsigned k;
+
+	if (r == NULL)
+		return false;
+	for (k = 0; k < 16 && (b = r->blocks) != NULL; k++) {
+		r->blocks = b->next;
+		free(b);
+	}
+	if (k > 0)
+		return true;
+	if (r->released < r->cap * sizeof(*r->h)) {
+		ledger_release(r->h, r->cap * sizeof(*r->h), &r->released);
+		return true;
+	}
+	return ledger_release(r->seq, r->cap * sizeof(*r->seq), &r->released_seq);
+}
+
 void holdreport_free(struct holdreport *r)
 {
 	struct holdreport_block *b;

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "daemon/ledger.h"
 
@@ -37,7 +39,28 @@ static unsigned ledger_digit(const struct ledger_extent *e, unsigned d)
  * pass sorts millions), then the rare extents of the same place by length
  * and region; each stage a slice of at most max extents at a time.
  */
-enum { SORT_COUNT, SORT_SCATTER, SORT_BACK, SORT_TIES, SORT_DONE };
+enum { SORT_COUNT, SORT_SCATTER, SORT_BACK, SORT_FREE, SORT_TIES, SORT_DONE };
+
+/* Pages given back to the system in one step of ledger_release(). */
+#define LEDGER_RELEASE_STEP (4u << 20)
+
+/* Give an array's pages back, a step at a time; see ledger.h. */
+bool ledger_release(void *arr, size_t bytes, size_t *done)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uintptr_t base = (uintptr_t)arr, pg = page > 0 ? (uintptr_t)page : 4096;
+	uintptr_t lo = (base + *done + pg - 1) & ~(pg - 1), end = (base + bytes) & ~(pg - 1), hi;
+
+	if (arr == NULL || lo >= end) {
+		*done = bytes;
+		return false;
+	}
+	hi = end - lo > LEDGER_RELEASE_STEP ? lo + LEDGER_RELEASE_STEP : end;
+	(void)madvise((void *)lo, hi - lo,
+		      MADV_DONTNEED); /* (a hint: free() gives them back anyway) */
+	*done = hi - base;
+	return hi < end;
+}
 
 static void ledger_sort_start(struct ledger_sorter *s, struct ledger_extent *e, size_t n)
 {
@@ -105,11 +128,17 @@ static bool ledger_sort_step(struct ledger_sorter *s, size_t max)
 			memcpy(s->e + s->i, s->from + s->i, (end - s->i) * sizeof(*s->e));
 		s->i = s->from != s->e ? end : s->n;
 		if (s->i == s->n) {
-			free(s->tmp);
-			s->tmp = NULL;
 			s->i = 0;
-			s->stage = SORT_TIES;
+			s->stage = SORT_FREE;
 		}
+		break;
+	case SORT_FREE:
+		if (ledger_release(s->tmp, s->n * sizeof(*s->tmp), &s->i))
+			break;
+		free(s->tmp);
+		s->tmp = NULL;
+		s->i = 0;
+		s->stage = SORT_TIES;
 		break;
 	case SORT_TIES:
 		/* Extents of one place (rare: a record that disagrees with itself) by length and

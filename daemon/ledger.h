@@ -9,6 +9,7 @@
 #ifndef POOLD_LEDGER_H
 #define POOLD_LEDGER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,6 +69,14 @@ void ledger_job_start(struct ledger_job *j, struct ledger_extent *want, size_t n
  * one side (a record walked while it grew) counts once.
  */
 int ledger_job_step(struct ledger_job *j, size_t max);
+
+/*
+ * Give the pages of an array of bytes bytes back to the system, a few MiB
+ * a call, *done (0 at first) of it given back so far: true while more is
+ * left. free() then costs little: a gigabyte freed at once held poold's
+ * loop for a third of a second.
+ */
+bool ledger_release(void *arr, size_t bytes, size_t *done);
 
 /* Free what the job allocated (missing and orphans included). */
 void ledger_job_free(struct ledger_job *j);

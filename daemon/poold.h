@@ -923,6 +923,7 @@ int holdreport_add(struct holdreport **rp, uint64_t report, uint32_t seq, bool m
 int holdreport_result(struct holdreport *r, const struct holding **ret, size_t *ret_n);
 int holdreport_holdings(struct holdreport *r, const struct holding **ret, size_t *ret_n);
 bool holdreport_ended(const struct holdreport *r, size_t i);
+bool holdreport_shrink(struct holdreport *r);
 void holdreport_free(struct holdreport *r);
 void holdreport_progress(const struct holdreport *r, uint32_t *ret_chunks, size_t *ret_n);
 

@@ -36,10 +36,10 @@
  * passes take at most about a twentieth of the coordinator's loop.
  */
 #define RECONCILE_PACE 20
-#define RECONCILE_SLICE_US 1000	       /* a slice of a pass holds the loop about this long */
-#define RECONCILE_STEP 4096	       /* extents between looks at the clock */
-#define RECONCILE_CHANGES (1u << 20)   /* changes to a lender's arenas a pass keeps in mind */
-#define RECONCILE_CHANGES_UNSORTED 256 /* ... looked through one by one, before sorting again */
+#define RECONCILE_SLICE_US 1000	     /* a slice of a pass holds the loop about this long */
+#define RECONCILE_STEP 4096	     /* extents between looks at the clock */
+#define RECONCILE_CHANGES (1u << 20) /* changes to a lender's arenas listed between two looks */
+#define RECONCILE_GRANULE_SHIFT 21   /* ... kept in mind by the 2 MiB granule they touched */
 
 enum reconcile_stage {
 	STAGE_HAVE,    /* the lender's record, listed */
@@ -49,6 +49,7 @@ enum reconcile_stage {
 	STAGE_ENDS,    /* want's furthest ends, for the overlap tests */
 	STAGE_MISSING, /* what the lender does not record, told again */
 	STAGE_ORPHANS, /* what only it records, taken back or scrubbed */
+	STAGE_FREE,    /* the arrays' pages given back */
 };
 
 struct reconcile_pass {
@@ -61,21 +62,16 @@ struct reconcile_pass {
 	struct holdreport *report; /* the lender's record; NULL: this poold's own */
 	const struct holding *h;   /* ... its holdings, told-as-gone ones among them */
 	size_t nh;
-	size_t at; /* the stage's place: a holding, a bucket, an extent */
+	size_t at;	  /* the stage's place: a holding, a bucket, an extent, a byte */
+	unsigned freeing; /* STAGE_FREE: the array given back */
 	struct kv_extents_walk kv;
 	struct ledger_extent *have, *want;
 	size_t nhave, nwant, cap_have, cap_want;
 	struct ledger_job job;
 	uint64_t *ends;
-	/* The lender's arenas' changes since the pass began, sorted, and how many of each arena. */
-	struct ledger_extent *changed;
-	uint64_t *changed_ends;
-	size_t nchanged, cap_changed;
-	struct {
-		uint32_t arena;
-		size_t n;
-	} * seen;
-	size_t nseen;
+	/* The granules of the lender's arenas changed since the pass began (a set). */
+	uint64_t *dirty;
+	size_t ndirty, cap_dirty;
 	size_t told, taken; /* extents told again; orphans taken back or scrubbed */
 	uint64_t loop_us;   /* how long its slices held the loop */
 	uint64_t began_ms;
@@ -99,9 +95,7 @@ static void reconcile_pass_free(struct poold *pd, struct reconcile_pass *p)
 	free(p->have);
 	free(p->want);
 	free(p->ends);
-	free(p->changed);
-	free(p->changed_ends);
-	free(p->seen);
+	free(p->dirty);
 	free(p);
 }
 
@@ -144,129 +138,116 @@ static void reconcile_ends(const struct ledger_extent *set, uint64_t *ends, size
 			      i > 0 && set[i - 1].arena == set[i].arena ? ends[i - 1] : 0);
 }
 
-/* The changes the pass took in for arena, so far. */
-static size_t *reconcile_seen(struct reconcile_pass *p, uint32_t arena)
+/* A granule of an arena as a key of the set of those changed (never 0: an empty slot). */
+static uint64_t reconcile_granule(uint32_t arena, uint64_t off)
+{
+	return ((uint64_t)arena << 43 | off >> RECONCILE_GRANULE_SHIFT) + 1;
+}
+
+static size_t reconcile_dirty_slot(const struct reconcile_pass *p, uint64_t key)
+{
+	size_t i = (size_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 32) & (p->cap_dirty - 1);
+
+	while (p->dirty[i] != 0 && p->dirty[i] != key)
+		i = (i + 1) & (p->cap_dirty - 1);
+	return i;
+}
+
+/* Mark a granule changed: 0 or -ENOMEM. */
+static int reconcile_dirty_add(struct reconcile_pass *p, uint64_t key)
 {
 	size_t i;
 
-	for (i = 0; i < p->nseen; i++)
-		if (p->seen[i].arena == arena)
-			return &p->seen[i].n;
-	return NULL;
+	if (2 * (p->ndirty + 1) > p->cap_dirty) {
+		uint64_t *was = p->dirty;
+		size_t n = p->cap_dirty;
+
+		p->cap_dirty = n ? 2 * n : 1024;
+		if ((p->dirty = calloc(p->cap_dirty, sizeof(*p->dirty))) == NULL) {
+			p->dirty = was;
+			p->cap_dirty = n;
+			return -ENOMEM;
+		}
+		for (i = 0; i < n; i++)
+			if (was[i] != 0)
+				p->dirty[reconcile_dirty_slot(p, was[i])] = was[i];
+		free(was);
+	}
+	i = reconcile_dirty_slot(p, key);
+	if (p->dirty[i] == 0) {
+		p->dirty[i] = key;
+		p->ndirty++;
+	}
+	return 0;
 }
 
 /*
- * Take in the lender's arenas' changes since the pass began, sorted: 0,
- * or -EOVERFLOW when they are not all known (more than the watch keeps, an
- * arena not watched from the start), -ENOMEM.
+ * Take in what the lender's arenas allocated and released since the last
+ * look, as the granules they touched (their lists emptied): 0, -EOVERFLOW
+ * when that is not all known (more than a list keeps between two looks,
+ * an arena not watched from the pass's start), or -ENOMEM.
  */
-static int reconcile_changes_sort(struct poold *pd, struct reconcile_pass *p)
+static int reconcile_changes_take(struct poold *pd, struct reconcile_pass *p)
 {
 	struct lender_pool *lp;
-	uint64_t *ends;
-	size_t i;
+	int rc;
 
-	p->nchanged = 0;
-	p->nseen = 0;
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 		const struct extent_change *c;
-		size_t n;
-		void *g;
+		size_t n, i;
 
 		if (lp->node != p->node)
 			continue;
 		if (extent_changes(lp->alloc, &c, &n) < 0)
 			return -EOVERFLOW;
-		if ((g = realloc(p->seen, (p->nseen + 1) * sizeof(*p->seen))) == NULL)
-			return -ENOMEM;
-		p->seen = g;
-		p->seen[p->nseen].arena = lp->arena;
-		p->seen[p->nseen++].n = n;
-		for (i = 0; i < n; i++)
-			if (ledger_append(&p->changed, &p->nchanged, &p->cap_changed, lp->arena,
-					  c[i].off, c[i].len, 0) < 0)
-				return -ENOMEM;
+		for (i = 0; i < n; i++) {
+			uint64_t g = c[i].off >> RECONCILE_GRANULE_SHIFT,
+				 last = (c[i].off + c[i].len - 1) >> RECONCILE_GRANULE_SHIFT;
+
+			for (; g <= last; g++)
+				if ((rc = reconcile_dirty_add(
+					 p, reconcile_granule(lp->arena,
+							      g << RECONCILE_GRANULE_SHIFT))) < 0)
+					return rc;
+		}
+		extent_changes_forget(lp->alloc, 0);
 	}
-	ledger_sort(p->changed, p->nchanged);
-	if ((ends = realloc(p->changed_ends, (p->nchanged ? p->nchanged : 1) * sizeof(*ends))) ==
-	    NULL)
-		return -ENOMEM;
-	p->changed_ends = ends;
-	reconcile_ends(p->changed, ends, 0, p->nchanged);
 	return 0;
 }
 
 /*
- * Whether e overlaps what the map allocated or released in the lender's
- * arenas since the pass began: 1, 0, or -errno as reconcile_changes_sort().
- * Those since the last sort are looked through one by one while they are
- * few.
+ * Whether e lies in a granule where the map allocated or released anything
+ * since the pass began: 1, 0, or -errno as reconcile_changes_take().
  */
 static int reconcile_changed(struct poold *pd, struct reconcile_pass *p,
 			     const struct ledger_extent *e)
 {
-	struct lender_pool *lp;
-	size_t unsorted = 0;
+	uint64_t g, last = (e->off + e->len - 1) >> RECONCILE_GRANULE_SHIFT;
 	int rc;
 
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
-		const struct extent_change *c;
-		size_t n, *seen, i;
-
-		if (lp->node != p->node)
-			continue;
-		if (extent_changes(lp->alloc, &c, &n) < 0 ||
-		    (seen = reconcile_seen(p, lp->arena)) == NULL)
-			return -EOVERFLOW;
-		unsorted += n - *seen;
-		if (lp->arena != e->arena || unsorted > RECONCILE_CHANGES_UNSORTED)
-			continue;
-		for (i = *seen; i < n; i++)
-			if (c[i].off < e->off + e->len && e->off < c[i].off + c[i].len)
-				return 1;
-	}
-	if (unsorted > RECONCILE_CHANGES_UNSORTED) {
-		if ((rc = reconcile_changes_sort(pd, p)) < 0)
-			return rc;
-	}
-	return reconcile_overlaps(e, p->changed, p->changed_ends, p->nchanged) ? 1 : 0;
+	if ((rc = reconcile_changes_take(pd, p)) < 0)
+		return rc;
+	if (p->ndirty == 0)
+		return 0;
+	for (g = e->off >> RECONCILE_GRANULE_SHIFT; g <= last; g++)
+		if (p->dirty[reconcile_dirty_slot(
+			p, reconcile_granule(e->arena, g << RECONCILE_GRANULE_SHIFT))] != 0)
+			return 1;
+	return 0;
 }
 
 /*
- * The lender's arenas' changes counted (SIZE_MAX where not known), so that
- * reconcile_forget() drops the pass's own: what it adopted changed nothing
- * meanwhile.
+ * Forget what the pass itself changed in the lender's arenas since its
+ * last look (reconcile_changes_take(), just before): what it took back
+ * changed nothing meanwhile.
  */
-#define RECONCILE_MARKS 16
-
-static void reconcile_mark(struct poold *pd, const struct reconcile_pass *p, size_t *marks)
+static void reconcile_forget_own(struct poold *pd, const struct reconcile_pass *p)
 {
 	struct lender_pool *lp;
-	size_t k = 0;
 
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
-		const struct extent_change *c;
-
-		if (lp->node != p->node || k == RECONCILE_MARKS)
-			continue;
-		if (extent_changes(lp->alloc, &c, &marks[k]) < 0)
-			marks[k] = SIZE_MAX;
-		k++;
-	}
-}
-
-static void reconcile_forget(struct poold *pd, const struct reconcile_pass *p, const size_t *marks)
-{
-	struct lender_pool *lp;
-	size_t k = 0;
-
-	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
-		if (lp->node != p->node || k == RECONCILE_MARKS)
-			continue;
-		if (marks[k] != SIZE_MAX)
-			extent_changes_forget(lp->alloc, marks[k]);
-		k++;
-	}
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
+		if (lp->node == p->node)
+			extent_changes_forget(lp->alloc, 0);
 }
 
 /*
@@ -333,7 +314,6 @@ static int reconcile_orphan_now(struct poold *pd, struct reconcile_pass *p,
 	struct lender_pool *lp = region_pool(pd->regions, p->node, e->arena);
 	const struct holding *h = NULL;
 	struct holding own;
-	size_t marks[RECONCILE_MARKS];
 	int rc;
 
 	if (reconcile_overlaps(e, p->want, p->ends, p->nwant))
@@ -347,9 +327,8 @@ static int reconcile_orphan_now(struct poold *pd, struct reconcile_pass *p,
 		h = e->ref < p->nh ? &p->h[e->ref] : NULL;
 	else if (hold_at(pd, e->arena, e->off, &own))
 		h = &own;
-	reconcile_mark(pd, p, marks);
 	reconcile_orphan(pd, p->node, e, h);
-	reconcile_forget(pd, p, marks);
+	reconcile_forget_own(pd, p);
 	p->taken++;
 	return 0;
 }
@@ -517,8 +496,6 @@ static int reconcile_step(struct poold *pd, struct reconcile_pass *p, size_t max
 		reconcile_ends(p->want, p->ends, p->at, end);
 		if ((p->at = end) < p->nwant)
 			return 1;
-		if ((rc = reconcile_changes_sort(pd, p)) < 0)
-			return rc;
 		p->at = 0;
 		p->stage = STAGE_MISSING;
 		return 1;
@@ -541,7 +518,24 @@ static int reconcile_step(struct poold *pd, struct reconcile_pass *p, size_t max
 		if (p->at < p->job.norphans)
 			return 1;
 		reconcile_done(pd, p);
+		p->at = 0;
+		p->stage = STAGE_FREE;
+		return 1;
+	case STAGE_FREE: {
+		/* (the report first, then each array; p->at: bytes of the one at hand) */
+		void *arr[] = {p->have, p->want, p->ends, p->job.orphans, p->job.missing};
+		size_t bytes[] = {p->cap_have * sizeof(*p->have), p->cap_want * sizeof(*p->want),
+				  p->nwant * sizeof(*p->ends),
+				  p->job.cap_orphans * sizeof(*p->job.orphans),
+				  p->job.cap_missing * sizeof(*p->job.missing)};
+
+		if (holdreport_shrink(p->report))
+			return 1;
+		for (; p->freeing < sizeof(arr) / sizeof(arr[0]); p->freeing++, p->at = 0)
+			if (ledger_release(arr[p->freeing], bytes[p->freeing], &p->at))
+				return 1;
 		return 0;
+	}
 	}
 	return -EINVAL;
 }
@@ -574,10 +568,12 @@ bool reconcile_run(struct poold *pd, uint64_t budget_us)
 	while ((p = TAILQ_FIRST(&rc->passes)) != NULL &&
 	       (budget_us == 0 || now - start < budget_us)) {
 		uint64_t t0 = now;
-		int r = reconcile_pass_current(pd, p) ? 1 : -ESTALE;
+		int r = p->stage == STAGE_FREE || reconcile_pass_current(pd, p) ? 1 : -ESTALE;
 
 		if (r > 0 && !p->started && (r = reconcile_begin(pd, p)) == 0)
 			r = 1;
+		if (r > 0 && p->stage != STAGE_FREE && (r = reconcile_changes_take(pd, p)) == 0)
+			r = 1; /* (the arenas' lists kept short) */
 		while (r > 0) {
 			r = reconcile_step(pd, p, RECONCILE_STEP);
 			if (budget_us != 0 && units_now_us() - start >= budget_us)
@@ -666,7 +662,8 @@ void reconcile_report(struct poold *pd, uint32_t node, struct holdreport *report
 	reconcile_queue(pd, node, report);
 }
 
-/* Coordinator: a lender's record in one message (an older lender's, a test's): a report of one. */
+/* Coordinator: a lender's record in one message (an older lender's, a test's): a report of
+ * one. */
 void reconcile_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n)
 {
 	struct holdreport *r = NULL;
