@@ -14,10 +14,11 @@
  * others waiting in turn. The map goes on changing between slices, and
  * the lender's record was whole at one moment, so before an extent is
  * told or taken back the pass looks again: the allocators of the lender's
- * arenas list what they allocated and released meanwhile (extent_watch()),
- * and an extent that overlaps a change, or that the map holds now, is left
- * to the next pass. A pass whose lender left, restarted or changed more
- * than that list keeps is dropped, and the lender asked again.
+ * arenas list what they allocate and release (extent_watch()), the pass
+ * keeps in mind the 2 MiB granules those changes touched, and an extent in
+ * such a granule, or that the map holds now, is left to a later pass. A
+ * pass whose lender left or restarted is dropped, and the lender asked
+ * again.
  */
 #include "config.h"
 
@@ -55,7 +56,7 @@ enum reconcile_stage {
 struct reconcile_pass {
 	TAILQ_ENTRY(reconcile_pass) entry;
 	uint32_t node;
-	bool member;	      /* the lender was a member when the pass began ... */
+	bool member;	      /* the lender was a member when the pass was queued ... */
 	uint64_t incarnation; /* ... in this life */
 	bool started;
 	enum reconcile_stage stage;
