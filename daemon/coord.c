@@ -1385,7 +1385,8 @@ void coord_close(struct poold *pd)
 		free(p);
 	}
 	resp_close(pd);
-	kvev_close(pd); /* before the index: its last flush is no news to anyone */
+	reconcile_close(pd); /* (its passes walk the index and the address space) */
+	kvev_close(pd);	     /* before the index: its last flush is no news to anyone */
 	kv_close(pd);
 	coordlog_close(pd);
 	reclaim_close(pd);	/* (its moves are the address space's) */

@@ -679,7 +679,7 @@ struct regions {
 	TAILQ_HEAD(, reclaim) reclaims;
 	TAILQ_HEAD(, tombstone) tombstones;
 	const struct space_hooks *hooks;
-	struct reconcile *ledger; /* ledger passes under way and waiting (reconcile.c) */
+	struct reconcile *ledger; /* ledger passes (reconcile.c: reconcile_close() first) */
 };
 
 /*

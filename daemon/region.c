@@ -1201,7 +1201,10 @@ int region_open_space(struct poold *pd, const struct space_hooks *hooks)
 	return 0;
 }
 
-/* Drop the global address space (its reclaims first: reclaim_close()). */
+/*
+ * Drop the global address space (its ledger passes and reclaims first:
+ * reconcile_close(), reclaim_close()).
+ */
 void region_close_space(struct poold *pd)
 {
 	struct regions *rs = pd->regions;
@@ -1212,7 +1215,6 @@ void region_close_space(struct poold *pd)
 
 	if (rs == NULL)
 		return;
-	reconcile_close(pd);
 	while ((rt = TAILQ_FIRST(&rs->retired)) != NULL) {
 		TAILQ_REMOVE(&rs->retired, rt, entry);
 		free(rt);

@@ -103,6 +103,7 @@ void cores_close(struct poold *pd)
 {
 	struct member *m;
 
+	reconcile_close(pd);
 	kv_close(pd);
 	reclaim_close(pd);
 	region_close_space(pd);
