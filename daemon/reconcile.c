@@ -613,8 +613,11 @@ static void reconcile_cb(evutil_socket_t fd, short what, void *arg)
 		reconcile_arm(pd->regions->ledger);
 }
 
-/* Queue a pass of node's record (report, or this poold's own when NULL); takes report. */
-static void reconcile_queue(struct poold *pd, uint32_t node, struct holdreport *report)
+/*
+ * Coordinator: compare a lender's whole report with the map and repair, or
+ * this poold's own record when report is NULL (takes report): a pass queued.
+ */
+void reconcile_report(struct poold *pd, uint32_t node, struct holdreport *report)
 {
 	struct reconcile *rc;
 	struct reconcile_pass *p;
@@ -657,12 +660,6 @@ static void reconcile_queue(struct poold *pd, uint32_t node, struct holdreport *
 	reconcile_arm(rc);
 }
 
-/* Coordinator: a lender's whole report, compared with the map and repaired (takes it). */
-void reconcile_report(struct poold *pd, uint32_t node, struct holdreport *report)
-{
-	reconcile_queue(pd, node, report);
-}
-
 /* Coordinator: a lender's record in one message (an older lender's, a test's): a report of
  * one. */
 void reconcile_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n)
@@ -670,7 +667,7 @@ void reconcile_holdings(struct poold *pd, uint32_t node, const struct holding *h
 	struct holdreport *r = NULL;
 
 	if (holdreport_add(&r, 0, 0, false, h, n, NULL, 0) == 1)
-		reconcile_queue(pd, node, r);
+		reconcile_report(pd, node, r);
 	else
 		log_warnx("node %u: out of memory keeping its holdings", node);
 }
@@ -687,7 +684,7 @@ void reconcile_ask(struct poold *pd, uint32_t node)
 	if (node != pd->node_id)
 		holdings_ask(pd, node);
 	else
-		reconcile_queue(pd, node, NULL); /* (this poold's own record) */
+		reconcile_report(pd, node, NULL); /* (this poold's own record) */
 }
 
 /* Coordinator: drop the passes (the address space goes). */
