@@ -21,7 +21,8 @@
  * A carve lasts until its extent is scrubbed (freed, or its region moved
  * away): its file is emptied, so that every mapping of it reads zeros from
  * then on and none holds memory lent to anyone else; then the arena's
- * memfd is mapped back over the range and backed again.
+ * memfd is mapped back over the range, which the scrub backs again
+ * (lend_scrub()).
  */
 #include "config.h"
 
@@ -103,35 +104,8 @@ static bool carve_safe(struct poold *pd)
 	return true;
 }
 
-/*
- * Copy what [off, off+len) of the arena holds into dst, skipping its holes
- * (zeros). Each run of pages with data is found with SEEK_DATA from each
- * page in turn, never with SEEK_HOLE: that one walks the file's pages until
- * the next hole, which in an arena full of resident pages lies far past the
- * range (a 4 KiB region took 3 ms to carve), while SEEK_DATA at a page that
- * holds data answers at once and over holes skips whole empty nodes.
- */
-static void carve_copy(const struct arena *a, char *dst, uint64_t off, uint64_t len, uint64_t page)
-{
-	off_t pos = (off_t)off, end = (off_t)(off + len);
-
-	while (pos < end) {
-		off_t data = lseek(a->fd, pos, SEEK_DATA), run;
-
-		if (data < 0 || data >= end)
-			return; /* ENXIO: holes to the end */
-		run = data + (off_t)page;
-		while (run < end && lseek(a->fd, run, SEEK_DATA) == run)
-			run += (off_t)page;
-		if (run > end)
-			run = end;
-		memcpy(dst + (data - (off_t)off), (char *)a->base + data, (size_t)(run - data));
-		pos = run;
-	}
-}
-
-/* Give the arena's file its pages back over [off, off+len) and map it there again. */
-static int carve_restore(struct arena *a, uint64_t off, uint64_t len)
+/* Map the arena's file over [off, off+len) again. */
+static int carve_map_back(struct arena *a, uint64_t off, uint64_t len)
 {
 	int rc;
 
@@ -142,18 +116,47 @@ static int carve_restore(struct arena *a, uint64_t off, uint64_t len)
 			  (unsigned long long)off, (unsigned long long)len, err_str(rc));
 		return rc;
 	}
-	if (off + len <= a->lent && (rc = posix_fallocate(a->fd, (off_t)off, (off_t)len)) != 0)
-		log_warnx("arena %u: cannot back [%llu, +%llu) again: %s (pages come when touched)",
-			  a->id, (unsigned long long)off, (unsigned long long)len, strerror(rc));
 	return 0;
+}
+
+/*
+ * Put the new file fd over [off, off+len) of the arena, holding what the
+ * range holds: mapped there first, so that its shared NUMA policy is set
+ * before any of its pages exists, then filled from the arena's file by the
+ * kernel (copy_file_range()). No page passes through a mapping of poold's:
+ * a mapping made for the copy and unmapped after it cost a TLB shootdown
+ * every carve, and a hunt for the range's holes with SEEK_HOLE or SEEK_DATA
+ * walks the arena's pages far past the range (doc/benchmarks.md). Huge
+ * page files cannot be written that way: read into the new mapping.
+ */
+static int carve_fill(struct arena *a, int fd, uint64_t off, uint64_t len, bool huge)
+{
+	off_t from = (off_t)off, to = 0;
+	int rc = 0;
+
+	if (mmap((char *)a->base + off, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+		 0) == MAP_FAILED)
+		return -errno;
+	lend_numa_bind((char *)a->base + off, len, a->numa);
+	while (rc == 0 && (uint64_t)to < len) {
+		ssize_t n = huge
+				? pread(a->fd, (char *)a->base + off + to, len - (uint64_t)to, from)
+				: copy_file_range(a->fd, &from, fd, &to, len - (uint64_t)to, 0);
+
+		rc = n < 0 ? -errno : n == 0 ? -EIO : 0;
+		if (huge && n > 0)
+			from += n, to += n;
+	}
+	if (rc < 0)
+		carve_map_back(a, off, len);
+	return rc;
 }
 
 /* Move [off, off+len) of a DRAM arena into a sealed memfd of its own; its fd. */
 static int carve_make(struct poold *pd, struct arena *a, uint64_t off, uint64_t len, int *ret_fd)
 {
 	unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
-	uint64_t align = pd->conf->lend_hugepages ? 2ull << 20 : (uint64_t)sysconf(_SC_PAGESIZE);
-	void *tmp;
+	uint64_t align = lend_page_size(pd);
 	int fd, rc;
 
 	if (off % align != 0 || len % align != 0 || len == 0)
@@ -168,24 +171,7 @@ static int carve_make(struct poold *pd, struct arena *a, uint64_t off, uint64_t 
 		close(fd);
 		return rc;
 	}
-	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (tmp == MAP_FAILED) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	lend_numa_bind(tmp, len, a->numa);
-	if ((rc = posix_fallocate(fd, 0, (off_t)len)) != 0) {
-		munmap(tmp, len);
-		close(fd);
-		return -rc;
-	}
-	carve_copy(a, tmp, off, len, align);
-	munmap(tmp, len);
-	if (mmap((char *)a->base + off, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
-		 0) == MAP_FAILED) {
-		rc = -errno;
-		carve_restore(a, off, len);
+	if ((rc = carve_fill(a, fd, off, len, pd->conf->lend_hugepages)) < 0) {
 		close(fd);
 		return rc;
 	}
@@ -244,7 +230,8 @@ int carve_fd(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len, bool 
 			return -EOPNOTSUPP;
 		if ((rc = carve_insert(pd, &c)) < 0) {
 			if (c.fd >= 0) {
-				carve_restore(a, off, len);
+				carve_map_back(a, off, len);
+				lend_renew(pd, arena, off, len);
 				close(c.fd);
 			}
 			return rc;
@@ -258,34 +245,65 @@ int carve_fd(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len, bool 
 }
 
 /*
- * [off, off+len) of an arena is being scrubbed: every carve in it is
- * emptied (its mappings read zeros from now on) and the range goes back to
- * the arena's file.
+ * [off, off+len) of an arena is being scrubbed: take the first carve in
+ * it out of use; root's windows in the range are forgotten with it. Its
+ * file, returned, is the caller's to map the arena's file back over
+ * (carve_put_back(), whose pages there the scrub gives back and takes
+ * again), to empty (its mappings then read zeros, and none holds memory
+ * lent to anyone else) and to close; *ret_off and *ret_len say where it
+ * was. -1 when none is left.
  */
-void carve_release(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
+int carve_take(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len, uint64_t *ret_off,
+	       uint64_t *ret_len)
 {
 	struct carves *cs = pd->carves;
-	size_t at, end;
+	size_t at;
+	int fd = -1;
 
 	if (cs == NULL || cs->n == 0 || arena >= pd->narenas)
-		return;
+		return -1;
 	at = carve_seek(cs, arena, off);
 	if (at > 0 && cs->v[at - 1].arena == arena && cs->v[at - 1].off + cs->v[at - 1].len > off)
 		at--; /* begins before the range and reaches into it */
-	for (end = at; end < cs->n && cs->v[end].arena == arena && cs->v[end].off < off + len;
-	     end++) {
-		struct carve *c = &cs->v[end];
+	while (fd < 0 && at < cs->n && cs->v[at].arena == arena && cs->v[at].off < off + len) {
+		struct carve c = cs->v[at];
 
-		if (c->fd < 0)
+		memmove(&cs->v[at], &cs->v[at + 1], (cs->n - at - 1) * sizeof(*cs->v));
+		cs->n--;
+		if (c.fd < 0)
 			continue;
-		if (fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)c->len) <
-		    0)
-			log_warn("cannot empty a region's memfd");
-		carve_restore(&pd->arenas[arena], c->off, c->len);
-		close(c->fd);
+		*ret_off = c.off;
+		*ret_len = c.len;
+		fd = c.fd;
 	}
-	memmove(&cs->v[at], &cs->v[end], (cs->n - end) * sizeof(*cs->v));
-	cs->n -= end - at;
+	return fd;
+}
+
+/* Map the arena's file again over [off, off+len), part of a carve taken out of use. */
+void carve_put_back(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
+{
+	if (arena < pd->narenas)
+		carve_map_back(&pd->arenas[arena], off, len);
+}
+
+/* Empty [off, off+len) of a carve's file taken out of use. */
+void carve_empty(int fd, uint64_t off, uint64_t len)
+{
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) < 0)
+		log_warn("cannot empty a region's memfd");
+}
+
+/* Every carve in [off, off+len) of an arena taken out of use and emptied now (carve_take()). */
+void carve_release(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
+{
+	uint64_t coff, clen;
+	int fd;
+
+	while ((fd = carve_take(pd, arena, off, len, &coff, &clen)) >= 0) {
+		carve_put_back(pd, arena, coff, clen);
+		carve_empty(fd, 0, clen);
+		close(fd);
+	}
 }
 
 /* At exit: close the carves' files (poold's mappings go with the arenas). */

@@ -644,23 +644,30 @@ static void hold_unlink(struct poold *pd, struct hold **pp)
 	pd->nholds--;
 }
 
-/*
- * Lender: the coordinator scrubs an extent before it lends its memory
- * again: the windows carved in it go, it is zeroed, and no longer held.
- */
-void hold_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
+/* Lender: the holding that starts at off of arena, if any, is no longer held. */
+void hold_forget(struct poold *pd, uint32_t arena, uint64_t off)
 {
 	struct hold **pp, *hd;
 	struct holding h;
 
-	carve_release(pd, arena, off, len);
-	lend_scrub(pd, arena, off, len);
 	if (pd->hold_tab_size == 0 || (hd = *(pp = hold_slot(pd, arena, off))) == NULL)
 		return;
 	hold_unlink(pd, pp);
 	hold_unjournal(pd, hd);
 	heap_freed(hold_view(hd, &h)); /* (many in a row when a namespace goes) */
 	hold_free(pd, hd);
+}
+
+/*
+ * Lender: the coordinator scrubs an extent before it lends its memory
+ * again: the windows carved in it go, it is zeroed, and no longer held.
+ * At once: scrub.c does large ones in slices.
+ */
+void hold_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
+{
+	carve_release(pd, arena, off, len);
+	lend_scrub(pd, arena, off, len);
+	hold_forget(pd, arena, off);
 }
 
 /*

@@ -9,7 +9,7 @@ daemon_libpoold_la_SOURCES = daemon/poold.h daemon/pidfile.c daemon/heap.c daemo
 	daemon/placement.h daemon/placement.c daemon/usage.h daemon/usage.c daemon/quota.c daemon/htab.h daemon/htab.c \
 	daemon/hold.c daemon/holdwire.c daemon/holdsync.c daemon/holdreport.c daemon/reconcile.c daemon/stream.c daemon/kvint.h daemon/kv.c daemon/kvtier.c daemon/kvdedup.c daemon/kvreplica.c daemon/kvrebuild.c daemon/kvwire.c daemon/kvtell.c daemon/kvlocal.c daemon/kvevict.c daemon/kvreap.c daemon/kvevents.c daemon/resp.c daemon/journal.h daemon/journal.c daemon/coordlog.c daemon/vec.c daemon/respparse.h daemon/respparse.c daemon/respauth.c daemon/resp.h daemon/respkeys.c daemon/respconn.c daemon/respremote.c daemon/respplace.c daemon/resprelay.c \
 	daemon/metrics.c daemon/events.c daemon/eventswire.c daemon/copy.c daemon/snapcopy.c \
-	daemon/snapplace.c daemon/grant.c daemon/xferint.h daemon/xfer.c daemon/xfer-window.c daemon/xfer-share.c daemon/firewall.c daemon/carve.c daemon/peertls.c daemon/accept.c daemon/clientkey.c daemon/httpd.c daemon/zmqgate.c \
+	daemon/snapplace.c daemon/grant.c daemon/xferint.h daemon/xfer.c daemon/xfer-window.c daemon/xfer-share.c daemon/firewall.c daemon/carve.c daemon/scrub.c daemon/peertls.c daemon/accept.c daemon/clientkey.c daemon/httpd.c daemon/zmqgate.c \
 	daemon/etcd.h daemon/etcdint.h daemon/etcd.c daemon/etcdwatch.c daemon/elect.h daemon/elect.c daemon/etcdlog.h daemon/etcdlog.c daemon/coordha.c
 # The coordinator's journal record: poold's own schema, beside the protocol's
 # (its generated header includes pool.pb-c.h by that name).

@@ -256,16 +256,13 @@ static void peer_holdings_request(struct peer *pe, uint64_t req_id,
 	}
 }
 
-/* The coordinator's Scrub: done now, acknowledged when the loop has made the burst durable. */
-static void peer_scrub(struct peer *pe, uint64_t req_id, const Pool__Scrub *sc)
+/* A scrub is over: acknowledged when the loop has made the burst durable. */
+static void peer_scrub_ack(struct peer *pe, uint64_t req_id)
 {
 	static const struct timeval now = {0, 0};
 	size_t cap = pe->scrub_acks_cap ? pe->scrub_acks_cap * 2 : 64;
 	uint64_t *acks;
 
-	hold_scrub(pe->pd, sc->arena, sc->off, sc->len);
-	if (req_id == 0)
-		return;
 	if (pe->nscrub_acks == pe->scrub_acks_cap) {
 		if ((acks = reallocarray(pe->scrub_acks, cap, sizeof(*acks))) == NULL) {
 			/* No room to wait: durable now, acknowledged now. */
@@ -280,6 +277,43 @@ static void peer_scrub(struct peer *pe, uint64_t req_id, const Pool__Scrub *sc)
 	}
 	pe->scrub_acks[pe->nscrub_acks++] = req_id;
 	evtimer_add(pe->scrub_ev, &now);
+}
+
+/* A Scrub done in slices (scrub.c), on the link it came on. */
+struct peer_scrub_wait {
+	struct conn *conn;
+	uint64_t req_id;
+};
+
+static void peer_scrubbed(struct poold *pd, void *arg, int rc)
+{
+	struct peer_scrub_wait *w = arg;
+	struct peer *pe = pd->peer;
+
+	(void)rc;
+	if (pe != NULL && pe->conn == w->conn && conn_alive(w->conn))
+		peer_scrub_ack(pe, w->req_id);
+	conn_unref(w->conn);
+	free(w);
+}
+
+/* The coordinator's Scrub: done now, or in slices when the extent is large. */
+static void peer_scrub(struct peer *pe, uint64_t req_id, const Pool__Scrub *sc)
+{
+	struct peer_scrub_wait *w = req_id != 0 ? malloc(sizeof(*w)) : NULL;
+
+	if (w != NULL)
+		*w = (struct peer_scrub_wait){conn_ref(pe->conn), req_id};
+	if ((req_id == 0 || w != NULL) &&
+	    scrub_later(pe->pd, sc->arena, sc->off, sc->len, w ? peer_scrubbed : NULL, w))
+		return;
+	if (w != NULL) {
+		conn_unref(w->conn);
+		free(w);
+	}
+	hold_scrub(pe->pd, sc->arena, sc->off, sc->len);
+	if (req_id != 0)
+		peer_scrub_ack(pe, req_id);
 }
 
 static void nsdefs_clear(struct nsdefs *d)

@@ -219,6 +219,7 @@ static void poold_free(struct poold *pd)
 	pd->stopping = true;
 	metrics_close(pd);
 	snapplace_close(pd); /* before the links its helpers answer on */
+	scrub_close(pd);     /* (a scrub's caller is in the address space) */
 	coord_close(pd);
 	resprelay_close(pd);
 	peer_close(pd);

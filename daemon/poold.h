@@ -232,6 +232,7 @@ struct poold {
 	struct snapplaces *snapplaces;	 /* the helpers filling them for snap place (snapplace.c) */
 	struct ssl_ctx_st *tls;		 /* peer.tls: what peer links' TLS sessions are made of */
 	struct carves *carves;		 /* extents with a memory file of their own (carve.c) */
+	struct scrubs *scrubs;		 /* large extents being zeroed (scrub.c) */
 	struct grants *grants;		 /* what each local client session may reach (grant.c) */
 	struct firewall *firewall;	 /* fabric.firewall's rule (firewall.c) */
 	struct kvev *kvev;	 /* at the coordinator: KV events, if kv_events.endpoint is set */
@@ -556,6 +557,10 @@ int peertls_new(struct poold *pd, struct ssl_st **ret_ssl);
 /* carve.c: extents with a memory file of their own, for local mappings */
 int carve_fd(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len, bool may_share,
 	     int *ret_fd, uint64_t *ret_off);
+int carve_take(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len, uint64_t *ret_off,
+	       uint64_t *ret_len);
+void carve_put_back(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
+void carve_empty(int fd, uint64_t off, uint64_t len);
 void carve_release(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 void carve_close(struct poold *pd);
 void carve_count(const struct poold *pd, size_t *ret_carved, size_t *ret_windows);
@@ -566,6 +571,8 @@ int fd_read_only(int fd);
 int lend_open(struct poold *pd);
 void lend_close(struct poold *pd);
 void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
+int lend_renew(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
+uint64_t lend_page_size(const struct poold *pd);
 void lend_numa_bind(void *base, size_t len, int numa);
 int lend_pmem_check(const char *path, uint64_t size, char *err, size_t errlen);
 void lend_set_limit(struct poold *pd, uint32_t arena, uint64_t limit);
@@ -872,6 +879,12 @@ struct holding {
 };
 int hold_open(struct poold *pd);
 int hold_add(struct poold *pd, const struct holding *h, size_t n);
+/* scrub.c: a lender's scrubs of large extents, in slices */
+bool scrub_later(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len, coord_done_cb cb,
+		 void *arg);
+void scrub_close(struct poold *pd);
+
+void hold_forget(struct poold *pd, uint32_t arena, uint64_t off);
 void hold_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 int hold_reach(struct poold *pd, uint32_t arena, uint64_t ext, uint64_t off, uint64_t len,
 	       bool last, void **ret_ptr);

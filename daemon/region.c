@@ -383,12 +383,14 @@ static void region_scrub(struct poold *pd, struct retired *rt)
 		rt->scrubbed = true;
 		return;
 	}
-	if (rt->node == pd->node_id) {
+	if (rt->node == pd->node_id &&
+	    !scrub_later(pd, rt->arena, rt->off, rt->len, region_scrubbed, rt)) {
 		hold_scrub(pd, rt->arena, rt->off, rt->len);
 		rt->scrubbed = true;
 		return;
 	}
-	if (region_send_scrub(pd, rt->node, rt->arena, rt->off, rt->len, region_scrubbed, rt) < 0)
+	if (rt->node != pd->node_id &&
+	    region_send_scrub(pd, rt->node, rt->arena, rt->off, rt->len, region_scrubbed, rt) < 0)
 		return;
 	rt->scrub_sent = true;
 	pd->regions->scrubs++;
