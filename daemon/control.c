@@ -163,6 +163,8 @@ int req_reply(struct req *r, uint16_t type, const ProtobufCMessage *msg)
 	    r->node == r->pd->node_id)
 		grant_reply(r->pd, r->session, type, msg);
 	rc = wiring->hold_reply(r->pd, r->conn, type, r->id, msg);
+	if (rc == 0 && r->with_file)
+		rc = wiring->reply_with_file(r, type, msg);
 	return rc != 0 ? MIN(rc, 0) : conn_send(r->conn, type, r->id, msg);
 }
 
@@ -272,8 +274,10 @@ void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size
 	if (rc < 0)
 		goto out_error;
 	/* A local session's close or release ends its grants before anything else. */
-	if (r->node == r->pd->node_id && r->session != 0)
+	if (r->node == r->pd->node_id && r->session != 0) {
 		grant_request(r->pd, r->session, type, payload, len);
+		r->with_file = wiring->wants_file(type, payload, len);
+	}
 	if (h->where == AT_COORD && r->pd->conf->role == ROLE_NODE) {
 		rc = wiring->forward(r, type, payload, len);
 		if (rc >= 0)

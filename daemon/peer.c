@@ -642,6 +642,7 @@ static void peer_probe(struct peer *pe, uint64_t id, const Pool__ProbeRequest *r
 static bool peer_relay(struct peer *pe, const struct wire_hdr *hdr, const uint8_t *payload)
 {
 	struct forward *f;
+	bool sent = false;
 
 	TAILQ_FOREACH(f, &pe->forwards, entry)
 		if (f->id == hdr->req_id)
@@ -656,10 +657,12 @@ static bool peer_relay(struct peer *pe, const struct wire_hdr *hdr, const uint8_
 		/* What the coordinator granted the client: its transfers go through us. */
 		if (wire_msg_unpack(hdr->type, payload, hdr->len, &msg) == 0) {
 			grant_reply(pe->pd, f->r->session, hdr->type, msg);
+			sent = f->r->with_file && region_reply_with_file(f->r, hdr->type, msg) != 0;
 			wire_msg_free(msg);
 		}
 	}
-	conn_send_raw(f->r->conn, hdr->type, f->r->id, payload, hdr->len);
+	if (!sent)
+		conn_send_raw(f->r->conn, hdr->type, f->r->id, payload, hdr->len);
 	req_finish(f->r, 0);
 	free(f);
 	return true;

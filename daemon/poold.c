@@ -53,6 +53,8 @@ static const struct control_wiring poold_wiring = {
     .session_end = poold_session_end,
     .forward = peer_forward,
     .hold_reply = coordlog_hold_reply,
+    .wants_file = region_file_wanted,
+    .reply_with_file = region_reply_with_file,
 };
 
 static void usage(FILE *f)

@@ -328,6 +328,7 @@ struct req {
 	uint64_t session;  /* the client's connection there */
 	uint16_t type;	   /* of the request */
 	uint64_t start_us; /* when it came */
+	bool with_file;	   /* a local session's open or create that wants the region's file */
 	char errmsg[256];
 };
 
@@ -382,6 +383,10 @@ struct control_wiring {
 	/* Whether a reply waits for the journal (1: held and sent later, 0: send it, -errno). */
 	int (*hold_reply)(struct poold *pd, struct conn *c, uint16_t type, uint64_t req_id,
 			  const ProtobufCMessage *msg);
+	/* Whether a local session's request asks for a memory file with its reply. */
+	bool (*wants_file)(uint16_t type, const uint8_t *payload, size_t len);
+	/* Send a reply with the file it asked for (1: sent, 0: send it as it is, -errno). */
+	int (*reply_with_file)(struct req *r, uint16_t type, const ProtobufCMessage *msg);
 };
 
 /* control.c: the local control socket and request dispatch */
@@ -568,6 +573,8 @@ void carve_count(const struct poold *pd, size_t *ret_carved, size_t *ret_windows
 /* lend.c: this node's lend pool */
 /* The same file opened again for reading only, or -1 (errno): a client cannot map it writable. */
 int fd_read_only(int fd);
+bool region_file_wanted(uint16_t type, const uint8_t *payload, size_t len);
+int region_reply_with_file(struct req *q, uint16_t type, const ProtobufCMessage *msg);
 int lend_open(struct poold *pd);
 void lend_close(struct poold *pd);
 void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);

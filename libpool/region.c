@@ -57,7 +57,7 @@ struct pool_region {
 };
 
 static int region_resolve(struct pool_region *r, const Pool__RegionReply *rep);
-static int region_map_local(struct pool_region *r);
+static int region_map_local(struct pool_region *r, const Pool__RegionFdReply *file, int fd);
 static void region_unmap(struct pool_region *r);
 
 /*
@@ -132,7 +132,7 @@ static int region_refresh(struct pool_region *r)
 		return rc;
 	/* The old mapping shows the old place: the new one, if it is local. */
 	region_unmap(r);
-	region_map_local(r);
+	region_map_local(r, NULL, -1);
 	return 0;
 }
 
@@ -290,11 +290,13 @@ static void region_unmap(struct pool_region *r)
 /*
  * A region that is one extent on this node is accessed by loads and
  * stores: poold hands the session a file holding exactly its memory
- * (RegionFd), which is mapped here, writable when this handle writes and
- * the session may. Otherwise (remote, striped, not granted that access,
- * or a node that cannot give it a file) poold carries each transfer.
+ * (RegionFd, or with the reply of the open or create that asked for it),
+ * which is mapped here, writable when this handle writes and the session
+ * may. Otherwise (remote, striped, not granted that access, or a node that
+ * cannot give it a file) poold carries each transfer. file and fd: what
+ * came with the open's reply (fd -1 if nothing did), closed here.
  */
-static int region_map_local(struct pool_region *r)
+static int region_map_local(struct pool_region *r, const Pool__RegionFdReply *file, int fd)
 {
 	Pool__RegionFd req = POOL__REGION_FD__INIT;
 	Pool__RegionFdReply *rep = NULL;
@@ -303,21 +305,31 @@ static int region_map_local(struct pool_region *r)
 	long page = sysconf(_SC_PAGESIZE);
 	uint64_t off, len;
 	void *base;
-	int fd = -1, rc;
+	int rc = 0;
 
-	if (r->n != 1 || r->stripe != 0 || r->ext[0].node_id != wire_client_node_id(r->pool->wc))
+	if (r->n != 1 || r->stripe != 0 || r->ext[0].node_id != wire_client_node_id(r->pool->wc)) {
+		if (fd >= 0)
+			close(fd);
 		return -EREMOTE;
-	req.region = r->id;
-	pthread_mutex_lock(&r->pool->lock);
-	rc = wire_client_call_fd(r->pool->wc, WIRE_REGION_FD, &req.base, WIRE_REGION_FD_REPLY,
-				 (ProtobufCMessage **)&rep, &fd, msg, sizeof(msg));
-	pthread_mutex_unlock(&r->pool->lock);
-	if (rc < 0)
-		return rc;
-	off = rep->offset;
-	len = rep->len;
-	rc = write && !rep->write ? -EACCES : 0;
-	wire_msg_free(&rep->base);
+	}
+	if (fd < 0 || file == NULL) {
+		if (fd >= 0)
+			close(fd);
+		req.region = r->id;
+		pthread_mutex_lock(&r->pool->lock);
+		rc = wire_client_call_fd(r->pool->wc, WIRE_REGION_FD, &req.base,
+					 WIRE_REGION_FD_REPLY, (ProtobufCMessage **)&rep, &fd, msg,
+					 sizeof(msg));
+		pthread_mutex_unlock(&r->pool->lock);
+		if (rc < 0)
+			return rc;
+		file = rep;
+	}
+	off = file->offset;
+	len = file->len;
+	rc = write && !file->write ? -EACCES : 0;
+	if (rep != NULL)
+		wire_msg_free(&rep->base);
 	if (fd < 0)
 		return POOL_EPROTOCOL;
 	if (rc == 0 && (len < r->size || off % (uint64_t)page != 0))
@@ -335,14 +347,17 @@ static int region_map_local(struct pool_region *r)
 	return 0;
 }
 
+/* A handle from the reply of an open or create, and the file that came with it (fd, or -1). */
 static int region_from_reply(struct pool *pool, const char *name, unsigned flags,
-			     Pool__RegionReply *rep, struct pool_region **ret)
+			     Pool__RegionReply *rep, int fd, struct pool_region **ret)
 {
 	struct pool_region *r = calloc(1, sizeof(*r));
 	int rc;
 
 	if (r == NULL) {
 		wire_msg_free(&rep->base);
+		if (fd >= 0)
+			close(fd);
 		return pool_err(-ENOMEM, "out of memory");
 	}
 	r->pool = pool;
@@ -354,8 +369,10 @@ static int region_from_reply(struct pool *pool, const char *name, unsigned flags
 	r->stripe = rep->region->stripe;
 	r->leased = true;
 	rc = region_resolve(r, rep);
-	wire_msg_free(&rep->base);
 	if (rc < 0) {
+		wire_msg_free(&rep->base);
+		if (fd >= 0)
+			close(fd);
 		pool_region_close(r);
 		return rc;
 	}
@@ -363,7 +380,8 @@ static int region_from_reply(struct pool *pool, const char *name, unsigned flags
 	 * Local and mappable: loads and stores. Otherwise carried transfers,
 	 * which need no map.
 	 */
-	region_map_local(r);
+	region_map_local(r, rep->file, fd);
+	wire_msg_free(&rep->base);
 	pthread_mutex_lock(&pool->lock);
 	r->next = pool->regions;
 	pool->regions = r;
@@ -378,7 +396,7 @@ POOL_EXPORT int pool_region_create(struct pool *pool, const char *name,
 {
 	Pool__RegionCreate req = POOL__REGION_CREATE__INIT;
 	Pool__RegionReply *rep;
-	int rc;
+	int fd = -1, rc;
 
 	if (pool == NULL || name == NULL || opts == NULL || ret_region == NULL ||
 	    (flags & ~POOL_REGION_ANONYMOUS))
@@ -392,14 +410,17 @@ POOL_EXPORT int pool_region_create(struct pool *pool, const char *name,
 	req.mode = opts->mode;
 	req.stripe = opts->stripe;
 	req.anonymous = (flags & POOL_REGION_ANONYMOUS) != 0;
-	req.has_open = 1;
-	req.open = 1;
+	req.has_open = req.has_map = 1;
+	req.open = req.map = 1;
 	req.from_node = wire_client_node_id(pool->wc);
-	rc = pool_call(pool, WIRE_REGION_CREATE, &req.base, WIRE_REGION_REPLY,
-		       (ProtobufCMessage **)&rep);
-	if (rc < 0)
+	rc = pool_call_fd(pool, WIRE_REGION_CREATE, &req.base, WIRE_REGION_REPLY,
+			  (ProtobufCMessage **)&rep, &fd);
+	if (rc < 0) {
+		if (fd >= 0)
+			close(fd);
 		return rc;
-	return region_from_reply(pool, name, POOL_REGION_WRITE, rep, ret_region);
+	}
+	return region_from_reply(pool, name, POOL_REGION_WRITE, rep, fd, ret_region);
 }
 
 POOL_EXPORT int pool_region_open(struct pool *pool, const char *name, unsigned flags,
@@ -407,32 +428,39 @@ POOL_EXPORT int pool_region_open(struct pool *pool, const char *name, unsigned f
 {
 	Pool__RegionName req = POOL__REGION_NAME__INIT;
 	Pool__RegionReply *rep;
-	int rc;
+	int fd = -1, rc;
 
 	if (pool == NULL || name == NULL || ret_region == NULL || (flags & ~POOL_REGION_WRITE))
 		return pool_err(-EINVAL, "pool_region_open: invalid argument");
 	req.name = (char *)name;
-	req.has_access = 1;
+	req.has_access = req.has_map = 1;
 	req.access = (flags & POOL_REGION_WRITE) ? 6 : 4;
-	rc = pool_call(pool, WIRE_REGION_OPEN, &req.base, WIRE_REGION_REPLY,
-		       (ProtobufCMessage **)&rep);
-	if (rc < 0)
+	req.map = 1;
+	rc = pool_call_fd(pool, WIRE_REGION_OPEN, &req.base, WIRE_REGION_REPLY,
+			  (ProtobufCMessage **)&rep, &fd);
+	if (rc < 0) {
+		if (fd >= 0)
+			close(fd);
 		return rc;
-	return region_from_reply(pool, name, flags, rep, ret_region);
+	}
+	return region_from_reply(pool, name, flags, rep, fd, ret_region);
 }
 
 POOL_EXPORT int pool_region_close(struct pool_region *region)
 {
 	Pool__RegionName req = POOL__REGION_NAME__INIT;
-	Pool__Ok *ok;
 
 	if (region == NULL)
 		return 0;
-	/* End the lease; a broken connection ends it anyway (after lease.grace). */
+	/*
+	 * End the lease without waiting for poold's Ok: it ends the lease
+	 * before it serves this connection's next request, and there is
+	 * nothing the caller could do about a failure (a broken connection ends
+	 * the lease anyway, after lease.grace).
+	 */
 	req.name = region->name;
-	if (region->leased && pool_call(region->pool, WIRE_REGION_CLOSE, &req.base, WIRE_OK,
-					(ProtobufCMessage **)&ok) == 0)
-		wire_msg_free(&ok->base);
+	if (region->leased)
+		pool_send(region->pool, WIRE_REGION_CLOSE, &req.base, WIRE_OK);
 	pthread_mutex_lock(&region->pool->lock);
 	for (struct pool_region **pp = &region->pool->regions; *pp != NULL; pp = &(*pp)->next)
 		if (*pp == region) {

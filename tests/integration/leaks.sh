@@ -1,8 +1,8 @@
 #!/bin/bash
 # No descriptor leaks: 10,000 connect/disconnect cycles on the control
 # socket (half of them after a Hello, some cut mid-frame), and cycles on the
-# RESP and metrics endpoints, leave poold's count of open descriptors
-# where it was.
+# RESP and metrics endpoints, and region cycles leave poold's count of open
+# descriptors where it was.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 ports=$(python3 -c 'import socket
 s = [socket.socket() for _ in range(2)]
@@ -52,6 +52,25 @@ for _ in $(seq 50); do [ "$(nfds)" -le "$before" ] && break; sleep 0.1; done
 after=$(nfds)
 [ "$after" -le "$before" ] && ok "12,000 connections later poold has $after descriptors open, as before" \
 	|| { not_ok "descriptors: $before before, $after after"; ls -l "/proc/$POOLD_PID/fd"; }
+
+# Regions made, mapped, closed and destroyed over and over: each create's
+# reply passes the region's memory file itself (no RegionFd asked), and no
+# descriptor stays behind.
+before=$(nfds)
+check "2,000 region cycles, each mapped" "$top_builddir/tests/bench/pool-bench-regions" ops 2000 64K local
+python3 - "$METRICS" <<'EOF' && ok "the files came with the creates' replies" || not_ok "files with the replies"
+import re, sys, urllib.request
+text = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1]).read().decode()
+def count(t):
+    m = re.search(r'pool_request_duration_seconds_count\{type="%s"\} (\d+)' % t, text)
+    return int(m.group(1)) if m else 0
+print("creates %d, region-fd requests %d" % (count("region-create"), count("region-fd")))
+assert count("region-create") >= 2000 and count("region-fd") == 0
+EOF
+for _ in $(seq 50); do [ "$(nfds)" -le "$before" ] && break; sleep 0.1; done
+after=$(nfds)
+[ "$after" -le "$before" ] && ok "and poold has $after descriptors open, as before" \
+	|| { not_ok "descriptors after region cycles: $before before, $after after"; ls -l "/proc/$POOLD_PID/fd"; }
 check "poold still serves" "$POOLCTL" status
 pool_alive && ok "poold still running" || not_ok "poold still running"
 pool_done
