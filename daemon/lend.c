@@ -49,13 +49,17 @@ static int lend_register(struct poold *pd, struct arena *a)
 /*
  * Bind the pages of a memfd mapped at [base, base+len) to a NUMA node,
  * before any exists: the memfd's shared policy, which every later mapping
- * of it keeps.
+ * of it keeps. A machine of one node leaves nothing to choose: no call
+ * (libnuma's check and the bind are two system calls of every carve).
  */
 void lend_numa_bind(void *base, size_t len, int numa)
 {
+	static int max_node = -2; /* -1: no NUMA support */
 	struct bitmask *mask;
 
-	if (numa < 0 || numa_available() < 0)
+	if (max_node == -2)
+		max_node = numa_available() < 0 ? -1 : numa_max_node();
+	if (numa < 0 || max_node <= 0)
 		return;
 	mask = numa_allocate_nodemask();
 	numa_bitmask_setbit(mask, (unsigned)numa);
