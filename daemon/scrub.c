@@ -16,7 +16,6 @@
  */
 #include "config.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
 

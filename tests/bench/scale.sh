@@ -11,7 +11,9 @@
 #  2. Region create + map + close + destroy (4 KiB, local) on a fresh arena
 #     and on one where 512 MiB were written and freed, without and with the
 #     coordinator's journal.
-#  3. KV metadata: N keys of 16 bytes with 32-byte values put into one
+#  3. A large region's scrub: SCALE_SCRUB (1G) written, then destroyed
+#     while a prober times poold's answers; then that much again reads zeros.
+#  4. KV metadata: N keys of 16 bytes with 32-byte values put into one
 #     poold (the coordinator's index and the lender's record of each value
 #     on one node): its RssAnon growth per key, beside redis-server's
 #     used_memory growth per key for the same keys and values.
@@ -20,8 +22,9 @@
 # poold too, alternated, as the baseline.
 #
 #   tests/bench/scale.sh [BUILDDIR]
-#   env: SCALE_PARTS ("nodes regions keys": which of the three),
-#        SCALE_NODES ("256 512 1023"), SCALE_KEYS ("1000000"), SCALE_BASE
+#   env: SCALE_PARTS ("nodes regions scrub keys": which of the four),
+#        SCALE_NODES ("256 512 1023"), SCALE_KEYS ("1000000"), SCALE_SCRUB ("1G"),
+#        SCALE_BASE
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/../.." && pwd)
@@ -29,9 +32,10 @@ top_builddir=$(cd "${1:-$top_srcdir}" && pwd)
 fake=$top_builddir/tests/tools/pool-fake-nodes
 bench=$top_builddir/tests/bench/pool-bench-regions
 kvload=$top_builddir/tests/tools/pool-kvload
+io=$top_builddir/tests/tools/pool-io
 builds=("$top_builddir")
 [ -n "${SCALE_BASE:-}" ] && builds=("$(cd "$SCALE_BASE" && pwd)" "$top_builddir")
-for b in "$fake" "$bench" "$kvload" "${builds[@]/%//daemon/poold}"; do
+for b in "$fake" "$bench" "$kvload" "$io" "${builds[@]/%//daemon/poold}"; do
 	[ -x "$b" ] || { echo "scale.sh: $b not built (make)" >&2; exit 1; }
 done
 secret=scale-bench-secret-$$
@@ -57,7 +61,7 @@ cpu_ms() { awk '{ print ($14 + $15) * 10 }' "/proc/$pid/stat"; }
 rss_kb() { awk '/VmRSS/ { print $2 }' "/proc/$pid/status"; }
 anon_kb() { awk '/RssAnon/ { print $2 }' "/proc/$pid/status"; }
 label() { [ "$1" = "$top_builddir" ] && echo this || echo base; }
-part() { [[ " ${SCALE_PARTS:-nodes regions keys} " == *" $1 "* ]]; }
+part() { [[ " ${SCALE_PARTS:-nodes regions scrub keys} " == *" $1 "* ]]; }
 
 echo "# pool-bench scale: $(date -u +%FT%TZ), $(uname -n), $(nproc) CPUs"
 if part nodes; then
@@ -100,6 +104,34 @@ if part regions; then
 			stop
 			printf "%-6s %-8s %10s %10s\n" "$(label "$b")" $j "$fresh" "$used"
 		done
+	done
+fi
+
+if part scrub; then
+	echo
+	echo "## a region of SCALE_SCRUB (1G) written, then destroyed while pool-kvload probe times"
+	echo "## poold's answers to pool_status() (ms); then a region of that size again reads zeros"
+	printf "%-6s %9s %8s %8s %8s %s\n" build probes median p99 max "zeros"
+	size=${SCALE_SCRUB:-1G}
+	for b in "${builds[@]}"; do
+		start "$b" -o lend.size=$(($(numfmt --from=iec "$size") * 3 / 2 >> 20))M
+		"$io" create big "$(numfmt --from=iec "$size")" local >/dev/null &&
+			"$io" write big 7 >/dev/null || echo "scale.sh: $(label "$b"): the region failed" >&2
+		"$kvload" probe >"$dir/probe" 2>/dev/null &
+		prober=$!
+		sleep 0.5
+		"$io" destroy big >/dev/null || echo "scale.sh: $(label "$b"): the destroy failed" >&2
+		sleep 2
+		kill -INT "$prober" && wait "$prober"
+		zeros=no
+		for _ in $(seq 100); do
+			"$io" create big "$(numfmt --from=iec "$size")" local >/dev/null 2>&1 && break
+			sleep 0.1
+		done
+		"$io" zero big >/dev/null 2>&1 && zeros=yes
+		stop
+		read -r _ n _ med _ p99 _ max <"$dir/probe"
+		printf "%-6s %9s %8s %8s %8s %s\n" "$(label "$b")" "$n" "$med" "$p99" "$max" "$zeros"
 	done
 fi
 
