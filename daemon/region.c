@@ -209,6 +209,29 @@ bool region_pool_usable(struct poold *pd, const struct lender_pool *lp)
 	return m != NULL && m->state == MEMBER_UP && m->info->incarnation == lp->incarnation;
 }
 
+/*
+ * Whether regions this coordinator does not know may still come back: it
+ * keeps no record of its own (no coord.journal or coord.etcd), and a lender
+ * that is up has not had its record compared with the map since it
+ * registered. After a restart the regions come back from those records
+ * (region_adopt()), a lender at a time.
+ */
+bool region_rebuilding(struct poold *pd)
+{
+	struct lender_pool *lp;
+
+	if (pd->coordlog != NULL)
+		return false;
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
+		struct member *m = cluster_find(pd, lp->node);
+
+		if (!lp->reconciled && m != NULL && m->state == MEMBER_UP &&
+		    m->info->incarnation == lp->incarnation)
+			return true;
+	}
+	return false;
+}
+
 /* The pool with the most free space on node (any node if node is 0) in tier. */
 /*
  * The lender for len bytes in tier on node (any node if 0) and NUMA node

@@ -146,6 +146,12 @@ static int region_open_request(struct req *q, const ProtobufCMessage *msg)
 	char err[256] = "";
 	int rc = region_open(q->pd, n->name, want, &who, &r, err, sizeof(err));
 
+	/* (just after a coordinator restart it may come back from its lenders: ask again) */
+	if (rc == -ENOENT && region_rebuilding(q->pd))
+		return req_errorf(q, POOL_ECOORD,
+				  "coordinator unavailable: the regions are coming back from "
+				  "their lenders; %s",
+				  err);
 	if (rc < 0)
 		return req_errorf(q, rc, "%s", err);
 	return region_reply(q, r, true, want | 4);
