@@ -103,20 +103,11 @@ static int region_fd(struct req *q, const ProtobufCMessage *msg)
 }
 
 /* Whether a local session's request is an open or create that asks for the region's file. */
-bool region_file_wanted(uint16_t type, const uint8_t *payload, size_t len)
+bool region_file_wanted(uint16_t type, const ProtobufCMessage *msg)
 {
-	ProtobufCMessage *msg;
-	bool want = false;
-
-	if ((type != WIRE_REGION_CREATE && type != WIRE_REGION_OPEN) ||
-	    wire_msg_unpack(type, payload, len, &msg) < 0)
-		return false;
 	if (type == WIRE_REGION_CREATE)
-		want = ((Pool__RegionCreate *)msg)->map;
-	else
-		want = ((Pool__RegionName *)msg)->map;
-	wire_msg_free(msg);
-	return want;
+		return ((const Pool__RegionCreate *)msg)->map;
+	return type == WIRE_REGION_OPEN && ((const Pool__RegionName *)msg)->map;
 }
 
 /*

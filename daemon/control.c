@@ -274,11 +274,16 @@ void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size
 	if (rc < 0)
 		goto out_error;
 	/* A local session's close or release ends its grants before anything else. */
-	if (r->node == r->pd->node_id && r->session != 0) {
+	if (r->node == r->pd->node_id && r->session != 0)
 		grant_request(r->pd, r->session, type, payload, len);
-		r->with_file = wiring->wants_file(type, payload, len);
-	}
 	if (h->where == AT_COORD && r->pd->conf->role == ROLE_NODE) {
+		/* (the coordinator's reply passes here on its way back: read it now) */
+		if (r->node == r->pd->node_id && r->session != 0 &&
+		    (type == WIRE_REGION_CREATE || type == WIRE_REGION_OPEN) &&
+		    wire_msg_unpack(type, payload, len, &msg) == 0) {
+			r->with_file = wiring->wants_file(type, msg);
+			wire_msg_free(msg);
+		}
 		rc = wiring->forward(r, type, payload, len);
 		if (rc >= 0)
 			return;
@@ -293,6 +298,8 @@ void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size
 		wire_msg_free(msg);
 		goto out_error;
 	}
+	if (r->node == r->pd->node_id && r->session != 0)
+		r->with_file = wiring->wants_file(type, msg);
 	rc = h->fn(r, msg);
 	wire_msg_free(msg);
 	if (rc >= 0)

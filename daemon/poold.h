@@ -384,7 +384,7 @@ struct control_wiring {
 	int (*hold_reply)(struct poold *pd, struct conn *c, uint16_t type, uint64_t req_id,
 			  const ProtobufCMessage *msg);
 	/* Whether a local session's request asks for a memory file with its reply. */
-	bool (*wants_file)(uint16_t type, const uint8_t *payload, size_t len);
+	bool (*wants_file)(uint16_t type, const ProtobufCMessage *msg);
 	/* Send a reply with the file it asked for (1: sent, 0: send it as it is, -errno). */
 	int (*reply_with_file)(struct req *r, uint16_t type, const ProtobufCMessage *msg);
 };
@@ -573,7 +573,7 @@ void carve_count(const struct poold *pd, size_t *ret_carved, size_t *ret_windows
 /* lend.c: this node's lend pool */
 /* The same file opened again for reading only, or -1 (errno): a client cannot map it writable. */
 int fd_read_only(int fd);
-bool region_file_wanted(uint16_t type, const uint8_t *payload, size_t len);
+bool region_file_wanted(uint16_t type, const ProtobufCMessage *msg);
 int region_reply_with_file(struct req *q, uint16_t type, const ProtobufCMessage *msg);
 int lend_open(struct poold *pd);
 void lend_close(struct poold *pd);
