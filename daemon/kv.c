@@ -266,13 +266,14 @@ void kv_val_retire(struct poold *pd, struct kv_val *v)
 }
 
 /* One more copy of a value, at p: 0, or -ENOMEM (none added). */
-int kv_val_copy_add(struct kv_val *v, const struct kv_place *p)
+int kv_val_copy_add(struct poold *pd, struct kv_val *v, const struct kv_place *p)
 {
 	if (v->ncopies >= KV_MAX_REPLICAS - 1)
 		return -EINVAL;
 	if (v->copy == NULL && (v->copy = calloc(KV_MAX_REPLICAS - 1, sizeof(*v->copy))) == NULL)
 		return -ENOMEM;
 	v->copy[v->ncopies++] = *p;
+	kv_val_recharge(pd, v, (int64_t)p->alen);
 	return 0;
 }
 
@@ -297,20 +298,32 @@ uint32_t kv_val_owner(const struct kv_ns *ns, const uint8_t *key, size_t klen, u
 		   : writer;
 }
 
-/* Count a value's bytes (its copies too) against owner; -ENOMEM. */
+/*
+ * Count a value's bytes (its copies too) against owner; -ENOMEM. While it
+ * is counted, a place added or dropped is counted with it
+ * (kv_val_recharge()), so what is taken back is what it has then.
+ */
 int kv_owner_charge(struct poold *pd, struct kv_val *v, uint32_t owner)
 {
 	if (usage_charge(&pd->usage, owner, (int64_t)kv_val_bytes(v), 0) < 0)
 		return -ENOMEM;
 	v->owner = owner;
-	v->charged = kv_val_bytes(v);
+	v->charged = 1;
 	return 0;
+}
+
+/* A counted value's places grew or shrank by delta bytes. */
+void kv_val_recharge(struct poold *pd, const struct kv_val *v, int64_t delta)
+{
+	/* (owner has a count while v is counted: it cannot fail) */
+	if (v->charged)
+		usage_charge(&pd->usage, v->owner, delta, 0);
 }
 
 /* Stop counting what kv_owner_charge() counted. */
 static void kv_owner_uncharge(struct poold *pd, struct kv_val *v)
 {
-	usage_charge(&pd->usage, v->owner, -(int64_t)v->charged, 0);
+	kv_val_recharge(pd, v, -(int64_t)kv_val_bytes(v));
 	v->charged = 0;
 }
 
@@ -569,8 +582,8 @@ int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len, st
 					     .off = off,
 					     .alen = alen,
 					     .vlen = len};
-		} else if (kv_val_copy_add(v, &(struct kv_place){lp->node, lp->arena, off, alen}) <
-			   0) {
+		} else if (kv_val_copy_add(
+			       pd, v, &(struct kv_place){lp->node, lp->arena, off, alen}) < 0) {
 			extent_release(lp->alloc, off,
 				       alen); /* fewer copies, as with fewer lenders */
 			break;
@@ -860,6 +873,7 @@ static bool kv_val_drop_node(struct poold *pd, struct kv_ns *ns, struct kv_val *
 		if (all[i].node == node) {
 			region_retire(pd, node, all[i].arena, all[i].off, all[i].alen, NULL);
 			ns->used -= all[i].alen;
+			kv_val_recharge(pd, v, -(int64_t)all[i].alen);
 		}
 	v->node = keep[0].node;
 	v->arena = keep[0].arena;

@@ -27,6 +27,9 @@
 #define KV_SHARED_HOLD_MS 1000 /* another uid's reservation holds a shared key this long */
 #define KV_BUCKETS0 1024
 #define KV_MAX_REPLICAS 4
+#define KV_OFF_BITS 48		  /* offsets in an arena: LENDER_ARENA_BYTES */
+#define KV_ARENA_BITS 16	  /* an arena's id: LENDER_ARENA_IDS */
+#define KV_ALEN_BITS 28		  /* a place's bytes: POOL_KV_VALUE_MAX */
 #define KV_RECOPY_MAX 16	  /* copies started again per sweep */
 #define KV_RECOPY_TIMEOUT_MS 5000 /* a copy not done by then is tried again */
 #define KV_REAP_NOW 256		  /* a namespace of up to this many entries is flushed at once */
@@ -52,18 +55,30 @@ struct kv_place {
  * is done (kvtier.c).
  */
 struct kv_val {
-	uint32_t node, arena;
-	uint64_t off, version;
-	/* (a value is POOL_KV_VALUE_MAX bytes at most, its copies together 4 times that) */
-	uint32_t alen, vlen;
-	uint32_t charged;      /* bytes counted against owner's quota.bytes (kv_owner_charge()) */
+	/*
+	 * Packed to 40 bytes, for the index's millions of entries (Scale I's
+	 * 128 bytes a key with its key and bucket): the coordinator lends
+	 * no arena whose offsets or id do not fit (LENDER_ARENA_BYTES,
+	 * LENDER_ARENA_IDS), and no place is longer than a value's extent.
+	 */
+	uint64_t off : KV_OFF_BITS, arena : KV_ARENA_BITS;
+	uint64_t version;
+	uint32_t node;
+	uint32_t alen : KV_ALEN_BITS;
+	uint32_t ncopies : 2;
+	uint32_t pmem : 1;    /* spilled to the lender's pmem tier, below a DRAM namespace */
+	uint32_t charged : 1; /* its places' bytes count against owner's quota.bytes */
+	uint32_t vlen;
 	uint32_t owner;	       /* who it counts against: its writer (kv_val_owner()) */
 	struct kv_place *copy; /* ncopies places, or NULL */
-	bool pmem;	       /* spilled to the lender's pmem tier, below a DRAM namespace */
-	uint8_t ncopies;
 };
-_Static_assert((uint64_t)POOL_KV_VALUE_MAX *KV_MAX_REPLICAS <= UINT32_MAX,
-	       "a value's bytes fit struct kv_val's 32-bit lengths");
+_Static_assert(POOL_KV_VALUE_MAX < (1u << (KV_ALEN_BITS - 1)),
+	       "a value's extent fits struct kv_val's alen");
+_Static_assert(LENDER_ARENA_BYTES <= 1ull << KV_OFF_BITS &&
+		   LENDER_ARENA_IDS <= 1ull << KV_ARENA_BITS,
+	       "an arena's offsets and id fit struct kv_val");
+_Static_assert(KV_MAX_REPLICAS - 1 <= 3, "a value's copies fit struct kv_val's ncopies");
+_Static_assert(sizeof(struct kv_val) == 40, "struct kv_val packs to 40 bytes");
 
 /*
  * A version reserved and not yet committed, and its writer. Out of the
@@ -299,10 +314,11 @@ struct kv_extra *kv_extra(struct kv_entry *e);
 void kv_extra_trim(struct kv_entry *e);
 int kv_set_expire(struct kv_ns *ns, struct kv_entry *e, int64_t at);
 void kv_val_retire(struct poold *pd, struct kv_val *v);
-int kv_val_copy_add(struct kv_val *v, const struct kv_place *p);
+int kv_val_copy_add(struct poold *pd, struct kv_val *v, const struct kv_place *p);
 uint32_t kv_key_owner(const uint8_t *key, size_t klen);
 uint32_t kv_val_owner(const struct kv_ns *ns, const uint8_t *key, size_t klen, uint32_t writer);
 int kv_owner_charge(struct poold *pd, struct kv_val *v, uint32_t owner);
+void kv_val_recharge(struct poold *pd, const struct kv_val *v, int64_t delta);
 void kv_val_free(struct poold *pd, struct kv_ns *ns, struct kv_val *v);
 void kv_pins_free(struct kv_pin *p);
 void kv_val_out(struct poold *pd, struct kv_ns *ns, struct kv_entry *e);

@@ -225,7 +225,7 @@ int kv_adopt(struct poold *pd, uint32_t node, const struct ledger_extent *at,
 		/* Another copy of a replicated value. */
 		if (extent_reserve_fine(lp->alloc, off, alen) < 0)
 			return -EBUSY;
-		if (kv_val_copy_add(&e->val, &(struct kv_place){node, arena, off, alen}) < 0) {
+		if (kv_val_copy_add(pd, &e->val, &(struct kv_place){node, arena, off, alen}) < 0) {
 			extent_release(lp->alloc, off, alen);
 			return -ENOMEM;
 		}

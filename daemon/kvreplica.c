@@ -25,7 +25,7 @@ static void kv_recopied(struct poold *pd, void *arg, int rc)
 	}
 	if (rc == 0 && e != NULL && e->has_val && e->val.version == rk->version && !e->val.pmem &&
 	    1u + e->val.ncopies < ns->replicas && !kv_val_on(&e->val, rk->to.node) &&
-	    kv_val_copy_add(&e->val, &rk->to) == 0) {
+	    kv_val_copy_add(pd, &e->val, &rk->to) == 0) {
 		kv_tell(pd, ns, e);
 	} else {
 		region_retire(pd, rk->to.node, rk->to.arena, rk->to.off, rk->to.alen, NULL);

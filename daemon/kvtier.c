@@ -194,6 +194,9 @@ static void kv_moved(struct poold *pd, void *arg, int rc)
 			/* The count goes with the value to its new place. */
 			mv->to.charged = mv->from.charged;
 			mv->to.owner = mv->from.owner;
+			kv_val_recharge(pd, &mv->to,
+					(int64_t)kv_val_bytes(&mv->to) -
+					    (int64_t)kv_val_bytes(&mv->from));
 			mv->from.charged = 0;
 			if (z != NULL) { /* its readers keep the old place until they are done */
 				z->val = mv->from;

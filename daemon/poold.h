@@ -599,6 +599,14 @@ int lend_arenas_info(struct poold *pd, struct node_arena **ret_arenas, size_t *r
 /* region.c, reclaim.c: the global address space (coordinator) */
 enum region_class { CLASS_PINNED, CLASS_CACHE, CLASS_PERSISTENT };
 
+/*
+ * The arenas the coordinator lends from: ids below 2^16 and offsets below
+ * 2^48, so that a KV value's place packs into 8 bytes (struct kv_val).
+ * An arena beyond them is not lent (region_lender_update()).
+ */
+#define LENDER_ARENA_IDS (1u << 16)
+#define LENDER_ARENA_BYTES (1ull << 48)
+
 /* The allocator of one arena of one lender. */
 struct lender_pool {
 	TAILQ_ENTRY(lender_pool) entry;

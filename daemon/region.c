@@ -160,6 +160,13 @@ void region_lender_update(struct poold *pd, const struct node_info *info)
 			TAILQ_REMOVE(&rs->pools, lp, entry);
 			region_pool_free(lp);
 		}
+		if (a->id >= LENDER_ARENA_IDS || size >= LENDER_ARENA_BYTES) {
+			log_warnx("node %u's arena %u (%llu bytes) is not lent: ids stop at %u, "
+				  "sizes below %llu bytes",
+				  info->id, a->id, (unsigned long long)a->size,
+				  LENDER_ARENA_IDS - 1, LENDER_ARENA_BYTES);
+			continue;
+		}
 		if (size == 0 || (lp = calloc(1, sizeof(*lp))) == NULL)
 			continue;
 		if (extent_arena_new(size, 0, 0, &lp->alloc) < 0) {

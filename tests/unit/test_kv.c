@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,8 +209,19 @@ static void test_abort_and_remove(void)
 }
 
 /* With replicas 2 a value is on two lenders; it outlives one of them, not both. */
+/* What uid 0 is charged for: KV values' bytes. */
+static uint64_t charged(void)
+{
+	return usage_of(&pd.usage, 0).bytes;
+}
+
+/*
+ * A value's copies are charged with it, and a copy lost with its lender
+ * is no longer charged.
+ */
 static void test_replicas(void)
 {
+	struct kv_place copy;
 	struct kv_result res;
 	struct kv_ns *ns;
 
@@ -220,10 +232,14 @@ static void test_replicas(void)
 	CU_ASSERT_EQUAL(res.val.ncopies, 1);
 	CU_ASSERT_NOT_EQUAL(res.val.node, res.val.copy[0].node); /* never both on one node */
 	CU_ASSERT_EQUAL(op(ns, 1, KV_COMMIT, "k", res.val.version, NULL), 0);
+	copy = res.val.copy[0];
+	CU_ASSERT_EQUAL(charged(), res.val.alen + copy.alen);
 	kv_node_lost(&pd, res.val.node);
 	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, "k", 0, NULL), 0);
-	kv_node_lost(&pd, res.val.copy[0].node);
+	CU_ASSERT_EQUAL(charged(), copy.alen);
+	kv_node_lost(&pd, copy.node);
 	CU_ASSERT_EQUAL(op(ns, 2, KV_EXISTS, "k", 0, NULL), -ENOENT);
+	CU_ASSERT_EQUAL(charged(), 0);
 	index_free();
 }
 
@@ -672,12 +688,6 @@ static uint64_t put_any(struct kv_ns *ns, uint64_t session, const char *key, uin
 #define BULK 200000 /* keys of the sliced flush */
 #define BULK_VLEN 64
 #define SLICE 10000
-
-/* What uid 0 is charged for: KV values' bytes. */
-static uint64_t charged(void)
-{
-	return usage_of(&pd.usage, 0).bytes;
-}
 
 /* A coordinator that lends its own arena (node 1): freed extents go back to it at once. */
 static struct kv_ns *bulk_ns(const char *name, size_t n)
@@ -1192,6 +1202,54 @@ static void test_index_grows_by_buckets(void)
 	index_free();
 }
 
+/* Bytes of heap in use, or 0 where it cannot be told (a sanitizer's allocator). */
+static size_t heap_used(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+#else
+	return 0;
+#endif
+}
+
+#define DENSE 65536 /* keys of the index's size test */
+
+/*
+ * The coordinator's index takes at most 128 bytes a key of 16 bytes: its
+ * entry and key in one allocation, and a bucket. The bucket array is
+ * counted as the buckets in use (8 bytes each): its room past them is
+ * never touched, so it takes no memory (what RssAnon shows).
+ */
+static void test_index_compact(void)
+{
+	size_t before, after, room_before, room_after, i;
+	struct kv_ns *ns;
+	char key[17];
+
+	index_new();
+	ns = ns_new("kv", 32 * MiB);
+	before = heap_used();
+	room_before = 2 * ns->low * sizeof(*ns->buckets);
+	for (i = 0; i < DENSE; i++) {
+		snprintf(key, sizeof(key), "key-%012zu", i);
+		put(ns, 1, key, 32);
+	}
+	after = heap_used();
+	room_after = 2 * ns->low * sizeof(*ns->buckets);
+	CU_ASSERT_EQUAL_FATAL(ns->nentries, DENSE);
+	if (before > 0 && after > before) {
+		size_t per_key = (after - room_after - (before - room_before) +
+				  ns->nbuckets * sizeof(*ns->buckets)) /
+				 DENSE;
+
+		printf("\n    index: %zu bytes a key\n", per_key);
+		CU_ASSERT(per_key <= 128);
+	}
+	index_free();
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -1217,6 +1275,7 @@ int main(void)
 	    {"a large value's evictions are done by the loop", test_evict_sliced},
 	    {"a ledger pass in slices while values come and go", test_ledger_sliced},
 	    {"the index grows a bucket at a time", test_index_grows_by_buckets},
+	    {"the index takes 128 bytes a key at most", test_index_compact},
 	    {NULL, NULL},
 	};
 
