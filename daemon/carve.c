@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include "daemon/poold.h"
@@ -119,34 +120,88 @@ static int carve_map_back(struct arena *a, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/* Copy n bytes of the arena's file at from to the carve's file at to. */
+static int carve_copy(int from_fd, int to_fd, off_t from, off_t to, uint64_t n)
+{
+	while (n > 0) {
+		ssize_t got = copy_file_range(from_fd, &from, to_fd, &to, n, 0);
+
+		if (got <= 0)
+			return got < 0 ? -errno : -EIO;
+		n -= (uint64_t)got;
+	}
+	return 0;
+}
+
+/*
+ * Which pages of [p, p+len) of the arena's mapping hold something, one
+ * byte each (bit 0), or NULL: copy them all. A page that mincore() does
+ * not find is a hole or was never written (a scrub's, lend_renew()), and
+ * reads zeros, unless tmpfs swapped it out: with swap on, every page is
+ * copied.
+ */
+static unsigned char *carve_resident(void *p, uint64_t len, size_t page)
+{
+	unsigned char *v;
+	struct sysinfo si;
+
+	if (sysinfo(&si) < 0 || si.totalswap != 0 || (v = malloc(len / page)) == NULL)
+		return NULL;
+	if (mincore(p, len, v) < 0) {
+		free(v);
+		return NULL;
+	}
+	return v;
+}
+
 /*
  * Put the new file fd over [off, off+len) of the arena, holding what the
  * range holds: mapped there first, so that its shared NUMA policy is set
  * before any of its pages exists, then filled from the arena's file by the
- * kernel (copy_file_range()). No page passes through a mapping of poold's:
- * a mapping made for the copy and unmapped after it cost a TLB shootdown
- * every carve, and a hunt for the range's holes with SEEK_HOLE or SEEK_DATA
- * walks the arena's pages far past the range (doc/benchmarks.md). Huge
- * page files cannot be written that way: read into the new mapping.
+ * kernel (copy_file_range()), the pages that hold something only. A copy
+ * of the whole range would take a fresh region's pages as well, which
+ * hold nothing (a gigabyte in 0.3-1.8 s, all of it memory taken at once),
+ * and a hunt for its holes with SEEK_HOLE or SEEK_DATA walks the arena's
+ * pages far past the range (doc/benchmarks.md); mincore() looks at the
+ * range only. No page passes through a mapping of poold's: a mapping made
+ * for the copy and unmapped after it cost a TLB shootdown every carve.
+ * Huge page files cannot be written that way: read into the new mapping.
  */
 static int carve_fill(struct arena *a, int fd, uint64_t off, uint64_t len, bool huge)
 {
-	off_t from = (off_t)off, to = 0;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), i = 0, run, npages = len / page;
+	unsigned char *resident = huge ? NULL : carve_resident((char *)a->base + off, len, page);
 	int rc = 0;
 
 	if (mmap((char *)a->base + off, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
-		 0) == MAP_FAILED)
+		 0) == MAP_FAILED) {
+		free(resident);
 		return -errno;
-	lend_numa_bind((char *)a->base + off, len, a->numa);
-	while (rc == 0 && (uint64_t)to < len) {
-		ssize_t n = huge
-				? pread(a->fd, (char *)a->base + off + to, len - (uint64_t)to, from)
-				: copy_file_range(a->fd, &from, fd, &to, len - (uint64_t)to, 0);
-
-		rc = n < 0 ? -errno : n == 0 ? -EIO : 0;
-		if (huge && n > 0)
-			from += n, to += n;
 	}
+	lend_numa_bind((char *)a->base + off, len, a->numa);
+	if (huge) {
+		for (uint64_t to = 0; rc == 0 && to < len;) {
+			ssize_t n =
+			    pread(a->fd, (char *)a->base + off + to, len - to, (off_t)(off + to));
+
+			rc = n < 0 ? -errno : n == 0 ? -EIO : 0;
+			to += n > 0 ? (uint64_t)n : 0;
+		}
+	} else if (resident == NULL) {
+		rc = carve_copy(a->fd, fd, (off_t)off, 0, len);
+	} else {
+		while (rc == 0 && i < npages) {
+			for (; i < npages && !(resident[i] & 1); i++)
+				;
+			for (run = 0; i + run < npages && (resident[i + run] & 1); run++)
+				;
+			if (run > 0)
+				rc = carve_copy(a->fd, fd, (off_t)(off + i * page),
+						(off_t)(i * page), run * page);
+			i += run;
+		}
+	}
+	free(resident);
 	if (rc < 0)
 		carve_map_back(a, off, len);
 	return rc;

@@ -12,8 +12,19 @@ printf 'lend.size = 64M\ncontrol.mode = 0666\nlease.grace = 3s\npmem.path = %s\n
 pool_start -f "$conf" || exit 1
 chmod 0755 "$TEST_DIR/run"
 
+# carve_blocks SIZE: the allocated 512-byte blocks of poold's region files of SIZE bytes.
+carve_blocks() {
+	local f
+	for f in /proc/"$POOLD_PID"/fd/*; do
+		[ "$(readlink "$f")" = "/memfd:poold-region (deleted)" ] && stat -L -c '%s %b' "$f"
+	done | awk -v size="$1" '$1 == size { print $2 }'
+}
 check "create a region" "$IO" create r1 $((8 << 20)) local
+[ "$(carve_blocks $((8 << 20)))" = 0 ] && ok "its file takes no memory before it is written" ||
+	not_ok "a new region's file holds blocks: $(carve_blocks $((8 << 20)))"
 check "write it from one process" "$IO" write r1 42
+[ "$(carve_blocks $((8 << 20)))" = $((8 << 20 >> 9)) ] && ok "and all of it once written" ||
+	not_ok "the written region's file holds blocks: $(carve_blocks $((8 << 20)))"
 sum=$(awk '{print $NF}' "$TEST_DIR/out")
 check "read it from another" "$IO" read r1 42
 check_out "$sum" "same checksum"
