@@ -9,8 +9,12 @@
 #     be (N(N-1)/2 member events and N RegisterReplies), the coordinator's
 #     CPU time and its memory per node.
 #  2. Region create + map + close + destroy (4 KiB, local) on a fresh arena
-#     and on one where 512 MiB were written and freed, without and with the
-#     coordinator's journal.
+#     and on one where 512 MiB were written and freed, by one client and
+#     by 16, without the coordinator's journal, with it in a file on disk
+#     (TMPDIR) and in /dev/shm (tmpfs); beside them what a durable write
+#     costs on that disk (dd oflag=dsync), which bounds one client's
+#     cycles with the journal there; then the first map of a fresh
+#     SCALE_SCRUB (1G) region (its create with the file).
 #  3. A large region's scrub: SCALE_SCRUB (1G) written, then destroyed
 #     while a prober times poold's answers; then that much again reads zeros.
 #  4. KV metadata: N keys of 16 bytes with 32-byte values put into one
@@ -90,20 +94,49 @@ fi
 
 if part regions; then
 	echo
-	echo "## region create + map + close + destroy, 4 KiB, local, 2000 each (ops/s): a fresh arena,"
-	echo "## then after 512 MiB of it were written and freed; without, then with coord.journal"
-	printf "%-6s %-8s %10s %10s\n" build journal fresh used
+	echo "## region create + map + close + destroy, 4 KiB, local (ops/s): 2000 cycles by one"
+	echo "## client on a fresh arena, then after 512 MiB of it were written and freed; 4000 by 16"
+	echo "## clients; without coord.journal, with it on disk ($dir) and in /dev/shm"
+	printf "%-6s %-8s %10s %10s %12s\n" build journal fresh used 16_clients
 	for b in "${builds[@]}"; do
-		for j in no yes; do
+		for j in no disk shm; do
 			opts=(-o lend.size=1G)
-			[ $j = yes ] && opts+=(-o "coord.journal=$dir/coord.journal") && rm -f "$dir/coord.journal"
+			case $j in
+			disk) journal=$dir/coord.journal ;;
+			shm) journal=/dev/shm/pool-bench-scale-$$.journal ;;
+			esac
+			[ $j != no ] && rm -f "$journal" && opts+=(-o "coord.journal=$journal")
 			start "$b" "${opts[@]}"
 			fresh=$("$bench" ops 2000 4096 local | awk 'END { print $4 }')
 			"$bench" -T 0.3 local 512M >/dev/null 2>&1
 			used=$("$bench" ops 2000 4096 local | awk 'END { print $4 }')
+			many=$("$bench" -j 16 ops 4000 4096 local | awk 'END { print $4 }')
 			stop
-			printf "%-6s %-8s %10s %10s\n" "$(label "$b")" $j "$fresh" "$used"
+			[ $j != no ] && rm -f "$journal"
+			printf "%-6s %-8s %10s %10s %12s\n" "$(label "$b")" $j "$fresh" "$used" "$many"
 		done
+	done
+	# One client waits for each create's and each destroy's record to be
+	# durable: two such writes a cycle at least.
+	dsync=$( { dd if=/dev/zero of="$dir/dsync" bs=4k count=2000 oflag=dsync 2>&1 >/dev/null; } |
+		awk '/copied/ { for (i = 1; i <= NF; i++) if ($i == "s,") print int($(i - 1) / 2000 * 1e6) }')
+	rm -f "$dir/dsync"
+	echo "## a durable 4 KiB write on that disk (dd oflag=dsync, 2000 of them): $dsync us each"
+	echo
+	echo "## the create of a fresh region of ${SCALE_SCRUB:-1G}, local, with its file (ms, pool-io's run)"
+	echo "## and the memory its file took (MiB, the file's allocated blocks in poold)"
+	bytes=$(numfmt --from=iec "${SCALE_SCRUB:-1G}")
+	printf "%-6s %10s %10s\n" build ms MiB
+	for b in "${builds[@]}"; do
+		start "$b" -o lend.size=$((bytes * 3 / 2 >> 20))M
+		t0=$(date +%s%N)
+		"$io" create fresh "$bytes" local >/dev/null || echo "scale.sh: the create failed" >&2
+		t1=$(date +%s%N)
+		taken=$(for f in /proc/"$pid"/fd/*; do
+			[ "$(readlink "$f")" = "/memfd:poold-region (deleted)" ] && stat -L -c %b "$f"
+		done | awk '{ n += $1 } END { print int(n * 512 / 1048576) }')
+		stop
+		printf "%-6s %10s %10s\n" "$(label "$b")" $(((t1 - t0) / 1000000)) "$taken"
 	done
 fi
 
