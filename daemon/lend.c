@@ -113,10 +113,13 @@ static int lend_dram(struct poold *pd, struct arena *a, int numa, uint64_t size,
  * granularity PAGE; a DAX device flushes cache lines and gains nothing):
  * while a batch of holdings is recorded (hold_add()), persists are only
  * noted, by part of the tier, and each part is then made durable with one
- * persist of the whole part, which writes back just its dirty pages: the
- * values (the lent part) first, then the records that name them (the
- * journal part), so that a record never reaches the media before its
- * value. One pmem tier per poold: its real persist function is kept here.
+ * persist of the span of what was noted in it, which writes back just its
+ * dirty pages: the values (the lent part) first, then the records that
+ * name them (the journal part), so that a record never reaches the media
+ * before its value. Not the whole part: that would write back, in the
+ * loop, what clients stored in the tier and did not persist yet (a
+ * gigabyte written to a region took a quarter of a second at the next
+ * scrub). One pmem tier per poold: its real persist function is kept here.
  *
  * Scrubs group the same way: frees come in bursts (a snapshot of thousands
  * of pages removed), and one msync per extent, each a disk write, kept the
@@ -125,14 +128,19 @@ static int lend_dram(struct poold *pd, struct arena *a, int numa, uint64_t size,
  * link acknowledges scrubs only after that. A restart zeroes what the
  * journal does not name, so only the records of the ends need be durable.
  */
+/* What a group noted in one part of the tier: [lo, hi), or lo NULL. */
+struct lend_span {
+	const char *lo, *hi;
+};
+
 static struct {
 	void (*persist)(const void *ptr, size_t len); /* the tier's, when it groups */
-	const char *base, *journal;		      /* the lent part, the journal part */
-	size_t len, journal_len;
-	bool groups;		  /* a file: persists are msyncs, worth grouping */
-	bool on, values, records; /* grouping; and which parts have pages to write */
-	struct event *flush_ev;	  /* ends a group that scrubs started */
-	uint64_t flushes;	  /* persists that reached the media */
+	const char *journal;		  /* where the journal part starts, after the lent part */
+	bool groups;			  /* a file: persists are msyncs, worth grouping */
+	bool on;			  /* grouping */
+	struct lend_span values, records; /* what each part has to write */
+	struct event *flush_ev;		  /* ends a group that scrubs started */
+	uint64_t flushes;		  /* persists that reached the media */
 } lend_group;
 
 static void lend_media_persist(const void *ptr, size_t len)
@@ -141,14 +149,30 @@ static void lend_media_persist(const void *ptr, size_t len)
 	lend_group.persist(ptr, len);
 }
 
+static void lend_span_note(struct lend_span *s, const char *p, size_t len)
+{
+	if (s->lo == NULL || p < s->lo)
+		s->lo = p;
+	if (s->hi == NULL || p + len > s->hi)
+		s->hi = p + len;
+}
+
+/* Persist what s spans, if anything, and empty it. */
+static void lend_span_persist(struct lend_span *s)
+{
+	if (s->lo != NULL)
+		lend_media_persist(s->lo, (size_t)(s->hi - s->lo));
+	*s = (struct lend_span){NULL, NULL};
+}
+
 static void lend_group_persist(const void *ptr, size_t len)
 {
 	if (!lend_group.on)
 		lend_media_persist(ptr, len);
-	else if ((const char *)ptr >= lend_group.journal)
-		lend_group.records = true;
 	else
-		lend_group.values = true;
+		lend_span_note((const char *)ptr >= lend_group.journal ? &lend_group.records
+								       : &lend_group.values,
+			       ptr, len);
 }
 
 void lend_group_begin(void)
@@ -159,9 +183,8 @@ void lend_group_begin(void)
 /* Make the values noted so far durable (before the records that name them are written). */
 void lend_group_values(void)
 {
-	if (lend_group.on && lend_group.values)
-		lend_media_persist(lend_group.base, lend_group.len);
-	lend_group.values = false;
+	if (lend_group.on)
+		lend_span_persist(&lend_group.values);
 }
 
 /* Make everything noted durable and stop grouping; whether it was grouping. */
@@ -170,9 +193,9 @@ bool lend_group_end(void)
 	bool was = lend_group.on;
 
 	lend_group_values();
-	if (lend_group.on && lend_group.records)
-		lend_media_persist(lend_group.journal, lend_group.journal_len);
-	lend_group.on = lend_group.records = false;
+	if (lend_group.on)
+		lend_span_persist(&lend_group.records);
+	lend_group.on = false;
 	return was;
 }
 
@@ -321,10 +344,7 @@ static int lend_pmem(struct poold *pd, struct arena *a)
 		return -EEXIST;
 	}
 	lend_group = (typeof(lend_group)){.persist = a->persist,
-					  .base = a->base,
 					  .journal = a->journal,
-					  .len = a->size,
-					  .journal_len = a->journal_len,
 					  .groups = pmem2_map_get_store_granularity(a->map) ==
 						    PMEM2_GRANULARITY_PAGE};
 	if ((lend_group.flush_ev = evtimer_new(pd->base, lend_flush_cb, NULL)) == NULL)
