@@ -16,7 +16,8 @@
 #     cycles with the journal there; then the first map of a fresh
 #     SCALE_SCRUB (1G) region (its create with the file).
 #  3. A large region's scrub: SCALE_SCRUB (1G) written, then destroyed
-#     while a prober times poold's answers; then that much again reads zeros.
+#     while a prober times poold's answers; then that much again reads
+#     zeros. In DRAM, then in the pmem tier (a file on disk).
 #  4. KV metadata: N keys of 16 bytes with 32-byte values put into one
 #     poold (the coordinator's index and the lender's record of each value
 #     on one node): its RssAnon growth per key, beside redis-server's
@@ -143,28 +144,39 @@ fi
 if part scrub; then
 	echo
 	echo "## a region of SCALE_SCRUB (1G) written, then destroyed while pool-kvload probe times"
-	echo "## poold's answers to pool_status() (ms); then a region of that size again reads zeros"
-	printf "%-6s %9s %8s %8s %8s %s\n" build probes median p99 max "zeros"
-	size=${SCALE_SCRUB:-1G}
-	for b in "${builds[@]}"; do
-		start "$b" -o lend.size=$(($(numfmt --from=iec "$size") * 3 / 2 >> 20))M
-		"$io" create big "$(numfmt --from=iec "$size")" local >/dev/null &&
-			"$io" write big 7 >/dev/null || echo "scale.sh: $(label "$b"): the region failed" >&2
-		"$kvload" probe >"$dir/probe" 2>/dev/null &
-		prober=$!
-		sleep 0.5
-		"$io" destroy big >/dev/null || echo "scale.sh: $(label "$b"): the destroy failed" >&2
-		sleep 2
-		kill -INT "$prober" && wait "$prober"
-		zeros=no
-		for _ in $(seq 100); do
-			"$io" create big "$(numfmt --from=iec "$size")" local >/dev/null 2>&1 && break
-			sleep 0.1
+	echo "## poold's answers to pool_status() (ms); then a region of that size again reads zeros;"
+	echo "## in DRAM, then in the pmem tier (a file in $dir)"
+	printf "%-6s %-5s %9s %8s %8s %8s %s\n" build tier probes median p99 max "zeros"
+	size=$(numfmt --from=iec "${SCALE_SCRUB:-1G}")
+	for tier in dram pmem; do
+		for b in "${builds[@]}"; do
+			if [ $tier = dram ]; then
+				opts=(-o lend.size=$((size * 3 / 2 >> 20))M) where=(local)
+			else
+				rm -f "$dir/pmem"
+				opts=(-o lend.size=64M -o "pmem.path=$dir/pmem" -o pmem.size=$((size * 3 / 2 >> 20))M)
+				where=(any persistent)
+			fi
+			start "$b" "${opts[@]}"
+			"$io" create big "$size" "${where[@]}" >/dev/null &&
+				"$io" write big 7 >/dev/null || echo "scale.sh: $(label "$b"): the region failed" >&2
+			"$kvload" probe >"$dir/probe" 2>/dev/null &
+			prober=$!
+			sleep 0.5
+			"$io" destroy big >/dev/null || echo "scale.sh: $(label "$b"): the destroy failed" >&2
+			sleep 2
+			kill -INT "$prober" && wait "$prober"
+			zeros=no
+			for _ in $(seq 100); do
+				"$io" create big "$size" "${where[@]}" >/dev/null 2>&1 && break
+				sleep 0.1
+			done
+			"$io" zero big >/dev/null 2>&1 && zeros=yes
+			stop
+			rm -f "$dir/pmem"
+			read -r _ n _ med _ p99 _ max <"$dir/probe"
+			printf "%-6s %-5s %9s %8s %8s %8s %s\n" "$(label "$b")" $tier "$n" "$med" "$p99" "$max" "$zeros"
 		done
-		"$io" zero big >/dev/null 2>&1 && zeros=yes
-		stop
-		read -r _ n _ med _ p99 _ max <"$dir/probe"
-		printf "%-6s %9s %8s %8s %8s %s\n" "$(label "$b")" "$n" "$med" "$p99" "$max" "$zeros"
 	done
 fi
 
