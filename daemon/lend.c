@@ -80,7 +80,7 @@ static int lend_dram(struct poold *pd, struct arena *a, int numa, uint64_t size,
 	a->tier = TIER_DRAM;
 	a->numa = numa;
 	a->size = size;
-	a->lent = lent;
+	a->lent = a->backed = lent;
 	a->fd = memfd_create(name, flags);
 	if (a->fd < 0) {
 		log_warn("lend.size: memfd for NUMA node %d", numa);
@@ -142,6 +142,21 @@ static struct {
 	struct event *flush_ev;		  /* ends a group that scrubs started */
 	uint64_t flushes;		  /* persists that reached the media */
 } lend_group;
+
+#define LEND_BACKING_STEP (2ull << 20) /* bytes backed or given back between looks at the clock */
+#define LEND_BACKING_SLICE_US 1000     /* loop time a slice may take */
+
+/*
+ * DRAM arenas whose memory follows what they lend: a grown range is backed
+ * (fallocated), a withdrawn one (free and scrubbed) given back to the
+ * kernel, a step at a time from a timer; in one callback a gigabyte took
+ * a tenth of a second of the loop either way. Until its step comes, a
+ * grown range's pages come when first written.
+ */
+static struct {
+	struct poold *pd;
+	struct event *ev;
+} lend_backing;
 
 static void lend_media_persist(const void *ptr, size_t len)
 {
@@ -435,6 +450,10 @@ void lend_close(struct poold *pd)
 {
 	size_t i;
 
+	if (lend_backing.ev != NULL && lend_backing.pd == pd) {
+		event_free(lend_backing.ev);
+		lend_backing.ev = NULL;
+	}
 	for (i = 0; i < pd->narenas; i++)
 		lend_arena_close(&pd->arenas[i]);
 	free(pd->arenas);
@@ -540,32 +559,75 @@ void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 	lend_persist(pd, arena, off, len);
 }
 
-/*
- * The coordinator changed how much of an arena is lent: back a grown range
- * with memory now, give a withdrawn (free, scrubbed) range back to the kernel.
- */
+static void lend_backing_slice(evutil_socket_t fd, short what, void *arg)
+{
+	static const struct timeval now = {0, 0};
+	struct poold *pd = arg;
+	uint64_t until = units_now_us() + LEND_BACKING_SLICE_US;
+	bool more = false;
+	size_t i;
+
+	(void)fd, (void)what;
+	for (i = 0; i < pd->narenas; i++) {
+		struct arena *a = &pd->arenas[i];
+
+		while (a->tier == TIER_DRAM && a->backed != a->lent) {
+			if (units_now_us() >= until) {
+				more = true;
+				break;
+			}
+			if (a->backed < a->lent) {
+				uint64_t len = MIN(LEND_BACKING_STEP, a->lent - a->backed);
+				int rc = posix_fallocate(a->fd, (off_t)a->backed, (off_t)len);
+
+				if (rc != 0) { /* (its pages come when written, as they can) */
+					errno = rc;
+					log_warn("lend: cannot back arena %u up to %llu bytes",
+						 a->id, (unsigned long long)a->lent);
+					a->backed = a->lent;
+					break;
+				}
+				a->backed += len;
+			} else {
+				uint64_t len = MIN(LEND_BACKING_STEP, a->backed - a->lent);
+
+				if (fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+					      (off_t)(a->backed - len), (off_t)len) < 0)
+					log_warn("lend: cannot release the tail of arena %u",
+						 a->id);
+				a->backed -= len;
+			}
+			if (a->backed == a->lent)
+				log_info("arena %u: its memory follows: %llu MiB", a->id,
+					 (unsigned long long)(a->backed >> 20));
+		}
+	}
+	if (more)
+		evtimer_add(lend_backing.ev, &now);
+}
+
+/* The coordinator changed how much of an arena is lent: its memory follows (above). */
 void lend_set_limit(struct poold *pd, uint32_t arena, uint64_t limit)
 {
+	static const struct timeval now = {0, 0};
 	struct arena *a;
-	int rc;
 
 	if (arena >= pd->narenas || limit > pd->arenas[arena].size)
 		return;
 	a = &pd->arenas[arena];
-	if (a->tier == TIER_DRAM && limit > a->lent &&
-	    (rc = posix_fallocate(a->fd, (off_t)a->lent, (off_t)(limit - a->lent))) != 0) {
-		errno = rc;
-		log_warn("lend: cannot back arena %u up to %llu bytes", arena,
-			 (unsigned long long)limit);
-		return;
-	}
-	if (a->tier == TIER_DRAM && limit < a->lent &&
-	    fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)limit,
-		      (off_t)(a->lent - limit)) < 0)
-		log_warn("lend: cannot release the tail of arena %u", arena);
 	log_info("arena %u now lends %llu MiB (was %llu MiB)", arena,
 		 (unsigned long long)(limit >> 20), (unsigned long long)(a->lent >> 20));
 	a->lent = limit;
+	if (a->tier != TIER_DRAM || a->backed == a->lent)
+		return;
+	if (lend_backing.ev == NULL &&
+	    (lend_backing.ev = evtimer_new(pd->base, lend_backing_slice, pd)) == NULL) {
+		a->backed = a->lent; /* (without a timer: pages come and go as written) */
+		return;
+	}
+	lend_backing.pd = pd;
+	if (!evtimer_pending(lend_backing.ev, NULL))
+		evtimer_add(lend_backing.ev, &now);
 }
 
 /*

@@ -61,7 +61,8 @@ struct arena {
 	int fd;	  /* memfd, or the pmem file */
 	void *base;
 	uint64_t size; /* mapped and registered: the most it may lend */
-	uint64_t lent; /* offered now: [0, lent) is backed by memory */
+	uint64_t lent;	 /* offered now */
+	uint64_t backed; /* DRAM: [0, backed) has memory; it follows lent a step at a time */
 	struct fab_mem *mem;
 	void *rkey;
 	size_t rkey_len;

@@ -162,5 +162,26 @@ for i in $(seq 50); do "$POOLCTL" region create "c$i" 64K >/dev/null || break; d
 for i in $(seq 50); do "$POOLCTL" region destroy "c$i" >/dev/null || break; done
 "$POOLCTL" --json regions | python3 -c 'import json,sys; n=[r["name"] for r in json.load(sys.stdin)["regions"]]; assert sorted(n)==["private","r2"] or sorted(n)==["r2"], n' \
 	&& ok "50 create/destroy cycles" || not_ok "50 create/destroy cycles"
+# What the node lends decides what its arena's file holds: a withdrawn range
+# is given back to the kernel, a grown one backed again (a step at a time).
+arena_mib() {
+	local f
+	for f in /proc/"$POOLD_PID"/fd/*; do
+		case "$(readlink "$f")" in "/memfd:poold-lend-numa"*) stat -L -c %b "$f" ;; esac
+	done | awk '{ n += $1 } END { print int(n * 512 / 1048576) }'
+}
+held_within() { # MIN MAX: wait until the arena's file holds MIN to MAX MiB
+	local _
+	for _ in $(seq 100); do
+		[ "$(arena_mib)" -ge "$1" ] && [ "$(arena_mib)" -le "$2" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+check "the node lends 16M" "$POOLCTL" lend 1 16M
+held_within 0 16 && ok "its arena's file gives the rest back" || not_ok "the arena's file holds $(arena_mib) MiB"
+check "and 64M again" "$POOLCTL" lend 1 64M
+held_within 48 64 && ok "its arena's file holds the grown range again" ||
+	not_ok "the arena's file holds $(arena_mib) MiB"
 pool_alive && ok "poold still running" || not_ok "poold still running"
 pool_done
