@@ -9,7 +9,6 @@
  */
 #include "config.h"
 
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,18 +265,6 @@ static void test_repair(void)
 #define MANY 4000u /* values in 4 namespaces, one per SLOT bytes of the tier */
 #define SLOT 256u
 
-/* Bytes of heap in use, or 0 where it cannot be told (a sanitizer's allocator). */
-static size_t heap_used(void)
-{
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
-	struct mallinfo2 mi = mallinfo2();
-
-	return mi.uordblks + mi.hblkhd;
-#else
-	return 0;
-#endif
-}
-
 /* The many-th value: its namespace's number (0-3) by off, and its 16-byte key. */
 static struct holding many_value(unsigned i, char name[8], char key[17])
 {
@@ -309,12 +296,12 @@ static void test_many(void)
 	size_t n, i, before, after;
 
 	lender_new(64 * 1024);
-	before = heap_used();
+	before = unit_heap_used();
 	for (i = 0; i < MANY; i++) {
 		h = many_value((unsigned)i, name, key);
 		CU_ASSERT_EQUAL_FATAL(hold_add(&pd, &h, 1), 0);
 	}
-	after = heap_used();
+	after = unit_heap_used();
 	/* A record, its key and its bucket: 96 bytes a value at most. */
 	if (before > 0 && after > before)
 		CU_ASSERT((after - before) / MANY <= 96);

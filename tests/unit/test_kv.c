@@ -11,7 +11,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1202,18 +1201,6 @@ static void test_index_grows_by_buckets(void)
 	index_free();
 }
 
-/* Bytes of heap in use, or 0 where it cannot be told (a sanitizer's allocator). */
-static size_t heap_used(void)
-{
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
-	struct mallinfo2 mi = mallinfo2();
-
-	return mi.uordblks + mi.hblkhd;
-#else
-	return 0;
-#endif
-}
-
 #define DENSE 65536 /* keys of the index's size test */
 
 /*
@@ -1230,13 +1217,13 @@ static void test_index_compact(void)
 
 	index_new();
 	ns = ns_new("kv", 32 * MiB);
-	before = heap_used();
+	before = unit_heap_used();
 	room_before = 2 * ns->low * sizeof(*ns->buckets);
 	for (i = 0; i < DENSE; i++) {
 		snprintf(key, sizeof(key), "key-%012zu", i);
 		put(ns, 1, key, 32);
 	}
-	after = heap_used();
+	after = unit_heap_used();
 	room_after = 2 * ns->low * sizeof(*ns->buckets);
 	CU_ASSERT_EQUAL_FATAL(ns->nentries, DENSE);
 	if (before > 0 && after > before) {

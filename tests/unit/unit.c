@@ -1,5 +1,7 @@
-/* tests/unit/unit.c - the CUnit runner shared by the unit tests. */
+/* tests/unit/unit.c - the CUnit runner and helpers shared by the unit tests. */
 #include "config.h"
+
+#include <malloc.h>
 
 #include "tests/unit/unit.h"
 
@@ -21,4 +23,15 @@ int unit_run(const char *suite, const struct unit_test *tests)
 	failed = CU_get_number_of_tests_failed();
 	CU_cleanup_registry();
 	return failed ? 1 : 0;
+}
+
+size_t unit_heap_used(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+#else
+	return 0;
+#endif
 }
