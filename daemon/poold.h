@@ -60,7 +60,7 @@ struct arena {
 	int numa; /* -1 for pmem */
 	int fd;	  /* memfd, or the pmem file */
 	void *base;
-	uint64_t size; /* mapped and registered: the most it may lend */
+	uint64_t size;	 /* mapped and registered: the most it may lend */
 	uint64_t lent;	 /* offered now */
 	uint64_t backed; /* DRAM: [0, backed) has memory; it follows lent a step at a time */
 	struct fab_mem *mem;
