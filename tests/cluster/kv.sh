@@ -30,16 +30,18 @@ events=ipc://${TMPDIR:-/tmp}/pool-cluster-kvevents-$$
 POOL_OPTS="-o kv_events.endpoint=$events -o kv_events.replay_endpoint=$events-replay -o kv_events.namespace=model-a -o kv_events.block_hash=bytes"
 # The events subscriber, as a router keeps its index: every event of every batch as a
 # JSON line, until told to stop. It follows the publisher across the coordinator's restart
-# (ZMQ reconnects): when the sequence goes back, it replays from 0, as on a gap it replays
-# what it missed.
+# (ZMQ reconnects): once connected again, or on a break in the sequence, it replays from 0
+# what the publisher kept (its first batch clears all blocks). The sequence alone cannot
+# tell a restart: the new publisher's may be past the old one's, or just follow it, by the
+# time the subscriber is connected again.
 /usr/bin/python3 -c '
 import json, os, sys, time, msgpack, zmq
+from zmq.utils.monitor import recv_monitor_message
 ctx = zmq.Context()
 sub = ctx.socket(zmq.SUB)
 sub.connect(sys.argv[1])
 sub.subscribe(b"")
-replay = ctx.socket(zmq.DEALER)
-replay.connect(sys.argv[2])
+mon = sub.get_monitor_socket(zmq.EVENT_CONNECTED)
 out = open(sys.argv[3], "w", buffering=1)
 last = -1
 def take(seq, payload):
@@ -47,24 +49,39 @@ def take(seq, payload):
     for e in msgpack.unpackb(payload)[1]:
         out.write(json.dumps([e["type"], [h.decode() for h in e.get("block_hashes", [])]]) + "\n")
     last = seq
+# A request sent while the replay endpoint is not reachable (a publisher that
+# just restarted: the link to the old one is gone, the new one not made yet)
+# is lost with the old link; a socket of its own per try, asked again until
+# an answer comes, leaves no late answer behind to be taken for the next.
 def ask(start):
-    replay.send_multipart([b"", start.to_bytes(8, "big")])
-    while replay.poll(2000):
-        _, _, seq, payload = replay.recv_multipart()
-        if not payload:
+    for _ in range(10):
+        replay = ctx.socket(zmq.DEALER)
+        replay.setsockopt(zmq.LINGER, 0)
+        replay.connect(sys.argv[2])
+        replay.send_multipart([b"", start.to_bytes(8, "big")])
+        answered = False
+        while replay.poll(2000):
+            answered = True
+            _, _, seq, payload = replay.recv_multipart()
+            if not payload:
+                break
+            if int.from_bytes(seq, "big") >= start:
+                take(int.from_bytes(seq, "big"), payload)
+        replay.close()
+        if answered:
             return
-        if int.from_bytes(seq, "big") >= start:
-            take(int.from_bytes(seq, "big"), payload)
 end = time.time() + 900
+connected = False
 while not os.path.exists(sys.argv[3] + ".stop") and time.time() < end:
+    while mon.poll(0):
+        connected = recv_monitor_message(mon)["event"] == zmq.EVENT_CONNECTED or connected
     if sub.poll(200):
         _, seq, payload = sub.recv_multipart()
         seq = int.from_bytes(seq, "big")
-        if seq <= last or (last < 0 and seq > 0):
+        if connected or seq != last + 1:
+            connected = False
             last = -1
-            ask(0)          # a new publisher (or one joined late): everything it kept
-        elif seq > last + 1:
-            ask(last + 1)   # a gap
+            ask(0)          # (re)connected, or a gap: everything the publisher kept
         if seq > last:
             take(seq, payload)
 ' "$events" "$events-replay" "${TMPDIR:-/tmp}/pool-cluster-kvevents-$$.log" &
