@@ -518,10 +518,11 @@ uint64_t lend_page_size(const struct poold *pd)
 
 /*
  * Give the pages of [off, off+len) of a DRAM arena back to the kernel and
- * take them again: the range then reads zeros and holds no data for
- * SEEK_DATA (so a carve copies none of it), and poold wrote no page. Writing
- * zeros instead first faults each page into poold's mapping, about 3.5 s a
- * GiB on the VMs measured against 0.2 s for this (doc/benchmarks.md).
+ * take them again: the range then reads zeros, its pages are not up to
+ * date for mincore() (so a carve copies none of them), and poold wrote no
+ * page. Writing zeros instead first faults each page into poold's mapping,
+ * about 3.5 s a GiB on the VMs measured against 0.2 s for this
+ * (doc/benchmarks.md).
  * -EINVAL for a range not in whole pages, or not DRAM.
  */
 int lend_renew(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)

@@ -50,7 +50,8 @@ stop() {
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
 	pid=
 }
-trap 'stop; rm -rf -- "$dir"' EXIT
+shm_journal=/dev/shm/pool-bench-scale-$$.journal
+trap 'stop; rm -rf -- "$dir" "$shm_journal"' EXIT
 
 # start BUILD OPTS...: a poold of BUILD in $dir, its socket in POOL_SOCKET.
 start() {
@@ -104,7 +105,7 @@ if part regions; then
 			opts=(-o lend.size=1G)
 			case $j in
 			disk) journal=$dir/coord.journal ;;
-			shm) journal=/dev/shm/pool-bench-scale-$$.journal ;;
+			shm) journal=$shm_journal ;;
 			esac
 			[ $j != no ] && rm -f "$journal" && opts+=(-o "coord.journal=$journal")
 			start "$b" "${opts[@]}"
