@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +107,13 @@ static uint64_t poold_activity(const struct poold *pd)
  * wake-ups per megabyte). Polling runs the loop without blocking, so every
  * other event is served as before; after POOLD_POLL_US without a request
  * or fabric progress, poold sleeps. Idle, it uses no CPU.
+ *
+ * Each turn of the poll yields the CPU first: where the client runs on
+ * the same CPU (a host with more busy processes than CPUs, or both pinned
+ * to one), a poll that did not would hold that CPU until its quiet ran
+ * out, and each of the client's requests would wait for it (a same-CPU
+ * acquire took 110 µs instead of 9 µs). With no one else runnable there,
+ * sched_yield() returns at once.
  */
 #define POOLD_POLL_US 50 /* quiet after which poold sleeps again */
 
@@ -121,6 +129,7 @@ static void poold_run(struct poold *pd)
 		if (poold_activity(pd) == seen)
 			continue;
 		for (until = units_now_us() + POOLD_POLL_US; units_now_us() < until;) {
+			sched_yield();
 			seen = poold_activity(pd);
 			if (event_base_loop(pd->base, EVLOOP_NONBLOCK) != 0 ||
 			    event_base_got_break(pd->base))

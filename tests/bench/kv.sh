@@ -7,7 +7,8 @@
 #     put/get/batched put/get of 16 KiB, 256 KiB and 2 MiB values, the
 #     zero-copy get (pool_kv_acquire, in place), prefix match of 1,000 keys;
 #     then the batched 256 KiB put and get from Python (kv_python.py: the
-#     binding, numpy buffers) next to the C client's.
+#     binding, numpy buffers) next to the C client's; then 16 KiB with
+#     poold and the client on one CPU.
 #  2. Two hosts in network namespaces (UCX tcp over veth + bridge): the
 #     client on host 2, which lends nothing, so every value lives on host 1;
 #     redis-server inside host 1 on its address, the hiredis client on host
@@ -98,6 +99,15 @@ if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
 		"$sn/single.out" "$sn/again.out" "$sn/python.out"
 else
 	echo "kv.sh: /usr/bin/python3 has no numpy: Python column skipped"
+fi
+# A host with more busy processes than CPUs: poold and its client on one
+# CPU. poold's poll after a request must give the CPU up to the client, or
+# every request waits for the poll's quiet to run out.
+if command -v taskset >/dev/null; then
+	echo "## one CPU: poold and the client both on CPU 0 (16 KiB; a host busier than its CPUs)"
+	taskset -a -p -c 0 "$spid" >/dev/null &&
+		taskset -c 0 "$bench" -n kvbench -T "$t" -S 16K | grep -v '^#'
+	taskset -a -p -c "0-$(($(nproc) - 1))" "$spid" >/dev/null
 fi
 "$POOLCTL" kv drop kvbench >/dev/null
 echo
