@@ -250,6 +250,16 @@ int admin_status(struct admin *a, const struct admin_status **ret)
 		};
 		st->etcd = etcd;
 	}
+	if (rep->kv_shards != NULL) {
+		const Pool__KvShardInfo *k = rep->kv_shards;
+		struct admin_kv_shards *shards;
+
+		if (!ADMIN_ARRAY(st, shards, 1))
+			return admin_fail(st);
+		*shards = (struct admin_kv_shards){k->shards, k->owners,  k->owned,
+						   k->digest, k->changes, k->moves};
+		st->kv_shards = shards;
+	}
 	*ret = st;
 	return EXIT_OK;
 }

@@ -48,6 +48,11 @@ struct admin_etcd {
 	uint64_t records, waiting, txns, failures, rewrites;
 };
 
+struct admin_kv_shards {
+	uint32_t shards, owners, owned;
+	uint64_t digest, changes, moves;
+};
+
 struct admin_status {
 	const char *version, *role, *config_file, *socket;
 	const char *fabric_firewall; /* NULL: poold does not say */
@@ -55,7 +60,8 @@ struct admin_status {
 	uint32_t node_id, pid, clients;
 	const struct admin_journal *journals;
 	size_t n_journals;
-	const struct admin_etcd *etcd; /* NULL without coord.etcd */
+	const struct admin_etcd *etcd;		 /* NULL without coord.etcd */
+	const struct admin_kv_shards *kv_shards; /* NULL: poold does not say */
 };
 
 int admin_status(struct admin *a, const struct admin_status **ret);

@@ -77,6 +77,39 @@ static const struct field etcd_fields[T_FIELDS] = {
     [T_REWRITES] = {"rewrites", NULL, FIELD_U64, IN_BOTH},
 };
 
+enum { K_SHARDS, K_OWNERS, K_OWNED, K_DIGEST, K_CHANGES, K_MOVES, K_FIELDS };
+
+static const struct field shard_fields[K_FIELDS] = {
+    [K_SHARDS] = {"shards", NULL, FIELD_U64, IN_BOTH},
+    [K_OWNERS] = {"owners", NULL, FIELD_U64, IN_BOTH},
+    [K_OWNED] = {"owned", NULL, FIELD_U64, IN_BOTH},
+    [K_DIGEST] = {"digest", NULL, FIELD_STR, IN_BOTH},
+    [K_CHANGES] = {"changes", NULL, FIELD_U64, IN_BOTH},
+    [K_MOVES] = {"moves", NULL, FIELD_U64, IN_BOTH},
+};
+
+/* The KV shards as poold maps them: in JSON, their fields; in the text, a line. */
+static void status_kv_shards(struct json *j, const struct admin_kv_shards *k)
+{
+	char digest[17];
+	const struct value v[K_FIELDS] = {
+	    [K_SHARDS].u = k->shards, [K_OWNERS].u = k->owners,	  [K_OWNED].u = k->owned,
+	    [K_DIGEST].s = digest,    [K_CHANGES].u = k->changes, [K_MOVES].u = k->moves,
+	};
+
+	snprintf(digest, sizeof(digest), "%016llx", (unsigned long long)k->digest);
+	if (j != NULL) {
+		json_object(j, "kv_shards");
+		listing_record(j, shard_fields, v, K_FIELDS);
+		json_end(j);
+		return;
+	}
+	printf("  kv shards   %u of %u here, %u owner(s), map %s; %llu change(s), %llu shard(s) "
+	       "moved\n",
+	       k->owned, k->shards, k->owners, digest, (unsigned long long)k->changes,
+	       (unsigned long long)k->moves);
+}
+
 /* The journals: in JSON, their fields; in the text, a line each. */
 static void status_journals(struct json *j, const struct admin_status *st)
 {
@@ -184,6 +217,8 @@ static int cmd_status_exec(struct cmd_ctx *ctx)
 	status_journals(j, st);
 	if (st->etcd != NULL)
 		status_etcd(j, st->etcd);
+	if (st->kv_shards != NULL)
+		status_kv_shards(j, st->kv_shards);
 	if (j != NULL)
 		json_finish(j);
 	admin_free(st);

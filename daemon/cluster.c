@@ -95,6 +95,7 @@ int cluster_update(struct poold *pd, struct node_info *info, struct member **ret
 		node_info_free(m->info);
 	}
 	m->info = info;
+	pd->members_gen++;
 	firewall_members_changed(pd);
 	if (pd->carry_hooks != NULL)
 		pd->carry_hooks->changed(pd);
@@ -126,6 +127,7 @@ void cluster_set_state(struct poold *pd, struct member *m, enum member_state sta
 		   member_state_name(state));
 	m->state = state;
 	pd->member_changes++;
+	pd->members_gen++;
 	if (state == MEMBER_DEAD) {
 		memset(m->past_epochs, 0, sizeof(m->past_epochs));
 		if (pd->carry_hooks != NULL)
@@ -139,6 +141,7 @@ void cluster_set_state(struct poold *pd, struct member *m, enum member_state sta
 void cluster_remove(struct poold *pd, struct member *m)
 {
 	TAILQ_REMOVE(&pd->members, m, entry);
+	pd->members_gen++;
 	if (pd->carry_hooks != NULL)
 		pd->carry_hooks->dead(pd, m);
 	node_info_free(m->info);
@@ -153,6 +156,47 @@ void cluster_clear(struct poold *pd)
 
 	while ((m = TAILQ_FIRST(&pd->members)) != NULL)
 		cluster_remove(pd, m);
+	kv_shard_map_clear(&pd->kv_shards);
+}
+
+/*
+ * The KV index's shards and their owners: every member not dead (a suspect
+ * one keeps its shards until it is declared dead), worked out again from
+ * the table when it changed since. Every poold works the map out from its
+ * own copy of the table, and gets the coordinator's map once its copy is
+ * up to date (the digest says so). Out of memory, the last map stays.
+ */
+const struct kv_shard_map *cluster_kv_shards(struct poold *pd)
+{
+	struct kv_shard_map *map = &pd->kv_shards;
+	uint64_t digest = map->digest;
+	struct member *m;
+	uint32_t *ids;
+	size_t n = 0;
+	long moved;
+
+	if (pd->kv_shards_gen == pd->members_gen && pd->members_gen != 0)
+		return map;
+	TAILQ_FOREACH(m, &pd->members, entry)
+		n++;
+	if ((ids = malloc((n ? n : 1) * sizeof(*ids))) == NULL)
+		return map;
+	n = 0;
+	TAILQ_FOREACH(m, &pd->members, entry)
+		if (m->state != MEMBER_DEAD)
+			ids[n++] = m->info->id;
+	moved = kv_shard_map_set(map, ids, n);
+	free(ids);
+	if (moved < 0)
+		return map;
+	pd->kv_shards_gen = pd->members_gen;
+	if (map->digest != digest) {
+		pd->kv_shard_changes++;
+		pd->kv_shard_moves += (uint64_t)moved;
+		log_debug("KV shards: %zu owner(s), %ld shard(s) moved, map %016llx", map->nowners,
+			  moved, (unsigned long long)map->digest);
+	}
+	return map;
 }
 
 static char *cluster_strdup(const char *s, bool *failed)

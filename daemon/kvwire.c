@@ -328,6 +328,11 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 	size_t i;
 	int rc;
 
+	if (q->node == pd->node_id)
+		pd->kv_requests_here++;
+	else
+		pd->kv_requests_nodes++;
+
 	if (ns == NULL)
 		return req_errorf(q, -ENOENT, "no KV namespace '%s'", kr->ns);
 	if (!kv_ns_allowed(ns, q, kv_op_access(kr->op)))

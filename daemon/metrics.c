@@ -82,6 +82,32 @@ static void metrics_snap(struct poold *pd, struct evbuffer *b)
 		    "of those, placed ahead of a fault (working set, fill, fault-around)", st[9]);
 }
 
+/*
+ * The KV index's shards as this poold maps them, and the KV requests it
+ * served: those other nodes sent are the coordinator's load that the
+ * shards take off it.
+ */
+static void metrics_kv_shards(struct poold *pd, struct evbuffer *b)
+{
+	const struct kv_shard_map *map = cluster_kv_shards(pd);
+
+	metrics_one(b, "pool_kv_shards_owned", "gauge", "KV shards this node owns",
+		    kv_shard_map_owned(map, pd->node_id));
+	metrics_one(b, "pool_kv_shard_owners", "gauge",
+		    "nodes owning KV shards, as this poold maps them", map->nowners);
+	metrics_one(b, "pool_kv_shard_changes_total", "counter",
+		    "changes of the KV shard map seen here", pd->kv_shard_changes);
+	metrics_one(b, "pool_kv_shard_moves_total", "counter",
+		    "KV shards that changed owner in those changes", pd->kv_shard_moves);
+	metrics_head(b, "pool_kv_requests_total", "counter",
+		     "KV requests served here: from this node's clients, or sent by other nodes");
+	evbuffer_add_printf(b,
+			    "pool_kv_requests_total{from=\"here\"} %llu\n"
+			    "pool_kv_requests_total{from=\"nodes\"} %llu\n",
+			    (unsigned long long)pd->kv_requests_here,
+			    (unsigned long long)pd->kv_requests_nodes);
+}
+
 /* Regions of this node that local clients map (carve.c). */
 static void metrics_carves(struct poold *pd, struct evbuffer *b)
 {
@@ -351,6 +377,7 @@ static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *
 	metrics_one(b, "pool_member_changes_total", "counter",
 		    "changes of a member's state (up, suspect, dead) seen here",
 		    pd->member_changes);
+	metrics_kv_shards(pd, b);
 	metrics_one(b, "pool_vec_searches_total", "counter",
 		    "vector searches served here for other processes", pd->vec_searches);
 	metrics_one(b, "pool_vec_queries_total", "counter", "vector queries in those searches",

@@ -14,6 +14,7 @@
 
 #include "common/common.h"
 #include "daemon/htab.h"
+#include "daemon/kvshard.h"
 #include "daemon/ledger.h"
 #include "daemon/usage.h"
 #include "fabric/fabric.h"
@@ -224,10 +225,15 @@ struct poold {
 	bool stopping;		      /* shutting down: lent memory is left as it is */
 	bool stop_asked;	      /* SIGTERM/SIGINT came, maybe inside a nested loop */
 	struct vecindex_ctx *vec_ctx; /* scratch of the searches served here (vec.c) */
-	uint64_t vec_searches, vec_queries; /* ... and how many, for the metrics */
-	uint64_t member_changes;	    /* member state changes seen (cluster.c) */
-	struct metrics *metrics;	    /* the Prometheus endpoint, if metrics.listen is set */
-	struct events *events;		    /* the recent events (events.c) */
+	uint64_t vec_searches, vec_queries;	   /* ... and how many, for the metrics */
+	uint64_t member_changes;		   /* member state changes seen (cluster.c) */
+	uint64_t members_gen;			   /* changes of the member table (cluster.c) */
+	struct kv_shard_map kv_shards;		   /* the KV shards' owners, of the table at ... */
+	uint64_t kv_shards_gen;			   /* ... this members_gen (cluster_kv_shards()) */
+	uint64_t kv_shard_changes, kv_shard_moves; /* ... its changes, and shards moved in them */
+	uint64_t kv_requests_here, kv_requests_nodes; /* KV requests served: own clients', nodes' */
+	struct metrics *metrics;	 /* the Prometheus endpoint, if metrics.listen is set */
+	struct events *events;		 /* the recent events (events.c) */
 	struct fab_rma_stats client_rma; /* local clients' one-sided transfers, as they tell them */
 	struct snapcopies *snapcopies;	 /* the node's copies of snapshot images (snapcopy.c) */
 	struct snapplaces *snapplaces;	 /* the helpers filling them for snap place (snapplace.c) */
@@ -414,6 +420,7 @@ void cluster_set_state(struct poold *pd, struct member *m, enum member_state sta
 void cluster_remove(struct poold *pd, struct member *m);
 void cluster_clear(struct poold *pd);
 struct node_info *cluster_self_info(struct poold *pd);
+const struct kv_shard_map *cluster_kv_shards(struct poold *pd);
 void node_info_free(struct node_info *info);
 
 /* nodeids.c: node ids tied to names (coordinator) */

@@ -13,6 +13,8 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 	Pool__StatusReply reply = POOL__STATUS_REPLY__INIT;
 	Pool__JournalInfo ji[2], *jp[2];
 	Pool__EtcdInfo etcd = POOL__ETCD_INFO__INIT;
+	Pool__KvShardInfo shards = POOL__KV_SHARD_INFO__INIT;
+	const struct kv_shard_map *map = cluster_kv_shards(pd);
 	struct journal_stats st[2];
 	struct etcdlog_stats es;
 	struct coordha_info ha;
@@ -70,6 +72,13 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 		}
 		reply.etcd = &etcd;
 	}
+	shards.shards = KV_SHARDS;
+	shards.owners = (uint32_t)map->nowners;
+	shards.owned = kv_shard_map_owned(map, pd->node_id);
+	shards.digest = map->digest;
+	shards.changes = pd->kv_shard_changes;
+	shards.moves = pd->kv_shard_moves;
+	reply.kv_shards = &shards;
 	return req_reply(r, WIRE_STATUS_REPLY, &reply.base);
 }
 

@@ -78,6 +78,10 @@ check "another scrape" scrape
 has 'pool_kv_hits_total{ns="m"}' 2 && has 'pool_kv_misses_total{ns="m"}' 1 && has 'pool_kv_puts_total{ns="m"}' 1 \
 	&& has 'pool_kv_entries{ns="m"}' 1 && has 'pool_kv_capacity_bytes{ns="m"}' 8388608 \
 	&& ok "the namespace's hits, misses, puts, entries and capacity" || { not_ok "KV metrics"; grep kv_ "$TEST_DIR/m"; }
+has 'pool_kv_shards_owned' 1024 && has 'pool_kv_shard_owners' 1 && has 'pool_kv_requests_total{from="nodes"}' 0 &&
+	[ "$(sed -n 's/^pool_kv_requests_total{from="here"} //p' "$TEST_DIR/m")" -ge 4 ] &&
+	ok "one node owns every KV shard, and served its clients' KV requests" ||
+	{ not_ok "KV shard metrics"; grep -E 'kv_shard|kv_requests' "$TEST_DIR/m"; }
 has 'pool_lender_used_bytes{node="1",arena="0",tier="dram"}' 1024 && ok "what the lender has in use (the 1,000-byte value in 1 KiB)" || { not_ok "lender used"; grep lender "$TEST_DIR/m"; }
 has 'pool_scrapes_total' 2 && ok "the scrapes counted" || not_ok "scrapes"
 has 'pool_journal_half_bytes{journal="lender"}' 1046528 &&

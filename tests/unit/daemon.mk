@@ -42,6 +42,13 @@ tests_unit_test_placement_SOURCES = tests/unit/test_placement.c daemon/placement
 tests_unit_test_placement_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_placement_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
 
+# The KV index's shards and their owners.
+check_PROGRAMS += tests/unit/test_kvshard
+TESTS += tests/unit/test_kvshard
+tests_unit_test_kvshard_SOURCES = tests/unit/test_kvshard.c daemon/kvshard.c daemon/kvshard.h
+tests_unit_test_kvshard_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(XXHASH_CFLAGS)
+tests_unit_test_kvshard_LDADD = tests/unit/libunit.la $(XXHASH_LIBS) $(CUNIT_LIBS)
+
 # The KV block-hash chain of libpool, against fixed vectors.
 check_PROGRAMS += tests/unit/test_kvhash
 TESTS += tests/unit/test_kvhash

@@ -74,6 +74,7 @@ static int fake_status(int fd, uint64_t id)
 	Pool__StatusReply st = POOL__STATUS_REPLY__INIT;
 	Pool__JournalInfo ji = POOL__JOURNAL_INFO__INIT, *journals[] = {&ji};
 	Pool__EtcdInfo e = POOL__ETCD_INFO__INIT;
+	Pool__KvShardInfo k = POOL__KV_SHARD_INFO__INIT;
 
 	st.version = "1.2.3";
 	st.uptime_ms = 1001;
@@ -109,6 +110,13 @@ static int fake_status(int fd, uint64_t id)
 	e.failures = 24;
 	e.rewrites = 25;
 	st.etcd = &e;
+	k.shards = 1024;
+	k.owners = 31;
+	k.owned = 32;
+	k.digest = 0x3300000000000033ull;
+	k.changes = 34;
+	k.moves = 35;
+	st.kv_shards = &k;
 	return wire_send_frame(fd, WIRE_STATUS_REPLY, id, &st.base);
 }
 
@@ -525,6 +533,13 @@ static void test_status(void)
 	CU_ASSERT_EQUAL(st->etcd->txns, 23);
 	CU_ASSERT_EQUAL(st->etcd->failures, 24);
 	CU_ASSERT_EQUAL(st->etcd->rewrites, 25);
+	CU_ASSERT_FATAL(st->kv_shards != NULL);
+	CU_ASSERT_EQUAL(st->kv_shards->shards, 1024);
+	CU_ASSERT_EQUAL(st->kv_shards->owners, 31);
+	CU_ASSERT_EQUAL(st->kv_shards->owned, 32);
+	CU_ASSERT_EQUAL(st->kv_shards->digest, 0x3300000000000033ull);
+	CU_ASSERT_EQUAL(st->kv_shards->changes, 34);
+	CU_ASSERT_EQUAL(st->kv_shards->moves, 35);
 	admin_free(st);
 	admin_close(a);
 }

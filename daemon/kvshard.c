@@ -1,0 +1,138 @@
+/*
+ * daemon/kvshard.c - the KV index's shards and their owners (rendezvous
+ * hashing over the owners' node ids).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "daemon/kvshard.h"
+
+/*
+ * A key's shard hash is seeded apart from the index's bucket hash (the
+ * key's XXH3 with no seed): an owner of a quarter of the shards would
+ * otherwise hold keys whose low bits are alike, and fill a quarter of its
+ * buckets.
+ */
+#define KV_SHARD_SEED 0x6b7673686172640aull
+
+uint32_t kv_shard_of(const char *ns, const void *key, size_t klen)
+{
+	uint64_t seed = XXH3_64bits_withSeed(ns, strlen(ns), KV_SHARD_SEED);
+
+	return (uint32_t)(XXH3_64bits_withSeed(key, klen, seed) % KV_SHARDS);
+}
+
+/*
+ * How much node id wants shard (splitmix64 of the pair): a bijection of
+ * the pair, so no two nodes tie, and the same on every host.
+ */
+static uint64_t kv_shard_score(uint32_t shard, uint32_t id)
+{
+	uint64_t x = ((uint64_t)shard << 32 | id) + 0x9e3779b97f4a7c15ull;
+
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static int kv_shard_cmp_id(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool kv_shard_has(const uint32_t *ids, size_t n, uint32_t id)
+{
+	return n > 0 && bsearch(&id, ids, n, sizeof(*ids), kv_shard_cmp_id) != NULL;
+}
+
+/* The highest scoring of ids[0..n) for shard (n > 0). */
+static uint32_t kv_shard_best(uint32_t shard, const uint32_t *ids, size_t n)
+{
+	uint32_t best = ids[0];
+	uint64_t top = kv_shard_score(shard, best), sc;
+	size_t i;
+
+	for (i = 1; i < n; i++)
+		if ((sc = kv_shard_score(shard, ids[i])) > top) {
+			top = sc;
+			best = ids[i];
+		}
+	return best;
+}
+
+long kv_shard_map_set(struct kv_shard_map *map, const uint32_t *ids, size_t n)
+{
+	uint32_t *set = malloc((n ? n : 1) * sizeof(*set)), *added, best;
+	size_t m = 0, nadded = 0, i;
+	uint32_t s;
+	long moved = 0;
+
+	if (set == NULL)
+		return -ENOMEM;
+	if (n > 0)
+		memcpy(set, ids, n * sizeof(*set));
+	qsort(set, n, sizeof(*set), kv_shard_cmp_id);
+	for (i = 0; i < n; i++)
+		if (m == 0 || set[m - 1] != set[i])
+			set[m++] = set[i];
+	/* The new owners, each scored once a shard against the shard's owner. */
+	added = malloc((m ? m : 1) * sizeof(*added));
+	if (added == NULL) {
+		free(set);
+		return -ENOMEM;
+	}
+	for (i = 0; i < m; i++)
+		if (!kv_shard_has(map->owners, map->nowners, set[i]))
+			added[nadded++] = set[i];
+	for (s = 0; s < KV_SHARDS && m > 0; s++) {
+		uint32_t cur = map->owner[s];
+
+		if (map->nowners == 0 || !kv_shard_has(set, m, cur)) {
+			best = kv_shard_best(s, set, m); /* its owner left (or there was none) */
+		} else {
+			uint64_t top = kv_shard_score(s, cur);
+
+			best = cur;
+			for (i = 0; i < nadded; i++)
+				if (kv_shard_score(s, added[i]) > top) {
+					top = kv_shard_score(s, added[i]);
+					best = added[i];
+				}
+		}
+		if (map->nowners == 0 || best != cur)
+			moved++;
+		map->owner[s] = best;
+	}
+	if (m == 0) {
+		moved = map->nowners > 0 ? KV_SHARDS : 0;
+		memset(map->owner, 0, sizeof(map->owner));
+	}
+	free(added);
+	free(map->owners);
+	map->owners = set;
+	map->nowners = m;
+	map->digest = m > 0 ? XXH3_64bits(map->owner, sizeof(map->owner)) : 0;
+	return moved;
+}
+
+uint32_t kv_shard_map_owned(const struct kv_shard_map *map, uint32_t id)
+{
+	uint32_t s, n = 0;
+
+	for (s = 0; s < KV_SHARDS && map->nowners > 0; s++)
+		n += map->owner[s] == id;
+	return n;
+}
+
+void kv_shard_map_clear(struct kv_shard_map *map)
+{
+	free(map->owners);
+	memset(map, 0, sizeof(*map));
+}

@@ -1,0 +1,172 @@
+/* tests/unit/test_kvshard.c - the KV index's shards and their owners (daemon/kvshard.c). */
+#include "config.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "daemon/kvshard.h"
+#include "tests/unit/unit.h"
+
+static void test_spread(void)
+{
+	static const uint32_t ids[] = {1, 2, 3, 4};
+	struct kv_shard_map map = {0};
+	uint32_t many[64], total = 0, n, i;
+
+	CU_ASSERT_EQUAL(kv_shard_map_set(&map, ids, 4), KV_SHARDS);
+	for (i = 0; i < 4; i++) {
+		n = kv_shard_map_owned(&map, ids[i]);
+		CU_ASSERT(n >= KV_SHARDS / 4 - 64 && n <= KV_SHARDS / 4 + 64);
+		total += n;
+	}
+	CU_ASSERT_EQUAL(total, KV_SHARDS);
+	CU_ASSERT_EQUAL(kv_shard_map_owned(&map, 5), 0);
+	for (i = 0; i < 64; i++)
+		many[i] = 1000 + 7 * i;
+	kv_shard_map_set(&map, many, 64);
+	for (i = 0, total = 0; i < 64; i++) {
+		n = kv_shard_map_owned(&map, many[i]);
+		CU_ASSERT(n >= 2 && n <= 40);
+		total += n;
+	}
+	CU_ASSERT_EQUAL(total, KV_SHARDS);
+	kv_shard_map_clear(&map);
+}
+
+/* A joining owner takes shards only for itself; the others keep theirs. */
+static void test_join_moves_a_share(void)
+{
+	static const uint32_t four[] = {10, 20, 30, 40}, five[] = {10, 20, 30, 40, 50};
+	struct kv_shard_map map = {0};
+	uint32_t before[KV_SHARDS], s, changed = 0;
+	long moved;
+
+	kv_shard_map_set(&map, four, 4);
+	memcpy(before, map.owner, sizeof(before));
+	moved = kv_shard_map_set(&map, five, 5);
+	for (s = 0; s < KV_SHARDS; s++)
+		if (map.owner[s] != before[s]) {
+			changed++;
+			CU_ASSERT_EQUAL(map.owner[s], 50);
+		}
+	CU_ASSERT_EQUAL(moved, changed);
+	CU_ASSERT_EQUAL(changed, kv_shard_map_owned(&map, 50));
+	CU_ASSERT(changed >= KV_SHARDS / 5 - 64 && changed <= KV_SHARDS / 5 + 64);
+	kv_shard_map_clear(&map);
+}
+
+/* A leaving owner's shards go to the others; no other shard moves. */
+static void test_leave_moves_its_own(void)
+{
+	static const uint32_t five[] = {10, 20, 30, 40, 50}, four[] = {10, 20, 40, 50};
+	struct kv_shard_map map = {0};
+	uint32_t before[KV_SHARDS], s, had;
+	long moved;
+
+	kv_shard_map_set(&map, five, 5);
+	memcpy(before, map.owner, sizeof(before));
+	had = kv_shard_map_owned(&map, 30);
+	moved = kv_shard_map_set(&map, four, 4);
+	CU_ASSERT_EQUAL(moved, had);
+	CU_ASSERT_EQUAL(kv_shard_map_owned(&map, 30), 0);
+	for (s = 0; s < KV_SHARDS; s++)
+		if (before[s] != 30)
+			CU_ASSERT_EQUAL(map.owner[s], before[s]);
+	kv_shard_map_clear(&map);
+}
+
+/*
+ * Every host gets the same map from the same owners, whatever the order it
+ * learned them in and the changes on the way: nodes work their map out
+ * from their own copy of the member table.
+ */
+static void test_same_owners_same_map(void)
+{
+	static const uint32_t all[] = {7, 3, 9, 3, 12, 1}, other[] = {12, 1, 9, 7, 3};
+	struct kv_shard_map a = {0}, b = {0};
+	uint32_t step[6];
+	size_t i;
+
+	kv_shard_map_set(&a, all, 6);
+	for (i = 0; i < 5; i++) { /* b: one at a time, with one that comes and goes */
+		step[i] = other[i];
+		kv_shard_map_set(&b, step, i + 1);
+		if (i == 2) {
+			step[3] = 99;
+			kv_shard_map_set(&b, step, 4);
+		}
+	}
+	CU_ASSERT_EQUAL(a.nowners, 5);
+	CU_ASSERT_EQUAL(b.nowners, 5);
+	CU_ASSERT_EQUAL(memcmp(a.owner, b.owner, sizeof(a.owner)), 0);
+	CU_ASSERT_EQUAL(a.digest, b.digest);
+	kv_shard_map_set(&b, all, 4); /* 7, 3, 9, 3: other owners, another digest */
+	CU_ASSERT_NOT_EQUAL(a.digest, b.digest);
+	kv_shard_map_clear(&a);
+	kv_shard_map_clear(&b);
+}
+
+static void test_no_owners(void)
+{
+	static const uint32_t two[] = {1, 2};
+	struct kv_shard_map map = {0};
+
+	CU_ASSERT_EQUAL(kv_shard_map_set(&map, NULL, 0), 0);
+	CU_ASSERT_EQUAL(map.digest, 0);
+	kv_shard_map_set(&map, two, 2);
+	CU_ASSERT_EQUAL(kv_shard_map_set(&map, NULL, 0), KV_SHARDS);
+	CU_ASSERT_EQUAL(kv_shard_map_owned(&map, 1) + kv_shard_map_owned(&map, 2), 0);
+	CU_ASSERT_EQUAL(map.digest, 0);
+	CU_ASSERT_EQUAL(kv_shard_map_set(&map, two, 2), KV_SHARDS);
+	kv_shard_map_clear(&map);
+}
+
+/*
+ * Keys spread over every shard, apart in each namespace, and an owner's
+ * keys are not alike in the bits the index's buckets use (the key's XXH3).
+ */
+static void test_keys_spread(void)
+{
+	static const uint32_t ids[] = {1, 2, 3, 4};
+	static uint32_t per_shard[KV_SHARDS];
+	struct kv_shard_map map = {0};
+	static bool bucket[KV_SHARDS];
+	uint32_t buckets = 0, same_ns_b = 0, s, i;
+	char key[16];
+
+	kv_shard_map_set(&map, ids, 4);
+	for (i = 0; i < 200000; i++) {
+		snprintf(key, sizeof(key), "k%08u", i);
+		s = kv_shard_of("a", key, strlen(key));
+		CU_ASSERT_FATAL(s < KV_SHARDS);
+		per_shard[s]++;
+		same_ns_b += kv_shard_of("b", key, strlen(key)) == s;
+		if (map.owner[s] == 1)
+			bucket[XXH3_64bits(key, strlen(key)) % KV_SHARDS] = true;
+	}
+	for (s = 0; s < KV_SHARDS; s++)
+		CU_ASSERT(per_shard[s] > 100 && per_shard[s] < 300); /* about 195 each */
+	CU_ASSERT(same_ns_b < 1000);				     /* about 1 in 1024 */
+	/* Owner 1's 50,000 keys fill all of 1,024 buckets, not its quarter of them. */
+	for (i = 0; i < KV_SHARDS; i++)
+		buckets += bucket[i];
+	CU_ASSERT(buckets > KV_SHARDS - 8);
+	CU_ASSERT_EQUAL(kv_shard_of("a", "x", 1), kv_shard_of("a", "x", 1));
+	kv_shard_map_clear(&map);
+}
+
+int main(void)
+{
+	static const struct unit_test tests[] = {
+	    {"shards spread over the owners", test_spread},
+	    {"a joining owner takes about 1/N, for itself alone", test_join_moves_a_share},
+	    {"a leaving owner's shards alone move", test_leave_moves_its_own},
+	    {"the same owners make the same map", test_same_owners_same_map},
+	    {"no owners", test_no_owners},
+	    {"keys spread over the shards", test_keys_spread},
+	    {NULL, NULL},
+	};
+	return unit_run("kvshard", tests);
+}
