@@ -21,6 +21,12 @@
  * one pool_buf_alloc() buffer of the pool's, which its poold moves values
  * into and out of in place (the Redis targets use the same memory).
  *
+ * With -c CONNS,... (and -P the poold's pid) it measures instead single
+ * gets and puts from that many client processes at once, each with its
+ * own connection, on random keys of the working set: ops/s of all, and
+ * the server's CPU time per op (poold's from /proc, Redis's too, its pid
+ * from INFO), for each size, next to each -r Redis target.
+ *
  * Prints one row per size and operation: ops/s (values per second) and
  * GB/s (10^9 bytes) of each target, then pool/target ratios. Every get, and
  * every acquire, is checked once for the right bytes before timing; a
@@ -36,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
@@ -418,6 +425,187 @@ static void bench_match(struct target *t)
 	free(lens);
 }
 
+/* CPU time (user + system, all threads) of process pid so far, in seconds. */
+static double cpu_of(pid_t pid)
+{
+	unsigned long long ut = 0, st = 0;
+	char path[64], buf[1024], *p;
+	FILE *f;
+	size_t n;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		die(path, strerror(errno));
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* fields 14 and 15 after the command's name */
+	for (i = 0; p != NULL && i < 12; i++)
+		p = strchr(p + 1, ' ');
+	if (p == NULL || sscanf(p, " %llu %llu", &ut, &st) != 2)
+		die(path, "cannot read its CPU times");
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* The pid of the Redis server behind c (INFO server's process_id). */
+static pid_t redis_pid(redisContext *c)
+{
+	const char *argv[2] = {"INFO", "server"};
+	size_t lens[2] = {4, 6};
+	redisReply *r = rcmd(c, 2, argv, lens);
+	const char *at = r->type == REDIS_REPLY_STRING ? strstr(r->str, "process_id:") : NULL;
+	pid_t pid = at != NULL ? (pid_t)atol(at + 11) : 0;
+
+	freeReplyObject(r);
+	if (pid <= 0)
+		die("redis", "INFO server has no process_id");
+	return pid;
+}
+
+/*
+ * One client process of bench_conns(): its own connection to target spec
+ * (NULL: the pool), waits for the start byte on go, then single ops of op
+ * on random keys of nkeys for secs; writes its count to out.
+ */
+static void __attribute__((noreturn))
+conns_client(const char *sock, const char *ns, const char *spec, int op, size_t size, size_t nkeys,
+	     int go, int out, unsigned seed)
+{
+	struct target t = {0};
+	uint64_t done = 0;
+	double t0;
+	char c;
+
+	if (spec == NULL) {
+		int rc = pool_open(sock, 0, &t.pool);
+
+		if (rc < 0 || (rc = pool_kv_open(t.pool, ns, &t.kv)) < 0)
+			pdie("pool_open", rc);
+	} else {
+		t.redis = true;
+		t.rc = redis_connect(spec);
+	}
+	if (read(go, &c, 1) != 1)
+		_exit(1);
+	t0 = now();
+	do {
+		size_t i = (size_t)rand_r(&seed) % nkeys;
+
+		if (op == OP_PUT)
+			do_put(&t, i, 1, nkeys, size);
+		else
+			do_get(&t, i, 1, nkeys, size);
+		done++;
+	} while (now() - t0 < secs);
+	if (write(out, &done, sizeof(done)) != sizeof(done))
+		_exit(1);
+	_exit(0);
+}
+
+/*
+ * Single ops op of size from conns client processes at once against a
+ * target (spec: how a client reaches it, NULL for the pool), the server
+ * being pid: ops/s of them all and the server's CPU µs per op.
+ */
+static void bench_conns_point(const char *sock, const char *ns, const char *spec, pid_t pid, int op,
+			      size_t size, size_t nkeys, int conns, double *ops, double *us)
+{
+	int go[2], out[2], k, st;
+	uint64_t done = 0, one;
+	double t0, c0, el;
+	pid_t kids[256];
+
+	if (pipe(go) < 0 || pipe(out) < 0)
+		die("pipe", strerror(errno));
+	for (k = 0; k < conns; k++) {
+		kids[k] = fork();
+		if (kids[k] < 0)
+			die("fork", strerror(errno));
+		if (kids[k] == 0)
+			conns_client(sock, ns, spec, op, size, nkeys, go[0], out[1],
+				     (unsigned)(run_id + (uint64_t)k * 7919));
+	}
+	usleep(200000); /* (the clients connect) */
+	c0 = cpu_of(pid);
+	t0 = now();
+	for (k = 0; k < conns; k++)
+		if (write(go[1], "g", 1) != 1)
+			die("pipe", strerror(errno));
+	for (k = 0; k < conns; k++) {
+		if (read(out[0], &one, sizeof(one)) != sizeof(one))
+			die("a client", "ended without its count");
+		done += one;
+	}
+	el = now() - t0;
+	*us = (cpu_of(pid) - c0) / (double)done * 1e6;
+	*ops = (double)done / el;
+	for (k = 0; k < conns; k++)
+		if (waitpid(kids[k], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			die("a client", "failed");
+	close(go[0]);
+	close(go[1]);
+	close(out[0]);
+	close(out[1]);
+}
+
+/* -c: single ops from many connections at once, each target, each size. */
+static void bench_conns(struct target *t, int nt, const char *sock, const char *ns,
+			const char *const *rspec, pid_t poold, const int *conns, size_t nconns,
+			const size_t *sizes, size_t nsizes)
+{
+	static const int ops[] = {OP_GET, OP_PUT};
+	double o[MAXT], u[MAXT];
+	size_t i, c, j, n, nkeys;
+	pid_t pids[MAXT];
+	int k;
+
+	for (k = 0; k < nt; k++)
+		pids[k] = t[k].redis ? redis_pid(t[k].rc) : poold;
+	printf("# pool-bench-kv -c: single gets and puts on random keys, each client process its "
+	       "own connection; %.2f s per point\n",
+	       secs);
+	printf("# ops/s of all clients; us = the server's CPU time per op (all its threads); x_T = "
+	       "pool ops/s / T ops/s\n");
+	printf("%-5s %-8s %-4s", "conns", "size", "op");
+	for (k = 0; k < nt; k++)
+		printf(" %12s %7s", t[k].name, "us");
+	for (k = 1; k < nt; k++)
+		printf(" x_%-*s", (int)strlen(t[k].name) + 1, t[k].name);
+	printf("\n");
+	for (i = 0; i < nsizes; i++) {
+		nkeys = wset / sizes[i] < 4096 ? wset / sizes[i] : 4096;
+		if (nkeys < 2 * batch)
+			nkeys = 2 * batch;
+		for (j = 0; j < nkeys; j++)
+			make_key(keys[j], sizes[i], j);
+		for (j = 0; j < batch; j++) {
+			vlens[j] = sizes[i];
+			fill(vals[j], sizes[i], j);
+		}
+		for (k = 0; k < nt; k++)
+			for (j = 0; j < nkeys; j += n) {
+				n = nkeys - j < batch ? nkeys - j : batch;
+				do_put(&t[k], j, n, nkeys, sizes[i]);
+			}
+		for (c = 0; c < nconns; c++)
+			for (j = 0; j < sizeof(ops) / sizeof(ops[0]); j++) {
+				for (k = 0; k < nt; k++)
+					bench_conns_point(
+					    sock, ns, t[k].redis ? rspec[k - (ns != NULL)] : NULL,
+					    pids[k], ops[j], sizes[i], nkeys, conns[c], &o[k],
+					    &u[k]);
+				printf("%-5d %-8zu %-4s", conns[c], sizes[i], op_name[ops[j]]);
+				for (k = 0; k < nt; k++)
+					printf(" %12.0f %7.2f", o[k], u[k]);
+				for (k = 1; ns != NULL && k < nt; k++)
+					printf(" %*.2f", (int)strlen(t[k].name) + 3, o[0] / o[k]);
+				printf("\n");
+				fflush(stdout);
+			}
+	}
+}
+
 static size_t parse_size(const char *s)
 {
 	char *end;
@@ -445,7 +633,8 @@ static void usage(void)
 	fprintf(
 	    stderr,
 	    "usage: pool-bench-kv [-s SOCKET] [-n NS] [-r redis-unix:PATH|redis-tcp:HOST:PORT]...\n"
-	    "                     [-T SECS] [-b BATCH] [-W BYTES] [-S SIZE,SIZE,...] [-m KEYS]\n");
+	    "                     [-T SECS] [-b BATCH] [-W BYTES] [-S SIZE,SIZE,...] [-m KEYS]\n"
+	    "                     [-c CONNS,CONNS,... -P POOLD_PID]\n");
 	exit(2);
 }
 
@@ -454,11 +643,12 @@ int main(int argc, char **argv)
 	const char *sock = NULL, *ns = NULL, *sizes_arg = "16K,256K,2M";
 	const char *rspec[MAXT];
 	struct target t[MAXT];
-	size_t sizes[8], nsizes = 0, maxsize = 0, maxkeys, i;
-	int nt = 0, nr = 0, opt, k, op;
+	size_t sizes[8], nsizes = 0, maxsize = 0, maxkeys, i, nconns = 0;
+	int nt = 0, nr = 0, opt, k, op, conns[8];
+	pid_t poold = 0;
 	char *s, *tok, *save;
 
-	while ((opt = getopt(argc, argv, "s:n:r:T:b:W:S:m:B")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:r:T:b:W:S:m:Bc:P:")) != -1) {
 		switch (opt) {
 		case 's':
 			sock = optarg;
@@ -489,11 +679,23 @@ int main(int argc, char **argv)
 		case 'B':
 			use_buf = 1;
 			break;
+		case 'c':
+			s = strdup(optarg);
+			for (tok = strtok_r(s, ",", &save); tok && nconns < 8;
+			     tok = strtok_r(NULL, ",", &save))
+				if ((conns[nconns++] = atoi(tok)) < 1 || conns[nconns - 1] > 256)
+					usage();
+			free(s);
+			break;
+		case 'P':
+			poold = (pid_t)atol(optarg);
+			break;
 		default:
 			usage();
 		}
 	}
-	if (optind != argc || (ns == NULL && nr == 0) || batch < 2 || match_n == 0)
+	if (optind != argc || (ns == NULL && nr == 0) || batch < 2 || match_n == 0 ||
+	    (nconns > 0 && ns != NULL && poold <= 0))
 		usage();
 	s = strdup(sizes_arg);
 	for (tok = strtok_r(s, ",", &save); tok && nsizes < 8; tok = strtok_r(NULL, ",", &save)) {
@@ -564,6 +766,10 @@ int main(int argc, char **argv)
 		memset(bufs[i], 1, maxsize); /* fault the pages in before timing */
 	}
 
+	if (nconns > 0) {
+		bench_conns(t, nt, sock, ns, rspec, poold, conns, nconns, sizes, nsizes);
+		goto out;
+	}
 	printf("# pool-bench-kv: one client, one call in flight; batch %zu keys (mput/mget; Redis: "
 	       "pipelined SET/GET); working set %zu MiB per size; %.2f s per point\n",
 	       batch, wset >> 20, secs);
@@ -610,7 +816,7 @@ int main(int argc, char **argv)
 		for (k = 1; k < nt; k++)
 			printf(" %*.2f", (int)strlen(t[k].name) + 3, t[k].match_us / t[0].match_us);
 	printf("\n");
-
+out:
 	for (k = 0; k < nt; k++) {
 		if (t[k].redis) {
 			redisFree(t[k].rc);

@@ -7,8 +7,10 @@
 #     put/get/batched put/get of 16 KiB, 256 KiB and 2 MiB values, the
 #     zero-copy get (pool_kv_acquire, in place), prefix match of 1,000 keys;
 #     then the batched 256 KiB put and get from Python (kv_python.py: the
-#     binding, numpy buffers) next to the C client's; then 16 KiB with
-#     poold and the client on one CPU.
+#     binding, numpy buffers) next to the C client's; single gets and
+#     puts of 1 KiB and 16 KiB from 1, 8 and 32 client processes at once,
+#     with the server's CPU time per op (pool and redis-unix); then 16 KiB
+#     with poold and the client on one CPU.
 #  2. Two hosts in network namespaces (UCX tcp over veth + bridge): the
 #     client on host 2, which lends nothing, so every value lives on host 1;
 #     redis-server inside host 1 on its address, the hiredis client on host
@@ -100,6 +102,9 @@ if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
 else
 	echo "kv.sh: /usr/bin/python3 has no numpy: Python column skipped"
 fi
+echo "## one node, many connections: single gets and puts on random keys from 1, 8 and 32 client processes at once, each its own connection; the server's CPU time per op"
+"$bench" -n kvbench -T "$t" -c 1,8,32 -S 1K,16K -P "$spid" ${REDIS:+-r "redis-unix:$sn/redis.sock"} ||
+	{ cat "$sn/poold.log"; exit 1; }
 # A host with more busy processes than CPUs: poold and its client on one
 # CPU. poold's poll after a request must give the CPU up to the client, or
 # every request waits for the poll's quiet to run out.
