@@ -303,6 +303,8 @@ unsigned kv_key_access(enum kv_op op);
 int kv_ns_create(struct poold *pd, const struct kv_ns_spec *spec, char *err, size_t errlen);
 void kv_ns_drop(struct poold *pd, struct kv_ns *ns);
 size_t kv_place_first(struct poold *pd, const struct kv_place *all, size_t n, uint32_t near);
+int kv_read_here(struct poold *pd, struct kv_ns *ns, const uint8_t *key, size_t klen, size_t max,
+		 const void **ret_data, size_t *ret_len, uint64_t *ret_version);
 const char *kv_tier_name(uint32_t flags);
 void kv_ns_def(const struct kv_ns *ns, struct kv_ns_spec *ret);
 void kv_ns_stats(const struct kv_ns *ns, struct kv_ns_stats *ret);

@@ -224,30 +224,49 @@ void kv_local_prefetch(struct poold *pd, uid_t uid, const char *nsname, const ch
 }
 
 /*
- * A key's value where it lives in this node's arena, for a server inside
- * poold that copies it out at once (RESP GET): no pin, as nothing else
- * runs before the copy is done. 0, -ENOENT, or -EREMOTE when the value is
- * on another node (then the caller looks it up with a pin).
+ * A key's value where it lives in this node's DRAM arena, for poold to
+ * copy out at once (RESP GET, a client's KV_OP_GET): no pin, as nothing
+ * else runs before the copy is done; a hit or a miss, as a lookup. 0,
+ * -ENOENT, or -EREMOTE when the value is elsewhere (on another node, in
+ * the pmem tier, moving: then the caller looks it up with a pin), or
+ * -EMSGSIZE, neither a hit nor a miss, when it is longer than max.
+ * ret_version may be NULL.
  */
-int kv_local_read(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key, size_t klen,
-		  const void **ret_data, size_t *ret_len)
+int kv_read_here(struct poold *pd, struct kv_ns *ns, const uint8_t *key, size_t klen, size_t max,
+		 const void **ret_data, size_t *ret_len, uint64_t *ret_version)
 {
-	struct kv_ns *ns = NULL;
-	struct kv_entry *e = kv_local_key(pd, nsname, uid, key, klen, &ns);
+	struct kv_entry *e;
 
-	if (e == NULL || !kv_val_usable(pd, &e->val)) {
-		if (ns != NULL)
-			ns->misses++;
+	if (klen > POOL_KV_KEY_MAX)
+		return -ENOENT;
+	e = kv_live(pd, ns, kv_slot(ns, key, klen, kv_hash(key, klen)));
+	if (e == NULL || !e->has_val || !kv_val_usable(pd, &e->val)) {
+		ns->misses++;
 		return -ENOENT;
 	}
 	if (e->val.node != pd->node_id || e->val.arena >= pd->narenas || e->val.pmem || e->moving)
 		return -EREMOTE;
+	if (e->val.vlen > max)
+		return -EMSGSIZE;
 	ns->hits++;
 	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
 	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 	*ret_data = (const char *)pd->arenas[e->val.arena].base + e->val.off;
 	*ret_len = e->val.vlen;
+	if (ret_version != NULL)
+		*ret_version = e->val.version;
 	return 0;
+}
+
+/* kv_read_here() in a RESP database of uid's (kv_local_owns()). */
+int kv_local_read(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key, size_t klen,
+		  const void **ret_data, size_t *ret_len)
+{
+	struct kv_ns *ns = pd->kv ? kv_ns_find(pd, nsname) : NULL;
+
+	if (ns == NULL || !kv_local_owns(ns, uid))
+		return -ENOENT;
+	return kv_read_here(pd, ns, key, klen, SIZE_MAX, ret_data, ret_len, NULL);
 }
 
 /*

@@ -192,8 +192,10 @@ static unsigned kv_op_access(Pool__KvOp op)
 {
 	enum kv_op k;
 
-	if (op == POOL__KV_OP__KV_OP_MATCH)
+	if (op == POOL__KV_OP__KV_OP_MATCH || op == POOL__KV_OP__KV_OP_GET)
 		return 4;
+	if (op == POOL__KV_OP__KV_OP_PUT)
+		return 2;
 	/* failed (of the caller's own transfers), adopt, recount: checked where they are served */
 	return kv_op_of(op, &k) == 0 ? kv_key_access(k) : 0;
 }
@@ -268,6 +270,121 @@ static int kv_dedup_holder(struct req *q, const struct kv_ns *ns, const Pool__Kv
 				  r->name);
 	q->pd->kv->holder = r;
 	return 0;
+}
+
+/*
+ * One key of a put in one request: reserve, copy len bytes from the
+ * caller's window, commit; -EXDEV (the reservation aborted) when a place
+ * of the value is not in this node's DRAM.
+ */
+static int kv_put_here(struct req *q, struct kv_ns *ns, const ProtobufCBinaryData *key,
+		       const char *bytes, uint64_t len, uint64_t *ret_version)
+{
+	struct kv_caller who = {q->node, q->session, q->uid};
+	struct kv_place all[KV_MAX_REPLICAS];
+	struct poold *pd = q->pd;
+	struct kv_result res;
+	uint64_t version;
+	size_t n, i;
+
+	if (len == 0 || len > POOL_KV_VALUE_MAX)
+		return -EINVAL;
+	kv_key_op(pd, ns, &who, KV_RESERVE, key->data, key->len, len, &res);
+	if (res.status != 0)
+		return res.status;
+	version = res.val.version;
+	n = kv_places(&res.val, all);
+	for (i = 0; i < n; i++)
+		if (all[i].node != pd->node_id || all[i].arena >= pd->narenas ||
+		    pd->arenas[all[i].arena].tier != TIER_DRAM)
+			break;
+	if (i < n) {
+		kv_key_op(pd, ns, &who, KV_ABORT, key->data, key->len, version, &res);
+		return -EXDEV;
+	}
+	for (i = 0; i < n; i++)
+		memcpy((char *)pd->arenas[all[i].arena].base + all[i].off, bytes, len);
+	kv_key_op(pd, ns, &who, KV_COMMIT, key->data, key->len, version, &res);
+	*ret_version = version;
+	return res.status;
+}
+
+/*
+ * A get or a put in one request (KV_OP_GET, KV_OP_PUT) from a client of
+ * this poold: poold copies the values between the caller's window and
+ * their places in this node's DRAM itself, in this callback (at most
+ * POOL_KV_INLINE_MAX bytes a request), so the caller makes neither the
+ * lookup and release nor the reserve and commit round trips, and holds no
+ * pin. A key whose value is elsewhere (another node, the pmem tier) gets
+ * -EXDEV, and one of a get whose value is longer than the room the caller
+ * gave it -EMSGSIZE: the caller moves them the two-phase way. A get is a
+ * lookup's hit or miss; a put is a reserve and a commit made one after the
+ * other (quota, eviction, the last reserver, events).
+ */
+static int kv_inline_request(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr)
+{
+	bool put = kr->op == POOL__KV_OP__KV_OP_PUT;
+	struct poold *pd = q->pd;
+	Pool__KvLocation *locs;
+	uint64_t total = 0, count = 0, version = 0;
+	size_t i, len;
+	const void *data;
+	char *buf;
+	int rc;
+
+	if (q->node != pd->node_id || q->session == 0)
+		return req_errorf(q, -EXDEV,
+				  "a get or put in one request is served by the client's own "
+				  "poold only");
+	if (put && (ns->flags & (HOLD_NS_DEDUP | HOLD_NS_PERSISTENT)))
+		return req_errorf(q, -EXDEV, "a put to '%s' takes a reservation and a commit",
+				  ns->name);
+	if (!kr->has_window || kr->n_offs != kr->n_keys || kr->n_sizes != kr->n_keys)
+		return req_errorf(
+		    q, -EINVAL, "a get or put names its window, and an offset and a size per key");
+	for (i = 0; i < kr->n_keys; i++) {
+		if (kr->sizes[i] > POOL_KV_INLINE_MAX - total)
+			return req_errorf(q, -E2BIG, "a get or put moves at most %u bytes",
+					  POOL_KV_INLINE_MAX);
+		total += kr->sizes[i];
+		if (xfer_window_span(q->session, kr->window, kr->offs[i], kr->sizes[i]) == NULL)
+			return req_errorf(q, -EINVAL,
+					  "key %zu: its bytes are not in window %u of the caller",
+					  i, kr->window);
+	}
+	locs = calloc(kr->n_keys ? kr->n_keys : 1, sizeof(*locs));
+	if (locs == NULL)
+		return req_errorf(q, -ENOMEM, "out of memory");
+	for (i = 0; i < kr->n_keys; i++) {
+		pool__kv_location__init(&locs[i]);
+		buf = xfer_window_span(q->session, kr->window, kr->offs[i], kr->sizes[i]);
+		if (put) {
+			locs[i].status =
+			    kv_put_here(q, ns, &kr->keys[i], buf, kr->sizes[i], &version);
+		} else {
+			locs[i].status = kv_read_here(pd, ns, kr->keys[i].data, kr->keys[i].len,
+						      kr->sizes[i], &data, &len, &version);
+			if (locs[i].status == -EREMOTE)
+				locs[i].status = -EXDEV;
+			if (locs[i].status == 0) {
+				memcpy(buf, data, len);
+				locs[i].has_len = 1;
+				locs[i].len = len;
+			}
+		}
+		if (locs[i].status == 0) {
+			locs[i].has_version = 1;
+			locs[i].version = version;
+			count++;
+		}
+	}
+	if (put) {
+		kvev_end(pd);
+		region_account(pd);
+	}
+	rc = kv_reply(q, locs, kr->n_keys, count, 0);
+	free(locs);
+	return rc;
 }
 
 /* A commit waiting for its persistent values to be durable. */
@@ -359,6 +476,8 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 	}
 	if (kr->n_keys > KV_MAX_KEYS)
 		return req_errorf(q, -E2BIG, "at most %d keys per request", KV_MAX_KEYS);
+	if (kr->op == POOL__KV_OP__KV_OP_GET || kr->op == POOL__KV_OP__KV_OP_PUT)
+		return kv_inline_request(q, ns, kr);
 	if ((kr->op == POOL__KV_OP__KV_OP_RESERVE && kr->n_sizes != kr->n_keys) ||
 	    ((kr->op == POOL__KV_OP__KV_OP_COMMIT || kr->op == POOL__KV_OP__KV_OP_RELEASE ||
 	      kr->op == POOL__KV_OP__KV_OP_ABORT) &&

@@ -69,6 +69,8 @@ struct pool_xfer_item {
 	uint64_t old;  /* out: an atomic's old value */
 };
 int pool_xfer_run(struct pool *pool, struct pool_xfer_item *items, size_t n);
+int pool_xfer_lay(struct pool *pool, size_t n, void *const *bufs, const size_t *lens,
+		  uint32_t *ret_window, uint64_t *offs, char **ret_stage);
 void pool_xfer_close(struct pool *pool);
 
 /* kv.c */

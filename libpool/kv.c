@@ -21,8 +21,19 @@
 #include "common/common.h"
 #include "libpool/internal.h"
 
+/*
+ * Values up to this size are got and put in one request, poold copying
+ * them between this process's window and their places itself, when they
+ * are on its node (below, kv_inline()); larger ones are mapped or carried
+ * (a copy in poold's loop would cost it more than the round trip saved).
+ * A get goes in one request when its buffers are that small: a caller
+ * whose buffer is larger expects a larger value.
+ */
+#define KV_INLINE_VALUE_MAX (16u << 10)
+
 struct pool_kv {
 	struct pool *pool;
+	bool no_inline; /* poold moves none of this handle's values in one request */
 	char ns[POOL_REGION_NAME_MAX + 1];
 	char holder[POOL_REGION_NAME_MAX +
 		    1]; /* dedup namespaces: the region holding what this handle puts */
@@ -295,9 +306,9 @@ out:
 	return rc;
 }
 
-POOL_EXPORT int pool_kv_put_batch(struct pool_kv *kv, size_t n, const void *const *keys,
-				  const size_t *klens, const void *const *values,
-				  const size_t *vlens, int *ret_status)
+/* A batch put the two-phase way: reserve, write each place, commit. */
+static int kv_put_phased(struct pool_kv *kv, size_t n, const void *const *keys, const size_t *klens,
+			 const void *const *values, const size_t *vlens, int *ret_status)
 {
 	uint64_t *sizes = NULL, *versions = NULL;
 	Pool__KvReply *rep = NULL, *crep = NULL;
@@ -368,9 +379,10 @@ out:
 	return rc;
 }
 
-POOL_EXPORT int pool_kv_get_batch(struct pool_kv *kv, size_t n, const void *const *keys,
-				  const size_t *klens, void *const *bufs, const size_t *buflens,
-				  size_t *ret_vlens, int *ret_status)
+/* A batch get the two-phase way: look up (pinned), read a place of each, release. */
+static int kv_get_phased(struct pool_kv *kv, size_t n, const void *const *keys, const size_t *klens,
+			 void *const *bufs, const size_t *buflens, size_t *ret_vlens,
+			 int *ret_status)
 {
 	Pool__KvReply *rep = NULL;
 	uint64_t *versions = NULL;
@@ -431,6 +443,206 @@ out:
 	free(versions);
 	free(lens);
 	return rc;
+}
+
+/*
+ * Whether a get or put of n values (buffers) of lens[i] bytes goes in one
+ * request: each up to KV_INLINE_VALUE_MAX, POOL_KV_INLINE_MAX in all as
+ * laid out in the window, to a namespace that is not a dedup store,
+ * unless poold moved none of this handle's values so before.
+ */
+static bool kv_inline_fits(const struct pool_kv *kv, size_t n, const size_t *lens)
+{
+	uint64_t total = 0;
+	size_t i;
+
+	if (kv->no_inline || kv->holder[0] != '\0' || n == 0)
+		return false;
+	for (i = 0; i < n; i++) {
+		if (lens[i] > KV_INLINE_VALUE_MAX)
+			return false;
+		total += (lens[i] + 63) & ~(uint64_t)63;
+	}
+	return total <= POOL_KV_INLINE_MAX;
+}
+
+/*
+ * A get or put in one request (KV_OP_GET, KV_OP_PUT): the values go
+ * through a window poold maps (the caller's own pool_buf_alloc() buffer,
+ * else the staging window), and poold copies them from or to their places
+ * on its node and answers each key: 0, a miss, an error, or -EXDEV for a
+ * value it does not hold on its node, which the caller moves the
+ * two-phase way (so is a get's value longer than its buffer, -EMSGSIZE). No
+ * pin is held, no reservation left. Returns the keys done, or a -errno of
+ * the whole request (then this handle goes the two-phase way from now on,
+ * as it does when poold moved none of the keys for want of them on its
+ * node).
+ */
+static int kv_inline(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *const *keys,
+		     const size_t *klens, void *const *bufs, const size_t *lens, size_t *ret_vlens,
+		     int *status)
+{
+	Pool__KvRequest req = POOL__KV_REQUEST__INIT;
+	struct pool *pool = kv->pool;
+	Pool__KvReply *rep = NULL;
+	ProtobufCBinaryData *k = calloc(n, sizeof(*k));
+	uint64_t *sizes = calloc(n, sizeof(*sizes)), *offs = calloc(n, sizeof(*offs));
+	size_t i, done = 0, moved = 0, remote = 0;
+	char *stage = NULL;
+	uint32_t window = 0;
+	int rc = 0;
+
+	if (k == NULL || sizes == NULL || offs == NULL)
+		rc = pool_err(-ENOMEM, "out of memory");
+	for (i = 0; rc == 0 && i < n; i++) {
+		k[i].data = (uint8_t *)keys[i];
+		k[i].len = klens[i];
+		sizes[i] = lens[i];
+	}
+	pthread_mutex_lock(&pool->data_lock);
+	if (rc == 0)
+		rc = pool_xfer_lay(pool, n, bufs, lens, &window, offs, &stage);
+	for (i = 0; rc == 0 && stage != NULL && op == POOL__KV_OP__KV_OP_PUT && i < n; i++)
+		memcpy(stage + offs[i], bufs[i], lens[i]);
+	if (rc == 0) {
+		req.op = op;
+		req.ns = kv->ns;
+		req.keys = k;
+		req.n_keys = n;
+		req.sizes = sizes;
+		req.n_sizes = n;
+		req.has_window = 1;
+		req.window = window;
+		req.offs = offs;
+		req.n_offs = n;
+		rc = pool_call(pool, WIRE_KV, &req.base, WIRE_KV_REPLY, (ProtobufCMessage **)&rep);
+	}
+	if (rc == 0 && rep->n_locations != n)
+		rc =
+		    pool_err(POOL_EPROTOCOL, "poold answered %zu keys of %zu", rep->n_locations, n);
+	for (i = 0; rc == 0 && i < n; i++) {
+		const Pool__KvLocation *loc = rep->locations[i];
+
+		status[i] = loc->status;
+		moved += status[i] != -EXDEV && status[i] != -EMSGSIZE;
+		remote += status[i] == -EXDEV;
+		if (status[i] != 0)
+			continue;
+		done++;
+		if (op == POOL__KV_OP__KV_OP_GET) {
+			ret_vlens[i] = loc->len;
+			if (stage != NULL)
+				memcpy(bufs[i], stage + offs[i], MIN(loc->len, lens[i]));
+		}
+	}
+	pthread_mutex_unlock(&pool->data_lock);
+	if (rc < 0 || (moved == 0 && remote > 0))
+		kv->no_inline = true;
+	if (rep != NULL)
+		wire_msg_free(&rep->base);
+	free(k);
+	free(sizes);
+	free(offs);
+	return rc < 0 ? rc : (int)done;
+}
+
+/*
+ * The keys kv_inline() left to the two-phase way (-EXDEV, -EMSGSIZE), moved that way;
+ * done, the keys it did. The keys done in all, or -errno.
+ */
+static int kv_rest(struct pool_kv *kv, bool put, size_t n, const void *const *keys,
+		   const size_t *klens, void *const *bufs, const size_t *lens, size_t *ret_vlens,
+		   int *status, int done)
+{
+	const void **rk = NULL;
+	void **rb = NULL;
+	size_t *rkl = NULL, *rl = NULL, *rv = NULL, m = 0, i, j;
+	int *rs = NULL, rc;
+
+	for (i = 0; i < n; i++)
+		m += status[i] == -EXDEV || status[i] == -EMSGSIZE;
+	if (m == 0)
+		return done;
+	rk = calloc(m, sizeof(*rk));
+	rb = calloc(m, sizeof(*rb));
+	rkl = calloc(m, sizeof(*rkl));
+	rl = calloc(m, sizeof(*rl));
+	rv = calloc(m, sizeof(*rv));
+	rs = calloc(m, sizeof(*rs));
+	if (rk == NULL || rb == NULL || rkl == NULL || rl == NULL || rv == NULL || rs == NULL) {
+		rc = pool_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0, j = 0; i < n; i++)
+		if (status[i] == -EXDEV || status[i] == -EMSGSIZE) {
+			rk[j] = keys[i];
+			rkl[j] = klens[i];
+			rb[j] = bufs[i];
+			rl[j++] = lens[i];
+		}
+	rc = put ? kv_put_phased(kv, m, rk, rkl, (const void *const *)rb, rl, rs)
+		 : kv_get_phased(kv, m, rk, rkl, rb, rl, rv, rs);
+	for (i = 0, j = 0; rc >= 0 && i < n; i++)
+		if (status[i] == -EXDEV || status[i] == -EMSGSIZE) {
+			status[i] = rs[j];
+			if (!put && rs[j] == 0)
+				ret_vlens[i] = rv[j];
+			j++;
+		}
+	if (rc >= 0)
+		rc += done;
+out:
+	free(rk);
+	free(rb);
+	free(rkl);
+	free(rl);
+	free(rv);
+	free(rs);
+	return rc;
+}
+
+POOL_EXPORT int pool_kv_put_batch(struct pool_kv *kv, size_t n, const void *const *keys,
+				  const size_t *klens, const void *const *values,
+				  const size_t *vlens, int *ret_status)
+{
+	size_t i;
+	int rc;
+
+	if (kv == NULL || (n > 0 && (keys == NULL || klens == NULL || values == NULL ||
+				     vlens == NULL || ret_status == NULL)))
+		return pool_err(-EINVAL, "pool_kv_put_batch: invalid argument");
+	for (i = 0; i < n; i++) {
+		if (keys[i] == NULL || klens[i] == 0 || klens[i] > POOL_KV_KEY_MAX)
+			return pool_err(-EINVAL, "key %zu: 1 to %d bytes", i, POOL_KV_KEY_MAX);
+		if (values[i] == NULL || vlens[i] == 0 || vlens[i] > POOL_KV_VALUE_MAX)
+			return pool_err(-EINVAL, "value %zu: 1 byte to 64 MiB", i);
+	}
+	if (kv_inline_fits(kv, n, vlens) &&
+	    (rc = kv_inline(kv, POOL__KV_OP__KV_OP_PUT, n, keys, klens, (void *const *)values,
+			    vlens, NULL, ret_status)) >= 0)
+		return kv_rest(kv, true, n, keys, klens, (void *const *)values, vlens, NULL,
+			       ret_status, rc);
+	return kv_put_phased(kv, n, keys, klens, values, vlens, ret_status);
+}
+
+POOL_EXPORT int pool_kv_get_batch(struct pool_kv *kv, size_t n, const void *const *keys,
+				  const size_t *klens, void *const *bufs, const size_t *buflens,
+				  size_t *ret_vlens, int *ret_status)
+{
+	size_t i;
+	int rc;
+
+	if (kv == NULL || (n > 0 && (keys == NULL || klens == NULL || bufs == NULL ||
+				     buflens == NULL || ret_vlens == NULL || ret_status == NULL)))
+		return pool_err(-EINVAL, "pool_kv_get_batch: invalid argument");
+	for (i = 0; i < n; i++)
+		if (keys[i] == NULL || klens[i] == 0 || klens[i] > POOL_KV_KEY_MAX)
+			return pool_err(-EINVAL, "key %zu: 1 to %d bytes", i, POOL_KV_KEY_MAX);
+	if (kv_inline_fits(kv, n, buflens) &&
+	    (rc = kv_inline(kv, POOL__KV_OP__KV_OP_GET, n, keys, klens, bufs, buflens, ret_vlens,
+			    ret_status)) >= 0)
+		return kv_rest(kv, false, n, keys, klens, bufs, buflens, ret_vlens, ret_status, rc);
+	return kv_get_phased(kv, n, keys, klens, bufs, buflens, ret_vlens, ret_status);
 }
 
 POOL_EXPORT int pool_kv_put(struct pool_kv *kv, const void *key, size_t klen, const void *value,

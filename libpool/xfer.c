@@ -88,6 +88,46 @@ static const struct pool_buf *xfer_buf_of(const struct pool *pool, const void *b
 	return NULL;
 }
 
+/*
+ * Where n buffers of lens[i] bytes are for poold to copy into or out of at
+ * once (a KV get or put in one request), data_lock held: all in one
+ * window of pool_buf_alloc(), else laid out in the staging window, each
+ * at a 64-byte boundary, and *ret_stage is its base (the caller copies
+ * them in before or out after). Room for the staging layout: POOL_KV_INLINE_MAX
+ * bytes in all.
+ */
+int pool_xfer_lay(struct pool *pool, size_t n, void *const *bufs, const size_t *lens,
+		  uint32_t *ret_window, uint64_t *offs, char **ret_stage)
+{
+	const struct pool_buf *b = n > 0 ? xfer_buf_of(pool, bufs[0], lens[0]) : NULL;
+	uint64_t at = 0;
+	size_t i;
+	int rc;
+
+	for (i = 0; b != NULL && i < n; i++) {
+		if (xfer_buf_of(pool, bufs[i], lens[i]) != b)
+			break;
+		offs[i] = (uint64_t)((const char *)bufs[i] - b->base);
+	}
+	if (b != NULL && i == n) {
+		*ret_window = b->window;
+		*ret_stage = NULL;
+		return 0;
+	}
+	if ((rc = xfer_window(pool)) < 0)
+		return rc;
+	for (i = 0; i < n; i++) {
+		offs[i] = at;
+		at += (lens[i] + 63) & ~(uint64_t)63;
+	}
+	if (at > pool->win_size)
+		return pool_err(-E2BIG, "%llu bytes do not fit the transfer window",
+				(unsigned long long)at);
+	*ret_window = pool->win_id;
+	*ret_stage = pool->win;
+	return 0;
+}
+
 /* Forget the windows (at pool_close()). */
 void pool_xfer_close(struct pool *pool)
 {

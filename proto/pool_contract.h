@@ -20,6 +20,7 @@
 #define POOL_REGION_NAME_MAX 63		/* bytes of a region's (or KV namespace's) name */
 #define POOL_KV_KEY_MAX 256		/* bytes of a KV key */
 #define POOL_KV_VALUE_MAX (64u << 20)	/* bytes of a KV value */
+#define POOL_KV_INLINE_MAX (1u << 20)	/* bytes a KvRequest get or put moves in the loop */
 #define POOL_VEC_DIM_MAX 4096		/* a vector's dimensions */
 #define POOL_VEC_K_MAX 1024		/* nearest neighbours one search returns */
 #define POOL_SNAP_NAME_MAX 58		/* bytes of a snapshot name */

@@ -73,6 +73,25 @@ for p in "${pids[@]}"; do wait "$p" || bad=1; done
 [ $bad -eq 0 ] && grep -q "no torn value" "$TEST_DIR/h1" && ok "3 writers+readers of one key: no torn value ($(cat "$TEST_DIR/h1"))" \
 	|| { not_ok "concurrent writers"; cat "$TEST_DIR"/h*; }
 
+# Values of 16 KiB and less are put and got in one request each, poold
+# copying them through the client's window: the same with 4 KiB values.
+pids=()
+for w in 1 2 3; do "$KV" llama hammer small 4096 3 $w >"$TEST_DIR/s$w" 2>&1 & pids+=($!); done
+bad=0
+for p in "${pids[@]}"; do wait "$p" || bad=1; done
+[ $bad -eq 0 ] && grep -q "no torn value" "$TEST_DIR/s1" &&
+	ok "3 writers+readers of one 4 KiB key, one request each: no torn value ($(cat "$TEST_DIR/s1"))" ||
+	{ not_ok "concurrent small writers"; cat "$TEST_DIR"/s*; }
+check "a batch of 200 values of 1,000 bytes put in one request" "$KV" llama mput sm 200 1000 3
+check_out "200 of 200 stored" "all stored"
+check "and read back the two-phase way (4 MiB buffers)" "$KV" llama mget sm 200 3
+check_out "200 hits of 200, all correct" "all there, the bytes right"
+check "one read back in one request (a 1 KiB buffer)" "$KV" llama get sm7 10 1024
+check "gets and puts in one request, raw: no window, another's, out of it, too much" \
+	python3 "$top_srcdir/tests/integration/wire.py" "$POOL_SOCKET" kv-inline llama
+check_out "put and got 'hello world' in one request each" "then real bytes, one request each"
+pool_alive && ok "poold still running" || not_ok "poold still running"
+
 # Zero-copy reads: in place on this node, the exact bytes put.
 "$POOLCTL" kv flush llama >/dev/null
 check "put a value to acquire" "$KV" llama put zc 262144 11

@@ -84,6 +84,19 @@ has 'pool_kv_shards_owned' 1024 && has 'pool_kv_shard_owners' 1 && has 'pool_kv_
 	{ not_ok "KV shard metrics"; grep -E 'kv_shard|kv_requests' "$TEST_DIR/m"; }
 has 'pool_lender_used_bytes{node="1",arena="0",tier="dram"}' 1024 && ok "what the lender has in use (the 1,000-byte value in 1 KiB)" || { not_ok "lender used"; grep lender "$TEST_DIR/m"; }
 has 'pool_scrapes_total' 2 && ok "the scrapes counted" || not_ok "scrapes"
+# A small value is put and got in one request each (poold copies it through
+# the client's window); a large one takes reserve and commit, lookup and
+# release.
+here() { sed -n 's/^pool_kv_requests_total{from="here"} //p' "$TEST_DIR/m"; }
+before=$(here)
+"$KV" m put small 4000 7 >/dev/null && "$KV" m get small 7 4096 >/dev/null && scrape &&
+	[ "$(here)" = $((before + 2)) ] &&
+	ok "a 4,000-byte put and get: one KV request each" || { not_ok "one request each"; echo "$before -> $(here)"; }
+before=$(here)
+"$KV" m put large 65536 7 >/dev/null && "$KV" m get large 7 65536 >/dev/null && scrape &&
+	[ "$(here)" = $((before + 4)) ] &&
+	ok "a 64 KiB put and get: reserve and commit, lookup and release" ||
+	{ not_ok "two-phase for a large value"; echo "$before -> $(here)"; }
 has 'pool_journal_half_bytes{journal="lender"}' 1046528 &&
 	has 'pool_journal_half_bytes{journal="coordinator"}' 8386560 &&
 	has 'pool_journal_dropped_bytes{journal="coordinator"}' 0 &&

@@ -447,6 +447,62 @@ def main():
         r = read_frame(s)
         assert r, "no reply"
         print(error_text(r[2]) if r[0] == ERROR else "reply %d" % r[0])
+    elif case == "kv-inline":
+        # Gets and puts in one request (poold copies through the caller's
+        # window), raw: what it refuses, and one of each done right.
+        import mmap
+        ns = sys.argv[3].encode()
+
+        def kv(s, op, keys, sizes=(), offs=(), window=None, req_id=3):
+            msg = vfield(1, enum("KvOp", op)) + field(2, ns)
+            msg += b"".join(field(3, k) for k in keys)
+            msg += b"".join(vfield(4, n) for n in sizes)
+            msg += b"".join(vfield(9, o) for o in offs)
+            if window is not None:
+                msg += vfield(8, window)
+            s.sendall(frame(42, msg, req_id=req_id))
+            r = read_frame(s)
+            assert r, "no reply"
+            return r
+
+        def refused(r, text):
+            assert r[0] == ERROR and text in error_text(r[2]), (r[0], error_text(r[2]))
+            print("refused: " + error_text(r[2]))
+
+        s.sendall(frame(HELLO, hello_payload()))
+        assert read_frame(s)[0] == HELLO_REPLY
+        refused(kv(s, "get", [b"k"], [16], [0]), "names its window")
+        refused(kv(s, "get", [b"k"], [16], [0], window=7), "not in window 7")
+        s.sendall(frame(55, vfield(1, 1 << 20), req_id=4))  # XferWindow of 1 MiB
+        data, fds, _, _ = socket.recv_fds(s, 16, 1)
+        length, mtype, _v, _id = struct.unpack(">IHHQ", data)
+        payload = b""
+        while len(payload) < length:
+            payload += s.recv(length - len(payload))
+        assert mtype == 56 and len(fds) == 1, (mtype, fds)
+        win, size = parse(payload)[1][0], parse(payload)[2][0]
+        m = mmap.mmap(fds[0], size)
+        refused(kv(s, "get", [b"k"], [16], [size - 8], window=win), "not in window")
+        refused(kv(s, "put", [b"a", b"b"], [1 << 20, 1], [0, 0], window=win), "at most")
+        refused(kv(s, "put", [b"a"], [16], [], window=win), "an offset and a size per key")
+        m[4096:4096 + 11] = b"hello world"
+        r = kv(s, "put", [b"inl"], [11], [4096], window=win)
+        assert r[0] == 43, error_text(r[2])
+        loc = parse(parse(r[2])[1][0])
+        assert loc[1][0] == 0, loc  # status
+        r = kv(s, "get", [b"inl", b"none"], [64, 64], [8192, 8256], window=win)
+        assert r[0] == 43, error_text(r[2])
+        locs = [parse(x) for x in parse(r[2])[1]]
+        assert locs[0][1][0] == 0 and locs[0][5][0] == 11, locs[0]
+        assert m[8192:8203] == b"hello world", m[8192:8203]
+        assert locs[1][1][0] == 3, locs[1]  # sint32 -ENOENT, zigzag-encoded
+        print("put and got 'hello world' in one request each; a miss is a miss")
+        # Another connection (another session) cannot name this one's window.
+        t = connect(sys.argv[1])
+        t.sendall(frame(HELLO, hello_payload()))
+        assert read_frame(t)[0] == HELLO_REPLY
+        refused(kv(t, "get", [b"inl"], [64], [8192], window=win), "not in window")
+        print("ok")
     elif case == "kv-pin":
         # Look a key up (which pins its value) and hold the pin until stdin closes.
         ns, key = sys.argv[3], sys.argv[4].encode()

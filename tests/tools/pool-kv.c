@@ -2,7 +2,8 @@
  * tests/tools/pool-kv.c - drive the KV cache through libpool for the tests.
  *
  *	pool-kv NS put KEY SIZE SEED      put a seeded value
- *	pool-kv NS get KEY SEED           get and verify it (exit 4 on a miss)
+ *	pool-kv NS get KEY SEED [BUFLEN]  get and verify it (exit 4 on a miss); its
+ *	                                  buffer BUFLEN bytes (default 64 MiB)
  *	pool-kv NS exists KEY             exit 0 if present, 4 if not
  *	pool-kv NS remove KEY
  *	pool-kv NS mput PREFIX N SIZE SEED   batch put of keys PREFIX0..PREFIX<N-1>
@@ -391,10 +392,13 @@ static int hammer(struct pool_kv *kv, const char *key, size_t size, int secs, ui
 	return status;
 }
 
-/* put KEY SIZE SEED, or get KEY SEED: 0, 4 on a miss, 1 on failure. */
-static int put_get(struct pool_kv *kv, const char *cmd, const char *key, char **argv)
+/* put KEY SIZE SEED, or get KEY SEED [BUFLEN]: 0, 4 on a miss, 1 on failure. */
+static int put_get(struct pool_kv *kv, const char *cmd, const char *key, int argc, char **argv)
 {
-	size_t size = cmd[0] == 'p' ? strtoull(argv[4], NULL, 0) : POOL_KV_VALUE_MAX, vlen;
+	size_t size = cmd[0] == 'p' ? strtoull(argv[4], NULL, 0)
+		      : argc > 5    ? strtoull(argv[5], NULL, 0)
+				    : POOL_KV_VALUE_MAX,
+	       vlen;
 	uint64_t seed = strtoull(argv[cmd[0] == 'p' ? 5 : 4], NULL, 0);
 	uint8_t *buf = malloc(size), *want = NULL;
 	int rc, status = 0;
@@ -558,7 +562,7 @@ int main(int argc, char **argv)
 		return status;
 	}
 	if (strcmp(cmd, "put") == 0 || strcmp(cmd, "get") == 0) {
-		status = put_get(kv, cmd, key, argv);
+		status = put_get(kv, cmd, key, argc, argv);
 	} else if (strcmp(cmd, "exists") == 0) {
 		rc = pool_kv_exists(kv, key, strlen(key));
 		if (rc < 0) {
