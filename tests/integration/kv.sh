@@ -180,6 +180,10 @@ if have_nobody "$POOLCTL"; then
 	"$KV" priv put secret 4096 31 >/dev/null
 	check_exit 1 "another uid cannot read it" as_nobody "$KV" priv get secret 31
 	check_out "KV namespace 'priv' \(mode 600, uid 0\): access denied" "the refusal names mode and owner"
+	as_nobody /usr/bin/python3 "$top_srcdir/tests/integration/wire.py" "$POOL_SOCKET" kv-op get priv secret >"$TEST_DIR/out" 2>&1
+	check_out "KV namespace 'priv' \(mode 600, uid 0\): read access denied" "nor with a raw get in one request"
+	as_nobody /usr/bin/python3 "$top_srcdir/tests/integration/wire.py" "$POOL_SOCKET" kv-op put priv secret >"$TEST_DIR/out" 2>&1
+	check_out "KV namespace 'priv' \(mode 600, uid 0\): write access denied" "nor a raw put in one request"
 	as_nobody /usr/bin/python3 "$top_srcdir/tests/integration/wire.py" "$POOL_SOCKET" kv-op exists priv secret >"$TEST_DIR/out" 2>&1
 	check_out "KV namespace 'priv' \(mode 600, uid 0\): read access denied" "nor learn whether a key is there, with a raw request"
 	check_exit 1 "nor write it" as_nobody "$KV" priv put mine 4096 32
