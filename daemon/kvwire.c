@@ -326,10 +326,10 @@ static int kv_inline_request(struct req *q, struct kv_ns *ns, const Pool__KvRequ
 	bool put = kr->op == POOL__KV_OP__KV_OP_PUT;
 	struct poold *pd = q->pd;
 	Pool__KvLocation *locs;
-	uint64_t total = 0, count = 0, version = 0;
+	uint64_t total = 0, count = 0, version = 0, size = 0;
 	size_t i, len;
 	const void *data;
-	char *buf;
+	char *win, *buf;
 	int rc;
 
 	if (q->node != pd->node_id || q->session == 0)
@@ -342,12 +342,13 @@ static int kv_inline_request(struct req *q, struct kv_ns *ns, const Pool__KvRequ
 	if (!kr->has_window || kr->n_offs != kr->n_keys || kr->n_sizes != kr->n_keys)
 		return req_errorf(
 		    q, -EINVAL, "a get or put names its window, and an offset and a size per key");
+	win = xfer_window_map(q->session, kr->window, &size);
 	for (i = 0; i < kr->n_keys; i++) {
 		if (kr->sizes[i] > POOL_KV_INLINE_MAX - total)
 			return req_errorf(q, -E2BIG, "a get or put moves at most %u bytes",
 					  POOL_KV_INLINE_MAX);
 		total += kr->sizes[i];
-		if (xfer_window_span(q->session, kr->window, kr->offs[i], kr->sizes[i]) == NULL)
+		if (win == NULL || kr->sizes[i] > size || kr->offs[i] > size - kr->sizes[i])
 			return req_errorf(q, -EINVAL,
 					  "key %zu: its bytes are not in window %u of the caller",
 					  i, kr->window);
@@ -357,7 +358,7 @@ static int kv_inline_request(struct req *q, struct kv_ns *ns, const Pool__KvRequ
 		return req_errorf(q, -ENOMEM, "out of memory");
 	for (i = 0; i < kr->n_keys; i++) {
 		pool__kv_location__init(&locs[i]);
-		buf = xfer_window_span(q->session, kr->window, kr->offs[i], kr->sizes[i]);
+		buf = win + kr->offs[i];
 		if (put) {
 			locs[i].status =
 			    kv_put_here(q, ns, &kr->keys[i], buf, kr->sizes[i], &version);

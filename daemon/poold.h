@@ -1215,7 +1215,7 @@ int grant_place_check(struct poold *pd, uint64_t session, uint32_t node, uint32_
 bool xfer_busy(void);
 bool resp_remote_busy(void); /* the RESP endpoint's transfers (respremote.c) */
 void xfer_session_end(struct poold *pd, uint64_t session);
-char *xfer_window_span(uint64_t session, uint32_t id, uint64_t off, uint64_t len);
+char *xfer_window_map(uint64_t session, uint32_t id, uint64_t *ret_size);
 void xfer_close(struct poold *pd);
 #define XFER_STATS 7
 void xfer_stats(struct poold *pd, uint64_t ret[XFER_STATS]);

@@ -75,18 +75,18 @@ int xfer_window_take(uint64_t session, uint32_t id, struct xfer_window **ret_w)
 }
 
 /*
- * Where [off, off+len) of the session's window id is in poold's mapping,
- * for a copy poold makes at once, in the same callback (a KV get or put
- * in one request): NULL when the session has no such window open or the
- * span passes its end.
+ * poold's mapping of the session's open window id and its size, for copies
+ * poold makes at once, in the same callback (a KV get or put in one
+ * request); NULL when the session has no such window open.
  */
-char *xfer_window_span(uint64_t session, uint32_t id, uint64_t off, uint64_t len)
+char *xfer_window_map(uint64_t session, uint32_t id, uint64_t *ret_size)
 {
 	struct xfer_window *w = xfer_window_find(session, id, false);
 
-	if (w == NULL || len > w->size || off > w->size - len)
+	if (w == NULL)
 		return NULL;
-	return w->base + off;
+	*ret_size = w->size;
+	return w->base;
 }
 
 /* A new window for the caller's session: its memfd goes with the reply. */

@@ -306,7 +306,7 @@ out:
 	return rc;
 }
 
-/* A batch put the two-phase way: reserve, write each place, commit. */
+/* A batch put the two-phase way: reserve, write each place, commit (arguments checked). */
 static int kv_put_phased(struct pool_kv *kv, size_t n, const void *const *keys, const size_t *klens,
 			 const void *const *values, const size_t *vlens, int *ret_status)
 {
@@ -317,9 +317,6 @@ static int kv_put_phased(struct pool_kv *kv, size_t n, const void *const *keys, 
 	int *status = ret_status, rc;
 	size_t i, k, good = 0;
 
-	if (kv == NULL || (n > 0 && (keys == NULL || klens == NULL || values == NULL ||
-				     vlens == NULL || ret_status == NULL)))
-		return pool_err(-EINVAL, "pool_kv_put_batch: invalid argument");
 	sizes = calloc(n ? n : 1, sizeof(*sizes));
 	versions = calloc(n ? n : 1, sizeof(*versions));
 	akeys = calloc(n ? n : 1, sizeof(*akeys));
@@ -328,13 +325,8 @@ static int kv_put_phased(struct pool_kv *kv, size_t n, const void *const *keys, 
 		rc = pool_err(-ENOMEM, "out of memory");
 		goto out;
 	}
-	for (i = 0; i < n; i++) {
-		if (values[i] == NULL || vlens[i] == 0 || vlens[i] > POOL_KV_VALUE_MAX) {
-			rc = pool_err(-EINVAL, "value %zu: 1 byte to 64 MiB", i);
-			goto out;
-		}
+	for (i = 0; i < n; i++)
 		sizes[i] = vlens[i];
-	}
 	rc = kv_call(kv, POOL__KV_OP__KV_OP_RESERVE, n, keys, klens, sizes, NULL, &rep);
 	if (rc < 0)
 		goto out;
@@ -379,7 +371,10 @@ out:
 	return rc;
 }
 
-/* A batch get the two-phase way: look up (pinned), read a place of each, release. */
+/*
+ * A batch get the two-phase way: look up (pinned), read a place of each,
+ * release (arguments checked).
+ */
 static int kv_get_phased(struct pool_kv *kv, size_t n, const void *const *keys, const size_t *klens,
 			 void *const *bufs, const size_t *buflens, size_t *ret_vlens,
 			 int *ret_status)
@@ -389,9 +384,6 @@ static int kv_get_phased(struct pool_kv *kv, size_t n, const void *const *keys, 
 	size_t *lens = NULL, i, good = 0, pinned = 0;
 	int *status = ret_status, rc;
 
-	if (kv == NULL || (n > 0 && (keys == NULL || klens == NULL || bufs == NULL ||
-				     buflens == NULL || ret_vlens == NULL || ret_status == NULL)))
-		return pool_err(-EINVAL, "pool_kv_get_batch: invalid argument");
 	versions = calloc(n ? n : 1, sizeof(*versions));
 	lens = calloc(n ? n : 1, sizeof(*lens));
 	if (versions == NULL || lens == NULL) {
