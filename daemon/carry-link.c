@@ -104,7 +104,7 @@ static void link_refused(void *arg, const char *who, const char *what, int err)
 	log_warnx_limited(l, 10000, "fabric link from %s: %s (%s)", who, what, err_str(err));
 }
 
-static const struct fab_link_ops link_ops = {link_check, link_refused};
+static const struct fab_link_ops link_ops = {.check = link_check, .refused = link_refused};
 
 /* Whether this poold is part of a cluster, and so takes links. */
 static bool link_clustered(const struct poold_conf *conf)

@@ -197,6 +197,7 @@ int fab_atomic_cswap64_nb(struct fab_ep *ep, uint64_t raddr, struct fab_rkey *rk
  */
 #define FAB_LINK_KEY_LEN 32
 #define FAB_LINK_MAX_LEN (16u << 20) /* the largest request a target takes */
+#define FAB_LINK_CALL_MAX (4u << 20) /* the largest call, and answer, a target takes */
 
 struct fab_links; /* this process's listener and all its links */
 struct fab_link;  /* a link to one target */
@@ -207,7 +208,11 @@ enum fab_link_op {
 	FAB_LINK_WRITE = 2,
 	FAB_LINK_FADD = 3,  /* 64-bit fetch-and-add of a */
 	FAB_LINK_CSWAP = 4, /* 64-bit compare (a) and swap (b) */
+	FAB_LINK_CALL = 5,  /* len bytes to the owner; an answer of at most a back */
 };
+
+/* A call's place among its link's replies, held until the owner answers it. */
+struct fab_link_answer;
 
 /* Who is at the other end of a link, as its hello said and its proof showed. */
 struct fab_link_peer {
@@ -243,6 +248,15 @@ struct fab_link_ops {
 	 * reason. For the owner's (rate-limited) log.
 	 */
 	void (*refused)(void *arg, const char *who, const char *what, int err);
+	/*
+	 * A call from peer: in, len bytes, readable only until it returns.
+	 * The owner answers it with fab_link_answer(), at once or later, with
+	 * at most max bytes; the replies behind it wait for that answer (they
+	 * go in order). It must not close links. No check is asked first: the
+	 * owner decides what peer may call. NULL: calls are refused.
+	 */
+	void (*call)(void *arg, const struct fab_link_peer *peer, const void *in, size_t len,
+		     size_t max, struct fab_link_answer *ans);
 };
 
 struct fab_links_config {
@@ -264,7 +278,7 @@ struct fab_links_config {
 
 /* Counts, for the metrics. */
 struct fab_link_stats {
-	uint64_t read_ops, read_bytes, write_ops, write_bytes, atomic_ops; /* issued */
+	uint64_t read_ops, read_bytes, write_ops, write_bytes, atomic_ops, call_ops; /* issued */
 	uint64_t served_ops, served_bytes; /* requests this target carried out */
 	uint64_t refused_requests;	   /* requests its owner refused */
 	uint64_t refused_links;		   /* connections closed unauthenticated or over a limit */
@@ -307,5 +321,18 @@ int fab_link_fadd(struct fab_link *k, uint32_t arena, uint64_t ext, uint64_t off
 		  uint64_t *ret_old, fab_done_cb cb, void *arg);
 int fab_link_cswap(struct fab_link *k, uint32_t arena, uint64_t ext, uint64_t off, uint64_t expect,
 		   uint64_t desired, uint64_t *ret_old, fab_done_cb cb, void *arg);
+
+/*
+ * Call the target's owner (fab_link_ops.call) with len bytes of in; its
+ * answer, at most max bytes, goes into out and its length into *ret_len
+ * before cb. Both buffers stay the caller's until cb.
+ */
+int fab_link_call(struct fab_link *k, const void *in, size_t len, void *out, size_t max,
+		  size_t *ret_len, fab_done_cb cb, void *arg);
+/*
+ * Answer a call: status 0 with len bytes of out (copied), or -errno.
+ * Frees ans; a call whose link closed meanwhile is only forgotten.
+ */
+void fab_link_answer(struct fab_link_answer *ans, int status, const void *out, size_t len);
 
 #endif /* POOL_FABRIC_H */

@@ -42,9 +42,11 @@ struct link_req {
 	uint8_t hdr[LINK_REQ_LEN];
 	uint32_t hdr_done;
 	enum fab_link_op op;
-	uint8_t *buf; /* a read's destination, a write's source */
+	uint8_t *buf; /* a read's destination, a write's or a call's source */
 	uint64_t len, done;
 	uint64_t id;
+	uint8_t *out; /* a call's answer goes there: at most max bytes */
+	uint64_t max;
 };
 TAILQ_HEAD(link_req_list, link_req);
 
@@ -53,6 +55,7 @@ struct link_call {
 	fab_done_cb cb;
 	void *arg;
 	uint64_t *ret_old;
+	size_t *ret_len; /* a call's answer */
 	unsigned pending;
 	int status;
 	struct link_req reqs[];
@@ -193,7 +196,8 @@ static void link_send(struct fab_link *k, size_t *budget)
 			    (struct iovec){r->hdr + r->hdr_done, LINK_REQ_LEN - r->hdr_done};
 			total += LINK_REQ_LEN - r->hdr_done;
 		}
-		if (r->op == FAB_LINK_WRITE && r->done < r->len && total < *budget) {
+		if ((r->op == FAB_LINK_WRITE || r->op == FAB_LINK_CALL) && r->done < r->len &&
+		    total < *budget) {
 			iov[niov] = (struct iovec){r->buf + r->done,
 						   (size_t)MIN(r->len - r->done, *budget - total)};
 			total += iov[niov++].iov_len;
@@ -223,12 +227,13 @@ static void link_send(struct fab_link *k, size_t *budget)
 
 		r->hdr_done += (uint32_t)step;
 		n -= (ssize_t)step;
-		if (r->op == FAB_LINK_WRITE) {
+		if (r->op == FAB_LINK_WRITE || r->op == FAB_LINK_CALL) {
 			step = (size_t)MIN((uint64_t)n, r->len - r->done);
 			r->done += step;
 			n -= (ssize_t)step;
 		}
-		if (r->hdr_done < LINK_REQ_LEN || (r->op == FAB_LINK_WRITE && r->done < r->len))
+		if (r->hdr_done < LINK_REQ_LEN ||
+		    ((r->op == FAB_LINK_WRITE || r->op == FAB_LINK_CALL) && r->done < r->len))
 			break;
 		TAILQ_REMOVE(&k->sendq, r, entry);
 		r->done = 0; /* (a read counts what it receives) */
@@ -319,6 +324,18 @@ static int link_reply(struct fab_link *k)
 	if (status == 0 && r->op == FAB_LINK_READ && r->len > 0) {
 		k->receiving = r;
 		return 0;
+	}
+	if (status == 0 && r->op == FAB_LINK_CALL) {
+		if (old > r->max)
+			return -EPROTO; /* (more than it was asked for) */
+		*r->call->ret_len = (size_t)old;
+		r->buf = r->out;
+		r->len = old;
+		r->done = 0;
+		if (old > 0) {
+			k->receiving = r;
+			return 0;
+		}
 	}
 	if (status == 0 && r->call->ret_old != NULL)
 		*r->call->ret_old = old;
@@ -551,9 +568,18 @@ bool fab_link_idle(const struct fab_link *k)
 	return TAILQ_EMPTY(&k->sendq) && TAILQ_EMPTY(&k->waitq);
 }
 
-/* Queue a call of one op, cut into requests of at most LINK_CHUNK bytes. */
+/* Where a call's answer goes. */
+struct link_answer_to {
+	void *out;
+	size_t max, *ret_len;
+};
+
+/*
+ * Queue a call of one op, cut into requests of at most LINK_CHUNK bytes;
+ * ret_old for atomics, to for a call (never cut: FAB_LINK_CALL_MAX is one).
+ */
 static int link_call(struct fab_link *k, const struct fab_link_req *req, void *buf,
-		     uint64_t *ret_old, fab_done_cb cb, void *arg)
+		     uint64_t *ret_old, const struct link_answer_to *to, fab_done_cb cb, void *arg)
 {
 	size_t n = req->len > LINK_CHUNK ? (size_t)((req->len + LINK_CHUNK - 1) / LINK_CHUNK) : 1,
 	       i;
@@ -570,6 +596,7 @@ static int link_call(struct fab_link *k, const struct fab_link_req *req, void *b
 	c->cb = cb;
 	c->arg = arg;
 	c->ret_old = ret_old;
+	c->ret_len = to != NULL ? to->ret_len : NULL;
 	c->pending = (unsigned)n;
 	for (i = 0; i < n; i++) {
 		struct link_req *r = &c->reqs[i];
@@ -580,7 +607,12 @@ static int link_call(struct fab_link *k, const struct fab_link_req *req, void *b
 		r->call = c;
 		r->op = req->op;
 		r->buf = buf != NULL ? (uint8_t *)buf + (uint64_t)i * LINK_CHUNK : NULL;
-		r->len = req->op == FAB_LINK_READ || req->op == FAB_LINK_WRITE ? part.len : 0;
+		r->len = req->op == FAB_LINK_READ || req->op == FAB_LINK_WRITE ||
+				 req->op == FAB_LINK_CALL
+			     ? part.len
+			     : 0;
+		r->out = to != NULL ? to->out : NULL;
+		r->max = to != NULL ? to->max : 0;
 		r->id = ++k->next_id;
 		link_put_req(r->hdr, &part, r->id);
 		TAILQ_INSERT_TAIL(&k->sendq, r, entry);
@@ -597,7 +629,7 @@ int fab_link_read(struct fab_link *k, uint32_t arena, uint64_t ext, uint64_t off
 		  void *buf, fab_done_cb cb, void *arg)
 {
 	struct fab_link_req req = {FAB_LINK_READ, arena, ext, off, len, 0, 0};
-	int rc = link_call(k, &req, buf, NULL, cb, arg);
+	int rc = link_call(k, &req, buf, NULL, NULL, cb, arg);
 
 	if (rc == 0) {
 		k->ls->stats.read_ops++;
@@ -610,7 +642,7 @@ int fab_link_write(struct fab_link *k, uint32_t arena, uint64_t ext, uint64_t of
 		   const void *buf, fab_done_cb cb, void *arg)
 {
 	struct fab_link_req req = {FAB_LINK_WRITE, arena, ext, off, len, 0, 0};
-	int rc = link_call(k, &req, (void *)(uintptr_t)buf, NULL, cb, arg);
+	int rc = link_call(k, &req, (void *)(uintptr_t)buf, NULL, NULL, cb, arg);
 
 	if (rc == 0) {
 		k->ls->stats.write_ops++;
@@ -623,7 +655,7 @@ int fab_link_fadd(struct fab_link *k, uint32_t arena, uint64_t ext, uint64_t off
 		  uint64_t *ret_old, fab_done_cb cb, void *arg)
 {
 	struct fab_link_req req = {FAB_LINK_FADD, arena, ext, off, 8, add, 0};
-	int rc = link_call(k, &req, NULL, ret_old, cb, arg);
+	int rc = link_call(k, &req, NULL, ret_old, NULL, cb, arg);
 
 	k->ls->stats.atomic_ops += rc == 0;
 	return rc;
@@ -633,9 +665,24 @@ int fab_link_cswap(struct fab_link *k, uint32_t arena, uint64_t ext, uint64_t of
 		   uint64_t desired, uint64_t *ret_old, fab_done_cb cb, void *arg)
 {
 	struct fab_link_req req = {FAB_LINK_CSWAP, arena, ext, off, 8, expect, desired};
-	int rc = link_call(k, &req, NULL, ret_old, cb, arg);
+	int rc = link_call(k, &req, NULL, ret_old, NULL, cb, arg);
 
 	k->ls->stats.atomic_ops += rc == 0;
+	return rc;
+}
+
+int fab_link_call(struct fab_link *k, const void *in, size_t len, void *out, size_t max,
+		  size_t *ret_len, fab_done_cb cb, void *arg)
+{
+	struct fab_link_req req = {FAB_LINK_CALL, 0, 0, 0, len, max, 0};
+	struct link_answer_to to = {out, max, ret_len};
+	int rc;
+
+	if (link_req_check(&req) < 0)
+		return -EMSGSIZE;
+	*ret_len = 0;
+	rc = link_call(k, &req, (void *)(uintptr_t)in, NULL, &to, cb, arg);
+	k->ls->stats.call_ops += rc == 0;
 	return rc;
 }
 

@@ -38,12 +38,21 @@
 #define LINK_MAX_OUT 64 /* replies waiting to be sent: no more requests are read */
 #define LINK_IOV 32
 
-/* One reply on its way out; a read's bytes follow its header. */
+/* One reply on its way out; a read's bytes, or a call's answer, follow its header. */
 struct link_rep {
 	uint8_t hdr[LINK_REP_LEN];
 	uint32_t hdr_done;
-	struct fab_link_req req; /* a read's, checked again before each slice */
-	uint64_t len, done;	 /* its bytes, and how many were sent */
+	struct fab_link_req req;	 /* a read's, checked again before each slice */
+	uint64_t len, done;		 /* its bytes, and how many were sent */
+	uint8_t *data;			 /* a call's answer */
+	struct fab_link_answer *waiting; /* a call not answered yet: nothing from here on goes */
+};
+
+/* A call the owner has yet to answer: its reply's place in its link's ring. */
+struct fab_link_answer {
+	struct link_in *li; /* NULL once the link closed */
+	unsigned slot;
+	uint64_t id, max;
 };
 
 struct link_in {
@@ -62,11 +71,12 @@ struct link_in {
 	struct fab_link_peer peer;
 	uint8_t *rbuf;
 	size_t rpos, rlen;
-	/* the write whose bytes are being received */
+	/* the write (or call) whose bytes are being received */
 	bool writing;
 	struct fab_link_req wreq;
 	uint64_t wid, wdone;
 	int wstatus;
+	uint8_t *wbuf; /* a call's bytes */
 	struct link_rep out[LINK_MAX_OUT];
 	unsigned out_head, out_n;
 };
@@ -87,6 +97,15 @@ static void in_close(struct link_in *li)
 {
 	struct fab_links *ls = li->ls;
 
+	unsigned k;
+
+	for (k = 0; k < li->out_n; k++) {
+		struct link_rep *r = &li->out[(li->out_head + k) % LINK_MAX_OUT];
+
+		if (r->waiting != NULL)
+			r->waiting->li = NULL; /* (its answer only frees it) */
+		free(r->data);
+	}
 	if (li->parked)
 		LIST_REMOVE(li, park_entry);
 	LIST_REMOVE(li, entry);
@@ -105,6 +124,7 @@ static void in_close(struct link_in *li)
 		event_free(li->more);
 	close(li->fd);
 	free(li->rbuf);
+	free(li->wbuf);
 	free(li);
 }
 
@@ -152,8 +172,8 @@ static int in_check(struct link_in *li, const struct fab_link_req *req, bool las
 static void in_send(struct link_in *li, size_t *budget);
 
 /* Queue a reply; a read's len bytes follow it. */
-static void in_reply(struct link_in *li, uint64_t id, int status, uint64_t old,
-		     const struct fab_link_req *req, uint64_t len)
+static struct link_rep *in_reply(struct link_in *li, uint64_t id, int status, uint64_t old,
+				 const struct fab_link_req *req, uint64_t len)
 {
 	struct link_rep *r = &li->out[(li->out_head + li->out_n) % LINK_MAX_OUT];
 
@@ -167,6 +187,54 @@ static void in_reply(struct link_in *li, uint64_t id, int status, uint64_t old,
 		li->ls->stats.refused_requests++;
 	else
 		li->ls->stats.served_ops++;
+	return r;
+}
+
+void fab_link_answer(struct fab_link_answer *ans, int status, const void *out, size_t len)
+{
+	struct link_in *li = ans->li;
+	struct link_rep *r;
+
+	if (li == NULL) {
+		free(ans);
+		return;
+	}
+	r = &li->out[ans->slot];
+	if (status == 0 && len > ans->max)
+		status = -EMSGSIZE;
+	if (status == 0 && len > 0 && (r->data = malloc(len)) == NULL)
+		status = -ENOMEM;
+	if (status == 0 && len > 0)
+		memcpy(r->data, out, len);
+	if (status > 0 || status < -4095)
+		status = -EIO;
+	link_put_rep(r->hdr, ans->id, status, status == 0 ? len : 0);
+	r->len = status == 0 ? len : 0;
+	r->waiting = NULL;
+	if (status < 0) {
+		li->ls->stats.refused_requests++;
+		li->ls->stats.served_ops--;
+	}
+	free(ans);
+	event_add(li->wr, NULL); /* (in_send() goes on from it) */
+}
+
+/* A call's bytes all came: its reply waits in the ring for the owner's answer. */
+static void in_call(struct link_in *li)
+{
+	struct fab_link_answer *ans = malloc(sizeof(*ans));
+	struct link_rep *r;
+
+	if (ans == NULL) {
+		in_reply(li, li->wid, -ENOMEM, 0, NULL, 0);
+		return;
+	}
+	*ans = (struct fab_link_answer){li, (li->out_head + li->out_n) % LINK_MAX_OUT, li->wid,
+					li->wreq.a};
+	r = in_reply(li, li->wid, 0, 0, NULL, 0);
+	r->waiting = ans;
+	li->ls->ops->call(li->ls->arg, &li->peer, li->wbuf, (size_t)li->wreq.len,
+			  (size_t)li->wreq.a, ans);
 }
 
 /* Carry out one checked request (status 0 and ptr) or refuse it (status < 0). */
@@ -187,11 +255,15 @@ static void in_handle(struct link_in *li, const struct fab_link_req *req, uint64
 		in_reply(li, id, status, 0, status == 0 ? req : NULL, status == 0 ? req->len : 0);
 		return;
 	case FAB_LINK_WRITE:
+	case FAB_LINK_CALL:
 		li->writing = true;
 		li->wreq = *req;
 		li->wid = id;
 		li->wdone = 0;
 		li->wstatus = status;
+		if (req->op == FAB_LINK_CALL && status == 0 && req->len > 0 &&
+		    (li->wbuf = malloc(req->len)) == NULL)
+			li->wstatus = -ENOMEM;
 		return;
 	case FAB_LINK_FADD:
 	case FAB_LINK_CSWAP:
@@ -223,7 +295,9 @@ static int in_write_bytes(struct link_in *li, size_t *budget)
 	void *ptr = NULL;
 	ssize_t got;
 
-	if (left > 0 && li->wstatus == 0)
+	if (li->wreq.op == FAB_LINK_CALL)
+		ptr = li->wbuf;
+	else if (left > 0 && li->wstatus == 0)
 		li->wstatus = in_check(li, &li->wreq, true, &ptr);
 	if (left == 0) {
 		got = 0;
@@ -253,10 +327,15 @@ static int in_write_bytes(struct link_in *li, size_t *budget)
 	*budget -= (size_t)got;
 	if (li->wdone < li->wreq.len)
 		return 1;
-	in_reply(li, li->wid, li->wstatus, 0, NULL, 0);
 	li->writing = false;
 	if (li->wstatus == 0)
 		li->ls->stats.served_bytes += li->wreq.len;
+	if (li->wreq.op == FAB_LINK_CALL && li->wstatus == 0)
+		in_call(li);
+	else
+		in_reply(li, li->wid, li->wstatus, 0, NULL, 0);
+	free(li->wbuf);
+	li->wbuf = NULL;
 	return 0;
 }
 
@@ -363,7 +442,9 @@ static bool in_serve(struct link_in *li, size_t *budget)
 			if (rc < 0)
 				return in_refuse(li, "sent a malformed request", rc);
 			rc = link_req_check(&req);
-			if (rc == 0)
+			if (rc == 0 && req.op == FAB_LINK_CALL)
+				rc = li->ls->ops->call != NULL ? 0 : -EOPNOTSUPP;
+			else if (rc == 0)
 				rc = in_check(li, &req, li->last_try, &ptr);
 			if (rc == -EAGAIN) {
 				in_park(li);
@@ -429,12 +510,18 @@ static void in_send(struct link_in *li, size_t *budget)
 	for (k = 0; k < li->out_n && niov + 2 <= LINK_IOV && total < *budget; k++) {
 		struct link_rep *r = &li->out[(li->out_head + k) % LINK_MAX_OUT];
 
+		if (r->waiting != NULL)
+			break; /* (replies go in order) */
 		if (r->hdr_done < LINK_REP_LEN) {
 			iov[niov++] =
 			    (struct iovec){r->hdr + r->hdr_done, LINK_REP_LEN - r->hdr_done};
 			total += LINK_REP_LEN - r->hdr_done;
 		}
-		if (r->done < r->len && total < *budget) {
+		if (r->done < r->len && total < *budget && r->data != NULL) {
+			iov[niov] = (struct iovec){r->data + r->done,
+						   (size_t)MIN(r->len - r->done, *budget - total)};
+			total += iov[niov++].iov_len;
+		} else if (r->done < r->len && total < *budget) {
 			void *ptr;
 			int rc = in_check(li, &r->req, true, &ptr);
 
@@ -471,6 +558,8 @@ static void in_send(struct link_in *li, size_t *budget)
 		n -= (ssize_t)step;
 		if (r->hdr_done == LINK_REP_LEN && r->done == r->len) {
 			li->ls->stats.served_bytes += r->len;
+			free(r->data);
+			r->data = NULL;
 			li->out_head = (li->out_head + 1) % LINK_MAX_OUT;
 			li->out_n--;
 		}

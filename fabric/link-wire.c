@@ -152,6 +152,7 @@ int link_get_req(const uint8_t in[LINK_REQ_LEN], struct fab_link_req *ret_req, u
 	case FAB_LINK_WRITE:
 	case FAB_LINK_FADD:
 	case FAB_LINK_CSWAP:
+	case FAB_LINK_CALL:
 		req.op = (enum fab_link_op)in[0];
 		break;
 	default:
@@ -172,8 +173,9 @@ int link_get_req(const uint8_t in[LINK_REQ_LEN], struct fab_link_req *ret_req, u
 
 /*
  * -EINVAL for a request that is well formed but asks for nothing a target
- * can do: a range that wraps, an atomic that is not one aligned word. It is
- * answered with that error.
+ * can do: a range that wraps, an atomic that is not one aligned word, a
+ * call that names a place or is larger than FAB_LINK_CALL_MAX either way.
+ * It is answered with that error (a call's bytes are read and dropped).
  */
 int link_req_check(const struct fab_link_req *req)
 {
@@ -181,6 +183,10 @@ int link_req_check(const struct fab_link_req *req)
 		return -EINVAL;
 	if ((req->op == FAB_LINK_FADD || req->op == FAB_LINK_CSWAP) &&
 	    (req->len != 8 || (req->ext + req->off) % 8 != 0))
+		return -EINVAL;
+	if (req->op == FAB_LINK_CALL &&
+	    (req->arena != 0 || req->ext != 0 || req->off != 0 || req->b != 0 ||
+	     req->len > FAB_LINK_CALL_MAX || req->a > FAB_LINK_CALL_MAX))
 		return -EINVAL;
 	return 0;
 }

@@ -14,8 +14,9 @@
  *				nonce_r, proof_r
  *	target -> requester	welcome: magic, version, kind 3, proof_t
  *	requester -> target	request: op, arena, id, extent, offset, length,
- *				a, b [, the bytes of a write]
- *	target -> requester	reply: id, status, old [, the bytes of a read]
+ *				a, b [, the bytes of a write or a call]
+ *	target -> requester	reply: id, status, old [, the bytes of a read,
+ *				or old bytes of a call's answer]
  *
  *	proof_r = HMAC-SHA256(key, "pool-link-requester" || nonce_t || hello
  *				   up to its proof)

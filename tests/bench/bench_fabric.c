@@ -401,7 +401,7 @@ static void link_refused(void *arg, const char *who, const char *what, int err)
 	fprintf(stderr, "pool-bench-fabric: link from %s: %s (%s)\n", who, what, strerror(-err));
 }
 
-static const struct fab_link_ops link_ops = {link_check, link_refused};
+static const struct fab_link_ops link_ops = {.check = link_check, .refused = link_refused};
 
 static struct fab_links *link_ctx(struct event_base *eb, const char *bind, uint32_t node)
 {

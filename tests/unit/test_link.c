@@ -60,7 +60,39 @@ static void t_refused(void *arg, const char *who, const char *what, int err)
 	refusals++;
 }
 
-static const struct fab_link_ops t_ops = {t_check, t_refused};
+/*
+ * The owner's calls: answered at once with the bytes reversed (and, when
+ * a call asks for it by its first byte 'L', kept to be answered later);
+ * 'B' answers more than the caller takes.
+ */
+static struct fab_link_answer *later[4];
+static int nlater, ncalls;
+static uint32_t last_caller;
+
+static void t_call(void *arg, const struct fab_link_peer *peer, const void *in, size_t len,
+		   size_t max, struct fab_link_answer *ans)
+{
+	const uint8_t *p = in;
+	static uint8_t out[1u << 20];
+	size_t i;
+
+	(void)arg;
+	ncalls++;
+	last_caller = peer->node;
+	if (len > 0 && p[0] == 'L' && nlater < 4) {
+		later[nlater++] = ans;
+		return;
+	}
+	if (len > 0 && p[0] == 'B') {
+		fab_link_answer(ans, 0, out, max + 1);
+		return;
+	}
+	for (i = 0; i < len && i < sizeof(out); i++)
+		out[i] = p[len - 1 - i];
+	fab_link_answer(ans, 0, out, MIN(len, sizeof(out)));
+}
+
+static const struct fab_link_ops t_ops = {.check = t_check, .refused = t_refused, .call = t_call};
 
 static unsigned slice; /* of the contexts made next; 0: the default */
 
@@ -133,6 +165,7 @@ static void t_setup(void)
 	target_waits = false;
 	fenced_node = UINT32_MAX;
 	checks = refusals = 0;
+	nlater = ncalls = 0;
 }
 
 static void t_teardown(struct fab_links *r, struct fab_links *t)
@@ -460,6 +493,121 @@ static void test_drop_peer(void)
 	t_teardown(r, t);
 }
 
+/*
+ * Calls: answered in order, at once or later, with what the owner said;
+ * an answer larger than the caller takes is refused, and so is a call
+ * larger than the most a target takes; a link that closes with a call
+ * unanswered leaves its answer harmless.
+ */
+static void test_calls(void)
+{
+	struct fab_links *t, *r;
+	struct fab_link *k;
+	struct done d = {0}, dl = {0}, dr = {0};
+	static uint8_t in[FAB_LINK_CALL_MAX + 1], out[1u << 20], out2[64], out3[64];
+	size_t n = 1, n2 = 1, n3 = 1, i;
+	uint8_t b8[8];
+
+	t_setup();
+	t = make(2, 100, 1);
+	r = make(1, 200, 1);
+	k = open_to(r, t, 100);
+	for (i = 0; i < sizeof(out); i++)
+		in[i] = (uint8_t)(i * 13 + 1);
+	in[0] = 'x';
+	CU_ASSERT_EQUAL(fab_link_call(k, in, sizeof(out), out, sizeof(out), &n, done_cb, &d), 0);
+	CU_ASSERT_EQUAL(d.n, 0);
+	wait_for(&d, 1);
+	CU_ASSERT_EQUAL(d.status, 0);
+	CU_ASSERT_EQUAL(n, sizeof(out));
+	CU_ASSERT_EQUAL(out[0], in[sizeof(out) - 1]);
+	CU_ASSERT_EQUAL(out[sizeof(out) - 1], 'x');
+	CU_ASSERT_EQUAL(last_caller, 1);
+	/* nothing either way */
+	CU_ASSERT_EQUAL(fab_link_call(k, in, 0, out, 0, &n, done_cb, &d), 0);
+	wait_for(&d, 2);
+	CU_ASSERT_EQUAL(d.status, 0);
+	CU_ASSERT_EQUAL(n, 0);
+	/* one answered later holds up a read and a call behind it, then all three come */
+	CU_ASSERT_EQUAL(fab_link_call(k, "Later", 5, out2, sizeof(out2), &n2, done_cb, &dl), 0);
+	CU_ASSERT_EQUAL(fab_link_read(k, 7, EXT_OFF, 0, 8, b8, done_cb, &dr), 0);
+	CU_ASSERT_EQUAL(fab_link_call(k, "abc", 3, out3, sizeof(out3), &n3, done_cb, &dr), 0);
+	spin(50);
+	CU_ASSERT_EQUAL(nlater, 1);
+	CU_ASSERT_EQUAL(dl.n + dr.n, 0);
+	fab_link_answer(later[0], 0, "done", 4);
+	wait_for(&dr, 2);
+	CU_ASSERT_EQUAL(dl.n, 1);
+	CU_ASSERT_EQUAL(dl.status, 0);
+	CU_ASSERT_EQUAL(n2, 4);
+	CU_ASSERT_EQUAL(memcmp(out2, "done", 4), 0);
+	CU_ASSERT_EQUAL(dr.status, 0);
+	CU_ASSERT_EQUAL(n3, 3);
+	CU_ASSERT_EQUAL(memcmp(out3, "cba", 3), 0);
+	/* an error answered later */
+	CU_ASSERT_EQUAL(fab_link_call(k, "L", 1, out2, sizeof(out2), &n2, done_cb, &dl), 0);
+	spin(20);
+	CU_ASSERT_EQUAL_FATAL(nlater, 2);
+	fab_link_answer(later[1], -ENOENT, NULL, 0);
+	wait_for(&dl, 2);
+	CU_ASSERT_EQUAL(dl.status, -ENOENT);
+	/* more than the caller takes, and more than a target takes */
+	d.status = 0;
+	CU_ASSERT_EQUAL(fab_link_call(k, "B", 1, out2, sizeof(out2), &n2, done_cb, &d), 0);
+	wait_for(&d, 3);
+	CU_ASSERT_EQUAL(d.status, -EMSGSIZE);
+	CU_ASSERT_EQUAL(fab_link_call(k, in, FAB_LINK_CALL_MAX + 1, out, 8, &n, done_cb, &d),
+			-EMSGSIZE);
+	CU_ASSERT_EQUAL(fab_link_call(k, in, 8, out, FAB_LINK_CALL_MAX + 1, &n, done_cb, &d),
+			-EMSGSIZE);
+	/* the link still serves */
+	d.status = 0;
+	CU_ASSERT_EQUAL(fab_link_call(k, "xyz", 3, out3, sizeof(out3), &n3, done_cb, &d), 0);
+	wait_for(&d, 4);
+	CU_ASSERT_EQUAL(d.status, 0);
+	CU_ASSERT_EQUAL(memcmp(out3, "zyx", 3), 0);
+	/* closed with a call unanswered: the answer after it only frees */
+	dl.status = 0;
+	CU_ASSERT_EQUAL(fab_link_call(k, "L", 1, out2, sizeof(out2), &n2, done_cb, &dl), 0);
+	spin(20);
+	CU_ASSERT_EQUAL_FATAL(nlater, 3);
+	fab_link_close(k);
+	wait_for(&dl, 3);
+	CU_ASSERT_EQUAL(dl.status, -ECANCELED);
+	spin(20); /* (the target saw it close) */
+	fab_link_answer(later[2], 0, "late", 4);
+	spin(20);
+	t_teardown(r, t);
+}
+
+/* A target that takes no calls refuses them; its link goes on. */
+static void test_calls_unserved(void)
+{
+	static const struct fab_link_ops no_calls = {.check = t_check, .refused = t_refused};
+	struct fab_links_config cfg = {.bind = "127.0.0.1", .ops = &no_calls, .wait_ms = 300};
+	struct fab_links *t = NULL, *r;
+	struct fab_link *k;
+	struct done d = {0};
+	uint8_t out[8], b8[8];
+	size_t n;
+
+	t_setup();
+	memset(cfg.key, 1, sizeof(cfg.key));
+	cfg.self = (struct fab_link_peer){2, 100, 42};
+	CU_ASSERT_EQUAL_FATAL(fab_links_create(base, &cfg, &t), 0);
+	r = make(1, 200, 1);
+	k = open_to(r, t, 100);
+	CU_ASSERT_EQUAL(fab_link_call(k, "abcdef", 6, out, sizeof(out), &n, done_cb, &d), 0);
+	wait_for(&d, 1);
+	CU_ASSERT_EQUAL(d.status, -EOPNOTSUPP);
+	d.status = 0;
+	CU_ASSERT_EQUAL(fab_link_read(k, 7, EXT_OFF, 0, 8, b8, done_cb, &d), 0);
+	wait_for(&d, 2);
+	CU_ASSERT_EQUAL(d.status, 0);
+	fab_link_close(k);
+	t_teardown(r, t);
+}
+
 /* Read exactly len bytes from a blocking socket (within 2 s): 0, or -1. */
 static int recv_all(int fd, void *buf, size_t len)
 {
@@ -545,8 +693,21 @@ static void test_raw_member(void)
 	CU_ASSERT_EQUAL(got[0], 0xee);
 	CU_ASSERT_EQUAL(arena[0], 0xee);
 	CU_ASSERT_EQUAL(arena[EXT_OFF], 0xee);
+	/* calls that name a place, or ask for more than a target answers */
+	ncalls = 0;
+	req = (struct fab_link_req){FAB_LINK_CALL, 7, 0, 0, 16, 8, 0};
+	CU_ASSERT_EQUAL(raw_call(fd, &req, 5, junk, sizeof(junk)), -EINVAL);
+	req = (struct fab_link_req){FAB_LINK_CALL, 0, 0, 0, 16, FAB_LINK_CALL_MAX + 1ull, 0};
+	CU_ASSERT_EQUAL(raw_call(fd, &req, 6, junk, sizeof(junk)), -EINVAL);
+	CU_ASSERT_EQUAL(ncalls, 0);
+	req = (struct fab_link_req){FAB_LINK_CALL, 0, 0, 0, 4, 8, 0};
+	CU_ASSERT_EQUAL(raw_call(fd, &req, 7, "wxyz", 4), 0);
+	CU_ASSERT_EQUAL(recv_all(fd, got, 4), 0);
+	CU_ASSERT_EQUAL(memcmp(got, "zyxw", 4), 0);
+	CU_ASSERT_EQUAL(last_caller, 9);
+	req = (struct fab_link_req){FAB_LINK_READ, 7, EXT_OFF, 0, 8, 0, 0};
 	req.len = FAB_LINK_MAX_LEN + 1ull;
-	CU_ASSERT_EQUAL(raw_call(fd, &req, 5, NULL, 0), 1); /* closed */
+	CU_ASSERT_EQUAL(raw_call(fd, &req, 8, NULL, 0), 1); /* closed */
 	close(fd);
 	fab_links_destroy(t);
 	event_base_free(base);
@@ -594,6 +755,8 @@ int main(void)
 	    {"a check that says not yet: kick or wait", test_wait_kick},
 	    {"close with calls pending", test_close_pending},
 	    {"a fenced requester", test_drop_peer},
+	    {"calls answered in order, at once or later", test_calls},
+	    {"a target that takes no calls", test_calls_unserved},
 	    {"a member's hand-made requests", test_raw_member},
 	    {"request headers", test_wire},
 	    {NULL, NULL},
