@@ -191,7 +191,7 @@ static const char *admin_enum(void *result, const ProtobufCEnumDescriptor *d, in
 /* Allocate *ret's array of n elements with result; false when out of memory. */
 #define ADMIN_ARRAY(result, ret, n) (((ret) = admin_array((result), (n), sizeof(*(ret)))) != NULL)
 
-int admin_status(struct admin *a, const struct admin_status **ret)
+int admin_status(struct admin *a, int64_t node, const struct admin_status **ret)
 {
 	Pool__StatusRequest req = POOL__STATUS_REQUEST__INIT;
 	struct admin_journal *journals;
@@ -200,6 +200,10 @@ int admin_status(struct admin *a, const struct admin_status **ret)
 	size_t i;
 	int rc;
 
+	if (node >= 0) {
+		req.has_node = 1;
+		req.node = (uint32_t)node;
+	}
 	rc = admin_ask(a, WIRE_STATUS, &req.base, WIRE_STATUS_REPLY, false,
 		       (ProtobufCMessage **)&rep, sizeof(*st), (void **)&st);
 	if (rc != EXIT_OK)

@@ -64,7 +64,8 @@ struct admin_status {
 	const struct admin_kv_shards *kv_shards; /* NULL: poold does not say */
 };
 
-int admin_status(struct admin *a, const struct admin_status **ret);
+/* node: another member's poold, asked through this one; -1: this one */
+int admin_status(struct admin *a, int64_t node, const struct admin_status **ret);
 
 /* poolctl config show, reload */
 struct admin_option {

@@ -501,22 +501,12 @@ static int snap_place_nodes(struct cmd_ctx *ctx)
 	uint32_t nodes[64];
 	struct json *j = NULL;
 	bool failed = false;
-	unsigned long n;
-	char *end;
 	size_t i;
 	int rc;
 
-	for (i = 0; i + 1 < (size_t)ctx->argc; i++) {
-		errno = 0;
-		n = strtoul(ctx->argv[i + 1], &end, 10);
-		if (ctx->argv[i + 1][0] < '0' || ctx->argv[i + 1][0] > '9' || *end != '\0' ||
-		    errno != 0 || n > UINT32_MAX) {
-			fprintf(stderr, "poolctl: '%s' is not a node id (see poolctl nodes)\n",
-				ctx->argv[i + 1]);
+	for (i = 0; i + 1 < (size_t)ctx->argc; i++)
+		if (cmd_node_arg(ctx->argv[i + 1], &nodes[i]) < 0)
 			return EXIT_USAGE;
-		}
-		nodes[i] = (uint32_t)n;
-	}
 	rc = cmd_connect(ctx, SNAP_PLACE_TIMEOUT_MS);
 	if (rc == EXIT_OK)
 		rc = admin_snap_place(ctx->admin, ctx->argv[0], nodes, i, &rep);

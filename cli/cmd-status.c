@@ -206,9 +206,17 @@ static int cmd_status_exec(struct cmd_ctx *ctx)
 {
 	const struct admin_status *st;
 	struct json *j = NULL;
+	int64_t node = -1;
 	int rc;
 
-	rc = admin_status(ctx->admin, &st);
+	if (ctx->argc == 1) {
+		uint32_t id;
+
+		if (cmd_node_arg(ctx->argv[0], &id) < 0)
+			return EXIT_USAGE;
+		node = id;
+	}
+	rc = admin_status(ctx->admin, node, &st);
 	if (rc != EXIT_OK)
 		return rc;
 	if (ctx->json)
@@ -226,5 +234,11 @@ static int cmd_status_exec(struct cmd_ctx *ctx)
 }
 
 const struct cmd_entry cmd_status_entry = {
-    "status", "", 0, 0, DAEMON_NEEDED, cmd_status_exec, "show poold's version, role and uptime",
+    "status",
+    "[NODE]",
+    0,
+    1,
+    DAEMON_NEEDED,
+    cmd_status_exec,
+    "show poold's version, role and uptime (or another node's, asked through it)",
 };

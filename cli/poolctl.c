@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <getopt.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,22 @@ int cmd_pool_fail(const char *what, int rc)
 }
 
 /* Connect to poold, waiting up to timeout_ms for each reply (0: the default). */
+/* A node id argument (as poolctl nodes shows them): 0, or -EINVAL with the error said. */
+int cmd_node_arg(const char *arg, uint32_t *ret)
+{
+	unsigned long n;
+	char *end;
+
+	errno = 0;
+	n = strtoul(arg, &end, 10);
+	if (arg[0] < '0' || arg[0] > '9' || *end != '\0' || errno != 0 || n > UINT32_MAX) {
+		fprintf(stderr, "poolctl: '%s' is not a node id (see poolctl nodes)\n", arg);
+		return -EINVAL;
+	}
+	*ret = (uint32_t)n;
+	return 0;
+}
+
 int cmd_connect(struct cmd_ctx *ctx, int timeout_ms)
 {
 	return admin_connect(ctx->socket, timeout_ms > 0 ? timeout_ms : POOLCTL_TIMEOUT_MS, false,

@@ -70,6 +70,7 @@ struct pool;
 int cmd_pool_open(struct cmd_ctx *ctx, struct pool **ret);
 int cmd_pool_fail(const char *what, int rc);
 int cmd_connect(struct cmd_ctx *ctx, int timeout_ms);
+int cmd_node_arg(const char *arg, uint32_t *ret);
 
 /* cmd-snap-serve.c */
 int cmd_snap_serve(struct cmd_ctx *ctx);

@@ -91,6 +91,25 @@ static int link_check(void *arg, const struct fab_link_peer *peer, const struct 
 	return hold_reach(pd, req->arena, req->ext, req->off, req->len, last, ret_ptr);
 }
 
+/* Whether peer is a member this poold serves now: 0 or -ECONNABORTED (nodecall.c). */
+int carry_link_member(struct poold *pd, const struct fab_link_peer *peer)
+{
+	return link_member(pd, peer, true);
+}
+
+/* A call from another node's poold (fab_link_ops.call). */
+static void link_call(void *arg, const struct fab_link_peer *peer, const void *in, size_t len,
+		      size_t max, struct fab_link_answer *ans)
+{
+	struct poold *pd = arg;
+
+	(void)max; /* (an answer over it is refused by the link) */
+	if (pd->node_call != NULL)
+		pd->node_call(pd, peer, in, len, ans);
+	else
+		fab_link_answer(ans, -EOPNOTSUPP, NULL, 0);
+}
+
 /* Said once per 10 s for each kind, so that a flood of one hides no other. */
 static void link_refused(void *arg, const char *who, const char *what, int err)
 {
@@ -104,7 +123,8 @@ static void link_refused(void *arg, const char *who, const char *what, int err)
 	log_warnx_limited(l, 10000, "fabric link from %s: %s (%s)", who, what, err_str(err));
 }
 
-static const struct fab_link_ops link_ops = {.check = link_check, .refused = link_refused};
+static const struct fab_link_ops link_ops = {
+    .check = link_check, .refused = link_refused, .call = link_call};
 
 /* Whether this poold is part of a cluster, and so takes links. */
 static bool link_clustered(const struct poold_conf *conf)
@@ -195,6 +215,12 @@ static int link_way(struct poold *pd, struct member *m)
 	m->way_failed_ms = 0;
 	m->way_gen = carry_new_gen();
 	return 0;
+}
+
+/* m's link, opened if need be (nodecall.c): m->link, or -errno. */
+int carry_link_way(struct poold *pd, struct member *m)
+{
+	return link_way(pd, m);
 }
 
 static int link_start(struct poold *pd, struct member *m, enum carry_op op,

@@ -162,10 +162,27 @@ int req_reply(struct req *r, uint16_t type, const ProtobufCMessage *msg)
 	if ((type == WIRE_REGION_REPLY || type == WIRE_KV_REPLY) && r->session != 0 &&
 	    r->node == r->pd->node_id)
 		grant_reply(r->pd, r->session, type, msg);
+	if (r->answer != NULL) /* (asked by another node) */
+		return r->answer(r, type, msg);
 	rc = wiring->hold_reply(r->pd, r->conn, type, r->id, msg);
 	if (rc == 0 && r->with_file)
 		rc = wiring->reply_with_file(r, type, msg);
 	return rc != 0 ? MIN(rc, 0) : conn_send(r->conn, type, r->id, msg);
+}
+
+/* Send the error reply of code, with the message req_errorf() recorded. */
+void req_send_error(struct req *r, int code)
+{
+	Pool__Error err = POOL__ERROR__INIT;
+
+	req_timed(r);
+	if (r->answer == NULL) {
+		conn_send_error(r->conn, r->id, code, r->errmsg);
+		return;
+	}
+	err.code = code;
+	err.message = r->errmsg[0] != '\0' ? r->errmsg : (char *)err_str(code);
+	r->answer(r, WIRE_ERROR, &err.base);
 }
 
 /*
@@ -190,7 +207,8 @@ struct req *req_hold(const struct req *r)
 	if (held == NULL)
 		return NULL;
 	*held = *r;
-	conn_ref(held->conn);
+	if (held->conn != NULL)
+		conn_ref(held->conn);
 	return held;
 }
 
@@ -200,11 +218,10 @@ struct req *req_hold(const struct req *r)
  */
 void req_finish(struct req *r, int rc)
 {
-	if (rc < 0) {
-		req_timed(r);
-		conn_send_error(r->conn, r->id, rc, r->errmsg);
-	}
-	conn_unref(r->conn);
+	if (rc < 0)
+		req_send_error(r, rc);
+	if (r->conn != NULL)
+		conn_unref(r->conn);
 	free(r);
 }
 
@@ -305,10 +322,9 @@ void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size
 	if (rc >= 0)
 		return;
 out_error:
-	log_debug("%s: %s: %s", conn_desc(r->conn), wire_type_name(type),
-		  r->errmsg[0] ? r->errmsg : err_str(rc));
-	req_timed(r);
-	conn_send_error(r->conn, r->id, rc, r->errmsg);
+	log_debug("%s: %s: %s", r->conn != NULL ? conn_desc(r->conn) : "a node's call",
+		  wire_type_name(type), r->errmsg[0] ? r->errmsg : err_str(rc));
+	req_send_error(r, rc);
 }
 
 static bool ctl_is_admin(const struct ctl_conn *c)

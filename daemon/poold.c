@@ -353,6 +353,7 @@ int main(int argc, char **argv)
 	TAILQ_INIT(&pd.members);
 	TAILQ_INIT(&pd.holds);
 	control_wire(&poold_wiring);
+	nodecall_open(&pd);
 	if (control_open(&pd, &pd.control) < 0) {
 		log_warnx("cannot open the control socket %s", pd.conf->socket);
 		goto out;

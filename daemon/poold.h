@@ -193,9 +193,12 @@ struct poold {
 	struct peer *peer;		       /* role = node: the link to the coordinator */
 	const struct carry_ops *carry;	       /* how it reaches other poolds' memory (carry.c) */
 	const struct carry_hooks *carry_hooks; /* ... and what it is told of changes */
-	struct fab_links *links;	       /* fabric.transfer = checked: its links, both ways */
-	uint64_t epoch;			       /* its own registration's number (node_info.epoch) */
-	struct fab_ctx *fab;		       /* fabric.transfer = rma: UCX */
+	/* who serves other nodes' calls on the links (nodecall.c), or NULL: refused */
+	void (*node_call)(struct poold *pd, const struct fab_link_peer *peer, const void *in,
+			  size_t len, struct fab_link_answer *ans);
+	struct fab_links *links; /* fabric.transfer = checked: its links, both ways */
+	uint64_t epoch;		 /* its own registration's number (node_info.epoch) */
+	struct fab_ctx *fab;	 /* fabric.transfer = rma: UCX */
 	struct fab_mem *probe_mem;
 	void *probe_buf;
 	size_t probe_len;
@@ -336,6 +339,9 @@ struct req {
 	uint16_t type;	   /* of the request */
 	uint64_t start_us; /* when it came */
 	bool with_file;	   /* a local session's open or create that wants the region's file */
+	/* asked by another node (nodecall.c): the reply goes to answer_to, through answer */
+	int (*answer)(struct req *r, uint16_t type, const ProtobufCMessage *msg);
+	struct fab_link_answer *answer_to;
 	char errmsg[256];
 };
 
@@ -406,6 +412,11 @@ void control_notify(struct poold *pd, uint64_t session, uint16_t type, const Pro
 void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size_t len);
 const struct ctl_handler *control_handler(uint16_t type);
 int req_reply(struct req *r, uint16_t type, const ProtobufCMessage *msg);
+void req_send_error(struct req *r, int code);
+/* nodecall.c: requests between nodes' poolds, on the links between them */
+int nodecall_forward(struct req *r, uint32_t node, uint16_t type, const ProtobufCMessage *msg);
+int nodecall_answer(struct req *r, uint16_t type, const ProtobufCMessage *msg);
+void nodecall_open(struct poold *pd);
 int req_errorf(struct req *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 struct req *req_hold(const struct req *r);
 void req_finish(struct req *r, int rc);
@@ -504,6 +515,8 @@ uint64_t carry_activity(const struct poold *pd);
 void carry_stats(struct poold *pd, struct fab_rma_stats *ret_issued);
 /* carry-link.c */
 int carry_link_key(const char *secret, uint8_t ret_key[FAB_LINK_KEY_LEN]);
+int carry_link_member(struct poold *pd, const struct fab_link_peer *peer);
+int carry_link_way(struct poold *pd, struct member *m);
 
 /* quota.c: the most bytes uid may hold (UINT64_MAX: no bound), and the option that bounds it */
 uint64_t quota_of(const struct poold *pd, uint32_t uid, const char **ret_option);

@@ -22,6 +22,13 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 	char role[32];
 	size_t n, i;
 
+	if (((const Pool__StatusRequest *)msg)->has_node &&
+	    ((const Pool__StatusRequest *)msg)->node != pd->node_id) {
+		Pool__StatusRequest there = POOL__STATUS_REQUEST__INIT; /* (its own) */
+
+		return nodecall_forward(r, ((const Pool__StatusRequest *)msg)->node, WIRE_STATUS,
+					&there.base);
+	}
 	conf_format(pd->conf, conf_find("role"), role, sizeof(role));
 	reply.version = PACKAGE_VERSION;
 	reply.uptime_ms = units_now_ms() - pd->start_ms;

@@ -49,11 +49,27 @@ awk '$3 < 192 || $3 > 320 { exit 1 }' "$CLUSTER_TMP/shards.4" &&
 pctl 2 status | grep -q "kv shards .* of 1024 here, 4 owner(s), map $digest4" &&
 	ok "poolctl status shows the map" || { not_ok "poolctl status"; pctl 2 status; }
 
+# Another node's poold asked through this one, on the link between them (no coordinator between).
+nodeid() { pctl "$1" --json status | python3 -c 'import json, sys; print(json.load(sys.stdin)["node_id"])'; }
+id3=$(nodeid 3) id4=$(nodeid 4)
+[ -n "$id3" ] && [ "$(pctl 1 --json status "$id3" | python3 -c 'import json, sys; print(json.load(sys.stdin)["node_id"])')" = "$id3" ] &&
+	ok "poolctl status $id3 through h1's poold: node $id3 answers" || not_ok "status of another node"
+pctl 4 status "$(nodeid 2)" | grep -q "kv shards .* map $digest4" &&
+	ok "h2 asked through h4: the same map" || not_ok "status of h2 through h4"
+out=$(pctl 1 status 4000 2>&1); rc=$?
+[ $rc -eq 1 ] && grep -q "node 4000 is not a member that is up" <<<"$out" &&
+	ok "a node that is no member: refused, saying so" || not_ok "status 4000 (exit $rc: $out)"
+pctl 1 status h3 >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] && ok "a node id that is none: a usage error" || not_ok "status h3 (exit $rc)"
+
 # A node killed: once it is dead, its shards alone move, to the others.
 h4=$(owned 4)
 moves1=$(awk '$1 == 1 { print $6 }' "$CLUSTER_TMP/shards.4")
 pool_node_kill 4
 pool_wait_state 1 h4 dead 10 || not_ok "h4 declared dead"
+t0=$SECONDS out=$(pctl 1 status "$id4" 2>&1); rc=$?
+[ $rc -eq 1 ] && [ $((SECONDS - t0)) -le 2 ] && ok "a dead node asked through h1: refused at once ($out)" ||
+	not_ok "status of the dead node (exit $rc after $((SECONDS - t0)) s: $out)"
 agree 3 10 1 2 3 && ok "the three left agree on a map of 3 owners" ||
 	{ not_ok "3 owners"; cat "$CLUSTER_TMP/shards"; }
 [ "$(digest)" != "$digest4" ] && ok "another map" || not_ok "the map changed"

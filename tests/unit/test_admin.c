@@ -500,7 +500,7 @@ static void test_status(void)
 	const struct admin_status *st = NULL;
 
 	CU_ASSERT_STRING_EQUAL(admin_server_version(a), "9.8.7");
-	CU_ASSERT_EQUAL_FATAL(admin_status(a, &st), EXIT_OK);
+	CU_ASSERT_EQUAL_FATAL(admin_status(a, -1, &st), EXIT_OK);
 	CU_ASSERT_STRING_EQUAL(st->version, "1.2.3");
 	CU_ASSERT_STRING_EQUAL(st->role, "node");
 	CU_ASSERT_STRING_EQUAL(st->config_file, "/etc/pool/poold.conf");
@@ -910,7 +910,7 @@ static void test_unreachable(void)
 	const struct admin_status *st = NULL;
 
 	CU_ASSERT_EQUAL(admin_region_destroy(a, "drop"), EXIT_UNREACHABLE);
-	CU_ASSERT_EQUAL(admin_status(a, &st), EXIT_UNREACHABLE);
+	CU_ASSERT_EQUAL(admin_status(a, -1, &st), EXIT_UNREACHABLE);
 	CU_ASSERT_PTR_NULL(st);
 	admin_close(a);
 	CU_ASSERT_EQUAL(admin_connect("/nonexistent/poold.sock", 1000, true, &none),

@@ -1,0 +1,176 @@
+/*
+ * daemon/nodecall.c - requests between nodes' poolds, not through the
+ * coordinator: this poold asks another member's poold to serve a request
+ * of one of its clients, as a call on the checked link between them
+ * (fabric/link*.c), and relays the answer; and serves such calls.
+ *
+ * A call carries the wire's Forward (the request, its type, and the
+ * client's uid, gid and admin standing as its own poold saw them, as
+ * nodes forward requests to the coordinator); the answer is the reply's
+ * type (2 bytes, little-endian) and then the reply. Only members this
+ * poold serves may call (carry-link.c's check of the link's peer), only
+ * the types nodecall_served() lists are served, and only to a local
+ * client's request is another node asked: a call never makes another.
+ * With fabric.transfer = rma there are no links, and so no calls.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/poold.h"
+#include "fabric/fabric.h"
+
+#define NODECALL_ANSWER_MAX (1u << 20)
+
+/* A request sent to another node, until its answer comes. */
+struct nodecall {
+	struct req *r; /* the client's */
+	uint32_t node;
+	size_t in_len, out_len;
+	uint8_t *in, *out;
+};
+
+/* The types another node may ask this poold to serve. */
+static bool nodecall_served(uint32_t type)
+{
+	return type == WIRE_STATUS;
+}
+
+static void nodecall_free(struct nodecall *nc)
+{
+	free(nc->in);
+	free(nc->out);
+	free(nc);
+}
+
+static void nodecall_done(void *arg, int status)
+{
+	struct nodecall *nc = arg;
+	struct req *r = nc->r;
+
+	if (status == 0 && nc->out_len < 2)
+		status = -EPROTO;
+	if (status < 0) {
+		req_finish(r, req_errorf(r, status, "node %u did not answer: %s", nc->node,
+					 err_str(status)));
+	} else {
+		uint16_t type = (uint16_t)(nc->out[0] | nc->out[1] << 8);
+
+		conn_send_raw(r->conn, type, r->id, nc->out + 2, nc->out_len - 2);
+		req_finish(r, 0);
+	}
+	nodecall_free(nc);
+}
+
+/*
+ * Ask node to serve msg (a request of type) for r's client; the answer is
+ * relayed to the client when it comes.
+ */
+int nodecall_forward(struct req *r, uint32_t node, uint16_t type, const ProtobufCMessage *msg)
+{
+	Pool__Forward fw = POOL__FORWARD__INIT;
+	struct member *m = cluster_find(r->pd, node);
+	struct nodecall *nc;
+	size_t plen;
+	int rc;
+
+	if (r->conn == NULL)
+		return req_errorf(r, -EOPNOTSUPP, "a request from another node asks no further");
+	if (m == NULL || m->state != MEMBER_UP)
+		return req_errorf(r, -EHOSTUNREACH, "node %u is not a member that is up", node);
+	rc = carry_link_way(r->pd, m);
+	if (rc < 0)
+		return req_errorf(r, rc, "no link to node %u: %s", node, err_str(rc));
+	nc = calloc(1, sizeof(*nc));
+	plen = protobuf_c_message_get_packed_size(msg);
+	fw.uid = r->uid;
+	fw.gid = r->gid;
+	fw.pid = (uint32_t)r->pid;
+	fw.admin = r->admin;
+	fw.type = type;
+	fw.has_session = 1;
+	fw.session = r->session;
+	if (nc == NULL || (fw.payload.data = malloc(plen ? plen : 1)) == NULL) {
+		free(nc);
+		return req_errorf(r, -ENOMEM, "out of memory");
+	}
+	fw.payload.len = protobuf_c_message_pack(msg, fw.payload.data);
+	nc->node = node;
+	nc->in_len = protobuf_c_message_get_packed_size(&fw.base);
+	nc->in = malloc(nc->in_len);
+	nc->out = malloc(NODECALL_ANSWER_MAX);
+	if (nc->in == NULL || nc->out == NULL || (nc->r = req_hold(r)) == NULL) {
+		free(fw.payload.data);
+		nodecall_free(nc);
+		return req_errorf(r, -ENOMEM, "out of memory");
+	}
+	protobuf_c_message_pack(&fw.base, nc->in);
+	free(fw.payload.data);
+	rc = fab_link_call(m->link, nc->in, nc->in_len, nc->out, NODECALL_ANSWER_MAX, &nc->out_len,
+			   nodecall_done, nc);
+	if (rc < 0) {
+		req_finish(nc->r, 0);
+		nodecall_free(nc);
+		return req_errorf(r, rc, "cannot ask node %u: %s", node, err_str(rc));
+	}
+	return 0;
+}
+
+/* The reply to a request another node asked for: its answer on the link. */
+int nodecall_answer(struct req *r, uint16_t type, const ProtobufCMessage *msg)
+{
+	size_t len = protobuf_c_message_get_packed_size(msg);
+	uint8_t *buf = malloc(len + 2);
+	struct fab_link_answer *ans = r->answer_to;
+
+	r->answer = NULL; /* (once) */
+	if (buf == NULL) {
+		fab_link_answer(ans, -ENOMEM, NULL, 0);
+		return -ENOMEM;
+	}
+	buf[0] = (uint8_t)type;
+	buf[1] = (uint8_t)(type >> 8);
+	protobuf_c_message_pack(msg, buf + 2);
+	fab_link_answer(ans, 0, buf, len + 2);
+	free(buf);
+	return 0;
+}
+
+/* A call from another node (fab_link_ops.call): served as a request of its client. */
+static void nodecall_serve(struct poold *pd, const struct fab_link_peer *peer, const void *in,
+			   size_t len, struct fab_link_answer *ans)
+{
+	struct req r = {.pd = pd, .answer = nodecall_answer, .answer_to = ans, .node = peer->node};
+	Pool__Forward *fw = NULL;
+	int rc = carry_link_member(pd, peer);
+
+	if (rc < 0) {
+		fab_link_answer(ans, -EACCES, NULL, 0);
+		return;
+	}
+	if (wire_msg_unpack(WIRE_FORWARD, in, len, (ProtobufCMessage **)&fw) < 0) {
+		rc = req_errorf(&r, -EBADMSG, "malformed call from node %u", peer->node);
+	} else if (!nodecall_served(fw->type)) {
+		rc = req_errorf(&r, -EOPNOTSUPP, "%s is not a request nodes ask of each other",
+				wire_type_name((uint16_t)fw->type));
+	} else {
+		r.uid = fw->uid;
+		r.gid = fw->gid;
+		r.pid = (pid_t)fw->pid;
+		r.admin = fw->admin;
+		r.session = fw->session;
+		control_dispatch(&r, (uint16_t)fw->type, fw->payload.data, fw->payload.len);
+	}
+	if (fw != NULL)
+		wire_msg_free(&fw->base);
+	if (rc < 0)
+		req_send_error(&r, rc);
+}
+
+/* Serve other nodes' calls from now on (the links hand them here: pd->node_call). */
+void nodecall_open(struct poold *pd)
+{
+	pd->node_call = nodecall_serve;
+}
