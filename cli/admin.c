@@ -260,8 +260,9 @@ int admin_status(struct admin *a, int64_t node, const struct admin_status **ret)
 
 		if (!ADMIN_ARRAY(st, shards, 1))
 			return admin_fail(st);
-		*shards = (struct admin_kv_shards){k->shards, k->owners,  k->owned,
-						   k->digest, k->changes, k->moves};
+		*shards =
+		    (struct admin_kv_shards){k->shards,	 k->owners, k->owned,	   k->digest,
+					     k->changes, k->moves,  k->store_size, k->store_used};
 		st->kv_shards = shards;
 	}
 	*ret = st;

@@ -51,6 +51,7 @@ struct admin_etcd {
 struct admin_kv_shards {
 	uint32_t shards, owners, owned;
 	uint64_t digest, changes, moves;
+	uint64_t store_size, store_used;
 };
 
 struct admin_status {

@@ -77,7 +77,17 @@ static const struct field etcd_fields[T_FIELDS] = {
     [T_REWRITES] = {"rewrites", NULL, FIELD_U64, IN_BOTH},
 };
 
-enum { K_SHARDS, K_OWNERS, K_OWNED, K_DIGEST, K_CHANGES, K_MOVES, K_FIELDS };
+enum {
+	K_SHARDS,
+	K_OWNERS,
+	K_OWNED,
+	K_DIGEST,
+	K_CHANGES,
+	K_MOVES,
+	K_STORE_SIZE,
+	K_STORE_USED,
+	K_FIELDS
+};
 
 static const struct field shard_fields[K_FIELDS] = {
     [K_SHARDS] = {"shards", NULL, FIELD_U64, IN_BOTH},
@@ -86,6 +96,8 @@ static const struct field shard_fields[K_FIELDS] = {
     [K_DIGEST] = {"digest", NULL, FIELD_STR, IN_BOTH},
     [K_CHANGES] = {"changes", NULL, FIELD_U64, IN_BOTH},
     [K_MOVES] = {"moves", NULL, FIELD_U64, IN_BOTH},
+    [K_STORE_SIZE] = {"store_size", NULL, FIELD_U64, IN_BOTH},
+    [K_STORE_USED] = {"store_used", NULL, FIELD_U64, IN_BOTH},
 };
 
 /* The KV shards as poold maps them: in JSON, their fields; in the text, a line. */
@@ -93,8 +105,10 @@ static void status_kv_shards(struct json *j, const struct admin_kv_shards *k)
 {
 	char digest[17];
 	const struct value v[K_FIELDS] = {
-	    [K_SHARDS].u = k->shards, [K_OWNERS].u = k->owners,	  [K_OWNED].u = k->owned,
-	    [K_DIGEST].s = digest,    [K_CHANGES].u = k->changes, [K_MOVES].u = k->moves,
+	    [K_SHARDS].u = k->shards,	      [K_OWNERS].u = k->owners,
+	    [K_OWNED].u = k->owned,	      [K_DIGEST].s = digest,
+	    [K_CHANGES].u = k->changes,	      [K_MOVES].u = k->moves,
+	    [K_STORE_SIZE].u = k->store_size, [K_STORE_USED].u = k->store_used,
 	};
 
 	snprintf(digest, sizeof(digest), "%016llx", (unsigned long long)k->digest);
@@ -108,6 +122,10 @@ static void status_kv_shards(struct json *j, const struct admin_kv_shards *k)
 	       "moved\n",
 	       k->owned, k->shards, k->owners, digest, (unsigned long long)k->changes,
 	       (unsigned long long)k->moves);
+	if (k->store_size > 0)
+		printf("  kv store    %llu of %llu MiB given to the values of its shards\n",
+		       (unsigned long long)(k->store_used >> 20),
+		       (unsigned long long)(k->store_size >> 20));
 }
 
 /* The journals: in JSON, their fields; in the text, a line each. */

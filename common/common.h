@@ -106,6 +106,7 @@ struct poold_conf {
 	int64_t lend_hugepages;
 	char *lend_numa;
 	int64_t lend_max;
+	int64_t kv_shard_size;
 	int64_t reclaim_grace_ms;
 	int64_t ledger_interval_ms;
 	int64_t watermark;

@@ -115,6 +115,9 @@ const struct conf_option conf_options[] = {
      "per-NUMA-node shares of lend.size, e.g. 0:1G,1:512M; the rest is split evenly"},
     {"lend.max", CONF_SIZE, OFF(lend_max), 0, 1024 * GiB, "0", NULL, CONF_F_RESTART,
      "most DRAM this node may lend after poolctl lend; 0 means lend.size"},
+    {"kv.shard_size", CONF_SIZE, OFF(kv_shard_size), 0, 1024 * GiB, "0", NULL, CONF_F_RESTART,
+     "DRAM this node keeps for the values of the KV shards it owns (sharded namespaces); "
+     "0: it owns none"},
     {"reclaim.grace", CONF_DURATION, OFF(reclaim_grace_ms), 0, 3600000, "2s", NULL, 0,
      "how long moved or evicted extents stay readable before their memory is reclaimed"},
     {"ledger.interval", CONF_DURATION, OFF(ledger_interval_ms), 0, 24 * 3600000LL, "30s", NULL,

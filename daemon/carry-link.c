@@ -88,7 +88,7 @@ static int link_check(void *arg, const struct fab_link_peer *peer, const struct 
 		*ret_ptr = (char *)pd->probe_buf + req->off;
 		return 0;
 	}
-	return hold_reach(pd, req->arena, req->ext, req->off, req->len, last, ret_ptr);
+	return carry_memory(pd, req->arena, req->ext, req->off, req->len, last, ret_ptr);
 }
 
 /* Whether peer is a member this poold serves now: 0 or -ECONNABORTED (nodecall.c). */

@@ -103,6 +103,20 @@ static void carry_done_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
+ * Where a peer's (or this poold's) transfer of [off, off+len) of the
+ * extent at ext of arena may reach: what a holding says (hold_reach()),
+ * or for the memory of the KV shards this node owns, what its allocator
+ * gave out (kvstore_reach()).
+ */
+int carry_memory(struct poold *pd, uint32_t arena, uint64_t ext, uint64_t off, uint64_t len,
+		 bool last, void **ret_ptr)
+{
+	if (arena == KV_STORE_ARENA)
+		return kvstore_reach(pd, ext, off, len, ret_ptr);
+	return hold_reach(pd, arena, ext, off, len, last, ret_ptr);
+}
+
+/*
  * A transfer to this poold's own memory (a copy between two of its
  * extents, its RESP endpoint's values): done at once, after the check a
  * peer's would pass (carry-link.c).
@@ -121,7 +135,7 @@ static int carry_local(struct poold *pd, enum carry_op op, const struct carry_pl
 			 ? (mem = (char *)pd->probe_buf + p->off, 0)
 			 : -ERANGE;
 	else
-		rc = hold_reach(pd, p->arena, p->ext, p->off, p->len, true, &mem);
+		rc = carry_memory(pd, p->arena, p->ext, p->off, p->len, true, &mem);
 	if (rc == 0 && op >= CARRY_FADD && (p->len != 8 || (uintptr_t)mem % 8 != 0))
 		rc = -EINVAL;
 	if (rc == 0) {

@@ -160,8 +160,9 @@ void cluster_clear(struct poold *pd)
 }
 
 /*
- * The KV index's shards and their owners: every member not dead (a suspect
- * one keeps its shards until it is declared dead), worked out again from
+ * The KV index's shards and their owners: every member not dead that
+ * keeps memory for them (kv.shard_size; a suspect one keeps its shards
+ * until it is declared dead), worked out again from
  * the table when it changed since. Every poold works the map out from its
  * own copy of the table, and gets the coordinator's map once its copy is
  * up to date (the digest says so). Out of memory, the last map stays.
@@ -183,7 +184,7 @@ const struct kv_shard_map *cluster_kv_shards(struct poold *pd)
 		return map;
 	n = 0;
 	TAILQ_FOREACH(m, &pd->members, entry)
-		if (m->state != MEMBER_DEAD)
+		if (m->state != MEMBER_DEAD && m->info->kv_shard_size > 0)
 			ids[n++] = m->info->id;
 	moved = kv_shard_map_set(map, ids, n);
 	free(ids);
@@ -227,6 +228,7 @@ struct node_info *cluster_self_info(struct poold *pd)
 	info->link_host = cluster_strdup(pd->conf->fabric_address, &failed);
 	info->link_port = pd->links != NULL ? fab_links_port(pd->links) : 0;
 	info->epoch = pd->epoch;
+	info->kv_shard_size = (uint64_t)pd->conf->kv_shard_size;
 	info->worker_addr.data = malloc(pd->worker_addr_len ? pd->worker_addr_len : 1);
 	info->probe_rkey.data = malloc(pd->probe_rkey_len ? pd->probe_rkey_len : 1);
 	firewall_ports(pd, &ports, &info->n_fabric_ports);

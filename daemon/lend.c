@@ -428,6 +428,17 @@ int lend_open(struct poold *pd)
 	}
 	free(numa);
 	free(lent);
+	if (rc == 0 && pd->conf->kv_shard_size > 0) {
+		/* (its own: the values of the KV shards this node owns, kvstore.c) */
+		uint64_t size = (uint64_t)pd->conf->kv_shard_size / LEND_ALIGN * LEND_ALIGN;
+
+		pd->kv_arena.id = KV_STORE_ARENA;
+		pd->kv_arena.fd = -1;
+		rc = size > 0 ? lend_dram(pd, &pd->kv_arena, -1, size, size) : -EINVAL;
+		if (rc == 0)
+			log_info("keeping %llu MiB for the values of the KV shards it owns",
+				 (unsigned long long)(size >> 20));
+	}
 	if (rc == 0 && pd->conf->pmem_path[0] != '\0') {
 		struct arena *a = &pd->arenas[pd->narenas];
 
@@ -456,6 +467,9 @@ void lend_close(struct poold *pd)
 	}
 	for (i = 0; i < pd->narenas; i++)
 		lend_arena_close(&pd->arenas[i]);
+	if (pd->kv_arena.base != NULL)
+		lend_arena_close(&pd->kv_arena);
+	pd->kv_arena = (struct arena){.fd = -1};
 	free(pd->arenas);
 	pd->arenas = NULL;
 	pd->narenas = 0;
@@ -464,7 +478,9 @@ void lend_close(struct poold *pd)
 /* The arena holding [off, off+len), or NULL when there is none or the range is outside it. */
 static struct arena *lend_range(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 {
-	struct arena *a = arena < pd->narenas ? &pd->arenas[arena] : NULL;
+	struct arena *a = arena < pd->narenas ? &pd->arenas[arena]
+			  : arena == KV_STORE_ARENA && pd->kv_arena.base != NULL ? &pd->kv_arena
+										 : NULL;
 
 	return a != NULL && off <= a->size && len <= a->size - off ? a : NULL;
 }

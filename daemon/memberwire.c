@@ -60,6 +60,7 @@ struct node_info *node_info_from_wire(const Pool__NodeInfo *w)
 	info->incarnation = w->incarnation;
 	info->link_port = w->has_link_port ? w->link_port : 0;
 	info->epoch = w->has_epoch ? w->epoch : 0;
+	info->kv_shard_size = w->has_kv_shard_size ? w->kv_shard_size : 0;
 	info->link_host = strdup(w->link_host != NULL ? w->link_host : "");
 	info->name = strdup(w->name);
 	info->addr = strdup(w->addr);
@@ -153,6 +154,8 @@ int node_info_to_wire(const struct node_info *info, bool public, Pool__NodeInfo 
 	}
 	w->has_epoch = 1;
 	w->epoch = info->epoch;
+	w->has_kv_shard_size = 1;
+	w->kv_shard_size = info->kv_shard_size;
 	w->probe_len = info->probe_len;
 	for (i = 0; i < nn; i++) {
 		pool__numa_node__init(&numa[i]);

@@ -90,6 +90,7 @@ static void metrics_snap(struct poold *pd, struct evbuffer *b)
 static void metrics_kv_shards(struct poold *pd, struct evbuffer *b)
 {
 	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	uint64_t size, used;
 
 	metrics_one(b, "pool_kv_shards_owned", "gauge", "KV shards this node owns",
 		    kv_shard_map_owned(map, pd->node_id));
@@ -99,6 +100,11 @@ static void metrics_kv_shards(struct poold *pd, struct evbuffer *b)
 		    "changes of the KV shard map seen here", pd->kv_shard_changes);
 	metrics_one(b, "pool_kv_shard_moves_total", "counter",
 		    "KV shards that changed owner in those changes", pd->kv_shard_moves);
+	kvstore_stats(pd, &size, &used);
+	metrics_one(b, "pool_kv_store_bytes", "gauge",
+		    "memory kept for the values of the KV shards this node owns (kv.shard_size)",
+		    size);
+	metrics_one(b, "pool_kv_store_used_bytes", "gauge", "... of it given to values", used);
 	metrics_head(b, "pool_kv_requests_total", "counter",
 		     "KV requests served here: from this node's clients, or sent by other nodes");
 	evbuffer_add_printf(b,

@@ -244,6 +244,7 @@ static void poold_free(struct poold *pd)
 	grant_clear(pd);
 	xfer_close(pd);
 	carve_close(pd);
+	kvstore_close(pd);
 	lend_close(pd);
 	poold_fabric_close(pd);
 	firewall_close(pd);
@@ -390,7 +391,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	rc = 1;
-	if (lend_open(&pd) < 0 || hold_open(&pd) < 0)
+	if (lend_open(&pd) < 0 || kvstore_open(&pd) < 0 || hold_open(&pd) < 0)
 		goto out;
 	if (pd.conf->role == ROLE_COORDINATOR ? coord_open(&pd) < 0
 					      : peer_open(&pd) < 0 || resprelay_open(&pd) < 0) {

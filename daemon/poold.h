@@ -128,9 +128,10 @@ struct node_info {
 	size_t n_arenas;
 	uint32_t *fabric_ports; /* TCP ports its fabric worker listens on */
 	size_t n_fabric_ports;
-	char *link_host;    /* where its checked links are reached (numeric) */
-	uint32_t link_port; /* ... at which port; 0: it takes none */
-	uint64_t epoch;	    /* which registration of it this is: fences what came before */
+	char *link_host;	/* where its checked links are reached (numeric) */
+	uint32_t link_port;	/* ... at which port; 0: it takes none */
+	uint64_t epoch;		/* which registration of it this is: fences what came before */
+	uint64_t kv_shard_size; /* kv.shard_size: it owns KV shards when not 0 */
 };
 
 #define MEMBER_PAST_EPOCHS 8 /* registrations of a member whose links are still served */
@@ -210,6 +211,8 @@ struct poold {
 	size_t nprobes;
 	struct arena *arenas; /* this node's lend pool */
 	size_t narenas;
+	struct arena kv_arena;	  /* kv.shard_size: kept for the KV shards it owns */
+	struct kvstore *kvstore;  /* ... and its allocator (kvstore.c) */
 	struct regions *regions;  /* at the coordinator: the global address space */
 	struct usage_table usage; /* at the coordinator: what each uid holds, for the quotas */
 	TAILQ_HEAD(, hold) holds; /* as a lender: the extents it holds (hold.c) */
@@ -456,7 +459,17 @@ int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_membe
 void cluster_members_msg_free(Pool__Member **members, size_t n);
 
 /* carry*.c: how this poold reaches the memory other poolds lend (fabric.transfer) */
-#define CARRY_PROBE_ARENA UINT32_MAX /* a node's probe buffer, as the arena link probes read */
+#define CARRY_PROBE_ARENA UINT32_MAX	/* a node's probe buffer, as the arena link probes read */
+#define KV_STORE_ARENA (UINT32_MAX - 1) /* a node's memory for its KV shards' values */
+int carry_memory(struct poold *pd, uint32_t arena, uint64_t ext, uint64_t off, uint64_t len,
+		 bool last, void **ret_ptr);
+/* kvstore.c: the memory a node keeps for the values of the KV shards it owns */
+int kvstore_open(struct poold *pd);
+void kvstore_close(struct poold *pd);
+int kvstore_alloc(struct poold *pd, uint64_t len, uint64_t *ret_off, uint64_t *ret_len);
+void kvstore_free(struct poold *pd, uint64_t off, uint64_t len);
+int kvstore_reach(struct poold *pd, uint64_t ext, uint64_t off, uint64_t len, void **ret_ptr);
+void kvstore_stats(struct poold *pd, uint64_t *ret_size, uint64_t *ret_used);
 enum carry_op { CARRY_READ, CARRY_WRITE, CARRY_FADD, CARRY_CSWAP };
 /* Bytes of a node's memory: [off, off+len) of the extent its lender holds at ext of arena. */
 struct carry_place {

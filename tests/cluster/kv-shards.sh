@@ -1,5 +1,6 @@
 #!/bin/bash
-# The KV index's shards over a 4-node cluster in network namespaces: every
+# The KV index's shards over a 4-node cluster in network namespaces (each
+# keeping 16 MiB for its shards' values, kv.shard_size): every
 # poold works out the same map from its copy of the member table (the
 # digest), the shards spread over the four, a killed node's shards go to
 # the others and no other shard moves, and when it comes back it takes
@@ -7,6 +8,7 @@
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "kv-shards: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 
+POOL_OPTS="-o kv.shard_size=16M"
 pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
 ok "4-node cluster formed ($CLUSTER_MODE)"
 
@@ -91,5 +93,16 @@ pool_wait_state 1 h4 up 20 || not_ok "h4 up again"
 agree 4 10 1 2 3 4 && [ "$(digest)" = "$digest4" ] &&
 	ok "h4 back: the four agree on the map they had, h4 owns $(owned 4) again" ||
 	{ not_ok "the map of four again"; cat "$CLUSTER_TMP/shards"; }
+pctl 4 status | grep -q "kv store    0 of 16 MiB given to the values of its shards" &&
+	ok "poolctl status shows the memory kept for its shards" || { not_ok "kv store line"; pctl 4 status; }
+
+# A node that keeps no memory for shards (kv.shard_size = 0) owns none.
+pool_node_kill 4
+pool_wait_state 1 h4 dead 10 || not_ok "h4 declared dead"
+pool_node_start 4 -o kv.shard_size=0
+pool_wait_state 1 h4 up 20 || not_ok "h4 up again"
+agree 3 10 1 2 3 4 && [ "$(owned 4)" = 0 ] &&
+	ok "h4 without kv.shard_size: a member that owns no shard, the other three own them all" ||
+	{ not_ok "h4 owns none"; cat "$CLUSTER_TMP/shards"; }
 pool_known_abort >/dev/null && echo "# a poold aborted in UCX's wireup (see pool_known_abort)"
 finish

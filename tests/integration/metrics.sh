@@ -64,7 +64,8 @@ check_exit 1 "a bad metrics.listen is a config error" "$POOLD" -n -o metrics.lis
 check_out "metrics.listen: 'localhost' is not host:port" "naming the option"
 
 pool_start -o lend.size=64M -o metrics.listen="127.0.0.1:$PORT" -o pmem.path="$TEST_DIR/pmem" \
-	-o pmem.size=16M -o coord.journal="$TEST_DIR/coord.journal" -o control.mode=0666 || exit 1
+	-o pmem.size=16M -o coord.journal="$TEST_DIR/coord.journal" -o control.mode=0666 \
+	-o kv.shard_size=8M || exit 1
 check "a scrape in the text format" scrape
 has 'pool_info{version="'"$("$POOLD" -V | awk '{print $2}')"'",role="coordinator",node="1",name="'"$(hostname)"'"}' 1 \
 	&& ok "pool_info names the version, role and node" || { not_ok "pool_info"; grep pool_info "$TEST_DIR/m"; }
@@ -79,9 +80,10 @@ has 'pool_kv_hits_total{ns="m"}' 2 && has 'pool_kv_misses_total{ns="m"}' 1 && ha
 	&& has 'pool_kv_entries{ns="m"}' 1 && has 'pool_kv_capacity_bytes{ns="m"}' 8388608 \
 	&& ok "the namespace's hits, misses, puts, entries and capacity" || { not_ok "KV metrics"; grep kv_ "$TEST_DIR/m"; }
 has 'pool_kv_shards_owned' 1024 && has 'pool_kv_shard_owners' 1 && has 'pool_kv_requests_total{from="nodes"}' 0 &&
+	has 'pool_kv_store_bytes' 8388608 && has 'pool_kv_store_used_bytes' 0 &&
 	[ "$(sed -n 's/^pool_kv_requests_total{from="here"} //p' "$TEST_DIR/m")" -ge 4 ] &&
-	ok "one node owns every KV shard, and served its clients' KV requests" ||
-	{ not_ok "KV shard metrics"; grep -E 'kv_shard|kv_requests' "$TEST_DIR/m"; }
+	ok "one node owns every KV shard, keeps 8 MiB for their values, and served its clients' KV requests" ||
+	{ not_ok "KV shard metrics"; grep -E 'kv_shard|kv_requests|kv_store' "$TEST_DIR/m"; }
 has 'pool_lender_used_bytes{node="1",arena="0",tier="dram"}' 1024 && ok "what the lender has in use (the 1,000-byte value in 1 KiB)" || { not_ok "lender used"; grep lender "$TEST_DIR/m"; }
 has 'pool_scrapes_total' 2 && ok "the scrapes counted" || not_ok "scrapes"
 # A small value is put and got in one request each (poold copies it through
