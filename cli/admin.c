@@ -606,6 +606,7 @@ static void admin_kv_spec_to(Pool__KvNsRequest *req, const struct admin_kv_spec 
 	req->mode = spec->mode >= 0 ? (uint32_t)spec->mode : 0;
 	req->has_gid = spec->gid >= 0;
 	req->gid = spec->gid >= 0 ? (uint32_t)spec->gid : 0;
+	req->has_sharded = req->sharded = spec->sharded;
 }
 
 int admin_kv(struct admin *a, enum admin_kv_op op, const char *name,

@@ -199,6 +199,7 @@ struct admin_kv_spec {
 	const char *tier, *evict;
 	unsigned replicas;
 	long mode, gid;
+	bool sharded;
 };
 
 struct admin_kv_ns {

@@ -143,7 +143,9 @@ static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 		return EXIT_USAGE;
 	}
 	for (i = 2; i < ctx->argc; i++) {
-		if (strncmp(ctx->argv[i], "tier=", 5) == 0) {
+		if (strcmp(ctx->argv[i], "sharded") == 0) {
+			spec.sharded = true;
+		} else if (strncmp(ctx->argv[i], "tier=", 5) == 0) {
 			spec.tier = ctx->argv[i] + 5;
 		} else if (strncmp(ctx->argv[i], "evict=", 6) == 0) {
 			spec.evict = ctx->argv[i] + 6;
@@ -189,7 +191,8 @@ static int cmd_kv_create_exec(struct cmd_ctx *ctx)
 		} else {
 			fprintf(stderr,
 				"poolctl: unknown option '%s' (tier=dram|dram+pmem|pmem, "
-				"evict=lru|none, replicas=N, hint=SIZE, mode=OCTAL, group=NAME)\n",
+				"evict=lru|none, replicas=N, hint=SIZE, mode=OCTAL, group=NAME, "
+				"sharded)\n",
 				ctx->argv[i]);
 			return EXIT_USAGE;
 		}

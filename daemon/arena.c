@@ -26,12 +26,13 @@
 static int arena_fd(struct req *q, const ProtobufCMessage *msg)
 {
 	const Pool__ArenaFd *a = (const Pool__ArenaFd *)msg;
+	const struct arena *ar = lend_arena(q->pd, a->arena);
 	Pool__Ok ok = POOL__OK__INIT;
 	int rc;
 
-	if (a->arena >= q->pd->narenas)
+	if (ar == NULL)
 		return req_errorf(q, -ENOENT, "node %u has no arena %u", q->pd->node_id, a->arena);
-	rc = conn_send_fd(q->conn, WIRE_OK, q->id, &ok.base, q->pd->arenas[a->arena].fd);
+	rc = conn_send_fd(q->conn, WIRE_OK, q->id, &ok.base, ar->fd);
 	if (rc < 0)
 		return req_errorf(q, rc, "cannot pass the arena: %s", err_str(rc));
 	return 0;

@@ -293,7 +293,12 @@ void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size
 	/* A local session's close or release ends its grants before anything else. */
 	if (r->node == r->pd->node_id && r->session != 0)
 		grant_request(r->pd, r->session, type, payload, len);
-	if (h->where == AT_COORD && r->pd->conf->role == ROLE_NODE) {
+	if (h->where == AT_ROUTE && (rc = wiring->route(r, type, payload, len)) != CTL_NOT_ROUTED) {
+		if (rc >= 0)
+			return;
+		goto out_error;
+	}
+	if (h->where != AT_HERE && r->pd->conf->role == ROLE_NODE) {
 		/* (the coordinator's reply passes here on its way back: read it now) */
 		if (r->node == r->pd->node_id && r->session != 0 &&
 		    (type == WIRE_REGION_CREATE || type == WIRE_REGION_OPEN) &&

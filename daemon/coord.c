@@ -894,7 +894,7 @@ static void coord_forwarded(struct coord_peer *p, uint64_t req_id, const Pool__F
 	const struct ctl_handler *h = control_handler((uint16_t)fw->type);
 
 	/* Only what a node would forward: the node's local requests are its own. */
-	if (h == NULL || h->where != AT_COORD) {
+	if (h == NULL || h->where == AT_HERE) {
 		conn_send_error(p->conn, req_id, -EOPNOTSUPP, "not a request nodes forward");
 		return;
 	}

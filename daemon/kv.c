@@ -259,7 +259,10 @@ void kv_val_retire(struct poold *pd, struct kv_val *v)
 	size_t n = kv_places(v, all), i;
 
 	for (i = 0; i < n; i++)
-		region_retire(pd, all[i].node, all[i].arena, all[i].off, all[i].alen, NULL);
+		if (all[i].arena == KV_STORE_ARENA) /* (a sharded namespace's, here) */
+			kvstore_free(pd, all[i].off, all[i].alen);
+		else
+			region_retire(pd, all[i].node, all[i].arena, all[i].off, all[i].alen, NULL);
 	free(v->copy);
 	v->copy = NULL;
 	v->ncopies = 0;
@@ -567,6 +570,8 @@ int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len, st
 	uint64_t off, alen;
 	size_t k;
 
+	if (ns->flags & HOLD_NS_SHARDED)
+		return kvowner_place(pd, ns, len, v);
 	memset(v, 0, sizeof(*v));
 	for (k = 0; k < ns->replicas; k++) {
 		/* Each copy's candidates from another mix of the hash. */
@@ -984,6 +989,10 @@ void kv_sweep(struct poold *pd)
 /* Start the KV index (coordinator). */
 int kv_open(struct poold *pd, kv_defined_cb defined)
 {
+	if (pd->kv != NULL) { /* (every poold's, for its KV shards: kvowner.c) */
+		pd->kv->defined = defined;
+		return 0;
+	}
 	pd->kv = calloc(1, sizeof(*pd->kv));
 	if (pd->kv == NULL)
 		return -ENOMEM;
@@ -1022,6 +1031,10 @@ void kv_close(struct poold *pd)
 		return;
 	kv_evict_close(pd);
 	kv_reap_close(pd); /* (what is left of it goes to the namespaces and orphans first) */
+	if (pd->kv->owner_sweep != NULL)
+		event_free(pd->kv->owner_sweep);
+	if (pd->kv->drop_ev != NULL)
+		event_free(pd->kv->drop_ev);
 	while ((ns = TAILQ_FIRST(&pd->kv->list)) != NULL)
 		kv_ns_free(pd, ns);
 	kv_ns_free(pd, pd->kv->orphans);
@@ -1092,7 +1105,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 		}
 		/* Room for every copy, each of the size it will take. */
 		need = kv_alloc_len(ns, size) * ns->replicas;
-		if (need > ns->capacity) { /* would spill everything and still not fit */
+		if (need > kv_ns_room(ns)) { /* would spill everything and still not fit */
 			kv_result(res, -ENOSPC, NULL, KV_PLACES_NONE);
 			return 0;
 		}
@@ -1141,7 +1154,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			struct kv_place all[KV_MAX_REPLICAS];
 			size_t n = kv_places(&v, all), k;
 
-			for (k = 0; k < n; k++)
+			for (k = 0; k < n && !(ns->flags & HOLD_NS_SHARDED); k++)
 				hold_tell(pd, all[k].node, all[k].arena, all[k].off, all[k].alen,
 					  KV_HOLD_ID(ns));
 		}
@@ -1311,6 +1324,14 @@ int kv_ns_create(struct poold *pd, const struct kv_ns_spec *spec, char *err, siz
 		snprintf(err, errlen, "replicas %u: 1 to %d", spec->replicas, KV_MAX_REPLICAS);
 		return -EINVAL;
 	}
+	if ((spec->flags & HOLD_NS_SHARDED) &&
+	    (spec->replicas != 1 || (spec->flags & (HOLD_NS_DEDUP | HOLD_NS_PERSISTENT)) ||
+	     !(spec->flags & HOLD_NS_DRAM_ONLY))) {
+		snprintf(err, errlen,
+			 "a sharded namespace keeps one copy of each value in its shard owner's "
+			 "DRAM (kv.shard_size): tier dram, one replica");
+		return -EINVAL;
+	}
 	if (spec->size_hint > POOL_KV_VALUE_MAX || spec->size_hint > spec->capacity) {
 		snprintf(err, errlen, "size hint %llu: at most 64M and the capacity",
 			 (unsigned long long)spec->size_hint);
@@ -1327,11 +1348,12 @@ int kv_ns_create(struct poold *pd, const struct kv_ns_spec *spec, char *err, siz
 	ns->uid = spec->uid;
 	ns->gid = spec->gid;
 	ns->mode = spec->mode;
+	pd->kv->map_gen = 0; /* (its part of the capacity, kvowner.c) */
 	log_info("KV namespace '%s' created, capacity %llu, tier %s, evict %s, replicas %u, "
-		 "uid %u gid %u mode %03o",
+		 "uid %u gid %u mode %03o%s",
 		 ns->name, (unsigned long long)ns->capacity, kv_tier_name(ns->flags),
 		 ns->flags & HOLD_NS_NO_EVICT ? "none" : "lru", ns->replicas, (unsigned)ns->uid,
-		 (unsigned)ns->gid, ns->mode);
+		 (unsigned)ns->gid, ns->mode, ns->flags & HOLD_NS_SHARDED ? ", sharded" : "");
 	pd->kv->defined(pd);
 	kv_defs_send(pd);
 	return 0;

@@ -25,7 +25,7 @@
 /* Whether need more DRAM bytes fit the namespace (spills in flight count as done). */
 static bool kv_fits(const struct kv_ns *ns, uint64_t need)
 {
-	return ns->used - ns->leaving + need <= ns->capacity;
+	return ns->used - ns->leaving + need <= kv_ns_room(ns);
 }
 
 /*
@@ -92,6 +92,24 @@ static int kv_make_room_some(struct poold *pd, struct kv_ns *ns, uint64_t need, 
 		kv_entry_clear(pd, ns, e);
 	}
 	return kv_fits(ns, need) ? 0 : -ENOSPC;
+}
+
+/* Evict ns's least recently used value that may go; false when none may. */
+bool kv_evict_one(struct poold *pd, struct kv_ns *ns)
+{
+	struct kv_entry *e;
+
+	TAILQ_FOREACH(e, &ns->lru, lru)
+		if (kv_pins(e) == NULL && !e->moving)
+			break;
+	if (e == NULL)
+		return false;
+	ns->evictions++;
+	if (kv_pending(e) != NULL)
+		kv_retire_val(pd, ns, e); /* keep the entry for its pending write */
+	else
+		kv_entry_clear(pd, ns, e);
+	return true;
 }
 
 /* The loop evicts what a reservation left over its namespace's capacity. */

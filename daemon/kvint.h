@@ -16,6 +16,7 @@
 #include <xxhash.h>
 
 #include "daemon/extent.h"
+#include "daemon/kvshard.h"
 #include "daemon/ledger.h"
 #include "daemon/placement.h"
 #include "daemon/poold.h"
@@ -191,7 +192,14 @@ struct kv_ns {
 	uid_t uid;	     /* who may read (4) and write (2) its values: owner, group, mode */
 	gid_t gid;
 	unsigned mode;
+	uint64_t room; /* sharded: this poold's part of the capacity (kvowner.c) */
 };
+
+/* The bytes of values ns may hold here: its capacity, or a sharded one's part of it. */
+static inline uint64_t kv_ns_room(const struct kv_ns *ns)
+{
+	return ns->flags & HOLD_NS_SHARDED ? ns->room : ns->capacity;
+}
 
 /*
  * A commit of persistent values: its answer waits until every lender has
@@ -240,7 +248,20 @@ struct kv_space {
 	 */
 	struct kv_ns_list reaping;
 	struct event *reap_ev;
-	struct event *evict_ev; /* evicts what reservations left over capacities (kvevict.c) */
+	struct event *evict_ev;	   /* evicts what reservations left over capacities (kvevict.c) */
+	struct event *owner_sweep; /* the sharded namespaces' (kvowner.c) */
+	uint64_t map_gen;	   /* the member table the shards' parts were worked out from */
+	/*
+	 * The KV shards this poold owned at the last change of the map, and
+	 * those it lost since: their keys are dropped from the loop, a slice
+	 * at a time, from namespace drop_ns's bucket drop_bucket on, and none
+	 * is served here until the last is gone (kvowner.c).
+	 */
+	uint8_t shards_had[KV_SHARDS / 8], shards_lost[KV_SHARDS / 8];
+	bool dropping;
+	uint64_t drop_ns;
+	size_t drop_bucket, dropped;
+	struct event *drop_ev;
 };
 
 /*
@@ -260,7 +281,8 @@ static inline size_t kv_bucket(const struct kv_ns *ns, uint32_t h)
 #define KV_HOLD_ID(ns) ((UINT64_C(1) << 63) | (ns)->id)
 
 #define KV_NS_FLAGS                                                                                \
-	(HOLD_NS_DRAM_ONLY | HOLD_NS_PERSISTENT | HOLD_NS_NO_EVICT | HOLD_NS_DEDUP | HOLD_NS_SHARED)
+	(HOLD_NS_DRAM_ONLY | HOLD_NS_PERSISTENT | HOLD_NS_NO_EVICT | HOLD_NS_DEDUP |               \
+	 HOLD_NS_SHARED | HOLD_NS_SHARDED)
 /* References of a value taken back after a restart: not known, so never dropped. */
 #define KV_REFS_UNKNOWN UINT32_MAX
 
@@ -361,6 +383,10 @@ int kv_reap_open(struct poold *pd);
 void kv_reap_close(struct poold *pd);
 int kv_reap_flush(struct poold *pd, struct kv_ns *ns);
 void kv_reap_drop(struct poold *pd, struct kv_ns *ns);
+bool kv_evict_one(struct poold *pd, struct kv_ns *ns);
+/* kvowner.c: a poold's part of the sharded namespaces */
+int kvowner_place(struct poold *pd, struct kv_ns *ns, uint64_t len, struct kv_val *v);
+bool kvowner_owns(struct poold *pd, const struct kv_ns *ns, const void *key, size_t klen);
 bool kv_reap(struct poold *pd, size_t max, uint64_t budget_us);
 bool kv_reap_settle(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who,
 		    const uint8_t *key, size_t klen, uint64_t h, uint64_t version);

@@ -175,7 +175,8 @@ static bool kv_overwritable(struct poold *pd, const struct kv_ns *ns, const stru
 {
 	return kv_pins(e) == NULL && kv_pending(e) == NULL && !e->moving && !e->recount &&
 	       !e->val.pmem && e->val.ncopies == 0 && e->val.node == pd->node_id &&
-	       e->val.arena < pd->narenas && !(ns->flags & (HOLD_NS_DEDUP | HOLD_NS_PERSISTENT)) &&
+	       lend_arena(pd, e->val.arena) != NULL &&
+	       !(ns->flags & (HOLD_NS_DEDUP | HOLD_NS_PERSISTENT)) &&
 	       kv_fits_place(ns, len, e->val.alen) &&
 	       e->val.owner == kv_val_owner(ns, kv_entry_key(e), e->klen, (uint32_t)uid);
 }
@@ -214,9 +215,9 @@ void kv_local_prefetch(struct poold *pd, uid_t uid, const char *nsname, const ch
 		for (e = *slot[i]; e != NULL && e->hash != (uint32_t)h[i]; e = e->hnext)
 			;
 		if (e == NULL || !e->has_val || e->val.node != pd->node_id ||
-		    e->val.arena >= pd->narenas)
+		    lend_arena(pd, e->val.arena) == NULL)
 			continue;
-		__builtin_prefetch((const char *)pd->arenas[e->val.arena].base + e->val.off);
+		__builtin_prefetch((const char *)lend_arena(pd, e->val.arena)->base + e->val.off);
 		if (e->lru.tqe_next != NULL)
 			__builtin_prefetch(e->lru.tqe_next);
 		__builtin_prefetch(e->lru.tqe_prev);
@@ -244,14 +245,15 @@ int kv_read_here(struct poold *pd, struct kv_ns *ns, const uint8_t *key, size_t 
 		ns->misses++;
 		return -ENOENT;
 	}
-	if (e->val.node != pd->node_id || e->val.arena >= pd->narenas || e->val.pmem || e->moving)
+	if (e->val.node != pd->node_id || lend_arena(pd, e->val.arena) == NULL || e->val.pmem ||
+	    e->moving)
 		return -EREMOTE;
 	if (e->val.vlen > max)
 		return -EMSGSIZE;
 	ns->hits++;
 	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
 	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
-	*ret_data = (const char *)pd->arenas[e->val.arena].base + e->val.off;
+	*ret_data = (const char *)lend_arena(pd, e->val.arena)->base + e->val.off;
 	*ret_len = e->val.vlen;
 	if (ret_version != NULL)
 		*ret_version = e->val.version;
@@ -327,7 +329,7 @@ int kv_local_overwrite(struct poold *pd, uid_t uid, const char *nsname, const ui
 	/* Room for its expiry first: then nothing fails once the bytes are written. */
 	if (expire != KV_EXPIRE_KEEP && expire != 0 && kv_extra(e) == NULL)
 		return -EAGAIN;
-	dst = (char *)pd->arenas[e->val.arena].base + e->val.off;
+	dst = (char *)lend_arena(pd, e->val.arena)->base + e->val.off;
 	if (alen > 0)
 		memmove(dst, a, alen);
 	if (blen > 0)
@@ -368,10 +370,10 @@ bool kv_local_lands_here(struct poold *pd, uid_t uid, const char *nsname, const 
 		return false;
 	if (!kv_local_owns(ns, uid) || ns->replicas != 1 || klen > POOL_KV_KEY_MAX ||
 	    len > POOL_KV_VALUE_MAX ||
-	    (ns->flags & (HOLD_NS_DEDUP | HOLD_NS_PERSISTENT | HOLD_NS_SHARED)))
+	    (ns->flags & (HOLD_NS_DEDUP | HOLD_NS_PERSISTENT | HOLD_NS_SHARED | HOLD_NS_SHARDED)))
 		return false;
 	/* Reserved before its bytes come, it must fit without pushing other values out. */
-	if (ns->used + kv_alloc_len(ns, len) > ns->capacity ||
+	if (ns->used + kv_alloc_len(ns, len) > kv_ns_room(ns) ||
 	    quota_over(pd, kv_val_owner(ns, key, klen, (uint32_t)uid), kv_alloc_len(ns, len)))
 		return false;
 	lp = kv_pick(pd, ns, kv_hash(key, klen), kv_alloc_len(ns, len), NULL, 0);

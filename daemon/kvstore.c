@@ -101,7 +101,8 @@ int kvstore_open(struct poold *pd)
 	if (lend_ptr(pd, KV_STORE_ARENA, 0, 0) == NULL)
 		return 0;
 	ks = calloc(1, sizeof(*ks));
-	if (ks == NULL || extent_arena_new((uint64_t)pd->conf->kv_shard_size, 0, 0, &ks->alloc) < 0 ||
+	if (ks == NULL ||
+	    extent_arena_new((uint64_t)pd->conf->kv_shard_size, 0, 0, &ks->alloc) < 0 ||
 	    kvstore_grow(ks) < 0) {
 		if (ks != NULL && ks->alloc != NULL)
 			extent_arena_free(ks->alloc);

@@ -40,6 +40,8 @@ void kv_def_msg(const struct kv_ns_spec *d, Pool__KvNamespace *m)
 	m->size_hint = d->size_hint;
 	m->evict = (char *)(d->flags & HOLD_NS_NO_EVICT ? "none" : "lru");
 	m->dedup = (d->flags & HOLD_NS_DEDUP) != 0;
+	m->has_sharded = (d->flags & HOLD_NS_SHARDED) != 0;
+	m->sharded = m->has_sharded;
 	m->has_uid = m->has_gid = m->has_mode = 1;
 	m->uid = d->uid;
 	m->gid = d->gid;
@@ -65,6 +67,8 @@ static void kv_def_of_msg(const Pool__KvNamespace *m, struct kv_ns_spec *d)
 		d->flags |= evict;
 	if (m->has_dedup && m->dedup)
 		d->flags |= HOLD_NS_DEDUP;
+	if (m->has_sharded && m->sharded)
+		d->flags |= HOLD_NS_SHARDED;
 	if (m->has_mode) {
 		d->uid = m->uid;
 		d->gid = m->gid;
@@ -98,6 +102,7 @@ Pool__KvNamespace **kv_defs_msg(struct poold *pd, size_t *ret_n)
 	return mp;
 }
 
+/* from NULL: a node follows the coordinator's definitions (kvowner_defs()), else adopts them. */
 void kv_defs_adopt_msg(struct poold *pd, Pool__KvNamespace *const *defs, size_t n, const char *from)
 {
 	struct kv_ns_spec *d = calloc(n ? n : 1, sizeof(*d));
@@ -107,7 +112,10 @@ void kv_defs_adopt_msg(struct poold *pd, Pool__KvNamespace *const *defs, size_t 
 		return; /* the node tells them again when it registers again */
 	for (i = 0; i < n; i++)
 		kv_def_of_msg(defs[i], &d[i]);
-	kv_defs_adopt(pd, d, n, from);
+	if (from == NULL)
+		kvowner_defs(pd, d, n);
+	else
+		kv_defs_adopt(pd, d, n, from);
 	free(d);
 }
 

@@ -122,6 +122,8 @@ static int kv_durable_add(struct kv_durable *d, const struct holding *h, uint32_
 /* Tell a value's lenders what they hold, so that a restarted coordinator can rebuild it. */
 void kv_tell(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e)
 {
+	if (ns->flags & HOLD_NS_SHARDED) /* (its owner's allocator is the record: kvstore.c) */
+		return;
 	struct kv_place all[KV_MAX_REPLICAS];
 	size_t n = kv_places(&e->val, all), i;
 	struct holding h = {.has_kv = true};

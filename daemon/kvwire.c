@@ -295,15 +295,15 @@ static int kv_put_here(struct req *q, struct kv_ns *ns, const ProtobufCBinaryDat
 	version = res.val.version;
 	n = kv_places(&res.val, all);
 	for (i = 0; i < n; i++)
-		if (all[i].node != pd->node_id || all[i].arena >= pd->narenas ||
-		    pd->arenas[all[i].arena].tier != TIER_DRAM)
+		if (all[i].node != pd->node_id || lend_arena(pd, all[i].arena) == NULL ||
+		    lend_arena(pd, all[i].arena)->tier != TIER_DRAM)
 			break;
 	if (i < n) {
 		kv_key_op(pd, ns, &who, KV_ABORT, key->data, key->len, version, &res);
 		return -EXDEV;
 	}
 	for (i = 0; i < n; i++)
-		memcpy((char *)pd->arenas[all[i].arena].base + all[i].off, bytes, len);
+		memcpy((char *)lend_arena(pd, all[i].arena)->base + all[i].off, bytes, len);
 	kv_key_op(pd, ns, &who, KV_COMMIT, key->data, key->len, version, &res);
 	*ret_version = version;
 	return res.status;
@@ -446,7 +446,9 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 	size_t i;
 	int rc;
 
-	if (q->node == pd->node_id)
+	if (ns != NULL && (ns->flags & HOLD_NS_SHARDED))
+		pd->kv_shard_requests[q->node != pd->node_id]++;
+	else if (q->node == pd->node_id)
 		pd->kv_requests_here++;
 	else
 		pd->kv_requests_nodes++;
@@ -465,6 +467,15 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 	    (kr->op == POOL__KV_OP__KV_OP_ADOPT || kr->op == POOL__KV_OP__KV_OP_ADOPTED ||
 	     kr->op == POOL__KV_OP__KV_OP_RECOUNT))
 		return kv_recount_request(q, ns, kr);
+	if (kr->n_keys > KV_MAX_KEYS)
+		return req_errorf(q, -E2BIG, "at most %d keys per request", KV_MAX_KEYS);
+	/* A sharded namespace's keys here are those of this node's shards (kvroute.c). */
+	for (i = 0; (ns->flags & HOLD_NS_SHARDED) && i < kr->n_keys; i++)
+		if (!kvowner_owns(pd, ns, kr->keys[i].data, kr->keys[i].len))
+			return req_errorf(q, -ESTALE,
+					  "key %zu of '%s': its shard is not this node's (the "
+					  "shards moved): ask again",
+					  i, ns->name);
 	if (kr->op == POOL__KV_OP__KV_OP_FAILED) {
 		/* A client could not reach a lender: suspect it now, not after heartbeats. */
 		if (!kr->has_node || kr->n_keys != 1 ||
@@ -475,8 +486,6 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 		coord_suspect(pd, kr->node);
 		return kv_reply(q, NULL, 0, 0, 0);
 	}
-	if (kr->n_keys > KV_MAX_KEYS)
-		return req_errorf(q, -E2BIG, "at most %d keys per request", KV_MAX_KEYS);
 	if (kr->op == POOL__KV_OP__KV_OP_GET || kr->op == POOL__KV_OP__KV_OP_PUT)
 		return kv_inline_request(q, ns, kr);
 	if ((kr->op == POOL__KV_OP__KV_OP_RESERVE && kr->n_sizes != kr->n_keys) ||
@@ -586,6 +595,8 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 		if (kv_ns_flags_of(r->tier, NULL, &spec.flags) < 0)
 			return req_errorf(q, -EINVAL, "tier '%s': dram, dram+pmem or pmem",
 					  r->tier);
+		if (r->has_sharded && r->sharded) /* (in the owners' DRAM: tier dram, or said) */
+			spec.flags |= HOLD_NS_SHARDED | (r->tier == NULL ? HOLD_NS_DRAM_ONLY : 0);
 		if (kv_ns_flags_of(NULL, r->evict, &evict) < 0)
 			return req_errorf(q, -EINVAL, "evict '%s': lru or none", r->evict);
 		spec.flags |= evict;
@@ -663,6 +674,6 @@ static const struct ctl_op kv_ops[] = {
 
 const struct ctl_handler kv_handlers[] = {
     {WIRE_KV_NS, CTL_ANY, AT_COORD, kv_ns_request, kv_ns_ops},
-    {WIRE_KV, CTL_ANY, AT_COORD, kv_request, kv_ops},
+    {WIRE_KV, CTL_ANY, AT_ROUTE, kv_request, kv_ops},
     {0, 0, 0, NULL, NULL},
 };

@@ -490,6 +490,12 @@ const char *tier_name(enum tier tier)
 	return tier == TIER_DRAM ? "dram" : "pmem";
 }
 
+/* One of this node's arenas, lent or kept for its KV shards (KV_STORE_ARENA), or NULL. */
+struct arena *lend_arena(struct poold *pd, uint32_t arena)
+{
+	return lend_range(pd, arena, 0, 0);
+}
+
 /* This node's mapping of [off, off+len) of an arena, or NULL when it is not all there. */
 void *lend_ptr(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len)
 {

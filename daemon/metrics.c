@@ -106,12 +106,20 @@ static void metrics_kv_shards(struct poold *pd, struct evbuffer *b)
 		    size);
 	metrics_one(b, "pool_kv_store_used_bytes", "gauge", "... of it given to values", used);
 	metrics_head(b, "pool_kv_requests_total", "counter",
-		     "KV requests served here: from this node's clients, or sent by other nodes");
+		     "KV requests the coordinator's index served: from this node's clients, or "
+		     "sent by other nodes");
 	evbuffer_add_printf(b,
 			    "pool_kv_requests_total{from=\"here\"} %llu\n"
 			    "pool_kv_requests_total{from=\"nodes\"} %llu\n",
 			    (unsigned long long)pd->kv_requests_here,
 			    (unsigned long long)pd->kv_requests_nodes);
+	metrics_head(b, "pool_kv_shard_requests_total", "counter",
+		     "KV requests to sharded namespaces served here, as their keys' owner");
+	evbuffer_add_printf(b,
+			    "pool_kv_shard_requests_total{from=\"here\"} %llu\n"
+			    "pool_kv_shard_requests_total{from=\"nodes\"} %llu\n",
+			    (unsigned long long)pd->kv_shard_requests[0],
+			    (unsigned long long)pd->kv_shard_requests[1]);
 }
 
 /* Regions of this node that local clients map (carve.c). */

@@ -26,8 +26,10 @@
 
 /* A request sent to another node, until its answer comes. */
 struct nodecall {
-	struct req *r; /* the client's */
+	struct poold *pd;
 	uint32_t node;
+	nodecall_cb cb;
+	void *arg;
 	size_t in_len, out_len;
 	uint8_t *in, *out;
 };
@@ -35,7 +37,7 @@ struct nodecall {
 /* The types another node may ask this poold to serve. */
 static bool nodecall_served(uint32_t type)
 {
-	return type == WIRE_STATUS;
+	return type == WIRE_STATUS || type == WIRE_KV || type == WIRE_SESSION_END;
 }
 
 static void nodecall_free(struct nodecall *nc)
@@ -48,20 +50,94 @@ static void nodecall_free(struct nodecall *nc)
 static void nodecall_done(void *arg, int status)
 {
 	struct nodecall *nc = arg;
-	struct req *r = nc->r;
 
 	if (status == 0 && nc->out_len < 2)
 		status = -EPROTO;
-	if (status < 0) {
-		req_finish(r, req_errorf(r, status, "node %u did not answer: %s", nc->node,
-					 err_str(status)));
-	} else {
-		uint16_t type = (uint16_t)(nc->out[0] | nc->out[1] << 8);
-
-		conn_send_raw(r->conn, type, r->id, nc->out + 2, nc->out_len - 2);
-		req_finish(r, 0);
-	}
+	if (status < 0)
+		nc->cb(nc->pd, nc->arg, status, 0, NULL, 0);
+	else
+		nc->cb(nc->pd, nc->arg, 0, (uint16_t)(nc->out[0] | nc->out[1] << 8), nc->out + 2,
+		       nc->out_len - 2);
 	nodecall_free(nc);
+}
+
+/*
+ * Ask node's poold to serve msg, a request of type, for the client as
+ * says; cb gets the reply (its type and bytes) or the error, from the
+ * loop. 0, or -errno (cb never runs).
+ */
+int nodecall_send(struct poold *pd, uint32_t node, const struct nodecall_as *as, uint16_t type,
+		  const ProtobufCMessage *msg, nodecall_cb cb, void *arg)
+{
+	Pool__Forward fw = POOL__FORWARD__INIT;
+	struct member *m = cluster_find(pd, node);
+	struct nodecall *nc;
+	size_t plen;
+	int rc;
+
+	if (m == NULL || m->state != MEMBER_UP)
+		return -EHOSTUNREACH;
+	rc = carry_link_way(pd, m);
+	if (rc < 0)
+		return rc;
+	nc = calloc(1, sizeof(*nc));
+	plen = protobuf_c_message_get_packed_size(msg);
+	fw.uid = as->uid;
+	fw.gid = as->gid;
+	fw.pid = as->pid;
+	fw.admin = as->admin;
+	fw.type = type;
+	fw.has_session = 1;
+	fw.session = as->session;
+	if (nc == NULL || (fw.payload.data = malloc(plen ? plen : 1)) == NULL) {
+		free(nc);
+		return -ENOMEM;
+	}
+	fw.payload.len = protobuf_c_message_pack(msg, fw.payload.data);
+	*nc = (struct nodecall){.pd = pd, .node = node, .cb = cb, .arg = arg};
+	nc->in_len = protobuf_c_message_get_packed_size(&fw.base);
+	nc->in = malloc(nc->in_len);
+	nc->out = malloc(NODECALL_ANSWER_MAX);
+	if (nc->in == NULL || nc->out == NULL) {
+		free(fw.payload.data);
+		nodecall_free(nc);
+		return -ENOMEM;
+	}
+	protobuf_c_message_pack(&fw.base, nc->in);
+	free(fw.payload.data);
+	rc = fab_link_call(m->link, nc->in, nc->in_len, nc->out, NODECALL_ANSWER_MAX, &nc->out_len,
+			   nodecall_done, nc);
+	if (rc < 0)
+		nodecall_free(nc);
+	return rc;
+}
+
+/* Who the client of r is, as a call says it. */
+void nodecall_as_req(const struct req *r, struct nodecall_as *ret)
+{
+	*ret = (struct nodecall_as){(uint32_t)r->uid, (uint32_t)r->gid, (uint32_t)r->pid, r->admin,
+				    r->session};
+}
+
+/* The answer to a request of a client of this poold: to the client, as it is. */
+static void nodecall_relay(struct poold *pd, void *arg, int status, uint16_t type,
+			   const uint8_t *reply, size_t len)
+{
+	struct req *r = arg;
+	ProtobufCMessage *msg;
+
+	if (status < 0) {
+		req_finish(r, req_errorf(r, status, "a node did not answer: %s", err_str(status)));
+		return;
+	}
+	/* What the owner granted the client: its transfers go through this poold. */
+	if ((type == WIRE_KV_REPLY || type == WIRE_REGION_REPLY) &&
+	    wire_msg_unpack(type, reply, len, &msg) == 0) {
+		grant_reply(pd, r->session, type, msg);
+		wire_msg_free(msg);
+	}
+	conn_send_raw(r->conn, type, r->id, reply, len);
+	req_finish(r, 0);
 }
 
 /*
@@ -70,50 +146,22 @@ static void nodecall_done(void *arg, int status)
  */
 int nodecall_forward(struct req *r, uint32_t node, uint16_t type, const ProtobufCMessage *msg)
 {
-	Pool__Forward fw = POOL__FORWARD__INIT;
-	struct member *m = cluster_find(r->pd, node);
-	struct nodecall *nc;
-	size_t plen;
+	struct nodecall_as as;
+	struct req *held;
 	int rc;
 
 	if (r->conn == NULL)
 		return req_errorf(r, -EOPNOTSUPP, "a request from another node asks no further");
-	if (m == NULL || m->state != MEMBER_UP)
-		return req_errorf(r, -EHOSTUNREACH, "node %u is not a member that is up", node);
-	rc = carry_link_way(r->pd, m);
-	if (rc < 0)
-		return req_errorf(r, rc, "no link to node %u: %s", node, err_str(rc));
-	nc = calloc(1, sizeof(*nc));
-	plen = protobuf_c_message_get_packed_size(msg);
-	fw.uid = r->uid;
-	fw.gid = r->gid;
-	fw.pid = (uint32_t)r->pid;
-	fw.admin = r->admin;
-	fw.type = type;
-	fw.has_session = 1;
-	fw.session = r->session;
-	if (nc == NULL || (fw.payload.data = malloc(plen ? plen : 1)) == NULL) {
-		free(nc);
+	if ((held = req_hold(r)) == NULL)
 		return req_errorf(r, -ENOMEM, "out of memory");
-	}
-	fw.payload.len = protobuf_c_message_pack(msg, fw.payload.data);
-	nc->node = node;
-	nc->in_len = protobuf_c_message_get_packed_size(&fw.base);
-	nc->in = malloc(nc->in_len);
-	nc->out = malloc(NODECALL_ANSWER_MAX);
-	if (nc->in == NULL || nc->out == NULL || (nc->r = req_hold(r)) == NULL) {
-		free(fw.payload.data);
-		nodecall_free(nc);
-		return req_errorf(r, -ENOMEM, "out of memory");
-	}
-	protobuf_c_message_pack(&fw.base, nc->in);
-	free(fw.payload.data);
-	rc = fab_link_call(m->link, nc->in, nc->in_len, nc->out, NODECALL_ANSWER_MAX, &nc->out_len,
-			   nodecall_done, nc);
+	nodecall_as_req(r, &as);
+	rc = nodecall_send(r->pd, node, &as, type, msg, nodecall_relay, held);
 	if (rc < 0) {
-		req_finish(nc->r, 0);
-		nodecall_free(nc);
-		return req_errorf(r, rc, "cannot ask node %u: %s", node, err_str(rc));
+		req_finish(held, 0);
+		return req_errorf(r, rc,
+				  rc == -EHOSTUNREACH ? "node %u is not a member that is up"
+						      : "cannot ask node %u: %s",
+				  node, err_str(rc));
 	}
 	return 0;
 }
@@ -155,6 +203,13 @@ static void nodecall_serve(struct poold *pd, const struct fab_link_peer *peer, c
 	} else if (!nodecall_served(fw->type)) {
 		rc = req_errorf(&r, -EOPNOTSUPP, "%s is not a request nodes ask of each other",
 				wire_type_name((uint16_t)fw->type));
+	} else if (fw->type == WIRE_SESSION_END) {
+		/* A client of the caller's went: its pins and reservations of this node's shards.
+		 */
+		Pool__Ok ok = POOL__OK__INIT;
+
+		kv_session_end(pd, peer->node, fw->session, false);
+		nodecall_answer(&r, WIRE_OK, &ok.base);
 	} else {
 		r.uid = fw->uid;
 		r.gid = fw->gid;

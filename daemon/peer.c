@@ -333,6 +333,35 @@ static void nsdefs_clear(struct nsdefs *d)
  * once its last chunk came; one out of its order drops the set coming (the
  * older one stays).
  */
+/* The whole set came: this poold's sharded namespaces follow it (kvowner.c). */
+static void peer_follow_nsdefs(struct peer *pe)
+{
+	Pool__KvNamespace **all = NULL, **more;
+	ProtobufCMessage **chunks = calloc(pe->nsdefs.n ? pe->nsdefs.n : 1, sizeof(*chunks));
+	size_t i, n = 0;
+
+	for (i = 0; chunks != NULL && i < pe->nsdefs.n; i++) {
+		const Pool__KvNsReply *r;
+
+		if (wire_msg_unpack(WIRE_KV_NS_DEFS, pe->nsdefs.c[i].buf, pe->nsdefs.c[i].len,
+				    &chunks[i]) < 0)
+			goto out;
+		r = (const Pool__KvNsReply *)chunks[i];
+		if ((more = reallocarray(all, n + r->n_namespaces + 1, sizeof(*all))) == NULL)
+			goto out;
+		all = more;
+		memcpy(all + n, r->namespaces, r->n_namespaces * sizeof(*all));
+		n += r->n_namespaces;
+	}
+	if (chunks != NULL)
+		kv_defs_adopt_msg(pe->pd, all, n, NULL);
+out:
+	for (i = 0; chunks != NULL && i < pe->nsdefs.n; i++)
+		wire_msg_free(chunks[i]);
+	free(chunks);
+	free(all);
+}
+
 static void peer_keep_nsdefs(struct peer *pe, uint32_t seq, bool more, const uint8_t *buf,
 			     size_t len)
 {
@@ -364,6 +393,7 @@ static void peer_keep_nsdefs(struct peer *pe, uint32_t seq, bool more, const uin
 	nsdefs_clear(&pe->nsdefs);
 	pe->nsdefs = *coming;
 	*coming = (struct nsdefs){0};
+	peer_follow_nsdefs(pe);
 }
 
 /* The same, from a message: the first chunk, as a register reply carries it. */

@@ -36,6 +36,7 @@ static void poold_session_end(struct poold *pd, uint64_t session)
 		peer_session_end(pd, session);
 	else
 		coord_session_end(pd, pd->node_id, session);
+	kvroute_session_end(pd, session);
 	snapcopy_session_end(pd, session);
 	grant_session_end(pd, session);
 	xfer_session_end(pd, session);
@@ -53,6 +54,7 @@ static const struct control_wiring poold_wiring = {
     .ntables = ARRAY_SIZE(poold_handlers),
     .session_end = poold_session_end,
     .forward = peer_forward,
+    .route = kvroute_request,
     .hold_reply = coordlog_hold_reply,
     .wants_file = region_file_wanted,
     .reply_with_file = region_reply_with_file,
@@ -244,6 +246,7 @@ static void poold_free(struct poold *pd)
 	grant_clear(pd);
 	xfer_close(pd);
 	carve_close(pd);
+	kvowner_close(pd);
 	kvstore_close(pd);
 	lend_close(pd);
 	poold_fabric_close(pd);
@@ -391,7 +394,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	rc = 1;
-	if (lend_open(&pd) < 0 || kvstore_open(&pd) < 0 || hold_open(&pd) < 0)
+	if (lend_open(&pd) < 0 || kvstore_open(&pd) < 0 || kvowner_open(&pd) < 0 ||
+	    hold_open(&pd) < 0)
 		goto out;
 	if (pd.conf->role == ROLE_COORDINATOR ? coord_open(&pd) < 0
 					      : peer_open(&pd) < 0 || resprelay_open(&pd) < 0) {

@@ -238,8 +238,10 @@ struct poold {
 	uint64_t kv_shards_gen;			   /* ... this members_gen (cluster_kv_shards()) */
 	uint64_t kv_shard_changes, kv_shard_moves; /* ... its changes, and shards moved in them */
 	uint64_t kv_requests_here, kv_requests_nodes; /* KV requests served: own clients', nodes' */
-	struct metrics *metrics;	 /* the Prometheus endpoint, if metrics.listen is set */
-	struct events *events;		 /* the recent events (events.c) */
+	uint64_t
+	    kv_shard_requests[2]; /* ... to sharded namespaces, as owner: [0] own, [1] nodes' */
+	struct metrics *metrics;  /* the Prometheus endpoint, if metrics.listen is set */
+	struct events *events;	  /* the recent events (events.c) */
 	struct fab_rma_stats client_rma; /* local clients' one-sided transfers, as they tell them */
 	struct snapcopies *snapcopies;	 /* the node's copies of snapshot images (snapcopy.c) */
 	struct snapplaces *snapplaces;	 /* the helpers filling them for snap place (snapplace.c) */
@@ -344,7 +346,7 @@ struct req {
 	bool with_file;	   /* a local session's open or create that wants the region's file */
 	/* asked by another node (nodecall.c): the reply goes to answer_to, through answer */
 	int (*answer)(struct req *r, uint16_t type, const ProtobufCMessage *msg);
-	struct fab_link_answer *answer_to;
+	void *answer_to;
 	char errmsg[256];
 };
 
@@ -367,7 +369,9 @@ struct req_latency {
 
 /* CTL_ROOT: root or poold's own uid, who could read poold's memory anyway. */
 enum ctl_perm { CTL_ANY, CTL_ADMIN, CTL_ROOT };
-enum ctl_where { AT_HERE, AT_COORD };
+/* AT_ROUTE: where the request's own data says (control_wiring.route), else as AT_COORD. */
+enum ctl_where { AT_HERE, AT_COORD, AT_ROUTE };
+#define CTL_NOT_ROUTED 2 /* control_wiring.route: not routed, served as AT_COORD */
 
 /* The permission of one value of a request's "op" field, where it differs from the type's. */
 /* An operation (the value of the request's enum field op, never 0) and who may ask for it. */
@@ -396,6 +400,9 @@ struct control_wiring {
 	void (*session_end)(struct poold *pd, uint64_t session);
 	/* A node passes a request its coordinator serves on to it (>= 0: passed). */
 	int (*forward)(struct req *r, uint16_t type, const uint8_t *payload, size_t len);
+	/* A request served where its data says (AT_ROUTE): as a handler returns, or CTL_NOT_ROUTED.
+	 */
+	int (*route)(struct req *r, uint16_t type, const uint8_t *payload, size_t len);
 	/* Whether a reply waits for the journal (1: held and sent later, 0: send it, -errno). */
 	int (*hold_reply)(struct poold *pd, struct conn *c, uint16_t type, uint64_t req_id,
 			  const ProtobufCMessage *msg);
@@ -418,8 +425,22 @@ int req_reply(struct req *r, uint16_t type, const ProtobufCMessage *msg);
 void req_send_error(struct req *r, int code);
 /* nodecall.c: requests between nodes' poolds, on the links between them */
 int nodecall_forward(struct req *r, uint32_t node, uint16_t type, const ProtobufCMessage *msg);
+/* who a call is made for: the client, as its own poold saw it */
+struct nodecall_as {
+	uint32_t uid, gid, pid;
+	bool admin;
+	uint64_t session;
+};
+typedef void (*nodecall_cb)(struct poold *pd, void *arg, int status, uint16_t type,
+			    const uint8_t *reply, size_t len);
+int nodecall_send(struct poold *pd, uint32_t node, const struct nodecall_as *as, uint16_t type,
+		  const ProtobufCMessage *msg, nodecall_cb cb, void *arg);
+void nodecall_as_req(const struct req *r, struct nodecall_as *ret);
 int nodecall_answer(struct req *r, uint16_t type, const ProtobufCMessage *msg);
 void nodecall_open(struct poold *pd);
+/* kvroute.c: KV requests to sharded namespaces, sent to their keys' owners */
+int kvroute_request(struct req *r, uint16_t type, const uint8_t *payload, size_t len);
+void kvroute_session_end(struct poold *pd, uint64_t session);
 int req_errorf(struct req *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 struct req *req_hold(const struct req *r);
 void req_finish(struct req *r, int rc);
@@ -459,8 +480,9 @@ int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_membe
 void cluster_members_msg_free(Pool__Member **members, size_t n);
 
 /* carry*.c: how this poold reaches the memory other poolds lend (fabric.transfer) */
-#define CARRY_PROBE_ARENA UINT32_MAX	/* a node's probe buffer, as the arena link probes read */
-#define KV_STORE_ARENA (UINT32_MAX - 1) /* a node's memory for its KV shards' values */
+#define CARRY_PROBE_ARENA UINT32_MAX /* a node's probe buffer, as the arena link probes read */
+/* a node's memory for its KV shards' values: the last arena id a KV place packs */
+#define KV_STORE_ARENA (LENDER_ARENA_IDS - 1)
 int carry_memory(struct poold *pd, uint32_t arena, uint64_t ext, uint64_t off, uint64_t len,
 		 bool last, void **ret_ptr);
 /* kvstore.c: the memory a node keeps for the values of the KV shards it owns */
@@ -612,6 +634,7 @@ int region_reply_with_file(struct req *q, uint16_t type, const ProtobufCMessage 
 int lend_open(struct poold *pd);
 void lend_close(struct poold *pd);
 void lend_scrub(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
+struct arena *lend_arena(struct poold *pd, uint32_t arena);
 int lend_renew(struct poold *pd, uint32_t arena, uint64_t off, uint64_t len);
 uint64_t lend_page_size(const struct poold *pd);
 void lend_numa_bind(void *base, size_t len, int numa);
@@ -634,9 +657,11 @@ int lend_arenas_info(struct poold *pd, struct node_arena **ret_arenas, size_t *r
 enum region_class { CLASS_PINNED, CLASS_CACHE, CLASS_PERSISTENT };
 
 /*
- * The arenas the coordinator lends from: ids below 2^16 and offsets below
- * 2^48, so that a KV value's place packs into 8 bytes (struct kv_val).
- * An arena beyond them is not lent (region_lender_update()).
+ * The arenas the coordinator lends from: ids below 2^16 - 1 and offsets
+ * below 2^48, so that a KV value's place packs into 8 bytes (struct
+ * kv_val), its last id naming a node's memory for its KV shards
+ * (KV_STORE_ARENA). An arena beyond them is not lent
+ * (region_lender_update()).
  */
 #define LENDER_ARENA_IDS (1u << 16)
 #define LENDER_ARENA_BYTES (1ull << 48)
@@ -896,6 +921,7 @@ void reclaim_send_limit(struct poold *pd, uint32_t node, uint32_t arena, uint64_
 #define HOLD_NS_NO_EVICT 0x4u	/* ... a full namespace refuses puts */
 #define HOLD_NS_DEDUP 0x8u	/* ... keys name their content: puts count references */
 #define HOLD_NS_SHARED 0x10u	/* ... across uids: a value is checked against its key at commit */
+#define HOLD_NS_SHARDED 0x20u	/* ... its index and values on the KV shards' owners */
 #define HOLD_REGION_ID(id) (!((id) >> 63)) /* Holding.region: a region's, not a KV namespace's */
 /*
  * A committed KV value where one lender holds it, as its holdings record
@@ -1085,6 +1111,10 @@ void kv_close(struct poold *pd);
 void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all);
 void kv_node_lost(struct poold *pd, uint32_t node);
 void kv_sweep(struct poold *pd);
+int kvowner_open(struct poold *pd);
+void kvowner_close(struct poold *pd);
+struct kv_ns_spec;
+void kvowner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n);
 int kv_adopt(struct poold *pd, uint32_t node, const struct ledger_extent *at,
 	     const struct kv_record *rec);
 /* A walk of the KV extents on a node for a ledger pass, a slice at a time (kv_extents()). */

@@ -160,11 +160,11 @@ void region_lender_update(struct poold *pd, const struct node_info *info)
 			TAILQ_REMOVE(&rs->pools, lp, entry);
 			region_pool_free(lp);
 		}
-		if (a->id >= LENDER_ARENA_IDS || size >= LENDER_ARENA_BYTES) {
+		if (a->id >= KV_STORE_ARENA || size >= LENDER_ARENA_BYTES) {
 			log_warnx("node %u's arena %u (%llu bytes) is not lent: ids stop at %u, "
 				  "sizes below %llu bytes",
-				  info->id, a->id, (unsigned long long)a->size,
-				  LENDER_ARENA_IDS - 1, LENDER_ARENA_BYTES);
+				  info->id, a->id, (unsigned long long)a->size, KV_STORE_ARENA - 1,
+				  LENDER_ARENA_BYTES);
 			continue;
 		}
 		if (size == 0 || (lp = calloc(1, sizeof(*lp))) == NULL)
@@ -324,6 +324,9 @@ void region_account(struct poold *pd)
 	struct lender_pool *lp;
 	struct member *m;
 	size_t i;
+
+	if (pd->regions == NULL) /* (a node's KV shards take nothing lent) */
+		return;
 
 	TAILQ_FOREACH(m, &pd->members, entry) {
 		for (i = 0; i < m->info->n_numa; i++)

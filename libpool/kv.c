@@ -48,6 +48,7 @@ static int kv_ns_call(struct pool *pool, Pool__KvNsOp op, const char *ns, uint64
 	req.name = (char *)ns;
 	req.tier = flags & POOL_KV_DRAM_ONLY ? "dram" : flags & POOL_KV_PERSISTENT ? "pmem" : NULL;
 	req.evict = flags & POOL_KV_NO_EVICT ? "none" : NULL;
+	req.has_sharded = req.sharded = (flags & POOL_KV_SHARDED) != 0;
 	req.replicas = (flags >> 8) & 0xfu;
 	req.has_replicas = req.replicas != 0;
 	req.has_mode = (flags >> 16) & 01000u;
@@ -65,7 +66,7 @@ POOL_EXPORT int pool_kv_create(struct pool *pool, const char *ns, uint64_t capac
 	int rc;
 
 	if (pool == NULL || ns == NULL ||
-	    (flags & ~(POOL_KV_DRAM_ONLY | POOL_KV_PERSISTENT | POOL_KV_NO_EVICT |
+	    (flags & ~(POOL_KV_DRAM_ONLY | POOL_KV_PERSISTENT | POOL_KV_NO_EVICT | POOL_KV_SHARDED |
 		       POOL_KV_REPLICAS(0xf) | POOL_KV_MODE(0777))) != 0 ||
 	    ((flags >> 8) & 0xfu) > 4 || (flags & POOL_KV_DRAM_ONLY && flags & POOL_KV_PERSISTENT))
 		return pool_err(-EINVAL, "pool_kv_create: invalid argument");

@@ -153,6 +153,7 @@ POOL_EXPORT void pool_kv_close(struct pool_kv *kv);
 #define POOL_KV_DRAM_ONLY 0x1u
 #define POOL_KV_PERSISTENT 0x2u
 #define POOL_KV_NO_EVICT 0x4u
+#define POOL_KV_SHARDED 0x8u
 #define POOL_KV_REPLICAS(n) (((unsigned)(n)&0xfu) << 8)
 /* Its permission bits (owner: the caller; default 0600), as for regions. */
 #define POOL_KV_MODE(m) (((((unsigned)(m)) & 0777u) | 01000u) << 16)

@@ -18,7 +18,8 @@ pool_sock() { echo "$(cluster_dir "$1")/run/poold.sock"; }
 
 # pool_node_start I [poold -o options...]: start poold on host I; with
 # POOL_PMEM=SIZE set, it lends a pmem tier of that size too; POOL_OPTS adds
-# options to every poold (word-split), POOL_LOG_LEVEL sets log.level.
+# options to every poold (word-split), POOL_NODE_OPTS names a function that
+# prints more for host I (word-split), POOL_LOG_LEVEL sets log.level.
 pool_node_start() {
 	local i=$1 dir role pmem=(); shift
 	dir=$(cluster_dir "$i")
@@ -31,7 +32,8 @@ pool_node_start() {
 	[ -n "${POOL_PMEM:-}" ] && pmem=(-o "pmem.path=$dir/pmem" -o "pmem.size=$POOL_PMEM")
 	POOL_PIDS[$i]=$(cluster_spawn "$i" "$dir/poold.log" "$POOLD" -d \
 		-o "runtime_dir=$dir/run" -o "node.name=h$i" -o "node.id=$i" -o "heartbeat.interval=$POOL_HB" \
-		-o "peer.secret=$POOL_SECRET" -o fabric.transports=tcp -o log.level=${POOL_LOG_LEVEL:-info} "${role[@]}" "${pmem[@]}" ${POOL_OPTS:-} "$@")
+		-o "peer.secret=$POOL_SECRET" -o fabric.transports=tcp -o log.level=${POOL_LOG_LEVEL:-info} "${role[@]}" "${pmem[@]}" ${POOL_OPTS:-} \
+		${POOL_NODE_OPTS:+$("$POOL_NODE_OPTS" "$i")} "$@")
 }
 
 # pool_node_kill I [SIGNAL]

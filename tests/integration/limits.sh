@@ -303,7 +303,7 @@ check_out "poold is not running" "poolctl says poold is not running"
 check_exit 3 "missing socket directory" "$POOLCTL" -s /nonexistent/poold.sock status
 check_exit 2 "unknown command exits 2" "$POOLCTL" frobnicate
 check_exit 2 "bad option exits 2" "$POOLCTL" --bogus status
-check_exit 2 "extra argument exits 2" "$POOLCTL" status extra
+check_exit 2 "extra argument exits 2" "$POOLCTL" status 2 extra
 check_exit 0 "help exits 0" "$POOLCTL" --help
 check_exit 0 "version works without poold" "$POOLCTL" version
 check_out "poold not reachable" "version says poold is not reachable"

@@ -27,7 +27,8 @@ import sys
 # KV index's requests (kvwire.c), its local callers' API (kvlocal.c) and its
 # events (kvevents.c) are not in it: they sit above the index.
 MODULES = {
-    "kv": ("kv", "kvtier", "kvdedup", "kvreplica", "kvrebuild", "kvtell", "kvevict", "kvreap"),
+    "kv": ("kv", "kvtier", "kvdedup", "kvreplica", "kvrebuild", "kvtell", "kvevict", "kvreap",
+           "kvowner"),
     "resp": ("resp", "respconn", "respkeys", "respplace", "respremote", "resprelay", "respparse",
              "respauth"),
     "etcd": ("etcd", "etcdwatch"),

@@ -148,3 +148,10 @@ tests_unit_test_holdreport_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS)
 	$(PROTOBUF_C_CFLAGS) $(XXHASH_CFLAGS)
 tests_unit_test_holdreport_LDADD = tests/unit/libunit.la daemon/libpoold.la $(EVENT_LIBS) \
 	$(CUNIT_LIBS)
+
+# The memory a node keeps for its KV shards' values (daemon/kvstore.c).
+check_PROGRAMS += tests/unit/test_kvstore
+TESTS += tests/unit/test_kvstore
+tests_unit_test_kvstore_SOURCES = tests/unit/test_kvstore.c
+tests_unit_test_kvstore_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_unit_test_kvstore_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)

@@ -1,0 +1,387 @@
+/*
+ * daemon/kvroute.c - the KV requests of this poold's clients to sharded
+ * namespaces, sent where their keys are: each key to the owner of its
+ * shard (kvshard.c's map), this poold itself or another member's poold,
+ * asked on the link between them (nodecall.c), never the coordinator. A
+ * request whose keys have several owners is split by owner, its parts in
+ * flight together, and their answers put back together in the keys' order:
+ * one reply, as the client asked. Requests to other namespaces go on to
+ * the coordinator as before.
+ *
+ * What a part's owner grants the client (the places of its keys) is taken
+ * in as its answer comes, as for a reply of the coordinator's. A part that
+ * fails fails the request (its message names the owner); an owner whose
+ * shards moved meanwhile refuses keys it no longer owns (-ESTALE), and the
+ * client asks again.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/kvint.h"
+#include "daemon/kvshard.h"
+
+/* A request split over several owners, until every part answered. */
+struct kvroute {
+	struct req *r; /* the client's, held */
+	Pool__KvOp op;
+	size_t nkeys, nparts, pending;
+	struct kvroute_part *parts;
+	Pool__KvLocation **locs; /* each key's, pointing into its part's reply */
+	uint64_t count;
+	size_t match; /* MATCH: the first key missing */
+	uint32_t access;
+	bool has_access;
+	int status; /* the first part's failure */
+};
+
+/* The keys of one owner. */
+struct kvroute_part {
+	struct kvroute *rt;
+	uint32_t node;
+	size_t n;
+	size_t *idx;	      /* each key's place in the request */
+	Pool__KvReply *reply; /* its answer, once it came */
+};
+
+static void kvroute_free(struct kvroute *rt)
+{
+	size_t i;
+
+	for (i = 0; i < rt->nparts; i++) {
+		free(rt->parts[i].idx);
+		wire_msg_free(rt->parts[i].reply != NULL ? &rt->parts[i].reply->base : NULL);
+	}
+	free(rt->parts);
+	free(rt->locs);
+	free(rt);
+}
+
+/* Every part answered: the client's one reply, or the first failure. */
+static void kvroute_finish(struct kvroute *rt)
+{
+	Pool__KvReply reply = POOL__KV_REPLY__INIT;
+	struct req *r = rt->r;
+	int rc;
+
+	if (rt->status < 0) {
+		req_finish(r, rt->status);
+		kvroute_free(rt);
+		return;
+	}
+	reply.locations = rt->locs;
+	reply.n_locations = rt->op == POOL__KV_OP__KV_OP_MATCH ? 0 : rt->nkeys;
+	reply.has_count = 1;
+	reply.count = rt->op == POOL__KV_OP__KV_OP_MATCH ? rt->match : rt->count;
+	reply.has_access = rt->has_access;
+	reply.access = rt->access;
+	/* (each part's grants were taken in with its answer: sent as it is) */
+	rc = conn_send(r->conn, WIRE_KV_REPLY, r->id, &reply.base);
+	req_finish(r, rc < 0 ? rc : 0);
+	kvroute_free(rt);
+}
+
+static void kvroute_part_done(struct kvroute_part *p)
+{
+	if (--p->rt->pending == 0)
+		kvroute_finish(p->rt);
+}
+
+/* A part failed: the request fails, with the first failure's message (said already). */
+static void kvroute_part_failed(struct kvroute_part *p, int rc)
+{
+	if (p->rt->status == 0)
+		p->rt->status = rc;
+	kvroute_part_done(p);
+}
+
+/* A part's answer: its locations in their keys' places, its count added. */
+static void kvroute_part_answer(struct kvroute_part *p, int status, uint16_t type,
+				const uint8_t *bytes, size_t len)
+{
+	struct kvroute *rt = p->rt;
+	ProtobufCMessage *msg = NULL;
+	bool first = rt->status == 0;
+	size_t i;
+
+	if (status == 0 && type == WIRE_ERROR &&
+	    wire_msg_unpack(WIRE_ERROR, bytes, len, &msg) == 0) {
+		const Pool__Error *e = (const Pool__Error *)msg;
+
+		status = e->code < 0 ? e->code : -EIO;
+		if (first)
+			req_errorf(rt->r, status, "node %u: %s", p->node, e->message);
+		wire_msg_free(msg);
+	} else if (status == 0 &&
+		   (type != WIRE_KV_REPLY || wire_msg_unpack(type, bytes, len, &msg) < 0)) {
+		status = -EPROTO;
+		if (first)
+			req_errorf(rt->r, status, "node %u answered with %s", p->node,
+				   wire_type_name(type));
+	} else if (status < 0 && first) {
+		req_errorf(rt->r, status, "node %u did not answer: %s", p->node, err_str(status));
+	}
+	if (status < 0) {
+		kvroute_part_failed(p, status);
+		return;
+	}
+	{
+		p->reply = (Pool__KvReply *)msg;
+		if (p->reply->n_locations != (rt->op == POOL__KV_OP__KV_OP_MATCH ? 0 : p->n) &&
+		    rt->status == 0)
+			rt->status = req_errorf(rt->r, -EPROTO, "node %u answered %zu keys of %zu",
+						p->node, p->reply->n_locations, p->n);
+		for (i = 0; rt->status == 0 && i < p->reply->n_locations; i++)
+			rt->locs[p->idx[i]] = p->reply->locations[i];
+		rt->count += p->reply->count;
+		if (rt->op == POOL__KV_OP__KV_OP_MATCH && p->reply->count < p->n)
+			rt->match = MIN(rt->match, p->idx[p->reply->count]);
+		if (p->reply->has_access) {
+			rt->has_access = true;
+			rt->access = p->reply->access;
+		}
+		if (p->node != rt->r->pd->node_id) /* (this poold's own part granted already) */
+			grant_reply(rt->r->pd, rt->r->session, WIRE_KV_REPLY, msg);
+	}
+	kvroute_part_done(p);
+}
+
+static void kvroute_remote_answer(struct poold *pd, void *arg, int status, uint16_t type,
+				  const uint8_t *bytes, size_t len)
+{
+	(void)pd;
+	kvroute_part_answer(arg, status, type, bytes, len);
+}
+
+/* This poold's own part, served here: its reply comes back packed, as another's would. */
+static int kvroute_local_answer(struct req *q, uint16_t type, const ProtobufCMessage *msg)
+{
+	size_t len = protobuf_c_message_get_packed_size(msg);
+	uint8_t *buf = malloc(len ? len : 1);
+	struct kvroute_part *p = q->answer_to;
+
+	q->answer = NULL; /* (once) */
+	if (buf == NULL) {
+		if (p->rt->status == 0)
+			req_errorf(p->rt->r, -ENOMEM, "out of memory");
+		kvroute_part_failed(p, -ENOMEM);
+		return -ENOMEM;
+	}
+	protobuf_c_message_pack(msg, buf);
+	kvroute_part_answer(p, 0, type, buf, len);
+	free(buf);
+	return 0;
+}
+
+/* kr's keys of one part, as a request of their own (pointing into kr). */
+static int kvroute_sub(const Pool__KvRequest *kr, const struct kvroute_part *p,
+		       Pool__KvRequest *sub, ProtobufCBinaryData *keys, uint64_t *sizes,
+		       uint64_t *versions, uint64_t *offs)
+{
+	size_t i;
+
+	*sub = *kr;
+	sub->keys = keys;
+	sub->n_keys = p->n;
+	sub->sizes = kr->n_sizes == kr->n_keys ? sizes : NULL;
+	sub->n_sizes = kr->n_sizes == kr->n_keys ? p->n : 0;
+	sub->versions = kr->n_versions == kr->n_keys ? versions : NULL;
+	sub->n_versions = kr->n_versions == kr->n_keys ? p->n : 0;
+	sub->offs = kr->n_offs == kr->n_keys ? offs : NULL;
+	sub->n_offs = kr->n_offs == kr->n_keys ? p->n : 0;
+	for (i = 0; i < p->n; i++) {
+		keys[i] = kr->keys[p->idx[i]];
+		if (sub->sizes != NULL)
+			sizes[i] = kr->sizes[p->idx[i]];
+		if (sub->versions != NULL)
+			versions[i] = kr->versions[p->idx[i]];
+		if (sub->offs != NULL)
+			offs[i] = kr->offs[p->idx[i]];
+	}
+	return 0;
+}
+
+/* Send (or serve here) one part; its answer comes to kvroute_part_answer(). */
+static void kvroute_part_start(struct kvroute *rt, struct kvroute_part *p,
+			       const Pool__KvRequest *kr)
+{
+	struct poold *pd = rt->r->pd;
+	ProtobufCBinaryData *keys = calloc(p->n ? p->n : 1, sizeof(*keys));
+	uint64_t *nums = calloc(p->n ? 3 * p->n : 1, sizeof(*nums));
+	Pool__KvRequest sub;
+	struct nodecall_as as;
+	int rc;
+
+	if (keys == NULL || nums == NULL) {
+		free(keys);
+		free(nums);
+		if (rt->status == 0)
+			req_errorf(rt->r, -ENOMEM, "out of memory");
+		kvroute_part_failed(p, -ENOMEM);
+		return;
+	}
+	kvroute_sub(kr, p, &sub, keys, nums, nums + p->n, nums + 2 * p->n);
+	if (p->node == pd->node_id) {
+		struct req q = *rt->r;
+
+		q.answer = kvroute_local_answer;
+		q.answer_to = p;
+		q.errmsg[0] = '\0';
+		rc = control_handler(WIRE_KV)->fn(&q, &sub.base);
+		if (rc < 0 && q.answer != NULL) { /* (refused before it answered) */
+			if (rt->status == 0)
+				req_errorf(rt->r, rc, "%s", q.errmsg[0] ? q.errmsg : err_str(rc));
+			kvroute_part_failed(p, rc);
+		}
+	} else {
+		nodecall_as_req(rt->r, &as);
+		rc = nodecall_send(pd, p->node, &as, WIRE_KV, &sub.base, kvroute_remote_answer, p);
+		if (rc < 0)
+			kvroute_part_answer(p, rc, 0, NULL, 0);
+	}
+	free(keys);
+	free(nums);
+}
+
+/* The owner of each key of kr, in owner[]; the number of owners, or -errno. */
+static int kvroute_owners(struct poold *pd, const Pool__KvRequest *kr, uint32_t *owner)
+{
+	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	size_t i;
+
+	if (map->nowners == 0)
+		return -EHOSTUNREACH;
+	for (i = 0; i < kr->n_keys; i++)
+		owner[i] = map->owner[kv_shard_of(kr->ns, kr->keys[i].data, kr->keys[i].len)];
+	return 0;
+}
+
+/* kr, from a client of this poold, to the owners of its keys. */
+static int kvroute_split(struct req *r, const Pool__KvRequest *kr)
+{
+	uint32_t *owner = calloc(kr->n_keys ? kr->n_keys : 1, sizeof(*owner));
+	struct kvroute *rt = NULL;
+	size_t i, k;
+	int rc;
+
+	if (owner == NULL)
+		return req_errorf(r, -ENOMEM, "out of memory");
+	rc = kvroute_owners(r->pd, kr, owner);
+	if (rc < 0) {
+		free(owner);
+		return req_errorf(r, rc, "no member keeps memory for KV shards (kv.shard_size)");
+	}
+	/* One owner (or no key): the request goes as it is. */
+	for (i = 1; i < kr->n_keys && owner[i] == owner[0]; i++)
+		;
+	if (i >= kr->n_keys) {
+		uint32_t node = kr->n_keys > 0 ? owner[0] : r->pd->node_id;
+
+		free(owner);
+		if (node == r->pd->node_id)
+			return control_handler(WIRE_KV)->fn(r, &kr->base);
+		return nodecall_forward(r, node, WIRE_KV, &kr->base);
+	}
+	rt = calloc(1, sizeof(*rt));
+	if (rt == NULL || (rt->locs = calloc(kr->n_keys, sizeof(*rt->locs))) == NULL ||
+	    (rt->parts = calloc(kr->n_keys, sizeof(*rt->parts))) == NULL ||
+	    (rt->r = req_hold(r)) == NULL)
+		goto out_nomem;
+	rt->op = kr->op;
+	rt->nkeys = rt->match = kr->n_keys;
+	for (i = 0; i < kr->n_keys; i++) {
+		struct kvroute_part *p;
+
+		for (k = 0; k < rt->nparts && rt->parts[k].node != owner[i]; k++)
+			;
+		p = &rt->parts[k];
+		if (k == rt->nparts) {
+			*p = (struct kvroute_part){.rt = rt, .node = owner[i]};
+			if ((p->idx = calloc(kr->n_keys, sizeof(*p->idx))) == NULL)
+				goto out_nomem;
+			rt->nparts++;
+		}
+		p->idx[p->n++] = i;
+	}
+	free(owner);
+	rt->pending = rt->nparts + 1; /* (and one for the loop below: no reply before its end) */
+	for (k = 0; k < rt->nparts; k++)
+		kvroute_part_start(rt, &rt->parts[k], kr);
+	if (--rt->pending == 0)
+		kvroute_finish(rt);
+	return 0;
+out_nomem:
+	free(owner);
+	if (rt != NULL) {
+		if (rt->r != NULL)
+			req_finish(rt->r, 0);
+		kvroute_free(rt);
+	}
+	return req_errorf(r, -ENOMEM, "out of memory");
+}
+
+/*
+ * A KV request (control.c's AT_ROUTE): CTL_NOT_ROUTED when its namespace
+ * is not sharded (the coordinator serves it, as any), else sent to its
+ * keys' owners. A request another node sent here for its client is served
+ * here (kv_request() refuses the keys of shards that are not this node's).
+ */
+int kvroute_request(struct req *r, uint16_t type, const uint8_t *payload, size_t len)
+{
+	const struct kv_ns *ns;
+	ProtobufCMessage *msg;
+	int rc;
+
+	if (wire_msg_unpack(type, payload, len, &msg) < 0)
+		return req_errorf(r, -EBADMSG, "malformed %s message", wire_type_name(type));
+	ns = r->pd->kv != NULL ? kv_ns_find(r->pd, ((Pool__KvRequest *)msg)->ns) : NULL;
+	if (ns == NULL || !(ns->flags & HOLD_NS_SHARDED)) {
+		rc = r->answer != NULL ? req_errorf(r, -ENOENT, "no sharded KV namespace '%s' here",
+						    ((Pool__KvRequest *)msg)->ns)
+				       : CTL_NOT_ROUTED;
+		wire_msg_free(msg);
+		return rc;
+	}
+	rc = r->answer != NULL ? control_handler(WIRE_KV)->fn(r, msg)
+			       : kvroute_split(r, (Pool__KvRequest *)msg);
+	wire_msg_free(msg);
+	return rc;
+}
+
+/* (an owner told of a session's end answers; nothing waits for it) */
+static void kvroute_told(struct poold *pd, void *arg, int status, uint16_t type,
+			 const uint8_t *bytes, size_t len)
+{
+	(void)pd, (void)arg, (void)status, (void)type, (void)bytes, (void)len;
+}
+
+/*
+ * A client of this poold went: its pins and reservations of this node's
+ * shards go, and the other owners are told (at most once a session that
+ * used no sharded namespace asks nothing of anyone).
+ */
+void kvroute_session_end(struct poold *pd, uint64_t session)
+{
+	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	Pool__SessionEnd se = POOL__SESSION_END__INIT;
+	struct nodecall_as as = {.session = session};
+	struct kv_ns *ns;
+	size_t i;
+
+	if (pd->kv == NULL)
+		return;
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		if (ns->flags & HOLD_NS_SHARDED)
+			break;
+	if (ns == NULL)
+		return;
+	if (pd->regions == NULL) /* (the coordinator ends its own index's) */
+		kv_session_end(pd, pd->node_id, session, false);
+	se.session = session;
+	for (i = 0; i < map->nowners; i++)
+		if (map->owners[i] != pd->node_id)
+			(void)nodecall_send(pd, map->owners[i], &as, WIRE_SESSION_END, &se.base,
+					    kvroute_told, NULL);
+}

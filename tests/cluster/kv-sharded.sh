@@ -1,0 +1,127 @@
+#!/bin/bash
+# A sharded KV namespace on a 4-node cluster in network namespaces: its
+# index and values live on the owners of its keys' shards (each node keeps
+# 32 MiB for them, kv.shard_size), and every node's clients put and get
+# through their own poold, which asks the owners on the links between them:
+# the coordinator serves none of these requests. Values come back bit-exact
+# from any node, small (in one request to a local owner) and large (two
+# phases, carried to and from a remote owner); batches split over the
+# owners come back in the keys' order; another uid is refused by the
+# namespace's mode at the owner; a dead owner's keys miss and the others'
+# stay, and puts go to the new owners; when it comes back its shards start
+# empty on it and the others drop their keys of them.
+. "${top_srcdir:-.}/tests/cluster/pool.sh"
+KV="$top_builddir/tests/tools/pool-kv"
+kv() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_sock "$i")" "$KV" "$@"; }
+finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "kv-sharded: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
+
+POOL_OPTS="-o kv.shard_size=32M"
+metrics_at() { echo "$(cluster_addr "$1"):$(cluster_port "$1" 9400)"; }
+node_opts() { echo "-o metrics.listen=$(metrics_at "$1")"; }
+POOL_NODE_OPTS=node_opts
+pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
+ok "4-node cluster formed ($CLUSTER_MODE)"
+
+# metric I NAME: host I's sample of a metric (by its full name and labels).
+metric() {
+	cluster_exec "$1" python3 -c 'import sys, urllib.request
+for line in urllib.request.urlopen("http://" + sys.argv[1] + "/metrics", timeout=10).read().decode().splitlines():
+    if line.split(" ")[0] == sys.argv[2]:
+        print(line.split(" ")[1])' "$(metrics_at "$1")" "$2"
+}
+# used I: bytes of host I's memory for its shards given to values.
+used() {
+	pctl "$1" --json status | python3 -c 'import json, sys; print(json.load(sys.stdin)["kv_shards"]["store_used"])'
+}
+
+pctl 1 kv create sh 64M sharded >"$CLUSTER_TMP/out" 2>&1 &&
+	ok "poolctl kv create sh 64M sharded" || { not_ok "create"; cat "$CLUSTER_TMP/out"; }
+pctl 1 kv create bad 64M sharded replicas=2 >"$CLUSTER_TMP/out" 2>&1
+[ $? -ne 0 ] && grep -q "one replica" "$CLUSTER_TMP/out" &&
+	ok "a sharded namespace with 2 replicas: refused, saying why" || { not_ok "replicas=2"; cat "$CLUSTER_TMP/out"; }
+sleep 1 # (the definition reaches every node)
+coord0=$(metric 1 'pool_kv_requests_total{from="nodes"}')
+
+# Small values from h2, read back from h3, single and in batches.
+out=$(kv 2 sh mput a 2000 1000 7 2>&1) && [ "$out" = "mput a: 2000 of 2000 stored" ] &&
+	ok "h2 puts 2000 values of 1000 bytes in one batch over the owners" || not_ok "mput from h2: $out"
+out=$(kv 3 sh mget a 2000 7 2>&1) && [ "$out" = "mget a: 2000 hits of 2000, all correct" ] &&
+	ok "h3 gets all 2000 back in one batch, each in its key's place" || not_ok "mget from h3: $out"
+bad=0
+for k in 0 1 2 3 4 5 6 7; do
+	kv 4 sh get "a$k" $((7 + k)) >/dev/null 2>&1 || bad=$((bad + 1))
+done
+[ $bad = 0 ] && ok "h4 gets 8 of them one by one" || not_ok "$bad single gets from h4 failed"
+spread=0
+for i in 1 2 3 4; do
+	[ "$(used "$i")" -gt 0 ] && spread=$((spread + 1))
+done
+[ $spread = 4 ] && ok "the values live on all four owners ($(for i in 1 2 3 4; do printf '%s ' "$(used "$i")"; done)bytes)" ||
+	not_ok "values on $spread owners"
+
+# Large values: two phases, the bytes carried to and from the owner.
+sum=$(kv 2 sh put big 3000000 11 2>&1) && out=$(kv 4 sh get big 11 2>&1) &&
+	ok "a 3 MB value put from h2 comes back bit-exact on h4" || not_ok "big value: $sum / $out"
+out=$(kv 1 sh get nope 1 2>&1); [ $? -eq 4 ] && ok "a key never put: a miss" || not_ok "miss: $out"
+kv 3 sh remove a5 >/dev/null 2>&1 && ! kv 2 sh exists a5 >/dev/null 2>&1 &&
+	ok "removed on h3, gone for h2" || not_ok "remove"
+
+# The coordinator's index served none of it; the owners did.
+coord1=$(metric 1 'pool_kv_requests_total{from="nodes"}')
+owned=0
+for i in 1 2 3 4; do
+	owned=$((owned + $(metric "$i" 'pool_kv_shard_requests_total{from="nodes"}') +
+		$(metric "$i" 'pool_kv_shard_requests_total{from="here"}')))
+done
+[ "$coord0" = "$coord1" ] && [ "$owned" -gt 0 ] &&
+	ok "the coordinator's index served no KV request of nodes ($coord1); the owners $owned" ||
+	not_ok "coordinator served $coord0 -> $coord1, owners $owned"
+
+# Another uid: the namespace's mode (0600, root's) is checked at the owner.
+if have_nobody "$KV"; then
+	for i in 2 3; do chmod 0755 "$(cluster_dir "$i")" "$(cluster_dir "$i")/run"; chmod 0666 "$(pool_sock "$i")"; done
+	chmod 0755 "$CLUSTER_TMP"
+	denied=0
+	for k in 1 2 3 4 6 7; do
+		cluster_exec 3 setpriv --reuid=nobody --regid=nogroup --clear-groups \
+			env POOL_SOCKET="$(pool_sock 3)" "$KV" sh get "a$k" $((7 + k)) >"$CLUSTER_TMP/out" 2>&1
+		[ $? -ne 0 ] && grep -q "access denied" "$CLUSTER_TMP/out" && denied=$((denied + 1))
+	done
+	cluster_exec 2 setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		env POOL_SOCKET="$(pool_sock 2)" "$KV" sh mput a 100 1000 9 >"$CLUSTER_TMP/out" 2>&1
+	[ $denied = 6 ] && grep -q "access denied" "$CLUSTER_TMP/out" &&
+		out=$(kv 3 sh mget a 100 7 2>&1) && [ "$out" = "mget a: 99 hits of 100, all correct" ] &&
+		ok "uid nobody: every get and a batch put refused by the owners, nothing changed" ||
+		{ not_ok "nobody ($denied denied)"; cat "$CLUSTER_TMP/out"; }
+fi
+
+# A dead owner: its keys miss, the others' stay; puts go to the new owners.
+pool_node_kill 4
+pool_wait_state 1 h4 dead 10 || not_ok "h4 declared dead"
+sleep 1 # (every poold's map follows)
+out=$(kv 2 sh mget a 2000 7 2>&1)
+hits=$(sed -n 's/^mget a: \([0-9]*\) hits of 2000, all correct$/\1/p' <<<"$out")
+[ -n "$hits" ] && [ "$hits" -gt 1000 ] && [ "$hits" -lt 1999 ] &&
+	ok "h4 dead: $hits of 2000 still hit, all correct (h4's keys miss)" || not_ok "after h4's death: $out"
+out=$(kv 3 sh mput b 500 2000 5 2>&1) && [ "$out" = "mput b: 500 of 500 stored" ] &&
+	out=$(kv 1 sh mget b 500 5 2>&1) && [ "$out" = "mget b: 500 hits of 500, all correct" ] &&
+	ok "the three left own every shard: 500 new values put and got" || not_ok "puts after h4: $out"
+
+# h4 back: its shards come back to it, empty; the others drop their keys of them, so that
+# when h4 dies again none of the values put meanwhile comes back stale.
+pool_node_start 4
+pool_wait_state 1 h4 up 20 || not_ok "h4 up again"
+sleep 1
+out=$(kv 1 sh mget b 500 5 2>&1)
+back=$(sed -n 's/^mget b: \([0-9]*\) hits of 500, all correct$/\1/p' <<<"$out")
+[ -n "$back" ] && [ "$back" -gt 250 ] && [ "$back" -lt 500 ] &&
+	ok "h4 back: its shards' keys miss ($((500 - back))), the others' hit ($back)" || not_ok "after h4's return: $out"
+pool_node_kill 4
+pool_wait_state 1 h4 dead 10 || not_ok "h4 declared dead again"
+sleep 1
+out=$(kv 2 sh mget b 500 5 2>&1)
+[ "$out" = "mget b: $back hits of 500, all correct" ] &&
+	ok "h4 dead again: its shards' old keys were dropped by the others, none comes back stale" ||
+	not_ok "after h4's second death ($back before): $out"
+pool_known_abort >/dev/null && echo "# a poold aborted in UCX's wireup (see pool_known_abort)"
+finish
