@@ -38,7 +38,7 @@ static void kvowner_set(uint8_t *bits, uint32_t shard, bool on)
 	if (on)
 		bits[shard / 8] |= (uint8_t)(1u << (shard % 8));
 	else
-		bits[shard / 8] &= (uint8_t)~(1u << (shard % 8));
+		bits[shard / 8] &= (uint8_t) ~(1u << (shard % 8));
 }
 
 /* The next sharded namespace after the one of id (0: the first), or NULL. */
@@ -83,7 +83,8 @@ static void kvowner_drop_slice(evutil_socket_t fd, short what, void *arg)
 			while ((e = *pp) != NULL) {
 				if (kvowner_bit(kv->shards_lost,
 						kv_shard_of(ns->name, kv_entry_key(e), e->klen))) {
-					kv_entry_clear(pd, ns, e); /* (unlinks it: *pp is the next) */
+					kv_entry_clear(pd, ns,
+						       e); /* (unlinks it: *pp is the next) */
 					kv->dropped++;
 				} else {
 					pp = &e->hnext;

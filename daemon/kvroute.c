@@ -9,7 +9,11 @@
  * the coordinator as before.
  *
  * What a part's owner grants the client (the places of its keys) is taken
- * in as its answer comes, as for a reply of the coordinator's. A part that
+ * in as its answer comes, as for a reply of the coordinator's. A get or a
+ * put in one request (the bytes in the client's window) goes to another
+ * owner by value: this poold takes a put's bytes from the window into the
+ * call, and puts a get's from the answer into the window, so the client
+ * makes one request whichever node holds its keys. A part that
  * fails fails the request (its message names the owner); an owner whose
  * shards moved meanwhile refuses keys it no longer owns (-ESTALE), and the
  * client asks again.
@@ -23,6 +27,15 @@
 #include "daemon/kvint.h"
 #include "daemon/kvshard.h"
 
+#define KVROUTE_LOC_MAX 256 /* a key's location in a reply, with its copies, at most */
+#define KVROUTE_OK_MAX 4096 /* an Ok or an Error */
+
+/* The most bytes the reply to kr may take. */
+static size_t kvroute_reply_max(const Pool__KvRequest *kr)
+{
+	return KVROUTE_OK_MAX + kr->n_keys * KVROUTE_LOC_MAX;
+}
+
 /* A request split over several owners, until every part answered. */
 struct kvroute {
 	struct req *r; /* the client's, held */
@@ -35,6 +48,10 @@ struct kvroute {
 	uint32_t access;
 	bool has_access;
 	int status; /* the first part's failure */
+	/* a get or put in one request: the client's window, and each key's place and size in it */
+	bool by_value;
+	uint32_t window;
+	uint64_t *offs, *sizes;
 };
 
 /* The keys of one owner. */
@@ -56,6 +73,8 @@ static void kvroute_free(struct kvroute *rt)
 	}
 	free(rt->parts);
 	free(rt->locs);
+	free(rt->offs);
+	free(rt->sizes);
 	free(rt);
 }
 
@@ -87,6 +106,36 @@ static void kvroute_part_done(struct kvroute_part *p)
 {
 	if (--p->rt->pending == 0)
 		kvroute_finish(p->rt);
+}
+
+/*
+ * The values another owner's answer carries (a get by value) into the
+ * client's window, where the client said each key's go; a window gone
+ * meanwhile, or a value longer than its room, fails the request.
+ */
+static void kvroute_got(struct kvroute *rt, const struct kvroute_part *p)
+{
+	uint64_t size = 0;
+	char *win = xfer_window_map(rt->r->session, rt->window, &size);
+	size_t i, k;
+
+	for (i = 0; i < p->n && rt->status == 0; i++) {
+		const Pool__KvLocation *loc = p->reply->locations[i];
+
+		k = p->idx[i];
+		if (loc->status != 0)
+			continue;
+		if (win == NULL || i >= p->reply->n_values ||
+		    p->reply->values[i].len > rt->sizes[k] || rt->offs[k] > size ||
+		    rt->sizes[k] > size - rt->offs[k])
+			rt->status = req_errorf(rt->r, -EPROTO,
+						"key %zu: its bytes from node %u do "
+						"not fit its room in the window",
+						k, p->node);
+		else
+			memcpy(win + rt->offs[k], p->reply->values[i].data,
+			       p->reply->values[i].len);
+	}
 }
 
 /* A part failed: the request fails, with the first failure's message (said already). */
@@ -144,6 +193,9 @@ static void kvroute_part_answer(struct kvroute_part *p, int status, uint16_t typ
 		}
 		if (p->node != rt->r->pd->node_id) /* (this poold's own part granted already) */
 			grant_reply(rt->r->pd, rt->r->session, WIRE_KV_REPLY, msg);
+		if (rt->by_value && rt->op == POOL__KV_OP__KV_OP_GET &&
+		    p->node != rt->r->pd->node_id)
+			kvroute_got(rt, p);
 	}
 	kvroute_part_done(p);
 }
@@ -203,12 +255,49 @@ static int kvroute_sub(const Pool__KvRequest *kr, const struct kvroute_part *p,
 	return 0;
 }
 
+/*
+ * A part of a get or put in one request, for another owner: by value, no
+ * window (the owner has none of the client's), a put's bytes taken from
+ * the window into *ret_vals (the caller frees it). -EINVAL (said) for a
+ * key whose bytes are not in the window, -ENOMEM.
+ */
+static int kvroute_by_value(struct kvroute *rt, const struct kvroute_part *p, Pool__KvRequest *sub,
+			    ProtobufCBinaryData **ret_vals)
+{
+	uint64_t size = 0;
+	char *win = xfer_window_map(rt->r->session, rt->window, &size);
+	size_t i, k;
+
+	sub->has_window = 0;
+	sub->window = 0;
+	sub->offs = NULL;
+	sub->n_offs = 0;
+	if (rt->op != POOL__KV_OP__KV_OP_PUT)
+		return 0;
+	if ((*ret_vals = calloc(p->n ? p->n : 1, sizeof(**ret_vals))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < p->n; i++) {
+		k = p->idx[i];
+		if (win == NULL || rt->offs[k] > size || rt->sizes[k] > size - rt->offs[k]) {
+			if (rt->status == 0)
+				req_errorf(rt->r, -EINVAL,
+					   "key %zu: its bytes are not in window %u of the caller",
+					   k, rt->window);
+			return -EINVAL;
+		}
+		(*ret_vals)[i] = (ProtobufCBinaryData){rt->sizes[k], (uint8_t *)win + rt->offs[k]};
+	}
+	sub->values = *ret_vals;
+	sub->n_values = p->n;
+	return 0;
+}
+
 /* Send (or serve here) one part; its answer comes to kvroute_part_answer(). */
 static void kvroute_part_start(struct kvroute *rt, struct kvroute_part *p,
 			       const Pool__KvRequest *kr)
 {
 	struct poold *pd = rt->r->pd;
-	ProtobufCBinaryData *keys = calloc(p->n ? p->n : 1, sizeof(*keys));
+	ProtobufCBinaryData *keys = calloc(p->n ? p->n : 1, sizeof(*keys)), *vals = NULL;
 	uint64_t *nums = calloc(p->n ? 3 * p->n : 1, sizeof(*nums));
 	Pool__KvRequest sub;
 	struct nodecall_as as;
@@ -223,6 +312,12 @@ static void kvroute_part_start(struct kvroute *rt, struct kvroute_part *p,
 		return;
 	}
 	kvroute_sub(kr, p, &sub, keys, nums, nums + p->n, nums + 2 * p->n);
+	if (rt->by_value && p->node != pd->node_id && kvroute_by_value(rt, p, &sub, &vals) < 0) {
+		free(keys);
+		free(nums);
+		kvroute_part_failed(p, rt->r->errmsg[0] ? -EINVAL : -ENOMEM);
+		return;
+	}
 	if (p->node == pd->node_id) {
 		struct req q = *rt->r;
 
@@ -237,12 +332,14 @@ static void kvroute_part_start(struct kvroute *rt, struct kvroute_part *p,
 		}
 	} else {
 		nodecall_as_req(rt->r, &as);
-		rc = nodecall_send(pd, p->node, &as, WIRE_KV, &sub.base, kvroute_remote_answer, p);
+		rc = nodecall_send(pd, p->node, &as, WIRE_KV, &sub.base, kvroute_reply_max(&sub),
+				   kvroute_remote_answer, p);
 		if (rc < 0)
 			kvroute_part_answer(p, rc, 0, NULL, 0);
 	}
 	free(keys);
 	free(nums);
+	free(vals);
 }
 
 /* The owner of each key of kr, in owner[]; the number of owners, or -errno. */
@@ -256,6 +353,13 @@ static int kvroute_owners(struct poold *pd, const Pool__KvRequest *kr, uint32_t 
 	for (i = 0; i < kr->n_keys; i++)
 		owner[i] = map->owner[kv_shard_of(kr->ns, kr->keys[i].data, kr->keys[i].len)];
 	return 0;
+}
+
+/* Whether kr is a get or put in one request whose bytes are in a window, as sized. */
+static bool kvroute_inline(const Pool__KvRequest *kr)
+{
+	return (kr->op == POOL__KV_OP__KV_OP_GET || kr->op == POOL__KV_OP__KV_OP_PUT) &&
+	       kr->has_window && kr->n_offs == kr->n_keys && kr->n_sizes == kr->n_keys;
 }
 
 /* kr, from a client of this poold, to the owners of its keys. */
@@ -273,16 +377,17 @@ static int kvroute_split(struct req *r, const Pool__KvRequest *kr)
 		free(owner);
 		return req_errorf(r, rc, "no member keeps memory for KV shards (kv.shard_size)");
 	}
-	/* One owner (or no key): the request goes as it is. */
+	/* One owner (or no key): the request goes as it is, but to another owner by value. */
 	for (i = 1; i < kr->n_keys && owner[i] == owner[0]; i++)
 		;
-	if (i >= kr->n_keys) {
+	if (i >= kr->n_keys &&
+	    (kr->n_keys == 0 || owner[0] == r->pd->node_id || !kvroute_inline(kr))) {
 		uint32_t node = kr->n_keys > 0 ? owner[0] : r->pd->node_id;
 
 		free(owner);
 		if (node == r->pd->node_id)
 			return control_handler(WIRE_KV)->fn(r, &kr->base);
-		return nodecall_forward(r, node, WIRE_KV, &kr->base);
+		return nodecall_forward(r, node, WIRE_KV, &kr->base, kvroute_reply_max(kr));
 	}
 	rt = calloc(1, sizeof(*rt));
 	if (rt == NULL || (rt->locs = calloc(kr->n_keys, sizeof(*rt->locs))) == NULL ||
@@ -291,6 +396,15 @@ static int kvroute_split(struct req *r, const Pool__KvRequest *kr)
 		goto out_nomem;
 	rt->op = kr->op;
 	rt->nkeys = rt->match = kr->n_keys;
+	if (kvroute_inline(kr)) {
+		rt->by_value = true;
+		rt->window = kr->window;
+		if ((rt->offs = calloc(kr->n_keys, sizeof(*rt->offs))) == NULL ||
+		    (rt->sizes = calloc(kr->n_keys, sizeof(*rt->sizes))) == NULL)
+			goto out_nomem;
+		memcpy(rt->offs, kr->offs, kr->n_keys * sizeof(*rt->offs));
+		memcpy(rt->sizes, kr->sizes, kr->n_keys * sizeof(*rt->sizes));
+	}
 	for (i = 0; i < kr->n_keys; i++) {
 		struct kvroute_part *p;
 
@@ -383,5 +497,5 @@ void kvroute_session_end(struct poold *pd, uint64_t session)
 	for (i = 0; i < map->nowners; i++)
 		if (map->owners[i] != pd->node_id)
 			(void)nodecall_send(pd, map->owners[i], &as, WIRE_SESSION_END, &se.base,
-					    kvroute_told, NULL);
+					    KVROUTE_OK_MAX, kvroute_told, NULL);
 }

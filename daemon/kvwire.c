@@ -310,6 +310,82 @@ static int kv_put_here(struct req *q, struct kv_ns *ns, const ProtobufCBinaryDat
 }
 
 /*
+ * A get or a put in one request, asked by another node's poold for its
+ * client (a sharded namespace's keys of this node's shards): the bytes
+ * travel in the request (values, a put's) and in the reply (a get's), and
+ * that poold copies them from and to its client's window (kvroute.c).
+ */
+static int kv_inline_by_value(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr)
+{
+	bool put = kr->op == POOL__KV_OP__KV_OP_PUT;
+	struct poold *pd = q->pd;
+	Pool__KvReply reply = POOL__KV_REPLY__INIT;
+	Pool__KvLocation *locs, **lp;
+	ProtobufCBinaryData *vals;
+	uint64_t total = 0, version = 0;
+	const void *data;
+	size_t i, len;
+	int rc;
+
+	if (kr->n_sizes != kr->n_keys || (put && kr->n_values != kr->n_keys))
+		return req_errorf(q, -EINVAL,
+				  "a get or put by value names a size per key, and a put "
+				  "its values");
+	for (i = 0; i < kr->n_keys; i++) {
+		if (kr->sizes[i] > POOL_KV_INLINE_MAX - total ||
+		    (put && kr->values[i].len != kr->sizes[i]))
+			return req_errorf(q, -E2BIG,
+					  "a get or put moves at most %u bytes, as sized",
+					  POOL_KV_INLINE_MAX);
+		total += kr->sizes[i];
+	}
+	locs = calloc(kr->n_keys ? kr->n_keys : 1, sizeof(*locs));
+	lp = calloc(kr->n_keys ? kr->n_keys : 1, sizeof(*lp));
+	vals = calloc(kr->n_keys ? kr->n_keys : 1, sizeof(*vals));
+	if (locs == NULL || lp == NULL || vals == NULL) {
+		rc = req_errorf(q, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < kr->n_keys; i++) {
+		pool__kv_location__init(&locs[i]);
+		lp[i] = &locs[i];
+		if (put) {
+			locs[i].status =
+			    kv_put_here(q, ns, &kr->keys[i], (const char *)kr->values[i].data,
+					kr->values[i].len, &version);
+		} else {
+			locs[i].status = kv_read_here(pd, ns, kr->keys[i].data, kr->keys[i].len,
+						      kr->sizes[i], &data, &len, &version);
+			if (locs[i].status == -EREMOTE)
+				locs[i].status = -EXDEV;
+			if (locs[i].status == 0) {
+				vals[i] = (ProtobufCBinaryData){len, (uint8_t *)data};
+				locs[i].has_len = 1;
+				locs[i].len = len;
+			}
+		}
+		if (locs[i].status == 0) {
+			locs[i].has_version = 1;
+			locs[i].version = version;
+			reply.count++;
+		}
+	}
+	if (put)
+		kvev_end(pd);
+	reply.locations = lp;
+	reply.n_locations = kr->n_keys;
+	reply.has_count = 1;
+	reply.values = put ? NULL : vals;
+	reply.n_values = put ? 0 : kr->n_keys;
+	rc = req_reply(q, WIRE_KV_REPLY, &reply.base); /* (packed now: the bytes stay put) */
+out:
+	free(locs);
+	free(lp);
+	free(vals);
+	return rc;
+}
+
+/*
  * A get or a put in one request (KV_OP_GET, KV_OP_PUT) from a client of
  * this poold: poold copies the values between the caller's window and
  * their places in this node's DRAM itself, in this callback (at most
@@ -319,7 +395,8 @@ static int kv_put_here(struct req *q, struct kv_ns *ns, const ProtobufCBinaryDat
  * -EXDEV, and one of a get whose value is longer than the room the caller
  * gave it -EMSGSIZE: the caller moves them the two-phase way. A get is a
  * lookup's hit or miss; a put is a reserve and a commit made one after the
- * other (quota, eviction, the last reserver, events).
+ * other (quota, eviction, the last reserver, events). Asked by another
+ * node for its client, the bytes travel with the request and the reply.
  */
 static int kv_inline_request(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr)
 {
@@ -332,6 +409,8 @@ static int kv_inline_request(struct req *q, struct kv_ns *ns, const Pool__KvRequ
 	char *win, *buf;
 	int rc;
 
+	if (q->node != pd->node_id && (ns->flags & HOLD_NS_SHARDED) && !kr->has_window)
+		return kv_inline_by_value(q, ns, kr);
 	if (q->node != pd->node_id || q->session == 0)
 		return req_errorf(q, -EXDEV,
 				  "a get or put in one request is served by the client's own "

@@ -22,8 +22,6 @@
 #include "daemon/poold.h"
 #include "fabric/fabric.h"
 
-#define NODECALL_ANSWER_MAX (1u << 20)
-
 /* A request sent to another node, until its answer comes. */
 struct nodecall {
 	struct poold *pd;
@@ -63,11 +61,12 @@ static void nodecall_done(void *arg, int status)
 
 /*
  * Ask node's poold to serve msg, a request of type, for the client as
- * says; cb gets the reply (its type and bytes) or the error, from the
- * loop. 0, or -errno (cb never runs).
+ * says; cb gets the reply (its type and bytes, at most max of them: a
+ * larger one fails with -EMSGSIZE) or the error, from the loop. 0, or
+ * -errno (cb never runs).
  */
 int nodecall_send(struct poold *pd, uint32_t node, const struct nodecall_as *as, uint16_t type,
-		  const ProtobufCMessage *msg, nodecall_cb cb, void *arg)
+		  const ProtobufCMessage *msg, size_t max, nodecall_cb cb, void *arg)
 {
 	Pool__Forward fw = POOL__FORWARD__INIT;
 	struct member *m = cluster_find(pd, node);
@@ -77,6 +76,8 @@ int nodecall_send(struct poold *pd, uint32_t node, const struct nodecall_as *as,
 
 	if (m == NULL || m->state != MEMBER_UP)
 		return -EHOSTUNREACH;
+	if (max > FAB_LINK_CALL_MAX - 2)
+		return -EMSGSIZE;
 	rc = carry_link_way(pd, m);
 	if (rc < 0)
 		return rc;
@@ -97,7 +98,7 @@ int nodecall_send(struct poold *pd, uint32_t node, const struct nodecall_as *as,
 	*nc = (struct nodecall){.pd = pd, .node = node, .cb = cb, .arg = arg};
 	nc->in_len = protobuf_c_message_get_packed_size(&fw.base);
 	nc->in = malloc(nc->in_len);
-	nc->out = malloc(NODECALL_ANSWER_MAX);
+	nc->out = malloc(max + 2);
 	if (nc->in == NULL || nc->out == NULL) {
 		free(fw.payload.data);
 		nodecall_free(nc);
@@ -105,7 +106,7 @@ int nodecall_send(struct poold *pd, uint32_t node, const struct nodecall_as *as,
 	}
 	protobuf_c_message_pack(&fw.base, nc->in);
 	free(fw.payload.data);
-	rc = fab_link_call(m->link, nc->in, nc->in_len, nc->out, NODECALL_ANSWER_MAX, &nc->out_len,
+	rc = fab_link_call(m->link, nc->in, nc->in_len, nc->out, max + 2, &nc->out_len,
 			   nodecall_done, nc);
 	if (rc < 0)
 		nodecall_free(nc);
@@ -141,10 +142,11 @@ static void nodecall_relay(struct poold *pd, void *arg, int status, uint16_t typ
 }
 
 /*
- * Ask node to serve msg (a request of type) for r's client; the answer is
- * relayed to the client when it comes.
+ * Ask node to serve msg (a request of type) for r's client; the answer (at
+ * most max bytes) is relayed to the client when it comes.
  */
-int nodecall_forward(struct req *r, uint32_t node, uint16_t type, const ProtobufCMessage *msg)
+int nodecall_forward(struct req *r, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
+		     size_t max)
 {
 	struct nodecall_as as;
 	struct req *held;
@@ -155,7 +157,7 @@ int nodecall_forward(struct req *r, uint32_t node, uint16_t type, const Protobuf
 	if ((held = req_hold(r)) == NULL)
 		return req_errorf(r, -ENOMEM, "out of memory");
 	nodecall_as_req(r, &as);
-	rc = nodecall_send(r->pd, node, &as, type, msg, nodecall_relay, held);
+	rc = nodecall_send(r->pd, node, &as, type, msg, max, nodecall_relay, held);
 	if (rc < 0) {
 		req_finish(held, 0);
 		return req_errorf(r, rc,

@@ -424,7 +424,8 @@ const struct ctl_handler *control_handler(uint16_t type);
 int req_reply(struct req *r, uint16_t type, const ProtobufCMessage *msg);
 void req_send_error(struct req *r, int code);
 /* nodecall.c: requests between nodes' poolds, on the links between them */
-int nodecall_forward(struct req *r, uint32_t node, uint16_t type, const ProtobufCMessage *msg);
+int nodecall_forward(struct req *r, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
+		     size_t max);
 /* who a call is made for: the client, as its own poold saw it */
 struct nodecall_as {
 	uint32_t uid, gid, pid;
@@ -434,7 +435,7 @@ struct nodecall_as {
 typedef void (*nodecall_cb)(struct poold *pd, void *arg, int status, uint16_t type,
 			    const uint8_t *reply, size_t len);
 int nodecall_send(struct poold *pd, uint32_t node, const struct nodecall_as *as, uint16_t type,
-		  const ProtobufCMessage *msg, nodecall_cb cb, void *arg);
+		  const ProtobufCMessage *msg, size_t max, nodecall_cb cb, void *arg);
 void nodecall_as_req(const struct req *r, struct nodecall_as *ret);
 int nodecall_answer(struct req *r, uint16_t type, const ProtobufCMessage *msg);
 void nodecall_open(struct poold *pd);

@@ -7,6 +7,8 @@
 #include "daemon/journal.h"
 #include "daemon/poold.h"
 
+#define STATUS_REPLY_MAX (64u << 10) /* another node's, asked for through this poold */
+
 static int status_request(struct req *r, const ProtobufCMessage *msg)
 {
 	struct poold *pd = r->pd;
@@ -27,7 +29,7 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 		Pool__StatusRequest there = POOL__STATUS_REQUEST__INIT; /* (its own) */
 
 		return nodecall_forward(r, ((const Pool__StatusRequest *)msg)->node, WIRE_STATUS,
-					&there.base);
+					&there.base, STATUS_REPLY_MAX);
 	}
 	conf_format(pd->conf, conf_find("role"), role, sizeof(role));
 	reply.version = PACKAGE_VERSION;

@@ -50,8 +50,10 @@ out=$(kv 3 sh mget a 2000 7 2>&1) && [ "$out" = "mget a: 2000 hits of 2000, all 
 bad=0
 for k in 0 1 2 3 4 5 6 7; do
 	kv 4 sh get "a$k" $((7 + k)) >/dev/null 2>&1 || bad=$((bad + 1))
+	kv 4 sh get "a$k" $((7 + k)) 2000 >/dev/null 2>&1 || bad=$((bad + 1))
 done
-[ $bad = 0 ] && ok "h4 gets 8 of them one by one" || not_ok "$bad single gets from h4 failed"
+[ $bad = 0 ] && ok "h4 gets 8 of them one by one, in two phases and in one request by value" ||
+	not_ok "$bad single gets from h4 failed"
 spread=0
 for i in 1 2 3 4; do
 	[ "$(used "$i")" -gt 0 ] && spread=$((spread + 1))
