@@ -1,0 +1,67 @@
+#!/bin/bash
+# pool-bench kv-shards: single KV gets and puts from the clients of every
+# node of a 4-node cluster (network namespaces, checked links over TCP),
+# into a namespace whose index is the coordinator's and into a sharded one
+# (its keys' index and values on their shards' owners), in one run: each
+# node runs pool-bench-kv -c (CONNS client processes, one op in flight
+# each, 1 KiB values on random keys of 4,096) against its own poold, the
+# four at once. For each: the ops/s of all clients, the CPU time of all
+# four poolds per op, and the coordinator's poold's alone, per op and as
+# a share of all. On one machine the four poolds share its CPUs, so the
+# ops/s say less than the CPU: what scales with more machines is the work
+# no single poold has to do for all the others.
+#   tests/bench/pool-bench kv-shards [BUILDDIR]
+#   env: SHARDS_CONNS (4), SHARDS_SECS (3), SHARDS_SIZE (1K)
+set -u
+top_builddir=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
+top_srcdir=$(cd "$(dirname "$0")/../.." && pwd)
+export top_builddir top_srcdir
+. "$top_srcdir/tests/cluster/pool.sh"
+finish() { :; }
+BENCH=$top_builddir/tests/bench/pool-bench-kv
+conns=${SHARDS_CONNS:-4} secs=${SHARDS_SECS:-3} size=${SHARDS_SIZE:-1K}
+OUT=$(mktemp -d /tmp/pool-bench-kv-shards.XXXXXX)
+trap 'rm -rf "$OUT"; cluster_destroy >/dev/null 2>&1' EXIT
+
+cpu_ms() { awk '{ print ($14 + $15) * 10 }' "/proc/$1/stat"; }
+
+POOL_OPTS="-o kv.shard_size=256M -o lend.size=512M"
+pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
+pctl 1 kv create plain 256M tier=dram >/dev/null || exit 1
+pctl 1 kv create sharded 256M sharded >/dev/null || exit 1
+sleep 1
+
+# run NS: the four nodes' clients at once; $OUT/NS-I their outputs, $OUT/NS-cpu the poolds' CPU ms.
+run() {
+	local ns=$1 i before=() after=()
+	for i in 1 2 3 4; do before[i]=$(cpu_ms "${POOL_PIDS[$i]}"); done
+	for i in 1 2 3 4; do
+		cluster_exec "$i" "$BENCH" -s "$(pool_sock "$i")" -n "$ns" -c "$conns" -S "$size" \
+			-T "$secs" -P "${POOL_PIDS[$i]}" >"$OUT/$ns-$i" 2>&1 &
+	done
+	wait
+	for i in 1 2 3 4; do after[i]=$(cpu_ms "${POOL_PIDS[$i]}"); done
+	for i in 1 2 3 4; do echo "$i $((after[i] - before[i]))"; done >"$OUT/$ns-cpu"
+}
+run plain
+run sharded
+
+echo "## KV on a 4-node cluster: poold $(git -C "$top_srcdir" rev-parse --short HEAD 2>/dev/null), $conns client processes a node, $size values, ${secs} s a point"
+printf '%-8s %-4s %12s %14s %14s %9s\n' ns op "ops/s" "us cpu/op all" "us coord/op" "coord %"
+for ns in plain sharded; do
+	for op in get put; do
+		# ops/s and us (this poold's CPU per op in that window) of each node's clients
+		awk -v op="$op" -v c="$conns" '$1 == c && $3 == op { ops += $4; cpu += $4 * $5 }
+			END { printf "%d %.0f\n", ops, cpu }' "$OUT/$ns-1" "$OUT/$ns-2" "$OUT/$ns-3" "$OUT/$ns-4" >"$OUT/sum"
+		read -r ops cpu <"$OUT/sum"
+		coord=$(awk -v op="$op" -v c="$conns" '$1 == c && $3 == op { print $4 * $5 }' "$OUT/$ns-1")
+		printf '%-8s %-4s %12s %14s %14s %9s\n' "$ns" "$op" "$ops" \
+			"$(awk -v a="$cpu" -v b="$ops" 'BEGIN { if (b > 0) printf "%.1f", a / b }')" \
+			"$(awk -v a="$coord" -v b="$ops" 'BEGIN { if (b > 0) printf "%.1f", a / b }')" \
+			"$(awk -v a="$coord" -v b="$cpu" 'BEGIN { if (b > 0) printf "%.0f", 100 * a / b }')"
+	done
+done
+for ns in plain sharded; do
+	printf '# %s: poolds CPU over the whole run (ms, fill included): %s\n' "$ns" "$(tr '\n' ' ' <"$OUT/$ns-cpu")"
+done
+for f in "$OUT"/*-[1-4]; do grep -q '^# \|^conns' "$f" || { echo "# $(basename "$f"):"; head -5 "$f"; }; done
