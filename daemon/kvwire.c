@@ -310,6 +310,36 @@ static int kv_put_here(struct req *q, struct kv_ns *ns, const ProtobufCBinaryDat
 }
 
 /*
+ * Key i of a get or a put in one request: a put of len bytes from src, or
+ * a get whose bytes are then at *ret_data (as long as loc says). 1 when
+ * it counts (a hit, a put done).
+ */
+static int kv_inline_key(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, size_t i,
+			 const char *src, uint64_t len, Pool__KvLocation *loc,
+			 const void **ret_data)
+{
+	uint64_t version = 0;
+	size_t got;
+
+	pool__kv_location__init(loc);
+	if (kr->op == POOL__KV_OP__KV_OP_PUT) {
+		loc->status = kv_put_here(q, ns, &kr->keys[i], src, len, &version);
+	} else {
+		loc->status = kv_read_here(q->pd, ns, kr->keys[i].data, kr->keys[i].len,
+					   kr->sizes[i], ret_data, &got, &version);
+		if (loc->status == -EREMOTE)
+			loc->status = -EXDEV;
+		loc->has_len = loc->status == 0;
+		loc->len = loc->status == 0 ? got : 0;
+	}
+	if (loc->status != 0)
+		return 0;
+	loc->has_version = 1;
+	loc->version = version;
+	return 1;
+}
+
+/*
  * A get or a put in one request, asked by another node's poold for its
  * client (a sharded namespace's keys of this node's shards): the bytes
  * travel in the request (values, a put's) and in the reply (a get's), and
@@ -322,9 +352,9 @@ static int kv_inline_by_value(struct req *q, struct kv_ns *ns, const Pool__KvReq
 	Pool__KvReply reply = POOL__KV_REPLY__INIT;
 	Pool__KvLocation *locs, **lp;
 	ProtobufCBinaryData *vals;
-	uint64_t total = 0, version = 0;
+	uint64_t total = 0;
 	const void *data;
-	size_t i, len;
+	size_t i;
 	int rc;
 
 	if (kr->n_sizes != kr->n_keys || (put && kr->n_values != kr->n_keys))
@@ -347,28 +377,12 @@ static int kv_inline_by_value(struct req *q, struct kv_ns *ns, const Pool__KvReq
 		goto out;
 	}
 	for (i = 0; i < kr->n_keys; i++) {
-		pool__kv_location__init(&locs[i]);
 		lp[i] = &locs[i];
-		if (put) {
-			locs[i].status =
-			    kv_put_here(q, ns, &kr->keys[i], (const char *)kr->values[i].data,
-					kr->values[i].len, &version);
-		} else {
-			locs[i].status = kv_read_here(pd, ns, kr->keys[i].data, kr->keys[i].len,
-						      kr->sizes[i], &data, &len, &version);
-			if (locs[i].status == -EREMOTE)
-				locs[i].status = -EXDEV;
-			if (locs[i].status == 0) {
-				vals[i] = (ProtobufCBinaryData){len, (uint8_t *)data};
-				locs[i].has_len = 1;
-				locs[i].len = len;
-			}
-		}
-		if (locs[i].status == 0) {
-			locs[i].has_version = 1;
-			locs[i].version = version;
-			reply.count++;
-		}
+		reply.count += (uint64_t)kv_inline_key(
+		    q, ns, kr, i, put ? (const char *)kr->values[i].data : NULL, kr->sizes[i],
+		    &locs[i], &data);
+		if (!put && locs[i].status == 0)
+			vals[i] = (ProtobufCBinaryData){locs[i].len, (uint8_t *)data};
 	}
 	if (put)
 		kvev_end(pd);
@@ -403,10 +417,10 @@ static int kv_inline_request(struct req *q, struct kv_ns *ns, const Pool__KvRequ
 	bool put = kr->op == POOL__KV_OP__KV_OP_PUT;
 	struct poold *pd = q->pd;
 	Pool__KvLocation *locs;
-	uint64_t total = 0, count = 0, version = 0, size = 0;
-	size_t i, len;
+	uint64_t total = 0, count = 0, size = 0;
 	const void *data;
-	char *win, *buf;
+	char *win;
+	size_t i;
 	int rc;
 
 	if (q->node != pd->node_id && (ns->flags & HOLD_NS_SHARDED) && !kr->has_window)
@@ -436,27 +450,10 @@ static int kv_inline_request(struct req *q, struct kv_ns *ns, const Pool__KvRequ
 	if (locs == NULL)
 		return req_errorf(q, -ENOMEM, "out of memory");
 	for (i = 0; i < kr->n_keys; i++) {
-		pool__kv_location__init(&locs[i]);
-		buf = win + kr->offs[i];
-		if (put) {
-			locs[i].status =
-			    kv_put_here(q, ns, &kr->keys[i], buf, kr->sizes[i], &version);
-		} else {
-			locs[i].status = kv_read_here(pd, ns, kr->keys[i].data, kr->keys[i].len,
-						      kr->sizes[i], &data, &len, &version);
-			if (locs[i].status == -EREMOTE)
-				locs[i].status = -EXDEV;
-			if (locs[i].status == 0) {
-				memcpy(buf, data, len);
-				locs[i].has_len = 1;
-				locs[i].len = len;
-			}
-		}
-		if (locs[i].status == 0) {
-			locs[i].has_version = 1;
-			locs[i].version = version;
-			count++;
-		}
+		count += (uint64_t)kv_inline_key(q, ns, kr, i, win + kr->offs[i], kr->sizes[i],
+						 &locs[i], &data);
+		if (!put && locs[i].status == 0)
+			memcpy(win + kr->offs[i], data, locs[i].len);
 	}
 	if (put) {
 		kvev_end(pd);
