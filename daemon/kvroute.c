@@ -30,10 +30,14 @@
 #define KVROUTE_LOC_MAX 256 /* a key's location in a reply, with its copies, at most */
 #define KVROUTE_OK_MAX 4096 /* an Ok or an Error */
 
-/* The most bytes the reply to kr may take. */
-static size_t kvroute_reply_max(const Pool__KvRequest *kr)
+/* The most bytes the reply to kr may take (by value: with a get's bytes, as sized). */
+static size_t kvroute_reply_max(const Pool__KvRequest *kr, bool by_value)
 {
-	return KVROUTE_OK_MAX + kr->n_keys * KVROUTE_LOC_MAX;
+	size_t max = KVROUTE_OK_MAX + kr->n_keys * KVROUTE_LOC_MAX, i;
+
+	for (i = 0; by_value && kr->op == POOL__KV_OP__KV_OP_GET && i < kr->n_sizes; i++)
+		max += MIN(kr->sizes[i], (uint64_t)POOL_KV_INLINE_MAX);
+	return MIN(max, (size_t)FAB_LINK_CALL_MAX - 2);
 }
 
 /* A request split over several owners, until every part answered. */
@@ -228,9 +232,9 @@ static int kvroute_local_answer(struct req *q, uint16_t type, const ProtobufCMes
 }
 
 /* kr's keys of one part, as a request of their own (pointing into kr). */
-static int kvroute_sub(const Pool__KvRequest *kr, const struct kvroute_part *p,
-		       Pool__KvRequest *sub, ProtobufCBinaryData *keys, uint64_t *sizes,
-		       uint64_t *versions, uint64_t *offs)
+static void kvroute_sub(const Pool__KvRequest *kr, const struct kvroute_part *p,
+			Pool__KvRequest *sub, ProtobufCBinaryData *keys, uint64_t *sizes,
+			uint64_t *versions, uint64_t *offs)
 {
 	size_t i;
 
@@ -252,7 +256,6 @@ static int kvroute_sub(const Pool__KvRequest *kr, const struct kvroute_part *p,
 		if (sub->offs != NULL)
 			offs[i] = kr->offs[p->idx[i]];
 	}
-	return 0;
 }
 
 /*
@@ -312,10 +315,14 @@ static void kvroute_part_start(struct kvroute *rt, struct kvroute_part *p,
 		return;
 	}
 	kvroute_sub(kr, p, &sub, keys, nums, nums + p->n, nums + 2 * p->n);
-	if (rt->by_value && p->node != pd->node_id && kvroute_by_value(rt, p, &sub, &vals) < 0) {
+	if (rt->by_value && p->node != pd->node_id &&
+	    (rc = kvroute_by_value(rt, p, &sub, &vals)) < 0) {
 		free(keys);
 		free(nums);
-		kvroute_part_failed(p, rt->r->errmsg[0] ? -EINVAL : -ENOMEM);
+		free(vals);
+		if (rt->status == 0 && rc == -ENOMEM)
+			req_errorf(rt->r, rc, "out of memory");
+		kvroute_part_failed(p, rc);
 		return;
 	}
 	if (p->node == pd->node_id) {
@@ -332,8 +339,8 @@ static void kvroute_part_start(struct kvroute *rt, struct kvroute_part *p,
 		}
 	} else {
 		nodecall_as_req(rt->r, &as);
-		rc = nodecall_send(pd, p->node, &as, WIRE_KV, &sub.base, kvroute_reply_max(&sub),
-				   kvroute_remote_answer, p);
+		rc = nodecall_send(pd, p->node, &as, WIRE_KV, &sub.base,
+				   kvroute_reply_max(&sub, rt->by_value), kvroute_remote_answer, p);
 		if (rc < 0)
 			kvroute_part_answer(p, rc, 0, NULL, 0);
 	}
@@ -387,7 +394,7 @@ static int kvroute_split(struct req *r, const Pool__KvRequest *kr)
 		free(owner);
 		if (node == r->pd->node_id)
 			return control_handler(WIRE_KV)->fn(r, &kr->base);
-		return nodecall_forward(r, node, WIRE_KV, &kr->base, kvroute_reply_max(kr));
+		return nodecall_forward(r, node, WIRE_KV, &kr->base, kvroute_reply_max(kr, false));
 	}
 	rt = calloc(1, sizeof(*rt));
 	if (rt == NULL || (rt->locs = calloc(kr->n_keys, sizeof(*rt->locs))) == NULL ||

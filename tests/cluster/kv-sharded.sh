@@ -52,7 +52,9 @@ for k in 0 1 2 3 4 5 6 7; do
 	kv 4 sh get "a$k" $((7 + k)) >/dev/null 2>&1 || bad=$((bad + 1))
 	kv 4 sh get "a$k" $((7 + k)) 2000 >/dev/null 2>&1 || bad=$((bad + 1))
 done
-[ $bad = 0 ] && ok "h4 gets 8 of them one by one, in two phases and in one request by value" ||
+kv 1 sh put mid 16000 3 >/dev/null 2>&1 || bad=$((bad + 1))
+for i in 2 3 4; do kv "$i" sh get mid 3 16384 >/dev/null 2>&1 || bad=$((bad + 1)); done
+[ $bad = 0 ] && ok "h4 gets 8 of them one by one, in two phases and in one request by value; 16000 bytes from h2-h4" ||
 	not_ok "$bad single gets from h4 failed"
 spread=0
 for i in 1 2 3 4; do
