@@ -293,12 +293,7 @@ void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size
 	/* A local session's close or release ends its grants before anything else. */
 	if (r->node == r->pd->node_id && r->session != 0)
 		grant_request(r->pd, r->session, type, payload, len);
-	if (h->where == AT_ROUTE && (rc = wiring->route(r, type, payload, len)) != CTL_NOT_ROUTED) {
-		if (rc >= 0)
-			return;
-		goto out_error;
-	}
-	if (h->where != AT_HERE && r->pd->conf->role == ROLE_NODE) {
+	if (h->where == AT_COORD && r->pd->conf->role == ROLE_NODE) {
 		/* (the coordinator's reply passes here on its way back: read it now) */
 		if (r->node == r->pd->node_id && r->session != 0 &&
 		    (type == WIRE_REGION_CREATE || type == WIRE_REGION_OPEN) &&
@@ -318,6 +313,19 @@ void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size
 	}
 	if (h->ops != NULL && (rc = control_op_permitted(r, h, msg)) < 0) {
 		wire_msg_free(msg);
+		goto out_error;
+	}
+	if (h->where == AT_ROUTE && (rc = wiring->route(r, type, msg)) != CTL_NOT_ROUTED) {
+		wire_msg_free(msg);
+		if (rc >= 0)
+			return;
+		goto out_error;
+	}
+	if (h->where == AT_ROUTE && r->pd->conf->role == ROLE_NODE) { /* (the coordinator's) */
+		wire_msg_free(msg);
+		rc = wiring->forward(r, type, payload, len);
+		if (rc >= 0)
+			return;
 		goto out_error;
 	}
 	if (r->node == r->pd->node_id && r->session != 0)

@@ -443,32 +443,167 @@ out_nomem:
 	return req_errorf(r, -ENOMEM, "out of memory");
 }
 
+/* A namespace's stats or flush over its owners, until each answered. */
+struct kvroute_ns {
+	struct req *r; /* the client's, held */
+	size_t pending;
+	int status;
+	Pool__KvNamespace sum; /* the first owner's, with every owner's counts added */
+	Pool__KvNsReply *first;
+};
+
+static void kvroute_ns_done(struct kvroute_ns *rn)
+{
+	Pool__KvNsReply reply = POOL__KV_NS_REPLY__INIT;
+	Pool__KvNamespace *one = &rn->sum;
+
+	if (--rn->pending > 0)
+		return;
+	if (rn->status == 0) {
+		reply.namespaces = &one;
+		reply.n_namespaces = 1;
+		rn->status = conn_send(rn->r->conn, WIRE_KV_NS_REPLY, rn->r->id, &reply.base);
+	}
+	req_finish(rn->r, rn->status < 0 ? rn->status : 0);
+	wire_msg_free(rn->first != NULL ? &rn->first->base : NULL);
+	free(rn);
+}
+
+/* One owner's part: its counts added to the others'. */
+static void kvroute_ns_answer(struct poold *pd, void *arg, int status, uint16_t type,
+			      const uint8_t *bytes, size_t len)
+{
+	struct kvroute_ns *rn = arg;
+	ProtobufCMessage *msg = NULL;
+	const Pool__KvNamespace *n;
+
+	(void)pd;
+	if (status == 0 && type == WIRE_ERROR && wire_msg_unpack(type, bytes, len, &msg) == 0) {
+		status = ((Pool__Error *)msg)->code < 0 ? ((Pool__Error *)msg)->code : -EIO;
+		if (rn->status == 0)
+			req_errorf(rn->r, status, "%s", ((Pool__Error *)msg)->message);
+	} else if (status == 0 &&
+		   (type != WIRE_KV_NS_REPLY || wire_msg_unpack(type, bytes, len, &msg) < 0 ||
+		    ((Pool__KvNsReply *)msg)->n_namespaces != 1)) {
+		status = -EPROTO;
+		if (rn->status == 0)
+			req_errorf(rn->r, status, "an owner answered with %s",
+				   wire_type_name(type));
+	} else if (status < 0 && rn->status == 0) {
+		req_errorf(rn->r, status, "an owner did not answer: %s", err_str(status));
+	}
+	if (status < 0) {
+		wire_msg_free(msg);
+		if (rn->status == 0)
+			rn->status = status;
+		kvroute_ns_done(rn);
+		return;
+	}
+	n = ((Pool__KvNsReply *)msg)->namespaces[0];
+	if (rn->first == NULL) {
+		rn->first = (Pool__KvNsReply *)msg; /* (the sum points into it) */
+		rn->sum = *n;
+	} else {
+		rn->sum.used += n->used;
+		rn->sum.entries += n->entries;
+		rn->sum.hits += n->hits;
+		rn->sum.misses += n->misses;
+		rn->sum.evictions += n->evictions;
+		rn->sum.puts += n->puts;
+		wire_msg_free(msg);
+	}
+	kvroute_ns_done(rn);
+}
+
+/* This poold's own part, served here: its reply comes back packed, as an owner's would. */
+static int kvroute_ns_local(struct req *q, uint16_t type, const ProtobufCMessage *msg)
+{
+	size_t len = protobuf_c_message_get_packed_size(msg);
+	uint8_t *buf = malloc(len ? len : 1);
+
+	q->answer = NULL;
+	if (buf != NULL)
+		protobuf_c_message_pack(msg, buf);
+	kvroute_ns_answer(q->pd, q->answer_to, buf != NULL ? 0 : -ENOMEM, type, buf, len);
+	free(buf);
+	return 0;
+}
+
+/*
+ * The stats or the flush of a sharded namespace, from a client of this
+ * poold: every owner's part (its entries, bytes and counts), at once,
+ * added up in one reply; a flush flushes every part.
+ */
+static int kvroute_ns_owners(struct req *r, const Pool__KvNsRequest *nr)
+{
+	const struct kv_shard_map *map = cluster_kv_shards(r->pd);
+	struct kvroute_ns *rn = calloc(1, sizeof(*rn));
+	struct nodecall_as as;
+	size_t i;
+	int rc;
+
+	if (rn == NULL || (rn->r = req_hold(r)) == NULL) {
+		free(rn);
+		return req_errorf(r, -ENOMEM, "out of memory");
+	}
+	nodecall_as_req(r, &as);
+	rn->pending = map->nowners + 1; /* (one for this loop: no reply before its end) */
+	for (i = 0; i < map->nowners; i++) {
+		if (map->owners[i] == r->pd->node_id) {
+			struct req q = *rn->r;
+
+			q.answer = kvroute_ns_local;
+			q.answer_to = rn;
+			q.errmsg[0] = '\0';
+			rc = control_handler(WIRE_KV_NS)->fn(&q, &nr->base);
+			if (rc < 0 && q.answer != NULL) { /* (refused here: its own message) */
+				if (rn->status == 0) {
+					req_errorf(rn->r, rc, "%s", q.errmsg);
+					rn->status = rc;
+				}
+				kvroute_ns_done(rn);
+			}
+			continue;
+		}
+		rc = nodecall_send(r->pd, map->owners[i], &as, WIRE_KV_NS, &nr->base,
+				   KVROUTE_OK_MAX + KVROUTE_LOC_MAX, kvroute_ns_answer, rn);
+		if (rc < 0)
+			kvroute_ns_answer(r->pd, rn, rc, 0, NULL, 0);
+	}
+	kvroute_ns_done(rn);
+	return 0;
+}
+
 /*
  * A KV request (control.c's AT_ROUTE): CTL_NOT_ROUTED when its namespace
  * is not sharded (the coordinator serves it, as any), else sent to its
- * keys' owners. A request another node sent here for its client is served
- * here (kv_request() refuses the keys of shards that are not this node's).
+ * keys' owners; a namespace request of a sharded namespace's stats or
+ * flush, to all its owners. A request another node sent here for its
+ * client is served here (kv_request() refuses the keys of shards that are
+ * not this node's).
  */
-int kvroute_request(struct req *r, uint16_t type, const uint8_t *payload, size_t len)
+int kvroute_request(struct req *r, uint16_t type, const ProtobufCMessage *msg)
 {
-	const struct kv_ns *ns;
-	ProtobufCMessage *msg;
-	int rc;
+	const char *name = type == WIRE_KV ? ((const Pool__KvRequest *)msg)->ns
+					   : ((const Pool__KvNsRequest *)msg)->name;
+	const struct kv_ns *ns = r->pd->kv != NULL ? kv_ns_find(r->pd, name) : NULL;
 
-	if (wire_msg_unpack(type, payload, len, &msg) < 0)
-		return req_errorf(r, -EBADMSG, "malformed %s message", wire_type_name(type));
-	ns = r->pd->kv != NULL ? kv_ns_find(r->pd, ((Pool__KvRequest *)msg)->ns) : NULL;
-	if (ns == NULL || !(ns->flags & HOLD_NS_SHARDED)) {
-		rc = r->answer != NULL ? req_errorf(r, -ENOENT, "no sharded KV namespace '%s' here",
-						    ((Pool__KvRequest *)msg)->ns)
-				       : CTL_NOT_ROUTED;
-		wire_msg_free(msg);
-		return rc;
-	}
-	rc = r->answer != NULL ? control_handler(WIRE_KV)->fn(r, msg)
-			       : kvroute_split(r, (Pool__KvRequest *)msg);
-	wire_msg_free(msg);
-	return rc;
+	if (type == WIRE_KV_NS &&
+	    (ns == NULL || !(ns->flags & HOLD_NS_SHARDED) ||
+	     (((const Pool__KvNsRequest *)msg)->op != POOL__KV_NS_OP__KV_NS_OP_STATS &&
+	      ((const Pool__KvNsRequest *)msg)->op != POOL__KV_NS_OP__KV_NS_OP_FLUSH)))
+		return r->answer != NULL ? req_errorf(r, -EOPNOTSUPP,
+						      "only a sharded namespace's stats and flush "
+						      "are asked of its owners")
+					 : CTL_NOT_ROUTED;
+	if (ns == NULL || !(ns->flags & HOLD_NS_SHARDED))
+		return r->answer != NULL
+			   ? req_errorf(r, -ENOENT, "no sharded KV namespace '%s' here", name)
+			   : CTL_NOT_ROUTED;
+	if (r->answer != NULL)
+		return control_handler(type)->fn(r, msg);
+	return type == WIRE_KV ? kvroute_split(r, (const Pool__KvRequest *)msg)
+			       : kvroute_ns_owners(r, (const Pool__KvNsRequest *)msg);
 }
 
 /* (an owner told of a session's end answers; nothing waits for it) */

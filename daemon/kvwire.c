@@ -749,7 +749,7 @@ static const struct ctl_op kv_ops[] = {
 };
 
 const struct ctl_handler kv_handlers[] = {
-    {WIRE_KV_NS, CTL_ANY, AT_COORD, kv_ns_request, kv_ns_ops},
+    {WIRE_KV_NS, CTL_ANY, AT_ROUTE, kv_ns_request, kv_ns_ops},
     {WIRE_KV, CTL_ANY, AT_ROUTE, kv_request, kv_ops},
     {0, 0, 0, NULL, NULL},
 };

@@ -35,7 +35,8 @@ struct nodecall {
 /* The types another node may ask this poold to serve. */
 static bool nodecall_served(uint32_t type)
 {
-	return type == WIRE_STATUS || type == WIRE_KV || type == WIRE_SESSION_END;
+	return type == WIRE_STATUS || type == WIRE_KV || type == WIRE_KV_NS ||
+	       type == WIRE_SESSION_END;
 }
 
 static void nodecall_free(struct nodecall *nc)

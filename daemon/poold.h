@@ -402,7 +402,7 @@ struct control_wiring {
 	int (*forward)(struct req *r, uint16_t type, const uint8_t *payload, size_t len);
 	/* A request served where its data says (AT_ROUTE): as a handler returns, or CTL_NOT_ROUTED.
 	 */
-	int (*route)(struct req *r, uint16_t type, const uint8_t *payload, size_t len);
+	int (*route)(struct req *r, uint16_t type, const ProtobufCMessage *msg);
 	/* Whether a reply waits for the journal (1: held and sent later, 0: send it, -errno). */
 	int (*hold_reply)(struct poold *pd, struct conn *c, uint16_t type, uint64_t req_id,
 			  const ProtobufCMessage *msg);
@@ -440,7 +440,7 @@ void nodecall_as_req(const struct req *r, struct nodecall_as *ret);
 int nodecall_answer(struct req *r, uint16_t type, const ProtobufCMessage *msg);
 void nodecall_open(struct poold *pd);
 /* kvroute.c: KV requests to sharded namespaces, sent to their keys' owners */
-int kvroute_request(struct req *r, uint16_t type, const uint8_t *payload, size_t len);
+int kvroute_request(struct req *r, uint16_t type, const ProtobufCMessage *msg);
 void kvroute_session_end(struct poold *pd, uint64_t session);
 int req_errorf(struct req *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 struct req *req_hold(const struct req *r);

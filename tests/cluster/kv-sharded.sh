@@ -9,7 +9,8 @@
 # owners come back in the keys' order; another uid is refused by the
 # namespace's mode at the owner; a dead owner's keys miss and the others'
 # stay, and puts go to the new owners; when it comes back its shards start
-# empty on it and the others drop their keys of them.
+# empty on it and the others drop their keys of them; its stats add up
+# every owner's part, and a flush empties them all.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 KV="$top_builddir/tests/tools/pool-kv"
 kv() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_sock "$i")" "$KV" "$@"; }
@@ -69,6 +70,14 @@ sum=$(kv 2 sh put big 3000000 11 2>&1) && out=$(kv 4 sh get big 11 2>&1) &&
 out=$(kv 1 sh get nope 1 2>&1); [ $? -eq 4 ] && ok "a key never put: a miss" || not_ok "miss: $out"
 kv 3 sh remove a5 >/dev/null 2>&1 && ! kv 2 sh exists a5 >/dev/null 2>&1 &&
 	ok "removed on h3, gone for h2" || not_ok "remove"
+out=$(kv 4 sh match a 2000 2>&1) && [ "$out" = "match a: 5 of 2000" ] &&
+	out=$(kv 1 sh match a 5 2>&1) && [ "$out" = "match a: 5 of 5" ] &&
+	ok "prefix match over the owners: the first 5 keys of 2000 present (a5 is not)" || not_ok "match: $out"
+
+# Its stats, asked on any node, add up every owner's part.
+entries() { pctl "$1" --json kv stats sh | python3 -c 'import json, sys; print(json.load(sys.stdin)["namespaces"][0]["entries"])'; }
+[ "$(entries 3)" = 2001 ] && [ "$(entries 1)" = 2001 ] &&
+	ok "kv stats on h3 and h1: 2001 entries, every owner's" || not_ok "stats: $(entries 3) / $(entries 1) entries"
 
 # The coordinator's index served none of it; the owners did.
 coord1=$(metric 1 'pool_kv_requests_total{from="nodes"}')
@@ -127,5 +136,11 @@ out=$(kv 2 sh mget b 500 5 2>&1)
 [ "$out" = "mget b: $back hits of 500, all correct" ] &&
 	ok "h4 dead again: its shards' old keys were dropped by the others, none comes back stale" ||
 	not_ok "after h4's second death ($back before): $out"
+
+# A flush asked on one node empties every owner's part.
+pctl 2 kv flush sh >"$CLUSTER_TMP/out" 2>&1 && sleep 0.5 && [ "$(entries 3)" = 0 ] &&
+	[ "$(used 1)$(used 2)$(used 3)" = 000 ] &&
+	ok "kv flush on h2: no entry left, nothing of the owners' memory in use" ||
+	{ not_ok "flush: $(entries 3) entries, used $(used 1) $(used 2) $(used 3)"; cat "$CLUSTER_TMP/out"; }
 pool_known_abort >/dev/null && echo "# a poold aborted in UCX's wireup (see pool_known_abort)"
 finish
