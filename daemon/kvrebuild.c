@@ -176,8 +176,10 @@ void kv_defs_adopt(struct poold *pd, const struct kv_ns_spec *defs, size_t n, co
 		made++;
 		log_info("KV namespace '%s' defined again from %s", ns->name, from);
 	}
-	if (made > 0)
+	if (made > 0) {
+		pd->kv->map_gen = 0; /* (a sharded one's part of its capacity, kvowner.c) */
 		pd->kv->defined(pd);
+	}
 }
 
 /*
