@@ -176,8 +176,8 @@ const struct kv_shard_map *cluster_kv_shards(struct poold *pd)
 	size_t n = 0;
 	long moved;
 
-	if (pd->kv_shards_gen == pd->members_gen && pd->members_gen != 0)
-		return map;
+	if ((pd->kv_shards_gen == pd->members_gen && pd->members_gen != 0) || pd->stopping)
+		return map; /* (stopping: the table is going, and the map with it) */
 	TAILQ_FOREACH(m, &pd->members, entry)
 		n++;
 	if ((ids = malloc((n ? n : 1) * sizeof(*ids))) == NULL)

@@ -620,13 +620,13 @@ static void kvroute_told(struct poold *pd, void *arg, int status, uint16_t type,
  */
 void kvroute_session_end(struct poold *pd, uint64_t session)
 {
-	const struct kv_shard_map *map = cluster_kv_shards(pd);
 	Pool__SessionEnd se = POOL__SESSION_END__INIT;
 	struct nodecall_as as = {.session = session};
+	const struct kv_shard_map *map;
 	struct kv_ns *ns;
 	size_t i;
 
-	if (pd->kv == NULL)
+	if (pd->kv == NULL || pd->stopping) /* (stopping: the owners see this node go) */
 		return;
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
 		if (ns->flags & HOLD_NS_SHARDED)
@@ -635,6 +635,7 @@ void kvroute_session_end(struct poold *pd, uint64_t session)
 		return;
 	if (pd->regions == NULL) /* (the coordinator ends its own index's) */
 		kv_session_end(pd, pd->node_id, session, false);
+	map = cluster_kv_shards(pd);
 	se.session = session;
 	for (i = 0; i < map->nowners; i++)
 		if (map->owners[i] != pd->node_id)
