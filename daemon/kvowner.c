@@ -187,6 +187,7 @@ int kvowner_open(struct poold *pd)
 void kvowner_close(struct poold *pd)
 {
 	kv_close(pd);
+	usage_clear(&pd->usage); /* (what its owners' values counted, at a node too) */
 }
 
 /* Whether this poold owns key's shard of ns now. */
