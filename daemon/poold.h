@@ -679,6 +679,7 @@ struct lender_pool {
 	uint64_t lent;	 /* what it offers now: the allocator's size */
 	bool draining;	 /* poolctl drain: no new extents here */
 	bool reconciled; /* the lender's record was compared with the map: usable */
+	bool asked; /* its allocator's changes listed since its lender was asked for its record */
 	struct extent_arena *alloc;
 	uint64_t addr; /* remote address of byte 0, and its key */
 	void *rkey;

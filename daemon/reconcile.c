@@ -14,7 +14,9 @@
  * others waiting in turn. The map goes on changing between slices, and
  * the lender's record was whole at one moment, so before an extent is
  * told or taken back the pass looks again: the allocators of the lender's
- * arenas list what they allocate and release (extent_watch()), the pass
+ * arenas list what they allocate and release (extent_watch()) from when
+ * the lender was asked for its record (an extent released after the
+ * lender made it, its scrub confirmed, is still in the record), the pass
  * keeps in mind the 2 MiB granules those changes touched, and an extent in
  * such a granule, or that the map holds now, is left to a later pass. A
  * pass whose lender left or restarted is dropped, and the lender asked
@@ -418,8 +420,15 @@ static int reconcile_begin(struct poold *pd, struct reconcile_pass *p)
 
 		if (lp->node != p->node)
 			continue;
-		if ((rc = extent_watch(lp->alloc, RECONCILE_CHANGES)) < 0)
+		/*
+		 * The changes since the lender was asked (reconcile_ask()): what
+		 * was released after it made its record and before now, the
+		 * record still names.
+		 */
+		if (!(lp->asked && p->report != NULL) &&
+		    (rc = extent_watch(lp->alloc, RECONCILE_CHANGES)) < 0)
 			return rc;
+		lp->asked = false;
 		extent_stats(lp->alloc, &st);
 		extents += st.nextents;
 	}
@@ -681,9 +690,14 @@ void reconcile_ask(struct poold *pd, uint32_t node)
 		TAILQ_FOREACH(p, &pd->regions->ledger->passes, entry)
 			if (p->node == node && reconcile_pass_current(pd, p))
 				return; /* (one under way or waiting) */
-	if (node != pd->node_id)
+	if (node != pd->node_id) {
+		struct lender_pool *lp;
+
+		TAILQ_FOREACH(lp, &pd->regions->pools, entry)
+			if (lp->node == node) /* (no pass of it runs: see above) */
+				lp->asked = extent_watch(lp->alloc, RECONCILE_CHANGES) == 0;
 		holdings_ask(pd, node);
-	else
+	} else
 		reconcile_report(pd, node, NULL); /* (this poold's own record) */
 }
 
