@@ -40,6 +40,29 @@ static size_t kvroute_reply_max(const Pool__KvRequest *kr, bool by_value)
 	return MIN(max, (size_t)FAB_LINK_CALL_MAX - 2);
 }
 
+/*
+ * A request served by this poold for one of its clients' split ones: its
+ * reply packed and handed to cb, as another owner's answer would be.
+ */
+struct kvroute_here {
+	nodecall_cb cb;
+	void *arg;
+};
+
+static int kvroute_here_answer(struct req *q, uint16_t type, const ProtobufCMessage *msg)
+{
+	const struct kvroute_here *here = q->answer_to;
+	size_t len = protobuf_c_message_get_packed_size(msg);
+	uint8_t *buf = malloc(len ? len : 1);
+
+	q->answer = NULL; /* (once) */
+	if (buf != NULL)
+		protobuf_c_message_pack(msg, buf);
+	here->cb(q->pd, here->arg, buf != NULL ? 0 : -ENOMEM, type, buf, len);
+	free(buf);
+	return 0;
+}
+
 /* A request split over several owners, until every part answered. */
 struct kvroute {
 	struct req *r; /* the client's, held */
@@ -63,8 +86,9 @@ struct kvroute_part {
 	struct kvroute *rt;
 	uint32_t node;
 	size_t n;
-	size_t *idx;	      /* each key's place in the request */
-	Pool__KvReply *reply; /* its answer, once it came */
+	size_t *idx;		  /* each key's place in the request */
+	Pool__KvReply *reply;	  /* its answer, once it came */
+	struct kvroute_here here; /* its answer when this poold is its owner */
 };
 
 static void kvroute_free(struct kvroute *rt)
@@ -211,26 +235,6 @@ static void kvroute_remote_answer(struct poold *pd, void *arg, int status, uint1
 	kvroute_part_answer(arg, status, type, bytes, len);
 }
 
-/* This poold's own part, served here: its reply comes back packed, as another's would. */
-static int kvroute_local_answer(struct req *q, uint16_t type, const ProtobufCMessage *msg)
-{
-	size_t len = protobuf_c_message_get_packed_size(msg);
-	uint8_t *buf = malloc(len ? len : 1);
-	struct kvroute_part *p = q->answer_to;
-
-	q->answer = NULL; /* (once) */
-	if (buf == NULL) {
-		if (p->rt->status == 0)
-			req_errorf(p->rt->r, -ENOMEM, "out of memory");
-		kvroute_part_failed(p, -ENOMEM);
-		return -ENOMEM;
-	}
-	protobuf_c_message_pack(msg, buf);
-	kvroute_part_answer(p, 0, type, buf, len);
-	free(buf);
-	return 0;
-}
-
 /* kr's keys of one part, as a request of their own (pointing into kr). */
 static void kvroute_sub(const Pool__KvRequest *kr, const struct kvroute_part *p,
 			Pool__KvRequest *sub, ProtobufCBinaryData *keys, uint64_t *sizes,
@@ -328,8 +332,9 @@ static void kvroute_part_start(struct kvroute *rt, struct kvroute_part *p,
 	if (p->node == pd->node_id) {
 		struct req q = *rt->r;
 
-		q.answer = kvroute_local_answer;
-		q.answer_to = p;
+		p->here = (struct kvroute_here){kvroute_remote_answer, p};
+		q.answer = kvroute_here_answer;
+		q.answer_to = &p->here;
 		q.errmsg[0] = '\0';
 		rc = control_handler(WIRE_KV)->fn(&q, &sub.base);
 		if (rc < 0 && q.answer != NULL) { /* (refused before it answered) */
@@ -450,6 +455,7 @@ struct kvroute_ns {
 	int status;
 	Pool__KvNamespace sum; /* the first owner's, with every owner's counts added */
 	Pool__KvNsReply *first;
+	struct kvroute_here here; /* this poold's own part's answer */
 };
 
 static void kvroute_ns_done(struct kvroute_ns *rn)
@@ -515,20 +521,6 @@ static void kvroute_ns_answer(struct poold *pd, void *arg, int status, uint16_t 
 	kvroute_ns_done(rn);
 }
 
-/* This poold's own part, served here: its reply comes back packed, as an owner's would. */
-static int kvroute_ns_local(struct req *q, uint16_t type, const ProtobufCMessage *msg)
-{
-	size_t len = protobuf_c_message_get_packed_size(msg);
-	uint8_t *buf = malloc(len ? len : 1);
-
-	q->answer = NULL;
-	if (buf != NULL)
-		protobuf_c_message_pack(msg, buf);
-	kvroute_ns_answer(q->pd, q->answer_to, buf != NULL ? 0 : -ENOMEM, type, buf, len);
-	free(buf);
-	return 0;
-}
-
 /*
  * The stats or the flush of a sharded namespace, from a client of this
  * poold: every owner's part (its entries, bytes and counts), at once,
@@ -552,8 +544,9 @@ static int kvroute_ns_owners(struct req *r, const Pool__KvNsRequest *nr)
 		if (map->owners[i] == r->pd->node_id) {
 			struct req q = *rn->r;
 
-			q.answer = kvroute_ns_local;
-			q.answer_to = rn;
+			rn->here = (struct kvroute_here){kvroute_ns_answer, rn};
+			q.answer = kvroute_here_answer;
+			q.answer_to = &rn->here;
 			q.errmsg[0] = '\0';
 			rc = control_handler(WIRE_KV_NS)->fn(&q, &nr->base);
 			if (rc < 0 && q.answer != NULL) { /* (refused here: its own message) */
