@@ -101,9 +101,12 @@ int kvstore_open(struct poold *pd)
 	if (lend_ptr(pd, KV_STORE_ARENA, 0, 0) == NULL)
 		return 0;
 	ks = calloc(1, sizeof(*ks));
+	/* (the arena as lend.c made it: kv.shard_size rounded down to whole extents) */
 	if (ks == NULL ||
-	    extent_arena_new((uint64_t)pd->conf->kv_shard_size, 0, 0, &ks->alloc) < 0 ||
+	    extent_arena_new(pd->kv_arena.size / EXTENT_UNIT_DEFAULT * EXTENT_UNIT_DEFAULT, 0, 0,
+			     &ks->alloc) < 0 ||
 	    kvstore_grow(ks) < 0) {
+		log_warnx("out of memory for the allocator of the KV shards' values");
 		if (ks != NULL && ks->alloc != NULL)
 			extent_arena_free(ks->alloc);
 		free(ks);
