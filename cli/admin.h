@@ -52,6 +52,8 @@ struct admin_kv_shards {
 	uint32_t shards, owners, owned;
 	uint64_t digest, changes, moves;
 	uint64_t store_size, store_used;
+	uint32_t arriving, leaving;
+	uint64_t keys_in, keys_out, keys_lost;
 };
 
 struct admin_status {

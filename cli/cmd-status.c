@@ -86,6 +86,11 @@ enum {
 	K_MOVES,
 	K_STORE_SIZE,
 	K_STORE_USED,
+	K_ARRIVING,
+	K_LEAVING,
+	K_KEYS_IN,
+	K_KEYS_OUT,
+	K_KEYS_LOST,
 	K_FIELDS
 };
 
@@ -98,6 +103,11 @@ static const struct field shard_fields[K_FIELDS] = {
     [K_MOVES] = {"moves", NULL, FIELD_U64, IN_BOTH},
     [K_STORE_SIZE] = {"store_size", NULL, FIELD_U64, IN_BOTH},
     [K_STORE_USED] = {"store_used", NULL, FIELD_U64, IN_BOTH},
+    [K_ARRIVING] = {"arriving", NULL, FIELD_U64, IN_BOTH},
+    [K_LEAVING] = {"leaving", NULL, FIELD_U64, IN_BOTH},
+    [K_KEYS_IN] = {"keys_in", NULL, FIELD_U64, IN_BOTH},
+    [K_KEYS_OUT] = {"keys_out", NULL, FIELD_U64, IN_BOTH},
+    [K_KEYS_LOST] = {"keys_lost", NULL, FIELD_U64, IN_BOTH},
 };
 
 /* The KV shards as poold maps them: in JSON, their fields; in the text, a line. */
@@ -109,6 +119,9 @@ static void status_kv_shards(struct json *j, const struct admin_kv_shards *k)
 	    [K_OWNED].u = k->owned,	      [K_DIGEST].s = digest,
 	    [K_CHANGES].u = k->changes,	      [K_MOVES].u = k->moves,
 	    [K_STORE_SIZE].u = k->store_size, [K_STORE_USED].u = k->store_used,
+	    [K_ARRIVING].u = k->arriving,     [K_LEAVING].u = k->leaving,
+	    [K_KEYS_IN].u = k->keys_in,	      [K_KEYS_OUT].u = k->keys_out,
+	    [K_KEYS_LOST].u = k->keys_lost,
 	};
 
 	snprintf(digest, sizeof(digest), "%016llx", (unsigned long long)k->digest);
@@ -122,6 +135,11 @@ static void status_kv_shards(struct json *j, const struct admin_kv_shards *k)
 	       "moved\n",
 	       k->owned, k->shards, k->owners, digest, (unsigned long long)k->changes,
 	       (unsigned long long)k->moves);
+	if (k->arriving > 0 || k->leaving > 0 || k->keys_in + k->keys_out + k->keys_lost > 0)
+		printf("  kv moves    %u shard(s) arriving, %u leaving; %llu key(s) taken, %llu "
+		       "handed over, %llu lost\n",
+		       k->arriving, k->leaving, (unsigned long long)k->keys_in,
+		       (unsigned long long)k->keys_out, (unsigned long long)k->keys_lost);
 	if (k->store_size > 0)
 		printf("  kv store    %llu of %llu MiB given to the values of its shards\n",
 		       (unsigned long long)(k->store_used >> 20),

@@ -63,6 +63,14 @@ void node_info_free(struct node_info *info)
 	free(info);
 }
 
+/* The member table changed: what follows it is told (after the change, from the loop). */
+static void cluster_changed(struct poold *pd)
+{
+	pd->members_gen++;
+	if (pd->members_changed != NULL)
+		pd->members_changed(pd);
+}
+
 /*
  * Insert or refresh the member with info's id from its registration
  * record, which the table takes (and frees, on failure too). A new
@@ -95,7 +103,7 @@ int cluster_update(struct poold *pd, struct node_info *info, struct member **ret
 		node_info_free(m->info);
 	}
 	m->info = info;
-	pd->members_gen++;
+	cluster_changed(pd);
 	firewall_members_changed(pd);
 	if (pd->carry_hooks != NULL)
 		pd->carry_hooks->changed(pd);
@@ -127,7 +135,7 @@ void cluster_set_state(struct poold *pd, struct member *m, enum member_state sta
 		   member_state_name(state));
 	m->state = state;
 	pd->member_changes++;
-	pd->members_gen++;
+	cluster_changed(pd);
 	if (state == MEMBER_DEAD) {
 		memset(m->past_epochs, 0, sizeof(m->past_epochs));
 		if (pd->carry_hooks != NULL)
@@ -137,11 +145,20 @@ void cluster_set_state(struct poold *pd, struct member *m, enum member_state sta
 		pd->carry_hooks->changed(pd);
 }
 
+/* Mark a member drained of its KV shards (poolctl drain), or not (lend): the map changes. */
+void cluster_set_kv_drained(struct poold *pd, struct member *m, bool drained)
+{
+	if (m->kv_drained == drained)
+		return;
+	m->kv_drained = drained;
+	cluster_changed(pd);
+}
+
 /* Forget a member. */
 void cluster_remove(struct poold *pd, struct member *m)
 {
 	TAILQ_REMOVE(&pd->members, m, entry);
-	pd->members_gen++;
+	cluster_changed(pd);
 	if (pd->carry_hooks != NULL)
 		pd->carry_hooks->dead(pd, m);
 	node_info_free(m->info);
@@ -184,7 +201,7 @@ const struct kv_shard_map *cluster_kv_shards(struct poold *pd)
 		return map;
 	n = 0;
 	TAILQ_FOREACH(m, &pd->members, entry)
-		if (m->state != MEMBER_DEAD && m->info->kv_shard_size > 0)
+		if (m->state != MEMBER_DEAD && m->info->kv_shard_size > 0 && !m->kv_drained)
 			ids[n++] = m->info->id;
 	moved = kv_shard_map_set(map, ids, n);
 	free(ids);

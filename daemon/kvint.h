@@ -252,16 +252,34 @@ struct kv_space {
 	struct event *owner_sweep; /* the sharded namespaces' (kvowner.c) */
 	uint64_t map_gen;	   /* the member table the shards' parts were worked out from */
 	/*
-	 * The KV shards this poold owned at the last change of the map, and
-	 * those it lost since: their keys are dropped from the loop, a slice
-	 * at a time, from namespace drop_ns's bucket drop_bucket on, and none
-	 * is served here until the last is gone (kvowner.c).
+	 * The KV shards as this poold serves them (kvowner.c): each one's
+	 * owner at the last change of the map (0: none). Of those it owns,
+	 * the last owner whose keys it takes (from, 0: none): not served
+	 * until they came (kvhandover.c). Those it lost (leaving): their keys
+	 * kept for their new owners to take, until leave_until_ms. Those whose
+	 * keys are dropped from the loop (dropping), a slice at a time, from
+	 * namespace drop_ns's bucket drop_bucket on: not served until gone.
 	 */
-	uint8_t shards_had[KV_SHARDS / 8], shards_lost[KV_SHARDS / 8];
-	bool dropping;
+	uint32_t was[KV_SHARDS], from[KV_SHARDS];
+	uint8_t hops[KV_SHARDS]; /* members asked after from[] said it has none (kvhandover.c) */
+	/*
+	 * A shard lost while its keys were still coming from its last owner:
+	 * that owner, which keeps the rest (rest[], told to the new owner);
+	 * at the new owner, whom to ask next once from[] handed what it has.
+	 */
+	uint32_t rest[KV_SHARDS], then[KV_SHARDS];
+	uint8_t leaving[KV_SHARDS / 8], dropping[KV_SHARDS / 8];
+	bool was_owner; /* it owned shards at the last change */
+	uint64_t leave_until_ms;
+	bool drop_running;
 	uint64_t drop_ns;
-	size_t drop_bucket, dropped;
+	size_t drop_bucket;
 	struct event *drop_ev;
+	TAILQ_HEAD(, kvhandover) handovers; /* asked of shards' last owners (kvhandover.c) */
+	struct event *handover_ev;	    /* asks again: after -EAGAIN, or more shards came */
+	void (*moved)(struct poold *pd);    /* told when shards may be asked for (kvhandover.c) */
+	uint64_t keys_in, keys_out, keys_lost;
+	uint64_t drop_from; /* keys_lost when the drop under way began */
 };
 
 /*
@@ -386,7 +404,20 @@ void kv_reap_drop(struct poold *pd, struct kv_ns *ns);
 bool kv_evict_one(struct poold *pd, struct kv_ns *ns);
 /* kvowner.c: a poold's part of the sharded namespaces */
 int kvowner_place(struct poold *pd, struct kv_ns *ns, uint64_t len, struct kv_val *v);
-bool kvowner_owns(struct poold *pd, const struct kv_ns *ns, const void *key, size_t klen);
+int kvowner_serves(struct poold *pd, const struct kv_ns *ns, const void *key, size_t klen);
+struct kv_ns *kvowner_next_ns(struct poold *pd, uint64_t id);
+void kvowner_map(struct poold *pd);
+static inline bool kvowner_bit(const uint8_t *bits, uint32_t shard)
+{
+	return bits[shard / 8] >> (shard % 8) & 1;
+}
+static inline void kvowner_set(uint8_t *bits, uint32_t shard, bool on)
+{
+	if (on)
+		bits[shard / 8] |= (uint8_t)(1u << (shard % 8));
+	else
+		bits[shard / 8] &= (uint8_t) ~(1u << (shard % 8));
+}
 bool kv_reap(struct poold *pd, size_t max, uint64_t budget_us);
 bool kv_reap_settle(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who,
 		    const uint8_t *key, size_t klen, uint64_t h, uint64_t version);

@@ -12,11 +12,14 @@
  * by its own LRU (an approximation of one LRU over the namespace, as the
  * keys spread evenly over the shards).
  *
- * When the map changes, the keys of the shards this poold lost go, from
- * the loop a slice at a time: their new owners start without them (their
- * values were in this node's memory), and a shard that came back before
- * its old keys were gone must not serve them, so no lost shard is served
- * here until the last of them went.
+ * When the map changes, the shards move without their keys being lost
+ * where their last owner is still up: the new owner asks it for them
+ * (kvhandover.c) and serves none of them until they came (-EAGAIN); the
+ * last owner serves them no more (-ESTALE) and keeps their keys for it
+ * until it took them, or for KVOWNER_LEAVE_KEEP_MS, after which what is
+ * left is dropped from the loop a slice at a time. A shard whose keys are
+ * being dropped is not served until the last of them went: one back
+ * before they were gone would otherwise serve stale values.
  */
 #include "config.h"
 
@@ -27,22 +30,10 @@
 
 #define KVOWNER_SWEEP_MS 250
 #define KVOWNER_DROP_SLICE_US 1000
-
-static bool kvowner_bit(const uint8_t *bits, uint32_t shard)
-{
-	return bits[shard / 8] >> (shard % 8) & 1;
-}
-
-static void kvowner_set(uint8_t *bits, uint32_t shard, bool on)
-{
-	if (on)
-		bits[shard / 8] |= (uint8_t)(1u << (shard % 8));
-	else
-		bits[shard / 8] &= (uint8_t) ~(1u << (shard % 8));
-}
+#define KVOWNER_LEAVE_KEEP_MS 30000 /* a lost shard's keys wait for its new owner this long */
 
 /* The next sharded namespace after the one of id (0: the first), or NULL. */
-static struct kv_ns *kvowner_next_ns(struct poold *pd, uint64_t id)
+struct kv_ns *kvowner_next_ns(struct poold *pd, uint64_t id)
 {
 	struct kv_ns *ns;
 	bool past = id == 0;
@@ -55,9 +46,16 @@ static struct kv_ns *kvowner_next_ns(struct poold *pd, uint64_t id)
 	return NULL;
 }
 
+/* Tell the hand-overs (kvhandover.c) that shards may be asked for. */
+static void kvowner_moved(struct poold *pd)
+{
+	if (pd->kv->moved != NULL)
+		pd->kv->moved(pd);
+}
+
 /*
- * About a millisecond of dropping the keys of lost shards; again at the
- * next turn of the loop until none is left.
+ * About a millisecond of dropping the keys of the shards dropping; again
+ * at the next turn of the loop until none is left.
  */
 static void kvowner_drop_slice(evutil_socket_t fd, short what, void *arg)
 {
@@ -81,11 +79,11 @@ static void kvowner_drop_slice(evutil_socket_t fd, short what, void *arg)
 				return;
 			}
 			while ((e = *pp) != NULL) {
-				if (kvowner_bit(kv->shards_lost,
+				if (kvowner_bit(kv->dropping,
 						kv_shard_of(ns->name, kv_entry_key(e), e->klen))) {
 					kv_entry_clear(pd, ns,
 						       e); /* (unlinks it: *pp is the next) */
-					kv->dropped++;
+					kv->keys_lost++;
 				} else {
 					pp = &e->hnext;
 				}
@@ -95,9 +93,39 @@ static void kvowner_drop_slice(evutil_socket_t fd, short what, void *arg)
 		ns = kvowner_next_ns(pd, ns->id);
 		kv->drop_bucket = 0;
 	}
-	log_info("KV shards: %zu key(s) of the shards that moved away dropped", kv->dropped);
-	memset(kv->shards_lost, 0, sizeof(kv->shards_lost));
-	kv->dropping = false;
+	if (kv->keys_lost > kv->drop_from)
+		log_warnx("KV shards: %llu key(s) of shards moved away dropped, not taken by their "
+			  "new owners in time",
+			  (unsigned long long)(kv->keys_lost - kv->drop_from));
+	memset(kv->dropping, 0, sizeof(kv->dropping));
+	kv->drop_running = false;
+	kvowner_moved(pd); /* (shards back here wait for their keys once these went) */
+}
+
+/* Drop what is left of the shards marked dropping, from the loop. */
+static void kvowner_drop_start(struct poold *pd)
+{
+	static const struct timeval now = {0, 0};
+	struct kv_space *kv = pd->kv;
+
+	if (kvowner_next_ns(pd, 0) == NULL) {
+		memset(kv->dropping, 0, sizeof(kv->dropping));
+		return;
+	}
+	if (!kv->drop_running)
+		kv->drop_from = kv->keys_lost;
+	kv->drop_running = true;
+	kv->drop_ns = kvowner_next_ns(pd, 0)->id; /* (from the start: more to drop) */
+	kv->drop_bucket = 0;
+	evtimer_add(kv->drop_ev, &now);
+}
+
+/* Whether node is a member not dead (a shard's last owner that can hand its keys over). */
+static bool kvowner_alive(struct poold *pd, uint32_t node)
+{
+	struct member *m = node != 0 ? cluster_find(pd, node) : NULL;
+
+	return m != NULL && m->state != MEMBER_DEAD;
 }
 
 /* This poold's part of ns's capacity, as the map shares it. */
@@ -110,19 +138,21 @@ static uint64_t kvowner_room(struct poold *pd, const struct kv_ns *ns)
 
 /*
  * After a change of the map: each sharded namespace's part of its
- * capacity; the keys of the shards lost start to go; at a node, the pins
- * and reservations of the sessions of nodes that died (the coordinator
+ * capacity; the shards gained are asked of their last owners (at its
+ * first map, for each shard the owner it would have without this poold);
+ * the shards lost are left for their new owners; at a node, the pins and
+ * reservations of the sessions of nodes that died end (the coordinator
  * ends its own index's).
  */
-static void kvowner_map(struct poold *pd)
+void kvowner_map(struct poold *pd)
 {
-	static const struct timeval now = {0, 0};
 	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	struct kv_shard_map without = {0};
 	struct kv_space *kv = pd->kv;
+	uint32_t me = pd->node_id, s;
+	bool owner, first, keys = false;
 	struct kv_ns *ns;
 	struct member *m;
-	bool lost = false;
-	uint32_t s;
 
 	if (kv->map_gen == pd->members_gen)
 		return;
@@ -130,30 +160,66 @@ static void kvowner_map(struct poold *pd)
 	TAILQ_FOREACH(ns, &kv->list, entry)
 		if (ns->flags & HOLD_NS_SHARDED)
 			ns->room = kvowner_room(pd, ns);
-	for (s = 0; s < KV_SHARDS; s++) {
-		bool owns = map->nowners > 0 && map->owner[s] == pd->node_id;
+	owner = map->nowners > 0 && kv_shard_map_owned(map, me) > 0;
+	TAILQ_FOREACH(ns, &kv->list, entry) /* (none: the shards lost leave nothing behind) */
+		keys = keys || ((ns->flags & HOLD_NS_SHARDED) && ns->nentries > 0);
+	first = owner && !kv->was_owner;
+	if (first && map->nowners > 1) { /* (a map without it: out of memory, none asked) */
+		uint32_t *ids = malloc(map->nowners * sizeof(*ids));
+		size_t n = 0, i;
 
-		if (kvowner_bit(kv->shards_had, s) && !owns) {
-			kvowner_set(kv->shards_lost, s, true);
-			lost = true;
-		}
-		kvowner_set(kv->shards_had, s, owns);
+		for (i = 0; ids != NULL && i < map->nowners; i++)
+			if (map->owners[i] != me)
+				ids[n++] = map->owners[i];
+		if (ids != NULL && kv_shard_map_set(&without, ids, n) < 0)
+			kv_shard_map_clear(&without);
+		free(ids);
 	}
-	if (lost && kvowner_next_ns(pd, 0) != NULL) {
-		if (!kv->dropping) {
-			kv->dropping = true;
-			kv->dropped = 0;
+	for (s = 0; s < KV_SHARDS; s++) {
+		uint32_t now = map->nowners > 0 ? map->owner[s] : 0;
+		uint32_t last = first ? (without.nowners > 0 ? without.owner[s] : 0) : kv->was[s];
+
+		if (now == me && kv->was[s] != me) {
+			kvowner_set(kv->leaving, s, false); /* (back before its keys were taken) */
+			kv->from[s] = last != me && kvowner_alive(pd, last) ? last : 0;
+			kv->hops[s] = 0;
+			kv->rest[s] = kv->then[s] = 0;
+		} else if (now != me && kv->was[s] == me && (keys || kv->from[s] != 0)) {
+			/* (what came of it goes on, and its new owner is told where the rest is) */
+			kvowner_set(kv->leaving, s, true);
+			kv->rest[s] = kv->from[s];
+			kv->leave_until_ms = units_now_ms() + KVOWNER_LEAVE_KEEP_MS;
 		}
-		kv->drop_ns = kvowner_next_ns(pd, 0)->id; /* (from the start: more were lost) */
-		kv->drop_bucket = 0;
-		evtimer_add(kv->drop_ev, &now);
-	} else if (lost) {
-		memset(kv->shards_lost, 0, sizeof(kv->shards_lost));
+		if (now != me || !kvowner_alive(pd, kv->from[s]))
+			kv->from[s] = 0; /* (its last owner died: what came is what there is) */
+		kv->was[s] = now;
 	}
+	kv->was_owner = owner;
+	kv_shard_map_clear(&without);
+	kvowner_moved(pd);
 	if (pd->regions == NULL)
 		TAILQ_FOREACH(m, &pd->members, entry)
 			if (m->state == MEMBER_DEAD)
 				kv_session_end(pd, m->info->id, 0, true);
+}
+
+/* The lost shards whose new owners did not take their keys in time: what is left goes. */
+static void kvowner_leave_expire(struct poold *pd)
+{
+	struct kv_space *kv = pd->kv;
+	bool any = false;
+	size_t i;
+
+	if (units_now_ms() < kv->leave_until_ms)
+		return;
+	for (i = 0; i < sizeof(kv->leaving); i++) {
+		any = any || kv->leaving[i] != 0;
+		kv->dropping[i] |= kv->leaving[i];
+		kv->leaving[i] = 0;
+		memset(&kv->rest[i * 8], 0, 8 * sizeof(kv->rest[0]));
+	}
+	if (any)
+		kvowner_drop_start(pd);
 }
 
 /* Every 250 ms: the map's changes; at a node, its namespaces' expiry too. */
@@ -164,8 +230,17 @@ static void kvowner_sweep(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	kvowner_map(pd);
+	kvowner_leave_expire(pd);
+	kvowner_moved(pd);
 	if (pd->regions == NULL) /* (the coordinator's own sweep does its index's) */
 		kv_sweep(pd);
+}
+
+/* The member table changed: the map is looked at from the loop now, not at the next sweep. */
+static void kvowner_members_changed(struct poold *pd)
+{
+	if (pd->kv != NULL && pd->kv->owner_sweep != NULL)
+		event_active(pd->kv->owner_sweep, EV_TIMEOUT, 0);
 }
 
 /* The index on every poold (at a node, of its sharded namespaces alone). */
@@ -181,25 +256,51 @@ int kvowner_open(struct poold *pd)
 	if (pd->kv->owner_sweep == NULL || pd->kv->drop_ev == NULL)
 		return -ENOMEM;
 	event_add(pd->kv->owner_sweep, &every);
+	pd->members_changed = kvowner_members_changed;
 	return 0;
 }
 
 void kvowner_close(struct poold *pd)
 {
+	pd->members_changed = NULL;
 	kv_close(pd);
 	usage_clear(&pd->usage); /* (what its owners' values counted, at a node too) */
 }
 
-/* Whether this poold owns key's shard of ns now. */
-bool kvowner_owns(struct poold *pd, const struct kv_ns *ns, const void *key, size_t klen)
+/*
+ * Whether this poold serves key of ns now: 0; -ESTALE when its shard is
+ * another's; -EAGAIN while its keys are on their way here or going.
+ */
+int kvowner_serves(struct poold *pd, const struct kv_ns *ns, const void *key, size_t klen)
 {
 	const struct kv_shard_map *map = cluster_kv_shards(pd);
-
 	uint32_t s = kv_shard_of(ns->name, key, klen);
 
 	kvowner_map(pd);
-	return map->nowners > 0 && map->owner[s] == pd->node_id &&
-	       !kvowner_bit(pd->kv->shards_lost, s);
+	if (map->nowners == 0 || map->owner[s] != pd->node_id)
+		return -ESTALE;
+	return pd->kv->from[s] != 0 || kvowner_bit(pd->kv->dropping, s) ? -EAGAIN : 0;
+}
+
+/* The shards' moves as this poold saw them, for its status. */
+void kvowner_stats(struct poold *pd, Pool__KvShardInfo *ret)
+{
+	struct kv_space *kv = pd->kv;
+	uint32_t s;
+
+	if (kv == NULL)
+		return;
+	ret->has_arriving = ret->has_leaving = 1;
+	ret->has_keys_in = ret->has_keys_out = ret->has_keys_lost = 1;
+	ret->arriving = ret->leaving = 0;
+	for (s = 0; s < KV_SHARDS; s++) {
+		ret->arriving +=
+		    kv->from[s] != 0 || (kvowner_bit(kv->dropping, s) && kv->was[s] == pd->node_id);
+		ret->leaving += kvowner_bit(kv->leaving, s);
+	}
+	ret->keys_in = kv->keys_in;
+	ret->keys_out = kv->keys_out;
+	ret->keys_lost = kv->keys_lost;
 }
 
 /* Drop a namespace of this node's, its many entries from the loop (kvreap.c). */

@@ -136,3 +136,25 @@ void kv_shard_map_clear(struct kv_shard_map *map)
 	free(map->owners);
 	memset(map, 0, sizeof(*map));
 }
+
+uint32_t kv_shard_rank(uint32_t shard, const uint32_t *ids, size_t n, size_t k)
+{
+	uint64_t below = UINT64_MAX, top, sc;
+	uint32_t best = 0;
+	size_t i, r;
+
+	for (r = 0; r <= k; r++) {
+		best = 0;
+		top = 0;
+		for (i = 0; i < n; i++)
+			if ((sc = kv_shard_score(shard, ids[i])) < below &&
+			    (best == 0 || sc > top)) {
+				top = sc;
+				best = ids[i];
+			}
+		if (best == 0)
+			return 0;
+		below = top;
+	}
+	return best;
+}

@@ -31,6 +31,12 @@ uint32_t kv_shard_of(const char *ns, const void *key, size_t klen);
  */
 long kv_shard_map_set(struct kv_shard_map *map, const uint32_t *ids, size_t n);
 
+/*
+ * The id of ids[0..n) (distinct, not 0) that scores k-th highest for
+ * shard (0: the one that owns it), or 0 when there are not so many.
+ */
+uint32_t kv_shard_rank(uint32_t shard, const uint32_t *ids, size_t n, size_t k);
+
 /* The shards node id owns. */
 uint32_t kv_shard_map_owned(const struct kv_shard_map *map, uint32_t id);
 

@@ -547,10 +547,13 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 		return req_errorf(q, -E2BIG, "at most %d keys per request", KV_MAX_KEYS);
 	/* A sharded namespace's keys here are those of this node's shards (kvroute.c). */
 	for (i = 0; (ns->flags & HOLD_NS_SHARDED) && i < kr->n_keys; i++)
-		if (!kvowner_owns(pd, ns, kr->keys[i].data, kr->keys[i].len))
-			return req_errorf(q, -ESTALE,
-					  "key %zu of '%s': its shard is not this node's (the "
-					  "shards moved): ask again",
+		if ((rc = kvowner_serves(pd, ns, kr->keys[i].data, kr->keys[i].len)) < 0)
+			return req_errorf(q, rc,
+					  rc == -EAGAIN
+					      ? "key %zu of '%s': its shard moved here and "
+						"its keys are on their way: ask again"
+					      : "key %zu of '%s': its shard is not this "
+						"node's (the shards moved): ask again",
 					  i, ns->name);
 	if (kr->op == POOL__KV_OP__KV_OP_FAILED) {
 		/* A client could not reach a lender: suspect it now, not after heartbeats. */

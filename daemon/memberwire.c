@@ -218,6 +218,8 @@ int member_to_wire(struct poold *pd, const struct member *m, bool public, Pool__
 	}
 	w->node = node;
 	w->state = member_state_wire(m->state);
+	w->has_kv_drained = m->kv_drained;
+	w->kv_drained = m->kv_drained;
 	w->heartbeat_age_ms = pd->coord ? units_now_ms() - m->last_heartbeat : m->heartbeat_age_ms;
 	return 0;
 }

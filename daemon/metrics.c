@@ -105,6 +105,27 @@ static void metrics_kv_shards(struct poold *pd, struct evbuffer *b)
 		    "memory kept for the values of the KV shards this node owns (kv.shard_size)",
 		    size);
 	metrics_one(b, "pool_kv_store_used_bytes", "gauge", "... of it given to values", used);
+	if (pd->kv != NULL) {
+		Pool__KvShardInfo moved = POOL__KV_SHARD_INFO__INIT;
+
+		kvowner_stats(pd, &moved);
+		metrics_one(b, "pool_kv_shards_arriving", "gauge",
+			    "KV shards owned here whose keys their last owner still hands over",
+			    moved.arriving);
+		metrics_one(b, "pool_kv_shards_leaving", "gauge",
+			    "KV shards lost here whose keys their new owners have not all taken",
+			    moved.leaving);
+		metrics_head(b, "pool_kv_shard_keys_total", "counter",
+			     "keys of moved KV shards: taken from their last owner, handed to "
+			     "their new one, or lost on the way");
+		evbuffer_add_printf(b,
+				    "pool_kv_shard_keys_total{way=\"in\"} %llu\n"
+				    "pool_kv_shard_keys_total{way=\"out\"} %llu\n"
+				    "pool_kv_shard_keys_total{way=\"lost\"} %llu\n",
+				    (unsigned long long)moved.keys_in,
+				    (unsigned long long)moved.keys_out,
+				    (unsigned long long)moved.keys_lost);
+	}
 	metrics_head(b, "pool_kv_requests_total", "counter",
 		     "KV requests the coordinator's index served: from this node's clients, or "
 		     "sent by other nodes");

@@ -582,6 +582,7 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 			continue;
 		m->state = member_state_of(rep->members[i]->state);
 		m->heartbeat_age_ms = rep->members[i]->heartbeat_age_ms;
+		cluster_set_kv_drained(pd, m, rep->members[i]->kv_drained);
 	}
 	carry_joined(pd);
 	pe->hb_ms = rep->heartbeat_ms ? rep->heartbeat_ms : (uint64_t)pd->conf->heartbeat_ms;
@@ -628,6 +629,7 @@ static void peer_member_event(struct peer *pe, const Pool__Member *mm)
 	if (cluster_update(pd, info, &m) < 0)
 		return;
 	m->heartbeat_age_ms = mm->heartbeat_age_ms;
+	cluster_set_kv_drained(pd, m, mm->kv_drained);
 	cluster_set_state(pd, m, state);
 }
 

@@ -44,9 +44,9 @@ static void poold_session_end(struct poold *pd, uint64_t session)
 
 /* Every service's handler table. */
 static const struct ctl_handler *const poold_handlers[] = {
-    status_handlers,	reload_handlers,  nodes_handlers, region_handlers, reclaim_handlers,
-    arena_handlers,	kv_handlers,	  vec_handlers,	  events_handlers, snapcopy_handlers,
-    snapplace_handlers, metrics_handlers, xfer_handlers,
+    status_handlers,	reload_handlers,  nodes_handlers, region_handlers,     reclaim_handlers,
+    arena_handlers,	kv_handlers,	  vec_handlers,	  events_handlers,     snapcopy_handlers,
+    snapplace_handlers, metrics_handlers, xfer_handlers,  kvhandover_handlers,
 };
 
 static const struct control_wiring poold_wiring = {
@@ -246,6 +246,7 @@ static void poold_free(struct poold *pd)
 	grant_clear(pd);
 	xfer_close(pd);
 	carve_close(pd);
+	kvhandover_close(pd);
 	kvowner_close(pd);
 	kvstore_close(pd);
 	lend_close(pd);
@@ -395,7 +396,7 @@ int main(int argc, char **argv)
 	}
 	rc = 1;
 	if (lend_open(&pd) < 0 || kvstore_open(&pd) < 0 || kvowner_open(&pd) < 0 ||
-	    hold_open(&pd) < 0)
+	    kvhandover_open(&pd) < 0 || hold_open(&pd) < 0)
 		goto out;
 	if (pd.conf->role == ROLE_COORDINATOR ? coord_open(&pd) < 0
 					      : peer_open(&pd) < 0 || resprelay_open(&pd) < 0) {

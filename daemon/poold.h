@@ -147,6 +147,7 @@ struct member {
 	uint64_t last_heartbeat; /* units_now_ms() of the last heartbeat seen */
 	uint64_t ledger_after;	 /* at the coordinator: no ledger pass of it before (reconcile.c) */
 	uint64_t heartbeat_age_ms; /* at a node: age the coordinator reported */
+	bool kv_drained;	   /* poolctl drain: it owns no KV shards until lend */
 	struct conn *conn;	   /* at the coordinator: the node's link, if connected */
 	/* at the coordinator: where its last registered link came from (coordslot.c) */
 	struct sockaddr_storage from;
@@ -194,6 +195,7 @@ struct poold {
 	struct peer *peer;		       /* role = node: the link to the coordinator */
 	const struct carry_ops *carry;	       /* how it reaches other poolds' memory (carry.c) */
 	const struct carry_hooks *carry_hooks; /* ... and what it is told of changes */
+	void (*members_changed)(struct poold *pd); /* the KV shards' owners (kvowner.c) */
 	/* who serves other nodes' calls on the links (nodecall.c), or NULL: refused */
 	void (*node_call)(struct poold *pd, const struct fab_link_peer *peer, const void *in,
 			  size_t len, struct fab_link_answer *ans);
@@ -453,6 +455,7 @@ struct member *cluster_find_name(struct poold *pd, const char *name);
 int cluster_update(struct poold *pd, struct node_info *info, struct member **ret_member);
 bool cluster_epoch_ok(const struct member *m, uint64_t epoch);
 void cluster_set_state(struct poold *pd, struct member *m, enum member_state state);
+void cluster_set_kv_drained(struct poold *pd, struct member *m, bool drained);
 void cluster_remove(struct poold *pd, struct member *m);
 void cluster_clear(struct poold *pd);
 struct node_info *cluster_self_info(struct poold *pd);
@@ -1115,6 +1118,9 @@ void kv_node_lost(struct poold *pd, uint32_t node);
 void kv_sweep(struct poold *pd);
 int kvowner_open(struct poold *pd);
 void kvowner_close(struct poold *pd);
+int kvhandover_open(struct poold *pd);
+void kvhandover_close(struct poold *pd);
+void kvowner_stats(struct poold *pd, Pool__KvShardInfo *ret);
 struct kv_ns_spec;
 void kvowner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n);
 int kv_adopt(struct poold *pd, uint32_t node, const struct ledger_extent *at,
@@ -1129,6 +1135,7 @@ struct kv_extents_walk {
 int kv_extents(struct poold *pd, uint32_t node, struct kv_extents_walk *w, size_t max,
 	       struct ledger_extent **ext, size_t *n, size_t *cap);
 extern const struct ctl_handler kv_handlers[];
+extern const struct ctl_handler kvhandover_handlers[];
 struct kv_where {
 	uint32_t node, arena;
 	uint64_t off, len, version;

@@ -26,6 +26,20 @@ static void reclaim_answer(void *arg, int rc, const char *summary)
 	req_finish(q, req_reply(q, WIRE_OK, &ok.base));
 }
 
+/*
+ * A drained node owns no KV shards (until it lends again): their new
+ * owners take their keys from it, and every poold is told.
+ */
+static void reclaim_kv_drain(struct poold *pd, uint32_t node, bool drained)
+{
+	struct member *m = cluster_find(pd, node);
+
+	if (m == NULL || m->kv_drained == drained)
+		return;
+	cluster_set_kv_drained(pd, m, drained);
+	coord_member_changed(pd, m);
+}
+
 static int reclaim_request(struct req *q, const ProtobufCMessage *msg)
 {
 	const Pool__LendRequest *lr = (const Pool__LendRequest *)msg;
@@ -39,6 +53,7 @@ static int reclaim_request(struct req *q, const ProtobufCMessage *msg)
 		rc = reclaim_lend(q->pd, lr->node, lr->size, text, sizeof(text));
 		if (rc < 0)
 			return req_errorf(q, rc, "%s", text);
+		reclaim_kv_drain(q->pd, lr->node, false);
 		ok.message = text;
 		return req_reply(q, WIRE_OK, &ok.base);
 	case POOL__LEND_OP__LEND_OP_RECLAIM:
@@ -50,6 +65,8 @@ static int reclaim_request(struct req *q, const ProtobufCMessage *msg)
 				  reclaim_answer, held, text, sizeof(text));
 		if (rc < 0)
 			req_finish(held, req_errorf(held, rc, "%s", text));
+		else if (lr->op == POOL__LEND_OP__LEND_OP_DRAIN)
+			reclaim_kv_drain(q->pd, lr->node, true);
 		return REQ_LATER; /* reclaim_answer() replies */
 	default:		  /* (wire_msg_unpack() refused any other number) */
 		return req_errorf(q, -EINVAL, "unknown lend operation %d", lr->op);

@@ -89,6 +89,7 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 	shards.moves = pd->kv_shard_moves;
 	shards.has_store_size = shards.has_store_used = 1;
 	kvstore_stats(pd, &shards.store_size, &shards.store_used);
+	kvowner_stats(pd, &shards);
 	reply.kv_shards = &shards;
 	return req_reply(r, WIRE_STATUS_REPLY, &reply.base);
 }

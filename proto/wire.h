@@ -99,6 +99,8 @@ enum wire_type {
 	    61, /* client -> coordinator: an anonymous region stays (RegionName, Ok) */
 	WIRE_MEMBER_EVENTS = 62, /* coordinator -> nodes: the members' changes of a tick */
 	WIRE_HOLDINGS_ACK = 63,	 /* coordinator -> lender: chunks of its report read so far */
+	WIRE_KV_HANDOVER = 64,	 /* node -> node: a KV shard's keys, asked of its last owner */
+	WIRE_KV_HANDOVER_REPLY = 65,
 	WIRE_TYPE_MAX
 };
 

@@ -8,9 +8,9 @@
 # phases, carried to and from a remote owner); batches split over the
 # owners come back in the keys' order; another uid is refused by the
 # namespace's mode at the owner; a dead owner's keys miss and the others'
-# stay, and puts go to the new owners; when it comes back its shards start
-# empty on it and the others drop their keys of them; its stats add up
-# every owner's part, and a flush empties them all.
+# stay, and puts go to the new owners; when it comes back the others hand
+# it its shards' keys; its stats add up every owner's part, and a flush
+# empties them all.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 KV="$top_builddir/tests/tools/pool-kv"
 kv() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_sock "$i")" "$KV" "$@"; }
@@ -120,22 +120,43 @@ out=$(kv 3 sh mput b 500 2000 5 2>&1) && [ "$out" = "mput b: 500 of 500 stored" 
 	out=$(kv 1 sh mget b 500 5 2>&1) && [ "$out" = "mget b: 500 hits of 500, all correct" ] &&
 	ok "the three left own every shard: 500 new values put and got" || not_ok "puts after h4: $out"
 
-# h4 back: its shards come back to it, empty; the others drop their keys of them, so that
-# when h4 dies again none of the values put meanwhile comes back stale.
+# h4 back: its shards come back to it with their keys, handed over by the
+# owners that had them; values put to them since on h4 are the only ones:
+# when h4 dies again, the older values the others had are not served stale.
+moves() {
+	pctl "$1" --json status | python3 -c 'import json, sys
+k = json.load(sys.stdin)["kv_shards"]
+print(k.get("arriving", 0), k.get("leaving", 0), k.get("keys_in", 0), k.get("keys_out", 0), k.get("keys_lost", 0))'
+}
+settled() {
+	local deadline=$((SECONDS + $1)) i m
+	while [ $SECONDS -le $deadline ]; do
+		m=0
+		for i in 1 2 3 4; do
+			[ "$(moves "$i" | cut -d' ' -f1-2)" = "0 0" ] && m=$((m + 1))
+		done
+		[ $m = 4 ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
 pool_node_start 4
 pool_wait_state 1 h4 up 20 || not_ok "h4 up again"
-sleep 1
+settled 20 || not_ok "the shards' moves settle"
 out=$(kv 1 sh mget b 500 5 2>&1)
-back=$(sed -n 's/^mget b: \([0-9]*\) hits of 500, all correct$/\1/p' <<<"$out")
-[ -n "$back" ] && [ "$back" -gt 250 ] && [ "$back" -lt 500 ] &&
-	ok "h4 back: its shards' keys miss ($((500 - back))), the others' hit ($back)" || not_ok "after h4's return: $out"
+read -r _ _ in4 _ lost4 <<<"$(moves 4)"
+[ "$out" = "mget b: 500 hits of 500, all correct" ] && [ "$in4" -gt 0 ] && [ "$lost4" = 0 ] &&
+	ok "h4 back: its shards' keys were handed to it ($in4 taken), all 500 hit" ||
+	not_ok "after h4's return: $out (h4 took $in4, lost $lost4)"
+out=$(kv 3 sh mput b 500 2000 6 2>&1) && [ "$out" = "mput b: 500 of 500 stored" ] || not_ok "mput b again: $out"
 pool_node_kill 4
 pool_wait_state 1 h4 dead 10 || not_ok "h4 declared dead again"
 sleep 1
-out=$(kv 2 sh mget b 500 5 2>&1)
-[ "$out" = "mget b: $back hits of 500, all correct" ] &&
-	ok "h4 dead again: its shards' old keys were dropped by the others, none comes back stale" ||
-	not_ok "after h4's second death ($back before): $out"
+out=$(kv 2 sh mget b 500 6 2>&1)
+back=$(sed -n 's/^mget b: \([0-9]*\) hits of 500, all correct$/\1/p' <<<"$out")
+[ -n "$back" ] && [ "$back" -gt 250 ] && [ "$back" -lt 500 ] &&
+	ok "h4 dead again: its shards' keys miss ($((500 - back))), none comes back stale from the others" ||
+	not_ok "after h4's second death: $out"
 
 # A flush asked on one node empties every owner's part.
 pctl 2 kv flush sh >"$CLUSTER_TMP/out" 2>&1 && sleep 0.5 && [ "$(entries 3)" = 0 ] &&

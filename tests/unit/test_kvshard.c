@@ -157,6 +157,42 @@ static void test_keys_spread(void)
 	kv_shard_map_clear(&map);
 }
 
+/*
+ * The rendezvous order of a shard: its owner first, then the owner it
+ * would have without it, and so on (whom a new owner asks for a shard's
+ * keys when the first it asked had none).
+ */
+static void test_rank(void)
+{
+	static const uint32_t ids[] = {3, 9, 4, 17, 1};
+	struct kv_shard_map map = {0}, less = {0};
+	uint32_t s, k, r, first, rest[4];
+	size_t n;
+
+	kv_shard_map_set(&map, ids, 5);
+	for (s = 0; s < KV_SHARDS; s++) {
+		bool seen[18] = {false};
+
+		first = kv_shard_rank(s, ids, 5, 0);
+		CU_ASSERT_EQUAL(first, map.owner[s]);
+		for (k = 0; k < 5; k++) {
+			r = kv_shard_rank(s, ids, 5, k);
+			CU_ASSERT_FATAL(r > 0 && r < 18);
+			CU_ASSERT(!seen[r]); /* each member once */
+			seen[r] = true;
+		}
+		CU_ASSERT_EQUAL(kv_shard_rank(s, ids, 5, 5), 0);
+		for (k = 0, n = 0; k < 5; k++)
+			if (ids[k] != first)
+				rest[n++] = ids[k];
+		kv_shard_map_set(&less, rest, n);
+		CU_ASSERT_EQUAL(less.owner[s], kv_shard_rank(s, ids, 5, 1));
+	}
+	CU_ASSERT_EQUAL(kv_shard_rank(0, ids, 0, 0), 0);
+	kv_shard_map_clear(&map);
+	kv_shard_map_clear(&less);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -166,6 +202,7 @@ int main(void)
 	    {"the same owners make the same map", test_same_owners_same_map},
 	    {"no owners", test_no_owners},
 	    {"keys spread over the shards", test_keys_spread},
+	    {"a shard's rendezvous order", test_rank},
 	    {NULL, NULL},
 	};
 	return unit_run("kvshard", tests);
