@@ -7,7 +7,8 @@
 #  - The leader is SIGKILLed while a reader reads an open region and a writer
 #    puts KV values, four times over (and once more after the freeze): each time the standby leads and serves
 #    within the lease, the reader reads on, and every region, KV namespace
-#    and value, vector index and snapshot is back with the same bytes.
+#    and value (a sharded namespace's too, whose index and values are on the
+#    nodes), vector index and snapshot is back with the same bytes.
 #  - A leader frozen past its lease (SIGSTOP) is replaced; woken, it stops
 #    at once, before it acts.
 #  - A leader cut off from the network (and so from etcd) stops acting as
@@ -105,7 +106,7 @@ for _ in $(seq 50); do [ "$(status 2 leader)" = "$(cluster_addr 1):7400" ] && br
 pctl 2 regions >"$CLUSTER_TMP/out" 2>&1
 grep -q "this poold is a standby coordinator; the coordinator is $(cluster_addr 1):7400" "$CLUSTER_TMP/out" &&
 	ok "it refuses other requests, naming the leader" || { not_ok "a request to the standby"; cat "$CLUSTER_TMP/out"; }
-for i in 3 4; do POOL_PMEM=32M pool_node_start "$i" -o lend.size=192M "${ETCD_OPTS[@]}" || exit 1; done
+for i in 3 4; do POOL_PMEM=32M pool_node_start "$i" -o lend.size=192M -o kv.shard_size=16M "${ETCD_OPTS[@]}" || exit 1; done
 for i in 3 4; do pool_wait_state 3 "h$i" up 20 || { not_ok "h$i joins"; finish; exit 1; }; done
 ok "two nodes found the leader in etcd and joined it"
 
@@ -120,6 +121,8 @@ pctl 4 kv create empty 4M tier=dram replicas=2 >/dev/null && ok "an empty KV nam
 	not_ok "empty namespace"
 pctl 3 kv create durable 8M tier=pmem >/dev/null && on 4 "$KV" durable mput d 20 65536 6 |
 	grep -q "20 of 20" && ok "20 persistent KV values" || not_ok "persistent KV values"
+pctl 3 kv create shd 16M sharded >/dev/null && sleep 0.5 && on 3 "$KV" shd mput s 300 4000 8 | grep -q "300 of 300" &&
+	ok "300 values in a sharded namespace (its owners: the two nodes)" || not_ok "sharded values"
 pctl 3 vec create idx hnsw l2 32 16M placement=local >/dev/null &&
 	on 3 "$VEC" add idx 0 2000 11 200 | grep -q "added 2000" && on 3 "$VEC" search idx 20 5 10 \
 	>"$CLUSTER_TMP/search.before" && ok "a vector index of 2000 vectors" || not_ok "vector index"
@@ -152,6 +155,7 @@ every_byte() {
 	on 4 "$IO" read pers 9 >/dev/null || bad+=" pers"
 	on 4 "$KV" cache mget k 40 5 | grep -q "40 hits of 40, all correct" || bad+=" cache"
 	on 3 "$KV" durable mget d 20 6 | grep -q "20 hits of 20, all correct" || bad+=" durable"
+	on 4 "$KV" shd mget s 300 8 | grep -q "300 hits of 300, all correct" || bad+=" sharded"
 	pctl 4 --json kv stats empty 2>/dev/null | python3 -c '
 import json, sys
 n = json.load(sys.stdin)["namespaces"][0]
