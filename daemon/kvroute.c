@@ -14,9 +14,12 @@
  * owner by value: this poold takes a put's bytes from the window into the
  * call, and puts a get's from the answer into the window, so the client
  * makes one request whichever node holds its keys. A part that
- * fails fails the request (its message names the owner); an owner whose
- * shards moved meanwhile refuses keys it no longer owns (-ESTALE), and the
- * client asks again.
+ * fails fails the request (its message names the owner), and what the
+ * other parts of a lookup or a reserve did is undone (their pins
+ * released, their reservations aborted); an owner whose shards moved
+ * meanwhile refuses keys it no longer owns (-ESTALE), one whose shards'
+ * keys are still on their way too (-EAGAIN), and the client asks again
+ * (libpool does, for a while).
  */
 #include "config.h"
 
@@ -24,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/htab.h"
 #include "daemon/kvint.h"
 #include "daemon/kvshard.h"
 
@@ -79,6 +83,10 @@ struct kvroute {
 	bool by_value;
 	uint32_t window;
 	uint64_t *offs, *sizes;
+	/* a lookup's or a reserve's: its namespace and keys, to undo the parts done when one fails
+	 */
+	char *ns;
+	ProtobufCBinaryData *keys;
 };
 
 /* The keys of one owner. */
@@ -99,11 +107,143 @@ static void kvroute_free(struct kvroute *rt)
 		free(rt->parts[i].idx);
 		wire_msg_free(rt->parts[i].reply != NULL ? &rt->parts[i].reply->base : NULL);
 	}
+	for (i = 0; rt->keys != NULL && i < rt->nkeys; i++)
+		free(rt->keys[i].data);
+	free(rt->keys);
+	free(rt->ns);
 	free(rt->parts);
 	free(rt->locs);
 	free(rt->offs);
 	free(rt->sizes);
 	free(rt);
+}
+
+/* (an owner's answer that nothing waits for: an undo, a session's end) */
+static void kvroute_told(struct poold *pd, void *arg, int status, uint16_t type,
+			 const uint8_t *bytes, size_t len)
+{
+	(void)pd, (void)arg, (void)status, (void)type, (void)bytes, (void)len;
+}
+
+/*
+ * The owners a session of this poold's clients left pins or reservations
+ * with (a lookup or a reserve sent there), ascending: they alone are told
+ * when it ends.
+ */
+struct kvroute_session {
+	struct htab_node by_id;
+	uint64_t session;
+	uint32_t *nodes;
+	size_t n, cap;
+};
+
+static struct kvroute_session *kvroute_session_find(struct poold *pd, uint64_t session)
+{
+	struct htab_node *hn;
+
+	for (hn = htab_first(&pd->kv_sessions, htab_hash_u64(session)); hn != NULL;
+	     hn = htab_next(hn)) {
+		struct kvroute_session *s = htab_entry(hn, struct kvroute_session, by_id);
+
+		if (s->session == session)
+			return s;
+	}
+	return NULL;
+}
+
+/* Remember that r's session may hold something at node after an op of its request. */
+static void kvroute_session_used(struct req *r, Pool__KvOp op, uint32_t node)
+{
+	struct kvroute_session *s;
+	size_t lo = 0, hi, mid;
+
+	if ((op != POOL__KV_OP__KV_OP_LOOKUP && op != POOL__KV_OP__KV_OP_RESERVE) ||
+	    r->session == 0 || node == r->pd->node_id)
+		return;
+	if ((s = kvroute_session_find(r->pd, r->session)) == NULL) {
+		if ((s = calloc(1, sizeof(*s))) == NULL)
+			return; /* (out of memory: its pins go when their node sees it go) */
+		s->session = r->session;
+		htab_add(&r->pd->kv_sessions, &s->by_id, htab_hash_u64(r->session));
+	}
+	for (hi = s->n; lo < hi;) {
+		mid = lo + (hi - lo) / 2;
+		if (s->nodes[mid] == node)
+			return;
+		if (s->nodes[mid] < node)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 4;
+		uint32_t *nodes = realloc(s->nodes, cap * sizeof(*nodes));
+
+		if (nodes == NULL)
+			return;
+		s->nodes = nodes;
+		s->cap = cap;
+	}
+	memmove(&s->nodes[lo + 1], &s->nodes[lo], (s->n - lo) * sizeof(*s->nodes));
+	s->nodes[lo] = node;
+	s->n++;
+}
+
+static void kvroute_session_free(struct poold *pd, struct kvroute_session *s)
+{
+	htab_del(&pd->kv_sessions, &s->by_id);
+	free(s->nodes);
+	free(s);
+}
+
+/*
+ * A lookup or a reserve failed on one owner: on the others, what their
+ * parts did is undone (the pins released, the reservations aborted), so
+ * that the client may ask again (libpool does, for a shard that moved).
+ */
+static void kvroute_undo(struct kvroute *rt)
+{
+	Pool__KvRequest undo = POOL__KV_REQUEST__INIT;
+	struct poold *pd = rt->r->pd;
+	ProtobufCBinaryData *keys = calloc(rt->nkeys, sizeof(*keys));
+	uint64_t *versions = calloc(rt->nkeys, sizeof(*versions));
+	struct nodecall_as as;
+	size_t k, i;
+
+	undo.op = rt->op == POOL__KV_OP__KV_OP_LOOKUP ? POOL__KV_OP__KV_OP_RELEASE
+						      : POOL__KV_OP__KV_OP_ABORT;
+	undo.ns = rt->ns;
+	undo.keys = keys;
+	undo.versions = versions;
+	nodecall_as_req(rt->r, &as);
+	for (k = 0; keys != NULL && versions != NULL && k < rt->nparts; k++) {
+		struct kvroute_part *p = &rt->parts[k];
+
+		undo.n_keys = undo.n_versions = 0;
+		for (i = 0; p->reply != NULL && i < p->n && i < p->reply->n_locations; i++)
+			if (p->reply->locations[i]->status == 0 &&
+			    p->reply->locations[i]->has_version) {
+				keys[undo.n_keys] = rt->keys[p->idx[i]];
+				versions[undo.n_versions++] = p->reply->locations[i]->version;
+				undo.n_keys++;
+			}
+		if (undo.n_keys == 0)
+			continue;
+		if (p->node == pd->node_id) {
+			struct req q = *rt->r;
+
+			p->here = (struct kvroute_here){kvroute_told, NULL};
+			q.answer = kvroute_here_answer;
+			q.answer_to = &p->here;
+			if (control_handler(WIRE_KV)->fn(&q, &undo.base) < 0 && q.answer != NULL)
+				log_debug("KV: undoing a part here failed: %s", q.errmsg);
+		} else {
+			(void)nodecall_send(pd, p->node, &as, WIRE_KV, &undo.base,
+					    kvroute_reply_max(&undo, false), kvroute_told, NULL);
+		}
+	}
+	free(keys);
+	free(versions);
 }
 
 /* Every part answered: the client's one reply, or the first failure. */
@@ -114,6 +254,8 @@ static void kvroute_finish(struct kvroute *rt)
 	int rc;
 
 	if (rt->status < 0) {
+		if (rt->keys != NULL)
+			kvroute_undo(rt);
 		req_finish(r, rt->status);
 		kvroute_free(rt);
 		return;
@@ -344,6 +486,7 @@ static void kvroute_part_start(struct kvroute *rt, struct kvroute_part *p,
 		}
 	} else {
 		nodecall_as_req(rt->r, &as);
+		kvroute_session_used(rt->r, rt->op, p->node);
 		rc = nodecall_send(pd, p->node, &as, WIRE_KV, &sub.base,
 				   kvroute_reply_max(&sub, rt->by_value), kvroute_remote_answer, p);
 		if (rc < 0)
@@ -374,6 +517,23 @@ static bool kvroute_inline(const Pool__KvRequest *kr)
 	       kr->has_window && kr->n_offs == kr->n_keys && kr->n_sizes == kr->n_keys;
 }
 
+/* A copy of kr's namespace and keys in rt (kvroute_undo()); -ENOMEM. */
+static int kvroute_keep_keys(struct kvroute *rt, const Pool__KvRequest *kr)
+{
+	size_t i;
+
+	if ((rt->ns = strdup(kr->ns)) == NULL ||
+	    (rt->keys = calloc(kr->n_keys, sizeof(*rt->keys))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < kr->n_keys; i++) {
+		if ((rt->keys[i].data = malloc(kr->keys[i].len ? kr->keys[i].len : 1)) == NULL)
+			return -ENOMEM;
+		memcpy(rt->keys[i].data, kr->keys[i].data, kr->keys[i].len);
+		rt->keys[i].len = kr->keys[i].len;
+	}
+	return 0;
+}
+
 /* kr, from a client of this poold, to the owners of its keys. */
 static int kvroute_split(struct req *r, const Pool__KvRequest *kr)
 {
@@ -399,6 +559,7 @@ static int kvroute_split(struct req *r, const Pool__KvRequest *kr)
 		free(owner);
 		if (node == r->pd->node_id)
 			return control_handler(WIRE_KV)->fn(r, &kr->base);
+		kvroute_session_used(r, kr->op, node);
 		return nodecall_forward(r, node, WIRE_KV, &kr->base, kvroute_reply_max(kr, false));
 	}
 	rt = calloc(1, sizeof(*rt));
@@ -408,6 +569,9 @@ static int kvroute_split(struct req *r, const Pool__KvRequest *kr)
 		goto out_nomem;
 	rt->op = kr->op;
 	rt->nkeys = rt->match = kr->n_keys;
+	if ((kr->op == POOL__KV_OP__KV_OP_LOOKUP || kr->op == POOL__KV_OP__KV_OP_RESERVE) &&
+	    kvroute_keep_keys(rt, kr) < 0)
+		goto out_nomem;
 	if (kvroute_inline(kr)) {
 		rt->by_value = true;
 		rt->window = kr->window;
@@ -599,39 +763,46 @@ int kvroute_request(struct req *r, uint16_t type, const ProtobufCMessage *msg)
 			       : kvroute_ns_owners(r, (const Pool__KvNsRequest *)msg);
 }
 
-/* (an owner told of a session's end answers; nothing waits for it) */
-static void kvroute_told(struct poold *pd, void *arg, int status, uint16_t type,
-			 const uint8_t *bytes, size_t len)
-{
-	(void)pd, (void)arg, (void)status, (void)type, (void)bytes, (void)len;
-}
-
 /*
  * A client of this poold went: its pins and reservations of this node's
- * shards go, and the other owners are told (at most once a session that
- * used no sharded namespace asks nothing of anyone).
+ * shards go, and the other owners its lookups and reserves went to are
+ * told (a session that left nothing with another owner asks nothing of
+ * anyone).
  */
 void kvroute_session_end(struct poold *pd, uint64_t session)
 {
 	Pool__SessionEnd se = POOL__SESSION_END__INIT;
 	struct nodecall_as as = {.session = session};
-	const struct kv_shard_map *map;
+	struct kvroute_session *s;
 	struct kv_ns *ns;
 	size_t i;
 
-	if (pd->kv == NULL || pd->stopping) /* (stopping: the owners see this node go) */
+	if (pd->kv == NULL)
 		return;
+	s = kvroute_session_find(pd, session);
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
 		if (ns->flags & HOLD_NS_SHARDED)
 			break;
-	if (ns == NULL)
-		return;
-	if (pd->regions == NULL) /* (the coordinator ends its own index's) */
-		kv_session_end(pd, pd->node_id, session, false);
-	map = cluster_kv_shards(pd);
+	if (ns != NULL && pd->regions == NULL && !pd->stopping)
+		kv_session_end(pd, pd->node_id, session, false); /* (the coordinator: its own) */
 	se.session = session;
-	for (i = 0; i < map->nowners; i++)
-		if (map->owners[i] != pd->node_id)
-			(void)nodecall_send(pd, map->owners[i], &as, WIRE_SESSION_END, &se.base,
-					    KVROUTE_OK_MAX, kvroute_told, NULL);
+	for (i = 0; s != NULL && !pd->stopping && i < s->n; i++) /* (stopping: they see it go) */
+		(void)nodecall_send(pd, s->nodes[i], &as, WIRE_SESSION_END, &se.base,
+				    KVROUTE_OK_MAX, kvroute_told, NULL);
+	if (s != NULL)
+		kvroute_session_free(pd, s);
+}
+
+/* This poold stops: what it remembers of its clients' sessions goes. */
+void kvroute_close(struct poold *pd)
+{
+	struct kvroute_session *s;
+	size_t b;
+
+	for (b = 0; b < pd->kv_sessions.nbuckets; b++)
+		while (pd->kv_sessions.buckets[b] != NULL) {
+			s = htab_entry(pd->kv_sessions.buckets[b], struct kvroute_session, by_id);
+			kvroute_session_free(pd, s);
+		}
+	htab_free(&pd->kv_sessions);
 }

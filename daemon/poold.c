@@ -246,6 +246,7 @@ static void poold_free(struct poold *pd)
 	grant_clear(pd);
 	xfer_close(pd);
 	carve_close(pd);
+	kvroute_close(pd);
 	kvhandover_close(pd);
 	kvowner_close(pd);
 	kvstore_close(pd);

@@ -220,7 +220,8 @@ struct poold {
 	TAILQ_HEAD(, hold) holds; /* as a lender: the extents it holds (hold.c) */
 	struct hold **hold_tab;	  /* ... hashed by place (hold.c: hold_slot()) */
 	size_t hold_tab_size, hold_tab_low, nholds;
-	struct htab hold_ns;		 /* ... what its KV values share, by namespace */
+	struct htab hold_ns;	 /* ... what its KV values share, by namespace */
+	struct htab kv_sessions; /* its clients' sessions that left pins with KV shard owners */
 	struct hold_report *hold_report; /* ... its report on the way to the coordinator */
 	uint32_t hold_report_gen;	 /* ... the number of the latest */
 	struct journal *journal;	 /* as a lender: the durable part of that record, in pmem */
@@ -444,6 +445,7 @@ void nodecall_open(struct poold *pd);
 /* kvroute.c: KV requests to sharded namespaces, sent to their keys' owners */
 int kvroute_request(struct req *r, uint16_t type, const ProtobufCMessage *msg);
 void kvroute_session_end(struct poold *pd, uint64_t session);
+void kvroute_close(struct poold *pd);
 int req_errorf(struct req *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 struct req *req_hold(const struct req *r);
 void req_finish(struct req *r, int rc);

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <xxhash.h>
 
 #include "common/common.h"
@@ -115,11 +116,37 @@ POOL_EXPORT void pool_kv_close(struct pool_kv *kv)
 	free(kv);
 }
 
+/*
+ * The keys of a sharded namespace's shard that moves are refused while its
+ * keys go to the new owner (-EAGAIN there, -ESTALE where a map is behind,
+ * nothing done): a request of op that failed so with rc is asked again,
+ * after 1 ms, then twice as long each time up to 64 ms, for at most
+ * KV_MOVE_WAIT_MS in all. A commit, an abort or a release is not: what it
+ * names was the last owner's.
+ */
+#define KV_MOVE_WAIT_MS 3000
+static bool kv_moving(int rc, Pool__KvOp op, uint64_t *waited_ms)
+{
+	uint64_t ms;
+	struct timespec ts;
+
+	if ((rc != -EAGAIN && rc != -ESTALE) || op == POOL__KV_OP__KV_OP_COMMIT ||
+	    op == POOL__KV_OP__KV_OP_ABORT || op == POOL__KV_OP__KV_OP_RELEASE ||
+	    *waited_ms >= KV_MOVE_WAIT_MS)
+		return false;
+	ms = *waited_ms == 0 ? 1 : MIN(*waited_ms, (uint64_t)64);
+	ts = (struct timespec){(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+	nanosleep(&ts, NULL);
+	*waited_ms += ms;
+	return true;
+}
+
 static int kv_call(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *const *keys,
 		   const size_t *klens, uint64_t *sizes, uint64_t *versions, Pool__KvReply **ret)
 {
 	Pool__KvRequest req = POOL__KV_REQUEST__INIT;
 	ProtobufCBinaryData *k;
+	uint64_t waited = 0;
 	size_t i;
 	int rc;
 
@@ -148,7 +175,10 @@ static int kv_call(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *cons
 		free(k);
 		return rc;
 	}
-	rc = pool_call(kv->pool, WIRE_KV, &req.base, WIRE_KV_REPLY, (ProtobufCMessage **)ret);
+	do
+		rc = pool_call(kv->pool, WIRE_KV, &req.base, WIRE_KV_REPLY,
+			       (ProtobufCMessage **)ret);
+	while (rc < 0 && kv_moving(rc, op, &waited));
 	free(k);
 	/* match, and the dedup namespaces' adopt, adopted and recount, answer with a count */
 	if (rc == 0 && op != POOL__KV_OP__KV_OP_MATCH && op != POOL__KV_OP__KV_OP_ADOPT &&
@@ -479,7 +509,7 @@ static int kv_inline(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *co
 	struct pool *pool = kv->pool;
 	Pool__KvReply *rep = NULL;
 	ProtobufCBinaryData *k = calloc(n, sizeof(*k));
-	uint64_t *sizes = calloc(n, sizeof(*sizes)), *offs = calloc(n, sizeof(*offs));
+	uint64_t *sizes = calloc(n, sizeof(*sizes)), *offs = calloc(n, sizeof(*offs)), waited = 0;
 	size_t i, done = 0, moved = 0, remote = 0;
 	char *stage = NULL;
 	uint32_t window = 0;
@@ -508,7 +538,10 @@ static int kv_inline(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *co
 		req.window = window;
 		req.offs = offs;
 		req.n_offs = n;
-		rc = pool_call(pool, WIRE_KV, &req.base, WIRE_KV_REPLY, (ProtobufCMessage **)&rep);
+		do
+			rc = pool_call(pool, WIRE_KV, &req.base, WIRE_KV_REPLY,
+				       (ProtobufCMessage **)&rep);
+		while (rc < 0 && kv_moving(rc, op, &waited));
 	}
 	if (rc == 0 && rep->n_locations != n)
 		rc =

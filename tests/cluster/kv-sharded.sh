@@ -9,8 +9,8 @@
 # owners come back in the keys' order; another uid is refused by the
 # namespace's mode at the owner; a dead owner's keys miss and the others'
 # stay, and puts go to the new owners; when it comes back the others hand
-# it its shards' keys; its stats add up every owner's part, and a flush
-# empties them all.
+# it its shards' keys; a killed client's reservations go on every owner; its stats
+# add up every owner's part, and a flush empties them all.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 KV="$top_builddir/tests/tools/pool-kv"
 kv() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_sock "$i")" "$KV" "$@"; }
@@ -157,6 +157,34 @@ back=$(sed -n 's/^mget b: \([0-9]*\) hits of 500, all correct$/\1/p' <<<"$out")
 [ -n "$back" ] && [ "$back" -gt 250 ] && [ "$back" -lt 500 ] &&
 	ok "h4 dead again: its shards' keys miss ($((500 - back))), none comes back stale from the others" ||
 	not_ok "after h4's second death: $out"
+
+# A client's reservations go when it does (its poold tells the owners its
+# reserves went to): 4 values of 1 MiB reserved by a client on h2 take
+# their owners' memory until it is killed, then give it back at once (not
+# after KV_RESERVE_TTL_MS, 30 s).
+total_used() { local i t=0; for i in 1 2 3; do t=$((t + $(used "$i"))); done; echo $t; }
+before=$(total_used)
+mkfifo "$CLUSTER_TMP/hold"
+for k in 0 1 2 3; do
+	kv 2 sh vput "held$k" 1048576 $((30 + k)) hold <"$CLUSTER_TMP/hold" >"$CLUSTER_TMP/vput$k" 2>&1 &
+done
+exec {hold}>"$CLUSTER_TMP/hold"
+for _ in $(seq 100); do
+	[ "$(cat "$CLUSTER_TMP"/vput[0-3] | grep -c "reserved, not committed")" = 4 ] && break
+	sleep 0.1
+done
+held=$(total_used)
+[ "$(cat "$CLUSTER_TMP"/vput[0-3] | grep -c "reserved, not committed")" = 4 ] &&
+	[ "$held" -ge $((before + 4 * 1048576)) ] &&
+	ok "4 values of 1 MiB reserved by a client on h2: the owners' memory taken" ||
+	{ not_ok "reservations: $held bytes used, $before before"; cat "$CLUSTER_TMP"/vput[0-3]; }
+pkill -KILL -f "pool-kv sh vput held" || not_ok "kill the holder"
+exec {hold}>&-
+wait 2>/dev/null
+for _ in $(seq 50); do [ "$(total_used)" -le "$before" ] && break; sleep 0.1; done
+[ "$(total_used)" -le "$before" ] && ! kv 3 sh exists held0 >/dev/null 2>&1 &&
+	ok "the client killed: its reservations went on every owner, the memory given back" ||
+	not_ok "after the holder's death: $(total_used) bytes used, $before before"
 
 # A flush asked on one node empties every owner's part.
 pctl 2 kv flush sh >"$CLUSTER_TMP/out" 2>&1 && sleep 0.5 && [ "$(entries 3)" = 0 ] &&
