@@ -468,13 +468,12 @@ static void metrics_kv_ns(void *arg, const struct kv_ns_stats *n)
 			    (unsigned long long)*(const uint64_t *)((const char *)n + a->f->off));
 }
 
-/* The pool's map (coordinator): lenders, regions, KV namespaces. */
+/* The pool's map (coordinator): lenders, regions. */
 static void metrics_pool(struct poold *pd, struct evbuffer *b)
 {
 	struct lender_pool *lp;
 	struct region *r;
 	uint64_t bytes = 0, leases = 0;
-	size_t i;
 
 	metrics_head(b, "pool_lender_bytes", "gauge", "what each lender's arena offers the pool");
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
@@ -501,6 +500,18 @@ static void metrics_pool(struct poold *pd, struct evbuffer *b)
 	metrics_one(b, "pool_regions", "gauge", "regions in the pool", pd->regions->count);
 	metrics_one(b, "pool_region_bytes", "gauge", "bytes of all regions", bytes);
 	metrics_one(b, "pool_leases", "gauge", "leases of clients on regions", leases);
+}
+
+/*
+ * The KV namespaces this poold keeps: at the coordinator every one, at a
+ * node the sharded ones. A sharded namespace's counts and bytes are each
+ * poold's part (those of the shards it owns: add them up over the
+ * poolds), its capacity the namespace's.
+ */
+static void metrics_kv_namespaces(struct poold *pd, struct evbuffer *b)
+{
+	size_t i;
+
 	for (i = 0; i < ARRAY_SIZE(metrics_kv); i++) {
 		struct metrics_kv_arg a = {b, &metrics_kv[i]};
 
@@ -591,6 +602,8 @@ static int metrics_text(struct poold *pd, struct evbuffer *b)
 	metrics_etcd(pd, b);
 	if (pd->coord != NULL && pd->regions != NULL)
 		metrics_pool(pd, b);
+	if (pd->kv != NULL)
+		metrics_kv_namespaces(pd, b);
 	metrics_kv_events(pd, b);
 	metrics_resp(pd, b);
 	return 0;

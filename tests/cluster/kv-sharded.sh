@@ -79,6 +79,12 @@ entries() { pctl "$1" --json kv stats sh | python3 -c 'import json, sys; print(j
 [ "$(entries 3)" = 2001 ] && [ "$(entries 1)" = 2001 ] &&
 	ok "kv stats on h3 and h1: 2001 entries, every owner's" || not_ok "stats: $(entries 3) / $(entries 1) entries"
 
+# Each poold's metrics count its own part: added up, the namespace's entries.
+sum=0
+for i in 1 2 3 4; do sum=$((sum + $(metric "$i" 'pool_kv_entries{ns="sh"}'))); done
+[ "$sum" = 2001 ] && ok "pool_kv_entries{ns=\"sh\"} of the four poolds add up to 2001" ||
+	not_ok "the owners' metrics add up to $sum entries"
+
 # The coordinator's index served none of it; the owners did.
 coord1=$(metric 1 'pool_kv_requests_total{from="nodes"}')
 owned=0
