@@ -205,15 +205,13 @@ static void kvhandover_kick(struct poold *pd);
 static void kvhandover_arrived(struct poold *pd, struct kvhandover *h)
 {
 	struct kv_space *kv = pd->kv;
-	struct member *m;
 	uint32_t s;
 
 	for (s = 0; s < KV_SHARDS; s++) {
 		if (!kvowner_bit(h->shards, s) || kv->from[s] != h->node)
 			continue;
-		m = kv->then[s] != 0 && kv->then[s] != pd->node_id ? cluster_find(pd, kv->then[s])
-								   : NULL;
-		kv->from[s] = m != NULL && m->state != MEMBER_DEAD ? kv->then[s] : 0;
+		kv->from[s] =
+		    kv->then[s] != pd->node_id && kvowner_alive(pd, kv->then[s]) ? kv->then[s] : 0;
 		kv->then[s] = 0;
 		kv->hops[s] = 0;
 	}

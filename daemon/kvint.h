@@ -407,6 +407,7 @@ int kvowner_place(struct poold *pd, struct kv_ns *ns, uint64_t len, struct kv_va
 int kvowner_serves(struct poold *pd, const struct kv_ns *ns, const void *key, size_t klen);
 struct kv_ns *kvowner_next_ns(struct poold *pd, uint64_t id);
 void kvowner_map(struct poold *pd);
+bool kvowner_alive(struct poold *pd, uint32_t node);
 static inline bool kvowner_bit(const uint8_t *bits, uint32_t shard)
 {
 	return bits[shard / 8] >> (shard % 8) & 1;

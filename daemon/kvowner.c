@@ -121,7 +121,7 @@ static void kvowner_drop_start(struct poold *pd)
 }
 
 /* Whether node is a member not dead (a shard's last owner that can hand its keys over). */
-static bool kvowner_alive(struct poold *pd, uint32_t node)
+bool kvowner_alive(struct poold *pd, uint32_t node)
 {
 	struct member *m = node != 0 ? cluster_find(pd, node) : NULL;
 

@@ -67,6 +67,28 @@ static int kvroute_here_answer(struct req *q, uint16_t type, const ProtobufCMess
 	return 0;
 }
 
+/*
+ * Serve msg, a request of type, here as this poold's part of r's: its
+ * answer goes to here->cb as another owner's would. 0, or the error of a
+ * refusal before it answered (said in r when first).
+ */
+static int kvroute_serve_here(struct req *r, bool first, struct kvroute_here *here, uint16_t type,
+			      const ProtobufCMessage *msg)
+{
+	struct req q = *r;
+	int rc;
+
+	q.answer = kvroute_here_answer;
+	q.answer_to = here;
+	q.errmsg[0] = '\0';
+	rc = control_handler(type)->fn(&q, msg);
+	if (rc >= 0 || q.answer == NULL) /* (answered) */
+		return 0;
+	if (first)
+		req_errorf(r, rc, "%s", q.errmsg[0] ? q.errmsg : err_str(rc));
+	return rc;
+}
+
 /* A request split over several owners, until every part answered. */
 struct kvroute {
 	struct req *r; /* the client's, held */
@@ -230,13 +252,8 @@ static void kvroute_undo(struct kvroute *rt)
 		if (undo.n_keys == 0)
 			continue;
 		if (p->node == pd->node_id) {
-			struct req q = *rt->r;
-
 			p->here = (struct kvroute_here){kvroute_told, NULL};
-			q.answer = kvroute_here_answer;
-			q.answer_to = &p->here;
-			if (control_handler(WIRE_KV)->fn(&q, &undo.base) < 0 && q.answer != NULL)
-				log_debug("KV: undoing a part here failed: %s", q.errmsg);
+			(void)kvroute_serve_here(rt->r, false, &p->here, WIRE_KV, &undo.base);
 		} else {
 			(void)nodecall_send(pd, p->node, &as, WIRE_KV, &undo.base,
 					    kvroute_reply_max(&undo, false), kvroute_told, NULL);
@@ -472,18 +489,10 @@ static void kvroute_part_start(struct kvroute *rt, struct kvroute_part *p,
 		return;
 	}
 	if (p->node == pd->node_id) {
-		struct req q = *rt->r;
-
 		p->here = (struct kvroute_here){kvroute_remote_answer, p};
-		q.answer = kvroute_here_answer;
-		q.answer_to = &p->here;
-		q.errmsg[0] = '\0';
-		rc = control_handler(WIRE_KV)->fn(&q, &sub.base);
-		if (rc < 0 && q.answer != NULL) { /* (refused before it answered) */
-			if (rt->status == 0)
-				req_errorf(rt->r, rc, "%s", q.errmsg[0] ? q.errmsg : err_str(rc));
+		rc = kvroute_serve_here(rt->r, rt->status == 0, &p->here, WIRE_KV, &sub.base);
+		if (rc < 0)
 			kvroute_part_failed(p, rc);
-		}
 	} else {
 		nodecall_as_req(rt->r, &as);
 		kvroute_session_used(rt->r, rt->op, p->node);
@@ -706,18 +715,11 @@ static int kvroute_ns_owners(struct req *r, const Pool__KvNsRequest *nr)
 	rn->pending = map->nowners + 1; /* (one for this loop: no reply before its end) */
 	for (i = 0; i < map->nowners; i++) {
 		if (map->owners[i] == r->pd->node_id) {
-			struct req q = *rn->r;
-
 			rn->here = (struct kvroute_here){kvroute_ns_answer, rn};
-			q.answer = kvroute_here_answer;
-			q.answer_to = &rn->here;
-			q.errmsg[0] = '\0';
-			rc = control_handler(WIRE_KV_NS)->fn(&q, &nr->base);
-			if (rc < 0 && q.answer != NULL) { /* (refused here: its own message) */
-				if (rn->status == 0) {
-					req_errorf(rn->r, rc, "%s", q.errmsg);
-					rn->status = rc;
-				}
+			rc = kvroute_serve_here(rn->r, rn->status == 0, &rn->here, WIRE_KV_NS,
+						&nr->base);
+			if (rc < 0) {
+				rn->status = rn->status < 0 ? rn->status : rc;
 				kvroute_ns_done(rn);
 			}
 			continue;
