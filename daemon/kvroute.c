@@ -31,8 +31,9 @@
 #include "daemon/kvint.h"
 #include "daemon/kvshard.h"
 
-#define KVROUTE_LOC_MAX 256 /* a key's location in a reply, with its copies, at most */
-#define KVROUTE_OK_MAX 4096 /* an Ok or an Error */
+#define KVROUTE_LOC_MAX 256	  /* a key's location in a reply, with its copies, at most */
+#define KVROUTE_OK_MAX 4096	  /* an Ok or an Error */
+#define KVROUTE_LS_MAX (1u << 20) /* an owner's stats of all its sharded namespaces */
 
 /* The most bytes the reply to kr may take (by value: with a get's bytes, as sized). */
 static size_t kvroute_reply_max(const Pool__KvRequest *kr, bool by_value)
@@ -734,6 +735,151 @@ static int kvroute_ns_owners(struct req *r, const Pool__KvNsRequest *nr)
 }
 
 /*
+ * Every namespace's stats (kv stats without a name), at the coordinator
+ * when some are sharded: its own reply, each sharded namespace's counts
+ * and bytes added up with every other owner's part (asked at once, all of
+ * their namespaces in one call each).
+ */
+struct kvroute_ls {
+	struct req *r; /* the client's (or the node's forward), held */
+	size_t pending, nparts;
+	int status;
+	Pool__KvNsReply *mine;	  /* the coordinator's own */
+	Pool__KvNsReply **parts;  /* the other owners' */
+	struct kvroute_here here; /* the coordinator's own answer */
+	struct kvroute_ls_part {
+		struct kvroute_ls *ls;
+	} * args;
+};
+
+static void kvroute_ls_done(struct kvroute_ls *ls)
+{
+	size_t i, k, j;
+
+	if (--ls->pending > 0)
+		return;
+	for (i = 0; ls->status == 0 && ls->mine != NULL && i < ls->mine->n_namespaces; i++) {
+		Pool__KvNamespace *sum = ls->mine->namespaces[i];
+
+		for (k = 0; sum->sharded && k < ls->nparts; k++)
+			for (j = 0; ls->parts[k] != NULL && j < ls->parts[k]->n_namespaces; j++) {
+				const Pool__KvNamespace *n = ls->parts[k]->namespaces[j];
+
+				if (strcmp(n->name, sum->name) != 0)
+					continue;
+				sum->used += n->used;
+				sum->entries += n->entries;
+				sum->hits += n->hits;
+				sum->misses += n->misses;
+				sum->evictions += n->evictions;
+				sum->puts += n->puts;
+			}
+	}
+	if (ls->status == 0 && ls->mine == NULL)
+		ls->status = req_errorf(ls->r, -EPROTO, "no stats of this poold's own");
+	if (ls->status == 0)
+		ls->status = conn_send(ls->r->conn, WIRE_KV_NS_REPLY, ls->r->id, &ls->mine->base);
+	req_finish(ls->r, ls->status < 0 ? ls->status : 0);
+	for (k = 0; k < ls->nparts; k++)
+		wire_msg_free(ls->parts[k] != NULL ? &ls->parts[k]->base : NULL);
+	wire_msg_free(ls->mine != NULL ? &ls->mine->base : NULL);
+	free(ls->parts);
+	free(ls->args);
+	free(ls);
+}
+
+/* One answer: this poold's own (arg the kvroute_ls), or an owner's (arg its part). */
+static void kvroute_ls_answer(struct kvroute_ls *ls, Pool__KvNsReply **to, int status,
+			      uint16_t type, const uint8_t *bytes, size_t len)
+{
+	ProtobufCMessage *msg = NULL;
+
+	if (status == 0 && type == WIRE_KV_NS_REPLY && wire_msg_unpack(type, bytes, len, &msg) == 0)
+		*to = (Pool__KvNsReply *)msg;
+	else if (to == &ls->mine && ls->status == 0)
+		ls->status =
+		    req_errorf(ls->r, status < 0 ? status : -EPROTO, "this poold's own stats: %s",
+			       err_str(status < 0 ? status : -EPROTO));
+	/* (an owner that does not answer: its part is missing from the sums) */
+	kvroute_ls_done(ls);
+}
+
+static void kvroute_ls_mine(struct poold *pd, void *arg, int status, uint16_t type,
+			    const uint8_t *bytes, size_t len)
+{
+	struct kvroute_ls *ls = arg;
+
+	(void)pd;
+	kvroute_ls_answer(ls, &ls->mine, status, type, bytes, len);
+}
+
+static void kvroute_ls_part(struct poold *pd, void *arg, int status, uint16_t type,
+			    const uint8_t *bytes, size_t len)
+{
+	struct kvroute_ls_part *a = arg;
+
+	(void)pd;
+	kvroute_ls_answer(a->ls, &a->ls->parts[a - a->ls->args], status, type, bytes, len);
+}
+
+static int kvroute_ns_all(struct req *r, const Pool__KvNsRequest *nr)
+{
+	const struct kv_shard_map *map = cluster_kv_shards(r->pd);
+	struct kvroute_ls *ls = calloc(1, sizeof(*ls));
+	struct nodecall_as as;
+	size_t i;
+	int rc;
+
+	if (ls == NULL || (ls->parts = calloc(map->nowners + 1, sizeof(*ls->parts))) == NULL ||
+	    (ls->args = calloc(map->nowners + 1, sizeof(*ls->args))) == NULL ||
+	    (ls->r = req_hold(r)) == NULL) {
+		if (ls != NULL) {
+			free(ls->parts);
+			free(ls->args);
+		}
+		free(ls);
+		return req_errorf(r, -ENOMEM, "out of memory");
+	}
+	nodecall_as_req(r, &as);
+	ls->pending = 2; /* (this poold's own, and this loop: no reply before its end) */
+	ls->here = (struct kvroute_here){kvroute_ls_mine, ls};
+	rc = kvroute_serve_here(ls->r, true, &ls->here, WIRE_KV_NS, &nr->base);
+	if (rc < 0) {
+		ls->status = rc;
+		kvroute_ls_done(ls);
+	}
+	for (i = 0; i < map->nowners; i++) {
+		if (map->owners[i] == r->pd->node_id)
+			continue;
+		ls->args[ls->nparts].ls = ls;
+		ls->pending++;
+		rc = nodecall_send(r->pd, map->owners[i], &as, WIRE_KV_NS, &nr->base,
+				   KVROUTE_LS_MAX, kvroute_ls_part, &ls->args[ls->nparts++]);
+		if (rc < 0)
+			kvroute_ls_part(r->pd, &ls->args[ls->nparts - 1], rc, 0, NULL, 0);
+	}
+	kvroute_ls_done(ls);
+	return 0;
+}
+
+/* Whether nr asks for every namespace's stats (kv stats without a name). */
+static bool kvroute_ns_ls(const Pool__KvNsRequest *nr)
+{
+	return nr->op == POOL__KV_NS_OP__KV_NS_OP_STATS && nr->name[0] == '\0';
+}
+
+/* Whether this poold keeps a sharded namespace. */
+static bool kvroute_any_sharded(struct poold *pd)
+{
+	struct kv_ns *ns;
+
+	TAILQ_FOREACH(ns, &pd->kv->list, entry)
+		if (ns->flags & HOLD_NS_SHARDED)
+			return true;
+	return false;
+}
+
+/*
  * A KV request (control.c's AT_ROUTE): CTL_NOT_ROUTED when its namespace
  * is not sharded (the coordinator serves it, as any), else sent to its
  * keys' owners; a namespace request of a sharded namespace's stats or
@@ -747,6 +893,14 @@ int kvroute_request(struct req *r, uint16_t type, const ProtobufCMessage *msg)
 					   : ((const Pool__KvNsRequest *)msg)->name;
 	const struct kv_ns *ns = r->pd->kv != NULL ? kv_ns_find(r->pd, name) : NULL;
 
+	/* Every namespace's stats: the coordinator adds the owners' parts of the sharded ones. */
+	if (type == WIRE_KV_NS && kvroute_ns_ls((const Pool__KvNsRequest *)msg)) {
+		if (r->answer != NULL) /* (an owner asked for its parts) */
+			return control_handler(type)->fn(r, msg);
+		if (r->pd->regions == NULL || r->pd->kv == NULL || !kvroute_any_sharded(r->pd))
+			return CTL_NOT_ROUTED;
+		return kvroute_ns_all(r, (const Pool__KvNsRequest *)msg);
+	}
 	if (type == WIRE_KV_NS &&
 	    (ns == NULL || !(ns->flags & HOLD_NS_SHARDED) ||
 	     (((const Pool__KvNsRequest *)msg)->op != POOL__KV_NS_OP__KV_NS_OP_STATS &&

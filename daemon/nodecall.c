@@ -75,7 +75,11 @@ int nodecall_send(struct poold *pd, uint32_t node, const struct nodecall_as *as,
 	size_t plen;
 	int rc;
 
-	if (m == NULL || m->state != MEMBER_UP)
+	/*
+	 * (a suspect member, late with its heartbeats, is still asked: the call
+	 * waits on its link, which closes if it is declared dead)
+	 */
+	if (m == NULL || m->state == MEMBER_DEAD)
 		return -EHOSTUNREACH;
 	if (max > FAB_LINK_CALL_MAX - 2)
 		return -EMSGSIZE;
@@ -162,7 +166,7 @@ int nodecall_forward(struct req *r, uint32_t node, uint16_t type, const Protobuf
 	if (rc < 0) {
 		req_finish(held, 0);
 		return req_errorf(r, rc,
-				  rc == -EHOSTUNREACH ? "node %u is not a member that is up"
+				  rc == -EHOSTUNREACH ? "node %u is not a live member"
 						      : "cannot ask node %u: %s",
 				  node, err_str(rc));
 	}

@@ -78,6 +78,13 @@ out=$(kv 4 sh match a 2000 2>&1) && [ "$out" = "match a: 5 of 2000" ] &&
 entries() { pctl "$1" --json kv stats sh | python3 -c 'import json, sys; print(json.load(sys.stdin)["namespaces"][0]["entries"])'; }
 [ "$(entries 3)" = 2001 ] && [ "$(entries 1)" = 2001 ] &&
 	ok "kv stats on h3 and h1: 2001 entries, every owner's" || not_ok "stats: $(entries 3) / $(entries 1) entries"
+all_entries() {
+	pctl "$1" --json kv stats | python3 -c 'import json, sys
+print([n["entries"] for n in json.load(sys.stdin)["namespaces"] if n["name"] == "sh"][0])'
+}
+[ "$(all_entries 2)" = 2001 ] && [ "$(all_entries 1)" = 2001 ] &&
+	ok "kv stats of every namespace, on h2 and h1: sh's 2001 entries, every owner's" ||
+	not_ok "stats of all: $(all_entries 2) / $(all_entries 1) entries"
 
 # Each poold's metrics count its own part: added up, the namespace's entries.
 sum=0

@@ -59,7 +59,7 @@ id3=$(nodeid 3) id4=$(nodeid 4)
 pctl 4 status "$(nodeid 2)" | grep -q "kv shards .* map $digest4" &&
 	ok "h2 asked through h4: the same map" || not_ok "status of h2 through h4"
 out=$(pctl 1 status 4000 2>&1); rc=$?
-[ $rc -eq 1 ] && grep -q "node 4000 is not a member that is up" <<<"$out" &&
+[ $rc -eq 1 ] && grep -q "node 4000 is not a live member" <<<"$out" &&
 	ok "a node that is no member: refused, saying so" || not_ok "status 4000 (exit $rc: $out)"
 pctl 1 status h3 >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] && ok "a node id that is none: a usage error" || not_ok "status h3 (exit $rc)"
