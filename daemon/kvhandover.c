@@ -271,8 +271,12 @@ static void kvhandover_take(struct poold *pd, struct kvhandover *h,
 
 	for (s = 0; rep->has_absent && rep->absent.len == KVHANDOVER_SHARD_BYTES && s < KV_SHARDS;
 	     s++)
-		if (kvowner_bit(rep->absent.data, s) && pd->kv->from[s] == h->node)
+		if (kvowner_bit(rep->absent.data, s) && pd->kv->from[s] == h->node) {
 			pd->kv->from[s] = kvhandover_next(pd, s, h->node);
+			log_debug("KV shards: node %u has none of shard %u: %s %u", h->node, s,
+				  pd->kv->from[s] != 0 ? "asking node" : "served, none left to ask",
+				  pd->kv->from[s]);
+		}
 	for (i = 0; i + 1 < rep->n_rest; i += 2)
 		if (rep->rest[i] < KV_SHARDS && pd->kv->from[rep->rest[i]] == h->node)
 			pd->kv->then[rep->rest[i]] = rep->rest[i + 1];

@@ -149,7 +149,7 @@ void kvowner_map(struct poold *pd)
 	const struct kv_shard_map *map = cluster_kv_shards(pd);
 	struct kv_shard_map without = {0};
 	struct kv_space *kv = pd->kv;
-	uint32_t me = pd->node_id, s;
+	uint32_t me = pd->node_id, s, gained = 0, asked = 0;
 	bool owner, first, keys = false;
 	struct kv_ns *ns;
 	struct member *m;
@@ -182,6 +182,8 @@ void kvowner_map(struct poold *pd)
 		if (now == me && kv->was[s] != me) {
 			kvowner_set(kv->leaving, s, false); /* (back before its keys were taken) */
 			kv->from[s] = last != me && kvowner_alive(pd, last) ? last : 0;
+			gained++;
+			asked += kv->from[s] != 0;
 			kv->hops[s] = 0;
 			kv->rest[s] = kv->then[s] = 0;
 		} else if (now != me && kv->was[s] == me && (keys || kv->from[s] != 0)) {
@@ -196,6 +198,10 @@ void kvowner_map(struct poold *pd)
 	}
 	kv->was_owner = owner;
 	kv_shard_map_clear(&without);
+	if (gained > 0)
+		log_info("KV shards: %u gained (%s map), %u of them asked of their last owner, the "
+			 "others served at once",
+			 gained, first ? "its first" : "a new", asked);
 	kvowner_moved(pd);
 	if (pd->regions == NULL)
 		TAILQ_FOREACH(m, &pd->members, entry)
