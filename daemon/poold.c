@@ -233,6 +233,8 @@ static void poold_free(struct poold *pd)
 	metrics_close(pd);
 	snapplace_close(pd); /* before the links its helpers answer on */
 	scrub_close(pd);     /* (a scrub's caller is in the address space) */
+	kvroute_close(pd);
+	kvhandover_close(pd); /* (before the coordinator's index goes with the KV space) */
 	coord_close(pd);
 	resprelay_close(pd);
 	peer_close(pd);
@@ -246,8 +248,6 @@ static void poold_free(struct poold *pd)
 	grant_clear(pd);
 	xfer_close(pd);
 	carve_close(pd);
-	kvroute_close(pd);
-	kvhandover_close(pd);
 	kvowner_close(pd);
 	kvstore_close(pd);
 	lend_close(pd);
