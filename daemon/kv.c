@@ -1029,6 +1029,8 @@ void kv_close(struct poold *pd)
 
 	if (pd->kv == NULL)
 		return;
+	if (pd->kv->moves_close != NULL) /* (a coordinator that stops leading closes it early) */
+		pd->kv->moves_close(pd);
 	kv_evict_close(pd);
 	kv_reap_close(pd); /* (what is left of it goes to the namespaces and orphans first) */
 	if (pd->kv->owner_sweep != NULL)

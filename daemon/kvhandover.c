@@ -651,6 +651,7 @@ int kvhandover_open(struct poold *pd)
 	TAILQ_INIT(&pd->kv->handovers);
 	pd->kv->handover_ev = evtimer_new(pd->base, kvhandover_retry, pd);
 	pd->kv->moved = kvhandover_kick;
+	pd->kv->moves_close = kvhandover_close;
 	return pd->kv->handover_ev != NULL ? 0 : -ENOMEM;
 }
 
@@ -662,6 +663,7 @@ void kvhandover_close(struct poold *pd)
 	if (pd->kv == NULL)
 		return;
 	pd->kv->moved = NULL;
+	pd->kv->moves_close = NULL;
 	while ((h = TAILQ_FIRST(&pd->kv->handovers)) != NULL) {
 		TAILQ_REMOVE(&pd->kv->handovers, h, entry);
 		if (h->in_flight)

@@ -278,6 +278,7 @@ struct kv_space {
 	TAILQ_HEAD(, kvhandover) handovers; /* asked of shards' last owners (kvhandover.c) */
 	struct event *handover_ev;	    /* asks again: after -EAGAIN, or more shards came */
 	void (*moved)(struct poold *pd);    /* told when shards may be asked for (kvhandover.c) */
+	void (*moves_close)(struct poold *pd); /* ... and when this KV space goes (kv_close()) */
 	uint64_t keys_in, keys_out, keys_lost;
 	uint64_t drop_from; /* keys_lost when the drop under way began */
 };
