@@ -403,15 +403,16 @@ static void kvhandover_ask(struct poold *pd, struct kvhandover *h)
 static void kvhandover_kick(struct poold *pd)
 {
 	struct kv_space *kv = pd->kv;
-	struct kvhandover *h, *next;
+	struct kvhandover *h = NULL, *next;
 	uint64_t now = units_now_ms();
 	uint32_t s;
 
 	if (kv == NULL)
 		return;
 	for (s = 0; s < KV_SHARDS; s++) {
-		if (kv->from[s] == 0 || kvowner_bit(kv->dropping, s))
-			continue;
+		if (kv->from[s] == 0 || kvowner_bit(kv->dropping, s) ||
+		    (h != NULL && h->node == kv->from[s]))
+			continue; /* (the last shard's last owner: asked already) */
 		TAILQ_FOREACH(h, &kv->handovers, entry)
 			if (h->node == kv->from[s])
 				break;

@@ -649,6 +649,17 @@ static void kvroute_ns_done(struct kvroute_ns *rn)
 	free(rn);
 }
 
+/* Another owner's part of a sharded namespace added to sum: its bytes, entries and counts. */
+static void kvroute_ns_add(Pool__KvNamespace *sum, const Pool__KvNamespace *n)
+{
+	sum->used += n->used;
+	sum->entries += n->entries;
+	sum->hits += n->hits;
+	sum->misses += n->misses;
+	sum->evictions += n->evictions;
+	sum->puts += n->puts;
+}
+
 /* One owner's part: its counts added to the others'. */
 static void kvroute_ns_answer(struct poold *pd, void *arg, int status, uint16_t type,
 			      const uint8_t *bytes, size_t len)
@@ -684,12 +695,7 @@ static void kvroute_ns_answer(struct poold *pd, void *arg, int status, uint16_t 
 		rn->first = (Pool__KvNsReply *)msg; /* (the sum points into it) */
 		rn->sum = *n;
 	} else {
-		rn->sum.used += n->used;
-		rn->sum.entries += n->entries;
-		rn->sum.hits += n->hits;
-		rn->sum.misses += n->misses;
-		rn->sum.evictions += n->evictions;
-		rn->sum.puts += n->puts;
+		kvroute_ns_add(&rn->sum, n);
 		wire_msg_free(msg);
 	}
 	kvroute_ns_done(rn);
@@ -765,14 +771,8 @@ static void kvroute_ls_done(struct kvroute_ls *ls)
 			for (j = 0; ls->parts[k] != NULL && j < ls->parts[k]->n_namespaces; j++) {
 				const Pool__KvNamespace *n = ls->parts[k]->namespaces[j];
 
-				if (strcmp(n->name, sum->name) != 0)
-					continue;
-				sum->used += n->used;
-				sum->entries += n->entries;
-				sum->hits += n->hits;
-				sum->misses += n->misses;
-				sum->evictions += n->evictions;
-				sum->puts += n->puts;
+				if (strcmp(n->name, sum->name) == 0)
+					kvroute_ns_add(sum, n);
 			}
 	}
 	if (ls->status == 0 && ls->mine == NULL)
