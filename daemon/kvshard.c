@@ -52,24 +52,43 @@ static bool kv_shard_has(const uint32_t *ids, size_t n, uint32_t id)
 	return n > 0 && bsearch(&id, ids, n, sizeof(*ids), kv_shard_cmp_id) != NULL;
 }
 
-/* The highest scoring of ids[0..n) for shard (n > 0). */
-static uint32_t kv_shard_best(uint32_t shard, const uint32_t *ids, size_t n)
+/*
+ * Put id, scoring sc for shard, in the shard's top two (*first, *second,
+ * scores top[0], top[1]; 0: none yet).
+ */
+static void kv_shard_rank2(uint32_t shard, uint32_t id, uint32_t *first, uint32_t *second,
+			   uint64_t top[2])
 {
-	uint32_t best = ids[0];
-	uint64_t top = kv_shard_score(shard, best), sc;
+	uint64_t sc = kv_shard_score(shard, id);
+
+	if (id == *first || id == *second)
+		return;
+	if (*first == 0 || sc > top[0]) {
+		*second = *first;
+		top[1] = top[0];
+		*first = id;
+		top[0] = sc;
+	} else if (*second == 0 || sc > top[1]) {
+		*second = id;
+		top[1] = sc;
+	}
+}
+
+/* The two highest scoring of ids[0..n) for shard (0 where there are fewer). */
+static void kv_shard_best(uint32_t shard, const uint32_t *ids, size_t n, uint32_t *first,
+			  uint32_t *second)
+{
+	uint64_t top[2] = {0, 0};
 	size_t i;
 
-	for (i = 1; i < n; i++)
-		if ((sc = kv_shard_score(shard, ids[i])) > top) {
-			top = sc;
-			best = ids[i];
-		}
-	return best;
+	*first = *second = 0;
+	for (i = 0; i < n; i++)
+		kv_shard_rank2(shard, ids[i], first, second, top);
 }
 
 long kv_shard_map_set(struct kv_shard_map *map, const uint32_t *ids, size_t n)
 {
-	uint32_t *set = malloc((n ? n : 1) * sizeof(*set)), *added, best;
+	uint32_t *set = malloc((n ? n : 1) * sizeof(*set)), *added;
 	size_t m = 0, nadded = 0, i;
 	uint32_t s;
 	long moved = 0;
@@ -92,27 +111,28 @@ long kv_shard_map_set(struct kv_shard_map *map, const uint32_t *ids, size_t n)
 		if (!kv_shard_has(map->owners, map->nowners, set[i]))
 			added[nadded++] = set[i];
 	for (s = 0; s < KV_SHARDS && m > 0; s++) {
-		uint32_t cur = map->owner[s];
+		uint32_t cur = map->owner[s], first = cur, second = map->second[s];
 
-		if (map->nowners == 0 || !kv_shard_has(set, m, cur)) {
-			best = kv_shard_best(s, set, m); /* its owner left (or there was none) */
+		if (map->nowners == 0 || !kv_shard_has(set, m, cur) ||
+		    (second != 0 && !kv_shard_has(set, m, second)) || (second == 0 && m > 1)) {
+			/* its owner or the next left (or there were none): ranked again */
+			kv_shard_best(s, set, m, &first, &second);
 		} else {
-			uint64_t top = kv_shard_score(s, cur);
+			uint64_t top[2] = {kv_shard_score(s, cur),
+					   second != 0 ? kv_shard_score(s, second) : 0};
 
-			best = cur;
 			for (i = 0; i < nadded; i++)
-				if (kv_shard_score(s, added[i]) > top) {
-					top = kv_shard_score(s, added[i]);
-					best = added[i];
-				}
+				kv_shard_rank2(s, added[i], &first, &second, top);
 		}
-		if (map->nowners == 0 || best != cur)
+		if (map->nowners == 0 || first != cur)
 			moved++;
-		map->owner[s] = best;
+		map->owner[s] = first;
+		map->second[s] = second;
 	}
 	if (m == 0) {
 		moved = map->nowners > 0 ? KV_SHARDS : 0;
 		memset(map->owner, 0, sizeof(map->owner));
+		memset(map->second, 0, sizeof(map->second));
 	}
 	free(added);
 	free(map->owners);

@@ -15,7 +15,9 @@
 
 struct kv_shard_map {
 	uint32_t owner[KV_SHARDS]; /* each shard's node id (undefined with no owners) */
-	uint32_t *owners;	   /* the owners' node ids, ascending */
+	/* the next in each shard's order (0: a single owner): where its backup copy lives */
+	uint32_t second[KV_SHARDS];
+	uint32_t *owners; /* the owners' node ids, ascending */
 	size_t nowners;
 	uint64_t digest; /* of owner[]: two maps with the same owners agree on it */
 };

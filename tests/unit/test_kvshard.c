@@ -193,6 +193,49 @@ static void test_rank(void)
 	kv_shard_map_clear(&less);
 }
 
+/*
+ * Each shard's second (its backup's place) is the next in its rendezvous
+ * order, through joins and leaves made one change at a time, as a map
+ * worked out at once has it; the owner's death makes the second its owner.
+ */
+static void test_second(void)
+{
+	static const uint32_t steps[][6] = {
+	    {5},
+	    {5, 2},
+	    {5, 2, 8, 11},
+	    {2, 8, 11},
+	    {2, 8, 11, 30, 31},
+	    {8, 30},
+	    {8, 30, 5, 2, 11, 7},
+	};
+	static const size_t lens[] = {1, 2, 4, 3, 5, 2, 6};
+	struct kv_shard_map map = {0}, once = {0}, after = {0};
+	size_t i;
+	uint32_t s, k, ids[6];
+
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		CU_ASSERT_FATAL(kv_shard_map_set(&map, steps[i], lens[i]) >= 0);
+		kv_shard_map_clear(&once);
+		CU_ASSERT_FATAL(kv_shard_map_set(&once, steps[i], lens[i]) >= 0);
+		for (s = 0; s < KV_SHARDS; s++) {
+			CU_ASSERT_EQUAL(map.second[s], kv_shard_rank(s, steps[i], lens[i], 1));
+			CU_ASSERT_EQUAL(map.second[s], once.second[s]);
+			CU_ASSERT_NOT_EQUAL(map.second[s], map.owner[s]);
+		}
+	}
+	/* The owner of shard 0 dies: its second owns it. */
+	for (i = 0, k = 0; i < lens[6]; i++)
+		if (steps[6][i] != map.owner[0])
+			ids[k++] = steps[6][i];
+	CU_ASSERT_FATAL(kv_shard_map_set(&after, steps[6], lens[6]) >= 0);
+	CU_ASSERT_FATAL(kv_shard_map_set(&after, ids, k) >= 0);
+	CU_ASSERT_EQUAL(after.owner[0], map.second[0]);
+	kv_shard_map_clear(&map);
+	kv_shard_map_clear(&once);
+	kv_shard_map_clear(&after);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -203,6 +246,7 @@ int main(void)
 	    {"no owners", test_no_owners},
 	    {"keys spread over the shards", test_keys_spread},
 	    {"a shard's rendezvous order", test_rank},
+	    {"each shard's second, through changes", test_second},
 	    {NULL, NULL},
 	};
 	return unit_run("kvshard", tests);
