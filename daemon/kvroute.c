@@ -913,7 +913,7 @@ int kvroute_request(struct req *r, uint16_t type, const ProtobufCMessage *msg)
 		return r->answer != NULL
 			   ? req_errorf(r, -ENOENT, "no sharded KV namespace '%s' here", name)
 			   : CTL_NOT_ROUTED;
-	if (r->answer != NULL)
+	if (r->answer != NULL || (type == WIRE_KV_NS && ((const Pool__KvNsRequest *)msg)->here))
 		return control_handler(type)->fn(r, msg);
 	return type == WIRE_KV ? kvroute_split(r, (const Pool__KvRequest *)msg)
 			       : kvroute_ns_owners(r, (const Pool__KvNsRequest *)msg);

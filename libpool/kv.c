@@ -40,11 +40,15 @@ struct pool_kv {
 		    1]; /* dedup namespaces: the region holding what this handle puts */
 };
 
+/* kv_ns_call()'s flag of a stats call that asks the client's own poold alone. */
+#define KV_NS_HERE (1u << 30)
+
 static int kv_ns_call(struct pool *pool, Pool__KvNsOp op, const char *ns, uint64_t capacity,
 		      unsigned flags, Pool__KvNsReply **ret)
 {
 	Pool__KvNsRequest req = POOL__KV_NS_REQUEST__INIT;
 
+	req.has_here = req.here = (flags & KV_NS_HERE) != 0;
 	req.op = op;
 	req.name = (char *)ns;
 	req.tier = flags & POOL_KV_DRAM_ONLY ? "dram" : flags & POOL_KV_PERSISTENT ? "pmem" : NULL;
@@ -98,7 +102,8 @@ POOL_EXPORT int pool_kv_open(struct pool *pool, const char *ns, struct pool_kv *
 
 	if (pool == NULL || ns == NULL || ret_kv == NULL || *ns == '\0' || strlen(ns) > 63)
 		return pool_err(-EINVAL, "pool_kv_open: invalid argument");
-	rc = kv_ns_call(pool, POOL__KV_NS_OP__KV_NS_OP_STATS, ns, 0, 0, &rep);
+	/* (whether it is there: a sharded one's owners are not all asked, nor needed up) */
+	rc = kv_ns_call(pool, POOL__KV_NS_OP__KV_NS_OP_STATS, ns, 0, KV_NS_HERE, &rep);
 	if (rc < 0)
 		return rc;
 	wire_msg_free(&rep->base);
