@@ -54,6 +54,9 @@ struct admin_kv_shards {
 	uint64_t store_size, store_used;
 	uint32_t arriving, leaving;
 	uint64_t keys_in, keys_out, keys_lost;
+	uint32_t backed, unbacked; /* (namespaces of 2 replicas) */
+	uint64_t backup_keys, backup_missed;
+	bool backups;
 };
 
 struct admin_status {

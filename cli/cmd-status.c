@@ -91,6 +91,10 @@ enum {
 	K_KEYS_IN,
 	K_KEYS_OUT,
 	K_KEYS_LOST,
+	K_BACKED,
+	K_UNBACKED,
+	K_BACKUP_KEYS,
+	K_BACKUP_MISSED,
 	K_FIELDS
 };
 
@@ -108,6 +112,10 @@ static const struct field shard_fields[K_FIELDS] = {
     [K_KEYS_IN] = {"keys_in", NULL, FIELD_U64, IN_BOTH},
     [K_KEYS_OUT] = {"keys_out", NULL, FIELD_U64, IN_BOTH},
     [K_KEYS_LOST] = {"keys_lost", NULL, FIELD_U64, IN_BOTH},
+    [K_BACKED] = {"backed", NULL, FIELD_U64, IN_BOTH},
+    [K_UNBACKED] = {"unbacked", NULL, FIELD_U64, IN_BOTH},
+    [K_BACKUP_KEYS] = {"backup_keys", NULL, FIELD_U64, IN_BOTH},
+    [K_BACKUP_MISSED] = {"backup_missed", NULL, FIELD_U64, IN_BOTH},
 };
 
 /* The KV shards as poold maps them: in JSON, their fields; in the text, a line. */
@@ -115,13 +123,23 @@ static void status_kv_shards(struct json *j, const struct admin_kv_shards *k)
 {
 	char digest[17];
 	const struct value v[K_FIELDS] = {
-	    [K_SHARDS].u = k->shards,	      [K_OWNERS].u = k->owners,
-	    [K_OWNED].u = k->owned,	      [K_DIGEST].s = digest,
-	    [K_CHANGES].u = k->changes,	      [K_MOVES].u = k->moves,
-	    [K_STORE_SIZE].u = k->store_size, [K_STORE_USED].u = k->store_used,
-	    [K_ARRIVING].u = k->arriving,     [K_LEAVING].u = k->leaving,
-	    [K_KEYS_IN].u = k->keys_in,	      [K_KEYS_OUT].u = k->keys_out,
+	    [K_SHARDS].u = k->shards,
+	    [K_OWNERS].u = k->owners,
+	    [K_OWNED].u = k->owned,
+	    [K_DIGEST].s = digest,
+	    [K_CHANGES].u = k->changes,
+	    [K_MOVES].u = k->moves,
+	    [K_STORE_SIZE].u = k->store_size,
+	    [K_STORE_USED].u = k->store_used,
+	    [K_ARRIVING].u = k->arriving,
+	    [K_LEAVING].u = k->leaving,
+	    [K_KEYS_IN].u = k->keys_in,
+	    [K_KEYS_OUT].u = k->keys_out,
 	    [K_KEYS_LOST].u = k->keys_lost,
+	    [K_BACKED].u = k->backed,
+	    [K_UNBACKED].u = k->unbacked,
+	    [K_BACKUP_KEYS].u = k->backup_keys,
+	    [K_BACKUP_MISSED].u = k->backup_missed,
 	};
 
 	snprintf(digest, sizeof(digest), "%016llx", (unsigned long long)k->digest);
@@ -140,6 +158,11 @@ static void status_kv_shards(struct json *j, const struct admin_kv_shards *k)
 		       "handed over, %llu lost\n",
 		       k->arriving, k->leaving, (unsigned long long)k->keys_in,
 		       (unsigned long long)k->keys_out, (unsigned long long)k->keys_lost);
+	if (k->backups)
+		printf("  kv backups  %u shard(s) backed here, %u of its own not yet copied whole; "
+		       "%llu change(s) sent, %llu missed\n",
+		       k->backed, k->unbacked, (unsigned long long)k->backup_keys,
+		       (unsigned long long)k->backup_missed);
 	if (k->store_size > 0)
 		printf("  kv store    %llu of %llu MiB given to the values of its shards\n",
 		       (unsigned long long)(k->store_used >> 20),

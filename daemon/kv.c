@@ -49,7 +49,7 @@ void kv_ns_stats(const struct kv_ns *ns, struct kv_ns_stats *ret)
 	*ret = (struct kv_ns_stats){.id = ns->id,
 				    .used = ns->used,
 				    .pmem_used = ns->pmem_used,
-				    .entries = ns->nentries,
+				    .entries = ns->nentries - MIN(ns->copies, ns->nentries),
 				    .hits = ns->hits,
 				    .misses = ns->misses,
 				    .evictions = ns->evictions,
@@ -120,6 +120,22 @@ static void kv_split(struct kv_ns *ns)
 	ns->nbuckets++;
 }
 
+/* An entry comes (add 1) or goes (-1): counted in its shard, for a sharded namespace's copies. */
+static void kv_shard_count(struct kv_ns *ns, const struct kv_entry *e, int add)
+{
+	uint32_t s;
+
+	if (ns->shard_entries == NULL && (ns->flags & HOLD_NS_SHARDED) && ns->replicas > 1 &&
+	    ns->nentries == 0 && add > 0)
+		ns->shard_entries = calloc(KV_SHARDS, sizeof(*ns->shard_entries));
+	if (ns->shard_entries == NULL)
+		return;
+	s = kv_shard_of(ns->name, kv_entry_key(e), e->klen);
+	ns->shard_entries[s] += (uint32_t)add;
+	if (ns->backs != NULL && kvowner_bit(ns->backs, s))
+		ns->copies += (size_t)add;
+}
+
 /* A new entry for a key, linked into the namespace; NULL without memory. */
 struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_t klen, uint64_t h)
 {
@@ -135,6 +151,7 @@ struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_t klen,
 	e->hash = (uint32_t)h;
 	e->hnext = ns->buckets[kv_bucket(ns, e->hash)];
 	ns->buckets[kv_bucket(ns, e->hash)] = e;
+	kv_shard_count(ns, e, 1);
 	if (++ns->nentries > ns->nbuckets)
 		kv_split(ns);
 	return e;
@@ -430,6 +447,7 @@ void kv_entry_drop(struct kv_ns *ns, struct kv_entry *e)
 		TAILQ_REMOVE(&ns->held, e, x->held);
 	free(e->x);
 	*pp = e->hnext;
+	kv_shard_count(ns, e, -1);
 	ns->nentries--;
 	heap_freed(kv_key_room(e->klen) + sizeof(*e)); /* (a flush or an eviction frees many) */
 	free((uint8_t *)e - kv_key_room(e->klen));     /* the allocation starts with its key */
@@ -777,6 +795,7 @@ void kv_ns_free(struct poold *pd, struct kv_ns *ns)
 	}
 	TAILQ_REMOVE(&pd->kv->list, ns, entry);
 	free(ns->buckets);
+	free(ns->shard_entries);
 	free(ns);
 }
 
@@ -940,7 +959,7 @@ static void kv_expire_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry 
 /* Whether the sweep makes lost copies of ns's values again. */
 static bool kv_sweep_copies(struct poold *pd, const struct kv_ns *ns)
 {
-	return pd->regions != NULL && ns->replicas > 1 && ns->local_node == 0;
+	return pd->regions != NULL && kv_ns_places(ns) > 1 && ns->local_node == 0;
 }
 
 /* The sweep's walk of n buckets of ns, from where the last one stopped, for lost copies. */
@@ -1031,6 +1050,8 @@ void kv_close(struct poold *pd)
 		return;
 	if (pd->kv->moves_close != NULL) /* (a coordinator that stops leading closes it early) */
 		pd->kv->moves_close(pd);
+	if (pd->kv->copy_close != NULL)
+		pd->kv->copy_close(pd);
 	kv_evict_close(pd);
 	kv_reap_close(pd); /* (what is left of it goes to the namespaces and orphans first) */
 	if (pd->kv->owner_sweep != NULL)
@@ -1106,7 +1127,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			return 0;
 		}
 		/* Room for every copy, each of the size it will take. */
-		need = kv_alloc_len(ns, size) * ns->replicas;
+		need = kv_alloc_len(ns, size) * kv_ns_places(ns);
 		if (need > kv_ns_room(ns)) { /* would spill everything and still not fit */
 			kv_result(res, -ENOSPC, NULL, KV_PLACES_NONE);
 			return 0;
@@ -1327,11 +1348,11 @@ int kv_ns_create(struct poold *pd, const struct kv_ns_spec *spec, char *err, siz
 		return -EINVAL;
 	}
 	if ((spec->flags & HOLD_NS_SHARDED) &&
-	    (spec->replicas != 1 || (spec->flags & (HOLD_NS_DEDUP | HOLD_NS_PERSISTENT)) ||
+	    (spec->replicas > 2 || (spec->flags & (HOLD_NS_DEDUP | HOLD_NS_PERSISTENT)) ||
 	     !(spec->flags & HOLD_NS_DRAM_ONLY))) {
 		snprintf(err, errlen,
-			 "a sharded namespace keeps one copy of each value in its shard owner's "
-			 "DRAM (kv.shard_size): tier dram, one replica");
+			 "a sharded namespace keeps its values in its owners' DRAM "
+			 "(kv.shard_size): tier dram, 1 or 2 replicas");
 		return -EINVAL;
 	}
 	if (spec->size_hint > POOL_KV_VALUE_MAX || spec->size_hint > spec->capacity) {
@@ -1346,6 +1367,7 @@ int kv_ns_create(struct poold *pd, const struct kv_ns_spec *spec, char *err, siz
 	}
 	ns->flags = spec->flags;
 	ns->replicas = spec->replicas;
+	ns->backs = pd->kv->backing;
 	ns->size_hint = spec->size_hint;
 	ns->uid = spec->uid;
 	ns->gid = spec->gid;

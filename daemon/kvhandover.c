@@ -49,16 +49,13 @@ struct kvhandover {
 	bool in_flight;
 	uint64_t asked_ms, retry_ms;
 	uint64_t answered_ms; /* its last answer with keys (or when first asked) */
-	/* The value coming in pieces: its namespace, key, reservation and bytes so far. */
-	uint64_t part_ns, part_version, part_got;
-	uint8_t *part_key;
-	size_t part_klen;
+	struct kv_part part;
 };
 
 static void kvhandover_free(struct kvhandover *h)
 {
 	free(h->key);
-	free(h->part_key);
+	free(h->part.key);
 	free(h);
 }
 
@@ -92,30 +89,38 @@ static bool kvhandover_wanted(struct poold *pd, uint32_t node, uint8_t *ret)
 	return any;
 }
 
-/* Forget the value coming in pieces (its reservation is given back). */
-static void kvhandover_part_end(struct poold *pd, struct kvhandover *h)
+/*
+ * Forget the value coming in pieces (its reservation is given back): true
+ * when there was one.
+ */
+bool kvhandover_part_end(struct poold *pd, struct kv_part *part)
 {
 	struct kv_caller who = {pd->node_id, KVHANDOVER_SESSION, 0};
-	struct kv_ns *ns = h->part_version != 0 ? kv_ns_by_id(pd, h->part_ns) : NULL;
+	struct kv_ns *ns = part->version != 0 ? kv_ns_by_id(pd, part->ns) : NULL;
 	struct kv_result res;
 
-	if (ns != NULL) {
-		kv_key_op(pd, ns, &who, KV_ABORT, h->part_key, h->part_klen, h->part_version, &res);
+	if (ns != NULL)
+		kv_key_op(pd, ns, &who, KV_ABORT, part->key, part->klen, part->version, &res);
+	part->version = 0;
+	return ns != NULL;
+}
+
+/* A hand-over's value cut short is lost. */
+static void kvhandover_cut(struct poold *pd, struct kvhandover *h)
+{
+	if (kvhandover_part_end(pd, &h->part))
 		pd->kv->keys_lost++;
-	}
-	h->part_version = 0;
 }
 
 /* Where the value coming in pieces takes bytes [off, off + len), or NULL (it went). */
-static void *kvhandover_part_bytes(struct poold *pd, struct kv_ns *ns, const struct kvhandover *h,
+static void *kvhandover_part_bytes(struct poold *pd, struct kv_ns *ns, const struct kv_part *part,
 				   uint64_t off, uint64_t len)
 {
-	struct kv_entry *e =
-	    *kv_slot(ns, h->part_key, h->part_klen, kv_hash(h->part_key, h->part_klen));
+	struct kv_entry *e = *kv_slot(ns, part->key, part->klen, kv_hash(part->key, part->klen));
 	struct kv_write *w = e != NULL ? kv_pending(e) : NULL;
 	void *p;
 
-	if (w == NULL || w->val.version != h->part_version ||
+	if (w == NULL || w->val.version != part->version ||
 	    kvstore_reach(pd, w->val.off, off, len, &p) < 0)
 		return NULL;
 	return p;
@@ -134,47 +139,44 @@ static int kvhandover_commit(struct poold *pd, struct kv_ns *ns, const struct kv
 	e = *kv_slot(ns, in->key.data, in->key.len, kv_hash(in->key.data, in->key.len));
 	if (e != NULL && in->has_expire_at && in->expire_at > 0)
 		(void)kv_set_expire(ns, e, in->expire_at);
-	pd->kv->keys_in++;
 	return 0;
 }
 
 /*
- * A key that came, or a piece of its value: put in as this poold's, for
- * the uid it counts against. 0, or -errno (it is lost).
+ * A key that came, or a piece of its value (part: the value under way): put
+ * in as this poold's, for the uid it counts against, replacing what is
+ * there. 0, or -errno (it is lost).
  */
-static int kvhandover_take_one(struct poold *pd, struct kvhandover *h, struct kv_ns *ns,
-			       const Pool__KvHandoverEntry *in)
+int kvhandover_put(struct poold *pd, struct kv_part *part, struct kv_ns *ns,
+		   const Pool__KvHandoverEntry *in)
 {
 	struct kv_caller who = {pd->node_id, KVHANDOVER_SESSION, in->owner};
 	const ProtobufCBinaryData *key = &in->key;
-	uint32_t shard = kv_shard_of(ns->name, key->data, key->len);
 	struct kv_result res;
 	uint64_t version;
 	void *dst;
 
-	/* (arriving from there, or lost meanwhile: what comes of it goes on to its new owner) */
-	if ((pd->kv->from[shard] != h->node &&
-	     !(kvowner_bit(pd->kv->leaving, shard) && pd->kv->rest[shard] == h->node)) ||
-	    in->size > POOL_KV_VALUE_MAX || in->offset > in->size ||
+	if (in->size > POOL_KV_VALUE_MAX || in->offset > in->size ||
 	    in->value.len > in->size - in->offset)
-		return -EINVAL; /* (not coming from there any more, or not a value) */
+		return -EINVAL; /* (not a value) */
 	if (in->offset > 0) {	/* the next piece of the value under way */
-		if (h->part_version == 0 || h->part_ns != ns->id || key->len != h->part_klen ||
-		    memcmp(key->data, h->part_key, h->part_klen) != 0 || in->offset != h->part_got)
+		if (part->version == 0 || part->ns != ns->id || key->len != part->klen ||
+		    memcmp(key->data, part->key, part->klen) != 0 || in->offset != part->got)
 			return -EINVAL;
-		if ((dst = kvhandover_part_bytes(pd, ns, h, in->offset, in->value.len)) == NULL) {
-			h->part_version = 0;
+		if ((dst = kvhandover_part_bytes(pd, ns, part, in->offset, in->value.len)) ==
+		    NULL) {
+			part->version = 0;
 			return -ESTALE;
 		}
 		memcpy(dst, in->value.data, in->value.len);
-		h->part_got += in->value.len;
-		if (h->part_got < in->size)
+		part->got += in->value.len;
+		if (part->got < in->size)
 			return 0;
-		version = h->part_version;
-		h->part_version = 0;
+		version = part->version;
+		part->version = 0;
 		return kvhandover_commit(pd, ns, &who, in, version);
 	}
-	kvhandover_part_end(pd, h); /* (a new value: the one cut short is lost) */
+	kvhandover_part_end(pd, part); /* (a new value: the one cut short is lost) */
 	kv_key_op(pd, ns, &who, KV_RESERVE, key->data, key->len, in->size, &res);
 	if (res.status < 0)
 		return res.status;
@@ -185,14 +187,31 @@ static int kvhandover_take_one(struct poold *pd, struct kvhandover *h, struct kv
 	memcpy(dst, in->value.data, in->value.len);
 	if (in->value.len == in->size)
 		return kvhandover_commit(pd, ns, &who, in, res.val.version);
-	if (!kvhandover_keep(&h->part_key, &h->part_klen, key->data, key->len)) {
+	if (!kvhandover_keep(&part->key, &part->klen, key->data, key->len)) {
 		kv_key_op(pd, ns, &who, KV_ABORT, key->data, key->len, res.val.version, &res);
 		return -ENOMEM;
 	}
-	h->part_ns = ns->id;
-	h->part_version = res.val.version;
-	h->part_got = in->value.len;
+	part->ns = ns->id;
+	part->version = res.val.version;
+	part->got = in->value.len;
 	return 0;
+}
+
+/* A key of a moved shard that came from h's node, or a piece of its value. 0 or -errno. */
+static int kvhandover_take_one(struct poold *pd, struct kvhandover *h, struct kv_ns *ns,
+			       const Pool__KvHandoverEntry *in)
+{
+	uint32_t shard = kv_shard_of(ns->name, in->key.data, in->key.len);
+	bool whole = in->offset + in->value.len == in->size;
+	int rc;
+
+	/* (arriving from there, or lost meanwhile: what comes of it goes on to its new owner) */
+	if (pd->kv->from[shard] != h->node &&
+	    !(kvowner_bit(pd->kv->leaving, shard) && pd->kv->rest[shard] == h->node))
+		return -EINVAL; /* (not coming from there any more) */
+	rc = kvhandover_put(pd, &h->part, ns, in);
+	pd->kv->keys_in += rc == 0 && whole;
+	return rc;
 }
 
 static void kvhandover_ask(struct poold *pd, struct kvhandover *h);
@@ -215,6 +234,21 @@ static void kvhandover_arrived(struct poold *pd, struct kvhandover *h)
 		kv->then[s] = 0;
 		kv->hops[s] = 0;
 	}
+}
+
+/*
+ * The shards h's node handed over whole and backs now: it kept their keys
+ * (kvbackup.c), the same as came, as none was written meanwhile.
+ */
+static void kvhandover_backed(struct poold *pd, const struct kvhandover *h)
+{
+	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	uint32_t s;
+
+	for (s = 0; s < KV_SHARDS && map->nowners > 1; s++)
+		if (kvowner_bit(h->shards, s) && pd->kv->from[s] == h->node &&
+		    pd->kv->then[s] == 0 && map->second[s] == h->node)
+			pd->kv->copied_to[s] = h->node;
 }
 
 /* Ask again after a while (the last owner had not seen the map change yet). */
@@ -314,12 +348,7 @@ static void kvhandover_answer(struct poold *pd, void *arg, int status, uint16_t 
 		kvhandover_free(h);
 		return;
 	}
-	if (status == 0 && wire_msg_unpack(type, bytes, len, &msg) < 0)
-		status = -EBADMSG;
-	if (status == 0 && type == WIRE_ERROR)
-		status = ((Pool__Error *)msg)->code < 0 ? ((Pool__Error *)msg)->code : -EPROTO;
-	else if (status == 0 && type != WIRE_KV_HANDOVER_REPLY)
-		status = -EPROTO;
+	status = nodecall_reply(status, type, bytes, len, WIRE_KV_HANDOVER_REPLY, &msg);
 	/*
 	 * -EAGAIN: its map has not changed yet; -EACCES: it does not know
 	 * this poold's registration yet (a node that joined): asked again.
@@ -331,7 +360,7 @@ static void kvhandover_answer(struct poold *pd, void *arg, int status, uint16_t 
 		log_warnx("KV shards: node %u did not hand their keys over: %s; served without "
 			  "them",
 			  h->node, err_str(status));
-		kvhandover_part_end(pd, h);
+		kvhandover_cut(pd, h);
 		kvhandover_arrived(pd, h);
 	} else {
 		const Pool__KvHandoverReply *rep = (const Pool__KvHandoverReply *)msg;
@@ -339,7 +368,8 @@ static void kvhandover_answer(struct poold *pd, void *arg, int status, uint16_t 
 		h->answered_ms = units_now_ms();
 		kvhandover_take(pd, h, rep);
 		if (rep->done) {
-			kvhandover_part_end(pd, h);
+			kvhandover_cut(pd, h);
+			kvhandover_backed(pd, h);
 			kvhandover_arrived(pd, h);
 			h->ns[0] = '\0';
 			h->bucket = h->offset = 0;
@@ -365,7 +395,7 @@ static void kvhandover_ask(struct poold *pd, struct kvhandover *h)
 
 	if (!kvhandover_wanted(pd, h->node, want)) {
 		TAILQ_REMOVE(&pd->kv->handovers, h, entry);
-		kvhandover_part_end(pd, h);
+		kvhandover_cut(pd, h);
 		kvhandover_free(h);
 		return;
 	}
@@ -432,7 +462,7 @@ static void kvhandover_kick(struct poold *pd)
 				  "without what it still had",
 				  h->node, KVHANDOVER_STALL_MS);
 			kvhandover_arrived(pd, h);
-			kvhandover_part_end(pd, h);
+			kvhandover_cut(pd, h);
 			TAILQ_REMOVE(&kv->handovers, h, entry);
 			if (h->in_flight)
 				h->pd = NULL; /* (freed when its answer comes) */
@@ -626,14 +656,20 @@ static int kvhandover_request(struct req *r, const ProtobufCMessage *msg)
 		w.ptrs[i] = &w.entries[i];
 	rc = req_reply(r, WIRE_KV_HANDOVER_REPLY, &rep.base); /* (packed: the bytes may go) */
 	if (rc == 0) {
-		for (i = 0; i < w.ngone; i++)
-			kv_entry_clear(pd, kv_ns_find(pd, rep.ns), w.gone[i]);
+		ns = kv_ns_find(pd, rep.ns);
+		for (i = 0; i < w.ngone; i++) /* (what it backs now stays, a copy: kvbackup.c) */
+			if (!kvowner_keeps(
+				pd->kv, ns,
+				kv_shard_of(rep.ns, kv_entry_key(w.gone[i]), w.gone[i]->klen)))
+				kv_entry_clear(pd, ns, w.gone[i]);
 		pd->kv->keys_out += w.ngone;
 	}
 	for (s = 0; rc == 0 && rep.done && s < KV_SHARDS; s++)
 		if (kvowner_bit(w.give, s)) {
 			kvowner_set(pd->kv->leaving, s, false);
 			pd->kv->rest[s] = 0;
+			if (kvowner_bit(pd->kv->backing, s)) /* (what it kept is the shard whole) */
+				pd->kv->whole_from[s] = r->node;
 		}
 	free(w.entries);
 	free(w.ptrs);

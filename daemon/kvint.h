@@ -193,7 +193,24 @@ struct kv_ns {
 	gid_t gid;
 	unsigned mode;
 	uint64_t room; /* sharded: this poold's part of the capacity (kvowner.c) */
+	/*
+	 * Sharded, of 2 replicas: its entries per shard, and of nentries those
+	 * of the shards this poold backs (backs: kv_space.backing), which are
+	 * copies of another owner's keys (kvbackup.c), not counted as its own.
+	 */
+	uint32_t *shard_entries;
+	const uint8_t *backs;
+	size_t copies;
 };
+
+/*
+ * The places a value of ns takes in this index: a sharded namespace's
+ * second copy is its shard's backup's, made there (kvbackup.c).
+ */
+static inline uint32_t kv_ns_places(const struct kv_ns *ns)
+{
+	return ns->flags & HOLD_NS_SHARDED ? 1 : ns->replicas;
+}
 
 /* The bytes of values ns may hold here: its capacity, or a sharded one's part of it. */
 static inline uint64_t kv_ns_room(const struct kv_ns *ns)
@@ -281,6 +298,23 @@ struct kv_space {
 	void (*moves_close)(struct poold *pd); /* ... and when this KV space goes (kv_close()) */
 	uint64_t keys_in, keys_out, keys_lost;
 	uint64_t drop_from; /* keys_lost when the drop under way began */
+	/*
+	 * The backup copies of the shards of namespaces of 2 copies
+	 * (kvbackup.c): the shards this poold backs (map->second, at the last
+	 * change), those of the dropping that it only backed (their drop
+	 * loses nothing), and, of the shards it owns, the backup that holds
+	 * the whole shard (0: none yet, or a copy failed: it is copied again).
+	 */
+	uint8_t backing[KV_SHARDS / 8], drop_copy[KV_SHARDS / 8];
+	uint32_t copied_to[KV_SHARDS];
+	uint32_t whole_from[KV_SHARDS];	    /* at a backup: the owner whose whole copy it holds */
+	TAILQ_HEAD(, kvbackup_copy) copies; /* whole shards being copied to their backups */
+	TAILQ_HEAD(, kvbackup_from) parts;  /* at a backup: values coming in pieces, per owner */
+	TAILQ_HEAD(, kvbackup_wait) waits;  /* requests answered once their backups have them */
+	struct event *copy_ev;
+	void (*copy_kick)(struct poold *pd); /* told when the map changed (kvbackup.c) */
+	void (*copy_close)(struct poold *pd);
+	uint64_t backup_keys, backup_missed, backup_copied; /* sent, not taken, copied whole */
 };
 
 /*
@@ -404,7 +438,24 @@ int kv_reap_flush(struct poold *pd, struct kv_ns *ns);
 void kv_reap_drop(struct poold *pd, struct kv_ns *ns);
 bool kv_evict_one(struct poold *pd, struct kv_ns *ns);
 /* kvowner.c: a poold's part of the sharded namespaces */
+/* A value coming in pieces from another poold: its namespace, reservation, bytes so far, key. */
+struct kv_part {
+	uint64_t ns, version, got;
+	uint8_t *key;
+	size_t klen;
+};
+int kvhandover_put(struct poold *pd, struct kv_part *part, struct kv_ns *ns,
+		   const Pool__KvHandoverEntry *in);
+bool kvhandover_part_end(struct poold *pd, struct kv_part *part);
 int kvowner_place(struct poold *pd, struct kv_ns *ns, uint64_t len, struct kv_val *v);
+/*
+ * After a request's puts (removed false) or removals of ns's keys (those
+ * of locs[i].status 0 done): each sent to its shard's backup. 1 when some
+ * were: done(arg) runs once the backups answered; 0 when none went.
+ */
+int kvbackup_send(struct poold *pd, struct kv_ns *ns, const ProtobufCBinaryData *keys,
+		  const Pool__KvLocation *locs, size_t n, bool removed, void (*done)(void *arg),
+		  void *arg);
 int kvowner_serves(struct poold *pd, const struct kv_ns *ns, const void *key, size_t klen);
 struct kv_ns *kvowner_next_ns(struct poold *pd, uint64_t id);
 void kvowner_map(struct poold *pd);
@@ -412,6 +463,11 @@ bool kvowner_alive(struct poold *pd, uint32_t node);
 static inline bool kvowner_bit(const uint8_t *bits, uint32_t shard)
 {
 	return bits[shard / 8] >> (shard % 8) & 1;
+}
+/* Whether this poold keeps shard's keys of ns as their backup (a namespace of 2 replicas). */
+static inline bool kvowner_keeps(const struct kv_space *kv, const struct kv_ns *ns, uint32_t shard)
+{
+	return ns->replicas > 1 && kvowner_bit(kv->backing, shard);
 }
 static inline void kvowner_set(uint8_t *bits, uint32_t shard, bool on)
 {

@@ -46,11 +46,16 @@ struct kv_ns *kvowner_next_ns(struct poold *pd, uint64_t id)
 	return NULL;
 }
 
-/* Tell the hand-overs (kvhandover.c) that shards may be asked for. */
+/*
+ * Tell the hand-overs (kvhandover.c) that shards may be asked for, and the
+ * backups' copies (kvbackup.c) that shards may be copied.
+ */
 static void kvowner_moved(struct poold *pd)
 {
 	if (pd->kv->moved != NULL)
 		pd->kv->moved(pd);
+	if (pd->kv->copy_kick != NULL)
+		pd->kv->copy_kick(pd);
 }
 
 /*
@@ -79,14 +84,14 @@ static void kvowner_drop_slice(evutil_socket_t fd, short what, void *arg)
 				return;
 			}
 			while ((e = *pp) != NULL) {
-				if (kvowner_bit(kv->dropping,
-						kv_shard_of(ns->name, kv_entry_key(e), e->klen))) {
-					kv_entry_clear(pd, ns,
-						       e); /* (unlinks it: *pp is the next) */
-					kv->keys_lost++;
-				} else {
+				uint32_t s = kv_shard_of(ns->name, kv_entry_key(e), e->klen);
+
+				if (!kvowner_bit(kv->dropping, s) || kvowner_keeps(kv, ns, s)) {
 					pp = &e->hnext;
+					continue;
 				}
+				kv_entry_clear(pd, ns, e); /* (unlinks it: *pp is the next) */
+				kv->keys_lost += !kvowner_bit(kv->drop_copy, s);
 			}
 		}
 		kv_zombies_sweep(pd, ns);
@@ -98,6 +103,7 @@ static void kvowner_drop_slice(evutil_socket_t fd, short what, void *arg)
 			  "new owners in time",
 			  (unsigned long long)(kv->keys_lost - kv->drop_from));
 	memset(kv->dropping, 0, sizeof(kv->dropping));
+	memset(kv->drop_copy, 0, sizeof(kv->drop_copy));
 	kv->drop_running = false;
 	kvowner_moved(pd); /* (shards back here wait for their keys once these went) */
 }
@@ -110,6 +116,7 @@ static void kvowner_drop_start(struct poold *pd)
 
 	if (kvowner_next_ns(pd, 0) == NULL) {
 		memset(kv->dropping, 0, sizeof(kv->dropping));
+		memset(kv->drop_copy, 0, sizeof(kv->drop_copy));
 		return;
 	}
 	if (!kv->drop_running)
@@ -128,12 +135,27 @@ bool kvowner_alive(struct poold *pd, uint32_t node)
 	return m != NULL && m->state != MEMBER_DEAD;
 }
 
-/* This poold's part of ns's capacity, as the map shares it. */
-static uint64_t kvowner_room(struct poold *pd, const struct kv_ns *ns)
+/*
+ * This poold's part of ns's capacity, as the map shares it: its shards',
+ * and with 2 copies those it backs too (backed of them).
+ */
+static uint64_t kvowner_room(struct poold *pd, const struct kv_ns *ns, uint32_t backed)
 {
 	const struct kv_shard_map *map = cluster_kv_shards(pd);
 
-	return ns->capacity / KV_SHARDS * kv_shard_map_owned(map, pd->node_id);
+	return ns->capacity / KV_SHARDS *
+	       (kv_shard_map_owned(map, pd->node_id) + (ns->replicas > 1 ? backed : 0));
+}
+
+/* The shards this poold backs in the map (kvbackup.c). */
+static uint32_t kvowner_backed(struct poold *pd)
+{
+	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	uint32_t s, n = 0;
+
+	for (s = 0; s < KV_SHARDS && map->nowners > 1; s++)
+		n += map->second[s] == pd->node_id;
+	return n;
 }
 
 /*
@@ -149,8 +171,8 @@ void kvowner_map(struct poold *pd)
 	const struct kv_shard_map *map = cluster_kv_shards(pd);
 	struct kv_shard_map without = {0};
 	struct kv_space *kv = pd->kv;
-	uint32_t me = pd->node_id, s, gained = 0, asked = 0;
-	bool owner, first, keys = false;
+	uint32_t me = pd->node_id, s, gained = 0, asked = 0, backed = kvowner_backed(pd);
+	bool owner, first, keys = false, drop = false;
 	struct kv_ns *ns;
 	struct member *m;
 
@@ -159,7 +181,7 @@ void kvowner_map(struct poold *pd)
 	kv->map_gen = pd->members_gen;
 	TAILQ_FOREACH(ns, &kv->list, entry)
 		if (ns->flags & HOLD_NS_SHARDED)
-			ns->room = kvowner_room(pd, ns);
+			ns->room = kvowner_room(pd, ns, backed);
 	owner = map->nowners > 0 && kv_shard_map_owned(map, me) > 0;
 	TAILQ_FOREACH(ns, &kv->list, entry) /* (none: the shards lost leave nothing behind) */
 		keys = keys || ((ns->flags & HOLD_NS_SHARDED) && ns->nentries > 0);
@@ -194,10 +216,29 @@ void kvowner_map(struct poold *pd)
 		}
 		if (now != me || !kvowner_alive(pd, kv->from[s]))
 			kv->from[s] = 0; /* (its last owner died: what came is what there is) */
+		if (now != me)
+			kv->copied_to[s] = 0;
+		/* A copy it backed and no longer does (not its own either): dropped. */
+		if (kvowner_bit(kv->backing, s) && map->nowners > 1 && map->second[s] != me &&
+		    now != me && !kvowner_bit(kv->leaving, s) && keys) {
+			kvowner_set(kv->dropping, s, true);
+			kvowner_set(kv->drop_copy, s, true);
+			drop = true;
+		}
+		kvowner_set(kv->backing, s, map->nowners > 1 && map->second[s] == me);
+		if (!kvowner_bit(kv->backing, s) || map->owner[s] != kv->whole_from[s])
+			kv->whole_from[s] = 0; /* (its copy of the shard is another owner's) */
 		kv->was[s] = now;
 	}
+	if (drop)
+		kvowner_drop_start(pd);
 	kv->was_owner = owner;
 	kv_shard_map_clear(&without);
+	TAILQ_FOREACH(ns, &kv->list, entry) /* (the copies among its entries, as backed now) */
+		if (ns->shard_entries != NULL)
+			for (ns->copies = 0, s = 0; s < KV_SHARDS; s++)
+				ns->copies +=
+				    kvowner_bit(kv->backing, s) ? ns->shard_entries[s] : 0;
 	if (gained > 0)
 		log_info("KV shards: %u gained (%s map), %u of them asked of their last owner, the "
 			 "others served at once",
@@ -220,7 +261,7 @@ static void kvowner_leave_expire(struct poold *pd)
 		return;
 	for (i = 0; i < sizeof(kv->leaving); i++) {
 		any = any || kv->leaving[i] != 0;
-		kv->dropping[i] |= kv->leaving[i];
+		kv->dropping[i] |= kv->leaving[i]; /* (but the keys it backs: kvowner_keeps()) */
 		kv->leaving[i] = 0;
 		memset(&kv->rest[i * 8], 0, 8 * sizeof(kv->rest[0]));
 	}
@@ -291,7 +332,9 @@ int kvowner_serves(struct poold *pd, const struct kv_ns *ns, const void *key, si
 /* The shards' moves as this poold saw them, for its status. */
 void kvowner_stats(struct poold *pd, Pool__KvShardInfo *ret)
 {
+	const struct kv_shard_map *map = cluster_kv_shards(pd);
 	struct kv_space *kv = pd->kv;
+	struct kv_ns *ns;
 	uint32_t s;
 
 	if (kv == NULL)
@@ -307,6 +350,21 @@ void kvowner_stats(struct poold *pd, Pool__KvShardInfo *ret)
 	ret->keys_in = kv->keys_in;
 	ret->keys_out = kv->keys_out;
 	ret->keys_lost = kv->keys_lost;
+	for (ns = kvowner_next_ns(pd, 0); ns != NULL && ns->replicas < 2;
+	     ns = kvowner_next_ns(pd, ns->id))
+		;
+	if (ns == NULL) /* (no namespace of 2 replicas: no backups) */
+		return;
+	ret->has_backed = ret->has_unbacked = ret->has_backup_keys = ret->has_backup_missed = 1;
+	ret->backed = ret->unbacked = 0;
+	for (s = 0; s < KV_SHARDS; s++) {
+		ret->backed += kvowner_bit(kv->backing, s);
+		ret->unbacked += map->nowners > 1 && map->owner[s] == pd->node_id &&
+				 kvowner_alive(pd, map->second[s]) &&
+				 kv->copied_to[s] != map->second[s];
+	}
+	ret->backup_keys = kv->backup_keys;
+	ret->backup_missed = kv->backup_missed;
 }
 
 /* Drop a namespace of this node's, its many entries from the loop (kvreap.c). */
@@ -350,12 +408,13 @@ void kvowner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n)
 			return;
 		ns->capacity = d->capacity;
 		ns->flags = d->flags & KV_NS_FLAGS;
-		ns->replicas = 1;
+		ns->replicas = d->replicas == 2 ? 2 : 1;
 		ns->size_hint = d->size_hint;
 		ns->uid = d->uid;
 		ns->gid = d->gid;
 		ns->mode = d->mode & 0777;
-		ns->room = kvowner_room(pd, ns);
+		ns->backs = pd->kv->backing;
+		ns->room = kvowner_room(pd, ns, kvowner_backed(pd));
 	}
 }
 

@@ -121,6 +121,9 @@ int kv_reap_flush(struct poold *pd, struct kv_ns *ns)
 	ns->buckets = buckets;
 	ns->nbuckets = ns->low = KV_BUCKETS0;
 	ns->nentries = ns->npending = ns->nvolatile = ns->leaving = 0;
+	ns->copies = 0;
+	if (ns->shard_entries != NULL) /* (the ghost's go uncounted) */
+		memset(ns->shard_entries, 0, KV_SHARDS * sizeof(*ns->shard_entries));
 	ns->used = ns->landing;
 	ns->pmem_used = ns->planding;
 	kv_reap_add(pd, g);
@@ -183,6 +186,7 @@ static void kv_reap_end(struct poold *pd, struct kv_ns *g)
 	}
 	TAILQ_REMOVE(&pd->kv->reaping, g, entry);
 	free(g->buckets);
+	free(g->shard_entries);
 	free(g);
 }
 

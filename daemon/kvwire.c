@@ -145,6 +145,56 @@ static int kv_reply(struct req *q, Pool__KvLocation *locs, size_t n, uint64_t co
 	return rc;
 }
 
+/* A reply that waits until the backups of its keys' shards have them (kvbackup.c). */
+struct kv_backup_wait {
+	struct req *q; /* held */
+	Pool__KvLocation *locs;
+	size_t n;
+	uint64_t count;
+};
+
+static void kv_backed(void *arg)
+{
+	struct kv_backup_wait *w = arg;
+	int rc = kv_reply(w->q, w->locs, w->n, w->count, 0);
+
+	req_finish(w->q, rc < 0 ? rc : 0);
+	free(w->locs);
+	free(w);
+}
+
+/*
+ * The reply to kr's puts or removals of ns's keys (locs, count): once the
+ * backups of their shards have them (REQ_LATER), when ns is a sharded one
+ * of 2 replicas, or now.
+ */
+static int kv_reply_backed(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr,
+			   const Pool__KvLocation *locs, uint64_t count)
+{
+	struct kv_backup_wait *w = NULL;
+	size_t i, n = kr->n_keys;
+
+	if ((ns->flags & HOLD_NS_SHARDED) && ns->replicas > 1 && n > 0 &&
+	    (w = calloc(1, sizeof(*w))) != NULL && (w->locs = calloc(n, sizeof(*locs))) != NULL &&
+	    (w->q = req_hold(q)) != NULL) {
+		for (i = 0; i < n; i++) { /* (a put's or removal's: no places to name) */
+			w->locs[i] = locs[i];
+			w->locs[i].n_copies = 0;
+			w->locs[i].copies = NULL;
+		}
+		w->n = n;
+		w->count = count;
+		if (kvbackup_send(q->pd, ns, kr->keys, locs, n, kr->op == POOL__KV_OP__KV_OP_REMOVE,
+				  kv_backed, w) > 0)
+			return REQ_LATER;
+		req_finish(w->q, 0); /* (nothing went: the reply goes now) */
+	}
+	if (w != NULL)
+		free(w->locs);
+	free(w);
+	return kv_reply(q, (Pool__KvLocation *)locs, n, count, 0);
+}
+
 /*
  * Whether the caller's session holds a transfer of key to node: a pin of a
  * value with a place there, or its own reservation there.
@@ -384,13 +434,16 @@ static int kv_inline_by_value(struct req *q, struct kv_ns *ns, const Pool__KvReq
 		if (!put && locs[i].status == 0)
 			vals[i] = (ProtobufCBinaryData){locs[i].len, (uint8_t *)data};
 	}
-	if (put)
+	if (put) {
 		kvev_end(pd);
+		rc = kv_reply_backed(q, ns, kr, locs, reply.count);
+		goto out;
+	}
 	reply.locations = lp;
 	reply.n_locations = kr->n_keys;
 	reply.has_count = 1;
-	reply.values = put ? NULL : vals;
-	reply.n_values = put ? 0 : kr->n_keys;
+	reply.values = vals;
+	reply.n_values = kr->n_keys;
 	rc = req_reply(q, WIRE_KV_REPLY, &reply.base); /* (packed now: the bytes stay put) */
 out:
 	free(locs);
@@ -459,7 +512,8 @@ static int kv_inline_request(struct req *q, struct kv_ns *ns, const Pool__KvRequ
 		kvev_end(pd);
 		region_account(pd);
 	}
-	rc = kv_reply(q, locs, kr->n_keys, count, 0);
+	rc =
+	    put ? kv_reply_backed(q, ns, kr, locs, count) : kv_reply(q, locs, kr->n_keys, count, 0);
 	free(locs);
 	return rc;
 }
@@ -586,8 +640,8 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 		return kv_reply(q, NULL, 0, i, 0);
 	}
 	locs = calloc(kr->n_keys ? kr->n_keys : 1, sizeof(*locs));
-	pl = ns->replicas > 1 ? calloc(kr->n_keys ? kr->n_keys : 1, sizeof(*pl)) : NULL;
-	if (locs == NULL || (ns->replicas > 1 && pl == NULL)) {
+	pl = kv_ns_places(ns) > 1 ? calloc(kr->n_keys ? kr->n_keys : 1, sizeof(*pl)) : NULL;
+	if (locs == NULL || (kv_ns_places(ns) > 1 && pl == NULL)) {
 		free(locs);
 		return req_errorf(q, -ENOMEM, "out of memory");
 	}
@@ -618,10 +672,13 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 	}
 	if (kr->op == POOL__KV_OP__KV_OP_RESERVE || kr->op == POOL__KV_OP__KV_OP_REMOVE)
 		region_account(pd);
-	rc = kv_reply(q, locs, kr->n_keys, count,
-		      kr->op == POOL__KV_OP__KV_OP_LOOKUP    ? 4
-		      : kr->op == POOL__KV_OP__KV_OP_RESERVE ? 2
-							     : 0);
+	if (kr->op == POOL__KV_OP__KV_OP_COMMIT || kr->op == POOL__KV_OP__KV_OP_REMOVE)
+		rc = kv_reply_backed(q, ns, kr, locs, count);
+	else
+		rc = kv_reply(q, locs, kr->n_keys, count,
+			      kr->op == POOL__KV_OP__KV_OP_LOOKUP    ? 4
+			      : kr->op == POOL__KV_OP__KV_OP_RESERVE ? 2
+								     : 0);
 	free(locs);
 	free(pl);
 	return rc;

@@ -125,6 +125,20 @@ static void metrics_kv_shards(struct poold *pd, struct evbuffer *b)
 				    (unsigned long long)moved.keys_in,
 				    (unsigned long long)moved.keys_out,
 				    (unsigned long long)moved.keys_lost);
+		metrics_one(b, "pool_kv_shards_backed", "gauge",
+			    "KV shards whose backup copy is here (namespaces of 2 replicas)",
+			    moved.backed);
+		metrics_one(b, "pool_kv_shards_unbacked", "gauge",
+			    "KV shards owned here whose backup does not hold them whole yet",
+			    moved.unbacked);
+		metrics_head(b, "pool_kv_backup_changes_total", "counter",
+			     "puts and removals of KV shards owned here sent to their backups, and "
+			     "those not taken");
+		evbuffer_add_printf(b,
+				    "pool_kv_backup_changes_total{result=\"sent\"} %llu\n"
+				    "pool_kv_backup_changes_total{result=\"missed\"} %llu\n",
+				    (unsigned long long)moved.backup_keys,
+				    (unsigned long long)moved.backup_missed);
 	}
 	metrics_head(b, "pool_kv_requests_total", "counter",
 		     "KV requests the coordinator's index served: from this node's clients, or "

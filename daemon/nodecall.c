@@ -36,7 +36,7 @@ struct nodecall {
 static bool nodecall_served(uint32_t type)
 {
 	return type == WIRE_STATUS || type == WIRE_KV || type == WIRE_KV_NS ||
-	       type == WIRE_SESSION_END || type == WIRE_KV_HANDOVER;
+	       type == WIRE_SESSION_END || type == WIRE_KV_HANDOVER || type == WIRE_KV_BACKUP;
 }
 
 static void nodecall_free(struct nodecall *nc)
@@ -116,6 +116,25 @@ int nodecall_send(struct poold *pd, uint32_t node, const struct nodecall_as *as,
 	if (rc < 0)
 		nodecall_free(nc);
 	return rc;
+}
+
+int nodecall_reply(int status, uint16_t type, const uint8_t *bytes, size_t len, uint16_t want,
+		   ProtobufCMessage **ret)
+{
+	ProtobufCMessage *msg = NULL;
+
+	*ret = NULL;
+	if (status == 0 && wire_msg_unpack(type, bytes, len, &msg) < 0)
+		status = -EBADMSG;
+	if (status == 0 && type == WIRE_ERROR)
+		status = ((Pool__Error *)msg)->code < 0 ? ((Pool__Error *)msg)->code : -EPROTO;
+	else if (status == 0 && type != want)
+		status = -EPROTO;
+	if (status == 0)
+		*ret = msg;
+	else if (msg != NULL)
+		wire_msg_free(msg);
+	return status;
 }
 
 /* Who the client of r is, as a call says it. */

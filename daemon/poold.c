@@ -46,7 +46,7 @@ static void poold_session_end(struct poold *pd, uint64_t session)
 static const struct ctl_handler *const poold_handlers[] = {
     status_handlers,	reload_handlers,  nodes_handlers, region_handlers,     reclaim_handlers,
     arena_handlers,	kv_handlers,	  vec_handlers,	  events_handlers,     snapcopy_handlers,
-    snapplace_handlers, metrics_handlers, xfer_handlers,  kvhandover_handlers,
+    snapplace_handlers, metrics_handlers, xfer_handlers,  kvhandover_handlers, kvbackup_handlers,
 };
 
 static const struct control_wiring poold_wiring = {
@@ -235,6 +235,7 @@ static void poold_free(struct poold *pd)
 	scrub_close(pd);     /* (a scrub's caller is in the address space) */
 	kvroute_close(pd);
 	kvhandover_close(pd); /* (before the coordinator's index goes with the KV space) */
+	kvbackup_close(pd);
 	coord_close(pd);
 	resprelay_close(pd);
 	peer_close(pd);
@@ -397,7 +398,7 @@ int main(int argc, char **argv)
 	}
 	rc = 1;
 	if (lend_open(&pd) < 0 || kvstore_open(&pd) < 0 || kvowner_open(&pd) < 0 ||
-	    kvhandover_open(&pd) < 0 || hold_open(&pd) < 0)
+	    kvhandover_open(&pd) < 0 || kvbackup_open(&pd) < 0 || hold_open(&pd) < 0)
 		goto out;
 	if (pd.conf->role == ROLE_COORDINATOR ? coord_open(&pd) < 0
 					      : peer_open(&pd) < 0 || resprelay_open(&pd) < 0) {

@@ -440,6 +440,14 @@ typedef void (*nodecall_cb)(struct poold *pd, void *arg, int status, uint16_t ty
 int nodecall_send(struct poold *pd, uint32_t node, const struct nodecall_as *as, uint16_t type,
 		  const ProtobufCMessage *msg, size_t max, nodecall_cb cb, void *arg);
 void nodecall_as_req(const struct req *r, struct nodecall_as *ret);
+/*
+ * A call's answer as its callback has it: 0 with the reply (of type want)
+ * in *ret, to free with wire_msg_free(); or the error: the call's, the
+ * code of an Error, -EBADMSG or -EPROTO for a reply malformed or of
+ * another type.
+ */
+int nodecall_reply(int status, uint16_t type, const uint8_t *bytes, size_t len, uint16_t want,
+		   ProtobufCMessage **ret);
 int nodecall_answer(struct req *r, uint16_t type, const ProtobufCMessage *msg);
 void nodecall_open(struct poold *pd);
 /* kvroute.c: KV requests to sharded namespaces, sent to their keys' owners */
@@ -1122,6 +1130,9 @@ int kvowner_open(struct poold *pd);
 void kvowner_close(struct poold *pd);
 int kvhandover_open(struct poold *pd);
 void kvhandover_close(struct poold *pd);
+/* kvbackup.c: the backup copies of sharded namespaces' shards */
+int kvbackup_open(struct poold *pd);
+void kvbackup_close(struct poold *pd);
 void kvowner_stats(struct poold *pd, Pool__KvShardInfo *ret);
 struct kv_ns_spec;
 void kvowner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n);
@@ -1138,6 +1149,7 @@ int kv_extents(struct poold *pd, uint32_t node, struct kv_extents_walk *w, size_
 	       struct ledger_extent **ext, size_t *n, size_t *cap);
 extern const struct ctl_handler kv_handlers[];
 extern const struct ctl_handler kvhandover_handlers[];
+extern const struct ctl_handler kvbackup_handlers[];
 struct kv_where {
 	uint32_t node, arena;
 	uint64_t off, len, version;

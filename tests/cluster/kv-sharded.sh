@@ -37,9 +37,9 @@ used() {
 
 pctl 1 kv create sh 64M sharded >"$CLUSTER_TMP/out" 2>&1 &&
 	ok "poolctl kv create sh 64M sharded" || { not_ok "create"; cat "$CLUSTER_TMP/out"; }
-pctl 1 kv create bad 64M sharded replicas=2 >"$CLUSTER_TMP/out" 2>&1
-[ $? -ne 0 ] && grep -q "one replica" "$CLUSTER_TMP/out" &&
-	ok "a sharded namespace with 2 replicas: refused, saying why" || { not_ok "replicas=2"; cat "$CLUSTER_TMP/out"; }
+pctl 1 kv create bad 64M sharded replicas=3 >"$CLUSTER_TMP/out" 2>&1
+[ $? -ne 0 ] && grep -q "1 or 2 replicas" "$CLUSTER_TMP/out" &&
+	ok "a sharded namespace with 3 replicas: refused, saying why" || { not_ok "replicas=3"; cat "$CLUSTER_TMP/out"; }
 sleep 1 # (the definition reaches every node)
 coord0=$(metric 1 'pool_kv_requests_total{from="nodes"}')
 

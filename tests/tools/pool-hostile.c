@@ -8,6 +8,7 @@
  *	pool-hostile SOCKET --poison HOLDER
  *	pool-hostile SOCKET --poison-shared HOLDER HEXKEY
  *	pool-hostile SOCKET --squat-shared HOLDER HEXKEY
+ *	pool-hostile SOCKET --node-calls NS
  *
  * PUBLIC is a region others may read (mode 0644) but not write; PRIVATE one
  * they may not touch (0600). Each attack prints "refused: WHAT (error)" when
@@ -36,6 +37,11 @@
  * --squat-shared reserves HEXKEY in snap.shared, prints "reserved", and
  * holds the reservation without writing until stdin closes: another uid's
  * put of that page must not wait on it for more than a second.
+ *
+ * --node-calls sends what only another node's poold sends on the link
+ * between them, on the control socket: a KV shard hand-over request and a
+ * backup copy of a key of NS (a sharded namespace of 2 replicas); both must
+ * be refused, whoever asks (root too), and NS must not hold the key.
  */
 #include "config.h"
 
@@ -452,6 +458,32 @@ static int poison_shared(const char *holder, const char *hexkey)
 	return failures;
 }
 
+/* A shard hand-over and a backup copy of key "stolen" of ns, asked as a client: refused. */
+static int node_calls(const char *ns)
+{
+	static uint8_t all[128], value[64];
+	Pool__KvHandoverRequest ho = POOL__KV_HANDOVER_REQUEST__INIT;
+	Pool__KvBackup bk = POOL__KV_BACKUP__INIT;
+	Pool__KvHandoverEntry e = POOL__KV_HANDOVER_ENTRY__INIT, *ep = &e;
+	ProtobufCBinaryData removed = {4, (uint8_t *)"a100"};
+
+	memset(all, 0xff, sizeof(all));
+	memset(value, 'x', sizeof(value));
+	ho.shards = (ProtobufCBinaryData){sizeof(all), all};
+	must_fail("a KV shard hand-over asked on the control socket", WIRE_KV_HANDOVER, &ho.base,
+		  WIRE_KV_HANDOVER_REPLY);
+	e.key = (ProtobufCBinaryData){6, (uint8_t *)"stolen"};
+	e.value = (ProtobufCBinaryData){sizeof(value), value};
+	e.size = sizeof(value);
+	bk.ns = (char *)ns;
+	bk.entries = &ep;
+	bk.n_entries = 1;
+	bk.removed = &removed;
+	bk.n_removed = 1;
+	must_fail("a KV backup copy sent on the control socket", WIRE_KV_BACKUP, &bk.base, WIRE_OK);
+	return failures;
+}
+
 int main(int argc, char **argv)
 {
 	Pool__NodesRequest nr = POOL__NODES_REQUEST__INIT;
@@ -478,7 +510,8 @@ int main(int argc, char **argv)
 				"       pool-hostile SOCKET --steal NS KEY\n"
 				"       pool-hostile SOCKET --poison HOLDER\n"
 				"       pool-hostile SOCKET --poison-shared HOLDER HEXKEY\n"
-				"       pool-hostile SOCKET --squat-shared HOLDER HEXKEY\n");
+				"       pool-hostile SOCKET --squat-shared HOLDER HEXKEY\n"
+				"       pool-hostile SOCKET --node-calls NS\n");
 		return 2;
 	}
 	rc = wire_client_connect(argv[1], "hostile", 10000, &wc, msg, sizeof(msg));
@@ -496,6 +529,8 @@ int main(int argc, char **argv)
 		return poison_shared(argv[3], argv[4]);
 	if (strcmp(argv[2], "--squat-shared") == 0)
 		return squat_shared(argv[3], argv[4]);
+	if (strcmp(argv[2], "--node-calls") == 0)
+		return node_calls(argv[3]);
 
 	/* What poold publishes names no worker and holds no key. */
 	rc = wire_client_call(wc, WIRE_NODES, &nr.base, WIRE_NODES_REPLY,
