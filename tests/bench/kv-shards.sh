@@ -1,8 +1,10 @@
 #!/bin/bash
 # pool-bench kv-shards: single KV gets and puts from the clients of every
 # node of a 4-node cluster (network namespaces, checked links over TCP),
-# into a namespace whose index is the coordinator's and into a sharded one
-# (its keys' index and values on their shards' owners), in one run: each
+# into a namespace whose index is the coordinator's, into a sharded one
+# (its keys' index and values on their shards' owners) and into a sharded
+# one of 2 replicas (each put also sent to its shard's backup before it is
+# answered), in one run: each
 # node runs pool-bench-kv -c (CONNS client processes, one op in flight
 # each, 1 KiB values on random keys of 4,096) against its own poold, the
 # four at once. For each: the ops/s of all clients, the CPU time of all
@@ -29,6 +31,7 @@ POOL_OPTS="-o kv.shard_size=256M -o lend.size=512M"
 pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
 pctl 1 kv create plain 256M tier=dram >/dev/null || exit 1
 pctl 1 kv create sharded 256M sharded >/dev/null || exit 1
+pctl 1 kv create backed 256M sharded replicas=2 >/dev/null || exit 1
 sleep 1
 
 # run NS: the four nodes' clients at once; $OUT/NS-I their outputs, $OUT/NS-cpu the poolds' CPU ms.
@@ -45,10 +48,11 @@ run() {
 }
 run plain
 run sharded
+run backed
 
 echo "## KV on a 4-node cluster: poold $(git -C "$top_srcdir" rev-parse --short HEAD 2>/dev/null), $conns client processes a node, $size values, ${secs} s a point"
 printf '%-8s %-4s %12s %14s %14s %9s\n' ns op "ops/s" "us cpu/op all" "us coord/op" "coord %"
-for ns in plain sharded; do
+for ns in plain sharded backed; do
 	for op in get put; do
 		# ops/s and us (this poold's CPU per op in that window) of each node's clients
 		awk -v op="$op" -v c="$conns" '$1 == c && $3 == op { ops += $4; cpu += $4 * $5 }
@@ -61,7 +65,7 @@ for ns in plain sharded; do
 			"$(awk -v a="$coord" -v b="$cpu" 'BEGIN { if (b > 0) printf "%.0f", 100 * a / b }')"
 	done
 done
-for ns in plain sharded; do
+for ns in plain sharded backed; do
 	printf '# %s: poolds CPU over the whole run (ms, fill included): %s\n' "$ns" "$(tr '\n' ' ' <"$OUT/$ns-cpu")"
 done
 for f in "$OUT"/*-[1-4]; do grep -q '^# \|^conns' "$f" || { echo "# $(basename "$f"):"; head -5 "$f"; }; done
