@@ -189,26 +189,36 @@ static void link_drop(struct member *m)
 {
 	fab_link_close(m->link);
 	m->link = NULL;
+	if (m->side_link != NULL)
+		fab_link_close(m->side_link);
+	m->side_link = NULL;
 }
 
-/* m's link, made on first use and again after it failed or m restarted. */
-static int link_way(struct poold *pd, struct member *m)
+/* Open a link to m in *ret: 0 or -errno. */
+static int link_connect(struct poold *pd, struct member *m, struct fab_link **ret)
 {
 	struct fab_link_peer to = {m->info->id, m->info->incarnation, 0};
 	char addr[96];
-	int rc;
 
-	if (m->link != NULL && (link_failed(m) || m->way_incarnation != m->info->incarnation))
-		link_drop(m);
-	if (m->link != NULL)
-		return 0;
 	if (pd->links == NULL)
 		return -ENOTCONN;
 	if (m->info->link_port == 0 || m->info->link_host[0] == '\0')
 		return -EHOSTUNREACH; /* (a poold of fabric.transfer = rma) */
 	snprintf(addr, sizeof(addr), strchr(m->info->link_host, ':') ? "[%s]:%u" : "%s:%u",
 		 m->info->link_host, m->info->link_port);
-	rc = fab_link_open(pd->links, &to, addr, &m->link);
+	return fab_link_open(pd->links, &to, addr, ret);
+}
+
+/* m's link, made on first use and again after it failed or m restarted. */
+static int link_way(struct poold *pd, struct member *m)
+{
+	int rc;
+
+	if (m->link != NULL && (link_failed(m) || m->way_incarnation != m->info->incarnation))
+		link_drop(m);
+	if (m->link != NULL)
+		return 0;
+	rc = link_connect(pd, m, &m->link);
 	if (rc < 0)
 		return rc;
 	m->way_incarnation = m->info->incarnation;
@@ -221,6 +231,20 @@ static int link_way(struct poold *pd, struct member *m)
 int carry_link_way(struct poold *pd, struct member *m)
 {
 	return link_way(pd, m);
+}
+
+/* m's side link, opened if need be (nodecall.c): m->side_link, or -errno. */
+int carry_link_side(struct poold *pd, struct member *m)
+{
+	int rc = link_way(pd, m); /* (both go when m restarted) */
+
+	if (rc < 0)
+		return rc;
+	if (m->side_link != NULL && fab_link_error(m->side_link) != 0) {
+		fab_link_close(m->side_link);
+		m->side_link = NULL;
+	}
+	return m->side_link != NULL ? 0 : link_connect(pd, m, &m->side_link);
 }
 
 static int link_start(struct poold *pd, struct member *m, enum carry_op op,

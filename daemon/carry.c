@@ -278,7 +278,8 @@ void carry_joined(struct poold *pd)
 		return;
 	fab_links_set_self(pd->links, &self);
 	TAILQ_FOREACH(m, &pd->members, entry)
-		if (m->link != NULL && fab_link_idle(m->link))
+		if (m->link != NULL && fab_link_idle(m->link) &&
+		    (m->side_link == NULL || fab_link_idle(m->side_link)))
 			carry_drop(pd, m);
 }
 

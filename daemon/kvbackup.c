@@ -6,8 +6,9 @@
  *
  * The owner sends each value put and each key removed to the shard's
  * backup as the request is served, and answers the client once the backup
- * has them (a call on the link between their poolds, nodecall.c): a put
- * acknowledged is on two nodes. A shard whose backup does not hold it
+ * has them (a call on the side link between their poolds, which the backup
+ * answers at once: nodecall_send_apart()): a put acknowledged is on two
+ * nodes. A shard whose backup does not hold it
  * whole (the map changed, or a change could not be sent) is copied whole,
  * about a MiB a call, from the loop. Both go as calls on the same link,
  * which its target serves in their order, and both read the owner's index
@@ -193,8 +194,8 @@ static int kvbackup_msg_send(struct poold *pd, uint32_t node, const char *ns,
 	b->m.removed = b->removed;
 	b->m.n_removed = b->nremoved;
 	b->m.has_copy = b->m.copy = c != NULL;
-	rc = nodecall_send(pd, node, &as, WIRE_KV_BACKUP, &b->m.base, KVBACKUP_ANSWER_MAX,
-			   kvbackup_answered, call);
+	rc = nodecall_send_apart(pd, node, &as, WIRE_KV_BACKUP, &b->m.base, KVBACKUP_ANSWER_MAX,
+				 kvbackup_answered, call);
 	if (rc < 0) {
 		free(call);
 	} else {

@@ -66,8 +66,9 @@ static void nodecall_done(void *arg, int status)
  * larger one fails with -EMSGSIZE) or the error, from the loop. 0, or
  * -errno (cb never runs).
  */
-int nodecall_send(struct poold *pd, uint32_t node, const struct nodecall_as *as, uint16_t type,
-		  const ProtobufCMessage *msg, size_t max, nodecall_cb cb, void *arg)
+static int nodecall_start(struct poold *pd, uint32_t node, bool side, const struct nodecall_as *as,
+			  uint16_t type, const ProtobufCMessage *msg, size_t max, nodecall_cb cb,
+			  void *arg)
 {
 	Pool__Forward fw = POOL__FORWARD__INIT;
 	struct member *m = cluster_find(pd, node);
@@ -83,7 +84,7 @@ int nodecall_send(struct poold *pd, uint32_t node, const struct nodecall_as *as,
 		return -EHOSTUNREACH;
 	if (max > FAB_LINK_CALL_MAX - 2)
 		return -EMSGSIZE;
-	rc = carry_link_way(pd, m);
+	rc = side ? carry_link_side(pd, m) : carry_link_way(pd, m);
 	if (rc < 0)
 		return rc;
 	nc = calloc(1, sizeof(*nc));
@@ -111,11 +112,32 @@ int nodecall_send(struct poold *pd, uint32_t node, const struct nodecall_as *as,
 	}
 	protobuf_c_message_pack(&fw.base, nc->in);
 	free(fw.payload.data);
-	rc = fab_link_call(m->link, nc->in, nc->in_len, nc->out, max + 2, &nc->out_len,
-			   nodecall_done, nc);
+	rc = fab_link_call(side ? m->side_link : m->link, nc->in, nc->in_len, nc->out, max + 2,
+			   &nc->out_len, nodecall_done, nc);
 	if (rc < 0)
 		nodecall_free(nc);
 	return rc;
+}
+
+/* nodecall_start() on the link to node, where the transfers carried to it go too. */
+int nodecall_send(struct poold *pd, uint32_t node, const struct nodecall_as *as, uint16_t type,
+		  const ProtobufCMessage *msg, size_t max, nodecall_cb cb, void *arg)
+{
+	return nodecall_start(pd, node, false, as, type, msg, max, cb, arg);
+}
+
+/*
+ * nodecall_send() on the side link to node, for a call that node answers
+ * at once: its answer never waits behind one node holds on the link (a
+ * request answered once its own calls are, as a put of a namespace of 2
+ * replicas is): such calls on one link would wait on each other in a
+ * cycle between poolds.
+ */
+int nodecall_send_apart(struct poold *pd, uint32_t node, const struct nodecall_as *as,
+			uint16_t type, const ProtobufCMessage *msg, size_t max, nodecall_cb cb,
+			void *arg)
+{
+	return nodecall_start(pd, node, true, as, type, msg, max, cb, arg);
 }
 
 int nodecall_reply(int status, uint16_t type, const uint8_t *bytes, size_t len, uint16_t want,

@@ -152,7 +152,13 @@ struct member {
 	/* at the coordinator: where its last registered link came from (coordslot.c) */
 	struct sockaddr_storage from;
 	/* the way this poold reaches its memory (carry.c), made on first use */
-	struct fab_link *link;	       /* fabric.transfer = checked */
+	struct fab_link *link; /* fabric.transfer = checked */
+	/*
+	 * ... and a second link for the calls it answers at once (KV backup
+	 * copies, nodecall_send_apart()): a link's replies go in order, so
+	 * theirs never wait behind a reply it holds on link
+	 */
+	struct fab_link *side_link;
 	struct fab_ep *ep;	       /* fabric.transfer = rma: an endpoint to its worker */
 	struct fab_rkey *probe_rkey;   /* ... the key of its probe buffer on ep */
 	struct fab_rkey **arena_rkeys; /* ... its arenas' keys on ep, unpacked on first use */
@@ -439,6 +445,9 @@ typedef void (*nodecall_cb)(struct poold *pd, void *arg, int status, uint16_t ty
 			    const uint8_t *reply, size_t len);
 int nodecall_send(struct poold *pd, uint32_t node, const struct nodecall_as *as, uint16_t type,
 		  const ProtobufCMessage *msg, size_t max, nodecall_cb cb, void *arg);
+int nodecall_send_apart(struct poold *pd, uint32_t node, const struct nodecall_as *as,
+			uint16_t type, const ProtobufCMessage *msg, size_t max, nodecall_cb cb,
+			void *arg);
 void nodecall_as_req(const struct req *r, struct nodecall_as *ret);
 /*
  * A call's answer as its callback has it: 0 with the reply (of type want)
@@ -566,6 +575,7 @@ void carry_stats(struct poold *pd, struct fab_rma_stats *ret_issued);
 int carry_link_key(const char *secret, uint8_t ret_key[FAB_LINK_KEY_LEN]);
 int carry_link_member(struct poold *pd, const struct fab_link_peer *peer);
 int carry_link_way(struct poold *pd, struct member *m);
+int carry_link_side(struct poold *pd, struct member *m);
 
 /* quota.c: the most bytes uid may hold (UINT64_MAX: no bound), and the option that bounds it */
 uint64_t quota_of(const struct poold *pd, uint32_t uid, const char **ret_option);

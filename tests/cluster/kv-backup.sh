@@ -14,7 +14,7 @@ KV="$top_builddir/tests/tools/pool-kv"
 kv() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_sock "$i")" "$KV" "$@"; }
 finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "kv-backup: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 
-POOL_OPTS="-o kv.shard_size=48M"
+POOL_OPTS="-o kv.shard_size=128M"
 pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
 ok "4-node cluster formed ($CLUSTER_MODE)"
 
@@ -35,8 +35,8 @@ backed_whole() {
 	return 1
 }
 
-pctl 1 kv create bk 64M sharded replicas=2 >"$CLUSTER_TMP/out" 2>&1 &&
-	ok "poolctl kv create bk 64M sharded replicas=2" || { not_ok "create"; cat "$CLUSTER_TMP/out"; }
+pctl 1 kv create bk 256M sharded replicas=2 >"$CLUSTER_TMP/out" 2>&1 &&
+	ok "poolctl kv create bk 256M sharded replicas=2" || { not_ok "create"; cat "$CLUSTER_TMP/out"; }
 sleep 1 # (the definition reaches every node)
 
 out=$(kv 2 bk mput a 2000 1000 7 2>&1) && [ "$out" = "mput a: 2000 of 2000 stored" ] &&
@@ -60,6 +60,22 @@ done
 	ok "kv stats: 1985 entries (copies not counted); the four hold $used bytes, each value twice" ||
 	not_ok "stats: $entries entries, $used bytes used, $backed nodes back shards"
 backed_whole 20 1 2 3 4 && ok "every shard's backup holds it whole" || not_ok "shards not backed whole"
+
+# Clients of all four nodes put at once: each owner holds its answers to
+# the others' puts until its backups have them, and none waits on another
+# in a cycle (the backups' calls go on links of their own).
+for i in 1 2 3 4; do
+	kv "$i" bk mput "c$i-" 3000 1000 $((40 + i)) >"$CLUSTER_TMP/conc$i" 2>&1 &
+	kv "$i" bk mput "d$i-" 40 100000 $((50 + i)) >"$CLUSTER_TMP/conl$i" 2>&1 &
+done
+wait
+stored=0
+for i in 1 2 3 4; do
+	grep -qx "mput c$i-: 3000 of 3000 stored" "$CLUSTER_TMP/conc$i" && stored=$((stored + 1))
+	grep -qx "mput d$i-: 40 of 40 stored" "$CLUSTER_TMP/conl$i" && stored=$((stored + 1))
+done
+[ $stored = 8 ] && ok "4 nodes' clients put 3000 small and 40 values of 100 kB each at once: all stored" ||
+	{ not_ok "concurrent puts: $stored of 8 batches stored"; cat "$CLUSTER_TMP"/con[cl][1-4]; }
 
 # A client of h2 puts batches of 100 values while h4, an owner of about a
 # quarter of the shards, is SIGKILLed, and goes on until 2 s after h4 was
@@ -90,7 +106,7 @@ touch "$CLUSTER_TMP/stop"
 wait $writer
 acked=$(wc -l <"$CLUSTER_TMP/acked")
 sed 's/^/# refused: /' "$CLUSTER_TMP/refused" | cut -c1-160 | tail -5
-# read_back I: every acknowledged batch, a and big from host I; the batches that fail.
+# read_back I: every acknowledged batch, a, c, d and big from host I; the batches that fail.
 read_back() {
 	local b bad=""
 	for b in $(cat "$CLUSTER_TMP/acked"); do
@@ -99,6 +115,12 @@ read_back() {
 	done
 	out=$(kv "$1" bk mget a 2000 7 2>&1)
 	[ "$out" = "mget a: 1984 hits of 2000, all correct" ] || bad="$bad a($out)"
+	for b in 1 2 3 4; do
+		out=$(kv "$1" bk mget "c$b-" 3000 $((40 + b)) 2>&1)
+		[ "$out" = "mget c$b-: 3000 hits of 3000, all correct" ] || bad="$bad c$b($out)"
+		out=$(kv "$1" bk mget "d$b-" 40 $((50 + b)) 2>&1)
+		[ "$out" = "mget d$b-: 40 hits of 40, all correct" ] || bad="$bad d$b($out)"
+	done
 	kv "$1" bk get big 11 >/dev/null 2>&1 || bad="$bad big"
 	[ "$(removed_back "$1")" = 0 ] || bad="$bad removed-back($(removed_back "$1"))"
 	echo "$bad"
