@@ -3,7 +3,7 @@
  * through the pool's KV cache.
  *
  *	pool-kv-replay [-s SOCKET] [-n NS] [-b BLOCK] [-c PCT] [-l REQUESTS]
- *	               [-B BATCH] [-g] [-K] TRACE.jsonl
+ *	               [-B BATCH] [-g] [-K] [-d | -S] TRACE.jsonl
  *
  * TRACE has one JSON object per line with "hash_ids": [ids...], one id per
  * prompt block, equal ids meaning equal prefix blocks (the Mooncake trace
@@ -16,7 +16,9 @@
  *
  * The namespace (default kv-replay-PID) is created with a capacity of PCT
  * percent (default 100) of the unique blocks' bytes, and dropped at the end
- * (-K keeps it). The same run computes the hit rate of an unbounded cache
+ * (-K keeps it); with -d in DRAM alone (its LRU evicts, nothing spills),
+ * with -S sharded (DRAM alone too; each shard owner evicts its part by its
+ * own LRU). The same run computes the hit rate of an unbounded cache
  * with an in-memory set, for comparison.
  */
 #include "config.h"
@@ -195,7 +197,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: pool-kv-replay [-s SOCKET] [-n NS] [-b BLOCK] [-c PCT] [-l REQUESTS]\n"
-		"                      [-B BATCH] [-g] [-K] TRACE.jsonl\n");
+		"                      [-B BATCH] [-g] [-K] [-d | -S] TRACE.jsonl\n");
 	exit(2);
 }
 
@@ -224,6 +226,7 @@ int main(int argc, char **argv)
 	size_t block = 64 << 10, limit = 0, bmax = 64, nreq, skipped, i, j, maxn = 0;
 	double pct = 100, t0, t_match = 0, t_put = 0, t_get = 0, el, ta;
 	bool get_hits = false, keep = false;
+	unsigned flags = 0;
 	uint64_t blocks = 0, hits = 0, ref_hits = 0, put_fail = 0, get_miss = 0, calls = 0;
 	uint64_t capacity, put_bytes = 0, get_bytes = 0;
 	struct set uniq = {0}, ref = {0};
@@ -236,7 +239,7 @@ int main(int argc, char **argv)
 	const void **vals;
 	int *status, opt, rc;
 
-	while ((opt = getopt(argc, argv, "s:n:b:c:l:B:gK")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:b:c:l:B:gKdS")) != -1) {
 		switch (opt) {
 		case 's':
 			sock = optarg;
@@ -261,6 +264,12 @@ int main(int argc, char **argv)
 			break;
 		case 'K':
 			keep = true;
+			break;
+		case 'd':
+			flags = POOL_KV_DRAM_ONLY;
+			break;
+		case 'S':
+			flags = POOL_KV_SHARDED;
 			break;
 		default:
 			usage();
@@ -316,7 +325,7 @@ int main(int argc, char **argv)
 	rc = pool_open(sock, 0, &pool);
 	if (rc < 0)
 		die("pool_open", rc);
-	rc = pool_kv_create(pool, ns, capacity, 0);
+	rc = pool_kv_create(pool, ns, capacity, flags);
 	if (rc < 0)
 		die("pool_kv_create", rc);
 	rc = pool_kv_open(pool, ns, &kv);
@@ -387,8 +396,11 @@ int main(int argc, char **argv)
 	printf("blocks          %" PRIu64 "\n", blocks);
 	printf("unique blocks   %zu (%.2f GiB of %zu-byte blocks)\n", uniq.n,
 	       (double)uniq.n * block / (1 << 30), block);
-	printf("capacity        %.0f%% of unique = %" PRIu64 " bytes (%.2f GiB), namespace %s\n",
-	       pct, capacity, (double)capacity / (1 << 30), ns);
+	printf("capacity        %.0f%% of unique = %" PRIu64 " bytes (%.2f GiB), namespace %s%s\n",
+	       pct, capacity, (double)capacity / (1 << 30), ns,
+	       flags & POOL_KV_SHARDED	   ? " (sharded)"
+	       : flags & POOL_KV_DRAM_ONLY ? " (dram)"
+					   : "");
 	printf("hits            %" PRIu64 "  misses %" PRIu64 "\n", hits, blocks - hits);
 	printf("hit rate        %.2f%%  (unbounded cache, same run: %.2f%%)\n",
 	       100.0 * hits / blocks, 100.0 * ref_hits / blocks);
