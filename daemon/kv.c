@@ -318,6 +318,12 @@ uint32_t kv_val_owner(const struct kv_ns *ns, const uint8_t *key, size_t klen, u
 		   : writer;
 }
 
+/* Where v's bytes are counted: a sharded namespace's values apart (kvowner_quota_over()). */
+static struct usage_table *kv_usage(struct poold *pd, const struct kv_val *v)
+{
+	return v->arena == KV_STORE_ARENA && !v->pmem ? &pd->kv->shard_usage : &pd->usage;
+}
+
 /*
  * Count a value's bytes (its copies too) against owner; -ENOMEM. While it
  * is counted, a place added or dropped is counted with it
@@ -325,7 +331,7 @@ uint32_t kv_val_owner(const struct kv_ns *ns, const uint8_t *key, size_t klen, u
  */
 int kv_owner_charge(struct poold *pd, struct kv_val *v, uint32_t owner)
 {
-	if (usage_charge(&pd->usage, owner, (int64_t)kv_val_bytes(v), 0) < 0)
+	if (usage_charge(kv_usage(pd, v), owner, (int64_t)kv_val_bytes(v), 0) < 0)
 		return -ENOMEM;
 	v->owner = owner;
 	v->charged = 1;
@@ -337,7 +343,7 @@ void kv_val_recharge(struct poold *pd, const struct kv_val *v, int64_t delta)
 {
 	/* (owner has a count while v is counted: it cannot fail) */
 	if (v->charged)
-		usage_charge(&pd->usage, v->owner, delta, 0);
+		usage_charge(kv_usage(pd, v), v->owner, delta, 0);
 }
 
 /* Stop counting what kv_owner_charge() counted. */
@@ -1061,6 +1067,7 @@ void kv_close(struct poold *pd)
 	while ((ns = TAILQ_FIRST(&pd->kv->list)) != NULL)
 		kv_ns_free(pd, ns);
 	kv_ns_free(pd, pd->kv->orphans);
+	usage_clear(&pd->kv->shard_usage);
 	free(pd->kv);
 	pd->kv = NULL;
 }

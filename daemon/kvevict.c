@@ -29,10 +29,21 @@ static bool kv_fits(const struct kv_ns *ns, uint64_t need)
 }
 
 /*
- * Room for need more bytes under owner's quota (quota.c), which counts its
- * regions and snapshot pages too. A namespace that may evict drops its own
- * least recently used values, spilled ones first (a spill gives no quota
- * back); -EDQUOT when that is not enough.
+ * Whether need more bytes of ns would pass owner's quota (quota.c), which
+ * counts its regions and snapshot pages too; a sharded namespace's values
+ * are bounded apart, by owner's part of its quota here (kvowner.c).
+ */
+static bool kv_quota_over(struct poold *pd, const struct kv_ns *ns, uint32_t owner, uint64_t need)
+{
+	return ns->flags & HOLD_NS_SHARDED ? kvowner_quota_over(pd, owner, need)
+					   : quota_over(pd, owner, need);
+}
+
+/*
+ * Room for need more bytes under owner's quota (kv_quota_over()). A
+ * namespace that may evict drops its own least recently used values,
+ * spilled ones first (a spill gives no quota back); -EDQUOT when that is
+ * not enough.
  */
 int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t need)
 {
@@ -40,12 +51,12 @@ int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t n
 	struct kv_entry *e, *next;
 	size_t k;
 
-	if (!quota_over(pd, owner, need))
+	if (!kv_quota_over(pd, ns, owner, need))
 		return 0;
 	if (ns->flags & (HOLD_NS_NO_EVICT | HOLD_NS_DEDUP))
 		return -EDQUOT;
 	for (k = 0; k < ARRAY_SIZE(lists); k++)
-		for (e = TAILQ_FIRST(lists[k]); e != NULL && quota_over(pd, owner, need);
+		for (e = TAILQ_FIRST(lists[k]); e != NULL && kv_quota_over(pd, ns, owner, need);
 		     e = next) {
 			next = TAILQ_NEXT(e, lru);
 			if (kv_pins(e) != NULL || e->moving || e->val.owner != owner)
@@ -56,7 +67,7 @@ int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t n
 			else
 				kv_entry_clear(pd, ns, e);
 		}
-	return quota_over(pd, owner, need) ? -EDQUOT : 0;
+	return kv_quota_over(pd, ns, owner, need) ? -EDQUOT : 0;
 }
 
 /*

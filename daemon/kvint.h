@@ -315,6 +315,13 @@ struct kv_space {
 	void (*copy_kick)(struct poold *pd); /* told when the map changed (kvbackup.c) */
 	void (*copy_close)(struct poold *pd);
 	uint64_t backup_keys, backup_missed, backup_copied; /* sent, not taken, copied whole */
+	/*
+	 * What each uid's values of sharded namespaces take here, apart from
+	 * its other holdings: bounded by its part of its quota
+	 * (kvowner_quota_over()), the shards' part this poold keeps.
+	 */
+	struct usage_table shard_usage;
+	uint32_t quota_shards; /* shards owned, and backed where a namespace has 2 replicas */
 };
 
 /*
@@ -448,6 +455,7 @@ int kvhandover_put(struct poold *pd, struct kv_part *part, struct kv_ns *ns,
 		   const Pool__KvHandoverEntry *in);
 bool kvhandover_part_end(struct poold *pd, struct kv_part *part);
 int kvowner_place(struct poold *pd, struct kv_ns *ns, uint64_t len, struct kv_val *v);
+bool kvowner_quota_over(struct poold *pd, uint32_t uid, uint64_t need);
 /*
  * After a request's puts (removed false) or removals of ns's keys (those
  * of locs[i].status 0 done): each sent to its shard's backup. 1 when some

@@ -23,6 +23,8 @@
  */
 #include "config.h"
 
+#include <unistd.h>
+
 #include <event2/event.h>
 
 #include "daemon/kvint.h"
@@ -147,6 +149,17 @@ static uint64_t kvowner_room(struct poold *pd, const struct kv_ns *ns, uint32_t 
 	       (kv_shard_map_owned(map, pd->node_id) + (ns->replicas > 1 ? backed : 0));
 }
 
+/* Of the shards this poold backs (backed), those that hold copies: all, where a namespace has 2. */
+static uint32_t kvowner_backups(struct poold *pd, uint32_t backed)
+{
+	struct kv_ns *ns;
+
+	for (ns = kvowner_next_ns(pd, 0); ns != NULL; ns = kvowner_next_ns(pd, ns->id))
+		if (ns->replicas > 1)
+			return backed;
+	return 0;
+}
+
 /* The shards this poold backs in the map (kvbackup.c). */
 static uint32_t kvowner_backed(struct poold *pd)
 {
@@ -232,6 +245,7 @@ void kvowner_map(struct poold *pd)
 	}
 	if (drop)
 		kvowner_drop_start(pd);
+	kv->quota_shards = kv_shard_map_owned(map, me) + kvowner_backups(pd, backed);
 	kv->was_owner = owner;
 	kv_shard_map_clear(&without);
 	TAILQ_FOREACH(ns, &kv->list, entry) /* (the copies among its entries, as backed now) */
@@ -310,8 +324,7 @@ int kvowner_open(struct poold *pd)
 void kvowner_close(struct poold *pd)
 {
 	pd->members_changed = NULL;
-	kv_close(pd);
-	usage_clear(&pd->usage); /* (what its owners' values counted, at a node too) */
+	kv_close(pd); /* (with what its shards' values counted: kv_space.shard_usage) */
 }
 
 /*
@@ -416,6 +429,28 @@ void kvowner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n)
 		ns->backs = pd->kv->backing;
 		ns->room = kvowner_room(pd, ns, kvowner_backed(pd));
 	}
+	pd->kv->quota_shards = kv_shard_map_owned(cluster_kv_shards(pd), pd->node_id) +
+			       kvowner_backups(pd, kvowner_backed(pd));
+}
+
+/*
+ * Whether uid's values of sharded namespaces here would pass its bound
+ * with need bytes more: quota.bytes shared out as the shards are (this
+ * poold's part: the shards it owns, and those it backs where a namespace
+ * keeps 2 replicas, of 1,024), and for every uid but root and poold's own,
+ * quota.share of the memory it keeps for shards. So a uid holds about its
+ * quota over all owners, not on each, and no uid fills an owner's memory.
+ */
+bool kvowner_quota_over(struct poold *pd, uint32_t uid, uint64_t need)
+{
+	uint64_t limit = UINT64_MAX, held = usage_of(&pd->kv->shard_usage, uid).bytes, size, used;
+
+	if (pd->conf->quota_bytes > 0)
+		limit = (uint64_t)pd->conf->quota_bytes / KV_SHARDS * pd->kv->quota_shards;
+	kvstore_stats(pd, &size, &used);
+	if (pd->conf->quota_share > 0 && uid != 0 && uid != (uint32_t)geteuid())
+		limit = MIN(limit, size / 100 * (uint64_t)pd->conf->quota_share);
+	return held > limit || need > limit - held;
 }
 
 /*

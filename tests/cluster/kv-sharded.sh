@@ -16,7 +16,7 @@ KV="$top_builddir/tests/tools/pool-kv"
 kv() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_sock "$i")" "$KV" "$@"; }
 finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "kv-sharded: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 
-POOL_OPTS="-o kv.shard_size=32M"
+POOL_OPTS="-o kv.shard_size=32M -o quota.bytes=16M"
 metrics_at() { echo "$(cluster_addr "$1"):$(cluster_port "$1" 9400)"; }
 node_opts() { echo "-o metrics.listen=$(metrics_at "$1")"; }
 POOL_NODE_OPTS=node_opts
@@ -119,6 +119,20 @@ if have_nobody "$KV"; then
 		out=$(kv 3 sh mget a 100 7 2>&1) && [ "$out" = "mget a: 99 hits of 100, all correct" ] &&
 		ok "uid nobody: every get and a batch put refused by the owners, nothing changed" ||
 		{ not_ok "nobody ($denied denied)"; cat "$CLUSTER_TMP/out"; }
+
+	# A namespace nobody may write: its values here are bounded by its quota
+	# over all owners (quota.bytes = 16M: each owner holds its shards' part),
+	# not by the quota on each (4 x 16M would take them all). Its puts evict
+	# its own older values once at the bound.
+	pctl 1 kv create open 256M sharded mode=0666 >/dev/null 2>&1 || not_ok "create open"
+	sleep 1
+	cluster_exec 3 setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		env POOL_SOCKET="$(pool_sock 3)" "$KV" open mput q 600 65536 3 >"$CLUSTER_TMP/out" 2>&1
+	kept=$(pctl 3 --json kv stats open | python3 -c 'import json, sys; print(json.load(sys.stdin)["namespaces"][0]["entries"])')
+	[ "$kept" -gt 0 ] && [ "$kept" -le $((16 * 1048576 / 65536)) ] &&
+		ok "uid nobody put 600 values of 64 KiB: $kept kept over the four owners, within its 16M quota" ||
+		{ not_ok "nobody's quota over the owners: $kept kept"; cat "$CLUSTER_TMP/out"; }
+	pctl 1 kv drop open >/dev/null 2>&1
 fi
 
 # A dead owner: its keys miss, the others' stay; puts go to the new owners.
