@@ -225,7 +225,6 @@ static int kvbackup_msg_add(struct poold *pd, uint32_t node, const char *ns, str
 	    (rc = kvbackup_msg_send(pd, node, ns, b, w, c)) < 0)
 		return rc;
 	do {
-		Pool__KvHandoverEntry *out;
 		void *data;
 
 		take = MIN(e->val.vlen - off, (uint64_t)KVBACKUP_BYTES);
@@ -233,15 +232,7 @@ static int kvbackup_msg_add(struct poold *pd, uint32_t node, const char *ns, str
 			return -ENOMEM;
 		if (kvstore_reach(pd, e->val.off, off, take, &data) < 0)
 			return -EFAULT;
-		out = &b->entries[b->n++];
-		pool__kv_handover_entry__init(out);
-		out->key = (ProtobufCBinaryData){e->klen, (uint8_t *)kv_entry_key(e)};
-		out->value = (ProtobufCBinaryData){take, data};
-		out->offset = off;
-		out->size = e->val.vlen;
-		out->owner = e->val.owner;
-		out->has_expire_at = kv_expire_at(e) > 0;
-		out->expire_at = kv_expire_at(e);
+		kvhandover_entry(&b->entries[b->n++], e, off, data, take);
 		b->bytes += take + e->klen + KVBACKUP_ENTRY_COST;
 		kvowner_set(b->shards, kv_shard_of(ns, kv_entry_key(e), e->klen), true);
 		off += take;

@@ -508,6 +508,19 @@ static bool kvhandover_grow(struct kvhandover_walk *w)
 	return true;
 }
 
+void kvhandover_entry(Pool__KvHandoverEntry *out, const struct kv_entry *e, uint64_t off,
+		      void *data, uint64_t len)
+{
+	pool__kv_handover_entry__init(out);
+	out->key = (ProtobufCBinaryData){e->klen, (uint8_t *)kv_entry_key(e)};
+	out->value = (ProtobufCBinaryData){len, data};
+	out->offset = off;
+	out->size = e->val.vlen;
+	out->owner = e->val.owner;
+	out->has_expire_at = kv_expire_at(e) > 0;
+	out->expire_at = kv_expire_at(e);
+}
+
 /*
  * Put e (its bytes from off) in the answer, as much as fits: 1 when it
  * went whole, 0 when cut (*ret_off says how far), -1 when it does not fit
@@ -518,7 +531,6 @@ static int kvhandover_give(struct poold *pd, struct kvhandover_walk *w, struct k
 {
 	uint64_t room = KVHANDOVER_BYTES - MIN(w->bytes, (uint64_t)KVHANDOVER_BYTES);
 	uint64_t need = e->val.vlen - off, take = MIN(need, room);
-	Pool__KvHandoverEntry *out;
 	void *data;
 
 	if ((w->n > 0 && (take < need || w->bytes >= KVHANDOVER_BYTES)) ||
@@ -526,16 +538,7 @@ static int kvhandover_give(struct poold *pd, struct kvhandover_walk *w, struct k
 		return -1;
 	if (kvstore_reach(pd, e->val.off, off, take, &data) < 0)
 		return -2;
-	out = &w->entries[w->n];
-	pool__kv_handover_entry__init(out);
-	out->key = (ProtobufCBinaryData){e->klen, kv_entry_key(e)};
-	out->value = (ProtobufCBinaryData){take, data};
-	out->offset = off;
-	out->size = e->val.vlen;
-	out->owner = e->val.owner;
-	out->has_expire_at = kv_expire_at(e) > 0;
-	out->expire_at = kv_expire_at(e);
-	w->n++;
+	kvhandover_entry(&w->entries[w->n++], e, off, data, take);
 	w->bytes += take + e->klen + KVHANDOVER_ENTRY_COST;
 	*ret_off = off + take;
 	if (take < need)

@@ -454,6 +454,9 @@ struct kv_part {
 int kvhandover_put(struct poold *pd, struct kv_part *part, struct kv_ns *ns,
 		   const Pool__KvHandoverEntry *in);
 bool kvhandover_part_end(struct poold *pd, struct kv_part *part);
+/* Entry out: e's key, len bytes of its value (data) from off, its size, uid and expiry. */
+void kvhandover_entry(Pool__KvHandoverEntry *out, const struct kv_entry *e, uint64_t off,
+		      void *data, uint64_t len);
 int kvowner_place(struct poold *pd, struct kv_ns *ns, uint64_t len, struct kv_val *v);
 bool kvowner_quota_over(struct poold *pd, uint32_t uid, uint64_t need);
 /*

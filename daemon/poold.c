@@ -233,9 +233,9 @@ static void poold_free(struct poold *pd)
 	metrics_close(pd);
 	snapplace_close(pd); /* before the links its helpers answer on */
 	scrub_close(pd);     /* (a scrub's caller is in the address space) */
+	kvbackup_close(pd);  /* (its waiting requests answered: some are kvroute.c's parts) */
 	kvroute_close(pd);
 	kvhandover_close(pd); /* (before the coordinator's index goes with the KV space) */
-	kvbackup_close(pd);
 	coord_close(pd);
 	resprelay_close(pd);
 	peer_close(pd);
