@@ -261,16 +261,16 @@ static int kvbackup_msg_removed(struct kvbackup_msg *b, const char *ns,
 	return 0;
 }
 
-/* The backup of key's shard of ns: 0 when it has none (a single owner, or it is down). */
+/*
+ * The backup of key's shard of ns: 0 when it has none (a single owner).
+ * The map's owners are the members not dead, so a second in it is up.
+ */
 static uint32_t kvbackup_of(struct poold *pd, const struct kv_ns *ns, const void *key, size_t klen)
 {
 	const struct kv_shard_map *map = cluster_kv_shards(pd);
-	uint32_t s = kv_shard_of(ns->name, key, klen), b;
+	uint32_t s = kv_shard_of(ns->name, key, klen);
 
-	if (map->nowners < 2 || map->owner[s] != pd->node_id)
-		return 0;
-	b = map->second[s];
-	return b != pd->node_id && kvowner_alive(pd, b) ? b : 0;
+	return map->nowners > 1 && map->owner[s] == pd->node_id ? map->second[s] : 0;
 }
 
 /*
@@ -472,7 +472,7 @@ static void kvbackup_kick(struct poold *pd)
 		return;
 	for (s = 0; s < KV_SHARDS && map->nowners > 1; s++) {
 		b = map->second[s];
-		if (kv->copied_to[s] == b || !kvbackup_copies(pd, s, b) || !kvowner_alive(pd, b))
+		if (kv->copied_to[s] == b || !kvbackup_copies(pd, s, b))
 			continue;
 		if (c == NULL || c->node != b) {
 			TAILQ_FOREACH(c, &kv->copies, entry)

@@ -373,7 +373,6 @@ void kvowner_stats(struct poold *pd, Pool__KvShardInfo *ret)
 	for (s = 0; s < KV_SHARDS; s++) {
 		ret->backed += kvowner_bit(kv->backing, s);
 		ret->unbacked += map->nowners > 1 && map->owner[s] == pd->node_id &&
-				 kvowner_alive(pd, map->second[s]) &&
 				 kv->copied_to[s] != map->second[s];
 	}
 	ret->backup_keys = kv->backup_keys;
@@ -397,10 +396,12 @@ static void kvowner_drop(struct poold *pd, struct kv_ns *ns)
 void kvowner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n)
 {
 	struct kv_ns *ns, *next;
+	uint32_t backed;
 	size_t i;
 
 	if (pd->kv == NULL || pd->regions != NULL)
 		return;
+	backed = kvowner_backed(pd);
 	for (ns = TAILQ_FIRST(&pd->kv->list); ns != NULL; ns = next) {
 		next = TAILQ_NEXT(ns, entry);
 		for (i = 0; i < n; i++)
@@ -427,10 +428,10 @@ void kvowner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n)
 		ns->gid = d->gid;
 		ns->mode = d->mode & 0777;
 		ns->backs = pd->kv->backing;
-		ns->room = kvowner_room(pd, ns, kvowner_backed(pd));
+		ns->room = kvowner_room(pd, ns, backed);
 	}
-	pd->kv->quota_shards = kv_shard_map_owned(cluster_kv_shards(pd), pd->node_id) +
-			       kvowner_backups(pd, kvowner_backed(pd));
+	pd->kv->quota_shards =
+	    kv_shard_map_owned(cluster_kv_shards(pd), pd->node_id) + kvowner_backups(pd, backed);
 }
 
 /*
@@ -447,9 +448,10 @@ bool kvowner_quota_over(struct poold *pd, uint32_t uid, uint64_t need)
 
 	if (pd->conf->quota_bytes > 0)
 		limit = (uint64_t)pd->conf->quota_bytes / KV_SHARDS * pd->kv->quota_shards;
-	kvstore_stats(pd, &size, &used);
-	if (pd->conf->quota_share > 0 && uid != 0 && uid != (uint32_t)geteuid())
+	if (pd->conf->quota_share > 0 && uid != 0 && uid != (uint32_t)geteuid()) {
+		kvstore_stats(pd, &size, &used);
 		limit = MIN(limit, size / 100 * (uint64_t)pd->conf->quota_share);
+	}
 	return held > limit || need > limit - held;
 }
 
