@@ -11,17 +11,8 @@
 # read back (pool-kv mget), which is the baseline rate over the same links.
 #   tests/bench/pool-bench kv-backup [BUILDDIR]
 #   env: BACKUP_KEYS (60000), BACKUP_SIZE (4096)
-set -u
-top_builddir=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
-top_srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-export top_builddir top_srcdir
-. "$top_srcdir/tests/cluster/pool.sh"
-finish() { :; }
-KV=$top_builddir/tests/tools/pool-kv
+. "$(dirname "$0")/kvcluster.sh"
 keys=${BACKUP_KEYS:-60000} size=${BACKUP_SIZE:-4096}
-trap 'cluster_destroy >/dev/null 2>&1' EXIT
-kv() { local i=$1; shift; cluster_exec "$i" env POOL_SOCKET="$(pool_sock "$i")" "$KV" "$@"; }
-now_ms() { date +%s%3N; }
 shard() {
 	pctl "$1" --json status 2>/dev/null |
 		python3 -c 'import json, sys; print(json.load(sys.stdin)["kv_shards"].get(sys.argv[1], 0))' "$2" 2>/dev/null || echo 1
@@ -37,7 +28,6 @@ whole() {
 	done
 }
 sent() { local i s=0; for i in "$@"; do s=$((s + $(shard "$i" backup_keys))); done; echo $s; }
-rate() { awk -v k="$1" -v b="$2" -v ms="$3" 'BEGIN { printf "%8d keys %8.1f MB %8d ms %10.0f keys/s %8.1f MB/s\n", k, b / 1e6, ms, k * 1000 / ms, b / 1e3 / ms }'; }
 # put NS: every value into NS from h2, in batches of 4,096; the ms it took.
 put() {
 	local at n t0=$(now_ms)

@@ -10,17 +10,8 @@
 # value (pool-kv mget) from the same owners over the same links.
 #   tests/bench/pool-bench kv-handover [BUILDDIR]
 #   env: HANDOVER_KEYS (60000), HANDOVER_SIZE (4096)
-set -u
-top_builddir=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
-top_srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-export top_builddir top_srcdir
-. "$top_srcdir/tests/cluster/pool.sh"
-finish() { :; }
-KV=$top_builddir/tests/tools/pool-kv
+. "$(dirname "$0")/kvcluster.sh"
 keys=${HANDOVER_KEYS:-60000} size=${HANDOVER_SIZE:-4096}
-trap 'cluster_destroy >/dev/null 2>&1' EXIT
-kv() { local i=$1; shift; cluster_exec "$i" env POOL_SOCKET="$(pool_sock "$i")" "$KV" "$@"; }
-now_ms() { date +%s%3N; }
 moves() {
 	pctl "$1" --json status 2>/dev/null | python3 -c 'import json, sys
 k = json.load(sys.stdin)["kv_shards"]
@@ -41,7 +32,6 @@ settled() {
 	echo $(($(now_ms) - t0))
 }
 total_in() { local i s=0; for i in 1 2 3 4; do s=$((s + $(moves "$i" | cut -d' ' -f4))); done; echo $s; }
-rate() { awk -v k="$1" -v b="$2" -v ms="$3" 'BEGIN { printf "%8d keys %8.1f MB %8d ms %10.0f keys/s %8.1f MB/s\n", k, b / 1e6, ms, k * 1000 / ms, b / 1e3 / ms }'; }
 
 mem=$(((keys * (size + 512) / 3 + (64 << 20)) >> 20))
 POOL_OPTS="-o kv.shard_size=${mem}M"

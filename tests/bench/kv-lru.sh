@@ -10,17 +10,11 @@
 # percent of the trace's unique blocks; the hit rates side by side.
 #   tests/bench/pool-bench kv-lru [BUILDDIR]
 #   env: LRU_PCTS ("25 50 75"), LRU_BLOCK (16K), LRU_TRACE (the Mooncake trace)
-set -u
-top_builddir=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
-top_srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-export top_builddir top_srcdir
-. "$top_srcdir/tests/cluster/pool.sh"
-finish() { :; }
+. "$(dirname "$0")/kvcluster.sh"
 REPLAY=$top_builddir/tests/bench/pool-kv-replay
 trace=${LRU_TRACE:-$top_srcdir/../shared/data/kv-synthetic-trace.jsonl}
 pcts=${LRU_PCTS:-25 50 75} block=${LRU_BLOCK:-16K}
 [ -r "$trace" ] || { echo "pool-bench kv-lru: no trace at $trace" >&2; exit 1; }
-trap 'cluster_destroy >/dev/null 2>&1' EXIT
 
 # 43,924 unique blocks of 16 KiB: 0.7 GB; a node's part of a sharded
 # namespace at 75% with room to spare, and lenders for the other.

@@ -14,16 +14,10 @@
 # no single poold has to do for all the others.
 #   tests/bench/pool-bench kv-shards [BUILDDIR]
 #   env: SHARDS_CONNS (4), SHARDS_SECS (3), SHARDS_SIZE (1K)
-set -u
-top_builddir=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
-top_srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-export top_builddir top_srcdir
-. "$top_srcdir/tests/cluster/pool.sh"
-finish() { :; }
+. "$(dirname "$0")/kvcluster.sh"
 BENCH=$top_builddir/tests/bench/pool-bench-kv
 conns=${SHARDS_CONNS:-4} secs=${SHARDS_SECS:-3} size=${SHARDS_SIZE:-1K}
 OUT=$(mktemp -d /tmp/pool-bench-kv-shards.XXXXXX)
-trap 'rm -rf "$OUT"; cluster_destroy >/dev/null 2>&1' EXIT
 
 cpu_ms() { awk '{ print ($14 + $15) * 10 }' "/proc/$1/stat"; }
 
