@@ -407,7 +407,7 @@ void kv_retire_val(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 {
 	kv_val_out(pd, ns, e);
 	if (!ns->flushing)
-		kvev_removed(pd, ns->name, kv_entry_key(e), e->klen);
+		kv_ev_removed(pd, ns, kv_entry_key(e), e->klen);
 }
 
 /* Take a pending value out of the index, kept (pinned by its writer) until the writer is done. */
@@ -1064,6 +1064,8 @@ void kv_close(struct poold *pd)
 		event_free(pd->kv->owner_sweep);
 	if (pd->kv->drop_ev != NULL)
 		event_free(pd->kv->drop_ev);
+	if (pd->kv->ev_walk_ev != NULL)
+		event_free(pd->kv->ev_walk_ev);
 	while ((ns = TAILQ_FIRST(&pd->kv->list)) != NULL)
 		kv_ns_free(pd, ns);
 	kv_ns_free(pd, pd->kv->orphans);
@@ -1252,7 +1254,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			 */
 			kv_tell(pd, ns, e);
 			if (fresh)
-				kvev_stored(pd, ns->name, kv_entry_key(e), e->klen);
+				kv_ev_stored(pd, ns, kv_entry_key(e), e->klen);
 			kv_result(res, 0, &e->val, KV_PLACES_WRITE_ONE);
 			return 1;
 		}

@@ -2,7 +2,9 @@
  * daemon/kvevents.c - KV events for cache-aware routers, in vLLM's format.
  *
  * When kv_events.endpoint is set, the coordinator publishes what happens to
- * one KV namespace (kv_events.namespace) as vLLM's engines publish their
+ * one KV namespace (kv_events.namespace), or, where that namespace is
+ * sharded, every poold what happens to the keys of the shards it owns
+ * (kvevshards.c, which says in what order), as vLLM's engines publish their
  * prefix cache (vllm/distributed/kv_events.py): a ZMQ PUB socket sends
  * three-frame messages, topic | 8-byte big-endian sequence number | payload,
  * the payload a msgpack EventBatch [ts, [event, ...]] of BlockStored (keys
@@ -618,7 +620,7 @@ static int kvev_listen(struct poold *pd, int which, int type, int hwm, const cha
 	return 0;
 }
 
-/* Start publishing if kv_events.endpoint is set (coordinator). */
+/* Start publishing if kv_events.endpoint is set (at a node: for a sharded namespace). */
 int kvev_open(struct poold *pd)
 {
 	const struct poold_conf *conf = pd->conf;

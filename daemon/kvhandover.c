@@ -134,6 +134,7 @@ static int kvhandover_commit(struct poold *pd, struct kv_ns *ns, const struct kv
 	struct kv_result res;
 
 	kv_key_op(pd, ns, who, KV_COMMIT, in->key.data, in->key.len, version, &res);
+	kvev_end(pd); /* (its event, if told of, is not a chain with the next key's) */
 	if (res.status < 0)
 		return res.status;
 	e = *kv_slot(ns, in->key.data, in->key.len, kv_hash(in->key.data, in->key.len));

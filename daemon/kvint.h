@@ -1,7 +1,7 @@
 /*
  * daemon/kvint.h - what the KV index's files share (kv.c the index itself;
  * kvevict.c, kvreap.c, kvtier.c, kvdedup.c, kvreplica.c, kvrebuild.c,
- * kvwire.c, kvlocal.c): its records and the functions they call in each
+ * kvevshards.c, kvwire.c, kvlocal.c): its records and the functions they call in each
  * other. Nothing outside them includes it; the rest of poold uses
  * poold.h's kv_* functions.
  */
@@ -322,6 +322,17 @@ struct kv_space {
 	 */
 	struct usage_table shard_usage;
 	uint32_t quota_shards; /* shards owned, and backed where a namespace has 2 replicas */
+	/*
+	 * The events of a sharded kv_events.namespace (kvevshards.c): the
+	 * shards whose keys' BlockStored this poold publishes (told: those
+	 * it owns), those whose removals it publishes (known: those told of,
+	 * and those it stopped owning until the walk withdrew their keys),
+	 * and those the walk under way tells of or withdraws, from bucket
+	 * ev_bucket of the namespace on.
+	 */
+	uint8_t ev_told[KV_SHARDS / 8], ev_known[KV_SHARDS / 8], ev_walk[KV_SHARDS / 8];
+	size_t ev_bucket;
+	struct event *ev_walk_ev;
 };
 
 /*
@@ -488,6 +499,12 @@ static inline void kvowner_set(uint8_t *bits, uint32_t shard, bool on)
 		bits[shard / 8] &= (uint8_t) ~(1u << (shard % 8));
 }
 bool kv_reap(struct poold *pd, size_t max, uint64_t budget_us);
+
+/* kvevshards.c: the events of a sharded namespace, those of the shards this poold owns */
+void kv_ev_stored(struct poold *pd, const struct kv_ns *ns, const uint8_t *key, size_t klen);
+void kv_ev_removed(struct poold *pd, const struct kv_ns *ns, const uint8_t *key, size_t klen);
+void kvevshards_map(struct poold *pd, const struct kv_shard_map *map);
+int kvevshards_open(struct poold *pd);
 bool kv_reap_settle(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who,
 		    const uint8_t *key, size_t klen, uint64_t h, uint64_t version);
 

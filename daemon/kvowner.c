@@ -245,6 +245,7 @@ void kvowner_map(struct poold *pd)
 	}
 	if (drop)
 		kvowner_drop_start(pd);
+	kvevshards_map(pd, map);
 	kv->quota_shards = kv_shard_map_owned(map, me) + kvowner_backups(pd, backed);
 	kv->was_owner = owner;
 	kv_shard_map_clear(&without);
@@ -314,7 +315,7 @@ int kvowner_open(struct poold *pd)
 		return rc;
 	pd->kv->owner_sweep = event_new(pd->base, -1, EV_PERSIST, kvowner_sweep, pd);
 	pd->kv->drop_ev = evtimer_new(pd->base, kvowner_drop_slice, pd);
-	if (pd->kv->owner_sweep == NULL || pd->kv->drop_ev == NULL)
+	if (pd->kv->owner_sweep == NULL || pd->kv->drop_ev == NULL || kvevshards_open(pd) < 0)
 		return -ENOMEM;
 	event_add(pd->kv->owner_sweep, &every);
 	pd->members_changed = kvowner_members_changed;

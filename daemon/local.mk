@@ -4,7 +4,7 @@
 noinst_LTLIBRARIES += daemon/libpoold.la
 daemon_libpoold_la_SOURCES = daemon/poold.h daemon/pidfile.c daemon/heap.c daemon/conn.c daemon/control.c \
 	daemon/status.c daemon/reload.c daemon/cluster.c daemon/nodeids.c daemon/memberwire.c daemon/numa.c daemon/coord.c daemon/coordslot.h daemon/coordslot.c daemon/coordlink.c \
-	daemon/peer.c daemon/peerauth.c daemon/carry.c daemon/carry-link.c daemon/carry-rma.c daemon/nodecall.c daemon/kvstore.c daemon/kvowner.c daemon/kvhandover.c daemon/kvbackup.c daemon/kvroute.c daemon/probe.c daemon/nodes.c daemon/lend.c daemon/extent.h daemon/extent.c \
+	daemon/peer.c daemon/peerauth.c daemon/carry.c daemon/carry-link.c daemon/carry-rma.c daemon/nodecall.c daemon/kvstore.c daemon/kvowner.c daemon/kvevshards.c daemon/kvhandover.c daemon/kvbackup.c daemon/kvroute.c daemon/probe.c daemon/nodes.c daemon/lend.c daemon/extent.h daemon/extent.c \
 	daemon/regionint.h daemon/region.c daemon/regionrebuild.c daemon/regionwire.c daemon/reclaim.c daemon/reclaimwire.c daemon/spacetell.c daemon/arena.c daemon/ledger.h daemon/ledger.c \
 	daemon/placement.h daemon/placement.c daemon/usage.h daemon/usage.c daemon/quota.c daemon/htab.h daemon/htab.c \
 	daemon/hold.c daemon/holdwire.c daemon/holdsync.c daemon/holdreport.c daemon/reconcile.c daemon/stream.c daemon/kvint.h daemon/kvshard.h daemon/kvshard.c daemon/kv.c daemon/kvtier.c daemon/kvdedup.c daemon/kvreplica.c daemon/kvrebuild.c daemon/kvwire.c daemon/kvtell.c daemon/kvlocal.c daemon/kvevict.c daemon/kvreap.c daemon/kvevents.c daemon/resp.c daemon/journal.h daemon/journal.c daemon/coordlog.c daemon/vec.c daemon/respparse.h daemon/respparse.c daemon/respauth.c daemon/resp.h daemon/respkeys.c daemon/respconn.c daemon/respremote.c daemon/respplace.c daemon/resprelay.c \

@@ -237,6 +237,7 @@ static void poold_free(struct poold *pd)
 	kvroute_close(pd);
 	kvhandover_close(pd); /* (before the coordinator's index goes with the KV space) */
 	coord_close(pd);
+	kvev_close(pd); /* (a node's: the coordinator's went with its index) */
 	resprelay_close(pd);
 	peer_close(pd);
 	coordha_close(pd);
@@ -400,8 +401,9 @@ int main(int argc, char **argv)
 	if (lend_open(&pd) < 0 || kvstore_open(&pd) < 0 || kvowner_open(&pd) < 0 ||
 	    kvhandover_open(&pd) < 0 || kvbackup_open(&pd) < 0 || hold_open(&pd) < 0)
 		goto out;
-	if (pd.conf->role == ROLE_COORDINATOR ? coord_open(&pd) < 0
-					      : peer_open(&pd) < 0 || resprelay_open(&pd) < 0) {
+	if (pd.conf->role == ROLE_COORDINATOR
+		? coord_open(&pd) < 0
+		: peer_open(&pd) < 0 || resprelay_open(&pd) < 0 || kvev_open(&pd) < 0) {
 		log_warnx("cannot start the %s role",
 			  pd.conf->role == ROLE_COORDINATOR ? "coordinator" : "node");
 		goto out;

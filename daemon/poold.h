@@ -259,7 +259,7 @@ struct poold {
 	struct scrubs *scrubs;		 /* large extents being zeroed (scrub.c) */
 	struct grants *grants;		 /* what each local client session may reach (grant.c) */
 	struct firewall *firewall;	 /* fabric.firewall's rule (firewall.c) */
-	struct kvev *kvev;	 /* at the coordinator: KV events, if kv_events.endpoint is set */
+	struct kvev *kvev;		 /* KV events, if kv_events.endpoint is set (kvevents.c) */
 	struct coordha *coordha; /* coord.etcd: the election, or following its leader (coordha.c) */
 };
 
@@ -1115,7 +1115,8 @@ void coordlink_cancel(struct poold *pd, const void *arg);
 void coordlink_answer(struct poold *pd, const struct wire_hdr *hdr, const uint8_t *payload);
 void coordlink_fail(struct poold *pd, uint32_t node);
 
-/* kvevents.c: KV events in vLLM's format (coordinator) */
+/* kvevents.c: KV events in vLLM's format (the coordinator's; of a sharded namespace, each owner's)
+ */
 int kvev_open(struct poold *pd);
 void kvev_close(struct poold *pd);
 void kvev_stored(struct poold *pd, const char *ns, const uint8_t *key, size_t klen);

@@ -27,7 +27,10 @@ sys.exit(0 if eval(sys.argv[2]) else 1)' "$CLUSTER_TMP/out" "$3" 2>/dev/null && 
 }
 
 events=ipc://${TMPDIR:-/tmp}/pool-cluster-kvevents-$$
-POOL_OPTS="-o kv_events.endpoint=$events -o kv_events.replay_endpoint=$events-replay -o kv_events.namespace=model-a -o kv_events.block_hash=bytes"
+# (the coordinator's only: a node binds its own endpoint too, for a sharded namespace's events)
+coord_events() { [ "$1" = 1 ] && echo "-o kv_events.endpoint=$events -o kv_events.replay_endpoint=$events-replay"; }
+POOL_NODE_OPTS=coord_events
+POOL_OPTS="-o kv_events.namespace=model-a -o kv_events.block_hash=bytes"
 # The events subscriber, as a router keeps its index: every event of every batch as a
 # JSON line, until told to stop. It follows the publisher across the coordinator's restart
 # (ZMQ reconnects): once connected again, or on a break in the sequence, it replays from 0

@@ -20,13 +20,18 @@ metric() { python3 -c 'import sys, urllib.request
 for l in urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1]).read().decode().splitlines():
     if l.startswith(sys.argv[2] + " "): print(l.split()[1])' "$PORT" "$1"; }
 
-pool_start -o lend.size=256M -o kv_events.endpoint="$pub" -o kv_events.replay_endpoint="$replay" \
+pool_start -o lend.size=256M -o kv.shard_size=32M -o kv_events.endpoint="$pub" -o kv_events.replay_endpoint="$replay" \
 	-o kv_events.namespace=llm -o kv_events.topic=kv-events -o metrics.listen="127.0.0.1:$PORT" || exit 1
 check "poold says where it publishes" grep -q "KV events of namespace 'llm' on $pub, replay on $replay" "$TEST_DIR/poold.log"
 "$POOLCTL" kv create llm 1M >/dev/null || not_ok "kv create llm"
 check "events of new keys, removes, evictions and a flush, as msgspec encodes vLLM's structs" \
 	case_py events "$pub" "$replay" llm
 check_out "^events: " "the events case ran"
+cat "$TEST_DIR/out"
+# A sharded namespace: this poold owns every shard and publishes the same.
+"$POOLCTL" kv drop llm >/dev/null && "$POOLCTL" kv create llm 1M sharded >/dev/null ||
+	not_ok "kv create llm 1M sharded"
+check "the same events of a sharded namespace (its one owner's)" case_py events "$pub" "$replay" llm
 cat "$TEST_DIR/out"
 "$POOLCTL" kv drop llm >/dev/null && "$POOLCTL" kv create llm 64M >/dev/null || not_ok "kv create llm again"
 check "a late subscriber gets every kept batch by replay, then the end marker" \

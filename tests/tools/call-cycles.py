@@ -28,7 +28,7 @@ import sys
 # events (kvevents.c) are not in it: they sit above the index.
 MODULES = {
     "kv": ("kv", "kvtier", "kvdedup", "kvreplica", "kvrebuild", "kvtell", "kvevict", "kvreap",
-           "kvowner"),
+           "kvowner", "kvevshards"),
     "resp": ("resp", "respconn", "respkeys", "respplace", "respremote", "resprelay", "respparse",
              "respauth"),
     "etcd": ("etcd", "etcdwatch"),
