@@ -741,6 +741,10 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	} else {
 		id = m->info->id;
 	}
+	/* (back from the dead without a restart: the others went on with its KV shards) */
+	reply.was_dead =
+	    m != NULL && m->state == MEMBER_DEAD && m->info->incarnation == info->incarnation;
+	reply.has_was_dead = reply.was_dead;
 	if (m != NULL && m->info->incarnation != info->incarnation)
 		coord_node_gone(pd, m->info->id); /* restarted: its old clients are gone */
 	else /* (new to this coordinator: leases from its journal, if any, are confirmed) */

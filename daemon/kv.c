@@ -802,6 +802,7 @@ void kv_ns_free(struct poold *pd, struct kv_ns *ns)
 	TAILQ_REMOVE(&pd->kv->list, ns, entry);
 	free(ns->buckets);
 	free(ns->shard_entries);
+	free(ns->copy_since);
 	free(ns);
 }
 

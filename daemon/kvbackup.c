@@ -16,6 +16,16 @@
  * what the owner holds. A value longer than a call goes in pieces, sent
  * one after the other at once, so no other value's comes between them.
  *
+ * A whole copy adds and replaces keys; what the backup held of the shard
+ * from before and the copy did not write again (a removal it missed while
+ * its link was down) is what the owner no longer holds: its first call
+ * says which shards it copies, the backup notes each namespace's last
+ * version then, and once the copy is done drops the shards' copies of
+ * older versions, from the loop (kvowner.c), serving none of those shards
+ * meanwhile should it own them. The owner's evictions go to the backup
+ * too, as removals, each before any later call: a value evicted at the
+ * owner does not come back when the owner dies.
+ *
  * The backup takes a shard's keys from the shard's owner in its own map
  * only, and only while it is the shard's backup in it (-EAGAIN otherwise:
  * the owner copies the shard again once their maps agree). It evicts
@@ -57,6 +67,7 @@ struct kvbackup_copy {
 	size_t bucket;
 	unsigned in_flight;
 	bool failed, done_sent;
+	bool start_sent; /* the walk's first call went (it names the shards: KvBackup.start) */
 	uint64_t retry_ms;
 };
 
@@ -73,6 +84,14 @@ struct kvbackup_from {
 	TAILQ_ENTRY(kvbackup_from) entry;
 	uint32_t node;
 	struct kv_part part;
+};
+
+/* A key the owner evicted, to be removed at its backup too. */
+struct kvbackup_gone {
+	uint32_t node;
+	uint64_t ns;
+	uint8_t *key;
+	size_t klen;
 };
 
 /* A call being filled: one namespace's values and removed keys. */
@@ -162,6 +181,11 @@ static void kvbackup_answered(struct poold *pd, void *arg, int status, uint16_t 
 			free(w);
 		}
 	}
+	if (w == NULL && c == NULL && status < 0 && pd->kv != NULL &&
+	    pd->kv->copy_close != NULL) { /* (evictions not taken: copied again) */
+		pd->kv->backup_missed++;
+		kvbackup_recopy(pd, call->node, call->shards);
+	}
 	if (c != NULL) {
 		c->failed = c->failed || status < 0;
 		if (--c->in_flight == 0 && c->pd == NULL)
@@ -172,17 +196,25 @@ static void kvbackup_answered(struct poold *pd, void *arg, int status, uint16_t 
 	free(call);
 }
 
-/* Send the call b holds (of namespace ns) to node, for w or c; then b is empty again. */
+static void kvbackup_gone_send(struct poold *pd);
+
+/*
+ * Send the call b holds (of namespace ns) to node, for w or c (or
+ * neither: evictions); then b is empty again. The evictions not sent yet
+ * go first, so that a backup never removes a key after a newer value.
+ */
 static int kvbackup_msg_send(struct poold *pd, uint32_t node, const char *ns,
 			     struct kvbackup_msg *b, struct kvbackup_wait *w,
 			     struct kvbackup_copy *c)
 {
 	struct nodecall_as as = {0, 0, 0, true, 0};
-	struct kvbackup_call *call = malloc(sizeof(*call));
+	struct kvbackup_call *call;
 	size_t i;
 	int rc;
 
-	if (call == NULL)
+	if (w != NULL || c != NULL)
+		kvbackup_gone_send(pd);
+	if ((call = malloc(sizeof(*call))) == NULL)
 		return -ENOMEM;
 	*call = (struct kvbackup_call){w, c, node, {0}};
 	memcpy(call->shards, b->shards, sizeof(call->shards));
@@ -199,12 +231,17 @@ static int kvbackup_msg_send(struct poold *pd, uint32_t node, const char *ns,
 	if (rc < 0) {
 		free(call);
 	} else {
-		w != NULL ? w->pending++ : c->in_flight++;
+		if (w != NULL)
+			w->pending++;
+		if (c != NULL) {
+			c->in_flight++;
+			c->start_sent = c->start_sent || b->m.has_start;
+		}
 		pd->kv->backup_keys += b->n + b->nremoved;
 	}
 	b->n = b->nremoved = 0;
 	b->bytes = 0;
-	b->m.has_done = 0;
+	b->m.has_done = b->m.has_start = 0;
 	memset(b->shards, 0, sizeof(b->shards));
 	return rc;
 }
@@ -353,6 +390,98 @@ int kvbackup_send(struct poold *pd, struct kv_ns *ns, const ProtobufCBinaryData 
 	return 1;
 }
 
+/*
+ * The evicted keys not sent yet, to their backups: a call per backup and
+ * namespace (more when many), answered by no one but kvbackup_answered().
+ */
+static void kvbackup_gone_send(struct poold *pd)
+{
+	struct kv_space *kv = pd->kv;
+	struct kvbackup_gone *gone = kv->gone;
+	size_t n = kv->ngone, i, j;
+
+	if (n == 0)
+		return;
+	kv->gone = NULL; /* (taken: the sends below do not come back here) */
+	kv->ngone = kv->gone_cap = 0;
+	for (i = 0; i < n; i++) {
+		Pool__KvBackup init = POOL__KV_BACKUP__INIT;
+		struct kvbackup_msg b = {.m = init};
+		struct kv_ns *ns;
+		int rc = 0;
+
+		if (gone[i].key == NULL) /* (sent with an earlier one's) */
+			continue;
+		ns = kv_ns_by_id(pd, gone[i].ns);
+		for (j = i; j < n && ns != NULL && rc == 0; j++) {
+			ProtobufCBinaryData key = {gone[j].klen, gone[j].key};
+
+			if (gone[j].key == NULL || gone[j].node != gone[i].node ||
+			    gone[j].ns != gone[i].ns)
+				continue;
+			rc = kvbackup_msg_removed(&b, ns->name, &key);
+			if (rc == 0 && b.bytes >= KVBACKUP_BYTES)
+				rc = kvbackup_msg_send(pd, gone[i].node, ns->name, &b, NULL, NULL);
+		}
+		if (ns != NULL && rc == 0 && b.nremoved > 0)
+			rc = kvbackup_msg_send(pd, gone[i].node, ns->name, &b, NULL, NULL);
+		if (rc < 0) {
+			kv->backup_missed++;
+			kvbackup_recopy(pd, gone[i].node, NULL);
+		}
+		kvbackup_msg_free(&b); /* (before the keys its calls pointed at: packed, sent) */
+		for (j = n; j-- > i;)
+			if (gone[j].key != NULL && gone[j].node == gone[i].node &&
+			    gone[j].ns == gone[i].ns) {
+				free(gone[j].key);
+				gone[j].key = NULL;
+			}
+	}
+	free(gone);
+}
+
+static void kvbackup_gone_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd, (void)what;
+	kvbackup_gone_send(arg);
+}
+
+/*
+ * A value the owner evicts (kvevict.c): its key is removed at the shard's
+ * backup too, by the end of this turn of the loop or before any other
+ * call to a backup, whichever comes first.
+ */
+static void kvbackup_evicted(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e)
+{
+	static const struct timeval now = {0, 0};
+	struct kv_space *kv = pd->kv;
+	uint32_t node;
+	uint8_t *key;
+
+	if (!(ns->flags & HOLD_NS_SHARDED) || ns->replicas < 2 ||
+	    (node = kvbackup_of(pd, ns, kv_entry_key(e), e->klen)) == 0)
+		return; /* (not a shard it owns with a backup: a copy, say) */
+	if (kv->ngone == kv->gone_cap) {
+		size_t cap = kv->gone_cap ? kv->gone_cap * 2 : 64;
+		struct kvbackup_gone *g = realloc(kv->gone, cap * sizeof(*g));
+
+		if (g == NULL)
+			goto missed;
+		kv->gone = g;
+		kv->gone_cap = cap;
+	}
+	if ((key = malloc(e->klen)) == NULL)
+		goto missed;
+	memcpy(key, kv_entry_key(e), e->klen);
+	kv->gone[kv->ngone++] = (struct kvbackup_gone){node, ns->id, key, e->klen};
+	if (!evtimer_pending(kv->gone_ev, NULL))
+		evtimer_add(kv->gone_ev, &now);
+	return;
+missed:
+	kv->backup_missed++;
+	kvbackup_recopy(pd, node, NULL);
+}
+
 /* Whether this poold owns shard s, serves it, and its backup is node. */
 static bool kvbackup_copies(struct poold *pd, uint32_t s, uint32_t node)
 {
@@ -396,7 +525,7 @@ static void kvbackup_copy_step(struct poold *pd, struct kvbackup_copy *c)
 		any = any || kvowner_bit(c->shards, s);
 	}
 	if (c->failed || !any) {
-		c->failed = c->done_sent = false;
+		c->failed = c->done_sent = c->start_sent = false;
 		c->ns = 0;
 		c->bucket = 0;
 		c->retry_ms = units_now_ms() + KVBACKUP_RETRY_MS;
@@ -418,6 +547,10 @@ static void kvbackup_copy_step(struct poold *pd, struct kvbackup_copy *c)
 	ns = c->ns != 0 ? kv_ns_by_id(pd, c->ns) : NULL;
 	if (ns == NULL)
 		ns = kvowner_next_ns(pd, 0), c->bucket = 0; /* (the start, or gone: all again) */
+	if (!c->start_sent) { /* (its first call names the shards it copies: KvBackup.start) */
+		b.m.has_start = 1;
+		b.m.start = (ProtobufCBinaryData){sizeof(c->shards), c->shards};
+	}
 	for (; ns != NULL && rc == 0 && b.bytes < KVBACKUP_BYTES;
 	     ns = kvowner_next_ns(pd, ns->id)) {
 		if (ns->replicas < 2)
@@ -488,7 +621,7 @@ static void kvbackup_kick(struct poold *pd)
 			kvowner_set(c->shards, s, true); /* (more: the walk from the start) */
 			c->ns = 0;
 			c->bucket = 0;
-			c->done_sent = false;
+			c->done_sent = c->start_sent = false;
 		}
 	}
 	for (c = TAILQ_FIRST(&kv->copies); c != NULL; c = next) {
@@ -528,6 +661,45 @@ static bool kvbackup_backs_shard(struct poold *pd, uint32_t s, uint32_t node)
 	       !kvowner_bit(pd->kv->dropping, s);
 }
 
+/*
+ * A whole copy of node's shards begins: each namespace's last version now
+ * is noted, so that what the copy does not write again can go once it is
+ * done; a sweep of what an earlier copy left stops (this one's will do).
+ */
+static void kvbackup_copy_begins(struct poold *pd, const uint8_t *shards, uint32_t node)
+{
+	struct kv_ns *ns;
+	uint32_t s;
+
+	for (ns = kvowner_next_ns(pd, 0); ns != NULL; ns = kvowner_next_ns(pd, ns->id))
+		if (ns->replicas > 1 && ns->copy_since == NULL)
+			ns->copy_since = calloc(KV_SHARDS, sizeof(*ns->copy_since));
+	for (s = 0; s < KV_SHARDS; s++) {
+		if (!kvowner_bit(shards, s) || !kvbackup_backs_shard(pd, s, node))
+			continue;
+		kvowner_set(pd->kv->stale, s, false);
+		for (ns = kvowner_next_ns(pd, 0); ns != NULL; ns = kvowner_next_ns(pd, ns->id))
+			if (ns->copy_since != NULL)
+				ns->copy_since[s] = ns->next_version;
+	}
+}
+
+/* The whole copy of node's shards is done: they are whole here, and their older copies go. */
+static void kvbackup_copy_done(struct poold *pd, const uint8_t *shards, uint32_t node)
+{
+	bool any = false;
+	uint32_t s;
+
+	for (s = 0; s < KV_SHARDS; s++)
+		if (kvowner_bit(shards, s) && kvbackup_backs_shard(pd, s, node)) {
+			pd->kv->whole_from[s] = node;
+			kvowner_set(pd->kv->stale, s, true);
+			any = true;
+		}
+	if (any)
+		kvowner_drop_start(pd);
+}
+
 /* Served for a shard owner's poold, in a call (nodecall.c): its changes, taken here. */
 static int kvbackup_request(struct req *r, const ProtobufCMessage *msg)
 {
@@ -547,19 +719,19 @@ static int kvbackup_request(struct req *r, const ProtobufCMessage *msg)
 	if (pd->kv == NULL || pd->kv->copy_close == NULL)
 		return req_errorf(r, -EAGAIN, "this poold takes no backup copies now");
 	ns = kv_ns_find(pd, m->ns);
-	if (m->has_done && m->done.len != KVBACKUP_SHARD_BYTES)
+	if ((m->has_done && m->done.len != KVBACKUP_SHARD_BYTES) ||
+	    (m->has_start && m->start.len != KVBACKUP_SHARD_BYTES))
 		return req_errorf(r, -EINVAL, "a backup copy names %u shards", KV_SHARDS);
+	kvowner_map(pd);
+	if (m->has_start)
+		kvbackup_copy_begins(pd, m->start.data, r->node);
 	if (m->n_entries + m->n_removed == 0 && m->has_done) { /* (the end of a whole copy) */
-		kvowner_map(pd);
-		for (s = 0; s < KV_SHARDS; s++)
-			if (kvowner_bit(m->done.data, s) && kvbackup_backs_shard(pd, s, r->node))
-				pd->kv->whole_from[s] = r->node;
+		kvbackup_copy_done(pd, m->done.data, r->node);
 		return req_reply(r, WIRE_OK, &ok.base);
 	}
 	if (ns == NULL || !(ns->flags & HOLD_NS_SHARDED) || ns->replicas < 2)
 		return req_errorf(r, -ENOENT, "no sharded KV namespace '%s' of 2 replicas here",
 				  m->ns);
-	kvowner_map(pd);
 	for (i = 0; i < m->n_entries + m->n_removed; i++) {
 		const ProtobufCBinaryData *key =
 		    i < m->n_entries ? &m->entries[i]->key : &m->removed[i - m->n_entries];
@@ -604,9 +776,11 @@ int kvbackup_open(struct poold *pd)
 	TAILQ_INIT(&pd->kv->parts);
 	TAILQ_INIT(&pd->kv->waits);
 	pd->kv->copy_ev = evtimer_new(pd->base, kvbackup_again, pd);
+	pd->kv->gone_ev = evtimer_new(pd->base, kvbackup_gone_cb, pd);
 	pd->kv->copy_kick = kvbackup_kick;
 	pd->kv->copy_close = kvbackup_close_space;
-	return pd->kv->copy_ev != NULL ? 0 : -ENOMEM;
+	pd->kv->evicted = kvbackup_evicted;
+	return pd->kv->copy_ev != NULL && pd->kv->gone_ev != NULL ? 0 : -ENOMEM;
 }
 
 /*
@@ -621,6 +795,12 @@ static void kvbackup_close_space(struct poold *pd)
 
 	pd->kv->copy_kick = NULL;
 	pd->kv->copy_close = NULL;
+	pd->kv->evicted = NULL;
+	while (pd->kv->ngone > 0)
+		free(pd->kv->gone[--pd->kv->ngone].key);
+	free(pd->kv->gone);
+	pd->kv->gone = NULL;
+	pd->kv->gone_cap = 0;
 	while ((w = TAILQ_FIRST(&pd->kv->waits)) != NULL) {
 		TAILQ_REMOVE(&pd->kv->waits, w, entry);
 		w->pd = NULL;
@@ -636,7 +816,9 @@ static void kvbackup_close_space(struct poold *pd)
 	}
 	if (pd->kv->copy_ev != NULL)
 		event_free(pd->kv->copy_ev);
-	pd->kv->copy_ev = NULL;
+	if (pd->kv->gone_ev != NULL)
+		event_free(pd->kv->gone_ev);
+	pd->kv->copy_ev = pd->kv->gone_ev = NULL;
 }
 
 void kvbackup_close(struct poold *pd)

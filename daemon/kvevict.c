@@ -39,6 +39,18 @@ static bool kv_quota_over(struct poold *pd, const struct kv_ns *ns, uint32_t own
 					   : quota_over(pd, owner, need);
 }
 
+/* Evict e's value (its entry stays for a write pending on it); its backup is told first. */
+static void kv_evict_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
+{
+	ns->evictions++;
+	if (pd->kv->evicted != NULL)
+		pd->kv->evicted(pd, ns, e);
+	if (kv_pending(e) != NULL)
+		kv_retire_val(pd, ns, e);
+	else
+		kv_entry_clear(pd, ns, e);
+}
+
 /*
  * Room for need more bytes under owner's quota (kv_quota_over()). A
  * namespace that may evict drops its own least recently used values,
@@ -59,13 +71,8 @@ int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t n
 		for (e = TAILQ_FIRST(lists[k]); e != NULL && kv_quota_over(pd, ns, owner, need);
 		     e = next) {
 			next = TAILQ_NEXT(e, lru);
-			if (kv_pins(e) != NULL || e->moving || e->val.owner != owner)
-				continue;
-			ns->evictions++;
-			if (kv_pending(e) != NULL)
-				kv_retire_val(pd, ns, e); /* keep the entry for its pending write */
-			else
-				kv_entry_clear(pd, ns, e);
+			if (kv_pins(e) == NULL && !e->moving && e->val.owner == owner)
+				kv_evict_entry(pd, ns, e);
 		}
 	return kv_quota_over(pd, ns, owner, need) ? -EDQUOT : 0;
 }
@@ -93,14 +100,8 @@ static int kv_make_room_some(struct poold *pd, struct kv_ns *ns, uint64_t need, 
 		if (kv_pins(e) != NULL || e->moving)
 			continue;
 		rc = kv_spill(pd, ns, e, may_evict);
-		if (rc == 0 || !may_evict)
-			continue;
-		ns->evictions++;
-		if (kv_pending(e) != NULL) {
-			kv_retire_val(pd, ns, e); /* keep the entry for its pending write */
-			continue;
-		}
-		kv_entry_clear(pd, ns, e);
+		if (rc != 0 && may_evict)
+			kv_evict_entry(pd, ns, e);
 	}
 	return kv_fits(ns, need) ? 0 : -ENOSPC;
 }
@@ -115,11 +116,7 @@ bool kv_evict_one(struct poold *pd, struct kv_ns *ns)
 			break;
 	if (e == NULL)
 		return false;
-	ns->evictions++;
-	if (kv_pending(e) != NULL)
-		kv_retire_val(pd, ns, e); /* keep the entry for its pending write */
-	else
-		kv_entry_clear(pd, ns, e);
+	kv_evict_entry(pd, ns, e);
 	return true;
 }
 

@@ -201,6 +201,12 @@ struct kv_ns {
 	uint32_t *shard_entries;
 	const uint8_t *backs;
 	size_t copies;
+	/*
+	 * At a backup: for each shard whose whole copy began, the namespace's
+	 * last version then; the copies of the shard not written since are
+	 * what its owner no longer holds (kvbackup.c), dropped once it is done.
+	 */
+	uint64_t *copy_since;
 };
 
 /*
@@ -306,6 +312,7 @@ struct kv_space {
 	 * the whole shard (0: none yet, or a copy failed: it is copied again).
 	 */
 	uint8_t backing[KV_SHARDS / 8], drop_copy[KV_SHARDS / 8];
+	uint8_t stale[KV_SHARDS / 8]; /* copied whole: their older copies go (ns->copy_since) */
 	uint32_t copied_to[KV_SHARDS];
 	uint32_t whole_from[KV_SHARDS];	    /* at a backup: the owner whose whole copy it holds */
 	TAILQ_HEAD(, kvbackup_copy) copies; /* whole shards being copied to their backups */
@@ -314,7 +321,13 @@ struct kv_space {
 	struct event *copy_ev;
 	void (*copy_kick)(struct poold *pd); /* told when the map changed (kvbackup.c) */
 	void (*copy_close)(struct poold *pd);
+	/* Told of each value evicted, before it goes (kvbackup.c: sent to its backup). */
+	void (*evicted)(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e);
+	struct kvbackup_gone *gone; /* evicted keys to send to their backups */
+	size_t ngone, gone_cap;
+	struct event *gone_ev;
 	uint64_t backup_keys, backup_missed, backup_copied; /* sent, not taken, copied whole */
+	uint64_t stale_dropped, stale_from; /* at a backup: copies a whole copy did not write */
 	/*
 	 * What each uid's values of sharded namespaces take here, apart from
 	 * its other holdings: bounded by its part of its quota
@@ -481,6 +494,7 @@ int kvbackup_send(struct poold *pd, struct kv_ns *ns, const ProtobufCBinaryData 
 int kvowner_serves(struct poold *pd, const struct kv_ns *ns, const void *key, size_t klen);
 struct kv_ns *kvowner_next_ns(struct poold *pd, uint64_t id);
 void kvowner_map(struct poold *pd);
+void kvowner_drop_start(struct poold *pd);
 bool kvowner_alive(struct poold *pd, uint32_t node);
 static inline bool kvowner_bit(const uint8_t *bits, uint32_t shard)
 {

@@ -19,7 +19,8 @@
  * until it took them, or for KVOWNER_LEAVE_KEEP_MS, after which what is
  * left is dropped from the loop a slice at a time. A shard whose keys are
  * being dropped is not served until the last of them went: one back
- * before they were gone would otherwise serve stale values.
+ * before they were gone would otherwise serve stale values. A poold that
+ * learns it was declared dead drops all it holds (kvowner_fenced()).
  */
 #include "config.h"
 
@@ -61,8 +62,20 @@ static void kvowner_moved(struct poold *pd)
 }
 
 /*
- * About a millisecond of dropping the keys of the shards dropping; again
- * at the next turn of the loop until none is left.
+ * Whether e, of shard s of ns, is a backup's copy that a whole copy of
+ * its shard did not write again: its owner no longer holds it (kvbackup.c).
+ */
+static bool kvowner_stale(const struct kv_space *kv, const struct kv_ns *ns,
+			  const struct kv_entry *e, uint32_t s)
+{
+	return kvowner_bit(kv->stale, s) && ns->copy_since != NULL && e->has_val &&
+	       kv_pending(e) == NULL && e->val.version <= ns->copy_since[s];
+}
+
+/*
+ * About a millisecond of dropping the keys of the shards dropping, and
+ * the stale copies of those copied whole; again at the next turn of the
+ * loop until none is left.
  */
 static void kvowner_drop_slice(evutil_socket_t fd, short what, void *arg)
 {
@@ -87,13 +100,16 @@ static void kvowner_drop_slice(evutil_socket_t fd, short what, void *arg)
 			}
 			while ((e = *pp) != NULL) {
 				uint32_t s = kv_shard_of(ns->name, kv_entry_key(e), e->klen);
+				bool stale = kvowner_stale(kv, ns, e, s);
 
-				if (!kvowner_bit(kv->dropping, s) || kvowner_keeps(kv, ns, s)) {
+				if (!stale &&
+				    (!kvowner_bit(kv->dropping, s) || kvowner_keeps(kv, ns, s))) {
 					pp = &e->hnext;
 					continue;
 				}
 				kv_entry_clear(pd, ns, e); /* (unlinks it: *pp is the next) */
-				kv->keys_lost += !kvowner_bit(kv->drop_copy, s);
+				kv->keys_lost += !stale && !kvowner_bit(kv->drop_copy, s);
+				kv->stale_dropped += stale;
 			}
 		}
 		kv_zombies_sweep(pd, ns);
@@ -104,14 +120,19 @@ static void kvowner_drop_slice(evutil_socket_t fd, short what, void *arg)
 		log_warnx("KV shards: %llu key(s) of shards moved away dropped, not taken by their "
 			  "new owners in time",
 			  (unsigned long long)(kv->keys_lost - kv->drop_from));
+	if (kv->stale_dropped > kv->stale_from)
+		log_info("KV shards: %llu backup cop(ies) that a whole copy did not write again "
+			 "dropped (their owners no longer hold them)",
+			 (unsigned long long)(kv->stale_dropped - kv->stale_from));
 	memset(kv->dropping, 0, sizeof(kv->dropping));
 	memset(kv->drop_copy, 0, sizeof(kv->drop_copy));
+	memset(kv->stale, 0, sizeof(kv->stale));
 	kv->drop_running = false;
 	kvowner_moved(pd); /* (shards back here wait for their keys once these went) */
 }
 
-/* Drop what is left of the shards marked dropping, from the loop. */
-static void kvowner_drop_start(struct poold *pd)
+/* Drop what is left of the shards marked dropping, and the stale copies, from the loop. */
+void kvowner_drop_start(struct poold *pd)
 {
 	static const struct timeval now = {0, 0};
 	struct kv_space *kv = pd->kv;
@@ -119,10 +140,13 @@ static void kvowner_drop_start(struct poold *pd)
 	if (kvowner_next_ns(pd, 0) == NULL) {
 		memset(kv->dropping, 0, sizeof(kv->dropping));
 		memset(kv->drop_copy, 0, sizeof(kv->drop_copy));
+		memset(kv->stale, 0, sizeof(kv->stale));
 		return;
 	}
-	if (!kv->drop_running)
+	if (!kv->drop_running) {
 		kv->drop_from = kv->keys_lost;
+		kv->stale_from = kv->stale_dropped;
+	}
 	kv->drop_running = true;
 	kv->drop_ns = kvowner_next_ns(pd, 0)->id; /* (from the start: more to drop) */
 	kv->drop_bucket = 0;
@@ -229,7 +253,8 @@ void kvowner_map(struct poold *pd)
 		}
 		if (now != me || !kvowner_alive(pd, kv->from[s]))
 			kv->from[s] = 0; /* (its last owner died: what came is what there is) */
-		if (now != me)
+		/* (a backup that was not the shard's meanwhile, dead say, missed changes) */
+		if (now != me || map->nowners < 2 || map->second[s] != kv->copied_to[s])
 			kv->copied_to[s] = 0;
 		/* A copy it backed and no longer does (not its own either): dropped. */
 		if (kvowner_bit(kv->backing, s) && map->nowners > 1 && map->second[s] != me &&
@@ -263,6 +288,40 @@ void kvowner_map(struct poold *pd)
 		TAILQ_FOREACH(m, &pd->members, entry)
 			if (m->state == MEMBER_DEAD)
 				kv_session_end(pd, m->info->id, 0, true);
+}
+
+/*
+ * The coordinator had declared this poold dead (it did not run, or was
+ * cut off, for longer than the heartbeat window) and it comes back without
+ * a restart: the others went on with its shards meanwhile, so what it
+ * holds of them, its own keys and its backup copies alike, is stale. All
+ * of it is dropped from the loop (no shard served until it went), and its
+ * next map is taken as its first: each shard it owns is asked of the
+ * member that served it meanwhile, as after a restart.
+ */
+void kvowner_fenced(struct poold *pd)
+{
+	struct kv_space *kv = pd->kv;
+	uint32_t s;
+
+	if (kv == NULL)
+		return;
+	for (s = 0; s < KV_SHARDS; s++) {
+		kv->was[s] = kv->from[s] = kv->rest[s] = kv->then[s] = 0;
+		kv->copied_to[s] = kv->whole_from[s] = 0;
+	}
+	memset(kv->leaving, 0, sizeof(kv->leaving));
+	memset(kv->backing, 0, sizeof(kv->backing)); /* (so none of it is kept: kvowner_keeps()) */
+	memset(kv->stale, 0, sizeof(kv->stale));
+	memset(kv->dropping, 0xff, sizeof(kv->dropping));
+	memset(kv->drop_copy, 0xff, sizeof(kv->drop_copy)); /* (stale, not lost) */
+	kv->was_owner = false;
+	kv->map_gen = 0;
+	if (kvowner_next_ns(pd, 0) != NULL)
+		log_warnx(
+		    "KV shards: this node was declared dead: what it held of the shards is "
+		    "dropped, and its shards taken again from those that served them meanwhile");
+	kvowner_drop_start(pd);
 }
 
 /* The lost shards whose new owners did not take their keys in time: what is left goes. */
@@ -340,7 +399,10 @@ int kvowner_serves(struct poold *pd, const struct kv_ns *ns, const void *key, si
 	kvowner_map(pd);
 	if (map->nowners == 0 || map->owner[s] != pd->node_id)
 		return -ESTALE;
-	return pd->kv->from[s] != 0 || kvowner_bit(pd->kv->dropping, s) ? -EAGAIN : 0;
+	return pd->kv->from[s] != 0 || kvowner_bit(pd->kv->dropping, s) ||
+		       kvowner_bit(pd->kv->stale, s)
+		   ? -EAGAIN
+		   : 0;
 }
 
 /* The shards' moves as this poold saw them, for its status. */

@@ -187,6 +187,7 @@ static void kv_reap_end(struct poold *pd, struct kv_ns *g)
 	TAILQ_REMOVE(&pd->kv->reaping, g, entry);
 	free(g->buckets);
 	free(g->shard_entries);
+	free(g->copy_since);
 	free(g);
 }
 

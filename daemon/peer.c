@@ -565,6 +565,8 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 
 	pd->node_id = rep->node_id;
 	grant_expire_all(pd);
+	if (rep->has_was_dead && rep->was_dead)
+		kvowner_fenced(pd);
 	/*
 	 * The members are updated in place, and those the coordinator does not
 	 * list (a restarted coordinator before they registered again) are kept:
@@ -620,6 +622,7 @@ static void peer_member_event(struct peer *pe, const Pool__Member *mm)
 		 */
 		grant_clear(pd);
 		carry_fence(pd);
+		kvowner_fenced(pd);
 		peer_reset(pe, "the coordinator declared this node dead; registering again");
 		return;
 	}

@@ -1139,6 +1139,7 @@ void kv_node_lost(struct poold *pd, uint32_t node);
 void kv_sweep(struct poold *pd);
 int kvowner_open(struct poold *pd);
 void kvowner_close(struct poold *pd);
+void kvowner_fenced(struct poold *pd);
 int kvhandover_open(struct poold *pd);
 void kvhandover_close(struct poold *pd);
 /* kvbackup.c: the backup copies of sharded namespaces' shards */

@@ -8,7 +8,9 @@
  *	pool-kv NS remove KEY
  *	pool-kv NS mput PREFIX N SIZE SEED   batch put of keys PREFIX0..PREFIX<N-1>
  *	pool-kv NS mget PREFIX N SEED        batch get, verify, print hits
- *	                                     (more than 4096 keys: in batches of 4096)
+ *	                                     (more than 4096 keys: in batches of 4096);
+ *	                                     with $POOL_KV_MISSES set, each key missed
+ *	                                     first, "miss KEY" a line
  *	pool-kv NS match PREFIX N            leading keys present
  *	pool-kv NS hammer KEY SIZE SECS ID   put and get the same key again and again,
  *	                                     checking that no value is ever torn
@@ -500,8 +502,11 @@ static int batch(struct pool_kv *kv, const char *cmd, const char *key, char **ar
 		for (i = 0; rc >= 0 && status == 0 && i < n; i++) {
 			uint8_t *want;
 
-			if (st[i] != 0)
+			if (st[i] != 0) {
+				if (getenv("POOL_KV_MISSES") != NULL)
+					printf("miss %s\n", keys[i]);
 				continue;
+			}
 			want = malloc(vlens[i]);
 			fill(want, vlens[i], seed + i);
 			if (memcmp(bufs[i], want, vlens[i]) != 0) {
