@@ -54,6 +54,15 @@ rate "$keys" $((keys * size)) "$ms"
 ms=$(put two)
 printf '%-34s ' "put, 2 replicas (from h2)"
 rate "$keys" $((keys * size)) "$ms"
+# A namespace of 2 replicas a quarter of the values' size: most puts evict
+# a value at its owner, whose removal then goes to the backup too.
+pctl 1 kv create full $(((keys * size / 4) >> 20))M sharded replicas=2 >/dev/null || exit 1
+sleep 1
+ms=$(put full)
+printf '%-34s ' "put, 2 replicas, full (evicting)"
+rate "$keys" $((keys * size)) "$ms"
+echo "# full: $(pctl 2 --json kv stats full | python3 -c 'import json, sys; print(json.load(sys.stdin)["namespaces"][0]["evictions"])') evictions, each also removed at its backup"
+pctl 1 kv drop full >/dev/null
 whole 1 2 3 4
 
 s0=$(sent 1 2 3)

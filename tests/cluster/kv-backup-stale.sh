@@ -26,23 +26,6 @@ ok "3-node cluster formed ($CLUSTER_MODE)"
 pctl 1 kv create ev 64M sharded replicas=2 >/dev/null 2>&1 &&
 	pctl 1 kv create fx 64M sharded replicas=2 >/dev/null 2>&1 || not_ok "kv create ev, fx"
 sleep 1 # (the definitions reach every node)
-# settled: until no shard of h2 and h3 is arriving, leaving or unbacked.
-shard() {
-	pctl "$1" --json status | python3 -c 'import json, sys; print(json.load(sys.stdin)["kv_shards"].get(sys.argv[1], 0))' "$2"
-}
-settled() {
-	local deadline=$((SECONDS + $1)) i m
-	while [ $SECONDS -le $deadline ]; do
-		m=0
-		for i in 2 3; do
-			[ "$(shard "$i" arriving) $(shard "$i" leaving) $(shard "$i" unbacked)" = "0 0 0" ] &&
-				m=$((m + 1))
-		done
-		[ $m = 2 ] && return 0
-		sleep 0.2
-	done
-	return 1
-}
 # misses I NS PREFIX N SEED FILE: the keys host I misses, into FILE; the rest read bit-exact.
 misses() {
 	kv "$1" "$2" mget "$3" "$4" "$5" >"$CLUSTER_TMP/mget" 2>&1 &&
@@ -59,7 +42,7 @@ for b in $(seq 0 19); do
 	kv 3 ev mput "e$b-" 20 65536 "$b" | grep -qx "mput e$b-: 20 of 20 stored" && stored=$((stored + 1))
 done
 [ $stored = 20 ] || not_ok "mput e: $stored of 20 batches stored"
-settled 20 || not_ok "ev: shards not settled"
+pool_kv_settled 20 2 3 || not_ok "ev: shards not settled"
 # ev_misses FILE: the values of ev host 3 misses, into FILE.
 ev_misses() {
 	local b rc=0
@@ -85,12 +68,12 @@ back=$(comm -23 "$CLUSTER_TMP/m1" "$CLUSTER_TMP/m2" | wc -l)
 
 pool_node_start 2
 pool_wait_state 1 h2 up 20 || not_ok "h2 up again"
-settled 40 || not_ok "h2 back: shards not settled"
+pool_kv_settled 40 2 3 || not_ok "h2 back: shards not settled"
 pctl 1 kv drop ev >/dev/null 2>&1 || not_ok "kv drop ev"
 
 # Declared dead while stopped: h3 comes back to shards the others changed.
 out=$(kv 2 fx mput f 200 1000 5 2>&1) && [ "$out" = "mput f: 200 of 200 stored" ] || not_ok "mput f: $out"
-settled 20 || not_ok "fx: shards not settled"
+pool_kv_settled 20 2 3 || not_ok "fx: shards not settled"
 pool_node_kill 3 STOP
 pool_wait_state 1 h3 dead 10 && pool_wait_state 2 h3 dead 10 || not_ok "h3 declared dead"
 sleep 0.5
@@ -101,7 +84,7 @@ out=$(kv 2 fx mput g 100 1000 6 2>&1) && [ "$out" = "mput g: 100 of 100 stored" 
 	not_ok "while h3 was dead: $gone removed, $out"
 pool_node_kill 3 CONT
 pool_wait_state 1 h3 up 20 || not_ok "h3 up again"
-settled 40 || not_ok "h3 back: shards not settled"
+pool_kv_settled 40 2 3 || not_ok "h3 back: shards not settled"
 grep -q "KV shards: this node was declared dead" "$(cluster_dir 3)/poold.log" &&
 	ok "h3 says it was declared dead and drops what it held of the shards" ||
 	not_ok "h3 does not say it was declared dead"
@@ -134,11 +117,11 @@ bad=$(read_fx 3)
 if [ "$CLUSTER_MODE" = netns ]; then
 	pool_node_start 2
 	pool_wait_state 1 h2 up 20 || not_ok "h2 up again"
-	settled 40 || not_ok "h2 back: shards not settled"
+	pool_kv_settled 40 2 3 || not_ok "h2 back: shards not settled"
 	out=$(kv 1 fx mput r 200 1000 8 2>&1) && [ "$out" = "mput r: 200 of 200 stored" ] ||
 		not_ok "mput r: $out"
-	settled 20 || not_ok "r: shards not settled"
-	missed0=$(($(shard 2 backup_missed) + $(shard 3 backup_missed)))
+	pool_kv_settled 20 2 3 || not_ok "r: shards not settled"
+	missed0=$(($(pool_kv_shard 2 backup_missed) + $(pool_kv_shard 3 backup_missed)))
 	cluster_exec 3 nft -f - <<-EOF
 		table inet cut_h2 {
 			chain in {
@@ -154,11 +137,11 @@ if [ "$CLUSTER_MODE" = netns ]; then
 	wait
 	gone=0
 	for k in $(seq 0 19); do [ -s "$CLUSTER_TMP/rm$k" ] || gone=$((gone + 1)); done
-	missed=$(($(shard 2 backup_missed) + $(shard 3 backup_missed) - missed0))
+	missed=$(($(pool_kv_shard 2 backup_missed) + $(pool_kv_shard 3 backup_missed) - missed0))
 	[ $missed -gt 0 ] &&
 		ok "h2 and h3 cut from each other for 3 s: r0..r19 removed through h1 ($gone answered OK), $missed change(s) not taken by a backup" ||
 		not_ok "cut: $gone removed, no change missed"
-	settled 40 || not_ok "after the cut: shards not copied whole again"
+	pool_kv_settled 40 2 3 || not_ok "after the cut: shards not copied whole again"
 	pool_node_kill 2
 	pool_wait_state 1 h2 dead 10 || not_ok "h2 declared dead"
 	sleep 1

@@ -18,23 +18,6 @@ POOL_OPTS="-o kv.shard_size=128M"
 pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
 ok "4-node cluster formed ($CLUSTER_MODE)"
 
-# shard I FIELD: a field of host I's kv_shards status.
-shard() {
-	pctl "$1" --json status | python3 -c 'import json, sys; print(json.load(sys.stdin)["kv_shards"].get(sys.argv[1], 0))' "$2"
-}
-# backed_whole TIMEOUT I...: until no shard of hosts I... waits for its backup's copy.
-backed_whole() {
-	local deadline=$((SECONDS + $1)) i n
-	shift
-	while [ $SECONDS -le $deadline ]; do
-		n=0
-		for i in "$@"; do n=$((n + $(shard "$i" unbacked))); done
-		[ $n = 0 ] && return 0
-		sleep 0.2
-	done
-	return 1
-}
-
 pctl 1 kv create bk 256M sharded replicas=2 >"$CLUSTER_TMP/out" 2>&1 &&
 	ok "poolctl kv create bk 256M sharded replicas=2" || { not_ok "create"; cat "$CLUSTER_TMP/out"; }
 sleep 1 # (the definition reaches every node)
@@ -53,13 +36,13 @@ for k in $(seq 5 20); do kv 3 bk remove "a$k" >/dev/null 2>&1 && gone=$((gone + 
 entries=$(pctl 2 --json kv stats bk | python3 -c 'import json, sys; print(json.load(sys.stdin)["namespaces"][0]["entries"])')
 used=0 backed=0
 for i in 1 2 3 4; do
-	used=$((used + $(shard "$i" store_used)))
-	[ "$(shard "$i" backed)" -gt 0 ] && backed=$((backed + 1))
+	used=$((used + $(pool_kv_shard "$i" store_used)))
+	[ "$(pool_kv_shard "$i" backed)" -gt 0 ] && backed=$((backed + 1))
 done
 [ "$entries" = 1985 ] && [ "$used" -ge $((2 * (1984 * 1000 + 3000000))) ] && [ $backed = 4 ] &&
 	ok "kv stats: 1985 entries (copies not counted); the four hold $used bytes, each value twice" ||
 	not_ok "stats: $entries entries, $used bytes used, $backed nodes back shards"
-backed_whole 20 1 2 3 4 && ok "every shard's backup holds it whole" || not_ok "shards not backed whole"
+pool_kv_settled 20 1 2 3 4 && ok "every shard's backup holds it whole" || not_ok "shards not backed whole"
 
 # Clients of all four nodes put at once: each owner holds its answers to
 # the others' puts until its backups have them, and none waits on another
@@ -131,8 +114,8 @@ bad=$(read_back 3)
 	{ not_ok "after h4's death ($acked acknowledged, $before before):$bad"; cat "$CLUSTER_TMP/refused"; }
 
 # The new owners copy their shards to their new backups; then h3 dies too.
-backed_whole 30 1 2 3 && ok "the three left copied the shards they gained to their new backups" ||
-	not_ok "the three left: shards not backed whole ($(shard 1 unbacked) $(shard 2 unbacked) $(shard 3 unbacked))"
+pool_kv_settled 30 1 2 3 && ok "the three left copied the shards they gained to their new backups" ||
+	not_ok "the three left: shards not backed whole ($(pool_kv_shard 1 unbacked) $(pool_kv_shard 2 unbacked) $(pool_kv_shard 3 unbacked))"
 pool_node_kill 3
 pool_wait_state 1 h3 dead 10 || not_ok "h3 declared dead"
 sleep 1
@@ -142,34 +125,21 @@ bad=$(read_back 2)
 # Both back: they take their shards from the owners that had them (which
 # keep them when they back them now), and back shards again; then h2 dies
 # and nothing is lost either.
-settled() {
-	local deadline=$((SECONDS + $1)) i m
-	while [ $SECONDS -le $deadline ]; do
-		m=0
-		for i in 1 2 3 4; do
-			[ "$(shard "$i" arriving) $(shard "$i" leaving) $(shard "$i" unbacked)" = "0 0 0" ] &&
-				m=$((m + 1))
-		done
-		[ $m = 4 ] && return 0
-		sleep 0.2
-	done
-	return 1
-}
 pool_node_start 3
 pool_node_start 4
 pool_wait_state 1 h3 up 20 && pool_wait_state 1 h4 up 20 || not_ok "h3 and h4 up again"
-settled 40 && ok "h3 and h4 back: the shards moved to them and every shard is backed whole again" ||
+pool_kv_settled 40 1 2 3 4 && ok "h3 and h4 back: the shards moved to them and every shard is backed whole again" ||
 	not_ok "moves and copies not settled"
 bad=$(read_back 4)
-[ -z "$bad" ] && [ "$(shard 4 keys_in)" -gt 0 ] && [ "$(shard 4 keys_lost)" = 0 ] &&
-	ok "h4 took $(shard 4 keys_in) keys of its shards; every value read back on h4" ||
-	not_ok "after h3 and h4 came back:$bad (h4: $(shard 4 keys_in) in, $(shard 4 keys_lost) lost)"
+[ -z "$bad" ] && [ "$(pool_kv_shard 4 keys_in)" -gt 0 ] && [ "$(pool_kv_shard 4 keys_lost)" = 0 ] &&
+	ok "h4 took $(pool_kv_shard 4 keys_in) keys of its shards; every value read back on h4" ||
+	not_ok "after h3 and h4 came back:$bad (h4: $(pool_kv_shard 4 keys_in) in, $(pool_kv_shard 4 keys_lost) lost)"
 pool_node_kill 2
 pool_wait_state 1 h2 dead 10 || not_ok "h2 declared dead"
 sleep 1
 bad=$(read_back 3)
 [ -z "$bad" ] && ok "h2 killed then: every value still read back on h3" || not_ok "after h2's death:$bad"
-missed=$(shard 1 backup_missed) sent=$(shard 1 backup_keys)
+missed=$(pool_kv_shard 1 backup_missed) sent=$(pool_kv_shard 1 backup_keys)
 [ "$sent" -gt 0 ] && ok "h1 sent $sent change(s) to backups ($missed not taken, to the dead)" ||
 	not_ok "h1 sent $sent changes"
 

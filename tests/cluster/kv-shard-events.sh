@@ -79,19 +79,7 @@ EOF
 
 pool_node_start 4
 pool_wait_state 1 h4 up 20 || not_ok "h4 up again"
-# settled: until no shard of the four is arriving, leaving or unbacked
-shard() {
-	pctl "$1" --json status | python3 -c 'import json, sys; print(json.load(sys.stdin)["kv_shards"].get(sys.argv[1], 0))' "$2"
-}
-deadline=$((SECONDS + 40))
-while [ $SECONDS -le $deadline ]; do
-	m=0
-	for i in 1 2 3 4; do
-		[ "$(shard "$i" arriving) $(shard "$i" leaving)" = "0 0" ] && m=$((m + 1))
-	done
-	[ $m = 4 ] && break
-	sleep 0.2
-done
+pool_kv_settled 40 1 2 3 4 || not_ok "h4 back: shards not settled"
 out=$(kv 1 ev mput b 500 100 9 2>&1) && [ "$out" = "mput b: 500 of 500 stored" ] || not_ok "mput b: $out"
 expect 'a{0..4}' 'a{21..2999}' 'b{0..499}'
 shown "h4 back: its shards' keys withdrawn at the three, told of at h4; 500 more put"

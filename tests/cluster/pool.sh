@@ -81,6 +81,28 @@ pool_known_abort() {
 	return 1
 }
 
+# pool_kv_shard I FIELD: a field of host I's kv_shards status (0 when absent).
+pool_kv_shard() {
+	pctl "$1" --json status | python3 -c 'import json, sys; print(json.load(sys.stdin)["kv_shards"].get(sys.argv[1], 0))' "$2"
+}
+
+# pool_kv_settled SECONDS HOSTS...: until no shard of hosts HOSTS is arriving,
+# leaving or waiting for its backup's whole copy; false after SECONDS.
+pool_kv_settled() {
+	local deadline=$((SECONDS + $1)) i m
+	shift
+	while [ $SECONDS -le $deadline ]; do
+		m=0
+		for i in "$@"; do
+			[ "$(pool_kv_shard "$i" arriving) $(pool_kv_shard "$i" leaving) $(pool_kv_shard "$i" unbacked)" = "0 0 0" ] &&
+				m=$((m + 1))
+		done
+		[ $m = $# ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
 # Show the poolds' logs of a failed test.
 pool_cluster_logs() {
 	local i
