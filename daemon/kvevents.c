@@ -51,7 +51,10 @@
 #include <msgpack.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include <event2/event.h>
@@ -580,6 +583,29 @@ static void *kvev_socket(struct kvev *ev, int type, int hwm, const char *endpoin
  * connections bounded by a gate watching it from before the bind; 0, or
  * -errno said in the log.
  */
+/*
+ * Whether something listens on endpoint's path, when it is an ipc:// one:
+ * libzmq removes the path before it binds it, so another poold's socket
+ * there (nodes that share a host and a configuration) would be taken over
+ * without a word, its subscribers left with no events.
+ */
+static bool kvev_ipc_taken(const char *endpoint)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	size_t len = strlen(endpoint);
+	bool taken;
+	int fd;
+
+	if (strncmp(endpoint, "ipc://", 6) != 0 || len - 6 >= sizeof(sa.sun_path))
+		return false;
+	memcpy(sa.sun_path, endpoint + 6, len - 6);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return false;
+	taken = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return taken;
+}
+
 static int kvev_listen(struct poold *pd, int which, int type, int hwm, const char *endpoint,
 		       const char *option, void **ret)
 {
@@ -596,10 +622,15 @@ static int kvev_listen(struct poold *pd, int which, int type, int hwm, const cha
 	    "kv_events.max_subscribers_per_addr",
 	};
 	struct kvev *ev = pd->kvev;
-	void *s = kvev_socket(ev, type, hwm, endpoint);
+	void *s;
 	int rc;
 
-	if (s == NULL) {
+	if (kvev_ipc_taken(endpoint)) {
+		log_warnx("%s %s: another process listens there (one poold an address)", option,
+			  endpoint);
+		return -EADDRINUSE;
+	}
+	if ((s = kvev_socket(ev, type, hwm, endpoint)) == NULL) {
 		log_warnx("%s: %s", option, zmq_strerror(zmq_errno()));
 		return -ENOMEM;
 	}

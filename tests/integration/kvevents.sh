@@ -23,6 +23,16 @@ for l in urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1]).rea
 pool_start -o lend.size=256M -o kv.shard_size=32M -o kv_events.endpoint="$pub" -o kv_events.replay_endpoint="$replay" \
 	-o kv_events.namespace=llm -o kv_events.topic=kv-events -o metrics.listen="127.0.0.1:$PORT" || exit 1
 check "poold says where it publishes" grep -q "KV events of namespace 'llm' on $pub, replay on $replay" "$TEST_DIR/poold.log"
+# A second poold given the same ipc:// endpoint (libzmq would remove the
+# path and bind it anew) does not start, and the first goes on publishing
+# there (the cases below subscribe to it).
+mkdir -p "$TEST_DIR/run2"
+timeout 20 "$POOLD" -d -o runtime_dir="$TEST_DIR/run2" -o lend.size=64M -o kv_events.endpoint="$pub" \
+	-o kv_events.namespace=llm >"$TEST_DIR/second.log" 2>&1
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "kv_events.endpoint $pub: another process listens there" "$TEST_DIR/second.log" &&
+	ok "a second poold on the same ipc endpoint does not start (exit $rc)" ||
+	{ not_ok "a second poold on $pub: exit $rc"; sed 's/^/  | /' "$TEST_DIR/second.log"; }
 "$POOLCTL" kv create llm 1M >/dev/null || not_ok "kv create llm"
 check "events of new keys, removes, evictions and a flush, as msgspec encodes vLLM's structs" \
 	case_py events "$pub" "$replay" llm
