@@ -770,7 +770,9 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	if (rc < 0)
 		return coord_refuse(p, req_id, rc, "out of memory");
 	if (nodeids_add(pd, id, info->name))
-		coordlog_node(pd, id, info->name);
+		coordlog_node(pd, id);
+	known = nodeids_find(pd, id, NULL); /* (drained before a restart: it stays so) */
+	cluster_set_kv_drained(pd, m, known != NULL && known->kv_drained);
 	m->conn = p->conn;
 	m->last_heartbeat = units_now_ms();
 	m->from = p->slot.from; /* where it comes back from: coord_known_addr() */

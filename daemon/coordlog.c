@@ -145,14 +145,16 @@ static int coordlog_write_lease(const struct coordlog_sink *to, const struct reg
 	return coordlog_write(to, &rec);
 }
 
-static int coordlog_write_node(const struct coordlog_sink *to, uint32_t id, const char *name)
+static int coordlog_write_node(const struct coordlog_sink *to, const struct node_id *k)
 {
 	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
+	uint32_t id = k->id;
 
 	rec.kind = CL_NODE;
 	rec.nodes = &id;
 	rec.n_nodes = 1;
-	rec.node_name = (char *)name;
+	rec.node_name = (char *)k->name;
+	rec.has_kv_drained = rec.kv_drained = k->kv_drained;
 	return coordlog_write(to, &rec);
 }
 
@@ -197,7 +199,7 @@ static int coordlog_fill(struct poold *pd, const struct coordlog_sink *to)
 		if ((rc = coordlog_write_gone(to, t->id, t->name, CL_REGION_GONE, &t->node, 1)) < 0)
 			return rc;
 	for (i = 0; i < pd->nnodeids; i++)
-		if ((rc = coordlog_write_node(to, pd->nodeids[i].id, pd->nodeids[i].name)) < 0)
+		if ((rc = coordlog_write_node(to, &pd->nodeids[i])) < 0)
 			return rc;
 	return coordlog_write_namespaces(pd, to);
 }
@@ -274,10 +276,13 @@ void coordlog_tombstone_done(struct poold *pd, uint64_t id, uint32_t node)
 							CL_TOMBSTONE_DONE, &node, 1));
 }
 
-void coordlog_node(struct poold *pd, uint32_t id, const char *name)
+/* Node id's record: its name, and whether it is drained. */
+void coordlog_node(struct poold *pd, uint32_t id)
 {
-	if (coordlog_on(pd))
-		coordlog_commit(pd, coordlog_write_node(&pd->coordlog->to, id, name));
+	const struct node_id *k = nodeids_find(pd, id, NULL);
+
+	if (coordlog_on(pd) && k != NULL)
+		coordlog_commit(pd, coordlog_write_node(&pd->coordlog->to, k));
 }
 
 void coordlog_namespaces(struct poold *pd)
@@ -356,8 +361,11 @@ static int coordlog_replay(void *arg, const uint8_t *buf, size_t len)
 					    rec->incarnation, rec->kind == CL_LEASE);
 		break;
 	case CL_NODE:
-		if (rec->n_nodes == 1 && rec->node_name != NULL)
+		if (rec->n_nodes == 1 && rec->node_name != NULL) {
 			nodeids_add(pd, rec->nodes[0], rec->node_name);
+			nodeids_set_drained(pd, rec->nodes[0],
+					    rec->has_kv_drained && rec->kv_drained);
+		}
 		break;
 	case CL_NAMESPACES:
 		if (cl->defs != NULL)

@@ -2,7 +2,8 @@
  * daemon/nodeids.c - node ids tied to node names at the coordinator: every
  * node that registered with it, or that its journal names, so that a name
  * keeps its id and an id is never handed to another name, even while the
- * node is away and after the coordinator restarted.
+ * node is away and after the coordinator restarted; and whether each is
+ * drained, which a node that registers again is held to.
  */
 #include "config.h"
 
@@ -38,8 +39,20 @@ bool nodeids_add(struct poold *pd, uint32_t id, const char *name)
 		pd->nodeids = n;
 		k = &n[pd->nnodeids++];
 		k->id = id;
+		k->kv_drained = false;
 	}
 	snprintf(k->name, sizeof(k->name), "%s", name);
+	return true;
+}
+
+/* Whether node id is drained. true: it was known and that changed (the journal records it). */
+bool nodeids_set_drained(struct poold *pd, uint32_t id, bool drained)
+{
+	struct node_id *k = (struct node_id *)nodeids_find(pd, id, NULL);
+
+	if (k == NULL || k->kv_drained == drained)
+		return false;
+	k->kv_drained = drained;
 	return true;
 }
 

@@ -485,9 +485,11 @@ void node_info_free(struct node_info *info);
 struct node_id {
 	uint32_t id;
 	char name[64];
+	bool kv_drained; /* drained (poolctl drain) until it lends again: it owns no KV shard */
 };
 const struct node_id *nodeids_find(const struct poold *pd, uint32_t id, const char *name);
 bool nodeids_add(struct poold *pd, uint32_t id, const char *name);
+bool nodeids_set_drained(struct poold *pd, uint32_t id, bool drained);
 void nodeids_clear(struct poold *pd);
 
 /* memberwire.c: the member table's records to and from the wire */
@@ -924,7 +926,7 @@ void coordlog_region_gone(struct poold *pd, const struct region *r, const uint32
 			  size_t n);
 void coordlog_tombstone_done(struct poold *pd, uint64_t id, uint32_t node);
 void coordlog_namespaces(struct poold *pd);
-void coordlog_node(struct poold *pd, uint32_t id, const char *name);
+void coordlog_node(struct poold *pd, uint32_t id);
 void coordlog_lease(struct poold *pd, const struct region *r, const struct lease *l, bool taken);
 struct journal_stats;
 size_t journals_stats(struct poold *pd, const char *names[2], struct journal_stats *st);

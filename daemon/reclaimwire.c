@@ -34,10 +34,12 @@ static void reclaim_kv_drain(struct poold *pd, uint32_t node, bool drained)
 {
 	struct member *m = cluster_find(pd, node);
 
-	if (m == NULL || m->kv_drained == drained)
-		return;
-	cluster_set_kv_drained(pd, m, drained);
-	coord_member_changed(pd, m);
+	if (m != NULL && m->kv_drained != drained) {
+		cluster_set_kv_drained(pd, m, drained);
+		coord_member_changed(pd, m);
+	}
+	if (nodeids_set_drained(pd, node, drained)) /* (kept across restarts) */
+		coordlog_node(pd, node);
 }
 
 static int reclaim_request(struct req *q, const ProtobufCMessage *msg)
