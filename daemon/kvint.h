@@ -293,6 +293,7 @@ struct kv_space {
 	uint32_t rest[KV_SHARDS], then[KV_SHARDS];
 	uint8_t leaving[KV_SHARDS / 8], dropping[KV_SHARDS / 8];
 	bool was_owner; /* it owned shards at the last change */
+	bool held_back; /* none served: this poold stalled, maybe declared dead (kvowner_hold()) */
 	uint64_t leave_until_ms;
 	bool drop_running;
 	uint64_t drop_ns;

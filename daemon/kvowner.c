@@ -388,8 +388,22 @@ void kvowner_close(struct poold *pd)
 }
 
 /*
+ * Held back (on) after this poold did not run for longer than the
+ * heartbeat window (peer.c): the others may have declared it dead and
+ * gone on with its shards, so none is served until the coordinator
+ * answers a heartbeat (it was not) or its registration (kvowner_fenced()
+ * if it was).
+ */
+void kvowner_hold(struct poold *pd, bool on)
+{
+	if (pd->kv != NULL)
+		pd->kv->held_back = on;
+}
+
+/*
  * Whether this poold serves key of ns now: 0; -ESTALE when its shard is
- * another's; -EAGAIN while its keys are on their way here or going.
+ * another's; -EAGAIN while its keys are on their way here or going, or
+ * while it is held back.
  */
 int kvowner_serves(struct poold *pd, const struct kv_ns *ns, const void *key, size_t klen)
 {
@@ -400,7 +414,7 @@ int kvowner_serves(struct poold *pd, const struct kv_ns *ns, const void *key, si
 	if (map->nowners == 0 || map->owner[s] != pd->node_id)
 		return -ESTALE;
 	return pd->kv->from[s] != 0 || kvowner_bit(pd->kv->dropping, s) ||
-		       kvowner_bit(pd->kv->stale, s)
+		       kvowner_bit(pd->kv->stale, s) || pd->kv->held_back
 		   ? -EAGAIN
 		   : 0;
 }

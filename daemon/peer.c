@@ -63,9 +63,16 @@ struct peer {
 	uint64_t hb_ms; /* the coordinator's heartbeat settings, once registered */
 	uint64_t hb_misses;
 	uint64_t last_tick; /* units_now_ms() of the last peer_tick() */
-	bool close_said;    /* said once that links close before the coordinator answers */
-	char target[256];   /* host:port of the coordinator: coordinator, or etcd's leader */
-	int64_t epoch;	    /* with coord.etcd: the newest leader's, 0 before one is known */
+	/*
+	 * After this poold did not run for longer than the heartbeat window:
+	 * the first heartbeat sent since (UINT64_MAX: the next one), whose
+	 * answer says it is still a member; its KV shards are held back until
+	 * then, or until it registers again (0: not held back).
+	 */
+	uint64_t stall_beat;
+	bool close_said;  /* said once that links close before the coordinator answers */
+	char target[256]; /* host:port of the coordinator: coordinator, or etcd's leader */
+	int64_t epoch;	  /* with coord.etcd: the newest leader's, 0 before one is known */
 	uint8_t nonce[PEERAUTH_NONCE_LEN]; /* this link's challenge to the coordinator */
 	TAILQ_HEAD(, forward) forwards;
 	unsigned nforwards;
@@ -567,6 +574,8 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 	grant_expire_all(pd);
 	if (rep->has_was_dead && rep->was_dead)
 		kvowner_fenced(pd);
+	pe->stall_beat = 0; /* (the coordinator's word: a member, and whether it was dead) */
+	kvowner_hold(pd, false);
 	/*
 	 * The members are updated in place, and those the coordinator does not
 	 * list (a restarted coordinator before they registered again) are kept:
@@ -730,6 +739,11 @@ static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint
 		break;
 	case WIRE_OK:
 		pe->last_ack = units_now_ms();
+		if (pe->stall_beat != 0 && pe->stall_beat != UINT64_MAX &&
+		    hdr->req_id >= pe->stall_beat) { /* (still a member: not declared dead) */
+			pe->stall_beat = 0;
+			kvowner_hold(pe->pd, false);
+		}
 		break;
 	case WIRE_MEMBER_EVENT:
 		if (pe->state == PEER_UP)
@@ -918,9 +932,11 @@ static void peer_tick(evutil_socket_t fd, short what, void *arg)
 	if (pe->last_tick != 0 && hb != 0 && now - pe->last_tick > hb * misses &&
 	    pd->grants != NULL) {
 		log_warnx("this poold did not run for %llu ms (more than the heartbeat window): "
-			  "its clients' grants end",
+			  "its clients' grants end, its KV shards wait for the coordinator's word",
 			  (unsigned long long)(now - pe->last_tick));
 		grant_clear(pd);
+		kvowner_hold(pd, true);
+		pe->stall_beat = UINT64_MAX;
 	}
 	pe->last_tick = now;
 	if (pe->report != NULL && pe->report_window != 0 && hb != 0 &&
@@ -944,6 +960,8 @@ static void peer_tick(evutil_socket_t fd, short what, void *arg)
 		beat.node_id = pd->node_id;
 		beat.incarnation = pd->incarnation;
 		conn_send(pe->conn, WIRE_HEARTBEAT, ++pe->next_id, &beat.base);
+		if (pe->stall_beat == UINT64_MAX)
+			pe->stall_beat = pe->next_id;
 	}
 	if (pe->state != PEER_IDLE)
 		peer_schedule(pe, hb);

@@ -1142,6 +1142,7 @@ void kv_sweep(struct poold *pd);
 int kvowner_open(struct poold *pd);
 void kvowner_close(struct poold *pd);
 void kvowner_fenced(struct poold *pd);
+void kvowner_hold(struct poold *pd, bool on);
 int kvhandover_open(struct poold *pd);
 void kvhandover_close(struct poold *pd);
 /* kvbackup.c: the backup copies of sharded namespaces' shards */

@@ -85,8 +85,9 @@ out=$(kv 2 fx mput g 100 1000 6 2>&1) && [ "$out" = "mput g: 100 of 100 stored" 
 pool_node_kill 3 CONT
 pool_wait_state 1 h3 up 20 || not_ok "h3 up again"
 pool_kv_settled 40 2 3 || not_ok "h3 back: shards not settled"
-grep -q "KV shards: this node was declared dead" "$(cluster_dir 3)/poold.log" &&
-	ok "h3 says it was declared dead and drops what it held of the shards" ||
+grep -q "its KV shards wait for the coordinator's word" "$(cluster_dir 3)/poold.log" &&
+	grep -q "KV shards: this node was declared dead" "$(cluster_dir 3)/poold.log" &&
+	ok "h3 holds its shards back when it runs again, is told it was declared dead and drops what it held of them" ||
 	not_ok "h3 does not say it was declared dead"
 # read I: f50..f199 and g0..g99 hit, f0..f49 miss, from host I.
 read_fx() {
