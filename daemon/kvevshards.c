@@ -46,8 +46,8 @@ static bool kvevshards_tells(struct poold *pd, const struct kv_ns *ns, const uin
 {
 	uint32_t s;
 
-	if (pd->kvev == NULL) /* (nothing published: no need to find the shard) */
-		return false;
+	if (pd->kvev == NULL || strcmp(ns->name, pd->conf->kv_events_namespace) != 0)
+		return false; /* (not published: no need to find the shard) */
 	if (!(ns->flags & HOLD_NS_SHARDED))
 		return true;
 	s = kv_shard_of(ns->name, key, klen);
