@@ -48,13 +48,20 @@
 #define KVBACKUP_SESSION UINT64_MAX
 #define KVBACKUP_SHARD_BYTES (KV_SHARDS / 8)
 
-/* A request answered once the backups have its changes. */
+/*
+ * A request answered once the backups have its changes, or at until_ms
+ * from the owner alone (a backup's link that neither answers nor fails):
+ * released then, its shards copied whole again, freed by its last answer.
+ */
 struct kvbackup_wait {
 	TAILQ_ENTRY(kvbackup_wait) entry;
 	struct poold *pd; /* NULL: answered already (this poold stops) */
 	unsigned pending; /* calls not answered yet */
 	void (*done)(void *arg);
 	void *arg;
+	uint64_t until_ms;
+	bool released;
+	uint8_t shards[KVBACKUP_SHARD_BYTES]; /* of its calls' keys */
 };
 
 /* Shards copied whole to their backup node, a call at a time. */
@@ -168,13 +175,13 @@ static void kvbackup_answered(struct poold *pd, void *arg, int status, uint16_t 
 		wire_msg_free(msg);
 	if (w != NULL) {
 		/* (a change the backup did not take: the shards it holds are copied again) */
-		if (status < 0 && w->pd != NULL) {
+		if (status < 0 && w->pd != NULL && !w->released) {
 			w->pd->kv->backup_missed++;
 			if (status != -ENOSPC && status != -EDQUOT)
 				kvbackup_recopy(w->pd, call->node, call->shards);
 		}
 		if (--w->pending == 0) {
-			if (w->pd != NULL) {
+			if (w->pd != NULL && !w->released) {
 				TAILQ_REMOVE(&w->pd->kv->waits, w, entry);
 				w->done(w->arg);
 			}
@@ -231,8 +238,11 @@ static int kvbackup_msg_send(struct poold *pd, uint32_t node, const char *ns,
 	if (rc < 0) {
 		free(call);
 	} else {
-		if (w != NULL)
+		if (w != NULL) {
 			w->pending++;
+			for (i = 0; i < sizeof(w->shards); i++)
+				w->shards[i] |= b->shards[i];
+		}
 		if (c != NULL) {
 			c->in_flight++;
 			c->start_sent = c->start_sent || b->m.has_start;
@@ -355,6 +365,7 @@ int kvbackup_send(struct poold *pd, struct kv_ns *ns, const ProtobufCBinaryData 
 {
 	struct kvbackup_wait *w;
 	uint32_t *backup;
+	uint64_t window;
 	size_t i, j;
 
 	if (!(ns->flags & HOLD_NS_SHARDED) || ns->replicas < 2 || pd->kv == NULL ||
@@ -368,7 +379,10 @@ int kvbackup_send(struct poold *pd, struct kv_ns *ns, const ProtobufCBinaryData 
 		pd->kv->backup_missed++;
 		return 0;
 	}
-	*w = (struct kvbackup_wait){.pd = pd, .done = done, .arg = arg};
+	/* (a backup silent for the heartbeat window: kvbackup_waits_expire()) */
+	window = (uint64_t)pd->conf->heartbeat_ms * (uint64_t)pd->conf->heartbeat_misses;
+	*w = (struct kvbackup_wait){
+	    .pd = pd, .done = done, .arg = arg, .until_ms = units_now_ms() + window};
 	for (i = 0; i < n; i++)
 		backup[i] =
 		    locs[i].status == 0 ? kvbackup_of(pd, ns, keys[i].data, keys[i].len) : 0;
@@ -593,6 +607,32 @@ static void kvbackup_copy_step(struct poold *pd, struct kvbackup_copy *c)
  * whole are copied there; the copies not under way go on. From the owner
  * sweep and each change of the map (kvowner.c).
  */
+/*
+ * The requests whose backups did not answer within the heartbeat window
+ * (a link that neither answers nor fails, its peer still a member): each
+ * is answered from the owner alone, and the shards of its keys are copied
+ * whole again, so that a partition between two members does not stall
+ * their writes.
+ */
+static void kvbackup_waits_expire(struct poold *pd, uint64_t now)
+{
+	struct kvbackup_wait *w, *next;
+	uint32_t s;
+
+	for (w = TAILQ_FIRST(&pd->kv->waits); w != NULL; w = next) {
+		next = TAILQ_NEXT(w, entry);
+		if (now < w->until_ms)
+			continue;
+		TAILQ_REMOVE(&pd->kv->waits, w, entry);
+		w->released = true;
+		pd->kv->backup_missed++;
+		for (s = 0; s < KV_SHARDS; s++)
+			if (kvowner_bit(w->shards, s))
+				pd->kv->copied_to[s] = 0;
+		w->done(w->arg);
+	}
+}
+
 static void kvbackup_kick(struct poold *pd)
 {
 	const struct kv_shard_map *map = cluster_kv_shards(pd);
@@ -601,7 +641,10 @@ static void kvbackup_kick(struct poold *pd)
 	uint64_t now = units_now_ms();
 	uint32_t s, b;
 
-	if (kv == NULL || !kvbackup_any(pd))
+	if (kv == NULL)
+		return;
+	kvbackup_waits_expire(pd, now);
+	if (!kvbackup_any(pd))
 		return;
 	for (s = 0; s < KV_SHARDS && map->nowners > 1; s++) {
 		b = map->second[s];
