@@ -320,26 +320,39 @@ static uint32_t kvbackup_of(struct poold *pd, const struct kv_ns *ns, const void
 	return map->nowners > 1 && map->owner[s] == pd->node_id ? map->second[s] : 0;
 }
 
+/* A key of a request (its index) and the backup of its shard, sorted by backup then index. */
+struct kvbackup_key {
+	uint32_t node;
+	uint32_t i;
+};
+
+static int kvbackup_key_cmp(const void *a, const void *b)
+{
+	const struct kvbackup_key *x = a, *y = b;
+
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
 /*
- * The changes of one request to ns's keys of backup node: the values now
- * held of those put (a key gone meanwhile goes as removed), or the keys
- * removed.
+ * The changes of one request to ns's keys whose backup is node (to, n of
+ * them, in the request's order): the values now held of those put (a key
+ * gone meanwhile goes as removed), or the keys removed.
  */
 static void kvbackup_send_to(struct poold *pd, struct kv_ns *ns, uint32_t node,
-			     const ProtobufCBinaryData *keys, const uint32_t *backup,
-			     const Pool__KvLocation *locs, size_t n, bool removed,
-			     struct kvbackup_wait *w)
+			     const ProtobufCBinaryData *keys, const struct kvbackup_key *to,
+			     size_t n, bool removed, struct kvbackup_wait *w)
 {
 	Pool__KvBackup init = POOL__KV_BACKUP__INIT;
 	struct kvbackup_msg b = {.m = init};
-	size_t i;
+	size_t k, i;
 	int rc = 0;
 
-	for (i = 0; i < n && rc == 0; i++) {
+	for (k = 0; k < n && rc == 0; k++) {
 		struct kv_entry *e;
 
-		if (backup[i] != node || locs[i].status != 0)
-			continue;
+		i = to[k].i;
 		e = removed ? NULL
 			    : *kv_slot(ns, keys[i].data, keys[i].len,
 				       kv_hash(keys[i].data, keys[i].len));
@@ -364,17 +377,17 @@ int kvbackup_send(struct poold *pd, struct kv_ns *ns, const ProtobufCBinaryData 
 		  void *arg)
 {
 	struct kvbackup_wait *w;
-	uint32_t *backup;
+	struct kvbackup_key *to;
 	uint64_t window;
-	size_t i, j;
+	size_t i, j, m = 0;
 
 	if (!(ns->flags & HOLD_NS_SHARDED) || ns->replicas < 2 || pd->kv == NULL ||
 	    pd->kv->copy_close == NULL || n == 0)
 		return 0; /* (nothing to back up, or backups closed: this poold stops) */
-	backup = malloc(n * sizeof(*backup));
+	to = malloc(n * sizeof(*to));
 	w = calloc(1, sizeof(*w));
-	if (backup == NULL || w == NULL) {
-		free(backup);
+	if (to == NULL || w == NULL) {
+		free(to);
 		free(w);
 		pd->kv->backup_missed++;
 		return 0;
@@ -383,19 +396,22 @@ int kvbackup_send(struct poold *pd, struct kv_ns *ns, const ProtobufCBinaryData 
 	window = (uint64_t)pd->conf->heartbeat_ms * (uint64_t)pd->conf->heartbeat_misses;
 	*w = (struct kvbackup_wait){
 	    .pd = pd, .done = done, .arg = arg, .until_ms = units_now_ms() + window};
-	for (i = 0; i < n; i++)
-		backup[i] =
-		    locs[i].status == 0 ? kvbackup_of(pd, ns, keys[i].data, keys[i].len) : 0;
-	w->pending = 1; /* (until every call went: an answer cannot come before) */
 	for (i = 0; i < n; i++) {
-		if (backup[i] == 0)
-			continue;
-		for (j = 0; j < i && backup[j] != backup[i]; j++)
-			;
-		if (j == i) /* (the first key of this backup: its keys go in its calls) */
-			kvbackup_send_to(pd, ns, backup[i], keys, backup, locs, n, removed, w);
+		uint32_t node =
+		    locs[i].status == 0 ? kvbackup_of(pd, ns, keys[i].data, keys[i].len) : 0;
+
+		if (node != 0)
+			to[m++] = (struct kvbackup_key){node, (uint32_t)i};
 	}
-	free(backup);
+	/* (grouped by backup, each group in the request's order: its calls) */
+	qsort(to, m, sizeof(*to), kvbackup_key_cmp);
+	w->pending = 1; /* (until every call went: an answer cannot come before) */
+	for (i = 0; i < m; i = j) {
+		for (j = i + 1; j < m && to[j].node == to[i].node; j++)
+			;
+		kvbackup_send_to(pd, ns, to[i].node, keys, &to[i], j - i, removed, w);
+	}
+	free(to);
 	if (--w->pending == 0) {
 		free(w);
 		return 0;
@@ -404,35 +420,42 @@ int kvbackup_send(struct poold *pd, struct kv_ns *ns, const ProtobufCBinaryData 
 	return 1;
 }
 
+static int kvbackup_gone_cmp(const void *a, const void *b)
+{
+	const struct kvbackup_gone *x = a, *y = b;
+
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	return x->ns < y->ns ? -1 : x->ns > y->ns;
+}
+
 /*
- * The evicted keys not sent yet, to their backups: a call per backup and
- * namespace (more when many), answered by no one but kvbackup_answered().
+ * The evicted keys not sent yet, to their backups: grouped by backup and
+ * namespace, a call each (more when many), answered by no one but
+ * kvbackup_answered().
  */
 static void kvbackup_gone_send(struct poold *pd)
 {
 	struct kv_space *kv = pd->kv;
 	struct kvbackup_gone *gone = kv->gone;
-	size_t n = kv->ngone, i, j;
+	size_t n = kv->ngone, i, j, k;
 
 	if (n == 0)
 		return;
 	kv->gone = NULL; /* (taken: the sends below do not come back here) */
 	kv->ngone = kv->gone_cap = 0;
-	for (i = 0; i < n; i++) {
+	qsort(gone, n, sizeof(*gone), kvbackup_gone_cmp);
+	for (i = 0; i < n; i = j) {
 		Pool__KvBackup init = POOL__KV_BACKUP__INIT;
 		struct kvbackup_msg b = {.m = init};
-		struct kv_ns *ns;
+		struct kv_ns *ns = kv_ns_by_id(pd, gone[i].ns);
 		int rc = 0;
 
-		if (gone[i].key == NULL) /* (sent with an earlier one's) */
-			continue;
-		ns = kv_ns_by_id(pd, gone[i].ns);
-		for (j = i; j < n && ns != NULL && rc == 0; j++) {
-			ProtobufCBinaryData key = {gone[j].klen, gone[j].key};
+		for (j = i + 1; j < n && kvbackup_gone_cmp(&gone[i], &gone[j]) == 0; j++)
+			;
+		for (k = i; k < j && ns != NULL && rc == 0; k++) {
+			ProtobufCBinaryData key = {gone[k].klen, gone[k].key};
 
-			if (gone[j].key == NULL || gone[j].node != gone[i].node ||
-			    gone[j].ns != gone[i].ns)
-				continue;
 			rc = kvbackup_msg_removed(&b, ns->name, &key);
 			if (rc == 0 && b.bytes >= KVBACKUP_BYTES)
 				rc = kvbackup_msg_send(pd, gone[i].node, ns->name, &b, NULL, NULL);
@@ -444,12 +467,8 @@ static void kvbackup_gone_send(struct poold *pd)
 			kvbackup_recopy(pd, gone[i].node, NULL);
 		}
 		kvbackup_msg_free(&b); /* (before the keys its calls pointed at: packed, sent) */
-		for (j = n; j-- > i;)
-			if (gone[j].key != NULL && gone[j].node == gone[i].node &&
-			    gone[j].ns == gone[i].ns) {
-				free(gone[j].key);
-				gone[j].key = NULL;
-			}
+		for (k = i; k < j; k++)
+			free(gone[k].key);
 	}
 	free(gone);
 }
