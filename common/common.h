@@ -195,7 +195,7 @@ struct poold_conf {
 
 enum conf_role { ROLE_COORDINATOR, ROLE_NODE };
 enum conf_kv_events_format { KV_EVENTS_MAP, KV_EVENTS_ARRAY };
-enum conf_resp_placement { RESP_PLACE_SPREAD, RESP_PLACE_LOCAL };
+enum conf_resp_placement { RESP_PLACE_SPREAD, RESP_PLACE_LOCAL, RESP_PLACE_SHARDED };
 enum conf_kv_events_hash { KV_EVENTS_HASH_INT, KV_EVENTS_HASH_BYTES };
 enum conf_firewall { FIREWALL_AUTO, FIREWALL_YES, FIREWALL_NO }; /* fabric.firewall */
 enum conf_transfer { TRANSFER_CHECKED, TRANSFER_RMA };		 /* fabric.transfer */

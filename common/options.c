@@ -160,9 +160,10 @@ const struct conf_option conf_options[] = {
      "file of RESP users (NAME UID >PASSWORD or #SHA256 per line), each acting as its uid"},
     {"resp.capacity", CONF_SIZE, OFF(resp_capacity), 1 << 20, 1024 * GiB, "256M", NULL, 0,
      "capacity of each RESP database (namespace redisN)"},
-    {"resp.placement", CONF_ENUM, OFF(resp_placement), 0, 0, "spread", "spread|local", 0,
+    {"resp.placement", CONF_ENUM, OFF(resp_placement), 0, 0, "spread", "spread|local|sharded", 0,
      "where a new RESP database keeps its values: spread over the lenders, as any KV "
-     "namespace, or in this node's lend pool only"},
+     "namespace, in this node's lend pool only, or sharded over the KV shards' owners "
+     "(every node's endpoint then runs commands itself)"},
     {"resp.max_clients_per_user", CONF_INT, OFF(resp_max_clients_per_user), 1, 65536, "256", NULL,
      0, "most RESP connections one user of resp.users may have authenticated at once"},
     {"resp.max_clients", CONF_INT, OFF(resp_max_clients), 1, 65536, "1024", NULL, 0,

@@ -135,10 +135,11 @@ int kv_defs(struct poold *pd, struct kv_ns_spec **ret, size_t *ret_n)
 	/*
 	 * Root's RESP databases are made again on use; a RESP user's is kept
 	 * with its owner, or a coordinator that came back would rebuild it
-	 * from its lenders open to all.
+	 * from its lenders open to all; a sharded one is kept too, as every
+	 * node's endpoint runs commands on it.
 	 */
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-		if (!ns->resp_db || ns->uid != 0)
+		if (!ns->resp_db || ns->uid != 0 || (ns->flags & HOLD_NS_SHARDED))
 			kv_ns_def(ns, &defs[n++]);
 	*ret = defs;
 	*ret_n = n;

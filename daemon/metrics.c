@@ -575,7 +575,18 @@ static void metrics_kv_events(struct poold *pd, struct evbuffer *b)
 static void metrics_resp(struct poold *pd, struct evbuffer *b)
 {
 	struct resp_stats st;
+	uint64_t to_owners, from_nodes;
 
+	if (resp_sharded(pd)) { /* (an owner serves other nodes' clients, endpoint or not) */
+		resp_shard_stats(&to_owners, &from_nodes);
+		metrics_head(b, "pool_resp_shard_commands_total", "counter",
+			     "RESP commands (or parts of them) of sharded databases sent to "
+			     "their keys' owners, and served for other nodes' clients");
+		evbuffer_add_printf(b,
+				    "pool_resp_shard_commands_total{to=\"owners\"} %llu\n"
+				    "pool_resp_shard_commands_total{from=\"nodes\"} %llu\n",
+				    (unsigned long long)to_owners, (unsigned long long)from_nodes);
+	}
 	if (!resp_stats(pd, &st) && !resprelay_stats(pd, &st))
 		return;
 	metrics_one(b, "pool_resp_connections", "gauge",

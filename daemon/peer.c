@@ -38,7 +38,7 @@ enum peer_state { PEER_IDLE, PEER_CONNECTING, PEER_HELLO, PEER_REGISTERING, PEER
 struct forward {
 	TAILQ_ENTRY(forward) entry;
 	uint64_t id;
-	struct req *r;
+	struct req *r; /* NULL: this poold's own (peer_ask()), its answer only logged */
 };
 
 /* KV namespace definitions as the coordinator tells them: kv-ns-defs chunks (packed KvNsReply). */
@@ -433,9 +433,11 @@ static void peer_fail_forwards(struct peer *pe)
 
 	while ((f = TAILQ_FIRST(&pe->forwards)) != NULL) {
 		TAILQ_REMOVE(&pe->forwards, f, entry);
-		req_finish(f->r, req_errorf(f->r, POOL_ECOORD,
-					    "coordinator unavailable: the link to %s dropped",
-					    pe->target));
+		if (f->r != NULL)
+			req_finish(f->r,
+				   req_errorf(f->r, POOL_ECOORD,
+					      "coordinator unavailable: the link to %s dropped",
+					      pe->target));
 		free(f);
 	}
 	pe->nforwards = 0;
@@ -695,6 +697,17 @@ static bool peer_relay(struct peer *pe, const struct wire_hdr *hdr, const uint8_
 		return false;
 	TAILQ_REMOVE(&pe->forwards, f, entry);
 	pe->nforwards--;
+	if (f->r == NULL) { /* (this poold's own: what it changes, every node is told) */
+		Pool__Error *err;
+
+		if (hdr->type == WIRE_ERROR && wire_msg_unpack(WIRE_ERROR, payload, hdr->len,
+							       (ProtobufCMessage **)&err) == 0) {
+			log_debug("coordinator %s: %s", pe->target, err->message);
+			wire_msg_free(&err->base);
+		}
+		free(f);
+		return true;
+	}
 	if (hdr->type == WIRE_REGION_REPLY || hdr->type == WIRE_KV_REPLY) {
 		ProtobufCMessage *msg;
 
@@ -1009,6 +1022,45 @@ int peer_forward(struct req *r, uint16_t type, const uint8_t *payload, size_t le
 }
 
 /*
+ * Ask the coordinator something for this poold itself, acting as uid (an
+ * admin): not waited for, what it changes comes back as the coordinator
+ * tells every node. 0, or -errno when it could not be sent.
+ */
+static int peer_ask(struct poold *pd, uid_t uid, uint16_t type, const ProtobufCMessage *msg)
+{
+	struct peer *pe = pd->peer;
+	Pool__Forward fw = POOL__FORWARD__INIT;
+	struct forward *f;
+	size_t len = protobuf_c_message_get_packed_size(msg);
+	int rc;
+
+	if (pe == NULL || pe->state != PEER_UP)
+		return POOL_ECOORD;
+	if (pe->nforwards >= PEER_MAX_FORWARDS)
+		return -EAGAIN;
+	f = calloc(1, sizeof(*f));
+	if (f == NULL || (fw.payload.data = malloc(len ? len : 1)) == NULL) {
+		free(f);
+		return -ENOMEM;
+	}
+	fw.payload.len = protobuf_c_message_pack(msg, fw.payload.data);
+	fw.uid = uid;
+	fw.gid = (uint32_t)-1;
+	fw.admin = true;
+	fw.type = type;
+	f->id = ++pe->next_id;
+	rc = conn_send(pe->conn, WIRE_FORWARD, f->id, &fw.base);
+	free(fw.payload.data);
+	if (rc < 0) {
+		free(f);
+		return POOL_ECOORD;
+	}
+	TAILQ_INSERT_TAIL(&pe->forwards, f, entry);
+	pe->nforwards++;
+	return 0;
+}
+
+/*
  * Tell the coordinator a client session ended. Lost if the link is down; the
  * coordinator then ends the node's sessions when the node is declared dead.
  */
@@ -1046,6 +1098,7 @@ int peer_open(struct poold *pd)
 	if (pd->conf->coord_etcd[0] == '\0')
 		snprintf(pe->target, sizeof(pe->target), "%s", pd->conf->coordinator);
 	pd->peer = pe;
+	pd->ask_coordinator = peer_ask;
 	peer_connect(pe);
 	if (pe->state != PEER_IDLE)
 		peer_schedule(pe, pe->hb_ms);
@@ -1098,4 +1151,5 @@ void peer_close(struct poold *pd)
 	nsdefs_clear(&pe->nsdefs_coming);
 	free(pe);
 	pd->peer = NULL;
+	pd->ask_coordinator = NULL;
 }

@@ -44,9 +44,10 @@ static void poold_session_end(struct poold *pd, uint64_t session)
 
 /* Every service's handler table. */
 static const struct ctl_handler *const poold_handlers[] = {
-    status_handlers,	reload_handlers,  nodes_handlers, region_handlers,     reclaim_handlers,
-    arena_handlers,	kv_handlers,	  vec_handlers,	  events_handlers,     snapcopy_handlers,
-    snapplace_handlers, metrics_handlers, xfer_handlers,  kvhandover_handlers, kvbackup_handlers,
+    status_handlers,  reload_handlers,	   nodes_handlers,     region_handlers,
+    reclaim_handlers, arena_handlers,	   kv_handlers,	       vec_handlers,
+    events_handlers,  snapcopy_handlers,   snapplace_handlers, metrics_handlers,
+    xfer_handlers,    kvhandover_handlers, kvbackup_handlers,  respshard_handlers,
 };
 
 static const struct control_wiring poold_wiring = {
@@ -403,7 +404,9 @@ int main(int argc, char **argv)
 		goto out;
 	if (pd.conf->role == ROLE_COORDINATOR
 		? coord_open(&pd) < 0
-		: peer_open(&pd) < 0 || resprelay_open(&pd) < 0 || kvev_open(&pd) < 0) {
+		: peer_open(&pd) < 0 ||
+		      (resp_sharded(&pd) ? resp_open(&pd) : resprelay_open(&pd)) < 0 ||
+		      kvev_open(&pd) < 0) {
 		log_warnx("cannot start the %s role",
 			  pd.conf->role == ROLE_COORDINATOR ? "coordinator" : "node");
 		goto out;

@@ -199,6 +199,9 @@ struct poold {
 	struct node_id *nodeids;     /* ... the nodes whose ids are theirs (nodeids.c) */
 	size_t nnodeids;
 	struct peer *peer;		       /* role = node: the link to the coordinator */
+	/* ... what asks the coordinator for this poold itself (peer_ask()), or NULL */
+	int (*ask_coordinator)(struct poold *pd, uid_t uid, uint16_t type,
+			       const ProtobufCMessage *msg);
 	const struct carry_ops *carry;	       /* how it reaches other poolds' memory (carry.c) */
 	const struct carry_hooks *carry_hooks; /* ... and what it is told of changes */
 	void (*members_changed)(struct poold *pd); /* the KV shards' owners (kvowner.c) */
@@ -1164,6 +1167,7 @@ int kv_extents(struct poold *pd, uint32_t node, struct kv_extents_walk *w, size_
 	       struct ledger_extent **ext, size_t *n, size_t *cap);
 extern const struct ctl_handler kv_handlers[];
 extern const struct ctl_handler kvhandover_handlers[];
+extern const struct ctl_handler respshard_handlers[];
 extern const struct ctl_handler kvbackup_handlers[];
 struct kv_where {
 	uint32_t node, arena;
@@ -1328,6 +1332,10 @@ void metrics_close(struct poold *pd);
 
 /* resp.c: the Redis-protocol endpoint to the KV cache (coordinator) */
 int resp_open(struct poold *pd);
+/* Whether its databases are sharded (resp.placement): every node runs commands (respshard.c). */
+bool resp_sharded(const struct poold *pd);
+/* Commands (or parts) of sharded databases sent to other owners, and served for other nodes. */
+void resp_shard_stats(uint64_t *to_owners, uint64_t *from_nodes);
 void resp_close(struct poold *pd);
 int resp_endpoint(struct poold *pd, char *buf, size_t len);
 /* What a RESP endpoint served, for the metrics: its own (coordinator) or a node's relay. */

@@ -58,7 +58,7 @@
 /* Unread replies past which poold reads no more commands from a client, until it reads. */
 #define RESP_OUTPUT_PAUSE (1u << 20)
 
-static void resp_args_free(struct resp_queued *q)
+void resp_args_free(struct resp_queued *q)
 {
 	long k;
 
@@ -153,6 +153,7 @@ static void resp_conn_free(struct resp_conn *c)
 	TAILQ_REMOVE(&c->rs->conns, c, entry);
 	c->rs->nconns--;
 	resp_remote_end(c); /* its pins and reservations, once nothing in flight needs them */
+	resp_shard_end(c);
 	resp_queue_clear(c);
 	while (c->nahead > 0)
 		resp_args_free(&c->ahead[--c->nahead]);
@@ -194,8 +195,9 @@ struct evbuffer *resp_output(struct resp_conn *c)
 /* The replies c holds, sent or not. */
 static size_t resp_out_bytes(struct resp_conn *c)
 {
-	return evbuffer_get_length(bufferevent_get_output(c->bev)) + evbuffer_get_length(c->out) +
-	       (c->held ? evbuffer_get_length(c->held) : 0) +
+	/* (no bufferevent: a command of another node's client, respshard.c) */
+	return (c->bev != NULL ? evbuffer_get_length(bufferevent_get_output(c->bev)) : 0) +
+	       evbuffer_get_length(c->out) + (c->held ? evbuffer_get_length(c->held) : 0) +
 	       (c->scratch ? evbuffer_get_length(c->scratch) : 0);
 }
 
@@ -564,6 +566,16 @@ static bool resp_command_run(struct resp_conn *c, struct resp_queued *q, struct 
 		}
 		resp_out(c, "+QUEUED\r\n");
 		return true;
+	}
+	if (resp_sharded(c->rs->pd) &&
+	    ((cmd->flags & RESP_CMD_KEYS) || strcmp(cmd->name, "exec") == 0)) {
+		switch (resp_shard_route(c, cmd, q)) {
+		case RESP_SHARD_WAIT:
+			return false;
+		case RESP_SHARD_DONE:
+			c->rs->commands++;
+			return true;
+		}
 	}
 	switch (resp_fetched_all(c, cmd, q)) {
 	case 0:

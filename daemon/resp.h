@@ -113,6 +113,10 @@ struct resp_conn {
 	struct evbuffer *held;	  /* replies behind writes in flight (resp_output()) */
 	struct evbuffer *scratch; /* a command's replies, built apart */
 	bool scratch_on;
+	/* Sharded databases (respshard.c): the command with its keys' owners. */
+	struct resp_fwd *fwd;
+	struct event *fwd_timer; /* asks again in a while: a shard moved, a database is made */
+	uint64_t fwd_since_ms;	 /* since when it waits for that */
 };
 
 struct resp {
@@ -146,6 +150,7 @@ void resp_db_name(const struct resp_conn *c, int db, char *ns, size_t len);
 int resp_auth_as(struct resp_conn *c, const char *user, const char *password, size_t pwlen);
 void resp_reset(struct resp_conn *c);
 void resp_queue_clear(struct resp_conn *c);
+void resp_args_free(struct resp_queued *q);
 void resp_close_after_reply(struct resp_conn *c);
 void resp_client_line(const struct resp_conn *c, char *buf, size_t len);
 
@@ -167,6 +172,13 @@ void resp_remote_timeout(evutil_socket_t fd, short what, void *arg);
 bool resp_blind_write(const struct resp_cmd *cmd, long argc, char **argv);
 bool resp_remote_lenders(struct poold *pd);
 void resp_resume(struct resp_conn *c);
+
+/* Sharded databases (resp.placement = sharded; respshard.c). */
+#define RESP_SHARD_HERE 1
+#define RESP_SHARD_WAIT 0
+#define RESP_SHARD_DONE (-1)
+int resp_shard_route(struct resp_conn *c, const struct resp_cmd *cmd, const struct resp_queued *q);
+void resp_shard_end(struct resp_conn *c);
 
 /* Big SET values read straight into their reservations (respplace.c). */
 void resp_place_init(struct resp_conn *c);

@@ -93,13 +93,14 @@ static int resp_get(struct resp_conn *c, const char *ns, const char *key, size_t
 	rc = kv_local_op(pd, c->session, c->uid, ns, KV_LOOKUP, (const uint8_t *)key, klen, 0, &w);
 	if (rc != 0)
 		return -ENOENT;
-	if (w.arena >= pd->narenas || w.node != pd->node_id) {
+	/* (this node's lent arenas, or the one of its KV shards' values: lend_arena()) */
+	if (w.node != pd->node_id || lend_arena(pd, w.arena) == NULL) {
 		kv_local_op(pd, c->session, c->uid, ns, KV_RELEASE, (const uint8_t *)key, klen,
 			    w.version, NULL);
 		return -ENOENT;
 	}
-	*v = (struct resp_val){(const char *)pd->arenas[w.arena].base + w.off, w.len, w.version,
-			       false};
+	*v = (struct resp_val){(const char *)lend_arena(pd, w.arena)->base + w.off, w.len,
+			       w.version, false};
 	return 0;
 }
 
@@ -155,12 +156,12 @@ static int resp_put(struct resp_conn *c, const char *ns, const char *key, size_t
 				    klen, w.version, NULL);
 		return rc;
 	}
-	if (w.arena >= pd->narenas) {
+	if (lend_arena(pd, w.arena) == NULL) {
 		kv_local_op(pd, c->session, c->uid, ns, KV_ABORT, (const uint8_t *)key, klen,
 			    w.version, NULL);
 		return -EREMOTE;
 	}
-	dst = (char *)pd->arenas[w.arena].base + w.off;
+	dst = (char *)lend_arena(pd, w.arena)->base + w.off;
 	if (alen > 0)
 		memmove(dst, a, alen);
 	if (blen > 0)

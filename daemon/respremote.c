@@ -432,6 +432,8 @@ bool resp_remote_lenders(struct poold *pd)
 {
 	const struct lender_pool *lp;
 
+	if (pd->regions == NULL) /* (a node's endpoint: sharded databases, respshard.c) */
+		return false;
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry)
 		if (lp->node != pd->node_id)
 			return true;

@@ -101,7 +101,9 @@ enum wire_type {
 	WIRE_HOLDINGS_ACK = 63,	 /* coordinator -> lender: chunks of its report read so far */
 	WIRE_KV_HANDOVER = 64,	 /* node -> node: a KV shard's keys, asked of its last owner */
 	WIRE_KV_HANDOVER_REPLY = 65,
-	WIRE_KV_BACKUP = 66, /* node -> node: a KV shard's changes, to its backup copy */
+	WIRE_KV_BACKUP = 66,	/* node -> node: a KV shard's changes, to its backup copy */
+	WIRE_RESP_COMMAND = 67, /* node -> node: a RESP command on keys of shards it owns */
+	WIRE_RESP_REPLY = 68,
 	WIRE_TYPE_MAX
 };
 

@@ -39,9 +39,10 @@
  * put of that page must not wait on it for more than a second.
  *
  * --node-calls sends what only another node's poold sends on the link
- * between them, on the control socket: a KV shard hand-over request and a
- * backup copy of a key of NS (a sharded namespace of 2 replicas); both must
- * be refused, whoever asks (root too), and NS must not hold the key.
+ * between them, on the control socket: a KV shard hand-over request, a
+ * backup copy of a key of NS (a sharded namespace of 2 replicas) and a RESP
+ * command of a sharded database; all must be refused, whoever asks (root
+ * too), and NS must not hold the key.
  */
 #include "config.h"
 
@@ -458,7 +459,10 @@ static int poison_shared(const char *holder, const char *hexkey)
 	return failures;
 }
 
-/* A shard hand-over and a backup copy of key "stolen" of ns, asked as a client: refused. */
+/*
+ * A shard hand-over, a backup copy of key "stolen" of ns and a RESP SET,
+ * asked as a client: refused.
+ */
 static int node_calls(const char *ns)
 {
 	static uint8_t all[128], value[64];
@@ -481,6 +485,17 @@ static int node_calls(const char *ns)
 	bk.removed = &removed;
 	bk.n_removed = 1;
 	must_fail("a KV backup copy sent on the control socket", WIRE_KV_BACKUP, &bk.base, WIRE_OK);
+	{
+		ProtobufCBinaryData set[] = {
+		    {3, (uint8_t *)"SET"}, {6, (uint8_t *)"stolen"}, {1, (uint8_t *)"x"}};
+		Pool__RespCommand rc = POOL__RESP_COMMAND__INIT;
+
+		rc.argv = set;
+		rc.n_argv = 3;
+		rc.proto = 2;
+		must_fail("a RESP command of another node's client sent on the control socket",
+			  WIRE_RESP_COMMAND, &rc.base, WIRE_RESP_REPLY);
+	}
 	return failures;
 }
 

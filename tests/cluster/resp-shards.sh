@@ -1,0 +1,191 @@
+#!/bin/bash
+# RESP databases sharded over the KV shards' owners (resp.placement =
+# sharded) on a 4-node cluster in network namespaces: every node's
+# endpoint runs commands itself, each key at the owner of its shard, and
+# the coordinator serves none of them. redis-cli and redis-py on any node:
+# a value SET on one node is read on every other; a pipeline of 3,000 SETs
+# lands on every owner and MGET brings the values back in the keys' order;
+# DBSIZE, KEYS and a whole SCAN see every key once; DEL, EXISTS and MSET
+# split by owner; INCR from two nodes at once loses no increment; expiry
+# holds; values up to 4 MiB go between nodes, a larger one gets a clear
+# error; a transaction on one owner's keys runs there, one on several
+# owners' gets CROSSSLOT, as MSETNX does; a user of resp.users reaches its
+# own databases alone. An owner SIGKILLed: the others' keys stay, its
+# shards move and new SETs of its keys succeed.
+. "${top_srcdir:-.}/tests/cluster/pool.sh"
+finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "resp-shards: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
+if ! /usr/bin/python3 -c 'import redis' 2>/dev/null || ! command -v redis-cli >/dev/null; then
+	echo "skip: python3-redis or redis-tools is not installed"; exit 77
+fi
+
+cluster_create 4 || exit 1
+USERS="$CLUSTER_TMP/resp-users"
+echo "alice 65534 >alice-pw" >"$USERS"
+chmod 600 "$USERS"
+POOL_OPTS="-o kv.shard_size=32M -o resp.placement=sharded -o resp.password=pw -o resp.users=$USERS"
+metrics_at() { echo "$(cluster_addr "$1"):$(cluster_port "$1" 9400)"; }
+# The coordinator (h1) owns no shards: what it serves of the RESP databases shows.
+node_opts() {
+	echo "-o metrics.listen=$(metrics_at "$1") -o resp.listen=$(cluster_addr "$1"):6379"
+	[ "$1" = 1 ] && echo "-o kv.shard_size=0"
+}
+POOL_NODE_OPTS=node_opts
+pool_node_start 1 || exit 1
+for _ in $(seq 100); do [ -S "$(pool_sock 1)" ] && break; sleep 0.05; done
+for i in 2 3 4; do pool_node_start "$i" || exit 1; done
+for i in 2 3 4; do pool_wait_state 1 "h$i" up 20 || { not_ok "h$i did not join"; pool_cluster_logs; exit 1; }; done
+ok "4-node cluster formed, every node's RESP endpoint sharded ($CLUSTER_MODE)"
+for i in 1 2 3 4; do cluster_wait_tcp "$i" "$(cluster_addr "$i")" 6379 || not_ok "h$i's endpoint up"; done
+
+metric() {
+	cluster_exec "$1" python3 -c 'import sys, urllib.request
+for line in urllib.request.urlopen("http://" + sys.argv[1] + "/metrics", timeout=10).read().decode().splitlines():
+    if line.split(" ")[0] == sys.argv[2]:
+        print(line.split(" ")[1])' "$(metrics_at "$1")" "$2"
+}
+cli() { local i=$1; shift; cluster_exec "$i" timeout 20 redis-cli --no-auth-warning -h "$(cluster_addr "$i")" -a pw "$@" 2>&1; }
+# rpy I SCRIPT: redis-py inside host I against its own endpoint (r), the others' in rs[1..4].
+rpy() { cluster_exec "$1" env ADDRS="$(for i in 1 2 3 4; do printf '%s ' "$(cluster_addr "$i")"; done)" ME="$1" timeout 120 /usr/bin/python3 -c "
+import os, hashlib, threading, time, redis
+rs = [None] + [redis.Redis(host=a, port=6379, password='pw', socket_timeout=30) for a in os.environ['ADDRS'].split()]
+r = rs[int(os.environ['ME'])]
+def val(i, n=100):
+    return (hashlib.sha256(b'%d' % i).digest() * (n // 32 + 1))[:n]
+$2"; }
+
+coord0=$(metric 1 'pool_kv_requests_total{from="nodes"}')
+out=$(cli 2 SET greeting "from node 2"; cli 3 GET greeting; cli 4 GET greeting; cli 1 GET greeting)
+[ "$out" = "$(printf 'OK\nfrom node 2\nfrom node 2\nfrom node 2')" ] &&
+	ok "redis-cli: SET on h2's endpoint, GET on h3's, h4's and the coordinator's" ||
+	not_ok "SET/GET across nodes: $out"
+
+rpy 2 "
+p = r.pipeline(transaction=False)
+for i in range(3000):
+    p.set(b'k%d' % i, val(i, 50 + i % 400))
+assert all(x is True for x in p.execute())
+print('ok')" >"$CLUSTER_TMP/out" 2>&1 && ok "redis-py on h2: a pipeline of 3,000 SETs" ||
+	{ not_ok "pipeline of SETs"; cat "$CLUSTER_TMP/out"; }
+held=0
+for i in 2 3 4; do
+	n=$(pool_kv_shard "$i" store_used)
+	[ "${n:-0}" -gt 100000 ] && held=$((held + 1))
+	echo "# h$i keeps ${n:-?} bytes of values of its shards"
+done
+[ "$held" = 3 ] && ok "the values are spread over the memory of all 3 owners (h2-h4) for their shards" || not_ok "values on $held owners"
+
+rpy 3 "
+keys = [b'k%d' % i for i in range(3000)]
+got = r.mget(keys)
+assert got == [val(i, 50 + i % 400) for i in range(3000)], 'mget'
+assert rs[4].dbsize() == 3001, rs[4].dbsize()
+assert sorted(rs[1].keys('k*')) == sorted(keys), 'keys'
+seen, cur = [], 0
+while True:
+    cur, part = r.scan(cur, count=500)
+    seen += part
+    if cur == 0:
+        break
+assert sorted(seen) == sorted(keys + [b'greeting']), (len(seen), len(set(seen)))
+print('ok')" >"$CLUSTER_TMP/out" 2>&1 &&
+	ok "h3: MGET of all 3,000 in the keys' order; DBSIZE (h4), KEYS (h1) and a whole SCAN see every key once" ||
+	{ not_ok "MGET/DBSIZE/KEYS/SCAN"; cat "$CLUSTER_TMP/out"; }
+
+rpy 4 "
+assert r.delete(*[b'k%d' % i for i in range(1000)]) == 1000
+assert r.exists(*[b'k%d' % i for i in range(0, 2000, 2)]) == 500
+assert r.mset({b'm%d' % i: b'v%d' % i for i in range(200)}) is True
+assert rs[2].mget([b'm%d' % i for i in range(200)]) == [b'v%d' % i for i in range(200)]
+assert rs[1].dbsize() == 2201, rs[1].dbsize()
+print('ok')" >"$CLUSTER_TMP/out" 2>&1 &&
+	ok "h4: DEL of 1,000 keys, EXISTS and MSET split by owner, counted and stored right" ||
+	{ not_ok "DEL/EXISTS/MSET"; cat "$CLUSTER_TMP/out"; }
+
+rpy 2 "
+def bump(node):
+    c = rs[node]
+    for _ in range(500):
+        c.incr(b'counter')
+ts = [threading.Thread(target=bump, args=(n,)) for n in (2, 3)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+assert rs[1].get(b'counter') == b'1000', rs[1].get(b'counter')
+assert r.set(b'brief', b'x', px=300) is True
+assert 0 < rs[3].pttl(b'brief') <= 300
+time.sleep(0.5)
+assert rs[4].get(b'brief') is None and rs[1].exists(b'brief') == 0
+print('ok')" >"$CLUSTER_TMP/out" 2>&1 &&
+	ok "INCR from h2 and h3 at once: 1,000 of 1,000; a 300 ms expiry seen and kept from other nodes" ||
+	{ not_ok "INCR/expiry"; cat "$CLUSTER_TMP/out"; }
+
+rpy 3 "
+p = r.pipeline(transaction=True)
+p.incr(b'tx'); p.incr(b'tx'); p.get(b'tx')
+assert p.execute() == [1, 2, b'2']
+spread = [b'k1000', b'k1001', b'k1002', b'k1003', b'k1004', b'k1005']
+p = r.pipeline(transaction=True)
+for k in spread:
+    p.get(k)
+try:
+    p.execute()
+    raise SystemExit('a transaction over several owners ran')
+except redis.ResponseError as e:
+    assert 'CROSSSLOT' in str(e), e
+try:
+    r.msetnx({k: b'x' for k in spread})
+    raise SystemExit('MSETNX over several owners ran')
+except redis.ResponseError as e:
+    assert 'CROSSSLOT' in str(e), e
+assert r.get(b'k1000') == val(1000, 50 + 1000 % 400)
+print('ok')" >"$CLUSTER_TMP/out" 2>&1 &&
+	ok "MULTI/EXEC on one owner's key runs there; over several owners, and MSETNX, get CROSSSLOT" ||
+	{ not_ok "transactions"; cat "$CLUSTER_TMP/out"; }
+
+rpy 1 "
+big = val(7, 1 << 20)
+assert r.set(b'big', big) is True and rs[3].get(b'big') == big
+try:
+    r.set(b'huge', val(8, 5 << 20))
+    raise SystemExit('a 5 MiB SET to another node ran')
+except redis.ResponseError as e:
+    assert '4M' in str(e), e
+assert r.get(b'huge') is None and r.ping()
+print('ok')" >"$CLUSTER_TMP/out" 2>&1 &&
+	ok "h1 (no shards): a 1 MiB value SET through it and read on h3; a 5 MiB one refused, saying the 4M bound" ||
+	{ not_ok "big values to other nodes"; cat "$CLUSTER_TMP/out"; }
+
+out=$(cluster_exec 2 timeout 20 redis-cli --no-auth-warning -h "$(cluster_addr 2)" --user alice --pass alice-pw SET greeting alice 2>&1;
+	cli 3 GET greeting;
+	cluster_exec 4 timeout 20 redis-cli --no-auth-warning -h "$(cluster_addr 4)" --user alice --pass alice-pw GET greeting 2>&1)
+[ "$out" = "$(printf 'OK\nfrom node 2\nalice')" ] &&
+	ok "alice (uid 65534) SETs on h2 in her own database, reads it on h4; the default user's key unchanged" ||
+	not_ok "alice's database: $out"
+
+coord1=$(metric 1 'pool_kv_requests_total{from="nodes"}')
+coordsrv=$(metric 1 'pool_resp_shard_commands_total{from="nodes"}')
+[ -n "$coord0" ] && [ "$coord0" = "$coord1" ] && [ "$coordsrv" = 0 ] &&
+	ok "the coordinator served no command or KV request of the nodes' RESP clients" ||
+	not_ok "coordinator's KV requests from nodes: $coord0 -> $coord1, RESP commands served $coordsrv"
+fwd=$(metric 3 'pool_resp_shard_commands_total{to="owners"}')
+srv=$(metric 4 'pool_resp_shard_commands_total{from="nodes"}')
+[ "${fwd:-0}" -gt 0 ] && [ "${srv:-0}" -gt 0 ] &&
+	ok "h3 sent $fwd commands to owners, h4 served $srv for other nodes (metrics)" ||
+	not_ok "shard command metrics: $fwd sent, $srv served"
+
+# An owner dies: the others' keys stay, its shards move, its keys can be SET again.
+pool_node_kill 4
+pool_wait_state 1 h4 dead 20 || not_ok "h4 declared dead"
+rpy 2 "
+keys = [b'k%d' % i for i in range(1000, 3000)]
+got = r.mget(keys)
+kept = sum(1 for i, v in zip(range(1000, 3000), got) if v == val(i, 50 + i % 400))
+wrong = sum(1 for i, v in zip(range(1000, 3000), got) if v is not None and v != val(i, 50 + i % 400))
+assert wrong == 0 and 800 < kept < 2000, (kept, wrong)
+for k in keys:
+    assert r.set(k, b'again') is True
+assert set(rs[3].mget(keys)) == {b'again'}
+print('ok', kept)" >"$CLUSTER_TMP/out" 2>&1 &&
+	ok "h4 SIGKILLed: $(tail -1 "$CLUSTER_TMP/out" | cut -d' ' -f2) of 2,000 values kept on the live owners, none wrong; every key SET again and read back" ||
+	{ not_ok "after an owner's death"; cat "$CLUSTER_TMP/out"; }
+for i in 1 2 3; do kill -0 "${POOL_PIDS[$i]}" 2>/dev/null || not_ok "h$i's poold is running"; done
+finish
