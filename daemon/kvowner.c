@@ -208,14 +208,15 @@ void kvowner_map(struct poold *pd)
 	const struct kv_shard_map *map = cluster_kv_shards(pd);
 	struct kv_shard_map without = {0};
 	struct kv_space *kv = pd->kv;
-	uint32_t me = pd->node_id, s, gained = 0, asked = 0, backed = kvowner_backed(pd);
+	uint32_t me = pd->node_id, s, gained = 0, asked = 0, backed;
 	bool owner, first, keys = false, drop = false;
 	struct kv_ns *ns;
 	struct member *m;
 
 	if (kv->map_gen == pd->members_gen)
-		return;
+		return; /* (every key of every request asks: nothing more before this) */
 	kv->map_gen = pd->members_gen;
+	backed = kvowner_backed(pd);
 	TAILQ_FOREACH(ns, &kv->list, entry)
 		if (ns->flags & HOLD_NS_SHARDED)
 			ns->room = kvowner_room(pd, ns, backed);
