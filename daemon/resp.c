@@ -874,6 +874,8 @@ static void resp_read_cb(struct bufferevent *bev, void *arg)
 	}
 	if (c->nahead == 0 && c->inflight == 0)
 		c->lost_err = 0; /* a run of commands is over: a node that failed is tried again */
+	if (c->batch_wanted)	 /* (with what was read after it) */
+		resp_shard_flush(c);
 	resp_flush(c);
 	if (c->closing && c->inflight == 0 && evbuffer_get_length(out) == 0)
 		resp_conn_free(c);

@@ -114,9 +114,12 @@ struct resp_conn {
 	struct evbuffer *scratch; /* a command's replies, built apart */
 	bool scratch_on;
 	/* Sharded databases (respshard.c): the command with its keys' owners. */
-	struct resp_fwd *fwd;
-	struct event *fwd_timer; /* asks again in a while: a shard moved, a database is made */
-	uint64_t fwd_since_ms;	 /* since when it waits for that */
+	struct resp_fwd *fwd;	  /* one split over owners, or a transaction */
+	struct resp_batch *batch; /* those read ahead, each with its owner */
+	bool batch_wanted;	  /* the first read ahead waits for a batch: sent after reading */
+	size_t shard_room;	  /* bytes of replies a batch's call asks room for */
+	struct event *fwd_timer;  /* asks again in a while: a shard moved, a database is made */
+	uint64_t fwd_since_ms;	  /* since when it waits for that */
 };
 
 struct resp {
@@ -178,6 +181,7 @@ void resp_resume(struct resp_conn *c);
 #define RESP_SHARD_WAIT 0
 #define RESP_SHARD_DONE (-1)
 int resp_shard_route(struct resp_conn *c, const struct resp_cmd *cmd, const struct resp_queued *q);
+void resp_shard_flush(struct resp_conn *c);
 void resp_shard_end(struct resp_conn *c);
 
 /* Big SET values read straight into their reservations (respplace.c). */
@@ -200,6 +204,10 @@ int resp_place_commit(struct resp_conn *c, const char *ns, const char *key, size
 #define RESP_CMD_READS_GET 0x20 /* its first key's, with a GET option (SET) */
 /* Writes only, what it replies not depending on what is stored (SET without NX, XX, GET). */
 #define RESP_CMD_BLIND 0x40
+/* Its keys, where not its first argument alone (respshard.c sends them to their owners). */
+#define RESP_CMD_KEYS_ALL 0x80	  /* every argument (MGET, DEL) */
+#define RESP_CMD_KEYS_PAIRS 0x100 /* every other one, from the first (MSET) */
+#define RESP_CMD_KEYLESS 0x200	  /* none: it works on the whole database (DBSIZE, KEYS) */
 
 struct resp_cmd {
 	const char *name;

@@ -6,24 +6,32 @@
  *
  * A command whose keys are all in shards this node owns runs here, on its
  * own index, with memory copies only. One whose keys are all another
- * owner's is sent whole to that owner, as a call on the link between the
- * two poolds (RespCommand), run there as the client's user, and its reply's
- * bytes come back as they are. MGET, MSET, DEL, UNLINK and EXISTS whose
- * keys have several owners are split by owner, the parts in flight
- * together, and their replies merged (MGET's values back in the keys'
- * order). DBSIZE, FLUSHDB, FLUSHALL and KEYS go to every owner; SCAN walks
- * the owners one after the other, its cursor naming the owner (low 16 bits)
- * and the owner's own cursor. Any other command whose keys have several
- * owners, MSETNX and a transaction among them, gets Redis Cluster's
- * CROSSSLOT error: its atomicity would need a lock across nodes. A
- * transaction whose keys are all one owner's runs there, in one turn of
- * its loop, as EXEC runs here.
+ * owner's is sent to that owner, as a call on the link between the two
+ * poolds (RespCommand), run there as the client's user, and its reply's
+ * bytes come back as they are. The commands of a pipeline go together: the
+ * ones read ahead while the first waits are grouped by owner, one call per
+ * owner, run there in order (a batch), their replies taken in the client's
+ * order; an owner runs no more of a group than one answer can carry back,
+ * and is asked again for the rest. Keys of different owners are different
+ * keys, so only each owner's order matters.
+ *
+ * MGET, MSET, DEL, UNLINK and EXISTS whose keys have several owners are
+ * split by owner, the parts in flight together, and their replies merged
+ * (MGET's values back in the keys' order). DBSIZE, FLUSHDB, FLUSHALL and
+ * KEYS go to every owner; SCAN walks the owners one after the other, its
+ * cursor naming the owner (low 16 bits) and the owner's own cursor. Any
+ * other command whose keys have several owners, MSETNX and a transaction
+ * among them, gets Redis Cluster's CROSSSLOT error: its atomicity would
+ * need a lock across nodes. A transaction whose keys are all one owner's
+ * runs there, in one turn of its loop, as EXEC runs here.
  *
  * A key whose shard is moving (its owner changed, or its keys are on their
  * way) is asked again every RESP_SHARD_RETRY_MS for a heartbeat window,
- * the client waiting; after that it gets TRYAGAIN. A database is made on
- * first use by the coordinator (asked on this node's link to it), sharded,
- * and every node learns it from the namespaces' definitions.
+ * the client waiting; after that it gets TRYAGAIN. An owner refuses a call
+ * before running any of it when one of its keys is not its to serve, so
+ * asking again runs nothing twice. A database is made on first use by the
+ * coordinator (asked on this node's link to it), sharded, and every node
+ * learns it from the namespaces' definitions.
  */
 #include "config.h"
 
@@ -42,8 +50,34 @@
 
 #define RESP_SHARD_RETRY_MS 20
 #define RESP_SHARD_REPLY_MAX (FAB_LINK_CALL_MAX - 2) /* a call's answer, at most */
+/*
+ * The room for a batch's replies a call asks for at first: its answer's
+ * buffer is allocated before it is sent, and one below malloc's mmap
+ * threshold costs nothing to take and give back. A connection whose values
+ * need more gets more (resp_conn.shard_room), and less again as they shrink.
+ */
+#define RESP_SHARD_ROOM (96u << 10)
+#define RESP_SHARD_CALL_MAX (FAB_LINK_CALL_MAX / 2) /* a batch's group's arguments */
+#define RESP_SHARD_REPLY_SLACK 64 /* of a reply, more than the values it carries */
 #define RESP_SHARD_CROSSSLOT "CROSSSLOT Keys in request don't hash to the same slot"
 #define RESP_SCAN_OWNER_BITS 16
+
+/* What an owner answered: its replies one after another, reply i ending at ends[i]. */
+struct resp_answer {
+	int status; /* -errno: nothing ran (or, not retryable, the call failed) */
+	uint8_t *buf;
+	size_t n, *ends;
+	uint64_t needs; /* none ran: the first one's reply may take this many bytes */
+};
+
+/* Commands to send: each one's arguments, those of pick[] only when it is set. */
+struct resp_cmdref {
+	const struct resp_cmd *cmd;
+	long argc;
+	char **argv;
+	const size_t *argl;
+	const long *pick;
+};
 
 /* How the replies of a command's parts make its reply. */
 enum resp_merge {
@@ -69,13 +103,48 @@ struct resp_fwd_part {
 	int status; /* -errno: it failed */
 };
 
-/* A command sent to its keys' owners, until every part answered. */
+/* A command (or a transaction) sent to its keys' owners, until every part answered. */
 struct resp_fwd {
 	struct resp_conn *c; /* NULL once the client went: the answers are dropped */
 	enum resp_merge merge;
 	size_t nparts, pending;
 	uint64_t scan_owner; /* MERGE_SCAN: the owner's place among the map's owners */
 	struct resp_fwd_part parts[];
+};
+
+struct resp_batch;
+
+/* The commands of a batch one owner serves, in order; from done on, not answered yet. */
+struct resp_group {
+	struct resp_batch *b;
+	uint32_t node;
+	size_t n, done;
+	size_t *cmd; /* their places in the batch */
+	bool again;  /* its shards moved: asked again when the batch's timer rings */
+};
+
+/* A command's reply in a batch, or why it has none. */
+struct resp_result {
+	int status;
+	uint32_t node;
+	uint8_t *reply;
+	size_t len;
+};
+
+/*
+ * Commands read ahead (c->ahead[0..n) when it was made) sent to their
+ * owners together; taken in order as each runs (next), once every group
+ * answered.
+ */
+struct resp_batch {
+	struct resp_conn *c; /* NULL once the client went */
+	size_t n, next, pending;
+	uint64_t since_ms;
+	bool sending;	     /* (answers served here come while it is being sent) */
+	struct event *timer; /* asks the groups whose shards moved again; resumes c */
+	struct resp_group *groups;
+	size_t ngroups;
+	struct resp_result res[];
 };
 
 /* Commands (or parts) sent to other owners, and served for other nodes' clients. */
@@ -93,25 +162,18 @@ bool resp_sharded(const struct poold *pd)
 }
 
 /*
- * The arguments of cmd that are keys: from first to last (a negative last
- * counts from the end), every step; first 0: it has none, and goes to
- * every owner.
+ * The arguments of cmd that are keys: from first to last, every step;
+ * first 0: it has none, and goes to every owner.
  */
-static void resp_shard_keys(const char *name, long argc, long *first, long *last, long *step)
+static void resp_shard_keys(const struct resp_cmd *cmd, long argc, long *first, long *last,
+			    long *step)
 {
-	static const char *const none[] = {"dbsize", "flushall", "flushdb", "keys", "scan"};
-	size_t i;
-
 	*first = *last = *step = 1;
-	for (i = 0; i < sizeof(none) / sizeof(none[0]); i++)
-		if (strcasecmp(name, none[i]) == 0) {
-			*first = 0;
-			return;
-		}
-	if (strcasecmp(name, "mget") == 0 || strcasecmp(name, "del") == 0 ||
-	    strcasecmp(name, "unlink") == 0 || strcasecmp(name, "exists") == 0)
+	if (cmd->flags & RESP_CMD_KEYLESS)
+		*first = 0;
+	else if (cmd->flags & RESP_CMD_KEYS_ALL)
 		*last = argc - 1;
-	else if (strcasecmp(name, "mset") == 0 || strcasecmp(name, "msetnx") == 0)
+	else if (cmd->flags & RESP_CMD_KEYS_PAIRS)
 		*last = argc - 2, *step = 2;
 }
 
@@ -149,88 +211,178 @@ static void resp_fwd_free(struct resp_fwd *fw)
 /* ------------------------------------------------------------ the owner's side */
 
 /*
- * Whether the keys of a command of name (argc arguments) are all in
- * shards of ns this node serves now: 0, or -ESTALE (not its own) or
+ * Whether the keys of a command cmd (argc arguments) are all in shards of
+ * ns this node serves now: 0, or -ESTALE (not its own) or
  * -EAGAIN (moving here).
  */
-static int resp_shard_serves(struct poold *pd, const struct kv_ns *ns, long argc, char **argv,
-			     const size_t *argl)
+static int resp_shard_serves(struct poold *pd, const struct kv_ns *ns, const struct resp_cmd *cmd,
+			     long argc, char **argv, const size_t *argl)
 {
 	long first, last, step, i;
 	int rc;
 
-	resp_shard_keys(argv[0], argc, &first, &last, &step);
+	resp_shard_keys(cmd, argc, &first, &last, &step);
 	for (i = first; first > 0 && i <= last && i < argc; i += step)
 		if ((rc = kvowner_serves(pd, ns, argv[i], argl[i])) < 0)
 			return rc;
 	return 0;
 }
 
-/* The commands of m, each argument a string of its own (as the parser's); -errno. */
-static int resp_shard_unpack(const Pool__RespCommand *m, struct resp_queued **ret, size_t *ret_n)
+/*
+ * The commands of m, each argument NUL-terminated as the parser's: in
+ * buffers of their own for a transaction (EXEC frees its queue), else in
+ * one block, *ret_block, all arguments' pointers in qs[0]'s arrays.
+ */
+static int resp_shard_unpack(const Pool__RespCommand *m, struct resp_queued **ret, size_t *ret_n,
+			     char **ret_block)
 {
-	size_t n = m->exec ? m->n_argc : 1, i, k, at = 0;
-	struct resp_queued *qs = calloc(n ? n : 1, sizeof(*qs));
+	size_t n = m->n_argc > 0 ? m->n_argc : 1, i, k, at = 0, bytes = 0;
+	struct resp_queued *qs = calloc(n, sizeof(*qs));
+	char **argv = NULL, *p = NULL;
+	size_t *argl = NULL;
 
 	*ret = qs;
 	*ret_n = 0;
+	*ret_block = NULL;
 	if (qs == NULL)
 		return -ENOMEM;
+	for (i = 0; !m->exec && i < m->n_argv; i++)
+		bytes += m->argv[i].len + 1;
+	if (!m->exec && ((argv = calloc(m->n_argv + 1, sizeof(*argv))) == NULL ||
+			 (argl = calloc(m->n_argv + 1, sizeof(*argl))) == NULL ||
+			 (*ret_block = p = malloc(bytes + 1)) == NULL)) {
+		free(argv);
+		free(argl);
+		return -ENOMEM;
+	}
+	if (!m->exec) { /* (resp_shard_unpacked_free() frees them with qs[0]'s) */
+		qs[0].argv = argv;
+		qs[0].argl = argl;
+	}
 	for (i = 0; i < n; i++) {
 		struct resp_queued *q = &qs[i];
-		size_t argc = m->exec ? m->argc[i] : m->n_argv;
+		size_t argc = m->n_argc > 0 ? m->argc[i] : m->n_argv;
 
 		if (argc == 0 || argc > m->n_argv - at || argc > RESP_MAX_ARGS)
 			return -EINVAL;
-		q->argv = calloc(argc, sizeof(*q->argv));
-		q->argl = calloc(argc, sizeof(*q->argl));
 		*ret_n = i + 1;
-		if (q->argv == NULL || q->argl == NULL)
-			return -ENOMEM;
+		if (m->exec) {
+			q->argv = calloc(argc, sizeof(*q->argv));
+			q->argl = calloc(argc, sizeof(*q->argl));
+			if (q->argv == NULL || q->argl == NULL)
+				return -ENOMEM;
+		} else {
+			q->argv = argv + at;
+			q->argl = argl + at;
+		}
 		for (k = 0; k < argc; k++, at++) {
 			const ProtobufCBinaryData *a = &m->argv[at];
 
-			if ((q->argv[k] = malloc(a->len + 1)) == NULL)
+			if (m->exec && (p = malloc(a->len + 1)) == NULL)
 				return -ENOMEM;
+			q->argv[k] = p;
 			q->argc = (long)k + 1;
-			memcpy(q->argv[k], a->data, a->len);
-			q->argv[k][a->len] = '\0';
+			memcpy(p, a->data, a->len);
+			p[a->len] = '\0';
 			q->argl[k] = a->len;
 			q->bytes += a->len;
+			p += m->exec ? 0 : a->len + 1;
 		}
 	}
 	return at == m->n_argv ? 0 : -EINVAL;
 }
 
-/*
- * Run m, a command (or a transaction's, with exec) of a client of another
- * node's endpoint, uid, on this node's shards: its reply in *ret (to free).
- * 0; -ESTALE or -EAGAIN when a key's shard is not served here now; another
- * -errno, said in err, when it cannot run.
- */
-static int resp_shard_run(struct poold *pd, uid_t uid, const Pool__RespCommand *m, uint8_t **ret,
-			  size_t *ret_len, char *err, size_t errlen)
+/* Free what resp_shard_unpack() made (block: its one block, or NULL). */
+static void resp_shard_unpacked_free(struct resp_queued *qs, size_t n, char *block)
 {
+	size_t i;
+
+	if (block != NULL && qs != NULL) { /* (the arrays are qs[0]'s, the strings the block's) */
+		free(qs[0].argv);
+		free(qs[0].argl);
+		n = 0;
+	}
+	for (i = 0; i < n; i++)
+		resp_args_free(&qs[i]);
+	free(qs);
+	free(block);
+}
+
+static void resp_answer_free(struct resp_answer *a)
+{
+	free(a->buf);
+	free(a->ends);
+	*a = (struct resp_answer){0};
+}
+
+/* Reply i of a: its bytes and length. */
+static const uint8_t *resp_answer_reply(const struct resp_answer *a, size_t i, size_t *ret_len)
+{
+	size_t from = i > 0 ? a->ends[i - 1] : 0;
+
+	*ret_len = a->ends[i] - from;
+	return a->buf + from;
+}
+
+/*
+ * The most bytes the reply of q, a command of ns as uid, may take with the
+ * values it reads as they are now (whole), and a little more per key;
+ * SIZE_MAX for one without keys (KEYS, SCAN: any).
+ */
+static size_t resp_shard_need(struct poold *pd, uid_t uid, const char *ns,
+			      const struct resp_cmd *cmd, const struct resp_queued *q)
+{
+	long first, last, step, k;
+	struct kv_where w;
+	size_t need = RESP_SHARD_REPLY_SLACK;
+
+	resp_shard_keys(cmd, q->argc, &first, &last, &step);
+	if (first == 0)
+		return SIZE_MAX;
+	for (k = first; k <= last && k < q->argc; k += step) {
+		need += RESP_SHARD_REPLY_SLACK;
+		if ((cmd->flags & (RESP_CMD_READS | RESP_CMD_READS_ALL | RESP_CMD_READS_GET)) &&
+		    kv_local_where(pd, uid, ns, (const uint8_t *)q->argv[k], q->argl[k], &w) == 0)
+			need += w.len;
+	}
+	return need;
+}
+
+/*
+ * Run m, commands (or a transaction's, with exec) of a client of another
+ * node's endpoint, uid, on this node's shards, in order, as many as one
+ * answer carries back: their replies in *ret. 0; -ESTALE or -EAGAIN when
+ * a key's shard is not served here now (none ran); another -errno, said
+ * in err, when they cannot run.
+ */
+static int resp_shard_run(struct poold *pd, uid_t uid, const Pool__RespCommand *m,
+			  struct resp_answer *ret, char *err, size_t errlen)
+{
+	static uint64_t sessions; /* (numbered apart from the endpoint's connections) */
 	struct resp rs_here = {.pd = pd};
 	struct resp_conn t = {.rs = pd->resp != NULL ? pd->resp : &rs_here};
-	static uint64_t sessions; /* (numbered apart from the endpoint's connections) */
 	struct resp_queued *qs;
-	const struct resp_cmd *cmd;
+	char *block;
+	const struct resp_cmd **cmds = NULL;
 	const struct kv_ns *ns;
 	char name[32];
-	size_t n, i;
+	size_t n, i, len, need,
+	    room =
+		m->has_reply_max ? MIN(m->reply_max, RESP_SHARD_REPLY_MAX) : RESP_SHARD_REPLY_MAX;
 	int rc;
 
-	*ret = NULL;
-	*ret_len = 0;
+	*ret = (struct resp_answer){0};
 	t.db = (int)m->db;
 	t.proto = m->proto == 3 ? 3 : 2;
 	t.uid = uid;
 	t.authed = true;
 	LIST_INIT(&t.remote);
-	rc = resp_shard_unpack(m, &qs, &n);
+	rc = resp_shard_unpack(m, &qs, &n, &block);
+	if (rc == 0 && (cmds = calloc(n, sizeof(*cmds))) == NULL)
+		rc = -ENOMEM;
 	for (i = 0; rc == 0 && i < n; i++) {
-		cmd = resp_cmd_find(qs[i].argv[0]);
+		const struct resp_cmd *cmd = cmds[i] = resp_cmd_find(qs[i].argv[0]);
+
 		if (cmd == NULL || !(cmd->flags & RESP_CMD_KEYS) ||
 		    (cmd->arity > 0 && qs[i].argc != cmd->arity) ||
 		    (cmd->arity < 0 && qs[i].argc < -cmd->arity))
@@ -250,11 +402,13 @@ static int resp_shard_run(struct poold *pd, uid_t uid, const Pool__RespCommand *
 		goto out;
 	}
 	for (i = 0; i < n; i++)
-		if ((rc = resp_shard_serves(pd, ns, qs[i].argc, qs[i].argv, qs[i].argl)) < 0) {
+		if ((rc = resp_shard_serves(pd, ns, cmds[i], qs[i].argc, qs[i].argv, qs[i].argl)) <
+		    0) {
 			snprintf(err, errlen, "a key's shard of '%s' is not served here now", name);
 			goto out;
 		}
-	if ((t.out = evbuffer_new()) == NULL) {
+	ret->ends = calloc(n, sizeof(*ret->ends));
+	if (ret->ends == NULL || (t.out = evbuffer_new()) == NULL) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -270,39 +424,54 @@ static int resp_shard_run(struct poold *pd, uid_t uid, const Pool__RespCommand *
 		qs = NULL;
 		n = 0;
 		resp_cmd_run(&t, resp_cmd_find("exec"), 1, argv, argl);
-	} else {
-		resp_cmd_run(&t, resp_cmd_find(qs[0].argv[0]), qs[0].argc, qs[0].argv, qs[0].argl);
+		ret->ends[ret->n++] = evbuffer_get_length(t.out);
 	}
-	*ret_len = evbuffer_get_length(t.out);
-	if (t.overflow != NULL || *ret_len > RESP_SHARD_REPLY_MAX) {
-		evbuffer_drain(t.out, *ret_len);
+	for (i = 0; i < n; i++) {
+		len = evbuffer_get_length(t.out);
+		/* The rest are asked again: a reply that would not fit is never built. */
+		need = resp_shard_need(pd, uid, name, cmds[i], &qs[i]);
+		if ((len >= room || need > room - len) && (i > 0 || room < RESP_SHARD_REPLY_MAX)) {
+			ret->needs = i == 0 ? MIN(need, (size_t)RESP_SHARD_REPLY_MAX) : 0;
+			break;
+		}
+		resp_cmd_run(&t, cmds[i], qs[i].argc, qs[i].argv, qs[i].argl);
+		ret->ends[ret->n++] = evbuffer_get_length(t.out);
+		if (t.overflow != NULL || ret->ends[i] > RESP_SHARD_REPLY_MAX)
+			break; /* (the first one alone: its reply is replaced by the error) */
+	}
+	len = evbuffer_get_length(t.out);
+	if (ret->n == 1 && (t.overflow != NULL || len > RESP_SHARD_REPLY_MAX)) {
+		evbuffer_drain(t.out, len);
 		evbuffer_add_printf(t.out, "-ERR the reply would pass %s\r\n",
 				    t.overflow != NULL ? t.overflow
 						       : "4M, the most a node sends another");
-		*ret_len = evbuffer_get_length(t.out);
+		ret->ends[0] = len = evbuffer_get_length(t.out);
 	}
 	/* Copied out before the pins of values sent by reference go with the session. */
-	*ret = malloc(*ret_len ? *ret_len : 1);
-	if (*ret == NULL)
+	ret->buf = malloc(len ? len : 1);
+	if (ret->buf == NULL)
 		rc = -ENOMEM;
 	else
-		evbuffer_remove(t.out, *ret, *ret_len);
+		evbuffer_remove(t.out, ret->buf, len);
 	resp_remote_end(&t);
 	evbuffer_free(t.out);
 out:
-	for (i = 0; i < n; i++)
-		resp_args_free(&qs[i]);
-	free(qs);
+	resp_shard_unpacked_free(qs, n, block);
+	free(cmds);
+	if (rc < 0)
+		resp_answer_free(ret);
+	ret->status = rc;
 	return rc;
 }
 
-/* A command of a client of another node's endpoint (WIRE_RESP_COMMAND), asked on the link. */
+/* Commands of a client of another node's endpoint (WIRE_RESP_COMMAND), asked on the link. */
 static int resp_shard_request(struct req *r, const ProtobufCMessage *msg)
 {
 	Pool__RespReply rep = POOL__RESP_REPLY__INIT;
-	uint8_t *bytes;
-	size_t len;
+	struct resp_answer a;
+	ProtobufCBinaryData *replies;
 	char err[160];
+	size_t i;
 	int rc;
 
 	if (r->answer == NULL) /* (a client of this poold's control socket) */
@@ -310,13 +479,27 @@ static int resp_shard_request(struct req *r, const ProtobufCMessage *msg)
 	if (!resp_sharded(r->pd))
 		return req_errorf(r, -EOPNOTSUPP, "this node's RESP databases are not sharded");
 	resp_shard_served++;
-	rc = resp_shard_run(r->pd, r->uid, (const Pool__RespCommand *)msg, &bytes, &len, err,
-			    sizeof(err));
+	rc = resp_shard_run(r->pd, r->uid, (const Pool__RespCommand *)msg, &a, err, sizeof(err));
 	if (rc < 0)
 		return req_errorf(r, rc, "%s", err);
-	rep.reply = (ProtobufCBinaryData){len, bytes};
+	replies = calloc(a.n ? a.n : 1, sizeof(*replies));
+	if (replies == NULL) {
+		resp_answer_free(&a);
+		return req_errorf(r, -ENOMEM, "out of memory");
+	}
+	for (i = 0; i < a.n; i++) {
+		size_t len;
+		const uint8_t *p = resp_answer_reply(&a, i, &len);
+
+		replies[i] = (ProtobufCBinaryData){len, (uint8_t *)p};
+	}
+	rep.replies = replies;
+	rep.n_replies = a.n;
+	rep.has_needs = a.needs > 0;
+	rep.needs = a.needs;
 	rc = req_reply(r, WIRE_RESP_REPLY, &rep.base);
-	free(bytes);
+	free(replies);
+	resp_answer_free(&a);
 	return rc;
 }
 
@@ -326,6 +509,128 @@ const struct ctl_handler respshard_handlers[] = {
 };
 
 /* ------------------------------------------------------------ the client's side */
+
+/* An owner's answer to a call (nodecall_cb), as a resp_answer. */
+static void resp_answer_take(struct resp_answer *a, int status, uint16_t type, const uint8_t *bytes,
+			     size_t len)
+{
+	Pool__RespReply *rep;
+	size_t i, total = 0;
+
+	*a = (struct resp_answer){0};
+	a->status =
+	    nodecall_reply(status, type, bytes, len, WIRE_RESP_REPLY, (ProtobufCMessage **)&rep);
+	if (a->status < 0)
+		return;
+	for (i = 0; i < rep->n_replies; i++)
+		total += rep->replies[i].len;
+	a->buf = malloc(total ? total : 1);
+	a->ends = calloc(rep->n_replies + 1, sizeof(*a->ends));
+	if (a->buf == NULL || a->ends == NULL) {
+		resp_answer_free(a);
+		a->status = -ENOMEM;
+	}
+	for (i = 0, total = 0; a->status == 0 && i < rep->n_replies; i++) {
+		memcpy(a->buf + total, rep->replies[i].data, rep->replies[i].len);
+		total += rep->replies[i].len;
+		a->ends[a->n++] = total;
+	}
+	a->needs = rep->has_needs ? rep->needs : 0;
+	wire_msg_free(&rep->base);
+}
+
+/*
+ * Send commands cmds[0..n) of c (a transaction's with exec; with cursor,
+ * the second argument of the first replaced by it) to node, their replies
+ * to take room bytes at most, cb(arg) to get the answer: 1. Or served here at once, the answer in
+ * *here: 0. Or -errno: not sent.
+ */
+static int resp_shard_call(struct resp_conn *c, uint32_t node, const struct resp_cmdref *cmds,
+			   size_t n, bool exec, const char *cursor, size_t room, nodecall_cb cb,
+			   void *arg, struct resp_answer *here)
+{
+	struct poold *pd = c->rs->pd;
+	Pool__RespCommand m = POOL__RESP_COMMAND__INIT;
+	struct nodecall_as as = {
+	    .uid = c->uid, .gid = (uint32_t)-1, .admin = true, .session = c->session};
+	ProtobufCBinaryData *av;
+	uint32_t *ac = calloc(n, sizeof(*ac));
+	size_t i, total = 0;
+	char err[160];
+	long k;
+	int rc;
+
+	for (i = 0; i < n; i++)
+		total += (size_t)cmds[i].argc;
+	av = calloc(total ? total : 1, sizeof(*av));
+	if (av == NULL || ac == NULL) {
+		free(av);
+		free(ac);
+		return -ENOMEM;
+	}
+	for (i = 0, total = 0; i < n; i++) {
+		for (k = 0; k < cmds[i].argc; k++) {
+			long at = cmds[i].pick != NULL ? cmds[i].pick[k] : k;
+
+			av[total++] =
+			    (ProtobufCBinaryData){cmds[i].argl[at], (uint8_t *)cmds[i].argv[at]};
+		}
+		ac[i] = (uint32_t)cmds[i].argc;
+	}
+	if (cursor != NULL && total > 1)
+		av[1] = (ProtobufCBinaryData){strlen(cursor), (uint8_t *)cursor};
+	m.db = (uint32_t)c->db;
+	m.proto = (uint32_t)c->proto;
+	m.argv = av;
+	m.n_argv = total;
+	m.argc = ac;
+	m.n_argc = n;
+	m.has_exec = m.exec = exec;
+	m.has_reply_max = room < RESP_SHARD_REPLY_MAX;
+	m.reply_max = (uint32_t)room;
+	if (node == pd->node_id) {
+		(void)resp_shard_run(pd, c->uid, &m, here, err, sizeof(err));
+		rc = 0;
+	} else {
+		/* (the answer's own bytes: a few per reply, and its type) */
+		rc = nodecall_send(pd, node, &as, WIRE_RESP_COMMAND, &m.base,
+				   MIN(room + 16 * n + 64, (size_t)RESP_SHARD_REPLY_MAX), cb, arg);
+		rc = rc < 0 ? rc : 1;
+		resp_shard_sent += rc > 0;
+	}
+	free(av);
+	free(ac);
+	return rc;
+}
+
+/* Whether a call's failure means the keys' shards moved: asked again in a while. */
+static bool resp_shard_moved(int status)
+{
+	/* (-EHOSTUNREACH: not sent to a member declared dead, the map will name another) */
+	return status == -ESTALE || status == -EAGAIN || status == -EHOSTUNREACH;
+}
+
+/* The error a command gets when its owner failed it with status. */
+static void resp_shard_failed(struct resp_conn *c, int status, uint32_t node)
+{
+	if (status == -EMSGSIZE)
+		resp_err(c,
+			 "ERR the command or its reply would pass 4M, the most one node sends "
+			 "another (node %u owns its key's shard)",
+			 (unsigned)node);
+	else
+		resp_err(c, "TRYAGAIN the owner of a key's shard (node %u) did not serve it: %s",
+			 (unsigned)node, err_str(status));
+}
+
+/*
+ * What c's command waits for is not there yet (its database, its shards'
+ * owners): true, c asked again in a while, until a heartbeat window has
+ * passed since it was first asked; then false.
+ */
+static bool resp_shard_wait(struct resp_conn *c);
+
+/* ------------------------------------------------------------ split commands */
 
 /* A part's reply is in: once all are, the command runs again and takes them. */
 static void resp_fwd_answered(struct resp_fwd *fw)
@@ -339,72 +644,54 @@ static void resp_fwd_answered(struct resp_fwd *fw)
 	resp_resume(fw->c);
 }
 
-static void resp_shard_answer(struct poold *pd, void *arg, int status, uint16_t type,
-			      const uint8_t *bytes, size_t len)
+/* A part's answer a: its one reply in p. */
+static void resp_fwd_took(struct resp_fwd_part *p, struct resp_answer *a)
 {
-	struct resp_fwd_part *p = arg;
-	Pool__RespReply *rep;
+	size_t len;
+	const uint8_t *r;
 
-	(void)pd;
-	p->status =
-	    nodecall_reply(status, type, bytes, len, WIRE_RESP_REPLY, (ProtobufCMessage **)&rep);
+	p->status = a->status;
+	if (p->status == 0 && a->n != 1)
+		p->status = -EPROTO;
 	if (p->status == 0) {
-		p->len = rep->reply.len;
-		p->reply = malloc(p->len ? p->len : 1);
+		r = resp_answer_reply(a, 0, &len);
+		p->reply = malloc(len ? len : 1);
+		p->len = len;
 		if (p->reply == NULL)
 			p->status = -ENOMEM;
 		else
-			memcpy(p->reply, rep->reply.data, p->len);
-		wire_msg_free(&rep->base);
+			memcpy(p->reply, r, len);
 	}
+	resp_answer_free(a);
+}
+
+static void resp_fwd_answer(struct poold *pd, void *arg, int status, uint16_t type,
+			    const uint8_t *bytes, size_t len)
+{
+	struct resp_fwd_part *p = arg;
+	struct resp_answer a;
+
+	(void)pd;
+	resp_answer_take(&a, status, type, bytes, len);
+	resp_fwd_took(p, &a);
 	resp_fwd_answered(p->fw);
 }
 
-/*
- * Send part p of c's command (its arguments argv, with the first key's
- * replaced by cursor for SCAN) to its owner, or serve it here at once.
- */
+/* Send part p of c's command (argv; for SCAN, the owner's cursor), or serve it here at once. */
 static void resp_fwd_send(struct resp_conn *c, struct resp_fwd_part *p, char **argv,
-			  const size_t *argl, bool exec, const size_t *counts, size_t ncmds,
-			  const char *cursor)
+			  const size_t *argl, const char *cursor)
 {
-	struct poold *pd = c->rs->pd;
-	Pool__RespCommand m = POOL__RESP_COMMAND__INIT;
-	struct nodecall_as as = {
-	    .uid = c->uid, .gid = (uint32_t)-1, .admin = true, .session = c->session};
-	ProtobufCBinaryData *av = calloc((size_t)p->argc, sizeof(*av));
-	uint32_t *ac = exec ? calloc(ncmds, sizeof(*ac)) : NULL;
-	char err[160];
-	long i;
+	struct resp_cmdref ref = {NULL, p->argc, argv, argl, p->arg};
+	struct resp_answer here;
+	int rc = resp_shard_call(c, p->node, &ref, 1, false, cursor, RESP_SHARD_REPLY_MAX,
+				 resp_fwd_answer, p, &here);
 
-	p->status = av == NULL || (exec && ac == NULL) ? -ENOMEM : 0;
-	for (i = 0; p->status == 0 && i < p->argc; i++)
-		av[i] = (ProtobufCBinaryData){argl[p->arg[i]], (uint8_t *)argv[p->arg[i]]};
-	if (cursor != NULL && p->argc > 1)
-		av[1] = (ProtobufCBinaryData){strlen(cursor), (uint8_t *)cursor};
-	for (i = 0; ac != NULL && (size_t)i < ncmds; i++)
-		ac[i] = (uint32_t)counts[i];
-	m.db = (uint32_t)c->db;
-	m.proto = (uint32_t)c->proto;
-	m.argv = av;
-	m.n_argv = (size_t)p->argc;
-	m.argc = ac;
-	m.n_argc = exec ? ncmds : 0;
-	m.has_exec = m.exec = exec;
-	if (p->status == 0 && p->node == pd->node_id) {
-		p->status = resp_shard_run(pd, c->uid, &m, &p->reply, &p->len, err, sizeof(err));
+	if (rc == 0)
+		resp_fwd_took(p, &here);
+	else if (rc < 0)
+		p->status = rc;
+	if (rc <= 0)
 		p->fw->pending--;
-	} else if (p->status == 0) {
-		resp_shard_sent++;
-		p->status = nodecall_send(pd, p->node, &as, WIRE_RESP_COMMAND, &m.base,
-					  RESP_SHARD_REPLY_MAX, resp_shard_answer, p);
-		if (p->status < 0)
-			p->fw->pending--;
-	} else {
-		p->fw->pending--;
-	}
-	free(av);
-	free(ac);
 }
 
 /* The start of a reply's next element at *at: its end, or 0 when it is not a whole one. */
@@ -554,132 +841,6 @@ static void resp_fwd_merge(struct resp_conn *c, struct resp_fwd *fw, long argc, 
 		resp_err(c, "ERR a shard owner's reply could not be merged");
 }
 
-/* Ask again in a while (resp_shard_route() ran too early or a shard moved). */
-static void resp_shard_later(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd, (void)what;
-	resp_resume(arg);
-}
-
-/*
- * What c's command waits for is not there yet (its database, its shards'
- * owners): RESP_SHARD_WAIT while a heartbeat window has not passed since
- * it was first asked, then false.
- */
-static bool resp_shard_wait(struct resp_conn *c)
-{
-	const struct poold_conf *conf = c->rs->pd->conf;
-	uint64_t now = units_now_ms();
-	struct timeval tv = {0, RESP_SHARD_RETRY_MS * 1000};
-
-	if (c->fwd_since_ms == 0)
-		c->fwd_since_ms = now;
-	if (now - c->fwd_since_ms > (uint64_t)conf->heartbeat_ms * (uint64_t)conf->heartbeat_misses)
-		return false;
-	if (c->fwd_timer == NULL &&
-	    (c->fwd_timer = evtimer_new(c->rs->pd->base, resp_shard_later, c)) == NULL)
-		return false;
-	evtimer_add(c->fwd_timer, &tv);
-	c->fetching = true;
-	return true;
-}
-
-/* Database name made on first use: by the coordinator, sharded, for c's user. */
-static void resp_shard_make_db(struct resp_conn *c, const char *name)
-{
-	struct poold *pd = c->rs->pd;
-	Pool__KvNsRequest nr = POOL__KV_NS_REQUEST__INIT;
-	struct kv_ns_spec spec = {
-	    .name = name,
-	    .capacity = (uint64_t)pd->conf->resp_capacity,
-	    .flags = HOLD_NS_SHARDED | HOLD_NS_DRAM_ONLY,
-	    .replicas = 1,
-	    .uid = c->uid,
-	    .gid = c->uid != 0 ? (gid_t)-1 : 0,
-	    .mode = c->uid != 0 ? 0600 : 0666, /* (root's are open to all, as unsharded ones) */
-	};
-	char err[128];
-
-	if (pd->conf->role == ROLE_COORDINATOR) {
-		if (kv_ns_create(pd, &spec, err, sizeof(err)) < 0)
-			log_warnx("RESP database '%s': %s", name, err);
-		return;
-	}
-	nr.op = POOL__KV_NS_OP__KV_NS_OP_CREATE;
-	nr.name = (char *)name;
-	nr.has_capacity = nr.has_mode = nr.has_gid = nr.has_sharded = 1;
-	nr.capacity = spec.capacity;
-	nr.tier = (char *)"dram";
-	nr.mode = spec.mode;
-	nr.gid = (uint32_t)spec.gid;
-	nr.sharded = true;
-	if (pd->ask_coordinator != NULL)
-		(void)pd->ask_coordinator(pd, c->uid, WIRE_KV_NS, &nr.base);
-}
-
-/*
- * A transaction's commands (EXEC's), as one argument list with each
- * command's count; -1 (replied) when one of them is not a key command.
- */
-static int resp_shard_flatten(struct resp_conn *c, char ***ret_argv, size_t **ret_argl,
-			      size_t **ret_counts, long *ret_argc)
-{
-	size_t i, total = 0;
-	long k, at = 0;
-
-	for (i = 0; i < c->nqueued; i++)
-		total += (size_t)c->queued[i].argc;
-	*ret_argv = calloc(total + 1, sizeof(**ret_argv));
-	*ret_argl = calloc(total + 1, sizeof(**ret_argl));
-	*ret_counts = calloc(c->nqueued + 1, sizeof(**ret_counts));
-	if (*ret_argv == NULL || *ret_argl == NULL || *ret_counts == NULL) {
-		resp_err(c, "ERR out of memory");
-		return -1;
-	}
-	for (i = 0; i < c->nqueued; i++) {
-		const struct resp_cmd *cmd = resp_cmd_find(c->queued[i].argv[0]);
-
-		if (cmd == NULL || !(cmd->flags & RESP_CMD_KEYS)) {
-			resp_err(c, "ERR %s in a transaction of a sharded database",
-				 c->queued[i].argv[0]);
-			return -1;
-		}
-		(*ret_counts)[i] = (size_t)c->queued[i].argc;
-		for (k = 0; k < c->queued[i].argc; k++, at++) {
-			(*ret_argv)[at] = c->queued[i].argv[k];
-			(*ret_argl)[at] = c->queued[i].argl[k];
-		}
-	}
-	*ret_argc = at;
-	return 0;
-}
-
-/*
- * The owner of every key of argv (one command, or a transaction's as
- * counts says): its node id, 0 when they have several, or UINT32_MAX when
- * a command has none (it goes to every owner).
- */
-static uint32_t resp_shard_owner(const struct kv_shard_map *map, const char *ns, char **argv,
-				 const size_t *argl, const size_t *counts, size_t ncmds)
-{
-	uint32_t owner = UINT32_MAX, o;
-	long first, last, step, k;
-	size_t i, at = 0;
-
-	for (i = 0; i < ncmds; at += counts[i], i++) {
-		resp_shard_keys(argv[at], (long)counts[i], &first, &last, &step);
-		if (first == 0)
-			return map->nowners == 1 ? map->owners[0] : UINT32_MAX;
-		for (k = first; k <= last && k < (long)counts[i]; k += step) {
-			o = map->owner[kv_shard_of(ns, argv[at + k], argl[at + k])];
-			if (owner != UINT32_MAX && o != owner)
-				return 0;
-			owner = o;
-		}
-	}
-	return owner;
-}
-
 /* A part for owner node, of the arguments of argv from first on (every step), after the name. */
 static struct resp_fwd_part *resp_fwd_part(struct resp_fwd *fw, uint32_t node, long nargs)
 {
@@ -704,7 +865,7 @@ static int resp_fwd_split(struct resp_conn *c, struct resp_fwd *fw, const struct
 	size_t nowners = map->nowners, i;
 	long first, last, step, k, j;
 
-	resp_shard_keys(argv[0], argc, &first, &last, &step);
+	resp_shard_keys(resp_cmd_find(argv[0]), argc, &first, &last, &step);
 	if (fw->merge == MERGE_SCAN) {
 		unsigned long long at = strtoull(argv[1], NULL, 10);
 
@@ -742,6 +903,362 @@ static int resp_fwd_split(struct resp_conn *c, struct resp_fwd *fw, const struct
 	return 0;
 }
 
+static uint32_t resp_shard_owner(const struct kv_shard_map *map, const char *ns,
+				 const struct resp_cmdref *cmds, size_t n);
+static bool resp_shard_soon(struct resp_conn *c, unsigned ms);
+
+/* ------------------------------------------------------------ batches */
+
+static void resp_batch_free(struct resp_batch *b)
+{
+	size_t i;
+
+	for (i = 0; i < b->n; i++)
+		free(b->res[i].reply);
+	for (i = 0; i < b->ngroups; i++)
+		free(b->groups[i].cmd);
+	free(b->groups);
+	if (b->timer != NULL)
+		event_free(b->timer);
+	free(b);
+}
+
+/* The commands of group g not answered yet: failed with status (they get an error). */
+static void resp_group_fail(struct resp_group *g, int status)
+{
+	for (; g->done < g->n; g->done++)
+		g->b->res[g->cmd[g->done]] = (struct resp_result){status, g->node, NULL, 0};
+}
+
+static void resp_group_send(struct resp_group *g);
+
+/*
+ * Every group answered, or waits to be asked again: the batch's commands
+ * run (each takes its reply), or the timer rings for those that wait.
+ */
+static void resp_batch_settled(struct resp_batch *b)
+{
+	struct timeval now = {0, 0}, later = {0, RESP_SHARD_RETRY_MS * 1000};
+	size_t i;
+	bool again = false;
+
+	if (b->pending > 0)
+		return;
+	if (b->c == NULL) {
+		resp_batch_free(b);
+		return;
+	}
+	for (i = 0; i < b->ngroups; i++)
+		again |= b->groups[i].again;
+	/* (from the timer: not within resp_read_cb(), which sends batches) */
+	evtimer_add(b->timer, again ? &later : &now);
+}
+
+/* Group g's answer a: its commands' replies; the rest asked again, or failed. */
+static void resp_group_took(struct resp_group *g, struct resp_answer *a)
+{
+	struct resp_batch *b = g->b;
+	const struct poold_conf *conf = b->c != NULL ? b->c->rs->pd->conf : NULL;
+	size_t i, len;
+	const uint8_t *r;
+
+	b->pending--;
+	if (b->c != NULL && a->status == 0 && a->n == 0 && a->needs > 0) {
+		/* (asked again at once, with that room: it grows, so this ends) */
+		b->c->shard_room = MAX(b->c->shard_room, (size_t)a->needs);
+	} else if (a->status == 0 && a->n == 0) {
+		a->status = -EPROTO; /* (not one ran: it would be asked forever) */
+	} else if (b->c != NULL && a->status == 0 && b->c->shard_room > RESP_SHARD_ROOM &&
+		   a->ends[a->n - 1] < b->c->shard_room / 8) {
+		b->c->shard_room = MAX(b->c->shard_room / 2, (size_t)RESP_SHARD_ROOM);
+	}
+	if (a->status < 0) {
+		if (b->c != NULL && resp_shard_moved(a->status) &&
+		    units_now_ms() - b->since_ms <=
+			(uint64_t)conf->heartbeat_ms * (uint64_t)conf->heartbeat_misses)
+			g->again = true;
+		else
+			resp_group_fail(g, a->status);
+	}
+	for (i = 0; a->status == 0 && i < a->n && g->done < g->n; i++, g->done++) {
+		struct resp_result *res = &b->res[g->cmd[g->done]];
+
+		r = resp_answer_reply(a, i, &len);
+		res->reply = malloc(len ? len : 1);
+		res->len = len;
+		res->node = g->node;
+		res->status = res->reply != NULL ? 0 : -ENOMEM;
+		if (res->reply != NULL)
+			memcpy(res->reply, r, len);
+	}
+	resp_answer_free(a);
+	if (g->done < g->n && !g->again && b->c != NULL)
+		resp_group_send(g); /* (what did not fit in one answer) */
+	else if (g->done < g->n && !g->again)
+		resp_group_fail(g, -ECONNRESET);
+	if (!b->sending)
+		resp_batch_settled(b);
+}
+
+static void resp_group_answer(struct poold *pd, void *arg, int status, uint16_t type,
+			      const uint8_t *bytes, size_t len)
+{
+	struct resp_answer a;
+
+	(void)pd;
+	resp_answer_take(&a, status, type, bytes, len);
+	resp_group_took(arg, &a);
+}
+
+/* Send group g's commands not answered yet (as many as one call carries) to its owner. */
+static void resp_group_send(struct resp_group *g)
+{
+	struct resp_batch *b = g->b;
+	struct resp_conn *c = b->c;
+	struct resp_cmdref *refs = calloc(g->n - g->done, sizeof(*refs));
+	struct resp_answer here;
+	size_t i, n = 0, bytes = 0;
+	int rc;
+
+	g->again = false;
+	b->pending++;
+	for (i = g->done; refs != NULL && i < g->n; i++) {
+		const struct resp_queued *q = &c->ahead[g->cmd[i]];
+
+		if (n > 0 && bytes + q->bytes > RESP_SHARD_CALL_MAX)
+			break; /* (the rest once this is answered) */
+		refs[n++] = (struct resp_cmdref){NULL, q->argc, q->argv, q->argl, NULL};
+		bytes += q->bytes;
+	}
+	rc = refs == NULL ? -ENOMEM
+			  : resp_shard_call(c, g->node, refs, n, false, NULL, c->shard_room,
+					    resp_group_answer, g, &here);
+	free(refs);
+	if (rc < 0)
+		here = (struct resp_answer){.status = rc};
+	if (rc <= 0)
+		resp_group_took(g, &here);
+}
+
+/* The batch's timer: the groups whose shards moved are asked again, or c resumes. */
+static void resp_batch_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct resp_batch *b = arg;
+	size_t i;
+
+	(void)fd, (void)what;
+	b->sending = true;
+	for (i = 0; i < b->ngroups; i++)
+		if (b->groups[i].again)
+			resp_group_send(&b->groups[i]);
+	b->sending = false;
+	if (b->pending > 0)
+		return;
+	for (i = 0; i < b->ngroups && !b->groups[i].again; i++)
+		;
+	if (i < b->ngroups) {
+		resp_batch_settled(b);
+		return;
+	}
+	resp_resume(b->c); /* (its commands take their replies) */
+}
+
+/*
+ * Whether command q (read ahead on c) may go in a batch: a key command
+ * that would run (known, its arguments counted right, outside MULTI) with
+ * all its keys one owner's; that owner in *ret_owner.
+ */
+static bool resp_batchable(struct resp_conn *c, const struct kv_shard_map *map, const char *ns,
+			   const struct resp_queued *q, uint32_t *ret_owner)
+{
+	const struct resp_cmd *cmd = resp_cmd_find(q->argv[0]);
+	struct resp_cmdref ref = {cmd, q->argc, q->argv, q->argl, NULL};
+	long first, last, step;
+
+	if (cmd == NULL || !(cmd->flags & RESP_CMD_KEYS) || (cmd->flags & RESP_CMD_TXN) ||
+	    (cmd->arity > 0 && q->argc != cmd->arity) ||
+	    (cmd->arity < 0 && q->argc < -cmd->arity) || !c->authed || c->multi)
+		return false;
+	resp_shard_keys(cmd, q->argc, &first, &last, &step);
+	if (first == 0 || (step > 1 && (q->argc - 1) % step != 0))
+		return false;
+	*ret_owner = resp_shard_owner(map, ns, &ref, 1);
+	return *ret_owner != 0 && *ret_owner != UINT32_MAX;
+}
+
+/*
+ * The commands read ahead on c from its first (which waits for its owner)
+ * on, up to the first that cannot go in a batch, sent to their owners, one
+ * call per owner (those of this node served at once).
+ */
+void resp_shard_flush(struct resp_conn *c)
+{
+	struct poold *pd = c->rs->pd;
+	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	struct resp_batch *b;
+	uint32_t owner[RESP_AHEAD];
+	char ns[32];
+	size_t n, i, k;
+
+	c->batch_wanted = false;
+	if (c->batch != NULL || c->nahead == 0)
+		return;
+	resp_db_name(c, c->db, ns, sizeof(ns));
+	for (n = 0; n < c->nahead && resp_batchable(c, map, ns, &c->ahead[n], &owner[n]); n++)
+		;
+	b = calloc(1, sizeof(*b) + n * sizeof(b->res[0]));
+	if (b == NULL || n == 0 || (b->groups = calloc(n, sizeof(*b->groups))) == NULL ||
+	    (b->timer = evtimer_new(pd->base, resp_batch_timer, b)) == NULL) {
+		/* (the map changed since, or no memory: the first is routed again) */
+		if (b != NULL)
+			resp_batch_free(b);
+		resp_shard_soon(c, n == 0 ? 0 : RESP_SHARD_RETRY_MS);
+		return;
+	}
+	b->c = c;
+	b->n = n;
+	b->since_ms = units_now_ms();
+	for (i = 0; i < n; i++) {
+		struct resp_group *g = NULL;
+
+		for (k = 0; k < b->ngroups && g == NULL; k++)
+			if (b->groups[k].node == owner[i])
+				g = &b->groups[k];
+		if (g == NULL) {
+			g = &b->groups[b->ngroups++];
+			*g = (struct resp_group){.b = b, .node = owner[i]};
+			if ((g->cmd = calloc(n, sizeof(*g->cmd))) == NULL) {
+				b->ngroups--;
+				resp_batch_free(b);
+				resp_shard_soon(c, RESP_SHARD_RETRY_MS);
+				return;
+			}
+		}
+		g->cmd[g->n++] = i;
+	}
+	c->batch = b;
+	c->fetching = true;
+	if (c->shard_room == 0)
+		c->shard_room = RESP_SHARD_ROOM;
+	b->sending = true;
+	for (i = 0; i < b->ngroups; i++)
+		if (b->groups[i].node != pd->node_id)
+			resp_group_send(&b->groups[i]);
+	for (i = 0; i < b->ngroups; i++) /* (after: the others' calls are on their way) */
+		if (b->groups[i].node == pd->node_id)
+			resp_group_send(&b->groups[i]);
+	b->sending = false;
+	resp_batch_settled(b);
+}
+
+/* c's first command read ahead takes its reply from the batch. */
+static int resp_batch_take(struct resp_conn *c)
+{
+	struct resp_batch *b = c->batch;
+	struct resp_result *r = &b->res[b->next++];
+
+	if (r->status == 0)
+		evbuffer_add(resp_output(c), r->reply, r->len);
+	else
+		resp_shard_failed(c, r->status, r->node);
+	if (b->next == b->n) {
+		c->batch = NULL;
+		resp_batch_free(b);
+	}
+	return RESP_SHARD_DONE;
+}
+
+/* ------------------------------------------------------------ routing */
+
+static void resp_shard_later(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd, (void)what;
+	resp_resume(arg);
+}
+
+/* c's command runs again in ms (from the loop); false without memory. */
+static bool resp_shard_soon(struct resp_conn *c, unsigned ms)
+{
+	struct timeval tv = {0, (suseconds_t)ms * 1000};
+
+	if (c->fwd_timer == NULL &&
+	    (c->fwd_timer = evtimer_new(c->rs->pd->base, resp_shard_later, c)) == NULL)
+		return false;
+	evtimer_add(c->fwd_timer, &tv);
+	c->fetching = true;
+	return true;
+}
+
+static bool resp_shard_wait(struct resp_conn *c)
+{
+	const struct poold_conf *conf = c->rs->pd->conf;
+	uint64_t now = units_now_ms();
+
+	if (c->fwd_since_ms == 0)
+		c->fwd_since_ms = now;
+	if (now - c->fwd_since_ms > (uint64_t)conf->heartbeat_ms * (uint64_t)conf->heartbeat_misses)
+		return false;
+	return resp_shard_soon(c, RESP_SHARD_RETRY_MS);
+}
+
+/*
+ * The owner of every key of cmds[0..n): its node id, 0 when they have
+ * several, or UINT32_MAX when a command has none (it goes to every owner).
+ */
+static uint32_t resp_shard_owner(const struct kv_shard_map *map, const char *ns,
+				 const struct resp_cmdref *cmds, size_t n)
+{
+	uint32_t owner = UINT32_MAX, o;
+	long first, last, step, k;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		resp_shard_keys(cmds[i].cmd, cmds[i].argc, &first, &last, &step);
+		if (first == 0)
+			return map->nowners == 1 ? map->owners[0] : UINT32_MAX;
+		for (k = first; k <= last && k < cmds[i].argc; k += step) {
+			o = map->owner[kv_shard_of(ns, cmds[i].argv[k], cmds[i].argl[k])];
+			if (owner != UINT32_MAX && o != owner)
+				return 0;
+			owner = o;
+		}
+	}
+	return owner;
+}
+
+/* Database name made on first use: by the coordinator, sharded, for c's user. */
+static void resp_shard_make_db(struct resp_conn *c, const char *name)
+{
+	struct poold *pd = c->rs->pd;
+	Pool__KvNsRequest nr = POOL__KV_NS_REQUEST__INIT;
+	struct kv_ns_spec spec = {
+	    .name = name,
+	    .capacity = (uint64_t)pd->conf->resp_capacity,
+	    .flags = HOLD_NS_SHARDED | HOLD_NS_DRAM_ONLY,
+	    .replicas = 1,
+	    .uid = c->uid,
+	    .gid = c->uid != 0 ? (gid_t)-1 : 0,
+	    .mode = c->uid != 0 ? 0600 : 0666, /* (root's are open to all, as unsharded ones) */
+	};
+	char err[128];
+
+	if (pd->conf->role == ROLE_COORDINATOR) {
+		if (kv_ns_create(pd, &spec, err, sizeof(err)) < 0)
+			log_warnx("RESP database '%s': %s", name, err);
+		return;
+	}
+	nr.op = POOL__KV_NS_OP__KV_NS_OP_CREATE;
+	nr.name = (char *)name;
+	nr.has_capacity = nr.has_mode = nr.has_gid = nr.has_sharded = 1;
+	nr.capacity = spec.capacity;
+	nr.tier = (char *)"dram";
+	nr.mode = spec.mode;
+	nr.gid = (uint32_t)spec.gid;
+	nr.sharded = true;
+	if (pd->ask_coordinator != NULL)
+		(void)pd->ask_coordinator(pd, c->uid, WIRE_KV_NS, &nr.base);
+}
+
 /*
  * Every part of fw answered: the command's reply (RESP_SHARD_DONE), or
  * RESP_SHARD_WAIT when a part's shard moved and is asked again in a
@@ -754,21 +1271,12 @@ static int resp_shard_taken(struct resp_conn *c, struct resp_fwd *fw, long argc)
 	c->fwd = NULL;
 	for (i = 0; i < fw->nparts && fw->parts[i].status == 0; i++)
 		;
-	/* (not sent to a member declared dead: the map will name another owner) */
-	if (i < fw->nparts &&
-	    (fw->parts[i].status == -ESTALE || fw->parts[i].status == -EAGAIN ||
-	     fw->parts[i].status == -EHOSTUNREACH) &&
-	    resp_shard_wait(c)) {
+	if (i < fw->nparts && resp_shard_moved(fw->parts[i].status) && resp_shard_wait(c)) {
 		resp_fwd_free(fw); /* (its owners are asked again) */
 		return RESP_SHARD_WAIT;
 	}
-	if (i < fw->nparts && fw->parts[i].status == -EMSGSIZE)
-		resp_err(c, "ERR the command or its reply would pass 4M, the most one node sends "
-			    "another (node %u owns its key's shard)",
-			 (unsigned)fw->parts[i].node);
-	else if (i < fw->nparts)
-		resp_err(c, "TRYAGAIN the owner of a key's shard (node %u) did not serve it: %s",
-			 (unsigned)fw->parts[i].node, err_str(fw->parts[i].status));
+	if (i < fw->nparts)
+		resp_shard_failed(c, fw->parts[i].status, fw->parts[i].node);
 	else
 		resp_fwd_merge(c, fw, argc, cluster_kv_shards(c->rs->pd)->nowners);
 	resp_fwd_free(fw);
@@ -776,58 +1284,35 @@ static int resp_shard_taken(struct resp_conn *c, struct resp_fwd *fw, long argc)
 }
 
 /*
- * Route a command (or, with exec, a transaction's commands, counts[i]
- * arguments each) of database ns: run here, sent to its owners, or
- * refused (see resp_shard_route()).
+ * Send a command whose keys have several owners or none (split), or a
+ * transaction (exec: c's queue, all its keys owner's), to the owners.
  */
-static int resp_shard_start(struct resp_conn *c, const struct kv_shard_map *map,
-			    const struct kv_ns *ns, char **argv, const size_t *argl, long argc,
-			    const size_t *counts, size_t ncmds, bool exec)
+static int resp_fwd_start(struct resp_conn *c, const struct kv_shard_map *map, const char *ns,
+			  const struct resp_queued *q, uint32_t owner, bool exec)
 {
-	struct poold *pd = c->rs->pd;
-	uint32_t owner = resp_shard_owner(map, ns->name, argv, argl, counts, ncmds);
 	struct resp_fwd *fw;
+	struct resp_fwd_part *p;
 	char cursor[24];
-	size_t i, at;
-	long k, first, last, step;
+	size_t i;
 	int rc = 0;
 
-	resp_shard_keys(argv[0], argc, &first, &last, &step);
-	if (!exec && step > 1 && (argc - 1) % step != 0)
-		return RESP_SHARD_HERE; /* (MSET's arguments do not pair: its error, here) */
-	if (owner == pd->node_id) {
-		for (i = at = 0; rc == 0 && i < ncmds; at += counts[i++])
-			rc = resp_shard_serves(pd, ns, (long)counts[i], argv + at, argl + at);
-		if (rc == 0)
-			return RESP_SHARD_HERE;
-		if (resp_shard_wait(c))
-			return RESP_SHARD_WAIT;
-		resp_err(c, "TRYAGAIN the shard of a key is moving to this node");
-		return RESP_SHARD_DONE;
-	}
 	fw = calloc(1, sizeof(*fw) + sizeof(fw->parts[0]) * (map->nowners + 1));
 	if (fw == NULL) {
 		resp_err(c, "ERR out of memory");
 		return RESP_SHARD_DONE;
 	}
 	fw->c = c;
-	fw->merge = owner != 0 && owner != UINT32_MAX ? MERGE_WHOLE
-		    : exec			      ? MERGE_NONE
-						      : resp_shard_merge(argv[0]);
-	if (fw->merge == MERGE_NONE) {
+	fw->merge = exec ? MERGE_WHOLE : resp_shard_merge(q->argv[0]);
+	if (fw->merge == MERGE_NONE || (exec && (owner == 0 || owner == UINT32_MAX))) {
 		resp_fwd_free(fw);
 		resp_err(c, RESP_SHARD_CROSSSLOT);
 		return RESP_SHARD_DONE;
 	}
-	if (fw->merge == MERGE_WHOLE) {
-		struct resp_fwd_part *p = resp_fwd_part(fw, owner, argc);
-
-		for (k = 1; p != NULL && k < argc; k++)
-			p->arg[p->argc++] = k;
-		rc = p == NULL ? -ENOMEM : 0;
-	} else {
-		rc = resp_fwd_split(c, fw, map, ns->name, argc, argv, argl, cursor, sizeof(cursor));
-	}
+	if (exec)
+		rc = (p = resp_fwd_part(fw, owner, 1)) == NULL ? -ENOMEM : 0;
+	else
+		rc = resp_fwd_split(c, fw, map, ns, q->argc, q->argv, q->argl, cursor,
+				    sizeof(cursor));
 	if (rc != 0) {
 		resp_fwd_free(fw);
 		if (rc < 0)
@@ -836,13 +1321,95 @@ static int resp_shard_start(struct resp_conn *c, const struct kv_shard_map *map,
 	}
 	c->fwd = fw;
 	fw->pending = fw->nparts;
-	for (i = 0; i < fw->nparts; i++)
-		resp_fwd_send(c, &fw->parts[i], argv, argl, exec, counts, ncmds,
+	if (exec) {
+		struct resp_cmdref *refs = calloc(c->nqueued, sizeof(*refs));
+		struct resp_answer here;
+
+		for (i = 0; refs != NULL && i < c->nqueued; i++)
+			refs[i] = (struct resp_cmdref){NULL, c->queued[i].argc, c->queued[i].argv,
+						       c->queued[i].argl, NULL};
+		rc = refs == NULL
+			 ? -ENOMEM
+			 : resp_shard_call(c, owner, refs, c->nqueued, true, NULL,
+					   RESP_SHARD_REPLY_MAX, resp_fwd_answer, p, &here);
+		free(refs);
+		if (rc == 0)
+			resp_fwd_took(p, &here);
+		else if (rc < 0)
+			p->status = rc;
+		if (rc <= 0)
+			fw->pending--;
+	}
+	for (i = 0; !exec && i < fw->nparts; i++)
+		resp_fwd_send(c, &fw->parts[i], q->argv, q->argl,
 			      fw->merge == MERGE_SCAN ? cursor : NULL);
 	if (fw->pending == 0) /* (served here, or not sent: at once) */
-		return resp_shard_taken(c, fw, argc);
+		return resp_shard_taken(c, fw, q->argc);
 	c->fetching = true;
 	return RESP_SHARD_WAIT;
+}
+
+/*
+ * Where c's command (q; EXEC with c's queue) of database ns runs: here,
+ * with its keys' owner in a batch, or split over the owners.
+ */
+static int resp_shard_start(struct resp_conn *c, const struct kv_shard_map *map,
+			    const struct kv_ns *ns, const struct resp_cmd *cmd,
+			    const struct resp_queued *q, bool exec)
+{
+	struct poold *pd = c->rs->pd;
+	struct resp_cmdref one = {cmd, q->argc, q->argv, q->argl, NULL}, *refs = &one;
+	size_t n = 1, i;
+	uint32_t owner;
+	long first, last, step;
+	int rc = 0;
+
+	resp_shard_keys(cmd, q->argc, &first, &last, &step);
+	if (!exec && step > 1 && (q->argc - 1) % step != 0)
+		return RESP_SHARD_HERE; /* (MSET's arguments do not pair: its error, here) */
+	if (exec) {
+		if ((refs = calloc(c->nqueued, sizeof(*refs))) == NULL) {
+			resp_err(c, "ERR out of memory");
+			return RESP_SHARD_DONE;
+		}
+		for (n = 0; n < c->nqueued; n++)
+			refs[n] = (struct resp_cmdref){resp_cmd_find(c->queued[n].argv[0]),
+						       c->queued[n].argc, c->queued[n].argv,
+						       c->queued[n].argl, NULL};
+	}
+	owner = resp_shard_owner(map, ns->name, refs, n);
+	for (i = 0; exec && owner != pd->node_id && i < n; i++)
+		if (!(refs[i].cmd->flags & RESP_CMD_KEYS)) { /* (no key to send it with) */
+			resp_err(c,
+				 "ERR %s in a transaction of a sharded database whose keys are "
+				 "another node's",
+				 refs[i].cmd->name);
+			free(refs);
+			return RESP_SHARD_DONE;
+		}
+	if (owner == pd->node_id) {
+		for (i = 0; rc == 0 && i < n; i++)
+			rc = resp_shard_serves(pd, ns, refs[i].cmd, refs[i].argc, refs[i].argv,
+					       refs[i].argl);
+		if (exec)
+			free(refs);
+		if (rc == 0)
+			return RESP_SHARD_HERE;
+		if (resp_shard_wait(c))
+			return RESP_SHARD_WAIT;
+		resp_err(c, "TRYAGAIN the shard of a key is moving to this node");
+		return RESP_SHARD_DONE;
+	}
+	if (exec)
+		free(refs);
+	if (!exec && owner != 0 && owner != UINT32_MAX) {
+		/* Sent with the commands read after it (resp_shard_flush(), from resp_read_cb()).
+		 */
+		c->batch_wanted = true;
+		c->fetching = true;
+		return RESP_SHARD_WAIT;
+	}
+	return resp_fwd_start(c, map, ns->name, q, owner, exec);
 }
 
 /*
@@ -857,12 +1424,12 @@ int resp_shard_route(struct resp_conn *c, const struct resp_cmd *cmd, const stru
 	struct poold *pd = c->rs->pd;
 	const struct kv_shard_map *map = cluster_kv_shards(pd);
 	bool exec = strcasecmp(cmd->name, "exec") == 0;
-	size_t one = (size_t)q->argc, *counts = NULL, *argl = NULL;
-	char name[32], **argv = NULL;
 	const struct kv_ns *ns;
-	long argc;
+	char name[32];
 	int rc;
 
+	if (c->batch != NULL)
+		return resp_batch_take(c);
 	if (exec && (!c->multi || c->multi_dirty || c->nqueued == 0))
 		return RESP_SHARD_HERE; /* (EXEC's own errors, or an empty transaction) */
 	resp_db_name(c, c->db, name, sizeof(name));
@@ -882,16 +1449,9 @@ int resp_shard_route(struct resp_conn *c, const struct resp_cmd *cmd, const stru
 	} else if (!(ns->flags & HOLD_NS_SHARDED)) {
 		resp_err(c, "ERR database %d was made before resp.placement was sharded", c->db);
 		rc = RESP_SHARD_DONE;
-	} else if (!exec) {
-		rc = resp_shard_start(c, map, ns, q->argv, q->argl, q->argc, &one, 1, false);
-	} else if (resp_shard_flatten(c, &argv, &argl, &counts, &argc) < 0) {
-		rc = RESP_SHARD_DONE;
 	} else {
-		rc = resp_shard_start(c, map, ns, argv, argl, argc, counts, c->nqueued, true);
+		rc = resp_shard_start(c, map, ns, cmd, q, exec);
 	}
-	free(argv);
-	free(argl);
-	free(counts);
 	if (rc != RESP_SHARD_WAIT)
 		c->fwd_since_ms = 0;
 	if (rc == RESP_SHARD_DONE && exec) { /* the transaction is over, as EXEC ends it */
@@ -910,6 +1470,15 @@ void resp_shard_end(struct resp_conn *c)
 		else
 			resp_fwd_free(c->fwd);
 		c->fwd = NULL;
+	}
+	if (c->batch != NULL) {
+		if (c->batch->pending > 0) {
+			c->batch->c = NULL;
+			evtimer_del(c->batch->timer);
+		} else {
+			resp_batch_free(c->batch);
+		}
+		c->batch = NULL;
 	}
 	if (c->fwd_timer != NULL)
 		event_free(c->fwd_timer);

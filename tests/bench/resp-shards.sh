@@ -27,7 +27,7 @@ cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # address given for it; the sum of their ops/s in $OUT/NAME-TEST, the poolds' CPU in
 # $OUT/NAME-TEST-cpu ("all coordinator", seconds).
 load() {
-	local name=$1 t=$2 port=$3 i before=() after=() all=0 c0
+	local name=$1 t=$2 port=$3 i before=() after=() all=0 c0 pids=()
 	shift 3
 	for i in 1 2 3 4; do before[$i]=$(cpu "${POOL_PIDS[$i]:-0}"); done
 	for i in 2 3 4; do
@@ -35,9 +35,10 @@ load() {
 			-n $N -P 16 -c 10 -r $N -q 2>/dev/null | tr '\r' '\n' |
 			awk -v t="$t" 'toupper($1) == toupper(t) ":" && $2 + 0 > 0 { v = $2 } END { print int(v) }' \
 				>"$OUT/$name-$t-h$i" &
+		pids+=($!)
 		shift
 	done
-	wait
+	wait "${pids[@]}" # (not redis-server, started from this shell too)
 	for i in 1 2 3 4; do after[$i]=$(cpu "${POOL_PIDS[$i]:-0}"); done
 	for i in 1 2 3 4; do all=$((all + after[i] - before[i])); done
 	c0=$((after[1] - before[1]))

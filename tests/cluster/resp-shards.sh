@@ -6,7 +6,9 @@
 # a value SET on one node is read on every other; a pipeline of 3,000 SETs
 # lands on every owner and MGET brings the values back in the keys' order;
 # DBSIZE, KEYS and a whole SCAN see every key once; DEL, EXISTS and MSET
-# split by owner; INCR from two nodes at once loses no increment; expiry
+# split by owner; a pipeline's commands go to each owner together and
+# come back in order, big values over several answers; INCR from two nodes
+# at once loses no increment; expiry
 # holds; values up to 4 MiB go between nodes, a larger one gets a clear
 # error; a transaction on one owner's keys runs there, one on several
 # owners' gets CROSSSLOT, as MSETNX does; a user of resp.users reaches its
@@ -140,6 +142,23 @@ assert r.get(b'k1000') == val(1000, 50 + 1000 % 400)
 print('ok')" >"$CLUSTER_TMP/out" 2>&1 &&
 	ok "MULTI/EXEC on one owner's key runs there; over several owners, and MSETNX, get CROSSSLOT" ||
 	{ not_ok "transactions"; cat "$CLUSTER_TMP/out"; }
+
+rpy 1 "
+p = r.pipeline(transaction=False)
+for i in range(500):
+    k = b'q%d' % i
+    p.set(k, b'1'); p.incr(k); p.append(k, b'x'); p.get(k)
+assert p.execute() == [True, 2, 2, b'2x'] * 500
+bigs = {b'b%d' % i: val(100 + i, 1 << 20) for i in range(12)}
+for k, v in bigs.items():
+    assert r.set(k, v) is True
+p = r.pipeline(transaction=False)
+for k in bigs:
+    p.get(k)
+assert p.execute() == list(bigs.values())
+print('ok')" >"$CLUSTER_TMP/out" 2>&1 &&
+	ok "h1: a pipeline of 2,000 SET/INCR/APPEND/GET on 500 keys, in order; 12 GETs of 1 MiB values pipelined, each whole" ||
+	{ not_ok "pipelines through h1"; cat "$CLUSTER_TMP/out"; }
 
 rpy 1 "
 big = val(7, 1 << 20)
