@@ -20,11 +20,33 @@
  */
 #define KV_SHARD_SEED 0x6b7673686172640aull
 
+/*
+ * The bytes of a key its shard is chosen by: its hash tag, those between
+ * its first '{' and the first '}' after it when there are some, as Redis
+ * Cluster does (so that "{user1}.cart" and "{user1}.seen" share an owner
+ * and a transaction or MSETNX may take both); else the whole key.
+ */
+static const void *kv_shard_tag(const void *key, size_t klen, size_t *ret_len)
+{
+	const uint8_t *open = memchr(key, '{', klen), *close;
+
+	*ret_len = klen;
+	if (open == NULL)
+		return key;
+	close = memchr(open + 1, '}', klen - (size_t)(open + 1 - (const uint8_t *)key));
+	if (close == NULL || close == open + 1)
+		return key;
+	*ret_len = (size_t)(close - open - 1);
+	return open + 1;
+}
+
 uint32_t kv_shard_of(const char *ns, const void *key, size_t klen)
 {
 	uint64_t seed = XXH3_64bits_withSeed(ns, strlen(ns), KV_SHARD_SEED);
+	size_t len;
+	const void *tag = kv_shard_tag(key, klen, &len);
 
-	return (uint32_t)(XXH3_64bits_withSeed(key, klen, seed) % KV_SHARDS);
+	return (uint32_t)(XXH3_64bits_withSeed(tag, len, seed) % KV_SHARDS);
 }
 
 /*

@@ -22,7 +22,7 @@ struct kv_shard_map {
 	uint64_t digest; /* of owner[]: two maps with the same owners agree on it */
 };
 
-/* The shard of a key of namespace ns. */
+/* The shard of a key of namespace ns (of its {hash tag} only, when it has one). */
 uint32_t kv_shard_of(const char *ns, const void *key, size_t klen);
 
 /*

@@ -10,8 +10,9 @@
 # come back in order, big values over several answers; INCR from two nodes
 # at once loses no increment; expiry
 # holds; values up to 4 MiB go between nodes, a larger one gets a clear
-# error; a transaction on one owner's keys runs there, one on several
-# owners' gets CROSSSLOT, as MSETNX does; a user of resp.users reaches its
+# error; a transaction on one owner's keys runs there (keys of one
+# {hash tag} are one owner's), one on several owners' gets CROSSSLOT, as
+# MSETNX does; a user of resp.users reaches its
 # own databases alone. An owner SIGKILLed: the others' keys stay, its
 # shards move and new SETs of its keys succeed.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
@@ -139,8 +140,13 @@ try:
 except redis.ResponseError as e:
     assert 'CROSSSLOT' in str(e), e
 assert r.get(b'k1000') == val(1000, 50 + 1000 % 400)
+p = r.pipeline(transaction=True)
+p.set(b'{cart}a', b'1'); p.incr(b'{cart}b'); p.mget(b'{cart}a', b'{cart}b')
+assert p.execute() == [True, 1, [b'1', b'1']]
+assert r.msetnx({b'{u7}x': b'1', b'{u7}y': b'2'}) is True
+assert r.msetnx({b'{u7}y': b'3', b'{u7}z': b'4'}) is False and r.get(b'{u7}z') is None
 print('ok')" >"$CLUSTER_TMP/out" 2>&1 &&
-	ok "MULTI/EXEC on one owner's key runs there; over several owners, and MSETNX, get CROSSSLOT" ||
+	ok "MULTI/EXEC on one owner's key runs there; over several owners, and MSETNX, get CROSSSLOT; keys of one {hash tag} take both" ||
 	{ not_ok "transactions"; cat "$CLUSTER_TMP/out"; }
 
 rpy 1 "

@@ -157,6 +157,38 @@ static void test_keys_spread(void)
 	kv_shard_map_clear(&map);
 }
 
+/* A key's {hash tag} chooses its shard, as in Redis Cluster; keys without one spread whole. */
+static void test_hash_tags(void)
+{
+	static const char *const not_tags[] = {"{}x", "a{b", "}a{", "{", "ab}"};
+	uint32_t same = 0, i;
+	char a[32], b[32];
+	size_t k;
+
+	CU_ASSERT_EQUAL(kv_shard_of("a", "{user1}.cart", 12), kv_shard_of("a", "{user1}.seen", 12));
+	CU_ASSERT_EQUAL(kv_shard_of("a", "{user1}.cart", 12), kv_shard_of("a", "user1", 5));
+	/* the first '{' and the first '}' after it: "{a}{b}" is tag "a", "{{x}" is "{x" */
+	CU_ASSERT_EQUAL(kv_shard_of("a", "{a}{b}", 6), kv_shard_of("a", "a", 1));
+	CU_ASSERT_EQUAL(kv_shard_of("a", "{{x}", 4), kv_shard_of("a", "{x", 2));
+	/* binary keys: the bytes between, NULs and all */
+	CU_ASSERT_EQUAL(kv_shard_of("a", "\0{\0\1}\2", 6), kv_shard_of("a", "\0\1", 2));
+	/* no tag (none, empty, not closed): the whole key, so these spread as any */
+	for (k = 0; k < sizeof(not_tags) / sizeof(not_tags[0]); k++) {
+		for (i = 0, same = 0; i < 1000; i++) {
+			snprintf(a, sizeof(a), "%s%u", not_tags[k], i);
+			snprintf(b, sizeof(b), "%s%u", not_tags[k], i + 1000);
+			same += kv_shard_of("a", a, strlen(a)) == kv_shard_of("a", b, strlen(b));
+		}
+		CU_ASSERT(same < 20); /* about 1 in 1,024 */
+	}
+	/* a shared tag with different rests: one shard for all */
+	for (i = 0, same = 0; i < 1000; i++) {
+		snprintf(a, sizeof(a), "{t}%u", i);
+		same += kv_shard_of("a", a, strlen(a)) == kv_shard_of("a", "t", 1);
+	}
+	CU_ASSERT_EQUAL(same, 1000);
+}
+
 /*
  * The rendezvous order of a shard: its owner first, then the owner it
  * would have without it, and so on (whom a new owner asks for a shard's
@@ -245,6 +277,7 @@ int main(void)
 	    {"the same owners make the same map", test_same_owners_same_map},
 	    {"no owners", test_no_owners},
 	    {"keys spread over the shards", test_keys_spread},
+	    {"a key's hash tag chooses its shard", test_hash_tags},
 	    {"a shard's rendezvous order", test_rank},
 	    {"each shard's second, through changes", test_second},
 	    {NULL, NULL},
