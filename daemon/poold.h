@@ -198,7 +198,7 @@ struct poold {
 	struct coordlink *coordlink; /* ... its calls to nodes waiting for answers */
 	struct node_id *nodeids;     /* ... the nodes whose ids are theirs (nodeids.c) */
 	size_t nnodeids;
-	struct peer *peer;		       /* role = node: the link to the coordinator */
+	struct peer *peer; /* role = node: the link to the coordinator */
 	/* ... what asks the coordinator for this poold itself (peer_ask()), or NULL */
 	int (*ask_coordinator)(struct poold *pd, uid_t uid, uint16_t type,
 			       const ProtobufCMessage *msg);
