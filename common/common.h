@@ -119,6 +119,7 @@ struct poold_conf {
 	char *resp_password;
 	int64_t resp_capacity;
 	int64_t resp_placement;
+	int64_t resp_replicas;
 	int64_t snap_capacity;
 	int64_t resp_max_clients;
 	int64_t resp_max_clients_per_user;

@@ -164,6 +164,9 @@ const struct conf_option conf_options[] = {
      "where a new RESP database keeps its values: spread over the lenders, as any KV "
      "namespace, in this node's lend pool only, or sharded over the KV shards' owners "
      "(every node's endpoint then runs commands itself)"},
+    {"resp.replicas", CONF_INT, OFF(resp_replicas), 1, 2, "1", NULL, 0,
+     "copies of each value of a new sharded RESP database: 2 keeps one on the shard's backup "
+     "too (resp.placement = sharded)"},
     {"resp.max_clients_per_user", CONF_INT, OFF(resp_max_clients_per_user), 1, 65536, "256", NULL,
      0, "most RESP connections one user of resp.users may have authenticated at once"},
     {"resp.max_clients", CONF_INT, OFF(resp_max_clients), 1, 65536, "1024", NULL, 0,

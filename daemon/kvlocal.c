@@ -109,6 +109,18 @@ int kv_local_reserve(struct poold *pd, uint64_t session, uid_t uid, const char *
 	return rc;
 }
 
+/*
+ * Whether e is one of ns's keys here: in a sharded namespace, of a shard
+ * this poold serves now, not a backup copy of another owner's or a key of
+ * a shard on its way in or out (each owner counts its own, and a key is
+ * counted once).
+ */
+static bool kv_local_served(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e)
+{
+	return !(ns->flags & HOLD_NS_SHARDED) ||
+	       kvowner_serves(pd, ns, kv_entry_key(e), e->klen) == 0;
+}
+
 /* Keys of a namespace from a cursor on, for SCAN: up to max, *ret_next 0 at the end. */
 size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size_t max,
 		     void (*cb)(void *arg, const uint8_t *key, size_t klen), void *arg,
@@ -128,7 +140,7 @@ size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size
 			break;
 		}
 		for (e = ns->buckets[b]; e != NULL; e = e->hnext)
-			if (e->has_val) {
+			if (e->has_val && kv_local_served(pd, ns, e)) {
 				cb(arg, kv_entry_key(e), e->klen);
 				n++;
 			}
@@ -459,9 +471,9 @@ uint64_t kv_local_size(struct poold *pd, const char *nsname)
 	if (ns == NULL)
 		return 0;
 	TAILQ_FOREACH(e, &ns->lru, lru)
-		n++;
+		n += kv_local_served(pd, ns, e);
 	TAILQ_FOREACH(e, &ns->plru, lru)
-		n++;
+		n += kv_local_served(pd, ns, e);
 	return n;
 }
 

@@ -208,6 +208,8 @@ int resp_place_commit(struct resp_conn *c, const char *ns, const char *key, size
 #define RESP_CMD_KEYS_ALL 0x80	  /* every argument (MGET, DEL) */
 #define RESP_CMD_KEYS_PAIRS 0x100 /* every other one, from the first (MSET) */
 #define RESP_CMD_KEYLESS 0x200	  /* none: it works on the whole database (DBSIZE, KEYS) */
+/* It may change its keys' values or expiry (their shards' backups are told, respshard.c). */
+#define RESP_CMD_WRITES 0x400
 
 struct resp_cmd {
 	const char *name;

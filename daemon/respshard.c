@@ -70,6 +70,9 @@ struct resp_answer {
 	uint64_t needs; /* none ran: the first one's reply may take this many bytes */
 };
 
+/* Where an answer goes: what asked for it, once its commands ran (and were backed up). */
+typedef void (*resp_took_cb)(void *arg, struct resp_answer *a);
+
 /* Commands to send: each one's arguments, those of pick[] only when it is set. */
 struct resp_cmdref {
 	const struct resp_cmd *cmd;
@@ -348,15 +351,90 @@ static size_t resp_shard_need(struct poold *pd, uid_t uid, const char *ns,
 	return need;
 }
 
+/* The answer of a run whose changes went to their shards' backups, until they have them. */
+struct resp_backed {
+	resp_took_cb took;
+	void *arg;
+	struct resp_answer a;
+};
+
+static void resp_shard_backed(void *arg)
+{
+	struct resp_backed *bk = arg;
+
+	bk->took(bk->arg, &bk->a);
+	free(bk);
+}
+
+/*
+ * The keys of the commands among qs[0..n) that may change them (copied
+ * when copy: the commands' arguments go first), in *ret: how many, or
+ * -ENOMEM.
+ */
+static long resp_shard_written(const struct resp_cmd *const *cmds, const struct resp_queued *qs,
+			       size_t n, bool copy, ProtobufCBinaryData **ret)
+{
+	long first, last, step, k, count = 0;
+	size_t i, max = 0;
+
+	for (i = 0; i < n; i++)
+		max += (cmds[i]->flags & RESP_CMD_WRITES) ? (size_t)qs[i].argc : 0;
+	if ((*ret = calloc(max ? max : 1, sizeof(**ret))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		resp_shard_keys(cmds[i], qs[i].argc, &first, &last, &step);
+		for (k = first;
+		     (cmds[i]->flags & RESP_CMD_WRITES) && first > 0 && k <= last && k < qs[i].argc;
+		     k += step) {
+			uint8_t *key = (uint8_t *)qs[i].argv[k];
+
+			if (copy && (key = malloc(qs[i].argl[k] ? qs[i].argl[k] : 1)) == NULL)
+				return count; /* (those it has: the rest copied whole later) */
+			if (copy)
+				memcpy(key, qs[i].argv[k], qs[i].argl[k]);
+			(*ret)[count++] = (ProtobufCBinaryData){qs[i].argl[k], key};
+		}
+	}
+	return count;
+}
+
+/*
+ * Send the keys of ns a run changed to their shards' backups, the run's
+ * answer *a going to took(arg) once they have them: 1, a moved there; 0
+ * when none went (one replica, or no backup now).
+ */
+static int resp_shard_back(struct poold *pd, struct kv_ns *ns, const ProtobufCBinaryData *keys,
+			   long n, struct resp_answer *a, resp_took_cb took, void *arg)
+{
+	Pool__KvLocation *locs =
+	    calloc(n > 0 ? (size_t)n : 1, sizeof(*locs)); /* (status 0: done) */
+	struct resp_backed *bk = malloc(sizeof(*bk));
+	int rc = 0;
+
+	if (locs != NULL && bk != NULL && n > 0) {
+		*bk = (struct resp_backed){took, arg, *a};
+		rc = kvbackup_send(pd, ns, keys, locs, (size_t)n, false, resp_shard_backed, bk);
+	}
+	if (rc > 0)
+		*a = (struct resp_answer){0};
+	else
+		free(bk);
+	free(locs);
+	return rc > 0;
+}
+
 /*
  * Run m, commands (or a transaction's, with exec) of a client of another
- * node's endpoint, uid, on this node's shards, in order, as many as one
- * answer carries back: their replies in *ret. 0; -ESTALE or -EAGAIN when
- * a key's shard is not served here now (none ran); another -errno, said
- * in err, when they cannot run.
+ * node's endpoint (or of this one's), uid, on this node's shards, in order,
+ * as many as one answer carries back: their replies in *ret, 0. With 2
+ * replicas, what they changed goes to the shards' backups first, and the
+ * answer to took(arg) once they have it: 1. -ESTALE or -EAGAIN when a
+ * key's shard is not served here now (none ran); another -errno, said in
+ * err, when they cannot run.
  */
 static int resp_shard_run(struct poold *pd, uid_t uid, const Pool__RespCommand *m,
-			  struct resp_answer *ret, char *err, size_t errlen)
+			  struct resp_answer *ret, char *err, size_t errlen, resp_took_cb took,
+			  void *arg)
 {
 	static uint64_t sessions; /* (numbered apart from the endpoint's connections) */
 	struct resp rs_here = {.pd = pd};
@@ -364,7 +442,9 @@ static int resp_shard_run(struct poold *pd, uid_t uid, const Pool__RespCommand *
 	struct resp_queued *qs;
 	char *block;
 	const struct resp_cmd **cmds = NULL;
-	const struct kv_ns *ns;
+	struct kv_ns *ns;
+	ProtobufCBinaryData *written = NULL;
+	long nwritten = 0, k;
 	char name[32];
 	size_t n, i, len, need,
 	    room =
@@ -413,11 +493,13 @@ static int resp_shard_run(struct poold *pd, uid_t uid, const Pool__RespCommand *
 		goto out;
 	}
 	t.session = (UINT64_C(3) << 61) | ++sessions;
-	if (m->exec) { /* (EXEC frees the queue) */
+	if (m->exec) { /* (EXEC frees the queue: its keys are copied first) */
 		static char exec[] = "exec";
 		char *argv[] = {exec};
 		size_t argl[] = {4};
 
+		if (ns->replicas > 1)
+			nwritten = resp_shard_written(cmds, qs, n, true, &written);
 		t.queued = qs;
 		t.nqueued = n;
 		t.multi = true;
@@ -455,52 +537,80 @@ static int resp_shard_run(struct poold *pd, uid_t uid, const Pool__RespCommand *
 		evbuffer_remove(t.out, ret->buf, len);
 	resp_remote_end(&t);
 	evbuffer_free(t.out);
+	if (rc == 0 && ns->replicas > 1 && !m->exec) /* (those that ran) */
+		nwritten = resp_shard_written(cmds, qs, ret->n, false, &written);
+	if (rc == 0 && nwritten > 0 && resp_shard_back(pd, ns, written, nwritten, ret, took, arg))
+		rc = 1;
+	for (k = 0; m->exec && k < nwritten; k++)
+		free(written[k].data);
+	free(written);
 out:
 	resp_shard_unpacked_free(qs, n, block);
 	free(cmds);
 	if (rc < 0)
 		resp_answer_free(ret);
-	ret->status = rc;
+	ret->status = rc < 0 ? rc : 0;
 	return rc;
+}
+
+/* Answer r (held) with a's replies. */
+static int resp_shard_reply(struct req *r, struct resp_answer *a)
+{
+	Pool__RespReply rep = POOL__RESP_REPLY__INIT;
+	ProtobufCBinaryData *replies = calloc(a->n ? a->n : 1, sizeof(*replies));
+	size_t i, len;
+	int rc;
+
+	if (replies == NULL) {
+		resp_answer_free(a);
+		return req_errorf(r, -ENOMEM, "out of memory");
+	}
+	for (i = 0; i < a->n; i++) {
+		const uint8_t *p = resp_answer_reply(a, i, &len);
+
+		replies[i] = (ProtobufCBinaryData){len, (uint8_t *)p};
+	}
+	rep.replies = replies;
+	rep.n_replies = a->n;
+	rep.has_needs = a->needs > 0;
+	rep.needs = a->needs;
+	rc = req_reply(r, WIRE_RESP_REPLY, &rep.base);
+	free(replies);
+	resp_answer_free(a);
+	return rc;
+}
+
+/* The backups have what a request's commands changed: its answer goes. */
+static void resp_shard_request_backed(void *arg, struct resp_answer *a)
+{
+	struct req *held = arg;
+
+	req_finish(held, resp_shard_reply(held, a));
 }
 
 /* Commands of a client of another node's endpoint (WIRE_RESP_COMMAND), asked on the link. */
 static int resp_shard_request(struct req *r, const ProtobufCMessage *msg)
 {
-	Pool__RespReply rep = POOL__RESP_REPLY__INIT;
 	struct resp_answer a;
-	ProtobufCBinaryData *replies;
+	struct req *held;
 	char err[160];
-	size_t i;
 	int rc;
 
 	if (r->answer == NULL) /* (a client of this poold's control socket) */
 		return req_errorf(r, -EPERM, "RESP commands are asked only by other nodes");
 	if (!resp_sharded(r->pd))
 		return req_errorf(r, -EOPNOTSUPP, "this node's RESP databases are not sharded");
+	if ((held = req_hold(r)) == NULL)
+		return req_errorf(r, -ENOMEM, "out of memory");
 	resp_shard_served++;
-	rc = resp_shard_run(r->pd, r->uid, (const Pool__RespCommand *)msg, &a, err, sizeof(err));
+	rc = resp_shard_run(r->pd, r->uid, (const Pool__RespCommand *)msg, &a, err, sizeof(err),
+			    resp_shard_request_backed, held);
+	if (rc > 0)
+		return REQ_LATER; /* (resp_shard_request_backed() answers) */
+	req_finish(held, 0);
 	if (rc < 0)
 		return req_errorf(r, rc, "%s", err);
-	replies = calloc(a.n ? a.n : 1, sizeof(*replies));
-	if (replies == NULL) {
-		resp_answer_free(&a);
-		return req_errorf(r, -ENOMEM, "out of memory");
-	}
-	for (i = 0; i < a.n; i++) {
-		size_t len;
-		const uint8_t *p = resp_answer_reply(&a, i, &len);
-
-		replies[i] = (ProtobufCBinaryData){len, (uint8_t *)p};
-	}
-	rep.replies = replies;
-	rep.n_replies = a.n;
-	rep.has_needs = a.needs > 0;
-	rep.needs = a.needs;
-	rc = req_reply(r, WIRE_RESP_REPLY, &rep.base);
-	free(replies);
-	resp_answer_free(&a);
-	return rc;
+	return resp_shard_reply(r, &a);
 }
 
 const struct ctl_handler respshard_handlers[] = {
@@ -539,16 +649,36 @@ static void resp_answer_take(struct resp_answer *a, int status, uint16_t type, c
 	wire_msg_free(&rep->base);
 }
 
+/* A call in flight: where its answer goes. */
+struct resp_call {
+	resp_took_cb took;
+	void *arg;
+};
+
+static void resp_call_answer(struct poold *pd, void *arg, int status, uint16_t type,
+			     const uint8_t *bytes, size_t len)
+{
+	struct resp_call call = *(struct resp_call *)arg;
+	struct resp_answer a;
+
+	(void)pd;
+	free(arg);
+	resp_answer_take(&a, status, type, bytes, len);
+	call.took(call.arg, &a);
+}
+
 /*
  * Send commands cmds[0..n) of c (a transaction's with exec; with cursor,
  * the second argument of the first replaced by it) to node, their replies
- * to take room bytes at most, cb(arg) to get the answer: 1. Or served here at once, the answer in
- * *here: 0. Or -errno: not sent.
+ * to take room bytes at most, took(arg) to get the answer: 1 (also when
+ * served here but waiting for the backups). Or served here at once, the
+ * answer in *here: 0. Or -errno: not sent.
  */
 static int resp_shard_call(struct resp_conn *c, uint32_t node, const struct resp_cmdref *cmds,
-			   size_t n, bool exec, const char *cursor, size_t room, nodecall_cb cb,
+			   size_t n, bool exec, const char *cursor, size_t room, resp_took_cb took,
 			   void *arg, struct resp_answer *here)
 {
+	struct resp_call *call;
 	struct poold *pd = c->rs->pd;
 	Pool__RespCommand m = POOL__RESP_COMMAND__INIT;
 	struct nodecall_as as = {
@@ -589,12 +719,18 @@ static int resp_shard_call(struct resp_conn *c, uint32_t node, const struct resp
 	m.has_reply_max = room < RESP_SHARD_REPLY_MAX;
 	m.reply_max = (uint32_t)room;
 	if (node == pd->node_id) {
-		(void)resp_shard_run(pd, c->uid, &m, here, err, sizeof(err));
-		rc = 0;
+		rc = resp_shard_run(pd, c->uid, &m, here, err, sizeof(err), took, arg);
+		rc = rc > 0; /* (its errors are in *here) */
+	} else if ((call = malloc(sizeof(*call))) == NULL) {
+		rc = -ENOMEM;
 	} else {
+		*call = (struct resp_call){took, arg};
 		/* (the answer's own bytes: a few per reply, and its type) */
 		rc = nodecall_send(pd, node, &as, WIRE_RESP_COMMAND, &m.base,
-				   MIN(room + 16 * n + 64, (size_t)RESP_SHARD_REPLY_MAX), cb, arg);
+				   MIN(room + 16 * n + 64, (size_t)RESP_SHARD_REPLY_MAX),
+				   resp_call_answer, call);
+		if (rc < 0)
+			free(call);
 		rc = rc < 0 ? rc : 1;
 		resp_shard_sent += rc > 0;
 	}
@@ -665,15 +801,11 @@ static void resp_fwd_took(struct resp_fwd_part *p, struct resp_answer *a)
 	resp_answer_free(a);
 }
 
-static void resp_fwd_answer(struct poold *pd, void *arg, int status, uint16_t type,
-			    const uint8_t *bytes, size_t len)
+static void resp_fwd_part_took(void *arg, struct resp_answer *a)
 {
 	struct resp_fwd_part *p = arg;
-	struct resp_answer a;
 
-	(void)pd;
-	resp_answer_take(&a, status, type, bytes, len);
-	resp_fwd_took(p, &a);
+	resp_fwd_took(p, a);
 	resp_fwd_answered(p->fw);
 }
 
@@ -684,7 +816,7 @@ static void resp_fwd_send(struct resp_conn *c, struct resp_fwd_part *p, char **a
 	struct resp_cmdref ref = {NULL, p->argc, argv, argl, p->arg};
 	struct resp_answer here;
 	int rc = resp_shard_call(c, p->node, &ref, 1, false, cursor, RESP_SHARD_REPLY_MAX,
-				 resp_fwd_answer, p, &here);
+				 resp_fwd_part_took, p, &here);
 
 	if (rc == 0)
 		resp_fwd_took(p, &here);
@@ -955,8 +1087,9 @@ static void resp_batch_settled(struct resp_batch *b)
 }
 
 /* Group g's answer a: its commands' replies; the rest asked again, or failed. */
-static void resp_group_took(struct resp_group *g, struct resp_answer *a)
+static void resp_group_took(void *arg, struct resp_answer *a)
 {
+	struct resp_group *g = arg;
 	struct resp_batch *b = g->b;
 	const struct poold_conf *conf = b->c != NULL ? b->c->rs->pd->conf : NULL;
 	size_t i, len;
@@ -1000,16 +1133,6 @@ static void resp_group_took(struct resp_group *g, struct resp_answer *a)
 		resp_batch_settled(b);
 }
 
-static void resp_group_answer(struct poold *pd, void *arg, int status, uint16_t type,
-			      const uint8_t *bytes, size_t len)
-{
-	struct resp_answer a;
-
-	(void)pd;
-	resp_answer_take(&a, status, type, bytes, len);
-	resp_group_took(arg, &a);
-}
-
 /* Send group g's commands not answered yet (as many as one call carries) to its owner. */
 static void resp_group_send(struct resp_group *g)
 {
@@ -1032,7 +1155,7 @@ static void resp_group_send(struct resp_group *g)
 	}
 	rc = refs == NULL ? -ENOMEM
 			  : resp_shard_call(c, g->node, refs, n, false, NULL, c->shard_room,
-					    resp_group_answer, g, &here);
+					    resp_group_took, g, &here);
 	free(refs);
 	if (rc < 0)
 		here = (struct resp_answer){.status = rc};
@@ -1235,7 +1358,7 @@ static void resp_shard_make_db(struct resp_conn *c, const char *name)
 	    .name = name,
 	    .capacity = (uint64_t)pd->conf->resp_capacity,
 	    .flags = HOLD_NS_SHARDED | HOLD_NS_DRAM_ONLY,
-	    .replicas = 1,
+	    .replicas = (unsigned)pd->conf->resp_replicas,
 	    .uid = c->uid,
 	    .gid = c->uid != 0 ? (gid_t)-1 : 0,
 	    .mode = c->uid != 0 ? 0600 : 0666, /* (root's are open to all, as unsharded ones) */
@@ -1249,8 +1372,9 @@ static void resp_shard_make_db(struct resp_conn *c, const char *name)
 	}
 	nr.op = POOL__KV_NS_OP__KV_NS_OP_CREATE;
 	nr.name = (char *)name;
-	nr.has_capacity = nr.has_mode = nr.has_gid = nr.has_sharded = 1;
+	nr.has_capacity = nr.has_mode = nr.has_gid = nr.has_sharded = nr.has_replicas = 1;
 	nr.capacity = spec.capacity;
+	nr.replicas = spec.replicas;
 	nr.tier = (char *)"dram";
 	nr.mode = spec.mode;
 	nr.gid = (uint32_t)spec.gid;
@@ -1331,7 +1455,7 @@ static int resp_fwd_start(struct resp_conn *c, const struct kv_shard_map *map, c
 		rc = refs == NULL
 			 ? -ENOMEM
 			 : resp_shard_call(c, owner, refs, c->nqueued, true, NULL,
-					   RESP_SHARD_REPLY_MAX, resp_fwd_answer, p, &here);
+					   RESP_SHARD_REPLY_MAX, resp_fwd_part_took, p, &here);
 		free(refs);
 		if (rc == 0)
 			resp_fwd_took(p, &here);
@@ -1362,6 +1486,7 @@ static int resp_shard_start(struct resp_conn *c, const struct kv_shard_map *map,
 	size_t n = 1, i;
 	uint32_t owner;
 	long first, last, step;
+	bool writes = false;
 	int rc = 0;
 
 	resp_shard_keys(cmd, q->argc, &first, &last, &step);
@@ -1378,16 +1503,19 @@ static int resp_shard_start(struct resp_conn *c, const struct kv_shard_map *map,
 						       c->queued[n].argl, NULL};
 	}
 	owner = resp_shard_owner(map, ns->name, refs, n);
-	for (i = 0; exec && owner != pd->node_id && i < n; i++)
+	/* A write with 2 replicas runs as another owner's would: its reply waits for the backup. */
+	for (i = 0; owner == pd->node_id && ns->replicas > 1 && i < n; i++)
+		writes |= (refs[i].cmd->flags & RESP_CMD_WRITES) != 0;
+	for (i = 0; exec && (owner != pd->node_id || writes) && i < n; i++)
 		if (!(refs[i].cmd->flags & RESP_CMD_KEYS)) { /* (no key to send it with) */
 			resp_err(c,
-				 "ERR %s in a transaction of a sharded database whose keys are "
-				 "another node's",
+				 "ERR %s in a transaction of a sharded database that runs at "
+				 "its keys' owner",
 				 refs[i].cmd->name);
 			free(refs);
 			return RESP_SHARD_DONE;
 		}
-	if (owner == pd->node_id) {
+	if (owner == pd->node_id && !writes) {
 		for (i = 0; rc == 0 && i < n; i++)
 			rc = resp_shard_serves(pd, ns, refs[i].cmd, refs[i].argc, refs[i].argv,
 					       refs[i].argl);
