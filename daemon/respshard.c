@@ -32,6 +32,11 @@
  * asking again runs nothing twice. A database is made on first use by the
  * coordinator (asked on this node's link to it), sharded, and every node
  * learns it from the namespaces' definitions.
+ *
+ * With resp.replicas = 2 the owner sends the keys a call's commands
+ * changed to their shards' backups (kvbackup.c) and answers once they
+ * have them; this node's own writes go the same way (a batch's group for
+ * this node), so that no reply says OK of a change only one node holds.
  */
 #include "config.h"
 
@@ -1530,9 +1535,8 @@ static int resp_shard_start(struct resp_conn *c, const struct kv_shard_map *map,
 	}
 	if (exec)
 		free(refs);
-	if (!exec && owner != 0 && owner != UINT32_MAX) {
-		/* Sent with the commands read after it (resp_shard_flush(), from resp_read_cb()).
-		 */
+	if (!exec && resp_batchable(c, map, ns->name, q, &owner)) {
+		/* Sent with the commands read after it (resp_shard_flush(), from resp_read_cb). */
 		c->batch_wanted = true;
 		c->fetching = true;
 		return RESP_SHARD_WAIT;

@@ -214,5 +214,15 @@ assert set(rs[4].mget(keys)) == {b'again'}
 print('ok')" >"$CLUSTER_TMP/out" 2>&1 &&
 	ok "h2 SIGKILLed (2 replicas): all 2,000 values kept, the 1,000 deleted stay deleted, the counter whole; every key SET again and read back" ||
 	{ not_ok "after an owner's death"; cat "$CLUSTER_TMP/out"; }
-for i in 1 3 4; do kill -0 "${POOL_PIDS[$i]}" 2>/dev/null || not_ok "h$i's poold is running"; done
+# One owner left (h3): the commands of every owner go to it whole.
+pool_node_kill 4
+pool_wait_state 1 h4 dead 20 || not_ok "h4 declared dead"
+rpy 1 "
+n = r.dbsize()
+assert n > 0 and n == rs[3].dbsize() == len(r.keys('*')), (n, rs[3].dbsize())
+assert r.set(b'last', b'one') is True and rs[3].get(b'last') == b'one'
+print('ok')" >"$CLUSTER_TMP/out" 2>&1 &&
+	ok "h4 SIGKILLed too: with h3 the only owner, DBSIZE, KEYS, SET and GET through h1 go to it" ||
+	{ not_ok "one owner left"; cat "$CLUSTER_TMP/out"; }
+for i in 1 3; do kill -0 "${POOL_PIDS[$i]}" 2>/dev/null || not_ok "h$i's poold is running"; done
 finish
