@@ -91,8 +91,8 @@ node_kill 4 || not_ok "h4 dead"
 pctl 2 region destroy gone1 >/dev/null && ok "a region is destroyed while its lender is dead" ||
 	not_ok "destroy gone1"
 node_start 4 || not_ok "h4 returns"
-sleep 2.5 # a ledger round or two
-[ "$(field gone1 id)" = none ] && logged "region 'gone1', destroyed while it was away: scrubbing" && ok "when it returns, its extent is scrubbed, not adopted back" ||
+# (a ledger round or two; longer on a loaded machine, under the sanitizers)
+wait_field gone1 id none 20 && logged "region 'gone1', destroyed while it was away: scrubbing" && ok "when it returns, its extent is scrubbed, not adopted back" ||
 	{ not_ok "gone1 came back: $(field gone1 id)"; }
 
 # Anonymous regions on node 2: one client holds its region throughout; the
