@@ -4,7 +4,9 @@
 # sharded: each node runs commands, each key at its shard's owner, h2-h4
 # owning shards) against the same cluster relaying every node's clients to
 # the coordinator, whose databases keep their values in its own pool
-# (local, the relay's fastest case), and against one redis-server on h1:
+# (local, the relay's fastest case), and against one redis-server on h1;
+# sharded2 is sharded with resp.replicas = 2 (each write on the shard's
+# backup too before its reply):
 # redis-benchmark on h2, h3 and h4 at once, each against its own node's
 # endpoint (Redis: against h1's), SET then GET of 100 B values over 100,000
 # keys, pipelined 16 deep, 10 clients each. Printed: the ops/s of the three
@@ -52,8 +54,9 @@ run() {
 	local mode=$1 i addrs=()
 	cluster_create 4 || exit 1
 	for i in 1 2 3 4; do addrs[$i]=$(cluster_addr "$i"); done
-	if [ "$mode" = sharded ]; then
+	if [ "$mode" != relay ]; then
 		POOL_OPTS="-o resp.placement=sharded -o resp.password=pw -o kv.shard_size=256M -o resp.capacity=512M"
+		[ "$mode" = sharded2 ] && POOL_OPTS="$POOL_OPTS -o resp.replicas=2"
 		pool_node_start 1 -o "resp.listen=${addrs[1]}:6379" -o kv.shard_size=0 || exit 1
 	else
 		POOL_OPTS="-o resp.password=pw"
@@ -79,9 +82,10 @@ OUT=$(mktemp -d /tmp/pool-bench-resp-shards.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 run relay
 run sharded
+run sharded2
 echo "## RESP on a 4-node cluster: poold $(git -C "$top_srcdir" rev-parse --short HEAD 2>/dev/null), redis-benchmark -P 16 -c 10 -d 100 on h2, h3 and h4 at once"
 printf '%-8s %-4s %10s %12s %14s %14s\n' mode test "ops/s" "poold CPU s" "coordinator s" "ops/poold-CPU-s"
-for mode in sharded relay redis; do
+for mode in sharded sharded2 relay redis; do
 	for t in set get; do
 		read -r all c0 <"$OUT/$mode-$t-cpu"
 		ops=$(cat "$OUT/$mode-$t")
