@@ -97,10 +97,14 @@ static struct resp_tenant *resp_tenant_find(struct resp *rs, uint32_t uid)
 
 static size_t resp_out_bytes(struct resp_conn *c);
 
-/* What c's buffers hold: the arguments announced so far, MULTI's queue, the unread replies. */
+/*
+ * What c's buffers hold: the arguments announced so far, MULTI's queue,
+ * the values and owners' replies fetched for it, the unread replies.
+ */
 static uint64_t resp_conn_bytes(struct resp_conn *c)
 {
-	return c->p.total + c->queued_bytes + c->ahead_bytes + c->remote_bytes + resp_out_bytes(c);
+	return c->p.total + c->queued_bytes + c->ahead_bytes + c->remote_bytes + c->shard_bytes +
+	       resp_out_bytes(c);
 }
 
 /* Count c's buffers as they are now, in its user's bytes and in all. */

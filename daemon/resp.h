@@ -118,6 +118,7 @@ struct resp_conn {
 	struct resp_batch *batch; /* those read ahead, each with its owner */
 	bool batch_wanted;	  /* the first read ahead waits for a batch: sent after reading */
 	size_t shard_room;	  /* bytes of replies a batch's call asks room for */
+	uint64_t shard_bytes;	  /* owners' replies held, and the room their calls asked */
 	struct event *fwd_timer;  /* asks again in a while: a shard moved, a database is made */
 	uint64_t fwd_since_ms;	  /* since when it waits for that */
 };

@@ -64,6 +64,7 @@
 #define RESP_SHARD_ROOM (96u << 10)
 #define RESP_SHARD_CALL_MAX (FAB_LINK_CALL_MAX / 2) /* a batch's group's arguments */
 #define RESP_SHARD_REPLY_SLACK 64 /* of a reply, more than the values it carries */
+#define RESP_SHARD_ERR_ROOM 1024  /* of a reply that is an integer or +OK: for an error */
 #define RESP_SHARD_CROSSSLOT "CROSSSLOT Keys in request don't hash to the same slot"
 #define RESP_SCAN_OWNER_BITS 16
 
@@ -108,7 +109,9 @@ struct resp_fwd_part {
 	long *arg; /* each argument's place in the command (argv[0]: the name) */
 	uint8_t *reply;
 	size_t len;
-	int status; /* -errno: it failed */
+	int status;   /* -errno: it failed */
+	size_t room;  /* its call's, in flight */
+	size_t needs; /* its reply did not fit: the room it is asked again with */
 };
 
 /* A command (or a transaction) sent to its keys' owners, until every part answered. */
@@ -117,6 +120,7 @@ struct resp_fwd {
 	enum resp_merge merge;
 	size_t nparts, pending;
 	uint64_t scan_owner; /* MERGE_SCAN: the owner's place among the map's owners */
+	uint64_t held;	     /* of c->shard_bytes: the parts' replies, and their calls' room */
 	struct resp_fwd_part parts[];
 };
 
@@ -129,6 +133,7 @@ struct resp_group {
 	size_t n, done;
 	size_t *cmd; /* their places in the batch */
 	bool again;  /* its shards moved: asked again when the batch's timer rings */
+	size_t room; /* its call's, in flight */
 };
 
 /* A command's reply in a batch, or why it has none. */
@@ -147,6 +152,7 @@ struct resp_result {
 struct resp_batch {
 	struct resp_conn *c; /* NULL once the client went */
 	size_t n, next, pending;
+	uint64_t held; /* of c->shard_bytes: the replies not taken, and the calls' room */
 	uint64_t since_ms;
 	bool sending;	     /* (answers served here come while it is being sent) */
 	struct event *timer; /* asks the groups whose shards moved again; resumes c */
@@ -167,6 +173,34 @@ void resp_shard_stats(uint64_t *to_owners, uint64_t *from_nodes)
 bool resp_sharded(const struct poold *pd)
 {
 	return pd->conf->resp_placement == RESP_PLACE_SHARDED;
+}
+
+/*
+ * bytes more of owners' replies held for c (in *held, its batch's or
+ * split command's), counted in its buffers (resp.max_buffers*) as its
+ * unread replies are. With check, the room a call asks for, counted from
+ * before it is sent: false, and nothing counted, when that would pass a
+ * bound (c->overflow names it: c is closed once its command ends), so
+ * that replies on their way are bounded as a local one is before it is
+ * built.
+ */
+static bool resp_hold(struct resp_conn *c, uint64_t *held, size_t bytes, bool check)
+{
+	if (c == NULL)
+		return !check;
+	if (check && !resp_room(c, bytes))
+		return false;
+	c->shard_bytes += bytes;
+	*held += bytes;
+	return true;
+}
+
+/* bytes of those held for c (in *held) are not any more; c NULL: it went. */
+static void resp_unhold(struct resp_conn *c, uint64_t *held, size_t bytes)
+{
+	*held -= bytes;
+	if (c != NULL)
+		c->shard_bytes -= bytes;
 }
 
 /*
@@ -209,6 +243,7 @@ static void resp_fwd_free(struct resp_fwd *fw)
 {
 	size_t i;
 
+	resp_unhold(fw->c, &fw->held, fw->held);
 	for (i = 0; i < fw->nparts; i++) {
 		free(fw->parts[i].arg);
 		free(fw->parts[i].reply);
@@ -335,7 +370,7 @@ static const uint8_t *resp_answer_reply(const struct resp_answer *a, size_t i, s
 /*
  * The most bytes the reply of q, a command of ns as uid, may take with the
  * values it reads as they are now (whole), and a little more per key;
- * SIZE_MAX for one without keys (KEYS, SCAN: any).
+ * SIZE_MAX for one without keys (KEYS, SCAN: any) but an integer or +OK.
  */
 static size_t resp_shard_need(struct poold *pd, uid_t uid, const char *ns,
 			      const struct resp_cmd *cmd, const struct resp_queued *q)
@@ -345,6 +380,9 @@ static size_t resp_shard_need(struct poold *pd, uid_t uid, const char *ns,
 	size_t need = RESP_SHARD_REPLY_SLACK;
 
 	resp_shard_keys(cmd, q->argc, &first, &last, &step);
+	if (first == 0 &&
+	    (resp_shard_merge(cmd->name) == MERGE_SUM || resp_shard_merge(cmd->name) == MERGE_OK))
+		return need; /* (DBSIZE, FLUSHDB...) */
 	if (first == 0)
 		return SIZE_MAX;
 	for (k = first; k <= last && k < q->argc; k += step) {
@@ -785,16 +823,22 @@ static void resp_fwd_answered(struct resp_fwd *fw)
 	resp_resume(fw->c);
 }
 
-/* A part's answer a: its one reply in p. */
+/* A part's answer a: its one reply in p, or the room it needs (asked again: resp_fwd_again()). */
 static void resp_fwd_took(struct resp_fwd_part *p, struct resp_answer *a)
 {
+	struct resp_fwd *fw = p->fw;
 	size_t len;
 	const uint8_t *r;
 
+	resp_unhold(fw->c, &fw->held, p->room);
+	p->room = 0;
 	p->status = a->status;
-	if (p->status == 0 && a->n != 1)
+	if (p->status == 0 && a->n == 0 && a->needs > p->needs && fw->merge != MERGE_SCAN &&
+	    fw->merge != MERGE_WHOLE)
+		p->needs = (size_t)a->needs;
+	else if (p->status == 0 && a->n != 1)
 		p->status = -EPROTO;
-	if (p->status == 0) {
+	if (p->status == 0 && a->n == 1) {
 		r = resp_answer_reply(a, 0, &len);
 		p->reply = malloc(len ? len : 1);
 		p->len = len;
@@ -802,6 +846,8 @@ static void resp_fwd_took(struct resp_fwd_part *p, struct resp_answer *a)
 			p->status = -ENOMEM;
 		else
 			memcpy(p->reply, r, len);
+		if (p->reply != NULL)
+			resp_hold(fw->c, &fw->held, len, false);
 	}
 	resp_answer_free(a);
 }
@@ -814,21 +860,73 @@ static void resp_fwd_part_took(void *arg, struct resp_answer *a)
 	resp_fwd_answered(p->fw);
 }
 
-/* Send part p of c's command (argv; for SCAN, the owner's cursor), or serve it here at once. */
-static void resp_fwd_send(struct resp_conn *c, struct resp_fwd_part *p, char **argv,
-			  const size_t *argl, const char *cursor)
+/*
+ * The room part p asks for its reply: an integer's or +OK's (DEL, MSET,
+ * DBSIZE...), with room for an error; MGET's values in what the
+ * connection's batches found enough, asked again with what the owner says
+ * they need. KEYS, SCAN and a transaction may take any (4M), which is not
+ * reserved: *charge, what c's buffers count until the reply comes.
+ */
+static size_t resp_fwd_room(const struct resp_conn *c, const struct resp_fwd_part *p,
+			    size_t *charge)
 {
-	struct resp_cmdref ref = {NULL, p->argc, argv, argl, p->arg};
-	struct resp_answer here;
-	int rc = resp_shard_call(c, p->node, &ref, 1, false, cursor, RESP_SHARD_REPLY_MAX,
-				 resp_fwd_part_took, p, &here);
+	size_t room = RESP_SHARD_REPLY_MAX;
 
-	if (rc == 0)
+	if (p->needs > 0)
+		room = p->needs;
+	else if (p->fw->merge == MERGE_SUM || p->fw->merge == MERGE_OK)
+		room = RESP_SHARD_ERR_ROOM + RESP_SHARD_REPLY_SLACK * (size_t)p->argc;
+	else if (p->fw->merge == MERGE_VALUES)
+		room = MIN(MAX(c->shard_room, (size_t)RESP_SHARD_ROOM) +
+			       RESP_SHARD_REPLY_SLACK * (size_t)p->argc,
+			   (size_t)RESP_SHARD_REPLY_MAX);
+	*charge = p->needs == 0 && room == RESP_SHARD_REPLY_MAX ? RESP_SHARD_ROOM : room;
+	return room;
+}
+
+/*
+ * Send part p of c's command (argv, or the queue of its transaction with
+ * exec; for SCAN, the owner's cursor), or serve it here at once.
+ */
+static void resp_fwd_send(struct resp_conn *c, struct resp_fwd_part *p, char **argv,
+			  const size_t *argl, const char *cursor, bool exec)
+{
+	struct resp_cmdref one = {NULL, p->argc, argv, argl, p->arg}, *refs = &one;
+	struct resp_answer here;
+	size_t charge, room = resp_fwd_room(c, p, &charge), n = 1, i;
+	int rc = -ENOBUFS;
+
+	if (exec && (refs = calloc((n = c->nqueued), sizeof(*refs))) == NULL)
+		rc = -ENOMEM;
+	for (i = 0; exec && refs != NULL && i < n; i++)
+		refs[i] = (struct resp_cmdref){NULL, c->queued[i].argc, c->queued[i].argv,
+					       c->queued[i].argl, NULL};
+	if (refs != NULL && resp_hold(c, &p->fw->held, charge, true)) {
+		p->room = charge;
+		rc = resp_shard_call(c, p->node, refs, n, exec, cursor, room, resp_fwd_part_took, p,
+				     &here);
+	}
+	if (exec)
+		free(refs);
+	if (rc < 0)
+		here = (struct resp_answer){.status = rc};
+	if (rc <= 0) {
 		resp_fwd_took(p, &here);
-	else if (rc < 0)
-		p->status = rc;
-	if (rc <= 0)
 		p->fw->pending--;
+	}
+}
+
+/* The parts whose replies did not fit sent again, with the room they need; whether any went. */
+static bool resp_fwd_again(struct resp_conn *c, struct resp_fwd *fw, const struct resp_queued *q)
+{
+	size_t i;
+
+	for (i = 0; i < fw->nparts; i++)
+		if (fw->parts[i].status == 0 && fw->parts[i].reply == NULL) {
+			fw->pending++;
+			resp_fwd_send(c, &fw->parts[i], q->argv, q->argl, NULL, false);
+		}
+	return fw->pending > 0;
 }
 
 /* The start of a reply's next element at *at: its end, or 0 when it is not a whole one. */
@@ -1096,6 +1194,7 @@ static void resp_batch_free(struct resp_batch *b)
 {
 	size_t i;
 
+	resp_unhold(b->c, &b->held, b->held);
 	for (i = 0; i < b->n; i++)
 		free(b->res[i].reply);
 	for (i = 0; i < b->ngroups; i++)
@@ -1147,6 +1246,8 @@ static void resp_group_took(void *arg, struct resp_answer *a)
 	const uint8_t *r;
 
 	b->pending--;
+	resp_unhold(b->c, &b->held, g->room);
+	g->room = 0;
 	if (b->c != NULL && a->status == 0 && a->n == 0 && a->needs > 0) {
 		/* (asked again at once, with that room: it grows, so this ends) */
 		b->c->shard_room = MAX(b->c->shard_room, (size_t)a->needs);
@@ -1174,6 +1275,8 @@ static void resp_group_took(void *arg, struct resp_answer *a)
 		res->status = res->reply != NULL ? 0 : -ENOMEM;
 		if (res->reply != NULL)
 			memcpy(res->reply, r, len);
+		if (res->reply != NULL)
+			resp_hold(b->c, &b->held, len, false);
 	}
 	resp_answer_free(a);
 	if (g->done < g->n && !g->again && b->c != NULL)
@@ -1204,9 +1307,13 @@ static void resp_group_send(struct resp_group *g)
 		refs[n++] = (struct resp_cmdref){NULL, q->argc, q->argv, q->argl, NULL};
 		bytes += q->bytes;
 	}
-	rc = refs == NULL ? -ENOMEM
-			  : resp_shard_call(c, g->node, refs, n, false, NULL, c->shard_room,
-					    resp_group_took, g, &here);
+	if (refs == NULL)
+		rc = -ENOMEM;
+	else if (!resp_hold(c, &b->held, c->shard_room, true))
+		rc = -ENOBUFS; /* (c is closed once its command ends: c->overflow) */
+	else
+		rc = resp_shard_call(c, g->node, refs, n, false, NULL, g->room = c->shard_room,
+				     resp_group_took, g, &here);
 	free(refs);
 	if (rc < 0)
 		here = (struct resp_answer){.status = rc};
@@ -1325,14 +1432,25 @@ void resp_shard_flush(struct resp_conn *c)
 	resp_batch_settled(b);
 }
 
-/* c's first command read ahead takes its reply from the batch. */
+static void resp_reply_free(const void *data, size_t len, void *arg)
+{
+	(void)len, (void)arg;
+	free((void *)(uintptr_t)data);
+}
+
+/* c's first command read ahead takes its reply from the batch (not copied: it is the output's). */
 static int resp_batch_take(struct resp_conn *c)
 {
 	struct resp_batch *b = c->batch;
 	struct resp_result *r = &b->res[b->next++];
 
-	if (r->status == 0)
+	resp_unhold(c, &b->held, r->status == 0 ? r->len : 0);
+	if (r->status == 0 &&
+	    (r->len == 0 ||
+	     evbuffer_add_reference(resp_output(c), r->reply, r->len, resp_reply_free, NULL) < 0))
 		evbuffer_add(resp_output(c), r->reply, r->len);
+	else if (r->status == 0)
+		r->reply = NULL;
 	else
 		resp_shard_failed(c, r->status, r->node);
 	if (b->next == b->n) {
@@ -1439,11 +1557,18 @@ static void resp_shard_make_db(struct resp_conn *c, const char *name)
  * RESP_SHARD_WAIT when a part's shard moved and is asked again in a
  * while. argc: the command's own count of arguments.
  */
-static int resp_shard_taken(struct resp_conn *c, struct resp_fwd *fw, long argc)
+static int resp_shard_taken(struct resp_conn *c, struct resp_fwd *fw, const struct resp_queued *q)
 {
 	size_t i;
 
 	c->fwd = NULL;
+	for (i = 0; i < fw->nparts && fw->parts[i].status == 0; i++)
+		;
+	if (i == fw->nparts && resp_fwd_again(c, fw, q)) {
+		c->fwd = fw;
+		c->fetching = true;
+		return RESP_SHARD_WAIT;
+	}
 	for (i = 0; i < fw->nparts && fw->parts[i].status == 0; i++)
 		;
 	if (i < fw->nparts && resp_shard_moved(fw->parts[i].status) && resp_shard_wait(c)) {
@@ -1453,7 +1578,7 @@ static int resp_shard_taken(struct resp_conn *c, struct resp_fwd *fw, long argc)
 	if (i < fw->nparts)
 		resp_shard_failed(c, fw->parts[i].status, fw->parts[i].node);
 	else
-		resp_fwd_merge(c, fw, argc, cluster_kv_shards(c->rs->pd)->nowners);
+		resp_fwd_merge(c, fw, q->argc, cluster_kv_shards(c->rs->pd)->nowners);
 	resp_fwd_free(fw);
 	return RESP_SHARD_DONE;
 }
@@ -1496,30 +1621,11 @@ static int resp_fwd_start(struct resp_conn *c, const struct kv_shard_map *map, c
 	}
 	c->fwd = fw;
 	fw->pending = fw->nparts;
-	if (exec) {
-		struct resp_cmdref *refs = calloc(c->nqueued, sizeof(*refs));
-		struct resp_answer here;
-
-		for (i = 0; refs != NULL && i < c->nqueued; i++)
-			refs[i] = (struct resp_cmdref){NULL, c->queued[i].argc, c->queued[i].argv,
-						       c->queued[i].argl, NULL};
-		rc = refs == NULL
-			 ? -ENOMEM
-			 : resp_shard_call(c, owner, refs, c->nqueued, true, NULL,
-					   RESP_SHARD_REPLY_MAX, resp_fwd_part_took, p, &here);
-		free(refs);
-		if (rc == 0)
-			resp_fwd_took(p, &here);
-		else if (rc < 0)
-			p->status = rc;
-		if (rc <= 0)
-			fw->pending--;
-	}
-	for (i = 0; !exec && i < fw->nparts; i++)
+	for (i = 0; i < fw->nparts; i++)
 		resp_fwd_send(c, &fw->parts[i], q->argv, q->argl,
-			      fw->merge == MERGE_SCAN ? cursor : NULL);
+			      fw->merge == MERGE_SCAN ? cursor : NULL, exec);
 	if (fw->pending == 0) /* (served here, or not sent: at once) */
-		return resp_shard_taken(c, fw, q->argc);
+		return resp_shard_taken(c, fw, q);
 	c->fetching = true;
 	return RESP_SHARD_WAIT;
 }
@@ -1613,7 +1719,7 @@ int resp_shard_route(struct resp_conn *c, const struct resp_cmd *cmd, const stru
 	resp_db_name(c, c->db, name, sizeof(name));
 	ns = pd->kv != NULL ? kv_ns_find(pd, name) : NULL;
 	if (c->fwd != NULL) {
-		rc = resp_shard_taken(c, c->fwd, q->argc);
+		rc = resp_shard_taken(c, c->fwd, q);
 	} else if (ns == NULL || map->nowners == 0) {
 		if (ns == NULL && (c->fwd_since_ms == 0 ||
 				   (units_now_ms() - c->fwd_since_ms) % 500 < RESP_SHARD_RETRY_MS))

@@ -10,7 +10,9 @@
 # come back in order, big values over several answers; INCR from two nodes
 # at once loses no increment; expiry
 # holds; values up to 4 MiB go between nodes, a larger one gets a clear
-# error; a transaction on one owner's keys runs there (keys of one
+# error; a client pipelining GETs of big values on other owners and
+# reading nothing is closed at its user's buffers bound, its node's memory
+# flat; a transaction on one owner's keys runs there (keys of one
 # {hash tag} are one owner's), one on several owners' gets CROSSSLOT, as
 # MSETNX does; a user of resp.users reaches its
 # own databases alone. With resp.replicas = 2, an owner SIGKILLed loses
@@ -25,12 +27,12 @@ cluster_create 4 || exit 1
 USERS="$CLUSTER_TMP/resp-users"
 echo "alice 65534 >alice-pw" >"$USERS"
 chmod 600 "$USERS"
-POOL_OPTS="-o kv.shard_size=32M -o resp.placement=sharded -o resp.replicas=2 -o resp.password=pw -o resp.users=$USERS"
+POOL_OPTS="-o kv.shard_size=192M -o resp.capacity=1G -o resp.placement=sharded -o resp.replicas=2 -o resp.password=pw -o resp.users=$USERS"
 metrics_at() { echo "$(cluster_addr "$1"):$(cluster_port "$1" 9400)"; }
 # The coordinator (h1) owns no shards: what it serves of the RESP databases shows.
 node_opts() {
 	echo "-o metrics.listen=$(metrics_at "$1") -o resp.listen=$(cluster_addr "$1"):6379"
-	[ "$1" = 1 ] && echo "-o kv.shard_size=0"
+	[ "$1" = 1 ] && echo "-o kv.shard_size=0 -o resp.max_buffers_per_user=32M"
 }
 POOL_NODE_OPTS=node_opts
 pool_node_start 1 || exit 1
@@ -178,6 +180,42 @@ assert r.get(b'huge') is None and r.ping()
 print('ok')" >"$CLUSTER_TMP/out" 2>&1 &&
 	ok "h1 (no shards): a 1 MiB value SET through it and read on h3; a 5 MiB one refused, saying the 4M bound" ||
 	{ not_ok "big values to other nodes"; cat "$CLUSTER_TMP/out"; }
+
+# A client that pipelines GETs of big values on other nodes' shards and
+# reads nothing: the replies its node holds for it count against its
+# user's buffers (h1: resp.max_buffers_per_user = 32M) before they come,
+# and the connection is closed at the bound, not after its node has held
+# them all (32 x 3 MiB).
+rpy 1 "
+for i in range(32):
+    assert r.set(b'h%d' % i, val(200 + i, 3 << 20)) is True
+print('ok')" >"$CLUSTER_TMP/out" 2>&1 || { not_ok "SETs of 3 MiB values through h1"; cat "$CLUSTER_TMP/out"; }
+hwm() { awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/${POOL_PIDS[$1]}/status"; }
+hwm0=$(hwm 1)
+rpy 1 "
+import socket
+s = socket.create_connection((os.environ['ADDRS'].split()[0], 6379))
+s.sendall(b'AUTH pw\r\n' + b''.join(b'GET h%d\r\n' % i for i in range(32)))
+s.settimeout(20)
+try:
+    for _ in range(30):  # (a slow reader: 64 KiB a second)
+        if not s.recv(1 << 16):
+            break
+        time.sleep(1)
+except (ConnectionResetError, socket.timeout):
+    pass
+p = r.pipeline(transaction=False)
+for i in range(4):
+    p.get(b'h%d' % i)
+assert p.execute() == [val(200 + i, 3 << 20) for i in range(4)]
+assert r.delete(*[b'h%d' % i for i in range(32)]) == 32
+print('ok')" >"$CLUSTER_TMP/out" 2>&1 || { not_ok "slow reader of 40 big GETs"; cat "$CLUSTER_TMP/out"; }
+hwm1=$(hwm 1)
+echo "# h1's peak resident memory: ${hwm0} MiB before, ${hwm1} MiB after"
+grep -q 'over resp.max_buffers_per_user' "$(cluster_dir 1)/poold.log" &&
+	[ $((hwm1 - hwm0)) -lt 64 ] &&
+	ok "a slow reader of 32 pipelined GETs of 3 MiB on other owners: disconnected at 32M, h1's peak memory up $((hwm1 - hwm0)) MiB, not 96; a reading client served after" ||
+	not_ok "slow reader: peak memory ${hwm0} -> ${hwm1} MiB; disconnect logged: $(grep -c 'over resp.max_buffers_per_user' "$(cluster_dir 1)/poold.log")"
 
 out=$(cluster_exec 2 timeout 20 redis-cli --no-auth-warning -h "$(cluster_addr 2)" --user alice --pass alice-pw SET greeting alice 2>&1;
 	cli 3 GET greeting;
