@@ -1244,6 +1244,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 				kv_val_out(pd, ns, e);
 			e->val = w->val;
 			e->has_val = true;
+			e->edited = false;
 			/* (its extras are there while it is held: this takes no memory) */
 			(void)kv_set_expire(ns, e, ttl);
 			kv_pending_end(ns, e);

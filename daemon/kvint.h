@@ -132,9 +132,10 @@ struct kv_entry {
 	uint32_t refs; /* dedup namespaces: holders of the value, or KV_REFS_UNKNOWN */
 	uint16_t klen; /* its key: the klen bytes right before it (kv_entry_key()) */
 	bool has_val;
-	bool moving;		   /* a spill or a promotion is copying its value */
-	bool recount;		   /* its references are being counted again */
-	bool is_held;		   /* pinned or reserved: on its namespace's held list (x->held) */
+	bool moving;  /* a spill or a promotion is copying its value */
+	bool recount; /* its references are being counted again */
+	bool is_held; /* pinned or reserved: on its namespace's held list (x->held) */
+	bool edited;  /* its value was made by changing the last one in place (RESP SETRANGE) */
 	TAILQ_ENTRY(kv_entry) lru; /* while it has a committed value: its tier's list */
 	struct kv_val val;
 	struct kv_extra

@@ -149,6 +149,27 @@ size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size
 }
 
 /*
+ * A key of a namespace for RANDOMKEY: the first of the bucket rnd picks
+ * that has one, or of the next that has, round the table; to cb. false
+ * when it has none.
+ */
+bool kv_local_random(struct poold *pd, const char *nsname, uint64_t rnd,
+		     void (*cb)(void *arg, const uint8_t *key, size_t klen), void *arg)
+{
+	struct kv_ns *ns = pd->kv ? kv_ns_find(pd, nsname) : NULL;
+	struct kv_entry *e;
+	size_t i;
+
+	for (i = 0; ns != NULL && i < ns->nbuckets; i++)
+		for (e = ns->buckets[(rnd + i) % ns->nbuckets]; e != NULL; e = e->hnext)
+			if (e->has_val && kv_local_served(pd, ns, e)) {
+				cb(arg, kv_entry_key(e), e->klen);
+				return true;
+			}
+	return false;
+}
+
+/*
  * The entry of a key with a live value in a RESP database of uid's
  * (kv_local_owns()), its namespace in *ret_ns; or NULL.
  */
@@ -347,6 +368,7 @@ int kv_local_overwrite(struct poold *pd, uid_t uid, const char *nsname, const ui
 	if (blen > 0)
 		memmove(dst + alen, b, blen);
 	e->val.version = ++ns->next_version;
+	e->edited = false;
 	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
 	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
 	ns->puts++;
@@ -412,6 +434,23 @@ int kv_local_commit_own(struct poold *pd, uint64_t session, uid_t uid, const cha
 	    kv_pending(e)->node != pd->node_id || kv_pending(e)->session != session)
 		return -ESTALE;
 	return kv_local_op(pd, session, uid, nsname, KV_COMMIT, key, klen, version, NULL);
+}
+
+/*
+ * Whether a key's value was made by an edit of the last one (RESP APPEND,
+ * SETRANGE, SETBIT: Redis keeps those raw, OBJECT ENCODING says so); with
+ * set, mark it so (any new value clears the mark). A hint only: a value
+ * that moves to another node, or is rebuilt, is not marked there.
+ */
+bool kv_local_edited(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
+		     size_t klen, bool set)
+{
+	struct kv_ns *ns = NULL;
+	struct kv_entry *e = kv_local_key(pd, nsname, uid, key, klen, &ns);
+
+	if (e != NULL && set)
+		e->edited = true;
+	return e != NULL && e->edited;
 }
 
 /*

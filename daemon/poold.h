@@ -1220,8 +1220,12 @@ struct kv_ns_stats {
 size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size_t max,
 		     void (*cb)(void *arg, const uint8_t *key, size_t klen), void *arg,
 		     uint64_t *ret_next);
+bool kv_local_random(struct poold *pd, const char *nsname, uint64_t rnd,
+		     void (*cb)(void *arg, const uint8_t *key, size_t klen), void *arg);
 uint64_t kv_local_size(struct poold *pd, const char *nsname);
 uint64_t kv_local_volatile(struct poold *pd, const char *nsname);
+bool kv_local_edited(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key,
+		     size_t klen, bool set);
 int kv_local_ttl(struct poold *pd, uid_t uid, const char *nsname, const uint8_t *key, size_t klen,
 		 int64_t *ret_at);
 #define KV_PREFETCH_MAX 32

@@ -103,8 +103,8 @@ static size_t resp_out_bytes(struct resp_conn *c);
  */
 static uint64_t resp_conn_bytes(struct resp_conn *c)
 {
-	return c->p.total + c->queued_bytes + c->ahead_bytes + c->remote_bytes + c->shard_bytes +
-	       resp_out_bytes(c);
+	return c->p.total + c->queued_bytes + c->watched_bytes + c->ahead_bytes + c->remote_bytes +
+	       c->shard_bytes + resp_out_bytes(c);
 }
 
 /* Count c's buffers as they are now, in its user's bytes and in all. */
@@ -159,6 +159,7 @@ static void resp_conn_free(struct resp_conn *c)
 	resp_remote_end(c); /* its pins and reservations, once nothing in flight needs them */
 	resp_shard_end(c);
 	resp_queue_clear(c);
+	resp_watch_clear(c);
 	while (c->nahead > 0)
 		resp_args_free(&c->ahead[--c->nahead]);
 	if (c->held != NULL)
@@ -416,6 +417,7 @@ void resp_reset(struct resp_conn *c)
 	struct poold_conf *conf = c->rs->pd->conf;
 
 	resp_queue_clear(c);
+	resp_watch_clear(c);
 	c->multi = c->multi_dirty = false;
 	c->db = 0;
 	c->proto = 2;
@@ -550,14 +552,23 @@ static bool resp_command_run(struct resp_conn *c, struct resp_queued *q, struct 
 	}
 	if ((cmd->arity > 0 && n != cmd->arity) || (cmd->arity < 0 && n < -cmd->arity)) {
 		c->rs->commands++;
+		resp_stat_rejected(cmd);
 		resp_err(c, "ERR wrong number of arguments for '%s' command", cmd->name);
 		c->multi_dirty |= c->multi;
 		return true;
 	}
 	if (!c->authed && !(cmd->flags & RESP_CMD_NOAUTH)) {
 		c->rs->commands++;
+		resp_stat_rejected(cmd);
 		resp_err(c, "NOAUTH Authentication required.");
 		c->multi_dirty |= c->multi;
+		return true;
+	}
+	if (c->multi && (cmd->flags & RESP_CMD_NOMULTI)) {
+		c->rs->commands++;
+		resp_stat_rejected(cmd);
+		resp_err(c, "ERR Command not allowed inside a transaction");
+		c->multi_dirty = true;
 		return true;
 	}
 	if (c->multi && !(cmd->flags & RESP_CMD_TXN)) {

@@ -82,6 +82,9 @@ struct resp_conn {
 	struct resp_queued *queued;
 	size_t nqueued;
 	uint64_t queued_bytes;
+	struct resp_watch **watched; /* WATCH's keys (respwatch.c) */
+	size_t nwatched;
+	uint64_t watched_bytes;
 	char name[RESP_NAME_MAX + 1];
 	char addr[64];
 	struct resp_parser p; /* the command being read */
@@ -182,6 +185,7 @@ void resp_resume(struct resp_conn *c);
 #define RESP_SHARD_WAIT 0
 #define RESP_SHARD_DONE (-1)
 int resp_shard_route(struct resp_conn *c, const struct resp_cmd *cmd, const struct resp_queued *q);
+bool resp_shard_here(struct resp_conn *c, const char *ns, const char *key, size_t klen);
 void resp_shard_flush(struct resp_conn *c);
 void resp_shard_end(struct resp_conn *c);
 
@@ -195,7 +199,96 @@ void resp_place_init(struct resp_conn *c);
 int resp_place_commit(struct resp_conn *c, const char *ns, const char *key, size_t klen,
 		      int64_t expire);
 
-/* Commands (respkeys.c, respconn.c). */
+/*
+ * The values of the string keyspace, for its commands (respkeys.c). A value
+ * where it lives in this node's arena (or fetched from another node),
+ * valid until the command returns to the event loop or changes a value;
+ * pinned (version) when it is one the index might move meanwhile,
+ * released by resp_put_back().
+ */
+struct resp_val {
+	const char *data;
+	size_t len;
+	uint64_t version; /* of the pin, or 0 */
+	bool fetched;	  /* from another node, for this command (respremote.c) */
+};
+void resp_ns(const struct resp_conn *c, char *ns, size_t len); /* its selected database's */
+int64_t resp_now_ms(void);
+int resp_get(struct resp_conn *c, const char *ns, const char *key, size_t klen, struct resp_val *v);
+void resp_put_back(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+		   const struct resp_val *v);
+bool resp_exists(struct resp_conn *c, const char *ns, const char *key, size_t klen);
+/*
+ * Store a + b as key's value, expire its expiry after (Unix ms, 0 for
+ * none) or KV_EXPIRE_KEEP; 0 or -errno (resp_put_failed() says it).
+ */
+int resp_put(struct resp_conn *c, const char *ns, const char *key, size_t klen, const void *a,
+	     size_t alen, const void *b, size_t blen, int64_t expire);
+bool resp_del(struct resp_conn *c, const char *ns, const char *key, size_t klen);
+char *resp_value_copy(struct resp_conn *c, const char *ns, const char *key, size_t klen, size_t min,
+		      size_t *ret_len);
+int resp_put_edited(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+		    const void *a, size_t alen, const void *b, size_t blen);
+void resp_put_failed(struct resp_conn *c, int rc, const char *key, size_t klen);
+/* The same, for values of any type as they are stored (head included: resptype.c). */
+int resp_get_raw(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+		 struct resp_val *v);
+int resp_put_raw(struct resp_conn *c, const char *ns, const char *key, size_t klen, const void *a,
+		 size_t alen, const void *b, size_t blen, int64_t expire);
+
+/* Lists and sets (resptype.c): a value's type, in its first bytes. */
+enum resp_type { RESP_TYPE_STRING = 's', RESP_TYPE_LIST = 'l', RESP_TYPE_SET = 'S' };
+#define RESP_TYPED_MAGIC "\xffPOOL\x01\x02\xfe" /* eight bytes, then the type's */
+#define RESP_TYPED_HEAD 9
+#define RESP_TYPED_MAX 65536 /* elements of a list or a set */
+struct resp_elem {
+	const char *p;
+	size_t len;
+};
+struct resp_elems {
+	size_t n, cap;
+	struct resp_elem *e;
+};
+/* Its type, and how many bytes of head a string has before its own (0 or RESP_TYPED_HEAD). */
+enum resp_type resp_type_of(const char *data, size_t len, size_t *ret_head);
+const char *resp_type_name(enum resp_type type);
+const char *resp_type_encoding(const char *data, size_t len);
+bool resp_typed_head(const void *a, size_t alen, const void *b, size_t blen);
+void resp_typed_start(char *buf, enum resp_type type);
+int resp_elems_room(struct resp_elems *els, size_t n);
+int resp_elems_own(struct resp_elems *els, char **ret_buf);
+/*
+ * A hash index of elements (a set's members), so that a command on many
+ * members of a big set is not a search of the set per member: built for
+ * els and extra more, each added once it is in els (at place i).
+ */
+struct resp_index {
+	size_t *slot; /* an element's place + 1, or 0 */
+	size_t nslots;
+};
+int resp_index_build(const struct resp_elems *els, size_t extra, struct resp_index *ix);
+size_t resp_index_find(const struct resp_elems *els, const struct resp_index *ix, const char *p,
+		       size_t len);
+void resp_index_add(const struct resp_elems *els, struct resp_index *ix, size_t i);
+void resp_index_free(struct resp_index *ix);
+void resp_elems_free(struct resp_elems *els);
+/*
+ * A list's or set's elements (pointing into v, valid as v is): 0, -ENOENT,
+ * -EPROTOTYPE when the key holds another type (v put back), -ENOMEM.
+ */
+int resp_get_typed(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+		   enum resp_type want, struct resp_val *v, struct resp_elems *els);
+/*
+ * Store them as key's value, its expiry kept; none: the key goes. old, the
+ * value they were read from (or NULL), is put back first. 0, -E2BIG or
+ * -errno.
+ */
+int resp_put_typed(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+		   enum resp_type type, const struct resp_elems *els, const struct resp_val *old);
+void resp_typed_failed(struct resp_conn *c, int rc, const char *key, size_t klen);
+void resp_wrongtype(struct resp_conn *c);
+
+/* Commands (respkeys.c, respconn.c; those of their own files below). */
 #define RESP_CMD_NOAUTH 0x1 /* may run before AUTH (AUTH, HELLO, QUIT, RESET) */
 #define RESP_CMD_TXN 0x2    /* not queued in MULTI (MULTI, EXEC, DISCARD, QUIT, RESET) */
 #define RESP_CMD_KEYS 0x4   /* works on the selected database: it is made first */
@@ -211,6 +304,9 @@ int resp_place_commit(struct resp_conn *c, const char *ns, const char *key, size
 #define RESP_CMD_KEYLESS 0x200	  /* none: it works on the whole database (DBSIZE, KEYS) */
 /* It may change its keys' values or expiry (their shards' backups are told, respshard.c). */
 #define RESP_CMD_WRITES 0x400
+#define RESP_CMD_KEYS_TWO 0x800	   /* its first two arguments (RENAME, COPY, LCS); READS both */
+#define RESP_CMD_KEY_SECOND 0x1000 /* its second argument alone (OBJECT ENCODING key) */
+#define RESP_CMD_NOMULTI 0x2000	   /* refused inside MULTI, the transaction with it (SAVE) */
 
 struct resp_cmd {
 	const char *name;
@@ -219,11 +315,41 @@ struct resp_cmd {
 	void (*run)(struct resp_conn *c, long argc, char **argv, const size_t *argl);
 };
 
-extern const struct resp_cmd resp_key_cmds[], resp_conn_cmds[]; /* respkeys.c, respconn.c */
-extern const size_t n_resp_key_cmds, n_resp_conn_cmds;
+/* Each file's commands, sorted by name: respkeys.c, respconn.c, respbits.c, respmove.c... */
+extern const struct resp_cmd resp_key_cmds[], resp_conn_cmds[], resp_bit_cmds[], resp_move_cmds[],
+    resp_watch_cmds[], resp_lcs_cmds[], resp_info_cmds[], resp_list_cmds[], resp_set_cmds[];
+extern const size_t n_resp_key_cmds, n_resp_conn_cmds, n_resp_bit_cmds, n_resp_move_cmds,
+    n_resp_watch_cmds, n_resp_lcs_cmds, n_resp_info_cmds, n_resp_list_cmds, n_resp_set_cmds;
+/* A count that must not be negative (LPOP, SPOP): false after Redis's error. */
+bool resp_count_arg(struct resp_conn *c, const char *arg, size_t len, long long *ret);
+#define RESP_VERSION "7.0.0" /* the Redis we answer as (HELLO, INFO) */
+
+/* WATCH (respwatch.c): whether a watched key changed since; forget them all. */
+bool resp_watch_touched(struct resp_conn *c);
+void resp_watch_clear(struct resp_conn *c);
 
 const struct resp_cmd *resp_cmd_find(const char *name);
 size_t resp_cmd_count(void);
+/* Commands by their place among all, sorted by name (INFO commandstats). */
+size_t resp_cmd_slot(const struct resp_cmd *cmd);
+const struct resp_cmd *resp_cmd_at(size_t slot);
+/* Commands counted (respinfo.c): one refused before it ran; one run, with its time. */
+void resp_stat_rejected(const struct resp_cmd *cmd);
+void resp_stat_run(struct resp_conn *c, const struct resp_cmd *cmd, long argc, char **argv,
+		   const size_t *argl);
+/* Redis's glob patterns (KEYS, SCAN MATCH, CONFIG GET), on bytes. */
+bool resp_match(const char *p, size_t plen, const char *s, size_t slen);
+/*
+ * The arguments of cmd that are keys (its flags say which): from first to
+ * last, every step; first 0: it has none (it works on the whole database).
+ */
+void resp_cmd_keys(const struct resp_cmd *cmd, long argc, long *first, long *last, long *step);
+/*
+ * Make database db ready for c's user (as a command on its keys does for
+ * the selected one): 0 with its namespace's name, or -errno after an
+ * error reply.
+ */
+int resp_db_open(struct resp_conn *c, int db, char *ns, size_t len);
 /* Run one command (checked against its arity already). */
 void resp_cmd_run(struct resp_conn *c, const struct resp_cmd *cmd, long argc, char **argv,
 		  const size_t *argl);

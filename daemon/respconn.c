@@ -1,8 +1,10 @@
 /*
  * daemon/respconn.c - the connection and server commands of the RESP
- * endpoint (AUTH, HELLO, SELECT, CLIENT, MULTI/EXEC, INFO, COMMAND...),
- * and the command tables' lookup: these and the keyspace's (respkeys.c).
- * Replies and errors are Redis 7's where Redis defines them.
+ * endpoint (AUTH, HELLO, SELECT, CLIENT, MULTI/EXEC, COMMAND, FUNCTION...),
+ * and the lookup of every command: each file's table (these, the
+ * keyspace's in respkeys.c, the lists' in resplist.c...) merged once into
+ * one sorted by name. Replies and errors are Redis 7's where Redis
+ * defines them.
  */
 #include "config.h"
 
@@ -20,8 +22,6 @@
 
 #include "daemon/poold.h"
 #include "daemon/resp.h"
-
-#define RESP_VERSION "7.0.0" /* the Redis we answer as (HELLO, INFO) */
 
 static void cmd_auth(struct resp_conn *c, long argc, char **argv, const size_t *argl)
 {
@@ -238,93 +238,26 @@ static void cmd_command(struct resp_conn *c, long argc, char **argv, const size_
 	}
 }
 
-static void cmd_config(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+/*
+ * FUNCTION: there are no functions (no scripting), so FLUSH has nothing to
+ * remove and LIST nothing to show; what would load or call one is refused.
+ */
+static void cmd_function(struct resp_conn *c, long argc, char **argv, const size_t *argl)
 {
 	(void)argl;
-	if (strcasecmp(argv[1], "GET") == 0 && argc >= 3)
-		resp_map(c, 0); /* no configuration a client may read */
-	else if (strcasecmp(argv[1], "RESETSTAT") == 0 && argc == 2)
+	if (strcasecmp(argv[1], "FLUSH") == 0 &&
+	    (argc == 2 || (argc == 3 && (strcasecmp(argv[2], "ASYNC") == 0 ||
+					 strcasecmp(argv[2], "SYNC") == 0))))
 		resp_ok(c);
+	else if (strcasecmp(argv[1], "LIST") == 0)
+		resp_array(c, 0);
+	else if (strcasecmp(argv[1], "LOAD") == 0 || strcasecmp(argv[1], "RESTORE") == 0)
+		resp_err(c, "ERR functions are not supported by this server (no scripting)");
 	else
 		resp_err(c,
 			 "ERR unknown subcommand or wrong number of arguments for '%.128s'. Try "
-			 "CONFIG HELP.",
+			 "FUNCTION HELP.",
 			 argv[1]);
-}
-
-/* INFO [section ...]: server, clients, stats, keyspace; all of them by default. */
-static void cmd_info(struct resp_conn *c, long argc, char **argv, const size_t *argl)
-{
-	static const char *const sections[] = {"server", "clients", "stats", "keyspace"};
-	struct poold *pd = c->rs->pd;
-	struct evbuffer *b = evbuffer_new();
-	bool want[4] = {false}, any = false;
-	size_t i, k, len;
-	char ns[32], *text;
-	long a;
-	int db;
-
-	(void)argl;
-	if (b == NULL) {
-		resp_err(c, "ERR out of memory");
-		return;
-	}
-	for (a = 1; a < argc; a++) {
-		bool every = strcasecmp(argv[a], "all") == 0 ||
-			     strcasecmp(argv[a], "default") == 0 ||
-			     strcasecmp(argv[a], "everything") == 0;
-
-		for (k = 0; k < 4; k++)
-			if (every || strcasecmp(argv[a], sections[k]) == 0)
-				want[k] = any = true;
-	}
-	if (argc == 1)
-		for (k = 0; k < 4; k++)
-			want[k] = any = true;
-	for (k = 0, i = 0; any && k < 4; k++) {
-		if (!want[k])
-			continue;
-		if (i++ > 0)
-			evbuffer_add(b, "\r\n", 2);
-		switch (k) {
-		case 0:
-			evbuffer_add_printf(
-			    b,
-			    "# Server\r\nredis_version:%s\r\nredis_mode:standalone\r\n"
-			    "pool_version:%s\r\nprocess_id:%d\r\nuptime_in_seconds:"
-			    "%llu\r\n",
-			    RESP_VERSION, PACKAGE_VERSION, (int)getpid(),
-			    (unsigned long long)((units_now_ms() - pd->start_ms) / 1000));
-			break;
-		case 1:
-			evbuffer_add_printf(
-			    b, "# Clients\r\nconnected_clients:%u\r\nmaxclients:%lld\r\n",
-			    c->rs->nconns, (long long)pd->conf->resp_max_clients);
-			break;
-		case 2:
-			evbuffer_add_printf(b, "# Stats\r\ntotal_commands_processed:%llu\r\n",
-					    (unsigned long long)c->rs->commands);
-			break;
-		case 3:
-			evbuffer_add_printf(b, "# Keyspace\r\n");
-			for (db = 0; db < RESP_DBS; db++) {
-				uint64_t keys;
-
-				resp_db_name(c, db, ns, sizeof(ns));
-				keys = kv_local_size(pd, ns);
-				if (keys > 0)
-					evbuffer_add_printf(
-					    b, "db%d:keys=%llu,expires=%llu,avg_ttl=0\r\n", db,
-					    (unsigned long long)keys,
-					    (unsigned long long)kv_local_volatile(pd, ns));
-			}
-			break;
-		}
-	}
-	len = evbuffer_get_length(b);
-	text = len ? (char *)evbuffer_pullup(b, -1) : NULL;
-	resp_verbatim(c, text ? text : "", len);
-	evbuffer_free(b);
 }
 
 static void cmd_multi(struct resp_conn *c, long argc, char **argv, const size_t *argl)
@@ -347,6 +280,7 @@ static void cmd_discard(struct resp_conn *c, long argc, char **argv, const size_
 		return;
 	}
 	resp_queue_clear(c);
+	resp_watch_clear(c);
 	c->multi = false;
 	resp_ok(c);
 }
@@ -361,9 +295,13 @@ static void cmd_exec(struct resp_conn *c, long argc, char **argv, const size_t *
 		return;
 	}
 	c->multi = false;
-	if (c->multi_dirty) {
+	if (c->multi_dirty || resp_watch_touched(c)) {
+		if (c->multi_dirty)
+			resp_err(c, "EXECABORT Transaction discarded because of previous errors.");
+		else /* (a watched key changed: nothing runs) */
+			resp_out(c, c->proto == 3 ? "_\r\n" : "*-1\r\n");
 		resp_queue_clear(c);
-		resp_err(c, "EXECABORT Transaction discarded because of previous errors.");
+		resp_watch_clear(c);
 		return;
 	}
 	/*
@@ -380,6 +318,7 @@ static void cmd_exec(struct resp_conn *c, long argc, char **argv, const size_t *
 	}
 	c->in_exec = false;
 	resp_queue_clear(c);
+	resp_watch_clear(c);
 }
 
 /* Sorted by name; arity as in Redis 7's command table. */
@@ -387,12 +326,11 @@ const struct resp_cmd resp_conn_cmds[] = {
     {"auth", -2, RESP_CMD_NOAUTH, cmd_auth},
     {"client", -2, 0, cmd_client},
     {"command", -1, 0, cmd_command},
-    {"config", -2, 0, cmd_config},
     {"discard", 1, RESP_CMD_TXN, cmd_discard},
     {"echo", 2, 0, cmd_echo},
     {"exec", 1, RESP_CMD_TXN, cmd_exec},
+    {"function", -2, 0, cmd_function},
     {"hello", -1, RESP_CMD_NOAUTH, cmd_hello},
-    {"info", -1, 0, cmd_info},
     {"multi", 1, RESP_CMD_TXN, cmd_multi},
     {"ping", -1, 0, cmd_ping},
     {"quit", -1, RESP_CMD_NOAUTH | RESP_CMD_TXN, cmd_quit},
@@ -402,41 +340,122 @@ const struct resp_cmd resp_conn_cmds[] = {
 };
 const size_t n_resp_conn_cmds = ARRAY_SIZE(resp_conn_cmds);
 
+/* Each file's commands: its table and its length. */
+static const struct {
+	const struct resp_cmd *cmds;
+	const size_t *n;
+} resp_tables[] = {
+    {resp_key_cmds, &n_resp_key_cmds},	   {resp_conn_cmds, &n_resp_conn_cmds},
+    {resp_bit_cmds, &n_resp_bit_cmds},	   {resp_move_cmds, &n_resp_move_cmds},
+    {resp_watch_cmds, &n_resp_watch_cmds}, {resp_lcs_cmds, &n_resp_lcs_cmds},
+    {resp_info_cmds, &n_resp_info_cmds},   {resp_list_cmds, &n_resp_list_cmds},
+    {resp_set_cmds, &n_resp_set_cmds},
+};
+
+/* Every command, sorted by name: made from the tables once; each table's commands' places in it. */
+static const struct resp_cmd **resp_all;
+static size_t resp_nall, *resp_slots[ARRAY_SIZE(resp_tables)];
+
+static int resp_cmd_sort(const void *a, const void *b)
+{
+	return strcasecmp((*(const struct resp_cmd *const *)a)->name,
+			  (*(const struct resp_cmd *const *)b)->name);
+}
+
 static int resp_cmd_cmp(const void *key, const void *elem)
 {
-	return strcasecmp(key, ((const struct resp_cmd *)elem)->name);
+	return strcasecmp(key, (*(const struct resp_cmd *const *)elem)->name);
+}
+
+static bool resp_cmd_index(void)
+{
+	size_t i, k, n = 0;
+
+	if (resp_all != NULL)
+		return true;
+	for (i = 0; i < ARRAY_SIZE(resp_tables); i++)
+		n += *resp_tables[i].n;
+	if ((resp_all = calloc(n, sizeof(*resp_all))) == NULL)
+		return false;
+	for (i = 0; i < ARRAY_SIZE(resp_tables); i++)
+		for (k = 0; k < *resp_tables[i].n; k++)
+			resp_all[resp_nall++] = &resp_tables[i].cmds[k];
+	qsort(resp_all, resp_nall, sizeof(*resp_all), resp_cmd_sort);
+	for (i = 0; i < ARRAY_SIZE(resp_tables); i++)
+		if ((resp_slots[i] = calloc(*resp_tables[i].n, sizeof(**resp_slots))) == NULL)
+			return false;
+	for (n = 0; n < resp_nall; n++)
+		for (i = 0; i < ARRAY_SIZE(resp_tables); i++)
+			if (resp_all[n] >= resp_tables[i].cmds &&
+			    resp_all[n] < resp_tables[i].cmds + *resp_tables[i].n)
+				resp_slots[i][resp_all[n] - resp_tables[i].cmds] = n;
+	return true;
+}
+
+size_t resp_cmd_slot(const struct resp_cmd *cmd)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(resp_tables); i++)
+		if (cmd >= resp_tables[i].cmds && cmd < resp_tables[i].cmds + *resp_tables[i].n)
+			return resp_slots[i][cmd - resp_tables[i].cmds];
+	return 0;
+}
+
+const struct resp_cmd *resp_cmd_at(size_t slot)
+{
+	return resp_all[slot];
 }
 
 const struct resp_cmd *resp_cmd_find(const char *name)
 {
-	const struct resp_cmd *c =
-	    bsearch(name, resp_key_cmds, n_resp_key_cmds, sizeof(resp_key_cmds[0]), resp_cmd_cmp);
+	const struct resp_cmd *const *c;
 
-	return c != NULL ? c
-			 : bsearch(name, resp_conn_cmds, n_resp_conn_cmds,
-				   sizeof(resp_conn_cmds[0]), resp_cmd_cmp);
+	if (!resp_cmd_index())
+		return NULL;
+	c = bsearch(name, resp_all, resp_nall, sizeof(*resp_all), resp_cmd_cmp);
+	return c != NULL ? *c : NULL;
 }
 
 size_t resp_cmd_count(void)
 {
-	return n_resp_key_cmds + n_resp_conn_cmds;
+	return resp_cmd_index() ? resp_nall : 0;
+}
+
+void resp_cmd_keys(const struct resp_cmd *cmd, long argc, long *first, long *last, long *step)
+{
+	*first = *last = *step = 1;
+	if (cmd->flags & RESP_CMD_KEYLESS)
+		*first = 0;
+	else if (cmd->flags & RESP_CMD_KEYS_ALL)
+		*last = argc - 1;
+	else if (cmd->flags & RESP_CMD_KEYS_PAIRS)
+		*last = argc - 2, *step = 2;
+	else if (cmd->flags & RESP_CMD_KEYS_TWO)
+		*last = 2;
+	else if (cmd->flags & RESP_CMD_KEY_SECOND)
+		*first = *last = 2;
+}
+
+int resp_db_open(struct resp_conn *c, int db, char *ns, size_t len)
+{
+	int rc;
+
+	resp_db_name(c, db, ns, len);
+	rc = kv_local_ensure(c->rs->pd, ns, (uint64_t)c->rs->pd->conf->resp_capacity, c->uid,
+			     c->rs->pd->conf->resp_placement == RESP_PLACE_LOCAL);
+	if (rc < 0)
+		resp_err(c, "ERR cannot open database %d: %s", db, err_str(rc));
+	return rc;
 }
 
 void resp_cmd_run(struct resp_conn *c, const struct resp_cmd *cmd, long argc, char **argv,
 		  const size_t *argl)
 {
 	char ns[32];
-	int rc;
 
 	(void)coordha_epoch(c->rs->pd, NULL); /* (a deposed leader stops here, before it acts) */
-	if (cmd->flags & RESP_CMD_KEYS) {
-		resp_db_name(c, c->db, ns, sizeof(ns));
-		rc = kv_local_ensure(c->rs->pd, ns, (uint64_t)c->rs->pd->conf->resp_capacity,
-				     c->uid, c->rs->pd->conf->resp_placement == RESP_PLACE_LOCAL);
-		if (rc < 0) {
-			resp_err(c, "ERR cannot open database %d: %s", c->db, err_str(rc));
-			return;
-		}
-	}
-	cmd->run(c, argc, argv, argl);
+	if ((cmd->flags & RESP_CMD_KEYS) && resp_db_open(c, c->db, ns, sizeof(ns)) < 0)
+		return;
+	resp_stat_run(c, cmd, argc, argv, argl);
 }

@@ -17,8 +17,10 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +35,7 @@
 #include "daemon/resp.h"
 #include "proto/pool_contract.h"
 
-static int64_t resp_now_ms(void)
+int64_t resp_now_ms(void)
 {
 	struct timespec ts;
 
@@ -41,29 +43,20 @@ static int64_t resp_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void resp_ns(const struct resp_conn *c, char *ns, size_t len)
+void resp_ns(const struct resp_conn *c, char *ns, size_t len)
 {
 	resp_db_name(c, c->db, ns, len);
 }
 
-/*
- * A value where it lives in this node's arena, valid until the command
- * returns to the event loop or changes a value; pinned (version) when it
- * is one the index might move meanwhile, released by resp_put_back().
- */
-struct resp_val {
-	const char *data;
-	size_t len;
-	uint64_t version; /* of the pin, or 0 */
-	bool fetched;	  /* from another node, for this command (respremote.c) */
-};
+/* Redis's MAX_LONG_DOUBLE_CHARS: INCRBYFLOAT's numbers, read and written. */
+#define RESP_LD_CHARS (5 * 1024)
 
 /* Values sent by reference (resp_bulk_reference()) rather than copied into the output. */
 #define RESP_BY_REFERENCE (64u << 10)
 
-/* 0 with the value, or -ENOENT. */
-static int resp_get(struct resp_conn *c, const char *ns, const char *key, size_t klen,
-		    struct resp_val *v)
+/* 0 with the value as it is stored (a typed one with its head: resptype.c), or -ENOENT. */
+int resp_get_raw(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+		 struct resp_val *v)
 {
 	struct poold *pd = c->rs->pd;
 	const void *data;
@@ -104,15 +97,36 @@ static int resp_get(struct resp_conn *c, const char *ns, const char *key, size_t
 	return 0;
 }
 
-static void resp_put_back(struct resp_conn *c, const char *ns, const char *key, size_t klen,
-			  const struct resp_val *v)
+/*
+ * 0 with a string value (one stored with a typed head, its bytes after it),
+ * -ENOENT, or -EPROTOTYPE when the key holds a list or a set (the caller
+ * replies WRONGTYPE: resp_wrongtype()).
+ */
+int resp_get(struct resp_conn *c, const char *ns, const char *key, size_t klen, struct resp_val *v)
+{
+	int rc = resp_get_raw(c, ns, key, klen, v);
+	size_t head;
+
+	if (rc < 0)
+		return rc;
+	if (resp_type_of(v->data, v->len, &head) != RESP_TYPE_STRING) {
+		resp_put_back(c, ns, key, klen, v);
+		return -EPROTOTYPE;
+	}
+	v->data += head;
+	v->len -= head;
+	return 0;
+}
+
+void resp_put_back(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+		   const struct resp_val *v)
 {
 	if (v->version != 0)
 		kv_local_op(c->rs->pd, c->session, c->uid, ns, KV_RELEASE, (const uint8_t *)key,
 			    klen, v->version, NULL);
 }
 
-static bool resp_exists(struct resp_conn *c, const char *ns, const char *key, size_t klen)
+bool resp_exists(struct resp_conn *c, const char *ns, const char *key, size_t klen)
 {
 	return klen <= POOL_KV_KEY_MAX && kv_local_op(c->rs->pd, c->session, c->uid, ns, KV_EXISTS,
 						      (const uint8_t *)key, klen, 0, NULL) == 0;
@@ -124,8 +138,8 @@ static bool resp_exists(struct resp_conn *c, const char *ns, const char *key, si
  * node's arena, commit. expire: the key's expiry after (Unix ms, 0 for
  * none: SET), or KV_EXPIRE_KEEP (APPEND, INCR...). 0 or -errno.
  */
-static int resp_put(struct resp_conn *c, const char *ns, const char *key, size_t klen,
-		    const void *a, size_t alen, const void *b, size_t blen, int64_t expire)
+int resp_put_raw(struct resp_conn *c, const char *ns, const char *key, size_t klen, const void *a,
+		 size_t alen, const void *b, size_t blen, int64_t expire)
 {
 	struct poold *pd = c->rs->pd;
 	struct kv_where w;
@@ -173,14 +187,40 @@ static int resp_put(struct resp_conn *c, const char *ns, const char *key, size_t
 	return rc;
 }
 
-static bool resp_del(struct resp_conn *c, const char *ns, const char *key, size_t klen)
+/*
+ * A string value a + b: as it is, but for one whose first bytes are a
+ * typed value's head, stored behind a string's head (resptype.c).
+ */
+int resp_put(struct resp_conn *c, const char *ns, const char *key, size_t klen, const void *a,
+	     size_t alen, const void *b, size_t blen, int64_t expire)
+{
+	char *buf;
+	int rc;
+
+	if (!resp_typed_head(a, alen, b, blen))
+		return resp_put_raw(c, ns, key, klen, a, alen, b, blen, expire);
+	if (alen + blen > POOL_KV_VALUE_MAX - RESP_TYPED_HEAD)
+		return -EINVAL;
+	if ((buf = malloc(RESP_TYPED_HEAD + alen + blen)) == NULL)
+		return -ENOMEM;
+	resp_typed_start(buf, RESP_TYPE_STRING);
+	if (alen > 0)
+		memcpy(buf + RESP_TYPED_HEAD, a, alen);
+	if (blen > 0)
+		memcpy(buf + RESP_TYPED_HEAD + alen, b, blen);
+	rc = resp_put_raw(c, ns, key, klen, buf, RESP_TYPED_HEAD + alen + blen, NULL, 0, expire);
+	free(buf);
+	return rc;
+}
+
+bool resp_del(struct resp_conn *c, const char *ns, const char *key, size_t klen)
 {
 	return resp_exists(c, ns, key, klen) &&
 	       kv_local_op(c->rs->pd, c->session, c->uid, ns, KV_REMOVE, (const uint8_t *)key, klen,
 			   0, NULL) == 0;
 }
 
-static void resp_put_failed(struct resp_conn *c, int rc, const char *key, size_t klen)
+void resp_put_failed(struct resp_conn *c, int rc, const char *key, size_t klen)
 {
 	if (klen > POOL_KV_KEY_MAX)
 		resp_err(c, "ERR key too long: this server stores keys of at most %d bytes",
@@ -262,18 +302,27 @@ static bool resp_bulk_reference(struct resp_conn *c, const char *ns, const char 
 	return true;
 }
 
-static void resp_reply_val(struct resp_conn *c, const char *ns, const char *key, size_t klen)
+/*
+ * A key's value as a bulk reply, or a null; a list's or set's: WRONGTYPE,
+ * or a null in MGET. 0, or -EPROTOTYPE for those.
+ */
+static int resp_reply_val(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+			  bool mget)
 {
 	struct resp_val v;
+	int rc = resp_get(c, ns, key, klen, &v);
 
-	if (resp_get(c, ns, key, klen, &v) < 0) {
+	if (rc == -EPROTOTYPE && !mget)
+		resp_wrongtype(c);
+	else if (rc < 0)
 		resp_null(c);
-		return;
-	}
+	if (rc < 0)
+		return rc == -EPROTOTYPE ? rc : 0;
 	if (resp_room(c, v.len) && resp_bulk_reference(c, ns, key, klen, &v))
-		return;
+		return 0;
 	resp_bulk(c, v.data, v.len);
 	resp_put_back(c, ns, key, klen, &v);
+	return 0;
 }
 
 /* ------------------------------------------------------------ strings */
@@ -284,7 +333,7 @@ static void cmd_get(struct resp_conn *c, long argc, char **argv, const size_t *a
 
 	(void)argc;
 	resp_ns(c, ns, sizeof(ns));
-	resp_reply_val(c, ns, argv[1], argl[1]);
+	resp_reply_val(c, ns, argv[1], argl[1], false);
 }
 
 static void cmd_mget(struct resp_conn *c, long argc, char **argv, const size_t *argl)
@@ -295,7 +344,7 @@ static void cmd_mget(struct resp_conn *c, long argc, char **argv, const size_t *
 	resp_ns(c, ns, sizeof(ns));
 	resp_array(c, (size_t)(argc - 1));
 	for (i = 1; i < argc; i++)
-		resp_reply_val(c, ns, argv[i], argl[i]);
+		resp_reply_val(c, ns, argv[i], argl[i], true);
 }
 
 /* Whether an option of SET or GETEX is one of the expiry's: EX, PX, EXAT, PXAT. */
@@ -358,8 +407,12 @@ static int resp_set(struct resp_conn *c, const char *key, size_t klen, const cha
 
 	resp_ns(c, ns, sizeof(ns));
 	exists = !reply_old && (flags & (SET_NX | SET_XX)) && resp_exists(c, ns, key, klen);
+	if (reply_old && (rc = resp_get(c, ns, key, klen, &v)) == -EPROTOTYPE) {
+		resp_wrongtype(c); /* (GET of a list: nothing is written) */
+		return -1;
+	}
 	/* The old value is kept aside: it is the reply only if the write works. */
-	if (reply_old && (exists = resp_get(c, ns, key, klen, &v) == 0)) {
+	if (reply_old && (exists = rc == 0)) {
 		old = malloc(v.len ? v.len : 1);
 		oldlen = v.len;
 		if (old != NULL)
@@ -495,8 +548,8 @@ static void cmd_getdel(struct resp_conn *c, long argc, char **argv, const size_t
 
 	(void)argc;
 	resp_ns(c, ns, sizeof(ns));
-	resp_reply_val(c, ns, argv[1], argl[1]);
-	resp_del(c, ns, argv[1], argl[1]);
+	if (resp_reply_val(c, ns, argv[1], argl[1], false) == 0)
+		resp_del(c, ns, argv[1], argl[1]);
 }
 
 static void cmd_getex(struct resp_conn *c, long argc, char **argv, const size_t *argl)
@@ -524,8 +577,7 @@ static void cmd_getex(struct resp_conn *c, long argc, char **argv, const size_t 
 		resp_null(c);
 		return;
 	}
-	resp_reply_val(c, ns, argv[1], argl[1]);
-	if (exp != 0 || persist)
+	if (resp_reply_val(c, ns, argv[1], argl[1], false) == 0 && (exp != 0 || persist))
 		kv_local_expire(c->rs->pd, c->uid, ns, (const uint8_t *)argv[1], argl[1], at);
 }
 
@@ -533,11 +585,15 @@ static void cmd_strlen(struct resp_conn *c, long argc, char **argv, const size_t
 {
 	struct resp_val v;
 	char ns[32];
+	int rc;
 
 	(void)argc;
 	resp_ns(c, ns, sizeof(ns));
-	if (resp_get(c, ns, argv[1], argl[1], &v) < 0) {
-		resp_int(c, 0);
+	if ((rc = resp_get(c, ns, argv[1], argl[1], &v)) < 0) {
+		if (rc == -EPROTOTYPE)
+			resp_wrongtype(c);
+		else
+			resp_int(c, 0);
 		return;
 	}
 	resp_int(c, (long long)v.len);
@@ -549,6 +605,7 @@ static void cmd_getrange(struct resp_conn *c, long argc, char **argv, const size
 	long long start, end, len;
 	struct resp_val v;
 	char ns[32];
+	int rc;
 
 	(void)argc;
 	if (!resp_ll(argv[2], argl[2], &start) || !resp_ll(argv[3], argl[3], &end)) {
@@ -556,8 +613,11 @@ static void cmd_getrange(struct resp_conn *c, long argc, char **argv, const size
 		return;
 	}
 	resp_ns(c, ns, sizeof(ns));
-	if (resp_get(c, ns, argv[1], argl[1], &v) < 0) {
-		resp_bulk(c, "", 0);
+	if ((rc = resp_get(c, ns, argv[1], argl[1], &v)) < 0) {
+		if (rc == -EPROTOTYPE)
+			resp_wrongtype(c);
+		else
+			resp_bulk(c, "", 0);
 		return;
 	}
 	len = (long long)v.len;
@@ -583,14 +643,55 @@ static void cmd_getrange(struct resp_conn *c, long argc, char **argv, const size
 	resp_put_back(c, ns, argv[1], argl[1], &v);
 }
 
+/*
+ * A copy of key's string value, grown with zero bytes to min bytes when it
+ * is shorter, for a command that changes part of it (SETRANGE, SETBIT):
+ * its length in *ret_len; NULL after an error reply (WRONGTYPE, no memory).
+ */
+char *resp_value_copy(struct resp_conn *c, const char *ns, const char *key, size_t klen, size_t min,
+		      size_t *ret_len)
+{
+	struct resp_val v;
+	int rc = resp_get(c, ns, key, klen, &v);
+	size_t len = rc == 0 ? v.len : 0;
+	char *buf;
+
+	if (rc == -EPROTOTYPE) {
+		resp_wrongtype(c);
+		return NULL;
+	}
+	*ret_len = MAX(len, min);
+	if ((buf = calloc(1, *ret_len ? *ret_len : 1)) == NULL)
+		resp_err(c, "ERR out of memory");
+	if (buf != NULL && len > 0)
+		memcpy(buf, v.data, len);
+	if (rc == 0)
+		resp_put_back(c, ns, key, klen, &v);
+	return buf;
+}
+
+/*
+ * Store a value a command made by changing the last one (SETRANGE,
+ * SETBIT, APPEND: a + b), its expiry kept: 0, or -errno after its error
+ * reply. Redis keeps such a value raw: OBJECT ENCODING says so from now on.
+ */
+int resp_put_edited(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+		    const void *a, size_t alen, const void *b, size_t blen)
+{
+	int rc = resp_put(c, ns, key, klen, a, alen, b, blen, KV_EXPIRE_KEEP);
+
+	if (rc < 0)
+		resp_put_failed(c, rc, key, klen);
+	else
+		kv_local_edited(c->rs->pd, c->uid, ns, (const uint8_t *)key, klen, true);
+	return rc;
+}
+
 static void cmd_setrange(struct resp_conn *c, long argc, char **argv, const size_t *argl)
 {
 	long long off;
-	struct resp_val v = {0};
-	size_t len = 0, newlen;
+	size_t len;
 	char ns[32], *buf;
-	bool have;
-	int rc;
 
 	(void)argc;
 	if (!resp_ll(argv[2], argl[2], &off)) {
@@ -602,39 +703,24 @@ static void cmd_setrange(struct resp_conn *c, long argc, char **argv, const size
 		return;
 	}
 	resp_ns(c, ns, sizeof(ns));
-	have = resp_get(c, ns, argv[1], argl[1], &v) == 0;
-	len = have ? v.len : 0;
 	if (argl[3] == 0) { /* nothing to write: the length as it is, no key made */
-		if (have)
-			resp_put_back(c, ns, argv[1], argl[1], &v);
-		resp_int(c, (long long)len);
+		if ((buf = resp_value_copy(c, ns, argv[1], argl[1], 0, &len)) != NULL)
+			resp_int(c, (long long)len);
+		free(buf);
 		return;
 	}
 	if ((unsigned long long)off + argl[3] > POOL_KV_VALUE_MAX) {
-		if (have)
-			resp_put_back(c, ns, argv[1], argl[1], &v);
-		resp_err(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+		if ((buf = resp_value_copy(c, ns, argv[1], argl[1], 0, &len)) != NULL)
+			resp_err(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+		free(buf);
 		return;
 	}
-	newlen = MAX(len, (size_t)off + argl[3]);
-	buf = calloc(1, newlen ? newlen : 1);
-	if (buf == NULL) {
-		if (have)
-			resp_put_back(c, ns, argv[1], argl[1], &v);
-		resp_err(c, "ERR out of memory");
+	if ((buf = resp_value_copy(c, ns, argv[1], argl[1], (size_t)off + argl[3], &len)) == NULL)
 		return;
-	}
-	if (have) {
-		memcpy(buf, v.data, len);
-		resp_put_back(c, ns, argv[1], argl[1], &v);
-	}
 	memcpy(buf + off, argv[3], argl[3]);
-	rc = resp_put(c, ns, argv[1], argl[1], buf, newlen, NULL, 0, KV_EXPIRE_KEEP);
+	if (resp_put_edited(c, ns, argv[1], argl[1], buf, len, NULL, 0) == 0)
+		resp_int(c, (long long)len);
 	free(buf);
-	if (rc < 0)
-		resp_put_failed(c, rc, argv[1], argl[1]);
-	else
-		resp_int(c, (long long)newlen);
 }
 
 static void cmd_append(struct resp_conn *c, long argc, char **argv, const size_t *argl)
@@ -646,7 +732,11 @@ static void cmd_append(struct resp_conn *c, long argc, char **argv, const size_t
 
 	(void)argc;
 	resp_ns(c, ns, sizeof(ns));
-	if (resp_get(c, ns, argv[1], argl[1], &v) == 0) {
+	if ((rc = resp_get(c, ns, argv[1], argl[1], &v)) == -EPROTOTYPE) {
+		resp_wrongtype(c);
+		return;
+	}
+	if (rc == 0) {
 		/* The old bytes are copied out first: the new value may take their place. */
 		len = v.len;
 		old = malloc(len ? len : 1);
@@ -663,11 +753,9 @@ static void cmd_append(struct resp_conn *c, long argc, char **argv, const size_t
 		resp_err(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
 		return;
 	}
-	rc = resp_put(c, ns, argv[1], argl[1], old, len, argv[2], argl[2], KV_EXPIRE_KEEP);
+	rc = resp_put_edited(c, ns, argv[1], argl[1], old, len, argv[2], argl[2]);
 	free(old);
-	if (rc < 0)
-		resp_put_failed(c, rc, argv[1], argl[1]);
-	else
+	if (rc == 0)
 		resp_int(c, (long long)(len + argl[2]));
 }
 
@@ -680,7 +768,11 @@ static void resp_incr(struct resp_conn *c, const char *key, size_t klen, long lo
 	int rc, n;
 
 	resp_ns(c, ns, sizeof(ns));
-	if (resp_get(c, ns, key, klen, &v) == 0) {
+	if ((rc = resp_get(c, ns, key, klen, &v)) == -EPROTOTYPE) {
+		resp_wrongtype(c);
+		return;
+	}
+	if (rc == 0) {
 		bool ok = resp_ll(v.data, v.len, &cur);
 
 		resp_put_back(c, ns, key, klen, &v);
@@ -719,6 +811,81 @@ static void cmd_incr(struct resp_conn *c, long argc, char **argv, const size_t *
 	resp_incr(c, argv[1], argl[1], decr ? -by : by);
 }
 
+/*
+ * A long double as Redis's string2ld() takes it: the whole argument,
+ * nothing before it (no space) or after it, not NaN, not out of range.
+ */
+static bool resp_ld(const char *s, size_t len, long double *ret)
+{
+	char buf[RESP_LD_CHARS], *end;
+	long double v;
+
+	if (len == 0 || len >= sizeof(buf))
+		return false;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	errno = 0;
+	v = strtold(buf, &end);
+	if (isspace((unsigned char)buf[0]) || *end != '\0' || (size_t)(end - buf) != len ||
+	    (errno == ERANGE && (v == HUGE_VALL || v == -HUGE_VALL || fpclassify(v) == FP_ZERO)) ||
+	    errno == EINVAL || isnan(v))
+		return false;
+	*ret = v;
+	return true;
+}
+
+/* INCRBYFLOAT: the sum written as Redis writes it (17 decimals, trailing zeros cut, no -0). */
+static void cmd_incrbyfloat(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	long double cur = 0, by;
+	struct resp_val v;
+	char ns[32], num[RESP_LD_CHARS];
+	int rc, n;
+
+	(void)argc;
+	resp_ns(c, ns, sizeof(ns));
+	if ((rc = resp_get(c, ns, argv[1], argl[1], &v)) == -EPROTOTYPE) {
+		resp_wrongtype(c);
+		return;
+	}
+	if (rc == 0) {
+		bool ok = resp_ld(v.data, v.len, &cur);
+
+		resp_put_back(c, ns, argv[1], argl[1], &v);
+		if (!ok) {
+			resp_err(c, "ERR value is not a valid float");
+			return;
+		}
+	}
+	if (!resp_ld(argv[2], argl[2], &by)) {
+		resp_err(c, "ERR value is not a valid float");
+		return;
+	}
+	cur += by;
+	if (isnan(cur) || isinf(cur)) {
+		resp_err(c, "ERR increment would produce NaN or Infinity");
+		return;
+	}
+	n = snprintf(num, sizeof(num), "%.17Lf", cur);
+	if (n <= 0 || (size_t)n >= sizeof(num)) {
+		resp_err(c, "ERR increment would produce NaN or Infinity");
+		return;
+	}
+	if (strchr(num, '.') != NULL) {
+		while (num[n - 1] == '0')
+			n--;
+		if (num[n - 1] == '.')
+			n--;
+	}
+	if (n == 2 && num[0] == '-' && num[1] == '0')
+		num[0] = '0', n = 1;
+	rc = resp_put(c, ns, argv[1], argl[1], num, (size_t)n, NULL, 0, KV_EXPIRE_KEEP);
+	if (rc < 0)
+		resp_put_failed(c, rc, argv[1], argl[1]);
+	else
+		resp_bulk(c, num, (size_t)n);
+}
+
 /* ------------------------------------------------------------ keys */
 
 static void cmd_del(struct resp_conn *c, long argc, char **argv, const size_t *argl)
@@ -743,13 +910,40 @@ static void cmd_exists(struct resp_conn *c, long argc, char **argv, const size_t
 	resp_int(c, n);
 }
 
+/*
+ * The type of key's value, from its first bytes (resptype.c), and how Redis
+ * would keep it (OBJECT ENCODING); false when it has none.
+ */
+static bool resp_key_type(struct resp_conn *c, const char *ns, const char *key, size_t klen,
+			  enum resp_type *ret, const char **ret_encoding)
+{
+	struct resp_val v;
+	size_t head;
+
+	if (resp_get_raw(c, ns, key, klen, &v) < 0)
+		return false;
+	*ret = resp_type_of(v.data, v.len, &head);
+	if (ret_encoding != NULL)
+		*ret_encoding =
+		    *ret == RESP_TYPE_STRING && kv_local_edited(c->rs->pd, c->uid, ns,
+								(const uint8_t *)key, klen, false)
+			? "raw" /* (APPEND, SETRANGE, SETBIT made it) */
+			: resp_type_encoding(v.data, v.len);
+	resp_put_back(c, ns, key, klen, &v);
+	return true;
+}
+
 static void cmd_type(struct resp_conn *c, long argc, char **argv, const size_t *argl)
 {
+	enum resp_type type;
 	char ns[32];
 
 	(void)argc;
 	resp_ns(c, ns, sizeof(ns));
-	resp_out(c, resp_exists(c, ns, argv[1], argl[1]) ? "+string\r\n" : "+none\r\n");
+	if (!resp_key_type(c, ns, argv[1], argl[1], &type, NULL))
+		resp_out(c, "+none\r\n");
+	else
+		resp_out(c, "+%s\r\n", resp_type_name(type));
 }
 
 /* EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT [NX | XX | GT | LT]. */
@@ -921,7 +1115,7 @@ static bool resp_match_elem(const char **pp, size_t *plenp, unsigned char ch)
  * pattern x key steps, whatever the pattern (a tenant's KEYS "*a*a*a...b"
  * would otherwise take exponential time in the event loop).
  */
-static bool resp_match(const char *p, size_t plen, const char *s, size_t slen)
+bool resp_match(const char *p, size_t plen, const char *s, size_t slen)
 {
 	const char *star = NULL, *resume = NULL;
 	size_t starlen = 0, resumelen = 0;
@@ -955,6 +1149,8 @@ struct resp_keys {
 	struct evbuffer *body;
 	const char *pattern;
 	size_t plen, n;
+	const char *ns; /* SCAN TYPE: the database, and the type wanted (or NULL) */
+	const char *type;
 };
 
 static void resp_key_cb(void *arg, const uint8_t *key, size_t klen)
@@ -963,6 +1159,17 @@ static void resp_key_cb(void *arg, const uint8_t *key, size_t klen)
 
 	if (k->pattern != NULL && !resp_match(k->pattern, k->plen, (const char *)key, klen))
 		return;
+	if (k->type != NULL) {
+		/* (read where it lies: a value on another lender counts as a string) */
+		const void *data;
+		size_t len, head;
+		enum resp_type t = RESP_TYPE_STRING;
+
+		if (kv_local_read(k->c->rs->pd, k->c->uid, k->ns, key, klen, &data, &len) == 0)
+			t = resp_type_of(data, len, &head);
+		if (strcasecmp(k->type, resp_type_name(t)) != 0)
+			return;
+	}
 	/* The keys wait in a side buffer: they count against resp.max_output all the same. */
 	if (!resp_room(k->c, evbuffer_get_length(k->body) + klen + 16))
 		return;
@@ -974,7 +1181,7 @@ static void resp_key_cb(void *arg, const uint8_t *key, size_t klen)
 
 static void cmd_keys(struct resp_conn *c, long argc, char **argv, const size_t *argl)
 {
-	struct resp_keys k = {c, evbuffer_new(), argv[1], argl[1], 0};
+	struct resp_keys k = {c, evbuffer_new(), argv[1], argl[1], 0, NULL, NULL};
 	uint64_t cursor = 0, next;
 	char ns[32];
 
@@ -997,7 +1204,7 @@ static void cmd_keys(struct resp_conn *c, long argc, char **argv, const size_t *
 
 static void cmd_scan(struct resp_conn *c, long argc, char **argv, const size_t *argl)
 {
-	struct resp_keys k = {c, NULL, NULL, 0, 0};
+	struct resp_keys k = {c, NULL, NULL, 0, 0, NULL, NULL};
 	unsigned long long cursor;
 	long long count = 10;
 	bool none = false;
@@ -1028,7 +1235,10 @@ static void cmd_scan(struct resp_conn *c, long argc, char **argv, const size_t *
 			k.pattern = argv[i + 1];
 			k.plen = argl[i + 1];
 		} else if (strcasecmp(argv[i], "TYPE") == 0) {
-			none = strcasecmp(argv[i + 1], "string") != 0; /* the only type here */
+			k.type = argv[i + 1];
+			none = strcasecmp(k.type, "string") != 0 &&
+			       strcasecmp(k.type, "list") != 0 &&
+			       strcasecmp(k.type, "set") != 0; /* (the types there are) */
 		} else {
 			resp_err(c, RESP_ERR_SYNTAX);
 			return;
@@ -1040,6 +1250,7 @@ static void cmd_scan(struct resp_conn *c, long argc, char **argv, const size_t *
 		return;
 	}
 	resp_ns(c, ns, sizeof(ns));
+	k.ns = ns;
 	next = 0;
 	if (!none)
 		kv_local_scan(c->rs->pd, ns, cursor, (size_t)MIN(count, 1 << 20), resp_key_cb, &k,
@@ -1050,6 +1261,111 @@ static void cmd_scan(struct resp_conn *c, long argc, char **argv, const size_t *
 	resp_array(c, k.n);
 	evbuffer_add_buffer(resp_output(c), k.body);
 	evbuffer_free(k.body);
+}
+
+/* The key RANDOMKEY picked, copied: the index may drop it (expired) before it is replied. */
+struct resp_pick {
+	char *key;
+	size_t klen;
+};
+
+static void resp_pick_cb(void *arg, const uint8_t *key, size_t klen)
+{
+	struct resp_pick *p = arg;
+
+	if ((p->key = malloc(klen ? klen : 1)) != NULL) {
+		memcpy(p->key, key, klen);
+		p->klen = klen;
+	}
+}
+
+/* RANDOMKEY: a key of a bucket picked at random; expired ones dropped as it goes, as Redis does. */
+static void cmd_randomkey(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	struct resp_pick p = {NULL, 0};
+	char ns[32];
+	int tries;
+
+	(void)argc, (void)argv, (void)argl;
+	resp_ns(c, ns, sizeof(ns));
+	for (tries = 0; tries < 100; tries++) {
+		uint64_t rnd = (uint64_t)random() << 31 ^ (uint64_t)random();
+
+		if (!kv_local_random(c->rs->pd, ns, rnd, resp_pick_cb, &p) || p.key == NULL)
+			break;
+		if (resp_exists(c, ns, p.key,
+				p.klen)) { /* (not expired: resp_exists() drops those) */
+			resp_bulk(c, p.key, p.klen);
+			free(p.key);
+			return;
+		}
+		free(p.key);
+		p.key = NULL;
+	}
+	free(p.key);
+	resp_null(c);
+}
+
+/* OBJECT ENCODING | REFCOUNT | IDLETIME | FREQ key, OBJECT HELP. */
+static void cmd_object(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	static const char *const help[] = {
+	    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	    "ENCODING <key>",
+	    "    Return the kind of internal representation used in order to store the value",
+	    "    associated with a <key>.",
+	    "FREQ <key>",
+	    "    Return the access frequency index of the <key>. The returned integer is",
+	    "    proportional to the logarithm of the recent access frequency of the key.",
+	    "IDLETIME <key>",
+	    "    Return the idle time of the <key>, that is the approximated number of",
+	    "    seconds elapsed since the last access to the key.",
+	    "REFCOUNT <key>",
+	    "    Return the number of references of the value associated with the specified",
+	    "    <key>.",
+	    "HELP",
+	    "    Print this help.",
+	};
+	const char *sub = argv[1], *enc;
+	enum resp_type type;
+	char ns[32];
+	size_t i;
+
+	if (argc == 2 && strcasecmp(sub, "HELP") == 0) {
+		resp_array(c, ARRAY_SIZE(help));
+		for (i = 0; i < ARRAY_SIZE(help); i++)
+			resp_out(c, "+%s\r\n", help[i]);
+		return;
+	}
+	if (strcasecmp(sub, "ENCODING") != 0 && strcasecmp(sub, "REFCOUNT") != 0 &&
+	    strcasecmp(sub, "IDLETIME") != 0 && strcasecmp(sub, "FREQ") != 0 &&
+	    strcasecmp(sub, "HELP") != 0) {
+		resp_err(c, "ERR unknown subcommand '%.128s'. Try OBJECT HELP.", sub);
+		return;
+	}
+	if (argc != (strcasecmp(sub, "HELP") == 0 ? 2 : 3)) {
+		for (i = 0; sub[i] != '\0' && i < sizeof(ns) - 1; i++)
+			ns[i] = (char)(sub[i] | 0x20);
+		ns[i] = '\0';
+		resp_err(c, "ERR wrong number of arguments for 'object|%s' command", ns);
+		return;
+	}
+	resp_ns(c, ns, sizeof(ns));
+	if (!resp_key_type(c, ns, argv[2], argl[2], &type, &enc)) {
+		resp_null(c);
+		return;
+	}
+	if (strcasecmp(sub, "ENCODING") == 0) {
+		resp_bulk(c, enc, strlen(enc));
+	} else if (strcasecmp(sub, "REFCOUNT") == 0) {
+		resp_int(c, 1);
+	} else if (strcasecmp(sub, "IDLETIME") == 0) {
+		resp_int(c, 0); /* (not kept: the index orders keys by use, with no time) */
+	} else {
+		resp_err(c, "ERR An LFU maxmemory policy is not selected, access frequency not "
+			    "tracked. Please note that when switching between policies at runtime "
+			    "LRU and LFU data will take some time to adjust.");
+	}
 }
 
 static void cmd_dbsize(struct resp_conn *c, long argc, char **argv, const size_t *argl)
@@ -1100,16 +1416,19 @@ const struct resp_cmd resp_key_cmds[] = {
     {"getset", 3, RESP_CMD_KEYS | RESP_CMD_READS | RESP_CMD_WRITES, cmd_getset},
     {"incr", 2, RESP_CMD_KEYS | RESP_CMD_READS | RESP_CMD_WRITES, cmd_incr},
     {"incrby", 3, RESP_CMD_KEYS | RESP_CMD_READS | RESP_CMD_WRITES, cmd_incr},
+    {"incrbyfloat", 3, RESP_CMD_KEYS | RESP_CMD_READS | RESP_CMD_WRITES, cmd_incrbyfloat},
     {"keys", 2, RESP_CMD_KEYS | RESP_CMD_KEYLESS, cmd_keys},
     {"mget", -2, RESP_CMD_KEYS | RESP_CMD_READS_ALL | RESP_CMD_KEYS_ALL, cmd_mget},
     {"mset", -3, RESP_CMD_KEYS | RESP_CMD_BLIND | RESP_CMD_KEYS_PAIRS | RESP_CMD_WRITES, cmd_mset},
     {"msetnx", -3, RESP_CMD_KEYS | RESP_CMD_KEYS_PAIRS | RESP_CMD_WRITES, cmd_mset},
+    {"object", -2, RESP_CMD_KEYS | RESP_CMD_KEY_SECOND | RESP_CMD_READS, cmd_object},
     {"persist", 2, RESP_CMD_KEYS | RESP_CMD_WRITES, cmd_persist},
     {"pexpire", -3, RESP_CMD_KEYS | RESP_CMD_WRITES, cmd_expire},
     {"pexpireat", -3, RESP_CMD_KEYS | RESP_CMD_WRITES, cmd_expire},
     {"pexpiretime", 2, RESP_CMD_KEYS, cmd_ttl},
     {"psetex", 4, RESP_CMD_KEYS | RESP_CMD_BLIND | RESP_CMD_WRITES, cmd_setex},
     {"pttl", 2, RESP_CMD_KEYS, cmd_ttl},
+    {"randomkey", 1, RESP_CMD_KEYS | RESP_CMD_KEYLESS, cmd_randomkey},
     {"scan", -2, RESP_CMD_KEYS | RESP_CMD_KEYLESS, cmd_scan},
     {"set", -3, RESP_CMD_KEYS | RESP_CMD_READS_GET | RESP_CMD_BLIND | RESP_CMD_WRITES, cmd_set},
     {"setex", 4, RESP_CMD_KEYS | RESP_CMD_BLIND | RESP_CMD_WRITES, cmd_setex},
@@ -1118,7 +1437,7 @@ const struct resp_cmd resp_key_cmds[] = {
     {"strlen", 2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_strlen},
     {"substr", 4, RESP_CMD_KEYS | RESP_CMD_READS, cmd_getrange},
     {"ttl", 2, RESP_CMD_KEYS, cmd_ttl},
-    {"type", 2, RESP_CMD_KEYS, cmd_type},
+    {"type", 2, RESP_CMD_KEYS | RESP_CMD_READS, cmd_type},
     {"unlink", -2, RESP_CMD_KEYS | RESP_CMD_KEYS_ALL | RESP_CMD_WRITES, cmd_del},
 };
 const size_t n_resp_key_cmds = ARRAY_SIZE(resp_key_cmds);

@@ -472,7 +472,7 @@ int resp_remote_fetch(struct resp_conn *c, const struct resp_cmd *cmd, long argc
 		      const size_t *argl)
 {
 	char ns[32];
-	long i, last;
+	long i, first, last, step;
 	int rc, waits = 0;
 
 	if (cmd == NULL ||
@@ -481,8 +481,10 @@ int resp_remote_fetch(struct resp_conn *c, const struct resp_cmd *cmd, long argc
 	    ((cmd->flags & RESP_CMD_READS_GET) && !resp_has_opt(argc, argv, resp_get_opt)))
 		return 0;
 	resp_db_name(c, c->db, ns, sizeof(ns));
-	last = (cmd->flags & RESP_CMD_READS_ALL) ? argc - 1 : 1;
-	for (i = 1; i <= last && i < argc; i++) {
+	resp_cmd_keys(cmd, argc, &first, &last, &step);
+	if (!(cmd->flags & (RESP_CMD_READS_ALL | RESP_CMD_KEYS_TWO)))
+		last = first; /* (its first key's alone) */
+	for (i = first; i > 0 && i <= last && i < argc; i += step) {
 		rc = resp_fetch_key(c, ns, argv[i], argl[i]);
 		if (rc < 0)
 			return rc;

@@ -96,6 +96,7 @@ enum resp_merge {
 	MERGE_OK,     /* +OK when every part said so (MSET, FLUSHDB, FLUSHALL) */
 	MERGE_ARRAY,  /* the parts' arrays one after the other (KEYS) */
 	MERGE_SCAN,   /* one owner's SCAN, its cursor made the cluster's */
+	MERGE_ANY,    /* the first that is not null, from an owner picked at random (RANDOMKEY) */
 	MERGE_NONE,   /* not split: CROSSSLOT */
 };
 
@@ -203,22 +204,6 @@ static void resp_unhold(struct resp_conn *c, uint64_t *held, size_t bytes)
 		c->shard_bytes -= bytes;
 }
 
-/*
- * The arguments of cmd that are keys: from first to last, every step;
- * first 0: it has none, and goes to every owner.
- */
-static void resp_shard_keys(const struct resp_cmd *cmd, long argc, long *first, long *last,
-			    long *step)
-{
-	*first = *last = *step = 1;
-	if (cmd->flags & RESP_CMD_KEYLESS)
-		*first = 0;
-	else if (cmd->flags & RESP_CMD_KEYS_ALL)
-		*last = argc - 1;
-	else if (cmd->flags & RESP_CMD_KEYS_PAIRS)
-		*last = argc - 2, *step = 2;
-}
-
 /* How a command whose keys have several owners (or none) is put together. */
 static enum resp_merge resp_shard_merge(const char *name)
 {
@@ -228,8 +213,8 @@ static enum resp_merge resp_shard_merge(const char *name)
 	} how[] = {
 	    {"dbsize", MERGE_SUM},  {"del", MERGE_SUM},	   {"exists", MERGE_SUM},
 	    {"flushall", MERGE_OK}, {"flushdb", MERGE_OK}, {"keys", MERGE_ARRAY},
-	    {"mget", MERGE_VALUES}, {"mset", MERGE_OK},	   {"scan", MERGE_SCAN},
-	    {"unlink", MERGE_SUM},
+	    {"mget", MERGE_VALUES}, {"mset", MERGE_OK},	   {"randomkey", MERGE_ANY},
+	    {"scan", MERGE_SCAN},   {"unlink", MERGE_SUM},
 	};
 	size_t i;
 
@@ -264,7 +249,7 @@ static int resp_shard_serves(struct poold *pd, const struct kv_ns *ns, const str
 	long first, last, step, i;
 	int rc;
 
-	resp_shard_keys(cmd, argc, &first, &last, &step);
+	resp_cmd_keys(cmd, argc, &first, &last, &step);
 	for (i = first; first > 0 && i <= last && i < argc; i += step)
 		if ((rc = kvowner_serves(pd, ns, argv[i], argl[i])) < 0)
 			return rc;
@@ -379,7 +364,7 @@ static size_t resp_shard_need(struct poold *pd, uid_t uid, const char *ns,
 	struct kv_where w;
 	size_t need = RESP_SHARD_REPLY_SLACK;
 
-	resp_shard_keys(cmd, q->argc, &first, &last, &step);
+	resp_cmd_keys(cmd, q->argc, &first, &last, &step);
 	if (first == 0 &&
 	    (resp_shard_merge(cmd->name) == MERGE_SUM || resp_shard_merge(cmd->name) == MERGE_OK))
 		return need; /* (DBSIZE, FLUSHDB...) */
@@ -425,7 +410,7 @@ static long resp_shard_written(const struct resp_cmd *const *cmds, const struct 
 	if ((*ret = calloc(max ? max : 1, sizeof(**ret))) == NULL)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		resp_shard_keys(cmds[i], qs[i].argc, &first, &last, &step);
+		resp_cmd_keys(cmds[i], qs[i].argc, &first, &last, &step);
 		for (k = first;
 		     (cmds[i]->flags & RESP_CMD_WRITES) && first > 0 && k <= last && k < qs[i].argc;
 		     k += step) {
@@ -1071,6 +1056,16 @@ static void resp_fwd_merge(struct resp_conn *c, struct resp_fwd *fw, long argc, 
 	case MERGE_SCAN:
 		whole = resp_merge_scan(c, fw, nowners);
 		break;
+	case MERGE_ANY:
+		for (i = 0, body = (size_t)random() % fw->nparts; i < fw->nparts; i++) {
+			const struct resp_fwd_part *p = &fw->parts[(body + i) % fw->nparts];
+
+			if (p->reply[0] != '_' && !(p->reply[0] == '$' && p->reply[1] == '-'))
+				break;
+		}
+		n = (long long)((body + (i < fw->nparts ? i : 0)) % fw->nparts);
+		evbuffer_add(resp_output(c), fw->parts[n].reply, fw->parts[n].len);
+		break;
 	}
 	if (!whole)
 		resp_err(c, "ERR a shard owner's reply could not be merged");
@@ -1158,7 +1153,7 @@ static int resp_fwd_split(struct resp_conn *c, struct resp_fwd *fw, const struct
 	size_t nowners = map->nowners, i;
 	long first, last, step, k;
 
-	resp_shard_keys(resp_cmd_find(argv[0]), argc, &first, &last, &step);
+	resp_cmd_keys(resp_cmd_find(argv[0]), argc, &first, &last, &step);
 	if (fw->merge == MERGE_SCAN) {
 		unsigned long long at = strtoull(argv[1], NULL, 10);
 
@@ -1360,7 +1355,7 @@ static bool resp_batchable(struct resp_conn *c, const struct kv_shard_map *map, 
 	    (cmd->arity > 0 && q->argc != cmd->arity) ||
 	    (cmd->arity < 0 && q->argc < -cmd->arity) || !c->authed || c->multi)
 		return false;
-	resp_shard_keys(cmd, q->argc, &first, &last, &step);
+	resp_cmd_keys(cmd, q->argc, &first, &last, &step);
 	if (first == 0 || (step > 1 && (q->argc - 1) % step != 0))
 		return false;
 	*ret_owner = resp_shard_owner(map, ns, &ref, 1);
@@ -1505,7 +1500,7 @@ static uint32_t resp_shard_owner(const struct kv_shard_map *map, const char *ns,
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		resp_shard_keys(cmds[i].cmd, cmds[i].argc, &first, &last, &step);
+		resp_cmd_keys(cmds[i].cmd, cmds[i].argc, &first, &last, &step);
 		if (first == 0)
 			return map->nowners == 1 ? map->owners[0] : UINT32_MAX;
 		for (k = first; k <= last && k < cmds[i].argc; k += step) {
@@ -1646,7 +1641,7 @@ static int resp_shard_start(struct resp_conn *c, const struct kv_shard_map *map,
 	bool writes = false;
 	int rc = 0;
 
-	resp_shard_keys(cmd, q->argc, &first, &last, &step);
+	resp_cmd_keys(cmd, q->argc, &first, &last, &step);
 	if (!exec && step > 1 && (q->argc - 1) % step != 0)
 		return RESP_SHARD_HERE; /* (MSET's arguments do not pair: its error, here) */
 	if (exec) {
@@ -1660,6 +1655,12 @@ static int resp_shard_start(struct resp_conn *c, const struct kv_shard_map *map,
 						       c->queued[n].argl, NULL};
 	}
 	owner = resp_shard_owner(map, ns->name, refs, n);
+	if (exec && c->nwatched > 0 && owner != pd->node_id) {
+		/* (its watched keys are this node's: they could change while it runs there) */
+		free(refs);
+		resp_err(c, RESP_SHARD_CROSSSLOT);
+		return RESP_SHARD_DONE;
+	}
 	/* A write with 2 replicas runs as another owner's would: its reply waits for the backup. */
 	for (i = 0; owner == pd->node_id && ns->replicas > 1 && i < n; i++)
 		writes |= (refs[i].cmd->flags & RESP_CMD_WRITES) != 0;
@@ -1714,8 +1715,10 @@ int resp_shard_route(struct resp_conn *c, const struct resp_cmd *cmd, const stru
 
 	if (c->batch != NULL)
 		return resp_batch_take(c);
-	if (exec && (!c->multi || c->multi_dirty || c->nqueued == 0))
-		return RESP_SHARD_HERE; /* (EXEC's own errors, or an empty transaction) */
+	/* (EXEC's own errors, an empty or aborted transaction; not once it ran, its own writes) */
+	if (exec && c->fwd == NULL &&
+	    (!c->multi || c->multi_dirty || c->nqueued == 0 || resp_watch_touched(c)))
+		return RESP_SHARD_HERE;
 	resp_db_name(c, c->db, name, sizeof(name));
 	ns = pd->kv != NULL ? kv_ns_find(pd, name) : NULL;
 	if (c->fwd != NULL) {
@@ -1741,8 +1744,17 @@ int resp_shard_route(struct resp_conn *c, const struct resp_cmd *cmd, const stru
 	if (rc == RESP_SHARD_DONE && exec) { /* the transaction is over, as EXEC ends it */
 		c->multi = false;
 		resp_queue_clear(c);
+		resp_watch_clear(c);
 	}
 	return rc;
+}
+
+/* Whether key of database ns is in a shard this node serves (WATCH is kept there). */
+bool resp_shard_here(struct resp_conn *c, const char *ns, const char *key, size_t klen)
+{
+	const struct kv_shard_map *map = cluster_kv_shards(c->rs->pd);
+
+	return map->nowners > 0 && map->owner[kv_shard_of(ns, key, klen)] == c->rs->pd->node_id;
 }
 
 /* c goes: answers still on their way are dropped when they come. */

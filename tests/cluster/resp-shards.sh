@@ -181,6 +181,55 @@ print('ok')" >"$CLUSTER_TMP/out" 2>&1 &&
 	ok "h1 (no shards): a 1 MiB value SET through it and read on h3; a 5 MiB one refused, saying the 4M bound" ||
 	{ not_ok "big values to other nodes"; cat "$CLUSTER_TMP/out"; }
 
+rpy 2 "
+assert r.set(b'{r}a', b'hello') and r.rename(b'{r}a', b'{r}b') is True and rs[3].get(b'{r}b') == b'hello'
+assert rs[4].copy(b'{r}b', b'{r}c') is True and rs[1].get(b'{r}c') == b'hello' and r.get(b'{r}a') is None
+assert r.lcs(b'{r}b', b'{r}c') == b'hello'
+crossed = same = 0
+for i in range(1001, 1040):
+    try:
+        r.lcs(b'k1000', b'k%d' % i)
+        same += 1
+    except redis.ResponseError as e:
+        assert 'CROSSSLOT' in str(e), e
+        crossed += 1
+assert crossed > 0 and same > 0, (crossed, same)
+assert r.setbit(b'bits', 7, 1) == 0 and rs[4].getbit(b'bits', 7) == 1 and rs[1].bitcount(b'bits') == 1
+assert r.rpush(b'{q}l', b'a', b'b') == 2 and rs[3].lpop(b'{q}l') == b'a' and rs[4].lrange(b'{q}l', 0, -1) == [b'b']
+assert rs[1].sadd(b'{q}s', b'x', b'y') == 2 and r.smembers(b'{q}s') == {b'x', b'y'} and rs[3].type(b'{q}s') == b'set'
+assert rs[4].sunionstore(b'{q}u', b'{q}s', b'{q}t') == 2
+try:
+    r.get(b'{q}l')
+    raise SystemExit('GET of a list ran')
+except redis.ResponseError as e:
+    assert 'WRONGTYPE' in str(e), e
+assert r.incrbyfloat(b'fl', 1.5) == 1.5 and rs[3].incrbyfloat(b'fl', 1) == 2.5
+assert rs[1].object('encoding', b'fl') == b'embstr' and rs[1].randomkey() is not None
+try:
+    r.move(b'{r}c', 3)
+    raise SystemExit('MOVE ran')
+except redis.ResponseError as e:
+    assert 'cluster mode' in str(e), e
+mine = None
+for i in range(200):
+    try:
+        r.execute_command('WATCH', b'w%d' % i)
+        mine = b'w%d' % i
+        break
+    except redis.ResponseError as e:
+        assert 'WATCH of a key another node owns' in str(e), e
+assert mine is not None
+rs[3].set(mine, b'changed')
+r.execute_command('MULTI'); r.execute_command('SET', mine, b'mine')
+got = r.execute_command('EXEC')
+assert got is None and r.get(mine) == b'changed', (got, r.get(mine))
+r.execute_command('WATCH', mine); r.execute_command('MULTI'); r.execute_command('SET', mine, b'mine')
+got = r.execute_command('EXEC')
+assert got == [b'OK'] and rs[4].get(mine) == b'mine', (got, rs[4].get(mine))
+print('ok')" >"$CLUSTER_TMP/out" 2>&1 &&
+	ok "RENAME, COPY and LCS of one owner's keys run there, of two owners' get CROSSSLOT; SETBIT, INCRBYFLOAT, OBJECT, RANDOMKEY, lists and sets on any node; MOVE refused; WATCH on its owner's endpoint aborts EXEC when another node's client wrote the key" ||
+	{ not_ok "string and key commands on sharded databases"; cat "$CLUSTER_TMP/out"; }
+
 # A client that pipelines GETs of big values on other nodes' shards and
 # reads nothing: the replies its node holds for it count against its
 # user's buffers (h1: resp.max_buffers_per_user = 32M) before they come,

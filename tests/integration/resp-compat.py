@@ -90,7 +90,7 @@ def shape(tree):
 
 def unordered(tree):
     t, v = tree
-    return (t, sorted(repr(x) for x in v)) if isinstance(v, list) else tree
+    return (t, sorted(repr(unordered(x)) for x in v)) if isinstance(v, list) else tree
 
 
 # (name, bytes to send, how many replies, how to compare: exact | shape | set | closes)
@@ -178,6 +178,93 @@ CASES = [
     ("inline commands", b"PING\r\nSET il 'a b'\r\nGET il\r\nECHO \"x\\ny\\x41\"\r\n\r\nGET   il  \n", 5, E),
     ("no command: empty and negative arrays", b"*0\r\n*-1\r\n" + cmd("PING"), 1, E),
     ("MGET of 5,000 keys", cmd("MGET", *["k%d" % i for i in range(5000)]), 1, E),
+    ("SETBIT, GETBIT and their errors",
+     cmd("SETBIT", "b", "7", "1") + cmd("SETBIT", "b", "100", "1") + cmd("GET", "b") + cmd("SETBIT", "b", "7", "0") +
+     cmd("GETBIT", "b", "100") + cmd("GETBIT", "b", "99") + cmd("GETBIT", "b", "100000") + cmd("GETBIT", "nokey", "3") +
+     cmd("SETBIT", "b", "-1", "1") + cmd("SETBIT", "b", "4294967296", "1") + cmd("SETBIT", "b", "1", "2") +
+     cmd("SETBIT", "b", "1", "x") + cmd("GETBIT", "b", "abc") + cmd("SET", "n", "1") + cmd("SETBIT", "n", "6", "1") +
+     cmd("GET", "n") + cmd("SET", "t", "v", "EX", "100") + cmd("SETBIT", "t", "0", "1") + cmd("TTL", "t"), 19, E),
+    ("BITCOUNT and BITPOS, bytes and bits",
+     cmd("SET", "s", "foobar") + cmd("BITCOUNT", "s") + cmd("BITCOUNT", "s", "0", "0") + cmd("BITCOUNT", "s", "1", "1") +
+     cmd("BITCOUNT", "s", "1", "1", "BYTE") + cmd("BITCOUNT", "s", "5", "30", "BIT") + cmd("BITCOUNT", "s", "-2", "-1") +
+     cmd("BITCOUNT", "s", "-1", "-2") + cmd("BITCOUNT", "s", "0") + cmd("BITCOUNT", "s", "0", "1", "FOO") +
+     cmd("BITCOUNT", "s", "a", "1") + cmd("BITCOUNT", "nokey") + cmd("SET", "z", b"\xff\xf0\x00") +
+     cmd("BITPOS", "z", "0") + cmd("BITPOS", "z", "1", "2") + cmd("BITPOS", "z", "1", "2", "-1", "BYTE") +
+     cmd("BITPOS", "z", "0", "0", "-1") + cmd("BITPOS", "z", "0", "7", "15", "BIT") + cmd("BITPOS", "z", "1", "7", "15", "BIT") +
+     cmd("BITPOS", "z", "2") + cmd("BITPOS", "nokey", "0") + cmd("BITPOS", "nokey", "1") +
+     cmd("SET", "f", b"\xff\xff") + cmd("BITPOS", "f", "0") + cmd("BITPOS", "f", "0", "0", "1") +
+     cmd("BITPOS", "f", "0", "3", "9", "BIT") + cmd("BITPOS", "z", "1", "5", "2"), 27, E),
+    ("INCRBYFLOAT and its errors",
+     cmd("INCRBYFLOAT", "f", "1.5") + cmd("INCRBYFLOAT", "f", "10") + cmd("INCRBYFLOAT", "f", "-11.5") + cmd("GET", "f") +
+     cmd("SET", "f", "3.0e3") + cmd("INCRBYFLOAT", "f", "200") + cmd("INCRBYFLOAT", "f", "abc") +
+     cmd("INCRBYFLOAT", "f", " 1") + cmd("INCRBYFLOAT", "f", "1 ") + cmd("INCRBYFLOAT", "f", "+inf") +
+     cmd("INCRBYFLOAT", "f", "nan") + cmd("SET", "s", "x") + cmd("INCRBYFLOAT", "s", "1") +
+     cmd("INCRBYFLOAT", "g", "0.024390243902439025") + cmd("INCRBYFLOAT", "g", "-0.024390243902439025") +
+     cmd("INCRBYFLOAT", "h", "5.0e3") + cmd("INCRBYFLOAT", "h", "1e-5"), 17, E),
+    ("LCS: the string, LEN, IDX with and without lengths",
+     cmd("MSET", "a", "ohmytext", "b", "mynewtext") + cmd("LCS", "a", "b") + cmd("LCS", "a", "b", "LEN") +
+     cmd("LCS", "a", "b", "IDX") + cmd("LCS", "a", "b", "IDX", "MINMATCHLEN", "4", "WITHMATCHLEN") +
+     cmd("LCS", "a", "b", "IDX", "LEN") + cmd("LCS", "a", "b", "FOO") + cmd("LCS", "a", "nokey") +
+     cmd("LCS", "a", "b", "MINMATCHLEN", "x"), 9, E),
+    ("RENAME, RENAMENX with expiry", cmd("SET", "a", "1", "EX", "100") + cmd("RENAME", "a", "b") + cmd("GET", "a") +
+     cmd("GET", "b") + cmd("TTL", "b") + cmd("RENAME", "nokey", "x") + cmd("RENAME", "b", "b") +
+     cmd("RENAMENX", "b", "b") + cmd("SET", "c", "2") + cmd("RENAMENX", "b", "c") + cmd("RENAMENX", "b", "d") +
+     cmd("RENAME", "d", "c") + cmd("GET", "c") + cmd("EXISTS", "d") + cmd("RENAMENX", "nokey", "e"), 15, E),
+    ("COPY and MOVE between databases",
+     cmd("SET", "a", "1", "PX", "100000") + cmd("COPY", "a", "b") + cmd("GET", "b") + cmd("COPY", "a", "b") +
+     cmd("COPY", "a", "b", "REPLACE") + cmd("COPY", "a", "a") + cmd("COPY", "nokey", "x") + cmd("COPY", "a", "a", "DB", "3") +
+     cmd("COPY", "a", "b", "DB", "16") + cmd("COPY", "a", "b", "FOO") + cmd("MOVE", "a", "3") + cmd("MOVE", "b", "3") +
+     cmd("MOVE", "b", "0") + cmd("MOVE", "b", "x") + cmd("MOVE", "nokey", "3") + cmd("SELECT", "3") + cmd("GET", "a") +
+     cmd("DBSIZE") + cmd("SELECT", "0") + cmd("DBSIZE"), 20, E),
+    ("RANDOMKEY, OBJECT", cmd("RANDOMKEY") + cmd("SET", "k", "12") + cmd("RANDOMKEY") + cmd("OBJECT", "ENCODING", "k") +
+     cmd("SET", "e", "short") + cmd("OBJECT", "ENCODING", "e") + cmd("SET", "r", "x" * 50) + cmd("OBJECT", "ENCODING", "r") +
+     cmd("OBJECT", "ENCODING", "nokey") + cmd("OBJECT", "REFCOUNT", "r") + cmd("OBJECT", "FREQ", "r") +
+     cmd("OBJECT", "FOO", "r") + cmd("OBJECT", "ENCODING") + cmd("SET", "i", "-0") + cmd("OBJECT", "ENCODING", "i"), 15, E),
+    ("WATCH, UNWATCH and EXEC", cmd("SET", "w", "1") + cmd("WATCH", "w", "nokey") + cmd("MULTI") + cmd("INCR", "w") +
+     cmd("WATCH", "x") + cmd("EXEC") + cmd("WATCH", "w") + cmd("SET", "w", "5") + cmd("MULTI") + cmd("INCR", "w") +
+     cmd("EXEC") + cmd("GET", "w") + cmd("WATCH", "w") + cmd("EXPIRE", "w", "100") + cmd("MULTI") + cmd("PING") +
+     cmd("EXEC") + cmd("WATCH", "w") + cmd("UNWATCH") + cmd("SET", "w", "7") + cmd("MULTI") + cmd("PING") + cmd("EXEC") +
+     cmd("WATCH", "nokey") + cmd("FLUSHDB") + cmd("MULTI") + cmd("PING") + cmd("EXEC") + cmd("WATCH"), 29, E),
+    ("FUNCTION FLUSH, CONFIG SET refused", cmd("FUNCTION", "FLUSH") + cmd("FUNCTION", "FLUSH", "SYNC") +
+     cmd("FUNCTION", "LIST") + cmd("CONFIG", "GET", "databases") + cmd("CONFIG", "GET", "nosuchparam"), 5, E),
+    ("INFO's sections, by their shape", cmd("INFO", "cpu") + cmd("INFO", "keyspace"), 2, S),
+    ("OBJECT's arity", cmd("OBJECT", "HELP", "x") + cmd("OBJECT", "FREQ") + cmd("OBJECT"), 3, E),
+    ("lists: push, pop, ranges, and WRONGTYPE both ways",
+     cmd("RPUSH", "l", "a", "b", "c") + cmd("LPUSH", "l", "x", "y") + cmd("LRANGE", "l", "0", "-1") + cmd("LLEN", "l") +
+     cmd("LPUSHX", "nokey", "a") + cmd("RPUSHX", "l", "z") + cmd("LPOP", "l") + cmd("RPOP", "l", "2") +
+     cmd("LPOP", "l", "0") + cmd("LPOP", "l", "-1") + cmd("LPOP", "nokey", "2") + cmd("RPOP", "nokey") +
+     cmd("LINDEX", "l", "-1") + cmd("LINDEX", "l", "99") + cmd("LSET", "l", "0", "X") + cmd("LSET", "l", "9", "X") +
+     cmd("LSET", "nokey", "0", "X") + cmd("LINSERT", "l", "BEFORE", "X", "w") + cmd("LINSERT", "l", "AFTER", "q", "w") +
+     cmd("LINSERT", "l", "MIDDLE", "X", "w") + cmd("LRANGE", "l", "0", "-1") + cmd("TYPE", "l") + cmd("GET", "l") +
+     cmd("SET", "s", "v") + cmd("LPUSH", "s", "a") + cmd("APPEND", "l", "x") + cmd("INCR", "l") +
+     cmd("MGET", "l", "s") + cmd("SET", "l", "w", "GET") + cmd("LLEN", "l") + cmd("OBJECT", "ENCODING", "l") +
+     cmd("EXPIRE", "l", "100") + cmd("RPUSH", "l", "t") + cmd("TTL", "l"), 34, E),
+    ("lists: LREM, LTRIM, LMOVE, RPOPLPUSH; an emptied list is no key",
+     cmd("RPUSH", "l", "a", "b", "a", "c", "a") + cmd("LREM", "l", "-2", "a") + cmd("LRANGE", "l", "0", "-1") +
+     cmd("LREM", "l", "0", "zz") + cmd("LTRIM", "l", "1", "-1") + cmd("LRANGE", "l", "0", "-1") +
+     cmd("LMOVE", "l", "m", "LEFT", "RIGHT") + cmd("LMOVE", "l", "l", "RIGHT", "LEFT") + cmd("LRANGE", "l", "0", "-1") +
+     cmd("RPOPLPUSH", "l", "m") + cmd("LRANGE", "m", "0", "-1") + cmd("EXISTS", "l") + cmd("LMOVE", "nokey", "m", "LEFT", "LEFT") +
+     cmd("LMOVE", "m", "n", "UP", "LEFT") + cmd("SET", "s", "v") + cmd("LMOVE", "m", "s", "LEFT", "LEFT") +
+     cmd("LTRIM", "m", "5", "1") + cmd("EXISTS", "m"), 18, E),
+    ("sets: members, operations, STORE, WRONGTYPE",
+     cmd("SADD", "a", "1", "2", "3", "2") + cmd("SADD", "b", "2", "3", "4") + cmd("SCARD", "a") + cmd("SISMEMBER", "a", "2") +
+     cmd("SISMEMBER", "a", "9") + cmd("SMISMEMBER", "a", "1", "9", "3") + cmd("SREM", "a", "1", "9") + cmd("SCARD", "a") +
+     cmd("SINTERSTORE", "i", "a", "b") + cmd("SUNIONSTORE", "u", "a", "b") + cmd("SDIFFSTORE", "d", "b", "a") +
+     cmd("SCARD", "u") + cmd("SMOVE", "b", "a", "4") + cmd("SMOVE", "b", "a", "9") + cmd("SCARD", "a") +
+     cmd("TYPE", "a") + cmd("OBJECT", "ENCODING", "a") + cmd("SADD", "t", "x") + cmd("OBJECT", "ENCODING", "t") +
+     cmd("SET", "s", "v") + cmd("SADD", "s", "x") + cmd("SMEMBERS", "s") + cmd("GETRANGE", "a", "0", "1") +
+     cmd("SRANDMEMBER", "nokey") + cmd("SRANDMEMBER", "nokey", "-3") + cmd("SPOP", "nokey") +
+     cmd("SPOP", "a", "-1") + cmd("SINTERSTORE", "e", "a", "nokey") + cmd("EXISTS", "e") + cmd("SREM", "t", "x") +
+     cmd("EXISTS", "t"), 31, E),
+    ("sets and lists by content, as sets", cmd("SADD", "a", "1", "2", "3") + cmd("SADD", "b", "3", "4") +
+     cmd("SMEMBERS", "a") + cmd("SUNION", "a", "b") + cmd("SINTER", "a", "b") + cmd("SDIFF", "a", "b") +
+     cmd("SRANDMEMBER", "a", "5") + cmd("SPOP", "b", "5") + cmd("RPUSH", "l", "x") + cmd("SCAN", "0", "TYPE", "set") +
+     cmd("SCAN", "0", "TYPE", "list") + cmd("KEYS", "*"), 12, U),
+    ("SSCAN, as a set", cmd("SADD", "s", "foo", "fab", "1", "2") + cmd("SSCAN", "s", "0") +
+     cmd("SSCAN", "s", "0", "MATCH", "f*", "COUNT", "100") + cmd("SSCAN", "nokey", "0"), 4, U),
+    ("SSCAN errors, SAVE and SHUTDOWN inside MULTI", cmd("SSCAN", "s", "x") + cmd("SSCAN", "s", "0", "COUNT", "0") +
+     cmd("SSCAN", "s", "0", "FOO", "1") + cmd("MULTI") + cmd("SET", "foo", "bar") + cmd("SAVE") + cmd("SHUTDOWN") +
+     cmd("EXEC") + cmd("GET", "foo"), 9, E),
     ("unbalanced quotes", b"SET a \"b\r\n", 1, "closes"),
     ("a bulk without its $", b"*2\r\n$3\r\nGET\r\nfoo\r\n", 1, "closes"),
     ("a negative bulk length", b"*1\r\n$-2\r\n", 1, "closes"),

@@ -29,7 +29,7 @@ import sys
 MODULES = {
     "kv": ("kv", "kvtier", "kvdedup", "kvreplica", "kvrebuild", "kvtell", "kvevict", "kvreap",
            "kvowner", "kvevshards"),
-    "resp": ("resp", "respconn", "respkeys", "respplace", "respremote", "resprelay", "respshard", "respparse",
+    "resp": ("resp", "respconn", "respkeys", "respbits", "respmove", "resplcs", "respwatch", "respinfo", "resptype", "resplist", "respset", "respplace", "respremote", "resprelay", "respshard", "respparse",
              "respauth"),
     "etcd": ("etcd", "etcdwatch"),
     "carry": ("carry", "carry-link", "carry-rma"),
