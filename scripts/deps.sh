@@ -13,8 +13,9 @@ PACKAGES=(
 	mandoc groff-base iproute2 python3 python3-redis python3-pytest python3-numpy procps util-linux redis-tools
 	libhiredis-dev redis-server iperf3 xxhash libhnswlib-dev libfaiss-dev openssl libjansson-dev
 )
-# What only the tests use: etcd members of their own (coord.etcd).
-TEST_PACKAGES=(etcd-server etcd-client)
+# What only the tests use: etcd members of their own (coord.etcd); tclsh for
+# Redis's own test suite (tests/redis).
+TEST_PACKAGES=(etcd-server etcd-client tcl)
 
 deps_install() {
 	local missing=() p
