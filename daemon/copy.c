@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/queue.h>
 
 #include <event2/event.h>
 
@@ -28,8 +29,9 @@ struct copy_end {
 };
 
 struct copy {
+	LIST_ENTRY(copy) entry; /* (copies: every one not freed) */
 	struct poold *pd;
-	copy_done_cb cb;
+	copy_done_cb cb; /* NULL once cancelled: it ends with nothing more said */
 	void *arg;
 	struct copy_end src, dst;
 	uint64_t src_gen, dst_gen; /* the endpoints used: the copy fails if they change */
@@ -39,10 +41,17 @@ struct copy {
 	int error;
 };
 
+/*
+ * Every copy not freed: one whose source or destination never answers
+ * stays until poold stops (its caller tries again after a while).
+ */
+static LIST_HEAD(, copy) copies = LIST_HEAD_INITIALIZER(copies);
+
 static void copy_step(struct copy *cp);
 
 static void copy_free(struct copy *cp)
 {
+	LIST_REMOVE(cp, entry);
 	free(cp->buf);
 	free(cp);
 }
@@ -74,7 +83,10 @@ static void copy_flushed(void *arg, int status)
 {
 	struct copy *cp = arg;
 
+	if (cp->cb == NULL) /* (cancelled: freed by copy_close()) */
+		return;
 	cp->cb(cp->pd, cp->arg, cp->error ? cp->error : status);
+	cp->cb = NULL;
 	/* Not from inside this completion: its way must outlive the callback. */
 	event_base_once(cp->pd->base, -1, EV_TIMEOUT, copy_free_cb, cp, &(struct timeval){0, 0});
 }
@@ -110,6 +122,8 @@ static void copy_get_done(void *arg, int status)
 	uint64_t gen;
 	int rc = status;
 
+	if (cp->cb == NULL)
+		return;
 	if (rc == 0 && cp->error == 0) {
 		rc = carry_write(cp->pd, &p, cp->buf, copy_put_done, cp, &gen);
 		if (rc == 0) {
@@ -131,6 +145,8 @@ static void copy_step(struct copy *cp)
 	uint64_t gen;
 	int rc;
 
+	if (cp->cb == NULL) /* (cancelled: nothing more is sent) */
+		return;
 	if (cp->pos >= cp->len || cp->error != 0) {
 		copy_finish(cp);
 		return;
@@ -172,10 +188,36 @@ int copy_start(struct poold *pd, const struct lender_pool *src, uint64_t src_off
 	cp->len = len;
 	cp->chunk = MIN((uint64_t)MOVE_CHUNK, len);
 	p = copy_place(&cp->src, 0, cp->chunk);
+	LIST_INSERT_HEAD(&copies, cp, entry);
 	rc = carry_read(pd, &p, cp->buf, copy_get_done, cp, &cp->src_gen);
 	if (rc < 0) { /* the source cannot be reached: the copy does not start */
 		copy_free(cp);
 		return rc;
 	}
 	return 0;
+}
+
+/*
+ * poold stops: the copies not done end with -ECANCELED to their callers
+ * (whose state goes with the structures they belong to, still there), and
+ * nothing more of them is sent.
+ */
+void copy_cancel(struct poold *pd)
+{
+	struct copy *cp;
+
+	LIST_FOREACH(cp, &copies, entry)
+		if (cp->cb != NULL) {
+			copy_done_cb cb = cp->cb;
+
+			cp->cb = NULL;
+			cb(pd, cp->arg, -ECANCELED);
+		}
+}
+
+/* Free every copy, once the fabric is closed (no transfer of theirs can complete any more). */
+void copy_close(void)
+{
+	while (!LIST_EMPTY(&copies))
+		copy_free(LIST_FIRST(&copies));
 }

@@ -237,6 +237,7 @@ static void poold_free(struct poold *pd)
 	kvbackup_close(pd);  /* (its waiting requests answered: some are kvroute.c's parts) */
 	kvroute_close(pd);
 	kvhandover_close(pd); /* (before the coordinator's index goes with the KV space) */
+	copy_cancel(pd);      /* (the copies' callers are the index's and reclaim's) */
 	coord_close(pd);
 	kvev_close(pd); /* (a node's: the coordinator's went with its index) */
 	resprelay_close(pd);
@@ -255,6 +256,7 @@ static void poold_free(struct poold *pd)
 	kvstore_close(pd);
 	lend_close(pd);
 	poold_fabric_close(pd);
+	copy_close(); /* (nothing of theirs can complete now) */
 	firewall_close(pd);
 	peertls_close(pd);
 	control_close(pd->control);

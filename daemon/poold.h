@@ -1325,6 +1325,8 @@ extern const struct ctl_handler xfer_handlers[];
 
 /* copy.c: an extent copied between lenders over the fabric */
 typedef void (*copy_done_cb)(struct poold *pd, void *arg, int rc);
+void copy_cancel(struct poold *pd);
+void copy_close(void);
 int copy_start(struct poold *pd, const struct lender_pool *src, uint64_t src_off,
 	       const struct lender_pool *dst, uint64_t dst_off, uint64_t len, copy_done_cb cb,
 	       void *arg);
