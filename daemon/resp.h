@@ -14,6 +14,7 @@
 
 #include <event2/util.h>
 
+#include "daemon/htab.h"
 #include "daemon/respparse.h"
 
 #define RESP_DBS 16
@@ -260,11 +261,12 @@ int resp_elems_own(struct resp_elems *els, char **ret_buf);
 /*
  * A hash index of elements (a set's members), so that a command on many
  * members of a big set is not a search of the set per member: built for
- * els and extra more, each added once it is in els (at place i).
+ * els and extra more, each added once it is in els (at place i). One
+ * table node per place (htab.h); never copied once built.
  */
 struct resp_index {
-	size_t *slot; /* an element's place + 1, or 0 */
-	size_t nslots;
+	struct htab t;
+	struct htab_node *node; /* node[i]: element i's */
 };
 int resp_index_build(const struct resp_elems *els, size_t extra, struct resp_index *ix);
 size_t resp_index_find(const struct resp_elems *els, const struct resp_index *ix, const char *p,

@@ -187,7 +187,7 @@ static void cmd_sismember(struct resp_conn *c, long argc, char **argv, const siz
 	if (multi)
 		resp_array(c, (size_t)(argc - 2));
 	for (i = 2; i < argc; i++)
-		resp_int(c, (ix.slot != NULL ? resp_index_find(&s.els, &ix, argv[i], argl[i])
+		resp_int(c, (ix.node != NULL ? resp_index_find(&s.els, &ix, argv[i], argl[i])
 					     : resp_set_find(&s.els, argv[i], argl[i])) < s.els.n);
 	resp_index_free(&ix);
 	resp_set_done(c, ns, argv[1], argl[1], &s);

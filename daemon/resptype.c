@@ -24,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
+#include "daemon/htab.h"
 #include "daemon/poold.h"
 #include "daemon/resp.h"
 #include "daemon/respparse.h"
@@ -155,58 +158,47 @@ int resp_elems_own(struct resp_elems *els, char **ret_buf)
 	return 0;
 }
 
-static uint64_t resp_elem_hash(const char *p, size_t len)
+static uint64_t resp_elem_hash(const struct resp_elem *e)
 {
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (uint8_t)p[i]) * UINT64_C(0x100000001b3);
-	return h;
+	return XXH3_64bits(e->p, e->len);
 }
 
 int resp_index_build(const struct resp_elems *els, size_t extra, struct resp_index *ix)
 {
 	size_t i;
 
-	ix->nslots = 16;
-	while (ix->nslots < 2 * (els->n + extra))
-		ix->nslots *= 2;
-	if ((ix->slot = calloc(ix->nslots, sizeof(*ix->slot))) == NULL)
+	*ix = (struct resp_index){0};
+	if ((ix->node = calloc(els->n + extra + 1, sizeof(*ix->node))) == NULL)
 		return -ENOMEM;
 	for (i = 0; i < els->n; i++)
 		resp_index_add(els, ix, i);
 	return 0;
 }
 
-/* The slot of p (len bytes) in ix: where it is, or the empty one where it would go. */
-static size_t resp_index_slot(const struct resp_elems *els, const struct resp_index *ix,
-			      const char *p, size_t len)
-{
-	size_t at = (size_t)resp_elem_hash(p, len) & (ix->nslots - 1);
-
-	while (ix->slot[at] != 0 && !(els->e[ix->slot[at] - 1].len == len &&
-				      memcmp(els->e[ix->slot[at] - 1].p, p, len) == 0))
-		at = (at + 1) & (ix->nslots - 1);
-	return at;
-}
-
 size_t resp_index_find(const struct resp_elems *els, const struct resp_index *ix, const char *p,
 		       size_t len)
 {
-	size_t at = resp_index_slot(els, ix, p, len);
+	struct resp_elem want = {p, len};
+	struct htab_node *n;
 
-	return ix->slot[at] != 0 ? ix->slot[at] - 1 : els->n;
+	for (n = htab_first(&ix->t, resp_elem_hash(&want)); n != NULL; n = htab_next(n)) {
+		const struct resp_elem *e = &els->e[n - ix->node];
+
+		if (e->len == len && memcmp(e->p, p, len) == 0)
+			return (size_t)(n - ix->node);
+	}
+	return els->n;
 }
 
 void resp_index_add(const struct resp_elems *els, struct resp_index *ix, size_t i)
 {
-	ix->slot[resp_index_slot(els, ix, els->e[i].p, els->e[i].len)] = i + 1;
+	htab_add(&ix->t, &ix->node[i], resp_elem_hash(&els->e[i]));
 }
 
 void resp_index_free(struct resp_index *ix)
 {
-	free(ix->slot);
+	htab_free(&ix->t);
+	free(ix->node);
 	*ix = (struct resp_index){0};
 }
 
