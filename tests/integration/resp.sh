@@ -555,4 +555,48 @@ grep -q "are the most over resp.max_buffers_per_user: disconnected" "$TEST_DIR/p
 	grep -q "are the most over resp.max_buffers: disconnected" "$TEST_DIR/poold.log" &&
 	grep -q "a reply that would pass it, over resp.max_buffers_per_user" "$TEST_DIR/poold.log" &&
 	ok "the log names each bound" || not_ok "the log does not name the bounds"
+# What a tenant's list, set, LCS and WATCH commands can make poold do: bounded, refused.
+pool_stop
+pool_start -o lend.size=128M -o resp.listen=127.0.0.1:$PORT -o resp.capacity=64M || exit 1
+python3 - "$PORT" <<'PY' >"$TEST_DIR/out" 2>&1 && ok "SRANDMEMBER of a billion repeats ends its connection unbuilt; LCS of two 8 kB strings (a 256 MB table) is refused at once; a set or list stops at 65,536 elements; WATCH of 20,000 keys is bounded; poold answers after each" || { not_ok "tenant bounds of the list, set, LCS and WATCH commands"; cat "$TEST_DIR/out"; }
+import socket, sys, time
+port = int(sys.argv[1])
+def cmd(*a):
+    out = b"*%d\r\n" % len(a)
+    for x in a:
+        x = x if isinstance(x, bytes) else str(x).encode()
+        out += b"$%d\r\n%s\r\n" % (len(x), x)
+    return out
+def conn():
+    s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    return s
+def ask(s, data, n=1 << 16):
+    s.sendall(data)
+    time.sleep(0.3)
+    return s.recv(n)
+s = conn()
+assert ask(s, cmd("SADD", "s", "a", "b")) == b":2\r\n"
+s.sendall(cmd("SRANDMEMBER", "s", "-2000000000"))
+got, t0 = b"", time.time()
+while time.time() - t0 < 10:
+    part = s.recv(1 << 20)
+    if not part:
+        break
+    got += part
+assert len(got) < (1 << 20), len(got)  # closed before the reply was built
+s = conn()
+t0 = time.time()
+r = ask(s, cmd("SET", "x", b"ab" * 4000) + cmd("SET", "y", b"ba" * 4000) + cmd("LCS", "x", "y"))
+assert b"Insufficient memory" in r and time.time() - t0 < 5, (r[:200], time.time() - t0)
+r = ask(s, cmd("SADD", "big", *range(70000)), 1 << 10)
+assert r.startswith(b"-ERR a list or set of this server holds at most 65536"), r
+r = ask(s, cmd("RPUSH", "l", *range(70000)), 1 << 10)
+assert r.startswith(b"-ERR a list or set of this server holds at most 65536"), r
+assert ask(s, cmd("EXISTS", "big", "l")) == b":0\r\n"
+assert ask(s, cmd("WATCH", *["w%d" % i for i in range(20000)])) == b"+OK\r\n"
+assert ask(s, cmd("PING")) == b"+PONG\r\n"
+print("ok")
+PY
+pool_alive && ok "poold still running" || not_ok "poold died"
+
 pool_done
