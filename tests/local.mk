@@ -37,7 +37,7 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/vec.sh tests/integration/metrics.sh tests/integration/leaks.sh \
 	tests/integration/snap.sh tests/integration/snapcopy.sh tests/integration/snap-uffd.sh \
 	tests/integration/hostile.sh tests/integration/user.sh tests/integration/firewall.sh \
-	tests/integration/resp-compat.sh tests/integration/redis-suite.sh tests/integration/python.sh tests/integration/kvevents.sh \
+	tests/integration/resp-compat.sh tests/integration/redis-suite.sh tests/integration/mooncake-suite.sh tests/integration/python.sh tests/integration/kvevents.sh \
 	tests/integration/kvevents-flood.sh tests/integration/kv-bulk.sh tests/integration/xfer.sh \
 	tests/integration/etcd.sh tests/integration/etcd-auth.sh tests/integration/etcd-tls.sh \
 	tests/integration/elect.sh tests/integration/layers.sh tests/integration/fabric-attack.sh \
@@ -51,7 +51,7 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/cluster/kv-shard-events.sh tests/cluster/kv-drain-journal.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/etcdlib.sh tests/integration/wire.py \
-	tests/integration/resp-compat.py tests/integration/resp-py.py tests/redis \
+	tests/integration/resp-compat.py tests/integration/resp-py.py tests/redis tests/mooncake \
 	tests/integration/snapcopy.py tests/integration/kvevents.py tests/integration/kvflood.py \
 	tests/integration/fabric-link.py tests/integration/statusloop.py tests/cluster/kv-shard-events.py \
 	tests/cluster/lib.sh tests/cluster/pool.sh tests/tap.sh tests/tools/journal-tear.py \
