@@ -11,6 +11,6 @@ tests_bench_pool_bench_kv_SOURCES = tests/bench/bench_kv.c
 tests_bench_pool_bench_kv_CFLAGS = $(AM_CFLAGS) $(HIREDIS_CFLAGS)
 tests_bench_pool_bench_kv_LDADD = libpool/libpool.la $(HIREDIS_LIBS)
 endif
-EXTRA_DIST += tests/bench/kv.sh tests/bench/kv_python.py tests/bench/bench_kv.c tests/bench/kvevents.sh \
+EXTRA_DIST += tests/bench/kv.sh tests/bench/kv_python.py tests/bench/mooncake.sh tests/bench/mooncake.py tests/bench/bench_kv.c tests/bench/kvevents.sh \
 	tests/bench/resp.sh tests/bench/resp-cluster.sh tests/bench/resp-shards.sh tests/bench/kv-shards.sh \
 	tests/bench/kv-handover.sh tests/bench/kv-backup.sh tests/bench/kv-lru.sh tests/bench/kvcluster.sh
