@@ -621,6 +621,59 @@ int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len, st
 	return k == 0 ? -ENOSPC : 0;
 }
 
+/* The bytes of the lenders' memory ns's values may take (kv_pool_ok()). */
+static uint64_t kv_index_memory(struct poold *pd, const struct kv_ns *ns)
+{
+	struct lender_pool *lp;
+	uint64_t total = 0;
+
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
+		struct extent_stats st;
+
+		if (!kv_pool_ok(pd, ns, lp))
+			continue;
+		extent_stats(lp->alloc, &st);
+		total += st.size;
+	}
+	return total;
+}
+
+/*
+ * kv_place() that, when the lenders are full (not ns's capacity), makes
+ * room: values go one at a time, KV_EVICT_NOW at most, from the namespace
+ * holding most beyond its fair share of the lenders (kv_victim()), until
+ * this one fits. A namespace's own cold values or a greedier one's, never
+ * a namespace within its share: so a namespace can hold its capacity
+ * whatever the others put. An evicted value's extent comes back once its
+ * lender has scrubbed it: at once on this node, a message away on another;
+ * so the evictions stop, the value not placed, once they give back room
+ * for it and three more of its size (for the next puts, while the lenders
+ * scrub).
+ */
+int kv_place_evicting(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len,
+		      struct kv_val *v)
+{
+	uint64_t total = 0, freed = 0, want = kv_alloc_len(ns, len) * kv_ns_places(ns) * 4;
+	struct kv_ns *victim;
+	size_t tries = 0;
+	int rc;
+
+	while ((rc = kv_place(pd, ns, hash, len, v)) == -ENOSPC && tries++ < KV_EVICT_NOW &&
+	       freed < want) {
+		uint64_t before;
+
+		if (total == 0)
+			total = kv_index_memory(pd, ns);
+		if ((victim = kv_victim(pd, ns, total)) == NULL)
+			break;
+		before = victim->used;
+		if (!kv_evict_one(pd, victim))
+			break;
+		freed += before - victim->used;
+	}
+	return rc;
+}
+
 bool kv_node_up(struct poold *pd, uint32_t node)
 {
 	struct member *m = cluster_find(pd, node);
@@ -1147,7 +1200,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 		if (rc == 0)
 			rc = kv_make_room(pd, ns, need, !(ns->flags & HOLD_NS_NO_EVICT));
 		if (rc == 0)
-			rc = kv_place(pd, ns, h, size, &v);
+			rc = kv_place_evicting(pd, ns, h, size, &v);
 		if (rc < 0) {
 			e = *kv_slot(ns, key, klen, h);
 			if (e != NULL && kv_entry_unused(e))

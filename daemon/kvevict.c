@@ -120,6 +120,84 @@ bool kv_evict_one(struct poold *pd, struct kv_ns *ns)
 	return true;
 }
 
+/*
+ * Whether a and b keep their values in the same memory: the coordinator's
+ * lenders of a tier, or this owner's KV store (sharded).
+ */
+static bool kv_same_memory(const struct kv_ns *a, const struct kv_ns *b)
+{
+	return (a->flags & HOLD_NS_SHARDED) == (b->flags & HOLD_NS_SHARDED) &&
+	       kv_tier(a) == kv_tier(b);
+}
+
+static int kv_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The fair level of total bytes over the namespaces that share ns's memory:
+ * the L at which each holding min(its capacity, L) takes it all (max-min
+ * fairness), UINT64_MAX when their capacities fit in total together.
+ */
+static uint64_t kv_fair_level(struct poold *pd, const struct kv_ns *ns, uint64_t total)
+{
+	uint64_t *rooms, level = UINT64_MAX;
+	struct kv_ns *x;
+	size_t n = 0, i;
+
+	TAILQ_FOREACH(x, &pd->kv->list, entry)
+		n += kv_same_memory(x, ns);
+	rooms = calloc(n, sizeof(*rooms));
+	if (rooms == NULL)
+		return 0; /* (everyone over its share: the fullest namespace gives) */
+	n = 0;
+	TAILQ_FOREACH(x, &pd->kv->list, entry)
+		if (kv_same_memory(x, ns))
+			rooms[n++] = kv_ns_room(x);
+	qsort(rooms, n, sizeof(*rooms), kv_cmp_u64);
+	for (i = 0; i < n; i++) {
+		if (rooms[i] > total / (n - i)) {
+			level = total / (n - i);
+			break;
+		}
+		total -= rooms[i];
+	}
+	free(rooms);
+	return level;
+}
+
+/*
+ * Whose value goes when ns cannot place one because the memory its values
+ * live in (total bytes) is full, not its capacity: of the namespaces in
+ * that memory that evict, the one holding most beyond its fair share
+ * (min(capacity, kv_fair_level())), else ns itself when it evicts; NULL
+ * when none may give. So a namespace can always fill its capacity when
+ * the capacities fit the memory together, and its fair share when they do
+ * not, whatever the others hold; and one made with a capacity far beyond
+ * the memory (snapshot pages, 1 TiB) crowds out none.
+ */
+struct kv_ns *kv_victim(struct poold *pd, struct kv_ns *ns, uint64_t total)
+{
+	uint64_t level = kv_fair_level(pd, ns, total), over = 0, share;
+	struct kv_ns *x, *victim = NULL;
+
+	TAILQ_FOREACH(x, &pd->kv->list, entry) {
+		if (!kv_same_memory(x, ns) || (x->flags & KV_NS_KEEPS) || TAILQ_EMPTY(&x->lru))
+			continue;
+		share = MIN(kv_ns_room(x), level);
+		if (x->used > share && x->used - share > over) {
+			over = x->used - share;
+			victim = x;
+		}
+	}
+	if (victim == NULL && !(ns->flags & KV_NS_KEEPS))
+		victim = ns;
+	return victim;
+}
+
 /* The loop evicts what a reservation left over its namespace's capacity. */
 static void kv_evict_arm(struct poold *pd)
 {

@@ -442,6 +442,8 @@ struct kv_entry *kv_expire_now(struct poold *pd, struct kv_ns *ns, struct kv_ent
 struct lender_pool *kv_pick(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len,
 			    const uint32_t *avoid, size_t navoid);
 int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len, struct kv_val *v);
+int kv_place_evicting(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len,
+		      struct kv_val *v);
 bool kv_node_up(struct poold *pd, uint32_t node);
 bool kv_val_usable(struct poold *pd, const struct kv_val *v);
 int kv_pin(struct kv_ns *ns, struct kv_entry *e, uint32_t node, uint64_t session);
@@ -470,6 +472,9 @@ void kv_reap_close(struct poold *pd);
 int kv_reap_flush(struct poold *pd, struct kv_ns *ns);
 void kv_reap_drop(struct poold *pd, struct kv_ns *ns);
 bool kv_evict_one(struct poold *pd, struct kv_ns *ns);
+/* Namespaces whose values are never evicted for another's room. */
+#define KV_NS_KEEPS (HOLD_NS_NO_EVICT | HOLD_NS_DEDUP | HOLD_NS_PERSISTENT)
+struct kv_ns *kv_victim(struct poold *pd, struct kv_ns *ns, uint64_t total);
 /* kvowner.c: a poold's part of the sharded namespaces */
 /* A value coming in pieces from another poold: its namespace, reservation, bytes so far, key. */
 struct kv_part {

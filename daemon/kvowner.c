@@ -535,18 +535,21 @@ bool kvowner_quota_over(struct poold *pd, uint32_t uid, uint64_t need)
 
 /*
  * A place for a value of len bytes of ns, in this node's memory for its
- * shards; when that is full, ns's least recently used values go (unless
- * it never evicts). -ENOSPC when no room could be made.
+ * shards; when that is full, values go from the sharded namespace holding
+ * most beyond its fair share of it (kv_victim()): ns's own least recently
+ * used, or a greedier one's. -ENOSPC when no room could be made.
  */
 int kvowner_place(struct poold *pd, struct kv_ns *ns, uint64_t len, struct kv_val *v)
 {
 	uint64_t off, alen;
+	struct kv_ns *victim;
 	size_t tries = 0;
 	int rc;
 
 	memset(v, 0, sizeof(*v));
 	while ((rc = kvstore_alloc(pd, kv_alloc_len(ns, len), &off, &alen)) == -ENOSPC &&
-	       !(ns->flags & HOLD_NS_NO_EVICT) && tries++ < KV_EVICT_NOW && kv_evict_one(pd, ns))
+	       tries++ < KV_EVICT_NOW && (victim = kv_victim(pd, ns, pd->kv_arena.size)) != NULL &&
+	       kv_evict_one(pd, victim))
 		;
 	if (rc < 0)
 		return rc == -ENODEV ? -ENOSPC : rc;

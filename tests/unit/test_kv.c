@@ -1030,6 +1030,56 @@ static void test_extras(void)
 }
 
 /*
+ * When this node's lender (64 MiB) is full, a namespace under its capacity takes
+ * room from the one holding most beyond its fair share (max-min over the
+ * capacities: 16, 1024 and 1024 MiB over 64 MiB give 16, 24 and 24), or
+ * from its own values when none is over: a greedy namespace whose capacity
+ * is far beyond the memory never keeps another from its share.
+ */
+static void test_fair_shares(void)
+{
+	struct kv_ns *hog, *small, *late;
+	char key[16];
+	int i;
+
+	/* (a lender on this node: an evicted value's extent is scrubbed and back at once) */
+	cores_open(&pd, 0);
+	cores_lender_add(&pd, 1);
+	hog = ns_new("hog", 1024 * MiB);
+	small = ns_new("small", 16 * MiB);
+	late = ns_new("late", 1024 * MiB);
+	for (i = 0; i < 70; i++) { /* its own cold values go past the memory */
+		snprintf(key, sizeof(key), "h%d", i);
+		put_any(hog, 1, key, MiB);
+	}
+	CU_ASSERT_EQUAL(hog->evictions, 6);
+	CU_ASSERT_EQUAL(hog->used, 64 * MiB);
+	for (i = 0; i < 16; i++) {
+		snprintf(key, sizeof(key), "s%d", i);
+		put_any(small, 1, key, MiB);
+	}
+	CU_ASSERT_EQUAL(small->used, 16 * MiB);
+	CU_ASSERT_EQUAL(hog->evictions, 22);
+	for (i = 0; i < 24; i++) {
+		snprintf(key, sizeof(key), "l%d", i);
+		put_any(late, 1, key, MiB);
+	}
+	CU_ASSERT_EQUAL(late->used, 24 * MiB);
+	CU_ASSERT_EQUAL(hog->used, 24 * MiB);
+	/* All at their shares: each gives its own. */
+	put_any(hog, 1, "h-more", MiB);
+	put_any(late, 1, "l-more", MiB);
+	CU_ASSERT_EQUAL(hog->used, 24 * MiB);
+	CU_ASSERT_EQUAL(late->used, 24 * MiB);
+	CU_ASSERT_EQUAL(small->evictions, 0);
+	CU_ASSERT_EQUAL(small->used, 16 * MiB);
+	CU_ASSERT_EQUAL(op(small, 2, KV_EXISTS, "s0", 0, NULL), 0);
+	CU_ASSERT_EQUAL(op(late, 2, KV_EXISTS, "l1", 0, NULL), 0);
+	CU_ASSERT_EQUAL(op(late, 2, KV_EXISTS, "l0", 0, NULL), -ENOENT);
+	index_free();
+}
+
+/*
  * A large value put into a full namespace of small ones: its reservation
  * evicts KV_EVICT_NOW values itself and takes its room over the capacity;
  * another that would take it further over fails meanwhile; the loop evicts
@@ -1260,6 +1310,7 @@ int main(void)
 	    {"the sweep looks at a bounded part of the keys", test_sweep_bounded},
 	    {"a lender lost in the middle of a flush", test_lost_mid_flush},
 	    {"a large value's evictions are done by the loop", test_evict_sliced},
+	    {"a full lender is shared fairly between namespaces", test_fair_shares},
 	    {"a ledger pass in slices while values come and go", test_ledger_sliced},
 	    {"the index grows a bucket at a time", test_index_grows_by_buckets},
 	    {"the index takes 128 bytes a key at most", test_index_compact},
