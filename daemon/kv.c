@@ -405,9 +405,11 @@ void kv_val_out(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 /* A key's value is gone, not replaced: routers are told (in a flush, at once, by kv_ns_flush()). */
 void kv_retire_val(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 {
+	bool pmem = e->val.pmem;
+
 	kv_val_out(pd, ns, e);
 	if (!ns->flushing)
-		kv_ev_removed(pd, ns, kv_entry_key(e), e->klen);
+		kv_ev_removed(pd, ns, kv_entry_key(e), e->klen, pmem);
 }
 
 /* Take a pending value out of the index, kept (pinned by its writer) until the writer is done. */
@@ -1256,7 +1258,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 		struct kv_write *w = e != NULL ? kv_pending(e) : NULL;
 		struct kv_zombie *z;
 		int64_t ttl;
-		bool fresh;
+		bool fresh, was_pmem;
 
 		if (e != NULL && op == KV_RELEASE && e->x != NULL &&
 		    kv_unpin(&e->x->pins, who->node, who->session, version)) {
@@ -1293,6 +1295,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			 */
 			ttl = e->has_val ? kv_expire_at(e) : 0;
 			fresh = !e->has_val;
+			was_pmem = e->has_val && e->val.pmem;
 			if (e->has_val)
 				kv_val_out(pd, ns, e);
 			e->val = w->val;
@@ -1309,7 +1312,9 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			 */
 			kv_tell(pd, ns, e);
 			if (fresh)
-				kv_ev_stored(pd, ns, kv_entry_key(e), e->klen);
+				kv_ev_stored(pd, ns, kv_entry_key(e), e->klen, e->val.pmem);
+			else if (was_pmem != e->val.pmem) /* a spilled key written again */
+				kv_ev_moved(pd, ns, e);
 			kv_result(res, 0, &e->val, KV_PLACES_WRITE_ONE);
 			return 1;
 		}

@@ -20,6 +20,11 @@
  * last 8 bytes, big-endian: what vLLM sends by default, its
  * maybe_convert_block_hash()) or as the key bytes themselves.
  *
+ * The medium is kv_events.medium for values in DRAM and STORAGE (vLLM's
+ * name for its storage tiers) for values in the pmem tier: a value spilled
+ * there is a BlockRemoved of the one and a BlockStored of the other, and a
+ * promotion back the reverse, so a router that weighs tiers knows which.
+ *
  * The keys of one request are one event, in the order the client gave them:
  * a router that keeps a prefix tree takes them as a chain, which is what an
  * engine storing a prompt's blocks in one batch means. An event cut for
@@ -77,6 +82,7 @@
  * disconnect empties (zmqgate.c). A router subscribes to one topic.
  */
 #define KVEV_SUB_IN_MAX (32u << 10)
+#define KVEV_MEDIUM_PMEM "STORAGE" /* vLLM's MEDIUM_STORAGE */
 
 enum { KVEV_PUB, KVEV_REPLAY }; /* the sockets, as zmqgate's */
 
@@ -99,8 +105,9 @@ struct kvev {
 	void *ctx, *pub, *replay;
 	struct zmqgate *gate[2]; /* KVEV_PUB, KVEV_REPLAY */
 	struct event *flush_ev, *replay_ev;
-	/* the event being gathered: its kind and hashes, packed */
+	/* the event being gathered: its kind, tier and hashes, packed */
 	enum kvev_kind kind;
+	bool pmem;
 	msgpack_sbuffer hashes;
 	uint32_t nhashes;
 	uint8_t parent[POOL_KV_KEY_MAX]; /* an event cut for size goes on from its last key */
@@ -204,7 +211,7 @@ static void kvev_close_event(struct poold *pd)
 		msgpack_pack_nil(&pk);
 	}
 	kvev_pack_field(&pk, conf, "medium");
-	kvev_pack_nullable_str(&pk, conf->kv_events_medium);
+	kvev_pack_nullable_str(&pk, ev->pmem ? KVEV_MEDIUM_PMEM : conf->kv_events_medium);
 	if (stored) {
 		kvev_pack_field(&pk, conf, "lora_name");
 		msgpack_pack_nil(&pk);
@@ -352,12 +359,13 @@ static struct kvev *kvev_of(struct poold *pd, const char *ns)
 	return pd->kvev;
 }
 
-static void kvev_add(struct poold *pd, enum kvev_kind kind, const uint8_t *key, size_t klen)
+static void kvev_add(struct poold *pd, enum kvev_kind kind, bool pmem, const uint8_t *key,
+		     size_t klen)
 {
 	struct kvev *ev = pd->kvev;
 	msgpack_packer pk;
 
-	if (ev->kind != kind) {
+	if (ev->kind != kind || ev->pmem != pmem) {
 		kvev_close_event(pd);
 		ev->has_parent = false;
 	}
@@ -372,6 +380,7 @@ static void kvev_add(struct poold *pd, enum kvev_kind kind, const uint8_t *key, 
 		}
 	}
 	ev->kind = kind;
+	ev->pmem = pmem;
 	msgpack_packer_init(&pk, &ev->hashes, kvev_write);
 	kvev_pack_hash(&pk, pd->conf, key, klen);
 	ev->nhashes++;
@@ -380,18 +389,29 @@ static void kvev_add(struct poold *pd, enum kvev_kind kind, const uint8_t *key, 
 	kvev_schedule(ev);
 }
 
-/* A key of namespace ns became present. */
-void kvev_stored(struct poold *pd, const char *ns, const uint8_t *key, size_t klen)
+/* A key of namespace ns became present (its value in the pmem tier, or DRAM). */
+void kvev_stored(struct poold *pd, const char *ns, const uint8_t *key, size_t klen, bool pmem)
 {
 	if (kvev_of(pd, ns) != NULL && klen <= POOL_KV_KEY_MAX)
-		kvev_add(pd, KVEV_STORED, key, klen);
+		kvev_add(pd, KVEV_STORED, pmem, key, klen);
 }
 
-/* A key of namespace ns is gone. */
-void kvev_removed(struct poold *pd, const char *ns, const uint8_t *key, size_t klen)
+/* A key of namespace ns is gone (its value was in the pmem tier, or DRAM). */
+void kvev_removed(struct poold *pd, const char *ns, const uint8_t *key, size_t klen, bool pmem)
 {
 	if (kvev_of(pd, ns) != NULL && klen <= POOL_KV_KEY_MAX)
-		kvev_add(pd, KVEV_REMOVED, key, klen);
+		kvev_add(pd, KVEV_REMOVED, pmem, key, klen);
+}
+
+/* A key's value moved to the pmem tier (to_pmem) or back to DRAM: gone from one, in the other. */
+void kvev_moved(struct poold *pd, const char *ns, const uint8_t *key, size_t klen, bool to_pmem)
+{
+	if (kvev_of(pd, ns) == NULL || klen > POOL_KV_KEY_MAX)
+		return;
+	kvev_add(pd, KVEV_REMOVED, !to_pmem, key, klen);
+	kvev_end(pd);
+	kvev_add(pd, KVEV_STORED, to_pmem, key, klen);
+	kvev_end(pd); /* (not a chain: a key of its own) */
 }
 
 /* Every key of namespace ns is gone (flushed or dropped). */

@@ -54,18 +54,27 @@ static bool kvevshards_tells(struct poold *pd, const struct kv_ns *ns, const uin
 	return kvowner_bit(stored ? pd->kv->ev_told : pd->kv->ev_known, s);
 }
 
-/* A key of ns became present here. */
-void kv_ev_stored(struct poold *pd, const struct kv_ns *ns, const uint8_t *key, size_t klen)
+/* A key of ns became present here (its value in the pmem tier, or DRAM). */
+void kv_ev_stored(struct poold *pd, const struct kv_ns *ns, const uint8_t *key, size_t klen,
+		  bool pmem)
 {
 	if (kvevshards_tells(pd, ns, key, klen, true))
-		kvev_stored(pd, ns->name, key, klen);
+		kvev_stored(pd, ns->name, key, klen, pmem);
 }
 
-/* A key of ns is gone from here. */
-void kv_ev_removed(struct poold *pd, const struct kv_ns *ns, const uint8_t *key, size_t klen)
+/* A key of ns is gone from here (its value was in the pmem tier, or DRAM). */
+void kv_ev_removed(struct poold *pd, const struct kv_ns *ns, const uint8_t *key, size_t klen,
+		   bool pmem)
 {
 	if (kvevshards_tells(pd, ns, key, klen, false))
-		kvev_removed(pd, ns->name, key, klen);
+		kvev_removed(pd, ns->name, key, klen, pmem);
+}
+
+/* e's value went to the other tier: spilled to pmem, or promoted back to DRAM. */
+void kv_ev_moved(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e)
+{
+	if (kvevshards_tells(pd, ns, kv_entry_key(e), e->klen, true))
+		kvev_moved(pd, ns->name, kv_entry_key(e), e->klen, e->val.pmem);
 }
 
 /* The walk is over: what it withdrew is not told of any more. */
@@ -107,10 +116,10 @@ static void kvevshards_walk(evutil_socket_t fd, short what, void *arg)
 			if (!e->has_val || !kvowner_bit(kv->ev_walk, s))
 				continue;
 			if (kvowner_bit(kv->ev_told, s)) {
-				kvev_stored(pd, ns->name, kv_entry_key(e), e->klen);
+				kvev_stored(pd, ns->name, kv_entry_key(e), e->klen, e->val.pmem);
 				kvev_end(pd); /* (not a chain: a key of its own) */
 			} else {
-				kvev_removed(pd, ns->name, kv_entry_key(e), e->klen);
+				kvev_removed(pd, ns->name, kv_entry_key(e), e->klen, e->val.pmem);
 			}
 		}
 	}

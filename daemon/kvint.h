@@ -522,8 +522,11 @@ static inline void kvowner_set(uint8_t *bits, uint32_t shard, bool on)
 bool kv_reap(struct poold *pd, size_t max, uint64_t budget_us);
 
 /* kvevshards.c: the events of a sharded namespace, those of the shards this poold owns */
-void kv_ev_stored(struct poold *pd, const struct kv_ns *ns, const uint8_t *key, size_t klen);
-void kv_ev_removed(struct poold *pd, const struct kv_ns *ns, const uint8_t *key, size_t klen);
+void kv_ev_stored(struct poold *pd, const struct kv_ns *ns, const uint8_t *key, size_t klen,
+		  bool pmem);
+void kv_ev_removed(struct poold *pd, const struct kv_ns *ns, const uint8_t *key, size_t klen,
+		   bool pmem);
+void kv_ev_moved(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e);
 void kvevshards_map(struct poold *pd, const struct kv_shard_map *map);
 int kvevshards_open(struct poold *pd);
 bool kv_reap_settle(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who,

@@ -275,7 +275,7 @@ int kv_adopt(struct poold *pd, uint32_t node, const struct ledger_extent *at,
 		ns->used += alen;
 	ns->next_version = MAX(ns->next_version, rec->version);
 	if (fresh) { /* a key of its own: no chain is known */
-		kv_ev_stored(pd, ns, key, klen);
+		kv_ev_stored(pd, ns, key, klen, e->val.pmem);
 		kvev_end(pd);
 	}
 	return 0;

@@ -219,6 +219,7 @@ static void kv_moved(struct poold *pd, void *arg, int rc)
 			else
 				ns->promotions++;
 			kv_tell(pd, ns, e);
+			kv_ev_moved(pd, ns, e);
 			goto out;
 		}
 	}

@@ -1124,8 +1124,9 @@ void coordlink_fail(struct poold *pd, uint32_t node);
  */
 int kvev_open(struct poold *pd);
 void kvev_close(struct poold *pd);
-void kvev_stored(struct poold *pd, const char *ns, const uint8_t *key, size_t klen);
-void kvev_removed(struct poold *pd, const char *ns, const uint8_t *key, size_t klen);
+void kvev_stored(struct poold *pd, const char *ns, const uint8_t *key, size_t klen, bool pmem);
+void kvev_removed(struct poold *pd, const char *ns, const uint8_t *key, size_t klen, bool pmem);
+void kvev_moved(struct poold *pd, const char *ns, const uint8_t *key, size_t klen, bool to_pmem);
 void kvev_cleared(struct poold *pd, const char *ns);
 void kvev_end(struct poold *pd);
 struct kvev_stats {

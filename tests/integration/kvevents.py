@@ -285,5 +285,51 @@ def case_hostile():
     ctx.destroy(linger=0)
 
 
+def case_tiers():
+    """Values that spill to the pmem tier go from medium CPU to STORAGE (vLLM's
+    names: a BlockRemoved of the one, a BlockStored of the other), and back on a
+    promotion; a remove of a spilled value is a BlockRemoved of STORAGE. The index
+    the events build, key by medium, ends as poold's stats say."""
+    p = pool.Pool()
+    sub = Subscriber()
+    settle(sub)
+    kv = p.kv(NS)
+    big = keys_of(6, b"t")
+    for k in big:  # 6 values of 300K through a 1M namespace: the oldest spill
+        kv.put(k, b"s" * (300 << 10))
+
+    def index(events):
+        where = {}
+        for e in events:
+            medium = e["medium"] if FORMAT == "map" else e[-2 if kind(e) == "BlockStored" else -1]
+            for h in hashes(e):
+                if kind(e) == "BlockStored":
+                    assert h not in where, "stored twice: %r" % e
+                    where[h] = medium
+                elif kind(e) == "BlockRemoved":
+                    assert where.pop(h, None) == medium, "removed from where it was not: %r" % e
+        return where
+
+    spilled = lambda ev: [h for h, m in index(ev).items() if m == "STORAGE"]  # noqa: E731
+    sub.poll_until(lambda ev: len(spilled(ev)) >= 2)
+    moved = spilled(sub.events())
+    assert len(moved) >= 2, index(sub.events())
+    first = next(k for k in big if block_hash(k) == moved[0])
+    assert kv.get(first) == b"s" * (300 << 10)  # a hit on a spilled value promotes it
+    sub.poll_until(lambda ev: index(ev).get(moved[0]) == "CPU")
+    assert index(sub.events()).get(moved[0]) == "CPU", index(sub.events())
+    gone = next(k for k in big if index(sub.events()).get(block_hash(k)) == "STORAGE")
+    kv.remove(gone)
+    sub.poll_until(lambda ev: block_hash(gone) not in index(ev))
+    where = index(sub.events())
+    assert block_hash(gone) not in where and removed([gone], "STORAGE") in sub.events()
+    assert sorted(where) == sorted(block_hash(k) for k in big if k != gone), where
+    stats = os.popen("%s --json kv stats %s" % (os.environ["POOLCTL"], NS)).read()
+    print("tiers: %d of 6 keys in STORAGE, %d in CPU; %s" % (
+        sum(m == "STORAGE" for m in where.values()), sum(m == "CPU" for m in where.values()),
+        stats.strip()[:200]))
+    sub.close()
+
+
 {"events": case_events, "replay": case_replay, "gap": case_gap,
- "hostile": case_hostile}[CASE]()
+ "hostile": case_hostile, "tiers": case_tiers}[CASE]()

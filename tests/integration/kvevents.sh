@@ -1,8 +1,9 @@
 #!/bin/bash
 # KV events in vLLM's format (kvevents.c), taken as vLLM's own subscriber
 # takes them, with python3-zmq and python3-msgpack: the events of puts,
-# overwrites, removes, evictions and flushes, byte for byte; replay; a
-# subscriber too slow to keep up; hostile peers on the sockets.
+# overwrites, removes, evictions and flushes, byte for byte; spills to the
+# pmem tier and promotions as changes of medium; replay; a subscriber too
+# slow to keep up; hostile peers on the sockets.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 PY=/usr/bin/python3
 if ! "$PY" -c 'import zmq, msgpack' 2>/dev/null; then
@@ -58,6 +59,15 @@ fds1=$(poold_fds) rss1=$(poold_rss)
 check "poold's fds are flat after the hostile peers left ($fds0 -> $fds1)" test "$fds1" -le "$((fds0 + 2))"
 check "poold's RSS is flat after the hostile peers left ($rss0 -> $rss1 KiB)" test "$rss1" -le "$((rss0 + 8192))"
 check "poold still serves" "$POOLCTL" status
+pool_stop || not_ok "poold stops cleanly"
+
+# A pmem tier: values that spill there, and come back, change medium.
+pool_start -o lend.size=256M -o pmem.path="$TEST_DIR/pmem" -o pmem.size=64M \
+	-o kv_events.endpoint="$pub" -o kv_events.replay_endpoint="$replay" \
+	-o kv_events.namespace=llm -o kv_events.topic=kv-events || exit 1
+"$POOLCTL" kv create llm 1M >/dev/null || not_ok "kv create llm (dram+pmem)"
+check "spills and promotions move keys between media CPU and STORAGE" case_py tiers "$pub" "$replay" llm
+cat "$TEST_DIR/out"
 pool_stop || not_ok "poold stops cleanly"
 
 # The arrays of vLLM before its map encoding, the keys as bytes.
