@@ -87,7 +87,7 @@ fi
 echo "## one node: KV cache (poold, lend 3G, namespace of 1G) vs redis-server $("$REDIS" --version 2>/dev/null | sed 's/.*v=\([^ ]*\).*/\1/') (unix socket; TCP on 127.0.0.1)"
 "$bench" -n kvbench -T "$t" "${targets[@]}" | tee "$sn/single.out" || { cat "$sn/poold.log"; exit 1; }
 if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
-	echo "## the same batches of 256 KiB from Python (pool.KV, numpy arrays in and out) vs the C client (above, and again after)"
+	echo "## the same batches of 256 KiB from Python (pool.KV, numpy arrays in and out; tier-: pool.vllm's secondary tier, 32-block jobs) vs the C client (above, and again after)"
 	# The C client's 256 KiB points again, right after: both then overwrite
 	# memory that earlier versions touched, where the first pass above
 	# partly ran on memory never touched yet (see doc/benchmarks.md).
@@ -96,8 +96,9 @@ if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
 	"$bench" -n kvbench -T "$t" -S 256K >"$sn/again.out" || { cat "$sn/poold.log"; exit 1; }
 	awk 'FILENAME == ARGV[1] { if ($1 == 262144) c1[$2] = $4; next }
 	     FILENAME == ARGV[2] { if ($1 == 262144) c2[$2] = $4; next }
-	     FNR == 1 { printf "%-5s %13s %13s %9s %7s\n", "op", "C GB/s first", "C GB/s again", "Py GB/s", "Py/C" }
-	     { printf "%-5s %13.2f %13.2f %9.2f %7.2f\n", $1, c1[$1], c2[$1], $3, (c2[$1] > 0 ? $3 / c2[$1] : 0) }' \
+	     FNR == 1 { printf "%-10s %13s %13s %9s %7s\n", "op", "C GB/s first", "C GB/s again", "Py GB/s", "Py/C" }
+	     { c = $1 == "tier-store" ? "mput" : $1 == "tier-load" ? "mget" : $1
+	       printf "%-10s %13.2f %13.2f %9.2f %7.2f\n", $1, c1[c], c2[c], $3, (c2[c] > 0 ? $3 / c2[c] : 0) }' \
 		"$sn/single.out" "$sn/again.out" "$sn/python.out"
 else
 	echo "kv.sh: /usr/bin/python3 has no numpy: Python column skipped"
