@@ -27,7 +27,8 @@ SHARED_ID = "0"
 RECORD_MAX = 2048  # of a record: four replicas on segments of 253-byte names fit
 REPLICAS_MAX = 4
 REQUEST_KEYS = 1024  # keys per directory request (pool._adapter's)
-_REGISTRY = b"\0mooncake-segments"  # directory key: "ID HOSTNAME" per mounted segment
+_REGISTRY = b"\0mooncake-segments"  # directory key: "ID HOSTNAME PROCESS" per mounted segment
+_OWNER = b"\0mooncake-owner"  # a segment's own key: the PROCESS that mounted it
 _REGISTRY_MAX = 1 << 20
 _REGISTRY_FRESH = 1.0  # seconds a read of the registry is used for placement
 
@@ -105,6 +106,8 @@ class Segments:
                 raise
             self._own_id = SHARED_ID
         self.own = self._pool.kv(self._name(self._own_id))
+        if self._own_id != SHARED_ID:
+            self.own.put(_OWNER, (_process("self") or "-").encode())
         self._register(True)
 
     def unmount(self):
@@ -127,6 +130,21 @@ class Segments:
             except PoolError as e:
                 if e.code != -errno.ENOENT:
                     raise
+
+    def _reap(self, sid, process):
+        """Drop segment sid of a process of this machine that ended, if the segment
+        itself says that process made it: a registry line is anyone's who may write
+        the directory, the segment's own key only its maker's (and the pool admins'),
+        so a line cannot make a store drop a live segment it names falsely. A caller
+        that may not read or drop it leaves it."""
+        try:
+            with self._pool.kv(self._name(sid)) as kv:
+                made_by = kv.get_batch([_OWNER], 256)[0]
+            if made_by == process.encode():
+                self._pool.drop_kv(self._name(sid))
+        except PoolError as e:
+            if e.code not in (-errno.ENOENT, -errno.EACCES, -errno.EPERM):
+                raise
 
     # ---- the registry of mounted segments: "ID HOSTNAME PROCESS" lines
 
@@ -151,7 +169,7 @@ class Segments:
             else:
                 self.directory.remove(_REGISTRY)
             for s in dead:
-                self._drop(s[0])
+                self._reap(s[0], s[2])
             if (me in self._read_registry()) == mounted:
                 break
         self._registry = (0.0, [])

@@ -204,3 +204,34 @@ def test_killed_store_segment_dropped():
     assert s.get("k") == b""
     s.close()
     p.close()
+
+
+def test_forged_registry_line_drops_nothing():
+    """A registry line is anyone's who may write the directory: one naming a live
+    segment as a dead process's does not make the next setup drop it."""
+    from pool._mooncake_segments import _BOOT, _REGISTRY
+    code = ("import time\n"
+            "from pool.mooncake import MooncakeDistributedStore\n"
+            "s = MooncakeDistributedStore()\n"
+            "assert s.setup('h:1', 'm', 8 << 20, 1 << 20, 'tcp', '', 'm', tenant_id='forge') == 0\n"
+            "assert s.put('k', b'v') == 0\n"
+            "print(s._segs.id, flush=True)\n"
+            "time.sleep(60)\n")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        sid = child.stdout.readline().strip()
+        p = pool.Pool()
+        directory = p.kv("mooncake-forge")
+        lines = directory.get_batch([_REGISTRY], 1 << 20)[0]
+        directory.put(_REGISTRY, lines + ("\n%s h:1 %s:999999999:1" % (sid, _BOOT)).encode())
+        s = MooncakeDistributedStore()
+        assert s.setup("h:2", "m", 8 << 20, 1 << 20, "tcp", "", "m", tenant_id="forge") == 0
+        p.kv("mooncake-forge." + sid).close()  # still there
+        assert s.get("k") == b"v"
+        s.close()
+        directory.close()
+        p.close()
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+

@@ -31,5 +31,23 @@ except pool.PoolError as e:
 else:
     raise SystemExit("opened")'
 	check_out "^refused: " "with poold's message"
+	# A tenant that may not make namespaces: its stores mount the shared segment an
+	# operator made, which their close leaves; their setup drops no one's segment.
+	"$POOLCTL" kv create mooncake-shared 64M mode=0666 >/dev/null &&
+		"$POOLCTL" kv create mooncake-shared.0 64M mode=0666 >/dev/null || not_ok "kv create mooncake-shared"
+	check "uid nobody's Mooncake stores use the operator's shared segment" as_nobody \
+		"${PYENV[@]}" POOL_SOCKET="$POOL_SOCKET" "$PY" -c '
+from pool.mooncake import MooncakeDistributedStore
+a, b = MooncakeDistributedStore(), MooncakeDistributedStore()
+assert a.setup("h:1", "m", 16 << 20, 1 << 20, "tcp", "", "m", tenant_id="shared") == 0
+assert a._segs.own.namespace == "mooncake-shared.0"
+assert a.put("k", b"v") == 0 and a.get("k") == b"v"
+a.close()
+assert b.setup("h:2", "m", 16 << 20, 1 << 20, "tcp", "", "m", tenant_id="shared") == 0
+assert b.get("k") == b"v", "the shared segment went with a store"
+b.close()
+print("shared segment kept")'
+	check_out "^shared segment kept" "and keeps it"
+	check "the shared segment is still there" "$POOLCTL" kv stats mooncake-shared.0
 fi
 pool_done
