@@ -48,7 +48,8 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/cluster/trust.sh tests/cluster/tls.sh tests/cluster/fence.sh tests/cluster/chunks.sh tests/cluster/kv-bulk.sh \
 	tests/cluster/xfer.sh tests/cluster/kv-shards.sh tests/cluster/kv-sharded.sh \
 	tests/cluster/kv-handover.sh tests/cluster/kv-backup.sh tests/cluster/kv-backup-stale.sh \
-	tests/cluster/kv-shard-events.sh tests/cluster/kv-drain-journal.sh
+	tests/cluster/kv-shard-events.sh tests/cluster/kv-drain-journal.sh \
+	tests/cluster/kv-share.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/etcdlib.sh tests/integration/wire.py \
 	tests/integration/resp-compat.py tests/integration/resp-py.py tests/integration/kv-share.py \
