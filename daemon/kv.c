@@ -655,7 +655,7 @@ static uint64_t kv_index_memory(struct poold *pd, const struct kv_ns *ns)
 int kv_place_evicting(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len,
 		      struct kv_val *v)
 {
-	uint64_t total = 0, freed = 0, want = kv_alloc_len(ns, len) * kv_ns_places(ns) * 4;
+	uint64_t level = 0, freed = 0, want = kv_alloc_len(ns, len) * kv_ns_places(ns) * 4;
 	struct kv_ns *victim;
 	size_t tries = 0;
 	int rc;
@@ -664,9 +664,9 @@ int kv_place_evicting(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_
 	       freed < want) {
 		uint64_t before;
 
-		if (total == 0)
-			total = kv_index_memory(pd, ns);
-		if ((victim = kv_victim(pd, ns, total)) == NULL)
+		if (tries == 1) /* (the shares do not change while this evicts) */
+			level = kv_fair_level(pd, ns, kv_index_memory(pd, ns));
+		if ((victim = kv_victim(pd, ns, level)) == NULL)
 			break;
 		before = victim->used;
 		if (!kv_evict_one(pd, victim))

@@ -142,7 +142,7 @@ static int kv_cmp_u64(const void *a, const void *b)
  * the L at which each holding min(its capacity, L) takes it all (max-min
  * fairness), UINT64_MAX when their capacities fit in total together.
  */
-static uint64_t kv_fair_level(struct poold *pd, const struct kv_ns *ns, uint64_t total)
+uint64_t kv_fair_level(struct poold *pd, const struct kv_ns *ns, uint64_t total)
 {
 	uint64_t *rooms, level = UINT64_MAX;
 	struct kv_ns *x;
@@ -171,17 +171,18 @@ static uint64_t kv_fair_level(struct poold *pd, const struct kv_ns *ns, uint64_t
 
 /*
  * Whose value goes when ns cannot place one because the memory its values
- * live in (total bytes) is full, not its capacity: of the namespaces in
- * that memory that evict, the one holding most beyond its fair share
- * (min(capacity, kv_fair_level())), else ns itself when it evicts; NULL
+ * live in is full, not its capacity: of the namespaces in that memory that
+ * evict, the one holding most beyond its fair share (min(capacity, level),
+ * level being kv_fair_level()'s of that memory, which the caller works out
+ * once for all the values it evicts), else ns itself when it evicts; NULL
  * when none may give. So a namespace can always fill its capacity when
  * the capacities fit the memory together, and its fair share when they do
  * not, whatever the others hold; and one made with a capacity far beyond
  * the memory (snapshot pages, 1 TiB) crowds out none.
  */
-struct kv_ns *kv_victim(struct poold *pd, struct kv_ns *ns, uint64_t total)
+struct kv_ns *kv_victim(struct poold *pd, struct kv_ns *ns, uint64_t level)
 {
-	uint64_t level = kv_fair_level(pd, ns, total), over = 0, share;
+	uint64_t over = 0, share;
 	struct kv_ns *x, *victim = NULL;
 
 	TAILQ_FOREACH(x, &pd->kv->list, entry) {

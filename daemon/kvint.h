@@ -474,7 +474,8 @@ void kv_reap_drop(struct poold *pd, struct kv_ns *ns);
 bool kv_evict_one(struct poold *pd, struct kv_ns *ns);
 /* Namespaces whose values are never evicted for another's room. */
 #define KV_NS_KEEPS (HOLD_NS_NO_EVICT | HOLD_NS_DEDUP | HOLD_NS_PERSISTENT)
-struct kv_ns *kv_victim(struct poold *pd, struct kv_ns *ns, uint64_t total);
+uint64_t kv_fair_level(struct poold *pd, const struct kv_ns *ns, uint64_t total);
+struct kv_ns *kv_victim(struct poold *pd, struct kv_ns *ns, uint64_t level);
 /* kvowner.c: a poold's part of the sharded namespaces */
 /* A value coming in pieces from another poold: its namespace, reservation, bytes so far, key. */
 struct kv_part {

@@ -541,16 +541,19 @@ bool kvowner_quota_over(struct poold *pd, uint32_t uid, uint64_t need)
  */
 int kvowner_place(struct poold *pd, struct kv_ns *ns, uint64_t len, struct kv_val *v)
 {
-	uint64_t off, alen;
+	uint64_t off, alen, level = 0;
 	struct kv_ns *victim;
 	size_t tries = 0;
 	int rc;
 
 	memset(v, 0, sizeof(*v));
 	while ((rc = kvstore_alloc(pd, kv_alloc_len(ns, len), &off, &alen)) == -ENOSPC &&
-	       tries++ < KV_EVICT_NOW && (victim = kv_victim(pd, ns, pd->kv_arena.size)) != NULL &&
-	       kv_evict_one(pd, victim))
-		;
+	       tries++ < KV_EVICT_NOW) {
+		if (tries == 1) /* (the shares do not change while this evicts) */
+			level = kv_fair_level(pd, ns, pd->kv_arena.size);
+		if ((victim = kv_victim(pd, ns, level)) == NULL || !kv_evict_one(pd, victim))
+			break;
+	}
 	if (rc < 0)
 		return rc == -ENODEV ? -ENOSPC : rc;
 	*v = (struct kv_val){
