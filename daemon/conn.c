@@ -54,12 +54,24 @@ struct conn {
 	unsigned read_timeout_ms, write_timeout_ms; /* 0: none */
 };
 
+/*
+ * A plain socket is closed here, not where libevent would close it: it
+ * finalizes a freed bufferevent on a later turn of the loop, and a loop
+ * that accepts a burst of links and closes as many to make room (coord.c)
+ * would hold both until then, over the bound it keeps.
+ */
 static void conn_release(struct conn *c)
 {
 	if (c->bev != NULL) {
+		evutil_socket_t fd = c->plain ? bufferevent_getfd(c->bev) : -1;
+
 		heap_trim_soon(bufferevent_get_base(c->bev));
+		if (fd >= 0)
+			bufferevent_setfd(c->bev, -1);
 		bufferevent_free(c->bev);
 		c->bev = NULL;
+		if (fd >= 0)
+			evutil_closesocket(fd);
 	}
 	if (c->refs == 0)
 		free(c);
