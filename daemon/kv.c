@@ -157,6 +157,19 @@ struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_t klen,
 	return e;
 }
 
+/* A namespace's lists, empty. */
+void kv_ns_lists_init(struct kv_ns *ns)
+{
+	TAILQ_INIT(&ns->lru);
+	TAILQ_INIT(&ns->plru);
+	TAILQ_INIT(&ns->soft);
+	TAILQ_INIT(&ns->hard);
+	TAILQ_INIT(&ns->rvol);
+	TAILQ_INIT(&ns->zombies);
+	TAILQ_INIT(&ns->vol);
+	TAILQ_INIT(&ns->held);
+}
+
 /* A new namespace; NULL without memory. */
 struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capacity)
 {
@@ -172,11 +185,7 @@ struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capacity)
 	ns->replicas = 1;
 	ns->mode = 0666; /* poold's own (RESP, snapshot pages) and older ones: open to all */
 	ns->nbuckets = ns->low = KV_BUCKETS0;
-	TAILQ_INIT(&ns->lru);
-	TAILQ_INIT(&ns->plru);
-	TAILQ_INIT(&ns->zombies);
-	TAILQ_INIT(&ns->vol);
-	TAILQ_INIT(&ns->held);
+	kv_ns_lists_init(ns);
 	TAILQ_INSERT_TAIL(&pd->kv->list, ns, entry);
 	return ns;
 }
@@ -193,7 +202,7 @@ struct kv_extra *kv_extra(struct kv_entry *e)
 void kv_extra_trim(struct kv_entry *e)
 {
 	if (e->x == NULL || e->is_held || e->x->pending != NULL || e->x->pins != NULL ||
-	    e->x->expire_ms != 0 || e->x->recopy_at != 0)
+	    e->x->expire_ms != 0 || e->x->recopy_at != 0 || e->x->retain_until != 0)
 		return;
 	free(e->x);
 	e->x = NULL;
@@ -387,7 +396,8 @@ void kv_val_out(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 		ns->leaving -= e->val.alen;
 	e->moving = false;
 	e->has_val = false;
-	kv_set_expire(ns, e, 0); /* a key's expiry is its value's: only a value has one */
+	kv_set_expire(ns, e, 0); /* a key's expiry and retention are its value's */
+	kv_retain_end(ns, e);
 	pins = kv_pins(e);
 	if (e->x != NULL)
 		e->x->pins = NULL;
@@ -1059,6 +1069,7 @@ void kv_sweep(struct poold *pd)
 			kv_expire_entry(pd, ns, e, now);
 		}
 	kv_expire_cycle(pd);
+	kv_retain_cycle(pd);
 	pd->kv->recopies = 0;
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
 		n += kv_sweep_copies(pd, ns);
@@ -1095,11 +1106,7 @@ int kv_open(struct poold *pd, kv_defined_cb defined)
 		return -ENOMEM;
 	}
 	pd->kv->orphans->nbuckets = pd->kv->orphans->low = 1;
-	TAILQ_INIT(&pd->kv->orphans->lru);
-	TAILQ_INIT(&pd->kv->orphans->plru);
-	TAILQ_INIT(&pd->kv->orphans->zombies);
-	TAILQ_INIT(&pd->kv->orphans->vol);
-	TAILQ_INIT(&pd->kv->orphans->held);
+	kv_ns_lists_init(pd->kv->orphans);
 	return 0;
 }
 
@@ -1257,7 +1264,8 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 		uint64_t version = arg;
 		struct kv_write *w = e != NULL ? kv_pending(e) : NULL;
 		struct kv_zombie *z;
-		int64_t ttl;
+		enum kv_retain retain;
+		int64_t ttl, retain_until;
 		bool fresh, was_pmem;
 
 		if (e != NULL && op == KV_RELEASE && e->x != NULL &&
@@ -1294,6 +1302,8 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			 * A new version of a key keeps its expiry (APPEND, INCR); SET sets its own.
 			 */
 			ttl = e->has_val ? kv_expire_at(e) : 0;
+			retain = (enum kv_retain)e->retain; /* (and its pin, until the put says) */
+			retain_until = kv_retain_until(e);
 			fresh = !e->has_val;
 			was_pmem = e->has_val && e->val.pmem;
 			if (e->has_val)
@@ -1305,6 +1315,7 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			(void)kv_set_expire(ns, e, ttl);
 			kv_pending_end(ns, e);
 			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
+			(void)kv_retain_set(ns, e, retain, retain_until);
 			ns->puts++;
 			/*
 			 * The lender's record now names the value: a restarted coordinator rebuilds

@@ -1,7 +1,9 @@
 /*
  * daemon/kvevict.c - room for a KV reservation: the least recently used
  * values of its namespace spill to their lender's pmem tier, or are
- * evicted, under the namespace's capacity and under the owner's quota.
+ * evicted, under the namespace's capacity and under the owner's quota;
+ * soft pinned values only once no unpinned one can go, hard pinned ones
+ * never (kvretain.c).
  *
  * Evicting a value costs microseconds (its extent freed, its lender's
  * scrub), and a large value put into a namespace of small ones may need
@@ -54,12 +56,12 @@ static void kv_evict_entry(struct poold *pd, struct kv_ns *ns, struct kv_entry *
 /*
  * Room for need more bytes under owner's quota (kv_quota_over()). A
  * namespace that may evict drops its own least recently used values,
- * spilled ones first (a spill gives no quota back); -EDQUOT when that is
- * not enough.
+ * spilled ones first (a spill gives no quota back), soft pinned ones last;
+ * -EDQUOT when that is not enough.
  */
 int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t need)
 {
-	struct kv_lru *lists[] = {&ns->plru, &ns->lru};
+	struct kv_lru *lists[] = {&ns->plru, &ns->lru, &ns->soft};
 	struct kv_entry *e, *next;
 	size_t k;
 
@@ -78,42 +80,49 @@ int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t n
 }
 
 /*
- * Make need bytes of DRAM room: the least recently used unpinned values
- * spill to their lender's pmem tier where it has room, else are evicted
- * (when may_evict). 0 once it fits, -ENOSPC when it cannot, -EAGAIN when
- * max values were looked at and more could go.
+ * Make need bytes of DRAM room: the least recently used values that are
+ * not read right now spill to their lender's pmem tier where it has room,
+ * else are evicted (when may_evict; soft pinned ones then too, after the
+ * others). 0 once it fits, -ENOSPC when it cannot, -EAGAIN when max values
+ * were looked at and more could go.
  */
 static int kv_make_room_some(struct poold *pd, struct kv_ns *ns, uint64_t need, bool may_evict,
 			     size_t max)
 {
+	struct kv_lru *lists[] = {&ns->lru, &ns->soft};
 	struct kv_entry *e, *next;
-	size_t n = 0;
+	size_t n = 0, k;
 	int rc;
 
-	for (e = TAILQ_FIRST(&ns->lru); e != NULL && !kv_fits(ns, need); e = next) {
-		if (n++ == max)
-			return -EAGAIN;
-		/*
-		 * A spill moves e to the pmem list, and may drop spilled values: none of this one.
-		 */
-		next = TAILQ_NEXT(e, lru);
-		if (kv_pins(e) != NULL || e->moving)
-			continue;
-		rc = kv_spill(pd, ns, e, may_evict);
-		if (rc != 0 && may_evict)
-			kv_evict_entry(pd, ns, e);
-	}
+	for (k = 0; k < (may_evict ? ARRAY_SIZE(lists) : 1); k++)
+		for (e = TAILQ_FIRST(lists[k]); e != NULL && !kv_fits(ns, need); e = next) {
+			if (n++ == max)
+				return -EAGAIN;
+			/*
+			 * A spill moves e to the pmem list, and may drop spilled values: none of
+			 * this one.
+			 */
+			next = TAILQ_NEXT(e, lru);
+			if (kv_pins(e) != NULL || e->moving)
+				continue;
+			rc = kv_spill(pd, ns, e, may_evict);
+			if (rc != 0 && may_evict)
+				kv_evict_entry(pd, ns, e);
+		}
 	return kv_fits(ns, need) ? 0 : -ENOSPC;
 }
 
-/* Evict ns's least recently used value that may go; false when none may. */
+/* Evict ns's least recently used value that may go, soft pinned last; false when none may. */
 bool kv_evict_one(struct poold *pd, struct kv_ns *ns)
 {
-	struct kv_entry *e;
+	struct kv_lru *lists[] = {&ns->lru, &ns->soft};
+	struct kv_entry *e = NULL;
+	size_t k;
 
-	TAILQ_FOREACH(e, &ns->lru, lru)
-		if (kv_pins(e) == NULL && !e->moving)
-			break;
+	for (k = 0; k < ARRAY_SIZE(lists) && e == NULL; k++)
+		TAILQ_FOREACH(e, lists[k], lru)
+			if (kv_pins(e) == NULL && !e->moving)
+				break;
 	if (e == NULL)
 		return false;
 	kv_evict_entry(pd, ns, e);
@@ -186,7 +195,8 @@ struct kv_ns *kv_victim(struct poold *pd, struct kv_ns *ns, uint64_t level)
 	struct kv_ns *x, *victim = NULL;
 
 	TAILQ_FOREACH(x, &pd->kv->list, entry) {
-		if (!kv_same_memory(x, ns) || (x->flags & KV_NS_KEEPS) || TAILQ_EMPTY(&x->lru))
+		if (!kv_same_memory(x, ns) || (x->flags & KV_NS_KEEPS) ||
+		    (TAILQ_EMPTY(&x->lru) && TAILQ_EMPTY(&x->soft)))
 			continue;
 		share = MIN(kv_ns_room(x), level);
 		if (x->used > share && x->used - share > over) {

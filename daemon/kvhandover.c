@@ -126,7 +126,7 @@ static void *kvhandover_part_bytes(struct poold *pd, struct kv_ns *ns, const str
 	return p;
 }
 
-/* Publish a value that came (its last piece did), with its expiry. 0 or -errno. */
+/* Publish a value that came (its last piece did), with its expiry and pin. 0 or -errno. */
 static int kvhandover_commit(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who,
 			     const Pool__KvHandoverEntry *in, uint64_t version)
 {
@@ -140,6 +140,12 @@ static int kvhandover_commit(struct poold *pd, struct kv_ns *ns, const struct kv
 	e = *kv_slot(ns, in->key.data, in->key.len, kv_hash(in->key.data, in->key.len));
 	if (e != NULL && in->has_expire_at && in->expire_at > 0)
 		(void)kv_set_expire(ns, e, in->expire_at);
+	if (e != NULL && e->has_val)
+		(void)kv_retain_set(ns, e,
+				    in->has_retain && in->retain <= POOL__KV_RETAIN__KV_RETAIN_HARD
+					? (enum kv_retain)in->retain
+					: KV_RETAIN_NONE,
+				    in->has_retain_until ? in->retain_until : 0);
 	return 0;
 }
 
@@ -520,6 +526,10 @@ void kvhandover_entry(Pool__KvHandoverEntry *out, const struct kv_entry *e, uint
 	out->owner = e->val.owner;
 	out->has_expire_at = kv_expire_at(e) > 0;
 	out->expire_at = kv_expire_at(e);
+	out->has_retain = e->retain != KV_RETAIN_NONE;
+	out->retain = (Pool__KvRetain)e->retain;
+	out->has_retain_until = kv_retain_until(e) > 0;
+	out->retain_until = kv_retain_until(e);
 }
 
 /*

@@ -36,6 +36,16 @@
 #define KV_REAP_NOW 256		  /* a namespace of up to this many entries is flushed at once */
 #define KV_SWEEP_BUCKETS 8192	  /* buckets a sweep looks at for lost copies (kv_sweep()) */
 #define KV_EVICT_NOW 512	  /* values a reservation looks at for room (kvevict.c) */
+#define KV_RETAIN_MS_MAX (1ull << 40) /* a pin's longest deadline: 34 years */
+
+/*
+ * A value's retention, set by the put that wrote it (kvretain.c): a soft
+ * pinned value is evicted only when its namespace has no unpinned one left
+ * that could go, a hard pinned one never (it goes when removed, flushed or
+ * overwritten by a put that does not pin it); either until its deadline,
+ * when it has one.
+ */
+enum kv_retain { KV_RETAIN_NONE, KV_RETAIN_SOFT, KV_RETAIN_HARD };
 
 /* A place a value is stored at. */
 struct kv_place {
@@ -117,6 +127,8 @@ struct kv_extra {
 	uint64_t recopy_at;	    /* a lost copy of its value is being made again since, or 0 */
 	TAILQ_ENTRY(kv_entry) vol;  /* while expire_ms is set: in its namespace's vol list */
 	TAILQ_ENTRY(kv_entry) held; /* while the entry is_held: on its namespace's held list */
+	int64_t retain_until;	    /* its retention (kvretain.c) ends then, in Unix ms, or 0 */
+	TAILQ_ENTRY(kv_entry) rvol; /* while retain_until is set: in its namespace's rvol list */
 };
 
 /*
@@ -132,10 +144,11 @@ struct kv_entry {
 	uint32_t refs; /* dedup namespaces: holders of the value, or KV_REFS_UNKNOWN */
 	uint16_t klen; /* its key: the klen bytes right before it (kv_entry_key()) */
 	bool has_val;
-	bool moving;  /* a spill or a promotion is copying its value */
-	bool recount; /* its references are being counted again */
-	bool is_held; /* pinned or reserved: on its namespace's held list (x->held) */
-	bool edited;  /* its value was made by changing the last one in place (RESP SETRANGE) */
+	bool moving;	/* a spill or a promotion is copying its value */
+	bool recount;	/* its references are being counted again */
+	bool is_held;	/* pinned or reserved: on its namespace's held list (x->held) */
+	bool edited;	/* its value was made by changing the last one in place (RESP SETRANGE) */
+	uint8_t retain; /* enum kv_retain: its value's pin against eviction (kvretain.c) */
 	TAILQ_ENTRY(kv_entry) lru; /* while it has a committed value: its tier's list */
 	struct kv_val val;
 	struct kv_extra
@@ -167,6 +180,9 @@ struct kv_ns {
 	size_t low; /* a power of two, low <= nbuckets <= 2 * low (kv_bucket()) */
 	TAILQ_HEAD(kv_lru, kv_entry) lru; /* DRAM values, least recently used first */
 	struct kv_lru plru;		  /* spilled values, likewise */
+	struct kv_lru soft, hard;    /* DRAM values soft or hard pinned (kvretain.c), likewise */
+	TAILQ_HEAD(, kv_entry) rvol; /* entries whose retention has a deadline, in turn */
+	uint64_t nsoft, nhard;	     /* values on those lists */
 	TAILQ_HEAD(, kv_zombie) zombies;
 	TAILQ_HEAD(, kv_entry)
 	vol; /* entries with an expiry, checked in turn (kv_expire_cycle()) */
@@ -419,6 +435,7 @@ void kv_ns_stats(const struct kv_ns *ns, struct kv_ns_stats *ret);
 struct kv_ns *kv_ns_find(struct poold *pd, const char *name);
 struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_t klen, uint64_t h);
 struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capacity);
+void kv_ns_lists_init(struct kv_ns *ns);
 void kv_pending_end(struct kv_ns *ns, struct kv_entry *e);
 struct kv_extra *kv_extra(struct kv_entry *e);
 void kv_extra_trim(struct kv_entry *e);
@@ -458,6 +475,11 @@ void kv_foreach_ns(struct poold *pd, struct kv_ns *ns,
 void kv_ns_flush(struct poold *pd, struct kv_ns *ns);
 void kv_ns_clear(struct poold *pd, struct kv_ns *ns);
 void kv_ns_free(struct poold *pd, struct kv_ns *ns);
+
+/* kvretain.c */
+int kv_retain_set(struct kv_ns *ns, struct kv_entry *e, enum kv_retain how, int64_t until);
+void kv_retain_end(struct kv_ns *ns, struct kv_entry *e);
+void kv_retain_cycle(struct poold *pd);
 
 /* kvevict.c */
 int kv_quota_room(struct poold *pd, struct kv_ns *ns, uint32_t owner, uint64_t need);
@@ -593,6 +615,11 @@ static inline int64_t kv_expire_at(const struct kv_entry *e)
 	return e->x != NULL ? e->x->expire_ms : 0;
 }
 
+static inline int64_t kv_retain_until(const struct kv_entry *e)
+{
+	return e->x != NULL ? e->x->retain_until : 0;
+}
+
 static inline uint64_t kv_recopy_at(const struct kv_entry *e)
 {
 	return e->x != NULL ? e->x->recopy_at : 0;
@@ -658,10 +685,17 @@ static inline bool kv_val_on(const struct kv_val *v, uint32_t node)
 	return false;
 }
 
-/* The recency list of the tier of an entry's committed value. */
+/*
+ * The recency list of an entry's committed value: of its tier, and in
+ * DRAM of its retention (a hard pinned value never spills).
+ */
 static inline struct kv_lru *kv_lru(struct kv_ns *ns, const struct kv_entry *e)
 {
-	return e->val.pmem ? &ns->plru : &ns->lru;
+	if (e->val.pmem)
+		return &ns->plru;
+	return e->retain == KV_RETAIN_HARD   ? &ns->hard
+	       : e->retain == KV_RETAIN_SOFT ? &ns->soft
+					     : &ns->lru;
 }
 
 /* A RESP database: it takes the empty key. */

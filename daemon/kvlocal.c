@@ -504,15 +504,20 @@ uint64_t kv_local_volatile(struct poold *pd, const char *nsname)
 uint64_t kv_local_size(struct poold *pd, const char *nsname)
 {
 	struct kv_ns *ns = pd->kv ? kv_ns_find(pd, nsname) : NULL;
+	struct kv_lru *lists[4];
 	struct kv_entry *e;
 	uint64_t n = 0;
+	size_t k;
 
 	if (ns == NULL)
 		return 0;
-	TAILQ_FOREACH(e, &ns->lru, lru)
-		n += kv_local_served(pd, ns, e);
-	TAILQ_FOREACH(e, &ns->plru, lru)
-		n += kv_local_served(pd, ns, e);
+	lists[0] = &ns->lru;
+	lists[1] = &ns->plru;
+	lists[2] = &ns->soft;
+	lists[3] = &ns->hard;
+	for (k = 0; k < ARRAY_SIZE(lists); k++)
+		TAILQ_FOREACH(e, lists[k], lru)
+			n += kv_local_served(pd, ns, e);
 	return n;
 }
 

@@ -108,19 +108,21 @@ int kv_reap_flush(struct poold *pd, struct kv_ns *ns)
 	/* Copies in flight come back to ns, by its id, whatever becomes of their keys. */
 	g->used = ns->used - ns->landing;
 	g->pmem_used = ns->pmem_used - ns->planding;
-	TAILQ_INIT(&g->lru);
-	TAILQ_INIT(&g->plru);
-	TAILQ_INIT(&g->zombies);
-	TAILQ_INIT(&g->vol);
-	TAILQ_INIT(&g->held);
+	g->nsoft = ns->nsoft;
+	g->nhard = ns->nhard;
+	kv_ns_lists_init(g);
 	TAILQ_CONCAT(&g->lru, &ns->lru, lru);
 	TAILQ_CONCAT(&g->plru, &ns->plru, lru);
+	TAILQ_CONCAT(&g->soft, &ns->soft, lru);
+	TAILQ_CONCAT(&g->hard, &ns->hard, lru);
+	TAILQ_CONCAT(&g->rvol, &ns->rvol, x->rvol);
 	TAILQ_CONCAT(&g->zombies, &ns->zombies, entry);
 	TAILQ_CONCAT(&g->vol, &ns->vol, x->vol);
 	TAILQ_CONCAT(&g->held, &ns->held, x->held);
 	ns->buckets = buckets;
 	ns->nbuckets = ns->low = KV_BUCKETS0;
 	ns->nentries = ns->npending = ns->nvolatile = ns->leaving = 0;
+	ns->nsoft = ns->nhard = 0;
 	ns->copies = 0;
 	if (ns->shard_entries != NULL) /* (the ghost's go uncounted) */
 		memset(ns->shard_entries, 0, KV_SHARDS * sizeof(*ns->shard_entries));
@@ -144,11 +146,12 @@ void kv_reap_drop(struct poold *pd, struct kv_ns *ns)
  */
 static bool kv_reap_step(struct poold *pd, struct kv_ns *g)
 {
-	struct kv_entry *e = TAILQ_FIRST(&g->lru);
-	size_t end;
+	struct kv_lru *lists[] = {&g->lru, &g->soft, &g->plru, &g->hard};
+	struct kv_entry *e = NULL;
+	size_t end, k;
 
-	if (e == NULL)
-		e = TAILQ_FIRST(&g->plru);
+	for (k = 0; k < ARRAY_SIZE(lists) && e == NULL; k++)
+		e = TAILQ_FIRST(lists[k]);
 	if (e != NULL) {
 		kv_entry_clear(pd, g, e);
 		return true;

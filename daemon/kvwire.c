@@ -86,6 +86,25 @@ static int kv_op_of(Pool__KvOp wire, enum kv_op *ret)
 	}
 }
 
+_Static_assert((int)POOL__KV_RETAIN__KV_RETAIN_NONE == KV_RETAIN_NONE &&
+		   (int)POOL__KV_RETAIN__KV_RETAIN_SOFT == KV_RETAIN_SOFT &&
+		   (int)POOL__KV_RETAIN__KV_RETAIN_HARD == KV_RETAIN_HARD,
+	       "KvRetain is enum kv_retain on the wire");
+
+/* Pin key i of a commit or a put as it asks (kr->retain), once its value is committed. */
+static void kv_retain_asked(struct kv_ns *ns, const Pool__KvRequest *kr, size_t i)
+{
+	const ProtobufCBinaryData *k = &kr->keys[i];
+	struct kv_entry *e;
+
+	if (!kr->has_retain)
+		return;
+	e = *kv_slot(ns, k->data, k->len, kv_hash(k->data, k->len));
+	if (e != NULL && e->has_val)
+		(void)kv_retain_set(ns, e, (enum kv_retain)kr->retain,
+				    kr->retain_ms > 0 ? kv_unix_ms() + (int64_t)kr->retain_ms : 0);
+}
+
 /* Key i of a request, through kv_key_op(), its result as a location for the reply. */
 static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, size_t i,
 		  Pool__KvLocation *loc, struct kv_locplaces *pl)
@@ -105,6 +124,8 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 	else if (op == KV_COMMIT || op == KV_ABORT || op == KV_RELEASE)
 		arg = kr->versions[i];
 	n = kv_key_op(q->pd, ns, &who, op, kr->keys[i].data, kr->keys[i].len, arg, &res);
+	if (op == KV_COMMIT && res.status == 0)
+		kv_retain_asked(ns, kr, i);
 	if (res.places == KV_PLACES_NONE)
 		kv_loc(NULL, loc, NULL, res.status, NULL, 0);
 	else
@@ -374,6 +395,8 @@ static int kv_inline_key(struct req *q, struct kv_ns *ns, const Pool__KvRequest 
 	pool__kv_location__init(loc);
 	if (kr->op == POOL__KV_OP__KV_OP_PUT) {
 		loc->status = kv_put_here(q, ns, &kr->keys[i], src, len, &version);
+		if (loc->status == 0)
+			kv_retain_asked(ns, kr, i);
 	} else {
 		loc->status = kv_read_here(q->pd, ns, kr->keys[i].data, kr->keys[i].len,
 					   kr->sizes[i], ret_data, &got, &version);
@@ -599,6 +622,15 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 		return kv_recount_request(q, ns, kr);
 	if (kr->n_keys > KV_MAX_KEYS)
 		return req_errorf(q, -E2BIG, "at most %d keys per request", KV_MAX_KEYS);
+	if ((kr->has_retain || kr->has_retain_ms) &&
+	    ((kr->op != POOL__KV_OP__KV_OP_COMMIT && kr->op != POOL__KV_OP__KV_OP_PUT) ||
+	     !kr->has_retain || (unsigned)kr->retain > POOL__KV_RETAIN__KV_RETAIN_HARD ||
+	     kr->retain_ms > KV_RETAIN_MS_MAX ||
+	     (kr->retain == POOL__KV_RETAIN__KV_RETAIN_NONE && kr->retain_ms > 0)))
+		return req_errorf(q, -EINVAL,
+				  "a pin (soft or hard, for up to %llu ms, or none) is asked "
+				  "of a commit or a put",
+				  (unsigned long long)KV_RETAIN_MS_MAX);
 	/* A sharded namespace's keys here are those of this node's shards (kvroute.c). */
 	for (i = 0; (ns->flags & HOLD_NS_SHARDED) && i < kr->n_keys; i++)
 		if ((rc = kvowner_serves(pd, ns, kr->keys[i].data, kr->keys[i].len)) < 0)

@@ -146,8 +146,40 @@ static bool kv_moving(int rc, Pool__KvOp op, uint64_t *waited_ms)
 	return true;
 }
 
-static int kv_call(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *const *keys,
-		   const size_t *klens, uint64_t *sizes, uint64_t *versions, Pool__KvReply **ret)
+/* A put's pin (pool_kv_put_pinned()), as a commit or put request asks it. */
+struct kv_pin_ask {
+	unsigned pin; /* POOL_KV_PIN_*: POOL_KV_PIN_KEEP asks nothing */
+	uint64_t ms;
+};
+
+static void kv_pin_req(Pool__KvRequest *req, const struct kv_pin_ask *pin)
+{
+	if (pin == NULL || pin->pin == POOL_KV_PIN_KEEP)
+		return;
+	req->has_retain = 1;
+	req->retain = pin->pin == POOL_KV_PIN_HARD   ? POOL__KV_RETAIN__KV_RETAIN_HARD
+		      : pin->pin == POOL_KV_PIN_SOFT ? POOL__KV_RETAIN__KV_RETAIN_SOFT
+						     : POOL__KV_RETAIN__KV_RETAIN_NONE;
+	req->has_retain_ms = pin->ms > 0;
+	req->retain_ms = pin->ms;
+}
+
+/* A pin a put may ask (POOL_KV_PIN_*): 0, or -EINVAL said. */
+static int kv_check_pin(unsigned pin, uint64_t pin_ms)
+{
+	if (pin > POOL_KV_PIN_HARD || pin_ms > POOL_KV_PIN_MS_MAX ||
+	    (pin_ms > 0 && pin != POOL_KV_PIN_SOFT && pin != POOL_KV_PIN_HARD))
+		return pool_err(-EINVAL,
+				"pin %u for %llu ms: POOL_KV_PIN_KEEP, _NONE, or _SOFT or _HARD "
+				"for up to 2^40 ms (0: as long as the value lives)",
+				pin, (unsigned long long)pin_ms);
+	return 0;
+}
+
+/* A request on n keys, a commit pinning them as pin asks (NULL: nothing). */
+static int kv_call_pinned(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *const *keys,
+			  const size_t *klens, uint64_t *sizes, uint64_t *versions,
+			  const struct kv_pin_ask *pin, Pool__KvReply **ret)
 {
 	Pool__KvRequest req = POOL__KV_REQUEST__INIT;
 	ProtobufCBinaryData *k;
@@ -175,6 +207,7 @@ static int kv_call(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *cons
 	req.versions = versions;
 	req.n_versions = versions ? n : 0;
 	req.holder = kv->holder[0] != '\0' ? kv->holder : NULL;
+	kv_pin_req(&req, pin);
 	if (ret == NULL) { /* the outcome does not matter: no round trip */
 		rc = pool_send(kv->pool, WIRE_KV, &req.base, WIRE_KV_REPLY);
 		free(k);
@@ -194,6 +227,12 @@ static int kv_call(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *cons
 				(*ret)->n_locations, n);
 	}
 	return rc;
+}
+
+static int kv_call(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *const *keys,
+		   const size_t *klens, uint64_t *sizes, uint64_t *versions, Pool__KvReply **ret)
+{
+	return kv_call_pinned(kv, op, n, keys, klens, sizes, versions, NULL, ret);
 }
 
 /*
@@ -344,7 +383,8 @@ out:
 
 /* A batch put the two-phase way: reserve, write each place, commit (arguments checked). */
 static int kv_put_phased(struct pool_kv *kv, size_t n, const void *const *keys, const size_t *klens,
-			 const void *const *values, const size_t *vlens, int *ret_status)
+			 const void *const *values, const size_t *vlens,
+			 const struct kv_pin_ask *pin, int *ret_status)
 {
 	uint64_t *sizes = NULL, *versions = NULL;
 	Pool__KvReply *rep = NULL, *crep = NULL;
@@ -386,7 +426,8 @@ static int kv_put_phased(struct pool_kv *kv, size_t n, const void *const *keys, 
 	for (i = 0; i < n; i++)
 		versions[i] = status[i] == 0 ? rep->locations[i]->version : 0;
 	/* Commit what was written; failed keys commit nothing (their version is 0). */
-	rc = kv_call(kv, POOL__KV_OP__KV_OP_COMMIT, n, keys, klens, NULL, versions, &crep);
+	rc = kv_call_pinned(kv, POOL__KV_OP__KV_OP_COMMIT, n, keys, klens, NULL, versions, pin,
+			    &crep);
 	if (rc < 0)
 		goto out;
 	for (i = 0; i < n; i++) {
@@ -508,7 +549,7 @@ static bool kv_inline_fits(const struct pool_kv *kv, size_t n, const size_t *len
  */
 static int kv_inline(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *const *keys,
 		     const size_t *klens, void *const *bufs, const size_t *lens, size_t *ret_vlens,
-		     int *status)
+		     const struct kv_pin_ask *pin, int *status)
 {
 	Pool__KvRequest req = POOL__KV_REQUEST__INIT;
 	struct pool *pool = kv->pool;
@@ -543,6 +584,7 @@ static int kv_inline(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *co
 		req.window = window;
 		req.offs = offs;
 		req.n_offs = n;
+		kv_pin_req(&req, pin);
 		do
 			rc = pool_call(pool, WIRE_KV, &req.base, WIRE_KV_REPLY,
 				       (ProtobufCMessage **)&rep);
@@ -583,7 +625,7 @@ static int kv_inline(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *co
  */
 static int kv_rest(struct pool_kv *kv, bool put, size_t n, const void *const *keys,
 		   const size_t *klens, void *const *bufs, const size_t *lens, size_t *ret_vlens,
-		   int *status, int done)
+		   const struct kv_pin_ask *pin, int *status, int done)
 {
 	const void **rk = NULL;
 	void **rb = NULL;
@@ -611,7 +653,7 @@ static int kv_rest(struct pool_kv *kv, bool put, size_t n, const void *const *ke
 			rb[j] = bufs[i];
 			rl[j++] = lens[i];
 		}
-	rc = put ? kv_put_phased(kv, m, rk, rkl, (const void *const *)rb, rl, rs)
+	rc = put ? kv_put_phased(kv, m, rk, rkl, (const void *const *)rb, rl, pin, rs)
 		 : kv_get_phased(kv, m, rk, rkl, rb, rl, rv, rs);
 	for (i = 0, j = 0; rc >= 0 && i < n; i++)
 		if (status[i] == -EXDEV || status[i] == -EMSGSIZE) {
@@ -632,16 +674,21 @@ out:
 	return rc;
 }
 
-POOL_EXPORT int pool_kv_put_batch(struct pool_kv *kv, size_t n, const void *const *keys,
-				  const size_t *klens, const void *const *values,
-				  const size_t *vlens, int *ret_status)
+POOL_EXPORT int pool_kv_put_batch_pinned(struct pool_kv *kv, size_t n, const void *const *keys,
+					 const size_t *klens, const void *const *values,
+					 const size_t *vlens, unsigned pin, uint64_t pin_ms,
+					 int *ret_status)
 {
+	struct kv_pin_ask ask = {pin, pin_ms};
 	size_t i;
 	int rc;
 
 	if (kv == NULL || (n > 0 && (keys == NULL || klens == NULL || values == NULL ||
 				     vlens == NULL || ret_status == NULL)))
 		return pool_err(-EINVAL, "pool_kv_put_batch: invalid argument");
+	rc = kv_check_pin(pin, pin_ms);
+	if (rc < 0)
+		return rc;
 	for (i = 0; i < n; i++) {
 		if (keys[i] == NULL || klens[i] == 0 || klens[i] > POOL_KV_KEY_MAX)
 			return pool_err(-EINVAL, "key %zu: 1 to %d bytes", i, POOL_KV_KEY_MAX);
@@ -650,10 +697,18 @@ POOL_EXPORT int pool_kv_put_batch(struct pool_kv *kv, size_t n, const void *cons
 	}
 	if (kv_inline_fits(kv, n, vlens) &&
 	    (rc = kv_inline(kv, POOL__KV_OP__KV_OP_PUT, n, keys, klens, (void *const *)values,
-			    vlens, NULL, ret_status)) >= 0)
-		return kv_rest(kv, true, n, keys, klens, (void *const *)values, vlens, NULL,
+			    vlens, NULL, &ask, ret_status)) >= 0)
+		return kv_rest(kv, true, n, keys, klens, (void *const *)values, vlens, NULL, &ask,
 			       ret_status, rc);
-	return kv_put_phased(kv, n, keys, klens, values, vlens, ret_status);
+	return kv_put_phased(kv, n, keys, klens, values, vlens, &ask, ret_status);
+}
+
+POOL_EXPORT int pool_kv_put_batch(struct pool_kv *kv, size_t n, const void *const *keys,
+				  const size_t *klens, const void *const *values,
+				  const size_t *vlens, int *ret_status)
+{
+	return pool_kv_put_batch_pinned(kv, n, keys, klens, values, vlens, POOL_KV_PIN_KEEP, 0,
+					ret_status);
 }
 
 POOL_EXPORT int pool_kv_get_batch(struct pool_kv *kv, size_t n, const void *const *keys,
@@ -671,20 +726,27 @@ POOL_EXPORT int pool_kv_get_batch(struct pool_kv *kv, size_t n, const void *cons
 			return pool_err(-EINVAL, "key %zu: 1 to %d bytes", i, POOL_KV_KEY_MAX);
 	if (kv_inline_fits(kv, n, buflens) &&
 	    (rc = kv_inline(kv, POOL__KV_OP__KV_OP_GET, n, keys, klens, bufs, buflens, ret_vlens,
-			    ret_status)) >= 0)
-		return kv_rest(kv, false, n, keys, klens, bufs, buflens, ret_vlens, ret_status, rc);
+			    NULL, ret_status)) >= 0)
+		return kv_rest(kv, false, n, keys, klens, bufs, buflens, ret_vlens, NULL,
+			       ret_status, rc);
 	return kv_get_phased(kv, n, keys, klens, bufs, buflens, ret_vlens, ret_status);
+}
+
+POOL_EXPORT int pool_kv_put_pinned(struct pool_kv *kv, const void *key, size_t klen,
+				   const void *value, size_t vlen, unsigned pin, uint64_t pin_ms)
+{
+	int status = 0, rc;
+
+	rc = pool_kv_put_batch_pinned(kv, 1, &key, &klen, &value, &vlen, pin, pin_ms, &status);
+	if (rc < 0)
+		return rc;
+	return status < 0 ? pool_err(status, "put: %s", err_str(status)) : 0;
 }
 
 POOL_EXPORT int pool_kv_put(struct pool_kv *kv, const void *key, size_t klen, const void *value,
 			    size_t vlen)
 {
-	int status = 0, rc;
-
-	rc = pool_kv_put_batch(kv, 1, &key, &klen, &value, &vlen, &status);
-	if (rc < 0)
-		return rc;
-	return status < 0 ? pool_err(status, "put: %s", err_str(status)) : 0;
+	return pool_kv_put_pinned(kv, key, klen, value, vlen, POOL_KV_PIN_KEEP, 0);
 }
 
 POOL_EXPORT int pool_kv_get(struct pool_kv *kv, const void *key, size_t klen, void *buf,
@@ -765,7 +827,7 @@ static void kv_ref_free(struct pool_kv_ref *ref)
  * Release a ref's pin, or commit or abort its reservation: the key's status
  * at the server (0, or a negative code without a message).
  */
-static int kv_ref_end(struct pool_kv_ref *ref, Pool__KvOp op)
+static int kv_ref_end(struct pool_kv_ref *ref, Pool__KvOp op, const struct kv_pin_ask *pin)
 {
 	const void *key = ref->key;
 	Pool__KvReply *rep;
@@ -776,7 +838,7 @@ static int kv_ref_end(struct pool_kv_ref *ref, Pool__KvOp op)
 		ref->version = 0;
 		return rc;
 	}
-	rc = kv_call(ref->kv, op, 1, &key, &ref->klen, NULL, &ref->version, &rep);
+	rc = kv_call_pinned(ref->kv, op, 1, &key, &ref->klen, NULL, &ref->version, pin, &rep);
 	if (rc < 0)
 		return rc;
 	rc = rep->locations[0]->status;
@@ -797,7 +859,7 @@ static int kv_acquire_copy(struct pool_kv_ref *ref, Pool__KvReply *rep)
 	else
 		rc = kv_transfer(ref->kv, rep, 1, &key, &ref->klen, &ref->buf, &ref->len, false,
 				 &status);
-	kv_ref_end(ref, POOL__KV_OP__KV_OP_RELEASE);
+	kv_ref_end(ref, POOL__KV_OP__KV_OP_RELEASE, NULL);
 	if (rc < 0)
 		return rc;
 	if (status < 0) /* a lost value is a miss, as for pool_kv_get() */
@@ -862,7 +924,7 @@ POOL_EXPORT int pool_kv_release(struct pool_kv_ref *ref)
 		return pool_err(-EINVAL, "pool_kv_release: a reserved value ends with "
 					 "pool_kv_commit() or pool_kv_abort()");
 	if (ref->version != 0)
-		rc = kv_ref_end(ref, POOL__KV_OP__KV_OP_RELEASE);
+		rc = kv_ref_end(ref, POOL__KV_OP__KV_OP_RELEASE, NULL);
 	kv_ref_free(ref);
 	return rc < 0 ? pool_err(rc, "release: %s", err_str(rc)) : 0;
 }
@@ -910,7 +972,7 @@ POOL_EXPORT int pool_kv_reserve(struct pool_kv *kv, const void *key, size_t klen
 	if (!ref->local) { /* staged here, put at commit: keep where it goes */
 		ref->data = ref->buf = malloc(vlen);
 		if (ref->buf == NULL) {
-			kv_ref_end(ref, POOL__KV_OP__KV_OP_ABORT);
+			kv_ref_end(ref, POOL__KV_OP__KV_OP_ABORT, NULL);
 			rc = pool_err(-ENOMEM, "out of memory");
 			goto out_rep;
 		}
@@ -939,11 +1001,14 @@ static int kv_check_reserved(struct pool_kv_ref *ref, const char *what)
 	return 0;
 }
 
-POOL_EXPORT int pool_kv_commit(struct pool_kv_ref *ref)
+POOL_EXPORT int pool_kv_commit_pinned(struct pool_kv_ref *ref, unsigned pin, uint64_t pin_ms)
 {
+	struct kv_pin_ask ask = {pin, pin_ms};
 	int status = 0, rc;
 
 	rc = kv_check_reserved(ref, "pool_kv_commit");
+	if (rc == 0)
+		rc = kv_check_pin(pin, pin_ms);
 	if (rc < 0)
 		return rc;
 	if (!ref->local) {
@@ -954,17 +1019,22 @@ POOL_EXPORT int pool_kv_commit(struct pool_kv_ref *ref)
 		if (rc == 0)
 			rc = status;
 		if (rc < 0) { /* nothing to commit: the reservation goes back at once */
-			kv_ref_end(ref, POOL__KV_OP__KV_OP_ABORT);
+			kv_ref_end(ref, POOL__KV_OP__KV_OP_ABORT, NULL);
 			kv_ref_free(ref);
 			return pool_err(rc, "commit: the value could not be written: %s",
 					err_str(rc));
 		}
 	}
-	rc = kv_ref_end(ref, POOL__KV_OP__KV_OP_COMMIT);
+	rc = kv_ref_end(ref, POOL__KV_OP__KV_OP_COMMIT, &ask);
 	kv_ref_free(ref);
 	if (rc == -ESTALE)
 		return pool_err(rc, "commit: the reservation is no longer there");
 	return rc < 0 ? pool_err(rc, "commit: %s", err_str(rc)) : 0;
+}
+
+POOL_EXPORT int pool_kv_commit(struct pool_kv_ref *ref)
+{
+	return pool_kv_commit_pinned(ref, POOL_KV_PIN_KEEP, 0);
 }
 
 POOL_EXPORT int pool_kv_abort(struct pool_kv_ref *ref)
@@ -974,7 +1044,7 @@ POOL_EXPORT int pool_kv_abort(struct pool_kv_ref *ref)
 	rc = kv_check_reserved(ref, "pool_kv_abort");
 	if (rc < 0)
 		return rc;
-	rc = kv_ref_end(ref, POOL__KV_OP__KV_OP_ABORT);
+	rc = kv_ref_end(ref, POOL__KV_OP__KV_OP_ABORT, NULL);
 	kv_ref_free(ref);
 	return rc < 0 ? pool_err(rc, "abort: %s", err_str(rc)) : 0;
 }
@@ -1010,7 +1080,7 @@ POOL_EXPORT int pool_kv_get_region(struct pool_kv *kv, const void *key, size_t k
 		return rc;
 	rc = pool_region_write(region, offset, data, MIN(vlen, maxlen));
 	if (ref->version != 0) /* quietly: a failed write keeps its message */
-		kv_ref_end(ref, POOL__KV_OP__KV_OP_RELEASE);
+		kv_ref_end(ref, POOL__KV_OP__KV_OP_RELEASE, NULL);
 	kv_ref_free(ref);
 	if (rc == 0 && ret_vlen != NULL)
 		*ret_vlen = vlen;
@@ -1040,7 +1110,7 @@ POOL_EXPORT int pool_kv_put_region(struct pool_kv *kv, const void *key, size_t k
 		return rc;
 	rc = pool_region_read(region, offset, data, len);
 	if (rc < 0) {
-		kv_ref_end(ref, POOL__KV_OP__KV_OP_ABORT);
+		kv_ref_end(ref, POOL__KV_OP__KV_OP_ABORT, NULL);
 		kv_ref_free(ref);
 		return rc;
 	}

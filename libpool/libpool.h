@@ -162,6 +162,22 @@ POOL_EXPORT int pool_kv_create(struct pool *pool, const char *ns, uint64_t capac
 POOL_EXPORT int pool_kv_drop(struct pool *pool, const char *ns);
 POOL_EXPORT int pool_kv_put(struct pool_kv *kv, const void *key, size_t klen, const void *value,
 			    size_t vlen);
+/*
+ * A put that pins what it writes against eviction: POOL_KV_PIN_SOFT keeps
+ * the values over the namespace's unpinned ones (they are evicted only when
+ * none of those can be), POOL_KV_PIN_HARD from eviction altogether (they
+ * go when removed, flushed or overwritten; a namespace full of them refuses
+ * puts with -ENOSPC); for pin_ms milliseconds, or with 0 for as long as the
+ * value lives. POOL_KV_PIN_NONE unpins; POOL_KV_PIN_KEEP (and every put
+ * without a pin) leaves a key's pin as it was.
+ */
+#define POOL_KV_PIN_KEEP 0u
+#define POOL_KV_PIN_NONE 1u
+#define POOL_KV_PIN_SOFT 2u
+#define POOL_KV_PIN_HARD 3u
+#define POOL_KV_PIN_MS_MAX (1ull << 40)
+POOL_EXPORT int pool_kv_put_pinned(struct pool_kv *kv, const void *key, size_t klen,
+				   const void *value, size_t vlen, unsigned pin, uint64_t pin_ms);
 /* Copy the value into buf (up to buflen); *ret_vlen gets its full length. */
 POOL_EXPORT int pool_kv_get(struct pool_kv *kv, const void *key, size_t klen, void *buf,
 			    size_t buflen, size_t *ret_vlen);
@@ -176,6 +192,10 @@ POOL_EXPORT int pool_kv_remove(struct pool_kv *kv, const void *key, size_t klen)
 POOL_EXPORT int pool_kv_put_batch(struct pool_kv *kv, size_t n, const void *const *keys,
 				  const size_t *klens, const void *const *values,
 				  const size_t *vlens, int *ret_status);
+POOL_EXPORT int pool_kv_put_batch_pinned(struct pool_kv *kv, size_t n, const void *const *keys,
+					 const size_t *klens, const void *const *values,
+					 const size_t *vlens, unsigned pin, uint64_t pin_ms,
+					 int *ret_status);
 POOL_EXPORT int pool_kv_get_batch(struct pool_kv *kv, size_t n, const void *const *keys,
 				  const size_t *klens, void *const *bufs, const size_t *buflens,
 				  size_t *ret_vlens, int *ret_status);
@@ -192,6 +212,7 @@ POOL_EXPORT int pool_kv_release(struct pool_kv_ref *ref);
 POOL_EXPORT int pool_kv_reserve(struct pool_kv *kv, const void *key, size_t klen, size_t vlen,
 				void **ret_data, struct pool_kv_ref **ret_ref);
 POOL_EXPORT int pool_kv_commit(struct pool_kv_ref *ref);
+POOL_EXPORT int pool_kv_commit_pinned(struct pool_kv_ref *ref, unsigned pin, uint64_t pin_ms);
 POOL_EXPORT int pool_kv_abort(struct pool_kv_ref *ref);
 /* 1 if the ref's data is in place in pool memory, 0 if it is a copy or staging buffer. */
 POOL_EXPORT int pool_kv_ref_local(const struct pool_kv_ref *ref);

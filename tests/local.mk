@@ -33,7 +33,7 @@ examples_pool_demo_LDADD = libpool/libpool.la
 INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/garbage.sh tests/integration/limits.sh tests/integration/libpool.sh \
 	tests/integration/man.sh tests/integration/regions.sh tests/integration/kv.sh \
-	tests/integration/kv-persist.sh tests/integration/kv-share.sh tests/integration/persist.sh tests/integration/resp.sh \
+	tests/integration/kv-persist.sh tests/integration/kv-share.sh tests/integration/kv-pins.sh tests/integration/persist.sh tests/integration/resp.sh \
 	tests/integration/vec.sh tests/integration/metrics.sh tests/integration/leaks.sh \
 	tests/integration/snap.sh tests/integration/snapcopy.sh tests/integration/snap-uffd.sh \
 	tests/integration/hostile.sh tests/integration/user.sh tests/integration/firewall.sh \
@@ -52,7 +52,7 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/cluster/kv-share.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/etcdlib.sh tests/integration/wire.py \
-	tests/integration/resp-compat.py tests/integration/resp-py.py tests/integration/kv-share.py \
+	tests/integration/resp-compat.py tests/integration/resp-py.py tests/integration/kv-share.py tests/integration/kv-pins.py \
 	tests/redis tests/mooncake \
 	tests/integration/snapcopy.py tests/integration/kvevents.py tests/integration/kvflood.py \
 	tests/integration/fabric-link.py tests/integration/statusloop.py tests/cluster/kv-shard-events.py \

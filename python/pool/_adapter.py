@@ -52,13 +52,14 @@ def flat_bytes(obj, what):
     return view.cast("B")
 
 
-def put(kv, names, bufs):
-    """Store bufs[i] under names[i]; each one's status (0 or -errno)."""
+def put(kv, names, bufs, pin=0, pin_ms=0):
+    """Store bufs[i] under names[i], pinned as KV.put_batch() pins; each one's status
+    (0 or -errno)."""
     status = []
     for i in range(0, len(names), REQUEST_KEYS):
         chunk = names[i:i + REQUEST_KEYS]
         try:
-            status += kv.put_batch(chunk, bufs[i:i + REQUEST_KEYS])
+            status += kv.put_batch(chunk, bufs[i:i + REQUEST_KEYS], pin, pin_ms)
         except PoolError as e:
             logger.warning("write to %s failed: %s", kv.namespace, e)
             status += [e.code] * len(chunk)

@@ -11,8 +11,23 @@ DRAM_ONLY = 0x1
 PERSISTENT = 0x2
 NO_EVICT = 0x4
 KEY_MAX = 256
+# A put's pin (pool_kv_put_pinned()): KEEP leaves the key's as it was.
+PIN_KEEP, PIN_NONE, PIN_SOFT, PIN_HARD = 0, 1, 2, 3
+PIN_MS_MAX = 1 << 40
 VALUE_MAX = 64 << 20
 _GUESS = 64 << 10  # a get's first buffer: values larger than this take a second call
+
+
+def _pin(pin):
+    if pin not in (PIN_KEEP, PIN_NONE, PIN_SOFT, PIN_HARD):
+        raise ValueError("pin: PIN_KEEP, PIN_NONE, PIN_SOFT or PIN_HARD")
+    return pin
+
+
+def _pin_ms(ms):
+    if not isinstance(ms, int) or not 0 <= ms <= PIN_MS_MAX:
+        raise ValueError("pin_ms: 0 (as long as the value lives) to 2**40")
+    return ms
 
 
 def flags(dram_only=False, persistent=False, no_evict=False, replicas=1, mode=None):
@@ -69,11 +84,12 @@ class KV:
             raise ValueError("namespace %r is closed" % self.namespace)
         return self._h
 
-    def put(self, key, value):
-        """Store value (any bytes-like object) under key: reserve, write, commit."""
+    def put(self, key, value, pin=PIN_KEEP, pin_ms=0):
+        """Store value (any bytes-like object) under key: reserve, write, commit; pinned
+        (PIN_SOFT, PIN_HARD) for pin_ms, or as long as it lives with 0."""
         kp, kl, _k = _key(key)
         vp, vl, _v = readable(value)
-        check(lib.pool_kv_put(self._handle(), kp, kl, vp, vl))
+        check(lib.pool_kv_put_pinned(self._handle(), kp, kl, vp, vl, _pin(pin), _pin_ms(pin_ms)))
 
     def get(self, key):
         """The value as bytes, or None for a miss."""
@@ -118,15 +134,17 @@ class KV:
     def __contains__(self, key):
         return self.exists(key)
 
-    def put_batch(self, keys, values):
-        """Store values[i] under keys[i], one round trip; each key's status (0 or -errno)."""
+    def put_batch(self, keys, values, pin=PIN_KEEP, pin_ms=0):
+        """Store values[i] under keys[i], one round trip, pinned as put(); each key's
+        status (0 or -errno)."""
         if len(keys) != len(values):
             raise ValueError("as many values as keys")
         n = len(keys)
         kp, kl, _k = _keys(keys)
         vp, vl, _v = _vector(values, readable)
         status = (c_int * n)()
-        check(lib.pool_kv_put_batch(self._handle(), n, kp, kl, vp, vl, status))
+        check(lib.pool_kv_put_batch_pinned(self._handle(), n, kp, kl, vp, vl, _pin(pin),
+                                           _pin_ms(pin_ms), status))
         return list(status)
 
     def get_batch_into(self, keys, bufs):
@@ -185,9 +203,10 @@ class KV:
             check(lib.pool_kv_release(ref))
 
     @contextlib.contextmanager
-    def reserve(self, key, length):
+    def reserve(self, key, length, pin=PIN_KEEP, pin_ms=0):
         """with kv.reserve(key, n) as view: write the value in place (else staged); it is
-        committed when the block ends, aborted if it raises."""
+        committed (pinned as put()) when the block ends, aborted if it raises."""
+        pin, pin_ms = _pin(pin), _pin_ms(pin_ms)
         length = size_t(length)
         kp, kl, _k = _key(key)
         data, ref = c_void_p(), c_void_p()
@@ -200,7 +219,7 @@ class KV:
             lib.pool_kv_abort(ref)
             raise
         view.release()
-        check(lib.pool_kv_commit(ref))
+        check(lib.pool_kv_commit_pinned(ref, pin, pin_ms))
 
     def get_region(self, key, region, offset, max_len):
         """Copy the value into a region at offset; its length, or None for a miss."""

@@ -29,6 +29,7 @@ from pool import _adapter as adapter
 from pool._lib import POOL_ECOORD, POOL_ELOST, PoolError, U64_MAX, memory, u64, size_t
 from pool._mooncake_segments import Record, Segments
 from pool.client import Pool
+from pool.kv import PIN_HARD, PIN_KEEP, PIN_NONE, PIN_SOFT
 
 __all__ = ["MooncakeDistributedStore", "ReplicateConfig", "SoftPinAction", "BufferHandle",
            "OK", "INTERNAL_ERROR", "BUFFER_OVERFLOW", "NO_AVAILABLE_HANDLE", "INVALID_KEY",
@@ -56,6 +57,7 @@ _CODES = {-errno.ENOENT: OBJECT_NOT_FOUND, -errno.ENOSPC: NO_AVAILABLE_HANDLE,
 LEASE_TTL_MS = int(os.environ.get("POOL_MOONCAKE_LEASE_TTL_MS", "10000"))
 _LEASES_PRUNE = 1 << 16  # leases kept before the ended ones are dropped
 SOFT_PIN_TTL_MAX_MS = 86400000  # the master's max_kv_soft_pin_ttl
+SOFT_PIN_TTL_DEFAULT_MS = 1800000  # ... and default_kv_soft_pin_ttl
 # Ports a store whose hostname has none binds, as Mooncake's clients do.
 PORT_MIN, PORT_MAX, PORT_TRIES = 12300, 14300, 20
 LOCAL_BUFFER_MAX = 1 << 40
@@ -165,6 +167,19 @@ class ReplicateConfig:
         if self.soft_pin_action is not SoftPinAction.ENABLE:
             return self.soft_pin_ttl_ms is None
         return (self.soft_pin_ttl_ms or 0) <= SOFT_PIN_TTL_MAX_MS
+
+    def _pin(self):
+        """The pool pin (pool.kv.PIN_*) and its ms a write with this config asks: a hard
+        pin for as long as the object lives; ENABLE a soft pin for soft_pin_ttl_ms (the
+        master's default when None; 0 unpins), DISABLE none; PRESERVE keeps the key's."""
+        if self.with_hard_pin:
+            return PIN_HARD, 0
+        if self.soft_pin_action is SoftPinAction.ENABLE:
+            ttl = SOFT_PIN_TTL_DEFAULT_MS if self.soft_pin_ttl_ms is None else self.soft_pin_ttl_ms
+            return (PIN_SOFT, ttl) if ttl > 0 else (PIN_NONE, 0)
+        if self.soft_pin_action is SoftPinAction.DISABLE:
+            return PIN_NONE, 0
+        return PIN_KEEP, 0
 
     def __str__(self):
         lists = lambda v: "[" + ", ".join(v) + "]"  # noqa: E731
@@ -340,11 +355,13 @@ class MooncakeDistributedStore:
                 status[i] = NO_AVAILABLE_HANDLE
             return status
         held = {i: [] for i in todo}
+        pin, pin_ms = config._pin()
         for sid, host in place:
             kv = segs.kv(sid)
             if kv is None:
                 continue  # unmounted since the registry was read
-            got = adapter.put(kv, [keys[i] for i in todo], [values[i] for i in todo])
+            got = adapter.put(kv, [keys[i] for i in todo], [values[i] for i in todo], pin,
+                              pin_ms)
             for i, rc in zip(todo, got):
                 if rc >= 0:
                     held[i].append((sid, host))

@@ -235,3 +235,27 @@ def test_forged_registry_line_drops_nothing():
         child.send_signal(signal.SIGKILL)
         child.wait()
 
+
+
+def test_pins_outlive_eviction():
+    """with_hard_pin keeps an object from eviction, a soft pin (ENABLE) over the
+    unpinned ones until its TTL ends; DISABLE ends one, PRESERVE keeps the key's."""
+    s = MooncakeDistributedStore()
+    assert s.setup("pins:1", "m", 8 << 20, 2 << 20, "tcp", "", "m:1") == 0
+    mib = b"x" * (1 << 20)
+    hard, soft, brief, off = (ReplicateConfig() for _ in range(4))
+    hard.with_hard_pin = True
+    soft.soft_pin_action = brief.soft_pin_action = mooncake.SoftPinAction.ENABLE
+    brief.soft_pin_ttl_ms = 200
+    off.soft_pin_action = mooncake.SoftPinAction.DISABLE
+    assert s.put("hard", mib, hard) == 0 and s.put("soft", mib, soft) == 0
+    assert s.put("unpinned", mib, soft) == 0 and s.upsert("unpinned", mib, off) == 0
+    assert s.put("kept", mib, soft) == 0 and s.upsert("kept", mib) == 0  # PRESERVE
+    assert s.put("brief", mib, brief) == 0
+    time.sleep(1)
+    for i in range(16):
+        assert s.put("cold%d" % i, mib) == 0
+    assert [s.is_exist(k) for k in ("hard", "soft", "kept", "unpinned", "brief")] == \
+        [1, 1, 1, 0, 0]
+    assert s.get("hard") == mib and s.get("cold15") == mib
+    s.close()

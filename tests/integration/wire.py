@@ -447,6 +447,22 @@ def main():
         r = read_frame(s)
         assert r, "no reply"
         print(error_text(r[2]) if r[0] == ERROR else "reply %d" % r[0])
+    elif case == "kv-retain":
+        # A commit pinning its key as argv[4] argv[5] say (retain, retain_ms), or with "-"
+        # a lookup asking a pin; raw: print the reply.
+        ns = sys.argv[3].encode()
+        s.sendall(frame(HELLO, hello_payload()))
+        assert read_frame(s)[0] == HELLO_REPLY
+        if sys.argv[4] == "-":
+            msg = vfield(1, enum("KvOp", "lookup")) + field(2, ns) + field(3, b"k")
+            msg += vfield(11, 1)
+        else:
+            msg = vfield(1, enum("KvOp", "commit")) + field(2, ns) + field(3, b"k")
+            msg += vfield(5, 1) + vfield(11, int(sys.argv[4])) + vfield(12, int(sys.argv[5]))
+        s.sendall(frame(42, msg, req_id=2))
+        r = read_frame(s)
+        assert r, "no reply"
+        print(error_text(r[2]) if r[0] == ERROR else "reply %d" % r[0])
     elif case == "kv-inline":
         # Gets and puts in one request (poold copies through the caller's
         # window), raw: what it refuses, and one of each done right.

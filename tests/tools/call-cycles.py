@@ -27,7 +27,7 @@ import sys
 # KV index's requests (kvwire.c), its local callers' API (kvlocal.c) and its
 # events (kvevents.c) are not in it: they sit above the index.
 MODULES = {
-    "kv": ("kv", "kvtier", "kvdedup", "kvreplica", "kvrebuild", "kvtell", "kvevict", "kvreap",
+    "kv": ("kv", "kvtier", "kvdedup", "kvreplica", "kvrebuild", "kvtell", "kvevict", "kvretain", "kvreap",
            "kvowner", "kvevshards"),
     "resp": ("resp", "respconn", "respkeys", "respbits", "respmove", "resplcs", "respwatch", "respinfo", "resptype", "resplist", "respset", "respplace", "respremote", "resprelay", "respshard", "respparse",
              "respauth"),

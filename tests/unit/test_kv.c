@@ -127,6 +127,83 @@ static void test_eviction_order(void)
 	index_free();
 }
 
+static struct kv_entry *entry(struct kv_ns *ns, const char *key)
+{
+	return *kv_slot(ns, (const uint8_t *)key, strlen(key),
+			kv_hash((const uint8_t *)key, strlen(key)));
+}
+
+/* Pin key's value how, until then (Unix ms, 0: for as long as it lives). */
+static void pin(struct kv_ns *ns, const char *key, enum kv_retain how, int64_t until)
+{
+	struct kv_entry *e = entry(ns, key);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	CU_ASSERT_EQUAL(kv_retain_set(ns, e, how, until), 0);
+}
+
+static bool present(struct kv_ns *ns, const char *key)
+{
+	return op(ns, 9, KV_EXISTS, key, 0, NULL) == 0;
+}
+
+/*
+ * Pins against eviction (4 MiB of 1 MiB values): a hard pinned value is
+ * never evicted, a soft pinned one only when no unpinned value can go, each
+ * until its deadline; a new version of a key keeps its pin; a namespace
+ * full of hard pinned values refuses a put, and takes it once one is removed.
+ */
+static void test_retention(void)
+{
+	struct kv_result res;
+	struct kv_ns *ns;
+	char key[8];
+	int i;
+
+	index_new();
+	ns = ns_new("kv", 4 * MiB);
+	put(ns, 1, "hard", MiB);
+	pin(ns, "hard", KV_RETAIN_HARD, 0);
+	put(ns, 1, "soft", MiB);
+	pin(ns, "soft", KV_RETAIN_SOFT, 0);
+	CU_ASSERT_EQUAL(ns->nhard, 1);
+	CU_ASSERT_EQUAL(ns->nsoft, 1);
+	/* Ten more values through the two places left: the pinned ones stay. */
+	for (i = 0; i < 10; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put(ns, 1, key, MiB);
+	}
+	CU_ASSERT(present(ns, "hard"));
+	CU_ASSERT(present(ns, "soft"));
+	CU_ASSERT(present(ns, "k9") && present(ns, "k8") && !present(ns, "k7"));
+	CU_ASSERT_EQUAL(ns->evictions, 8);
+	/* Pinned values read often stay pinned; a rewrite of a pinned key keeps its pin. */
+	put(ns, 1, "soft", MiB);
+	CU_ASSERT_EQUAL(ns->nsoft, 1);
+	CU_ASSERT_EQUAL(entry(ns, "soft")->retain, KV_RETAIN_SOFT);
+	/* A value that needs 3 places: the unpinned ones go, then the soft pinned one. */
+	put(ns, 1, "big", 3 * MiB);
+	CU_ASSERT(present(ns, "hard"));
+	CU_ASSERT(!present(ns, "soft") && !present(ns, "k9") && !present(ns, "k8"));
+	CU_ASSERT_EQUAL(ns->nsoft, 0);
+	/* Full of hard pinned values: a put is refused, not made room for. */
+	pin(ns, "big", KV_RETAIN_HARD, 0);
+	CU_ASSERT_EQUAL(op(ns, 1, KV_RESERVE, "more", MiB, &res), -ENOSPC);
+	CU_ASSERT(present(ns, "hard") && present(ns, "big"));
+	/* A pin whose deadline passed ends at the sweep: the value may go again. */
+	pin(ns, "big", KV_RETAIN_HARD, kv_unix_ms() - 1);
+	kv_sweep(&pd);
+	CU_ASSERT_EQUAL(entry(ns, "big")->retain, KV_RETAIN_NONE);
+	CU_ASSERT_EQUAL(ns->nhard, 1);
+	put(ns, 1, "more", MiB);
+	CU_ASSERT(present(ns, "hard") && present(ns, "more") && !present(ns, "big"));
+	/* Removed, a hard pinned value goes, and its pin with it. */
+	CU_ASSERT_EQUAL(op(ns, 1, KV_REMOVE, "hard", 0, NULL), 0);
+	CU_ASSERT_EQUAL(ns->nhard, 0);
+	CU_ASSERT(ns->used <= ns->capacity);
+	index_free();
+}
+
 /*
  * The last writer to reserve wins: the earlier one's commit succeeds and
  * changes nothing, and the value is the later one's, whichever commits first.
@@ -1292,6 +1369,7 @@ int main(void)
 	static const struct unit_test tests[] = {
 	    {"put, lookup, release", test_put_lookup_release},
 	    {"eviction order", test_eviction_order},
+	    {"soft and hard pins", test_retention},
 	    {"the last reserver wins", test_last_reserver_wins},
 	    {"a pin outlives a replace", test_pin_outlives_replace},
 	    {"abort and remove", test_abort_and_remove},
