@@ -119,17 +119,17 @@ coord_kill
 coord_start || { not_ok "the coordinator restarts"; finish; exit 1; }
 watch_entries "$CLUSTER_TMP/counts" "$WAIT" &
 watcher=$!
-wait_registered 2 2 || not_ok "h2 registers with the restarted coordinator"
-# Once its report is on its way: the coordinator has read 256 KiB of node 2's
-# link (a report of 200,000 values is some 24 MB; a loaded host may take a
-# while to send the first chunks after the RegisterReply), and not all of
-# it: polled in one loop in the coordinator's namespace, 10 s at most (a
-# coordinator reads the report in well under a second when nothing else
-# runs, between two polls of a slower loop).
-cluster_exec 1 timeout 10 bash -c 'until ss -tinH state established "( sport = :7400 )" dst "$1" |
+# Once its report is on its way, the coordinator stops: as soon as it has
+# read 256 KiB of node 2's new link (a report of 200,000 values is some 24
+# MB), and not all of it. The poll, one loop in the coordinator's
+# namespace, begins before node 2 registers: a coordinator reads the
+# report in well under a second, and a poll begun only once the
+# registration shows in its log found it all read on a fast machine.
+cluster_exec 1 timeout 20 bash -c 'until ss -tinH state established "( sport = :7400 )" dst "$1" |
 	awk -v RS="[[:space:]]+" -F: "\$1 == \"bytes_received\" && \$2 + 0 >= 262144 { f = 1 } END { exit !f }"; do :; done' \
 	- "$(cluster_addr 2)"
 pool_node_kill 1 STOP
+wait_registered 2 2 || not_ok "h2 registers with the restarted coordinator"
 sleep 0.5
 # Node 2 sends no more of it than the coordinator's window (1 MiB) beyond
 # the chunks it said it read: what lies unread at the stopped coordinator
