@@ -211,6 +211,7 @@ struct admin_kv_ns {
 	const char *name, *tier, *evict;
 	uint64_t capacity, used, pmem_used, entries, size_hint;
 	uint64_t hits, misses, pmem_hits, evictions, spills, promotions, puts;
+	uint64_t soft_pinned, hard_pinned;
 	uint32_t replicas;
 	bool has_owner; /* an older definition has none */
 	uint32_t uid, gid, mode;

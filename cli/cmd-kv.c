@@ -35,6 +35,8 @@ enum {
 	K_SPILLS,
 	K_PROMOTIONS,
 	K_PUTS,
+	K_SOFT_PINNED,
+	K_HARD_PINNED,
 	K_SIZE_HINT,
 	K_FIELDS
 };
@@ -60,6 +62,8 @@ static const struct field kv_fields[K_FIELDS] = {
     [K_SPILLS] = {"spills", "SPILLS", FIELD_U64, IN_FULL},
     [K_PROMOTIONS] = {"promotions", "PROMOTIONS", FIELD_U64, IN_FULL},
     [K_PUTS] = {"puts", "PUTS", FIELD_U64, IN_FULL},
+    [K_SOFT_PINNED] = {"soft_pinned", "SOFT PINNED", FIELD_U64, IN_FULL},
+    [K_HARD_PINNED] = {"hard_pinned", "HARD PINNED", FIELD_U64, IN_FULL},
     [K_SIZE_HINT] = {"size_hint", NULL, FIELD_U64, IN_BOTH},
 };
 
@@ -109,6 +113,8 @@ static int kv_exec(struct cmd_ctx *ctx, enum admin_kv_op op, const char *name,
 		    [K_SPILLS].u = n->spills,
 		    [K_PROMOTIONS].u = n->promotions,
 		    [K_PUTS].u = n->puts,
+		    [K_SOFT_PINNED].u = n->soft_pinned,
+		    [K_HARD_PINNED].u = n->hard_pinned,
 		    [K_SIZE_HINT].u = n->size_hint,
 		};
 

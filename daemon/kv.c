@@ -56,7 +56,9 @@ void kv_ns_stats(const struct kv_ns *ns, struct kv_ns_stats *ret)
 				    .puts = ns->puts,
 				    .spills = ns->spills,
 				    .promotions = ns->promotions,
-				    .pmem_hits = ns->pmem_hits};
+				    .pmem_hits = ns->pmem_hits,
+				    .soft_pinned = ns->nsoft,
+				    .hard_pinned = ns->nhard};
 	kv_ns_def(ns, &ret->def);
 	if (kv_tier(ns) == TIER_PMEM) { /* used counts the namespace's own tier */
 		ret->pmem_used += ns->used;
@@ -1315,7 +1317,8 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 			(void)kv_set_expire(ns, e, ttl);
 			kv_pending_end(ns, e);
 			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
-			(void)kv_retain_set(ns, e, retain, retain_until);
+			if (retain != KV_RETAIN_NONE)
+				(void)kv_retain_set(ns, e, retain, retain_until);
 			ns->puts++;
 			/*
 			 * The lender's record now names the value: a restarted coordinator rebuilds

@@ -658,6 +658,8 @@ static void kvroute_ns_add(Pool__KvNamespace *sum, const Pool__KvNamespace *n)
 	sum->misses += n->misses;
 	sum->evictions += n->evictions;
 	sum->puts += n->puts;
+	sum->soft_pinned += n->soft_pinned;
+	sum->hard_pinned += n->hard_pinned;
 }
 
 /* One owner's part: its counts added to the others'. */

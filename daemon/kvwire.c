@@ -733,6 +733,9 @@ static void kv_stats_msg(const struct kv_ns_stats *st, Pool__KvNamespace *m)
 	m->spills = st->spills;
 	m->promotions = st->promotions;
 	m->pmem_hits = st->pmem_hits;
+	m->has_soft_pinned = m->has_hard_pinned = 1;
+	m->soft_pinned = st->soft_pinned;
+	m->hard_pinned = st->hard_pinned;
 }
 
 static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)

@@ -1217,6 +1217,7 @@ struct kv_ns_stats {
 	struct kv_ns_spec def;
 	uint64_t id, used, pmem_used, entries;
 	uint64_t hits, misses, evictions, puts, spills, promotions, pmem_hits;
+	uint64_t soft_pinned, hard_pinned; /* values pinned against eviction */
 };
 size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size_t max,
 		     void (*cb)(void *arg, const uint8_t *key, size_t klen), void *arg,

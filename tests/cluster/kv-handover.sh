@@ -5,7 +5,8 @@
 # (poolctl drain) hands all of its keys to the others and one that lends
 # again takes its shards back, two nodes that join at once each find the
 # owners that had their shards, values longer than a hand-over's answer
-# (1 MiB) come in pieces, and nothing is lost or served stale on the way:
+# (1 MiB) come in pieces, and nothing is lost or served stale on the way
+# (nor a value's pin):
 # a client reading all along sees every value bit-exact or a retryable
 # error, never a wrong one (libpool asks again for up to 3 s while a
 # shard's keys are on their way: such errors are rare). The owners' counters of keys taken and handed
@@ -64,10 +65,13 @@ settled 10 1 2 3 || not_ok "three owners"
 out=$(kv 2 sh mput a 6000 4000 7 2>&1)
 bad=0
 for i in 0 1 2 3 4 5 6 7; do
-	kv $((1 + i % 3)) sh put "big$i" $((1500000 + i * 700000)) $((20 + i)) >/dev/null 2>&1 || bad=$((bad + 1))
+	kv $((1 + i % 3)) sh put "big$i" $((1500000 + i * 700000)) $((20 + i)) hard >/dev/null 2>&1 || bad=$((bad + 1))
 done
 [ "$out" = "mput a: 6000 of 6000 stored" ] && [ $bad = 0 ] &&
-	ok "3 owners: 6000 values of 4000 bytes and 8 of 1.5-6.4 MB put" || not_ok "puts: $out ($bad big failed)"
+	ok "3 owners: 6000 values of 4000 bytes and 8 of 1.5-6.4 MB (hard pinned) put" || not_ok "puts: $out ($bad big failed)"
+# pinned: the hard pinned values of sh, summed over its owners.
+pinned() { pctl 1 --json kv stats | python3 -c 'import json, sys
+print(next(n for n in json.load(sys.stdin)["namespaces"] if n["name"] == "sh")["hard_pinned"])'; }
 
 # A reader all along, from h1: every answer is all the values, or a retryable error.
 reader() {
@@ -115,6 +119,8 @@ wait $rpid
 [ "$(field 2 7)" = 0 ] && [ "$(field 2 6)" = 0 ] &&
 	ok "h2 keeps no value any more, none was lost" || { not_ok "h2 after the drain"; echo "# h2: $(moves 2)"; }
 all_back 4 && ok "every value comes back bit-exact from h4" || not_ok "values after the drain"
+[ "$(pinned)" = 8 ] && ok "the 8 hard pinned values are still pinned after the join and the drain" ||
+	not_ok "hard pinned values after the join and the drain: $(pinned) of 8"
 reads_ok && ok "a reader on h1 meanwhile: every answer right or retryable ($reads)" ||
 	{ not_ok "reads during the drain"; sort "$CLUSTER_TMP/reads" | uniq -c; }
 out=$(kv 2 sh mput a 100 4000 8 2>&1) && [ "$out" = "mput a: 100 of 100 stored" ] &&

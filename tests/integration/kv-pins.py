@@ -101,6 +101,7 @@ def main():
         except ValueError:
             pass
     check(not kv.exists(b"x"), "and by the binding before they are sent")
+    kv.put(b"soft-end", value(10), pin=PIN_SOFT, pin_ms=600000)
 
 
 main()

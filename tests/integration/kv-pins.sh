@@ -24,6 +24,12 @@ for kind in lenders sharded; do
 	done <"$TEST_DIR/out"
 	n=$(grep -c '^ok - ' "$TEST_DIR/out")
 	[ "$n" -eq $CHECKS ] || not_ok "$kind: $n of $CHECKS checks ran"
+	# What is left pinned: hard1 and hard2, and the soft pin put last.
+	pinned=$("$POOLCTL" --json kv stats | python3 -c 'import json, sys
+n = next(n for n in json.load(sys.stdin)["namespaces"] if n["name"] == sys.argv[1])
+print(n["soft_pinned"], n["hard_pinned"])' "pins-$kind")
+	[ "$pinned" = "1 2" ] && ok "$kind: kv stats counts 1 soft pinned and 2 hard pinned values" ||
+		not_ok "$kind: kv stats counts '$pinned' (soft, hard) pinned values, not '1 2'"
 done
 # (A pin of no KvRetain value is not even a message protobuf-c takes.)
 for bad in "7 0" "2 1099511627777" "0 5" "-"; do

@@ -394,7 +394,7 @@ static int hammer(struct pool_kv *kv, const char *key, size_t size, int secs, ui
 	return status;
 }
 
-/* put KEY SIZE SEED, or get KEY SEED [BUFLEN]: 0, 4 on a miss, 1 on failure. */
+/* put KEY SIZE SEED [soft|hard], or get KEY SEED [BUFLEN]: 0, 4 on a miss, 1 on failure. */
 static int put_get(struct pool_kv *kv, const char *cmd, const char *key, int argc, char **argv)
 {
 	size_t size = cmd[0] == 'p' ? strtoull(argv[4], NULL, 0)
@@ -407,7 +407,11 @@ static int put_get(struct pool_kv *kv, const char *cmd, const char *key, int arg
 
 	if (cmd[0] == 'p') {
 		fill(buf, size, seed);
-		rc = pool_kv_put(kv, key, strlen(key), buf, size);
+		rc = pool_kv_put_pinned(kv, key, strlen(key), buf, size,
+					argc <= 6		       ? POOL_KV_PIN_KEEP
+					: strcmp(argv[6], "hard") == 0 ? POOL_KV_PIN_HARD
+								       : POOL_KV_PIN_SOFT,
+					0);
 		if (rc < 0)
 			status = fail("put", rc);
 		else
