@@ -7,6 +7,22 @@ PASSES=0
 ok() { PASSES=$((PASSES + 1)); echo "ok - $*"; }
 not_ok() { FAILS=$((FAILS + 1)); echo "not ok - $*"; }
 
+# tap_relay FILE N [PREFIX]: count FILE's "ok"/"not ok" lines (a helper
+# script's checks) as this test's, PREFIX before each, the others as
+# comments; and fail unless N checks passed.
+tap_relay() {
+	local line n
+	while read -r line; do
+		case "$line" in
+		"ok - "*) ok "${3:-}${line#ok - }" ;;
+		"not ok - "*) not_ok "${3:-}${line#not ok - }" ;;
+		*) echo "# $line" ;;
+		esac
+	done <"$1"
+	n=$(grep -c '^ok - ' "$1")
+	[ "$n" -eq "$2" ] || not_ok "${3:-}$n of $2 checks ran"
+}
+
 # as_nobody COMMAND...: run COMMAND as uid nobody, group nogroup, no others.
 as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 

@@ -22,14 +22,7 @@ pctl 1 kv create hog 1G >/dev/null && pctl 1 kv create small 16M >/dev/null &&
 	pctl 1 kv create keep 8M evict=none >/dev/null && ok "namespaces made" || not_ok "namespaces made"
 cluster_exec 2 env "${PYENV[@]}" POOL_SOCKET="$(pool_sock 2)" KV_SHARE_RETRIES=3 "$PY" \
 	"$top_srcdir/tests/integration/kv-share.py" hog small keep >"$CLUSTER_TMP/out" 2>&1
-while read -r line; do
-	case "$line" in
-	"ok - "*) ok "${line#ok - }" ;;
-	"not ok - "*) not_ok "${line#not ok - }" ;;
-	*) echo "# $line" ;;
-	esac
-done <"$CLUSTER_TMP/out"
-[ "$(grep -c '^ok - ' "$CLUSTER_TMP/out")" = 7 ] || not_ok "$(grep -c '^ok - ' "$CLUSTER_TMP/out") of 7 checks ran"
+tap_relay "$CLUSTER_TMP/out" 7
 for i in 1 2; do
 	kill -0 "${POOL_PIDS[$i]}" 2>/dev/null && ok "h$i's poold runs on" || not_ok "h$i's poold died"
 done

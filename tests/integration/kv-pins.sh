@@ -7,7 +7,6 @@
 # sent raw, is refused by poold itself, which keeps running.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 PY=/usr/bin/python3
-CHECKS=11
 pool_pyenv || { echo "1..0 # SKIP: a sanitized libpool whose runtime python3 cannot preload"; exit 77; }
 pool_start -o lend.size=64M -o kv.shard_size=64M || exit 1
 for kind in lenders sharded; do
@@ -15,15 +14,7 @@ for kind in lenders sharded; do
 	check "$kind: a namespace of 8 MiB" "$POOLCTL" kv create "pins-$kind" 8M tier=dram $opt
 	env "${PYENV[@]}" "$PY" "$top_srcdir/tests/integration/kv-pins.py" "pins-$kind" \
 		>"$TEST_DIR/out" 2>&1
-	while read -r line; do
-		case "$line" in
-		"ok - "*) ok "$kind: ${line#ok - }" ;;
-		"not ok - "*) not_ok "$kind: ${line#not ok - }" ;;
-		*) echo "# $line" ;;
-		esac
-	done <"$TEST_DIR/out"
-	n=$(grep -c '^ok - ' "$TEST_DIR/out")
-	[ "$n" -eq $CHECKS ] || not_ok "$kind: $n of $CHECKS checks ran"
+	tap_relay "$TEST_DIR/out" 11 "$kind: "
 	# What is left pinned: hard1 and hard2, and the soft pin put last.
 	pinned=$("$POOLCTL" --json kv stats | python3 -c 'import json, sys
 n = next(n for n in json.load(sys.stdin)["namespaces"] if n["name"] == sys.argv[1])

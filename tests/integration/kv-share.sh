@@ -16,14 +16,7 @@ for kind in lenders sharded; do
 		"$POOLCTL" kv create "keep-$kind" 8M evict=none $opt >/dev/null || not_ok "$kind: namespaces"
 	env "${PYENV[@]}" "$PY" "$top_srcdir/tests/integration/kv-share.py" "hog-$kind" \
 		"small-$kind" "keep-$kind" >"$TEST_DIR/out" 2>&1
-	while read -r line; do
-		case "$line" in
-		"ok - "*) ok "$kind: ${line#ok - }" ;;
-		"not ok - "*) not_ok "$kind: ${line#not ok - }" ;;
-		*) echo "# $line" ;;
-		esac
-	done <"$TEST_DIR/out"
-	grep -c '^ok - ' "$TEST_DIR/out" | grep -qx 7 || not_ok "$kind: $(grep -c '^ok - ' "$TEST_DIR/out") of 7 checks ran"
+	tap_relay "$TEST_DIR/out" 7 "$kind: "
 	for ns in hog small keep; do "$POOLCTL" kv drop "$ns-$kind" >/dev/null; done
 done
 pool_alive && ok "poold still running" || not_ok "poold died"
