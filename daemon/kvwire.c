@@ -91,8 +91,11 @@ _Static_assert((int)POOL__KV_RETAIN__KV_RETAIN_NONE == KV_RETAIN_NONE &&
 		   (int)POOL__KV_RETAIN__KV_RETAIN_HARD == KV_RETAIN_HARD,
 	       "KvRetain is enum kv_retain on the wire");
 
-/* Pin key i of a commit or a put as it asks (kr->retain), once its value is committed. */
-static void kv_retain_asked(struct kv_ns *ns, const Pool__KvRequest *kr, size_t i)
+/*
+ * Pin key i of a commit or a put as it asks (kr->retain), once its value,
+ * of version, is committed: not a later writer's that superseded it.
+ */
+static void kv_retain_asked(struct kv_ns *ns, const Pool__KvRequest *kr, size_t i, uint64_t version)
 {
 	const ProtobufCBinaryData *k = &kr->keys[i];
 	struct kv_entry *e;
@@ -100,7 +103,7 @@ static void kv_retain_asked(struct kv_ns *ns, const Pool__KvRequest *kr, size_t 
 	if (!kr->has_retain)
 		return;
 	e = *kv_slot(ns, k->data, k->len, kv_hash(k->data, k->len));
-	if (e != NULL && e->has_val)
+	if (e != NULL && e->has_val && e->val.version == version)
 		(void)kv_retain_set(ns, e, (enum kv_retain)kr->retain,
 				    kr->retain_ms > 0 ? kv_unix_ms() + (int64_t)kr->retain_ms : 0);
 }
@@ -125,7 +128,7 @@ static int kv_one(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr, si
 		arg = kr->versions[i];
 	n = kv_key_op(q->pd, ns, &who, op, kr->keys[i].data, kr->keys[i].len, arg, &res);
 	if (op == KV_COMMIT && res.status == 0)
-		kv_retain_asked(ns, kr, i);
+		kv_retain_asked(ns, kr, i, arg);
 	if (res.places == KV_PLACES_NONE)
 		kv_loc(NULL, loc, NULL, res.status, NULL, 0);
 	else
@@ -396,7 +399,7 @@ static int kv_inline_key(struct req *q, struct kv_ns *ns, const Pool__KvRequest 
 	if (kr->op == POOL__KV_OP__KV_OP_PUT) {
 		loc->status = kv_put_here(q, ns, &kr->keys[i], src, len, &version);
 		if (loc->status == 0)
-			kv_retain_asked(ns, kr, i);
+			kv_retain_asked(ns, kr, i, version);
 	} else {
 		loc->status = kv_read_here(q->pd, ns, kr->keys[i].data, kr->keys[i].len,
 					   kr->sizes[i], ret_data, &got, &version);

@@ -101,6 +101,13 @@ def main():
         except ValueError:
             pass
     check(not kv.exists(b"x"), "and by the binding before they are sent")
+    # The last reserver wins: an earlier writer's pinned commit pins nothing of the later
+    # value (kv-pins.sh counts the pins left).
+    with kv.reserve(b"race", MIB, pin=PIN_HARD) as first:
+        with kv.reserve(b"race", MIB) as second:
+            second[:] = value(11)
+        first[:] = value(12)
+    check(kv.get(b"race") == value(11), "two writers of a key: the later reservation's value")
     kv.put(b"soft-end", value(10), pin=PIN_SOFT, pin_ms=600000)
 
 

@@ -14,8 +14,9 @@ for kind in lenders sharded; do
 	check "$kind: a namespace of 8 MiB" "$POOLCTL" kv create "pins-$kind" 8M tier=dram $opt
 	env "${PYENV[@]}" "$PY" "$top_srcdir/tests/integration/kv-pins.py" "pins-$kind" \
 		>"$TEST_DIR/out" 2>&1
-	tap_relay "$TEST_DIR/out" 11 "$kind: "
-	# What is left pinned: hard1 and hard2, and the soft pin put last.
+	tap_relay "$TEST_DIR/out" 12 "$kind: "
+	# What is left pinned: hard1 and hard2, and the soft pin put last (not the
+	# later writer's value of race, whose earlier writer asked a hard pin).
 	pinned=$("$POOLCTL" --json kv stats | python3 -c 'import json, sys
 n = next(n for n in json.load(sys.stdin)["namespaces"] if n["name"] == sys.argv[1])
 print(n["soft_pinned"], n["hard_pinned"])' "pins-$kind")
