@@ -155,3 +155,10 @@ TESTS += tests/unit/test_kvstore
 tests_unit_test_kvstore_SOURCES = tests/unit/test_kvstore.c
 tests_unit_test_kvstore_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_unit_test_kvstore_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)
+
+# A connection's socket closed when the connection is released (daemon/conn.c).
+check_PROGRAMS += tests/unit/test_conn
+TESTS += tests/unit/test_conn
+tests_unit_test_conn_SOURCES = tests/unit/test_conn.c
+tests_unit_test_conn_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_unit_test_conn_LDADD = tests/unit/libunit.la daemon/libpoold.la $(EVENT_LIBS) $(CUNIT_LIBS)
