@@ -109,6 +109,7 @@ def main():
         first[:] = value(12)
     check(kv.get(b"race") == value(11), "two writers of a key: the later reservation's value")
     kv.put(b"soft-end", value(10), pin=PIN_SOFT, pin_ms=600000)
+    kv.put(b"small-hard", value(13, 4096), pin=PIN_HARD)  # (one request: poold's inline put)
 
 
 main()
