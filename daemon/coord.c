@@ -105,16 +105,17 @@ struct coord {
 
 /*
  * Whether this coordinator started so recently (within the heartbeat
- * window) that nodes of its state have not registered again yet: a
- * request that found no room is then worth trying again, not refused.
- * why says how many are away.
+ * window) that nodes of its state have not registered again yet, or have
+ * and their lenders' records are not compared with the map yet: a request
+ * that found no room is then worth trying again, not refused. why says
+ * how many are away.
  */
 bool coord_settling(struct poold *pd, char *why, size_t len)
 {
 	const struct coord *co = pd->coord;
 	uint64_t age,
 	    window = (uint64_t)pd->conf->heartbeat_ms * (uint64_t)pd->conf->heartbeat_misses;
-	size_t i, away = 0;
+	size_t i, away = 0, unreconciled;
 
 	if (co == NULL || (age = units_now_ms() - co->started_ms) >= window)
 		return false;
@@ -124,12 +125,14 @@ bool coord_settling(struct poold *pd, char *why, size_t len)
 		if (pd->nodeids[i].id != pd->node_id && (m == NULL || m->state != MEMBER_UP))
 			away++;
 	}
-	if (away > 0)
-		snprintf(why, len,
-			 "%zu node(s) of the pool not registered again since this coordinator "
-			 "started %llu ms ago",
-			 away, (unsigned long long)age);
-	return away > 0;
+	unreconciled = region_unreconciled(pd);
+	if (away > 0 || unreconciled > 0)
+		snprintf(
+		    why, len,
+		    "%zu node(s) of the pool not registered again, %zu lender arena(s) not yet "
+		    "compared with their record, since this coordinator started %llu ms ago",
+		    away, unreconciled, (unsigned long long)age);
+	return away > 0 || unreconciled > 0;
 }
 
 /* Forget the changes queued (told, or the coordinator stops). */

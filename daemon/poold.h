@@ -867,6 +867,7 @@ int region_keep(struct poold *pd, const char *name, const struct region_caller *
 		size_t errlen);
 bool region_pool_usable(struct poold *pd, const struct lender_pool *lp);
 bool region_rebuilding(struct poold *pd);
+size_t region_unreconciled(struct poold *pd);
 struct lender_pool *region_pool(struct regions *rs, uint32_t node, uint32_t arena);
 struct lender_pool *region_pick_avoid(struct poold *pd, enum tier tier, uint64_t len,
 				      uint32_t avoid);

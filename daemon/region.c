@@ -239,6 +239,27 @@ bool region_rebuilding(struct poold *pd)
 	return false;
 }
 
+/*
+ * The lender arenas of members that are up whose records have not been
+ * compared with the map since they registered: none of their room is lent
+ * until then (region_pool_usable()).
+ */
+size_t region_unreconciled(struct poold *pd)
+{
+	struct lender_pool *lp;
+	size_t n = 0;
+
+	if (pd->regions == NULL)
+		return 0;
+	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
+		struct member *m = cluster_find(pd, lp->node);
+
+		n += !lp->reconciled && m != NULL && m->state == MEMBER_UP &&
+		     m->info->incarnation == lp->incarnation;
+	}
+	return n;
+}
+
 /* The pool with the most free space on node (any node if node is 0) in tier. */
 /*
  * The lender for len bytes in tier on node (any node if 0) and NUMA node
