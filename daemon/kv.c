@@ -866,6 +866,7 @@ void kv_ns_free(struct poold *pd, struct kv_ns *ns)
 		free(ns);
 		return;
 	}
+	kv_ns_serve(pd, ns, 0);
 	TAILQ_REMOVE(&pd->kv->list, ns, entry);
 	free(ns->buckets);
 	free(ns->shard_entries);

@@ -23,6 +23,7 @@
 #include "proto/pool_contract.h"
 
 #define KV_MAX_NAMESPACES 256
+#define KV_RESP_DBS 16	 /* a RESP endpoint's databases (RESP_DBS) */
 #define KV_MAX_KEYS 4096 /* per request */
 #define KV_RESERVE_TTL_MS 30000
 #define KV_SHARED_HOLD_MS 1000 /* another uid's reservation holds a shared key this long */
@@ -197,6 +198,7 @@ struct kv_ns {
 	uint64_t next_version;
 	uint32_t local_node; /* values only on this node's arenas, or 0 */
 	bool resp_db;	     /* a database of this node's RESP endpoint (kv_local_ensure()) */
+	uint8_t serves_db;   /* 1 + the RESP database it serves since a SWAPDB; 0: its name's */
 	uint32_t flags;	     /* HOLD_NS_*: never spill, persistent, never evict */
 	uint32_t replicas;   /* places of each value, on as many lenders (1: no copies) */
 	uint64_t size_hint;  /* values up to it take an extent of that size, or 0 */
@@ -281,6 +283,9 @@ struct kv_space {
 	unsigned recopies;		 /* copies started again in this sweep */
 	TAILQ_HEAD(, kv_recopy) copying; /* copies in flight: their extents are claimed */
 	kv_defined_cb defined;		 /* told when the namespaces' definitions change */
+	/* The namespaces a SWAPDB moved to another RESP database (serves_db), in no order. */
+	struct kv_ns *swapped[KV_MAX_NAMESPACES];
+	unsigned nswapped;
 	/*
 	 * Flushed and dropped namespaces whose entries are being freed, a
 	 * slice at a time (kvreap.c), oldest first, and the event that frees
@@ -431,6 +436,7 @@ int kv_read_here(struct poold *pd, struct kv_ns *ns, const uint8_t *key, size_t 
 		 const void **ret_data, size_t *ret_len, uint64_t *ret_version);
 const char *kv_tier_name(uint32_t flags);
 void kv_ns_def(const struct kv_ns *ns, struct kv_ns_spec *ret);
+void kv_ns_serve(struct poold *pd, struct kv_ns *ns, unsigned db1);
 void kv_ns_stats(const struct kv_ns *ns, struct kv_ns_stats *ret);
 struct kv_ns *kv_ns_find(struct poold *pd, const char *name);
 struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_t klen, uint64_t h);

@@ -505,6 +505,7 @@ void kvowner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n)
 		ns->uid = d->uid;
 		ns->gid = d->gid;
 		ns->mode = d->mode & 0777;
+		kv_ns_serve(pd, ns, d->resp_db);
 		ns->backs = pd->kv->backing;
 		ns->room = kvowner_room(pd, ns, backed);
 	}

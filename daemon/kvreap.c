@@ -135,6 +135,7 @@ int kv_reap_flush(struct poold *pd, struct kv_ns *ns)
 /* Take a namespace out of the list, its name free at once: it is freed from the loop. */
 void kv_reap_drop(struct poold *pd, struct kv_ns *ns)
 {
+	kv_ns_serve(pd, ns, 0);
 	TAILQ_REMOVE(&pd->kv->list, ns, entry);
 	kv_reap_add(pd, ns);
 }

@@ -111,7 +111,8 @@ void kv_ns_def(const struct kv_ns *ns, struct kv_ns_spec *ret)
 				   .replicas = ns->replicas,
 				   .uid = ns->uid,
 				   .gid = ns->gid,
-				   .mode = ns->mode};
+				   .mode = ns->mode,
+				   .resp_db = ns->serves_db};
 }
 
 /*
@@ -136,10 +137,11 @@ int kv_defs(struct poold *pd, struct kv_ns_spec **ret, size_t *ret_n)
 	 * Root's RESP databases are made again on use; a RESP user's is kept
 	 * with its owner, or a coordinator that came back would rebuild it
 	 * from its lenders open to all; a sharded one is kept too, as every
-	 * node's endpoint runs commands on it.
+	 * node's endpoint runs commands on it, and one a SWAPDB moved to
+	 * another database.
 	 */
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
-		if (!ns->resp_db || ns->uid != 0 || (ns->flags & HOLD_NS_SHARDED))
+		if (!ns->resp_db || ns->uid != 0 || (ns->flags & HOLD_NS_SHARDED) || ns->serves_db)
 			kv_ns_def(ns, &defs[n++]);
 	*ret = defs;
 	*ret_n = n;
@@ -148,7 +150,8 @@ int kv_defs(struct poold *pd, struct kv_ns_spec **ret, size_t *ret_n)
 
 /*
  * Definitions from a node's record (after this coordinator restarted) or
- * from the coordinator's journal: make the namespaces it lacks.
+ * from the coordinator's journal: make the namespaces it lacks (and give
+ * one rebuilt from its lenders first the database a SWAPDB moved it to).
  */
 void kv_defs_adopt(struct poold *pd, const struct kv_ns_spec *defs, size_t n, const char *from)
 {
@@ -160,9 +163,10 @@ void kv_defs_adopt(struct poold *pd, const struct kv_ns_spec *defs, size_t n, co
 	for (i = 0; i < n && count < KV_MAX_NAMESPACES; i++) {
 		const struct kv_ns_spec *d = &defs[i];
 
-		if (kv_ns_find(pd, d->name) != NULL || d->name[0] == '\0' ||
-		    strlen(d->name) > POOL_REGION_NAME_MAX || d->capacity < (1u << 20) ||
-		    d->replicas < 1 || d->replicas > KV_MAX_REPLICAS ||
+		if ((ns = kv_ns_find(pd, d->name)) != NULL && ns->serves_db == 0 && d->resp_db != 0)
+			kv_ns_serve(pd, ns, d->resp_db);
+		if (ns != NULL || d->name[0] == '\0' || strlen(d->name) > POOL_REGION_NAME_MAX ||
+		    d->capacity < (1u << 20) || d->replicas < 1 || d->replicas > KV_MAX_REPLICAS ||
 		    d->size_hint > POOL_KV_VALUE_MAX)
 			continue;
 		if ((ns = kv_ns_new(pd, d->name, d->capacity)) == NULL)
@@ -173,6 +177,7 @@ void kv_defs_adopt(struct poold *pd, const struct kv_ns_spec *defs, size_t n, co
 		ns->uid = d->uid;
 		ns->gid = d->gid;
 		ns->mode = d->mode & 0777;
+		kv_ns_serve(pd, ns, d->resp_db);
 		count++;
 		made++;
 		log_info("KV namespace '%s' defined again from %s", ns->name, from);

@@ -46,6 +46,8 @@ void kv_def_msg(const struct kv_ns_spec *d, Pool__KvNamespace *m)
 	m->uid = d->uid;
 	m->gid = d->gid;
 	m->mode = d->mode;
+	m->has_resp_db = d->resp_db != 0;
+	m->resp_db = d->resp_db - m->has_resp_db;
 }
 
 /*
@@ -74,6 +76,36 @@ static void kv_def_of_msg(const Pool__KvNamespace *m, struct kv_ns_spec *d)
 		d->gid = m->gid;
 		d->mode = m->mode & 0777;
 	}
+	if (m->has_resp_db && m->resp_db < KV_RESP_DBS)
+		d->resp_db = m->resp_db + 1;
+}
+
+/*
+ * Say which RESP database ns serves: db1 is 1 + its number since a
+ * SWAPDB, 0 for the one its name says (respdb.c reads them). The
+ * namespaces that serve another are listed, so that a database's
+ * namespace is found without a walk of all of them.
+ */
+void kv_ns_serve(struct poold *pd, struct kv_ns *ns, unsigned db1)
+{
+	struct kv_space *kv = pd->kv;
+	unsigned i;
+
+	if (db1 > KV_RESP_DBS)
+		db1 = 0;
+	if ((ns->serves_db != 0) != (db1 != 0)) {
+		if (db1 != 0) {
+			if (kv->nswapped == KV_MAX_NAMESPACES)
+				return; /* (never: as many as namespaces can be) */
+			kv->swapped[kv->nswapped++] = ns;
+		} else {
+			for (i = 0; i < kv->nswapped && kv->swapped[i] != ns; i++)
+				;
+			if (i < kv->nswapped)
+				kv->swapped[i] = kv->swapped[--kv->nswapped];
+		}
+	}
+	ns->serves_db = (uint8_t)db1;
 }
 
 /*

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "daemon/kvint.h"
+#include "daemon/resp.h"
 
 /* Storage for the places of one reply location. */
 struct kv_locplaces {
@@ -790,6 +791,13 @@ static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)
 		log_info("KV namespace '%s' flushed", ns->name);
 		kv_ns_flush(pd, ns);
 		break;
+	case POOL__KV_NS_OP__KV_NS_OP_SWAPDB:
+		if (!r->has_db || !r->has_other_db || r->db >= RESP_DBS || r->other_db >= RESP_DBS)
+			return req_errorf(q, -EINVAL, "swapdb: two databases of 0-%d",
+					  RESP_DBS - 1);
+		if ((rc = resp_db_swap(pd, q->uid, (int)r->db, (int)r->other_db)) < 0)
+			return req_errorf(q, rc, "swapdb: %s", err_str(rc));
+		return req_reply(q, WIRE_KV_NS_REPLY, &reply.base);
 	case POOL__KV_NS_OP__KV_NS_OP_STATS:
 		if (r->name[0] != '\0' && ns == NULL)
 			return req_errorf(q, -ENOENT, "no KV namespace '%s'", r->name);
@@ -836,6 +844,7 @@ static const struct ctl_op kv_ns_ops[] = {
     {POOL__KV_NS_OP__KV_NS_OP_CREATE, CTL_ADMIN},
     {POOL__KV_NS_OP__KV_NS_OP_DROP, CTL_ADMIN},
     {POOL__KV_NS_OP__KV_NS_OP_FLUSH, CTL_ADMIN},
+    {POOL__KV_NS_OP__KV_NS_OP_SWAPDB, CTL_ADMIN},
     {0, 0},
 };
 

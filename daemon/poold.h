@@ -1203,6 +1203,7 @@ struct kv_ns_spec {
 	uid_t uid;
 	gid_t gid;
 	unsigned mode;
+	unsigned resp_db; /* 1 + the RESP database it serves since a SWAPDB; 0: its name's */
 };
 int kv_defs(struct poold *pd, struct kv_ns_spec **ret, size_t *ret_n);
 void kv_defs_adopt(struct poold *pd, const struct kv_ns_spec *defs, size_t n, const char *from);

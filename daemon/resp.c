@@ -6,15 +6,13 @@
  * dispatch to the command tables (respkeys.c, respconn.c).
  *
  * Served by the coordinator on resp.listen. Database N (SELECT N, 0-15) is
- * the KV namespace "redisN", made on first use with resp.capacity, its
- * values spread over the lenders (resp.placement): those of this node are
- * copied in the event loop, those of others fetched or put one-sided
- * around the command (respremote.c); libpool clients on any node reach the
- * same namespace one-sided. Requests are RESP arrays of bulk strings or inline
- * commands; anything else, or a bulk or array over the limits, gets an
- * error and the connection is closed. With resp.password or resp.users
- * set, AUTH comes first; a user of resp.users acts as its uid
- * (respauth.c): its databases are namespaces "redisN-uUID" of its own,
+ * the KV namespace "redisN" (another after a SWAPDB: respdb.c), made on first use with
+ * resp.capacity, its values spread over the lenders (resp.placement): those of this node are copied
+ * in the event loop, those of others fetched or put one-sided around the command (respremote.c);
+ * libpool clients on any node reach the same namespace one-sided. Requests are RESP arrays of bulk
+ * strings or inline commands; anything else, or a bulk or array over the limits, gets an error and
+ * the connection is closed. With resp.password or resp.users set, AUTH comes first; a user of
+ * resp.users acts as its uid (respauth.c): its databases are namespaces "redisN-uUID" of its own,
  * mode 0600, and its values count against its quota.
  *
  * What a connection makes poold hold (the command being read, counted at
@@ -346,27 +344,10 @@ void resp_close_after_reply(struct resp_conn *c)
 
 /* ------------------------------------------------------------ the connection */
 
-/* The namespace of database db, for the client's uid. */
+/* The namespace of database db, for the client's uid (respdb.c). */
 void resp_db_name(const struct resp_conn *c, int db, char *ns, size_t len)
 {
-	/* Once per command: not through snprintf(). db is 0-15 (SELECT). */
-	char name[32] = "redis", *p = name + 5, digits[12];
-	unsigned d, u;
-
-	if (db >= 10)
-		*p++ = (char)('0' + db / 10);
-	*p++ = (char)('0' + db % 10);
-	if (c->uid != 0) {
-		*p++ = '-';
-		*p++ = 'u';
-		for (u = c->uid, d = 0; d == 0 || u != 0; u /= 10)
-			digits[d++] = (char)('0' + u % 10);
-		while (d > 0)
-			*p++ = digits[--d];
-	}
-	d = (unsigned)MIN((size_t)(p - name), len - 1);
-	memcpy(ns, name, d);
-	ns[d] = '\0';
+	resp_db_resolve(c->rs->pd, c->uid, db, ns, len);
 }
 
 /*
@@ -583,7 +564,7 @@ static bool resp_command_run(struct resp_conn *c, struct resp_queued *q, struct 
 		return true;
 	}
 	if (resp_sharded(c->rs->pd) &&
-	    ((cmd->flags & RESP_CMD_KEYS) || strcmp(cmd->name, "exec") == 0)) {
+	    ((cmd->flags & (RESP_CMD_KEYS | RESP_CMD_COORD)) || strcmp(cmd->name, "exec") == 0)) {
 		switch (resp_shard_route(c, cmd, q)) {
 		case RESP_SHARD_WAIT:
 			return false;

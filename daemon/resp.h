@@ -125,6 +125,7 @@ struct resp_conn {
 	uint64_t shard_bytes;	  /* owners' replies held, and the room their calls asked */
 	struct event *fwd_timer;  /* asks again in a while: a shard moved, a database is made */
 	uint64_t fwd_since_ms;	  /* since when it waits for that */
+	char swap_was[2][32];	  /* a SWAPDB's databases' namespaces when it was asked */
 };
 
 struct resp {
@@ -155,6 +156,9 @@ struct evbuffer *resp_output(struct resp_conn *c);
 
 /* The connection's side of things the commands ask resp.c for. */
 void resp_db_name(const struct resp_conn *c, int db, char *ns, size_t len);
+/* respdb.c: the namespace of uid's database db now; a SWAPDB, done by the coordinator */
+void resp_db_resolve(struct poold *pd, uid_t uid, int db, char *ns, size_t len);
+int resp_db_swap(struct poold *pd, uid_t uid, int a, int b);
 int resp_auth_as(struct resp_conn *c, const char *user, const char *password, size_t pwlen);
 void resp_reset(struct resp_conn *c);
 void resp_queue_clear(struct resp_conn *c);
@@ -309,6 +313,8 @@ void resp_wrongtype(struct resp_conn *c);
 #define RESP_CMD_KEYS_TWO 0x800	   /* its first two arguments (RENAME, COPY, LCS); READS both */
 #define RESP_CMD_KEY_SECOND 0x1000 /* its second argument alone (OBJECT ENCODING key) */
 #define RESP_CMD_NOMULTI 0x2000	   /* refused inside MULTI, the transaction with it (SAVE) */
+/* changes the coordinator's definitions: a node's endpoint asks it, and waits (SWAPDB) */
+#define RESP_CMD_COORD 0x4000
 
 struct resp_cmd {
 	const char *name;

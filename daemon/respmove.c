@@ -4,7 +4,8 @@
  * replies and errors. The value is read, written under its new key with
  * the same expiry, as SET writes (respkeys.c), then removed from the old
  * one where it moves; all of it in one turn of the loop, so no other
- * client sees it under both keys or neither.
+ * client sees it under both keys or neither. And SWAPDB, which moves no
+ * value (respdb.c).
  *
  * With sharded databases (respshard.c) a command runs at its keys' owner:
  * RENAME and COPY of keys of two owners get CROSSSLOT there, and MOVE or
@@ -188,11 +189,46 @@ static void cmd_move(struct resp_conn *c, long argc, char **argv, const size_t *
 	resp_int(c, 1);
 }
 
+/*
+ * SWAPDB a b: the two databases trade their values, for every client at
+ * once (respdb.c). With sharded databases a node's endpoint asks the
+ * coordinator (respshard.c); this runs at the coordinator's.
+ */
+static void cmd_swapdb(struct resp_conn *c, long argc, char **argv, const size_t *argl)
+{
+	struct poold *pd = c->rs->pd;
+	long long a, b;
+	int rc;
+
+	(void)argc;
+	if (!resp_ll(argv[1], argl[1], &a) || a < INT_MIN || a > INT_MAX) {
+		resp_err(c, "ERR invalid first DB index");
+		return;
+	}
+	if (!resp_ll(argv[2], argl[2], &b) || b < INT_MIN || b > INT_MAX) {
+		resp_err(c, "ERR invalid second DB index");
+		return;
+	}
+	if (a < 0 || a >= RESP_DBS || b < 0 || b >= RESP_DBS) {
+		resp_err(c, "ERR DB index is out of range");
+		return;
+	}
+	if (a != b && pd->conf->role != ROLE_COORDINATOR) {
+		resp_err(c, "ERR SWAPDB of sharded databases is not allowed inside MULTI");
+		return;
+	}
+	if ((rc = resp_db_swap(pd, c->uid, (int)a, (int)b)) < 0)
+		resp_err(c, "ERR SWAPDB: %s", err_str(rc));
+	else
+		resp_ok(c);
+}
+
 const struct resp_cmd resp_move_cmds[] = {
     {"copy", -3, RESP_CMD_KEYS | RESP_CMD_KEYS_TWO | RESP_CMD_READS | RESP_CMD_WRITES, cmd_copy},
     {"move", 3, RESP_CMD_KEYS | RESP_CMD_READS | RESP_CMD_WRITES, cmd_move},
     {"rename", 3, RESP_CMD_KEYS | RESP_CMD_KEYS_TWO | RESP_CMD_READS | RESP_CMD_WRITES, cmd_rename},
     {"renamenx", 3, RESP_CMD_KEYS | RESP_CMD_KEYS_TWO | RESP_CMD_READS | RESP_CMD_WRITES,
      cmd_rename},
+    {"swapdb", 3, RESP_CMD_COORD, cmd_swapdb},
 };
 const size_t n_resp_move_cmds = ARRAY_SIZE(resp_move_cmds);

@@ -1548,6 +1548,57 @@ static void resp_shard_make_db(struct resp_conn *c, const char *name)
 }
 
 /*
+ * SWAPDB at a node's endpoint: asked of the coordinator (resp_db_swap()),
+ * answered once this node's definitions show that either database's
+ * namespace changed (another client's SWAPDB of one of them may be the
+ * change seen first). RESP_SHARD_HERE: cmd_swapdb() answers (its errors, a
+ * database swapped with itself, at the coordinator's own endpoint).
+ */
+static int resp_shard_swapdb(struct resp_conn *c, const struct resp_queued *q)
+{
+	struct poold *pd = c->rs->pd;
+	Pool__KvNsRequest nr = POOL__KV_NS_REQUEST__INIT;
+	char now[2][sizeof(c->swap_was[0])];
+	long long db[2];
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (!resp_ll(q->argv[1 + i], q->argl[1 + i], &db[i]) || db[i] < 0 ||
+		    db[i] >= RESP_DBS)
+			return RESP_SHARD_HERE;
+	if (db[0] == db[1] || pd->conf->role == ROLE_COORDINATOR)
+		return RESP_SHARD_HERE;
+	for (i = 0; i < 2; i++)
+		resp_db_name(c, (int)db[i], now[i], sizeof(now[i]));
+	if (c->fwd_since_ms != 0) {
+		if (strcmp(now[0], c->swap_was[0]) != 0 || strcmp(now[1], c->swap_was[1]) != 0) {
+			resp_ok(c);
+			return RESP_SHARD_DONE;
+		}
+	} else if (pd->kv == NULL ||
+		   (kv_ns_find(pd, now[0]) == NULL && kv_ns_find(pd, now[1]) == NULL)) {
+		resp_ok(c); /* (two databases without values: nothing changes) */
+		return RESP_SHARD_DONE;
+	} else {
+		memcpy(c->swap_was, now, sizeof(now));
+		nr.op = POOL__KV_NS_OP__KV_NS_OP_SWAPDB;
+		nr.name = (char *)"";
+		nr.has_db = nr.has_other_db = 1;
+		nr.db = (uint32_t)db[0];
+		nr.other_db = (uint32_t)db[1];
+		if (pd->ask_coordinator == NULL ||
+		    pd->ask_coordinator(pd, c->uid, WIRE_KV_NS, &nr.base) < 0) {
+			resp_err(c, "TRYAGAIN the coordinator cannot be asked now");
+			return RESP_SHARD_DONE;
+		}
+	}
+	if (resp_shard_wait(c))
+		return RESP_SHARD_WAIT;
+	resp_err(c, "TRYAGAIN the coordinator did not swap the databases in time");
+	return RESP_SHARD_DONE;
+}
+
+/*
  * Every part of fw answered: the command's reply (RESP_SHARD_DONE), or
  * RESP_SHARD_WAIT when a part's shard moved and is asked again in a
  * while. argc: the command's own count of arguments.
@@ -1721,7 +1772,9 @@ int resp_shard_route(struct resp_conn *c, const struct resp_cmd *cmd, const stru
 		return RESP_SHARD_HERE;
 	resp_db_name(c, c->db, name, sizeof(name));
 	ns = pd->kv != NULL ? kv_ns_find(pd, name) : NULL;
-	if (c->fwd != NULL) {
+	if (cmd->flags & RESP_CMD_COORD) {
+		rc = resp_shard_swapdb(c, q);
+	} else if (c->fwd != NULL) {
 		rc = resp_shard_taken(c, c->fwd, q);
 	} else if (ns == NULL || map->nowners == 0) {
 		if (ns == NULL && (c->fwd_since_ms == 0 ||

@@ -6,8 +6,11 @@
  * then. Every write of a value makes a new version (the KV index's), so a
  * SET, a DEL, an expiry passed, a FLUSHDB, or another client of the
  * namespace writing through libpool all count as touching the key; a key
- * that has no value at WATCH and none at EXEC was not touched. EXEC,
- * DISCARD, RESET and the connection's end forget the keys.
+ * that has no value at WATCH and none at EXEC was not touched. A SWAPDB
+ * that gave the key's database another namespace (respdb.c) touched it
+ * when it has a value in either, as Redis's touches a key that exists in
+ * either database. EXEC, DISCARD, RESET and the connection's end forget
+ * the keys.
  *
  * The keys' bytes count in the connection's buffers (resp.max_buffers*).
  * In a sharded database a key is watched where its shard's owner is: on
@@ -24,6 +27,7 @@
 
 struct resp_watch {
 	int db;
+	char ns[32];	  /* its namespace at WATCH */
 	uint64_t version; /* of its value at WATCH, 0 when it had none */
 	int64_t expire;	  /* its expiry then, Unix ms, 0 for none */
 	size_t klen;
@@ -82,6 +86,7 @@ static void cmd_watch(struct resp_conn *c, long argc, char **argv, const size_t 
 		}
 		c->watched = more;
 		more[c->nwatched]->db = c->db;
+		memcpy(more[c->nwatched]->ns, ns, sizeof(more[c->nwatched]->ns));
 		more[c->nwatched]->klen = argl[i];
 		memcpy(more[c->nwatched]->key, argv[i], argl[i]);
 		resp_watch_state(c, ns, argv[i], argl[i], &more[c->nwatched]->version,
@@ -104,7 +109,8 @@ bool resp_watch_touched(struct resp_conn *c)
 
 		resp_db_name(c, w->db, ns, sizeof(ns));
 		resp_watch_state(c, ns, w->key, w->klen, &version, &expire);
-		if (version != w->version || expire != w->expire)
+		if (strcmp(ns, w->ns) != 0 ? version != 0 || w->version != 0
+					   : version != w->version || expire != w->expire)
 			return true;
 	}
 	return false;

@@ -15,7 +15,8 @@
 # flat; a transaction on one owner's keys runs there (keys of one
 # {hash tag} are one owner's), one on several owners' gets CROSSSLOT, as
 # MSETNX does; a user of resp.users reaches its
-# own databases alone. With resp.replicas = 2, an owner SIGKILLed loses
+# own databases alone; SWAPDB on one node's endpoint swaps the databases
+# for all. With resp.replicas = 2, an owner SIGKILLed loses
 # nothing: its shards' backups hold every value and every deletion.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "resp-shards: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
@@ -283,6 +284,36 @@ srv=$(metric 4 'pool_resp_shard_commands_total{from="nodes"}')
 [ "${fwd:-0}" -gt 0 ] && [ "${srv:-0}" -gt 0 ] &&
 	ok "h3 sent $fwd commands to owners, h4 served $srv for other nodes (metrics)" ||
 	not_ok "shard command metrics: $fwd sent, $srv served"
+
+# SWAPDB on a node's endpoint: asked of the coordinator, seen at once by
+# the node that asked and within a moment by every other.
+rpy 3 "
+addrs = os.environ['ADDRS'].split()
+d = {n: [None] + [redis.Redis(host=a, port=6379, password='pw', db=n, socket_timeout=30) for a in addrs]
+     for n in (5, 6, 7)}
+keys = [b'sw%d' % i for i in range(300)]
+d[5][2].mset({k: b'five' for k in keys})
+d[6][4].mset({k: b'six' for k in keys})
+d[6][4].set(b'only6', b'x')
+def moved(i, a, b):
+    return d[a][i].get(b'only6') == b'x' and d[b][i].get(b'only6') is None
+def soon(i, a, b):
+    t = time.time()
+    while not moved(i, a, b) and time.time() - t < 5:
+        time.sleep(0.05)
+    return moved(i, a, b)
+assert d[5][3].swapdb(5, 6) is True and moved(3, 5, 6)
+assert all(soon(i, 5, 6) for i in (1, 2, 4))
+assert set(d[5][1].mget(keys)) == {b'six'} and set(d[6][2].mget(keys)) == {b'five'}
+assert d[5][4].dbsize() == 301 and d[6][1].dbsize() == 300
+# An empty database takes db 5's values; db 5 starts empty and takes new ones.
+assert d[7][2].swapdb(5, 7) is True and moved(2, 7, 5)
+assert all(soon(i, 7, 5) for i in (1, 3, 4))
+assert d[5][2].dbsize() == 0 and d[7][4].dbsize() == 301
+assert d[5][2].set(b'new', b'1') is True and d[5][4].get(b'new') == b'1' and d[7][4].get(b'new') is None
+print('ok')" >"$CLUSTER_TMP/out" 2>&1 &&
+	ok "SWAPDB on h3's endpoint: databases 5 and 6 trade 300 values, at once on h3 and within moments on every node; an empty one takes another's" ||
+	{ not_ok "SWAPDB of sharded databases"; cat "$CLUSTER_TMP/out"; }
 
 # An owner dies (h2, whose endpoint wrote the k keys: those of its own shards
 # through its own index, backed up as the others'): nothing is lost.

@@ -8,6 +8,7 @@
 # lender that stops answering turns commands on its values into TRYAGAIN
 # within a heartbeat window (never a hang), and once it is declared dead
 # they are misses; the values of the other lenders stay, and poold runs on.
+# Two databases swapped (SWAPDB) stay swapped when the coordinator restarts.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 finish() { [ "$FAILS" -gt 0 ] && { pool_cluster_logs; grep -E "RESP|node 3|endpoint" "$(cluster_dir 1)/poold.log" | tail -30; }; echo "resp: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 if ! /usr/bin/python3 -c 'import redis' 2>/dev/null || ! command -v redis-benchmark >/dev/null; then
@@ -233,4 +234,35 @@ print('ok', lost)" >"$CLUSTER_TMP/out" 2>&1 && grep -q ok "$CLUSTER_TMP/out" \
 	|| { not_ok "after lender death"; cat "$CLUSTER_TMP/out"; }
 kill -0 "${POOL_PIDS[1]}" 2>/dev/null && pctl 1 status >/dev/null \
 	&& ok "the coordinator runs on" || not_ok "coordinator died"
+
+# SWAPDB outlives the coordinator: the namespaces' definitions say which
+# database each serves, and a coordinator that comes back takes them back
+# from the nodes' records with the values they lend.
+dbs="
+d5 = redis.Redis(host=host, port=int(port), db=5, socket_timeout=30)
+d6 = redis.Redis(host=host, port=int(port), db=6, socket_timeout=30)
+keys = [b'sw%d' % i for i in range(200)]"
+rpy "$prelude$dbs
+for k in keys:
+    d5.set(k, b'five')
+    d6.set(k, b'six')
+assert d5.swapdb(5, 6) is True
+assert set(d5.mget(keys)) == {b'six'} and set(d6.mget(keys)) == {b'five'}
+print('ok')" >"$CLUSTER_TMP/out" 2>&1 && ok "SWAPDB 5 6: each database reads the other's 200 values" ||
+	{ not_ok "SWAPDB"; cat "$CLUSTER_TMP/out"; }
+pool_node_kill 1
+pool_node_start 1 -o "resp.listen=$resp" -o resp.capacity=512M || exit 1
+pool_wait_state 1 h2 up 20 || not_ok "h2 registers with the restarted coordinator"
+cluster_wait_tcp 1 "$(cluster_addr 1)" 6379 || not_ok "RESP endpoint up again"
+rpy "$prelude$dbs
+import time
+t = time.time()
+while time.time() - t < 20 and (d5.dbsize() == 0 or d6.dbsize() == 0):
+    time.sleep(0.2)
+five, six = d5.mget(keys), d6.mget(keys)
+assert set(five) <= {b'six', None} and set(six) <= {b'five', None}, (set(five), set(six))
+assert b'six' in five and b'five' in six
+print('ok', sum(v is not None for v in five), sum(v is not None for v in six))" >"$CLUSTER_TMP/out" 2>&1 &&
+	ok "the coordinator restarted: database 5 still reads db 6's values ($(awk '{print $2}' "$CLUSTER_TMP/out") kept on h2), 6 db 5's ($(awk '{print $3}' "$CLUSTER_TMP/out"))" ||
+	{ not_ok "SWAPDB after a coordinator restart"; cat "$CLUSTER_TMP/out"; }
 finish

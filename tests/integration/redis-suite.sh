@@ -16,7 +16,7 @@ unit/type/incr 23
 unit/expire 58
 unit/keyspace 45
 unit/scan 10
-unit/multi 26
+unit/multi 29
 unit/info-command 3"
 PORT=$(free_port)
 RPORT=$(free_port)

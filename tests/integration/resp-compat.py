@@ -216,6 +216,18 @@ CASES = [
      cmd("COPY", "a", "b", "DB", "16") + cmd("COPY", "a", "b", "FOO") + cmd("MOVE", "a", "3") + cmd("MOVE", "b", "3") +
      cmd("MOVE", "b", "0") + cmd("MOVE", "b", "x") + cmd("MOVE", "nokey", "3") + cmd("SELECT", "3") + cmd("GET", "a") +
      cmd("DBSIZE") + cmd("SELECT", "0") + cmd("DBSIZE"), 20, E),
+    ("SWAPDB: two databases trade values, an empty one too; WATCH sees it; its errors",
+     cmd("SET", "a", "0") + cmd("SELECT", "1") + cmd("SET", "b", "1") + cmd("SELECT", "0") +
+     cmd("SWAPDB", "0", "1") + cmd("GET", "a") + cmd("GET", "b") + cmd("DBSIZE") +
+     cmd("SWAPDB", "0", "2") + cmd("DBSIZE") + cmd("SET", "c", "2") + cmd("SELECT", "2") + cmd("GET", "b") +
+     cmd("GET", "c") + cmd("SELECT", "0") +
+     cmd("SWAPDB", "0", "2") + cmd("GET", "b") + cmd("GET", "c") + cmd("SELECT", "2") + cmd("GET", "c") +
+     cmd("SELECT", "0") +
+     cmd("SWAPDB", "1", "1") + cmd("SWAPDB", "x", "1") + cmd("SWAPDB", "1", "y") + cmd("SWAPDB", "0", "16") +
+     cmd("SWAPDB", "-1", "0") + cmd("SWAPDB", "0") +
+     cmd("WATCH", "b") + cmd("SWAPDB", "0", "3") + cmd("MULTI") + cmd("PING") + cmd("EXEC") +
+     cmd("SELECT", "3") + cmd("WATCH", "nokey") + cmd("SWAPDB", "3", "4") + cmd("MULTI") + cmd("PING") +
+     cmd("EXEC") + cmd("SELECT", "4") + cmd("GET", "b"), 40, E),
     ("RANDOMKEY, OBJECT", cmd("RANDOMKEY") + cmd("SET", "k", "12") + cmd("RANDOMKEY") + cmd("OBJECT", "ENCODING", "k") +
      cmd("SET", "e", "short") + cmd("OBJECT", "ENCODING", "e") + cmd("SET", "r", "x" * 50) + cmd("OBJECT", "ENCODING", "r") +
      cmd("OBJECT", "ENCODING", "nokey") + cmd("OBJECT", "REFCOUNT", "r") + cmd("OBJECT", "FREQ", "r") +

@@ -45,7 +45,7 @@ static void index_free(void)
  */
 static struct kv_ns *ns_new_copies(const char *name, uint64_t capacity, unsigned replicas)
 {
-	struct kv_ns_spec spec = {name, capacity, 0, HOLD_NS_DRAM_ONLY, replicas, 0, 0, 0600};
+	struct kv_ns_spec spec = {name, capacity, 0, HOLD_NS_DRAM_ONLY, replicas, 0, 0, 0600, 0};
 	char err[128];
 
 	CU_ASSERT_FATAL(kv_ns_create(&pd, &spec, err, sizeof(err)) == 0);
@@ -541,23 +541,27 @@ static void ns_defined_as(const struct kv_ns_spec *spec)
  * A restarted coordinator: the namespaces' definitions a node kept bring
  * back each namespace as it was made, with none of its values, a RESP
  * user's database with its owner, but not root's RESP database (made again
- * on use), one it has, or one that does not hold up.
+ * on use) unless a SWAPDB moved it to another database (which it is told
+ * again, also when it was rebuilt from its lenders first), one it has, or
+ * one that does not hold up.
  */
 static void test_definitions(void)
 {
 	const struct kv_ns_spec specs[] = {
-	    {"dram", 8 * MiB, 4096, HOLD_NS_DRAM_ONLY | HOLD_NS_NO_EVICT, 2, 1000, 100, 0640},
-	    {"pmem", 16 * MiB, 0, HOLD_NS_PERSISTENT, 1, 0, 0, 0600},
-	    {"both", MiB, 0, 0, 1, 1001, 1001, 0604},
-	    {"pages", 4 * MiB, 0, HOLD_NS_DEDUP, 1, 0, 0, 0666},
-	    {"redis0", MiB, 0, 0, 1, 0, 0, 0600},
+	    {"dram", 8 * MiB, 4096, HOLD_NS_DRAM_ONLY | HOLD_NS_NO_EVICT, 2, 1000, 100, 0640, 0},
+	    {"pmem", 16 * MiB, 0, HOLD_NS_PERSISTENT, 1, 0, 0, 0600, 0},
+	    {"both", MiB, 0, 0, 1, 1001, 1001, 0604, 0},
+	    {"pages", 4 * MiB, 0, HOLD_NS_DEDUP, 1, 0, 0, 0666, 0},
+	    {"redis0", MiB, 0, 0, 1, 0, 0, 0600, 0},
+	    {"redis1", MiB, 0, 0, 1, 0, 0, 0600, 0},
+	    {"redis2", MiB, 0, 0, 1, 0, 0, 0600, 0},
 	};
 	const struct kv_ns_spec odd[] = {
-	    {"", 8 * MiB, 0, 0, 1, 0, 0, 0600},
-	    {"small", MiB - 1, 0, 0, 1, 0, 0, 0600},
-	    {"copies", 8 * MiB, 0, 0, KV_MAX_REPLICAS + 1, 0, 0, 0600},
-	    {"hint", 8 * MiB, POOL_KV_VALUE_MAX + 1, 0, 1, 0, 0, 0600},
-	    {"fine", 8 * MiB, 0, 0, 1, 0, 0, 0600},
+	    {"", 8 * MiB, 0, 0, 1, 0, 0, 0600, 0},
+	    {"small", MiB - 1, 0, 0, 1, 0, 0, 0600, 0},
+	    {"copies", 8 * MiB, 0, 0, KV_MAX_REPLICAS + 1, 0, 0, 0600, 0},
+	    {"hint", 8 * MiB, POOL_KV_VALUE_MAX + 1, 0, 1, 0, 0, 0600, 0},
+	    {"fine", 8 * MiB, 0, 0, 1, 0, 0, 0600, 0},
 	};
 	struct kv_ns_spec *defs;
 	uint8_t *kept;
@@ -569,11 +573,17 @@ static void test_definitions(void)
 	put(kv_ns_find(&pd, "dram"), 1, "k", 1000);
 	kv_ns_find(&pd, "both")->resp_db = true;   /* a RESP user's */
 	kv_ns_find(&pd, "redis0")->resp_db = true; /* root's */
+	kv_ns_find(&pd, "redis1")->resp_db = true; /* root's, serving database 2 */
+	kv_ns_find(&pd, "redis2")->resp_db = true; /* and database 1 */
+	kv_ns_serve(&pd, kv_ns_find(&pd, "redis1"), 2 + 1);
+	kv_ns_serve(&pd, kv_ns_find(&pd, "redis2"), 1 + 1);
+	CU_ASSERT_EQUAL(pd.kv->nswapped, 2);
 	kept = cores_defs_kept(&pd, &len);
 	index_free();
 
 	index_new();
-	ns_make(&(struct kv_ns_spec){"pmem", 2 * MiB, 0, 0, 1, 7, 7, 0600});
+	ns_make(&(struct kv_ns_spec){"pmem", 2 * MiB, 0, 0, 1, 7, 7, 0600, 0});
+	ns_make(&specs[6]); /* (rebuilt from its lenders, before the definitions came) */
 	cores_defs_told(&pd, kept, len);
 	ns_defined_as(&specs[0]);
 	ns_defined_as(&specs[2]);
@@ -581,12 +591,18 @@ static void test_definitions(void)
 	CU_ASSERT_EQUAL(kv_ns_find(&pd, "pmem")->capacity, 2 * MiB); /* as this one had it */
 	CU_ASSERT_EQUAL(kv_ns_find(&pd, "pmem")->uid, 7);
 	CU_ASSERT_PTR_NULL(kv_ns_find(&pd, "redis0"));
+	CU_ASSERT_EQUAL(kv_ns_find(&pd, "redis1")->serves_db, 2 + 1);
+	CU_ASSERT_EQUAL(kv_ns_find(&pd, "redis2")->serves_db, 1 + 1);
 	CU_ASSERT_EQUAL(op(kv_ns_find(&pd, "dram"), 2, KV_LOOKUP, "k", 0, NULL), -ENOENT);
 	/* Told again: nothing changes. */
 	cores_defs_told(&pd, kept, len);
 	CU_ASSERT_EQUAL_FATAL(kv_defs(&pd, &defs, &n), 0);
-	CU_ASSERT_EQUAL(n, 4);
+	CU_ASSERT_EQUAL(n, 6);
 	free(defs);
+	/* A swapped namespace dropped is no longer listed as swapped. */
+	kv_ns_drop(&pd, kv_ns_find(&pd, "redis1"));
+	CU_ASSERT_EQUAL(pd.kv->nswapped, 1);
+	CU_ASSERT_PTR_EQUAL(pd.kv->swapped[0], kv_ns_find(&pd, "redis2"));
 	free(kept);
 	index_free();
 
@@ -632,7 +648,7 @@ static void test_definitions_in_chunks(void)
 	CU_ASSERT_FATAL(coordlink_open(&pd) == 0);
 	for (i = 0; i < KV_MAX_NAMESPACES; i++) {
 		snprintf(name, sizeof(name), "namespace-%03zu", i);
-		ns_make(&(struct kv_ns_spec){name, MiB, 0, 0, 1, 1000, 1000, 0600});
+		ns_make(&(struct kv_ns_spec){name, MiB, 0, 0, 1, 1000, 1000, 0600, 0});
 	}
 	m = cluster_find(&pd, LENDER);
 	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
@@ -677,7 +693,7 @@ static void test_definitions_in_chunks(void)
 	CU_ASSERT_EQUAL_FATAL(kv_defs(&pd, &defs, &n), 0);
 	CU_ASSERT_EQUAL(n, KV_MAX_NAMESPACES);
 	free(defs);
-	ns_defined_as(&(struct kv_ns_spec){"namespace-255", MiB, 0, 0, 1, 1000, 1000, 0600});
+	ns_defined_as(&(struct kv_ns_spec){"namespace-255", MiB, 0, 0, 1, 1000, 1000, 0600, 0});
 	index_free();
 }
 
@@ -702,7 +718,7 @@ static void put_durable(struct kv_ns *ns, struct kv_durable *d, size_t i, const 
  */
 static void test_durable_commits(void)
 {
-	struct kv_ns_spec spec = {"p", 8 * MiB, 0, HOLD_NS_PERSISTENT, 1, 0, 0, 0600};
+	struct kv_ns_spec spec = {"p", 8 * MiB, 0, HOLD_NS_PERSISTENT, 1, 0, 0, 0600, 0};
 	const char *keys[] = {"a", "b", "c"};
 	struct holding *held;
 	struct kv_durable *d;
