@@ -260,11 +260,12 @@ static int resp_line(struct evbuffer *in, char want, long *ret, const char **err
 {
 	static char got[] = "expected '$', got ' '";
 	struct evbuffer_ptr p = evbuffer_search(in, "\r\n", 2, NULL);
-	char line[RESP_MAX_LINE + 2], *end; /* the line and its CRLF */
-	long v;
+	char line[RESP_MAX_LINE + 2]; /* the line and its CRLF */
+	long long v;
 
 	if (p.pos < 0) {
-		if (evbuffer_get_length(in) > RESP_MAX_LINE) {
+		/* (a line of RESP_MAX_LINE and its CR may be in, its LF on the way) */
+		if (evbuffer_get_length(in) > RESP_MAX_LINE + 1) {
 			*err = want == '*' ? "too big mbulk count string"
 					   : "too big bulk count string";
 			return -1;
@@ -282,29 +283,32 @@ static int resp_line(struct evbuffer *in, char want, long *ret, const char **err
 		*err = got;
 		return -1;
 	}
-	v = strtol(line + 1, &end, 10);
-	if (*end != '\0' || end == line + 1 || (want == '$' && v < 0)) {
+	/* As Redis reads it (string2ll()): digits only, no sign but '-', no leading 0. */
+	if (!resp_ll(line + 1, (size_t)p.pos - 1, &v) || v > INT_MAX || (want == '$' && v < 0)) {
 		*err = want == '*' ? "invalid multibulk length" : "invalid bulk length";
 		return -1;
 	}
-	*ret = v;
+	*ret = (long)v;
 	return 1;
 }
 
-/* A "*N" or "$N" header at *at: N, or -1 (and *at unchanged) if it is not a whole one. */
+/*
+ * A "*N" or "$N" header at *at: N, or -1 (and *at unchanged) if it is not
+ * a whole one, or not one resp_line() takes as it is (a leading 0).
+ */
 static long resp_peek_num(const char *buf, size_t len, size_t *at, char want)
 {
 	size_t i = *at;
 	long n = 0;
 
-	if (i >= len || buf[i] != want)
+	if (i >= len || buf[i] != want || (i + 2 < len && buf[i + 1] == '0' && buf[i + 2] != '\r'))
 		return -1;
 	for (i++; i < len && buf[i] >= '0' && buf[i] <= '9'; i++) {
 		if (n > RESP_MAX_ARGS)
 			return -1;
 		n = n * 10 + (buf[i] - '0');
 	}
-	if (i + 1 >= len || buf[i] != '\r' || buf[i + 1] != '\n')
+	if (i == *at + 1 || i + 1 >= len || buf[i] != '\r' || buf[i + 1] != '\n')
 		return -1;
 	*at = i + 2;
 	return n;

@@ -7,6 +7,15 @@
  * Every other big argument goes to a place of the owner's, exactly as long
  * as it (so that a byte past it is a sanitizer's report), given back once,
  * and every third command with one is kept (resp_parser_keep()).
+ *
+ * And an oracle for the parser's decisions, not only its crashes: the same
+ * bytes, under small limits that inputs reach, parsed all in one piece
+ * (where whole commands take the fast path) and a byte at a time (the path
+ * that reads piece by piece) must give the same commands, argument for
+ * argument, and end the same way, with the same error. (A header line too
+ * long is "too big ... count string" while its CRLF has not come and
+ * "invalid ... length" once it has, as in Redis; a client that did not
+ * AUTH yet hears "unauthenticated" for either: those count as one.)
  */
 #include "config.h"
 
@@ -86,6 +95,94 @@ static void peek(const uint8_t *data, size_t size)
 			__builtin_trap();
 }
 
+/* What parsing gave: each command's arguments, length-prefixed, then how it ended. */
+struct transcript {
+	uint8_t *buf;
+	size_t len, cap;
+};
+
+static void note(struct transcript *t, const void *data, size_t len)
+{
+	if (t->len + len > t->cap) {
+		t->cap = 2 * (t->len + len) + 256;
+		if ((t->buf = realloc(t->buf, t->cap)) == NULL)
+			abort();
+	}
+	memcpy(t->buf + t->len, data, len);
+	t->len += len;
+}
+
+/* An error as the oracle compares it: the kinds one header line's may differ by, as one. */
+static const char *error_kind(const char *err)
+{
+	if (strstr(err, "multibulk length") != NULL ||
+	    strcmp(err, "too big mbulk count string") == 0)
+		return "multibulk length";
+	if (strstr(err, "bulk length") != NULL || strcmp(err, "too big bulk count string") == 0)
+		return "bulk length";
+	return err;
+}
+
+/* Take every command in; false once the parser erred (noted with its error). */
+static bool take(struct resp_parser *p, struct evbuffer *in, struct transcript *t)
+{
+	const char *err;
+	long i;
+	int rc;
+
+	while ((rc = resp_parse(p, in, &err)) == 1) {
+		note(t, &p->nargs, sizeof(p->nargs));
+		for (i = 0; i < p->nargs; i++) {
+			note(t, &p->argl[i], sizeof(p->argl[i]));
+			note(t, p->argv[i], p->argl[i]);
+		}
+		resp_parser_reset(p);
+	}
+	if (rc < 0) {
+		err = error_kind(err);
+		note(t, err, strlen(err) + 1);
+	}
+	return rc == 0;
+}
+
+static void transcribe(const uint8_t *data, size_t size, bool bytewise, bool unauth,
+		       struct transcript *t)
+{
+	struct evbuffer *in = evbuffer_new();
+	struct resp_parser p;
+	size_t i;
+
+	if (in == NULL)
+		abort();
+	resp_parser_init(&p, 6, 24, 160, unauth);
+	if (!bytewise) {
+		evbuffer_add(in, data, size);
+		take(&p, in, t);
+	}
+	for (i = 0; bytewise && i < size; i++) {
+		evbuffer_add(in, data + i, 1);
+		if (!take(&p, in, t))
+			break;
+	}
+	resp_parser_free(&p);
+	evbuffer_free(in);
+}
+
+static void differential(const uint8_t *data, size_t size, bool unauth)
+{
+	struct transcript whole = {NULL, 0, 0}, bytes = {NULL, 0, 0};
+
+	if (size > 4096)
+		return; /* (a byte at a time: quadratic in the worst case) */
+	transcribe(data, size, false, unauth, &whole);
+	transcribe(data, size, true, unauth, &bytes);
+	if (whole.len != bytes.len ||
+	    (whole.len > 0 && memcmp(whole.buf, bytes.buf, whole.len) != 0))
+		__builtin_trap();
+	free(whole.buf);
+	free(bytes.buf);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct evbuffer *in = evbuffer_new();
@@ -100,6 +197,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	/* Odd first bytes: the limits of a client that did not AUTH yet. */
 	unauth = size > 0 && (data[0] & 1);
+	differential(data, size, unauth);
 	resp_parser_init(&p, unauth ? 10 : RESP_MAX_ARGS, unauth ? 16384 : 1 << 16, 1 << 20,
 			 unauth);
 	p.placer = &placer;

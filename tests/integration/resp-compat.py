@@ -280,6 +280,10 @@ CASES = [
     ("unbalanced quotes", b"SET a \"b\r\n", 1, "closes"),
     ("a bulk without its $", b"*2\r\n$3\r\nGET\r\nfoo\r\n", 1, "closes"),
     ("a negative bulk length", b"*1\r\n$-2\r\n", 1, "closes"),
+    ("a leading 0 in a count", b"*01\r\n$4\r\nPING\r\n", 1, "closes"),
+    ("a leading 0 in a bulk length", b"*1\r\n$04\r\nPING\r\n", 1, "closes"),
+    ("a space in a count", b"* 1\r\n$4\r\nPING\r\n", 1, "closes"),
+    ("a + in a bulk length", b"*1\r\n$+4\r\nPING\r\n", 1, "closes"),
 ]
 
 

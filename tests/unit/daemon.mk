@@ -162,3 +162,10 @@ TESTS += tests/unit/test_conn
 tests_unit_test_conn_SOURCES = tests/unit/test_conn.c
 tests_unit_test_conn_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_unit_test_conn_LDADD = tests/unit/libunit.la daemon/libpoold.la $(EVENT_LIBS) $(CUNIT_LIBS)
+
+# The RESP parser's bounds, whole commands and piece by piece (daemon/respparse.c).
+check_PROGRAMS += tests/unit/test_respparse
+TESTS += tests/unit/test_respparse
+tests_unit_test_respparse_SOURCES = tests/unit/test_respparse.c
+tests_unit_test_respparse_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_unit_test_respparse_LDADD = tests/unit/libunit.la daemon/libpoold.la $(EVENT_LIBS) $(CUNIT_LIBS)
