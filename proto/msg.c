@@ -101,12 +101,19 @@ const char *wire_type_name(uint16_t type)
  * value its enum names. protobuf-c keeps any number it reads in an enum field
  * (proto2 leaves unknown values to the receiver): an operation or a state no
  * handler knows is refused here, with the rest of a malformed message, so
- * that past the unpacking an enum field is always one of its values.
+ * that past the unpacking an enum field is always one of its values. And
+ * no field numbered 0: protobuf-c keeps one whose tag came in more bytes
+ * than it needs as an unknown field, which packs into a message it then
+ * refuses (protobuf forbids the number).
  */
 static bool wire_enums_known(const ProtobufCMessage *msg)
 {
 	const ProtobufCMessageDescriptor *d = msg->descriptor;
 	unsigned i;
+
+	for (i = 0; i < msg->n_unknown_fields; i++)
+		if (msg->unknown_fields[i].tag == 0)
+			return false;
 
 	for (i = 0; i < d->n_fields; i++) {
 		const ProtobufCFieldDescriptor *f = &d->fields[i];
