@@ -89,6 +89,44 @@ static void test_region(void)
 	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 1, 7, 0, 8, false, p, 4), -EPERM);
 }
 
+/*
+ * Both bounds hold on their own: a region's size (its extent is rounded up
+ * to the unit, so a session must not reach the extent's tail past it), and
+ * each extent's length (a layout whose extents are shorter than its size
+ * says grants no more than they hold).
+ */
+static void test_region_bounds(void)
+{
+	struct region_extent rounded[] = {{1, 0, 0, 8192, 0}};
+	struct region_extent shorter[] = {{1, 0, 0, 8192, 0}, {2, 0, 65536, 4096, 1}};
+	struct region_extent single[] = {{1, 0, 0, 4096, 0}};
+	struct grant_piece p[4];
+
+	region_reply(6, 5000, 0, 6, 1, rounded);
+	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 6, 7, 4000, 1000, false, p, 4), 1);
+	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 6, 7, 4999, 1, true, p, 4), 1);
+	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 6, 7, 4096, 1000, false, p, 4), -ERANGE);
+	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 6, 7, 4900, 200, true, p, 4), -ERANGE);
+	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 6, 7, 5000, 1, false, p, 4), -ERANGE);
+	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 6, 7, 0, 8192, false, p, 4), -ERANGE);
+	grant_session_end(&pd, 6);
+
+	/* Stripes 0 and 2 on extent 0, 1 and 3 on extent 1, which holds one. */
+	region_reply(6, 16384, 4096, 6, 2, shorter);
+	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 6, 7, 4096, 4096, false, p, 4), 1);
+	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 6, 7, 8192, 4096, true, p, 4), 1);
+	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 6, 7, 12288, 4096, false, p, 4), -ERANGE);
+	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 6, 7, 12288, 1, true, p, 4), -ERANGE);
+	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 6, 7, 0, 16384, false, p, 4), -ERANGE);
+	grant_session_end(&pd, 6);
+
+	region_reply(6, 8192, 0, 6, 1, single);
+	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 6, 7, 0, 4096, false, p, 4), 1);
+	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 6, 7, 4096, 100, false, p, 4), -ERANGE);
+	CU_ASSERT_EQUAL(grant_region_pieces(&pd, 6, 7, 4000, 100, true, p, 4), -ERANGE);
+	grant_session_end(&pd, 6);
+}
+
 static void test_region_striped_moved_gone(void)
 {
 	struct region_extent ext[] = {{1, 0, 0, 8192, 0}, {2, 0, 65536, 8192, 1}};
@@ -211,6 +249,7 @@ int main(void)
 	static const struct unit_test tests[] = {
 	    {"a region open grants its extents, until closed", test_region},
 	    {"striped pieces, a move, a region gone", test_region_striped_moved_gone},
+	    {"a region's size and each extent's length bound what it grants", test_region_bounds},
 	    {"KV places, until released or the session ends", test_kv},
 	    {NULL, NULL},
 	};

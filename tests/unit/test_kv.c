@@ -79,6 +79,58 @@ static uint64_t put(struct kv_ns *ns, uint64_t session, const char *key, uint64_
 	return res.val.version;
 }
 
+/*
+ * An expired value is gone for the next read, before any sweep runs (lazy
+ * expiry, as Redis's). And a uid that may only read a namespace reserves
+ * nothing there: a reserve makes room by evicting, so a refused one must
+ * not get that far.
+ */
+static void test_expiry_on_read_and_write_gate(void)
+{
+	struct kv_ns_spec spec = {"gate", MiB, 0, HOLD_NS_DRAM_ONLY, 1, 1000, 1000, 0644, 0};
+	struct kv_where w;
+	struct kv_entry *e;
+	struct kv_ns *ns;
+	char key[16], err[128];
+	int i;
+
+	index_new();
+	CU_ASSERT_FATAL(kv_ns_create(&pd, &spec, err, sizeof(err)) == 0);
+	ns = kv_ns_find(&pd, "gate");
+	put(ns, 1, "old", 1000);
+	e = *kv_slot(ns, (const uint8_t *)"old", 3, kv_hash((const uint8_t *)"old", 3));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	CU_ASSERT_EQUAL(kv_set_expire(ns, e, kv_unix_ms() - 1), 0);
+	CU_ASSERT_EQUAL(op(ns, 2, KV_LOOKUP, "old", 0, NULL), -ENOENT);
+	CU_ASSERT_EQUAL(ns->expired, 1);
+	CU_ASSERT_EQUAL(ns->nentries, 0);
+
+	/* Full of its owner's values (16 of 64 KiB in 1 MiB). */
+	for (i = 0; i < 16; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put(ns, 1, key, 64 << 10);
+	}
+	CU_ASSERT_EQUAL(
+	    kv_local_op(&pd, 3, 2000, "gate", KV_RESERVE, (const uint8_t *)"new", 3, 64 << 10, &w),
+	    -EACCES);
+	CU_ASSERT_EQUAL(
+	    kv_local_op(&pd, 3, 2000, "gate", KV_REMOVE, (const uint8_t *)"k0", 2, 0, NULL),
+	    -EACCES);
+	CU_ASSERT_EQUAL(ns->nentries, 16);
+	CU_ASSERT_EQUAL(ns->evictions, 0);
+	CU_ASSERT_EQUAL(
+	    kv_local_op(&pd, 3, 2000, "gate", KV_LOOKUP, (const uint8_t *)"k0", 2, 0, &w), 0);
+	CU_ASSERT_EQUAL(kv_local_op(&pd, 3, 2000, "gate", KV_RELEASE, (const uint8_t *)"k0", 2,
+				    w.version, NULL),
+			0);
+	/* Its owner's reserve evicts the coldest. */
+	CU_ASSERT_EQUAL(
+	    kv_local_op(&pd, 3, 1000, "gate", KV_RESERVE, (const uint8_t *)"new", 3, 64 << 10, &w),
+	    0);
+	CU_ASSERT_EQUAL(ns->evictions, 1);
+	index_free();
+}
+
 static void test_put_lookup_release(void)
 {
 	struct kv_result res;
@@ -1386,6 +1438,8 @@ int main(void)
 	    {"put, lookup, release", test_put_lookup_release},
 	    {"eviction order", test_eviction_order},
 	    {"soft and hard pins", test_retention},
+	    {"lazy expiry on read; a reader's reserve refused before it evicts",
+	     test_expiry_on_read_and_write_gate},
 	    {"the last reserver wins", test_last_reserver_wins},
 	    {"a pin outlives a replace", test_pin_outlives_replace},
 	    {"abort and remove", test_abort_and_remove},

@@ -218,6 +218,38 @@ static void test_anonymous_leases(void)
 }
 
 /*
+ * A lease from the coordinator's journal holds only if its node registers
+ * again in the same life and lists its session as live: a node that
+ * restarted numbers its sessions from the start again, so an equal session
+ * id of a new incarnation is an unrelated client, and the anonymous region
+ * goes.
+ */
+static void test_journal_lease_incarnation(void)
+{
+	const uint64_t session = 5;
+	struct region *r;
+	int life;
+
+	space_new(1);
+	pd.conf->lease_grace_ms = 0;
+	for (life = 7; life <= 8; life++) {
+		CU_ASSERT_EQUAL_FATAL(make(&alice, "anon", MiB, "any", 0600, true, &r), 0);
+		region_replay_lease(&pd, r->id, 2, session, 7, true);
+		CU_ASSERT_EQUAL(region_close(&pd, "anon", &alice, err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL(r->leases, 1);
+		region_node_sessions(&pd, 2, (uint64_t)life, &session, 1);
+		region_sweep_leases(&pd);
+		if (life == 7) { /* the same life: the lease holds */
+			CU_ASSERT_PTR_EQUAL(region_find(pd.regions, "anon"), r);
+			CU_ASSERT_EQUAL(region_destroy(&pd, "anon", &alice, err, sizeof(err)), 0);
+		} else {
+			CU_ASSERT_PTR_NULL(region_find(pd.regions, "anon"));
+		}
+	}
+	space_free();
+}
+
+/*
  * A region destroyed while a lender of it is down leaves a tombstone for
  * that lender (it still records the extent, and must scrub it, not have
  * it adopted back); none for a lender that is up. The tombstone goes once
@@ -355,6 +387,8 @@ int main(void)
 	    {"placement", test_placement},
 	    {"who may open, destroy, keep", test_access},
 	    {"anonymous regions and leases", test_anonymous_leases},
+	    {"a journal's lease holds only in the same life of its node",
+	     test_journal_lease_incarnation},
 	    {"tombstones", test_tombstones},
 	    {"records bring a region back", test_records},
 	    {NULL, NULL},
