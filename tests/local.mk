@@ -57,7 +57,7 @@ EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/et
 	tests/integration/snapcopy.py tests/integration/kvevents.py tests/integration/kvflood.py \
 	tests/integration/fabric-link.py tests/integration/statusloop.py tests/cluster/kv-shard-events.py \
 	tests/cluster/lib.sh tests/cluster/pool.sh tests/tap.sh tests/tools/journal-tear.py \
-	tests/tools/call-cycles.py \
+	tests/tools/call-cycles.py tests/tools/mutants.py \
 	tests/tools/etcd-enable-auth
 AM_TESTS_ENVIRONMENT = top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top_srcdir)'; \
 	pool_sanitizers='$(SAN_CFLAGS)'; export top_builddir top_srcdir pool_sanitizers;
