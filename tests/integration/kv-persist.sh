@@ -79,6 +79,7 @@ if have_nobody "$KV"; then
 	"$POOLCTL" kv create quo 8M tier=pmem mode=0666 >/dev/null
 	for i in 1 2 3; do as_nobody "$KV" quo put q$i 1048576 $i >/dev/null; done
 	check_exit 1 "another uid's 3 MiB of values leave no room for a 2M region" as_nobody "$IO" create qreg $((2 << 20)) local
+	check_out "over quota.bytes" "its error names quota.bytes"
 	check "poold stops cleanly" pool_stop
 	start -o quota.bytes=4M -o control.mode=0666 || exit 1
 	chmod 0755 "$TEST_DIR/run"

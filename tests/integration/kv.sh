@@ -187,7 +187,9 @@ if have_nobody "$POOLCTL"; then
 	as_nobody /usr/bin/python3 "$top_srcdir/tests/integration/wire.py" "$POOL_SOCKET" kv-op exists priv secret >"$TEST_DIR/out" 2>&1
 	check_out "KV namespace 'priv' \(mode 600, uid 0\): read access denied" "nor learn whether a key is there, with a raw request"
 	check_exit 1 "nor write it" as_nobody "$KV" priv put mine 4096 32
+	check_out "KV namespace 'priv' \(mode 600, uid 0\): access denied" "refused as it opens the namespace"
 	check_exit 1 "nor flush it" as_nobody "$POOLCTL" kv flush priv
+	check_out "needs root or the admin group" "an admin's operation refused"
 	as_nobody "$POOLCTL" kv ls >"$TEST_DIR/out" 2>&1
 	grep -q "^llama " "$TEST_DIR/out" && ! grep -q "^priv " "$TEST_DIR/out" &&
 		ok "its listing shows llama (0666), not priv" || not_ok "listing as nobody: $(cat "$TEST_DIR/out")"

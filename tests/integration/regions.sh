@@ -141,6 +141,7 @@ if have_nobody "$POOLCTL"; then
 	printf 'quota.share = 10\n' >>"$conf"
 	check "reload with quota.share = 10" "$POOLCTL" reload
 	check_exit 1 "uid nobody's 16M is over it now" as_nobody "$POOLCTL" region create big 16M
+	check_out "over quota.share \(10% of the pool" "its error names the new share"
 	check "root's is not" "$POOLCTL" region create big 16M
 	"$POOLCTL" region destroy big >/dev/null
 	sed -i '/^quota/d' "$conf"

@@ -282,6 +282,7 @@ ucli alice alice-pw set k alice-value >"$TEST_DIR/out" 2>&1; check_out "^OK$" "a
 if have_nobody "$KV"; then
 	check "libpool as uid 65534 reads what alice wrote" as_nobody "$KV" redis0-u65534 exists k
 	check_exit 1 "but not what bob wrote" as_nobody "$KV" redis0-u4242 exists k
+	check_out "KV namespace 'redis0-u4242' \(mode 600, uid 4242\): .*access denied" "another user's database refused"
 fi
 head -c 3000000 /dev/urandom >"$TEST_DIR/3m"
 ucli alice alice-pw -x set big1 <"$TEST_DIR/3m" >"$TEST_DIR/out" 2>&1; check_out "^OK$" "alice stores 3 MB"

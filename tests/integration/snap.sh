@@ -110,7 +110,9 @@ check "put a persistent snapshot with a state blob" "$POOLCTL" snap put p "$TEST
 if have_nobody "$SNAP"; then
 	check "another uid reads a 0644 snapshot" as_nobody "$SNAP" read p
 	check_exit 1 "but not a 0600 one" as_nobody "$SNAP" read b
+	check_out "access denied" "a read refusal"
 	check_exit 1 "nor removes it" as_nobody "$POOLCTL" snap rm p
+	check_out "access denied|belongs to uid 0" "a removal refused as not its own"
 fi
 
 # 1,000 copy-on-write clones of a 64 MiB snapshot: the node keeps one copy

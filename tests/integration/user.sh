@@ -35,6 +35,7 @@ check "... writes it" "$IO" write pub 3
 check "... and maps it" "$IO" map pub 3
 check "another uid maps it read-only" as_nobody "$IO" map pub 3
 check_exit 1 "but cannot write it" as_nobody "$IO" write pub 4
+check_out "access denied" "a write refusal"
 check "poold's own uid is trusted with the arena's memfd" setpriv --reuid="$SVC" --regid="$SVC" --clear-groups \
 	/usr/bin/python3 "$top_srcdir/tests/integration/wire.py" "$POOL_SOCKET" arena-fd
 as_nobody "$HOSTILE" "$POOL_SOCKET" pub pub >"$TEST_DIR/out" 2>&1
