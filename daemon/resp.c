@@ -6,14 +6,17 @@
  * dispatch to the command tables (respkeys.c, respconn.c).
  *
  * Served by the coordinator on resp.listen. Database N (SELECT N, 0-15) is
- * the KV namespace "redisN" (another after a SWAPDB: respdb.c), made on first use with
- * resp.capacity, its values spread over the lenders (resp.placement): those of this node are copied
- * in the event loop, those of others fetched or put one-sided around the command (respremote.c);
- * libpool clients on any node reach the same namespace one-sided. Requests are RESP arrays of bulk
- * strings or inline commands; anything else, or a bulk or array over the limits, gets an error and
- * the connection is closed. With resp.password or resp.users set, AUTH comes first; a user of
- * resp.users acts as its uid (respauth.c): its databases are namespaces "redisN-uUID" of its own,
- * mode 0600, and its values count against its quota.
+ * the KV namespace "redisN" (another after a SWAPDB: respdb.c), made on
+ * first use with resp.capacity, its values spread over the lenders
+ * (resp.placement): those of this node are copied in the event loop, those
+ * of others fetched or put one-sided around the command (respremote.c);
+ * libpool clients on any node reach the same namespace one-sided. Requests
+ * are RESP arrays of bulk strings or inline commands; anything else, or a
+ * bulk or array over the limits, gets an error and the connection is
+ * closed. With resp.password or resp.users set, AUTH comes first; a user
+ * of resp.users acts as its uid (respauth.c): its databases are namespaces
+ * "redisN-uUID" of its own, mode 0600, and its values count against its
+ * quota.
  *
  * What a connection makes poold hold (the command being read, counted at
  * each argument's header before its bytes come; MULTI's queue; unread
