@@ -64,10 +64,12 @@ mkfifo "$TEST_DIR/fifo.conf"
 check_exit 1 "poold -n on a FIFO refuses it at once" timeout 10 "$POOLD" -n -f "$TEST_DIR/fifo.conf"
 check_out "not a regular file" "saying it is not a regular file"
 check_exit 1 "so does peer.secret_file on a FIFO" timeout 10 "$POOLD" -n -o "peer.secret_file=$TEST_DIR/fifo.conf"
+check_out "peer.secret_file: cannot read .*fifo.conf" "naming the option and the file"
 printf 'lend.size = 32M\n' >"$TEST_DIR/real.conf"
 pool_start -f "$TEST_DIR/real.conf" || exit 1
 mv "$TEST_DIR/real.conf" "$TEST_DIR/real.conf.old" && mkfifo "$TEST_DIR/real.conf"
 check_exit 1 "a reload whose file became a FIFO fails" timeout 10 "$POOLCTL" reload
+check_out "real.conf: not a regular file" "saying it is not a regular file"
 check "and poold keeps serving" timeout 5 "$POOLCTL" status
 pool_stop
 

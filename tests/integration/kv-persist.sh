@@ -37,7 +37,9 @@ ns_holds pers 'n["tier"] == "pmem" and n["capacity"] == 8 << 20 and n["entries"]
 get_all pers p 1 5 && ok "all 5 values read back bit-exact" || not_ok "values after restart"
 check_exit 4 "the removed value stays removed" "$KV" pers get p6 6
 check_exit 1 "a DRAM namespace did not survive" "$KV" cache get c1 1
+check_out "no KV namespace 'cache'" "it is not there"
 check_exit 1 "nor did the one that spilled to pmem" "$KV" spilly get s1 1
+check_out "no KV namespace 'spilly'" "nor that one"
 check "a new region in the pmem tier" "$IO" create fresh $((8 << 20)) any persistent
 check "reads as zeros, not the spilled values' bytes" "$IO" zero fresh
 "$IO" destroy fresh >/dev/null

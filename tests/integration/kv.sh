@@ -224,12 +224,15 @@ check_exit 4 "and no half-written key shows" "$KV" llama get dead 1
 # Bad input.
 long=$(printf 'k%.0s' $(seq 300))
 check_exit 1 "a 300-byte key is refused" "$KV" llama put "$long" 10 1
+check_out "key 0: 1 to 256 bytes" "saying how long a key may be"
 check_exit 1 "a value over 64M is refused" "$KV" llama put big $(((64 << 20) + 1)) 1
+check_out "value 0: 1 byte to 64 MiB" "saying how big a value may be"
 
 check "kv ls" "$POOLCTL" kv ls
 check_out "^llama +8M" "kv ls lists the namespace"
 check "drop" "$POOLCTL" kv drop llama
 check_exit 1 "dropped" "$KV" llama get k 1
+check_out "no KV namespace 'llama'" "the namespace is gone"
 pool_alive && ok "poold still running" || not_ok "poold still running"
 
 check "poold stops cleanly" pool_stop

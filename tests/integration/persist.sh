@@ -50,6 +50,7 @@ check "after SIGKILL the region reads back bit-exact" "$IO" read keep 5
 v = json.load(sys.stdin)["indexes"][0]
 assert v["count"] == 600, v' && ok "the index holds its 600 vectors" || not_ok "vec info after SIGKILL"
 check_exit 1 "the destroyed region stays destroyed" "$POOLCTL" region info gone
+check_out "no region 'gone'" "poolctl says there is none"
 check "a region of the same name can be made again" "$IO" create gone $((2 << 20)) any persistent
 check "and reads as zeros" "$IO" zero gone
 pool_alive && ok "poold still running" || not_ok "poold still running"

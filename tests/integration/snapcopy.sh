@@ -20,6 +20,7 @@ for l in urllib.request.urlopen(sys.argv[1], timeout=10).read().decode().splitli
 }
 
 check_exit 1 "snap.copies is a size" "$POOLD" -n -o snap.copies=lots
+check_out "snap.copies: 'lots' is not a valid size" "the refusal names the option"
 pool_start -o lend.size=16M -o snap.copies=1M -o metrics.listen="127.0.0.1:$PORT" \
 	-o control.mode=0666 || exit 1
 chmod 0755 "$TEST_DIR" "$TEST_DIR/run"
