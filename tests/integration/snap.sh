@@ -85,6 +85,7 @@ if [ "$state" = writing ]; then
 fi
 for _ in $(seq 100); do "$POOLCTL" snap info c >/dev/null 2>&1 || break; sleep 0.1; done
 check_exit 1 "after lease.grace the half-put snapshot is gone (it was ${state:-not made yet})" "$POOLCTL" snap info c
+check_out "no snapshot 'c'" "poolctl says there is none"
 after=$(store_pages b pinned)
 [ "$after" -eq "$before" ] && ok "the store is back to $before pages, with no snap rm" ||
 	not_ok "store after a dead put: $after, was $before"
@@ -207,6 +208,7 @@ check_exit 2 "a bad page size" "$POOLCTL" snap put x "$TEST_DIR/b.img" page=3K
 check_exit 2 "a bad class" "$POOLCTL" snap put x "$TEST_DIR/b.img" class=cache
 check_exit 1 "a file that is not there" "$POOLCTL" snap put x "$TEST_DIR/nothing"
 check_exit 1 "removing a snapshot that is not there" "$POOLCTL" snap rm nothing
+check_out "no snapshot 'nothing'" "saying there is none"
 check "a region that is not a snapshot is not listed" "$POOLCTL" region create snapx 1M
 "$POOLCTL" snap ls >"$TEST_DIR/out"
 check_out "^b " "ls still works"
@@ -218,6 +220,7 @@ check "after a restart" "$POOLCTL" snap ls
 check_out "^p +32M" "the persistent snapshot is back"
 [ "$("$SNAP" read p)" = "$sump" ] && ok "bit-exact" || not_ok "p after restart"
 check_exit 1 "the pinned ones are gone" "$POOLCTL" snap info b
+check_out "no snapshot 'b'" "poolctl says there is none"
 check "remove it" "$POOLCTL" snap rm p
 pool_alive && ok "poold still running" || not_ok "poold still running"
 check "stops cleanly" pool_stop
