@@ -68,19 +68,20 @@ static int resp_db_of_name(const char *name)
 	return db < KV_RESP_DBS ? db : -1;
 }
 
-/* Whether name is of one of uid's databases: "redis", digits, uid's part, ".K" or not. */
-static bool resp_db_of_uid(const char *name, uid_t uid)
+/*
+ * Whether name is of one of a uid's databases: "redis", digits, then that
+ * uid's part of a name (part: "" or "-uUID"), then ".K" or not.
+ */
+static bool resp_db_of_uid(const char *name, const char *part)
 {
-	char base[32];
 	const char *p = name + 5;
-	size_t n;
+	size_t n = strlen(part);
 
 	if (resp_db_of_name(name) < 0)
 		return false;
 	while (isdigit((unsigned char)*p))
 		p++;
-	n = resp_db_base(uid, 0, base) - 6; /* (uid's part: after "redis0") */
-	if (strncmp(p, base + 6, n) != 0)
+	if (strncmp(p, part, n) != 0)
 		return false;
 	p += n;
 	if (*p == '\0')
@@ -92,28 +93,37 @@ static bool resp_db_of_uid(const char *name, uid_t uid)
 	return *p == '\0';
 }
 
+/*
+ * Once per command and more: after a SWAPDB, a look at the few namespaces
+ * that moved (the swapped list), without a lookup by name.
+ */
 void resp_db_resolve(struct poold *pd, uid_t uid, int db, char *ns, size_t len)
 {
 	char name[48];
+	const char *part = name + (db >= 10 ? 7 : 6); /* (uid's: after "redisN") */
 	const struct kv_ns *x;
 	size_t n = resp_db_base(uid, db, name);
+	bool taken = false;
 	unsigned i, k;
 
 	if (pd->kv != NULL && pd->kv->nswapped > 0) {
 		for (i = 0; i < pd->kv->nswapped; i++) {
 			x = pd->kv->swapped[i];
-			if (x->serves_db == db + 1 && resp_db_of_uid(x->name, uid)) {
+			if (x->serves_db == db + 1 && resp_db_of_uid(x->name, part)) {
 				resp_db_copy(ns, len, x->name);
 				return;
 			}
+			taken |= strcmp(x->name, name) == 0;
 		}
 		/*
 		 * None was moved here: the namespace of its name, unless that one
 		 * was moved to another database; then one of a new name. (Each
 		 * name taken is of a moved namespace: as many as they are, at most.)
 		 */
-		for (k = 1; (x = kv_ns_find(pd, name)) != NULL && x->serves_db != 0; k++)
+		for (k = 1; taken; k++) {
 			snprintf(name + n, sizeof(name) - n, ".%u", k);
+			taken = (x = kv_ns_find(pd, name)) != NULL && x->serves_db != 0;
+		}
 	}
 	resp_db_copy(ns, len, name);
 }
