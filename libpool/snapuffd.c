@@ -20,9 +20,11 @@
  *
  * Failures. libpool does not print, but a serve loop has no caller to
  * hand a per-restore error to: a refused handshake or a failed restore is
- * written to stderr, counted, and the loop goes on. A failed restore kills
- * nothing: the VMM's faulting thread stays blocked (see snapshot/uffd.c)
- * and its owner decides; we close our copy of its userfaultfd.
+ * written to stderr, counted, and the loop goes on. The VMM of a failed
+ * restore is killed, as Firecracker's own page servers kill it when they
+ * cannot serve a fault: its faulting thread would otherwise wait forever
+ * (see snapshot/uffd.c), where it must never be woken on memory we could
+ * not fill. A refused handshake kills nothing: nothing was served yet.
  */
 #include "config.h"
 
@@ -418,8 +420,15 @@ static void snapuffd_vm_end(struct snapuffd_serve *sv, struct snapuffd_conn *c, 
 	sv->ended++;
 	snapuffd_report(sv->src.snap, c->s, rc != UFFD_SERVER_EXITED);
 	if (rc != UFFD_SERVER_EXITED) {
+		char why[320];
+		int krc = uffd_server_kill(c->s);
+
 		sv->failed++;
-		snapuffd_log(sv, c->peer, "failed", uffd_server_error(c->s));
+		snprintf(why, sizeof(why), "%s; %s", uffd_server_error(c->s),
+			 krc == 0
+			     ? "the VMM is killed (SIGKILL), as Firecracker's own page servers do"
+			     : "the VMM could not be killed");
+		snapuffd_log(sv, c->peer, "failed", why);
 		return;
 	}
 	if (snapuffd_record(sv->src.snap, c->s, sv->flags) < 0)

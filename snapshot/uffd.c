@@ -20,7 +20,16 @@
  *
  * The kernel answers UFFDIO_COPY with EEXIST when the page is already
  * there (a prefetch or an earlier copy won the race): success, and we wake
- * the range ourselves since a failed copy wakes nobody. EAGAIN means the
+ * the range ourselves since a failed copy wakes nobody. Except that for
+ * hugetlbfs it also says EEXIST when it could not allocate a huge page and
+ * the page table was there (Firecracker maps guest memory MAP_NORESERVE, so
+ * nothing reserved the pages): woken, the VMM would fault again at once,
+ * forever. So an EEXIST is believed only when the VMM's pagemap shows the
+ * page; where we may not read the pagemap (no ptrace access to the VMM),
+ * UFFD_EEXIST_MAX faults answered EEXIST with no page placed between them
+ * (each thread waits on one fault at most, so a real run is short) are
+ * taken as a page that cannot be placed, which fails the restore.
+ * EAGAIN means the
  * address space is changing under a non-cooperative event (REMOVE, UNMAP,
  * REMAP) that is queued for us: the fault is set aside, the events are
  * read and applied, then the fault is retried (for at most
@@ -67,6 +76,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -86,6 +96,7 @@
 #define UFFD_MSGS 64		    /* events read at once */
 #define UFFD_DEFER_MAX 256	    /* faults set aside on EAGAIN */
 #define UFFD_RETRY_MS 2000	    /* how long EAGAIN may last */
+#define UFFD_EEXIST_MAX 1024	    /* EEXISTs in a row believed without the pagemap */
 #define UFFD_FLAGS (UFFD_SERVER_RECORD | UFFD_SERVER_ZEROPAGE | UFFD_SERVER_AROUND)
 
 enum { PG_MISSING, PG_PRESENT, PG_REMOVED };
@@ -94,6 +105,9 @@ enum { PG_MISSING, PG_PRESENT, PG_REMOVED };
 
 struct uffd_server {
 	int uffd, pidfd, epfd;
+	pid_t peer;	     /* the VMM, 0: this process */
+	int pagemap;	     /* its /proc/PID/pagemap: -1 not opened yet, -2 not readable */
+	unsigned eexist_run; /* faults answered EEXIST, pagemap unread, since a page was placed */
 	unsigned flags;
 	int status; /* 0, UFFD_SERVER_EXITED or -errno */
 	unsigned n;
@@ -227,6 +241,8 @@ static int uffd_server_create(int uffd, pid_t peer, const struct fc_mappings *m,
 	}
 	s->uffd = uffd;
 	s->pidfd = -1;
+	s->peer = peer;
+	s->pagemap = -1;
 	s->flags = flags;
 	s->n = m->n;
 	memcpy(s->r, m->r, m->n * sizeof(m->r[0]));
@@ -331,6 +347,8 @@ void uffd_server_free(struct uffd_server *s)
 		return;
 	if (s->pidfd >= 0)
 		close(s->pidfd);
+	if (s->pagemap >= 0)
+		close(s->pagemap);
 	close(s->epfd);
 	close(s->uffd);
 	uffd_free_bufs(s);
@@ -340,6 +358,13 @@ void uffd_server_free(struct uffd_server *s)
 int uffd_server_fd(const struct uffd_server *s)
 {
 	return s->epfd;
+}
+
+int uffd_server_kill(struct uffd_server *s)
+{
+	if (s->pidfd < 0)
+		return -ESRCH;
+	return syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0) < 0 ? -errno : 0;
 }
 
 const char *uffd_server_error(const struct uffd_server *s)
@@ -422,11 +447,54 @@ static int uffd_place(struct uffd_server *s, uint64_t dst, const uint8_t *src, u
 	}
 	if (ioctl(s->uffd, UFFDIO_COPY, &c) == 0) {
 		*ret_done = len;
+		s->eexist_run = 0;
 		return 0;
 	}
 	if (c.copy > 0)
 		*ret_done = (uint64_t)c.copy;
 	return -errno;
+}
+
+/* Whether the VMM maps guest address addr (its pagemap's present bit); -1: unreadable. */
+static int uffd_mapped(struct uffd_server *s, uint64_t addr)
+{
+	uint64_t entry, base = (uint64_t)sysconf(_SC_PAGESIZE);
+	char path[64];
+
+	if (s->pagemap == -1) {
+		if (s->peer > 0)
+			snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)s->peer);
+		else
+			snprintf(path, sizeof(path), "/proc/self/pagemap");
+		s->pagemap = open(path, O_RDONLY | O_CLOEXEC);
+		if (s->pagemap < 0)
+			s->pagemap = -2;
+	}
+	if (s->pagemap < 0 || pread(s->pagemap, &entry, sizeof(entry),
+				    (off_t)(addr / base * sizeof(entry))) != (ssize_t)sizeof(entry))
+		return -1;
+	return (int)(entry >> 63);
+}
+
+/*
+ * UFFDIO_COPY said the page at addr is there already: 0 when it is (or,
+ * without the pagemap, while EEXISTs have not run on too long), else the
+ * restore fails: the page cannot be placed (see the top of the file).
+ */
+static int uffd_eexist(struct uffd_server *s, uint64_t addr)
+{
+	int mapped = uffd_mapped(s, addr);
+
+	if (mapped < 0 && ++s->eexist_run < UFFD_EEXIST_MAX)
+		return 0;
+	if (mapped > 0)
+		return 0;
+	return uffd_fail(s, -ENOMEM,
+			 "page 0x%llx cannot be placed: the kernel says it is there, the VMM "
+			 "does not map it (%s)",
+			 (unsigned long long)addr,
+			 s->small_pages ? "out of memory?"
+					: "no free huge page: see HugePages_Free in /proc/meminfo");
 }
 
 static void uffd_wake(struct uffd_server *s, uint64_t addr, uint64_t len)
@@ -635,6 +703,9 @@ static int uffd_fault(struct uffd_server *s, uint64_t addr)
 		uffd_set(s, pg, PG_PRESENT);
 		return uffd_fault_around(s, page, pg, around);
 	case -EEXIST:
+		rc = uffd_eexist(s, page);
+		if (rc != 0)
+			return rc;
 		s->st.existed++;
 		uffd_set(s, pg, PG_PRESENT);
 		uffd_wake(s, page, s->page_size);
@@ -860,6 +931,9 @@ static int uffd_place_run(struct uffd_server *s, uint64_t pg, uint64_t n, bool z
 		return 0;
 	case -EEXIST:
 		/* Page pg+done is there already: skip it, the caller goes on after it. */
+		rc = uffd_eexist(s, dst + done * s->page_size);
+		if (rc != 0)
+			return rc;
 		uffd_set(s, pg + done, PG_PRESENT);
 		return -EEXIST;
 	case -EAGAIN:

@@ -75,6 +75,13 @@ int uffd_server_handle(struct uffd_server *s);
 /* Why the restore failed or ended ("" while it goes on). */
 const char *uffd_server_error(const struct uffd_server *s);
 /*
+ * End the VMM of a failed restore (SIGKILL through its pidfd, so never
+ * another process that took its pid), as Firecracker's own page servers
+ * do: its faulting thread would otherwise wait forever. 0, -ESRCH when
+ * the server has no VMM peer (an in-process restore), or -errno.
+ */
+int uffd_server_kill(struct uffd_server *s);
+/*
  * Place the listed pages (indexes of page_size pages of the image) now,
  * contiguous runs in large UFFDIO_COPYs, serving faults between batches.
  * Pages already there or removed are skipped. 0 or as uffd_server_handle().
