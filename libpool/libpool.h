@@ -374,6 +374,25 @@ POOL_EXPORT int pool_snap_clone_fd(struct pool_snap *snap, int *ret_fd);
 /* Make the node's shared copy now (what poolctl snap place runs on each node). */
 POOL_EXPORT int pool_snap_place(struct pool_snap *snap);
 /*
+ * Save a running clone of parent (the mapping pool_snap_clone() gave) as a
+ * snapshot of its own: the pages it wrote since it was cloned, laid over
+ * parent, which it names as its parent. pool_snap_save_new() makes ready
+ * while the clone runs (the memory to copy what it wrote); nothing may
+ * write the clone during pool_snap_save_begin(), which finds the pages
+ * written and copies them aside; once it returns the clone may run on
+ * while pool_snap_save_end() stores the snapshot (the pages the store has
+ * cost a reference, not a transfer). pool_snap_save_pages() says how many
+ * pages were written; pool_snap_save_free() frees the save, stored or not.
+ */
+struct pool_snap_save;
+POOL_EXPORT int pool_snap_save_new(struct pool_snap *parent, const void *addr,
+				   struct pool_snap_save **ret_save);
+POOL_EXPORT int pool_snap_save_begin(struct pool_snap_save *save);
+POOL_EXPORT uint64_t pool_snap_save_pages(const struct pool_snap_save *save);
+POOL_EXPORT int pool_snap_save_end(struct pool_snap_save *save, const char *name,
+				   const struct pool_snap_opts *opts);
+POOL_EXPORT void pool_snap_save_free(struct pool_snap_save *save);
+/*
  * Lazy restore into [addr, addr + size) of this process (page aligned,
  * anonymous, private, not yet touched): pages arrive through userfaultfd
  * when first touched, the recorded working set first. Ends with

@@ -252,7 +252,7 @@ static int64_t snap_now_ms(void)
  * lacks: the number stored, or -errno. Pages another put is writing now
  * (-EAGAIN) are asked for again until it commits them.
  */
-static int snap_put_batch(struct pool_kv *kv, const uint8_t *image, uint64_t page_size,
+static int snap_put_batch(struct pool_kv *kv, const struct snap_pages *src, uint64_t page_size,
 			  const struct snap_ref *refs, size_t n)
 {
 	const void *keys[SNAP_BATCH], *vals[SNAP_BATCH];
@@ -263,7 +263,7 @@ static int snap_put_batch(struct pool_kv *kv, const uint8_t *image, uint64_t pag
 	for (i = 0; i < n; i++) {
 		keys[i] = refs[i].hash;
 		klens[i] = SNAP_HASH_LEN;
-		vals[i] = image + refs[i].page * page_size;
+		vals[i] = snap_page(src, refs[i].page, page_size);
 		vlens[i] = page_size;
 	}
 	while (n > 0) {
@@ -298,7 +298,7 @@ static int snap_hdr_write(struct pool_region *r, const struct snap_header *h)
 
 /* Store the pages, their references the manifest's, and seal it. */
 static int snap_store(struct pool *pool, struct pool_region *r, const char *rname,
-		      struct snap_header *h, const uint8_t *image, const uint8_t *hashes)
+		      struct snap_header *h, const struct snap_pages *src, const uint8_t *hashes)
 {
 	struct snap_ref *refs = NULL;
 	struct pool_kv *kv;
@@ -317,7 +317,7 @@ static int snap_store(struct pool *pool, struct pool_region *r, const char *rnam
 	h->distinct = n;
 	for (i = 0; i < n && rc >= 0; i += k) {
 		k = MIN((size_t)SNAP_BATCH, n - i);
-		rc = snap_put_batch(kv, image, h->page_size, refs + i, k);
+		rc = snap_put_batch(kv, src, h->page_size, refs + i, k);
 		if (rc >= 0)
 			h->new_pages += (uint64_t)rc;
 	}
@@ -352,10 +352,34 @@ static int snap_manifest_create(struct pool *pool, const char *rname, uint64_t s
 	return rc;
 }
 
+static const struct pool_snap_opts snap_defaults = {4096, 0600, "pinned", "", NULL, 0, false};
+
 POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *image, uint64_t len,
 			      const struct pool_snap_opts *opts)
 {
-	struct pool_snap_opts defaults = {4096, 0600, "pinned", "", NULL, 0, false};
+	struct snap_pages src = {image, NULL, NULL};
+
+	if (pool == NULL || (image == NULL && len > 0))
+		return pool_err(-EINVAL, "pool_snap_put: invalid argument");
+	if (opts != NULL && opts->diff)
+		return pool_err(-EINVAL, "a diff snapshot is put from its sparse file "
+					 "(pool_snap_put_fd)");
+	return snap_put_pages(pool, name, &src, len, NULL, NULL, opts);
+}
+
+/* Whether a put with opts keys its pages as a snapshot of hdr's did (same uid and class). */
+bool snap_same_keys(const struct snap_header *hdr, const struct pool_snap_opts *opts)
+{
+	if (opts == NULL)
+		opts = &snap_defaults;
+	return hdr->uid == geteuid() &&
+	       !(hdr->flags & SNAP_F_SHARED) == (strcmp(opts->cls, "shared") != 0);
+}
+
+/* Put the image src reads as snapshot name (see snap.h). */
+int snap_put_pages(struct pool *pool, const char *name, const struct snap_pages *src, uint64_t len,
+		   const uint8_t *known, const char *parent, const struct pool_snap_opts *opts)
+{
 	struct snap_header h = {0};
 	struct pool_region *r;
 	uint8_t *hashes;
@@ -364,12 +388,7 @@ POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *i
 	int rc;
 
 	if (opts == NULL)
-		opts = &defaults;
-	if (pool == NULL || (image == NULL && len > 0))
-		return pool_err(-EINVAL, "pool_snap_put: invalid argument");
-	if (opts->diff)
-		return pool_err(-EINVAL, "a diff snapshot is put from its sparse file "
-					 "(pool_snap_put_fd)");
+		opts = &snap_defaults;
 	rc = snap_region_name(name, rname);
 	if (rc < 0)
 		return rc;
@@ -392,13 +411,17 @@ POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *i
 		  : strcmp(opts->cls, "shared") == 0   ? SNAP_F_SHARED
 						       : 0;
 	h.state_len = opts->state_len;
-	snprintf(h.parent, sizeof(h.parent), "%s", opts->parent);
+	snprintf(h.parent, sizeof(h.parent), "%s", parent != NULL ? parent : opts->parent);
 	hashes = malloc(h.npages * SNAP_HASH_LEN);
 	if (hashes == NULL)
 		return pool_err(-ENOMEM, "out of memory");
 	for (i = 0, rc = 0; i < h.npages && rc == 0; i++) {
-		rc = page_hash((const uint8_t *)image + i * h.page_size, h.page_size, h.uid,
-			       h.flags & SNAP_F_SHARED, hashes + i * SNAP_HASH_LEN);
+		if (known != NULL && src->slot[i] == SNAP_NO_SLOT)
+			memcpy(hashes + i * SNAP_HASH_LEN, known + i * SNAP_HASH_LEN,
+			       SNAP_HASH_LEN);
+		else
+			rc = page_hash(snap_page(src, i, h.page_size), h.page_size, h.uid,
+				       h.flags & SNAP_F_SHARED, hashes + i * SNAP_HASH_LEN);
 		h.zero_pages += snap_zero_hash(hashes + i * SNAP_HASH_LEN);
 	}
 	if (rc < 0)
@@ -412,7 +435,7 @@ POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *i
 	if (rc == 0 && h.state_len > 0)
 		rc = pool_region_write(r, h.state_off, opts->state, h.state_len);
 	if (rc == 0)
-		rc = snap_store(pool, r, rname, &h, image, hashes);
+		rc = snap_store(pool, r, rname, &h, src, hashes);
 	if (rc == 0)
 		rc = pool_region_keep(pool, rname); /* sealed: it stays */
 	pool_region_close(r); /* unless kept, the manifest and its references go with its lease */

@@ -68,6 +68,34 @@ struct pool_snap {
 
 /* snap.c */
 #define SNAP_BATCH 512 /* pages per request to the store */
+
+/*
+ * Where a put reads page p of its image: from over, at slot[p], when the
+ * page has a slot there (a save's written pages), else from image.
+ */
+struct snap_pages {
+	const uint8_t *image;
+	const uint8_t *over;
+	const uint32_t *slot; /* per page, or NULL: no page is over */
+};
+#define SNAP_NO_SLOT UINT32_MAX
+
+static inline const uint8_t *snap_page(const struct snap_pages *src, uint64_t p, uint64_t page_size)
+{
+	if (src->slot != NULL && src->slot[p] != SNAP_NO_SLOT)
+		return src->over + (uint64_t)src->slot[p] * page_size;
+	return src->image + p * page_size;
+}
+
+/*
+ * Put the image of len bytes that src reads as snapshot name, made with
+ * opts (NULL: the defaults), its parent named parent (NULL: opts's). With
+ * known, the page keys of an image keyed alike (snap_same_keys()), a page
+ * with no slot in src takes its key from there instead of being hashed.
+ */
+int snap_put_pages(struct pool *pool, const char *name, const struct snap_pages *src, uint64_t len,
+		   const uint8_t *known, const char *parent, const struct pool_snap_opts *opts);
+bool snap_same_keys(const struct snap_header *hdr, const struct pool_snap_opts *opts);
 bool snap_zero_hash(const uint8_t *hash);
 /*
  * Fetch n pages (indexes into the image) from the store into bufs[i]

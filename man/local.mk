@@ -22,6 +22,7 @@ dist_man_MANS += \
 	man/pool_vec_create.3 \
 	man/pool_snap_put.3 \
 	man/pool_snap_restore_lazy.3 \
+	man/pool_snap_save.3 \
 	man/pool-protocol.7 \
 	man/pool-security.7 \
 	man/pool_buf_alloc.3 \

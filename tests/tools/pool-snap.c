@@ -25,6 +25,13 @@
  *   pool-snap lazyclones NAME N SUM
  *       N processes at once each make a lazy clone as lazyclone does: one
  *       fills the node's copy, the others follow its fill
+ *   pool-snap save PARENT NAME N SEED [CLASS]
+ *       a clone of PARENT reads every page and writes N pages spread over
+ *       it (the first all zero, the second with the bytes it had, the rest
+ *       with SEED's), is saved as NAME (class CLASS), and writes N other
+ *       pages during the save, after pool_snap_save_begin(): prints the
+ *       pages the save found written, the XXH3-64 of the clone when it was
+ *       saved, and how long the save held the clone and how long it took
  */
 #include "config.h"
 
@@ -56,7 +63,8 @@ static int usage(void)
 			"       pool-snap clones NAME N PROCS SUM\n"
 			"       pool-snap clonefd NAME SUM\n"
 			"       pool-snap lazyclone NAME SUM [N]\n"
-			"       pool-snap lazyclones NAME N SUM\n");
+			"       pool-snap lazyclones NAME N SUM\n"
+			"       pool-snap save PARENT NAME N SEED [CLASS]\n");
 	return 2;
 }
 
@@ -415,6 +423,76 @@ static int lazy_clones(const char *name, int n, uint64_t sum)
 	return bad != 0;
 }
 
+/* Write pages [0, n) of the clone at c (npages) spread over it, the first two as save says. */
+static void save_write(uint8_t *c, uint64_t npages, uint64_t n, uint64_t seed, uint64_t off)
+{
+	uint64_t stride = npages / n, i;
+
+	for (i = 0; i < n; i++) {
+		uint8_t *p = c + ((i * stride + off) % npages) * PAGE;
+
+		if (i == 0 && off == 0)
+			memset(p, 0, PAGE);
+		else if (i == 1 && off == 0)
+			*(volatile uint8_t *)p = *(volatile uint8_t *)p; /* the same bytes */
+		else
+			fill_page(p, seed, i);
+	}
+}
+
+static int save(struct pool *pool, char **argv, const char *cls)
+{
+	uint64_t n = strtoull(argv[2], NULL, 0), seed = strtoull(argv[3], NULL, 0), npages, sum;
+	volatile uint64_t read_sum = 0;
+	struct pool_snap_opts *opts = NULL;
+	struct pool_snap_save *sv;
+	struct pool_snap *s;
+	double t0, t1, t2;
+	uint8_t *c;
+	int rc;
+
+	rc = pool_snap_open(pool, argv[0], &s);
+	if (rc < 0)
+		return fail(argv[0], rc);
+	rc = pool_snap_clone(s, (void **)&c);
+	if (rc < 0) {
+		pool_snap_close(s);
+		return fail("pool_snap_clone", rc);
+	}
+	npages = pool_snap_size(s) / PAGE;
+	if (n < 2 || n > npages / 2) {
+		fprintf(stderr, "pool-snap: save: N from 2 to %llu\n",
+			(unsigned long long)npages / 2);
+		return 2;
+	}
+	read_sum = XXH3_64bits(c, pool_snap_size(s)); /* reads are not writes */
+	save_write(c, npages, n, seed, 0);
+	rc = pool_snap_save_new(s, c, &sv);
+	if (rc < 0)
+		return fail("pool_snap_save_new", rc);
+	t0 = now_ms();
+	rc = pool_snap_save_begin(sv);
+	t1 = now_ms();
+	if (rc < 0)
+		return fail("pool_snap_save_begin", rc);
+	sum = XXH3_64bits(c, pool_snap_size(s));
+	save_write(c, npages, n, seed + 1, 1); /* the clone runs on: none of this is saved */
+	if (cls != NULL &&
+	    (pool_snap_opts_new(&opts) < 0 || pool_snap_opts_set_class(opts, cls) < 0))
+		return fail("pool_snap_opts", -EINVAL);
+	t2 = now_ms();
+	rc = pool_snap_save_end(sv, argv[1], opts);
+	printf("written %llu pages\nsum %016llx\nheld %.2f ms, stored in %.2f ms more\n",
+	       (unsigned long long)pool_snap_save_pages(sv), (unsigned long long)sum, t1 - t0,
+	       now_ms() - t2);
+	pool_snap_save_free(sv);
+	pool_snap_opts_free(opts);
+	munmap(c, pool_snap_size(s));
+	pool_snap_close(s);
+	(void)read_sum;
+	return rc < 0 ? fail("pool_snap_save_end", rc) : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct pool *pool;
@@ -439,6 +517,8 @@ int main(int argc, char **argv)
 		rc = put_region(pool, argv[2], argv[3]);
 	else if (strcmp(argv[1], "clonefd") == 0 && argc == 4)
 		rc = clone_fd(pool, argv[2], strtoull(argv[3], NULL, 16));
+	else if (strcmp(argv[1], "save") == 0 && (argc == 6 || argc == 7))
+		rc = save(pool, argv + 2, argc == 7 ? argv[6] : NULL);
 	else if (strcmp(argv[1], "lazyclone") == 0 && (argc == 4 || argc == 5))
 		rc = lazy_clone(pool, argv[2], strtoull(argv[3], NULL, 16),
 				argc == 5 ? atoi(argv[4]) : 1);
