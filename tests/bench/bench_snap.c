@@ -37,6 +37,15 @@
  * read one of its pages and wrote another. Prints the wall time for all N,
  * the time one took (median, 99th percentile, largest) and when the last
  * was usable (Unix time, for runs on several hosts at once).
+ *
+ *   pool-bench-snap save NAME MIB...
+ *
+ * A clone of NAME writes MIB MiB of its pages (spread over it, bytes no
+ * snapshot has) and is saved (pool_snap_save_begin/end), for each MIB in
+ * turn, each save removed after: how long the clone was held (begin; the
+ * copy's memory taken before by pool_snap_save_new()) and
+ * how long the store took after it, next to a memcpy of the written bytes
+ * (the least any save holds a clone).
  */
 #include "config.h"
 
@@ -267,6 +276,74 @@ static void clones(struct pool_snap *s)
 	       t * 1e3 / CLONES);
 }
 
+/* Write mib MiB of c's pages, spread over it, with bytes of round r. */
+static uint64_t save_dirty(uint8_t *c, uint64_t mib, uint64_t r)
+{
+	uint64_t n = (mib << 20) / page, stride, i, k;
+
+	if (n > npages)
+		n = npages;
+	stride = n > 0 ? npages / n : 1;
+	for (i = 0; i < n; i++) {
+		uint64_t *p = (uint64_t *)(void *)(c + i * stride * page);
+
+		for (k = 0; k < page / 8; k++)
+			p[k] = (r << 48) ^ (i * 0x9e3779b97f4a7c15ULL) ^ k;
+	}
+	return n;
+}
+
+static int save_rows(struct pool *pool, const char *name, int nmib, char **mibs)
+{
+	struct pool_snap_save *sv;
+	struct pool_snap *s;
+	double t0, held, stored, copy;
+	uint8_t *c, *buf;
+	uint64_t n;
+	int rc, i;
+
+	if ((rc = pool_snap_open(pool, name, &s)) < 0)
+		die(name, rc);
+	size = pool_snap_size(s);
+	page = pool_snap_page_size(s);
+	npages = size / page;
+	if ((rc = pool_snap_clone(s, (void **)&c)) < 0)
+		die("pool_snap_clone", rc);
+	buf = anon();
+	memset(buf, 1, size); /* its pages faulted in: the floor is the copy alone */
+	printf("%s: %llu MiB; a clone saved after writing:\n", name,
+	       (unsigned long long)(size >> 20));
+	printf("  %10s %10s %14s %14s %16s\n", "MiB", "pages", "held ms", "stored ms",
+	       "memcpy ms (floor)");
+	for (i = 0; i < nmib; i++) {
+		char sname[64];
+
+		n = save_dirty(c, strtoull(mibs[i], NULL, 0), (uint64_t)i + 1);
+		t0 = now_ms();
+		memcpy(buf, c, n * page); /* the bytes a save must copy, at least */
+		copy = now_ms() - t0;
+		if ((rc = pool_snap_save_new(s, c, &sv)) < 0)
+			die("pool_snap_save_new", rc);
+		t0 = now_ms();
+		if ((rc = pool_snap_save_begin(sv)) < 0)
+			die("pool_snap_save_begin", rc);
+		held = now_ms() - t0;
+		snprintf(sname, sizeof(sname), "%s.save%d", name, i);
+		t0 = now_ms();
+		if ((rc = pool_snap_save_end(sv, sname, NULL)) < 0)
+			die("pool_snap_save_end", rc);
+		stored = now_ms() - t0;
+		printf("  %10s %10llu %14.2f %14.2f %16.2f\n", mibs[i],
+		       (unsigned long long)pool_snap_save_pages(sv), held, stored, copy);
+		pool_snap_save_free(sv);
+		pool_snap_remove(pool, sname);
+	}
+	munmap(buf, size);
+	munmap(c, size);
+	pool_snap_close(s);
+	return 0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -354,9 +431,17 @@ int main(int argc, char **argv)
 		pool_close(pool);
 		return rc;
 	}
+	if (argc >= 4 && strcmp(argv[1], "save") == 0) {
+		if ((rc = pool_open(NULL, 0, &pool)) < 0)
+			die("pool_open", rc);
+		rc = save_rows(pool, argv[2], argc - 3, argv + 3);
+		pool_close(pool);
+		return rc;
+	}
 	if (argc < 3) {
 		fprintf(stderr, "usage: pool-bench-snap NAME FILE [WS_PCT]\n"
-				"       pool-bench-snap fleet NAME N RESTORE_EVERY\n");
+				"       pool-bench-snap fleet NAME N RESTORE_EVERY\n"
+				"       pool-bench-snap save NAME MIB...\n");
 		return 2;
 	}
 	rc = pool_open(NULL, 0, &pool);
