@@ -5,6 +5,8 @@
 #
 #  1. One node: a private poold lending 3G; the snapshot's pages are in its
 #     own arena, so "from the store" is a memcpy out of the lender's memory.
+#     Then a clone saved after writing 0, 10, 100 MiB and a quarter of it
+#     (pool-bench-snap save), beside a memcpy of those bytes.
 #  2. Two hosts in network namespaces (UCX tcp over veth + bridge): the
 #     snapshot put from host 2, which lends nothing, so its pages live on
 #     host 1; the benchmark on host 2: its first clone and its lazy
@@ -62,6 +64,9 @@ for mib in $sizes; do
 			{ cat "$sn/poold.log"; exit 1; }
 		echo "class $cls, put: $((($(date +%s%N) - t0) / 1000000)) ms"
 		"$bench" "img$mib" "$sn/img$mib" "$wspct" || { cat "$sn/poold.log"; exit 1; }
+		if [ "$cls" = pinned ]; then
+			"$bench" save "img$mib" 0 10 100 $((mib / 4)) || { cat "$sn/poold.log"; exit 1; }
+		fi
 		"$POOLCTL" snap rm "img$mib" >/dev/null
 		echo
 	done
