@@ -299,7 +299,7 @@ static int save_rows(struct pool *pool, const char *name, int nmib, char **mibs)
 	struct pool_snap *s;
 	double t0, held, stored, copy;
 	uint8_t *c, *buf;
-	uint64_t n;
+	uint64_t n, k;
 	int rc, i;
 
 	if ((rc = pool_snap_open(pool, name, &s)) < 0)
@@ -320,7 +320,8 @@ static int save_rows(struct pool *pool, const char *name, int nmib, char **mibs)
 
 		n = save_dirty(c, strtoull(mibs[i], NULL, 0), (uint64_t)i + 1);
 		t0 = now_ms();
-		memcpy(buf, c, n * page); /* the bytes a save must copy, at least */
+		for (k = 0; k < n; k++) /* the bytes a save must copy, at least */
+			memcpy(buf + k * page, c + k * (npages / n) * page, page);
 		copy = now_ms() - t0;
 		if ((rc = pool_snap_save_new(s, c, &sv)) < 0)
 			die("pool_snap_save_new", rc);
