@@ -46,6 +46,17 @@
  * copy's memory taken before by pool_snap_save_new()) and
  * how long the store took after it, next to a memcpy of the written bytes
  * (the least any save holds a clone).
+ *
+ *   pool-bench-snap lifecycle NAME MIB N
+ *
+ * A sandbox's life: a clone of NAME writes MIB MiB and is saved as
+ * NAME.life; forked N ways from that save (pool_snap_clone_lazy() of it,
+ * the first making the node's copy behind it), each fork usable once its
+ * call returned and it read a page and wrote one (the first, the median
+ * and the largest of the others); then hibernated (the clone and its forks
+ * unmapped) and woken from the store
+ * into fresh memory (pool_snap_open() and pool_snap_restore_lazy() with
+ * POOL_SNAP_REMOTE): the time until its first byte was read.
  */
 #include "config.h"
 
@@ -345,6 +356,93 @@ static int save_rows(struct pool *pool, const char *name, int nmib, char **mibs)
 	return 0;
 }
 
+static int cmp_double(const void *a, const void *b);
+
+/* A fork or a wake is usable: it read a page and wrote another. */
+static void usable_touch(uint8_t *p, uint64_t i)
+{
+	sink += p[((i * 7919) % npages) * page];
+	p[((i * 104729 + 1) % npages) * page] = 1;
+}
+
+static int lifecycle(struct pool *pool, const char *name, uint64_t mib, int n)
+{
+	struct pool_snap_restore *r;
+	struct pool_snap_save *sv;
+	struct pool_snap *s, *life;
+	char lname[POOL_SNAP_NAME_MAX + 1];
+	double t0, held, stored, *fork_ms;
+	uint8_t *c, **forks, *w;
+	int rc, i;
+
+	if (n < 2 || (fork_ms = calloc((size_t)n, sizeof(*fork_ms))) == NULL ||
+	    (forks = calloc((size_t)n, sizeof(*forks))) == NULL)
+		return 2;
+	if ((rc = pool_snap_open(pool, name, &s)) < 0)
+		die(name, rc);
+	size = pool_snap_size(s);
+	page = pool_snap_page_size(s);
+	npages = size / page;
+	snprintf(lname, sizeof(lname), "%.53s.life", name);
+	if ((rc = pool_snap_clone(s, (void **)&c)) < 0)
+		die("pool_snap_clone", rc);
+	save_dirty(c, mib, 7);
+	if ((rc = pool_snap_save_new(s, c, &sv)) < 0)
+		die("pool_snap_save_new", rc);
+	t0 = now_ms();
+	if ((rc = pool_snap_save_begin(sv)) < 0)
+		die("pool_snap_save_begin", rc);
+	held = now_ms() - t0;
+	t0 = now_ms();
+	if ((rc = pool_snap_save_end(sv, lname, NULL)) < 0)
+		die("pool_snap_save_end", rc);
+	stored = now_ms() - t0;
+	pool_snap_save_free(sv);
+	printf("%s: %llu MiB; a clone wrote %llu MiB\n", name, (unsigned long long)(size >> 20),
+	       (unsigned long long)mib);
+	printf("  %-44s %10.2f ms (then stored in %.2f ms)\n", "saved, the clone held", held,
+	       stored);
+	if ((rc = pool_snap_open(pool, lname, &life)) < 0)
+		die(lname, rc);
+	for (i = 0; i < n; i++) {
+		t0 = now_ms();
+		if ((rc = pool_snap_clone_lazy(life, (void **)&forks[i])) < 0)
+			die("pool_snap_clone_lazy", rc);
+		usable_touch(forks[i], (uint64_t)i);
+		fork_ms[i] = now_ms() - t0;
+	}
+	printf("  %-44s %10.2f ms\n", "fork 1, usable (the node's copy made behind it)",
+	       fork_ms[0]);
+	qsort(fork_ms + 1, (size_t)n - 1, sizeof(*fork_ms), cmp_double);
+	printf("  forks 2-%d, each usable: median %.2f ms, largest %.2f ms\n", n,
+	       fork_ms[1 + (n - 1) / 2], fork_ms[n - 1]);
+	if ((rc = pool_snap_clone_wait(life)) < 0)
+		die("pool_snap_clone_wait", rc);
+	for (i = 0; i < n; i++)
+		munmap(forks[i], size);
+	munmap(c, size);
+	pool_snap_close(life);
+	pool_snap_close(s);
+	/* Hibernated: nothing of it mapped; woken from the store, not the node's copy. */
+	w = anon();
+	t0 = now_ms();
+	if ((rc = pool_snap_open(pool, lname, &life)) < 0)
+		die(lname, rc);
+	held = now_ms() - t0;
+	if ((rc = pool_snap_restore_lazy(life, w, POOL_SNAP_REMOTE, &r)) < 0)
+		die("pool_snap_restore_lazy", rc);
+	usable_touch(w, 3);
+	printf("  %-44s %10.2f ms (%.2f of it opening the snapshot)\n",
+	       "woken from the store, its first byte read", now_ms() - t0, held);
+	pool_snap_restore_end(r);
+	munmap(w, size);
+	pool_snap_close(life);
+	pool_snap_remove(pool, lname);
+	free(forks);
+	free(fork_ms);
+	return 0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -432,6 +530,13 @@ int main(int argc, char **argv)
 		pool_close(pool);
 		return rc;
 	}
+	if (argc == 5 && strcmp(argv[1], "lifecycle") == 0) {
+		if ((rc = pool_open(NULL, 0, &pool)) < 0)
+			die("pool_open", rc);
+		rc = lifecycle(pool, argv[2], strtoull(argv[3], NULL, 0), atoi(argv[4]));
+		pool_close(pool);
+		return rc;
+	}
 	if (argc >= 4 && strcmp(argv[1], "save") == 0) {
 		if ((rc = pool_open(NULL, 0, &pool)) < 0)
 			die("pool_open", rc);
@@ -442,7 +547,8 @@ int main(int argc, char **argv)
 	if (argc < 3) {
 		fprintf(stderr, "usage: pool-bench-snap NAME FILE [WS_PCT]\n"
 				"       pool-bench-snap fleet NAME N RESTORE_EVERY\n"
-				"       pool-bench-snap save NAME MIB...\n");
+				"       pool-bench-snap save NAME MIB...\n"
+				"       pool-bench-snap lifecycle NAME MIB N\n");
 		return 2;
 	}
 	rc = pool_open(NULL, 0, &pool);

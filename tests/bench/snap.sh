@@ -6,7 +6,9 @@
 #  1. One node: a private poold lending 3G; the snapshot's pages are in its
 #     own arena, so "from the store" is a memcpy out of the lender's memory.
 #     Then a clone saved after writing 0, 10, 100 MiB and a quarter of it
-#     (pool-bench-snap save), beside a memcpy of those bytes.
+#     (pool-bench-snap save), beside a memcpy of those bytes; and a
+#     sandbox's life: saved, forked 50 ways, woken from the store
+#     (pool-bench-snap lifecycle).
 #  2. Two hosts in network namespaces (UCX tcp over veth + bridge): the
 #     snapshot put from host 2, which lends nothing, so its pages live on
 #     host 1; the benchmark on host 2: its first clone and its lazy
@@ -66,6 +68,7 @@ for mib in $sizes; do
 		"$bench" "img$mib" "$sn/img$mib" "$wspct" || { cat "$sn/poold.log"; exit 1; }
 		if [ "$cls" = pinned ]; then
 			"$bench" save "img$mib" 0 10 100 $((mib / 4)) || { cat "$sn/poold.log"; exit 1; }
+			"$bench" lifecycle "img$mib" 10 50 || { cat "$sn/poold.log"; exit 1; }
 		fi
 		"$POOLCTL" snap rm "img$mib" >/dev/null
 		echo

@@ -4,7 +4,8 @@
 # and clones on node 4 (whose copy is filled over the fabric), restores
 # lazily there through userfaultfd; node 3 dedups against it; shared
 # snapshots put from nodes 2 and 3 dedup and read back; snap place
-# has nodes make their copies ahead of use (admins only); a lost lender
+# has nodes make their copies ahead of use (admins only); a clone saved on
+# node 4 wakes on node 3 and forks on node 2, bit-exact; a lost lender
 # turns reads into a clear error, not a hang, and other snapshots stay whole.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 SNAP="$top_builddir/tests/tools/pool-snap"
@@ -61,6 +62,28 @@ got=$(cluster_exec 4 "$FC" --timeout 60 "$sock" $((64 << 20)))
 [ -n "$got" ] && [ "$got" = "$("$FC" --sum "$CLUSTER_TMP/b.img")" ] &&
 	ok "node 4 restores b lazily through userfaultfd, bit-exact" || { not_ok "uffd restore on node 4: $got"; cat "$CLUSTER_TMP/serve"; }
 wait $serve && ok "the page server ends with its restore" || { not_ok "snap serve on node 4"; cat "$CLUSTER_TMP/serve"; }
+
+# A sandbox's life across nodes: a clone of a on node 4 writes 200 pages and
+# is saved (a.s4); it goes away (hibernated: only the store holds it); it
+# wakes on node 3 as a Firecracker VMM, every page fetched from the lenders,
+# bit-exact; node 2 forks it 8 ways (lazy clones of the save, the first
+# filling node 2's copy behind them), each whole and right.
+snap 4 save a a.s4 200 5 >"$CLUSTER_TMP/out" 2>&1 && grep -q "^written 200 pages$" "$CLUSTER_TMP/out" &&
+	ok "node 4 saves a clone of a that wrote 200 pages" || { not_ok "save on node 4"; cat "$CLUSTER_TMP/out"; }
+sums4=$(sed -n 's/^sum //p' "$CLUSTER_TMP/out")
+[ "$(pctl 2 --json snap info a.s4 | python3 -c 'import json,sys; print(json.load(sys.stdin)["snapshots"][0]["parent"])')" = a ] &&
+	ok "every node sees the save, a as its parent" || not_ok "a.s4's parent from node 2"
+sock3="$(cluster_dir 3)/uffd.sock"
+cluster_exec 3 "$POOLCTL" -s "$(pool_sock 3)" snap serve a.s4 "$sock3" --remote --max 1 \
+	>"$CLUSTER_TMP/serve" 2>&1 &
+serve=$!
+for _ in $(seq 100); do [ -S "$sock3" ] && break; sleep 0.05; done
+got=$(cluster_exec 3 "$FC" --timeout 60 "$sock3" $((64 << 20)))
+[ -n "$sums4" ] && [ "$got" = "xxh3 $sums4" ] &&
+	ok "it wakes on node 3, lazily from the lenders, as it was saved" || { not_ok "wake on node 3: $got, saved $sums4"; cat "$CLUSTER_TMP/serve"; }
+wait $serve || { not_ok "snap serve on node 3"; cat "$CLUSTER_TMP/serve"; }
+snap 2 lazyclone a.s4 "$sums4" 8 >"$CLUSTER_TMP/out" 2>&1 &&
+	ok "node 2 forks it 8 ways, each as it was saved" || { not_ok "forks on node 2"; cat "$CLUSTER_TMP/out"; }
 
 # snap place: the admin has nodes 3 and 4 make their copies of p (put on
 # node 2) ahead of use, so that a clone on node 3 fills nothing.
