@@ -576,6 +576,58 @@ static int snap_hdr_read(struct pool_region *r, const char *name, struct snap_he
 	return 0;
 }
 
+/* Read the hashes of chunks [c, c + n) into snap->hashes. */
+static int snap_chunks_read(struct pool_snap *snap, uint64_t c, uint64_t n)
+{
+	uint64_t first = c * SNAP_HASH_CHUNK,
+		 end = MIN((c + n) * SNAP_HASH_CHUNK, snap->hdr.npages);
+
+	return pool_region_read(snap->manifest, snap->hdr.hashes_off + first * SNAP_HASH_LEN,
+				snap->hashes + first * SNAP_HASH_LEN,
+				(end - first) * SNAP_HASH_LEN);
+}
+
+/* Chunks [c, end) read, those not read yet in runs: 0 or -errno. */
+static int snap_chunks_need(struct pool_snap *snap, uint64_t c, uint64_t end)
+{
+	int rc = 0;
+
+	for (; c < end && __atomic_load_n(&snap->have[c], __ATOMIC_ACQUIRE); c++)
+		;
+	if (c == end)
+		return 0;
+	pthread_mutex_lock(&snap->hash_lock);
+	while (rc == 0 && c < end) {
+		uint64_t k = 0, i;
+
+		while (c < end && snap->have[c])
+			c++;
+		while (c + k < end && !snap->have[c + k])
+			k++;
+		if (k > 0 && (rc = snap_chunks_read(snap, c, k)) == 0)
+			for (i = 0; i < k; i++)
+				__atomic_store_n(&snap->have[c + i], 1, __ATOMIC_RELEASE);
+		c += k;
+	}
+	pthread_mutex_unlock(&snap->hash_lock);
+	return rc;
+}
+
+int snap_hash(struct pool_snap *snap, uint64_t p, const uint8_t **ret)
+{
+	uint64_t c = p / SNAP_HASH_CHUNK;
+	int rc = snap_chunks_need(snap, c, c + 1);
+
+	*ret = snap->hashes + p * SNAP_HASH_LEN;
+	return rc;
+}
+
+int snap_hashes_all(struct pool_snap *snap)
+{
+	return snap_chunks_need(snap, 0,
+				(snap->hdr.npages + SNAP_HASH_CHUNK - 1) / SNAP_HASH_CHUNK);
+}
+
 /* A manifest's header and its page hashes (malloc'd, npages * SNAP_HASH_LEN). */
 static int snap_manifest_read(struct pool_region *r, const char *name, struct snap_header *h,
 			      uint8_t **ret_hashes)
@@ -614,12 +666,20 @@ POOL_EXPORT int pool_snap_open(struct pool *pool, const char *name, struct pool_
 		return pool_err(-ENOMEM, "out of memory");
 	s->pool = pool;
 	strcpy(s->name, name);
+	pthread_mutex_init(&s->hash_lock, NULL);
 	rc = pool_region_open(pool, rname, 0, &s->manifest);
 	if (rc < 0) {
+		pthread_mutex_destroy(&s->hash_lock);
 		free(s);
 		return rc == -ENOENT ? pool_err(rc, "no snapshot '%s'", name) : rc;
 	}
-	rc = snap_manifest_read(s->manifest, name, &s->hdr, &s->hashes);
+	rc = snap_hdr_read(s->manifest, name, &s->hdr);
+	if (rc == 0) { /* (the hashes are read as they are needed: snap_hash()) */
+		s->hashes = malloc(s->hdr.npages * SNAP_HASH_LEN);
+		s->have = calloc((s->hdr.npages + SNAP_HASH_CHUNK - 1) / SNAP_HASH_CHUNK, 1);
+		if (s->hashes == NULL || s->have == NULL)
+			rc = pool_err(-ENOMEM, "out of memory");
+	}
 	if (rc == 0 && s->hdr.state != SNAP_SEALED)
 		rc = pool_err(-EBUSY, "snapshot '%s' is still being put (or its put failed)", name);
 	if (rc == 0)
@@ -642,6 +702,8 @@ POOL_EXPORT void pool_snap_close(struct pool_snap *snap)
 	if (snap->pages != NULL)
 		pool_kv_close(snap->pages);
 	free(snap->hashes);
+	free(snap->have);
+	pthread_mutex_destroy(&snap->hash_lock);
 	free(snap);
 }
 
@@ -666,7 +728,7 @@ static int snap_fetch_batch(struct pool_snap *snap, size_t n, const uint64_t *pa
 	if (n == 0 || n > SNAP_BATCH)
 		return n == 0 ? 0 : -EINVAL;
 	for (i = 0; i < n; i++) {
-		keys[i] = snap->hashes + pages[i] * SNAP_HASH_LEN;
+		keys[i] = snap->hashes + pages[i] * SNAP_HASH_LEN; /* (read by snap_fetch()) */
 		klens[i] = SNAP_HASH_LEN;
 		lens[i] = snap->hdr.page_size;
 	}
@@ -685,6 +747,7 @@ static int snap_fetch_batch(struct pool_snap *snap, size_t n, const uint64_t *pa
 
 int snap_fetch(struct pool_snap *snap, size_t n, const uint64_t *pages, void *const *bufs)
 {
+	const uint8_t *hash;
 	uint64_t batch[SNAP_BATCH];
 	void *bb[SNAP_BATCH];
 	size_t i, k = 0;
@@ -695,7 +758,10 @@ int snap_fetch(struct pool_snap *snap, size_t n, const uint64_t *pages, void *co
 			return pool_err(-EINVAL, "page %llu of a snapshot of %llu",
 					(unsigned long long)pages[i],
 					(unsigned long long)snap->hdr.npages);
-		if (snap_zero_hash(snap->hashes + pages[i] * SNAP_HASH_LEN)) {
+		rc = snap_hash(snap, pages[i], &hash);
+		if (rc < 0)
+			return rc;
+		if (snap_zero_hash(hash)) {
 			memset(bufs[i], 0, snap->hdr.page_size);
 			continue;
 		}

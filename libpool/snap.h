@@ -61,13 +61,27 @@ struct pool_snap {
 	char name[POOL_SNAP_NAME_MAX + 1];
 	struct pool_region *manifest;
 	struct snap_header hdr;
-	uint8_t *hashes; /* npages * SNAP_HASH_LEN */
+	/*
+	 * npages * SNAP_HASH_LEN, read from the manifest a chunk of
+	 * SNAP_HASH_CHUNK pages at a time as pages are asked for (snap_hash()):
+	 * a restore's first fault waits for 64 KiB, not for the whole list
+	 * (8 MiB for 2 GiB). have[c]: chunk c is read (atomic); hash_lock:
+	 * one reader of the manifest at a time.
+	 */
+	uint8_t *hashes;
+	uint8_t *have;
+	pthread_mutex_t hash_lock;
 	struct pool_kv *pages;
 	struct snap_lazy *lazy; /* the thread behind the lazy clones, while it runs */
 };
 
 /* snap.c */
-#define SNAP_BATCH 512 /* pages per request to the store */
+#define SNAP_BATCH 512	     /* pages per request to the store */
+#define SNAP_HASH_CHUNK 4096 /* pages whose hashes are read from a manifest at once */
+/* Page p's hash in *ret, its chunk read first: 0 or -errno. */
+int snap_hash(struct pool_snap *snap, uint64_t p, const uint8_t **ret);
+/* Every page's hash read: 0 or -errno. */
+int snap_hashes_all(struct pool_snap *snap);
 
 /*
  * Where a put reads page p of its image: from over, at slot[p], when the

@@ -227,6 +227,9 @@ POOL_EXPORT int pool_snap_save_end(struct pool_snap_save *save, const char *name
 
 	if (save == NULL || !save->begun)
 		return pool_err(-EINVAL, "pool_snap_save_end: invalid argument (not begun?)");
+	rc = snap_same_keys(&parent->hdr, opts) ? snap_hashes_all(parent) : 0;
+	if (rc < 0)
+		return rc;
 	/* The pages that stayed, should the store lack one: the node's copy of the parent. */
 	rc = snap_copy_fd(parent, &fd);
 	if (rc < 0)
