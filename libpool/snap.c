@@ -364,7 +364,7 @@ POOL_EXPORT int pool_snap_put(struct pool *pool, const char *name, const void *i
 	if (opts != NULL && opts->diff)
 		return pool_err(-EINVAL, "a diff snapshot is put from its sparse file "
 					 "(pool_snap_put_fd)");
-	return snap_put_pages(pool, name, &src, len, NULL, NULL, opts);
+	return snap_put_pages(pool, name, &src, len, NULL, opts);
 }
 
 /* Whether a put with opts keys its pages as a snapshot of hdr's did (same uid and class). */
@@ -378,40 +378,48 @@ bool snap_same_keys(const struct snap_header *hdr, const struct pool_snap_opts *
 
 /* Put the image src reads as snapshot name (see snap.h). */
 int snap_put_pages(struct pool *pool, const char *name, const struct snap_pages *src, uint64_t len,
-		   const uint8_t *known, const char *parent, const struct pool_snap_opts *opts)
+		   struct pool_snap *parent, const struct pool_snap_opts *opts)
 {
 	struct snap_header h = {0};
 	struct pool_region *r;
+	const uint8_t *known = NULL;
 	uint8_t *hashes;
 	char rname[POOL_REGION_NAME_MAX + 1];
-	uint64_t i;
+	uint64_t i, page_size;
 	int rc;
 
 	if (opts == NULL)
 		opts = &snap_defaults;
+	page_size = parent != NULL ? parent->hdr.page_size : opts->page_size;
 	rc = snap_region_name(name, rname);
 	if (rc < 0)
 		return rc;
-	if (len == 0 || len % opts->page_size != 0 || len / opts->page_size > UINT32_MAX)
+	if (len == 0 || len % page_size != 0 || len / page_size > UINT32_MAX)
 		return pool_err(-EINVAL,
 				"snapshot image of %llu bytes: a multiple of the page size "
 				"(%llu), at most 2^32 pages",
-				(unsigned long long)len, (unsigned long long)opts->page_size);
+				(unsigned long long)len, (unsigned long long)page_size);
+	if (parent != NULL && snap_same_keys(&parent->hdr, opts)) {
+		rc = snap_hashes_all(parent);
+		if (rc < 0)
+			return rc;
+		known = parent->hashes;
+	}
 	h.magic = SNAP_MAGIC;
 	h.version = SNAP_VERSION;
 	h.state = SNAP_WRITING;
 	if (getrandom(&h.id, sizeof(h.id), 0) != sizeof(h.id))
 		return pool_err(-errno, "getrandom: %s", strerror(errno));
 	h.image_len = len;
-	h.page_size = opts->page_size;
-	h.npages = len / opts->page_size;
+	h.page_size = page_size;
+	h.npages = len / page_size;
 	h.created_ms = (uint64_t)snap_now_ms();
 	h.uid = geteuid(); /* as poold sees it (SO_PEERCRED): the pages' keys start with it */
 	h.flags = strcmp(opts->cls, "persistent") == 0 ? SNAP_F_PERSISTENT
 		  : strcmp(opts->cls, "shared") == 0   ? SNAP_F_SHARED
 						       : 0;
 	h.state_len = opts->state_len;
-	snprintf(h.parent, sizeof(h.parent), "%s", parent != NULL ? parent : opts->parent);
+	snprintf(h.parent, sizeof(h.parent), "%s", parent != NULL ? parent->name : opts->parent);
 	hashes = malloc(h.npages * SNAP_HASH_LEN);
 	if (hashes == NULL)
 		return pool_err(-ENOMEM, "out of memory");

@@ -103,12 +103,13 @@ static inline const uint8_t *snap_page(const struct snap_pages *src, uint64_t p,
 
 /*
  * Put the image of len bytes that src reads as snapshot name, made with
- * opts (NULL: the defaults), its parent named parent (NULL: opts's). With
- * known, the page keys of an image keyed alike (snap_same_keys()), a page
- * with no slot in src takes its key from there instead of being hashed.
+ * opts (NULL: the defaults). With parent, a save of a clone of it: its page
+ * size and its name as the parent, and, where the new snapshot keys pages
+ * as parent does (snap_same_keys()), a page with no slot in src takes
+ * parent's key instead of being hashed.
  */
 int snap_put_pages(struct pool *pool, const char *name, const struct snap_pages *src, uint64_t len,
-		   const uint8_t *known, const char *parent, const struct pool_snap_opts *opts);
+		   struct pool_snap *parent, const struct pool_snap_opts *opts);
 bool snap_same_keys(const struct snap_header *hdr, const struct pool_snap_opts *opts);
 bool snap_zero_hash(const uint8_t *hash);
 /*

@@ -227,9 +227,6 @@ POOL_EXPORT int pool_snap_save_end(struct pool_snap_save *save, const char *name
 
 	if (save == NULL || !save->begun)
 		return pool_err(-EINVAL, "pool_snap_save_end: invalid argument (not begun?)");
-	rc = snap_same_keys(&parent->hdr, opts) ? snap_hashes_all(parent) : 0;
-	if (rc < 0)
-		return rc;
 	/* The pages that stayed, should the store lack one: the node's copy of the parent. */
 	rc = snap_copy_fd(parent, &fd);
 	if (rc < 0)
@@ -239,9 +236,7 @@ POOL_EXPORT int pool_snap_save_end(struct pool_snap_save *save, const char *name
 	if (copy == MAP_FAILED)
 		return pool_err(-errno, "the node's copy of %s: %s", parent->name, strerror(errno));
 	src = (struct snap_pages){copy, save->over, save->slot};
-	rc = snap_put_pages(parent->pool, name, &src, parent->hdr.image_len,
-			    snap_same_keys(&parent->hdr, opts) ? parent->hashes : NULL,
-			    parent->name, opts);
+	rc = snap_put_pages(parent->pool, name, &src, parent->hdr.image_len, parent, opts);
 	munmap(copy, parent->hdr.image_len);
 	return rc;
 }

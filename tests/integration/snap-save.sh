@@ -3,7 +3,8 @@
 # libpool/snapsave.c): the saved image is the clone's memory when the save
 # began, bit for bit, though the clone wrote on during the store; the save
 # finds exactly the pages the clone wrote (reads are not writes; a page
-# written all zero or with the bytes it had counts) and stores only the
+# written all zero or with the bytes it had counts; 4 KiB and 2 MiB
+# pages) and stores only the
 # ones the store lacks; the snapshot names its parent and outlives it; a
 # save into the shared class, or by another uid, keys its pages its own
 # way; bad calls are refused.
@@ -49,6 +50,14 @@ check_out "^$want3\$" "s3 is its clone as it was"
 [ "$(field s3 new_pages)" = "$(field s3 distinct_pages)" ] &&
 	ok "all its pages were new: the shared store keys them its own way" ||
 	not_ok "s3's new pages: $(field s3 new_pages) of $(field s3 distinct_pages)"
+
+check "put the image in 2 MiB pages as h" "$POOLCTL" snap put h "$TEST_DIR/a.img" page=2M
+save "a clone of h writes 20 pages and is saved as hs" h hs 20 3
+check_out "^written 20 pages$" "20 of its 2 MiB pages were written (one 4 KiB page each)"
+wanth=$(saved_sum)
+check "read hs back" "$SNAP" read hs
+check_out "^$wanth\$" "hs is the clone as it was"
+[ "$(field hs page_size)" = 2097152 ] && ok "hs keeps h's 2 MiB pages" || not_ok "hs's page size: $(field hs page_size)"
 
 check "remove the parent" "$POOLCTL" snap rm a
 check "s1 still reads" "$SNAP" read s1
