@@ -177,14 +177,34 @@ int snap_copy_drop(struct pool *pool, const char *name)
 }
 
 /* A clone: private and writable, the writes of this clone are its own pages. */
+/*
+ * Map the copy private, at an address aligned to the snapshot's pages: a
+ * lazy clone's faults are served a snapshot page at a time (2 MiB ones
+ * too), and UFFDIO_COPY places only whole ones inside the mapping.
+ */
 int snap_clone_map(struct pool_snap *snap, int fd, void **ret_addr)
 {
-	void *addr =
-	    mmap(NULL, (size_t)snap->hdr.image_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	size_t len = (size_t)snap->hdr.image_len, align = (size_t)snap->hdr.page_size;
+	uint8_t *space, *addr;
 
-	if (addr == MAP_FAILED)
-		return pool_err(-errno, "pool_snap_clone: cannot map the copy of %s: %s",
+	/* Room with an aligned start in it, the clone mapped over that start, the rest let go. */
+	space =
+	    mmap(NULL, len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (space == MAP_FAILED)
+		return pool_err(-errno, "pool_snap_clone: no room to map the copy of %s: %s",
 				snap->name, strerror(errno));
+	addr = (uint8_t *)(((uintptr_t)space + align - 1) & ~((uintptr_t)align - 1));
+	if (mmap(addr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0) == MAP_FAILED) {
+		int rc = -errno;
+
+		munmap(space, len + align);
+		return pool_err(rc, "pool_snap_clone: cannot map the copy of %s: %s", snap->name,
+				strerror(-rc));
+	}
+	if (addr > space)
+		munmap(space, (size_t)(addr - space));
+	if (addr + len < space + len + align)
+		munmap(addr + len, (size_t)(space + len + align - (addr + len)));
 	*ret_addr = addr;
 	return 0;
 }

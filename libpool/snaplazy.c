@@ -43,7 +43,8 @@
 #include "libpool/snap.h"
 #include "snapshot/uffd.h"
 
-#define SNAPLAZY_BATCH 128 /* pages of the fill between looks at the clones' faults */
+/* Bytes of the fill between looks at the clones' faults: 128 pages of 4 KiB, one of 2 MiB. */
+#define SNAPLAZY_BATCH_BYTES (512u << 10)
 #define SNAPLAZY_ASK_MS 20 /* how often a follower asks whether the copy is ready */
 #define SNAPLAZY_EVENTS 64
 
@@ -55,11 +56,12 @@ struct snap_lazy_clone {
 
 struct snap_lazy {
 	struct pool_snap *snap;
-	bool filling; /* this thread fills the copy; else another client does */
-	int fd;	      /* the copy: writable when filling, else read-only */
-	uint64_t ino; /* of its memfd */
-	void *bounce; /* filling: SNAPLAZY_BATCH pages on their way to the copy */
-	int epfd;     /* over the clones' userfaultfds */
+	bool filling;	/* this thread fills the copy; else another client does */
+	int fd;		/* the copy: writable when filling, else read-only */
+	uint64_t ino;	/* of its memfd */
+	uint64_t batch; /* pages of the fill at once (SNAPLAZY_BATCH_BYTES, at least one) */
+	void *bounce;	/* filling: a batch on its way to the copy */
+	int epfd;	/* over the clones' userfaultfds */
 	pthread_mutex_t lock;
 	struct snap_lazy_clone **clones;
 	size_t nclones, cap;
@@ -121,7 +123,7 @@ static int snap_lazy_own_rest(struct snap_lazy_clone *c)
 	int rc;
 
 	do
-		rc = uffd_server_fill(c->s, SNAPLAZY_BATCH);
+		rc = uffd_server_fill(c->s, SNAPLAZY_BATCH_BYTES / 4096);
 	while (rc == 0);
 	if (rc != UFFD_SERVER_FILLED)
 		return rc;
@@ -168,7 +170,8 @@ static int snap_lazy_serve(struct snap_lazy *l, int timeout_ms, uint64_t *ret_ne
 static int snap_lazy_fill(struct snap_lazy *l)
 {
 	struct pool_snap *snap = l->snap;
-	size_t nbatches = (size_t)((snap->hdr.npages + SNAPLAZY_BATCH - 1) / SNAPLAZY_BATCH);
+	uint64_t per = l->batch;
+	size_t nbatches = (size_t)((snap->hdr.npages + per - 1) / per);
 	size_t left = nbatches, cursor = 0, b;
 	uint8_t *filled = calloc(nbatches ? nbatches : 1, 1);
 	uint64_t next;
@@ -176,16 +179,14 @@ static int snap_lazy_fill(struct snap_lazy *l)
 
 	while (left > 0 && rc == 0) {
 		rc = snap_lazy_serve(l, 0, &next); /* what the clones wait for comes first */
-		if (next < snap->hdr.npages && !filled[next / SNAPLAZY_BATCH])
-			cursor = (size_t)(next / SNAPLAZY_BATCH);
+		if (next < snap->hdr.npages && !filled[next / per])
+			cursor = (size_t)(next / per);
 		for (b = cursor; filled[b]; b = (b + 1) % nbatches)
 			;
 		if (rc == 0)
-			rc = snap_fill_fd(
-			    snap, l->fd, (uint64_t)b * SNAPLAZY_BATCH,
-			    (size_t)MIN(SNAPLAZY_BATCH,
-					snap->hdr.npages - (uint64_t)b * SNAPLAZY_BATCH),
-			    l->bounce);
+			rc = snap_fill_fd(snap, l->fd, (uint64_t)b * per,
+					  (size_t)MIN(per, snap->hdr.npages - (uint64_t)b * per),
+					  l->bounce);
 		filled[b] = 1;
 		left--;
 		cursor = (b + 1) % nbatches;
@@ -324,11 +325,12 @@ static int snap_lazy_start(struct pool_snap *snap, int fd, void *addr, int uffd,
 	}
 	l->snap = snap;
 	l->filling = filling;
+	l->batch = MAX(SNAPLAZY_BATCH_BYTES / snap->hdr.page_size, (uint64_t)1);
 	l->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	pthread_mutex_init(&l->lock, NULL);
 	if (l->fd < 0 || l->epfd < 0 || fstat(fd, &st) < 0 ||
-	    (filling && (l->bounce = malloc(SNAPLAZY_BATCH * snap->hdr.page_size)) == NULL)) {
+	    (filling && (l->bounce = malloc(l->batch * snap->hdr.page_size)) == NULL)) {
 		rc = errno ? -errno : -ENOMEM;
 		close(uffd);
 		goto out;

@@ -497,6 +497,42 @@ static int uffd_eexist(struct uffd_server *s, uint64_t addr)
 					: "no free huge page: see HugePages_Free in /proc/meminfo");
 }
 
+/*
+ * UFFDIO_COPY of the large page at page (src: its bytes, NULL: zeros) said
+ * EEXIST. In a mapping of base pages (a lazy clone of a snapshot of 2 MiB
+ * pages maps a memfd of 4 KiB ones), part of it may be there and part not:
+ * the missing base pages are placed one by one, and then it is whole. In a
+ * hugetlbfs mapping a base page cannot be placed (EINVAL): the page is
+ * there or it cannot be placed at all (uffd_eexist()). 0 when the page is
+ * whole, -EAGAIN (try later), or the restore's failure.
+ */
+static int uffd_exists(struct uffd_server *s, uint64_t page, const uint8_t *src)
+{
+	uint64_t base = (uint64_t)sysconf(_SC_PAGESIZE), off;
+
+	if (s->page_size == base)
+		return uffd_eexist(s, page);
+	for (off = 0; off < s->page_size; off += base) {
+		struct uffdio_copy c = {.dst = page + off, .len = base};
+		struct uffdio_zeropage z = {.range = {page + off, base}};
+		int rc;
+
+		c.src = (uint64_t)(uintptr_t)(src != NULL ? src + off : NULL);
+		rc = ioctl(s->uffd, src != NULL ? UFFDIO_COPY : UFFDIO_ZEROPAGE,
+			   src != NULL ? (void *)&c : (void *)&z) < 0
+			 ? -errno
+			 : 0;
+		if (rc == -EINVAL)
+			return uffd_eexist(s, page); /* huge pages only */
+		if (rc == -EAGAIN)
+			return -EAGAIN;
+		if (rc < 0 && rc != -EEXIST)
+			return uffd_fail(s, rc, "placing page 0x%llx a base page at a time: %s",
+					 (unsigned long long)page, strerror(-rc));
+	}
+	return 0;
+}
+
 static void uffd_wake(struct uffd_server *s, uint64_t addr, uint64_t len)
 {
 	struct uffdio_range r = {addr, len};
@@ -703,7 +739,7 @@ static int uffd_fault(struct uffd_server *s, uint64_t addr)
 		uffd_set(s, pg, PG_PRESENT);
 		return uffd_fault_around(s, page, pg, around);
 	case -EEXIST:
-		rc = uffd_eexist(s, page);
+		rc = uffd_exists(s, page, src);
 		if (rc != 0)
 			return rc;
 		s->st.existed++;
@@ -931,7 +967,13 @@ static int uffd_place_run(struct uffd_server *s, uint64_t pg, uint64_t n, bool z
 		return 0;
 	case -EEXIST:
 		/* Page pg+done is there already: skip it, the caller goes on after it. */
-		rc = uffd_eexist(s, dst + done * s->page_size);
+		rc = uffd_exists(s, dst + done * s->page_size,
+				 zero ? NULL : uffd_data(s, pg + done));
+		if (rc == -EAGAIN) {
+			s->st.retries++;
+			rc = uffd_service(s);
+			return rc != 0 ? rc : -EAGAIN;
+		}
 		if (rc != 0)
 			return rc;
 		uffd_set(s, pg + done, PG_PRESENT);

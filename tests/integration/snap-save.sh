@@ -7,7 +7,9 @@
 # pages) and stores only the
 # ones the store lacks; the snapshot names its parent and outlives it; a
 # save into the shared class, or by another uid, keys its pages its own
-# way; bad calls are refused.
+# way; bad calls are refused. Lazy clones of a snapshot of 2 MiB pages
+# (the clone mapped 2 MiB-aligned, a page partly there placed a base page
+# at a time).
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 SNAP="$top_builddir/tests/tools/pool-snap"
 
@@ -52,6 +54,8 @@ check_out "^$want3\$" "s3 is its clone as it was"
 	not_ok "s3's new pages: $(field s3 new_pages) of $(field s3 distinct_pages)"
 
 check "put the image in 2 MiB pages as h" "$POOLCTL" snap put h "$TEST_DIR/a.img" page=2M
+check "2 lazy clones of h, the first making the node's copy, each whole and right" \
+	timeout 60 "$SNAP" lazyclone h "$("$SNAP" sum "$TEST_DIR/a.img")" 2
 save "a clone of h writes 20 pages and is saved as hs" h hs 20 3
 check_out "^written 20 pages$" "20 of its 2 MiB pages were written (one 4 KiB page each)"
 wanth=$(saved_sum)
