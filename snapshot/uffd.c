@@ -602,7 +602,9 @@ static uint64_t uffd_around(struct uffd_server *s, const struct fc_region *r, ui
 
 	if ((s->flags & (UFFD_SERVER_AROUND | UFFD_SERVER_RECORD)) != UFFD_SERVER_AROUND)
 		return 0;
-	while (n + 1 < UFFD_AROUND && page + (n + 1) * s->page_size < r->base + r->size &&
+	/* (64 KiB in all: 16 pages of 4 KiB; none more when a page is 2 MiB) */
+	while (n + 1 < UFFD_AROUND && (n + 2) * s->page_size <= UFFD_AROUND * 4096 &&
+	       page + (n + 1) * s->page_size < r->base + r->size &&
 	       (s->state[pg + n + 1] & PG_STATE) == PG_MISSING)
 		n++;
 	return n;
