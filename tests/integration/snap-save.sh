@@ -37,6 +37,8 @@ check_out "^written 300 pages$" "the save found the 300 pages written, no more (
 want=$(saved_sum)
 check "read s1 back" "$SNAP" read s1
 check_out "^$want\$" "s1 is the clone as it was when the save began (its later writes are not in it)"
+grep -q "^fork sum $want\$" "$TEST_DIR/save" && ok "a fork of s1, made and read while its parent wrote on, is s1" ||
+	not_ok "the fork of s1: $(grep fork "$TEST_DIR/save")"
 [ "$(field s1 parent)" = a ] && ok "s1 names a as its parent" || not_ok "s1's parent: $(field s1 parent)"
 [ "$(field s1 new_pages)" = 298 ] && ok "298 pages were new (one written all zero, one with its own bytes)" ||
 	not_ok "s1's new pages: $(field s1 new_pages)"
@@ -73,6 +75,8 @@ if have_nobody "$SNAP"; then
 	nbsum=$(sed -n 's/^sum //p' "$TEST_DIR/out")
 	check "uid nobody reads its save" as_nobody "$SNAP" read nb
 	check_out "^$nbsum\$" "nobody's save is its clone as it was"
+	check_exit 1 "uid nobody cannot open root's 0600 save s1 (no fork, no wake, no read)" as_nobody "$SNAP" read s1
+	check_exit 1 "nor save a clone of it" as_nobody "$SNAP" save s1 nb2 100 9
 	[ "$(field nb uid)" = "$(id -u nobody)" ] && ok "the save is nobody's" || not_ok "nb's uid: $(field nb uid)"
 	[ "$(field nb new_pages)" -gt 100 ] &&
 		ok "its pages are keyed under its own uid, so the store had none of b's ($(field nb new_pages) new)" ||

@@ -31,7 +31,9 @@
  *       with SEED's), is saved as NAME (class CLASS), and writes N other
  *       pages during the save, after pool_snap_save_begin(): prints the
  *       pages the save found written, the XXH3-64 of the clone when it was
- *       saved, and how long the save held the clone and how long it took
+ *       saved, and how long the save held the clone and how long it took;
+ *       then the XXH3-64 of a fork of NAME (a lazy clone) read whole while
+ *       the first clone writes a quarter of its pages
  */
 #include "config.h"
 
@@ -440,6 +442,26 @@ static void save_write(uint8_t *c, uint64_t npages, uint64_t n, uint64_t seed, u
 	}
 }
 
+/* A fork of the save, read whole while the clone it came from writes on. */
+static int save_fork(struct pool *pool, const char *name, uint8_t *parent, uint64_t npages,
+		     uint64_t seed)
+{
+	struct pool_snap *s;
+	uint8_t *f;
+	int rc;
+
+	rc = pool_snap_open(pool, name, &s);
+	if (rc == 0)
+		rc = pool_snap_clone_lazy(s, (void **)&f);
+	if (rc < 0)
+		return rc;
+	save_write(parent, npages, npages / 4, seed + 2, 2);
+	printf("fork sum %016llx\n", (unsigned long long)XXH3_64bits(f, pool_snap_size(s)));
+	munmap(f, pool_snap_size(s));
+	pool_snap_close(s);
+	return 0;
+}
+
 static int save(struct pool *pool, char **argv, const char *cls)
 {
 	uint64_t n = strtoull(argv[2], NULL, 0), seed = strtoull(argv[3], NULL, 0), npages, sum;
@@ -485,6 +507,8 @@ static int save(struct pool *pool, char **argv, const char *cls)
 	printf("written %llu pages\nsum %016llx\nheld %.2f ms, stored in %.2f ms more\n",
 	       (unsigned long long)pool_snap_save_pages(sv), (unsigned long long)sum, t1 - t0,
 	       now_ms() - t2);
+	if (rc == 0)
+		rc = save_fork(pool, argv[1], c, npages, seed);
 	pool_snap_save_free(sv);
 	pool_snap_opts_free(opts);
 	munmap(c, pool_snap_size(s));
