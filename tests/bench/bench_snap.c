@@ -304,9 +304,32 @@ static uint64_t save_dirty(uint8_t *c, uint64_t mib, uint64_t r)
 	return n;
 }
 
-static int save_rows(struct pool *pool, const char *name, int nmib, char **mibs)
+/* Save clone c of s as sname: how long it was held and how long the store took (ms). */
+static uint64_t save_timed(struct pool_snap *s, uint8_t *c, const char *sname, double *held,
+			   double *stored)
 {
 	struct pool_snap_save *sv;
+	uint64_t n;
+	double t0;
+	int rc;
+
+	if ((rc = pool_snap_save_new(s, c, &sv)) < 0)
+		die("pool_snap_save_new", rc);
+	t0 = now_ms();
+	if ((rc = pool_snap_save_begin(sv)) < 0)
+		die("pool_snap_save_begin", rc);
+	*held = now_ms() - t0;
+	t0 = now_ms();
+	if ((rc = pool_snap_save_end(sv, sname, NULL)) < 0)
+		die("pool_snap_save_end", rc);
+	*stored = now_ms() - t0;
+	n = pool_snap_save_pages(sv);
+	pool_snap_save_free(sv);
+	return n;
+}
+
+static int save_rows(struct pool *pool, const char *name, int nmib, char **mibs)
+{
 	struct pool_snap *s;
 	double t0, held, stored, copy;
 	uint8_t *c, *buf;
@@ -334,20 +357,10 @@ static int save_rows(struct pool *pool, const char *name, int nmib, char **mibs)
 		for (k = 0; k < n; k++) /* the bytes a save must copy, at least */
 			memcpy(buf + k * page, c + k * (npages / n) * page, page);
 		copy = now_ms() - t0;
-		if ((rc = pool_snap_save_new(s, c, &sv)) < 0)
-			die("pool_snap_save_new", rc);
-		t0 = now_ms();
-		if ((rc = pool_snap_save_begin(sv)) < 0)
-			die("pool_snap_save_begin", rc);
-		held = now_ms() - t0;
-		snprintf(sname, sizeof(sname), "%s.save%d", name, i);
-		t0 = now_ms();
-		if ((rc = pool_snap_save_end(sv, sname, NULL)) < 0)
-			die("pool_snap_save_end", rc);
-		stored = now_ms() - t0;
-		printf("  %10s %10llu %14.2f %14.2f %16.2f\n", mibs[i],
-		       (unsigned long long)pool_snap_save_pages(sv), held, stored, copy);
-		pool_snap_save_free(sv);
+		snprintf(sname, sizeof(sname), "%.50s.save%d", name, i % 100);
+		n = save_timed(s, c, sname, &held, &stored);
+		printf("  %10s %10llu %14.2f %14.2f %16.2f\n", mibs[i], (unsigned long long)n, held,
+		       stored, copy);
 		pool_snap_remove(pool, sname);
 	}
 	munmap(buf, size);
@@ -368,7 +381,6 @@ static void usable_touch(uint8_t *p, uint64_t i)
 static int lifecycle(struct pool *pool, const char *name, uint64_t mib, int n)
 {
 	struct pool_snap_restore *r;
-	struct pool_snap_save *sv;
 	struct pool_snap *s, *life;
 	char lname[POOL_SNAP_NAME_MAX + 1];
 	double t0, held, stored, *fork_ms;
@@ -387,17 +399,7 @@ static int lifecycle(struct pool *pool, const char *name, uint64_t mib, int n)
 	if ((rc = pool_snap_clone(s, (void **)&c)) < 0)
 		die("pool_snap_clone", rc);
 	save_dirty(c, mib, 7);
-	if ((rc = pool_snap_save_new(s, c, &sv)) < 0)
-		die("pool_snap_save_new", rc);
-	t0 = now_ms();
-	if ((rc = pool_snap_save_begin(sv)) < 0)
-		die("pool_snap_save_begin", rc);
-	held = now_ms() - t0;
-	t0 = now_ms();
-	if ((rc = pool_snap_save_end(sv, lname, NULL)) < 0)
-		die("pool_snap_save_end", rc);
-	stored = now_ms() - t0;
-	pool_snap_save_free(sv);
+	save_timed(s, c, lname, &held, &stored);
 	printf("%s: %llu MiB; a clone wrote %llu MiB\n", name, (unsigned long long)(size >> 20),
 	       (unsigned long long)mib);
 	printf("  %-44s %10.2f ms (then stored in %.2f ms)\n", "saved, the clone held", held,
