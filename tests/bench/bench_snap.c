@@ -304,6 +304,20 @@ static uint64_t save_dirty(uint8_t *c, uint64_t mib, uint64_t r)
 	return n;
 }
 
+/* Open snapshot name; size, page and npages become its. */
+static struct pool_snap *bench_open(struct pool *pool, const char *name)
+{
+	struct pool_snap *s;
+	int rc;
+
+	if ((rc = pool_snap_open(pool, name, &s)) < 0)
+		die(name, rc);
+	size = pool_snap_size(s);
+	page = pool_snap_page_size(s);
+	npages = size / page;
+	return s;
+}
+
 /* Save clone c of s as sname: how long it was held and how long the store took (ms). */
 static uint64_t save_timed(struct pool_snap *s, uint8_t *c, const char *sname, double *held,
 			   double *stored)
@@ -336,11 +350,7 @@ static int save_rows(struct pool *pool, const char *name, int nmib, char **mibs)
 	uint64_t n, k;
 	int rc, i;
 
-	if ((rc = pool_snap_open(pool, name, &s)) < 0)
-		die(name, rc);
-	size = pool_snap_size(s);
-	page = pool_snap_page_size(s);
-	npages = size / page;
+	s = bench_open(pool, name);
 	if ((rc = pool_snap_clone(s, (void **)&c)) < 0)
 		die("pool_snap_clone", rc);
 	buf = anon();
@@ -390,11 +400,7 @@ static int lifecycle(struct pool *pool, const char *name, uint64_t mib, int n)
 	if (n < 2 || (fork_ms = calloc((size_t)n, sizeof(*fork_ms))) == NULL ||
 	    (forks = calloc((size_t)n, sizeof(*forks))) == NULL)
 		return 2;
-	if ((rc = pool_snap_open(pool, name, &s)) < 0)
-		die(name, rc);
-	size = pool_snap_size(s);
-	page = pool_snap_page_size(s);
-	npages = size / page;
+	s = bench_open(pool, name);
 	snprintf(lname, sizeof(lname), "%.53s.life", name);
 	if ((rc = pool_snap_clone(s, (void **)&c)) < 0)
 		die("pool_snap_clone", rc);
@@ -467,11 +473,7 @@ static int fleet(struct pool *pool, const char *name, int n, int restore_every)
 
 	if (rs == NULL || addr == NULL || t == NULL || n < 1 || restore_every < 1)
 		return 2;
-	if ((rc = pool_snap_open(pool, name, &s)) < 0)
-		die(name, rc);
-	size = pool_snap_size(s);
-	page = pool_snap_page_size(s);
-	npages = size / page;
+	s = bench_open(pool, name);
 	t0 = now_ms();
 	for (i = 0; i < n; i++) {
 		double t1 = now_ms();
