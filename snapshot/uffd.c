@@ -91,12 +91,13 @@
 
 #include "snapshot/uffd.h"
 
-#define UFFD_BATCH_BYTES (4u << 20) /* one prefetch UFFDIO_COPY at most */
-#define UFFD_AROUND 16		    /* pages placed for one fault (in-memory image) */
-#define UFFD_MSGS 64		    /* events read at once */
-#define UFFD_DEFER_MAX 256	    /* faults set aside on EAGAIN */
-#define UFFD_RETRY_MS 2000	    /* how long EAGAIN may last */
-#define UFFD_EEXIST_MAX 1024	    /* EEXISTs in a row believed without the pagemap */
+#define UFFD_BATCH_BYTES (4u << 20)   /* one prefetch UFFDIO_COPY at most */
+#define UFFD_AROUND 16		      /* pages placed for one fault (in-memory image) */
+#define UFFD_AROUND_BYTES (64u << 10) /* and their bytes at most (2 MiB pages: its own) */
+#define UFFD_MSGS 64		      /* events read at once */
+#define UFFD_DEFER_MAX 256	      /* faults set aside on EAGAIN */
+#define UFFD_RETRY_MS 2000	      /* how long EAGAIN may last */
+#define UFFD_EEXIST_MAX 1024	      /* EEXISTs in a row believed without the pagemap */
 #define UFFD_FLAGS (UFFD_SERVER_RECORD | UFFD_SERVER_ZEROPAGE | UFFD_SERVER_AROUND)
 
 enum { PG_MISSING, PG_PRESENT, PG_REMOVED };
@@ -602,8 +603,7 @@ static uint64_t uffd_around(struct uffd_server *s, const struct fc_region *r, ui
 
 	if ((s->flags & (UFFD_SERVER_AROUND | UFFD_SERVER_RECORD)) != UFFD_SERVER_AROUND)
 		return 0;
-	/* (64 KiB in all: 16 pages of 4 KiB; none more when a page is 2 MiB) */
-	while (n + 1 < UFFD_AROUND && (n + 2) * s->page_size <= UFFD_AROUND * 4096 &&
+	while (n + 1 < UFFD_AROUND && (n + 2) * s->page_size <= UFFD_AROUND_BYTES &&
 	       page + (n + 1) * s->page_size < r->base + r->size &&
 	       (s->state[pg + n + 1] & PG_STATE) == PG_MISSING)
 		n++;
