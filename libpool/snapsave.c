@@ -23,9 +23,9 @@
  * are sent. The pages that stayed are read, when they must be, from the
  * node's copy of the parent, never from the clone, which has moved on.
  *
- * The new snapshot names the clone's parent as its own. A later save of
- * the same clone saves again every page it wrote since it was cloned: what
- * the store has already costs one reference each.
+ * The new snapshot names the one the clone came from as its parent. A
+ * later save of the same clone saves again every page it wrote since it
+ * was cloned: what the store has already costs one reference each.
  */
 #include "config.h"
 
