@@ -265,6 +265,11 @@ _proto("pool_snap_clone", c_int, P, PP)
 _proto("pool_snap_clone_lazy", c_int, P, PP)
 _proto("pool_snap_clone_wait", c_int, P)
 _proto("pool_snap_place", c_int, P)
+_proto("pool_snap_save_new", c_int, P, P, PP)
+_proto("pool_snap_save_begin", c_int, P)
+_proto("pool_snap_save_pages", c_uint64, P)
+_proto("pool_snap_save_end", c_int, P, c_char_p, P)
+_proto("pool_snap_save_free", None, P)
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.munmap.restype = c_int

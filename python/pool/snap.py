@@ -56,6 +56,46 @@ class Clone:
         self.close()
 
 
+class Save:
+    """A save of a running Clone as a snapshot of its own (pool_snap_save(3)):
+    made ready by Snapshot.save(); begin() while nothing writes the clone (it copies
+    the pages written), then end(name, ...) while it runs on (it stores them)."""
+
+    def __init__(self, handle):
+        self._h = handle
+
+    def _handle(self):
+        if self._h is None:
+            raise ValueError("the save is over")
+        return self._h
+
+    def begin(self):
+        """The pages the clone wrote, found and copied aside; returns how many."""
+        check(lib.pool_snap_save_begin(self._handle()))
+        return lib.pool_snap_save_pages(self._h)
+
+    def end(self, name, cls=None, mode=None):
+        """Store the save as snapshot name (its parent: the clone's snapshot); frees it."""
+        o, _keep = opts(cls=cls, mode=mode)
+        try:
+            check(lib.pool_snap_save_end(self._handle(), name.encode(), o))
+        finally:
+            if o is not None:
+                lib.pool_snap_opts_free(o)
+            self.close()
+
+    def close(self):
+        if self._h is not None:
+            lib.pool_snap_save_free(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 class Snapshot:
     """An open snapshot (Pool.open_snapshot())."""
 
@@ -107,6 +147,14 @@ class Snapshot:
     def wait(self):
         """Until the node's copy behind this handle's lazy clones is full."""
         check(lib.pool_snap_clone_wait(self._handle()))
+
+    def save(self, clone):
+        """A Save of clone (one of this snapshot's Clones), made ready while it runs."""
+        if clone._addr is None:
+            raise ValueError("the clone is closed")
+        h = c_void_p()
+        check(lib.pool_snap_save_new(self._handle(), c_void_p(clone._addr), byref(h)))
+        return Save(h)
 
     def place(self):
         """Make the node's copy now."""

@@ -226,6 +226,17 @@ def test_snapshot(p, tmp_path):
             with s.clone(lazy=True) as c:
                 assert bytes(c.memory[:4]) == bytes(img[:4])
             s.wait()
+            with s.clone() as c:  # a running clone saved: its writes over its parent
+                c.memory[4096:4100] = b"save"
+                with s.save(c) as sv:
+                    assert sv.begin() == 1
+                    c.memory[8192:8196] = b"late"  # after begin(): not saved
+                    sv.end("py-saved", mode=0o600)
+            with p.open_snapshot("py-saved") as sv2:
+                want = bytearray(img)
+                want[4096:4100] = b"save"
+                assert sv2.read() == bytes(want)
+            p.remove_snapshot("py-saved")
         with p.open_snapshot("py-snap2") as s2:
             assert s2.read() == bytes(img)
     finally:
