@@ -57,6 +57,13 @@
  * unmapped) and woken from the store
  * into fresh memory (pool_snap_open() and pool_snap_restore_lazy() with
  * POOL_SNAP_REMOTE): the time until its first byte was read.
+ *
+ *   pool-bench-snap forks NAME N
+ *
+ * N processes at once each fork NAME (pool_snap_open(), then
+ * pool_snap_clone_lazy(), one of them making the node's copy), usable once
+ * it read a page and wrote another: the median and the largest time, and
+ * the wall time until the last was usable (the processes' start included).
  */
 #include "config.h"
 
@@ -69,6 +76,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -380,6 +388,59 @@ static int save_rows(struct pool *pool, const char *name, int nmib, char **mibs)
 }
 
 static int cmp_double(const void *a, const void *b);
+static void usable_touch(uint8_t *p, uint64_t i);
+
+/* N processes fork name at once, each sending its time (ms) through a pipe. */
+static int forks_at_once(const char *name, int n)
+{
+	double *ms = calloc((size_t)n, sizeof(*ms)), start = now_ms(), wall;
+	int fds[2], i, got = 0;
+
+	if (n < 1 || ms == NULL || pipe(fds) < 0)
+		return 2;
+	for (i = 0; i < n; i++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			return 2;
+		if (pid == 0) {
+			struct pool *pool;
+			struct pool_snap *s;
+			uint8_t *c;
+			double t0 = now_ms(), t;
+			int rc = pool_open(NULL, 0, &pool);
+
+			if (rc == 0)
+				rc = pool_snap_open(pool, name, &s);
+			if (rc == 0)
+				rc = pool_snap_clone_lazy(s, (void **)&c);
+			if (rc < 0)
+				_exit(1);
+			size = pool_snap_size(s);
+			page = pool_snap_page_size(s);
+			npages = size / page;
+			usable_touch(c, (uint64_t)i);
+			t = now_ms() - t0;
+			if (write(fds[1], &t, sizeof(t)) != sizeof(t))
+				_exit(1);
+			pool_snap_close(s); /* (waits for the node's copy when this one fills it) */
+			_exit(0);
+		}
+	}
+	close(fds[1]);
+	while (got < n && read(fds[0], &ms[got], sizeof(*ms)) == sizeof(*ms))
+		got++;
+	wall = now_ms() - start; /* (the last one usable) */
+	for (i = 0; i < n; i++)
+		wait(NULL);
+	qsort(ms, (size_t)got, sizeof(*ms), cmp_double);
+	printf("%s: %d processes fork it at once, %d usable: each in a median %.2f ms, the "
+	       "largest %.2f ms; all in %.2f ms (%.2f ms a fork)\n",
+	       name, n, got, got > 0 ? ms[got / 2] : 0.0, got > 0 ? ms[got - 1] : 0.0, wall,
+	       wall / n);
+	free(ms);
+	return got == n ? 0 : 1;
+}
 
 /* A fork or a wake is usable: it read a page and wrote another. */
 static void usable_touch(uint8_t *p, uint64_t i)
@@ -534,6 +595,8 @@ int main(int argc, char **argv)
 		pool_close(pool);
 		return rc;
 	}
+	if (argc == 4 && strcmp(argv[1], "forks") == 0)
+		return forks_at_once(argv[2], atoi(argv[3]));
 	if (argc == 5 && strcmp(argv[1], "lifecycle") == 0) {
 		if ((rc = pool_open(NULL, 0, &pool)) < 0)
 			die("pool_open", rc);
@@ -552,7 +615,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: pool-bench-snap NAME FILE [WS_PCT]\n"
 				"       pool-bench-snap fleet NAME N RESTORE_EVERY\n"
 				"       pool-bench-snap save NAME MIB...\n"
-				"       pool-bench-snap lifecycle NAME MIB N\n");
+				"       pool-bench-snap lifecycle NAME MIB N\n"
+				"       pool-bench-snap forks NAME N\n");
 		return 2;
 	}
 	rc = pool_open(NULL, 0, &pool);

@@ -8,7 +8,7 @@
 #     Then a clone saved after writing 0, 10, 100 MiB and a quarter of it
 #     (pool-bench-snap save), beside a memcpy of those bytes; and a
 #     sandbox's life: saved, forked 50 ways, woken from the store
-#     (pool-bench-snap lifecycle).
+#     (pool-bench-snap lifecycle); 50 processes forking it at once.
 #  2. Two hosts in network namespaces (UCX tcp over veth + bridge): the
 #     snapshot put from host 2, which lends nothing, so its pages live on
 #     host 1; the benchmark on host 2: its first clone and its lazy
@@ -69,6 +69,7 @@ for mib in $sizes; do
 		if [ "$cls" = pinned ]; then
 			"$bench" save "img$mib" 0 10 100 $((mib / 4)) || { cat "$sn/poold.log"; exit 1; }
 			"$bench" lifecycle "img$mib" 10 50 || { cat "$sn/poold.log"; exit 1; }
+			"$bench" forks "img$mib" 50 || { cat "$sn/poold.log"; exit 1; }
 		fi
 		"$POOLCTL" snap rm "img$mib" >/dev/null
 		echo
