@@ -92,6 +92,7 @@ evpid=$!
 evlog=${TMPDIR:-/tmp}/pool-cluster-kvevents-$$.log
 finish() {
 	touch "$evlog.stop"; wait "$evpid"; rm -f "$evlog" "$evlog.stop"
+	rm -f "${events#ipc://}" "${events#ipc://}-replay" # (ZMQ leaves its ipc sockets behind)
 	[ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "kv: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]
 }
 POOL_PMEM=32M pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
