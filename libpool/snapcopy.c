@@ -185,26 +185,32 @@ int snap_copy_drop(struct pool *pool, const char *name)
 int snap_clone_map(struct pool_snap *snap, int fd, void **ret_addr)
 {
 	size_t len = (size_t)snap->hdr.image_len, align = (size_t)snap->hdr.page_size;
-	uint8_t *space, *addr;
+	/* Room with an aligned start in it, when base pages are not enough: the rest let go. */
+	size_t slack = align > (size_t)sysconf(_SC_PAGESIZE) ? align : 0;
+	uint8_t *space = NULL, *want = NULL, *addr;
 
-	/* Room with an aligned start in it, the clone mapped over that start, the rest let go. */
-	space =
-	    mmap(NULL, len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (space == MAP_FAILED)
-		return pool_err(-errno, "pool_snap_clone: no room to map the copy of %s: %s",
-				snap->name, strerror(errno));
-	addr = (uint8_t *)(((uintptr_t)space + align - 1) & ~((uintptr_t)align - 1));
-	if (mmap(addr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0) == MAP_FAILED) {
+	if (slack > 0) {
+		space = mmap(NULL, len + slack, PROT_NONE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (space == MAP_FAILED)
+			return pool_err(-errno,
+					"pool_snap_clone: no room to map the copy of %s: %s",
+					snap->name, strerror(errno));
+		want = (uint8_t *)(((uintptr_t)space + align - 1) & ~((uintptr_t)align - 1));
+	}
+	addr = mmap(want, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | (want ? MAP_FIXED : 0), fd, 0);
+	if (addr == MAP_FAILED) {
 		int rc = -errno;
 
-		munmap(space, len + align);
+		if (space != NULL)
+			munmap(space, len + slack);
 		return pool_err(rc, "pool_snap_clone: cannot map the copy of %s: %s", snap->name,
 				strerror(-rc));
 	}
-	if (addr > space)
+	if (space != NULL && addr > space)
 		munmap(space, (size_t)(addr - space));
-	if (addr + len < space + len + align)
-		munmap(addr + len, (size_t)(space + len + align - (addr + len)));
+	if (space != NULL && addr + len < space + len + slack)
+		munmap(addr + len, (size_t)(space + len + slack - (addr + len)));
 	*ret_addr = addr;
 	return 0;
 }

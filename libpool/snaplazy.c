@@ -118,12 +118,12 @@ static void snap_lazy_release(struct snap_lazy_clone *c)
  * even that fails, its userfaultfd stays open for good, and a thread that
  * touches a missing page stays blocked rather than run on zeros.
  */
-static int snap_lazy_own_rest(struct snap_lazy_clone *c)
+static int snap_lazy_own_rest(struct snap_lazy_clone *c, uint64_t batch)
 {
 	int rc;
 
 	do
-		rc = uffd_server_fill(c->s, SNAPLAZY_BATCH_BYTES / 4096);
+		rc = uffd_server_fill(c->s, batch);
 	while (rc == 0);
 	if (rc != UFFD_SERVER_FILLED)
 		return rc;
@@ -228,7 +228,7 @@ static void *snap_lazy_thread(void *arg)
 		if (rc == 0)
 			snap_lazy_release(l->clones[i]);
 		else
-			snap_lazy_own_rest(l->clones[i]);
+			snap_lazy_own_rest(l->clones[i], l->batch);
 	}
 	l->result = rc;
 	return NULL;
