@@ -58,6 +58,21 @@
  * UFFD_BATCH_BYTES with one ioctl each; uffd_server_fill() does the same
  * for the pages still missing, in image order, when the owner is idle.
  *
+ * Writes. With UFFD_SERVER_TRACK the server registers the guest regions
+ * again, for write-protect faults as well (userfaultfd's ioctls act on the
+ * address space of the process that made the fd, the VMM's, whoever calls
+ * them). Every page it places is write-protected (UFFDIO_COPY_MODE_WP; a
+ * zero page is write-protected after UFFDIO_ZEROPAGE, before the wake),
+ * except the page of a write fault, which is written at once. A first
+ * write to a protected page is a write-protect fault: the page is marked
+ * written and unprotected, which wakes the writer; later writes cost
+ * nothing. A page removed (REMOVE, UNMAP) is written too: it now reads as
+ * zeros. uffd_server_written() hands the written pages over and protects
+ * them again; uffd_server_read() reads them with process_vm_readv(): they
+ * are present, so the read never faults into this server, which could not
+ * serve it. This is how a served sandbox is saved as a diff on the image
+ * it was restored from (libpool/snapvmsave.c).
+ *
  * Sources. The image is either in memory (uffd_server_new()) or read
  * through a fetch callback (uffd_server_new_fetch()), which may be slow per
  * call. A fault fetches its one page into a page buffer of its own: a
@@ -88,6 +103,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 
 #include "snapshot/uffd.h"
 
@@ -98,10 +114,13 @@
 #define UFFD_DEFER_MAX 256	      /* faults set aside on EAGAIN */
 #define UFFD_RETRY_MS 2000	      /* how long EAGAIN may last */
 #define UFFD_EEXIST_MAX 1024	      /* EEXISTs in a row believed without the pagemap */
-#define UFFD_FLAGS (UFFD_SERVER_RECORD | UFFD_SERVER_ZEROPAGE | UFFD_SERVER_AROUND)
+#define UFFD_READ_IOV 512	      /* pages read with one process_vm_readv() */
+#define UFFD_FLAGS                                                                                 \
+	(UFFD_SERVER_RECORD | UFFD_SERVER_ZEROPAGE | UFFD_SERVER_AROUND | UFFD_SERVER_TRACK)
 
 enum { PG_MISSING, PG_PRESENT, PG_REMOVED };
 #define PG_STATE 0x3
+#define PG_WRITTEN 0x40 /* UFFD_SERVER_TRACK: since placed, or since the last save */
 #define PG_TOUCHED 0x80
 
 struct uffd_server {
@@ -131,8 +150,11 @@ struct uffd_server {
 	uint8_t *zero;	    /* a zero huge page, when one is needed */
 	uint64_t *touched;  /* UFFD_SERVER_RECORD */
 	size_t ntouched;
-	uint64_t defer[UFFD_DEFER_MAX]; /* fault addresses to retry */
+	struct {
+		uint64_t addr, flags;
+	} defer[UFFD_DEFER_MAX]; /* faults to retry */
 	unsigned ndefer;
+	uint64_t nwritten; /* pages PG_WRITTEN */
 	struct uffd_stats st;
 	char err[256];
 };
@@ -216,6 +238,41 @@ static void uffd_free_bufs(struct uffd_server *s)
 	free(s->state);
 }
 
+/* Set the write protection of guest range [addr, addr + len): on, or off (which wakes its writers).
+ */
+static int uffd_protect(struct uffd_server *s, uint64_t addr, uint64_t len, bool on)
+{
+	struct uffdio_writeprotect w = {.range = {addr, len},
+					.mode = on ? UFFDIO_WRITEPROTECT_MODE_WP : 0};
+
+	return ioctl(s->uffd, UFFDIO_WRITEPROTECT, &w) < 0 ? -errno : 0;
+}
+
+/* UFFD_SERVER_TRACK: register the regions for write-protect faults too (see the top of the file).
+ */
+static int uffd_track_start(struct uffd_server *s, char *err, size_t errlen)
+{
+	unsigned i;
+
+	for (i = 0; i < s->n; i++) {
+		struct uffdio_register reg = {.range = {s->r[i].base, s->r[i].size},
+					      .mode = UFFDIO_REGISTER_MODE_MISSING |
+						      UFFDIO_REGISTER_MODE_WP};
+		int rc = ioctl(s->uffd, UFFDIO_REGISTER, &reg) < 0 ? -errno : 0;
+
+		if (rc == 0 && !(reg.ioctls & (UINT64_C(1) << _UFFDIO_WRITEPROTECT)))
+			rc = -EOPNOTSUPP;
+		if (rc < 0) {
+			seterr(err, errlen,
+			       "guest region %u: tracking writes: %s (userfaultfd write-protect "
+			       "needs Linux 5.7, and 5.19 for huge pages)",
+			       i, strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
 /* Create a server reading from image, or else through fetch. */
 static int uffd_server_create(int uffd, pid_t peer, const struct fc_mappings *m, const void *image,
 			      uffd_fetch_fn fetch, void *arg, uint64_t image_len, unsigned flags,
@@ -282,6 +339,8 @@ static int uffd_server_create(int uffd, pid_t peer, const struct fc_mappings *m,
 		seterr(err, errlen, "userfaultfd: epoll_ctl: %s", strerror(errno));
 		goto out_epoll;
 	}
+	if ((flags & UFFD_SERVER_TRACK) && (rc = uffd_track_start(s, err, errlen)) < 0)
+		goto out_epoll;
 	if (peer > 0) {
 		s->pidfd = (int)syscall(SYS_pidfd_open, peer, 0);
 		if (s->pidfd < 0) {
@@ -414,15 +473,19 @@ static bool uffd_is_zero(const uint8_t *p, size_t len)
 
 /*
  * Place len bytes at guest address dst: from src, or zeros when src is
- * NULL. 0, or -errno with *ret_done the bytes placed before it.
+ * NULL; write-protected when wp. 0, or -errno with *ret_done the bytes
+ * placed before it.
  */
 static int uffd_place(struct uffd_server *s, uint64_t dst, const uint8_t *src, uint64_t len,
-		      uint64_t *ret_done)
+		      bool wp, uint64_t *ret_done)
 {
-	struct uffdio_copy c = {.dst = dst, .src = (uint64_t)(uintptr_t)src, .len = len};
+	struct uffdio_copy c = {.dst = dst,
+				.src = (uint64_t)(uintptr_t)src,
+				.len = len,
+				.mode = wp ? UFFDIO_COPY_MODE_WP : 0};
 
 	*ret_done = 0;
-	if (src == NULL && s->small_pages) {
+	if (src == NULL && s->small_pages && !wp) {
 		struct uffdio_zeropage z = {.range = {dst, len}, .mode = 0};
 
 		if (ioctl(s->uffd, UFFDIO_ZEROPAGE, &z) == 0) {
@@ -434,13 +497,20 @@ static int uffd_place(struct uffd_server *s, uint64_t dst, const uint8_t *src, u
 		return -errno;
 	}
 	if (src == NULL) {
-		/* Huge pages have no UFFDIO_ZEROPAGE: copy zeros a page at a time. */
-		if (s->zero == NULL && (s->zero = calloc(1, s->page_size)) == NULL)
-			return -ENOMEM;
-		for (; *ret_done < len; *ret_done += s->page_size) {
-			uint64_t done;
-			int rc = uffd_place(s, dst + *ret_done, s->zero, s->page_size, &done);
+		/*
+		 * Huge pages have no UFFDIO_ZEROPAGE, and it cannot write-protect
+		 * what it places before the wake: copy zeros, from a buffer never
+		 * written (all of it the kernel's zero page).
+		 */
+		uint64_t zlen = s->page_size > UFFD_BATCH_BYTES ? s->page_size : UFFD_BATCH_BYTES;
 
+		if (s->zero == NULL && (s->zero = calloc(1, zlen)) == NULL)
+			return -ENOMEM;
+		while (*ret_done < len) {
+			uint64_t n = len - *ret_done < zlen ? len - *ret_done : zlen, done;
+			int rc = uffd_place(s, dst + *ret_done, s->zero, n, wp, &done);
+
+			*ret_done += done;
 			if (rc < 0)
 				return rc;
 		}
@@ -552,6 +622,20 @@ static void uffd_record(struct uffd_server *s, uint64_t pg)
 static void uffd_set(struct uffd_server *s, uint64_t pg, int st)
 {
 	s->state[pg] = (uint8_t)((s->state[pg] & ~PG_STATE) | st);
+}
+
+/* UFFD_SERVER_TRACK: image page pg changed since it was placed or last handed over. */
+static void uffd_mark_written(struct uffd_server *s, uint64_t pg)
+{
+	if (!(s->flags & UFFD_SERVER_TRACK) || (s->state[pg] & PG_WRITTEN))
+		return;
+	s->state[pg] |= PG_WRITTEN;
+	s->nwritten++;
+}
+
+static bool uffd_tracking(const struct uffd_server *s)
+{
+	return (s->flags & UFFD_SERVER_TRACK) != 0;
 }
 
 /* Where the bytes of image page pg are now: the image, the stage, the fault page, or NULL. */
@@ -702,7 +786,8 @@ static int uffd_fault_around(struct uffd_server *s, uint64_t page, uint64_t pg, 
 		for (k = 1; i + k <= n && (uffd_source(s, pg + i + k) == NULL) == (src == NULL);
 		     k++)
 			;
-		rc = uffd_place(s, page + i * s->page_size, src, k * s->page_size, &done);
+		rc = uffd_place(s, page + i * s->page_size, src, k * s->page_size, uffd_tracking(s),
+				&done);
 		for (k = 0; k < done / s->page_size; k++)
 			uffd_set(s, pg + i + k, PG_PRESENT);
 		*(src == NULL ? &s->st.zeroed : &s->st.copied) += done / s->page_size;
@@ -712,12 +797,39 @@ static int uffd_fault_around(struct uffd_server *s, uint64_t page, uint64_t pg, 
 	return rc == -ESRCH ? uffd_exited(s, "the VMM's address space is gone") : 0;
 }
 
+/*
+ * A write to image page pg at page, placed write-protected: the first
+ * since it was placed or last handed over. Marked written, then
+ * unprotected, which wakes the writer.
+ */
+static int uffd_first_write(struct uffd_server *s, uint64_t page, uint64_t pg)
+{
+	int rc;
+
+	uffd_mark_written(s, pg);
+	rc = uffd_protect(s, page, s->page_size, false);
+	switch (rc) {
+	case 0:
+		s->st.written++;
+		return 0;
+	case -EAGAIN:
+		s->st.retries++;
+		return -EAGAIN;
+	case -ESRCH:
+		return uffd_exited(s, "the VMM's address space is gone");
+	default:
+		return uffd_fail(s, rc, "unprotecting page 0x%llx for its first write: %s",
+				 (unsigned long long)page, strerror(-rc));
+	}
+}
+
 /* Serve one fault: 0, -EAGAIN (retry it later) or the server's final status. */
-static int uffd_fault(struct uffd_server *s, uint64_t addr)
+static int uffd_fault(struct uffd_server *s, uint64_t addr, uint64_t flags)
 {
 	struct fc_region *r = uffd_region_at(s, addr);
 	const uint8_t *src;
 	uint64_t page, pg, done, around;
+	bool written = uffd_tracking(s) && (flags & UFFD_PAGEFAULT_FLAG_WRITE);
 	int rc;
 
 	if (r == NULL)
@@ -725,13 +837,16 @@ static int uffd_fault(struct uffd_server *s, uint64_t addr)
 				 (unsigned long long)addr);
 	page = addr & ~(s->page_size - 1);
 	pg = (r->offset + (page - r->base)) / s->page_size;
+	if (flags & UFFD_PAGEFAULT_FLAG_WP)
+		return uffd_first_write(s, page, pg);
 	uffd_record(s, pg);
 	around = uffd_around(s, r, page, pg);
 	rc = s->image != NULL ? 0 : uffd_fetch_fault(s, pg, around);
 	if (rc < 0)
 		return rc;
 	src = uffd_source(s, pg);
-	rc = uffd_place(s, page, src, s->page_size, &done);
+	/* The page a write faults on is written at once: no protect fault to follow. */
+	rc = uffd_place(s, page, src, s->page_size, uffd_tracking(s) && !written, &done);
 	switch (rc) {
 	case 0:
 		if (src == NULL)
@@ -739,6 +854,8 @@ static int uffd_fault(struct uffd_server *s, uint64_t addr)
 		else
 			s->st.copied++;
 		uffd_set(s, pg, PG_PRESENT);
+		if (written)
+			uffd_mark_written(s, pg);
 		return uffd_fault_around(s, page, pg, around);
 	case -EEXIST:
 		rc = uffd_exists(s, page, src);
@@ -771,8 +888,12 @@ static void uffd_remove(struct uffd_server *s, uint64_t start, uint64_t end)
 
 		a = (a + s->page_size - 1) & ~(s->page_size - 1);
 		b &= ~(s->page_size - 1);
-		for (; a < b; a += s->page_size)
-			uffd_set(s, (r->offset + (a - r->base)) / s->page_size, PG_REMOVED);
+		for (; a < b; a += s->page_size) {
+			uint64_t pg = (r->offset + (a - r->base)) / s->page_size;
+
+			uffd_set(s, pg, PG_REMOVED);
+			uffd_mark_written(s, pg); /* it reads as zeros now */
+		}
 	}
 }
 
@@ -799,12 +920,13 @@ static int uffd_remap(struct uffd_server *s, uint64_t from, uint64_t to, uint64_
 }
 
 /* Set a fault aside for a retry; the list is full only if events never end. */
-static int uffd_defer(struct uffd_server *s, uint64_t addr)
+static int uffd_defer(struct uffd_server *s, uint64_t addr, uint64_t flags)
 {
 	if (s->ndefer == UFFD_DEFER_MAX)
 		return uffd_fail(s, -EAGAIN, "more than %d faults waiting on address space changes",
 				 UFFD_DEFER_MAX);
-	s->defer[s->ndefer++] = addr;
+	s->defer[s->ndefer].addr = addr;
+	s->defer[s->ndefer++].flags = flags;
 	return 0;
 }
 
@@ -815,9 +937,9 @@ static int uffd_event(struct uffd_server *s, const struct uffd_msg *msg)
 	switch (msg->event) {
 	case UFFD_EVENT_PAGEFAULT:
 		s->st.faults++;
-		rc = uffd_fault(s, msg->arg.pagefault.address);
+		rc = uffd_fault(s, msg->arg.pagefault.address, msg->arg.pagefault.flags);
 		if (rc == -EAGAIN)
-			return uffd_defer(s, msg->arg.pagefault.address);
+			return uffd_defer(s, msg->arg.pagefault.address, msg->arg.pagefault.flags);
 		return rc;
 	case UFFD_EVENT_REMOVE:
 		s->st.removes++;
@@ -874,7 +996,7 @@ static int uffd_retry(struct uffd_server *s)
 	int rc;
 
 	for (i = 0; i < s->ndefer; i++) {
-		rc = uffd_fault(s, s->defer[i]);
+		rc = uffd_fault(s, s->defer[i].addr, s->defer[i].flags);
 		if (rc == -EAGAIN)
 			s->defer[kept++] = s->defer[i];
 		else if (rc != 0)
@@ -906,7 +1028,7 @@ static int uffd_service(struct uffd_server *s)
 		else if (now_ms() > deadline)
 			return uffd_fail(s, -ETIMEDOUT,
 					 "fault at 0x%llx still refused (EAGAIN) after %d ms",
-					 (unsigned long long)s->defer[0], UFFD_RETRY_MS);
+					 (unsigned long long)s->defer[0].addr, UFFD_RETRY_MS);
 		sched_yield();
 	}
 }
@@ -952,7 +1074,7 @@ static int uffd_place_run(struct uffd_server *s, uint64_t pg, uint64_t n, bool z
 	uint64_t done = 0, len = n * s->page_size, i;
 	int rc;
 
-	rc = uffd_place(s, dst, zero ? NULL : uffd_data(s, pg), len, &done);
+	rc = uffd_place(s, dst, zero ? NULL : uffd_data(s, pg), len, uffd_tracking(s), &done);
 	done /= s->page_size;
 	for (i = 0; i < done; i++)
 		uffd_set(s, pg + i, PG_PRESENT);
@@ -1129,4 +1251,123 @@ int uffd_server_fill(struct uffd_server *s, size_t max_pages)
 	if (rc == 0)
 		s->fill_next = pg;
 	return rc;
+}
+
+uint64_t uffd_server_nwritten(const struct uffd_server *s)
+{
+	return s->nwritten;
+}
+
+/* The guest address of image page pg. */
+static uint64_t uffd_addr_of(struct uffd_server *s, uint64_t pg)
+{
+	const struct fc_region *r = uffd_region_of(s, pg);
+
+	return r->base + (pg * s->page_size - r->offset);
+}
+
+/*
+ * Protect the present pages among the sorted pages[0, n) again, a run at a
+ * time. A run that cannot be protected stays marked written: it is handed
+ * over again next time, which is never wrong.
+ */
+static int uffd_protect_again(struct uffd_server *s, const uint64_t *pages, size_t n)
+{
+	size_t i = 0, k, j;
+	int rc;
+
+	while (i < n) {
+		if ((s->state[pages[i]] & PG_STATE) != PG_PRESENT) {
+			i++;
+			continue;
+		}
+		for (k = i + 1;
+		     k < n && pages[k] == pages[k - 1] + 1 &&
+		     (s->state[pages[k]] & PG_STATE) == PG_PRESENT &&
+		     uffd_addr_of(s, pages[k]) == uffd_addr_of(s, pages[k - 1]) + s->page_size;
+		     k++)
+			;
+		rc = uffd_protect(s, uffd_addr_of(s, pages[i]), (k - i) * s->page_size, true);
+		if (rc == -ESRCH)
+			return uffd_exited(s, "the VMM's address space is gone");
+		for (j = i; rc < 0 && j < k; j++)
+			uffd_mark_written(s, pages[j]);
+		i = k;
+	}
+	return 0;
+}
+
+/* The pages written since the last call, protected again (see uffd.h). */
+int uffd_server_written(struct uffd_server *s, uint64_t **ret_pages, size_t *ret_n)
+{
+	uint64_t *pages, pg;
+	size_t n = 0;
+	int rc;
+
+	*ret_pages = NULL;
+	*ret_n = 0;
+	if (!uffd_tracking(s))
+		return -EINVAL;
+	rc = uffd_server_handle(s); /* the events queued by now: a page removed is written */
+	if (rc != 0)
+		return rc;
+	pages = malloc(s->nwritten * sizeof(*pages) + 1);
+	if (pages == NULL)
+		return -ENOMEM;
+	for (pg = 0; pg < s->npages && n < s->nwritten; pg++)
+		if (s->state[pg] & PG_WRITTEN) {
+			s->state[pg] &= (uint8_t)~PG_WRITTEN;
+			pages[n++] = pg;
+		}
+	s->nwritten = 0;
+	rc = uffd_protect_again(s, pages, n);
+	if (rc != 0) {
+		free(pages);
+		return rc;
+	}
+	*ret_pages = pages;
+	*ret_n = n;
+	return 0;
+}
+
+/* Read written pages from the VMM (see uffd.h). */
+int uffd_server_read(struct uffd_server *s, const uint64_t *pages, size_t n, void *const *bufs,
+		     char *err, size_t errlen)
+{
+	struct iovec local[UFFD_READ_IOV], remote[UFFD_READ_IOV];
+	pid_t pid = s->peer > 0 ? s->peer : getpid();
+	size_t i = 0, m;
+	ssize_t got;
+	int rc;
+
+	while (i < n) {
+		for (m = 0; i < n && m < UFFD_READ_IOV; i++) {
+			if (pages[i] >= s->npages)
+				return -ERANGE;
+			if ((s->state[pages[i]] & PG_STATE) != PG_PRESENT) {
+				memset(bufs[i], 0, s->page_size); /* removed: it reads as zeros */
+				continue;
+			}
+			local[m] = (struct iovec){bufs[i], s->page_size};
+			remote[m++] = (struct iovec){(void *)(uintptr_t)uffd_addr_of(s, pages[i]),
+						     s->page_size};
+		}
+		if (m == 0)
+			continue;
+		got = process_vm_readv(pid, local, m, remote, m, 0);
+		if (got == (ssize_t)(m * s->page_size))
+			continue;
+		if (got >= 0) {
+			seterr(err, errlen, "the VMM (pid %d) no longer maps guest page 0x%llx",
+			       (int)pid,
+			       (unsigned long long)(uintptr_t)remote[got / s->page_size].iov_base);
+			return -EFAULT;
+		}
+		rc = -errno;
+		seterr(err, errlen, "reading the memory of the VMM (pid %d): %s%s", (int)pid,
+		       strerror(-rc),
+		       rc == -EPERM ? " (the server needs the VMM's uid or CAP_SYS_PTRACE)" : "");
+		return rc;
+	}
+	return 0;
 }

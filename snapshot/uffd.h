@@ -14,6 +14,7 @@
 #define UFFD_SERVER_RECORD 0x1	 /* record the order of first-touched pages */
 #define UFFD_SERVER_ZEROPAGE 0x2 /* map all-zero pages with UFFDIO_ZEROPAGE */
 #define UFFD_SERVER_AROUND 0x4	 /* a fault places the missing pages after it too */
+#define UFFD_SERVER_TRACK 0x8	 /* see the pages the VMM writes (write-protect) */
 
 #define UFFD_SERVER_EXITED 1 /* uffd_server_handle(): the VMM is gone */
 #define UFFD_SERVER_FILLED 2 /* uffd_server_fill(): no page is missing any more */
@@ -42,6 +43,8 @@ struct uffd_stats {
 	uint64_t unmaps;     /* UNMAP events */
 	uint64_t remaps;     /* REMAP events */
 	uint64_t retries;    /* UFFDIO_COPY answered EAGAIN and retried */
+	uint64_t
+	    written; /* UFFD_SERVER_TRACK: first writes seen since a page was placed or saved */
 };
 
 /*
@@ -94,6 +97,26 @@ int uffd_server_prefetch(struct uffd_server *s, const uint64_t *pages, size_t n)
  * every page is there (or removed); else as uffd_server_handle().
  */
 int uffd_server_fill(struct uffd_server *s, size_t max_pages);
+/*
+ * UFFD_SERVER_TRACK: the image pages written since the server started or
+ * since the last call, in image order (*ret_pages: malloc'd, the caller's),
+ * each write-protected again so that its next write is seen. The caller
+ * reads them (uffd_server_read()) before it serves anything more: until
+ * then a write to any page waits, so what it reads is what the pages held
+ * at this call. 0 or as uffd_server_handle().
+ */
+int uffd_server_written(struct uffd_server *s, uint64_t **ret_pages, size_t *ret_n);
+/* How many pages uffd_server_written() would return now. */
+uint64_t uffd_server_nwritten(const struct uffd_server *s);
+/*
+ * Read image pages pages[i] (placed or removed, as uffd_server_written()
+ * lists them) from the VMM's memory into bufs[i], page_size bytes each: a
+ * removed page reads as zeros. Needs ptrace access to the VMM (its uid, or
+ * CAP_SYS_PTRACE). 0, or -errno with the reason in err; the restore goes
+ * on either way.
+ */
+int uffd_server_read(struct uffd_server *s, const uint64_t *pages, size_t n, void *const *bufs,
+		     char *err, size_t errlen);
 /* The pages faulted so far, in order of first touch (UFFD_SERVER_RECORD). */
 size_t uffd_server_touched(const struct uffd_server *s, const uint64_t **ret_pages);
 void uffd_server_stats(const struct uffd_server *s, struct uffd_stats *ret);
