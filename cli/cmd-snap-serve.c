@@ -1,8 +1,10 @@
 /*
  * cli/cmd-snap-serve.c - poolctl snap serve NAME SOCKET [--prefetch]
- * [--record] [--remote] [--fill] [--max N]: serve Firecracker UFFD
- * restores of snapshot NAME on the unix socket SOCKET (pool_snap_serve()),
- * until SIGINT or SIGTERM, or until N restores have ended.
+ * [--record] [--remote] [--fill] [--track] [--max N]: serve Firecracker
+ * UFFD restores of snapshot NAME on the unix socket SOCKET
+ * (pool_snap_serve()), until SIGINT or SIGTERM, or until N restores have
+ * ended. poolctl snap save SOCKET PID NAME: save the sandbox of the VMM
+ * PID that such a server (--track) serves (pool_snap_serve_save()).
  *
  * libpool talks to poold itself here: the command needs a struct pool,
  * not poolctl's own control connection. libpool reports each refused or
@@ -52,6 +54,8 @@ static int serve_parse(struct cmd_ctx *ctx, struct serve_args *a)
 			a->flags |= POOL_SNAP_REMOTE;
 		else if (strcmp(o, "--fill") == 0)
 			a->flags |= POOL_SNAP_FILL;
+		else if (strcmp(o, "--track") == 0)
+			a->flags |= POOL_SNAP_TRACK;
 		else if (strcmp(o, "--max") == 0 && i + 1 < ctx->argc)
 			a->max = (unsigned)strtoul(ctx->argv[++i], NULL, 10);
 		else
@@ -132,7 +136,7 @@ int cmd_snap_serve(struct cmd_ctx *ctx)
 
 	if (serve_parse(ctx, &a) < 0) {
 		fprintf(stderr, "usage: poolctl snap serve NAME SOCKET [--prefetch] [--record] "
-				"[--remote] [--fill] [--max N]\n");
+				"[--remote] [--fill] [--track] [--max N]\n");
 		return EXIT_USAGE;
 	}
 	rc = pool_open(ctx->socket, 0, &pool);
@@ -156,8 +160,43 @@ const struct cmd_entry cmd_snap_serve_entry = {
     "snap serve",
     "NAME SOCKET [...]",
     2,
-    9,
+    10,
     DAEMON_NONE,
     cmd_snap_serve,
     "serve Firecracker UFFD restores of a snapshot",
+};
+
+/* poolctl snap save: see the top of the file. */
+static int cmd_snap_save(struct cmd_ctx *ctx)
+{
+	uint64_t pages, diff, held_us;
+	char *end;
+	long pid;
+	int rc;
+
+	errno = 0;
+	pid = strtol(ctx->argv[1], &end, 10);
+	if (errno != 0 || *end != '\0' || pid <= 0 || pid > INT32_MAX) {
+		fprintf(stderr, "usage: poolctl snap save SOCKET PID NAME\n");
+		return EXIT_USAGE;
+	}
+	rc = pool_snap_serve_save(ctx->argv[0], (pid_t)pid, ctx->argv[2], &pages, &diff, &held_us);
+	if (rc < 0) {
+		fprintf(stderr, "poolctl: snap save %s: %s\n", ctx->argv[2], pool_errormsg());
+		return EXIT_ERROR;
+	}
+	printf("saved %s: %llu pages written since the last save, held %.1f ms; diff %llu pages\n",
+	       ctx->argv[2], (unsigned long long)pages, (double)held_us / 1000.0,
+	       (unsigned long long)diff);
+	return EXIT_OK;
+}
+
+const struct cmd_entry cmd_snap_save_entry = {
+    "snap save",
+    "SOCKET PID NAME",
+    3,
+    3,
+    DAEMON_NONE,
+    cmd_snap_save,
+    "save the sandbox of a VMM that snap serve --track serves",
 };

@@ -29,7 +29,8 @@ static const struct cmd_entry *const cmd_table[] = {
     &cmd_vec_drop_entry,      &cmd_events_entry,      &cmd_top_entry,
     &cmd_snap_put_entry,      &cmd_snap_ls_entry,     &cmd_snap_info_entry,
     &cmd_snap_rm_entry,	      &cmd_snap_get_entry,    &cmd_snap_copies_entry,
-    &cmd_snap_serve_entry,    &cmd_snap_place_entry,  &cmd_snap_gc_entry,
+    &cmd_snap_serve_entry,    &cmd_snap_save_entry,   &cmd_snap_place_entry,
+    &cmd_snap_gc_entry,
 };
 
 static void usage(FILE *f)

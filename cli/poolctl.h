@@ -63,6 +63,7 @@ extern const struct cmd_entry cmd_snap_get_entry;
 extern const struct cmd_entry cmd_snap_gc_entry;
 extern const struct cmd_entry cmd_snap_copies_entry;
 extern const struct cmd_entry cmd_snap_serve_entry;
+extern const struct cmd_entry cmd_snap_save_entry;
 extern const struct cmd_entry cmd_snap_place_entry;
 
 /* poolctl.c */

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "pool_contract.h" /* the error codes (POOL_E*) and limits (POOL_*_MAX) */
 
@@ -402,6 +403,7 @@ POOL_EXPORT void pool_snap_save_free(struct pool_snap_save *save);
 #define POOL_SNAP_RECORD 0x2u	/* add this restore's first touches to the working set */
 #define POOL_SNAP_FILL 0x4u	/* fill the rest in the background */
 #define POOL_SNAP_REMOTE 0x8u	/* fetch pages from the lenders, not the node's copy */
+#define POOL_SNAP_TRACK 0x10u	/* pool_snap_serve(): see writes, for pool_snap_serve_save() */
 struct pool_snap_restore;
 POOL_EXPORT int pool_snap_restore_lazy(struct pool_snap *snap, void *addr, unsigned flags,
 				       struct pool_snap_restore **ret_restore);
@@ -416,6 +418,19 @@ POOL_EXPORT int pool_snap_restore_end(struct pool_snap_restore *restore);
  */
 POOL_EXPORT int pool_snap_serve(struct pool_snap *snap, int listen_fd, unsigned flags,
 				unsigned max_restores, volatile int *stop);
+/*
+ * Save the sandbox whose VMM (pid vmm) a pool_snap_serve() with
+ * POOL_SNAP_TRACK serves on the unix socket path socket, as snapshot name:
+ * the pages it wrote since its restore, over the snapshot it was restored
+ * from (its parent). Pause the VM first (Firecracker: PATCH /vm Paused)
+ * for a save of one instant; the VMM is held for writes only while the
+ * pages written since its last save are copied. Returns once the snapshot
+ * is stored: 0 with those pages, the pages of the whole diff and the time
+ * held (NULL: not wanted), or -errno.
+ */
+POOL_EXPORT int pool_snap_serve_save(const char *socket, pid_t vmm, const char *name,
+				     uint64_t *ret_pages, uint64_t *ret_diff,
+				     uint64_t *ret_held_us);
 /* What a snapshot is; free with pool_snap_info_free(). */
 POOL_EXPORT int pool_snap_stat(struct pool *pool, const char *name,
 			       struct pool_snap_info **ret_info);

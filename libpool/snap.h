@@ -1,7 +1,9 @@
 /*
  * libpool/snap.h - what the snapshot files of libpool share (snap.c: the
  * store and the manifest; snapcopy.c: the node's shared copy and clones;
- * snapuffd.c: lazy restores through userfaultfd). Nothing here is exported.
+ * snapuffd.c: lazy restores through userfaultfd; snapsave.c and
+ * snapvmsave.c: saves of running clones and served VMMs). Nothing here is
+ * exported.
  *
  * A snapshot NAME is a manifest region "snap/NAME" (class pinned, or
  * persistent for persistent snapshots) laid out as:
@@ -26,6 +28,8 @@
 #include <stdint.h>
 
 #include "libpool/internal.h"
+
+struct uffd_server;
 
 #define SNAP_MAGIC UINT64_C(0x50414e534c4f4f50) /* "POOLSNAP" */
 #define SNAP_VERSION 1
@@ -152,6 +156,39 @@ int snap_copy_fill(struct pool_snap *snap, int fd);
 int snap_copy_end(struct pool_snap *snap, bool done);
 /* A clone: a private, writable mapping of the copy fd. */
 int snap_clone_map(struct pool_snap *snap, int fd, void **ret_addr);
+
+/* snapvmsave.c: a served VMM saved (pool_snap_serve() with POOL_SNAP_TRACK) */
+#define SNAPVM_LINE_MAX 255 /* bytes of a request line */
+/* A save request read from a client of the serve socket. */
+struct snapvm_ctl {
+	char line[SNAPVM_LINE_MAX + 1];
+	size_t len;
+	pid_t vmm;			   /* parsed: whose memory to save, */
+	char name[POOL_SNAP_NAME_MAX + 1]; /* and as what */
+};
+struct snapvm_copies;
+struct snapvm_job;
+/*
+ * Read what sock has of a request: 0 when it is whole and parsed, -EAGAIN
+ * while more is to come, or -errno with err (answer it, close).
+ */
+int snapvm_ctl_read(struct snapvm_ctl *ctl, int sock, char *err, size_t errlen);
+/* Answer a request: one line, fmt and a newline. */
+void snapvm_reply(int sock, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * Save the VMM that s serves as ctl->name: its written pages are taken
+ * into *copies (made at the first save) now, while the VMM is held for
+ * writes; then a thread stores the snapshot over parent, with pages that
+ * stayed read from image (NULL: the node's copy). 0 with *ret_job, which
+ * owns sock from then on: wait for snapvm_job_fd(), then snapvm_job_end()
+ * answers and frees it. Else -errno with err, sock still the caller's.
+ */
+int snapvm_save_start(struct pool_snap *parent, const void *image, struct uffd_server *s,
+		      struct snapvm_copies **copies, const struct snapvm_ctl *ctl, int sock,
+		      struct snapvm_job **ret_job, char *err, size_t errlen);
+int snapvm_job_fd(const struct snapvm_job *job);
+void snapvm_job_end(struct snapvm_job *job);
+void snapvm_copies_drop(struct snapvm_copies *copies);
 
 /* snaplazy.c */
 /* Wait for the thread behind the lazy clones, if one runs: 0, or why it failed. */

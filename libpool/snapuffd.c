@@ -18,6 +18,13 @@
  * a piece of the fill. So no VMM waits behind another's prefetch for
  * longer than one batch.
  *
+ * Saves. With POOL_SNAP_TRACK each VMM's writes are seen, and a client
+ * may send "save PID NAME" on the socket instead of a handshake (the
+ * first byte tells: Firecracker's JSON starts with '['):
+ * libpool/snapvmsave.c takes the written pages while the loop waits, then
+ * stores them in a thread of its own; the loop answers the client when
+ * that thread is done. One save at a time; the others wait their turn.
+ *
  * Failures. libpool does not print, but a serve loop has no caller to
  * hand a per-restore error to: a refused handshake or a failed restore is
  * written to stderr, counted, and the loop goes on. The VMM of a failed
@@ -48,7 +55,9 @@
 #include "snapshot/fc.h"
 #include "snapshot/uffd.h"
 
-#define SNAPUFFD_FLAGS (POOL_SNAP_PREFETCH | POOL_SNAP_RECORD | POOL_SNAP_FILL | POOL_SNAP_REMOTE)
+#define SNAPUFFD_FLAGS                                                                             \
+	(POOL_SNAP_PREFETCH | POOL_SNAP_RECORD | POOL_SNAP_FILL | POOL_SNAP_REMOTE |               \
+	 POOL_SNAP_TRACK)
 #define SNAPUFFD_BATCH_BYTES (4u << 20) /* background work done at once */
 #define SNAPUFFD_HANDSHAKE_MS 5000	/* for a VMM to send its whole handshake */
 #define SNAPUFFD_TICK_MS 100		/* stop is looked at this often */
@@ -111,6 +120,8 @@ static int snapuffd_server(const struct snapuffd_src *src, int uffd, pid_t peer,
 
 	if (flags & POOL_SNAP_RECORD)
 		uflags |= UFFD_SERVER_RECORD;
+	if (flags & POOL_SNAP_TRACK)
+		uflags |= UFFD_SERVER_TRACK;
 	if (src->image != NULL)
 		return uffd_server_new(uffd, peer, m, src->image, src->len, uflags, err, errlen,
 				       ret);
@@ -371,9 +382,12 @@ POOL_EXPORT int pool_snap_restore_end(struct pool_snap_restore *r)
 
 /* ---- Firecracker restores served on a socket ---- */
 
-/* One connection: its handshake under way, then its VMM being served. */
+/*
+ * One connection: its handshake under way, then its VMM being served; or
+ * a save request (ctl), read, then waiting its turn.
+ */
 struct snapuffd_conn {
-	int sock; /* during the handshake, else -1 */
+	int sock; /* during the handshake or the request, else -1 */
 	int64_t deadline;
 	struct fc_handshake *h;
 	struct uffd_server *s; /* after it */
@@ -381,6 +395,9 @@ struct snapuffd_conn {
 	uint64_t *ws; /* working set still to place, from ws_at */
 	size_t nws, ws_at;
 	bool filled;
+	struct snapvm_copies *copies; /* its written pages, from its first save on */
+	struct snapvm_ctl *ctl;	      /* a save request */
+	bool ctl_ready;		      /* read whole: it waits its turn */
 };
 
 struct snapuffd_serve {
@@ -389,6 +406,7 @@ struct snapuffd_serve {
 	struct snapuffd_conn conns[SNAPUFFD_CONNS_MAX];
 	unsigned nconns, next; /* next: whose turn of background work */
 	unsigned ended, failed;
+	struct snapvm_job *job; /* the save being stored */
 };
 
 static void snapuffd_conn_free(struct snapuffd_conn *c)
@@ -400,6 +418,8 @@ static void snapuffd_conn_free(struct snapuffd_conn *c)
 	free(c->h);
 	uffd_server_free(c->s);
 	free(c->ws);
+	snapvm_copies_drop(c->copies);
+	free(c->ctl);
 }
 
 static void snapuffd_conn_remove(struct snapuffd_serve *sv, unsigned i)
@@ -483,11 +503,48 @@ static bool snapuffd_handshake(struct snapuffd_serve *sv, struct snapuffd_conn *
 	return true;
 }
 
+/* Whether a new connection is a save request, not a handshake: its first byte says. */
+static bool snapuffd_is_ctl(struct snapuffd_conn *c)
+{
+	char first;
+
+	if (c->h->len > 0 || recv(c->sock, &first, 1, MSG_PEEK | MSG_DONTWAIT) != 1 ||
+	    first == '[' || first == ' ' || first == '\t' || first == '\r' || first == '\n')
+		return false;
+	c->ctl = calloc(1, sizeof(*c->ctl));
+	return c->ctl != NULL;
+}
+
+/* Read a save request; true when the connection is done with (refused). */
+static bool snapuffd_ctl_step(struct snapuffd_serve *sv, struct snapuffd_conn *c, short revents)
+{
+	char err[FC_ERR_MAX];
+	int rc = -EAGAIN;
+
+	(void)sv;
+	if (revents != 0)
+		rc = snapvm_ctl_read(c->ctl, c->sock, err, sizeof(err));
+	if (rc == 0) {
+		c->ctl_ready = true;
+		return false;
+	}
+	if (rc == -EAGAIN && snapuffd_now_ms() < c->deadline)
+		return false;
+	if (rc == -EAGAIN)
+		snprintf(err, sizeof(err), "no whole request within %d ms", SNAPUFFD_HANDSHAKE_MS);
+	snapvm_reply(c->sock, "error %s", err);
+	return true;
+}
+
 /* Whatever poll said about connection c; true when it is over. */
 static bool snapuffd_conn_step(struct snapuffd_serve *sv, struct snapuffd_conn *c, short revents)
 {
 	int rc;
 
+	if (c->ctl_ready)
+		return false;
+	if (c->sock >= 0 && (c->ctl != NULL || (revents != 0 && snapuffd_is_ctl(c))))
+		return snapuffd_ctl_step(sv, c, revents);
 	if (c->sock >= 0)
 		return snapuffd_handshake(sv, c, revents);
 	if (revents == 0)
@@ -578,21 +635,75 @@ static bool snapuffd_busy(const struct snapuffd_serve *sv)
 	return false;
 }
 
+/* The served VMM of pid vmm, or NULL. */
+static struct snapuffd_conn *snapuffd_vmm(struct snapuffd_serve *sv, pid_t vmm)
+{
+	unsigned i;
+
+	for (i = 0; i < sv->nconns; i++)
+		if (sv->conns[i].s != NULL && sv->conns[i].peer == vmm)
+			return &sv->conns[i];
+	return NULL;
+}
+
+/* Start the save that waited longest, when none is being stored. */
+static void snapuffd_next_save(struct snapuffd_serve *sv)
+{
+	struct snapuffd_conn *c = NULL, *vm;
+	char err[FC_ERR_MAX + 96];
+	unsigned i;
+
+	if (sv->job != NULL)
+		return;
+	for (i = 0; i < sv->nconns && c == NULL; i++)
+		if (sv->conns[i].ctl_ready)
+			c = &sv->conns[i];
+	if (c == NULL)
+		return;
+	vm = snapuffd_vmm(sv, c->ctl->vmm);
+	if (!(sv->flags & POOL_SNAP_TRACK))
+		snprintf(err, sizeof(err), "this server does not see writes: serve with --track");
+	else if (vm == NULL)
+		snprintf(err, sizeof(err), "no VMM of pid %d is served here", (int)c->ctl->vmm);
+	else if (snapvm_save_start(sv->src.snap, sv->src.image, vm->s, &vm->copies, c->ctl, c->sock,
+				   &sv->job, err, sizeof(err)) == 0)
+		c->sock = -1; /* the job's now */
+	if (c->sock >= 0)
+		snapvm_reply(c->sock, "error %s", err);
+	snapuffd_conn_remove(sv, (unsigned)(c - sv->conns));
+}
+
+/* The save being stored is done: answer it, and start the next. */
+static void snapuffd_saved(struct snapuffd_serve *sv, short revents)
+{
+	if (sv->job != NULL && revents != 0) {
+		snapvm_job_end(sv->job);
+		sv->job = NULL;
+	}
+	snapuffd_next_save(sv);
+}
+
+/* The fd poll watches for connection c: none while a request waits its turn. */
+static int snapuffd_conn_fd(const struct snapuffd_conn *c)
+{
+	if (c->ctl_ready)
+		return -1;
+	return c->sock >= 0 ? c->sock : uffd_server_fd(c->s);
+}
+
 /* One round of the loop: wait (at most a tick), then serve what is ready. */
 static int snapuffd_round(struct snapuffd_serve *sv, int listen_fd)
 {
-	struct pollfd pfd[1 + SNAPUFFD_CONNS_MAX];
-	unsigned i;
+	struct pollfd pfd[2 + SNAPUFFD_CONNS_MAX];
+	unsigned i, njob;
 	int ready;
 
 	pfd[0] = (struct pollfd){listen_fd, sv->nconns < SNAPUFFD_CONNS_MAX ? POLLIN : 0, 0};
-	for (i = 0; i < sv->nconns; i++) {
-		struct snapuffd_conn *c = &sv->conns[i];
-
-		pfd[1 + i] =
-		    (struct pollfd){c->sock >= 0 ? c->sock : uffd_server_fd(c->s), POLLIN, 0};
-	}
-	ready = poll(pfd, 1 + sv->nconns, snapuffd_busy(sv) ? 0 : SNAPUFFD_TICK_MS);
+	for (i = 0; i < sv->nconns; i++)
+		pfd[1 + i] = (struct pollfd){snapuffd_conn_fd(&sv->conns[i]), POLLIN, 0};
+	njob = 1 + sv->nconns;
+	pfd[njob] = (struct pollfd){sv->job != NULL ? snapvm_job_fd(sv->job) : -1, POLLIN, 0};
+	ready = poll(pfd, njob + 1, snapuffd_busy(sv) ? 0 : SNAPUFFD_TICK_MS);
 	if (ready < 0 && errno != EINTR)
 		return pool_err(-errno, "poll: %s", strerror(errno));
 	if (ready < 0)
@@ -603,16 +714,25 @@ static int snapuffd_round(struct snapuffd_serve *sv, int listen_fd)
 			snapuffd_conn_remove(sv, i);
 	if (pfd[0].revents & POLLIN)
 		snapuffd_accept(sv, listen_fd);
+	snapuffd_saved(sv, pfd[njob].revents);
 	snapuffd_background(sv, ready == 0);
 	return 0;
 }
 
-/* VMMs still served when the loop stops lose their page server: say so. */
+/*
+ * VMMs still served when the loop stops lose their page server: say so. A
+ * save being stored is finished first; one waiting is refused.
+ */
 static void snapuffd_abandon(struct snapuffd_serve *sv)
 {
+	if (sv->job != NULL)
+		snapvm_job_end(sv->job);
+	sv->job = NULL;
 	while (sv->nconns > 0) {
 		struct snapuffd_conn *c = &sv->conns[sv->nconns - 1];
 
+		if (c->ctl != NULL && c->sock >= 0)
+			snapvm_reply(c->sock, "error the server stopped");
 		if (c->s != NULL) {
 			sv->failed++;
 			snapuffd_log(sv, c->peer, "abandoned",

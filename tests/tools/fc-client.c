@@ -24,6 +24,12 @@
  * and reads them again: they must read as zeros, as Firecracker's own
  * handlers serve them; the rest must still be the image.
  *
+ * --rounds R --write N, for saves of a running sandbox: then R times,
+ * write N 4 KiB pages spread over the memory (round k's own bytes), print
+ * "round K xxh3 HEX" of the whole memory and wait for a line on stdin
+ * (the test saves the sandbox meanwhile), after --balloon if given. Its first line is then
+ * "pid PID".
+ *
  * Bad handshakes for the error paths: --bad-json, --no-fd, --wrong-size
  * (one page more than the memory), --disconnect (half the message, then
  * close). A refused restore serves nothing, so the first touch blocks: the
@@ -68,6 +74,8 @@ struct opts {
 	uint64_t page;	   /* the guest's page size: 4 KiB, or 2 MiB with --hugepages */
 	uint64_t balloon;  /* pages to remove after the restore */
 	uint64_t touch;	   /* pages to touch from the start; 0: all */
+	unsigned rounds;   /* --rounds: of writes, each followed by a wait */
+	uint64_t write;	   /* 4 KiB pages written a round */
 	const char *order; /* a file of page indexes to touch, one a line */
 	const char *sum;   /* --sum FILE */
 };
@@ -313,12 +321,48 @@ static int balloon(uint8_t *const *mem, const uint64_t *size, const struct opts 
 	return 0;
 }
 
+/*
+ * Round k of writes: o->write pages spread over the memory, each given
+ * bytes of its own; round k + 1 writes again all but 100 of them.
+ */
+static void write_round(uint8_t *const *mem, const uint64_t *size, unsigned n, uint64_t total,
+			unsigned k, const struct opts *o)
+{
+	uint64_t npages = total / PAGE, j, pg;
+
+	for (j = 0; j < o->write; j++) {
+		volatile uint8_t *p;
+		uint64_t v = ((uint64_t)k << 32) | j;
+
+		pg = ((j + k * 100) * 7919) % npages; /* rounds overlap: k+1 rewrites much of k */
+		p = page_at(mem, size, n, pg);
+		memcpy((uint8_t *)p, &v, sizeof(v));
+		p[PAGE / 2] = (uint8_t)(k * 31 + j);
+	}
+}
+
+/* --rounds: write, print the checksum, wait for the test; again. */
+static void rounds(uint8_t *const *mem, const uint64_t *size, uint64_t total, const struct opts *o)
+{
+	char line[64];
+	unsigned k;
+
+	for (k = 1; k <= o->rounds; k++) {
+		write_round(mem, size, o->regions, total, k, o);
+		printf("round %u xxh3 %016llx\n", k,
+		       (unsigned long long)touch_sum(mem, size, o->regions, total));
+		fflush(stdout);
+		if (fgets(line, sizeof(line), stdin) == NULL)
+			return;
+	}
+}
+
 static int restore(const char *path, uint64_t total, const struct opts *o)
 {
 	uint8_t *mem[2];
 	uint64_t size[2];
 	unsigned i;
-	int uffd;
+	int uffd, rc;
 
 	size[0] = o->regions == 2 ? (total / 2) & ~(o->page - 1) : total;
 	size[1] = total - size[0];
@@ -330,6 +374,10 @@ static int restore(const char *path, uint64_t total, const struct opts *o)
 		if (mem[i] == MAP_FAILED)
 			die("mmap");
 	}
+	if (o->rounds > 0) {
+		printf("pid %d\n", (int)getpid());
+		fflush(stdout);
+	}
 	uffd = uffd_create(mem, size, o);
 	handshake(path, o, mem, size, uffd);
 	if (o->order != NULL) {
@@ -339,8 +387,10 @@ static int restore(const char *path, uint64_t total, const struct opts *o)
 	}
 	printf("xxh3 %016llx\n", (unsigned long long)touch_sum(mem, size, o->regions,
 							       o->touch ? o->touch * PAGE : total));
-	if (o->balloon)
-		return balloon(mem, size, o);
+	fflush(stdout);
+	if (o->balloon && (rc = balloon(mem, size, o)) != 0)
+		return rc;
+	rounds(mem, size, total, o);
 	return 0;
 }
 
@@ -350,6 +400,7 @@ static void usage(void)
 	    stderr,
 	    "usage: fc-client [--firecracker 1.7|1.11|1.12] [--hugepages] [--regions 1|2]\n"
 	    "                 [--touch N | --touch-order FILE] [--balloon N] [--timeout S]\n"
+	    "                 [--rounds R --write N]\n"
 	    "                 [--bad-json | --no-fd | --wrong-size | --disconnect] SOCKET SIZE\n"
 	    "       fc-client --sum [--touch N] FILE\n");
 	exit(2);
@@ -370,6 +421,8 @@ static void parse(int argc, char **argv, struct opts *o)
 	    {"firecracker", required_argument, NULL, 'f'},
 	    {"hugepages", no_argument, NULL, 'H'},
 	    {"balloon", required_argument, NULL, 'b'},
+	    {"rounds", required_argument, NULL, 'R'},
+	    {"write", required_argument, NULL, 'w'},
 	    {NULL, 0, NULL, 0},
 	};
 	int ch;
@@ -416,6 +469,12 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'b':
 			o->balloon = strtoull(optarg, NULL, 0);
+			break;
+		case 'R':
+			o->rounds = (unsigned)atoi(optarg);
+			break;
+		case 'w':
+			o->write = strtoull(optarg, NULL, 0);
 			break;
 		default:
 			usage();
