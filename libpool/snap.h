@@ -176,16 +176,24 @@ int snapvm_ctl_read(struct snapvm_ctl *ctl, int sock, char *err, size_t errlen);
 /* Answer a request: one line, fmt and a newline. */
 void snapvm_reply(int sock, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*
- * Save the VMM that s serves as ctl->name: its written pages are taken
- * into *copies (made at the first save) now, while the VMM is held for
- * writes; then a thread stores the snapshot over parent, with pages that
- * stayed read from image (NULL: the node's copy). 0 with *ret_job, which
- * owns sock from then on: wait for snapvm_job_fd(), then snapvm_job_end()
- * answers and frees it. Else -errno with err, sock still the caller's.
+ * Save the VMM that s serves as ctl->name: the pages it wrote since its
+ * last save are taken now, at one instant (the VMM held that long), each
+ * given its place in *copies (made at the first save). 0 with *ret_job,
+ * which owns sock from then on, or -errno with err, sock still the
+ * caller's. Then, while snapvm_job_copying(), snapvm_job_copy() with the
+ * VMM's server (NULL once it is gone) between rounds reads the next of
+ * them: 1 while more are to be read, 0 once they are and a thread stores
+ * the snapshot over parent (pages that stayed read from image; NULL: the
+ * node's copy), -1 when the save failed (answered, the job freed). When
+ * snapvm_job_fd() is readable the store is done: snapvm_job_end() answers
+ * and frees the job (at any time: a save not read whole fails).
  */
 int snapvm_save_start(struct pool_snap *parent, const void *image, struct uffd_server *s,
 		      struct snapvm_copies **copies, const struct snapvm_ctl *ctl, int sock,
 		      struct snapvm_job **ret_job, char *err, size_t errlen);
+pid_t snapvm_job_vmm(const struct snapvm_job *job);
+bool snapvm_job_copying(const struct snapvm_job *job);
+int snapvm_job_copy(struct snapvm_job *job, struct uffd_server *s);
 int snapvm_job_fd(const struct snapvm_job *job);
 void snapvm_job_end(struct snapvm_job *job);
 void snapvm_copies_drop(struct snapvm_copies *copies);

@@ -21,9 +21,11 @@
  * Saves. With POOL_SNAP_TRACK each VMM's writes are seen, and a client
  * may send "save PID NAME" on the socket instead of a handshake (the
  * first byte tells: Firecracker's JSON starts with '['):
- * libpool/snapvmsave.c takes the written pages while the loop waits, then
- * stores them in a thread of its own; the loop answers the client when
- * that thread is done. One save at a time; the others wait their turn.
+ * libpool/snapvmsave.c takes the written pages at one instant, the loop
+ * reads them from the VMM a batch a round (a write to one not read yet is
+ * served after it is read), then a thread of its own stores them; the
+ * loop answers the client when that thread is done. One save at a time;
+ * the others wait their turn.
  *
  * Failures. libpool does not print, but a serve loop has no caller to
  * hand a per-restore error to: a refused handshake or a failed restore is
@@ -629,6 +631,8 @@ static bool snapuffd_busy(const struct snapuffd_serve *sv)
 {
 	unsigned i;
 
+	if (sv->job != NULL && snapvm_job_copying(sv->job))
+		return true;
 	for (i = 0; i < sv->nconns; i++)
 		if (snapuffd_has_work(sv, &sv->conns[i], true))
 			return true;
@@ -673,10 +677,19 @@ static void snapuffd_next_save(struct snapuffd_serve *sv)
 	snapuffd_conn_remove(sv, (unsigned)(c - sv->conns));
 }
 
-/* The save being stored is done: answer it, and start the next. */
+/*
+ * The save under way: the next of its pages read from its VMM, or, once
+ * it is stored (revents), answered. Then the next save may start.
+ */
 static void snapuffd_saved(struct snapuffd_serve *sv, short revents)
 {
-	if (sv->job != NULL && revents != 0) {
+	struct snapuffd_conn *vm;
+
+	if (sv->job != NULL && snapvm_job_copying(sv->job)) {
+		vm = snapuffd_vmm(sv, snapvm_job_vmm(sv->job));
+		if (snapvm_job_copy(sv->job, vm != NULL ? vm->s : NULL) < 0)
+			sv->job = NULL;
+	} else if (sv->job != NULL && revents != 0) {
 		snapvm_job_end(sv->job);
 		sv->job = NULL;
 	}

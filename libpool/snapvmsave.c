@@ -6,9 +6,11 @@
  *
  * The request. A client of the serve socket (its owner's uid or root: the
  * socket is mode 0600 too) sends one line instead of Firecracker's JSON
- * handshake, "save PID NAME\n", and gets one line back once the snapshot
- * is stored: "ok pages=N diff=N held_us=N\n" or "error WHY\n". One save
- * at a time per server: later requests wait their turn.
+ * handshake, "save PID NAME\n". It gets "taken pages=N held_us=N\n" once
+ * the pages are taken (the instant the save is of), then, once the
+ * snapshot is stored, "ok pages=N diff=N held_us=N early=N\n", or
+ * "error WHY\n" at any point; then the server closes the connection. One
+ * save at a time per server: later requests wait their turn.
  *
  * Which pages. snapshot/uffd.c write-protects every page it places and
  * sees each first write after that as a fault; uffd_server_written() hands
@@ -49,6 +51,7 @@
 
 #define SNAPVM_MARGIN_BYTES (16u << 20)	 /* room beyond what is written by the request */
 #define SNAPVM_REPLY_MS (10 * 60 * 1000) /* the client waits this long for a store */
+#define SNAPVM_STEP_BYTES (2u << 20)	 /* read between two rounds of the serve loop */
 
 /* The copies of the pages a VMM wrote since its restore: slot[p] is page p's, in over. */
 struct snapvm_copies {
@@ -57,17 +60,20 @@ struct snapvm_copies {
 	uint32_t *slot;
 	uint8_t *over;
 	uint64_t used, room; /* slots taken, and room (faulted in) for this many */
-	char broken[160];    /* a save could not read the VMM: no later save is whole */
 };
 
 struct snapvm_job {
+	pid_t vmm;
+	bool storing; /* the pages are read: the thread stores them */
 	pthread_t thread;
 	int efd, sock;
 	struct pool_snap *parent;
 	const void *image; /* the server's, or NULL: the thread maps the node's copy */
 	struct snapvm_copies *copies;
+	uint64_t *pages; /* taken from the VMM, and where each goes, while they are read */
+	void **bufs;
 	char name[POOL_SNAP_NAME_MAX + 1];
-	uint64_t pages, held_us;
+	uint64_t npages, held_us, early; /* early: pages read before a write, so far */
 	int rc;
 	char err[256];
 };
@@ -227,6 +233,8 @@ static void snapvm_job_free(struct snapvm_job *job)
 	if (job->sock >= 0)
 		close(job->sock);
 	snapvm_copies_drop(job->copies);
+	free(job->pages);
+	free(job->bufs);
 	free(job);
 }
 
@@ -277,12 +285,16 @@ static void *snapvm_store(void *arg)
 	return NULL;
 }
 
-/* Take the written pages into the copies, the VMM held for writes meanwhile: 0 or -errno, err. */
+/*
+ * Take the pages written since the last save, at one instant: protected
+ * again, each given its slot in the copies, to be read while the VMM runs
+ * on (snapvm_job_copy()). The VMM is held for this long only.
+ */
 static int snapvm_take(struct snapvm_job *job, struct uffd_server *s, char *err, size_t errlen)
 {
 	struct snapvm_copies *c = job->copies;
-	uint64_t *pages = NULL, t0;
-	void **bufs = NULL;
+	struct uffd_stats st;
+	uint64_t t0;
 	size_t n = 0, i, fresh = 0;
 	int rc;
 
@@ -295,37 +307,32 @@ static int snapvm_take(struct snapvm_job *job, struct uffd_server *s, char *err,
 		return rc;
 	}
 	t0 = snapvm_now_us();
-	rc = uffd_server_written(s, &pages, &n);
+	rc = uffd_server_written(s, &job->pages, &n);
 	if (rc != 0) {
 		snprintf(err, errlen, "the restore has ended or failed: %s", uffd_server_error(s));
 		return rc < 0 ? rc : -ESRCH;
 	}
 	for (i = 0; i < n; i++)
-		fresh += c->slot[pages[i]] == SNAP_NO_SLOT;
+		fresh += c->slot[job->pages[i]] == SNAP_NO_SLOT;
 	rc = snapvm_room(c, c->used + fresh); /* more was written while the room was made */
-	bufs = malloc(n * sizeof(*bufs) + 1);
-	if (rc < 0 || bufs == NULL) {
+	job->bufs = malloc(n * sizeof(*job->bufs) + 1);
+	if (rc < 0 || job->bufs == NULL) {
 		rc = rc < 0 ? rc : -ENOMEM;
 		snprintf(err, errlen, "room for %zu copies: %s", n, strerror(-rc));
-		goto broken;
+		uffd_server_give_back(s, job->pages, n); /* the next save takes them */
+		return rc;
 	}
 	for (i = 0; i < n; i++) {
-		if (c->slot[pages[i]] == SNAP_NO_SLOT)
-			c->slot[pages[i]] = (uint32_t)c->used++;
-		bufs[i] = c->over + (uint64_t)c->slot[pages[i]] * c->page_size;
+		if (c->slot[job->pages[i]] == SNAP_NO_SLOT)
+			c->slot[job->pages[i]] = (uint32_t)c->used++;
+		job->bufs[i] = c->over + (uint64_t)c->slot[job->pages[i]] * c->page_size;
 	}
-	rc = uffd_server_read(s, pages, n, bufs, err, errlen);
+	uffd_server_save_begin(s, job->pages, n, job->bufs);
 	job->held_us = snapvm_now_us() - t0;
-	job->pages = n;
-	if (rc == 0)
-		goto out;
-broken:
-	/* Those pages are no longer marked written: no later save could be whole. */
-	snprintf(c->broken, sizeof(c->broken), "%s", err);
-out:
-	free(bufs);
-	free(pages);
-	return rc;
+	job->npages = n;
+	uffd_server_stats(s, &st);
+	job->early = st.saved_early;
+	return 0;
 }
 
 /* Save the VMM that s serves (see snap.h). */
@@ -341,16 +348,12 @@ int snapvm_save_start(struct pool_snap *parent, const void *image, struct uffd_s
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	if ((*copies)->broken[0] != '\0') {
-		snprintf(err, errlen, "an earlier save of this VMM failed (%s): restore it anew",
-			 (*copies)->broken);
-		return -EIO;
-	}
 	job = calloc(1, sizeof(*job));
 	if (job == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	job->vmm = ctl->vmm;
 	job->sock = -1;
 	job->parent = parent;
 	job->image = image;
@@ -366,17 +369,68 @@ int snapvm_save_start(struct pool_snap *parent, const void *image, struct uffd_s
 	rc = snapvm_take(job, s, err, errlen);
 	if (rc < 0)
 		goto fail;
-	rc = -pthread_create(&job->thread, NULL, snapvm_store, job);
-	if (rc < 0) {
-		snprintf(err, errlen, "a thread for the store: %s", strerror(-rc));
-		goto fail;
-	}
 	job->sock = sock;
+	snapvm_reply(sock, "taken pages=%llu held_us=%llu", (unsigned long long)job->npages,
+		     (unsigned long long)job->held_us);
 	*ret_job = job;
 	return 0;
 fail:
 	snapvm_job_free(job);
 	return rc;
+}
+
+pid_t snapvm_job_vmm(const struct snapvm_job *job)
+{
+	return job->vmm;
+}
+
+bool snapvm_job_copying(const struct snapvm_job *job)
+{
+	return !job->storing;
+}
+
+/* A save that failed: answer, and free it. */
+static void snapvm_job_fail(struct snapvm_job *job, const char *why)
+{
+	snapvm_reply(job->sock, "error %s", why);
+	snapvm_job_free(job);
+}
+
+/* Read the next of the pages taken (see snap.h). */
+int snapvm_job_copy(struct snapvm_job *job, struct uffd_server *s)
+{
+	struct uffd_stats st;
+	char err[200];
+	int64_t left;
+	int rc;
+
+	if (s == NULL) {
+		snapvm_job_fail(job, "the VMM ended before its pages were read");
+		return -1;
+	}
+	left = uffd_server_save_step(s, MAX(SNAPVM_STEP_BYTES / job->copies->page_size, 1), err,
+				     sizeof(err));
+	if (left > 0)
+		return 1;
+	uffd_server_stats(s, &st);
+	job->early = st.saved_early - job->early;
+	uffd_server_save_end(s, left == 0);
+	if (left < 0) {
+		snapvm_job_fail(job, err);
+		return -1;
+	}
+	free(job->pages);
+	free(job->bufs);
+	job->pages = NULL;
+	job->bufs = NULL;
+	rc = -pthread_create(&job->thread, NULL, snapvm_store, job);
+	if (rc < 0) {
+		snprintf(err, sizeof(err), "a thread for the store: %s", strerror(-rc));
+		snapvm_job_fail(job, err);
+		return -1;
+	}
+	job->storing = true;
+	return 0;
 }
 
 int snapvm_job_fd(const struct snapvm_job *job)
@@ -387,11 +441,15 @@ int snapvm_job_fd(const struct snapvm_job *job)
 /* The store is done: answer the request, and free the job. */
 void snapvm_job_end(struct snapvm_job *job)
 {
+	if (!job->storing) {
+		snapvm_job_fail(job, "the server stopped before the pages were read");
+		return;
+	}
 	pthread_join(job->thread, NULL);
 	if (job->rc == 0)
-		snapvm_reply(job->sock, "ok pages=%llu diff=%llu held_us=%llu",
-			     (unsigned long long)job->pages, (unsigned long long)job->copies->used,
-			     (unsigned long long)job->held_us);
+		snapvm_reply(job->sock, "ok pages=%llu diff=%llu held_us=%llu early=%llu",
+			     (unsigned long long)job->npages, (unsigned long long)job->copies->used,
+			     (unsigned long long)job->held_us, (unsigned long long)job->early);
 	else
 		snapvm_reply(job->sock, "error storing %s: %s", job->name, job->err);
 	snapvm_job_free(job);
@@ -419,14 +477,18 @@ static int snapvm_connect(const char *path)
 	return fd;
 }
 
-/* Read the one reply line into line (at most len - 1 bytes): 0 or -errno. */
+/*
+ * Read the answer until the server closes the connection; its last line
+ * into line (at most len - 1 bytes): 0 or -errno.
+ */
 static int snapvm_read_reply(int fd, char *line, size_t len)
 {
 	struct pollfd pfd = {fd, POLLIN, 0};
 	size_t have = 0;
+	char *last;
 	ssize_t n;
 
-	while (have < len - 1) {
+	for (;;) {
 		int ready = poll(&pfd, 1, SNAPVM_REPLY_MS);
 
 		if (ready < 0 && errno == EINTR)
@@ -434,22 +496,30 @@ static int snapvm_read_reply(int fd, char *line, size_t len)
 		if (ready <= 0)
 			return pool_err(ready < 0 ? -errno : -ETIMEDOUT,
 					"no answer from the server");
+		if (have == len - 1)
+			return pool_err(POOL_EPROTOCOL, "an answer longer than %zu bytes", len - 1);
 		n = recv(fd, line + have, len - 1 - have, 0);
-		if (n <= 0)
-			return pool_err(n < 0 ? -errno : -ECONNRESET,
-					"the server closed the connection without an answer");
+		if (n < 0)
+			return pool_err(-errno, "reading the answer: %s", strerror(errno));
+		if (n == 0)
+			break;
 		have += (size_t)n;
-		line[have] = '\0';
-		if (memchr(line, '\n', have) != NULL)
-			return 0;
 	}
-	return pool_err(POOL_EPROTOCOL, "an answer longer than %zu bytes", len - 1);
+	while (have > 0 && line[have - 1] == '\n')
+		have--;
+	line[have] = '\0';
+	if (have == 0)
+		return pool_err(-ECONNRESET, "the server closed the connection without an answer");
+	last = strrchr(line, '\n');
+	if (last != NULL)
+		memmove(line, last + 1, strlen(last + 1) + 1);
+	return 0;
 }
 
 POOL_EXPORT int pool_snap_serve_save(const char *socket, pid_t vmm, const char *name,
 				     uint64_t *ret_pages, uint64_t *ret_diff, uint64_t *ret_held_us)
 {
-	char req[SNAPVM_LINE_MAX + 1], line[SNAPVM_LINE_MAX + 64];
+	char req[SNAPVM_LINE_MAX + 1], line[2 * SNAPVM_LINE_MAX + 128];
 	unsigned long long pages, diff, held;
 	int fd, rc, n;
 

@@ -5,6 +5,7 @@
 #ifndef POOL_SNAPSHOT_UFFD_H
 #define POOL_SNAPSHOT_UFFD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -30,21 +31,21 @@ typedef int (*uffd_fetch_fn)(void *arg, size_t n, const uint64_t *pages, void *c
 struct uffd_server;
 
 struct uffd_stats {
-	uint64_t faults;     /* page fault events read */
-	uint64_t copied;     /* pages placed with UFFDIO_COPY */
-	uint64_t zeroed;     /* pages placed with UFFDIO_ZEROPAGE */
-	uint64_t prefetched; /* of those, pages placed by uffd_server_prefetch() */
-	uint64_t around;     /* of those, pages placed after a fault's page, ahead of faults */
-	uint64_t filled;     /* of those, pages placed by uffd_server_fill() */
-	uint64_t fetches;    /* calls of the fetch source */
-	uint64_t fetched;    /* pages it gave */
-	uint64_t existed;    /* faults on pages already there (EEXIST) */
-	uint64_t removes;    /* REMOVE events */
-	uint64_t unmaps;     /* UNMAP events */
-	uint64_t remaps;     /* REMAP events */
-	uint64_t retries;    /* UFFDIO_COPY answered EAGAIN and retried */
-	uint64_t
-	    written; /* UFFD_SERVER_TRACK: first writes seen since a page was placed or saved */
+	uint64_t faults;      /* page fault events read */
+	uint64_t copied;      /* pages placed with UFFDIO_COPY */
+	uint64_t zeroed;      /* pages placed with UFFDIO_ZEROPAGE */
+	uint64_t prefetched;  /* of those, pages placed by uffd_server_prefetch() */
+	uint64_t around;      /* of those, pages placed after a fault's page, ahead of faults */
+	uint64_t filled;      /* of those, pages placed by uffd_server_fill() */
+	uint64_t fetches;     /* calls of the fetch source */
+	uint64_t fetched;     /* pages it gave */
+	uint64_t existed;     /* faults on pages already there (EEXIST) */
+	uint64_t removes;     /* REMOVE events */
+	uint64_t unmaps;      /* UNMAP events */
+	uint64_t remaps;      /* REMAP events */
+	uint64_t retries;     /* UFFDIO_COPY answered EAGAIN and retried */
+	uint64_t written;     /* UFFD_SERVER_TRACK: first writes since placed or saved */
+	uint64_t saved_early; /* pages of a save read before a write to them */
 };
 
 /*
@@ -100,23 +101,36 @@ int uffd_server_fill(struct uffd_server *s, size_t max_pages);
 /*
  * UFFD_SERVER_TRACK: the image pages written since the server started or
  * since the last call, in image order (*ret_pages: malloc'd, the caller's),
- * each write-protected again so that its next write is seen. The caller
- * reads them (uffd_server_read()) before it serves anything more: until
- * then a write to any page waits, so what it reads is what the pages held
- * at this call. 0 or as uffd_server_handle().
+ * each write-protected again so that its next write is seen. 0 or as
+ * uffd_server_handle().
  */
 int uffd_server_written(struct uffd_server *s, uint64_t **ret_pages, size_t *ret_n);
+/* Pages uffd_server_written() returned that are not saved: written still, for the next save. */
+void uffd_server_give_back(struct uffd_server *s, const uint64_t *pages, size_t n);
 /* How many pages uffd_server_written() would return now. */
 uint64_t uffd_server_nwritten(const struct uffd_server *s);
 /*
- * Read image pages pages[i] (placed or removed, as uffd_server_written()
- * lists them) from the VMM's memory into bufs[i], page_size bytes each: a
- * removed page reads as zeros. Needs ptrace access to the VMM (its uid, or
- * CAP_SYS_PTRACE). 0, or -errno with the reason in err; the restore goes
- * on either way.
+ * Save the pages uffd_server_written() just returned, as they are now:
+ * each into bufs[i] (page_size bytes). Both arrays must stay until
+ * uffd_server_save_end(). A removed page is zeroed here; the others are
+ * read from the VMM (process_vm_readv: it needs the VMM's uid or
+ * CAP_SYS_PTRACE) by uffd_server_save_step() while the VMM runs on, and a
+ * write to one that is not read yet waits until it is (copy before write).
  */
-int uffd_server_read(struct uffd_server *s, const uint64_t *pages, size_t n, void *const *bufs,
-		     char *err, size_t errlen);
+void uffd_server_save_begin(struct uffd_server *s, const uint64_t *pages, size_t n,
+			    void *const *bufs);
+/*
+ * Read up to max of the pages still to be saved. The pages left (0: the
+ * save is whole), or -errno with the reason in err: the save is lost (a
+ * page could not be read, or the guest gave one back before it was), the
+ * restore goes on.
+ */
+int64_t uffd_server_save_step(struct uffd_server *s, size_t max, char *err, size_t errlen);
+/*
+ * The save is over: whole (done), or not, and then its pages count as
+ * written again, for the next save to take.
+ */
+void uffd_server_save_end(struct uffd_server *s, bool done);
 /* The pages faulted so far, in order of first touch (UFFD_SERVER_RECORD). */
 size_t uffd_server_touched(const struct uffd_server *s, const uint64_t **ret_pages);
 void uffd_server_stats(const struct uffd_server *s, struct uffd_stats *ret);
