@@ -64,6 +64,14 @@
  * pool_snap_clone_lazy(), one of them making the node's copy), usable once
  * it read a page and wrote another: the median and the largest time, and
  * the wall time until the last was usable (the processes' start included).
+ *
+ *   pool-bench-snap density NAME N READ_MIB WRITE_MIB
+ *
+ * N idle sandboxes: clones of NAME (the node's copy made first), each
+ * having read its first READ_MIB MiB and written WRITE_MIB MiB of pages
+ * spread over them, all kept: the node memory each costs, its page tables
+ * (VmPTE) and pages of its own (RssAnon), and the node's one copy of the
+ * image shared by all of them, over N.
  */
 #include "config.h"
 
@@ -83,6 +91,7 @@
 #include "libpool/libpool.h"
 
 #define CLONES 1000
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 static uint64_t size, page, npages;
 static uint64_t *ws; /* the working set, in touch order */
@@ -580,6 +589,77 @@ static int fleet(struct pool *pool, const char *name, int n, int restore_every)
 	return 0;
 }
 
+/* A line of /proc/meminfo or /proc/self/status, in KiB. */
+static long long kib_of(const char *file, const char *key)
+{
+	char line[256];
+	long long v = -1;
+	size_t n = strlen(key);
+	FILE *f = fopen(file, "re");
+
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, key, n) == 0 && line[n] == ':')
+			v = atoll(line + n + 1);
+	if (f != NULL)
+		fclose(f);
+	return v;
+}
+
+/*
+ * Clone i reads its first read pages (as a guest's resident memory is
+ * mostly together, and the same in each clone of an image) and writes
+ * written pages spread over them.
+ */
+static void density_touch(uint8_t *c, uint64_t read, uint64_t written, int i)
+{
+	uint64_t k, step;
+
+	for (k = 0; k < read; k++)
+		sink += c[k * page];
+	for (k = 0, step = MAX(read, written) / (written + 1); k < written; k++)
+		c[(k * step + (uint64_t)i) % MAX(read, written) * page + 8] = (uint8_t)(i + 1);
+}
+
+static int density(struct pool *pool, const char *name, int n, uint64_t read_mib,
+		   uint64_t write_mib)
+{
+	struct pool_snap *s = bench_open(pool, name);
+	uint8_t **c = calloc((size_t)n, sizeof(*c));
+	long long pte, anon;
+	double t0;
+	int i, rc;
+
+	if (c == NULL || n <= 0 || (read_mib << 20) > size || (write_mib << 20) > size) {
+		fprintf(stderr, "pool-bench-snap density: N > 0, and MiB within the image\n");
+		return 2;
+	}
+	if ((rc = pool_snap_place(s)) < 0) /* the node's copy, before the baseline */
+		die("pool_snap_place", rc);
+	pte = kib_of("/proc/self/status", "VmPTE");
+	anon = kib_of("/proc/self/status", "RssAnon");
+	t0 = now_ms();
+	for (i = 0; i < n; i++) {
+		if ((rc = pool_snap_clone(s, (void **)&c[i])) < 0)
+			die("pool_snap_clone", rc);
+		density_touch(c[i], (read_mib << 20) / page, (write_mib << 20) / page, i);
+	}
+	pte = kib_of("/proc/self/status", "VmPTE") - pte;
+	anon = kib_of("/proc/self/status", "RssAnon") - anon;
+	printf("density: %d idle clones of %s (%llu MiB), each read %llu MiB and wrote %llu MiB, "
+	       "made in %.0f ms\n",
+	       n, name, (unsigned long long)(size >> 20), (unsigned long long)read_mib,
+	       (unsigned long long)write_mib, now_ms() - t0);
+	printf("  node memory per clone %.2f MiB: page tables %.2f, own pages %.2f, "
+	       "the node's copy shared %.2f\n",
+	       ((double)(pte + anon) / 1024 + (double)(size >> 20)) / n, (double)pte / 1024 / n,
+	       (double)anon / 1024 / n, (double)(size >> 20) / n);
+	for (i = 0; i < n; i++)
+		munmap(c[i], size);
+	free(c);
+	pool_snap_close(s);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct pool_snap *s;
@@ -592,6 +672,14 @@ int main(int argc, char **argv)
 		if ((rc = pool_open(NULL, 0, &pool)) < 0)
 			die("pool_open", rc);
 		rc = fleet(pool, argv[2], atoi(argv[3]), atoi(argv[4]));
+		pool_close(pool);
+		return rc;
+	}
+	if (argc == 6 && strcmp(argv[1], "density") == 0) {
+		if ((rc = pool_open(NULL, 0, &pool)) < 0)
+			die("pool_open", rc);
+		rc = density(pool, argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 0),
+			     strtoull(argv[5], NULL, 0));
 		pool_close(pool);
 		return rc;
 	}
@@ -616,7 +704,8 @@ int main(int argc, char **argv)
 				"       pool-bench-snap fleet NAME N RESTORE_EVERY\n"
 				"       pool-bench-snap save NAME MIB...\n"
 				"       pool-bench-snap lifecycle NAME MIB N\n"
-				"       pool-bench-snap forks NAME N\n");
+				"       pool-bench-snap forks NAME N\n"
+				"       pool-bench-snap density NAME N READ_MIB WRITE_MIB\n");
 		return 2;
 	}
 	rc = pool_open(NULL, 0, &pool);
