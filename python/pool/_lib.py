@@ -270,6 +270,8 @@ _proto("pool_snap_save_begin", c_int, P)
 _proto("pool_snap_save_pages", c_uint64, P)
 _proto("pool_snap_save_end", c_int, P, c_char_p, P)
 _proto("pool_snap_save_free", None, P)
+_proto("pool_snap_serve_save", c_int, c_char_p, c_int, c_char_p, POINTER(c_uint64),
+       POINTER(c_uint64), POINTER(c_uint64))
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.munmap.restype = c_int

@@ -1,7 +1,7 @@
 """Snapshots: memory images stored once for the pool, read back or cloned
 copy-on-write from the node's shared copy."""
 import os
-from ctypes import byref, c_size_t, c_void_p
+from ctypes import byref, c_size_t, c_uint64, c_void_p
 
 from pool._lib import check, lib, libc, memory, readable, size_t, u64, uint, writable
 
@@ -170,6 +170,19 @@ class Snapshot:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def serve_save(socket, pid, name):
+    """Save the sandbox of the VMM pid that `poolctl snap serve --track` (or
+    pool_snap_serve() with POOL_SNAP_TRACK) serves on the unix socket path
+    socket, as snapshot name: the pages it wrote since its restore, over the
+    snapshot it was restored from. Returns once it is stored: the pages
+    written since the VMM's last save, the pages of the whole diff, and the
+    microseconds the VMM was held."""
+    pages, diff, held = c_uint64(), c_uint64(), c_uint64()
+    check(lib.pool_snap_serve_save(os.fsencode(socket), pid, name.encode(), byref(pages),
+                                   byref(diff), byref(held)))
+    return {"pages": pages.value, "diff": diff.value, "held_us": held.value}
 
 
 def put(pool, name, data=None, path=None, **kw):

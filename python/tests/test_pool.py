@@ -208,6 +208,15 @@ def test_vector_index(p):
         p.destroy_region("py-vec")
 
 
+def test_serve_save_refused(tmp_path):
+    # No server on that socket: the error is libpool's, raised.
+    with pytest.raises(pool.PoolError) as e:
+        pool.serve_save(tmp_path / "no.sock", 1, "x")
+    assert "no.sock" in str(e.value)
+    with pytest.raises(pool.PoolError):
+        pool.serve_save(tmp_path / "no.sock", 1, "a name")
+
+
 def test_snapshot(p, tmp_path):
     img = bytearray(os.urandom(64 << 10)) + bytes(64 << 10)  # half zero pages
     p.put_snapshot("py-snap", img, state=b"vcpu state")
