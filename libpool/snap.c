@@ -785,25 +785,43 @@ int snap_fetch(struct pool_snap *snap, size_t n, const uint64_t *pages, void *co
 	return k > 0 ? snap_fetch_batch(snap, k, batch, bb) : 0;
 }
 
-int snap_fill_fd(struct pool_snap *snap, int fd, uint64_t first, size_t n, void *bounce)
+int snap_fill_pages(struct pool_snap *snap, int fd, const uint64_t *pages, size_t n, void *bounce)
 {
-	uint64_t pages[SNAP_BATCH], ps = snap->hdr.page_size;
+	uint64_t ps = snap->hdr.page_size;
 	void *bufs[SNAP_BATCH];
-	size_t k;
+	size_t k, run;
 	int rc;
 
-	if (n > SNAP_BATCH || first > snap->hdr.npages || n > snap->hdr.npages - first)
-		return pool_err(-EINVAL, "snap_fill_fd: outside the image");
+	if (n > SNAP_BATCH)
+		return pool_err(-EINVAL, "snap_fill_pages: more than %d pages", SNAP_BATCH);
 	for (k = 0; k < n; k++) {
-		pages[k] = first + k;
+		if (pages[k] >= snap->hdr.npages)
+			return pool_err(-EINVAL, "snap_fill_pages: outside the image");
 		bufs[k] = (uint8_t *)bounce + k * ps;
 	}
 	if ((rc = snap_fetch(snap, n, pages, bufs)) < 0)
 		return rc;
-	if (pwrite(fd, bounce, n * ps, (off_t)(first * ps)) != (ssize_t)(n * ps))
-		return pool_err(-EIO, "snapshot %s: writing the node's copy: %s", snap->name,
-				strerror(errno));
+	/* One pwrite a run of pages that follow each other in the list and the image. */
+	for (k = 0; k < n; k += run) {
+		for (run = 1; k + run < n && pages[k + run] == pages[k] + run; run++)
+			;
+		if (pwrite(fd, bufs[k], run * ps, (off_t)(pages[k] * ps)) != (ssize_t)(run * ps))
+			return pool_err(-EIO, "snapshot %s: writing the node's copy: %s",
+					snap->name, strerror(errno));
+	}
 	return 0;
+}
+
+int snap_fill_fd(struct pool_snap *snap, int fd, uint64_t first, size_t n, void *bounce)
+{
+	uint64_t pages[SNAP_BATCH];
+	size_t k;
+
+	if (n > SNAP_BATCH || first > snap->hdr.npages || n > snap->hdr.npages - first)
+		return pool_err(-EINVAL, "snap_fill_fd: outside the image");
+	for (k = 0; k < n; k++)
+		pages[k] = first + k;
+	return snap_fill_pages(snap, fd, pages, n, bounce);
 }
 
 /* Whole pages into out in batches, a partial first or last one through a bounce page. */

@@ -129,6 +129,8 @@ int snap_fetch(struct pool_snap *snap, size_t n, const uint64_t *pages, void *co
  * its bytes are in; pwrite keeps it locked until it holds them all.
  */
 int snap_fill_fd(struct pool_snap *snap, int fd, uint64_t first, size_t n, void *bounce);
+/* The same for the listed pages (at most SNAP_BATCH), in any order. */
+int snap_fill_pages(struct pool_snap *snap, int fd, const uint64_t *pages, size_t n, void *bounce);
 /*
  * The recorded working set (malloc'd, *ret_n entries), and adding a restore's first touches to it.
  */

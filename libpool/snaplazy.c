@@ -13,8 +13,9 @@
  * One thread per snapshot handle serves all its lazy clones (one epoll
  * over their userfaultfds), in one of two roles:
  *   - filling: poold gave this client the empty copy; the thread writes
- *     the image into it in batches (snap_fill_fd()), serving faults
- *     between batches, then says done;
+ *     the snapshot's recorded working set into it first, in order of first
+ *     touch, then the image, in batches (snap_fill_pages()), serving
+ *     faults between batches, then says done;
  *   - following: another client fills the copy; poold handed us the copy
  *     being filled, read-only; the thread serves faults on what is not
  *     written yet and asks poold every SNAPLAZY_ASK_MS whether the copy is
@@ -161,8 +162,52 @@ static int snap_lazy_serve(struct snap_lazy *l, int timeout_ms, uint64_t *ret_ne
 }
 
 /*
- * Fill the copy in batches, serving the clones' faults between them. The
- * fill goes where the clones go: after a fault ahead of it, the next batch
+ * The recorded working set first, in order of first touch, a batch at a
+ * time, the clones' faults served between batches: what they will touch
+ * is in the copy before they touch it, not fetched a fault at a time.
+ * have[p] marks each page written, for the batches after to skip. 0 or
+ * -errno; without a recorded set, nothing to do.
+ */
+static int snap_lazy_fill_ws(struct snap_lazy *l, uint8_t *have)
+{
+	uint64_t pages[SNAP_BATCH];
+	uint32_t *ws = NULL;
+	size_t n = 0, at = 0, k;
+	int rc = 0;
+
+	if (snap_ws_load(l->snap, &ws, &n) < 0)
+		return 0; /* only slower without it */
+	while (at < n && rc == 0) {
+		for (k = 0; at < n && k < l->batch; at++)
+			if (!have[ws[at]]) {
+				have[ws[at]] = 1;
+				pages[k++] = ws[at];
+			}
+		rc = snap_lazy_serve(l, 0, NULL);
+		if (rc == 0 && k > 0)
+			rc = snap_fill_pages(l->snap, l->fd, pages, k, l->bounce);
+	}
+	free(ws);
+	return rc;
+}
+
+/* Batch b of the image, less the pages have marks (written already). */
+static int snap_lazy_fill_batch(struct snap_lazy *l, size_t b, const uint8_t *have)
+{
+	uint64_t pages[SNAP_BATCH], p = (uint64_t)b * l->batch;
+	uint64_t end = MIN(p + l->batch, l->snap->hdr.npages);
+	size_t k = 0;
+
+	for (; p < end; p++)
+		if (!have[p])
+			pages[k++] = p;
+	return k > 0 ? snap_fill_pages(l->snap, l->fd, pages, k, l->bounce) : 0;
+}
+
+/*
+ * Fill the copy: the working set first (snap_lazy_fill_ws()), then the
+ * rest in batches, serving the clones' faults between them. The batches
+ * go where the clones go: after a fault ahead of the fill, the next batch
  * is the one after that page, so that a clone reading on finds the copy's
  * pages instead of faulting on each; the batches it skipped come last.
  * 0 or -errno.
@@ -174,9 +219,12 @@ static int snap_lazy_fill(struct snap_lazy *l)
 	size_t nbatches = (size_t)((snap->hdr.npages + per - 1) / per);
 	size_t left = nbatches, cursor = 0, b;
 	uint8_t *filled = calloc(nbatches ? nbatches : 1, 1);
+	uint8_t *have = calloc(snap->hdr.npages ? snap->hdr.npages : 1, 1);
 	uint64_t next;
-	int rc = filled != NULL ? 0 : -ENOMEM;
+	int rc = filled != NULL && have != NULL ? 0 : -ENOMEM;
 
+	if (rc == 0)
+		rc = snap_lazy_fill_ws(l, have);
 	while (left > 0 && rc == 0) {
 		rc = snap_lazy_serve(l, 0, &next); /* what the clones wait for comes first */
 		if (next < snap->hdr.npages && !filled[next / per])
@@ -184,14 +232,13 @@ static int snap_lazy_fill(struct snap_lazy *l)
 		for (b = cursor; filled[b]; b = (b + 1) % nbatches)
 			;
 		if (rc == 0)
-			rc = snap_fill_fd(snap, l->fd, (uint64_t)b * per,
-					  (size_t)MIN(per, snap->hdr.npages - (uint64_t)b * per),
-					  l->bounce);
+			rc = snap_lazy_fill_batch(l, b, have);
 		filled[b] = 1;
 		left--;
 		cursor = (b + 1) % nbatches;
 	}
 	free(filled);
+	free(have);
 	/* l->fd stays open: clones that join map it (a seal checks mappings, not fds). */
 	if (rc == 0)
 		return snap_copy_end(snap, true);

@@ -24,7 +24,9 @@
  * Then a working set: WS_PCT% of the pages (default 10), scattered, touched
  * in a fixed random order by a recording restore; then the time to have
  * touched them all, from the start of a restore, without and with the
- * recorded set prefetched (from the store, and from the node's copy).
+ * recorded set prefetched (from the store, and from the node's copy); and
+ * the first lazy clone on the node touching it, of a snapshot with no
+ * recorded set, and of one whose node's copy is filled with it first.
  * Last, 1,000 clones of the node's copy in this process.
  *
  *   pool-bench-snap fleet NAME N RESTORE_EVERY
@@ -265,6 +267,48 @@ static void lazy_row(struct pool_snap *s, unsigned flags, const char *what)
 	double usable, resident = lazy(s, flags, false, &usable);
 
 	row(what, usable, resident);
+}
+
+/*
+ * The first lazy clone on the node, touching the working set: of a
+ * snapshot with no recorded working set, then of one whose set a restore
+ * recorded (the node's copy filled with it first).
+ */
+static void lazy_clone_ws_rows(struct pool *pool, const char *name, const char *file)
+{
+	static const char *const what[] = {"no set recorded", "the set recorded: filled first"};
+	struct pool_snap *s;
+	char lname[POOL_SNAP_NAME_MAX + 1];
+	double t0, t;
+	int pass, rc, fd;
+	void *p;
+
+	snprintf(lname, sizeof(lname), "%.53s.lws", name);
+	for (pass = 0; pass < 2; pass++) {
+		if ((fd = open(file, O_RDONLY)) < 0) {
+			perror(file);
+			exit(1);
+		}
+		rc = pool_snap_put_fd(pool, lname, fd, NULL);
+		close(fd);
+		if (rc == 0)
+			rc = pool_snap_open(pool, lname, &s);
+		if (rc < 0)
+			die(lname, rc);
+		if (pass == 1) /* from the store: no node's copy made */
+			lazy(s, POOL_SNAP_REMOTE | POOL_SNAP_RECORD, true, NULL);
+		t0 = now_ms();
+		if ((rc = pool_snap_clone_lazy(s, &p)) < 0)
+			die("pool_snap_clone_lazy", rc);
+		touch_ws(p);
+		t = now_ms() - t0;
+		if ((rc = pool_snap_clone_wait(s)) < 0)
+			die("pool_snap_clone_wait", rc);
+		printf("  %-34s %10.2f ms (%s)\n", "first lazy clone, working set", t, what[pass]);
+		munmap(p, size);
+		pool_snap_close(s);
+		pool_snap_remove(pool, lname);
+	}
 }
 
 /* A scattered working set in a fixed random order (xorshift, seed 1). */
@@ -743,6 +787,7 @@ int main(int argc, char **argv)
 	printf("  %-34s %10.2f ms (%.2f ms prefetching): %.1fx\n", "from the store, prefetched",
 	       with, u, without / with);
 	printf("  %-34s %10.2f ms\n", "from the node's copy, prefetched", wcopy);
+	lazy_clone_ws_rows(pool, argv[1], argv[2]);
 	clones(s);
 	pool_snap_close(s);
 	pool_close(pool);

@@ -184,6 +184,14 @@ check "16 lazy clones from one handle: its one thread fills and serves them all"
 	"$SNAP" lazyclone l3 "$sumc" 16
 cat "$TEST_DIR/out"
 check "remove l3" "$POOLCTL" snap rm l3
+# With a recorded working set the first lazy clone's fill writes those pages
+# first, in the order they were touched (here last to first): still whole.
+check "put it again as l4" "$POOLCTL" snap put l4 "$TEST_DIR/c.img"
+check "a restore from the store records every 7th page, last to first" "$SNAP" record l4 7
+check_out "^recorded 2340 pages\$" "2,340 pages"
+check "the first lazy clone, its copy filled with them first, is bit-exact" "$SNAP" lazyclone l4 "$sumc" 2
+check "l4's copy is ready and whole" "$SNAP" clonefd l4 "$sumc"
+check "remove l4" "$POOLCTL" snap rm l4
 if have_nobody "$SNAP"; then
 	check "uid nobody's lazy clone (no full userfaultfd for it: the fill comes first)" \
 		as_nobody "$SNAP" lazyclone p "$sump"

@@ -22,6 +22,10 @@
  *       fill), checks each whole against SUM, writes a page in each; once
  *       the copy is full, each write is still its clone's own and a clone
  *       of the copy is the image; prints the times
+ *   pool-snap record NAME STEP
+ *       a lazy restore of NAME from the store (no node's copy made) that
+ *       touches every STEP-th page, last to first, recorded as its working
+ *       set; prints how many pages it touched
  *   pool-snap lazyclones NAME N SUM
  *       N processes at once each make a lazy clone as lazyclone does: one
  *       fills the node's copy, the others follow its fill
@@ -65,6 +69,7 @@ static int usage(void)
 			"       pool-snap clones NAME N PROCS SUM\n"
 			"       pool-snap clonefd NAME SUM\n"
 			"       pool-snap lazyclone NAME SUM [N]\n"
+			"       pool-snap record NAME STEP\n"
 			"       pool-snap lazyclones NAME N SUM\n"
 			"       pool-snap save PARENT NAME N SEED [CLASS]\n");
 	return 2;
@@ -517,6 +522,38 @@ static int save(struct pool *pool, char **argv, const char *cls)
 	return rc < 0 ? fail("pool_snap_save_end", rc) : 0;
 }
 
+/* pool-snap record: see the top of the file. */
+static int record(struct pool *pool, const char *name, uint64_t step)
+{
+	struct pool_snap_restore *r;
+	struct pool_snap *s;
+	volatile uint8_t *p;
+	uint64_t size, pg, n = 0;
+	int rc;
+
+	rc = pool_snap_open(pool, name, &s);
+	if (rc < 0)
+		return fail(name, rc);
+	size = pool_snap_size(s);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED || step == 0)
+		return fail("mmap", -ENOMEM);
+	rc = pool_snap_restore_lazy(s, (void *)p, POOL_SNAP_REMOTE | POOL_SNAP_RECORD, &r);
+	if (rc < 0)
+		return fail("pool_snap_restore_lazy", rc);
+	for (pg = size / PAGE; pg >= step; n++) {
+		pg -= step;
+		(void)p[pg * PAGE];
+	}
+	rc = pool_snap_restore_end(r);
+	munmap((void *)p, size);
+	pool_snap_close(s);
+	if (rc < 0)
+		return fail("pool_snap_restore_end", rc);
+	printf("recorded %llu pages\n", (unsigned long long)n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct pool *pool;
@@ -543,6 +580,8 @@ int main(int argc, char **argv)
 		rc = clone_fd(pool, argv[2], strtoull(argv[3], NULL, 16));
 	else if (strcmp(argv[1], "save") == 0 && (argc == 6 || argc == 7))
 		rc = save(pool, argv + 2, argc == 7 ? argv[6] : NULL);
+	else if (strcmp(argv[1], "record") == 0 && argc == 4)
+		rc = record(pool, argv[2], strtoull(argv[3], NULL, 0));
 	else if (strcmp(argv[1], "lazyclone") == 0 && (argc == 4 || argc == 5))
 		rc = lazy_clone(pool, argv[2], strtoull(argv[3], NULL, 16),
 				argc == 5 ? atoi(argv[4]) : 1);
