@@ -75,6 +75,14 @@ void pool_xfer_close(struct pool *pool);
 
 /* kv.c */
 void kv_set_holder(struct pool_kv *kv, const char *region);
+/*
+ * pool_kv_put_batch() of values a dedup namespace most likely has (a
+ * snapshot's pages its parent holds): the two-phase way, so that a value
+ * the store has costs its key, not a copy of its bytes (the one-request
+ * way copies every value out first); one it lacks is written all the same.
+ */
+int kv_put_batch_known(struct pool_kv *kv, size_t n, const void *const *keys, const size_t *klens,
+		       const void *const *values, const size_t *vlens, int *ret_status);
 int kv_count_op(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *const *keys,
 		const size_t *klens, uint64_t *ret_count);
 int kv_ns_usage(struct pool *pool, const char *ns, uint64_t *ret_bytes, uint64_t *ret_values);

@@ -423,8 +423,14 @@ static int kv_put_phased(struct pool_kv *kv, size_t n, const void *const *keys, 
 		wire_msg_free(&crep->base);
 		crep = NULL;
 	}
-	for (i = 0; i < n; i++)
+	for (i = 0, k = 0; i < n; i++) {
 		versions[i] = status[i] == 0 ? rep->locations[i]->version : 0;
+		k += status[i] == 0;
+	}
+	if (k == 0) { /* nothing was reserved (a dedup store had every value): nothing to commit */
+		rc = 0;
+		goto out;
+	}
 	/* Commit what was written; failed keys commit nothing (their version is 0). */
 	rc = kv_call_pinned(kv, POOL__KV_OP__KV_OP_COMMIT, n, keys, klens, NULL, versions, pin,
 			    &crep);
@@ -701,6 +707,15 @@ POOL_EXPORT int pool_kv_put_batch_pinned(struct pool_kv *kv, size_t n, const voi
 		return kv_rest(kv, true, n, keys, klens, (void *const *)values, vlens, NULL, &ask,
 			       ret_status, rc);
 	return kv_put_phased(kv, n, keys, klens, values, vlens, &ask, ret_status);
+}
+
+/* A put of values a dedup store likely has (see internal.h): the two-phase way. */
+int kv_put_batch_known(struct pool_kv *kv, size_t n, const void *const *keys, const size_t *klens,
+		       const void *const *values, const size_t *vlens, int *ret_status)
+{
+	static const struct kv_pin_ask keep = {POOL_KV_PIN_KEEP, 0};
+
+	return kv_put_phased(kv, n, keys, klens, values, vlens, &keep, ret_status);
 }
 
 POOL_EXPORT int pool_kv_put_batch(struct pool_kv *kv, size_t n, const void *const *keys,

@@ -250,10 +250,11 @@ static int64_t snap_now_ms(void)
 /*
  * Take references to a batch of distinct pages, storing those the store
  * lacks: the number stored, or -errno. Pages another put is writing now
- * (-EAGAIN) are asked for again until it commits them.
+ * (-EAGAIN) are asked for again until it commits them. known: the store
+ * most likely has them all (a save's pages its parent holds).
  */
 static int snap_put_batch(struct pool_kv *kv, const struct snap_pages *src, uint64_t page_size,
-			  const struct snap_ref *refs, size_t n)
+			  const struct snap_ref *refs, size_t n, bool known)
 {
 	const void *keys[SNAP_BATCH], *vals[SNAP_BATCH];
 	size_t klens[SNAP_BATCH], vlens[SNAP_BATCH], i, k;
@@ -267,7 +268,8 @@ static int snap_put_batch(struct pool_kv *kv, const struct snap_pages *src, uint
 		vlens[i] = page_size;
 	}
 	while (n > 0) {
-		rc = pool_kv_put_batch(kv, n, keys, klens, vals, vlens, status);
+		rc = known ? kv_put_batch_known(kv, n, keys, klens, vals, vlens, status)
+			   : pool_kv_put_batch(kv, n, keys, klens, vals, vlens, status);
 		if (rc < 0)
 			return rc;
 		for (i = 0, k = 0; i < n; i++) {
@@ -296,13 +298,18 @@ static int snap_hdr_write(struct pool_region *r, const struct snap_header *h)
 	return pool_region_write(r, 0, h, sizeof(*h));
 }
 
-/* Store the pages, their references the manifest's, and seal it. */
+/*
+ * Store the pages, their references the manifest's, and seal it. With
+ * parent_keys (a save keyed as its parent), the pages src takes from the
+ * parent go first, as pages the store has.
+ */
 static int snap_store(struct pool *pool, struct pool_region *r, const char *rname,
-		      struct snap_header *h, const struct snap_pages *src, const uint8_t *hashes)
+		      struct snap_header *h, const struct snap_pages *src, const uint8_t *hashes,
+		      bool parent_keys)
 {
-	struct snap_ref *refs = NULL;
+	struct snap_ref *refs = NULL, t;
 	struct pool_kv *kv;
-	size_t n = 0, i, k;
+	size_t n = 0, nknown = 0, i, k;
 	int rc;
 
 	rc = snap_distinct(hashes, h->npages, &refs, &n);
@@ -315,9 +322,15 @@ static int snap_store(struct pool *pool, struct pool_region *r, const char *rnam
 	}
 	kv_set_holder(kv, rname);
 	h->distinct = n;
+	for (i = 0; parent_keys && i < n; i++)
+		if (src->slot == NULL || src->slot[refs[i].page] == SNAP_NO_SLOT) {
+			t = refs[nknown];
+			refs[nknown++] = refs[i];
+			refs[i] = t;
+		}
 	for (i = 0; i < n && rc >= 0; i += k) {
-		k = MIN((size_t)SNAP_BATCH, n - i);
-		rc = snap_put_batch(kv, src, h->page_size, refs + i, k);
+		k = MIN((size_t)SNAP_BATCH, (i < nknown ? nknown : n) - i);
+		rc = snap_put_batch(kv, src, h->page_size, refs + i, k, i < nknown);
 		if (rc >= 0)
 			h->new_pages += (uint64_t)rc;
 	}
@@ -443,7 +456,7 @@ int snap_put_pages(struct pool *pool, const char *name, const struct snap_pages 
 	if (rc == 0 && h.state_len > 0)
 		rc = pool_region_write(r, h.state_off, opts->state, h.state_len);
 	if (rc == 0)
-		rc = snap_store(pool, r, rname, &h, src, hashes);
+		rc = snap_store(pool, r, rname, &h, src, hashes, known != NULL);
 	if (rc == 0)
 		rc = pool_region_keep(pool, rname); /* sealed: it stays */
 	pool_region_close(r); /* unless kept, the manifest and its references go with its lease */
