@@ -203,16 +203,12 @@ static void clone_row(struct pool_snap *s, const char *what)
 	munmap(p, size);
 }
 
-/* The first clone of a copy nobody made yet (a second snapshot of the image), made lazily. */
-static void lazy_clone_row(struct pool *pool, const char *name, const char *file)
+/* Put file's image again as lname, and open it: a snapshot no node has a copy of. */
+static struct pool_snap *put_open(struct pool *pool, const char *lname, const char *file)
 {
 	struct pool_snap *s;
-	char lname[POOL_SNAP_NAME_MAX + 1];
-	double t0, t1, t2;
-	void *p;
 	int rc, fd;
 
-	snprintf(lname, sizeof(lname), "%.53s.lazy", name);
 	if ((fd = open(file, O_RDONLY)) < 0) {
 		perror(file);
 		exit(1);
@@ -223,6 +219,20 @@ static void lazy_clone_row(struct pool *pool, const char *name, const char *file
 		rc = pool_snap_open(pool, lname, &s);
 	if (rc < 0)
 		die(lname, rc);
+	return s;
+}
+
+/* The first clone of a copy nobody made yet (a second snapshot of the image), made lazily. */
+static void lazy_clone_row(struct pool *pool, const char *name, const char *file)
+{
+	struct pool_snap *s;
+	char lname[POOL_SNAP_NAME_MAX + 1];
+	double t0, t1, t2;
+	void *p;
+	int rc;
+
+	snprintf(lname, sizeof(lname), "%.53s.lazy", name);
+	s = put_open(pool, lname, file);
 	t0 = now_ms();
 	if ((rc = pool_snap_clone_lazy(s, &p)) < 0)
 		die("pool_snap_clone_lazy", rc);
@@ -280,21 +290,12 @@ static void lazy_clone_ws_rows(struct pool *pool, const char *name, const char *
 	struct pool_snap *s;
 	char lname[POOL_SNAP_NAME_MAX + 1];
 	double t0, t;
-	int pass, rc, fd;
+	int pass, rc;
 	void *p;
 
 	snprintf(lname, sizeof(lname), "%.53s.lws", name);
 	for (pass = 0; pass < 2; pass++) {
-		if ((fd = open(file, O_RDONLY)) < 0) {
-			perror(file);
-			exit(1);
-		}
-		rc = pool_snap_put_fd(pool, lname, fd, NULL);
-		close(fd);
-		if (rc == 0)
-			rc = pool_snap_open(pool, lname, &s);
-		if (rc < 0)
-			die(lname, rc);
+		s = put_open(pool, lname, file);
 		if (pass == 1) /* from the store: no node's copy made */
 			lazy(s, POOL_SNAP_REMOTE | POOL_SNAP_RECORD, true, NULL);
 		t0 = now_ms();
