@@ -25,6 +25,7 @@ random.seed(21)
 sys.stdout.buffer.write(b"".join(bytes(4096) if p % 3 == 0 else random.randbytes(4096)
                                  for p in range(int(sys.argv[1]))))' $PAGES >"$TEST_DIR/img"
 check "store the image" "$POOLCTL" snap put vm1 "$TEST_DIR/img" mode=0644
+check "record a working set of every 7th page" "$top_builddir/tests/tools/pool-snap" record vm1 7
 
 # serve NAME SOCKET ARGS...: poolctl snap serve in the background, until its socket is there.
 serve() {
@@ -98,6 +99,7 @@ for k in 1 2 3; do is_memory "s$k" "${sums[k]}" "s$k is the memory after round $
 is_memory s3b "${sums[3]}" "s3b is that memory too"
 check "s3 names its parent" "$POOLCTL" snap info s3
 check_out "^parent: +vm1\$" "vm1"
+check_out "^working set: +1170 pages from 1 restores" "and starts with its working set"
 check_out "^new pages: +[0-9]+ " "its put says what was new"
 
 # Fork: s2 restored twice while a VMM restored from vm1 runs on.
