@@ -319,7 +319,7 @@ static int snap_lazy_add(struct snap_lazy *l, void *addr, int uffd)
 	}
 	m.r[0] = (struct fc_region){reg.range.start, snap->hdr.image_len, 0, snap->hdr.page_size};
 	/* One page per fault: the pages after it may be in the copy already. */
-	rc = uffd_server_new_fetch(uffd, 0, &m, snap_lazy_fetch, snap, snap->hdr.image_len,
+	rc = uffd_server_new_fetch(uffd, 0, -1, &m, snap_lazy_fetch, snap, snap->hdr.image_len,
 				   UFFD_SERVER_ZEROPAGE | (l->filling ? UFFD_SERVER_RECORD : 0),
 				   err, sizeof(err), &c->s);
 	ev.data.ptr = c;

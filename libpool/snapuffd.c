@@ -113,7 +113,7 @@ static void snapuffd_src_close(struct snapuffd_src *src)
 }
 
 /* A page server for one restore, taking uffd (closed on failure too). */
-static int snapuffd_server(const struct snapuffd_src *src, int uffd, pid_t peer,
+static int snapuffd_server(const struct snapuffd_src *src, int uffd, pid_t peer, int pidfd,
 			   const struct fc_mappings *m, unsigned flags, char *err, size_t errlen,
 			   struct uffd_server **ret)
 {
@@ -125,10 +125,10 @@ static int snapuffd_server(const struct snapuffd_src *src, int uffd, pid_t peer,
 	if (flags & POOL_SNAP_TRACK)
 		uflags |= UFFD_SERVER_TRACK;
 	if (src->image != NULL)
-		return uffd_server_new(uffd, peer, m, src->image, src->len, uflags, err, errlen,
-				       ret);
-	return uffd_server_new_fetch(uffd, peer, m, snapuffd_fetch, src->snap, src->len, uflags,
-				     err, errlen, ret);
+		return uffd_server_new(uffd, peer, pidfd, m, src->image, src->len, uflags, err,
+				       errlen, ret);
+	return uffd_server_new_fetch(uffd, peer, pidfd, m, snapuffd_fetch, src->snap, src->len,
+				     uflags, err, errlen, ret);
 }
 
 /* The recorded working set, in order of first touch; none when it cannot be read. */
@@ -261,7 +261,7 @@ static int snapuffd_restore_server(struct pool_snap_restore *r)
 	dup_fd = fcntl(r->uffd, F_DUPFD_CLOEXEC, 0);
 	if (dup_fd < 0)
 		return pool_err(-errno, "userfaultfd: dup: %s", strerror(errno));
-	rc = snapuffd_server(&r->src, dup_fd, 0, &m, r->flags, err, sizeof(err), &r->s);
+	rc = snapuffd_server(&r->src, dup_fd, 0, -1, &m, r->flags, err, sizeof(err), &r->s);
 	if (rc < 0)
 		return pool_err(rc, "snapshot %s: %s", r->src.snap->name, err);
 	return 0;
@@ -461,14 +461,16 @@ static void snapuffd_vm_end(struct snapuffd_serve *sv, struct snapuffd_conn *c, 
 static int snapuffd_start(struct snapuffd_serve *sv, struct snapuffd_conn *c,
 			  const struct fc_mappings *m, char *err, size_t errlen)
 {
-	int uffd, rc;
+	int uffd, pidfd, rc;
 
 	rc = fc_validate(m, sv->src.len, err, errlen);
 	if (rc < 0)
 		return rc;
 	uffd = c->h->uffd;
 	c->h->uffd = -1;
-	rc = snapuffd_server(&sv->src, uffd, c->peer, m, sv->flags, err, errlen, &c->s);
+	pidfd = c->h->peer_pidfd;
+	c->h->peer_pidfd = -1;
+	rc = snapuffd_server(&sv->src, uffd, c->peer, pidfd, m, sv->flags, err, errlen, &c->s);
 	if (rc == 0 && (sv->flags & POOL_SNAP_PREFETCH))
 		c->nws = snapuffd_ws(sv->src.snap, &c->ws);
 	return rc;

@@ -49,6 +49,10 @@
 
 #include "snapshot/fc.h"
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
+
 #define JSON_DEPTH_MAX 16
 #define FC_PAGE_MIN 4096
 #define FC_PAGE_MAX (UINT64_C(1) << 30)
@@ -528,6 +532,7 @@ void fc_handshake_init(struct fc_handshake *h)
 	h->len = 0;
 	h->uffd = -1;
 	h->peer_pid = 0;
+	h->peer_pidfd = -1;
 	h->buf[0] = '\0';
 }
 
@@ -536,6 +541,9 @@ void fc_handshake_clear(struct fc_handshake *h)
 	if (h->uffd >= 0)
 		close(h->uffd);
 	h->uffd = -1;
+	if (h->peer_pidfd >= 0)
+		close(h->peer_pidfd);
+	h->peer_pidfd = -1;
 }
 
 /* The fd is a userfaultfd: its /proc link names the anon inode. */
@@ -584,13 +592,23 @@ static int fc_take_fds(struct fc_handshake *h, struct msghdr *mh, char *err, siz
 	return rc;
 }
 
+/*
+ * Who connected: its pid (SO_PEERCRED) and, from Linux 6.5, a pidfd of that
+ * very process (SO_PEERPIDFD): a pidfd opened later from the pid could
+ * name another process, had the VMM exited and its pid been reused since.
+ */
 static void fc_peer_pid(struct fc_handshake *h, int sock)
 {
 	struct ucred uc;
 	socklen_t len = sizeof(uc);
+	int pidfd;
 
-	if (h->peer_pid == 0 && getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0)
-		h->peer_pid = uc.pid;
+	if (h->peer_pid != 0 || getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &uc, &len) != 0)
+		return;
+	h->peer_pid = uc.pid;
+	len = sizeof(pidfd);
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && pidfd >= 0)
+		h->peer_pidfd = pidfd;
 }
 
 /* Read a piece of the handshake (see fc.h). */

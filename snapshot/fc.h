@@ -36,6 +36,7 @@ struct fc_handshake {
 	size_t len;
 	int uffd;
 	pid_t peer_pid; /* SO_PEERCRED at connect time, 0 when unknown */
+	int peer_pidfd; /* SO_PEERPIDFD: that process, -1 when unknown; owned until taken */
 	char buf[FC_MSG_MAX + 1];
 };
 
@@ -56,7 +57,7 @@ void fc_handshake_init(struct fc_handshake *h);
  */
 int fc_handshake_recv(struct fc_handshake *h, int sock, struct fc_mappings *ret_map, char *err,
 		      size_t errlen);
-/* Close what the handshake still owns (the userfaultfd, unless taken). */
+/* Close what the handshake still owns (the userfaultfd and the pidfd, unless taken). */
 void fc_handshake_clear(struct fc_handshake *h);
 /*
  * The whole handshake on a connected socket, waiting at most timeout_ms:

@@ -287,9 +287,9 @@ static int uffd_track_start(struct uffd_server *s, char *err, size_t errlen)
 }
 
 /* Create a server reading from image, or else through fetch. */
-static int uffd_server_create(int uffd, pid_t peer, const struct fc_mappings *m, const void *image,
-			      uffd_fetch_fn fetch, void *arg, uint64_t image_len, unsigned flags,
-			      char *err, size_t errlen, struct uffd_server **ret)
+static int uffd_server_create(int uffd, pid_t peer, int pidfd, const struct fc_mappings *m,
+			      const void *image, uffd_fetch_fn fetch, void *arg, uint64_t image_len,
+			      unsigned flags, char *err, size_t errlen, struct uffd_server **ret)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
 	struct uffd_server *s;
@@ -355,7 +355,9 @@ static int uffd_server_create(int uffd, pid_t peer, const struct fc_mappings *m,
 	if ((flags & UFFD_SERVER_TRACK) && (rc = uffd_track_start(s, err, errlen)) < 0)
 		goto out_epoll;
 	if (peer > 0) {
-		s->pidfd = (int)syscall(SYS_pidfd_open, peer, 0);
+		/* The socket's pidfd names the process that connected, even if it is gone now. */
+		s->pidfd = pidfd >= 0 ? pidfd : (int)syscall(SYS_pidfd_open, peer, 0);
+		pidfd = -1;
 		if (s->pidfd < 0) {
 			rc = -errno;
 			seterr(err, errlen, "pidfd_open(%d): %s", (int)peer, strerror(errno));
@@ -367,6 +369,9 @@ static int uffd_server_create(int uffd, pid_t peer, const struct fc_mappings *m,
 			seterr(err, errlen, "pidfd: epoll_ctl: %s", strerror(errno));
 			goto out_pidfd;
 		}
+	} else if (pidfd >= 0) {
+		close(pidfd); /* no VMM to watch */
+		pidfd = -1;
 	}
 	*ret = s;
 	return 0;
@@ -381,37 +386,45 @@ out_free:
 out_uffd:
 	if (uffd >= 0)
 		close(uffd);
+	if (pidfd >= 0)
+		close(pidfd);
 	return rc;
 }
 
+static void uffd_close_fds(int uffd, int pidfd)
+{
+	if (uffd >= 0)
+		close(uffd);
+	if (pidfd >= 0)
+		close(pidfd);
+}
+
 /* Create a server over an image in memory (see uffd.h). */
-int uffd_server_new(int uffd, pid_t peer, const struct fc_mappings *m, const void *image,
+int uffd_server_new(int uffd, pid_t peer, int pidfd, const struct fc_mappings *m, const void *image,
 		    uint64_t image_len, unsigned flags, char *err, size_t errlen,
 		    struct uffd_server **ret)
 {
 	if (image == NULL) {
 		seterr(err, errlen, "invalid arguments");
-		if (uffd >= 0)
-			close(uffd);
+		uffd_close_fds(uffd, pidfd);
 		return -EINVAL;
 	}
-	return uffd_server_create(uffd, peer, m, image, NULL, NULL, image_len, flags, err, errlen,
-				  ret);
+	return uffd_server_create(uffd, peer, pidfd, m, image, NULL, NULL, image_len, flags, err,
+				  errlen, ret);
 }
 
 /* Create a server over a fetch source (see uffd.h). */
-int uffd_server_new_fetch(int uffd, pid_t peer, const struct fc_mappings *m, uffd_fetch_fn fetch,
-			  void *arg, uint64_t image_len, unsigned flags, char *err, size_t errlen,
-			  struct uffd_server **ret)
+int uffd_server_new_fetch(int uffd, pid_t peer, int pidfd, const struct fc_mappings *m,
+			  uffd_fetch_fn fetch, void *arg, uint64_t image_len, unsigned flags,
+			  char *err, size_t errlen, struct uffd_server **ret)
 {
 	if (fetch == NULL) {
 		seterr(err, errlen, "invalid arguments");
-		if (uffd >= 0)
-			close(uffd);
+		uffd_close_fds(uffd, pidfd);
 		return -EINVAL;
 	}
-	return uffd_server_create(uffd, peer, m, NULL, fetch, arg, image_len, flags, err, errlen,
-				  ret);
+	return uffd_server_create(uffd, peer, pidfd, m, NULL, fetch, arg, image_len, flags, err,
+				  errlen, ret);
 }
 
 void uffd_server_free(struct uffd_server *s)

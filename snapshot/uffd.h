@@ -49,13 +49,14 @@ struct uffd_stats {
 };
 
 /*
- * A server for the userfaultfd uffd (taken over: closed by
- * uffd_server_free(), also on failure here) of the VMM peer (its pid, 0 if
- * unknown), whose regions m lie in the image [image, image+image_len),
- * which must stay mapped until the server is freed. flags: UFFD_SERVER_*.
- * 0 or -errno, with a message in err.
+ * A server for the userfaultfd uffd of the VMM peer (its pid, 0 if
+ * unknown; pidfd, its pidfd from the socket, or -1 to open one from the
+ * pid), whose regions m lie in the image [image, image+image_len), which
+ * must stay mapped until the server is freed. uffd and pidfd are taken
+ * over: closed by uffd_server_free(), also on failure here. flags:
+ * UFFD_SERVER_*. 0 or -errno, with a message in err.
  */
-int uffd_server_new(int uffd, pid_t peer, const struct fc_mappings *m, const void *image,
+int uffd_server_new(int uffd, pid_t peer, int pidfd, const struct fc_mappings *m, const void *image,
 		    uint64_t image_len, unsigned flags, char *err, size_t errlen,
 		    struct uffd_server **ret);
 /*
@@ -63,9 +64,9 @@ int uffd_server_new(int uffd, pid_t peer, const struct fc_mappings *m, const voi
  * instead: one page per fault, one call per prefetch or fill batch. A fetch
  * error fails the restore like any other (see uffd_server_handle()).
  */
-int uffd_server_new_fetch(int uffd, pid_t peer, const struct fc_mappings *m, uffd_fetch_fn fetch,
-			  void *arg, uint64_t image_len, unsigned flags, char *err, size_t errlen,
-			  struct uffd_server **ret);
+int uffd_server_new_fetch(int uffd, pid_t peer, int pidfd, const struct fc_mappings *m,
+			  uffd_fetch_fn fetch, void *arg, uint64_t image_len, unsigned flags,
+			  char *err, size_t errlen, struct uffd_server **ret);
 void uffd_server_free(struct uffd_server *s);
 /* The fd to wait on (readable: call uffd_server_handle()). */
 int uffd_server_fd(const struct uffd_server *s);

@@ -388,6 +388,23 @@ static void test_handshake(void)
 }
 
 /* The message arriving in pieces, the fd with the first one. */
+/* The pid a pidfd names (its fdinfo's Pid: line), or -1. */
+static pid_t pidfd_pid(int fd)
+{
+	char path[64], line[128];
+	pid_t pid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, "Pid:", 4) == 0)
+			pid = (pid_t)atoi(line + 4);
+	if (f != NULL)
+		fclose(f);
+	return pid;
+}
+
 static void test_handshake_pieces(void)
 {
 	struct fc_handshake *h = malloc(sizeof(*h));
@@ -410,7 +427,11 @@ static void test_handshake_pieces(void)
 	CU_ASSERT_EQUAL(fc_handshake_recv(h, sv[0], &m, err, sizeof(err)), 0);
 	CU_ASSERT(h->uffd >= 0);
 	CU_ASSERT_EQUAL(m.r[0].size, 8192);
-	CU_ASSERT_EQUAL(count_fds(), before + 1);
+	/* The peer's pidfd names the process that connected: this one. */
+	CU_ASSERT_EQUAL(h->peer_pid, getpid());
+	CU_ASSERT(h->peer_pidfd >= 0);
+	CU_ASSERT_EQUAL(pidfd_pid(h->peer_pidfd), getpid());
+	CU_ASSERT_EQUAL(count_fds(), before + 2);
 	fc_handshake_clear(h);
 	CU_ASSERT_EQUAL(count_fds(), before);
 	close(fd);

@@ -431,11 +431,11 @@ static void restore(struct run *run)
 	close(ls);
 	unlink(sockpath);
 	if (run->fetch != NULL)
-		rc = uffd_server_new_fetch(uffd, peer, &m, fake_fetch, run->fetch, IMAGE,
+		rc = uffd_server_new_fetch(uffd, peer, -1, &m, fake_fetch, run->fetch, IMAGE,
 					   run->flags, err, sizeof(err), &s);
 	else
-		rc =
-		    uffd_server_new(uffd, peer, &m, image, IMAGE, run->flags, err, sizeof(err), &s);
+		rc = uffd_server_new(uffd, peer, -1, &m, image, IMAGE, run->flags, err, sizeof(err),
+				     &s);
 	if (rc != 0)
 		fprintf(stderr, "\n  server: %s\n", err);
 	CU_ASSERT_FATAL(rc == 0);
@@ -610,13 +610,13 @@ static void test_wrong_image(void)
 	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 
 	CU_ASSERT_FATAL(fd >= 0);
-	CU_ASSERT_EQUAL(uffd_server_new(fd, 0, &m, image, IMAGE - PAGE, 0, err, sizeof(err), &s),
-			-EINVAL);
+	CU_ASSERT_EQUAL(
+	    uffd_server_new(fd, 0, -1, &m, image, IMAGE - PAGE, 0, err, sizeof(err), &s), -EINVAL);
 	CU_ASSERT_PTR_NULL(s);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "outside the"));
 	CU_ASSERT_EQUAL(count_fds(), before); /* the uffd is closed on failure too */
 	fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	CU_ASSERT_EQUAL(uffd_server_new(fd, 0, &m, image, IMAGE, 0x80, err, sizeof(err), &s),
+	CU_ASSERT_EQUAL(uffd_server_new(fd, 0, -1, &m, image, IMAGE, 0x80, err, sizeof(err), &s),
 			-EINVAL);
 	CU_ASSERT_EQUAL(count_fds(), before);
 }
@@ -776,7 +776,8 @@ static void test_fetch_args(void)
 
 	CU_ASSERT_FATAL(fd >= 0);
 	CU_ASSERT_EQUAL(
-	    uffd_server_new_fetch(fd, 0, &m, NULL, NULL, IMAGE, 0, err, sizeof(err), &s), -EINVAL);
+	    uffd_server_new_fetch(fd, 0, -1, &m, NULL, NULL, IMAGE, 0, err, sizeof(err), &s),
+	    -EINVAL);
 	CU_ASSERT_PTR_NULL(s);
 	CU_ASSERT_EQUAL(count_fds(), before);
 }
