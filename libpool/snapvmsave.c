@@ -14,14 +14,17 @@
  *
  * Which pages. snapshot/uffd.c write-protects every page it places and
  * sees each first write after that as a fault; uffd_server_written() hands
- * over the pages written since the last save and protects them again. So
- * a save copies only what was written since the last one, and the VMM is
- * held, for writes only, while those pages are read from it
- * (process_vm_readv: it needs the VMM's uid or CAP_SYS_PTRACE). The copies
- * are kept, one per page written since the restore (struct snapvm_copies,
- * the size of what the sandbox wrote), so that each save can store the
- * whole diff on the restored snapshot; the room for them is taken and
- * faulted in before the VMM is held, as pool_snap_save_new() does.
+ * over the pages written since the last save and protects them again: the
+ * instant the save is of, and the only time the VMM is held. The serve
+ * loop then reads them from the VMM (process_vm_readv: it needs the VMM's
+ * uid or CAP_SYS_PTRACE) a batch a round while the VMM runs on, a write to
+ * one not read yet waiting until it is (snapvm_job_copy(),
+ * uffd_server_save_step()). So a save reads only what was written since
+ * the last one. The copies are kept, one per page written since the
+ * restore (struct snapvm_copies, the size of what the sandbox wrote), so
+ * that each save can store the whole diff on the restored snapshot; the
+ * room for them is taken and faulted in before the VMM is held, as
+ * pool_snap_save_new() does.
  *
  * The store runs in a thread of its own (about a second for 2 GiB, every
  * page referenced): the serve loop goes on serving faults meanwhile, and

@@ -61,9 +61,10 @@
  * Writes. With UFFD_SERVER_TRACK the server registers the guest regions
  * again, for write-protect faults as well (userfaultfd's ioctls act on the
  * address space of the process that made the fd, the VMM's, whoever calls
- * them). Every page it places is write-protected (UFFDIO_COPY_MODE_WP; a
- * zero page is write-protected after UFFDIO_ZEROPAGE, before the wake),
- * except the page of a write fault, which is written at once. A first
+ * them). Every page it places is write-protected (UFFDIO_COPY_MODE_WP;
+ * zeros are copied too, as UFFDIO_ZEROPAGE cannot protect a page before it
+ * wakes the faulting thread), except the page of a write fault, which is
+ * written at once. A first
  * write to a protected page is a write-protect fault: the page is marked
  * written and unprotected, which wakes the writer; later writes cost
  * nothing. A page removed (REMOVE, UNMAP) is written too: it now reads as
@@ -251,8 +252,7 @@ static void uffd_free_bufs(struct uffd_server *s)
 	free(s->state);
 }
 
-/* Set the write protection of guest range [addr, addr + len): on, or off (which wakes its writers).
- */
+/* Write-protect guest range [addr, addr + len), or (on false) not, which wakes its writers. */
 static int uffd_protect(struct uffd_server *s, uint64_t addr, uint64_t len, bool on)
 {
 	struct uffdio_writeprotect w = {.range = {addr, len},
@@ -261,8 +261,7 @@ static int uffd_protect(struct uffd_server *s, uint64_t addr, uint64_t len, bool
 	return ioctl(s->uffd, UFFDIO_WRITEPROTECT, &w) < 0 ? -errno : 0;
 }
 
-/* UFFD_SERVER_TRACK: register the regions for write-protect faults too (see the top of the file).
- */
+/* UFFD_SERVER_TRACK: register the regions for write-protect faults too (see the top). */
 static int uffd_track_start(struct uffd_server *s, char *err, size_t errlen)
 {
 	unsigned i;
