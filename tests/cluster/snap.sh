@@ -5,7 +5,8 @@
 # lazily there through userfaultfd; node 3 dedups against it; shared
 # snapshots put from nodes 2 and 3 dedup and read back; snap place
 # has nodes make their copies ahead of use (admins only); a clone saved on
-# node 4 wakes on node 3 and forks on node 2, bit-exact; a lost lender
+# node 4 wakes on node 3 and forks on node 2, bit-exact, then is saved on
+# node 3 as a running VMM and wakes on node 1; a lost lender
 # turns reads into a clear error, not a hang, and other snapshots stay whole.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 SNAP="$top_builddir/tests/tools/pool-snap"
@@ -84,6 +85,39 @@ got=$(cluster_exec 3 "$FC" --timeout 60 "$sock3" $((64 << 20)))
 wait $serve || { not_ok "snap serve on node 3"; cat "$CLUSTER_TMP/serve"; }
 snap 2 lazyclone a.s4 "$sums4" 8 >"$CLUSTER_TMP/out" 2>&1 &&
 	ok "node 2 forks it 8 ways, each as it was saved" || { not_ok "forks on node 2"; cat "$CLUSTER_TMP/out"; }
+
+# Woken on node 3 again, as a VMM served from the lenders with --track, it
+# writes 300 pages and is saved while it runs (a.s4.vm: the pages that
+# stayed come from node 3's copy of a.s4, made for the store); the save
+# wakes on node 1, bit-exact.
+cluster_exec 3 "$POOLCTL" -s "$(pool_sock 3)" snap serve a.s4 "$sock3" --remote --track --max 1 \
+	>"$CLUSTER_TMP/serve" 2>&1 &
+serve=$!
+for _ in $(seq 100); do [ -S "$sock3" ] && break; sleep 0.05; done
+rm -f "$CLUSTER_TMP/vm.in"; mkfifo "$CLUSTER_TMP/vm.in"
+cluster_exec 3 "$FC" --timeout 60 --rounds 1 --write 300 "$sock3" $((64 << 20)) \
+	<"$CLUSTER_TMP/vm.in" >"$CLUSTER_TMP/vm.out" 2>&1 &
+vmm=$!
+exec 9>"$CLUSTER_TMP/vm.in"
+for _ in $(seq 600); do grep -q "^round 1 " "$CLUSTER_TMP/vm.out" && break; sleep 0.1; done
+sumvm=$(sed -n 's/^round 1 //p' "$CLUSTER_TMP/vm.out")
+"$POOLCTL" snap save "$sock3" "$(sed -n 's/^pid //p' "$CLUSTER_TMP/vm.out")" a.s4.vm >"$CLUSTER_TMP/out" 2>&1 &&
+	grep -q "^saved a.s4.vm: 300 pages written since the last save, held [0-9.]* ms; diff 300 pages$" \
+		"$CLUSTER_TMP/out" &&
+	ok "node 3 saves the VMM that writes 300 pages, while it runs" ||
+	{ not_ok "VMM save on node 3"; cat "$CLUSTER_TMP/out" "$CLUSTER_TMP/vm.out" "$CLUSTER_TMP/serve"; }
+exec 9>&-
+wait $vmm || not_ok "the VMM on node 3 ended badly: $(cat "$CLUSTER_TMP/vm.out")"
+wait $serve || { not_ok "snap serve --track on node 3"; cat "$CLUSTER_TMP/serve"; }
+sock1="$(cluster_dir 1)/uffd.sock"
+cluster_exec 1 "$POOLCTL" -s "$(pool_sock 1)" snap serve a.s4.vm "$sock1" --remote --max 1 \
+	>"$CLUSTER_TMP/serve" 2>&1 &
+serve=$!
+for _ in $(seq 100); do [ -S "$sock1" ] && break; sleep 0.05; done
+got=$(cluster_exec 1 "$FC" --timeout 60 "$sock1" $((64 << 20)))
+[ -n "$sumvm" ] && [ "$got" = "$sumvm" ] &&
+	ok "it wakes on node 1 as it was when saved" || { not_ok "wake on node 1: $got, saved $sumvm"; cat "$CLUSTER_TMP/serve"; }
+wait $serve || { not_ok "snap serve on node 1"; cat "$CLUSTER_TMP/serve"; }
 
 # snap place: the admin has nodes 3 and 4 make their copies of p (put on
 # node 2) ahead of use, so that a clone on node 3 fills nothing.
