@@ -2,7 +2,7 @@
 lib_LTLIBRARIES += libpool/libpool.la
 include_HEADERS += libpool/libpool.h
 libpool_libpool_la_SOURCES = libpool/libpool.h libpool/internal.h libpool/pool.c libpool/error.c \
-	libpool/region.c libpool/xfer.c libpool/kv.c libpool/vec.c libpool/snap.h libpool/snap.c libpool/snapcopy.c libpool/snaplazy.c libpool/snapsave.c libpool/snapuffd.c libpool/snapvmsave.c
+	libpool/region.c libpool/xfer.c libpool/kv.c libpool/vec.c libpool/snap.h libpool/snap.c libpool/snapbase.c libpool/snapcopy.c libpool/snaplazy.c libpool/snapsave.c libpool/snapuffd.c libpool/snapvmsave.c
 libpool_libpool_la_CPPFLAGS = $(AM_CPPFLAGS) -DPOOL_BUILDING_LIB
 libpool_libpool_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(XXHASH_CFLAGS)
 libpool_libpool_la_LIBADD = proto/libwire.la common/libcommon.la fabric/libfabric.la \

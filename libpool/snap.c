@@ -819,21 +819,91 @@ int snap_fetch(struct pool_snap *snap, size_t n, const uint64_t *pages, void *co
 	return k > 0 ? snap_fetch_batch(snap, k, batch, bb) : 0;
 }
 
-int snap_fill_pages(struct pool_snap *snap, int fd, const uint64_t *pages, size_t n, void *bounce)
+int snap_page_acquire(struct pool_snap *snap, uint64_t p, const uint8_t **ret_data,
+		      struct pool_kv_ref **ret_ref)
+{
+	const uint8_t *hash;
+	const void *data;
+	size_t len;
+	int rc;
+
+	*ret_data = NULL;
+	*ret_ref = NULL;
+	if (p >= snap->hdr.npages)
+		return pool_err(-EINVAL, "page %llu of a snapshot of %llu", (unsigned long long)p,
+				(unsigned long long)snap->hdr.npages);
+	if ((rc = snap_hash(snap, p, &hash)) < 0 || snap_zero_hash(hash))
+		return rc;
+	rc = pool_kv_acquire(snap->pages, hash, SNAP_HASH_LEN, &data, &len, ret_ref);
+	if (rc == 0 && len != snap->hdr.page_size) {
+		pool_kv_release(*ret_ref);
+		*ret_ref = NULL;
+		rc = -EBADMSG;
+	}
+	if (rc < 0)
+		return pool_err(POOL_ELOST, "snapshot '%s': page %llu is lost from the store (%s)",
+				snap->name, (unsigned long long)p,
+				rc == -EBADMSG ? "wrong size" : pool_strerror(rc));
+	*ret_data = data;
+	return 0;
+}
+
+/*
+ * Pages larger than a write (2 MiB): each acquired and written from where
+ * it lies, SNAP_FILL_WRITE_BYTES at a time, between() before each, rather
+ * than fetched whole first (a fetch of 2 MiB is a wait of milliseconds
+ * for what between() serves). A zero page is written from bounce, zeroed.
+ */
+static int snap_fill_big(struct pool_snap *snap, int fd, const uint64_t *pages, size_t n,
+			 void *bounce, int (*between)(void *arg), void *arg)
+{
+	uint64_t ps = snap->hdr.page_size, at, len;
+	struct pool_kv_ref *ref;
+	const uint8_t *src;
+	size_t k;
+	int rc = 0;
+
+	for (k = 0; k < n && rc == 0; k++) {
+		if ((rc = snap_page_acquire(snap, pages[k], &src, &ref)) < 0)
+			break;
+		if (src == NULL)
+			src = memset(bounce, 0, ps);
+		for (at = 0; at < ps && rc == 0; at += len) {
+			len = MIN(ps - at, (uint64_t)SNAP_FILL_WRITE_BYTES);
+			if (between != NULL && (rc = between(arg)) < 0)
+				break;
+			if (pwrite(fd, src + at, len, (off_t)(pages[k] * ps + at)) != (ssize_t)len)
+				rc = pool_err(-EIO, "snapshot %s: writing the node's copy: %s",
+					      snap->name, strerror(errno));
+		}
+		if (ref != NULL)
+			(void)pool_kv_release(ref); /* a pin poold drops with us anyway */
+	}
+	return rc;
+}
+
+int snap_fill_pages(struct pool_snap *snap, int fd, const uint64_t *pages, size_t n, void *bounce,
+		    int (*between)(void *arg), void *arg)
 {
 	uint64_t ps = snap->hdr.page_size;
 	void *bufs[SNAP_BATCH];
 	size_t k, run;
 	int rc;
 
-	if (n > SNAP_BATCH)
-		return pool_err(-EINVAL, "snap_fill_pages: more than %d pages", SNAP_BATCH);
+	if (n == 0 || n > SNAP_BATCH)
+		return n == 0
+			   ? 0
+			   : pool_err(-EINVAL, "snap_fill_pages: more than %d pages", SNAP_BATCH);
+	if (ps > SNAP_FILL_WRITE_BYTES)
+		return snap_fill_big(snap, fd, pages, n, bounce, between, arg);
 	for (k = 0; k < n; k++) {
 		if (pages[k] >= snap->hdr.npages)
 			return pool_err(-EINVAL, "snap_fill_pages: outside the image");
 		bufs[k] = (uint8_t *)bounce + k * ps;
 	}
 	if ((rc = snap_fetch(snap, n, pages, bufs)) < 0)
+		return rc;
+	if (between != NULL && (rc = between(arg)) < 0)
 		return rc;
 	/* One pwrite a run of pages that follow each other in the list and the image. */
 	for (k = 0; k < n; k += run) {
@@ -855,7 +925,7 @@ int snap_fill_fd(struct pool_snap *snap, int fd, uint64_t first, size_t n, void 
 		return pool_err(-EINVAL, "snap_fill_fd: outside the image");
 	for (k = 0; k < n; k++)
 		pages[k] = first + k;
-	return snap_fill_pages(snap, fd, pages, n, bounce);
+	return snap_fill_pages(snap, fd, pages, n, bounce, NULL, NULL);
 }
 
 /* Whole pages into out in batches, a partial first or last one through a bounce page. */

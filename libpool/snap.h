@@ -122,6 +122,13 @@ bool snap_zero_hash(const uint8_t *hash);
  */
 int snap_fetch(struct pool_snap *snap, size_t n, const uint64_t *pages, void *const *bufs);
 /*
+ * Page p's bytes where they lie (pool_kv_acquire(): in place in a local
+ * arena, else copied here), *ret_ref to release; for a zero page *ret_data
+ * and *ret_ref are NULL. 0, or -errno (POOL_ELOST: not in the store).
+ */
+int snap_page_acquire(struct pool_snap *snap, uint64_t p, const uint8_t **ret_data,
+		      struct pool_kv_ref **ret_ref);
+/*
  * Pages [first, first + n) of the image (n at most SNAP_BATCH) into the
  * memfd fd at their offsets, through bounce (n pages). With pwrite(2),
  * not through a mapping: a page the kernel adds to a memfd for a store
@@ -129,8 +136,15 @@ int snap_fetch(struct pool_snap *snap, size_t n, const uint64_t *pages, void *co
  * its bytes are in; pwrite keeps it locked until it holds them all.
  */
 int snap_fill_fd(struct pool_snap *snap, int fd, uint64_t first, size_t n, void *bounce);
-/* The same for the listed pages (at most SNAP_BATCH), in any order. */
-int snap_fill_pages(struct pool_snap *snap, int fd, const uint64_t *pages, size_t n, void *bounce);
+/*
+ * The same for the listed pages (at most SNAP_BATCH), in any order;
+ * between(arg), if not NULL, is called before the writes, and before each
+ * SNAP_FILL_WRITE_BYTES of a larger page (a 2 MiB page in four): a -errno
+ * from it ends the fill.
+ */
+#define SNAP_FILL_WRITE_BYTES (512u << 10)
+int snap_fill_pages(struct pool_snap *snap, int fd, const uint64_t *pages, size_t n, void *bounce,
+		    int (*between)(void *arg), void *arg);
 /*
  * The recorded working set (malloc'd, *ret_n entries), and adding a restore's first touches to it.
  */
@@ -158,6 +172,32 @@ int snap_copy_fill(struct pool_snap *snap, int fd);
 int snap_copy_end(struct pool_snap *snap, bool done);
 /* A clone: a private, writable mapping of the copy fd. */
 int snap_clone_map(struct pool_snap *snap, int fd, void **ret_addr);
+
+/* snapbase.c: a snapshot of 2 MiB pages served in base pages */
+struct snap_base {
+	struct pool_snap *snap;
+	uint64_t per;		 /* base pages in a snapshot page */
+	uint64_t held;		 /* the snapshot page in reach, or UINT64_MAX */
+	struct pool_kv_ref *ref; /* its value, acquired (NULL: a page of zeros) */
+	const uint8_t *data;	 /* its bytes */
+};
+/*
+ * Base pages per snapshot page for the page server of a range: 1 when the
+ * snapshot's pages are base pages, or the range's are huge (hugetlbfs),
+ * and pages are placed as they are stored.
+ */
+uint64_t snap_base_per(const struct pool_snap *snap, bool huge_range);
+int snap_base_new(struct pool_snap *snap, uint64_t per, struct snap_base **ret);
+void snap_base_free(struct snap_base *b);
+/* A uffd_fetch_fn over a struct snap_base: base pages, read from the snapshot page they are in. */
+int snap_base_fetch(void *arg, size_t n, const uint64_t *pages, void *const *bufs);
+/*
+ * A list of base pages as snapshot pages (pages[i] / per), or with expand
+ * a list of snapshot pages as the base pages in them; malloc'd (NULL: no
+ * memory), its length in *ret_n.
+ */
+uint64_t *snap_base_pages(const uint64_t *pages, size_t n, uint64_t per, bool expand,
+			  size_t *ret_n);
 
 /* snapvmsave.c: a served VMM saved (pool_snap_serve() with POOL_SNAP_TRACK) */
 #define SNAPVM_LINE_MAX 255 /* bytes of a request line */

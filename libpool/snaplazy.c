@@ -23,6 +23,8 @@
  *     a fresh memfd), the clones get the rest of the image as pages of
  *     their own.
  * A clone asked for while the thread runs joins it, without asking poold.
+ * A clone is memory of base pages (the copy is not hugetlbfs): a snapshot
+ * of 2 MiB pages is served to it in base pages (snapbase.c).
  */
 #include "config.h"
 
@@ -57,12 +59,14 @@ struct snap_lazy_clone {
 
 struct snap_lazy {
 	struct pool_snap *snap;
-	bool filling;	/* this thread fills the copy; else another client does */
-	int fd;		/* the copy: writable when filling, else read-only */
-	uint64_t ino;	/* of its memfd */
-	uint64_t batch; /* pages of the fill at once (SNAPLAZY_BATCH_BYTES, at least one) */
-	void *bounce;	/* filling: a batch on its way to the copy */
-	int epfd;	/* over the clones' userfaultfds */
+	bool filling;		/* this thread fills the copy; else another client does */
+	int fd;			/* the copy: writable when filling, else read-only */
+	uint64_t ino;		/* of its memfd */
+	uint64_t batch;		/* pages of the fill at once (SNAPLAZY_BATCH_BYTES, at least one) */
+	struct snap_base *base; /* its faults served in base pages; NULL: as stored */
+	uint64_t per;		/* base pages the clones' servers place per snapshot page */
+	void *bounce;		/* filling: a batch on its way to the copy */
+	int epfd;		/* over the clones' userfaultfds */
 	pthread_mutex_t lock;
 	struct snap_lazy_clone **clones;
 	size_t nclones, cap;
@@ -119,7 +123,7 @@ static void snap_lazy_release(struct snap_lazy_clone *c)
  * even that fails, its userfaultfd stays open for good, and a thread that
  * touches a missing page stays blocked rather than run on zeros.
  */
-static int snap_lazy_own_rest(struct snap_lazy_clone *c, uint64_t batch)
+static int snap_lazy_own_rest(struct snap_lazy_clone *c, size_t batch)
 {
 	int rc;
 
@@ -154,11 +158,17 @@ static int snap_lazy_serve(struct snap_lazy *l, int timeout_ms, uint64_t *ret_ne
 		if (rc < 0)
 			return rc; /* a page could not be fetched: nor, then, the fill */
 		if (ret_next != NULL && (nt = uffd_server_touched(c->s, &pages)) > c->seen) {
-			*ret_next = pages[nt - 1] + 1;
+			*ret_next = pages[nt - 1] / l->per + 1;
 			c->seen = nt;
 		}
 	}
 	return 0;
+}
+
+/* Within a batch of the fill: what the clones wait for is not behind all of it. */
+static int snap_lazy_between(void *arg)
+{
+	return snap_lazy_serve(arg, 0, NULL);
 }
 
 /*
@@ -185,7 +195,8 @@ static int snap_lazy_fill_ws(struct snap_lazy *l, uint8_t *have)
 			}
 		rc = snap_lazy_serve(l, 0, NULL);
 		if (rc == 0 && k > 0)
-			rc = snap_fill_pages(l->snap, l->fd, pages, k, l->bounce);
+			rc = snap_fill_pages(l->snap, l->fd, pages, k, l->bounce, snap_lazy_between,
+					     l);
 	}
 	free(ws);
 	return rc;
@@ -201,7 +212,8 @@ static int snap_lazy_fill_batch(struct snap_lazy *l, size_t b, const uint8_t *ha
 	for (; p < end; p++)
 		if (!have[p])
 			pages[k++] = p;
-	return k > 0 ? snap_fill_pages(l->snap, l->fd, pages, k, l->bounce) : 0;
+	return k > 0 ? snap_fill_pages(l->snap, l->fd, pages, k, l->bounce, snap_lazy_between, l)
+		     : 0;
 }
 
 /*
@@ -275,7 +287,7 @@ static void *snap_lazy_thread(void *arg)
 		if (rc == 0)
 			snap_lazy_release(l->clones[i]);
 		else
-			snap_lazy_own_rest(l->clones[i], l->batch);
+			snap_lazy_own_rest(l->clones[i], l->batch * l->per);
 	}
 	l->result = rc;
 	return NULL;
@@ -292,7 +304,8 @@ static int snap_lazy_add(struct snap_lazy *l, void *addr, int uffd)
 	    .range = {(uint64_t)(uintptr_t)addr, snap->hdr.image_len},
 	    .mode = UFFDIO_REGISTER_MODE_MISSING,
 	};
-	struct fc_mappings m = {.n = 1, .page_size = snap->hdr.page_size};
+	uint64_t ps = snap->hdr.page_size / l->per;
+	struct fc_mappings m = {.n = 1, .page_size = ps};
 	struct epoll_event ev = {.events = EPOLLIN};
 	struct snap_lazy_clone *c, **cs;
 	char err[FC_ERR_MAX];
@@ -317,11 +330,18 @@ static int snap_lazy_add(struct snap_lazy *l, void *addr, int uffd)
 		free(c);
 		return rc;
 	}
-	m.r[0] = (struct fc_region){reg.range.start, snap->hdr.image_len, 0, snap->hdr.page_size};
-	/* One page per fault: the pages after it may be in the copy already. */
-	rc = uffd_server_new_fetch(uffd, 0, -1, &m, snap_lazy_fetch, snap, snap->hdr.image_len,
-				   UFFD_SERVER_ZEROPAGE | (l->filling ? UFFD_SERVER_RECORD : 0),
-				   err, sizeof(err), &c->s);
+	m.r[0] = (struct fc_region){reg.range.start, snap->hdr.image_len, 0, ps};
+	/*
+	 * One page per fault: the pages after it may be in the copy already,
+	 * and would be made the clone's own. Not so for the base pages of a
+	 * snapshot page: the fill writes a snapshot page at once.
+	 */
+	rc = uffd_server_new_fetch(
+	    uffd, 0, -1, &m, l->base != NULL ? snap_base_fetch : snap_lazy_fetch,
+	    l->base != NULL ? (void *)l->base : snap, snap->hdr.image_len,
+	    UFFD_SERVER_ZEROPAGE | (l->base != NULL ? UFFD_SERVER_AROUND : 0) |
+		(l->filling ? UFFD_SERVER_RECORD : 0),
+	    err, sizeof(err), &c->s);
 	ev.data.ptr = c;
 	if (rc == 0 && epoll_ctl(l->epfd, EPOLL_CTL_ADD, uffd_server_fd(c->s), &ev) < 0)
 		rc = -errno;
@@ -347,6 +367,7 @@ static void snap_lazy_free(struct snap_lazy *l)
 		free(l->clones[i]);
 	free(l->clones);
 	free(l->bounce);
+	snap_base_free(l->base);
 	if (l->epfd >= 0)
 		close(l->epfd);
 	if (l->fd >= 0)
@@ -373,11 +394,13 @@ static int snap_lazy_start(struct pool_snap *snap, int fd, void *addr, int uffd,
 	l->snap = snap;
 	l->filling = filling;
 	l->batch = MAX(SNAPLAZY_BATCH_BYTES / snap->hdr.page_size, (uint64_t)1);
+	l->per = snap_base_per(snap, false);
 	l->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	pthread_mutex_init(&l->lock, NULL);
 	if (l->fd < 0 || l->epfd < 0 || fstat(fd, &st) < 0 ||
-	    (filling && (l->bounce = malloc(l->batch * snap->hdr.page_size)) == NULL)) {
+	    (filling && (l->bounce = malloc(l->batch * snap->hdr.page_size)) == NULL) ||
+	    (l->per > 1 && snap_base_new(snap, l->per, &l->base) < 0)) {
 		rc = errno ? -errno : -ENOMEM;
 		close(uffd);
 		goto out;

@@ -9,7 +9,9 @@
  * image (snap_copy_fd()), mapped read-only: a fault costs one copy. With
  * POOL_SNAP_REMOTE they are fetched from the store (snap_fetch(), possibly
  * from remote lenders): one page per fault, the working set and the
- * background fill in batches of 4 MiB.
+ * background fill in batches of 4 MiB. A restore into this process's
+ * memory of base pages (not hugetlbfs) is served in base pages even when
+ * the snapshot's are 2 MiB (snapbase.c): a fault places 4 KiB, not 2 MiB.
  *
  * pool_snap_serve() is one thread and one poll loop over the listening
  * socket, the handshakes under way and the VMMs being served. Between
@@ -112,10 +114,13 @@ static void snapuffd_src_close(struct snapuffd_src *src)
 	src->image = NULL;
 }
 
-/* A page server for one restore, taking uffd (closed on failure too). */
-static int snapuffd_server(const struct snapuffd_src *src, int uffd, pid_t peer, int pidfd,
-			   const struct fc_mappings *m, unsigned flags, char *err, size_t errlen,
-			   struct uffd_server **ret)
+/*
+ * A page server for one restore, taking uffd (closed on failure too);
+ * base: its pages fetched as base pages (snap_base_fetch()), else NULL.
+ */
+static int snapuffd_server(const struct snapuffd_src *src, struct snap_base *base, int uffd,
+			   pid_t peer, int pidfd, const struct fc_mappings *m, unsigned flags,
+			   char *err, size_t errlen, struct uffd_server **ret)
 {
 	/* Pages after a fault's come with it, unless first touches are being recorded. */
 	unsigned uflags = UFFD_SERVER_ZEROPAGE | UFFD_SERVER_AROUND;
@@ -127,8 +132,9 @@ static int snapuffd_server(const struct snapuffd_src *src, int uffd, pid_t peer,
 	if (src->image != NULL)
 		return uffd_server_new(uffd, peer, pidfd, m, src->image, src->len, uflags, err,
 				       errlen, ret);
-	return uffd_server_new_fetch(uffd, peer, pidfd, m, snapuffd_fetch, src->snap, src->len,
-				     uflags, err, errlen, ret);
+	return uffd_server_new_fetch(
+	    uffd, peer, pidfd, m, base != NULL ? snap_base_fetch : snapuffd_fetch,
+	    base != NULL ? (void *)base : src->snap, src->len, uflags, err, errlen, ret);
 }
 
 /* The recorded working set, in order of first touch; none when it cannot be read. */
@@ -152,16 +158,27 @@ static size_t snapuffd_ws(struct pool_snap *snap, uint64_t **ret_pages)
 	return pages != NULL ? n : 0;
 }
 
-/* A restore ended well: add its first touches to the working set. */
-static int snapuffd_record(struct pool_snap *snap, const struct uffd_server *s, unsigned flags)
+/*
+ * A restore ended well: add its first touches to the working set (per:
+ * base pages its server placed per snapshot page).
+ */
+static int snapuffd_record(struct pool_snap *snap, const struct uffd_server *s, unsigned flags,
+			   uint64_t per)
 {
 	const uint64_t *pages;
+	uint64_t *sp;
 	size_t n;
+	int rc;
 
-	if (!(flags & POOL_SNAP_RECORD))
+	if (!(flags & POOL_SNAP_RECORD) || (n = uffd_server_touched(s, &pages)) == 0)
 		return 0;
-	n = uffd_server_touched(s, &pages);
-	return n > 0 ? snap_ws_merge(snap, pages, n) : 0;
+	if (per == 1)
+		return snap_ws_merge(snap, pages, n);
+	if ((sp = snap_base_pages(pages, n, per, false, &n)) == NULL)
+		return pool_err(-ENOMEM, "out of memory");
+	rc = snap_ws_merge(snap, sp, n);
+	free(sp);
+	return rc;
 }
 
 static int64_t snapuffd_now_ms(void)
@@ -176,6 +193,8 @@ static int64_t snapuffd_now_ms(void)
 
 struct pool_snap_restore {
 	struct snapuffd_src src;
+	struct snap_base *base; /* served in base pages, from the store; else NULL */
+	uint64_t per;		/* base pages placed per snapshot page (1: as stored) */
 	unsigned flags;
 	void *addr;
 	int uffd;   /* our own copy: closed only once every page is in place */
@@ -227,7 +246,7 @@ static void *snapuffd_thread(void *arg)
 			break;
 		rc = uffd_server_handle(r->s);
 		if (rc == 0 && ready == 0 && fill) {
-			rc = uffd_server_fill(r->s, r->src.batch);
+			rc = uffd_server_fill(r->s, r->src.batch * r->per);
 			fill = rc == 0;
 			if (rc == UFFD_SERVER_FILLED)
 				rc = 0;
@@ -235,7 +254,7 @@ static void *snapuffd_thread(void *arg)
 	}
 	/* Nothing may be left to fault once our userfaultfd is closed. */
 	while (rc == 0)
-		rc = uffd_server_fill(r->s, r->src.batch);
+		rc = uffd_server_fill(r->s, r->src.batch * r->per);
 	r->result = rc == UFFD_SERVER_FILLED ? 0 : rc < 0 ? rc : -EIO;
 	return NULL;
 }
@@ -247,21 +266,34 @@ static int snapuffd_restore_server(struct pool_snap_restore *r)
 	    .range = {(uint64_t)(uintptr_t)r->addr, r->src.len},
 	    .mode = UFFDIO_REGISTER_MODE_MISSING,
 	};
-	struct fc_mappings m = {.n = 1, .page_size = r->src.page_size};
+	struct fc_mappings m = {.n = 1};
 	char err[FC_ERR_MAX];
 	int dup_fd, rc;
 
-	m.r[0] = (struct fc_region){reg.range.start, r->src.len, 0, r->src.page_size};
 	r->uffd = snapuffd_uffd_open();
 	if (r->uffd < 0)
 		return r->uffd;
 	if (ioctl(r->uffd, UFFDIO_REGISTER, &reg) < 0)
 		return pool_err(-errno, "userfaultfd: registering %p+%llu: %s", r->addr,
 				(unsigned long long)r->src.len, strerror(errno));
+	/*
+	 * hugetlbfs ranges are those without UFFDIO_ZEROPAGE. The pages a
+	 * tracked server says were written are the snapshot's: served as stored.
+	 */
+	r->per =
+	    r->flags & POOL_SNAP_TRACK
+		? 1
+		: snap_base_per(r->src.snap, !(reg.ioctls & (UINT64_C(1) << _UFFDIO_ZEROPAGE)));
+	if (r->per > 1 && r->src.image == NULL &&
+	    (rc = snap_base_new(r->src.snap, r->per, &r->base)) < 0)
+		return rc;
+	m.page_size = r->src.page_size / r->per;
+	m.r[0] = (struct fc_region){reg.range.start, r->src.len, 0, m.page_size};
 	dup_fd = fcntl(r->uffd, F_DUPFD_CLOEXEC, 0);
 	if (dup_fd < 0)
 		return pool_err(-errno, "userfaultfd: dup: %s", strerror(errno));
-	rc = snapuffd_server(&r->src, dup_fd, 0, -1, &m, r->flags, err, sizeof(err), &r->s);
+	rc =
+	    snapuffd_server(&r->src, r->base, dup_fd, 0, -1, &m, r->flags, err, sizeof(err), &r->s);
 	if (rc < 0)
 		return pool_err(rc, "snapshot %s: %s", r->src.snap->name, err);
 	return 0;
@@ -269,10 +301,15 @@ static int snapuffd_restore_server(struct pool_snap_restore *r)
 
 static void snapuffd_prefetch_all(struct pool_snap_restore *r)
 {
-	uint64_t *pages;
+	uint64_t *pages, *bp;
 	size_t n = snapuffd_ws(r->src.snap, &pages);
 
-	if (n > 0)
+	if (n > 0 && r->per > 1) { /* as base pages: without the memory, no prefetch */
+		bp = snap_base_pages(pages, n, r->per, true, &n);
+		free(pages);
+		pages = bp;
+	}
+	if (n > 0 && pages != NULL)
 		(void)uffd_server_prefetch(r->s, pages, n); /* a failure shows in the thread */
 	free(pages);
 }
@@ -321,6 +358,7 @@ out_uffd:
 	if (r->uffd >= 0)
 		close(r->uffd);
 	close(r->stopfd);
+	snap_base_free(r->base);
 out_src:
 	snapuffd_src_close(&r->src);
 out_free:
@@ -371,11 +409,12 @@ POOL_EXPORT int pool_snap_restore_end(struct pool_snap_restore *r)
 		pool_err(rc, "snapshot %s: lazy restore failed: %s", r->src.snap->name,
 			 uffd_server_error(r->s));
 	} else {
-		rc = snapuffd_record(r->src.snap, r->s, r->flags);
+		rc = snapuffd_record(r->src.snap, r->s, r->flags, r->per);
 		close(r->uffd);
 	}
 	snapuffd_report(r->src.snap, r->s, r->result < 0);
 	uffd_server_free(r->s);
+	snap_base_free(r->base);
 	close(r->stopfd);
 	snapuffd_src_close(&r->src);
 	free(r);
@@ -453,7 +492,7 @@ static void snapuffd_vm_end(struct snapuffd_serve *sv, struct snapuffd_conn *c, 
 		snapuffd_log(sv, c->peer, "failed", why);
 		return;
 	}
-	if (snapuffd_record(sv->src.snap, c->s, sv->flags) < 0)
+	if (snapuffd_record(sv->src.snap, c->s, sv->flags, 1) < 0)
 		snapuffd_log(sv, c->peer, "ended, its working set not merged", pool_errormsg());
 }
 
@@ -470,7 +509,8 @@ static int snapuffd_start(struct snapuffd_serve *sv, struct snapuffd_conn *c,
 	c->h->uffd = -1;
 	pidfd = c->h->peer_pidfd;
 	c->h->peer_pidfd = -1;
-	rc = snapuffd_server(&sv->src, uffd, c->peer, pidfd, m, sv->flags, err, errlen, &c->s);
+	rc =
+	    snapuffd_server(&sv->src, NULL, uffd, c->peer, pidfd, m, sv->flags, err, errlen, &c->s);
 	if (rc == 0 && (sv->flags & POOL_SNAP_PREFETCH))
 		c->nws = snapuffd_ws(sv->src.snap, &c->ws);
 	return rc;

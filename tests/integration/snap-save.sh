@@ -9,7 +9,9 @@
 # save into the shared class, or by another uid, keys its pages its own
 # way; bad calls are refused. Lazy clones of a snapshot of 2 MiB pages
 # (the clone mapped 2 MiB-aligned, a page partly there placed a base page
-# at a time).
+# at a time), and its lazy restores into memory of base pages (served a
+# base page at a time, from the store and from the node's copy; its
+# working set recorded in 2 MiB pages) and of 2 MiB hugetlbfs pages.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
 SNAP="$top_builddir/tests/tools/pool-snap"
 
@@ -58,6 +60,25 @@ check_out "^$want3\$" "s3 is its clone as it was"
 check "put the image in 2 MiB pages as h" "$POOLCTL" snap put h "$TEST_DIR/a.img" page=2M
 check "2 lazy clones of h, the first making the node's copy, each whole and right" \
 	timeout 60 "$SNAP" lazyclone h "$("$SNAP" sum "$TEST_DIR/a.img")" 2
+sumh=$("$SNAP" sum "$TEST_DIR/a.img")
+for mode in remote remote,prefetch copy; do
+	check "a lazy restore of h ($mode) into memory of base pages is the image" \
+		timeout 60 "$SNAP" restore h "$sumh" "$mode"
+done
+# record touches every 1024th base page from the top: every other 2 MiB page.
+check "a restore of h from the store recorded as its working set" timeout 60 "$SNAP" record h 1024
+[ "$(field h working_set_pages)" = 16 ] && ok "its working set is the 16 of h's 32 pages it touched (2 MiB pages, not base pages)" ||
+	not_ok "h's working set: $(field h working_set_pages) pages"
+check "a lazy restore of h prefetching that set is the image" timeout 60 "$SNAP" restore h "$sumh" remote,prefetch
+hugepages=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)
+{ echo $((hugepages + 32)) >/proc/sys/vm/nr_hugepages; } 2>/dev/null
+if [ "$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)" -ge 32 ]; then
+	check "a lazy restore of h into 2 MiB hugetlbfs pages is the image" \
+		timeout 60 "$SNAP" restore h "$sumh" remote,huge
+else
+	echo "ok - # SKIP no 32 free 2 MiB pages to be had"
+fi
+{ echo "$hugepages" >/proc/sys/vm/nr_hugepages; } 2>/dev/null
 save "a clone of h writes 20 pages and is saved as hs" h hs 20 3
 check_out "^written 20 pages$" "20 of its 2 MiB pages were written (one 4 KiB page each)"
 wanth=$(saved_sum)

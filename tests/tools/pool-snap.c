@@ -26,6 +26,13 @@
  *       a lazy restore of NAME from the store (no node's copy made) that
  *       touches every STEP-th page, last to first, recorded as its working
  *       set; prints how many pages it touched
+ *   pool-snap restore NAME SUM MODE
+ *       a lazy restore of NAME (pool_snap_restore_lazy()) into fresh
+ *       anonymous memory, MODE a comma list of remote (from the store, else
+ *       the node's copy), prefetch, record, fill, and huge (the memory in
+ *       2 MiB hugetlbfs pages); touches every 4 KiB page last to first,
+ *       checks the memory whole against SUM; prints how long its first
+ *       touch took
  *   pool-snap lazyclones NAME N SUM
  *       N processes at once each make a lazy clone as lazyclone does: one
  *       fills the node's copy, the others follow its fill
@@ -70,6 +77,7 @@ static int usage(void)
 			"       pool-snap clonefd NAME SUM\n"
 			"       pool-snap lazyclone NAME SUM [N]\n"
 			"       pool-snap record NAME STEP\n"
+			"       pool-snap restore NAME SUM MODE\n"
 			"       pool-snap lazyclones NAME N SUM\n"
 			"       pool-snap save PARENT NAME N SEED [CLASS]\n");
 	return 2;
@@ -554,6 +562,55 @@ static int record(struct pool *pool, const char *name, uint64_t step)
 	return 0;
 }
 
+/* pool-snap restore: see the top of the file. */
+static int restore(struct pool *pool, const char *name, uint64_t sum, const char *mode)
+{
+	static const struct {
+		const char *word;
+		unsigned flag;
+	} flags[] = {{"remote", POOL_SNAP_REMOTE},
+		     {"prefetch", POOL_SNAP_PREFETCH},
+		     {"record", POOL_SNAP_RECORD},
+		     {"fill", POOL_SNAP_FILL}};
+	struct pool_snap_restore *r;
+	struct pool_snap *s;
+	volatile uint8_t *p;
+	unsigned f = 0;
+	uint64_t size, pg;
+	double t0, first;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (strstr(mode, flags[i].word) != NULL)
+			f |= flags[i].flag;
+	if ((rc = pool_snap_open(pool, name, &s)) < 0)
+		return fail(name, rc);
+	size = pool_snap_size(s);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | (strstr(mode, "huge") ? MAP_HUGETLB : 0), -1, 0);
+	if (p == MAP_FAILED)
+		return fail("mmap", -errno);
+	t0 = now_ms();
+	if ((rc = pool_snap_restore_lazy(s, (void *)p, f, &r)) < 0)
+		return fail("pool_snap_restore_lazy", rc);
+	(void)p[size - PAGE];
+	first = now_ms() - t0;
+	for (pg = size / PAGE; pg-- > 0;)
+		touched_sum += p[pg * PAGE];
+	if (XXH3_64bits((const void *)p, size) != sum) {
+		fprintf(stderr, "pool-snap: the restored memory is not the image\n");
+		return 1;
+	}
+	rc = pool_snap_restore_end(r);
+	munmap((void *)p, size);
+	pool_snap_close(s);
+	if (rc < 0)
+		return fail("pool_snap_restore_end", rc);
+	printf("restored, every page right; the first touch took %.2f ms\n", first);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct pool *pool;
@@ -580,6 +637,8 @@ int main(int argc, char **argv)
 		rc = clone_fd(pool, argv[2], strtoull(argv[3], NULL, 16));
 	else if (strcmp(argv[1], "save") == 0 && (argc == 6 || argc == 7))
 		rc = save(pool, argv + 2, argc == 7 ? argv[6] : NULL);
+	else if (strcmp(argv[1], "restore") == 0 && argc == 5)
+		rc = restore(pool, argv[2], strtoull(argv[3], NULL, 16), argv[4]);
 	else if (strcmp(argv[1], "record") == 0 && argc == 4)
 		rc = record(pool, argv[2], strtoull(argv[3], NULL, 0));
 	else if (strcmp(argv[1], "lazyclone") == 0 && (argc == 4 || argc == 5))
