@@ -62,10 +62,12 @@
  *
  *   pool-bench-snap forks NAME N
  *
- * N processes at once each fork NAME (pool_snap_open(), then
- * pool_snap_clone_lazy(), one of them making the node's copy), usable once
- * it read a page and wrote another: the median and the largest time, and
- * the wall time until the last was usable (the processes' start included).
+ * A clone of NAME writes 10 MiB and is saved as NAME.forks; N processes
+ * at once each fork that save (pool_snap_open(), then
+ * pool_snap_clone_lazy()), usable once it read a page and wrote another:
+ * the median and the largest time, and the wall time until the last was
+ * usable (the processes' start included). Twice: while one of them makes
+ * the node's copy, then with the copy made.
  *
  *   pool-bench-snap density NAME N READ_MIB WRITE_MIB
  *
@@ -445,7 +447,7 @@ static int cmp_double(const void *a, const void *b);
 static void usable_touch(uint8_t *p, uint64_t i);
 
 /* N processes fork name at once, each sending its time (ms) through a pipe. */
-static int forks_at_once(const char *name, int n)
+static int forks_at_once(const char *name, int n, const char *what)
 {
 	double *ms = calloc((size_t)n, sizeof(*ms)), start = now_ms(), wall;
 	int fds[2], i, got = 0;
@@ -488,12 +490,39 @@ static int forks_at_once(const char *name, int n)
 	for (i = 0; i < n; i++)
 		wait(NULL);
 	qsort(ms, (size_t)got, sizeof(*ms), cmp_double);
-	printf("%s: %d processes fork it at once, %d usable: each in a median %.2f ms, the "
+	printf("  %s: %d processes fork it at once, %d usable: each in a median %.2f ms, the "
 	       "largest %.2f ms; all in %.2f ms (%.2f ms a fork)\n",
-	       name, n, got, got > 0 ? ms[got / 2] : 0.0, got > 0 ? ms[got - 1] : 0.0, wall,
+	       what, n, got, got > 0 ? ms[got / 2] : 0.0, got > 0 ? ms[got - 1] : 0.0, wall,
 	       wall / n);
 	free(ms);
 	return got == n ? 0 : 1;
+}
+
+/* N forks of a fresh save of name at once: while its node's copy is made, and after. */
+static int forks(struct pool *pool, const char *name, int n)
+{
+	char fname[POOL_SNAP_NAME_MAX + 1];
+	struct pool_snap *s;
+	double held, stored;
+	uint8_t *c;
+	int rc;
+
+	s = bench_open(pool, name);
+	snprintf(fname, sizeof(fname), "%.52s.forks", name);
+	if ((rc = pool_snap_clone(s, (void **)&c)) < 0)
+		die("pool_snap_clone", rc);
+	save_dirty(c, 10, 11);
+	save_timed(s, c, fname, &held, &stored);
+	munmap(c, size);
+	pool_snap_close(s);
+	printf("%s: %llu MiB; forks of a save of it (10 MiB written)\n", name,
+	       (unsigned long long)(size >> 20));
+	fflush(stdout);
+	rc = forks_at_once(fname, n, "the node's copy made behind them");
+	if (rc == 0)
+		rc = forks_at_once(fname, n, "the node's copy made");
+	pool_snap_remove(pool, fname);
+	return rc;
 }
 
 /* A fork or a wake is usable: it read a page and wrote another. */
@@ -728,8 +757,13 @@ int main(int argc, char **argv)
 		pool_close(pool);
 		return rc;
 	}
-	if (argc == 4 && strcmp(argv[1], "forks") == 0)
-		return forks_at_once(argv[2], atoi(argv[3]));
+	if (argc == 4 && strcmp(argv[1], "forks") == 0) {
+		if ((rc = pool_open(NULL, 0, &pool)) < 0)
+			die("pool_open", rc);
+		rc = forks(pool, argv[2], atoi(argv[3]));
+		pool_close(pool);
+		return rc;
+	}
 	if (argc == 5 && strcmp(argv[1], "lifecycle") == 0) {
 		if ((rc = pool_open(NULL, 0, &pool)) < 0)
 			die("pool_open", rc);
