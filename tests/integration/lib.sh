@@ -28,6 +28,7 @@ pool_cleanup() {
 		done
 	fi
 	[ -n "$REMOTE_NS" ] && ip netns del "$REMOTE_NS" 2>/dev/null
+	hugepages_restore
 	if [ "$FAILS" -gt 0 ] && [ -f "$TEST_DIR/poold.log" ]; then
 		echo "--- poold.log"; tail -n 40 "$TEST_DIR/poold.log"
 	fi
@@ -35,6 +36,30 @@ pool_cleanup() {
 }
 trap pool_cleanup EXIT
 trap 'exit 130' INT TERM
+
+# hugepages_set N: vm.nr_hugepages to N (2 MiB pages, where the kernel has
+# them), until hugepages_restore (or the end of the test) puts back what it
+# was. vm.nr_hugepages is the machine's: the tests that change it take turns
+# (a lock on the file itself), or under make -j one would take or free
+# another's pages.
+hugepages_set() {
+	[ -r /proc/sys/vm/nr_hugepages ] || return 0 # no hugetlbfs: the tests skip
+	if [ -z "${HUGEPAGES_WAS:-}" ]; then
+		exec {HUGEPAGES_LOCK}</proc/sys/vm/nr_hugepages
+		flock "$HUGEPAGES_LOCK"
+		HUGEPAGES_WAS=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)
+	fi
+	{ echo "$1" >/proc/sys/vm/nr_hugepages; } 2>/dev/null
+}
+# hugepages_add N: N more than it was.
+hugepages_add() { hugepages_set $(($(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0) + $1)); }
+hugepages_free() { awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo; }
+hugepages_restore() {
+	[ -n "${HUGEPAGES_WAS:-}" ] || return 0
+	{ echo "$HUGEPAGES_WAS" >/proc/sys/vm/nr_hugepages; } 2>/dev/null
+	HUGEPAGES_WAS=
+	exec {HUGEPAGES_LOCK}>&-
+}
 
 # check DESCRIPTION COMMAND...: the command must succeed.
 check() {

@@ -70,15 +70,14 @@ check "a restore of h from the store recorded as its working set" timeout 60 "$S
 [ "$(field h working_set_pages)" = 16 ] && ok "its working set is the 16 of h's 32 pages it touched (2 MiB pages, not base pages)" ||
 	not_ok "h's working set: $(field h working_set_pages) pages"
 check "a lazy restore of h prefetching that set is the image" timeout 60 "$SNAP" restore h "$sumh" remote,prefetch
-hugepages=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)
-{ echo $((hugepages + 32)) >/proc/sys/vm/nr_hugepages; } 2>/dev/null
-if [ "$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)" -ge 32 ]; then
+hugepages_add 32
+if [ "$(hugepages_free)" -ge 32 ]; then
 	check "a lazy restore of h into 2 MiB hugetlbfs pages is the image" \
 		timeout 60 "$SNAP" restore h "$sumh" remote,huge
 else
 	echo "ok - # SKIP no 32 free 2 MiB pages to be had"
 fi
-{ echo "$hugepages" >/proc/sys/vm/nr_hugepages; } 2>/dev/null
+hugepages_restore
 save "a clone of h writes 20 pages and is saved as hs" h hs 20 3
 check_out "^written 20 pages$" "20 of its 2 MiB pages were written (one 4 KiB page each)"
 wanth=$(saved_sum)

@@ -113,12 +113,9 @@ tail -c +$((512 * 4096 + 1)) "$TEST_DIR/img" >"$TEST_DIR/img.after512"
 tail -c +$((1024 * 4096 + 1)) "$TEST_DIR/img" >"$TEST_DIR/img.after1024"
 after512=$("$FC" --sum "$TEST_DIR/img.after512" | sed 's/^/after them /')
 after1024=$("$FC" --sum "$TEST_DIR/img.after1024" | sed 's/^/after them /')
-hugepages=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)
-restore_hugepages() { [ -w /proc/sys/vm/nr_hugepages ] && echo "$hugepages" >/proc/sys/vm/nr_hugepages; }
-trap 'restore_hugepages; pool_cleanup' EXIT
 # Room for two guests' 32 MiB of 2 MiB pages, where the kernel gives it.
-{ echo $((hugepages + 32)) >/proc/sys/vm/nr_hugepages; } 2>/dev/null
-huge=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
+hugepages_add 32
+huge=$(hugepages_free)
 serve --max 6 || exit 1
 restore "Firecracker 1.12 on: page_size and page_size_kib, both bytes; the socket left open"
 restore "Firecracker 1.7 to 1.11: page_size_kib alone, in bytes; the socket closed" --firecracker 1.7
@@ -158,8 +155,8 @@ no_huge_restore() {
 		"$TEST_DIR/serve.err" && ok "$what: the failure is logged" ||
 		{ not_ok "$what: the failure is logged"; sed 's/^/  | /' "$TEST_DIR/serve.err"; }
 }
-if { echo 0 >/proc/sys/vm/nr_hugepages; } 2>/dev/null &&
-	[ "$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)" = 0 ]; then
+hugepages_set 0
+if [ "$(hugepages_free)" = 0 ]; then
 	serve --max 2 || exit 1
 	no_huge_restore "no free huge page" 137 "the VMM is killed" "$FC"
 	restore "the server goes on: a restore of 4 KiB pages after it"
@@ -185,7 +182,7 @@ if { echo 0 >/proc/sys/vm/nr_hugepages; } 2>/dev/null &&
 else
 	echo "ok - # SKIP the free huge pages cannot be set to none here"
 fi
-restore_hugepages
+hugepages_restore
 
 # A diff snapshot as Firecracker writes one (snapshot_type Diff): a sparse
 # file of the guest's size whose data are the 300 pages written since vm1.

@@ -220,11 +220,9 @@ is_memory rem "$sum" "it is the memory"
 stop_server
 
 # 2 MiB guest pages, where the kernel gives them.
-hugepages=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)
-restore_hugepages() { [ -w /proc/sys/vm/nr_hugepages ] && echo "$hugepages" >/proc/sys/vm/nr_hugepages; }
-trap 'restore_hugepages; [ -n "$VMM_PID" ] && kill -KILL "$VMM_PID" 2>/dev/null; pool_cleanup' EXIT
-{ echo $((hugepages + 40)) >/proc/sys/vm/nr_hugepages; } 2>/dev/null
-if [ "$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)" -ge 32 ]; then
+trap '[ -n "$VMM_PID" ] && kill -KILL "$VMM_PID" 2>/dev/null; pool_cleanup' EXIT
+hugepages_add 40
+if [ "$(hugepages_free)" -ge 32 ]; then
 	check "store it with 2 MiB pages" "$POOLCTL" snap put vmh "$TEST_DIR/img" page=2M
 	serve vmh "$SOCK" --track || exit 1
 	vmm --hugepages --rounds 2 --write 100 "$SOCK" $SIZE
@@ -239,7 +237,7 @@ if [ "$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)" -ge 32 ]; then
 else
 	echo "ok - # SKIP no 2 MiB pages to be had"
 fi
-restore_hugepages
+hugepages_restore
 
 # A server that may not read the VMM's memory: uid nobody's, a root VMM.
 if have_nobody "$POOLCTL"; then
