@@ -573,6 +573,7 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 	size_t i;
 
 	pd->node_id = rep->node_id;
+	sdnotify_serving(pd, "node, registered with the coordinator");
 	grant_expire_all(pd);
 	if (rep->has_was_dead && rep->was_dead)
 		kvowner_fenced(pd);

@@ -259,6 +259,7 @@ static void poold_free(struct poold *pd)
 	copy_close(); /* (nothing of theirs can complete now) */
 	firewall_close(pd);
 	peertls_close(pd);
+	sdnotify_close(pd);
 	control_close(pd->control);
 	free(pd->latency);
 	for (i = 0; i < ARRAY_SIZE(pd->sig_ev); i++)
@@ -390,12 +391,16 @@ int main(int argc, char **argv)
 			goto out;
 		event_reinit(pd.base);
 	}
+	if (sdnotify_open(&pd) < 0)
+		goto out;
 	/* UCX after the fork: its threads and fds belong to the daemon process. */
 	/* The rule first: the fabric's listener is never open to other uids. */
 	if (firewall_open(&pd) < 0 || poold_fabric_open(&pd) < 0 ||
 	    firewall_cover_fabric(&pd) < 0 || coordha_open(&pd, peer_follow) < 0)
 		goto out;
 	/* A candidate (coord.etcd) is a standby until it leads; it lends only then. */
+	if (coordha_standby(&pd))
+		sdnotify_serving(&pd, "standby for the coordinator (etcd)");
 	if (coordha_standby(&pd) && (rc = coordha_campaign(&pd)) != 0) {
 		rc = rc < 0;
 		goto out;
@@ -419,6 +424,11 @@ int main(int argc, char **argv)
 	log_info("poold %s started: %s %s, socket %s, config %s", PACKAGE_VERSION, msg,
 		 pd.conf->node_name, pd.conf->socket,
 		 pd.conf_path ? pd.conf_path : "built-in defaults");
+	if (pd.conf->role == ROLE_COORDINATOR)
+		sdnotify_serving(&pd,
+				 pd.coordha != NULL ? "coordinator (leader, etcd)" : "coordinator");
+	else /* ready once registered (peer.c) */
+		sdnotify_status(&pd, false, "node: registering with the coordinator");
 	poold_run(&pd);
 	rc = 0;
 	log_info("poold stopped");

@@ -36,6 +36,7 @@ struct regions;
 struct reconcile;
 struct kv_space;
 struct kvev;
+struct sdnotify;
 struct resp;
 struct resprelay;
 struct hold;
@@ -262,6 +263,7 @@ struct poold {
 	struct scrubs *scrubs;		 /* large extents being zeroed (scrub.c) */
 	struct grants *grants;		 /* what each local client session may reach (grant.c) */
 	struct firewall *firewall;	 /* fabric.firewall's rule (firewall.c) */
+	struct sdnotify *sdnotify;	 /* systemd's notify socket, if any (sdnotify.c) */
 	struct kvev *kvev;		 /* KV events, if kv_events.endpoint is set (kvevents.c) */
 	struct coordha *coordha; /* coord.etcd: the election, or following its leader (coordha.c) */
 };
@@ -1286,6 +1288,15 @@ void snapplace_serve(struct poold *pd, struct conn *conn, uint64_t req_id,
 void snapplace_close(struct poold *pd);
 void snap_recount_want(struct poold *pd);
 extern const struct ctl_handler snapplace_handlers[];
+
+/* sdnotify.c: systemd's READY=1, STATUS= and WATCHDOG=1 (Type=notify) */
+int sdnotify_open(struct poold *pd);
+/* A STATUS= line (printf), with READY=1 the first time ready is true. */
+void sdnotify_status(struct poold *pd, bool ready, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* READY=1 and what it serves as: role, its node id and the memory it lends. */
+void sdnotify_serving(struct poold *pd, const char *role);
+void sdnotify_close(struct poold *pd);
 
 /* firewall.c: the fabric's ports of every node admit poold's uid only (nftables) */
 int firewall_open(struct poold *pd);
