@@ -158,7 +158,7 @@ int cmd_snap_serve(struct cmd_ctx *ctx)
 
 const struct cmd_entry cmd_snap_serve_entry = {
     "snap serve",
-    "NAME SOCKET [...]",
+    "NAME SOCKET [--prefetch] [--record] [--remote] [--fill] [--track] [--max N]",
     2,
     10,
     DAEMON_NONE,

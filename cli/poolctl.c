@@ -30,8 +30,14 @@ static const struct cmd_entry *const cmd_table[] = {
     &cmd_snap_put_entry,      &cmd_snap_ls_entry,     &cmd_snap_info_entry,
     &cmd_snap_rm_entry,	      &cmd_snap_get_entry,    &cmd_snap_copies_entry,
     &cmd_snap_serve_entry,    &cmd_snap_save_entry,   &cmd_snap_place_entry,
-    &cmd_snap_gc_entry,
+    &cmd_snap_gc_entry,	      &cmd_completion_entry,
 };
+
+const struct cmd_entry *const *cmd_entries(size_t *ret_n)
+{
+	*ret_n = ARRAY_SIZE(cmd_table);
+	return cmd_table;
+}
 
 static void usage(FILE *f)
 {

@@ -65,6 +65,7 @@ extern const struct cmd_entry cmd_snap_copies_entry;
 extern const struct cmd_entry cmd_snap_serve_entry;
 extern const struct cmd_entry cmd_snap_save_entry;
 extern const struct cmd_entry cmd_snap_place_entry;
+extern const struct cmd_entry cmd_completion_entry;
 
 /* poolctl.c */
 struct pool;
@@ -72,6 +73,8 @@ int cmd_pool_open(struct cmd_ctx *ctx, struct pool **ret);
 int cmd_pool_fail(const char *what, int rc);
 int cmd_connect(struct cmd_ctx *ctx, int timeout_ms);
 int cmd_node_arg(const char *arg, uint32_t *ret);
+/* The command table, for cmd-completion.c. */
+const struct cmd_entry *const *cmd_entries(size_t *ret_n);
 
 /* cmd-snap-serve.c */
 int cmd_snap_serve(struct cmd_ctx *ctx);

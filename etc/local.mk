@@ -13,10 +13,13 @@ etc/poold.service: $(srcdir)/etc/poold.service.in Makefile
 # The user the unit runs poold as; made at install when systemd-sysusers is there.
 sysusersdir = $(prefix)/lib/sysusers.d
 EXTRA_DIST += etc/poold.sysusers
+# (and poolctl's bash completion, cli/local.mk, named for the command)
 install-data-local:
+	$(MKDIR_P) $(DESTDIR)$(bashcompletiondir)
+	$(INSTALL_DATA) cli/poolctl.bash $(DESTDIR)$(bashcompletiondir)/poolctl
 	$(MKDIR_P) $(DESTDIR)$(sysusersdir)
 	$(INSTALL_DATA) $(srcdir)/etc/poold.sysusers $(DESTDIR)$(sysusersdir)/poold.conf
 	if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then \
 		systemd-sysusers $(sysusersdir)/poold.conf || true; fi
 uninstall-local:
-	rm -f $(DESTDIR)$(sysusersdir)/poold.conf
+	rm -f $(DESTDIR)$(sysusersdir)/poold.conf $(DESTDIR)$(bashcompletiondir)/poolctl
