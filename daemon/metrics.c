@@ -383,6 +383,27 @@ static void metrics_latency(struct poold *pd, struct evbuffer *b)
 }
 
 /* What this poold is and lends. */
+/* How late the event loop runs (looplag.c). */
+static void metrics_loop(struct poold *pd, struct evbuffer *b)
+{
+	struct looplag_stats st;
+	size_t i;
+
+	looplag_stats(pd, &st);
+	metrics_head(b, "pool_loop_lag_seconds_total", "counter",
+		     "how late the event loop ran its timer, summed: time it spent in one turn, "
+		     "or not run");
+	evbuffer_add_printf(b, "pool_loop_lag_seconds_total %.6f\n", st.total_us / 1e6);
+	metrics_head(b, "pool_loop_lag_max_seconds", "gauge",
+		     "the longest of those delays in the last minute");
+	evbuffer_add_printf(b, "pool_loop_lag_max_seconds %.6f\n", st.max_us / 1e6);
+	metrics_head(b, "pool_loop_stalls_total", "counter",
+		     "delays of the event loop's timer longer than the level");
+	for (i = 0; i < LOOPLAG_STALL_LEVELS; i++)
+		evbuffer_add_printf(b, "pool_loop_stalls_total{over=\"%g\"} %llu\n",
+				    looplag_stall_us[i] / 1e6, (unsigned long long)st.stalls[i]);
+}
+
 static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *b)
 {
 	static const char *const states[] = {"up", "suspect", "dead"};
@@ -433,6 +454,7 @@ static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *
 		    pd->vec_queries);
 	metrics_snap(pd, b);
 	metrics_carves(pd, b);
+	metrics_loop(pd, b);
 }
 
 /* The KV families: each one's samples come together, one per namespace (and tier). */

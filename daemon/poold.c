@@ -260,6 +260,7 @@ static void poold_free(struct poold *pd)
 	firewall_close(pd);
 	peertls_close(pd);
 	sdnotify_close(pd);
+	looplag_close(pd);
 	control_close(pd->control);
 	free(pd->latency);
 	for (i = 0; i < ARRAY_SIZE(pd->sig_ev); i++)
@@ -418,7 +419,8 @@ int main(int argc, char **argv)
 			  pd.conf->role == ROLE_COORDINATOR ? "coordinator" : "node");
 		goto out;
 	}
-	if (metrics_open(&pd) < 0)
+	/* (the lag of the loop from now on: start-up's long steps are not stalls) */
+	if (metrics_open(&pd) < 0 || looplag_open(&pd) < 0)
 		goto out;
 	conf_format(pd.conf, conf_find("role"), msg, sizeof(msg));
 	log_info("poold %s started: %s %s, socket %s, config %s", PACKAGE_VERSION, msg,

@@ -37,6 +37,7 @@ struct reconcile;
 struct kv_space;
 struct kvev;
 struct sdnotify;
+struct looplag;
 struct resp;
 struct resprelay;
 struct hold;
@@ -264,6 +265,7 @@ struct poold {
 	struct grants *grants;		 /* what each local client session may reach (grant.c) */
 	struct firewall *firewall;	 /* fabric.firewall's rule (firewall.c) */
 	struct sdnotify *sdnotify;	 /* systemd's notify socket, if any (sdnotify.c) */
+	struct looplag *looplag;	 /* how late the loop runs (looplag.c) */
 	struct kvev *kvev;		 /* KV events, if kv_events.endpoint is set (kvevents.c) */
 	struct coordha *coordha; /* coord.etcd: the election, or following its leader (coordha.c) */
 };
@@ -1288,6 +1290,18 @@ void snapplace_serve(struct poold *pd, struct conn *conn, uint64_t req_id,
 void snapplace_close(struct poold *pd);
 void snap_recount_want(struct poold *pd);
 extern const struct ctl_handler snapplace_handlers[];
+
+/* looplag.c: how late the event loop runs, for the metrics */
+#define LOOPLAG_STALL_LEVELS 3
+extern const uint64_t looplag_stall_us[LOOPLAG_STALL_LEVELS]; /* 10 ms, 100 ms, 1 s */
+struct looplag_stats {
+	uint64_t total_us;		       /* lateness of the loop's timer, summed */
+	uint64_t max_us;		       /* the longest in the last minute */
+	uint64_t stalls[LOOPLAG_STALL_LEVELS]; /* ticks later than each level */
+};
+int looplag_open(struct poold *pd);
+void looplag_stats(const struct poold *pd, struct looplag_stats *st);
+void looplag_close(struct poold *pd);
 
 /* sdnotify.c: systemd's READY=1, STATUS= and WATCHDOG=1 (Type=notify) */
 int sdnotify_open(struct poold *pd);
