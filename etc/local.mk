@@ -10,6 +10,11 @@ etc/poold.service: $(srcdir)/etc/poold.service.in Makefile
 	sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
 		$(srcdir)/etc/poold.service.in >$@
 
+# A Grafana dashboard of the metrics endpoint (tests/integration/dashboard.sh
+# checks that what it queries is there).
+grafanadir = $(datadir)/pool/grafana
+dist_grafana_DATA = etc/grafana/pool.json
+
 # The user the unit runs poold as; made at install when systemd-sysusers is there.
 sysusersdir = $(prefix)/lib/sysusers.d
 EXTRA_DIST += etc/poold.sysusers

@@ -36,7 +36,7 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/kv-persist.sh tests/integration/kv-share.sh tests/integration/kv-pins.sh tests/integration/persist.sh tests/integration/resp.sh \
 	tests/integration/vec.sh tests/integration/metrics.sh tests/integration/leaks.sh \
 	tests/integration/snap.sh tests/integration/snapcopy.sh tests/integration/snap-uffd.sh \
-	tests/integration/snap-save.sh tests/integration/snap-vmsave.sh tests/integration/sdnotify.sh tests/integration/completion.sh \
+	tests/integration/snap-save.sh tests/integration/snap-vmsave.sh tests/integration/sdnotify.sh tests/integration/completion.sh tests/integration/dashboard.sh \
 	tests/integration/hostile.sh tests/integration/user.sh tests/integration/firewall.sh \
 	tests/integration/resp-compat.sh tests/integration/redis-suite.sh tests/integration/mooncake-suite.sh tests/integration/python.sh tests/integration/kvevents.sh \
 	tests/integration/kvevents-flood.sh tests/integration/kv-bulk.sh tests/integration/xfer.sh \
