@@ -21,34 +21,34 @@
  * them is left alone. The table is named after the control socket (one
  * poold per socket on a host): a crashed poold's is replaced at its next
  * start, and it is deleted at stop.
+ *
+ * The rules are nft scripts run in-process by libnftables, each one
+ * transaction; a refusal is reported with nft's own message.
  */
 #include "config.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include <event2/event.h>
+#include <nftables/libnftables.h>
 
 #include "daemon/poold.h"
-
-extern char **environ;
 
 /* Ports of one member the rule covers: a worker listens on one per network device. */
 #define FIREWALL_MEMBER_PORTS_MAX 64
 
 struct firewall {
+	struct nft_ctx *nft;	     /* libnftables, its output and errors kept */
+	char nft_error[160];	     /* the last refusal, nft's message */
 	bool on;		     /* the table is installed and in force */
 	char table[40];		     /* inet TABLE */
-	char state[200];	     /* for status: "on: ..." or "off: why" */
+	char state[384];	     /* for status: "on: ..." or "off: why" */
 	unsigned range_lo, range_hi; /* fabric.ports, 0-0 when unset */
 	uint32_t *own;		     /* the ports this poold's worker listens on, sorted */
 	size_t nown;
@@ -57,40 +57,24 @@ struct firewall {
 	struct event *sync_ev; /* members changed: the set follows, batched */
 };
 
-/* Run nft with script on its standard input; 0, or -errno / a failed nft as -EIO. */
-static int firewall_nft(const char *script, bool quiet)
+/*
+ * Run script as one nft transaction: 0, or -EIO with nft's message (its
+ * first line: "Error: Could not process rule: Operation not permitted", say)
+ * in fw->nft_error.
+ */
+static int firewall_nft(struct firewall *fw, const char *script)
 {
-	posix_spawn_file_actions_t fa;
-	char *argv[] = {"nft", "-f", "-", NULL};
-	int in[2], devnull, status, rc;
-	size_t len = strlen(script);
-	pid_t pid;
+	const char *msg;
+	size_t len;
 
-	if (pipe2(in, O_CLOEXEC) < 0)
-		return -errno;
-	devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	if (quiet && devnull >= 0)
-		posix_spawn_file_actions_adddup2(&fa, devnull, 2);
-	rc = posix_spawnp(&pid, "nft", &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(in[0]);
-	if (devnull >= 0)
-		close(devnull);
-	if (rc != 0) {
-		close(in[1]);
-		return -rc;
-	}
-	if (write(in[1], script, len) != (ssize_t)len)
-		rc = -EIO;
-	close(in[1]);
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	if (rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-		rc = -EIO;
-	return rc;
+	fw->nft_error[0] = '\0';
+	if (nft_run_cmd_from_buffer(fw->nft, script) == 0)
+		return 0;
+	msg = nft_ctx_get_error_buffer(fw->nft);
+	len = msg != NULL ? strcspn(msg, "\n") : 0;
+	snprintf(fw->nft_error, sizeof(fw->nft_error), "%.*s", (int)len,
+		 len > 0 ? msg : "nft refused the rules");
+	return -EIO;
 }
 
 static int firewall_cmp_port(const void *a, const void *b)
@@ -238,8 +222,7 @@ static int firewall_wanted(struct poold *pd, uint32_t **ret_ports, size_t *ret_n
  * Make the table's set hold fabric.ports and ports, in one nft transaction,
  * after head (the table's definition at start, or nothing).
  */
-static int firewall_apply(struct firewall *fw, const char *head, const uint32_t *ports, size_t n,
-			  bool quiet)
+static int firewall_apply(struct firewall *fw, const char *head, const uint32_t *ports, size_t n)
 {
 	size_t cap = strlen(head) + 256 + 8 * n, used;
 	char *script = malloc(cap), *sep = "";
@@ -260,7 +243,7 @@ static int firewall_apply(struct firewall *fw, const char *head, const uint32_t 
 			used += (size_t)snprintf(script + used, cap - used, "%s%u", sep, ports[i]);
 		snprintf(script + used, cap - used, " }\n");
 	}
-	rc = firewall_nft(script, quiet);
+	rc = firewall_nft(fw, script);
 	free(script);
 	return rc;
 }
@@ -278,7 +261,7 @@ static void firewall_set_state(struct firewall *fw, size_t npeer)
 }
 
 /* Bring the set up to this node's and the members' ports; 0 when it already was. */
-static int firewall_sync(struct poold *pd, bool quiet)
+static int firewall_sync(struct poold *pd)
 {
 	struct firewall *fw = pd->firewall;
 	uint32_t *ports;
@@ -292,7 +275,7 @@ static int firewall_sync(struct poold *pd, bool quiet)
 		free(ports);
 		return 0;
 	}
-	rc = firewall_apply(fw, "", ports, n, quiet);
+	rc = firewall_apply(fw, "", ports, n);
 	if (rc < 0) {
 		free(ports);
 		return rc;
@@ -311,12 +294,12 @@ static void firewall_sync_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	rc = firewall_sync(pd, false);
+	rc = firewall_sync(pd);
 	if (rc < 0)
 		log_warnx(
 		    "fabric.firewall: cannot update the ports of table inet %s to the members': "
 		    "%s (tried again at the next change)",
-		    pd->firewall->table, err_str(rc));
+		    pd->firewall->table, rc == -EIO ? pd->firewall->nft_error : err_str(rc));
 }
 
 /* Delete the table, if it is installed. */
@@ -327,8 +310,9 @@ static void firewall_remove(struct firewall *fw)
 	if (!fw->on)
 		return;
 	snprintf(script, sizeof(script), "delete table inet %s\n", fw->table);
-	if (firewall_nft(script, false) < 0)
-		log_warnx("fabric.firewall: cannot remove table inet %s", fw->table);
+	if (firewall_nft(fw, script) < 0)
+		log_warnx("fabric.firewall: cannot remove table inet %s: %s", fw->table,
+			  fw->nft_error);
 	fw->on = false;
 }
 
@@ -336,10 +320,14 @@ static void firewall_remove(struct firewall *fw)
 static int firewall_refused(struct poold *pd, const char *what, int rc)
 {
 	struct firewall *fw = pd->firewall;
-	const char *why = rc == -ENOENT ? "nft is not installed"
-			  : rc == -EIO	? "nft refused it (poold needs root or CAP_NET_ADMIN)"
-					: err_str(rc);
+	char why[sizeof(fw->nft_error) + 64];
 
+	if (rc != -EIO)
+		snprintf(why, sizeof(why), "%s", err_str(rc));
+	else if (strstr(fw->nft_error, "not permitted") != NULL)
+		snprintf(why, sizeof(why), "%s (poold needs root or CAP_NET_ADMIN)", fw->nft_error);
+	else
+		snprintf(why, sizeof(why), "%s", fw->nft_error);
 	firewall_remove(fw);
 	snprintf(fw->state, sizeof(fw->state), "off: cannot %s: %s", what, why);
 	if (pd->conf->fabric_firewall == FIREWALL_YES) {
@@ -372,7 +360,11 @@ int firewall_open(struct poold *pd)
 		return 0;
 	}
 	fw->sync_ev = evtimer_new(pd->base, firewall_sync_cb, pd);
-	if (fw->sync_ev == NULL)
+	fw->nft = nft_ctx_new(NFT_CTX_DEFAULT);
+	if (fw->sync_ev == NULL || fw->nft == NULL)
+		return -ENOMEM;
+	/* Kept, not printed: an error is said with its context, output is not wanted. */
+	if (nft_ctx_buffer_output(fw->nft) < 0 || nft_ctx_buffer_error(fw->nft) < 0)
 		return -ENOMEM;
 	snprintf(fw->table, sizeof(fw->table), "poold_fabric_%08x",
 		 (unsigned)XXH32(pd->conf->socket, strlen(pd->conf->socket), 0));
@@ -392,7 +384,7 @@ int firewall_open(struct poold *pd)
 		 "  }\n"
 		 "}\n",
 		 fw->table, fw->table, fw->table, (unsigned)geteuid());
-	rc = firewall_apply(fw, script, NULL, 0, pd->conf->fabric_firewall == FIREWALL_AUTO);
+	rc = firewall_apply(fw, script, NULL, 0);
 	fw->on = rc == 0;
 	if (rc < 0)
 		return firewall_refused(pd, "install the nftables rule", rc);
@@ -418,7 +410,7 @@ int firewall_cover_fabric(struct poold *pd)
 	}
 	if (!fw->on)
 		return 0;
-	rc = firewall_sync(pd, false);
+	rc = firewall_sync(pd);
 	if (rc < 0)
 		return firewall_refused(pd, "add the fabric's ports to the rule", rc);
 	log_info("fabric.firewall: %s", fw->state);
@@ -463,6 +455,8 @@ void firewall_close(struct poold *pd)
 	firewall_remove(fw);
 	if (fw->sync_ev != NULL)
 		event_free(fw->sync_ev);
+	if (fw->nft != NULL)
+		nft_ctx_free(fw->nft);
 	free(fw->own);
 	free(fw->applied);
 	free(fw);

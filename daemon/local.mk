@@ -25,10 +25,12 @@ nodist_daemon_libpoold_la_SOURCES = $(COORDRECORD_GEN)
 daemon_libpoold_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/proto \
 	-DPOOL_PKGLIBEXECDIR='"$(pkglibexecdir)"'
 daemon_libpoold_la_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS) $(PMEM2_CFLAGS) \
-	$(XXHASH_CFLAGS) $(CRYPTO_CFLAGS) $(ZMQ_CFLAGS) $(MSGPACK_CFLAGS) $(ETCD_CFLAGS)
+	$(XXHASH_CFLAGS) $(CRYPTO_CFLAGS) $(ZMQ_CFLAGS) $(MSGPACK_CFLAGS) $(ETCD_CFLAGS) \
+	$(NFTABLES_CFLAGS)
 daemon_libpoold_la_LIBADD = fabric/libfabric.la proto/libwire.la vecindex/libvecindex.la \
 	common/libconf.la common/libcommon.la $(EVENT_LIBS) $(PROTOBUF_C_LIBS) $(NUMA_LIBS) \
-	$(PMEM2_LIBS) $(XXHASH_LIBS) $(CRYPTO_LIBS) $(ZMQ_LIBS) $(MSGPACK_LIBS) $(ETCD_LIBS)
+	$(PMEM2_LIBS) $(XXHASH_LIBS) $(CRYPTO_LIBS) $(ZMQ_LIBS) $(MSGPACK_LIBS) $(ETCD_LIBS) \
+	$(NFTABLES_LIBS)
 
 sbin_PROGRAMS += daemon/poold
 daemon_poold_SOURCES = daemon/poold.c

@@ -8,7 +8,7 @@ TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PACKAGES=(
 	build-essential autoconf automake libtool pkg-config
 	libucx-dev ucx-utils libevent-dev libprotobuf-c-dev protobuf-c-compiler
-	libnuma-dev libpmem2-dev libcunit1-dev libxxhash-dev libssl-dev nftables
+	libnuma-dev libpmem2-dev libcunit1-dev libxxhash-dev libssl-dev nftables libnftables-dev
 	libzmq3-dev libmsgpack-dev python3-zmq python3-msgpack
 	mandoc groff-base iproute2 python3 python3-redis python3-pytest python3-numpy procps util-linux redis-tools
 	libhiredis-dev redis-server iperf3 xxhash libhnswlib-dev libfaiss-dev openssl libjansson-dev
