@@ -7,10 +7,11 @@
 # (LeakSanitizer on), then each libFuzzer target for FUZZ_SECONDS (60) from
 # its seed corpus, then the long trust runs (1,000 clients killed
 # mid-transfer, a lender stopped for 60 s: tests/cluster/trust.sh) on the
-# main build. The sanitizer and fuzz stages build a copy of the tracked
+# main build, then the Debian packages built, checked with lintian,
+# installed, tried and purged (scripts/packages.sh). The sanitizer and fuzz stages build a copy of the tracked
 # sources in its own directory under CI_WORK (default: a temporary one), so
 # the main build is left as it is. Stages: CI_STAGES="style dist asan fuzz
-# trust" (the default) or some; "chunks", not among them, runs
+# trust packages" (the default) or some; "chunks", not among them, runs
 # tests/cluster/chunks.sh with a lender of CHUNKS_VALUES (3,000,000) values
 # on the main build (some minutes, and a few GB of memory), with a ledger
 # pass only as nodes register and a heartbeat window of 20 s: the
@@ -27,7 +28,7 @@ deps_install "${PACKAGES[@]}" "${TEST_PACKAGES[@]}" clang libclang-rt-14-dev cla
 work=${CI_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/pool-ci.XXXXXX")}
 # The suite runs some checks as uid nobody, which must reach the build.
 chmod 0755 "$work"
-stages=${CI_STAGES:-style dist asan fuzz trust}
+stages=${CI_STAGES:-style dist asan fuzz trust packages}
 
 # copy_tree DIR: the tracked files of the source tree, into DIR.
 copy_tree() {
@@ -83,6 +84,10 @@ for stage in $stages; do
 		(cd "$TOP" && TRUST_KILLS=1000 TRUST_STALL_S=60 make check TESTS=tests/cluster/trust.sh) ||
 			{ tail -n 80 "$TOP/tests/cluster/trust.sh.log"; exit 1; }
 		grep -E '^(ok|not ok)' "$TOP/tests/cluster/trust.sh.log"
+		;;
+	packages)
+		echo "==> the Debian packages (scripts/packages.sh)"
+		bash "$TOP/scripts/packages.sh" || exit 1
 		;;
 	chunks)
 		echo "==> tests/cluster/chunks.sh with ${CHUNKS_VALUES:-3000000} values"
