@@ -59,18 +59,6 @@ watch_entries() {
 	done
 	return 1
 }
-# coord_kill: SIGKILL the coordinator, and wait until it is gone (a poold of
-# millions of values takes a while to give its memory back, and holds its
-# pid file until then).
-coord_kill() {
-	local pid=${POOL_PIDS[1]} state
-	pool_node_kill 1
-	for _ in $(seq 600); do
-		state=$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null) || return 0
-		[ "$state" = Z ] && return 0
-		sleep 0.1
-	done
-}
 # registered I: the coordinator's log says node I registered, for the COUNT-th time.
 registered() { grep -c "node $1 (h$1) at .* registered" "$(cluster_dir 1)/poold.log"; }
 wait_registered() {
@@ -115,7 +103,7 @@ on 2 "$KV" chunky mput "$PREFIX" "$N" 48 7 >"$CLUSTER_TMP/out" 2>&1 && grep -q "
 # the report (SIGSTOP: node 2 waits, its link's output full) and node 2's
 # link is cut meanwhile: the coordinator drops what it gathered.
 sleep 2.5 # (a ledger pass on the way: reports go while the cluster works)
-coord_kill
+pool_node_kill 1
 coord_start || { not_ok "the coordinator restarts"; finish; exit 1; }
 watch_entries "$CLUSTER_TMP/counts" "$WAIT" &
 watcher=$!
@@ -185,7 +173,7 @@ on 3 "$KV" chunky mget "$PREFIX" "$N" 7 >"$CLUSTER_TMP/out" 2>&1 &&
 	{ not_ok "mget after the restart"; cat "$CLUSTER_TMP/out"; }
 
 # Once more without a journal: the definitions come back from the nodes.
-coord_kill
+pool_node_kill 1
 JOURNAL="$(cluster_dir 1)/coord.journal.new"
 coord_start || { not_ok "the coordinator restarts without its journal"; finish; exit 1; }
 watch_entries "$CLUSTER_TMP/counts2" "$WAIT" && ok "restarted without its journal: all $N values are back" ||

@@ -36,8 +36,20 @@ pool_node_start() {
 		${POOL_NODE_OPTS:+$("$POOL_NODE_OPTS" "$i")} "$@")
 }
 
-# pool_node_kill I [SIGNAL]
-pool_node_kill() { cluster_kill "${POOL_PIDS[$1]}" "${2:-KILL}"; }
+# pool_node_kill I [SIGNAL]: signal host I's poold (SIGKILL by default); a
+# SIGKILL returns once the process is gone (a zombie), up to 60 s: a poold
+# gives its memory back and holds its pid file until then, so one started
+# again at once would find the file still locked.
+pool_node_kill() {
+	local pid=${POOL_PIDS[$1]} sig=${2:-KILL} state
+	cluster_kill "$pid" "$sig" || return 1
+	[ "$sig" = KILL ] || return 0
+	for _ in $(seq 600); do
+		state=$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null) || return 0
+		[ "$state" = Z ] && return 0
+		sleep 0.1
+	done
+}
 
 # pctl I ARGS...: poolctl against host I's poold, run inside host I.
 pctl() { local i=$1; shift; cluster_exec "$i" "$POOLCTL" -s "$(pool_sock "$i")" "$@"; }
