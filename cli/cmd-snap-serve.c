@@ -8,7 +8,8 @@
  *
  * libpool talks to poold itself here: the command needs a struct pool,
  * not poolctl's own control connection. libpool reports each refused or
- * failed restore on stderr; we print the total at the end.
+ * failed restore through its log callback, which writes it to stderr as
+ * poolctl's other messages are; we print the total at the end.
  */
 #include "config.h"
 
@@ -24,12 +25,19 @@
 #include "cli/poolctl.h"
 #include "libpool/libpool.h"
 
-static volatile int serve_stop;
+static struct pool_snap *serving; /* what a signal stops */
 
 static void serve_signal(int sig)
 {
 	(void)sig;
-	serve_stop = 1;
+	pool_snap_serve_stop(serving);
+}
+
+static void serve_log(int level, const char *line, void *arg)
+{
+	(void)level;
+	(void)arg;
+	fprintf(stderr, "poolctl: snap serve: %s\n", line);
 }
 
 struct serve_args {
@@ -113,11 +121,15 @@ static int serve_run(struct pool *pool, const struct serve_args *a, int fd)
 		fprintf(stderr, "poolctl: snapshot %s: %s\n", a->name, pool_errormsg());
 		return EXIT_ERROR;
 	}
+	serving = snap;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	pool_set_log(serve_log, NULL);
 	printf("serving snapshot %s on %s\n", a->name, a->socket);
 	fflush(stdout);
-	rc = pool_snap_serve(snap, fd, a->flags, a->max, &serve_stop);
+	rc = pool_snap_serve(snap, fd, a->flags, a->max);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	pool_snap_close(snap);
 	if (rc < 0) {
 		fprintf(stderr, "poolctl: snap serve %s: %s\n", a->name, pool_errormsg());

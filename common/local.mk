@@ -1,6 +1,6 @@
 # common/: libcommon (units, error strings) goes into every binary and
 # libpool; libconf (logging, the option table and its parser) into poold and
-# poolctl only, since libpool never prints.
+# poolctl only (libpool logs through its own callback, libpool/log.c).
 noinst_LTLIBRARIES += common/libcommon.la common/libconf.la
 common_libcommon_la_SOURCES = common/common.h common/units.c common/err.c common/addr.c \
 	common/pagekey.c common/sha256.c common/sslerr.c

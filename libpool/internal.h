@@ -39,6 +39,8 @@ struct pool {
 
 /* error.c */
 int pool_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* log.c: a message to the application's log callback, or to stderr (pool_set_log()). */
+void pool_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* region.c */
 void pool_region_notice(void *arg, uint16_t type, const uint8_t *payload, size_t len);

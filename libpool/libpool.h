@@ -412,12 +412,17 @@ POOL_EXPORT int pool_snap_restore_end(struct pool_snap_restore *restore);
  * Serve Firecracker-style UFFD restores of the snapshot: accept on the
  * listening unix socket listen_fd, take each VMM's handshake (guest region
  * mappings as JSON, the userfaultfd as SCM_RIGHTS) and serve its faults;
- * flags as pool_snap_restore_lazy(). Runs until stop is set (checked at
- * least every 100 ms) or max_restores VMMs have come and gone (0: no limit).
- * Returns the number of restores that failed, or -errno.
+ * flags as pool_snap_restore_lazy(). Runs until pool_snap_serve_stop() or
+ * until max_restores VMMs have come and gone (0: no limit). Returns the
+ * number of restores that failed, or -errno.
  */
 POOL_EXPORT int pool_snap_serve(struct pool_snap *snap, int listen_fd, unsigned flags,
-				unsigned max_restores, volatile int *stop);
+				unsigned max_restores);
+/*
+ * Make pool_snap_serve() of snap return: the one running, or else the next
+ * one, at once. Safe in a signal handler and from any thread.
+ */
+POOL_EXPORT void pool_snap_serve_stop(struct pool_snap *snap);
 /*
  * Save the sandbox whose VMM (pid vmm) a pool_snap_serve() with
  * POOL_SNAP_TRACK serves on the unix socket path socket, as snapshot name:
@@ -469,6 +474,17 @@ POOL_EXPORT const char *pool_strerror(int code);
 POOL_EXPORT const char *pool_errormsg(void);
 /* The library's version string. */
 POOL_EXPORT const char *pool_version(void);
+/*
+ * Where the library's messages go (those that are not a call's error, such
+ * as a restore pool_snap_serve() served that failed): fn(level, line, arg),
+ * from the thread that logs, a level of syslog(3)'s numbers below and a line
+ * without its newline; fn NULL: standard error (the default).
+ */
+#define POOL_LOG_ERR 3
+#define POOL_LOG_WARNING 4
+#define POOL_LOG_INFO 6
+typedef void pool_log_fn(int level, const char *line, void *arg);
+POOL_EXPORT void pool_set_log(pool_log_fn *fn, void *arg);
 
 #ifdef __cplusplus
 }

@@ -708,6 +708,7 @@ POOL_EXPORT int pool_snap_open(struct pool *pool, const char *name, struct pool_
 		return pool_err(-ENOMEM, "out of memory");
 	s->pool = pool;
 	strcpy(s->name, name);
+	s->stop_fd = -1;
 	pthread_mutex_init(&s->hash_lock, NULL);
 	rc = pool_region_open(pool, rname, 0, &s->manifest);
 	if (rc < 0) {
@@ -745,6 +746,8 @@ POOL_EXPORT void pool_snap_close(struct pool_snap *snap)
 		pool_kv_close(snap->pages);
 	free(snap->hashes);
 	free(snap->have);
+	if (snap->stop_fd >= 0)
+		close(snap->stop_fd);
 	pthread_mutex_destroy(&snap->hash_lock);
 	free(snap);
 }

@@ -77,6 +77,8 @@ struct pool_snap {
 	pthread_mutex_t hash_lock;
 	struct pool_kv *pages;
 	struct snap_lazy *lazy; /* the thread behind the lazy clones, while it runs */
+	int stop;		/* pool_snap_serve_stop() asked (atomic) */
+	int stop_fd;		/* the eventfd that wakes a serve; -1 until one ran */
 };
 
 /* snap.c */

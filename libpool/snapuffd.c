@@ -64,7 +64,7 @@
 	 POOL_SNAP_TRACK)
 #define SNAPUFFD_BATCH_BYTES (4u << 20) /* background work done at once */
 #define SNAPUFFD_HANDSHAKE_MS 5000	/* for a VMM to send its whole handshake */
-#define SNAPUFFD_TICK_MS 100		/* stop is looked at this often */
+#define SNAPUFFD_TICK_MS 100		/* background work waits at most this long */
 #define SNAPUFFD_CONNS_MAX 64		/* handshakes and VMMs served at once */
 
 /* Where the pages come from. */
@@ -471,8 +471,8 @@ static void snapuffd_conn_remove(struct snapuffd_serve *sv, unsigned i)
 
 static void snapuffd_log(struct snapuffd_serve *sv, pid_t peer, const char *what, const char *why)
 {
-	fprintf(stderr, "libpool: snapshot %s: restore for pid %d %s: %s\n", sv->src.snap->name,
-		(int)peer, what, why);
+	pool_log(POOL_LOG_ERR, "snapshot %s: restore for pid %d %s: %s", sv->src.snap->name,
+		 (int)peer, what, why);
 }
 
 /* A restore is over, well (UFFD_SERVER_EXITED) or not (-errno). */
@@ -749,7 +749,7 @@ static int snapuffd_conn_fd(const struct snapuffd_conn *c)
 /* One round of the loop: wait (at most a tick), then serve what is ready. */
 static int snapuffd_round(struct snapuffd_serve *sv, int listen_fd)
 {
-	struct pollfd pfd[2 + SNAPUFFD_CONNS_MAX];
+	struct pollfd pfd[3 + SNAPUFFD_CONNS_MAX];
 	unsigned i, njob;
 	int ready;
 
@@ -758,11 +758,19 @@ static int snapuffd_round(struct snapuffd_serve *sv, int listen_fd)
 		pfd[1 + i] = (struct pollfd){snapuffd_conn_fd(&sv->conns[i]), POLLIN, 0};
 	njob = 1 + sv->nconns;
 	pfd[njob] = (struct pollfd){sv->job != NULL ? snapvm_job_fd(sv->job) : -1, POLLIN, 0};
-	ready = poll(pfd, njob + 1, snapuffd_busy(sv) ? 0 : SNAPUFFD_TICK_MS);
+	/* (only wakes the poll: the round's caller reads snap->stop, set before the write) */
+	pfd[njob + 1] = (struct pollfd){sv->src.snap->stop_fd, POLLIN, 0};
+	ready = poll(pfd, njob + 2, snapuffd_busy(sv) ? 0 : SNAPUFFD_TICK_MS);
 	if (ready < 0 && errno != EINTR)
 		return pool_err(-errno, "poll: %s", strerror(errno));
 	if (ready < 0)
 		return 0;
+	if (pfd[njob + 1].revents & POLLIN) { /* drained, or it would wake every poll after */
+		uint64_t count;
+		ssize_t n = read(sv->src.snap->stop_fd, &count, sizeof(count));
+
+		(void)n;
+	}
 	/* Backwards, so that the last connection moved into a removed one's place is done. */
 	for (i = sv->nconns; i-- > 0;)
 		if (snapuffd_conn_step(sv, &sv->conns[i], pfd[1 + i].revents))
@@ -797,9 +805,15 @@ static void snapuffd_abandon(struct snapuffd_serve *sv)
 	}
 }
 
+/* Whether pool_snap_serve_stop() asked snap's serve to return; taken (a later serve runs). */
+static bool snapuffd_stop_taken(struct pool_snap *snap)
+{
+	return __atomic_exchange_n(&snap->stop, 0, __ATOMIC_ACQ_REL) != 0;
+}
+
 /* Serve Firecracker restores of snap on listen_fd (see libpool.h). */
 POOL_EXPORT int pool_snap_serve(struct pool_snap *snap, int listen_fd, unsigned flags,
-				unsigned max_restores, volatile int *stop)
+				unsigned max_restores)
 {
 	struct snapuffd_serve *sv;
 	int fl, rc = 0;
@@ -809,12 +823,19 @@ POOL_EXPORT int pool_snap_serve(struct pool_snap *snap, int listen_fd, unsigned 
 	fl = fcntl(listen_fd, F_GETFL);
 	if (fl < 0 || fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK) < 0)
 		return pool_err(-errno, "listening socket: %s", strerror(errno));
+	if (__atomic_load_n(&snap->stop_fd, __ATOMIC_ACQUIRE) < 0) {
+		int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+		if (fd < 0)
+			return pool_err(-errno, "eventfd: %s", strerror(errno));
+		__atomic_store_n(&snap->stop_fd, fd, __ATOMIC_RELEASE);
+	}
 	sv = calloc(1, sizeof(*sv));
 	if (sv == NULL)
 		return pool_err(-ENOMEM, "out of memory");
 	sv->flags = flags;
 	rc = snapuffd_src_open(&sv->src, snap, flags);
-	while (rc == 0 && !(stop != NULL && *stop) &&
+	while (rc == 0 && !snapuffd_stop_taken(snap) &&
 	       (max_restores == 0 || sv->ended < max_restores))
 		rc = snapuffd_round(sv, listen_fd);
 	snapuffd_abandon(sv);
@@ -823,4 +844,21 @@ POOL_EXPORT int pool_snap_serve(struct pool_snap *snap, int listen_fd, unsigned 
 		rc = (int)sv->failed;
 	free(sv);
 	return rc;
+}
+
+/* Ask snap's serve to return (see libpool.h): a flag, and a write that wakes its poll. */
+POOL_EXPORT void pool_snap_serve_stop(struct pool_snap *snap)
+{
+	uint64_t one = 1;
+	ssize_t n;
+	int fd;
+
+	if (snap == NULL)
+		return;
+	__atomic_store_n(&snap->stop, 1, __ATOMIC_RELEASE);
+	fd = __atomic_load_n(&snap->stop_fd, __ATOMIC_ACQUIRE);
+	if (fd >= 0) {
+		n = write(fd, &one, sizeof(one));
+		(void)n; /* an eventfd write fails only on overflow, which wakes it as well */
+	}
 }

@@ -32,6 +32,7 @@ examples_pool_demo_LDADD = libpool/libpool.la
 # Shell integration tests: each starts its own poold in a private directory.
 INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/integration/garbage.sh tests/integration/limits.sh tests/integration/libpool.sh \
+	tests/integration/libpool-abi.sh \
 	tests/integration/man.sh tests/integration/regions.sh tests/integration/kv.sh \
 	tests/integration/kv-persist.sh tests/integration/kv-share.sh tests/integration/kv-pins.sh tests/integration/persist.sh tests/integration/resp.sh \
 	tests/integration/vec.sh tests/integration/metrics.sh tests/integration/leaks.sh \
@@ -58,7 +59,7 @@ EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh tests/integration/et
 	tests/integration/snapcopy.py tests/integration/kvevents.py tests/integration/kvflood.py \
 	tests/integration/fabric-link.py tests/integration/statusloop.py tests/cluster/kv-shard-events.py \
 	tests/cluster/lib.sh tests/cluster/pool.sh tests/tap.sh tests/tools/journal-tear.py \
-	tests/tools/call-cycles.py tests/tools/mutants.py \
+	tests/tools/call-cycles.py tests/tools/mutants.py tests/tools/pyabi.py \
 	tests/tools/etcd-enable-auth
 AM_TESTS_ENVIRONMENT = top_builddir='$(abs_top_builddir)'; top_srcdir='$(abs_top_srcdir)'; \
 	pool_sanitizers='$(SAN_CFLAGS)'; export top_builddir top_srcdir pool_sanitizers;
@@ -200,5 +201,5 @@ include tests/bench/snap.mk
 # pool-snap: snapshot images and restores through libpool, for the snapshot tests.
 noinst_PROGRAMS += tests/tools/pool-snap
 tests_tools_pool_snap_SOURCES = tests/tools/pool-snap.c
-tests_tools_pool_snap_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
-tests_tools_pool_snap_LDADD = libpool/libpool.la $(XXHASH_LIBS)
+tests_tools_pool_snap_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS) $(PTHREAD_CFLAGS)
+tests_tools_pool_snap_LDADD = libpool/libpool.la $(XXHASH_LIBS) $(PTHREAD_CFLAGS)

@@ -4,7 +4,9 @@
 # uffd): the restored memory is bit-exact (its checksum is the image
 # file's), from the node's copy and from the store; each bad handshake is
 # refused with a clear message while the server goes on serving; a
-# recorded working set is then prefetched. Then what each Firecracker
+# recorded working set is then prefetched; the server is stopped by
+# pool_snap_serve_stop() and logs through the application's callback
+# (pool_set_log()). Then what each Firecracker
 # release sends (1.7 to 1.11, 1.12 on), 2 MiB hugetlbfs guest pages, and a
 # balloon inflating after the restore: its pages read as zeros after.
 . "${top_srcdir:-.}/tests/integration/lib.sh"
@@ -62,7 +64,8 @@ restore "a good restore after the bad ones"
 served 1 "the server stops after 7 restores, 4 of them failed"
 grep -q "4 restores failed" "$TEST_DIR/serve.out" && ok "it counts them" || not_ok "it counts them"
 for msg in "invalid JSON" "no userfaultfd passed" "outside the $SIZE-byte image" "peer closed after"; do
-	grep -q "refused: .*$msg" "$TEST_DIR/serve.err" && ok "logged: $msg" ||
+	grep -q "^poolctl: snap serve: snapshot vm1: restore for pid [0-9]* refused: .*$msg" "$TEST_DIR/serve.err" &&
+		ok "logged through poolctl's log callback: $msg" ||
 		{ not_ok "logged: $msg"; sed 's/^/  | /' "$TEST_DIR/serve.err"; }
 done
 
@@ -105,6 +108,20 @@ assert n("pool_snap_faults_total") > 0 and n("pool_snap_restore_pages_total") >=
 assert 0 < n("pool_snap_restore_prefetched_total") < n("pool_snap_restore_pages_total"), m
 EOF
 	{ not_ok "restore metrics"; curl -s "http://127.0.0.1:$PORT/metrics" | grep snap_; }
+
+# pool_snap_serve_stop(), called before the serve, from another thread and
+# from a signal handler; libpool's log callback (pool_set_log()) gets the
+# refusal of a garbage handshake, where poolctl's callback above prefixed it.
+check "pool_snap_serve_stop() stops pool_snap_serve()" "$top_builddir/tests/tools/pool-snap" servestop vm1
+check_out "^stopped before it began: 0 failed" "a stop called before the serve makes it return at once"
+check_out "^stopped by another thread 200 ms in: 0 failed" "a stop from another thread makes it return"
+check_out "^stopped by a signal 150 ms in: 0 failed" "a stop from a signal handler makes it return"
+check_out "^the serve after a kept stop: 0 failed, ([0-9]|[1-4][0-9]) ms of CPU" \
+	"a stop kept for the next serve leaves no wake-up the serve after spins on (under 50 ms of CPU in 200)"
+check_out "^a garbage handshake: 1 failed" "a garbage handshake is refused and counted"
+check_out "^logged: 3 snapshot vm1: restore for pid [0-9]+ refused: " \
+	"the refusal reaches the application's log callback, at POOL_LOG_ERR"
+grep -E "^stopped|^the serve|^logged" "$TEST_DIR/out" | sed 's/^/# /'
 
 # Each release's handshake, and the balloon: Firecracker madvises the pages
 # it takes away (REMOVE events); read again, they are zeros, as in

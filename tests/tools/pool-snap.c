@@ -45,6 +45,12 @@
  *       saved, and how long the save held the clone and how long it took;
  *       then the XXH3-64 of a fork of NAME (a lazy clone) read whole while
  *       the first clone writes a quarter of its pages
+ *   pool-snap servestop NAME
+ *       pool_snap_serve() of NAME on a listening socket, stopped by
+ *       pool_snap_serve_stop() called before it, from another thread and
+ *       from a signal handler; then a VMM's handshake of garbage, whose
+ *       refusal reaches the log callback of pool_set_log(); prints each
+ *       stop's time and the logged line
  */
 #include "config.h"
 
@@ -54,8 +60,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -76,6 +88,7 @@ static int usage(void)
 			"       pool-snap clones NAME N PROCS SUM\n"
 			"       pool-snap clonefd NAME SUM\n"
 			"       pool-snap lazyclone NAME SUM [N]\n"
+			"       pool-snap servestop NAME\n"
 			"       pool-snap record NAME STEP\n"
 			"       pool-snap restore NAME SUM MODE\n"
 			"       pool-snap lazyclones NAME N SUM\n"
@@ -611,6 +624,109 @@ static int restore(struct pool *pool, const char *name, uint64_t sum, const char
 	return 0;
 }
 
+static struct pool_snap *stop_snap; /* what serve_stop's thread and signal stop */
+static char logged[512];
+
+static void *stop_later(void *arg)
+{
+	(void)arg;
+	usleep(200000);
+	pool_snap_serve_stop(stop_snap);
+	return NULL;
+}
+
+static void stop_on_signal(int sig)
+{
+	(void)sig;
+	pool_snap_serve_stop(stop_snap);
+}
+
+static void keep_line(int level, const char *line, void *arg)
+{
+	(void)arg;
+	snprintf(logged, sizeof(logged), "%d %s", level, line);
+}
+
+/* The CPU time this process used, in ms. */
+static double cpu_ms(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+/* One pool_snap_serve() on fd: its result and how long it ran, in ms. */
+static int serve_once(int fd, unsigned max, double *ms)
+{
+	double t0 = now_ms();
+	int rc = pool_snap_serve(stop_snap, fd, 0, max);
+
+	*ms = now_ms() - t0;
+	return rc;
+}
+
+static int serve_stop(struct pool *pool, const char *name)
+{
+	struct sigaction sa = {.sa_handler = stop_on_signal};
+	struct itimerval later = {.it_value = {0, 150000}};
+	struct sockaddr_un sun;
+	socklen_t len = sizeof(sun);
+	pthread_t thread;
+	double ms, cpu;
+	int fd, vmm, rc;
+
+	rc = pool_snap_open(pool, name, &stop_snap);
+	if (rc < 0)
+		return fail("pool_snap_open", rc);
+	/* (a bind of the family alone gives the socket a name of the abstract namespace) */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 ||
+	    bind(fd, (struct sockaddr *)&(sa_family_t){AF_UNIX}, sizeof(sa_family_t)) < 0 ||
+	    listen(fd, 4) < 0) {
+		fprintf(stderr, "pool-snap: listen: %s\n", strerror(errno));
+		return 1;
+	}
+	pool_snap_serve_stop(stop_snap);
+	rc = serve_once(fd, 0, &ms);
+	printf("stopped before it began: %d failed, returned after %.1f ms\n", rc, ms);
+	pthread_create(&thread, NULL, stop_later, NULL);
+	rc = serve_once(fd, 0, &ms);
+	pthread_join(thread, NULL);
+	printf("stopped by another thread 200 ms in: %d failed, returned after %.1f ms\n", rc, ms);
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &later, NULL);
+	rc = serve_once(fd, 0, &ms);
+	printf("stopped by a signal 150 ms in: %d failed, returned after %.1f ms\n", rc, ms);
+	/* A stop while none runs is taken by the next serve; the one after must not spin on its
+	 * wake-up. */
+	pool_snap_serve_stop(stop_snap);
+	rc = serve_once(fd, 0, &ms);
+	cpu = cpu_ms();
+	pthread_create(&thread, NULL, stop_later, NULL);
+	rc = serve_once(fd, 0, &ms);
+	pthread_join(thread, NULL);
+	printf("the serve after a kept stop: %d failed, %.0f ms of CPU in %.1f ms\n", rc,
+	       cpu_ms() - cpu, ms);
+	/* A VMM whose handshake (a JSON array) is garbage: refused, logged through the callback. */
+	pool_set_log(keep_line, NULL);
+	vmm = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (vmm < 0 || getsockname(fd, (struct sockaddr *)&sun, &len) < 0 ||
+	    connect(vmm, (struct sockaddr *)&sun, len) < 0 || write(vmm, "[garbage", 8) != 8) {
+		fprintf(stderr, "pool-snap: connect: %s\n", strerror(errno));
+		return 1;
+	}
+	shutdown(vmm, SHUT_WR);
+	rc = serve_once(fd, 1, &ms);
+	pool_set_log(NULL, NULL);
+	printf("a garbage handshake: %d failed\nlogged: %s\n", rc, logged);
+	close(vmm);
+	close(fd);
+	pool_snap_close(stop_snap);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct pool *pool;
@@ -639,6 +755,8 @@ int main(int argc, char **argv)
 		rc = save(pool, argv + 2, argc == 7 ? argv[6] : NULL);
 	else if (strcmp(argv[1], "restore") == 0 && argc == 5)
 		rc = restore(pool, argv[2], strtoull(argv[3], NULL, 16), argv[4]);
+	else if (strcmp(argv[1], "servestop") == 0 && argc == 3)
+		rc = serve_stop(pool, argv[2]);
 	else if (strcmp(argv[1], "record") == 0 && argc == 4)
 		rc = record(pool, argv[2], strtoull(argv[3], NULL, 0));
 	else if (strcmp(argv[1], "lazyclone") == 0 && (argc == 4 || argc == 5))
