@@ -285,7 +285,7 @@ def test_store_and_prefetch_threads_at_once(adapter):
 
 
 def test_requests_are_cut_to_size(adapter, monkeypatch):
-    monkeypatch.setattr(pool._adapter, "REQUEST_KEYS", 3)
+    monkeypatch.setattr(pool.engines._adapter, "REQUEST_KEYS", 3)
     keys = [key(300 + i) for i in range(8)]
     stored = [0, 1, 2, 3, 5, 6, 7]
     assert store(adapter, [keys[i] for i in stored], [chunk(i) for i in stored])

@@ -209,7 +209,7 @@ def test_killed_store_segment_dropped():
 def test_forged_registry_line_drops_nothing():
     """A registry line is anyone's who may write the directory: one naming a live
     segment as a dead process's does not make the next setup drop it."""
-    from pool._mooncake_segments import _BOOT, _REGISTRY
+    from pool.engines._mooncake_segments import _BOOT, _REGISTRY
     code = ("import time\n"
             "from pool.mooncake import MooncakeDistributedStore\n"
             "s = MooncakeDistributedStore()\n"

@@ -22,6 +22,18 @@ def test_status(p):
     assert st["clients"] >= 1
 
 
+def test_engine_paths():
+    """The paths engines load name the adapters of pool.engines, as one module each."""
+    import importlib
+    for name in ("vllm", "lmcache", "sglang", "mooncake"):
+        engine = importlib.import_module("pool.engines." + name)
+        assert importlib.import_module("pool." + name) is engine
+        assert getattr(pool, name) is engine
+    from pool.vllm import PoolSecondaryTier
+    from pool.engines.vllm import PoolSecondaryTier as tier
+    assert PoolSecondaryTier is tier
+
+
 def test_region_read_write_map_atomics(p):
     r = p.create_region("py-r", 1 << 20, placement="local")  # on this node: map() below
     try:

@@ -421,7 +421,7 @@ def test_failures_are_answers_not_exceptions(make, namespace):
 
 
 def test_requests_are_cut_to_size(make, monkeypatch):
-    monkeypatch.setattr(pool._adapter, "REQUEST_KEYS", 3)
+    monkeypatch.setattr(pool.engines._adapter, "REQUEST_KEYS", 3)
     host = MHAHostPool()
     s = make(host)
     toks = tokens(7 * PAGE_SIZE)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import pool
-from pool._vllm_types import ReqContext, ScheduleEndContext, TransferJob
+from pool.engines._vllm_types import ReqContext, ScheduleEndContext, TransferJob
 from pool.vllm import (JobResult, LookupResult, Medium, OffloadingEvent,
                        RequestOffloadingContext, SecondaryTierManager)
 

@@ -20,7 +20,7 @@ import types
 import numpy as np
 
 import pool
-from pool._vllm_types import ReqContext, TransferJob
+from pool.engines._vllm_types import ReqContext, TransferJob
 from pool.vllm import PoolSecondaryTier
 
 SIZE, BATCH, WORKING_SET = 256 << 10, 32, 128 << 20
