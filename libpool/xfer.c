@@ -253,25 +253,36 @@ static bool xfer_staging_retired(const struct pool *pool, Pool__XferOp **ops, si
  * field, an atomic's old value to its old field. Returns 0, or the error
  * that stopped them all (no window, the connection to poold).
  */
-int pool_xfer_run(struct pool *pool, struct pool_xfer_item *items, size_t n)
-{
-	Pool__XferOp *ops = NULL, **opp = NULL;
+/* The ops of one Xfer request, and for each where its result goes. */
+struct xfer_batch {
+	size_t cap, n;
+	Pool__XferOp *ops, **opp;
 	struct {
 		size_t item;
-		uint64_t pos, len;
-	} *cut = NULL;
-	int32_t *status = NULL;
-	uint64_t *old = NULL;
-	size_t i = 0, k, nops, cap;
-	bool retried = false;
-	uint64_t pos = 0;
-	int rc;
+		uint64_t pos, len; /* the piece's place in its item; bytes to copy out */
+	} * cut;
+	int32_t *status;
+	uint64_t *old;
+};
 
-	pthread_mutex_lock(&pool->data_lock);
-	rc = xfer_window(pool);
-	if (rc < 0)
-		goto out;
-	/* The ops one request may need: an item's pieces, and one more at each full window. */
+static void xfer_batch_free(struct xfer_batch *b)
+{
+	free(b->ops);
+	free(b->opp);
+	free(b->cut);
+	free(b->status);
+	free(b->old);
+}
+
+/*
+ * Room for the ops one request of items[0..n) may need (an item's pieces,
+ * and one more at each full window); the items' statuses reset.
+ */
+static int xfer_batch_new(struct pool *pool, struct pool_xfer_item *items, size_t n,
+			  struct xfer_batch *b)
+{
+	size_t k, cap;
+
 	for (k = 0, cap = 1; k < n && cap < XFER_MAX_OPS; k++) {
 		uint64_t step =
 		    items[k].max_op ? MIN(items[k].max_op, pool->win_size) : pool->win_size;
@@ -281,116 +292,148 @@ int pool_xfer_run(struct pool *pool, struct pool_xfer_item *items, size_t n)
 	}
 	for (; k < n; k++)
 		items[k].status = 0;
-	cap = MIN(cap, XFER_MAX_OPS);
-	ops = calloc(cap, sizeof(*ops));
-	opp = calloc(cap, sizeof(*opp));
-	cut = calloc(cap, sizeof(*cut));
-	status = calloc(cap, sizeof(*status));
-	old = calloc(cap, sizeof(*old));
-	if (ops == NULL || opp == NULL || cut == NULL || status == NULL || old == NULL) {
-		rc = pool_err(-ENOMEM, "out of memory");
-		goto out;
+	memset(b, 0, sizeof(*b));
+	b->cap = MIN(cap, XFER_MAX_OPS);
+	b->ops = calloc(b->cap, sizeof(*b->ops));
+	b->opp = calloc(b->cap, sizeof(*b->opp));
+	b->cut = calloc(b->cap, sizeof(*b->cut));
+	b->status = calloc(b->cap, sizeof(*b->status));
+	b->old = calloc(b->cap, sizeof(*b->old));
+	if (b->ops == NULL || b->opp == NULL || b->cut == NULL || b->status == NULL ||
+	    b->old == NULL)
+		return pool_err(-ENOMEM, "out of memory");
+	return 0;
+}
+
+/*
+ * Op of the piece of item it at pos: a read or write takes what is left of
+ * the staging window past *used (a write's bytes copied there), or none
+ * when the caller's buffer is a window of pool_buf_alloc(). Its length:
+ * 0 for a write or read when the window is full.
+ */
+static uint64_t xfer_op_make(struct pool *pool, const struct pool_xfer_item *it, uint64_t pos,
+			     uint64_t *used, Pool__XferOp *op)
+{
+	uint64_t len = it->op >= POOL_XFER_FADD ? 0 : MIN(it->len - pos, pool->win_size - *used);
+
+	if (it->max_op != 0)
+		len = MIN(len, it->max_op);
+	if (it->op < POOL_XFER_FADD && len == 0 && it->len > 0)
+		return 0;
+	pool__xfer_op__init(op);
+	op->op = it->op;
+	op->off = it->off + (it->place ? 0 : pos);
+	op->len = len;
+	if (it->place) {
+		op->has_node = op->has_arena = 1;
+		op->node = it->node;
+		op->arena = it->arena;
+		op->has_within = pos != 0;
+		op->within = pos;
+	} else {
+		op->has_region = 1;
+		op->region = it->region;
 	}
-	while (i < n) {
-		uint64_t used = 0;
+	if (it->op < POOL_XFER_FADD) {
+		const struct pool_buf *b = xfer_buf_of(pool, it->buf, it->len);
 
-		/* One request: as many pieces as fit the window. */
-		for (nops = 0; i < n && nops < cap; nops++) {
-			struct pool_xfer_item *it = &items[i];
-			Pool__XferOp *op = &ops[nops];
-			uint64_t len = it->op >= POOL_XFER_FADD
-					   ? 0
-					   : MIN(it->len - pos, pool->win_size - used);
-
-			if (it->max_op != 0)
-				len = MIN(len, it->max_op);
-
-			if (it->op < POOL_XFER_FADD && len == 0 && it->len > 0)
-				break; /* the window is full */
-			pool__xfer_op__init(op);
-			op->op = it->op;
-			op->off = it->off + (it->place ? 0 : pos);
+		op->has_window = op->has_win_off = 1;
+		if (b != NULL) { /* in place: nothing to copy, no room taken */
+			len = MIN(it->len - pos, it->max_op ? it->max_op : UINT64_MAX);
 			op->len = len;
-			if (it->place) {
-				op->has_node = op->has_arena = 1;
-				op->node = it->node;
-				op->arena = it->arena;
-				op->has_within = pos != 0;
-				op->within = pos;
-			} else {
-				op->has_region = 1;
-				op->region = it->region;
-			}
-			if (it->op < POOL_XFER_FADD) {
-				const struct pool_buf *b = xfer_buf_of(pool, it->buf, it->len);
-
-				op->has_window = op->has_win_off = 1;
-				if (b != NULL) { /* in place: nothing to copy, no room taken */
-					len = MIN(it->len - pos,
-						  it->max_op ? it->max_op : UINT64_MAX);
-					op->len = len;
-					op->window = b->window;
-					op->win_off =
-					    (uint64_t)((const char *)it->buf - b->base) + pos;
-				} else {
-					op->window = pool->win_id;
-					op->win_off = used;
-					if (it->op == POOL_XFER_WRITE)
-						memcpy(pool->win + used,
-						       (const char *)it->buf + pos, len);
-					used += len;
-				}
-			}
-			op->has_a = op->has_b = it->op >= POOL_XFER_FADD;
-			op->a = it->a;
-			op->b = it->b;
-			opp[nops] = op;
-			cut[nops].item = i;
-			cut[nops].pos = pos;
-			cut[nops].len = op->window == pool->win_id ? len : 0; /* what to copy out */
-			pos += len;
-			if (pos >= it->len) {
-				i++;
-				pos = 0;
-			}
+			op->window = b->window;
+			op->win_off = (uint64_t)((const char *)it->buf - b->base) + pos;
+		} else {
+			op->window = pool->win_id;
+			op->win_off = *used;
+			if (it->op == POOL_XFER_WRITE)
+				memcpy(pool->win + *used, (const char *)it->buf + pos, len);
+			*used += len;
 		}
-		rc = xfer_send(pool, opp, nops, status, old);
+	}
+	op->has_a = op->has_b = it->op >= POOL_XFER_FADD;
+	op->a = it->a;
+	op->b = it->b;
+	return len;
+}
+
+/* One request's ops, from item *i at *pos on: as many pieces as fit the window. */
+static void xfer_batch_fill(struct pool *pool, struct pool_xfer_item *items, size_t n,
+			    struct xfer_batch *b, size_t *i, uint64_t *pos)
+{
+	uint64_t used = 0, len;
+
+	for (b->n = 0; *i < n && b->n < b->cap; b->n++) {
+		struct pool_xfer_item *it = &items[*i];
+		Pool__XferOp *op = &b->ops[b->n];
+
+		len = xfer_op_make(pool, it, *pos, &used, op);
+		if (it->op < POOL_XFER_FADD && len == 0 && it->len > 0)
+			break; /* the window is full */
+		b->opp[b->n] = op;
+		b->cut[b->n].item = *i;
+		b->cut[b->n].pos = *pos;
+		b->cut[b->n].len = op->window == pool->win_id ? len : 0;
+		*pos += len;
+		if (*pos >= it->len) {
+			(*i)++;
+			*pos = 0;
+		}
+	}
+}
+
+/* The answers of a request to its items: statuses, old values, the bytes read. */
+static void xfer_batch_results(struct pool *pool, struct pool_xfer_item *items,
+			       const struct xfer_batch *b)
+{
+	size_t k;
+
+	for (k = 0; k < b->n; k++) {
+		struct pool_xfer_item *it = &items[b->cut[k].item];
+
+		if (b->status[k] < 0 && it->status == 0)
+			it->status = b->status[k];
+		it->old = b->old[k];
+		if (it->op == POOL_XFER_READ && b->status[k] == 0 && b->cut[k].len > 0)
+			memcpy((char *)it->buf + b->cut[k].pos, pool->win + b->ops[k].win_off,
+			       b->cut[k].len);
+	}
+}
+
+int pool_xfer_run(struct pool *pool, struct pool_xfer_item *items, size_t n)
+{
+	struct xfer_batch b = {0};
+	bool retried = false;
+	uint64_t pos = 0;
+	size_t i = 0;
+	int rc;
+
+	pthread_mutex_lock(&pool->data_lock);
+	rc = xfer_window(pool);
+	if (rc == 0)
+		rc = xfer_batch_new(pool, items, n, &b);
+	while (rc == 0 && i < n) {
+		xfer_batch_fill(pool, items, n, &b, &i, &pos);
+		rc = xfer_send(pool, b.opp, b.n, b.status, b.old);
 		if (rc < 0)
-			goto out;
+			break;
 		/*
 		 * poold retires a window that a transfer it gave up on may still
 		 * write into (-EBADFD on it, or -EBADF once it is freed): take a
-		 * new staging window and send
-		 * these ops again, once.
+		 * new staging window and send these ops again, once.
 		 */
-		if (!retried && xfer_staging_retired(pool, opp, nops, status)) {
+		if (!retried && xfer_staging_retired(pool, b.opp, b.n, b.status)) {
 			retried = true;
 			munmap(pool->win, pool->win_size);
 			pool->win = NULL;
 			rc = xfer_window(pool);
-			if (rc < 0)
-				goto out;
-			i = cut[0].item;
-			pos = cut[0].pos;
+			i = b.cut[0].item;
+			pos = b.cut[0].pos;
 			continue;
 		}
-		for (k = 0; k < nops; k++) {
-			struct pool_xfer_item *it = &items[cut[k].item];
-
-			if (status[k] < 0 && it->status == 0)
-				it->status = status[k];
-			it->old = old[k];
-			if (it->op == POOL_XFER_READ && status[k] == 0 && cut[k].len > 0)
-				memcpy((char *)it->buf + cut[k].pos, pool->win + ops[k].win_off,
-				       cut[k].len);
-		}
+		xfer_batch_results(pool, items, &b);
 	}
-out:
 	pthread_mutex_unlock(&pool->data_lock);
-	free(ops);
-	free(opp);
-	free(cut);
-	free(status);
-	free(old);
+	xfer_batch_free(&b);
 	return rc;
 }
