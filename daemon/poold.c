@@ -274,34 +274,32 @@ static void poold_free(struct poold *pd)
 	free(pd->overrides);
 }
 
-int main(int argc, char **argv)
+/*
+ * The command line into pd: -1 to go on (*foreground, *check set), or
+ * the exit status of a command line that ends here (-V, -h, a bad one).
+ */
+static int poold_args(int argc, char **argv, struct poold *pd, bool *foreground, bool *check)
 {
-	static const int signals[] = {SIGTERM, SIGINT, SIGHUP};
-	struct poold pd = {.pid_fd = -1};
-	struct conf_error err;
-	bool foreground = false, check = false;
-	char msg[256];
-	size_t i;
-	int ch, rc;
+	int ch;
 
 	while ((ch = getopt(argc, argv, "df:hno:V")) != -1) {
 		switch (ch) {
 		case 'd':
-			foreground = true;
+			*foreground = true;
 			break;
 		case 'f':
-			pd.conf_path = optarg;
+			pd->conf_path = optarg;
 			break;
 		case 'n':
-			check = true;
+			*check = true;
 			break;
 		case 'o': {
-			char **o = realloc(pd.overrides, (pd.noverrides + 1) * sizeof(*o));
+			char **o = realloc(pd->overrides, (pd->noverrides + 1) * sizeof(*o));
 
 			if (o == NULL)
 				fatalx("out of memory");
-			pd.overrides = o;
-			o[pd.noverrides++] = optarg;
+			pd->overrides = o;
+			o[pd->noverrides++] = optarg;
 			break;
 		}
 		case 'V':
@@ -320,108 +318,151 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	return -1;
+}
+
+/*
+ * The configuration loaded and what needs no fabric set up: the runtime
+ * directory, the pid file, the event loop, this poold's identity and the
+ * control socket. 0, or -1 (said in the log).
+ */
+static int poold_setup(struct poold *pd)
+{
+	struct conf_error err;
+	char msg[256];
+
+	log_init("poold", true, LOG_LVL_INFO);
+	if (conf_load(pd->conf_path, pd->overrides, pd->noverrides, &pd->conf, &err) < 0) {
+		if (err.line > 0)
+			log_warnx("%s:%d: %s", err.file, err.line, err.msg);
+		else
+			log_warnx("%s: %s", err.file, err.msg);
+		return -1;
+	}
+	if (poold_resolve_admin(pd->conf, &pd->admin_gid, msg, sizeof(msg)) < 0) {
+		log_warnx("%s", msg);
+		return -1;
+	}
+	log_set_level((int)pd->conf->log_level);
+	poold_raise_nofile(pd->conf);
+	if (mkdir(pd->conf->runtime_dir, 0755) < 0 && errno != EEXIST) {
+		log_warn("runtime_dir %s", pd->conf->runtime_dir);
+		return -1;
+	}
+	if (pidfile_open(pd->conf->pidfile, &pd->pid_fd) < 0)
+		return -1;
+	pd->base = event_base_new();
+	if (pd->base == NULL) {
+		log_warnx("cannot create the event loop");
+		return -1;
+	}
+	/* A coordinator numbers itself; a node learns its id when it registers. */
+	pd->node_id = (uint32_t)pd->conf->node_id;
+	if (pd->node_id == 0 && pd->conf->role == ROLE_COORDINATOR)
+		pd->node_id = 1;
+	pd->start_ms = units_now_ms();
+	pd->latency = calloc(WIRE_TYPE_MAX, sizeof(*pd->latency)); /* without: not measured */
+	if (getrandom(&pd->incarnation, sizeof(pd->incarnation), 0) != sizeof(pd->incarnation))
+		pd->incarnation = pd->start_ms ^ ((uint64_t)getpid() << 32);
+	TAILQ_INIT(&pd->members);
+	TAILQ_INIT(&pd->holds);
+	control_wire(&poold_wiring);
+	nodecall_open(pd);
+	if (control_open(pd, &pd->control) < 0) {
+		log_warnx("cannot open the control socket %s", pd->conf->socket);
+		return -1;
+	}
+	return 0;
+}
+
+/* The signals handled by the loop, then (unless foreground) the process detached: 0 or -1. */
+static int poold_detach(struct poold *pd, bool foreground)
+{
+	static const int signals[] = {SIGTERM, SIGINT, SIGHUP};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(signals); i++) {
+		pd->sig_ev[i] = evsignal_new(pd->base, signals[i], poold_signal, pd);
+		if (pd->sig_ev[i] == NULL || evsignal_add(pd->sig_ev[i], NULL) < 0)
+			fatalx("cannot install the handler of signal %d", signals[i]);
+	}
+	signal(SIGPIPE, SIG_IGN);
+	/* Before detaching: a certificate that cannot be read is said on the terminal. */
+	if (peertls_open(pd) < 0)
+		return -1;
+	if (!foreground) {
+		if (daemon(0, 0) < 0) {
+			log_warn("daemon");
+			return -1;
+		}
+		log_init("poold", false, (int)pd->conf->log_level);
+		/* The lock came along with the fd; only the pid changed. */
+		if (pidfile_write(pd->conf->pidfile, pd->pid_fd) < 0)
+			return -1;
+		event_reinit(pd->base);
+	}
+	return sdnotify_open(pd);
+}
+
+/*
+ * The fabric, then this poold's role: -1 when it cannot start, 1 when a
+ * standby (coord.etcd) was stopped before it led, 0 when it serves.
+ */
+static int poold_start(struct poold *pd)
+{
+	int rc;
+
+	/* UCX after the fork: its threads and fds belong to the daemon process. */
+	/* The rule first: the fabric's listener is never open to other uids. */
+	if (firewall_open(pd) < 0 || poold_fabric_open(pd) < 0 || firewall_cover_fabric(pd) < 0 ||
+	    coordha_open(pd, peer_follow) < 0)
+		return -1;
+	/* A candidate (coord.etcd) is a standby until it leads; it lends only then. */
+	if (coordha_standby(pd))
+		sdnotify_serving(pd, "standby for the coordinator (etcd)");
+	if (coordha_standby(pd) && (rc = coordha_campaign(pd)) != 0)
+		return rc < 0 ? -1 : 1;
+	if (lend_open(pd) < 0 || kvstore_open(pd) < 0 || kvowner_open(pd) < 0 ||
+	    kvhandover_open(pd) < 0 || kvbackup_open(pd) < 0 || hold_open(pd) < 0)
+		return -1;
+	if (pd->conf->role == ROLE_COORDINATOR
+		? coord_open(pd) < 0
+		: peer_open(pd) < 0 ||
+		      (resp_sharded(pd) ? resp_open(pd) : resprelay_open(pd)) < 0 ||
+		      kvev_open(pd) < 0) {
+		log_warnx("cannot start the %s role",
+			  pd->conf->role == ROLE_COORDINATOR ? "coordinator" : "node");
+		return -1;
+	}
+	/* (the lag of the loop from now on: start-up's long steps are not stalls) */
+	return metrics_open(pd) < 0 || looplag_open(pd) < 0 ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct poold pd = {.pid_fd = -1};
+	bool foreground = false, check = false;
+	char msg[256];
+	int rc;
+
+	rc = poold_args(argc, argv, &pd, &foreground, &check);
+	if (rc >= 0) {
+		free(pd.overrides);
+		return rc;
+	}
 	if (check) {
 		rc = poold_check(pd.conf_path, pd.overrides, pd.noverrides);
 		free(pd.overrides);
 		return rc;
 	}
-
-	log_init("poold", true, LOG_LVL_INFO);
-	if (conf_load(pd.conf_path, pd.overrides, pd.noverrides, &pd.conf, &err) < 0) {
-		if (err.line > 0)
-			log_warnx("%s:%d: %s", err.file, err.line, err.msg);
-		else
-			log_warnx("%s: %s", err.file, err.msg);
-		rc = 1;
-		goto out;
-	}
-	if (poold_resolve_admin(pd.conf, &pd.admin_gid, msg, sizeof(msg)) < 0) {
-		log_warnx("%s", msg);
-		rc = 1;
-		goto out;
-	}
-	log_set_level((int)pd.conf->log_level);
-	poold_raise_nofile(pd.conf);
-	if (mkdir(pd.conf->runtime_dir, 0755) < 0 && errno != EEXIST) {
-		log_warn("runtime_dir %s", pd.conf->runtime_dir);
-		rc = 1;
-		goto out;
-	}
 	rc = 1;
-	if (pidfile_open(pd.conf->pidfile, &pd.pid_fd) < 0)
+	if (poold_setup(&pd) < 0 || poold_detach(&pd, foreground) < 0)
 		goto out;
-	pd.base = event_base_new();
-	if (pd.base == NULL) {
-		log_warnx("cannot create the event loop");
-		goto out;
-	}
-	/* A coordinator numbers itself; a node learns its id when it registers. */
-	pd.node_id = (uint32_t)pd.conf->node_id;
-	if (pd.node_id == 0 && pd.conf->role == ROLE_COORDINATOR)
-		pd.node_id = 1;
-	pd.start_ms = units_now_ms();
-	pd.latency = calloc(WIRE_TYPE_MAX, sizeof(*pd.latency)); /* without: not measured */
-	if (getrandom(&pd.incarnation, sizeof(pd.incarnation), 0) != sizeof(pd.incarnation))
-		pd.incarnation = pd.start_ms ^ ((uint64_t)getpid() << 32);
-	TAILQ_INIT(&pd.members);
-	TAILQ_INIT(&pd.holds);
-	control_wire(&poold_wiring);
-	nodecall_open(&pd);
-	if (control_open(&pd, &pd.control) < 0) {
-		log_warnx("cannot open the control socket %s", pd.conf->socket);
+	rc = poold_start(&pd);
+	if (rc != 0) {
+		rc = rc < 0; /* (a standby stopped before it led ends well) */
 		goto out;
 	}
-
-	for (i = 0; i < ARRAY_SIZE(signals); i++) {
-		pd.sig_ev[i] = evsignal_new(pd.base, signals[i], poold_signal, &pd);
-		if (pd.sig_ev[i] == NULL || evsignal_add(pd.sig_ev[i], NULL) < 0)
-			fatalx("cannot install the handler of signal %d", signals[i]);
-	}
-	signal(SIGPIPE, SIG_IGN);
-	/* Before detaching: a certificate that cannot be read is said on the terminal. */
-	if (peertls_open(&pd) < 0)
-		goto out;
-	if (!foreground) {
-		if (daemon(0, 0) < 0) {
-			log_warn("daemon");
-			goto out;
-		}
-		log_init("poold", false, (int)pd.conf->log_level);
-		/* The lock came along with the fd; only the pid changed. */
-		if (pidfile_write(pd.conf->pidfile, pd.pid_fd) < 0)
-			goto out;
-		event_reinit(pd.base);
-	}
-	if (sdnotify_open(&pd) < 0)
-		goto out;
-	/* UCX after the fork: its threads and fds belong to the daemon process. */
-	/* The rule first: the fabric's listener is never open to other uids. */
-	if (firewall_open(&pd) < 0 || poold_fabric_open(&pd) < 0 ||
-	    firewall_cover_fabric(&pd) < 0 || coordha_open(&pd, peer_follow) < 0)
-		goto out;
-	/* A candidate (coord.etcd) is a standby until it leads; it lends only then. */
-	if (coordha_standby(&pd))
-		sdnotify_serving(&pd, "standby for the coordinator (etcd)");
-	if (coordha_standby(&pd) && (rc = coordha_campaign(&pd)) != 0) {
-		rc = rc < 0;
-		goto out;
-	}
-	rc = 1;
-	if (lend_open(&pd) < 0 || kvstore_open(&pd) < 0 || kvowner_open(&pd) < 0 ||
-	    kvhandover_open(&pd) < 0 || kvbackup_open(&pd) < 0 || hold_open(&pd) < 0)
-		goto out;
-	if (pd.conf->role == ROLE_COORDINATOR
-		? coord_open(&pd) < 0
-		: peer_open(&pd) < 0 ||
-		      (resp_sharded(&pd) ? resp_open(&pd) : resprelay_open(&pd)) < 0 ||
-		      kvev_open(&pd) < 0) {
-		log_warnx("cannot start the %s role",
-			  pd.conf->role == ROLE_COORDINATOR ? "coordinator" : "node");
-		goto out;
-	}
-	/* (the lag of the loop from now on: start-up's long steps are not stalls) */
-	if (metrics_open(&pd) < 0 || looplag_open(&pd) < 0)
-		goto out;
 	conf_format(pd.conf, conf_find("role"), msg, sizeof(msg));
 	log_info("poold %s started: %s %s, socket %s, config %s", PACKAGE_VERSION, msg,
 		 pd.conf->node_name, pd.conf->socket,
