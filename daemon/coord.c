@@ -662,22 +662,23 @@ static void coord_report_cut(const struct coord_peer *p)
 		 p->m->info->id, p->m->info->name, chunks, n);
 }
 
-static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Register *reg)
+/*
+ * Whether the node of reg may register: its secret, its way of moving
+ * bytes, its name and id against the members and the ids the coordinator's
+ * state keeps, the cluster's size. *ret_m: its member, when it is one;
+ * *ret_id: its id (the one it had, the one it asks for, or the next free).
+ * 0, or the refusal's code (the link is closed).
+ */
+static int coord_register_admit(struct coord_peer *p, uint64_t req_id, const Pool__Register *reg,
+				struct member **ret_m, uint32_t *ret_id)
 {
 	struct coord *co = p->co;
 	struct poold *pd = co->pd;
-	Pool__RegisterReply reply = POOL__REGISTER_REPLY__INIT;
 	const Pool__NodeInfo *info = reg->node;
-	struct member *m, *by_id;
 	const struct node_id *known, *other;
-	struct coord_peer *old;
-	struct node_info *rec;
-	char desc[96], resp_at[64];
-	Pool__Member **members = NULL;
-	Pool__KvNamespace **defs = NULL;
-	size_t n = 0, nmembers = 0, ndefs = 0;
+	struct member *m, *by_id;
+	size_t n = 0;
 	uint32_t id;
-	int rc;
 
 	if (reg->secret != NULL && reg->secret[0] != '\0') {
 		events_add(pd, "member", "refused peer %s: it sent a secret in clear", p->addr);
@@ -727,23 +728,100 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	    (other = nodeids_find(pd, info->id, NULL)) != NULL)
 		return coord_refuse(p, req_id, -EEXIST, "node id %u belongs to host '%s'", info->id,
 				    other->name);
-	if (m == NULL) {
-		TAILQ_FOREACH(m, &pd->members, entry)
-			n++;
-		if (n >= (size_t)pd->conf->max_nodes)
-			return coord_refuse(p, req_id, -EUSERS,
-					    "cluster full (peer.max_nodes = %lld)",
-					    (long long)pd->conf->max_nodes);
-		id = known != NULL ? known->id : info->id;
-		if (id == 0) {
-			while (cluster_find(pd, co->next_id) != NULL ||
-			       nodeids_find(pd, co->next_id, NULL) != NULL)
-				co->next_id++;
-			id = co->next_id++;
-		}
-	} else {
-		id = m->info->id;
+	*ret_m = m;
+	if (m != NULL) {
+		*ret_id = m->info->id;
+		return 0;
 	}
+	TAILQ_FOREACH(m, &pd->members, entry)
+		n++;
+	if (n >= (size_t)pd->conf->max_nodes)
+		return coord_refuse(p, req_id, -EUSERS, "cluster full (peer.max_nodes = %lld)",
+				    (long long)pd->conf->max_nodes);
+	id = known != NULL ? known->id : info->id;
+	if (id == 0) {
+		while (cluster_find(pd, co->next_id) != NULL ||
+		       nodeids_find(pd, co->next_id, NULL) != NULL)
+			co->next_id++;
+		id = co->next_id++;
+	}
+	*ret_id = id;
+	return 0;
+}
+
+/* Member m (node id) registers on link p while another link of its is up: that one is stale. */
+static void coord_register_unlink(struct coord_peer *p, struct member *m, uint32_t id)
+{
+	struct coord *co = p->co;
+	struct coord_peer *old;
+
+	TAILQ_FOREACH(old, &co->peers, entry)
+		if (old->conn == m->conn)
+			break;
+	m->conn = NULL; /* (so a failed call's caller asking again is refused) */
+	coordlink_fail(co->pd, id);
+	if (old != NULL) {
+		coord_report_cut(old);
+		conn_free(old->conn);
+		TAILQ_REMOVE(&co->peers, old, entry);
+		coordslot_give(&co->slots, &old->slot);
+		holdreport_free(old->report);
+		free(old);
+	}
+}
+
+/*
+ * Answer node id's registration (reply holds what is known of it): its id,
+ * the heartbeat, the RESP endpoint, the members and the KV namespaces'
+ * definitions. 0, or the refusal's code.
+ */
+static int coord_register_answer(struct coord_peer *p, uint64_t req_id, uint32_t id,
+				 Pool__RegisterReply *reply)
+{
+	struct coord *co = p->co;
+	struct poold *pd = co->pd;
+	Pool__Member **members = NULL;
+	Pool__KvNamespace **defs = NULL;
+	size_t nmembers = 0, ndefs = 0;
+	char resp_at[64];
+	int rc;
+
+	reply->node_id = id;
+	reply->heartbeat_ms = (uint32_t)pd->conf->heartbeat_ms;
+	reply->heartbeat_misses = (uint32_t)pd->conf->heartbeat_misses;
+	if (resp_endpoint(pd, resp_at, sizeof(resp_at)) == 0)
+		reply->resp_endpoint = resp_at;
+	rc = cluster_members_msg(pd, false, &members, &nmembers);
+	if (rc == 0 && (defs = kv_defs_msg(pd, &ndefs)) == NULL) {
+		cluster_members_msg_free(members, nmembers);
+		rc = -ENOMEM;
+	}
+	if (rc < 0)
+		return coord_refuse(p, req_id, rc, "out of memory");
+	coord_register_reply(p, req_id, reply, members, nmembers, defs, ndefs);
+	p->ev_gen = co->ev_gen; /* the changes queued so far are in its table */
+	p->ev_from = co->nev;
+	cluster_members_msg_free(members, nmembers);
+	free(defs);
+	return 0;
+}
+
+static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Register *reg)
+{
+	struct coord *co = p->co;
+	struct poold *pd = co->pd;
+	Pool__RegisterReply reply = POOL__REGISTER_REPLY__INIT;
+	const Pool__NodeInfo *info = reg->node;
+	const struct node_id *known;
+	struct member *m = NULL;
+	struct node_info *rec;
+	char desc[96];
+	uint32_t id = 0;
+	int rc;
+
+	rc = coord_register_admit(p, req_id, reg, &m, &id);
+	if (rc < 0)
+		return rc;
 	/* (back from the dead without a restart: the others went on with its KV shards) */
 	reply.was_dead =
 	    m != NULL && m->state == MEMBER_DEAD && m->info->incarnation == info->incarnation;
@@ -752,22 +830,8 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 		coord_node_gone(pd, m->info->id); /* restarted: its old clients are gone */
 	else /* (new to this coordinator: leases from its journal, if any, are confirmed) */
 		region_node_sessions(pd, id, info->incarnation, reg->sessions, reg->n_sessions);
-	if (m != NULL && m->conn != NULL && m->conn != p->conn) {
-		/* The node restarted or reconnected: its old link is stale. */
-		TAILQ_FOREACH(old, &co->peers, entry)
-			if (old->conn == m->conn)
-				break;
-		m->conn = NULL; /* (so a failed call's caller asking again is refused) */
-		coordlink_fail(pd, id);
-		if (old != NULL) {
-			coord_report_cut(old);
-			conn_free(old->conn);
-			TAILQ_REMOVE(&co->peers, old, entry);
-			coordslot_give(&co->slots, &old->slot);
-			holdreport_free(old->report);
-			free(old);
-		}
-	}
+	if (m != NULL && m->conn != NULL && m->conn != p->conn)
+		coord_register_unlink(p, m, id); /* the node restarted or reconnected */
 	rec = coord_node_record(p, info, id);
 	rc = rec != NULL ? cluster_update(pd, rec, &m) : -ENOMEM;
 	if (rc < 0)
@@ -792,27 +856,11 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 		   (unsigned long long)info->incarnation);
 	m->state = MEMBER_DEAD; /* so that the change to up is announced */
 	coord_set_state(co, m, MEMBER_UP);
-
 	kv_defs_adopt_msg(pd, reg->namespaces, reg->n_namespaces, "a node's record");
-	reply.node_id = id;
-	reply.heartbeat_ms = (uint32_t)pd->conf->heartbeat_ms;
-	reply.heartbeat_misses = (uint32_t)pd->conf->heartbeat_misses;
-	if (resp_endpoint(pd, resp_at, sizeof(resp_at)) == 0)
-		reply.resp_endpoint = resp_at;
-	rc = cluster_members_msg(pd, false, &members, &nmembers);
-	if (rc == 0 && (defs = kv_defs_msg(pd, &ndefs)) == NULL) {
-		cluster_members_msg_free(members, nmembers);
-		rc = -ENOMEM;
-	}
-	if (rc < 0)
-		return coord_refuse(p, req_id, rc, "out of memory");
-	coord_register_reply(p, req_id, &reply, members, nmembers, defs, ndefs);
-	p->ev_gen = co->ev_gen; /* the changes queued so far are in its table */
-	p->ev_from = co->nev;
-	cluster_members_msg_free(members, nmembers);
-	free(defs);
-	reconcile_ask(pd, id); /* reconcile its record with the map */
-	return 0;
+	rc = coord_register_answer(p, req_id, id, &reply);
+	if (rc == 0)
+		reconcile_ask(pd, id); /* reconcile its record with the map */
+	return rc;
 }
 
 static void coord_heartbeat(struct coord_peer *p, uint64_t req_id, const Pool__Heartbeat *hb)
