@@ -1140,6 +1140,211 @@ void kv_close(struct poold *pd)
 	pd->kv = NULL;
 }
 
+/* A lookup (pins the value for who's session) or an exists of entry e (NULL: none). */
+static int kv_op_read(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who,
+		      enum kv_op op, struct kv_entry *e, struct kv_result *res)
+{
+	if (e == NULL || !e->has_val || !kv_val_usable(pd, &e->val)) {
+		ns->misses += op == KV_LOOKUP;
+		kv_result(res, -ENOENT, NULL, KV_PLACES_NONE);
+		return 0;
+	}
+	if (op == KV_EXISTS) {
+		kv_result(res, 0, &e->val, KV_PLACES_READ_ONE);
+		return 1;
+	}
+	if (kv_pin(ns, e, who->node, who->session) < 0) {
+		kv_result(res, -ENOMEM, NULL, KV_PLACES_NONE);
+		return 0;
+	}
+	ns->hits++;
+	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
+	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
+	/* where it is now (a promotion moves it later), nearest first */
+	kv_result(res, 0, &e->val, KV_PLACES_READ);
+	if (e->val.pmem) {
+		ns->pmem_hits++;
+		kv_promote(pd, ns, e);
+	}
+	return 1;
+}
+
+/*
+ * A reservation of size bytes for key (hash h) by who: room made within
+ * the namespace's capacity and the owner's quota, the places taken, the
+ * write begun on the key's entry (a reservation before it is retired: the
+ * last writer wins). Its lenders are told of each place.
+ */
+static int kv_op_reserve(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who,
+			 const uint8_t *key, size_t klen, uint64_t h, uint64_t size,
+			 struct kv_result *res)
+{
+	struct kv_place all[KV_MAX_REPLICAS];
+	uint64_t need;
+	struct kv_write *w;
+	struct kv_entry *e;
+	struct kv_val v;
+	uint32_t owner;
+	size_t n, k;
+	int rc;
+
+	if (size > POOL_KV_VALUE_MAX) { /* 0 is an empty value (RESP's "") */
+		kv_result(res, -EINVAL, NULL, KV_PLACES_NONE);
+		return 0;
+	}
+	/* Room for every copy, each of the size it will take. */
+	need = kv_alloc_len(ns, size) * kv_ns_places(ns);
+	if (need > kv_ns_room(ns)) { /* would spill everything and still not fit */
+		kv_result(res, -ENOSPC, NULL, KV_PLACES_NONE);
+		return 0;
+	}
+	owner = kv_val_owner(ns, key, klen, (uint32_t)who->uid);
+	rc = kv_quota_room(pd, ns, owner, need);
+	if (rc == 0)
+		rc = kv_make_room(pd, ns, need, !(ns->flags & HOLD_NS_NO_EVICT));
+	if (rc == 0)
+		rc = kv_place_evicting(pd, ns, h, size, &v);
+	if (rc < 0) {
+		e = *kv_slot(ns, key, klen, h);
+		if (e != NULL && kv_entry_unused(e))
+			kv_entry_drop(ns, e);
+		kv_result(res, rc, NULL, KV_PLACES_NONE);
+		return 0;
+	}
+	e = *kv_slot(ns, key, klen, h); /* eviction may have dropped it */
+	w = malloc(sizeof(*w));
+	if (w == NULL || (e == NULL && (e = kv_entry_new(ns, key, klen, h)) == NULL)) {
+		free(w);
+		kv_val_retire(pd, &v);
+		kv_result(res, -ENOMEM, NULL, KV_PLACES_NONE);
+		return 0;
+	}
+	/* The last writer wins, once its reservation is made: a failed one changes nothing. */
+	if (kv_pending(e) != NULL)
+		kv_pending_retire(pd, ns, e);
+	/* (its extras for the held list: the retired reservation's may have gone) */
+	if (kv_extra(e) == NULL || kv_owner_charge(pd, &v, owner) < 0) {
+		free(w);
+		kv_val_retire(pd, &v);
+		if (kv_entry_unused(e))
+			kv_entry_drop(ns, e);
+		else
+			kv_extra_trim(e);
+		kv_result(res, -ENOMEM, NULL, KV_PLACES_NONE);
+		return 0;
+	}
+	v.version = ++ns->next_version;
+	*w = (struct kv_write){v, who->node, who->session, units_now_ms()};
+	kv_pending_begin(ns, e, w);
+	ns->used += kv_val_bytes(&v);
+	n = kv_places(&v, all);
+	for (k = 0; k < n && !(ns->flags & HOLD_NS_SHARDED); k++)
+		hold_tell(pd, all[k].node, all[k].arena, all[k].off, all[k].alen, KV_HOLD_ID(ns));
+	kv_result(res, 0, &v, KV_PLACES_WRITE); /* every place: the writer fills each */
+	return 1;
+}
+
+/*
+ * The commit or abort of entry e's pending write w by who: an abort (or a
+ * shared store's value whose bytes are not its key's) frees it; a commit
+ * makes it the key's value, keeping the key's expiry and pin, and tells
+ * the lender's record and the KV events.
+ */
+static int kv_op_publish(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who,
+			 enum kv_op op, struct kv_entry *e, struct kv_write *w,
+			 struct kv_result *res)
+{
+	enum kv_retain retain;
+	int64_t ttl, retain_until;
+	bool fresh, was_pmem;
+	int rc;
+
+	/* A reservation is its session's: nobody else may publish or free it. */
+	if (w->node != who->node || w->session != who->session) {
+		kv_result(res, -EPERM, NULL, KV_PLACES_NONE);
+		return 0;
+	}
+	/* A value of the shared store whose bytes are not its key's is dropped. */
+	rc = op == KV_COMMIT && (ns->flags & HOLD_NS_SHARED) ? kv_verify(pd, ns, e, who->uid) : 0;
+	if (op == KV_ABORT || rc < 0) { /* nobody writes there any more */
+		kv_val_free(pd, ns, &w->val);
+		kv_pending_end(ns, e);
+		if (kv_entry_unused(e))
+			kv_entry_drop(ns, e);
+		kv_result(res, rc, NULL, KV_PLACES_NONE);
+		return rc == 0;
+	}
+	/* In a dedup namespace the writer's holder takes a reference. */
+	if ((ns->flags & HOLD_NS_DEDUP) &&
+	    (rc = kv_holder_add(pd, ns, kv_entry_key(e), e->klen, e)) < 0) {
+		kv_result(res, rc, NULL, KV_PLACES_NONE);
+		return 0;
+	}
+	/* A new version of a key keeps its expiry (APPEND, INCR); SET sets its own. */
+	ttl = e->has_val ? kv_expire_at(e) : 0;
+	retain = (enum kv_retain)e->retain; /* (and its pin, until the put says) */
+	retain_until = kv_retain_until(e);
+	fresh = !e->has_val;
+	was_pmem = e->has_val && e->val.pmem;
+	if (e->has_val)
+		kv_val_out(pd, ns, e);
+	e->val = w->val;
+	e->has_val = true;
+	e->edited = false;
+	/* (its extras are there while it is held: this takes no memory) */
+	(void)kv_set_expire(ns, e, ttl);
+	kv_pending_end(ns, e);
+	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
+	if (retain != KV_RETAIN_NONE)
+		(void)kv_retain_set(ns, e, retain, retain_until);
+	ns->puts++;
+	/* The lender's record now names the value: a restarted coordinator rebuilds it. */
+	kv_tell(pd, ns, e);
+	if (fresh)
+		kv_ev_stored(pd, ns, kv_entry_key(e), e->klen, e->val.pmem);
+	else if (was_pmem != e->val.pmem) /* a spilled key written again */
+		kv_ev_moved(pd, ns, e);
+	kv_result(res, 0, &e->val, KV_PLACES_WRITE_ONE);
+	return 1;
+}
+
+/*
+ * A commit, abort or release of version of key (hash h, entry e or NULL):
+ * first the version kept out of the index (a superseded or flushed write,
+ * a value removed while read), then the entry's.
+ */
+static int kv_op_settle(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who,
+			enum kv_op op, const uint8_t *key, size_t klen, uint64_t h,
+			struct kv_entry *e, uint64_t version, struct kv_result *res)
+{
+	struct kv_write *w = e != NULL ? kv_pending(e) : NULL;
+	struct kv_zombie *z;
+
+	if (e != NULL && op == KV_RELEASE && e->x != NULL &&
+	    kv_unpin(&e->x->pins, who->node, who->session, version)) {
+		kv_unhold(ns, e);
+		kv_result(res, 0, NULL, KV_PLACES_NONE);
+		return 1;
+	}
+	if (op != KV_RELEASE && w != NULL && w->val.version == version)
+		return kv_op_publish(pd, ns, who, op, e, w, res);
+	TAILQ_FOREACH(z, &ns->zombies, entry)
+		if (z->val.version == version &&
+		    kv_unpin(&z->pins, who->node, who->session, version)) {
+			/* Superseded, flushed or removed: as if overwritten at once. */
+			kv_zombies_sweep(pd, ns);
+			kv_result(res, 0, NULL, KV_PLACES_NONE);
+			return 1;
+		}
+	/* Flushed, and not freed yet: the same. */
+	if (kv_reap_settle(pd, ns, who, key, klen, h, version)) {
+		kv_result(res, 0, NULL, KV_PLACES_NONE);
+		return 1;
+	}
+	kv_result(res, op == KV_COMMIT ? -ESTALE : -ENOENT, NULL, KV_PLACES_NONE);
+	return 0;
+}
+
 /*
  * One operation on one key of ns, for who (the core of the wire's KV
  * requests and of kv_local_op()): lookup pins the value for who's session
@@ -1161,205 +1366,33 @@ int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, e
 		return 0;
 	}
 	e = kv_live(pd, ns, pp);
-	if (op == KV_LOOKUP || op == KV_EXISTS) {
-		if (e == NULL || !e->has_val || !kv_val_usable(pd, &e->val)) {
-			ns->misses += op == KV_LOOKUP;
-			kv_result(res, -ENOENT, NULL, KV_PLACES_NONE);
-			return 0;
-		}
-		if (op == KV_LOOKUP) {
-			if (kv_pin(ns, e, who->node, who->session) < 0) {
-				kv_result(res, -ENOMEM, NULL, KV_PLACES_NONE);
-				return 0;
-			}
-			ns->hits++;
-			TAILQ_REMOVE(kv_lru(ns, e), e, lru);
-			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
-			/* where it is now (a promotion moves it later), nearest first */
-			kv_result(res, 0, &e->val, KV_PLACES_READ);
-			if (e->val.pmem) {
-				ns->pmem_hits++;
-				kv_promote(pd, ns, e);
-			}
-			return 1;
-		}
-		kv_result(res, 0, &e->val, KV_PLACES_READ_ONE);
-		return 1;
-	}
-	if (op == KV_RESERVE && (ns->flags & HOLD_NS_DEDUP) && e != NULL &&
-	    kv_dedup_reserve(pd, ns, e, who->uid, &rc)) {
-		kv_result(res, rc, NULL, KV_PLACES_NONE);
-		return 0;
-	}
-	if (op == KV_RESERVE) {
-		uint64_t size = arg, need;
-		struct kv_write *w;
-		struct kv_val v;
-		uint32_t owner;
-
-		if (size > POOL_KV_VALUE_MAX) { /* 0 is an empty value (RESP's "") */
-			kv_result(res, -EINVAL, NULL, KV_PLACES_NONE);
-			return 0;
-		}
-		/* Room for every copy, each of the size it will take. */
-		need = kv_alloc_len(ns, size) * kv_ns_places(ns);
-		if (need > kv_ns_room(ns)) { /* would spill everything and still not fit */
-			kv_result(res, -ENOSPC, NULL, KV_PLACES_NONE);
-			return 0;
-		}
-		owner = kv_val_owner(ns, key, klen, (uint32_t)who->uid);
-		rc = kv_quota_room(pd, ns, owner, need);
-		if (rc == 0)
-			rc = kv_make_room(pd, ns, need, !(ns->flags & HOLD_NS_NO_EVICT));
-		if (rc == 0)
-			rc = kv_place_evicting(pd, ns, h, size, &v);
-		if (rc < 0) {
-			e = *kv_slot(ns, key, klen, h);
-			if (e != NULL && kv_entry_unused(e))
-				kv_entry_drop(ns, e);
+	switch (op) {
+	case KV_LOOKUP:
+	case KV_EXISTS:
+		return kv_op_read(pd, ns, who, op, e, res);
+	case KV_RESERVE:
+		if ((ns->flags & HOLD_NS_DEDUP) && e != NULL &&
+		    kv_dedup_reserve(pd, ns, e, who->uid, &rc)) {
 			kv_result(res, rc, NULL, KV_PLACES_NONE);
 			return 0;
 		}
-		e = *kv_slot(ns, key, klen, h); /* eviction may have dropped it */
-		w = malloc(sizeof(*w));
-		if (w == NULL || (e == NULL && (e = kv_entry_new(ns, key, klen, h)) == NULL)) {
-			free(w);
-			kv_val_retire(pd, &v);
-			kv_result(res, -ENOMEM, NULL, KV_PLACES_NONE);
+		return kv_op_reserve(pd, ns, who, key, klen, h, arg, res);
+	case KV_COMMIT:
+	case KV_ABORT:
+	case KV_RELEASE:
+		return kv_op_settle(pd, ns, who, op, key, klen, h, e, arg, res);
+	case KV_REMOVE:
+		if (e == NULL) {
+			kv_result(res, -ENOENT, NULL, KV_PLACES_NONE);
 			return 0;
 		}
-		/*
-		 * The last writer wins, once its reservation is made: a failed one changes nothing.
-		 */
-		if (kv_pending(e) != NULL)
-			kv_pending_retire(pd, ns, e);
-		/* (its extras for the held list: the retired reservation's may have gone) */
-		if (kv_extra(e) == NULL || kv_owner_charge(pd, &v, owner) < 0) {
-			free(w);
-			kv_val_retire(pd, &v);
-			if (kv_entry_unused(e))
-				kv_entry_drop(ns, e);
-			else
-				kv_extra_trim(e);
-			kv_result(res, -ENOMEM, NULL, KV_PLACES_NONE);
-			return 0;
-		}
-		v.version = ++ns->next_version;
-		*w = (struct kv_write){v, who->node, who->session, units_now_ms()};
-		kv_pending_begin(ns, e, w);
-		ns->used += kv_val_bytes(&v);
-		{
-			struct kv_place all[KV_MAX_REPLICAS];
-			size_t n = kv_places(&v, all), k;
-
-			for (k = 0; k < n && !(ns->flags & HOLD_NS_SHARDED); k++)
-				hold_tell(pd, all[k].node, all[k].arena, all[k].off, all[k].alen,
-					  KV_HOLD_ID(ns));
-		}
-		kv_result(res, 0, &v, KV_PLACES_WRITE); /* every place: the writer fills each */
-		return 1;
-	}
-	/*
-	 * commit, abort, release: first the version kept out of the index (a
-	 * superseded or flushed write, a value removed while read), then the entry.
-	 */
-	if (op == KV_COMMIT || op == KV_ABORT || op == KV_RELEASE) {
-		uint64_t version = arg;
-		struct kv_write *w = e != NULL ? kv_pending(e) : NULL;
-		struct kv_zombie *z;
-		enum kv_retain retain;
-		int64_t ttl, retain_until;
-		bool fresh, was_pmem;
-
-		if (e != NULL && op == KV_RELEASE && e->x != NULL &&
-		    kv_unpin(&e->x->pins, who->node, who->session, version)) {
-			kv_unhold(ns, e);
-			kv_result(res, 0, NULL, KV_PLACES_NONE);
-			return 1;
-		}
-		if (op != KV_RELEASE && w != NULL && w->val.version == version) {
-			/* A reservation is its session's: nobody else may publish or free it. */
-			if (w->node != who->node || w->session != who->session) {
-				kv_result(res, -EPERM, NULL, KV_PLACES_NONE);
-				return 0;
-			}
-			/* A value of the shared store whose bytes are not its key's is dropped. */
-			rc = op == KV_COMMIT && (ns->flags & HOLD_NS_SHARED)
-				 ? kv_verify(pd, ns, e, who->uid)
-				 : 0;
-			if (op == KV_ABORT || rc < 0) { /* nobody writes there any more */
-				kv_val_free(pd, ns, &w->val);
-				kv_pending_end(ns, e);
-				if (kv_entry_unused(e))
-					kv_entry_drop(ns, e);
-				kv_result(res, rc, NULL, KV_PLACES_NONE);
-				return rc == 0;
-			}
-			/* In a dedup namespace the writer's holder takes a reference. */
-			if ((ns->flags & HOLD_NS_DEDUP) &&
-			    (rc = kv_holder_add(pd, ns, kv_entry_key(e), e->klen, e)) < 0) {
-				kv_result(res, rc, NULL, KV_PLACES_NONE);
-				return 0;
-			}
-			/*
-			 * A new version of a key keeps its expiry (APPEND, INCR); SET sets its own.
-			 */
-			ttl = e->has_val ? kv_expire_at(e) : 0;
-			retain = (enum kv_retain)e->retain; /* (and its pin, until the put says) */
-			retain_until = kv_retain_until(e);
-			fresh = !e->has_val;
-			was_pmem = e->has_val && e->val.pmem;
-			if (e->has_val)
-				kv_val_out(pd, ns, e);
-			e->val = w->val;
-			e->has_val = true;
-			e->edited = false;
-			/* (its extras are there while it is held: this takes no memory) */
-			(void)kv_set_expire(ns, e, ttl);
-			kv_pending_end(ns, e);
-			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
-			if (retain != KV_RETAIN_NONE)
-				(void)kv_retain_set(ns, e, retain, retain_until);
-			ns->puts++;
-			/*
-			 * The lender's record now names the value: a restarted coordinator rebuilds
-			 * it.
-			 */
-			kv_tell(pd, ns, e);
-			if (fresh)
-				kv_ev_stored(pd, ns, kv_entry_key(e), e->klen, e->val.pmem);
-			else if (was_pmem != e->val.pmem) /* a spilled key written again */
-				kv_ev_moved(pd, ns, e);
-			kv_result(res, 0, &e->val, KV_PLACES_WRITE_ONE);
-			return 1;
-		}
-		TAILQ_FOREACH(z, &ns->zombies, entry)
-			if (z->val.version == version &&
-			    kv_unpin(&z->pins, who->node, who->session, version)) {
-				/* Superseded, flushed or removed: as if overwritten at once. */
-				kv_zombies_sweep(pd, ns);
-				kv_result(res, 0, NULL, KV_PLACES_NONE);
-				return 1;
-			}
-		/* Flushed, and not freed yet: the same. */
-		if (kv_reap_settle(pd, ns, who, key, klen, h, version)) {
-			kv_result(res, 0, NULL, KV_PLACES_NONE);
-			return 1;
-		}
-		kv_result(res, op == KV_COMMIT ? -ESTALE : -ENOENT, NULL, KV_PLACES_NONE);
-		return 0;
-	}
-	if (e == NULL) {
-		kv_result(res, -ENOENT, NULL, KV_PLACES_NONE);
-		return 0;
-	}
-	if (op == KV_REMOVE) {
 		kv_entry_clear(pd, ns, e);
 		kv_result(res, 0, NULL, KV_PLACES_NONE);
 		return 1;
+	default:
+		kv_result(res, e == NULL ? -ENOENT : -EINVAL, NULL, KV_PLACES_NONE);
+		return 0;
 	}
-	kv_result(res, -EINVAL, NULL, KV_PLACES_NONE);
-	return 0;
 }
 
 /* What an operation needs of the namespace's mode: 4 read, 2 write, 0 nothing. */
