@@ -590,40 +590,13 @@ static int kv_commit_wait(struct req *q, struct kv_durable *d, Pool__KvLocation 
 	return 0;
 }
 
-static int kv_request(struct req *q, const ProtobufCMessage *msg)
+/* Whether a request's keys, pins and per-key sizes or versions are ones ns serves: 0 or -errno. */
+static int kv_request_check(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr)
 {
-	const Pool__KvRequest *kr = (const Pool__KvRequest *)msg;
-	struct poold *pd = q->pd;
-	struct kv_durable *d = NULL;
-	struct kv_locplaces *pl;
-	Pool__KvLocation *locs;
-	struct kv_ns *ns = kv_ns_find(pd, kr->ns);
 	char name[WIRE_ENUM_NAME_MAX];
-	uint64_t count = 0;
 	size_t i;
 	int rc;
 
-	if (ns != NULL && (ns->flags & HOLD_NS_SHARDED))
-		pd->kv_shard_requests[q->node != pd->node_id]++;
-	else if (q->node == pd->node_id)
-		pd->kv_requests_here++;
-	else
-		pd->kv_requests_nodes++;
-
-	if (ns == NULL)
-		return req_errorf(q, -ENOENT, "no KV namespace '%s'", kr->ns);
-	if (!kv_ns_allowed(ns, q, kv_op_access(kr->op)))
-		return req_errorf(q, -EACCES,
-				  "KV namespace '%s' (mode %03o, uid %u): %s access "
-				  "denied",
-				  ns->name, ns->mode, (unsigned)ns->uid,
-				  kv_op_access(kr->op) & 2 ? "write" : "read");
-	if ((ns->flags & HOLD_NS_DEDUP) && (rc = kv_dedup_holder(q, ns, kr)) < 0)
-		return rc;
-	if ((ns->flags & HOLD_NS_DEDUP) &&
-	    (kr->op == POOL__KV_OP__KV_OP_ADOPT || kr->op == POOL__KV_OP__KV_OP_ADOPTED ||
-	     kr->op == POOL__KV_OP__KV_OP_RECOUNT))
-		return kv_recount_request(q, ns, kr);
 	if (kr->n_keys > KV_MAX_KEYS)
 		return req_errorf(q, -E2BIG, "at most %d keys per request", KV_MAX_KEYS);
 	if ((kr->has_retain || kr->has_retain_ms) &&
@@ -637,7 +610,7 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 				  (unsigned long long)KV_RETAIN_MS_MAX);
 	/* A sharded namespace's keys here are those of this node's shards (kvroute.c). */
 	for (i = 0; (ns->flags & HOLD_NS_SHARDED) && i < kr->n_keys; i++)
-		if ((rc = kvowner_serves(pd, ns, kr->keys[i].data, kr->keys[i].len)) < 0)
+		if ((rc = kvowner_serves(q->pd, ns, kr->keys[i].data, kr->keys[i].len)) < 0)
 			return req_errorf(q, rc,
 					  rc == -EAGAIN
 					      ? "key %zu of '%s': its shard moved here and "
@@ -645,18 +618,6 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 					      : "key %zu of '%s': its shard is not this "
 						"node's (the shards moved): ask again",
 					  i, ns->name);
-	if (kr->op == POOL__KV_OP__KV_OP_FAILED) {
-		/* A client could not reach a lender: suspect it now, not after heartbeats. */
-		if (!kr->has_node || kr->n_keys != 1 ||
-		    !kv_was_given(ns, q, &kr->keys[0], kr->node))
-			return req_errorf(q, -EPERM,
-					  "a lender is reported only with a key whose "
-					  "transfer to it the caller was given");
-		coord_suspect(pd, kr->node);
-		return kv_reply(q, NULL, 0, 0, 0);
-	}
-	if (kr->op == POOL__KV_OP__KV_OP_GET || kr->op == POOL__KV_OP__KV_OP_PUT)
-		return kv_inline_request(q, ns, kr);
 	if ((kr->op == POOL__KV_OP__KV_OP_RESERVE && kr->n_sizes != kr->n_keys) ||
 	    ((kr->op == POOL__KV_OP__KV_OP_COMMIT || kr->op == POOL__KV_OP__KV_OP_RELEASE ||
 	      kr->op == POOL__KV_OP__KV_OP_ABORT) &&
@@ -665,23 +626,45 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 		    q, -EINVAL, "%s needs one %s per key",
 		    wire_enum_name(&pool__kv_op__descriptor, kr->op, name, sizeof(name)),
 		    kr->op == POOL__KV_OP__KV_OP_RESERVE ? "size" : "version");
-	if (kr->op == POOL__KV_OP__KV_OP_MATCH) {
-		for (i = 0; i < kr->n_keys; i++) {
-			struct kv_entry *e = *kv_slot(ns, kr->keys[i].data, kr->keys[i].len,
-						      kv_hash(kr->keys[i].data, kr->keys[i].len));
+	return 0;
+}
 
-			if (e == NULL || !e->has_val || !kv_val_usable(pd, &e->val))
-				break;
-		}
-		return kv_reply(q, NULL, 0, i, 0);
+/* A prefix match: how many of the keys, from the first, have a value. */
+static int kv_request_match(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr)
+{
+	size_t i;
+
+	for (i = 0; i < kr->n_keys; i++) {
+		struct kv_entry *e = *kv_slot(ns, kr->keys[i].data, kr->keys[i].len,
+					      kv_hash(kr->keys[i].data, kr->keys[i].len));
+
+		if (e == NULL || !e->has_val || !kv_val_usable(q->pd, &e->val))
+			break;
 	}
+	return kv_reply(q, NULL, 0, i, 0);
+}
+
+/*
+ * The operation of kr on each of its keys, and the reply with their
+ * locations; a commit of persistent values is answered once their lenders
+ * made them durable (REQ_LATER).
+ */
+static int kv_request_keys(struct req *q, struct kv_ns *ns, const Pool__KvRequest *kr)
+{
+	struct poold *pd = q->pd;
+	struct kv_durable *d = NULL;
+	struct kv_locplaces *pl;
+	Pool__KvLocation *locs;
+	uint64_t count = 0;
+	size_t i;
+	int rc;
+
 	locs = calloc(kr->n_keys ? kr->n_keys : 1, sizeof(*locs));
 	pl = kv_ns_places(ns) > 1 ? calloc(kr->n_keys ? kr->n_keys : 1, sizeof(*pl)) : NULL;
 	if (locs == NULL || (kv_ns_places(ns) > 1 && pl == NULL)) {
 		free(locs);
 		return req_errorf(q, -ENOMEM, "out of memory");
 	}
-	/* Commits of persistent values are answered once their lenders made them durable. */
 	if (kr->op == POOL__KV_OP__KV_OP_COMMIT && (ns->flags & HOLD_NS_PERSISTENT) &&
 	    (d = kv_durable_new(kr->n_keys)) != NULL)
 		pd->kv->durable = d;
@@ -718,6 +701,54 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 	free(locs);
 	free(pl);
 	return rc;
+}
+
+static int kv_request(struct req *q, const ProtobufCMessage *msg)
+{
+	const Pool__KvRequest *kr = (const Pool__KvRequest *)msg;
+	struct poold *pd = q->pd;
+	struct kv_ns *ns = kv_ns_find(pd, kr->ns);
+	int rc;
+
+	if (ns != NULL && (ns->flags & HOLD_NS_SHARDED))
+		pd->kv_shard_requests[q->node != pd->node_id]++;
+	else if (q->node == pd->node_id)
+		pd->kv_requests_here++;
+	else
+		pd->kv_requests_nodes++;
+
+	if (ns == NULL)
+		return req_errorf(q, -ENOENT, "no KV namespace '%s'", kr->ns);
+	if (!kv_ns_allowed(ns, q, kv_op_access(kr->op)))
+		return req_errorf(q, -EACCES,
+				  "KV namespace '%s' (mode %03o, uid %u): %s access "
+				  "denied",
+				  ns->name, ns->mode, (unsigned)ns->uid,
+				  kv_op_access(kr->op) & 2 ? "write" : "read");
+	if ((ns->flags & HOLD_NS_DEDUP) && (rc = kv_dedup_holder(q, ns, kr)) < 0)
+		return rc;
+	if ((ns->flags & HOLD_NS_DEDUP) &&
+	    (kr->op == POOL__KV_OP__KV_OP_ADOPT || kr->op == POOL__KV_OP__KV_OP_ADOPTED ||
+	     kr->op == POOL__KV_OP__KV_OP_RECOUNT))
+		return kv_recount_request(q, ns, kr);
+	rc = kv_request_check(q, ns, kr);
+	if (rc < 0)
+		return rc;
+	if (kr->op == POOL__KV_OP__KV_OP_FAILED) {
+		/* A client could not reach a lender: suspect it now, not after heartbeats. */
+		if (!kr->has_node || kr->n_keys != 1 ||
+		    !kv_was_given(ns, q, &kr->keys[0], kr->node))
+			return req_errorf(q, -EPERM,
+					  "a lender is reported only with a key whose "
+					  "transfer to it the caller was given");
+		coord_suspect(pd, kr->node);
+		return kv_reply(q, NULL, 0, 0, 0);
+	}
+	if (kr->op == POOL__KV_OP__KV_OP_GET || kr->op == POOL__KV_OP__KV_OP_PUT)
+		return kv_inline_request(q, ns, kr);
+	if (kr->op == POOL__KV_OP__KV_OP_MATCH)
+		return kv_request_match(q, ns, kr);
+	return kv_request_keys(q, ns, kr);
 }
 
 static void kv_stats_msg(const struct kv_ns_stats *st, Pool__KvNamespace *m)
