@@ -558,29 +558,21 @@ static int kvhandover_give(struct poold *pd, struct kvhandover_walk *w, struct k
 	return 1;
 }
 
-/* Served for another node's poold, in a call (nodecall.c): r's answer goes back on the link. */
-static int kvhandover_request(struct req *r, const ProtobufCMessage *msg)
+/*
+ * The shards req asks for, as this node has them: those it gives (into
+ * w->give, with their counts of values left in rest as (shard, count)
+ * pairs) and those it never had (absent). 0, or -errno when one is not its
+ * to give yet or any more.
+ */
+static int kvhandover_shards(struct req *r, const Pool__KvHandoverRequest *req,
+			     struct kvhandover_walk *w, uint8_t *absent, uint32_t *rest,
+			     size_t *ret_nrest)
 {
-	const Pool__KvHandoverRequest *req = (const Pool__KvHandoverRequest *)msg;
 	struct poold *pd = r->pd;
 	const struct kv_shard_map *map = cluster_kv_shards(pd);
-	Pool__KvHandoverReply rep = POOL__KV_HANDOVER_REPLY__INIT;
-	struct kvhandover_walk w = {0};
-	uint8_t absent[KVHANDOVER_SHARD_BYTES] = {0};
-	uint32_t rest[2 * KV_SHARDS];
 	size_t nrest = 0;
-	uint64_t until = units_now_us() + KVHANDOVER_SLICE_US, off = 0, cut = 0;
-	struct kv_ns *ns, *next;
-	size_t bucket, seen = 0, i;
-	bool stop = false;
 	uint32_t s;
-	int rc;
 
-	if (r->answer == NULL) /* (a client's, or one a node forwarded: none asks this) */
-		return req_errorf(r, -EPERM, "a hand-over is asked by a shard's new owner only");
-	if (pd->kv == NULL || req->shards.len != KVHANDOVER_SHARD_BYTES)
-		return req_errorf(r, -EINVAL, "a hand-over names %u shards", KV_SHARDS);
-	kvowner_map(pd);
 	for (s = 0; s < KV_SHARDS; s++) {
 		if (!kvowner_bit(req->shards.data, s))
 			continue;
@@ -594,14 +586,113 @@ static int kvhandover_request(struct req *r, const ProtobufCMessage *msg)
 		if (map->nowners == 0 || map->owner[s] != r->node)
 			return req_errorf(r, -EAGAIN, "shard %u went to node %u here: ask again", s,
 					  map->nowners > 0 ? map->owner[s] : 0);
-		kvowner_set(w.give, s, true);
+		kvowner_set(w->give, s, true);
 		if (pd->kv->rest[s] != 0) {
 			rest[nrest++] = s;
 			rest[nrest++] = pd->kv->rest[s];
 		}
 	}
+	*ret_nrest = nrest;
+	return 0;
+}
+
+/*
+ * The values of bucket of ns that w gives, into w, from where req's answer
+ * before it stopped (its key and offset). False when the bucket is done;
+ * true when the answer stops in it (the slice's time is up at until, looked
+ * at every 64 entries *seen counts, or the answer is full), rep then naming
+ * the key and offset the next answer starts at.
+ */
+static bool kvhandover_bucket(struct poold *pd, const Pool__KvHandoverRequest *req,
+			      struct kv_ns *ns, size_t bucket, struct kvhandover_walk *w,
+			      Pool__KvHandoverReply *rep, uint64_t until, size_t *seen)
+{
+	uint64_t off, cut = 0;
+	struct kv_entry *e;
+	int rc;
+
+	for (e = ns->buckets[bucket]; e != NULL; e = e->hnext) {
+		if (++*seen % 64 == 0 && units_now_us() >= until)
+			break;
+		if (!e->has_val || e->val.node != pd->node_id ||
+		    !kvowner_bit(w->give, kv_shard_of(ns->name, kv_entry_key(e), e->klen)) ||
+		    (kv_expire_at(e) > 0 && kv_expire_at(e) <= kv_unix_ms()))
+			continue;
+		off = req->has_key && bucket == req->bucket && req->key.len == e->klen &&
+			      memcmp(req->key.data, kv_entry_key(e), e->klen) == 0
+			  ? MIN(req->offset, (uint64_t)e->val.vlen)
+			  : 0;
+		rc = kvhandover_give(pd, w, e, off, &cut);
+		if (rc == -2)
+			continue;
+		if (rc <= 0) {
+			if (rc == 0) {
+				rep->has_key = rep->has_offset = 1;
+				rep->key = (ProtobufCBinaryData){e->klen, kv_entry_key(e)};
+				rep->offset = cut;
+			}
+			break;
+		}
+	}
+	if (e != NULL && !rep->has_key && req->has_key && bucket == req->bucket) {
+		rep->has_key = rep->has_offset = 1; /* (the cut value not reached yet) */
+		rep->key = req->key;
+		rep->offset = req->offset;
+	}
+	return e != NULL; /* (stopped in this bucket: the next answer starts it again) */
+}
+
+/*
+ * An answer sent: the values it carried go from here (unless this node
+ * backs their shard now: kvbackup.c), and once the last answer went, the
+ * shards given are no longer leaving.
+ */
+static void kvhandover_gave(struct poold *pd, const struct req *r, const struct kvhandover_walk *w,
+			    const Pool__KvHandoverReply *rep)
+{
+	struct kv_ns *ns = kv_ns_find(pd, rep->ns);
+	uint32_t s;
+	size_t i;
+
+	for (i = 0; i < w->ngone; i++)
+		if (!kvowner_keeps(
+			pd->kv, ns,
+			kv_shard_of(rep->ns, kv_entry_key(w->gone[i]), w->gone[i]->klen)))
+			kv_entry_clear(pd, ns, w->gone[i]);
+	pd->kv->keys_out += w->ngone;
+	for (s = 0; rep->done && s < KV_SHARDS; s++)
+		if (kvowner_bit(w->give, s)) {
+			kvowner_set(pd->kv->leaving, s, false);
+			pd->kv->rest[s] = 0;
+			if (kvowner_bit(pd->kv->backing, s)) /* (what it kept is the shard whole) */
+				pd->kv->whole_from[s] = r->node;
+		}
+}
+
+/* Served for another node's poold, in a call (nodecall.c): r's answer goes back on the link. */
+static int kvhandover_request(struct req *r, const ProtobufCMessage *msg)
+{
+	const Pool__KvHandoverRequest *req = (const Pool__KvHandoverRequest *)msg;
+	struct poold *pd = r->pd;
+	Pool__KvHandoverReply rep = POOL__KV_HANDOVER_REPLY__INIT;
+	struct kvhandover_walk w = {0};
+	uint8_t absent[KVHANDOVER_SHARD_BYTES] = {0};
+	uint32_t rest[2 * KV_SHARDS];
+	uint64_t until = units_now_us() + KVHANDOVER_SLICE_US;
+	struct kv_ns *ns, *next;
+	size_t bucket, seen = 0, i;
+	bool stop = false;
+	int rc;
+
+	if (r->answer == NULL) /* (a client's, or one a node forwarded: none asks this) */
+		return req_errorf(r, -EPERM, "a hand-over is asked by a shard's new owner only");
+	if (pd->kv == NULL || req->shards.len != KVHANDOVER_SHARD_BYTES)
+		return req_errorf(r, -EINVAL, "a hand-over names %u shards", KV_SHARDS);
+	kvowner_map(pd);
+	rc = kvhandover_shards(r, req, &w, absent, rest, &rep.n_rest);
+	if (rc < 0)
+		return rc;
 	rep.rest = rest;
-	rep.n_rest = nrest;
 	rep.absent = (ProtobufCBinaryData){sizeof(absent), absent};
 	rep.has_absent = 1;
 	ns = req->ns != NULL ? kv_ns_find(pd, req->ns) : NULL;
@@ -610,45 +701,8 @@ static int kvhandover_request(struct req *r, const ProtobufCMessage *msg)
 		ns = kvowner_next_ns(pd, 0), bucket = 0; /* (gone meanwhile: all again) */
 	for (; ns != NULL && !stop; ns = next, bucket = 0) {
 		rep.ns = ns->name;
-		for (; bucket < ns->nbuckets && !stop; bucket++) {
-			struct kv_entry *e;
-
-			for (e = ns->buckets[bucket]; e != NULL; e = e->hnext) {
-				if (++seen % 64 == 0 && units_now_us() >= until)
-					break;
-				if (!e->has_val || e->val.node != pd->node_id ||
-				    !kvowner_bit(w.give,
-						 kv_shard_of(ns->name, kv_entry_key(e), e->klen)) ||
-				    (kv_expire_at(e) > 0 && kv_expire_at(e) <= kv_unix_ms()))
-					continue;
-				off = req->has_key && bucket == req->bucket &&
-					      req->key.len == e->klen &&
-					      memcmp(req->key.data, kv_entry_key(e), e->klen) == 0
-					  ? MIN(req->offset, (uint64_t)e->val.vlen)
-					  : 0;
-				rc = kvhandover_give(pd, &w, e, off, &cut);
-				if (rc == -2)
-					continue;
-				if (rc <= 0) {
-					if (rc == 0) {
-						rep.has_key = rep.has_offset = 1;
-						rep.key =
-						    (ProtobufCBinaryData){e->klen, kv_entry_key(e)};
-						rep.offset = cut;
-					}
-					break;
-				}
-			}
-			if (e != NULL && !rep.has_key && req->has_key && bucket == req->bucket) {
-				rep.has_key = rep.has_offset =
-				    1; /* (the cut value not reached yet) */
-				rep.key = req->key;
-				rep.offset = req->offset;
-			}
-			if (e !=
-			    NULL) /* (stopped in this bucket: the next answer starts it again) */
-				stop = true;
-		}
+		for (; bucket < ns->nbuckets && !stop; bucket++)
+			stop = kvhandover_bucket(pd, req, ns, bucket, &w, &rep, until, &seen);
 		next = kvowner_next_ns(pd, ns->id);
 		if (stop) {
 			bucket--;
@@ -669,22 +723,8 @@ static int kvhandover_request(struct req *r, const ProtobufCMessage *msg)
 	for (i = 0; i < w.n; i++)
 		w.ptrs[i] = &w.entries[i];
 	rc = req_reply(r, WIRE_KV_HANDOVER_REPLY, &rep.base); /* (packed: the bytes may go) */
-	if (rc == 0) {
-		ns = kv_ns_find(pd, rep.ns);
-		for (i = 0; i < w.ngone; i++) /* (what it backs now stays, a copy: kvbackup.c) */
-			if (!kvowner_keeps(
-				pd->kv, ns,
-				kv_shard_of(rep.ns, kv_entry_key(w.gone[i]), w.gone[i]->klen)))
-				kv_entry_clear(pd, ns, w.gone[i]);
-		pd->kv->keys_out += w.ngone;
-	}
-	for (s = 0; rc == 0 && rep.done && s < KV_SHARDS; s++)
-		if (kvowner_bit(w.give, s)) {
-			kvowner_set(pd->kv->leaving, s, false);
-			pd->kv->rest[s] = 0;
-			if (kvowner_bit(pd->kv->backing, s)) /* (what it kept is the shard whole) */
-				pd->kv->whole_from[s] = r->node;
-		}
+	if (rc == 0)
+		kvhandover_gave(pd, r, &w, &rep);
 	free(w.entries);
 	free(w.ptrs);
 	free(w.gone);
