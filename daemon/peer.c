@@ -726,130 +726,223 @@ static bool peer_relay(struct peer *pe, const struct wire_hdr *hdr, const uint8_
 	return true;
 }
 
+/* A message the coordinator sends, handled: unpacked as msg, freed after. */
+typedef void peer_msg_fn(struct peer *pe, const struct wire_hdr *hdr, const uint8_t *payload,
+			 ProtobufCMessage *msg);
+
+static void peer_on_hello_reply(struct peer *pe, const struct wire_hdr *hdr, const uint8_t *payload,
+				ProtobufCMessage *msg)
+{
+	(void)hdr, (void)payload;
+	if (pe->state == PEER_HELLO)
+		peer_register(pe, (Pool__HelloReply *)msg);
+}
+
+static void peer_on_register_reply(struct peer *pe, const struct wire_hdr *hdr,
+				   const uint8_t *payload, ProtobufCMessage *msg)
+{
+	(void)hdr, (void)payload;
+	if (pe->state == PEER_REGISTERING)
+		peer_registered(pe, (Pool__RegisterReply *)msg);
+}
+
+/* A heartbeat's answer (not a relayed reply). */
+static void peer_on_ok(struct peer *pe, const struct wire_hdr *hdr, const uint8_t *payload,
+		       ProtobufCMessage *msg)
+{
+	(void)payload, (void)msg;
+	pe->last_ack = units_now_ms();
+	if (pe->stall_beat != 0 && pe->stall_beat != UINT64_MAX &&
+	    hdr->req_id >= pe->stall_beat) { /* (still a member: not declared dead) */
+		pe->stall_beat = 0;
+		kvowner_hold(pe->pd, false);
+	}
+}
+
+static void peer_on_member_event(struct peer *pe, const struct wire_hdr *hdr,
+				 const uint8_t *payload, ProtobufCMessage *msg)
+{
+	(void)hdr, (void)payload;
+	if (pe->state == PEER_UP)
+		peer_member_event(pe, ((Pool__MemberEvent *)msg)->member);
+}
+
+static void peer_on_member_events(struct peer *pe, const struct wire_hdr *hdr,
+				  const uint8_t *payload, ProtobufCMessage *msg)
+{
+	Pool__MemberEvents *evs = (Pool__MemberEvents *)msg;
+	size_t i;
+
+	(void)hdr, (void)payload;
+	/* (one of them may reset the link: this node declared dead) */
+	for (i = 0; i < evs->n_members && pe->state == PEER_UP; i++)
+		peer_member_event(pe, evs->members[i]);
+}
+
+static void peer_on_kv_ns_defs(struct peer *pe, const struct wire_hdr *hdr, const uint8_t *payload,
+			       ProtobufCMessage *msg)
+{
+	const Pool__KvNsReply *defs = (const Pool__KvNsReply *)msg;
+
+	peer_keep_nsdefs(pe, defs->has_seq ? defs->seq : 0, defs->has_more && defs->more, payload,
+			 hdr->len);
+}
+
+static void peer_on_probe(struct peer *pe, const struct wire_hdr *hdr, const uint8_t *payload,
+			  ProtobufCMessage *msg)
+{
+	(void)payload;
+	peer_probe(pe, hdr->req_id, (Pool__ProbeRequest *)msg);
+}
+
+static void peer_on_region_notice(struct peer *pe, const struct wire_hdr *hdr,
+				  const uint8_t *payload, ProtobufCMessage *msg)
+{
+	Pool__RegionNotice *rn = (Pool__RegionNotice *)msg;
+	size_t i, n = rn->n_sessions;
+
+	(void)hdr, (void)payload;
+	rn->n_sessions = 0; /* clients get the notice without the node's session list */
+	for (i = 0; i < n; i++)
+		control_notify(pe->pd, rn->sessions[i], WIRE_REGION_NOTICE, msg);
+	rn->n_sessions = n;
+}
+
+static void peer_on_arena_limit(struct peer *pe, const struct wire_hdr *hdr, const uint8_t *payload,
+				ProtobufCMessage *msg)
+{
+	const Pool__ArenaLimit *al = (const Pool__ArenaLimit *)msg;
+
+	(void)hdr, (void)payload;
+	lend_set_limit(pe->pd, al->arena, al->limit);
+}
+
+/* An answer to the coordinator's request id: OK, or the error rc (what, when not NULL). */
+static void peer_answer(struct peer *pe, uint64_t id, int rc, const char *what)
+{
+	Pool__Ok ok = POOL__OK__INIT;
+
+	if (rc < 0)
+		conn_send_error(pe->conn, id, rc, what);
+	else
+		conn_send(pe->conn, WIRE_OK, id, &ok.base);
+}
+
+static void peer_on_copy(struct peer *pe, const struct wire_hdr *hdr, const uint8_t *payload,
+			 ProtobufCMessage *msg)
+{
+	const Pool__Copy *cp = (const Pool__Copy *)msg;
+
+	(void)payload;
+	peer_answer(
+	    pe, hdr->req_id,
+	    lend_copy(pe->pd, cp->src_arena, cp->src_off, cp->dst_arena, cp->dst_off, cp->len),
+	    NULL);
+}
+
+static void peer_on_hold(struct peer *pe, const struct wire_hdr *hdr, const uint8_t *payload,
+			 ProtobufCMessage *msg)
+{
+	int rc = peer_hold_add(pe->pd, (Pool__Holdings *)msg);
+
+	(void)payload;
+	if (hdr->req_id != 0) /* the coordinator waits for it to be durable */
+		peer_answer(pe, hdr->req_id, rc, "not made durable");
+}
+
+static void peer_on_vec(struct peer *pe, const struct wire_hdr *hdr, const uint8_t *payload,
+			ProtobufCMessage *msg)
+{
+	(void)payload;
+	vec_serve(pe->pd, pe->conn, hdr->req_id, (const Pool__VecRequest *)msg);
+}
+
+static void peer_on_snap_place(struct peer *pe, const struct wire_hdr *hdr, const uint8_t *payload,
+			       ProtobufCMessage *msg)
+{
+	(void)payload;
+	snapplace_serve(pe->pd, pe->conn, hdr->req_id, (const Pool__SnapPlace *)msg);
+}
+
+static void peer_on_holdings(struct peer *pe, const struct wire_hdr *hdr, const uint8_t *payload,
+			     ProtobufCMessage *msg)
+{
+	(void)payload;
+	peer_holdings_request(pe, hdr->req_id, (const Pool__HoldingsRequest *)msg);
+}
+
+static void peer_on_holdings_ack(struct peer *pe, const struct wire_hdr *hdr,
+				 const uint8_t *payload, ProtobufCMessage *msg)
+{
+	(void)hdr, (void)payload;
+	peer_report_read(pe, (const Pool__HoldingsAck *)msg);
+}
+
+static void peer_on_scrub(struct peer *pe, const struct wire_hdr *hdr, const uint8_t *payload,
+			  ProtobufCMessage *msg)
+{
+	(void)payload;
+	peer_scrub(pe, hdr->req_id, (const Pool__Scrub *)msg);
+}
+
+static void peer_on_error(struct peer *pe, const struct wire_hdr *hdr, const uint8_t *payload,
+			  ProtobufCMessage *msg)
+{
+	const Pool__Error *err = (const Pool__Error *)msg;
+
+	(void)hdr, (void)payload;
+	log_warnx("coordinator %s refused: %s", pe->target, err->message);
+	peer_reset(pe, err->message);
+}
+
+/*
+ * What the coordinator sends a node, by type: its handler, and whether it
+ * is a request of the coordinator's own (its id is the coordinator's; any
+ * other message with an id is first a reply to relay to a client).
+ */
+static const struct {
+	peer_msg_fn *handle;
+	bool request;
+} peer_msgs[WIRE_TYPE_MAX] = {
+    [WIRE_HELLO_REPLY] = {peer_on_hello_reply, false},
+    [WIRE_REGISTER_REPLY] = {peer_on_register_reply, false},
+    [WIRE_OK] = {peer_on_ok, false},
+    [WIRE_ERROR] = {peer_on_error, false},
+    [WIRE_MEMBER_EVENT] = {peer_on_member_event, false},
+    [WIRE_MEMBER_EVENTS] = {peer_on_member_events, false},
+    [WIRE_KV_NS_DEFS] = {peer_on_kv_ns_defs, false},
+    [WIRE_REGION_NOTICE] = {peer_on_region_notice, false},
+    [WIRE_ARENA_LIMIT] = {peer_on_arena_limit, false},
+    [WIRE_HOLDINGS] = {peer_on_holdings, false},
+    [WIRE_HOLDINGS_ACK] = {peer_on_holdings_ack, false},
+    [WIRE_PROBE] = {peer_on_probe, true},
+    [WIRE_SCRUB] = {peer_on_scrub, true},
+    [WIRE_COPY] = {peer_on_copy, true},
+    [WIRE_VEC] = {peer_on_vec, true},
+    [WIRE_HOLD] = {peer_on_hold, true},
+    [WIRE_SNAP_PLACE] = {peer_on_snap_place, true},
+};
+
 static void peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint8_t *payload,
 		       void *arg)
 {
 	struct peer *pe = arg;
 	ProtobufCMessage *msg = NULL;
+	peer_msg_fn *handle = hdr->type < WIRE_TYPE_MAX ? peer_msgs[hdr->type].handle : NULL;
 
-	/* Requests from the coordinator have ids of its own: only replies are relayed. */
-	if (hdr->req_id != 0 && hdr->type != WIRE_PROBE && hdr->type != WIRE_SCRUB &&
-	    hdr->type != WIRE_COPY && hdr->type != WIRE_VEC && hdr->type != WIRE_HOLD &&
-	    hdr->type != WIRE_SNAP_PLACE && peer_relay(pe, hdr, payload))
+	(void)conn;
+	if (hdr->req_id != 0 && (handle == NULL || !peer_msgs[hdr->type].request) &&
+	    peer_relay(pe, hdr, payload))
 		return;
 	if (wire_msg_unpack(hdr->type, payload, hdr->len, &msg) < 0) {
 		log_warnx("coordinator sent a malformed %s", wire_type_name(hdr->type));
 		peer_reset(pe, "malformed message");
 		return;
 	}
-	switch (hdr->type) {
-	case WIRE_HELLO_REPLY:
-		if (pe->state == PEER_HELLO)
-			peer_register(pe, (Pool__HelloReply *)msg);
-		break;
-	case WIRE_REGISTER_REPLY:
-		if (pe->state == PEER_REGISTERING)
-			peer_registered(pe, (Pool__RegisterReply *)msg);
-		break;
-	case WIRE_OK:
-		pe->last_ack = units_now_ms();
-		if (pe->stall_beat != 0 && pe->stall_beat != UINT64_MAX &&
-		    hdr->req_id >= pe->stall_beat) { /* (still a member: not declared dead) */
-			pe->stall_beat = 0;
-			kvowner_hold(pe->pd, false);
-		}
-		break;
-	case WIRE_MEMBER_EVENT:
-		if (pe->state == PEER_UP)
-			peer_member_event(pe, ((Pool__MemberEvent *)msg)->member);
-		break;
-	case WIRE_MEMBER_EVENTS: {
-		Pool__MemberEvents *evs = (Pool__MemberEvents *)msg;
-		size_t i;
-
-		/* (one of them may reset the link: this node declared dead) */
-		for (i = 0; i < evs->n_members && pe->state == PEER_UP; i++)
-			peer_member_event(pe, evs->members[i]);
-		break;
-	}
-	case WIRE_KV_NS_DEFS: {
-		const Pool__KvNsReply *defs = (const Pool__KvNsReply *)msg;
-
-		peer_keep_nsdefs(pe, defs->has_seq ? defs->seq : 0, defs->has_more && defs->more,
-				 payload, hdr->len);
-		break;
-	}
-	case WIRE_PROBE:
-		peer_probe(pe, hdr->req_id, (Pool__ProbeRequest *)msg);
-		break;
-	case WIRE_REGION_NOTICE: {
-		Pool__RegionNotice *rn = (Pool__RegionNotice *)msg;
-		size_t i, n = rn->n_sessions;
-
-		rn->n_sessions = 0; /* clients get the notice without the node's session list */
-		for (i = 0; i < n; i++)
-			control_notify(pe->pd, rn->sessions[i], WIRE_REGION_NOTICE, msg);
-		rn->n_sessions = n;
-		break;
-	}
-	case WIRE_ARENA_LIMIT: {
-		const Pool__ArenaLimit *al = (const Pool__ArenaLimit *)msg;
-
-		lend_set_limit(pe->pd, al->arena, al->limit);
-		break;
-	}
-	case WIRE_COPY: {
-		const Pool__Copy *cp = (const Pool__Copy *)msg;
-		int rc = lend_copy(pe->pd, cp->src_arena, cp->src_off, cp->dst_arena, cp->dst_off,
-				   cp->len);
-
-		if (rc < 0) {
-			conn_send_error(pe->conn, hdr->req_id, rc, NULL);
-		} else {
-			Pool__Ok ok = POOL__OK__INIT;
-
-			conn_send(pe->conn, WIRE_OK, hdr->req_id, &ok.base);
-		}
-		break;
-	}
-	case WIRE_HOLD: {
-		int rc = peer_hold_add(pe->pd, (Pool__Holdings *)msg);
-
-		if (hdr->req_id != 0 && rc < 0) { /* the coordinator waits for it to be durable */
-			conn_send_error(pe->conn, hdr->req_id, rc, "not made durable");
-		} else if (hdr->req_id != 0) {
-			Pool__Ok ok = POOL__OK__INIT;
-
-			conn_send(pe->conn, WIRE_OK, hdr->req_id, &ok.base);
-		}
-		break;
-	}
-	case WIRE_VEC:
-		vec_serve(pe->pd, pe->conn, hdr->req_id, (const Pool__VecRequest *)msg);
-		break;
-	case WIRE_SNAP_PLACE:
-		snapplace_serve(pe->pd, pe->conn, hdr->req_id, (const Pool__SnapPlace *)msg);
-		break;
-	case WIRE_HOLDINGS:
-		peer_holdings_request(pe, hdr->req_id, (const Pool__HoldingsRequest *)msg);
-		break;
-	case WIRE_HOLDINGS_ACK:
-		peer_report_read(pe, (const Pool__HoldingsAck *)msg);
-		break;
-	case WIRE_SCRUB:
-		peer_scrub(pe, hdr->req_id, (const Pool__Scrub *)msg);
-		break;
-	case WIRE_ERROR: {
-		const Pool__Error *err = (const Pool__Error *)msg;
-
-		log_warnx("coordinator %s refused: %s", pe->target, err->message);
-		peer_reset(pe, err->message);
-		break;
-	}
-	default:
+	if (handle != NULL)
+		handle(pe, hdr, payload, msg);
+	else
 		log_debug("ignoring %s from the coordinator", wire_type_name(hdr->type));
-		break;
-	}
 	wire_msg_free(msg);
 }
 
