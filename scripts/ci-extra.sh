@@ -4,7 +4,7 @@
 # builds out of tree, installs, uninstalls and cleans; its check runs the
 # unit tests and a few integration tests, the full suite having just run),
 # the whole suite again under AddressSanitizer and UndefinedBehaviorSanitizer
-# (LeakSanitizer on), then each libFuzzer target for FUZZ_SECONDS (60) from
+# (LeakSanitizer on; a test per CPU at once, as the suite's own stage), then each libFuzzer target for FUZZ_SECONDS (60) from
 # its seed corpus, then the long trust runs (1,000 clients killed
 # mid-transfer, a lender stopped for 60 s: tests/cluster/trust.sh) on the
 # main build, then the Debian packages built, checked with lintian,
@@ -57,7 +57,8 @@ for stage in $stages; do
 		# Every process's sanitizer report goes to a file of its own, so that
 		# a leak at the exit of a poold the tests stop is seen too.
 		rm -rf "$work/asan-reports" && mkdir -m 1777 "$work/asan-reports"
-		if ! (cd "$work/asan" && ASAN_OPTIONS=log_path="$work/asan-reports/r" make check); then
+		# As many tests at once as the suite's own stage runs (scripts/test.sh).
+		if ! (cd "$work/asan" && ASAN_OPTIONS=log_path="$work/asan-reports/r" make -j"$(nproc)" check); then
 			find "$work/asan/tests" -name '*.trs' -exec grep -l '^:test-result: FAIL' {} + |
 				while read -r t; do echo "--- ${t%.trs}.log"; tail -n 60 "${t%.trs}.log"; done
 			cat "$work/asan-reports"/* 2>/dev/null
