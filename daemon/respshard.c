@@ -452,6 +452,61 @@ static int resp_shard_back(struct poold *pd, struct kv_ns *ns, const ProtobufCBi
 }
 
 /*
+ * Whether the n commands qs are each one of a sharded database's, with
+ * keys, of its arity, in a database there is (cmds[i]: qs[i]'s entry of
+ * the command table): 0 or -EINVAL.
+ */
+static int resp_shard_cmds(const Pool__RespCommand *m, const struct resp_queued *qs, size_t n,
+			   const struct resp_cmd **cmds)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct resp_cmd *cmd = cmds[i] = resp_cmd_find(qs[i].argv[0]);
+
+		if (cmd == NULL || !(cmd->flags & RESP_CMD_KEYS) ||
+		    (cmd->arity > 0 && qs[i].argc != cmd->arity) ||
+		    (cmd->arity < 0 && qs[i].argc < -cmd->arity))
+			return -EINVAL;
+	}
+	return m->db >= RESP_DBS ? -EINVAL : 0;
+}
+
+/*
+ * Run the commands qs[0..n) of database name on t, in order, as long as
+ * their replies fit room (those after are asked again: a reply that would
+ * not fit is never built; ret->needs says what the first one needs), each
+ * reply's end in ret. A lone reply over the bound is replaced by an error.
+ */
+static void resp_shard_each(struct resp_conn *t, const char *name, const struct resp_cmd **cmds,
+			    struct resp_queued *qs, size_t n, size_t room, struct resp_answer *ret)
+{
+	struct poold *pd = t->rs->pd;
+	size_t i, len, need;
+
+	for (i = 0; i < n; i++) {
+		len = evbuffer_get_length(t->out);
+		need = resp_shard_need(pd, t->uid, name, cmds[i], &qs[i]);
+		if ((len >= room || need > room - len) && (i > 0 || room < RESP_SHARD_REPLY_MAX)) {
+			ret->needs = i == 0 ? MIN(need, (size_t)RESP_SHARD_REPLY_MAX) : 0;
+			break;
+		}
+		resp_cmd_run(t, cmds[i], qs[i].argc, qs[i].argv, qs[i].argl);
+		ret->ends[ret->n++] = evbuffer_get_length(t->out);
+		if (t->overflow != NULL || ret->ends[i] > RESP_SHARD_REPLY_MAX)
+			break; /* (the first one alone: its reply is replaced by the error) */
+	}
+	len = evbuffer_get_length(t->out);
+	if (ret->n == 1 && (t->overflow != NULL || len > RESP_SHARD_REPLY_MAX)) {
+		evbuffer_drain(t->out, len);
+		evbuffer_add_printf(t->out, "-ERR the reply would pass %s\r\n",
+				    t->overflow != NULL ? t->overflow
+							: "4M, the most a node sends another");
+		ret->ends[0] = evbuffer_get_length(t->out);
+	}
+}
+
+/*
  * Run m, commands (or a transaction's, with exec) of a client of another
  * node's endpoint (or of this one's), uid, on this node's shards, in order,
  * as many as one answer carries back: their replies in *ret, 0. With 2
@@ -474,7 +529,7 @@ static int resp_shard_run(struct poold *pd, uid_t uid, const Pool__RespCommand *
 	ProtobufCBinaryData *written = NULL;
 	long nwritten = 0, k;
 	char name[32];
-	size_t n, i, len, need,
+	size_t n, i, len,
 	    room =
 		m->has_reply_max ? MIN(m->reply_max, RESP_SHARD_REPLY_MAX) : RESP_SHARD_REPLY_MAX;
 	int rc;
@@ -488,16 +543,8 @@ static int resp_shard_run(struct poold *pd, uid_t uid, const Pool__RespCommand *
 	rc = resp_shard_unpack(m, &qs, &n, &block);
 	if (rc == 0 && (cmds = calloc(n, sizeof(*cmds))) == NULL)
 		rc = -ENOMEM;
-	for (i = 0; rc == 0 && i < n; i++) {
-		const struct resp_cmd *cmd = cmds[i] = resp_cmd_find(qs[i].argv[0]);
-
-		if (cmd == NULL || !(cmd->flags & RESP_CMD_KEYS) ||
-		    (cmd->arity > 0 && qs[i].argc != cmd->arity) ||
-		    (cmd->arity < 0 && qs[i].argc < -cmd->arity))
-			rc = -EINVAL;
-	}
-	if (rc == 0 && m->db >= RESP_DBS)
-		rc = -EINVAL;
+	if (rc == 0)
+		rc = resp_shard_cmds(m, qs, n, cmds);
 	if (rc < 0) {
 		snprintf(err, errlen, "a RESP command that is not one of a sharded database");
 		goto out;
@@ -536,27 +583,8 @@ static int resp_shard_run(struct poold *pd, uid_t uid, const Pool__RespCommand *
 		resp_cmd_run(&t, resp_cmd_find("exec"), 1, argv, argl);
 		ret->ends[ret->n++] = evbuffer_get_length(t.out);
 	}
-	for (i = 0; i < n; i++) {
-		len = evbuffer_get_length(t.out);
-		/* The rest are asked again: a reply that would not fit is never built. */
-		need = resp_shard_need(pd, uid, name, cmds[i], &qs[i]);
-		if ((len >= room || need > room - len) && (i > 0 || room < RESP_SHARD_REPLY_MAX)) {
-			ret->needs = i == 0 ? MIN(need, (size_t)RESP_SHARD_REPLY_MAX) : 0;
-			break;
-		}
-		resp_cmd_run(&t, cmds[i], qs[i].argc, qs[i].argv, qs[i].argl);
-		ret->ends[ret->n++] = evbuffer_get_length(t.out);
-		if (t.overflow != NULL || ret->ends[i] > RESP_SHARD_REPLY_MAX)
-			break; /* (the first one alone: its reply is replaced by the error) */
-	}
+	resp_shard_each(&t, name, cmds, qs, n, room, ret);
 	len = evbuffer_get_length(t.out);
-	if (ret->n == 1 && (t.overflow != NULL || len > RESP_SHARD_REPLY_MAX)) {
-		evbuffer_drain(t.out, len);
-		evbuffer_add_printf(t.out, "-ERR the reply would pass %s\r\n",
-				    t.overflow != NULL ? t.overflow
-						       : "4M, the most a node sends another");
-		ret->ends[0] = len = evbuffer_get_length(t.out);
-	}
 	/* Copied out before the pins of values sent by reference go with the session. */
 	ret->buf = malloc(len ? len : 1);
 	if (ret->buf == NULL)
