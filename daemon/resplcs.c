@@ -78,6 +78,39 @@ static void resp_lcs_ranges(struct resp_conn *c, const struct resp_lcs_range *r,
 	resp_int(c, len);
 }
 
+/* LCS's options after its two keys: 0, or -1 with the error said. */
+static int resp_lcs_opts(struct resp_conn *c, long argc, char **argv, const size_t *argl,
+			 bool *getlen, bool *getidx, bool *withlen, long long *minlen)
+{
+	long k;
+
+	for (k = 3; k < argc; k++) {
+		if (strcasecmp(argv[k], "IDX") == 0) {
+			*getidx = true;
+		} else if (strcasecmp(argv[k], "LEN") == 0) {
+			*getlen = true;
+		} else if (strcasecmp(argv[k], "WITHMATCHLEN") == 0) {
+			*withlen = true;
+		} else if (strcasecmp(argv[k], "MINMATCHLEN") == 0 && k + 1 < argc) {
+			if (!resp_ll(argv[k + 1], argl[k + 1], minlen)) {
+				resp_err(c, RESP_ERR_INT);
+				return -1;
+			}
+			if (*minlen < 0)
+				*minlen = 0;
+			k++;
+		} else {
+			resp_err(c, RESP_ERR_SYNTAX);
+			return -1;
+		}
+	}
+	if (*getidx && *getlen) {
+		resp_err(c, "ERR If you want both the length and indexes, please just use IDX.");
+		return -1;
+	}
+	return 0;
+}
+
 static void cmd_lcs(struct resp_conn *c, long argc, char **argv, const size_t *argl)
 {
 	bool getlen = false, getidx = false, withlen = false;
@@ -86,37 +119,13 @@ static void cmd_lcs(struct resp_conn *c, long argc, char **argv, const size_t *a
 	long long minlen = 0;
 	char ns[32], *a = NULL, *b = NULL, *result = NULL;
 	uint32_t *dp = NULL, i, j, idx, as, ae = 0, bs = 0, be = 0;
-	long k;
 
 #define LCS(x, y) dp[(y) + (size_t)(x) * (blen + 1)]
 	resp_ns(c, ns, sizeof(ns));
 	if (resp_lcs_value(c, ns, argv[1], argl[1], &a, &alen) < 0 ||
-	    resp_lcs_value(c, ns, argv[2], argl[2], &b, &blen) < 0)
+	    resp_lcs_value(c, ns, argv[2], argl[2], &b, &blen) < 0 ||
+	    resp_lcs_opts(c, argc, argv, argl, &getlen, &getidx, &withlen, &minlen) < 0)
 		goto out;
-	for (k = 3; k < argc; k++) {
-		if (strcasecmp(argv[k], "IDX") == 0) {
-			getidx = true;
-		} else if (strcasecmp(argv[k], "LEN") == 0) {
-			getlen = true;
-		} else if (strcasecmp(argv[k], "WITHMATCHLEN") == 0) {
-			withlen = true;
-		} else if (strcasecmp(argv[k], "MINMATCHLEN") == 0 && k + 1 < argc) {
-			if (!resp_ll(argv[k + 1], argl[k + 1], &minlen)) {
-				resp_err(c, RESP_ERR_INT);
-				goto out;
-			}
-			if (minlen < 0)
-				minlen = 0;
-			k++;
-		} else {
-			resp_err(c, RESP_ERR_SYNTAX);
-			goto out;
-		}
-	}
-	if (getidx && getlen) {
-		resp_err(c, "ERR If you want both the length and indexes, please just use IDX.");
-		goto out;
-	}
 	cells = (alen + 1) * (blen + 1);
 	if (alen >= UINT32_MAX - 1 || blen >= UINT32_MAX - 1 ||
 	    cells > RESP_LCS_TABLE_MAX / sizeof(*dp)) {
