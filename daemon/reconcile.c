@@ -443,49 +443,61 @@ static int reconcile_begin(struct poold *pd, struct reconcile_pass *p)
 	return 0;
 }
 
+/*
+ * What the lender holds, about max extents of it: from its report, or this
+ * poold's own holdings when it is the lender. 1 more to do, 0 done, -errno.
+ */
+static int reconcile_have(struct poold *pd, struct reconcile_pass *p, size_t max)
+{
+	size_t end;
+
+	if (p->report == NULL)
+		return hold_extents(pd, &p->at, max, &p->have, &p->nhave, &p->cap_have);
+	for (end = MIN(p->nh, p->at + max); p->at < end; p->at++) {
+		const struct ledger_extent *e = &p->h[p->at].e;
+
+		if (holdreport_ended(p->report, p->at))
+			continue; /* it ended after its chunk */
+		if (ledger_append(&p->have, &p->nhave, &p->cap_have, e->arena, e->off, e->len,
+				  e->region) < 0)
+			return -ENOMEM;
+		p->have[p->nhave - 1].ref = (uint32_t)p->at;
+	}
+	return p->at < p->nh;
+}
+
+/* What the map says the lender should hold of regions and of reclaims: 0 or -ENOMEM. */
+static int reconcile_regions(struct poold *pd, struct reconcile_pass *p)
+{
+	struct region *r;
+	size_t i;
+
+	TAILQ_FOREACH(r, &pd->regions->list, entry)
+		for (i = 0; i < r->next; i++)
+			if (r->ext[i].node == p->node &&
+			    ledger_append(&p->want, &p->nwant, &p->cap_want, r->ext[i].arena,
+					  r->ext[i].off, r->ext[i].len, r->id) < 0)
+				return -ENOMEM;
+	return reclaim_extents(pd, p->node, &p->want, &p->nwant, &p->cap_want) < 0 ? -ENOMEM : 0;
+}
+
 /* One step of the pass, about max extents: 1 more to do, 0 done, -errno (dropped). */
 static int reconcile_step(struct poold *pd, struct reconcile_pass *p, size_t max)
 {
-	size_t end, i;
+	size_t end;
 	int rc;
 
 	switch (p->stage) {
 	case STAGE_HAVE:
-		if (p->report == NULL) {
-			if ((rc = hold_extents(pd, &p->at, max, &p->have, &p->nhave,
-					       &p->cap_have)) != 0)
-				return rc;
-		} else {
-			for (end = MIN(p->nh, p->at + max); p->at < end; p->at++) {
-				const struct ledger_extent *e = &p->h[p->at].e;
-
-				if (holdreport_ended(p->report, p->at))
-					continue; /* it ended after its chunk */
-				if (ledger_append(&p->have, &p->nhave, &p->cap_have, e->arena,
-						  e->off, e->len, e->region) < 0)
-					return -ENOMEM;
-				p->have[p->nhave - 1].ref = (uint32_t)p->at;
-			}
-			if (p->at < p->nh)
-				return 1;
-		}
+		if ((rc = reconcile_have(pd, p, max)) != 0)
+			return rc;
 		p->stage = STAGE_REGIONS;
 		return 1;
-	case STAGE_REGIONS: {
-		struct region *r;
-
-		TAILQ_FOREACH(r, &pd->regions->list, entry)
-			for (i = 0; i < r->next; i++)
-				if (r->ext[i].node == p->node &&
-				    ledger_append(&p->want, &p->nwant, &p->cap_want,
-						  r->ext[i].arena, r->ext[i].off, r->ext[i].len,
-						  r->id) < 0)
-					return -ENOMEM;
-		if (reclaim_extents(pd, p->node, &p->want, &p->nwant, &p->cap_want) < 0)
-			return -ENOMEM;
+	case STAGE_REGIONS:
+		if ((rc = reconcile_regions(pd, p)) < 0)
+			return rc;
 		p->stage = STAGE_KV;
 		return 1;
-	}
 	case STAGE_KV:
 		if ((rc = kv_extents(pd, p->node, &p->kv, max, &p->want, &p->nwant,
 				     &p->cap_want)) != 0)
