@@ -3,7 +3,10 @@
 # across modules (doc/DESIGN.md section 9): read from the objects of this
 # build by tests/tools/call-cycles.py, which names the calls of any cycle.
 # And in poolctl, only cli/admin.c speaks the control protocol: no other
-# object calls protobuf-c, the wire library or a generated descriptor.
+# object calls protobuf-c, the wire library or a generated descriptor. And
+# no function of poold or libpool is over 100 lines (its body, between the
+# braces at the start of a line that the style gives a function; tables
+# and protobuf-c's generated code are not functions).
 # Exit status: 0 pass, 1 fail, 77 skip (no nm or python3, or a build
 # without the static archive).
 set -u
@@ -25,4 +28,20 @@ for o in $objects; do
 	[ -z "$wire" ] || { echo "FAIL: ${o##*/} speaks the protocol itself: $wire"; rc=1; }
 done
 [ "$rc" -eq 0 ] && echo "poolctl: only admin.o of $(echo "$objects" | wc -l) objects speaks the protocol"
+
+nfiles=0
+for f in "$srcdir"/daemon/*.c "$srcdir"/libpool/*.c; do
+	case $f in *.pb-c.c) continue ;; esac
+	nfiles=$((nfiles + 1))
+	awk -v f="${f#"$srcdir"/}" '
+		/^\{$/ { start = NR; name = prev }
+		/^\}$/ && start && NR - start - 1 > 100 {
+			printf "FAIL: %s:%d: a function of %d lines (at most 100): %s\n", f, start, NR - start - 1, name
+			bad = 1
+		}
+		/^\};?$/ { start = 0 }
+		{ prev = $0 }
+		END { exit bad }' "$f" || rc=1
+done
+[ "$rc" -eq 0 ] && echo "poold and libpool: no function over 100 lines in $nfiles files"
 exit $rc
