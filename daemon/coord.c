@@ -1011,26 +1011,87 @@ static void coord_hello(struct coord_peer *p, const struct wire_hdr *hdr, const 
 	conn_send(p->conn, WIRE_HELLO_REPLY, hdr->req_id, &reply.base);
 }
 
+/* A node's message, handled: unpacked as msg, freed after. */
+typedef void coord_msg_fn(struct coord_peer *p, uint64_t req_id, ProtobufCMessage *msg);
+
+static void coord_on_register(struct coord_peer *p, uint64_t req_id, ProtobufCMessage *msg)
+{
+	coord_register(p, req_id, (Pool__Register *)msg);
+}
+
+static void coord_on_heartbeat(struct coord_peer *p, uint64_t req_id, ProtobufCMessage *msg)
+{
+	coord_heartbeat(p, req_id, (Pool__Heartbeat *)msg);
+}
+
+static void coord_on_holdings(struct coord_peer *p, uint64_t req_id, ProtobufCMessage *msg)
+{
+	(void)req_id;
+	coord_holdings(p, (Pool__Holdings *)msg);
+}
+
+/* What its Register had no room for. */
+static void coord_on_kv_ns_defs(struct coord_peer *p, uint64_t req_id, ProtobufCMessage *msg)
+{
+	const Pool__KvNsReply *defs = (const Pool__KvNsReply *)msg;
+
+	(void)req_id;
+	kv_defs_adopt_msg(p->co->pd, defs->namespaces, defs->n_namespaces, "a node's record");
+}
+
+static void coord_on_session_end(struct coord_peer *p, uint64_t req_id, ProtobufCMessage *msg)
+{
+	(void)req_id;
+	coord_session_end(p->co->pd, p->m->info->id, ((Pool__SessionEnd *)msg)->session);
+}
+
+static void coord_on_forward(struct coord_peer *p, uint64_t req_id, ProtobufCMessage *msg)
+{
+	coord_forwarded(p, req_id, (Pool__Forward *)msg);
+}
+
+/*
+ * What a node sends the coordinator, by type: an answer to one of the
+ * coordinator's calls (coordlink.c takes it, from a member), or a request
+ * of the node's, with its handler; all but a Register need the node
+ * registered. Any other type is refused and the link closed.
+ */
+static const struct {
+	coord_msg_fn *handle;
+	bool answer;
+} coord_msgs[WIRE_TYPE_MAX] = {
+    [WIRE_OK] = {NULL, true},
+    [WIRE_ERROR] = {NULL, true},
+    [WIRE_PROBE_REPORT] = {NULL, true},
+    [WIRE_VEC_REPLY] = {NULL, true},
+    [WIRE_SNAP_PLACE_REPLY] = {NULL, true},
+    [WIRE_REGISTER] = {coord_on_register, false},
+    [WIRE_HEARTBEAT] = {coord_on_heartbeat, false},
+    [WIRE_HOLDINGS_REPLY] = {coord_on_holdings, false},
+    [WIRE_KV_NS_DEFS] = {coord_on_kv_ns_defs, false},
+    [WIRE_SESSION_END] = {coord_on_session_end, false},
+    [WIRE_FORWARD] = {coord_on_forward, false},
+};
+
 static void coord_peer_frame(struct conn *conn, const struct wire_hdr *hdr, const uint8_t *payload,
 			     void *arg)
 {
 	struct coord_peer *p = arg;
 	ProtobufCMessage *msg = NULL;
+	coord_msg_fn *handle = hdr->type < WIRE_TYPE_MAX ? coord_msgs[hdr->type].handle : NULL;
 
+	(void)conn;
 	(void)coordha_epoch(p->co->pd, NULL);
 	if (!p->hello_done) {
 		coord_hello(p, hdr, payload);
 		return;
 	}
-	if (hdr->type == WIRE_PROBE_REPORT || hdr->type == WIRE_ERROR || hdr->type == WIRE_OK ||
-	    hdr->type == WIRE_VEC_REPLY || hdr->type == WIRE_SNAP_PLACE_REPLY) {
+	if (hdr->type < WIRE_TYPE_MAX && coord_msgs[hdr->type].answer) {
 		if (p->m != NULL)
 			coordlink_answer(p->co->pd, hdr, payload);
 		return;
 	}
-	if (hdr->type != WIRE_REGISTER && hdr->type != WIRE_HEARTBEAT &&
-	    hdr->type != WIRE_FORWARD && hdr->type != WIRE_SESSION_END &&
-	    hdr->type != WIRE_HOLDINGS_REPLY && hdr->type != WIRE_KV_NS_DEFS) {
+	if (handle == NULL) {
 		coord_refuse(p, hdr->req_id, -EOPNOTSUPP, "%s is not a peer request",
 			     wire_type_name(hdr->type));
 		return;
@@ -1039,22 +1100,11 @@ static void coord_peer_frame(struct conn *conn, const struct wire_hdr *hdr, cons
 		coord_refuse(p, hdr->req_id, -EBADMSG, "malformed %s", wire_type_name(hdr->type));
 		return;
 	}
-	if (hdr->type == WIRE_REGISTER)
-		coord_register(p, hdr->req_id, (Pool__Register *)msg);
-	else if (p->m == NULL)
+	if (p->m == NULL && hdr->type != WIRE_REGISTER)
 		coord_refuse(p, hdr->req_id, -EACCES, "%s before register",
 			     wire_type_name(hdr->type));
-	else if (hdr->type == WIRE_HEARTBEAT)
-		coord_heartbeat(p, hdr->req_id, (Pool__Heartbeat *)msg);
-	else if (hdr->type == WIRE_HOLDINGS_REPLY)
-		coord_holdings(p, (Pool__Holdings *)msg);
-	else if (hdr->type == WIRE_KV_NS_DEFS) /* what its Register had no room for */
-		kv_defs_adopt_msg(p->co->pd, ((Pool__KvNsReply *)msg)->namespaces,
-				  ((Pool__KvNsReply *)msg)->n_namespaces, "a node's record");
-	else if (hdr->type == WIRE_SESSION_END)
-		coord_session_end(p->co->pd, p->m->info->id, ((Pool__SessionEnd *)msg)->session);
 	else
-		coord_forwarded(p, hdr->req_id, (Pool__Forward *)msg);
+		handle(p, hdr->req_id, msg);
 	wire_msg_free(msg);
 }
 
