@@ -261,11 +261,14 @@ static int control_op_permitted(struct req *r, const struct ctl_handler *h,
  * Serve one request from a client or, at the coordinator, one forwarded by
  * a node: check the caller's permission, unpack, run the handler here or
  * forward it to the coordinator, and make sure an error gets its reply.
+ * The request is unpacked at most once, and a request forwarded as it is
+ * only when what it asks must be read here first.
  */
 void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size_t len)
 {
 	const struct ctl_handler *h = control_handler(type);
 	ProtobufCMessage *msg = NULL;
+	bool local;
 	int rc;
 
 	r->pd->requests++;
@@ -291,46 +294,34 @@ void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size
 	if (rc < 0)
 		goto out_error;
 	/* A local session's close or release ends its grants before anything else. */
-	if (r->node == r->pd->node_id && r->session != 0)
-		grant_request(r->pd, r->session, type, payload, len);
+	local = r->node == r->pd->node_id && r->session != 0;
+	if (local && grant_wants(r->pd, r->session, type) &&
+	    wire_msg_unpack(type, payload, len, &msg) == 0)
+		grant_request(r->pd, r->session, type, msg);
 	if (h->where == AT_COORD && r->pd->conf->role == ROLE_NODE) {
 		/* (the coordinator's reply passes here on its way back: read it now) */
-		if (r->node == r->pd->node_id && r->session != 0 &&
-		    (type == WIRE_REGION_CREATE || type == WIRE_REGION_OPEN) &&
-		    wire_msg_unpack(type, payload, len, &msg) == 0) {
+		if (local && (type == WIRE_REGION_CREATE || type == WIRE_REGION_OPEN) &&
+		    (msg != NULL || wire_msg_unpack(type, payload, len, &msg) == 0))
 			r->with_file = wiring->wants_file(type, msg);
-			wire_msg_free(msg);
-		}
 		rc = wiring->forward(r, type, payload, len);
-		if (rc >= 0)
-			return;
-		goto out_error;
+		goto out;
 	}
-	rc = wire_msg_unpack(type, payload, len, &msg);
-	if (rc < 0) {
+	if (msg == NULL && wire_msg_unpack(type, payload, len, &msg) < 0) {
 		rc = req_errorf(r, -EBADMSG, "malformed %s message", wire_type_name(type));
-		goto out_error;
+		goto out;
 	}
-	if (h->ops != NULL && (rc = control_op_permitted(r, h, msg)) < 0) {
-		wire_msg_free(msg);
-		goto out_error;
-	}
-	if (h->where == AT_ROUTE && (rc = wiring->route(r, type, msg)) != CTL_NOT_ROUTED) {
-		wire_msg_free(msg);
-		if (rc >= 0)
-			return;
-		goto out_error;
-	}
+	if (h->ops != NULL && (rc = control_op_permitted(r, h, msg)) < 0)
+		goto out;
+	if (h->where == AT_ROUTE && (rc = wiring->route(r, type, msg)) != CTL_NOT_ROUTED)
+		goto out;
 	if (h->where == AT_ROUTE && r->pd->conf->role == ROLE_NODE) { /* (the coordinator's) */
-		wire_msg_free(msg);
 		rc = wiring->forward(r, type, payload, len);
-		if (rc >= 0)
-			return;
-		goto out_error;
+		goto out;
 	}
-	if (r->node == r->pd->node_id && r->session != 0)
+	if (local)
 		r->with_file = wiring->wants_file(type, msg);
 	rc = h->fn(r, msg);
+out:
 	wire_msg_free(msg);
 	if (rc >= 0)
 		return;

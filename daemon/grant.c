@@ -288,20 +288,27 @@ void grant_reply(struct poold *pd, uint64_t session, uint16_t type, const Protob
 }
 
 /*
- * A request of a local session, before it is served or forwarded: a region
- * close, or a KV release, commit or abort, ends what it names.
+ * Whether a request of type of a local session may end a grant it holds (a
+ * region close while it holds regions, a KV request while it holds
+ * places): the caller unpacks it then for grant_request(), not otherwise.
  */
-void grant_request(struct poold *pd, uint64_t session, uint16_t type, const uint8_t *payload,
-		   size_t len)
+bool grant_wants(struct poold *pd, uint64_t session, uint16_t type)
 {
 	struct grant_session *gs = grant_session(pd, session, false);
-	ProtobufCMessage *msg = NULL;
 
-	/* (unpacked only when the session holds what the request could end) */
-	if (gs == NULL ||
-	    !((type == WIRE_REGION_CLOSE && gs->nregions > 0) ||
-	      (type == WIRE_KV && gs->nplaces > 0)) ||
-	    wire_msg_unpack(type, payload, len, &msg) < 0)
+	return gs != NULL && ((type == WIRE_REGION_CLOSE && gs->nregions > 0) ||
+			      (type == WIRE_KV && gs->nplaces > 0));
+}
+
+/*
+ * A request (msg) of a local session, before it is served or forwarded: a
+ * region close, or a KV release, commit or abort, ends what it names.
+ */
+void grant_request(struct poold *pd, uint64_t session, uint16_t type, const ProtobufCMessage *msg)
+{
+	struct grant_session *gs = grant_session(pd, session, false);
+
+	if (gs == NULL)
 		return;
 	if (type == WIRE_REGION_CLOSE) {
 		struct grant_region *g = grant_region_find(gs, 0, ((Pool__RegionName *)msg)->name);
@@ -324,7 +331,6 @@ void grant_request(struct poold *pd, uint64_t session, uint16_t type, const uint
 			}
 		}
 	}
-	wire_msg_free(msg);
 }
 
 /* A region notice for a local session: gone ends its grant, moved makes it stale. */

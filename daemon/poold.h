@@ -1329,8 +1329,8 @@ struct grant_piece {
 	uint64_t pos;	   /* where in the op it starts */
 };
 void grant_reply(struct poold *pd, uint64_t session, uint16_t type, const ProtobufCMessage *msg);
-void grant_request(struct poold *pd, uint64_t session, uint16_t type, const uint8_t *payload,
-		   size_t len);
+bool grant_wants(struct poold *pd, uint64_t session, uint16_t type);
+void grant_request(struct poold *pd, uint64_t session, uint16_t type, const ProtobufCMessage *msg);
 void grant_notice(struct poold *pd, uint64_t session, const char *name, bool gone);
 void grant_session_end(struct poold *pd, uint64_t session);
 void grant_clear(struct poold *pd);

@@ -47,15 +47,11 @@ static void region_reply(uint64_t session, uint64_t size, uint64_t stripe, unsig
 	grant_reply(&pd, session, WIRE_REGION_REPLY, &rr.base);
 }
 
-/* A packed request, as it reaches grant_request(). */
+/* A request, as control_dispatch() hands it to grant_request(): when grant_wants() says. */
 static void request(uint64_t session, uint16_t type, const ProtobufCMessage *msg)
 {
-	size_t len = protobuf_c_message_get_packed_size(msg);
-	uint8_t *buf = malloc(len + 1);
-
-	protobuf_c_message_pack(msg, buf);
-	grant_request(&pd, session, type, buf, len);
-	free(buf);
+	if (grant_wants(&pd, session, type))
+		grant_request(&pd, session, type, msg);
 }
 
 static void test_region(void)
