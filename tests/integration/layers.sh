@@ -3,7 +3,8 @@
 # across modules (doc/DESIGN.md section 9): read from the objects of this
 # build by tests/tools/call-cycles.py, which names the calls of any cycle.
 # And in poolctl, only cli/admin.c speaks the control protocol: no other
-# object calls protobuf-c, the wire library or a generated descriptor. And
+# object calls protobuf-c, the wire library or a generated descriptor. The
+# cores of poold (doc/DESIGN.md's list) name no protobuf type either. And
 # no function of poold or libpool is over 100 lines (its body, between the
 # braces at the start of a line that the style gives a function; tables
 # and protobuf-c's generated code are not functions).
@@ -28,6 +29,19 @@ for o in $objects; do
 	[ -z "$wire" ] || { echo "FAIL: ${o##*/} speaks the protocol itself: $wire"; rc=1; }
 done
 [ "$rc" -eq 0 ] && echo "poolctl: only admin.o of $(echo "$objects" | wc -l) objects speaks the protocol"
+
+# The cores: the address space, reclaim, the KV index and its shard map, the
+# lenders' records and their reconciliation, lending, the member table.
+cores="region regionrebuild reclaim kv kvtier kvdedup kvreplica kvrebuild kvlocal kvshard
+	hold holdsync reconcile lend cluster"
+symbols=$(nm -A "$archive")
+for c in $cores; do
+	grep -q "^[^:]*:libpoold_la-$c\.o:" <<<"$symbols" || { echo "FAIL: no $c.o in $archive"; rc=1; continue; }
+	wire=$(awk -v o=":libpoold_la-$c.o:" 'index($0, o) && $(NF-1) == "U" { print $NF }' <<<"$symbols" |
+		grep -E '^(pool__|protobuf_c_|wire_)' | tr '\n' ' ')
+	[ -z "$wire" ] || { echo "FAIL: the core $c.c names the wire: $wire"; rc=1; }
+done
+[ "$rc" -eq 0 ] && echo "poold: its $(echo $cores | wc -w) cores name no protobuf type"
 
 nfiles=0
 for f in "$srcdir"/daemon/*.c "$srcdir"/libpool/*.c; do
