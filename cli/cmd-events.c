@@ -38,9 +38,7 @@ static int cmd_events_exec(struct cmd_ctx *ctx)
 	rc = admin_events(ctx->admin, max, &rep);
 	if (rc != EXIT_OK)
 		return rc;
-	if (ctx->json)
-		j = json_new(stdout);
-	l = listing_new(j, "events", event_fields, E_FIELDS, false);
+	l = listing_open(ctx, &j, "events", event_fields, E_FIELDS, false);
 	for (i = 0; i < rep->n; i++) {
 		time_t sec = (time_t)(rep->events[i].time_ms / 1000);
 		char when[32];
@@ -56,11 +54,7 @@ static int cmd_events_exec(struct cmd_ctx *ctx)
 		strftime(when, sizeof(when), "%F %T", localtime_r(&sec, &tm));
 		listing_row(l, v);
 	}
-	listing_end(l);
-	if (j != NULL)
-		json_finish(j);
-	admin_free(rep);
-	return EXIT_OK;
+	return listing_close(l, j, rep);
 }
 
 const struct cmd_entry cmd_events_entry = {

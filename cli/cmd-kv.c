@@ -85,9 +85,7 @@ static int kv_exec(struct cmd_ctx *ctx, enum admin_kv_op op, const char *name,
 		admin_free(rep);
 		return EXIT_OK;
 	}
-	if (ctx->json)
-		j = json_new(stdout);
-	l = listing_new(j, "namespaces", kv_fields, K_FIELDS, !stats);
+	l = listing_open(ctx, &j, "namespaces", kv_fields, K_FIELDS, !stats);
 	for (i = 0; i < rep->n; i++) {
 		const struct admin_kv_ns *n = &rep->namespaces[i];
 		uint64_t total = n->hits + n->misses;
@@ -122,11 +120,7 @@ static int kv_exec(struct cmd_ctx *ctx, enum admin_kv_op op, const char *name,
 			 total ? 100.0 * (double)n->hits / (double)total : 0.0);
 		listing_row(l, v);
 	}
-	listing_end(l);
-	if (j != NULL)
-		json_finish(j);
-	admin_free(rep);
-	return EXIT_OK;
+	return listing_close(l, j, rep);
 }
 
 static int cmd_kv_ls_exec(struct cmd_ctx *ctx)

@@ -93,9 +93,7 @@ static int cmd_ledger_exec(struct cmd_ctx *ctx)
 	rc = admin_ledger(ctx->admin, &rep);
 	if (rc != EXIT_OK)
 		return rc;
-	if (ctx->json)
-		j = json_new(stdout);
-	l = listing_new(j, "ledger", ledger_fields, L_FIELDS, false);
+	l = listing_open(ctx, &j, "ledger", ledger_fields, L_FIELDS, false);
 	for (i = 0; i < rep->n; i++) {
 		const struct admin_lending *e = &rep->entries[i];
 		bool all = e->uid == UINT32_MAX; /* the arena as a whole */
@@ -120,11 +118,7 @@ static int cmd_ledger_exec(struct cmd_ctx *ctx)
 			snprintf(who, sizeof(who), "uid %u", e->uid);
 		listing_row(l, v);
 	}
-	listing_end(l);
-	if (j != NULL)
-		json_finish(j);
-	admin_free(rep);
-	return EXIT_OK;
+	return listing_close(l, j, rep);
 }
 
 const struct cmd_entry cmd_lend_entry = {

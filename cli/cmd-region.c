@@ -132,16 +132,10 @@ static int cmd_regions_exec(struct cmd_ctx *ctx)
 	rc = admin_regions(ctx->admin, &rep);
 	if (rc != EXIT_OK)
 		return rc;
-	if (ctx->json)
-		j = json_new(stdout);
-	l = listing_new(j, "regions", region_fields, R_FIELDS, false);
+	l = listing_open(ctx, &j, "regions", region_fields, R_FIELDS, false);
 	for (i = 0; i < rep->n; i++)
 		region_row(l, &rep->regions[i]);
-	listing_end(l);
-	if (j != NULL)
-		json_finish(j);
-	admin_free(rep);
-	return EXIT_OK;
+	return listing_close(l, j, rep);
 }
 
 /* A region as region info shows it. */

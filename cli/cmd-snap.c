@@ -243,9 +243,7 @@ static int cmd_snap_ls_exec(struct cmd_ctx *ctx)
 		pool_close(pool);
 		return cmd_pool_fail("snap ls", rc);
 	}
-	if (ctx->json)
-		j = json_new(stdout);
-	l = listing_new(j, "snapshots", snap_fields, SN_FIELDS, false);
+	l = listing_open(ctx, &j, "snapshots", snap_fields, SN_FIELDS, false);
 	for (i = 0; i < n; i++) {
 		struct pool_snap_info *in;
 
@@ -254,12 +252,10 @@ static int cmd_snap_ls_exec(struct cmd_ctx *ctx)
 		snap_row(l, names[i], in);
 		pool_snap_info_free(in);
 	}
-	listing_end(l);
-	if (j != NULL)
-		json_finish(j);
+	rc = listing_close(l, j, NULL); /* (the table holds the names until it is printed) */
 	free(names);
 	pool_close(pool);
-	return EXIT_OK;
+	return rc;
 }
 
 static int cmd_snap_info_exec(struct cmd_ctx *ctx)
@@ -413,9 +409,7 @@ static int cmd_snap_copies(struct cmd_ctx *ctx)
 	rc = admin_snap_copies(ctx->admin, &rep);
 	if (rc != EXIT_OK)
 		return rc;
-	if (ctx->json)
-		j = json_new(stdout);
-	l = listing_new(j, "copies", copy_fields, C_FIELDS, false);
+	l = listing_open(ctx, &j, "copies", copy_fields, C_FIELDS, false);
 	for (i = 0; i < rep->n; i++) {
 		const struct admin_copy *e = &rep->copies[i];
 		struct value v[C_FIELDS] = {
@@ -427,11 +421,7 @@ static int cmd_snap_copies(struct cmd_ctx *ctx)
 
 		listing_row(l, v);
 	}
-	listing_end(l);
-	if (j != NULL)
-		json_finish(j);
-	admin_free(rep);
-	return EXIT_OK;
+	return listing_close(l, j, rep);
 }
 
 /* One node's result of a place, as a line or as JSON. */

@@ -186,3 +186,25 @@ void listing_record(struct json *j, const struct field *fields, const struct val
 			       listing_text(f, &values[i], buf, sizeof(buf)));
 	}
 }
+
+/*
+ * A command's output that is one listing, as --json asks: *ret_j is the
+ * JSON document (NULL without --json) for the caller's other members, and
+ * the listing the array name in it, or the table.
+ */
+struct listing *listing_open(const struct cmd_ctx *ctx, struct json **ret_j, const char *name,
+			     const struct field *fields, size_t nfields, bool brief)
+{
+	*ret_j = ctx->json ? json_new(stdout) : NULL;
+	return listing_new(*ret_j, name, fields, nfields, brief);
+}
+
+/* The end of a command's listing: printed, the JSON ended, rep (admin's reply, or NULL) freed. */
+int listing_close(struct listing *l, struct json *j, const void *rep)
+{
+	listing_end(l);
+	if (j != NULL)
+		json_finish(j);
+	admin_free(rep);
+	return EXIT_OK;
+}

@@ -145,6 +145,9 @@ void listing_row(struct listing *l, const struct value *values);
 void listing_row_more(struct listing *l, const struct value *values,
 		      void (*more)(struct json *j, const void *arg), const void *arg);
 void listing_end(struct listing *l);
+struct listing *listing_open(const struct cmd_ctx *ctx, struct json **ret_j, const char *name,
+			     const struct field *fields, size_t nfields, bool brief);
+int listing_close(struct listing *l, struct json *j, const void *rep);
 void listing_record(struct json *j, const struct field *fields, const struct value *values,
 		    size_t nfields);
 
