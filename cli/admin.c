@@ -593,6 +593,9 @@ int admin_ledger(struct admin *a, const struct admin_ledger **ret)
 	return EXIT_OK;
 }
 
+/* A statistic of proto/kvstats.h from its field of the same name in KvNamespace. */
+#define ADMIN_KV_STAT(name, ...) namespaces[i].name = n->name;
+
 /* A namespace create's options into req. */
 static void admin_kv_spec_to(Pool__KvNsRequest *req, const struct admin_kv_spec *spec)
 {
@@ -647,23 +650,14 @@ int admin_kv(struct admin *a, enum admin_kv_op op, const char *name,
 		    .capacity = n->capacity,
 		    .used = n->used,
 		    .pmem_used = n->pmem_used,
-		    .entries = n->entries,
 		    .size_hint = n->size_hint,
-		    .hits = n->hits,
-		    .misses = n->misses,
-		    .pmem_hits = n->pmem_hits,
-		    .evictions = n->evictions,
-		    .spills = n->spills,
-		    .promotions = n->promotions,
-		    .puts = n->puts,
-		    .soft_pinned = n->soft_pinned,
-		    .hard_pinned = n->hard_pinned,
 		    .replicas = n->has_replicas ? n->replicas : 1,
 		    .has_owner = n->has_mode,
 		    .uid = n->uid,
 		    .gid = n->gid,
 		    .mode = n->mode,
 		};
+		KV_STATS(ADMIN_KV_STAT) /* entries, hits... */
 	}
 	kv->namespaces = namespaces;
 	kv->n = rep->n_namespaces;

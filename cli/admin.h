@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/kvstats.h"
+
 struct admin; /* a connection to poold's control socket */
 
 /* Exit codes, as documented in poolctl(8). */
@@ -209,9 +211,8 @@ struct admin_kv_spec {
 
 struct admin_kv_ns {
 	const char *name, *tier, *evict;
-	uint64_t capacity, used, pmem_used, entries, size_hint;
-	uint64_t hits, misses, pmem_hits, evictions, spills, promotions, puts;
-	uint64_t soft_pinned, hard_pinned;
+	uint64_t capacity, used, pmem_used, size_hint;
+	KV_STATS(KV_STAT_FIELD) /* entries, hits, misses... (proto/kvstats.h) */
 	uint32_t replicas;
 	bool has_owner; /* an older definition has none */
 	uint32_t uid, gid, mode;

@@ -10,6 +10,12 @@
 
 #include "cli/poolctl.h"
 
+/* proto/kvstats.h's statistics: a field each, its column, its value in a row. */
+#define K_STAT(name, ...) K_##name,
+#define K_STAT_COLUMN(name, source, metric, kind, help, head, table)                               \
+	[K_##name] = {#name, head, FIELD_U64, table},
+#define K_STAT_VALUE(name, ...) v[K_##name].u = n->name;
+
 /*
  * A namespace's fields: kv stats shows the full table, kv ls the brief one
  * (its USED counts both tiers); --json has every field with a key.
@@ -26,17 +32,8 @@ enum {
 	K_USED_ALL,
 	K_USED,
 	K_PMEM_USED,
-	K_ENTRIES,
-	K_HITS,
-	K_MISSES,
+	KV_STATS(K_STAT) /* K_entries, K_hits... (proto/kvstats.h) */
 	K_RATE,
-	K_PMEM_HITS,
-	K_EVICTIONS,
-	K_SPILLS,
-	K_PROMOTIONS,
-	K_PUTS,
-	K_SOFT_PINNED,
-	K_HARD_PINNED,
 	K_SIZE_HINT,
 	K_FIELDS
 };
@@ -53,18 +50,9 @@ static const struct field kv_fields[K_FIELDS] = {
     [K_USED_ALL] = {NULL, "USED", FIELD_SIZE, IN_BRIEF},
     [K_USED] = {"used", "DRAM", FIELD_SIZE, IN_FULL},
     [K_PMEM_USED] = {"pmem_used", "PMEM", FIELD_SIZE, IN_FULL},
-    [K_ENTRIES] = {"entries", "ENTRIES", FIELD_U64, IN_BOTH},
-    [K_HITS] = {"hits", "HITS", FIELD_U64, IN_FULL},
-    [K_MISSES] = {"misses", "MISSES", FIELD_U64, IN_FULL},
     [K_RATE] = {NULL, "HIT RATE", FIELD_STR, IN_FULL},
-    [K_PMEM_HITS] = {"pmem_hits", "PMEM HITS", FIELD_U64, IN_FULL},
-    [K_EVICTIONS] = {"evictions", "EVICTIONS", FIELD_U64, IN_FULL},
-    [K_SPILLS] = {"spills", "SPILLS", FIELD_U64, IN_FULL},
-    [K_PROMOTIONS] = {"promotions", "PROMOTIONS", FIELD_U64, IN_FULL},
-    [K_PUTS] = {"puts", "PUTS", FIELD_U64, IN_FULL},
-    [K_SOFT_PINNED] = {"soft_pinned", "SOFT PINNED", FIELD_U64, IN_FULL},
-    [K_HARD_PINNED] = {"hard_pinned", "HARD PINNED", FIELD_U64, IN_FULL},
     [K_SIZE_HINT] = {"size_hint", NULL, FIELD_U64, IN_BOTH},
+    KV_STATS(K_STAT_COLUMN) /* ENTRIES, HITS... (their place: the enum's) */
 };
 
 /* Ask op of namespace name (spec: create's) and show the namespaces in the reply. */
@@ -102,20 +90,11 @@ static int kv_exec(struct cmd_ctx *ctx, enum admin_kv_op op, const char *name,
 		    [K_USED_ALL].u = n->used + n->pmem_used,
 		    [K_USED].u = n->used,
 		    [K_PMEM_USED].u = n->pmem_used,
-		    [K_ENTRIES].u = n->entries,
-		    [K_HITS].u = n->hits,
-		    [K_MISSES].u = n->misses,
 		    [K_RATE].s = rate,
-		    [K_PMEM_HITS].u = n->pmem_hits,
-		    [K_EVICTIONS].u = n->evictions,
-		    [K_SPILLS].u = n->spills,
-		    [K_PROMOTIONS].u = n->promotions,
-		    [K_PUTS].u = n->puts,
-		    [K_SOFT_PINNED].u = n->soft_pinned,
-		    [K_HARD_PINNED].u = n->hard_pinned,
 		    [K_SIZE_HINT].u = n->size_hint,
 		};
 
+		KV_STATS(K_STAT_VALUE) /* entries, hits... */
 		snprintf(rate, sizeof(rate), total ? "%.1f%%" : "-",
 			 total ? 100.0 * (double)n->hits / (double)total : 0.0);
 		listing_row(l, v);

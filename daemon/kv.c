@@ -44,21 +44,20 @@ const char *kv_tier_name(uint32_t flags)
 					   : "dram+pmem";
 }
 
+/* A COUNTED statistic of proto/kvstats.h copied from the namespace's counter. */
+#define KV_STAT_COPY(name, source, ...) KV_STAT_COPY_##source(name)
+#define KV_STAT_COPY_COUNTED(name) ret->name = ns->name;
+#define KV_STAT_COPY_DERIVED(name)
+
 void kv_ns_stats(const struct kv_ns *ns, struct kv_ns_stats *ret)
 {
 	*ret = (struct kv_ns_stats){.id = ns->id,
 				    .used = ns->used,
 				    .pmem_used = ns->pmem_used,
 				    .entries = ns->nentries - MIN(ns->copies, ns->nentries),
-				    .hits = ns->hits,
-				    .misses = ns->misses,
-				    .evictions = ns->evictions,
-				    .puts = ns->puts,
-				    .spills = ns->spills,
-				    .promotions = ns->promotions,
-				    .pmem_hits = ns->pmem_hits,
 				    .soft_pinned = ns->nsoft,
 				    .hard_pinned = ns->nhard};
+	KV_STATS(KV_STAT_COPY)
 	kv_ns_def(ns, &ret->def);
 	if (kv_tier(ns) == TIER_PMEM) { /* used counts the namespace's own tier */
 		ret->pmem_used += ns->used;

@@ -175,7 +175,7 @@ struct kv_ns {
 	 * to the namespace of their id, so a flush leaves them there.
 	 */
 	uint64_t landing, planding;
-	uint64_t hits, misses, evictions, puts, spills, promotions, pmem_hits;
+	KV_STATS(KV_STAT_COUNTER)  /* hits, misses... (proto/kvstats.h's COUNTED) */
 	struct kv_entry **buckets; /* room for 2 * low of them */
 	size_t nbuckets, nentries;
 	size_t low; /* a power of two, low <= nbuckets <= 2 * low (kv_bucket()) */

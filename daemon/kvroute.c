@@ -649,17 +649,14 @@ static void kvroute_ns_done(struct kvroute_ns *rn)
 	free(rn);
 }
 
-/* Another owner's part of a sharded namespace added to sum: its bytes, entries and counts. */
+/* A statistic of proto/kvstats.h of one owner's part, added to the others'. */
+#define KV_STAT_ADD(name, ...) sum->name += n->name;
+
+/* Another owner's part of a sharded namespace added to sum: its bytes and every statistic. */
 static void kvroute_ns_add(Pool__KvNamespace *sum, const Pool__KvNamespace *n)
 {
 	sum->used += n->used;
-	sum->entries += n->entries;
-	sum->hits += n->hits;
-	sum->misses += n->misses;
-	sum->evictions += n->evictions;
-	sum->puts += n->puts;
-	sum->soft_pinned += n->soft_pinned;
-	sum->hard_pinned += n->hard_pinned;
+	KV_STATS(KV_STAT_ADD)
 }
 
 /* One owner's part: its counts added to the others'. */

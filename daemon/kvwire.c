@@ -751,26 +751,19 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 	return kv_request_keys(q, ns, kr);
 }
 
+/* A statistic of proto/kvstats.h into its field of the same name in KvNamespace. */
+#define KV_STAT_MSG(name, ...)                                                                     \
+	m->has_##name = 1;                                                                         \
+	m->name = st->name;
+
 static void kv_stats_msg(const struct kv_ns_stats *st, Pool__KvNamespace *m)
 {
 	kv_def_msg(&st->def, m);
-	m->has_used = m->has_entries = m->has_hits = m->has_misses = 1;
-	m->has_evictions = m->has_puts = m->has_id = 1;
-	m->has_pmem_used = m->has_spills = m->has_promotions = m->has_pmem_hits = 1;
+	m->has_used = m->has_id = m->has_pmem_used = 1;
 	m->id = st->id;
 	m->used = st->used;
 	m->pmem_used = st->pmem_used;
-	m->entries = st->entries;
-	m->hits = st->hits;
-	m->misses = st->misses;
-	m->evictions = st->evictions;
-	m->puts = st->puts;
-	m->spills = st->spills;
-	m->promotions = st->promotions;
-	m->pmem_hits = st->pmem_hits;
-	m->has_soft_pinned = m->has_hard_pinned = 1;
-	m->soft_pinned = st->soft_pinned;
-	m->hard_pinned = st->hard_pinned;
+	KV_STATS(KV_STAT_MSG)
 }
 
 static int kv_ns_request(struct req *q, const ProtobufCMessage *msg)

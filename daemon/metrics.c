@@ -457,32 +457,17 @@ static void metrics_node(struct poold *pd, struct metrics *mt, struct evbuffer *
 	metrics_loop(pd, b);
 }
 
+/* A family of proto/kvstats.h's statistics. */
+#define KV_STAT_METRIC(name, source, metric, kind, help, ...)                                      \
+	{metric, kind, help, offsetof(struct kv_ns_stats, name), NULL},
+
 /* The KV families: each one's samples come together, one per namespace (and tier). */
 static const struct metrics_kv {
 	const char *name, *type, *help;
 	size_t off;	  /* of the value in struct kv_ns_stats */
 	const char *tier; /* a tier label, or NULL */
 } metrics_kv[] = {
-    {"pool_kv_hits_total", "counter", "KV gets that found a value",
-     offsetof(struct kv_ns_stats, hits), NULL},
-    {"pool_kv_misses_total", "counter", "KV gets that found none",
-     offsetof(struct kv_ns_stats, misses), NULL},
-    {"pool_kv_puts_total", "counter", "KV puts committed", offsetof(struct kv_ns_stats, puts),
-     NULL},
-    {"pool_kv_evictions_total", "counter", "KV values dropped to make room",
-     offsetof(struct kv_ns_stats, evictions), NULL},
-    {"pool_kv_spills_total", "counter", "KV values moved to the pmem tier",
-     offsetof(struct kv_ns_stats, spills), NULL},
-    {"pool_kv_promotions_total", "counter", "KV values moved back to DRAM",
-     offsetof(struct kv_ns_stats, promotions), NULL},
-    {"pool_kv_pmem_hits_total", "counter", "KV hits served from the pmem tier",
-     offsetof(struct kv_ns_stats, pmem_hits), NULL},
-    {"pool_kv_entries", "gauge", "keys of a KV namespace", offsetof(struct kv_ns_stats, entries),
-     NULL},
-    {"pool_kv_soft_pinned", "gauge", "values of a KV namespace soft pinned against eviction",
-     offsetof(struct kv_ns_stats, soft_pinned), NULL},
-    {"pool_kv_hard_pinned", "gauge", "values of a KV namespace hard pinned against eviction",
-     offsetof(struct kv_ns_stats, hard_pinned), NULL},
+    KV_STATS(KV_STAT_METRIC) /* (entries, hits, misses...: proto/kvstats.h) */
     {"pool_kv_bytes", "gauge", "bytes of a KV namespace's values per tier",
      offsetof(struct kv_ns_stats, used), "dram"},
     {"pool_kv_bytes", NULL, NULL, offsetof(struct kv_ns_stats, pmem_used), "pmem"},

@@ -18,6 +18,7 @@
 #include "daemon/ledger.h"
 #include "daemon/usage.h"
 #include "fabric/fabric.h"
+#include "proto/kvstats.h"
 #include "proto/wire.h"
 
 struct event_base;
@@ -1221,9 +1222,8 @@ void kv_defs_adopt_msg(struct poold *pd, Pool__KvNamespace *const *defs, size_t 
 /* A namespace as kv stats and the metrics show it (used: the bytes in its own tier). */
 struct kv_ns_stats {
 	struct kv_ns_spec def;
-	uint64_t id, used, pmem_used, entries;
-	uint64_t hits, misses, evictions, puts, spills, promotions, pmem_hits;
-	uint64_t soft_pinned, hard_pinned; /* values pinned against eviction */
+	uint64_t id, used, pmem_used;
+	KV_STATS(KV_STAT_FIELD) /* entries, hits, misses... (proto/kvstats.h) */
 };
 size_t kv_local_scan(struct poold *pd, const char *nsname, uint64_t cursor, size_t max,
 		     void (*cb)(void *arg, const uint8_t *key, size_t klen), void *arg,
