@@ -248,11 +248,6 @@ static bool xfer_staging_retired(const struct pool *pool, Pool__XferOp **ops, si
 	return false;
 }
 
-/*
- * Carry items[0..n): each item's status (0 or -errno) goes to its status
- * field, an atomic's old value to its old field. Returns 0, or the error
- * that stopped them all (no window, the connection to poold).
- */
 /* The ops of one Xfer request, and for each where its result goes. */
 struct xfer_batch {
 	size_t cap, n;
@@ -306,20 +301,20 @@ static int xfer_batch_new(struct pool *pool, struct pool_xfer_item *items, size_
 }
 
 /*
- * Op of the piece of item it at pos: a read or write takes what is left of
- * the staging window past *used (a write's bytes copied there), or none
- * when the caller's buffer is a window of pool_buf_alloc(). Its length:
- * 0 for a write or read when the window is full.
+ * Op of the piece of item it at pos, its length in *ret_len: a read or
+ * write takes what is left of the staging window past *used (a write's
+ * bytes copied there), or none when the caller's buffer is a window of
+ * pool_buf_alloc(). False, and no op, when the staging window is full.
  */
-static uint64_t xfer_op_make(struct pool *pool, const struct pool_xfer_item *it, uint64_t pos,
-			     uint64_t *used, Pool__XferOp *op)
+static bool xfer_op_make(struct pool *pool, const struct pool_xfer_item *it, uint64_t pos,
+			 uint64_t *used, Pool__XferOp *op, uint64_t *ret_len)
 {
 	uint64_t len = it->op >= POOL_XFER_FADD ? 0 : MIN(it->len - pos, pool->win_size - *used);
 
 	if (it->max_op != 0)
 		len = MIN(len, it->max_op);
 	if (it->op < POOL_XFER_FADD && len == 0 && it->len > 0)
-		return 0;
+		return false;
 	pool__xfer_op__init(op);
 	op->op = it->op;
 	op->off = it->off + (it->place ? 0 : pos);
@@ -354,7 +349,8 @@ static uint64_t xfer_op_make(struct pool *pool, const struct pool_xfer_item *it,
 	op->has_a = op->has_b = it->op >= POOL_XFER_FADD;
 	op->a = it->a;
 	op->b = it->b;
-	return len;
+	*ret_len = len;
+	return true;
 }
 
 /* One request's ops, from item *i at *pos on: as many pieces as fit the window. */
@@ -367,8 +363,7 @@ static void xfer_batch_fill(struct pool *pool, struct pool_xfer_item *items, siz
 		struct pool_xfer_item *it = &items[*i];
 		Pool__XferOp *op = &b->ops[b->n];
 
-		len = xfer_op_make(pool, it, *pos, &used, op);
-		if (it->op < POOL_XFER_FADD && len == 0 && it->len > 0)
+		if (!xfer_op_make(pool, it, *pos, &used, op, &len))
 			break; /* the window is full */
 		b->opp[b->n] = op;
 		b->cut[b->n].item = *i;
@@ -400,6 +395,11 @@ static void xfer_batch_results(struct pool *pool, struct pool_xfer_item *items,
 	}
 }
 
+/*
+ * Carry items[0..n): each item's status (0 or -errno) goes to its status
+ * field, an atomic's old value to its old field. Returns 0, or the error
+ * that stopped them all (no window, the connection to poold).
+ */
 int pool_xfer_run(struct pool *pool, struct pool_xfer_item *items, size_t n)
 {
 	struct xfer_batch b = {0};

@@ -80,7 +80,7 @@ def value(expr):
         return 2**64 - 1
     expr = re.sub(r"\b(0x[0-9a-fA-F]+|\d+)(?:ull|ul|u|l)\b", r"\1", expr, flags=re.I)
     expr = re.sub(r"\b0([0-7]+)\b", r"0o\1", expr)
-    if not re.fullmatch(r"[0-9a-fA-FxXo()<<\s\-]+", expr):
+    if not re.fullmatch(r"[0-9a-fA-FxXo()<\s\-]+", expr):
         return None
     return eval(expr, {"__builtins__": {}})  # only digits, parentheses, << and -
 
