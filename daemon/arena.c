@@ -17,7 +17,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -36,15 +35,6 @@ static int arena_fd(struct req *q, const ProtobufCMessage *msg)
 	if (rc < 0)
 		return req_errorf(q, rc, "cannot pass the arena: %s", err_str(rc));
 	return 0;
-}
-
-/* The same file opened again for reading only: a client cannot map it writable or change it. */
-int fd_read_only(int fd)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	return open(path, O_RDONLY | O_CLOEXEC);
 }
 
 /*

@@ -90,7 +90,6 @@ struct coord {
 	struct event *deadline_ev; /* when the oldest of them is due */
 	uint32_t next_id;
 	uint64_t next_epoch; /* the number of the next registration (node_info.epoch) */
-	uint64_t started_ms; /* units_now_ms() when this coordinator started */
 	struct event *check_ev;
 	uint64_t last_check; /* units_now_ms() at coord_check()'s last run */
 	bool check_put_off;  /* coord_check() judged nobody last time: its loop was held */
@@ -102,38 +101,6 @@ struct coord {
 	uint64_t ev_gen; /* ticks told so far */
 	struct event *ev_tick;
 };
-
-/*
- * Whether this coordinator started so recently (within the heartbeat
- * window) that nodes of its state have not registered again yet, or have
- * and their lenders' records are not compared with the map yet: a request
- * that found no room is then worth trying again, not refused. why says
- * how many are away.
- */
-bool coord_settling(struct poold *pd, char *why, size_t len)
-{
-	const struct coord *co = pd->coord;
-	uint64_t age,
-	    window = (uint64_t)pd->conf->heartbeat_ms * (uint64_t)pd->conf->heartbeat_misses;
-	size_t i, away = 0, unreconciled;
-
-	if (co == NULL || (age = units_now_ms() - co->started_ms) >= window)
-		return false;
-	for (i = 0; i < pd->nnodeids; i++) {
-		struct member *m = cluster_find(pd, pd->nodeids[i].id);
-
-		if (pd->nodeids[i].id != pd->node_id && (m == NULL || m->state != MEMBER_UP))
-			away++;
-	}
-	unreconciled = region_unreconciled(pd);
-	if (away > 0 || unreconciled > 0)
-		snprintf(
-		    why, len,
-		    "%zu node(s) of the pool not registered again, %zu lender arena(s) not yet "
-		    "compared with their record, since this coordinator started %llu ms ago",
-		    away, unreconciled, (unsigned long long)age);
-	return away > 0 || unreconciled > 0;
-}
 
 /* Forget the changes queued (told, or the coordinator stops). */
 static void coord_events_clear(struct coord *co)
@@ -232,7 +199,7 @@ fail:
 }
 
 /* Tell every registered node that a member joined or changed state. */
-void coord_member_changed(struct poold *pd, struct member *m)
+static void coord_member_changed(struct poold *pd, struct member *m)
 {
 	if (pd->coord != NULL)
 		coord_send_event(pd->coord, m);
@@ -309,7 +276,7 @@ static void coord_set_state(struct coord *co, struct member *m, enum member_stat
 }
 
 /* A client could not reach a node: suspect it at once, not after heartbeats. */
-void coord_suspect(struct poold *pd, uint32_t node)
+static void coord_suspect(struct poold *pd, uint32_t node)
 {
 	struct member *m = cluster_find(pd, node);
 
@@ -319,6 +286,13 @@ void coord_suspect(struct poold *pd, uint32_t node)
 	events_add(pd, "member", "node %u (%s): a client's transfer failed", node, m->info->name);
 	coord_set_state(pd->coord, m, MEMBER_SUSPECT);
 }
+
+/* What the handlers below the role ask of it (pd->coord_role). */
+static const struct coord_role coord_role = {
+    .suspect = coord_suspect,
+    .member_changed = coord_member_changed,
+    .node_changed = coordlog_node,
+};
 
 /* Keep the latest result of each link. */
 static void coord_store_probe(struct poold *pd, const Pool__ProbeResult *res)
@@ -1395,7 +1369,6 @@ int coord_open(struct poold *pd)
 		return -ENOMEM;
 	co->pd = pd;
 	co->next_id = 1;
-	co->started_ms = units_now_ms();
 	/*
 	 * Registrations are numbered from the wall clock in microseconds: a
 	 * restarted or new coordinator never gives a node a number it had.
@@ -1408,6 +1381,7 @@ int coord_open(struct poold *pd)
 	TAILQ_INIT(&co->gathers);
 	coordslots_init(&co->slots, (unsigned)pd->conf->max_nodes);
 	pd->coord = co;
+	pd->coord_role = &coord_role;
 	self = cluster_self_info(pd);
 	rc = self != NULL ? cluster_update(pd, self, &m) : -ENOMEM;
 	if (rc < 0)
@@ -1518,4 +1492,5 @@ void coord_close(struct poold *pd)
 	nodeids_clear(pd);
 	free(co);
 	pd->coord = NULL;
+	pd->coord_role = NULL;
 }

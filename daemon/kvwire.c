@@ -741,7 +741,8 @@ static int kv_request(struct req *q, const ProtobufCMessage *msg)
 			return req_errorf(q, -EPERM,
 					  "a lender is reported only with a key whose "
 					  "transfer to it the caller was given");
-		coord_suspect(pd, kr->node);
+		if (pd->coord_role != NULL)
+			pd->coord_role->suspect(pd, kr->node);
 		return kv_reply(q, NULL, 0, 0, 0);
 	}
 	if (kr->op == POOL__KV_OP__KV_OP_GET || kr->op == POOL__KV_OP__KV_OP_PUT)

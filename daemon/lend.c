@@ -16,6 +16,7 @@
 #include <libpmem2.h>
 #include <numa.h>
 #include <numaif.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -483,6 +484,15 @@ static struct arena *lend_range(struct poold *pd, uint32_t arena, uint64_t off, 
 										 : NULL;
 
 	return a != NULL && off <= a->size && len <= a->size - off ? a : NULL;
+}
+
+/* The same file opened again for reading only: a client cannot map it writable or change it. */
+int fd_read_only(int fd)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return open(path, O_RDONLY | O_CLOEXEC);
 }
 
 const char *tier_name(enum tier tier)

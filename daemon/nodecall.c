@@ -257,7 +257,7 @@ static void nodecall_serve(struct poold *pd, const struct fab_link_peer *peer, c
 		 */
 		Pool__Ok ok = POOL__OK__INIT;
 
-		kv_session_end(pd, peer->node, fw->session, false);
+		pd->node_session_end(pd, peer->node, fw->session, false);
 		nodecall_answer(&r, WIRE_OK, &ok.base);
 	} else {
 		r.uid = fw->uid;
@@ -273,8 +273,13 @@ static void nodecall_serve(struct poold *pd, const struct fab_link_peer *peer, c
 		req_send_error(&r, rc);
 }
 
-/* Serve other nodes' calls from now on (the links hand them here: pd->node_call). */
-void nodecall_open(struct poold *pd)
+/*
+ * Serve other nodes' calls from now on (the links hand them here:
+ * pd->node_call); session_end ends what a client of theirs that went held.
+ */
+void nodecall_open(struct poold *pd,
+		   void (*session_end)(struct poold *pd, uint32_t node, uint64_t session, bool all))
 {
 	pd->node_call = nodecall_serve;
+	pd->node_session_end = session_end;
 }

@@ -367,7 +367,7 @@ static int poold_setup(struct poold *pd)
 	TAILQ_INIT(&pd->members);
 	TAILQ_INIT(&pd->holds);
 	control_wire(&poold_wiring);
-	nodecall_open(pd);
+	nodecall_open(pd, kv_session_end);
 	if (control_open(pd, &pd->control) < 0) {
 		log_warnx("cannot open the control socket %s", pd->conf->socket);
 		return -1;

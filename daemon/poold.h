@@ -21,6 +21,7 @@
 #include "proto/kvstats.h"
 #include "proto/wire.h"
 
+struct poold;
 struct event_base;
 struct event;
 struct ctl_conn;
@@ -178,6 +179,21 @@ struct member {
 };
 TAILQ_HEAD(member_list, member);
 
+/*
+ * What the coordinator role does for the requests served below it (coord.c
+ * sets pd->coord_role while this poold is the coordinator, NULL otherwise):
+ * the role calls the address space's and the KV index's modules, so their
+ * request handlers reach it only through here.
+ */
+struct coord_role {
+	/* a client could not reach node: suspect it at once, not after heartbeats */
+	void (*suspect)(struct poold *pd, uint32_t node);
+	/* m joined or changed: tell every registered node */
+	void (*member_changed)(struct poold *pd, struct member *m);
+	/* node id's record (its name, whether drained) changed: journal it */
+	void (*node_changed)(struct poold *pd, uint32_t id);
+};
+
 struct poold {
 	struct event_base *base;
 	struct poold_conf *conf;
@@ -197,9 +213,10 @@ struct poold {
 	int pid_fd;
 	/* cluster */
 	struct member_list members;
-	struct coord *coord;	     /* role = coordinator */
-	struct coordlink *coordlink; /* ... its calls to nodes waiting for answers */
-	struct node_id *nodeids;     /* ... the nodes whose ids are theirs (nodeids.c) */
+	struct coord *coord;		     /* role = coordinator */
+	const struct coord_role *coord_role; /* ... what its requests ask of it */
+	struct coordlink *coordlink;	     /* ... its calls to nodes waiting for answers */
+	struct node_id *nodeids;	     /* ... the nodes whose ids are theirs (nodeids.c) */
 	size_t nnodeids;
 	struct peer *peer; /* role = node: the link to the coordinator */
 	/* ... what asks the coordinator for this poold itself (peer_ask()), or NULL */
@@ -211,6 +228,8 @@ struct poold {
 	/* who serves other nodes' calls on the links (nodecall.c), or NULL: refused */
 	void (*node_call)(struct poold *pd, const struct fab_link_peer *peer, const void *in,
 			  size_t len, struct fab_link_answer *ans);
+	/* ... and what ends a session of another node's client there (kv_session_end()) */
+	void (*node_session_end)(struct poold *pd, uint32_t node, uint64_t session, bool all);
 	struct fab_links *links; /* fabric.transfer = checked: its links, both ways */
 	uint64_t epoch;		 /* its own registration's number (node_info.epoch) */
 	struct fab_ctx *fab;	 /* fabric.transfer = rma: UCX */
@@ -466,7 +485,8 @@ void nodecall_as_req(const struct req *r, struct nodecall_as *ret);
 int nodecall_reply(int status, uint16_t type, const uint8_t *bytes, size_t len, uint16_t want,
 		   ProtobufCMessage **ret);
 int nodecall_answer(struct req *r, uint16_t type, const ProtobufCMessage *msg);
-void nodecall_open(struct poold *pd);
+void nodecall_open(struct poold *pd, void (*session_end)(struct poold *pd, uint32_t node,
+							 uint64_t session, bool all));
 /* kvroute.c: KV requests to sharded namespaces, sent to their keys' owners */
 int kvroute_request(struct req *r, uint16_t type, const ProtobufCMessage *msg);
 void kvroute_session_end(struct poold *pd, uint64_t session);
@@ -796,6 +816,7 @@ struct regions {
 	TAILQ_HEAD(, tombstone) tombstones;
 	const struct space_hooks *hooks;
 	struct reconcile *ledger; /* ledger passes (reconcile.c: reconcile_close() first) */
+	uint64_t opened_ms;	  /* units_now_ms() when the coordinator opened it */
 };
 
 /*
@@ -873,6 +894,7 @@ int region_keep(struct poold *pd, const char *name, const struct region_caller *
 bool region_pool_usable(struct poold *pd, const struct lender_pool *lp);
 bool region_rebuilding(struct poold *pd);
 size_t region_unreconciled(struct poold *pd);
+bool region_settling(struct poold *pd, char *why, size_t len);
 struct lender_pool *region_pool(struct regions *rs, uint32_t node, uint32_t arena);
 struct lender_pool *region_pick_avoid(struct poold *pd, enum tier tier, uint64_t len,
 				      uint32_t avoid);
@@ -1104,12 +1126,9 @@ void coordha_describe(const struct poold *pd, struct coordha_info *ret);
 void coordha_close(struct poold *pd);
 
 /* coord.c: the coordinator role */
-bool coord_settling(struct poold *pd, char *why, size_t len);
 int coord_open(struct poold *pd);
 void coord_close(struct poold *pd);
-void coord_member_changed(struct poold *pd, struct member *m);
 int coord_probe_all(struct poold *pd, struct req *r);
-void coord_suspect(struct poold *pd, uint32_t node);
 void coord_session_end(struct poold *pd, uint32_t node, uint64_t session);
 
 /* coordlink.c: the coordinator's calls to its nodes */

@@ -36,10 +36,12 @@ static void reclaim_kv_drain(struct poold *pd, uint32_t node, bool drained)
 
 	if (m != NULL && m->kv_drained != drained) {
 		cluster_set_kv_drained(pd, m, drained);
-		coord_member_changed(pd, m);
+		if (pd->coord_role != NULL)
+			pd->coord_role->member_changed(pd, m);
 	}
-	if (nodeids_set_drained(pd, node, drained)) /* (kept across restarts) */
-		coordlog_node(pd, node);
+	/* (kept across restarts) */
+	if (nodeids_set_drained(pd, node, drained) && pd->coord_role != NULL)
+		pd->coord_role->node_changed(pd, node);
 }
 
 static int reclaim_request(struct req *q, const ProtobufCMessage *msg)

@@ -260,6 +260,38 @@ size_t region_unreconciled(struct poold *pd)
 	return n;
 }
 
+/*
+ * Whether the address space was opened so recently (within the heartbeat
+ * window) that nodes of the coordinator's state have not registered again
+ * yet, or have and their lenders' records are not compared with the map
+ * yet: a request that found no room is then worth trying again, not
+ * refused. why says how many are away.
+ */
+bool region_settling(struct poold *pd, char *why, size_t len)
+{
+	const struct regions *rs = pd->regions;
+	uint64_t age,
+	    window = (uint64_t)pd->conf->heartbeat_ms * (uint64_t)pd->conf->heartbeat_misses;
+	size_t i, away = 0, unreconciled;
+
+	if (rs == NULL || pd->coord == NULL || (age = units_now_ms() - rs->opened_ms) >= window)
+		return false;
+	for (i = 0; i < pd->nnodeids; i++) {
+		struct member *m = cluster_find(pd, pd->nodeids[i].id);
+
+		if (pd->nodeids[i].id != pd->node_id && (m == NULL || m->state != MEMBER_UP))
+			away++;
+	}
+	unreconciled = region_unreconciled(pd);
+	if (away > 0 || unreconciled > 0)
+		snprintf(
+		    why, len,
+		    "%zu node(s) of the pool not registered again, %zu lender arena(s) not yet "
+		    "compared with their record, since this coordinator started %llu ms ago",
+		    away, unreconciled, (unsigned long long)age);
+	return away > 0 || unreconciled > 0;
+}
+
 /* The pool with the most free space on node (any node if node is 0) in tier. */
 /*
  * The lender for len bytes in tier on node (any node if 0) and NUMA node
@@ -1253,6 +1285,7 @@ int region_open_space(struct poold *pd, const struct space_hooks *hooks)
 	TAILQ_INIT(&rs->reclaims);
 	TAILQ_INIT(&rs->tombstones);
 	rs->next_base = REGION_BASE0;
+	rs->opened_ms = units_now_ms();
 	pd->regions = rs;
 	return 0;
 }

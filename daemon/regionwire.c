@@ -130,7 +130,7 @@ static int region_create_request(struct req *q, const ProtobufCMessage *msg)
 				  c->class_);
 	rc = region_create(q->pd, &spec, &who, &r, err, sizeof(err));
 	/* (just after a coordinator change the room may be on nodes not back yet) */
-	if (rc == -ENOSPC && coord_settling(q->pd, why, sizeof(why)))
+	if (rc == -ENOSPC && region_settling(q->pd, why, sizeof(why)))
 		return req_errorf(q, POOL_ECOORD, "coordinator unavailable: %s; %s", why, err);
 	if (rc < 0)
 		return req_errorf(q, rc, "%s", err);
