@@ -3,7 +3,7 @@
  * drop NAME.
  *
  * An index is a region of one extent that its lender's poold can open as
- * one (daemon/vec.c): create is libpool's pool_vec_create() (the region,
+ * one (daemon/vec/vec-serve.c): create is libpool's pool_vec_create() (the region,
  * and the index laid out in it); ls asks every such region.
  */
 #include "config.h"

@@ -2,25 +2,57 @@
 # libpoold: every part of poold but its main(), so that unit tests drive
 # its cores (tests/unit/test_kv.c) in the same build as the daemon.
 noinst_LTLIBRARIES += daemon/libpoold.la
-daemon_libpoold_la_SOURCES = daemon/poold.h daemon/pidfile.c daemon/heap.c daemon/conn.c daemon/control.c \
-	daemon/status.c daemon/reload.c daemon/cluster.c daemon/nodeids.c daemon/memberwire.c daemon/numa.c daemon/coord.c daemon/coordslot.h daemon/coordslot.c daemon/coordlink.c \
-	daemon/peer.c daemon/peerauth.c daemon/carry.c daemon/carry-link.c daemon/carry-rma.c daemon/nodecall.c daemon/kvstore.c daemon/kvowner.c daemon/kvevshards.c daemon/kvhandover.c daemon/kvbackup.c daemon/kvroute.c daemon/probe.c daemon/nodes.c daemon/lend.c daemon/extent.h daemon/extent.c \
-	daemon/regionint.h daemon/region.c daemon/regionrebuild.c daemon/regionwire.c daemon/reclaim.c daemon/reclaimwire.c daemon/spacetell.c daemon/arena.c daemon/ledger.h daemon/ledger.c \
-	daemon/placement.h daemon/placement.c daemon/usage.h daemon/usage.c daemon/quota.c daemon/htab.h daemon/htab.c \
-	daemon/hold.c daemon/holdwire.c daemon/holdsync.c daemon/holdreport.c daemon/reconcile.c daemon/stream.c daemon/kvint.h daemon/kvshard.h daemon/kvshard.c daemon/kv.c daemon/kvtier.c daemon/kvdedup.c daemon/kvreplica.c daemon/kvrebuild.c daemon/kvwire.c daemon/kvtell.c daemon/kvlocal.c daemon/kvevict.c daemon/kvretain.c daemon/kvreap.c daemon/kvevents.c daemon/resp.c daemon/journal.h daemon/journal.c daemon/coordlog.c daemon/vec.c daemon/respparse.h daemon/respparse.c daemon/respauth.c daemon/resp.h daemon/respkeys.c daemon/respbits.c daemon/respmove.c daemon/resplcs.c daemon/respwatch.c daemon/respdb.c daemon/respinfo.c daemon/resptype.c daemon/resplist.c daemon/respset.c daemon/respconn.c daemon/respremote.c daemon/respplace.c daemon/resprelay.c daemon/respshard.c \
-	daemon/metrics.c daemon/events.c daemon/eventswire.c daemon/copy.c daemon/snapcopy.c \
-	daemon/snapplace.c daemon/grant.c daemon/xferint.h daemon/xfer.c daemon/xfer-window.c daemon/xfer-share.c daemon/firewall.c daemon/sdnotify.c daemon/looplag.c daemon/carve.c daemon/scrub.c daemon/peertls.c daemon/accept.c daemon/clientkey.c daemon/httpd.c daemon/zmqgate.c \
-	daemon/etcd.h daemon/etcdint.h daemon/etcd.c daemon/etcdwatch.c daemon/elect.h daemon/elect.c daemon/etcdlog.h daemon/etcdlog.c daemon/coordha.c
+# One folder per module (doc/DESIGN.md, section 9); each one's header first.
+daemon_libpoold_la_SOURCES = daemon/poold.h \
+	daemon/util/htab.h daemon/util/placement.h daemon/util/usage.h daemon/util/events.c \
+	daemon/util/heap.c daemon/util/htab.c daemon/util/looplag.c daemon/util/numa.c \
+	daemon/util/pidfile.c daemon/util/placement.c daemon/util/quota.c daemon/util/sdnotify.c \
+	daemon/util/usage.c \
+	daemon/net/accept.c daemon/net/clientkey.c daemon/net/conn.c daemon/net/firewall.c \
+	daemon/net/httpd.c daemon/net/peer-auth.c daemon/net/peer-tls.c daemon/net/stream.c \
+	daemon/net/zmqgate.c \
+	daemon/etcd/etcd-int.h daemon/etcd/etcd.h daemon/etcd/etcd-watch.c daemon/etcd/etcd.c \
+	daemon/ha/ha-elect.h daemon/ha/ha-log.h daemon/ha/ha-elect.c daemon/ha/ha-log.c daemon/ha/ha.c \
+	daemon/control/control.c daemon/control/grant.c daemon/control/reload-serve.c \
+	daemon/lend/extent.h daemon/lend/journal.h daemon/lend/carve.c daemon/lend/extent.c \
+	daemon/lend/journal.c daemon/lend/kvstore.c daemon/lend/lend.c \
+	daemon/member/shardmap.h daemon/member/member-call.c daemon/member/member-codec.c \
+	daemon/member/member-ids.c daemon/member/member.c daemon/member/shardmap.c \
+	daemon/hold/ledger.h daemon/hold/hold-codec.c daemon/hold/hold-report.c daemon/hold/hold-sync.c \
+	daemon/hold/hold.c daemon/hold/ledger.c daemon/hold/scrub.c \
+	daemon/link/carry-link.c daemon/link/carry-rma.c daemon/link/carry.c daemon/link/copy.c \
+	daemon/link/nodecall.c daemon/link/probe.c \
+	daemon/snap/snap-copy.c daemon/snap/snap-place.c \
+	daemon/region/region-int.h daemon/region/reclaim-serve.c daemon/region/reclaim.c \
+	daemon/region/region-fd-serve.c daemon/region/region-rebuild.c daemon/region/region-serve.c \
+	daemon/region/region-tell.c daemon/region/region.c \
+	daemon/xfer/xfer-int.h daemon/xfer/xfer-share.c daemon/xfer/xfer-window.c daemon/xfer/xfer.c \
+	daemon/kv/kv-int.h daemon/kv/kv-backup.c daemon/kv/kv-db.c daemon/kv/kv-dedup.c \
+	daemon/kv/kv-events.c daemon/kv/kv-evict.c daemon/kv/kv-evshards.c daemon/kv/kv-handover.c \
+	daemon/kv/kv-local.c daemon/kv/kv-owner.c daemon/kv/kv-reap.c daemon/kv/kv-rebuild.c \
+	daemon/kv/kv-replica.c daemon/kv/kv-retain.c daemon/kv/kv-route.c daemon/kv/kv-serve.c \
+	daemon/kv/kv-tell.c daemon/kv/kv-tier.c daemon/kv/kv.c \
+	daemon/resp/resp-parse.h daemon/resp/resp.h daemon/resp/resp-auth.c daemon/resp/resp-bits.c \
+	daemon/resp/resp-conn.c daemon/resp/resp-info.c daemon/resp/resp-keys.c daemon/resp/resp-lcs.c \
+	daemon/resp/resp-list.c daemon/resp/resp-move.c daemon/resp/resp-parse.c \
+	daemon/resp/resp-place.c daemon/resp/resp-relay.c daemon/resp/resp-remote.c \
+	daemon/resp/resp-set.c daemon/resp/resp-shard.c daemon/resp/resp-type.c \
+	daemon/resp/resp-watch.c daemon/resp/resp.c \
+	daemon/vec/vec-serve.c \
+	daemon/coord/coord-slot.h daemon/coord/coord-log.c daemon/coord/coord-slot.c \
+	daemon/coord/coord.c daemon/coord/peer.c daemon/coord/reconcile.c \
+	daemon/admin/events-serve.c daemon/admin/metrics.c daemon/admin/nodes-serve.c \
+	daemon/admin/status-serve.c
 # The coordinator's journal record: poold's own schema, beside the protocol's
 # (its generated header includes pool.pb-c.h by that name).
-COORDRECORD_GEN = daemon/coordrecord.pb-c.c daemon/coordrecord.pb-c.h
+COORDRECORD_GEN = daemon/coord/coordrecord.pb-c.c daemon/coord/coordrecord.pb-c.h
 BUILT_SOURCES += $(COORDRECORD_GEN)
 CLEANFILES += $(COORDRECORD_GEN)
-EXTRA_DIST += daemon/coordrecord.proto
-$(COORDRECORD_GEN): $(srcdir)/daemon/coordrecord.proto $(srcdir)/proto/pool.proto
-	$(AM_V_GEN)$(MKDIR_P) daemon && \
-	$(PROTOC_C) --proto_path=$(srcdir)/proto --proto_path=$(srcdir)/daemon --c_out=daemon \
-	    $(srcdir)/daemon/coordrecord.proto
+EXTRA_DIST += daemon/coord/coordrecord.proto
+$(COORDRECORD_GEN): $(srcdir)/daemon/coord/coordrecord.proto $(srcdir)/proto/pool.proto
+	$(AM_V_GEN)$(MKDIR_P) daemon/coord && \
+	$(PROTOC_C) --proto_path=$(srcdir)/proto --proto_path=$(srcdir)/daemon/coord --c_out=daemon/coord \
+	    $(srcdir)/daemon/coord/coordrecord.proto
 nodist_daemon_libpoold_la_SOURCES = $(COORDRECORD_GEN)
 daemon_libpoold_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/proto \
 	-DPOOL_PKGLIBEXECDIR='"$(pkglibexecdir)"'
@@ -33,12 +65,12 @@ daemon_libpoold_la_LIBADD = fabric/libfabric.la proto/libwire.la vecindex/libvec
 	$(NFTABLES_LIBS)
 
 sbin_PROGRAMS += daemon/poold
-daemon_poold_SOURCES = daemon/poold.c
+daemon_poold_SOURCES = daemon/main.c
 daemon_poold_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 daemon_poold_LDADD = daemon/libpoold.la
 
 # pool-snap-helper: what poold runs to fill a node's copy of a snapshot
-# through libpool (daemon/snapplace.c), in $(pkglibexecdir).
+# through libpool (daemon/snap/snap-place.c), in $(pkglibexecdir).
 pkglibexec_PROGRAMS = daemon/pool-snap-helper
-daemon_pool_snap_helper_SOURCES = daemon/snaphelper.c
+daemon_pool_snap_helper_SOURCES = daemon/snap/snap-helper.c
 daemon_pool_snap_helper_LDADD = libpool/libpool.la

@@ -13,10 +13,10 @@
 #include <event2/listener.h>
 
 #include "common/common.h"
-#include "daemon/htab.h"
-#include "daemon/kvshard.h"
-#include "daemon/ledger.h"
-#include "daemon/usage.h"
+#include "daemon/util/htab.h"
+#include "daemon/member/shardmap.h"
+#include "daemon/hold/ledger.h"
+#include "daemon/util/usage.h"
 #include "fabric/fabric.h"
 #include "proto/kvstats.h"
 #include "proto/wire.h"
@@ -110,7 +110,7 @@ struct node_arena {
 
 /*
  * What a node tells about itself when it registers, as the member table
- * keeps it (memberwire.c maps it to and from the wire's NodeInfo). Owns
+ * keeps it (member-codec.c maps it to and from the wire's NodeInfo). Owns
  * everything it points to: node_info_free().
  */
 struct node_info {
@@ -153,7 +153,7 @@ struct member {
 	uint64_t heartbeat_age_ms; /* at a node: age the coordinator reported */
 	bool kv_drained;	   /* poolctl drain: it owns no KV shards until lend */
 	struct conn *conn;	   /* at the coordinator: the node's link, if connected */
-	/* at the coordinator: where its last registered link came from (coordslot.c) */
+	/* at the coordinator: where its last registered link came from (coord-slot.c) */
 	struct sockaddr_storage from;
 	/* the way this poold reaches its memory (carry.c), made on first use */
 	struct fab_link *link; /* fabric.transfer = checked */
@@ -216,7 +216,7 @@ struct poold {
 	struct coord *coord;		     /* role = coordinator */
 	const struct coord_role *coord_role; /* ... what its requests ask of it */
 	struct coordlink *coordlink;	     /* ... its calls to nodes waiting for answers */
-	struct node_id *nodeids;	     /* ... the nodes whose ids are theirs (nodeids.c) */
+	struct node_id *nodeids;	     /* ... the nodes whose ids are theirs (member-ids.c) */
 	size_t nnodeids;
 	struct peer *peer; /* role = node: the link to the coordinator */
 	/* ... what asks the coordinator for this poold itself (peer_ask()), or NULL */
@@ -224,7 +224,7 @@ struct poold {
 			       const ProtobufCMessage *msg);
 	const struct carry_ops *carry;	       /* how it reaches other poolds' memory (carry.c) */
 	const struct carry_hooks *carry_hooks; /* ... and what it is told of changes */
-	void (*members_changed)(struct poold *pd); /* the KV shards' owners (kvowner.c) */
+	void (*members_changed)(struct poold *pd); /* the KV shards' owners (kv-owner.c) */
 	/* who serves other nodes' calls on the links (nodecall.c), or NULL: refused */
 	void (*node_call)(struct poold *pd, const struct fab_link_peer *peer, const void *in,
 			  size_t len, struct fab_link_answer *ans);
@@ -264,10 +264,10 @@ struct poold {
 	struct event *ledger_ev;      /* at the coordinator: periodic reconciliation */
 	bool stopping;		      /* shutting down: lent memory is left as it is */
 	bool stop_asked;	      /* SIGTERM/SIGINT came, maybe inside a nested loop */
-	struct vecindex_ctx *vec_ctx; /* scratch of the searches served here (vec.c) */
+	struct vecindex_ctx *vec_ctx; /* scratch of the searches served here (vec-serve.c) */
 	uint64_t vec_searches, vec_queries;	   /* ... and how many, for the metrics */
-	uint64_t member_changes;		   /* member state changes seen (cluster.c) */
-	uint64_t members_gen;			   /* changes of the member table (cluster.c) */
+	uint64_t member_changes;		   /* member state changes seen (member.c) */
+	uint64_t members_gen;			   /* changes of the member table (member.c) */
 	struct kv_shard_map kv_shards;		   /* the KV shards' owners, of the table at ... */
 	uint64_t kv_shards_gen;			   /* ... this members_gen (cluster_kv_shards()) */
 	uint64_t kv_shard_changes, kv_shard_moves; /* ... its changes, and shards moved in them */
@@ -277,20 +277,20 @@ struct poold {
 	struct metrics *metrics;  /* the Prometheus endpoint, if metrics.listen is set */
 	struct events *events;	  /* the recent events (events.c) */
 	struct fab_rma_stats client_rma; /* local clients' one-sided transfers, as they tell them */
-	struct snapcopies *snapcopies;	 /* the node's copies of snapshot images (snapcopy.c) */
-	struct snapplaces *snapplaces;	 /* the helpers filling them for snap place (snapplace.c) */
-	struct ssl_ctx_st *tls;		 /* peer.tls: what peer links' TLS sessions are made of */
-	struct carves *carves;		 /* extents with a memory file of their own (carve.c) */
-	struct scrubs *scrubs;		 /* large extents being zeroed (scrub.c) */
-	struct grants *grants;		 /* what each local client session may reach (grant.c) */
-	struct firewall *firewall;	 /* fabric.firewall's rule (firewall.c) */
-	struct sdnotify *sdnotify;	 /* systemd's notify socket, if any (sdnotify.c) */
-	struct looplag *looplag;	 /* how late the loop runs (looplag.c) */
-	struct kvev *kvev;		 /* KV events, if kv_events.endpoint is set (kvevents.c) */
-	struct coordha *coordha; /* coord.etcd: the election, or following its leader (coordha.c) */
+	struct snapcopies *snapcopies;	 /* the node's copies of snapshot images (snap-copy.c) */
+	struct snapplaces *snapplaces; /* the helpers filling them for snap place (snap-place.c) */
+	struct ssl_ctx_st *tls;	       /* peer.tls: what peer links' TLS sessions are made of */
+	struct carves *carves;	       /* extents with a memory file of their own (carve.c) */
+	struct scrubs *scrubs;	       /* large extents being zeroed (scrub.c) */
+	struct grants *grants;	       /* what each local client session may reach (grant.c) */
+	struct firewall *firewall;     /* fabric.firewall's rule (firewall.c) */
+	struct sdnotify *sdnotify;     /* systemd's notify socket, if any (sdnotify.c) */
+	struct looplag *looplag;       /* how late the loop runs (looplag.c) */
+	struct kvev *kvev;	       /* KV events, if kv_events.endpoint is set (kv-events.c) */
+	struct coordha *coordha; /* coord.etcd: the election, or following its leader (ha.c) */
 };
 
-/* poold.c */
+/* main.c */
 int poold_reload(struct poold *pd, char *errbuf, size_t errlen);
 int poold_resolve_admin(struct poold_conf *conf, gid_t *ret_gid, char *errbuf, size_t errlen);
 
@@ -426,7 +426,7 @@ struct ctl_handler {
 
 /*
  * What the control socket serves and whom it tells, given once by poold's
- * main (poold.c): so that control.c calls no service, and the services
+ * main (main.c): so that control.c calls no service, and the services
  * call control.c to answer.
  */
 struct control_wiring {
@@ -487,7 +487,7 @@ int nodecall_reply(int status, uint16_t type, const uint8_t *bytes, size_t len, 
 int nodecall_answer(struct req *r, uint16_t type, const ProtobufCMessage *msg);
 void nodecall_open(struct poold *pd, void (*session_end)(struct poold *pd, uint32_t node,
 							 uint64_t session, bool all));
-/* kvroute.c: KV requests to sharded namespaces, sent to their keys' owners */
+/* kv-route.c: KV requests to sharded namespaces, sent to their keys' owners */
 int kvroute_request(struct req *r, uint16_t type, const ProtobufCMessage *msg);
 void kvroute_session_end(struct poold *pd, uint64_t session);
 void kvroute_close(struct poold *pd);
@@ -495,7 +495,7 @@ int req_errorf(struct req *r, int code, const char *fmt, ...) __attribute__((for
 struct req *req_hold(const struct req *r);
 void req_finish(struct req *r, int rc);
 
-/* cluster.c: the member table */
+/* member.c: the member table */
 const char *member_state_name(enum member_state state);
 struct member *cluster_find(struct poold *pd, uint32_t id);
 struct member *cluster_find_name(struct poold *pd, const char *name);
@@ -509,7 +509,7 @@ struct node_info *cluster_self_info(struct poold *pd);
 const struct kv_shard_map *cluster_kv_shards(struct poold *pd);
 void node_info_free(struct node_info *info);
 
-/* nodeids.c: node ids tied to names (coordinator) */
+/* member-ids.c: node ids tied to names (coordinator) */
 struct node_id {
 	uint32_t id;
 	char name[64];
@@ -520,7 +520,7 @@ bool nodeids_add(struct poold *pd, uint32_t id, const char *name);
 bool nodeids_set_drained(struct poold *pd, uint32_t id, bool drained);
 void nodeids_clear(struct poold *pd);
 
-/* memberwire.c: the member table's records to and from the wire */
+/* member-codec.c: the member table's records to and from the wire */
 Pool__MemberState member_state_wire(enum member_state state);
 enum member_state member_state_of(Pool__MemberState state);
 struct node_info *node_info_from_wire(const Pool__NodeInfo *w);
@@ -590,7 +590,7 @@ void carry_joined(struct poold *pd);
 void carry_fence(struct poold *pd);
 /*
  * What the member table and the holdings tell the ways (carry.c gives them
- * at carry_open()): so cluster.c and hold.c, which the ways read, do not
+ * at carry_open()): so member.c and hold.c, which the ways read, do not
  * call them.
  */
 struct carry_hooks {
@@ -664,7 +664,7 @@ int httpd_open(struct poold *pd, const char *addr, const char *option, const cha
 	       const struct httpd_limits *lim, httpd_get_fn get, struct httpd **ret);
 void httpd_close(struct httpd *h);
 
-/* peertls.c: TLS on peer links */
+/* peer-tls.c: TLS on peer links */
 int peertls_open(struct poold *pd);
 void peertls_close(struct poold *pd);
 int peertls_new(struct poold *pd, struct ssl_st **ret_ssl);
@@ -855,7 +855,7 @@ bool req_mode_allows(const struct req *q, uid_t owner, gid_t group, unsigned mod
 bool region_allowed(const struct region *r, const struct req *q, unsigned want);
 
 /*
- * The address space's operations on regions (region.c), for regionwire.c's
+ * The address space's operations on regions (region.c), for region-serve.c's
  * requests and for tests: the caller as the coordinator knows it, the
  * answer a status with err saying why it failed.
  */
@@ -917,7 +917,7 @@ void region_node_sessions(struct poold *pd, uint32_t node, uint64_t incarnation,
 			  const uint64_t *live, size_t n);
 /*
  * A region as its lenders' holdings and the coordinator's journal record
- * it, enough to make it again (regionwire.c maps it to and from a Holding).
+ * it, enough to make it again (region-serve.c maps it to and from a Holding).
  */
 struct region_record {
 	uint64_t id; /* 0 where the record does not say */
@@ -945,7 +945,7 @@ const struct tombstone *region_tombstone(struct poold *pd, uint32_t node, uint64
 void region_tombstone_drop(struct poold *pd, uint32_t node, uint64_t id);
 void region_tombstones_done(struct poold *pd, uint32_t node);
 
-/* coordlog.c: the coordinator's journal (coord.journal), or its state in etcd (coord.etcd) */
+/* coord-log.c: the coordinator's journal (coord.journal), or its state in etcd (coord.etcd) */
 int coordlog_open(struct poold *pd);
 void coordlog_close(struct poold *pd);
 struct etcdlog_stats;
@@ -966,7 +966,7 @@ int region_adopt(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, 
 
 typedef void (*coord_done_cb)(struct poold *pd, void *arg, int rc);
 
-/* spacetell.c: what the address space asks of lenders and tells lease holders */
+/* region-tell.c: what the address space asks of lenders and tells lease holders */
 int region_send_scrub(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
 		      coord_done_cb done, void *arg);
 void region_send_notice(struct poold *pd, uint32_t node, const uint64_t *sessions, size_t n,
@@ -983,7 +983,7 @@ void reclaim_send_limit(struct poold *pd, uint32_t node, uint32_t arena, uint64_
 #define HOLD_REGION_ID(id) (!((id) >> 63)) /* Holding.region: a region's, not a KV namespace's */
 /*
  * A committed KV value where one lender holds it, as its holdings record
- * it, with what it takes to make its namespace again (holdwire.c maps it
+ * it, with what it takes to make its namespace again (hold-codec.c maps it
  * to and from a Holding).
  */
 struct kv_record { /* (its extent is its holding's) */
@@ -1038,7 +1038,7 @@ const struct holding *hold_report_peek(struct poold *pd);
 void hold_report_take(struct poold *pd);
 ssize_t hold_report_gone(struct poold *pd, const struct hold_place **ret);
 void hold_report_gone_told(struct poold *pd, size_t n);
-/* holdsync.c: the coordinator telling lenders what they hold */
+/* hold-sync.c: the coordinator telling lenders what they hold */
 void hold_tell(struct poold *pd, uint32_t node, uint32_t arena, uint64_t off, uint64_t len,
 	       uint64_t id);
 void hold_tell_holdings(struct poold *pd, uint32_t node, const struct holding *h, size_t n,
@@ -1054,7 +1054,7 @@ void stream_pause(struct stream *s);
 void stream_resume(struct stream *s);
 void stream_stop(struct stream *s);
 
-/* holdreport.c: a lender's report of its record in chunks: cut (lender), gathered (coordinator) */
+/* hold-report.c: a lender's report of its record in chunks: cut (lender), gathered (coordinator) */
 struct holdreport_chunk {
 	struct holding *h; /* the next holdings of the record (copies pointing into it) */
 	size_t n;
@@ -1081,7 +1081,7 @@ void reconcile_holdings(struct poold *pd, uint32_t node, const struct holding *h
 bool reconcile_run(struct poold *pd, uint64_t budget_us);
 void reconcile_close(struct poold *pd);
 
-/* holdwire.c: holdings on the wire and in the pmem journal */
+/* hold-codec.c: holdings on the wire and in the pmem journal */
 void holding_to_msg(const struct holding *h, Pool__Holding *m);
 void holding_of_msg(const Pool__Holding *m, struct holding *h);
 ssize_t holding_pack(const struct holding *h, uint8_t *buf, size_t cap);
@@ -1105,7 +1105,7 @@ struct hold_place *holding_ends_of_msg(const Pool__Holdings *hs);
 int holdings_msg(const struct holding *h, size_t n, Pool__Holdings *hs);
 void holdings_msg_free(Pool__Holdings *hs);
 
-/* coordha.c: the coordinator's place in etcd (coord.etcd) */
+/* ha.c: the coordinator's place in etcd (coord.etcd) */
 struct coordha_info {
 	bool on;	      /* coord.etcd is set */
 	bool leading;	      /* this poold leads */
@@ -1131,7 +1131,7 @@ void coord_close(struct poold *pd);
 int coord_probe_all(struct poold *pd, struct req *r);
 void coord_session_end(struct poold *pd, uint32_t node, uint64_t session);
 
-/* coordlink.c: the coordinator's calls to its nodes */
+/* member-call.c: the coordinator's calls to its nodes */
 int coordlink_open(struct poold *pd);
 void coordlink_close(struct poold *pd);
 int coord_request(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
@@ -1145,7 +1145,7 @@ void coordlink_cancel(struct poold *pd, const void *arg);
 void coordlink_answer(struct poold *pd, const struct wire_hdr *hdr, const uint8_t *payload);
 void coordlink_fail(struct poold *pd, uint32_t node);
 
-/* kvevents.c: KV events in vLLM's format (the coordinator's; of a sharded namespace, each owner's)
+/* kv-events.c: KV events in vLLM's format (the coordinator's; of a sharded namespace, each owner's)
  */
 int kvev_open(struct poold *pd);
 void kvev_close(struct poold *pd);
@@ -1174,7 +1174,7 @@ void kvowner_fenced(struct poold *pd);
 void kvowner_hold(struct poold *pd, bool on);
 int kvhandover_open(struct poold *pd);
 void kvhandover_close(struct poold *pd);
-/* kvbackup.c: the backup copies of sharded namespaces' shards */
+/* kv-backup.c: the backup copies of sharded namespaces' shards */
 int kvbackup_open(struct poold *pd);
 void kvbackup_close(struct poold *pd);
 void kvowner_stats(struct poold *pd, Pool__KvShardInfo *ret);
@@ -1276,11 +1276,11 @@ void kv_stats_each(struct poold *pd, void (*cb)(void *arg, const struct kv_ns_st
 		   void *arg);
 void kv_local_flush(struct poold *pd, const char *nsname, uid_t uid);
 
-/* vec.c: vector indexes searched near their data */
+/* vec-serve.c: vector indexes searched near their data */
 void vec_serve(struct poold *pd, struct conn *conn, uint64_t req_id, const Pool__VecRequest *vr);
 extern const struct ctl_handler vec_handlers[];
 
-/* events.c: the recent events, for poolctl events (eventswire.c) */
+/* events.c: the recent events, for poolctl events (events-serve.c) */
 struct event_rec {
 	uint64_t seq;
 	uint64_t time_ms; /* wall clock, ms since the epoch */
@@ -1295,7 +1295,7 @@ void events_each(const struct poold *pd, void (*cb)(void *arg, const struct even
 		 void *arg);
 extern const struct ctl_handler events_handlers[];
 
-/* snapcopy.c: the node's shared copies of snapshot images */
+/* snap-copy.c: the node's shared copies of snapshot images */
 void snapcopy_session_end(struct poold *pd, uint64_t session);
 /* copies, bytes, clones, fills, evictions, restores, failed, faults, pages, prefetched */
 #define SNAPCOPY_STATS 10
@@ -1303,7 +1303,7 @@ void snapcopy_stats(struct poold *pd, uint64_t ret[SNAPCOPY_STATS]);
 void snapcopy_close(struct poold *pd);
 extern const struct ctl_handler snapcopy_handlers[];
 
-/* snapplace.c: node copies made ahead of use, on the nodes an admin names */
+/* snap-place.c: node copies made ahead of use, on the nodes an admin names */
 void snapplace_serve(struct poold *pd, struct conn *conn, uint64_t req_id,
 		     const Pool__SnapPlace *m);
 void snapplace_close(struct poold *pd);
@@ -1363,7 +1363,7 @@ int grant_place_check(struct poold *pd, uint64_t session, uint32_t node, uint32_
 
 /* xfer.c: transfers carried for local clients, between their windows and granted memory */
 bool xfer_busy(void);
-bool resp_remote_busy(void); /* the RESP endpoint's transfers (respremote.c) */
+bool resp_remote_busy(void); /* the RESP endpoint's transfers (resp-remote.c) */
 void xfer_session_end(struct poold *pd, uint64_t session);
 char *xfer_window_map(uint64_t session, uint32_t id, uint64_t *ret_size);
 void xfer_close(struct poold *pd);
@@ -1386,7 +1386,7 @@ void metrics_close(struct poold *pd);
 
 /* resp.c: the Redis-protocol endpoint to the KV cache (coordinator) */
 int resp_open(struct poold *pd);
-/* Whether its databases are sharded (resp.placement): every node runs commands (respshard.c). */
+/* Whether its databases are sharded (resp.placement): every node runs commands (resp-shard.c). */
 bool resp_sharded(const struct poold *pd);
 /* Commands (or parts) of sharded databases sent to other owners, and served for other nodes. */
 void resp_shard_stats(uint64_t *to_owners, uint64_t *from_nodes);
@@ -1402,7 +1402,7 @@ struct resp_stats {
 };
 bool resp_stats(const struct poold *pd, struct resp_stats *ret);
 
-/* resprelay.c: a node's RESP endpoint, relayed to the coordinator's */
+/* resp-relay.c: a node's RESP endpoint, relayed to the coordinator's */
 int resprelay_open(struct poold *pd);
 void resprelay_close(struct poold *pd);
 void resprelay_learn(struct poold *pd, const char *endpoint, int link_fd);
@@ -1415,7 +1415,7 @@ void peer_follow(struct poold *pd, const char *leader, int64_t epoch);
 int peer_forward(struct req *r, uint16_t type, const uint8_t *payload, size_t len);
 void peer_session_end(struct poold *pd, uint64_t session);
 
-/* peerauth.c: challenge-response on the peer secret */
+/* peer-auth.c: challenge-response on the peer secret */
 #define PEERAUTH_NONCE_LEN 32
 #define PEERAUTH_PROOF_LEN 32
 int peerauth_nonce(uint8_t ret_nonce[PEERAUTH_NONCE_LEN]);

@@ -2,7 +2,7 @@
  * libpool/snapcopy.c - copy-on-write clones of a snapshot from the node's
  * shared copy.
  *
- * The local poold keeps one sealed memfd per image (daemon/snapcopy.c).
+ * The local poold keeps one sealed memfd per image (daemon/snap/snap-copy.c).
  * The first client on the node to ask is told to fill it: it writes the
  * image from the store into the memfd and says done; poold seals it and hands it to every later
  * client, which maps it private. The clients asking while it fills wait in poold; if the filler

@@ -7,7 +7,7 @@
  * whatever address its mapping gets. A region that is not mappable here
  * (on another node, or a caller poold will not pass the arena to) is
  * searched near its data: the queries go to its lender's poold through
- * the coordinator (daemon/vec.c), the results come back. Adds and removes
+ * the coordinator (daemon/vec/vec-serve.c), the results come back. Adds and removes
  * need the mapping: they run on the lender's node.
  *
  * The writer token in the index header names the writing process by pid.

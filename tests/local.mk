@@ -76,7 +76,7 @@ tests_fuzz_replay_frame_LDADD = $(FUZZ_LIBS)
 tests_fuzz_replay_conf_SOURCES = tests/fuzz/fuzz_conf.c tests/fuzz/standalone.c
 tests_fuzz_replay_conf_LDADD = $(FUZZ_LIBS)
 tests_fuzz_replay_resp_SOURCES = tests/fuzz/fuzz_resp.c tests/fuzz/standalone.c \
-	daemon/respparse.c daemon/respparse.h
+	daemon/resp/resp-parse.c daemon/resp/resp-parse.h
 tests_fuzz_replay_resp_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS)
 tests_fuzz_replay_resp_LDADD = $(EVENT_LIBS)
 tests_fuzz_replay_fc_SOURCES = tests/fuzz/fuzz_fc.c tests/fuzz/standalone.c
@@ -95,7 +95,7 @@ tests_fuzz_fuzz_frame_LDADD = $(FUZZ_LIBS)
 tests_fuzz_fuzz_conf_SOURCES = tests/fuzz/fuzz_conf.c
 tests_fuzz_fuzz_conf_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
 tests_fuzz_fuzz_conf_LDADD = $(FUZZ_LIBS)
-tests_fuzz_fuzz_resp_SOURCES = tests/fuzz/fuzz_resp.c daemon/respparse.c daemon/respparse.h
+tests_fuzz_fuzz_resp_SOURCES = tests/fuzz/fuzz_resp.c daemon/resp/resp-parse.c daemon/resp/resp-parse.h
 tests_fuzz_fuzz_resp_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS)
 tests_fuzz_fuzz_resp_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
 tests_fuzz_fuzz_resp_LDADD = $(EVENT_LIBS)
@@ -133,17 +133,17 @@ tests_tools_fc_client_LDADD = $(XXHASH_LIBS)
 noinst_PROGRAMS += tests/tools/resp-null
 tests_tools_resp_null_SOURCES = tests/tools/resp-null.c
 
-# pool-etcd: daemon/etcd.c's requests against a real etcd (tests/integration/etcd.sh).
+# pool-etcd: daemon/etcd/etcd.c's requests against a real etcd (tests/integration/etcd.sh).
 noinst_PROGRAMS += tests/tools/pool-etcd
-tests_tools_pool_etcd_SOURCES = tests/tools/pool-etcd.c daemon/etcd.h daemon/etcdint.h daemon/etcd.c \
-	daemon/etcdwatch.c
+tests_tools_pool_etcd_SOURCES = tests/tools/pool-etcd.c daemon/etcd/etcd.h daemon/etcd/etcd-int.h daemon/etcd/etcd.c \
+	daemon/etcd/etcd-watch.c
 tests_tools_pool_etcd_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(ETCD_CFLAGS) $(CRYPTO_CFLAGS)
 tests_tools_pool_etcd_LDADD = common/libconf.la common/libcommon.la $(EVENT_LIBS) $(ETCD_LIBS) $(CRYPTO_LIBS)
 
-# pool-elect: one candidate of daemon/elect.c's election (tests/integration/elect.sh).
+# pool-elect: one candidate of daemon/ha/ha-elect.c's election (tests/integration/elect.sh).
 noinst_PROGRAMS += tests/tools/pool-elect
-tests_tools_pool_elect_SOURCES = tests/tools/pool-elect.c daemon/elect.h daemon/elect.c \
-	daemon/etcd.h daemon/etcdint.h daemon/etcd.c daemon/etcdwatch.c
+tests_tools_pool_elect_SOURCES = tests/tools/pool-elect.c daemon/ha/ha-elect.h daemon/ha/ha-elect.c \
+	daemon/etcd/etcd.h daemon/etcd/etcd-int.h daemon/etcd/etcd.c daemon/etcd/etcd-watch.c
 tests_tools_pool_elect_CFLAGS = $(AM_CFLAGS) $(EVENT_CFLAGS) $(ETCD_CFLAGS) $(CRYPTO_CFLAGS)
 tests_tools_pool_elect_LDADD = common/libconf.la common/libcommon.la $(EVENT_LIBS) $(ETCD_LIBS) \
 	$(CRYPTO_LIBS)
@@ -171,7 +171,7 @@ tests_tools_pool_hostile_LDADD = proto/libwire.la common/libcommon.la $(PROTOBUF
 
 # pool-fake-nodes: N nodes on the real peer protocol, for membership at size.
 noinst_PROGRAMS += tests/tools/pool-fake-nodes
-tests_tools_pool_fake_nodes_SOURCES = tests/tools/pool-fake-nodes.c daemon/peerauth.c
+tests_tools_pool_fake_nodes_SOURCES = tests/tools/pool-fake-nodes.c daemon/net/peer-auth.c
 tests_tools_pool_fake_nodes_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(EVENT_CFLAGS) \
 	$(CRYPTO_CFLAGS)
 tests_tools_pool_fake_nodes_LDADD = proto/libwire.la common/libcommon.la $(PROTOBUF_C_LIBS) \

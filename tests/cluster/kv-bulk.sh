@@ -1,5 +1,5 @@
 #!/bin/bash
-# A flush and a drop of many keys held by another node (kvreap.c): the
+# A flush and a drop of many keys held by another node (kv-reap.c): the
 # coordinator (h1) lends nothing, so every value is on h2. The flush and
 # the drop answer at once and the namespace is empty at once; the
 # coordinator frees the entries from its loop, each value a scrub h2

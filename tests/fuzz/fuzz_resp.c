@@ -26,7 +26,7 @@
 
 #include <event2/buffer.h>
 
-#include "daemon/respparse.h"
+#include "daemon/resp/resp-parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

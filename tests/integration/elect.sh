@@ -1,5 +1,5 @@
 #!/bin/bash
-# daemon/elect.c: one coordinator among candidates, elected through a real
+# daemon/ha/ha-elect.c: one coordinator among candidates, elected through a real
 # etcd cluster of three members (Debian's etcd-server). The leader killed,
 # frozen, or cut off from etcd: another leads within the lease, with a
 # higher epoch, and the old one has stopped acting as leader before that.

@@ -28,7 +28,7 @@ check "... and deletes them" nobody_ctl del --prefix /pool/
 check "auth is enabled: user poold, allowed /pool/ only" \
 	"$top_srcdir/tests/tools/etcd-enable-auth" "$ALL" poold "$PW" /pool/
 
-# The client (daemon/etcd.c).
+# The client (daemon/etcd/etcd.c).
 check_exit 1 "a request without a user" "$T" "$ALL" put:/pool/a=1
 check_out "^put: error -5: etcd: etcdserver: user name is empty$" "is refused, saying so"
 check_exit 1 "a wrong password" "$T" "$ALL" login:poold=wrong put:/pool/a=1 get:/pool/a

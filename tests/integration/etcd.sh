@@ -1,5 +1,5 @@
 #!/bin/bash
-# daemon/etcd.c, the client of etcd's v3 JSON gateway, against a real etcd
+# daemon/etcd/etcd.c, the client of etcd's v3 JSON gateway, against a real etcd
 # cluster of three members on loopback (Debian's etcd-server): keys, the
 # create-if-absent that elects a leader and gives it its epoch, leases that
 # end keys and the keepalives that hold them, watches, a member killed, and

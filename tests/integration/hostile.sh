@@ -93,7 +93,7 @@ sed 's/^/  | /' "$TEST_DIR/out"
 
 # A mapping kept past its grant holds nothing once the region is freed and its
 # memory is lent again: the file it maps is emptied, not the next user's (8 MiB:
-# emptied in slices after the destroy is answered, daemon/scrub.c).
+# emptied in slices after the destroy is answered, daemon/hold/scrub.c).
 check "a region to map and keep" "$IO" create kept $((8 << 20)) local
 check "... with known bytes" "$IO" write kept 13
 mkfifo "$TEST_DIR/keep.in"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Bulk KV work and poold's loop (kvreap.c, heap.c): a namespace of many
+# Bulk KV work and poold's loop (kv-reap.c, heap.c): a namespace of many
 # small keys is flushed, then filled again and dropped, while a prober
 # times pool_status() round trips back to back. The flush and the drop
 # answer at once; at once the namespace is empty (a get finds nothing)

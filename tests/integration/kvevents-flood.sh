@@ -1,5 +1,5 @@
 #!/bin/bash
-# The KV events sockets facing whoever reaches them (kvevents.c, zmqgate.c):
+# The KV events sockets facing whoever reaches them (kv-events.c, zmqgate.c):
 # a loopback endpoint is bound by poold, never connected to, so a squatter
 # that binds it first gets nothing (poold does not start) and nobody binds
 # it after; uid nobody's flood of raw TCP connections and SUB sockets that

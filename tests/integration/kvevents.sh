@@ -1,5 +1,5 @@
 #!/bin/bash
-# KV events in vLLM's format (kvevents.c), taken as vLLM's own subscriber
+# KV events in vLLM's format (kv-events.c), taken as vLLM's own subscriber
 # takes them, with python3-zmq and python3-msgpack: the events of puts,
 # overwrites, removes, evictions and flushes, byte for byte; spills to the
 # pmem tier and promotions as changes of medium; replay; a subscriber too

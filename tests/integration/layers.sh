@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/integration/layers.sh - poold's files call each other in no cycle
-# across modules (doc/DESIGN.md section 9): read from the objects of this
+# tests/integration/layers.sh - poold's modules, its folders, call each
+# other in no cycle (doc/DESIGN.md section 9): read from the objects of this
 # build by tests/tools/call-cycles.py, which names the calls of any cycle.
 # And in poolctl, only cli/admin.c speaks the control protocol: no other
 # object calls protobuf-c, the wire library or a generated descriptor. The
@@ -18,7 +18,7 @@ for tool in nm python3; do
 	command -v "$tool" >/dev/null 2>&1 || { echo "SKIP: $tool is not installed"; exit 77; }
 done
 [ -f "$archive" ] || { echo "SKIP: no $archive"; exit 77; }
-python3 "$srcdir/tests/tools/call-cycles.py" "$archive" || exit 1
+python3 "$srcdir/tests/tools/call-cycles.py" "$archive" "$srcdir/daemon" || exit 1
 
 objects=$(ls "${top_builddir:-.}"/cli/poolctl-*.o 2>/dev/null)
 [ -n "$objects" ] || { echo "FAIL: no poolctl objects in ${top_builddir:-.}/cli"; exit 1; }
@@ -32,8 +32,8 @@ done
 
 # The cores: the address space, reclaim, the KV index and its shard map, the
 # lenders' records and their reconciliation, lending, the member table.
-cores="region regionrebuild reclaim kv kvtier kvdedup kvreplica kvrebuild kvlocal kvshard
-	hold holdsync reconcile lend cluster"
+cores="region region-rebuild reclaim kv kv-tier kv-dedup kv-replica kv-rebuild kv-local shardmap
+	hold hold-sync reconcile lend member"
 symbols=$(nm -A "$archive")
 for c in $cores; do
 	grep -q "^[^:]*:libpoold_la-$c\.o:" <<<"$symbols" || { echo "FAIL: no $c.o in $archive"; rc=1; continue; }
@@ -44,7 +44,7 @@ done
 [ "$rc" -eq 0 ] && echo "poold: its $(echo $cores | wc -w) cores name no protobuf type"
 
 nfiles=0
-for f in "$srcdir"/daemon/*.c "$srcdir"/libpool/*.c; do
+for f in "$srcdir"/daemon/*.c "$srcdir"/daemon/*/*.c "$srcdir"/libpool/*.c; do
 	case $f in *.pb-c.c) continue ;; esac
 	nfiles=$((nfiles + 1))
 	awk -v f="${f#"$srcdir"/}" '

@@ -84,7 +84,7 @@ check "a new region over the same memory" "$IO" create r2 $((8 << 20)) local
 check "reads only zeros" "$IO" zero r2
 
 # An extent over 4 MiB is zeroed in slices after its destroy is answered
-# (daemon/scrub.c), and lent again only once zeroed: all the room left,
+# (daemon/hold/scrub.c), and lent again only once zeroed: all the room left,
 # written, freed and asked for again can only be that memory.
 # DRAM: the region's own memory file is emptied; pmem: the tier is written.
 for tier in 0:pinned 1:persistent; do

@@ -157,7 +157,7 @@ sleep 0.5
 fds1=$(ls /proc/"$POOLD_PID"/fd | wc -l)
 [ "$fds1" -le "$fds0" ] && pool_alive && ok "... and poold runs on with its fds $fds0 -> $fds1" || not_ok "fds $fds0 -> $fds1 after big arguments"
 
-# A plain SET's big value is read straight into its reservation (respplace.c). Redis runs
+# A plain SET's big value is read straight into its reservation (resp-place.c). Redis runs
 # a SET when its last byte comes, so a SET whose value is still coming is overtaken by
 # another client's SET and by FLUSHDB, and then wins; a reader meanwhile sees the old
 # value whole; reservations of values that never come whole (client gone, bad end) are

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The node's shared copies of snapshot images (daemon/snapcopy.c), through
+# The node's shared copies of snapshot images (daemon/snap/snap-copy.c), through
 # raw SnapCopy requests (snapcopy.py) and poolctl snap copies: one client
 # fills a copy while others wait for it sealed; a filler that aborts or
 # goes away hands the fill over; a newer id replaces a copy; snap.copies

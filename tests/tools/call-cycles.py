@@ -1,47 +1,41 @@
 #!/usr/bin/env python3
-# tests/tools/call-cycles.py - which of poold's source files call each other
-# in a cycle, read from the objects the build made (nm), not from the sources.
+# tests/tools/call-cycles.py - which of poold's modules call each other in a
+# cycle, read from the objects the build made (nm), not from the sources.
 #
-#   call-cycles.py ARCHIVE
+#   call-cycles.py ARCHIVE DAEMON_SRCDIR
 #
 # ARCHIVE is daemon/.libs/libpoold.a; its members from daemon/ are read,
 # those of the libraries it takes in (fabric/, common/...) are not. A file
-# calls another when it uses a symbol the other defines. Files are grouped
-# in modules: the KV index's core, the RESP server, the etcd client, the
-# ways of reaching other poolds and the transfers poold carries for its
-# clients (a request's steps and the turns they take) are one module each
-# (MODULES), every other
-# file is its own. Calls in a cycle within a module
-# are listed;
+# calls another when it uses a symbol the other defines. A module is a
+# folder of DAEMON_SRCDIR (kv/, region/, resp/...; doc/DESIGN.md, section
+# 9): its files may call each other, and those calls in a cycle are listed;
 # a cycle between modules is an error: it names the modules and, for each
-# call between them, the symbols used.
+# call between them, the files and the symbols used. File names are unique
+# across the folders, as the archive's members are named by file alone.
 #
-# Exit status: 0 no cycle between modules, 1 one or more, 2 usage or nm failed.
+# Exit status: 0 no cycle between modules, 1 one or more, 2 usage or nm
+# failed, or a member whose source is in no folder.
 import collections
+import glob
 import os
 import re
 import subprocess
 import sys
 
-# The modules of more than one file: their files may call each other. The
-# KV index's requests (kvwire.c), its local callers' API (kvlocal.c) and its
-# events (kvevents.c) are not in it: they sit above the index.
-MODULES = {
-    "kv": ("kv", "kvtier", "kvdedup", "kvreplica", "kvrebuild", "kvtell", "kvevict", "kvretain", "kvreap",
-           "kvowner", "kvevshards"),
-    "resp": ("resp", "respconn", "respkeys", "respbits", "respmove", "resplcs", "respwatch", "respinfo", "resptype", "resplist", "respset", "respplace", "respremote", "resprelay", "respshard", "respparse",
-             "respauth"),
-    "etcd": ("etcd", "etcdwatch"),
-    "carry": ("carry", "carry-link", "carry-rma"),
-    "xfer": ("xfer", "xfer-window", "xfer-share"),
-}
 
-
-def module_of(name):
-    for module, files in MODULES.items():
-        if name in files:
-            return module
-    return name
+def folders(srcdir):
+    """Each source file's module: the folder it is in, by file name (no extension)."""
+    module = {}
+    for path in glob.glob(os.path.join(srcdir, "*", "*.c")) + glob.glob(os.path.join(srcdir, "*", "*.proto")):
+        if path.endswith(".pb-c.c"):
+            continue
+        name = os.path.splitext(os.path.basename(path))[0]
+        if path.endswith(".proto"):
+            name += ".pb-c"  # (its generated code, in the build's folder of the same name)
+        if name in module:
+            sys.exit(f"call-cycles: {name} is in {module[name]}/ and {os.path.basename(os.path.dirname(path))}/")
+        module[name] = os.path.basename(os.path.dirname(path))
+    return module
 
 
 def nm(archive, *args):
@@ -97,9 +91,16 @@ def sccs(nodes, edges):
 
 
 def main():
-    if len(sys.argv) != 2 or not os.path.isfile(sys.argv[1]):
-        sys.exit("usage: call-cycles.py daemon/.libs/libpoold.a")
+    if len(sys.argv) != 3 or not os.path.isfile(sys.argv[1]) or not os.path.isdir(sys.argv[2]):
+        sys.exit("usage: call-cycles.py daemon/.libs/libpoold.a DAEMON_SRCDIR")
     archive = sys.argv[1]
+    module = folders(sys.argv[2])
+
+    def module_of(name):
+        if name not in module:
+            sys.exit(f"call-cycles: {name}.o: no {name}.c in a folder of {sys.argv[2]}")
+        return module[name]
+
     owner = {}
     for f, kind, sym in nm(archive, "--defined-only", "-g"):
         if kind in "TDBRVW":

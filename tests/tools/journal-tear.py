@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """journal-tear.py FILE OFFSET: damage the last record of the journal
-(daemon/journal.c) that starts at byte OFFSET of FILE, as a write torn by a
+(daemon/lend/journal.c) that starts at byte OFFSET of FILE, as a write torn by a
 crash would: one byte of its payload flipped. Exits 1 when the journal has
 no record."""
 import struct

@@ -1,5 +1,5 @@
 /*
- * tests/tools/pool-elect.c - one candidate of daemon/elect.c's election,
+ * tests/tools/pool-elect.c - one candidate of daemon/ha/ha-elect.c's election,
  * on a real etcd: prints each change of its standing, one line each after
  * the wall clock's milliseconds (so that lines of several candidates can
  * be ordered), until killed. tests/integration/elect.sh runs several and
@@ -17,8 +17,8 @@
 
 #include <event2/event.h>
 
-#include "daemon/elect.h"
-#include "daemon/etcd.h"
+#include "daemon/ha/ha-elect.h"
+#include "daemon/etcd/etcd.h"
 
 static struct elect *el;
 static bool said_acting;

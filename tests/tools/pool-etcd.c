@@ -1,5 +1,5 @@
 /*
- * tests/tools/pool-etcd.c - daemon/etcd.c against a real etcd: one
+ * tests/tools/pool-etcd.c - daemon/etcd/etcd.c against a real etcd: one
  * operation per command-line word, run in order on one event loop, each
  * printing what etcd answered. tests/integration/etcd.sh reads the lines.
  *
@@ -22,7 +22,7 @@
 
 #include <event2/event.h>
 
-#include "daemon/etcd.h"
+#include "daemon/etcd/etcd.h"
 
 static struct event_base *base;
 static int64_t lease;

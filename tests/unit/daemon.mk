@@ -1,51 +1,51 @@
 # Unit tests of daemon/ and snapshot/ pieces and of libpool functions without a daemon: included from tests/local.mk.
 check_PROGRAMS += tests/unit/test_extent
 TESTS += tests/unit/test_extent
-tests_unit_test_extent_SOURCES = tests/unit/test_extent.c daemon/extent.c daemon/extent.h
+tests_unit_test_extent_SOURCES = tests/unit/test_extent.c daemon/lend/extent.c daemon/lend/extent.h
 tests_unit_test_extent_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_extent_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
 
 # The ledger comparison of daemon/.
 check_PROGRAMS += tests/unit/test_ledger
 TESTS += tests/unit/test_ledger
-tests_unit_test_ledger_SOURCES = tests/unit/test_ledger.c daemon/ledger.c daemon/ledger.h
+tests_unit_test_ledger_SOURCES = tests/unit/test_ledger.c daemon/hold/ledger.c daemon/hold/ledger.h
 tests_unit_test_ledger_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_ledger_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
 
 # The coordinator's room for peer links that have not registered.
 check_PROGRAMS += tests/unit/test_coordslot
 TESTS += tests/unit/test_coordslot
-tests_unit_test_coordslot_SOURCES = tests/unit/test_coordslot.c daemon/coordslot.c \
-	daemon/coordslot.h
+tests_unit_test_coordslot_SOURCES = tests/unit/test_coordslot.c daemon/coord/coord-slot.c \
+	daemon/coord/coord-slot.h
 tests_unit_test_coordslot_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_coordslot_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
 
 # The per-uid quota charges of daemon/.
 check_PROGRAMS += tests/unit/test_usage
 TESTS += tests/unit/test_usage
-tests_unit_test_usage_SOURCES = tests/unit/test_usage.c daemon/usage.c daemon/usage.h
+tests_unit_test_usage_SOURCES = tests/unit/test_usage.c daemon/util/usage.c daemon/util/usage.h
 tests_unit_test_usage_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_usage_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
 
 # The intrusive hash table of daemon/.
 check_PROGRAMS += tests/unit/test_htab
 TESTS += tests/unit/test_htab
-tests_unit_test_htab_SOURCES = tests/unit/test_htab.c daemon/htab.c daemon/htab.h
+tests_unit_test_htab_SOURCES = tests/unit/test_htab.c daemon/util/htab.c daemon/util/htab.h
 tests_unit_test_htab_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_htab_LDADD = tests/unit/libunit.la $(XXHASH_LIBS) $(CUNIT_LIBS)
 
 # The placement policy of daemon/.
 check_PROGRAMS += tests/unit/test_placement
 TESTS += tests/unit/test_placement
-tests_unit_test_placement_SOURCES = tests/unit/test_placement.c daemon/placement.c \
-	daemon/placement.h
+tests_unit_test_placement_SOURCES = tests/unit/test_placement.c daemon/util/placement.c \
+	daemon/util/placement.h
 tests_unit_test_placement_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_placement_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
 
 # The KV index's shards and their owners.
 check_PROGRAMS += tests/unit/test_kvshard
 TESTS += tests/unit/test_kvshard
-tests_unit_test_kvshard_SOURCES = tests/unit/test_kvshard.c daemon/kvshard.c daemon/kvshard.h
+tests_unit_test_kvshard_SOURCES = tests/unit/test_kvshard.c daemon/member/shardmap.c daemon/member/shardmap.h
 tests_unit_test_kvshard_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(XXHASH_CFLAGS)
 tests_unit_test_kvshard_LDADD = tests/unit/libunit.la $(XXHASH_LIBS) $(CUNIT_LIBS)
 
@@ -59,7 +59,7 @@ tests_unit_test_kvhash_LDADD = tests/unit/libunit.la libpool/libpool.la $(CUNIT_
 # The persistent record log of daemon/.
 check_PROGRAMS += tests/unit/test_journal
 TESTS += tests/unit/test_journal
-tests_unit_test_journal_SOURCES = tests/unit/test_journal.c daemon/journal.c daemon/journal.h
+tests_unit_test_journal_SOURCES = tests/unit/test_journal.c daemon/lend/journal.c daemon/lend/journal.h
 tests_unit_test_journal_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(XXHASH_CFLAGS)
 tests_unit_test_journal_LDADD = tests/unit/libunit.la $(CUNIT_LIBS) $(XXHASH_LIBS)
 
@@ -97,12 +97,12 @@ tests_unit_test_uffd_LDADD = tests/unit/libunit.la snapshot/libsnapshot.la $(CUN
 # The grant checks of daemon/: what a session may reach, from the coordinator's replies.
 check_PROGRAMS += tests/unit/test_grant
 TESTS += tests/unit/test_grant
-tests_unit_test_grant_SOURCES = tests/unit/test_grant.c daemon/grant.c
+tests_unit_test_grant_SOURCES = tests/unit/test_grant.c daemon/control/grant.c
 tests_unit_test_grant_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_unit_test_grant_LDADD = tests/unit/libunit.la proto/libwire.la common/libconf.la common/libcommon.la \
 	$(CUNIT_LIBS) $(PROTOBUF_C_LIBS)
 
-# The KV index's core (daemon/kv.c) with the rest of poold's parts, no network.
+# The KV index's core (daemon/kv/kv.c) with the rest of poold's parts, no network.
 check_PROGRAMS += tests/unit/test_kv
 TESTS += tests/unit/test_kv
 tests_unit_test_kv_SOURCES = tests/unit/test_kv.c tests/unit/cores.h tests/unit/cores.c
@@ -110,14 +110,14 @@ tests_unit_test_kv_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTO
 	$(XXHASH_CFLAGS)
 tests_unit_test_kv_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)
 
-# The global address space's core (daemon/region.c), the same way.
+# The global address space's core (daemon/region/region.c), the same way.
 check_PROGRAMS += tests/unit/test_region
 TESTS += tests/unit/test_region
 tests_unit_test_region_SOURCES = tests/unit/test_region.c tests/unit/cores.h tests/unit/cores.c
 tests_unit_test_region_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_unit_test_region_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)
 
-# The member table's records to and from the wire (daemon/memberwire.c).
+# The member table's records to and from the wire (daemon/member/member-codec.c).
 check_PROGRAMS += tests/unit/test_memberwire
 TESTS += tests/unit/test_memberwire
 tests_unit_test_memberwire_SOURCES = tests/unit/test_memberwire.c
@@ -125,21 +125,21 @@ tests_unit_test_memberwire_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS)
 	$(PROTOBUF_C_CFLAGS)
 tests_unit_test_memberwire_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)
 
-# A lender's record of what it holds (daemon/hold.c) over a pmem tier in memory.
+# A lender's record of what it holds (daemon/hold/hold.c) over a pmem tier in memory.
 check_PROGRAMS += tests/unit/test_hold
 TESTS += tests/unit/test_hold
 tests_unit_test_hold_SOURCES = tests/unit/test_hold.c
 tests_unit_test_hold_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_unit_test_hold_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)
 
-# The coordinator's calls to its nodes (daemon/coordlink.c) over a socket pair.
+# The coordinator's calls to its nodes (daemon/member/member-call.c) over a socket pair.
 check_PROGRAMS += tests/unit/test_coordlink
 TESTS += tests/unit/test_coordlink
 tests_unit_test_coordlink_SOURCES = tests/unit/test_coordlink.c tests/unit/cores.h tests/unit/cores.c
 tests_unit_test_coordlink_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_unit_test_coordlink_LDADD = tests/unit/libunit.la daemon/libpoold.la $(EVENT_LIBS) $(CUNIT_LIBS)
 
-# A lender's holdings in chunks (hold.c, holdwire.c, stream.c, holdreport.c), both ways.
+# A lender's holdings in chunks (hold.c, hold-codec.c, stream.c, hold-report.c), both ways.
 check_PROGRAMS += tests/unit/test_holdreport
 TESTS += tests/unit/test_holdreport
 tests_unit_test_holdreport_SOURCES = tests/unit/test_holdreport.c tests/unit/cores.h \
@@ -149,21 +149,21 @@ tests_unit_test_holdreport_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS)
 tests_unit_test_holdreport_LDADD = tests/unit/libunit.la daemon/libpoold.la $(EVENT_LIBS) \
 	$(CUNIT_LIBS)
 
-# The memory a node keeps for its KV shards' values (daemon/kvstore.c).
+# The memory a node keeps for its KV shards' values (daemon/lend/kvstore.c).
 check_PROGRAMS += tests/unit/test_kvstore
 TESTS += tests/unit/test_kvstore
 tests_unit_test_kvstore_SOURCES = tests/unit/test_kvstore.c
 tests_unit_test_kvstore_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_unit_test_kvstore_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)
 
-# A connection's socket closed when the connection is released (daemon/conn.c).
+# A connection's socket closed when the connection is released (daemon/net/conn.c).
 check_PROGRAMS += tests/unit/test_conn
 TESTS += tests/unit/test_conn
 tests_unit_test_conn_SOURCES = tests/unit/test_conn.c
 tests_unit_test_conn_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
 tests_unit_test_conn_LDADD = tests/unit/libunit.la daemon/libpoold.la $(EVENT_LIBS) $(CUNIT_LIBS)
 
-# The RESP parser's bounds, whole commands and piece by piece (daemon/respparse.c).
+# The RESP parser's bounds, whole commands and piece by piece (daemon/resp/resp-parse.c).
 check_PROGRAMS += tests/unit/test_respparse
 TESTS += tests/unit/test_respparse
 tests_unit_test_respparse_SOURCES = tests/unit/test_respparse.c

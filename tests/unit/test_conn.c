@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_conn.c - a connection's socket (daemon/conn.c) is closed
+ * tests/unit/test_conn.c - a connection's socket (daemon/net/conn.c) is closed
  * when the connection is released, not a turn of the loop later when
  * libevent finalizes its bufferevent: the other end sees the end at once
  * (a reset after conn_abort()), and the fd number, free again, is not

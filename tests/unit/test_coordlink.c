@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_coordlink.c - the coordinator's calls to its nodes
- * (daemon/coordlink.c) over a real framed connection to a socket pair: a
+ * (daemon/member/member-call.c) over a real framed connection to a socket pair: a
  * request reaches the node with its own id, and its answer (Ok, an Error,
  * any frame) goes to its caller once; a dropped link fails that node's
  * calls, a cancelled call is never called back, a stopping coordinator

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_coordslot.c - the coordinator's room for peer links that
- * have not registered (daemon/coordslot.c): a host's share among strangers,
+ * have not registered (daemon/coord/coord-slot.c): a host's share among strangers,
  * who gives way when the strangers' pool is full, the pool of members'
  * addresses that strangers never reach, IPv6 hosts by their /64.
  */
@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon/coordslot.h"
+#include "daemon/coord/coord-slot.h"
 #include "tests/unit/unit.h"
 
 #define MAX_NODES 4

@@ -8,7 +8,7 @@
 
 #include "tests/unit/unit.h"
 
-#include "daemon/extent.h"
+#include "daemon/lend/extent.h"
 
 #define KiB (UINT64_C(1) << 10)
 #define MiB (UINT64_C(1) << 20)

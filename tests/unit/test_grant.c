@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_grant.c - the grant checks of daemon/grant.c: what a
+ * tests/unit/test_grant.c - the grant checks of daemon/control/grant.c: what a
  * session may reach follows only from the coordinator's replies, and ends
  * with the close, release, commit, notice or session that ends it.
  */

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_hold.c - a lender's record of what it holds
- * (daemon/hold.c) over a pmem tier in memory: what is durable comes back
+ * (daemon/hold/hold.c) over a pmem tier in memory: what is durable comes back
  * after a restart with what it names, and nothing else does; the bytes
  * nobody holds are zeroed; an end of a holding is journaled; a full journal
  * is rewritten to what is durable; a repair renumbers a holding and keeps
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/journal.h"
+#include "daemon/lend/journal.h"
 #include "daemon/poold.h"
 #include "tests/unit/unit.h"
 

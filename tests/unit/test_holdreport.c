@@ -1,10 +1,10 @@
 /*
  * tests/unit/test_holdreport.c - a lender's holdings in chunks, both ways.
  *
- * A lender's report of its record (hold.c, holdreport.c, holdwire.c)
+ * A lender's report of its record (hold.c, hold-report.c, hold-codec.c)
  * goes over a real framed connection to a socket pair, one chunk of at
  * most a small bound per turn of the loop (stream.c), while the record
- * changes under it: gathered again (holdreport.c), it is the record as it
+ * changes under it: gathered again (hold-report.c), it is the record as it
  * is at its last chunk, each holding once. A report cut short, or with a chunk out of its
  * order, is never given as a record; a whole one brings every value back
  * into a restarted coordinator's index (reconcile.c). The coordinator's
@@ -23,7 +23,7 @@
 
 #include <event2/event.h>
 
-#include "daemon/kvint.h"
+#include "daemon/kv/kv-int.h"
 #include "tests/unit/cores.h"
 #include "tests/unit/unit.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/htab.h"
+#include "daemon/util/htab.h"
 #include "tests/unit/unit.h"
 
 struct item {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/journal.h"
+#include "daemon/lend/journal.h"
 #include "tests/unit/unit.h"
 
 #define AREA (64 * 1024)

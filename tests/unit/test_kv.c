@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_kv.c - the KV index's core (daemon/kv.c, kv_key_op()) on
+ * tests/unit/test_kv.c - the KV index's core (daemon/kv/kv.c, kv_key_op()) on
  * its own: a coordinator's index over lenders' arenas, no network.
  * Eviction order, the last reserver winning, pins outliving a replaced
  * value, aborts and releases that give back exactly what was taken,
@@ -19,7 +19,7 @@
 
 #include <event2/event.h>
 
-#include "daemon/kvint.h"
+#include "daemon/kv/kv-int.h"
 #include "tests/unit/cores.h"
 #include "tests/unit/unit.h"
 

@@ -1,4 +1,4 @@
-/* tests/unit/test_kvshard.c - the KV index's shards and their owners (daemon/kvshard.c). */
+/* tests/unit/test_kvshard.c - the KV index's shards and their owners (daemon/member/shardmap.c). */
 #include "config.h"
 
 #include <stdbool.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "daemon/kvshard.h"
+#include "daemon/member/shardmap.h"
 #include "tests/unit/unit.h"
 
 static void test_spread(void)

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_kvstore.c - the memory a node keeps for the values of
- * its KV shards (daemon/kvstore.c) over an arena in memory: what it gives
+ * its KV shards (daemon/lend/kvstore.c) over an arena in memory: what it gives
  * out is reached only from where each allocation starts and only inside
  * it, through thousands of allocations freed in any order (the record's
  * deletions); freed memory is zeroed before it is given out again; a full

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/ledger.h"
+#include "daemon/hold/ledger.h"
 #include "tests/unit/unit.h"
 
 #define E(a, o, l, r)                                                                              \

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_memberwire.c - the member table's records on the wire
- * (daemon/memberwire.c): a node's record survives NodeInfo's encoding
+ * (daemon/member/member-codec.c): a node's record survives NodeInfo's encoding
  * field for field, and the copy clients get carries no address or key a
  * worker could use.
  */

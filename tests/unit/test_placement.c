@@ -1,7 +1,7 @@
 /* tests/unit/test_placement.c - the choice of a lender for a new extent. */
 #include "config.h"
 
-#include "daemon/placement.h"
+#include "daemon/util/placement.h"
 #include "tests/unit/unit.h"
 
 #define M (UINT64_C(1) << 20)

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_region.c - the global address space's core
- * (daemon/region.c) on its own: a coordinator's map over lenders' arenas,
+ * (daemon/region/region.c) on its own: a coordinator's map over lenders' arenas,
  * no network. Names, sizes, modes and quotas refused before anything is
  * taken; placements on the lender asked for and striped over several;
  * leases that keep an anonymous region and end with their session after

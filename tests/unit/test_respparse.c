@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_respparse.c - the RESP parser's bounds (daemon/respparse.c)
+ * tests/unit/test_respparse.c - the RESP parser's bounds (daemon/resp/resp-parse.c)
  * decide the same whichever way a command comes: whole in one chunk (the
  * fast path) or a piece at a time. A command past a bound is an error with
  * Redis's words, before its bytes are kept; one within them is taken
@@ -11,7 +11,7 @@
 
 #include <event2/buffer.h>
 
-#include "daemon/respparse.h"
+#include "daemon/resp/resp-parse.h"
 #include "tests/unit/unit.h"
 
 #define MAX_ARGS 4

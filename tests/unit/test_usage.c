@@ -1,7 +1,7 @@
 /* tests/unit/test_usage.c - per-uid charges for the quotas. */
 #include "config.h"
 
-#include "daemon/usage.h"
+#include "daemon/util/usage.h"
 #include "tests/unit/unit.h"
 
 static void test_charge_and_release(void)

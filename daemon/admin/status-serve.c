@@ -1,0 +1,100 @@
+/* daemon/admin/status-serve.c - the status request: who this poold is and how it runs. */
+#include "config.h"
+
+#include <unistd.h>
+
+#include "daemon/ha/ha-log.h"
+#include "daemon/lend/journal.h"
+#include "daemon/poold.h"
+
+#define STATUS_REPLY_MAX (64u << 10) /* another node's, asked for through this poold */
+
+static int status_request(struct req *r, const ProtobufCMessage *msg)
+{
+	struct poold *pd = r->pd;
+	Pool__StatusReply reply = POOL__STATUS_REPLY__INIT;
+	Pool__JournalInfo ji[2], *jp[2];
+	Pool__EtcdInfo etcd = POOL__ETCD_INFO__INIT;
+	Pool__KvShardInfo shards = POOL__KV_SHARD_INFO__INIT;
+	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	struct journal_stats st[2];
+	struct etcdlog_stats es;
+	struct coordha_info ha;
+	const char *names[2];
+	char role[32];
+	size_t n, i;
+
+	if (((const Pool__StatusRequest *)msg)->has_node &&
+	    ((const Pool__StatusRequest *)msg)->node != pd->node_id) {
+		Pool__StatusRequest there = POOL__STATUS_REQUEST__INIT; /* (its own) */
+
+		return nodecall_forward(r, ((const Pool__StatusRequest *)msg)->node, WIRE_STATUS,
+					&there.base, STATUS_REPLY_MAX);
+	}
+	conf_format(pd->conf, conf_find("role"), role, sizeof(role));
+	reply.version = PACKAGE_VERSION;
+	reply.uptime_ms = units_now_ms() - pd->start_ms;
+	reply.node_id = pd->node_id;
+	reply.role = role;
+	reply.clients = control_nclients(pd->control);
+	reply.pid = (uint32_t)getpid();
+	reply.config_file = (char *)(pd->conf_path ? pd->conf_path : "");
+	reply.lend_size = (uint64_t)pd->conf->lend_size;
+	reply.socket = pd->conf->socket;
+	reply.reloads = pd->reloads;
+	reply.requests = pd->requests;
+	n = journals_stats(pd, names, st);
+	for (i = 0; i < n; i++) {
+		pool__journal_info__init(&ji[i]);
+		ji[i].name = (char *)names[i];
+		ji[i].records = st[i].records;
+		ji[i].used = st[i].used;
+		ji[i].half = st[i].size;
+		ji[i].rewrites = st[i].rewrites;
+		ji[i].dropped = st[i].dropped;
+		jp[i] = &ji[i];
+	}
+	reply.fabric_firewall = (char *)firewall_state(pd);
+	reply.journals = jp;
+	reply.n_journals = n;
+	coordha_describe(pd, &ha);
+	if (ha.on) {
+		etcd.endpoint = (char *)ha.endpoint;
+		etcd.standing = ha.leading			     ? "leader"
+				: pd->conf->role == ROLE_COORDINATOR ? "standby"
+								     : "node";
+		etcd.leader = (char *)ha.leader;
+		etcd.has_epoch = etcd.has_leader_changes = 1;
+		etcd.epoch = ha.epoch;
+		etcd.leader_changes = ha.changes;
+		etcd.why = ha.why[0] != '\0' ? (char *)ha.why : NULL;
+		if (coordlog_etcd_stats(pd, &es)) {
+			etcd.has_records = etcd.has_waiting = etcd.has_txns = etcd.has_failures =
+			    etcd.has_rewrites = 1;
+			etcd.records = es.records;
+			etcd.waiting = es.waiting;
+			etcd.txns = es.txns;
+			etcd.failures = es.failures;
+			etcd.rewrites = es.rewrites;
+			if (es.failures > 0 && etcd.why == NULL)
+				etcd.why = es.last_error;
+		}
+		reply.etcd = &etcd;
+	}
+	shards.shards = KV_SHARDS;
+	shards.owners = (uint32_t)map->nowners;
+	shards.owned = kv_shard_map_owned(map, pd->node_id);
+	shards.digest = map->digest;
+	shards.changes = pd->kv_shard_changes;
+	shards.moves = pd->kv_shard_moves;
+	shards.has_store_size = shards.has_store_used = 1;
+	kvstore_stats(pd, &shards.store_size, &shards.store_used);
+	kvowner_stats(pd, &shards);
+	reply.kv_shards = &shards;
+	return req_reply(r, WIRE_STATUS_REPLY, &reply.base);
+}
+
+const struct ctl_handler status_handlers[] = {
+    {WIRE_STATUS, CTL_ANY, AT_HERE, status_request, NULL},
+    {0, 0, 0, NULL, NULL},
+};
