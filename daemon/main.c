@@ -18,7 +18,22 @@
 
 #include <event2/event.h>
 
-#include "daemon/poold.h"
+#include "daemon/admin/admin.h"
+#include "daemon/control/control.h"
+#include "daemon/coord/coord.h"
+#include "daemon/ha/ha.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/lend/lend.h"
+#include "daemon/link/link.h"
+#include "daemon/member/member.h"
+#include "daemon/net/net.h"
+#include "daemon/region/region.h"
+#include "daemon/resp/resp.h"
+#include "daemon/snap/snap.h"
+#include "daemon/util/util.h"
+#include "daemon/vec/vec.h"
+#include "daemon/xfer/xfer.h"
 #include "fabric/fabric.h"
 #include "vecindex/vecindex.h"
 

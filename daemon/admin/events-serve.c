@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/poold.h"
+#include "daemon/admin/admin.h"
+#include "daemon/control/control.h"
+#include "daemon/util/util.h"
 
 /*
  * Whether the caller may see an event: admins all of them, others the

@@ -18,10 +18,20 @@
 
 #include <event2/buffer.h>
 
-#include "daemon/lend/extent.h"
-#include "daemon/ha/ha-log.h"
-#include "daemon/lend/journal.h"
-#include "daemon/poold.h"
+#include "daemon/admin/admin.h"
+#include "daemon/control/control.h"
+#include "daemon/coord/coord.h"
+#include "daemon/ha/ha.h"
+#include "daemon/kv/kv.h"
+#include "daemon/lend/lend.h"
+#include "daemon/link/link.h"
+#include "daemon/member/member.h"
+#include "daemon/net/net.h"
+#include "daemon/region/region.h"
+#include "daemon/resp/resp.h"
+#include "daemon/snap/snap.h"
+#include "daemon/util/util.h"
+#include "daemon/xfer/xfer.h"
 
 struct metrics {
 	struct httpd *httpd;

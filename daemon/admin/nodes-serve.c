@@ -6,7 +6,10 @@
 
 #include <errno.h>
 
-#include "daemon/poold.h"
+#include "daemon/admin/admin.h"
+#include "daemon/control/control.h"
+#include "daemon/coord/coord.h"
+#include "daemon/member/member.h"
 
 static int nodes_request(struct req *r, const ProtobufCMessage *msg)
 {

@@ -3,9 +3,15 @@
 
 #include <unistd.h>
 
-#include "daemon/ha/ha-log.h"
-#include "daemon/lend/journal.h"
-#include "daemon/poold.h"
+#include "daemon/admin/admin.h"
+#include "daemon/control/control.h"
+#include "daemon/coord/coord.h"
+#include "daemon/ha/ha.h"
+#include "daemon/kv/kv.h"
+#include "daemon/lend/lend.h"
+#include "daemon/link/link.h"
+#include "daemon/member/member.h"
+#include "daemon/net/net.h"
 
 #define STATUS_REPLY_MAX (64u << 10) /* another node's, asked for through this poold */
 

@@ -21,7 +21,9 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
-#include "daemon/poold.h"
+#include "daemon/control/control.h"
+#include "daemon/ha/ha.h"
+#include "daemon/net/net.h"
 #include "proto/pool_contract.h"
 
 #define CTL_MAX_GROUPS 64

@@ -24,7 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/poold.h"
+#include "daemon/control/control.h"
+#include "daemon/region/region.h"
 #include "proto/pool_contract.h"
 
 #define GRANT_BUCKETS 256

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/poold.h"
+#include "daemon/control/control.h"
 
 /* control.admin_group as a gid ((gid_t)-1 when unset): 0, or -EINVAL saying why. */
 int poold_resolve_admin(struct poold_conf *conf, gid_t *ret_gid, char *errbuf, size_t errlen)

@@ -41,9 +41,15 @@
 #include <unistd.h>
 
 #include "daemon/coord/coordrecord.pb-c.h"
-#include "daemon/ha/ha-log.h"
-#include "daemon/lend/journal.h"
-#include "daemon/poold.h"
+#include "daemon/coord/coord.h"
+#include "daemon/ha/ha.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/lend/lend.h"
+#include "daemon/member/member.h"
+#include "daemon/net/net.h"
+#include "daemon/region/region.h"
+#include "daemon/util/util.h"
 
 enum {
 	CL_REGION = 1,

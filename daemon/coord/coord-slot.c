@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 
 #include "daemon/coord/coord-slot.h"
+#include "daemon/coord/coord.h"
 
 /* An address as the quotas see it: IPv4 (also when mapped in IPv6), or IPv6. */
 struct coordslot_host {

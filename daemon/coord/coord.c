@@ -24,8 +24,17 @@
 #include <event2/listener.h>
 
 #include "daemon/coord/coord-slot.h"
-#include "daemon/hold/ledger.h"
-#include "daemon/poold.h"
+#include "daemon/control/control.h"
+#include "daemon/coord/coord.h"
+#include "daemon/ha/ha.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/link/link.h"
+#include "daemon/member/member.h"
+#include "daemon/net/net.h"
+#include "daemon/region/region.h"
+#include "daemon/resp/resp.h"
+#include "daemon/util/util.h"
 #include "proto/pool_contract.h"
 
 /*

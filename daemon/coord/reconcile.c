@@ -29,9 +29,12 @@
 
 #include <event2/event.h>
 
-#include "daemon/lend/extent.h"
-#include "daemon/hold/ledger.h"
-#include "daemon/poold.h"
+#include "daemon/coord/coord.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/lend/lend.h"
+#include "daemon/member/member.h"
+#include "daemon/region/region.h"
 
 /*
  * A periodic pass of a lender waits at least this many times as long as

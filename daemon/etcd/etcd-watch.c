@@ -14,6 +14,7 @@
 
 #include "common/common.h"
 #include "daemon/etcd/etcd-int.h"
+#include "daemon/etcd/etcd.h"
 
 #define ETCD_WATCH_IDLE_S 86400 /* a watch's stream may be quiet that long */
 

@@ -52,6 +52,7 @@
 
 #include "common/common.h"
 #include "daemon/etcd/etcd-int.h"
+#include "daemon/etcd/etcd.h"
 
 enum etcd_kind {
 	ETCD_PUT,

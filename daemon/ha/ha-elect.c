@@ -39,6 +39,7 @@
 #include "common/common.h"
 #include "daemon/ha/ha-elect.h"
 #include "daemon/etcd/etcd.h"
+#include "daemon/ha/ha.h"
 
 #define ELECT_RETRY_MS 500 /* after etcd failed us, before trying again */
 

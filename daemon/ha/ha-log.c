@@ -33,6 +33,8 @@
 
 #include "common/common.h"
 #include "daemon/etcd/etcd.h"
+#include "daemon/ha/ha.h"
+#include "daemon/lend/lend.h"
 #include "daemon/ha/ha-log.h"
 
 #define ETCDLOG_BATCH_OPS 100		/* etcd refuses more than 128 (--max-txn-ops) */

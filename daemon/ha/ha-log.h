@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/lend/journal.h"
+#include "daemon/lend/lend.h"
 
 struct etcd;
 struct etcdlog;

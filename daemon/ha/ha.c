@@ -27,7 +27,8 @@
 
 #include "daemon/ha/ha-elect.h"
 #include "daemon/etcd/etcd.h"
-#include "daemon/poold.h"
+#include "daemon/ha/ha.h"
+#include "daemon/util/util.h"
 
 struct coordha {
 	struct poold *pd;

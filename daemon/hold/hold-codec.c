@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/poold.h"
+#include "daemon/hold/hold.h"
+#include "daemon/member/member.h"
+#include "daemon/region/region.h"
 
 /* A region's record in a Holding (h->region, h->arena, h->off and h->len aside). */
 static void region_record_to_msg(const struct region_record *rec, Pool__Holding *h)

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "daemon/hold/ledger.h"
-#include "daemon/poold.h"
+#include "daemon/hold/hold.h"
 
 /* The bytes the records kept point into: blocks of this size, or one of its own for more. */
 #define HOLDREPORT_BLOCK (256u << 10)

@@ -7,7 +7,8 @@
 #include "config.h"
 
 #include "daemon/hold/ledger.h"
-#include "daemon/poold.h"
+#include "daemon/hold/hold.h"
+#include "daemon/member/member.h"
 
 /*
  * Coordinator: tell a lender the n holdings it holds (a region's extents

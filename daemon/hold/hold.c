@@ -19,10 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/lend/extent.h"
-#include "daemon/lend/journal.h"
+#include "daemon/hold/hold.h"
+#include "daemon/lend/lend.h"
+#include "daemon/region/region.h"
+#include "daemon/util/util.h"
 #include "daemon/hold/ledger.h"
-#include "daemon/poold.h"
 
 /*
  * The record is kept compact, for a lender may hold millions of small KV

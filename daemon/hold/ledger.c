@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "daemon/hold/ledger.h"
+#include "daemon/hold/hold.h"
 
 static int ledger_cmp(const void *a, const void *b)
 {

@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "daemon/poold.h"
+#include "daemon/hold/hold.h"
+#include "daemon/lend/lend.h"
+#include "daemon/member/member.h"
 
 #define SCRUB_AT_ONCE (4ull << 20) /* bytes scrubbed in the caller's callback */
 #define SCRUB_STEP (2ull << 20)	   /* bytes zeroed between looks at the clock */

@@ -38,7 +38,12 @@
 #include <event2/event.h>
 
 #include "daemon/kv/kv-int.h"
-#include "daemon/member/shardmap.h"
+#include "daemon/control/control.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/lend/lend.h"
+#include "daemon/link/link.h"
+#include "daemon/member/member.h"
 
 #define KVBACKUP_BYTES (1u << 20) /* a call's values, about */
 #define KVBACKUP_SLICE_US 1000	  /* a whole copy's walk for one call, at most */

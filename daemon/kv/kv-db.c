@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "daemon/kv/kv-int.h"
-#include "daemon/resp/resp.h"
+#include "daemon/kv/kv.h"
 
 /* Database db's name before any SWAPDB, "redisN" or "redisN-uUID", in name[32]; its length. */
 static size_t resp_db_base(uid_t uid, int db, char *name)

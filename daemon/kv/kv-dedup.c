@@ -7,6 +7,9 @@
 #include "config.h"
 
 #include "daemon/kv/kv-int.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/region/region.h"
 
 /*
  * The holder of a request to a dedup namespace takes a reference to a

@@ -64,7 +64,8 @@
 
 #include <event2/event.h>
 
-#include "daemon/poold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/net/net.h"
 #include "proto/pool_contract.h"
 
 #define KVEV_BATCH_MAX (64u << 10) /* bytes of events in one batch before it goes out */

@@ -21,6 +21,10 @@
 #include <event2/event.h>
 
 #include "daemon/kv/kv-int.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/region/region.h"
+#include "daemon/util/util.h"
 
 #define KV_EVICT_SLICE_US 1000 /* the loop's evictions, about this long each time */
 

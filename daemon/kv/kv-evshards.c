@@ -25,7 +25,9 @@
 #include <event2/event.h>
 
 #include "daemon/kv/kv-int.h"
-#include "daemon/member/shardmap.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/member/member.h"
 
 #define KVEVSHARDS_SLICE_US 1000 /* a walk's turn of the loop, at most */
 

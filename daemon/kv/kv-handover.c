@@ -23,7 +23,12 @@
 #include <event2/event.h>
 
 #include "daemon/kv/kv-int.h"
-#include "daemon/member/shardmap.h"
+#include "daemon/control/control.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/lend/lend.h"
+#include "daemon/link/link.h"
+#include "daemon/member/member.h"
 
 #define KVHANDOVER_BYTES (1u << 20)	 /* an answer's keys and values, about */
 #define KVHANDOVER_ANSWER_MAX (2u << 20) /* ... packed, at most */

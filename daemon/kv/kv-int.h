@@ -15,11 +15,11 @@
 #include <time.h>
 #include <xxhash.h>
 
-#include "daemon/lend/extent.h"
-#include "daemon/member/shardmap.h"
-#include "daemon/hold/ledger.h"
-#include "daemon/util/placement.h"
-#include "daemon/poold.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/lend/lend.h"
+#include "daemon/member/member.h"
+#include "daemon/util/util.h"
 #include "proto/pool_contract.h"
 
 #define KV_MAX_NAMESPACES 256
@@ -429,7 +429,6 @@ struct kv_result {
 int kv_key_op(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who, enum kv_op op,
 	      const uint8_t *key, size_t klen, uint64_t arg, struct kv_result *res);
 unsigned kv_key_access(enum kv_op op);
-int kv_ns_create(struct poold *pd, const struct kv_ns_spec *spec, char *err, size_t errlen);
 void kv_ns_drop(struct poold *pd, struct kv_ns *ns);
 size_t kv_place_first(struct poold *pd, const struct kv_place *all, size_t n, uint32_t near);
 int kv_read_here(struct poold *pd, struct kv_ns *ns, const uint8_t *key, size_t klen, size_t max,
@@ -438,7 +437,6 @@ const char *kv_tier_name(uint32_t flags);
 void kv_ns_def(const struct kv_ns *ns, struct kv_ns_spec *ret);
 void kv_ns_serve(struct poold *pd, struct kv_ns *ns, unsigned db1);
 void kv_ns_stats(const struct kv_ns *ns, struct kv_ns_stats *ret);
-struct kv_ns *kv_ns_find(struct poold *pd, const char *name);
 struct kv_entry *kv_entry_new(struct kv_ns *ns, const uint8_t *key, size_t klen, uint64_t h);
 struct kv_ns *kv_ns_new(struct poold *pd, const char *name, uint64_t capacity);
 void kv_ns_lists_init(struct kv_ns *ns);
@@ -519,15 +517,6 @@ void kvhandover_entry(Pool__KvHandoverEntry *out, const struct kv_entry *e, uint
 		      void *data, uint64_t len);
 int kvowner_place(struct poold *pd, struct kv_ns *ns, uint64_t len, struct kv_val *v);
 bool kvowner_quota_over(struct poold *pd, uint32_t uid, uint64_t need);
-/*
- * After a request's puts (removed false) or removals of ns's keys (those
- * of locs[i].status 0 done): each sent to its shard's backup. 1 when some
- * were: done(arg) runs once the backups answered; 0 when none went.
- */
-int kvbackup_send(struct poold *pd, struct kv_ns *ns, const ProtobufCBinaryData *keys,
-		  const Pool__KvLocation *locs, size_t n, bool removed, void (*done)(void *arg),
-		  void *arg);
-int kvowner_serves(struct poold *pd, const struct kv_ns *ns, const void *key, size_t klen);
 struct kv_ns *kvowner_next_ns(struct poold *pd, uint64_t id);
 void kvowner_map(struct poold *pd);
 void kvowner_drop_start(struct poold *pd);

@@ -7,6 +7,11 @@
 #include "config.h"
 
 #include "daemon/kv/kv-int.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/lend/lend.h"
+#include "daemon/region/region.h"
+#include "daemon/util/util.h"
 
 /*
  * One key, for servers inside poold (the RESP endpoint): kv_key_op() for

@@ -29,7 +29,11 @@
 #include <event2/event.h>
 
 #include "daemon/kv/kv-int.h"
-#include "daemon/member/shardmap.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/lend/lend.h"
+#include "daemon/member/member.h"
+#include "daemon/util/util.h"
 
 #define KVOWNER_SWEEP_MS 250
 #define KVOWNER_DROP_SLICE_US 1000

@@ -35,6 +35,11 @@
 #include <event2/event.h>
 
 #include "daemon/kv/kv-int.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/lend/lend.h"
+#include "daemon/member/member.h"
+#include "daemon/region/region.h"
 
 #define KV_REAP_SLICE 8192    /* entries freed in one slice at most */
 #define KV_REAP_SLICE_US 1000 /* ... and for about this long */

@@ -7,6 +7,12 @@
 #include "config.h"
 
 #include "daemon/kv/kv-int.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/lend/lend.h"
+#include "daemon/region/region.h"
+#include "daemon/snap/snap.h"
+#include "daemon/util/util.h"
 
 static int kv_val_extents(const struct kv_ns *ns, const struct kv_val *v, uint32_t node,
 			  struct ledger_extent **ext, size_t *n, size_t *cap)

@@ -5,6 +5,11 @@
 #include "config.h"
 
 #include "daemon/kv/kv-int.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/lend/lend.h"
+#include "daemon/link/link.h"
+#include "daemon/region/region.h"
 
 /* The copy is at its new lender (or failed): the value has one more place, or not. */
 static void kv_recopied(struct poold *pd, void *arg, int rc)

@@ -20,6 +20,7 @@
 #include "config.h"
 
 #include "daemon/kv/kv-int.h"
+#include "daemon/kv/kv.h"
 
 static void kv_retain_count(struct kv_ns *ns, enum kv_retain how, int64_t delta)
 {

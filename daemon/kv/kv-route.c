@@ -27,9 +27,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/util/htab.h"
+#include "daemon/control/control.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/link/link.h"
+#include "daemon/member/member.h"
+#include "daemon/net/net.h"
+#include "daemon/util/util.h"
+#include "daemon/xfer/xfer.h"
 #include "daemon/kv/kv-int.h"
-#include "daemon/member/shardmap.h"
 
 #define KVROUTE_LOC_MAX 256	  /* a key's location in a reply, with its copies, at most */
 #define KVROUTE_OK_MAX 4096	  /* an Ok or an Error */

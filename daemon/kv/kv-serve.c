@@ -8,7 +8,12 @@
 #include "config.h"
 
 #include "daemon/kv/kv-int.h"
-#include "daemon/resp/resp.h"
+#include "daemon/control/control.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/lend/lend.h"
+#include "daemon/region/region.h"
+#include "daemon/xfer/xfer.h"
 
 /* Storage for the places of one reply location. */
 struct kv_locplaces {

@@ -8,6 +8,9 @@
 #include "config.h"
 
 #include "daemon/kv/kv-int.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/member/member.h"
 
 /* HOLD_NS_* of a namespace's tier and eviction as the wire names them; -EINVAL for others. */
 int kv_ns_flags_of(const char *tier, const char *evict, uint32_t *ret)

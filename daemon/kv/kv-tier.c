@@ -8,6 +8,10 @@
 #include "config.h"
 
 #include "daemon/kv/kv-int.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/lend/lend.h"
+#include "daemon/region/region.h"
 
 /* A commit of n persistent values (keys), before its lenders are told; NULL for no memory. */
 struct kv_durable *kv_durable_new(size_t n)

@@ -36,6 +36,13 @@
 #include "config.h"
 
 #include "daemon/kv/kv-int.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/lend/lend.h"
+#include "daemon/link/link.h"
+#include "daemon/member/member.h"
+#include "daemon/region/region.h"
+#include "daemon/util/util.h"
 
 const char *kv_tier_name(uint32_t flags)
 {
@@ -87,6 +94,22 @@ struct kv_ns *kv_ns_find(struct poold *pd, const char *name)
 		if (strcmp(ns->name, name) == 0)
 			return ns;
 	return NULL;
+}
+
+/* What the modules above the index read of a namespace it found (kv.h). */
+const char *kv_ns_name(const struct kv_ns *ns)
+{
+	return ns->name;
+}
+
+uint32_t kv_ns_flags(const struct kv_ns *ns)
+{
+	return ns->flags;
+}
+
+uint32_t kv_ns_replicas(const struct kv_ns *ns)
+{
+	return ns->replicas;
 }
 
 /*

@@ -34,7 +34,7 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
-#include "daemon/poold.h"
+#include "daemon/lend/lend.h"
 #include "fabric/fabric.h"
 
 #define CARVE_MAX 4096 /* extents per node with a file of their own: one fd each */

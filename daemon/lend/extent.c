@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "daemon/lend/extent.h"
+#include "daemon/lend/lend.h"
 
 /*
  * Data structure. Every range the arena tracks is a struct ext that sits in

@@ -23,6 +23,7 @@
 #include <xxhash.h>
 
 #include "daemon/lend/journal.h"
+#include "daemon/lend/lend.h"
 
 #define JOURNAL_MAGIC UINT64_C(0x6c6e72756f6a6c70) /* "pljournl" */
 #define JOURNAL_VERSION 1

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "daemon/lend/extent.h"
-#include "daemon/poold.h"
+#include "daemon/lend/lend.h"
 
 /* The allocations: an open-addressing table of their offsets (+1: 0 is empty) and lengths. */
 struct kvstore {

@@ -26,7 +26,8 @@
 #include <event2/event.h>
 
 #include "daemon/lend/journal.h"
-#include "daemon/poold.h"
+#include "daemon/lend/lend.h"
+#include "daemon/util/util.h"
 #include "fabric/fabric.h"
 
 #define LEND_ALIGN (2ull << 20)

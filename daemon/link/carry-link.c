@@ -31,7 +31,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "daemon/poold.h"
+#include "daemon/link/link.h"
+#include "daemon/member/member.h"
 #include "fabric/fabric.h"
 #include "proto/pool_contract.h"
 

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/poold.h"
+#include "daemon/link/link.h"
 #include "fabric/fabric.h"
 #include "proto/pool_contract.h"
 

@@ -28,7 +28,10 @@
 
 #include <event2/event.h>
 
-#include "daemon/poold.h"
+#include "daemon/hold/hold.h"
+#include "daemon/lend/lend.h"
+#include "daemon/link/link.h"
+#include "daemon/member/member.h"
 #include "proto/pool_contract.h"
 
 static uint64_t carry_gens; /* ways made so far: each has a number of its own */

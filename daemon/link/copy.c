@@ -17,7 +17,8 @@
 
 #include <event2/event.h>
 
-#include "daemon/poold.h"
+#include "daemon/link/link.h"
+#include "daemon/region/region.h"
 #include "proto/pool_contract.h"
 
 #define MOVE_CHUNK (4u << 20)

@@ -19,7 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/poold.h"
+#include "daemon/control/control.h"
+#include "daemon/link/link.h"
+#include "daemon/member/member.h"
+#include "daemon/net/net.h"
 #include "fabric/fabric.h"
 
 /* A request sent to another node, until its answer comes. */

@@ -17,7 +17,8 @@
 
 #include <event2/event.h>
 
-#include "daemon/poold.h"
+#include "daemon/link/link.h"
+#include "daemon/member/member.h"
 
 #define PROBE_LAT_ITERS 200
 #define PROBE_BW_SIZE (1u << 20)

@@ -10,7 +10,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "daemon/poold.h"
+#include "daemon/member/member.h"
+#include "daemon/net/net.h"
 
 /* A request sent to a node, waiting for its answer. */
 struct coord_call {

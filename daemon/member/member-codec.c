@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/poold.h"
+#include "daemon/lend/lend.h"
+#include "daemon/member/member.h"
 
 /* A member state as the wire says it, and back. */
 Pool__MemberState member_state_wire(enum member_state state)

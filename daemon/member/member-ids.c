@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/poold.h"
+#include "daemon/member/member.h"
 
 /* The node of id (when not 0) or of name (when not NULL), if known. */
 const struct node_id *nodeids_find(const struct poold *pd, uint32_t id, const char *name)

@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/poold.h"
+#include "daemon/lend/lend.h"
+#include "daemon/member/member.h"
+#include "daemon/net/net.h"
+#include "daemon/util/util.h"
 #include "proto/pool_contract.h"
 
 /* The word for a member state, as poolctl shows it. */

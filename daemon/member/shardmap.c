@@ -11,6 +11,7 @@
 #include <xxhash.h>
 
 #include "daemon/member/shardmap.h"
+#include "daemon/member/member.h"
 
 /*
  * A key's shard hash is seeded apart from the index's bucket hash (the

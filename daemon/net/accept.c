@@ -19,7 +19,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
-#include "daemon/poold.h"
+#include "daemon/net/net.h"
 
 #define ACCEPT_PAUSE_MIN_MS 100
 #define ACCEPT_PAUSE_MAX_MS 2000

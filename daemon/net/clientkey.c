@@ -32,7 +32,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "daemon/poold.h"
+#include "daemon/net/net.h"
 
 #define CLIENTKEY_TCP_LISTEN 10 /* TCP_LISTEN of the kernel's tcp_states.h */
 

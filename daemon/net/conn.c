@@ -31,7 +31,8 @@
 #include <openssl/ssl.h>
 #include <event2/event.h>
 
-#include "daemon/poold.h"
+#include "daemon/net/net.h"
+#include "daemon/util/util.h"
 #include "proto/pool_contract.h"
 
 /* Stop reading from a peer whose unread replies exceed this many frames. */

@@ -38,7 +38,7 @@
 #include <event2/event.h>
 #include <nftables/libnftables.h>
 
-#include "daemon/poold.h"
+#include "daemon/net/net.h"
 
 /* Ports of one member the rule covers: a worker listens on one per network device. */
 #define FIREWALL_MEMBER_PORTS_MAX 64

@@ -22,7 +22,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
-#include "daemon/poold.h"
+#include "daemon/net/net.h"
 
 #define HTTPD_MAX_HEAD 8192
 

@@ -28,7 +28,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "daemon/poold.h"
+#include "daemon/net/net.h"
 
 static const char label_coord[] = "poold-coordinator";
 static const char label_node[] = "poold-node";

@@ -11,7 +11,7 @@
 
 #include <openssl/ssl.h>
 
-#include "daemon/poold.h"
+#include "daemon/net/net.h"
 
 /* Load the certificate, key and CA when peer.tls is set; poold does not start without them. */
 int peertls_open(struct poold *pd)

@@ -26,7 +26,7 @@
 
 #include <event2/event.h>
 
-#include "daemon/poold.h"
+#include "daemon/net/net.h"
 
 /* While the link holds its bound of unwritten bytes, look again after this long. */
 #define STREAM_WAIT_MS 2

@@ -55,7 +55,7 @@
 
 #include <event2/event.h>
 
-#include "daemon/poold.h"
+#include "daemon/net/net.h"
 
 #ifndef SO_COOKIE
 #define SO_COOKIE 57

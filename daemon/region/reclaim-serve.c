@@ -9,8 +9,10 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "daemon/lend/extent.h"
-#include "daemon/poold.h"
+#include "daemon/control/control.h"
+#include "daemon/lend/lend.h"
+#include "daemon/member/member.h"
+#include "daemon/region/region.h"
 
 /* A reclaim or drain ended: answer the admin who asked. */
 static void reclaim_answer(void *arg, int rc, const char *summary)

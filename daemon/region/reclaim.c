@@ -22,8 +22,12 @@
 
 #include <event2/event.h>
 
-#include "daemon/lend/extent.h"
-#include "daemon/poold.h"
+#include "daemon/hold/hold.h"
+#include "daemon/lend/lend.h"
+#include "daemon/link/link.h"
+#include "daemon/member/member.h"
+#include "daemon/region/region.h"
+#include "daemon/util/util.h"
 #include "fabric/fabric.h"
 #include "proto/pool_contract.h"
 

@@ -20,7 +20,10 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "daemon/poold.h"
+#include "daemon/control/control.h"
+#include "daemon/lend/lend.h"
+#include "daemon/net/net.h"
+#include "daemon/region/region.h"
 
 static int arena_fd(struct req *q, const ProtobufCMessage *msg)
 {

@@ -10,7 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/lend/extent.h"
+#include "daemon/hold/hold.h"
+#include "daemon/lend/lend.h"
+#include "daemon/region/region.h"
+#include "daemon/snap/snap.h"
+#include "daemon/util/util.h"
 #include "daemon/region/region-int.h"
 
 /*

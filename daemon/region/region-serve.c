@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/poold.h"
+#include "daemon/control/control.h"
+#include "daemon/region/region.h"
 #include "proto/pool_contract.h"
 
 /* A region as a message, with the storage its pointers refer to. */

@@ -6,7 +6,9 @@
  */
 #include "config.h"
 
-#include "daemon/poold.h"
+#include "daemon/control/control.h"
+#include "daemon/member/member.h"
+#include "daemon/region/region.h"
 
 /*
  * Ask node to zero an extent it lends; done(pd, arg, rc) once it answered.

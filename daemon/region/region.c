@@ -21,8 +21,11 @@
 
 #include <event2/event.h>
 
-#include "daemon/lend/extent.h"
-#include "daemon/util/placement.h"
+#include "daemon/hold/hold.h"
+#include "daemon/lend/lend.h"
+#include "daemon/member/member.h"
+#include "daemon/region/region.h"
+#include "daemon/util/util.h"
 #include "daemon/region/region-int.h"
 #include "proto/pool_contract.h"
 

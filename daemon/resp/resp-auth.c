@@ -14,7 +14,7 @@
 
 #include <openssl/crypto.h>
 
-#include "daemon/poold.h"
+#include "daemon/resp/resp.h"
 
 static int resp_unhex(const char *hex, unsigned char out[SHA256_LEN])
 {

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "daemon/poold.h"
 #include "daemon/resp/resp.h"
+#include "daemon/resp/resp-int.h"
 #include "daemon/resp/resp-parse.h"
 #include "proto/pool_contract.h"
 

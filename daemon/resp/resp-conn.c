@@ -20,8 +20,10 @@
 
 #include <event2/buffer.h>
 
-#include "daemon/poold.h"
+#include "daemon/ha/ha.h"
+#include "daemon/kv/kv.h"
 #include "daemon/resp/resp.h"
+#include "daemon/resp/resp-int.h"
 
 static void cmd_auth(struct resp_conn *c, long argc, char **argv, const size_t *argl)
 {

@@ -27,8 +27,9 @@
 
 #include <event2/buffer.h>
 
-#include "daemon/poold.h"
+#include "daemon/kv/kv.h"
 #include "daemon/resp/resp.h"
+#include "daemon/resp/resp-int.h"
 #include "proto/pool_contract.h"
 
 #define RESP_VERSION "7.0.0" /* the Redis we answer as (HELLO, INFO) */

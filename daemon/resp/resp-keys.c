@@ -31,8 +31,10 @@
 
 #include <event2/buffer.h>
 
-#include "daemon/poold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/lend/lend.h"
 #include "daemon/resp/resp.h"
+#include "daemon/resp/resp-int.h"
 #include "proto/pool_contract.h"
 
 int64_t resp_now_ms(void)

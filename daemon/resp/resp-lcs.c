@@ -17,8 +17,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "daemon/poold.h"
 #include "daemon/resp/resp.h"
+#include "daemon/resp/resp-int.h"
 #include "daemon/resp/resp-parse.h"
 
 #define RESP_LCS_TABLE_MAX (64u << 20) /* bytes: 16M cells, tens of ms */

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "daemon/poold.h"
 #include "daemon/resp/resp.h"
+#include "daemon/resp/resp-int.h"
 #include "daemon/resp/resp-parse.h"
 
 /* A list read for a command: its elements, and the value they point into. */

@@ -20,8 +20,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "daemon/poold.h"
+#include "daemon/kv/kv.h"
 #include "daemon/resp/resp.h"
+#include "daemon/resp/resp-int.h"
 #include "daemon/resp/resp-parse.h"
 
 #define RESP_ERR_SAME "ERR source and destination objects are the same"

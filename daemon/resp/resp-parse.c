@@ -25,6 +25,7 @@
 
 #include "common/common.h"
 #include "daemon/resp/resp-parse.h"
+#include "daemon/resp/resp.h"
 
 #define RESP_ARG_COST 16  /* what an argument costs beyond its bytes, against max_total */
 #define RESP_KEEP_ARGS 16 /* argument arrays up to this many kept from one command to the next */

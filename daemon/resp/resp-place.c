@@ -23,8 +23,9 @@
 #include <errno.h>
 #include <strings.h>
 
-#include "daemon/poold.h"
+#include "daemon/kv/kv.h"
 #include "daemon/resp/resp.h"
+#include "daemon/resp/resp-int.h"
 
 static char *resp_place(void *arg, const struct resp_parser *p, size_t len)
 {

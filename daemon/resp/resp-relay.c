@@ -37,7 +37,8 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
-#include "daemon/poold.h"
+#include "daemon/net/net.h"
+#include "daemon/resp/resp.h"
 
 #define RELAY_HIGH (256u << 10)
 #define RELAY_CONNECT_MS 5000

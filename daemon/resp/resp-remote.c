@@ -33,8 +33,12 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
-#include "daemon/poold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/link/link.h"
+#include "daemon/member/member.h"
+#include "daemon/region/region.h"
 #include "daemon/resp/resp.h"
+#include "daemon/resp/resp-int.h"
 #include "proto/pool_contract.h"
 
 enum resp_remote_kind { RESP_FETCH, RESP_PUT };

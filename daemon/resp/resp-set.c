@@ -15,8 +15,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "daemon/poold.h"
 #include "daemon/resp/resp.h"
+#include "daemon/resp/resp-int.h"
 #include "daemon/resp/resp-parse.h"
 
 /* A set read for a command: its members, and the value they point into. */

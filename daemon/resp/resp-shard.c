@@ -48,9 +48,13 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
-#include "daemon/kv/kv-int.h"
-#include "daemon/member/shardmap.h"
+#include "daemon/control/control.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/link/link.h"
+#include "daemon/member/member.h"
 #include "daemon/resp/resp.h"
+#include "daemon/resp/resp-int.h"
 #include "fabric/fabric.h"
 
 #define RESP_SHARD_RETRY_MS 20
@@ -551,7 +555,7 @@ static int resp_shard_run(struct poold *pd, uid_t uid, const Pool__RespCommand *
 	}
 	resp_db_name(&t, t.db, name, sizeof(name));
 	ns = pd->kv != NULL ? kv_ns_find(pd, name) : NULL;
-	if (ns == NULL || !(ns->flags & HOLD_NS_SHARDED)) {
+	if (ns == NULL || !(kv_ns_flags(ns) & HOLD_NS_SHARDED)) {
 		rc = ns == NULL ? -EAGAIN : -EINVAL; /* (its definition is on its way) */
 		snprintf(err, errlen, "no sharded database '%s' here", name);
 		goto out;
@@ -573,7 +577,7 @@ static int resp_shard_run(struct poold *pd, uid_t uid, const Pool__RespCommand *
 		char *argv[] = {exec};
 		size_t argl[] = {4};
 
-		if (ns->replicas > 1)
+		if (kv_ns_replicas(ns) > 1)
 			nwritten = resp_shard_written(cmds, qs, n, true, &written);
 		t.queued = qs;
 		t.nqueued = n;
@@ -593,7 +597,7 @@ static int resp_shard_run(struct poold *pd, uid_t uid, const Pool__RespCommand *
 		evbuffer_remove(t.out, ret->buf, len);
 	resp_remote_end(&t);
 	evbuffer_free(t.out);
-	if (rc == 0 && ns->replicas > 1 && !m->exec) /* (those that ran) */
+	if (rc == 0 && kv_ns_replicas(ns) > 1 && !m->exec) /* (those that ran) */
 		nwritten = resp_shard_written(cmds, qs, ret->n, false, &written);
 	if (rc == 0 && nwritten > 0 && resp_shard_back(pd, ns, written, nwritten, ret, took, arg))
 		rc = 1;
@@ -1733,7 +1737,7 @@ static int resp_shard_start(struct resp_conn *c, const struct kv_shard_map *map,
 						       c->queued[n].argc, c->queued[n].argv,
 						       c->queued[n].argl, NULL};
 	}
-	owner = resp_shard_owner(map, ns->name, refs, n);
+	owner = resp_shard_owner(map, kv_ns_name(ns), refs, n);
 	if (exec && c->nwatched > 0 && owner != pd->node_id) {
 		/* (its watched keys are this node's: they could change while it runs there) */
 		free(refs);
@@ -1741,7 +1745,7 @@ static int resp_shard_start(struct resp_conn *c, const struct kv_shard_map *map,
 		return RESP_SHARD_DONE;
 	}
 	/* A write with 2 replicas runs as another owner's would: its reply waits for the backup. */
-	for (i = 0; owner == pd->node_id && ns->replicas > 1 && i < n; i++)
+	for (i = 0; owner == pd->node_id && kv_ns_replicas(ns) > 1 && i < n; i++)
 		writes |= (refs[i].cmd->flags & RESP_CMD_WRITES) != 0;
 	for (i = 0; exec && (owner != pd->node_id || writes) && i < n; i++)
 		if (!(refs[i].cmd->flags & RESP_CMD_KEYS)) { /* (no key to send it with) */
@@ -1767,13 +1771,13 @@ static int resp_shard_start(struct resp_conn *c, const struct kv_shard_map *map,
 	}
 	if (exec)
 		free(refs);
-	if (!exec && resp_batchable(c, map, ns->name, q, &owner)) {
+	if (!exec && resp_batchable(c, map, kv_ns_name(ns), q, &owner)) {
 		/* Sent with the commands read after it (resp_shard_flush(), from resp_read_cb). */
 		c->batch_wanted = true;
 		c->fetching = true;
 		return RESP_SHARD_WAIT;
 	}
-	return resp_fwd_start(c, map, ns->name, q, owner, exec);
+	return resp_fwd_start(c, map, kv_ns_name(ns), q, owner, exec);
 }
 
 /*
@@ -1814,7 +1818,7 @@ int resp_shard_route(struct resp_conn *c, const struct resp_cmd *cmd, const stru
 				 c->db);
 		else if (rc == RESP_SHARD_DONE)
 			resp_err(c, "TRYAGAIN no node owns KV shards (kv.shard_size) now");
-	} else if (!(ns->flags & HOLD_NS_SHARDED)) {
+	} else if (!(kv_ns_flags(ns) & HOLD_NS_SHARDED)) {
 		resp_err(c, "ERR database %d was made before resp.placement was sharded", c->db);
 		rc = RESP_SHARD_DONE;
 	} else {

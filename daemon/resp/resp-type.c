@@ -26,9 +26,10 @@
 
 #include <xxhash.h>
 
-#include "daemon/util/htab.h"
-#include "daemon/poold.h"
+#include "daemon/kv/kv.h"
 #include "daemon/resp/resp.h"
+#include "daemon/util/util.h"
+#include "daemon/resp/resp-int.h"
 #include "daemon/resp/resp-parse.h"
 #include "proto/pool_contract.h"
 

@@ -22,8 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/poold.h"
+#include "daemon/kv/kv.h"
 #include "daemon/resp/resp.h"
+#include "daemon/resp/resp-int.h"
 
 struct resp_watch {
 	int db;

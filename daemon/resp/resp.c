@@ -44,8 +44,10 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
-#include "daemon/poold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/net/net.h"
 #include "daemon/resp/resp.h"
+#include "daemon/resp/resp-int.h"
 #include "proto/pool_contract.h"
 
 #define RESP_MAX_BULK (POOL_KV_VALUE_MAX + 1024)

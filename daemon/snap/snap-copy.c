@@ -49,7 +49,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/poold.h"
+#include "daemon/control/control.h"
+#include "daemon/lend/lend.h"
+#include "daemon/net/net.h"
+#include "daemon/snap/snap.h"
 #include "proto/pool_contract.h"
 
 #define SNAPCOPY_MAX 256		      /* copies on a node: each is an fd */

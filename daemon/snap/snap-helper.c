@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "libpool/libpool.h"
+#include "daemon/snap/snap.h"
 
 static int fail(int rc)
 {

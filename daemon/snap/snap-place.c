@@ -38,7 +38,11 @@
 
 #include <event2/event.h>
 
-#include "daemon/poold.h"
+#include "daemon/control/control.h"
+#include "daemon/member/member.h"
+#include "daemon/net/net.h"
+#include "daemon/snap/snap.h"
+#include "daemon/util/util.h"
 #include "proto/pool_contract.h"
 
 #define PLACE_HELPERS_MAX 4	 /* helpers running at once on a node */

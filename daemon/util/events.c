@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <sys/time.h>
 
-#include "daemon/poold.h"
+#include "daemon/util/util.h"
 
 #define EVENTS_MAX 256
 

@@ -17,7 +17,7 @@
 
 #include <event2/event.h>
 
-#include "daemon/poold.h"
+#include "daemon/util/util.h"
 
 #define HEAP_TRIM_STEP (4u << 20)
 #define HEAP_TRIM_DELAY_MS 1000

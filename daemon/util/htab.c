@@ -6,6 +6,7 @@
 #include <xxhash.h>
 
 #include "daemon/util/htab.h"
+#include "daemon/util/util.h"
 
 #define HTAB_BUCKETS0 64
 

@@ -13,7 +13,7 @@
 
 #include <event2/event.h>
 
-#include "daemon/poold.h"
+#include "daemon/util/util.h"
 
 #define LOOPLAG_TICK_MS 50
 #define LOOPLAG_WINDOW_S 10 /* the longest lateness is kept per window of this long */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "daemon/poold.h"
+#include "daemon/util/util.h"
 
 /*
  * One node_numa per NUMA node with memory: its size and its share of

@@ -9,7 +9,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "daemon/poold.h"
+#include "daemon/util/util.h"
 
 /*
  * Create and lock the pid file, write our pid. -EEXIST (logged with the

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "daemon/util/placement.h"
+#include "daemon/util/util.h"
 
 /* Pick a candidate for len bytes; see placement.h. */
 long placement_choose(const struct placement_candidate *c, size_t n, uint64_t len,

@@ -12,7 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/poold.h"
+#include "daemon/region/region.h"
+#include "daemon/util/util.h"
 
 /* The memory of every lender's arenas, both tiers, as the coordinator knows them. */
 static uint64_t quota_pool_size(const struct poold *pd)

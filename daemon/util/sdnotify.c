@@ -32,7 +32,7 @@
 
 #include <event2/event.h>
 
-#include "daemon/poold.h"
+#include "daemon/util/util.h"
 
 #define SDNOTIFY_MSG_MAX 512
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "daemon/util/usage.h"
+#include "daemon/util/util.h"
 
 /* The index of uid, or where it would go. */
 static size_t usage_find(const struct usage_table *t, uint32_t uid)

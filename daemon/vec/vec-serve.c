@@ -17,7 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/poold.h"
+#include "daemon/control/control.h"
+#include "daemon/lend/lend.h"
+#include "daemon/member/member.h"
+#include "daemon/net/net.h"
+#include "daemon/region/region.h"
+#include "daemon/vec/vec.h"
 #include "proto/pool_contract.h"
 #include "vecindex/vecindex.h"
 

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
-#include "daemon/poold.h"
+#include "daemon/xfer/xfer.h"
 
 /*
  * A request is started in chunks, each checked against the session's

@@ -35,6 +35,7 @@
 #include <event2/event.h>
 
 #include "daemon/xfer/xfer-int.h"
+#include "daemon/xfer/xfer.h"
 
 struct xfer_uid;
 

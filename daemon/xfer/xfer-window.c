@@ -23,6 +23,9 @@
 
 #include "daemon/xfer/xfer-int.h"
 #include "proto/pool_contract.h"
+#include "daemon/control/control.h"
+#include "daemon/net/net.h"
+#include "daemon/xfer/xfer.h"
 
 #define XFER_WINDOW_MIN (64u << 10)
 #define XFER_WINDOW_MAX (1ull << 30)

@@ -36,6 +36,12 @@
 
 #include "daemon/xfer/xfer-int.h"
 #include "proto/pool_contract.h"
+#include "daemon/control/control.h"
+#include "daemon/lend/lend.h"
+#include "daemon/link/link.h"
+#include "daemon/member/member.h"
+#include "daemon/net/net.h"
+#include "daemon/xfer/xfer.h"
 
 #define XFER_MAX_PIECES (XFER_CHUNK / 4096 + 2) /* of a chunk: stripes are 4K at least */
 

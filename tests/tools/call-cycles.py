@@ -90,6 +90,34 @@ def sccs(nodes, edges):
     return out
 
 
+def shortest_cycle(component, edges):
+    """The shortest walk from a module of component back to itself, as a list of modules."""
+    best = None
+    for start in component:
+        prev, todo = {start: None}, [start]
+        while todo:
+            nxt = []
+            for v in todo:
+                for w in sorted(edges[v]):
+                    if w == start:
+                        path = [v]
+                        while prev[path[-1]] is not None:
+                            path.append(prev[path[-1]])
+                        loop = [start] + path[::-1][1:] + [start]
+                        if best is None or len(loop) < len(best):
+                            best = loop
+                        nxt = []
+                        break
+                    if w in component and w not in prev:
+                        prev[w] = v
+                        nxt.append(w)
+                else:
+                    continue
+                break
+            todo = nxt
+    return best
+
+
 def main():
     if len(sys.argv) != 3 or not os.path.isfile(sys.argv[1]) or not os.path.isdir(sys.argv[2]):
         sys.exit("usage: call-cycles.py daemon/.libs/libpoold.a DAEMON_SRCDIR")
@@ -126,11 +154,15 @@ def main():
             print(f"within module {module_of(c[0])}: {' '.join(c)} call each other")
     for c in bad:
         print(f"CYCLE between modules: {' '.join(c)}")
-        for a in sorted(files):
-            for b in sorted(uses[a]):
-                ma, mb = module_of(a), module_of(b)
-                if ma != mb and ma in c and mb in c:
-                    print(f"  {a}.c -> {b}.c: {' '.join(sorted(uses[a][b]))}")
+        loop = shortest_cycle(c, medges)
+        print(f"  the shortest: {' -> '.join(loop)}")
+        for ma, mb in zip(loop, loop[1:]):
+            calls = [(a, b) for a in sorted(files) for b in sorted(uses[a])
+                     if module_of(a) == ma and module_of(b) == mb]
+            for a, b in calls[:3]:
+                print(f"  {ma}/{a}.c -> {mb}/{b}.c: {' '.join(sorted(uses[a][b]))}")
+            if len(calls) > 3:
+                print(f"  ... and {len(calls) - 3} more calls of {ma}/ to {mb}/")
     return 1 if bad else 0
 
 

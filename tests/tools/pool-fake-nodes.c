@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/poold.h"
+#include "daemon/net/net.h"
 #include "proto/wire.h"
 
 enum fake_state { FAKE_IDLE, FAKE_CONNECTING, FAKE_HELLO, FAKE_REGISTERING, FAKE_UP, FAKE_CLOSED };

@@ -6,7 +6,12 @@
 #ifndef POOL_TESTS_CORES_H
 #define POOL_TESTS_CORES_H
 
-#include "daemon/poold.h"
+#include "daemon/coord/coord.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/member/member.h"
+#include "daemon/region/region.h"
+#include "daemon/util/util.h"
 
 #define CORES_ARENA (64u << 20)
 

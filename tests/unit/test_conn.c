@@ -17,7 +17,7 @@
 
 #include <event2/event.h>
 
-#include "daemon/poold.h"
+#include "daemon/net/net.h"
 #include "tests/unit/unit.h"
 
 static unsigned closed_calls;

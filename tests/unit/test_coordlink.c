@@ -17,6 +17,8 @@
 #include <event2/event.h>
 
 #include "tests/unit/cores.h"
+#include "daemon/member/member.h"
+#include "daemon/net/net.h"
 #include "tests/unit/unit.h"
 
 #define NODE 2 /* the lender cores_open() makes */

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/poold.h"
+#include "daemon/control/control.h"
+#include "daemon/region/region.h"
 #include "libpool/libpool.h"
 #include "tests/unit/unit.h"
 

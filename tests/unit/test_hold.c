@@ -14,7 +14,10 @@
 #include <string.h>
 
 #include "daemon/lend/journal.h"
-#include "daemon/poold.h"
+#include "daemon/hold/hold.h"
+#include "daemon/lend/lend.h"
+#include "daemon/region/region.h"
+#include "daemon/util/util.h"
 #include "tests/unit/unit.h"
 
 #define TIER (1u << 20)

@@ -24,6 +24,11 @@
 #include <event2/event.h>
 
 #include "daemon/kv/kv-int.h"
+#include "daemon/coord/coord.h"
+#include "daemon/hold/hold.h"
+#include "daemon/kv/kv.h"
+#include "daemon/member/member.h"
+#include "daemon/net/net.h"
 #include "tests/unit/cores.h"
 #include "tests/unit/unit.h"
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/poold.h"
+#include "daemon/lend/lend.h"
 #include "tests/unit/unit.h"
 
 #define STORE (64u << 20)

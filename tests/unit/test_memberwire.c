@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/poold.h"
+#include "daemon/member/member.h"
 #include "tests/unit/unit.h"
 
 static const uint8_t worker[] = {1, 2, 3, 4, 5};

@@ -14,7 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/poold.h"
+#include "daemon/hold/hold.h"
+#include "daemon/member/member.h"
+#include "daemon/region/region.h"
+#include "daemon/util/util.h"
 #include "tests/unit/cores.h"
 #include "proto/pool_contract.h"
 #include "tests/unit/unit.h"
