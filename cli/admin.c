@@ -260,11 +260,10 @@ int admin_status(struct admin *a, int64_t node, const struct admin_status **ret)
 
 		if (!ADMIN_ARRAY(st, shards, 1))
 			return admin_fail(st);
-		*shards = (struct admin_kv_shards){
-		    k->shards,	    k->owners,	      k->owned,	     k->digest,	  k->changes,
-		    k->moves,	    k->store_size,    k->store_used, k->arriving, k->leaving,
-		    k->keys_in,	    k->keys_out,      k->keys_lost,  k->backed,	  k->unbacked,
-		    k->backup_keys, k->backup_missed, k->has_backed};
+#define ADMIN_SHARD(name, ...) shards->name = k->name;
+		KV_SHARD_STATS(ADMIN_SHARD)
+#undef ADMIN_SHARD
+		shards->backups = k->has_backed;
 		st->kv_shards = shards;
 	}
 	*ret = st;

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/kvshardstats.h"
 #include "proto/kvstats.h"
 
 struct admin; /* a connection to poold's control socket */
@@ -50,15 +51,10 @@ struct admin_etcd {
 	uint64_t records, waiting, txns, failures, rewrites;
 };
 
+/* The KV shards as a poold reports them: each figure of proto/kvshardstats.h. */
 struct admin_kv_shards {
-	uint32_t shards, owners, owned;
-	uint64_t digest, changes, moves;
-	uint64_t store_size, store_used;
-	uint32_t arriving, leaving;
-	uint64_t keys_in, keys_out, keys_lost;
-	uint32_t backed, unbacked; /* (namespaces of 2 replicas) */
-	uint64_t backup_keys, backup_missed;
-	bool backups;
+	KV_SHARD_STATS(KV_SHARD_STAT_FIELD)
+	bool backups; /* backed...backup_missed are told (a namespace of 2 replicas) */
 };
 
 struct admin_status {

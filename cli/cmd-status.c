@@ -77,75 +77,28 @@ static const struct field etcd_fields[T_FIELDS] = {
     [T_REWRITES] = {"rewrites", NULL, FIELD_U64, IN_BOTH},
 };
 
-enum {
-	K_SHARDS,
-	K_OWNERS,
-	K_OWNED,
-	K_DIGEST,
-	K_CHANGES,
-	K_MOVES,
-	K_STORE_SIZE,
-	K_STORE_USED,
-	K_ARRIVING,
-	K_LEAVING,
-	K_KEYS_IN,
-	K_KEYS_OUT,
-	K_KEYS_LOST,
-	K_BACKED,
-	K_UNBACKED,
-	K_BACKUP_KEYS,
-	K_BACKUP_MISSED,
-	K_FIELDS
-};
-
-static const struct field shard_fields[K_FIELDS] = {
-    [K_SHARDS] = {"shards", NULL, FIELD_U64, IN_BOTH},
-    [K_OWNERS] = {"owners", NULL, FIELD_U64, IN_BOTH},
-    [K_OWNED] = {"owned", NULL, FIELD_U64, IN_BOTH},
-    [K_DIGEST] = {"digest", NULL, FIELD_STR, IN_BOTH},
-    [K_CHANGES] = {"changes", NULL, FIELD_U64, IN_BOTH},
-    [K_MOVES] = {"moves", NULL, FIELD_U64, IN_BOTH},
-    [K_STORE_SIZE] = {"store_size", NULL, FIELD_U64, IN_BOTH},
-    [K_STORE_USED] = {"store_used", NULL, FIELD_U64, IN_BOTH},
-    [K_ARRIVING] = {"arriving", NULL, FIELD_U64, IN_BOTH},
-    [K_LEAVING] = {"leaving", NULL, FIELD_U64, IN_BOTH},
-    [K_KEYS_IN] = {"keys_in", NULL, FIELD_U64, IN_BOTH},
-    [K_KEYS_OUT] = {"keys_out", NULL, FIELD_U64, IN_BOTH},
-    [K_KEYS_LOST] = {"keys_lost", NULL, FIELD_U64, IN_BOTH},
-    [K_BACKED] = {"backed", NULL, FIELD_U64, IN_BOTH},
-    [K_UNBACKED] = {"unbacked", NULL, FIELD_U64, IN_BOTH},
-    [K_BACKUP_KEYS] = {"backup_keys", NULL, FIELD_U64, IN_BOTH},
-    [K_BACKUP_MISSED] = {"backup_missed", NULL, FIELD_U64, IN_BOTH},
-};
+/* The KV shards' figures (proto/kvshardstats.h): a count, or the map's digest in hex. */
+#define SHARD_FIELD(name, type, part, view, ...) {#name, NULL, SHARD_KIND_##view, IN_BOTH},
+#define SHARD_KIND_NUM FIELD_U64
+#define SHARD_KIND_HEX FIELD_STR
+static const struct field shard_fields[] = {KV_SHARD_STATS(SHARD_FIELD)};
+#define SHARD_FIELDS (sizeof(shard_fields) / sizeof(shard_fields[0]))
 
 /* The KV shards as poold maps them: in JSON, their fields; in the text, a line. */
 static void status_kv_shards(struct json *j, const struct admin_kv_shards *k)
 {
 	char digest[17];
-	const struct value v[K_FIELDS] = {
-	    [K_SHARDS].u = k->shards,
-	    [K_OWNERS].u = k->owners,
-	    [K_OWNED].u = k->owned,
-	    [K_DIGEST].s = digest,
-	    [K_CHANGES].u = k->changes,
-	    [K_MOVES].u = k->moves,
-	    [K_STORE_SIZE].u = k->store_size,
-	    [K_STORE_USED].u = k->store_used,
-	    [K_ARRIVING].u = k->arriving,
-	    [K_LEAVING].u = k->leaving,
-	    [K_KEYS_IN].u = k->keys_in,
-	    [K_KEYS_OUT].u = k->keys_out,
-	    [K_KEYS_LOST].u = k->keys_lost,
-	    [K_BACKED].u = k->backed,
-	    [K_UNBACKED].u = k->unbacked,
-	    [K_BACKUP_KEYS].u = k->backup_keys,
-	    [K_BACKUP_MISSED].u = k->backup_missed,
-	};
+	struct value v[SHARD_FIELDS];
+	size_t i = 0;
 
 	snprintf(digest, sizeof(digest), "%016llx", (unsigned long long)k->digest);
+#define SHARD_VALUE(name, type, part, view, ...) SHARD_VALUE_##view(name)
+#define SHARD_VALUE_NUM(name) v[i++] = (struct value){.u = k->name};
+#define SHARD_VALUE_HEX(name) v[i++] = (struct value){.s = digest};
+	KV_SHARD_STATS(SHARD_VALUE)
 	if (j != NULL) {
 		json_object(j, "kv_shards");
-		listing_record(j, shard_fields, v, K_FIELDS);
+		listing_record(j, shard_fields, v, SHARD_FIELDS);
 		json_end(j);
 		return;
 	}

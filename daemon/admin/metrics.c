@@ -92,64 +92,42 @@ static void metrics_snap(struct poold *pd, struct evbuffer *b)
 		    "of those, placed ahead of a fault (working set, fill, fault-around)", st[9]);
 }
 
+/* One figure of the KV shards, its family's head before the first of a family. */
+static void metrics_shard(struct evbuffer *b, const char **family, const char *metric,
+			  const char *label, const char *kind, const char *help, uint64_t v)
+{
+	if (metric == NULL)
+		return;
+	if (label == NULL) {
+		metrics_one(b, metric, kind, help, v);
+		return;
+	}
+	if (*family == NULL || strcmp(*family, metric) != 0)
+		metrics_head(b, metric, kind, help);
+	*family = metric;
+	evbuffer_add_printf(b, "%s{%s} %llu\n", metric, label, (unsigned long long)v);
+}
+
 /*
- * The KV index's shards as this poold maps them, and the KV requests it
- * served: those other nodes sent are the coordinator's load that the
- * shards take off it.
+ * The KV index's shards as this poold maps them (each figure of
+ * proto/kvshardstats.h with a metric; those of the shards' moves and
+ * backups where there is a KV index), and the KV requests it served: those
+ * other nodes sent are the coordinator's load that the shards take off it.
  */
+#define SHARD_TOLD_MAP(st) true
+#define SHARD_TOLD_STORE(st) true
+#define SHARD_TOLD_MOVES(st) (st).told_moves
+#define SHARD_TOLD_BACKUPS(st) (st).told_moves
+#define SHARD_METRIC(name, type, part, view, metric, label, kind, help)                            \
+	if (SHARD_TOLD_##part(st))                                                                 \
+		metrics_shard(b, &family, metric, label, kind, help, st.name);
 static void metrics_kv_shards(struct poold *pd, struct evbuffer *b)
 {
-	const struct kv_shard_map *map = cluster_kv_shards(pd);
-	uint64_t size, used;
+	struct kv_shard_stats st;
+	const char *family = NULL;
 
-	metrics_one(b, "pool_kv_shards_owned", "gauge", "KV shards this node owns",
-		    kv_shard_map_owned(map, pd->node_id));
-	metrics_one(b, "pool_kv_shard_owners", "gauge",
-		    "nodes owning KV shards, as this poold maps them", map->nowners);
-	metrics_one(b, "pool_kv_shard_changes_total", "counter",
-		    "changes of the KV shard map seen here", pd->kv_shard_changes);
-	metrics_one(b, "pool_kv_shard_moves_total", "counter",
-		    "KV shards that changed owner in those changes", pd->kv_shard_moves);
-	kvstore_stats(pd, &size, &used);
-	metrics_one(b, "pool_kv_store_bytes", "gauge",
-		    "memory kept for the values of the KV shards this node owns (kv.shard_size)",
-		    size);
-	metrics_one(b, "pool_kv_store_used_bytes", "gauge", "... of it given to values", used);
-	if (pd->kv != NULL) {
-		Pool__KvShardInfo moved = POOL__KV_SHARD_INFO__INIT;
-
-		kvowner_stats(pd, &moved);
-		metrics_one(b, "pool_kv_shards_arriving", "gauge",
-			    "KV shards owned here whose keys their last owner still hands over",
-			    moved.arriving);
-		metrics_one(b, "pool_kv_shards_leaving", "gauge",
-			    "KV shards lost here whose keys their new owners have not all taken",
-			    moved.leaving);
-		metrics_head(b, "pool_kv_shard_keys_total", "counter",
-			     "keys of moved KV shards: taken from their last owner, handed to "
-			     "their new one, or lost on the way");
-		evbuffer_add_printf(b,
-				    "pool_kv_shard_keys_total{way=\"in\"} %llu\n"
-				    "pool_kv_shard_keys_total{way=\"out\"} %llu\n"
-				    "pool_kv_shard_keys_total{way=\"lost\"} %llu\n",
-				    (unsigned long long)moved.keys_in,
-				    (unsigned long long)moved.keys_out,
-				    (unsigned long long)moved.keys_lost);
-		metrics_one(b, "pool_kv_shards_backed", "gauge",
-			    "KV shards whose backup copy is here (namespaces of 2 replicas)",
-			    moved.backed);
-		metrics_one(b, "pool_kv_shards_unbacked", "gauge",
-			    "KV shards owned here whose backup does not hold them whole yet",
-			    moved.unbacked);
-		metrics_head(b, "pool_kv_backup_changes_total", "counter",
-			     "puts and removals of KV shards owned here sent to their backups, and "
-			     "those not taken");
-		evbuffer_add_printf(b,
-				    "pool_kv_backup_changes_total{result=\"sent\"} %llu\n"
-				    "pool_kv_backup_changes_total{result=\"missed\"} %llu\n",
-				    (unsigned long long)moved.backup_keys,
-				    (unsigned long long)moved.backup_missed);
-	}
+	kv_shard_stats(pd, &st);
+	KV_SHARD_STATS(SHARD_METRIC)
 	metrics_head(b, "pool_kv_requests_total", "counter",
 		     "KV requests the coordinator's index served: from this node's clients, or "
 		     "sent by other nodes");

@@ -15,6 +15,21 @@
 
 #define STATUS_REPLY_MAX (64u << 10) /* another node's, asked for through this poold */
 
+/* Each figure of the KV shards (proto/kvshardstats.h) to the reply, but those not told. */
+#define SHARD_INFO(name, type, part, ...) SHARD_INFO_##part(name)
+#define SHARD_INFO_MAP(name) info->name = st->name;
+#define SHARD_INFO_STORE(name) info->has_##name = 1, info->name = st->name;
+#define SHARD_INFO_MOVES(name)                                                                     \
+	if (st->told_moves)                                                                        \
+		info->has_##name = 1, info->name = st->name;
+#define SHARD_INFO_BACKUPS(name)                                                                   \
+	if (st->told_backups)                                                                      \
+		info->has_##name = 1, info->name = st->name;
+static void status_kv_shards(const struct kv_shard_stats *st, Pool__KvShardInfo *info)
+{
+	KV_SHARD_STATS(SHARD_INFO)
+}
+
 static int status_request(struct req *r, const ProtobufCMessage *msg)
 {
 	struct poold *pd = r->pd;
@@ -22,7 +37,7 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 	Pool__JournalInfo ji[2], *jp[2];
 	Pool__EtcdInfo etcd = POOL__ETCD_INFO__INIT;
 	Pool__KvShardInfo shards = POOL__KV_SHARD_INFO__INIT;
-	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	struct kv_shard_stats ks;
 	struct journal_stats st[2];
 	struct etcdlog_stats es;
 	struct coordha_info ha;
@@ -87,15 +102,8 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 		}
 		reply.etcd = &etcd;
 	}
-	shards.shards = KV_SHARDS;
-	shards.owners = (uint32_t)map->nowners;
-	shards.owned = kv_shard_map_owned(map, pd->node_id);
-	shards.digest = map->digest;
-	shards.changes = pd->kv_shard_changes;
-	shards.moves = pd->kv_shard_moves;
-	shards.has_store_size = shards.has_store_used = 1;
-	kvstore_stats(pd, &shards.store_size, &shards.store_used);
-	kvowner_stats(pd, &shards);
+	kv_shard_stats(pd, &ks);
+	status_kv_shards(&ks, &shards);
 	reply.kv_shards = &shards;
 	return req_reply(r, WIRE_STATUS_REPLY, &reply.base);
 }

@@ -424,19 +424,26 @@ int kvowner_serves(struct poold *pd, const struct kv_ns *ns, const void *key, si
 		   : 0;
 }
 
-/* The shards' moves as this poold saw them, for its status. */
-void kvowner_stats(struct poold *pd, Pool__KvShardInfo *ret)
+/* The shards as this poold maps them and saw them move, for its status and metrics. */
+void kv_shard_stats(struct poold *pd, struct kv_shard_stats *ret)
 {
 	const struct kv_shard_map *map = cluster_kv_shards(pd);
 	struct kv_space *kv = pd->kv;
 	struct kv_ns *ns;
 	uint32_t s;
 
+	*ret = (struct kv_shard_stats){
+	    .shards = KV_SHARDS,
+	    .owners = (uint32_t)map->nowners,
+	    .owned = kv_shard_map_owned(map, pd->node_id),
+	    .digest = map->digest,
+	    .changes = pd->kv_shard_changes,
+	    .moves = pd->kv_shard_moves,
+	};
+	kvstore_stats(pd, &ret->store_size, &ret->store_used);
 	if (kv == NULL)
 		return;
-	ret->has_arriving = ret->has_leaving = 1;
-	ret->has_keys_in = ret->has_keys_out = ret->has_keys_lost = 1;
-	ret->arriving = ret->leaving = 0;
+	ret->told_moves = true;
 	for (s = 0; s < KV_SHARDS; s++) {
 		ret->arriving +=
 		    kv->from[s] != 0 || (kvowner_bit(kv->dropping, s) && kv->was[s] == pd->node_id);
@@ -450,8 +457,7 @@ void kvowner_stats(struct poold *pd, Pool__KvShardInfo *ret)
 		;
 	if (ns == NULL) /* (no namespace of 2 replicas: no backups) */
 		return;
-	ret->has_backed = ret->has_unbacked = ret->has_backup_keys = ret->has_backup_missed = 1;
-	ret->backed = ret->unbacked = 0;
+	ret->told_backups = true;
 	for (s = 0; s < KV_SHARDS; s++) {
 		ret->backed += kvowner_bit(kv->backing, s);
 		ret->unbacked += map->nowners > 1 && map->owner[s] == pd->node_id &&

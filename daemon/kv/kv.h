@@ -7,6 +7,7 @@
 #define POOLD_KV_H
 
 #include "daemon/control/control.h"
+#include "proto/kvshardstats.h"
 
 struct kv_ns;
 struct kv_ns_spec;
@@ -49,7 +50,13 @@ void kvhandover_close(struct poold *pd);
 /* kv-backup.c: the backup copies of sharded namespaces' shards */
 int kvbackup_open(struct poold *pd);
 void kvbackup_close(struct poold *pd);
-void kvowner_stats(struct poold *pd, Pool__KvShardInfo *ret);
+/* The KV shards as this poold maps them and saw them move (proto/kvshardstats.h). */
+struct kv_shard_stats {
+	KV_SHARD_STATS(KV_SHARD_STAT_FIELD)
+	bool told_moves;   /* the MOVES figures are told: it has a KV index */
+	bool told_backups; /* ... and the BACKUPS: a namespace of 2 replicas exists */
+};
+void kv_shard_stats(struct poold *pd, struct kv_shard_stats *ret);
 void kvowner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n);
 int kv_adopt(struct poold *pd, uint32_t node, const struct ledger_extent *at,
 	     const struct kv_record *rec);
