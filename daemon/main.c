@@ -51,18 +51,18 @@ static void poold_session_end(struct poold *pd, uint64_t session)
 		peer_session_end(pd, session);
 	else
 		coord_session_end(pd, pd->node_id, session);
-	kvroute_session_end(pd, session);
-	snapcopy_session_end(pd, session);
+	kv_route_session_end(pd, session);
+	snap_copy_session_end(pd, session);
 	grant_session_end(pd, session);
 	xfer_session_end(pd, session);
 }
 
 /* Every service's handler table. */
 static const struct ctl_handler *const poold_handlers[] = {
-    status_handlers,  reload_handlers,	   nodes_handlers,     region_handlers,
-    reclaim_handlers, arena_handlers,	   kv_handlers,	       vec_handlers,
-    events_handlers,  snapcopy_handlers,   snapplace_handlers, metrics_handlers,
-    xfer_handlers,    kvhandover_handlers, kvbackup_handlers,  respshard_handlers,
+    status_handlers,  reload_handlers,	    nodes_handlers,	 region_handlers,
+    reclaim_handlers, arena_handlers,	    kv_handlers,	 vec_handlers,
+    events_handlers,  snap_copy_handlers,   snap_place_handlers, metrics_handlers,
+    xfer_handlers,    kv_handover_handlers, kv_backup_handlers,	 respshard_handlers,
 };
 
 static const struct control_wiring poold_wiring = {
@@ -70,8 +70,8 @@ static const struct control_wiring poold_wiring = {
     .ntables = ARRAY_SIZE(poold_handlers),
     .session_end = poold_session_end,
     .forward = peer_forward,
-    .route = kvroute_request,
-    .hold_reply = coordlog_hold_reply,
+    .route = kv_route_request,
+    .hold_reply = coord_log_hold_reply,
     .wants_file = region_file_wanted,
     .reply_with_file = region_reply_with_file,
 };
@@ -247,33 +247,33 @@ static void poold_free(struct poold *pd)
 	 */
 	pd->stopping = true;
 	metrics_close(pd);
-	snapplace_close(pd); /* before the links its helpers answer on */
-	scrub_close(pd);     /* (a scrub's caller is in the address space) */
-	kvbackup_close(pd);  /* (its waiting requests answered: some are kv-route.c's parts) */
-	kvroute_close(pd);
-	kvhandover_close(pd); /* (before the coordinator's index goes with the KV space) */
-	copy_cancel(pd);      /* (the copies' callers are the index's and reclaim's) */
+	snap_place_close(pd); /* before the links its helpers answer on */
+	scrub_close(pd);      /* (a scrub's caller is in the address space) */
+	kv_backup_close(pd);  /* (its waiting requests answered: some are kv-route.c's parts) */
+	kv_route_close(pd);
+	kv_handover_close(pd); /* (before the coordinator's index goes with the KV space) */
+	copy_cancel(pd);       /* (the copies' callers are the index's and reclaim's) */
 	coord_close(pd);
-	kvev_close(pd); /* (a node's: the coordinator's went with its index) */
-	resprelay_close(pd);
+	kv_events_close(pd); /* (a node's: the coordinator's went with its index) */
+	resp_relay_close(pd);
 	peer_close(pd);
-	coordha_close(pd);
-	cluster_clear(pd);
+	ha_close(pd);
+	member_clear(pd);
 	hold_clear(pd);
 	probe_results_free(pd->probes, pd->nprobes);
 	vecindex_ctx_free(pd->vec_ctx);
 	events_free(pd);
-	snapcopy_close(pd);
+	snap_copy_close(pd);
 	grant_clear(pd);
 	xfer_close(pd);
 	carve_close(pd);
-	kvowner_close(pd);
+	kv_owner_close(pd);
 	kvstore_close(pd);
 	lend_close(pd);
 	poold_fabric_close(pd);
 	copy_close(); /* (nothing of theirs can complete now) */
 	firewall_close(pd);
-	peertls_close(pd);
+	peer_tls_close(pd);
 	sdnotify_close(pd);
 	looplag_close(pd);
 	control_close(pd->control);
@@ -403,7 +403,7 @@ static int poold_detach(struct poold *pd, bool foreground)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	/* Before detaching: a certificate that cannot be read is said on the terminal. */
-	if (peertls_open(pd) < 0)
+	if (peer_tls_open(pd) < 0)
 		return -1;
 	if (!foreground) {
 		if (daemon(0, 0) < 0) {
@@ -430,21 +430,21 @@ static int poold_start(struct poold *pd)
 	/* UCX after the fork: its threads and fds belong to the daemon process. */
 	/* The rule first: the fabric's listener is never open to other uids. */
 	if (firewall_open(pd) < 0 || poold_fabric_open(pd) < 0 || firewall_cover_fabric(pd) < 0 ||
-	    coordha_open(pd, peer_follow) < 0)
+	    ha_open(pd, peer_follow) < 0)
 		return -1;
 	/* A candidate (coord.etcd) is a standby until it leads; it lends only then. */
-	if (coordha_standby(pd))
+	if (ha_standby(pd))
 		sdnotify_serving(pd, "standby for the coordinator (etcd)");
-	if (coordha_standby(pd) && (rc = coordha_campaign(pd)) != 0)
+	if (ha_standby(pd) && (rc = ha_campaign(pd)) != 0)
 		return rc < 0 ? -1 : 1;
-	if (lend_open(pd) < 0 || kvstore_open(pd) < 0 || kvowner_open(pd) < 0 ||
-	    kvhandover_open(pd) < 0 || kvbackup_open(pd) < 0 || hold_open(pd) < 0)
+	if (lend_open(pd) < 0 || kvstore_open(pd) < 0 || kv_owner_open(pd) < 0 ||
+	    kv_handover_open(pd) < 0 || kv_backup_open(pd) < 0 || hold_open(pd) < 0)
 		return -1;
 	if (pd->conf->role == ROLE_COORDINATOR
 		? coord_open(pd) < 0
 		: peer_open(pd) < 0 ||
-		      (resp_sharded(pd) ? resp_open(pd) : resprelay_open(pd)) < 0 ||
-		      kvev_open(pd) < 0) {
+		      (resp_sharded(pd) ? resp_open(pd) : resp_relay_open(pd)) < 0 ||
+		      kv_events_open(pd) < 0) {
 		log_warnx("cannot start the %s role",
 			  pd->conf->role == ROLE_COORDINATOR ? "coordinator" : "node");
 		return -1;

@@ -281,7 +281,7 @@ struct poold {
 	uint64_t member_changes;		   /* member state changes seen (member.c) */
 	uint64_t members_gen;			   /* changes of the member table (member.c) */
 	struct kv_shard_map kv_shards;		   /* the KV shards' owners, of the table at ... */
-	uint64_t kv_shards_gen;			   /* ... this members_gen (cluster_kv_shards()) */
+	uint64_t kv_shards_gen;			   /* ... this members_gen (member_kv_shards()) */
 	uint64_t kv_shard_changes, kv_shard_moves; /* ... its changes, and shards moved in them */
 	uint64_t kv_requests_here, kv_requests_nodes; /* KV requests served: own clients', nodes' */
 	uint64_t

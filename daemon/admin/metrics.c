@@ -70,7 +70,7 @@ static void metrics_snap(struct poold *pd, struct evbuffer *b)
 {
 	uint64_t st[SNAPCOPY_STATS];
 
-	snapcopy_stats(pd, st);
+	snap_copy_stats(pd, st);
 	metrics_one(b, "pool_snap_copies", "gauge", "shared copies of snapshot images on this node",
 		    st[0]);
 	metrics_one(b, "pool_snap_copy_bytes", "gauge", "bytes of those copies", st[1]);
@@ -301,10 +301,10 @@ static void metrics_journals(struct poold *pd, struct evbuffer *b)
 /* coord.etcd: the election and, at the leader, its state in etcd. */
 static void metrics_etcd(struct poold *pd, struct evbuffer *b)
 {
-	struct etcdlog_stats es;
-	struct coordha_info ha;
+	struct ha_log_stats es;
+	struct ha_info ha;
 
-	coordha_describe(pd, &ha);
+	ha_describe(pd, &ha);
 	if (!ha.on)
 		return;
 	metrics_head(b, "pool_coord_leader", "gauge", "1 while this poold leads (coord.etcd)");
@@ -315,7 +315,7 @@ static void metrics_etcd(struct poold *pd, struct evbuffer *b)
 		     "leaders seen since poold started");
 	evbuffer_add_printf(b, "pool_coord_leader_changes_total %llu\n",
 			    (unsigned long long)ha.changes);
-	if (!coordlog_etcd_stats(pd, &es))
+	if (!coord_log_etcd_stats(pd, &es))
 		return;
 	metrics_head(b, "pool_coord_etcd_txns_total", "counter",
 		     "transactions of the coordinator's state etcd took");
@@ -537,9 +537,9 @@ static void metrics_kv_namespaces(struct poold *pd, struct evbuffer *b)
 /* KV events (coordinator, when published). */
 static void metrics_kv_events(struct poold *pd, struct evbuffer *b)
 {
-	struct kvev_stats st;
+	struct kv_events_stats st;
 
-	if (!kvev_stats(pd, &st))
+	if (!kv_events_stats(pd, &st))
 		return;
 	metrics_one(b, "pool_kv_events_batches_total", "counter", "KV event batches published",
 		    st.published);
@@ -586,7 +586,7 @@ static void metrics_resp(struct poold *pd, struct evbuffer *b)
 				    "pool_resp_shard_commands_total{from=\"nodes\"} %llu\n",
 				    (unsigned long long)to_owners, (unsigned long long)from_nodes);
 	}
-	if (!resp_stats(pd, &st) && !resprelay_stats(pd, &st))
+	if (!resp_stats(pd, &st) && !resp_relay_stats(pd, &st))
 		return;
 	metrics_one(b, "pool_resp_connections", "gauge",
 		    st.relay ? "RESP connections relayed to the coordinator now"

@@ -16,11 +16,11 @@ static int nodes_request(struct req *r, const ProtobufCMessage *msg)
 	Pool__NodesReply reply = POOL__NODES_REPLY__INIT;
 	int rc;
 
-	rc = cluster_members_msg(r->pd, true, &reply.members, &reply.n_members);
+	rc = members_msg(r->pd, true, &reply.members, &reply.n_members);
 	if (rc < 0)
 		return req_errorf(r, rc, "out of memory");
 	rc = req_reply(r, WIRE_NODES_REPLY, &reply.base);
-	cluster_members_msg_free(reply.members, reply.n_members);
+	members_msg_free(reply.members, reply.n_members);
 	return rc;
 }
 
@@ -29,13 +29,13 @@ static int nodes_fabric(struct req *r, const ProtobufCMessage *msg)
 	Pool__FabricReply reply = POOL__FABRIC_REPLY__INIT;
 	int rc;
 
-	rc = cluster_members_msg(r->pd, true, &reply.members, &reply.n_members);
+	rc = members_msg(r->pd, true, &reply.members, &reply.n_members);
 	if (rc < 0)
 		return req_errorf(r, rc, "out of memory");
 	reply.results = r->pd->probes;
 	reply.n_results = r->pd->nprobes;
 	rc = req_reply(r, WIRE_FABRIC_REPLY, &reply.base);
-	cluster_members_msg_free(reply.members, reply.n_members);
+	members_msg_free(reply.members, reply.n_members);
 	return rc;
 }
 

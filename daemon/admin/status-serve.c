@@ -39,8 +39,8 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 	Pool__KvShardInfo shards = POOL__KV_SHARD_INFO__INIT;
 	struct kv_shard_stats ks;
 	struct journal_stats st[2];
-	struct etcdlog_stats es;
-	struct coordha_info ha;
+	struct ha_log_stats es;
+	struct ha_info ha;
 	const char *names[2];
 	char role[32];
 	size_t n, i;
@@ -78,7 +78,7 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 	reply.fabric_firewall = (char *)firewall_state(pd);
 	reply.journals = jp;
 	reply.n_journals = n;
-	coordha_describe(pd, &ha);
+	ha_describe(pd, &ha);
 	if (ha.on) {
 		etcd.endpoint = (char *)ha.endpoint;
 		etcd.standing = ha.leading			     ? "leader"
@@ -89,7 +89,7 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 		etcd.epoch = ha.epoch;
 		etcd.leader_changes = ha.changes;
 		etcd.why = ha.why[0] != '\0' ? (char *)ha.why : NULL;
-		if (coordlog_etcd_stats(pd, &es)) {
+		if (coord_log_etcd_stats(pd, &es)) {
 			etcd.has_records = etcd.has_waiting = etcd.has_txns = etcd.has_failures =
 			    etcd.has_rewrites = 1;
 			etcd.records = es.records;

@@ -282,16 +282,16 @@ void control_dispatch(struct req *r, uint16_t type, const uint8_t *payload, size
 				type);
 		goto out_error;
 	}
-	if (coordha_standby(r->pd) && type != WIRE_STATUS) {
-		struct coordha_info ha;
+	if (ha_standby(r->pd) && type != WIRE_STATUS) {
+		struct ha_info ha;
 
-		coordha_describe(r->pd, &ha);
+		ha_describe(r->pd, &ha);
 		rc = req_errorf(r, POOL_ECOORD,
 				"this poold is a standby coordinator; the coordinator is %s",
 				ha.leader[0] != '\0' ? ha.leader : "not elected yet");
 		goto out_error;
 	}
-	(void)coordha_epoch(r->pd, NULL); /* (a deposed leader stops here, before it acts) */
+	(void)ha_epoch(r->pd, NULL); /* (a deposed leader stops here, before it acts) */
 	rc = control_permitted(r, h->perm, wire_type_name(type));
 	if (rc < 0)
 		goto out_error;

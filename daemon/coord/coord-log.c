@@ -10,12 +10,12 @@
  * its counters, and every node that registered (its id stays its own).
  * When a half is full the journal is rewritten to what is live: that
  * rewrite is the checkpoint. The records of one turn of the loop are
- * made durable together after it (coordlog_sync(): a group commit), and
+ * made durable together after it (coord_log_sync(): a group commit), and
  * the replies to the requests that made them wait until then.
  *
  * With coord.etcd the same records go to etcd instead (ha-log.c), and
  * the replies to requests wait until the records before them are there
- * (coordlog_hold_reply()): a new leader loads them as a restarted
+ * (coord_log_hold_reply()): a new leader loads them as a restarted
  * coordinator replays its journal.
  *
  * A restarted coordinator replays it before any node registers. Regions
@@ -72,7 +72,7 @@ struct held_reply {
 };
 
 /* Where records go: the pmem journal, or etcd. */
-struct coordlog_sink {
+struct coord_log_sink {
 	struct journal *j;
 	struct etcdlog *el;
 };
@@ -81,14 +81,14 @@ struct coordlog {
 	int fd;
 	struct pmem2_source *src;
 	struct pmem2_map *map;
-	struct coordlog_sink to; /* the journal, or (coord.etcd) etcd; none while replayed */
+	struct coord_log_sink to; /* the journal, or (coord.etcd) etcd; none while replayed */
 	TAILQ_HEAD(, held_reply) held;
 	struct event *sync_ev;	 /* the journal's group commit, after this turn's records */
 	Pool__CoordRecord *defs; /* replay: the last namespaces record */
 	bool full;		 /* the live set did not fit: said once */
 };
 
-static int coordlog_write(const struct coordlog_sink *to, const Pool__CoordRecord *rec)
+static int coord_log_write(const struct coord_log_sink *to, const Pool__CoordRecord *rec)
 {
 	size_t len = pool__coord_record__get_packed_size(rec);
 	uint8_t *buf = malloc(len ? len : 1);
@@ -97,12 +97,12 @@ static int coordlog_write(const struct coordlog_sink *to, const Pool__CoordRecor
 	if (buf == NULL)
 		return -ENOMEM;
 	pool__coord_record__pack(rec, buf);
-	rc = to->el != NULL ? etcdlog_append(to->el, buf, len) : journal_write(to->j, buf, len);
+	rc = to->el != NULL ? ha_log_append(to->el, buf, len) : journal_write(to->j, buf, len);
 	free(buf);
 	return rc;
 }
 
-static int coordlog_write_region(const struct coordlog_sink *to, const struct region *r)
+static int coord_log_write_region(const struct coord_log_sink *to, const struct region *r)
 {
 	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
 	struct holding rh = {.e.region = r->id, .has_region = true};
@@ -114,11 +114,11 @@ static int coordlog_write_region(const struct coordlog_sink *to, const struct re
 	rec.region = &h;
 	rec.has_gva = 1;
 	rec.gva = r->base;
-	return coordlog_write(to, &rec);
+	return coord_log_write(to, &rec);
 }
 
-static int coordlog_write_gone(const struct coordlog_sink *to, uint64_t id, const char *name,
-			       int kind, uint32_t *nodes, size_t n)
+static int coord_log_write_gone(const struct coord_log_sink *to, uint64_t id, const char *name,
+				int kind, uint32_t *nodes, size_t n)
 {
 	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
 	Pool__Holding h = POOL__HOLDING__INIT;
@@ -129,11 +129,11 @@ static int coordlog_write_gone(const struct coordlog_sink *to, uint64_t id, cons
 	rec.region = &h;
 	rec.nodes = nodes;
 	rec.n_nodes = n;
-	return coordlog_write(to, &rec);
+	return coord_log_write(to, &rec);
 }
 
-static int coordlog_write_lease(const struct coordlog_sink *to, const struct region *r,
-				const struct lease *l, bool taken)
+static int coord_log_write_lease(const struct coord_log_sink *to, const struct region *r,
+				 const struct lease *l, bool taken)
 {
 	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
 	Pool__Holding h = POOL__HOLDING__INIT;
@@ -148,10 +148,10 @@ static int coordlog_write_lease(const struct coordlog_sink *to, const struct reg
 	rec.session = l->session;
 	rec.has_incarnation = taken;
 	rec.incarnation = l->incarnation;
-	return coordlog_write(to, &rec);
+	return coord_log_write(to, &rec);
 }
 
-static int coordlog_write_node(const struct coordlog_sink *to, const struct node_id *k)
+static int coord_log_write_node(const struct coord_log_sink *to, const struct node_id *k)
 {
 	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
 	uint32_t id = k->id;
@@ -161,10 +161,10 @@ static int coordlog_write_node(const struct coordlog_sink *to, const struct node
 	rec.n_nodes = 1;
 	rec.node_name = (char *)k->name;
 	rec.has_kv_drained = rec.kv_drained = k->kv_drained;
-	return coordlog_write(to, &rec);
+	return coord_log_write(to, &rec);
 }
 
-static int coordlog_write_namespaces(struct poold *pd, const struct coordlog_sink *to)
+static int coord_log_write_namespaces(struct poold *pd, const struct coord_log_sink *to)
 {
 	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
 	int rc;
@@ -172,13 +172,13 @@ static int coordlog_write_namespaces(struct poold *pd, const struct coordlog_sin
 	if ((rec.namespaces = kv_defs_msg(pd, &rec.n_namespaces)) == NULL)
 		return -ENOMEM;
 	rec.kind = CL_NAMESPACES;
-	rc = coordlog_write(to, &rec);
+	rc = coord_log_write(to, &rec);
 	free(rec.namespaces);
 	return rc;
 }
 
 /* The checkpoint: what is live now. */
-static int coordlog_fill(struct poold *pd, const struct coordlog_sink *to)
+static int coord_log_fill(struct poold *pd, const struct coord_log_sink *to)
 {
 	size_t i;
 	Pool__CoordRecord rec = POOL__COORD_RECORD__INIT;
@@ -190,52 +190,53 @@ static int coordlog_fill(struct poold *pd, const struct coordlog_sink *to)
 	rec.has_next_id = rec.has_next_base = 1;
 	rec.next_id = pd->regions->next_id;
 	rec.next_base = pd->regions->next_base;
-	if ((rc = coordlog_write(to, &rec)) < 0)
+	if ((rc = coord_log_write(to, &rec)) < 0)
 		return rc;
 	TAILQ_FOREACH(r, &pd->regions->list, entry) {
 		struct lease *l;
 
-		if ((rc = coordlog_write_region(to, r)) < 0)
+		if ((rc = coord_log_write_region(to, r)) < 0)
 			return rc;
 		TAILQ_FOREACH(l, &r->lease_list, entry)
-			if (r->anonymous && (rc = coordlog_write_lease(to, r, l, true)) < 0)
+			if (r->anonymous && (rc = coord_log_write_lease(to, r, l, true)) < 0)
 				return rc;
 	}
 	TAILQ_FOREACH(t, &pd->regions->tombstones, entry)
-		if ((rc = coordlog_write_gone(to, t->id, t->name, CL_REGION_GONE, &t->node, 1)) < 0)
+		if ((rc = coord_log_write_gone(to, t->id, t->name, CL_REGION_GONE, &t->node, 1)) <
+		    0)
 			return rc;
 	for (i = 0; i < pd->nnodeids; i++)
-		if ((rc = coordlog_write_node(to, &pd->nodeids[i])) < 0)
+		if ((rc = coord_log_write_node(to, &pd->nodeids[i])) < 0)
 			return rc;
-	return coordlog_write_namespaces(pd, to);
+	return coord_log_write_namespaces(pd, to);
 }
 
-static int coordlog_fill_journal(void *arg, struct journal *j)
+static int coord_log_fill_journal(void *arg, struct journal *j)
 {
-	struct coordlog_sink to = {.j = j};
+	struct coord_log_sink to = {.j = j};
 
-	return coordlog_fill(arg, &to);
+	return coord_log_fill(arg, &to);
 }
 
-static int coordlog_fill_etcd(void *arg, struct etcdlog *el)
+static int coord_log_fill_etcd(void *arg, struct etcdlog *el)
 {
-	struct coordlog_sink to = {.el = el};
+	struct coord_log_sink to = {.el = el};
 
-	return coordlog_fill(arg, &to);
+	return coord_log_fill(arg, &to);
 }
 
 /*
  * Record a change that the map already shows: when the half is full, the
  * journal is rewritten to the live set, which holds the change too.
  */
-static void coordlog_commit(struct poold *pd, int rc)
+static void coord_log_commit(struct poold *pd, int rc)
 {
 	struct coordlog *cl = pd->coordlog;
 
 	if (rc == -ENOSPC)
-		rc = journal_rewrite(cl->to.j, coordlog_fill_journal, pd);
-	if (rc == 0 && cl->to.el != NULL && etcdlog_wants_rewrite(cl->to.el))
-		rc = etcdlog_rewrite(cl->to.el, coordlog_fill_etcd, pd);
+		rc = journal_rewrite(cl->to.j, coord_log_fill_journal, pd);
+	if (rc == 0 && cl->to.el != NULL && ha_log_wants_rewrite(cl->to.el))
+		rc = ha_log_rewrite(cl->to.el, coord_log_fill_etcd, pd);
 	if (rc == 0) {
 		cl->full = false;
 		static const struct timeval now;
@@ -257,50 +258,51 @@ static void coordlog_commit(struct poold *pd, int rc)
 }
 
 /* Whether changes are recorded (not while the journal is replayed). */
-static bool coordlog_on(const struct poold *pd)
+static bool coord_log_on(const struct poold *pd)
 {
 	return pd->coordlog != NULL && (pd->coordlog->to.j != NULL || pd->coordlog->to.el != NULL);
 }
 
-void coordlog_region(struct poold *pd, const struct region *r)
+void coord_log_region(struct poold *pd, const struct region *r)
 {
-	if (coordlog_on(pd))
-		coordlog_commit(pd, coordlog_write_region(&pd->coordlog->to, r));
+	if (coord_log_on(pd))
+		coord_log_commit(pd, coord_log_write_region(&pd->coordlog->to, r));
 }
 
-void coordlog_region_gone(struct poold *pd, const struct region *r, const uint32_t *nodes, size_t n)
+void coord_log_region_gone(struct poold *pd, const struct region *r, const uint32_t *nodes,
+			   size_t n)
 {
-	if (coordlog_on(pd))
-		coordlog_commit(pd, coordlog_write_gone(&pd->coordlog->to, r->id, r->name,
-							CL_REGION_GONE, (uint32_t *)nodes, n));
+	if (coord_log_on(pd))
+		coord_log_commit(pd, coord_log_write_gone(&pd->coordlog->to, r->id, r->name,
+							  CL_REGION_GONE, (uint32_t *)nodes, n));
 }
 
-void coordlog_tombstone_done(struct poold *pd, uint64_t id, uint32_t node)
+void coord_log_tombstone_done(struct poold *pd, uint64_t id, uint32_t node)
 {
-	if (coordlog_on(pd))
-		coordlog_commit(pd, coordlog_write_gone(&pd->coordlog->to, id, "",
-							CL_TOMBSTONE_DONE, &node, 1));
+	if (coord_log_on(pd))
+		coord_log_commit(pd, coord_log_write_gone(&pd->coordlog->to, id, "",
+							  CL_TOMBSTONE_DONE, &node, 1));
 }
 
 /* Node id's record: its name, and whether it is drained. */
-void coordlog_node(struct poold *pd, uint32_t id)
+void coord_log_node(struct poold *pd, uint32_t id)
 {
-	const struct node_id *k = nodeids_find(pd, id, NULL);
+	const struct node_id *k = member_ids_find(pd, id, NULL);
 
-	if (coordlog_on(pd) && k != NULL)
-		coordlog_commit(pd, coordlog_write_node(&pd->coordlog->to, k));
+	if (coord_log_on(pd) && k != NULL)
+		coord_log_commit(pd, coord_log_write_node(&pd->coordlog->to, k));
 }
 
-void coordlog_namespaces(struct poold *pd)
+void coord_log_namespaces(struct poold *pd)
 {
-	if (coordlog_on(pd))
-		coordlog_commit(pd, coordlog_write_namespaces(pd, &pd->coordlog->to));
+	if (coord_log_on(pd))
+		coord_log_commit(pd, coord_log_write_namespaces(pd, &pd->coordlog->to));
 }
 
-void coordlog_lease(struct poold *pd, const struct region *r, const struct lease *l, bool taken)
+void coord_log_lease(struct poold *pd, const struct region *r, const struct lease *l, bool taken)
 {
-	if (coordlog_on(pd))
-		coordlog_commit(pd, coordlog_write_lease(&pd->coordlog->to, r, l, taken));
+	if (coord_log_on(pd))
+		coord_log_commit(pd, coord_log_write_lease(&pd->coordlog->to, r, l, taken));
 }
 
 /* This poold's journals, at most 2: the pmem tier's ("lender"), the coordinator's. */
@@ -320,16 +322,16 @@ size_t journals_stats(struct poold *pd, const char *names[2], struct journal_sta
 }
 
 /* coord.etcd, at the leader: its records in etcd. */
-bool coordlog_etcd_stats(const struct poold *pd, struct etcdlog_stats *ret)
+bool coord_log_etcd_stats(const struct poold *pd, struct ha_log_stats *ret)
 {
 	if (pd->coordlog == NULL || pd->coordlog->to.el == NULL)
 		return false;
-	etcdlog_stats(pd->coordlog->to.el, ret);
+	ha_log_stats(pd->coordlog->to.el, ret);
 	return true;
 }
 
 /* One record of the journal at open. A record that does not decode is skipped. */
-static int coordlog_replay(void *arg, const uint8_t *buf, size_t len)
+static int coord_log_replay(void *arg, const uint8_t *buf, size_t len)
 {
 	struct poold *pd = arg;
 	struct coordlog *cl = pd->coordlog;
@@ -368,9 +370,9 @@ static int coordlog_replay(void *arg, const uint8_t *buf, size_t len)
 		break;
 	case CL_NODE:
 		if (rec->n_nodes == 1 && rec->node_name != NULL) {
-			nodeids_add(pd, rec->nodes[0], rec->node_name);
-			nodeids_set_drained(pd, rec->nodes[0],
-					    rec->has_kv_drained && rec->kv_drained);
+			member_ids_add(pd, rec->nodes[0], rec->node_name);
+			member_ids_set_drained(pd, rec->nodes[0],
+					       rec->has_kv_drained && rec->kv_drained);
 		}
 		break;
 	case CL_NAMESPACES:
@@ -389,7 +391,7 @@ static int coordlog_replay(void *arg, const uint8_t *buf, size_t len)
 	return 0;
 }
 
-static void coordlog_free(struct coordlog *cl)
+static void coord_log_free(struct coordlog *cl)
 {
 	struct held_reply *h;
 
@@ -401,7 +403,7 @@ static void coordlog_free(struct coordlog *cl)
 	}
 	if (cl->sync_ev != NULL)
 		event_free(cl->sync_ev);
-	etcdlog_close(cl->to.el);
+	ha_log_close(cl->to.el);
 	if (cl->to.j != NULL)
 		journal_close(cl->to.j);
 	if (cl->defs != NULL)
@@ -416,7 +418,7 @@ static void coordlog_free(struct coordlog *cl)
 }
 
 /* Map the journal's file, making it coord.journal_size bytes when it is new. */
-static int coordlog_map(struct poold *pd, struct coordlog *cl)
+static int coord_log_map(struct poold *pd, struct coordlog *cl)
 {
 	const char *path = pd->conf->coord_journal;
 	struct pmem2_config *cfg = NULL;
@@ -456,7 +458,7 @@ static int coordlog_map(struct poold *pd, struct coordlog *cl)
 }
 
 /* The KV namespaces of the last namespaces record replayed. */
-static void coordlog_adopt_defs(struct poold *pd, const char *from)
+static void coord_log_adopt_defs(struct poold *pd, const char *from)
 {
 	struct coordlog *cl = pd->coordlog;
 
@@ -468,7 +470,7 @@ static void coordlog_adopt_defs(struct poold *pd, const char *from)
 }
 
 /* Send the replies whose records are all durable now (in etcd: up to seq). */
-static void coordlog_durable(void *arg, uint64_t seq)
+static void coord_log_durable(void *arg, uint64_t seq)
 {
 	struct poold *pd = arg;
 	struct held_reply *h;
@@ -487,20 +489,20 @@ static void coordlog_durable(void *arg, uint64_t seq)
  * turn of the loop made durable at once (one msync where each record had
  * two), then the replies that waited for them.
  */
-static void coordlog_sync(evutil_socket_t fd, short what, void *arg)
+static void coord_log_sync(evutil_socket_t fd, short what, void *arg)
 {
 	struct poold *pd = arg;
 
 	(void)fd;
 	(void)what;
 	journal_sync(pd->coordlog->to.j);
-	coordlog_durable(pd, UINT64_MAX);
+	coord_log_durable(pd, UINT64_MAX);
 }
 
-static void coordlog_deposed(void *arg, const char *why)
+static void coord_log_deposed(void *arg, const char *why)
 {
 	(void)arg;
-	coordha_deposed(why);
+	ha_deposed(why);
 }
 
 /*
@@ -509,8 +511,8 @@ static void coordlog_deposed(void *arg, const char *why)
  * acknowledges is then recorded), and so do the replies after it. 1: held,
  * 0: send it now, or -errno.
  */
-int coordlog_hold_reply(struct poold *pd, struct conn *c, uint16_t type, uint64_t req_id,
-			const ProtobufCMessage *msg)
+int coord_log_hold_reply(struct poold *pd, struct conn *c, uint16_t type, uint64_t req_id,
+			 const ProtobufCMessage *msg)
 {
 	struct coordlog *cl = pd->coordlog;
 	struct held_reply *h;
@@ -523,7 +525,7 @@ int coordlog_hold_reply(struct poold *pd, struct conn *c, uint16_t type, uint64_
 		return 0;
 	if (cl->to.j != NULL)
 		seq = journal_unsynced(cl->to.j) ? 1 : 0; /* all go at the next sync */
-	else if (cl->to.el == NULL || (seq = etcdlog_unsynced(cl->to.el)) == 0)
+	else if (cl->to.el == NULL || (seq = ha_log_unsynced(cl->to.el)) == 0)
 		return 0;
 	if (seq == 0)
 		return 0;
@@ -546,10 +548,10 @@ int coordlog_hold_reply(struct poold *pd, struct conn *c, uint16_t type, uint64_
 }
 
 /* coord.etcd: the coordinator's state is in etcd; load it as the new leader. */
-static int coordlog_open_etcd(struct poold *pd)
+static int coord_log_open_etcd(struct poold *pd)
 {
 	struct coordlog *cl = calloc(1, sizeof(*cl));
-	struct etcdlog_stats st;
+	struct ha_log_stats st;
 	struct etcdlog *el;
 	struct etcd *etcd;
 	const char *key;
@@ -560,24 +562,24 @@ static int coordlog_open_etcd(struct poold *pd)
 		return -ENOMEM;
 	cl->fd = -1;
 	TAILQ_INIT(&cl->held);
-	etcd = coordha_etcd(pd, &key);
-	if (!coordha_epoch(pd, &epoch)) {
+	etcd = ha_etcd(pd, &key);
+	if (!ha_epoch(pd, &epoch)) {
 		free(cl);
 		return -EPERM;
 	}
 	pd->coordlog = cl; /* for the replay; it records nothing before cl->to.el is set */
-	el = etcdlog_open(pd->base, etcd, pd->conf->coord_etcd_prefix, key, epoch,
-			  (uint64_t)pd->conf->coord_etcd_rewrite, coordlog_replay, coordlog_durable,
-			  coordlog_deposed, pd, err, sizeof(err));
+	el = ha_log_open(pd->base, etcd, pd->conf->coord_etcd_prefix, key, epoch,
+			 (uint64_t)pd->conf->coord_etcd_rewrite, coord_log_replay,
+			 coord_log_durable, coord_log_deposed, pd, err, sizeof(err));
 	if (el == NULL) {
 		log_warnx("coord.etcd: %s", err);
 		pd->coordlog = NULL;
-		coordlog_free(cl);
+		coord_log_free(cl);
 		return -EIO;
 	}
 	cl->to.el = el;
-	coordlog_adopt_defs(pd, "etcd");
-	etcdlog_stats(cl->to.el, &st);
+	coord_log_adopt_defs(pd, "etcd");
+	ha_log_stats(cl->to.el, &st);
 	log_info("coordinator state from etcd: %zu region(s) back; %llu record(s)",
 		 pd->regions->count, (unsigned long long)st.records);
 	if (pd->regions->count > 0)
@@ -592,7 +594,7 @@ static int coordlog_open_etcd(struct poold *pd)
  * map (before any node registers). 0 or -errno: a journal that is set and
  * cannot be opened stops poold rather than running without it.
  */
-int coordlog_open(struct poold *pd)
+int coord_log_open(struct poold *pd)
 {
 	struct journal_stats st;
 	struct coordlog *cl;
@@ -602,19 +604,19 @@ int coordlog_open(struct poold *pd)
 	int rc;
 
 	if (pd->coordha != NULL)
-		return coordlog_open_etcd(pd);
+		return coord_log_open_etcd(pd);
 	if (pd->conf->coord_journal[0] == '\0')
 		return 0;
 	if ((cl = calloc(1, sizeof(*cl))) == NULL)
 		return -ENOMEM;
 	cl->fd = -1;
 	TAILQ_INIT(&cl->held);
-	if ((cl->sync_ev = evtimer_new(pd->base, coordlog_sync, pd)) == NULL) {
-		coordlog_free(cl);
+	if ((cl->sync_ev = evtimer_new(pd->base, coord_log_sync, pd)) == NULL) {
+		coord_log_free(cl);
 		return -ENOMEM;
 	}
-	if ((rc = coordlog_map(pd, cl)) < 0) {
-		coordlog_free(cl);
+	if ((rc = coord_log_map(pd, cl)) < 0) {
+		coord_log_free(cl);
 		return rc;
 	}
 	if (journal_probe(pmem2_map_get_address(cl->map), pmem2_map_get_size(cl->map)) < 0) {
@@ -623,19 +625,19 @@ int coordlog_open(struct poold *pd)
 		    "both of its headers are damaged): not overwriting it; remove it to start "
 		    "a new journal",
 		    pd->conf->coord_journal);
-		coordlog_free(cl);
+		coord_log_free(cl);
 		return -EINVAL;
 	}
 	pd->coordlog = cl; /* for the replay; it records nothing without its journal */
 	rc = journal_open(pmem2_map_get_address(cl->map), pmem2_map_get_size(cl->map),
-			  pmem2_get_persist_fn(cl->map), coordlog_replay, pd, &j);
+			  pmem2_get_persist_fn(cl->map), coord_log_replay, pd, &j);
 	if (rc < 0) {
 		log_warnx("coord.journal %s: %s", pd->conf->coord_journal, err_str(rc));
 		pd->coordlog = NULL;
-		coordlog_free(cl);
+		coord_log_free(cl);
 		return rc;
 	}
-	coordlog_adopt_defs(pd, "the coordinator journal");
+	coord_log_adopt_defs(pd, "the coordinator journal");
 	cl->to.j = j;
 	journal_stats(j, &st);
 	if (st.dropped > 0) {
@@ -661,14 +663,14 @@ int coordlog_open(struct poold *pd)
 	return 0;
 }
 
-void coordlog_close(struct poold *pd)
+void coord_log_close(struct poold *pd)
 {
 	if (pd->coordlog == NULL)
 		return;
 	if (pd->coordlog->to.j != NULL) {
 		journal_sync(pd->coordlog->to.j);
-		coordlog_durable(pd, UINT64_MAX);
+		coord_log_durable(pd, UINT64_MAX);
 	}
-	coordlog_free(pd->coordlog);
+	coord_log_free(pd->coordlog);
 	pd->coordlog = NULL;
 }

@@ -14,12 +14,12 @@
 #include "daemon/coord/coord.h"
 
 /* An address as the quotas see it: IPv4 (also when mapped in IPv6), or IPv6. */
-struct coordslot_host {
+struct coord_slot_host {
 	sa_family_t family;
 	uint8_t addr[16];
 };
 
-static bool coordslot_host_of(const struct sockaddr *sa, struct coordslot_host *h)
+static bool coord_slot_host_of(const struct sockaddr *sa, struct coord_slot_host *h)
 {
 	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
@@ -48,11 +48,11 @@ static bool coordslot_host_of(const struct sockaddr *sa, struct coordslot_host *
  * more addresses than any count per address could hold), for the known
  * pool the same IPv6 address.
  */
-static bool coordslot_same_host(const struct sockaddr *a, const struct sockaddr *b, bool exact)
+static bool coord_slot_same_host(const struct sockaddr *a, const struct sockaddr *b, bool exact)
 {
-	struct coordslot_host ha, hb;
+	struct coord_slot_host ha, hb;
 
-	if (!coordslot_host_of(a, &ha) || !coordslot_host_of(b, &hb) || ha.family != hb.family)
+	if (!coord_slot_host_of(a, &ha) || !coord_slot_host_of(b, &hb) || ha.family != hb.family)
 		return false;
 	if (ha.family == AF_INET)
 		return memcmp(ha.addr, hb.addr, 4) == 0;
@@ -60,45 +60,45 @@ static bool coordslot_same_host(const struct sockaddr *a, const struct sockaddr 
 }
 
 /* Whether a and b are the same address (an IPv4 one mapped in IPv6 is that IPv4 one). */
-bool coordslot_same_addr(const struct sockaddr *a, const struct sockaddr *b)
+bool coord_slot_same_addr(const struct sockaddr *a, const struct sockaddr *b)
 {
-	return coordslot_same_host(a, b, true);
+	return coord_slot_same_host(a, b, true);
 }
 
 /* Empty pools; the known one holds at most known_max links. */
-void coordslots_init(struct coordslots *cs, unsigned known_max)
+void coord_slots_init(struct coordslots *cs, unsigned known_max)
 {
 	TAILQ_INIT(&cs->held);
 	cs->known = cs->strangers = 0;
 	cs->known_max = known_max;
 }
 
-static bool coordslot_mine(const struct coordslot *s, enum coordslot_pool pool,
-			   const struct sockaddr *sa)
+static bool coord_slot_mine(const struct coordslot *s, enum coord_slot_pool pool,
+			    const struct sockaddr *sa)
 {
 	return s->pool == pool &&
-	       coordslot_same_host((const struct sockaddr *)&s->from, sa, pool == COORDSLOT_KNOWN);
+	       coord_slot_same_host((const struct sockaddr *)&s->from, sa, pool == COORDSLOT_KNOWN);
 }
 
 /* How many links of pool come from sa's host. */
-unsigned coordslots_count(const struct coordslots *cs, enum coordslot_pool pool,
-			  const struct sockaddr *sa)
+unsigned coord_slots_count(const struct coordslots *cs, enum coord_slot_pool pool,
+			   const struct sockaddr *sa)
 {
 	const struct coordslot *s;
 	unsigned n = 0;
 
 	TAILQ_FOREACH(s, &cs->held, entry)
-		n += coordslot_mine(s, pool, sa);
+		n += coord_slot_mine(s, pool, sa);
 	return n;
 }
 
-static struct coordslot *coordslot_oldest_of(const struct coordslots *cs, enum coordslot_pool pool,
-					     const struct sockaddr *sa)
+static struct coordslot *coord_slot_oldest_of(const struct coordslots *cs,
+					      enum coord_slot_pool pool, const struct sockaddr *sa)
 {
 	struct coordslot *s;
 
 	TAILQ_FOREACH(s, &cs->held, entry)
-		if (coordslot_mine(s, pool, sa))
+		if (coord_slot_mine(s, pool, sa))
 			return s;
 	return NULL;
 }
@@ -108,7 +108,7 @@ static struct coordslot *coordslot_oldest_of(const struct coordslots *cs, enum c
  * most. (At most COORDSLOT_STRANGERS links: counting each one's host is
  * cheap.)
  */
-static struct coordslot *coordslot_crowded(const struct coordslots *cs)
+static struct coordslot *coord_slot_crowded(const struct coordslots *cs)
 {
 	struct coordslot *s, *victim = NULL;
 	unsigned n, most = 0;
@@ -116,7 +116,7 @@ static struct coordslot *coordslot_crowded(const struct coordslots *cs)
 	TAILQ_FOREACH(s, &cs->held, entry) {
 		if (s->pool != COORDSLOT_STRANGER)
 			continue;
-		n = coordslots_count(cs, COORDSLOT_STRANGER, (const struct sockaddr *)&s->from);
+		n = coord_slots_count(cs, COORDSLOT_STRANGER, (const struct sockaddr *)&s->from);
 		if (n > most) {
 			most = n;
 			victim = s;
@@ -125,8 +125,8 @@ static struct coordslot *coordslot_crowded(const struct coordslots *cs)
 	return victim;
 }
 
-static void coordslot_hold(struct coordslots *cs, struct coordslot *s, const struct sockaddr *sa,
-			   enum coordslot_pool pool, uint64_t now_ms)
+static void coord_slot_hold(struct coordslots *cs, struct coordslot *s, const struct sockaddr *sa,
+			    enum coord_slot_pool pool, uint64_t now_ms)
 {
 	memset(&s->from, 0, sizeof(s->from));
 	memcpy(&s->from, sa,
@@ -147,40 +147,40 @@ static void coordslot_hold(struct coordslots *cs, struct coordslot *s, const str
  * slot given up to make room (its link must close; NULL if none); -EBUSY
  * when sa's host has no room among strangers: turn the link away.
  */
-int coordslot_take(struct coordslots *cs, struct coordslot *s, const struct sockaddr *sa,
-		   bool known, uint64_t now_ms, struct coordslot **ret_evicted)
+int coord_slot_take(struct coordslots *cs, struct coordslot *s, const struct sockaddr *sa,
+		    bool known, uint64_t now_ms, struct coordslot **ret_evicted)
 {
 	struct coordslot *victim = NULL;
-	enum coordslot_pool pool = COORDSLOT_STRANGER;
+	enum coord_slot_pool pool = COORDSLOT_STRANGER;
 	unsigned here;
 
 	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
 		return -EAFNOSUPPORT;
 	if (known) {
-		here = coordslots_count(cs, COORDSLOT_KNOWN, sa);
+		here = coord_slots_count(cs, COORDSLOT_KNOWN, sa);
 		if (here < COORDSLOT_PER_HOST && cs->known < cs->known_max) {
 			pool = COORDSLOT_KNOWN;
 		} else if (here > 0) {
 			pool = COORDSLOT_KNOWN;
-			victim = coordslot_oldest_of(cs, COORDSLOT_KNOWN, sa);
+			victim = coord_slot_oldest_of(cs, COORDSLOT_KNOWN, sa);
 		}
 		/* else: the other members' addresses fill the pool; wait among strangers */
 	}
 	if (pool == COORDSLOT_STRANGER) {
-		if (coordslots_count(cs, COORDSLOT_STRANGER, sa) >= COORDSLOT_PER_HOST)
+		if (coord_slots_count(cs, COORDSLOT_STRANGER, sa) >= COORDSLOT_PER_HOST)
 			return -EBUSY;
 		if (cs->strangers >= COORDSLOT_STRANGERS)
-			victim = coordslot_crowded(cs);
+			victim = coord_slot_crowded(cs);
 	}
 	if (victim != NULL)
-		coordslot_give(cs, victim);
-	coordslot_hold(cs, s, sa, pool, now_ms);
+		coord_slot_give(cs, victim);
+	coord_slot_hold(cs, s, sa, pool, now_ms);
 	*ret_evicted = victim;
 	return 0;
 }
 
 /* Give a slot back (the link registered or closed); one that holds none is left as it is. */
-void coordslot_give(struct coordslots *cs, struct coordslot *s)
+void coord_slot_give(struct coordslots *cs, struct coordslot *s)
 {
 	if (s->pool == COORDSLOT_NONE)
 		return;
@@ -193,7 +193,7 @@ void coordslot_give(struct coordslots *cs, struct coordslot *s)
 }
 
 /* The slot taken first of those held, whose deadline comes first; NULL if none. */
-struct coordslot *coordslots_oldest(const struct coordslots *cs)
+struct coordslot *coord_slots_oldest(const struct coordslots *cs)
 {
 	return TAILQ_FIRST(&cs->held);
 }

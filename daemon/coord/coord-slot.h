@@ -32,15 +32,15 @@
 #define COORDSLOT_PER_HOST 4
 #define COORDSLOT_STRANGERS 32
 
-enum coordslot_pool { COORDSLOT_NONE, COORDSLOT_KNOWN, COORDSLOT_STRANGER };
+enum coord_slot_pool { COORDSLOT_NONE, COORDSLOT_KNOWN, COORDSLOT_STRANGER };
 
 /* One link's place: kept in the link's own record, given back when it registers or closes. */
 struct coordslot {
 	TAILQ_ENTRY(coordslot) entry;
 	struct sockaddr_storage from;
 	uint64_t taken_ms;
-	enum coordslot_pool pool; /* COORDSLOT_NONE: holds none */
-	void *owner;		  /* the link's record, for whoever closes it */
+	enum coord_slot_pool pool; /* COORDSLOT_NONE: holds none */
+	void *owner;		   /* the link's record, for whoever closes it */
 };
 
 struct coordslots {
@@ -49,13 +49,13 @@ struct coordslots {
 	unsigned known_max;
 };
 
-void coordslots_init(struct coordslots *cs, unsigned known_max);
-int coordslot_take(struct coordslots *cs, struct coordslot *s, const struct sockaddr *sa,
-		   bool known, uint64_t now_ms, struct coordslot **ret_evicted);
-void coordslot_give(struct coordslots *cs, struct coordslot *s);
-struct coordslot *coordslots_oldest(const struct coordslots *cs);
-unsigned coordslots_count(const struct coordslots *cs, enum coordslot_pool pool,
-			  const struct sockaddr *sa);
-bool coordslot_same_addr(const struct sockaddr *a, const struct sockaddr *b);
+void coord_slots_init(struct coordslots *cs, unsigned known_max);
+int coord_slot_take(struct coordslots *cs, struct coordslot *s, const struct sockaddr *sa,
+		    bool known, uint64_t now_ms, struct coordslot **ret_evicted);
+void coord_slot_give(struct coordslots *cs, struct coordslot *s);
+struct coordslot *coord_slots_oldest(const struct coordslots *cs);
+unsigned coord_slots_count(const struct coordslots *cs, enum coord_slot_pool pool,
+			   const struct sockaddr *sa);
+bool coord_slot_same_addr(const struct sockaddr *a, const struct sockaddr *b);
 
 #endif

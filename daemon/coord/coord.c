@@ -226,7 +226,7 @@ static void coord_sweep(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	(void)coordha_epoch(pd, NULL); /* (a deposed leader stops here, before it acts) */
+	(void)ha_epoch(pd, NULL); /* (a deposed leader stops here, before it acts) */
 	region_sweep_leases(pd);
 	kv_sweep(pd);
 	region_sweep_retired(pd);
@@ -251,10 +251,10 @@ void coord_session_end(struct poold *pd, uint32_t node, uint64_t session)
  */
 const struct space_hooks coord_space_hooks = {
     .freed = kv_holder_drop,
-    .logged = coordlog_region,
-    .gone = coordlog_region_gone,
-    .buried = coordlog_tombstone_done,
-    .leased = coordlog_lease,
+    .logged = coord_log_region,
+    .gone = coord_log_region_gone,
+    .buried = coord_log_tombstone_done,
+    .leased = coord_log_lease,
 };
 
 /* A node died or restarted: so did every session it held. */
@@ -276,7 +276,7 @@ static void coord_set_state(struct coord *co, struct member *m, enum member_stat
 {
 	if (m->state == state)
 		return;
-	cluster_set_state(co->pd, m, state);
+	member_set_state(co->pd, m, state);
 	coord_send_event(co, m);
 	if (state == MEMBER_DEAD) {
 		coord_node_gone(co->pd, m->info->id); /* its clients' leases end */
@@ -287,7 +287,7 @@ static void coord_set_state(struct coord *co, struct member *m, enum member_stat
 /* A client could not reach a node: suspect it at once, not after heartbeats. */
 static void coord_suspect(struct poold *pd, uint32_t node)
 {
-	struct member *m = cluster_find(pd, node);
+	struct member *m = member_find(pd, node);
 
 	if (pd->coord == NULL || m == NULL || m->state != MEMBER_UP || node == pd->node_id)
 		return;
@@ -300,7 +300,7 @@ static void coord_suspect(struct poold *pd, uint32_t node)
 static const struct coord_role coord_role = {
     .suspect = coord_suspect,
     .member_changed = coord_member_changed,
-    .node_changed = coordlog_node,
+    .node_changed = coord_log_node,
 };
 
 /* Keep the latest result of each link. */
@@ -364,7 +364,7 @@ static int coord_fabric_reply(struct poold *pd, struct req *r, Pool__ProbeResult
 	size_t nmembers;
 	int rc;
 
-	rc = cluster_members_msg(pd, true, &members, &nmembers);
+	rc = members_msg(pd, true, &members, &nmembers);
 	if (rc < 0)
 		return rc;
 	reply.results = results;
@@ -372,7 +372,7 @@ static int coord_fabric_reply(struct poold *pd, struct req *r, Pool__ProbeResult
 	reply.members = members;
 	reply.n_members = nmembers;
 	rc = req_reply(r, WIRE_FABRIC_REPLY, &reply.base);
-	cluster_members_msg_free(members, nmembers);
+	members_msg_free(members, nmembers);
 	return rc;
 }
 
@@ -384,7 +384,7 @@ static void gather_done(struct gather *g)
 
 	while ((gc = TAILQ_FIRST(&g->calls)) != NULL) {
 		gather_add_error(g, gc->node, 0, -ETIMEDOUT);
-		coordlink_cancel(co->pd, gc);
+		member_call_cancel(co->pd, gc);
 		TAILQ_REMOVE(&g->calls, gc, entry);
 		free(gc);
 	}
@@ -552,8 +552,8 @@ static bool coord_node_authentic(const struct coord_peer *p, const Pool__Registe
 
 	if (secret[0] == '\0')
 		return true;
-	return peerauth_node_proof(secret, p->nonce, p->node_nonce, reg->node->name, want) == 0 &&
-	       peerauth_equal(want, reg->proof.data, reg->has_proof ? reg->proof.len : 0);
+	return peer_auth_node_proof(secret, p->nonce, p->node_nonce, reg->node->name, want) == 0 &&
+	       peer_auth_equal(want, reg->proof.data, reg->has_proof ? reg->proof.len : 0);
 }
 
 /*
@@ -686,8 +686,8 @@ static int coord_register_admit(struct coord_peer *p, uint64_t req_id, const Poo
 				    "(fabric.transfer = %s here): set the same on every poold",
 				    info->name,
 				    pd->conf->fabric_transfer == TRANSFER_RMA ? "rma" : "checked");
-	m = cluster_find_name(pd, info->name);
-	by_id = info->id ? cluster_find(pd, info->id) : NULL;
+	m = member_find_name(pd, info->name);
+	by_id = info->id ? member_find(pd, info->id) : NULL;
 	if ((m != NULL && m->info->id == pd->node_id) || info->id == pd->node_id)
 		return coord_refuse(
 		    p, req_id, -EEXIST,
@@ -702,13 +702,13 @@ static int coord_register_admit(struct coord_peer *p, uint64_t req_id, const Poo
 		return coord_refuse(p, req_id, -EEXIST, "node id %u belongs to host '%s'", info->id,
 				    by_id->info->name);
 	/* Not back yet, but known from the coordinator's state: ids stay whose they were. */
-	known = m == NULL ? nodeids_find(pd, 0, info->name) : NULL;
+	known = m == NULL ? member_ids_find(pd, 0, info->name) : NULL;
 	if (known != NULL && info->id != 0 && info->id != known->id)
 		return coord_refuse(p, req_id, -EEXIST,
 				    "host '%s' is node %u: set node.id = %u or 0, not %u",
 				    info->name, known->id, known->id, info->id);
 	if (m == NULL && known == NULL && info->id != 0 &&
-	    (other = nodeids_find(pd, info->id, NULL)) != NULL)
+	    (other = member_ids_find(pd, info->id, NULL)) != NULL)
 		return coord_refuse(p, req_id, -EEXIST, "node id %u belongs to host '%s'", info->id,
 				    other->name);
 	*ret_m = m;
@@ -723,8 +723,8 @@ static int coord_register_admit(struct coord_peer *p, uint64_t req_id, const Poo
 				    (long long)pd->conf->max_nodes);
 	id = known != NULL ? known->id : info->id;
 	if (id == 0) {
-		while (cluster_find(pd, co->next_id) != NULL ||
-		       nodeids_find(pd, co->next_id, NULL) != NULL)
+		while (member_find(pd, co->next_id) != NULL ||
+		       member_ids_find(pd, co->next_id, NULL) != NULL)
 			co->next_id++;
 		id = co->next_id++;
 	}
@@ -742,12 +742,12 @@ static void coord_register_unlink(struct coord_peer *p, struct member *m, uint32
 		if (old->conn == m->conn)
 			break;
 	m->conn = NULL; /* (so a failed call's caller asking again is refused) */
-	coordlink_fail(co->pd, id);
+	member_call_fail(co->pd, id);
 	if (old != NULL) {
 		coord_report_cut(old);
 		conn_free(old->conn);
 		TAILQ_REMOVE(&co->peers, old, entry);
-		coordslot_give(&co->slots, &old->slot);
+		coord_slot_give(&co->slots, &old->slot);
 		holdreport_free(old->report);
 		free(old);
 	}
@@ -774,9 +774,9 @@ static int coord_register_answer(struct coord_peer *p, uint64_t req_id, uint32_t
 	reply->heartbeat_misses = (uint32_t)pd->conf->heartbeat_misses;
 	if (resp_endpoint(pd, resp_at, sizeof(resp_at)) == 0)
 		reply->resp_endpoint = resp_at;
-	rc = cluster_members_msg(pd, false, &members, &nmembers);
+	rc = members_msg(pd, false, &members, &nmembers);
 	if (rc == 0 && (defs = kv_defs_msg(pd, &ndefs)) == NULL) {
-		cluster_members_msg_free(members, nmembers);
+		members_msg_free(members, nmembers);
 		rc = -ENOMEM;
 	}
 	if (rc < 0)
@@ -784,7 +784,7 @@ static int coord_register_answer(struct coord_peer *p, uint64_t req_id, uint32_t
 	coord_register_reply(p, req_id, reply, members, nmembers, defs, ndefs);
 	p->ev_gen = co->ev_gen; /* the changes queued so far are in its table */
 	p->ev_from = co->nev;
-	cluster_members_msg_free(members, nmembers);
+	members_msg_free(members, nmembers);
 	free(defs);
 	return 0;
 }
@@ -816,18 +816,18 @@ static int coord_register(struct coord_peer *p, uint64_t req_id, const Pool__Reg
 	if (m != NULL && m->conn != NULL && m->conn != p->conn)
 		coord_register_unlink(p, m, id); /* the node restarted or reconnected */
 	rec = coord_node_record(p, info, id);
-	rc = rec != NULL ? cluster_update(pd, rec, &m) : -ENOMEM;
+	rc = rec != NULL ? member_update(pd, rec, &m) : -ENOMEM;
 	if (rc < 0)
 		return coord_refuse(p, req_id, rc, "out of memory");
-	if (nodeids_add(pd, id, info->name))
-		coordlog_node(pd, id);
-	known = nodeids_find(pd, id, NULL); /* (drained before a restart: it stays so) */
-	cluster_set_kv_drained(pd, m, known != NULL && known->kv_drained);
+	if (member_ids_add(pd, id, info->name))
+		coord_log_node(pd, id);
+	known = member_ids_find(pd, id, NULL); /* (drained before a restart: it stays so) */
+	member_set_kv_drained(pd, m, known != NULL && known->kv_drained);
 	m->conn = p->conn;
 	m->last_heartbeat = units_now_ms();
 	m->from = p->slot.from; /* where it comes back from: coord_known_addr() */
 	p->m = m;
-	coordslot_give(&co->slots, &p->slot); /* a member's link, no longer a stranger's */
+	coord_slot_give(&co->slots, &p->slot); /* a member's link, no longer a stranger's */
 	coord_lender_update(pd, m->info);
 	snprintf(desc, sizeof(desc), "node %u (%s) at %s", id, info->name, p->addr);
 	conn_set_desc(p->conn, desc);
@@ -972,8 +972,8 @@ static void coord_hello(struct coord_peer *p, const struct wire_hdr *hdr, const 
 			return;
 		}
 		memcpy(p->node_nonce, hello->nonce.data, PEERAUTH_NONCE_LEN);
-		if (peerauth_nonce(p->nonce) < 0 ||
-		    peerauth_coord_proof(secret, p->node_nonce, p->nonce, proof) < 0) {
+		if (peer_auth_nonce(p->nonce) < 0 ||
+		    peer_auth_coord_proof(secret, p->node_nonce, p->nonce, proof) < 0) {
 			wire_msg_free(&hello->base);
 			coord_refuse(p, hdr->req_id, -EIO,
 				     "cannot compute the authentication proof");
@@ -990,7 +990,7 @@ static void coord_hello(struct coord_peer *p, const struct wire_hdr *hdr, const 
 	reply.version = WIRE_VERSION;
 	reply.server_version = PACKAGE_VERSION;
 	reply.node_id = p->co->pd->node_id;
-	reply.has_epoch = coordha_epoch(p->co->pd, &reply.epoch);
+	reply.has_epoch = ha_epoch(p->co->pd, &reply.epoch);
 	conn_send(p->conn, WIRE_HELLO_REPLY, hdr->req_id, &reply.base);
 }
 
@@ -1064,14 +1064,14 @@ static void coord_peer_frame(struct conn *conn, const struct wire_hdr *hdr, cons
 	coord_msg_fn *handle = hdr->type < WIRE_TYPE_MAX ? coord_msgs[hdr->type].handle : NULL;
 
 	(void)conn;
-	(void)coordha_epoch(p->co->pd, NULL);
+	(void)ha_epoch(p->co->pd, NULL);
 	if (!p->hello_done) {
 		coord_hello(p, hdr, payload);
 		return;
 	}
 	if (hdr->type < WIRE_TYPE_MAX && coord_msgs[hdr->type].answer) {
 		if (p->m != NULL)
-			coordlink_answer(p->co->pd, hdr, payload);
+			member_call_answer(p->co->pd, hdr, payload);
 		return;
 	}
 	if (handle == NULL) {
@@ -1100,12 +1100,12 @@ static void coord_peer_closed(struct conn *conn, void *arg)
 		log_info("link to node %u (%s) closed", p->m->info->id, p->m->info->name);
 		coord_report_cut(p);
 		p->m->conn = NULL;
-		coordlink_fail(co->pd, p->m->info->id);
+		member_call_fail(co->pd, p->m->info->id);
 		if (p->m->state == MEMBER_UP)
 			coord_set_state(co, p->m, MEMBER_SUSPECT);
 	}
 	TAILQ_REMOVE(&co->peers, p, entry);
-	coordslot_give(&co->slots, &p->slot);
+	coord_slot_give(&co->slots, &p->slot);
 	holdreport_free(p->report); /* (cut short: never the lender's record) */
 	free(p);
 }
@@ -1122,7 +1122,7 @@ static bool coord_known_addr(const struct coord *co, const struct sockaddr *sa)
 
 	TAILQ_FOREACH(m, &co->pd->members, entry)
 		if (m->from.ss_family != 0 &&
-		    coordslot_same_addr((const struct sockaddr *)&m->from, sa))
+		    coord_slot_same_addr((const struct sockaddr *)&m->from, sa))
 			return true;
 	return false;
 }
@@ -1170,7 +1170,7 @@ static void coord_turn_away(struct coord *co, evutil_socket_t fd, const char *ad
 }
 
 /* A link that gave its slot (of pool: the new link's) to a newer one: closed now. */
-static void coord_evict(struct coord *co, struct coordslot *s, enum coordslot_pool pool)
+static void coord_evict(struct coord *co, struct coordslot *s, enum coord_slot_pool pool)
 {
 	static struct log_limit known_said, strangers_said;
 	struct coord_peer *p = s->owner;
@@ -1191,7 +1191,7 @@ static void coord_evict(struct coord *co, struct coordslot *s, enum coordslot_po
 /* The oldest link that has not registered is due then: come back to close it. */
 static void coord_deadline_arm(struct coord *co)
 {
-	const struct coordslot *s = coordslots_oldest(&co->slots);
+	const struct coordslot *s = coord_slots_oldest(&co->slots);
 	uint64_t now = units_now_ms(), due;
 	struct timeval tv;
 
@@ -1212,7 +1212,7 @@ static void coord_deadline(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	while ((s = coordslots_oldest(&co->slots)) != NULL &&
+	while ((s = coord_slots_oldest(&co->slots)) != NULL &&
 	       now - s->taken_ms >= COORD_REGISTER_TIMEOUT_MS) {
 		struct coord_peer *p = s->owner;
 
@@ -1220,7 +1220,7 @@ static void coord_deadline(evutil_socket_t fd, short what, void *arg)
 				  "peer link from %s did not register within %d ms of its accept: "
 				  "closed",
 				  p->addr, COORD_REGISTER_TIMEOUT_MS);
-		coordslot_give(&co->slots, s);
+		coord_slot_give(&co->slots, s);
 		conn_abort(p->conn, true);
 	}
 	coord_deadline_arm(co);
@@ -1249,8 +1249,8 @@ static void coord_accept(struct evconnlistener *lis, evutil_socket_t fd, struct 
 		return;
 	}
 	co->slots.known_max = (unsigned)co->pd->conf->max_nodes;
-	rc = coordslot_take(&co->slots, &p->slot, sa, coord_known_addr(co, sa), units_now_ms(),
-			    &evicted);
+	rc = coord_slot_take(&co->slots, &p->slot, sa, coord_known_addr(co, sa), units_now_ms(),
+			     &evicted);
 	if (rc < 0) {
 		if (rc == -EBUSY)
 			coord_turn_away(co, fd, addr);
@@ -1265,15 +1265,15 @@ static void coord_accept(struct evconnlistener *lis, evutil_socket_t fd, struct 
 	p->slot.owner = p;
 	snprintf(p->addr, sizeof(p->addr), "%s", addr);
 	snprintf(desc, sizeof(desc), "peer %s", p->addr);
-	if (peertls_new(co->pd, &ssl) < 0) {
+	if (peer_tls_new(co->pd, &ssl) < 0) {
 		evutil_closesocket(fd);
-		coordslot_give(&co->slots, &p->slot);
+		coord_slot_give(&co->slots, &p->slot);
 		free(p);
 		return;
 	}
 	if (conn_new(co->pd->base, fd, ssl, PEER_UNREG_FRAME_MAX, &coord_peer_ops, p, desc,
 		     &p->conn) < 0) {
-		coordslot_give(&co->slots, &p->slot);
+		coord_slot_give(&co->slots, &p->slot);
 		free(p);
 		return;
 	}
@@ -1293,7 +1293,7 @@ static void coord_check(evutil_socket_t fd, short what, void *arg)
 	struct member *m;
 	bool late;
 
-	(void)coordha_epoch(pd, NULL);
+	(void)ha_epoch(pd, NULL);
 	/*
 	 * This coordinator's own loop was held (a long callback, a starved
 	 * host) for a quarter of an interval or more past this check's time:
@@ -1337,7 +1337,7 @@ static void coord_ledger(evutil_socket_t fd, short what, void *arg)
 	uint64_t now = units_now_ms();
 	struct member *m;
 
-	(void)coordha_epoch(co->pd, NULL);
+	(void)ha_epoch(co->pd, NULL);
 	TAILQ_FOREACH(m, &co->pd->members, entry)
 		if (m->state == MEMBER_UP && now >= m->ledger_after)
 			reconcile_ask(co->pd, m->info->id);
@@ -1347,7 +1347,7 @@ static void coord_periodic_probe(evutil_socket_t fd, short what, void *arg)
 {
 	struct coord *co = arg;
 
-	(void)coordha_epoch(co->pd, NULL);
+	(void)ha_epoch(co->pd, NULL);
 	coord_probe_all(co->pd, NULL);
 }
 
@@ -1388,11 +1388,11 @@ int coord_open(struct poold *pd)
 	carry_joined(pd);
 	TAILQ_INIT(&co->peers);
 	TAILQ_INIT(&co->gathers);
-	coordslots_init(&co->slots, (unsigned)pd->conf->max_nodes);
+	coord_slots_init(&co->slots, (unsigned)pd->conf->max_nodes);
 	pd->coord = co;
 	pd->coord_role = &coord_role;
-	self = cluster_self_info(pd);
-	rc = self != NULL ? cluster_update(pd, self, &m) : -ENOMEM;
+	self = member_self_info(pd);
+	rc = self != NULL ? member_update(pd, self, &m) : -ENOMEM;
 	if (rc < 0)
 		goto out_free;
 	m->state = MEMBER_UP;
@@ -1403,19 +1403,19 @@ int coord_open(struct poold *pd)
 	 */
 	TAILQ_FOREACH(other, &pd->members, entry)
 		other->last_heartbeat = units_now_ms();
-	rc = coordlink_open(pd);
+	rc = member_call_open(pd);
 	if (rc == 0)
 		rc = region_open_space(pd, &coord_space_hooks);
 	if (rc == 0)
-		rc = kv_open(pd, coordlog_namespaces);
+		rc = kv_open(pd, coord_log_namespaces);
 	if (rc == 0)
 		rc = kv_snap_open(pd);
 	if (rc == 0)
-		rc = coordlog_open(pd);
+		rc = coord_log_open(pd);
 	if (rc == 0)
 		rc = resp_open(pd);
 	if (rc == 0)
-		rc = kvev_open(pd);
+		rc = kv_events_open(pd);
 	if (rc < 0)
 		goto out_free;
 	coord_lender_update(pd, m->info);
@@ -1476,13 +1476,13 @@ void coord_close(struct poold *pd)
 	}
 	resp_close(pd);
 	reconcile_close(pd); /* (its passes walk the index and the address space) */
-	kvev_close(pd);	     /* before the index: its last flush is no news to anyone */
+	kv_events_close(pd); /* before the index: its last flush is no news to anyone */
 	kv_close(pd);
-	coordlog_close(pd);
+	coord_log_close(pd);
 	reclaim_close(pd);	/* (its moves are the address space's) */
 	region_close_space(pd); /* before the calls go: it owns their arguments */
 	usage_clear(&pd->usage);
-	coordlink_close(pd);
+	member_call_close(pd);
 	accept_close(co->listener);
 	if (co->check_ev != NULL)
 		event_free(co->check_ev);
@@ -1498,7 +1498,7 @@ void coord_close(struct poold *pd)
 		event_free(co->ev_tick);
 	coord_events_clear(co);
 	free(co->ev);
-	nodeids_clear(pd);
+	member_ids_clear(pd);
 	free(co);
 	pd->coord = NULL;
 	pd->coord_role = NULL;

@@ -9,7 +9,7 @@
 #include "daemon/poold.h"
 
 struct conn;
-struct etcdlog_stats;
+struct ha_log_stats;
 struct holding;
 struct holdreport;
 struct journal_stats;
@@ -28,19 +28,19 @@ struct space_hooks;
 
 extern const struct space_hooks coord_space_hooks; /* coord.c's (the unit tests' too) */
 /* coord-log.c: the coordinator's journal (coord.journal), or its state in etcd (coord.etcd) */
-int coordlog_open(struct poold *pd);
-void coordlog_close(struct poold *pd);
-struct etcdlog_stats;
-bool coordlog_etcd_stats(const struct poold *pd, struct etcdlog_stats *ret);
-int coordlog_hold_reply(struct poold *pd, struct conn *c, uint16_t type, uint64_t req_id,
-			const ProtobufCMessage *msg);
-void coordlog_region(struct poold *pd, const struct region *r);
-void coordlog_region_gone(struct poold *pd, const struct region *r, const uint32_t *nodes,
-			  size_t n);
-void coordlog_tombstone_done(struct poold *pd, uint64_t id, uint32_t node);
-void coordlog_namespaces(struct poold *pd);
-void coordlog_node(struct poold *pd, uint32_t id);
-void coordlog_lease(struct poold *pd, const struct region *r, const struct lease *l, bool taken);
+int coord_log_open(struct poold *pd);
+void coord_log_close(struct poold *pd);
+struct ha_log_stats;
+bool coord_log_etcd_stats(const struct poold *pd, struct ha_log_stats *ret);
+int coord_log_hold_reply(struct poold *pd, struct conn *c, uint16_t type, uint64_t req_id,
+			 const ProtobufCMessage *msg);
+void coord_log_region(struct poold *pd, const struct region *r);
+void coord_log_region_gone(struct poold *pd, const struct region *r, const uint32_t *nodes,
+			   size_t n);
+void coord_log_tombstone_done(struct poold *pd, uint64_t id, uint32_t node);
+void coord_log_namespaces(struct poold *pd);
+void coord_log_node(struct poold *pd, uint32_t id);
+void coord_log_lease(struct poold *pd, const struct region *r, const struct lease *l, bool taken);
 struct journal_stats;
 size_t journals_stats(struct poold *pd, const char *names[2], struct journal_stats *st);
 /* reconcile.c: lenders' records kept in step with the map (coordinator) */

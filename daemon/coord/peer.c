@@ -505,8 +505,8 @@ static void peer_register(struct peer *pe, const Pool__HelloReply *hr)
 	}
 	if (secret[0] != '\0') {
 		if (!hr->has_nonce || hr->nonce.len != PEERAUTH_NONCE_LEN ||
-		    peerauth_coord_proof(secret, pe->nonce, hr->nonce.data, want) < 0 ||
-		    !peerauth_equal(want, hr->proof.data, hr->has_proof ? hr->proof.len : 0)) {
+		    peer_auth_coord_proof(secret, pe->nonce, hr->nonce.data, want) < 0 ||
+		    !peer_auth_equal(want, hr->proof.data, hr->has_proof ? hr->proof.len : 0)) {
 			log_warnx("coordinator %s did not prove it knows peer.secret: not joining",
 				  pe->target);
 			events_add(pe->pd, "coordinator", "coordinator %s failed authentication",
@@ -514,8 +514,8 @@ static void peer_register(struct peer *pe, const Pool__HelloReply *hr)
 			peer_reset(pe, "the coordinator failed authentication");
 			return;
 		}
-		if (peerauth_node_proof(secret, hr->nonce.data, pe->nonce, pe->pd->conf->node_name,
-					proof) < 0) {
+		if (peer_auth_node_proof(secret, hr->nonce.data, pe->nonce, pe->pd->conf->node_name,
+					 proof) < 0) {
 			peer_reset(pe, "cannot compute the authentication proof");
 			return;
 		}
@@ -523,7 +523,7 @@ static void peer_register(struct peer *pe, const Pool__HelloReply *hr)
 		reg.proof.data = proof;
 		reg.proof.len = sizeof(proof);
 	}
-	if ((self = cluster_self_info(pe->pd)) == NULL) {
+	if ((self = member_self_info(pe->pd)) == NULL) {
 		peer_reset(pe, "out of memory");
 		return;
 	}
@@ -588,9 +588,9 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 	sdnotify_serving(pd, "node, registered with the coordinator");
 	grant_expire_all(pd);
 	if (rep->has_was_dead && rep->was_dead)
-		kvowner_fenced(pd);
+		kv_owner_fenced(pd);
 	pe->stall_beat = 0; /* (the coordinator's word: a member, and whether it was dead) */
-	kvowner_hold(pd, false);
+	kv_owner_hold(pd, false);
 	/*
 	 * The members are updated in place, and those the coordinator does not
 	 * list (a restarted coordinator before they registered again) are kept:
@@ -604,11 +604,11 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 		if (info->id == rep->node_id)
 			pd->epoch = info->epoch; /* (its links say so from now on) */
 		peer_link_host(pe, info);
-		if (cluster_update(pd, info, &m) < 0)
+		if (member_update(pd, info, &m) < 0)
 			continue;
 		m->state = member_state_of(rep->members[i]->state);
 		m->heartbeat_age_ms = rep->members[i]->heartbeat_age_ms;
-		cluster_set_kv_drained(pd, m, rep->members[i]->kv_drained);
+		member_set_kv_drained(pd, m, rep->members[i]->kv_drained);
 	}
 	carry_joined(pd);
 	pe->hb_ms = rep->heartbeat_ms ? rep->heartbeat_ms : (uint64_t)pd->conf->heartbeat_ms;
@@ -621,7 +621,7 @@ static void peer_registered(struct peer *pe, const Pool__RegisterReply *rep)
 			      pe->nsdefs.c[i].len);
 	peer_keep_nsdefs_msg(pe, rep->namespaces, rep->n_namespaces,
 			     rep->has_namespaces_more && rep->namespaces_more);
-	resprelay_learn(pd, rep->resp_endpoint, conn_fd(pe->conn));
+	resp_relay_learn(pd, rep->resp_endpoint, conn_fd(pe->conn));
 	pe->state = PEER_UP;
 	pe->close_said = false;
 	pe->last_ack = units_now_ms();
@@ -646,18 +646,18 @@ static void peer_member_event(struct peer *pe, const Pool__Member *mm)
 		 */
 		grant_clear(pd);
 		carry_fence(pd);
-		kvowner_fenced(pd);
+		kv_owner_fenced(pd);
 		peer_reset(pe, "the coordinator declared this node dead; registering again");
 		return;
 	}
 	if ((info = node_info_from_wire(mm->node)) == NULL)
 		return;
 	peer_link_host(pe, info);
-	if (cluster_update(pd, info, &m) < 0)
+	if (member_update(pd, info, &m) < 0)
 		return;
 	m->heartbeat_age_ms = mm->heartbeat_age_ms;
-	cluster_set_kv_drained(pd, m, mm->kv_drained);
-	cluster_set_state(pd, m, state);
+	member_set_kv_drained(pd, m, mm->kv_drained);
+	member_set_state(pd, m, state);
 }
 
 struct peer_probe {
@@ -767,7 +767,7 @@ static void peer_on_ok(struct peer *pe, const struct wire_hdr *hdr, const uint8_
 	if (pe->stall_beat != 0 && pe->stall_beat != UINT64_MAX &&
 	    hdr->req_id >= pe->stall_beat) { /* (still a member: not declared dead) */
 		pe->stall_beat = 0;
-		kvowner_hold(pe->pd, false);
+		kv_owner_hold(pe->pd, false);
 	}
 }
 
@@ -873,7 +873,7 @@ static void peer_on_snap_place(struct peer *pe, const struct wire_hdr *hdr, cons
 			       ProtobufCMessage *msg)
 {
 	(void)payload;
-	snapplace_serve(pe->pd, pe->conn, hdr->req_id, (const Pool__SnapPlace *)msg);
+	snap_place_serve(pe->pd, pe->conn, hdr->req_id, (const Pool__SnapPlace *)msg);
 }
 
 static void peer_on_holdings(struct peer *pe, const struct wire_hdr *hdr, const uint8_t *payload,
@@ -965,7 +965,7 @@ static void peer_connected(struct conn *conn, void *arg)
 
 	hello.version = WIRE_VERSION;
 	hello.name = pe->pd->conf->node_name;
-	if (peerauth_nonce(pe->nonce) < 0) {
+	if (peer_auth_nonce(pe->nonce) < 0) {
 		peer_reset(pe, "no random bytes for the challenge");
 		return;
 	}
@@ -1021,7 +1021,7 @@ static void peer_connect(struct peer *pe)
 	}
 	rc = addr_parse(pe->target, &ss, &len);
 	if (rc == 0)
-		rc = peertls_new(pe->pd, &ssl);
+		rc = peer_tls_new(pe->pd, &ssl);
 	if (rc == 0) {
 		snprintf(desc, sizeof(desc), "coordinator %.60s", pe->target);
 		rc = conn_connect(pe->pd->base, (struct sockaddr *)&ss, len, ssl, PEER_FRAME_MAX,
@@ -1054,7 +1054,7 @@ static void peer_tick(evutil_socket_t fd, short what, void *arg)
 			  "its clients' grants end, its KV shards wait for the coordinator's word",
 			  (unsigned long long)(now - pe->last_tick));
 		grant_clear(pd);
-		kvowner_hold(pd, true);
+		kv_owner_hold(pd, true);
 		pe->stall_beat = UINT64_MAX;
 	}
 	pe->last_tick = now;

@@ -108,7 +108,7 @@ static void reconcile_pass_free(struct poold *pd, struct reconcile_pass *p)
 /* Whether the lender the pass is of is still there, in the same life. */
 static bool reconcile_pass_current(struct poold *pd, const struct reconcile_pass *p)
 {
-	struct member *m = cluster_find(pd, p->node);
+	struct member *m = member_find(pd, p->node);
 
 	if (m == NULL)
 		return !p->member;
@@ -370,7 +370,7 @@ static int reconcile_tell(struct poold *pd, struct reconcile_pass *p, const stru
 /* The pass is over: what the lender held is accounted for. */
 static void reconcile_done(struct poold *pd, struct reconcile_pass *p)
 {
-	struct member *m = cluster_find(pd, p->node);
+	struct member *m = member_find(pd, p->node);
 	struct lender_pool *lp;
 
 	/* Whatever the lender held is now accounted for: it may take new extents. */
@@ -568,7 +568,7 @@ static int reconcile_step(struct poold *pd, struct reconcile_pass *p, size_t max
 /* The lender's pass is dropped: it is asked again at a later ledger.interval. */
 static void reconcile_dropped(struct poold *pd, struct reconcile_pass *p, int rc)
 {
-	struct member *m = cluster_find(pd, p->node);
+	struct member *m = member_find(pd, p->node);
 
 	if (m != NULL)
 		m->ledger_after = units_now_ms() + p->loop_us / 1000 * RECONCILE_PACE;
@@ -677,7 +677,7 @@ void reconcile_report(struct poold *pd, uint32_t node, struct holdreport *report
 		return;
 	}
 	p->node = node;
-	p->member = (m = cluster_find(pd, node)) != NULL;
+	p->member = (m = member_find(pd, node)) != NULL;
 	p->incarnation = m != NULL ? m->info->incarnation : 0;
 	p->report = report;
 	TAILQ_INSERT_TAIL(&rc->passes, p, entry);

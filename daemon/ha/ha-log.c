@@ -43,21 +43,21 @@
 #define ETCDLOG_KEY 160
 #define ETCDLOG_PAGE 1000 /* records per range read at open: answers well under 8 MiB */
 
-enum etcdlog_kind {
+enum ha_log_kind {
 	EL_PUT,	   /* a record */
 	EL_SWITCH, /* the generation in force becomes gen; the one before goes */
 	EL_DROP,   /* a generation left by a rewrite cut short */
 };
 
-struct etcdlog_rec {
-	STAILQ_ENTRY(etcdlog_rec) entry;
-	enum etcdlog_kind kind;
+struct ha_log_rec {
+	STAILQ_ENTRY(ha_log_rec) entry;
+	enum ha_log_kind kind;
 	uint64_t seq;
 	uint64_t gen;
 	size_t len;
 	uint8_t data[]; /* EL_PUT */
 };
-STAILQ_HEAD(etcdlog_queue, etcdlog_rec);
+STAILQ_HEAD(ha_log_queue, ha_log_rec);
 
 struct etcdlog {
 	struct etcd *etcd;
@@ -69,16 +69,16 @@ struct etcdlog {
 	uint64_t next_seq;    /* of the next record */
 	uint64_t durable;     /* every record up to this one is in etcd */
 	bool rewriting;	      /* a switch not yet in etcd */
-	struct etcdlog_queue pending;
-	struct etcdlog_queue sent; /* the transaction in flight (sent again if unanswered) */
+	struct ha_log_queue pending;
+	struct ha_log_queue sent; /* the transaction in flight (sent again if unanswered) */
 	bool in_flight;
-	bool closed;  /* etcdlog_close() came with a transaction in flight: its answer frees */
+	bool closed;  /* ha_log_close() came with a transaction in flight: its answer frees */
 	bool failing; /* etcd did not answer the last try: said once */
 	struct event *flush_ev;
-	etcdlog_durable_fn *durable_fn;
-	etcdlog_deposed_fn *deposed_fn;
+	ha_log_durable_fn *durable_fn;
+	ha_log_deposed_fn *deposed_fn;
 	void *arg;
-	struct etcdlog_stats st;
+	struct ha_log_stats st;
 	/* open: the replay */
 	journal_record_fn replay;
 	int replay_rc;
@@ -87,8 +87,8 @@ struct etcdlog {
 	char why[300];
 };
 
-static void etcdlog_key(const struct etcdlog *el, char *buf, size_t len, uint64_t gen,
-			const uint64_t *seq)
+static void ha_log_key(const struct etcdlog *el, char *buf, size_t len, uint64_t gen,
+		       const uint64_t *seq)
 {
 	if (seq != NULL)
 		snprintf(buf, len, "%s/state/%016" PRIx64 "/%016" PRIx64, el->prefix, gen, *seq);
@@ -96,7 +96,7 @@ static void etcdlog_key(const struct etcdlog *el, char *buf, size_t len, uint64_
 		snprintf(buf, len, "%s/state/%016" PRIx64 "/", el->prefix, gen);
 }
 
-static void etcdlog_schedule(struct etcdlog *el, uint64_t ms)
+static void ha_log_schedule(struct etcdlog *el, uint64_t ms)
 {
 	struct timeval tv = units_timeval(ms);
 
@@ -104,9 +104,9 @@ static void etcdlog_schedule(struct etcdlog *el, uint64_t ms)
 		evtimer_add(el->flush_ev, &tv);
 }
 
-static void etcdlog_free_queue(struct etcdlog_queue *q)
+static void ha_log_free_queue(struct ha_log_queue *q)
 {
-	struct etcdlog_rec *r;
+	struct ha_log_rec *r;
 
 	while ((r = STAILQ_FIRST(q)) != NULL) {
 		STAILQ_REMOVE_HEAD(q, entry);
@@ -114,17 +114,17 @@ static void etcdlog_free_queue(struct etcdlog_queue *q)
 	}
 }
 
-static void etcdlog_flush(evutil_socket_t fd, short what, void *arg);
+static void ha_log_flush(evutil_socket_t fd, short what, void *arg);
 
-static void etcdlog_committed(void *arg, const struct etcd_result *res)
+static void ha_log_committed(void *arg, const struct etcd_result *res)
 {
 	struct etcdlog *el = arg;
-	struct etcdlog_rec *r;
+	struct ha_log_rec *r;
 	uint64_t upto = 0;
 
 	el->in_flight = false;
 	if (el->closed) {
-		etcdlog_close(el);
+		ha_log_close(el);
 		return;
 	}
 	if (res->status < 0) {
@@ -134,11 +134,11 @@ static void etcdlog_committed(void *arg, const struct etcd_result *res)
 		el->failing = true;
 		el->st.failures++;
 		snprintf(el->st.last_error, sizeof(el->st.last_error), "%s", res->error);
-		etcdlog_schedule(el, ETCDLOG_RETRY_MS);
+		ha_log_schedule(el, ETCDLOG_RETRY_MS);
 		return;
 	}
 	if (!res->succeeded) {
-		etcdlog_free_queue(&el->sent);
+		ha_log_free_queue(&el->sent);
 		el->deposed_fn(el->arg, "etcd refused the coordinator's state: its leader key is "
 					"no longer of this epoch");
 		return;
@@ -160,17 +160,17 @@ static void etcdlog_committed(void *arg, const struct etcd_result *res)
 		el->durable_fn(el->arg, upto);
 	}
 	if (!STAILQ_EMPTY(&el->pending))
-		etcdlog_schedule(el, 0);
+		ha_log_schedule(el, 0);
 }
 
 /* Send what waits (or what etcd did not answer) in one guarded transaction. */
-static void etcdlog_flush(evutil_socket_t fd, short what, void *arg)
+static void ha_log_flush(evutil_socket_t fd, short what, void *arg)
 {
 	struct etcdlog *el = arg;
 	struct etcd_op ops[ETCDLOG_BATCH_OPS];
 	char keys[ETCDLOG_BATCH_OPS][ETCDLOG_KEY];
 	char gen[17];
-	struct etcdlog_rec *r;
+	struct ha_log_rec *r;
 	uint64_t switch_gen = 0;
 	size_t n = 0, bytes = 0;
 
@@ -209,7 +209,7 @@ static void etcdlog_flush(evutil_socket_t fd, short what, void *arg)
 		case EL_PUT:
 			if (r->gen < switch_gen)
 				break;
-			etcdlog_key(el, keys[n], sizeof(keys[n]), r->gen, &r->seq);
+			ha_log_key(el, keys[n], sizeof(keys[n]), r->gen, &r->seq);
 			ops[n] = (struct etcd_op){.key = keys[n], .value = r->data, .vlen = r->len};
 			n++;
 			break;
@@ -219,12 +219,12 @@ static void etcdlog_flush(evutil_socket_t fd, short what, void *arg)
 			ops[n] =
 			    (struct etcd_op){.key = keys[n], .value = gen, .vlen = strlen(gen)};
 			n++;
-			etcdlog_key(el, keys[n], sizeof(keys[n]), r->gen - 1, NULL);
+			ha_log_key(el, keys[n], sizeof(keys[n]), r->gen - 1, NULL);
 			ops[n] = (struct etcd_op){.key = keys[n], .prefix = true};
 			n++;
 			break;
 		case EL_DROP:
-			etcdlog_key(el, keys[n], sizeof(keys[n]), r->gen, NULL);
+			ha_log_key(el, keys[n], sizeof(keys[n]), r->gen, NULL);
 			ops[n] = (struct etcd_op){.key = keys[n], .prefix = true};
 			n++;
 			break;
@@ -232,18 +232,18 @@ static void etcdlog_flush(evutil_socket_t fd, short what, void *arg)
 	}
 	if (n == 0)
 		return;
-	if (etcd_txn(el->etcd, el->guard, el->epoch, ops, n, etcdlog_committed, el) < 0) {
-		etcdlog_schedule(el, ETCDLOG_RETRY_MS); /* (out of memory: the batch waits) */
+	if (etcd_txn(el->etcd, el->guard, el->epoch, ops, n, ha_log_committed, el) < 0) {
+		ha_log_schedule(el, ETCDLOG_RETRY_MS); /* (out of memory: the batch waits) */
 		return;
 	}
 	el->in_flight = true;
 	el->st.puts += n;
 }
 
-static struct etcdlog_rec *etcdlog_queue(struct etcdlog *el, enum etcdlog_kind kind, uint64_t gen,
-					 const void *data, size_t len)
+static struct ha_log_rec *ha_log_queue(struct etcdlog *el, enum ha_log_kind kind, uint64_t gen,
+				       const void *data, size_t len)
 {
-	struct etcdlog_rec *r = malloc(sizeof(*r) + len);
+	struct ha_log_rec *r = malloc(sizeof(*r) + len);
 
 	if (r == NULL)
 		return NULL;
@@ -254,14 +254,14 @@ static struct etcdlog_rec *etcdlog_queue(struct etcdlog *el, enum etcdlog_kind k
 	if (len > 0)
 		memcpy(r->data, data, len);
 	STAILQ_INSERT_TAIL(&el->pending, r, entry);
-	etcdlog_schedule(el, 0);
+	ha_log_schedule(el, 0);
 	return r;
 }
 
 /* Append a record: in etcd once the owner's durable callback has passed its number. */
-int etcdlog_append(struct etcdlog *el, const void *rec, size_t len)
+int ha_log_append(struct etcdlog *el, const void *rec, size_t len)
 {
-	if (etcdlog_queue(el, EL_PUT, el->gen, rec, len) == NULL)
+	if (ha_log_queue(el, EL_PUT, el->gen, rec, len) == NULL)
 		return -ENOMEM;
 	el->st.records++;
 	el->st.bytes += len;
@@ -269,20 +269,20 @@ int etcdlog_append(struct etcdlog *el, const void *rec, size_t len)
 }
 
 /* The newest record not yet in etcd (0: none). */
-uint64_t etcdlog_unsynced(const struct etcdlog *el)
+uint64_t ha_log_unsynced(const struct etcdlog *el)
 {
 	return el->next_seq - 1 > el->durable ? el->next_seq - 1 : 0;
 }
 
 /* Whether the records of the generation in force are many more than the live set. */
-bool etcdlog_wants_rewrite(const struct etcdlog *el)
+bool ha_log_wants_rewrite(const struct etcdlog *el)
 {
 	return !el->rewriting && el->st.records > el->rewrite_min &&
 	       el->st.records > 2 * el->st.live;
 }
 
 /* Start a new generation with what fill appends (the live set); 0 or -errno. */
-int etcdlog_rewrite(struct etcdlog *el, int (*fill)(void *arg, struct etcdlog *el), void *arg)
+int ha_log_rewrite(struct etcdlog *el, int (*fill)(void *arg, struct etcdlog *el), void *arg)
 {
 	uint64_t before = el->st.records;
 	int rc;
@@ -292,7 +292,7 @@ int etcdlog_rewrite(struct etcdlog *el, int (*fill)(void *arg, struct etcdlog *e
 	el->gen++;
 	el->st.records = 0;
 	rc = fill(arg, el);
-	if (rc == 0 && etcdlog_queue(el, EL_SWITCH, el->gen, NULL, 0) == NULL)
+	if (rc == 0 && ha_log_queue(el, EL_SWITCH, el->gen, NULL, 0) == NULL)
 		rc = -ENOMEM;
 	if (rc < 0) { /* (what fill queued is written, and dropped at the next open) */
 		el->gen--;
@@ -305,14 +305,14 @@ int etcdlog_rewrite(struct etcdlog *el, int (*fill)(void *arg, struct etcdlog *e
 	return 0;
 }
 
-void etcdlog_stats(const struct etcdlog *el, struct etcdlog_stats *ret)
+void ha_log_stats(const struct etcdlog *el, struct ha_log_stats *ret)
 {
 	*ret = el->st;
-	ret->waiting = etcdlog_unsynced(el) != 0 ? etcdlog_unsynced(el) - el->durable : 0;
+	ret->waiting = ha_log_unsynced(el) != 0 ? ha_log_unsynced(el) - el->durable : 0;
 }
 
 /* The generation in force (1 when there is none yet). */
-static void etcdlog_got_gen(void *arg, const struct etcd_result *res)
+static void ha_log_got_gen(void *arg, const struct etcd_result *res)
 {
 	struct etcdlog *el = arg;
 	char text[17];
@@ -332,7 +332,7 @@ static void etcdlog_got_gen(void *arg, const struct etcd_result *res)
 }
 
 /* A page of that generation's records, in order: replayed. */
-static void etcdlog_got_page(void *arg, const struct etcd_result *res)
+static void ha_log_got_page(void *arg, const struct etcd_result *res)
 {
 	struct etcdlog *el = arg;
 	char dir[ETCDLOG_KEY];
@@ -345,7 +345,7 @@ static void etcdlog_got_page(void *arg, const struct etcd_result *res)
 		el->replay_rc = res->status;
 		return;
 	}
-	etcdlog_key(el, dir, sizeof(dir), el->gen, NULL);
+	ha_log_key(el, dir, sizeof(dir), el->gen, NULL);
 	dlen = strlen(dir);
 	for (i = 0; i < res->nkvs; i++) {
 		const struct etcd_kv *kv = &res->kvs[i];
@@ -363,7 +363,7 @@ static void etcdlog_got_page(void *arg, const struct etcd_result *res)
 }
 
 /* Run the loop until the request in flight is answered: its status. */
-static int etcdlog_wait(struct etcdlog *el, struct event_base *base, int sent)
+static int ha_log_wait(struct etcdlog *el, struct event_base *base, int sent)
 {
 	if (sent < 0) {
 		snprintf(el->why, sizeof(el->why), "out of memory");
@@ -385,16 +385,16 @@ static int etcdlog_wait(struct etcdlog *el, struct event_base *base, int sent)
  * rewriting past rewrite_min records (and twice the live set). NULL with
  * the reason in err.
  */
-struct etcdlog *etcdlog_open(struct event_base *base, struct etcd *etcd, const char *prefix,
-			     const char *guard, int64_t epoch, uint64_t rewrite_min,
-			     journal_record_fn replay, etcdlog_durable_fn *durable_fn,
-			     etcdlog_deposed_fn *deposed_fn, void *arg, char *err, size_t errlen)
+struct etcdlog *ha_log_open(struct event_base *base, struct etcd *etcd, const char *prefix,
+			    const char *guard, int64_t epoch, uint64_t rewrite_min,
+			    journal_record_fn replay, ha_log_durable_fn *durable_fn,
+			    ha_log_deposed_fn *deposed_fn, void *arg, char *err, size_t errlen)
 {
 	struct etcdlog *el = calloc(1, sizeof(*el));
 	char key[ETCDLOG_KEY];
 	int rc;
 
-	if (el == NULL || (el->flush_ev = evtimer_new(base, etcdlog_flush, el)) == NULL) {
+	if (el == NULL || (el->flush_ev = evtimer_new(base, ha_log_flush, el)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		free(el);
 		return NULL;
@@ -412,23 +412,23 @@ struct etcdlog *etcdlog_open(struct event_base *base, struct etcd *etcd, const c
 	STAILQ_INIT(&el->pending);
 	STAILQ_INIT(&el->sent);
 	snprintf(key, sizeof(key), "%s/state/gen", prefix);
-	rc = etcdlog_wait(el, base, etcd_range(etcd, key, false, etcdlog_got_gen, el));
-	etcdlog_key(el, key, sizeof(key), el->gen, NULL);
+	rc = ha_log_wait(el, base, etcd_range(etcd, key, false, ha_log_got_gen, el));
+	ha_log_key(el, key, sizeof(key), el->gen, NULL);
 	while (rc == 0) {
-		rc = etcdlog_wait(el, base,
-				  etcd_range_page(etcd, key, el->last[0] != '\0' ? el->last : NULL,
-						  ETCDLOG_PAGE, etcdlog_got_page, el));
+		rc = ha_log_wait(el, base,
+				 etcd_range_page(etcd, key, el->last[0] != '\0' ? el->last : NULL,
+						 ETCDLOG_PAGE, ha_log_got_page, el));
 		if (!el->more)
 			break;
 	}
 	/* (a rewrite cut short left keys of the next generation: they go first) */
-	if (rc == 0 && etcdlog_queue(el, EL_DROP, el->gen + 1, NULL, 0) == NULL) {
+	if (rc == 0 && ha_log_queue(el, EL_DROP, el->gen + 1, NULL, 0) == NULL) {
 		snprintf(el->why, sizeof(el->why), "out of memory");
 		rc = -ENOMEM;
 	}
 	if (rc < 0) {
 		snprintf(err, errlen, "reading the coordinator's state from etcd: %s", el->why);
-		etcdlog_close(el);
+		ha_log_close(el);
 		return NULL;
 	}
 	el->st.live = el->st.records;
@@ -437,7 +437,7 @@ struct etcdlog *etcdlog_open(struct event_base *base, struct etcd *etcd, const c
 }
 
 /* Close. What was not written yet is not: its replies were never sent. */
-void etcdlog_close(struct etcdlog *el)
+void ha_log_close(struct etcdlog *el)
 {
 	if (el == NULL)
 		return;
@@ -446,8 +446,8 @@ void etcdlog_close(struct etcdlog *el)
 		el->closed = true;
 		return;
 	}
-	etcdlog_free_queue(&el->pending);
-	etcdlog_free_queue(&el->sent);
+	ha_log_free_queue(&el->pending);
+	ha_log_free_queue(&el->sent);
 	event_free(el->flush_ev);
 	free(el);
 }

@@ -13,7 +13,7 @@
  * which wait for them.
  *
  * A poold of role node with coord.etcd observes the same key and moves its
- * link to each new leader (main.c gives coordha_open() peer_follow()).
+ * link to each new leader (main.c gives ha_open() peer_follow()).
  */
 #include "config.h"
 
@@ -32,7 +32,7 @@
 
 struct coordha {
 	struct poold *pd;
-	coordha_follow_cb follow;
+	ha_follow_cb follow;
 	struct etcd *etcd;
 	struct elect *elect;
 	char key[160];	  /* PREFIX/leader */
@@ -48,7 +48,7 @@ struct coordha {
  * Stop at once: _exit(), so that nothing runs on the way out (no library's
  * teardown, no flush of what this poold still meant to send).
  */
-void coordha_deposed(const char *why)
+void ha_deposed(const char *why)
 {
 	log_warnx("etcd: no longer the coordinator (%s): stopping, so that only the new leader "
 		  "acts",
@@ -56,14 +56,13 @@ void coordha_deposed(const char *why)
 	_exit(1);
 }
 
-static void coordha_standing(void *arg, bool leading, const char *leader, int64_t epoch,
-			     const char *why)
+static void ha_standing(void *arg, bool leading, const char *leader, int64_t epoch, const char *why)
 {
 	struct coordha *ha = arg;
 	struct poold *pd = ha->pd;
 
 	if (ha->leading && !leading)
-		coordha_deposed(why != NULL ? why : "another candidate leads");
+		ha_deposed(why != NULL ? why : "another candidate leads");
 	if (leader != NULL && (epoch != ha->epoch || strcmp(leader, ha->leader) != 0))
 		ha->changes++;
 	snprintf(ha->leader, sizeof(ha->leader), "%s", leader != NULL ? leader : "");
@@ -79,7 +78,7 @@ static void coordha_standing(void *arg, bool leading, const char *leader, int64_
 	}
 	if (leading) {
 		ha->leading = true;
-		event_base_loopbreak(pd->base); /* out of coordha_campaign() */
+		event_base_loopbreak(pd->base); /* out of ha_campaign() */
 	} else if (leader != NULL) {
 		log_info("etcd: standby; the coordinator is %s (epoch %lld)", leader,
 			 (long long)epoch);
@@ -90,8 +89,8 @@ static void coordha_standing(void *arg, bool leading, const char *leader, int64_
  * A client of coord.etcd on base, in TLS to https endpoints, as
  * coord.etcd_user if set; NULL with the reason in err.
  */
-static struct etcd *coordha_etcd_new(const struct poold_conf *conf, struct event_base *base,
-				     char *err, size_t errlen)
+static struct etcd *ha_etcd_new(const struct poold_conf *conf, struct event_base *base, char *err,
+				size_t errlen)
 {
 	struct etcd *e =
 	    etcd_new(base, conf->coord_etcd, (unsigned)conf->coord_etcd_timeout_ms, err, errlen);
@@ -118,7 +117,7 @@ static struct etcd *coordha_etcd_new(const struct poold_conf *conf, struct event
  * With coord.etcd: the etcd client, and the candidate or observer (a node
  * moves its link to each leader it is told by follow). 0 or -errno.
  */
-int coordha_open(struct poold *pd, coordha_follow_cb follow)
+int ha_open(struct poold *pd, ha_follow_cb follow)
 {
 	const struct poold_conf *conf = pd->conf;
 	struct coordha *ha;
@@ -131,7 +130,7 @@ int coordha_open(struct poold *pd, coordha_follow_cb follow)
 	ha->pd = pd;
 	ha->follow = follow;
 	snprintf(ha->key, sizeof(ha->key), "%s/leader", conf->coord_etcd_prefix);
-	ha->etcd = coordha_etcd_new(conf, pd->base, err, sizeof(err));
+	ha->etcd = ha_etcd_new(conf, pd->base, err, sizeof(err));
 	if (ha->etcd == NULL) {
 		log_warnx("coord.etcd: %s", err);
 		free(ha);
@@ -142,7 +141,7 @@ int coordha_open(struct poold *pd, coordha_follow_cb follow)
 	    conf->role == ROLE_COORDINATOR
 		? (conf->coord_advertise[0] != '\0' ? conf->coord_advertise : conf->peer_listen)
 		: NULL,
-	    (unsigned)(conf->coord_etcd_lease_ms / 1000), coordha_standing, ha);
+	    (unsigned)(conf->coord_etcd_lease_ms / 1000), ha_standing, ha);
 	if (ha->elect == NULL) {
 		etcd_free(ha->etcd);
 		free(ha);
@@ -156,7 +155,7 @@ int coordha_open(struct poold *pd, coordha_follow_cb follow)
  * A candidate: wait, serving only the refusals of a standby, until it
  * leads (0), or until poold is told to stop (1).
  */
-int coordha_campaign(struct poold *pd)
+int ha_campaign(struct poold *pd)
 {
 	struct coordha *ha = pd->coordha;
 
@@ -173,7 +172,7 @@ int coordha_campaign(struct poold *pd)
 }
 
 /* A candidate that does not lead (yet): its clients are refused. */
-bool coordha_standby(const struct poold *pd)
+bool ha_standby(const struct poold *pd)
 {
 	return pd->coordha != NULL && pd->conf->role == ROLE_COORDINATOR && !pd->coordha->leading;
 }
@@ -184,19 +183,19 @@ bool coordha_standby(const struct poold *pd)
  * (every request, peer frame and periodic task of the coordinator asks
  * first). false without coord.etcd.
  */
-bool coordha_epoch(const struct poold *pd, int64_t *ret_epoch)
+bool ha_epoch(const struct poold *pd, int64_t *ret_epoch)
 {
 	struct coordha *ha = pd->coordha;
 
 	if (ha == NULL || !ha->leading)
 		return false;
 	if (!elect_leading(ha->elect, ret_epoch))
-		coordha_deposed("its lease ran out: this poold did not run for a while");
+		ha_deposed("its lease ran out: this poold did not run for a while");
 	return true;
 }
 
 /* Where the coordinator's state is kept, for coord-log.c; NULL without coord.etcd. */
-struct etcd *coordha_etcd(const struct poold *pd, const char **ret_key)
+struct etcd *ha_etcd(const struct poold *pd, const char **ret_key)
 {
 	if (pd->coordha == NULL)
 		return NULL;
@@ -205,7 +204,7 @@ struct etcd *coordha_etcd(const struct poold *pd, const char **ret_key)
 }
 
 /* What status and metrics show: the leader, its epoch, the etcd endpoint in use. */
-void coordha_describe(const struct poold *pd, struct coordha_info *ret)
+void ha_describe(const struct poold *pd, struct ha_info *ret)
 {
 	const struct coordha *ha = pd->coordha;
 
@@ -221,7 +220,7 @@ void coordha_describe(const struct poold *pd, struct coordha_info *ret)
 	ret->changes = ha->changes;
 }
 
-static void coordha_resigned(void *arg, const struct etcd_result *res)
+static void ha_resigned(void *arg, const struct etcd_result *res)
 {
 	bool *answered = arg;
 
@@ -236,7 +235,7 @@ static void coordha_resigned(void *arg, const struct etcd_result *res)
  * etcd's answer (within coord.etcd_timeout) on a loop of its own: nothing
  * else of this poold, half stopped, runs meanwhile.
  */
-static void coordha_resign(struct poold *pd)
+static void ha_resign(struct poold *pd)
 {
 	struct coordha *ha = pd->coordha;
 	struct event_base *base = event_base_new();
@@ -245,8 +244,8 @@ static void coordha_resign(struct poold *pd)
 	char err[256];
 
 	ha->leading = false;
-	via = base != NULL ? coordha_etcd_new(pd->conf, base, err, sizeof(err)) : NULL;
-	if (via != NULL && elect_resign(ha->elect, via, coordha_resigned, &answered) == 0) {
+	via = base != NULL ? ha_etcd_new(pd->conf, base, err, sizeof(err)) : NULL;
+	if (via != NULL && elect_resign(ha->elect, via, ha_resigned, &answered) == 0) {
 		while (!answered)
 			if (event_base_loop(base, EVLOOP_ONCE) < 0)
 				break;
@@ -258,14 +257,14 @@ static void coordha_resign(struct poold *pd)
 		event_base_free(base);
 }
 
-void coordha_close(struct poold *pd)
+void ha_close(struct poold *pd)
 {
 	struct coordha *ha = pd->coordha;
 
 	if (ha == NULL)
 		return;
 	if (ha->leading)
-		coordha_resign(pd);
+		ha_resign(pd);
 	elect_free(ha->elect);
 	etcd_free(ha->etcd);
 	free(ha);

@@ -11,7 +11,7 @@
 #include "daemon/ha/ha-log.h"
 
 /* ha.c: the coordinator's place in etcd (coord.etcd) */
-struct coordha_info {
+struct ha_info {
 	bool on;	      /* coord.etcd is set */
 	bool leading;	      /* this poold leads */
 	const char *leader;   /* the leader as last known ("" none) */
@@ -20,14 +20,14 @@ struct coordha_info {
 	const char *why;      /* why no leader is known, or etcd's last complaint */
 	uint64_t changes;     /* leaders seen */
 };
-typedef void (*coordha_follow_cb)(struct poold *pd, const char *leader, int64_t epoch);
-int coordha_open(struct poold *pd, coordha_follow_cb follow);
-int coordha_campaign(struct poold *pd);
-bool coordha_standby(const struct poold *pd);
-void coordha_deposed(const char *why) __attribute__((noreturn));
-bool coordha_epoch(const struct poold *pd, int64_t *ret_epoch);
-struct etcd *coordha_etcd(const struct poold *pd, const char **ret_key);
-void coordha_describe(const struct poold *pd, struct coordha_info *ret);
-void coordha_close(struct poold *pd);
+typedef void (*ha_follow_cb)(struct poold *pd, const char *leader, int64_t epoch);
+int ha_open(struct poold *pd, ha_follow_cb follow);
+int ha_campaign(struct poold *pd);
+bool ha_standby(const struct poold *pd);
+void ha_deposed(const char *why) __attribute__((noreturn));
+bool ha_epoch(const struct poold *pd, int64_t *ret_epoch);
+struct etcd *ha_etcd(const struct poold *pd, const char **ret_key);
+void ha_describe(const struct poold *pd, struct ha_info *ret);
+void ha_close(struct poold *pd);
 
 #endif /* POOLD_HA_H */

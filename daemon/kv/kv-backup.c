@@ -58,8 +58,8 @@
  * from the owner alone (a backup's link that neither answers nor fails):
  * released then, its shards copied whole again, freed by its last answer.
  */
-struct kvbackup_wait {
-	TAILQ_ENTRY(kvbackup_wait) entry;
+struct kv_backup_waiter {
+	TAILQ_ENTRY(kv_backup_waiter) entry;
 	struct poold *pd; /* NULL: answered already (this poold stops) */
 	unsigned pending; /* calls not answered yet */
 	void (*done)(void *arg);
@@ -70,8 +70,8 @@ struct kvbackup_wait {
 };
 
 /* Shards copied whole to their backup node, a call at a time. */
-struct kvbackup_copy {
-	TAILQ_ENTRY(kvbackup_copy) entry;
+struct kv_backup_copy {
+	TAILQ_ENTRY(kv_backup_copy) entry;
 	struct poold *pd; /* NULL: this poold stops, freed by its last answer */
 	uint32_t node;
 	uint8_t shards[KVBACKUP_SHARD_BYTES];
@@ -84,22 +84,22 @@ struct kvbackup_copy {
 };
 
 /* One call to a backup, who waits for its answer, and the shards of its keys. */
-struct kvbackup_call {
-	struct kvbackup_wait *wait;
-	struct kvbackup_copy *copy;
+struct kv_backup_call {
+	struct kv_backup_waiter *wait;
+	struct kv_backup_copy *copy;
 	uint32_t node;
 	uint8_t shards[KVBACKUP_SHARD_BYTES];
 };
 
 /* At a backup: an owner's value coming in pieces. */
-struct kvbackup_from {
-	TAILQ_ENTRY(kvbackup_from) entry;
+struct kv_backup_from {
+	TAILQ_ENTRY(kv_backup_from) entry;
 	uint32_t node;
 	struct kv_part part;
 };
 
 /* A key the owner evicted, to be removed at its backup too. */
-struct kvbackup_gone {
+struct kv_backup_gone {
 	uint32_t node;
 	uint64_t ns;
 	uint8_t *key;
@@ -107,7 +107,7 @@ struct kvbackup_gone {
 };
 
 /* A call being filled: one namespace's values and removed keys. */
-struct kvbackup_msg {
+struct kv_backup_msg {
 	Pool__KvBackup m;
 	Pool__KvHandoverEntry *entries;
 	Pool__KvHandoverEntry **ptrs;
@@ -117,14 +117,14 @@ struct kvbackup_msg {
 	uint8_t shards[KVBACKUP_SHARD_BYTES]; /* of its keys */
 };
 
-static void kvbackup_msg_free(struct kvbackup_msg *b)
+static void kv_backup_msg_free(struct kv_backup_msg *b)
 {
 	free(b->entries);
 	free(b->ptrs);
 	free(b->removed);
 }
 
-static bool kvbackup_msg_room(struct kvbackup_msg *b)
+static bool kv_backup_msg_room(struct kv_backup_msg *b)
 {
 	size_t cap = b->cap ? b->cap * 2 : 64;
 	Pool__KvHandoverEntry *entries;
@@ -141,11 +141,11 @@ static bool kvbackup_msg_room(struct kvbackup_msg *b)
 }
 
 /* Whether shards are backed in any namespace here (one of 2 replicas). */
-static bool kvbackup_any(struct poold *pd)
+static bool kv_backup_any(struct poold *pd)
 {
 	struct kv_ns *ns;
 
-	for (ns = kvowner_next_ns(pd, 0); ns != NULL; ns = kvowner_next_ns(pd, ns->id))
+	for (ns = kv_owner_next_ns(pd, 0); ns != NULL; ns = kv_owner_next_ns(pd, ns->id))
 		if (ns->replicas > 1)
 			return true;
 	return false;
@@ -155,24 +155,24 @@ static bool kvbackup_any(struct poold *pd)
  * The shards (those of a call, or all with NULL) whose copy went to node
  * no longer count as whole there: they are copied again.
  */
-static void kvbackup_recopy(struct poold *pd, uint32_t node, const uint8_t *shards)
+static void kv_backup_recopy(struct poold *pd, uint32_t node, const uint8_t *shards)
 {
 	uint32_t s;
 
 	for (s = 0; s < KV_SHARDS; s++)
-		if (pd->kv->copied_to[s] == node && (shards == NULL || kvowner_bit(shards, s)))
+		if (pd->kv->copied_to[s] == node && (shards == NULL || kv_owner_bit(shards, s)))
 			pd->kv->copied_to[s] = 0;
 }
 
-static void kvbackup_copy_step(struct poold *pd, struct kvbackup_copy *c);
+static void kv_backup_copy_step(struct poold *pd, struct kv_backup_copy *c);
 
 /* The backup's answer to one call (from the loop). */
-static void kvbackup_answered(struct poold *pd, void *arg, int status, uint16_t type,
-			      const uint8_t *bytes, size_t len)
+static void kv_backup_answered(struct poold *pd, void *arg, int status, uint16_t type,
+			       const uint8_t *bytes, size_t len)
 {
-	struct kvbackup_call *call = arg;
-	struct kvbackup_wait *w = call->wait;
-	struct kvbackup_copy *c = call->copy;
+	struct kv_backup_call *call = arg;
+	struct kv_backup_waiter *w = call->wait;
+	struct kv_backup_copy *c = call->copy;
 	ProtobufCMessage *msg;
 
 	status = nodecall_reply(status, type, bytes, len, WIRE_OK, &msg);
@@ -183,7 +183,7 @@ static void kvbackup_answered(struct poold *pd, void *arg, int status, uint16_t 
 		if (status < 0 && w->pd != NULL && !w->released) {
 			w->pd->kv->backup_missed++;
 			if (status != -ENOSPC && status != -EDQUOT)
-				kvbackup_recopy(w->pd, call->node, call->shards);
+				kv_backup_recopy(w->pd, call->node, call->shards);
 		}
 		if (--w->pending == 0) {
 			if (w->pd != NULL && !w->released) {
@@ -196,39 +196,39 @@ static void kvbackup_answered(struct poold *pd, void *arg, int status, uint16_t 
 	if (w == NULL && c == NULL && status < 0 && pd->kv != NULL &&
 	    pd->kv->copy_close != NULL) { /* (evictions not taken: copied again) */
 		pd->kv->backup_missed++;
-		kvbackup_recopy(pd, call->node, call->shards);
+		kv_backup_recopy(pd, call->node, call->shards);
 	}
 	if (c != NULL) {
 		c->failed = c->failed || status < 0;
 		if (--c->in_flight == 0 && c->pd == NULL)
 			free(c);
 		else if (c->in_flight == 0)
-			kvbackup_copy_step(pd, c);
+			kv_backup_copy_step(pd, c);
 	}
 	free(call);
 }
 
-static void kvbackup_gone_send(struct poold *pd);
+static void kv_backup_gone_send(struct poold *pd);
 
 /*
  * Send the call b holds (of namespace ns) to node, for w or c (or
  * neither: evictions); then b is empty again. The evictions not sent yet
  * go first, so that a backup never removes a key after a newer value.
  */
-static int kvbackup_msg_send(struct poold *pd, uint32_t node, const char *ns,
-			     struct kvbackup_msg *b, struct kvbackup_wait *w,
-			     struct kvbackup_copy *c)
+static int kv_backup_msg_send(struct poold *pd, uint32_t node, const char *ns,
+			      struct kv_backup_msg *b, struct kv_backup_waiter *w,
+			      struct kv_backup_copy *c)
 {
 	struct nodecall_as as = {0, 0, 0, true, 0};
-	struct kvbackup_call *call;
+	struct kv_backup_call *call;
 	size_t i;
 	int rc;
 
 	if (w != NULL || c != NULL)
-		kvbackup_gone_send(pd);
+		kv_backup_gone_send(pd);
 	if ((call = malloc(sizeof(*call))) == NULL)
 		return -ENOMEM;
-	*call = (struct kvbackup_call){w, c, node, {0}};
+	*call = (struct kv_backup_call){w, c, node, {0}};
 	memcpy(call->shards, b->shards, sizeof(call->shards));
 	b->m.ns = (char *)ns;
 	for (i = 0; i < b->n; i++)
@@ -239,7 +239,7 @@ static int kvbackup_msg_send(struct poold *pd, uint32_t node, const char *ns,
 	b->m.n_removed = b->nremoved;
 	b->m.has_copy = b->m.copy = c != NULL;
 	rc = nodecall_send_apart(pd, node, &as, WIRE_KV_BACKUP, &b->m.base, KVBACKUP_ANSWER_MAX,
-				 kvbackup_answered, call);
+				 kv_backup_answered, call);
 	if (rc < 0) {
 		free(call);
 	} else {
@@ -266,37 +266,37 @@ static int kvbackup_msg_send(struct poold *pd, uint32_t node, const char *ns,
  * a call, in pieces each sent at once (a fuller call is sent first). 0 or
  * -errno (nothing of it went).
  */
-static int kvbackup_msg_add(struct poold *pd, uint32_t node, const char *ns, struct kvbackup_msg *b,
-			    const struct kv_entry *e, struct kvbackup_wait *w,
-			    struct kvbackup_copy *c)
+static int kv_backup_msg_add(struct poold *pd, uint32_t node, const char *ns,
+			     struct kv_backup_msg *b, const struct kv_entry *e,
+			     struct kv_backup_waiter *w, struct kv_backup_copy *c)
 {
 	uint64_t off = 0, take;
 	int rc = 0;
 
 	if (b->n + b->nremoved > 0 && b->bytes + e->val.vlen > KVBACKUP_BYTES &&
-	    (rc = kvbackup_msg_send(pd, node, ns, b, w, c)) < 0)
+	    (rc = kv_backup_msg_send(pd, node, ns, b, w, c)) < 0)
 		return rc;
 	do {
 		void *data;
 
 		take = MIN(e->val.vlen - off, (uint64_t)KVBACKUP_BYTES);
-		if (!kvbackup_msg_room(b))
+		if (!kv_backup_msg_room(b))
 			return -ENOMEM;
 		if (kvstore_reach(pd, e->val.off, off, take, &data) < 0)
 			return -EFAULT;
-		kvhandover_entry(&b->entries[b->n++], e, off, data, take);
+		kv_handover_entry(&b->entries[b->n++], e, off, data, take);
 		b->bytes += take + e->klen + KVBACKUP_ENTRY_COST;
-		kvowner_set(b->shards, kv_shard_of(ns, kv_entry_key(e), e->klen), true);
+		kv_owner_set(b->shards, kv_shard_of(ns, kv_entry_key(e), e->klen), true);
 		off += take;
-		if (off < e->val.vlen && (rc = kvbackup_msg_send(pd, node, ns, b, w, c)) < 0)
+		if (off < e->val.vlen && (rc = kv_backup_msg_send(pd, node, ns, b, w, c)) < 0)
 			return rc; /* (a piece, and the next one at once) */
 	} while (off < e->val.vlen);
 	return 0;
 }
 
 /* A removed key of ns in the call b fills. */
-static int kvbackup_msg_removed(struct kvbackup_msg *b, const char *ns,
-				const ProtobufCBinaryData *key)
+static int kv_backup_msg_removed(struct kv_backup_msg *b, const char *ns,
+				 const ProtobufCBinaryData *key)
 {
 	if (b->nremoved == b->rcap) {
 		size_t cap = b->rcap ? b->rcap * 2 : 64;
@@ -308,7 +308,7 @@ static int kvbackup_msg_removed(struct kvbackup_msg *b, const char *ns,
 		b->rcap = cap;
 	}
 	b->removed[b->nremoved++] = *key;
-	kvowner_set(b->shards, kv_shard_of(ns, key->data, key->len), true);
+	kv_owner_set(b->shards, kv_shard_of(ns, key->data, key->len), true);
 	b->bytes += key->len + KVBACKUP_ENTRY_COST;
 	return 0;
 }
@@ -317,23 +317,23 @@ static int kvbackup_msg_removed(struct kvbackup_msg *b, const char *ns,
  * The backup of key's shard of ns: 0 when it has none (a single owner).
  * The map's owners are the members not dead, so a second in it is up.
  */
-static uint32_t kvbackup_of(struct poold *pd, const struct kv_ns *ns, const void *key, size_t klen)
+static uint32_t kv_backup_of(struct poold *pd, const struct kv_ns *ns, const void *key, size_t klen)
 {
-	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	const struct kv_shard_map *map = member_kv_shards(pd);
 	uint32_t s = kv_shard_of(ns->name, key, klen);
 
 	return map->nowners > 1 && map->owner[s] == pd->node_id ? map->second[s] : 0;
 }
 
 /* A key of a request (its index) and the backup of its shard, sorted by backup then index. */
-struct kvbackup_key {
+struct kv_backup_key {
 	uint32_t node;
 	uint32_t i;
 };
 
-static int kvbackup_key_cmp(const void *a, const void *b)
+static int kv_backup_key_cmp(const void *a, const void *b)
 {
-	const struct kvbackup_key *x = a, *y = b;
+	const struct kv_backup_key *x = a, *y = b;
 
 	if (x->node != y->node)
 		return x->node < y->node ? -1 : 1;
@@ -345,12 +345,12 @@ static int kvbackup_key_cmp(const void *a, const void *b)
  * them, in the request's order): the values now held of those put (a key
  * gone meanwhile goes as removed), or the keys removed.
  */
-static void kvbackup_send_to(struct poold *pd, struct kv_ns *ns, uint32_t node,
-			     const ProtobufCBinaryData *keys, const struct kvbackup_key *to,
-			     size_t n, bool removed, struct kvbackup_wait *w)
+static void kv_backup_send_to(struct poold *pd, struct kv_ns *ns, uint32_t node,
+			      const ProtobufCBinaryData *keys, const struct kv_backup_key *to,
+			      size_t n, bool removed, struct kv_backup_waiter *w)
 {
 	Pool__KvBackup init = POOL__KV_BACKUP__INIT;
-	struct kvbackup_msg b = {.m = init};
+	struct kv_backup_msg b = {.m = init};
 	size_t k, i;
 	int rc = 0;
 
@@ -362,27 +362,27 @@ static void kvbackup_send_to(struct poold *pd, struct kv_ns *ns, uint32_t node,
 			    : *kv_slot(ns, keys[i].data, keys[i].len,
 				       kv_hash(keys[i].data, keys[i].len));
 		if (e != NULL && e->has_val && e->val.node == pd->node_id)
-			rc = kvbackup_msg_add(pd, node, ns->name, &b, e, w, NULL);
+			rc = kv_backup_msg_add(pd, node, ns->name, &b, e, w, NULL);
 		else
-			rc = kvbackup_msg_removed(&b, ns->name, &keys[i]);
+			rc = kv_backup_msg_removed(&b, ns->name, &keys[i]);
 		if (rc == 0 && b.bytes >= KVBACKUP_BYTES)
-			rc = kvbackup_msg_send(pd, node, ns->name, &b, w, NULL);
+			rc = kv_backup_msg_send(pd, node, ns->name, &b, w, NULL);
 	}
 	if (rc == 0 && b.n + b.nremoved > 0)
-		rc = kvbackup_msg_send(pd, node, ns->name, &b, w, NULL);
+		rc = kv_backup_msg_send(pd, node, ns->name, &b, w, NULL);
 	if (rc < 0) {
 		pd->kv->backup_missed++;
-		kvbackup_recopy(pd, node, NULL);
+		kv_backup_recopy(pd, node, NULL);
 	}
-	kvbackup_msg_free(&b);
+	kv_backup_msg_free(&b);
 }
 
-int kvbackup_send(struct poold *pd, struct kv_ns *ns, const ProtobufCBinaryData *keys,
-		  const Pool__KvLocation *locs, size_t n, bool removed, void (*done)(void *arg),
-		  void *arg)
+int kv_backup_send(struct poold *pd, struct kv_ns *ns, const ProtobufCBinaryData *keys,
+		   const Pool__KvLocation *locs, size_t n, bool removed, void (*done)(void *arg),
+		   void *arg)
 {
-	struct kvbackup_wait *w;
-	struct kvbackup_key *to;
+	struct kv_backup_waiter *w;
+	struct kv_backup_key *to;
 	uint64_t window;
 	size_t i, j, m = 0;
 
@@ -397,24 +397,24 @@ int kvbackup_send(struct poold *pd, struct kv_ns *ns, const ProtobufCBinaryData 
 		pd->kv->backup_missed++;
 		return 0;
 	}
-	/* (a backup silent for the heartbeat window: kvbackup_waits_expire()) */
+	/* (a backup silent for the heartbeat window: kv_backup_waits_expire()) */
 	window = (uint64_t)pd->conf->heartbeat_ms * (uint64_t)pd->conf->heartbeat_misses;
-	*w = (struct kvbackup_wait){
+	*w = (struct kv_backup_waiter){
 	    .pd = pd, .done = done, .arg = arg, .until_ms = units_now_ms() + window};
 	for (i = 0; i < n; i++) {
 		uint32_t node =
-		    locs[i].status == 0 ? kvbackup_of(pd, ns, keys[i].data, keys[i].len) : 0;
+		    locs[i].status == 0 ? kv_backup_of(pd, ns, keys[i].data, keys[i].len) : 0;
 
 		if (node != 0)
-			to[m++] = (struct kvbackup_key){node, (uint32_t)i};
+			to[m++] = (struct kv_backup_key){node, (uint32_t)i};
 	}
 	/* (grouped by backup, each group in the request's order: its calls) */
-	qsort(to, m, sizeof(*to), kvbackup_key_cmp);
+	qsort(to, m, sizeof(*to), kv_backup_key_cmp);
 	w->pending = 1; /* (until every call went: an answer cannot come before) */
 	for (i = 0; i < m; i = j) {
 		for (j = i + 1; j < m && to[j].node == to[i].node; j++)
 			;
-		kvbackup_send_to(pd, ns, to[i].node, keys, &to[i], j - i, removed, w);
+		kv_backup_send_to(pd, ns, to[i].node, keys, &to[i], j - i, removed, w);
 	}
 	free(to);
 	if (--w->pending == 0) {
@@ -425,9 +425,9 @@ int kvbackup_send(struct poold *pd, struct kv_ns *ns, const ProtobufCBinaryData 
 	return 1;
 }
 
-static int kvbackup_gone_cmp(const void *a, const void *b)
+static int kv_backup_gone_cmp(const void *a, const void *b)
 {
-	const struct kvbackup_gone *x = a, *y = b;
+	const struct kv_backup_gone *x = a, *y = b;
 
 	if (x->node != y->node)
 		return x->node < y->node ? -1 : 1;
@@ -437,51 +437,51 @@ static int kvbackup_gone_cmp(const void *a, const void *b)
 /*
  * The evicted keys not sent yet, to their backups: grouped by backup and
  * namespace, a call each (more when many), answered by no one but
- * kvbackup_answered().
+ * kv_backup_answered().
  */
-static void kvbackup_gone_send(struct poold *pd)
+static void kv_backup_gone_send(struct poold *pd)
 {
 	struct kv_space *kv = pd->kv;
-	struct kvbackup_gone *gone = kv->gone;
+	struct kv_backup_gone *gone = kv->gone;
 	size_t n = kv->ngone, i, j, k;
 
 	if (n == 0)
 		return;
 	kv->gone = NULL; /* (taken: the sends below do not come back here) */
 	kv->ngone = kv->gone_cap = 0;
-	qsort(gone, n, sizeof(*gone), kvbackup_gone_cmp);
+	qsort(gone, n, sizeof(*gone), kv_backup_gone_cmp);
 	for (i = 0; i < n; i = j) {
 		Pool__KvBackup init = POOL__KV_BACKUP__INIT;
-		struct kvbackup_msg b = {.m = init};
+		struct kv_backup_msg b = {.m = init};
 		struct kv_ns *ns = kv_ns_by_id(pd, gone[i].ns);
 		int rc = 0;
 
-		for (j = i + 1; j < n && kvbackup_gone_cmp(&gone[i], &gone[j]) == 0; j++)
+		for (j = i + 1; j < n && kv_backup_gone_cmp(&gone[i], &gone[j]) == 0; j++)
 			;
 		for (k = i; k < j && ns != NULL && rc == 0; k++) {
 			ProtobufCBinaryData key = {gone[k].klen, gone[k].key};
 
-			rc = kvbackup_msg_removed(&b, ns->name, &key);
+			rc = kv_backup_msg_removed(&b, ns->name, &key);
 			if (rc == 0 && b.bytes >= KVBACKUP_BYTES)
-				rc = kvbackup_msg_send(pd, gone[i].node, ns->name, &b, NULL, NULL);
+				rc = kv_backup_msg_send(pd, gone[i].node, ns->name, &b, NULL, NULL);
 		}
 		if (ns != NULL && rc == 0 && b.nremoved > 0)
-			rc = kvbackup_msg_send(pd, gone[i].node, ns->name, &b, NULL, NULL);
+			rc = kv_backup_msg_send(pd, gone[i].node, ns->name, &b, NULL, NULL);
 		if (rc < 0) {
 			kv->backup_missed++;
-			kvbackup_recopy(pd, gone[i].node, NULL);
+			kv_backup_recopy(pd, gone[i].node, NULL);
 		}
-		kvbackup_msg_free(&b); /* (before the keys its calls pointed at: packed, sent) */
+		kv_backup_msg_free(&b); /* (before the keys its calls pointed at: packed, sent) */
 		for (k = i; k < j; k++)
 			free(gone[k].key);
 	}
 	free(gone);
 }
 
-static void kvbackup_gone_cb(evutil_socket_t fd, short what, void *arg)
+static void kv_backup_gone_cb(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd, (void)what;
-	kvbackup_gone_send(arg);
+	kv_backup_gone_send(arg);
 }
 
 /*
@@ -489,7 +489,7 @@ static void kvbackup_gone_cb(evutil_socket_t fd, short what, void *arg)
  * backup too, by the end of this turn of the loop or before any other
  * call to a backup, whichever comes first.
  */
-static void kvbackup_evicted(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e)
+static void kv_backup_evicted(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e)
 {
 	static const struct timeval now = {0, 0};
 	struct kv_space *kv = pd->kv;
@@ -497,11 +497,11 @@ static void kvbackup_evicted(struct poold *pd, const struct kv_ns *ns, const str
 	uint8_t *key;
 
 	if (!(ns->flags & HOLD_NS_SHARDED) || ns->replicas < 2 ||
-	    (node = kvbackup_of(pd, ns, kv_entry_key(e), e->klen)) == 0)
+	    (node = kv_backup_of(pd, ns, kv_entry_key(e), e->klen)) == 0)
 		return; /* (not a shard it owns with a backup: a copy, say) */
 	if (kv->ngone == kv->gone_cap) {
 		size_t cap = kv->gone_cap ? kv->gone_cap * 2 : 64;
-		struct kvbackup_gone *g = realloc(kv->gone, cap * sizeof(*g));
+		struct kv_backup_gone *g = realloc(kv->gone, cap * sizeof(*g));
 
 		if (g == NULL)
 			goto missed;
@@ -511,26 +511,26 @@ static void kvbackup_evicted(struct poold *pd, const struct kv_ns *ns, const str
 	if ((key = malloc(e->klen)) == NULL)
 		goto missed;
 	memcpy(key, kv_entry_key(e), e->klen);
-	kv->gone[kv->ngone++] = (struct kvbackup_gone){node, ns->id, key, e->klen};
+	kv->gone[kv->ngone++] = (struct kv_backup_gone){node, ns->id, key, e->klen};
 	if (!evtimer_pending(kv->gone_ev, NULL))
 		evtimer_add(kv->gone_ev, &now);
 	return;
 missed:
 	kv->backup_missed++;
-	kvbackup_recopy(pd, node, NULL);
+	kv_backup_recopy(pd, node, NULL);
 }
 
 /* Whether this poold owns shard s, serves it, and its backup is node. */
-static bool kvbackup_copies(struct poold *pd, uint32_t s, uint32_t node)
+static bool kv_backup_copies(struct poold *pd, uint32_t s, uint32_t node)
 {
-	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	const struct kv_shard_map *map = member_kv_shards(pd);
 	struct kv_space *kv = pd->kv;
 
 	return map->nowners > 1 && map->owner[s] == pd->node_id && map->second[s] == node &&
-	       kv->from[s] == 0 && !kvowner_bit(kv->dropping, s);
+	       kv->from[s] == 0 && !kv_owner_bit(kv->dropping, s);
 }
 
-static void kvbackup_copy_free(struct poold *pd, struct kvbackup_copy *c)
+static void kv_backup_copy_free(struct poold *pd, struct kv_backup_copy *c)
 {
 	TAILQ_REMOVE(&pd->kv->copies, c, entry);
 	if (c->in_flight > 0)
@@ -545,11 +545,11 @@ static void kvbackup_copy_free(struct poold *pd, struct kvbackup_copy *c)
  * says the shards went whole; once that one is answered the shards count
  * as copied. A refused or failed walk starts again after a while.
  */
-static void kvbackup_copy_step(struct poold *pd, struct kvbackup_copy *c)
+static void kv_backup_copy_step(struct poold *pd, struct kv_backup_copy *c)
 {
 	static const struct timeval now = {0, 0}, retry = {0, KVBACKUP_RETRY_MS * 1000};
 	Pool__KvBackup init = POOL__KV_BACKUP__INIT;
-	struct kvbackup_msg b = {.m = init};
+	struct kv_backup_msg b = {.m = init};
 	uint64_t until = units_now_us() + KVBACKUP_SLICE_US;
 	struct kv_ns *ns;
 	size_t seen = 0;
@@ -558,9 +558,9 @@ static void kvbackup_copy_step(struct poold *pd, struct kvbackup_copy *c)
 	int rc = 0;
 
 	for (s = 0; s < KV_SHARDS; s++) { /* (those it no longer copies there) */
-		if (kvowner_bit(c->shards, s) && !kvbackup_copies(pd, s, c->node))
-			kvowner_set(c->shards, s, false);
-		any = any || kvowner_bit(c->shards, s);
+		if (kv_owner_bit(c->shards, s) && !kv_backup_copies(pd, s, c->node))
+			kv_owner_set(c->shards, s, false);
+		any = any || kv_owner_bit(c->shards, s);
 	}
 	if (c->failed || !any) {
 		c->failed = c->done_sent = c->start_sent = false;
@@ -568,29 +568,29 @@ static void kvbackup_copy_step(struct poold *pd, struct kvbackup_copy *c)
 		c->bucket = 0;
 		c->retry_ms = units_now_ms() + KVBACKUP_RETRY_MS;
 		if (!any)
-			kvbackup_copy_free(pd, c);
+			kv_backup_copy_free(pd, c);
 		else
 			evtimer_add(pd->kv->copy_ev, &retry);
 		return;
 	}
 	if (c->done_sent) { /* (the last call was answered: the shards are whole there) */
 		for (s = 0; s < KV_SHARDS; s++)
-			if (kvowner_bit(c->shards, s)) {
+			if (kv_owner_bit(c->shards, s)) {
 				pd->kv->copied_to[s] = c->node;
 				pd->kv->backup_copied++;
 			}
-		kvbackup_copy_free(pd, c);
+		kv_backup_copy_free(pd, c);
 		return;
 	}
 	ns = c->ns != 0 ? kv_ns_by_id(pd, c->ns) : NULL;
 	if (ns == NULL)
-		ns = kvowner_next_ns(pd, 0), c->bucket = 0; /* (the start, or gone: all again) */
+		ns = kv_owner_next_ns(pd, 0), c->bucket = 0; /* (the start, or gone: all again) */
 	if (!c->start_sent) { /* (its first call names the shards it copies: KvBackup.start) */
 		b.m.has_start = 1;
 		b.m.start = (ProtobufCBinaryData){sizeof(c->shards), c->shards};
 	}
 	for (; ns != NULL && rc == 0 && b.bytes < KVBACKUP_BYTES;
-	     ns = kvowner_next_ns(pd, ns->id)) {
+	     ns = kv_owner_next_ns(pd, ns->id)) {
 		if (ns->replicas < 2)
 			continue;
 		for (; c->bucket < ns->nbuckets && rc == 0 && b.bytes < KVBACKUP_BYTES;
@@ -601,11 +601,11 @@ static void kvbackup_copy_step(struct poold *pd, struct kvbackup_copy *c)
 				break;
 			for (e = ns->buckets[c->bucket]; e != NULL && rc == 0; e = e->hnext)
 				if (e->has_val && e->val.node == pd->node_id &&
-				    kvowner_bit(c->shards,
-						kv_shard_of(ns->name, kv_entry_key(e), e->klen)) &&
+				    kv_owner_bit(c->shards,
+						 kv_shard_of(ns->name, kv_entry_key(e), e->klen)) &&
 				    (kv_expire_at(e) == 0 || kv_expire_at(e) > kv_unix_ms()))
-					rc =
-					    kvbackup_msg_add(pd, c->node, ns->name, &b, e, NULL, c);
+					rc = kv_backup_msg_add(pd, c->node, ns->name, &b, e, NULL,
+							       c);
 		}
 		c->ns = ns->id;
 		if (c->bucket < ns->nbuckets || b.n > 0)
@@ -618,8 +618,8 @@ static void kvbackup_copy_step(struct poold *pd, struct kvbackup_copy *c)
 		c->done_sent = true;
 	}
 	if (rc == 0 && (b.n > 0 || b.m.has_done))
-		rc = kvbackup_msg_send(pd, c->node, ns != NULL ? ns->name : "", &b, NULL, c);
-	kvbackup_msg_free(&b);
+		rc = kv_backup_msg_send(pd, c->node, ns != NULL ? ns->name : "", &b, NULL, c);
+	kv_backup_msg_free(&b);
 	if (rc < 0)
 		c->failed = true;
 	if (c->in_flight == 0) /* (nothing went: the next step from the loop) */
@@ -638,9 +638,9 @@ static void kvbackup_copy_step(struct poold *pd, struct kvbackup_copy *c)
  * whole again, so that a partition between two members does not stall
  * their writes.
  */
-static void kvbackup_waits_expire(struct poold *pd, uint64_t now)
+static void kv_backup_waits_expire(struct poold *pd, uint64_t now)
 {
-	struct kvbackup_wait *w, *next;
+	struct kv_backup_waiter *w, *next;
 	uint32_t s;
 
 	for (w = TAILQ_FIRST(&pd->kv->waits); w != NULL; w = next) {
@@ -651,28 +651,28 @@ static void kvbackup_waits_expire(struct poold *pd, uint64_t now)
 		w->released = true;
 		pd->kv->backup_missed++;
 		for (s = 0; s < KV_SHARDS; s++)
-			if (kvowner_bit(w->shards, s))
+			if (kv_owner_bit(w->shards, s))
 				pd->kv->copied_to[s] = 0;
 		w->done(w->arg);
 	}
 }
 
-static void kvbackup_kick(struct poold *pd)
+static void kv_backup_kick(struct poold *pd)
 {
-	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	const struct kv_shard_map *map = member_kv_shards(pd);
 	struct kv_space *kv = pd->kv;
-	struct kvbackup_copy *c = NULL, *next;
+	struct kv_backup_copy *c = NULL, *next;
 	uint64_t now = units_now_ms();
 	uint32_t s, b;
 
 	if (kv == NULL)
 		return;
-	kvbackup_waits_expire(pd, now);
-	if (!kvbackup_any(pd))
+	kv_backup_waits_expire(pd, now);
+	if (!kv_backup_any(pd))
 		return;
 	for (s = 0; s < KV_SHARDS && map->nowners > 1; s++) {
 		b = map->second[s];
-		if (kv->copied_to[s] == b || !kvbackup_copies(pd, s, b))
+		if (kv->copied_to[s] == b || !kv_backup_copies(pd, s, b))
 			continue;
 		if (c == NULL || c->node != b) {
 			TAILQ_FOREACH(c, &kv->copies, entry)
@@ -684,8 +684,8 @@ static void kvbackup_kick(struct poold *pd)
 			c->node = b;
 			TAILQ_INSERT_TAIL(&kv->copies, c, entry);
 		}
-		if (c != NULL && !kvowner_bit(c->shards, s)) {
-			kvowner_set(c->shards, s, true); /* (more: the walk from the start) */
+		if (c != NULL && !kv_owner_bit(c->shards, s)) {
+			kv_owner_set(c->shards, s, true); /* (more: the walk from the start) */
 			c->ns = 0;
 			c->bucket = 0;
 			c->done_sent = c->start_sent = false;
@@ -694,20 +694,20 @@ static void kvbackup_kick(struct poold *pd)
 	for (c = TAILQ_FIRST(&kv->copies); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, entry);
 		if (c->in_flight == 0 && now >= c->retry_ms)
-			kvbackup_copy_step(pd, c);
+			kv_backup_copy_step(pd, c);
 	}
 }
 
-static void kvbackup_again(evutil_socket_t fd, short what, void *arg)
+static void kv_backup_again(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd, (void)what;
-	kvbackup_kick(arg);
+	kv_backup_kick(arg);
 }
 
 /* At a backup: the value in pieces of owner node's (made when first asked). */
-static struct kv_part *kvbackup_part(struct poold *pd, uint32_t node)
+static struct kv_part *kv_backup_part(struct poold *pd, uint32_t node)
 {
-	struct kvbackup_from *f;
+	struct kv_backup_from *f;
 
 	TAILQ_FOREACH(f, &pd->kv->parts, entry)
 		if (f->node == node)
@@ -720,12 +720,12 @@ static struct kv_part *kvbackup_part(struct poold *pd, uint32_t node)
 }
 
 /* Whether this poold backs shard s for node, in its own map (and is not dropping it). */
-static bool kvbackup_backs_shard(struct poold *pd, uint32_t s, uint32_t node)
+static bool kv_backup_backs_shard(struct poold *pd, uint32_t s, uint32_t node)
 {
-	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	const struct kv_shard_map *map = member_kv_shards(pd);
 
 	return map->nowners > 1 && map->owner[s] == node && map->second[s] == pd->node_id &&
-	       !kvowner_bit(pd->kv->dropping, s);
+	       !kv_owner_bit(pd->kv->dropping, s);
 }
 
 /*
@@ -733,42 +733,42 @@ static bool kvbackup_backs_shard(struct poold *pd, uint32_t s, uint32_t node)
  * is noted, so that what the copy does not write again can go once it is
  * done; a sweep of what an earlier copy left stops (this one's will do).
  */
-static void kvbackup_copy_begins(struct poold *pd, const uint8_t *shards, uint32_t node)
+static void kv_backup_copy_begins(struct poold *pd, const uint8_t *shards, uint32_t node)
 {
 	struct kv_ns *ns;
 	uint32_t s;
 
-	for (ns = kvowner_next_ns(pd, 0); ns != NULL; ns = kvowner_next_ns(pd, ns->id))
+	for (ns = kv_owner_next_ns(pd, 0); ns != NULL; ns = kv_owner_next_ns(pd, ns->id))
 		if (ns->replicas > 1 && ns->copy_since == NULL)
 			ns->copy_since = calloc(KV_SHARDS, sizeof(*ns->copy_since));
 	for (s = 0; s < KV_SHARDS; s++) {
-		if (!kvowner_bit(shards, s) || !kvbackup_backs_shard(pd, s, node))
+		if (!kv_owner_bit(shards, s) || !kv_backup_backs_shard(pd, s, node))
 			continue;
-		kvowner_set(pd->kv->stale, s, false);
-		for (ns = kvowner_next_ns(pd, 0); ns != NULL; ns = kvowner_next_ns(pd, ns->id))
+		kv_owner_set(pd->kv->stale, s, false);
+		for (ns = kv_owner_next_ns(pd, 0); ns != NULL; ns = kv_owner_next_ns(pd, ns->id))
 			if (ns->copy_since != NULL)
 				ns->copy_since[s] = ns->next_version;
 	}
 }
 
 /* The whole copy of node's shards is done: they are whole here, and their older copies go. */
-static void kvbackup_copy_done(struct poold *pd, const uint8_t *shards, uint32_t node)
+static void kv_backup_copy_done(struct poold *pd, const uint8_t *shards, uint32_t node)
 {
 	bool any = false;
 	uint32_t s;
 
 	for (s = 0; s < KV_SHARDS; s++)
-		if (kvowner_bit(shards, s) && kvbackup_backs_shard(pd, s, node)) {
+		if (kv_owner_bit(shards, s) && kv_backup_backs_shard(pd, s, node)) {
 			pd->kv->whole_from[s] = node;
-			kvowner_set(pd->kv->stale, s, true);
+			kv_owner_set(pd->kv->stale, s, true);
 			any = true;
 		}
 	if (any)
-		kvowner_drop_start(pd);
+		kv_owner_drop_start(pd);
 }
 
 /* Served for a shard owner's poold, in a call (nodecall.c): its changes, taken here. */
-static int kvbackup_request(struct req *r, const ProtobufCMessage *msg)
+static int kv_backup_request(struct req *r, const ProtobufCMessage *msg)
 {
 	const Pool__KvBackup *m = (const Pool__KvBackup *)msg;
 	struct poold *pd = r->pd;
@@ -789,11 +789,11 @@ static int kvbackup_request(struct req *r, const ProtobufCMessage *msg)
 	if ((m->has_done && m->done.len != KVBACKUP_SHARD_BYTES) ||
 	    (m->has_start && m->start.len != KVBACKUP_SHARD_BYTES))
 		return req_errorf(r, -EINVAL, "a backup copy names %u shards", KV_SHARDS);
-	kvowner_map(pd);
+	kv_owner_map(pd);
 	if (m->has_start)
-		kvbackup_copy_begins(pd, m->start.data, r->node);
+		kv_backup_copy_begins(pd, m->start.data, r->node);
 	if (m->n_entries + m->n_removed == 0 && m->has_done) { /* (the end of a whole copy) */
-		kvbackup_copy_done(pd, m->done.data, r->node);
+		kv_backup_copy_done(pd, m->done.data, r->node);
 		return req_reply(r, WIRE_OK, &ok.base);
 	}
 	if (ns == NULL || !(ns->flags & HOLD_NS_SHARDED) || ns->replicas < 2)
@@ -804,7 +804,7 @@ static int kvbackup_request(struct req *r, const ProtobufCMessage *msg)
 		    i < m->n_entries ? &m->entries[i]->key : &m->removed[i - m->n_entries];
 
 		s = kv_shard_of(ns->name, key->data, key->len);
-		if (!kvbackup_backs_shard(pd, s, r->node))
+		if (!kv_backup_backs_shard(pd, s, r->node))
 			return req_errorf(r, -EAGAIN,
 					  "shard %u of '%s' is not backed here for node %u: "
 					  "its copy again",
@@ -812,10 +812,10 @@ static int kvbackup_request(struct req *r, const ProtobufCMessage *msg)
 		if (!m->copy && pd->kv->whole_from[s] != r->node)
 			partial = s + 1; /* (taken, but the rest of the shard is not here) */
 	}
-	if ((part = kvbackup_part(pd, r->node)) == NULL)
+	if ((part = kv_backup_part(pd, r->node)) == NULL)
 		return req_errorf(r, -ENOMEM, "out of memory");
 	for (i = 0; i < m->n_entries; i++)
-		if ((rc = kvhandover_put(pd, part, ns, m->entries[i])) < 0)
+		if ((rc = kv_handover_put(pd, part, ns, m->entries[i])) < 0)
 			why = why != 0 ? why : rc;
 	for (i = 0; i < m->n_removed; i++)
 		kv_key_op(pd, ns, &who, KV_REMOVE, m->removed[i].data, m->removed[i].len, 0, &res);
@@ -829,24 +829,24 @@ static int kvbackup_request(struct req *r, const ProtobufCMessage *msg)
 	return req_reply(r, WIRE_OK, &ok.base);
 }
 
-const struct ctl_handler kvbackup_handlers[] = {
-    {WIRE_KV_BACKUP, CTL_ADMIN, AT_HERE, kvbackup_request, NULL},
+const struct ctl_handler kv_backup_handlers[] = {
+    {WIRE_KV_BACKUP, CTL_ADMIN, AT_HERE, kv_backup_request, NULL},
     {0, 0, 0, NULL, NULL},
 };
 
-static void kvbackup_close_space(struct poold *pd);
+static void kv_backup_close_space(struct poold *pd);
 
 /* Back up the shards of namespaces of 2 replicas from now on (kv-owner.c tells of changes). */
-int kvbackup_open(struct poold *pd)
+int kv_backup_open(struct poold *pd)
 {
 	TAILQ_INIT(&pd->kv->copies);
 	TAILQ_INIT(&pd->kv->parts);
 	TAILQ_INIT(&pd->kv->waits);
-	pd->kv->copy_ev = evtimer_new(pd->base, kvbackup_again, pd);
-	pd->kv->gone_ev = evtimer_new(pd->base, kvbackup_gone_cb, pd);
-	pd->kv->copy_kick = kvbackup_kick;
-	pd->kv->copy_close = kvbackup_close_space;
-	pd->kv->evicted = kvbackup_evicted;
+	pd->kv->copy_ev = evtimer_new(pd->base, kv_backup_again, pd);
+	pd->kv->gone_ev = evtimer_new(pd->base, kv_backup_gone_cb, pd);
+	pd->kv->copy_kick = kv_backup_kick;
+	pd->kv->copy_close = kv_backup_close_space;
+	pd->kv->evicted = kv_backup_evicted;
 	return pd->kv->copy_ev != NULL && pd->kv->gone_ev != NULL ? 0 : -ENOMEM;
 }
 
@@ -854,11 +854,11 @@ int kvbackup_open(struct poold *pd)
  * This poold stops (or its KV space goes): the requests waiting for their
  * backups are answered now; what is in flight is freed by its answer.
  */
-static void kvbackup_close_space(struct poold *pd)
+static void kv_backup_close_space(struct poold *pd)
 {
-	struct kvbackup_wait *w;
-	struct kvbackup_copy *c;
-	struct kvbackup_from *f;
+	struct kv_backup_waiter *w;
+	struct kv_backup_copy *c;
+	struct kv_backup_from *f;
 
 	pd->kv->copy_kick = NULL;
 	pd->kv->copy_close = NULL;
@@ -874,10 +874,10 @@ static void kvbackup_close_space(struct poold *pd)
 		w->done(w->arg);
 	}
 	while ((c = TAILQ_FIRST(&pd->kv->copies)) != NULL)
-		kvbackup_copy_free(pd, c);
+		kv_backup_copy_free(pd, c);
 	while ((f = TAILQ_FIRST(&pd->kv->parts)) != NULL) {
 		TAILQ_REMOVE(&pd->kv->parts, f, entry);
-		kvhandover_part_end(pd, &f->part);
+		kv_handover_part_end(pd, &f->part);
 		free(f->part.key);
 		free(f);
 	}
@@ -888,8 +888,8 @@ static void kvbackup_close_space(struct poold *pd)
 	pd->kv->copy_ev = pd->kv->gone_ev = NULL;
 }
 
-void kvbackup_close(struct poold *pd)
+void kv_backup_close(struct poold *pd)
 {
 	if (pd->kv != NULL && pd->kv->copy_close != NULL)
-		kvbackup_close_space(pd);
+		kv_backup_close_space(pd);
 }

@@ -87,14 +87,14 @@
 
 enum { KVEV_PUB, KVEV_REPLAY }; /* the sockets, as zmqgate's */
 
-enum kvev_kind { KVEV_NONE, KVEV_STORED, KVEV_REMOVED };
+enum kv_events_kind { KVEV_NONE, KVEV_STORED, KVEV_REMOVED };
 
 /*
  * A published batch. The replay ring holds a reference, and so does each
  * message ZMQ has yet to send of it (zero-copy): ZMQ drops those from its
  * own thread, hence the atomic count.
  */
-struct kvev_batch {
+struct kv_events_batch {
 	atomic_uint refs;
 	struct kvev *ev;
 	uint64_t seq;
@@ -107,7 +107,7 @@ struct kvev {
 	struct zmqgate *gate[2]; /* KVEV_PUB, KVEV_REPLAY */
 	struct event *flush_ev, *replay_ev;
 	/* the event being gathered: its kind, tier and hashes, packed */
-	enum kvev_kind kind;
+	enum kv_events_kind kind;
 	bool pmem;
 	msgpack_sbuffer hashes;
 	uint32_t nhashes;
@@ -121,19 +121,19 @@ struct kvev {
 	uint32_t nevents;
 	uint64_t seq;
 	/* the ring of published batches, and bytes of those out of it that ZMQ still holds */
-	struct kvev_batch **kept;
+	struct kv_events_batch **kept;
 	size_t cap, head, count, kept_bytes;
 	atomic_llong held_bytes;
 	uint64_t published, dropped_replays, refused_replays;
 	struct log_limit bad_replay;
 };
 
-static int kvev_write(void *data, const char *buf, size_t len)
+static int kv_events_write(void *data, const char *buf, size_t len)
 {
 	return msgpack_sbuffer_write(data, buf, len);
 }
 
-static void kvev_pack_str(msgpack_packer *pk, const char *s)
+static void kv_events_pack_str(msgpack_packer *pk, const char *s)
 {
 	size_t len = strlen(s);
 
@@ -142,15 +142,16 @@ static void kvev_pack_str(msgpack_packer *pk, const char *s)
 }
 
 /* A field's name, as its map key (arrays give fields by position). */
-static void kvev_pack_field(msgpack_packer *pk, const struct poold_conf *conf, const char *name)
+static void kv_events_pack_field(msgpack_packer *pk, const struct poold_conf *conf,
+				 const char *name)
 {
 	if (conf->kv_events_format == KV_EVENTS_MAP)
-		kvev_pack_str(pk, name);
+		kv_events_pack_str(pk, name);
 }
 
 /* One block hash: the key as an integer (its last 8 bytes, big-endian) or as bytes. */
-static void kvev_pack_hash(msgpack_packer *pk, const struct poold_conf *conf, const uint8_t *key,
-			   size_t klen)
+static void kv_events_pack_hash(msgpack_packer *pk, const struct poold_conf *conf,
+				const uint8_t *key, size_t klen)
 {
 	uint64_t v = 0;
 	size_t i;
@@ -165,12 +166,12 @@ static void kvev_pack_hash(msgpack_packer *pk, const struct poold_conf *conf, co
 	msgpack_pack_uint64(pk, v);
 }
 
-static void kvev_pack_nullable_str(msgpack_packer *pk, const char *s)
+static void kv_events_pack_nullable_str(msgpack_packer *pk, const char *s)
 {
 	if (s[0] == '\0')
 		msgpack_pack_nil(pk);
 	else
-		kvev_pack_str(pk, s);
+		kv_events_pack_str(pk, s);
 }
 
 /*
@@ -179,7 +180,7 @@ static void kvev_pack_nullable_str(msgpack_packer *pk, const char *s)
  * lora_name (the later optional ones left out, as vLLM leaves out fields at
  * their defaults); BlockRemoved's are block_hashes, medium.
  */
-static void kvev_close_event(struct poold *pd)
+static void kv_events_close_event(struct poold *pd)
 {
 	const struct poold_conf *conf = pd->conf;
 	struct kvev *ev = pd->kvev;
@@ -188,33 +189,33 @@ static void kvev_close_event(struct poold *pd)
 
 	if (ev->kind == KVEV_NONE)
 		return;
-	msgpack_packer_init(&pk, &ev->events, kvev_write);
+	msgpack_packer_init(&pk, &ev->events, kv_events_write);
 	if (conf->kv_events_format == KV_EVENTS_MAP)
 		msgpack_pack_map(&pk, stored ? 8 : 3);
 	else
 		msgpack_pack_array(&pk, stored ? 8 : 3);
-	kvev_pack_field(&pk, conf, "type");
-	kvev_pack_str(&pk, stored ? "BlockStored" : "BlockRemoved");
-	kvev_pack_field(&pk, conf, "block_hashes");
+	kv_events_pack_field(&pk, conf, "type");
+	kv_events_pack_str(&pk, stored ? "BlockStored" : "BlockRemoved");
+	kv_events_pack_field(&pk, conf, "block_hashes");
 	msgpack_pack_array(&pk, ev->nhashes);
 	msgpack_sbuffer_write(&ev->events, ev->hashes.data, ev->hashes.size);
 	if (stored) {
-		kvev_pack_field(&pk, conf, "parent_block_hash");
+		kv_events_pack_field(&pk, conf, "parent_block_hash");
 		if (ev->has_parent)
-			kvev_pack_hash(&pk, conf, ev->parent, ev->parent_len);
+			kv_events_pack_hash(&pk, conf, ev->parent, ev->parent_len);
 		else
 			msgpack_pack_nil(&pk);
-		kvev_pack_field(&pk, conf, "token_ids"); /* the pool sees blocks, not tokens */
+		kv_events_pack_field(&pk, conf, "token_ids"); /* the pool sees blocks, not tokens */
 		msgpack_pack_array(&pk, 0);
-		kvev_pack_field(&pk, conf, "block_size");
+		kv_events_pack_field(&pk, conf, "block_size");
 		msgpack_pack_int64(&pk, conf->kv_events_block_size);
-		kvev_pack_field(&pk, conf, "lora_id");
+		kv_events_pack_field(&pk, conf, "lora_id");
 		msgpack_pack_nil(&pk);
 	}
-	kvev_pack_field(&pk, conf, "medium");
-	kvev_pack_nullable_str(&pk, ev->pmem ? KVEV_MEDIUM_PMEM : conf->kv_events_medium);
+	kv_events_pack_field(&pk, conf, "medium");
+	kv_events_pack_nullable_str(&pk, ev->pmem ? KVEV_MEDIUM_PMEM : conf->kv_events_medium);
 	if (stored) {
-		kvev_pack_field(&pk, conf, "lora_name");
+		kv_events_pack_field(&pk, conf, "lora_name");
 		msgpack_pack_nil(&pk);
 	}
 	ev->nevents++;
@@ -224,7 +225,7 @@ static void kvev_close_event(struct poold *pd)
 }
 
 /* Drop a reference; what is out of the ring and held by ZMQ alone is counted apart. */
-static void kvev_batch_put(struct kvev_batch *b, bool from_ring)
+static void kv_events_batch_put(struct kv_events_batch *b, bool from_ring)
 {
 	if (atomic_fetch_sub(&b->refs, 1) == 1) {
 		if (!from_ring)
@@ -236,20 +237,20 @@ static void kvev_batch_put(struct kvev_batch *b, bool from_ring)
 }
 
 /* ZMQ is done with a message of a batch (called from its I/O thread). */
-static void kvev_batch_sent(void *data, void *hint)
+static void kv_events_batch_sent(void *data, void *hint)
 {
 	(void)data;
-	kvev_batch_put(hint, false);
+	kv_events_batch_put(hint, false);
 }
 
 /* Queue a batch's bytes on a socket without copying them; false if ZMQ did not take them. */
-static bool kvev_send_batch(void *sock, struct kvev_batch *b)
+static bool kv_events_send_batch(void *sock, struct kv_events_batch *b)
 {
 	zmq_msg_t m;
 
 	atomic_fetch_add(&b->refs, 1);
-	if (zmq_msg_init_data(&m, b->data, b->len, kvev_batch_sent, b) < 0) {
-		kvev_batch_put(b, false);
+	if (zmq_msg_init_data(&m, b->data, b->len, kv_events_batch_sent, b) < 0) {
+		kv_events_batch_put(b, false);
 		return false;
 	}
 	if (zmq_msg_send(&m, sock, ZMQ_DONTWAIT) < 0) {
@@ -260,9 +261,10 @@ static bool kvev_send_batch(void *sock, struct kvev_batch *b)
 }
 
 /* Keep a published batch for replay, dropping the oldest beyond the bounds. */
-static void kvev_keep(struct kvev *ev, const struct poold_conf *conf, struct kvev_batch *b)
+static void kv_events_keep(struct kvev *ev, const struct poold_conf *conf,
+			   struct kv_events_batch *b)
 {
-	struct kvev_batch *old;
+	struct kv_events_batch *old;
 
 	while (ev->count > 0 && (ev->count == ev->cap ||
 				 ev->kept_bytes + b->len > (size_t)conf->kv_events_buffer_bytes)) {
@@ -270,10 +272,10 @@ static void kvev_keep(struct kvev *ev, const struct poold_conf *conf, struct kve
 		ev->kept_bytes -= old->len;
 		ev->head = (ev->head + 1) % ev->cap;
 		ev->count--;
-		kvev_batch_put(old, true);
+		kv_events_batch_put(old, true);
 	}
 	if (ev->cap == 0 || b->len > (size_t)conf->kv_events_buffer_bytes) {
-		kvev_batch_put(b, true);
+		kv_events_batch_put(b, true);
 		return;
 	}
 	ev->kept[(ev->head + ev->count) % ev->cap] = b;
@@ -281,7 +283,7 @@ static void kvev_keep(struct kvev *ev, const struct poold_conf *conf, struct kve
 	ev->count++;
 }
 
-static void kvev_seq_bytes(uint64_t seq, uint8_t out[8])
+static void kv_events_seq_bytes(uint64_t seq, uint8_t out[8])
 {
 	int i;
 
@@ -290,22 +292,22 @@ static void kvev_seq_bytes(uint64_t seq, uint8_t out[8])
 }
 
 /* Publish the batch gathered: [ts, [events]], as topic | seq | payload. */
-static void kvev_flush(struct poold *pd)
+static void kv_events_flush(struct poold *pd)
 {
 	const struct poold_conf *conf = pd->conf;
 	struct kvev *ev = pd->kvev;
-	struct kvev_batch *b;
+	struct kv_events_batch *b;
 	msgpack_sbuffer head;
 	msgpack_packer pk;
 	struct timeval tv;
 	uint8_t seq[8];
 
-	kvev_close_event(pd);
+	kv_events_close_event(pd);
 	if (ev->nevents == 0)
 		return;
 	gettimeofday(&tv, NULL);
 	msgpack_sbuffer_init(&head);
-	msgpack_packer_init(&pk, &head, kvev_write);
+	msgpack_packer_init(&pk, &head, kv_events_write);
 	msgpack_pack_array(&pk, 2);
 	msgpack_pack_double(&pk, (double)tv.tv_sec + (double)tv.tv_usec / 1e6);
 	msgpack_pack_array(&pk, ev->nevents);
@@ -319,16 +321,16 @@ static void kvev_flush(struct poold *pd)
 		b->len = head.size + ev->events.size;
 		memcpy(b->data, head.data, head.size);
 		memcpy(b->data + head.size, ev->events.data, ev->events.size);
-		kvev_seq_bytes(ev->seq, seq);
+		kv_events_seq_bytes(ev->seq, seq);
 		/* PUB never blocks: a subscriber past its high-water mark misses the batch. */
 		if (zmq_send(ev->pub, conf->kv_events_topic, strlen(conf->kv_events_topic),
 			     ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
 		    zmq_send(ev->pub, seq, sizeof(seq), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-		    !kvev_send_batch(ev->pub, b))
+		    !kv_events_send_batch(ev->pub, b))
 			log_warnx("KV events: batch %llu not sent: %s", (unsigned long long)ev->seq,
 				  zmq_strerror(zmq_errno()));
 		ev->published++;
-		kvev_keep(ev, conf, b);
+		kv_events_keep(ev, conf, b);
 	}
 	msgpack_sbuffer_destroy(&head);
 	msgpack_sbuffer_clear(&ev->events);
@@ -336,15 +338,15 @@ static void kvev_flush(struct poold *pd)
 	ev->seq++;
 }
 
-static void kvev_flush_cb(evutil_socket_t fd, short what, void *arg)
+static void kv_events_flush_cb(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
-	kvev_flush(arg);
+	kv_events_flush(arg);
 }
 
 /* The batch goes out at the next turn of the loop, with whatever else comes meanwhile. */
-static void kvev_schedule(struct kvev *ev)
+static void kv_events_schedule(struct kvev *ev)
 {
 	static const struct timeval now = {0, 0};
 
@@ -353,27 +355,27 @@ static void kvev_schedule(struct kvev *ev)
 }
 
 /* Whether events of this namespace are published. */
-static struct kvev *kvev_of(struct poold *pd, const char *ns)
+static struct kvev *kv_events_of(struct poold *pd, const char *ns)
 {
 	if (pd->kvev == NULL || pd->stopping || strcmp(ns, pd->conf->kv_events_namespace) != 0)
 		return NULL;
 	return pd->kvev;
 }
 
-static void kvev_add(struct poold *pd, enum kvev_kind kind, bool pmem, const uint8_t *key,
-		     size_t klen)
+static void kv_events_add(struct poold *pd, enum kv_events_kind kind, bool pmem, const uint8_t *key,
+			  size_t klen)
 {
 	struct kvev *ev = pd->kvev;
 	msgpack_packer pk;
 
 	if (ev->kind != kind || ev->pmem != pmem) {
-		kvev_close_event(pd);
+		kv_events_close_event(pd);
 		ev->has_parent = false;
 	}
 	if (ev->events.size + ev->hashes.size >= KVEV_BATCH_MAX) {
 		bool chain = ev->kind == KVEV_STORED;
 
-		kvev_flush(pd);
+		kv_events_flush(pd);
 		if (chain) { /* the rest of the request's keys go on from the last one */
 			memcpy(ev->parent, ev->last, ev->last_len);
 			ev->parent_len = ev->last_len;
@@ -382,66 +384,67 @@ static void kvev_add(struct poold *pd, enum kvev_kind kind, bool pmem, const uin
 	}
 	ev->kind = kind;
 	ev->pmem = pmem;
-	msgpack_packer_init(&pk, &ev->hashes, kvev_write);
-	kvev_pack_hash(&pk, pd->conf, key, klen);
+	msgpack_packer_init(&pk, &ev->hashes, kv_events_write);
+	kv_events_pack_hash(&pk, pd->conf, key, klen);
 	ev->nhashes++;
 	memcpy(ev->last, key, klen);
 	ev->last_len = klen;
-	kvev_schedule(ev);
+	kv_events_schedule(ev);
 }
 
 /* A key of namespace ns became present (its value in the pmem tier, or DRAM). */
-void kvev_stored(struct poold *pd, const char *ns, const uint8_t *key, size_t klen, bool pmem)
+void kv_events_stored(struct poold *pd, const char *ns, const uint8_t *key, size_t klen, bool pmem)
 {
-	if (kvev_of(pd, ns) != NULL && klen <= POOL_KV_KEY_MAX)
-		kvev_add(pd, KVEV_STORED, pmem, key, klen);
+	if (kv_events_of(pd, ns) != NULL && klen <= POOL_KV_KEY_MAX)
+		kv_events_add(pd, KVEV_STORED, pmem, key, klen);
 }
 
 /* A key of namespace ns is gone (its value was in the pmem tier, or DRAM). */
-void kvev_removed(struct poold *pd, const char *ns, const uint8_t *key, size_t klen, bool pmem)
+void kv_events_removed(struct poold *pd, const char *ns, const uint8_t *key, size_t klen, bool pmem)
 {
-	if (kvev_of(pd, ns) != NULL && klen <= POOL_KV_KEY_MAX)
-		kvev_add(pd, KVEV_REMOVED, pmem, key, klen);
+	if (kv_events_of(pd, ns) != NULL && klen <= POOL_KV_KEY_MAX)
+		kv_events_add(pd, KVEV_REMOVED, pmem, key, klen);
 }
 
 /* A key's value moved to the pmem tier (to_pmem) or back to DRAM: gone from one, in the other. */
-void kvev_moved(struct poold *pd, const char *ns, const uint8_t *key, size_t klen, bool to_pmem)
+void kv_events_moved(struct poold *pd, const char *ns, const uint8_t *key, size_t klen,
+		     bool to_pmem)
 {
-	if (kvev_of(pd, ns) == NULL || klen > POOL_KV_KEY_MAX)
+	if (kv_events_of(pd, ns) == NULL || klen > POOL_KV_KEY_MAX)
 		return;
-	kvev_add(pd, KVEV_REMOVED, !to_pmem, key, klen);
-	kvev_end(pd);
-	kvev_add(pd, KVEV_STORED, to_pmem, key, klen);
-	kvev_end(pd); /* (not a chain: a key of its own) */
+	kv_events_add(pd, KVEV_REMOVED, !to_pmem, key, klen);
+	kv_events_end(pd);
+	kv_events_add(pd, KVEV_STORED, to_pmem, key, klen);
+	kv_events_end(pd); /* (not a chain: a key of its own) */
 }
 
 /* Every key of namespace ns is gone (flushed or dropped). */
-void kvev_cleared(struct poold *pd, const char *ns)
+void kv_events_cleared(struct poold *pd, const char *ns)
 {
-	struct kvev *ev = kvev_of(pd, ns);
+	struct kvev *ev = kv_events_of(pd, ns);
 	msgpack_packer pk;
 
 	if (ev == NULL)
 		return;
-	kvev_close_event(pd);
-	msgpack_packer_init(&pk, &ev->events, kvev_write);
+	kv_events_close_event(pd);
+	msgpack_packer_init(&pk, &ev->events, kv_events_write);
 	if (pd->conf->kv_events_format == KV_EVENTS_MAP) {
 		msgpack_pack_map(&pk, 1);
-		kvev_pack_str(&pk, "type");
+		kv_events_pack_str(&pk, "type");
 	} else {
 		msgpack_pack_array(&pk, 1);
 	}
-	kvev_pack_str(&pk, "AllBlocksCleared");
+	kv_events_pack_str(&pk, "AllBlocksCleared");
 	ev->nevents++;
-	kvev_schedule(ev);
+	kv_events_schedule(ev);
 }
 
 /* The keys given so far were one request's: the next ones start an event of their own. */
-void kvev_end(struct poold *pd)
+void kv_events_end(struct poold *pd)
 {
 	if (pd->kvev == NULL)
 		return;
-	kvev_close_event(pd);
+	kv_events_close_event(pd);
 	pd->kvev->has_parent = false;
 }
 
@@ -451,7 +454,7 @@ void kvev_end(struct poold *pd)
  * topic and seq as the live messages have them (vLLM 0.26 and later, whose
  * events are maps), or seq alone (earlier versions, kv_events.format = array).
  */
-static void kvev_replay_head(struct poold *pd, zmq_msg_t *identity, const uint8_t seq[8])
+static void kv_events_replay_head(struct poold *pd, zmq_msg_t *identity, const uint8_t seq[8])
 {
 	const char *topic = pd->conf->kv_events_topic;
 	void *sock = pd->kvev->replay;
@@ -466,7 +469,7 @@ static void kvev_replay_head(struct poold *pd, zmq_msg_t *identity, const uint8_
 /*
  * Answer one replay request: [identity, "", seq(8)] -> each kept batch from seq on, then the end.
  */
-static void kvev_replay_one(struct poold *pd)
+static void kv_events_replay_one(struct poold *pd)
 {
 	struct kvev *ev = pd->kvev;
 	zmq_msg_t part[3], extra;
@@ -520,17 +523,17 @@ static void kvev_replay_one(struct poold *pd)
 	}
 	/* ROUTER drops what a peer past its high-water mark cannot take: it never blocks. */
 	for (i = 0; i < ev->count; i++) {
-		struct kvev_batch *k = ev->kept[(ev->head + i) % ev->cap];
+		struct kv_events_batch *k = ev->kept[(ev->head + i) % ev->cap];
 
 		if (k->seq < start)
 			continue;
-		kvev_seq_bytes(k->seq, seqb);
-		kvev_replay_head(pd, &part[0], seqb);
-		kvev_send_batch(ev->replay, k);
+		kv_events_seq_bytes(k->seq, seqb);
+		kv_events_replay_head(pd, &part[0], seqb);
+		kv_events_send_batch(ev->replay, k);
 	}
 out_end:
 	memset(end, 0xff, sizeof(end)); /* -1: the end of the replay */
-	kvev_replay_head(pd, &part[0], end);
+	kv_events_replay_head(pd, &part[0], end);
 	zmq_send(ev->replay, "", 0, ZMQ_DONTWAIT);
 out:
 	for (i = 0; i < n; i++)
@@ -542,7 +545,7 @@ out:
  * signals a change, so after a batch of requests, if more wait, this runs
  * again at once rather than waiting for a signal that will not come.
  */
-static void kvev_replay_cb(evutil_socket_t fd, short what, void *arg)
+static void kv_events_replay_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct poold *pd = arg;
 	struct kvev *ev = pd->kvev;
@@ -559,12 +562,12 @@ static void kvev_replay_cb(evutil_socket_t fd, short what, void *arg)
 			return;
 		if (served == KVEV_REPLAYS_PER_TURN)
 			break;
-		kvev_replay_one(pd);
+		kv_events_replay_one(pd);
 	}
 	event_active(ev->replay_ev, EV_READ, 0);
 }
 
-static void *kvev_socket(struct kvev *ev, int type, int hwm, const char *endpoint)
+static void *kv_events_socket(struct kvev *ev, int type, int hwm, const char *endpoint)
 {
 	void *s = zmq_socket(ev->ctx, type);
 	int64_t in_max = KVEV_IN_MAX;
@@ -610,7 +613,7 @@ static void *kvev_socket(struct kvev *ev, int type, int hwm, const char *endpoin
  * there (nodes that share a host and a configuration) would be taken over
  * without a word, its subscribers left with no events.
  */
-static bool kvev_ipc_taken(const char *endpoint)
+static bool kv_events_ipc_taken(const char *endpoint)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	size_t len = strlen(endpoint);
@@ -627,8 +630,8 @@ static bool kvev_ipc_taken(const char *endpoint)
 	return taken;
 }
 
-static int kvev_listen(struct poold *pd, int which, int type, int hwm, const char *endpoint,
-		       const char *option, void **ret)
+static int kv_events_listen(struct poold *pd, int which, int type, int hwm, const char *endpoint,
+			    const char *option, void **ret)
 {
 	static const char *const what[] = {"KV events", "KV events replay"};
 	const struct poold_conf *conf = pd->conf;
@@ -646,12 +649,12 @@ static int kvev_listen(struct poold *pd, int which, int type, int hwm, const cha
 	void *s;
 	int rc;
 
-	if (kvev_ipc_taken(endpoint)) {
+	if (kv_events_ipc_taken(endpoint)) {
 		log_warnx("%s %s: another process listens there (one poold an address)", option,
 			  endpoint);
 		return -EADDRINUSE;
 	}
-	if ((s = kvev_socket(ev, type, hwm, endpoint)) == NULL) {
+	if ((s = kv_events_socket(ev, type, hwm, endpoint)) == NULL) {
 		log_warnx("%s: %s", option, zmq_strerror(zmq_errno()));
 		return -ENOMEM;
 	}
@@ -673,7 +676,7 @@ static int kvev_listen(struct poold *pd, int which, int type, int hwm, const cha
 }
 
 /* Start publishing if kv_events.endpoint is set (at a node: for a sharded namespace). */
-int kvev_open(struct poold *pd)
+int kv_events_open(struct poold *pd)
 {
 	const struct poold_conf *conf = pd->conf;
 	struct kvev *ev;
@@ -695,20 +698,20 @@ int kvev_open(struct poold *pd)
 	ev->cap = (size_t)conf->kv_events_buffer_steps;
 	if (ev->cap > 0 && (ev->kept = calloc(ev->cap, sizeof(*ev->kept))) == NULL)
 		goto out_close;
-	ev->flush_ev = evtimer_new(pd->base, kvev_flush_cb, pd);
+	ev->flush_ev = evtimer_new(pd->base, kv_events_flush_cb, pd);
 	ev->ctx = zmq_ctx_new();
 	if (ev->flush_ev == NULL || ev->ctx == NULL)
 		goto out_close;
 	zmq_ctx_set(ev->ctx, ZMQ_BLOCKY, 0);
-	rc = kvev_listen(pd, KVEV_PUB, ZMQ_PUB, (int)conf->kv_events_hwm, conf->kv_events_endpoint,
-			 "kv_events.endpoint", &ev->pub);
+	rc = kv_events_listen(pd, KVEV_PUB, ZMQ_PUB, (int)conf->kv_events_hwm,
+			      conf->kv_events_endpoint, "kv_events.endpoint", &ev->pub);
 	if (rc < 0)
 		goto out_close;
 	if (conf->kv_events_replay_endpoint[0] != '\0') {
 		/* A whole replay fits in a peer's queue: it costs references, not copies. */
-		rc = kvev_listen(pd, KVEV_REPLAY, ZMQ_ROUTER, (int)conf->kv_events_buffer_steps + 2,
-				 conf->kv_events_replay_endpoint, "kv_events.replay_endpoint",
-				 &ev->replay);
+		rc = kv_events_listen(
+		    pd, KVEV_REPLAY, ZMQ_ROUTER, (int)conf->kv_events_buffer_steps + 2,
+		    conf->kv_events_replay_endpoint, "kv_events.replay_endpoint", &ev->replay);
 		if (rc < 0)
 			goto out_close;
 		rc = -ENOMEM;
@@ -716,7 +719,8 @@ int kvev_open(struct poold *pd)
 			log_warnx("kv_events.replay_endpoint: %s", zmq_strerror(zmq_errno()));
 			goto out_close;
 		}
-		ev->replay_ev = event_new(pd->base, fd, EV_READ | EV_PERSIST, kvev_replay_cb, pd);
+		ev->replay_ev =
+		    event_new(pd->base, fd, EV_READ | EV_PERSIST, kv_events_replay_cb, pd);
 		if (ev->replay_ev == NULL || event_add(ev->replay_ev, NULL) < 0)
 			goto out_close;
 		event_active(ev->replay_ev, EV_READ, 0); /* what came before the fd was watched */
@@ -727,18 +731,18 @@ int kvev_open(struct poold *pd)
 	 * they rejoin. A subscriber that sees the sequence start again at 0
 	 * replays from there to get this first.
 	 */
-	kvev_cleared(pd, conf->kv_events_namespace);
+	kv_events_cleared(pd, conf->kv_events_namespace);
 	log_info("KV events of namespace '%s' on %s%s%s", conf->kv_events_namespace,
 		 conf->kv_events_endpoint, ev->replay != NULL ? ", replay on " : "",
 		 conf->kv_events_replay_endpoint);
 	return 0;
 out_close:
-	kvev_close(pd);
+	kv_events_close(pd);
 	return rc;
 }
 
 /* Stop publishing; what is gathered and not yet sent is dropped. */
-void kvev_close(struct poold *pd)
+void kv_events_close(struct poold *pd)
 {
 	struct kvev *ev = pd->kvev;
 	size_t i;
@@ -758,7 +762,7 @@ void kvev_close(struct poold *pd)
 	if (ev->ctx != NULL)
 		zmq_ctx_term(ev->ctx);
 	for (i = 0; i < ev->count; i++)
-		kvev_batch_put(ev->kept[(ev->head + i) % ev->cap], true);
+		kv_events_batch_put(ev->kept[(ev->head + i) % ev->cap], true);
 	free(ev->kept);
 	msgpack_sbuffer_destroy(&ev->hashes);
 	msgpack_sbuffer_destroy(&ev->events);
@@ -767,19 +771,20 @@ void kvev_close(struct poold *pd)
 }
 
 /* What the metrics tell; false when no events are published. */
-bool kvev_stats(const struct poold *pd, struct kvev_stats *ret)
+bool kv_events_stats(const struct poold *pd, struct kv_events_stats *ret)
 {
 	const struct kvev *ev = pd->kvev;
 	int i;
 
 	if (ev == NULL)
 		return false;
-	*ret = (struct kvev_stats){.published = ev->published,
-				   .kept = ev->count,
-				   .kept_bytes = ev->kept_bytes,
-				   .held_bytes = (uint64_t)MAX(atomic_load(&ev->held_bytes), 0),
-				   .bad_replays = ev->dropped_replays,
-				   .refused_replays = ev->refused_replays};
+	*ret =
+	    (struct kv_events_stats){.published = ev->published,
+				     .kept = ev->count,
+				     .kept_bytes = ev->kept_bytes,
+				     .held_bytes = (uint64_t)MAX(atomic_load(&ev->held_bytes), 0),
+				     .bad_replays = ev->dropped_replays,
+				     .refused_replays = ev->refused_replays};
 	for (i = KVEV_PUB; i <= KVEV_REPLAY; i++)
 		if (ev->gate[i] != NULL)
 			zmqgate_stats(ev->gate[i], &ret->connections[i],

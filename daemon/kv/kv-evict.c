@@ -41,7 +41,7 @@ static bool kv_fits(const struct kv_ns *ns, uint64_t need)
  */
 static bool kv_quota_over(struct poold *pd, const struct kv_ns *ns, uint32_t owner, uint64_t need)
 {
-	return ns->flags & HOLD_NS_SHARDED ? kvowner_quota_over(pd, owner, need)
+	return ns->flags & HOLD_NS_SHARDED ? kv_owner_quota_over(pd, owner, need)
 					   : quota_over(pd, owner, need);
 }
 

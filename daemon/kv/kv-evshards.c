@@ -53,7 +53,7 @@ static bool kvevshards_tells(struct poold *pd, const struct kv_ns *ns, const uin
 	if (!(ns->flags & HOLD_NS_SHARDED))
 		return true;
 	s = kv_shard_of(ns->name, key, klen);
-	return kvowner_bit(stored ? pd->kv->ev_told : pd->kv->ev_known, s);
+	return kv_owner_bit(stored ? pd->kv->ev_told : pd->kv->ev_known, s);
 }
 
 /* A key of ns became present here (its value in the pmem tier, or DRAM). */
@@ -61,7 +61,7 @@ void kv_ev_stored(struct poold *pd, const struct kv_ns *ns, const uint8_t *key, 
 		  bool pmem)
 {
 	if (kvevshards_tells(pd, ns, key, klen, true))
-		kvev_stored(pd, ns->name, key, klen, pmem);
+		kv_events_stored(pd, ns->name, key, klen, pmem);
 }
 
 /* A key of ns is gone from here (its value was in the pmem tier, or DRAM). */
@@ -69,14 +69,14 @@ void kv_ev_removed(struct poold *pd, const struct kv_ns *ns, const uint8_t *key,
 		   bool pmem)
 {
 	if (kvevshards_tells(pd, ns, key, klen, false))
-		kvev_removed(pd, ns->name, key, klen, pmem);
+		kv_events_removed(pd, ns->name, key, klen, pmem);
 }
 
 /* e's value went to the other tier: spilled to pmem, or promoted back to DRAM. */
 void kv_ev_moved(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e)
 {
 	if (kvevshards_tells(pd, ns, kv_entry_key(e), e->klen, true))
-		kvev_moved(pd, ns->name, kv_entry_key(e), e->klen, e->val.pmem);
+		kv_events_moved(pd, ns->name, kv_entry_key(e), e->klen, e->val.pmem);
 }
 
 /* The walk is over: what it withdrew is not told of any more. */
@@ -115,17 +115,19 @@ static void kvevshards_walk(evutil_socket_t fd, short what, void *arg)
 		for (e = ns->buckets[kv->ev_bucket]; e != NULL; e = e->hnext) {
 			uint32_t s = kv_shard_of(ns->name, kv_entry_key(e), e->klen);
 
-			if (!e->has_val || !kvowner_bit(kv->ev_walk, s))
+			if (!e->has_val || !kv_owner_bit(kv->ev_walk, s))
 				continue;
-			if (kvowner_bit(kv->ev_told, s)) {
-				kvev_stored(pd, ns->name, kv_entry_key(e), e->klen, e->val.pmem);
-				kvev_end(pd); /* (not a chain: a key of its own) */
+			if (kv_owner_bit(kv->ev_told, s)) {
+				kv_events_stored(pd, ns->name, kv_entry_key(e), e->klen,
+						 e->val.pmem);
+				kv_events_end(pd); /* (not a chain: a key of its own) */
 			} else {
-				kvev_removed(pd, ns->name, kv_entry_key(e), e->klen, e->val.pmem);
+				kv_events_removed(pd, ns->name, kv_entry_key(e), e->klen,
+						  e->val.pmem);
 			}
 		}
 	}
-	kvev_end(pd);
+	kv_events_end(pd);
 	kvevshards_walked(kv);
 }
 
@@ -145,11 +147,11 @@ void kvevshards_map(struct poold *pd, const struct kv_shard_map *map)
 	for (s = 0; s < KV_SHARDS; s++) {
 		bool own = map->nowners > 0 && map->owner[s] == pd->node_id;
 
-		if (own == kvowner_bit(kv->ev_told, s))
+		if (own == kv_owner_bit(kv->ev_told, s))
 			continue;
-		kvowner_set(kv->ev_told, s, own);
-		kvowner_set(kv->ev_known, s, true);
-		kvowner_set(kv->ev_walk, s, true);
+		kv_owner_set(kv->ev_told, s, own);
+		kv_owner_set(kv->ev_known, s, true);
+		kv_owner_set(kv->ev_walk, s, true);
 		changed = true;
 	}
 	if (!changed)

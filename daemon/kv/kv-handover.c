@@ -57,7 +57,7 @@ struct kvhandover {
 	struct kv_part part;
 };
 
-static void kvhandover_free(struct kvhandover *h)
+static void kv_handover_free(struct kvhandover *h)
 {
 	free(h->key);
 	free(h->part.key);
@@ -65,7 +65,7 @@ static void kvhandover_free(struct kvhandover *h)
 }
 
 /* A copy of len bytes into *to (freeing what was there); false when out of memory. */
-static bool kvhandover_keep(uint8_t **to, size_t *to_len, const void *data, size_t len)
+static bool kv_handover_keep(uint8_t **to, size_t *to_len, const void *data, size_t len)
 {
 	uint8_t *copy = malloc(len ? len : 1);
 
@@ -79,7 +79,7 @@ static bool kvhandover_keep(uint8_t **to, size_t *to_len, const void *data, size
 }
 
 /* The shards arriving from node that may be asked for now (not dropping here). */
-static bool kvhandover_wanted(struct poold *pd, uint32_t node, uint8_t *ret)
+static bool kv_handover_wanted(struct poold *pd, uint32_t node, uint8_t *ret)
 {
 	struct kv_space *kv = pd->kv;
 	bool any = false;
@@ -87,8 +87,8 @@ static bool kvhandover_wanted(struct poold *pd, uint32_t node, uint8_t *ret)
 
 	memset(ret, 0, KVHANDOVER_SHARD_BYTES);
 	for (s = 0; s < KV_SHARDS; s++)
-		if (kv->from[s] == node && !kvowner_bit(kv->dropping, s)) {
-			kvowner_set(ret, s, true);
+		if (kv->from[s] == node && !kv_owner_bit(kv->dropping, s)) {
+			kv_owner_set(ret, s, true);
 			any = true;
 		}
 	return any;
@@ -98,7 +98,7 @@ static bool kvhandover_wanted(struct poold *pd, uint32_t node, uint8_t *ret)
  * Forget the value coming in pieces (its reservation is given back): true
  * when there was one.
  */
-bool kvhandover_part_end(struct poold *pd, struct kv_part *part)
+bool kv_handover_part_end(struct poold *pd, struct kv_part *part)
 {
 	struct kv_caller who = {pd->node_id, KVHANDOVER_SESSION, 0};
 	struct kv_ns *ns = part->version != 0 ? kv_ns_by_id(pd, part->ns) : NULL;
@@ -111,15 +111,15 @@ bool kvhandover_part_end(struct poold *pd, struct kv_part *part)
 }
 
 /* A hand-over's value cut short is lost. */
-static void kvhandover_cut(struct poold *pd, struct kvhandover *h)
+static void kv_handover_cut(struct poold *pd, struct kvhandover *h)
 {
-	if (kvhandover_part_end(pd, &h->part))
+	if (kv_handover_part_end(pd, &h->part))
 		pd->kv->keys_lost++;
 }
 
 /* Where the value coming in pieces takes bytes [off, off + len), or NULL (it went). */
-static void *kvhandover_part_bytes(struct poold *pd, struct kv_ns *ns, const struct kv_part *part,
-				   uint64_t off, uint64_t len)
+static void *kv_handover_part_bytes(struct poold *pd, struct kv_ns *ns, const struct kv_part *part,
+				    uint64_t off, uint64_t len)
 {
 	struct kv_entry *e = *kv_slot(ns, part->key, part->klen, kv_hash(part->key, part->klen));
 	struct kv_write *w = e != NULL ? kv_pending(e) : NULL;
@@ -132,14 +132,14 @@ static void *kvhandover_part_bytes(struct poold *pd, struct kv_ns *ns, const str
 }
 
 /* Publish a value that came (its last piece did), with its expiry and pin. 0 or -errno. */
-static int kvhandover_commit(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who,
-			     const Pool__KvHandoverEntry *in, uint64_t version)
+static int kv_handover_commit(struct poold *pd, struct kv_ns *ns, const struct kv_caller *who,
+			      const Pool__KvHandoverEntry *in, uint64_t version)
 {
 	struct kv_entry *e;
 	struct kv_result res;
 
 	kv_key_op(pd, ns, who, KV_COMMIT, in->key.data, in->key.len, version, &res);
-	kvev_end(pd); /* (its event, if told of, is not a chain with the next key's) */
+	kv_events_end(pd); /* (its event, if told of, is not a chain with the next key's) */
 	if (res.status < 0)
 		return res.status;
 	e = *kv_slot(ns, in->key.data, in->key.len, kv_hash(in->key.data, in->key.len));
@@ -159,8 +159,8 @@ static int kvhandover_commit(struct poold *pd, struct kv_ns *ns, const struct kv
  * in as this poold's, for the uid it counts against, replacing what is
  * there. 0, or -errno (it is lost).
  */
-int kvhandover_put(struct poold *pd, struct kv_part *part, struct kv_ns *ns,
-		   const Pool__KvHandoverEntry *in)
+int kv_handover_put(struct poold *pd, struct kv_part *part, struct kv_ns *ns,
+		    const Pool__KvHandoverEntry *in)
 {
 	struct kv_caller who = {pd->node_id, KVHANDOVER_SESSION, in->owner};
 	const ProtobufCBinaryData *key = &in->key;
@@ -175,7 +175,7 @@ int kvhandover_put(struct poold *pd, struct kv_part *part, struct kv_ns *ns,
 		if (part->version == 0 || part->ns != ns->id || key->len != part->klen ||
 		    memcmp(key->data, part->key, part->klen) != 0 || in->offset != part->got)
 			return -EINVAL;
-		if ((dst = kvhandover_part_bytes(pd, ns, part, in->offset, in->value.len)) ==
+		if ((dst = kv_handover_part_bytes(pd, ns, part, in->offset, in->value.len)) ==
 		    NULL) {
 			part->version = 0;
 			return -ESTALE;
@@ -186,9 +186,9 @@ int kvhandover_put(struct poold *pd, struct kv_part *part, struct kv_ns *ns,
 			return 0;
 		version = part->version;
 		part->version = 0;
-		return kvhandover_commit(pd, ns, &who, in, version);
+		return kv_handover_commit(pd, ns, &who, in, version);
 	}
-	kvhandover_part_end(pd, part); /* (a new value: the one cut short is lost) */
+	kv_handover_part_end(pd, part); /* (a new value: the one cut short is lost) */
 	kv_key_op(pd, ns, &who, KV_RESERVE, key->data, key->len, in->size, &res);
 	if (res.status < 0)
 		return res.status;
@@ -198,8 +198,8 @@ int kvhandover_put(struct poold *pd, struct kv_part *part, struct kv_ns *ns,
 	}
 	memcpy(dst, in->value.data, in->value.len);
 	if (in->value.len == in->size)
-		return kvhandover_commit(pd, ns, &who, in, res.val.version);
-	if (!kvhandover_keep(&part->key, &part->klen, key->data, key->len)) {
+		return kv_handover_commit(pd, ns, &who, in, res.val.version);
+	if (!kv_handover_keep(&part->key, &part->klen, key->data, key->len)) {
 		kv_key_op(pd, ns, &who, KV_ABORT, key->data, key->len, res.val.version, &res);
 		return -ENOMEM;
 	}
@@ -210,8 +210,8 @@ int kvhandover_put(struct poold *pd, struct kv_part *part, struct kv_ns *ns,
 }
 
 /* A key of a moved shard that came from h's node, or a piece of its value. 0 or -errno. */
-static int kvhandover_take_one(struct poold *pd, struct kvhandover *h, struct kv_ns *ns,
-			       const Pool__KvHandoverEntry *in)
+static int kv_handover_take_one(struct poold *pd, struct kvhandover *h, struct kv_ns *ns,
+				const Pool__KvHandoverEntry *in)
 {
 	uint32_t shard = kv_shard_of(ns->name, in->key.data, in->key.len);
 	bool whole = in->offset + in->value.len == in->size;
@@ -219,30 +219,30 @@ static int kvhandover_take_one(struct poold *pd, struct kvhandover *h, struct kv
 
 	/* (arriving from there, or lost meanwhile: what comes of it goes on to its new owner) */
 	if (pd->kv->from[shard] != h->node &&
-	    !(kvowner_bit(pd->kv->leaving, shard) && pd->kv->rest[shard] == h->node))
+	    !(kv_owner_bit(pd->kv->leaving, shard) && pd->kv->rest[shard] == h->node))
 		return -EINVAL; /* (not coming from there any more) */
-	rc = kvhandover_put(pd, &h->part, ns, in);
+	rc = kv_handover_put(pd, &h->part, ns, in);
 	pd->kv->keys_in += rc == 0 && whole;
 	return rc;
 }
 
-static void kvhandover_ask(struct poold *pd, struct kvhandover *h);
-static void kvhandover_kick(struct poold *pd);
+static void kv_handover_ask(struct poold *pd, struct kvhandover *h);
+static void kv_handover_kick(struct poold *pd);
 
 /*
  * The shards asked of h's node arrived (its walk is done): they are served
  * from now on, but for those whose rest another node keeps (asked next).
  */
-static void kvhandover_arrived(struct poold *pd, struct kvhandover *h)
+static void kv_handover_arrived(struct poold *pd, struct kvhandover *h)
 {
 	struct kv_space *kv = pd->kv;
 	uint32_t s;
 
 	for (s = 0; s < KV_SHARDS; s++) {
-		if (!kvowner_bit(h->shards, s) || kv->from[s] != h->node)
+		if (!kv_owner_bit(h->shards, s) || kv->from[s] != h->node)
 			continue;
 		kv->from[s] =
-		    kv->then[s] != pd->node_id && kvowner_alive(pd, kv->then[s]) ? kv->then[s] : 0;
+		    kv->then[s] != pd->node_id && kv_owner_alive(pd, kv->then[s]) ? kv->then[s] : 0;
 		kv->then[s] = 0;
 		kv->hops[s] = 0;
 	}
@@ -252,19 +252,19 @@ static void kvhandover_arrived(struct poold *pd, struct kvhandover *h)
  * The shards h's node handed over whole and backs now: it kept their keys
  * (kv-backup.c), the same as came, as none was written meanwhile.
  */
-static void kvhandover_backed(struct poold *pd, const struct kvhandover *h)
+static void kv_handover_backed(struct poold *pd, const struct kvhandover *h)
 {
-	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	const struct kv_shard_map *map = member_kv_shards(pd);
 	uint32_t s;
 
 	for (s = 0; s < KV_SHARDS && map->nowners > 1; s++)
-		if (kvowner_bit(h->shards, s) && pd->kv->from[s] == h->node &&
+		if (kv_owner_bit(h->shards, s) && pd->kv->from[s] == h->node &&
 		    pd->kv->then[s] == 0 && map->second[s] == h->node)
 			pd->kv->copied_to[s] = h->node;
 }
 
 /* Ask again after a while (the last owner had not seen the map change yet). */
-static void kvhandover_later(struct poold *pd, struct kvhandover *h, uint64_t ms)
+static void kv_handover_later(struct poold *pd, struct kvhandover *h, uint64_t ms)
 {
 	struct timeval tv = units_timeval(ms);
 
@@ -279,7 +279,7 @@ static void kvhandover_later(struct poold *pd, struct kvhandover *h, uint64_t ms
  * out may have joined with this one), at most KVHANDOVER_HOPS of them; 0
  * when none is left to ask.
  */
-static uint32_t kvhandover_next(struct poold *pd, uint32_t s, uint32_t node)
+static uint32_t kv_handover_next(struct poold *pd, uint32_t s, uint32_t node)
 {
 	struct member *m;
 	uint32_t *ids, next = 0;
@@ -306,8 +306,8 @@ static uint32_t kvhandover_next(struct poold *pd, uint32_t s, uint32_t node)
 }
 
 /* The last owner's keys of one namespace, and where its walk goes on. */
-static void kvhandover_take(struct poold *pd, struct kvhandover *h,
-			    const Pool__KvHandoverReply *rep)
+static void kv_handover_take(struct poold *pd, struct kvhandover *h,
+			     const Pool__KvHandoverReply *rep)
 {
 	struct kv_ns *ns = kv_ns_find(pd, rep->ns);
 	const char *next = rep->next_ns != NULL ? rep->next_ns : rep->ns;
@@ -317,8 +317,8 @@ static void kvhandover_take(struct poold *pd, struct kvhandover *h,
 
 	for (s = 0; rep->has_absent && rep->absent.len == KVHANDOVER_SHARD_BYTES && s < KV_SHARDS;
 	     s++)
-		if (kvowner_bit(rep->absent.data, s) && pd->kv->from[s] == h->node) {
-			pd->kv->from[s] = kvhandover_next(pd, s, h->node);
+		if (kv_owner_bit(rep->absent.data, s) && pd->kv->from[s] == h->node) {
+			pd->kv->from[s] = kv_handover_next(pd, s, h->node);
 			log_debug("KV shards: node %u has none of shard %u: %s %u", h->node, s,
 				  pd->kv->from[s] != 0 ? "asking node" : "served, none left to ask",
 				  pd->kv->from[s]);
@@ -329,7 +329,7 @@ static void kvhandover_take(struct poold *pd, struct kvhandover *h,
 	for (i = 0; i < rep->n_entries; i++) {
 		rc = ns == NULL || !(ns->flags & HOLD_NS_SHARDED)
 			 ? -ENOENT
-			 : kvhandover_take_one(pd, h, ns, rep->entries[i]);
+			 : kv_handover_take_one(pd, h, ns, rep->entries[i]);
 		if (rc < 0 && rep->entries[i]->offset == 0) {
 			pd->kv->keys_lost++;
 			lost++;
@@ -344,20 +344,20 @@ static void kvhandover_take(struct poold *pd, struct kvhandover *h,
 	h->offset = rep->has_offset ? rep->offset : 0;
 	free(h->key);
 	h->key = NULL;
-	if (rep->has_key && !kvhandover_keep(&h->key, &h->klen, rep->key.data, rep->key.len))
+	if (rep->has_key && !kv_handover_keep(&h->key, &h->klen, rep->key.data, rep->key.len))
 		h->offset = 0; /* (out of memory: the cut value again from its start) */
 }
 
 /* The last owner's answer (from the loop). */
-static void kvhandover_answer(struct poold *pd, void *arg, int status, uint16_t type,
-			      const uint8_t *bytes, size_t len)
+static void kv_handover_answer(struct poold *pd, void *arg, int status, uint16_t type,
+			       const uint8_t *bytes, size_t len)
 {
 	struct kvhandover *h = arg;
 	ProtobufCMessage *msg = NULL;
 
 	h->in_flight = false;
 	if (h->pd == NULL) { /* (this poold stops) */
-		kvhandover_free(h);
+		kv_handover_free(h);
 		return;
 	}
 	status = nodecall_reply(status, type, bytes, len, WIRE_KV_HANDOVER_REPLY, &msg);
@@ -367,22 +367,22 @@ static void kvhandover_answer(struct poold *pd, void *arg, int status, uint16_t 
 	 */
 	if (status == -EAGAIN || status == -EACCES) {
 		status = -EAGAIN;
-		kvhandover_later(pd, h, KVHANDOVER_RETRY_MS);
+		kv_handover_later(pd, h, KVHANDOVER_RETRY_MS);
 	} else if (status < 0) {
 		log_warnx("KV shards: node %u did not hand their keys over: %s; served without "
 			  "them",
 			  h->node, err_str(status));
-		kvhandover_cut(pd, h);
-		kvhandover_arrived(pd, h);
+		kv_handover_cut(pd, h);
+		kv_handover_arrived(pd, h);
 	} else {
 		const Pool__KvHandoverReply *rep = (const Pool__KvHandoverReply *)msg;
 
 		h->answered_ms = units_now_ms();
-		kvhandover_take(pd, h, rep);
+		kv_handover_take(pd, h, rep);
 		if (rep->done) {
-			kvhandover_cut(pd, h);
-			kvhandover_backed(pd, h);
-			kvhandover_arrived(pd, h);
+			kv_handover_cut(pd, h);
+			kv_handover_backed(pd, h);
+			kv_handover_arrived(pd, h);
 			h->ns[0] = '\0';
 			h->bucket = h->offset = 0;
 		}
@@ -390,25 +390,25 @@ static void kvhandover_answer(struct poold *pd, void *arg, int status, uint16_t 
 	if (msg != NULL)
 		wire_msg_free(msg);
 	if (status != -EAGAIN)
-		kvhandover_ask(pd, h);
-	kvhandover_kick(pd); /* (shards it had none of are asked of the next member) */
+		kv_handover_ask(pd, h);
+	kv_handover_kick(pd); /* (shards it had none of are asked of the next member) */
 }
 
 /*
  * Ask h's node for the next answer, if shards still arrive from it: a new
  * walk from the start when more came meanwhile; h goes when none is left.
  */
-static void kvhandover_ask(struct poold *pd, struct kvhandover *h)
+static void kv_handover_ask(struct poold *pd, struct kvhandover *h)
 {
 	Pool__KvHandoverRequest req = POOL__KV_HANDOVER_REQUEST__INIT;
 	struct nodecall_as as = {0, 0, 0, true, 0};
 	uint8_t want[KVHANDOVER_SHARD_BYTES];
 	int rc;
 
-	if (!kvhandover_wanted(pd, h->node, want)) {
+	if (!kv_handover_wanted(pd, h->node, want)) {
 		TAILQ_REMOVE(&pd->kv->handovers, h, entry);
-		kvhandover_cut(pd, h);
-		kvhandover_free(h);
+		kv_handover_cut(pd, h);
+		kv_handover_free(h);
 		return;
 	}
 	for (size_t i = 0; i < sizeof(want); i++)
@@ -426,11 +426,11 @@ static void kvhandover_ask(struct poold *pd, struct kvhandover *h)
 	req.key = (ProtobufCBinaryData){h->klen, h->key};
 	req.offset = h->offset;
 	rc = nodecall_send(pd, h->node, &as, WIRE_KV_HANDOVER, &req.base, KVHANDOVER_ANSWER_MAX,
-			   kvhandover_answer, h);
+			   kv_handover_answer, h);
 	if (rc < 0) {
 		log_warnx("KV shards: cannot ask node %u for their keys: %s; asked again", h->node,
 			  err_str(rc));
-		kvhandover_later(pd, h, KVHANDOVER_RETRY_MS * 10);
+		kv_handover_later(pd, h, KVHANDOVER_RETRY_MS * 10);
 		return;
 	}
 	h->in_flight = true;
@@ -442,7 +442,7 @@ static void kvhandover_ask(struct poold *pd, struct kvhandover *h)
  * up on one that sent no keys for KVHANDOVER_STALL_MS (its shards served
  * with what came). From the owner sweep and after each change of the map.
  */
-static void kvhandover_kick(struct poold *pd)
+static void kv_handover_kick(struct poold *pd)
 {
 	struct kv_space *kv = pd->kv;
 	struct kvhandover *h = NULL, *next;
@@ -452,7 +452,7 @@ static void kvhandover_kick(struct poold *pd)
 	if (kv == NULL)
 		return;
 	for (s = 0; s < KV_SHARDS; s++) {
-		if (kv->from[s] == 0 || kvowner_bit(kv->dropping, s) ||
+		if (kv->from[s] == 0 || kv_owner_bit(kv->dropping, s) ||
 		    (h != NULL && h->node == kv->from[s]))
 			continue; /* (the last shard's last owner: asked already) */
 		TAILQ_FOREACH(h, &kv->handovers, entry)
@@ -473,23 +473,23 @@ static void kvhandover_kick(struct poold *pd)
 			log_warnx("KV shards: no keys from node %u for %u ms; its shards served "
 				  "without what it still had",
 				  h->node, KVHANDOVER_STALL_MS);
-			kvhandover_arrived(pd, h);
-			kvhandover_cut(pd, h);
+			kv_handover_arrived(pd, h);
+			kv_handover_cut(pd, h);
 			TAILQ_REMOVE(&kv->handovers, h, entry);
 			if (h->in_flight)
 				h->pd = NULL; /* (freed when its answer comes) */
 			else
-				kvhandover_free(h);
+				kv_handover_free(h);
 		} else if (!h->in_flight && now >= h->retry_ms) {
-			kvhandover_ask(pd, h);
+			kv_handover_ask(pd, h);
 		}
 	}
 }
 
-static void kvhandover_retry(evutil_socket_t fd, short what, void *arg)
+static void kv_handover_retry(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd, (void)what;
-	kvhandover_kick(arg);
+	kv_handover_kick(arg);
 }
 
 /*
@@ -497,7 +497,7 @@ static void kvhandover_retry(evutil_socket_t fd, short what, void *arg)
  * the asker, from where its last answer stopped, about KVHANDOVER_BYTES
  * of them; each one in the answer leaves this poold.
  */
-struct kvhandover_walk {
+struct kv_handover_walk {
 	uint8_t give[KVHANDOVER_SHARD_BYTES];
 	Pool__KvHandoverEntry *entries;
 	Pool__KvHandoverEntry **ptrs;
@@ -506,7 +506,7 @@ struct kvhandover_walk {
 	uint64_t bytes;
 };
 
-static bool kvhandover_grow(struct kvhandover_walk *w)
+static bool kv_handover_grow(struct kv_handover_walk *w)
 {
 	size_t cap = w->cap ? w->cap * 2 : 256;
 	Pool__KvHandoverEntry *entries = realloc(w->entries, cap * sizeof(*entries));
@@ -520,8 +520,8 @@ static bool kvhandover_grow(struct kvhandover_walk *w)
 	return true;
 }
 
-void kvhandover_entry(Pool__KvHandoverEntry *out, const struct kv_entry *e, uint64_t off,
-		      void *data, uint64_t len)
+void kv_handover_entry(Pool__KvHandoverEntry *out, const struct kv_entry *e, uint64_t off,
+		       void *data, uint64_t len)
 {
 	pool__kv_handover_entry__init(out);
 	out->key = (ProtobufCBinaryData){e->klen, (uint8_t *)kv_entry_key(e)};
@@ -542,19 +542,19 @@ void kvhandover_entry(Pool__KvHandoverEntry *out, const struct kv_entry *e, uint
  * went whole, 0 when cut (*ret_off says how far), -1 when it does not fit
  * (or no memory), -2 when its bytes cannot be reached (it stays).
  */
-static int kvhandover_give(struct poold *pd, struct kvhandover_walk *w, struct kv_entry *e,
-			   uint64_t off, uint64_t *ret_off)
+static int kv_handover_give(struct poold *pd, struct kv_handover_walk *w, struct kv_entry *e,
+			    uint64_t off, uint64_t *ret_off)
 {
 	uint64_t room = KVHANDOVER_BYTES - MIN(w->bytes, (uint64_t)KVHANDOVER_BYTES);
 	uint64_t need = e->val.vlen - off, take = MIN(need, room);
 	void *data;
 
 	if ((w->n > 0 && (take < need || w->bytes >= KVHANDOVER_BYTES)) ||
-	    (w->n == w->cap && !kvhandover_grow(w)))
+	    (w->n == w->cap && !kv_handover_grow(w)))
 		return -1;
 	if (kvstore_reach(pd, e->val.off, off, take, &data) < 0)
 		return -2;
-	kvhandover_entry(&w->entries[w->n++], e, off, data, take);
+	kv_handover_entry(&w->entries[w->n++], e, off, data, take);
 	w->bytes += take + e->klen + KVHANDOVER_ENTRY_COST;
 	*ret_off = off + take;
 	if (take < need)
@@ -569,29 +569,29 @@ static int kvhandover_give(struct poold *pd, struct kvhandover_walk *w, struct k
  * pairs) and those it never had (absent). 0, or -errno when one is not its
  * to give yet or any more.
  */
-static int kvhandover_shards(struct req *r, const Pool__KvHandoverRequest *req,
-			     struct kvhandover_walk *w, uint8_t *absent, uint32_t *rest,
-			     size_t *ret_nrest)
+static int kv_handover_shards(struct req *r, const Pool__KvHandoverRequest *req,
+			      struct kv_handover_walk *w, uint8_t *absent, uint32_t *rest,
+			      size_t *ret_nrest)
 {
 	struct poold *pd = r->pd;
-	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	const struct kv_shard_map *map = member_kv_shards(pd);
 	size_t nrest = 0;
 	uint32_t s;
 
 	for (s = 0; s < KV_SHARDS; s++) {
-		if (!kvowner_bit(req->shards.data, s))
+		if (!kv_owner_bit(req->shards.data, s))
 			continue;
 		if (map->nowners > 0 && map->owner[s] == pd->node_id)
 			return req_errorf(r, -EAGAIN, "shard %u is still this node's: ask again",
 					  s);
-		if (!kvowner_bit(pd->kv->leaving, s)) {
-			kvowner_set(absent, s, true);
+		if (!kv_owner_bit(pd->kv->leaving, s)) {
+			kv_owner_set(absent, s, true);
 			continue;
 		}
 		if (map->nowners == 0 || map->owner[s] != r->node)
 			return req_errorf(r, -EAGAIN, "shard %u went to node %u here: ask again", s,
 					  map->nowners > 0 ? map->owner[s] : 0);
-		kvowner_set(w->give, s, true);
+		kv_owner_set(w->give, s, true);
 		if (pd->kv->rest[s] != 0) {
 			rest[nrest++] = s;
 			rest[nrest++] = pd->kv->rest[s];
@@ -608,9 +608,9 @@ static int kvhandover_shards(struct req *r, const Pool__KvHandoverRequest *req,
  * at every 64 entries *seen counts, or the answer is full), rep then naming
  * the key and offset the next answer starts at.
  */
-static bool kvhandover_bucket(struct poold *pd, const Pool__KvHandoverRequest *req,
-			      struct kv_ns *ns, size_t bucket, struct kvhandover_walk *w,
-			      Pool__KvHandoverReply *rep, uint64_t until, size_t *seen)
+static bool kv_handover_bucket(struct poold *pd, const Pool__KvHandoverRequest *req,
+			       struct kv_ns *ns, size_t bucket, struct kv_handover_walk *w,
+			       Pool__KvHandoverReply *rep, uint64_t until, size_t *seen)
 {
 	uint64_t off, cut = 0;
 	struct kv_entry *e;
@@ -620,14 +620,14 @@ static bool kvhandover_bucket(struct poold *pd, const Pool__KvHandoverRequest *r
 		if (++*seen % 64 == 0 && units_now_us() >= until)
 			break;
 		if (!e->has_val || e->val.node != pd->node_id ||
-		    !kvowner_bit(w->give, kv_shard_of(ns->name, kv_entry_key(e), e->klen)) ||
+		    !kv_owner_bit(w->give, kv_shard_of(ns->name, kv_entry_key(e), e->klen)) ||
 		    (kv_expire_at(e) > 0 && kv_expire_at(e) <= kv_unix_ms()))
 			continue;
 		off = req->has_key && bucket == req->bucket && req->key.len == e->klen &&
 			      memcmp(req->key.data, kv_entry_key(e), e->klen) == 0
 			  ? MIN(req->offset, (uint64_t)e->val.vlen)
 			  : 0;
-		rc = kvhandover_give(pd, w, e, off, &cut);
+		rc = kv_handover_give(pd, w, e, off, &cut);
 		if (rc == -2)
 			continue;
 		if (rc <= 0) {
@@ -652,35 +652,36 @@ static bool kvhandover_bucket(struct poold *pd, const Pool__KvHandoverRequest *r
  * backs their shard now: kv-backup.c), and once the last answer went, the
  * shards given are no longer leaving.
  */
-static void kvhandover_gave(struct poold *pd, const struct req *r, const struct kvhandover_walk *w,
-			    const Pool__KvHandoverReply *rep)
+static void kv_handover_gave(struct poold *pd, const struct req *r,
+			     const struct kv_handover_walk *w, const Pool__KvHandoverReply *rep)
 {
 	struct kv_ns *ns = kv_ns_find(pd, rep->ns);
 	uint32_t s;
 	size_t i;
 
 	for (i = 0; i < w->ngone; i++)
-		if (!kvowner_keeps(
+		if (!kv_owner_keeps(
 			pd->kv, ns,
 			kv_shard_of(rep->ns, kv_entry_key(w->gone[i]), w->gone[i]->klen)))
 			kv_entry_clear(pd, ns, w->gone[i]);
 	pd->kv->keys_out += w->ngone;
 	for (s = 0; rep->done && s < KV_SHARDS; s++)
-		if (kvowner_bit(w->give, s)) {
-			kvowner_set(pd->kv->leaving, s, false);
+		if (kv_owner_bit(w->give, s)) {
+			kv_owner_set(pd->kv->leaving, s, false);
 			pd->kv->rest[s] = 0;
-			if (kvowner_bit(pd->kv->backing, s)) /* (what it kept is the shard whole) */
+			if (kv_owner_bit(pd->kv->backing,
+					 s)) /* (what it kept is the shard whole) */
 				pd->kv->whole_from[s] = r->node;
 		}
 }
 
 /* Served for another node's poold, in a call (nodecall.c): r's answer goes back on the link. */
-static int kvhandover_request(struct req *r, const ProtobufCMessage *msg)
+static int kv_handover_request(struct req *r, const ProtobufCMessage *msg)
 {
 	const Pool__KvHandoverRequest *req = (const Pool__KvHandoverRequest *)msg;
 	struct poold *pd = r->pd;
 	Pool__KvHandoverReply rep = POOL__KV_HANDOVER_REPLY__INIT;
-	struct kvhandover_walk w = {0};
+	struct kv_handover_walk w = {0};
 	uint8_t absent[KVHANDOVER_SHARD_BYTES] = {0};
 	uint32_t rest[2 * KV_SHARDS];
 	uint64_t until = units_now_us() + KVHANDOVER_SLICE_US;
@@ -693,8 +694,8 @@ static int kvhandover_request(struct req *r, const ProtobufCMessage *msg)
 		return req_errorf(r, -EPERM, "a hand-over is asked by a shard's new owner only");
 	if (pd->kv == NULL || req->shards.len != KVHANDOVER_SHARD_BYTES)
 		return req_errorf(r, -EINVAL, "a hand-over names %u shards", KV_SHARDS);
-	kvowner_map(pd);
-	rc = kvhandover_shards(r, req, &w, absent, rest, &rep.n_rest);
+	kv_owner_map(pd);
+	rc = kv_handover_shards(r, req, &w, absent, rest, &rep.n_rest);
 	if (rc < 0)
 		return rc;
 	rep.rest = rest;
@@ -703,12 +704,12 @@ static int kvhandover_request(struct req *r, const ProtobufCMessage *msg)
 	ns = req->ns != NULL ? kv_ns_find(pd, req->ns) : NULL;
 	bucket = ns != NULL && req->has_bucket ? (size_t)req->bucket : 0;
 	if (ns == NULL || !(ns->flags & HOLD_NS_SHARDED))
-		ns = kvowner_next_ns(pd, 0), bucket = 0; /* (gone meanwhile: all again) */
+		ns = kv_owner_next_ns(pd, 0), bucket = 0; /* (gone meanwhile: all again) */
 	for (; ns != NULL && !stop; ns = next, bucket = 0) {
 		rep.ns = ns->name;
 		for (; bucket < ns->nbuckets && !stop; bucket++)
-			stop = kvhandover_bucket(pd, req, ns, bucket, &w, &rep, until, &seen);
-		next = kvowner_next_ns(pd, ns->id);
+			stop = kv_handover_bucket(pd, req, ns, bucket, &w, &rep, until, &seen);
+		next = kv_owner_next_ns(pd, ns->id);
 		if (stop) {
 			bucket--;
 			break;
@@ -729,30 +730,30 @@ static int kvhandover_request(struct req *r, const ProtobufCMessage *msg)
 		w.ptrs[i] = &w.entries[i];
 	rc = req_reply(r, WIRE_KV_HANDOVER_REPLY, &rep.base); /* (packed: the bytes may go) */
 	if (rc == 0)
-		kvhandover_gave(pd, r, &w, &rep);
+		kv_handover_gave(pd, r, &w, &rep);
 	free(w.entries);
 	free(w.ptrs);
 	free(w.gone);
 	return 0; /* (answered: with the keys, or with why not) */
 }
 
-const struct ctl_handler kvhandover_handlers[] = {
-    {WIRE_KV_HANDOVER, CTL_ADMIN, AT_HERE, kvhandover_request, NULL},
+const struct ctl_handler kv_handover_handlers[] = {
+    {WIRE_KV_HANDOVER, CTL_ADMIN, AT_HERE, kv_handover_request, NULL},
     {0, 0, 0, NULL, NULL},
 };
 
 /* Ask for the keys of the shards that move here, from now on (kv-owner.c tells when). */
-int kvhandover_open(struct poold *pd)
+int kv_handover_open(struct poold *pd)
 {
 	TAILQ_INIT(&pd->kv->handovers);
-	pd->kv->handover_ev = evtimer_new(pd->base, kvhandover_retry, pd);
-	pd->kv->moved = kvhandover_kick;
-	pd->kv->moves_close = kvhandover_close;
+	pd->kv->handover_ev = evtimer_new(pd->base, kv_handover_retry, pd);
+	pd->kv->moved = kv_handover_kick;
+	pd->kv->moves_close = kv_handover_close;
 	return pd->kv->handover_ev != NULL ? 0 : -ENOMEM;
 }
 
 /* This poold stops: a hand-over asked is freed when its answer comes (the link fails it). */
-void kvhandover_close(struct poold *pd)
+void kv_handover_close(struct poold *pd)
 {
 	struct kvhandover *h;
 
@@ -765,7 +766,7 @@ void kvhandover_close(struct poold *pd)
 		if (h->in_flight)
 			h->pd = NULL;
 		else
-			kvhandover_free(h);
+			kv_handover_free(h);
 	}
 	if (pd->kv->handover_ev != NULL)
 		event_free(pd->kv->handover_ev);

@@ -315,7 +315,7 @@ struct kv_space {
 	uint32_t rest[KV_SHARDS], then[KV_SHARDS];
 	uint8_t leaving[KV_SHARDS / 8], dropping[KV_SHARDS / 8];
 	bool was_owner; /* it owned shards at the last change */
-	bool held_back; /* none served: this poold stalled, maybe declared dead (kvowner_hold()) */
+	bool held_back; /* none served: this poold stalled, maybe declared dead (kv_owner_hold()) */
 	uint64_t leave_until_ms;
 	bool drop_running;
 	uint64_t drop_ns;
@@ -337,16 +337,16 @@ struct kv_space {
 	uint8_t backing[KV_SHARDS / 8], drop_copy[KV_SHARDS / 8];
 	uint8_t stale[KV_SHARDS / 8]; /* copied whole: their older copies go (ns->copy_since) */
 	uint32_t copied_to[KV_SHARDS];
-	uint32_t whole_from[KV_SHARDS];	    /* at a backup: the owner whose whole copy it holds */
-	TAILQ_HEAD(, kvbackup_copy) copies; /* whole shards being copied to their backups */
-	TAILQ_HEAD(, kvbackup_from) parts;  /* at a backup: values coming in pieces, per owner */
-	TAILQ_HEAD(, kvbackup_wait) waits;  /* requests answered once their backups have them */
+	uint32_t whole_from[KV_SHARDS];	      /* at a backup: the owner whose whole copy it holds */
+	TAILQ_HEAD(, kv_backup_copy) copies;  /* whole shards being copied to their backups */
+	TAILQ_HEAD(, kv_backup_from) parts;   /* at a backup: values coming in pieces, per owner */
+	TAILQ_HEAD(, kv_backup_waiter) waits; /* requests answered once their backups have them */
 	struct event *copy_ev;
 	void (*copy_kick)(struct poold *pd); /* told when the map changed (kv-backup.c) */
 	void (*copy_close)(struct poold *pd);
 	/* Told of each value evicted, before it goes (kv-backup.c: sent to its backup). */
 	void (*evicted)(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e);
-	struct kvbackup_gone *gone; /* evicted keys to send to their backups */
+	struct kv_backup_gone *gone; /* evicted keys to send to their backups */
 	size_t ngone, gone_cap;
 	struct event *gone_ev;
 	uint64_t backup_keys, backup_missed, backup_copied; /* sent, not taken, copied whole */
@@ -354,7 +354,7 @@ struct kv_space {
 	/*
 	 * What each uid's values of sharded namespaces take here, apart from
 	 * its other holdings: bounded by its part of its quota
-	 * (kvowner_quota_over()), the shards' part this poold keeps.
+	 * (kv_owner_quota_over()), the shards' part this poold keeps.
 	 */
 	struct usage_table shard_usage;
 	uint32_t quota_shards; /* shards owned, and backed where a namespace has 2 replicas */
@@ -509,28 +509,28 @@ struct kv_part {
 	uint8_t *key;
 	size_t klen;
 };
-int kvhandover_put(struct poold *pd, struct kv_part *part, struct kv_ns *ns,
-		   const Pool__KvHandoverEntry *in);
-bool kvhandover_part_end(struct poold *pd, struct kv_part *part);
+int kv_handover_put(struct poold *pd, struct kv_part *part, struct kv_ns *ns,
+		    const Pool__KvHandoverEntry *in);
+bool kv_handover_part_end(struct poold *pd, struct kv_part *part);
 /* Entry out: e's key, len bytes of its value (data) from off, its size, uid and expiry. */
-void kvhandover_entry(Pool__KvHandoverEntry *out, const struct kv_entry *e, uint64_t off,
-		      void *data, uint64_t len);
-int kvowner_place(struct poold *pd, struct kv_ns *ns, uint64_t len, struct kv_val *v);
-bool kvowner_quota_over(struct poold *pd, uint32_t uid, uint64_t need);
-struct kv_ns *kvowner_next_ns(struct poold *pd, uint64_t id);
-void kvowner_map(struct poold *pd);
-void kvowner_drop_start(struct poold *pd);
-bool kvowner_alive(struct poold *pd, uint32_t node);
-static inline bool kvowner_bit(const uint8_t *bits, uint32_t shard)
+void kv_handover_entry(Pool__KvHandoverEntry *out, const struct kv_entry *e, uint64_t off,
+		       void *data, uint64_t len);
+int kv_owner_place(struct poold *pd, struct kv_ns *ns, uint64_t len, struct kv_val *v);
+bool kv_owner_quota_over(struct poold *pd, uint32_t uid, uint64_t need);
+struct kv_ns *kv_owner_next_ns(struct poold *pd, uint64_t id);
+void kv_owner_map(struct poold *pd);
+void kv_owner_drop_start(struct poold *pd);
+bool kv_owner_alive(struct poold *pd, uint32_t node);
+static inline bool kv_owner_bit(const uint8_t *bits, uint32_t shard)
 {
 	return bits[shard / 8] >> (shard % 8) & 1;
 }
 /* Whether this poold keeps shard's keys of ns as their backup (a namespace of 2 replicas). */
-static inline bool kvowner_keeps(const struct kv_space *kv, const struct kv_ns *ns, uint32_t shard)
+static inline bool kv_owner_keeps(const struct kv_space *kv, const struct kv_ns *ns, uint32_t shard)
 {
-	return ns->replicas > 1 && kvowner_bit(kv->backing, shard);
+	return ns->replicas > 1 && kv_owner_bit(kv->backing, shard);
 }
-static inline void kvowner_set(uint8_t *bits, uint32_t shard, bool on)
+static inline void kv_owner_set(uint8_t *bits, uint32_t shard, bool on)
 {
 	if (on)
 		bits[shard / 8] |= (uint8_t)(1u << (shard % 8));

@@ -123,7 +123,7 @@ int kv_local_reserve(struct poold *pd, uint64_t session, uid_t uid, const char *
 static bool kv_local_served(struct poold *pd, const struct kv_ns *ns, const struct kv_entry *e)
 {
 	return !(ns->flags & HOLD_NS_SHARDED) ||
-	       kvowner_serves(pd, ns, kv_entry_key(e), e->klen) == 0;
+	       kv_owner_serves(pd, ns, kv_entry_key(e), e->klen) == 0;
 }
 
 /* Keys of a namespace from a cursor on, for SCAN: up to max, *ret_next 0 at the end. */

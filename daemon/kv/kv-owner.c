@@ -20,7 +20,7 @@
  * left is dropped from the loop a slice at a time. A shard whose keys are
  * being dropped is not served until the last of them went: one back
  * before they were gone would otherwise serve stale values. A poold that
- * learns it was declared dead drops all it holds (kvowner_fenced()).
+ * learns it was declared dead drops all it holds (kv_owner_fenced()).
  */
 #include "config.h"
 
@@ -40,7 +40,7 @@
 #define KVOWNER_LEAVE_KEEP_MS 30000 /* a lost shard's keys wait for its new owner this long */
 
 /* The next sharded namespace after the one of id (0: the first), or NULL. */
-struct kv_ns *kvowner_next_ns(struct poold *pd, uint64_t id)
+struct kv_ns *kv_owner_next_ns(struct poold *pd, uint64_t id)
 {
 	struct kv_ns *ns;
 	bool past = id == 0;
@@ -57,7 +57,7 @@ struct kv_ns *kvowner_next_ns(struct poold *pd, uint64_t id)
  * Tell the hand-overs (kv-handover.c) that shards may be asked for, and the
  * backups' copies (kv-backup.c) that shards may be copied.
  */
-static void kvowner_moved(struct poold *pd)
+static void kv_owner_moved(struct poold *pd)
 {
 	if (pd->kv->moved != NULL)
 		pd->kv->moved(pd);
@@ -69,10 +69,10 @@ static void kvowner_moved(struct poold *pd)
  * Whether e, of shard s of ns, is a backup's copy that a whole copy of
  * its shard did not write again: its owner no longer holds it (kv-backup.c).
  */
-static bool kvowner_stale(const struct kv_space *kv, const struct kv_ns *ns,
-			  const struct kv_entry *e, uint32_t s)
+static bool kv_owner_stale(const struct kv_space *kv, const struct kv_ns *ns,
+			   const struct kv_entry *e, uint32_t s)
 {
-	return kvowner_bit(kv->stale, s) && ns->copy_since != NULL && e->has_val &&
+	return kv_owner_bit(kv->stale, s) && ns->copy_since != NULL && e->has_val &&
 	       kv_pending(e) == NULL && e->val.version <= ns->copy_since[s];
 }
 
@@ -81,7 +81,7 @@ static bool kvowner_stale(const struct kv_space *kv, const struct kv_ns *ns,
  * the stale copies of those copied whole; again at the next turn of the
  * loop until none is left.
  */
-static void kvowner_drop_slice(evutil_socket_t fd, short what, void *arg)
+static void kv_owner_drop_slice(evutil_socket_t fd, short what, void *arg)
 {
 	static const struct timeval now = {0, 0};
 	struct poold *pd = arg;
@@ -92,7 +92,7 @@ static void kvowner_drop_slice(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd, (void)what;
 	if (ns == NULL) /* (dropped meanwhile: the next one) */
-		ns = kvowner_next_ns(pd, 0), kv->drop_bucket = 0;
+		ns = kv_owner_next_ns(pd, 0), kv->drop_bucket = 0;
 	while (ns != NULL) {
 		for (; kv->drop_bucket < ns->nbuckets; kv->drop_bucket++) {
 			struct kv_entry **pp = &ns->buckets[kv->drop_bucket], *e;
@@ -104,20 +104,20 @@ static void kvowner_drop_slice(evutil_socket_t fd, short what, void *arg)
 			}
 			while ((e = *pp) != NULL) {
 				uint32_t s = kv_shard_of(ns->name, kv_entry_key(e), e->klen);
-				bool stale = kvowner_stale(kv, ns, e, s);
+				bool stale = kv_owner_stale(kv, ns, e, s);
 
 				if (!stale &&
-				    (!kvowner_bit(kv->dropping, s) || kvowner_keeps(kv, ns, s))) {
+				    (!kv_owner_bit(kv->dropping, s) || kv_owner_keeps(kv, ns, s))) {
 					pp = &e->hnext;
 					continue;
 				}
 				kv_entry_clear(pd, ns, e); /* (unlinks it: *pp is the next) */
-				kv->keys_lost += !stale && !kvowner_bit(kv->drop_copy, s);
+				kv->keys_lost += !stale && !kv_owner_bit(kv->drop_copy, s);
 				kv->stale_dropped += stale;
 			}
 		}
 		kv_zombies_sweep(pd, ns);
-		ns = kvowner_next_ns(pd, ns->id);
+		ns = kv_owner_next_ns(pd, ns->id);
 		kv->drop_bucket = 0;
 	}
 	if (kv->keys_lost > kv->drop_from)
@@ -132,16 +132,16 @@ static void kvowner_drop_slice(evutil_socket_t fd, short what, void *arg)
 	memset(kv->drop_copy, 0, sizeof(kv->drop_copy));
 	memset(kv->stale, 0, sizeof(kv->stale));
 	kv->drop_running = false;
-	kvowner_moved(pd); /* (shards back here wait for their keys once these went) */
+	kv_owner_moved(pd); /* (shards back here wait for their keys once these went) */
 }
 
 /* Drop what is left of the shards marked dropping, and the stale copies, from the loop. */
-void kvowner_drop_start(struct poold *pd)
+void kv_owner_drop_start(struct poold *pd)
 {
 	static const struct timeval now = {0, 0};
 	struct kv_space *kv = pd->kv;
 
-	if (kvowner_next_ns(pd, 0) == NULL) {
+	if (kv_owner_next_ns(pd, 0) == NULL) {
 		memset(kv->dropping, 0, sizeof(kv->dropping));
 		memset(kv->drop_copy, 0, sizeof(kv->drop_copy));
 		memset(kv->stale, 0, sizeof(kv->stale));
@@ -152,15 +152,15 @@ void kvowner_drop_start(struct poold *pd)
 		kv->stale_from = kv->stale_dropped;
 	}
 	kv->drop_running = true;
-	kv->drop_ns = kvowner_next_ns(pd, 0)->id; /* (from the start: more to drop) */
+	kv->drop_ns = kv_owner_next_ns(pd, 0)->id; /* (from the start: more to drop) */
 	kv->drop_bucket = 0;
 	evtimer_add(kv->drop_ev, &now);
 }
 
 /* Whether node is a member not dead (a shard's last owner that can hand its keys over). */
-bool kvowner_alive(struct poold *pd, uint32_t node)
+bool kv_owner_alive(struct poold *pd, uint32_t node)
 {
-	struct member *m = node != 0 ? cluster_find(pd, node) : NULL;
+	struct member *m = node != 0 ? member_find(pd, node) : NULL;
 
 	return m != NULL && m->state != MEMBER_DEAD;
 }
@@ -169,29 +169,29 @@ bool kvowner_alive(struct poold *pd, uint32_t node)
  * This poold's part of ns's capacity, as the map shares it: its shards',
  * and with 2 copies those it backs too (backed of them).
  */
-static uint64_t kvowner_room(struct poold *pd, const struct kv_ns *ns, uint32_t backed)
+static uint64_t kv_owner_room(struct poold *pd, const struct kv_ns *ns, uint32_t backed)
 {
-	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	const struct kv_shard_map *map = member_kv_shards(pd);
 
 	return ns->capacity / KV_SHARDS *
 	       (kv_shard_map_owned(map, pd->node_id) + (ns->replicas > 1 ? backed : 0));
 }
 
 /* Of the shards this poold backs (backed), those that hold copies: all, where a namespace has 2. */
-static uint32_t kvowner_backups(struct poold *pd, uint32_t backed)
+static uint32_t kv_owner_backups(struct poold *pd, uint32_t backed)
 {
 	struct kv_ns *ns;
 
-	for (ns = kvowner_next_ns(pd, 0); ns != NULL; ns = kvowner_next_ns(pd, ns->id))
+	for (ns = kv_owner_next_ns(pd, 0); ns != NULL; ns = kv_owner_next_ns(pd, ns->id))
 		if (ns->replicas > 1)
 			return backed;
 	return 0;
 }
 
 /* The shards this poold backs in the map (kv-backup.c). */
-static uint32_t kvowner_backed(struct poold *pd)
+static uint32_t kv_owner_backed(struct poold *pd)
 {
-	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	const struct kv_shard_map *map = member_kv_shards(pd);
 	uint32_t s, n = 0;
 
 	for (s = 0; s < KV_SHARDS && map->nowners > 1; s++)
@@ -207,9 +207,9 @@ static uint32_t kvowner_backed(struct poold *pd)
  * reservations of the sessions of nodes that died end (the coordinator
  * ends its own index's).
  */
-void kvowner_map(struct poold *pd)
+void kv_owner_map(struct poold *pd)
 {
-	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	const struct kv_shard_map *map = member_kv_shards(pd);
 	struct kv_shard_map without = {0};
 	struct kv_space *kv = pd->kv;
 	uint32_t me = pd->node_id, s, gained = 0, asked = 0, backed;
@@ -220,10 +220,10 @@ void kvowner_map(struct poold *pd)
 	if (kv->map_gen == pd->members_gen)
 		return; /* (every key of every request asks: nothing more before this) */
 	kv->map_gen = pd->members_gen;
-	backed = kvowner_backed(pd);
+	backed = kv_owner_backed(pd);
 	TAILQ_FOREACH(ns, &kv->list, entry)
 		if (ns->flags & HOLD_NS_SHARDED)
-			ns->room = kvowner_room(pd, ns, backed);
+			ns->room = kv_owner_room(pd, ns, backed);
 	owner = map->nowners > 0 && kv_shard_map_owned(map, me) > 0;
 	TAILQ_FOREACH(ns, &kv->list, entry) /* (none: the shards lost leave nothing behind) */
 		keys = keys || ((ns->flags & HOLD_NS_SHARDED) && ns->nentries > 0);
@@ -244,51 +244,51 @@ void kvowner_map(struct poold *pd)
 		uint32_t last = first ? (without.nowners > 0 ? without.owner[s] : 0) : kv->was[s];
 
 		if (now == me && kv->was[s] != me) {
-			kvowner_set(kv->leaving, s, false); /* (back before its keys were taken) */
-			kv->from[s] = last != me && kvowner_alive(pd, last) ? last : 0;
+			kv_owner_set(kv->leaving, s, false); /* (back before its keys were taken) */
+			kv->from[s] = last != me && kv_owner_alive(pd, last) ? last : 0;
 			gained++;
 			asked += kv->from[s] != 0;
 			kv->hops[s] = 0;
 			kv->rest[s] = kv->then[s] = 0;
 		} else if (now != me && kv->was[s] == me && (keys || kv->from[s] != 0)) {
 			/* (what came of it goes on, and its new owner is told where the rest is) */
-			kvowner_set(kv->leaving, s, true);
+			kv_owner_set(kv->leaving, s, true);
 			kv->rest[s] = kv->from[s];
 			kv->leave_until_ms = units_now_ms() + KVOWNER_LEAVE_KEEP_MS;
 		}
-		if (now != me || !kvowner_alive(pd, kv->from[s]))
+		if (now != me || !kv_owner_alive(pd, kv->from[s]))
 			kv->from[s] = 0; /* (its last owner died: what came is what there is) */
 		/* (a backup that was not the shard's meanwhile, dead say, missed changes) */
 		if (now != me || map->nowners < 2 || map->second[s] != kv->copied_to[s])
 			kv->copied_to[s] = 0;
 		/* A copy it backed and no longer does (not its own either): dropped. */
-		if (kvowner_bit(kv->backing, s) && map->nowners > 1 && map->second[s] != me &&
-		    now != me && !kvowner_bit(kv->leaving, s) && keys) {
-			kvowner_set(kv->dropping, s, true);
-			kvowner_set(kv->drop_copy, s, true);
+		if (kv_owner_bit(kv->backing, s) && map->nowners > 1 && map->second[s] != me &&
+		    now != me && !kv_owner_bit(kv->leaving, s) && keys) {
+			kv_owner_set(kv->dropping, s, true);
+			kv_owner_set(kv->drop_copy, s, true);
 			drop = true;
 		}
-		kvowner_set(kv->backing, s, map->nowners > 1 && map->second[s] == me);
-		if (!kvowner_bit(kv->backing, s) || map->owner[s] != kv->whole_from[s])
+		kv_owner_set(kv->backing, s, map->nowners > 1 && map->second[s] == me);
+		if (!kv_owner_bit(kv->backing, s) || map->owner[s] != kv->whole_from[s])
 			kv->whole_from[s] = 0; /* (its copy of the shard is another owner's) */
 		kv->was[s] = now;
 	}
 	if (drop)
-		kvowner_drop_start(pd);
+		kv_owner_drop_start(pd);
 	kvevshards_map(pd, map);
-	kv->quota_shards = kv_shard_map_owned(map, me) + kvowner_backups(pd, backed);
+	kv->quota_shards = kv_shard_map_owned(map, me) + kv_owner_backups(pd, backed);
 	kv->was_owner = owner;
 	kv_shard_map_clear(&without);
 	TAILQ_FOREACH(ns, &kv->list, entry) /* (the copies among its entries, as backed now) */
 		if (ns->shard_entries != NULL)
 			for (ns->copies = 0, s = 0; s < KV_SHARDS; s++)
 				ns->copies +=
-				    kvowner_bit(kv->backing, s) ? ns->shard_entries[s] : 0;
+				    kv_owner_bit(kv->backing, s) ? ns->shard_entries[s] : 0;
 	if (gained > 0)
 		log_info("KV shards: %u gained (%s map), %u of them asked of their last owner, the "
 			 "others served at once",
 			 gained, first ? "its first" : "a new", asked);
-	kvowner_moved(pd);
+	kv_owner_moved(pd);
 	if (pd->regions == NULL)
 		TAILQ_FOREACH(m, &pd->members, entry)
 			if (m->state == MEMBER_DEAD)
@@ -304,7 +304,7 @@ void kvowner_map(struct poold *pd)
  * next map is taken as its first: each shard it owns is asked of the
  * member that served it meanwhile, as after a restart.
  */
-void kvowner_fenced(struct poold *pd)
+void kv_owner_fenced(struct poold *pd)
 {
 	struct kv_space *kv = pd->kv;
 	uint32_t s;
@@ -316,21 +316,21 @@ void kvowner_fenced(struct poold *pd)
 		kv->copied_to[s] = kv->whole_from[s] = 0;
 	}
 	memset(kv->leaving, 0, sizeof(kv->leaving));
-	memset(kv->backing, 0, sizeof(kv->backing)); /* (so none of it is kept: kvowner_keeps()) */
+	memset(kv->backing, 0, sizeof(kv->backing)); /* (so none of it is kept: kv_owner_keeps()) */
 	memset(kv->stale, 0, sizeof(kv->stale));
 	memset(kv->dropping, 0xff, sizeof(kv->dropping));
 	memset(kv->drop_copy, 0xff, sizeof(kv->drop_copy)); /* (stale, not lost) */
 	kv->was_owner = false;
 	kv->map_gen = 0;
-	if (kvowner_next_ns(pd, 0) != NULL)
+	if (kv_owner_next_ns(pd, 0) != NULL)
 		log_warnx(
 		    "KV shards: this node was declared dead: what it held of the shards is "
 		    "dropped, and its shards taken again from those that served them meanwhile");
-	kvowner_drop_start(pd);
+	kv_owner_drop_start(pd);
 }
 
 /* The lost shards whose new owners did not take their keys in time: what is left goes. */
-static void kvowner_leave_expire(struct poold *pd)
+static void kv_owner_leave_expire(struct poold *pd)
 {
 	struct kv_space *kv = pd->kv;
 	bool any = false;
@@ -340,53 +340,53 @@ static void kvowner_leave_expire(struct poold *pd)
 		return;
 	for (i = 0; i < sizeof(kv->leaving); i++) {
 		any = any || kv->leaving[i] != 0;
-		kv->dropping[i] |= kv->leaving[i]; /* (but the keys it backs: kvowner_keeps()) */
+		kv->dropping[i] |= kv->leaving[i]; /* (but the keys it backs: kv_owner_keeps()) */
 		kv->leaving[i] = 0;
 		memset(&kv->rest[i * 8], 0, 8 * sizeof(kv->rest[0]));
 	}
 	if (any)
-		kvowner_drop_start(pd);
+		kv_owner_drop_start(pd);
 }
 
 /* Every 250 ms: the map's changes; at a node, its namespaces' expiry too. */
-static void kvowner_sweep(evutil_socket_t fd, short what, void *arg)
+static void kv_owner_sweep(evutil_socket_t fd, short what, void *arg)
 {
 	struct poold *pd = arg;
 
 	(void)fd;
 	(void)what;
-	kvowner_map(pd);
-	kvowner_leave_expire(pd);
-	kvowner_moved(pd);
+	kv_owner_map(pd);
+	kv_owner_leave_expire(pd);
+	kv_owner_moved(pd);
 	if (pd->regions == NULL) /* (the coordinator's own sweep does its index's) */
 		kv_sweep(pd);
 }
 
 /* The member table changed: the map is looked at from the loop now, not at the next sweep. */
-static void kvowner_members_changed(struct poold *pd)
+static void kv_owner_members_changed(struct poold *pd)
 {
 	if (pd->kv != NULL && pd->kv->owner_sweep != NULL)
 		event_active(pd->kv->owner_sweep, EV_TIMEOUT, 0);
 }
 
 /* The index on every poold (at a node, of its sharded namespaces alone). */
-int kvowner_open(struct poold *pd)
+int kv_owner_open(struct poold *pd)
 {
 	static const struct timeval every = {0, KVOWNER_SWEEP_MS * 1000};
 	int rc = kv_open(pd, NULL);
 
 	if (rc < 0)
 		return rc;
-	pd->kv->owner_sweep = event_new(pd->base, -1, EV_PERSIST, kvowner_sweep, pd);
-	pd->kv->drop_ev = evtimer_new(pd->base, kvowner_drop_slice, pd);
+	pd->kv->owner_sweep = event_new(pd->base, -1, EV_PERSIST, kv_owner_sweep, pd);
+	pd->kv->drop_ev = evtimer_new(pd->base, kv_owner_drop_slice, pd);
 	if (pd->kv->owner_sweep == NULL || pd->kv->drop_ev == NULL || kvevshards_open(pd) < 0)
 		return -ENOMEM;
 	event_add(pd->kv->owner_sweep, &every);
-	pd->members_changed = kvowner_members_changed;
+	pd->members_changed = kv_owner_members_changed;
 	return 0;
 }
 
-void kvowner_close(struct poold *pd)
+void kv_owner_close(struct poold *pd)
 {
 	pd->members_changed = NULL;
 	kv_close(pd); /* (with what its shards' values counted: kv_space.shard_usage) */
@@ -396,10 +396,10 @@ void kvowner_close(struct poold *pd)
  * Held back (on) after this poold did not run for longer than the
  * heartbeat window (peer.c): the others may have declared it dead and
  * gone on with its shards, so none is served until the coordinator
- * answers a heartbeat (it was not) or its registration (kvowner_fenced()
+ * answers a heartbeat (it was not) or its registration (kv_owner_fenced()
  * if it was).
  */
-void kvowner_hold(struct poold *pd, bool on)
+void kv_owner_hold(struct poold *pd, bool on)
 {
 	if (pd->kv != NULL)
 		pd->kv->held_back = on;
@@ -410,16 +410,16 @@ void kvowner_hold(struct poold *pd, bool on)
  * another's; -EAGAIN while its keys are on their way here or going, or
  * while it is held back.
  */
-int kvowner_serves(struct poold *pd, const struct kv_ns *ns, const void *key, size_t klen)
+int kv_owner_serves(struct poold *pd, const struct kv_ns *ns, const void *key, size_t klen)
 {
-	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	const struct kv_shard_map *map = member_kv_shards(pd);
 	uint32_t s = kv_shard_of(ns->name, key, klen);
 
-	kvowner_map(pd);
+	kv_owner_map(pd);
 	if (map->nowners == 0 || map->owner[s] != pd->node_id)
 		return -ESTALE;
-	return pd->kv->from[s] != 0 || kvowner_bit(pd->kv->dropping, s) ||
-		       kvowner_bit(pd->kv->stale, s) || pd->kv->held_back
+	return pd->kv->from[s] != 0 || kv_owner_bit(pd->kv->dropping, s) ||
+		       kv_owner_bit(pd->kv->stale, s) || pd->kv->held_back
 		   ? -EAGAIN
 		   : 0;
 }
@@ -427,7 +427,7 @@ int kvowner_serves(struct poold *pd, const struct kv_ns *ns, const void *key, si
 /* The shards as this poold maps them and saw them move, for its status and metrics. */
 void kv_shard_stats(struct poold *pd, struct kv_shard_stats *ret)
 {
-	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	const struct kv_shard_map *map = member_kv_shards(pd);
 	struct kv_space *kv = pd->kv;
 	struct kv_ns *ns;
 	uint32_t s;
@@ -445,21 +445,21 @@ void kv_shard_stats(struct poold *pd, struct kv_shard_stats *ret)
 		return;
 	ret->told_moves = true;
 	for (s = 0; s < KV_SHARDS; s++) {
-		ret->arriving +=
-		    kv->from[s] != 0 || (kvowner_bit(kv->dropping, s) && kv->was[s] == pd->node_id);
-		ret->leaving += kvowner_bit(kv->leaving, s);
+		ret->arriving += kv->from[s] != 0 ||
+				 (kv_owner_bit(kv->dropping, s) && kv->was[s] == pd->node_id);
+		ret->leaving += kv_owner_bit(kv->leaving, s);
 	}
 	ret->keys_in = kv->keys_in;
 	ret->keys_out = kv->keys_out;
 	ret->keys_lost = kv->keys_lost;
-	for (ns = kvowner_next_ns(pd, 0); ns != NULL && ns->replicas < 2;
-	     ns = kvowner_next_ns(pd, ns->id))
+	for (ns = kv_owner_next_ns(pd, 0); ns != NULL && ns->replicas < 2;
+	     ns = kv_owner_next_ns(pd, ns->id))
 		;
 	if (ns == NULL) /* (no namespace of 2 replicas: no backups) */
 		return;
 	ret->told_backups = true;
 	for (s = 0; s < KV_SHARDS; s++) {
-		ret->backed += kvowner_bit(kv->backing, s);
+		ret->backed += kv_owner_bit(kv->backing, s);
 		ret->unbacked += map->nowners > 1 && map->owner[s] == pd->node_id &&
 				 kv->copied_to[s] != map->second[s];
 	}
@@ -468,7 +468,7 @@ void kv_shard_stats(struct poold *pd, struct kv_shard_stats *ret)
 }
 
 /* Drop a namespace of this node's, its many entries from the loop (kv-reap.c). */
-static void kvowner_drop(struct poold *pd, struct kv_ns *ns)
+static void kv_owner_drop(struct poold *pd, struct kv_ns *ns)
 {
 	log_info("KV namespace '%s' dropped", ns->name);
 	if (ns->nentries <= KV_REAP_NOW)
@@ -481,7 +481,7 @@ static void kvowner_drop(struct poold *pd, struct kv_ns *ns)
  * A node: the coordinator's namespace definitions, all of them; this
  * poold's sharded namespaces follow them (made, changed, dropped).
  */
-void kvowner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n)
+void kv_owner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n)
 {
 	struct kv_ns *ns, *next;
 	uint32_t backed;
@@ -489,7 +489,7 @@ void kvowner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n)
 
 	if (pd->kv == NULL || pd->regions != NULL)
 		return;
-	backed = kvowner_backed(pd);
+	backed = kv_owner_backed(pd);
 	for (ns = TAILQ_FIRST(&pd->kv->list); ns != NULL; ns = next) {
 		next = TAILQ_NEXT(ns, entry);
 		for (i = 0; i < n; i++)
@@ -497,7 +497,7 @@ void kvowner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n)
 			    strcmp(defs[i].name, ns->name) == 0)
 				break;
 		if (i == n)
-			kvowner_drop(pd, ns);
+			kv_owner_drop(pd, ns);
 	}
 	for (i = 0; i < n; i++) {
 		const struct kv_ns_spec *d = &defs[i];
@@ -517,10 +517,10 @@ void kvowner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n)
 		ns->mode = d->mode & 0777;
 		kv_ns_serve(pd, ns, d->resp_db);
 		ns->backs = pd->kv->backing;
-		ns->room = kvowner_room(pd, ns, backed);
+		ns->room = kv_owner_room(pd, ns, backed);
 	}
 	pd->kv->quota_shards =
-	    kv_shard_map_owned(cluster_kv_shards(pd), pd->node_id) + kvowner_backups(pd, backed);
+	    kv_shard_map_owned(member_kv_shards(pd), pd->node_id) + kv_owner_backups(pd, backed);
 }
 
 /*
@@ -531,7 +531,7 @@ void kvowner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n)
  * quota.share of the memory it keeps for shards. So a uid holds about its
  * quota over all owners, not on each, and no uid fills an owner's memory.
  */
-bool kvowner_quota_over(struct poold *pd, uint32_t uid, uint64_t need)
+bool kv_owner_quota_over(struct poold *pd, uint32_t uid, uint64_t need)
 {
 	uint64_t limit = UINT64_MAX, held = usage_of(&pd->kv->shard_usage, uid).bytes, size, used;
 
@@ -550,7 +550,7 @@ bool kvowner_quota_over(struct poold *pd, uint32_t uid, uint64_t need)
  * most beyond its fair share of it (kv_victim()): ns's own least recently
  * used, or a greedier one's. -ENOSPC when no room could be made.
  */
-int kvowner_place(struct poold *pd, struct kv_ns *ns, uint64_t len, struct kv_val *v)
+int kv_owner_place(struct poold *pd, struct kv_ns *ns, uint64_t len, struct kv_val *v)
 {
 	uint64_t off, alen, level = 0;
 	struct kv_ns *victim;

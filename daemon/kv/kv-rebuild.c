@@ -287,7 +287,7 @@ int kv_adopt(struct poold *pd, uint32_t node, const struct ledger_extent *at,
 	ns->next_version = MAX(ns->next_version, rec->version);
 	if (fresh) { /* a key of its own: no chain is known */
 		kv_ev_stored(pd, ns, key, klen, e->val.pmem);
-		kvev_end(pd);
+		kv_events_end(pd);
 	}
 	return 0;
 }

@@ -42,7 +42,7 @@
 #define KVROUTE_LS_MAX (1u << 20) /* an owner's stats of all its sharded namespaces */
 
 /* The most bytes the reply to kr may take (by value: with a get's bytes, as sized). */
-static size_t kvroute_reply_max(const Pool__KvRequest *kr, bool by_value)
+static size_t kv_route_reply_max(const Pool__KvRequest *kr, bool by_value)
 {
 	size_t max = KVROUTE_OK_MAX + kr->n_keys * KVROUTE_LOC_MAX, i;
 
@@ -55,14 +55,14 @@ static size_t kvroute_reply_max(const Pool__KvRequest *kr, bool by_value)
  * A request served by this poold for one of its clients' split ones: its
  * reply packed and handed to cb, as another owner's answer would be.
  */
-struct kvroute_here {
+struct kv_route_here {
 	nodecall_cb cb;
 	void *arg;
 };
 
-static int kvroute_here_answer(struct req *q, uint16_t type, const ProtobufCMessage *msg)
+static int kv_route_here_answer(struct req *q, uint16_t type, const ProtobufCMessage *msg)
 {
-	const struct kvroute_here *here = q->answer_to;
+	const struct kv_route_here *here = q->answer_to;
 	size_t len = protobuf_c_message_get_packed_size(msg);
 	uint8_t *buf = malloc(len ? len : 1);
 
@@ -79,13 +79,13 @@ static int kvroute_here_answer(struct req *q, uint16_t type, const ProtobufCMess
  * answer goes to here->cb as another owner's would. 0, or the error of a
  * refusal before it answered (said in r when first).
  */
-static int kvroute_serve_here(struct req *r, bool first, struct kvroute_here *here, uint16_t type,
-			      const ProtobufCMessage *msg)
+static int kv_route_serve_here(struct req *r, bool first, struct kv_route_here *here, uint16_t type,
+			       const ProtobufCMessage *msg)
 {
 	struct req q = *r;
 	int rc;
 
-	q.answer = kvroute_here_answer;
+	q.answer = kv_route_here_answer;
 	q.answer_to = here;
 	q.errmsg[0] = '\0';
 	rc = control_handler(type)->fn(&q, msg);
@@ -101,7 +101,7 @@ struct kvroute {
 	struct req *r; /* the client's, held */
 	Pool__KvOp op;
 	size_t nkeys, nparts, pending;
-	struct kvroute_part *parts;
+	struct kv_route_part *parts;
 	Pool__KvLocation **locs; /* each key's, pointing into its part's reply */
 	uint64_t count;
 	size_t match; /* MATCH: the first key missing */
@@ -119,16 +119,16 @@ struct kvroute {
 };
 
 /* The keys of one owner. */
-struct kvroute_part {
+struct kv_route_part {
 	struct kvroute *rt;
 	uint32_t node;
 	size_t n;
-	size_t *idx;		  /* each key's place in the request */
-	Pool__KvReply *reply;	  /* its answer, once it came */
-	struct kvroute_here here; /* its answer when this poold is its owner */
+	size_t *idx;		   /* each key's place in the request */
+	Pool__KvReply *reply;	   /* its answer, once it came */
+	struct kv_route_here here; /* its answer when this poold is its owner */
 };
 
-static void kvroute_free(struct kvroute *rt)
+static void kv_route_free(struct kvroute *rt)
 {
 	size_t i;
 
@@ -148,8 +148,8 @@ static void kvroute_free(struct kvroute *rt)
 }
 
 /* (an owner's answer that nothing waits for: an undo, a session's end) */
-static void kvroute_told(struct poold *pd, void *arg, int status, uint16_t type,
-			 const uint8_t *bytes, size_t len)
+static void kv_route_told(struct poold *pd, void *arg, int status, uint16_t type,
+			  const uint8_t *bytes, size_t len)
 {
 	(void)pd, (void)arg, (void)status, (void)type, (void)bytes, (void)len;
 }
@@ -159,20 +159,20 @@ static void kvroute_told(struct poold *pd, void *arg, int status, uint16_t type,
  * with (a lookup or a reserve sent there), ascending: they alone are told
  * when it ends.
  */
-struct kvroute_session {
+struct kv_route_session {
 	struct htab_node by_id;
 	uint64_t session;
 	uint32_t *nodes;
 	size_t n, cap;
 };
 
-static struct kvroute_session *kvroute_session_find(struct poold *pd, uint64_t session)
+static struct kv_route_session *kv_route_session_find(struct poold *pd, uint64_t session)
 {
 	struct htab_node *hn;
 
 	for (hn = htab_first(&pd->kv_sessions, htab_hash_u64(session)); hn != NULL;
 	     hn = htab_next(hn)) {
-		struct kvroute_session *s = htab_entry(hn, struct kvroute_session, by_id);
+		struct kv_route_session *s = htab_entry(hn, struct kv_route_session, by_id);
 
 		if (s->session == session)
 			return s;
@@ -181,15 +181,15 @@ static struct kvroute_session *kvroute_session_find(struct poold *pd, uint64_t s
 }
 
 /* Remember that r's session may hold something at node after an op of its request. */
-static void kvroute_session_used(struct req *r, Pool__KvOp op, uint32_t node)
+static void kv_route_session_used(struct req *r, Pool__KvOp op, uint32_t node)
 {
-	struct kvroute_session *s;
+	struct kv_route_session *s;
 	size_t lo = 0, hi, mid;
 
 	if ((op != POOL__KV_OP__KV_OP_LOOKUP && op != POOL__KV_OP__KV_OP_RESERVE) ||
 	    r->session == 0 || node == r->pd->node_id)
 		return;
-	if ((s = kvroute_session_find(r->pd, r->session)) == NULL) {
+	if ((s = kv_route_session_find(r->pd, r->session)) == NULL) {
 		if ((s = calloc(1, sizeof(*s))) == NULL)
 			return; /* (out of memory: its pins go when their node sees it go) */
 		s->session = r->session;
@@ -218,7 +218,7 @@ static void kvroute_session_used(struct req *r, Pool__KvOp op, uint32_t node)
 	s->n++;
 }
 
-static void kvroute_session_free(struct poold *pd, struct kvroute_session *s)
+static void kv_route_session_free(struct poold *pd, struct kv_route_session *s)
 {
 	htab_del(&pd->kv_sessions, &s->by_id);
 	free(s->nodes);
@@ -230,7 +230,7 @@ static void kvroute_session_free(struct poold *pd, struct kvroute_session *s)
  * parts did is undone (the pins released, the reservations aborted), so
  * that the client may ask again (libpool does, for a shard that moved).
  */
-static void kvroute_undo(struct kvroute *rt)
+static void kv_route_undo(struct kvroute *rt)
 {
 	Pool__KvRequest undo = POOL__KV_REQUEST__INIT;
 	struct poold *pd = rt->r->pd;
@@ -246,7 +246,7 @@ static void kvroute_undo(struct kvroute *rt)
 	undo.versions = versions;
 	nodecall_as_req(rt->r, &as);
 	for (k = 0; keys != NULL && versions != NULL && k < rt->nparts; k++) {
-		struct kvroute_part *p = &rt->parts[k];
+		struct kv_route_part *p = &rt->parts[k];
 
 		undo.n_keys = undo.n_versions = 0;
 		for (i = 0; p->reply != NULL && i < p->n && i < p->reply->n_locations; i++)
@@ -259,11 +259,11 @@ static void kvroute_undo(struct kvroute *rt)
 		if (undo.n_keys == 0)
 			continue;
 		if (p->node == pd->node_id) {
-			p->here = (struct kvroute_here){kvroute_told, NULL};
-			(void)kvroute_serve_here(rt->r, false, &p->here, WIRE_KV, &undo.base);
+			p->here = (struct kv_route_here){kv_route_told, NULL};
+			(void)kv_route_serve_here(rt->r, false, &p->here, WIRE_KV, &undo.base);
 		} else {
 			(void)nodecall_send(pd, p->node, &as, WIRE_KV, &undo.base,
-					    kvroute_reply_max(&undo, false), kvroute_told, NULL);
+					    kv_route_reply_max(&undo, false), kv_route_told, NULL);
 		}
 	}
 	free(keys);
@@ -271,7 +271,7 @@ static void kvroute_undo(struct kvroute *rt)
 }
 
 /* Every part answered: the client's one reply, or the first failure. */
-static void kvroute_finish(struct kvroute *rt)
+static void kv_route_finish(struct kvroute *rt)
 {
 	Pool__KvReply reply = POOL__KV_REPLY__INIT;
 	struct req *r = rt->r;
@@ -279,9 +279,9 @@ static void kvroute_finish(struct kvroute *rt)
 
 	if (rt->status < 0) {
 		if (rt->keys != NULL)
-			kvroute_undo(rt);
+			kv_route_undo(rt);
 		req_finish(r, rt->status);
-		kvroute_free(rt);
+		kv_route_free(rt);
 		return;
 	}
 	reply.locations = rt->locs;
@@ -293,13 +293,13 @@ static void kvroute_finish(struct kvroute *rt)
 	/* (each part's grants were taken in with its answer: sent as it is) */
 	rc = conn_send(r->conn, WIRE_KV_REPLY, r->id, &reply.base);
 	req_finish(r, rc < 0 ? rc : 0);
-	kvroute_free(rt);
+	kv_route_free(rt);
 }
 
-static void kvroute_part_done(struct kvroute_part *p)
+static void kv_route_part_done(struct kv_route_part *p)
 {
 	if (--p->rt->pending == 0)
-		kvroute_finish(p->rt);
+		kv_route_finish(p->rt);
 }
 
 /*
@@ -307,7 +307,7 @@ static void kvroute_part_done(struct kvroute_part *p)
  * client's window, where the client said each key's go; a window gone
  * meanwhile, or a value longer than its room, fails the request.
  */
-static void kvroute_got(struct kvroute *rt, const struct kvroute_part *p)
+static void kv_route_got(struct kvroute *rt, const struct kv_route_part *p)
 {
 	uint64_t size = 0;
 	char *win = xfer_window_map(rt->r->session, rt->window, &size);
@@ -333,16 +333,16 @@ static void kvroute_got(struct kvroute *rt, const struct kvroute_part *p)
 }
 
 /* A part failed: the request fails, with the first failure's message (said already). */
-static void kvroute_part_failed(struct kvroute_part *p, int rc)
+static void kv_route_part_failed(struct kv_route_part *p, int rc)
 {
 	if (p->rt->status == 0)
 		p->rt->status = rc;
-	kvroute_part_done(p);
+	kv_route_part_done(p);
 }
 
 /* A part's answer: its locations in their keys' places, its count added. */
-static void kvroute_part_answer(struct kvroute_part *p, int status, uint16_t type,
-				const uint8_t *bytes, size_t len)
+static void kv_route_part_answer(struct kv_route_part *p, int status, uint16_t type,
+				 const uint8_t *bytes, size_t len)
 {
 	struct kvroute *rt = p->rt;
 	ProtobufCMessage *msg = NULL;
@@ -367,7 +367,7 @@ static void kvroute_part_answer(struct kvroute_part *p, int status, uint16_t typ
 		req_errorf(rt->r, status, "node %u did not answer: %s", p->node, err_str(status));
 	}
 	if (status < 0) {
-		kvroute_part_failed(p, status);
+		kv_route_part_failed(p, status);
 		return;
 	}
 	{
@@ -389,22 +389,22 @@ static void kvroute_part_answer(struct kvroute_part *p, int status, uint16_t typ
 			grant_reply(rt->r->pd, rt->r->session, WIRE_KV_REPLY, msg);
 		if (rt->by_value && rt->op == POOL__KV_OP__KV_OP_GET &&
 		    p->node != rt->r->pd->node_id)
-			kvroute_got(rt, p);
+			kv_route_got(rt, p);
 	}
-	kvroute_part_done(p);
+	kv_route_part_done(p);
 }
 
-static void kvroute_remote_answer(struct poold *pd, void *arg, int status, uint16_t type,
-				  const uint8_t *bytes, size_t len)
+static void kv_route_remote_answer(struct poold *pd, void *arg, int status, uint16_t type,
+				   const uint8_t *bytes, size_t len)
 {
 	(void)pd;
-	kvroute_part_answer(arg, status, type, bytes, len);
+	kv_route_part_answer(arg, status, type, bytes, len);
 }
 
 /* kr's keys of one part, as a request of their own (pointing into kr). */
-static void kvroute_sub(const Pool__KvRequest *kr, const struct kvroute_part *p,
-			Pool__KvRequest *sub, ProtobufCBinaryData *keys, uint64_t *sizes,
-			uint64_t *versions, uint64_t *offs)
+static void kv_route_sub(const Pool__KvRequest *kr, const struct kv_route_part *p,
+			 Pool__KvRequest *sub, ProtobufCBinaryData *keys, uint64_t *sizes,
+			 uint64_t *versions, uint64_t *offs)
 {
 	size_t i;
 
@@ -434,8 +434,8 @@ static void kvroute_sub(const Pool__KvRequest *kr, const struct kvroute_part *p,
  * the window into *ret_vals (the caller frees it). -EINVAL (said) for a
  * key whose bytes are not in the window, -ENOMEM.
  */
-static int kvroute_by_value(struct kvroute *rt, const struct kvroute_part *p, Pool__KvRequest *sub,
-			    ProtobufCBinaryData **ret_vals)
+static int kv_route_by_value(struct kvroute *rt, const struct kv_route_part *p,
+			     Pool__KvRequest *sub, ProtobufCBinaryData **ret_vals)
 {
 	uint64_t size = 0;
 	char *win = xfer_window_map(rt->r->session, rt->window, &size);
@@ -465,9 +465,9 @@ static int kvroute_by_value(struct kvroute *rt, const struct kvroute_part *p, Po
 	return 0;
 }
 
-/* Send (or serve here) one part; its answer comes to kvroute_part_answer(). */
-static void kvroute_part_start(struct kvroute *rt, struct kvroute_part *p,
-			       const Pool__KvRequest *kr)
+/* Send (or serve here) one part; its answer comes to kv_route_part_answer(). */
+static void kv_route_part_start(struct kvroute *rt, struct kv_route_part *p,
+				const Pool__KvRequest *kr)
 {
 	struct poold *pd = rt->r->pd;
 	ProtobufCBinaryData *keys = calloc(p->n ? p->n : 1, sizeof(*keys)), *vals = NULL;
@@ -481,32 +481,33 @@ static void kvroute_part_start(struct kvroute *rt, struct kvroute_part *p,
 		free(nums);
 		if (rt->status == 0)
 			req_errorf(rt->r, -ENOMEM, "out of memory");
-		kvroute_part_failed(p, -ENOMEM);
+		kv_route_part_failed(p, -ENOMEM);
 		return;
 	}
-	kvroute_sub(kr, p, &sub, keys, nums, nums + p->n, nums + 2 * p->n);
+	kv_route_sub(kr, p, &sub, keys, nums, nums + p->n, nums + 2 * p->n);
 	if (rt->by_value && p->node != pd->node_id &&
-	    (rc = kvroute_by_value(rt, p, &sub, &vals)) < 0) {
+	    (rc = kv_route_by_value(rt, p, &sub, &vals)) < 0) {
 		free(keys);
 		free(nums);
 		free(vals);
 		if (rt->status == 0 && rc == -ENOMEM)
 			req_errorf(rt->r, rc, "out of memory");
-		kvroute_part_failed(p, rc);
+		kv_route_part_failed(p, rc);
 		return;
 	}
 	if (p->node == pd->node_id) {
-		p->here = (struct kvroute_here){kvroute_remote_answer, p};
-		rc = kvroute_serve_here(rt->r, rt->status == 0, &p->here, WIRE_KV, &sub.base);
+		p->here = (struct kv_route_here){kv_route_remote_answer, p};
+		rc = kv_route_serve_here(rt->r, rt->status == 0, &p->here, WIRE_KV, &sub.base);
 		if (rc < 0)
-			kvroute_part_failed(p, rc);
+			kv_route_part_failed(p, rc);
 	} else {
 		nodecall_as_req(rt->r, &as);
-		kvroute_session_used(rt->r, rt->op, p->node);
+		kv_route_session_used(rt->r, rt->op, p->node);
 		rc = nodecall_send(pd, p->node, &as, WIRE_KV, &sub.base,
-				   kvroute_reply_max(&sub, rt->by_value), kvroute_remote_answer, p);
+				   kv_route_reply_max(&sub, rt->by_value), kv_route_remote_answer,
+				   p);
 		if (rc < 0)
-			kvroute_part_answer(p, rc, 0, NULL, 0);
+			kv_route_part_answer(p, rc, 0, NULL, 0);
 	}
 	free(keys);
 	free(nums);
@@ -514,9 +515,9 @@ static void kvroute_part_start(struct kvroute *rt, struct kvroute_part *p,
 }
 
 /* The owner of each key of kr, in owner[]; the number of owners, or -errno. */
-static int kvroute_owners(struct poold *pd, const Pool__KvRequest *kr, uint32_t *owner)
+static int kv_route_owners(struct poold *pd, const Pool__KvRequest *kr, uint32_t *owner)
 {
-	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	const struct kv_shard_map *map = member_kv_shards(pd);
 	size_t i;
 
 	if (map->nowners == 0)
@@ -527,14 +528,14 @@ static int kvroute_owners(struct poold *pd, const Pool__KvRequest *kr, uint32_t 
 }
 
 /* Whether kr is a get or put in one request whose bytes are in a window, as sized. */
-static bool kvroute_inline(const Pool__KvRequest *kr)
+static bool kv_route_inline(const Pool__KvRequest *kr)
 {
 	return (kr->op == POOL__KV_OP__KV_OP_GET || kr->op == POOL__KV_OP__KV_OP_PUT) &&
 	       kr->has_window && kr->n_offs == kr->n_keys && kr->n_sizes == kr->n_keys;
 }
 
-/* A copy of kr's namespace and keys in rt (kvroute_undo()); -ENOMEM. */
-static int kvroute_keep_keys(struct kvroute *rt, const Pool__KvRequest *kr)
+/* A copy of kr's namespace and keys in rt (kv_route_undo()); -ENOMEM. */
+static int kv_route_keep_keys(struct kvroute *rt, const Pool__KvRequest *kr)
 {
 	size_t i;
 
@@ -551,7 +552,7 @@ static int kvroute_keep_keys(struct kvroute *rt, const Pool__KvRequest *kr)
 }
 
 /* kr, from a client of this poold, to the owners of its keys. */
-static int kvroute_split(struct req *r, const Pool__KvRequest *kr)
+static int kv_route_split(struct req *r, const Pool__KvRequest *kr)
 {
 	uint32_t *owner = calloc(kr->n_keys ? kr->n_keys : 1, sizeof(*owner));
 	struct kvroute *rt = NULL;
@@ -560,7 +561,7 @@ static int kvroute_split(struct req *r, const Pool__KvRequest *kr)
 
 	if (owner == NULL)
 		return req_errorf(r, -ENOMEM, "out of memory");
-	rc = kvroute_owners(r->pd, kr, owner);
+	rc = kv_route_owners(r->pd, kr, owner);
 	if (rc < 0) {
 		free(owner);
 		return req_errorf(r, rc, "no member keeps memory for KV shards (kv.shard_size)");
@@ -569,14 +570,14 @@ static int kvroute_split(struct req *r, const Pool__KvRequest *kr)
 	for (i = 1; i < kr->n_keys && owner[i] == owner[0]; i++)
 		;
 	if (i >= kr->n_keys &&
-	    (kr->n_keys == 0 || owner[0] == r->pd->node_id || !kvroute_inline(kr))) {
+	    (kr->n_keys == 0 || owner[0] == r->pd->node_id || !kv_route_inline(kr))) {
 		uint32_t node = kr->n_keys > 0 ? owner[0] : r->pd->node_id;
 
 		free(owner);
 		if (node == r->pd->node_id)
 			return control_handler(WIRE_KV)->fn(r, &kr->base);
-		kvroute_session_used(r, kr->op, node);
-		return nodecall_forward(r, node, WIRE_KV, &kr->base, kvroute_reply_max(kr, false));
+		kv_route_session_used(r, kr->op, node);
+		return nodecall_forward(r, node, WIRE_KV, &kr->base, kv_route_reply_max(kr, false));
 	}
 	rt = calloc(1, sizeof(*rt));
 	if (rt == NULL || (rt->locs = calloc(kr->n_keys, sizeof(*rt->locs))) == NULL ||
@@ -586,9 +587,9 @@ static int kvroute_split(struct req *r, const Pool__KvRequest *kr)
 	rt->op = kr->op;
 	rt->nkeys = rt->match = kr->n_keys;
 	if ((kr->op == POOL__KV_OP__KV_OP_LOOKUP || kr->op == POOL__KV_OP__KV_OP_RESERVE) &&
-	    kvroute_keep_keys(rt, kr) < 0)
+	    kv_route_keep_keys(rt, kr) < 0)
 		goto out_nomem;
-	if (kvroute_inline(kr)) {
+	if (kv_route_inline(kr)) {
 		rt->by_value = true;
 		rt->window = kr->window;
 		if ((rt->offs = calloc(kr->n_keys, sizeof(*rt->offs))) == NULL ||
@@ -598,13 +599,13 @@ static int kvroute_split(struct req *r, const Pool__KvRequest *kr)
 		memcpy(rt->sizes, kr->sizes, kr->n_keys * sizeof(*rt->sizes));
 	}
 	for (i = 0; i < kr->n_keys; i++) {
-		struct kvroute_part *p;
+		struct kv_route_part *p;
 
 		for (k = 0; k < rt->nparts && rt->parts[k].node != owner[i]; k++)
 			;
 		p = &rt->parts[k];
 		if (k == rt->nparts) {
-			*p = (struct kvroute_part){.rt = rt, .node = owner[i]};
+			*p = (struct kv_route_part){.rt = rt, .node = owner[i]};
 			if ((p->idx = calloc(kr->n_keys, sizeof(*p->idx))) == NULL)
 				goto out_nomem;
 			rt->nparts++;
@@ -614,31 +615,31 @@ static int kvroute_split(struct req *r, const Pool__KvRequest *kr)
 	free(owner);
 	rt->pending = rt->nparts + 1; /* (and one for the loop below: no reply before its end) */
 	for (k = 0; k < rt->nparts; k++)
-		kvroute_part_start(rt, &rt->parts[k], kr);
+		kv_route_part_start(rt, &rt->parts[k], kr);
 	if (--rt->pending == 0)
-		kvroute_finish(rt);
+		kv_route_finish(rt);
 	return 0;
 out_nomem:
 	free(owner);
 	if (rt != NULL) {
 		if (rt->r != NULL)
 			req_finish(rt->r, 0);
-		kvroute_free(rt);
+		kv_route_free(rt);
 	}
 	return req_errorf(r, -ENOMEM, "out of memory");
 }
 
 /* A namespace's stats or flush over its owners, until each answered. */
-struct kvroute_ns {
+struct kv_route_ns {
 	struct req *r; /* the client's, held */
 	size_t pending;
 	int status;
 	Pool__KvNamespace sum; /* the first owner's, with every owner's counts added */
 	Pool__KvNsReply *first;
-	struct kvroute_here here; /* this poold's own part's answer */
+	struct kv_route_here here; /* this poold's own part's answer */
 };
 
-static void kvroute_ns_done(struct kvroute_ns *rn)
+static void kv_route_ns_done(struct kv_route_ns *rn)
 {
 	Pool__KvNsReply reply = POOL__KV_NS_REPLY__INIT;
 	Pool__KvNamespace *one = &rn->sum;
@@ -659,17 +660,17 @@ static void kvroute_ns_done(struct kvroute_ns *rn)
 #define KV_STAT_ADD(name, ...) sum->name += n->name;
 
 /* Another owner's part of a sharded namespace added to sum: its bytes and every statistic. */
-static void kvroute_ns_add(Pool__KvNamespace *sum, const Pool__KvNamespace *n)
+static void kv_route_ns_add(Pool__KvNamespace *sum, const Pool__KvNamespace *n)
 {
 	sum->used += n->used;
 	KV_STATS(KV_STAT_ADD)
 }
 
 /* One owner's part: its counts added to the others'. */
-static void kvroute_ns_answer(struct poold *pd, void *arg, int status, uint16_t type,
-			      const uint8_t *bytes, size_t len)
+static void kv_route_ns_answer(struct poold *pd, void *arg, int status, uint16_t type,
+			       const uint8_t *bytes, size_t len)
 {
-	struct kvroute_ns *rn = arg;
+	struct kv_route_ns *rn = arg;
 	ProtobufCMessage *msg = NULL;
 	const Pool__KvNamespace *n;
 
@@ -692,7 +693,7 @@ static void kvroute_ns_answer(struct poold *pd, void *arg, int status, uint16_t 
 		wire_msg_free(msg);
 		if (rn->status == 0)
 			rn->status = status;
-		kvroute_ns_done(rn);
+		kv_route_ns_done(rn);
 		return;
 	}
 	n = ((Pool__KvNsReply *)msg)->namespaces[0];
@@ -700,10 +701,10 @@ static void kvroute_ns_answer(struct poold *pd, void *arg, int status, uint16_t 
 		rn->first = (Pool__KvNsReply *)msg; /* (the sum points into it) */
 		rn->sum = *n;
 	} else {
-		kvroute_ns_add(&rn->sum, n);
+		kv_route_ns_add(&rn->sum, n);
 		wire_msg_free(msg);
 	}
-	kvroute_ns_done(rn);
+	kv_route_ns_done(rn);
 }
 
 /*
@@ -711,10 +712,10 @@ static void kvroute_ns_answer(struct poold *pd, void *arg, int status, uint16_t 
  * poold: every owner's part (its entries, bytes and counts), at once,
  * added up in one reply; a flush flushes every part.
  */
-static int kvroute_ns_owners(struct req *r, const Pool__KvNsRequest *nr)
+static int kv_route_ns_owners(struct req *r, const Pool__KvNsRequest *nr)
 {
-	const struct kv_shard_map *map = cluster_kv_shards(r->pd);
-	struct kvroute_ns *rn = calloc(1, sizeof(*rn));
+	const struct kv_shard_map *map = member_kv_shards(r->pd);
+	struct kv_route_ns *rn = calloc(1, sizeof(*rn));
 	struct nodecall_as as;
 	size_t i;
 	int rc;
@@ -727,21 +728,21 @@ static int kvroute_ns_owners(struct req *r, const Pool__KvNsRequest *nr)
 	rn->pending = map->nowners + 1; /* (one for this loop: no reply before its end) */
 	for (i = 0; i < map->nowners; i++) {
 		if (map->owners[i] == r->pd->node_id) {
-			rn->here = (struct kvroute_here){kvroute_ns_answer, rn};
-			rc = kvroute_serve_here(rn->r, rn->status == 0, &rn->here, WIRE_KV_NS,
-						&nr->base);
+			rn->here = (struct kv_route_here){kv_route_ns_answer, rn};
+			rc = kv_route_serve_here(rn->r, rn->status == 0, &rn->here, WIRE_KV_NS,
+						 &nr->base);
 			if (rc < 0) {
 				rn->status = rn->status < 0 ? rn->status : rc;
-				kvroute_ns_done(rn);
+				kv_route_ns_done(rn);
 			}
 			continue;
 		}
 		rc = nodecall_send(r->pd, map->owners[i], &as, WIRE_KV_NS, &nr->base,
-				   KVROUTE_OK_MAX + KVROUTE_LOC_MAX, kvroute_ns_answer, rn);
+				   KVROUTE_OK_MAX + KVROUTE_LOC_MAX, kv_route_ns_answer, rn);
 		if (rc < 0)
-			kvroute_ns_answer(r->pd, rn, rc, 0, NULL, 0);
+			kv_route_ns_answer(r->pd, rn, rc, 0, NULL, 0);
 	}
-	kvroute_ns_done(rn);
+	kv_route_ns_done(rn);
 	return 0;
 }
 
@@ -751,19 +752,19 @@ static int kvroute_ns_owners(struct req *r, const Pool__KvNsRequest *nr)
  * and bytes added up with every other owner's part (asked at once, all of
  * their namespaces in one call each).
  */
-struct kvroute_ls {
+struct kv_route_ls {
 	struct req *r; /* the client's (or the node's forward), held */
 	size_t pending, nparts;
 	int status;
-	Pool__KvNsReply *mine;	  /* the coordinator's own */
-	Pool__KvNsReply **parts;  /* the other owners' */
-	struct kvroute_here here; /* the coordinator's own answer */
-	struct kvroute_ls_part {
-		struct kvroute_ls *ls;
+	Pool__KvNsReply *mine;	   /* the coordinator's own */
+	Pool__KvNsReply **parts;   /* the other owners' */
+	struct kv_route_here here; /* the coordinator's own answer */
+	struct kv_route_ls_part {
+		struct kv_route_ls *ls;
 	} * args;
 };
 
-static void kvroute_ls_done(struct kvroute_ls *ls)
+static void kv_route_ls_done(struct kv_route_ls *ls)
 {
 	size_t i, k, j;
 
@@ -777,7 +778,7 @@ static void kvroute_ls_done(struct kvroute_ls *ls)
 				const Pool__KvNamespace *n = ls->parts[k]->namespaces[j];
 
 				if (strcmp(n->name, sum->name) == 0)
-					kvroute_ns_add(sum, n);
+					kv_route_ns_add(sum, n);
 			}
 	}
 	if (ls->status == 0 && ls->mine == NULL)
@@ -793,9 +794,9 @@ static void kvroute_ls_done(struct kvroute_ls *ls)
 	free(ls);
 }
 
-/* One answer: this poold's own (arg the kvroute_ls), or an owner's (arg its part). */
-static void kvroute_ls_answer(struct kvroute_ls *ls, Pool__KvNsReply **to, int status,
-			      uint16_t type, const uint8_t *bytes, size_t len)
+/* One answer: this poold's own (arg the kv_route_ls), or an owner's (arg its part). */
+static void kv_route_ls_answer(struct kv_route_ls *ls, Pool__KvNsReply **to, int status,
+			       uint16_t type, const uint8_t *bytes, size_t len)
 {
 	ProtobufCMessage *msg = NULL;
 
@@ -806,31 +807,31 @@ static void kvroute_ls_answer(struct kvroute_ls *ls, Pool__KvNsReply **to, int s
 		    req_errorf(ls->r, status < 0 ? status : -EPROTO, "this poold's own stats: %s",
 			       err_str(status < 0 ? status : -EPROTO));
 	/* (an owner that does not answer: its part is missing from the sums) */
-	kvroute_ls_done(ls);
+	kv_route_ls_done(ls);
 }
 
-static void kvroute_ls_mine(struct poold *pd, void *arg, int status, uint16_t type,
-			    const uint8_t *bytes, size_t len)
+static void kv_route_ls_mine(struct poold *pd, void *arg, int status, uint16_t type,
+			     const uint8_t *bytes, size_t len)
 {
-	struct kvroute_ls *ls = arg;
+	struct kv_route_ls *ls = arg;
 
 	(void)pd;
-	kvroute_ls_answer(ls, &ls->mine, status, type, bytes, len);
+	kv_route_ls_answer(ls, &ls->mine, status, type, bytes, len);
 }
 
-static void kvroute_ls_part(struct poold *pd, void *arg, int status, uint16_t type,
-			    const uint8_t *bytes, size_t len)
+static void kv_route_ls_part(struct poold *pd, void *arg, int status, uint16_t type,
+			     const uint8_t *bytes, size_t len)
 {
-	struct kvroute_ls_part *a = arg;
+	struct kv_route_ls_part *a = arg;
 
 	(void)pd;
-	kvroute_ls_answer(a->ls, &a->ls->parts[a - a->ls->args], status, type, bytes, len);
+	kv_route_ls_answer(a->ls, &a->ls->parts[a - a->ls->args], status, type, bytes, len);
 }
 
-static int kvroute_ns_all(struct req *r, const Pool__KvNsRequest *nr)
+static int kv_route_ns_all(struct req *r, const Pool__KvNsRequest *nr)
 {
-	const struct kv_shard_map *map = cluster_kv_shards(r->pd);
-	struct kvroute_ls *ls = calloc(1, sizeof(*ls));
+	const struct kv_shard_map *map = member_kv_shards(r->pd);
+	struct kv_route_ls *ls = calloc(1, sizeof(*ls));
 	struct nodecall_as as;
 	size_t i;
 	int rc;
@@ -847,11 +848,11 @@ static int kvroute_ns_all(struct req *r, const Pool__KvNsRequest *nr)
 	}
 	nodecall_as_req(r, &as);
 	ls->pending = 2; /* (this poold's own, and this loop: no reply before its end) */
-	ls->here = (struct kvroute_here){kvroute_ls_mine, ls};
-	rc = kvroute_serve_here(ls->r, true, &ls->here, WIRE_KV_NS, &nr->base);
+	ls->here = (struct kv_route_here){kv_route_ls_mine, ls};
+	rc = kv_route_serve_here(ls->r, true, &ls->here, WIRE_KV_NS, &nr->base);
 	if (rc < 0) {
 		ls->status = rc;
-		kvroute_ls_done(ls);
+		kv_route_ls_done(ls);
 	}
 	for (i = 0; i < map->nowners; i++) {
 		if (map->owners[i] == r->pd->node_id)
@@ -859,22 +860,22 @@ static int kvroute_ns_all(struct req *r, const Pool__KvNsRequest *nr)
 		ls->args[ls->nparts].ls = ls;
 		ls->pending++;
 		rc = nodecall_send(r->pd, map->owners[i], &as, WIRE_KV_NS, &nr->base,
-				   KVROUTE_LS_MAX, kvroute_ls_part, &ls->args[ls->nparts++]);
+				   KVROUTE_LS_MAX, kv_route_ls_part, &ls->args[ls->nparts++]);
 		if (rc < 0)
-			kvroute_ls_part(r->pd, &ls->args[ls->nparts - 1], rc, 0, NULL, 0);
+			kv_route_ls_part(r->pd, &ls->args[ls->nparts - 1], rc, 0, NULL, 0);
 	}
-	kvroute_ls_done(ls);
+	kv_route_ls_done(ls);
 	return 0;
 }
 
 /* Whether nr asks for every namespace's stats (kv stats without a name). */
-static bool kvroute_ns_ls(const Pool__KvNsRequest *nr)
+static bool kv_route_ns_ls(const Pool__KvNsRequest *nr)
 {
 	return nr->op == POOL__KV_NS_OP__KV_NS_OP_STATS && nr->name[0] == '\0';
 }
 
 /* Whether this poold keeps a sharded namespace. */
-static bool kvroute_any_sharded(struct poold *pd)
+static bool kv_route_any_sharded(struct poold *pd)
 {
 	struct kv_ns *ns;
 
@@ -892,19 +893,19 @@ static bool kvroute_any_sharded(struct poold *pd)
  * client is served here (kv_request() refuses the keys of shards that are
  * not this node's).
  */
-int kvroute_request(struct req *r, uint16_t type, const ProtobufCMessage *msg)
+int kv_route_request(struct req *r, uint16_t type, const ProtobufCMessage *msg)
 {
 	const char *name = type == WIRE_KV ? ((const Pool__KvRequest *)msg)->ns
 					   : ((const Pool__KvNsRequest *)msg)->name;
 	const struct kv_ns *ns = r->pd->kv != NULL ? kv_ns_find(r->pd, name) : NULL;
 
 	/* Every namespace's stats: the coordinator adds the owners' parts of the sharded ones. */
-	if (type == WIRE_KV_NS && kvroute_ns_ls((const Pool__KvNsRequest *)msg)) {
+	if (type == WIRE_KV_NS && kv_route_ns_ls((const Pool__KvNsRequest *)msg)) {
 		if (r->answer != NULL) /* (an owner asked for its parts) */
 			return control_handler(type)->fn(r, msg);
-		if (r->pd->regions == NULL || r->pd->kv == NULL || !kvroute_any_sharded(r->pd))
+		if (r->pd->regions == NULL || r->pd->kv == NULL || !kv_route_any_sharded(r->pd))
 			return CTL_NOT_ROUTED;
-		return kvroute_ns_all(r, (const Pool__KvNsRequest *)msg);
+		return kv_route_ns_all(r, (const Pool__KvNsRequest *)msg);
 	}
 	if (type == WIRE_KV_NS &&
 	    (ns == NULL || !(ns->flags & HOLD_NS_SHARDED) ||
@@ -920,8 +921,8 @@ int kvroute_request(struct req *r, uint16_t type, const ProtobufCMessage *msg)
 			   : CTL_NOT_ROUTED;
 	if (r->answer != NULL || (type == WIRE_KV_NS && ((const Pool__KvNsRequest *)msg)->here))
 		return control_handler(type)->fn(r, msg);
-	return type == WIRE_KV ? kvroute_split(r, (const Pool__KvRequest *)msg)
-			       : kvroute_ns_owners(r, (const Pool__KvNsRequest *)msg);
+	return type == WIRE_KV ? kv_route_split(r, (const Pool__KvRequest *)msg)
+			       : kv_route_ns_owners(r, (const Pool__KvNsRequest *)msg);
 }
 
 /*
@@ -930,17 +931,17 @@ int kvroute_request(struct req *r, uint16_t type, const ProtobufCMessage *msg)
  * told (a session that left nothing with another owner asks nothing of
  * anyone).
  */
-void kvroute_session_end(struct poold *pd, uint64_t session)
+void kv_route_session_end(struct poold *pd, uint64_t session)
 {
 	Pool__SessionEnd se = POOL__SESSION_END__INIT;
 	struct nodecall_as as = {.session = session};
-	struct kvroute_session *s;
+	struct kv_route_session *s;
 	struct kv_ns *ns;
 	size_t i;
 
 	if (pd->kv == NULL)
 		return;
-	s = kvroute_session_find(pd, session);
+	s = kv_route_session_find(pd, session);
 	TAILQ_FOREACH(ns, &pd->kv->list, entry)
 		if (ns->flags & HOLD_NS_SHARDED)
 			break;
@@ -949,21 +950,21 @@ void kvroute_session_end(struct poold *pd, uint64_t session)
 	se.session = session;
 	for (i = 0; s != NULL && !pd->stopping && i < s->n; i++) /* (stopping: they see it go) */
 		(void)nodecall_send(pd, s->nodes[i], &as, WIRE_SESSION_END, &se.base,
-				    KVROUTE_OK_MAX, kvroute_told, NULL);
+				    KVROUTE_OK_MAX, kv_route_told, NULL);
 	if (s != NULL)
-		kvroute_session_free(pd, s);
+		kv_route_session_free(pd, s);
 }
 
 /* This poold stops: what it remembers of its clients' sessions goes. */
-void kvroute_close(struct poold *pd)
+void kv_route_close(struct poold *pd)
 {
-	struct kvroute_session *s;
+	struct kv_route_session *s;
 	size_t b;
 
 	for (b = 0; b < pd->kv_sessions.nbuckets; b++)
 		while (pd->kv_sessions.buckets[b] != NULL) {
-			s = htab_entry(pd->kv_sessions.buckets[b], struct kvroute_session, by_id);
-			kvroute_session_free(pd, s);
+			s = htab_entry(pd->kv_sessions.buckets[b], struct kv_route_session, by_id);
+			kv_route_session_free(pd, s);
 		}
 	htab_free(&pd->kv_sessions);
 }

@@ -214,8 +214,8 @@ static int kv_reply_backed(struct req *q, struct kv_ns *ns, const Pool__KvReques
 		}
 		w->n = n;
 		w->count = count;
-		if (kvbackup_send(q->pd, ns, kr->keys, locs, n, kr->op == POOL__KV_OP__KV_OP_REMOVE,
-				  kv_backed, w) > 0)
+		if (kv_backup_send(q->pd, ns, kr->keys, locs, n,
+				   kr->op == POOL__KV_OP__KV_OP_REMOVE, kv_backed, w) > 0)
 			return REQ_LATER;
 		req_finish(w->q, 0); /* (nothing went: the reply goes now) */
 	}
@@ -467,7 +467,7 @@ static int kv_inline_by_value(struct req *q, struct kv_ns *ns, const Pool__KvReq
 			vals[i] = (ProtobufCBinaryData){locs[i].len, (uint8_t *)data};
 	}
 	if (put) {
-		kvev_end(pd);
+		kv_events_end(pd);
 		rc = kv_reply_backed(q, ns, kr, locs, reply.count);
 		goto out;
 	}
@@ -541,7 +541,7 @@ static int kv_inline_request(struct req *q, struct kv_ns *ns, const Pool__KvRequ
 			memcpy(win + kr->offs[i], data, locs[i].len);
 	}
 	if (put) {
-		kvev_end(pd);
+		kv_events_end(pd);
 		region_account(pd);
 	}
 	rc =
@@ -615,7 +615,7 @@ static int kv_request_check(struct req *q, struct kv_ns *ns, const Pool__KvReque
 				  (unsigned long long)KV_RETAIN_MS_MAX);
 	/* A sharded namespace's keys here are those of this node's shards (kv-route.c). */
 	for (i = 0; (ns->flags & HOLD_NS_SHARDED) && i < kr->n_keys; i++)
-		if ((rc = kvowner_serves(q->pd, ns, kr->keys[i].data, kr->keys[i].len)) < 0)
+		if ((rc = kv_owner_serves(q->pd, ns, kr->keys[i].data, kr->keys[i].len)) < 0)
 			return req_errorf(q, rc,
 					  rc == -EAGAIN
 					      ? "key %zu of '%s': its shard moved here and "
@@ -677,7 +677,7 @@ static int kv_request_keys(struct req *q, struct kv_ns *ns, const Pool__KvReques
 		pd->kv->durable_i = i;
 		count += (uint64_t)kv_one(q, ns, kr, i, &locs[i], pl ? &pl[i] : NULL);
 	}
-	kvev_end(pd);
+	kv_events_end(pd);
 	pd->kv->durable = NULL;
 	if (d != NULL)
 		kv_durable_send(pd, d);

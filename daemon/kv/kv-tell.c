@@ -137,7 +137,7 @@ Pool__KvNamespace **kv_defs_msg(struct poold *pd, size_t *ret_n)
 	return mp;
 }
 
-/* from NULL: a node follows the coordinator's definitions (kvowner_defs()), else adopts them. */
+/* from NULL: a node follows the coordinator's definitions (kv_owner_defs()), else adopts them. */
 void kv_defs_adopt_msg(struct poold *pd, Pool__KvNamespace *const *defs, size_t n, const char *from)
 {
 	struct kv_ns_spec *d = calloc(n ? n : 1, sizeof(*d));
@@ -148,7 +148,7 @@ void kv_defs_adopt_msg(struct poold *pd, Pool__KvNamespace *const *defs, size_t 
 	for (i = 0; i < n; i++)
 		kv_def_of_msg(defs[i], &d[i]);
 	if (from == NULL)
-		kvowner_defs(pd, d, n);
+		kv_owner_defs(pd, d, n);
 	else
 		kv_defs_adopt(pd, d, n, from);
 	free(d);

@@ -156,7 +156,7 @@ static void kv_shard_count(struct kv_ns *ns, const struct kv_entry *e, int add)
 		return;
 	s = kv_shard_of(ns->name, kv_entry_key(e), e->klen);
 	ns->shard_entries[s] += (uint32_t)add;
-	if (ns->backs != NULL && kvowner_bit(ns->backs, s))
+	if (ns->backs != NULL && kv_owner_bit(ns->backs, s))
 		ns->copies += (size_t)add;
 }
 
@@ -351,7 +351,7 @@ uint32_t kv_val_owner(const struct kv_ns *ns, const uint8_t *key, size_t klen, u
 		   : writer;
 }
 
-/* Where v's bytes are counted: a sharded namespace's values apart (kvowner_quota_over()). */
+/* Where v's bytes are counted: a sharded namespace's values apart (kv_owner_quota_over()). */
 static struct usage_table *kv_usage(struct poold *pd, const struct kv_val *v)
 {
 	return v->arena == KV_STORE_ARENA && !v->pmem ? &pd->kv->shard_usage : &pd->usage;
@@ -631,7 +631,7 @@ int kv_place(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_t len, st
 	size_t k;
 
 	if (ns->flags & HOLD_NS_SHARDED)
-		return kvowner_place(pd, ns, len, v);
+		return kv_owner_place(pd, ns, len, v);
 	memset(v, 0, sizeof(*v));
 	for (k = 0; k < ns->replicas; k++) {
 		/* Each copy's candidates from another mix of the hash. */
@@ -712,7 +712,7 @@ int kv_place_evicting(struct poold *pd, struct kv_ns *ns, uint64_t hash, uint64_
 
 bool kv_node_up(struct poold *pd, uint32_t node)
 {
-	struct member *m = cluster_find(pd, node);
+	struct member *m = member_find(pd, node);
 
 	return m != NULL && m->state == MEMBER_UP;
 }
@@ -855,7 +855,7 @@ void kv_ns_clear(struct poold *pd, struct kv_ns *ns)
  */
 void kv_ns_flush(struct poold *pd, struct kv_ns *ns)
 {
-	kvev_cleared(pd, ns->name);
+	kv_events_cleared(pd, ns->name);
 	if (ns->nentries <= KV_REAP_NOW || kv_reap_flush(pd, ns) < 0)
 		kv_ns_clear(pd, ns);
 	region_account(pd);
@@ -1530,7 +1530,7 @@ int kv_ns_create(struct poold *pd, const struct kv_ns_spec *spec, char *err, siz
 void kv_ns_drop(struct poold *pd, struct kv_ns *ns)
 {
 	log_info("KV namespace '%s' dropped", ns->name);
-	kvev_cleared(pd, ns->name);
+	kv_events_cleared(pd, ns->name);
 	if (ns->nentries <= KV_REAP_NOW)
 		kv_ns_free(pd, ns);
 	else

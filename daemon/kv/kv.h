@@ -15,23 +15,25 @@ struct kv_record;
 struct region;
 
 /* kv-route.c: KV requests to sharded namespaces, sent to their keys' owners */
-int kvroute_request(struct req *r, uint16_t type, const ProtobufCMessage *msg);
-void kvroute_session_end(struct poold *pd, uint64_t session);
-void kvroute_close(struct poold *pd);
+int kv_route_request(struct req *r, uint16_t type, const ProtobufCMessage *msg);
+void kv_route_session_end(struct poold *pd, uint64_t session);
+void kv_route_close(struct poold *pd);
 /* kv-events.c: KV events in vLLM's format (the coordinator's; of a sharded namespace, each owner's)
  */
-int kvev_open(struct poold *pd);
-void kvev_close(struct poold *pd);
-void kvev_stored(struct poold *pd, const char *ns, const uint8_t *key, size_t klen, bool pmem);
-void kvev_removed(struct poold *pd, const char *ns, const uint8_t *key, size_t klen, bool pmem);
-void kvev_moved(struct poold *pd, const char *ns, const uint8_t *key, size_t klen, bool to_pmem);
-void kvev_cleared(struct poold *pd, const char *ns);
-void kvev_end(struct poold *pd);
-struct kvev_stats {
+int kv_events_open(struct poold *pd);
+void kv_events_close(struct poold *pd);
+void kv_events_stored(struct poold *pd, const char *ns, const uint8_t *key, size_t klen, bool pmem);
+void kv_events_removed(struct poold *pd, const char *ns, const uint8_t *key, size_t klen,
+		       bool pmem);
+void kv_events_moved(struct poold *pd, const char *ns, const uint8_t *key, size_t klen,
+		     bool to_pmem);
+void kv_events_cleared(struct poold *pd, const char *ns);
+void kv_events_end(struct poold *pd);
+struct kv_events_stats {
 	uint64_t published, kept, kept_bytes, held_bytes, bad_replays, refused_replays;
 	uint64_t connections[2], refused_connections[2]; /* of the events socket, the replay one */
 };
-bool kvev_stats(const struct poold *pd, struct kvev_stats *ret);
+bool kv_events_stats(const struct poold *pd, struct kv_events_stats *ret);
 
 /* kv.c: the KV cache index (coordinator) */
 /* (The coordinator's journal records the namespaces each time they change.) */
@@ -41,15 +43,15 @@ void kv_close(struct poold *pd);
 void kv_session_end(struct poold *pd, uint32_t node, uint64_t session, bool all);
 void kv_node_lost(struct poold *pd, uint32_t node);
 void kv_sweep(struct poold *pd);
-int kvowner_open(struct poold *pd);
-void kvowner_close(struct poold *pd);
-void kvowner_fenced(struct poold *pd);
-void kvowner_hold(struct poold *pd, bool on);
-int kvhandover_open(struct poold *pd);
-void kvhandover_close(struct poold *pd);
+int kv_owner_open(struct poold *pd);
+void kv_owner_close(struct poold *pd);
+void kv_owner_fenced(struct poold *pd);
+void kv_owner_hold(struct poold *pd, bool on);
+int kv_handover_open(struct poold *pd);
+void kv_handover_close(struct poold *pd);
 /* kv-backup.c: the backup copies of sharded namespaces' shards */
-int kvbackup_open(struct poold *pd);
-void kvbackup_close(struct poold *pd);
+int kv_backup_open(struct poold *pd);
+void kv_backup_close(struct poold *pd);
 /* The KV shards as this poold maps them and saw them move (proto/kvshardstats.h). */
 struct kv_shard_stats {
 	KV_SHARD_STATS(KV_SHARD_STAT_FIELD)
@@ -57,7 +59,7 @@ struct kv_shard_stats {
 	bool told_backups; /* ... and the BACKUPS: a namespace of 2 replicas exists */
 };
 void kv_shard_stats(struct poold *pd, struct kv_shard_stats *ret);
-void kvowner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n);
+void kv_owner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n);
 int kv_adopt(struct poold *pd, uint32_t node, const struct ledger_extent *at,
 	     const struct kv_record *rec);
 /* A walk of the KV extents on a node for a ledger pass, a slice at a time (kv_extents()). */
@@ -70,8 +72,8 @@ struct kv_extents_walk {
 int kv_extents(struct poold *pd, uint32_t node, struct kv_extents_walk *w, size_t max,
 	       struct ledger_extent **ext, size_t *n, size_t *cap);
 extern const struct ctl_handler kv_handlers[];
-extern const struct ctl_handler kvhandover_handlers[];
-extern const struct ctl_handler kvbackup_handlers[];
+extern const struct ctl_handler kv_handover_handlers[];
+extern const struct ctl_handler kv_backup_handlers[];
 struct kv_where {
 	uint32_t node, arena;
 	uint64_t off, len, version;
@@ -162,10 +164,10 @@ struct kv_ns *kv_ns_find(struct poold *pd, const char *name);
  * of locs[i].status 0 done): each sent to its shard's backup. 1 when some
  * were: done(arg) runs once the backups answered; 0 when none went.
  */
-int kvbackup_send(struct poold *pd, struct kv_ns *ns, const ProtobufCBinaryData *keys,
-		  const Pool__KvLocation *locs, size_t n, bool removed, void (*done)(void *arg),
-		  void *arg);
-int kvowner_serves(struct poold *pd, const struct kv_ns *ns, const void *key, size_t klen);
+int kv_backup_send(struct poold *pd, struct kv_ns *ns, const ProtobufCBinaryData *keys,
+		   const Pool__KvLocation *locs, size_t n, bool removed, void (*done)(void *arg),
+		   void *arg);
+int kv_owner_serves(struct poold *pd, const struct kv_ns *ns, const void *key, size_t klen);
 const char *kv_ns_name(const struct kv_ns *ns);
 uint32_t kv_ns_flags(const struct kv_ns *ns); /* HOLD_NS_* */
 uint32_t kv_ns_replicas(const struct kv_ns *ns);

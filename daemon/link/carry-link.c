@@ -53,12 +53,12 @@ int carry_link_key(const char *secret, uint8_t ret_key[FAB_LINK_KEY_LEN])
 /* Whether peer is a member this poold serves: 0, -EAGAIN (not known yet), -ECONNABORTED. */
 static int link_member(struct poold *pd, const struct fab_link_peer *peer, bool last)
 {
-	struct member *m = cluster_find(pd, peer->node);
+	struct member *m = member_find(pd, peer->node);
 
 	if (m != NULL && m->state == MEMBER_DEAD && m->info->incarnation == peer->incarnation)
 		return -ECONNABORTED; /* fenced */
 	if (m == NULL || m->info->incarnation != peer->incarnation ||
-	    !cluster_epoch_ok(m, peer->epoch)) {
+	    !member_epoch_ok(m, peer->epoch)) {
 		if (last)
 			log_debug("fabric link from node %u (incarnation %llx, registration %llu): "
 				  "%s",

@@ -73,7 +73,7 @@ void carry_close(struct poold *pd)
 /* The member to carry a transfer to, if it is there to be reached. */
 static int carry_reach(struct poold *pd, uint32_t node, struct member **ret_m)
 {
-	struct member *m = cluster_find(pd, node);
+	struct member *m = member_find(pd, node);
 
 	if (m == NULL || m->state == MEMBER_DEAD)
 		return POOL_ELOST;
@@ -237,7 +237,7 @@ bool carry_lost(int err)
 /* Whether the way of generation gen is still node's and has not failed. */
 bool carry_current(struct poold *pd, uint32_t node, uint64_t gen)
 {
-	struct member *m = cluster_find(pd, node);
+	struct member *m = member_find(pd, node);
 
 	if (node == pd->node_id)
 		return true;
@@ -256,7 +256,7 @@ int carry_flush(struct poold *pd, uint32_t node, uint64_t gen, fab_done_cb cb, v
 		return POOL_ELOST;
 	if (node == pd->node_id)
 		return 1;
-	return pd->carry->flush(pd, cluster_find(pd, node), cb, arg);
+	return pd->carry->flush(pd, member_find(pd, node), cb, arg);
 }
 
 /* Close the way to m; the next transfer makes a new one. */
@@ -270,7 +270,7 @@ void carry_drop(struct poold *pd, struct member *m)
  * This poold registered (again), under a new number: the links it makes
  * from now on say so, and those with nothing in flight are made again.
  * The others go on (a lender serves links made under its numbers since
- * it last died, cluster_epoch_ok()).
+ * it last died, member_epoch_ok()).
  */
 void carry_joined(struct poold *pd)
 {

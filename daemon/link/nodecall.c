@@ -75,7 +75,7 @@ static int nodecall_start(struct poold *pd, uint32_t node, bool side, const stru
 			  void *arg)
 {
 	Pool__Forward fw = POOL__FORWARD__INIT;
-	struct member *m = cluster_find(pd, node);
+	struct member *m = member_find(pd, node);
 	struct nodecall *nc;
 	size_t plen;
 	int rc;

@@ -240,7 +240,7 @@ static void probe_step(struct probe *p)
 	p->bytes = 0;
 	p->phase = PHASE_LAT;
 	p->node = p->targets[p->idx];
-	m = cluster_find(p->pd, p->node);
+	m = member_find(p->pd, p->node);
 	if (m == NULL || m->state == MEMBER_DEAD)
 		p->error = -EHOSTUNREACH;
 	else if (m->info->probe_len < PROBE_BW_SIZE)
@@ -266,7 +266,7 @@ static void probe_next_cb(evutil_socket_t fd, short what, void *arg)
 static void probe_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct probe *p = arg;
-	struct member *m = cluster_find(p->pd, p->targets[p->idx]);
+	struct member *m = member_find(p->pd, p->targets[p->idx]);
 	size_t idx = p->idx;
 
 	log_warnx("link probe of node %u timed out", p->targets[p->idx]);

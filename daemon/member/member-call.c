@@ -29,12 +29,12 @@ struct coordlink {
 };
 
 /* Send a request to a node, answered to cb or reply: 0, or -ENOTCONN or -ENOMEM (not sent). */
-static int coordlink_send(struct poold *pd, uint32_t node, uint16_t type,
-			  const ProtobufCMessage *msg, coord_done_cb cb, coord_reply_cb reply,
-			  void *arg)
+static int member_call_send(struct poold *pd, uint32_t node, uint16_t type,
+			    const ProtobufCMessage *msg, coord_done_cb cb, coord_reply_cb reply,
+			    void *arg)
 {
 	struct coordlink *cl = pd->coordlink;
-	struct member *m = cluster_find(pd, node);
+	struct member *m = member_find(pd, node);
 	struct coord_call *call;
 
 	if (cl == NULL || m == NULL || m->conn == NULL)
@@ -58,7 +58,7 @@ static int coordlink_send(struct poold *pd, uint32_t node, uint16_t type,
 int coord_request(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
 		  coord_done_cb cb, void *arg)
 {
-	return coordlink_send(pd, node, type, msg, cb, NULL, arg);
+	return member_call_send(pd, node, type, msg, cb, NULL, arg);
 }
 
 /*
@@ -69,20 +69,20 @@ int coord_request(struct poold *pd, uint32_t node, uint16_t type, const Protobuf
 int coord_call(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
 	       coord_reply_cb reply, void *arg)
 {
-	return coordlink_send(pd, node, type, msg, NULL, reply, arg);
+	return member_call_send(pd, node, type, msg, NULL, reply, arg);
 }
 
 /* Send a notice (request id 0) to a node, if it is connected. */
 void coord_notice(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg)
 {
-	struct member *m = cluster_find(pd, node);
+	struct member *m = member_find(pd, node);
 
 	if (m != NULL && m->conn != NULL)
 		conn_send(m->conn, type, 0, msg);
 }
 
 /* Forget a call of coord_call() without calling it back (whoever made it gave up). */
-void coordlink_cancel(struct poold *pd, const void *arg)
+void member_call_cancel(struct poold *pd, const void *arg)
 {
 	struct coord_call *call;
 
@@ -97,7 +97,7 @@ void coordlink_cancel(struct poold *pd, const void *arg)
 }
 
 /* A node's answer to one of our calls, if it is still waited for. */
-void coordlink_answer(struct poold *pd, const struct wire_hdr *hdr, const uint8_t *payload)
+void member_call_answer(struct poold *pd, const struct wire_hdr *hdr, const uint8_t *payload)
 {
 	struct coordlink *cl = pd->coordlink;
 	struct coord_call *call;
@@ -129,7 +129,7 @@ void coordlink_answer(struct poold *pd, const struct wire_hdr *hdr, const uint8_
  * A node's link dropped: fail the calls it will never answer. (Its member's
  * link is gone first, so a caller that asks again is refused, not queued.)
  */
-void coordlink_fail(struct poold *pd, uint32_t node)
+void member_call_fail(struct poold *pd, uint32_t node)
 {
 	struct coordlink *cl = pd->coordlink;
 	struct coord_call *call;
@@ -150,7 +150,7 @@ void coordlink_fail(struct poold *pd, uint32_t node)
 	}
 }
 
-int coordlink_open(struct poold *pd)
+int member_call_open(struct poold *pd)
 {
 	if ((pd->coordlink = calloc(1, sizeof(*pd->coordlink))) == NULL)
 		return -ENOMEM;
@@ -159,7 +159,7 @@ int coordlink_open(struct poold *pd)
 }
 
 /* The coordinator stops: a call that wants its answer frame gets -ESHUTDOWN. */
-void coordlink_close(struct poold *pd)
+void member_call_close(struct poold *pd)
 {
 	struct coordlink *cl = pd->coordlink;
 	struct coord_call *call;

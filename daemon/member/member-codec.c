@@ -260,8 +260,8 @@ Pool__Member *member_to_wire_copy(struct poold *pd, const struct member *m)
 	return copy;
 }
 
-/* The member table as Member messages (member_to_wire()); free with cluster_members_msg_free(). */
-int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_members, size_t *ret_n)
+/* The member table as Member messages (member_to_wire()); free with members_msg_free(). */
+int members_msg(struct poold *pd, bool public, Pool__Member ***ret_members, size_t *ret_n)
 {
 	Pool__Member **out;
 	struct member *m;
@@ -277,7 +277,7 @@ int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_membe
 		out[n] = malloc(sizeof(**out));
 		if (out[n] == NULL || member_to_wire(pd, m, public, out[n]) < 0) {
 			free(out[n]);
-			cluster_members_msg_free(out, n);
+			members_msg_free(out, n);
 			return -ENOMEM;
 		}
 		n++;
@@ -287,8 +287,8 @@ int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_membe
 	return 0;
 }
 
-/* Free what cluster_members_msg() allocated. */
-void cluster_members_msg_free(Pool__Member **members, size_t n)
+/* Free what members_msg() allocated. */
+void members_msg_free(Pool__Member **members, size_t n)
 {
 	size_t i;
 

@@ -14,7 +14,7 @@
 #include "daemon/member/member.h"
 
 /* The node of id (when not 0) or of name (when not NULL), if known. */
-const struct node_id *nodeids_find(const struct poold *pd, uint32_t id, const char *name)
+const struct node_id *member_ids_find(const struct poold *pd, uint32_t id, const char *name)
 {
 	size_t i;
 
@@ -26,9 +26,9 @@ const struct node_id *nodeids_find(const struct poold *pd, uint32_t id, const ch
 }
 
 /* Remember that node id is name's. true: it was not known so (the journal records it). */
-bool nodeids_add(struct poold *pd, uint32_t id, const char *name)
+bool member_ids_add(struct poold *pd, uint32_t id, const char *name)
 {
-	struct node_id *k = (struct node_id *)nodeids_find(pd, id, NULL), *n;
+	struct node_id *k = (struct node_id *)member_ids_find(pd, id, NULL), *n;
 
 	if (k != NULL && strcmp(k->name, name) == 0)
 		return false;
@@ -46,9 +46,9 @@ bool nodeids_add(struct poold *pd, uint32_t id, const char *name)
 }
 
 /* Whether node id is drained. true: it was known and that changed (the journal records it). */
-bool nodeids_set_drained(struct poold *pd, uint32_t id, bool drained)
+bool member_ids_set_drained(struct poold *pd, uint32_t id, bool drained)
 {
-	struct node_id *k = (struct node_id *)nodeids_find(pd, id, NULL);
+	struct node_id *k = (struct node_id *)member_ids_find(pd, id, NULL);
 
 	if (k == NULL || k->kv_drained == drained)
 		return false;
@@ -56,7 +56,7 @@ bool nodeids_set_drained(struct poold *pd, uint32_t id, bool drained)
 	return true;
 }
 
-void nodeids_clear(struct poold *pd)
+void member_ids_clear(struct poold *pd)
 {
 	free(pd->nodeids);
 	pd->nodeids = NULL;

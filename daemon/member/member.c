@@ -23,7 +23,7 @@ const char *member_state_name(enum member_state state)
 }
 
 /* The member with this node id, or NULL. */
-struct member *cluster_find(struct poold *pd, uint32_t id)
+struct member *member_find(struct poold *pd, uint32_t id)
 {
 	struct member *m;
 
@@ -34,7 +34,7 @@ struct member *cluster_find(struct poold *pd, uint32_t id)
 }
 
 /* The member with this node name, or NULL. */
-struct member *cluster_find_name(struct poold *pd, const char *name)
+struct member *member_find_name(struct poold *pd, const char *name)
 {
 	struct member *m;
 
@@ -67,7 +67,7 @@ void node_info_free(struct node_info *info)
 }
 
 /* The member table changed: what follows it is told (after the change, from the loop). */
-static void cluster_changed(struct poold *pd)
+static void member_table_changed(struct poold *pd)
 {
 	pd->members_gen++;
 	if (pd->members_changed != NULL)
@@ -79,9 +79,9 @@ static void cluster_changed(struct poold *pd)
  * record, which the table takes (and frees, on failure too). A new
  * incarnation (the node restarted) drops the old fabric endpoint.
  */
-int cluster_update(struct poold *pd, struct node_info *info, struct member **ret_member)
+int member_update(struct poold *pd, struct node_info *info, struct member **ret_member)
 {
-	struct member *m = cluster_find(pd, info->id);
+	struct member *m = member_find(pd, info->id);
 
 	if (m == NULL) {
 		m = calloc(1, sizeof(*m));
@@ -106,7 +106,7 @@ int cluster_update(struct poold *pd, struct node_info *info, struct member **ret
 		node_info_free(m->info);
 	}
 	m->info = info;
-	cluster_changed(pd);
+	member_table_changed(pd);
 	firewall_members_changed(pd);
 	if (pd->carry_hooks != NULL)
 		pd->carry_hooks->changed(pd);
@@ -116,7 +116,7 @@ int cluster_update(struct poold *pd, struct node_info *info, struct member **ret
 }
 
 /* Whether epoch is one of m's registrations since it last died (its links made then go on). */
-bool cluster_epoch_ok(const struct member *m, uint64_t epoch)
+bool member_epoch_ok(const struct member *m, uint64_t epoch)
 {
 	size_t i;
 
@@ -129,7 +129,7 @@ bool cluster_epoch_ok(const struct member *m, uint64_t epoch)
 }
 
 /* Change a member's state; a dead member is fenced: nothing more goes to it or comes from it. */
-void cluster_set_state(struct poold *pd, struct member *m, enum member_state state)
+void member_set_state(struct poold *pd, struct member *m, enum member_state state)
 {
 	if (m->state == state)
 		return;
@@ -138,7 +138,7 @@ void cluster_set_state(struct poold *pd, struct member *m, enum member_state sta
 		   member_state_name(state));
 	m->state = state;
 	pd->member_changes++;
-	cluster_changed(pd);
+	member_table_changed(pd);
 	if (state == MEMBER_DEAD) {
 		memset(m->past_epochs, 0, sizeof(m->past_epochs));
 		if (pd->carry_hooks != NULL)
@@ -149,19 +149,19 @@ void cluster_set_state(struct poold *pd, struct member *m, enum member_state sta
 }
 
 /* Mark a member drained of its KV shards (poolctl drain), or not (lend): the map changes. */
-void cluster_set_kv_drained(struct poold *pd, struct member *m, bool drained)
+void member_set_kv_drained(struct poold *pd, struct member *m, bool drained)
 {
 	if (m->kv_drained == drained)
 		return;
 	m->kv_drained = drained;
-	cluster_changed(pd);
+	member_table_changed(pd);
 }
 
 /* Forget a member. */
-void cluster_remove(struct poold *pd, struct member *m)
+void member_remove(struct poold *pd, struct member *m)
 {
 	TAILQ_REMOVE(&pd->members, m, entry);
-	cluster_changed(pd);
+	member_table_changed(pd);
 	if (pd->carry_hooks != NULL)
 		pd->carry_hooks->dead(pd, m);
 	node_info_free(m->info);
@@ -170,12 +170,12 @@ void cluster_remove(struct poold *pd, struct member *m)
 }
 
 /* Forget every member. */
-void cluster_clear(struct poold *pd)
+void member_clear(struct poold *pd)
 {
 	struct member *m;
 
 	while ((m = TAILQ_FIRST(&pd->members)) != NULL)
-		cluster_remove(pd, m);
+		member_remove(pd, m);
 	kv_shard_map_clear(&pd->kv_shards);
 }
 
@@ -187,7 +187,7 @@ void cluster_clear(struct poold *pd)
  * own copy of the table, and gets the coordinator's map once its copy is
  * up to date (the digest says so). Out of memory, the last map stays.
  */
-const struct kv_shard_map *cluster_kv_shards(struct poold *pd)
+const struct kv_shard_map *member_kv_shards(struct poold *pd)
 {
 	struct kv_shard_map *map = &pd->kv_shards;
 	uint64_t digest = map->digest;
@@ -220,7 +220,7 @@ const struct kv_shard_map *cluster_kv_shards(struct poold *pd)
 	return map;
 }
 
-static char *cluster_strdup(const char *s, bool *failed)
+static char *member_strdup(const char *s, bool *failed)
 {
 	char *copy = strdup(s);
 
@@ -230,7 +230,7 @@ static char *cluster_strdup(const char *s, bool *failed)
 }
 
 /* This poold's registration record; NULL when out of memory. */
-struct node_info *cluster_self_info(struct poold *pd)
+struct node_info *member_self_info(struct poold *pd)
 {
 	struct node_info *info = calloc(1, sizeof(*info));
 	uint32_t *ports;
@@ -240,12 +240,12 @@ struct node_info *cluster_self_info(struct poold *pd)
 	if (info == NULL)
 		return NULL;
 	info->id = pd->node_id;
-	info->name = cluster_strdup(pd->conf->node_name, &failed);
-	info->addr = cluster_strdup(pd->conf->peer_listen, &failed);
-	info->version = cluster_strdup(PACKAGE_VERSION, &failed);
+	info->name = member_strdup(pd->conf->node_name, &failed);
+	info->addr = member_strdup(pd->conf->peer_listen, &failed);
+	info->version = member_strdup(PACKAGE_VERSION, &failed);
 	info->role =
-	    cluster_strdup(pd->conf->role == ROLE_COORDINATOR ? "coordinator" : "node", &failed);
-	info->link_host = cluster_strdup(pd->conf->fabric_address, &failed);
+	    member_strdup(pd->conf->role == ROLE_COORDINATOR ? "coordinator" : "node", &failed);
+	info->link_host = member_strdup(pd->conf->fabric_address, &failed);
 	info->link_port = pd->links != NULL ? fab_links_port(pd->links) : 0;
 	info->epoch = pd->epoch;
 	info->kv_shard_size = (uint64_t)pd->conf->kv_shard_size;

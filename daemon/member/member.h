@@ -14,16 +14,16 @@ struct wire_hdr;
 
 /* member.c: the member table */
 const char *member_state_name(enum member_state state);
-struct member *cluster_find(struct poold *pd, uint32_t id);
-struct member *cluster_find_name(struct poold *pd, const char *name);
-int cluster_update(struct poold *pd, struct node_info *info, struct member **ret_member);
-bool cluster_epoch_ok(const struct member *m, uint64_t epoch);
-void cluster_set_state(struct poold *pd, struct member *m, enum member_state state);
-void cluster_set_kv_drained(struct poold *pd, struct member *m, bool drained);
-void cluster_remove(struct poold *pd, struct member *m);
-void cluster_clear(struct poold *pd);
-struct node_info *cluster_self_info(struct poold *pd);
-const struct kv_shard_map *cluster_kv_shards(struct poold *pd);
+struct member *member_find(struct poold *pd, uint32_t id);
+struct member *member_find_name(struct poold *pd, const char *name);
+int member_update(struct poold *pd, struct node_info *info, struct member **ret_member);
+bool member_epoch_ok(const struct member *m, uint64_t epoch);
+void member_set_state(struct poold *pd, struct member *m, enum member_state state);
+void member_set_kv_drained(struct poold *pd, struct member *m, bool drained);
+void member_remove(struct poold *pd, struct member *m);
+void member_clear(struct poold *pd);
+struct node_info *member_self_info(struct poold *pd);
+const struct kv_shard_map *member_kv_shards(struct poold *pd);
 void node_info_free(struct node_info *info);
 
 /* member-ids.c: node ids tied to names (coordinator) */
@@ -32,10 +32,10 @@ struct node_id {
 	char name[64];
 	bool kv_drained; /* drained (poolctl drain) until it lends again: it owns no KV shard */
 };
-const struct node_id *nodeids_find(const struct poold *pd, uint32_t id, const char *name);
-bool nodeids_add(struct poold *pd, uint32_t id, const char *name);
-bool nodeids_set_drained(struct poold *pd, uint32_t id, bool drained);
-void nodeids_clear(struct poold *pd);
+const struct node_id *member_ids_find(const struct poold *pd, uint32_t id, const char *name);
+bool member_ids_add(struct poold *pd, uint32_t id, const char *name);
+bool member_ids_set_drained(struct poold *pd, uint32_t id, bool drained);
+void member_ids_clear(struct poold *pd);
 
 /* member-codec.c: the member table's records to and from the wire */
 Pool__MemberState member_state_wire(enum member_state state);
@@ -46,14 +46,14 @@ void node_info_wire_free(Pool__NodeInfo *w);
 int member_to_wire(struct poold *pd, const struct member *m, bool public, Pool__Member *w);
 void member_wire_free(Pool__Member *w);
 Pool__Member *member_to_wire_copy(struct poold *pd, const struct member *m);
-int cluster_members_msg(struct poold *pd, bool public, Pool__Member ***ret_members, size_t *ret_n);
-void cluster_members_msg_free(Pool__Member **members, size_t n);
+int members_msg(struct poold *pd, bool public, Pool__Member ***ret_members, size_t *ret_n);
+void members_msg_free(Pool__Member **members, size_t n);
 
 /* member-call.c: the coordinator's calls to its nodes */
 /* What a call whose answer is only its status calls back with (0 or -errno). */
 typedef void (*coord_done_cb)(struct poold *pd, void *arg, int rc);
-int coordlink_open(struct poold *pd);
-void coordlink_close(struct poold *pd);
+int member_call_open(struct poold *pd);
+void member_call_close(struct poold *pd);
 int coord_request(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
 		  coord_done_cb cb, void *arg);
 typedef void (*coord_reply_cb)(struct poold *pd, void *arg, int rc, const struct wire_hdr *hdr,
@@ -61,8 +61,8 @@ typedef void (*coord_reply_cb)(struct poold *pd, void *arg, int rc, const struct
 int coord_call(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg,
 	       coord_reply_cb reply, void *arg);
 void coord_notice(struct poold *pd, uint32_t node, uint16_t type, const ProtobufCMessage *msg);
-void coordlink_cancel(struct poold *pd, const void *arg);
-void coordlink_answer(struct poold *pd, const struct wire_hdr *hdr, const uint8_t *payload);
-void coordlink_fail(struct poold *pd, uint32_t node);
+void member_call_cancel(struct poold *pd, const void *arg);
+void member_call_answer(struct poold *pd, const struct wire_hdr *hdr, const uint8_t *payload);
+void member_call_fail(struct poold *pd, uint32_t node);
 
 #endif /* POOLD_MEMBER_H */

@@ -118,9 +118,9 @@ int httpd_open(struct poold *pd, const char *addr, const char *option, const cha
 void httpd_close(struct httpd *h);
 
 /* peer-tls.c: TLS on peer links */
-int peertls_open(struct poold *pd);
-void peertls_close(struct poold *pd);
-int peertls_new(struct poold *pd, struct ssl_st **ret_ssl);
+int peer_tls_open(struct poold *pd);
+void peer_tls_close(struct poold *pd);
+int peer_tls_new(struct poold *pd, struct ssl_st **ret_ssl);
 
 /* stream.c: a long list sent over a peer link in chunks, as the loop turns */
 struct stream;
@@ -144,11 +144,11 @@ void firewall_close(struct poold *pd);
 /* peer-auth.c: challenge-response on the peer secret */
 #define PEERAUTH_NONCE_LEN 32
 #define PEERAUTH_PROOF_LEN 32
-int peerauth_nonce(uint8_t ret_nonce[PEERAUTH_NONCE_LEN]);
-int peerauth_coord_proof(const char *secret, const uint8_t *nn, const uint8_t *nc,
+int peer_auth_nonce(uint8_t ret_nonce[PEERAUTH_NONCE_LEN]);
+int peer_auth_coord_proof(const char *secret, const uint8_t *nn, const uint8_t *nc,
+			  uint8_t ret_proof[PEERAUTH_PROOF_LEN]);
+int peer_auth_node_proof(const char *secret, const uint8_t *nc, const uint8_t *nn, const char *name,
 			 uint8_t ret_proof[PEERAUTH_PROOF_LEN]);
-int peerauth_node_proof(const char *secret, const uint8_t *nc, const uint8_t *nn, const char *name,
-			uint8_t ret_proof[PEERAUTH_PROOF_LEN]);
-bool peerauth_equal(const uint8_t want[PEERAUTH_PROOF_LEN], const uint8_t *got, size_t len);
+bool peer_auth_equal(const uint8_t want[PEERAUTH_PROOF_LEN], const uint8_t *got, size_t len);
 
 #endif /* POOLD_NET_H */

@@ -34,7 +34,7 @@ static const char label_coord[] = "poold-coordinator";
 static const char label_node[] = "poold-node";
 
 /* A fresh random nonce. */
-int peerauth_nonce(uint8_t ret_nonce[PEERAUTH_NONCE_LEN])
+int peer_auth_nonce(uint8_t ret_nonce[PEERAUTH_NONCE_LEN])
 {
 	size_t got = 0;
 
@@ -50,8 +50,8 @@ int peerauth_nonce(uint8_t ret_nonce[PEERAUTH_NONCE_LEN])
 }
 
 /* HMAC-SHA256(secret, label || a || b || name) into out. */
-static int peerauth_mac(const char *secret, const char *label, const uint8_t *a, const uint8_t *b,
-			const char *name, uint8_t out[PEERAUTH_PROOF_LEN])
+static int peer_auth_mac(const char *secret, const char *label, const uint8_t *a, const uint8_t *b,
+			 const char *name, uint8_t out[PEERAUTH_PROOF_LEN])
 {
 	uint8_t msg[sizeof(label_coord) + 2 * PEERAUTH_NONCE_LEN + 64];
 	size_t len = strlen(label), nlen = name ? strnlen(name, 64) : 0;
@@ -71,21 +71,21 @@ static int peerauth_mac(const char *secret, const char *label, const uint8_t *a,
 }
 
 /* The coordinator's proof for the node nonce nn and its own nonce nc. */
-int peerauth_coord_proof(const char *secret, const uint8_t *nn, const uint8_t *nc,
-			 uint8_t ret_proof[PEERAUTH_PROOF_LEN])
+int peer_auth_coord_proof(const char *secret, const uint8_t *nn, const uint8_t *nc,
+			  uint8_t ret_proof[PEERAUTH_PROOF_LEN])
 {
-	return peerauth_mac(secret, label_coord, nn, nc, NULL, ret_proof);
+	return peer_auth_mac(secret, label_coord, nn, nc, NULL, ret_proof);
 }
 
 /* The node's proof for the coordinator nonce nc, its own nonce nn and its name. */
-int peerauth_node_proof(const char *secret, const uint8_t *nc, const uint8_t *nn, const char *name,
-			uint8_t ret_proof[PEERAUTH_PROOF_LEN])
+int peer_auth_node_proof(const char *secret, const uint8_t *nc, const uint8_t *nn, const char *name,
+			 uint8_t ret_proof[PEERAUTH_PROOF_LEN])
 {
-	return peerauth_mac(secret, label_node, nc, nn, name, ret_proof);
+	return peer_auth_mac(secret, label_node, nc, nn, name, ret_proof);
 }
 
 /* Whether got (len bytes) equals the proof want, in constant time. */
-bool peerauth_equal(const uint8_t want[PEERAUTH_PROOF_LEN], const uint8_t *got, size_t len)
+bool peer_auth_equal(const uint8_t want[PEERAUTH_PROOF_LEN], const uint8_t *got, size_t len)
 {
 	return len == PEERAUTH_PROOF_LEN && CRYPTO_memcmp(want, got, PEERAUTH_PROOF_LEN) == 0;
 }

@@ -14,7 +14,7 @@
 #include "daemon/net/net.h"
 
 /* Load the certificate, key and CA when peer.tls is set; poold does not start without them. */
-int peertls_open(struct poold *pd)
+int peer_tls_open(struct poold *pd)
 {
 	const struct poold_conf *conf = pd->conf;
 	SSL_CTX *ctx;
@@ -56,14 +56,14 @@ fail:
 	return -EINVAL;
 }
 
-void peertls_close(struct poold *pd)
+void peer_tls_close(struct poold *pd)
 {
 	SSL_CTX_free(pd->tls);
 	pd->tls = NULL;
 }
 
 /* An SSL object for a new peer link, or NULL with 0 when peer links are in clear. */
-int peertls_new(struct poold *pd, SSL **ret_ssl)
+int peer_tls_new(struct poold *pd, SSL **ret_ssl)
 {
 	*ret_ssl = NULL;
 	if (pd->tls == NULL)

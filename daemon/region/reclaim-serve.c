@@ -34,15 +34,15 @@ static void reclaim_answer(void *arg, int rc, const char *summary)
  */
 static void reclaim_kv_drain(struct poold *pd, uint32_t node, bool drained)
 {
-	struct member *m = cluster_find(pd, node);
+	struct member *m = member_find(pd, node);
 
 	if (m != NULL && m->kv_drained != drained) {
-		cluster_set_kv_drained(pd, m, drained);
+		member_set_kv_drained(pd, m, drained);
 		if (pd->coord_role != NULL)
 			pd->coord_role->member_changed(pd, m);
 	}
 	/* (kept across restarts) */
-	if (nodeids_set_drained(pd, node, drained) && pd->coord_role != NULL)
+	if (member_ids_set_drained(pd, node, drained) && pd->coord_role != NULL)
 		pd->coord_role->node_changed(pd, node);
 }
 

@@ -250,7 +250,7 @@ static int reclaim_may(struct poold *pd, uint32_t node, char *err, size_t errlen
 {
 	struct reclaim *rc;
 
-	if (cluster_find(pd, node) == NULL) {
+	if (member_find(pd, node) == NULL) {
 		snprintf(err, errlen, "no node %u", node);
 		return -ENOENT;
 	}

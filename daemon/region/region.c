@@ -214,7 +214,7 @@ bool region_pool_usable(struct poold *pd, const struct lender_pool *lp)
 {
 	if (!lp->reconciled)
 		return false;
-	struct member *m = cluster_find(pd, lp->node);
+	struct member *m = member_find(pd, lp->node);
 
 	return m != NULL && m->state == MEMBER_UP && m->info->incarnation == lp->incarnation;
 }
@@ -233,7 +233,7 @@ bool region_rebuilding(struct poold *pd)
 	if (pd->coordlog != NULL)
 		return false;
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
-		struct member *m = cluster_find(pd, lp->node);
+		struct member *m = member_find(pd, lp->node);
 
 		if (!lp->reconciled && m != NULL && m->state == MEMBER_UP &&
 		    m->info->incarnation == lp->incarnation)
@@ -255,7 +255,7 @@ size_t region_unreconciled(struct poold *pd)
 	if (pd->regions == NULL)
 		return 0;
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
-		struct member *m = cluster_find(pd, lp->node);
+		struct member *m = member_find(pd, lp->node);
 
 		n += !lp->reconciled && m != NULL && m->state == MEMBER_UP &&
 		     m->info->incarnation == lp->incarnation;
@@ -280,7 +280,7 @@ bool region_settling(struct poold *pd, char *why, size_t len)
 	if (rs == NULL || pd->coord == NULL || (age = units_now_ms() - rs->opened_ms) >= window)
 		return false;
 	for (i = 0; i < pd->nnodeids; i++) {
-		struct member *m = cluster_find(pd, pd->nodeids[i].id);
+		struct member *m = member_find(pd, pd->nodeids[i].id);
 
 		if (pd->nodeids[i].id != pd->node_id && (m == NULL || m->state != MEMBER_UP))
 			away++;
@@ -392,7 +392,7 @@ void region_account(struct poold *pd)
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 		struct extent_stats st;
 
-		m = cluster_find(pd, lp->node);
+		m = member_find(pd, lp->node);
 		if (m == NULL || m->info->incarnation != lp->incarnation)
 			continue;
 		extent_stats(lp->alloc, &st);
@@ -459,7 +459,7 @@ bool region_scrubs_full(struct poold *pd)
  */
 static void region_scrub(struct poold *pd, struct retired *rt)
 {
-	struct member *m = cluster_find(pd, rt->node);
+	struct member *m = member_find(pd, rt->node);
 
 	if (rt->scrubbed || rt->scrub_sent || pd->stopping)
 		return;
@@ -748,7 +748,7 @@ static struct lease *region_lease_add(struct poold *pd, struct region *r, uint32
 				      uint64_t session)
 {
 	struct lease *l = calloc(1, sizeof(*l));
-	struct member *m = cluster_find(pd, node);
+	struct member *m = member_find(pd, node);
 
 	if (l == NULL)
 		return NULL;
@@ -846,7 +846,7 @@ static void region_bury(struct poold *pd, const struct region *r)
 	size_t i, j, n = 0;
 
 	for (i = 0; i < r->next && n < ARRAY_SIZE(nodes); i++) {
-		struct member *m = cluster_find(pd, r->ext[i].node);
+		struct member *m = member_find(pd, r->ext[i].node);
 
 		if (m != NULL && m->state == MEMBER_UP)
 			continue;
@@ -1185,7 +1185,7 @@ int region_open(struct poold *pd, const char *name, unsigned want, const struct 
 				   "region '%s' (mode %03o, uid %u): %s access denied", r->name,
 				   r->mode, r->uid, want & 2 ? "read-write" : "read");
 	for (i = 0; i < r->next; i++) {
-		struct member *m = cluster_find(pd, r->ext[i].node);
+		struct member *m = member_find(pd, r->ext[i].node);
 
 		if (m == NULL || m->state == MEMBER_DEAD)
 			return region_fail(err, errlen, POOL_ELOST,

@@ -456,7 +456,7 @@ void resp_cmd_run(struct resp_conn *c, const struct resp_cmd *cmd, long argc, ch
 {
 	char ns[32];
 
-	(void)coordha_epoch(c->rs->pd, NULL); /* (a deposed leader stops here, before it acts) */
+	(void)ha_epoch(c->rs->pd, NULL); /* (a deposed leader stops here, before it acts) */
 	if ((cmd->flags & RESP_CMD_KEYS) && resp_db_open(c, c->db, ns, sizeof(ns)) < 0)
 		return;
 	resp_stat_run(c, cmd, argc, argv, argl);

@@ -290,7 +290,7 @@ static in_port_t relay_port(const struct sockaddr_storage *ss)
  * The coordinator said where its endpoint is bound (NULL: it has none),
  * over the link on socket link_fd: connections from now on go there.
  */
-void resprelay_learn(struct poold *pd, const char *endpoint, int link_fd)
+void resp_relay_learn(struct poold *pd, const char *endpoint, int link_fd)
 {
 	struct resprelay *rl = pd->resprelay;
 	struct sockaddr_storage to, via;
@@ -345,7 +345,7 @@ void resprelay_learn(struct poold *pd, const char *endpoint, int link_fd)
 /*
  * At a node, start the RESP endpoint if resp.listen is set: relayed once the coordinator is known.
  */
-int resprelay_open(struct poold *pd)
+int resp_relay_open(struct poold *pd)
 {
 	struct resprelay *rl;
 	int rc;
@@ -371,7 +371,7 @@ int resprelay_open(struct poold *pd)
 }
 
 /* What the relay served; false without one. */
-bool resprelay_stats(const struct poold *pd, struct resp_stats *ret)
+bool resp_relay_stats(const struct poold *pd, struct resp_stats *ret)
 {
 	const struct resprelay *rl = pd->resprelay;
 
@@ -386,7 +386,7 @@ bool resprelay_stats(const struct poold *pd, struct resp_stats *ret)
 }
 
 /* Stop it: relayed connections end. */
-void resprelay_close(struct poold *pd)
+void resp_relay_close(struct poold *pd)
 {
 	struct resprelay *rl = pd->resprelay;
 	struct relay_conn *r;

@@ -607,7 +607,7 @@ void resp_remote_timeout(evutil_socket_t fd, short what, void *arg)
 	}
 	resp_remote_abandon(c);
 	for (i = 0; i < n; i++) {
-		if ((m = cluster_find(pd, silent[i])) == NULL || (m->ep == NULL && m->link == NULL))
+		if ((m = member_find(pd, silent[i])) == NULL || (m->ep == NULL && m->link == NULL))
 			continue;
 		log_warnx("node %u (%s) did not answer the RESP endpoint's transfers for a "
 			  "heartbeat window: closing the way to it",

@@ -255,7 +255,7 @@ static int resp_shard_serves(struct poold *pd, const struct kv_ns *ns, const str
 
 	resp_cmd_keys(cmd, argc, &first, &last, &step);
 	for (i = first; first > 0 && i <= last && i < argc; i += step)
-		if ((rc = kvowner_serves(pd, ns, argv[i], argl[i])) < 0)
+		if ((rc = kv_owner_serves(pd, ns, argv[i], argl[i])) < 0)
 			return rc;
 	return 0;
 }
@@ -445,7 +445,7 @@ static int resp_shard_back(struct poold *pd, struct kv_ns *ns, const ProtobufCBi
 
 	if (locs != NULL && bk != NULL && n > 0) {
 		*bk = (struct resp_backed){took, arg, *a};
-		rc = kvbackup_send(pd, ns, keys, locs, (size_t)n, false, resp_shard_backed, bk);
+		rc = kv_backup_send(pd, ns, keys, locs, (size_t)n, false, resp_shard_backed, bk);
 	}
 	if (rc > 0)
 		*a = (struct resp_answer){0};
@@ -1402,7 +1402,7 @@ static bool resp_batchable(struct resp_conn *c, const struct kv_shard_map *map, 
 void resp_shard_flush(struct resp_conn *c)
 {
 	struct poold *pd = c->rs->pd;
-	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	const struct kv_shard_map *map = member_kv_shards(pd);
 	struct resp_batch *b;
 	uint32_t owner[RESP_AHEAD];
 	char ns[32];
@@ -1656,7 +1656,7 @@ static int resp_shard_taken(struct resp_conn *c, struct resp_fwd *fw, const stru
 	if (i < fw->nparts)
 		resp_shard_failed(c, fw->parts[i].status, fw->parts[i].node);
 	else
-		resp_fwd_merge(c, fw, q->argc, cluster_kv_shards(c->rs->pd)->nowners);
+		resp_fwd_merge(c, fw, q->argc, member_kv_shards(c->rs->pd)->nowners);
 	resp_fwd_free(fw);
 	return RESP_SHARD_DONE;
 }
@@ -1790,7 +1790,7 @@ static int resp_shard_start(struct resp_conn *c, const struct kv_shard_map *map,
 int resp_shard_route(struct resp_conn *c, const struct resp_cmd *cmd, const struct resp_queued *q)
 {
 	struct poold *pd = c->rs->pd;
-	const struct kv_shard_map *map = cluster_kv_shards(pd);
+	const struct kv_shard_map *map = member_kv_shards(pd);
 	bool exec = strcasecmp(cmd->name, "exec") == 0;
 	const struct kv_ns *ns;
 	char name[32];
@@ -1837,7 +1837,7 @@ int resp_shard_route(struct resp_conn *c, const struct resp_cmd *cmd, const stru
 /* Whether key of database ns is in a shard this node serves (WATCH is kept there). */
 bool resp_shard_here(struct resp_conn *c, const char *ns, const char *key, size_t klen)
 {
-	const struct kv_shard_map *map = cluster_kv_shards(c->rs->pd);
+	const struct kv_shard_map *map = member_kv_shards(c->rs->pd);
 
 	return map->nowners > 0 && map->owner[kv_shard_of(ns, key, klen)] == c->rs->pd->node_id;
 }

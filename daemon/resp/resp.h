@@ -32,9 +32,9 @@ struct resp_stats {
 bool resp_stats(const struct poold *pd, struct resp_stats *ret);
 
 /* resp-relay.c: a node's RESP endpoint, relayed to the coordinator's */
-int resprelay_open(struct poold *pd);
-void resprelay_close(struct poold *pd);
-void resprelay_learn(struct poold *pd, const char *endpoint, int link_fd);
-bool resprelay_stats(const struct poold *pd, struct resp_stats *ret);
+int resp_relay_open(struct poold *pd);
+void resp_relay_close(struct poold *pd);
+void resp_relay_learn(struct poold *pd, const char *endpoint, int link_fd);
+bool resp_relay_stats(const struct poold *pd, struct resp_stats *ret);
 
 #endif /* POOLD_RESP_H */

@@ -62,14 +62,14 @@
 #define SNAPCOPY_ALIGN 4096		      /* an image is whole pages */
 #define SNAPCOPY_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
 
-enum snapcopy_state { COPY_FILLING, COPY_READY };
+enum snap_copy_state { COPY_FILLING, COPY_READY };
 
 struct snapcopy {
 	TAILQ_ENTRY(snapcopy) entry; /* least recently used first */
 	char name[POOL_SNAP_NAME_MAX + 1];
 	uint64_t id, size;
 	int fd;
-	enum snapcopy_state state;
+	enum snap_copy_state state;
 	bool shared;	      /* filled by an admin: every uid that names it uses it */
 	uid_t uid;	      /* of the client that asked first */
 	uint64_t filler;      /* filling: the session of the client filling it */
@@ -87,7 +87,7 @@ struct snapcopies {
 	uint64_t restores, restores_failed, faults, pages, prefetched;
 };
 
-static struct snapcopies *snapcopy_space(struct poold *pd)
+static struct snapcopies *snap_copy_space(struct poold *pd)
 {
 	if (pd->snapcopies == NULL) {
 		pd->snapcopies = calloc(1, sizeof(*pd->snapcopies));
@@ -98,7 +98,7 @@ static struct snapcopies *snapcopy_space(struct poold *pd)
 }
 
 /* snap.copies, or a quarter of the node's RAM when it is 0. */
-static uint64_t snapcopy_budget(const struct poold *pd)
+static uint64_t snap_copy_budget(const struct poold *pd)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
 
@@ -110,25 +110,25 @@ static uint64_t snapcopy_budget(const struct poold *pd)
 }
 
 /* Whether r may use copy c: it trusts the copy's filler (see above). */
-static bool snapcopy_trusts(const struct req *r, const struct snapcopy *c)
+static bool snap_copy_trusts(const struct req *r, const struct snapcopy *c)
 {
 	return c->shared || c->uid == r->uid;
 }
 
 /* Whether r fills copies like c: an admin fills the shared ones, another uid its own. */
-static bool snapcopy_makes(const struct req *r, const struct snapcopy *c)
+static bool snap_copy_makes(const struct req *r, const struct snapcopy *c)
 {
 	return r->admin ? c->shared : !c->shared && c->uid == r->uid;
 }
 
 /* The copy of (name, id) r may use: a ready one before one filling, a shared one first. */
-static struct snapcopy *snapcopy_find(struct snapcopies *sc, const char *name, uint64_t id,
-				      const struct req *r)
+static struct snapcopy *snap_copy_find(struct snapcopies *sc, const char *name, uint64_t id,
+				       const struct req *r)
 {
 	struct snapcopy *c, *best = NULL;
 
 	TAILQ_FOREACH(c, &sc->list, entry) {
-		if (c->id != id || strcmp(c->name, name) != 0 || !snapcopy_trusts(r, c))
+		if (c->id != id || strcmp(c->name, name) != 0 || !snap_copy_trusts(r, c))
 			continue;
 		if (best == NULL || (c->state == COPY_READY && best->state != COPY_READY) ||
 		    (c->state == best->state && c->shared && !best->shared))
@@ -138,19 +138,19 @@ static struct snapcopy *snapcopy_find(struct snapcopies *sc, const char *name, u
 }
 
 /* A copy of name with another id than id, of those r makes: an older image. */
-static struct snapcopy *snapcopy_find_older(struct snapcopies *sc, const char *name, uint64_t id,
-					    const struct req *r)
+static struct snapcopy *snap_copy_find_older(struct snapcopies *sc, const char *name, uint64_t id,
+					     const struct req *r)
 {
 	struct snapcopy *c;
 
 	TAILQ_FOREACH(c, &sc->list, entry)
-		if (c->id != id && strcmp(c->name, name) == 0 && snapcopy_makes(r, c))
+		if (c->id != id && strcmp(c->name, name) == 0 && snap_copy_makes(r, c))
 			return c;
 	return NULL;
 }
 
 /* An empty memfd of size bytes that can be sealed. */
-static int snapcopy_memfd(const struct snapcopy *c, int *ret_fd)
+static int snap_copy_memfd(const struct snapcopy *c, int *ret_fd)
 {
 	char label[16 + POOL_SNAP_NAME_MAX];
 	int fd;
@@ -174,7 +174,7 @@ static int snapcopy_memfd(const struct snapcopy *c, int *ret_fd)
 }
 
 /* Answer a get with the copy's fd: ready (and count a clone) or fill. */
-static int snapcopy_send(struct snapcopies *sc, struct snapcopy *c, struct req *r)
+static int snap_copy_send(struct snapcopies *sc, struct snapcopy *c, struct req *r)
 {
 	Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
 	int rc;
@@ -196,7 +196,7 @@ static int snapcopy_send(struct snapcopies *sc, struct snapcopy *c, struct req *
  * read-only fd of it (a private mapping sees the pages as they are
  * written; the client fetches the others itself), counted as a clone.
  */
-static int snapcopy_send_filling(struct snapcopies *sc, struct snapcopy *c, struct req *r)
+static int snap_copy_send_filling(struct snapcopies *sc, struct snapcopy *c, struct req *r)
 {
 	Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
 	int rc, ro;
@@ -215,10 +215,10 @@ static int snapcopy_send_filling(struct snapcopies *sc, struct snapcopy *c, stru
 }
 
 /* state: whether the copy of (name, id) is ready, and which memfd it is. */
-static int snapcopy_state(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
+static int snap_copy_state(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
 {
 	Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
-	struct snapcopy *c = m->has_id ? snapcopy_find(sc, m->name, m->id, r) : NULL;
+	struct snapcopy *c = m->has_id ? snap_copy_find(sc, m->name, m->id, r) : NULL;
 	struct stat st;
 
 	rep.status = POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_NONE;
@@ -233,7 +233,7 @@ static int snapcopy_state(struct req *r, struct snapcopies *sc, const Pool__Snap
 }
 
 /* Forget a copy, failing the gets it holds with rc. */
-static void snapcopy_free(struct snapcopies *sc, struct snapcopy *c, int rc, const char *why)
+static void snap_copy_free(struct snapcopies *sc, struct snapcopy *c, int rc, const char *why)
 {
 	size_t i;
 
@@ -251,14 +251,14 @@ static void snapcopy_free(struct snapcopies *sc, struct snapcopy *c, int rc, con
 }
 
 /* Answer the held gets of a copy just sealed. */
-static void snapcopy_wake(struct snapcopies *sc, struct snapcopy *c)
+static void snap_copy_wake(struct snapcopies *sc, struct snapcopy *c)
 {
 	size_t i;
 
 	for (i = 0; i < c->nwaiters; i++) {
 		struct req *w = c->waiters[i];
 
-		req_finish(w, conn_alive(w->conn) ? snapcopy_send(sc, c, w) : -ENOTCONN);
+		req_finish(w, conn_alive(w->conn) ? snap_copy_send(sc, c, w) : -ENOTCONN);
 	}
 	free(c->waiters);
 	c->waiters = NULL;
@@ -266,14 +266,14 @@ static void snapcopy_wake(struct snapcopies *sc, struct snapcopy *c)
 }
 
 /* What a get asks for: from its request, or again for a get held on a copy that went. */
-struct snapcopy_ask {
+struct snap_copy_ask {
 	const char *name;
 	uint64_t id, size;
 	bool lazy;
 };
 
-static int snapcopy_get(struct req *r, struct snapcopies *sc, const struct snapcopy_ask *a,
-			bool held);
+static int snap_copy_get(struct req *r, struct snapcopies *sc, const struct snap_copy_ask *a,
+			 bool held);
 
 /*
  * The filler gave up (or went away): the next waiter still connected that
@@ -282,9 +282,9 @@ static int snapcopy_get(struct req *r, struct snapcopies *sc, const struct snapc
  * such waiter the copy goes, and the gets it held are asked again: each
  * finds or makes a copy of its own uid's.
  */
-static void snapcopy_refill(struct snapcopies *sc, struct snapcopy *c)
+static void snap_copy_refill(struct snapcopies *sc, struct snapcopy *c)
 {
-	struct snapcopy_ask ask = {.name = NULL, .id = c->id, .size = c->size};
+	struct snap_copy_ask ask = {.name = NULL, .id = c->id, .size = c->size};
 	char name[sizeof(c->name)];
 	struct req *w, **rest;
 	size_t i, nrest;
@@ -298,7 +298,7 @@ static void snapcopy_refill(struct snapcopies *sc, struct snapcopy *c)
 			continue;
 		memmove(c->waiters + i, c->waiters + i + 1,
 			(--c->nwaiters - i) * sizeof(*c->waiters));
-		rc = snapcopy_memfd(c, &fd);
+		rc = snap_copy_memfd(c, &fd);
 		if (rc < 0) {
 			req_errorf(w, rc, "cannot make a copy of %s: %s", c->name, err_str(rc));
 			req_finish(w, rc);
@@ -307,7 +307,7 @@ static void snapcopy_refill(struct snapcopies *sc, struct snapcopy *c)
 		c->fd = fd;
 		c->filler = w->session;
 		c->uid = w->uid;
-		rc = snapcopy_send(sc, c, w);
+		rc = snap_copy_send(sc, c, w);
 		req_finish(w, rc);
 		if (rc == 0) {
 			sc->fills++;
@@ -322,11 +322,11 @@ static void snapcopy_refill(struct snapcopies *sc, struct snapcopy *c)
 	c->waiters = NULL;
 	c->nwaiters = 0;
 	snprintf(name, sizeof(name), "%s", c->name);
-	snapcopy_free(sc, c, -ECANCELED, "was given up by the client filling it");
+	snap_copy_free(sc, c, -ECANCELED, "was given up by the client filling it");
 	ask.name = name;
 	for (i = 0; i < nrest; i++) {
 		w = rest[i];
-		rc = conn_alive(w->conn) ? snapcopy_get(w, sc, &ask, true) : -ENOTCONN;
+		rc = conn_alive(w->conn) ? snap_copy_get(w, sc, &ask, true) : -ENOTCONN;
 		if (rc != REQ_LATER)
 			req_finish(w, rc);
 	}
@@ -334,9 +334,9 @@ static void snapcopy_refill(struct snapcopies *sc, struct snapcopy *c)
 }
 
 /* Drop least recently used ready copies until size more bytes and one more copy fit. */
-static int snapcopy_room(struct poold *pd, struct snapcopies *sc, uint64_t size)
+static int snap_copy_room(struct poold *pd, struct snapcopies *sc, uint64_t size)
 {
-	uint64_t budget = snapcopy_budget(pd), filling = 0;
+	uint64_t budget = snap_copy_budget(pd), filling = 0;
 	struct snapcopy *c, *next;
 	size_t nfilling = 0;
 
@@ -357,17 +357,17 @@ static int snapcopy_room(struct poold *pd, struct snapcopies *sc, uint64_t size)
 		log_debug("snapshot copy %s (%llu bytes) evicted", c->name,
 			  (unsigned long long)c->size);
 		sc->evictions++;
-		snapcopy_free(sc, c, -ENOENT, "was evicted");
+		snap_copy_free(sc, c, -ENOENT, "was evicted");
 	}
 	return 0;
 }
 
 /* snap.copies_per_uid, or half of snap.copies when it is 0. */
-static uint64_t snapcopy_uid_budget(const struct poold *pd)
+static uint64_t snap_copy_uid_budget(const struct poold *pd)
 {
 	if (pd->conf->snap_copies_per_uid > 0)
 		return (uint64_t)pd->conf->snap_copies_per_uid;
-	return snapcopy_budget(pd) / 2;
+	return snap_copy_budget(pd) / 2;
 }
 
 /*
@@ -376,9 +376,9 @@ static uint64_t snapcopy_uid_budget(const struct poold *pd)
  * makes room (the copies it is filling cannot go). Admins' copies are the
  * shared ones, bounded by snap.copies alone.
  */
-static int snapcopy_uid_room(struct req *r, struct snapcopies *sc, uint64_t size)
+static int snap_copy_uid_room(struct req *r, struct snapcopies *sc, uint64_t size)
 {
-	uint64_t budget = snapcopy_uid_budget(r->pd), held = 0, filling = 0;
+	uint64_t budget = snap_copy_uid_budget(r->pd), held = 0, filling = 0;
 	struct snapcopy *c, *next;
 
 	if (r->admin)
@@ -403,13 +403,13 @@ static int snapcopy_uid_room(struct req *r, struct snapcopies *sc, uint64_t size
 			continue;
 		held -= c->size;
 		sc->evictions++;
-		snapcopy_free(sc, c, -ENOENT, "was evicted");
+		snap_copy_free(sc, c, -ENOENT, "was evicted");
 	}
 	return 0;
 }
 
 /* get: no copy r may use yet, so this client makes one. */
-static int snapcopy_create(struct req *r, struct snapcopies *sc, const struct snapcopy_ask *a)
+static int snap_copy_create(struct req *r, struct snapcopies *sc, const struct snap_copy_ask *a)
 {
 	struct snapcopy *c;
 	unsigned fills = 0;
@@ -420,16 +420,16 @@ static int snapcopy_create(struct req *r, struct snapcopies *sc, const struct sn
 		fills += c->state == COPY_FILLING && c->filler == r->session;
 	if (fills >= SNAPCOPY_FILLS_MAX)
 		return req_errorf(r, -EBUSY, "this connection fills %u copies already", fills);
-	rc = snapcopy_uid_room(r, sc, a->size);
+	rc = snap_copy_uid_room(r, sc, a->size);
 	if (rc < 0)
 		return rc;
-	rc = snapcopy_room(r->pd, sc, a->size);
+	rc = snap_copy_room(r->pd, sc, a->size);
 	if (rc < 0)
 		return req_errorf(r, rc,
 				  "no room for a %llu-byte copy of %s: snap.copies is "
 				  "%llu bytes, or %d copies, and the copies being filled use them",
 				  (unsigned long long)a->size, a->name,
-				  (unsigned long long)snapcopy_budget(r->pd), SNAPCOPY_MAX);
+				  (unsigned long long)snap_copy_budget(r->pd), SNAPCOPY_MAX);
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return req_errorf(r, -ENOMEM, "out of memory");
@@ -440,7 +440,7 @@ static int snapcopy_create(struct req *r, struct snapcopies *sc, const struct sn
 	c->shared = r->admin;
 	c->uid = r->uid;
 	c->filler = r->session;
-	rc = snapcopy_memfd(c, &c->fd);
+	rc = snap_copy_memfd(c, &c->fd);
 	if (rc < 0) {
 		free(c);
 		return req_errorf(r, rc, "cannot make a copy of %s: %s", a->name, err_str(rc));
@@ -448,9 +448,9 @@ static int snapcopy_create(struct req *r, struct snapcopies *sc, const struct sn
 	TAILQ_INSERT_TAIL(&sc->list, c, entry);
 	sc->count++;
 	sc->bytes += c->size;
-	rc = snapcopy_send(sc, c, r);
+	rc = snap_copy_send(sc, c, r);
 	if (rc < 0) {
-		snapcopy_free(sc, c, rc, "could not be passed");
+		snap_copy_free(sc, c, rc, "could not be passed");
 		return rc;
 	}
 	sc->fills++;
@@ -458,7 +458,7 @@ static int snapcopy_create(struct req *r, struct snapcopies *sc, const struct sn
 }
 
 /* get: wait for the client filling the copy (r is held already when held). */
-static int snapcopy_wait(struct req *r, struct snapcopy *c, bool held)
+static int snap_copy_wait(struct req *r, struct snapcopy *c, bool held)
 {
 	struct req **w;
 
@@ -481,20 +481,20 @@ static int snapcopy_wait(struct req *r, struct snapcopy *c, bool held)
 /*
  * get: the copy r may use, ready (sent), being filled by another client
  * (held until then, or sent read-only when lazy), or none yet (made, for r
- * to fill). held: r is a held get asked again (snapcopy_refill()).
+ * to fill). held: r is a held get asked again (snap_copy_refill()).
  */
-static int snapcopy_get(struct req *r, struct snapcopies *sc, const struct snapcopy_ask *a,
-			bool held)
+static int snap_copy_get(struct req *r, struct snapcopies *sc, const struct snap_copy_ask *a,
+			 bool held)
 {
-	struct snapcopy *c = snapcopy_find(sc, a->name, a->id, r);
+	struct snapcopy *c = snap_copy_find(sc, a->name, a->id, r);
 
 	if (c == NULL) {
 		/* A newer image under that name from its copy's maker: the old one is done with. */
-		struct snapcopy *old = snapcopy_find_older(sc, a->name, a->id, r);
+		struct snapcopy *old = snap_copy_find_older(sc, a->name, a->id, r);
 
 		if (old != NULL)
-			snapcopy_free(sc, old, -ESTALE, "was replaced by a newer image");
-		return snapcopy_create(r, sc, a);
+			snap_copy_free(sc, old, -ESTALE, "was replaced by a newer image");
+		return snap_copy_create(r, sc, a);
 	}
 	if (c->size != a->size)
 		return req_errorf(r, -EINVAL, "the copy of %s has %llu bytes, not %llu", c->name,
@@ -502,15 +502,15 @@ static int snapcopy_get(struct req *r, struct snapcopies *sc, const struct snapc
 	TAILQ_REMOVE(&sc->list, c, entry);
 	TAILQ_INSERT_TAIL(&sc->list, c, entry);
 	if (c->state == COPY_FILLING && a->lazy && c->filler != r->session)
-		return snapcopy_send_filling(sc, c, r);
+		return snap_copy_send_filling(sc, c, r);
 	if (c->state == COPY_FILLING)
-		return snapcopy_wait(r, c, held);
-	return snapcopy_send(sc, c, r);
+		return snap_copy_wait(r, c, held);
+	return snap_copy_send(sc, c, r);
 }
 
-static int snapcopy_get_request(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
+static int snap_copy_get_request(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
 {
-	struct snapcopy_ask a = {
+	struct snap_copy_ask a = {
 	    .name = m->name, .id = m->id, .size = m->size, .lazy = m->has_lazy && m->lazy};
 
 	if (!m->has_id || !m->has_size)
@@ -518,12 +518,12 @@ static int snapcopy_get_request(struct req *r, struct snapcopies *sc, const Pool
 	if (m->size == 0 || m->size > SNAPCOPY_SIZE_MAX || m->size % SNAPCOPY_ALIGN != 0)
 		return req_errorf(r, -EINVAL, "size %llu: a multiple of %d bytes, at most 1T",
 				  (unsigned long long)m->size, SNAPCOPY_ALIGN);
-	return snapcopy_get(r, sc, &a, false);
+	return snap_copy_get(r, sc, &a, false);
 }
 
 /* The copy a done or abort is about: the one of (name, id) this client is filling. */
-static int snapcopy_filling(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m,
-			    struct snapcopy **ret_c)
+static int snap_copy_filling(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m,
+			     struct snapcopy **ret_c)
 {
 	struct snapcopy *c;
 	bool named = false;
@@ -546,7 +546,7 @@ static int snapcopy_filling(struct req *r, struct snapcopies *sc, const Pool__Sn
 	return req_errorf(r, -EPERM, "this connection is not filling the copy of %s", m->name);
 }
 
-static int snapcopy_reply(struct req *r, Pool__SnapCopyStatus status)
+static int snap_copy_reply(struct req *r, Pool__SnapCopyStatus status)
 {
 	Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
 
@@ -558,12 +558,12 @@ static int snapcopy_reply(struct req *r, Pool__SnapCopyStatus status)
  * done: seal the copy. F_SEAL_WRITE fails with EBUSY while a shared
  * writable mapping exists: the filler must munmap first, and may retry.
  */
-static int snapcopy_done(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
+static int snap_copy_done(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
 {
 	struct snapcopy *c;
 	int rc;
 
-	rc = snapcopy_filling(r, sc, m, &c);
+	rc = snap_copy_filling(r, sc, m, &c);
 	if (rc < 0)
 		return rc;
 	if (fcntl(c->fd, F_ADD_SEALS, SNAPCOPY_SEALS) < 0) {
@@ -576,25 +576,25 @@ static int snapcopy_done(struct req *r, struct snapcopies *sc, const Pool__SnapC
 	}
 	c->state = COPY_READY;
 	c->filler = 0;
-	rc = snapcopy_reply(r, POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_DONE);
-	snapcopy_wake(sc, c);
+	rc = snap_copy_reply(r, POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_DONE);
+	snap_copy_wake(sc, c);
 	return rc;
 }
 
-static int snapcopy_abort(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
+static int snap_copy_abort(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
 {
 	struct snapcopy *c;
 	int rc;
 
-	rc = snapcopy_filling(r, sc, m, &c);
+	rc = snap_copy_filling(r, sc, m, &c);
 	if (rc < 0)
 		return rc;
-	rc = snapcopy_reply(r, POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_ABORTED);
-	snapcopy_refill(sc, c);
+	rc = snap_copy_reply(r, POOL__SNAP_COPY_STATUS__SNAP_COPY_STATUS_ABORTED);
+	snap_copy_refill(sc, c);
 	return rc;
 }
 
-static void snapcopy_entry(const struct req *r, const struct snapcopy *c, Pool__SnapCopyEntry *e)
+static void snap_copy_entry(const struct req *r, const struct snapcopy *c, Pool__SnapCopyEntry *e)
 {
 	pool__snap_copy_entry__init(e);
 	e->name = (char *)c->name;
@@ -612,7 +612,7 @@ static void snapcopy_entry(const struct req *r, const struct snapcopy *c, Pool__
 }
 
 /* list (name NULL: all copies) or drop (the copies of name the caller may drop). */
-static int snapcopy_list(struct req *r, struct snapcopies *sc, const char *name, bool drop)
+static int snap_copy_list(struct req *r, struct snapcopies *sc, const char *name, bool drop)
 {
 	Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
 	Pool__SnapCopyEntry *e, **ep;
@@ -630,11 +630,11 @@ static int snapcopy_list(struct req *r, struct snapcopies *sc, const char *name,
 	TAILQ_FOREACH(c, &sc->list, entry) {
 		if (name != NULL && strcmp(c->name, name) != 0)
 			continue;
-		if (drop && !r->admin && !snapcopy_makes(r, c)) {
+		if (drop && !r->admin && !snap_copy_makes(r, c)) {
 			denied++;
 			continue;
 		}
-		snapcopy_entry(r, c, &e[n]);
+		snap_copy_entry(r, c, &e[n]);
 		ep[n] = &e[n];
 		n++;
 	}
@@ -650,8 +650,8 @@ static int snapcopy_list(struct req *r, struct snapcopies *sc, const char *name,
 	/* The entries point into the copies: free those only once the reply is out. */
 	for (c = TAILQ_FIRST(&sc->list); drop && c != NULL; c = next) {
 		next = TAILQ_NEXT(c, entry);
-		if (strcmp(c->name, name) == 0 && (r->admin || snapcopy_makes(r, c)))
-			snapcopy_free(sc, c, -ENOENT, "was dropped");
+		if (strcmp(c->name, name) == 0 && (r->admin || snap_copy_makes(r, c)))
+			snap_copy_free(sc, c, -ENOENT, "was dropped");
 	}
 out:
 	free(e);
@@ -659,7 +659,7 @@ out:
 	return rc;
 }
 
-static int snapcopy_request(struct req *r, const ProtobufCMessage *msg)
+static int snap_copy_request(struct req *r, const ProtobufCMessage *msg)
 {
 	const Pool__SnapCopy *m = (const Pool__SnapCopy *)msg;
 	struct snapcopies *sc;
@@ -667,11 +667,11 @@ static int snapcopy_request(struct req *r, const ProtobufCMessage *msg)
 	/* The fd must reach a process on this node: never a request relayed by a peer. */
 	if (r->node != r->pd->node_id)
 		return req_errorf(r, -EOPNOTSUPP, "snapshot copies serve local clients only");
-	sc = snapcopy_space(r->pd);
+	sc = snap_copy_space(r->pd);
 	if (sc == NULL)
 		return req_errorf(r, -ENOMEM, "out of memory");
 	if (m->op == POOL__SNAP_COPY_OP__SNAP_COPY_OP_LIST)
-		return snapcopy_list(r, sc, NULL, false);
+		return snap_copy_list(r, sc, NULL, false);
 	if (m->op == POOL__SNAP_COPY_OP__SNAP_COPY_OP_RESTORED) {
 		/* Counted as told: a client can only skew this node's metrics. */
 		Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
@@ -690,15 +690,15 @@ static int snapcopy_request(struct req *r, const ProtobufCMessage *msg)
 				  POOL_SNAP_NAME_MAX);
 	switch (m->op) {
 	case POOL__SNAP_COPY_OP__SNAP_COPY_OP_GET:
-		return snapcopy_get_request(r, sc, m);
+		return snap_copy_get_request(r, sc, m);
 	case POOL__SNAP_COPY_OP__SNAP_COPY_OP_DONE:
-		return snapcopy_done(r, sc, m);
+		return snap_copy_done(r, sc, m);
 	case POOL__SNAP_COPY_OP__SNAP_COPY_OP_ABORT:
-		return snapcopy_abort(r, sc, m);
+		return snap_copy_abort(r, sc, m);
 	case POOL__SNAP_COPY_OP__SNAP_COPY_OP_DROP:
-		return snapcopy_list(r, sc, m->name, true);
+		return snap_copy_list(r, sc, m->name, true);
 	case POOL__SNAP_COPY_OP__SNAP_COPY_OP_STATE:
-		return snapcopy_state(r, sc, m);
+		return snap_copy_state(r, sc, m);
 	default: /* (wire_msg_unpack() refused any other number) */
 		return req_errorf(r, -EINVAL, "unknown snapshot copy operation %d", m->op);
 	}
@@ -709,7 +709,7 @@ static int snapcopy_request(struct req *r, const ProtobufCMessage *msg)
  * void) now, not at the fill, and what it was filling goes to the next
  * waiter. A refill may make and drop copies, so each starts a new walk.
  */
-void snapcopy_session_end(struct poold *pd, uint64_t session)
+void snap_copy_session_end(struct poold *pd, uint64_t session)
 {
 	struct snapcopies *sc = pd->snapcopies;
 	struct snapcopy *c;
@@ -733,12 +733,12 @@ void snapcopy_session_end(struct poold *pd, uint64_t session)
 		if (c == NULL)
 			return;
 		log_debug("the client filling the copy of %s went away", c->name);
-		snapcopy_refill(sc, c);
+		snap_copy_refill(sc, c);
 	}
 }
 
 /* What the metrics tell: copies, their bytes, clones served, fills started, evictions. */
-void snapcopy_stats(struct poold *pd, uint64_t ret[SNAPCOPY_STATS])
+void snap_copy_stats(struct poold *pd, uint64_t ret[SNAPCOPY_STATS])
 {
 	struct snapcopies *sc = pd->snapcopies;
 
@@ -759,19 +759,19 @@ void snapcopy_stats(struct poold *pd, uint64_t ret[SNAPCOPY_STATS])
 }
 
 /* Drop every copy (poold stops): held gets get an error. */
-void snapcopy_close(struct poold *pd)
+void snap_copy_close(struct poold *pd)
 {
 	struct snapcopies *sc = pd->snapcopies;
 
 	if (sc == NULL)
 		return;
 	while (!TAILQ_EMPTY(&sc->list))
-		snapcopy_free(sc, TAILQ_FIRST(&sc->list), -ESHUTDOWN, "is gone: poold stops");
+		snap_copy_free(sc, TAILQ_FIRST(&sc->list), -ESHUTDOWN, "is gone: poold stops");
 	free(sc);
 	pd->snapcopies = NULL;
 }
 
-const struct ctl_handler snapcopy_handlers[] = {
-    {WIRE_SNAP_COPY, CTL_ANY, AT_HERE, snapcopy_request, NULL},
+const struct ctl_handler snap_copy_handlers[] = {
+    {WIRE_SNAP_COPY, CTL_ANY, AT_HERE, snap_copy_request, NULL},
     {0, 0, 0, NULL, NULL},
 };

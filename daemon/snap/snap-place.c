@@ -325,7 +325,8 @@ static void place_answer(struct poold *pd, void *arg, int rc, const char *msg)
 }
 
 /* Node: the coordinator asks this node to place a snapshot (peer.c). */
-void snapplace_serve(struct poold *pd, struct conn *conn, uint64_t req_id, const Pool__SnapPlace *m)
+void snap_place_serve(struct poold *pd, struct conn *conn, uint64_t req_id,
+		      const Pool__SnapPlace *m)
 {
 	struct place_asker *a;
 	char err[PLACE_MSG_MAX] = "";
@@ -427,7 +428,7 @@ static int place_check_nodes(struct req *q, const Pool__SnapPlace *m)
 		return req_errorf(q, -EINVAL, "place on 1 to %d nodes, not %zu", PLACE_NODES_MAX,
 				  m->n_nodes);
 	for (i = 0; i < m->n_nodes; i++) {
-		if (cluster_find(q->pd, m->nodes[i]) == NULL)
+		if (member_find(q->pd, m->nodes[i]) == NULL)
 			return req_errorf(q, -ENOENT,
 					  "no node %u in the cluster (see poolctl nodes)",
 					  m->nodes[i]);
@@ -443,7 +444,7 @@ static int place_check_nodes(struct req *q, const Pool__SnapPlace *m)
 static void place_ask(struct poold *pd, struct place_slot *s, const char *name)
 {
 	Pool__SnapPlace req = POOL__SNAP_PLACE__INIT;
-	struct member *m = cluster_find(pd, s->node);
+	struct member *m = member_find(pd, s->node);
 	char err[PLACE_MSG_MAX] = "";
 	int rc;
 
@@ -569,7 +570,7 @@ void snap_recount_want(struct poold *pd)
 }
 
 /* poold stops: kill the helpers and tell their callers. */
-void snapplace_close(struct poold *pd)
+void snap_place_close(struct poold *pd)
 {
 	struct snapplaces *sp = pd->snapplaces;
 	struct place_helper *h;
@@ -586,7 +587,7 @@ void snapplace_close(struct poold *pd)
 	pd->snapplaces = NULL;
 }
 
-const struct ctl_handler snapplace_handlers[] = {
+const struct ctl_handler snap_place_handlers[] = {
     {WIRE_SNAP_PLACE, CTL_ADMIN, AT_COORD, place_request, NULL},
     {0, 0, 0, NULL, NULL},
 };

@@ -238,7 +238,7 @@ static void xfer_timeout(evutil_socket_t fd, short what, void *arg)
 		uint32_t node = i < x->n ? x->ops[i].last_node : x->flush[i - x->n].node;
 
 		if ((i < x->n ? x->ops[i].pending == 0 : !x->flushing) ||
-		    (m = cluster_find(x->pd, node)) == NULL || (m->ep == NULL && m->link == NULL))
+		    (m = member_find(x->pd, node)) == NULL || (m->ep == NULL && m->link == NULL))
 			continue;
 		log_warnx("node %u (%s) did not answer transfers for a heartbeat window: "
 			  "closing the way to it",

@@ -160,7 +160,7 @@ static void fake_hello(struct fake *f)
 	struct epoll_event ev = {EPOLLIN, {.ptr = f}};
 
 	epoll_ctl(epfd, EPOLL_CTL_MOD, f->fd, &ev);
-	peerauth_nonce(f->nonce);
+	peer_auth_nonce(f->nonce);
 	hello.version = WIRE_VERSION;
 	hello.has_nonce = 1;
 	hello.nonce.data = f->nonce;
@@ -179,12 +179,12 @@ static void fake_register(struct fake *f, const Pool__HelloReply *hr)
 	fake_name((int)(f - fakes), name, sizeof(name));
 	if (secret[0] != '\0') {
 		if (!hr->has_nonce || hr->nonce.len != PEERAUTH_NONCE_LEN ||
-		    peerauth_coord_proof(secret, f->nonce, hr->nonce.data, want) < 0 ||
-		    !peerauth_equal(want, hr->proof.data, hr->has_proof ? hr->proof.len : 0)) {
+		    peer_auth_coord_proof(secret, f->nonce, hr->nonce.data, want) < 0 ||
+		    !peer_auth_equal(want, hr->proof.data, hr->has_proof ? hr->proof.len : 0)) {
 			fake_close(f, "the coordinator's proof does not check");
 			return;
 		}
-		peerauth_node_proof(secret, hr->nonce.data, f->nonce, name, proof);
+		peer_auth_node_proof(secret, hr->nonce.data, f->nonce, name, proof);
 		reg.has_proof = 1;
 		reg.proof.data = proof;
 		reg.proof.len = sizeof(proof);

@@ -26,7 +26,7 @@ void cores_lender_add_tier(struct poold *pd, uint32_t node, enum tier tier)
 	info->version = strdup("test");
 	info->addr = strdup("");
 	info->incarnation = 7;
-	CU_ASSERT_FATAL(cluster_update(pd, info, &m) == 0);
+	CU_ASSERT_FATAL(member_update(pd, info, &m) == 0);
 	m->state = MEMBER_UP;
 	region_lender_update(pd, m->info);
 	reconcile_holdings(pd, node, NULL, 0);
@@ -92,7 +92,7 @@ void cores_open(struct poold *pd, unsigned lenders)
 	CU_ASSERT_FATAL(conf_defaults(&pd->conf) == 0);
 	CU_ASSERT_FATAL((pd->base = event_base_new()) != NULL);
 	CU_ASSERT_FATAL(region_open_space(pd, &coord_space_hooks) == 0);
-	CU_ASSERT_FATAL(kv_open(pd, coordlog_namespaces) == 0);
+	CU_ASSERT_FATAL(kv_open(pd, coord_log_namespaces) == 0);
 	for (i = 0; i < lenders; i++)
 		cores_lender_add(pd, 2 + i);
 }

@@ -53,19 +53,19 @@ static void link_open(void)
 	int sv[2];
 
 	cores_open(&pd, 1);
-	CU_ASSERT_EQUAL_FATAL(coordlink_open(&pd), 0);
+	CU_ASSERT_EQUAL_FATAL(member_call_open(&pd), 0);
 	CU_ASSERT_EQUAL_FATAL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	CU_ASSERT_EQUAL_FATAL(conn_new(pd.base, sv[0], NULL, 1u << 20, &link_ops, NULL, "node 2",
-				       &cluster_find(&pd, NODE)->conn),
+				       &member_find(&pd, NODE)->conn),
 			      0);
 	far_end = sv[1];
 }
 
 static void link_close(void)
 {
-	struct member *m = cluster_find(&pd, NODE);
+	struct member *m = member_find(&pd, NODE);
 
-	coordlink_close(&pd);
+	member_call_close(&pd);
 	if (m->conn != NULL)
 		conn_free(m->conn);
 	m->conn = NULL;
@@ -80,7 +80,7 @@ static struct wire_hdr node_reads(void)
 	uint8_t *payload = NULL;
 	int i;
 
-	for (i = 0; i < 100 && conn_output_len(cluster_find(&pd, NODE)->conn) > 0; i++)
+	for (i = 0; i < 100 && conn_output_len(member_find(&pd, NODE)->conn) > 0; i++)
 		event_base_loop(pd.base, EVLOOP_NONBLOCK);
 	CU_ASSERT_EQUAL_FATAL(wire_recv_frame(far_end, 1u << 20, 1000, &hdr, &payload), 0);
 	free(payload);
@@ -120,7 +120,7 @@ static void node_answers(uint64_t id, uint16_t type, int code)
 		err.message = "refused";
 		hdr.len = (uint32_t)pool__error__pack(&err, buf);
 	}
-	coordlink_answer(&pd, &hdr, buf);
+	member_call_answer(&pd, &hdr, buf);
 }
 
 /* Requests answered Ok or with an Error, each to its own caller, once. */
@@ -171,9 +171,9 @@ static void test_calls_and_cancel(void)
 	CU_ASSERT_EQUAL(a.calls, 1);
 	CU_ASSERT_EQUAL(a.rc, 0);
 	CU_ASSERT_EQUAL(a.type, WIRE_PROBE_REPORT);
-	coordlink_cancel(&pd, &b);
+	member_call_cancel(&pd, &b);
 	node_answers(second.req_id, WIRE_PROBE_REPORT, 0);
-	coordlink_fail(&pd, NODE);
+	member_call_fail(&pd, NODE);
 	CU_ASSERT_EQUAL(b.calls, 0);
 	link_close();
 }
@@ -187,9 +187,9 @@ static void test_fail_and_close(void)
 	link_open();
 	CU_ASSERT_EQUAL(coord_request(&pd, NODE, WIRE_SCRUB, &sc.base, done, &a), 0);
 	CU_ASSERT_EQUAL(coord_call(&pd, NODE, WIRE_SCRUB, &sc.base, replied, &b), 0);
-	coordlink_fail(&pd, NODE + 1); /* another node's link: nothing */
+	member_call_fail(&pd, NODE + 1); /* another node's link: nothing */
 	CU_ASSERT_EQUAL(a.calls + b.calls, 0);
-	coordlink_fail(&pd, NODE);
+	member_call_fail(&pd, NODE);
 	CU_ASSERT_EQUAL(a.calls, 1);
 	CU_ASSERT_EQUAL(a.rc, -ECONNRESET);
 	CU_ASSERT_EQUAL(b.calls, 1);
@@ -197,7 +197,7 @@ static void test_fail_and_close(void)
 	CU_ASSERT_EQUAL(b.type, 0);
 	CU_ASSERT_EQUAL(coord_request(&pd, NODE, WIRE_SCRUB, &sc.base, done, &c), 0);
 	CU_ASSERT_EQUAL(coord_call(&pd, NODE, WIRE_SCRUB, &sc.base, replied, &d), 0);
-	coordlink_close(&pd);
+	member_call_close(&pd);
 	CU_ASSERT_EQUAL(c.calls, 0); /* (a request's caller learns of the stop otherwise) */
 	CU_ASSERT_EQUAL(d.calls, 1);
 	CU_ASSERT_EQUAL(d.rc, -ESHUTDOWN);

@@ -47,7 +47,7 @@ static void reset(void)
 	memset(slots, 0, sizeof(slots));
 	nslots = 0;
 	now = 1000;
-	coordslots_init(&cs, MAX_NODES);
+	coord_slots_init(&cs, MAX_NODES);
 }
 
 /* A link from s takes a slot: its index, or -1 when it is turned away; *ret_evicted: whom it
@@ -60,7 +60,7 @@ static int take(const char *s, bool known, int *ret_evicted)
 
 	CU_ASSERT_FATAL(nslots < SLOTS);
 	sl = &slots[nslots];
-	rc = coordslot_take(&cs, sl, (struct sockaddr *)&ss, known, now++, &evicted);
+	rc = coord_slot_take(&cs, sl, (struct sockaddr *)&ss, known, now++, &evicted);
 	if (ret_evicted != NULL)
 		*ret_evicted = evicted != NULL ? (int)(evicted - slots) : -1;
 	if (rc < 0) {
@@ -86,11 +86,11 @@ static void test_host_share(void)
 	CU_ASSERT_EQUAL(ev, -1);
 	CU_ASSERT_EQUAL(cs.strangers, COORDSLOT_PER_HOST + 1);
 	/* One of its links registers or closes: the host has room again. */
-	coordslot_give(&cs, &slots[1]);
-	coordslot_give(&cs, &slots[1]); /* (twice: nothing more) */
+	coord_slot_give(&cs, &slots[1]);
+	coord_slot_give(&cs, &slots[1]); /* (twice: nothing more) */
 	CU_ASSERT_EQUAL(cs.strangers, COORDSLOT_PER_HOST);
 	CU_ASSERT(take("10.0.0.9", false, &ev) >= 0);
-	CU_ASSERT_PTR_EQUAL(coordslots_oldest(&cs), &slots[0]);
+	CU_ASSERT_PTR_EQUAL(coord_slots_oldest(&cs), &slots[0]);
 }
 
 /*
@@ -123,7 +123,7 @@ static void test_flood_from_few_hosts(void)
 	}
 	CU_ASSERT_EQUAL(cs.strangers, COORDSLOT_STRANGERS);
 	CU_ASSERT_EQUAL(
-	    coordslots_count(&cs, COORDSLOT_STRANGER, (struct sockaddr *)&slots[node].from), 1);
+	    coord_slots_count(&cs, COORDSLOT_STRANGER, (struct sockaddr *)&slots[node].from), 1);
 }
 
 /* As many hosts as slots, one link each: the oldest gives way. */
@@ -171,7 +171,7 @@ static void test_known_pool(void)
 	CU_ASSERT_EQUAL(cs.strangers, COORDSLOT_STRANGERS);
 	/* A known address whose host holds strangers' links too: they are apart. */
 	CU_ASSERT_EQUAL(
-	    coordslots_count(&cs, COORDSLOT_STRANGER, (struct sockaddr *)&slots[first].from), 0);
+	    coord_slots_count(&cs, COORDSLOT_STRANGER, (struct sockaddr *)&slots[first].from), 0);
 }
 
 /* The pool of members' addresses holds peer.max_nodes links; past that, a member's address waits
@@ -217,9 +217,9 @@ static void test_ipv6_hosts(void)
 		CU_ASSERT(take("2001:db8:0:3::2", true, &ev) >= 0 && (i < 3 ? ev == -1 : ev >= 0));
 	a = addr("::ffff:10.0.0.7");
 	b = addr("10.0.0.7");
-	CU_ASSERT(coordslot_same_addr((struct sockaddr *)&a, (struct sockaddr *)&b));
+	CU_ASSERT(coord_slot_same_addr((struct sockaddr *)&a, (struct sockaddr *)&b));
 	b = addr("10.0.0.8");
-	CU_ASSERT_FALSE(coordslot_same_addr((struct sockaddr *)&a, (struct sockaddr *)&b));
+	CU_ASSERT_FALSE(coord_slot_same_addr((struct sockaddr *)&a, (struct sockaddr *)&b));
 	for (i = 0; i < COORDSLOT_PER_HOST; i++)
 		CU_ASSERT(take("10.0.0.7", false, &ev) >= 0);
 	CU_ASSERT_EQUAL(take("::ffff:10.0.0.7", false, &ev), -1);
@@ -231,17 +231,17 @@ static void test_oldest(void)
 	int ev, a, b, c;
 
 	reset();
-	CU_ASSERT_PTR_NULL(coordslots_oldest(&cs));
+	CU_ASSERT_PTR_NULL(coord_slots_oldest(&cs));
 	a = take("10.0.7.1", false, &ev);
 	b = take("10.0.7.2", true, &ev);
 	c = take("10.0.7.3", false, &ev);
-	CU_ASSERT_PTR_EQUAL(coordslots_oldest(&cs), &slots[a]);
+	CU_ASSERT_PTR_EQUAL(coord_slots_oldest(&cs), &slots[a]);
 	CU_ASSERT(slots[a].taken_ms < slots[b].taken_ms && slots[b].taken_ms < slots[c].taken_ms);
-	coordslot_give(&cs, &slots[a]);
-	CU_ASSERT_PTR_EQUAL(coordslots_oldest(&cs), &slots[b]);
-	coordslot_give(&cs, &slots[b]);
-	coordslot_give(&cs, &slots[c]);
-	CU_ASSERT_PTR_NULL(coordslots_oldest(&cs));
+	coord_slot_give(&cs, &slots[a]);
+	CU_ASSERT_PTR_EQUAL(coord_slots_oldest(&cs), &slots[b]);
+	coord_slot_give(&cs, &slots[b]);
+	coord_slot_give(&cs, &slots[c]);
+	CU_ASSERT_PTR_NULL(coord_slots_oldest(&cs));
 	CU_ASSERT_EQUAL(cs.known + cs.strangers, 0);
 }
 

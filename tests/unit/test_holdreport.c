@@ -469,10 +469,10 @@ static void test_holds_in_chunks(void)
 	CU_ASSERT_FATAL(h != NULL);
 	cores_open(&coord, 1);
 	coord.conf->peer_chunk_size = CHUNK;
-	CU_ASSERT_EQUAL_FATAL(coordlink_open(&coord), 0);
+	CU_ASSERT_EQUAL_FATAL(member_call_open(&coord), 0);
 	CU_ASSERT_EQUAL_FATAL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	CU_ASSERT_EQUAL_FATAL(conn_new(coord.base, sv[0], NULL, 1u << 20, &link_ops, NULL, "node 2",
-				       &cluster_find(&coord, LENDER)->conn),
+				       &member_find(&coord, LENDER)->conn),
 			      0);
 	for (i = 0; i < NVALUES; i++) {
 		char key[24];
@@ -501,13 +501,13 @@ static void test_holds_in_chunks(void)
 
 		CU_ASSERT_EQUAL(a.calls, 0);
 		ok_hdr.len = (uint32_t)pool__ok__pack(&ok, buf);
-		coordlink_answer(&coord, &ok_hdr, buf);
+		member_call_answer(&coord, &ok_hdr, buf);
 	}
 	CU_ASSERT_EQUAL(a.calls, 1);
 	CU_ASSERT_EQUAL(a.rc, 0);
-	coordlink_close(&coord);
-	conn_free(cluster_find(&coord, LENDER)->conn);
-	cluster_find(&coord, LENDER)->conn = NULL;
+	member_call_close(&coord);
+	conn_free(member_find(&coord, LENDER)->conn);
+	member_find(&coord, LENDER)->conn = NULL;
 	close(far.fd);
 	free(far.buf);
 	cores_close(&coord);

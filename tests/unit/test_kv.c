@@ -704,12 +704,12 @@ static void test_definitions_in_chunks(void)
 
 	index_new();
 	pd.conf->peer_chunk_size = 4096;
-	CU_ASSERT_FATAL(coordlink_open(&pd) == 0);
+	CU_ASSERT_FATAL(member_call_open(&pd) == 0);
 	for (i = 0; i < KV_MAX_NAMESPACES; i++) {
 		snprintf(name, sizeof(name), "namespace-%03zu", i);
 		ns_make(&(struct kv_ns_spec){name, MiB, 0, 0, 1, 1000, 1000, 0600, 0});
 	}
-	m = cluster_find(&pd, LENDER);
+	m = member_find(&pd, LENDER);
 	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
 	CU_ASSERT_FATAL(conn_new(pd.base, sv[0], NULL, 1u << 20, &ops, NULL, "node 2", &m->conn) ==
 			0);
@@ -738,7 +738,7 @@ static void test_definitions_in_chunks(void)
 		nchunks++;
 	}
 	CU_ASSERT(nchunks > 2);
-	coordlink_close(&pd);
+	member_call_close(&pd);
 	conn_free(m->conn);
 	m->conn = NULL;
 	close(sv[1]);

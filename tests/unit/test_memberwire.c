@@ -192,13 +192,13 @@ static void test_members_msg(void)
 		struct node_info *info = record();
 
 		info->id = 2 + (uint32_t)i;
-		CU_ASSERT_FATAL(cluster_update(&pd, info, &m) == 0);
+		CU_ASSERT_FATAL(member_update(&pd, info, &m) == 0);
 		m->state = i == 2 ? MEMBER_DEAD : MEMBER_UP;
 		m->heartbeat_age_ms = 100 * (uint64_t)i;
 	}
 	/* Again under id 3: the record is replaced, not added. */
-	CU_ASSERT_FATAL(cluster_update(&pd, record(), &m) == 0);
-	CU_ASSERT_FATAL(cluster_members_msg(&pd, true, &members, &n) == 0);
+	CU_ASSERT_FATAL(member_update(&pd, record(), &m) == 0);
+	CU_ASSERT_FATAL(members_msg(&pd, true, &members, &n) == 0);
 	CU_ASSERT_FATAL(n == 3);
 	CU_ASSERT_EQUAL(members[0]->node->id, 2);
 	CU_ASSERT_EQUAL(members[1]->node->id, 3);
@@ -206,7 +206,7 @@ static void test_members_msg(void)
 	CU_ASSERT_EQUAL(members[2]->heartbeat_age_ms, 200);
 	CU_ASSERT_EQUAL(members[1]->node->worker_addr.len, 0);
 	CU_ASSERT_EQUAL(member_state_of(members[0]->state), MEMBER_UP);
-	cluster_members_msg_free(members, n);
+	members_msg_free(members, n);
 	while ((m = TAILQ_FIRST(&pd.members)) != NULL) {
 		TAILQ_REMOVE(&pd.members, m, entry);
 		node_info_free(m->info);
@@ -224,14 +224,14 @@ static void test_queued_copy(void)
 
 	memset(&pd, 0, sizeof(pd));
 	TAILQ_INIT(&pd.members);
-	CU_ASSERT_FATAL(cluster_update(&pd, record(), &m) == 0);
+	CU_ASSERT_FATAL(member_update(&pd, record(), &m) == 0);
 	m->state = MEMBER_SUSPECT;
 	copy = member_to_wire_copy(&pd, m);
 	CU_ASSERT_FATAL(copy != NULL);
 	again = record();
 	free(again->name);
 	again->name = strdup("host-c-again");
-	CU_ASSERT_FATAL(cluster_update(&pd, again, &m) == 0); /* frees the first record */
+	CU_ASSERT_FATAL(member_update(&pd, again, &m) == 0); /* frees the first record */
 	CU_ASSERT_STRING_EQUAL(copy->node->name, "host-c");
 	CU_ASSERT_STRING_EQUAL(copy->node->addr, "10.0.0.3:7440");
 	CU_ASSERT_EQUAL(copy->node->worker_addr.len, sizeof(worker));

@@ -267,7 +267,7 @@ static void test_tombstones(void)
 	CU_ASSERT_EQUAL_FATAL(make(&alice, "far", 4 * MiB, "spread", 0600, false, &r), 0);
 	CU_ASSERT_EQUAL_FATAL(r->next, 2);
 	id = r->id;
-	cluster_find(&pd, 3)->state = MEMBER_DEAD;
+	member_find(&pd, 3)->state = MEMBER_DEAD;
 	/* Its data is not whole while a lender is dead. */
 	CU_ASSERT_EQUAL(region_open(&pd, "far", 4, &alice, &r, err, sizeof(err)), POOL_ELOST);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "lender node 3 is dead"));
