@@ -130,19 +130,27 @@ POOL_EXPORT void pool_kv_close(struct pool_kv *kv)
  * names was the last owner's.
  */
 #define KV_MOVE_WAIT_MS 3000
-static bool kv_moving(int rc, Pool__KvOp op, uint64_t *waited_ms)
+static bool kv_move_again(int rc, Pool__KvOp op, uint64_t waited_ms)
 {
-	uint64_t ms;
-	struct timespec ts;
+	return (rc == -EAGAIN || rc == -ESTALE) && op != POOL__KV_OP__KV_OP_COMMIT &&
+	       op != POOL__KV_OP__KV_OP_ABORT && op != POOL__KV_OP__KV_OP_RELEASE &&
+	       waited_ms < KV_MOVE_WAIT_MS;
+}
 
-	if ((rc != -EAGAIN && rc != -ESTALE) || op == POOL__KV_OP__KV_OP_COMMIT ||
-	    op == POOL__KV_OP__KV_OP_ABORT || op == POOL__KV_OP__KV_OP_RELEASE ||
-	    *waited_ms >= KV_MOVE_WAIT_MS)
-		return false;
-	ms = *waited_ms == 0 ? 1 : MIN(*waited_ms, (uint64_t)64);
-	ts = (struct timespec){(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+static void kv_move_wait(uint64_t *waited_ms)
+{
+	uint64_t ms = *waited_ms == 0 ? 1 : MIN(*waited_ms, (uint64_t)64);
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+
 	nanosleep(&ts, NULL);
 	*waited_ms += ms;
+}
+
+static bool kv_moving(int rc, Pool__KvOp op, uint64_t *waited_ms)
+{
+	if (!kv_move_again(rc, op, *waited_ms))
+		return false;
+	kv_move_wait(waited_ms);
 	return true;
 }
 
@@ -542,6 +550,37 @@ static bool kv_inline_fits(const struct pool_kv *kv, size_t n, const size_t *len
 }
 
 /*
+ * One try of kv_inline()'s request, data_lock held: the values laid out in
+ * a window (a put's copied into the staging one), then asked for.
+ */
+static int kv_inline_call(struct pool_kv *kv, Pool__KvOp op, size_t n, ProtobufCBinaryData *k,
+			  uint64_t *sizes, uint64_t *offs, void *const *bufs, const size_t *lens,
+			  const struct kv_pin_ask *pin, char **ret_stage, Pool__KvReply **ret)
+{
+	Pool__KvRequest req = POOL__KV_REQUEST__INIT;
+	uint32_t window = 0;
+	size_t i;
+	int rc = pool_xfer_lay(kv->pool, n, bufs, lens, &window, offs, ret_stage);
+
+	for (i = 0; rc == 0 && *ret_stage != NULL && op == POOL__KV_OP__KV_OP_PUT && i < n; i++)
+		memcpy(*ret_stage + offs[i], bufs[i], lens[i]);
+	if (rc < 0)
+		return rc;
+	req.op = op;
+	req.ns = kv->ns;
+	req.keys = k;
+	req.n_keys = n;
+	req.sizes = sizes;
+	req.n_sizes = n;
+	req.has_window = 1;
+	req.window = window;
+	req.offs = offs;
+	req.n_offs = n;
+	kv_pin_req(&req, pin);
+	return pool_call(kv->pool, WIRE_KV, &req.base, WIRE_KV_REPLY, (ProtobufCMessage **)ret);
+}
+
+/*
  * A get or put in one request (KV_OP_GET, KV_OP_PUT): the values go
  * through a window poold maps (the caller's own pool_buf_alloc() buffer,
  * else the staging window), and poold copies them from or to their places
@@ -557,14 +596,12 @@ static int kv_inline(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *co
 		     const size_t *klens, void *const *bufs, const size_t *lens, size_t *ret_vlens,
 		     const struct kv_pin_ask *pin, int *status)
 {
-	Pool__KvRequest req = POOL__KV_REQUEST__INIT;
 	struct pool *pool = kv->pool;
 	Pool__KvReply *rep = NULL;
 	ProtobufCBinaryData *k = calloc(n, sizeof(*k));
 	uint64_t *sizes = calloc(n, sizeof(*sizes)), *offs = calloc(n, sizeof(*offs)), waited = 0;
 	size_t i, done = 0, moved = 0, remote = 0;
 	char *stage = NULL;
-	uint32_t window = 0;
 	int rc = 0;
 
 	if (k == NULL || sizes == NULL || offs == NULL)
@@ -574,27 +611,21 @@ static int kv_inline(struct pool_kv *kv, Pool__KvOp op, size_t n, const void *co
 		k[i].len = klens[i];
 		sizes[i] = lens[i];
 	}
-	pthread_mutex_lock(&pool->data_lock);
-	if (rc == 0)
-		rc = pool_xfer_lay(pool, n, bufs, lens, &window, offs, &stage);
-	for (i = 0; rc == 0 && stage != NULL && op == POOL__KV_OP__KV_OP_PUT && i < n; i++)
-		memcpy(stage + offs[i], bufs[i], lens[i]);
-	if (rc == 0) {
-		req.op = op;
-		req.ns = kv->ns;
-		req.keys = k;
-		req.n_keys = n;
-		req.sizes = sizes;
-		req.n_sizes = n;
-		req.has_window = 1;
-		req.window = window;
-		req.offs = offs;
-		req.n_offs = n;
-		kv_pin_req(&req, pin);
-		do
-			rc = pool_call(pool, WIRE_KV, &req.base, WIRE_KV_REPLY,
-				       (ProtobufCMessage **)&rep);
-		while (rc < 0 && kv_moving(rc, op, &waited));
+	/*
+	 * A shard that moves is waited for without the window held: other
+	 * threads' transfers share it, and the values are laid out (and a
+	 * put's copied in) again for each try.
+	 */
+	for (;;) {
+		pthread_mutex_lock(&pool->data_lock);
+		if (rc == 0)
+			rc = kv_inline_call(kv, op, n, k, sizes, offs, bufs, lens, pin, &stage,
+					    &rep);
+		if (rc == 0 || !kv_move_again(rc, op, waited))
+			break;
+		pthread_mutex_unlock(&pool->data_lock);
+		kv_move_wait(&waited);
+		rc = 0;
 	}
 	if (rc == 0 && rep->n_locations != n)
 		rc =

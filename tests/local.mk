@@ -49,7 +49,7 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/cluster/membership.sh tests/cluster/slots.sh tests/cluster/join-many.sh tests/cluster/regions.sh tests/cluster/reclaim.sh \
 	tests/cluster/trust.sh tests/cluster/tls.sh tests/cluster/fence.sh tests/cluster/chunks.sh tests/cluster/kv-bulk.sh \
 	tests/cluster/xfer.sh tests/cluster/kv-shards.sh tests/cluster/kv-sharded.sh \
-	tests/cluster/kv-handover.sh tests/cluster/kv-backup.sh tests/cluster/kv-backup-stale.sh \
+	tests/cluster/kv-handover.sh tests/cluster/kv-wait.sh tests/cluster/kv-backup.sh tests/cluster/kv-backup-stale.sh \
 	tests/cluster/kv-shard-events.sh tests/cluster/kv-drain-journal.sh \
 	tests/cluster/kv-share.sh
 TESTS += $(INTEGRATION_TESTS)
@@ -186,7 +186,8 @@ tests_tools_pool_xfer_LDADD = proto/libwire.la common/libcommon.la $(PROTOBUF_C_
 # pool-kv: the KV cache through libpool, for the KV tests.
 noinst_PROGRAMS += tests/tools/pool-kv
 tests_tools_pool_kv_SOURCES = tests/tools/pool-kv.c
-tests_tools_pool_kv_LDADD = libpool/libpool.la
+tests_tools_pool_kv_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+tests_tools_pool_kv_LDADD = libpool/libpool.la $(PTHREAD_CFLAGS)
 
 include tests/bench/kv.mk
 

@@ -24,6 +24,19 @@
  *	                                              the bytes around it are untouched
  *	pool-kv NS zbad KEY               the zero-copy calls refuse bad arguments (KEY is
  *	                                  present)
+ *	pool-kv NS local PREFIX N         print the i of each PREFIXi whose value is on
+ *	                                  this node (acquired in place)
+ *	pool-kv NS alongside PREFIX N SEED PLACEMENT [LIST]
+ *	                                  get PREFIX0..PREFIX<N-1> (those whose i is a line
+ *	                                  of the file LIST) one at a time, each by a handle
+ *	                                  of its own into 16 KiB (in one request, through
+ *	                                  the window, where the value is on this node),
+ *	                                  the values of mput's SEED checked, while another
+ *	                                  thread writes and reads a region placed so (on
+ *	                                  another node: not mapped); say how many gets
+ *	                                  waited (over 20 ms: a shard on its way) and how
+ *	                                  many region transfers began and ended within one
+ *	                                  of those waits
  * put, view and vput print an FNV-1a checksum of the value. A striped region
  * is never mapped, so the region calls take their unmapped path.
  * The socket is $POOL_SOCKET.
@@ -31,6 +44,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -155,8 +170,9 @@ static int vput(struct pool_kv *kv, const char *key, size_t size, uint64_t seed,
 	return 0;
 }
 
-/* An anonymous region of size bytes, striped (never mapped) or not. */
-static int region_new(struct pool *pool, uint64_t size, bool striped, struct pool_region **ret)
+/* An anonymous region of size bytes, striped (never mapped) or not, or placed so. */
+static int region_placed(struct pool *pool, uint64_t size, bool striped, const char *placement,
+			 struct pool_region **ret)
 {
 	struct pool_region_opts *o;
 	char name[64];
@@ -166,14 +182,19 @@ static int region_new(struct pool *pool, uint64_t size, bool striped, struct poo
 	rc = pool_region_opts_new(&o);
 	if (rc == 0)
 		rc = pool_region_opts_set_size(o, size);
-	if (rc == 0 && striped)
-		rc = pool_region_opts_set_placement(o, "spread");
+	if (rc == 0 && (striped || placement != NULL))
+		rc = pool_region_opts_set_placement(o, striped ? "spread" : placement);
 	if (rc == 0 && striped)
 		rc = pool_region_opts_set_stripe(o, 4096);
 	if (rc == 0)
 		rc = pool_region_create(pool, name, o, POOL_REGION_ANONYMOUS, ret);
 	pool_region_opts_free(o);
 	return rc < 0 ? fail("region", rc) : 0;
+}
+
+static int region_new(struct pool *pool, uint64_t size, bool striped, struct pool_region **ret)
+{
+	return region_placed(pool, size, striped, NULL, ret);
 }
 
 static const char *region_kind(struct pool_region *r)
@@ -546,6 +567,168 @@ out:
 	return status;
 }
 
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/*
+ * The region side of alongside: a write and a read back, again and again
+ * until told to stop, each pair's [begin, end) in us.
+ */
+struct alongside {
+	struct pool_region *r;
+	atomic_bool stop;
+	uint64_t (*spans)[2];
+	size_t n, cap, failed;
+};
+
+static void *alongside_transfers(void *arg)
+{
+	struct alongside *a = arg;
+	uint8_t out[4096], in[4096];
+	uint64_t round = 0;
+
+	while (!atomic_load(&a->stop)) {
+		uint64_t t0 = now_us();
+		int rc;
+
+		fill(out, sizeof(out), round++);
+		rc = pool_region_write(a->r, 0, out, sizeof(out));
+		if (rc == 0)
+			rc = pool_region_read(a->r, 0, in, sizeof(in));
+		if (rc < 0 || memcmp(in, out, sizeof(in)) != 0) {
+			a->failed++;
+			continue;
+		}
+		if (a->n == a->cap) {
+			void *grown = realloc(a->spans, (a->cap * 2 + 256) * sizeof(*a->spans));
+
+			if (grown == NULL)
+				break;
+			a->spans = grown;
+			a->cap = a->cap * 2 + 256;
+		}
+		a->spans[a->n][0] = t0;
+		a->spans[a->n++][1] = now_us();
+	}
+	return NULL;
+}
+
+static int alongside(struct pool *pool, const char *ns, const char *prefix, size_t n, uint64_t seed,
+		     const char *placement, const char *list)
+{
+	struct alongside a = {0};
+	struct pool_kv *kv;
+	uint64_t(*waits)[2] = calloc(n, sizeof(*waits)), longest = 0;
+	size_t i, hits = 0, misses = 0, errors = 0, waited = 0, within = 0, j, k, vlen;
+	int first_error = 0;
+	uint8_t *buf = malloc(4u << 20), *want = malloc(4u << 20);
+	pthread_t t;
+	int status = 0;
+
+	if (waits == NULL || buf == NULL || want == NULL ||
+	    region_placed(pool, 4096, false, placement, &a.r) != 0)
+		return 1;
+	bool *want_i = calloc(n, sizeof(*want_i));
+	size_t gets = 0;
+	FILE *f = list != NULL ? fopen(list, "r") : NULL;
+
+	if (want_i == NULL || (list != NULL && f == NULL))
+		return fail("list", -errno);
+	for (i = 0; i < n; i++)
+		want_i[i] = list == NULL;
+	while (f != NULL && fscanf(f, "%zu", &i) == 1)
+		if (i < n)
+			want_i[i] = true;
+	if (f != NULL)
+		fclose(f);
+	if (pthread_create(&t, NULL, alongside_transfers, &a) != 0)
+		return fail("thread", -errno);
+	for (i = 0; i < n; i++) {
+		char key[256];
+		uint64_t t0 = 0, took;
+		int rc;
+
+		if (!want_i[i])
+			continue;
+		gets++;
+		snprintf(key, sizeof(key), "%s%zu", prefix, i);
+		/*
+		 * A handle of its own (a handle whose get found its value on
+		 * another node gets the two-phase way from then on), and a
+		 * buffer of 16 KiB: the get goes in one request, through the
+		 * window, where its value is on this node.
+		 */
+		rc = pool_kv_open(pool, ns, &kv);
+		if (rc == 0) {
+			t0 = now_us();
+			rc = pool_kv_get(kv, key, strlen(key), buf, 16u << 10, &vlen);
+			pool_kv_close(kv);
+		}
+		took = t0 != 0 ? now_us() - t0 : 0;
+		if (took > 20000) {
+			waits[waited][0] = t0;
+			waits[waited++][1] = t0 + took;
+			longest = took > longest ? took : longest;
+		}
+		if (rc == 0) {
+			fill(want, vlen, seed + i);
+			if (memcmp(buf, want, vlen) != 0) {
+				fprintf(stderr, "pool-kv: %s: wrong bytes\n", key);
+				status = 1;
+			}
+			hits++;
+		} else if (rc == -ENOENT) {
+			misses++;
+		} else if (errors++ == 0) {
+			first_error = rc;
+		}
+	}
+	atomic_store(&a.stop, true);
+	pthread_join(t, NULL);
+	for (j = 0; j < a.n; j++)
+		for (k = 0; k < waited; k++)
+			if (a.spans[j][0] > waits[k][0] && a.spans[j][1] < waits[k][1]) {
+				within++;
+				break;
+			}
+	printf("alongside %s: %zu gets, %zu hits, %zu misses, %zu errors%s%s, %zu waited (longest "
+	       "%llu ms); %zu region transfers, %zu failed, %zu of them within a waiting get\n",
+	       prefix, gets, hits, misses, errors, errors > 0 ? ": " : "",
+	       errors > 0 ? strerror(-first_error) : "", waited,
+	       (unsigned long long)(longest / 1000), a.n, a.failed, within);
+	pool_region_close(a.r);
+	free(a.spans);
+	free(waits);
+	free(want_i);
+	free(buf);
+	free(want);
+	return status || a.failed > 0;
+}
+
+/* local PREFIX N: the i of each key of PREFIX0..PREFIX<N-1> whose value is in place here. */
+static int local(struct pool_kv *kv, const char *prefix, size_t n)
+{
+	struct pool_kv_ref *ref;
+	const void *data;
+	size_t i, len;
+	char key[256];
+
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "%s%zu", prefix, i);
+		if (pool_kv_acquire(kv, key, strlen(key), &data, &len, &ref) != 0)
+			continue;
+		if (pool_kv_ref_local(ref) == 1)
+			printf("%zu\n", i);
+		pool_kv_release(ref);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct pool_kv *kv;
@@ -555,7 +738,7 @@ int main(int argc, char **argv)
 
 	if (argc < 4) {
 		fprintf(stderr, "usage: pool-kv NS put|get|exists|remove|mput|mget|match|hammer|"
-				"view|vput|rput|rget|zbad ...\n");
+				"view|vput|rput|rget|zbad|alongside ...\n");
 		return 2;
 	}
 	ns = argv[1];
@@ -612,6 +795,11 @@ int main(int argc, char **argv)
 		status =
 		    rget(pool, kv, key, strtoull(argv[4], NULL, 0), strtoull(argv[5], NULL, 0),
 			 strtoull(argv[6], NULL, 0), argc > 7 && strcmp(argv[7], "striped") == 0);
+	} else if (strcmp(cmd, "local") == 0 && argc > 4) {
+		status = local(kv, key, strtoull(argv[4], NULL, 0));
+	} else if (strcmp(cmd, "alongside") == 0 && argc > 6) {
+		status = alongside(pool, ns, key, strtoull(argv[4], NULL, 0),
+				   strtoull(argv[5], NULL, 0), argv[6], argc > 7 ? argv[7] : NULL);
 	} else if (strcmp(cmd, "zbad") == 0) {
 		status = zbad(pool, kv, key);
 	} else {
