@@ -107,7 +107,9 @@ pctl 3 region create "$CANARY-2" 1M placement=node=2 >/dev/null && io 3 write "$
 	! grep -qa "h3" <(head -c 64 "$CLUSTER_TMP/record.tls") &&
 	[ "$(head -c 1 "$CLUSTER_TMP/record.tls" | od -An -tx1 | tr -d ' ')" = 16 ] &&
 	ok "on a TLS link the path sees a TLS handshake and no region name ($(stat -c %s "$CLUSTER_TMP/record.tls") bytes)" ||
-	not_ok "the TLS link's record shows plaintext"
+	{ not_ok "the TLS link's record shows plaintext"; r="$CLUSTER_TMP/record.tls"
+	  echo "# record: $(stat -c %s "$r" 2>/dev/null) bytes, first $(head -c 1 "$r" | od -An -tx1), canary $(grep -ca "$CANARY" "$r"), h3 in the first 64: $(head -c 64 "$r" | grep -ca h3)"
+	  head -c 256 "$r" | od -An -tx1 | head -8 | sed 's/^/# /'; }
 
 # Refused: a certificate of another CA, no TLS at all, and a raw frame.
 # shellcheck disable=SC2086
