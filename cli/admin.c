@@ -228,8 +228,10 @@ int admin_status(struct admin *a, int64_t node, const struct admin_status **ret)
 	for (i = 0; i < rep->n_journals; i++) {
 		const Pool__JournalInfo *ji = rep->journals[i];
 
-		journals[i] = (struct admin_journal){ji->name, ji->records,  ji->used,
-						     ji->half, ji->rewrites, ji->dropped};
+		journals[i].name = ji->name;
+#define ADMIN_JOURNAL(name, ...) journals[i].name = ji->name;
+		JOURNAL_STATS(ADMIN_JOURNAL)
+#undef ADMIN_JOURNAL
 	}
 	st->journals = journals;
 	if (rep->etcd != NULL) {
@@ -246,12 +248,10 @@ int admin_status(struct admin *a, int64_t node, const struct admin_status **ret)
 		    .epoch = e->epoch,
 		    .leader_changes = e->leader_changes,
 		    .has_records = e->has_records,
-		    .records = e->records,
-		    .waiting = e->waiting,
-		    .txns = e->txns,
-		    .failures = e->failures,
-		    .rewrites = e->rewrites,
 		};
+#define ADMIN_ETCD(name, ...) etcd->name = e->name;
+		ETCD_STATS(ADMIN_ETCD)
+#undef ADMIN_ETCD
 		st->etcd = etcd;
 	}
 	if (rep->kv_shards != NULL) {

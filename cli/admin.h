@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "proto/kvshardstats.h"
+#include "proto/statusstats.h"
 #include "proto/kvstats.h"
 
 struct admin; /* a connection to poold's control socket */
@@ -38,17 +39,18 @@ const char *admin_server_version(const struct admin *a);
 void admin_free(const void *result);
 
 /* poolctl status */
+/* A journal: each figure of proto/statusstats.h's JOURNAL_STATS. */
 struct admin_journal {
 	const char *name;
-	uint64_t records, used, half, rewrites, dropped;
+	JOURNAL_STATS(STATUS_STAT_FIELD)
 };
 
 struct admin_etcd {
 	const char *endpoint, *standing, *leader, *why; /* leader, why: "" when not known */
 	int64_t epoch;
 	uint64_t leader_changes;
-	bool has_records; /* the leader's: its state in etcd */
-	uint64_t records, waiting, txns, failures, rewrites;
+	bool has_records; /* the leader's: its state in etcd (ETCD_STATS' figures) */
+	ETCD_STATS(STATUS_STAT_FIELD)
 };
 
 /* The KV shards as a poold reports them: each figure of proto/kvshardstats.h. */

@@ -37,45 +37,28 @@ static const struct field status_fields[S_FIELDS] = {
     [S_FIREWALL] = {"fabric_firewall", "firewall", FIELD_STR, IN_BOTH},
 };
 
-enum { J_NAME, J_RECORDS, J_USED, J_HALF, J_REWRITES, J_DROPPED, J_FIELDS };
+/* A figure of proto/statusstats.h: a count, or a size. */
+#define STAT_FIELD(name, view, ...) {#name, NULL, STAT_KIND_##view, IN_BOTH},
+#define STAT_KIND_COUNT FIELD_U64
+#define STAT_KIND_BYTES FIELD_SIZE
 
-static const struct field journal_fields[J_FIELDS] = {
-    [J_NAME] = {"name", NULL, FIELD_STR, IN_BOTH},
-    [J_RECORDS] = {"records", NULL, FIELD_U64, IN_BOTH},
-    [J_USED] = {"used", NULL, FIELD_SIZE, IN_BOTH},
-    [J_HALF] = {"half", NULL, FIELD_SIZE, IN_BOTH},
-    [J_REWRITES] = {"rewrites", NULL, FIELD_U64, IN_BOTH},
-    [J_DROPPED] = {"dropped", NULL, FIELD_SIZE, IN_BOTH},
-};
+/* A journal: its name, then each of JOURNAL_STATS' figures. */
+static const struct field journal_fields[] = {{"name", NULL, FIELD_STR, IN_BOTH},
+					      JOURNAL_STATS(STAT_FIELD)};
+#define J_FIELDS (sizeof(journal_fields) / sizeof(journal_fields[0]))
 
-enum {
-	T_ENDPOINT,
-	T_STANDING,
-	T_LEADER,
-	T_EPOCH,
-	T_LEADER_CHANGES,
-	T_WHY,
-	T_RECORDS,
-	T_WAITING,
-	T_TXNS,
-	T_FAILURES,
-	T_REWRITES,
-	T_FIELDS
-};
+/* The etcd standing, then each of ETCD_STATS' figures (the leader's). */
+enum { T_ENDPOINT, T_STANDING, T_LEADER, T_EPOCH, T_LEADER_CHANGES, T_WHY };
 
-static const struct field etcd_fields[T_FIELDS] = {
+static const struct field etcd_fields[] = {
     [T_ENDPOINT] = {"endpoint", NULL, FIELD_STR, IN_BOTH},
     [T_STANDING] = {"standing", NULL, FIELD_STR, IN_BOTH},
     [T_LEADER] = {"leader", NULL, FIELD_STR, IN_BOTH},
     [T_EPOCH] = {"epoch", NULL, FIELD_I64, IN_BOTH},
     [T_LEADER_CHANGES] = {"leader_changes", NULL, FIELD_U64, IN_BOTH},
     [T_WHY] = {"why", NULL, FIELD_STR, IN_BOTH},
-    [T_RECORDS] = {"records", NULL, FIELD_U64, IN_BOTH},
-    [T_WAITING] = {"waiting", NULL, FIELD_U64, IN_BOTH},
-    [T_TXNS] = {"txns", NULL, FIELD_U64, IN_BOTH},
-    [T_FAILURES] = {"failures", NULL, FIELD_U64, IN_BOTH},
-    [T_REWRITES] = {"rewrites", NULL, FIELD_U64, IN_BOTH},
-};
+    ETCD_STATS(STAT_FIELD)};
+#define T_FIELDS (sizeof(etcd_fields) / sizeof(etcd_fields[0]))
 
 /* The KV shards' figures (proto/kvshardstats.h): a count, or the map's digest in hex. */
 #define SHARD_FIELD(name, type, part, view, ...) {#name, NULL, SHARD_KIND_##view, IN_BOTH},
@@ -131,11 +114,9 @@ static void status_journals(struct json *j, const struct admin_status *st)
 
 	for (i = 0; i < st->n_journals; i++) {
 		const struct admin_journal *ji = &st->journals[i];
-		const struct value v[J_FIELDS] = {
-		    [J_NAME].s = ji->name,	   [J_RECORDS].u = ji->records,
-		    [J_USED].u = ji->used,	   [J_HALF].u = ji->half,
-		    [J_REWRITES].u = ji->rewrites, [J_DROPPED].u = ji->dropped,
-		};
+#define STAT_VALUE(name, ...) {.u = ji->name},
+		const struct value v[J_FIELDS] = {{.s = ji->name}, JOURNAL_STATS(STAT_VALUE)};
+#undef STAT_VALUE
 		char used[32], half[32];
 
 		if (j != NULL) {
@@ -155,19 +136,15 @@ static void status_journals(struct json *j, const struct admin_status *st)
 /* The etcd standing (coord.etcd): in JSON, its fields; in the text, two lines. */
 static void status_etcd(struct json *j, const struct admin_etcd *e)
 {
-	const struct value v[T_FIELDS] = {
-	    [T_ENDPOINT].s = e->endpoint,
-	    [T_STANDING].s = e->standing,
-	    [T_LEADER].s = e->leader,
-	    [T_EPOCH].i = e->epoch,
-	    [T_LEADER_CHANGES].u = e->leader_changes,
-	    [T_WHY].s = e->why,
-	    [T_RECORDS] = {.u = e->records, .absent = !e->has_records},
-	    [T_WAITING] = {.u = e->waiting, .absent = !e->has_records},
-	    [T_TXNS] = {.u = e->txns, .absent = !e->has_records},
-	    [T_FAILURES] = {.u = e->failures, .absent = !e->has_records},
-	    [T_REWRITES] = {.u = e->rewrites, .absent = !e->has_records},
-	};
+#define STAT_VALUE(name, ...) {.u = e->name, .absent = !e->has_records},
+	const struct value v[T_FIELDS] = {[T_ENDPOINT] = {.s = e->endpoint},
+					  [T_STANDING] = {.s = e->standing},
+					  [T_LEADER] = {.s = e->leader},
+					  [T_EPOCH] = {.i = e->epoch},
+					  [T_LEADER_CHANGES] = {.u = e->leader_changes},
+					  [T_WHY] = {.s = e->why},
+					  ETCD_STATS(STAT_VALUE)};
+#undef STAT_VALUE
 
 	if (j != NULL) {
 		json_object(j, "etcd");

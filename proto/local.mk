@@ -13,6 +13,6 @@ proto/pool.pb-c.c proto/pool.pb-c.h: $(srcdir)/proto/pool.proto
 
 noinst_LTLIBRARIES += proto/libwire.la
 nodist_proto_libwire_la_SOURCES = $(PROTO_GEN)
-proto_libwire_la_SOURCES = proto/wire.h proto/kvstats.h proto/kvshardstats.h proto/frame.c proto/msg.c proto/rpc.c
+proto_libwire_la_SOURCES = proto/wire.h proto/kvstats.h proto/kvshardstats.h proto/statusstats.h proto/frame.c proto/msg.c proto/rpc.c
 proto_libwire_la_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS)
 proto_libwire_la_LIBADD = $(PROTOBUF_C_LIBS)

@@ -27,6 +27,7 @@
 #include "daemon/link/link.h"
 #include "daemon/member/member.h"
 #include "daemon/net/net.h"
+#include "proto/statusstats.h"
 #include "daemon/region/region.h"
 #include "daemon/resp/resp.h"
 #include "daemon/snap/snap.h"
@@ -264,41 +265,28 @@ const struct ctl_handler metrics_handlers[] = {
     {0, 0, 0, NULL, NULL},
 };
 
-/* The journals here: the lender's (pmem tier) and the coordinator's (coord.journal). */
+/*
+ * The journals here: the lender's (pmem tier) and the coordinator's
+ * (coord.journal), a sample of each figure (proto/statusstats.h) per journal.
+ */
+#define JOURNAL_METRIC(name, view, metric, kind, help)                                             \
+	metrics_head(b, metric, kind, help);                                                       \
+	for (k = 0; k < n; k++)                                                                    \
+		evbuffer_add_printf(b, "%s{journal=\"%s\"} %llu\n", metric, names[k],              \
+				    (unsigned long long)st[k].name);
 static void metrics_journals(struct poold *pd, struct evbuffer *b)
 {
-	static const struct {
-		const char *name, *type, *help;
-		size_t off;
-	} m[] = {
-	    {"pool_journal_records", "gauge", "records in the journal's active half",
-	     offsetof(struct journal_stats, records)},
-	    {"pool_journal_used_bytes", "gauge", "bytes of the active half in use",
-	     offsetof(struct journal_stats, used)},
-	    {"pool_journal_half_bytes", "gauge",
-	     "bytes of a half: more is rewritten to the live set",
-	     offsetof(struct journal_stats, size)},
-	    {"pool_journal_rewrites_total", "counter",
-	     "rewrites to the live set since poold started",
-	     offsetof(struct journal_stats, rewrites)},
-	    {"pool_journal_dropped_bytes", "gauge",
-	     "bytes of a torn or corrupt tail cut off when poold started",
-	     offsetof(struct journal_stats, dropped)},
-	};
 	struct journal_stats st[2];
 	const char *names[2];
-	size_t n = journals_stats(pd, names, st), i, k;
+	size_t n = journals_stats(pd, names, st), k;
 
-	for (i = 0; n > 0 && i < ARRAY_SIZE(m); i++) {
-		metrics_head(b, m[i].name, m[i].type, m[i].help);
-		for (k = 0; k < n; k++)
-			evbuffer_add_printf(b, "%s{journal=\"%s\"} %llu\n", m[i].name, names[k],
-					    (unsigned long long)*(
-						const uint64_t *)((const char *)&st[k] + m[i].off));
-	}
+	if (n == 0)
+		return;
+	JOURNAL_STATS(JOURNAL_METRIC)
 }
 
-/* coord.etcd: the election and, at the leader, its state in etcd. */
+/* coord.etcd: the election and, at the leader, its state in etcd (proto/statusstats.h). */
+#define ETCD_METRIC(name, view, metric, kind, help) metrics_one(b, metric, kind, help, es.name);
 static void metrics_etcd(struct poold *pd, struct evbuffer *b)
 {
 	struct ha_log_stats es;
@@ -317,19 +305,7 @@ static void metrics_etcd(struct poold *pd, struct evbuffer *b)
 			    (unsigned long long)ha.changes);
 	if (!coord_log_etcd_stats(pd, &es))
 		return;
-	metrics_head(b, "pool_coord_etcd_txns_total", "counter",
-		     "transactions of the coordinator's state etcd took");
-	evbuffer_add_printf(b, "pool_coord_etcd_txns_total %llu\n", (unsigned long long)es.txns);
-	metrics_head(b, "pool_coord_etcd_failures_total", "counter",
-		     "transactions of the coordinator's state etcd did not answer (sent again)");
-	evbuffer_add_printf(b, "pool_coord_etcd_failures_total %llu\n",
-			    (unsigned long long)es.failures);
-	metrics_head(b, "pool_coord_etcd_waiting", "gauge",
-		     "records of the coordinator's state not yet in etcd (their replies wait)");
-	evbuffer_add_printf(b, "pool_coord_etcd_waiting %llu\n", (unsigned long long)es.waiting);
-	metrics_head(b, "pool_coord_etcd_records", "gauge",
-		     "records of the coordinator's state in etcd's generation in force");
-	evbuffer_add_printf(b, "pool_coord_etcd_records %llu\n", (unsigned long long)es.records);
+	ETCD_STATS(ETCD_METRIC)
 }
 
 /* How long control requests took here, per type, as Prometheus histograms. */

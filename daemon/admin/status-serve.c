@@ -12,8 +12,13 @@
 #include "daemon/link/link.h"
 #include "daemon/member/member.h"
 #include "daemon/net/net.h"
+#include "proto/statusstats.h"
 
 #define STATUS_REPLY_MAX (64u << 10) /* another node's, asked for through this poold */
+
+/* Each figure of a journal and of the leader's state in etcd (proto/statusstats.h). */
+#define JOURNAL_INFO(name, ...) ji[i].name = st[i].name;
+#define ETCD_INFO(name, ...) etcd.has_##name = 1, etcd.name = es.name;
 
 /* Each figure of the KV shards (proto/kvshardstats.h) to the reply, but those not told. */
 #define SHARD_INFO(name, type, part, ...) SHARD_INFO_##part(name)
@@ -68,11 +73,7 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 	for (i = 0; i < n; i++) {
 		pool__journal_info__init(&ji[i]);
 		ji[i].name = (char *)names[i];
-		ji[i].records = st[i].records;
-		ji[i].used = st[i].used;
-		ji[i].half = st[i].size;
-		ji[i].rewrites = st[i].rewrites;
-		ji[i].dropped = st[i].dropped;
+		JOURNAL_STATS(JOURNAL_INFO)
 		jp[i] = &ji[i];
 	}
 	reply.fabric_firewall = (char *)firewall_state(pd);
@@ -90,13 +91,7 @@ static int status_request(struct req *r, const ProtobufCMessage *msg)
 		etcd.leader_changes = ha.changes;
 		etcd.why = ha.why[0] != '\0' ? (char *)ha.why : NULL;
 		if (coord_log_etcd_stats(pd, &es)) {
-			etcd.has_records = etcd.has_waiting = etcd.has_txns = etcd.has_failures =
-			    etcd.has_rewrites = 1;
-			etcd.records = es.records;
-			etcd.waiting = es.waiting;
-			etcd.txns = es.txns;
-			etcd.failures = es.failures;
-			etcd.rewrites = es.rewrites;
+			ETCD_STATS(ETCD_INFO)
 			if (es.failures > 0 && etcd.why == NULL)
 				etcd.why = es.last_error;
 		}

@@ -654,7 +654,7 @@ int coord_log_open(struct poold *pd)
 	log_info("coordinator journal %s: %zu region(s) back, %zu extent(s) of destroyed regions "
 		 "to scrub; %llu record(s) in a half of %llu KiB",
 		 pd->conf->coord_journal, pd->regions->count, ntomb, (unsigned long long)st.records,
-		 (unsigned long long)(st.size >> 10));
+		 (unsigned long long)(st.half >> 10));
 	if (pd->regions->count > 0)
 		events_add(pd, "journal",
 			   "%zu region(s) back from the coordinator journal, lost "

@@ -309,7 +309,7 @@ void journal_stats(const struct journal *j, struct journal_stats *st)
 {
 	st->records = j->records;
 	st->used = j->pos;
-	st->size = j->half;
+	st->half = j->half;
 	st->rewrites = j->rewrites;
 	st->dropped = j->dropped;
 }

@@ -29,7 +29,7 @@ typedef int (*journal_record_fn)(void *arg, const uint8_t *rec, size_t len);
 
 struct journal_stats {
 	uint64_t records;    /* in the active half */
-	uint64_t used, size; /* bytes of the active half */
+	uint64_t used, half; /* bytes of the active half in use, and of a half */
 	uint64_t rewrites;   /* since open */
 	uint64_t dropped;    /* bytes cut off as a torn or corrupt tail at open */
 };
