@@ -10,10 +10,10 @@
  * (the memory kept for the shards' values: always), MOVES (the shards'
  * moves: once the poold has a KV index) or BACKUPS (once a namespace of 2
  * replicas exists). view is how poolctl shows it: NUM, or HEX (the map's
- * digest, a string of 16 hex digits in JSON). metric, label, kind and help are its line on the
- * metrics endpoint: metric NULL, none; label NULL, a family of its own,
- * else its value of the family's label, the family's kind and help taken
- * from its first.
+ * digest, a string of 16 hex digits in JSON). metric, label, kind and
+ * help are its line on the metrics endpoint: metric NULL, none; label
+ * NULL, a family of its own, else its value of the family's label, the
+ * family's kind and help taken from its first ("" in the others).
  * A new figure is a line here, its field in KvShardInfo and what counts
  * it (kv_shard_stats(), daemon/kv/kv-owner.c).
  */
@@ -21,12 +21,12 @@
 #define POOL_KVSHARDSTATS_H
 
 #define KV_SHARD_STATS(X)                                                                          \
-	X(shards, uint32_t, MAP, NUM, NULL, NULL, NULL, NULL)                                      \
+	X(shards, uint32_t, MAP, NUM, NULL, NULL, "", "")                                          \
 	X(owners, uint32_t, MAP, NUM, "pool_kv_shard_owners", NULL, "gauge",                       \
 	  "nodes owning KV shards, as this poold maps them")                                       \
 	X(owned, uint32_t, MAP, NUM, "pool_kv_shards_owned", NULL, "gauge",                        \
 	  "KV shards this node owns")                                                              \
-	X(digest, uint64_t, MAP, HEX, NULL, NULL, NULL, NULL)                                      \
+	X(digest, uint64_t, MAP, HEX, NULL, NULL, "", "")                                          \
 	X(changes, uint64_t, MAP, NUM, "pool_kv_shard_changes_total", NULL, "counter",             \
 	  "changes of the KV shard map seen here")                                                 \
 	X(moves, uint64_t, MAP, NUM, "pool_kv_shard_moves_total", NULL, "counter",                 \
@@ -42,8 +42,8 @@
 	X(keys_in, uint64_t, MOVES, NUM, "pool_kv_shard_keys_total", "way=\"in\"", "counter",      \
 	  "keys of moved KV shards: taken from their last owner, handed to their new one, or "     \
 	  "lost on the way")                                                                       \
-	X(keys_out, uint64_t, MOVES, NUM, "pool_kv_shard_keys_total", "way=\"out\"", NULL, NULL)   \
-	X(keys_lost, uint64_t, MOVES, NUM, "pool_kv_shard_keys_total", "way=\"lost\"", NULL, NULL) \
+	X(keys_out, uint64_t, MOVES, NUM, "pool_kv_shard_keys_total", "way=\"out\"", "", "")       \
+	X(keys_lost, uint64_t, MOVES, NUM, "pool_kv_shard_keys_total", "way=\"lost\"", "", "")     \
 	X(backed, uint32_t, BACKUPS, NUM, "pool_kv_shards_backed", NULL, "gauge",                  \
 	  "KV shards whose backup copy is here (namespaces of 2 replicas)")                        \
 	X(unbacked, uint32_t, BACKUPS, NUM, "pool_kv_shards_unbacked", NULL, "gauge",              \
@@ -52,7 +52,7 @@
 	  "counter",                                                                               \
 	  "puts and removals of KV shards owned here sent to their backups, and those not taken")  \
 	X(backup_missed, uint64_t, BACKUPS, NUM, "pool_kv_backup_changes_total",                   \
-	  "result=\"missed\"", NULL, NULL)
+	  "result=\"missed\"", "", "")
 
 /* A figure as a field of a C struct. */
 #define KV_SHARD_STAT_FIELD(name, type, ...) type name;
