@@ -483,8 +483,7 @@ int main(int argc, char **argv)
 		 pd.conf->node_name, pd.conf->socket,
 		 pd.conf_path ? pd.conf_path : "built-in defaults");
 	if (pd.conf->role == ROLE_COORDINATOR)
-		sdnotify_serving(&pd,
-				 pd.coordha != NULL ? "coordinator (leader, etcd)" : "coordinator");
+		sdnotify_serving(&pd, pd.ha != NULL ? "coordinator (leader, etcd)" : "coordinator");
 	else /* ready once registered (peer.c) */
 		sdnotify_status(&pd, false, "node: registering with the coordinator");
 	poold_run(&pd);

@@ -37,20 +37,20 @@ struct pmem2_source;
 struct regions;
 struct reconcile;
 struct kv_space;
-struct kvev;
+struct kv_events;
 struct sdnotify;
 struct looplag;
 struct resp;
-struct resprelay;
+struct resp_relay;
 struct hold;
 struct ledger_extent;
 struct journal;
-struct coordlog;
+struct coord_log;
 struct vecindex_ctx;
 struct metrics;
 struct events;
-struct snapcopies;
-struct snapplaces;
+struct snap_copies;
+struct snap_places;
 struct grants;
 
 enum member_state { MEMBER_UP, MEMBER_SUSPECT, MEMBER_DEAD };
@@ -227,9 +227,9 @@ struct poold {
 	struct member_list members;
 	struct coord *coord;		     /* role = coordinator */
 	const struct coord_role *coord_role; /* ... what its requests ask of it */
-	struct coordlink *coordlink;	     /* ... its calls to nodes waiting for answers */
-	struct node_id *nodeids;	     /* ... the nodes whose ids are theirs (member-ids.c) */
-	size_t nnodeids;
+	struct member_calls *member_calls;   /* ... its calls to nodes waiting for answers */
+	struct node_id *member_ids;	     /* ... the nodes whose ids are theirs (member-ids.c) */
+	size_t n_member_ids;
 	struct peer *peer; /* role = node: the link to the coordinator */
 	/* ... what asks the coordinator for this poold itself (peer_ask()), or NULL */
 	int (*ask_coordinator)(struct poold *pd, uid_t uid, uint16_t type,
@@ -268,20 +268,20 @@ struct poold {
 	struct hold_report *hold_report; /* ... its report on the way to the coordinator */
 	uint32_t hold_report_gen;	 /* ... the number of the latest */
 	struct journal *journal;	 /* as a lender: the durable part of that record, in pmem */
-	struct coordlog *coordlog;    /* at the coordinator: its journal, if coord.journal is set */
-	uint32_t journal_arena;	      /* ... of this arena */
-	struct kv_space *kv;	      /* at the coordinator: the KV cache index */
-	struct resp *resp;	      /* at the coordinator: the Redis-protocol endpoint */
-	struct resprelay *resprelay;  /* at a node: its RESP endpoint, relayed to that one */
-	struct event *ledger_ev;      /* at the coordinator: periodic reconciliation */
-	bool stopping;		      /* shutting down: lent memory is left as it is */
-	bool stop_asked;	      /* SIGTERM/SIGINT came, maybe inside a nested loop */
-	struct vecindex_ctx *vec_ctx; /* scratch of the searches served here (vec-serve.c) */
-	uint64_t vec_searches, vec_queries;	   /* ... and how many, for the metrics */
-	uint64_t member_changes;		   /* member state changes seen (member.c) */
-	uint64_t members_gen;			   /* changes of the member table (member.c) */
-	struct kv_shard_map kv_shards;		   /* the KV shards' owners, of the table at ... */
-	uint64_t kv_shards_gen;			   /* ... this members_gen (member_kv_shards()) */
+	struct coord_log *coord_log; /* at the coordinator: its journal, if coord.journal is set */
+	uint32_t journal_arena;	     /* ... of this arena */
+	struct kv_space *kv;	     /* at the coordinator: the KV cache index */
+	struct resp *resp;	     /* at the coordinator: the Redis-protocol endpoint */
+	struct resp_relay *resp_relay;	    /* at a node: its RESP endpoint, relayed to that one */
+	struct event *ledger_ev;	    /* at the coordinator: periodic reconciliation */
+	bool stopping;			    /* shutting down: lent memory is left as it is */
+	bool stop_asked;		    /* SIGTERM/SIGINT came, maybe inside a nested loop */
+	struct vecindex_ctx *vec_ctx;	    /* scratch of the searches served here (vec-serve.c) */
+	uint64_t vec_searches, vec_queries; /* ... and how many, for the metrics */
+	uint64_t member_changes;	    /* member state changes seen (member.c) */
+	uint64_t members_gen;		    /* changes of the member table (member.c) */
+	struct kv_shard_map kv_shards;	    /* the KV shards' owners, of the table at ... */
+	uint64_t kv_shards_gen;		    /* ... this members_gen (member_kv_shards()) */
 	uint64_t kv_shard_changes, kv_shard_moves; /* ... its changes, and shards moved in them */
 	uint64_t kv_requests_here, kv_requests_nodes; /* KV requests served: own clients', nodes' */
 	uint64_t
@@ -289,17 +289,18 @@ struct poold {
 	struct metrics *metrics;  /* the Prometheus endpoint, if metrics.listen is set */
 	struct events *events;	  /* the recent events (events.c) */
 	struct fab_rma_stats client_rma; /* local clients' one-sided transfers, as they tell them */
-	struct snapcopies *snapcopies;	 /* the node's copies of snapshot images (snap-copy.c) */
-	struct snapplaces *snapplaces; /* the helpers filling them for snap place (snap-place.c) */
-	struct ssl_ctx_st *tls;	       /* peer.tls: what peer links' TLS sessions are made of */
-	struct carves *carves;	       /* extents with a memory file of their own (carve.c) */
-	struct scrubs *scrubs;	       /* large extents being zeroed (scrub.c) */
-	struct grants *grants;	       /* what each local client session may reach (grant.c) */
-	struct firewall *firewall;     /* fabric.firewall's rule (firewall.c) */
-	struct sdnotify *sdnotify;     /* systemd's notify socket, if any (sdnotify.c) */
-	struct looplag *looplag;       /* how late the loop runs (looplag.c) */
-	struct kvev *kvev;	       /* KV events, if kv_events.endpoint is set (kv-events.c) */
-	struct coordha *coordha; /* coord.etcd: the election, or following its leader (ha.c) */
+	struct snap_copies *snap_copies; /* the node's copies of snapshot images (snap-copy.c) */
+	struct snap_places
+	    *snap_places;	     /* the helpers filling them for snap place (snap-place.c) */
+	struct ssl_ctx_st *tls;	     /* peer.tls: what peer links' TLS sessions are made of */
+	struct carves *carves;	     /* extents with a memory file of their own (carve.c) */
+	struct scrubs *scrubs;	     /* large extents being zeroed (scrub.c) */
+	struct grants *grants;	     /* what each local client session may reach (grant.c) */
+	struct firewall *firewall;   /* fabric.firewall's rule (firewall.c) */
+	struct sdnotify *sdnotify;   /* systemd's notify socket, if any (sdnotify.c) */
+	struct looplag *looplag;     /* how late the loop runs (looplag.c) */
+	struct kv_events *kv_events; /* KV events, if kv_events.endpoint is set (kv-events.c) */
+	struct ha *ha;		     /* coord.etcd: the election, or following its leader (ha.c) */
 };
 
 /* main.c */

@@ -77,7 +77,7 @@ struct coord_log_sink {
 	struct etcdlog *el;
 };
 
-struct coordlog {
+struct coord_log {
 	int fd;
 	struct pmem2_source *src;
 	struct pmem2_map *map;
@@ -205,8 +205,8 @@ static int coord_log_fill(struct poold *pd, const struct coord_log_sink *to)
 		if ((rc = coord_log_write_gone(to, t->id, t->name, CL_REGION_GONE, &t->node, 1)) <
 		    0)
 			return rc;
-	for (i = 0; i < pd->nnodeids; i++)
-		if ((rc = coord_log_write_node(to, &pd->nodeids[i])) < 0)
+	for (i = 0; i < pd->n_member_ids; i++)
+		if ((rc = coord_log_write_node(to, &pd->member_ids[i])) < 0)
 			return rc;
 	return coord_log_write_namespaces(pd, to);
 }
@@ -231,7 +231,7 @@ static int coord_log_fill_etcd(void *arg, struct etcdlog *el)
  */
 static void coord_log_commit(struct poold *pd, int rc)
 {
-	struct coordlog *cl = pd->coordlog;
+	struct coord_log *cl = pd->coord_log;
 
 	if (rc == -ENOSPC)
 		rc = journal_rewrite(cl->to.j, coord_log_fill_journal, pd);
@@ -260,27 +260,28 @@ static void coord_log_commit(struct poold *pd, int rc)
 /* Whether changes are recorded (not while the journal is replayed). */
 static bool coord_log_on(const struct poold *pd)
 {
-	return pd->coordlog != NULL && (pd->coordlog->to.j != NULL || pd->coordlog->to.el != NULL);
+	return pd->coord_log != NULL &&
+	       (pd->coord_log->to.j != NULL || pd->coord_log->to.el != NULL);
 }
 
 void coord_log_region(struct poold *pd, const struct region *r)
 {
 	if (coord_log_on(pd))
-		coord_log_commit(pd, coord_log_write_region(&pd->coordlog->to, r));
+		coord_log_commit(pd, coord_log_write_region(&pd->coord_log->to, r));
 }
 
 void coord_log_region_gone(struct poold *pd, const struct region *r, const uint32_t *nodes,
 			   size_t n)
 {
 	if (coord_log_on(pd))
-		coord_log_commit(pd, coord_log_write_gone(&pd->coordlog->to, r->id, r->name,
+		coord_log_commit(pd, coord_log_write_gone(&pd->coord_log->to, r->id, r->name,
 							  CL_REGION_GONE, (uint32_t *)nodes, n));
 }
 
 void coord_log_tombstone_done(struct poold *pd, uint64_t id, uint32_t node)
 {
 	if (coord_log_on(pd))
-		coord_log_commit(pd, coord_log_write_gone(&pd->coordlog->to, id, "",
+		coord_log_commit(pd, coord_log_write_gone(&pd->coord_log->to, id, "",
 							  CL_TOMBSTONE_DONE, &node, 1));
 }
 
@@ -290,19 +291,19 @@ void coord_log_node(struct poold *pd, uint32_t id)
 	const struct node_id *k = member_ids_find(pd, id, NULL);
 
 	if (coord_log_on(pd) && k != NULL)
-		coord_log_commit(pd, coord_log_write_node(&pd->coordlog->to, k));
+		coord_log_commit(pd, coord_log_write_node(&pd->coord_log->to, k));
 }
 
 void coord_log_namespaces(struct poold *pd)
 {
 	if (coord_log_on(pd))
-		coord_log_commit(pd, coord_log_write_namespaces(pd, &pd->coordlog->to));
+		coord_log_commit(pd, coord_log_write_namespaces(pd, &pd->coord_log->to));
 }
 
 void coord_log_lease(struct poold *pd, const struct region *r, const struct lease *l, bool taken)
 {
 	if (coord_log_on(pd))
-		coord_log_commit(pd, coord_log_write_lease(&pd->coordlog->to, r, l, taken));
+		coord_log_commit(pd, coord_log_write_lease(&pd->coord_log->to, r, l, taken));
 }
 
 /* This poold's journals, at most 2: the pmem tier's ("lender"), the coordinator's. */
@@ -314,9 +315,9 @@ size_t journals_stats(struct poold *pd, const char *names[2], struct journal_sta
 		names[n] = "lender";
 		journal_stats(pd->journal, &st[n++]);
 	}
-	if (pd->coordlog != NULL && pd->coordlog->to.j != NULL) {
+	if (pd->coord_log != NULL && pd->coord_log->to.j != NULL) {
 		names[n] = "coordinator";
-		journal_stats(pd->coordlog->to.j, &st[n++]);
+		journal_stats(pd->coord_log->to.j, &st[n++]);
 	}
 	return n;
 }
@@ -324,9 +325,9 @@ size_t journals_stats(struct poold *pd, const char *names[2], struct journal_sta
 /* coord.etcd, at the leader: its records in etcd. */
 bool coord_log_etcd_stats(const struct poold *pd, struct ha_log_stats *ret)
 {
-	if (pd->coordlog == NULL || pd->coordlog->to.el == NULL)
+	if (pd->coord_log == NULL || pd->coord_log->to.el == NULL)
 		return false;
-	ha_log_stats(pd->coordlog->to.el, ret);
+	ha_log_stats(pd->coord_log->to.el, ret);
 	return true;
 }
 
@@ -334,7 +335,7 @@ bool coord_log_etcd_stats(const struct poold *pd, struct ha_log_stats *ret)
 static int coord_log_replay(void *arg, const uint8_t *buf, size_t len)
 {
 	struct poold *pd = arg;
-	struct coordlog *cl = pd->coordlog;
+	struct coord_log *cl = pd->coord_log;
 	Pool__CoordRecord *rec = pool__coord_record__unpack(NULL, len, buf);
 	const Pool__Holding *h;
 	struct holding rh;
@@ -391,7 +392,7 @@ static int coord_log_replay(void *arg, const uint8_t *buf, size_t len)
 	return 0;
 }
 
-static void coord_log_free(struct coordlog *cl)
+static void coord_log_free(struct coord_log *cl)
 {
 	struct held_reply *h;
 
@@ -418,7 +419,7 @@ static void coord_log_free(struct coordlog *cl)
 }
 
 /* Map the journal's file, making it coord.journal_size bytes when it is new. */
-static int coord_log_map(struct poold *pd, struct coordlog *cl)
+static int coord_log_map(struct poold *pd, struct coord_log *cl)
 {
 	const char *path = pd->conf->coord_journal;
 	struct pmem2_config *cfg = NULL;
@@ -460,7 +461,7 @@ static int coord_log_map(struct poold *pd, struct coordlog *cl)
 /* The KV namespaces of the last namespaces record replayed. */
 static void coord_log_adopt_defs(struct poold *pd, const char *from)
 {
-	struct coordlog *cl = pd->coordlog;
+	struct coord_log *cl = pd->coord_log;
 
 	if (cl->defs == NULL)
 		return;
@@ -475,8 +476,8 @@ static void coord_log_durable(void *arg, uint64_t seq)
 	struct poold *pd = arg;
 	struct held_reply *h;
 
-	while ((h = TAILQ_FIRST(&pd->coordlog->held)) != NULL && h->seq <= seq) {
-		TAILQ_REMOVE(&pd->coordlog->held, h, entry);
+	while ((h = TAILQ_FIRST(&pd->coord_log->held)) != NULL && h->seq <= seq) {
+		TAILQ_REMOVE(&pd->coord_log->held, h, entry);
 		conn_send_frame(h->conn, h->frame, h->len);
 		conn_unref(h->conn);
 		free(h->frame);
@@ -495,7 +496,7 @@ static void coord_log_sync(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	journal_sync(pd->coordlog->to.j);
+	journal_sync(pd->coord_log->to.j);
 	coord_log_durable(pd, UINT64_MAX);
 }
 
@@ -514,7 +515,7 @@ static void coord_log_deposed(void *arg, const char *why)
 int coord_log_hold_reply(struct poold *pd, struct conn *c, uint16_t type, uint64_t req_id,
 			 const ProtobufCMessage *msg)
 {
-	struct coordlog *cl = pd->coordlog;
+	struct coord_log *cl = pd->coord_log;
 	struct held_reply *h;
 	uint64_t seq;
 	uint8_t *frame;
@@ -550,7 +551,7 @@ int coord_log_hold_reply(struct poold *pd, struct conn *c, uint16_t type, uint64
 /* coord.etcd: the coordinator's state is in etcd; load it as the new leader. */
 static int coord_log_open_etcd(struct poold *pd)
 {
-	struct coordlog *cl = calloc(1, sizeof(*cl));
+	struct coord_log *cl = calloc(1, sizeof(*cl));
 	struct ha_log_stats st;
 	struct etcdlog *el;
 	struct etcd *etcd;
@@ -567,13 +568,13 @@ static int coord_log_open_etcd(struct poold *pd)
 		free(cl);
 		return -EPERM;
 	}
-	pd->coordlog = cl; /* for the replay; it records nothing before cl->to.el is set */
+	pd->coord_log = cl; /* for the replay; it records nothing before cl->to.el is set */
 	el = ha_log_open(pd->base, etcd, pd->conf->coord_etcd_prefix, key, epoch,
 			 (uint64_t)pd->conf->coord_etcd_rewrite, coord_log_replay,
 			 coord_log_durable, coord_log_deposed, pd, err, sizeof(err));
 	if (el == NULL) {
 		log_warnx("coord.etcd: %s", err);
-		pd->coordlog = NULL;
+		pd->coord_log = NULL;
 		coord_log_free(cl);
 		return -EIO;
 	}
@@ -597,13 +598,13 @@ static int coord_log_open_etcd(struct poold *pd)
 int coord_log_open(struct poold *pd)
 {
 	struct journal_stats st;
-	struct coordlog *cl;
+	struct coord_log *cl;
 	struct tombstone *t;
 	struct journal *j;
 	size_t ntomb = 0;
 	int rc;
 
-	if (pd->coordha != NULL)
+	if (pd->ha != NULL)
 		return coord_log_open_etcd(pd);
 	if (pd->conf->coord_journal[0] == '\0')
 		return 0;
@@ -628,12 +629,12 @@ int coord_log_open(struct poold *pd)
 		coord_log_free(cl);
 		return -EINVAL;
 	}
-	pd->coordlog = cl; /* for the replay; it records nothing without its journal */
+	pd->coord_log = cl; /* for the replay; it records nothing without its journal */
 	rc = journal_open(pmem2_map_get_address(cl->map), pmem2_map_get_size(cl->map),
 			  pmem2_get_persist_fn(cl->map), coord_log_replay, pd, &j);
 	if (rc < 0) {
 		log_warnx("coord.journal %s: %s", pd->conf->coord_journal, err_str(rc));
-		pd->coordlog = NULL;
+		pd->coord_log = NULL;
 		coord_log_free(cl);
 		return rc;
 	}
@@ -665,12 +666,12 @@ int coord_log_open(struct poold *pd)
 
 void coord_log_close(struct poold *pd)
 {
-	if (pd->coordlog == NULL)
+	if (pd->coord_log == NULL)
 		return;
-	if (pd->coordlog->to.j != NULL) {
-		journal_sync(pd->coordlog->to.j);
+	if (pd->coord_log->to.j != NULL) {
+		journal_sync(pd->coord_log->to.j);
 		coord_log_durable(pd, UINT64_MAX);
 	}
-	coord_log_free(pd->coordlog);
-	pd->coordlog = NULL;
+	coord_log_free(pd->coord_log);
+	pd->coord_log = NULL;
 }

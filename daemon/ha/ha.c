@@ -30,7 +30,7 @@
 #include "daemon/ha/ha.h"
 #include "daemon/util/util.h"
 
-struct coordha {
+struct ha {
 	struct poold *pd;
 	ha_follow_cb follow;
 	struct etcd *etcd;
@@ -58,7 +58,7 @@ void ha_deposed(const char *why)
 
 static void ha_standing(void *arg, bool leading, const char *leader, int64_t epoch, const char *why)
 {
-	struct coordha *ha = arg;
+	struct ha *ha = arg;
 	struct poold *pd = ha->pd;
 
 	if (ha->leading && !leading)
@@ -120,7 +120,7 @@ static struct etcd *ha_etcd_new(const struct poold_conf *conf, struct event_base
 int ha_open(struct poold *pd, ha_follow_cb follow)
 {
 	const struct poold_conf *conf = pd->conf;
-	struct coordha *ha;
+	struct ha *ha;
 	char err[256];
 
 	if (conf->coord_etcd[0] == '\0')
@@ -147,7 +147,7 @@ int ha_open(struct poold *pd, ha_follow_cb follow)
 		free(ha);
 		return -ENOMEM;
 	}
-	pd->coordha = ha;
+	pd->ha = ha;
 	return 0;
 }
 
@@ -157,7 +157,7 @@ int ha_open(struct poold *pd, ha_follow_cb follow)
  */
 int ha_campaign(struct poold *pd)
 {
-	struct coordha *ha = pd->coordha;
+	struct ha *ha = pd->ha;
 
 	log_info("etcd: standing for coordinator at %s (key %s)", etcd_endpoint(ha->etcd), ha->key);
 	while (!ha->leading) {
@@ -174,7 +174,7 @@ int ha_campaign(struct poold *pd)
 /* A candidate that does not lead (yet): its clients are refused. */
 bool ha_standby(const struct poold *pd)
 {
-	return pd->coordha != NULL && pd->conf->role == ROLE_COORDINATOR && !pd->coordha->leading;
+	return pd->ha != NULL && pd->conf->role == ROLE_COORDINATOR && !pd->ha->leading;
 }
 
 /*
@@ -185,7 +185,7 @@ bool ha_standby(const struct poold *pd)
  */
 bool ha_epoch(const struct poold *pd, int64_t *ret_epoch)
 {
-	struct coordha *ha = pd->coordha;
+	struct ha *ha = pd->ha;
 
 	if (ha == NULL || !ha->leading)
 		return false;
@@ -197,16 +197,16 @@ bool ha_epoch(const struct poold *pd, int64_t *ret_epoch)
 /* Where the coordinator's state is kept, for coord-log.c; NULL without coord.etcd. */
 struct etcd *ha_etcd(const struct poold *pd, const char **ret_key)
 {
-	if (pd->coordha == NULL)
+	if (pd->ha == NULL)
 		return NULL;
-	*ret_key = pd->coordha->key;
-	return pd->coordha->etcd;
+	*ret_key = pd->ha->key;
+	return pd->ha->etcd;
 }
 
 /* What status and metrics show: the leader, its epoch, the etcd endpoint in use. */
 void ha_describe(const struct poold *pd, struct ha_info *ret)
 {
-	const struct coordha *ha = pd->coordha;
+	const struct ha *ha = pd->ha;
 
 	memset(ret, 0, sizeof(*ret));
 	if (ha == NULL)
@@ -237,7 +237,7 @@ static void ha_resigned(void *arg, const struct etcd_result *res)
  */
 static void ha_resign(struct poold *pd)
 {
-	struct coordha *ha = pd->coordha;
+	struct ha *ha = pd->ha;
 	struct event_base *base = event_base_new();
 	bool answered = false;
 	struct etcd *via;
@@ -259,7 +259,7 @@ static void ha_resign(struct poold *pd)
 
 void ha_close(struct poold *pd)
 {
-	struct coordha *ha = pd->coordha;
+	struct ha *ha = pd->ha;
 
 	if (ha == NULL)
 		return;
@@ -268,5 +268,5 @@ void ha_close(struct poold *pd)
 	elect_free(ha->elect);
 	etcd_free(ha->etcd);
 	free(ha);
-	pd->coordha = NULL;
+	pd->ha = NULL;
 }

@@ -96,13 +96,13 @@ enum kv_events_kind { KVEV_NONE, KVEV_STORED, KVEV_REMOVED };
  */
 struct kv_events_batch {
 	atomic_uint refs;
-	struct kvev *ev;
+	struct kv_events *ev;
 	uint64_t seq;
 	size_t len;
 	char data[];
 };
 
-struct kvev {
+struct kv_events {
 	void *ctx, *pub, *replay;
 	struct zmqgate *gate[2]; /* KVEV_PUB, KVEV_REPLAY */
 	struct event *flush_ev, *replay_ev;
@@ -183,7 +183,7 @@ static void kv_events_pack_nullable_str(msgpack_packer *pk, const char *s)
 static void kv_events_close_event(struct poold *pd)
 {
 	const struct poold_conf *conf = pd->conf;
-	struct kvev *ev = pd->kvev;
+	struct kv_events *ev = pd->kv_events;
 	bool stored = ev->kind == KVEV_STORED;
 	msgpack_packer pk;
 
@@ -261,7 +261,7 @@ static bool kv_events_send_batch(void *sock, struct kv_events_batch *b)
 }
 
 /* Keep a published batch for replay, dropping the oldest beyond the bounds. */
-static void kv_events_keep(struct kvev *ev, const struct poold_conf *conf,
+static void kv_events_keep(struct kv_events *ev, const struct poold_conf *conf,
 			   struct kv_events_batch *b)
 {
 	struct kv_events_batch *old;
@@ -295,7 +295,7 @@ static void kv_events_seq_bytes(uint64_t seq, uint8_t out[8])
 static void kv_events_flush(struct poold *pd)
 {
 	const struct poold_conf *conf = pd->conf;
-	struct kvev *ev = pd->kvev;
+	struct kv_events *ev = pd->kv_events;
 	struct kv_events_batch *b;
 	msgpack_sbuffer head;
 	msgpack_packer pk;
@@ -346,7 +346,7 @@ static void kv_events_flush_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* The batch goes out at the next turn of the loop, with whatever else comes meanwhile. */
-static void kv_events_schedule(struct kvev *ev)
+static void kv_events_schedule(struct kv_events *ev)
 {
 	static const struct timeval now = {0, 0};
 
@@ -355,17 +355,17 @@ static void kv_events_schedule(struct kvev *ev)
 }
 
 /* Whether events of this namespace are published. */
-static struct kvev *kv_events_of(struct poold *pd, const char *ns)
+static struct kv_events *kv_events_of(struct poold *pd, const char *ns)
 {
-	if (pd->kvev == NULL || pd->stopping || strcmp(ns, pd->conf->kv_events_namespace) != 0)
+	if (pd->kv_events == NULL || pd->stopping || strcmp(ns, pd->conf->kv_events_namespace) != 0)
 		return NULL;
-	return pd->kvev;
+	return pd->kv_events;
 }
 
 static void kv_events_add(struct poold *pd, enum kv_events_kind kind, bool pmem, const uint8_t *key,
 			  size_t klen)
 {
-	struct kvev *ev = pd->kvev;
+	struct kv_events *ev = pd->kv_events;
 	msgpack_packer pk;
 
 	if (ev->kind != kind || ev->pmem != pmem) {
@@ -421,7 +421,7 @@ void kv_events_moved(struct poold *pd, const char *ns, const uint8_t *key, size_
 /* Every key of namespace ns is gone (flushed or dropped). */
 void kv_events_cleared(struct poold *pd, const char *ns)
 {
-	struct kvev *ev = kv_events_of(pd, ns);
+	struct kv_events *ev = kv_events_of(pd, ns);
 	msgpack_packer pk;
 
 	if (ev == NULL)
@@ -442,10 +442,10 @@ void kv_events_cleared(struct poold *pd, const char *ns)
 /* The keys given so far were one request's: the next ones start an event of their own. */
 void kv_events_end(struct poold *pd)
 {
-	if (pd->kvev == NULL)
+	if (pd->kv_events == NULL)
 		return;
 	kv_events_close_event(pd);
-	pd->kvev->has_parent = false;
+	pd->kv_events->has_parent = false;
 }
 
 /*
@@ -457,7 +457,7 @@ void kv_events_end(struct poold *pd)
 static void kv_events_replay_head(struct poold *pd, zmq_msg_t *identity, const uint8_t seq[8])
 {
 	const char *topic = pd->conf->kv_events_topic;
-	void *sock = pd->kvev->replay;
+	void *sock = pd->kv_events->replay;
 
 	zmq_send(sock, zmq_msg_data(identity), zmq_msg_size(identity), ZMQ_SNDMORE | ZMQ_DONTWAIT);
 	zmq_send(sock, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT);
@@ -471,7 +471,7 @@ static void kv_events_replay_head(struct poold *pd, zmq_msg_t *identity, const u
  */
 static void kv_events_replay_one(struct poold *pd)
 {
-	struct kvev *ev = pd->kvev;
+	struct kv_events *ev = pd->kv_events;
 	zmq_msg_t part[3], extra;
 	size_t n = 0, i;
 	bool toolong = false;
@@ -548,7 +548,7 @@ out:
 static void kv_events_replay_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct poold *pd = arg;
-	struct kvev *ev = pd->kvev;
+	struct kv_events *ev = pd->kv_events;
 	unsigned served;
 	int events = 0;
 	size_t len;
@@ -567,7 +567,7 @@ static void kv_events_replay_cb(evutil_socket_t fd, short what, void *arg)
 	event_active(ev->replay_ev, EV_READ, 0);
 }
 
-static void *kv_events_socket(struct kvev *ev, int type, int hwm, const char *endpoint)
+static void *kv_events_socket(struct kv_events *ev, int type, int hwm, const char *endpoint)
 {
 	void *s = zmq_socket(ev->ctx, type);
 	int64_t in_max = KVEV_IN_MAX;
@@ -645,7 +645,7 @@ static int kv_events_listen(struct poold *pd, int which, int type, int hwm, cons
 	    "kv_events.max_subscribers_per_uid",
 	    "kv_events.max_subscribers_per_addr",
 	};
-	struct kvev *ev = pd->kvev;
+	struct kv_events *ev = pd->kv_events;
 	void *s;
 	int rc;
 
@@ -679,7 +679,7 @@ static int kv_events_listen(struct poold *pd, int which, int type, int hwm, cons
 int kv_events_open(struct poold *pd)
 {
 	const struct poold_conf *conf = pd->conf;
-	struct kvev *ev;
+	struct kv_events *ev;
 	int fd, rc = -ENOMEM;
 	size_t len = sizeof(fd);
 
@@ -692,7 +692,7 @@ int kv_events_open(struct poold *pd)
 	ev = calloc(1, sizeof(*ev));
 	if (ev == NULL)
 		return -ENOMEM;
-	pd->kvev = ev;
+	pd->kv_events = ev;
 	msgpack_sbuffer_init(&ev->hashes);
 	msgpack_sbuffer_init(&ev->events);
 	ev->cap = (size_t)conf->kv_events_buffer_steps;
@@ -744,7 +744,7 @@ out_close:
 /* Stop publishing; what is gathered and not yet sent is dropped. */
 void kv_events_close(struct poold *pd)
 {
-	struct kvev *ev = pd->kvev;
+	struct kv_events *ev = pd->kv_events;
 	size_t i;
 
 	if (ev == NULL)
@@ -767,13 +767,13 @@ void kv_events_close(struct poold *pd)
 	msgpack_sbuffer_destroy(&ev->hashes);
 	msgpack_sbuffer_destroy(&ev->events);
 	free(ev);
-	pd->kvev = NULL;
+	pd->kv_events = NULL;
 }
 
 /* What the metrics tell; false when no events are published. */
 bool kv_events_stats(const struct poold *pd, struct kv_events_stats *ret)
 {
-	const struct kvev *ev = pd->kvev;
+	const struct kv_events *ev = pd->kv_events;
 	int i;
 
 	if (ev == NULL)

@@ -36,7 +36,7 @@ static struct kv_ns *kvevshards_ns(struct poold *pd)
 {
 	struct kv_ns *ns;
 
-	if (pd->kvev == NULL || pd->kv == NULL)
+	if (pd->kv_events == NULL || pd->kv == NULL)
 		return NULL;
 	ns = kv_ns_find(pd, pd->conf->kv_events_namespace);
 	return ns != NULL && (ns->flags & HOLD_NS_SHARDED) ? ns : NULL;
@@ -48,7 +48,7 @@ static bool kvevshards_tells(struct poold *pd, const struct kv_ns *ns, const uin
 {
 	uint32_t s;
 
-	if (pd->kvev == NULL || strcmp(ns->name, pd->conf->kv_events_namespace) != 0)
+	if (pd->kv_events == NULL || strcmp(ns->name, pd->conf->kv_events_namespace) != 0)
 		return false; /* (not published: no need to find the shard) */
 	if (!(ns->flags & HOLD_NS_SHARDED))
 		return true;

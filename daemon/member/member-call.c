@@ -23,7 +23,7 @@ struct coord_call {
 	void *arg;
 };
 
-struct coordlink {
+struct member_calls {
 	TAILQ_HEAD(coord_calls, coord_call) calls;
 	uint64_t next_req;
 };
@@ -33,7 +33,7 @@ static int member_call_send(struct poold *pd, uint32_t node, uint16_t type,
 			    const ProtobufCMessage *msg, coord_done_cb cb, coord_reply_cb reply,
 			    void *arg)
 {
-	struct coordlink *cl = pd->coordlink;
+	struct member_calls *cl = pd->member_calls;
 	struct member *m = member_find(pd, node);
 	struct coord_call *call;
 
@@ -86,11 +86,11 @@ void member_call_cancel(struct poold *pd, const void *arg)
 {
 	struct coord_call *call;
 
-	if (pd->coordlink == NULL)
+	if (pd->member_calls == NULL)
 		return;
-	TAILQ_FOREACH(call, &pd->coordlink->calls, entry)
+	TAILQ_FOREACH(call, &pd->member_calls->calls, entry)
 		if (call->arg == arg) {
-			TAILQ_REMOVE(&pd->coordlink->calls, call, entry);
+			TAILQ_REMOVE(&pd->member_calls->calls, call, entry);
 			free(call);
 			return;
 		}
@@ -99,7 +99,7 @@ void member_call_cancel(struct poold *pd, const void *arg)
 /* A node's answer to one of our calls, if it is still waited for. */
 void member_call_answer(struct poold *pd, const struct wire_hdr *hdr, const uint8_t *payload)
 {
-	struct coordlink *cl = pd->coordlink;
+	struct member_calls *cl = pd->member_calls;
 	struct coord_call *call;
 	Pool__Error *err = NULL;
 	int rc = 0;
@@ -131,7 +131,7 @@ void member_call_answer(struct poold *pd, const struct wire_hdr *hdr, const uint
  */
 void member_call_fail(struct poold *pd, uint32_t node)
 {
-	struct coordlink *cl = pd->coordlink;
+	struct member_calls *cl = pd->member_calls;
 	struct coord_call *call;
 
 	/* (A callback may make or end other calls: look again from the start after each.) */
@@ -152,16 +152,16 @@ void member_call_fail(struct poold *pd, uint32_t node)
 
 int member_call_open(struct poold *pd)
 {
-	if ((pd->coordlink = calloc(1, sizeof(*pd->coordlink))) == NULL)
+	if ((pd->member_calls = calloc(1, sizeof(*pd->member_calls))) == NULL)
 		return -ENOMEM;
-	TAILQ_INIT(&pd->coordlink->calls);
+	TAILQ_INIT(&pd->member_calls->calls);
 	return 0;
 }
 
 /* The coordinator stops: a call that wants its answer frame gets -ESHUTDOWN. */
 void member_call_close(struct poold *pd)
 {
-	struct coordlink *cl = pd->coordlink;
+	struct member_calls *cl = pd->member_calls;
 	struct coord_call *call;
 
 	if (cl == NULL)
@@ -173,5 +173,5 @@ void member_call_close(struct poold *pd)
 		free(call);
 	}
 	free(cl);
-	pd->coordlink = NULL;
+	pd->member_calls = NULL;
 }

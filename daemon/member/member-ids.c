@@ -18,10 +18,10 @@ const struct node_id *member_ids_find(const struct poold *pd, uint32_t id, const
 {
 	size_t i;
 
-	for (i = 0; i < pd->nnodeids; i++)
-		if ((id != 0 && pd->nodeids[i].id == id) ||
-		    (name != NULL && strcmp(pd->nodeids[i].name, name) == 0))
-			return &pd->nodeids[i];
+	for (i = 0; i < pd->n_member_ids; i++)
+		if ((id != 0 && pd->member_ids[i].id == id) ||
+		    (name != NULL && strcmp(pd->member_ids[i].name, name) == 0))
+			return &pd->member_ids[i];
 	return NULL;
 }
 
@@ -33,11 +33,11 @@ bool member_ids_add(struct poold *pd, uint32_t id, const char *name)
 	if (k != NULL && strcmp(k->name, name) == 0)
 		return false;
 	if (k == NULL) {
-		n = realloc(pd->nodeids, (pd->nnodeids + 1) * sizeof(*n));
+		n = realloc(pd->member_ids, (pd->n_member_ids + 1) * sizeof(*n));
 		if (n == NULL)
 			return false;
-		pd->nodeids = n;
-		k = &n[pd->nnodeids++];
+		pd->member_ids = n;
+		k = &n[pd->n_member_ids++];
 		k->id = id;
 		k->kv_drained = false;
 	}
@@ -58,7 +58,7 @@ bool member_ids_set_drained(struct poold *pd, uint32_t id, bool drained)
 
 void member_ids_clear(struct poold *pd)
 {
-	free(pd->nodeids);
-	pd->nodeids = NULL;
-	pd->nnodeids = 0;
+	free(pd->member_ids);
+	pd->member_ids = NULL;
+	pd->n_member_ids = 0;
 }

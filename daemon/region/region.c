@@ -230,7 +230,7 @@ bool region_rebuilding(struct poold *pd)
 {
 	struct lender_pool *lp;
 
-	if (pd->coordlog != NULL)
+	if (pd->coord_log != NULL)
 		return false;
 	TAILQ_FOREACH(lp, &pd->regions->pools, entry) {
 		struct member *m = member_find(pd, lp->node);
@@ -279,10 +279,10 @@ bool region_settling(struct poold *pd, char *why, size_t len)
 
 	if (rs == NULL || pd->coord == NULL || (age = units_now_ms() - rs->opened_ms) >= window)
 		return false;
-	for (i = 0; i < pd->nnodeids; i++) {
-		struct member *m = member_find(pd, pd->nodeids[i].id);
+	for (i = 0; i < pd->n_member_ids; i++) {
+		struct member *m = member_find(pd, pd->member_ids[i].id);
 
-		if (pd->nodeids[i].id != pd->node_id && (m == NULL || m->state != MEMBER_UP))
+		if (pd->member_ids[i].id != pd->node_id && (m == NULL || m->state != MEMBER_UP))
 			away++;
 	}
 	unreconciled = region_unreconciled(pd);

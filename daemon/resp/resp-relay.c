@@ -46,13 +46,13 @@
 
 struct relay_conn {
 	TAILQ_ENTRY(relay_conn) entry;
-	struct resprelay *rl;
+	struct resp_relay *rl;
 	struct bufferevent *client, *coord; /* coord is NULL once the coordinator's side ended */
 	bool connected;			    /* to the coordinator */
 	bool draining;			    /* one side ended: the other is written, then closed */
 };
 
-struct resprelay {
+struct resp_relay {
 	struct poold *pd;
 	struct evconnlistener *listener;
 	TAILQ_HEAD(, relay_conn) conns;
@@ -68,7 +68,7 @@ struct resprelay {
 
 static void relay_free(struct relay_conn *r)
 {
-	struct resprelay *rl = r->rl;
+	struct resp_relay *rl = r->rl;
 
 	if (r->client != NULL)
 		bufferevent_free(r->client);
@@ -149,7 +149,7 @@ static void relay_drain(struct relay_conn *r, struct bufferevent *ended)
 /* Nothing came from the coordinator's side: the client is told why, as an error reply. */
 static void relay_unreachable(struct relay_conn *r, const char *why)
 {
-	struct resprelay *rl = r->rl;
+	struct resp_relay *rl = r->rl;
 
 	log_warnx_limited(&rl->said, 10000,
 			  "RESP relay: cannot reach the coordinator's endpoint %s: %s",
@@ -199,7 +199,7 @@ static void relay_refuse(int fd, const char *why)
 static void relay_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
 			 int salen, void *arg)
 {
-	struct resprelay *rl = arg;
+	struct resp_relay *rl = arg;
 	struct timeval tv = units_timeval(RELAY_CONNECT_MS);
 	struct relay_conn *r;
 	int one = 1;
@@ -292,7 +292,7 @@ static in_port_t relay_port(const struct sockaddr_storage *ss)
  */
 void resp_relay_learn(struct poold *pd, const char *endpoint, int link_fd)
 {
-	struct resprelay *rl = pd->resprelay;
+	struct resp_relay *rl = pd->resp_relay;
 	struct sockaddr_storage to, via;
 	socklen_t vialen = sizeof(via);
 	unsigned tolen;
@@ -347,7 +347,7 @@ void resp_relay_learn(struct poold *pd, const char *endpoint, int link_fd)
  */
 int resp_relay_open(struct poold *pd)
 {
-	struct resprelay *rl;
+	struct resp_relay *rl;
 	int rc;
 
 	if (pd->conf->resp_listen[0] == '\0')
@@ -365,7 +365,7 @@ int resp_relay_open(struct poold *pd)
 		free(rl);
 		return rc;
 	}
-	pd->resprelay = rl;
+	pd->resp_relay = rl;
 	log_info("RESP endpoint on %s, relayed to the coordinator's", pd->conf->resp_listen);
 	return 0;
 }
@@ -373,7 +373,7 @@ int resp_relay_open(struct poold *pd)
 /* What the relay served; false without one. */
 bool resp_relay_stats(const struct poold *pd, struct resp_stats *ret)
 {
-	const struct resprelay *rl = pd->resprelay;
+	const struct resp_relay *rl = pd->resp_relay;
 
 	if (rl == NULL)
 		return false;
@@ -388,7 +388,7 @@ bool resp_relay_stats(const struct poold *pd, struct resp_stats *ret)
 /* Stop it: relayed connections end. */
 void resp_relay_close(struct poold *pd)
 {
-	struct resprelay *rl = pd->resprelay;
+	struct resp_relay *rl = pd->resp_relay;
 	struct relay_conn *r;
 
 	if (rl == NULL)
@@ -397,5 +397,5 @@ void resp_relay_close(struct poold *pd)
 		relay_free(r);
 	accept_close(rl->listener);
 	free(rl);
-	pd->resprelay = NULL;
+	pd->resp_relay = NULL;
 }

@@ -78,7 +78,7 @@ struct snapcopy {
 	size_t nwaiters;
 };
 
-struct snapcopies {
+struct snap_copies {
 	TAILQ_HEAD(, snapcopy) list;
 	size_t count;
 	uint64_t bytes;
@@ -87,14 +87,14 @@ struct snapcopies {
 	uint64_t restores, restores_failed, faults, pages, prefetched;
 };
 
-static struct snapcopies *snap_copy_space(struct poold *pd)
+static struct snap_copies *snap_copy_space(struct poold *pd)
 {
-	if (pd->snapcopies == NULL) {
-		pd->snapcopies = calloc(1, sizeof(*pd->snapcopies));
-		if (pd->snapcopies != NULL)
-			TAILQ_INIT(&pd->snapcopies->list);
+	if (pd->snap_copies == NULL) {
+		pd->snap_copies = calloc(1, sizeof(*pd->snap_copies));
+		if (pd->snap_copies != NULL)
+			TAILQ_INIT(&pd->snap_copies->list);
 	}
-	return pd->snapcopies;
+	return pd->snap_copies;
 }
 
 /* snap.copies, or a quarter of the node's RAM when it is 0. */
@@ -122,7 +122,7 @@ static bool snap_copy_makes(const struct req *r, const struct snapcopy *c)
 }
 
 /* The copy of (name, id) r may use: a ready one before one filling, a shared one first. */
-static struct snapcopy *snap_copy_find(struct snapcopies *sc, const char *name, uint64_t id,
+static struct snapcopy *snap_copy_find(struct snap_copies *sc, const char *name, uint64_t id,
 				       const struct req *r)
 {
 	struct snapcopy *c, *best = NULL;
@@ -138,7 +138,7 @@ static struct snapcopy *snap_copy_find(struct snapcopies *sc, const char *name, 
 }
 
 /* A copy of name with another id than id, of those r makes: an older image. */
-static struct snapcopy *snap_copy_find_older(struct snapcopies *sc, const char *name, uint64_t id,
+static struct snapcopy *snap_copy_find_older(struct snap_copies *sc, const char *name, uint64_t id,
 					     const struct req *r)
 {
 	struct snapcopy *c;
@@ -174,7 +174,7 @@ static int snap_copy_memfd(const struct snapcopy *c, int *ret_fd)
 }
 
 /* Answer a get with the copy's fd: ready (and count a clone) or fill. */
-static int snap_copy_send(struct snapcopies *sc, struct snapcopy *c, struct req *r)
+static int snap_copy_send(struct snap_copies *sc, struct snapcopy *c, struct req *r)
 {
 	Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
 	int rc;
@@ -196,7 +196,7 @@ static int snap_copy_send(struct snapcopies *sc, struct snapcopy *c, struct req 
  * read-only fd of it (a private mapping sees the pages as they are
  * written; the client fetches the others itself), counted as a clone.
  */
-static int snap_copy_send_filling(struct snapcopies *sc, struct snapcopy *c, struct req *r)
+static int snap_copy_send_filling(struct snap_copies *sc, struct snapcopy *c, struct req *r)
 {
 	Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
 	int rc, ro;
@@ -215,7 +215,7 @@ static int snap_copy_send_filling(struct snapcopies *sc, struct snapcopy *c, str
 }
 
 /* state: whether the copy of (name, id) is ready, and which memfd it is. */
-static int snap_copy_state(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
+static int snap_copy_state(struct req *r, struct snap_copies *sc, const Pool__SnapCopy *m)
 {
 	Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
 	struct snapcopy *c = m->has_id ? snap_copy_find(sc, m->name, m->id, r) : NULL;
@@ -233,7 +233,7 @@ static int snap_copy_state(struct req *r, struct snapcopies *sc, const Pool__Sna
 }
 
 /* Forget a copy, failing the gets it holds with rc. */
-static void snap_copy_free(struct snapcopies *sc, struct snapcopy *c, int rc, const char *why)
+static void snap_copy_free(struct snap_copies *sc, struct snapcopy *c, int rc, const char *why)
 {
 	size_t i;
 
@@ -251,7 +251,7 @@ static void snap_copy_free(struct snapcopies *sc, struct snapcopy *c, int rc, co
 }
 
 /* Answer the held gets of a copy just sealed. */
-static void snap_copy_wake(struct snapcopies *sc, struct snapcopy *c)
+static void snap_copy_wake(struct snap_copies *sc, struct snapcopy *c)
 {
 	size_t i;
 
@@ -272,7 +272,7 @@ struct snap_copy_ask {
 	bool lazy;
 };
 
-static int snap_copy_get(struct req *r, struct snapcopies *sc, const struct snap_copy_ask *a,
+static int snap_copy_get(struct req *r, struct snap_copies *sc, const struct snap_copy_ask *a,
 			 bool held);
 
 /*
@@ -282,7 +282,7 @@ static int snap_copy_get(struct req *r, struct snapcopies *sc, const struct snap
  * such waiter the copy goes, and the gets it held are asked again: each
  * finds or makes a copy of its own uid's.
  */
-static void snap_copy_refill(struct snapcopies *sc, struct snapcopy *c)
+static void snap_copy_refill(struct snap_copies *sc, struct snapcopy *c)
 {
 	struct snap_copy_ask ask = {.name = NULL, .id = c->id, .size = c->size};
 	char name[sizeof(c->name)];
@@ -334,7 +334,7 @@ static void snap_copy_refill(struct snapcopies *sc, struct snapcopy *c)
 }
 
 /* Drop least recently used ready copies until size more bytes and one more copy fit. */
-static int snap_copy_room(struct poold *pd, struct snapcopies *sc, uint64_t size)
+static int snap_copy_room(struct poold *pd, struct snap_copies *sc, uint64_t size)
 {
 	uint64_t budget = snap_copy_budget(pd), filling = 0;
 	struct snapcopy *c, *next;
@@ -376,7 +376,7 @@ static uint64_t snap_copy_uid_budget(const struct poold *pd)
  * makes room (the copies it is filling cannot go). Admins' copies are the
  * shared ones, bounded by snap.copies alone.
  */
-static int snap_copy_uid_room(struct req *r, struct snapcopies *sc, uint64_t size)
+static int snap_copy_uid_room(struct req *r, struct snap_copies *sc, uint64_t size)
 {
 	uint64_t budget = snap_copy_uid_budget(r->pd), held = 0, filling = 0;
 	struct snapcopy *c, *next;
@@ -409,7 +409,7 @@ static int snap_copy_uid_room(struct req *r, struct snapcopies *sc, uint64_t siz
 }
 
 /* get: no copy r may use yet, so this client makes one. */
-static int snap_copy_create(struct req *r, struct snapcopies *sc, const struct snap_copy_ask *a)
+static int snap_copy_create(struct req *r, struct snap_copies *sc, const struct snap_copy_ask *a)
 {
 	struct snapcopy *c;
 	unsigned fills = 0;
@@ -483,7 +483,7 @@ static int snap_copy_wait(struct req *r, struct snapcopy *c, bool held)
  * (held until then, or sent read-only when lazy), or none yet (made, for r
  * to fill). held: r is a held get asked again (snap_copy_refill()).
  */
-static int snap_copy_get(struct req *r, struct snapcopies *sc, const struct snap_copy_ask *a,
+static int snap_copy_get(struct req *r, struct snap_copies *sc, const struct snap_copy_ask *a,
 			 bool held)
 {
 	struct snapcopy *c = snap_copy_find(sc, a->name, a->id, r);
@@ -508,7 +508,7 @@ static int snap_copy_get(struct req *r, struct snapcopies *sc, const struct snap
 	return snap_copy_send(sc, c, r);
 }
 
-static int snap_copy_get_request(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
+static int snap_copy_get_request(struct req *r, struct snap_copies *sc, const Pool__SnapCopy *m)
 {
 	struct snap_copy_ask a = {
 	    .name = m->name, .id = m->id, .size = m->size, .lazy = m->has_lazy && m->lazy};
@@ -522,7 +522,7 @@ static int snap_copy_get_request(struct req *r, struct snapcopies *sc, const Poo
 }
 
 /* The copy a done or abort is about: the one of (name, id) this client is filling. */
-static int snap_copy_filling(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m,
+static int snap_copy_filling(struct req *r, struct snap_copies *sc, const Pool__SnapCopy *m,
 			     struct snapcopy **ret_c)
 {
 	struct snapcopy *c;
@@ -558,7 +558,7 @@ static int snap_copy_reply(struct req *r, Pool__SnapCopyStatus status)
  * done: seal the copy. F_SEAL_WRITE fails with EBUSY while a shared
  * writable mapping exists: the filler must munmap first, and may retry.
  */
-static int snap_copy_done(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
+static int snap_copy_done(struct req *r, struct snap_copies *sc, const Pool__SnapCopy *m)
 {
 	struct snapcopy *c;
 	int rc;
@@ -581,7 +581,7 @@ static int snap_copy_done(struct req *r, struct snapcopies *sc, const Pool__Snap
 	return rc;
 }
 
-static int snap_copy_abort(struct req *r, struct snapcopies *sc, const Pool__SnapCopy *m)
+static int snap_copy_abort(struct req *r, struct snap_copies *sc, const Pool__SnapCopy *m)
 {
 	struct snapcopy *c;
 	int rc;
@@ -612,7 +612,7 @@ static void snap_copy_entry(const struct req *r, const struct snapcopy *c, Pool_
 }
 
 /* list (name NULL: all copies) or drop (the copies of name the caller may drop). */
-static int snap_copy_list(struct req *r, struct snapcopies *sc, const char *name, bool drop)
+static int snap_copy_list(struct req *r, struct snap_copies *sc, const char *name, bool drop)
 {
 	Pool__SnapCopyReply rep = POOL__SNAP_COPY_REPLY__INIT;
 	Pool__SnapCopyEntry *e, **ep;
@@ -662,7 +662,7 @@ out:
 static int snap_copy_request(struct req *r, const ProtobufCMessage *msg)
 {
 	const Pool__SnapCopy *m = (const Pool__SnapCopy *)msg;
-	struct snapcopies *sc;
+	struct snap_copies *sc;
 
 	/* The fd must reach a process on this node: never a request relayed by a peer. */
 	if (r->node != r->pd->node_id)
@@ -711,7 +711,7 @@ static int snap_copy_request(struct req *r, const ProtobufCMessage *msg)
  */
 void snap_copy_session_end(struct poold *pd, uint64_t session)
 {
-	struct snapcopies *sc = pd->snapcopies;
+	struct snap_copies *sc = pd->snap_copies;
 	struct snapcopy *c;
 	size_t i, j;
 
@@ -740,7 +740,7 @@ void snap_copy_session_end(struct poold *pd, uint64_t session)
 /* What the metrics tell: copies, their bytes, clones served, fills started, evictions. */
 void snap_copy_stats(struct poold *pd, uint64_t ret[SNAPCOPY_STATS])
 {
-	struct snapcopies *sc = pd->snapcopies;
+	struct snap_copies *sc = pd->snap_copies;
 
 	if (sc == NULL) {
 		memset(ret, 0, SNAPCOPY_STATS * sizeof(ret[0]));
@@ -761,14 +761,14 @@ void snap_copy_stats(struct poold *pd, uint64_t ret[SNAPCOPY_STATS])
 /* Drop every copy (poold stops): held gets get an error. */
 void snap_copy_close(struct poold *pd)
 {
-	struct snapcopies *sc = pd->snapcopies;
+	struct snap_copies *sc = pd->snap_copies;
 
 	if (sc == NULL)
 		return;
 	while (!TAILQ_EMPTY(&sc->list))
 		snap_copy_free(sc, TAILQ_FIRST(&sc->list), -ESHUTDOWN, "is gone: poold stops");
 	free(sc);
-	pd->snapcopies = NULL;
+	pd->snap_copies = NULL;
 }
 
 const struct ctl_handler snap_copy_handlers[] = {

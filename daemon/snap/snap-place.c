@@ -69,7 +69,7 @@ struct place_helper {
 	char name[POOL_SNAP_NAME_MAX + 1]; /* the snapshot placed; empty: a snap gc */
 };
 
-struct snapplaces {
+struct snap_places {
 	TAILQ_HEAD(, place_helper) helpers;
 	unsigned count;
 	/* Coordinator: counting the references again after a restart. */
@@ -125,14 +125,14 @@ static void place_helper_path(char *buf, size_t len)
 	snprintf(buf, len, "%s/pool-snap-helper", POOL_PKGLIBEXECDIR);
 }
 
-static struct snapplaces *place_space(struct poold *pd)
+static struct snap_places *place_space(struct poold *pd)
 {
-	if (pd->snapplaces == NULL) {
-		pd->snapplaces = calloc(1, sizeof(*pd->snapplaces));
-		if (pd->snapplaces != NULL)
-			TAILQ_INIT(&pd->snapplaces->helpers);
+	if (pd->snap_places == NULL) {
+		pd->snap_places = calloc(1, sizeof(*pd->snap_places));
+		if (pd->snap_places != NULL)
+			TAILQ_INIT(&pd->snap_places->helpers);
 	}
-	return pd->snapplaces;
+	return pd->snap_places;
 }
 
 /* The line the helper wrote to stderr, why it failed (it has exited: no blocking read). */
@@ -150,7 +150,7 @@ static void place_errmsg(struct place_helper *h, char *buf, size_t len)
 /* Reap the helper, forget it, and tell its caller. */
 static void place_helper_end(struct place_helper *h, int rc, const char *msg)
 {
-	struct snapplaces *sp = h->pd->snapplaces;
+	struct snap_places *sp = h->pd->snap_places;
 	char errbuf[PLACE_MSG_MAX];
 	int status = 0;
 
@@ -239,7 +239,7 @@ static int place_spawn(struct poold *pd, struct place_helper *h, int errpipe[2])
 static int place_here(struct poold *pd, const char *name, place_done_cb done, void *arg,
 		      char *errbuf, size_t errlen)
 {
-	struct snapplaces *sp = place_space(pd);
+	struct snap_places *sp = place_space(pd);
 	struct timeval tv = {PLACE_TIMEOUT_S, 0};
 	struct place_helper *h;
 	int errpipe[2], rc;
@@ -497,7 +497,7 @@ static int place_request(struct req *q, const ProtobufCMessage *msg)
 	return REQ_LATER;
 }
 
-static void recount_arm(struct snapplaces *sp, uint64_t ms)
+static void recount_arm(struct snap_places *sp, uint64_t ms)
 {
 	struct timeval tv = units_timeval(ms);
 
@@ -507,7 +507,7 @@ static void recount_arm(struct snapplaces *sp, uint64_t ms)
 /* The helper's snap gc ended: done, or again later. */
 static void recount_done(struct poold *pd, void *arg, int rc, const char *msg)
 {
-	struct snapplaces *sp = pd->snapplaces;
+	struct snap_places *sp = pd->snap_places;
 
 	(void)arg;
 	sp->recount_running = false;
@@ -534,7 +534,7 @@ static void recount_done(struct poold *pd, void *arg, int rc, const char *msg)
 static void recount_fire(evutil_socket_t fd, short what, void *arg)
 {
 	struct poold *pd = arg;
-	struct snapplaces *sp = pd->snapplaces;
+	struct snap_places *sp = pd->snap_places;
 	char err[PLACE_MSG_MAX] = "";
 	int rc;
 
@@ -558,7 +558,7 @@ static void recount_fire(evutil_socket_t fd, short what, void *arg)
  */
 void snap_recount_want(struct poold *pd)
 {
-	struct snapplaces *sp = place_space(pd);
+	struct snap_places *sp = place_space(pd);
 
 	if (sp == NULL)
 		return;
@@ -572,7 +572,7 @@ void snap_recount_want(struct poold *pd)
 /* poold stops: kill the helpers and tell their callers. */
 void snap_place_close(struct poold *pd)
 {
-	struct snapplaces *sp = pd->snapplaces;
+	struct snap_places *sp = pd->snap_places;
 	struct place_helper *h;
 
 	if (sp == NULL)
@@ -584,7 +584,7 @@ void snap_place_close(struct poold *pd)
 	if (sp->recount_ev != NULL)
 		event_free(sp->recount_ev);
 	free(sp);
-	pd->snapplaces = NULL;
+	pd->snap_places = NULL;
 }
 
 const struct ctl_handler snap_place_handlers[] = {

@@ -13,12 +13,12 @@ tests_unit_test_ledger_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_ledger_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
 
 # The coordinator's room for peer links that have not registered.
-check_PROGRAMS += tests/unit/test_coordslot
-TESTS += tests/unit/test_coordslot
-tests_unit_test_coordslot_SOURCES = tests/unit/test_coordslot.c daemon/coord/coord-slot.c \
+check_PROGRAMS += tests/unit/test_coord_slot
+TESTS += tests/unit/test_coord_slot
+tests_unit_test_coord_slot_SOURCES = tests/unit/test_coord_slot.c daemon/coord/coord-slot.c \
 	daemon/coord/coord-slot.h
-tests_unit_test_coordslot_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
-tests_unit_test_coordslot_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
+tests_unit_test_coord_slot_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
+tests_unit_test_coord_slot_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
 
 # The per-uid quota charges of daemon/.
 check_PROGRAMS += tests/unit/test_usage
@@ -43,11 +43,11 @@ tests_unit_test_placement_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS)
 tests_unit_test_placement_LDADD = tests/unit/libunit.la $(CUNIT_LIBS)
 
 # The KV index's shards and their owners.
-check_PROGRAMS += tests/unit/test_kvshard
-TESTS += tests/unit/test_kvshard
-tests_unit_test_kvshard_SOURCES = tests/unit/test_kvshard.c daemon/member/shardmap.c daemon/member/shardmap.h
-tests_unit_test_kvshard_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(XXHASH_CFLAGS)
-tests_unit_test_kvshard_LDADD = tests/unit/libunit.la $(XXHASH_LIBS) $(CUNIT_LIBS)
+check_PROGRAMS += tests/unit/test_shardmap
+TESTS += tests/unit/test_shardmap
+tests_unit_test_shardmap_SOURCES = tests/unit/test_shardmap.c daemon/member/shardmap.c daemon/member/shardmap.h
+tests_unit_test_shardmap_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(XXHASH_CFLAGS)
+tests_unit_test_shardmap_LDADD = tests/unit/libunit.la $(XXHASH_LIBS) $(CUNIT_LIBS)
 
 # The KV block-hash chain of libpool, against fixed vectors.
 check_PROGRAMS += tests/unit/test_kvhash
@@ -118,12 +118,12 @@ tests_unit_test_region_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(P
 tests_unit_test_region_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)
 
 # The member table's records to and from the wire (daemon/member/member-codec.c).
-check_PROGRAMS += tests/unit/test_memberwire
-TESTS += tests/unit/test_memberwire
-tests_unit_test_memberwire_SOURCES = tests/unit/test_memberwire.c
-tests_unit_test_memberwire_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) \
+check_PROGRAMS += tests/unit/test_member_codec
+TESTS += tests/unit/test_member_codec
+tests_unit_test_member_codec_SOURCES = tests/unit/test_member_codec.c
+tests_unit_test_member_codec_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) \
 	$(PROTOBUF_C_CFLAGS)
-tests_unit_test_memberwire_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)
+tests_unit_test_member_codec_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)
 
 # A lender's record of what it holds (daemon/hold/hold.c) over a pmem tier in memory.
 check_PROGRAMS += tests/unit/test_hold
@@ -133,20 +133,20 @@ tests_unit_test_hold_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PRO
 tests_unit_test_hold_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)
 
 # The coordinator's calls to its nodes (daemon/member/member-call.c) over a socket pair.
-check_PROGRAMS += tests/unit/test_coordlink
-TESTS += tests/unit/test_coordlink
-tests_unit_test_coordlink_SOURCES = tests/unit/test_coordlink.c tests/unit/cores.h tests/unit/cores.c
-tests_unit_test_coordlink_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
-tests_unit_test_coordlink_LDADD = tests/unit/libunit.la daemon/libpoold.la $(EVENT_LIBS) $(CUNIT_LIBS)
+check_PROGRAMS += tests/unit/test_member_call
+TESTS += tests/unit/test_member_call
+tests_unit_test_member_call_SOURCES = tests/unit/test_member_call.c tests/unit/cores.h tests/unit/cores.c
+tests_unit_test_member_call_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_unit_test_member_call_LDADD = tests/unit/libunit.la daemon/libpoold.la $(EVENT_LIBS) $(CUNIT_LIBS)
 
 # A lender's holdings in chunks (hold.c, hold-codec.c, stream.c, hold-report.c), both ways.
-check_PROGRAMS += tests/unit/test_holdreport
-TESTS += tests/unit/test_holdreport
-tests_unit_test_holdreport_SOURCES = tests/unit/test_holdreport.c tests/unit/cores.h \
+check_PROGRAMS += tests/unit/test_hold_report
+TESTS += tests/unit/test_hold_report
+tests_unit_test_hold_report_SOURCES = tests/unit/test_hold_report.c tests/unit/cores.h \
 	tests/unit/cores.c
-tests_unit_test_holdreport_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) \
+tests_unit_test_hold_report_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) \
 	$(PROTOBUF_C_CFLAGS) $(XXHASH_CFLAGS)
-tests_unit_test_holdreport_LDADD = tests/unit/libunit.la daemon/libpoold.la $(EVENT_LIBS) \
+tests_unit_test_hold_report_LDADD = tests/unit/libunit.la daemon/libpoold.la $(EVENT_LIBS) \
 	$(CUNIT_LIBS)
 
 # The memory a node keeps for its KV shards' values (daemon/lend/kvstore.c).
@@ -164,8 +164,8 @@ tests_unit_test_conn_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PRO
 tests_unit_test_conn_LDADD = tests/unit/libunit.la daemon/libpoold.la $(EVENT_LIBS) $(CUNIT_LIBS)
 
 # The RESP parser's bounds, whole commands and piece by piece (daemon/resp/resp-parse.c).
-check_PROGRAMS += tests/unit/test_respparse
-TESTS += tests/unit/test_respparse
-tests_unit_test_respparse_SOURCES = tests/unit/test_respparse.c
-tests_unit_test_respparse_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
-tests_unit_test_respparse_LDADD = tests/unit/libunit.la daemon/libpoold.la $(EVENT_LIBS) $(CUNIT_LIBS)
+check_PROGRAMS += tests/unit/test_resp_parse
+TESTS += tests/unit/test_resp_parse
+tests_unit_test_resp_parse_SOURCES = tests/unit/test_resp_parse.c
+tests_unit_test_resp_parse_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_unit_test_resp_parse_LDADD = tests/unit/libunit.la daemon/libpoold.la $(EVENT_LIBS) $(CUNIT_LIBS)

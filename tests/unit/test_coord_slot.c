@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_coordslot.c - the coordinator's room for peer links that
+ * tests/unit/test_coord_slot.c - the coordinator's room for peer links that
  * have not registered (daemon/coord/coord-slot.c): a host's share among strangers,
  * who gives way when the strangers' pool is full, the pool of members'
  * addresses that strangers never reach, IPv6 hosts by their /64.

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_coordlink.c - the coordinator's calls to its nodes
+ * tests/unit/test_member_call.c - the coordinator's calls to its nodes
  * (daemon/member/member-call.c) over a real framed connection to a socket pair: a
  * request reaches the node with its own id, and its answer (Ok, an Error,
  * any frame) goes to its caller once; a dropped link fails that node's
@@ -214,5 +214,5 @@ int main(void)
 	    {NULL, NULL},
 	};
 
-	return unit_run("coordlink", tests);
+	return unit_run("member_calls", tests);
 }

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_holdreport.c - a lender's holdings in chunks, both ways.
+ * tests/unit/test_hold_report.c - a lender's holdings in chunks, both ways.
  *
  * A lender's report of its record (hold.c, hold-report.c, hold-codec.c)
  * goes over a real framed connection to a socket pair, one chunk of at

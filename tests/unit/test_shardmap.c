@@ -1,4 +1,5 @@
-/* tests/unit/test_kvshard.c - the KV index's shards and their owners (daemon/member/shardmap.c). */
+/* tests/unit/test_shardmap.c - the KV index's shards and their owners (daemon/member/shardmap.c).
+ */
 #include "config.h"
 
 #include <stdbool.h>

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_respparse.c - the RESP parser's bounds (daemon/resp/resp-parse.c)
+ * tests/unit/test_resp_parse.c - the RESP parser's bounds (daemon/resp/resp-parse.c)
  * decide the same whichever way a command comes: whole in one chunk (the
  * fast path) or a piece at a time. A command past a bound is an error with
  * Redis's words, before its bytes are kept; one within them is taken

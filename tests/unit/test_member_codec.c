@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_memberwire.c - the member table's records on the wire
+ * tests/unit/test_member_codec.c - the member table's records on the wire
  * (daemon/member/member-codec.c): a node's record survives NodeInfo's encoding
  * field for field, and the copy clients get carries no address or key a
  * worker could use.
