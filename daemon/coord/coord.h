@@ -30,7 +30,6 @@ extern const struct space_hooks coord_space_hooks; /* coord.c's (the unit tests'
 /* coord-log.c: the coordinator's journal (coord.journal), or its state in etcd (coord.etcd) */
 int coord_log_open(struct poold *pd);
 void coord_log_close(struct poold *pd);
-struct ha_log_stats;
 bool coord_log_etcd_stats(const struct poold *pd, struct ha_log_stats *ret);
 int coord_log_hold_reply(struct poold *pd, struct conn *c, uint16_t type, uint64_t req_id,
 			 const ProtobufCMessage *msg);
@@ -41,7 +40,6 @@ void coord_log_tombstone_done(struct poold *pd, uint64_t id, uint32_t node);
 void coord_log_namespaces(struct poold *pd);
 void coord_log_node(struct poold *pd, uint32_t id);
 void coord_log_lease(struct poold *pd, const struct region *r, const struct lease *l, bool taken);
-struct journal_stats;
 size_t journals_stats(struct poold *pd, const char *names[2], struct journal_stats *st);
 /* reconcile.c: lenders' records kept in step with the map (coordinator) */
 void reconcile_ask(struct poold *pd, uint32_t node);

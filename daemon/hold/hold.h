@@ -112,7 +112,6 @@ struct holdreport_chunk {
 };
 int holdreport_chunk(struct poold *pd, size_t max, struct holdreport_chunk *ret);
 void holdreport_chunk_free(struct holdreport_chunk *c);
-struct holdreport;
 int holdreport_add(struct holdreport **rp, uint64_t report, uint32_t seq, bool more,
 		   const struct holding *h, size_t n, const struct hold_place *gone, size_t ngone);
 int holdreport_result(struct holdreport *r, const struct holding **ret, size_t *ret_n);

@@ -21,8 +21,6 @@ struct wire_hdr;
 struct zmqgate;
 
 /* conn.c: a framed connection over a bufferevent */
-struct conn;
-struct sockaddr;
 struct conn_ops {
 	/* One complete frame whose header passed the checks. */
 	void (*frame)(struct conn *c, const struct wire_hdr *hdr, const uint8_t *payload,
@@ -39,7 +37,6 @@ struct conn_ops {
 	bool (*may_read)(struct conn *c, void *arg);
 };
 
-struct ssl_st;
 int conn_new(struct event_base *base, int fd, struct ssl_st *ssl, size_t max_frame,
 	     const struct conn_ops *ops, void *arg, const char *desc, struct conn **ret_conn);
 int conn_connect(struct event_base *base, const struct sockaddr *sa, unsigned salen,
@@ -83,7 +80,6 @@ struct clientkey {
 	uint32_t uid;	  /* CLIENTKEY_UID */
 	uint8_t addr[16]; /* CLIENTKEY_ADDR: IPv4 v4-mapped, IPv6 its /64 */
 };
-struct clientkey_ctx;
 int clientkey_open(struct clientkey_ctx **ret);
 void clientkey_close(struct clientkey_ctx *ck);
 int clientkey_of(struct clientkey_ctx *ck, int fd, struct clientkey *ret);
@@ -91,7 +87,6 @@ bool clientkey_eq(const struct clientkey *a, const struct clientkey *b);
 const char *clientkey_str(const struct clientkey *k, char *buf, size_t len);
 
 /* zmqgate.c: bounds on the connections a bound ZMQ socket takes */
-struct zmqgate;
 struct zmqgate_limits {
 	unsigned max, per_uid, per_addr;
 	uint64_t in_max;  /* bytes a TCP connection may send over its life; 0: no bound */
@@ -104,8 +99,6 @@ void zmqgate_close(struct zmqgate *g);
 void zmqgate_stats(const struct zmqgate *g, uint64_t *ret_open, uint64_t *ret_refused);
 
 /* httpd.c: a small HTTP server for one resource (the metrics) */
-struct httpd;
-struct evbuffer;
 typedef int (*httpd_get_fn)(struct poold *pd, struct evbuffer *body);
 struct httpd_limits {
 	/* connections at once: in all, of one uid on this host, of one address elsewhere */
@@ -123,7 +116,6 @@ void peer_tls_close(struct poold *pd);
 int peer_tls_new(struct poold *pd, struct ssl_st **ret_ssl);
 
 /* stream.c: a long list sent over a peer link in chunks, as the loop turns */
-struct stream;
 typedef int (*stream_next_cb)(struct poold *pd, struct conn *c, void *arg);
 typedef void (*stream_end_cb)(struct poold *pd, void *arg, int rc);
 int stream_start(struct poold *pd, struct conn *c, size_t ahead, stream_next_cb next,

@@ -101,8 +101,6 @@ struct tombstone {
 	char name[64];
 };
 
-struct reclaim;
-
 struct regions {
 	TAILQ_HEAD(, region) list;
 	struct htab names, ids; /* the regions of list by name and by id */
