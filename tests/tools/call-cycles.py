@@ -23,6 +23,12 @@ import subprocess
 import sys
 
 
+def die(message):
+    """Usage, nm or the tree is wrong: say so, exit 2."""
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
 def folders(srcdir):
     """Each source file's module: the folder it is in, by file name (no extension)."""
     module = {}
@@ -33,7 +39,7 @@ def folders(srcdir):
         if path.endswith(".proto"):
             name += ".pb-c"  # (its generated code, in the build's folder of the same name)
         if name in module:
-            sys.exit(f"call-cycles: {name} is in {module[name]}/ and {os.path.basename(os.path.dirname(path))}/")
+            die(f"call-cycles: {name} is in {module[name]}/ and {os.path.basename(os.path.dirname(path))}/")
         module[name] = os.path.basename(os.path.dirname(path))
     return module
 
@@ -43,7 +49,7 @@ def nm(archive, *args):
         out = subprocess.run(["nm", "-A", *args, archive], check=True, capture_output=True,
                              text=True).stdout
     except (OSError, subprocess.CalledProcessError) as e:
-        sys.exit(f"call-cycles: nm {archive}: {e}")
+        die(f"call-cycles: nm {archive}: {e}")
     # "archive:libpoold_la-kv.o:0000 T kv_open" or "archive:libpoold_la-kv.o:  U region_find"
     for line in out.splitlines():
         m = re.match(r"^[^:]*:libpoold_la-([^:]+)\.o:\s*(?:[0-9a-f]+\s+)?(\S)\s+(\S+)$", line)
@@ -120,13 +126,13 @@ def shortest_cycle(component, edges):
 
 def main():
     if len(sys.argv) != 3 or not os.path.isfile(sys.argv[1]) or not os.path.isdir(sys.argv[2]):
-        sys.exit("usage: call-cycles.py daemon/.libs/libpoold.a DAEMON_SRCDIR")
+        die("usage: call-cycles.py daemon/.libs/libpoold.a DAEMON_SRCDIR")
     archive = sys.argv[1]
     module = folders(sys.argv[2])
 
     def module_of(name):
         if name not in module:
-            sys.exit(f"call-cycles: {name}.o: no {name}.c in a folder of {sys.argv[2]}")
+            die(f"call-cycles: {name}.o: no {name}.c in a folder of {sys.argv[2]}")
         return module[name]
 
     owner = {}
