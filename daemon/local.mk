@@ -6,7 +6,7 @@ noinst_LTLIBRARIES += daemon/libpoold.la
 daemon_libpoold_la_SOURCES = daemon/poold.h \
 	daemon/util/util.h daemon/util/htab.h daemon/util/placement.h daemon/util/usage.h \
 	daemon/util/events.c daemon/util/heap.c daemon/util/htab.c daemon/util/looplag.c \
-	daemon/util/numa.c daemon/util/pidfile.c daemon/util/placement.c daemon/util/quota.c \
+	daemon/util/numa.c daemon/util/pidfile.c daemon/util/placement.c \
 	daemon/util/sdnotify.c daemon/util/usage.c \
 	daemon/net/net.h daemon/net/accept.c daemon/net/clientkey.c daemon/net/conn.c \
 	daemon/net/firewall.c daemon/net/httpd.c daemon/net/peer-auth.c daemon/net/peer-tls.c \
@@ -28,7 +28,7 @@ daemon_libpoold_la_SOURCES = daemon/poold.h \
 	daemon/link/copy.c daemon/link/nodecall.c daemon/link/probe.c \
 	daemon/snap/snap.h daemon/snap/snap-copy.c daemon/snap/snap-place.c \
 	daemon/region/region.h daemon/region/region-int.h daemon/region/reclaim-serve.c \
-	daemon/region/reclaim.c daemon/region/region-fd-serve.c daemon/region/region-rebuild.c \
+	daemon/region/quota.c daemon/region/reclaim.c daemon/region/region-fd-serve.c daemon/region/region-rebuild.c \
 	daemon/region/region-serve.c daemon/region/region-tell.c daemon/region/region.c \
 	daemon/xfer/xfer.h daemon/xfer/xfer-int.h daemon/xfer/xfer-share.c \
 	daemon/xfer/xfer-window.c daemon/xfer/xfer.c \

@@ -109,6 +109,17 @@ struct node_arena {
 };
 
 /*
+ * Where some of a region's bytes are: [off, off+len) of arena on node,
+ * holding the region's [region_off, region_off+len). The address space
+ * keeps them (region.h), and each session's grants (grant.c) the ones it
+ * may reach.
+ */
+struct region_extent {
+	uint32_t node, arena;
+	uint64_t off, len, region_off;
+};
+
+/*
  * What a node tells about itself when it registers, as the member table
  * keeps it (member-codec.c maps it to and from the wire's NodeInfo). Owns
  * everything it points to: node_info_free().

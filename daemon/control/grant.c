@@ -25,7 +25,6 @@
 #include <string.h>
 
 #include "daemon/control/control.h"
-#include "daemon/region/region.h"
 #include "proto/pool_contract.h"
 
 #define GRANT_BUCKETS 256

@@ -13,7 +13,6 @@
 
 #include "daemon/hold/hold.h"
 #include "daemon/member/member.h"
-#include "daemon/region/region.h"
 
 /* A region's record in a Holding (h->region, h->arena, h->off and h->len aside). */
 static void region_record_to_msg(const struct region_record *rec, Pool__Holding *h)

@@ -21,7 +21,6 @@
 
 #include "daemon/hold/hold.h"
 #include "daemon/lend/lend.h"
-#include "daemon/region/region.h"
 #include "daemon/util/util.h"
 #include "daemon/hold/ledger.h"
 

@@ -94,7 +94,9 @@ void kv_recopy(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 	ns->used += alen;
 	ns->landing += alen;
 	hold_tell(pd, dst->node, dst->arena, off, alen, KV_HOLD_ID(ns));
-	if (copy_start(pd, src, src_off, dst, off, e->val.vlen, kv_recopied, rk) < 0) {
+	if (copy_start(pd, (struct copy_end){src->node, src->arena, src_off},
+		       (struct copy_end){dst->node, dst->arena, off}, e->val.vlen, kv_recopied,
+		       rk) < 0) {
 		region_retire(pd, dst->node, dst->arena, off, alen, NULL);
 		ns->used -= alen;
 		ns->landing -= alen;

@@ -18,17 +18,11 @@
 #include <event2/event.h>
 
 #include "daemon/link/link.h"
-#include "daemon/region/region.h"
 #include "proto/pool_contract.h"
 
 #define MOVE_CHUNK (4u << 20)
 
 /* One side of a copy: the extent at off of a lender's arena. */
-struct copy_end {
-	uint32_t node, arena;
-	uint64_t off;
-};
-
 struct copy {
 	LIST_ENTRY(copy) entry; /* (copies: every one not freed) */
 	struct poold *pd;
@@ -164,13 +158,12 @@ static void copy_step(struct copy *cp)
 }
 
 /*
- * Copy len bytes from src_off of src to dst_off of dst; cb gets 0 or the
- * error once the bytes are at the destination. 0, or -errno when the copy
- * could not start (no callback then).
+ * Copy len bytes from src to dst; cb gets 0 or the error once the bytes
+ * are at the destination. 0, or -errno when the copy could not start (no
+ * callback then).
  */
-int copy_start(struct poold *pd, const struct lender_pool *src, uint64_t src_off,
-	       const struct lender_pool *dst, uint64_t dst_off, uint64_t len, copy_done_cb cb,
-	       void *arg)
+int copy_start(struct poold *pd, struct copy_end src, struct copy_end dst, uint64_t len,
+	       copy_done_cb cb, void *arg)
 {
 	struct copy *cp = calloc(1, sizeof(*cp));
 	struct carry_place p;
@@ -184,8 +177,8 @@ int copy_start(struct poold *pd, const struct lender_pool *src, uint64_t src_off
 	cp->pd = pd;
 	cp->cb = cb;
 	cp->arg = arg;
-	cp->src = (struct copy_end){src->node, src->arena, src_off};
-	cp->dst = (struct copy_end){dst->node, dst->arena, dst_off};
+	cp->src = src;
+	cp->dst = dst;
 	cp->len = len;
 	cp->chunk = MIN((uint64_t)MOVE_CHUNK, len);
 	p = copy_place(&cp->src, 0, cp->chunk);

@@ -10,7 +10,6 @@
 
 struct fab_link_peer;
 struct fab_rma_stats;
-struct lender_pool;
 struct req;
 
 /* nodecall.c: requests between nodes' poolds, on the links between them */
@@ -100,9 +99,13 @@ int carry_link_side(struct poold *pd, struct member *m);
 typedef void (*copy_done_cb)(struct poold *pd, void *arg, int rc);
 void copy_cancel(struct poold *pd);
 void copy_close(void);
-int copy_start(struct poold *pd, const struct lender_pool *src, uint64_t src_off,
-	       const struct lender_pool *dst, uint64_t dst_off, uint64_t len, copy_done_cb cb,
-	       void *arg);
+/* Bytes of a lender's arena: [off, ...) of arena of node. */
+struct copy_end {
+	uint32_t node, arena;
+	uint64_t off;
+};
+int copy_start(struct poold *pd, struct copy_end src, struct copy_end dst, uint64_t len,
+	       copy_done_cb cb, void *arg);
 
 /* probe.c: link probes over the fabric */
 typedef void (*probe_done_cb)(struct poold *pd, Pool__ProbeResult **results, size_t n, void *arg);

@@ -121,7 +121,8 @@ static int reclaim_move(struct reclaim *rc, struct region *r, size_t idx)
 	mv->r = r;
 	mv->idx = idx;
 	mv->to = (struct region_extent){dst->node, dst->arena, off, from->len, from->region_off};
-	err = copy_start(pd, src, from->off, dst, off, from->len, move_done, mv);
+	err = copy_start(pd, (struct copy_end){src->node, src->arena, from->off},
+			 (struct copy_end){dst->node, dst->arena, off}, from->len, move_done, mv);
 	if (err < 0) {
 		extent_release(dst->alloc, off, len);
 		free(mv);

@@ -39,11 +39,6 @@ struct lender_pool {
 	size_t rkey_len;
 };
 
-struct region_extent {
-	uint32_t node, arena;
-	uint64_t off, len, region_off;
-};
-
 /* An extent no region uses any more, kept readable for reclaim.grace. */
 struct retired {
 	TAILQ_ENTRY(retired) entry;
@@ -238,5 +233,11 @@ void reclaim_send_limit(struct poold *pd, uint32_t node, uint32_t arena, uint64_
 
 extern const struct ctl_handler region_handlers[];
 extern const struct ctl_handler arena_handlers[];
+
+/* quota.c: the most bytes uid may hold (UINT64_MAX: no bound), and the option that bounds it */
+uint64_t quota_of(const struct poold *pd, uint32_t uid, const char **ret_option);
+bool quota_over(const struct poold *pd, uint32_t uid, uint64_t need);
+/* "uid U holds ...; N more is over OPTION (...)" */
+void quota_explain(const struct poold *pd, uint32_t uid, uint64_t need, char *buf, size_t len);
 
 #endif /* POOLD_REGION_H */

@@ -1,7 +1,7 @@
 /*
  * daemon/util/util.h - the small pieces every part of poold uses: the heap
  * given back, the pid file, systemd's notify socket, the loop's lag, NUMA
- * layouts, quotas, the recent events. The interface of util/ to the rest of
+ * layouts, the recent events. The interface of util/ to the rest of
  * poold.
  */
 #ifndef POOLD_UTIL_H
@@ -20,12 +20,6 @@ void pidfile_close(const char *path, int fd);
 /* heap.c: freed heap given back to the system, a little at a time */
 void heap_freed(size_t bytes);
 void heap_trim_soon(struct event_base *base);
-
-/* quota.c: the most bytes uid may hold (UINT64_MAX: no bound), and the option that bounds it */
-uint64_t quota_of(const struct poold *pd, uint32_t uid, const char **ret_option);
-bool quota_over(const struct poold *pd, uint32_t uid, uint64_t need);
-/* "uid U holds ...; N more is over OPTION (...)" */
-void quota_explain(const struct poold *pd, uint32_t uid, uint64_t need, char *buf, size_t len);
 
 /* numa.c */
 int numa_layout(const char *spec, uint64_t total, struct node_numa **ret_nodes, size_t *ret_n);

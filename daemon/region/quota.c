@@ -1,5 +1,5 @@
 /*
- * daemon/util/quota.c - how many bytes one uid may make the pool hold: its
+ * daemon/region/quota.c - how many bytes one uid may make the pool hold: its
  * regions, KV values and snapshot pages (usage.c counts them). The bound
  * is quota.bytes where set, and for every uid but root and poold's own,
  * quota.share of the pool's memory, whichever is less: so that with no
@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "daemon/region/region.h"
-#include "daemon/util/util.h"
 
 /* The memory of every lender's arenas, both tiers, as the coordinator knows them. */
 static uint64_t quota_pool_size(const struct poold *pd)
