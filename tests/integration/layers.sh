@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/integration/layers.sh - poold's modules, its folders, call each
-# other in no cycle (doc/DESIGN.md section 9): read from the objects of this
-# build by tests/tools/call-cycles.py, which names the calls of any cycle.
+# other, or include each other's headers, in no cycle (doc/DESIGN.md section
+# 9): the calls read from the objects of this build, the includes from the
+# sources, by tests/tools/call-cycles.py, which names those of any cycle.
 # A file includes of another module only its interface header (kv/kv.h).
 # And in poolctl, only cli/admin.c speaks the control protocol: no other
 # object calls protobuf-c, the wire library or a generated descriptor. The

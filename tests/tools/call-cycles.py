@@ -8,10 +8,13 @@
 # those of the libraries it takes in (fabric/, common/...) are not. A file
 # calls another when it uses a symbol the other defines. A module is a
 # folder of DAEMON_SRCDIR (kv/, region/, resp/...; doc/DESIGN.md, section
-# 9): its files may call each other, and those calls in a cycle are listed;
-# a cycle between modules is an error: it names the modules and, for each
-# call between them, the files and the symbols used. File names are unique
-# across the folders, as the archive's members are named by file alone.
+# 9): its files may call each other, and those calls in a cycle are listed.
+# A module also depends on those whose headers its files include (read from
+# the sources: a type or a macro is no call). A cycle between modules, of
+# calls and includes together, is an error: it names the shortest one and,
+# for each step, the calls (files and symbols) or the includes. File names
+# are unique across the folders, as the archive's members are named by file
+# alone.
 #
 # Exit status: 0 no cycle between modules, 1 one or more, 2 usage or nm
 # failed, or a member whose source is in no folder.
@@ -96,6 +99,19 @@ def sccs(nodes, edges):
     return out
 
 
+def includes(srcdir):
+    """(module, file, module included) for each include of another module's header."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(srcdir, "*", "*.[ch]"))):
+        own = os.path.basename(os.path.dirname(path))
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = re.match(r'#include "daemon/([a-z]+)/', line)
+                if m and m.group(1) != own:
+                    out.append((own, os.path.basename(path), m.group(1)))
+    return out
+
+
 def shortest_cycle(component, edges):
     """The shortest walk from a module of component back to itself, as a list of modules."""
     best = None
@@ -150,7 +166,10 @@ def main():
         for b in uses[a]:
             if module_of(a) != module_of(b):
                 medges[module_of(a)].add(module_of(b))
-    modules = sorted({module_of(f) for f in files})
+    incs = includes(sys.argv[2])
+    for a, _, b in incs:
+        medges[a].add(b)
+    modules = sorted({module_of(f) for f in files} | {a for a, _, _ in incs})
     bad = [c for c in sccs(modules, medges) if len(c) > 1]
     fedges = {f: set(uses[f]) for f in files}
     inner = [c for c in sccs(sorted(files), collections.defaultdict(set, fedges)) if len(c) > 1]
@@ -169,6 +188,9 @@ def main():
                 print(f"  {ma}/{a}.c -> {mb}/{b}.c: {' '.join(sorted(uses[a][b]))}")
             if len(calls) > 3:
                 print(f"  ... and {len(calls) - 3} more calls of {ma}/ to {mb}/")
+            for a, f, b in incs:
+                if not calls and a == ma and b == mb:
+                    print(f"  {ma}/{f} includes a header of {mb}/")
     return 1 if bad else 0
 
 
