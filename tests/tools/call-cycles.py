@@ -12,12 +12,14 @@
 # A module also depends on those whose headers its files include (read from
 # the sources: a type or a macro is no call). A cycle between modules, of
 # calls and includes together, is an error: it names the shortest one and,
-# for each step, the calls (files and symbols) or the includes. File names
-# are unique across the folders, as the archive's members are named by file
-# alone.
+# for each step, the calls (files and symbols) or the includes. So is a file
+# that includes another module's header but the one named after its folder
+# (kv/kv.h), its interface. File names are unique across the folders, as
+# the archive's members are named by file alone.
 #
-# Exit status: 0 no cycle between modules, 1 one or more, 2 usage or nm
-# failed, or a member whose source is in no folder.
+# Exit status: 0 no cycle between modules and no include of another's
+# private header, 1 one or more, 2 usage or nm failed, or a member whose
+# source is in no folder.
 import collections
 import glob
 import os
@@ -100,43 +102,45 @@ def sccs(nodes, edges):
 
 
 def includes(srcdir):
-    """(module, file, module included) for each include of another module's header."""
-    out = []
+    """The files of the folders (generated code aside), and (module, file, header) for each
+    include of another module's header, header as "kv/kv.h"."""
+    files, out = [], []
     for path in sorted(glob.glob(os.path.join(srcdir, "*", "*.[ch]"))):
+        if ".pb-c." in path:
+            continue
         own = os.path.basename(os.path.dirname(path))
+        files.append(path)
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
-                m = re.match(r'#include "daemon/([a-z]+)/', line)
-                if m and m.group(1) != own:
+                m = re.match(r'#include "daemon/(([a-z]+)/[a-z.-]+)"', line)
+                if m and m.group(2) != own:
                     out.append((own, os.path.basename(path), m.group(1)))
-    return out
+    return files, out
 
 
 def shortest_cycle(component, edges):
     """The shortest walk from a module of component back to itself, as a list of modules."""
     best = None
-    for start in component:
-        prev, todo = {start: None}, [start]
-        while todo:
-            nxt = []
-            for v in todo:
-                for w in sorted(edges[v]):
-                    if w == start:
-                        path = [v]
-                        while prev[path[-1]] is not None:
-                            path.append(prev[path[-1]])
-                        loop = [start] + path[::-1][1:] + [start]
-                        if best is None or len(loop) < len(best):
-                            best = loop
-                        nxt = []
-                        break
-                    if w in component and w not in prev:
-                        prev[w] = v
-                        nxt.append(w)
-                else:
-                    continue
-                break
-            todo = nxt
+    for start in sorted(component):
+        prev, todo, last = {start: None}, collections.deque([start]), None
+        while todo and last is None:
+            v = todo.popleft()
+            for w in sorted(edges[v]):
+                if w == start:
+                    last = v
+                    break
+                if w in component and w not in prev:
+                    prev[w] = v
+                    todo.append(w)
+        if last is None:
+            continue
+        path = []
+        while last is not None:
+            path.append(last)
+            last = prev[last]
+        loop = path[::-1] + [start]
+        if best is None or len(loop) < len(best):
+            best = loop
     return best
 
 
@@ -166,10 +170,12 @@ def main():
         for b in uses[a]:
             if module_of(a) != module_of(b):
                 medges[module_of(a)].add(module_of(b))
-    incs = includes(sys.argv[2])
-    for a, _, b in incs:
-        medges[a].add(b)
+    sources, incs = includes(sys.argv[2])
+    for a, _, header in incs:
+        medges[a].add(header.split("/")[0])
     modules = sorted({module_of(f) for f in files} | {a for a, _, _ in incs})
+    # another module's headers are its own but the one named after its folder, its interface
+    private = [(a, f, h) for a, f, h in incs if h != f"{h.split('/')[0]}/{h.split('/')[0]}.h"]
     bad = [c for c in sccs(modules, medges) if len(c) > 1]
     fedges = {f: set(uses[f]) for f in files}
     inner = [c for c in sccs(sorted(files), collections.defaultdict(set, fedges)) if len(c) > 1]
@@ -188,10 +194,14 @@ def main():
                 print(f"  {ma}/{a}.c -> {mb}/{b}.c: {' '.join(sorted(uses[a][b]))}")
             if len(calls) > 3:
                 print(f"  ... and {len(calls) - 3} more calls of {ma}/ to {mb}/")
-            for a, f, b in incs:
-                if not calls and a == ma and b == mb:
+            for a, f, h in incs:
+                if not calls and a == ma and h.split("/")[0] == mb:
                     print(f"  {ma}/{f} includes a header of {mb}/")
-    return 1 if bad else 0
+    for a, f, h in private:
+        print(f"FAIL: daemon/{a}/{f} includes daemon/{h}, not daemon/{h.split('/')[0]}/{h.split('/')[0]}.h")
+    if not private:
+        print(f"poold: each of {len(sources)} files includes only the interface of another module")
+    return 1 if bad or private else 0
 
 
 if __name__ == "__main__":

@@ -646,8 +646,8 @@ static int alongside(struct pool *pool, const char *ns, const char *prefix, size
 			want_i[i] = true;
 	if (f != NULL)
 		fclose(f);
-	if (pthread_create(&t, NULL, alongside_transfers, &a) != 0)
-		return fail("thread", -errno);
+	if ((status = pthread_create(&t, NULL, alongside_transfers, &a)) != 0)
+		return fail("thread", -status);
 	for (i = 0; i < n; i++) {
 		char key[256];
 		uint64_t t0 = 0, took;
