@@ -36,7 +36,8 @@ daemon_libpoold_la_SOURCES = daemon/poold.h \
 	daemon/kv/kv-dedup.c daemon/kv/kv-events.c daemon/kv/kv-evict.c daemon/kv/kv-evshards.c \
 	daemon/kv/kv-handover.c daemon/kv/kv-local.c daemon/kv/kv-owner.c daemon/kv/kv-reap.c \
 	daemon/kv/kv-rebuild.c daemon/kv/kv-replica.c daemon/kv/kv-retain.c daemon/kv/kv-route.c \
-	daemon/kv/kv-serve.c daemon/kv/kv-tell.c daemon/kv/kv-tier.c daemon/kv/kv.c \
+	daemon/kv/kv-serve.c daemon/kv/kv-demand.c daemon/kv/kv-tell.c daemon/kv/kv-tier.c \
+	daemon/kv/kv.c \
 	daemon/resp/resp.h daemon/resp/resp-parse.h daemon/resp/resp-int.h \
 	daemon/resp/resp-auth.c daemon/resp/resp-bits.c daemon/resp/resp-conn.c \
 	daemon/resp/resp-info.c daemon/resp/resp-keys.c daemon/resp/resp-lcs.c \

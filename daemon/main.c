@@ -59,10 +59,11 @@ static void poold_session_end(struct poold *pd, uint64_t session)
 
 /* Every service's handler table. */
 static const struct ctl_handler *const poold_handlers[] = {
-    status_handlers,  reload_handlers,	    nodes_handlers,	 region_handlers,
-    reclaim_handlers, arena_handlers,	    kv_handlers,	 vec_handlers,
-    events_handlers,  snap_copy_handlers,   snap_place_handlers, metrics_handlers,
-    xfer_handlers,    kv_handover_handlers, kv_backup_handlers,	 respshard_handlers,
+    status_handlers,	reload_handlers,      nodes_handlers,	   region_handlers,
+    reclaim_handlers,	arena_handlers,	      kv_handlers,	   vec_handlers,
+    events_handlers,	snap_copy_handlers,   snap_place_handlers, metrics_handlers,
+    xfer_handlers,	kv_handover_handlers, kv_backup_handlers,  kv_demand_handlers,
+    respshard_handlers,
 };
 
 static const struct control_wiring poold_wiring = {

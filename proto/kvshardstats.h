@@ -44,6 +44,11 @@
 	  "lost on the way")                                                                       \
 	X(keys_out, uint64_t, MOVES, NUM, "pool_kv_shard_keys_total", "way=\"out\"", "", "")       \
 	X(keys_lost, uint64_t, MOVES, NUM, "pool_kv_shard_keys_total", "way=\"lost\"", "", "")     \
+	X(demand_reports, uint64_t, MOVES, NUM, "pool_kv_demand_reports_total", NULL, "counter",   \
+	  "reports of sharded KV namespaces' use sent to their keepers")                           \
+	X(part_changes, uint64_t, MOVES, NUM, "pool_kv_part_changes_total", NULL, "counter",       \
+	  "changes of this node's parts of sharded KV namespaces' capacity, as their keepers "     \
+	  "gave them")                                                                             \
 	X(backed, uint32_t, BACKUPS, NUM, "pool_kv_shards_backed", NULL, "gauge",                  \
 	  "KV shards whose backup copy is here (namespaces of 2 replicas)")                        \
 	X(unbacked, uint32_t, BACKUPS, NUM, "pool_kv_shards_unbacked", NULL, "gauge",              \

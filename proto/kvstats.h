@@ -33,7 +33,11 @@
 	X(soft_pinned, DERIVED, "pool_kv_soft_pinned", "gauge",                                    \
 	  "values of a KV namespace soft pinned against eviction", "SOFT PINNED", IN_FULL)         \
 	X(hard_pinned, DERIVED, "pool_kv_hard_pinned", "gauge",                                    \
-	  "values of a KV namespace hard pinned against eviction", "HARD PINNED", IN_FULL)
+	  "values of a KV namespace hard pinned against eviction", "HARD PINNED", IN_FULL)         \
+	X(part, DERIVED, "pool_kv_part_bytes", "gauge",                                            \
+	  "bytes of a KV namespace's values this index may hold: its capacity, or a sharded "      \
+	  "one's part on this node",                                                               \
+	  "PART", IN_FULL)
 
 /* A statistic as a uint64_t field of a struct, whatever its source. */
 #define KV_STAT_FIELD(name, ...) uint64_t name;

@@ -104,6 +104,8 @@ enum wire_type {
 	WIRE_KV_BACKUP = 66,	/* node -> node: a KV shard's changes, to its backup copy */
 	WIRE_RESP_COMMAND = 67, /* node -> node: a RESP command on keys of shards it owns */
 	WIRE_RESP_REPLY = 68,
+	WIRE_KV_DEMAND = 69, /* node -> node: its use of sharded namespaces, to their keeper */
+	WIRE_KV_DEMAND_REPLY = 70,
 	WIRE_TYPE_MAX
 };
 

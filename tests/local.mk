@@ -49,7 +49,7 @@ INTEGRATION_TESTS = tests/integration/daemon.sh tests/integration/check.sh \
 	tests/cluster/membership.sh tests/cluster/slots.sh tests/cluster/join-many.sh tests/cluster/regions.sh tests/cluster/reclaim.sh \
 	tests/cluster/trust.sh tests/cluster/tls.sh tests/cluster/fence.sh tests/cluster/chunks.sh tests/cluster/kv-bulk.sh \
 	tests/cluster/xfer.sh tests/cluster/kv-shards.sh tests/cluster/kv-sharded.sh \
-	tests/cluster/kv-handover.sh tests/cluster/kv-wait.sh tests/cluster/kv-backup.sh tests/cluster/kv-backup-stale.sh \
+	tests/cluster/kv-handover.sh tests/cluster/kv-wait.sh tests/cluster/kv-demand.sh tests/cluster/kv-backup.sh tests/cluster/kv-backup-stale.sh \
 	tests/cluster/kv-shard-events.sh tests/cluster/kv-drain-journal.sh \
 	tests/cluster/kv-share.sh
 TESTS += $(INTEGRATION_TESTS)

@@ -277,6 +277,13 @@ static void kv_evict_cb(evutil_socket_t fd, short what, void *arg)
 	region_account(pd);
 }
 
+/* ns's room here shrank below what it holds: the loop evicts down to it. */
+void kv_evict_over(struct poold *pd, struct kv_ns *ns)
+{
+	ns->evict_later = true;
+	kv_evict_arm(pd);
+}
+
 /* The loop's evictions' event; 0 or -ENOMEM. */
 int kv_evict_open(struct poold *pd)
 {

@@ -144,12 +144,18 @@ struct kv_entry {
 	uint32_t hash; /* its key's kv_hash(), the low half: buckets are fewer than 2^32 */
 	uint32_t refs; /* dedup namespaces: holders of the value, or KV_REFS_UNKNOWN */
 	uint16_t klen; /* its key: the klen bytes right before it (kv_entry_key()) */
-	bool has_val;
-	bool moving;	/* a spill or a promotion is copying its value */
-	bool recount;	/* its references are being counted again */
-	bool is_held;	/* pinned or reserved: on its namespace's held list (x->held) */
-	bool edited;	/* its value was made by changing the last one in place (RESP SETRANGE) */
-	uint8_t retain; /* enum kv_retain: its value's pin against eviction (kv-retain.c) */
+	bool has_val : 1;
+	bool moving : 1;  /* a spill or a promotion is copying its value */
+	bool recount : 1; /* its references are being counted again */
+	bool is_held : 1; /* pinned or reserved: on its namespace's held list (x->held) */
+	bool edited : 1;  /* its value was made by changing the last one in place (RESP SETRANGE) */
+	uint8_t retain;	  /* enum kv_retain: its value's pin against eviction (kv-retain.c) */
+	/*
+	 * When its value was last used (put, read): units_now_ms() modulo
+	 * 2^32, so an age reads right for 49 days. The LRU's oldest says how
+	 * far back a namespace's part keeps values (kv-demand.c).
+	 */
+	uint32_t used_ms;
 	TAILQ_ENTRY(kv_entry) lru; /* while it has a committed value: its tier's list */
 	struct kv_val val;
 	struct kv_extra
@@ -213,6 +219,14 @@ struct kv_ns {
 	unsigned mode;
 	uint64_t room; /* sharded: this poold's part of the capacity (kv-owner.c) */
 	/*
+	 * Sharded, of 1 replica: the part its keeper gave this poold for
+	 * the demand it saw (0: none yet, room holds), the puts, hits and
+	 * evictions at the last report to the keeper, and at the keeper,
+	 * what the owners reported (kv-demand.c).
+	 */
+	uint64_t given, reported, reported_evictions;
+	struct kv_demand_book *book;
+	/*
 	 * Sharded, of 2 replicas: its entries per shard, and of nentries those
 	 * of the shards this poold backs (backs: kv_space.backing), which are
 	 * copies of another owner's keys (kv-backup.c), not counted as its own.
@@ -237,10 +251,15 @@ static inline uint32_t kv_ns_places(const struct kv_ns *ns)
 	return ns->flags & HOLD_NS_SHARDED ? 1 : ns->replicas;
 }
 
-/* The bytes of values ns may hold here: its capacity, or a sharded one's part of it. */
+/*
+ * The bytes of values ns may hold here: its capacity, or a sharded one's
+ * part of it (as its keeper gave it, kv-demand.c, or as the map shares it).
+ */
 static inline uint64_t kv_ns_room(const struct kv_ns *ns)
 {
-	return ns->flags & HOLD_NS_SHARDED ? ns->room : ns->capacity;
+	if (!(ns->flags & HOLD_NS_SHARDED))
+		return ns->capacity;
+	return ns->given != 0 ? ns->given : ns->room;
 }
 
 /*
@@ -369,6 +388,10 @@ struct kv_space {
 	uint8_t ev_told[KV_SHARDS / 8], ev_known[KV_SHARDS / 8], ev_walk[KV_SHARDS / 8];
 	size_t ev_bucket;
 	struct event *ev_walk_ev;
+	/* Sharded namespaces' use reported to their keepers (kv-demand.c). */
+	TAILQ_HEAD(, kv_demand_call) demand_calls; /* unanswered */
+	struct event *demand_ev;
+	uint64_t demand_reports, part_changes; /* calls sent; parts changed here */
 };
 
 /*
@@ -491,6 +514,7 @@ int kv_make_room(struct poold *pd, struct kv_ns *ns, uint64_t need, bool may_evi
 bool kv_evict(struct poold *pd, uint64_t budget_us);
 int kv_evict_open(struct poold *pd);
 void kv_evict_close(struct poold *pd);
+void kv_evict_over(struct poold *pd, struct kv_ns *ns);
 
 /* kv-reap.c */
 int kv_reap_open(struct poold *pd);
@@ -538,6 +562,25 @@ static inline void kv_owner_set(uint8_t *bits, uint32_t shard, bool on)
 		bits[shard / 8] &= (uint8_t) ~(1u << (shard % 8));
 }
 bool kv_reap(struct poold *pd, size_t max, uint64_t budget_us);
+
+/* kv-demand.c: a sharded namespace's capacity shared as its owners' demand goes */
+struct kv_demand_use {
+	uint64_t used, age_ms; /* an owner's bytes, held back to its LRU's oldest age */
+	bool evicted;	       /* it evicted since its last report */
+};
+/*
+ * The parts of capacity (ret, n of them) that owners of use[] (n) keep:
+ * values back to about the same age in each, once one evicts (never under
+ * 1/16 of an even part); before, what each holds and the rest shared
+ * likewise.
+ */
+void kv_demand_split(const struct kv_demand_use *use, size_t n, uint64_t capacity, uint64_t *ret);
+void kv_demand_book_free(struct kv_demand_book *b);
+void kv_demand_arm(struct poold *pd, const struct kv_ns *ns);
+void kv_demand_map(struct poold *pd);
+void kv_demand_forget(struct kv_ns *ns);
+int kv_demand_open(struct poold *pd);
+void kv_demand_close(struct poold *pd);
 
 /* kv-evshards.c: the events of a sharded namespace, those of the shards this poold owns */
 void kv_ev_stored(struct poold *pd, const struct kv_ns *ns, const uint8_t *key, size_t klen,
@@ -691,6 +734,20 @@ static inline struct kv_lru *kv_lru(struct kv_ns *ns, const struct kv_entry *e)
 	return e->retain == KV_RETAIN_HARD   ? &ns->hard
 	       : e->retain == KV_RETAIN_SOFT ? &ns->soft
 					     : &ns->lru;
+}
+
+/* e's committed value was used now: the most recent of its recency list. */
+static inline void kv_lru_append(struct kv_ns *ns, struct kv_entry *e)
+{
+	e->used_ms = (uint32_t)units_now_ms();
+	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
+}
+
+/* e's value, on its recency list, was used again. */
+static inline void kv_lru_touch(struct kv_ns *ns, struct kv_entry *e)
+{
+	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
+	kv_lru_append(ns, e);
 }
 
 /* A RESP database: it takes the empty key. */

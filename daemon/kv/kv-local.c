@@ -289,8 +289,7 @@ int kv_read_here(struct poold *pd, struct kv_ns *ns, const uint8_t *key, size_t 
 	if (e->val.vlen > max)
 		return -EMSGSIZE;
 	ns->hits++;
-	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
-	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
+	kv_lru_touch(ns, e);
 	*ret_data = (const char *)lend_arena(pd, e->val.arena)->base + e->val.off;
 	*ret_len = e->val.vlen;
 	if (ret_version != NULL)
@@ -374,8 +373,7 @@ int kv_local_overwrite(struct poold *pd, uid_t uid, const char *nsname, const ui
 		memmove(dst + alen, b, blen);
 	e->val.version = ++ns->next_version;
 	e->edited = false;
-	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
-	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
+	kv_lru_touch(ns, e);
 	ns->puts++;
 	if (expire != KV_EXPIRE_KEEP)
 		(void)kv_set_expire(ns, e, expire); /* one already past: gone at the next access */

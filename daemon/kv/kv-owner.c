@@ -220,6 +220,7 @@ void kv_owner_map(struct poold *pd)
 	if (kv->map_gen == pd->members_gen)
 		return; /* (every key of every request asks: nothing more before this) */
 	kv->map_gen = pd->members_gen;
+	kv_demand_map(pd);
 	backed = kv_owner_backed(pd);
 	TAILQ_FOREACH(ns, &kv->list, entry)
 		if (ns->flags & HOLD_NS_SHARDED)
@@ -379,7 +380,8 @@ int kv_owner_open(struct poold *pd)
 		return rc;
 	pd->kv->owner_sweep = event_new(pd->base, -1, EV_PERSIST, kv_owner_sweep, pd);
 	pd->kv->drop_ev = evtimer_new(pd->base, kv_owner_drop_slice, pd);
-	if (pd->kv->owner_sweep == NULL || pd->kv->drop_ev == NULL || kvevshards_open(pd) < 0)
+	if (pd->kv->owner_sweep == NULL || pd->kv->drop_ev == NULL || kvevshards_open(pd) < 0 ||
+	    kv_demand_open(pd) < 0)
 		return -ENOMEM;
 	event_add(pd->kv->owner_sweep, &every);
 	pd->members_changed = kv_owner_members_changed;
@@ -418,10 +420,11 @@ int kv_owner_serves(struct poold *pd, const struct kv_ns *ns, const void *key, s
 	kv_owner_map(pd);
 	if (map->nowners == 0 || map->owner[s] != pd->node_id)
 		return -ESTALE;
-	return pd->kv->from[s] != 0 || kv_owner_bit(pd->kv->dropping, s) ||
-		       kv_owner_bit(pd->kv->stale, s) || pd->kv->held_back
-		   ? -EAGAIN
-		   : 0;
+	if (pd->kv->from[s] != 0 || kv_owner_bit(pd->kv->dropping, s) ||
+	    kv_owner_bit(pd->kv->stale, s) || pd->kv->held_back)
+		return -EAGAIN;
+	kv_demand_arm(pd, ns); /* (its use is reported from now on) */
+	return 0;
 }
 
 /* The shards as this poold maps them and saw them move, for its status and metrics. */
@@ -452,6 +455,8 @@ void kv_shard_stats(struct poold *pd, struct kv_shard_stats *ret)
 	ret->keys_in = kv->keys_in;
 	ret->keys_out = kv->keys_out;
 	ret->keys_lost = kv->keys_lost;
+	ret->demand_reports = kv->demand_reports;
+	ret->part_changes = kv->part_changes;
 	for (ns = kv_owner_next_ns(pd, 0); ns != NULL && ns->replicas < 2;
 	     ns = kv_owner_next_ns(pd, ns->id))
 		;
@@ -508,6 +513,8 @@ void kv_owner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n)
 		ns = kv_ns_find(pd, d->name);
 		if (ns == NULL && (ns = kv_ns_new(pd, d->name, d->capacity)) == NULL)
 			return;
+		if (ns->capacity != d->capacity)
+			kv_demand_forget(ns);
 		ns->capacity = d->capacity;
 		ns->flags = d->flags & KV_NS_FLAGS;
 		ns->replicas = d->replicas == 2 ? 2 : 1;

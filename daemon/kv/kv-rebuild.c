@@ -279,7 +279,7 @@ int kv_adopt(struct poold *pd, uint32_t node, const struct ledger_extent *at,
 		e->refs = KV_REFS_UNKNOWN;
 		snap_recount_want(pd);
 	}
-	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
+	kv_lru_append(ns, e);
 	if (e->val.pmem)
 		ns->pmem_used += alen;
 	else

@@ -66,7 +66,7 @@ int kv_retain_set(struct kv_ns *ns, struct kv_entry *e, enum kv_retain how, int6
 	e->retain = (uint8_t)how;
 	kv_retain_count(ns, e->retain, 1);
 	if (e->has_val)
-		TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
+		kv_lru_append(ns, e);
 	return 0;
 }
 

@@ -217,7 +217,7 @@ static void kv_moved(struct poold *pd, void *arg, int rc)
 			kv_unhold(ns, e);
 			TAILQ_REMOVE(kv_lru(ns, e), e, lru);
 			e->val = mv->to;
-			TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
+			kv_lru_append(ns, e);
 			if (mv->to.pmem)
 				ns->spills++;
 			else

@@ -63,7 +63,8 @@ void kv_ns_stats(const struct kv_ns *ns, struct kv_ns_stats *ret)
 				    .pmem_used = ns->pmem_used,
 				    .entries = ns->nentries - MIN(ns->copies, ns->nentries),
 				    .soft_pinned = ns->nsoft,
-				    .hard_pinned = ns->nhard};
+				    .hard_pinned = ns->nhard,
+				    .part = kv_ns_room(ns)};
 	KV_STATS(KV_STAT_COPY)
 	kv_ns_def(ns, &ret->def);
 	if (kv_tier(ns) == TIER_PMEM) { /* used counts the namespace's own tier */
@@ -893,6 +894,7 @@ void kv_ns_free(struct poold *pd, struct kv_ns *ns)
 	free(ns->buckets);
 	free(ns->shard_entries);
 	free(ns->copy_since);
+	kv_demand_book_free(ns->book);
 	free(ns);
 }
 
@@ -1147,6 +1149,7 @@ void kv_close(struct poold *pd)
 	if (pd->kv->copy_close != NULL)
 		pd->kv->copy_close(pd);
 	kv_evict_close(pd);
+	kv_demand_close(pd);
 	kv_reap_close(pd); /* (what is left of it goes to the namespaces and orphans first) */
 	if (pd->kv->owner_sweep != NULL)
 		event_free(pd->kv->owner_sweep);
@@ -1180,8 +1183,7 @@ static int kv_op_read(struct poold *pd, struct kv_ns *ns, const struct kv_caller
 		return 0;
 	}
 	ns->hits++;
-	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
-	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
+	kv_lru_touch(ns, e);
 	/* where it is now (a promotion moves it later), nearest first */
 	kv_result(res, 0, &e->val, KV_PLACES_READ);
 	if (e->val.pmem) {
@@ -1316,7 +1318,7 @@ static int kv_op_publish(struct poold *pd, struct kv_ns *ns, const struct kv_cal
 	/* (its extras are there while it is held: this takes no memory) */
 	(void)kv_set_expire(ns, e, ttl);
 	kv_pending_end(ns, e);
-	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
+	kv_lru_append(ns, e);
 	if (retain != KV_RETAIN_NONE)
 		(void)kv_retain_set(ns, e, retain, retain_until);
 	ns->puts++;

@@ -74,6 +74,7 @@ int kv_extents(struct poold *pd, uint32_t node, struct kv_extents_walk *w, size_
 extern const struct ctl_handler kv_handlers[];
 extern const struct ctl_handler kv_handover_handlers[];
 extern const struct ctl_handler kv_backup_handlers[];
+extern const struct ctl_handler kv_demand_handlers[];
 struct kv_where {
 	uint32_t node, arena;
 	uint64_t off, len, version;

@@ -40,8 +40,9 @@
  *
  * --node-calls sends what only another node's poold sends on the link
  * between them, on the control socket: a KV shard hand-over request, a
- * backup copy of a key of NS (a sharded namespace of 2 replicas) and a RESP
- * command of a sharded database; all must be refused, whoever asks (root
+ * backup copy of a key of NS (a sharded namespace of 2 replicas), a RESP
+ * command of a sharded database and a report of NS's use to its keeper
+ * that would take all its capacity; all must be refused, whoever asks (root
  * too), and NS must not hold the key.
  */
 #include "config.h"
@@ -495,6 +496,19 @@ static int node_calls(const char *ns)
 		rc.proto = 2;
 		must_fail("a RESP command of another node's client sent on the control socket",
 			  WIRE_RESP_COMMAND, &rc.base, WIRE_RESP_REPLY);
+	}
+	{
+		Pool__KvDemand dm = POOL__KV_DEMAND__INIT;
+		Pool__KvDemandUse use = POOL__KV_DEMAND_USE__INIT, *up = &use;
+
+		use.ns = (char *)ns;
+		use.used = UINT64_C(1) << 40; /* (held back 1 ms: the highest rate) */
+		use.age_ms = 1;
+		use.has_evicted = use.evicted = 1;
+		dm.uses = &up;
+		dm.n_uses = 1;
+		must_fail("a report of a namespace's use to its keeper sent on the control socket",
+			  WIRE_KV_DEMAND, &dm.base, WIRE_KV_DEMAND_REPLY);
 	}
 	return failures;
 }

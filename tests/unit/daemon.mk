@@ -103,6 +103,12 @@ tests_unit_test_grant_LDADD = tests/unit/libunit.la proto/libwire.la common/libc
 	$(CUNIT_LIBS) $(PROTOBUF_C_LIBS)
 
 # The KV index's core (daemon/kv/kv.c) with the rest of poold's parts, no network.
+check_PROGRAMS += tests/unit/test_kv_demand
+TESTS += tests/unit/test_kv_demand
+tests_unit_test_kv_demand_SOURCES = tests/unit/test_kv_demand.c
+tests_unit_test_kv_demand_CFLAGS = $(AM_CFLAGS) $(CUNIT_CFLAGS) $(EVENT_CFLAGS) $(PROTOBUF_C_CFLAGS)
+tests_unit_test_kv_demand_LDADD = tests/unit/libunit.la daemon/libpoold.la $(CUNIT_LIBS)
+
 check_PROGRAMS += tests/unit/test_kv
 TESTS += tests/unit/test_kv
 tests_unit_test_kv_SOURCES = tests/unit/test_kv.c tests/unit/cores.h tests/unit/cores.c

@@ -1,0 +1,128 @@
+/*
+ * tests/unit/test_kv_demand.c - a sharded namespace's capacity shared among
+ * its owners by their demand (daemon/kv/kv-demand.c's kv_demand_split()).
+ */
+#include "config.h"
+
+#include <stdio.h>
+
+#include "daemon/kv/kv-int.h"
+#include "tests/unit/unit.h"
+
+#define MIB (UINT64_C(1) << 20)
+
+static uint64_t sum(const uint64_t *part, size_t n)
+{
+	uint64_t s = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		s += part[i];
+	return s;
+}
+
+/* Full, values kept back to the same age: the parts are what each holds, all the capacity. */
+static void test_same_age(void)
+{
+	const struct kv_demand_use use[] = {
+	    {300 * MIB, 400, true}, {100 * MIB, 400, true}, {200 * MIB, 400, false}};
+	uint64_t part[3];
+
+	kv_demand_split(use, 3, 600 * MIB, part);
+	CU_ASSERT(sum(part, 3) <= 600 * MIB && sum(part, 3) >= 600 * MIB - 3);
+	CU_ASSERT(part[0] / MIB == 299 || part[0] / MIB == 300);
+	CU_ASSERT(part[1] / MIB == 99 || part[1] / MIB == 100);
+	CU_ASSERT(part[2] / MIB == 199 || part[2] / MIB == 200);
+}
+
+/* Full: the owner that keeps values back half as long gets the room to keep them as long. */
+static void test_younger_grows(void)
+{
+	const struct kv_demand_use use[] = {{100 * MIB, 100, true}, {100 * MIB, 200, true}};
+	uint64_t part[2];
+
+	kv_demand_split(use, 2, 300 * MIB, part);
+	CU_ASSERT_EQUAL(part[0], 200 * MIB); /* rates 2:1 */
+	CU_ASSERT_EQUAL(part[1], 100 * MIB);
+}
+
+/*
+ * Full: one that did not evict keeps what it holds (however young its
+ * values, it needs no more yet); those that evict share the rest, as one
+ * LRU's age of values.
+ */
+static void test_no_more_than_held(void)
+{
+	const struct kv_demand_use use[] = {
+	    {10 * MIB, 1, false}, {100 * MIB, 100, true}, {50 * MIB, 100, true}};
+	uint64_t part[3];
+
+	kv_demand_split(use, 3, 100 * MIB, part);
+	CU_ASSERT_DOUBLE_EQUAL((double)part[0], 10.0 * MIB, 1);
+	CU_ASSERT_DOUBLE_EQUAL((double)part[1], 60.0 * MIB, 1);
+	CU_ASSERT_DOUBLE_EQUAL((double)part[2], 30.0 * MIB, 1);
+}
+
+/* Full: an owner holding nothing, or little, still gets its floor, 1/16 of an even part. */
+static void test_floor(void)
+{
+	const struct kv_demand_use use[] = {
+	    {0, 0, false}, {400 * MIB, 50, true}, {MIB, 1000, false}, {200 * MIB, 50, false}};
+	uint64_t part[4];
+
+	kv_demand_split(use, 4, 400 * MIB, part);
+	CU_ASSERT_EQUAL(part[0], 400 * MIB / 4 / 16);
+	CU_ASSERT_EQUAL(part[2], 400 * MIB / 4 / 16);
+	/* the rest 2:1 */
+	CU_ASSERT_DOUBLE_EQUAL((double)part[1], (400.0 * MIB - 2 * (400 * MIB / 4 / 16)) * 2 / 3,
+			       1);
+	CU_ASSERT_DOUBLE_EQUAL((double)part[3], (400.0 * MIB - 2 * (400 * MIB / 4 / 16)) / 3, 1);
+}
+
+/* Not full (none evicted): each keeps what it holds, the room left goes by rate. */
+static void test_room_left(void)
+{
+	const struct kv_demand_use use[] = {{10 * MIB, 100, false}, {30 * MIB, 100, false}};
+	uint64_t part[2];
+
+	kv_demand_split(use, 2, 100 * MIB, part);
+	CU_ASSERT_EQUAL(part[0], 10 * MIB + 15 * MIB);
+	CU_ASSERT_EQUAL(part[1], 30 * MIB + 45 * MIB);
+	/* The same, but one evicted: full, parts by rate alone (the other's drops below its 30). */
+	{
+		const struct kv_demand_use ev[] = {{10 * MIB, 10, true}, {30 * MIB, 1000, false}};
+
+		kv_demand_split(ev, 2, 100 * MIB, part);
+		CU_ASSERT(part[0] > 90 * MIB && part[1] < 30 * MIB);
+		CU_ASSERT(part[1] >= 100 * MIB / 2 / 16);
+	}
+}
+
+/* Nothing held anywhere: even parts; no owners: nothing written. */
+static void test_empty(void)
+{
+	const struct kv_demand_use use[] = {
+	    {0, 0, false}, {0, 5, false}, {0, 0, true}, {0, 9, false}};
+	uint64_t part[4] = {1, 2, 3, 4};
+
+	kv_demand_split(use, 4, 64 * MIB, part);
+	CU_ASSERT(part[0] == 16 * MIB && part[1] == 16 * MIB && part[2] == 16 * MIB &&
+		  part[3] == 16 * MIB);
+	part[0] = 7;
+	kv_demand_split(use, 0, 64 * MIB, part);
+	CU_ASSERT_EQUAL(part[0], 7);
+}
+
+int main(void)
+{
+	static const struct unit_test tests[] = {
+	    {"same age: parts are what each holds", test_same_age},
+	    {"the younger part grows, the older shrinks", test_younger_grows},
+	    {"one that did not evict keeps what it holds", test_no_more_than_held},
+	    {"an empty owner keeps its floor", test_floor},
+	    {"room left: each keeps what it holds", test_room_left},
+	    {"nothing held: even parts", test_empty},
+	    {NULL, NULL},
+	};
+	return unit_run("kv_demand", tests);
+}
