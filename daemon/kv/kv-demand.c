@@ -9,22 +9,28 @@
  * owner keeps, where one LRU would have taken the other's oldest: on the
  * Mooncake trace at 25% capacity that lost up to 1.4 points of hit rate.
  * One LRU evicts at one age for the whole namespace; so the parts are made
- * to keep values back to about the same age. An owner whose part holds
- * used bytes back to age a keeps about used / a bytes per ms of age (its
- * rate); the parts that keep the same age T over the namespace are rate *
- * T, with T such that they add up to the capacity (kv_demand_split()).
- * Until an owner evicts, each keeps what it holds and the room left is
- * shared by rate.
+ * to keep values back to the same age. Each owner counts its values' bytes
+ * by when they were last used (struct kv_ages, kept as they are used), and
+ * so knows how much it holds that was used within t ms, held(t); the
+ * keeper finds the age T at which the owners' held(T) add up to the
+ * capacity, and each part is its owner's held(T) (kv_demand_split()).
+ * Past its oldest value an owner that evicts would hold more: it is taken
+ * to go on at its mean rate (bytes / oldest age). Until one evicts, each
+ * keeps what it holds and the room left is shared by rate; while none
+ * evicts, a namespace that holds its capacity keeps its parts (reads move
+ * no value out, as in one LRU).
  *
- * Every KVDEMAND_MS while a namespace is used here (puts or hits), its owner
- * reports its used bytes, its LRU's oldest age and whether it evicted to
- * the namespace's keeper, the owner of the shard of the empty key (one
- * call per keeper for all namespaces it keeps), and is answered its part
- * from then on. The ages must be fresh: on the trace, whose cache turns
- * over in about 300 ms, reports every 50 ms gained nothing over fixed
- * parts, every 10 ms most of what one LRU keeps more (doc/benchmarks.md).
- * With more than KVDEMAND_OWNERS owners the reports come less often, so a
- * keeper takes at most KVDEMAND_OWNERS a namespace every KVDEMAND_MS.
+ * Every KVDEMAND_MS while a namespace's keys are served here, its owner
+ * reports its bytes, its oldest value's age, whether it evicted and
+ * held(t) at 8 ms, 16 ms... 4 s to the namespace's keeper, the owner of
+ * the shard of the empty key (one call per keeper for all namespaces it
+ * keeps, on the side link so that it does not wait behind carried values),
+ * and is answered its part from then on. The ages must be fresh: on the
+ * trace, whose cache turns over in about 300 ms, reports every 50 ms
+ * gained nothing over fixed parts, every 10 ms most of what one LRU keeps
+ * more (doc/benchmarks.md). With more than KVDEMAND_OWNERS owners the
+ * reports come less often, so a keeper takes at most KVDEMAND_OWNERS
+ * reports of a namespace every KVDEMAND_MS.
  *
  * The keeper keeps what each owner reported and the part it gave each (its
  * book). A part that shrinks is evicted down to at once (from the loop); one
@@ -99,15 +105,31 @@ static double kv_demand_rate(const struct kv_demand_use *use)
 }
 
 /*
- * What an owner keeps of the values used in the last t ms, as its rate
- * says: one that evicts would keep them all, one that did not holds no more
- * than it has.
+ * What an owner keeps of the values used in the last t ms: as its points
+ * say, straight between them (and from the last to its oldest age), or as
+ * its rate says without them; past its oldest age, one that evicts would
+ * keep more at its rate, one that did not holds no more than it has.
  */
 static double kv_demand_held(const struct kv_demand_use *use, double t)
 {
-	double held = kv_demand_rate(use) * t;
+	double age = KV_AGE_EPOCH_MS, last_age = 0, last = 0, held;
+	size_t i;
 
-	return use->evicted ? held : MIN(held, (double)use->used);
+	if (t >= (double)use->age_ms || use->npoints == 0) {
+		held = kv_demand_rate(use) * t;
+		if (t >= (double)use->age_ms)
+			held = (double)use->used + kv_demand_rate(use) * (t - (double)use->age_ms);
+		return use->evicted ? held : MIN(held, (double)use->used);
+	}
+	for (i = 0; i < use->npoints && age < (double)use->age_ms; i++, age *= 2) {
+		if (t <= age)
+			return last +
+			       ((double)use->held[i] - last) * (t - last_age) / (age - last_age);
+		last_age = age;
+		last = (double)use->held[i];
+	}
+	return last +
+	       ((double)use->used - last) * (t - last_age) / ((double)use->age_ms - last_age);
 }
 
 /*
@@ -198,6 +220,65 @@ static uint64_t kv_demand_turn_ms(struct poold *pd)
 	size_t owners = member_kv_shards(pd)->nowners;
 
 	return KVDEMAND_MS * MAX(1, (owners + KVDEMAND_OWNERS - 1) / KVDEMAND_OWNERS);
+}
+
+/* The ring's epochs up to epoch: those that drop out of it count as older. */
+static void kv_ages_roll(struct kv_ages *a, uint64_t epoch)
+{
+	uint64_t i, n;
+
+	if (epoch <= a->newest)
+		return;
+	n = MIN(epoch - a->newest, (uint64_t)KV_AGE_EPOCHS);
+	for (i = 1; i <= n; i++) {
+		uint64_t *slot = &a->bytes[(a->newest + i) % KV_AGE_EPOCHS];
+
+		a->older += *slot;
+		*slot = 0;
+	}
+	a->newest = epoch;
+}
+
+/* Count bytes of a value last used at used_ms (units_now_ms(), modulo 2^32) in, or out. */
+void kv_ages_count(struct kv_ages *a, uint32_t used_ms, uint64_t bytes, bool add)
+{
+	uint64_t now = units_now_ms(),
+		 epoch = (now - (uint32_t)((uint32_t)now - used_ms)) / KV_AGE_EPOCH_MS, *slot;
+
+	kv_ages_roll(a, now / KV_AGE_EPOCH_MS);
+	slot = a->newest - epoch < KV_AGE_EPOCHS ? &a->bytes[epoch % KV_AGE_EPOCHS] : &a->older;
+	if (add)
+		*slot += bytes;
+	else
+		*slot -= MIN(*slot, bytes);
+}
+
+/* ns's values all left its LRU (a flush made them a ghost's). */
+void kv_ages_clear(struct kv_ns *ns)
+{
+	if (ns->ages != NULL)
+		memset(ns->ages, 0, sizeof(*ns->ages));
+}
+
+/* Of ns's values here, the bytes used within 8 ms, 16 ms..., into use's points. */
+static void kv_ages_points(struct kv_ns *ns, struct kv_demand_use *use)
+{
+	struct kv_ages *a = ns->ages;
+	uint64_t sum = 0, aged, j, epochs = 1;
+
+	use->npoints = 0;
+	if (a == NULL)
+		return;
+	kv_ages_roll(a, units_now_ms() / KV_AGE_EPOCH_MS);
+	for (aged = a->older, j = 0; j < KV_AGE_EPOCHS; j++)
+		aged += a->bytes[j];
+	/* (values pinned against eviction are off the LRU: counted as the newest) */
+	sum = ns->used - MIN(ns->used, aged);
+	for (j = 0; use->npoints < KV_DEMAND_POINTS; epochs *= 2) {
+		for (; j < epochs && j < KV_AGE_EPOCHS; j++)
+			sum += a->bytes[(a->newest - j) % KV_AGE_EPOCHS];
+		use->held[use->npoints++] = MIN(sum, ns->used);
+	}
 }
 
 /* Namespace ns's keeper: the owner of the shard of its empty key (0: no owners). */
@@ -327,8 +408,19 @@ static int kv_demand_request(struct req *r, const ProtobufCMessage *msg)
 		return req_errorf(r, -ESTALE, "the shard map changed: parts are even again");
 	for (i = 0; i < m->n_uses; i++) {
 		const Pool__KvDemandUse *u = m->uses[i];
-		struct kv_demand_use use = {u->used, u->age_ms, u->has_evicted && u->evicted};
+		struct kv_demand_use use = {
+		    u->used, u->age_ms, u->has_evicted && u->evicted, {0}, 0};
 		struct kv_ns *ns = kv_ns_find(pd, u->ns);
+
+		/* (points that grow with age, no more than used: else the rate alone) */
+		for (; use.npoints < MIN(u->n_held, (size_t)KV_DEMAND_POINTS); use.npoints++) {
+			use.held[use.npoints] = u->held[use.npoints];
+			if (use.held[use.npoints] > u->used ||
+			    (use.npoints > 0 && use.held[use.npoints] < use.held[use.npoints - 1]))
+				break;
+		}
+		if (use.npoints < MIN(u->n_held, (size_t)KV_DEMAND_POINTS))
+			use.npoints = 0;
 
 		part[i] = ns != NULL && kv_demand_follows(pd, ns) &&
 				  kv_demand_keeper(pd, ns) == pd->node_id
@@ -399,6 +491,7 @@ static struct kv_demand_use kv_demand_use(struct kv_ns *ns)
 	};
 
 	ns->reported_evictions = ns->evictions;
+	kv_ages_points(ns, &use);
 	return use;
 }
 
@@ -429,6 +522,7 @@ static void kv_demand_report(struct poold *pd, uint32_t keeper, struct kv_ns **n
 	struct nodecall_as as = {0, 0, 0, true, 0};
 	Pool__KvDemand m = POOL__KV_DEMAND__INIT;
 	Pool__KvDemandUse msgs[KV_MAX_NAMESPACES], *up[KV_MAX_NAMESPACES];
+	uint64_t held[KV_MAX_NAMESPACES][KV_DEMAND_POINTS];
 	struct kv_demand_call *call;
 	size_t i;
 
@@ -452,6 +546,9 @@ static void kv_demand_report(struct poold *pd, uint32_t keeper, struct kv_ns **n
 		msgs[i].used = u.used;
 		msgs[i].age_ms = u.age_ms;
 		msgs[i].has_evicted = msgs[i].evicted = u.evicted;
+		memcpy(held[i], u.held, sizeof(held[i]));
+		msgs[i].held = held[i];
+		msgs[i].n_held = u.npoints;
 		up[i] = &msgs[i];
 		call->ns[i] = ns[i]->id;
 	}
@@ -527,6 +624,17 @@ void kv_demand_arm(struct poold *pd, const struct kv_ns *ns)
 	if (pd->kv->demand_ev != NULL && !evtimer_pending(pd->kv->demand_ev, NULL) &&
 	    kv_demand_follows(pd, ns))
 		kv_demand_later(pd);
+}
+
+/*
+ * ns is made, or defined again: a sharded one of 1 replica counts its
+ * values by age from now on (out of memory: none, its rate alone is
+ * reported).
+ */
+void kv_demand_ns(struct kv_ns *ns)
+{
+	if ((ns->flags & HOLD_NS_SHARDED) && ns->replicas == 1 && ns->ages == NULL)
+		ns->ages = calloc(1, sizeof(*ns->ages));
 }
 
 /* ns's part here is even again, and what it kept as a keeper gone (its capacity changed). */

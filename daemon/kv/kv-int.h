@@ -226,6 +226,7 @@ struct kv_ns {
 	 */
 	uint64_t given, reported, reported_evictions;
 	struct kv_demand_book *book;
+	struct kv_ages *ages; /* its LRU's values by when they were last used (kv-demand.c) */
 	/*
 	 * Sharded, of 2 replicas: its entries per shard, and of nentries those
 	 * of the shards this poold backs (backs: kv_space.backing), which are
@@ -564,9 +565,13 @@ static inline void kv_owner_set(uint8_t *bits, uint32_t shard, bool on)
 bool kv_reap(struct poold *pd, size_t max, uint64_t budget_us);
 
 /* kv-demand.c: a sharded namespace's capacity shared as its owners' demand goes */
+#define KV_DEMAND_POINTS 10 /* a report's points of its use by age: 8 ms, 16 ms... 4 s */
 struct kv_demand_use {
 	uint64_t used, age_ms; /* an owner's bytes, held back to its LRU's oldest age */
 	bool evicted;	       /* it evicted since its last report */
+	/* Of them, those used within 8 ms, 16 ms..., each age twice the last (npoints: 0, none). */
+	uint64_t held[KV_DEMAND_POINTS];
+	size_t npoints;
 };
 /*
  * The parts of capacity (ret, n of them) that owners of use[] (n) keep:
@@ -577,8 +582,11 @@ struct kv_demand_use {
 void kv_demand_split(const struct kv_demand_use *use, size_t n, uint64_t capacity, uint64_t *ret);
 void kv_demand_book_free(struct kv_demand_book *b);
 void kv_demand_arm(struct poold *pd, const struct kv_ns *ns);
+void kv_demand_ns(struct kv_ns *ns);
 void kv_demand_map(struct poold *pd);
 void kv_demand_forget(struct kv_ns *ns);
+void kv_ages_count(struct kv_ages *a, uint32_t used_ms, uint64_t bytes, bool add);
+void kv_ages_clear(struct kv_ns *ns);
 int kv_demand_open(struct poold *pd);
 void kv_demand_close(struct poold *pd);
 
@@ -736,17 +744,47 @@ static inline struct kv_lru *kv_lru(struct kv_ns *ns, const struct kv_entry *e)
 					     : &ns->lru;
 }
 
+/*
+ * The bytes of a namespace's values on its LRU by when they were last
+ * used: a ring of KV_AGE_EPOCHS epochs of KV_AGE_EPOCH_MS, the one of epoch
+ * newest last, and those used before the ring's first together (older).
+ * Kept for sharded namespaces of 1 replica, whose owners report it
+ * (kv-demand.c): 4 KiB a namespace, two counts a use.
+ */
+#define KV_AGE_EPOCH_MS 8
+#define KV_AGE_EPOCHS 512
+struct kv_ages {
+	uint64_t newest, older;
+	uint64_t bytes[KV_AGE_EPOCHS];
+};
+
+/* Whether e's value counts in its namespace's ages. */
+static inline bool kv_lru_aged(struct kv_ns *ns, const struct kv_entry *e)
+{
+	return ns->ages != NULL && !e->val.pmem && e->retain == KV_RETAIN_NONE;
+}
+
 /* e's committed value was used now: the most recent of its recency list. */
 static inline void kv_lru_append(struct kv_ns *ns, struct kv_entry *e)
 {
 	e->used_ms = (uint32_t)units_now_ms();
 	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
+	if (kv_lru_aged(ns, e))
+		kv_ages_count(ns->ages, e->used_ms, e->val.alen, true);
+}
+
+/* e's committed value leaves its recency list. */
+static inline void kv_lru_remove(struct kv_ns *ns, struct kv_entry *e)
+{
+	if (kv_lru_aged(ns, e))
+		kv_ages_count(ns->ages, e->used_ms, e->val.alen, false);
+	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
 }
 
 /* e's value, on its recency list, was used again. */
 static inline void kv_lru_touch(struct kv_ns *ns, struct kv_entry *e)
 {
-	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
+	kv_lru_remove(ns, e);
 	kv_lru_append(ns, e);
 }
 

@@ -525,6 +525,7 @@ void kv_owner_defs(struct poold *pd, const struct kv_ns_spec *defs, size_t n)
 		kv_ns_serve(pd, ns, d->resp_db);
 		ns->backs = pd->kv->backing;
 		ns->room = kv_owner_room(pd, ns, backed);
+		kv_demand_ns(ns);
 	}
 	pd->kv->quota_shards =
 	    kv_shard_map_owned(member_kv_shards(pd), pd->node_id) + kv_owner_backups(pd, backed);

@@ -124,6 +124,7 @@ int kv_reap_flush(struct poold *pd, struct kv_ns *ns)
 	TAILQ_CONCAT(&g->zombies, &ns->zombies, entry);
 	TAILQ_CONCAT(&g->vol, &ns->vol, x->vol);
 	TAILQ_CONCAT(&g->held, &ns->held, x->held);
+	kv_ages_clear(ns); /* (its values are the ghost's) */
 	ns->buckets = buckets;
 	ns->nbuckets = ns->low = KV_BUCKETS0;
 	ns->nentries = ns->npending = ns->nvolatile = ns->leaving = 0;

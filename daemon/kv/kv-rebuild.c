@@ -184,6 +184,7 @@ void kv_defs_adopt(struct poold *pd, const struct kv_ns_spec *defs, size_t n, co
 		ns->gid = d->gid;
 		ns->mode = d->mode & 0777;
 		kv_ns_serve(pd, ns, d->resp_db);
+		kv_demand_ns(ns);
 		count++;
 		made++;
 		log_info("KV namespace '%s' defined again from %s", ns->name, from);

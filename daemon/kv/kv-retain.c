@@ -61,7 +61,7 @@ int kv_retain_set(struct kv_ns *ns, struct kv_entry *e, enum kv_retain how, int6
 	if (kv_retain_deadline(ns, e, until) < 0)
 		return -ENOMEM;
 	if (e->has_val)
-		TAILQ_REMOVE(kv_lru(ns, e), e, lru);
+		kv_lru_remove(ns, e);
 	kv_retain_count(ns, e->retain, -1);
 	e->retain = (uint8_t)how;
 	kv_retain_count(ns, e->retain, 1);

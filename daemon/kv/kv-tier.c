@@ -215,7 +215,7 @@ static void kv_moved(struct poold *pd, void *arg, int rc)
 			if (e->x != NULL)
 				e->x->pins = NULL;
 			kv_unhold(ns, e);
-			TAILQ_REMOVE(kv_lru(ns, e), e, lru);
+			kv_lru_remove(ns, e);
 			e->val = mv->to;
 			kv_lru_append(ns, e);
 			if (mv->to.pmem)

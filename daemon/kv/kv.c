@@ -416,7 +416,7 @@ void kv_val_out(struct poold *pd, struct kv_ns *ns, struct kv_entry *e)
 	struct kv_zombie *z;
 	struct kv_pin *pins;
 
-	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
+	kv_lru_remove(ns, e);
 	if (e->moving && !e->val.pmem) /* its spill is moot: no longer leaving */
 		ns->leaving -= e->val.alen;
 	e->moving = false;
@@ -895,6 +895,7 @@ void kv_ns_free(struct poold *pd, struct kv_ns *ns)
 	free(ns->shard_entries);
 	free(ns->copy_since);
 	kv_demand_book_free(ns->book);
+	free(ns->ages);
 	free(ns);
 }
 
@@ -1513,6 +1514,7 @@ int kv_ns_create(struct poold *pd, const struct kv_ns_spec *spec, char *err, siz
 	ns->uid = spec->uid;
 	ns->gid = spec->gid;
 	ns->mode = spec->mode;
+	kv_demand_ns(ns);
 	pd->kv->map_gen = 0; /* (its part of the capacity, kv-owner.c) */
 	log_info("KV namespace '%s' created, capacity %llu, tier %s, evict %s, replicas %u, "
 		 "uid %u gid %u mode %03o%s",

@@ -6,8 +6,10 @@
 # on one owner, the hot one) while another reads 40 of the cold keys again
 # and again (so
 # every owner is in use, and their other cold values age). One LRU over the
-# namespace would evict the other cold values for the new ones; so the hot
-# owner's part must grow well past its even part, and hold more than it,
+# namespace would evict the other cold values for the new ones and keep the
+# 40; so the hot owner's part must grow well past its even part, and hold
+# more than it, the 40 must stay (their owners report how much of what they
+# hold was used lately, not only how old their oldest is),
 # while the parts given never add up to more than the capacity and 1/32; a
 # poold's status counts the reports and the changes. Then a node dies: the
 # map changes and every part is even again. A report sent on a control
@@ -93,6 +95,9 @@ held=$(metric "$hot" 'pool_kv_bytes{ns="dm",tier="dram"}')
 [ $over = 0 ] && [ "$max" -gt 0 ] &&
 	ok "the parts never added up to more than the capacity and 1/32 (at most $max of $((24 << 20)))" ||
 	not_ok "parts added up to $max, over the bound $over time(s)"
+out=$(POOL_KV_MISSES=1 kv 3 dm mget c 40 1 2>&1)
+[ "$(tail -1 <<<"$out")" = "mget c: 40 hits of 40, all correct" ] &&
+	ok "the 40 cold keys read all along are all still there" || not_ok "cold reads: $out"
 reports=0
 for i in 1 2 3; do reports=$((reports + $(shard_stat "$i" demand_reports))); done
 changes=$(shard_stat "$hot" part_changes)

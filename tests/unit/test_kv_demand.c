@@ -5,11 +5,17 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "daemon/kv/kv-int.h"
 #include "tests/unit/unit.h"
 
 #define MIB (UINT64_C(1) << 20)
+/* An owner's use without points: its bytes taken as spread evenly over their ages. */
+#define USE(bytes, age, ev)                                                                        \
+	{                                                                                          \
+		.used = (bytes), .age_ms = (age), .evicted = (ev)                                  \
+	}
 
 static uint64_t sum(const uint64_t *part, size_t n)
 {
@@ -24,8 +30,8 @@ static uint64_t sum(const uint64_t *part, size_t n)
 /* Full, values kept back to the same age: the parts are what each holds, all the capacity. */
 static void test_same_age(void)
 {
-	const struct kv_demand_use use[] = {
-	    {300 * MIB, 400, true}, {100 * MIB, 400, true}, {200 * MIB, 400, false}};
+	const struct kv_demand_use use[] = {USE(300 * MIB, 400, true), USE(100 * MIB, 400, true),
+					    USE(200 * MIB, 400, false)};
 	uint64_t part[3];
 
 	kv_demand_split(use, 3, 600 * MIB, part);
@@ -38,7 +44,7 @@ static void test_same_age(void)
 /* Full: the owner that keeps values back half as long gets the room to keep them as long. */
 static void test_younger_grows(void)
 {
-	const struct kv_demand_use use[] = {{100 * MIB, 100, true}, {100 * MIB, 200, true}};
+	const struct kv_demand_use use[] = {USE(100 * MIB, 100, true), USE(100 * MIB, 200, true)};
 	uint64_t part[2];
 
 	kv_demand_split(use, 2, 300 * MIB, part);
@@ -53,8 +59,8 @@ static void test_younger_grows(void)
  */
 static void test_no_more_than_held(void)
 {
-	const struct kv_demand_use use[] = {
-	    {10 * MIB, 1, false}, {100 * MIB, 100, true}, {50 * MIB, 100, true}};
+	const struct kv_demand_use use[] = {USE(10 * MIB, 1, false), USE(100 * MIB, 100, true),
+					    USE(50 * MIB, 100, true)};
 	uint64_t part[3];
 
 	kv_demand_split(use, 3, 100 * MIB, part);
@@ -63,11 +69,34 @@ static void test_no_more_than_held(void)
 	CU_ASSERT_DOUBLE_EQUAL((double)part[2], 30.0 * MIB, 1);
 }
 
+/*
+ * Full: an owner's points say how much of what it holds was used lately.
+ * B holds 20 MiB back to 2 s, but read 10 MiB of it within the last 64 ms
+ * (say, a prefix every request shares) and nothing since 64 ms before: at
+ * one LRU's age, about 110 ms here, it keeps those 10 MiB, where its rate
+ * alone (20 MiB over 2 s) would have left it its floor.
+ */
+static void test_points(void)
+{
+	struct kv_demand_use use[] = {USE(100 * MIB, 100, true), USE(20 * MIB, 2000, true)};
+	const uint64_t held[] = {2 * MIB,  4 * MIB,  8 * MIB,  10 * MIB,
+				 10 * MIB, 10 * MIB, 10 * MIB, 10 * MIB};
+	uint64_t part[2];
+
+	kv_demand_split(use, 2, 120 * MIB, part);
+	CU_ASSERT(part[1] < 4 * MIB); /* (without points: its floor, 1/16 of 60 MiB) */
+	memcpy(use[1].held, held, sizeof(held));
+	use[1].npoints = 8;
+	kv_demand_split(use, 2, 120 * MIB, part);
+	CU_ASSERT_DOUBLE_EQUAL((double)part[1], 10.0 * MIB, 1);
+	CU_ASSERT_DOUBLE_EQUAL((double)part[0], 110.0 * MIB, 1);
+}
+
 /* Full: an owner holding nothing, or little, still gets its floor, 1/16 of an even part. */
 static void test_floor(void)
 {
-	const struct kv_demand_use use[] = {
-	    {0, 0, false}, {400 * MIB, 50, true}, {MIB, 1000, false}, {200 * MIB, 50, false}};
+	const struct kv_demand_use use[] = {USE(0, 0, false), USE(400 * MIB, 50, true),
+					    USE(MIB, 1000, false), USE(200 * MIB, 50, false)};
 	uint64_t part[4];
 
 	kv_demand_split(use, 4, 400 * MIB, part);
@@ -82,7 +111,7 @@ static void test_floor(void)
 /* Not full (none evicted): each keeps what it holds, the room left goes by rate. */
 static void test_room_left(void)
 {
-	const struct kv_demand_use use[] = {{10 * MIB, 100, false}, {30 * MIB, 100, false}};
+	const struct kv_demand_use use[] = {USE(10 * MIB, 100, false), USE(30 * MIB, 100, false)};
 	uint64_t part[2];
 
 	kv_demand_split(use, 2, 100 * MIB, part);
@@ -90,7 +119,8 @@ static void test_room_left(void)
 	CU_ASSERT_EQUAL(part[1], 30 * MIB + 45 * MIB);
 	/* The same, but one evicted: full, parts by rate alone (the other's drops below its 30). */
 	{
-		const struct kv_demand_use ev[] = {{10 * MIB, 10, true}, {30 * MIB, 1000, false}};
+		const struct kv_demand_use ev[] = {USE(10 * MIB, 10, true),
+						   USE(30 * MIB, 1000, false)};
 
 		kv_demand_split(ev, 2, 100 * MIB, part);
 		CU_ASSERT(part[0] > 90 * MIB && part[1] < 30 * MIB);
@@ -101,8 +131,8 @@ static void test_room_left(void)
 /* Nothing held anywhere: even parts; no owners: nothing written. */
 static void test_empty(void)
 {
-	const struct kv_demand_use use[] = {
-	    {0, 0, false}, {0, 5, false}, {0, 0, true}, {0, 9, false}};
+	const struct kv_demand_use use[] = {USE(0, 0, false), USE(0, 5, false), USE(0, 0, true),
+					    USE(0, 9, false)};
 	uint64_t part[4] = {1, 2, 3, 4};
 
 	kv_demand_split(use, 4, 64 * MIB, part);
@@ -120,6 +150,7 @@ int main(void)
 	    {"the younger part grows, the older shrinks", test_younger_grows},
 	    {"one that did not evict keeps what it holds", test_no_more_than_held},
 	    {"an empty owner keeps its floor", test_floor},
+	    {"what an owner used lately, by its points", test_points},
 	    {"room left: each keeps what it holds", test_room_left},
 	    {"nothing held: even parts", test_empty},
 	    {NULL, NULL},
