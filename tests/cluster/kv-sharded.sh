@@ -17,19 +17,11 @@ kv() { local i=$1; shift; cluster_exec "$i" timeout 60 env POOL_SOCKET="$(pool_s
 finish() { [ "$FAILS" -gt 0 ] && pool_cluster_logs; echo "kv-sharded: $PASSES passed, $FAILS failed"; [ "$FAILS" -eq 0 ]; }
 
 POOL_OPTS="-o kv.shard_size=32M -o quota.bytes=16M"
-metrics_at() { echo "$(cluster_addr "$1"):$(cluster_port "$1" 9400)"; }
-node_opts() { echo "-o metrics.listen=$(metrics_at "$1")"; }
+node_opts() { echo "-o metrics.listen=$(pool_metrics_at "$1")"; }
 POOL_NODE_OPTS=node_opts
 pool_cluster_start 4 || { pool_cluster_logs; exit 1; }
 ok "4-node cluster formed ($CLUSTER_MODE)"
 
-# metric I NAME: host I's sample of a metric (by its full name and labels).
-metric() {
-	cluster_exec "$1" python3 -c 'import sys, urllib.request
-for line in urllib.request.urlopen("http://" + sys.argv[1] + "/metrics", timeout=10).read().decode().splitlines():
-    if line.split(" ")[0] == sys.argv[2]:
-        print(line.split(" ")[1])' "$(metrics_at "$1")" "$2"
-}
 # used I: bytes of host I's memory for its shards given to values.
 used() {
 	pctl "$1" --json status | python3 -c 'import json, sys; print(json.load(sys.stdin)["kv_shards"]["store_used"])'
@@ -41,7 +33,7 @@ pctl 1 kv create bad 64M sharded replicas=3 >"$CLUSTER_TMP/out" 2>&1
 [ $? -ne 0 ] && grep -q "1 or 2 replicas" "$CLUSTER_TMP/out" &&
 	ok "a sharded namespace with 3 replicas: refused, saying why" || { not_ok "replicas=3"; cat "$CLUSTER_TMP/out"; }
 sleep 1 # (the definition reaches every node)
-coord0=$(metric 1 'pool_kv_requests_total{from="nodes"}')
+coord0=$(pool_metric 1 'pool_kv_requests_total{from="nodes"}')
 
 # Small values from h2, read back from h3, single and in batches.
 out=$(kv 2 sh mput a 2000 1000 7 2>&1) && [ "$out" = "mput a: 2000 of 2000 stored" ] &&
@@ -88,16 +80,16 @@ print([n["entries"] for n in json.load(sys.stdin)["namespaces"] if n["name"] == 
 
 # Each poold's metrics count its own part: added up, the namespace's entries.
 sum=0
-for i in 1 2 3 4; do sum=$((sum + $(metric "$i" 'pool_kv_entries{ns="sh"}'))); done
+for i in 1 2 3 4; do sum=$((sum + $(pool_metric "$i" 'pool_kv_entries{ns="sh"}'))); done
 [ "$sum" = 2001 ] && ok "pool_kv_entries{ns=\"sh\"} of the four poolds add up to 2001" ||
 	not_ok "the owners' metrics add up to $sum entries"
 
 # The coordinator's index served none of it; the owners did.
-coord1=$(metric 1 'pool_kv_requests_total{from="nodes"}')
+coord1=$(pool_metric 1 'pool_kv_requests_total{from="nodes"}')
 owned=0
 for i in 1 2 3 4; do
-	owned=$((owned + $(metric "$i" 'pool_kv_shard_requests_total{from="nodes"}') +
-		$(metric "$i" 'pool_kv_shard_requests_total{from="here"}')))
+	owned=$((owned + $(pool_metric "$i" 'pool_kv_shard_requests_total{from="nodes"}') +
+		$(pool_metric "$i" 'pool_kv_shard_requests_total{from="here"}')))
 done
 [ "$coord0" = "$coord1" ] && [ "$owned" -gt 0 ] &&
 	ok "the coordinator's index served no KV request of nodes ($coord1); the owners $owned" ||

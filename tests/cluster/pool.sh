@@ -15,6 +15,16 @@ POOL_PIDS=()
 
 pool_coord_addr() { echo "$(cluster_addr 1):$(cluster_port 1 7400)"; }
 pool_sock() { echo "$(cluster_dir "$1")/run/poold.sock"; }
+# pool_metrics_at I: where host I's poold serves its metrics, when started
+# with -o metrics.listen=$(pool_metrics_at I).
+pool_metrics_at() { echo "$(cluster_addr "$1"):$(cluster_port "$1" 9400)"; }
+# pool_metric I NAME: host I's sample of a metric (by its full name and labels).
+pool_metric() {
+	cluster_exec "$1" python3 -c 'import sys, urllib.request
+for line in urllib.request.urlopen("http://" + sys.argv[1] + "/metrics", timeout=10).read().decode().splitlines():
+    if line.split(" ")[0] == sys.argv[2]:
+        print(line.split(" ")[1])' "$(pool_metrics_at "$1")" "$2"
+}
 
 # pool_node_start I [poold -o options...]: start poold on host I; with
 # POOL_PMEM=SIZE set, it lends a pmem tier of that size too; POOL_OPTS adds

@@ -29,10 +29,9 @@ USERS="$CLUSTER_TMP/resp-users"
 echo "alice 65534 >alice-pw" >"$USERS"
 chmod 600 "$USERS"
 POOL_OPTS="-o kv.shard_size=192M -o resp.capacity=1G -o resp.placement=sharded -o resp.replicas=2 -o resp.password=pw -o resp.users=$USERS"
-metrics_at() { echo "$(cluster_addr "$1"):$(cluster_port "$1" 9400)"; }
 # The coordinator (h1) owns no shards: what it serves of the RESP databases shows.
 node_opts() {
-	echo "-o metrics.listen=$(metrics_at "$1") -o resp.listen=$(cluster_addr "$1"):6379"
+	echo "-o metrics.listen=$(pool_metrics_at "$1") -o resp.listen=$(cluster_addr "$1"):6379"
 	[ "$1" = 1 ] && echo "-o kv.shard_size=0 -o resp.max_buffers_per_user=32M"
 }
 POOL_NODE_OPTS=node_opts
@@ -43,12 +42,6 @@ for i in 2 3 4; do pool_wait_state 1 "h$i" up 20 || { not_ok "h$i did not join";
 ok "4-node cluster formed, every node's RESP endpoint sharded ($CLUSTER_MODE)"
 for i in 1 2 3 4; do cluster_wait_tcp "$i" "$(cluster_addr "$i")" 6379 || not_ok "h$i's endpoint up"; done
 
-metric() {
-	cluster_exec "$1" python3 -c 'import sys, urllib.request
-for line in urllib.request.urlopen("http://" + sys.argv[1] + "/metrics", timeout=10).read().decode().splitlines():
-    if line.split(" ")[0] == sys.argv[2]:
-        print(line.split(" ")[1])' "$(metrics_at "$1")" "$2"
-}
 cli() { local i=$1; shift; cluster_exec "$i" timeout 20 redis-cli --no-auth-warning -h "$(cluster_addr "$i")" -a pw "$@" 2>&1; }
 # rpy I SCRIPT: redis-py inside host I against its own endpoint (r), the others' in rs[1..4].
 rpy() { cluster_exec "$1" env ADDRS="$(for i in 1 2 3 4; do printf '%s ' "$(cluster_addr "$i")"; done)" ME="$1" timeout 120 /usr/bin/python3 -c "
@@ -59,7 +52,7 @@ def val(i, n=100):
     return (hashlib.sha256(b'%d' % i).digest() * (n // 32 + 1))[:n]
 $2"; }
 
-coord0=$(metric 1 'pool_kv_requests_total{from="nodes"}')
+coord0=$(pool_metric 1 'pool_kv_requests_total{from="nodes"}')
 out=$(cli 2 SET greeting "from node 2"; cli 3 GET greeting; cli 4 GET greeting; cli 1 GET greeting)
 [ "$out" = "$(printf 'OK\nfrom node 2\nfrom node 2\nfrom node 2')" ] &&
 	ok "redis-cli: SET on h2's endpoint, GET on h3's, h4's and the coordinator's" ||
@@ -274,13 +267,13 @@ out=$(cluster_exec 2 timeout 20 redis-cli --no-auth-warning -h "$(cluster_addr 2
 	ok "alice (uid 65534) SETs on h2 in her own database, reads it on h4; the default user's key unchanged" ||
 	not_ok "alice's database: $out"
 
-coord1=$(metric 1 'pool_kv_requests_total{from="nodes"}')
-coordsrv=$(metric 1 'pool_resp_shard_commands_total{from="nodes"}')
+coord1=$(pool_metric 1 'pool_kv_requests_total{from="nodes"}')
+coordsrv=$(pool_metric 1 'pool_resp_shard_commands_total{from="nodes"}')
 [ -n "$coord0" ] && [ "$coord0" = "$coord1" ] && [ "$coordsrv" = 0 ] &&
 	ok "the coordinator served no command or KV request of the nodes' RESP clients" ||
 	not_ok "coordinator's KV requests from nodes: $coord0 -> $coord1, RESP commands served $coordsrv"
-fwd=$(metric 3 'pool_resp_shard_commands_total{to="owners"}')
-srv=$(metric 4 'pool_resp_shard_commands_total{from="nodes"}')
+fwd=$(pool_metric 3 'pool_resp_shard_commands_total{to="owners"}')
+srv=$(pool_metric 4 'pool_resp_shard_commands_total{from="nodes"}')
 [ "${fwd:-0}" -gt 0 ] && [ "${srv:-0}" -gt 0 ] &&
 	ok "h3 sent $fwd commands to owners, h4 served $srv for other nodes (metrics)" ||
 	not_ok "shard command metrics: $fwd sent, $srv served"
