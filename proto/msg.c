@@ -59,6 +59,7 @@ static const struct {
     [WIRE_RESP_REPLY] = {"resp-reply", &pool__resp_reply__descriptor},
     [WIRE_KV_DEMAND] = {"kv-demand", &pool__kv_demand__descriptor},
     [WIRE_KV_DEMAND_REPLY] = {"kv-demand-reply", &pool__kv_demand_reply__descriptor},
+    [WIRE_KV_PART] = {"kv-part", &pool__kv_part__descriptor},
     [WIRE_KV_NS] = {"kv-ns", &pool__kv_ns_request__descriptor},
     [WIRE_KV_NS_REPLY] = {"kv-ns-reply", &pool__kv_ns_reply__descriptor},
     [WIRE_KV] = {"kv", &pool__kv_request__descriptor},

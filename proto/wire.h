@@ -106,6 +106,7 @@ enum wire_type {
 	WIRE_RESP_REPLY = 68,
 	WIRE_KV_DEMAND = 69, /* node -> node: its use of sharded namespaces, to their keeper */
 	WIRE_KV_DEMAND_REPLY = 70,
+	WIRE_KV_PART = 71, /* node -> node: a keeper's part for a quiet owner (answered Ok) */
 	WIRE_TYPE_MAX
 };
 

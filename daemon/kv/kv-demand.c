@@ -41,10 +41,13 @@
  * unused. A part never falls below 1/KVDEMAND_FLOOR of an even one, so an
  * owner whose keys come back has room to keep them while it reports.
  *
- * Parts are even again after each change of the shard map (the books with
- * them), and for namespaces of 2 replicas always: a backup's copies follow
- * its owners' evictions, not its own LRU. A quiet owner does not report:
- * until it does, the part it was given stays its own.
+ * A quiet owner (none of its keys served) does not report; while others
+ * evict, its values are older than any used of late, those one LRU would
+ * evict first: the keeper gives it the floor and tells it so (KvPart),
+ * once it has not reported for KVDEMAND_STALE_MS, and the room goes to
+ * the others. Parts are even again after each change of the shard map (the
+ * books with them), and for namespaces of 2 replicas always: a backup's
+ * copies follow its owners' evictions, not its own LRU.
  */
 #include "config.h"
 
@@ -75,7 +78,7 @@ struct kv_demand_owner {
 
 /* A namespace's owners at its keeper, for the map it was made for, and room to work out parts. */
 struct kv_demand_book {
-	uint64_t map_gen;
+	uint64_t map_gen, made_ms;
 	size_t n;
 	struct kv_demand_use *use;
 	uint64_t *part;
@@ -325,6 +328,7 @@ static struct kv_demand_book *kv_demand_book(struct poold *pd, struct kv_ns *ns)
 		return ns->book = NULL;
 	}
 	b->map_gen = pd->kv->map_gen;
+	b->made_ms = units_now_ms();
 	b->n = map->nowners;
 	for (i = 0; i < b->n; i++) {
 		b->owner[i].node = map->owners[i];
@@ -332,6 +336,62 @@ static struct kv_demand_book *kv_demand_book(struct poold *pd, struct kv_ns *ns)
 		    ns->capacity / KV_SHARDS * kv_shard_map_owned(map, map->owners[i]);
 	}
 	return b;
+}
+
+static void kv_demand_apply(struct poold *pd, struct kv_ns *ns, uint64_t part);
+
+/* A report older than this no longer counts at the keeper. */
+static uint64_t kv_demand_stale_ms(uint64_t turn)
+{
+	return MAX(KVDEMAND_STALE_MS, 20 * turn);
+}
+
+/* Whether owner x reported of late. */
+static bool kv_demand_fresh(const struct kv_demand_owner *x, uint64_t now, uint64_t turn)
+{
+	return x->at_ms != 0 && now - x->at_ms <= kv_demand_stale_ms(turn);
+}
+
+/* Whether owner x evicts now, as it reported. */
+static bool kv_demand_evicting(const struct kv_demand_owner *x, uint64_t now, uint64_t turn)
+{
+	return x->at_ms != 0 && x->use.evicted && now - x->at_ms <= KVDEMAND_EVICTING * turn;
+}
+
+static void kv_demand_told(struct poold *pd, void *arg, int status, uint16_t type,
+			   const uint8_t *bytes, size_t len)
+{
+	(void)pd, (void)arg, (void)status, (void)type, (void)bytes, (void)len;
+}
+
+/*
+ * At ns's keeper, while the namespace evicts: owner x has not reported for
+ * a while (none of its keys served), so its values are older than any
+ * used of late, those one LRU would evict first. It is given the floor,
+ * told so (an owner that does not get it holds more than its part until
+ * it reports again, or the map changes for its death).
+ */
+static void kv_demand_quiet(struct poold *pd, struct kv_ns *ns, struct kv_demand_owner *x,
+			    uint64_t floor)
+{
+	struct nodecall_as as = {0, 0, 0, true, 0};
+	Pool__KvPart m = POOL__KV_PART__INIT;
+	Pool__KvPartOf of = POOL__KV_PART_OF__INIT, *op = &of;
+
+	if (x->part <= floor)
+		return;
+	x->part = floor;
+	if (x->node == pd->node_id) {
+		kv_demand_apply(pd, ns, floor);
+		return;
+	}
+	of.ns = ns->name;
+	of.part = floor;
+	m.digest = member_kv_shards(pd)->digest;
+	m.parts = &op;
+	m.n_parts = 1;
+	(void)nodecall_send_apart(pd, x->node, &as, WIRE_KV_PART, &m.base, KVDEMAND_ANSWER_MAX,
+				  kv_demand_told, NULL);
 }
 
 /*
@@ -357,19 +417,24 @@ static uint64_t kv_demand_take(struct poold *pd, struct kv_ns *ns, uint32_t node
 		return 0;
 	o = &b->owner[me];
 	*o = (struct kv_demand_owner){node, *use, now, o->part};
+	for (i = 0; i < b->n; i++)
+		evicting = evicting || kv_demand_evicting(&b->owner[i], now, turn);
 	/* The parts of those that reported of late follow their rates; the others' stay. */
 	for (i = 0; i < b->n; i++) {
-		const struct kv_demand_owner *x = &b->owner[i];
+		struct kv_demand_owner *x = &b->owner[i];
 
-		given += x->part;
-		if (x->at_ms == 0 || now - x->at_ms > MAX(KVDEMAND_STALE_MS, 20 * turn)) {
+		if (!kv_demand_fresh(x, now, turn)) {
+			if (evicting &&
+			    (x->at_ms != 0 || now - b->made_ms > kv_demand_stale_ms(turn)))
+				kv_demand_quiet(pd, ns, x, ns->capacity / b->n / KVDEMAND_FLOOR);
+			given += x->part;
 			budget -= MIN(budget, x->part);
 			continue;
 		}
+		given += x->part;
 		at = i == me ? n : at;
 		b->use[n] = x->use;
-		b->use[n].evicted = x->use.evicted && now - x->at_ms <= KVDEMAND_EVICTING * turn;
-		evicting = evicting || b->use[n].evicted;
+		b->use[n].evicted = kv_demand_evicting(x, now, turn);
 		used += b->use[n++].used;
 	}
 	/*
@@ -432,8 +497,33 @@ static int kv_demand_request(struct req *r, const ProtobufCMessage *msg)
 	return req_reply(r, WIRE_KV_DEMAND_REPLY, &reply.base);
 }
 
+/* Served for a keeper's poold, in a call: the part of a namespace this quiet owner holds now. */
+static int kv_demand_part_request(struct req *r, const ProtobufCMessage *msg)
+{
+	const Pool__KvPart *m = (const Pool__KvPart *)msg;
+	Pool__Ok ok = POOL__OK__INIT;
+	struct poold *pd = r->pd;
+	size_t i;
+
+	if (r->answer == NULL)
+		return req_errorf(r, -EPERM, "a namespace's part is given by its keeper only");
+	if (pd->kv == NULL)
+		return req_errorf(r, -EAGAIN, "this poold keeps no KV shards now");
+	kv_owner_map(pd);
+	if (m->digest != member_kv_shards(pd)->digest)
+		return req_errorf(r, -ESTALE, "the shard map changed: parts are even again");
+	for (i = 0; i < m->n_parts; i++) {
+		struct kv_ns *ns = kv_ns_find(pd, m->parts[i]->ns);
+
+		if (ns != NULL && kv_demand_follows(pd, ns) && kv_demand_keeper(pd, ns) == r->node)
+			kv_demand_apply(pd, ns, m->parts[i]->part);
+	}
+	return req_reply(r, WIRE_OK, &ok.base);
+}
+
 const struct ctl_handler kv_demand_handlers[] = {
     {WIRE_KV_DEMAND, CTL_ADMIN, AT_HERE, kv_demand_request, NULL},
+    {WIRE_KV_PART, CTL_ADMIN, AT_HERE, kv_demand_part_request, NULL},
     {0, 0, 0, NULL, NULL},
 };
 

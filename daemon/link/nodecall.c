@@ -40,7 +40,7 @@ static bool nodecall_served(uint32_t type)
 {
 	return type == WIRE_STATUS || type == WIRE_KV || type == WIRE_KV_NS ||
 	       type == WIRE_SESSION_END || type == WIRE_KV_HANDOVER || type == WIRE_KV_BACKUP ||
-	       type == WIRE_RESP_COMMAND || type == WIRE_KV_DEMAND;
+	       type == WIRE_RESP_COMMAND || type == WIRE_KV_DEMAND || type == WIRE_KV_PART;
 }
 
 static void nodecall_free(struct nodecall *nc)

@@ -143,22 +143,23 @@ missed=$(pool_kv_shard 1 backup_missed) sent=$(pool_kv_shard 1 backup_keys)
 [ "$sent" -gt 0 ] && ok "h1 sent $sent change(s) to backups ($missed not taken, to the dead)" ||
 	not_ok "h1 sent $sent changes"
 
-# A hand-over, a backup call, a RESP command of a sharded database or a
-# report of a namespace's use is a node's, on the link between poolds: sent
-# on the control socket, root's or nobody's, it is refused.
+# A hand-over, a backup call, a RESP command of a sharded database, a
+# report of a namespace's use or a keeper's part is a node's, on the link
+# between poolds: sent on the control socket, root's or nobody's, it is
+# refused.
 HOSTILE="$top_builddir/tests/tools/pool-hostile"
 out=$(cluster_exec 3 "$HOSTILE" "$(pool_sock 3)" --node-calls bk 2>&1) &&
-	[ "$(grep -c '^refused: ' <<<"$out")" = 4 ] && grep -q "shard's owner only" <<<"$out" &&
+	[ "$(grep -c '^refused: ' <<<"$out")" = 5 ] && grep -q "shard's owner only" <<<"$out" &&
 	grep -q "asked only by other nodes" <<<"$out" &&
 	! kv 3 bk exists stolen >/dev/null 2>&1 && kv 3 bk exists a100 >/dev/null 2>&1 &&
-	ok "a hand-over, a backup copy, a RESP command and a use report sent by root on h3's control socket: refused, nothing changed" ||
+	ok "a hand-over, a backup copy, a RESP command, a use report and a part sent by root on h3's control socket: refused, nothing changed" ||
 	not_ok "root's node calls: $out"
 if have_nobody "$HOSTILE"; then
 	chmod 0755 "$(cluster_dir 3)" "$(cluster_dir 3)/run" "$CLUSTER_TMP"
 	chmod 0666 "$(pool_sock 3)"
 	out=$(cluster_exec 3 setpriv --reuid=nobody --regid=nogroup --clear-groups \
 		"$HOSTILE" "$(pool_sock 3)" --node-calls bk 2>&1) &&
-		[ "$(grep -c '^refused: ' <<<"$out")" = 4 ] &&
+		[ "$(grep -c '^refused: ' <<<"$out")" = 5 ] &&
 		ok "... and by uid nobody: refused" || not_ok "nobody's node calls: $out"
 fi
 pctl 3 status >/dev/null 2>&1 && ok "h3's poold still answers" || not_ok "h3 after the node calls"

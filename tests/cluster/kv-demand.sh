@@ -9,11 +9,13 @@
 # namespace would evict the other cold values for the new ones and keep the
 # 40; so the hot owner's part must grow well past its even part, and hold
 # more than it, the 40 must stay (their owners report how much of what they
-# hold was used lately, not only how old their oldest is),
+# hold was used lately, not only how old their oldest is); then, with the
+# reader stopped, the quiet owners are given the floor and the hot one the
+# rest,
 # while the parts given never add up to more than the capacity and 1/32; a
 # poold's status counts the reports and the changes. Then a node dies: the
-# map changes and every part is even again. A report sent on a control
-# socket (root's or nobody's) is refused and changes no part.
+# map changes and every part is even again. A report or a part sent on a
+# control socket (root's or nobody's) is refused and changes no part.
 . "${top_srcdir:-.}/tests/cluster/pool.sh"
 KV="$top_builddir/tests/tools/pool-kv"
 HOSTILE="$top_builddir/tests/tools/pool-hostile"
@@ -26,21 +28,13 @@ finish() {
 }
 
 POOL_OPTS="-o kv.shard_size=64M"
-metrics_at() { echo "$(cluster_addr "$1"):$(cluster_port "$1" 9400)"; }
-node_opts() { echo "-o metrics.listen=$(metrics_at "$1")"; }
+node_opts() { echo "-o metrics.listen=$(pool_metrics_at "$1")"; }
 POOL_NODE_OPTS=node_opts
 pool_cluster_start 3 || { pool_cluster_logs; exit 1; }
 ok "3-node cluster formed ($CLUSTER_MODE)"
 
-# metric I NAME: host I's sample of a metric (by its full name and labels).
-metric() {
-	cluster_exec "$1" python3 -c 'import sys, urllib.request
-for line in urllib.request.urlopen("http://" + sys.argv[1] + "/metrics", timeout=10).read().decode().splitlines():
-    if line.split(" ")[0] == sys.argv[2]:
-        print(line.split(" ")[1])' "$(metrics_at "$1")" "$2"
-}
-part() { metric "$1" 'pool_kv_part_bytes{ns="dm"}'; }
-owned() { metric "$1" pool_kv_shards_owned; }
+part() { pool_metric "$1" 'pool_kv_part_bytes{ns="dm"}'; }
+owned() { pool_metric "$1" pool_kv_shards_owned; }
 shard_stat() {
 	pctl "$1" --json status | python3 -c 'import json, sys; print(json.load(sys.stdin)["kv_shards"][sys.argv[1]])' "$2"
 }
@@ -89,7 +83,7 @@ hp=$(part "$hot")
 [ "$hp" -gt $((hot_even * 5 / 4)) ] &&
 	ok "h$hot's part grew with its demand ($n MiB put): $hp bytes, its even part $hot_even" ||
 	not_ok "h$hot's part $hp (even $hot_even)"
-held=$(metric "$hot" 'pool_kv_bytes{ns="dm",tier="dram"}')
+held=$(pool_metric "$hot" 'pool_kv_bytes{ns="dm",tier="dram"}')
 [ "$held" -gt "$hot_even" ] && ok "... and h$hot holds $held bytes of dm, more than its even part" ||
 	not_ok "h$hot holds $held (even $hot_even)"
 [ $over = 0 ] && [ "$max" -gt 0 ] &&
@@ -105,19 +99,33 @@ changes=$(shard_stat "$hot" part_changes)
 	ok "status: $reports use report(s) sent to keepers, h$hot's part changed $changes time(s)" ||
 	not_ok "reports $reports, changes $changes"
 
+# Then the hot owner alone in use: the others, quiet, are given the floor
+# (1/16 of an even part) by the keeper, and the hot one takes the rest.
+end=$((SECONDS + 3))
+while [ $SECONDS -lt $end ]; do
+	kv 2 dm mput "{hot}q$n-" 16 65536 2 >/dev/null 2>&1 || not_ok "hot mput q$n"
+	n=$((n + 1))
+done
+floor=$(((24 << 20) / 3 / 16)) bad=
+for i in 1 2 3; do [ "$i" != "$hot" ] && [ "$(part "$i")" != "$floor" ] && bad="$bad h$i:$(part "$i")"; done
+hp=$(part "$hot")
+[ -z "$bad" ] && [ "$hp" -gt $((20 << 20)) ] &&
+	ok "the others quiet: their parts are the floor ($floor bytes), h$hot's $hp" ||
+	not_ok "quiet owners' parts:$bad (floor $floor), h$hot's $hp"
+
 # A report on the control socket is refused, root's or nobody's, and changes no part.
 before=$(part "$hot")
 out=$(cluster_exec "$hot" "$HOSTILE" "$(pool_sock "$hot")" --node-calls dm 2>&1) &&
-	[ "$(grep -c '^refused: ' <<<"$out")" = 4 ] && grep -q "reported by a shard owner only" <<<"$out" &&
+	[ "$(grep -c '^refused: ' <<<"$out")" = 5 ] && grep -q "reported by a shard owner only" <<<"$out" &&
 	[ "$(part "$hot")" = "$before" ] &&
-	ok "a use report claiming all of dm, sent by root on h$hot's control socket: refused, no part changed" ||
+	ok "a use report claiming all of dm and a part of 1 byte, sent by root on h$hot's control socket: refused, no part changed" ||
 	not_ok "root's report: $out"
 if have_nobody "$HOSTILE"; then
 	chmod 0755 "$(cluster_dir "$hot")" "$(cluster_dir "$hot")/run" "$CLUSTER_TMP"
 	chmod 0666 "$(pool_sock "$hot")"
 	out=$(cluster_exec "$hot" setpriv --reuid=nobody --regid=nogroup --clear-groups \
 		"$HOSTILE" "$(pool_sock "$hot")" --node-calls dm 2>&1) &&
-		[ "$(grep -c '^refused: ' <<<"$out")" = 4 ] && [ "$(part "$hot")" = "$before" ] &&
+		[ "$(grep -c '^refused: ' <<<"$out")" = 5 ] && [ "$(part "$hot")" = "$before" ] &&
 		ok "... and by uid nobody: refused" || not_ok "nobody's report: $out"
 fi
 

@@ -41,9 +41,10 @@
  * --node-calls sends what only another node's poold sends on the link
  * between them, on the control socket: a KV shard hand-over request, a
  * backup copy of a key of NS (a sharded namespace of 2 replicas), a RESP
- * command of a sharded database and a report of NS's use to its keeper
- * that would take all its capacity; all must be refused, whoever asks (root
- * too), and NS must not hold the key.
+ * command of a sharded database, a report of NS's use to its keeper that
+ * would take all its capacity and a keeper's part of NS that would leave
+ * this owner none; all must be refused, whoever asks (root too), and NS must
+ * not hold the key.
  */
 #include "config.h"
 
@@ -509,6 +510,17 @@ static int node_calls(const char *ns)
 		dm.n_uses = 1;
 		must_fail("a report of a namespace's use to its keeper sent on the control socket",
 			  WIRE_KV_DEMAND, &dm.base, WIRE_KV_DEMAND_REPLY);
+	}
+	{
+		Pool__KvPart kp = POOL__KV_PART__INIT;
+		Pool__KvPartOf of = POOL__KV_PART_OF__INIT, *op = &of;
+
+		of.ns = (char *)ns;
+		of.part = 1;
+		kp.parts = &op;
+		kp.n_parts = 1;
+		must_fail("a keeper's part of a namespace sent on the control socket", WIRE_KV_PART,
+			  &kp.base, WIRE_OK);
 	}
 	return failures;
 }
