@@ -74,14 +74,17 @@ struct kv_demand_owner {
 	struct kv_demand_use use;
 	uint64_t at_ms; /* when it reported (0: never since the map changed) */
 	uint64_t part;
+	uint64_t target; /* its part in the last split, if it took part in it (else 0) */
 };
 
 /* A namespace's owners at its keeper, for the map it was made for, and room to work out parts. */
 struct kv_demand_book {
 	uint64_t map_gen, made_ms;
+	uint64_t split_ms; /* the last split, of the owners then fresh */
 	size_t n;
-	struct kv_demand_use *use;
-	uint64_t *part;
+	struct kv_demand_use *use; /* room for n: the owners split, */
+	uint64_t *part;		   /* ... their parts */
+	size_t *who;		   /* ... and their places in owner[] */
 	struct kv_demand_owner owner[];
 };
 
@@ -145,13 +148,15 @@ static double kv_demand_age(const struct kv_demand_use *use, size_t n, const uin
 	double lo = 0, hi = 1, sum;
 	size_t i, k;
 
+	for (i = 0; i < n; i++) /* (from the oldest age reported, where most is held) */
+		hi = MAX(hi, (double)use[i].age_ms);
 	for (k = 0; k < 64; k++, hi *= 2) { /* (an age they keep more than room at, or none) */
 		for (sum = 0, i = 0; i < n; i++)
 			sum += ret[i] == 0 ? kv_demand_held(&use[i], hi) : 0;
 		if (sum >= room)
 			break;
 	}
-	for (k = 0; k < 64; k++) {
+	for (k = 0; k < 40; k++) { /* (to a 2^-40th of it) */
 		double mid = (lo + hi) / 2;
 
 		for (sum = 0, i = 0; i < n; i++)
@@ -305,6 +310,7 @@ void kv_demand_book_free(struct kv_demand_book *b)
 		return;
 	free(b->use);
 	free(b->part);
+	free(b->who);
 	free(b);
 }
 
@@ -322,8 +328,9 @@ static struct kv_demand_book *kv_demand_book(struct poold *pd, struct kv_ns *ns)
 	if (b != NULL) {
 		b->use = calloc(map->nowners ? map->nowners : 1, sizeof(*b->use));
 		b->part = calloc(map->nowners ? map->nowners : 1, sizeof(*b->part));
+		b->who = calloc(map->nowners ? map->nowners : 1, sizeof(*b->who));
 	}
-	if (b == NULL || b->use == NULL || b->part == NULL) {
+	if (b == NULL || b->use == NULL || b->part == NULL || b->who == NULL) {
 		kv_demand_book_free(b);
 		return ns->book = NULL;
 	}
@@ -403,9 +410,9 @@ static uint64_t kv_demand_take(struct poold *pd, struct kv_ns *ns, uint32_t node
 			       const struct kv_demand_use *use)
 {
 	uint64_t now = units_now_ms(), turn = kv_demand_turn_ms(pd), budget = ns->capacity;
-	uint64_t given = 0, used = 0, bound;
+	uint64_t given = 0, used = 0, bound, part;
 	struct kv_demand_book *b = kv_demand_book(pd, ns);
-	size_t i, n = 0, me = SIZE_MAX, at = 0;
+	size_t i, n = 0, me = SIZE_MAX;
 	struct kv_demand_owner *o;
 	bool evicting = false;
 
@@ -416,7 +423,8 @@ static uint64_t kv_demand_take(struct poold *pd, struct kv_ns *ns, uint32_t node
 	if (me == SIZE_MAX)
 		return 0;
 	o = &b->owner[me];
-	*o = (struct kv_demand_owner){node, *use, now, o->part};
+	o->use = *use;
+	o->at_ms = now;
 	for (i = 0; i < b->n; i++)
 		evicting = evicting || kv_demand_evicting(&b->owner[i], now, turn);
 	/* The parts of those that reported of late follow their rates; the others' stay. */
@@ -432,7 +440,7 @@ static uint64_t kv_demand_take(struct poold *pd, struct kv_ns *ns, uint32_t node
 			continue;
 		}
 		given += x->part;
-		at = i == me ? n : at;
+		b->who[n] = i;
 		b->use[n] = x->use;
 		b->use[n].evicted = kv_demand_evicting(x, now, turn);
 		used += b->use[n++].used;
@@ -443,12 +451,26 @@ static uint64_t kv_demand_take(struct poold *pd, struct kv_ns *ns, uint32_t node
 	 */
 	if (!evicting && used >= budget)
 		return o->part;
-	kv_demand_split(b->use, n, budget, b->part);
+	/*
+	 * Split again at each report; with more than KVDEMAND_OWNERS owners
+	 * (each split a walk over all, a keeper taking KVDEMAND_OWNERS reports
+	 * a turn) once every KVDEMAND_MS, the reports between taking their
+	 * parts from the last.
+	 */
+	if (b->n <= KVDEMAND_OWNERS || now - b->split_ms >= KVDEMAND_MS || o->target == 0) {
+		kv_demand_split(b->use, n, budget, b->part);
+		for (i = 0; i < b->n; i++)
+			b->owner[i].target = 0;
+		for (i = 0; i < n; i++)
+			b->owner[b->who[i]].target = MAX(b->part[i], 1);
+		b->split_ms = now;
+	}
 	/* It grows only into room the others gave back, and 1/KVDEMAND_OVER more. */
 	bound = ns->capacity + ns->capacity / KVDEMAND_OVER;
-	if (b->part[at] > o->part)
-		b->part[at] = MIN(b->part[at], o->part + (bound - MIN(bound, given)));
-	o->part = b->part[at];
+	part = o->target;
+	if (part > o->part)
+		part = MIN(part, o->part + (bound - MIN(bound, given)));
+	o->part = part;
 	return o->part;
 }
 

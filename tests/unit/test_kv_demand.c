@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/common.h"
 #include "daemon/kv/kv-int.h"
 #include "tests/unit/unit.h"
 
@@ -143,6 +144,34 @@ static void test_empty(void)
 	CU_ASSERT_EQUAL(part[0], 7);
 }
 
+/*
+ * 1,024 owners, all evicting, with points: the parts add up to the capacity
+ * (each rounded down), the youngest owners get the most; the time of one
+ * split is printed (a keeper splits at most once every 10 ms beyond 32
+ * owners).
+ */
+static void test_many(void)
+{
+	static struct kv_demand_use use[1024];
+	static uint64_t part[1024];
+	uint64_t sum = 0, t0;
+	size_t i, k;
+
+	for (i = 0; i < 1024; i++) {
+		use[i] = (struct kv_demand_use)USE(MIB + i * 4096, 100 + i, true);
+		for (k = 0; k < 4; k++) /* (8, 16, 32 and 64 ms) */
+			use[i].held[k] = use[i].used * (8u << k) / (100 + i);
+		use[i].npoints = 4;
+	}
+	t0 = units_now_us();
+	kv_demand_split(use, 1024, 1024 * MIB, part);
+	printf("\n    1,024 owners split in %llu us\n", (unsigned long long)(units_now_us() - t0));
+	for (i = 0; i < 1024; i++)
+		sum += part[i];
+	CU_ASSERT(sum <= 1024 * MIB && sum >= 1024 * MIB - 1024);
+	CU_ASSERT(part[0] > part[1023]); /* (1 MiB back to 100 ms against 5 MiB back to 1.1 s) */
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -151,6 +180,7 @@ int main(void)
 	    {"one that did not evict keeps what it holds", test_no_more_than_held},
 	    {"an empty owner keeps its floor", test_floor},
 	    {"what an owner used lately, by its points", test_points},
+	    {"1,024 owners", test_many},
 	    {"room left: each keeps what it holds", test_room_left},
 	    {"nothing held: even parts", test_empty},
 	    {NULL, NULL},
