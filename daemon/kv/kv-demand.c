@@ -44,7 +44,7 @@
  * A quiet owner (none of its keys served) does not report; while others
  * evict, its values are older than any used of late, those one LRU would
  * evict first: the keeper gives it the floor and tells it so (KvPart),
- * once it has not reported for KVDEMAND_STALE_MS, and the room goes to
+ * once it has not reported for KVDEMAND_QUIET_MS, and the room goes to
  * the others. Parts are even again after each change of the shard map (the
  * books with them), and for namespaces of 2 replicas always: a backup's
  * copies follow its owners' evictions, not its own LRU.
@@ -63,6 +63,7 @@
 #define KVDEMAND_MS 10		 /* a used namespace's report, this often ... */
 #define KVDEMAND_OWNERS 32	 /* ... for each KVDEMAND_OWNERS owners (a keeper's load) */
 #define KVDEMAND_STALE_MS 1000	 /* a report older than this (or 20 turns) no longer counts */
+#define KVDEMAND_QUIET_MS 5000	 /* no report this long (or 100 turns) while others evict: quiet */
 #define KVDEMAND_EVICTING 5	 /* an eviction reported this many turns ago is still going on */
 #define KVDEMAND_FLOOR 16	 /* no part below 1/16 of an even one */
 #define KVDEMAND_OVER 32	 /* the parts given pass the capacity by 1/32 at most */
@@ -353,6 +354,16 @@ static uint64_t kv_demand_stale_ms(uint64_t turn)
 	return MAX(KVDEMAND_STALE_MS, 20 * turn);
 }
 
+/*
+ * An owner that has not reported for this long while others evict is
+ * quiet: longer than a loaded host's late report (a poold that does not
+ * run for that long is declared dead and the map changes anyway).
+ */
+static uint64_t kv_demand_quiet_ms(uint64_t turn)
+{
+	return MAX(KVDEMAND_QUIET_MS, 100 * turn);
+}
+
 /* Whether owner x reported of late. */
 static bool kv_demand_fresh(const struct kv_demand_owner *x, uint64_t now, uint64_t turn)
 {
@@ -432,8 +443,7 @@ static uint64_t kv_demand_take(struct poold *pd, struct kv_ns *ns, uint32_t node
 		struct kv_demand_owner *x = &b->owner[i];
 
 		if (!kv_demand_fresh(x, now, turn)) {
-			if (evicting &&
-			    (x->at_ms != 0 || now - b->made_ms > kv_demand_stale_ms(turn)))
+			if (evicting && now - MAX(x->at_ms, b->made_ms) > kv_demand_quiet_ms(turn))
 				kv_demand_quiet(pd, ns, x, ns->capacity / b->n / KVDEMAND_FLOOR);
 			given += x->part;
 			budget -= MIN(budget, x->part);
@@ -591,7 +601,9 @@ static void kv_demand_answer(struct poold *pd, void *arg, int status, uint16_t t
 
 /*
  * ns's use here, to report: its bytes, how long since its least recently
- * used value was used (ms), whether it evicted since its last report.
+ * used value was used (ms), whether it evicted for values put since its
+ * last report (evictions alone are a part that shrank: reads there are not
+ * new values, and would be taken to go on at its rate).
  */
 static struct kv_demand_use kv_demand_use(struct kv_ns *ns)
 {
@@ -599,10 +611,11 @@ static struct kv_demand_use kv_demand_use(struct kv_ns *ns)
 	struct kv_demand_use use = {
 	    .used = ns->used,
 	    .age_ms = e != NULL ? (uint32_t)((uint32_t)units_now_ms() - e->used_ms) : 0,
-	    .evicted = ns->evictions != ns->reported_evictions,
+	    .evicted = ns->evictions != ns->reported_evictions && ns->puts != ns->reported_puts,
 	};
 
 	ns->reported_evictions = ns->evictions;
+	ns->reported_puts = ns->puts;
 	kv_ages_points(ns, &use);
 	return use;
 }

@@ -220,11 +220,11 @@ struct kv_ns {
 	uint64_t room; /* sharded: this poold's part of the capacity (kv-owner.c) */
 	/*
 	 * Sharded, of 1 replica: the part its keeper gave this poold for
-	 * the demand it saw (0: none yet, room holds), the puts, hits and
-	 * evictions at the last report to the keeper, and at the keeper,
-	 * what the owners reported (kv-demand.c).
+	 * the demand it saw (0: none yet, room holds), its puts and hits,
+	 * evictions and puts at the last report to the keeper, and at the
+	 * keeper, what the owners reported (kv-demand.c).
 	 */
-	uint64_t given, reported, reported_evictions;
+	uint64_t given, reported, reported_evictions, reported_puts;
 	struct kv_demand_book *book;
 	struct kv_ages *ages; /* its LRU's values by when they were last used (kv-demand.c) */
 	/*

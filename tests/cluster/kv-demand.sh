@@ -106,9 +106,10 @@ changes=$(shard_stat "$hot" part_changes)
 	ok "status: $reports use report(s) sent to keepers, h$hot's part changed $changes time(s)" ||
 	not_ok "reports $reports, changes $changes"
 
-# Then the hot owner alone in use: the others, quiet, are given the floor
-# (1/16 of an even part) by the keeper, and the hot one takes the rest.
-end=$((SECONDS + 3))
+# Then the hot owner alone in use: the others, quiet for 5 s, are given
+# the floor (1/16 of an even part) by the keeper, and the hot one takes the
+# rest.
+end=$((SECONDS + 7))
 while [ $SECONDS -lt $end ]; do
 	kv 2 dm mput "{hot}q$n-" 16 65536 2 >/dev/null 2>&1 || not_ok "hot mput q$n"
 	n=$((n + 1))
