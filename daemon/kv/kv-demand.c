@@ -248,11 +248,13 @@ static void kv_ages_roll(struct kv_ages *a, uint64_t epoch)
 	a->newest = epoch;
 }
 
-/* Count bytes of a value last used at used_ms (units_now_ms(), modulo 2^32) in, or out. */
-void kv_ages_count(struct kv_ages *a, uint32_t used_ms, uint64_t bytes, bool add)
+/*
+ * Count bytes of a value last used at used_ms (units_now_ms(), modulo 2^32)
+ * in, or out; now is units_now_ms().
+ */
+void kv_ages_count(struct kv_ages *a, uint64_t now, uint32_t used_ms, uint64_t bytes, bool add)
 {
-	uint64_t now = units_now_ms(),
-		 epoch = (now - (uint32_t)((uint32_t)now - used_ms)) / KV_AGE_EPOCH_MS, *slot;
+	uint64_t epoch = (now - (uint32_t)((uint32_t)now - used_ms)) / KV_AGE_EPOCH_MS, *slot;
 
 	kv_ages_roll(a, now / KV_AGE_EPOCH_MS);
 	slot = a->newest - epoch < KV_AGE_EPOCHS ? &a->bytes[epoch % KV_AGE_EPOCHS] : &a->older;
@@ -376,6 +378,7 @@ static bool kv_demand_evicting(const struct kv_demand_owner *x, uint64_t now, ui
 	return x->at_ms != 0 && x->use.evicted && now - x->at_ms <= KVDEMAND_EVICTING * turn;
 }
 
+/* A quiet owner's answer to its part: nothing to do (one not taken is fixed by its next report). */
 static void kv_demand_told(struct poold *pd, void *arg, int status, uint16_t type,
 			   const uint8_t *bytes, size_t len)
 {
@@ -701,8 +704,7 @@ static int kv_demand_by_keeper(const void *a, const void *b)
 /* The next turn of the reports. */
 static void kv_demand_later(struct poold *pd)
 {
-	uint64_t ms = kv_demand_turn_ms(pd);
-	struct timeval every = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000)};
+	struct timeval every = units_timeval(kv_demand_turn_ms(pd));
 
 	evtimer_add(pd->kv->demand_ev, &every);
 }

@@ -585,7 +585,7 @@ void kv_demand_arm(struct poold *pd, const struct kv_ns *ns);
 void kv_demand_ns(struct kv_ns *ns);
 void kv_demand_map(struct poold *pd);
 void kv_demand_forget(struct kv_ns *ns);
-void kv_ages_count(struct kv_ages *a, uint32_t used_ms, uint64_t bytes, bool add);
+void kv_ages_count(struct kv_ages *a, uint64_t now, uint32_t used_ms, uint64_t bytes, bool add);
 void kv_ages_clear(struct kv_ns *ns);
 int kv_demand_open(struct poold *pd);
 void kv_demand_close(struct poold *pd);
@@ -764,28 +764,43 @@ static inline bool kv_lru_aged(struct kv_ns *ns, const struct kv_entry *e)
 	return ns->ages != NULL && !e->val.pmem && e->retain == KV_RETAIN_NONE;
 }
 
+/* kv_lru_append() at now (units_now_ms()). */
+static inline void kv_lru_append_at(struct kv_ns *ns, struct kv_entry *e, uint64_t now)
+{
+	e->used_ms = (uint32_t)now;
+	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
+	if (kv_lru_aged(ns, e))
+		kv_ages_count(ns->ages, now, e->used_ms, e->val.alen, true);
+}
+
+/* kv_lru_remove() at now (units_now_ms(); read only where the ages count). */
+static inline void kv_lru_remove_at(struct kv_ns *ns, struct kv_entry *e, uint64_t now)
+{
+	if (kv_lru_aged(ns, e))
+		kv_ages_count(ns->ages, now != 0 ? now : units_now_ms(), e->used_ms, e->val.alen,
+			      false);
+	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
+}
+
 /* e's committed value was used now: the most recent of its recency list. */
 static inline void kv_lru_append(struct kv_ns *ns, struct kv_entry *e)
 {
-	e->used_ms = (uint32_t)units_now_ms();
-	TAILQ_INSERT_TAIL(kv_lru(ns, e), e, lru);
-	if (kv_lru_aged(ns, e))
-		kv_ages_count(ns->ages, e->used_ms, e->val.alen, true);
+	kv_lru_append_at(ns, e, units_now_ms());
 }
 
 /* e's committed value leaves its recency list. */
 static inline void kv_lru_remove(struct kv_ns *ns, struct kv_entry *e)
 {
-	if (kv_lru_aged(ns, e))
-		kv_ages_count(ns->ages, e->used_ms, e->val.alen, false);
-	TAILQ_REMOVE(kv_lru(ns, e), e, lru);
+	kv_lru_remove_at(ns, e, 0);
 }
 
-/* e's value, on its recency list, was used again. */
+/* e's value, on its recency list, was used again (the clock read once). */
 static inline void kv_lru_touch(struct kv_ns *ns, struct kv_entry *e)
 {
-	kv_lru_remove(ns, e);
-	kv_lru_append(ns, e);
+	uint64_t now = units_now_ms();
+
+	kv_lru_remove_at(ns, e, now);
+	kv_lru_append_at(ns, e, now);
 }
 
 /* A RESP database: it takes the empty key. */
